@@ -1,0 +1,50 @@
+# jobq — `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help venv deps test lint pgtap pytest demo bench bench-quick soak schema-dump clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP) ## Create .venv with jobq and its development tools
+
+deps: $(STAMP) ## Install what the tests need (Python venv; pgTAP, pg_prove, plpgsql_check from Debian)
+	@scripts/install-deps.sh
+
+test: deps ## Run every test (linters, pgTAP, pytest incl. fault suite) on a throwaway PostgreSQL
+	@scripts/run-tests.sh
+
+lint: $(STAMP) ## sqlfluff, ruff, mypy --strict
+	$(VENV)/bin/sqlfluff lint --dialect postgres sql/
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/mypy
+
+demo: $(STAMP) ## Run the demo: a real queue and worker on the embedded database
+	$(PY) -m pgq_client.demo
+
+bench: deps ## Benchmarks against a raw-SQL ceiling (several minutes; never in CI)
+	$(PY) -m bench.run
+
+bench-quick: deps ## A one-minute version of `make bench`
+	$(PY) -m bench.run --quick
+
+soak: deps ## Ten-minute soak test (not in CI)
+	$(PY) -m bench.soak
+
+schema-dump: deps ## Rewrite sql/schema.sql from a database built by the migrations
+	@scripts/schema-dump.sh > sql/schema.sql
+	@echo "sql/schema.sql rewritten"
+
+clean: ## Remove the venv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,175 @@
+"""Every SQL statement the client sends, in one place.
+
+The queue statements call only the public ``jobq_*`` functions, with named arguments and every
+parameter cast to its type, so another language could do the same with the same calls.
+``{schema}`` is replaced by ``"<schema>".`` when the client is given a schema, and by nothing
+otherwise (the connection's search_path then decides); see :class:`Statements`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from psycopg import sql
+
+ENQUEUE = """
+SELECT {schema}jobq_enqueue(
+    job_type => %(job_type)s::text,
+    payload => %(payload)s::jsonb,
+    idempotency_key => %(idempotency_key)s::text,
+    max_attempts => %(max_attempts)s::int,
+    run_at => %(run_at)s::timestamptz,
+    priority => %(priority)s::int,
+    queue => %(queue)s::text
+) AS id
+"""
+
+ENQUEUE_MANY = """
+SELECT ord, id FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::jsonb) ORDER BY ord
+"""
+
+DEQUEUE = """
+SELECT * FROM {schema}jobq_dequeue(
+    worker_id => %(worker_id)s::text,
+    job_types => %(job_types)s::text[],
+    batch_size => %(batch_size)s::int,
+    lock_timeout => %(lock_timeout)s::interval,
+    queues => %(queues)s::text[]
+)
+"""
+
+COMPLETE = """
+SELECT {schema}jobq_complete(
+    job_id => %(job_id)s::uuid,
+    worker_id => %(worker_id)s::text,
+    attempt => %(attempt)s::int
+) AS completed
+"""
+
+# ``attempts`` is the trailing parameter added for fencing a batch by attempt.
+COMPLETE_MANY = """
+SELECT {schema}jobq_complete_many(
+    job_ids => %(job_ids)s::uuid[],
+    worker_id => %(worker_id)s::text,
+    attempts => %(attempts)s::int[]
+) AS completed
+"""
+
+FAIL = """
+SELECT {schema}jobq_fail(
+    job_id => %(job_id)s::uuid,
+    worker_id => %(worker_id)s::text,
+    error => %(error)s::text,
+    retry => %(retry)s::boolean,
+    backoff => %(backoff)s::interval,
+    attempt => %(attempt)s::int
+) AS status
+"""
+
+HEARTBEAT = """
+SELECT {schema}jobq_heartbeat(
+    worker_id => %(worker_id)s::text,
+    job_ids => %(job_ids)s::uuid[]
+) AS renewed
+"""
+
+RELEASE = """
+SELECT {schema}jobq_release(
+    job_ids => %(job_ids)s::uuid[],
+    worker_id => %(worker_id)s::text
+) AS released
+"""
+
+REQUEUE_DEAD_LETTER = """
+SELECT {schema}jobq_requeue_dead_letter(job_id => %(job_id)s::uuid) AS requeued
+"""
+
+REQUEUE_DEAD_LETTERS = """
+SELECT {schema}jobq_requeue_dead_letters(
+    job_type => %(job_type)s::text,
+    queue => %(queue)s::text
+) AS requeued
+"""
+
+# Needs the SQL addition
+#   jobq_list_jobs(statuses text[] DEFAULT NULL, job_type text DEFAULT NULL,
+#                  queue text DEFAULT NULL, max_rows int DEFAULT 100) RETURNS SETOF jobq_jobs
+LIST_JOBS = """
+SELECT * FROM {schema}jobq_list_jobs(
+    statuses => %(statuses)s::text[],
+    job_type => %(job_type)s::text,
+    queue => %(queue)s::text,
+    max_rows => %(max_rows)s::int
+)
+"""
+
+STATS = """
+SELECT queue, job_type, status, jobs, oldest_available_at FROM {schema}jobq_stats()
+ORDER BY queue, job_type, status
+"""
+
+PRUNE = """
+SELECT {schema}jobq_prune(
+    older_than => %(older_than)s::interval,
+    statuses => %(statuses)s::text[]
+) AS pruned
+"""
+
+CONFIGURE = """
+SELECT {schema}jobq_configure(max_payload_bytes => %(max_payload_bytes)s::int) AS settings
+"""
+
+LISTEN = "LISTEN jobq"
+
+NOTIFY_CHANNEL = "jobq"
+
+# Administration (jobq grant): the public functions of a schema, private jobq__ helpers excluded.
+PUBLIC_FUNCTIONS = """
+SELECT p.proname::text AS name
+FROM pg_catalog.pg_proc AS p
+JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+WHERE n.nspname = %(schema)s::text
+  AND p.prokind = 'f'
+  AND left(p.proname, 5) = 'jobq_'
+  AND left(p.proname, 6) <> 'jobq__'
+ORDER BY 1
+"""
+
+SCHEMA_EXISTS = """
+SELECT EXISTS (
+    SELECT FROM pg_catalog.pg_namespace WHERE nspname = %(schema)s::text
+) AS present
+"""
+
+
+class Statements:
+    """The statements above, rendered once for one schema (or for the search_path)."""
+
+    def __init__(self, schema: str | None = None) -> None:
+        self.schema = schema
+        self.enqueue = _render(ENQUEUE, schema)
+        self.enqueue_many = _render(ENQUEUE_MANY, schema)
+        self.dequeue = _render(DEQUEUE, schema)
+        self.complete = _render(COMPLETE, schema)
+        self.complete_many = _render(COMPLETE_MANY, schema)
+        self.fail = _render(FAIL, schema)
+        self.heartbeat = _render(HEARTBEAT, schema)
+        self.release = _render(RELEASE, schema)
+        self.requeue_dead_letter = _render(REQUEUE_DEAD_LETTER, schema)
+        self.requeue_dead_letters = _render(REQUEUE_DEAD_LETTERS, schema)
+        self.list_jobs = _render(LIST_JOBS, schema)
+        self.stats = _render(STATS, schema)
+        self.prune = _render(PRUNE, schema)
+        self.configure = _render(CONFIGURE, schema)
+
+
+@cache
+def statements(schema: str | None = None) -> Statements:
+    """The statements for ``schema``, rendered once per process."""
+    return Statements(schema)
+
+
+def _render(template: str, schema: str | None) -> sql.Composed:
+    prefix: sql.Composable
+    prefix = sql.SQL("") if schema is None else sql.SQL("{}.").format(sql.Identifier(schema))
+    return sql.SQL(template.strip()).format(schema=prefix)

@@ -1,0 +1,146 @@
+"""Typed exceptions of the jobq client.
+
+Every error that comes from the database is mapped from its SQLSTATE to one class of this
+module (:func:`from_psycopg`), rooted at :class:`JobqError`, so callers can catch what they
+mean (``except InvalidArgument``) and still read the SQLSTATE (``exc.sqlstate``).
+
+:class:`PermanentError` and :class:`Retry` are not database errors: a job handler raises them to
+tell the worker how to fail the job.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import psycopg
+
+__all__ = [
+    "ConnectionFailed",
+    "InvalidArgument",
+    "JobqError",
+    "NotMigrated",
+    "NullValue",
+    "PayloadTooLarge",
+    "PermanentError",
+    "PermissionDenied",
+    "Retry",
+    "SerializationFailure",
+    "from_psycopg",
+]
+
+
+class JobqError(Exception):
+    """Base of every jobq error; ``sqlstate`` is the PostgreSQL error code, when there is one."""
+
+    sqlstate: str | None = None
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        if sqlstate is not None:
+            self.sqlstate = sqlstate
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidArgument(JobqError):
+    """An argument was refused (SQLSTATE 22023 invalid_parameter_value); nothing changed."""
+
+    sqlstate = "22023"
+
+
+class NullValue(InvalidArgument):
+    """A NULL was given where a value is required, e.g. a NULL payload (SQLSTATE 22004)."""
+
+    sqlstate = "22004"
+
+
+class PayloadTooLarge(InvalidArgument):
+    """The payload is larger than the installation's ``max_payload_bytes`` (SQLSTATE 54000)."""
+
+    sqlstate = "54000"
+
+
+class PermissionDenied(JobqError):
+    """The role may not call this function (SQLSTATE 42501); see ``jobq grant``."""
+
+    sqlstate = "42501"
+
+
+class NotMigrated(JobqError):
+    """jobq is not installed (or not up to date) in this database/schema: run ``jobq migrate``.
+
+    Raised for SQLSTATE 42883 (undefined function), 42P01 (undefined table) and 3F000 (invalid
+    schema name).
+    """
+
+    sqlstate = "42883"
+
+
+class SerializationFailure(JobqError):
+    """The transaction could not be serialized (SQLSTATE 40001/40P01); retry it."""
+
+    sqlstate = "40001"
+
+
+class ConnectionFailed(JobqError):
+    """The database could not be reached, or the connection was lost (SQLSTATE class 08)."""
+
+
+class PermanentError(JobqError):
+    """Raised by a job handler: fail the job now, without retry (status ``failed``)."""
+
+
+class Retry(JobqError):
+    """Raised by a job handler: retry the job after ``after`` (the worker's backoff if None).
+
+    The attempt still counts: a job that has used all its attempts goes to ``dead_letter``.
+    """
+
+    def __init__(self, after: timedelta | float | None = None, message: str | None = None) -> None:
+        if after is not None and not isinstance(after, timedelta):
+            after = timedelta(seconds=after)
+        if after is not None and after < timedelta(0):
+            raise ValueError(f"Retry(after=...) must not be negative, got {after!r}")
+        self.after: timedelta | None = after
+        super().__init__(message or f"retry requested (after {after})")
+
+
+_NOT_MIGRATED_HINT = (
+    "jobq is not installed in this database/schema (or is older than this client); "
+    "run `jobq migrate`"
+)
+
+_BY_SQLSTATE: dict[str, type[JobqError]] = {
+    "22023": InvalidArgument,
+    "22004": NullValue,
+    "54000": PayloadTooLarge,
+    "42501": PermissionDenied,
+    "42883": NotMigrated,
+    "42P01": NotMigrated,
+    "3F000": NotMigrated,
+    "40001": SerializationFailure,
+    "40P01": SerializationFailure,
+}
+
+
+def from_psycopg(exc: psycopg.Error) -> JobqError:
+    """Map a psycopg error to the typed jobq exception (the caller raises it ``from exc``)."""
+    sqlstate = exc.sqlstate
+    primary = exc.diag.message_primary or str(exc).strip() or type(exc).__name__
+    message = primary
+    detail = exc.diag.message_detail
+    if detail:
+        message = f"{message} ({detail})"
+    connection_state = sqlstate is None or sqlstate.startswith(("08", "57P"))
+    if connection_state and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        text = str(exc).strip()
+        first_line = text.splitlines()[0] if text else primary
+        return ConnectionFailed(f"database connection failed: {first_line}", sqlstate=sqlstate)
+    if sqlstate is None:
+        return JobqError(message)
+    cls = _BY_SQLSTATE.get(sqlstate, JobqError)
+    if cls is NotMigrated:
+        message = f"{_NOT_MIGRATED_HINT}: {primary}"
+    return cls(message, sqlstate=sqlstate)

@@ -1,0 +1,65 @@
+"""Typed rows returned by the jobq functions."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+__all__ = ["STATUSES", "Job", "StatsRow"]
+
+STATUSES = ("pending", "processing", "succeeded", "failed", "dead_letter")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row of ``jobq_jobs``, as ``jobq_dequeue`` returns it.
+
+    ``attempts`` counts the claims so far, this one included: it is the attempt number a worker
+    passes back to ``jobq_complete``/``jobq_fail`` to fence its claim.
+    """
+
+    id: uuid.UUID
+    queue: str
+    job_type: str
+    payload: Any
+    idempotency_key: str | None
+    status: str
+    priority: int
+    attempts: int
+    max_attempts: int
+    available_at: datetime
+    locked_at: datetime | None
+    locked_by: str | None
+    last_error: str | None
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Job:
+        """Build a Job from a ``jobq_jobs`` row; columns this client does not know are ignored."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in row.items() if k in names})
+
+    def __str__(self) -> str:
+        return f"Job({self.id} {self.job_type} attempt {self.attempts}/{self.max_attempts})"
+
+
+@dataclass(frozen=True)
+class StatsRow:
+    """One row of ``jobq_stats()``: how many jobs of a type are in a status, in a queue."""
+
+    queue: str
+    job_type: str
+    status: str
+    jobs: int
+    oldest_available_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> StatsRow:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in row.items() if k in names})

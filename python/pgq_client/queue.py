@@ -1,0 +1,391 @@
+"""The producer/admin side of the client: a thin wrapper over the ``jobq_*`` functions."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from . import _sql
+from .errors import JobqError, NotMigrated, SerializationFailure, from_psycopg
+from .models import Job, StatsRow
+
+__all__ = ["Connectable", "Queue", "resolve_dsn"]
+
+log = logging.getLogger("pgq_client.queue")
+
+Connectable = str | psycopg.Connection[Any] | ConnectionPool[Any] | None
+
+DSN_SOURCES = ("JOBQ_DSN", "DATABASE_URL")
+
+# How often an enqueue in a transaction the Queue owns is retried on a serialization failure.
+SERIALIZATION_RETRIES = 5
+
+
+def resolve_dsn(dsn: str | None = None) -> tuple[str, str]:
+    """The DSN to use and where it came from: ``dsn`` itself, ``JOBQ_DSN``, ``DATABASE_URL``,
+    else the embedded PostgreSQL (started if needed)."""
+    if dsn:
+        return dsn, "argument"
+    for name in DSN_SOURCES:
+        value = os.environ.get(name)
+        if value:
+            return value, name
+    try:
+        embedded = importlib.import_module("pgq_client.embedded")
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise JobqError(
+            "no database given (set JOBQ_DSN or DATABASE_URL, or pass a DSN), and the embedded "
+            f"PostgreSQL is not available: {exc}"
+        ) from exc
+    return str(embedded.get_embedded_dsn()), "embedded"
+
+
+def check_aware(value: datetime | None, name: str) -> None:
+    """Refuse a naive datetime: jobq times are absolute."""
+    if value is not None and (value.tzinfo is None or value.tzinfo.utcoffset(value) is None):
+        raise ValueError(
+            f"{name} must be timezone-aware (e.g. datetime.now(timezone.utc)), got naive {value!r}"
+        )
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """Re-raise psycopg errors as the typed jobq exceptions (the original is ``__cause__``)."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise from_psycopg(exc) from exc
+
+
+def _interval(value: timedelta | float | int, name: str) -> timedelta:
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a timedelta or a number of seconds, got {value!r}")
+    return timedelta(seconds=value)
+
+
+class Queue:
+    """Enqueue jobs and administer a jobq installation.
+
+    ``Queue(dsn)`` opens (lazily) and owns one autocommit connection, shared by threads under a
+    lock; ``Queue(connection)`` and ``Queue(pool)`` use the caller's, which stays theirs to close.
+    ``Queue()`` takes ``JOBQ_DSN``, else ``DATABASE_URL``, else the embedded PostgreSQL.
+    ``schema`` qualifies every call (``"tenant".jobq_enqueue``); None leaves it to the
+    search_path. Each call is its own short transaction, except with ``conn=`` (the caller's
+    transaction) or on a borrowed connection that is inside a transaction already.
+    """
+
+    def __init__(self, dsn: Connectable = None, *, schema: str | None = None) -> None:
+        self._sql = _sql.statements(schema)
+        self.schema = schema
+        self._lock = threading.RLock()
+        self._owned: psycopg.Connection[Any] | None = None
+        self._conn: psycopg.Connection[Any] | None = None
+        self._pool: ConnectionPool[Any] | None = None
+        self._dsn: str | None = None
+        if isinstance(dsn, psycopg.Connection):
+            self._conn = dsn
+        elif isinstance(dsn, ConnectionPool):
+            self._pool = dsn
+        elif dsn is None or isinstance(dsn, str):
+            self._dsn = dsn
+        else:
+            raise TypeError(
+                f"Queue() takes a DSN, a psycopg Connection or a ConnectionPool, got {dsn!r}"
+            )
+        self._closed = False
+
+    # -- connection handling ------------------------------------------------------------------
+
+    @property
+    def dsn(self) -> str:
+        """The DSN this Queue connects to (resolved on first use when none was given)."""
+        if self._conn is not None:
+            return self._conn.info.dsn
+        if self._pool is not None:
+            conninfo = self._pool.conninfo
+            return conninfo() if callable(conninfo) else conninfo
+        if self._dsn is None:
+            self._dsn, _ = resolve_dsn(None)
+        return self._dsn
+
+    @contextmanager
+    def _connection(self) -> Iterator[tuple[psycopg.Connection[Any], bool]]:
+        """A connection for one call, and whether the Queue owns the transaction around it."""
+        if self._closed:
+            raise JobqError("this Queue is closed")
+        if self._pool is not None:
+            with self._pool.connection() as conn:
+                yield conn, True
+            return
+        with self._lock:
+            if self._conn is not None:
+                conn = self._conn
+                owns_tx = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+                yield conn, owns_tx
+                return
+            if self._owned is None or self._owned.closed or self._owned.broken:
+                if self._owned is not None:
+                    self._owned.close()
+                    self._owned = None
+                with translate_errors():
+                    self._owned = psycopg.connect(self.dsn, autocommit=True)
+            yield self._owned, True
+
+    def _run(
+        self,
+        query: sql.Composed,
+        params: Mapping[str, Any],
+        *,
+        conn: psycopg.Connection[Any] | None = None,
+        retry_serialization: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Execute one statement and return its rows, as one short transaction."""
+        if conn is not None:
+            # The caller's transaction: no commit, and a serialization failure is theirs to retry.
+            with translate_errors(), conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(query, params)
+                return cur.fetchall()
+        tries = SERIALIZATION_RETRIES if retry_serialization else 1
+        for attempt in range(1, tries + 1):
+            try:
+                with self._connection() as (c, owns_tx), translate_errors():
+                    if owns_tx:
+                        with c.transaction(), c.cursor(row_factory=dict_row) as cur:
+                            cur.execute(query, params)
+                            return cur.fetchall()
+                    with c.cursor(row_factory=dict_row) as cur:
+                        cur.execute(query, params)
+                        return cur.fetchall()
+            except SerializationFailure:
+                if attempt == tries or not owns_tx:
+                    raise
+                log.debug("serialization failure, retrying (%d/%d)", attempt, tries)
+                time.sleep(0.01 * 2**attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        """Close the connection this Queue opened (not one it was given)."""
+        with self._lock:
+            self._closed = True
+            if self._owned is not None:
+                self._owned.close()
+                self._owned = None
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- producing ----------------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        job_type: str,
+        payload: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        run_at: datetime | None = None,
+        priority: int = 0,
+        max_attempts: int = 5,
+        queue: str = "default",
+        conn: psycopg.Connection[Any] | None = None,
+    ) -> uuid.UUID:
+        """Add a job and return its id (the existing job's id for a known idempotency key).
+
+        ``run_at`` must be timezone-aware. With ``conn``, the job is added in the caller's
+        transaction: it exists only if that transaction commits.
+        """
+        check_aware(run_at, "run_at")
+        params = {
+            "job_type": job_type,
+            "payload": Jsonb({} if payload is None else payload),
+            "idempotency_key": idempotency_key,
+            "max_attempts": max_attempts,
+            "run_at": run_at,
+            "priority": priority,
+            "queue": queue,
+        }
+        rows = self._run(self._sql.enqueue, params, conn=conn, retry_serialization=True)
+        job_id: uuid.UUID = rows[0]["id"]
+        return job_id
+
+    def enqueue_many(
+        self,
+        jobs: Sequence[Mapping[str, Any]],
+        *,
+        conn: psycopg.Connection[Any] | None = None,
+    ) -> list[uuid.UUID]:
+        """Add many jobs in one statement; returns their ids in input order.
+
+        Each element has the keys of :meth:`enqueue` (``job_type`` required).
+        """
+        if isinstance(jobs, Mapping | str | bytes):
+            raise TypeError("enqueue_many() takes a list of job dicts")
+        elements: list[dict[str, Any]] = []
+        for i, job in enumerate(jobs):
+            if not isinstance(job, Mapping):
+                raise TypeError(f"enqueue_many(): element {i} is not a dict: {job!r}")
+            element = dict(job)
+            run_at = element.get("run_at")
+            if isinstance(run_at, datetime):
+                check_aware(run_at, f"jobs[{i}].run_at")
+                element["run_at"] = run_at.isoformat()
+            elif run_at is not None:
+                raise TypeError(f"jobs[{i}].run_at must be a datetime, got {run_at!r}")
+            elements.append(element)
+        if not elements:
+            return []
+        rows = self._run(
+            self._sql.enqueue_many, {"jobs": Jsonb(elements)}, conn=conn, retry_serialization=True
+        )
+        return [row["id"] for row in rows]
+
+    # -- working (thin wrappers; the Worker is the usual way to consume) ----------------------
+
+    def dequeue(
+        self,
+        worker_id: str,
+        job_types: Sequence[str] | None = None,
+        batch_size: int = 1,
+        lock_timeout: timedelta | float = timedelta(minutes=5),
+        queues: Sequence[str] | None = None,
+    ) -> list[Job]:
+        """Claim up to ``batch_size`` jobs for ``worker_id``."""
+        params = {
+            "worker_id": worker_id,
+            "job_types": None if job_types is None else list(job_types),
+            "batch_size": batch_size,
+            "lock_timeout": _interval(lock_timeout, "lock_timeout"),
+            "queues": None if queues is None else list(queues),
+        }
+        return [Job.from_row(row) for row in self._run(self._sql.dequeue, params)]
+
+    def complete(self, job_id: uuid.UUID, worker_id: str, attempt: int | None = None) -> bool:
+        """Mark a claimed job succeeded; False when ``worker_id`` no longer holds the claim."""
+        rows = self._run(
+            self._sql.complete, {"job_id": job_id, "worker_id": worker_id, "attempt": attempt}
+        )
+        return bool(rows[0]["completed"])
+
+    def complete_many(
+        self,
+        job_ids: Sequence[uuid.UUID],
+        worker_id: str,
+        attempts: Sequence[int] | None = None,
+    ) -> int:
+        """Mark many claimed jobs succeeded; returns how many were still held."""
+        if attempts is not None and len(attempts) != len(job_ids):
+            raise ValueError("attempts must have one entry per job id")
+        params = {
+            "job_ids": list(job_ids),
+            "worker_id": worker_id,
+            "attempts": None if attempts is None else list(attempts),
+        }
+        return int(self._run(self._sql.complete_many, params)[0]["completed"])
+
+    def fail(
+        self,
+        job_id: uuid.UUID,
+        worker_id: str,
+        error: str,
+        *,
+        retry: bool = True,
+        backoff: timedelta | float = timedelta(seconds=10),
+        attempt: int | None = None,
+    ) -> str | None:
+        """Record a failed attempt; returns the new status, None when the claim was lost."""
+        params = {
+            "job_id": job_id,
+            "worker_id": worker_id,
+            "error": error,
+            "retry": retry,
+            "backoff": _interval(backoff, "backoff"),
+            "attempt": attempt,
+        }
+        status: str | None = self._run(self._sql.fail, params)[0]["status"]
+        return status
+
+    def heartbeat(self, worker_id: str, job_ids: Sequence[uuid.UUID]) -> int:
+        """Renew the claims ``worker_id`` still holds; returns how many."""
+        params = {"worker_id": worker_id, "job_ids": list(job_ids)}
+        return int(self._run(self._sql.heartbeat, params)[0]["renewed"])
+
+    def release(self, job_ids: Sequence[uuid.UUID], worker_id: str) -> int:
+        """Give back claimed, never started jobs; returns how many were released."""
+        params = {"job_ids": list(job_ids), "worker_id": worker_id}
+        return int(self._run(self._sql.release, params)[0]["released"])
+
+    # -- administration -----------------------------------------------------------------------
+
+    def requeue_dead_letter(self, job_id: uuid.UUID) -> bool:
+        """Make a ``dead_letter`` or ``failed`` job pending again; False for any other job."""
+        rows = self._run(self._sql.requeue_dead_letter, {"job_id": job_id})
+        return bool(rows[0]["requeued"])
+
+    def requeue_dead_letters(self, job_type: str | None = None, queue: str | None = None) -> int:
+        """Requeue every ``dead_letter``/``failed`` job (of a type, queue); returns how many."""
+        rows = self._run(self._sql.requeue_dead_letters, {"job_type": job_type, "queue": queue})
+        return int(rows[0]["requeued"])
+
+    def dead_letters(
+        self,
+        job_type: str | None = None,
+        queue: str | None = None,
+        *,
+        statuses: Sequence[str] = ("dead_letter", "failed"),
+        limit: int = 100,
+    ) -> list[Job]:
+        """The jobs waiting for a human: ``dead_letter`` and ``failed`` (latest first)."""
+        params = {
+            "statuses": list(statuses),
+            "job_type": job_type,
+            "queue": queue,
+            "max_rows": limit,
+        }
+        try:
+            rows = self._run(self._sql.list_jobs, params)
+        except NotMigrated as exc:
+            raise NotMigrated(
+                f"{exc.message} (listing jobs needs jobq_list_jobs; run `jobq migrate`)",
+                sqlstate=exc.sqlstate,
+            ) from exc
+        return [Job.from_row(row) for row in rows]
+
+    def stats(self) -> list[StatsRow]:
+        """Job counts per queue, type and status."""
+        return [StatsRow.from_row(row) for row in self._run(self._sql.stats, {})]
+
+    def prune(
+        self,
+        older_than: timedelta | float = timedelta(days=7),
+        statuses: Sequence[Literal["succeeded", "failed", "dead_letter"] | str] = ("succeeded",),
+    ) -> int:
+        """Delete finished jobs older than ``older_than``; returns how many."""
+        params = {
+            "older_than": _interval(older_than, "older_than"),
+            "statuses": list(statuses),
+        }
+        return int(self._run(self._sql.prune, params)[0]["pruned"])
+
+    def configure(self, *, max_payload_bytes: int | None = None) -> dict[str, Any]:
+        """Change this installation's settings (None leaves one as it is); returns them all."""
+        rows = self._run(self._sql.configure, {"max_payload_bytes": max_payload_bytes})
+        settings: dict[str, Any] = rows[0]["settings"]
+        return settings

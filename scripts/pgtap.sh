@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs tests/pgtap/*.sql with pg_prove against a fresh database built by the migrations.
+# Needs JOBQ_TEST_DSN (a superuser DSN). pgTAP and plpgsql_check live in schema `tap`, so that
+# the API-surface tests see only jobq's own functions in `public`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+: "${JOBQ_TEST_DSN:?JOBQ_TEST_DSN must name a superuser DSN}"
+
+db="jobq_pgtap_$$"
+dsn=$("$PY" - "$JOBQ_TEST_DSN" "$db" <<'PYEOF'
+import sys
+from psycopg.conninfo import make_conninfo
+print(make_conninfo(sys.argv[1], dbname=sys.argv[2]))
+PYEOF
+)
+psql "$JOBQ_TEST_DSN" -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE $db"
+trap 'psql "$JOBQ_TEST_DSN" -X -q -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+"$PY" -c "import sys; from pgq_client.migrate import migrate; migrate(sys.argv[1])" "$dsn"
+psql "$dsn" -X -q -v ON_ERROR_STOP=1 <<'SQL'
+CREATE SCHEMA tap;
+CREATE EXTENSION pgtap SCHEMA tap;
+CREATE EXTENSION plpgsql_check SCHEMA tap;
+SQL
+shopt -s nullglob
+files=(tests/pgtap/*.sql)
+if [ ${#files[@]} -eq 0 ]; then
+    echo "pgtap.sh: no tests in tests/pgtap/" >&2
+    exit 1
+fi
+PGOPTIONS="-c search_path=public,tap" pg_prove --dbname "$dsn" --failures "${files[@]}"

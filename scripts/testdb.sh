@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Throwaway PostgreSQL cluster for tests and benchmarks.
+#
+#   scripts/testdb.sh start DIR [extra postgres -c settings...]   prints shell exports
+#   scripts/testdb.sh stop DIR
+#
+# initdb refuses to run as root, so as root the cluster belongs to the system user `postgres`
+# (created by Debian's server package), or to `jobq-test`, which is created when missing.
+set -euo pipefail
+
+cmd=${1:?usage: testdb.sh start|stop DIR}
+dir=${2:?usage: testdb.sh start|stop DIR}
+shift 2
+
+bindir() {
+    if [ -n "${JOBQ_PG_BINDIR:-}" ]; then echo "$JOBQ_PG_BINDIR"; return; fi
+    local d
+    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+    if [ -n "$d" ] && [ -x "$d/initdb" ]; then echo "$d"; return; fi
+    if command -v initdb >/dev/null 2>&1; then dirname "$(command -v initdb)"; return; fi
+    echo "testdb.sh: no PostgreSQL server binaries (initdb) found; install postgresql (Debian: apt-get install postgresql)" >&2
+    exit 1
+}
+
+run_as=()
+owner=$(id -un)
+if [ "$(id -u)" = 0 ]; then
+    if id postgres >/dev/null 2>&1; then owner=postgres
+    else
+        id jobq-test >/dev/null 2>&1 || useradd --system --no-create-home jobq-test
+        owner=jobq-test
+    fi
+    run_as=(runuser -u "$owner" --)
+fi
+
+case "$cmd" in
+start)
+    bin=$(bindir)
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    chown "$owner" "$dir"
+    chmod 700 "$dir"
+    if ! "${run_as[@]}" test -w "$dir"; then
+        echo "testdb.sh: $owner cannot reach $dir (make its parent directories traversable, chmod o+x)" >&2
+        exit 1
+    fi
+    "${run_as[@]}" "$bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 \
+        --locale=C >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    opts="-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300"
+    opts="$opts -c shared_buffers=256MB -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    for extra in "$@"; do opts="$opts -c $extra"; done
+    "${run_as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "$opts" -w -t 60 start >/dev/null \
+        || { cat "$dir/server.log" >&2; exit 1; }
+    cat <<ENV
+export JOBQ_TEST_DSN='postgresql://postgres@127.0.0.1:$port/postgres'
+export JOBQ_TEST_PGDATA='$dir/data'
+export JOBQ_TEST_PGCTL='$bin/pg_ctl'
+export JOBQ_TEST_PGOWNER='$owner'
+export JOBQ_TEST_PGPORT='$port'
+ENV
+    ;;
+stop)
+    bin=$(bindir)
+    if [ -f "$dir/data/postmaster.pid" ]; then
+        "${run_as[@]}" "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    fi
+    rm -rf "$dir"
+    ;;
+*) echo "usage: testdb.sh start|stop DIR" >&2; exit 2 ;;
+esac

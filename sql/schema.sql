@@ -1,0 +1,901 @@
+CREATE SCHEMA public;
+
+COMMENT ON SCHEMA public IS 'standard public schema';
+
+CREATE FUNCTION public.jobq__backoff(attempts integer, backoff interval) RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT make_interval(
+        secs => least(
+            greatest(attempts, 1)::numeric * extract(epoch FROM backoff),
+            31536000
+        )::double precision
+    )
+$$;
+
+COMMENT ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) IS 'Private. attempts × backoff, capped at 365 days (never overflows).';
+
+CREATE FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN job_type IS NULL OR btrim(job_type) = ''
+            THEN 'job_type must be a non-blank string'
+        WHEN length(job_type) > 200
+            THEN format('job_type is %s characters long, at most 200 are allowed',
+                        length(job_type))
+        WHEN queue IS NULL OR btrim(queue) = ''
+            THEN 'queue must be a non-blank string'
+        WHEN length(queue) > 200
+            THEN format('queue is %s characters long, at most 200 are allowed', length(queue))
+        WHEN idempotency_key IS NOT NULL AND btrim(idempotency_key) = ''
+            THEN 'idempotency_key must be NULL or a non-blank string'
+        WHEN length(idempotency_key) > 1000
+            THEN format('idempotency_key is %s characters long, at most 1000 are allowed',
+                        length(idempotency_key))
+        WHEN max_attempts IS NULL OR max_attempts < 1 OR max_attempts > 1000
+            THEN format('max_attempts must be between 1 and 1000, got %s',
+                        coalesce(max_attempts::text, 'NULL'))
+        WHEN priority IS NULL OR priority < -1000000 OR priority > 1000000
+            THEN format('priority must be between -1000000 and 1000000, got %s',
+                        coalesce(priority::text, 'NULL'))
+    END
+$$;
+
+COMMENT ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) IS 'Private. Returns the first problem with one job''s arguments (a message naming the
+argument), or NULL.';
+
+CREATE FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE jobq_jobs AS j
+    SET
+        status = 'succeeded',
+        finished_at = now(),
+        locked_at = NULL,
+        locked_by = NULL,
+        updated_at = now()
+    WHERE j.id = jobq_complete.job_id
+      AND j.status = 'processing'
+      AND j.locked_by = jobq_complete.worker_id
+      AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt);
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer) IS 'Marks job_id succeeded while worker_id still holds its claim (and, when attempt is given,
+only the claim of that attempt). Result: true if it did, false otherwise (unknown job, not
+processing, claim taken over or of another attempt); nothing changes then.
+Concurrency: the row lock orders it against a concurrent takeover; whichever commits first
+wins, and a taken-over claim can no longer complete.';
+
+CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_done integer;
+BEGIN
+    IF jobq_complete_many.attempts IS NOT NULL
+       AND cardinality(jobq_complete_many.attempts)
+           IS DISTINCT FROM cardinality(jobq_complete_many.job_ids) THEN
+        RAISE EXCEPTION 'jobq_complete_many: attempts has % elements, job_ids has %',
+            cardinality(jobq_complete_many.attempts),
+            coalesce(cardinality(jobq_complete_many.job_ids), 0)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass one attempt per job id, in the same order, or NULL.';
+    END IF;
+
+    UPDATE jobq_jobs AS j
+    SET
+        status = 'succeeded',
+        finished_at = now(),
+        locked_at = NULL,
+        locked_by = NULL,
+        updated_at = now()
+    FROM unnest(
+        jobq_complete_many.job_ids,
+        coalesce(
+            jobq_complete_many.attempts,
+            array_fill(NULL::integer, ARRAY[cardinality(jobq_complete_many.job_ids)])
+        )
+    ) AS d (job_id, attempt)
+    WHERE j.id = d.job_id
+      AND j.status = 'processing'
+      AND j.locked_by = jobq_complete_many.worker_id
+      AND (d.attempt IS NULL OR j.attempts = d.attempt);
+    GET DIAGNOSTICS v_done = ROW_COUNT;
+    RETURN v_done;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[]) IS 'Marks succeeded each of job_ids that worker_id still holds, in one statement. attempts
+(optional, an extension of the contract): one claim attempt per job id, same order; a job
+counts only while its claim is of that attempt.
+Result: how many jobs were completed; the others (not held, other attempt) are left alone.
+Errors: 22023 when attempts and job_ids differ in length.';
+
+CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_settings jsonb;
+BEGIN
+    IF jobq_configure.max_payload_bytes IS NOT NULL AND jobq_configure.max_payload_bytes < 1 THEN
+        RAISE EXCEPTION 'jobq_configure: max_payload_bytes must be at least 1, got %',
+            jobq_configure.max_payload_bytes
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE jobq_settings AS s
+    SET max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes)
+    RETURNING jsonb_build_object('max_payload_bytes', s.max_payload_bytes) INTO v_settings;
+    RETURN v_settings;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer) IS 'Admin only. Changes the settings of this installation (NULL leaves a setting as it is) and
+returns them all as a JSON object: max_payload_bytes (largest accepted payload, in bytes of
+jsonb; default 1048576). Settings live in this schema''s jobq_settings, so each tenant schema
+has its own. Errors: 22023 max_payload_bytes < 1.';
+
+CREATE TABLE public.jobq_jobs (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    queue text DEFAULT 'default'::text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    idempotency_key text,
+    status text DEFAULT 'pending'::text NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
+    CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'dead_letter'::text])) = (finished_at IS NOT NULL))),
+    CONSTRAINT jobq_jobs_max_attempts_check CHECK ((max_attempts >= 1)),
+    CONSTRAINT jobq_jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'processing'::text, 'succeeded'::text, 'failed'::text, 'dead_letter'::text])))
+)
+WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0.0', autovacuum_vacuum_insert_threshold='20000', autovacuum_analyze_scale_factor='0.0', autovacuum_analyze_threshold='10000', autovacuum_vacuum_cost_delay='0');
+
+COMMENT ON TABLE public.jobq_jobs IS 'jobq jobs, one row per job. Change it only through the jobq_* functions.';
+
+CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, lock_timeout interval DEFAULT '00:05:00'::interval, queues text[] DEFAULT NULL::text[]) RETURNS SETOF public.jobq_jobs
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF worker_id IS NULL OR btrim(worker_id) = '' THEN
+        RAISE EXCEPTION 'jobq_dequeue: worker_id must be a non-blank string'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF batch_size IS NULL OR batch_size < 1 THEN
+        RAISE EXCEPTION 'jobq_dequeue: batch_size must be at least 1, got %',
+            coalesce(batch_size::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF lock_timeout IS NULL OR lock_timeout <= interval '0' THEN
+        RAISE EXCEPTION 'jobq_dequeue: lock_timeout must be a positive interval, got %',
+            coalesce(lock_timeout::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
+    --    Each is recorded in errors (which worker lost it). One that has attempts left goes
+    --    back to pending with its original available_at, so that step 2 ranks it like any
+    --    other pending job; one that has used all its attempts is not run again: dead_letter.
+    --    The index jobq_jobs_locked_idx makes this a short range scan that finds nothing in
+    --    the common case.
+    WITH stale AS MATERIALIZED (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.status = 'processing'
+          AND j.locked_at < now() - jobq_dequeue.lock_timeout
+          AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
+          AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+        ORDER BY j.locked_at
+        LIMIT jobq_dequeue.batch_size
+        FOR UPDATE SKIP LOCKED
+    )
+
+    UPDATE jobq_jobs AS j
+    SET
+        status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead_letter' ELSE 'pending' END,
+        last_error = format(
+            'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+            j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
+        ),
+        errors = j.errors || jsonb_build_object(
+            'attempt', j.attempts,
+            'at', now(),
+            'worker', j.locked_by,
+            'error', format(
+                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
+            ),
+            'kind', 'lock_expired'
+        ),
+        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+        locked_at = NULL,
+        locked_by = NULL,
+        updated_at = now()
+    FROM stale
+    WHERE j.id = stale.id;
+
+    -- 2. The claim, in one statement: the candidates (in the order the partial index
+    --    jobq_jobs_claim_idx gives) are locked with SKIP LOCKED in a MATERIALIZED CTE, so the
+    --    LIMIT is applied once and no plan can lock or return more than batch_size rows;
+    --    the UPDATE is joined to them.
+    RETURN QUERY
+    WITH candidates AS MATERIALIZED (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending'
+          AND j.available_at <= now()
+          AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
+          AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+        LIMIT jobq_dequeue.batch_size
+        FOR UPDATE SKIP LOCKED
+    ),
+
+    claimed AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = 'processing',
+            attempts = j.attempts + 1,
+            locked_at = now(),
+            locked_by = jobq_dequeue.worker_id,
+            updated_at = now()
+        FROM candidates AS c
+        WHERE j.id = c.id
+        RETURNING j.*
+    )
+
+    SELECT c.*
+    FROM claimed AS c
+    ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) IS 'Claims up to batch_size jobs for worker_id and returns them (status processing, locked_at =
+now(), locked_by = worker_id, attempts + 1), highest priority first, then available_at, then id.
+Candidates: pending jobs whose available_at has come, and processing jobs whose lock is older
+than lock_timeout (their worker is presumed dead): such a takeover is recorded in errors
+(kind lock_expired, the worker that lost it); a stale job with no attempts left goes to
+dead_letter instead of running again.
+Arguments: worker_id (non-blank), job_types (NULL = all), batch_size (>= 1), lock_timeout
+(> 0), queues (NULL = all).
+Errors: 22023 blank worker_id, batch_size < 1, lock_timeout <= 0.
+Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, and one
+call never locks or claims more than batch_size pending rows.';
+
+CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_error text;
+    v_size integer;
+    v_limit integer;
+    v_id uuid;
+BEGIN
+    v_error := jobq__job_error(
+        jobq_enqueue.job_type, jobq_enqueue.queue, jobq_enqueue.idempotency_key,
+        jobq_enqueue.max_attempts, jobq_enqueue.priority
+    );
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_enqueue: %', v_error
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_enqueue.payload IS NULL THEN
+        RAISE EXCEPTION 'jobq_enqueue: payload must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'Pass ''{}'' for a job without arguments.';
+    END IF;
+    IF NOT isfinite(jobq_enqueue.run_at) THEN
+        RAISE EXCEPTION 'jobq_enqueue: run_at must be a finite time, got %', jobq_enqueue.run_at
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    v_size := pg_column_size(jobq_enqueue.payload);
+    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+    IF v_size > v_limit THEN
+        RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
+            USING ERRCODE = 'program_limit_exceeded',
+                  HINT = 'Store large data elsewhere and pass a reference; an admin can change '
+                      || 'the limit with jobq_configure(max_payload_bytes => ...).';
+    END IF;
+
+    IF jobq_enqueue.idempotency_key IS NULL THEN
+        INSERT INTO jobq_jobs AS j (queue, job_type, payload, max_attempts, available_at, priority)
+        VALUES (
+            jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
+            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, now()), jobq_enqueue.priority
+        )
+        RETURNING j.id INTO v_id;
+    ELSE
+        -- Race-free dedupe: ON CONFLICT DO NOTHING waits for a concurrent inserter of the same
+        -- key. If it committed, we insert nothing and read its row with the fresh snapshot of
+        -- the next statement; if it rolled back, our insert goes through. The loop covers the
+        -- (rare) case of the row being deleted between the two statements.
+        LOOP
+            INSERT INTO jobq_jobs AS j (
+                queue, job_type, payload, idempotency_key, max_attempts, available_at, priority
+            )
+            VALUES (
+                jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
+                jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
+                coalesce(jobq_enqueue.run_at, now()), jobq_enqueue.priority
+            )
+            ON CONFLICT ON CONSTRAINT jobq_jobs_idempotency_key_key DO NOTHING
+            RETURNING j.id INTO v_id;
+            EXIT WHEN v_id IS NOT NULL;
+
+            SELECT j.id INTO v_id
+            FROM jobq_jobs AS j
+            WHERE j.idempotency_key = jobq_enqueue.idempotency_key;
+            IF v_id IS NOT NULL THEN
+                -- A duplicate: nothing was added, so nobody needs waking.
+                RETURN v_id;
+            END IF;
+        END LOOP;
+    END IF;
+
+    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= now() THEN
+        -- The payload of the notification is the queue name only: any role may LISTEN.
+        -- Identical notifications in one transaction are folded into one by PostgreSQL.
+        PERFORM pg_notify('jobq', jobq_enqueue.queue);
+    END IF;
+    RETURN v_id;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text) IS 'Adds a pending job and returns its id.
+Arguments: job_type (handler name, 1-200 chars), payload (jsonb, not NULL, at most
+max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars), max_attempts
+(1-1000), run_at (not claimed before; NULL = now; must be finite), priority (-1000000..1000000,
+higher runs first), queue (1-200 chars).
+Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
+is added or changed and that job''s id is returned.
+Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at, 22004 NULL
+payload, 54000 payload too large.
+Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
+caller''s transaction (a rollback removes the job). NOTIFY jobq, payload the queue name, when
+the job is available now (delivered at commit).';
+
+CREATE FUNCTION public.jobq_enqueue_many(jobs jsonb) RETURNS TABLE(ord integer, id uuid)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    v_bad record;
+    v_limit integer;
+    v_ords integer[];
+    v_ids uuid[];
+    v_keys text[];
+    v_missing integer;
+BEGIN
+    IF jobs IS NULL OR jsonb_typeof(jobs) <> 'array' THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
+            coalesce(jsonb_typeof(jobs), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- Shape of each element: an object, known keys only, each value of the right JSON type.
+    SELECT e.ord, e.problem INTO v_bad
+    FROM (
+        SELECT
+            x.ord::integer AS ord,
+            CASE
+                WHEN jsonb_typeof(x.elem) <> 'object'
+                    THEN format('is a JSON %s, not an object', jsonb_typeof(x.elem))
+                WHEN EXISTS (
+                    SELECT 1 FROM jsonb_object_keys(x.elem) AS k (key)
+                    WHERE k.key NOT IN (
+                        'job_type', 'payload', 'idempotency_key', 'max_attempts', 'run_at',
+                        'priority', 'queue'
+                    )
+                )
+                    THEN format(
+                        'has unknown key(s) %s; allowed: job_type, payload, idempotency_key, '
+                        || 'max_attempts, run_at, priority, queue',
+                        (SELECT string_agg(quote_ident(k.key), ', ')
+                         FROM jsonb_object_keys(x.elem) AS k (key)
+                         WHERE k.key NOT IN (
+                             'job_type', 'payload', 'idempotency_key', 'max_attempts',
+                             'run_at', 'priority', 'queue'
+                         ))
+                    )
+                WHEN jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
+                    THEN 'job_type must be a non-blank string'
+                WHEN jsonb_typeof(x.elem -> 'payload') = 'null'
+                    THEN 'payload must not be null'
+                WHEN coalesce(jsonb_typeof(x.elem -> 'idempotency_key'), 'null')
+                    NOT IN ('string', 'null')
+                    THEN 'idempotency_key must be a string or null'
+                WHEN coalesce(jsonb_typeof(x.elem -> 'queue'), 'string') <> 'string'
+                    THEN 'queue must be a non-blank string'
+                WHEN coalesce(jsonb_typeof(x.elem -> 'run_at'), 'null') NOT IN ('string', 'null')
+                    THEN 'run_at must be an ISO 8601 string with a time zone, or null'
+                WHEN coalesce(jsonb_typeof(x.elem -> 'max_attempts'), 'number') <> 'number'
+                    OR (x.elem ->> 'max_attempts') !~ '^-?[0-9]{1,9}$'
+                    THEN 'max_attempts must be an integer'
+                WHEN coalesce(jsonb_typeof(x.elem -> 'priority'), 'number') <> 'number'
+                    OR (x.elem ->> 'priority') !~ '^-?[0-9]{1,9}$'
+                    THEN 'priority must be an integer'
+                ELSE jobq__job_error(
+                    x.elem ->> 'job_type',
+                    coalesce(x.elem ->> 'queue', 'default'),
+                    x.elem ->> 'idempotency_key',
+                    coalesce((x.elem ->> 'max_attempts')::integer, 5),
+                    coalesce((x.elem ->> 'priority')::integer, 0)
+                )
+            END AS problem
+        FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+    ) AS e
+    WHERE e.problem IS NOT NULL
+    ORDER BY e.ord
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: jobs element % (counting from 1) %', v_bad.ord, v_bad.problem
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+    SELECT x.ord::integer AS ord, pg_column_size(x.elem -> 'payload') AS size INTO v_bad
+    FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+    WHERE pg_column_size(x.elem -> 'payload') > v_limit
+    ORDER BY x.ord
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: jobs element % (counting from 1): payload is % bytes, the limit is % bytes',
+            v_bad.ord, v_bad.size, v_limit
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+
+    -- run_at strings: parse them all; on a bad one, find and name it (slow path only).
+    BEGIN
+        PERFORM (x.elem ->> 'run_at')::timestamptz
+        FROM jsonb_array_elements(jobs) AS x (elem)
+        WHERE x.elem ->> 'run_at' IS NOT NULL
+          AND NOT isfinite((x.elem ->> 'run_at')::timestamptz);
+        IF FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_datetime_format';
+        END IF;
+    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow THEN
+        FOR v_bad IN
+            SELECT x.ord::integer AS ord, x.elem ->> 'run_at' AS run_at
+            FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+            WHERE x.elem ->> 'run_at' IS NOT NULL
+            ORDER BY x.ord
+        LOOP
+            BEGIN
+                IF NOT isfinite(v_bad.run_at::timestamptz) THEN
+                    RAISE EXCEPTION USING ERRCODE = 'invalid_datetime_format';
+                END IF;
+            EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow THEN
+                RAISE EXCEPTION 'jobq_enqueue_many: jobs element % (counting from 1): run_at % is not a finite ISO 8601 time',
+                    v_bad.ord, quote_literal(v_bad.run_at)
+                    USING ERRCODE = 'invalid_parameter_value';
+            END;
+        END LOOP;
+    END;
+
+    -- Insert. Ids are drawn before the insert so that each element keeps its id in input
+    -- order; of several elements with one idempotency key only the first is inserted, and a
+    -- key that already exists inserts nothing (ON CONFLICT DO NOTHING waits for a concurrent
+    -- inserter of that key, as in jobq_enqueue).
+    WITH input AS MATERIALIZED (
+        SELECT
+            x.ord::integer AS ord,
+            gen_random_uuid() AS new_id,
+            x.elem ->> 'job_type' AS job_type,
+            coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
+            x.elem ->> 'idempotency_key' AS idempotency_key,
+            coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
+            coalesce((x.elem ->> 'run_at')::timestamptz, now()) AS available_at,
+            coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
+            coalesce(x.elem ->> 'queue', 'default') AS queue
+        FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+    ),
+
+    first_of_key AS (
+        SELECT DISTINCT ON (i.idempotency_key) i.idempotency_key, i.new_id
+        FROM input AS i
+        WHERE i.idempotency_key IS NOT NULL
+        ORDER BY i.idempotency_key, i.ord
+    ),
+
+    inserted AS (
+        INSERT INTO jobq_jobs AS j (
+            id, queue, job_type, payload, idempotency_key, max_attempts, available_at, priority
+        )
+        SELECT
+            i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
+            i.available_at, i.priority
+        FROM input AS i
+        WHERE i.idempotency_key IS NULL
+           OR i.new_id = (SELECT f.new_id FROM first_of_key AS f
+                          WHERE f.idempotency_key = i.idempotency_key)
+        ORDER BY i.ord
+        ON CONFLICT ON CONSTRAINT jobq_jobs_idempotency_key_key DO NOTHING
+        RETURNING j.id, j.queue, j.available_at
+    ),
+
+    woken AS (
+        SELECT count(pg_notify('jobq', q.queue)) AS n
+        FROM (SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= now()) AS q
+    )
+
+    SELECT
+        array_agg(i.ord ORDER BY i.ord),
+        array_agg(ins.id ORDER BY i.ord),
+        array_agg(i.idempotency_key ORDER BY i.ord)
+    INTO v_ords, v_ids, v_keys
+    FROM input AS i
+    LEFT JOIN first_of_key AS f ON f.idempotency_key = i.idempotency_key
+    LEFT JOIN inserted AS ins ON ins.id = coalesce(f.new_id, i.new_id)
+    CROSS JOIN woken;
+
+    IF v_ords IS NULL THEN
+        RETURN;  -- an empty array
+    END IF;
+
+    -- Elements whose key already existed: read the existing ids with the fresh snapshot of
+    -- this statement (it sees rows that concurrent enqueuers committed meanwhile).
+    LOOP
+        SELECT
+            array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
+            (count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
+        INTO v_ids, v_missing
+        FROM unnest(v_ords, v_ids, v_keys) AS r (ord, id, key)
+        LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
+        EXIT WHEN v_missing = 0;
+
+        -- The row of a key vanished between our insert and our read (pruned): enqueue those
+        -- elements again, one by one, through jobq_enqueue's own loop.
+        SELECT array_agg(
+            CASE WHEN r.id IS NOT NULL THEN r.id ELSE jobq_enqueue(
+                job_type => x.elem ->> 'job_type',
+                payload => coalesce(x.elem -> 'payload', '{}'::jsonb),
+                idempotency_key => x.elem ->> 'idempotency_key',
+                max_attempts => coalesce((x.elem ->> 'max_attempts')::integer, 5),
+                run_at => (x.elem ->> 'run_at')::timestamptz,
+                priority => coalesce((x.elem ->> 'priority')::integer, 0),
+                queue => coalesce(x.elem ->> 'queue', 'default')
+            ) END ORDER BY r.ord)
+        INTO v_ids
+        FROM unnest(v_ords, v_ids) AS r (ord, id)
+        INNER JOIN LATERAL (SELECT jobs -> (r.ord - 1) AS elem) AS x ON true;
+    END LOOP;
+
+    RETURN QUERY SELECT r.ord, r.id FROM unnest(v_ords, v_ids) AS r (ord, id) ORDER BY r.ord;
+END;
+$_$;
+
+COMMENT ON FUNCTION public.jobq_enqueue_many(jobs jsonb) IS 'Adds many jobs in one statement. jobs: a JSON array of objects with the keys of jobq_enqueue
+(job_type required; payload, idempotency_key, max_attempts, run_at as ISO 8601 text, priority,
+queue optional).
+Result: one row per element, (ord, id), ord counting from 1 in input order. Each element has
+jobq_enqueue''s semantics: an existing idempotency_key returns the existing id; two elements
+with the same key get the same id (the first is inserted).
+Errors: 22023 when jobs is not an array, an element is not an object, has an unknown key or a
+bad value (the message names the element, counting from 1 like ord, and the key); 54000 payload too large.
+Nothing is inserted when any element is bad.
+Concurrency: as jobq_enqueue; one NOTIFY jobq per queue that got jobs available now. Built for
+10,000+ jobs per call.';
+
+CREATE FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean DEFAULT true, backoff interval DEFAULT '00:00:10'::interval, attempt integer DEFAULT NULL::integer) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_status text;
+BEGIN
+    IF retry IS NULL THEN
+        RAISE EXCEPTION 'jobq_fail: retry must be true or false, not NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF backoff IS NULL OR backoff < interval '0' THEN
+        RAISE EXCEPTION 'jobq_fail: backoff must be an interval >= 0, got %',
+            coalesce(backoff::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    UPDATE jobq_jobs AS j
+    SET
+        status = CASE
+            WHEN NOT jobq_fail.retry THEN 'failed'
+            WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
+            ELSE 'pending'
+        END,
+        available_at = CASE
+            WHEN jobq_fail.retry AND j.attempts < j.max_attempts
+                THEN now() + jobq__backoff(j.attempts, jobq_fail.backoff)
+            ELSE j.available_at
+        END,
+        finished_at = CASE
+            WHEN jobq_fail.retry AND j.attempts < j.max_attempts THEN NULL
+            ELSE now()
+        END,
+        last_error = coalesce(jobq_fail.error, ''),
+        errors = j.errors || jsonb_build_object(
+            'attempt', j.attempts,
+            'at', now(),
+            'worker', j.locked_by,
+            'error', coalesce(jobq_fail.error, '')
+        ),
+        locked_at = NULL,
+        locked_by = NULL,
+        updated_at = now()
+    WHERE j.id = jobq_fail.job_id
+      AND j.status = 'processing'
+      AND j.locked_by = jobq_fail.worker_id
+      AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
+    RETURNING j.status INTO v_status;
+    RETURN v_status;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean, backoff interval, attempt integer) IS 'Records a failed attempt of job_id while worker_id holds its claim (of that attempt, when
+given): last_error and one object {attempt, at, worker, error} appended to errors.
+With retry and attempts left: pending again, available after attempts × backoff (arithmetic,
+capped at 365 days). With no attempts left: dead_letter. With retry => false: failed.
+Result: the new status, or NULL when the claim is not held (nothing changes then).
+Errors: 22023 NULL retry, NULL or negative backoff.';
+
+CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_renewed integer;
+BEGIN
+    UPDATE jobq_jobs AS j
+    SET locked_at = now()
+    WHERE j.id = ANY (jobq_heartbeat.job_ids)
+      AND j.status = 'processing'
+      AND j.locked_by = jobq_heartbeat.worker_id;
+    GET DIAGNOSTICS v_renewed = ROW_COUNT;
+    RETURN v_renewed;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) IS 'Renews locked_at (to now()) of those job_ids that worker_id still holds, so that a long job
+of a live worker is never taken over. Result: how many claims were renewed; a smaller number
+than asked tells the worker which claims it lost.';
+
+CREATE FUNCTION public.jobq_prune(older_than interval DEFAULT '7 days'::interval, statuses text[] DEFAULT '{succeeded}'::text[]) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_bad text;
+    v_deleted bigint;
+BEGIN
+    IF older_than IS NULL OR older_than < interval '0' THEN
+        RAISE EXCEPTION 'jobq_prune: older_than must be an interval >= 0, got %',
+            coalesce(older_than::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF statuses IS NULL OR cardinality(statuses) = 0 THEN
+        RAISE EXCEPTION 'jobq_prune: statuses must name at least one finished status'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+    END IF;
+    SELECT s INTO v_bad FROM unnest(statuses) AS s
+    WHERE s IS NULL OR s NOT IN ('succeeded', 'failed', 'dead_letter')
+    LIMIT 1;
+    IF FOUND THEN
+        IF v_bad IN ('pending', 'processing') THEN
+            RAISE EXCEPTION 'jobq_prune: statuses may not include %: only finished jobs are pruned',
+                quote_literal(v_bad)
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+        END IF;
+        RAISE EXCEPTION 'jobq_prune: statuses contains %, which is not a status',
+            coalesce(quote_literal(v_bad), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+    END IF;
+
+    DELETE FROM jobq_jobs AS j
+    WHERE j.status = ANY (jobq_prune.statuses)
+      AND j.finished_at < now() - jobq_prune.older_than;
+    GET DIAGNOSTICS v_deleted = ROW_COUNT;
+    RETURN v_deleted;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_prune(older_than interval, statuses text[]) IS 'Deletes jobs in the given finished statuses (succeeded, failed, dead_letter) whose
+finished_at is older than older_than. Result: how many were deleted.
+Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty
+list, a NULL or negative older_than.';
+
+CREATE FUNCTION public.jobq_release(job_ids uuid[], worker_id text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_released integer;
+BEGIN
+    UPDATE jobq_jobs AS j
+    SET
+        status = 'pending',
+        available_at = now(),
+        attempts = greatest(j.attempts - 1, 0),
+        locked_at = NULL,
+        locked_by = NULL,
+        updated_at = now()
+    WHERE j.id = ANY (jobq_release.job_ids)
+      AND j.status = 'processing'
+      AND j.locked_by = jobq_release.worker_id;
+    GET DIAGNOSTICS v_released = ROW_COUNT;
+    IF v_released > 0 THEN
+        PERFORM pg_notify('jobq', r.queue)
+        FROM (
+            SELECT DISTINCT j.queue FROM jobq_jobs AS j WHERE j.id = ANY (jobq_release.job_ids)
+        ) AS r;
+    END IF;
+    RETURN v_released;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) IS 'Gives back jobs that worker_id claimed but never started (a worker shutting down with
+prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
+cleared, no error recorded; other workers are woken (NOTIFY jobq). Jobs it does not hold are
+left alone. Result: how many were released.';
+
+CREATE FUNCTION public.jobq_requeue_dead_letter(job_id uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_queue text;
+BEGIN
+    UPDATE jobq_jobs AS j
+    SET
+        status = 'pending',
+        available_at = now(),
+        attempts = 0,
+        locked_at = NULL,
+        locked_by = NULL,
+        finished_at = NULL,
+        updated_at = now()
+    WHERE j.id = jobq_requeue_dead_letter.job_id
+      AND j.status IN ('dead_letter', 'failed')
+    RETURNING j.queue INTO v_queue;
+    IF v_queue IS NULL THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_notify('jobq', v_queue);
+    RETURN true;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) IS 'Makes a dead_letter or failed job pending again: available now, attempts 0, claim cleared,
+error history (last_error, errors) kept. Result: true if it did; false for any other status or
+an unknown id (nothing changes).';
+
+CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_count integer;
+    v_queues text[];
+BEGIN
+    WITH requeued AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = 'pending',
+            available_at = now(),
+            attempts = 0,
+            locked_at = NULL,
+            locked_by = NULL,
+            finished_at = NULL,
+            updated_at = now()
+        WHERE j.status IN ('dead_letter', 'failed')
+          AND (jobq_requeue_dead_letters.job_type IS NULL
+               OR j.job_type = jobq_requeue_dead_letters.job_type)
+          AND (jobq_requeue_dead_letters.queue IS NULL
+               OR j.queue = jobq_requeue_dead_letters.queue)
+        RETURNING j.queue
+    )
+
+    SELECT count(*)::integer, array_agg(DISTINCT r.queue) INTO v_count, v_queues
+    FROM requeued AS r;
+    PERFORM pg_notify('jobq', q.queue) FROM unnest(v_queues) AS q (queue);
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) IS 'Makes every dead_letter or failed job (of job_type and queue, when given; NULL = any) pending
+again, as jobq_requeue_dead_letter does. Result: how many were requeued.';
+
+CREATE FUNCTION public.jobq_stats() RETURNS TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT j.queue, j.job_type, j.status, count(*) AS jobs, min(j.available_at)
+    FROM jobq_jobs AS j
+    GROUP BY j.queue, j.job_type, j.status
+    ORDER BY j.queue, j.job_type, j.status
+$$;
+
+COMMENT ON FUNCTION public.jobq_stats() IS 'One row per (queue, job_type, status) present: how many jobs, and the oldest available_at
+among them (for pending jobs: how long the oldest has been waiting). Reads the whole table:
+for dashboards and operators, not for a hot loop.';
+
+CREATE TABLE public.jobq_migrations (
+    version text NOT NULL,
+    checksum text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE public.jobq_settings (
+    singleton boolean DEFAULT true NOT NULL,
+    max_payload_bytes integer DEFAULT 1048576 NOT NULL,
+    CONSTRAINT jobq_settings_max_payload_bytes_check CHECK ((max_payload_bytes > 0)),
+    CONSTRAINT jobq_settings_singleton_check CHECK (singleton)
+);
+
+COMMENT ON TABLE public.jobq_settings IS 'Settings of this jobq installation (one row). Changed only through jobq_configure().';
+
+ALTER TABLE ONLY public.jobq_jobs
+    ADD CONSTRAINT jobq_jobs_idempotency_key_key UNIQUE (idempotency_key);
+
+ALTER TABLE ONLY public.jobq_jobs
+    ADD CONSTRAINT jobq_jobs_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.jobq_migrations
+    ADD CONSTRAINT jobq_migrations_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY public.jobq_settings
+    ADD CONSTRAINT jobq_settings_pkey PRIMARY KEY (singleton);
+
+CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (priority DESC, available_at, id) WHERE (status = 'pending'::text);
+
+CREATE INDEX jobq_jobs_finished_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (finished_at IS NOT NULL);
+
+CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = 'processing'::text);
+
+REVOKE ALL ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_enqueue_many(jobs jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean, backoff interval, attempt integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_stats() FROM PUBLIC;

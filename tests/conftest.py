@@ -1,0 +1,111 @@
+"""Fixtures shared by tests/python and tests/faults: a clean database for every test.
+
+The server is the one `make test` started (``JOBQ_TEST_DSN``, a superuser DSN). Once per run a
+template database is built by the migrations; each test gets its own copy and drops it after,
+so no state survives from one test, or one run, to the next.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from pgq_client.migrate import migrate
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def admin_dsn() -> str:
+    dsn = os.environ.get("JOBQ_TEST_DSN")
+    if not dsn:
+        pytest.exit(
+            "JOBQ_TEST_DSN is not set: run the tests with `make test`, which starts a "
+            "throwaway PostgreSQL, or point JOBQ_TEST_DSN at a superuser DSN",
+            returncode=2,
+        )
+    return dsn
+
+
+def _create_db(admin_dsn: str, name: str, template: str | None = None) -> str:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        if template is None:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        else:
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(template)
+                )
+            )
+    return make_conninfo(admin_dsn, dbname=name)
+
+
+def _drop_db(admin_dsn: str, name: str) -> None:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def template_db(admin_dsn: str) -> Iterator[str]:
+    """Name of a database built by the migrations (schema public), used as a template."""
+    name = f"jobq_tpl_{os.getpid()}"
+    dsn = _create_db(admin_dsn, name)
+    migrate(dsn)
+    yield name
+    _drop_db(admin_dsn, name)
+
+
+@pytest.fixture
+def dsn(admin_dsn: str, template_db: str) -> Iterator[str]:
+    """A fresh database, migrated, for this test alone (dropped afterwards)."""
+    name = f"jobq_t_{os.getpid()}_{next(_counter)}"
+    yield _create_db(admin_dsn, name, template=template_db)
+    _drop_db(admin_dsn, name)
+
+
+@pytest.fixture
+def empty_dsn(admin_dsn: str) -> Iterator[str]:
+    """A fresh database with nothing of jobq in it (for migration tests)."""
+    name = f"jobq_e_{os.getpid()}_{next(_counter)}"
+    yield _create_db(admin_dsn, name)
+    _drop_db(admin_dsn, name)
+
+
+@pytest.fixture
+def conn(dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """An autocommit connection to this test's database."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        yield c
+
+
+@pytest.fixture
+def pg_restart() -> Callable[..., None]:
+    """Restart the server under test: ``pg_restart(mode="immediate")``.
+
+    Only for the harness's own throwaway server (the one scripts/testdb.sh started).
+    """
+    pgdata = os.environ.get("JOBQ_TEST_PGDATA")
+    pg_ctl = os.environ.get("JOBQ_TEST_PGCTL")
+    owner = os.environ.get("JOBQ_TEST_PGOWNER")
+    if not (pgdata and pg_ctl and owner):
+        pytest.skip("restarts only the harness's own server (scripts/testdb.sh)")
+
+    def restart(mode: str = "immediate") -> None:
+        log = os.path.join(os.path.dirname(pgdata), "server.log")
+        cmd = [pg_ctl, "-D", pgdata, "-l", log, "-m", mode, "-w", "-t", "60", "restart"]
+        if os.geteuid() == 0 and owner != "root":
+            cmd = ["runuser", "-u", owner, "--", *cmd]
+        # pg_ctl restart keeps the options the server was started with (postmaster.opts).
+        subprocess.run(
+            cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120
+        )
+
+    return restart

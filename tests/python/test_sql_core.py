@@ -1,0 +1,219 @@
+"""The SQL queue under real concurrency, and the migration runner, against a real server."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from pgq_client.migrate import MigrationError, available_migrations, migrate, render_dry_run
+from tests.schema_dump import dump_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_eight_threads_drain_3000_jobs_with_no_job_claimed_twice(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(
+            "SELECT count(*) FROM jobq_enqueue_many(%(jobs)s::jsonb)",
+            {"jobs": psycopg.types.json.Jsonb([{"job_type": "t", "payload": {"n": i}} for i in range(3000)])},
+        )
+    claimed: list[uuid.UUID] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(8)
+
+    def drain(n: int) -> int:
+        done = 0
+        with psycopg.connect(dsn, autocommit=True) as c:
+            barrier.wait()
+            while True:
+                rows = c.execute(
+                    "SELECT id, attempts FROM jobq_dequeue(worker_id => %(w)s::text, batch_size => 7)",
+                    {"w": f"w{n}"},
+                ).fetchall()
+                if not rows:
+                    return done
+                with lock:
+                    claimed.extend(r[0] for r in rows)
+                done += c.execute(
+                    "SELECT jobq_complete_many(job_ids => %(ids)s::uuid[], worker_id => %(w)s::text)",
+                    {"ids": [r[0] for r in rows], "w": f"w{n}"},
+                ).fetchone()[0]  # type: ignore[index]
+
+    with ThreadPoolExecutor(8) as pool:
+        completed = sum(pool.map(drain, range(8)))
+
+    assert len(claimed) == 3000
+    assert len(set(claimed)) == 3000, "a job was claimed twice"
+    assert completed == 3000
+    with psycopg.connect(dsn) as c:
+        rows = c.execute("SELECT status, count(*), max(attempts) FROM jobq_jobs GROUP BY status").fetchall()
+    assert rows == [("succeeded", 3000, 1)]
+
+
+def test_forty_threads_enqueuing_one_key_make_one_row_and_all_get_its_id(dsn: str) -> None:
+    barrier = threading.Barrier(40)
+
+    def enqueue(n: int) -> uuid.UUID:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            barrier.wait()
+            row = c.execute(
+                "SELECT jobq_enqueue(job_type => 'x', payload => %(p)s::jsonb, idempotency_key => 'same')",
+                {"p": psycopg.types.json.Jsonb({"caller": n})},
+            ).fetchone()
+            assert row is not None
+            return row[0]  # type: ignore[no-any-return]
+
+    with ThreadPoolExecutor(40) as pool:
+        ids = list(pool.map(enqueue, range(40)))
+    assert None not in ids
+    assert len(set(ids)) == 1
+    with psycopg.connect(dsn) as c:
+        assert c.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (1,)
+
+
+def test_enqueue_many_with_keys_racing_from_many_sessions_makes_one_row_per_key(dsn: str) -> None:
+    barrier = threading.Barrier(10)
+    jobs = [{"job_type": "x", "idempotency_key": f"k{i % 50}"} for i in range(200)]
+
+    def enqueue(_: int) -> list[uuid.UUID]:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            barrier.wait()
+            return [
+                r[0]
+                for r in c.execute(
+                    "SELECT id FROM jobq_enqueue_many(%(j)s::jsonb) ORDER BY ord",
+                    {"j": psycopg.types.json.Jsonb(jobs)},
+                )
+            ]
+
+    with ThreadPoolExecutor(10) as pool:
+        results = list(pool.map(enqueue, range(10)))
+    assert all(r == results[0] for r in results)
+    assert len(set(results[0])) == 50
+    with psycopg.connect(dsn) as c:
+        assert c.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (50,)
+
+
+def test_migrate_twice_applies_nothing_the_second_time(empty_dsn: str) -> None:
+    assert migrate(empty_dsn) == [m.version for m in available_migrations()]
+    assert migrate(empty_dsn) == []
+    with psycopg.connect(empty_dsn) as c:
+        versions = [r[0] for r in c.execute("SELECT version FROM jobq_migrations ORDER BY 1")]
+    assert versions == [m.version for m in available_migrations()]
+
+
+def test_concurrent_migrate_runs_apply_each_migration_once(empty_dsn: str) -> None:
+    barrier = threading.Barrier(6)
+
+    def run(_: int) -> list[str]:
+        barrier.wait()
+        return migrate(empty_dsn, schema="tenant")
+
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(run, range(6)))
+    applied = Counter(v for r in results for v in r)
+    assert applied == Counter({m.version: 1 for m in available_migrations()})
+
+
+def test_edited_applied_migration_is_refused(empty_dsn: str) -> None:
+    migrate(empty_dsn)
+    with psycopg.connect(empty_dsn, autocommit=True) as c:
+        c.execute("UPDATE jobq_migrations SET checksum = 'deadbeef' WHERE version = '0001_jobq_core'")
+    with pytest.raises(MigrationError, match="edited after it was applied"):
+        migrate(empty_dsn)
+
+
+def test_unknown_applied_migration_is_refused(empty_dsn: str) -> None:
+    migrate(empty_dsn)
+    with psycopg.connect(empty_dsn, autocommit=True) as c:
+        c.execute("INSERT INTO jobq_migrations (version, checksum) VALUES ('9999_future', 'x')")
+    with pytest.raises(MigrationError, match="does not know"):
+        migrate(empty_dsn)
+
+
+def test_two_schemas_are_independent_queues(empty_dsn: str) -> None:
+    migrate(empty_dsn, schema="tenant_a")
+    migrate(empty_dsn, schema="tenant b")  # a name that needs quoting
+    with psycopg.connect(empty_dsn, autocommit=True) as c:
+        a = c.execute("SELECT tenant_a.jobq_enqueue(job_type => 'x')").fetchone()
+        # A function captures its own schema: a caller's search_path cannot redirect it.
+        c.execute("SET search_path = tenant_a")
+        c.execute('SELECT "tenant b".jobq_enqueue(job_type => \'y\')')
+        c.execute('SELECT "tenant b".jobq_configure(max_payload_bytes => 100)')
+        assert c.execute("SELECT jobq_configure()").fetchone() == ({"max_payload_bytes": 1048576},)
+        assert c.execute("SELECT job_type FROM tenant_a.jobq_jobs").fetchall() == [("x",)]
+        assert c.execute('SELECT job_type FROM "tenant b".jobq_jobs').fetchall() == [("y",)]
+        claimed = c.execute(
+            "SELECT id FROM tenant_a.jobq_dequeue(worker_id => 'w', batch_size => 10)"
+        ).fetchall()
+        assert claimed == [a]
+
+
+def test_database_built_by_migrations_matches_committed_schema_dump(empty_dsn: str) -> None:
+    migrate(empty_dsn)
+    committed = (ROOT / "sql" / "schema.sql").read_text()
+    assert dump_schema(empty_dsn) == committed, (
+        "the migrations no longer build sql/schema.sql: if the change is intended, run "
+        "`make schema-dump` and commit the result"
+    )
+
+
+def test_dry_run_changes_nothing_and_its_script_builds_the_same_schema(
+    empty_dsn: str, admin_dsn: str
+) -> None:
+    import subprocess
+
+    assert migrate(empty_dsn, dry_run=True) == [m.version for m in available_migrations()]
+    script = render_dry_run(empty_dsn, "public")
+    with psycopg.connect(empty_dsn) as c:
+        assert c.execute("SELECT to_regclass('jobq_jobs')").fetchone() == (None,)
+    subprocess.run(
+        ["psql", "--no-psqlrc", "--quiet", "--dbname", empty_dsn],
+        input=script, text=True, check=True, capture_output=True,
+    )
+    assert migrate(empty_dsn) == []  # recorded with the same checksums
+    assert dump_schema(empty_dsn) == (ROOT / "sql" / "schema.sql").read_text()
+
+
+def test_claim_locks_no_more_than_batch_size_rows_under_a_nested_loop_plan(dsn: str) -> None:
+    """The MATERIALIZED CTE applies LIMIT once, whatever join plan the UPDATE gets."""
+    with psycopg.connect(dsn, autocommit=True) as c, psycopg.connect(dsn, autocommit=True) as other:
+        c.execute(
+            "SELECT count(*) FROM jobq_enqueue_many(%(j)s::jsonb)",
+            {"j": psycopg.types.json.Jsonb([{"job_type": "t"} for _ in range(500)])},
+        )
+        c.execute("ANALYZE jobq_jobs")
+        with c.transaction():
+            c.execute("SET LOCAL enable_hashjoin = off")
+            c.execute("SET LOCAL enable_mergejoin = off")
+            c.execute("SET LOCAL enable_seqscan = off")
+            rows = c.execute(
+                "SELECT id FROM jobq_dequeue(worker_id => 'w', batch_size => 3)"
+            ).fetchall()
+            # While the claim's transaction is open, every other row can still be locked.
+            lockable = other.execute(
+                "SELECT count(*) FROM (SELECT id FROM jobq_jobs FOR UPDATE SKIP LOCKED) AS s"
+            ).fetchone()
+        assert len(rows) == 3
+        assert lockable == (497,)
+        processing = c.execute(
+            "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'"
+        ).fetchone()
+        assert processing == (3,)
+
+
+def test_schema_names_are_quoted_everywhere(empty_dsn: str) -> None:
+    name = 'we"ird'
+    migrate(empty_dsn, schema=name)
+    with psycopg.connect(empty_dsn) as c:
+        row = c.execute(
+            sql.SQL("SELECT {}.jobq_enqueue(job_type => 'x') IS NOT NULL").format(sql.Identifier(name))
+        ).fetchone()
+    assert row == (True,)
