@@ -654,6 +654,107 @@ capped at 365 days). With no attempts left: dead_letter. With retry => false: fa
 Result: the new status, or NULL when the claim is not held (nothing changes then).
 Errors: 22023 NULL retry, NULL or negative backoff.';
 
+CREATE FUNCTION public.jobq_health(stuck_after interval DEFAULT '01:00:00'::interval, max_pending_age interval DEFAULT '00:15:00'::interval, max_transaction_age interval DEFAULT '00:05:00'::interval) RETURNS TABLE(check_name text, queue text, severity text, value double precision, detail text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_table regclass := 'jobq_jobs'::regclass;
+BEGIN
+    IF stuck_after IS NULL OR stuck_after <= interval '0'
+       OR max_pending_age IS NULL OR max_pending_age <= interval '0'
+       OR max_transaction_age IS NULL OR max_transaction_age <= interval '0' THEN
+        RAISE EXCEPTION 'jobq_health: stuck_after, max_pending_age and max_transaction_age '
+            'must be positive intervals'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- Jobs whose claim has not been renewed for stuck_after: their worker is dead or hung
+    -- and no worker with a shorter lock_timeout has taken them back.
+    RETURN QUERY
+    SELECT
+        'stuck_processing'::text, NULL::text,
+        CASE WHEN count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        count(*)::double precision,
+        format('%s job(s) processing with a lock older than %s', count(*), stuck_after)
+    FROM jobq_jobs AS j
+    WHERE j.status = 'processing' AND j.locked_at < now() - stuck_after;
+
+    -- Per queue: how long the oldest job available now has waited.
+    RETURN QUERY
+    SELECT
+        'oldest_pending_age'::text, j.queue,
+        CASE WHEN now() - min(j.available_at) > max_pending_age THEN 'warning' ELSE 'ok' END,
+        extract(epoch FROM now() - min(j.available_at))::double precision,
+        format('%s job(s) available, the oldest waiting for %s',
+               count(*), date_trunc('second', now() - min(j.available_at)))
+    FROM jobq_jobs AS j
+    WHERE j.status = 'pending' AND j.available_at <= now()
+    GROUP BY j.queue;
+
+    RETURN QUERY
+    SELECT
+        'dead_letters'::text, NULL::text,
+        CASE WHEN count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        count(*)::double precision,
+        format('%s job(s) in dead_letter: see jobq dead-letter list', count(*))
+    FROM jobq_jobs AS j
+    WHERE j.status = 'dead_letter';
+
+    -- Dead tuples of the jobs table: a queue table that VACUUM cannot keep clean slows down.
+    RETURN QUERY
+    SELECT
+        'dead_tuples'::text, NULL::text,
+        CASE
+            WHEN s.n_dead_tup > 100000 AND s.n_dead_tup > 2 * s.n_live_tup THEN 'warning'
+            ELSE 'ok'
+        END,
+        s.n_dead_tup::double precision,
+        format('%s dead / %s live rows; last autovacuum %s, last vacuum %s',
+               s.n_dead_tup, s.n_live_tup,
+               coalesce(s.last_autovacuum::text, 'never'), coalesce(s.last_vacuum::text, 'never'))
+    FROM pg_stat_user_tables AS s
+    WHERE s.relid = v_table;
+
+    -- Sessions idle in a transaction, and the oldest transaction holding back VACUUM.
+    RETURN QUERY
+    SELECT
+        'idle_in_transaction'::text, NULL::text,
+        CASE WHEN count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        count(*)::double precision,
+        format('%s session(s) idle in transaction for more than %s', count(*),
+               max_transaction_age)
+    FROM pg_stat_activity AS a
+    WHERE a.state LIKE 'idle in transaction%'
+      AND a.state_change < now() - max_transaction_age;
+
+    RETURN QUERY
+    SELECT
+        'oldest_transaction'::text, NULL::text,
+        CASE
+            WHEN coalesce(max(now() - a.xact_start), interval '0') > max_transaction_age
+                THEN 'warning'
+            ELSE 'ok'
+        END,
+        coalesce(extract(epoch FROM max(now() - a.xact_start)), 0)::double precision,
+        format('the oldest transaction holding back VACUUM is %s old (pid %s)',
+               coalesce(date_trunc('second', max(now() - a.xact_start))::text, '0'),
+               coalesce((array_agg(a.pid ORDER BY a.xact_start))[1]::text, '-'))
+    FROM pg_stat_activity AS a
+    WHERE a.backend_xmin IS NOT NULL
+      AND a.pid <> pg_backend_pid()
+      AND a.xact_start IS NOT NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) IS 'Admin. Health findings of this queue, one row per check (and per queue for
+oldest_pending_age): check_name, queue, severity (ok or warning), value (a number), detail.
+Checks: stuck_processing (locks older than stuck_after), oldest_pending_age (per queue, vs
+max_pending_age), dead_letters, dead_tuples of jobq_jobs with its last (auto)vacuum,
+idle_in_transaction and oldest_transaction (vs max_transaction_age: such sessions stop VACUUM
+from cleaning the queue). See docs/operations.md for what to do about each.
+Errors: 22023 a NULL or non-positive interval.';
+
 CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -674,6 +775,45 @@ $$;
 COMMENT ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) IS 'Renews locked_at (to now()) of those job_ids that worker_id still holds, so that a long job
 of a live worker is never taken over. Result: how many claims were renewed; a smaller number
 than asked tells the worker which claims it lost.';
+
+CREATE FUNCTION public.jobq_list_jobs(statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_jobs
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_bad text;
+BEGIN
+    IF max_rows IS NULL OR max_rows < 1 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: max_rows must be at least 1, got %',
+            coalesce(max_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT s INTO v_bad FROM unnest(statuses) AS s
+    WHERE s IS NULL
+       OR s NOT IN ('pending', 'processing', 'succeeded', 'failed', 'dead_letter')
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
+            coalesce(quote_literal(v_bad), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Statuses: pending, processing, succeeded, failed, dead_letter.';
+    END IF;
+
+    RETURN QUERY
+    SELECT j.*
+    FROM jobq_jobs AS j
+    WHERE (jobq_list_jobs.statuses IS NULL OR j.status = ANY (jobq_list_jobs.statuses))
+      AND (jobq_list_jobs.job_type IS NULL OR j.job_type = jobq_list_jobs.job_type)
+      AND (jobq_list_jobs.queue IS NULL OR j.queue = jobq_list_jobs.queue)
+    ORDER BY j.updated_at DESC, j.id
+    LIMIT jobq_list_jobs.max_rows;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) IS 'Admin. Lists jobs, most recently changed first: those in statuses (NULL = all), of job_type
+and queue when given (NULL = any), at most max_rows (default 100). Shows payloads, so it is
+granted to admins only.
+Errors: 22023 an unknown status, max_rows < 1.';
 
 CREATE FUNCTION public.jobq_prune(older_than interval DEFAULT '7 days'::interval, statuses text[] DEFAULT '{succeeded}'::text[]) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -888,7 +1028,11 @@ REVOKE ALL ON FUNCTION public.jobq_enqueue_many(jobs jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean, backoff interval, attempt integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[]) FROM PUBLIC;
 
