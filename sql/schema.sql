@@ -495,7 +495,7 @@ BEGIN
     -- order; of several elements with one idempotency key only the first is inserted, and a
     -- key that already exists inserts nothing (ON CONFLICT DO NOTHING waits for a concurrent
     -- inserter of that key, as in jobq_enqueue).
-    WITH input AS MATERIALIZED (
+    WITH parsed AS MATERIALIZED (
         SELECT
             x.ord::integer AS ord,
             gen_random_uuid() AS new_id,
@@ -509,11 +509,17 @@ BEGIN
         FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
     ),
 
-    first_of_key AS (
-        SELECT DISTINCT ON (i.idempotency_key) i.idempotency_key, i.new_id
-        FROM input AS i
-        WHERE i.idempotency_key IS NOT NULL
-        ORDER BY i.idempotency_key, i.ord
+    -- first_id: the id of the first element with the same key (its own id without a key).
+    input AS MATERIALIZED (
+        SELECT
+            p.*,
+            CASE
+                WHEN p.idempotency_key IS NULL THEN p.new_id
+                ELSE first_value(p.new_id) OVER (
+                    PARTITION BY p.idempotency_key ORDER BY p.ord
+                )
+            END AS first_id
+        FROM parsed AS p
     ),
 
     inserted AS (
@@ -524,9 +530,7 @@ BEGIN
             i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
             i.available_at, i.priority
         FROM input AS i
-        WHERE i.idempotency_key IS NULL
-           OR i.new_id = (SELECT f.new_id FROM first_of_key AS f
-                          WHERE f.idempotency_key = i.idempotency_key)
+        WHERE i.new_id = i.first_id
         ORDER BY i.ord
         ON CONFLICT ON CONSTRAINT jobq_jobs_idempotency_key_key DO NOTHING
         RETURNING j.id, j.queue, j.available_at
@@ -543,8 +547,7 @@ BEGIN
         array_agg(i.idempotency_key ORDER BY i.ord)
     INTO v_ords, v_ids, v_keys
     FROM input AS i
-    LEFT JOIN first_of_key AS f ON f.idempotency_key = i.idempotency_key
-    LEFT JOIN inserted AS ins ON ins.id = coalesce(f.new_id, i.new_id)
+    LEFT JOIN inserted AS ins ON ins.id = i.first_id
     CROSS JOIN woken;
 
     IF v_ords IS NULL THEN
@@ -601,6 +604,8 @@ CREATE FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry 
     AS $$
 DECLARE
     v_status text;
+    v_queue text;
+    v_available_at timestamptz;
 BEGIN
     IF retry IS NULL THEN
         RAISE EXCEPTION 'jobq_fail: retry must be true or false, not NULL'
@@ -642,7 +647,10 @@ BEGIN
       AND j.status = 'processing'
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
-    RETURNING j.status INTO v_status;
+    RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
+    IF v_status = 'pending' AND v_available_at <= now() THEN
+        PERFORM pg_notify('jobq', v_queue);  -- a retry without backoff: wake a worker
+    END IF;
     RETURN v_status;
 END;
 $$;
