@@ -10,11 +10,13 @@
 --   * bad input raises 22023 / 22004 / 54000 naming the argument, and changes nothing;
 --   * every public function is SECURITY DEFINER, EXECUTE revoked from PUBLIC.
 --
--- Storage settings of jobq_jobs: a queue table is updated several times per row and its
--- rows die fast. fillfactor 70 leaves room on each page for HOT updates of the same row
--- (heartbeats, which touch no indexed column), and the autovacuum thresholds are per-table
--- and small, so that dead rows of claimed and finished jobs are reclaimed after a few
--- thousand changes rather than after 20 % of the table has turned over.
+-- Storage settings of jobq_jobs: a queue table is updated several times per row (claim,
+-- completion) and its rows die fast. No such update can be HOT (each changes status, which
+-- the partial indexes filter on), but fillfactor 70 leaves room on each page for the new
+-- version of a row, so it is written to the same page and the page's dead versions are pruned
+-- in place. The autovacuum thresholds are per-table and absolute, so dead rows of claimed and
+-- finished jobs are reclaimed after a few thousand changes rather than after 20 % of the table
+-- has turned over, whatever its size.
 
 CREATE TABLE jobq_settings (
     singleton boolean NOT NULL DEFAULT TRUE,
