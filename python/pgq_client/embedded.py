@@ -62,7 +62,7 @@ __all__ = [
     "stop_embedded",
 ]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("pgq_client.embedded")
 
 #: The database jobq uses inside the embedded cluster.
 DATABASE = "jobq"
@@ -132,7 +132,8 @@ class _Paths:
         if len(os.fsencode(self.pgdata / f".s.PGSQL.{PORT}")) <= _SOCKET_PATH_MAX:
             return self.pgdata
         digest = hashlib.sha256(os.fsencode(self.pgdata)).hexdigest()[:12]
-        return Path(tempfile.gettempdir()) / f"jobq-{digest}"
+        # A fixed /tmp, not $TMPDIR: every process must agree on where the socket is.
+        return Path("/tmp") / f"jobq-{digest}"
 
     def dsn(self, dbname: str = DATABASE) -> str:
         return make_conninfo(host=str(self.socket_dir), port=PORT, user=SUPERUSER, dbname=dbname)
@@ -513,8 +514,9 @@ def _ping(paths: _Paths, dbname: str = "postgres") -> bool:
     try:
         with psycopg.connect(paths.dsn(dbname), connect_timeout=5, autocommit=True) as conn:
             row = conn.execute("SELECT current_setting('data_directory')").fetchone()
-    except psycopg.Error:
-        return False
+    except psycopg.Error as exc:
+        # Up, but every connection slot is taken: it is running, starting it again won't help.
+        return exc.sqlstate == "53300"
     if row is None or Path(str(row[0])).resolve() != paths.pgdata.resolve():
         raise EmbeddedError(
             f"the socket {socket} belongs to a server for {row[0] if row else '?'}, "
@@ -523,12 +525,16 @@ def _ping(paths: _Paths, dbname: str = "postgres") -> bool:
     return True
 
 
-def _read_pid(paths: _Paths) -> int | None:
+def _read_pid_file(path: Path) -> int | None:
+    """The pid on the first line of a postmaster.pid or socket lock file."""
     try:
-        first = paths.pid_file.read_text().splitlines()[0]
-        return int(first.strip())
+        return int(path.read_text().splitlines()[0].strip())
     except (OSError, IndexError, ValueError):
         return None
+
+
+def _read_pid(paths: _Paths) -> int | None:
+    return _read_pid_file(paths.pid_file)
 
 
 def _is_our_postmaster(pid: int, paths: _Paths) -> bool | None:
@@ -691,6 +697,14 @@ def _ensure_running(paths: _Paths) -> None:
             )
         time.sleep(0.1)
 
+    # The socket's lock file names the postmaster too; postgres trusts any live pid there
+    # (a zombie included), so a stale one would block the start just the same.
+    socket_lock = paths.socket_dir / f".s.PGSQL.{PORT}.lock"
+    lock_pid = _read_pid_file(socket_lock)
+    if lock_pid is not None and _is_our_postmaster(lock_pid, paths) is False:
+        logger.info("removing stale %s (pid %s is not its server)", socket_lock, lock_pid)
+        socket_lock.unlink(missing_ok=True)
+
     run_as = _server_user(paths)
     binaries = _select_binaries(paths, run_as)
     if not (paths.pgdata / "PG_VERSION").exists():
@@ -736,10 +750,21 @@ def _ensure_database(paths: _Paths) -> None:
                 conn.execute(f'CREATE DATABASE "{DATABASE}"')
 
 
-def _migrate(dsn: str) -> None:
-    from pgq_client.migrate import migrate
+def _migrate(paths: _Paths, dsn: str) -> None:
+    from pgq_client.migrate import MigrationError, migrate
 
-    applied = migrate(dsn)
+    try:
+        applied = migrate(dsn)
+    except MigrationError as exc:
+        raise EmbeddedError(
+            f"cannot migrate the embedded database in {paths.pgdata}: {exc}. The embedded "
+            "database is meant to be disposable: `python -m pgq_client.embedded reset --yes` "
+            "deletes it (and its jobs) so that it is recreated"
+        ) from exc
+    except psycopg.Error as exc:
+        raise EmbeddedError(
+            f"cannot migrate the embedded database in {paths.pgdata}: {exc}"
+        ) from exc
     if applied:
         logger.info("embedded database: applied migrations %s", ", ".join(applied))
 
@@ -763,7 +788,7 @@ def get_embedded_dsn(home: Path | None = None, *, migrate: bool = True) -> str:
         _ensure_database(paths)
         dsn = paths.dsn()
         if migrate:
-            _migrate(dsn)
+            _migrate(paths, dsn)
     return dsn
 
 
@@ -831,19 +856,25 @@ def stop_embedded(home: Path | None = None, *, timeout: float = _STOP_TIMEOUT) -
         return True
 
 
-def reset_embedded(home: Path | None = None) -> None:
-    """Stop the embedded server and delete its data: every job in it is lost."""
+def reset_embedded(home: Path | None = None) -> bool:
+    """Stop the embedded server and delete its data: every job in it is lost.
+
+    Returns whether there was anything to delete.
+    """
     paths = _paths(home)
     stop_embedded(home)
     if not paths.home.exists():
-        return
+        return False
+    deleted = False
     with _locked(paths):
         for directory in (paths.pgdata, paths.home / "pgdata.initdb"):
             if directory.exists():
                 logger.info("deleting %s", directory)
                 shutil.rmtree(directory)
+                deleted = True
         if paths.socket_dir != paths.pgdata and paths.socket_dir.exists():
             shutil.rmtree(paths.socket_dir, ignore_errors=True)
+    return deleted
 
 
 # --------------------------------------------------------------------------------------
@@ -900,8 +931,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     file=sys.stderr,
                 )
                 return 2
-            reset_embedded(home)
-            print(f"deleted {_paths(home).pgdata}")
+            if reset_embedded(home):
+                print(f"deleted {_paths(home).pgdata}")
+            else:
+                print(f"nothing to delete: {_paths(home).pgdata} does not exist")
         elif args.command == "psql":
             dsn = get_embedded_dsn(home)
             psql = shutil.which("psql")

@@ -1,0 +1,363 @@
+"""The embedded PostgreSQL (pgq_client.embedded) and the demo that runs on it.
+
+Real servers, no mocks: every test gets its own JOBQ_HOME, starts its own embedded cluster in
+it (in subprocesses, as the CLI would), and stops it in teardown; a teardown check makes sure
+no server of the test is left running. Deselect with ``-m "not embedded"``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgq_client.embedded import (
+    EmbeddedError,
+    describe_embedded,
+    embedded_status,
+    get_embedded_dsn,
+    stop_embedded,
+)
+
+pytestmark = [
+    pytest.mark.embedded,
+    pytest.mark.skipif(sys.platform == "win32", reason="the embedded database needs POSIX"),
+]
+
+SUBPROCESS_TIMEOUT = 180
+
+
+def _postmasters(pgdata: Path) -> list[int]:
+    """Live (non-zombie) postmaster processes serving ``pgdata``."""
+    found: list[int] = []
+    proc = Path("/proc")
+    if not proc.is_dir():  # pragma: no cover - Linux-only check
+        return found
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "Z" or len(cmdline) < 3:
+            continue
+        args = [a.decode(errors="replace") for a in cmdline]
+        if Path(args[0]).name in ("postgres", "postmaster") and str(pgdata) in args:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def jobq_home() -> Iterator[Path]:
+    """A fresh JOBQ_HOME; whatever server a test starts in it is stopped afterwards.
+
+    Made with mkdtemp in /tmp, not pytest's tmp_path: when the tests run as root, the server
+    runs as an unprivileged user that must be able to reach the directory (tmp_path's parent
+    is 0700), and the socket path must stay short.
+    """
+    home = Path(tempfile.mkdtemp(prefix="jobq-test-", dir="/tmp"))
+    home.chmod(0o755)
+    try:
+        yield home
+    finally:
+        stop_embedded(home)
+        leftover = _postmasters(home / "pgdata")
+        shutil.rmtree(home, ignore_errors=True)
+        assert leftover == [], f"embedded server(s) still running after stop: {leftover}"
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("JOBQ_DSN", "DATABASE_URL")}
+    env["JOBQ_HOME"] = str(home)
+    env.update(extra)
+    return env
+
+
+def _python(code: str, home: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a new Python process with JOBQ_HOME=home and no JOBQ_DSN."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=_env(home, **extra),
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+        check=False,
+    )
+
+
+def _ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+_PRINT_DSN = """
+    from pgq_client.embedded import get_embedded_dsn
+    print(get_embedded_dsn())
+"""
+
+
+def test_embedded_server_starts_migrated_and_listens_on_a_private_socket_only(
+    jobq_home: Path,
+) -> None:
+    dsn = _ok(_python(_PRINT_DSN, jobq_home)).strip()
+    pgdata = jobq_home / "pgdata"
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert conn.execute("SELECT current_database()").fetchone() == ("jobq",)
+        data_dir = conn.execute("SELECT current_setting('data_directory')").fetchone()
+        assert data_dir is not None and Path(data_dir[0]) == pgdata
+        # No TCP listener at all; the socket lives in a directory only its owner can enter.
+        assert conn.execute("SHOW listen_addresses").fetchone() == ("",)
+        applied = conn.execute("SELECT count(*) FROM jobq_migrations").fetchone()
+        assert applied is not None and applied[0] >= 1
+        job = conn.execute("SELECT jobq_enqueue(job_type => 'probe')").fetchone()
+        assert job is not None
+        assert conn.info.host.startswith("/"), "must connect over a Unix socket"
+    assert (pgdata.stat().st_mode & 0o077) == 0
+
+    [postmaster] = _postmasters(pgdata)
+    server_uid = Path(f"/proc/{postmaster}").stat().st_uid
+    if os.geteuid() == 0:
+        # initdb/postgres refuse root: the cluster belongs to, and runs as, another user.
+        assert pgdata.stat().st_uid != 0
+        assert server_uid == pgdata.stat().st_uid
+    else:
+        assert server_uid == os.geteuid()
+
+
+def test_embedded_server_survives_the_process_that_started_it(jobq_home: Path) -> None:
+    # Process 1 starts the server (via Queue(), which falls back to the embedded database
+    # when no DSN is configured), enqueues a job and exits.
+    produce = """
+        from pgq_client import Queue
+        with Queue() as q:
+            print(q.enqueue("thumbnail", {"image": "cat.png"}, idempotency_key="survive:1"))
+    """
+    job_id = _ok(_python(produce, jobq_home)).strip()
+    pgdata = jobq_home / "pgdata"
+    [postmaster] = _postmasters(pgdata)
+
+    # Process 2, started after process 1 is gone, reaches the same server and data.
+    consume = """
+        import psycopg
+        from pgq_client.embedded import get_embedded_dsn
+        with psycopg.connect(get_embedded_dsn()) as conn:
+            row = conn.execute(
+                "SELECT jobq_enqueue(job_type => 'thumbnail', idempotency_key => 'survive:1')"
+            ).fetchone()
+            print(row[0])
+    """
+    assert _ok(_python(consume, jobq_home)).strip() == job_id
+    assert _postmasters(pgdata) == [postmaster], "the same server must have served both"
+
+
+def test_concurrent_first_use_shares_one_server(jobq_home: Path) -> None:
+    """Several commands started at once on a fresh JOBQ_HOME: one initdb, one server."""
+    go = jobq_home / "go"
+    code = f"""
+        import logging, os, time
+        import psycopg
+        logging.basicConfig(level=logging.INFO, format="%(process)d %(message)s")
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.005)
+        from pgq_client.embedded import get_embedded_dsn
+        with psycopg.connect(get_embedded_dsn()) as conn:
+            row = conn.execute(
+                "SELECT pg_postmaster_start_time(), current_setting('data_directory')"
+            ).fetchone()
+        print(row[0].isoformat(), row[1])
+    """
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            env=_env(jobq_home),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    time.sleep(1.0)  # let every interpreter start and wait on the go file
+    go.touch()
+    outputs = []
+    logs = ""
+    for proc in procs:
+        out, err = proc.communicate(timeout=SUBPROCESS_TIMEOUT)
+        assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{err}"
+        outputs.append(out.strip())
+        logs += err
+    assert len(set(outputs)) == 1, f"not one server: {outputs}"
+    assert logs.count("creating the embedded PostgreSQL cluster") == 1, logs
+    assert logs.count("starting the embedded PostgreSQL") == 1, logs
+    assert len(_postmasters(jobq_home / "pgdata")) == 1
+
+
+def test_stop_keeps_the_data_and_the_next_use_starts_the_server_again(jobq_home: Path) -> None:
+    dsn = _ok(_python(_PRINT_DSN, jobq_home)).strip()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT jobq_enqueue(job_type => 'ocr', idempotency_key => 'keep:1')")
+
+    assert stop_embedded(jobq_home) is True
+    assert _postmasters(jobq_home / "pgdata") == []
+    assert embedded_status(jobq_home).running is False
+    assert stop_embedded(jobq_home) is False  # nothing left to stop
+
+    assert get_embedded_dsn(jobq_home) == dsn
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT jobs FROM jobq_stats() WHERE job_type = 'ocr' AND status = 'pending'"
+        ).fetchall()
+    assert rows == [(1,)]
+    assert embedded_status(jobq_home).running is True
+
+
+def test_server_killed_without_cleanup_is_restarted(jobq_home: Path) -> None:
+    """A crash (or a reboot) leaves postmaster.pid and the socket lock behind: recovered."""
+    dsn = _ok(_python(_PRINT_DSN, jobq_home)).strip()
+    pgdata = jobq_home / "pgdata"
+    [postmaster] = _postmasters(pgdata)
+    os.kill(postmaster, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while _postmasters(pgdata) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (pgdata / "postmaster.pid").exists(), "the crash should leave its pid file"
+
+    assert _ok(_python(_PRINT_DSN, jobq_home)).strip() == dsn
+    [restarted] = _postmasters(pgdata)
+    assert restarted != postmaster
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM jobq_migrations").fetchone() is not None
+
+
+def test_without_pgserver_the_machines_own_postgresql_is_used(jobq_home: Path) -> None:
+    """pgserver not installed: initdb/pg_ctl from PATH or /usr/lib/postgresql/*/bin."""
+    system = [d for d in Path("/usr/lib/postgresql").glob("*/bin") if (d / "pg_ctl").exists()]
+    if shutil.which("pg_ctl") is None and not system:
+        pytest.skip("no system PostgreSQL on this machine")
+    code = """
+        import sys
+        sys.modules["pgserver"] = None  # as if the wheel were not installed
+        import psycopg
+        from pgq_client.embedded import get_embedded_dsn
+        with psycopg.connect(get_embedded_dsn()) as conn:
+            bindir = conn.execute("SELECT setting FROM pg_config WHERE name = 'BINDIR'")
+            print(bindir.fetchone()[0])
+    """
+    bindir = _ok(_python(code, jobq_home)).strip()
+    assert "pgserver" not in bindir
+    assert (Path(bindir) / "pg_ctl").exists()
+    major = (jobq_home / "pgdata" / "PG_VERSION").read_text().strip()
+    assert describe_embedded(jobq_home).startswith(f"embedded PostgreSQL {major} at ")
+
+
+def test_jobq_pg_bin_chooses_the_postgresql(jobq_home: Path) -> None:
+    bin_dirs = sorted(
+        (d for d in Path("/usr/lib/postgresql").glob("*/bin") if (d / "initdb").exists()),
+        key=lambda d: int(d.parent.name) if d.parent.name.isdigit() else 0,
+    )
+    if not bin_dirs:
+        pytest.skip("no system PostgreSQL in /usr/lib/postgresql")
+    bin_dir = bin_dirs[0]
+    code = """
+        import psycopg
+        from pgq_client.embedded import get_embedded_dsn
+        with psycopg.connect(get_embedded_dsn()) as conn:
+            print(conn.execute("SHOW server_version_num").fetchone()[0])
+    """
+    version_num = _ok(_python(code, jobq_home, JOBQ_PG_BIN=str(bin_dir))).strip()
+    assert int(version_num) // 10000 == int(bin_dir.parent.name)
+
+
+def test_no_postgresql_found_says_what_to_install(jobq_home: Path) -> None:
+    code = """
+        from pgq_client.embedded import EmbeddedError, get_embedded_dsn
+        try:
+            get_embedded_dsn()
+        except EmbeddedError as exc:
+            print(exc)
+    """
+    out = _ok(_python(code, jobq_home, JOBQ_PG_BIN=str(jobq_home / "no-such-bin")))
+    assert "no usable PostgreSQL" in out
+    assert "pip install 'pgq-client[embedded]'" in out
+    assert "--dsn" in out
+    assert not (jobq_home / "pgdata").exists()
+
+
+def test_describe_embedded_names_the_data_directory(jobq_home: Path) -> None:
+    before = describe_embedded(jobq_home)
+    assert before == f"embedded PostgreSQL at {jobq_home / 'pgdata'} (database jobq)"
+    assert not (jobq_home / "pgdata").exists(), "describing must not start anything"
+    get_embedded_dsn(jobq_home)
+    assert re.fullmatch(
+        rf"embedded PostgreSQL \d+ at {re.escape(str(jobq_home / 'pgdata'))} \(database jobq\)",
+        describe_embedded(jobq_home),
+    )
+
+
+def test_error_is_a_jobq_error_for_an_unusable_home() -> None:
+    from pgq_client.errors import JobqError
+
+    assert issubclass(EmbeddedError, JobqError)
+    with pytest.raises(EmbeddedError, match="cannot create the jobq data directory"):
+        get_embedded_dsn(Path("/proc/jobq-cannot-be-here"))
+
+
+# --------------------------------------------------------------------------------------
+# The demo
+# --------------------------------------------------------------------------------------
+
+
+def _run_demo(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pgq_client.demo"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+        check=False,
+    )
+
+
+def _story(output: str) -> str:
+    """The demo's output without what changes from run to run (ids, times)."""
+    output = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<id>", output)
+    output = re.sub(r"\d{4}-\d\d-\d\d[T ][\d:.]+(\+\d\d(:\d\d)?|Z)?", "<time>", output)
+    return re.sub(r"\d+(\.\d+)?\s?(s|ms)\b", "<duration>", output)
+
+
+def test_demo_runs_end_to_end_on_the_embedded_database_and_reruns_the_same(
+    jobq_home: Path,
+) -> None:
+    started = time.monotonic()
+    first = _run_demo(_env(jobq_home))
+    elapsed = time.monotonic() - started
+    out = _ok(first)
+    assert "using embedded PostgreSQL" in out
+    assert "dead_letter" in out
+    assert "jobq dead-letter requeue" in out
+    assert "jobq_requeue_dead_letter" in out
+    assert elapsed < 60, f"the demo took {elapsed:.1f}s"
+
+    second = _ok(_run_demo(_env(jobq_home)))
+    assert _story(second) == _story(out), "a rerun must tell the same story"
+
+
+def test_demo_uses_jobq_dsn_when_set(dsn: str, jobq_home: Path) -> None:
+    out = _ok(_run_demo(_env(jobq_home, JOBQ_DSN=dsn)))
+    assert "dead_letter" in out
+    assert "embedded" not in out.splitlines()[0]
+    assert not (jobq_home / "pgdata").exists(), "with JOBQ_DSN the embedded server stays off"
