@@ -28,4 +28,5 @@ if [ ${#files[@]} -eq 0 ]; then
     echo "pgtap.sh: no tests in tests/pgtap/" >&2
     exit 1
 fi
-PGOPTIONS="-c search_path=public,tap" pg_prove --dbname "$dsn" --failures "${files[@]}"
+# pg_prove hands --dbname to Getopt, which splits an unescaped '=': escape those of the DSN.
+PGOPTIONS="-c search_path=public,tap" pg_prove --dbname "${dsn//=/\\=}" --failures "${files[@]}"

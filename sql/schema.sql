@@ -99,7 +99,7 @@ BEGIN
         jobq_complete_many.job_ids,
         coalesce(
             jobq_complete_many.attempts,
-            array_fill(NULL::integer, ARRAY[cardinality(jobq_complete_many.job_ids)])
+            array_fill(NULL::integer, ARRAY[coalesce(cardinality(jobq_complete_many.job_ids), 0)])
         )
     ) AS d (job_id, attempt)
     WHERE j.id = d.job_id
@@ -199,7 +199,7 @@ BEGIN
         SELECT j.id
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND j.locked_at < now() - jobq_dequeue.lock_timeout
+          AND j.locked_at < now() - least(jobq_dequeue.lock_timeout, interval '1000 years')
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
         ORDER BY j.locked_at
@@ -274,7 +274,7 @@ than lock_timeout (their worker is presumed dead): such a takeover is recorded i
 (kind lock_expired, the worker that lost it); a stale job with no attempts left goes to
 dead_letter instead of running again.
 Arguments: worker_id (non-blank), job_types (NULL = all), batch_size (>= 1), lock_timeout
-(> 0), queues (NULL = all).
+(> 0; beyond 1000 years it means never), queues (NULL = all).
 Errors: 22023 blank worker_id, batch_size < 1, lock_timeout <= 0.
 Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, and one
 call never locks or claims more than batch_size pending rows.';
@@ -426,7 +426,15 @@ BEGIN
                 WHEN coalesce(jsonb_typeof(x.elem -> 'queue'), 'string') <> 'string'
                     THEN 'queue must be a non-blank string'
                 WHEN coalesce(jsonb_typeof(x.elem -> 'run_at'), 'null') NOT IN ('string', 'null')
-                    THEN 'run_at must be an ISO 8601 string with a time zone, or null'
+                    OR (x.elem ->> 'run_at') !~ (
+                        '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?'
+                        || '(Z|z|[+-]\d{2}(:?\d{2})?)$'
+                    )
+                    THEN format(
+                        'run_at must be an ISO 8601 time with a UTC offset '
+                        || '(2030-01-31T08:00:00+01:00), or null; got %s',
+                        x.elem -> 'run_at'
+                    )
                 WHEN coalesce(jsonb_typeof(x.elem -> 'max_attempts'), 'number') <> 'number'
                     OR (x.elem ->> 'max_attempts') !~ '^-?[0-9]{1,9}$'
                     THEN 'max_attempts must be an integer'
@@ -463,7 +471,8 @@ BEGIN
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
 
-    -- run_at strings: parse them all; on a bad one, find and name it (slow path only).
+    -- run_at strings (ISO 8601 with an offset, so neither TimeZone nor DateStyle matters):
+    -- parse them all; on one out of range (30 February), find and name it (slow path only).
     BEGIN
         PERFORM (x.elem ->> 'run_at')::timestamptz
         FROM jsonb_array_elements(jobs) AS x (elem)
@@ -669,13 +678,25 @@ CREATE FUNCTION public.jobq_health(stuck_after interval DEFAULT '01:00:00'::inte
 DECLARE
     v_table regclass := 'jobq_jobs'::regclass;
 BEGIN
-    IF stuck_after IS NULL OR stuck_after <= interval '0'
-       OR max_pending_age IS NULL OR max_pending_age <= interval '0'
-       OR max_transaction_age IS NULL OR max_transaction_age <= interval '0' THEN
-        RAISE EXCEPTION 'jobq_health: stuck_after, max_pending_age and max_transaction_age '
-            'must be positive intervals'
+    IF stuck_after IS NULL OR stuck_after <= interval '0' THEN
+        RAISE EXCEPTION 'jobq_health: stuck_after must be a positive interval, got %',
+            coalesce(stuck_after::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF max_pending_age IS NULL OR max_pending_age <= interval '0' THEN
+        RAISE EXCEPTION 'jobq_health: max_pending_age must be a positive interval, got %',
+            coalesce(max_pending_age::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_transaction_age IS NULL OR max_transaction_age <= interval '0' THEN
+        RAISE EXCEPTION 'jobq_health: max_transaction_age must be a positive interval, got %',
+            coalesce(max_transaction_age::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Beyond 1000 years an interval means never (and cannot overflow now() - interval).
+    stuck_after := least(stuck_after, interval '1000 years');
+    max_pending_age := least(max_pending_age, interval '1000 years');
+    max_transaction_age := least(max_transaction_age, interval '1000 years');
 
     -- Jobs whose claim has not been renewed for stuck_after: their worker is dead or hung
     -- and no worker with a shorter lock_timeout has taken them back.
@@ -859,7 +880,7 @@ BEGIN
 
     DELETE FROM jobq_jobs AS j
     WHERE j.status = ANY (jobq_prune.statuses)
-      AND j.finished_at < now() - jobq_prune.older_than;
+      AND j.finished_at < now() - least(jobq_prune.older_than, interval '1000 years');
     GET DIAGNOSTICS v_deleted = ROW_COUNT;
     RETURN v_deleted;
 END;
@@ -899,8 +920,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) IS 'Gives back jobs that worker_id claimed but never started (a worker shutting down with
-prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
+COMMENT ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) IS 'Gives back those of job_ids that worker_id claimed but never started (a worker shutting
+down with prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
 cleared, no error recorded; other workers are woken (NOTIFY jobq). Jobs it does not hold are
 left alone. Result: how many were released.';
 
@@ -931,9 +952,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) IS 'Makes a dead_letter or failed job pending again: available now, attempts 0, claim cleared,
-error history (last_error, errors) kept. Result: true if it did; false for any other status or
-an unknown id (nothing changes).';
+COMMENT ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) IS 'Makes the job job_id pending again if it is dead_letter or failed: available now, attempts 0,
+claim cleared, error history (last_error, errors) kept. Result: true if it did; false for any
+other status or an unknown id (nothing changes).';
 
 CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -990,6 +1011,8 @@ CREATE TABLE public.jobq_migrations (
     checksum text NOT NULL,
     applied_at timestamp with time zone DEFAULT now() NOT NULL
 );
+
+COMMENT ON TABLE public.jobq_migrations IS 'jobq migrations applied to this schema, with the SHA-256 of each file (written by jobq migrate).';
 
 CREATE TABLE public.jobq_settings (
     singleton boolean DEFAULT true NOT NULL,

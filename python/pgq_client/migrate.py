@@ -87,6 +87,9 @@ def _bootstrap(schema: str) -> sql.Composed:
         "    CONSTRAINT jobq_migrations_pkey PRIMARY KEY (version)\n"
         ");\n"
         "REVOKE ALL ON TABLE {s}.jobq_migrations FROM PUBLIC;\n"
+        "COMMENT ON TABLE {s}.jobq_migrations IS "
+        "'jobq migrations applied to this schema, with the SHA-256 of each file "
+        "(written by jobq migrate).';\n"
     ).format(s=sql.Identifier(schema))
 
 

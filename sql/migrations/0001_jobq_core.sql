@@ -321,7 +321,15 @@ BEGIN
                 WHEN coalesce(jsonb_typeof(x.elem -> 'queue'), 'string') <> 'string'
                     THEN 'queue must be a non-blank string'
                 WHEN coalesce(jsonb_typeof(x.elem -> 'run_at'), 'null') NOT IN ('string', 'null')
-                    THEN 'run_at must be an ISO 8601 string with a time zone, or null'
+                    OR (x.elem ->> 'run_at') !~ (
+                        '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?'
+                        || '(Z|z|[+-]\d{2}(:?\d{2})?)$'
+                    )
+                    THEN format(
+                        'run_at must be an ISO 8601 time with a UTC offset '
+                        || '(2030-01-31T08:00:00+01:00), or null; got %s',
+                        x.elem -> 'run_at'
+                    )
                 WHEN coalesce(jsonb_typeof(x.elem -> 'max_attempts'), 'number') <> 'number'
                     OR (x.elem ->> 'max_attempts') !~ '^-?[0-9]{1,9}$'
                     THEN 'max_attempts must be an integer'
@@ -358,7 +366,8 @@ BEGIN
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
 
-    -- run_at strings: parse them all; on a bad one, find and name it (slow path only).
+    -- run_at strings (ISO 8601 with an offset, so neither TimeZone nor DateStyle matters):
+    -- parse them all; on one out of range (30 February), find and name it (slow path only).
     BEGIN
         PERFORM (x.elem ->> 'run_at')::timestamptz
         FROM jsonb_array_elements(jobs) AS x (elem)
@@ -536,7 +545,7 @@ BEGIN
         SELECT j.id
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND j.locked_at < now() - jobq_dequeue.lock_timeout
+          AND j.locked_at < now() - least(jobq_dequeue.lock_timeout, interval '1000 years')
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
         ORDER BY j.locked_at
@@ -612,7 +621,7 @@ than lock_timeout (their worker is presumed dead): such a takeover is recorded i
 (kind lock_expired, the worker that lost it); a stale job with no attempts left goes to
 dead_letter instead of running again.
 Arguments: worker_id (non-blank), job_types (NULL = all), batch_size (>= 1), lock_timeout
-(> 0), queues (NULL = all).
+(> 0; beyond 1000 years it means never), queues (NULL = all).
 Errors: 22023 blank worker_id, batch_size < 1, lock_timeout <= 0.
 Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, and one
 call never locks or claims more than batch_size pending rows.';
@@ -684,7 +693,7 @@ BEGIN
         jobq_complete_many.job_ids,
         coalesce(
             jobq_complete_many.attempts,
-            array_fill(NULL::integer, ARRAY[cardinality(jobq_complete_many.job_ids)])
+            array_fill(NULL::integer, ARRAY[coalesce(cardinality(jobq_complete_many.job_ids), 0)])
         )
     ) AS d (job_id, attempt)
     WHERE j.id = d.job_id
@@ -833,8 +842,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_release(uuid[], text) IS
-'Gives back jobs that worker_id claimed but never started (a worker shutting down with
-prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
+'Gives back those of job_ids that worker_id claimed but never started (a worker shutting
+down with prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
 cleared, no error recorded; other workers are woken (NOTIFY jobq). Jobs it does not hold are
 left alone. Result: how many were released.';
 
@@ -872,9 +881,9 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_requeue_dead_letter(uuid) IS
-'Makes a dead_letter or failed job pending again: available now, attempts 0, claim cleared,
-error history (last_error, errors) kept. Result: true if it did; false for any other status or
-an unknown id (nothing changes).';
+'Makes the job job_id pending again if it is dead_letter or failed: available now, attempts 0,
+claim cleared, error history (last_error, errors) kept. Result: true if it did; false for any
+other status or an unknown id (nothing changes).';
 
 CREATE FUNCTION jobq_requeue_dead_letters(
     job_type text DEFAULT NULL,
@@ -982,7 +991,7 @@ BEGIN
 
     DELETE FROM jobq_jobs AS j
     WHERE j.status = ANY (jobq_prune.statuses)
-      AND j.finished_at < now() - jobq_prune.older_than;
+      AND j.finished_at < now() - least(jobq_prune.older_than, interval '1000 years');
     GET DIAGNOSTICS v_deleted = ROW_COUNT;
     RETURN v_deleted;
 END;

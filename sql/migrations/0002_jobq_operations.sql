@@ -69,13 +69,25 @@ AS $$
 DECLARE
     v_table regclass := 'jobq_jobs'::regclass;
 BEGIN
-    IF stuck_after IS NULL OR stuck_after <= interval '0'
-       OR max_pending_age IS NULL OR max_pending_age <= interval '0'
-       OR max_transaction_age IS NULL OR max_transaction_age <= interval '0' THEN
-        RAISE EXCEPTION 'jobq_health: stuck_after, max_pending_age and max_transaction_age '
-            'must be positive intervals'
+    IF stuck_after IS NULL OR stuck_after <= interval '0' THEN
+        RAISE EXCEPTION 'jobq_health: stuck_after must be a positive interval, got %',
+            coalesce(stuck_after::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF max_pending_age IS NULL OR max_pending_age <= interval '0' THEN
+        RAISE EXCEPTION 'jobq_health: max_pending_age must be a positive interval, got %',
+            coalesce(max_pending_age::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_transaction_age IS NULL OR max_transaction_age <= interval '0' THEN
+        RAISE EXCEPTION 'jobq_health: max_transaction_age must be a positive interval, got %',
+            coalesce(max_transaction_age::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Beyond 1000 years an interval means never (and cannot overflow now() - interval).
+    stuck_after := least(stuck_after, interval '1000 years');
+    max_pending_age := least(max_pending_age, interval '1000 years');
+    max_transaction_age := least(max_transaction_age, interval '1000 years');
 
     -- Jobs whose claim has not been renewed for stuck_after: their worker is dead or hung
     -- and no worker with a shorter lock_timeout has taken them back.

@@ -1,0 +1,276 @@
+-- The API surface, as the migrations build it: the functions and their exact signatures
+-- (argument names and defaults are API, contract section 3), the three tables with their
+-- columns, types, defaults and named constraints (section 2), the partial claim indexes, and
+-- the security properties of every public function (SECURITY DEFINER, a fixed search_path;
+-- section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
+BEGIN;
+SELECT plan(86);
+
+------------------------------------------------------------------------------------------
+-- Functions
+------------------------------------------------------------------------------------------
+
+SELECT functions_are('public', ARRAY[
+    -- producers
+    'jobq_enqueue', 'jobq_enqueue_many',
+    -- workers
+    'jobq_dequeue', 'jobq_complete', 'jobq_complete_many', 'jobq_fail', 'jobq_heartbeat',
+    'jobq_release',
+    -- operators
+    'jobq_requeue_dead_letter', 'jobq_requeue_dead_letters', 'jobq_stats', 'jobq_prune',
+    'jobq_configure', 'jobq_list_jobs', 'jobq_health',
+    -- private helpers (granted to nobody)
+    'jobq__job_error', 'jobq__backoff'
+], 'schema public has exactly the jobq functions and private helpers');
+
+SELECT is_empty(
+    $$SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace
+      GROUP BY proname HAVING count(*) > 1$$,
+    'no overloads: one function per name (optional behaviour is a trailing DEFAULT)'
+);
+
+-- Every signature, names and defaults included: a renamed argument breaks named calls.
+SELECT results_eq(
+    $$SELECT p.proname::text COLLATE "default", pg_get_function_arguments(p.oid), pg_get_function_result(p.oid)
+      FROM pg_proc AS p WHERE p.pronamespace = 'public'::regnamespace ORDER BY p.proname$$,
+    $$VALUES
+    ('jobq__backoff'::text, 'attempts integer, backoff interval'::text, 'interval'::text),
+    ('jobq__job_error', 'job_type text, queue text, idempotency_key text, max_attempts integer, priority integer', 'text'),
+    ('jobq_complete', 'job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer', 'boolean'),
+    ('jobq_complete_many', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[]', 'integer'),
+    ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer', 'jsonb'),
+    ('jobq_dequeue', 'worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, '
+                     'lock_timeout interval DEFAULT ''00:05:00''::interval, queues text[] DEFAULT NULL::text[]',
+                     'SETOF jobq_jobs'),
+    ('jobq_enqueue', 'job_type text, payload jsonb DEFAULT ''{}''::jsonb, idempotency_key text DEFAULT NULL::text, '
+                     'max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+                     'priority integer DEFAULT 0, queue text DEFAULT ''default''::text', 'uuid'),
+    ('jobq_enqueue_many', 'jobs jsonb', 'TABLE(ord integer, id uuid)'),
+    ('jobq_fail', 'job_id uuid, worker_id text, error text, retry boolean DEFAULT true, '
+                  'backoff interval DEFAULT ''00:00:10''::interval, attempt integer DEFAULT NULL::integer', 'text'),
+    ('jobq_health', 'stuck_after interval DEFAULT ''01:00:00''::interval, max_pending_age interval DEFAULT '
+                    '''00:15:00''::interval, max_transaction_age interval DEFAULT ''00:05:00''::interval',
+                    'TABLE(check_name text, queue text, severity text, value double precision, detail text)'),
+    ('jobq_heartbeat', 'worker_id text, job_ids uuid[]', 'integer'),
+    ('jobq_list_jobs', 'statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, '
+                       'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
+    ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[]', 'bigint'),
+    ('jobq_release', 'job_ids uuid[], worker_id text', 'integer'),
+    ('jobq_requeue_dead_letter', 'job_id uuid', 'boolean'),
+    ('jobq_requeue_dead_letters', 'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text', 'integer'),
+    ('jobq_stats', '', 'TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)')
+    $$,
+    'every function has the documented argument names, defaults and result'
+);
+
+SELECT function_returns('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text'], 'uuid');
+SELECT function_returns('public', 'jobq_enqueue_many', ARRAY['jsonb'], 'setof record');
+SELECT function_returns('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]'], 'setof jobq_jobs');
+SELECT function_returns('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer'], 'boolean');
+SELECT function_returns('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integer[]'], 'integer');
+SELECT function_returns('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer'], 'text');
+SELECT function_returns('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]'], 'integer');
+SELECT function_returns('public', 'jobq_release', ARRAY['uuid[]', 'text'], 'integer');
+SELECT function_returns('public', 'jobq_requeue_dead_letter', ARRAY['uuid'], 'boolean');
+SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text'], 'integer');
+SELECT function_returns('public', 'jobq_stats', ARRAY[]::text[], 'setof record');
+SELECT function_returns('public', 'jobq_prune', ARRAY['interval', 'text[]'], 'bigint');
+SELECT function_returns('public', 'jobq_configure', ARRAY['integer'], 'jsonb');
+SELECT function_returns('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer'], 'setof jobq_jobs');
+SELECT function_returns('public', 'jobq_health', ARRAY['interval', 'interval', 'interval'], 'setof record');
+
+-- Security: every public function runs as its owner with the search_path of its schema.
+SELECT is_definer('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text']);
+SELECT is_definer('public', 'jobq_enqueue_many', ARRAY['jsonb']);
+SELECT is_definer('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]']);
+SELECT is_definer('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer']);
+SELECT is_definer('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integer[]']);
+SELECT is_definer('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer']);
+SELECT is_definer('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]']);
+SELECT is_definer('public', 'jobq_release', ARRAY['uuid[]', 'text']);
+SELECT is_definer('public', 'jobq_requeue_dead_letter', ARRAY['uuid']);
+SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text']);
+SELECT is_definer('public', 'jobq_stats', ARRAY[]::name[]);
+SELECT is_definer('public', 'jobq_prune', ARRAY['interval', 'text[]']);
+SELECT is_definer('public', 'jobq_configure', ARRAY['integer']);
+SELECT is_definer('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer']);
+SELECT is_definer('public', 'jobq_health', ARRAY['interval', 'interval', 'interval']);
+SELECT isnt_definer('public', 'jobq__job_error', ARRAY['text', 'text', 'text', 'integer', 'integer']);
+SELECT isnt_definer('public', 'jobq__backoff', ARRAY['integer', 'interval']);
+
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure FROM pg_proc AS p
+      WHERE p.pronamespace = 'public'::regnamespace AND p.proname NOT LIKE 'jobq\_\_%'
+        AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path=public, pg_temp']$$,
+    'every public function has search_path fixed to its own schema, then pg_temp (last)'
+);
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure FROM pg_proc AS p
+      WHERE p.pronamespace = 'public'::regnamespace AND p.prosecdef
+        AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) AS c WHERE c LIKE 'search_path=%')$$,
+    'no SECURITY DEFINER function without a fixed search_path'
+);
+
+------------------------------------------------------------------------------------------
+-- Tables and columns
+------------------------------------------------------------------------------------------
+
+SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations'],
+                  'schema public has exactly the three jobq tables');
+SELECT has_table('public', 'jobq_jobs', 'table jobq_jobs exists');
+SELECT has_table('public', 'jobq_settings', 'table jobq_settings exists');
+SELECT has_table('public', 'jobq_migrations', 'table jobq_migrations exists');
+
+SELECT columns_are('public', 'jobq_jobs', ARRAY[
+    'id', 'queue', 'job_type', 'payload', 'idempotency_key', 'status', 'priority', 'attempts',
+    'max_attempts', 'available_at', 'locked_at', 'locked_by', 'last_error', 'errors',
+    'created_at', 'updated_at', 'finished_at'
+]);
+SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes']);
+SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at']);
+
+-- jobq_jobs, as in contract section 2: type, NOT NULL, default
+SELECT results_eq(
+    $$SELECT a.attname::text COLLATE "default", format_type(a.atttypid, a.atttypmod), a.attnotnull,
+             pg_get_expr(d.adbin, d.adrelid) COLLATE "default"
+      FROM pg_attribute AS a
+      LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+      WHERE a.attrelid = 'jobq_jobs'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+      ORDER BY a.attnum$$,
+    $$VALUES
+    ('id'::text,        'uuid'::text,                     true,  'gen_random_uuid()'::text),
+    ('queue',           'text',                           true,  '''default''::text'),
+    ('job_type',        'text',                           true,  NULL),
+    ('payload',         'jsonb',                          true,  '''{}''::jsonb'),
+    ('idempotency_key', 'text',                           false, NULL),
+    ('status',          'text',                           true,  '''pending''::text'),
+    ('priority',        'integer',                        true,  '0'),
+    ('attempts',        'integer',                        true,  '0'),
+    ('max_attempts',    'integer',                        true,  '5'),
+    ('available_at',    'timestamp with time zone',       true,  'now()'),
+    ('locked_at',       'timestamp with time zone',       false, NULL),
+    ('locked_by',       'text',                           false, NULL),
+    ('last_error',      'text',                           false, NULL),
+    ('errors',          'jsonb',                          true,  '''[]''::jsonb'),
+    ('created_at',      'timestamp with time zone',       true,  'now()'),
+    ('updated_at',      'timestamp with time zone',       true,  'now()'),
+    ('finished_at',     'timestamp with time zone',       false, NULL)
+    $$,
+    'jobq_jobs columns: type, NOT NULL and default as in the contract'
+);
+
+SELECT col_type_is('public', 'jobq_jobs', 'id', 'uuid', 'jobq_jobs.id is uuid');
+SELECT col_is_pk('public', 'jobq_jobs', 'id', 'jobq_jobs.id is the primary key');
+SELECT col_default_is('public', 'jobq_jobs', 'id', 'gen_random_uuid()', 'jobq_jobs.id defaults to gen_random_uuid()');
+SELECT col_type_is('public', 'jobq_jobs', 'payload', 'jsonb', 'jobq_jobs.payload is jsonb');
+SELECT col_default_is('public', 'jobq_jobs', 'payload', '{}'::jsonb, 'jobq_jobs.payload defaults to {}');
+SELECT col_type_is('public', 'jobq_jobs', 'errors', 'jsonb', 'jobq_jobs.errors is jsonb');
+SELECT col_default_is('public', 'jobq_jobs', 'errors', '[]'::jsonb, 'jobq_jobs.errors defaults to []');
+SELECT col_type_is('public', 'jobq_jobs', 'status', 'text', 'jobq_jobs.status is text (not an enum)');
+SELECT col_default_is('public', 'jobq_jobs', 'status', 'pending'::text, 'jobq_jobs.status defaults to pending');
+SELECT col_type_is('public', 'jobq_jobs', 'available_at', 'timestamp with time zone', 'jobq_jobs.available_at is timestamptz');
+SELECT col_default_is('public', 'jobq_jobs', 'available_at', 'now()', 'jobq_jobs.available_at defaults to now()');
+SELECT col_default_is('public', 'jobq_jobs', 'max_attempts', 5, 'jobq_jobs.max_attempts defaults to 5');
+SELECT col_default_is('public', 'jobq_jobs', 'queue', 'default'::text, 'jobq_jobs.queue defaults to default');
+SELECT col_is_unique('public', 'jobq_jobs', ARRAY['idempotency_key'], 'jobq_jobs.idempotency_key is unique');
+SELECT col_is_null('public', 'jobq_jobs', 'idempotency_key', 'jobq_jobs.idempotency_key is nullable (NULLs never collide)');
+
+SELECT col_type_is('public', 'jobq_settings', 'max_payload_bytes', 'integer', 'jobq_settings.max_payload_bytes is integer');
+SELECT col_default_is('public', 'jobq_settings', 'max_payload_bytes', 1048576, 'jobq_settings.max_payload_bytes defaults to 1 MiB');
+SELECT is((SELECT count(*)::int FROM jobq_settings), 1, 'jobq_settings has its one row');
+SELECT col_type_is('public', 'jobq_migrations', 'version', 'text', 'jobq_migrations.version is text');
+SELECT col_type_is('public', 'jobq_migrations', 'checksum', 'text', 'jobq_migrations.checksum is text');
+SELECT col_type_is('public', 'jobq_migrations', 'applied_at', 'timestamp with time zone', 'jobq_migrations.applied_at is timestamptz');
+SELECT ok((SELECT bool_and(checksum ~ '^[0-9a-f]{64}$') FROM jobq_migrations)
+          AND EXISTS (SELECT 1 FROM jobq_migrations WHERE version = '0001_jobq_core'),
+          'jobq_migrations records 0001_jobq_core, each migration with a sha256');
+
+------------------------------------------------------------------------------------------
+-- Named constraints, and that they hold
+------------------------------------------------------------------------------------------
+
+SELECT set_eq(
+    $$SELECT conrelid::regclass::text, conname::text COLLATE "default" FROM pg_constraint
+      WHERE conrelid IN ('jobq_jobs'::regclass, 'jobq_settings'::regclass, 'jobq_migrations'::regclass)
+        AND contype <> 'n'$$,
+    $$VALUES ('jobq_jobs', 'jobq_jobs_pkey'), ('jobq_jobs', 'jobq_jobs_idempotency_key_key'),
+             ('jobq_jobs', 'jobq_jobs_status_check'), ('jobq_jobs', 'jobq_jobs_max_attempts_check'),
+             ('jobq_jobs', 'jobq_jobs_attempts_check'), ('jobq_jobs', 'jobq_jobs_claim_check'),
+             ('jobq_jobs', 'jobq_jobs_finished_check'),
+             ('jobq_settings', 'jobq_settings_pkey'), ('jobq_settings', 'jobq_settings_singleton_check'),
+             ('jobq_settings', 'jobq_settings_max_payload_bytes_check'),
+             ('jobq_migrations', 'jobq_migrations_pkey')$$,
+    'every constraint has its documented name'
+);
+SELECT has_check('public', 'jobq_jobs', 'jobq_jobs has CHECK constraints');
+
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, status) VALUES ('t', 'done')$$, '23514',
+    'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_status_check"',
+    'jobq_jobs_status_check: only the five statuses');
+SELECT lives_ok(
+    $$INSERT INTO jobq_jobs (job_type, status, locked_at, locked_by, finished_at) VALUES
+        ('t', 'pending', NULL, NULL, NULL), ('t', 'processing', now(), 'w', NULL),
+        ('t', 'succeeded', NULL, NULL, now()), ('t', 'failed', NULL, NULL, now()),
+        ('t', 'dead_letter', NULL, NULL, now())$$,
+    'the five statuses are accepted');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, max_attempts) VALUES ('t', 0)$$, '23514',
+    'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_max_attempts_check"',
+    'jobq_jobs_max_attempts_check: max_attempts >= 1');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, attempts) VALUES ('t', -1)$$, '23514',
+    'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_attempts_check"',
+    'jobq_jobs_attempts_check: attempts >= 0');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, status) VALUES ('t', 'processing')$$, '23514',
+    'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_claim_check"',
+    'jobq_jobs_claim_check: processing needs a claim');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, locked_at, locked_by) VALUES ('t', now(), 'w')$$, '23514',
+    'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_claim_check"',
+    'jobq_jobs_claim_check: only processing has a claim');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, status) VALUES ('t', 'succeeded')$$, '23514',
+    'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_finished_check"',
+    'jobq_jobs_finished_check: a finished job has finished_at');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, finished_at) VALUES ('t', now())$$, '23514',
+    'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_finished_check"',
+    'jobq_jobs_finished_check: an unfinished job has none');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t', 'k'), ('t', 'k')$$, '23505',
+    'duplicate key value violates unique constraint "jobq_jobs_idempotency_key_key"',
+    'jobq_jobs_idempotency_key_key: one job per key');
+SELECT lives_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t', NULL), ('t', NULL)$$,
+    'NULL keys never collide');
+SELECT throws_ok($$INSERT INTO jobq_settings (singleton) VALUES (false)$$, '23514',
+    'new row for relation "jobq_settings" violates check constraint "jobq_settings_singleton_check"',
+    'jobq_settings_singleton_check: no second settings row');
+SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 0$$, '23514',
+    'new row for relation "jobq_settings" violates check constraint "jobq_settings_max_payload_bytes_check"',
+    'jobq_settings_max_payload_bytes_check: the limit is positive');
+
+------------------------------------------------------------------------------------------
+-- Indexes: the partial indexes match what the claim, the recovery and pruning filter on
+------------------------------------------------------------------------------------------
+
+SELECT indexes_are('public', 'jobq_jobs', ARRAY[
+    'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
+    'jobq_jobs_locked_idx', 'jobq_jobs_finished_idx'
+]);
+SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx', ARRAY['priority', 'available_at', 'id'],
+                 'jobq_jobs_claim_idx on (priority, available_at, id)');
+SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_locked_idx', 'locked_at',
+                 'jobq_jobs_locked_idx on (locked_at)');
+SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_finished_idx', ARRAY['status', 'finished_at'],
+                 'jobq_jobs_finished_idx on (status, finished_at)');
+SELECT results_eq(
+    $$SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid)
+      FROM pg_index WHERE indrelid = 'jobq_jobs'::regclass AND indpred IS NOT NULL
+      ORDER BY 1$$,
+    $$VALUES
+    ('jobq_jobs_claim_idx'::text,
+     'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (priority DESC, available_at, id) WHERE (status = ''pending''::text)'::text),
+    ('jobq_jobs_finished_idx',
+     'CREATE INDEX jobq_jobs_finished_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (finished_at IS NOT NULL)'),
+    ('jobq_jobs_locked_idx',
+     'CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = ''processing''::text)')
+    $$,
+    'the partial indexes: the claim order over pending jobs, locks of processing jobs, finished jobs'
+);
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,137 @@
+-- jobq_complete(job_id, worker_id, attempt) RETURNS boolean
+-- jobq_complete_many(job_ids, worker_id, attempts) RETURNS int
+--
+-- Contract section 3: succeeded only while worker_id still holds the claim (of that attempt,
+-- when given); returns whether it did (how many did); otherwise nothing changes. A worker
+-- whose claim was taken over can no longer complete; with attempt, not even when the same
+-- worker id took the job again. complete_many's `attempts` array is an extension of the
+-- contract (one attempt per job id).
+BEGIN;
+SELECT plan(37);
+
+DELETE FROM jobq_jobs;
+
+------------------------------------------------------------------------------------------
+-- jobq_complete: happy path
+------------------------------------------------------------------------------------------
+
+SELECT jobq_enqueue('c') AS a \gset
+SELECT id AS claimed_a FROM jobq_dequeue('w1') \gset
+
+SELECT is(jobq_complete(:'a', 'w1'), true, 'the worker holding the claim completes the job');
+SELECT results_eq(
+    format($$SELECT status, attempts, locked_at, locked_by, finished_at, updated_at, errors
+             FROM jobq_jobs WHERE id = %L$$, :'a'),
+    $$VALUES ('succeeded'::text, 1, NULL::timestamptz, NULL::text, now(), now(), '[]'::jsonb)$$,
+    'succeeded: claim cleared, finished_at = now(), attempts kept, no error'
+);
+SELECT is(jobq_complete(:'a', 'w1'), false, 'a second completion returns false');
+
+SELECT jobq_enqueue('c') AS b \gset
+SELECT id AS claimed_b FROM jobq_dequeue('w1') \gset
+SELECT is(jobq_complete(job_id => :'b', worker_id => 'w1', attempt => 1), true,
+          'named arguments, with the attempt of the claim');
+
+------------------------------------------------------------------------------------------
+-- jobq_complete: false, and nothing changed
+------------------------------------------------------------------------------------------
+
+SELECT jobq_enqueue('c') AS pending_job, jobq_enqueue('c') AS held \gset
+UPDATE jobq_jobs SET available_at = now() + interval '1 day' WHERE id = :'pending_job';
+SELECT id AS claimed_held FROM jobq_dequeue('w1') \gset
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+
+SELECT is(jobq_complete(gen_random_uuid(), 'w1'), false, 'an unknown job: false');
+SELECT is(jobq_complete(:'pending_job', 'w1'), false, 'a pending job: false');
+SELECT is(jobq_complete(:'held', 'w2'), false, 'a job held by another worker: false');
+SELECT is(jobq_complete(:'held', 'w1', attempt => 2), false, 'another attempt than the claim''s: false');
+SELECT is(jobq_complete(:'held', 'w1', attempt => 0), false, 'attempt 0: false');
+SELECT is(jobq_complete(NULL, 'w1'), false, 'job_id NULL: false');
+SELECT is(jobq_complete(:'held', NULL), false, 'worker_id NULL: false');
+SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+                  'none of these changed anything');
+
+------------------------------------------------------------------------------------------
+-- Fencing: a claim taken over can no longer complete
+------------------------------------------------------------------------------------------
+
+UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = :'held';
+SELECT is(jobq_complete(:'held', 'w1'), true,
+          'a lock that expired but was not taken over is still held: true');
+
+DELETE FROM jobq_jobs;
+SELECT jobq_enqueue('c') AS f \gset
+SELECT id AS claimed_f FROM jobq_dequeue('w1') \gset
+UPDATE jobq_jobs SET locked_at = now() - interval '6 minutes' WHERE id = :'f';
+SELECT is((SELECT locked_by FROM jobq_dequeue('w2')), 'w2', 'w2 takes over the stale claim of w1');
+DROP TABLE snap;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+
+SELECT is(jobq_complete(:'f', 'w1'), false, 'the old worker cannot complete after a takeover');
+SELECT is(jobq_complete(:'f', 'w1', attempt => 1), false, '... not even naming its own attempt');
+SELECT is(jobq_complete_many(ARRAY[:'f'::uuid], 'w1'), 0, '... nor through complete_many');
+SELECT results_eq('SELECT * FROM jobq_jobs', 'SELECT * FROM snap',
+                  'the new claim is untouched');
+SELECT is(jobq_complete(:'f', 'w2', attempt => 1), false, 'the new holder with the old attempt: false');
+SELECT is(jobq_complete(:'f', 'w2', attempt => 2), true, 'the new holder with its attempt: true');
+
+-- the same worker id claims the job again (a restarted worker with a fixed id)
+DELETE FROM jobq_jobs;
+SELECT jobq_enqueue('c') AS g \gset
+SELECT id AS claimed_g FROM jobq_dequeue('w1') \gset
+UPDATE jobq_jobs SET locked_at = now() - interval '6 minutes' WHERE id = :'g';
+SELECT is((SELECT attempts FROM jobq_dequeue('w1')), 2, 'w1 takes its own stale job again: attempt 2');
+SELECT is(jobq_complete(:'g', 'w1', attempt => 1), false,
+          'attempt fencing: the first claim of w1 cannot complete the second');
+SELECT is((SELECT status FROM jobq_jobs WHERE id = :'g'), 'processing', '... and nothing changed');
+SELECT is(jobq_complete(:'g', 'w1', attempt => 2), true, 'the second claim completes');
+
+------------------------------------------------------------------------------------------
+-- jobq_complete_many
+------------------------------------------------------------------------------------------
+
+DELETE FROM jobq_jobs;
+CREATE TEMP TABLE m AS
+SELECT n, jobq_enqueue('m', payload => jsonb_build_object('n', n)) AS id FROM generate_series(1, 6) AS n;
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('w1', batch_size => 4)), 4, 'w1 claims 4 jobs');
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('w2', batch_size => 1)), 1, 'w2 claims 1 job');
+DROP TABLE snap;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs WHERE locked_by IS DISTINCT FROM 'w1';
+
+SELECT is(
+    jobq_complete_many(job_ids => (SELECT array_agg(id) || gen_random_uuid() FROM m), worker_id => 'w1'),
+    4,
+    'complete_many completes exactly the jobs the worker holds and returns how many'
+);
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'succeeded'), 4, 'four succeeded');
+SELECT results_eq(
+    'SELECT * FROM jobq_jobs WHERE id IN (SELECT id FROM snap) ORDER BY id',
+    'SELECT * FROM snap ORDER BY id',
+    'the job of w2 and the pending job are unchanged'
+);
+SELECT is(jobq_complete_many('{}', 'w2'), 0, 'an empty array: 0');
+
+SELECT id AS w2_job FROM jobq_jobs WHERE locked_by = 'w2' \gset
+SELECT is(jobq_complete_many(ARRAY[:'w2_job', :'w2_job']::uuid[], 'w2'), 1,
+          'a job id given twice counts once');
+
+-- attempts (extension): one attempt per id
+SELECT id AS last_job FROM jobq_dequeue('w3') \gset
+SELECT is(jobq_complete_many(ARRAY[:'last_job']::uuid[], 'w3', attempts => ARRAY[2]), 0,
+          'attempts: a claim of another attempt is not completed');
+SELECT throws_ok(
+    format($$SELECT jobq_complete_many(ARRAY[%L]::uuid[], 'w3', attempts => ARRAY[1, 2])$$, :'last_job'),
+    '22023', 'jobq_complete_many: attempts has 2 elements, job_ids has 1',
+    'attempts and job_ids of different lengths: 22023'
+);
+SELECT is((SELECT status FROM jobq_jobs WHERE id = :'last_job'), 'processing', '... nothing changed');
+SELECT is(jobq_complete_many(ARRAY[:'last_job']::uuid[], 'w3', attempts => ARRAY[1]), 1,
+          'attempts: the claim of that attempt is completed');
+
+-- NULL job_ids: like jobq_heartbeat(w, NULL) and jobq_release(NULL, w), nothing to do (0).
+SELECT lives_ok($$SELECT jobq_complete_many(NULL, 'w1')$$,
+                'job_ids NULL completes nothing instead of raising');
+SELECT is(jobq_complete_many(ARRAY[gen_random_uuid()], NULL), 0, 'worker_id NULL: 0');
+
+SELECT * FROM finish();
+ROLLBACK;

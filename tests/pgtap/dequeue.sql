@@ -1,0 +1,234 @@
+-- jobq_dequeue(worker_id, job_types, batch_size, lock_timeout, queues) RETURNS SETOF jobq_jobs
+--
+-- Contract section 3: claims up to batch_size pending jobs whose available_at has come, and
+-- processing jobs whose lock is older than lock_timeout; filters (NULL = all); order
+-- priority DESC, available_at, id (of the choice and of the rows returned); a claim sets
+-- processing, locked_at, locked_by, attempts + 1; a takeover is recorded in errors naming the
+-- worker that lost it; a stale job with no attempts left goes to dead_letter, not run again.
+-- Time is moved by backdating locked_at / available_at (now() is fixed in this transaction).
+--
+-- Not covered here: two concurrent callers never get the same job (SKIP LOCKED needs two
+-- sessions: see tests/python/test_sql_core.py).
+BEGIN;
+SELECT plan(47);
+
+DELETE FROM jobq_jobs;
+
+------------------------------------------------------------------------------------------
+-- Bad input
+------------------------------------------------------------------------------------------
+
+SELECT jobq_enqueue('t') AS untouched \gset
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+
+SELECT throws_ok($$SELECT * FROM jobq_dequeue(NULL)$$, '22023',
+    'jobq_dequeue: worker_id must be a non-blank string', 'worker_id NULL: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_dequeue(' ')$$, '22023',
+    'jobq_dequeue: worker_id must be a non-blank string', 'worker_id blank: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', batch_size => 0)$$, '22023',
+    'jobq_dequeue: batch_size must be at least 1, got 0', 'batch_size 0: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', batch_size => -5)$$, '22023',
+    'jobq_dequeue: batch_size must be at least 1, got -5', 'batch_size negative: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', batch_size => NULL)$$, '22023',
+    'jobq_dequeue: batch_size must be at least 1, got NULL', 'batch_size NULL: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', lock_timeout => '0')$$, '22023',
+    'jobq_dequeue: lock_timeout must be a positive interval, got 00:00:00', 'lock_timeout 0: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', lock_timeout => '-1 minute')$$, '22023',
+    'jobq_dequeue: lock_timeout must be a positive interval, got -00:01:00',
+    'lock_timeout negative: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', lock_timeout => NULL)$$, '22023',
+    'jobq_dequeue: lock_timeout must be a positive interval, got NULL', 'lock_timeout NULL: 22023');
+SELECT results_eq('SELECT * FROM jobq_jobs', 'SELECT * FROM snap',
+                  'no bad call claimed or changed anything');
+
+------------------------------------------------------------------------------------------
+-- One claim: what it sets
+------------------------------------------------------------------------------------------
+
+CREATE TEMP TABLE got AS SELECT * FROM jobq_dequeue('w1');
+SELECT results_eq(
+    'SELECT id, status, attempts, locked_by, locked_at, updated_at FROM got',
+    format($$VALUES (%L::uuid, 'processing'::text, 1, 'w1'::text, now(), now())$$, :'untouched'),
+    'a claim: status processing, attempts + 1, locked_by = worker_id, locked_at = now()'
+);
+SELECT results_eq('SELECT * FROM got', 'SELECT * FROM jobq_jobs',
+                  'the row returned is the row as stored after the claim');
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w2')$$,
+                'a job claimed (and not stale) is not claimed again');
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w1')$$,
+                '... not even by the same worker');
+
+------------------------------------------------------------------------------------------
+-- Order: priority DESC, then available_at, then id; future jobs wait
+------------------------------------------------------------------------------------------
+
+DELETE FROM jobq_jobs;
+CREATE TEMP TABLE o (name text PRIMARY KEY, id uuid);
+INSERT INTO o VALUES
+    ('p5_old',    jobq_enqueue('o', priority => 5,  run_at => now() - interval '2 minutes')),
+    ('p5_new',    jobq_enqueue('o', priority => 5,  run_at => now() - interval '1 minute')),
+    ('p0_tie_1',  jobq_enqueue('o', priority => 0,  run_at => now() - interval '3 minutes')),
+    ('p0_tie_2',  jobq_enqueue('o', priority => 0,  run_at => now() - interval '3 minutes')),
+    ('neg',       jobq_enqueue('o', priority => -1, run_at => now() - interval '1 hour')),
+    ('now',       jobq_enqueue('o', priority => -2)),
+    ('future',    jobq_enqueue('o', priority => 99, run_at => now() + interval '1 second'));
+
+-- the expected order, the tie of p0_tie_1/p0_tie_2 broken by id
+CREATE TEMP TABLE expected AS
+SELECT row_number() OVER (ORDER BY j.priority DESC, j.available_at, j.id) AS pos, j.id
+FROM jobq_jobs AS j WHERE j.id <> (SELECT id FROM o WHERE name = 'future');
+
+SAVEPOINT order_test;
+SELECT results_eq(
+    $$SELECT id FROM jobq_dequeue('w', batch_size => 100)$$,
+    'SELECT id FROM expected ORDER BY pos',
+    'rows returned in order priority DESC, available_at, id'
+);
+SELECT results_eq(
+    $$SELECT o.name FROM expected AS e JOIN o USING (id) WHERE e.pos <= 2 ORDER BY e.pos$$,
+    $$VALUES ('p5_old'), ('p5_new')$$,
+    'same priority: the older available_at first'
+);
+SELECT is((SELECT status FROM jobq_jobs WHERE id = (SELECT id FROM o WHERE name = 'future')),
+          'pending', 'a job available in the future is not claimed, whatever its priority');
+ROLLBACK TO SAVEPOINT order_test;
+
+-- the choice follows the same order: batches of 2 take the first 2, then the next 2, ...
+SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 2)$$,
+                  'SELECT id FROM expected WHERE pos IN (1, 2) ORDER BY pos',
+                  'batch 1 of 2: the first two in order');
+SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 2)$$,
+                  'SELECT id FROM expected WHERE pos IN (3, 4) ORDER BY pos',
+                  'batch 2 of 2: the next two (the tie broken by id)');
+SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 1)$$,
+                  'SELECT id FROM expected WHERE pos = 5',
+                  'batch_size 1: exactly one, the next');
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'processing'), 5,
+          'never more than batch_size claimed: 2 + 2 + 1');
+SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 10)$$,
+                  'SELECT id FROM expected WHERE pos = 6',
+                  'a job enqueued with run_at NULL is available at once');
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w', batch_size => 10)$$,
+                'nothing left that is available now');
+
+------------------------------------------------------------------------------------------
+-- Filters: job_types, queues; NULL = all; an empty array = none
+------------------------------------------------------------------------------------------
+
+DELETE FROM jobq_jobs;
+SELECT jobq_enqueue('x', queue => 'q1') AS x_q1, jobq_enqueue('y', queue => 'q1') AS y_q1,
+       jobq_enqueue('x', queue => 'q2') AS x_q2, jobq_enqueue('y', queue => 'q2') AS y_q2 \gset
+
+SAVEPOINT filters;
+SELECT set_eq($$SELECT id FROM jobq_dequeue('w', job_types => '{x}', batch_size => 10)$$,
+              format('VALUES (%L::uuid), (%L::uuid)', :'x_q1', :'x_q2'),
+              'job_types => {x}: only x jobs, of every queue');
+ROLLBACK TO SAVEPOINT filters;
+SELECT set_eq($$SELECT id FROM jobq_dequeue('w', queues => '{q2}', batch_size => 10)$$,
+              format('VALUES (%L::uuid), (%L::uuid)', :'x_q2', :'y_q2'),
+              'queues => {q2}: only q2 jobs, of every type');
+ROLLBACK TO SAVEPOINT filters;
+SELECT set_eq($$SELECT id FROM jobq_dequeue('w', job_types => '{y}', queues => '{q1}', batch_size => 10)$$,
+              format('VALUES (%L::uuid)', :'y_q1'),
+              'both filters: the intersection');
+ROLLBACK TO SAVEPOINT filters;
+SELECT set_eq($$SELECT id FROM jobq_dequeue('w', job_types => '{x,y}', queues => '{q1,q2}', batch_size => 10)$$,
+              'SELECT id FROM jobq_jobs',
+              'several types and queues: any of them');
+ROLLBACK TO SAVEPOINT filters;
+SELECT set_eq($$SELECT id FROM jobq_dequeue('w', job_types => NULL, batch_size => 10, queues => NULL)$$,
+              'SELECT id FROM jobq_jobs',
+              'NULL filters: all types and all queues');
+ROLLBACK TO SAVEPOINT filters;
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w', job_types => '{}', batch_size => 10)$$,
+                'job_types => {} (empty): nothing');
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w', job_types => '{nope}', batch_size => 10)$$,
+                'an unknown job type: nothing');
+
+------------------------------------------------------------------------------------------
+-- Stale claims: takeover after lock_timeout, recorded in errors
+------------------------------------------------------------------------------------------
+
+DELETE FROM jobq_jobs;
+SELECT jobq_enqueue('s', max_attempts => 3) AS stale \gset
+SELECT is((SELECT id FROM jobq_dequeue('w-old')), :'stale'::uuid, 'w-old claims the job');
+
+UPDATE jobq_jobs SET locked_at = now() - interval '4 minutes 59 seconds' WHERE id = :'stale';
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w-new')$$,
+                'a lock younger than lock_timeout (default 5 minutes) is not taken over');
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w-new', lock_timeout => '5 minutes')$$,
+                '... nor with lock_timeout given explicitly');
+
+UPDATE jobq_jobs SET locked_at = now() - interval '6 minutes' WHERE id = :'stale';
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w-new', job_types => '{other}')$$,
+                'a stale job outside the filters is left alone');
+SELECT is((SELECT locked_by FROM jobq_jobs WHERE id = :'stale'), 'w-old',
+          '... and keeps its claim');
+
+CREATE TEMP TABLE taken AS SELECT * FROM jobq_dequeue('w-new');
+SELECT results_eq(
+    'SELECT id, status, attempts, locked_by, locked_at FROM taken',
+    format($$VALUES (%L::uuid, 'processing'::text, 2, 'w-new'::text, now())$$, :'stale'),
+    'a lock older than lock_timeout is taken over: new claim, attempts + 1'
+);
+SELECT is(jsonb_array_length((SELECT errors FROM jobq_jobs WHERE id = :'stale')), 1,
+          'the takeover adds one entry to errors');
+SELECT results_eq(
+    format($$SELECT e ->> 'attempt', e ->> 'worker', e ->> 'kind', (e ->> 'at')::timestamptz
+             FROM jobq_jobs AS j, jsonb_array_elements(j.errors) AS e WHERE j.id = %L$$, :'stale'),
+    $$VALUES ('1'::text, 'w-old'::text, 'lock_expired'::text, now())$$,
+    'the entry names the attempt and the worker that lost the claim'
+);
+SELECT matches((SELECT last_error FROM jobq_jobs WHERE id = :'stale'),
+               '^lock expired: worker w-old held attempt 1 since ',
+               'last_error says the lock expired and whose it was');
+
+-- a custom lock_timeout
+UPDATE jobq_jobs SET locked_at = now() - interval '2 minutes' WHERE id = :'stale';
+SELECT is((SELECT locked_by FROM jobq_dequeue('w-fast', lock_timeout => '1 minute')), 'w-fast',
+          'lock_timeout => 1 minute takes over a 2-minute-old lock');
+
+-- a very long lock_timeout means "never take over"; it must not overflow now() - lock_timeout
+SELECT lives_ok($$SELECT * FROM jobq_dequeue('w-patient', lock_timeout => '10000 years')$$,
+                'lock_timeout => 10000 years works (no "timestamp out of range")');
+
+-- attempts used up: dead_letter, not returned
+SELECT is((SELECT attempts FROM jobq_jobs WHERE id = :'stale'), 3, 'the job is at its last attempt');
+UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = :'stale';
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w-late', batch_size => 10)$$,
+                'a stale job with attempts = max_attempts is not returned');
+SELECT results_eq(
+    format($$SELECT status, attempts, locked_at, locked_by, finished_at, jsonb_array_length(errors),
+                    errors -> -1 ->> 'worker'
+             FROM jobq_jobs WHERE id = %L$$, :'stale'),
+    $$VALUES ('dead_letter'::text, 3, NULL::timestamptz, NULL::text, now(), 3, 'w-fast'::text)$$,
+    '... it goes to dead_letter, claim cleared, finished now, its expiry recorded'
+);
+SELECT matches((SELECT last_error FROM jobq_jobs WHERE id = :'stale'), '^lock expired: worker w-fast',
+               '... with last_error saying its lock expired');
+
+-- a stale job and a pending one: both are candidates, in claim order
+DELETE FROM jobq_jobs;
+SELECT jobq_enqueue('m', run_at => now() - interval '1 hour') AS old_job,
+       jobq_enqueue('m', run_at => now() - interval '1 minute') AS new_job \gset
+SELECT is((SELECT id FROM jobq_dequeue('w-dead')), :'old_job'::uuid, 'the older job is claimed first');
+UPDATE jobq_jobs SET locked_at = now() - interval '10 minutes' WHERE id = :'old_job';
+SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 2)$$,
+                  format('VALUES (%L::uuid), (%L::uuid)', :'old_job', :'new_job'),
+                  'a taken-over job keeps its place (its available_at) in the claim order');
+
+------------------------------------------------------------------------------------------
+-- Time zones
+------------------------------------------------------------------------------------------
+
+DELETE FROM jobq_jobs;
+SET LOCAL timezone = 'Asia/Kathmandu';   -- UTC+05:45
+SELECT jobq_enqueue('tz', run_at => now() + interval '1 minute') AS tz_future,
+       jobq_enqueue('tz', run_at => now()) AS tz_now \gset
+SELECT results_eq($$SELECT id, locked_at FROM jobq_dequeue('w', batch_size => 10)$$,
+                  format('VALUES (%L::uuid, now())', :'tz_now'),
+                  'under another session time zone: the same choice, locked_at = now()');
+RESET timezone;
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,73 @@
+-- jobq_heartbeat(worker_id, job_ids) RETURNS int
+--
+-- Contract section 3: renews locked_at of those jobs that worker_id still holds; returns how
+-- many. A long job whose worker is alive is never taken over. Locks are aged by backdating
+-- locked_at.
+BEGIN;
+SELECT plan(15);
+
+DELETE FROM jobq_jobs;
+
+SELECT jobq_enqueue('h', run_at => now() - interval '3 minutes') AS a,
+       jobq_enqueue('h', run_at => now() - interval '2 minutes') AS b,
+       jobq_enqueue('h', run_at => now() - interval '1 minute') AS c,
+       jobq_enqueue('h', run_at => now() + interval '1 hour') AS pend,
+       jobq_enqueue('h') AS done \gset
+-- w1 claims a and b, w2 claims c, w3 claims and completes done
+SELECT count(*) AS n1 FROM jobq_dequeue('w1', batch_size => 2) \gset
+SELECT count(*) AS n2 FROM jobq_dequeue('w2', batch_size => 1) \gset
+SELECT count(*) AS n3 FROM jobq_dequeue('w3', batch_size => 1) \gset
+SELECT jobq_complete(:'done', 'w3') AS completed \gset
+SELECT results_eq('SELECT id, locked_by FROM jobq_jobs WHERE status = ''processing'' ORDER BY available_at',
+                  format($$VALUES (%L::uuid, 'w1'::text), (%L::uuid, 'w1'), (%L::uuid, 'w2')$$, :'a', :'b', :'c'),
+                  'w1 holds a and b, w2 holds c');
+
+UPDATE jobq_jobs SET locked_at = now() - interval '4 minutes' WHERE status = 'processing';
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+
+SELECT is(
+    jobq_heartbeat('w1', ARRAY[:'a', :'b', :'c', :'pend', :'done', gen_random_uuid()]::uuid[]),
+    2,
+    'only the claims the worker holds are renewed, and counted'
+);
+SELECT results_eq(
+    'SELECT id, locked_at FROM jobq_jobs WHERE status = ''processing'' ORDER BY available_at',
+    format($$VALUES (%L::uuid, now()), (%L::uuid, now()), (%L::uuid, now() - interval '4 minutes')$$,
+           :'a', :'b', :'c'),
+    'a and b renewed to now(); c (held by w2) untouched'
+);
+SELECT results_eq(
+    $$SELECT id, queue, job_type, payload, idempotency_key, status, priority, attempts, max_attempts,
+             available_at, locked_by, last_error, errors, created_at, updated_at, finished_at
+      FROM jobq_jobs ORDER BY id$$,
+    $$SELECT id, queue, job_type, payload, idempotency_key, status, priority, attempts, max_attempts,
+             available_at, locked_by, last_error, errors, created_at, updated_at, finished_at
+      FROM snap ORDER BY id$$,
+    'a heartbeat changes nothing but locked_at'
+);
+
+SELECT is(jobq_heartbeat(worker_id => 'w2', job_ids => ARRAY[:'c']::uuid[]), 1, 'named arguments');
+SELECT is(jobq_heartbeat('w1', '{}'), 0, 'an empty array: 0');
+SELECT is(jobq_heartbeat('w1', NULL), 0, 'job_ids NULL: 0');
+SELECT is(jobq_heartbeat(NULL, ARRAY[:'a']::uuid[]), 0, 'worker_id NULL: 0');
+SELECT is(jobq_heartbeat('w1', ARRAY[:'a', :'a']::uuid[]), 1, 'an id given twice counts once');
+
+-- A live worker is never taken over: its heartbeats keep the lock younger than lock_timeout.
+UPDATE jobq_jobs SET locked_at = now() - interval '4 minutes 30 seconds' WHERE locked_by = 'w1';
+SELECT is(jobq_heartbeat('w1', ARRAY[:'a', :'b']::uuid[]), 2, 'w1 heartbeats before its locks expire');
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w9', lock_timeout => '5 minutes', batch_size => 10)$$,
+                'so no other worker takes its jobs');
+
+-- A lock that has expired but was not yet taken over can still be renewed: the claim is held.
+UPDATE jobq_jobs SET locked_at = now() - interval '10 minutes' WHERE id = :'a';
+SELECT is(jobq_heartbeat('w1', ARRAY[:'a']::uuid[]), 1, 'an expired but still held claim is renewed');
+
+-- After a takeover the old worker's heartbeat renews nothing, and tells it so.
+UPDATE jobq_jobs SET locked_at = now() - interval '10 minutes' WHERE id = :'b';
+SELECT is((SELECT id FROM jobq_dequeue('w9', batch_size => 10)), :'b'::uuid, 'w9 takes over b');
+SELECT is(jobq_heartbeat('w1', ARRAY[:'a', :'b']::uuid[]), 1,
+          'the old holder renews only a: the smaller count tells it that b is lost');
+SELECT is((SELECT locked_by FROM jobq_jobs WHERE id = :'b'), 'w9', 'b stays with w9');
+
+SELECT * FROM finish();
+ROLLBACK;

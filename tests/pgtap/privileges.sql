@@ -1,0 +1,263 @@
+-- Roles and privileges (contract section 6).
+--
+--  1. Nothing is granted to PUBLIC on the jobq tables and functions; the private helpers are
+--     granted to nobody; a fresh role with no grant can do nothing.
+--  2. The three roles of `jobq grant`, applied here by hand as the contract defines them:
+--     producer (tp), worker (tw), admin (ta). Each may do exactly its part; anything else
+--     fails with 42501 and changes nothing. A role with USAGE only (tn) cannot enqueue.
+--  3. A caller's search_path or own objects (a schema placed first, a temp table named like
+--     a jobq table) never redirect a jobq function.
+--
+-- The roles are created inside this transaction and vanish with its ROLLBACK. pgTAP runs as
+-- the current role, so each test role gets USAGE on schema tap and the use of pgTAP's
+-- temporary tables of this session.
+BEGIN;
+SELECT plan(72);
+
+DELETE FROM jobq_jobs;
+
+------------------------------------------------------------------------------------------
+-- 1. Nothing for PUBLIC, helpers for nobody
+------------------------------------------------------------------------------------------
+
+SELECT is_empty(
+    $$SELECT c.relname FROM pg_class AS c CROSS JOIN LATERAL aclexplode(c.relacl) AS a
+      WHERE c.relnamespace = 'public'::regnamespace AND c.relname LIKE 'jobq%' AND a.grantee = 0$$,
+    'no privilege on any jobq table is granted to PUBLIC'
+);
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure FROM pg_proc AS p
+      WHERE p.pronamespace = 'public'::regnamespace
+        AND (p.proacl IS NULL   -- a NULL ACL means the default: EXECUTE for PUBLIC
+             OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) AS a WHERE a.grantee = 0))$$,
+    'EXECUTE on every jobq function is revoked from PUBLIC (explicit ACL, no PUBLIC entry)'
+);
+SELECT is_empty(
+    $$SELECT routine_name FROM information_schema.routine_privileges
+      WHERE routine_schema = 'public' AND grantee = 'PUBLIC'$$,
+    'information_schema agrees: no routine privilege for PUBLIC'
+);
+SELECT is_empty(
+    $$SELECT p.proname, a.grantee::regrole FROM pg_proc AS p CROSS JOIN LATERAL aclexplode(p.proacl) AS a
+      WHERE p.pronamespace = 'public'::regnamespace AND a.grantee <> p.proowner$$,
+    'after migrating, no function is granted to anyone but its owner'
+);
+
+CREATE ROLE t_nobody;
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure FROM pg_proc AS p
+      WHERE p.pronamespace = 'public'::regnamespace
+        AND has_function_privilege('t_nobody', p.oid, 'EXECUTE')$$,
+    'a fresh role without grants can execute no jobq function'
+);
+SELECT is_empty(
+    $$SELECT c.relname FROM pg_class AS c
+      WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
+        AND has_table_privilege('t_nobody', c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')$$,
+    'a fresh role without grants has no privilege on any jobq table'
+);
+
+------------------------------------------------------------------------------------------
+-- 2. producer, worker, admin: the grants of contract section 6
+------------------------------------------------------------------------------------------
+
+CREATE ROLE tp;   -- producer
+CREATE ROLE tw;   -- worker
+CREATE ROLE ta;   -- admin
+CREATE ROLE tn;   -- schema USAGE only
+
+GRANT USAGE ON SCHEMA public TO tp, tw, ta, tn;
+
+GRANT EXECUTE ON FUNCTION
+    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text),
+    jobq_enqueue_many(jsonb)
+TO tp, tw;
+
+GRANT EXECUTE ON FUNCTION
+    jobq_dequeue(text, text[], integer, interval, text[]),
+    jobq_complete(uuid, text, integer),
+    jobq_complete_many(uuid[], text, integer[]),
+    jobq_fail(uuid, text, text, boolean, interval, integer),
+    jobq_heartbeat(text, uuid[]),
+    jobq_release(uuid[], text)
+TO tw;
+
+GRANT EXECUTE ON FUNCTION
+    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text),
+    jobq_enqueue_many(jsonb),
+    jobq_dequeue(text, text[], integer, interval, text[]),
+    jobq_complete(uuid, text, integer),
+    jobq_complete_many(uuid[], text, integer[]),
+    jobq_fail(uuid, text, text, boolean, interval, integer),
+    jobq_heartbeat(text, uuid[]),
+    jobq_release(uuid[], text),
+    jobq_requeue_dead_letter(uuid),
+    jobq_requeue_dead_letters(text, text),
+    jobq_stats(),
+    jobq_prune(interval, text[]),
+    jobq_configure(integer),
+    jobq_list_jobs(text[], text, text, integer),
+    jobq_health(interval, interval, interval)
+TO ta;
+GRANT SELECT ON TABLE jobq_jobs, jobq_settings, jobq_migrations TO ta;
+
+-- what pgTAP itself needs, as each role
+GRANT USAGE ON SCHEMA tap TO tp, tw, ta, tn;
+GRANT ALL ON TABLE __tcache__ TO tp, tw, ta, tn;
+GRANT ALL ON SEQUENCE __tcache___id_seq, __tresults___numb_seq TO tp, tw, ta, tn;
+
+SELECT jobq_enqueue('seed', '{"secret": "payload"}') AS seed \gset
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+GRANT SELECT ON snap TO tp, tw, ta, tn;
+
+-- producer ------------------------------------------------------------------------------
+SET ROLE tp;
+SELECT ok(jobq_enqueue('p') IS NOT NULL, 'producer: can enqueue');
+SELECT is((SELECT count(*)::int FROM jobq_enqueue_many('[{"job_type": "p"}, {"job_type": "p"}]')), 2,
+          'producer: can enqueue_many');
+SELECT throws_ok($$SELECT * FROM jobq_dequeue('tp')$$, '42501',
+    'permission denied for function jobq_dequeue', 'producer: cannot dequeue');
+SELECT throws_ok($$SELECT * FROM jobq_jobs$$, '42501',
+    'permission denied for table jobq_jobs', 'producer: cannot read jobs (nor their payloads)');
+SELECT throws_ok($$SELECT jobq_configure(max_payload_bytes => 100000000)$$, '42501',
+    'permission denied for function jobq_configure', 'producer: cannot configure (cannot raise its own limit)');
+SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 100000000$$, '42501',
+    'permission denied for table jobq_settings', 'producer: cannot change the settings table');
+SELECT throws_ok($$SELECT * FROM jobq_stats()$$, '42501', NULL, 'producer: cannot read stats');
+SELECT throws_ok($$SELECT * FROM jobq_list_jobs()$$, '42501', NULL, 'producer: cannot list jobs');
+SELECT throws_ok(format($$SELECT jobq_complete(%L, 'x')$$, :'seed'), '42501', NULL, 'producer: cannot complete');
+SELECT throws_ok(format($$SELECT jobq_fail(%L, 'x', 'e')$$, :'seed'), '42501', NULL, 'producer: cannot fail');
+SELECT throws_ok($$SELECT jobq_prune()$$, '42501', NULL, 'producer: cannot prune');
+SELECT throws_ok($$SELECT jobq__backoff(1, '1 second')$$, '42501',
+    'permission denied for function jobq__backoff', 'producer: cannot call a private helper');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type) VALUES ('direct')$$, '42501', NULL,
+    'producer: cannot insert into jobq_jobs directly');
+RESET ROLE;
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'p'), 3, 'the producer''s 3 jobs are there');
+SELECT results_eq(format('SELECT * FROM jobq_jobs WHERE id = %L', :'seed'), 'SELECT * FROM snap',
+                  'the producer''s denied calls changed nothing');
+
+-- worker --------------------------------------------------------------------------------
+DELETE FROM jobq_jobs WHERE job_type = 'p';
+SET ROLE tw;
+SELECT ok(jobq_enqueue('w', run_at => now() + interval '1 hour') IS NOT NULL, 'worker: can enqueue');
+SELECT is((SELECT id FROM jobq_dequeue('tw')), :'seed'::uuid, 'worker: can dequeue (and sees the payload of its job)');
+SELECT is(jobq_heartbeat('tw', ARRAY[:'seed']::uuid[]), 1, 'worker: can heartbeat');
+SELECT is(jobq_release(ARRAY[:'seed']::uuid[], 'tw'), 1, 'worker: can release');
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims again');
+SELECT is(jobq_fail(:'seed', 'tw', 'e', backoff => '0'), 'pending', 'worker: can fail');
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims again');
+SELECT is(jobq_complete(:'seed', 'tw'), true, 'worker: can complete');
+SELECT is(jobq_complete_many(ARRAY[:'seed']::uuid[], 'tw'), 0, 'worker: can call complete_many');
+SELECT throws_ok($$SELECT jobq_configure()$$, '42501',
+    'permission denied for function jobq_configure', 'worker: cannot configure');
+SELECT throws_ok($$SELECT jobq_prune()$$, '42501',
+    'permission denied for function jobq_prune', 'worker: cannot prune');
+SELECT throws_ok(format($$SELECT jobq_requeue_dead_letter(%L)$$, :'seed'), '42501',
+    'permission denied for function jobq_requeue_dead_letter', 'worker: cannot requeue one job');
+SELECT throws_ok($$SELECT jobq_requeue_dead_letters()$$, '42501',
+    'permission denied for function jobq_requeue_dead_letters', 'worker: cannot requeue in bulk');
+SELECT throws_ok($$SELECT * FROM jobq_list_jobs()$$, '42501', NULL, 'worker: cannot list jobs');
+SELECT throws_ok($$SELECT * FROM jobq_health()$$, '42501', NULL, 'worker: cannot run the health check');
+SELECT throws_ok($$SELECT * FROM jobq_jobs$$, '42501', NULL, 'worker: cannot read the table');
+SELECT throws_ok($$UPDATE jobq_jobs SET status = 'pending'$$, '42501', NULL, 'worker: cannot update the table');
+RESET ROLE;
+SELECT is((SELECT status FROM jobq_jobs WHERE id = :'seed'), 'succeeded', 'the worker''s calls took effect');
+
+-- admin ---------------------------------------------------------------------------------
+UPDATE jobq_jobs SET status = 'dead_letter' WHERE id = :'seed';
+SET ROLE ta;
+SELECT is(jobq_requeue_dead_letter(:'seed'), true, 'admin: can requeue one job');
+SELECT is(jobq_requeue_dead_letters(), 0, 'admin: can requeue in bulk');
+SELECT ok(jobq_configure() ? 'max_payload_bytes', 'admin: can configure');
+SELECT is(jobq_prune(), 0::bigint, 'admin: can prune');
+SELECT ok((SELECT count(*) FROM jobq_stats()) > 0, 'admin: can read stats');
+SELECT ok((SELECT count(*) FROM jobq_list_jobs()) > 0, 'admin: can list jobs');
+SELECT lives_ok($$SELECT * FROM jobq_health()$$, 'admin: can run the health check');
+SELECT ok(jobq_enqueue('a') IS NOT NULL, 'admin: can enqueue');
+SELECT lives_ok($$SELECT * FROM jobq_enqueue_many('[]')$$, 'admin: can enqueue_many');
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('ta', batch_size => 10)), 2, 'admin: can dequeue');
+SELECT is(jobq_heartbeat('ta', ARRAY[:'seed']::uuid[]), 1, 'admin: can heartbeat');
+SELECT is(jobq_fail(:'seed', 'ta', 'e', retry => false), 'failed', 'admin: can fail');
+SELECT is(jobq_complete_many((SELECT array_agg(id) FROM jobq_jobs WHERE locked_by = 'ta'), 'ta'), 1,
+          'admin: can complete_many');
+SELECT is(jobq_complete(:'seed', 'ta'), false, 'admin: can call complete');
+SELECT is(jobq_release(ARRAY[:'seed']::uuid[], 'ta'), 0, 'admin: can call release');
+SELECT ok((SELECT count(*) FROM jobq_jobs) > 0, 'admin: can read jobq_jobs');
+SELECT ok((SELECT count(*) FROM jobq_settings) = 1, 'admin: can read jobq_settings');
+SELECT ok((SELECT count(*) FROM jobq_migrations) > 0, 'admin: can read jobq_migrations');
+SELECT throws_ok($$UPDATE jobq_jobs SET priority = 1$$, '42501', NULL, 'admin: reads the tables but cannot write them');
+SELECT throws_ok($$SELECT jobq__job_error('a', 'b', NULL, 1, 1)$$, '42501', NULL,
+    'admin: private helpers are granted to nobody, admins included');
+RESET ROLE;
+
+-- no grant --------------------------------------------------------------------------------
+DROP TABLE snap;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+GRANT SELECT ON snap TO tn;
+SET ROLE tn;
+SELECT throws_ok($$SELECT jobq_enqueue('n')$$, '42501',
+    'permission denied for function jobq_enqueue', 'a role with no grant cannot enqueue');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_many('[{"job_type": "n"}]')$$, '42501', NULL,
+    'a role with no grant cannot enqueue_many');
+RESET ROLE;
+SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+                  'denied calls changed nothing');
+
+------------------------------------------------------------------------------------------
+-- 3. A caller's search_path and own objects never redirect a jobq function
+------------------------------------------------------------------------------------------
+
+DELETE FROM jobq_jobs;
+SELECT jobq_configure(max_payload_bytes => 100) AS configured \gset
+
+-- a schema of look-alikes, placed first, before pg_catalog, in the caller's search_path
+CREATE SCHEMA evil;
+CREATE FUNCTION evil.now() RETURNS timestamptz LANGUAGE sql AS $$ SELECT timestamptz '2000-01-01 00:00+00' $$;
+CREATE FUNCTION evil.btrim(text) RETURNS text LANGUAGE sql AS $$ SELECT 'not blank'::text $$;
+CREATE FUNCTION evil.pg_column_size(jsonb) RETURNS integer LANGUAGE sql AS $$ SELECT 1 $$;
+CREATE FUNCTION evil.jobq__backoff(integer, interval) RETURNS interval LANGUAGE sql AS $$ SELECT interval '0' $$;
+CREATE TABLE evil.jobq_jobs (LIKE public.jobq_jobs INCLUDING ALL);
+CREATE TABLE evil.jobq_settings (singleton boolean PRIMARY KEY, max_payload_bytes integer);
+INSERT INTO evil.jobq_settings VALUES (true, 1000000000);
+GRANT USAGE ON SCHEMA evil TO tp, tw;
+GRANT ALL ON ALL TABLES IN SCHEMA evil TO tp, tw;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA evil TO tp, tw;
+
+SET ROLE tw;
+SET LOCAL search_path = evil, pg_catalog, public, tap;
+SELECT is(now(), '2000-01-01 00:00+00'::timestamptz, 'in the caller''s search_path, now() is the look-alike');
+SELECT jobq_enqueue('shadow') AS shadow \gset
+SELECT throws_ok($$SELECT jobq_enqueue('')$$, '22023', NULL,
+    'a look-alike btrim() does not let a blank job_type through');
+SELECT throws_ok($$SELECT jobq_enqueue('big', jsonb_build_object('s', repeat('x', 200)))$$, '54000', NULL,
+    'neither a look-alike jobq_settings nor pg_column_size() raises the payload limit');
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'the job is claimed from the real table');
+SELECT is(jobq_fail(:'shadow', 'tw', 'e', backoff => '10 seconds'), 'pending', 'and failed');
+RESET search_path;
+RESET ROLE;
+SELECT results_eq(
+    format($$SELECT available_at, locked_at, updated_at, (errors -> 0 ->> 'at')::timestamptz
+             FROM public.jobq_jobs WHERE id = %L$$, :'shadow'),
+    $$VALUES (pg_catalog.now() + interval '10 seconds', NULL::timestamptz, pg_catalog.now(), pg_catalog.now())$$,
+    'the job lives in public.jobq_jobs with real times: not evil.now(), not evil.jobq__backoff()'
+);
+SELECT is((SELECT count(*)::int FROM evil.jobq_jobs), 0, 'the look-alike table got nothing');
+
+-- a temporary table named jobq_jobs (pg_temp comes first for the caller's own queries)
+SET ROLE tp;
+CREATE TEMP TABLE jobq_jobs (LIKE evil.jobq_jobs INCLUDING ALL);  -- the same shape as the real one
+CREATE TEMP TABLE jobq_settings (singleton boolean PRIMARY KEY, max_payload_bytes integer);
+INSERT INTO jobq_settings VALUES (true, 1000000000);
+SELECT jobq_enqueue('temp_shadow') AS temp_shadow \gset
+SELECT is((SELECT count(*)::int FROM jobq_jobs), 0,
+          'the caller''s temp table jobq_jobs (which its own queries see) got nothing');
+SELECT throws_ok($$SELECT jobq_enqueue('big', jsonb_build_object('s', repeat('x', 200)))$$, '54000', NULL,
+    'a temp table jobq_settings does not raise the payload limit');
+DROP TABLE pg_temp.jobq_jobs, pg_temp.jobq_settings;
+RESET ROLE;
+SELECT is((SELECT job_type FROM public.jobq_jobs WHERE id = :'temp_shadow'), 'temp_shadow',
+          'the job went to public.jobq_jobs');
+
+SELECT * FROM finish();
+ROLLBACK;
