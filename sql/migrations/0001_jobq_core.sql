@@ -50,7 +50,6 @@ CREATE TABLE jobq_jobs (
     updated_at timestamptz NOT NULL DEFAULT now(),
     finished_at timestamptz,
     CONSTRAINT jobq_jobs_pkey PRIMARY KEY (id),
-    CONSTRAINT jobq_jobs_idempotency_key_key UNIQUE (idempotency_key),
     CONSTRAINT jobq_jobs_status_check CHECK (
         status IN ('pending', 'processing', 'succeeded', 'failed', 'dead_letter')
     ),
@@ -78,6 +77,11 @@ CREATE TABLE jobq_jobs (
 COMMENT ON TABLE jobq_jobs IS
 'jobq jobs, one row per job. Change it only through the jobq_* functions.';
 
+-- One job per idempotency key; NULLs never collide. Partial, so that jobs without a key (the
+-- common case) cost no entry here, neither when inserted nor on any later update of the row.
+CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON jobq_jobs (idempotency_key)
+WHERE idempotency_key IS NOT NULL;
+
 -- The claim of pending jobs: exactly the filter (status = pending) and the order
 -- (priority DESC, available_at, id) of jobq_dequeue. Finished jobs are not in it, so the
 -- claim does not slow down as succeeded jobs pile up; future jobs sort after the ones
@@ -89,9 +93,11 @@ WHERE status = 'pending';
 CREATE INDEX jobq_jobs_locked_idx ON jobq_jobs (locked_at)
 WHERE status = 'processing';
 
--- Pruning and listing of finished jobs.
-CREATE INDEX jobq_jobs_finished_idx ON jobq_jobs (status, finished_at)
-WHERE finished_at IS NOT NULL;
+-- Failed and dead-letter jobs, for operators (listing, health, requeue, prune of those).
+-- Succeeded jobs are left out on purpose, so that a completion writes no entry here; pruning
+-- succeeded jobs is a periodic scan of the table.
+CREATE INDEX jobq_jobs_failed_idx ON jobq_jobs (status, finished_at)
+WHERE status IN ('failed', 'dead_letter');
 
 ------------------------------------------------------------------------------------------
 -- Private helpers (jobq__*): granted to nobody, called only by the public functions.
@@ -175,6 +181,9 @@ VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
+-- In ON CONFLICT (idempotency_key) the name must mean the column; every reference to a
+-- parameter in this function is qualified (jobq_enqueue.idempotency_key).
+#variable_conflict use_column
 DECLARE
     v_error text;
     v_size integer;
@@ -229,7 +238,7 @@ BEGIN
                 jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
                 coalesce(jobq_enqueue.run_at, now()), jobq_enqueue.priority
             )
-            ON CONFLICT ON CONSTRAINT jobq_jobs_idempotency_key_key DO NOTHING
+            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
             EXIT WHEN v_id IS NOT NULL;
 
@@ -285,12 +294,16 @@ BEGIN
             coalesce(jsonb_typeof(jobs), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
 
-    -- Shape of each element: an object, known keys only, each value of the right JSON type.
-    SELECT e.ord, e.problem INTO v_bad
+    -- One pass over the elements finds the first bad one: an object, known keys only, each
+    -- value of the right JSON type and within the bounds of jobq_enqueue, and the payload
+    -- within the size limit.
+    SELECT e.ord, e.problem, e.payload_size INTO v_bad
     FROM (
         SELECT
             x.ord::integer AS ord,
+            pg_column_size(x.elem -> 'payload') AS payload_size,
             CASE
                 WHEN jsonb_typeof(x.elem) <> 'object'
                     THEN format('is a JSON %s, not an object', jsonb_typeof(x.elem))
@@ -346,37 +359,84 @@ BEGIN
             END AS problem
         FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
     ) AS e
-    WHERE e.problem IS NOT NULL
+    WHERE e.problem IS NOT NULL OR e.payload_size > v_limit
     ORDER BY e.ord
     LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'jobq_enqueue_many: jobs element % (counting from 1) %', v_bad.ord, v_bad.problem
+    IF FOUND AND v_bad.problem IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: jobs element % (counting from 1) %',
+            v_bad.ord, v_bad.problem
             USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-
-    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
-    SELECT x.ord::integer AS ord, pg_column_size(x.elem -> 'payload') AS size INTO v_bad
-    FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
-    WHERE pg_column_size(x.elem -> 'payload') > v_limit
-    ORDER BY x.ord
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'jobq_enqueue_many: jobs element % (counting from 1): payload is % bytes, the limit is % bytes',
-            v_bad.ord, v_bad.size, v_limit
+    ELSIF FOUND THEN
+        RAISE EXCEPTION
+            'jobq_enqueue_many: jobs element % (counting from 1): payload is % bytes, '
+            'the limit is % bytes', v_bad.ord, v_bad.payload_size, v_limit
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
 
-    -- run_at strings (ISO 8601 with an offset, so neither TimeZone nor DateStyle matters):
-    -- parse them all; on one out of range (30 February), find and name it (slow path only).
+    -- Insert. Ids are drawn before the insert so that each element keeps its id in input
+    -- order; of several elements with one idempotency key only the first is inserted, and a
+    -- key that already exists inserts nothing (ON CONFLICT DO NOTHING waits for a concurrent
+    -- inserter of that key, as in jobq_enqueue).
     BEGIN
-        PERFORM (x.elem ->> 'run_at')::timestamptz
-        FROM jsonb_array_elements(jobs) AS x (elem)
-        WHERE x.elem ->> 'run_at' IS NOT NULL
-          AND NOT isfinite((x.elem ->> 'run_at')::timestamptz);
-        IF FOUND THEN
-            RAISE EXCEPTION USING ERRCODE = 'invalid_datetime_format';
-        END IF;
-    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow THEN
+        WITH parsed AS MATERIALIZED (
+            SELECT
+                x.ord::integer AS ord,
+                gen_random_uuid() AS new_id,
+                x.elem ->> 'job_type' AS job_type,
+                coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
+                x.elem ->> 'idempotency_key' AS idempotency_key,
+                coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
+                coalesce((x.elem ->> 'run_at')::timestamptz, now()) AS available_at,
+                coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
+                coalesce(x.elem ->> 'queue', 'default') AS queue
+            FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+        ),
+
+        -- first_id: the id of the first element with the same key (its own id without one).
+        input AS MATERIALIZED (
+            SELECT
+                p.*,
+                CASE
+                    WHEN p.idempotency_key IS NULL THEN p.new_id
+                    ELSE first_value(p.new_id) OVER (
+                        PARTITION BY p.idempotency_key ORDER BY p.ord
+                    )
+                END AS first_id
+            FROM parsed AS p
+        ),
+
+        inserted AS (
+            INSERT INTO jobq_jobs AS j (
+                id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
+                priority
+            )
+            SELECT
+                i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
+                i.available_at, i.priority
+            FROM input AS i
+            WHERE i.new_id = i.first_id
+            ORDER BY i.ord
+            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            RETURNING j.id, j.queue, j.available_at
+        ),
+
+        woken AS (
+            SELECT count(pg_notify('jobq', q.queue)) AS n
+            FROM (
+                SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= now()
+            ) AS q
+        )
+
+        SELECT
+            array_agg(i.ord ORDER BY i.ord),
+            array_agg(ins.id ORDER BY i.ord),
+            array_agg(i.idempotency_key ORDER BY i.ord)
+        INTO v_ords, v_ids, v_keys
+        FROM input AS i
+        LEFT JOIN inserted AS ins ON ins.id = i.first_id
+        CROSS JOIN woken;
+    EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
+        -- A run_at of the right shape but no real time (30 February): name the element.
         FOR v_bad IN
             SELECT x.ord::integer AS ord, x.elem ->> 'run_at' AS run_at
             FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
@@ -384,75 +444,16 @@ BEGIN
             ORDER BY x.ord
         LOOP
             BEGIN
-                IF NOT isfinite(v_bad.run_at::timestamptz) THEN
-                    RAISE EXCEPTION USING ERRCODE = 'invalid_datetime_format';
-                END IF;
-            EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow THEN
-                RAISE EXCEPTION 'jobq_enqueue_many: jobs element % (counting from 1): run_at % is not a finite ISO 8601 time',
-                    v_bad.ord, quote_literal(v_bad.run_at)
+                PERFORM v_bad.run_at::timestamptz;
+            EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
+                RAISE EXCEPTION
+                    'jobq_enqueue_many: jobs element % (counting from 1): run_at % is not a '
+                    'real time', v_bad.ord, quote_literal(v_bad.run_at)
                     USING ERRCODE = 'invalid_parameter_value';
             END;
         END LOOP;
+        RAISE;  -- not a run_at after all
     END;
-
-    -- Insert. Ids are drawn before the insert so that each element keeps its id in input
-    -- order; of several elements with one idempotency key only the first is inserted, and a
-    -- key that already exists inserts nothing (ON CONFLICT DO NOTHING waits for a concurrent
-    -- inserter of that key, as in jobq_enqueue).
-    WITH parsed AS MATERIALIZED (
-        SELECT
-            x.ord::integer AS ord,
-            gen_random_uuid() AS new_id,
-            x.elem ->> 'job_type' AS job_type,
-            coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
-            x.elem ->> 'idempotency_key' AS idempotency_key,
-            coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-            coalesce((x.elem ->> 'run_at')::timestamptz, now()) AS available_at,
-            coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
-            coalesce(x.elem ->> 'queue', 'default') AS queue
-        FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
-    ),
-
-    -- first_id: the id of the first element with the same key (its own id without a key).
-    input AS MATERIALIZED (
-        SELECT
-            p.*,
-            CASE
-                WHEN p.idempotency_key IS NULL THEN p.new_id
-                ELSE first_value(p.new_id) OVER (
-                    PARTITION BY p.idempotency_key ORDER BY p.ord
-                )
-            END AS first_id
-        FROM parsed AS p
-    ),
-
-    inserted AS (
-        INSERT INTO jobq_jobs AS j (
-            id, queue, job_type, payload, idempotency_key, max_attempts, available_at, priority
-        )
-        SELECT
-            i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-            i.available_at, i.priority
-        FROM input AS i
-        WHERE i.new_id = i.first_id
-        ORDER BY i.ord
-        ON CONFLICT ON CONSTRAINT jobq_jobs_idempotency_key_key DO NOTHING
-        RETURNING j.id, j.queue, j.available_at
-    ),
-
-    woken AS (
-        SELECT count(pg_notify('jobq', q.queue)) AS n
-        FROM (SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= now()) AS q
-    )
-
-    SELECT
-        array_agg(i.ord ORDER BY i.ord),
-        array_agg(ins.id ORDER BY i.ord),
-        array_agg(i.idempotency_key ORDER BY i.ord)
-    INTO v_ords, v_ids, v_keys
-    FROM input AS i
-    LEFT JOIN inserted AS ins ON ins.id = i.first_id
-    CROSS JOIN woken;
 
     IF v_ords IS NULL THEN
         RETURN;  -- an empty array

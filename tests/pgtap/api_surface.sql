@@ -172,7 +172,10 @@ SELECT col_type_is('public', 'jobq_jobs', 'available_at', 'timestamp with time z
 SELECT col_default_is('public', 'jobq_jobs', 'available_at', 'now()', 'jobq_jobs.available_at defaults to now()');
 SELECT col_default_is('public', 'jobq_jobs', 'max_attempts', 5, 'jobq_jobs.max_attempts defaults to 5');
 SELECT col_default_is('public', 'jobq_jobs', 'queue', 'default'::text, 'jobq_jobs.queue defaults to default');
-SELECT col_is_unique('public', 'jobq_jobs', ARRAY['idempotency_key'], 'jobq_jobs.idempotency_key is unique');
+SELECT is(
+    (SELECT pg_get_indexdef('jobq_jobs_idempotency_key_key'::regclass)),
+    'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL)',
+    'jobq_jobs.idempotency_key is unique (a partial unique index: NULLs never collide, keyless jobs cost no entry)');
 SELECT col_is_null('public', 'jobq_jobs', 'idempotency_key', 'jobq_jobs.idempotency_key is nullable (NULLs never collide)');
 
 SELECT col_type_is('public', 'jobq_settings', 'max_payload_bytes', 'integer', 'jobq_settings.max_payload_bytes is integer');
@@ -193,7 +196,7 @@ SELECT set_eq(
     $$SELECT conrelid::regclass::text, conname::text COLLATE "default" FROM pg_constraint
       WHERE conrelid IN ('jobq_jobs'::regclass, 'jobq_settings'::regclass, 'jobq_migrations'::regclass)
         AND contype <> 'n'$$,
-    $$VALUES ('jobq_jobs', 'jobq_jobs_pkey'), ('jobq_jobs', 'jobq_jobs_idempotency_key_key'),
+    $$VALUES ('jobq_jobs', 'jobq_jobs_pkey'),
              ('jobq_jobs', 'jobq_jobs_status_check'), ('jobq_jobs', 'jobq_jobs_max_attempts_check'),
              ('jobq_jobs', 'jobq_jobs_attempts_check'), ('jobq_jobs', 'jobq_jobs_claim_check'),
              ('jobq_jobs', 'jobq_jobs_finished_check'),
@@ -249,14 +252,14 @@ SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 0$$, '23514',
 
 SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
-    'jobq_jobs_locked_idx', 'jobq_jobs_finished_idx'
+    'jobq_jobs_locked_idx', 'jobq_jobs_failed_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx', ARRAY['priority', 'available_at', 'id'],
                  'jobq_jobs_claim_idx on (priority, available_at, id)');
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_locked_idx', 'locked_at',
                  'jobq_jobs_locked_idx on (locked_at)');
-SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_finished_idx', ARRAY['status', 'finished_at'],
-                 'jobq_jobs_finished_idx on (status, finished_at)');
+SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_failed_idx', ARRAY['status', 'finished_at'],
+                 'jobq_jobs_failed_idx on (status, finished_at)');
 SELECT results_eq(
     $$SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid)
       FROM pg_index WHERE indrelid = 'jobq_jobs'::regclass AND indpred IS NOT NULL
@@ -264,12 +267,14 @@ SELECT results_eq(
     $$VALUES
     ('jobq_jobs_claim_idx'::text,
      'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (priority DESC, available_at, id) WHERE (status = ''pending''::text)'::text),
-    ('jobq_jobs_finished_idx',
-     'CREATE INDEX jobq_jobs_finished_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (finished_at IS NOT NULL)'),
+    ('jobq_jobs_failed_idx',
+     'CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY[''failed''::text, ''dead_letter''::text]))'),
+    ('jobq_jobs_idempotency_key_key',
+     'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
     ('jobq_jobs_locked_idx',
      'CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = ''processing''::text)')
     $$,
-    'the partial indexes: the claim order over pending jobs, locks of processing jobs, finished jobs'
+    'the partial indexes: the claim order over pending jobs, locks of processing jobs, failed and dead-letter jobs (succeeded ones are never indexed there), keys'
 );
 
 SELECT * FROM finish();
