@@ -1,0 +1,682 @@
+"""The six scenarios of docs/performance.md, each beside its raw-SQL ceiling.
+
+Naming of measurement keys: ``s<scenario>.<raw|jobq>.<py|pgbench|queue|worker>[.b<batch>]``.
+"py" is the psycopg client running plain SQL (threads, one connection each); "pgbench" the
+same statements as a pgbench custom script (no Python at all); "queue"/"worker" the
+pgq_client classes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from .cluster import Cluster
+from .harness import (
+    STATIC_PAYLOAD,
+    Measurement,
+    Run,
+    count,
+    fill_jobq,
+    fill_raw,
+    median_run,
+    payload,
+    percentiles,
+    pgbench,
+    reset,
+    run_threads,
+    settle,
+)
+
+# -- the raw-SQL ceiling: the statements -----------------------------------------------------
+
+RAW_INSERT = "INSERT INTO raw_jobs (payload) VALUES (%s)"
+RAW_CLAIM = """
+UPDATE raw_jobs SET status = 'processing'
+WHERE id IN (
+    SELECT id FROM raw_jobs WHERE status = 'pending' ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED
+)
+RETURNING id, payload
+"""
+RAW_DELETE = "DELETE FROM raw_jobs WHERE id = ANY (%s::bigint[])"
+RAW_RETRY = (
+    "UPDATE raw_jobs SET status = 'pending', payload = payload || '{\"failed\": true}' "
+    "WHERE id = ANY (%s::bigint[])"
+)
+RAW_ENQUEUE_NOTIFY = """
+WITH ins AS (INSERT INTO raw_jobs (payload) VALUES (%s) RETURNING id)
+SELECT pg_notify('raw_jobs', 'default') FROM ins
+"""
+
+# -- jobq at the SQL level -----------------------------------------------------------------------
+
+JOBQ_ENQUEUE = "SELECT jobq_enqueue(job_type => %s::text, payload => %s::jsonb)"
+JOBQ_ENQUEUE_MANY = "SELECT ord, id FROM jobq_enqueue_many(jobs => %s::jsonb)"
+JOBQ_DEQUEUE = (
+    "SELECT id, payload, attempts FROM jobq_dequeue(worker_id => %s::text, batch_size => %s::int)"
+)
+JOBQ_COMPLETE_MANY = "SELECT jobq_complete_many(job_ids => %s::uuid[], worker_id => %s::text)"
+JOBQ_FAIL_MANY = """
+SELECT count(jobq_fail(job_id => f, worker_id => %s::text, error => 'boom',
+                       backoff => interval '0'))
+FROM unnest(%s::uuid[]) AS f
+"""
+
+# -- pgbench scripts (-M prepared; :client_id is pgbench's own variable) ------------------------
+
+PGB_RAW_INSERT = f"INSERT INTO raw_jobs (payload) VALUES ('{STATIC_PAYLOAD}');\n"
+PGB_JOBQ_ENQUEUE = f"SELECT jobq_enqueue(job_type => 'noop', payload => '{STATIC_PAYLOAD}');\n"
+PGB_RAW_CLAIM = (
+    "WITH c AS (UPDATE raw_jobs SET status = 'processing' WHERE id IN ("
+    "SELECT id FROM raw_jobs WHERE status = 'pending' ORDER BY id LIMIT {batch} "
+    "FOR UPDATE SKIP LOCKED) RETURNING id, payload) "
+)
+PGB_RAW_DRAIN = (
+    PGB_RAW_CLAIM + "SELECT coalesce(array_agg(id), '{{}}')::text AS ids FROM c \\gset\n"
+    "DELETE FROM raw_jobs WHERE id = ANY (:ids::bigint[]);\n"
+)
+PGB_JOBQ_DRAIN = (
+    "SELECT coalesce(array_agg(id), '{{}}')::text AS ids FROM jobq_dequeue("
+    "worker_id => 'pgb' || :client_id::text, batch_size => {batch}) \\gset\n"
+    "SELECT jobq_complete_many(job_ids => :ids::uuid[], worker_id => 'pgb' || :client_id::text);\n"
+)
+PGB_RAW_RETRY = (
+    PGB_RAW_CLAIM + "SELECT "
+    "coalesce(array_agg(id) FILTER (WHERE payload ->> 'failed' IS NULL), '{{}}')::text AS fids, "
+    "coalesce(array_agg(id) FILTER (WHERE payload ->> 'failed' IS NOT NULL), '{{}}')::text AS cids "
+    "FROM c \\gset\n"
+    "UPDATE raw_jobs SET status = 'pending', payload = payload || '{{\"failed\": true}}' "
+    "WHERE id = ANY (:fids::bigint[]);\n"
+    "DELETE FROM raw_jobs WHERE id = ANY (:cids::bigint[]);\n"
+)
+PGB_JOBQ_RETRY = (
+    "SELECT coalesce(array_agg(id) FILTER (WHERE attempts = 1), '{{}}')::text AS fids, "
+    "coalesce(array_agg(id) FILTER (WHERE attempts > 1), '{{}}')::text AS cids "
+    "FROM jobq_dequeue(worker_id => 'pgb' || :client_id::text, batch_size => {batch}) \\gset\n"
+    "SELECT count(jobq_fail(job_id => f, worker_id => 'pgb' || :client_id::text, "
+    "error => 'boom', backoff => interval '0')) FROM unnest(:fids::uuid[]) AS f;\n"
+    "SELECT jobq_complete_many(job_ids => :cids::uuid[], worker_id => 'pgb' || :client_id::text);\n"
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    quick: bool
+    repeat: int
+    single_jobs: int
+    many_batches: int
+    drain_jobs: int
+    latency_jobs: int
+    finished_rows: int
+    future_rows: int
+    retry_jobs: int
+    many_size: int = 1000
+    drain_batches: tuple[int, ...] = (10, 100)
+    concurrency: int = 8  # threads (SQL level), pgbench -c/-j, Worker(concurrency=...)
+    latency_gap: float = 0.010
+    retry_batch: int = 10
+
+    @classmethod
+    def make(cls, quick: bool, repeat: int | None = None) -> Config:
+        if quick:
+            return cls(
+                quick=True,
+                repeat=repeat or 1,
+                single_jobs=1000,
+                many_batches=10,
+                drain_jobs=10_000,
+                latency_jobs=100,
+                finished_rows=200_000,
+                future_rows=20_000,
+                retry_jobs=3000,
+            )
+        return cls(
+            quick=False,
+            repeat=repeat or 3,
+            single_jobs=5000,
+            many_batches=50,
+            drain_jobs=20_000,
+            latency_jobs=300,
+            finished_rows=1_000_000,
+            future_rows=100_000,
+            retry_jobs=10_000,
+        )
+
+
+@dataclass
+class Variant:
+    """One throughput measurement: ``prepare()`` (not timed), then ``run()`` -> Run."""
+
+    key: str
+    label: str
+    kind: str
+    run: Callable[[], Run]
+    prepare: Callable[[], None]
+    ceiling: str | None = None
+    check: Callable[[], str] | None = None  # a note after the run (e.g. jobs left over)
+    notes: list[str] = field(default_factory=list)
+
+
+class Bench:
+    """Runs the scenarios against one cluster and collects the measurements."""
+
+    def __init__(
+        self, cluster: Cluster, config: Config, scriptdir: Path, log: Callable[[str], None]
+    ) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.scriptdir = scriptdir
+        self.log = log
+        self.results: list[Measurement] = []
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def measure(self, scenario: str, variants: list[Variant]) -> None:
+        """Each variant ``repeat`` times, interleaved (noise hits all alike); median kept."""
+        runs: dict[str, list[Run]] = {v.key: [] for v in variants}
+        for rep in range(self.config.repeat):
+            for v in variants:
+                v.prepare()
+                run = v.run()
+                runs[v.key].append(run)
+                if v.check is not None:
+                    note = v.check()
+                    if note:
+                        v.notes.append(note)
+                self.log(
+                    f"  [{rep + 1}/{self.config.repeat}] {v.label}: "
+                    f"{run.rate:,.0f} jobs/s ({run.jobs} jobs, {run.seconds:.2f} s)"
+                )
+        for v in variants:
+            med = median_run(runs[v.key])
+            self.results.append(
+                Measurement(
+                    scenario=scenario,
+                    key=v.key,
+                    label=v.label,
+                    kind=v.kind,
+                    unit="jobs/s",
+                    value=med.rate,
+                    runs=[r.rate for r in runs[v.key]],
+                    jobs=med.jobs,
+                    seconds=med.seconds,
+                    ceiling=v.ceiling,
+                    note="; ".join(sorted(set(v.notes))),
+                )
+            )
+
+    def pgbench_run(self, name: str, script: str, clients: int, transactions: int,
+                    jobs: Callable[[], int]) -> Run:
+        res = pgbench(self.cluster, self.scriptdir, name, script, clients, transactions)
+        return Run(jobs(), res.seconds)
+
+    def _pgbench(self, name: str, script: str, clients: int, transactions: int,
+                 jobs: Callable[[], int]) -> Callable[[], Run]:
+        return lambda: self.pgbench_run(name, script, clients, transactions, jobs)
+
+    def _threads(self, concurrency: int,
+                 body: Callable[[psycopg.Connection[Any], int], int]) -> Callable[[], Run]:
+        return lambda: run_threads(self.cluster, concurrency, body)
+
+    def clean(self) -> None:
+        reset(self.cluster)
+        settle(self.cluster)
+
+    def fill_raw(self, n: int) -> Callable[[], None]:
+        def prepare() -> None:
+            reset(self.cluster)
+            fill_raw(self.cluster, n)
+            settle(self.cluster)
+
+        return prepare
+
+    def fill_jobq(self, n: int) -> Callable[[], None]:
+        def prepare() -> None:
+            reset(self.cluster)
+            fill_jobq(self.cluster, n)
+            settle(self.cluster)
+
+        return prepare
+
+    def raw_left(self, n: int) -> Callable[[], int]:
+        return lambda: n - count(self.cluster, "SELECT count(*) FROM raw_jobs")
+
+    def jobq_done(self) -> Callable[[], int]:
+        return lambda: count(
+            self.cluster, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'"
+        )
+
+    def left_note(self, query: str, what: str) -> Callable[[], str]:
+        def check() -> str:
+            n = count(self.cluster, query)
+            return f"{what}: {n} left undone" if n else ""
+
+        return check
+
+    # -- scenario 1: one job per call and transaction -----------------------------------------
+
+    def scenario_single(self) -> None:
+        n = self.config.single_jobs
+        self.log(f"scenario 1: enqueue {n} jobs, one per call and transaction, 1 connection")
+
+        def raw_body(conn: psycopg.Connection[Any], _: int) -> int:
+            for i in range(n):
+                conn.execute(RAW_INSERT, (Jsonb(payload(i)),))
+            return n
+
+        def jobq_body(conn: psycopg.Connection[Any], _: int) -> int:
+            for i in range(n):
+                conn.execute(JOBQ_ENQUEUE, ("noop", Jsonb(payload(i))))
+            return n
+
+        def queue_run() -> Run:
+            from pgq_client import queue as queue_mod
+
+            with queue_mod.Queue(self.cluster.dsn) as q:
+                q.enqueue("warmup", {})  # opens the connection before the clock starts
+                start = time.perf_counter()
+                for i in range(n):
+                    q.enqueue("noop", payload(i))
+                return Run(n, time.perf_counter() - start)
+
+        self.measure(
+            "1",
+            [
+                Variant("s1.raw.py", "plain INSERT (psycopg)", "ceiling",
+                        lambda: run_threads(self.cluster, 1, raw_body), self.clean),
+                Variant("s1.jobq.py", "jobq_enqueue (psycopg)", "jobq",
+                        lambda: run_threads(self.cluster, 1, jobq_body), self.clean,
+                        ceiling="s1.raw.py"),
+                Variant("s1.jobq.queue", "Queue.enqueue", "jobq", queue_run, self.clean,
+                        ceiling="s1.raw.py"),
+                Variant("s1.raw.pgbench", "plain INSERT (pgbench -c1)", "ceiling",
+                        lambda: self.pgbench_run("s1_raw", PGB_RAW_INSERT, 1, n, lambda: n),
+                        self.clean),
+                Variant("s1.jobq.pgbench", "jobq_enqueue (pgbench -c1)", "jobq",
+                        lambda: self.pgbench_run("s1_jobq", PGB_JOBQ_ENQUEUE, 1, n, lambda: n),
+                        self.clean, ceiling="s1.raw.pgbench"),
+            ],
+        )
+
+    # -- scenario 2: batches of 1,000 ------------------------------------------------------------
+
+    def scenario_many(self) -> None:
+        size, batches = self.config.many_size, self.config.many_batches
+        total = size * batches
+        self.log(f"scenario 2: enqueue {total} jobs in {batches} batches of {size}, 1 connection")
+        values = ", ".join(["(%s)"] * size)
+        raw_many = f"INSERT INTO raw_jobs (payload) VALUES {values} RETURNING id".encode()
+
+        def raw_body(conn: psycopg.Connection[Any], _: int) -> int:
+            for b in range(batches):
+                params = [Jsonb(payload(b * size + i)) for i in range(size)]
+                conn.execute(raw_many, params).fetchall()
+            return total
+
+        def jobs_of(b: int) -> list[dict[str, Any]]:
+            return [{"job_type": "noop", "payload": payload(b * size + i)} for i in range(size)]
+
+        def jobq_body(conn: psycopg.Connection[Any], _: int) -> int:
+            for b in range(batches):
+                conn.execute(JOBQ_ENQUEUE_MANY, (Jsonb(jobs_of(b)),)).fetchall()
+            return total
+
+        def queue_run() -> Run:
+            from pgq_client import queue as queue_mod
+
+            with queue_mod.Queue(self.cluster.dsn) as q:
+                q.enqueue("warmup", {})
+                start = time.perf_counter()
+                for b in range(batches):
+                    q.enqueue_many(jobs_of(b))
+                return Run(total, time.perf_counter() - start)
+
+        rows = ", ".join(f"('{STATIC_PAYLOAD}')" for _ in range(size))
+        pgb_raw = f"INSERT INTO raw_jobs (payload) VALUES {rows};\n"
+        elem = f'{{"job_type": "noop", "payload": {STATIC_PAYLOAD}}}'
+        elems = ", ".join(elem for _ in range(size))
+        pgb_jobq = f"SELECT count(*) FROM jobq_enqueue_many(jobs => '[{elems}]');\n"
+        self.measure(
+            "2",
+            [
+                Variant("s2.raw.py", f"multi-row INSERT x{size} (psycopg)", "ceiling",
+                        lambda: run_threads(self.cluster, 1, raw_body), self.clean),
+                Variant("s2.jobq.py", f"jobq_enqueue_many x{size} (psycopg)", "jobq",
+                        lambda: run_threads(self.cluster, 1, jobq_body), self.clean,
+                        ceiling="s2.raw.py"),
+                Variant("s2.jobq.queue", f"Queue.enqueue_many x{size}", "jobq", queue_run,
+                        self.clean, ceiling="s2.raw.py"),
+                Variant("s2.raw.pgbench", f"multi-row INSERT x{size} (pgbench)", "ceiling",
+                        lambda: self.pgbench_run("s2_raw", pgb_raw, 1, batches, lambda: total),
+                        self.clean),
+                Variant("s2.jobq.pgbench", f"jobq_enqueue_many x{size} (pgbench)", "jobq",
+                        lambda: self.pgbench_run("s2_jobq", pgb_jobq, 1, batches, lambda: total),
+                        self.clean, ceiling="s2.raw.pgbench"),
+            ],
+        )
+
+    # -- scenario 3 and 5: drain -------------------------------------------------------------------
+
+    def _raw_drain_body(self, batch: int, n: int) -> Callable[[psycopg.Connection[Any], int], int]:
+        def body(conn: psycopg.Connection[Any], _: int) -> int:
+            done = 0
+            for _step in range(n + 1):  # bounded: at most one job per step
+                rows = conn.execute(RAW_CLAIM, (batch,)).fetchall()
+                if not rows:
+                    break
+                conn.execute(RAW_DELETE, ([r[0] for r in rows],))
+                done += len(rows)
+            return done
+
+        return body
+
+    def _jobq_drain_body(self, batch: int, n: int) -> Callable[[psycopg.Connection[Any], int], int]:
+        def body(conn: psycopg.Connection[Any], i: int) -> int:
+            worker = f"bench-{i}"
+            done = 0
+            for _step in range(n + 1):
+                rows = conn.execute(JOBQ_DEQUEUE, (worker, batch)).fetchall()
+                if not rows:
+                    break
+                conn.execute(JOBQ_COMPLETE_MANY, ([r[0] for r in rows], worker))
+                done += len(rows)
+            return done
+
+        return body
+
+    def _worker_run(self, n: int, *, fail_once: bool = False) -> Run:
+        from pgq_client.worker import Worker
+
+        def noop(job: Any) -> None:
+            if fail_once and job.attempts == 1:
+                raise RuntimeError("boom")
+
+        worker = Worker(
+            self.cluster.dsn,
+            handlers={"noop": noop},
+            concurrency=self.config.concurrency,
+            retry_backoff=timedelta(0),
+        )
+        start = time.perf_counter()
+        worker.run(burst=True)
+        seconds = time.perf_counter() - start
+        return Run(self.jobq_done()(), seconds)
+
+    def drain_variants(self, s: str, n: int, prepare_jobq: Callable[[], None],
+                       with_raw: bool) -> list[Variant]:
+        c = self.config.concurrency
+        variants: list[Variant] = []
+        jobq_left = self.left_note(
+            "SELECT count(*) FROM jobq_jobs WHERE status IN ('pending', 'processing') "
+            "AND available_at <= now()", "jobq")
+        raw_left = self.left_note("SELECT count(*) FROM raw_jobs", "raw")
+        for b in self.config.drain_batches:
+            t = math.ceil(n / (b * c))
+            ref = "s3.raw" if s == "3" else "s3.jobq"
+            if with_raw:
+                variants.append(Variant(
+                    f"s{s}.raw.py.b{b}", f"raw UPDATE..SKIP LOCKED/DELETE b{b} c{c} (psycopg)",
+                    "ceiling", self._threads(c, self._raw_drain_body(b, n)),
+                    self.fill_raw(n), check=raw_left))
+            variants.append(Variant(
+                f"s{s}.jobq.py.b{b}", f"jobq_dequeue/complete_many b{b} c{c} (psycopg)", "jobq",
+                self._threads(c, self._jobq_drain_body(b, n)),
+                prepare_jobq, ceiling=f"{ref}.py.b{b}", check=jobq_left))
+            if with_raw:
+                variants.append(Variant(
+                    f"s{s}.raw.pgbench.b{b}",
+                    f"raw UPDATE..SKIP LOCKED/DELETE b{b} (pgbench -c{c})", "ceiling",
+                    self._pgbench(f"s{s}_raw_b{b}", PGB_RAW_DRAIN.format(batch=b), c, t,
+                                  self.raw_left(n)),
+                    self.fill_raw(n), check=raw_left))
+            variants.append(Variant(
+                f"s{s}.jobq.pgbench.b{b}", f"jobq_dequeue/complete_many b{b} (pgbench -c{c})",
+                "jobq",
+                self._pgbench(f"s{s}_jobq_b{b}", PGB_JOBQ_DRAIN.format(batch=b), c, t,
+                              self.jobq_done()),
+                prepare_jobq, ceiling=f"{ref}.pgbench.b{b}", check=jobq_left))
+        variants.append(Variant(
+            f"s{s}.jobq.worker", f"Worker(concurrency={c}).run(burst=True)", "jobq",
+            lambda: self._worker_run(n), prepare_jobq,
+            ceiling="s3.raw.pgbench.b10" if s == "3" else "s3.jobq.worker", check=jobq_left))
+        return variants
+
+    def scenario_drain(self) -> None:
+        n, c = self.config.drain_jobs, self.config.concurrency
+        self.log(f"scenario 3: drain {n} queued jobs, {c} connections")
+        self.measure("3", self.drain_variants("3", n, self.fill_jobq(n), with_raw=True))
+
+    def scenario_big_table(self) -> None:
+        n = self.config.drain_jobs
+        finished, future = self.config.finished_rows, self.config.future_rows
+        self.log(f"scenario 5: drain {n} jobs beside {finished} finished and {future} future jobs")
+        state = {"built": False}
+
+        def prepare() -> None:
+            if not state["built"]:
+                reset(self.cluster)
+                fill_jobq(self.cluster, finished, status="succeeded")
+                fill_jobq(self.cluster, future, available="future")
+                state["built"] = True
+            fill_jobq(self.cluster, n)
+            settle(self.cluster)
+
+        variants = self.drain_variants("5", n, prepare, with_raw=False)
+        # jobs done = succeeded now - succeeded before this run
+        for v in variants:
+            if ".pgbench." in v.key or v.key.endswith(".worker"):
+                v.run = self._minus_before(v.run)
+        self.measure("5", variants)
+
+    def _minus_before(self, run: Callable[[], Run]) -> Callable[[], Run]:
+        def wrapped() -> Run:
+            before = self.jobq_done()()
+            r = run()
+            return Run(r.jobs - before, r.seconds)
+
+        return wrapped
+
+    # -- scenario 6: retries -----------------------------------------------------------------------
+
+    def scenario_retry(self) -> None:
+        n, c, b = self.config.retry_jobs, self.config.concurrency, self.config.retry_batch
+        self.log(f"scenario 6: {n} jobs that each fail once (backoff 0), batch {b}, "
+                 f"{c} connections")
+
+        def raw_body(conn: psycopg.Connection[Any], _: int) -> int:
+            done = 0
+            for _step in range(2 * n + 1):
+                rows = conn.execute(RAW_CLAIM, (b,)).fetchall()
+                if not rows:
+                    break
+                fids = [r[0] for r in rows if "failed" not in r[1]]
+                cids = [r[0] for r in rows if "failed" in r[1]]
+                if fids:
+                    conn.execute(RAW_RETRY, (fids,))
+                if cids:
+                    conn.execute(RAW_DELETE, (cids,))
+                done += len(cids)
+            return done
+
+        def jobq_body(conn: psycopg.Connection[Any], i: int) -> int:
+            worker = f"bench-{i}"
+            done = 0
+            for _step in range(2 * n + 1):
+                rows = conn.execute(JOBQ_DEQUEUE, (worker, b)).fetchall()
+                if not rows:
+                    break
+                fids = [r[0] for r in rows if r[2] == 1]
+                cids = [r[0] for r in rows if r[2] > 1]
+                if fids:
+                    conn.execute(JOBQ_FAIL_MANY, (worker, fids))
+                if cids:
+                    conn.execute(JOBQ_COMPLETE_MANY, (cids, worker))
+                done += len(cids)
+            return done
+
+        t = math.ceil(2 * n / (b * c))
+        raw_left = self.left_note("SELECT count(*) FROM raw_jobs", "raw")
+        jobq_left = self.left_note(
+            "SELECT count(*) FROM jobq_jobs WHERE status <> 'succeeded'", "jobq")
+        self.measure(
+            "6",
+            [
+                Variant("s6.raw.py", f"raw claim/requeue/DELETE b{b} c{c} (psycopg)", "ceiling",
+                        lambda: run_threads(self.cluster, c, raw_body), self.fill_raw(n),
+                        check=raw_left),
+                Variant("s6.jobq.py", f"jobq_dequeue/fail/complete_many b{b} c{c} (psycopg)",
+                        "jobq", lambda: run_threads(self.cluster, c, jobq_body),
+                        self.fill_jobq(n), ceiling="s6.raw.py", check=jobq_left),
+                Variant("s6.raw.pgbench", f"raw claim/requeue/DELETE b{b} (pgbench -c{c})",
+                        "ceiling",
+                        lambda: self.pgbench_run("s6_raw", PGB_RAW_RETRY.format(batch=b), c, t,
+                                                 self.raw_left(n)),
+                        self.fill_raw(n), check=raw_left),
+                Variant("s6.jobq.pgbench", f"jobq_dequeue/fail/complete_many b{b} (pgbench -c{c})",
+                        "jobq",
+                        lambda: self.pgbench_run("s6_jobq", PGB_JOBQ_RETRY.format(batch=b), c, t,
+                                                 self.jobq_done()),
+                        self.fill_jobq(n), ceiling="s6.raw.pgbench", check=jobq_left),
+                Variant("s6.jobq.worker", f"Worker(concurrency={c}), handler fails attempt 1",
+                        "jobq", lambda: self._worker_run(n, fail_once=True), self.fill_jobq(n),
+                        ceiling="s6.raw.pgbench", check=jobq_left),
+            ],
+        )
+
+    # -- scenario 4: latency -----------------------------------------------------------------------
+
+    def _produce(self, produce: Callable[[int], Any], sent: list[float], ready: threading.Event,
+                 wait: float) -> None:
+        """Enqueue len(sent) jobs ``gap`` apart on a fixed schedule, noting each one's time."""
+        ready.wait(30)
+        time.sleep(wait)
+        gap = self.config.latency_gap
+        base = time.perf_counter()
+        for i in range(len(sent)):
+            delay = base + i * gap - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            sent[i] = time.perf_counter()
+            produce(i)
+
+    def _listen_latency(self, channel: str, produce_sql: str, produce_args: Callable[[int], Any],
+                        claim: Callable[[psycopg.Connection[Any]], list[int]]) -> list[float]:
+        """A LISTEN loop on its own connection: claim until empty, then wait for a NOTIFY."""
+        n = self.config.latency_jobs
+        sent = [0.0] * n
+        started: list[float | None] = [None] * n
+        ready = threading.Event()
+        with self.cluster.connect(prepare_threshold=0) as lconn, \
+                self.cluster.connect(prepare_threshold=0) as pconn:
+            lconn.execute(f"LISTEN {channel}".encode())
+            producer = threading.Thread(
+                target=self._produce,
+                args=(lambda i: pconn.execute(produce_sql.encode(), produce_args(i)),
+                      sent, ready, 0.2),
+                daemon=True,
+            )
+            producer.start()
+            ready.set()
+            deadline = time.perf_counter() + 30 + n * self.config.latency_gap
+            seen = 0
+            while seen < n and time.perf_counter() < deadline:
+                got = claim(lconn)
+                now = time.perf_counter()
+                for seq in got:
+                    started[seq] = now
+                seen += len(got)
+                if not got:
+                    for _ in lconn.notifies(timeout=0.5, stop_after=1):
+                        pass
+            producer.join(30)
+        return [(s - t) * 1000 for s, t in zip(started, sent, strict=True) if s is not None]
+
+    def _worker_latency(self) -> list[float]:
+        from pgq_client.queue import Queue
+        from pgq_client.worker import Worker
+
+        n = self.config.latency_jobs
+        sent = [0.0] * n
+        started: list[float | None] = [None] * n
+        all_started = threading.Event()
+        remaining = itertools.count(1)
+
+        def handler(job: Any) -> None:
+            started[job.payload["n"]] = time.perf_counter()
+            if next(remaining) >= n:
+                all_started.set()
+
+        worker = Worker(self.cluster.dsn, handlers={"noop": handler},
+                        concurrency=self.config.concurrency)
+        ready = threading.Event()
+
+        def producer() -> None:
+            with Queue(self.cluster.dsn) as q:
+                q.enqueue("warmup", {})  # not a noop: stays queued; opens the connection
+                # 1 s for the worker to start and go idle first
+                self._produce(lambda i: q.enqueue("noop", payload(i)), sent, ready, 1.0)
+            all_started.wait(30)
+            worker.stop()
+
+        thread = threading.Thread(target=producer, daemon=True)
+        thread.start()
+        ready.set()
+        worker.run()  # on the main thread, until the producer stops it
+        thread.join(30)
+        return [(s - t) * 1000 for s, t in zip(started, sent, strict=True) if s is not None]
+
+    def scenario_latency(self) -> None:
+        n, gap = self.config.latency_jobs, self.config.latency_gap
+        self.log(f"scenario 4: enqueue-to-start latency, {n} jobs {gap * 1000:.0f} ms apart, "
+                 "idle consumer")
+
+        def raw_claim(conn: psycopg.Connection[Any]) -> list[int]:
+            rows = conn.execute(RAW_CLAIM, (10,)).fetchall()
+            if rows:
+                conn.execute(RAW_DELETE, ([r[0] for r in rows],))
+            return [int(r[1]["n"]) for r in rows]
+
+        def jobq_claim(conn: psycopg.Connection[Any]) -> list[int]:
+            rows = conn.execute(JOBQ_DEQUEUE, ("bench-l", 10)).fetchall()
+            if rows:
+                conn.execute(JOBQ_COMPLETE_MANY, ([r[0] for r in rows], "bench-l"))
+            return [int(r[1]["n"]) for r in rows]
+
+        runs: list[tuple[str, str, str, str | None, Callable[[], list[float]]]] = [
+            ("s4.raw.py", "raw INSERT+NOTIFY -> LISTEN, claim (psycopg)", "ceiling", None,
+             lambda: self._listen_latency("raw_jobs", RAW_ENQUEUE_NOTIFY,
+                                          lambda i: (Jsonb(payload(i)),), raw_claim)),
+            ("s4.jobq.py", "jobq_enqueue -> LISTEN jobq, jobq_dequeue (psycopg)", "jobq",
+             "s4.raw.py",
+             lambda: self._listen_latency("jobq", JOBQ_ENQUEUE,
+                                          lambda i: ("noop", Jsonb(payload(i))), jobq_claim)),
+            ("s4.jobq.worker", "Queue.enqueue -> idle Worker handler", "jobq", "s4.raw.py",
+             self._worker_latency),
+        ]
+        samples: dict[str, list[float]] = {key: [] for key, *_ in runs}
+        for rep in range(self.config.repeat):
+            for key, label, _kind, _ceiling, fn in runs:
+                self.clean()
+                got = fn()
+                samples[key].extend(got)
+                p = percentiles(got) if len(got) > 1 else {}
+                self.log(f"  [{rep + 1}/{self.config.repeat}] {label}: {len(got)}/{n} started, "
+                         f"p50 {p.get('p50', 0):.2f} ms, p99 {p.get('p99', 0):.2f} ms")
+        for key, label, kind, ceiling, _fn in runs:
+            got = samples[key]
+            p = percentiles(got) if len(got) > 1 else {"p50": float("nan")}
+            expected = n * self.config.repeat
+            self.results.append(Measurement(
+                scenario="4", key=key, label=label, kind=kind, unit="ms", value=p["p50"],
+                jobs=len(got), ceiling=ceiling, extra=p,
+                note="" if len(got) == expected else f"only {len(got)}/{expected} started"))
