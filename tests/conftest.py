@@ -36,7 +36,9 @@ def admin_dsn() -> str:
 
 def _create_db(admin_dsn: str, name: str, template: str | None = None) -> str:
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
         if template is None:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         else:
@@ -50,7 +52,9 @@ def _create_db(admin_dsn: str, name: str, template: str | None = None) -> str:
 
 def _drop_db(admin_dsn: str, name: str) -> None:
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 @pytest.fixture(scope="session")

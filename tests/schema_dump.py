@@ -21,7 +21,11 @@ from pgq_client.migrate import migrate
 def normalise(dump: str) -> str:
     lines: list[str] = []
     for line in dump.splitlines():
-        if line.startswith("--") or line.startswith("SET ") or line.startswith("SELECT pg_catalog.set_config"):
+        if (
+            line.startswith("--")
+            or line.startswith("SET ")
+            or line.startswith("SELECT pg_catalog.set_config")
+        ):
             continue
         if line.startswith("\\restrict") or line.startswith("\\unrestrict"):
             continue  # per-dump random keys of newer pg_dump releases

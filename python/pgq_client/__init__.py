@@ -1,1 +1,39 @@
-"""jobq client."""
+"""jobq: a PostgreSQL job queue whose logic lives in SQL, with this thin psycopg 3 client.
+
+from pgq_client import Queue, Worker
+Queue(dsn).enqueue("ocr", {"rev": 1})
+Worker(dsn, handlers={"ocr": handle_ocr}).run()
+"""
+
+from .errors import (
+    ConnectionFailed,
+    InvalidArgument,
+    JobqError,
+    NotMigrated,
+    NullValue,
+    PayloadTooLarge,
+    PermanentError,
+    PermissionDenied,
+    Retry,
+    SerializationFailure,
+)
+from .models import Job, StatsRow
+from .queue import Queue
+from .worker import Worker
+
+__all__ = [
+    "ConnectionFailed",
+    "InvalidArgument",
+    "Job",
+    "JobqError",
+    "NotMigrated",
+    "NullValue",
+    "PayloadTooLarge",
+    "PermanentError",
+    "PermissionDenied",
+    "Queue",
+    "Retry",
+    "SerializationFailure",
+    "StatsRow",
+    "Worker",
+]

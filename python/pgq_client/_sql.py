@@ -91,9 +91,6 @@ SELECT {schema}jobq_requeue_dead_letters(
 ) AS requeued
 """
 
-# Needs the SQL addition
-#   jobq_list_jobs(statuses text[] DEFAULT NULL, job_type text DEFAULT NULL,
-#                  queue text DEFAULT NULL, max_rows int DEFAULT 100) RETURNS SETOF jobq_jobs
 LIST_JOBS = """
 SELECT * FROM {schema}jobq_list_jobs(
     statuses => %(statuses)s::text[],
@@ -117,6 +114,10 @@ SELECT {schema}jobq_prune(
 
 CONFIGURE = """
 SELECT {schema}jobq_configure(max_payload_bytes => %(max_payload_bytes)s::int) AS settings
+"""
+
+HEALTH = """
+SELECT check_name, queue, severity, value, detail FROM {schema}jobq_health()
 """
 
 LISTEN = "LISTEN jobq"
@@ -161,6 +162,7 @@ class Statements:
         self.stats = _render(STATS, schema)
         self.prune = _render(PRUNE, schema)
         self.configure = _render(CONFIGURE, schema)
+        self.health = _render(HEALTH, schema)
 
 
 @cache

@@ -115,6 +115,9 @@ _NOT_MIGRATED_HINT = (
 _BY_SQLSTATE: dict[str, type[JobqError]] = {
     "22023": InvalidArgument,
     "22004": NullValue,
+    "22P02": InvalidArgument,  # invalid_text_representation (e.g. bad JSON)
+    "22P05": InvalidArgument,  # untranslatable_character (e.g. \u0000 in jsonb)
+    "22021": InvalidArgument,  # character_not_in_repertoire
     "54000": PayloadTooLarge,
     "42501": PermissionDenied,
     "42883": NotMigrated,
@@ -137,8 +140,12 @@ def from_psycopg(exc: psycopg.Error) -> JobqError:
     if connection_state and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         text = str(exc).strip()
         first_line = text.splitlines()[0] if text else primary
-        return ConnectionFailed(f"database connection failed: {first_line}", sqlstate=sqlstate)
+        if not first_line.startswith("connection failed"):
+            first_line = f"database connection failed: {first_line}"
+        return ConnectionFailed(first_line, sqlstate=sqlstate)
     if sqlstate is None:
+        if isinstance(exc, psycopg.DataError):  # refused by the driver before sending
+            return InvalidArgument(message, sqlstate=None)
         return JobqError(message)
     cls = _BY_SQLSTATE.get(sqlstate, JobqError)
     if cls is NotMigrated:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-__all__ = ["STATUSES", "Job", "StatsRow"]
+__all__ = ["STATUSES", "HealthRow", "Job", "StatsRow"]
 
 STATUSES = ("pending", "processing", "succeeded", "failed", "dead_letter")
 
@@ -61,5 +61,21 @@ class StatsRow:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> StatsRow:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in row.items() if k in names})
+
+
+@dataclass(frozen=True)
+class HealthRow:
+    """One finding of ``jobq_health()``: a check, its queue (if per queue), ok or warning."""
+
+    check_name: str
+    queue: str | None
+    severity: str
+    value: float
+    detail: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> HealthRow:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in row.items() if k in names})

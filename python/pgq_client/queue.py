@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
+import re
 import threading
 import time
 import uuid
@@ -16,12 +18,11 @@ from typing import Any, Literal
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from . import _sql
 from .errors import JobqError, NotMigrated, SerializationFailure, from_psycopg
-from .models import Job, StatsRow
+from .models import HealthRow, Job, StatsRow
 
 __all__ = ["Connectable", "Queue", "resolve_dsn"]
 
@@ -60,6 +61,44 @@ def check_aware(value: datetime | None, name: str) -> None:
         raise ValueError(
             f"{name} must be timezone-aware (e.g. datetime.now(timezone.utc)), got naive {value!r}"
         )
+
+
+_ESCAPED_NUL = re.compile(r"(\\+)u0000")
+
+
+def check_text(value: str | None, name: str) -> None:
+    """Refuse what PostgreSQL text cannot store: NUL, and lone surrogates (not UTF-8)."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError(f"{name} contains a NUL (0x00) character, which PostgreSQL cannot store")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{name} contains a lone surrogate ({value[exc.start]!r} at {exc.start}): "
+            "not valid UTF-8 text"
+        ) from None
+
+
+def dump_json(value: Any, name: str) -> str:
+    """``value`` as JSON text for a ``::jsonb`` parameter, refusing what jsonb cannot store
+    (NUL, escaped as \\u0000, and lone surrogates) with a ValueError naming ``name``."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name} is not JSON-serializable: {exc}") from None
+    if "u0000" in text and any(len(m.group(1)) % 2 for m in _ESCAPED_NUL.finditer(text)):
+        raise ValueError(f"{name} contains a NUL (0x00) character, which jsonb cannot store")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{name} contains a lone surrogate ({text[exc.start]!r}): not valid UTF-8 text"
+        ) from None
+    return text
 
 
 @contextmanager
@@ -213,9 +252,12 @@ class Queue:
         transaction: it exists only if that transaction commits.
         """
         check_aware(run_at, "run_at")
+        check_text(job_type, "job_type")
+        check_text(queue, "queue")
+        check_text(idempotency_key, "idempotency_key")
         params = {
             "job_type": job_type,
-            "payload": Jsonb({} if payload is None else payload),
+            "payload": dump_json({} if payload is None else payload, "payload"),
             "idempotency_key": idempotency_key,
             "max_attempts": max_attempts,
             "run_at": run_at,
@@ -238,7 +280,7 @@ class Queue:
         """
         if isinstance(jobs, Mapping | str | bytes):
             raise TypeError("enqueue_many() takes a list of job dicts")
-        elements: list[dict[str, Any]] = []
+        elements: list[str] = []
         for i, job in enumerate(jobs):
             if not isinstance(job, Mapping):
                 raise TypeError(f"enqueue_many(): element {i} is not a dict: {job!r}")
@@ -249,11 +291,12 @@ class Queue:
                 element["run_at"] = run_at.isoformat()
             elif run_at is not None:
                 raise TypeError(f"jobs[{i}].run_at must be a datetime, got {run_at!r}")
-            elements.append(element)
+            elements.append(dump_json(element, f"jobs[{i}]"))
         if not elements:
             return []
+        jobs_json = "[" + ",".join(elements) + "]"
         rows = self._run(
-            self._sql.enqueue_many, {"jobs": Jsonb(elements)}, conn=conn, retry_serialization=True
+            self._sql.enqueue_many, {"jobs": jobs_json}, conn=conn, retry_serialization=True
         )
         return [row["id"] for row in rows]
 
@@ -389,3 +432,7 @@ class Queue:
         rows = self._run(self._sql.configure, {"max_payload_bytes": max_payload_bytes})
         settings: dict[str, Any] = rows[0]["settings"]
         return settings
+
+    def health(self) -> list[HealthRow]:
+        """Health findings (stuck jobs, waiting time, dead letters, VACUUM blockers)."""
+        return [HealthRow.from_row(row) for row in self._run(self._sql.health, {})]

@@ -118,16 +118,16 @@ IMMUTABLE
 PARALLEL SAFE
 AS $$
     SELECT CASE
-        WHEN job_type IS NULL OR btrim(job_type) = ''
+        WHEN job_type IS NULL OR job_type !~ '\S'
             THEN 'job_type must be a non-blank string'
         WHEN length(job_type) > 200
             THEN format('job_type is %s characters long, at most 200 are allowed',
                         length(job_type))
-        WHEN queue IS NULL OR btrim(queue) = ''
+        WHEN queue IS NULL OR queue !~ '\S'
             THEN 'queue must be a non-blank string'
         WHEN length(queue) > 200
             THEN format('queue is %s characters long, at most 200 are allowed', length(queue))
-        WHEN idempotency_key IS NOT NULL AND btrim(idempotency_key) = ''
+        WHEN idempotency_key IS NOT NULL AND idempotency_key !~ '\S'
             THEN 'idempotency_key must be NULL or a non-blank string'
         WHEN length(idempotency_key) > 1000
             THEN format('idempotency_key is %s characters long, at most 1000 are allowed',
@@ -521,7 +521,7 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 BEGIN
-    IF worker_id IS NULL OR btrim(worker_id) = '' THEN
+    IF worker_id IS NULL OR worker_id !~ '\S' THEN
         RAISE EXCEPTION 'jobq_dequeue: worker_id must be a non-blank string'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;

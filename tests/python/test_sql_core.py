@@ -11,9 +11,9 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
+from tests.schema_dump import dump_schema
 
 from pgq_client.migrate import MigrationError, available_migrations, migrate, render_dry_run
-from tests.schema_dump import dump_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,11 @@ def test_eight_threads_drain_3000_jobs_with_no_job_claimed_twice(dsn: str) -> No
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute(
             "SELECT count(*) FROM jobq_enqueue_many(%(jobs)s::jsonb)",
-            {"jobs": psycopg.types.json.Jsonb([{"job_type": "t", "payload": {"n": i}} for i in range(3000)])},
+            {
+                "jobs": psycopg.types.json.Jsonb(
+                    [{"job_type": "t", "payload": {"n": i}} for i in range(3000)]
+                )
+            },
         )
     claimed: list[uuid.UUID] = []
     lock = threading.Lock()
@@ -34,7 +38,8 @@ def test_eight_threads_drain_3000_jobs_with_no_job_claimed_twice(dsn: str) -> No
             barrier.wait()
             while True:
                 rows = c.execute(
-                    "SELECT id, attempts FROM jobq_dequeue(worker_id => %(w)s::text, batch_size => 7)",
+                    "SELECT id, attempts"
+                    " FROM jobq_dequeue(worker_id => %(w)s::text, batch_size => 7)",
                     {"w": f"w{n}"},
                 ).fetchall()
                 if not rows:
@@ -42,7 +47,8 @@ def test_eight_threads_drain_3000_jobs_with_no_job_claimed_twice(dsn: str) -> No
                 with lock:
                     claimed.extend(r[0] for r in rows)
                 done += c.execute(
-                    "SELECT jobq_complete_many(job_ids => %(ids)s::uuid[], worker_id => %(w)s::text)",
+                    "SELECT jobq_complete_many("
+                    "job_ids => %(ids)s::uuid[], worker_id => %(w)s::text)",
                     {"ids": [r[0] for r in rows], "w": f"w{n}"},
                 ).fetchone()[0]  # type: ignore[index]
 
@@ -53,7 +59,9 @@ def test_eight_threads_drain_3000_jobs_with_no_job_claimed_twice(dsn: str) -> No
     assert len(set(claimed)) == 3000, "a job was claimed twice"
     assert completed == 3000
     with psycopg.connect(dsn) as c:
-        rows = c.execute("SELECT status, count(*), max(attempts) FROM jobq_jobs GROUP BY status").fetchall()
+        rows = c.execute(
+            "SELECT status, count(*), max(attempts) FROM jobq_jobs GROUP BY status"
+        ).fetchall()
     assert rows == [("succeeded", 3000, 1)]
 
 
@@ -64,7 +72,8 @@ def test_forty_threads_enqueuing_one_key_make_one_row_and_all_get_its_id(dsn: st
         with psycopg.connect(dsn, autocommit=True) as c:
             barrier.wait()
             row = c.execute(
-                "SELECT jobq_enqueue(job_type => 'x', payload => %(p)s::jsonb, idempotency_key => 'same')",
+                "SELECT jobq_enqueue(job_type => 'x', payload => %(p)s::jsonb,"
+                " idempotency_key => 'same')",
                 {"p": psycopg.types.json.Jsonb({"caller": n})},
             ).fetchone()
             assert row is not None
@@ -125,7 +134,9 @@ def test_concurrent_migrate_runs_apply_each_migration_once(empty_dsn: str) -> No
 def test_edited_applied_migration_is_refused(empty_dsn: str) -> None:
     migrate(empty_dsn)
     with psycopg.connect(empty_dsn, autocommit=True) as c:
-        c.execute("UPDATE jobq_migrations SET checksum = 'deadbeef' WHERE version = '0001_jobq_core'")
+        c.execute(
+            "UPDATE jobq_migrations SET checksum = 'deadbeef' WHERE version = '0001_jobq_core'"
+        )
     with pytest.raises(MigrationError, match="edited after it was applied"):
         migrate(empty_dsn)
 
@@ -145,7 +156,7 @@ def test_two_schemas_are_independent_queues(empty_dsn: str) -> None:
         a = c.execute("SELECT tenant_a.jobq_enqueue(job_type => 'x')").fetchone()
         # A function captures its own schema: a caller's search_path cannot redirect it.
         c.execute("SET search_path = tenant_a")
-        c.execute('SELECT "tenant b".jobq_enqueue(job_type => \'y\')')
+        c.execute("SELECT \"tenant b\".jobq_enqueue(job_type => 'y')")
         c.execute('SELECT "tenant b".jobq_configure(max_payload_bytes => 100)')
         assert c.execute("SELECT jobq_configure()").fetchone() == ({"max_payload_bytes": 1048576},)
         assert c.execute("SELECT job_type FROM tenant_a.jobq_jobs").fetchall() == [("x",)]
@@ -176,7 +187,10 @@ def test_dry_run_changes_nothing_and_its_script_builds_the_same_schema(
         assert c.execute("SELECT to_regclass('jobq_jobs')").fetchone() == (None,)
     subprocess.run(
         ["psql", "--no-psqlrc", "--quiet", "--dbname", empty_dsn],
-        input=script, text=True, check=True, capture_output=True,
+        input=script,
+        text=True,
+        check=True,
+        capture_output=True,
     )
     assert migrate(empty_dsn) == []  # recorded with the same checksums
     assert dump_schema(empty_dsn) == (ROOT / "sql" / "schema.sql").read_text()
@@ -214,6 +228,8 @@ def test_schema_names_are_quoted_everywhere(empty_dsn: str) -> None:
     migrate(empty_dsn, schema=name)
     with psycopg.connect(empty_dsn) as c:
         row = c.execute(
-            sql.SQL("SELECT {}.jobq_enqueue(job_type => 'x') IS NOT NULL").format(sql.Identifier(name))
+            sql.SQL("SELECT {}.jobq_enqueue(job_type => 'x') IS NOT NULL").format(
+                sql.Identifier(name)
+            )
         ).fetchone()
     assert row == (True,)

@@ -1,0 +1,395 @@
+"""The producer/admin client `Queue` against a real PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+from psycopg_pool import ConnectionPool
+
+from pgq_client import (
+    InvalidArgument,
+    Job,
+    JobqError,
+    NotMigrated,
+    NullValue,
+    PayloadTooLarge,
+    Queue,
+    SerializationFailure,
+)
+from pgq_client.errors import ConnectionFailed, from_psycopg
+from pgq_client.migrate import migrate
+
+Conn = psycopg.Connection[Any]
+
+
+def _row(conn: Conn, job_id: uuid.UUID) -> dict[str, Any]:
+    cur = conn.execute("SELECT * FROM jobq_jobs WHERE id = %s", (job_id,))
+    assert cur.description is not None
+    names = [d.name for d in cur.description]
+    row = cur.fetchone()
+    assert row is not None, f"job {job_id} not found"
+    return dict(zip(names, row, strict=True))
+
+
+def test_enqueue_dequeue_complete_round_trip(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        job_id = q.enqueue("ocr", {"rev": 1}, priority=3, max_attempts=2, queue="scans")
+        assert isinstance(job_id, uuid.UUID)
+        jobs = q.dequeue("w1", job_types=["ocr"], queues=["scans"], batch_size=5)
+        assert [j.id for j in jobs] == [job_id]
+        job = jobs[0]
+        assert isinstance(job, Job)
+        assert (job.job_type, job.payload, job.queue, job.priority) == (
+            "ocr",
+            {"rev": 1},
+            "scans",
+            3,
+        )
+        assert (job.status, job.attempts, job.max_attempts, job.locked_by) == (
+            "processing",
+            1,
+            2,
+            "w1",
+        )
+        assert job.available_at.tzinfo is not None
+        assert q.complete(job_id, "w1", attempt=1) is True
+        assert q.complete(job_id, "w1", attempt=1) is False
+    assert _row(conn, job_id)["status"] == "succeeded"
+
+
+def test_job_is_frozen(dsn: str) -> None:
+    with Queue(dsn) as q:
+        q.enqueue("t")
+        job = q.dequeue("w")[0]
+    with pytest.raises(AttributeError):
+        job.status = "succeeded"  # type: ignore[misc]
+
+
+def test_enqueue_with_conn_commits_with_the_callers_transaction(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q, psycopg.connect(dsn) as caller:
+        job_id = q.enqueue("t", {"n": 1}, conn=caller)
+        # Not visible to others before the caller commits; the Queue did not commit it.
+        assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+        assert caller.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        caller.commit()
+    assert _row(conn, job_id)["status"] == "pending"
+
+
+def test_enqueue_with_conn_vanishes_when_the_caller_rolls_back(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q, psycopg.connect(dsn) as caller:
+        caller.execute("CREATE TABLE orders (id int)")
+        caller.execute("INSERT INTO orders VALUES (1)")
+        q.enqueue("t", {"order": 1}, conn=caller)
+        caller.rollback()
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+
+
+def test_naive_run_at_is_refused_with_value_error(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        with pytest.raises(ValueError, match="timezone-aware"):
+            q.enqueue("t", run_at=datetime(2030, 1, 1))
+        with pytest.raises(ValueError, match="timezone-aware"):
+            q.enqueue_many([{"job_type": "t", "run_at": datetime(2030, 1, 1)}])
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+
+
+def test_run_at_in_the_future_is_not_claimed_before_then(dsn: str, conn: Conn) -> None:
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    with Queue(dsn) as q:
+        job_id = q.enqueue("t", run_at=later)
+        assert q.dequeue("w") == []
+    assert _row(conn, job_id)["available_at"] == later
+
+
+def test_same_idempotency_key_returns_the_existing_job(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        first = q.enqueue("t", {"v": 1}, idempotency_key="k")
+        second = q.enqueue("t", {"v": 2}, idempotency_key="k")
+    assert first == second
+    assert _row(conn, first)["payload"] == {"v": 1}
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (1,)
+
+
+def test_threads_enqueuing_one_key_at_once_share_one_job(dsn: str, conn: Conn) -> None:
+    barrier = threading.Barrier(8)
+    ids: list[uuid.UUID] = []
+    errors: list[BaseException] = []
+
+    def enqueue() -> None:
+        try:
+            with Queue(dsn) as q:
+                barrier.wait()
+                ids.append(q.enqueue("t", idempotency_key="same"))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=enqueue) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(ids) == 8 and len(set(ids)) == 1
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (1,)
+
+
+def test_enqueue_many_returns_ids_in_input_order(dsn: str, conn: Conn) -> None:
+    later = datetime.now(timezone.utc) + timedelta(minutes=5)
+    jobs: list[dict[str, Any]] = [{"job_type": "t", "payload": {"n": i}} for i in range(50)]
+    jobs[7]["run_at"] = later
+    jobs[8]["idempotency_key"] = "dup"
+    jobs[9]["idempotency_key"] = "dup"
+    with Queue(dsn) as q:
+        ids = q.enqueue_many(jobs)
+        assert q.enqueue_many([]) == []
+    assert len(ids) == 50
+    assert ids[8] == ids[9]
+    for i in (0, 7, 49):
+        assert _row(conn, ids[i])["payload"] == {"n": i}
+    assert _row(conn, ids[7])["available_at"] == later
+
+
+def test_bad_arguments_raise_typed_errors_with_sqlstate(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        with pytest.raises(InvalidArgument) as blank:
+            q.enqueue("  ")
+        assert blank.value.sqlstate == "22023"
+        assert "job_type" in str(blank.value)
+        with pytest.raises(InvalidArgument, match="max_attempts"):
+            q.enqueue("t", max_attempts=0)
+        with pytest.raises(InvalidArgument):
+            q.enqueue_many([{"job_type": "t", "colour": "red"}])
+        with pytest.raises(InvalidArgument):
+            q.dequeue("w", batch_size=0)
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+
+
+def test_payload_over_the_configured_limit_is_payload_too_large(dsn: str) -> None:
+    with Queue(dsn) as q:
+        settings = q.configure(max_payload_bytes=100)
+        assert settings["max_payload_bytes"] == 100
+        assert q.configure()["max_payload_bytes"] == 100
+        with pytest.raises(PayloadTooLarge) as exc:
+            q.enqueue("t", {"blob": "x" * 500})
+        assert exc.value.sqlstate == "54000"
+        assert isinstance(exc.value, JobqError)
+        q.enqueue("t", {"small": 1})
+
+
+def test_null_value_maps_from_sqlstate_22004(conn: Conn) -> None:
+    with pytest.raises(psycopg.Error) as raw:
+        conn.execute("SELECT jobq_enqueue(job_type => 't', payload => NULL)")
+    mapped = from_psycopg(raw.value)
+    assert isinstance(mapped, NullValue)
+    assert mapped.sqlstate == "22004"
+
+
+def test_queue_on_a_database_without_jobq_says_run_migrate(empty_dsn: str) -> None:
+    with Queue(empty_dsn) as q, pytest.raises(NotMigrated, match="jobq migrate"):
+        q.enqueue("t")
+
+
+def test_unreachable_server_is_connection_failed() -> None:
+    with (
+        Queue("postgresql://127.0.0.1:1/x?connect_timeout=2") as q,
+        pytest.raises(ConnectionFailed),
+    ):
+        q.enqueue("t")
+
+
+def test_fail_then_dead_letters_lists_and_requeue_makes_pending(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        failed_id = q.enqueue("t", max_attempts=3)
+        dead_id = q.enqueue("u", max_attempts=1, queue="other")
+        ok_id = q.enqueue("v")
+        jobs = {j.id: j for j in q.dequeue("w", batch_size=10)}
+        assert set(jobs) == {failed_id, dead_id, ok_id}
+        assert q.fail(failed_id, "w", "boom", retry=False, attempt=1) == "failed"
+        assert q.fail(dead_id, "w", "bang", attempt=1) == "dead_letter"
+        assert q.fail(ok_id, "someone-else", "x") is None
+        assert q.complete_many([ok_id], "w", attempts=[1]) == 1
+
+        listed = q.dead_letters()
+        assert {j.id: j.status for j in listed} == {failed_id: "failed", dead_id: "dead_letter"}
+        assert [j.id for j in q.dead_letters(queue="other")] == [dead_id]
+        assert [j.id for j in q.dead_letters(job_type="t")] == [failed_id]
+        assert listed[0].last_error in ("boom", "bang")
+
+        assert q.requeue_dead_letter(ok_id) is False
+        assert q.requeue_dead_letter(failed_id) is True
+        assert q.requeue_dead_letters(job_type="u") == 1
+        assert q.dead_letters() == []
+    for job_id in (failed_id, dead_id):
+        row = _row(conn, job_id)
+        assert (row["status"], row["attempts"]) == ("pending", 0)
+        assert len(row["errors"]) == 1  # history kept
+
+
+def test_heartbeat_and_release_act_only_on_the_workers_own_claims(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        a, b = q.enqueue_many([{"job_type": "t"}, {"job_type": "t"}])
+        q.dequeue("w1", batch_size=1)
+        q.dequeue("w2", batch_size=1)
+        conn.execute("UPDATE jobq_jobs SET locked_at = now() - interval '1 hour'")
+        assert q.heartbeat("w1", [a, b]) == 1
+        assert q.release([a, b], "w1") == 1
+    held_by = dict(conn.execute("SELECT id, locked_by FROM jobq_jobs").fetchall())
+    released = a if held_by[a] is None else b
+    assert _row(conn, released)["attempts"] == 0
+    assert _row(conn, released)["status"] == "pending"
+
+
+def test_stats_and_prune(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        ids = q.enqueue_many([{"job_type": "t"} for _ in range(3)])
+        q.dequeue("w", batch_size=2)
+        done = [j for j in ids if _row(conn, j)["status"] == "processing"]
+        q.complete_many(done, "w")
+        rows = {(r.queue, r.job_type, r.status): r.jobs for r in q.stats()}
+        assert rows == {("default", "t", "succeeded"): 2, ("default", "t", "pending"): 1}
+        assert q.prune(older_than=timedelta(hours=1)) == 0
+        conn.execute(
+            "UPDATE jobq_jobs SET finished_at = now() - interval '2 hours' "
+            "WHERE finished_at IS NOT NULL"
+        )
+        assert q.prune(older_than=3600, statuses=["succeeded"]) == 2
+        with pytest.raises(InvalidArgument):
+            q.prune(statuses=["pending"])
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (1,)
+
+
+def test_queue_on_a_callers_connection_commits_when_not_in_a_transaction(
+    dsn: str, conn: Conn
+) -> None:
+    with psycopg.connect(dsn) as caller:  # not autocommit
+        q = Queue(caller)
+        job_id = q.enqueue("t")
+        assert caller.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert _row(conn, job_id)["status"] == "pending"
+        q.close()
+        assert not caller.closed  # the caller's connection stays theirs
+
+
+def test_queue_on_a_pool(dsn: str, conn: Conn) -> None:
+    with ConnectionPool(dsn, min_size=1, max_size=2, open=True) as pool:
+        q = Queue(pool)
+        ids = [q.enqueue("t", {"i": i}) for i in range(5)]
+        assert len(q.dequeue("w", batch_size=10)) == 5
+        q.close()
+        assert not pool.closed
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (len(ids),)
+
+
+def test_queue_without_dsn_uses_jobq_dsn(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOBQ_DSN", dsn)
+    monkeypatch.setenv("DATABASE_URL", "postgresql://127.0.0.1:1/wrong")
+    with Queue() as q:
+        assert isinstance(q.enqueue("t"), uuid.UUID)
+
+
+def test_queue_without_dsn_falls_back_to_database_url(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("JOBQ_DSN", raising=False)
+    monkeypatch.setenv("DATABASE_URL", dsn)
+    with Queue() as q:
+        assert isinstance(q.enqueue("t"), uuid.UUID)
+
+
+def test_queue_reconnects_after_its_connection_is_terminated(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        q.enqueue("t")
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        with pytest.raises(ConnectionFailed):
+            q.enqueue("t")  # the loss is reported, not hidden (an enqueue is not idempotent)
+        q.enqueue("t")  # and the next call reconnects
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (2,)
+
+
+def test_schema_qualified_queue_uses_its_own_tables(dsn: str, conn: Conn) -> None:
+    migrate(dsn, schema="tenant_a")
+    with Queue(dsn, schema="tenant_a") as tenant, Queue(dsn) as public:
+        tenant_id = tenant.enqueue("t")
+        assert public.dequeue("w") == []
+        assert [j.id for j in tenant.dequeue("w")] == [tenant_id]
+    assert conn.execute("SELECT count(*) FROM tenant_a.jobq_jobs").fetchone() == (1,)
+    assert conn.execute("SELECT count(*) FROM public.jobq_jobs").fetchone() == (0,)
+
+
+def test_serializable_caller_transaction_conflict_is_raised_to_the_caller(dsn: str) -> None:
+    # With conn=, the transaction is the caller's: a serialization failure reaches them, typed,
+    # and nothing is retried behind their back.
+    with Queue(dsn) as q, psycopg.connect(dsn) as a, psycopg.connect(dsn) as b:
+        for c in (a, b):
+            c.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+        first = q.enqueue("t", idempotency_key="k", conn=a)
+        outcome: list[object] = []
+        t = threading.Thread(target=lambda: outcome.append(_try_enqueue(q, b)))
+        t.start()
+        t.join(0.5)
+        assert t.is_alive()  # b waits on a's uncommitted key
+        a.commit()
+        t.join(10)
+        b.rollback()
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], SerializationFailure)
+    assert outcome[0].sqlstate == "40001"
+    assert isinstance(first, uuid.UUID)
+
+
+def test_serialization_failure_of_an_owned_transaction_is_retried(dsn: str) -> None:
+    serializable = make_conninfo(dsn, options="-c default_transaction_isolation=serializable")
+    with Queue(dsn) as holder, Queue(serializable) as q, psycopg.connect(serializable) as a:
+        first = holder.enqueue("t", idempotency_key="k", conn=a)
+        outcome: list[object] = []
+        t = threading.Thread(target=lambda: outcome.append(_try_enqueue(q, None)))
+        t.start()
+        t.join(0.5)
+        assert t.is_alive()
+        a.commit()  # the waiting enqueue fails to serialize, is retried, finds the key
+        t.join(10)
+    assert outcome == [first]
+
+
+def _try_enqueue(q: Queue, conn: Conn | None) -> object:
+    try:
+        return q.enqueue("t", idempotency_key="k", conn=conn)
+    except JobqError as exc:
+        return exc
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda q: q.enqueue("nul\x00type"), "job_type"),
+        (lambda q: q.enqueue("t", queue="lone \ud800"), "queue"),
+        (lambda q: q.enqueue("t", idempotency_key="k\x00"), "idempotency_key"),
+        (lambda q: q.enqueue("t", {"v": "a\x00b"}), "payload"),
+        (lambda q: q.enqueue("t", {"\udfff": 1}), "payload"),
+        (
+            lambda q: q.enqueue_many([{"job_type": "t"}, {"job_type": "t", "payload": ["\x00"]}]),
+            "jobs[1]",
+        ),
+    ],
+)
+def test_text_postgresql_cannot_store_is_refused_before_sending(
+    dsn: str, conn: Conn, call: Any, argument: str
+) -> None:
+    with Queue(dsn) as q:
+        with pytest.raises(ValueError, match=re.escape(argument)) as refused:
+            call(q)
+        assert "NUL" in str(refused.value) or "surrogate" in str(refused.value)
+        q.enqueue("t", {"text": "a literal \\u0000 is fine"})  # escaped backslash: not a NUL
+    assert conn.execute("SELECT payload FROM jobq_jobs").fetchall() == [
+        ({"text": "a literal \\u0000 is fine"},)
+    ]

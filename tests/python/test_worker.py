@@ -1,0 +1,610 @@
+"""The Worker against a real PostgreSQL: outcomes, fencing, heartbeats, signals, outages."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from pgq_client import Job, NotMigrated, PermanentError, Queue, Retry, Worker
+
+Conn = psycopg.Connection[Any]
+
+LEDGER = """
+CREATE TABLE ledger (
+    job_id uuid NOT NULL,
+    attempt int NOT NULL,
+    worker text NOT NULL,
+    what text NOT NULL DEFAULT 'ran',
+    at timestamptz NOT NULL DEFAULT clock_timestamp()
+)
+"""
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(0.05)
+
+
+def count(conn: Conn, query: str, *params: object) -> int:
+    row = conn.execute(query, params).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def job_row(conn: Conn, job_id: uuid.UUID) -> dict[str, Any]:
+    cur = conn.execute("SELECT * FROM jobq_jobs WHERE id = %s", (job_id,))
+    assert cur.description is not None
+    row = cur.fetchone()
+    assert row is not None
+    return dict(zip([d.name for d in cur.description], row, strict=True))
+
+
+@contextmanager
+def running(worker: Worker) -> Iterator[Worker]:
+    """Run ``worker`` in a thread; stop it and re-raise its error on exit."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            worker.run()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, name="test-worker")
+    thread.start()
+    try:
+        yield worker
+        assert thread.is_alive(), f"worker returned early: {errors}"
+    finally:
+        worker.stop()
+        thread.join(60)
+    assert not thread.is_alive(), "worker did not stop"
+    if errors:
+        raise errors[0]
+
+
+def steal(dsn: str, job_id: uuid.UUID, thief: str = "thief") -> None:
+    """Make the job's claim stale for a thief with a 1-minute lock timeout, and let it take the
+    job over. (The victim runs with a longer lock timeout, so that it does not take it back.)"""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(
+            "UPDATE jobq_jobs SET locked_at = now() - interval '10 minutes' WHERE id = %s",
+            (job_id,),
+        )
+        taken = c.execute(
+            "SELECT id FROM jobq_dequeue(worker_id => %s, lock_timeout => '1 minute')", (thief,)
+        ).fetchall()
+        assert taken == [(job_id,)]
+
+
+# -- outcomes ----------------------------------------------------------------------------------
+
+
+def test_burst_runs_every_available_job_once_and_returns(dsn: str, conn: Conn) -> None:
+    ids = Queue(dsn).enqueue_many([{"job_type": "t", "payload": {"n": i}} for i in range(300)])
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def handler(job: Job) -> None:
+        with lock:
+            seen.append(job.payload["n"])
+
+    Worker(dsn, {"t": handler}, concurrency=4).run(burst=True)
+    assert sorted(seen) == list(range(300))
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == len(ids)
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE attempts <> 1") == 0
+
+
+def test_burst_returns_without_waiting_for_future_jobs(dsn: str, conn: Conn) -> None:
+    q = Queue(dsn)
+    now_id = q.enqueue("t")
+    later_id = q.enqueue("t", run_at=datetime.now(timezone.utc) + timedelta(hours=1))
+    started = time.monotonic()
+    Worker(dsn, {"t": lambda job: None}, poll_interval=30).run(burst=True)
+    assert time.monotonic() - started < 10
+    assert job_row(conn, now_id)["status"] == "succeeded"
+    assert job_row(conn, later_id)["status"] == "pending"
+
+
+def test_burst_on_an_empty_queue_returns_at_once(dsn: str) -> None:
+    started = time.monotonic()
+    Worker(dsn, {"t": lambda job: None}, poll_interval=30).run(burst=True)
+    assert time.monotonic() - started < 5
+
+
+def test_handler_exception_retries_later_with_its_traceback(dsn: str, conn: Conn) -> None:
+    job_id = Queue(dsn).enqueue("t")
+
+    def handler(job: Job) -> None:
+        raise ValueError("bad input")
+
+    Worker(dsn, {"t": handler}, retry_backoff=60).run(burst=True)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("pending", 1)
+    wait = (row["available_at"] - row["updated_at"]).total_seconds()
+    assert 59 <= wait <= 61
+    assert "Traceback" in row["last_error"] and "ValueError: bad input" in row["last_error"]
+    assert row["errors"][0]["attempt"] == 1
+
+
+def test_permanent_error_fails_the_job_without_retry(dsn: str, conn: Conn) -> None:
+    job_id = Queue(dsn).enqueue("t", max_attempts=5)
+
+    def handler(job: Job) -> None:
+        raise PermanentError("document is encrypted")
+
+    Worker(dsn, {"t": handler}).run(burst=True)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("failed", 1)
+    assert "document is encrypted" in row["last_error"]
+    assert row["finished_at"] is not None
+
+
+def test_retry_after_waits_that_long_whatever_the_attempt(dsn: str, conn: Conn) -> None:
+    job_id = Queue(dsn).enqueue("t")
+    attempts: list[int] = []
+
+    def handler(job: Job) -> None:
+        attempts.append(job.attempts)
+        raise Retry(after=0 if job.attempts == 1 else timedelta(seconds=100))
+
+    Worker(dsn, {"t": handler}).run(burst=True)
+    assert attempts == [1, 2]  # after=0: available again at once, even within a burst
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("pending", 2)
+    wait = (row["available_at"] - row["updated_at"]).total_seconds()
+    assert 99 <= wait <= 101  # not 2 x 100: the worker divides by the attempt
+
+
+def test_exception_text_with_nul_and_surrogates_is_recorded_escaped(dsn: str, conn: Conn) -> None:
+    job_id = Queue(dsn).enqueue("t")
+
+    def handler(job: Job) -> None:
+        raise PermanentError("bad \x00 byte and \ud800 surrogate")
+
+    Worker(dsn, {"t": handler}).run(burst=True)
+    row = job_row(conn, job_id)
+    assert row["status"] == "failed"
+    assert "bad \\x00 byte and \\ud800 surrogate" in row["last_error"]
+
+
+def test_failing_the_last_attempt_makes_a_dead_letter(dsn: str, conn: Conn) -> None:
+    job_id = Queue(dsn).enqueue("t", max_attempts=1)
+
+    def handler(job: Job) -> None:
+        raise RuntimeError("always")
+
+    Worker(dsn, {"t": handler}).run(burst=True)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("dead_letter", 1)
+    assert [j.id for j in Queue(dsn).dead_letters()] == [job_id]
+
+
+def test_worker_serves_only_its_queues(dsn: str, conn: Conn) -> None:
+    q = Queue(dsn)
+    a = q.enqueue("t", queue="a")
+    b = q.enqueue("t", queue="b")
+    Worker(dsn, {"t": lambda job: None}, queues=["a"]).run(burst=True)
+    assert job_row(conn, a)["status"] == "succeeded"
+    assert job_row(conn, b)["status"] == "pending"
+
+
+def test_worker_on_a_database_without_jobq_raises_not_migrated(empty_dsn: str) -> None:
+    with pytest.raises(NotMigrated, match="jobq migrate"):
+        Worker(empty_dsn, {"t": lambda job: None}).run(burst=True)
+
+
+# -- transactional completion and fencing ------------------------------------------------------
+
+
+def test_transactional_handler_commits_its_writes_with_the_completion(dsn: str, conn: Conn) -> None:
+    conn.execute("CREATE TABLE results (job_id uuid PRIMARY KEY, txid bigint)")
+    job_id = Queue(dsn).enqueue("t")
+
+    def handler(job: Job, tx: Conn) -> None:
+        assert tx.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        tx.execute("INSERT INTO results VALUES (%s, txid_current())", (job.id,))
+
+    Worker(dsn, {"t": handler}).run(burst=True)
+    assert job_row(conn, job_id)["status"] == "succeeded"
+    # The completion happened in the handler's transaction: same transaction id.
+    assert count(conn, "SELECT count(*) FROM results WHERE job_id = %s", job_id) == 1
+    row = conn.execute(
+        "SELECT (r.txid % 4294967296)::text::xid = j.xmin "
+        "FROM results r JOIN jobq_jobs j ON j.id = r.job_id"
+    ).fetchone()
+    assert row == (True,)
+
+
+def test_transactional_handler_exception_rolls_back_its_writes(dsn: str, conn: Conn) -> None:
+    conn.execute("CREATE TABLE results (job_id uuid)")
+    job_id = Queue(dsn).enqueue("t")
+
+    def handler(job: Job, tx: Conn) -> None:
+        tx.execute("INSERT INTO results VALUES (%s)", (job.id,))
+        raise RuntimeError("after the write")
+
+    Worker(dsn, {"t": handler}, retry_backoff=60).run(burst=True)
+    assert count(conn, "SELECT count(*) FROM results") == 0
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("pending", 1)
+    assert "after the write" in row["last_error"]
+
+
+def test_transactional_handler_whose_connection_dies_is_retried_not_stranded(
+    dsn: str, conn: Conn
+) -> None:
+    conn.execute("CREATE TABLE results (job_id uuid, attempt int)")
+    job_id = Queue(dsn).enqueue("t")
+
+    def handler(job: Job, tx: Conn) -> None:
+        tx.execute("INSERT INTO results VALUES (%s, %s)", (job.id, job.attempts))
+        if job.attempts == 1:
+            tx.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+    Worker(dsn, {"t": handler}, retry_backoff=0).run(burst=True)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("succeeded", 2)
+    assert conn.execute("SELECT attempt FROM results").fetchall() == [(2,)]
+    assert "terminating connection" in row["errors"][0]["error"]
+
+
+def test_transactional_handler_that_lost_its_claim_has_its_writes_rolled_back(
+    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    conn.execute("CREATE TABLE results (job_id uuid)")
+    job_id = Queue(dsn).enqueue("t")
+
+    def handler(job: Job, tx: Conn) -> None:
+        tx.execute("INSERT INTO results VALUES (%s)", (job.id,))
+        steal(dsn, job.id)  # meanwhile, the lock expired and another worker took the job
+
+    with caplog.at_level(logging.WARNING, logger="pgq_client.worker"):
+        Worker(dsn, {"t": handler}, worker_id="slow", lock_timeout=3600).run(burst=True)
+    assert count(conn, "SELECT count(*) FROM results") == 0
+    row = job_row(conn, job_id)
+    assert (row["status"], row["locked_by"], row["attempts"]) == ("processing", "thief", 2)
+    assert any(
+        "claim lost" in r.getMessage() and str(job_id) in r.getMessage() for r in caplog.records
+    )
+
+
+def test_plain_handler_that_lost_its_claim_is_logged_not_raised(
+    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    job_id = Queue(dsn).enqueue("t")
+
+    def handler(job: Job) -> None:
+        steal(dsn, job.id)
+
+    with caplog.at_level(logging.WARNING, logger="pgq_client.worker"):
+        Worker(dsn, {"t": handler}, worker_id="slow", lock_timeout=3600).run(burst=True)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["locked_by"]) == ("processing", "thief")
+    assert any(
+        "not recorded" in r.getMessage() and str(job_id) in r.getMessage() for r in caplog.records
+    )
+
+
+def test_plain_handler_failure_after_losing_its_claim_changes_nothing(
+    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    job_id = Queue(dsn).enqueue("t")
+
+    def handler(job: Job) -> None:
+        steal(dsn, job.id)
+        raise RuntimeError("too late")
+
+    with caplog.at_level(logging.WARNING, logger="pgq_client.worker"):
+        Worker(dsn, {"t": handler}, worker_id="slow", lock_timeout=3600).run(burst=True)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["locked_by"]) == ("processing", "thief")
+    assert [e["worker"] for e in row["errors"]] == ["slow"]  # only the takeover is recorded
+    assert "too late" not in row["last_error"]
+    assert any("failure not recorded" in r.getMessage() for r in caplog.records)
+
+
+# -- liveness ----------------------------------------------------------------------------------
+
+
+def test_notify_wakes_an_idle_worker_long_before_the_poll_interval(dsn: str, conn: Conn) -> None:
+    done = threading.Event()
+    with running(Worker(dsn, {"t": lambda job: done.set()}, poll_interval=60)):
+        wait_until(
+            lambda: (
+                count(
+                    conn,
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND query = 'LISTEN jobq'",
+                )
+                == 1
+            ),
+            what="the worker to LISTEN",
+        )
+        time.sleep(0.3)  # let the first (empty) claim pass, so only a wake-up can find the job
+        Queue(dsn).enqueue("t")
+        assert done.wait(5), "the enqueued job was not picked up on NOTIFY"
+
+
+def test_heartbeats_keep_a_long_job_from_being_taken_over(dsn: str, conn: Conn) -> None:
+    job_id = Queue(dsn).enqueue("t")
+    started = threading.Event()
+    release = threading.Event()
+
+    def handler(job: Job) -> None:
+        started.set()
+        release.wait(30)
+
+    worker = Worker(dsn, {"t": handler}, lock_timeout=2, heartbeat_interval=0.5, worker_id="alive")
+    thief = Queue(dsn)
+    with running(worker):
+        assert started.wait(10)
+        deadline = time.monotonic() + 5  # 2.5 lock timeouts
+        while time.monotonic() < deadline:
+            assert thief.dequeue("thief", lock_timeout=timedelta(seconds=2)) == []
+            time.sleep(0.25)
+        row = job_row(conn, job_id)
+        assert (row["status"], row["locked_by"]) == ("processing", "alive")
+        lock_age = conn.execute("SELECT now() - locked_at FROM jobq_jobs").fetchone()
+        assert lock_age is not None and lock_age[0] < timedelta(seconds=1.5)
+        release.set()
+        wait_until(lambda: job_row(conn, job_id)["status"] == "succeeded", what="completion")
+    assert job_row(conn, job_id)["attempts"] == 1
+
+
+def test_concurrent_workers_never_run_a_job_twice(dsn: str, conn: Conn) -> None:
+    ids = Queue(dsn).enqueue_many([{"job_type": "t"} for _ in range(600)])
+    ran: Counter[uuid.UUID] = Counter()
+    lock = threading.Lock()
+
+    def handler(job: Job) -> None:
+        with lock:
+            ran[job.id] += 1
+
+    workers = [Worker(dsn, {"t": handler}, concurrency=4, batch_size=3) for _ in range(3)]
+    barrier = threading.Barrier(3)
+
+    def run(w: Worker) -> None:
+        barrier.wait()
+        w.run(burst=True)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert set(ran) == set(ids)
+    assert max(ran.values()) == 1
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status <> 'succeeded'") == 0
+
+
+def test_stop_releases_prefetched_jobs_and_lets_the_running_one_finish(
+    dsn: str, conn: Conn
+) -> None:
+    ids = Queue(dsn).enqueue_many([{"job_type": "t"} for _ in range(3)])
+    started = threading.Event()
+    release = threading.Event()
+    finished: list[uuid.UUID] = []
+
+    def handler(job: Job) -> None:
+        started.set()
+        release.wait(30)
+        finished.append(job.id)
+
+    worker = Worker(dsn, {"t": handler}, concurrency=1, prefetch=1, worker_id="w")
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    assert started.wait(10)
+    wait_until(
+        lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 2,
+        what="one running and one prefetched job",
+    )
+    worker.stop()
+    wait_until(
+        lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 1,
+        what="the prefetched job to be released while the other still runs",
+    )
+    assert thread.is_alive()
+    release.set()
+    thread.join(30)
+    assert not thread.is_alive()
+    statuses = {i: job_row(conn, i) for i in ids}
+    assert [statuses[i]["status"] for i in finished] == ["succeeded"]
+    others = [r for i, r in statuses.items() if i not in finished]
+    assert [(r["status"], r["attempts"], r["locked_by"]) for r in others] == [
+        ("pending", 0, None)
+    ] * 2
+
+
+# -- processes: SIGTERM, SIGKILL ---------------------------------------------------------------
+
+HANDLER_MODULE = """
+import os
+import time
+
+import psycopg
+
+DSN = os.environ["JOBQ_DSN"]
+
+
+def _mark(job, what):
+    with psycopg.connect(DSN, autocommit=True) as c:
+        c.execute(
+            "INSERT INTO ledger (job_id, attempt, worker, what) VALUES (%s, %s, %s, %s)",
+            (job.id, job.attempts, job.locked_by, what),
+        )
+
+
+def slow(job):
+    _mark(job, "start")
+    time.sleep(float(job.payload.get("sleep", 0)))
+    _mark(job, "end")
+
+
+HANDLERS = {"slow": slow}
+"""
+
+
+def start_worker_process(dsn: str, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    (tmp_path / "jobs_for_test.py").write_text(textwrap.dedent(HANDLER_MODULE))
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["JOBQ_DSN"] = dsn
+    return subprocess.Popen(
+        [sys.executable, "-m", "pgq_client", "worker", "jobs_for_test:HANDLERS", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_sigterm_finishes_the_running_job_releases_the_rest_and_exits_zero(
+    dsn: str, conn: Conn, tmp_path: Path
+) -> None:
+    conn.execute(LEDGER)
+    ids = Queue(dsn).enqueue_many([{"job_type": "slow", "payload": {"sleep": 2}} for _ in range(3)])
+    proc = start_worker_process(dsn, tmp_path, "--concurrency", "1", "--shutdown-grace", "30")
+    try:
+        wait_until(lambda: count(conn, "SELECT count(*) FROM ledger WHERE what = 'start'") == 1)
+        wait_until(
+            lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 2,
+            what="a running and a prefetched job",
+        )
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    ran = [r[0] for r in conn.execute("SELECT job_id FROM ledger WHERE what = 'end'").fetchall()]
+    assert len(ran) == 1  # the running job finished within the grace period...
+    assert job_row(conn, ran[0])["status"] == "succeeded"
+    for job_id in set(ids) - set(ran):  # ...and the others are free for anyone, unstarted
+        row = job_row(conn, job_id)
+        assert (row["status"], row["attempts"], row["locked_by"]) == ("pending", 0, None)
+
+
+def test_job_of_a_sigkilled_worker_is_finished_by_another_after_its_lock_expires(
+    dsn: str, conn: Conn, tmp_path: Path
+) -> None:
+    conn.execute(LEDGER)
+    job_id = Queue(dsn).enqueue("slow", {"sleep": 600})
+    proc = start_worker_process(dsn, tmp_path, "--worker-id", "doomed")
+    try:
+        wait_until(lambda: count(conn, "SELECT count(*) FROM ledger") == 1, what="job start")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        proc.kill()
+        proc.communicate()
+    row = job_row(conn, job_id)
+    assert (row["status"], row["locked_by"]) == ("processing", "doomed")
+    # Its lock expires (no more heartbeats): move time instead of waiting five minutes.
+    conn.execute("UPDATE jobq_jobs SET locked_at = now() - interval '6 minutes'")
+    Worker(dsn, {"slow": lambda job: None}, worker_id="rescuer").run(burst=True)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("succeeded", 2)
+    assert row["errors"][0]["worker"] == "doomed"
+
+
+# -- outages -----------------------------------------------------------------------------------
+
+
+def test_worker_keeps_running_through_a_restart_and_terminated_backends(
+    dsn: str, conn: Conn, pg_restart: Callable[..., None]
+) -> None:
+    # The harness runs the server with synchronous_commit=off: an immediate restart would lose
+    # commits already acknowledged (a claim, a ledger row), which no client can make up for.
+    # This test is about the client, so its sessions commit durably.
+    dsn = make_conninfo(dsn, options="-c synchronous_commit=on")
+    conn.execute(LEDGER)
+
+    def tx_handler(job: Job, tx: Conn) -> None:
+        # Written in the completion's transaction: a row exists only for the claim that completed.
+        tx.execute(
+            "INSERT INTO ledger (job_id, attempt, worker, what) VALUES (%s, %s, %s, 'tx')",
+            (job.id, job.attempts, job.locked_by),
+        )
+        time.sleep(0.005)
+
+    def plain_handler(job: Job) -> None:
+        # Written on its own: at least once per job, and always by the claim that completed it.
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as c:
+            c.execute(
+                "INSERT INTO ledger (job_id, attempt, worker, what) VALUES (%s, %s, %s, 'plain')",
+                (job.id, job.attempts, job.locked_by),
+            )
+
+    def enqueue(n: int) -> list[uuid.UUID]:
+        jobs = [{"job_type": "tx" if i % 2 else "plain", "max_attempts": 50} for i in range(n)]
+        return Queue(dsn).enqueue_many(jobs)
+
+    def succeeded() -> int:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            return count(c, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'")
+
+    ids = enqueue(400)
+    worker = Worker(
+        dsn,
+        {"tx": tx_handler, "plain": plain_handler},
+        concurrency=4,
+        lock_timeout=3,
+        heartbeat_interval=1,
+        poll_interval=0.2,
+        retry_backoff=0.2,
+        worker_id="survivor",
+    )
+    with running(worker):
+        wait_until(lambda: succeeded() >= 50, what="some progress")
+        pg_restart("immediate")
+        wait_until(lambda: succeeded() >= 200, timeout=60, what="progress after the restart")
+        with psycopg.connect(dsn, autocommit=True) as c:
+            killed = count(
+                c,
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()) t",
+            )
+        assert killed >= 2  # the listener and at least one pooled connection
+        ids += enqueue(100)  # new work is noticed after the reconnect
+        wait_until(lambda: succeeded() == len(ids), timeout=90, what="every job to succeed")
+
+    with psycopg.connect(dsn, autocommit=True) as c:
+        assert count(c, "SELECT count(*) FROM jobq_jobs WHERE status <> 'succeeded'") == 0
+        tx_jobs = count(c, "SELECT count(*) FROM jobq_jobs WHERE job_type = 'tx'")
+        # Every transactional job ran and committed exactly once, by the claim that completed it.
+        per_job = c.execute(
+            "SELECT j.id, count(l.job_id), bool_and(l.attempt = j.attempts) "
+            "FROM jobq_jobs j LEFT JOIN ledger l ON l.job_id = j.id "
+            "WHERE j.job_type = 'tx' GROUP BY j.id"
+        ).fetchall()
+        assert len(per_job) == tx_jobs
+        assert [r for r in per_job if r[1] != 1 or not r[2]] == []
+        # Every plain job ran, and ran for the claim that completed it.
+        missing = c.execute(
+            "SELECT j.id FROM jobq_jobs j WHERE j.job_type = 'plain' AND NOT EXISTS ("
+            "SELECT FROM ledger l WHERE l.job_id = j.id AND l.attempt = j.attempts)"
+        ).fetchall()
+        assert missing == []
+        # Nothing got stuck behind the outage for want of an acknowledgement.
+        assert count(c, "SELECT count(*) FROM jobq_jobs WHERE locked_by IS NOT NULL") == 0
