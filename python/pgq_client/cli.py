@@ -327,11 +327,11 @@ def stats(ctx: click.Context, schema: str | None) -> None:
     )
 
 
-@cli.command()
+@cli.command("doctor")
 @schema_option(None)
 @click.pass_context
-def health(ctx: click.Context, schema: str | None) -> None:
-    """Health checks; exits 1 when one of them warns."""
+def doctor(ctx: click.Context, schema: str | None) -> None:
+    """Health checks (jobq_health); exits 1 when one of them warns, for monitoring."""
     with _settings(ctx).queue(schema) as q:
         rows = q.health()
     click.echo(
@@ -342,6 +342,9 @@ def health(ctx: click.Context, schema: str | None) -> None:
     )
     if any(r.severity != "ok" for r in rows):
         ctx.exit(1)
+
+
+cli.add_command(doctor, "health")  # the same command under the SQL function's name
 
 
 @cli.group("dead-letter")

@@ -65,7 +65,16 @@ def count(conn: Conn, query: str, *params: object) -> int:
 def test_help_lists_every_command() -> None:
     result = jobq("--help")
     assert result.returncode == 0
-    for command in ("migrate", "grant", "worker", "enqueue", "stats", "dead-letter", "prune"):
+    for command in (
+        "migrate",
+        "grant",
+        "worker",
+        "enqueue",
+        "stats",
+        "dead-letter",
+        "prune",
+        "doctor",
+    ):
         assert command in result.stdout
 
 
@@ -213,6 +222,36 @@ def _dead_jobs(dsn: str) -> tuple[uuid.UUID, uuid.UUID]:
             job.id, "w", f"Traceback...\nRuntimeError: {job.job_type} broke", retry=job.id == dead
         )
     return dead, failed
+
+
+def test_doctor_on_a_healthy_queue_exits_zero(dsn: str, conn: Conn) -> None:
+    conn.execute("SELECT jobq_enqueue(job_type => 'x')")
+    result = jobq("doctor", dsn=dsn)
+    assert result.returncode == 0, result.stderr
+    for check in ("stuck_processing", "oldest_pending_age", "dead_letters", "oldest_transaction"):
+        assert check in result.stdout
+    assert "warning" not in result.stdout
+
+
+def test_doctor_exits_one_when_a_check_warns(dsn: str, conn: Conn) -> None:
+    conn.execute("SELECT jobq_enqueue(job_type => 'x', max_attempts => 1)")
+    conn.execute("SELECT * FROM jobq_dequeue(worker_id => 'w')")
+    conn.execute("SELECT jobq_fail(job_id => id, worker_id => 'w', error => 'boom') FROM jobq_jobs")
+    # A claim not renewed for two hours: its worker is gone.
+    conn.execute("SELECT jobq_enqueue(job_type => 'y')")
+    conn.execute("SELECT * FROM jobq_dequeue(worker_id => 'w2', job_types => '{y}')")
+    conn.execute("UPDATE jobq_jobs SET locked_at = now() - interval '2 hours' WHERE job_type = 'y'")
+    for command in ("doctor", "health"):
+        result = jobq(command, dsn=dsn)
+        assert result.returncode == 1, (result.stdout, result.stderr)
+        lines = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
+        assert "warning" in lines["dead_letters"]
+        assert "warning" in lines["stuck_processing"]
+        assert "Traceback" not in result.stderr
+
+
+def test_doctor_on_an_unreachable_server_is_one_error_line() -> None:
+    assert_user_error(jobq("doctor", dsn=UNREACHABLE), 1, "")
 
 
 def test_dead_letter_list_shows_dead_and_failed_jobs(dsn: str) -> None:
