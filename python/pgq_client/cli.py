@@ -499,6 +499,20 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
 )
 @click.option("--burst", is_flag=True, help="Exit when no job is available now.")
 @click.option(
+    "--prefetch",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Jobs claimed ahead of a free handler thread [default: 4 x concurrency; 0 for long jobs].",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Most jobs per claim [default: concurrency + prefetch].",
+)
+@click.option(
     "--lock-timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=300.0,
@@ -536,6 +550,8 @@ def worker(
     concurrency: int,
     queues: tuple[str, ...],
     burst: bool,
+    prefetch: int | None,
+    batch_size: int | None,
     lock_timeout: float,
     shutdown_grace: float,
     poll_interval: float,
@@ -557,6 +573,8 @@ def worker(
         handlers,
         concurrency=concurrency,
         queues=list(queues) or None,
+        prefetch=prefetch,
+        batch_size=batch_size,
         lock_timeout=timedelta(seconds=lock_timeout),
         shutdown_grace=shutdown_grace,
         poll_interval=poll_interval,

@@ -204,7 +204,8 @@ class Queue:
         for attempt in range(1, tries + 1):
             try:
                 with self._connection() as (c, owns_tx), translate_errors():
-                    if owns_tx:
+                    if owns_tx and not c.autocommit:
+                        # A borrowed idle connection: one short transaction, committed.
                         with c.transaction(), c.cursor(row_factory=dict_row) as cur:
                             cur.execute(query, params)
                             return cur.fetchall()

@@ -183,12 +183,15 @@ class Worker:
         self.lock_timeout = timedelta(seconds=_seconds(lock_timeout, "lock_timeout"))
         if self.lock_timeout <= timedelta(0):
             raise ValueError("lock_timeout must be positive")
-        self.batch_size = concurrency if batch_size is None else batch_size
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
-        self.prefetch = concurrency if prefetch is None else prefetch
+        # Claims are round trips (and commits): the more jobs each one brings, the fewer there
+        # are. By default a worker holds up to 4 x concurrency jobs waiting for a handler and
+        # claims as many as it has room for in one call. For long jobs, prefetch=0.
+        self.prefetch = 4 * concurrency if prefetch is None else prefetch
         if self.prefetch < 0:
             raise ValueError(f"prefetch must not be negative, got {self.prefetch}")
+        self.batch_size = concurrency + self.prefetch if batch_size is None else batch_size
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
         self.poll_interval = _seconds(poll_interval, "poll_interval")
         lock_seconds = self.lock_timeout.total_seconds()
         self.heartbeat_interval = (

@@ -484,7 +484,9 @@ def test_sigterm_finishes_the_running_job_releases_the_rest_and_exits_zero(
 ) -> None:
     conn.execute(LEDGER)
     ids = Queue(dsn).enqueue_many([{"job_type": "slow", "payload": {"sleep": 2}} for _ in range(3)])
-    proc = start_worker_process(dsn, tmp_path, "--concurrency", "1", "--shutdown-grace", "30")
+    proc = start_worker_process(
+        dsn, tmp_path, "--concurrency", "1", "--prefetch", "1", "--shutdown-grace", "30"
+    )
     try:
         wait_until(lambda: count(conn, "SELECT count(*) FROM ledger WHERE what = 'start'") == 1)
         wait_until(
