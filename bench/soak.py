@@ -1,0 +1,244 @@
+"""Soak test: `make soak` (10 minutes), `python -m bench.soak --quick` (2 minutes).
+
+Starts its own throwaway cluster (scripts/testdb.sh) with durable settings (fsync,
+synchronous_commit and full_page_writes on), migrates, measures the maximum throughput of one
+Worker on a backlog, then runs producers at ~60 % of it and the Worker for the whole run, pruning
+succeeded jobs older than 1 minute every 30 s. Prints throughput per minute and the table's
+size (heap + indexes + TOAST) over time, then PASS/FAIL per check:
+
+* throughput: completed jobs in the last fifth of the run (minutes 8-10 of 10) >= 90 % of
+  those in the baseline window (minutes 2-3 of 10, i.e. 0.1-0.3 of the run), per second;
+* size: bytes per live row at the end <= 2 x bytes per live row at the end of the baseline
+  window: the table and its indexes grow only with the rows retention keeps, not with churn;
+* no error in producers, pruner or worker.
+
+``--snapshot-hold``: a transaction holds a snapshot (REPEATABLE READ and a read) for three
+minutes in the middle (0.3-0.6 of the run, at most 3 minutes): no error, and the throughput
+from two minutes after its end (0.8-1.0 of a 10-minute run) >= 90 % of the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from pgq_client import Job, Queue, Worker
+from pgq_client.migrate import migrate
+
+ROOT = Path(__file__).resolve().parents[1]
+DURABLE = ["fsync=on", "synchronous_commit=on", "full_page_writes=on"]
+
+
+@contextmanager
+def cluster() -> Iterator[str]:
+    """A throwaway durable cluster; yields a superuser DSN to a fresh database `soak`."""
+    tmp = Path(tempfile.mkdtemp(prefix="jobq-soak."))
+    tmp.chmod(0o755)
+    pg = tmp / "pg"
+    out = subprocess.run(
+        [str(ROOT / "scripts" / "testdb.sh"), "start", str(pg), *DURABLE],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    env = {}
+    for line in out.splitlines():
+        if line.startswith("export "):
+            name, _, value = line[len("export "):].partition("=")
+            env[name] = shlex.split(value)[0]
+    admin = env["JOBQ_TEST_DSN"]
+    try:
+        with psycopg.connect(admin, autocommit=True) as c:
+            c.execute("CREATE DATABASE soak")
+            settings: dict[str, str] = dict(c.execute(
+                "SELECT name, setting FROM pg_settings WHERE name = ANY(%(n)s)",
+                {"n": ["fsync", "synchronous_commit", "full_page_writes"]},
+            ).fetchall())
+        print(f"cluster: {pg} ({', '.join(f'{k}={v}' for k, v in sorted(settings.items()))})")
+        yield make_conninfo(admin, dbname="soak")
+    finally:
+        subprocess.run([str(ROOT / "scripts" / "testdb.sh"), "stop", str(pg)], check=False)
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
+
+
+@dataclass
+class Stats:
+    done: int = 0
+    errors: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def handler(self, job: Job) -> None:
+        with self.lock:
+            self.done += 1
+
+    def error(self, where: str, exc: BaseException) -> None:
+        with self.lock:
+            self.errors.append(f"{where}: {type(exc).__name__}: {exc}")
+        print(f"  ERROR {where}: {exc}", flush=True)
+
+
+def measure_max(dsn: str, jobs: int, concurrency: int) -> float:
+    """Jobs per second one Worker completes on a backlog of ``jobs`` no-op jobs."""
+    with Queue(dsn) as q:
+        for start in range(0, jobs, 5000):
+            q.enqueue_many([{"job_type": "soak"} for _ in range(min(5000, jobs - start))])
+    stats = Stats()
+    w = Worker(dsn, handlers={"soak": stats.handler}, concurrency=concurrency,
+               poll_interval=0.2)
+    t0 = time.monotonic()
+    w.run(burst=True)
+    elapsed = time.monotonic() - t0
+    with Queue(dsn) as q:
+        q.prune(older_than=0)
+    return stats.done / elapsed
+
+
+def run(minutes: float, snapshot_hold: bool, concurrency: int) -> bool:
+    total = minutes * 60.0
+    with cluster() as dsn:
+        migrate(dsn)
+        backlog = 5000 if minutes <= 2 else 20000
+        max_rate = measure_max(dsn, backlog, concurrency)
+        rate = 0.6 * max_rate
+        print(f"maximum throughput {max_rate:.0f} jobs/s; running at 60 %: {rate:.0f} jobs/s "
+              f"for {minutes:g} min, pruning succeeded jobs older than 1 min every 30 s")
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute("VACUUM ANALYZE jobq_jobs")
+
+        stats = Stats()
+        stop = threading.Event()
+        worker = Worker(dsn, handlers={"soak": stats.handler}, concurrency=concurrency,
+                        poll_interval=0.2)
+        hold_from, hold_len = 0.3 * total, min(180.0, 0.3 * total)
+
+        def worker_main() -> None:
+            try:
+                worker.run()
+            except BaseException as exc:
+                stats.error("worker", exc)
+
+        def producer() -> None:
+            q = Queue(dsn)
+            t0 = time.monotonic()
+            sent = 0
+            while not stop.is_set():
+                due = int((time.monotonic() - t0) * rate) - sent
+                if due > 0:
+                    try:
+                        q.enqueue_many([{"job_type": "soak", "payload": {"n": sent + i}}
+                                        for i in range(due)])
+                        sent += due
+                    except Exception as exc:
+                        stats.error("producer", exc)
+                stop.wait(0.05)
+            q.close()
+
+        def pruner() -> None:
+            q = Queue(dsn)
+            while not stop.wait(30):
+                try:
+                    q.prune(older_than=60)
+                except Exception as exc:
+                    stats.error("pruner", exc)
+            q.close()
+
+        def holder() -> None:
+            if not stop.wait(hold_from):
+                try:
+                    with psycopg.connect(dsn) as c:
+                        c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                        c.execute("SELECT count(*) FROM jobq_jobs").fetchone()
+                        print(f"  snapshot held from {hold_from / 60:.1f} min "
+                              f"for {hold_len / 60:.1f} min", flush=True)
+                        stop.wait(hold_len)
+                        c.rollback()
+                    print("  snapshot released", flush=True)
+                except Exception as exc:
+                    stats.error("snapshot holder", exc)
+
+        threads = [threading.Thread(target=f, daemon=True) for f in (worker_main, producer, pruner)]
+        if snapshot_hold:
+            threads.append(threading.Thread(target=holder, daemon=True))
+        samples: list[tuple[float, int, int, int]] = []  # (t, done, size bytes, live rows)
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        mon = psycopg.connect(dsn, autocommit=True)
+        report_every = 60.0 if total >= 300 else 30.0
+        last_report = (0.0, 0)
+        try:
+            while (now := time.monotonic() - t0) < total:
+                size, live, pending = mon.execute(
+                    "SELECT pg_total_relation_size('jobq_jobs'), count(*),"
+                    " count(*) FILTER (WHERE status = 'pending') FROM jobq_jobs"
+                ).fetchone()  # type: ignore[misc]
+                with stats.lock:
+                    done = stats.done
+                samples.append((now, done, int(size), int(live)))
+                if now - last_report[0] >= report_every - 1 or now + 5 >= total:
+                    per_s = (done - last_report[1]) / max(1e-9, now - last_report[0])
+                    print(f"  {now / 60:5.1f} min: {per_s:7.0f} jobs/s since the last line, "
+                          f"size {size / 1e6:7.1f} MB, {live} rows ({pending} pending)",
+                          flush=True)
+                    last_report = (now, done)
+                time.sleep(max(0.0, min(5.0, total - now)))
+        finally:
+            stop.set()
+            worker.stop()
+            for t in threads:
+                t.join(60)
+            mon.close()
+
+    def window(a: float, b: float) -> tuple[float, int, int]:
+        """(jobs/s, size at end, rows at end) over [a, b) of the run, in seconds."""
+        inside = [s for s in samples if a <= s[0] <= b]
+        if len(inside) < 2:
+            return 0.0, 0, 1
+        first, last = inside[0], inside[-1]
+        return (last[1] - first[1]) / max(1e-9, last[0] - first[0]), last[2], max(1, last[3])
+
+    base_rate, base_size, base_rows = window(0.1 * total, 0.3 * total)
+    end_rate, end_size, end_rows = window(0.8 * total, total)
+    checks = [
+        (f"throughput at the end {end_rate:.0f}/s >= 90 % of the baseline {base_rate:.0f}/s"
+         + (" (from 2 min after the snapshot's release)" if snapshot_hold else ""),
+         end_rate >= 0.9 * base_rate),
+        (f"size per live row at the end {end_size / end_rows:.0f} B <= 2 x the baseline's "
+         f"{base_size / base_rows:.0f} B (size {base_size / 1e6:.1f} -> {end_size / 1e6:.1f} MB,"
+         f" rows {base_rows} -> {end_rows})",
+         end_size / end_rows <= 2 * base_size / base_rows),
+        (f"no error ({len(stats.errors)})", not stats.errors),
+    ]
+    ok = True
+    for text, passed in checks:
+        print(f"{'PASS' if passed else 'FAIL'}: {text}")
+        ok = ok and passed
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="jobq soak test (own throwaway durable cluster)")
+    p.add_argument("--minutes", type=float, default=10.0)
+    p.add_argument("--quick", action="store_true", help="2 minutes")
+    p.add_argument("--snapshot-hold", action="store_true",
+                   help="hold a REPEATABLE READ snapshot for 3 minutes in the middle")
+    p.add_argument("--concurrency", type=int, default=8)
+    args = p.parse_args(argv)
+    minutes = 2.0 if args.quick else args.minutes
+    ok = run(minutes, args.snapshot_hold, args.concurrency)
+    print("soak: PASS" if ok else "soak: FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
