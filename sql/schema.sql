@@ -16,7 +16,7 @@ $$;
 COMMENT ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) IS 'Private. attempts × backoff, capped at 365 days (never overflows).';
 
 CREATE FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
     SELECT CASE
         WHEN job_type IS NULL OR job_type !~ '\S'
