@@ -66,6 +66,24 @@ SELECT {schema}jobq_fail(
 ) AS status
 """
 
+# Many failures in one round trip: one call of the public jobq_fail per row, in input order
+# (what any other client can send as well; each call is fenced by its own claim).
+FAIL_MANY = """
+SELECT f.ord, {schema}jobq_fail(
+    job_id => f.job_id,
+    worker_id => %(worker_id)s::text,
+    error => f.error,
+    retry => f.retry,
+    backoff => f.backoff,
+    attempt => f.attempt
+) AS status
+FROM unnest(
+    %(job_ids)s::uuid[], %(errors)s::text[], %(retries)s::boolean[],
+    %(backoffs)s::interval[], %(attempts)s::int[]
+) WITH ORDINALITY AS f (job_id, error, retry, backoff, attempt, ord)
+ORDER BY f.ord
+"""
+
 HEARTBEAT = """
 SELECT {schema}jobq_heartbeat(
     worker_id => %(worker_id)s::text,
@@ -154,6 +172,7 @@ class Statements:
         self.complete = _render(COMPLETE, schema)
         self.complete_many = _render(COMPLETE_MANY, schema)
         self.fail = _render(FAIL, schema)
+        self.fail_many = _render(FAIL_MANY, schema)
         self.heartbeat = _render(HEARTBEAT, schema)
         self.release = _render(RELEASE, schema)
         self.requeue_dead_letter = _render(REQUEUE_DEAD_LETTER, schema)

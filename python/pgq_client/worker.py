@@ -662,7 +662,16 @@ class Worker:
         if isinstance(exc, PermanentError):
             _job_log(logging.WARNING, job, "failed permanently: %s", exc)
             return _Failure(job, error, False, self.retry_backoff)
-        _job_log(logging.WARNING, job, "failed: %r", exc, exc=exc)
+        # One line: the traceback is stored in the job's errors (and logged at DEBUG). Logging
+        # it at WARNING for every retried failure made the logging lock the bottleneck of a
+        # worker whose jobs fail often.
+        _job_log(
+            logging.WARNING,
+            job,
+            "failed, will be retried: %r",
+            exc,
+            exc=exc if log.isEnabledFor(logging.DEBUG) else None,
+        )
         return _Failure(job, error, True, self.retry_backoff)
 
     def _push_failure(self, failure: _Failure) -> None:
@@ -814,33 +823,34 @@ class Worker:
                     for job in completions:
                         self._held.pop(job.id, None)
                 completions = []
-            while failures:
-                failure = failures[0]
-                job = failure.job
+            if failures:
+                # All failures so far in one round trip (one jobq_fail call per job).
                 rows = self._call(
-                    self._sql.fail,
+                    self._sql.fail_many,
                     {
-                        "job_id": job.id,
                         "worker_id": self.worker_id,
-                        "error": _storable(failure.error),
-                        "retry": failure.retry,
-                        "backoff": failure.backoff,
-                        "attempt": job.attempts,
+                        "job_ids": [f.job.id for f in failures],
+                        "errors": [_storable(f.error) for f in failures],
+                        "retries": [f.retry for f in failures],
+                        "backoffs": [f.backoff for f in failures],
+                        "attempts": [f.job.attempts for f in failures],
                     },
                 )
-                status = rows[0]["status"]
-                if status is None:
-                    _job_log(
-                        logging.WARNING,
-                        job,
-                        "failure not recorded: claim lost (lock expired, taken over)%s",
-                        " or recorded before the connection was lost" if retried else "",
-                    )
-                else:
-                    _job_log(logging.DEBUG, job, "failure recorded, now %s", status)
+                for failure, row in zip(failures, rows, strict=True):
+                    job = failure.job
+                    if row["status"] is None:
+                        _job_log(
+                            logging.WARNING,
+                            job,
+                            "failure not recorded: claim lost (lock expired, taken over)%s",
+                            " or recorded before the connection was lost" if retried else "",
+                        )
+                    else:
+                        _job_log(logging.DEBUG, job, "failure recorded, now %s", row["status"])
                 with self._cond:
-                    self._held.pop(job.id, None)
-                failures = failures[1:]
+                    for failure in failures:
+                        self._held.pop(failure.job.id, None)
+                failures = []
         except psycopg.OperationalError as exc:
             log.log(
                 logging.WARNING if not retried else logging.DEBUG,
