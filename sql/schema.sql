@@ -404,13 +404,10 @@ BEGIN
             CASE
                 WHEN jsonb_typeof(x.elem) <> 'object'
                     THEN format('is a JSON %s, not an object', jsonb_typeof(x.elem))
-                WHEN EXISTS (
-                    SELECT 1 FROM jsonb_object_keys(x.elem) AS k (key)
-                    WHERE k.key NOT IN (
-                        'job_type', 'payload', 'idempotency_key', 'max_attempts', 'run_at',
-                        'priority', 'queue'
-                    )
-                )
+                WHEN x.elem - ARRAY[
+                    'job_type', 'payload', 'idempotency_key', 'max_attempts', 'run_at',
+                    'priority', 'queue'
+                ] <> '{}'::jsonb
                     THEN format(
                         'has unknown key(s) %s; allowed: job_type, payload, idempotency_key, '
                         || 'max_attempts, run_at, priority, queue',
@@ -475,6 +472,49 @@ BEGIN
     -- key that already exists inserts nothing (ON CONFLICT DO NOTHING waits for a concurrent
     -- inserter of that key, as in jobq_enqueue).
     BEGIN
+        IF NOT jsonb_path_exists(jobs, '$[*].idempotency_key ? (@ != null)') THEN
+            -- No element has a key: every element is inserted, nothing to deduplicate or
+            -- look up.
+            RETURN QUERY
+            WITH parsed AS MATERIALIZED (
+                SELECT
+                    x.ord::integer AS ord,
+                    gen_random_uuid() AS new_id,
+                    x.elem ->> 'job_type' AS job_type,
+                    coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
+                    coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
+                    coalesce((x.elem ->> 'run_at')::timestamptz, now()) AS available_at,
+                    coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
+                    coalesce(x.elem ->> 'queue', 'default') AS queue
+                FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+            ),
+
+            inserted AS (
+                INSERT INTO jobq_jobs AS j (
+                    id, queue, job_type, payload, max_attempts, available_at, priority
+                )
+                SELECT
+                    p.new_id, p.queue, p.job_type, p.payload, p.max_attempts,
+                    p.available_at, p.priority
+                FROM parsed AS p
+                ORDER BY p.ord
+                RETURNING j.queue, j.available_at
+            ),
+
+            woken AS (
+                SELECT count(pg_notify('jobq', q.queue)) AS n
+                FROM (
+                    SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= now()
+                ) AS q
+            )
+
+            SELECT p.ord, p.new_id
+            FROM parsed AS p
+            CROSS JOIN woken
+            ORDER BY p.ord;
+            RETURN;
+        END IF;
+
         WITH parsed AS MATERIALIZED (
             SELECT
                 x.ord::integer AS ord,

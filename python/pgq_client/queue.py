@@ -281,21 +281,26 @@ class Queue:
         """
         if isinstance(jobs, Mapping | str | bytes):
             raise TypeError("enqueue_many() takes a list of job dicts")
-        elements: list[str] = []
+        elements: list[dict[str, Any]] = []
         for i, job in enumerate(jobs):
             if not isinstance(job, Mapping):
                 raise TypeError(f"enqueue_many(): element {i} is not a dict: {job!r}")
-            element = dict(job)
+            element = job if type(job) is dict else dict(job)
             run_at = element.get("run_at")
             if isinstance(run_at, datetime):
                 check_aware(run_at, f"jobs[{i}].run_at")
-                element["run_at"] = run_at.isoformat()
+                element = {**element, "run_at": run_at.isoformat()}
             elif run_at is not None:
                 raise TypeError(f"jobs[{i}].run_at must be a datetime, got {run_at!r}")
-            elements.append(dump_json(element, f"jobs[{i}]"))
+            elements.append(element)
         if not elements:
             return []
-        jobs_json = "[" + ",".join(elements) + "]"
+        try:
+            jobs_json = dump_json(elements, "jobs")  # one encoder pass for the whole batch
+        except (TypeError, ValueError):
+            for i, element in enumerate(elements):  # name the element at fault
+                dump_json(element, f"jobs[{i}]")
+            raise
         rows = self._run(
             self._sql.enqueue_many, {"jobs": jobs_json}, conn=conn, retry_serialization=True
         )
