@@ -8,7 +8,7 @@
 -- rolls back, so the wake-up is tested by the Python suite. Concurrent enqueues of one key are
 -- likewise a Python (threads + barrier) test.
 BEGIN;
-SELECT plan(45);
+SELECT plan(48);
 
 DELETE FROM jobq_jobs;  -- a known start; the ROLLBACK at the end restores everything
 
@@ -223,6 +223,40 @@ SELECT is((SELECT available_at FROM jobq_jobs WHERE id = :'tz_job'),
           'run_at given with an offset is stored as that instant under any session time zone');
 SELECT is((SELECT available_at FROM jobq_jobs WHERE id = :'tz_now'), now(),
           'run_at NULL is now() under any session time zone');
+
+------------------------------------------------------------------------------------------
+-- From a trigger: an application table whose inserts enqueue a job in the same transaction
+------------------------------------------------------------------------------------------
+
+CREATE TABLE pg_temp.orders (id integer PRIMARY KEY, email text NOT NULL);
+CREATE FUNCTION pg_temp.enqueue_receipt() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM jobq_enqueue(
+        job_type => 'send_receipt',
+        payload => jsonb_build_object('order', NEW.id, 'to', NEW.email),
+        idempotency_key => 'receipt:' || NEW.id
+    );
+    RETURN NEW;
+END;
+$fn$;
+CREATE TRIGGER orders_receipt AFTER INSERT ON pg_temp.orders
+FOR EACH ROW EXECUTE FUNCTION pg_temp.enqueue_receipt();
+
+INSERT INTO pg_temp.orders VALUES (1, 'a@example.com'), (2, 'b@example.com');
+SELECT bag_eq(
+    $$SELECT idempotency_key, payload FROM jobq_jobs WHERE job_type = 'send_receipt'$$,
+    $$VALUES ('receipt:1', '{"order": 1, "to": "a@example.com"}'::jsonb),
+             ('receipt:2', '{"order": 2, "to": "b@example.com"}'::jsonb)$$,
+    'a trigger enqueues one job per inserted row, in the inserting transaction'
+);
+
+SAVEPOINT before_order_3;
+INSERT INTO pg_temp.orders VALUES (3, 'c@example.com');
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE idempotency_key = 'receipt:3'), 1,
+          'the trigger''s job is there before the rollback');
+ROLLBACK TO SAVEPOINT before_order_3;
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE idempotency_key = 'receipt:3'), 0,
+          'rolling back the application''s insert removes the job it enqueued');
 
 SELECT * FROM finish();
 ROLLBACK;
