@@ -503,14 +503,17 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     type=click.IntRange(min=0),
     default=None,
     metavar="N",
-    help="Jobs claimed ahead of a free handler thread [default: 4 x concurrency; 0 for long jobs].",
+    help=(
+        "Jobs claimed ahead of a free handler thread [default: sized to how fast jobs finish,"
+        " at most 16 x concurrency; 0 for long jobs]."
+    ),
 )
 @click.option(
     "--batch-size",
     type=click.IntRange(min=1),
     default=None,
     metavar="N",
-    help="Most jobs per claim [default: concurrency + prefetch].",
+    help="Most jobs per claim [default: the free slots, concurrency + prefetch at most].",
 )
 @click.option(
     "--lock-timeout",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["STATUSES", "HealthRow", "Job", "StatsRow"]
+if TYPE_CHECKING:
+    from psycopg.cursor import Cursor
+
+__all__ = ["STATUSES", "HealthRow", "Job", "StatsRow", "job_row"]
 
 STATUSES = ("pending", "processing", "succeeded", "failed", "dead_letter")
 
@@ -42,11 +45,26 @@ class Job:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Job:
         """Build a Job from a ``jobq_jobs`` row; columns this client does not know are ignored."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in row.items() if k in names})
+        return cls(**{k: v for k, v in row.items() if k in _JOB_FIELDS})
 
     def __str__(self) -> str:
         return f"Job({self.id} {self.job_type} attempt {self.attempts}/{self.max_attempts})"
+
+
+_JOB_FIELDS = tuple(f.name for f in fields(Job))
+
+
+def job_row(cursor: Cursor[Any]) -> Callable[[Sequence[Any]], Job]:
+    """psycopg row factory: each row of ``jobq_jobs`` columns straight into a :class:`Job`.
+
+    The column positions are looked up once per result, not per row (the worker's claim
+    decodes every job it runs); columns this client does not know are ignored.
+    """
+    names = [c.name for c in cursor.description or ()]
+    if tuple(names) == _JOB_FIELDS:
+        return lambda values: Job(*values)
+    positions = [(i, name) for i, name in enumerate(names) if name in _JOB_FIELDS]
+    return lambda values: Job(**{name: values[i] for i, name in positions})
 
 
 @dataclass(frozen=True)
@@ -61,8 +79,7 @@ class StatsRow:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> StatsRow:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in row.items() if k in names})
+        return cls(**{k: v for k, v in row.items() if k in _STATS_FIELDS})
 
 
 @dataclass(frozen=True)
@@ -77,5 +94,8 @@ class HealthRow:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> HealthRow:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in row.items() if k in names})
+        return cls(**{k: v for k, v in row.items() if k in _HEALTH_FIELDS})
+
+
+_STATS_FIELDS = frozenset(f.name for f in fields(StatsRow))
+_HEALTH_FIELDS = frozenset(f.name for f in fields(HealthRow))

@@ -2,10 +2,13 @@
 
 Threads of one running :class:`Worker`:
 
-* **claimer** — one ``jobq_dequeue`` round trip per batch, sized to the free slots (running
-  handlers plus a prefetch buffer); woken by the listener, by finished handlers, and by a poll
-  timer (scheduled and retried jobs, lost notifications);
-* **listener** — one dedicated autocommit connection ``LISTEN jobq``;
+* **claimers** (``CLAIMERS``) — one ``jobq_dequeue`` round trip per batch, sized to the free
+  slots (running handlers plus a prefetch buffer, by default sized to how fast jobs finish);
+  two, so that while jobs are waiting one claim can be under way while another's jobs are
+  handed out; woken by the listener, by finished handlers, and by a poll timer (scheduled and
+  retried jobs, lost notifications);
+* **listener** — one dedicated autocommit connection ``LISTEN jobq``, waiting in ``select()``
+  on its socket and a wake-up socket (so that stopping does not wait for a timeout);
 * **handlers** — ``concurrency`` threads running the job handlers;
 * **acker** — sends every finished job so far in one ``jobq_complete_many`` call (fenced by
   attempt), and failures with ``jobq_fail``; keeps them across reconnects until they are sent;
@@ -32,6 +35,7 @@ import os
 import queue as queue_mod
 import random
 import secrets
+import select
 import signal
 import socket
 import threading
@@ -51,12 +55,18 @@ from psycopg_pool import ConnectionPool
 
 from . import _sql
 from .errors import JobqError, PermanentError, Retry, from_psycopg
-from .models import Job
+from .models import Job, job_row
 from .queue import resolve_dsn
 
 __all__ = ["Handler", "Worker"]
 
 log = logging.getLogger("pgq_client.worker")
+
+CLAIMERS = 2
+PREFETCH_MAX_FACTOR = 16
+"""With ``prefetch=None``, at most this many jobs per handler thread wait in the worker."""
+"""Claim threads per worker: while jobs are waiting, one claim is under way while the jobs of
+the other are handed out, so a round trip's latency (a commit) does not idle the handlers."""
 
 Handler = Callable[..., object]
 """``handler(job)``, or ``handler(job, conn)`` for transactional completion."""
@@ -178,20 +188,25 @@ class Worker:
             raise TypeError("queues must be a list of queue names, not a string")
         self.handlers: dict[str, Handler] = dict(handlers)
         self._transactional = {t: _takes_connection(h) for t, h in self.handlers.items()}
+        self._job_types = list(self.handlers)
         self.concurrency = concurrency
         self.queues = None if queues is None else list(queues)
         self.lock_timeout = timedelta(seconds=_seconds(lock_timeout, "lock_timeout"))
         if self.lock_timeout <= timedelta(0):
             raise ValueError("lock_timeout must be positive")
         # Claims are round trips (and commits): the more jobs each one brings, the fewer there
-        # are. By default a worker holds up to 4 x concurrency jobs waiting for a handler and
-        # claims as many as it has room for in one call. For long jobs, prefetch=0.
-        self.prefetch = 4 * concurrency if prefetch is None else prefetch
-        if self.prefetch < 0:
-            raise ValueError(f"prefetch must not be negative, got {self.prefetch}")
-        self.batch_size = concurrency + self.prefetch if batch_size is None else batch_size
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
+        # are. prefetch=None sizes the buffer of claimed jobs waiting for a handler thread to
+        # the jobs: enough to cover two claim round trips at the rate the handlers finish
+        # jobs, between 0 and PREFETCH_MAX_FACTOR x concurrency (see _prefetch_now). A fixed
+        # prefetch (0 for long jobs: nothing waits in this worker) turns that off.
+        if prefetch is not None and prefetch < 0:
+            raise ValueError(f"prefetch must not be negative, got {prefetch}")
+        self.prefetch = prefetch
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.batch_size = batch_size  # None: as many as there are free slots
+        self._job_seconds: float | None = None  # moving average of handler run time
+        self._claim_seconds = 0.005  # moving average of a claim's round trip
         self.poll_interval = _seconds(poll_interval, "poll_interval")
         lock_seconds = self.lock_timeout.total_seconds()
         self.heartbeat_interval = (
@@ -217,12 +232,21 @@ class Worker:
             raise TypeError(f"Worker() takes a DSN or a ConnectionPool, got {dsn_or_pool!r}")
         self._pool: ConnectionPool[Any] | None = None
 
-        # State shared by the threads, guarded by _cond.
-        self._cond = threading.Condition()
+        # State shared by the threads, guarded by one lock. Each kind of waiter has its own
+        # condition on it, so that a finished job wakes only the thread that has something to
+        # do about it (not every claimer, the acker and the shutdown at each job).
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)  # shutdown: handlers finishing
+        self._claim_cv = threading.Condition(lock)  # claimers: free slots, wake-ups, stop
+        self._ack_cv = threading.Condition(lock)  # acker: results to send, closing
         self._held: dict[uuid.UUID, Job] = {}  # claimed and not yet acknowledged
         self._unstarted: dict[uuid.UUID, Job] = {}  # claimed, waiting for a handler thread
         self._running: dict[uuid.UUID, Job] = {}
         self._wake_seq = 0
+        self._claiming = 0  # slots reserved by claims in flight
+        self._claim_more = True  # the last claim came back full: more may be waiting
+        self._claim_seen_seq = 0  # the wake-up a claim last served
+        self._next_poll = 0.0  # monotonic time of the next polling claim
         self._completions: list[Job] = []
         self._failures: list[_Failure] = []
         self._acking = False
@@ -294,8 +318,9 @@ class Worker:
         else:
             self._pool = ConnectionPool(
                 dsn,
-                min_size=min(4, self.concurrency + 3),
-                max_size=self.concurrency + 3,
+                # claimers, acker, heartbeat; handlers' transactions (listener: its own)
+                min_size=CLAIMERS + 2,
+                max_size=self.concurrency + CLAIMERS + 2,
                 kwargs={"autocommit": True},
                 name=f"jobq-worker-{self.worker_id}",
                 timeout=5.0,
@@ -304,10 +329,14 @@ class Worker:
             self._pool.open(wait=False)
 
         restore = self._install_signal_handlers()
+        waker, wake = socket.socketpair()  # wake.send() ends the listener's select()
+        claimers = [
+            threading.Thread(target=self._claim_loop, name=f"jobq-claimer-{i}", daemon=True)
+            for i in range(CLAIMERS)
+        ]
         threads = [
-            threading.Thread(target=self._claim_loop, name="jobq-claimer", daemon=True),
             threading.Thread(
-                target=self._listen_loop, args=(dsn,), name="jobq-listener", daemon=True
+                target=self._listen_loop, args=(dsn, waker), name="jobq-listener", daemon=True
             ),
             threading.Thread(target=self._ack_loop, name="jobq-acker", daemon=True),
             threading.Thread(target=self._heartbeat_loop, name="jobq-heartbeat", daemon=True),
@@ -316,7 +345,7 @@ class Worker:
             threading.Thread(target=self._handler_loop, name=f"jobq-handler-{i}", daemon=True)
             for i in range(self.concurrency)
         ]
-        claimer, listener, acker, heartbeat = threads
+        listener, acker, heartbeat = threads
         log.info(
             "worker %s started: %d handler threads, job types %s, queues %s",
             self.worker_id,
@@ -325,17 +354,20 @@ class Worker:
             "all" if self.queues is None else ", ".join(self.queues),
         )
         try:
-            for t in (*threads, *handler_threads):
+            for t in (*claimers, *threads, *handler_threads):
                 t.start()
             while not self._stop.wait(0.5):
                 pass
-            self._shutdown(claimer, acker, handler_threads)
+            self._shutdown(claimers, acker, handler_threads)
         finally:
             self._background_stop.set()
             with self._cond:
-                self._cond.notify_all()
+                self._notify_all()
+            wake.send(b"\0")
             for t in (heartbeat, listener):
                 t.join(timeout=10)
+            waker.close()
+            wake.close()
             if self._given_pool is None and self._pool is not None:
                 self._pool.close(timeout=5)
             restore()
@@ -345,15 +377,16 @@ class Worker:
 
     def _shutdown(
         self,
-        claimer: threading.Thread,
+        claimers: list[threading.Thread],
         acker: threading.Thread,
         handler_threads: list[threading.Thread],
     ) -> None:
         self._shutdown_deadline = time.monotonic() + self.shutdown_grace
         log.info("worker %s shutting down", self.worker_id)
         with self._cond:
-            self._cond.notify_all()
-        claimer.join()
+            self._notify_all()
+        for claimer in claimers:
+            claimer.join()
 
         # Claimed but never started: give them back now, so other workers can take them.
         with self._cond:
@@ -387,7 +420,7 @@ class Worker:
         with self._cond:
             self._acks_closed = True
             self._ack_deadline = max(self._shutdown_deadline, time.monotonic()) + 10.0
-            self._cond.notify_all()
+            self._ack_cv.notify_all()
         acker.join()
 
     def _resolve_dsn(self) -> str:
@@ -438,7 +471,51 @@ class Worker:
     def _wake(self) -> None:
         with self._cond:
             self._wake_seq += 1
-            self._cond.notify_all()
+            self._claim_cv.notify_all()
+
+    def _notify_all(self) -> None:
+        """Wake every waiting thread (the lock held): to stop, or to re-check everything."""
+        self._cond.notify_all()
+        self._claim_cv.notify_all()
+        self._ack_cv.notify_all()
+
+    def _prefetch_now(self) -> int:
+        """How many claimed jobs may wait for a handler thread (the lock held).
+
+        Fixed when ``prefetch`` was given. Otherwise the handlers should never wait for a
+        claim: while one claim round trip is under way they finish ``concurrency x
+        round trip / run time`` jobs, and the buffer holds twice that (rounded down), at most
+        ``PREFETCH_MAX_FACTOR x concurrency`` (4 x concurrency until a job has finished).
+        Jobs that run longer than two round trips thus get no prefetch (nothing waits in this
+        worker that another could run), and no-op jobs the deepest buffer.
+        """
+        if self.prefetch is not None:
+            return self.prefetch
+        ceiling = PREFETCH_MAX_FACTOR * self.concurrency
+        if self._job_seconds is None:
+            return min(4 * self.concurrency, ceiling)
+        wanted = 2 * self.concurrency * self._claim_seconds / max(self._job_seconds, 1e-6)
+        return min(ceiling, int(wanted))
+
+    def _claim_size(self) -> tuple[int, int]:
+        """(jobs the next claim may ask for, how many make a claim worth it), the lock held.
+        A claim is also worth it whenever a handler thread may be idle."""
+        capacity = self.concurrency + self._prefetch_now()
+        largest = capacity if self.batch_size is None else min(self.batch_size, capacity)
+        free = capacity - len(self._unstarted) - len(self._running) - self._claiming
+        return min(largest, free), max(1, largest // 2)
+
+    def _claim_worth_it(self, wanted: int, threshold: int) -> bool:
+        return wanted > 0 and (
+            # a handler thread may be idle, and no claim is on its way to it
+            (not self._unstarted and not self._claiming) or wanted >= threshold
+        )
+
+    def _slot_freed(self) -> None:
+        """A running or unstarted job left its slot (the lock held): wake a claimer if a claim
+        is now worth it (the same rule as in ``_claim_loop``)."""
+        if self._claim_worth_it(*self._claim_size()):
+            self._claim_cv.notify()
 
     def _call(self, query: sql.Composed, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         assert self._pool is not None
@@ -450,52 +527,71 @@ class Worker:
     # -- claimer -------------------------------------------------------------------------------
 
     def _claim_loop(self) -> None:
+        """One of the ``CLAIMERS`` claim threads.
+
+        Claims reserve their slots before the round trip (``_claiming``), so claims in flight
+        together never bring more than the capacity. A wake-up or a due poll is taken by one
+        claimer only (``_claim_seen_seq``, ``_next_poll``); only while the last claim came back
+        full (more is waiting) do the claimers claim side by side.
+        """
         backoff = _Backoff()
-        capacity = self.concurrency + self.prefetch
-        maybe_more = True  # the last claim was full: more may be waiting
-        seen_seq = 0
-        next_poll = 0.0
         try:
             while not self._stop.is_set():
                 with self._cond:
-                    free = capacity - len(self._unstarted) - len(self._running)
                     now = time.monotonic()
-                    wanted = min(self.batch_size, free)
-                    worth_it = free > 0 and (
-                        not self._unstarted  # a handler thread may be idle
-                        or free >= max(1, min(self.batch_size, capacity) // 2)
+                    wanted, threshold = self._claim_size()
+                    worth_it = self._claim_worth_it(wanted, threshold)
+                    due = (
+                        self._claim_more
+                        or self._wake_seq != self._claim_seen_seq
+                        or now >= self._next_poll
                     )
-                    due = maybe_more or self._wake_seq != seen_seq or now >= next_poll
                     if not (worth_it and due):
-                        wait = next_poll - now if worth_it else self.poll_interval
-                        self._cond.wait(max(0.001, min(wait, self.poll_interval, 1.0)))
+                        wait = self._next_poll - now if worth_it else self.poll_interval
+                        self._claim_cv.wait(max(0.001, min(wait, self.poll_interval, 1.0)))
                         continue
                     seq = self._wake_seq
+                    self._claim_seen_seq = seq  # this wake-up is being served
+                    if not self._claim_more:
+                        self._next_poll = now + self.poll_interval  # and so is this poll
+                    self._claiming += wanted
                 try:
+                    started = time.perf_counter()
                     jobs = self._dequeue(wanted)
+                    took = time.perf_counter() - started
                 except psycopg.OperationalError as exc:
+                    with self._cond:
+                        self._claiming -= wanted
+                        self._claim_more = True  # retry at once after the backoff
+                        self._claim_cv.notify()
                     self._connection_trouble("claiming jobs", backoff, exc)
                     self._stop.wait(self._retry_delay(backoff))
                     continue
                 except psycopg.Error as exc:
+                    with self._cond:
+                        self._claiming -= wanted
                     self._set_fatal(from_psycopg(exc))
                     return
                 if backoff.failures:
                     log.info("worker %s: database reachable again (claimer)", self.worker_id)
                 backoff.reset()
                 with self._cond:
+                    self._claiming -= wanted
+                    self._claim_seconds += 0.2 * (took - self._claim_seconds)
                     for job in jobs:
                         self._held[job.id] = job
                         self._unstarted[job.id] = job
                         self._work.put(job)
-                    seen_seq = seq
-                    maybe_more = len(jobs) == wanted
-                    if not maybe_more:
-                        next_poll = time.monotonic() + self.poll_interval
+                    self._claim_more = len(jobs) == wanted
+                    if not self._claim_more:
+                        self._next_poll = time.monotonic() + self.poll_interval
+                    if len(jobs) < wanted:
+                        self._slot_freed()  # slots were given back: another claimer may go
                     if (
                         self._burst
                         and not jobs
                         and seq == self._wake_seq  # nothing finished or was acknowledged meanwhile
+                        and not self._claiming  # no other claim is bringing jobs
                         and not self._held
                         and not self._completions
                         and not self._failures
@@ -510,17 +606,20 @@ class Worker:
             self._set_fatal(exc)
 
     def _dequeue(self, batch_size: int) -> list[Job]:
-        rows = self._call(
-            self._sql.dequeue,
-            {
-                "worker_id": self.worker_id,
-                "job_types": list(self.handlers),
-                "batch_size": batch_size,
-                "lock_timeout": self.lock_timeout,
-                "queues": self.queues,
-            },
-        )
-        return [Job.from_row(row) for row in rows]
+        assert self._pool is not None
+        with self._pool.connection() as conn, conn.cursor(row_factory=job_row) as cur:
+            cur.execute(
+                self._sql.dequeue,
+                {
+                    "worker_id": self.worker_id,
+                    "job_types": self._job_types,
+                    "batch_size": batch_size,
+                    "lock_timeout": self.lock_timeout,
+                    "queues": self.queues,
+                },
+            )
+            jobs: list[Job] = cur.fetchall()
+            return jobs
 
     def _connection_trouble(self, doing: str, backoff: _Backoff, exc: BaseException) -> None:
         level = logging.WARNING if backoff.failures == 0 else logging.DEBUG
@@ -584,7 +683,12 @@ class Worker:
 
     # -- listener ------------------------------------------------------------------------------
 
-    def _listen_loop(self, dsn: str) -> None:
+    def _listen_loop(self, dsn: str, waker: socket.socket) -> None:
+        """LISTEN on its own connection; wakes the claimers on a notification for our queues.
+
+        Waits in ``select()`` on the connection's socket and on ``waker`` (written to at
+        shutdown), so that stopping does not wait for a timeout to run out.
+        """
         backoff = _Backoff(cap=5.0)
         while not self._background_stop.is_set() and not self._stop.is_set():
             try:
@@ -595,9 +699,13 @@ class Worker:
                     backoff.reset()
                     self._wake()  # a notification may have been missed while disconnected
                     while not self._stop.is_set():
-                        for note in conn.notifies(timeout=0.5):
+                        # Notifications already read by the client (during LISTEN) first.
+                        for note in conn.notifies(timeout=0):
                             if self.queues is None or note.payload in self.queues:
                                 self._wake()
+                        ready, _, _ = select.select([conn.fileno(), waker.fileno()], [], [], 5.0)
+                        if waker.fileno() in ready:
+                            return  # shutting down
             except psycopg.OperationalError as exc:
                 self._connection_trouble("listening", backoff, exc)
                 self._stop.wait(self._retry_delay(backoff, check_pool=False))
@@ -616,39 +724,48 @@ class Worker:
                 if self._unstarted.pop(job.id, None) is None:
                     continue  # released at shutdown
                 self._running[job.id] = job
+            succeeded = False
+            started = time.perf_counter()
             try:
-                self._execute(job)
+                succeeded = self._execute(job)
             except BaseException as exc:  # never let a handler thread die, nor a job be stranded
                 _job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
                 error = "".join(traceback.format_exception(exc)).rstrip()
                 failure = _Failure(job, f"worker error: {error}", True, self.retry_backoff)
                 self._push_failure(failure)
             finally:
+                took = time.perf_counter() - started
                 with self._cond:
+                    avg = self._job_seconds
+                    self._job_seconds = took if avg is None else avg + 0.05 * (took - avg)
+                    if succeeded:
+                        self._completions.append(job)
+                        self._ack_cv.notify()
                     self._running.pop(job.id, None)
                     if self._burst:
-                        self._wake_seq += 1
-                    self._cond.notify_all()
+                        self._wake_seq += 1  # for the burst end check; no wake-up by itself
+                    self._slot_freed()
+                    if self._stop.is_set():
+                        self._cond.notify_all()  # the shutdown waits for running handlers
 
-    def _execute(self, job: Job) -> None:
+    def _execute(self, job: Job) -> bool:
+        """Run the job's handler; True when its completion is left to the acker to send."""
         handler = self.handlers.get(job.job_type)
         if handler is None:  # not claimable (job_types filter); defensive
             self._push_failure(
                 _Failure(job, f"no handler for job type {job.job_type!r}", True, self.retry_backoff)
             )
-            return
+            return False
         _job_log(logging.DEBUG, job, "started")
         if self._transactional[job.job_type]:
             self._execute_in_transaction(job, handler)
-            return
+            return False
         try:
             handler(job)
         except BaseException as exc:
             self._push_failure(self._failure_for(job, exc))
-        else:
-            with self._cond:
-                self._completions.append(job)
-                self._cond.notify_all()
+            return False
+        return True
 
     def _failure_for(self, job: Job, exc: BaseException) -> _Failure:
         if isinstance(exc, Retry):
@@ -677,7 +794,7 @@ class Worker:
     def _push_failure(self, failure: _Failure) -> None:
         with self._cond:
             self._failures.append(failure)
-            self._cond.notify_all()
+            self._ack_cv.notify()
 
     def _execute_in_transaction(self, job: Job, handler: Handler) -> None:
         """Run ``handler(job, conn)`` and ``jobq_complete`` in one transaction."""
@@ -750,7 +867,7 @@ class Worker:
         while True:
             with self._cond:
                 while not self._completions and not self._failures and not self._acks_closed:
-                    self._cond.wait()
+                    self._ack_cv.wait()
                 if not self._completions and not self._failures:
                     return  # closed and flushed
                 completions, self._completions = self._completions, []
@@ -781,9 +898,9 @@ class Worker:
                             )
                         return
                 else:
-                    if self._burst:
+                    if self._burst:  # the burst end check waits for acknowledgements
                         self._wake_seq += 1
-                    self._cond.notify_all()
+                        self._claim_cv.notify_all()
                     if backoff.failures:
                         log.info("worker %s: database reachable again (acker)", self.worker_id)
                     backoff.reset()
