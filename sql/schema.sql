@@ -57,8 +57,10 @@ BEGIN
         locked_at = NULL,
         locked_by = NULL,
         updated_at = now()
+    -- No status = 'processing' test here: locked_by is set exactly while a job is
+    -- processing (jobq_jobs_claim_check), and with that test the planner may choose
+    -- jobq_jobs_locked_idx over the primary key (see 0003_jobq_fence_by_primary_key).
     WHERE j.id = jobq_complete.job_id
-      AND j.status = 'processing'
       AND j.locked_by = jobq_complete.worker_id
       AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt);
     RETURN FOUND;
@@ -102,8 +104,10 @@ BEGIN
             array_fill(NULL::integer, ARRAY[coalesce(cardinality(jobq_complete_many.job_ids), 0)])
         )
     ) AS d (job_id, attempt)
+    -- No status = 'processing' test here: locked_by is set exactly while a job is
+    -- processing (jobq_jobs_claim_check), and with that test the planner may choose
+    -- jobq_jobs_locked_idx over the primary key (see 0003_jobq_fence_by_primary_key).
     WHERE j.id = d.job_id
-      AND j.status = 'processing'
       AND j.locked_by = jobq_complete_many.worker_id
       AND (d.attempt IS NULL OR j.attempts = d.attempt);
     GET DIAGNOSTICS v_done = ROW_COUNT;
@@ -685,8 +689,10 @@ BEGIN
         locked_at = NULL,
         locked_by = NULL,
         updated_at = now()
+    -- No status = 'processing' test here: locked_by is set exactly while a job is
+    -- processing (jobq_jobs_claim_check), and with that test the planner may choose
+    -- jobq_jobs_locked_idx over the primary key (see 0003_jobq_fence_by_primary_key).
     WHERE j.id = jobq_fail.job_id
-      AND j.status = 'processing'
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
     RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
@@ -826,8 +832,10 @@ DECLARE
 BEGIN
     UPDATE jobq_jobs AS j
     SET locked_at = now()
+    -- No status = 'processing' test here: locked_by is set exactly while a job is
+    -- processing (jobq_jobs_claim_check), and with that test the planner may choose
+    -- jobq_jobs_locked_idx over the primary key (see 0003_jobq_fence_by_primary_key).
     WHERE j.id = ANY (jobq_heartbeat.job_ids)
-      AND j.status = 'processing'
       AND j.locked_by = jobq_heartbeat.worker_id;
     GET DIAGNOSTICS v_renewed = ROW_COUNT;
     RETURN v_renewed;
@@ -939,8 +947,10 @@ BEGIN
         locked_at = NULL,
         locked_by = NULL,
         updated_at = now()
+    -- No status = 'processing' test here: locked_by is set exactly while a job is
+    -- processing (jobq_jobs_claim_check), and with that test the planner may choose
+    -- jobq_jobs_locked_idx over the primary key (see 0003_jobq_fence_by_primary_key).
     WHERE j.id = ANY (jobq_release.job_ids)
-      AND j.status = 'processing'
       AND j.locked_by = jobq_release.worker_id;
     GET DIAGNOSTICS v_released = ROW_COUNT;
     IF v_released > 0 THEN

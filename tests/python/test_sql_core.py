@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from collections import Counter
@@ -221,6 +222,57 @@ def test_claim_locks_no_more_than_batch_size_rows_under_a_nested_loop_plan(dsn: 
             "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'"
         ).fetchone()
         assert processing == (3,)
+
+
+def test_fenced_calls_find_the_job_by_primary_key_when_statistics_say_nothing_is_processing(
+    dsn: str,
+) -> None:
+    """complete, complete_many, fail, heartbeat and release, with generic plans and statistics
+    gathered while no job was processing: no statement of theirs may scan the index of
+    processing jobs (jobq_jobs_locked_idx), which would visit every claimed job per call (in
+    0001 it did: 4,000 failures reported in one statement took 2.3 s instead of 0.25 s)."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(
+            "SELECT count(*) FROM jobq_enqueue_many(%(j)s::jsonb)",
+            {"j": psycopg.types.json.Jsonb([{"job_type": "t"} for _ in range(400)])},
+        )
+        c.execute("ANALYZE jobq_jobs")  # nothing is processing now
+        ids = [r[0] for r in c.execute("SELECT id FROM jobq_dequeue('w', batch_size => 300)")]
+        assert len(ids) == 300
+        plans: list[str] = []
+        c.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
+        c.execute("LOAD 'auto_explain'")
+        for setting in (
+            "auto_explain.log_min_duration = 0",
+            "auto_explain.log_nested_statements = on",
+            "auto_explain.log_level = notice",
+            "plan_cache_mode = force_generic_plan",
+        ):
+            c.execute(f"SET {setting}")
+        calls = [
+            ("SELECT jobq_complete(%s, 'w', 1)", (ids[0],)),
+            ("SELECT jobq_complete(%s, 'w')", (ids[1],)),
+            ("SELECT jobq_complete_many(%s, 'w')", (ids[2:4],)),
+            ("SELECT jobq_complete_many(%s, 'w', %s)", (ids[4:6], [1, 1])),
+            ("SELECT jobq_fail(%s, 'w', 'boom')", (ids[6],)),
+            ("SELECT jobq_fail(%s, 'w', 'boom', false, '0', 1)", (ids[7],)),
+            ("SELECT jobq_heartbeat('w', %s)", (ids[8:10],)),
+            ("SELECT jobq_release(%s, 'w')", (ids[10:12],)),
+        ]
+        for query, params in calls:
+            for _ in range(3):  # and again, with the cached plan
+                c.execute(query, params)
+        updates = [p for p in plans if "UPDATE jobq_jobs" in p]
+        assert len(updates) >= len(calls) * 3, plans
+        on_locked_idx = [
+            p for p in updates if re.search(r"(Scan using|Index Scan on) jobq_jobs_locked_idx", p)
+        ]
+        assert not on_locked_idx, on_locked_idx[0]
+        done = c.execute(
+            "SELECT status, count(*) FROM jobq_jobs WHERE id = ANY(%s) GROUP BY 1 ORDER BY 1",
+            (ids[:12],),
+        ).fetchall()
+        assert done == [("failed", 1), ("pending", 3), ("processing", 2), ("succeeded", 6)]
 
 
 def test_schema_names_are_quoted_everywhere(empty_dsn: str) -> None:
