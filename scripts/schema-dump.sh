@@ -10,4 +10,5 @@ if [ -z "${JOBQ_TEST_DSN:-}" ]; then
     trap 'scripts/testdb.sh stop "$tmp/pg" >/dev/null; rm -rf "$tmp"' EXIT
     eval "$(scripts/testdb.sh start "$tmp/pg")"
 fi
-exec "$PY" -m tests.schema_dump "$JOBQ_TEST_DSN"
+# Not exec: the EXIT trap must still stop the throwaway server.
+"$PY" -m tests.schema_dump "$JOBQ_TEST_DSN"
