@@ -25,7 +25,7 @@ SELECT {schema}jobq_enqueue(
 """
 
 ENQUEUE_MANY = """
-SELECT ord, id FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::jsonb) ORDER BY ord
+SELECT id FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::jsonb) ORDER BY ord
 """
 
 DEQUEUE = """

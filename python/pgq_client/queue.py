@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import RowFactory, dict_row, scalar_row
 from psycopg_pool import ConnectionPool
 
 from . import _sql
 from .errors import JobqError, NotMigrated, SerializationFailure, from_psycopg
-from .models import HealthRow, Job, StatsRow
+from .models import HealthRow, Job, StatsRow, job_row
 
 __all__ = ["Connectable", "Queue", "resolve_dsn"]
 
@@ -193,11 +193,13 @@ class Queue:
         *,
         conn: psycopg.Connection[Any] | None = None,
         retry_serialization: bool = False,
-    ) -> list[dict[str, Any]]:
-        """Execute one statement and return its rows, as one short transaction."""
+        row_factory: RowFactory[Any] = dict_row,
+    ) -> list[Any]:
+        """Execute one statement and return its rows (dicts by default), as one short
+        transaction."""
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
-            with translate_errors(), conn.cursor(row_factory=dict_row) as cur:
+            with translate_errors(), conn.cursor(row_factory=row_factory) as cur:
                 cur.execute(query, params)
                 return cur.fetchall()
         tries = SERIALIZATION_RETRIES if retry_serialization else 1
@@ -206,10 +208,10 @@ class Queue:
                 with self._connection() as (c, owns_tx), translate_errors():
                     if owns_tx and not c.autocommit:
                         # A borrowed idle connection: one short transaction, committed.
-                        with c.transaction(), c.cursor(row_factory=dict_row) as cur:
+                        with c.transaction(), c.cursor(row_factory=row_factory) as cur:
                             cur.execute(query, params)
                             return cur.fetchall()
-                    with c.cursor(row_factory=dict_row) as cur:
+                    with c.cursor(row_factory=row_factory) as cur:
                         cur.execute(query, params)
                         return cur.fetchall()
             except SerializationFailure:
@@ -301,10 +303,15 @@ class Queue:
             for i, element in enumerate(elements):  # name the element at fault
                 dump_json(element, f"jobs[{i}]")
             raise
-        rows = self._run(
-            self._sql.enqueue_many, {"jobs": jobs_json}, conn=conn, retry_serialization=True
+        # The ids alone, in input order (no dict per row: a batch is often thousands of jobs).
+        ids: list[uuid.UUID] = self._run(
+            self._sql.enqueue_many,
+            {"jobs": jobs_json},
+            conn=conn,
+            retry_serialization=True,
+            row_factory=scalar_row,
         )
-        return [row["id"] for row in rows]
+        return ids
 
     # -- working (thin wrappers; the Worker is the usual way to consume) ----------------------
 
@@ -324,7 +331,8 @@ class Queue:
             "lock_timeout": _interval(lock_timeout, "lock_timeout"),
             "queues": None if queues is None else list(queues),
         }
-        return [Job.from_row(row) for row in self._run(self._sql.dequeue, params)]
+        jobs: list[Job] = self._run(self._sql.dequeue, params, row_factory=job_row)
+        return jobs
 
     def complete(self, job_id: uuid.UUID, worker_id: str, attempt: int | None = None) -> bool:
         """Mark a claimed job succeeded; False when ``worker_id`` no longer holds the claim."""
