@@ -63,10 +63,11 @@ __all__ = ["Handler", "Worker"]
 log = logging.getLogger("pgq_client.worker")
 
 CLAIMERS = 2
-PREFETCH_MAX_FACTOR = 16
-"""With ``prefetch=None``, at most this many jobs per handler thread wait in the worker."""
 """Claim threads per worker: while jobs are waiting, one claim is under way while the jobs of
 the other are handed out, so a round trip's latency (a commit) does not idle the handlers."""
+
+PREFETCH_MAX_FACTOR = 16
+"""With ``prefetch=None``, at most this many jobs per handler thread wait in the worker."""
 
 Handler = Callable[..., object]
 """``handler(job)``, or ``handler(job, conn)`` for transactional completion."""
