@@ -236,6 +236,7 @@ class Worker:
         # State shared by the threads, guarded by one lock. Each kind of waiter has its own
         # condition on it, so that a finished job wakes only the thread that has something to
         # do about it (not every claimer, the acker and the shutdown at each job).
+        self._held_rows_lock = threading.Lock()  # see _call_on_held
         lock = threading.Lock()
         self._cond = threading.Condition(lock)  # shutdown: handlers finishing
         self._claim_cv = threading.Condition(lock)  # claimers: free slots, wake-ups, stop
@@ -518,6 +519,14 @@ class Worker:
         if self._claim_worth_it(*self._claim_size()):
             self._claim_cv.notify()
 
+    def _call_on_held(self, query: sql.Composed, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """``_call`` for a statement that locks many of the rows this worker holds (heartbeat,
+        acknowledgements, release): one at a time. Run at once, two of them can lock their
+        overlapping rows in different orders and deadlock (40P01, after deadlock_timeout);
+        seen in make soak whenever a heartbeat met an acknowledgement under load."""
+        with self._held_rows_lock:
+            return self._call(query, params)
+
     def _call(self, query: sql.Composed, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         assert self._pool is not None
         with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
@@ -655,7 +664,9 @@ class Worker:
         ids = [job.id for job in jobs]
         while True:
             try:
-                rows = self._call(self._sql.release, {"job_ids": ids, "worker_id": self.worker_id})
+                rows = self._call_on_held(
+                    self._sql.release, {"job_ids": ids, "worker_id": self.worker_id}
+                )
             except psycopg.OperationalError as exc:
                 if time.monotonic() > self._shutdown_deadline or self._force.is_set():
                     log.warning(
@@ -914,7 +925,7 @@ class Worker:
         """Send what it can; returns what is left after a connection loss."""
         try:
             if completions:
-                rows = self._call(
+                rows = self._call_on_held(
                     self._sql.complete_many,
                     {
                         "job_ids": [job.id for job in completions],
@@ -943,7 +954,7 @@ class Worker:
                 completions = []
             if failures:
                 # All failures so far in one round trip (one jobq_fail call per job).
-                rows = self._call(
+                rows = self._call_on_held(
                     self._sql.fail_many,
                     {
                         "worker_id": self.worker_id,
@@ -993,7 +1004,7 @@ class Worker:
             if not ids:
                 continue
             try:
-                rows = self._call(
+                rows = self._call_on_held(
                     self._sql.heartbeat, {"worker_id": self.worker_id, "job_ids": ids}
                 )
             except psycopg.OperationalError as exc:

@@ -396,6 +396,22 @@ def test_notify_wakes_an_idle_worker_long_before_the_poll_interval(dsn: str, con
         assert done.wait(5), "the enqueued job was not picked up on NOTIFY"
 
 
+def test_heartbeats_and_acknowledgements_never_deadlock(
+    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A heartbeat renews every held job, an acknowledgement completes some of them: run at
+    # once on overlapping rows, PostgreSQL may find them waiting on each other (40P01) and
+    # abort one after deadlock_timeout. Seen in make soak at each heartbeat under load.
+    Queue(dsn).enqueue_many([{"job_type": "t"} for _ in range(20000)])
+    with caplog.at_level(logging.DEBUG, logger="pgq_client.worker"):
+        Worker(
+            dsn, {"t": lambda job: None}, concurrency=8, lock_timeout=3, heartbeat_interval=0.01
+        ).run(burst=True)
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == 20000
+    trouble = [r.getMessage() for r in caplog.records if "unavailable" in r.getMessage()]
+    assert not trouble, trouble[:3]
+
+
 def test_heartbeats_keep_a_long_job_from_being_taken_over(dsn: str, conn: Conn) -> None:
     job_id = Queue(dsn).enqueue("t")
     started = threading.Event()
