@@ -830,12 +830,18 @@ CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS in
 DECLARE
     v_renewed integer;
 BEGIN
+    -- The inner SELECT locks the rows that the worker holds and nobody else has locked, and
+    -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
+    -- rows by the primary key (no status test: see 0003_jobq_fence_by_primary_key).
     UPDATE jobq_jobs AS j
     SET locked_at = now()
-    -- No status = 'processing' test here: locked_by is set exactly while a job is
-    -- processing (jobq_jobs_claim_check), and with that test the planner may choose
-    -- jobq_jobs_locked_idx over the primary key (see 0003_jobq_fence_by_primary_key).
-    WHERE j.id = ANY (jobq_heartbeat.job_ids)
+    WHERE j.id = ANY (ARRAY(
+        SELECT h.id
+        FROM jobq_jobs AS h
+        WHERE h.id = ANY (jobq_heartbeat.job_ids)
+          AND h.locked_by = jobq_heartbeat.worker_id
+        FOR UPDATE SKIP LOCKED
+    ))
       AND j.locked_by = jobq_heartbeat.worker_id;
     GET DIAGNOSTICS v_renewed = ROW_COUNT;
     RETURN v_renewed;
@@ -843,8 +849,11 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) IS 'Renews locked_at (to now()) of those job_ids that worker_id still holds, so that a long job
-of a live worker is never taken over. Result: how many claims were renewed; a smaller number
-than asked tells the worker which claims it lost.';
+of a live worker is never taken over. Never waits: a held job whose row another transaction
+has locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
+this time, so a heartbeat cannot deadlock with the same worker''s jobq_complete_many, jobq_fail
+or jobq_release on another connection. Result: how many claims were renewed; a smaller number
+than asked means some claims are lost or were being acknowledged at that moment.';
 
 CREATE FUNCTION public.jobq_list_jobs(statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER

@@ -521,9 +521,11 @@ class Worker:
 
     def _call_on_held(self, query: sql.Composed, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """``_call`` for a statement that locks many of the rows this worker holds (heartbeat,
-        acknowledgements, release): one at a time. Run at once, two of them can lock their
-        overlapping rows in different orders and deadlock (40P01, after deadlock_timeout);
-        seen in make soak whenever a heartbeat met an acknowledgement under load."""
+        acknowledgements, release): one at a time. Before migration 0004 two of them run at
+        once could lock their overlapping rows in different orders and deadlock (40P01, seen
+        in make soak whenever a heartbeat met an acknowledgement under load); a heartbeat now
+        skips rows locked by others, and this lock keeps it from skipping the ones this worker
+        is acknowledging, so that a smaller count means lost claims."""
         with self._held_rows_lock:
             return self._call(query, params)
 
@@ -1020,8 +1022,9 @@ class Worker:
                 still_held = [i for i in ids if i in self._held]
             if renewed < len(still_held):
                 log.warning(
-                    "worker %s: %d of %d claims could not be renewed (lost: lock expired and "
-                    "taken over); their results will not be recorded",
+                    "worker %s: %d of %d claims were not renewed: lost (lock expired and taken "
+                    "over; their results will not be recorded), or their row was locked by a "
+                    "transactional completion at that moment",
                     self.worker_id,
                     len(still_held) - renewed,
                     len(still_held),
