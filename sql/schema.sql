@@ -176,6 +176,7 @@ COMMENT ON TABLE public.jobq_jobs IS 'jobq jobs, one row per job. Change it only
 CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, lock_timeout interval DEFAULT '00:05:00'::interval, queues text[] DEFAULT NULL::text[]) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_bitmapscan TO 'off'
     AS $$
 BEGIN
     IF worker_id IS NULL OR worker_id !~ '\S' THEN

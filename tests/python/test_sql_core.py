@@ -276,6 +276,50 @@ def test_fenced_calls_find_the_job_by_primary_key_when_statistics_say_nothing_is
         assert done == [("failed", 1), ("pending", 3), ("processing", 2), ("succeeded", 6)]
 
 
+def test_the_claim_reads_its_indexes_in_order_when_statistics_say_the_queue_is_empty(
+    dsn: str,
+) -> None:
+    """0005: statistics from an empty queue, 1,500 jobs claimed and completed since (their
+    index entries dead, not yet vacuumed), a generic plan. The claim must be an index scan of
+    jobq_jobs_claim_idx in its order, stopping at batch_size: the bitmap scan + sort chosen
+    before 0005 visited every dead entry and its heap row on every call (28 ms per claim with
+    500,000 of them). The stale-claim step likewise reads jobq_jobs_locked_idx in order."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("ALTER TABLE jobq_jobs SET (autovacuum_enabled = off)")
+        c.execute("VACUUM ANALYZE jobq_jobs")  # the statistics of an empty queue
+        jobs = psycopg.types.json.Jsonb([{"job_type": "t"} for _ in range(2000)])
+        c.execute("SELECT count(*) FROM jobq_enqueue_many(%s)", (jobs,))
+        ids = [r[0] for r in c.execute("SELECT id FROM jobq_dequeue('w', batch_size => 1500)")]
+        assert c.execute("SELECT jobq_complete_many(%s, 'w')", (ids,)).fetchone() == (1500,)
+        plans: list[str] = []
+        c.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
+        c.execute("LOAD 'auto_explain'")
+        for setting in (
+            "auto_explain.log_min_duration = 0",
+            "auto_explain.log_nested_statements = on",
+            "auto_explain.log_level = notice",
+            "plan_cache_mode = force_generic_plan",
+        ):
+            c.execute(f"SET {setting}")
+        claimed = []
+        for _ in range(3):  # and again, with the cached plan
+            claimed += [
+                r[0] for r in c.execute("SELECT id FROM jobq_dequeue('w', batch_size => 10)")
+            ]
+        assert len(set(claimed)) == 30
+        claims = [p for p in plans if "WITH candidates AS MATERIALIZED" in p]
+        stale = [p for p in plans if "WITH stale AS MATERIALIZED" in p]
+        assert len(claims) == 3 and len(stale) == 3, plans
+        for plan in claims:
+            assert "Index Scan using jobq_jobs_claim_idx" in plan, plan
+            assert "Bitmap" not in plan and "Sort Key: j.priority" not in plan, plan
+        for plan in stale:
+            assert "Index Scan using jobq_jobs_locked_idx" in plan, plan
+            assert "Bitmap" not in plan, plan
+        setting = c.execute("SELECT current_setting('enable_bitmapscan')").fetchone()
+        assert setting == ("on",), "the function's setting leaked into the session"
+
+
 def test_a_heartbeat_skips_rows_locked_by_another_transaction_instead_of_waiting(
     dsn: str,
 ) -> None:
