@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,13 +45,14 @@ DURABLE = ["fsync=on", "synchronous_commit=on", "full_page_writes=on"]
 
 
 @contextmanager
-def cluster() -> Iterator[str]:
-    """A throwaway durable cluster; yields a superuser DSN to a fresh database `soak`."""
+def cluster(settings: Sequence[str] = ()) -> Iterator[str]:
+    """A throwaway durable cluster (plus ``settings``, ``name=value`` each); yields a superuser
+    DSN to a fresh database `soak`."""
     tmp = Path(tempfile.mkdtemp(prefix="jobq-soak."))
     tmp.chmod(0o755)
     pg = tmp / "pg"
     out = subprocess.run(
-        [str(ROOT / "scripts" / "testdb.sh"), "start", str(pg), *DURABLE],
+        [str(ROOT / "scripts" / "testdb.sh"), "start", str(pg), *DURABLE, *settings],
         check=True, capture_output=True, text=True,
     ).stdout
     env = {}
@@ -63,11 +64,12 @@ def cluster() -> Iterator[str]:
     try:
         with psycopg.connect(admin, autocommit=True) as c:
             c.execute("CREATE DATABASE soak")
-            settings: dict[str, str] = dict(c.execute(
+            shown: dict[str, str] = dict(c.execute(
                 "SELECT name, setting FROM pg_settings WHERE name = ANY(%(n)s)",
-                {"n": ["fsync", "synchronous_commit", "full_page_writes"]},
+                {"n": ["fsync", "synchronous_commit", "full_page_writes", "autovacuum_naptime",
+                       *(s.partition("=")[0] for s in settings)]},
             ).fetchall())
-        print(f"cluster: {pg} ({', '.join(f'{k}={v}' for k, v in sorted(settings.items()))})")
+        print(f"cluster: {pg} ({', '.join(f'{k}={v}' for k, v in sorted(shown.items()))})")
         yield make_conninfo(admin, dbname="soak")
     finally:
         subprocess.run([str(ROOT / "scripts" / "testdb.sh"), "stop", str(pg)], check=False)
@@ -106,9 +108,10 @@ def measure_max(dsn: str, jobs: int, concurrency: int) -> float:
     return stats.done / elapsed
 
 
-def run(minutes: float, snapshot_hold: bool, concurrency: int) -> bool:
+def run(minutes: float, snapshot_hold: bool, concurrency: int,
+        settings: Sequence[str] = ()) -> bool:
     total = minutes * 60.0
-    with cluster() as dsn:
+    with cluster(settings) as dsn:
         migrate(dsn)
         backlog = 5000 if minutes <= 2 else 20000
         max_rate = measure_max(dsn, backlog, concurrency)
@@ -243,9 +246,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--snapshot-hold", action="store_true",
                    help="hold a REPEATABLE READ snapshot for 3 minutes in the middle")
     p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a server setting for the throwaway cluster (repeatable)")
     args = p.parse_args(argv)
     minutes = 2.0 if args.quick else args.minutes
-    ok = run(minutes, args.snapshot_hold, args.concurrency)
+    for setting in args.set:
+        if "=" not in setting:
+            p.error(f"--set {setting!r}: expected NAME=VALUE")
+    ok = run(minutes, args.snapshot_hold, args.concurrency, args.set)
     print("soak: PASS" if ok else "soak: FAIL")
     return 0 if ok else 1
 
