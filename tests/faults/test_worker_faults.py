@@ -333,10 +333,12 @@ def test_sigterm_releases_unstarted_jobs_at_once_and_finishes_in_flight_ones(fx:
     running = fx.enqueue_many(
         [{"job_type": jt, "priority": 10, "payload": {"gate": "busy"}} for jt in ("fx", "fx_plain")]
     )
-    waiting = fx.enqueue_many([{"job_type": "fx" if i % 2 else "fx_plain"} for i in range(4)])
     a = fx.spawn("A", "--lock-timeout", "600", "--batch-size", "2", "--prefetch", "4")
     for j in running:
         fx.wait_started(j)
+    # Only now, with both handler threads busy: queued from the start, two of them could be
+    # claimed by A's second claimer beside the first claim and started before the gated ones.
+    waiting = fx.enqueue_many([{"job_type": "fx" if i % 2 else "fx_plain"} for i in range(4)])
     fx.wait_for(
         "A to prefetch the 4 waiting jobs",
         lambda: fx.one(
