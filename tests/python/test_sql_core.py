@@ -9,6 +9,7 @@ import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -18,6 +19,22 @@ from tests.schema_dump import dump_schema
 from pgq_client.migrate import MigrationError, available_migrations, migrate, render_dry_run
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def log_generic_plans(c: psycopg.Connection[Any]) -> list[str]:
+    """From now on, collect the plan of every statement ``c`` runs, nested ones included (the
+    statements inside jobq's functions), with generic plans forced: auto_explain at NOTICE."""
+    plans: list[str] = []
+    c.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
+    c.execute("LOAD 'auto_explain'")
+    for setting in (
+        "auto_explain.log_min_duration = 0",
+        "auto_explain.log_nested_statements = on",
+        "auto_explain.log_level = notice",
+        "plan_cache_mode = force_generic_plan",
+    ):
+        c.execute(f"SET {setting}")
+    return plans
 
 
 def test_eight_threads_drain_3000_jobs_with_no_job_claimed_twice(dsn: str) -> None:
@@ -240,16 +257,7 @@ def test_fenced_calls_find_the_job_by_primary_key_when_statistics_say_nothing_is
         c.execute("ANALYZE jobq_jobs")  # nothing is processing now
         ids = [r[0] for r in c.execute("SELECT id FROM jobq_dequeue('w', batch_size => 300)")]
         assert len(ids) == 300
-        plans: list[str] = []
-        c.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
-        c.execute("LOAD 'auto_explain'")
-        for setting in (
-            "auto_explain.log_min_duration = 0",
-            "auto_explain.log_nested_statements = on",
-            "auto_explain.log_level = notice",
-            "plan_cache_mode = force_generic_plan",
-        ):
-            c.execute(f"SET {setting}")
+        plans = log_generic_plans(c)
         calls = [
             ("SELECT jobq_complete(%s, 'w', 1)", (ids[0],)),
             ("SELECT jobq_complete(%s, 'w')", (ids[1],)),
@@ -291,16 +299,7 @@ def test_the_claim_reads_its_indexes_in_order_when_statistics_say_the_queue_is_e
         c.execute("SELECT count(*) FROM jobq_enqueue_many(%s)", (jobs,))
         ids = [r[0] for r in c.execute("SELECT id FROM jobq_dequeue('w', batch_size => 1500)")]
         assert c.execute("SELECT jobq_complete_many(%s, 'w')", (ids,)).fetchone() == (1500,)
-        plans: list[str] = []
-        c.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
-        c.execute("LOAD 'auto_explain'")
-        for setting in (
-            "auto_explain.log_min_duration = 0",
-            "auto_explain.log_nested_statements = on",
-            "auto_explain.log_level = notice",
-            "plan_cache_mode = force_generic_plan",
-        ):
-            c.execute(f"SET {setting}")
+        plans = log_generic_plans(c)
         claimed = []
         for _ in range(3):  # and again, with the cached plan
             claimed += [
