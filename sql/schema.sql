@@ -57,9 +57,8 @@ BEGIN
         locked_at = NULL,
         locked_by = NULL,
         updated_at = now()
-    -- No status = 'processing' test here: locked_by is set exactly while a job is
-    -- processing (jobq_jobs_claim_check), and with that test the planner may choose
-    -- jobq_jobs_locked_idx over the primary key (see 0003_jobq_fence_by_primary_key).
+    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_complete.job_id
       AND j.locked_by = jobq_complete.worker_id
       AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt);
@@ -104,9 +103,8 @@ BEGIN
             array_fill(NULL::integer, ARRAY[coalesce(cardinality(jobq_complete_many.job_ids), 0)])
         )
     ) AS d (job_id, attempt)
-    -- No status = 'processing' test here: locked_by is set exactly while a job is
-    -- processing (jobq_jobs_claim_check), and with that test the planner may choose
-    -- jobq_jobs_locked_idx over the primary key (see 0003_jobq_fence_by_primary_key).
+    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = d.job_id
       AND j.locked_by = jobq_complete_many.worker_id
       AND (d.attempt IS NULL OR j.attempts = d.attempt);
@@ -282,7 +280,11 @@ Arguments: worker_id (non-blank), job_types (NULL = all), batch_size (>= 1), loc
 (> 0; beyond 1000 years it means never), queues (NULL = all).
 Errors: 22023 blank worker_id, batch_size < 1, lock_timeout <= 0.
 Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, and one
-call never locks or claims more than batch_size pending rows.';
+call never locks or claims more than batch_size pending rows.
+Runs with enable_bitmapscan = off (for this function only; the caller keeps its own setting):
+the claim is then an index scan in claim order that stops after batch_size rows and marks the
+dead index entries left by earlier claims as it passes them, instead of a bitmap scan and sort
+that visits every dead entry on every call until VACUUM removes them.';
 
 CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
@@ -690,9 +692,8 @@ BEGIN
         locked_at = NULL,
         locked_by = NULL,
         updated_at = now()
-    -- No status = 'processing' test here: locked_by is set exactly while a job is
-    -- processing (jobq_jobs_claim_check), and with that test the planner may choose
-    -- jobq_jobs_locked_idx over the primary key (see 0003_jobq_fence_by_primary_key).
+    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
@@ -833,7 +834,7 @@ DECLARE
 BEGIN
     -- The inner SELECT locks the rows that the worker holds and nobody else has locked, and
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
-    -- rows by the primary key (no status test: see 0003_jobq_fence_by_primary_key).
+    -- rows by the primary key (no status test: locked_by implies processing).
     UPDATE jobq_jobs AS j
     SET locked_at = now()
     WHERE j.id = ANY (ARRAY(
@@ -957,9 +958,8 @@ BEGIN
         locked_at = NULL,
         locked_by = NULL,
         updated_at = now()
-    -- No status = 'processing' test here: locked_by is set exactly while a job is
-    -- processing (jobq_jobs_claim_check), and with that test the planner may choose
-    -- jobq_jobs_locked_idx over the primary key (see 0003_jobq_fence_by_primary_key).
+    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = ANY (jobq_release.job_ids)
       AND j.locked_by = jobq_release.worker_id;
     GET DIAGNOSTICS v_released = ROW_COUNT;
@@ -1065,7 +1065,7 @@ CREATE TABLE public.jobq_migrations (
     applied_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
-COMMENT ON TABLE public.jobq_migrations IS 'jobq migrations applied to this schema, with the SHA-256 of each file (written by jobq migrate).';
+COMMENT ON TABLE public.jobq_migrations IS 'jobq migrations (NNNN_name) and function files (functions/jobq_name) applied to this schema, with the SHA-256 of each file (written by jobq migrate).';
 
 CREATE TABLE public.jobq_settings (
     singleton boolean DEFAULT true NOT NULL,

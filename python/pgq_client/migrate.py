@@ -1,10 +1,41 @@
-"""The migration runner: applies ``sql/migrations/NNNN_<what>.sql`` in order, each once.
+"""The migration runner: numbered migrations, then one file per function.
 
-Each migration runs in its own transaction with ``search_path`` set to the target schema
-(then ``pg_temp``), so every object lands in that schema and every function captures it. Each
-applied migration is recorded in ``<schema>.jobq_migrations`` with the SHA-256 of its file; an
-applied migration whose file changed afterwards is refused. A session-level advisory lock per
-schema serialises concurrent runs: the second waits, then finds nothing to do.
+``sql/migrations/NNNN_<what>.sql`` hold tables, indexes, types and data changes. They are
+applied in order, each once, each in its own transaction, and recorded in
+``<schema>.jobq_migrations`` with the SHA-256 of the file; an applied migration whose file
+changed afterwards is refused.
+
+``sql/functions/jobq_<name>.sql`` each hold the current definition of one function
+(``CREATE OR REPLACE FUNCTION``, its ``COMMENT ON FUNCTION``, its ``REVOKE ... FROM PUBLIC``).
+After the migrations, every file whose SHA-256 differs from the one recorded for it (version
+``functions/jobq_<name>``) is applied; all of them in one transaction, so that a failure leaves
+the previous set of bodies in place, never half of each. Files are applied private helpers
+(``jobq__*``) first, then in name order, except that a file runs after the files its
+``--! requires:`` line names (a ``LANGUAGE sql`` body is checked against the functions it calls
+when it is created). Two header lines are understood:
+
+``--! requires: jobq__a, jobq_b``
+    apply this file after those (only needed for a ``LANGUAGE sql`` body that calls them).
+``--! replaces: jobq_x(uuid, text, integer)``
+    an older signature of this file's function (argument types, as in ``DROP FUNCTION``).
+    ``CREATE OR REPLACE`` cannot add an argument, and creating the new signature beside the old
+    one would make an overload, so when the schema still has that signature it is dropped just
+    before the file runs, in the same transaction, and the EXECUTE grants it carried are given
+    to the new function, so that roles granted with ``jobq grant`` keep working.
+
+After the files, one check (in the same transaction) refuses a schema where a file left no
+function of its name, or more than one (an overload: an older signature not named in
+``--! replaces:``).
+
+Every step runs with ``search_path`` set to the target schema (then ``pg_temp``), so every
+object lands in that schema and every function captures it (``SET search_path FROM
+CURRENT``). A session-level advisory lock per schema serialises concurrent runs: the second
+waits, then finds nothing to do.
+
+Migrations 0002-0005 of jobq's development were folded into ``0001_jobq_core`` and the
+function files before the first release. A schema that recorded them (see ``FOLDED``) is
+recognised and upgraded in place: its records are rewritten to those of the baseline, and the
+function files replace its functions.
 
 ``render_dry_run`` prints the very statements :func:`migrate` would run, as a script for psql.
 """
@@ -13,28 +44,71 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
 from psycopg import sql
 
 __all__ = [
+    "FOLDED",
+    "FunctionFile",
     "Migration",
     "MigrationError",
+    "Plan",
     "available_migrations",
+    "function_files",
     "migrate",
     "pending_migrations",
+    "plan",
     "render_dry_run",
 ]
 
+logger = logging.getLogger(__name__)
+
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+_FUNCTION_NAME = re.compile(r"^(jobq_[a-z0-9_]+)\.sql$")
+_DIRECTIVE = re.compile(
+    r"^--![ \t]*(?P<key>[a-z-]*)[ \t]*(?::[ \t]*(?P<value>.*?))?[ \t]*$", re.MULTILINE
+)
+# An argument list as DROP FUNCTION takes it: type names, arrays, commas, spaces.
+_SIGNATURE = re.compile(r"^(jobq_[a-z0-9_]+)\(\s*([a-z0-9_ \[\],]*?)\s*\)$")
+_FUNCTIONS_PREFIX = "functions/"
 _LOCK_NAMESPACE = "jobq.migrate:"
+
+# The migrations of jobq's development that were folded into the baseline before the first
+# release, in order, with the SHA-256 each had when it was applied (main up to commit dcd3357).
+# Only 0001 created tables; 0002-0005 replaced or added functions, which the function files
+# now define. So a schema whose records are exactly the first N of these (N >= 1), each with
+# its checksum, holds the tables of today's 0001_jobq_core: it is recorded as having that
+# baseline, and the function files replace its functions. Any other record is refused.
+FOLDED_INTO = "0001_jobq_core"
+FOLDED: tuple[tuple[str, str], ...] = (
+    ("0001_jobq_core", "4adb3e31c6d11142b01266ba01b9aca8e106f55e1087717a30998134303a42e8"),
+    ("0002_jobq_operations", "0a665aa5294ce9af4629ee935f26f466ef38c8908688d5ee0d1d4bfe0f4b32af"),
+    (
+        "0003_jobq_fence_by_primary_key",
+        "575522bcc4b993fb9d72547a15fd622e08bd89cd331fd3ed4f3aafde5485d551",
+    ),
+    (
+        "0004_jobq_heartbeat_never_waits",
+        "b9bfad63d92931fbcbd4dd41b725e140847022fded97e9503fc3952e1183f0b6",
+    ),
+    (
+        "0005_jobq_dequeue_ordered_index_scan",
+        "a07ae8776899c9e6f7873cc33c47130795c1000303702af11059dcc15f3f538b",
+    ),
+)
 
 
 class MigrationError(Exception):
     """A migration cannot be applied (edited after it was applied, unknown, bad file name)."""
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -46,24 +120,77 @@ class Migration:
 
     @property
     def checksum(self) -> str:
-        return hashlib.sha256(self.sql.encode()).hexdigest()
+        return _sha256(self.sql)
+
+
+@dataclass(frozen=True)
+class FunctionFile:
+    """One function file: ``name`` is the function's (``jobq_dequeue``), ``path`` the file's.
+
+    ``requires`` and ``replaces`` come from the file's ``--! requires:`` and ``--! replaces:``
+    lines. ``version`` is what ``jobq_migrations`` records it as (``functions/jobq_dequeue``).
+    """
+
+    name: str
+    path: Path
+    sql: str = field(repr=False)
+    requires: tuple[str, ...] = ()
+    replaces: tuple[str, ...] = ()
+
+    @property
+    def checksum(self) -> str:
+        return _sha256(self.sql)
+
+    @property
+    def version(self) -> str:
+        return _FUNCTIONS_PREFIX + self.name
+
+    @property
+    def private(self) -> bool:
+        """Private helpers (``jobq__*``) are granted to nobody."""
+        return self.name.startswith("jobq__")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What :func:`migrate` would do to a schema, in order.
+
+    ``adopt``: the folded versions recorded in the schema, to be rewritten to the baseline's
+    record (empty when there are none); ``migrations`` and ``functions``: what is pending.
+    """
+
+    adopt: tuple[str, ...]
+    migrations: list[Migration]
+    functions: list[FunctionFile]
+
+    @property
+    def versions(self) -> list[str]:
+        return [m.version for m in self.migrations] + [f.version for f in self.functions]
+
+
+def _sql_dir(kind: str) -> Path:
+    """``migrations`` or ``functions``: shipped in the wheel, else those of the source tree."""
+    shipped = Path(str(importlib.resources.files("pgq_client"))) / kind
+    if shipped.is_dir():
+        return shipped
+    source = Path(__file__).resolve().parents[2] / "sql" / kind
+    if source.is_dir():
+        return source
+    raise MigrationError(f"no {kind} found (looked in {shipped} and {source})")
 
 
 def _migrations_dir() -> Path:
-    """The migrations shipped in the wheel, else those of the source tree."""
-    shipped = Path(str(importlib.resources.files("pgq_client"))) / "migrations"
-    if shipped.is_dir():
-        return shipped
-    source = Path(__file__).resolve().parents[2] / "sql" / "migrations"
-    if source.is_dir():
-        return source
-    raise MigrationError(f"no migrations found (looked in {shipped} and {source})")
+    return _sql_dir("migrations")
 
 
-def available_migrations() -> list[Migration]:
+def _functions_dir() -> Path:
+    return _sql_dir("functions")
+
+
+def available_migrations(directory: Path | None = None) -> list[Migration]:
     """Every migration file, in order. Refuses files that do not follow ``NNNN_name.sql``."""
     found: list[Migration] = []
-    for path in sorted(_migrations_dir().iterdir()):
+    for path in sorted((directory or _migrations_dir()).iterdir()):
         if path.suffix != ".sql":
             continue
         if not _NAME.match(path.name):
@@ -77,6 +204,93 @@ def available_migrations() -> list[Migration]:
     return found
 
 
+def _read_function_file(path: Path) -> FunctionFile:
+    match = _FUNCTION_NAME.match(path.name)
+    if not match:
+        raise MigrationError(
+            f"function file {path.name!r} does not follow jobq_lowercase_name.sql"
+        )
+    name = match.group(1)
+    text = path.read_text(encoding="utf-8")
+    if not re.search(
+        rf"^CREATE OR REPLACE FUNCTION {re.escape(name)}\(", text, re.MULTILINE | re.IGNORECASE
+    ):
+        raise MigrationError(
+            f"function file {path.name} must define its function with "
+            f"`CREATE OR REPLACE FUNCTION {name}(` (it is applied again whenever it changes)"
+        )
+    requires: list[str] = []
+    replaces: list[str] = []
+    for directive in _DIRECTIVE.finditer(text):
+        key, value = directive.group("key"), directive.group("value")
+        if key in ("requires", "replaces") and not value:
+            raise MigrationError(f"function file {path.name}: `--! {key}:` names nothing")
+        items = [v.strip() for v in re.split(r",\s*(?![^()]*\))", value or "") if v.strip()]
+        if key == "requires":
+            requires += items
+        elif key == "replaces":
+            for signature in items:
+                sig = _SIGNATURE.match(signature)
+                if not sig or sig.group(1) != name:
+                    raise MigrationError(
+                        f"function file {path.name}: `--! replaces: {signature}` must name an "
+                        f"older signature of {name} itself, as `{name}(type, type, ...)`"
+                    )
+                replaces.append(signature)
+        else:
+            raise MigrationError(
+                f"function file {path.name}: unknown directive `--! {key}:` "
+                "(known: requires, replaces)"
+            )
+    return FunctionFile(
+        name=name, path=path, sql=text, requires=tuple(requires), replaces=tuple(replaces)
+    )
+
+
+def function_files(directory: Path | None = None) -> list[FunctionFile]:
+    """Every function file, in the order they are applied.
+
+    Private helpers (``jobq__*``) first, then by name; a file whose ``--! requires:`` line
+    names others comes after them. Refuses unknown names in ``requires``, cycles, bad file
+    names, and files that do not ``CREATE OR REPLACE`` their own function.
+    """
+    files = {
+        f.name: f
+        for f in (
+            _read_function_file(path)
+            for path in sorted((directory or _functions_dir()).iterdir())
+            if path.suffix == ".sql"
+        )
+    }
+    for f in files.values():
+        for required in f.requires:
+            if required not in files:
+                raise MigrationError(
+                    f"function file {f.path.name} requires {required}, which has no file"
+                )
+    order = sorted(files, key=lambda n: (not files[n].private, n))
+    done: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        if name in visiting:
+            raise MigrationError(f"function files require each other in a cycle: {name}")
+        visiting.add(name)
+        for required in sorted(files[name].requires, key=order.index):
+            visit(required)
+        visiting.discard(name)
+        done.append(name)
+
+    for name in order:
+        visit(name)
+    return [files[name] for name in done]
+
+
+# -- the SQL that migrate runs (and --dry-run prints) ------------------------------------------
+
+
 def _bootstrap(schema: str) -> sql.Composed:
     return sql.SQL(
         "CREATE SCHEMA IF NOT EXISTS {s};\n"
@@ -88,17 +302,21 @@ def _bootstrap(schema: str) -> sql.Composed:
         ");\n"
         "REVOKE ALL ON TABLE {s}.jobq_migrations FROM PUBLIC;\n"
         "COMMENT ON TABLE {s}.jobq_migrations IS "
-        "'jobq migrations applied to this schema, with the SHA-256 of each file "
-        "(written by jobq migrate).';\n"
+        "'jobq migrations (NNNN_name) and function files (functions/jobq_name) applied to this "
+        "schema, with the SHA-256 of each file (written by jobq migrate).';\n"
     ).format(s=sql.Identifier(schema))
+
+
+def _search_path(schema: str) -> sql.Composed:
+    return sql.SQL("SET LOCAL search_path = {s}, pg_temp;\n").format(s=sql.Identifier(schema))
 
 
 def _apply(schema: str, migration: Migration) -> sql.Composed:
     """The body of one migration's transaction: search_path, the file, its record."""
     return sql.SQL(
-        "SET LOCAL search_path = {s}, pg_temp;\n{body}\n"
-        "INSERT INTO {s}.jobq_migrations (version, checksum) VALUES ({v}, {c});\n"
+        "{path}{body}\nINSERT INTO {s}.jobq_migrations (version, checksum) VALUES ({v}, {c});\n"
     ).format(
+        path=_search_path(schema),
         s=sql.Identifier(schema),
         body=sql.SQL(migration.sql),  # trusted: our own file
         v=sql.Literal(migration.version),
@@ -106,10 +324,159 @@ def _apply(schema: str, migration: Migration) -> sql.Composed:
     )
 
 
+def _adopt(schema: str, recorded: tuple[str, ...], baseline: Migration) -> sql.Composed:
+    """Rewrite the records of the folded versions to the baseline's (only rows that match)."""
+    folded = dict(FOLDED)
+    others = [v for v in recorded if v != FOLDED_INTO]
+    statements = [
+        sql.SQL(
+            "-- This schema was installed by a development version of jobq ({versions}), "
+            "whose migrations\n-- were folded into {baseline} and the function files: it is "
+            "recorded as {baseline}.\n"
+        ).format(versions=sql.SQL(", ".join(recorded)), baseline=sql.SQL(FOLDED_INTO))
+    ]
+    if others:
+        statements.append(
+            sql.SQL(
+                "DELETE FROM {s}.jobq_migrations WHERE (version, checksum) IN ({rows});\n"
+            ).format(
+                s=sql.Identifier(schema),
+                rows=sql.SQL(", ").join(
+                    sql.SQL("({}, {})").format(sql.Literal(v), sql.Literal(folded[v]))
+                    for v in others
+                ),
+            )
+        )
+    statements.append(
+        sql.SQL(
+            "UPDATE {s}.jobq_migrations SET checksum = {new}\n"
+            "WHERE version = {v} AND checksum = {old};\n"
+        ).format(
+            s=sql.Identifier(schema),
+            new=sql.Literal(baseline.checksum),
+            v=sql.Literal(FOLDED_INTO),
+            old=sql.Literal(folded[FOLDED_INTO]),
+        )
+    )
+    return sql.Composed(statements)
+
+
+# Before a file that names older signatures: drop those that exist, keep their ACL for the end.
+_DROP_REPLACED = """
+-- {name}: drop the older signature(s) it replaces; their grants are kept for the end.
+DO $jobq$
+DECLARE
+    v_signature text;
+    v_old regprocedure;
+    v_acl aclitem[] := '{{}}';
+BEGIN
+    FOREACH v_signature IN ARRAY ARRAY[{signatures}]::text[] LOOP
+        v_old := pg_catalog.to_regprocedure(
+            pg_catalog.format('%I.%s', pg_catalog.current_schema(), v_signature)
+        );
+        CONTINUE WHEN v_old IS NULL;
+        v_acl := v_acl || coalesce(
+            (SELECT p.proacl FROM pg_catalog.pg_proc AS p WHERE p.oid = v_old), '{{}}'
+        );
+        EXECUTE pg_catalog.format('DROP FUNCTION %s', v_old);
+    END LOOP;
+    PERFORM pg_catalog.set_config('jobq.replaced_acl_{name}', v_acl::text, true);
+END
+$jobq$;
+"""
+
+# After the files: each left exactly one function of its name; replaced grants carried over.
+_CHECK_FUNCTIONS = """
+-- Each file left exactly one function of its name (jobq has no overloads); a function
+-- that replaced older signatures gets the EXECUTE grants they had.
+DO $jobq$
+DECLARE
+    v_name text;
+    v_count integer;
+    v_new regprocedure;
+    v_acl aclitem[];
+    v_grant record;
+BEGIN
+    FOREACH v_name IN ARRAY ARRAY[
+        {names}
+    ]::text[] LOOP
+        SELECT count(*)::integer, min(p.oid)::regprocedure INTO v_count, v_new
+        FROM pg_catalog.pg_proc AS p
+        WHERE p.pronamespace = pg_catalog.to_regnamespace(
+                pg_catalog.quote_ident(pg_catalog.current_schema()))
+          AND p.proname = v_name;
+        IF v_count = 0 THEN
+            RAISE EXCEPTION 'jobq migrate: function file %.sql defines no function %',
+                v_name, v_name
+                USING ERRCODE = 'invalid_function_definition';
+        ELSIF v_count > 1 THEN
+            RAISE EXCEPTION 'jobq migrate: schema % has % functions named % after %.sql',
+                pg_catalog.current_schema(), v_count, v_name, v_name
+                USING ERRCODE = 'invalid_function_definition',
+                      HINT = 'jobq has no overloads: name the older signature in a '
+                          || '"--! replaces:" line of the file, so that it is dropped first.';
+        END IF;
+        v_acl := nullif(nullif(
+            pg_catalog.current_setting('jobq.replaced_acl_' || v_name, true), ''
+        ), '{{}}')::aclitem[];
+        CONTINUE WHEN v_acl IS NULL;
+        FOR v_grant IN
+            SELECT a.grantee, bool_or(a.is_grantable) AS is_grantable
+            FROM pg_catalog.aclexplode(v_acl) AS a
+            WHERE a.privilege_type = 'EXECUTE'
+              AND a.grantee <> 0  -- PUBLIC: the file revokes it on purpose
+              AND a.grantee <> (SELECT p.proowner FROM pg_catalog.pg_proc AS p
+                                WHERE p.oid = v_new)
+            GROUP BY a.grantee
+        LOOP
+            EXECUTE pg_catalog.format(
+                'GRANT EXECUTE ON FUNCTION %s TO %I%s', v_new,
+                pg_catalog.pg_get_userbyid(v_grant.grantee),
+                CASE WHEN v_grant.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END
+            );
+        END LOOP;
+    END LOOP;
+END
+$jobq$;
+"""
+
+
+def _apply_functions(schema: str, files: list[FunctionFile]) -> sql.Composed:
+    """The body of the function files' transaction: each file and its record, then the check."""
+    parts: list[sql.Composable] = [_search_path(schema)]
+    for f in files:
+        parts.append(sql.SQL(f"-- {f.version} (sha256 {f.checksum})\n"))
+        if f.replaces:
+            parts.append(
+                sql.SQL(
+                    _DROP_REPLACED.format(
+                        name=f.name,
+                        signatures=", ".join(sql.Literal(s).as_string(None) for s in f.replaces),
+                    )
+                )
+            )
+        parts.append(sql.SQL(f.sql))  # trusted: our own file
+        parts.append(
+            sql.SQL(
+                "\nINSERT INTO {s}.jobq_migrations (version, checksum) VALUES ({v}, {c})\n"
+                "ON CONFLICT (version) DO UPDATE SET checksum = excluded.checksum, "
+                "applied_at = now();\n"
+            ).format(
+                s=sql.Identifier(schema), v=sql.Literal(f.version), c=sql.Literal(f.checksum)
+            )
+        )
+    names = ",\n        ".join(sql.Literal(f.name).as_string(None) for f in files)
+    parts.append(sql.SQL(_CHECK_FUNCTIONS.format(names=names)))
+    return sql.Composed(parts)
+
+
 def _lock_key(schema: str) -> sql.Composed:
     return sql.SQL("SELECT pg_advisory_lock(hashtext({k}))").format(
         k=sql.Literal(_LOCK_NAMESPACE + schema)
     )
+
+
+# -- what is applied, what is pending ----------------------------------------------------------
 
 
 def _applied(conn: psycopg.Connection[tuple[str, str]], schema: str) -> dict[str, str]:
@@ -127,10 +494,73 @@ def _applied(conn: psycopg.Connection[tuple[str, str]], schema: str) -> dict[str
     return {version: checksum for version, checksum in rows}
 
 
-def _check(applied: dict[str, str], known: list[Migration], schema: str) -> list[Migration]:
-    """Verify what is applied against the files; return the pending migrations, in order."""
+def _folded_records(applied: dict[str, str], schema: str) -> tuple[str, ...]:
+    """The folded versions recorded in ``applied``, when it holds a development install."""
+    folded = dict(FOLDED)
+    if applied.get(FOLDED_INTO) != folded[FOLDED_INTO]:
+        return ()
+    recorded = tuple(v for v, _ in FOLDED if v in applied)
+    expected = tuple(v for v, _ in FOLDED[: len(recorded)])
+    others = sorted(v for v in applied if v not in folded)
+    wrong = [v for v in recorded if applied[v] != folded[v]]
+    if recorded != expected or others or wrong:
+        raise MigrationError(
+            f"schema {schema!r} was installed by a development version of jobq "
+            f"({', '.join(sorted(v for v in applied if v in folded))}), but its records do not "
+            "match one this jobq can upgrade"
+            + (f": {', '.join(wrong)} differ from the files that version had" if wrong else "")
+            + (f"; it also records {', '.join(others)}" if others else "")
+            + (f"; versions are missing before {recorded[-1]}" if recorded != expected else "")
+            + ". Recognised: the first N of "
+            + ", ".join(v for v, _ in FOLDED)
+            + " with the checksums of jobq's main branch at commit dcd3357"
+        )
+    return recorded
+
+
+def plan(
+    conn: psycopg.Connection[tuple[str, str]],
+    schema: str = "public",
+    *,
+    migrations_dir: Path | None = None,
+    functions_dir: Path | None = None,
+) -> Plan:
+    """Verify what ``schema`` records against the files; return what is to be done.
+
+    ``migrations_dir`` and ``functions_dir`` replace the shipped files (for tests).
+    """
+    return _plan(
+        _applied(conn, schema),
+        available_migrations(migrations_dir),
+        function_files(functions_dir),
+        schema,
+    )
+
+
+def _plan(
+    applied: dict[str, str],
+    known: list[Migration],
+    functions: list[FunctionFile],
+    schema: str,
+) -> Plan:
+    adopt = _folded_records(applied, schema)
+    if adopt:
+        baseline = next((m for m in known if m.version == FOLDED_INTO), None)
+        if baseline is None:
+            raise MigrationError(f"no migration {FOLDED_INTO} to adopt schema {schema!r} into")
+        applied = {FOLDED_INTO: baseline.checksum}
     by_version = {m.version: m for m in known}
+    by_file = {f.version: f for f in functions}
     for version, checksum in applied.items():
+        if version.startswith(_FUNCTIONS_PREFIX):
+            if version not in by_file:
+                raise MigrationError(
+                    f"schema {schema!r} has function file {version} applied, which this jobq "
+                    "does not know: upgrade the jobq package before migrating (a function "
+                    "that jobq no longer has is dropped by a migration that also deletes its "
+                    "record)"
+                )
+            continue
         migration = by_version.get(version)
         if migration is None:
             raise MigrationError(
@@ -143,56 +573,95 @@ def _check(applied: dict[str, str], known: list[Migration], schema: str) -> list
                 f"(recorded sha256 {checksum[:12]}…, file now {migration.checksum[:12]}…): "
                 "migrations are forward-only; restore the file and add a new migration"
             )
-    return [m for m in known if m.version not in applied]
+    return Plan(
+        adopt=adopt,
+        migrations=[m for m in known if m.version not in applied],
+        functions=[f for f in functions if applied.get(f.version) != f.checksum],
+    )
 
 
 def pending_migrations(
     conn: psycopg.Connection[tuple[str, str]], schema: str = "public"
 ) -> list[Migration]:
     """The migrations not yet applied to ``schema`` (after verifying the applied ones)."""
-    return _check(_applied(conn, schema), available_migrations(), schema)
+    return plan(conn, schema).migrations
 
 
-def migrate(conninfo: str, schema: str = "public", dry_run: bool = False) -> list[str]:
-    """Apply the pending migrations to ``schema`` and return their versions, in order.
+def migrate(
+    conninfo: str,
+    schema: str = "public",
+    dry_run: bool = False,
+    *,
+    migrations_dir: Path | None = None,
+    functions_dir: Path | None = None,
+) -> list[str]:
+    """Apply what is pending in ``schema`` and return the versions applied, in order.
 
-    Idempotent: a second run applies nothing and returns ``[]``. With ``dry_run`` nothing is
-    changed and the versions that would be applied are returned.
+    The versions are those of the numbered migrations, then ``functions/<name>`` for each
+    function file applied. Idempotent: a second run applies nothing and returns ``[]``. With
+    ``dry_run`` nothing is changed and the versions that would be applied are returned.
+    ``migrations_dir`` and ``functions_dir`` replace the shipped files (for tests).
     """
     _validate_schema(schema)
-    known = available_migrations()
+    known = available_migrations(migrations_dir)
+    functions = function_files(functions_dir)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         if dry_run:
-            return [m.version for m in _check(_applied(conn, schema), known, schema)]
+            return _plan(_applied(conn, schema), known, functions, schema).versions
         conn.execute(_lock_key(schema))
         try:
             with conn.transaction():
                 conn.execute(_bootstrap(schema))
-            pending = _check(_applied(conn, schema), known, schema)
-            for migration in pending:
+            todo = _plan(_applied(conn, schema), known, functions, schema)
+            if todo.adopt:
+                logger.info(
+                    "schema %r: recording %s (development install) as %s",
+                    schema,
+                    ", ".join(todo.adopt),
+                    FOLDED_INTO,
+                )
+                baseline = next(m for m in known if m.version == FOLDED_INTO)
+                with conn.transaction():
+                    conn.execute(_adopt(schema, todo.adopt, baseline))
+            for migration in todo.migrations:
                 with conn.transaction():
                     conn.execute(_apply(schema, migration))
-            return [m.version for m in pending]
+            if todo.functions:
+                with conn.transaction():
+                    conn.execute(_apply_functions(schema, todo.functions))
+            return todo.versions
         finally:
             conn.execute("SELECT pg_advisory_unlock_all()")
 
 
-def render_dry_run(conninfo: str | None, schema: str = "public") -> str:
+def render_dry_run(
+    conninfo: str | None,
+    schema: str = "public",
+    *,
+    migrations_dir: Path | None = None,
+    functions_dir: Path | None = None,
+) -> str:
     """The SQL that :func:`migrate` would run, as a psql script.
 
-    With a connection, only the pending migrations; without one, all of them (for a new
-    database). Each migration is one transaction; ``ON_ERROR_STOP`` makes psql stop at the
-    first error.
+    With a connection, only what is pending; without one, everything (for a new database).
+    Each migration is one transaction, the function files one more; ``ON_ERROR_STOP`` makes
+    psql stop at the first error.
     """
     _validate_schema(schema)
-    known = available_migrations()
+    known = available_migrations(migrations_dir)
+    functions = function_files(functions_dir)
     if conninfo is None:
-        pending = known
-        header = "all migrations (no database was asked what is applied)"
+        todo = Plan(adopt=(), migrations=known, functions=functions)
+        header = "everything (no database was asked what is applied)"
     else:
         with psycopg.connect(conninfo, autocommit=True) as conn:
-            pending = _check(_applied(conn, schema), known, schema)
-        header = f"{len(pending)} pending migration(s)"
+            todo = _plan(_applied(conn, schema), known, functions, schema)
+        header = (
+            f"{len(todo.migrations)} pending migration(s), "
+            f"{len(todo.functions)} function file(s) to apply"
+        )
+        if todo.adopt:
+            header += f", and the records of a development install ({', '.join(todo.adopt)})"
     parts = [
         f"-- jobq migrate --dry-run: {header} for schema {schema!r}.",
         "-- Apply with: psql -v ON_ERROR_STOP=1 -f this_file.sql",
@@ -201,11 +670,21 @@ def render_dry_run(conninfo: str | None, schema: str = "public") -> str:
         _bootstrap(schema).as_string(None),
         "COMMIT;",
     ]
-    for migration in pending:
+    if todo.adopt:
+        baseline = next(m for m in known if m.version == FOLDED_INTO)
+        parts += ["BEGIN;", _adopt(schema, todo.adopt, baseline).as_string(None), "COMMIT;"]
+    for migration in todo.migrations:
         parts += [
             f"-- migration {migration.version} (sha256 {migration.checksum})",
             "BEGIN;",
             _apply(schema, migration).as_string(None),
+            "COMMIT;",
+        ]
+    if todo.functions:
+        parts += [
+            f"-- {len(todo.functions)} function file(s), in one transaction",
+            "BEGIN;",
+            _apply_functions(schema, todo.functions).as_string(None),
             "COMMIT;",
         ]
     return "\n".join(parts) + "\n"

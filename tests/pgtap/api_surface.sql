@@ -1,10 +1,10 @@
--- The API surface, as the migrations build it: the functions and their exact signatures
--- (argument names and defaults are API, contract section 3), the three tables with their
--- columns, types, defaults and named constraints (section 2), the partial claim indexes, and
--- the security properties of every public function (SECURITY DEFINER, a fixed search_path;
--- section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
+-- The API surface, as the migrations and function files build it: the functions and their
+-- exact signatures (argument names and defaults are API, contract section 3), the three tables
+-- with their columns, types, defaults and named constraints (section 2), the partial claim
+-- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
+-- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(88);
+SELECT plan(89);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -22,6 +22,16 @@ SELECT functions_are('public', ARRAY[
     -- private helpers (granted to nobody)
     'jobq__job_error', 'jobq__backoff'
 ], 'schema public has exactly the jobq functions and private helpers');
+
+-- Each function comes from its file in sql/functions/, which the runner records as
+-- functions/<name>: no function without a file, no file without its function. (The list above
+-- is compared with the files themselves by tests/python/test_migrate.py.)
+SELECT set_eq(
+    $$SELECT proname::text FROM pg_proc WHERE pronamespace = 'public'::regnamespace$$,
+    $$SELECT substr(version, length('functions/') + 1) FROM jobq_migrations
+      WHERE version LIKE 'functions/%'$$,
+    'every function is recorded as applied from its file in sql/functions/, and only those'
+);
 
 SELECT is_empty(
     $$SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace

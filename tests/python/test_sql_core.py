@@ -16,9 +16,20 @@ import pytest
 from psycopg import sql
 from tests.schema_dump import dump_schema
 
-from pgq_client.migrate import MigrationError, available_migrations, migrate, render_dry_run
+from pgq_client.migrate import (
+    MigrationError,
+    available_migrations,
+    function_files,
+    migrate,
+    render_dry_run,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def all_versions() -> list[str]:
+    """What a fresh install applies, in order: the migrations, then every function file."""
+    return [m.version for m in available_migrations()] + [f.version for f in function_files()]
 
 
 def log_generic_plans(c: psycopg.Connection[Any]) -> list[str]:
@@ -130,11 +141,11 @@ def test_enqueue_many_with_keys_racing_from_many_sessions_makes_one_row_per_key(
 
 
 def test_migrate_twice_applies_nothing_the_second_time(empty_dsn: str) -> None:
-    assert migrate(empty_dsn) == [m.version for m in available_migrations()]
+    assert migrate(empty_dsn) == all_versions()
     assert migrate(empty_dsn) == []
     with psycopg.connect(empty_dsn) as c:
         versions = [r[0] for r in c.execute("SELECT version FROM jobq_migrations ORDER BY 1")]
-    assert versions == [m.version for m in available_migrations()]
+    assert versions == sorted(all_versions())
 
 
 def test_concurrent_migrate_runs_apply_each_migration_once(empty_dsn: str) -> None:
@@ -147,7 +158,7 @@ def test_concurrent_migrate_runs_apply_each_migration_once(empty_dsn: str) -> No
     with ThreadPoolExecutor(6) as pool:
         results = list(pool.map(run, range(6)))
     applied = Counter(v for r in results for v in r)
-    assert applied == Counter({m.version: 1 for m in available_migrations()})
+    assert applied == Counter({version: 1 for version in all_versions()})
 
 
 def test_edited_applied_migration_is_refused(empty_dsn: str) -> None:
@@ -200,7 +211,7 @@ def test_dry_run_changes_nothing_and_its_script_builds_the_same_schema(
 ) -> None:
     import subprocess
 
-    assert migrate(empty_dsn, dry_run=True) == [m.version for m in available_migrations()]
+    assert migrate(empty_dsn, dry_run=True) == all_versions()
     script = render_dry_run(empty_dsn, "public")
     with psycopg.connect(empty_dsn) as c:
         assert c.execute("SELECT to_regclass('jobq_jobs')").fetchone() == (None,)

@@ -1,56 +1,7 @@
--- 0002_jobq_operations.sql — functions for operators: listing jobs and a health check.
---
--- Both are admin functions (granted by `jobq grant ROLE --as admin`), SECURITY DEFINER with
--- the search_path captured from the migration runner, like the functions of 0001.
+-- jobq_health (admin): the health findings behind `jobq doctor`, one row per check (and per
+-- queue for oldest_pending_age). docs/operations.md says what to do about each warning.
 
-CREATE FUNCTION jobq_list_jobs(
-    statuses text[] DEFAULT NULL,
-    job_type text DEFAULT NULL,
-    queue text DEFAULT NULL,
-    max_rows integer DEFAULT 100
-) RETURNS SETOF jobq_jobs
-LANGUAGE plpgsql
-STABLE
-SECURITY DEFINER
-SET search_path FROM CURRENT
-AS $$
-DECLARE
-    v_bad text;
-BEGIN
-    IF max_rows IS NULL OR max_rows < 1 THEN
-        RAISE EXCEPTION 'jobq_list_jobs: max_rows must be at least 1, got %',
-            coalesce(max_rows::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    SELECT s INTO v_bad FROM unnest(statuses) AS s
-    WHERE s IS NULL
-       OR s NOT IN ('pending', 'processing', 'succeeded', 'failed', 'dead_letter')
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
-            coalesce(quote_literal(v_bad), 'NULL')
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Statuses: pending, processing, succeeded, failed, dead_letter.';
-    END IF;
-
-    RETURN QUERY
-    SELECT j.*
-    FROM jobq_jobs AS j
-    WHERE (jobq_list_jobs.statuses IS NULL OR j.status = ANY (jobq_list_jobs.statuses))
-      AND (jobq_list_jobs.job_type IS NULL OR j.job_type = jobq_list_jobs.job_type)
-      AND (jobq_list_jobs.queue IS NULL OR j.queue = jobq_list_jobs.queue)
-    ORDER BY j.updated_at DESC, j.id
-    LIMIT jobq_list_jobs.max_rows;
-END;
-$$;
-
-COMMENT ON FUNCTION jobq_list_jobs(text[], text, text, integer) IS
-'Admin. Lists jobs, most recently changed first: those in statuses (NULL = all), of job_type
-and queue when given (NULL = any), at most max_rows (default 100). Shows payloads, so it is
-granted to admins only.
-Errors: 22023 an unknown status, max_rows < 1.';
-
-CREATE FUNCTION jobq_health(
+CREATE OR REPLACE FUNCTION jobq_health(
     stuck_after interval DEFAULT '1 hour',
     max_pending_age interval DEFAULT '15 minutes',
     max_transaction_age interval DEFAULT '5 minutes'
@@ -176,7 +127,4 @@ idle_in_transaction and oldest_transaction (vs max_transaction_age: such session
 from cleaning the queue). See docs/operations.md for what to do about each.
 Errors: 22023 a NULL or non-positive interval.';
 
-REVOKE EXECUTE ON FUNCTION
-jobq_list_jobs(text[], text, text, integer),
-jobq_health(interval, interval, interval)
-FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq_health(interval, interval, interval) FROM PUBLIC;

@@ -1,0 +1,61 @@
+-- jobq_complete_many: jobq_complete for many jobs in one statement (the Worker's batched
+-- acknowledgements), each optionally fenced by its own attempt.
+--
+-- The WHERE clause finds the jobs by their primary key and tests no status: see the note on
+-- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+
+CREATE OR REPLACE FUNCTION jobq_complete_many(
+    job_ids uuid[],
+    worker_id text,
+    attempts integer[] DEFAULT NULL
+) RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_done integer;
+BEGIN
+    IF jobq_complete_many.attempts IS NOT NULL
+       AND cardinality(jobq_complete_many.attempts)
+           IS DISTINCT FROM cardinality(jobq_complete_many.job_ids) THEN
+        RAISE EXCEPTION 'jobq_complete_many: attempts has % elements, job_ids has %',
+            cardinality(jobq_complete_many.attempts),
+            coalesce(cardinality(jobq_complete_many.job_ids), 0)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass one attempt per job id, in the same order, or NULL.';
+    END IF;
+
+    UPDATE jobq_jobs AS j
+    SET
+        status = 'succeeded',
+        finished_at = now(),
+        locked_at = NULL,
+        locked_by = NULL,
+        updated_at = now()
+    FROM unnest(
+        jobq_complete_many.job_ids,
+        coalesce(
+            jobq_complete_many.attempts,
+            array_fill(NULL::integer, ARRAY[coalesce(cardinality(jobq_complete_many.job_ids), 0)])
+        )
+    ) AS d (job_id, attempt)
+    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+    WHERE j.id = d.job_id
+      AND j.locked_by = jobq_complete_many.worker_id
+      AND (d.attempt IS NULL OR j.attempts = d.attempt);
+    GET DIAGNOSTICS v_done = ROW_COUNT;
+    RETURN v_done;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_complete_many(uuid[], text, integer[]) IS
+'Marks succeeded each of job_ids that worker_id still holds, in one statement. attempts
+(optional, an extension of the contract): one claim attempt per job id, same order; a job
+counts only while its claim is of that attempt.
+Result: how many jobs were completed; the others (not held, other attempt) are left alone.
+Errors: 22023 when attempts and job_ids differ in length.';
+
+REVOKE EXECUTE ON FUNCTION jobq_complete_many(uuid[], text, integer[]) FROM PUBLIC;

@@ -1,0 +1,32 @@
+-- jobq_configure (admin): changes the settings of this installation and returns them all.
+-- Settings live in this schema's jobq_settings (one row), so each tenant schema has its own,
+-- and a producer, who may only call jobq_enqueue and jobq_enqueue_many, cannot change them.
+
+CREATE OR REPLACE FUNCTION jobq_configure(max_payload_bytes integer DEFAULT NULL) RETURNS jsonb
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_settings jsonb;
+BEGIN
+    IF jobq_configure.max_payload_bytes IS NOT NULL AND jobq_configure.max_payload_bytes < 1 THEN
+        RAISE EXCEPTION 'jobq_configure: max_payload_bytes must be at least 1, got %',
+            jobq_configure.max_payload_bytes
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE jobq_settings AS s
+    SET max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes)
+    RETURNING jsonb_build_object('max_payload_bytes', s.max_payload_bytes) INTO v_settings;
+    RETURN v_settings;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_configure(integer) IS
+'Admin only. Changes the settings of this installation (NULL leaves a setting as it is) and
+returns them all as a JSON object: max_payload_bytes (largest accepted payload, in bytes of
+jsonb; default 1048576). Settings live in this schema''s jobq_settings, so each tenant schema
+has its own. Errors: 22023 max_payload_bytes < 1.';
+
+REVOKE EXECUTE ON FUNCTION jobq_configure(integer) FROM PUBLIC;

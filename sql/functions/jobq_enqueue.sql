@@ -1,0 +1,117 @@
+-- jobq_enqueue: adds one pending job, in the caller's transaction, and returns its id; an
+-- existing idempotency key returns the existing job's id instead (see the loop below for why
+-- that is race-free). Wakes idle workers with NOTIFY jobq when the job is available now.
+--
+-- The validation is jobq__job_error's, shared with jobq_enqueue_many. The payload limit is
+-- read from jobq_settings, so a producer cannot raise it for itself.
+
+CREATE OR REPLACE FUNCTION jobq_enqueue(
+    job_type text,
+    payload jsonb DEFAULT '{}',
+    idempotency_key text DEFAULT NULL,
+    max_attempts integer DEFAULT 5,
+    run_at timestamptz DEFAULT NULL,
+    priority integer DEFAULT 0,
+    queue text DEFAULT 'default'
+) RETURNS uuid
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+-- In ON CONFLICT (idempotency_key) the name must mean the column; every reference to a
+-- parameter in this function is qualified (jobq_enqueue.idempotency_key).
+#variable_conflict use_column
+DECLARE
+    v_error text;
+    v_size integer;
+    v_limit integer;
+    v_id uuid;
+BEGIN
+    v_error := jobq__job_error(
+        jobq_enqueue.job_type, jobq_enqueue.queue, jobq_enqueue.idempotency_key,
+        jobq_enqueue.max_attempts, jobq_enqueue.priority
+    );
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_enqueue: %', v_error
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_enqueue.payload IS NULL THEN
+        RAISE EXCEPTION 'jobq_enqueue: payload must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'Pass ''{}'' for a job without arguments.';
+    END IF;
+    IF NOT isfinite(jobq_enqueue.run_at) THEN
+        RAISE EXCEPTION 'jobq_enqueue: run_at must be a finite time, got %', jobq_enqueue.run_at
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    v_size := pg_column_size(jobq_enqueue.payload);
+    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+    IF v_size > v_limit THEN
+        RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
+            USING ERRCODE = 'program_limit_exceeded',
+                  HINT = 'Store large data elsewhere and pass a reference; an admin can change '
+                      || 'the limit with jobq_configure(max_payload_bytes => ...).';
+    END IF;
+
+    IF jobq_enqueue.idempotency_key IS NULL THEN
+        INSERT INTO jobq_jobs AS j (queue, job_type, payload, max_attempts, available_at, priority)
+        VALUES (
+            jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
+            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, now()), jobq_enqueue.priority
+        )
+        RETURNING j.id INTO v_id;
+    ELSE
+        -- Race-free dedupe: ON CONFLICT DO NOTHING waits for a concurrent inserter of the same
+        -- key. If it committed, we insert nothing and read its row with the fresh snapshot of
+        -- the next statement; if it rolled back, our insert goes through. The loop covers the
+        -- (rare) case of the row being deleted between the two statements.
+        LOOP
+            INSERT INTO jobq_jobs AS j (
+                queue, job_type, payload, idempotency_key, max_attempts, available_at, priority
+            )
+            VALUES (
+                jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
+                jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
+                coalesce(jobq_enqueue.run_at, now()), jobq_enqueue.priority
+            )
+            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            RETURNING j.id INTO v_id;
+            EXIT WHEN v_id IS NOT NULL;
+
+            SELECT j.id INTO v_id
+            FROM jobq_jobs AS j
+            WHERE j.idempotency_key = jobq_enqueue.idempotency_key;
+            IF v_id IS NOT NULL THEN
+                -- A duplicate: nothing was added, so nobody needs waking.
+                RETURN v_id;
+            END IF;
+        END LOOP;
+    END IF;
+
+    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= now() THEN
+        -- The payload of the notification is the queue name only: any role may LISTEN.
+        -- Identical notifications in one transaction are folded into one by PostgreSQL.
+        PERFORM pg_notify('jobq', jobq_enqueue.queue);
+    END IF;
+    RETURN v_id;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text) IS
+'Adds a pending job and returns its id.
+Arguments: job_type (handler name, 1-200 chars), payload (jsonb, not NULL, at most
+max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars), max_attempts
+(1-1000), run_at (not claimed before; NULL = now; must be finite), priority (-1000000..1000000,
+higher runs first), queue (1-200 chars).
+Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
+is added or changed and that job''s id is returned.
+Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at, 22004 NULL
+payload, 54000 payload too large.
+Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
+caller''s transaction (a rollback removes the job). NOTIFY jobq, payload the queue name, when
+the job is available now (delivered at commit).';
+
+REVOKE EXECUTE ON FUNCTION jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text)
+FROM PUBLIC;

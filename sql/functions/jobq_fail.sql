@@ -1,0 +1,83 @@
+-- jobq_fail: records a failed attempt while the worker holds the claim, and decides what
+-- follows: pending again after attempts × backoff (jobq__backoff), dead_letter when no attempt
+-- is left, failed when the worker asked for no retry.
+--
+-- The WHERE clause finds the job by its primary key and tests no status: see the note on
+-- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+
+CREATE OR REPLACE FUNCTION jobq_fail(
+    job_id uuid,
+    worker_id text,
+    error text,
+    retry boolean DEFAULT TRUE,
+    backoff interval DEFAULT '10 seconds',
+    attempt integer DEFAULT NULL
+) RETURNS text
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_status text;
+    v_queue text;
+    v_available_at timestamptz;
+BEGIN
+    IF retry IS NULL THEN
+        RAISE EXCEPTION 'jobq_fail: retry must be true or false, not NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF backoff IS NULL OR backoff < interval '0' THEN
+        RAISE EXCEPTION 'jobq_fail: backoff must be an interval >= 0, got %',
+            coalesce(backoff::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    UPDATE jobq_jobs AS j
+    SET
+        status = CASE
+            WHEN NOT jobq_fail.retry THEN 'failed'
+            WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
+            ELSE 'pending'
+        END,
+        available_at = CASE
+            WHEN jobq_fail.retry AND j.attempts < j.max_attempts
+                THEN now() + jobq__backoff(j.attempts, jobq_fail.backoff)
+            ELSE j.available_at
+        END,
+        finished_at = CASE
+            WHEN jobq_fail.retry AND j.attempts < j.max_attempts THEN NULL
+            ELSE now()
+        END,
+        last_error = coalesce(jobq_fail.error, ''),
+        errors = j.errors || jsonb_build_object(
+            'attempt', j.attempts,
+            'at', now(),
+            'worker', j.locked_by,
+            'error', coalesce(jobq_fail.error, '')
+        ),
+        locked_at = NULL,
+        locked_by = NULL,
+        updated_at = now()
+    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+    WHERE j.id = jobq_fail.job_id
+      AND j.locked_by = jobq_fail.worker_id
+      AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
+    RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
+    IF v_status = 'pending' AND v_available_at <= now() THEN
+        PERFORM pg_notify('jobq', v_queue);  -- a retry without backoff: wake a worker
+    END IF;
+    RETURN v_status;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) IS
+'Records a failed attempt of job_id while worker_id holds its claim (of that attempt, when
+given): last_error and one object {attempt, at, worker, error} appended to errors.
+With retry and attempts left: pending again, available after attempts × backoff (arithmetic,
+capped at 365 days). With no attempts left: dead_letter. With retry => false: failed.
+Result: the new status, or NULL when the claim is not held (nothing changes then).
+Errors: 22023 NULL retry, NULL or negative backoff.';
+
+REVOKE EXECUTE ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) FROM PUBLIC;

@@ -1,0 +1,51 @@
+-- jobq_list_jobs (admin): lists jobs, most recently changed first. It shows payloads, so it
+-- is granted to admins only.
+
+CREATE OR REPLACE FUNCTION jobq_list_jobs(
+    statuses text[] DEFAULT NULL,
+    job_type text DEFAULT NULL,
+    queue text DEFAULT NULL,
+    max_rows integer DEFAULT 100
+) RETURNS SETOF jobq_jobs
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_bad text;
+BEGIN
+    IF max_rows IS NULL OR max_rows < 1 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: max_rows must be at least 1, got %',
+            coalesce(max_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT s INTO v_bad FROM unnest(statuses) AS s
+    WHERE s IS NULL
+       OR s NOT IN ('pending', 'processing', 'succeeded', 'failed', 'dead_letter')
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
+            coalesce(quote_literal(v_bad), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Statuses: pending, processing, succeeded, failed, dead_letter.';
+    END IF;
+
+    RETURN QUERY
+    SELECT j.*
+    FROM jobq_jobs AS j
+    WHERE (jobq_list_jobs.statuses IS NULL OR j.status = ANY (jobq_list_jobs.statuses))
+      AND (jobq_list_jobs.job_type IS NULL OR j.job_type = jobq_list_jobs.job_type)
+      AND (jobq_list_jobs.queue IS NULL OR j.queue = jobq_list_jobs.queue)
+    ORDER BY j.updated_at DESC, j.id
+    LIMIT jobq_list_jobs.max_rows;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_list_jobs(text[], text, text, integer) IS
+'Admin. Lists jobs, most recently changed first: those in statuses (NULL = all), of job_type
+and queue when given (NULL = any), at most max_rows (default 100). Shows payloads, so it is
+granted to admins only.
+Errors: 22023 an unknown status, max_rows < 1.';
+
+REVOKE EXECUTE ON FUNCTION jobq_list_jobs(text[], text, text, integer) FROM PUBLIC;

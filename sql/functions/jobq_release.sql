@@ -1,0 +1,45 @@
+-- jobq_release: gives back jobs a worker claimed but never started (a worker shutting down
+-- with prefetched jobs), without counting the attempt, and wakes the other workers.
+--
+-- The WHERE clause finds the jobs by their primary key and tests no status: see the note on
+-- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+
+CREATE OR REPLACE FUNCTION jobq_release(job_ids uuid[], worker_id text) RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_released integer;
+BEGIN
+    UPDATE jobq_jobs AS j
+    SET
+        status = 'pending',
+        available_at = now(),
+        attempts = greatest(j.attempts - 1, 0),
+        locked_at = NULL,
+        locked_by = NULL,
+        updated_at = now()
+    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+    WHERE j.id = ANY (jobq_release.job_ids)
+      AND j.locked_by = jobq_release.worker_id;
+    GET DIAGNOSTICS v_released = ROW_COUNT;
+    IF v_released > 0 THEN
+        PERFORM pg_notify('jobq', r.queue)
+        FROM (
+            SELECT DISTINCT j.queue FROM jobq_jobs AS j WHERE j.id = ANY (jobq_release.job_ids)
+        ) AS r;
+    END IF;
+    RETURN v_released;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_release(uuid[], text) IS
+'Gives back those of job_ids that worker_id claimed but never started (a worker shutting
+down with prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
+cleared, no error recorded; other workers are woken (NOTIFY jobq). Jobs it does not hold are
+left alone. Result: how many were released.';
+
+REVOKE EXECUTE ON FUNCTION jobq_release(uuid[], text) FROM PUBLIC;

@@ -1,0 +1,38 @@
+-- jobq_requeue_dead_letter: an operator gives one dead_letter or failed job another run. The
+-- error history is kept, so that the job's past failures stay visible after the retry.
+
+CREATE OR REPLACE FUNCTION jobq_requeue_dead_letter(job_id uuid) RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_queue text;
+BEGIN
+    UPDATE jobq_jobs AS j
+    SET
+        status = 'pending',
+        available_at = now(),
+        attempts = 0,
+        locked_at = NULL,
+        locked_by = NULL,
+        finished_at = NULL,
+        updated_at = now()
+    WHERE j.id = jobq_requeue_dead_letter.job_id
+      AND j.status IN ('dead_letter', 'failed')
+    RETURNING j.queue INTO v_queue;
+    IF v_queue IS NULL THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_notify('jobq', v_queue);
+    RETURN true;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_requeue_dead_letter(uuid) IS
+'Makes the job job_id pending again if it is dead_letter or failed: available now, attempts 0,
+claim cleared, error history (last_error, errors) kept. Result: true if it did; false for any
+other status or an unknown id (nothing changes).';
+
+REVOKE EXECUTE ON FUNCTION jobq_requeue_dead_letter(uuid) FROM PUBLIC;

@@ -1,0 +1,46 @@
+-- jobq_requeue_dead_letters: jobq_requeue_dead_letter for every dead_letter or failed job of a
+-- job type and/or queue, in one statement, with one NOTIFY per queue that got jobs back.
+
+CREATE OR REPLACE FUNCTION jobq_requeue_dead_letters(
+    job_type text DEFAULT NULL,
+    queue text DEFAULT NULL
+) RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_count integer;
+    v_queues text[];
+BEGIN
+    WITH requeued AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = 'pending',
+            available_at = now(),
+            attempts = 0,
+            locked_at = NULL,
+            locked_by = NULL,
+            finished_at = NULL,
+            updated_at = now()
+        WHERE j.status IN ('dead_letter', 'failed')
+          AND (jobq_requeue_dead_letters.job_type IS NULL
+               OR j.job_type = jobq_requeue_dead_letters.job_type)
+          AND (jobq_requeue_dead_letters.queue IS NULL
+               OR j.queue = jobq_requeue_dead_letters.queue)
+        RETURNING j.queue
+    )
+
+    SELECT count(*)::integer, array_agg(DISTINCT r.queue) INTO v_count, v_queues
+    FROM requeued AS r;
+    PERFORM pg_notify('jobq', q.queue) FROM unnest(v_queues) AS q (queue);
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_requeue_dead_letters(text, text) IS
+'Makes every dead_letter or failed job (of job_type and queue, when given; NULL = any) pending
+again, as jobq_requeue_dead_letter does. Result: how many were requeued.';
+
+REVOKE EXECUTE ON FUNCTION jobq_requeue_dead_letters(text, text) FROM PUBLIC;

@@ -1,0 +1,27 @@
+-- jobq_stats: counts per (queue, job_type, status), for dashboards and operators. It reads the
+-- whole table, so it is not meant for a hot loop.
+
+CREATE OR REPLACE FUNCTION jobq_stats() RETURNS TABLE (
+    queue text,
+    job_type text,
+    status text,
+    jobs bigint,
+    oldest_available_at timestamptz
+)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+    SELECT j.queue, j.job_type, j.status, count(*) AS jobs, min(j.available_at)
+    FROM jobq_jobs AS j
+    GROUP BY j.queue, j.job_type, j.status
+    ORDER BY j.queue, j.job_type, j.status
+$$;
+
+COMMENT ON FUNCTION jobq_stats() IS
+'One row per (queue, job_type, status) present: how many jobs, and the oldest available_at
+among them (for pending jobs: how long the oldest has been waiting). Reads the whole table:
+for dashboards and operators, not for a hot loop.';
+
+REVOKE EXECUTE ON FUNCTION jobq_stats() FROM PUBLIC;

@@ -1,0 +1,364 @@
+"""The function files and how the runner applies them; what is derived from the files."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from pgq_client import grants
+from pgq_client.migrate import (
+    FunctionFile,
+    MigrationError,
+    function_files,
+    migrate,
+    render_dry_run,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+FUNCTIONS = ROOT / "sql" / "functions"
+MIGRATIONS = ROOT / "sql" / "migrations"
+
+_roles = itertools.count()
+
+
+@dataclass
+class Role:
+    """A login role with no privileges; ``dsns`` are the databases it was granted something in."""
+
+    name: str
+    dsns: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def role(admin_dsn: str) -> Iterator[Role]:
+    made = Role(f"jobq_mrole_{os.getpid()}_{next(_roles)}")
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(made.name)))
+    yield made
+    for dsn in made.dsns:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(made.name)))
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(made.name)))
+
+
+def copy_functions(tmp_path: Path) -> Path:
+    target = tmp_path / "functions"
+    shutil.copytree(FUNCTIONS, target)
+    return target
+
+
+def one(conn: psycopg.Connection[tuple[object, ...]], query: str, *args: object) -> object:
+    row = conn.execute(query, args or None).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def records(dsn: str) -> dict[str, str]:
+    with psycopg.connect(dsn) as c:
+        return dict(c.execute("SELECT version, checksum FROM jobq_migrations").fetchall())
+
+
+# -- the list of files -------------------------------------------------------------------------
+
+
+def test_function_files_list_every_file_private_helpers_first_with_its_checksum() -> None:
+    files = function_files()
+    on_disk = sorted(p.stem for p in FUNCTIONS.glob("*.sql"))
+    assert sorted(f.name for f in files) == on_disk
+    names = [f.name for f in files]
+    helpers = [n for n in names if n.startswith("jobq__")]
+    assert helpers and names[: len(helpers)] == sorted(helpers)
+    assert names[len(helpers) :] == sorted(names[len(helpers) :])
+    for f in files:
+        assert f.path == FUNCTIONS / f"{f.name}.sql"
+        assert f.checksum == hashlib.sha256(f.path.read_bytes()).hexdigest()
+        assert f.version == f"functions/{f.name}"
+        assert f.private == f.name.startswith("jobq__")
+
+
+def test_a_fresh_install_records_every_function_file_with_its_checksum(dsn: str) -> None:
+    recorded = records(dsn)
+    assert {v: c for v, c in recorded.items() if v.startswith("functions/")} == {
+        f.version: f.checksum for f in function_files()
+    }
+
+
+def test_every_function_file_has_its_comment_and_revokes_public() -> None:
+    for f in function_files():
+        assert re.search(rf"^COMMENT ON FUNCTION {f.name}\(", f.sql, re.MULTILINE), f.name
+        assert re.search(rf"^REVOKE EXECUTE ON FUNCTION {f.name}\(", f.sql, re.MULTILINE), f.name
+        assert f.sql.startswith(f"-- {f.name}"), f"{f.name}.sql starts with what it is for"
+
+
+def test_pgtap_api_surface_lists_exactly_the_function_files() -> None:
+    text = (ROOT / "tests" / "pgtap" / "api_surface.sql").read_text()
+    match = re.search(r"functions_are\('public', ARRAY\[(.*?)\]", text, re.DOTALL)
+    assert match, "tests/pgtap/api_surface.sql no longer calls functions_are"
+    listed = re.findall(r"'(jobq_\w+)'", match.group(1))
+    assert sorted(listed) == sorted(f.name for f in function_files()), (
+        "tests/pgtap/api_surface.sql's functions_are list and sql/functions/ disagree"
+    )
+
+
+def test_the_readme_uninstall_drops_every_function_file_and_every_table(dsn: str) -> None:
+    readme = (ROOT / "sql" / "README.md").read_text()
+    section = readme[readme.index("## Uninstall") :]
+    block = re.search(r"```sql\n(.*?)```", section, re.DOTALL)
+    assert block
+    script = block.group(1)
+    statements = script[script.index("-- schema public") :]
+    dropped = re.findall(r"public\.(jobq_\w+)", statements.split("DROP TABLE")[0])
+    assert sorted(dropped) == sorted(f.name for f in function_files()), (
+        "sql/README.md's DROP FUNCTION list and sql/functions/ disagree"
+    )
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(statements.encode())
+        left = c.execute(
+            "SELECT p.proname FROM pg_proc AS p WHERE p.pronamespace = 'public'::regnamespace "
+            "UNION ALL SELECT c.relname FROM pg_class AS c "
+            "WHERE c.relnamespace = 'public'::regnamespace"
+        ).fetchall()
+    assert left == []
+
+
+# -- applying the files --------------------------------------------------------------------------
+
+
+def test_an_edited_function_file_is_applied_again_alone_then_nothing(
+    dsn: str, tmp_path: Path
+) -> None:
+    functions = copy_functions(tmp_path)
+    stats = functions / "jobq_stats.sql"
+    stats.write_text(
+        stats.read_text().replace(
+            "for dashboards and operators, not for a hot loop.';",
+            "for dashboards and operators, not for a hot loop. Edited.';",
+        )
+    )
+    edited = next(f for f in function_files(functions) if f.name == "jobq_stats")
+    before = records(dsn)
+
+    assert migrate(dsn, functions_dir=functions) == ["functions/jobq_stats"]
+    after = records(dsn)
+    assert after == {**before, "functions/jobq_stats": edited.checksum}
+    with psycopg.connect(dsn) as c:
+        comment = one(c, "SELECT obj_description('jobq_stats'::regproc, 'pg_proc')")
+    assert str(comment).endswith("Edited.")
+    assert migrate(dsn, functions_dir=functions) == []
+    assert records(dsn) == after
+
+    # Back to the shipped file: that one file again.
+    assert migrate(dsn) == ["functions/jobq_stats"]
+    assert records(dsn) == before
+
+
+def test_an_edited_numbered_migration_is_still_refused_and_nothing_changes(
+    dsn: str, tmp_path: Path
+) -> None:
+    migrations = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS, migrations)
+    core = migrations / "0001_jobq_core.sql"
+    core.write_text(core.read_text() + "\n-- an innocent-looking edit\n")
+    before = records(dsn)
+    with pytest.raises(MigrationError, match="0001_jobq_core was edited after it was applied"):
+        migrate(dsn, migrations_dir=migrations)
+    with pytest.raises(MigrationError, match="edited after it was applied"):
+        render_dry_run(dsn, migrations_dir=migrations)
+    assert records(dsn) == before
+
+
+def test_a_recorded_function_file_this_jobq_does_not_know_is_refused(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(
+            "INSERT INTO jobq_migrations (version, checksum) VALUES ('functions/jobq_future', 'x')"
+        )
+    with pytest.raises(MigrationError, match=r"functions/jobq_future .*does not know"):
+        migrate(dsn)
+
+
+def _complete_with_a_note(functions: Path, *, replaces: bool) -> None:
+    """jobq_complete.sql with a trailing ``note text DEFAULT NULL``: a new signature."""
+    path = functions / "jobq_complete.sql"
+    text = path.read_text()
+    text = text.replace(
+        "    attempt integer DEFAULT NULL\n) RETURNS boolean",
+        "    attempt integer DEFAULT NULL,\n    note text DEFAULT NULL\n) RETURNS boolean",
+    )
+    text = text.replace(
+        "jobq_complete(uuid, text, integer)", "jobq_complete(uuid, text, integer, text)"
+    )
+    text = text.replace(" IS\n'Marks job_id", " IS\n'note is ignored. Marks job_id")
+    if replaces:
+        text = text.replace(
+            "\nCREATE OR REPLACE FUNCTION",
+            "--! replaces: jobq_complete(uuid, text, integer)\n\nCREATE OR REPLACE FUNCTION",
+            1,
+        )
+    assert "note text DEFAULT NULL" in text
+    path.write_text(text)
+
+
+def test_a_new_signature_replaces_the_old_one_and_roles_keep_their_grants(
+    dsn: str, role: Role, tmp_path: Path
+) -> None:
+    grants.grant(dsn, role.name, "worker")
+    role.dsns.append(dsn)
+    functions = copy_functions(tmp_path)
+    _complete_with_a_note(functions, replaces=True)
+    with psycopg.connect(dsn) as c:
+        acl_before = one(c, "SELECT proacl::text FROM pg_proc WHERE proname = 'jobq_complete'")
+    assert role.name in str(acl_before)
+
+    assert migrate(dsn, functions_dir=functions) == ["functions/jobq_complete"]
+    assert migrate(dsn, functions_dir=functions) == []
+
+    with psycopg.connect(dsn, autocommit=True) as c:
+        signatures = c.execute(
+            "SELECT pg_get_function_arguments(oid), proacl::text, "
+            "obj_description(oid, 'pg_proc') FROM pg_proc WHERE proname = 'jobq_complete'"
+        ).fetchall()
+        assert len(signatures) == 1, "no overload is left behind"
+        arguments, acl, comment = signatures[0]
+        assert arguments.endswith(
+            "attempt integer DEFAULT NULL::integer, note text DEFAULT NULL::text"
+        )
+        assert acl == acl_before, "the same grants, PUBLIC still without EXECUTE"
+        assert str(comment).startswith("note is ignored.")
+        # The role granted with `jobq grant` before the change calls the new function.
+        job = one(c, "SELECT jobq_enqueue(job_type => 't')")
+        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role.name)))
+        one(c, "SELECT count(*) FROM jobq_dequeue(worker_id => 'w')")
+        done = one(
+            c, "SELECT jobq_complete(job_id => %s::uuid, worker_id => 'w', note => 'n')", job
+        )
+        assert done is True
+        c.execute("RESET ROLE")
+
+    # The shipped file again: the older signature is back, and the grants with it.
+    shipped = tmp_path / "shipped"
+    shutil.copytree(FUNCTIONS, shipped)
+    path = shipped / "jobq_complete.sql"
+    path.write_text(
+        path.read_text().replace(
+            "\nCREATE OR REPLACE FUNCTION",
+            "--! replaces: jobq_complete(uuid, text, integer, text)\n\nCREATE OR REPLACE FUNCTION",
+            1,
+        )
+    )
+    assert migrate(dsn, functions_dir=shipped) == ["functions/jobq_complete"]
+    with psycopg.connect(dsn) as c:
+        assert one(c, "SELECT proacl::text FROM pg_proc WHERE proname = 'jobq_complete'") == (
+            acl_before
+        )
+        assert one(c, "SELECT count(*) FROM pg_proc WHERE proname = 'jobq_complete'") == 1
+
+
+def test_a_new_signature_without_replaces_is_refused_as_an_overload(
+    dsn: str, tmp_path: Path
+) -> None:
+    functions = copy_functions(tmp_path)
+    _complete_with_a_note(functions, replaces=False)
+    before = records(dsn)
+    overload = psycopg.errors.InvalidFunctionDefinition
+    with pytest.raises(overload, match="2 functions named") as exc:
+        migrate(dsn, functions_dir=functions)
+    assert "--! replaces:" in (exc.value.diag.message_hint or "")
+    assert records(dsn) == before
+    with psycopg.connect(dsn) as c:
+        assert one(c, "SELECT count(*) FROM pg_proc WHERE proname = 'jobq_complete'") == 1
+
+
+SQL_CALLER = """-- jobq_zz_caller: a LANGUAGE sql function that calls another.
+{directive}
+CREATE OR REPLACE FUNCTION jobq_zz_caller() RETURNS integer
+LANGUAGE sql
+AS $$ SELECT jobq_zz_helper() + 1 $$;
+
+COMMENT ON FUNCTION jobq_zz_caller() IS 'Test.';
+
+REVOKE EXECUTE ON FUNCTION jobq_zz_caller() FROM PUBLIC;
+"""
+SQL_CALLEE = """-- jobq_zz_helper: called by jobq_zz_caller.
+CREATE OR REPLACE FUNCTION jobq_zz_helper() RETURNS integer
+LANGUAGE sql
+AS $$ SELECT 41 $$;
+
+COMMENT ON FUNCTION jobq_zz_helper() IS 'Test.';
+
+REVOKE EXECUTE ON FUNCTION jobq_zz_helper() FROM PUBLIC;
+"""
+
+
+def test_requires_applies_a_file_after_the_functions_its_sql_body_calls(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    functions = tmp_path / "functions"
+    functions.mkdir()
+    (functions / "jobq_zz_caller.sql").write_text(SQL_CALLER.format(directive=""))
+    (functions / "jobq_zz_helper.sql").write_text(SQL_CALLEE)
+    # In name order the caller comes first, and PostgreSQL checks its body against the catalogue.
+    with pytest.raises(psycopg.errors.UndefinedFunction):
+        migrate(empty_dsn, functions_dir=functions)
+
+    (functions / "jobq_zz_caller.sql").write_text(
+        SQL_CALLER.format(directive="--! requires: jobq_zz_helper")
+    )
+    assert [f.name for f in function_files(functions)] == ["jobq_zz_helper", "jobq_zz_caller"]
+    assert migrate(empty_dsn, functions_dir=functions)[-2:] == [
+        "functions/jobq_zz_helper",
+        "functions/jobq_zz_caller",
+    ]
+    with psycopg.connect(empty_dsn) as c:
+        assert one(c, "SELECT jobq_zz_caller()") == 42
+
+
+X = "\nCREATE OR REPLACE FUNCTION jobq_x("
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("jobq_x.sql", "CREATE FUNCTION jobq_x() RETURNS int LANGUAGE sql", "CREATE OR REPLACE"),
+        ("x.sql", "CREATE OR REPLACE FUNCTION x(", "does not follow"),
+        ("jobq_x.sql", "--! breaking: yes" + X, "unknown directive"),
+        ("jobq_x.sql", "--! replaces: jobq_y(int)" + X, "of jobq_x itself"),
+        ("jobq_x.sql", "--! replaces: jobq_x(int); DROP TABLE t" + X, "of jobq_x itself"),
+        ("jobq_x.sql", "--! requires: jobq_nowhere" + X, "which has no file"),
+        ("jobq_x.sql", "--! requires:" + X, "names nothing"),
+    ],
+)
+def test_a_malformed_function_file_is_refused_before_anything_runs(
+    tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    (tmp_path / name).write_text(text)
+    with pytest.raises(MigrationError, match=re.escape(message)):
+        function_files(tmp_path)
+
+
+def test_files_that_require_each_other_are_refused(tmp_path: Path) -> None:
+    for name, other in (("jobq_a", "jobq_b"), ("jobq_b", "jobq_a")):
+        (tmp_path / f"{name}.sql").write_text(
+            f"--! requires: {other}\nCREATE OR REPLACE FUNCTION {name}("
+        )
+    with pytest.raises(MigrationError, match="cycle"):
+        function_files(tmp_path)
+
+
+def test_the_dry_run_prints_every_function_file_and_its_record() -> None:
+    script = render_dry_run(None)
+    files: list[FunctionFile] = function_files()
+    positions = [script.index(f.sql) for f in files]
+    assert positions == sorted(positions), "in the order they are applied"
+    for f in files:
+        assert f"('{f.version}', '{f.checksum}')" in script
