@@ -1,0 +1,318 @@
+"""A schema installed by jobq's main branch before the fold upgrades with a plain migrate.
+
+Until commit dcd3357, the functions were created and changed by migrations 0002-0005; they
+were then folded into the baseline 0001_jobq_core and the function files. The legacy install
+is made here by that commit's own runner, verbatim (tests/fixtures/dcd3357/migrate.py), over
+that commit's migration files, verbatim; today's runner must turn it into exactly what a
+fresh install builds, keeping its jobs and its grants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from tests.schema_dump import dump_schema
+
+from pgq_client import grants
+from pgq_client.migrate import FOLDED, MigrationError, function_files, migrate, render_dry_run
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dcd3357"
+_roles = itertools.count()
+
+
+def legacy_runner(migrations: Path) -> ModuleType:
+    """dcd3357's migrate.py, reading its migrations from ``migrations``."""
+    spec = importlib.util.spec_from_file_location("jobq_migrate_dcd3357", FIXTURE / "migrate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    module._migrations_dir = lambda: migrations  # type: ignore[attr-defined]
+    return module
+
+
+def install_legacy(dsn: str, tmp_path: Path, count: int = len(FOLDED)) -> list[str]:
+    """Install jobq as main did when it had the first ``count`` migrations."""
+    migrations = tmp_path / "legacy_migrations"
+    migrations.mkdir()
+    for version, _ in FOLDED[:count]:
+        shutil.copy(FIXTURE / "migrations" / f"{version}.sql", migrations)
+    applied: list[str] = legacy_runner(migrations).migrate(dsn)
+    return applied
+
+
+@pytest.fixture
+def role(admin_dsn: str) -> Iterator[tuple[str, list[str]]]:
+    """A login role, and the databases it gets grants in (cleaned up before it is dropped)."""
+    name = f"jobq_urole_{os.getpid()}_{next(_roles)}"
+    dsns: list[str] = []
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    yield name, dsns
+    for dsn in dsns:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def add_jobs_in_every_status(dsn: str) -> None:
+    """Jobs made by the installed functions themselves: every status, errors, keys, settings."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SELECT jobq_configure(max_payload_bytes => 4096)")
+        for i in range(8):
+            c.execute(
+                "SELECT jobq_enqueue(job_type => 'ocr', payload => %s::jsonb, "
+                "idempotency_key => %s::text, max_attempts => %s::int, priority => %s::int)",
+                (f'{{"n": {i}}}', f"key-{i}" if i % 2 else None, 1 if i == 3 else 3, 8 - i),
+            )
+        c.execute(
+            "SELECT jobq_enqueue(job_type => 'later', run_at => now() + interval '1 day', "
+            "queue => 'slow')"
+        )
+        c.execute(
+            "SELECT count(*) FROM jobq_enqueue_many("
+            """'[{"job_type": "bulk", "payload": {"a": 1}}, {"job_type": "bulk"}]'::jsonb)"""
+        )
+        claimed = [
+            r[0]
+            for r in c.execute(
+                "SELECT id FROM jobq_dequeue(worker_id => 'w1', job_types => '{ocr}', "
+                "batch_size => 6)"
+            )
+        ]
+        assert len(claimed) == 6
+        c.execute("SELECT jobq_complete(job_id => %s::uuid, worker_id => 'w1')", (claimed[0],))
+        c.execute(
+            "SELECT jobq_complete_many(job_ids => %s::uuid[], worker_id => 'w1')", (claimed[1:2],)
+        )
+        c.execute(
+            "SELECT jobq_fail(job_id => %s::uuid, worker_id => 'w1', error => 'retry me')",
+            (claimed[2],),
+        )
+        # claimed[3] is the job with max_attempts 1 (priority 5): failing it dead-letters it.
+        c.execute(
+            "SELECT jobq_fail(job_id => %s::uuid, worker_id => 'w1', error => 'last')",
+            (claimed[3],),
+        )
+        c.execute(
+            "SELECT jobq_fail(job_id => %s::uuid, worker_id => 'w1', error => 'bad', "
+            "retry => false)",
+            (claimed[4],),
+        )
+        # A stale claim taken over by another worker: recorded in errors, pending again.
+        c.execute(
+            "UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = %s::uuid",
+            (claimed[5],),
+        )
+        taken = c.execute(
+            "SELECT id FROM jobq_dequeue(worker_id => 'w2', job_types => '{ocr}', "
+            "lock_timeout => interval '1 minute')"
+        ).fetchall()
+        assert taken
+        statuses = {r[0] for r in c.execute("SELECT DISTINCT status FROM jobq_jobs")}
+        assert statuses == {"pending", "processing", "succeeded", "failed", "dead_letter"}
+
+
+def snapshot(dsn: str) -> dict[str, Any]:
+    """Every job (every column), the settings and the migration records."""
+    with psycopg.connect(dsn) as c:
+        return {
+            "jobs": c.execute("SELECT to_jsonb(j) FROM jobq_jobs AS j ORDER BY j.id").fetchall(),
+            "settings": c.execute("SELECT to_jsonb(s) FROM jobq_settings AS s").fetchall(),
+        }
+
+
+def records(dsn: str) -> dict[str, str]:
+    with psycopg.connect(dsn) as c:
+        return dict(c.execute("SELECT version, checksum FROM jobq_migrations").fetchall())
+
+
+CATALOGUE = {
+    "functions": """
+        SELECT p.proname::text, pg_get_functiondef(p.oid), p.proconfig::text, p.proacl::text,
+               obj_description(p.oid, 'pg_proc'), p.prosecdef, p.provolatile::text,
+               p.proparallel::text, pg_get_userbyid(p.proowner)::text
+        FROM pg_proc AS p WHERE p.pronamespace = 'public'::regnamespace ORDER BY 1""",
+    "relations": """
+        SELECT c.relname::text, c.relkind::text, c.reloptions::text, c.relacl::text,
+               obj_description(c.oid, 'pg_class')
+        FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace ORDER BY 1""",
+    "columns": """
+        SELECT c.relname::text, a.attname::text, format_type(a.atttypid, a.atttypmod),
+               a.attnotnull, pg_get_expr(d.adbin, d.adrelid), col_description(c.oid, a.attnum)
+        FROM pg_attribute AS a
+        JOIN pg_class AS c ON c.oid = a.attrelid
+        LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+        WHERE c.relnamespace = 'public'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
+        ORDER BY 1, a.attnum""",
+    "indexes": """
+        SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid),
+               obj_description(i.indexrelid, 'pg_class')
+        FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indrelid
+        WHERE c.relnamespace = 'public'::regnamespace ORDER BY 1""",
+    "constraints": """
+        SELECT conrelid::regclass::text, conname::text, pg_get_constraintdef(oid),
+               obj_description(oid, 'pg_constraint')
+        FROM pg_constraint WHERE connamespace = 'public'::regnamespace ORDER BY 1, 2""",
+    "types": """
+        SELECT t.typname::text, t.typtype::text FROM pg_type AS t
+        WHERE t.typnamespace = 'public'::regnamespace ORDER BY 1""",
+}
+
+
+def catalogue(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
+    with psycopg.connect(dsn) as c:
+        return {kind: c.execute(query).fetchall() for kind, query in CATALOGUE.items()}
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 5], ids=lambda n: f"0001-000{n}")
+def test_an_install_of_main_before_the_fold_upgrades_to_a_fresh_install_keeping_its_jobs(
+    dsn: str,
+    empty_dsn: str,
+    role: tuple[str, list[str]],
+    tmp_path: Path,
+    count: int,
+) -> None:
+    """``dsn`` is a fresh install; ``empty_dsn`` gets the legacy one. Installs were made with
+    2 to 5 of the folded migrations (main had 0001-0002 from commit 3a4bde9 on)."""
+    name, granted_in = role
+    legacy, fresh = empty_dsn, dsn
+    assert install_legacy(legacy, tmp_path, count) == [v for v, _ in FOLDED[:count]]
+    add_jobs_in_every_status(legacy)
+    # A role granted by `jobq grant` before the upgrade; the same on the fresh install.
+    for target in (legacy, fresh):
+        grants.grant(target, name, "admin")
+        granted_in.append(target)
+    jobs = snapshot(legacy)
+
+    assert migrate(legacy) == [f.version for f in function_files()]
+
+    assert records(legacy) == records(fresh)
+    assert catalogue(legacy) == catalogue(fresh)
+    assert dump_schema(legacy) == dump_schema(fresh)
+    assert snapshot(legacy) == jobs
+    assert migrate(legacy) == []
+
+    # The role still works, on the new bodies: claim the available ocr job and complete it.
+    with psycopg.connect(legacy, autocommit=True) as c:
+        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(name)))
+        job = c.execute(
+            "SELECT id FROM jobq_dequeue(worker_id => 'w3', job_types => '{ocr}')"
+        ).fetchone()
+        assert job is not None
+        row = c.execute(
+            "SELECT jobq_complete(job_id => %s::uuid, worker_id => 'w3')", (job[0],)
+        ).fetchone()
+        assert row == (True,)
+
+
+def test_the_dry_run_of_an_upgrade_applied_with_psql_does_the_same(
+    dsn: str, empty_dsn: str, tmp_path: Path
+) -> None:
+    legacy, fresh = empty_dsn, dsn
+    install_legacy(legacy, tmp_path)
+    add_jobs_in_every_status(legacy)
+    jobs = snapshot(legacy)
+    script = render_dry_run(legacy)
+    assert "development install (0001_jobq_core, 0002_jobq_operations" in script
+    assert records(legacy) == dict(FOLDED), "a dry run changes nothing"
+    subprocess.run(
+        ["psql", "--no-psqlrc", "--quiet", "--dbname", legacy],
+        input=script,
+        text=True,
+        check=True,
+        capture_output=True,
+    )
+    assert migrate(legacy) == []
+    assert records(legacy) == records(fresh)
+    assert dump_schema(legacy) == dump_schema(fresh)
+    assert snapshot(legacy) == jobs
+
+
+def _refused(legacy: str, change: str, message: str) -> None:
+    with psycopg.connect(legacy, autocommit=True) as c:
+        c.execute(change)
+    before = records(legacy)
+    with psycopg.connect(legacy) as c:
+        functions_before = c.execute(
+            "SELECT pg_get_functiondef(oid) FROM pg_proc "
+            "WHERE pronamespace = 'public'::regnamespace ORDER BY proname"
+        ).fetchall()
+    with pytest.raises(MigrationError, match=message):
+        migrate(legacy)
+    with pytest.raises(MigrationError, match=message):
+        render_dry_run(legacy)
+    assert records(legacy) == before
+    with psycopg.connect(legacy) as c:
+        assert (
+            c.execute(
+                "SELECT pg_get_functiondef(oid) FROM pg_proc "
+                "WHERE pronamespace = 'public'::regnamespace ORDER BY proname"
+            ).fetchall()
+            == functions_before
+        )
+
+
+def test_a_legacy_install_with_an_edited_folded_migration_is_refused(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    install_legacy(empty_dsn, tmp_path)
+    _refused(
+        empty_dsn,
+        "UPDATE jobq_migrations SET checksum = 'edited' WHERE version = "
+        "'0003_jobq_fence_by_primary_key'",
+        "0003_jobq_fence_by_primary_key differ from the files that version had",
+    )
+
+
+def test_a_legacy_install_with_a_gap_in_its_records_is_refused(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    install_legacy(empty_dsn, tmp_path)
+    _refused(
+        empty_dsn,
+        "DELETE FROM jobq_migrations WHERE version = '0002_jobq_operations'",
+        "versions are missing before 0005_jobq_dequeue_ordered_index_scan",
+    )
+
+
+def test_a_legacy_install_with_a_version_nobody_knows_is_refused(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    install_legacy(empty_dsn, tmp_path)
+    _refused(
+        empty_dsn,
+        "INSERT INTO jobq_migrations (version, checksum) VALUES ('0006_local_patch', 'x')",
+        "it also records 0006_local_patch",
+    )
+
+
+def test_an_install_whose_0001_matches_neither_version_is_refused_as_edited(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    install_legacy(empty_dsn, tmp_path, count=1)
+    _refused(
+        empty_dsn,
+        "UPDATE jobq_migrations SET checksum = 'something else'",
+        "0001_jobq_core was edited after it was applied",
+    )
+
+
+def test_the_fixture_is_main_at_dcd3357_as_the_runner_recognises_it() -> None:
+    for version, checksum in FOLDED:
+        text = (FIXTURE / "migrations" / f"{version}.sql").read_text(encoding="utf-8")
+        assert hashlib.sha256(text.encode()).hexdigest() == checksum, version
