@@ -1,7 +1,7 @@
 -- jobq_health(stuck_after, max_pending_age, max_transaction_age)
 --   RETURNS TABLE(check_name, queue, severity, value, detail)
 --
--- Migration 0002 (admin only; see privileges.sql). One row per check (and per queue for
+-- Admin only (see privileges.sql). One row per check (and per queue for
 -- oldest_pending_age), severity ok or warning. Only the checks on jobq_jobs are asserted
 -- exactly; dead_tuples, idle_in_transaction and oldest_transaction depend on the server and
 -- the other sessions, so only their presence and shape are checked.

@@ -1,6 +1,6 @@
 -- jobq_list_jobs(statuses, job_type, queue, max_rows) RETURNS SETOF jobq_jobs
 --
--- Migration 0002 (admin only: it shows payloads; see privileges.sql). Lists jobs, most
+-- Admin only (it shows payloads; see privileges.sql). Lists jobs, most
 -- recently changed first (updated_at DESC, then id), filtered by statuses (NULL = all),
 -- job_type and queue (NULL = any), at most max_rows. 22023 for an unknown status or
 -- max_rows < 1.

@@ -362,3 +362,33 @@ def test_the_dry_run_prints_every_function_file_and_its_record() -> None:
     assert positions == sorted(positions), "in the order they are applied"
     for f in files:
         assert f"('{f.version}', '{f.checksum}')" in script
+
+
+def test_a_changed_result_type_named_with_the_same_arguments_is_created_again_with_its_grants(
+    dsn: str, role: Role, tmp_path: Path
+) -> None:
+    grants.grant(dsn, role.name, "worker")
+    role.dsns.append(dsn)
+    functions = copy_functions(tmp_path)
+    path = functions / "jobq_heartbeat.sql"
+    text = path.read_text()
+    assert ") RETURNS integer\n" in text
+    text = text.replace(") RETURNS integer\n", ") RETURNS bigint\n", 1)
+    text = text.replace(
+        "\nCREATE OR REPLACE FUNCTION",
+        "--! replaces: jobq_heartbeat(text, uuid[])\n\nCREATE OR REPLACE FUNCTION",
+        1,
+    )
+    path.write_text(text)
+    with psycopg.connect(dsn) as c:
+        acl_before = one(c, "SELECT proacl::text FROM pg_proc WHERE proname = 'jobq_heartbeat'")
+    assert role.name in str(acl_before)
+
+    assert migrate(dsn, functions_dir=functions) == ["functions/jobq_heartbeat"]
+    with psycopg.connect(dsn, autocommit=True) as c:
+        assert one(c, "SELECT pg_get_function_result('jobq_heartbeat'::regproc)") == "bigint"
+        assert one(c, "SELECT proacl::text FROM pg_proc WHERE proname = 'jobq_heartbeat'") == (
+            acl_before
+        )
+        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role.name)))
+        assert one(c, "SELECT jobq_heartbeat(worker_id => 'w', job_ids => '{}')") == 0
