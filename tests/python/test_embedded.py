@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -513,3 +514,61 @@ def test_demo_uses_jobq_dsn_when_set(dsn: str, jobq_home: Path) -> None:
     assert "embedded" not in out.splitlines()[0]
     assert not (jobq_home / "pgdata").exists(), "with JOBQ_DSN the embedded server stays off"
 
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_demo_hints_work_as_printed_from_a_shell_without_the_venv(jobq_home: Path) -> None:
+    """`make demo` runs the venv's Python in the repository; the user's shell has not
+    necessarily activated the venv. Every command the demo prints must run as printed there."""
+    venv_bin = str(Path(sys.executable).parent)
+    env = _env(jobq_home, PWD=str(REPO))
+    env.pop("VIRTUAL_ENV", None)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != venv_bin)
+    demo = subprocess.run(
+        [sys.executable, "-m", "pgq_client.demo"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+        check=False,
+    )
+    out = _ok(demo)
+    [requeue] = [line.strip() for line in out.splitlines() if " dead-letter requeue " in line]
+    jobq = requeue.split(" dead-letter requeue ")[0]
+    assert jobq != "jobq", "jobq is not on this shell's PATH"
+    hints = [line.strip() for line in out.split("Look around:")[1].splitlines()]
+    hints = [line for line in hints if line.startswith(jobq + " ")]
+    assert len(hints) == 5, out
+
+    def shell(line: str, stdin: str = "") -> str:
+        result = subprocess.run(
+            ["bash", "-c", line],
+            cwd=REPO,
+            env=env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=SUBPROCESS_TIMEOUT,
+            check=False,
+        )
+        return _ok(result)
+
+    # The requeue of step 5 is shown while the job is a dead letter; the demo then requeues
+    # it itself, so make it one again.
+    job_id = shlex.split(requeue)[-3]
+    with psycopg.connect(get_embedded_dsn(jobq_home), autocommit=True) as conn:
+        conn.execute(
+            "UPDATE jobq_demo.jobq_jobs SET status = 'dead_letter' WHERE id = %s::uuid", (job_id,)
+        )
+    assert shell(requeue).strip() == f"requeued {job_id}"
+
+    stats, dead, psql_c, psql, stop = hints
+    assert "send_email  pending" in shell(stats)
+    assert re.search(r"thumbnail +demo +failed +1/5", shell(dead))
+    assert "(8 rows)" in shell(psql_c)
+    typed = psql.split("# then:")[1].strip()
+    assert "scan-corrupt.gif" in shell(psql, stdin=typed)
+    assert shell(stop).startswith("stopped embedded PostgreSQL")
+    assert _postmasters(jobq_home / "pgdata") == []
