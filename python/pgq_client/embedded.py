@@ -22,9 +22,10 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import make_conninfo
@@ -96,7 +97,25 @@ def _pgserver() -> ModuleType:
         ) from None
     # At INFO it logs every command it runs with its whole output.
     logging.getLogger("pgserver").setLevel(logging.WARNING)
+    runs: Any = pgserver.postgres_server
+    if not hasattr(runs.pg_ctl, "drops_groups"):
+        # As root it runs initdb and pg_ctl with subprocess's user= alone, so the server would
+        # keep root's group (gid 0): give it its user's group and no other.
+        for name in ("initdb", "pg_ctl"):
+            setattr(runs, name, _drop_groups(getattr(runs, name)))
     return pgserver
+
+
+def _drop_groups(command: Callable[..., str]) -> Callable[..., str]:
+    def run(args: list[str], pgdata: Path | None = None, **kwargs: Any) -> str:
+        if kwargs.get("user") is not None:
+            import pwd
+
+            kwargs.update(group=pwd.getpwnam(kwargs["user"]).pw_gid, extra_groups=[])
+        return command(args, pgdata=pgdata, **kwargs)
+
+    run.drops_groups = True  # type: ignore[attr-defined]
+    return run
 
 
 @contextlib.contextmanager

@@ -136,6 +136,12 @@ def test_embedded_server_starts_migrated_and_listens_on_a_private_socket_only(
         # initdb/postgres refuse root: the cluster belongs to, and runs as, another user.
         assert pgdata.stat().st_uid != 0
         assert server_uid == pgdata.stat().st_uid
+        # ... and with that user's group alone, not root's.
+        status = Path(f"/proc/{postmaster}/status").read_text()
+        [gids] = [line.split()[1:] for line in status.splitlines() if line.startswith("Gid:")]
+        assert set(gids) == {str(pgdata.stat().st_gid)} and gids[0] != "0"
+        [groups] = [line.split()[1:] for line in status.splitlines() if line.startswith("Groups:")]
+        assert set(groups) <= {str(pgdata.stat().st_gid)}
     else:
         assert server_uid == os.geteuid()
 
