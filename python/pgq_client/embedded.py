@@ -54,7 +54,6 @@ SUPERUSER = "postgres"
 #: What pgserver runs the server as when started by root (PostgreSQL refuses to run as root).
 ROOT_RUNS_AS = "pgserver"
 INSTALL_HINT = "pip install pgserver (from a jobq checkout: pip install '.[embedded]')"
-_LOCK_TIMEOUT = 120.0
 _STOP_TIMEOUT = 60.0
 # sun_path holds 104 bytes with its NUL on macOS (108 on Linux).
 _SOCKET_PATH_MAX = 103
@@ -135,18 +134,7 @@ def _locked(pgdata: Path) -> Iterator[None]:
             "(set JOBQ_HOME to a writable directory, or pass --dsn)"
         ) from exc
     try:
-        deadline = time.monotonic() + _LOCK_TIMEOUT
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise EmbeddedError(
-                        f"another jobq process has held {pgdata.parent / 'embedded.lock'} for "
-                        f"{_LOCK_TIMEOUT:.0f}s while starting or stopping the embedded server"
-                    ) from None
-                time.sleep(0.05)
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
