@@ -590,7 +590,7 @@ def worker(
 
 # -- the embedded server ---------------------------------------------------------------------
 
-_HOME_HELP = "Its data directory (default: $JOBQ_HOME, else the per-user one)."
+_HOME_HELP = "Where its data lives (default: $JOBQ_HOME, else a per-user directory)."
 
 
 def _home_option(f: F) -> F:
@@ -614,7 +614,10 @@ def _home(ctx: click.Context, home: Path | None) -> Path | None:
 @_home_option
 @click.pass_context
 def embedded_status(ctx: click.Context, home: Path | None) -> None:
-    """Say whether it exists and runs (starts nothing); print its DSN when it runs."""
+    """Say whether it exists and runs; starts nothing.
+
+    Prints its connection string too when it runs.
+    """
     from . import embedded
 
     home = _home(ctx, home)
@@ -630,7 +633,7 @@ def embedded_status(ctx: click.Context, home: Path | None) -> None:
 @_home_option
 @click.pass_context
 def embedded_dsn(ctx: click.Context, home: Path | None) -> None:
-    """Start it if needed and print its connection string."""
+    """Print its connection string, starting it if needed."""
     from . import embedded
 
     click.echo(embedded.get_embedded_dsn(_home(ctx, home)))
@@ -643,7 +646,10 @@ def embedded_dsn(ctx: click.Context, home: Path | None) -> None:
 @click.argument("psql_args", nargs=-1, type=click.UNPROCESSED, metavar="[PSQL ARGS]...")
 @click.pass_context
 def embedded_psql(ctx: click.Context, home: Path | None, psql_args: tuple[str, ...]) -> None:
-    """Start it if needed and run psql on its jobq database (psql's own options follow)."""
+    """Run psql on its jobq database, starting it if needed.
+
+    Arguments after the options are psql's: `jobq embedded psql -c 'TABLE jobq_jobs'`.
+    """
     from . import embedded
 
     dsn = embedded.get_embedded_dsn(_home(ctx, home))
@@ -658,7 +664,10 @@ def embedded_psql(ctx: click.Context, home: Path | None, psql_args: tuple[str, .
 @_home_option
 @click.pass_context
 def embedded_stop(ctx: click.Context, home: Path | None) -> None:
-    """Stop the server; the data stays, and the next jobq command starts it again."""
+    """Stop the server; the data stays.
+
+    The next jobq command that needs it starts it again.
+    """
     from . import embedded
 
     home = _home(ctx, home)
