@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .DEFAULT_GOAL := help
 .PHONY: help venv deps test lint pgtap pytest demo bench bench-quick soak schema-dump clean
@@ -18,6 +19,12 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## Create .venv with jobq and its development tools
 
+# The demo needs jobq and the embedded server, not the development tools (most of the install).
+$(DEMO_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e '.[embedded,binary]'
+	touch $(DEMO_STAMP)
+
 deps: $(STAMP) ## Install what the tests need (Python venv; pgTAP, pg_prove, plpgsql_check from Debian)
 	@scripts/install-deps.sh
 
@@ -29,7 +36,7 @@ lint: $(STAMP) ## sqlfluff, ruff, mypy --strict
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/mypy
 
-demo: $(STAMP) ## Run the demo: a real queue and worker on the embedded database
+demo: $(DEMO_STAMP) ## Run the demo: a real queue and worker on the embedded database
 	$(PY) -m pgq_client.demo
 
 bench: deps ## Benchmarks against a raw-SQL ceiling (several minutes; never in CI)

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Throwaway PostgreSQL cluster for tests and benchmarks.
+# Throwaway PostgreSQL cluster for tests and benchmarks: TCP on 127.0.0.1, trust, no fsync.
 #
-#   scripts/testdb.sh start DIR [extra postgres -c settings...]   prints shell exports
+#   scripts/testdb.sh start DIR [NAME=VALUE...]   prints shell exports (JOBQ_TEST_DSN, ...)
 #   scripts/testdb.sh stop DIR
 #
-# initdb refuses to run as root, so as root the cluster belongs to the system user `postgres`
-# (created by Debian's server package), or to `jobq-test`, which is created when missing.
+# The names are the embedded server's (docs/embedded.md): JOBQ_PG_BIN is the bin directory of
+# the PostgreSQL to run (default here: the newest /usr/lib/postgresql/*/bin, whose extensions
+# pgTAP and plpgsql_check the tests need, else initdb on PATH), and as root the cluster belongs
+# to and runs as the system user `pgserver`, as the embedded server does (PostgreSQL refuses
+# root). JOBQ_PG_BINDIR is the deprecated former name of JOBQ_PG_BIN.
 set -euo pipefail
 
 cmd=${1:?usage: testdb.sh start|stop DIR}
@@ -13,7 +16,11 @@ dir=${2:?usage: testdb.sh start|stop DIR}
 shift 2
 
 bindir() {
-    if [ -n "${JOBQ_PG_BINDIR:-}" ]; then echo "$JOBQ_PG_BINDIR"; return; fi
+    if [ -z "${JOBQ_PG_BIN:-}" ] && [ -n "${JOBQ_PG_BINDIR:-}" ]; then
+        echo "testdb.sh: JOBQ_PG_BINDIR is deprecated; set JOBQ_PG_BIN instead" >&2
+        JOBQ_PG_BIN=$JOBQ_PG_BINDIR
+    fi
+    if [ -n "${JOBQ_PG_BIN:-}" ]; then echo "$JOBQ_PG_BIN"; return; fi
     local d
     d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
     if [ -n "$d" ] && [ -x "$d/initdb" ]; then echo "$d"; return; fi
@@ -24,18 +31,14 @@ bindir() {
 
 run_as=()
 owner=$(id -un)
-if [ "$(id -u)" = 0 ]; then
-    if id postgres >/dev/null 2>&1; then owner=postgres
-    else
-        id jobq-test >/dev/null 2>&1 || useradd --system --no-create-home jobq-test
-        owner=jobq-test
-    fi
-    run_as=(runuser -u "$owner" --)
-fi
-
 case "$cmd" in
 start)
     bin=$(bindir)
+    if [ "$(id -u)" = 0 ]; then
+        owner=pgserver
+        id "$owner" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$owner"
+        run_as=(runuser -u "$owner" --)
+    fi
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     chown "$owner" "$dir"
@@ -63,6 +66,8 @@ ENV
 stop)
     bin=$(bindir)
     if [ -f "$dir/data/postmaster.pid" ]; then
+        # As whoever owns the cluster: the one that started it may predate a change of owner.
+        [ "$(id -u)" = 0 ] && run_as=(runuser -u "$(stat -c %U "$dir/data")" --)
         "${run_as[@]}" "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
     fi
     rm -rf "$dir"

@@ -16,6 +16,7 @@ import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -585,6 +586,111 @@ def worker(
         schema=schema,
     )
     w.run(burst=burst)
+
+
+# -- the embedded server ---------------------------------------------------------------------
+
+_HOME_HELP = "Where its data lives (default: $JOBQ_HOME, else a per-user directory)."
+
+
+def _home_option(f: F) -> F:
+    path = click.Path(file_okay=False, path_type=Path)
+    return click.option("--home", type=path, metavar="DIR", help=_HOME_HELP)(f)
+
+
+@cli.group("embedded")
+@_home_option
+@click.pass_context
+def embedded_group(ctx: click.Context, home: Path | None) -> None:
+    """The PostgreSQL that jobq starts itself when no database is given."""
+    ctx.meta["jobq.embedded.home"] = home
+
+
+def _home(ctx: click.Context, home: Path | None) -> Path | None:
+    return home if home is not None else ctx.meta.get("jobq.embedded.home")
+
+
+@embedded_group.command("status")
+@_home_option
+@click.pass_context
+def embedded_status(ctx: click.Context, home: Path | None) -> None:
+    """Say whether it exists and runs; starts nothing.
+
+    Prints its connection string too when it runs.
+    """
+    from . import embedded
+
+    home = _home(ctx, home)
+    st = embedded.embedded_status(home)
+    state = "running" if st.running else ("stopped" if st.initialized else "not created")
+    pid = f" (pid {st.pid})" if st.pid else ""
+    click.echo(f"{embedded.describe_embedded(home)}: {state}{pid}")
+    if st.running:
+        click.echo(st.dsn)
+
+
+@embedded_group.command("dsn")
+@_home_option
+@click.pass_context
+def embedded_dsn(ctx: click.Context, home: Path | None) -> None:
+    """Print its connection string, starting it if needed."""
+    from . import embedded
+
+    click.echo(embedded.get_embedded_dsn(_home(ctx, home)))
+
+
+@embedded_group.command(
+    "psql", context_settings={"ignore_unknown_options": True, "help_option_names": ["--help"]}
+)
+@_home_option
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED, metavar="[PSQL ARGS]...")
+@click.pass_context
+def embedded_psql(ctx: click.Context, home: Path | None, psql_args: tuple[str, ...]) -> None:
+    """Run psql on its jobq database, starting it if needed.
+
+    Arguments after the options are psql's: `jobq embedded psql -c 'TABLE jobq_jobs'`.
+    """
+    from . import embedded
+
+    dsn = embedded.get_embedded_dsn(_home(ctx, home))
+    psql = embedded.psql_path()
+    if psql is None:
+        _fail(f"psql not found; connect with: {dsn}")
+    sys.stdout.flush()
+    os.execv(psql, [psql, "--dbname", dsn, *psql_args])
+
+
+@embedded_group.command("stop")
+@_home_option
+@click.pass_context
+def embedded_stop(ctx: click.Context, home: Path | None) -> None:
+    """Stop the server; the data stays.
+
+    The next jobq command that needs it starts it again.
+    """
+    from . import embedded
+
+    home = _home(ctx, home)
+    stopped = embedded.stop_embedded(home)
+    click.echo(("stopped " if stopped else "not running: ") + embedded.describe_embedded(home))
+
+
+@embedded_group.command("reset")
+@_home_option
+@click.option("--yes", is_flag=True, help="Confirm that every job in it is to be deleted.")
+@click.pass_context
+def embedded_reset(ctx: click.Context, home: Path | None, yes: bool) -> None:
+    """Stop the server and DELETE its data, every job in it."""
+    from . import embedded
+
+    home = _home(ctx, home)
+    pgdata = embedded.embedded_status(home).pgdata
+    if not yes:
+        raise click.UsageError(f"this deletes {pgdata} and every job in it; add --yes to confirm")
+    if embedded.reset_embedded(home):
+        click.echo(f"deleted {pgdata}")
+    else:
+        click.echo(f"nothing to delete: {pgdata} does not exist")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

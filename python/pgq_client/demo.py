@@ -15,7 +15,11 @@ then "repaired" and the dead letter requeued, and it goes through.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
+import shlex
+import shutil
 import sys
 import threading
 import time
@@ -23,6 +27,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -125,6 +130,22 @@ def _describe_database(dsn: str, source: str) -> str:
     return f"PostgreSQL {params.get('dbname') or ''} on {host}:{port} (from {source})"
 
 
+def jobq_command() -> str:
+    """How the user's shell runs this installation's ``jobq``, so that hints work as printed
+    (``make demo`` runs in .venv, which the user's shell has not necessarily activated)."""
+    script = Path(sys.executable).parent / "jobq"
+    if not script.is_file():
+        return f"{shlex.quote(sys.executable)} -m pgq_client"
+    on_path = shutil.which("jobq")
+    if on_path is not None and os.path.samefile(on_path, script):
+        return "jobq"
+    # Relative only where the shell is where this runs: `make -C DIR` moves this, not the shell.
+    with contextlib.suppress(OSError, ValueError):
+        if os.path.samefile(os.environ.get("PWD", ""), Path.cwd()):
+            return shlex.quote(str(script.relative_to(Path.cwd())))
+    return shlex.quote(str(script))
+
+
 def _reset_schema(dsn: str) -> list[str]:
     """Drop the demo's own schema and install jobq into it afresh."""
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -224,6 +245,7 @@ def _print_stats(q: Queue, out: Callable[[str], None]) -> None:
 def run_demo(out: Callable[[str], None] = print) -> None:
     """Run the whole story, printing it through ``out``."""
     started = time.monotonic()
+    jobq = jobq_command()
     dsn, source = resolve_dsn(None)
     out(f"using {_describe_database(dsn, source)}")
     applied = _reset_schema(dsn)
@@ -291,7 +313,7 @@ def run_demo(out: Callable[[str], None] = print) -> None:
 
         out("")
         out("5. Requeue it once the cause is fixed - any of:")
-        out(f"     jobq dead-letter requeue {target.id} --schema {SCHEMA}")
+        out(f"     {jobq} dead-letter requeue {target.id} --schema {SCHEMA}")
         out(f"     psql> SELECT {SCHEMA}.jobq_requeue_dead_letter(job_id => '{target.id}');")
         out(f"     psql> SELECT {SCHEMA}.jobq_requeue_dead_letters(job_type => 'send_email');")
         out(f"     python> Queue(schema={SCHEMA!r}).requeue_dead_letter(job_id)")
@@ -316,12 +338,13 @@ def run_demo(out: Callable[[str], None] = print) -> None:
 
     out("")
     out(f"Done in {time.monotonic() - started:.1f}s. Look around:")
+    out(f"   {jobq} stats --schema {SCHEMA}")
+    out(f"   {jobq} dead-letter list --schema {SCHEMA}")
     if source == "embedded":
-        out("   python -m pgq_client.embedded psql      then: SET search_path = jobq_demo;")
-        out("                                                 TABLE jobq_jobs;")
-        out("   python -m pgq_client.embedded stop      stops the embedded server")
-    else:
-        out(f"   psql \"$JOBQ_DSN\" -c 'SELECT * FROM {SCHEMA}.jobq_stats()'")
+        table = f"{SCHEMA}.jobq_jobs"
+        out(f"   {jobq} embedded psql -c 'SELECT id, job_type, status, attempts FROM {table}'")
+        out(f"   {jobq} embedded psql    # then: SET search_path = {SCHEMA}; TABLE jobq_jobs;")
+        out(f"   {jobq} embedded stop    # stops the embedded server; jobq starts it when needed")
     out(f"   (each run of the demo drops and recreates schema {SCHEMA})")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -135,6 +136,12 @@ def test_embedded_server_starts_migrated_and_listens_on_a_private_socket_only(
         # initdb/postgres refuse root: the cluster belongs to, and runs as, another user.
         assert pgdata.stat().st_uid != 0
         assert server_uid == pgdata.stat().st_uid
+        # ... and with that user's group alone, not root's.
+        status = Path(f"/proc/{postmaster}/status").read_text()
+        [gids] = [line.split()[1:] for line in status.splitlines() if line.startswith("Gid:")]
+        assert set(gids) == {str(pgdata.stat().st_gid)} and gids[0] != "0"
+        [groups] = [line.split()[1:] for line in status.splitlines() if line.startswith("Groups:")]
+        assert set(groups) <= {str(pgdata.stat().st_gid)}
     else:
         assert server_uid == os.geteuid()
 
@@ -243,25 +250,24 @@ def test_server_killed_without_cleanup_is_restarted(jobq_home: Path) -> None:
         assert conn.execute("SELECT count(*) FROM jobq_migrations").fetchone() is not None
 
 
-def test_without_pgserver_the_machines_own_postgresql_is_used(jobq_home: Path) -> None:
-    """pgserver not installed: initdb/pg_ctl from PATH or /usr/lib/postgresql/*/bin."""
-    system = [d for d in Path("/usr/lib/postgresql").glob("*/bin") if (d / "pg_ctl").exists()]
-    if shutil.which("pg_ctl") is None and not system:
-        pytest.skip("no system PostgreSQL on this machine")
+def test_without_pgserver_the_error_says_how_to_install_it(jobq_home: Path) -> None:
+    """pgserver brings the PostgreSQL; without it the message names a pip command that works
+    from PyPI and from a checkout (the distribution, pgq-client, is on no registry)."""
     code = """
         import sys
         sys.modules["pgserver"] = None  # as if the wheel were not installed
-        import psycopg
-        from pgq_client.embedded import get_embedded_dsn
-        with psycopg.connect(get_embedded_dsn()) as conn:
-            bindir = conn.execute("SELECT setting FROM pg_config WHERE name = 'BINDIR'")
-            print(bindir.fetchone()[0])
+        from pgq_client.embedded import EmbeddedError, get_embedded_dsn
+        try:
+            get_embedded_dsn()
+        except EmbeddedError as exc:
+            print(exc)
     """
-    bindir = _ok(_python(code, jobq_home)).strip()
-    assert "pgserver" not in bindir
-    assert (Path(bindir) / "pg_ctl").exists()
-    major = (jobq_home / "pgdata" / "PG_VERSION").read_text().strip()
-    assert describe_embedded(jobq_home).startswith(f"embedded PostgreSQL {major} at ")
+    out = _ok(_python(code, jobq_home))
+    assert "needs the pgserver package" in out
+    assert "pip install pgserver" in out
+    assert "pip install '.[embedded]'" in out
+    assert "--dsn" in out
+    assert not (jobq_home / "pgdata").exists()
 
 
 def test_jobq_pg_bin_chooses_the_postgresql(jobq_home: Path) -> None:
@@ -292,9 +298,93 @@ def test_no_postgresql_found_says_what_to_install(jobq_home: Path) -> None:
     """
     out = _ok(_python(code, jobq_home, JOBQ_PG_BIN=str(jobq_home / "no-such-bin")))
     assert "no usable PostgreSQL" in out
-    assert "pip install 'pgq-client[embedded]'" in out
+    assert "pip install pgserver" in out
     assert "--dsn" in out
     assert not (jobq_home / "pgdata").exists()
+
+
+@pytest.mark.parametrize("chosen_by", ["pgserver", "JOBQ_PG_BIN"])
+def test_postgresql_that_cannot_run_here_is_named_with_the_reason(
+    jobq_home: Path, chosen_by: str
+) -> None:
+    """As when pgserver's bundled binaries do not suit the machine (libc, architecture)."""
+    bin_dir = jobq_home / "foreign-bin"
+    bin_dir.mkdir()
+    for program in ("postgres", "initdb", "pg_ctl"):
+        (bin_dir / program).write_bytes(b"\x7fELF not for this machine")
+        (bin_dir / program).chmod(0o755)
+    code = f"""
+        from pathlib import Path
+        import pgserver
+        from pgq_client.embedded import EmbeddedError, get_embedded_dsn
+        if {chosen_by == "pgserver"}:
+            pgserver.postgres_server.POSTGRES_BIN_PATH = Path({str(bin_dir)!r})
+        try:
+            get_embedded_dsn()
+        except EmbeddedError as exc:
+            print(exc)
+    """
+    extra = {"JOBQ_PG_BIN": str(bin_dir)} if chosen_by == "JOBQ_PG_BIN" else {}
+    out = _ok(_python(code, jobq_home, **extra))
+    assert "no usable PostgreSQL for the embedded database" in out
+    assert "does not run on this machine" in out and "Exec format error" in out
+    if chosen_by == "pgserver":
+        assert "pgserver's PostgreSQL does not run" in out
+        assert "set JOBQ_PG_BIN to the bin directory of a PostgreSQL installed" in out
+    else:
+        assert f"JOBQ_PG_BIN={bin_dir} does not run" in out
+    assert "--dsn" in out
+    assert not (jobq_home / "pgdata").exists()
+
+
+def test_data_made_by_another_major_version_is_refused_and_kept(jobq_home: Path) -> None:
+    system = sorted(d for d in Path("/usr/lib/postgresql").glob("*/bin") if (d / "initdb").exists())
+    if not system:
+        pytest.skip("no system PostgreSQL in /usr/lib/postgresql")
+    _ok(_python(_PRINT_DSN, jobq_home, JOBQ_PG_BIN=str(system[0])))
+    stop_embedded(jobq_home)
+    made_by = (jobq_home / "pgdata" / "PG_VERSION").read_text().strip()
+    code = """
+        from pgq_client.embedded import EmbeddedError, get_embedded_dsn
+        try:
+            get_embedded_dsn()
+        except EmbeddedError as exc:
+            print(exc)
+    """
+    out = _ok(_python(code, jobq_home))
+    if f"made by PostgreSQL {made_by}" not in out:
+        pytest.skip(f"pgserver's PostgreSQL is {made_by} too: {out}")
+    assert f"set JOBQ_PG_BIN to a PostgreSQL {made_by} bin directory" in out
+    assert "jobq embedded reset --yes" in out
+    assert (jobq_home / "pgdata" / "PG_VERSION").read_text().strip() == made_by
+    assert _postmasters(jobq_home / "pgdata") == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's server runs as another user")
+def test_data_of_an_earlier_server_user_is_handed_to_pgserver_as_root(jobq_home: Path) -> None:
+    """An earlier jobq ran root's embedded server as `postgres` (or `jobq`): its data stays."""
+    import pwd
+
+    try:
+        earlier = pwd.getpwnam("postgres")
+    except KeyError:
+        pytest.skip("no system user postgres")
+    dsn = _ok(_python(_PRINT_DSN, jobq_home)).strip()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT jobq_enqueue(job_type => 'ocr', idempotency_key => 'owner:1')")
+    stop_embedded(jobq_home)
+    pgdata = jobq_home / "pgdata"
+    for directory, _, files in os.walk(pgdata):
+        for name in (directory, *(os.path.join(directory, f) for f in files)):
+            os.lchown(name, earlier.pw_uid, earlier.pw_gid)
+
+    assert _ok(_python(_PRINT_DSN, jobq_home)).strip() == dsn
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT jobs FROM jobq_stats() WHERE job_type = 'ocr'").fetchall()
+    assert rows == [(1,)]
+    runs_as = pwd.getpwnam("pgserver").pw_uid
+    assert pgdata.stat().st_uid == runs_as
+    assert (pgdata / "global" / "pg_control").stat().st_uid == runs_as
 
 
 def test_describe_embedded_names_the_data_directory(jobq_home: Path) -> None:
@@ -314,6 +404,74 @@ def test_error_is_a_jobq_error_for_an_unusable_home() -> None:
     assert issubclass(EmbeddedError, JobqError)
     with pytest.raises(EmbeddedError, match="cannot create the jobq data directory"):
         get_embedded_dsn(Path("/proc/jobq-cannot-be-here"))
+
+
+# --------------------------------------------------------------------------------------
+# jobq embedded ...
+# --------------------------------------------------------------------------------------
+
+
+def _jobq(*args: str, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pgq_client", *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("placement", ["after", "before"])
+def test_every_embedded_subcommand_takes_home_before_or_after_its_name(
+    jobq_home: Path, placement: str
+) -> None:
+    """JOBQ_HOME points at a decoy: a command that ignored --home would act on it instead."""
+    decoy = jobq_home / "decoy"
+    env = _env(jobq_home, JOBQ_HOME=str(decoy))
+    home = ["--home", str(jobq_home)]
+
+    def run(command: str, *rest: str) -> subprocess.CompletedProcess[str]:
+        where = [command, *home] if placement == "after" else [*home, command]
+        return _jobq("embedded", *where, *rest, env=env)
+
+    pgdata = jobq_home / "pgdata"
+    assert _ok(run("status")) == f"embedded PostgreSQL at {pgdata} (database jobq): not created\n"
+    dsn = _ok(run("dsn")).strip()
+    assert f"host={pgdata} " in dsn and "dbname=jobq" in dsn
+    [postmaster] = _postmasters(pgdata)
+    status = _ok(run("status")).splitlines()
+    assert status[0].endswith(f"(database jobq): running (pid {postmaster})")
+    assert status[1] == dsn
+    psql = _ok(run("psql", "-X", "-A", "-t", "-c", "SELECT current_database()"))
+    assert psql.strip() == "jobq"
+    assert re.match(
+        rf"stopped embedded PostgreSQL \d+ at {re.escape(str(pgdata))} ", _ok(run("stop"))
+    )
+    assert _postmasters(pgdata) == []
+    assert _ok(run("status")).strip().endswith(": stopped")
+    refused = run("reset")
+    assert refused.returncode == 2 and "add --yes" in refused.stderr
+    assert (pgdata / "PG_VERSION").exists()
+    assert _ok(run("reset", "--yes")) == f"deleted {pgdata}\n"
+    assert not pgdata.exists()
+    assert not decoy.exists()
+
+
+def test_python_m_pgq_client_embedded_is_jobq_embedded(jobq_home: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pgq_client.embedded", "status", "--home", str(jobq_home)],
+        env=_env(jobq_home / "decoy"),
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+        check=False,
+    )
+    assert (
+        _ok(result)
+        == f"embedded PostgreSQL at {jobq_home / 'pgdata'} (database jobq): not created\n"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -361,3 +519,62 @@ def test_demo_uses_jobq_dsn_when_set(dsn: str, jobq_home: Path) -> None:
     assert "dead_letter" in out
     assert "embedded" not in out.splitlines()[0]
     assert not (jobq_home / "pgdata").exists(), "with JOBQ_DSN the embedded server stays off"
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_demo_hints_work_as_printed_from_a_shell_without_the_venv(jobq_home: Path) -> None:
+    """`make demo` runs the venv's Python in the repository; the user's shell has not
+    necessarily activated the venv. Every command the demo prints must run as printed there."""
+    venv_bin = str(Path(sys.executable).parent)
+    env = _env(jobq_home, PWD=str(REPO))
+    env.pop("VIRTUAL_ENV", None)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != venv_bin)
+    demo = subprocess.run(
+        [sys.executable, "-m", "pgq_client.demo"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+        check=False,
+    )
+    out = _ok(demo)
+    [requeue] = [line.strip() for line in out.splitlines() if " dead-letter requeue " in line]
+    jobq = requeue.split(" dead-letter requeue ")[0]
+    assert jobq != "jobq", "jobq is not on this shell's PATH"
+    hints = [line.strip() for line in out.split("Look around:")[1].splitlines()]
+    hints = [line for line in hints if line.startswith(jobq + " ")]
+    assert len(hints) == 5, out
+
+    def shell(line: str, stdin: str = "") -> str:
+        result = subprocess.run(
+            ["bash", "-c", line],
+            cwd=REPO,
+            env=env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=SUBPROCESS_TIMEOUT,
+            check=False,
+        )
+        return _ok(result)
+
+    # The requeue of step 5 is shown while the job is a dead letter; the demo then requeues
+    # it itself, so make it one again.
+    job_id = shlex.split(requeue)[-3]
+    with psycopg.connect(get_embedded_dsn(jobq_home), autocommit=True) as conn:
+        conn.execute(
+            "UPDATE jobq_demo.jobq_jobs SET status = 'dead_letter' WHERE id = %s::uuid", (job_id,)
+        )
+    assert shell(requeue).strip() == f"requeued {job_id}"
+
+    stats, dead, psql_c, psql, stop = hints
+    assert "send_email  pending" in shell(stats)
+    assert re.search(r"thumbnail +demo +failed +1/5", shell(dead))
+    assert "(8 rows)" in shell(psql_c)
+    typed = psql.split("# then:")[1].strip()
+    assert "scan-corrupt.gif" in shell(psql, stdin=typed)
+    assert shell(stop).startswith("stopped embedded PostgreSQL")
+    assert _postmasters(jobq_home / "pgdata") == []
