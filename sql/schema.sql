@@ -5,9 +5,9 @@ COMMENT ON SCHEMA public IS 'standard public schema';
 CREATE FUNCTION public.jobq__backoff(attempts integer, backoff interval) RETURNS interval
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
-    SELECT make_interval(
+    SELECT pg_catalog.make_interval(
         secs => least(
-            greatest(attempts, 1)::numeric * extract(epoch FROM backoff),
+            greatest(attempts, 1)::numeric * extract(epoch FROM backoff)::numeric,
             31536000
         )::double precision
     )
@@ -21,24 +21,27 @@ CREATE FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_ke
     SELECT CASE
         WHEN job_type IS NULL OR job_type !~ '\S'
             THEN 'job_type must be a non-blank string'
-        WHEN length(job_type) > 200
-            THEN format('job_type is %s characters long, at most 200 are allowed',
-                        length(job_type))
+        WHEN pg_catalog.length(job_type) > 200
+            THEN pg_catalog.format('job_type is %s characters long, at most 200 are allowed',
+                                   pg_catalog.length(job_type))
         WHEN queue IS NULL OR queue !~ '\S'
             THEN 'queue must be a non-blank string'
-        WHEN length(queue) > 200
-            THEN format('queue is %s characters long, at most 200 are allowed', length(queue))
+        WHEN pg_catalog.length(queue) > 200
+            THEN pg_catalog.format('queue is %s characters long, at most 200 are allowed',
+                                   pg_catalog.length(queue))
         WHEN idempotency_key IS NOT NULL AND idempotency_key !~ '\S'
             THEN 'idempotency_key must be NULL or a non-blank string'
-        WHEN length(idempotency_key) > 1000
-            THEN format('idempotency_key is %s characters long, at most 1000 are allowed',
-                        length(idempotency_key))
+        WHEN pg_catalog.length(idempotency_key) > 1000
+            THEN pg_catalog.format(
+                'idempotency_key is %s characters long, at most 1000 are allowed',
+                pg_catalog.length(idempotency_key)
+            )
         WHEN max_attempts IS NULL OR max_attempts < 1 OR max_attempts > 1000
-            THEN format('max_attempts must be between 1 and 1000, got %s',
-                        coalesce(max_attempts::text, 'NULL'))
+            THEN pg_catalog.format('max_attempts must be between 1 and 1000, got %s',
+                                   coalesce(max_attempts::text, 'NULL'))
         WHEN priority IS NULL OR priority < -1000000 OR priority > 1000000
-            THEN format('priority must be between -1000000 and 1000000, got %s',
-                        coalesce(priority::text, 'NULL'))
+            THEN pg_catalog.format('priority must be between -1000000 and 1000000, got %s',
+                                   coalesce(priority::text, 'NULL'))
     END
 $$;
 
@@ -53,10 +56,10 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'succeeded',
-        finished_at = now(),
+        finished_at = pg_catalog.now(),
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = now()
+        updated_at = pg_catalog.now()
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_complete.job_id
@@ -80,11 +83,11 @@ DECLARE
     v_done integer;
 BEGIN
     IF jobq_complete_many.attempts IS NOT NULL
-       AND cardinality(jobq_complete_many.attempts)
-           IS DISTINCT FROM cardinality(jobq_complete_many.job_ids) THEN
+       AND pg_catalog.cardinality(jobq_complete_many.attempts)
+           IS DISTINCT FROM pg_catalog.cardinality(jobq_complete_many.job_ids) THEN
         RAISE EXCEPTION 'jobq_complete_many: attempts has % elements, job_ids has %',
-            cardinality(jobq_complete_many.attempts),
-            coalesce(cardinality(jobq_complete_many.job_ids), 0)
+            pg_catalog.cardinality(jobq_complete_many.attempts),
+            coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0)
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass one attempt per job id, in the same order, or NULL.';
     END IF;
@@ -92,16 +95,21 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'succeeded',
-        finished_at = now(),
+        finished_at = pg_catalog.now(),
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = now()
-    FROM unnest(
-        jobq_complete_many.job_ids,
-        coalesce(
+        updated_at = pg_catalog.now()
+    -- ROWS FROM (unnest, unnest) is what a two-array unnest() in FROM means; it is written out
+    -- because that shorthand exists only for the unqualified name.
+    FROM ROWS FROM (
+        pg_catalog.unnest(jobq_complete_many.job_ids),
+        pg_catalog.unnest(coalesce(
             jobq_complete_many.attempts,
-            array_fill(NULL::integer, ARRAY[coalesce(cardinality(jobq_complete_many.job_ids), 0)])
-        )
+            pg_catalog.array_fill(
+                NULL::integer,
+                ARRAY[coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0)]
+            )
+        ))
     ) AS d (job_id, attempt)
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
@@ -133,7 +141,8 @@ BEGIN
     END IF;
     UPDATE jobq_settings AS s
     SET max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes)
-    RETURNING jsonb_build_object('max_payload_bytes', s.max_payload_bytes) INTO v_settings;
+    RETURNING pg_catalog.jsonb_build_object('max_payload_bytes', s.max_payload_bytes)
+    INTO v_settings;
     RETURN v_settings;
 END;
 $$;
@@ -202,7 +211,8 @@ BEGIN
         SELECT j.id
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND j.locked_at < now() - least(jobq_dequeue.lock_timeout, interval '1000 years')
+          AND j.locked_at
+              < pg_catalog.now() - least(jobq_dequeue.lock_timeout, interval '1000 years')
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
         ORDER BY j.locked_at
@@ -213,24 +223,24 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead_letter' ELSE 'pending' END,
-        last_error = format(
+        last_error = pg_catalog.format(
             'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
             j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
         ),
-        errors = j.errors || jsonb_build_object(
+        errors = j.errors || pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
-            'at', now(),
+            'at', pg_catalog.now(),
             'worker', j.locked_by,
-            'error', format(
+            'error', pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
             ),
             'kind', 'lock_expired'
         ),
-        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN pg_catalog.now() END,
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = now()
+        updated_at = pg_catalog.now()
     FROM stale
     WHERE j.id = stale.id;
 
@@ -243,7 +253,7 @@ BEGIN
         SELECT j.id
         FROM jobq_jobs AS j
         WHERE j.status = 'pending'
-          AND j.available_at <= now()
+          AND j.available_at <= pg_catalog.now()
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
         ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
@@ -256,9 +266,9 @@ BEGIN
         SET
             status = 'processing',
             attempts = j.attempts + 1,
-            locked_at = now(),
+            locked_at = pg_catalog.now(),
             locked_by = jobq_dequeue.worker_id,
-            updated_at = now()
+            updated_at = pg_catalog.now()
         FROM candidates AS c
         WHERE j.id = c.id
         RETURNING j.*
@@ -310,25 +320,26 @@ BEGIN
             USING ERRCODE = 'null_value_not_allowed',
                   HINT = 'Pass ''{}'' for a job without arguments.';
     END IF;
-    IF NOT isfinite(jobq_enqueue.run_at) THEN
+    IF NOT pg_catalog.isfinite(jobq_enqueue.run_at) THEN
         RAISE EXCEPTION 'jobq_enqueue: run_at must be a finite time, got %', jobq_enqueue.run_at
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    v_size := pg_column_size(jobq_enqueue.payload);
+    v_size := pg_catalog.pg_column_size(jobq_enqueue.payload);
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
             USING ERRCODE = 'program_limit_exceeded',
                   HINT = 'Store large data elsewhere and pass a reference; an admin can change '
-                      || 'the limit with jobq_configure(max_payload_bytes => ...).';
+                         'the limit with jobq_configure(max_payload_bytes => ...).';
     END IF;
 
     IF jobq_enqueue.idempotency_key IS NULL THEN
         INSERT INTO jobq_jobs AS j (queue, job_type, payload, max_attempts, available_at, priority)
         VALUES (
             jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
-            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, now()), jobq_enqueue.priority
+            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, pg_catalog.now()),
+            jobq_enqueue.priority
         )
         RETURNING j.id INTO v_id;
     ELSE
@@ -343,7 +354,7 @@ BEGIN
             VALUES (
                 jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
                 jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
-                coalesce(jobq_enqueue.run_at, now()), jobq_enqueue.priority
+                coalesce(jobq_enqueue.run_at, pg_catalog.now()), jobq_enqueue.priority
             )
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
@@ -359,10 +370,10 @@ BEGIN
         END LOOP;
     END IF;
 
-    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= now() THEN
+    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= pg_catalog.now() THEN
         -- The payload of the notification is the queue name only: any role may LISTEN.
         -- Identical notifications in one transaction are folded into one by PostgreSQL.
-        PERFORM pg_notify('jobq', jobq_enqueue.queue);
+        PERFORM pg_catalog.pg_notify('jobq', jobq_enqueue.queue);
     END IF;
     RETURN v_id;
 END;
@@ -393,61 +404,66 @@ DECLARE
     v_keys text[];
     v_missing integer;
 BEGIN
-    IF jobs IS NULL OR jsonb_typeof(jobs) <> 'array' THEN
+    IF jobs IS NULL OR pg_catalog.jsonb_typeof(jobs) <> 'array' THEN
         RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
-            coalesce(jsonb_typeof(jobs), 'NULL')
+            coalesce(pg_catalog.jsonb_typeof(jobs), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
 
     -- One pass over the elements finds the first bad one: an object, known keys only, each
     -- value of the right JSON type and within the bounds of jobq_enqueue, and the payload
-    -- within the size limit.
+    -- within the size limit. Long literals are split over lines without ||: SQL joins string
+    -- constants separated by a newline itself, so there is no operator to resolve.
     SELECT e.ord, e.problem, e.payload_size INTO v_bad
     FROM (
         SELECT
             x.ord::integer AS ord,
-            pg_column_size(x.elem -> 'payload') AS payload_size,
+            pg_catalog.pg_column_size(x.elem -> 'payload') AS payload_size,
             CASE
-                WHEN jsonb_typeof(x.elem) <> 'object'
-                    THEN format('is a JSON %s, not an object', jsonb_typeof(x.elem))
+                WHEN pg_catalog.jsonb_typeof(x.elem) <> 'object'
+                    THEN pg_catalog.format(
+                        'is a JSON %s, not an object', pg_catalog.jsonb_typeof(x.elem)
+                    )
                 WHEN x.elem - ARRAY[
                     'job_type', 'payload', 'idempotency_key', 'max_attempts', 'run_at',
                     'priority', 'queue'
                 ] <> '{}'::jsonb
-                    THEN format(
+                    THEN pg_catalog.format(
                         'has unknown key(s) %s; allowed: job_type, payload, idempotency_key, '
-                        || 'max_attempts, run_at, priority, queue',
-                        (SELECT string_agg(quote_ident(k.key), ', ')
-                         FROM jsonb_object_keys(x.elem) AS k (key)
+                        'max_attempts, run_at, priority, queue',
+                        (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k.key), ', ')
+                         FROM pg_catalog.jsonb_object_keys(x.elem) AS k (key)
                          WHERE k.key NOT IN (
                              'job_type', 'payload', 'idempotency_key', 'max_attempts',
                              'run_at', 'priority', 'queue'
                          ))
                     )
-                WHEN jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
+                WHEN pg_catalog.jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
                     THEN 'job_type must be a non-blank string'
-                WHEN jsonb_typeof(x.elem -> 'payload') = 'null'
+                WHEN pg_catalog.jsonb_typeof(x.elem -> 'payload') = 'null'
                     THEN 'payload must not be null'
-                WHEN coalesce(jsonb_typeof(x.elem -> 'idempotency_key'), 'null')
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'idempotency_key'), 'null')
                     NOT IN ('string', 'null')
                     THEN 'idempotency_key must be a string or null'
-                WHEN coalesce(jsonb_typeof(x.elem -> 'queue'), 'string') <> 'string'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'queue'), 'string') <> 'string'
                     THEN 'queue must be a non-blank string'
-                WHEN coalesce(jsonb_typeof(x.elem -> 'run_at'), 'null') NOT IN ('string', 'null')
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'run_at'), 'null')
+                    NOT IN ('string', 'null')
                     OR (x.elem ->> 'run_at') !~ (
                         '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?'
-                        || '(Z|z|[+-]\d{2}(:?\d{2})?)$'
+                        '(Z|z|[+-]\d{2}(:?\d{2})?)$'
                     )
-                    THEN format(
+                    THEN pg_catalog.format(
                         'run_at must be an ISO 8601 time with a UTC offset '
-                        || '(2030-01-31T08:00:00+01:00), or null; got %s',
+                        '(2030-01-31T08:00:00+01:00), or null; got %s',
                         x.elem -> 'run_at'
                     )
-                WHEN coalesce(jsonb_typeof(x.elem -> 'max_attempts'), 'number') <> 'number'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'max_attempts'), 'number')
+                    <> 'number'
                     OR (x.elem ->> 'max_attempts') !~ '^-?[0-9]{1,9}$'
                     THEN 'max_attempts must be an integer'
-                WHEN coalesce(jsonb_typeof(x.elem -> 'priority'), 'number') <> 'number'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'priority'), 'number') <> 'number'
                     OR (x.elem ->> 'priority') !~ '^-?[0-9]{1,9}$'
                     THEN 'priority must be an integer'
                 ELSE jobq__job_error(
@@ -458,7 +474,7 @@ BEGIN
                     coalesce((x.elem ->> 'priority')::integer, 0)
                 )
             END AS problem
-        FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+        FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
     ) AS e
     WHERE e.problem IS NOT NULL OR e.payload_size > v_limit
     ORDER BY e.ord
@@ -479,21 +495,21 @@ BEGIN
     -- key that already exists inserts nothing (ON CONFLICT DO NOTHING waits for a concurrent
     -- inserter of that key, as in jobq_enqueue).
     BEGIN
-        IF NOT jsonb_path_exists(jobs, '$[*].idempotency_key ? (@ != null)') THEN
+        IF NOT pg_catalog.jsonb_path_exists(jobs, '$[*].idempotency_key ? (@ != null)') THEN
             -- No element has a key: every element is inserted, nothing to deduplicate or
             -- look up.
             RETURN QUERY
             WITH parsed AS MATERIALIZED (
                 SELECT
                     x.ord::integer AS ord,
-                    gen_random_uuid() AS new_id,
+                    pg_catalog.gen_random_uuid() AS new_id,
                     x.elem ->> 'job_type' AS job_type,
                     coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                     coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                    coalesce((x.elem ->> 'run_at')::timestamptz, now()) AS available_at,
+                    coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
                     coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
                     coalesce(x.elem ->> 'queue', 'default') AS queue
-                FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+                FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
             ),
 
             inserted AS (
@@ -509,9 +525,11 @@ BEGIN
             ),
 
             woken AS (
-                SELECT count(pg_notify('jobq', q.queue)) AS n
+                SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
                 FROM (
-                    SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= now()
+                    SELECT DISTINCT w.queue
+                    FROM inserted AS w
+                    WHERE w.available_at <= pg_catalog.now()
                 ) AS q
             )
 
@@ -525,15 +543,15 @@ BEGIN
         WITH parsed AS MATERIALIZED (
             SELECT
                 x.ord::integer AS ord,
-                gen_random_uuid() AS new_id,
+                pg_catalog.gen_random_uuid() AS new_id,
                 x.elem ->> 'job_type' AS job_type,
                 coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                 x.elem ->> 'idempotency_key' AS idempotency_key,
                 coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                coalesce((x.elem ->> 'run_at')::timestamptz, now()) AS available_at,
+                coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
                 coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
                 coalesce(x.elem ->> 'queue', 'default') AS queue
-            FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+            FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
         ),
 
         -- first_id: the id of the first element with the same key (its own id without one).
@@ -542,7 +560,7 @@ BEGIN
                 p.*,
                 CASE
                     WHEN p.idempotency_key IS NULL THEN p.new_id
-                    ELSE first_value(p.new_id) OVER (
+                    ELSE pg_catalog.first_value(p.new_id) OVER (
                         PARTITION BY p.idempotency_key ORDER BY p.ord
                     )
                 END AS first_id
@@ -565,16 +583,16 @@ BEGIN
         ),
 
         woken AS (
-            SELECT count(pg_notify('jobq', q.queue)) AS n
+            SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
             FROM (
-                SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= now()
+                SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= pg_catalog.now()
             ) AS q
         )
 
         SELECT
-            array_agg(i.ord ORDER BY i.ord),
-            array_agg(ins.id ORDER BY i.ord),
-            array_agg(i.idempotency_key ORDER BY i.ord)
+            pg_catalog.array_agg(i.ord ORDER BY i.ord),
+            pg_catalog.array_agg(ins.id ORDER BY i.ord),
+            pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
         INTO v_ords, v_ids, v_keys
         FROM input AS i
         LEFT JOIN inserted AS ins ON ins.id = i.first_id
@@ -583,7 +601,7 @@ BEGIN
         -- A run_at of the right shape but no real time (30 February): name the element.
         FOR v_bad IN
             SELECT x.ord::integer AS ord, x.elem ->> 'run_at' AS run_at
-            FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+            FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
             WHERE x.elem ->> 'run_at' IS NOT NULL
             ORDER BY x.ord
         LOOP
@@ -592,7 +610,7 @@ BEGIN
             EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
                 RAISE EXCEPTION
                     'jobq_enqueue_many: jobs element % (counting from 1): run_at % is not a '
-                    'real time', v_bad.ord, quote_literal(v_bad.run_at)
+                    'real time', v_bad.ord, pg_catalog.quote_literal(v_bad.run_at)
                     USING ERRCODE = 'invalid_parameter_value';
             END;
         END LOOP;
@@ -607,16 +625,19 @@ BEGIN
     -- this statement (it sees rows that concurrent enqueuers committed meanwhile).
     LOOP
         SELECT
-            array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
-            (count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
+            pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
+            (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
         INTO v_ids, v_missing
-        FROM unnest(v_ords, v_ids, v_keys) AS r (ord, id, key)
+        -- ROWS FROM (unnest, ...): the multi-array unnest() shorthand exists only unqualified.
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys)
+        ) AS r (ord, id, key)
         LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 
         -- The row of a key vanished between our insert and our read (pruned): enqueue those
         -- elements again, one by one, through jobq_enqueue's own loop.
-        SELECT array_agg(
+        SELECT pg_catalog.array_agg(
             CASE WHEN r.id IS NOT NULL THEN r.id ELSE jobq_enqueue(
                 job_type => x.elem ->> 'job_type',
                 payload => coalesce(x.elem -> 'payload', '{}'::jsonb),
@@ -627,11 +648,14 @@ BEGIN
                 queue => coalesce(x.elem ->> 'queue', 'default')
             ) END ORDER BY r.ord)
         INTO v_ids
-        FROM unnest(v_ords, v_ids) AS r (ord, id)
+        FROM ROWS FROM (pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids)) AS r (ord, id)
         INNER JOIN LATERAL (SELECT jobs -> (r.ord - 1) AS elem) AS x ON true;
     END LOOP;
 
-    RETURN QUERY SELECT r.ord, r.id FROM unnest(v_ords, v_ids) AS r (ord, id) ORDER BY r.ord;
+    RETURN QUERY
+    SELECT r.ord, r.id
+    FROM ROWS FROM (pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids)) AS r (ord, id)
+    ORDER BY r.ord;
 END;
 $_$;
 
@@ -675,31 +699,31 @@ BEGIN
         END,
         available_at = CASE
             WHEN jobq_fail.retry AND j.attempts < j.max_attempts
-                THEN now() + jobq__backoff(j.attempts, jobq_fail.backoff)
+                THEN pg_catalog.now() + jobq__backoff(j.attempts, jobq_fail.backoff)
             ELSE j.available_at
         END,
         finished_at = CASE
             WHEN jobq_fail.retry AND j.attempts < j.max_attempts THEN NULL
-            ELSE now()
+            ELSE pg_catalog.now()
         END,
         last_error = coalesce(jobq_fail.error, ''),
-        errors = j.errors || jsonb_build_object(
+        errors = j.errors || pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
-            'at', now(),
+            'at', pg_catalog.now(),
             'worker', j.locked_by,
             'error', coalesce(jobq_fail.error, '')
         ),
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = now()
+        updated_at = pg_catalog.now()
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
     RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
-    IF v_status = 'pending' AND v_available_at <= now() THEN
-        PERFORM pg_notify('jobq', v_queue);  -- a retry without backoff: wake a worker
+    IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
+        PERFORM pg_catalog.pg_notify('jobq', v_queue);  -- a retry without backoff: wake a worker
     END IF;
     RETURN v_status;
 END;
@@ -744,30 +768,39 @@ BEGIN
     RETURN QUERY
     SELECT
         'stuck_processing'::text, NULL::text,
-        CASE WHEN count(*) > 0 THEN 'warning' ELSE 'ok' END,
-        count(*)::double precision,
-        format('%s job(s) processing with a lock older than %s', count(*), stuck_after)
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        pg_catalog.format('%s job(s) processing with a lock older than %s',
+                          pg_catalog.count(*), stuck_after)
     FROM jobq_jobs AS j
-    WHERE j.status = 'processing' AND j.locked_at < now() - stuck_after;
+    WHERE j.status = 'processing' AND j.locked_at < pg_catalog.now() - stuck_after;
 
     -- Per queue: how long the oldest job available now has waited.
     RETURN QUERY
     SELECT
         'oldest_pending_age'::text, j.queue,
-        CASE WHEN now() - min(j.available_at) > max_pending_age THEN 'warning' ELSE 'ok' END,
-        extract(epoch FROM now() - min(j.available_at))::double precision,
-        format('%s job(s) available, the oldest waiting for %s',
-               count(*), date_trunc('second', now() - min(j.available_at)))
+        CASE
+            WHEN pg_catalog.now() - pg_catalog.min(j.available_at) > max_pending_age
+                THEN 'warning'
+            ELSE 'ok'
+        END,
+        extract(epoch FROM pg_catalog.now() - pg_catalog.min(j.available_at))::double precision,
+        pg_catalog.format(
+            '%s job(s) available, the oldest waiting for %s',
+            pg_catalog.count(*),
+            pg_catalog.date_trunc('second', pg_catalog.now() - pg_catalog.min(j.available_at))
+        )
     FROM jobq_jobs AS j
-    WHERE j.status = 'pending' AND j.available_at <= now()
+    WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
     GROUP BY j.queue;
 
     RETURN QUERY
     SELECT
         'dead_letters'::text, NULL::text,
-        CASE WHEN count(*) > 0 THEN 'warning' ELSE 'ok' END,
-        count(*)::double precision,
-        format('%s job(s) in dead_letter: see jobq dead-letter list', count(*))
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        pg_catalog.format('%s job(s) in dead_letter: see jobq dead-letter list',
+                          pg_catalog.count(*))
     FROM jobq_jobs AS j
     WHERE j.status = 'dead_letter';
 
@@ -780,39 +813,49 @@ BEGIN
             ELSE 'ok'
         END,
         s.n_dead_tup::double precision,
-        format('%s dead / %s live rows; last autovacuum %s, last vacuum %s',
+        pg_catalog.format('%s dead / %s live rows; last autovacuum %s, last vacuum %s',
                s.n_dead_tup, s.n_live_tup,
                coalesce(s.last_autovacuum::text, 'never'), coalesce(s.last_vacuum::text, 'never'))
-    FROM pg_stat_user_tables AS s
+    FROM pg_catalog.pg_stat_user_tables AS s
     WHERE s.relid = v_table;
 
     -- Sessions idle in a transaction, and the oldest transaction holding back VACUUM.
     RETURN QUERY
     SELECT
         'idle_in_transaction'::text, NULL::text,
-        CASE WHEN count(*) > 0 THEN 'warning' ELSE 'ok' END,
-        count(*)::double precision,
-        format('%s session(s) idle in transaction for more than %s', count(*),
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        pg_catalog.format('%s session(s) idle in transaction for more than %s', pg_catalog.count(*),
                max_transaction_age)
-    FROM pg_stat_activity AS a
+    FROM pg_catalog.pg_stat_activity AS a
     WHERE a.state LIKE 'idle in transaction%'
-      AND a.state_change < now() - max_transaction_age;
+      AND a.state_change < pg_catalog.now() - max_transaction_age;
 
     RETURN QUERY
     SELECT
         'oldest_transaction'::text, NULL::text,
         CASE
-            WHEN coalesce(max(now() - a.xact_start), interval '0') > max_transaction_age
+            WHEN coalesce(pg_catalog.max(pg_catalog.now() - a.xact_start), interval '0')
+                > max_transaction_age
                 THEN 'warning'
             ELSE 'ok'
         END,
-        coalesce(extract(epoch FROM max(now() - a.xact_start)), 0)::double precision,
-        format('the oldest transaction holding back VACUUM is %s old (pid %s)',
-               coalesce(date_trunc('second', max(now() - a.xact_start))::text, '0'),
-               coalesce((array_agg(a.pid ORDER BY a.xact_start))[1]::text, '-'))
-    FROM pg_stat_activity AS a
+        coalesce(
+            extract(epoch FROM pg_catalog.max(pg_catalog.now() - a.xact_start)), 0
+        )::double precision,
+        pg_catalog.format(
+            'the oldest transaction holding back VACUUM is %s old (pid %s)',
+            coalesce(
+                pg_catalog.date_trunc(
+                    'second', pg_catalog.max(pg_catalog.now() - a.xact_start)
+                )::text,
+                '0'
+            ),
+            coalesce((pg_catalog.array_agg(a.pid ORDER BY a.xact_start))[1]::text, '-')
+        )
+    FROM pg_catalog.pg_stat_activity AS a
     WHERE a.backend_xmin IS NOT NULL
-      AND a.pid <> pg_backend_pid()
+      AND a.pid <> pg_catalog.pg_backend_pid()
       AND a.xact_start IS NOT NULL;
 END;
 $$;
@@ -836,7 +879,7 @@ BEGIN
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
     -- rows by the primary key (no status test: locked_by implies processing).
     UPDATE jobq_jobs AS j
-    SET locked_at = now()
+    SET locked_at = pg_catalog.now()
     WHERE j.id = ANY (ARRAY(
         SELECT h.id
         FROM jobq_jobs AS h
@@ -869,13 +912,13 @@ BEGIN
             coalesce(max_rows::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT s INTO v_bad FROM unnest(statuses) AS s
+    SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
     WHERE s IS NULL
        OR s NOT IN ('pending', 'processing', 'succeeded', 'failed', 'dead_letter')
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
-            coalesce(quote_literal(v_bad), 'NULL')
+            coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Statuses: pending, processing, succeeded, failed, dead_letter.';
     END IF;
@@ -909,30 +952,30 @@ BEGIN
             coalesce(older_than::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF statuses IS NULL OR cardinality(statuses) = 0 THEN
+    IF statuses IS NULL OR pg_catalog.cardinality(statuses) = 0 THEN
         RAISE EXCEPTION 'jobq_prune: statuses must name at least one finished status'
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Finished statuses: succeeded, failed, dead_letter.';
     END IF;
-    SELECT s INTO v_bad FROM unnest(statuses) AS s
+    SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
     WHERE s IS NULL OR s NOT IN ('succeeded', 'failed', 'dead_letter')
     LIMIT 1;
     IF FOUND THEN
         IF v_bad IN ('pending', 'processing') THEN
             RAISE EXCEPTION 'jobq_prune: statuses may not include %: only finished jobs are pruned',
-                quote_literal(v_bad)
+                pg_catalog.quote_literal(v_bad)
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = 'Finished statuses: succeeded, failed, dead_letter.';
         END IF;
         RAISE EXCEPTION 'jobq_prune: statuses contains %, which is not a status',
-            coalesce(quote_literal(v_bad), 'NULL')
+            coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Finished statuses: succeeded, failed, dead_letter.';
     END IF;
 
     DELETE FROM jobq_jobs AS j
     WHERE j.status = ANY (jobq_prune.statuses)
-      AND j.finished_at < now() - least(jobq_prune.older_than, interval '1000 years');
+      AND j.finished_at < pg_catalog.now() - least(jobq_prune.older_than, interval '1000 years');
     GET DIAGNOSTICS v_deleted = ROW_COUNT;
     RETURN v_deleted;
 END;
@@ -953,18 +996,18 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
-        available_at = now(),
+        available_at = pg_catalog.now(),
         attempts = greatest(j.attempts - 1, 0),
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = now()
+        updated_at = pg_catalog.now()
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = ANY (jobq_release.job_ids)
       AND j.locked_by = jobq_release.worker_id;
     GET DIAGNOSTICS v_released = ROW_COUNT;
     IF v_released > 0 THEN
-        PERFORM pg_notify('jobq', r.queue)
+        PERFORM pg_catalog.pg_notify('jobq', r.queue)
         FROM (
             SELECT DISTINCT j.queue FROM jobq_jobs AS j WHERE j.id = ANY (jobq_release.job_ids)
         ) AS r;
@@ -988,19 +1031,19 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
-        available_at = now(),
+        available_at = pg_catalog.now(),
         attempts = 0,
         locked_at = NULL,
         locked_by = NULL,
         finished_at = NULL,
-        updated_at = now()
+        updated_at = pg_catalog.now()
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed')
     RETURNING j.queue INTO v_queue;
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;
-    PERFORM pg_notify('jobq', v_queue);
+    PERFORM pg_catalog.pg_notify('jobq', v_queue);
     RETURN true;
 END;
 $$;
@@ -1021,12 +1064,12 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = 'pending',
-            available_at = now(),
+            available_at = pg_catalog.now(),
             attempts = 0,
             locked_at = NULL,
             locked_by = NULL,
             finished_at = NULL,
-            updated_at = now()
+            updated_at = pg_catalog.now()
         WHERE j.status IN ('dead_letter', 'failed')
           AND (jobq_requeue_dead_letters.job_type IS NULL
                OR j.job_type = jobq_requeue_dead_letters.job_type)
@@ -1035,9 +1078,10 @@ BEGIN
         RETURNING j.queue
     )
 
-    SELECT count(*)::integer, array_agg(DISTINCT r.queue) INTO v_count, v_queues
+    SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
+    INTO v_count, v_queues
     FROM requeued AS r;
-    PERFORM pg_notify('jobq', q.queue) FROM unnest(v_queues) AS q (queue);
+    PERFORM pg_catalog.pg_notify('jobq', q.queue) FROM pg_catalog.unnest(v_queues) AS q (queue);
     RETURN v_count;
 END;
 $$;
@@ -1049,7 +1093,9 @@ CREATE FUNCTION public.jobq_stats() RETURNS TABLE(queue text, job_type text, sta
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-    SELECT j.queue, j.job_type, j.status, count(*) AS jobs, min(j.available_at)
+    SELECT
+        j.queue, j.job_type, j.status, pg_catalog.count(*) AS jobs,
+        pg_catalog.min(j.available_at)
     FROM jobq_jobs AS j
     GROUP BY j.queue, j.job_type, j.status
     ORDER BY j.queue, j.job_type, j.status

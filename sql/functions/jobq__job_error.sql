@@ -25,24 +25,27 @@ AS $$
     SELECT CASE
         WHEN job_type IS NULL OR job_type !~ '\S'
             THEN 'job_type must be a non-blank string'
-        WHEN length(job_type) > 200
-            THEN format('job_type is %s characters long, at most 200 are allowed',
-                        length(job_type))
+        WHEN pg_catalog.length(job_type) > 200
+            THEN pg_catalog.format('job_type is %s characters long, at most 200 are allowed',
+                                   pg_catalog.length(job_type))
         WHEN queue IS NULL OR queue !~ '\S'
             THEN 'queue must be a non-blank string'
-        WHEN length(queue) > 200
-            THEN format('queue is %s characters long, at most 200 are allowed', length(queue))
+        WHEN pg_catalog.length(queue) > 200
+            THEN pg_catalog.format('queue is %s characters long, at most 200 are allowed',
+                                   pg_catalog.length(queue))
         WHEN idempotency_key IS NOT NULL AND idempotency_key !~ '\S'
             THEN 'idempotency_key must be NULL or a non-blank string'
-        WHEN length(idempotency_key) > 1000
-            THEN format('idempotency_key is %s characters long, at most 1000 are allowed',
-                        length(idempotency_key))
+        WHEN pg_catalog.length(idempotency_key) > 1000
+            THEN pg_catalog.format(
+                'idempotency_key is %s characters long, at most 1000 are allowed',
+                pg_catalog.length(idempotency_key)
+            )
         WHEN max_attempts IS NULL OR max_attempts < 1 OR max_attempts > 1000
-            THEN format('max_attempts must be between 1 and 1000, got %s',
-                        coalesce(max_attempts::text, 'NULL'))
+            THEN pg_catalog.format('max_attempts must be between 1 and 1000, got %s',
+                                   coalesce(max_attempts::text, 'NULL'))
         WHEN priority IS NULL OR priority < -1000000 OR priority > 1000000
-            THEN format('priority must be between -1000000 and 1000000, got %s',
-                        coalesce(priority::text, 'NULL'))
+            THEN pg_catalog.format('priority must be between -1000000 and 1000000, got %s',
+                                   coalesce(priority::text, 'NULL'))
     END
 $$;
 

@@ -19,10 +19,10 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'succeeded',
-        finished_at = now(),
+        finished_at = pg_catalog.now(),
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = now()
+        updated_at = pg_catalog.now()
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_complete.job_id

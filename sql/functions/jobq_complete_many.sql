@@ -18,11 +18,11 @@ DECLARE
     v_done integer;
 BEGIN
     IF jobq_complete_many.attempts IS NOT NULL
-       AND cardinality(jobq_complete_many.attempts)
-           IS DISTINCT FROM cardinality(jobq_complete_many.job_ids) THEN
+       AND pg_catalog.cardinality(jobq_complete_many.attempts)
+           IS DISTINCT FROM pg_catalog.cardinality(jobq_complete_many.job_ids) THEN
         RAISE EXCEPTION 'jobq_complete_many: attempts has % elements, job_ids has %',
-            cardinality(jobq_complete_many.attempts),
-            coalesce(cardinality(jobq_complete_many.job_ids), 0)
+            pg_catalog.cardinality(jobq_complete_many.attempts),
+            coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0)
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass one attempt per job id, in the same order, or NULL.';
     END IF;
@@ -30,16 +30,21 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'succeeded',
-        finished_at = now(),
+        finished_at = pg_catalog.now(),
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = now()
-    FROM unnest(
-        jobq_complete_many.job_ids,
-        coalesce(
+        updated_at = pg_catalog.now()
+    -- ROWS FROM (unnest, unnest) is what a two-array unnest() in FROM means; it is written out
+    -- because that shorthand exists only for the unqualified name.
+    FROM ROWS FROM (
+        pg_catalog.unnest(jobq_complete_many.job_ids),
+        pg_catalog.unnest(coalesce(
             jobq_complete_many.attempts,
-            array_fill(NULL::integer, ARRAY[coalesce(cardinality(jobq_complete_many.job_ids), 0)])
-        )
+            pg_catalog.array_fill(
+                NULL::integer,
+                ARRAY[coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0)]
+            )
+        ))
     ) AS d (job_id, attempt)
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.

@@ -18,7 +18,8 @@ BEGIN
     END IF;
     UPDATE jobq_settings AS s
     SET max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes)
-    RETURNING jsonb_build_object('max_payload_bytes', s.max_payload_bytes) INTO v_settings;
+    RETURNING pg_catalog.jsonb_build_object('max_payload_bytes', s.max_payload_bytes)
+    INTO v_settings;
     RETURN v_settings;
 END;
 $$;

@@ -60,7 +60,8 @@ BEGIN
         SELECT j.id
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND j.locked_at < now() - least(jobq_dequeue.lock_timeout, interval '1000 years')
+          AND j.locked_at
+              < pg_catalog.now() - least(jobq_dequeue.lock_timeout, interval '1000 years')
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
         ORDER BY j.locked_at
@@ -71,24 +72,24 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead_letter' ELSE 'pending' END,
-        last_error = format(
+        last_error = pg_catalog.format(
             'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
             j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
         ),
-        errors = j.errors || jsonb_build_object(
+        errors = j.errors || pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
-            'at', now(),
+            'at', pg_catalog.now(),
             'worker', j.locked_by,
-            'error', format(
+            'error', pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
             ),
             'kind', 'lock_expired'
         ),
-        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN pg_catalog.now() END,
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = now()
+        updated_at = pg_catalog.now()
     FROM stale
     WHERE j.id = stale.id;
 
@@ -101,7 +102,7 @@ BEGIN
         SELECT j.id
         FROM jobq_jobs AS j
         WHERE j.status = 'pending'
-          AND j.available_at <= now()
+          AND j.available_at <= pg_catalog.now()
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
         ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
@@ -114,9 +115,9 @@ BEGIN
         SET
             status = 'processing',
             attempts = j.attempts + 1,
-            locked_at = now(),
+            locked_at = pg_catalog.now(),
             locked_by = jobq_dequeue.worker_id,
-            updated_at = now()
+            updated_at = pg_catalog.now()
         FROM candidates AS c
         WHERE j.id = c.id
         RETURNING j.*

@@ -41,25 +41,26 @@ BEGIN
             USING ERRCODE = 'null_value_not_allowed',
                   HINT = 'Pass ''{}'' for a job without arguments.';
     END IF;
-    IF NOT isfinite(jobq_enqueue.run_at) THEN
+    IF NOT pg_catalog.isfinite(jobq_enqueue.run_at) THEN
         RAISE EXCEPTION 'jobq_enqueue: run_at must be a finite time, got %', jobq_enqueue.run_at
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    v_size := pg_column_size(jobq_enqueue.payload);
+    v_size := pg_catalog.pg_column_size(jobq_enqueue.payload);
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
             USING ERRCODE = 'program_limit_exceeded',
                   HINT = 'Store large data elsewhere and pass a reference; an admin can change '
-                      || 'the limit with jobq_configure(max_payload_bytes => ...).';
+                         'the limit with jobq_configure(max_payload_bytes => ...).';
     END IF;
 
     IF jobq_enqueue.idempotency_key IS NULL THEN
         INSERT INTO jobq_jobs AS j (queue, job_type, payload, max_attempts, available_at, priority)
         VALUES (
             jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
-            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, now()), jobq_enqueue.priority
+            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, pg_catalog.now()),
+            jobq_enqueue.priority
         )
         RETURNING j.id INTO v_id;
     ELSE
@@ -74,7 +75,7 @@ BEGIN
             VALUES (
                 jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
                 jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
-                coalesce(jobq_enqueue.run_at, now()), jobq_enqueue.priority
+                coalesce(jobq_enqueue.run_at, pg_catalog.now()), jobq_enqueue.priority
             )
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
@@ -90,10 +91,10 @@ BEGIN
         END LOOP;
     END IF;
 
-    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= now() THEN
+    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= pg_catalog.now() THEN
         -- The payload of the notification is the queue name only: any role may LISTEN.
         -- Identical notifications in one transaction are folded into one by PostgreSQL.
-        PERFORM pg_notify('jobq', jobq_enqueue.queue);
+        PERFORM pg_catalog.pg_notify('jobq', jobq_enqueue.queue);
     END IF;
     RETURN v_id;
 END;

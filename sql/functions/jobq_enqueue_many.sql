@@ -17,61 +17,66 @@ DECLARE
     v_keys text[];
     v_missing integer;
 BEGIN
-    IF jobs IS NULL OR jsonb_typeof(jobs) <> 'array' THEN
+    IF jobs IS NULL OR pg_catalog.jsonb_typeof(jobs) <> 'array' THEN
         RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
-            coalesce(jsonb_typeof(jobs), 'NULL')
+            coalesce(pg_catalog.jsonb_typeof(jobs), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
 
     -- One pass over the elements finds the first bad one: an object, known keys only, each
     -- value of the right JSON type and within the bounds of jobq_enqueue, and the payload
-    -- within the size limit.
+    -- within the size limit. Long literals are split over lines without ||: SQL joins string
+    -- constants separated by a newline itself, so there is no operator to resolve.
     SELECT e.ord, e.problem, e.payload_size INTO v_bad
     FROM (
         SELECT
             x.ord::integer AS ord,
-            pg_column_size(x.elem -> 'payload') AS payload_size,
+            pg_catalog.pg_column_size(x.elem -> 'payload') AS payload_size,
             CASE
-                WHEN jsonb_typeof(x.elem) <> 'object'
-                    THEN format('is a JSON %s, not an object', jsonb_typeof(x.elem))
+                WHEN pg_catalog.jsonb_typeof(x.elem) <> 'object'
+                    THEN pg_catalog.format(
+                        'is a JSON %s, not an object', pg_catalog.jsonb_typeof(x.elem)
+                    )
                 WHEN x.elem - ARRAY[
                     'job_type', 'payload', 'idempotency_key', 'max_attempts', 'run_at',
                     'priority', 'queue'
                 ] <> '{}'::jsonb
-                    THEN format(
+                    THEN pg_catalog.format(
                         'has unknown key(s) %s; allowed: job_type, payload, idempotency_key, '
-                        || 'max_attempts, run_at, priority, queue',
-                        (SELECT string_agg(quote_ident(k.key), ', ')
-                         FROM jsonb_object_keys(x.elem) AS k (key)
+                        'max_attempts, run_at, priority, queue',
+                        (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k.key), ', ')
+                         FROM pg_catalog.jsonb_object_keys(x.elem) AS k (key)
                          WHERE k.key NOT IN (
                              'job_type', 'payload', 'idempotency_key', 'max_attempts',
                              'run_at', 'priority', 'queue'
                          ))
                     )
-                WHEN jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
+                WHEN pg_catalog.jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
                     THEN 'job_type must be a non-blank string'
-                WHEN jsonb_typeof(x.elem -> 'payload') = 'null'
+                WHEN pg_catalog.jsonb_typeof(x.elem -> 'payload') = 'null'
                     THEN 'payload must not be null'
-                WHEN coalesce(jsonb_typeof(x.elem -> 'idempotency_key'), 'null')
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'idempotency_key'), 'null')
                     NOT IN ('string', 'null')
                     THEN 'idempotency_key must be a string or null'
-                WHEN coalesce(jsonb_typeof(x.elem -> 'queue'), 'string') <> 'string'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'queue'), 'string') <> 'string'
                     THEN 'queue must be a non-blank string'
-                WHEN coalesce(jsonb_typeof(x.elem -> 'run_at'), 'null') NOT IN ('string', 'null')
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'run_at'), 'null')
+                    NOT IN ('string', 'null')
                     OR (x.elem ->> 'run_at') !~ (
                         '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?'
-                        || '(Z|z|[+-]\d{2}(:?\d{2})?)$'
+                        '(Z|z|[+-]\d{2}(:?\d{2})?)$'
                     )
-                    THEN format(
+                    THEN pg_catalog.format(
                         'run_at must be an ISO 8601 time with a UTC offset '
-                        || '(2030-01-31T08:00:00+01:00), or null; got %s',
+                        '(2030-01-31T08:00:00+01:00), or null; got %s',
                         x.elem -> 'run_at'
                     )
-                WHEN coalesce(jsonb_typeof(x.elem -> 'max_attempts'), 'number') <> 'number'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'max_attempts'), 'number')
+                    <> 'number'
                     OR (x.elem ->> 'max_attempts') !~ '^-?[0-9]{1,9}$'
                     THEN 'max_attempts must be an integer'
-                WHEN coalesce(jsonb_typeof(x.elem -> 'priority'), 'number') <> 'number'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'priority'), 'number') <> 'number'
                     OR (x.elem ->> 'priority') !~ '^-?[0-9]{1,9}$'
                     THEN 'priority must be an integer'
                 ELSE jobq__job_error(
@@ -82,7 +87,7 @@ BEGIN
                     coalesce((x.elem ->> 'priority')::integer, 0)
                 )
             END AS problem
-        FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+        FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
     ) AS e
     WHERE e.problem IS NOT NULL OR e.payload_size > v_limit
     ORDER BY e.ord
@@ -103,21 +108,21 @@ BEGIN
     -- key that already exists inserts nothing (ON CONFLICT DO NOTHING waits for a concurrent
     -- inserter of that key, as in jobq_enqueue).
     BEGIN
-        IF NOT jsonb_path_exists(jobs, '$[*].idempotency_key ? (@ != null)') THEN
+        IF NOT pg_catalog.jsonb_path_exists(jobs, '$[*].idempotency_key ? (@ != null)') THEN
             -- No element has a key: every element is inserted, nothing to deduplicate or
             -- look up.
             RETURN QUERY
             WITH parsed AS MATERIALIZED (
                 SELECT
                     x.ord::integer AS ord,
-                    gen_random_uuid() AS new_id,
+                    pg_catalog.gen_random_uuid() AS new_id,
                     x.elem ->> 'job_type' AS job_type,
                     coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                     coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                    coalesce((x.elem ->> 'run_at')::timestamptz, now()) AS available_at,
+                    coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
                     coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
                     coalesce(x.elem ->> 'queue', 'default') AS queue
-                FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+                FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
             ),
 
             inserted AS (
@@ -133,9 +138,11 @@ BEGIN
             ),
 
             woken AS (
-                SELECT count(pg_notify('jobq', q.queue)) AS n
+                SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
                 FROM (
-                    SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= now()
+                    SELECT DISTINCT w.queue
+                    FROM inserted AS w
+                    WHERE w.available_at <= pg_catalog.now()
                 ) AS q
             )
 
@@ -149,15 +156,15 @@ BEGIN
         WITH parsed AS MATERIALIZED (
             SELECT
                 x.ord::integer AS ord,
-                gen_random_uuid() AS new_id,
+                pg_catalog.gen_random_uuid() AS new_id,
                 x.elem ->> 'job_type' AS job_type,
                 coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                 x.elem ->> 'idempotency_key' AS idempotency_key,
                 coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                coalesce((x.elem ->> 'run_at')::timestamptz, now()) AS available_at,
+                coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
                 coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
                 coalesce(x.elem ->> 'queue', 'default') AS queue
-            FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+            FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
         ),
 
         -- first_id: the id of the first element with the same key (its own id without one).
@@ -166,7 +173,7 @@ BEGIN
                 p.*,
                 CASE
                     WHEN p.idempotency_key IS NULL THEN p.new_id
-                    ELSE first_value(p.new_id) OVER (
+                    ELSE pg_catalog.first_value(p.new_id) OVER (
                         PARTITION BY p.idempotency_key ORDER BY p.ord
                     )
                 END AS first_id
@@ -189,16 +196,16 @@ BEGIN
         ),
 
         woken AS (
-            SELECT count(pg_notify('jobq', q.queue)) AS n
+            SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
             FROM (
-                SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= now()
+                SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= pg_catalog.now()
             ) AS q
         )
 
         SELECT
-            array_agg(i.ord ORDER BY i.ord),
-            array_agg(ins.id ORDER BY i.ord),
-            array_agg(i.idempotency_key ORDER BY i.ord)
+            pg_catalog.array_agg(i.ord ORDER BY i.ord),
+            pg_catalog.array_agg(ins.id ORDER BY i.ord),
+            pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
         INTO v_ords, v_ids, v_keys
         FROM input AS i
         LEFT JOIN inserted AS ins ON ins.id = i.first_id
@@ -207,7 +214,7 @@ BEGIN
         -- A run_at of the right shape but no real time (30 February): name the element.
         FOR v_bad IN
             SELECT x.ord::integer AS ord, x.elem ->> 'run_at' AS run_at
-            FROM jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+            FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
             WHERE x.elem ->> 'run_at' IS NOT NULL
             ORDER BY x.ord
         LOOP
@@ -216,7 +223,7 @@ BEGIN
             EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
                 RAISE EXCEPTION
                     'jobq_enqueue_many: jobs element % (counting from 1): run_at % is not a '
-                    'real time', v_bad.ord, quote_literal(v_bad.run_at)
+                    'real time', v_bad.ord, pg_catalog.quote_literal(v_bad.run_at)
                     USING ERRCODE = 'invalid_parameter_value';
             END;
         END LOOP;
@@ -231,16 +238,19 @@ BEGIN
     -- this statement (it sees rows that concurrent enqueuers committed meanwhile).
     LOOP
         SELECT
-            array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
-            (count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
+            pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
+            (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
         INTO v_ids, v_missing
-        FROM unnest(v_ords, v_ids, v_keys) AS r (ord, id, key)
+        -- ROWS FROM (unnest, ...): the multi-array unnest() shorthand exists only unqualified.
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys)
+        ) AS r (ord, id, key)
         LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 
         -- The row of a key vanished between our insert and our read (pruned): enqueue those
         -- elements again, one by one, through jobq_enqueue's own loop.
-        SELECT array_agg(
+        SELECT pg_catalog.array_agg(
             CASE WHEN r.id IS NOT NULL THEN r.id ELSE jobq_enqueue(
                 job_type => x.elem ->> 'job_type',
                 payload => coalesce(x.elem -> 'payload', '{}'::jsonb),
@@ -251,11 +261,14 @@ BEGIN
                 queue => coalesce(x.elem ->> 'queue', 'default')
             ) END ORDER BY r.ord)
         INTO v_ids
-        FROM unnest(v_ords, v_ids) AS r (ord, id)
+        FROM ROWS FROM (pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids)) AS r (ord, id)
         INNER JOIN LATERAL (SELECT jobs -> (r.ord - 1) AS elem) AS x ON true;
     END LOOP;
 
-    RETURN QUERY SELECT r.ord, r.id FROM unnest(v_ords, v_ids) AS r (ord, id) ORDER BY r.ord;
+    RETURN QUERY
+    SELECT r.ord, r.id
+    FROM ROWS FROM (pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids)) AS r (ord, id)
+    ORDER BY r.ord;
 END;
 $$;
 

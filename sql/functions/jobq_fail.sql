@@ -42,31 +42,31 @@ BEGIN
         END,
         available_at = CASE
             WHEN jobq_fail.retry AND j.attempts < j.max_attempts
-                THEN now() + jobq__backoff(j.attempts, jobq_fail.backoff)
+                THEN pg_catalog.now() + jobq__backoff(j.attempts, jobq_fail.backoff)
             ELSE j.available_at
         END,
         finished_at = CASE
             WHEN jobq_fail.retry AND j.attempts < j.max_attempts THEN NULL
-            ELSE now()
+            ELSE pg_catalog.now()
         END,
         last_error = coalesce(jobq_fail.error, ''),
-        errors = j.errors || jsonb_build_object(
+        errors = j.errors || pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
-            'at', now(),
+            'at', pg_catalog.now(),
             'worker', j.locked_by,
             'error', coalesce(jobq_fail.error, '')
         ),
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = now()
+        updated_at = pg_catalog.now()
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
     RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
-    IF v_status = 'pending' AND v_available_at <= now() THEN
-        PERFORM pg_notify('jobq', v_queue);  -- a retry without backoff: wake a worker
+    IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
+        PERFORM pg_catalog.pg_notify('jobq', v_queue);  -- a retry without backoff: wake a worker
     END IF;
     RETURN v_status;
 END;

@@ -45,30 +45,39 @@ BEGIN
     RETURN QUERY
     SELECT
         'stuck_processing'::text, NULL::text,
-        CASE WHEN count(*) > 0 THEN 'warning' ELSE 'ok' END,
-        count(*)::double precision,
-        format('%s job(s) processing with a lock older than %s', count(*), stuck_after)
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        pg_catalog.format('%s job(s) processing with a lock older than %s',
+                          pg_catalog.count(*), stuck_after)
     FROM jobq_jobs AS j
-    WHERE j.status = 'processing' AND j.locked_at < now() - stuck_after;
+    WHERE j.status = 'processing' AND j.locked_at < pg_catalog.now() - stuck_after;
 
     -- Per queue: how long the oldest job available now has waited.
     RETURN QUERY
     SELECT
         'oldest_pending_age'::text, j.queue,
-        CASE WHEN now() - min(j.available_at) > max_pending_age THEN 'warning' ELSE 'ok' END,
-        extract(epoch FROM now() - min(j.available_at))::double precision,
-        format('%s job(s) available, the oldest waiting for %s',
-               count(*), date_trunc('second', now() - min(j.available_at)))
+        CASE
+            WHEN pg_catalog.now() - pg_catalog.min(j.available_at) > max_pending_age
+                THEN 'warning'
+            ELSE 'ok'
+        END,
+        extract(epoch FROM pg_catalog.now() - pg_catalog.min(j.available_at))::double precision,
+        pg_catalog.format(
+            '%s job(s) available, the oldest waiting for %s',
+            pg_catalog.count(*),
+            pg_catalog.date_trunc('second', pg_catalog.now() - pg_catalog.min(j.available_at))
+        )
     FROM jobq_jobs AS j
-    WHERE j.status = 'pending' AND j.available_at <= now()
+    WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
     GROUP BY j.queue;
 
     RETURN QUERY
     SELECT
         'dead_letters'::text, NULL::text,
-        CASE WHEN count(*) > 0 THEN 'warning' ELSE 'ok' END,
-        count(*)::double precision,
-        format('%s job(s) in dead_letter: see jobq dead-letter list', count(*))
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        pg_catalog.format('%s job(s) in dead_letter: see jobq dead-letter list',
+                          pg_catalog.count(*))
     FROM jobq_jobs AS j
     WHERE j.status = 'dead_letter';
 
@@ -81,39 +90,49 @@ BEGIN
             ELSE 'ok'
         END,
         s.n_dead_tup::double precision,
-        format('%s dead / %s live rows; last autovacuum %s, last vacuum %s',
+        pg_catalog.format('%s dead / %s live rows; last autovacuum %s, last vacuum %s',
                s.n_dead_tup, s.n_live_tup,
                coalesce(s.last_autovacuum::text, 'never'), coalesce(s.last_vacuum::text, 'never'))
-    FROM pg_stat_user_tables AS s
+    FROM pg_catalog.pg_stat_user_tables AS s
     WHERE s.relid = v_table;
 
     -- Sessions idle in a transaction, and the oldest transaction holding back VACUUM.
     RETURN QUERY
     SELECT
         'idle_in_transaction'::text, NULL::text,
-        CASE WHEN count(*) > 0 THEN 'warning' ELSE 'ok' END,
-        count(*)::double precision,
-        format('%s session(s) idle in transaction for more than %s', count(*),
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        pg_catalog.format('%s session(s) idle in transaction for more than %s', pg_catalog.count(*),
                max_transaction_age)
-    FROM pg_stat_activity AS a
+    FROM pg_catalog.pg_stat_activity AS a
     WHERE a.state LIKE 'idle in transaction%'
-      AND a.state_change < now() - max_transaction_age;
+      AND a.state_change < pg_catalog.now() - max_transaction_age;
 
     RETURN QUERY
     SELECT
         'oldest_transaction'::text, NULL::text,
         CASE
-            WHEN coalesce(max(now() - a.xact_start), interval '0') > max_transaction_age
+            WHEN coalesce(pg_catalog.max(pg_catalog.now() - a.xact_start), interval '0')
+                > max_transaction_age
                 THEN 'warning'
             ELSE 'ok'
         END,
-        coalesce(extract(epoch FROM max(now() - a.xact_start)), 0)::double precision,
-        format('the oldest transaction holding back VACUUM is %s old (pid %s)',
-               coalesce(date_trunc('second', max(now() - a.xact_start))::text, '0'),
-               coalesce((array_agg(a.pid ORDER BY a.xact_start))[1]::text, '-'))
-    FROM pg_stat_activity AS a
+        coalesce(
+            extract(epoch FROM pg_catalog.max(pg_catalog.now() - a.xact_start)), 0
+        )::double precision,
+        pg_catalog.format(
+            'the oldest transaction holding back VACUUM is %s old (pid %s)',
+            coalesce(
+                pg_catalog.date_trunc(
+                    'second', pg_catalog.max(pg_catalog.now() - a.xact_start)
+                )::text,
+                '0'
+            ),
+            coalesce((pg_catalog.array_agg(a.pid ORDER BY a.xact_start))[1]::text, '-')
+        )
+    FROM pg_catalog.pg_stat_activity AS a
     WHERE a.backend_xmin IS NOT NULL
-      AND a.pid <> pg_backend_pid()
+      AND a.pid <> pg_catalog.pg_backend_pid()
       AND a.xact_start IS NOT NULL;
 END;
 $$;

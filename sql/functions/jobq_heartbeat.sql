@@ -32,7 +32,7 @@ BEGIN
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
     -- rows by the primary key (no status test: locked_by implies processing).
     UPDATE jobq_jobs AS j
-    SET locked_at = now()
+    SET locked_at = pg_catalog.now()
     WHERE j.id = ANY (ARRAY(
         SELECT h.id
         FROM jobq_jobs AS h

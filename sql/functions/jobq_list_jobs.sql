@@ -20,13 +20,13 @@ BEGIN
             coalesce(max_rows::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT s INTO v_bad FROM unnest(statuses) AS s
+    SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
     WHERE s IS NULL
        OR s NOT IN ('pending', 'processing', 'succeeded', 'failed', 'dead_letter')
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
-            coalesce(quote_literal(v_bad), 'NULL')
+            coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Statuses: pending, processing, succeeded, failed, dead_letter.';
     END IF;

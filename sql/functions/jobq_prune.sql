@@ -20,30 +20,30 @@ BEGIN
             coalesce(older_than::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF statuses IS NULL OR cardinality(statuses) = 0 THEN
+    IF statuses IS NULL OR pg_catalog.cardinality(statuses) = 0 THEN
         RAISE EXCEPTION 'jobq_prune: statuses must name at least one finished status'
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Finished statuses: succeeded, failed, dead_letter.';
     END IF;
-    SELECT s INTO v_bad FROM unnest(statuses) AS s
+    SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
     WHERE s IS NULL OR s NOT IN ('succeeded', 'failed', 'dead_letter')
     LIMIT 1;
     IF FOUND THEN
         IF v_bad IN ('pending', 'processing') THEN
             RAISE EXCEPTION 'jobq_prune: statuses may not include %: only finished jobs are pruned',
-                quote_literal(v_bad)
+                pg_catalog.quote_literal(v_bad)
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = 'Finished statuses: succeeded, failed, dead_letter.';
         END IF;
         RAISE EXCEPTION 'jobq_prune: statuses contains %, which is not a status',
-            coalesce(quote_literal(v_bad), 'NULL')
+            coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Finished statuses: succeeded, failed, dead_letter.';
     END IF;
 
     DELETE FROM jobq_jobs AS j
     WHERE j.status = ANY (jobq_prune.statuses)
-      AND j.finished_at < now() - least(jobq_prune.older_than, interval '1000 years');
+      AND j.finished_at < pg_catalog.now() - least(jobq_prune.older_than, interval '1000 years');
     GET DIAGNOSTICS v_deleted = ROW_COUNT;
     RETURN v_deleted;
 END;

@@ -16,18 +16,18 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
-        available_at = now(),
+        available_at = pg_catalog.now(),
         attempts = greatest(j.attempts - 1, 0),
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = now()
+        updated_at = pg_catalog.now()
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = ANY (jobq_release.job_ids)
       AND j.locked_by = jobq_release.worker_id;
     GET DIAGNOSTICS v_released = ROW_COUNT;
     IF v_released > 0 THEN
-        PERFORM pg_notify('jobq', r.queue)
+        PERFORM pg_catalog.pg_notify('jobq', r.queue)
         FROM (
             SELECT DISTINCT j.queue FROM jobq_jobs AS j WHERE j.id = ANY (jobq_release.job_ids)
         ) AS r;

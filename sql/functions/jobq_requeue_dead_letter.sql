@@ -13,19 +13,19 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
-        available_at = now(),
+        available_at = pg_catalog.now(),
         attempts = 0,
         locked_at = NULL,
         locked_by = NULL,
         finished_at = NULL,
-        updated_at = now()
+        updated_at = pg_catalog.now()
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed')
     RETURNING j.queue INTO v_queue;
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;
-    PERFORM pg_notify('jobq', v_queue);
+    PERFORM pg_catalog.pg_notify('jobq', v_queue);
     RETURN true;
 END;
 $$;

@@ -18,12 +18,12 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = 'pending',
-            available_at = now(),
+            available_at = pg_catalog.now(),
             attempts = 0,
             locked_at = NULL,
             locked_by = NULL,
             finished_at = NULL,
-            updated_at = now()
+            updated_at = pg_catalog.now()
         WHERE j.status IN ('dead_letter', 'failed')
           AND (jobq_requeue_dead_letters.job_type IS NULL
                OR j.job_type = jobq_requeue_dead_letters.job_type)
@@ -32,9 +32,10 @@ BEGIN
         RETURNING j.queue
     )
 
-    SELECT count(*)::integer, array_agg(DISTINCT r.queue) INTO v_count, v_queues
+    SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
+    INTO v_count, v_queues
     FROM requeued AS r;
-    PERFORM pg_notify('jobq', q.queue) FROM unnest(v_queues) AS q (queue);
+    PERFORM pg_catalog.pg_notify('jobq', q.queue) FROM pg_catalog.unnest(v_queues) AS q (queue);
     RETURN v_count;
 END;
 $$;

@@ -13,7 +13,9 @@ STABLE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
-    SELECT j.queue, j.job_type, j.status, count(*) AS jobs, min(j.available_at)
+    SELECT
+        j.queue, j.job_type, j.status, pg_catalog.count(*) AS jobs,
+        pg_catalog.min(j.available_at)
     FROM jobq_jobs AS j
     GROUP BY j.queue, j.job_type, j.status
     ORDER BY j.queue, j.job_type, j.status
