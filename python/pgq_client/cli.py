@@ -759,7 +759,9 @@ def _show(job: Job) -> str:
         ("finished_at", _when(job.finished_at)),
     ]
     width = max(len(name) for name, _ in fields)
-    lines = [f"{name.ljust(width)}  {'' if value is None else value}" for name, value in fields]
+    lines = [
+        f"{name.ljust(width)}  {'' if value is None else value}".rstrip() for name, value in fields
+    ]
     lines.append("payload:")
     lines += ["  " + line for line in json.dumps(job.payload, indent=2).splitlines()]
     lines.append(f"errors ({len(job.errors)}):")
