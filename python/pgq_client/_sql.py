@@ -118,6 +118,13 @@ SELECT * FROM {schema}jobq_list_jobs(
 )
 """
 
+# One job by id. jobq has no public look-up by id that returns the whole row, so this filters
+# what jobq_list_jobs returns (every job, most recently changed first): the server reads the
+# whole table, and only the matching row travels.
+GET_JOB = """
+SELECT * FROM {schema}jobq_list_jobs(max_rows => 2147483647) AS j WHERE j.id = %(job_id)s::uuid
+"""
+
 STATS = """
 SELECT queue, job_type, status, jobs, oldest_available_at FROM {schema}jobq_stats()
 ORDER BY queue, job_type, status
@@ -178,6 +185,7 @@ class Statements:
         self.requeue_dead_letter = _render(REQUEUE_DEAD_LETTER, schema)
         self.requeue_dead_letters = _render(REQUEUE_DEAD_LETTERS, schema)
         self.list_jobs = _render(LIST_JOBS, schema)
+        self.get_job = _render(GET_JOB, schema)
         self.stats = _render(STATS, schema)
         self.prune = _render(PRUNE, schema)
         self.configure = _render(CONFIGURE, schema)

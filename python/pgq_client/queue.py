@@ -21,6 +21,7 @@ from psycopg.rows import RowFactory, dict_row, scalar_row
 from psycopg_pool import ConnectionPool
 
 from . import _sql
+from ._secrets import is_conninfo_error
 from .errors import JobqError, NotMigrated, SerializationFailure, from_psycopg
 from .models import HealthRow, Job, StatsRow, job_row
 
@@ -110,6 +111,17 @@ def translate_errors() -> Iterator[None]:
         raise from_psycopg(exc) from exc
 
 
+def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
+    """``psycopg.connect(dsn, autocommit=True)`` raising the typed jobq errors. A DSN that libpq
+    cannot parse is refused without chaining libpq's error, which may quote the password."""
+    try:
+        return psycopg.connect(dsn, autocommit=True, **kwargs)
+    except psycopg.Error as exc:
+        if is_conninfo_error(exc):
+            raise from_psycopg(exc) from None
+        raise from_psycopg(exc) from exc
+
+
 def _interval(value: timedelta | float | int, name: str) -> timedelta:
     if isinstance(value, timedelta):
         return value
@@ -182,8 +194,7 @@ class Queue:
                 if self._owned is not None:
                     self._owned.close()
                     self._owned = None
-                with translate_errors():
-                    self._owned = psycopg.connect(self.dsn, autocommit=True)
+                self._owned = connect(self.dsn)
             yield self._owned, True
 
     def _run(
@@ -410,8 +421,20 @@ class Queue:
         limit: int = 100,
     ) -> list[Job]:
         """The jobs waiting for a human: ``dead_letter`` and ``failed`` (latest first)."""
+        return self.list_jobs(statuses=statuses, job_type=job_type, queue=queue, limit=limit)
+
+    def list_jobs(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        job_type: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        """Jobs in ``statuses`` (None: all), of a type and queue, most recently changed first
+        (``jobq_list_jobs``, admin)."""
         params = {
-            "statuses": list(statuses),
+            "statuses": None if statuses is None else list(statuses),
             "job_type": job_type,
             "queue": queue,
             "max_rows": limit,
@@ -424,6 +447,12 @@ class Queue:
                 sqlstate=exc.sqlstate,
             ) from exc
         return [Job.from_row(row) for row in rows]
+
+    def get_job(self, job_id: uuid.UUID) -> Job | None:
+        """The job with this id, or None (admin). Built on ``jobq_list_jobs``, so the server
+        reads every job to find it: for an operator's look-up, not for a hot path."""
+        rows = self._run(self._sql.get_job, {"job_id": job_id})
+        return Job.from_row(rows[0]) if rows else None
 
     def stats(self) -> list[StatsRow]:
         """Job counts per queue, type and status."""
