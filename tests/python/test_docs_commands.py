@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgq_client import Queue
 from pgq_client.cli import cli
+from pgq_client.embedded import stop_embedded
 from pgq_client.migrate import migrate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +55,9 @@ ILLUSTRATIVE_MARK = "# illustrative"
 # Embedded-server commands: being rewritten with the embedded server; extracted, not yet run.
 # Remove this skip once the embedded rewrite is merged (run_line already gives such a command
 # its own JOBQ_HOME and no JOBQ_DSN).
-SKIP_EMBEDDED_UNTIL_REWRITE = ("python -m pgq_client.embedded", "jobq embedded")
+# Commands of the embedded server: they run without JOBQ_DSN, on a JOBQ_HOME of their own
+# (made in /tmp so that the server's unprivileged user can reach it), stopped afterwards.
+EMBEDDED_COMMANDS = ("python -m pgq_client.embedded", "jobq embedded")
 
 # Command lines marked `# illustrative` in the docs (kept rare; each says why on its line).
 ILLUSTRATIVE: set[str] = set()
@@ -233,6 +237,7 @@ class Scene:
     cwd: Path
     dead_id: str
     env: dict[str, str]
+    embedded_home: Path
 
 
 @pytest.fixture
@@ -262,9 +267,13 @@ def scene(world: World, tmp_path: Path) -> Iterator[Scene]:
         "PGUSER": str(params.get("user", "")),
         "PGDATABASE": name,
     }
+    home = Path(tempfile.mkdtemp(prefix="jobq-docs-", dir="/tmp"))
+    home.chmod(0o755)
     try:
-        yield Scene(dsn, tmp_path, str(row[0]), env)
+        yield Scene(dsn, tmp_path, str(row[0]), env, home)
     finally:
+        stop_embedded(home)
+        shutil.rmtree(home, ignore_errors=True)
         with psycopg.connect(world.admin_dsn, autocommit=True) as c:
             c.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
@@ -343,8 +352,8 @@ def _command_word(argv: list[str]) -> str | None:
 
 def run_line(line: str, scene: Scene) -> subprocess.CompletedProcess[str]:
     env = scene.env
-    if line.startswith(SKIP_EMBEDDED_UNTIL_REWRITE):
-        env = {**env, "JOBQ_HOME": str(scene.cwd / "jobq-home"), "JOBQ_DSN": ""}
+    if line.startswith(EMBEDDED_COMMANDS):
+        env = {**env, "JOBQ_HOME": str(scene.embedded_home), "JOBQ_DSN": ""}
     argv = shlex.split(line, comments=True)
     if _command_word(argv) == "worker" and "--burst" not in argv:
         return _run_until_drained(line, scene)
@@ -372,8 +381,6 @@ def test_documented_command_runs_as_written(
 ) -> None:
     if command.illustrative:
         pytest.skip(f"marked {ILLUSTRATIVE_MARK!r} in {command.source}")
-    if command.line.startswith(SKIP_EMBEDDED_UNTIL_REWRITE):
-        pytest.skip("embedded-server command: run once the embedded rewrite is merged")
     line = substitute(command.line, scene, world)
     result = run_line(line, scene)
     report = f"{command.source}: {command.line}\nran: {line}\n{result.stdout}\n{result.stderr}"
