@@ -2,6 +2,17 @@ CREATE SCHEMA public;
 
 COMMENT ON SCHEMA public IS 'standard public schema';
 
+CREATE FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+    SELECT CASE
+        WHEN pg_catalog.jsonb_array_length(errors) < 50 THEN errors || entry
+        ELSE pg_catalog.jsonb_path_query_array(errors, '$[last - 48 to last]') || entry
+    END
+$_$;
+
+COMMENT ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) IS 'Private. errors (a JSON array) with entry appended, keeping the 50 most recent entries.';
+
 CREATE FUNCTION public.jobq__backoff(attempts integer, backoff interval) RETURNS interval
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -15,26 +26,43 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) IS 'Private. attempts × backoff, capped at 365 days (never overflows).';
 
+CREATE FUNCTION public.jobq__blank(value text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT value IS NULL OR value !~ (
+        '[^\u0009-\u000d\u0020\u0085\u00a0\u00ad\u115f\u1160\u1680\u180e\u2000-\u200f'
+        '\u2028-\u202f\u205f-\u2064\u3000\u3164\ufeff\uffa0]'
+    )
+$$;
+
+COMMENT ON FUNCTION public.jobq__blank(value text) IS 'Private. True when value is NULL or made only of Unicode white space and invisible characters
+(zero-width spaces and joiners, direction marks, U+FEFF, Hangul fillers).';
+
 CREATE FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
     SELECT CASE
-        WHEN job_type IS NULL OR job_type !~ '\S'
+        WHEN jobq__blank(job_type)
             THEN 'job_type must be a non-blank string'
         WHEN pg_catalog.length(job_type) > 200
             THEN pg_catalog.format('job_type is %s characters long, at most 200 are allowed',
                                    pg_catalog.length(job_type))
-        WHEN queue IS NULL OR queue !~ '\S'
+        WHEN jobq__blank(queue)
             THEN 'queue must be a non-blank string'
         WHEN pg_catalog.length(queue) > 200
             THEN pg_catalog.format('queue is %s characters long, at most 200 are allowed',
                                    pg_catalog.length(queue))
-        WHEN idempotency_key IS NOT NULL AND idempotency_key !~ '\S'
+        WHEN idempotency_key IS NOT NULL AND jobq__blank(idempotency_key)
             THEN 'idempotency_key must be NULL or a non-blank string'
         WHEN pg_catalog.length(idempotency_key) > 1000
             THEN pg_catalog.format(
                 'idempotency_key is %s characters long, at most 1000 are allowed',
                 pg_catalog.length(idempotency_key)
+            )
+        WHEN pg_catalog.octet_length(idempotency_key) > 2000
+            THEN pg_catalog.format(
+                'idempotency_key is %s bytes long, at most 2000 are allowed',
+                pg_catalog.octet_length(idempotency_key)
             )
         WHEN max_attempts IS NULL OR max_attempts < 1 OR max_attempts > 1000
             THEN pg_catalog.format('max_attempts must be between 1 and 1000, got %s',
@@ -48,11 +76,33 @@ $$;
 COMMENT ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) IS 'Private. Returns the first problem with one job''s arguments (a message naming the
 argument), or NULL.';
 
+CREATE FUNCTION public.jobq__worker_id_error(worker_id text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN jobq__blank(worker_id)
+            THEN 'worker_id must be a non-blank string'
+        WHEN pg_catalog.length(worker_id) > 200
+            THEN pg_catalog.format('worker_id is %s characters long, at most 200 are allowed',
+                                   pg_catalog.length(worker_id))
+    END
+$$;
+
+COMMENT ON FUNCTION public.jobq__worker_id_error(worker_id text) IS 'Private. Returns what is wrong with worker_id (NULL, blank, more than 200 characters) as a
+message naming it, or NULL.';
+
 CREATE FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
+DECLARE
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_complete.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'succeeded',
@@ -81,7 +131,12 @@ CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attemp
     AS $$
 DECLARE
     v_done integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_complete_many: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF jobq_complete_many.attempts IS NOT NULL
        AND pg_catalog.cardinality(jobq_complete_many.attempts)
            IS DISTINCT FROM pg_catalog.cardinality(jobq_complete_many.job_ids) THEN
@@ -185,13 +240,17 @@ CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NUL
     SET search_path TO 'public', 'pg_temp'
     SET enable_bitmapscan TO 'off'
     AS $$
+DECLARE
+    v_error text;
 BEGIN
-    IF worker_id IS NULL OR worker_id !~ '\S' THEN
-        RAISE EXCEPTION 'jobq_dequeue: worker_id must be a non-blank string'
-            USING ERRCODE = 'invalid_parameter_value';
+    v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_dequeue: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF batch_size IS NULL OR batch_size < 1 THEN
-        RAISE EXCEPTION 'jobq_dequeue: batch_size must be at least 1, got %',
+    -- At most 10,000: a claim locks and updates its whole batch in one statement, and a worker
+    -- cannot run more at once than it can hold; a larger batch only holds row locks longer.
+    IF batch_size IS NULL OR batch_size < 1 OR batch_size > 10000 THEN
+        RAISE EXCEPTION 'jobq_dequeue: batch_size must be between 1 and 10000, got %',
             coalesce(batch_size::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -223,20 +282,24 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead_letter' ELSE 'pending' END,
+        -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
+        -- before that bound existed must not make its takeover fail for its size.
         last_error = pg_catalog.format(
             'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-            j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
+            pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+            jobq_dequeue.lock_timeout
         ),
-        errors = j.errors || pg_catalog.jsonb_build_object(
+        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
             'at', pg_catalog.now(),
-            'worker', j.locked_by,
+            'worker', pg_catalog.substr(j.locked_by, 1, 200),
             'error', pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
+                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                jobq_dequeue.lock_timeout
             ),
             'kind', 'lock_expired'
-        ),
+        )),
         finished_at = CASE WHEN j.attempts >= j.max_attempts THEN pg_catalog.now() END,
         locked_at = NULL,
         locked_by = NULL,
@@ -319,6 +382,12 @@ BEGIN
         RAISE EXCEPTION 'jobq_enqueue: payload must not be NULL'
             USING ERRCODE = 'null_value_not_allowed',
                   HINT = 'Pass ''{}'' for a job without arguments.';
+    END IF;
+    IF pg_catalog.jsonb_typeof(jobq_enqueue.payload) <> 'object' THEN
+        RAISE EXCEPTION 'jobq_enqueue: payload must be a JSON object, got a JSON %',
+            pg_catalog.jsonb_typeof(jobq_enqueue.payload)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Wrap the value in an object: {"value": ...}.';
     END IF;
     IF NOT pg_catalog.isfinite(jobq_enqueue.run_at) THEN
         RAISE EXCEPTION 'jobq_enqueue: run_at must be a finite time, got %', jobq_enqueue.run_at
@@ -409,6 +478,14 @@ BEGIN
             coalesce(pg_catalog.jsonb_typeof(jobs), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- A bound on one statement's work: every element is validated, inserted and returned in
+    -- one transaction; larger batches go in several calls.
+    IF pg_catalog.jsonb_array_length(jobs) > 100000 THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: jobs has % elements, at most 100000 are allowed',
+            pg_catalog.jsonb_array_length(jobs)
+            USING ERRCODE = 'program_limit_exceeded',
+                  HINT = 'Enqueue in batches of at most 100000 jobs.';
+    END IF;
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
 
     -- One pass over the elements finds the first bad one: an object, known keys only, each
@@ -441,8 +518,11 @@ BEGIN
                     )
                 WHEN pg_catalog.jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
                     THEN 'job_type must be a non-blank string'
-                WHEN pg_catalog.jsonb_typeof(x.elem -> 'payload') = 'null'
-                    THEN 'payload must not be null'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'payload'), 'object') <> 'object'
+                    THEN pg_catalog.format(
+                        'payload must be a JSON object, got a JSON %s',
+                        pg_catalog.jsonb_typeof(x.elem -> 'payload')
+                    )
                 WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'idempotency_key'), 'null')
                     NOT IN ('string', 'null')
                     THEN 'idempotency_key must be a string or null'
@@ -679,7 +759,13 @@ DECLARE
     v_status text;
     v_queue text;
     v_available_at timestamptz;
+    v_error text;
+    v_error_text text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_fail.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_fail: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF retry IS NULL THEN
         RAISE EXCEPTION 'jobq_fail: retry must be true or false, not NULL'
             USING ERRCODE = 'invalid_parameter_value';
@@ -689,6 +775,10 @@ BEGIN
             coalesce(backoff::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- A failure report never fails for its size: the error is stored cut to its first 10,000
+    -- characters (and errors keeps the 50 most recent entries, jobq__append_error), so that a
+    -- handler's huge exception text cannot grow the row without bound.
+    v_error_text := pg_catalog.substr(coalesce(jobq_fail.error, ''), 1, 10000);
 
     UPDATE jobq_jobs AS j
     SET
@@ -706,13 +796,13 @@ BEGIN
             WHEN jobq_fail.retry AND j.attempts < j.max_attempts THEN NULL
             ELSE pg_catalog.now()
         END,
-        last_error = coalesce(jobq_fail.error, ''),
-        errors = j.errors || pg_catalog.jsonb_build_object(
+        last_error = v_error_text,
+        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
             'at', pg_catalog.now(),
             'worker', j.locked_by,
-            'error', coalesce(jobq_fail.error, '')
-        ),
+            'error', v_error_text
+        )),
         locked_at = NULL,
         locked_by = NULL,
         updated_at = pg_catalog.now()
@@ -743,7 +833,7 @@ CREATE FUNCTION public.jobq_health(stuck_after interval DEFAULT '01:00:00'::inte
 DECLARE
     -- oid, not regclass: oid = oid is an operator of pg_catalog, while oid = regclass would be
     -- resolved through a cast, and a look-alike =(oid, regclass) would be chosen instead.
-    v_table oid := 'jobq_jobs'::regclass;
+    v_table oid := 'jobq_jobs'::regclass::oid;
 BEGIN
     IF stuck_after IS NULL OR stuck_after <= interval '0' THEN
         RAISE EXCEPTION 'jobq_health: stuck_after must be a positive interval, got %',
@@ -876,7 +966,13 @@ CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS in
     AS $$
 DECLARE
     v_renewed integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_heartbeat.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_heartbeat: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     -- The inner SELECT locks the rows that the worker holds and nobody else has locked, and
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
     -- rows by the primary key (no status test: locked_by implies processing).
@@ -994,7 +1090,13 @@ CREATE FUNCTION public.jobq_release(job_ids uuid[], worker_id text) RETURNS inte
     AS $$
 DECLARE
     v_released integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_release.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_release: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
@@ -1141,9 +1243,15 @@ CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btre
 
 CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = 'processing'::text);
 
+REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__worker_id_error(worker_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer) FROM PUBLIC;
 

@@ -244,9 +244,15 @@ def _parse_payload(value: str | None) -> Any:
     if value is None:
         return {}
     try:
-        return json.loads(value)
+        data = json.loads(value)
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc}", param_hint="PAYLOAD_JSON") from None
+    if not isinstance(data, dict):
+        raise click.BadParameter(
+            f"must be a JSON object, got {value!r} (e.g. '{{\"value\": {value}}}')",
+            param_hint="PAYLOAD_JSON",
+        )
+    return data
 
 
 def _parse_run_at(value: str | None) -> datetime | None:

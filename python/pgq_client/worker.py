@@ -69,6 +69,9 @@ the other are handed out, so a round trip's latency (a commit) does not idle the
 PREFETCH_MAX_FACTOR = 16
 """With ``prefetch=None``, at most this many jobs per handler thread wait in the worker."""
 
+MAX_BATCH_SIZE = 10_000
+"""The most jobs ``jobq_dequeue`` claims in one call (a larger batch_size is refused)."""
+
 Handler = Callable[..., object]
 """``handler(job)``, or ``handler(job, conn)`` for transactional completion."""
 
@@ -203,8 +206,10 @@ class Worker:
         if prefetch is not None and prefetch < 0:
             raise ValueError(f"prefetch must not be negative, got {prefetch}")
         self.prefetch = prefetch
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if batch_size is not None and not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise ValueError(
+                f"batch_size must be between 1 and {MAX_BATCH_SIZE}, got {batch_size}"
+            )
         self.batch_size = batch_size  # None: as many as there are free slots
         self._job_seconds: float | None = None  # moving average of handler run time
         self._claim_seconds = 0.005  # moving average of a claim's round trip
@@ -503,7 +508,8 @@ class Worker:
         """(jobs the next claim may ask for, how many make a claim worth it), the lock held.
         A claim is also worth it whenever a handler thread may be idle."""
         capacity = self.concurrency + self._prefetch_now()
-        largest = capacity if self.batch_size is None else min(self.batch_size, capacity)
+        largest = min(capacity if self.batch_size is None else self.batch_size, MAX_BATCH_SIZE)
+        largest = min(largest, capacity)
         free = capacity - len(self._unstarted) - len(self._running) - self._claiming
         return min(largest, free), max(1, largest // 2)
 

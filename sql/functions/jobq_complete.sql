@@ -15,7 +15,14 @@ VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_complete.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'succeeded',

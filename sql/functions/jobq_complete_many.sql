@@ -16,7 +16,12 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_done integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_complete_many: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF jobq_complete_many.attempts IS NOT NULL
        AND pg_catalog.cardinality(jobq_complete_many.attempts)
            IS DISTINCT FROM pg_catalog.cardinality(jobq_complete_many.job_ids) THEN

@@ -41,6 +41,12 @@ BEGIN
             USING ERRCODE = 'null_value_not_allowed',
                   HINT = 'Pass ''{}'' for a job without arguments.';
     END IF;
+    IF pg_catalog.jsonb_typeof(jobq_enqueue.payload) <> 'object' THEN
+        RAISE EXCEPTION 'jobq_enqueue: payload must be a JSON object, got a JSON %',
+            pg_catalog.jsonb_typeof(jobq_enqueue.payload)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Wrap the value in an object: {"value": ...}.';
+    END IF;
     IF NOT pg_catalog.isfinite(jobq_enqueue.run_at) THEN
         RAISE EXCEPTION 'jobq_enqueue: run_at must be a finite time, got %', jobq_enqueue.run_at
             USING ERRCODE = 'invalid_parameter_value';

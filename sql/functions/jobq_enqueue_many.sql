@@ -22,6 +22,14 @@ BEGIN
             coalesce(pg_catalog.jsonb_typeof(jobs), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- A bound on one statement's work: every element is validated, inserted and returned in
+    -- one transaction; larger batches go in several calls.
+    IF pg_catalog.jsonb_array_length(jobs) > 100000 THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: jobs has % elements, at most 100000 are allowed',
+            pg_catalog.jsonb_array_length(jobs)
+            USING ERRCODE = 'program_limit_exceeded',
+                  HINT = 'Enqueue in batches of at most 100000 jobs.';
+    END IF;
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
 
     -- One pass over the elements finds the first bad one: an object, known keys only, each
@@ -54,8 +62,11 @@ BEGIN
                     )
                 WHEN pg_catalog.jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
                     THEN 'job_type must be a non-blank string'
-                WHEN pg_catalog.jsonb_typeof(x.elem -> 'payload') = 'null'
-                    THEN 'payload must not be null'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'payload'), 'object') <> 'object'
+                    THEN pg_catalog.format(
+                        'payload must be a JSON object, got a JSON %s',
+                        pg_catalog.jsonb_typeof(x.elem -> 'payload')
+                    )
                 WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'idempotency_key'), 'null')
                     NOT IN ('string', 'null')
                     THEN 'idempotency_key must be a string or null'

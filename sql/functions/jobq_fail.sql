@@ -22,7 +22,13 @@ DECLARE
     v_status text;
     v_queue text;
     v_available_at timestamptz;
+    v_error text;
+    v_error_text text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_fail.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_fail: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF retry IS NULL THEN
         RAISE EXCEPTION 'jobq_fail: retry must be true or false, not NULL'
             USING ERRCODE = 'invalid_parameter_value';
@@ -32,6 +38,10 @@ BEGIN
             coalesce(backoff::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- A failure report never fails for its size: the error is stored cut to its first 10,000
+    -- characters (and errors keeps the 50 most recent entries, jobq__append_error), so that a
+    -- handler's huge exception text cannot grow the row without bound.
+    v_error_text := pg_catalog.substr(coalesce(jobq_fail.error, ''), 1, 10000);
 
     UPDATE jobq_jobs AS j
     SET
@@ -49,13 +59,13 @@ BEGIN
             WHEN jobq_fail.retry AND j.attempts < j.max_attempts THEN NULL
             ELSE pg_catalog.now()
         END,
-        last_error = coalesce(jobq_fail.error, ''),
-        errors = j.errors || pg_catalog.jsonb_build_object(
+        last_error = v_error_text,
+        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
             'at', pg_catalog.now(),
             'worker', j.locked_by,
-            'error', coalesce(jobq_fail.error, '')
-        ),
+            'error', v_error_text
+        )),
         locked_at = NULL,
         locked_by = NULL,
         updated_at = pg_catalog.now()

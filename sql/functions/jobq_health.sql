@@ -20,7 +20,7 @@ AS $$
 DECLARE
     -- oid, not regclass: oid = oid is an operator of pg_catalog, while oid = regclass would be
     -- resolved through a cast, and a look-alike =(oid, regclass) would be chosen instead.
-    v_table oid := 'jobq_jobs'::regclass;
+    v_table oid := 'jobq_jobs'::regclass::oid;
 BEGIN
     IF stuck_after IS NULL OR stuck_after <= interval '0' THEN
         RAISE EXCEPTION 'jobq_health: stuck_after must be a positive interval, got %',

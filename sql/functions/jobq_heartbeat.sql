@@ -27,7 +27,13 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_renewed integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_heartbeat.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_heartbeat: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     -- The inner SELECT locks the rows that the worker holds and nobody else has locked, and
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
     -- rows by the primary key (no status test: locked_by implies processing).

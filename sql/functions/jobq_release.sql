@@ -12,7 +12,13 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_released integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_release.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_release: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
