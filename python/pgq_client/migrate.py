@@ -293,6 +293,7 @@ def function_files(directory: Path | None = None) -> list[FunctionFile]:
 
 def _bootstrap(schema: str) -> sql.Composed:
     return sql.SQL(
+        "{note}"
         "CREATE SCHEMA IF NOT EXISTS {s};\n"
         "CREATE TABLE IF NOT EXISTS {s}.jobq_migrations (\n"
         "    version text NOT NULL,\n"
@@ -304,7 +305,112 @@ def _bootstrap(schema: str) -> sql.Composed:
         "COMMENT ON TABLE {s}.jobq_migrations IS "
         "'jobq migrations (NNNN_name) and function files (functions/jobq_name) applied to this "
         "schema, with the SHA-256 of each file (written by jobq migrate).';\n"
-    ).format(s=sql.Identifier(schema))
+        "{exact}"
+    ).format(s=sql.Identifier(schema), note=_note_existing(schema), exact=_exact_privileges(schema))
+
+
+# Default privileges (ALTER DEFAULT PRIVILEGES of the installing role, for the schema or for
+# all schemas) are added to every object when it is created: a stranger could so get SELECT on
+# jobq_jobs or EXECUTE on jobq_configure in a new install. Each transaction of the runner
+# therefore notes the objects of the schema that exist when it starts, and at its end gives
+# every object it created exactly the privileges jobq means: its owner's, and nothing for
+# anyone else (its files then REVOKE from PUBLIC what PostgreSQL grants by default, and
+# `jobq grant` grants the levels). Objects that existed before keep their grants: a new
+# migration never takes back what `jobq grant` gave. Types keep PostgreSQL's default USAGE for
+# PUBLIC, without which nobody could name them.
+_NOTE_EXISTING = """
+-- The objects of schema {schema} before this transaction (see the end of it).
+SELECT pg_catalog.set_config(
+    'jobq.existing_objects',
+    coalesce(pg_catalog.array_agg(o.key)::text, '{{}}'),
+    true
+)
+FROM (
+    SELECT 'class:' || c.oid AS key
+    FROM pg_catalog.pg_class AS c
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE n.nspname = {schema}
+    UNION ALL
+    SELECT 'proc:' || p.oid
+    FROM pg_catalog.pg_proc AS p
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+    WHERE n.nspname = {schema}
+    UNION ALL
+    SELECT 'type:' || t.oid
+    FROM pg_catalog.pg_type AS t
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
+    WHERE n.nspname = {schema}
+    UNION ALL
+    SELECT 'namespace:' || n.oid
+    FROM pg_catalog.pg_namespace AS n
+    WHERE n.nspname = {schema}
+) AS o;
+"""
+
+_EXACT_PRIVILEGES = """
+-- Objects created in this transaction carry their owner's privileges only, whatever default
+-- privileges (ALTER DEFAULT PRIVILEGES) the installing role has.
+DO $jobq$
+DECLARE
+    v_existing text[] := pg_catalog.current_setting('jobq.existing_objects')::text[];
+    v_object record;
+    v_grantee oid;
+BEGIN
+    FOR v_object IN
+        SELECT
+            'class:' || c.oid AS key,
+            CASE WHEN c.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END AS kind,
+            pg_catalog.format('%I.%I', n.nspname, c.relname) AS name,
+            c.relowner AS owner, c.relacl AS acl
+        FROM pg_catalog.pg_class AS c
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE n.nspname = {schema} AND c.relacl IS NOT NULL
+        UNION ALL
+        SELECT 'proc:' || p.oid, 'ROUTINE', p.oid::pg_catalog.regprocedure::text, p.proowner,
+               p.proacl
+        FROM pg_catalog.pg_proc AS p
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE n.nspname = {schema} AND p.proacl IS NOT NULL
+        UNION ALL
+        SELECT 'type:' || t.oid, 'TYPE', pg_catalog.format('%I.%I', n.nspname, t.typname),
+               t.typowner, t.typacl
+        FROM pg_catalog.pg_type AS t
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
+        WHERE n.nspname = {schema} AND t.typacl IS NOT NULL
+        UNION ALL
+        SELECT 'namespace:' || n.oid, 'SCHEMA', pg_catalog.quote_ident(n.nspname), n.nspowner,
+               n.nspacl
+        FROM pg_catalog.pg_namespace AS n
+        WHERE n.nspname = {schema} AND n.nspacl IS NOT NULL
+    LOOP
+        CONTINUE WHEN v_object.key = ANY (v_existing);
+        FOR v_grantee IN
+            SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(v_object.acl) AS a
+            WHERE a.grantee <> v_object.owner
+              AND NOT (v_object.kind = 'TYPE' AND a.grantee = 0)
+        LOOP
+            EXECUTE pg_catalog.format(
+                'REVOKE ALL ON %s %s FROM %s CASCADE', v_object.kind, v_object.name,
+                CASE WHEN v_grantee = 0 THEN 'PUBLIC'
+                     ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(v_grantee)) END
+            );
+        END LOOP;
+        EXECUTE pg_catalog.format(
+            'GRANT ALL ON %s %s TO %I', v_object.kind, v_object.name,
+            pg_catalog.pg_get_userbyid(v_object.owner)
+        );
+    END LOOP;
+END
+$jobq$;
+"""
+
+
+def _note_existing(schema: str) -> sql.SQL:
+    return sql.SQL(_NOTE_EXISTING.format(schema=sql.Literal(schema).as_string(None)))
+
+
+def _exact_privileges(schema: str) -> sql.SQL:
+    return sql.SQL(_EXACT_PRIVILEGES.format(schema=sql.Literal(schema).as_string(None)))
 
 
 def _search_path(schema: str) -> sql.Composed:
@@ -314,9 +420,12 @@ def _search_path(schema: str) -> sql.Composed:
 def _apply(schema: str, migration: Migration) -> sql.Composed:
     """The body of one migration's transaction: search_path, the file, its record."""
     return sql.SQL(
-        "{path}{body}\nINSERT INTO {s}.jobq_migrations (version, checksum) VALUES ({v}, {c});\n"
+        "{path}{note}{body}\n"
+        "INSERT INTO {s}.jobq_migrations (version, checksum) VALUES ({v}, {c});\n{exact}"
     ).format(
         path=_search_path(schema),
+        note=_note_existing(schema),
+        exact=_exact_privileges(schema),
         s=sql.Identifier(schema),
         body=sql.SQL(migration.sql),  # trusted: our own file
         v=sql.Literal(migration.version),
@@ -443,7 +552,7 @@ $jobq$;
 
 def _apply_functions(schema: str, files: list[FunctionFile]) -> sql.Composed:
     """The body of the function files' transaction: each file and its record, then the check."""
-    parts: list[sql.Composable] = [_search_path(schema)]
+    parts: list[sql.Composable] = [_search_path(schema), _note_existing(schema)]
     for f in files:
         parts.append(sql.SQL(f"-- {f.version} (sha256 {f.checksum})\n"))
         if f.replaces:
@@ -465,6 +574,8 @@ def _apply_functions(schema: str, files: list[FunctionFile]) -> sql.Composed:
                 s=sql.Identifier(schema), v=sql.Literal(f.version), c=sql.Literal(f.checksum)
             )
         )
+    # before the check, which gives a function the grants of the signatures it replaced
+    parts.append(_exact_privileges(schema))
     names = ",\n        ".join(sql.Literal(f.name).as_string(None) for f in files)
     parts.append(sql.SQL(_CHECK_FUNCTIONS.format(names=names)))
     return sql.Composed(parts)
