@@ -154,6 +154,38 @@ WHERE n.nspname = %(schema)s::text
 ORDER BY 1
 """
 
+# jobq revoke: every jobq function and table of a schema, and whether anything else lives there.
+JOBQ_FUNCTIONS = """
+SELECT p.proname::text AS name
+FROM pg_catalog.pg_proc AS p
+JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+WHERE n.nspname = %(schema)s::text
+  AND pg_catalog.left(p.proname, 5) = 'jobq_'
+ORDER BY 1
+"""
+
+JOBQ_TABLES = """
+SELECT c.relname::text AS name
+FROM pg_catalog.pg_class AS c
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = %(schema)s::text
+  AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+  AND pg_catalog.left(c.relname, 5) = 'jobq_'
+ORDER BY 1
+"""
+
+SCHEMA_HAS_OTHERS = """
+SELECT EXISTS (
+    SELECT FROM pg_catalog.pg_class AS c
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE n.nspname = %(schema)s::text AND pg_catalog.left(c.relname, 5) <> 'jobq_'
+    UNION ALL
+    SELECT FROM pg_catalog.pg_proc AS p
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+    WHERE n.nspname = %(schema)s::text AND pg_catalog.left(p.proname, 5) <> 'jobq_'
+) AS others
+"""
+
 SCHEMA_EXISTS = """
 SELECT EXISTS (
     SELECT FROM pg_catalog.pg_namespace WHERE nspname = %(schema)s::text

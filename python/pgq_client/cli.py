@@ -203,21 +203,23 @@ def migrate(ctx: click.Context, schema: str, dry_run: bool) -> None:
 @click.option(
     "--as",
     "level",
-    type=click.Choice(["producer", "worker", "admin"]),
+    type=click.Choice(["producer", "worker", "monitor", "admin"]),
     required=True,
-    help="producer: enqueue; worker: + claim and acknowledge; admin: every public function "
-    "and SELECT on the tables.",
+    help="producer: enqueue; worker: + claim and acknowledge; monitor: stats and health, "
+    "read-only; admin: every public function and SELECT on the tables.",
 )
 @schema_option("public")
 @click.option("--dry-run", is_flag=True, help="Print the GRANT statements instead.")
 @click.pass_context
 def grant(ctx: click.Context, role: str, level: str, schema: str, dry_run: bool) -> None:
-    """Grant an existing ROLE what a producer, worker or admin of jobq needs."""
+    """Grant an existing ROLE what a producer, worker, monitor or admin of jobq needs."""
     from . import grants
 
-    lvl: grants.Level = (
-        "producer" if level == "producer" else ("worker" if level == "worker" else "admin")
-    )
+    lvl = next(x for x in grants.LEVELS if x == level)
+    if role.strip().lower() == "public":
+        raise click.BadParameter(
+            "PUBLIC is every role: grant a level to one role", param_hint="ROLE"
+        )
     settings = _settings(ctx)
     if dry_run:
         dsn = settings.configured_dsn()
@@ -234,6 +236,41 @@ def grant(ctx: click.Context, role: str, level: str, schema: str, dry_run: bool)
     done = grants.grant(settings.dsn(), role, lvl, schema)
     click.echo(
         f'jobq: granted {level} to "{role}" in schema "{schema}" ({len(done)} statements)', err=True
+    )
+
+
+@cli.command()
+@click.argument("role")
+@schema_option("public")
+@click.option("--dry-run", is_flag=True, help="Print the REVOKE statements instead.")
+@click.pass_context
+def revoke(ctx: click.Context, role: str, schema: str, dry_run: bool) -> None:
+    """Take back from ROLE everything jobq grants in the schema (any level).
+
+    EXECUTE on every jobq function and every privilege on the jobq tables; USAGE on the schema
+    too when nothing but jobq lives in it. PUBLIC is accepted: it takes back what an older jobq
+    granted to PUBLIC.
+    """
+    from . import grants
+
+    settings = _settings(ctx)
+    if dry_run:
+        dsn = settings.configured_dsn()
+        if dsn is None:
+            click.echo(grants.render(grants.revoke_statements(role, schema)), nl=False)
+            return
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                statements = grants.revoke_plan(role, schema, conn)
+                click.echo(grants.render(statements, conn), nl=False)
+        except psycopg.Error as exc:
+            raise from_psycopg(exc) from exc
+        return
+    done = grants.revoke(settings.dsn(), role, schema)
+    click.echo(
+        f'jobq: revoked everything jobq grants from "{role}" in schema "{schema}" '
+        f"({len(done)} statements)",
+        err=True,
     )
 
 

@@ -16,6 +16,10 @@ when it is created). Two header lines are understood:
 
 ``--! requires: jobq__a, jobq_b``
     apply this file after those (only needed for a ``LANGUAGE sql`` body that calls them).
+``--! levels: producer, worker, admin``
+    the levels of ``jobq grant`` that get EXECUTE on this function (producer, worker, monitor,
+    admin); every public function names admin, a private helper names none. ``jobq grant`` and
+    ``jobq revoke`` read them from here.
 ``--! replaces: jobq_x(uuid, text, integer)``
     an older signature of this file's function (argument types, as in ``DROP FUNCTION``).
     ``CREATE OR REPLACE`` cannot add an argument, and creating the new signature beside the old
@@ -54,6 +58,7 @@ from psycopg import sql
 
 __all__ = [
     "FOLDED",
+    "GRANT_LEVELS",
     "FunctionFile",
     "Migration",
     "MigrationError",
@@ -76,6 +81,8 @@ _DIRECTIVE = re.compile(
 # An argument list as DROP FUNCTION takes it: type names, arrays, commas, spaces.
 _SIGNATURE = re.compile(r"^(jobq_[a-z0-9_]+)\(\s*([a-z0-9_ \[\],]*?)\s*\)$")
 _FUNCTIONS_PREFIX = "functions/"
+# The levels of `jobq grant`, which a function file's `--! levels:` line chooses from.
+GRANT_LEVELS = ("producer", "worker", "monitor", "admin")
 _LOCK_NAMESPACE = "jobq.migrate:"
 
 # The migrations of jobq's development that were folded into the baseline before the first
@@ -127,8 +134,9 @@ class Migration:
 class FunctionFile:
     """One function file: ``name`` is the function's (``jobq_dequeue``), ``path`` the file's.
 
-    ``requires`` and ``replaces`` come from the file's ``--! requires:`` and ``--! replaces:``
-    lines. ``version`` is what ``jobq_migrations`` records it as (``functions/jobq_dequeue``).
+    ``requires``, ``replaces`` and ``levels`` come from the file's ``--! requires:``,
+    ``--! replaces:`` and ``--! levels:`` lines. ``version`` is what ``jobq_migrations``
+    records it as (``functions/jobq_dequeue``).
     """
 
     name: str
@@ -136,6 +144,7 @@ class FunctionFile:
     sql: str = field(repr=False)
     requires: tuple[str, ...] = ()
     replaces: tuple[str, ...] = ()
+    levels: tuple[str, ...] = ()
 
     @property
     def checksum(self) -> str:
@@ -221,13 +230,22 @@ def _read_function_file(path: Path) -> FunctionFile:
         )
     requires: list[str] = []
     replaces: list[str] = []
+    levels: list[str] = []
     for directive in _DIRECTIVE.finditer(text):
         key, value = directive.group("key"), directive.group("value")
-        if key in ("requires", "replaces") and not value:
+        if key in ("requires", "replaces", "levels") and not value:
             raise MigrationError(f"function file {path.name}: `--! {key}:` names nothing")
         items = [v.strip() for v in re.split(r",\s*(?![^()]*\))", value or "") if v.strip()]
         if key == "requires":
             requires += items
+        elif key == "levels":
+            unknown = [v for v in items if v not in GRANT_LEVELS]
+            if unknown:
+                raise MigrationError(
+                    f"function file {path.name}: `--! levels:` names {', '.join(unknown)}; "
+                    f"the levels are {', '.join(GRANT_LEVELS)}"
+                )
+            levels += items
         elif key == "replaces":
             for signature in items:
                 sig = _SIGNATURE.match(signature)
@@ -240,10 +258,15 @@ def _read_function_file(path: Path) -> FunctionFile:
         else:
             raise MigrationError(
                 f"function file {path.name}: unknown directive `--! {key}:` "
-                "(known: requires, replaces)"
+                "(known: requires, replaces, levels)"
             )
     return FunctionFile(
-        name=name, path=path, sql=text, requires=tuple(requires), replaces=tuple(replaces)
+        name=name,
+        path=path,
+        sql=text,
+        requires=tuple(requires),
+        replaces=tuple(replaces),
+        levels=tuple(levels),
     )
 
 

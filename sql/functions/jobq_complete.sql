@@ -4,6 +4,7 @@
 -- The WHERE clause finds the job by its primary key and tests no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql (locked_by is set exactly while a
 -- job is processing, and a status test would let the planner scan every claimed job).
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_complete(
     job_id uuid,

@@ -3,6 +3,7 @@
 --
 -- The WHERE clause finds the jobs by their primary key and tests no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_complete_many(
     job_ids uuid[],

@@ -20,6 +20,7 @@
 -- entries until VACUUM removes them: see docs/operations.md on autovacuum_naptime for queues
 -- that run thousands of jobs a second. The setting applies only while jobq_dequeue runs (a
 -- function SET clause): the caller's session and transaction keep their own.
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_dequeue(
     worker_id text,

@@ -4,6 +4,7 @@
 --
 -- The validation is jobq__job_error's, shared with jobq_enqueue_many. The payload limit is
 -- read from jobq_settings, so a producer cannot raise it for itself.
+--! levels: producer, worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_enqueue(
     job_type text,

@@ -2,6 +2,7 @@
 -- semantics for each element. Built for 10,000+ jobs per call: one validation pass over the
 -- array, one INSERT, no per-element lookup of keys (the first element of a key is found by a
 -- window function), and a fast path for arrays without any idempotency key.
+--! levels: producer, worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_enqueue_many(jobs jsonb) RETURNS TABLE (ord integer, id uuid)
 LANGUAGE plpgsql

@@ -4,6 +4,7 @@
 --
 -- The WHERE clause finds the job by its primary key and tests no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_fail(
     job_id uuid,

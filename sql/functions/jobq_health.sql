@@ -1,5 +1,6 @@
 -- jobq_health (admin): the health findings behind `jobq doctor`, one row per check (and per
 -- queue for oldest_pending_age). docs/operations.md says what to do about each warning.
+--! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_health(
     stuck_after interval DEFAULT '1 hour',

@@ -18,6 +18,7 @@
 --
 -- Both statements find the rows by the primary key and test no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS integer
 LANGUAGE plpgsql

@@ -1,5 +1,6 @@
 -- jobq_requeue_dead_letters: jobq_requeue_dead_letter for every dead_letter or failed job of a
 -- job type and/or queue, in one statement, with one NOTIFY per queue that got jobs back.
+--! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_requeue_dead_letters(
     job_type text DEFAULT NULL,

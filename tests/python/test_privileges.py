@@ -13,9 +13,14 @@ from typing import Any
 
 import psycopg
 import pytest
+from click.testing import CliRunner, Result
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
-from pgq_client.migrate import migrate, render_dry_run
+from pgq_client import InvalidArgument, PermissionDenied, Queue, grants
+from pgq_client.cli import cli
+from pgq_client.grants import declared_functions
+from pgq_client.migrate import function_files, migrate, render_dry_run
 
 Conn = psycopg.Connection[Any]
 _roles = itertools.count()
@@ -132,3 +137,152 @@ def test_dry_run_script_strips_default_privileges_too(
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM tenant.jobq_migrations").fetchone()[0] > 0  # type: ignore[index]
         assert _grants_to(conn, stranger, "tenant") == []
+
+
+# -- jobq grant / jobq revoke ------------------------------------------------------------------
+
+
+@pytest.fixture
+def role(admin_dsn: str, dsn: str) -> Iterator[str]:
+    """A login role with no privileges, dropped afterwards."""
+    name = f"jobq_role_{os.getpid()}_{next(_roles)}"
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    yield name
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def _executable(conn: Conn, role: str, schema: str = "public") -> set[str]:
+    rows = conn.execute(
+        "SELECT p.proname::text FROM pg_proc AS p WHERE p.pronamespace = %s::regnamespace "
+        "AND has_function_privilege(%s, p.oid, 'EXECUTE')",
+        (schema, role),
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+# Contract section 6, for the functions installed today.
+EXPECTED = {
+    "producer": {"jobq_enqueue", "jobq_enqueue_many"},
+    "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_dequeue", "jobq_complete",
+               "jobq_complete_many", "jobq_fail", "jobq_heartbeat", "jobq_release"},
+    "monitor": {"jobq_stats", "jobq_health"},
+}
+
+
+def test_each_public_function_file_declares_its_levels_and_admin_gets_all() -> None:
+    files = function_files()
+    for f in files:
+        if f.private:
+            assert f.levels == (), f"{f.name} is private: granted to nobody"
+        else:
+            assert "admin" in f.levels, f"{f.name}.sql: `--! levels:` must name admin"
+    assert set(declared_functions("admin")) == {f.name for f in files if not f.private}
+    for level, names in EXPECTED.items():
+        assert set(declared_functions(level)) == names, level  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("level", ["producer", "worker", "monitor", "admin"])
+def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
+    dsn: str, conn: Conn, role: str, level: str
+) -> None:
+    result = run("--dsn", dsn, "grant", role, "--as", level)
+    assert result.exit_code == 0, result.output
+    installed = {f.name for f in function_files() if not f.private}
+    assert _executable(conn, role) == (installed if level == "admin" else EXPECTED[level])
+    reads = conn.execute(
+        "SELECT has_table_privilege(%s, 'jobq_jobs', 'SELECT')", (role,)).fetchone()
+    assert reads == (level == "admin",)
+
+    result = run("--dsn", dsn, "revoke", role)
+    assert result.exit_code == 0, result.output
+    assert _executable(conn, role) == set()
+    assert _grants_to(conn, role, "public") == []
+    call = "SELECT jobq_stats()" if level == "monitor" else "SELECT jobq_enqueue('x')"
+    with (
+        psycopg.connect(make_conninfo(dsn, user=role), autocommit=True) as c,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        c.execute(call)
+
+
+def test_monitor_can_look_but_not_touch(dsn: str, role: str) -> None:
+    assert run("--dsn", dsn, "grant", role, "--as", "monitor").exit_code == 0
+    with Queue(dsn) as q:
+        q.enqueue("t", {"secret": 1})
+    with Queue(make_conninfo(dsn, user=role)) as q:
+        assert q.stats()[0].jobs == 1
+        assert len(q.health()) >= 5
+        for denied in (lambda: q.enqueue("t"), lambda: q.dequeue("w"), q.dead_letters,
+                       lambda: q.prune()):
+            with pytest.raises(PermissionDenied):
+                denied()
+
+
+def test_grant_to_public_is_refused_in_any_case(dsn: str, conn: Conn) -> None:
+    for spelling in ("public", "PUBLIC", "Public", " public "):
+        result = run("--dsn", dsn, "grant", spelling, "--as", "worker")
+        assert result.exit_code == 2, result.output
+        assert "PUBLIC is every role" in result.output
+        dry = run("grant", spelling, "--as", "worker", "--dry-run")
+        assert dry.exit_code == 2, dry.output
+    with pytest.raises(InvalidArgument):
+        grants.grant(dsn, "PUBLIC", "producer")
+    assert _executable(conn, "public") == set()  # nothing for PUBLIC
+
+
+def test_revoke_public_takes_back_what_an_older_jobq_granted_to_public(
+    dsn: str, conn: Conn
+) -> None:
+    conn.execute("GRANT EXECUTE ON FUNCTION jobq_dequeue, jobq_enqueue TO PUBLIC")
+    conn.execute("GRANT SELECT ON jobq_jobs TO PUBLIC")
+    assert run("--dsn", dsn, "revoke", "PUBLIC").exit_code == 0
+    assert _executable(conn, "public") == set()
+    assert conn.execute(
+        "SELECT has_table_privilege('public', 'jobq_jobs', 'SELECT')").fetchone() == (False,)
+
+
+def test_revoke_takes_schema_usage_back_only_where_jobq_lives_alone(
+    empty_dsn: str, stranger: str
+) -> None:
+    migrate(empty_dsn, schema="alone")
+    migrate(empty_dsn, schema="shared")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE shared.app_table (x int)")
+        for schema in ("alone", "shared"):
+            grants.grant(empty_dsn, stranger, "worker", schema)
+            grants.revoke(empty_dsn, stranger, schema)
+            assert _executable(conn, stranger, schema) == set()
+        usage = conn.execute(
+            "SELECT n.nspname::text, has_schema_privilege(%s, n.oid, 'USAGE') FROM pg_namespace n "
+            "WHERE n.nspname IN ('alone', 'shared') ORDER BY 1", (stranger,)).fetchall()
+        assert usage == [("alone", False), ("shared", True)]
+
+
+def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
+    offline = run("revoke", role, "--schema", "tenant", "--dry-run")
+    assert offline.exit_code == 0, offline.output
+    lines = offline.stdout.splitlines()
+    assert f'REVOKE ALL ON FUNCTION "tenant"."jobq_dequeue" FROM "{role}";' in lines
+    assert lines[-1] == f'REVOKE USAGE ON SCHEMA "tenant" FROM "{role}";'
+    online = run("--dsn", dsn, "revoke", role, "--dry-run")
+    assert online.exit_code == 0, online.output
+    tables = '"public"."jobq_jobs", "public"."jobq_migrations", "public"."jobq_settings"'
+    assert f'REVOKE ALL ON TABLE {tables} FROM "{role}";' in online.stdout
+    # nothing but jobq in this database's schema public: its USAGE is taken back too
+    assert online.stdout.splitlines()[-1] == f'REVOKE USAGE ON SCHEMA "public" FROM "{role}";'
+
+
+def test_grant_in_a_schema_gives_only_installed_functions(dsn: str, conn: Conn, role: str) -> None:
+    """A level gets what its files declare and the schema has (an older install lacks some)."""
+    conn.execute("DROP FUNCTION jobq_health")
+    result = run("--dsn", dsn, "grant", role, "--as", "monitor", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "jobq_stats" in result.stdout and "jobq_health" not in result.stdout
