@@ -38,6 +38,23 @@ $$;
 COMMENT ON FUNCTION public.jobq__blank(value text) IS 'Private. True when value is NULL or made only of Unicode white space and invisible characters
 (zero-width spaces and joiners, direction marks, U+FEFF, Hangul fillers).';
 
+CREATE FUNCTION public.jobq__channel() RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN pg_catalog.current_schema()::text = 'public' THEN 'jobq'
+        WHEN pg_catalog.octet_length(pg_catalog.current_schema()::text) <= 58
+            THEN 'jobq.' || pg_catalog.current_schema()::text
+        ELSE 'jobq#' || pg_catalog.encode(
+            pg_catalog.sha224(pg_catalog.convert_to(pg_catalog.current_schema()::text, 'UTF8')),
+            'hex'
+        )
+    END
+$$;
+
+COMMENT ON FUNCTION public.jobq__channel() IS 'Private. The NOTIFY channel of this installation: jobq for schema public, jobq.<schema> for a
+schema of at most 58 bytes, else jobq#<hex SHA-224 of the schema name>.';
+
 CREATE FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -75,6 +92,30 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) IS 'Private. Returns the first problem with one job''s arguments (a message naming the
 argument), or NULL.';
+
+CREATE FUNCTION public.jobq__notify(queues text[]) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_channel text := jobq__channel();
+    v_count integer := coalesce(pg_catalog.cardinality(queues), 0);
+BEGIN
+    IF v_count = 0 THEN
+        RETURN 0;
+    END IF;
+    IF v_count > 100 THEN
+        PERFORM pg_catalog.pg_notify(v_channel, '');
+        RETURN 1;
+    END IF;
+    PERFORM pg_catalog.pg_notify(v_channel, q.queue)
+    FROM pg_catalog.unnest(queues) AS q (queue);
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__notify(queues text[]) IS 'Private. NOTIFY on this installation''s channel: one notification per queue (the queue name as
+payload), or, for more than 100 queues, one with an empty payload that wakes every worker.
+Result: how many notifications were sent.';
 
 CREATE FUNCTION public.jobq__worker_id_error(worker_id text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -123,7 +164,8 @@ COMMENT ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt in
 only the claim of that attempt). Result: true if it did, false otherwise (unknown job, not
 processing, claim taken over or of another attempt); nothing changes then.
 Concurrency: the row lock orders it against a concurrent takeover; whichever commits first
-wins, and a taken-over claim can no longer complete.';
+wins, and a taken-over claim can no longer complete.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -180,7 +222,7 @@ COMMENT ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, at
 (optional, an extension of the contract): one claim attempt per job id, same order; a job
 counts only while its claim is of that attempt.
 Result: how many jobs were completed; the others (not held, other attempt) are left alone.
-Errors: 22023 when attempts and job_ids differ in length.';
+Errors: 22023 when attempts and job_ids differ in length, worker_id NULL, blank or longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
@@ -349,9 +391,10 @@ Candidates: pending jobs whose available_at has come, and processing jobs whose 
 than lock_timeout (their worker is presumed dead): such a takeover is recorded in errors
 (kind lock_expired, the worker that lost it); a stale job with no attempts left goes to
 dead_letter instead of running again.
-Arguments: worker_id (non-blank), job_types (NULL = all), batch_size (>= 1), lock_timeout
-(> 0; beyond 1000 years it means never), queues (NULL = all).
-Errors: 22023 blank worker_id, batch_size < 1, lock_timeout <= 0.
+Arguments: worker_id (non-blank, at most 200 characters), job_types (NULL = all), batch_size
+(1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL = all).
+Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
+lock_timeout <= 0.
 Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, and one
 call never locks or claims more than batch_size pending rows.
 Runs with enable_bitmapscan = off (for this function only; the caller keeps its own setting):
@@ -440,26 +483,29 @@ BEGIN
     END IF;
 
     IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= pg_catalog.now() THEN
-        -- The payload of the notification is the queue name only: any role may LISTEN.
-        -- Identical notifications in one transaction are folded into one by PostgreSQL.
-        PERFORM pg_catalog.pg_notify('jobq', jobq_enqueue.queue);
+        -- On this installation's channel (jobq__channel), the payload the queue name only:
+        -- any role may LISTEN. Identical notifications in one transaction are folded into one
+        -- by PostgreSQL.
+        PERFORM pg_catalog.pg_notify(jobq__channel(), jobq_enqueue.queue);
     END IF;
     RETURN v_id;
 END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text) IS 'Adds a pending job and returns its id.
-Arguments: job_type (handler name, 1-200 chars), payload (jsonb, not NULL, at most
-max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars), max_attempts
+Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
+max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
+bytes), max_attempts
 (1-1000), run_at (not claimed before; NULL = now; must be finite), priority (-1000000..1000000,
 higher runs first), queue (1-200 chars).
 Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
 is added or changed and that job''s id is returned.
-Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at, 22004 NULL
-payload, 54000 payload too large.
+Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at or a payload
+that is not a JSON object, 22004 NULL payload, 54000 payload too large.
 Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
-caller''s transaction (a rollback removes the job). NOTIFY jobq, payload the queue name, when
-the job is available now (delivered at commit).';
+caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
+in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
+now (delivered at commit).';
 
 CREATE FUNCTION public.jobq_enqueue_many(jobs jsonb) RETURNS TABLE(ord integer, id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -605,12 +651,9 @@ BEGIN
             ),
 
             woken AS (
-                SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
-                FROM (
-                    SELECT DISTINCT w.queue
-                    FROM inserted AS w
-                    WHERE w.available_at <= pg_catalog.now()
-                ) AS q
+                SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+                FROM inserted AS w
+                WHERE w.available_at <= pg_catalog.now()
             )
 
             SELECT p.ord, p.new_id
@@ -663,10 +706,9 @@ BEGIN
         ),
 
         woken AS (
-            SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
-            FROM (
-                SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= pg_catalog.now()
-            ) AS q
+            SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+            FROM inserted AS w
+            WHERE w.available_at <= pg_catalog.now()
         )
 
         SELECT
@@ -746,10 +788,12 @@ Result: one row per element, (ord, id), ord counting from 1 in input order. Each
 jobq_enqueue''s semantics: an existing idempotency_key returns the existing id; two elements
 with the same key get the same id (the first is inserted).
 Errors: 22023 when jobs is not an array, an element is not an object, has an unknown key or a
-bad value (the message names the element, counting from 1 like ord, and the key); 54000 payload too large.
-Nothing is inserted when any element is bad.
-Concurrency: as jobq_enqueue; one NOTIFY jobq per queue that got jobs available now. Built for
-10,000+ jobs per call.';
+bad value (a payload that is not a JSON object included; the message names the element,
+counting from 1 like ord, and the key); 54000 payload too large, or more than 100,000
+elements. Nothing is inserted when any element is bad.
+Concurrency: as jobq_enqueue; one NOTIFY per queue that got jobs available now, or a single one
+with an empty payload (wake every worker) when more than 100 queues did. Built for 10,000+
+jobs per call.';
 
 CREATE FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean DEFAULT true, backoff interval DEFAULT '00:00:10'::interval, attempt integer DEFAULT NULL::integer) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
@@ -813,18 +857,19 @@ BEGIN
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
     RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
     IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
-        PERFORM pg_catalog.pg_notify('jobq', v_queue);  -- a retry without backoff: wake a worker
+        PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     END IF;
     RETURN v_status;
 END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean, backoff interval, attempt integer) IS 'Records a failed attempt of job_id while worker_id holds its claim (of that attempt, when
-given): last_error and one object {attempt, at, worker, error} appended to errors.
+given): last_error and one object {attempt, at, worker, error} appended to errors (error cut to
+its first 10,000 characters; errors keeps the 50 most recent entries).
 With retry and attempts left: pending again, available after attempts × backoff (arithmetic,
 capped at 365 days). With no attempts left: dead_letter. With retry => false: failed.
 Result: the new status, or NULL when the claim is not held (nothing changes then).
-Errors: 22023 NULL retry, NULL or negative backoff.';
+Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_health(stuck_after interval DEFAULT '01:00:00'::interval, max_pending_age interval DEFAULT '00:15:00'::interval, max_transaction_age interval DEFAULT '00:05:00'::interval) RETURNS TABLE(check_name text, queue text, severity text, value double precision, detail text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -996,7 +1041,8 @@ of a live worker is never taken over. Never waits: a held job whose row another 
 has locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
 this time, so a heartbeat cannot deadlock with the same worker''s jobq_complete_many, jobq_fail
 or jobq_release on another connection. Result: how many claims were renewed; a smaller number
-than asked means some claims are lost or were being acknowledged at that moment.';
+than asked means some claims are lost or were being acknowledged at that moment.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_list_jobs(statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -1111,10 +1157,9 @@ BEGIN
       AND j.locked_by = jobq_release.worker_id;
     GET DIAGNOSTICS v_released = ROW_COUNT;
     IF v_released > 0 THEN
-        PERFORM pg_catalog.pg_notify('jobq', r.queue)
-        FROM (
+        PERFORM jobq__notify(ARRAY(
             SELECT DISTINCT j.queue FROM jobq_jobs AS j WHERE j.id = ANY (jobq_release.job_ids)
-        ) AS r;
+        ));
     END IF;
     RETURN v_released;
 END;
@@ -1122,8 +1167,9 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) IS 'Gives back those of job_ids that worker_id claimed but never started (a worker shutting
 down with prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
-cleared, no error recorded; other workers are woken (NOTIFY jobq). Jobs it does not hold are
-left alone. Result: how many were released.';
+cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel).
+Jobs it does not hold are left alone. Result: how many were released.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_requeue_dead_letter(job_id uuid) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1147,7 +1193,7 @@ BEGIN
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;
-    PERFORM pg_catalog.pg_notify('jobq', v_queue);
+    PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;
 END;
 $$;
@@ -1185,7 +1231,7 @@ BEGIN
     SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
     INTO v_count, v_queues
     FROM requeued AS r;
-    PERFORM pg_catalog.pg_notify('jobq', q.queue) FROM pg_catalog.unnest(v_queues) AS q (queue);
+    PERFORM jobq__notify(v_queues);
     RETURN v_count;
 END;
 $$;
@@ -1249,7 +1295,11 @@ REVOKE ALL ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) 
 
 REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__worker_id_error(worker_id text) FROM PUBLIC;
 

@@ -7,7 +7,8 @@ Threads of one running :class:`Worker`:
   two, so that while jobs are waiting one claim can be under way while another's jobs are
   handed out; woken by the listener, by finished handlers, and by a poll timer (scheduled and
   retried jobs, lost notifications);
-* **listener** — one dedicated autocommit connection ``LISTEN jobq``, waiting in ``select()``
+* **listener** — one dedicated autocommit connection ``LISTEN`` on the channel of its schema's
+  installation (``jobq`` in ``public``, ``jobq.<schema>`` otherwise), waiting in ``select()``
   on its socket and a wake-up socket (so that stopping does not wait for a timeout);
 * **handlers** — ``concurrency`` threads running the job handlers;
 * **acker** — sends every finished job so far in one ``jobq_complete_many`` call (fenced by
@@ -713,7 +714,8 @@ class Worker:
         while not self._background_stop.is_set() and not self._stop.is_set():
             try:
                 with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
-                    conn.execute(_sql.LISTEN)
+                    row = conn.execute(_sql.CHANNEL, {"schema": self.schema}).fetchone()
+                    conn.execute(_sql.listen(row[0] if row else _sql.NOTIFY_CHANNEL))
                     if backoff.failures:
                         log.info("worker %s: listening again", self.worker_id)
                     backoff.reset()
@@ -721,7 +723,12 @@ class Worker:
                     while not self._stop.is_set():
                         # Notifications already read by the client (during LISTEN) first.
                         for note in conn.notifies(timeout=0):
-                            if self.queues is None or note.payload in self.queues:
+                            # WAKE_ALL: jobs in more than 100 queues at once
+                            if (
+                                self.queues is None
+                                or note.payload in self.queues
+                                or note.payload == _sql.WAKE_ALL
+                            ):
                                 self._wake()
                         ready, _, _ = select.select([conn.fileno(), waker.fileno()], [], [], 5.0)
                         if waker.fileno() in ready:

@@ -45,6 +45,7 @@ COMMENT ON FUNCTION jobq_complete(uuid, text, integer) IS
 only the claim of that attempt). Result: true if it did, false otherwise (unknown job, not
 processing, claim taken over or of another attempt); nothing changes then.
 Concurrency: the row lock orders it against a concurrent takeover; whichever commits first
-wins, and a taken-over claim can no longer complete.';
+wins, and a taken-over claim can no longer complete.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete(uuid, text, integer) FROM PUBLIC;

@@ -145,9 +145,10 @@ Candidates: pending jobs whose available_at has come, and processing jobs whose 
 than lock_timeout (their worker is presumed dead): such a takeover is recorded in errors
 (kind lock_expired, the worker that lost it); a stale job with no attempts left goes to
 dead_letter instead of running again.
-Arguments: worker_id (non-blank), job_types (NULL = all), batch_size (>= 1), lock_timeout
-(> 0; beyond 1000 years it means never), queues (NULL = all).
-Errors: 22023 blank worker_id, batch_size < 1, lock_timeout <= 0.
+Arguments: worker_id (non-blank, at most 200 characters), job_types (NULL = all), batch_size
+(1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL = all).
+Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
+lock_timeout <= 0.
 Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, and one
 call never locks or claims more than batch_size pending rows.
 Runs with enable_bitmapscan = off (for this function only; the caller keeps its own setting):

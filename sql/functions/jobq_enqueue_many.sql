@@ -150,12 +150,9 @@ BEGIN
             ),
 
             woken AS (
-                SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
-                FROM (
-                    SELECT DISTINCT w.queue
-                    FROM inserted AS w
-                    WHERE w.available_at <= pg_catalog.now()
-                ) AS q
+                SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+                FROM inserted AS w
+                WHERE w.available_at <= pg_catalog.now()
             )
 
             SELECT p.ord, p.new_id
@@ -208,10 +205,9 @@ BEGIN
         ),
 
         woken AS (
-            SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
-            FROM (
-                SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= pg_catalog.now()
-            ) AS q
+            SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+            FROM inserted AS w
+            WHERE w.available_at <= pg_catalog.now()
         )
 
         SELECT
@@ -292,9 +288,11 @@ Result: one row per element, (ord, id), ord counting from 1 in input order. Each
 jobq_enqueue''s semantics: an existing idempotency_key returns the existing id; two elements
 with the same key get the same id (the first is inserted).
 Errors: 22023 when jobs is not an array, an element is not an object, has an unknown key or a
-bad value (the message names the element, counting from 1 like ord, and the key); 54000 payload too large.
-Nothing is inserted when any element is bad.
-Concurrency: as jobq_enqueue; one NOTIFY jobq per queue that got jobs available now. Built for
-10,000+ jobs per call.';
+bad value (a payload that is not a JSON object included; the message names the element,
+counting from 1 like ord, and the key); 54000 payload too large, or more than 100,000
+elements. Nothing is inserted when any element is bad.
+Concurrency: as jobq_enqueue; one NOTIFY per queue that got jobs available now, or a single one
+with an empty payload (wake every worker) when more than 100 queues did. Built for 10,000+
+jobs per call.';
 
 REVOKE EXECUTE ON FUNCTION jobq_enqueue_many(jsonb) FROM PUBLIC;

@@ -77,7 +77,7 @@ BEGIN
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
     RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
     IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
-        PERFORM pg_catalog.pg_notify('jobq', v_queue);  -- a retry without backoff: wake a worker
+        PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     END IF;
     RETURN v_status;
 END;
@@ -85,10 +85,11 @@ $$;
 
 COMMENT ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) IS
 'Records a failed attempt of job_id while worker_id holds its claim (of that attempt, when
-given): last_error and one object {attempt, at, worker, error} appended to errors.
+given): last_error and one object {attempt, at, worker, error} appended to errors (error cut to
+its first 10,000 characters; errors keeps the 50 most recent entries).
 With retry and attempts left: pending again, available after attempts × backoff (arithmetic,
 capped at 365 days). With no attempts left: dead_letter. With retry => false: failed.
 Result: the new status, or NULL when the claim is not held (nothing changes then).
-Errors: 22023 NULL retry, NULL or negative backoff.';
+Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or longer than 200 characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) FROM PUBLIC;

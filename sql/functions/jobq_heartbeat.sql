@@ -59,6 +59,7 @@ of a live worker is never taken over. Never waits: a held job whose row another 
 has locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
 this time, so a heartbeat cannot deadlock with the same worker''s jobq_complete_many, jobq_fail
 or jobq_release on another connection. Result: how many claims were renewed; a smaller number
-than asked means some claims are lost or were being acknowledged at that moment.';
+than asked means some claims are lost or were being acknowledged at that moment.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_heartbeat(text, uuid[]) FROM PUBLIC;

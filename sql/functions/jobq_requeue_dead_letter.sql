@@ -26,7 +26,7 @@ BEGIN
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;
-    PERFORM pg_catalog.pg_notify('jobq', v_queue);
+    PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;
 END;
 $$;

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(95);
+SELECT plan(98);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -21,7 +21,7 @@ SELECT functions_are('public', ARRAY[
     'jobq_configure', 'jobq_list_jobs', 'jobq_health',
     -- private helpers (granted to nobody)
     'jobq__job_error', 'jobq__backoff', 'jobq__blank', 'jobq__worker_id_error',
-    'jobq__append_error'
+    'jobq__append_error', 'jobq__channel', 'jobq__notify'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -48,7 +48,9 @@ SELECT results_eq(
     ('jobq__append_error'::text, 'errors jsonb, entry jsonb'::text, 'jsonb'::text),
     ('jobq__backoff', 'attempts integer, backoff interval', 'interval'),
     ('jobq__blank', 'value text', 'boolean'),
+    ('jobq__channel', '', 'text'),
     ('jobq__job_error', 'job_type text, queue text, idempotency_key text, max_attempts integer, priority integer', 'text'),
+    ('jobq__notify', 'queues text[]', 'integer'),
     ('jobq__worker_id_error', 'worker_id text', 'text'),
     ('jobq_complete', 'job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer', 'boolean'),
     ('jobq_complete_many', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[]', 'integer'),
@@ -114,6 +116,8 @@ SELECT isnt_definer('public', 'jobq__backoff', ARRAY['integer', 'interval']);
 SELECT isnt_definer('public', 'jobq__blank', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__worker_id_error', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__append_error', ARRAY['jsonb', 'jsonb']);
+SELECT isnt_definer('public', 'jobq__channel', ARRAY[]::name[]);
+SELECT isnt_definer('public', 'jobq__notify', ARRAY['text[]']);
 
 SELECT is_empty(
     $$SELECT p.oid::regprocedure FROM pg_proc AS p
@@ -322,6 +326,11 @@ SELECT unalike(
     pg_temp.plan_of($$SELECT jobq__backoff(g, '10 seconds') FROM generate_series(1, 2) AS g$$),
     '%jobq__backoff%',
     'jobq__backoff is inlined into its caller'
+);
+SELECT unalike(
+    pg_temp.plan_of($$SELECT jobq__channel() || g FROM generate_series(1, 2) AS g$$),
+    '%jobq__channel%',
+    'jobq__channel is inlined into its caller'
 );
 SELECT unalike(
     pg_temp.plan_of($$SELECT jobq__blank(g::text) FROM generate_series(1, 2) AS g$$),
