@@ -169,6 +169,18 @@ FROM (
 """
 
 
+# The schema of the installation: %(schema)s, or where the search_path finds jobq_enqueue.
+JOBQ_SCHEMA = """
+SELECT coalesce(
+    %(schema)s::text,
+    (SELECT n.nspname::text
+     FROM pg_catalog.pg_proc AS p
+     JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+     WHERE p.oid = pg_catalog.to_regproc('jobq_enqueue'))
+) AS schema
+"""
+
+
 def channel(schema: str) -> str:
     """The NOTIFY channel of the installation in ``schema`` (in a UTF-8 database)."""
     if schema == "public":

@@ -191,7 +191,15 @@ def migrate(ctx: click.Context, schema: str, dry_run: bool) -> None:
     if dry_run:
         click.echo(runner.render_dry_run(settings.configured_dsn(), schema), nl=False)
         return
-    applied = runner.migrate(settings.dsn(), schema=schema)
+    # the runner's warnings (who else controls the schema) as one line each on stderr
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("jobq: warning: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    runner.logger.addHandler(handler)
+    try:
+        applied = runner.migrate(settings.dsn(), schema=schema)
+    finally:
+        runner.logger.removeHandler(handler)
     if not applied:
         click.echo(f'jobq: schema "{schema}" is up to date, nothing to apply', err=True)
     for name in applied:
@@ -374,9 +382,35 @@ def stats(ctx: click.Context, schema: str | None) -> None:
 @schema_option(None)
 @click.pass_context
 def doctor(ctx: click.Context, schema: str | None) -> None:
-    """Health checks (jobq_health); exits 1 when one of them warns, for monitoring."""
-    with _settings(ctx).queue(schema) as q:
+    """Health checks (jobq_health) and an audit of the installation; exits 1 when one of them
+    warns, for monitoring.
+
+    Beyond jobq_health's checks (which include who else owns or may CREATE in the schema):
+    whether the functions installed are exactly those of this jobq's files (a body or a
+    setting changed by hand, a CREATE OR REPLACE without SECURITY DEFINER, a half-applied
+    upgrade, a jobq function no file defines).
+    """
+    from . import _sql
+    from . import migrate as runner
+    from .models import HealthRow
+
+    settings = _settings(ctx)
+    with settings.queue(schema) as q:
         rows = q.health()
+    try:
+        with psycopg.connect(settings.dsn(), autocommit=True) as conn:
+            row = conn.execute(_sql.JOBQ_SCHEMA, {"schema": schema}).fetchone()
+            where = str(row[0]) if row and row[0] else (schema or "public")
+            drift = runner.function_drift(conn, where)
+    except psycopg.Error as exc:
+        raise from_psycopg(exc) from exc
+    rows += [
+        HealthRow("function_definition", None, "warning", 1.0, f"{name} {what}")
+        for name, what in drift
+    ] or [
+        HealthRow("function_definition", None, "ok", 0.0,
+                  f"the functions in schema {where} are those of this jobq's files")
+    ]
     click.echo(
         _table(
             ["check", "queue", "severity", "detail"],

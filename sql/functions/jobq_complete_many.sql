@@ -67,6 +67,7 @@ COMMENT ON FUNCTION jobq_complete_many(uuid[], text, integer[]) IS
 (optional, an extension of the contract): one claim attempt per job id, same order; a job
 counts only while its claim is of that attempt.
 Result: how many jobs were completed; the others (not held, other attempt) are left alone.
-Errors: 22023 when attempts and job_ids differ in length, worker_id NULL, blank or longer than 200 characters.';
+Errors: 22023 when attempts and job_ids differ in length, worker_id NULL, blank or longer
+than 200 characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete_many(uuid[], text, integer[]) FROM PUBLIC;

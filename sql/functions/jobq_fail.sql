@@ -90,6 +90,7 @@ its first 10,000 characters; errors keeps the 50 most recent entries).
 With retry and attempts left: pending again, available after attempts × backoff (arithmetic,
 capped at 365 days). With no attempts left: dead_letter. With retry => false: failed.
 Result: the new status, or NULL when the claim is not held (nothing changes then).
-Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or longer than 200 characters.';
+Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or longer than 200
+characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) FROM PUBLIC;

@@ -20,7 +20,7 @@ from psycopg.conninfo import make_conninfo
 from pgq_client import InvalidArgument, PermissionDenied, Queue, grants
 from pgq_client.cli import cli
 from pgq_client.grants import declared_functions
-from pgq_client.migrate import function_files, migrate, render_dry_run
+from pgq_client.migrate import audit, function_files, migrate, render_dry_run
 
 Conn = psycopg.Connection[Any]
 _roles = itertools.count()
@@ -286,3 +286,112 @@ def test_grant_in_a_schema_gives_only_installed_functions(dsn: str, conn: Conn, 
     result = run("--dsn", dsn, "grant", role, "--as", "monitor", "--dry-run")
     assert result.exit_code == 0, result.output
     assert "jobq_stats" in result.stdout and "jobq_health" not in result.stdout
+
+
+# -- who else controls the schema: jobq migrate warns, jobq doctor reports -----------------------
+
+
+def _warnings(result: Result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("jobq: warning: ")]
+
+
+def test_migrate_and_doctor_warn_when_the_schema_belongs_to_another_role(
+    empty_dsn: str, stranger: str
+) -> None:
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA tenant AUTHORIZATION {}").format(
+            sql.Identifier(stranger)))
+    result = run("--dsn", empty_dsn, "migrate", "--schema", "tenant")
+    assert result.exit_code == 0, result.output
+    warnings = _warnings(result)
+    assert any(f"schema tenant belongs to {stranger}" in w for w in warnings), result.stderr
+    assert any("may CREATE in schema tenant" in w and stranger in w for w in warnings)
+
+    doctor = run("--dsn", empty_dsn, "doctor", "--schema", "tenant")
+    assert doctor.exit_code == 1, doctor.output
+    lines = doctor.stdout.splitlines()
+    assert any(line.startswith("schema_owner") and "warning" in line for line in lines)
+    assert any(line.startswith("schema_create") and "warning" in line for line in lines)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA tenant CASCADE")  # before the stranger who owns it is dropped
+
+
+def test_migrate_and_doctor_warn_when_others_may_create_in_the_schema(
+    empty_dsn: str, stranger: str
+) -> None:
+    migrate(empty_dsn)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")  # PostgreSQL 13/14's default
+    result = run("--dsn", empty_dsn, "migrate")
+    assert result.exit_code == 0, result.output
+    assert [w for w in _warnings(result) if "every role (PUBLIC) may CREATE in schema public" in w]
+    assert run("--dsn", empty_dsn, "doctor").exit_code == 1
+
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(
+            sql.Identifier(stranger)))
+    assert migrate_audit(empty_dsn) == [
+        f"roles other than jobq's owner may CREATE in schema public: {stranger}"
+    ]
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA public FROM {}").format(
+            sql.Identifier(stranger)))
+    quiet = run("--dsn", empty_dsn, "migrate")
+    assert quiet.exit_code == 0 and _warnings(quiet) == [], quiet.stderr
+    assert run("--dsn", empty_dsn, "doctor").exit_code == 0
+
+
+def migrate_audit(dsn: str) -> list[str]:
+    return [w.split(": anyone who controls")[0] for w in audit(dsn)]
+
+
+# -- jobq doctor: the installed functions are those of the files --------------------------------
+
+
+def _doctor_findings(dsn: str) -> tuple[int, list[str]]:
+    result = run("--dsn", dsn, "doctor")
+    return result.exit_code, [
+        line for line in result.stdout.splitlines()
+        if line.startswith("function_definition") and "warning" in line
+    ]
+
+
+def test_doctor_finds_a_function_replaced_by_hand_without_security_definer(
+    dsn: str, conn: Conn
+) -> None:
+    assert _doctor_findings(dsn) == (0, [])
+    body = conn.execute("SELECT prosrc FROM pg_proc WHERE proname = 'jobq_stats'").fetchone()[0]  # type: ignore[index]
+    conn.execute(
+        "CREATE OR REPLACE FUNCTION jobq_stats() RETURNS TABLE (queue text, job_type text, "
+        "status text, jobs bigint, oldest_available_at timestamptz) LANGUAGE sql STABLE AS "
+        + sql.quote(body)
+    )
+    code, findings = _doctor_findings(dsn)
+    assert code == 1
+    assert len(findings) == 2, findings
+    assert "jobq_stats is not SECURITY DEFINER, as its file says it is" in findings[0] + findings[1]
+    assert any("jobq_stats its settings differ" in f for f in findings)
+
+
+def test_doctor_finds_an_edited_body_a_half_applied_upgrade_and_a_stranger_function(
+    dsn: str, conn: Conn
+) -> None:
+    src = conn.execute("SELECT prosrc FROM pg_proc WHERE proname = 'jobq_prune'").fetchone()[0]  # type: ignore[index]
+    conn.execute(
+        "UPDATE pg_proc SET prosrc = %s WHERE proname = 'jobq_prune'",
+        (src.replace("interval '1000 years'", "interval '1 second'"),),
+    )
+    conn.execute(
+        "UPDATE jobq_migrations SET checksum = 'old' WHERE version = 'functions/jobq_fail'"
+    )
+    conn.execute("CREATE FUNCTION jobq_backdoor() RETURNS int LANGUAGE sql AS 'SELECT 1'")
+    conn.execute("DROP FUNCTION jobq_release")
+    code, findings = _doctor_findings(dsn)
+    assert code == 1
+    text = "\n".join(findings)
+    assert "jobq_prune its body differs from sql/functions/jobq_prune.sql" in text
+    assert "jobq_fail sql/functions/jobq_fail.sql is not applied in its current version" in text
+    assert "jobq_backdoor no file of this jobq defines it" in text
+    assert "jobq_release not installed (sql/functions/jobq_release.sql)" in text
+    assert len(findings) == 4, findings
