@@ -231,12 +231,12 @@ def _role_of(dsn: str | None) -> str:
 
 
 def _level_for(function: str) -> str:
+    """The narrowest level whose grant includes ``function`` (as its file declares)."""
     from . import grants
 
-    if function in grants.PRODUCER_FUNCTIONS:
-        return "producer"
-    if function in grants.WORKER_FUNCTIONS:
-        return "worker"
+    for level in grants.LEVELS:
+        if function in grants.declared_functions(level):
+            return level
     return "admin"
 
 
@@ -422,7 +422,15 @@ def migrate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     if dry_run:
         click.echo(runner.render_dry_run(settings.configured_dsn(), schema), nl=False)
         return
-    applied = runner.migrate(settings.dsn(), schema=schema)
+    # the runner's warnings (who else controls the schema) as one line each on stderr
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("jobq: warning: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    runner.logger.addHandler(handler)
+    try:
+        applied = runner.migrate(settings.dsn(), schema=schema)
+    finally:
+        runner.logger.removeHandler(handler)
     if as_json:
         _echo_json({"schema": schema, "applied": applied})
         return
@@ -444,21 +452,23 @@ Examples:
 @click.option(
     "--as",
     "level",
-    type=click.Choice(["producer", "worker", "admin"]),
+    type=click.Choice(["producer", "worker", "monitor", "admin"]),
     required=True,
-    help="producer: enqueue; worker: + claim and acknowledge; admin: every public function "
-    "and SELECT on the tables.",
+    help="producer: enqueue; worker: + claim and acknowledge; monitor: stats and health, "
+    "read-only; admin: every public function and SELECT on the tables.",
 )
 @click.option("--dry-run", is_flag=True, help="Print the GRANT statements instead.")
 @connection_options("public")
 @click.pass_context
 def grant(ctx: click.Context, role: str, level: str, dry_run: bool) -> None:
-    """Grant an existing ROLE what a producer, worker or admin of jobq needs."""
+    """Grant an existing ROLE what a producer, worker, monitor or admin of jobq needs."""
     from . import grants
 
-    lvl: grants.Level = (
-        "producer" if level == "producer" else ("worker" if level == "worker" else "admin")
-    )
+    lvl = next(x for x in grants.LEVELS if x == level)
+    if role.strip().lower() == "public":
+        raise click.BadParameter(
+            "PUBLIC is every role: grant a level to one role", param_hint="ROLE"
+        )
     settings = _settings(ctx)
     schema = settings.schema("public") or "public"
     if dry_run:
@@ -476,6 +486,48 @@ def grant(ctx: click.Context, role: str, level: str, dry_run: bool) -> None:
     done = grants.grant(settings.dsn(), role, lvl, schema)
     click.echo(
         f'jobq: granted {level} to "{role}" in schema "{schema}" ({len(done)} statements)', err=True
+    )
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  jobq revoke app_worker
+  jobq revoke app_worker --schema tenant_a --dry-run
+"""
+)
+@click.argument("role")
+@click.option("--dry-run", is_flag=True, help="Print the REVOKE statements instead.")
+@connection_options("public")
+@click.pass_context
+def revoke(ctx: click.Context, role: str, dry_run: bool) -> None:
+    """Take back from ROLE everything jobq grants in the schema (any level).
+
+    EXECUTE on every jobq function and every privilege on the jobq tables; USAGE on the schema
+    too when nothing but jobq lives in it. PUBLIC is accepted: it takes back what an older jobq
+    granted to PUBLIC.
+    """
+    from . import grants
+
+    settings = _settings(ctx)
+    schema = settings.schema("public") or "public"
+    if dry_run:
+        dsn = settings.configured_dsn()
+        if dsn is None:
+            click.echo(grants.render(grants.revoke_statements(role, schema)), nl=False)
+            return
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                statements = grants.revoke_plan(role, schema, conn)
+                click.echo(grants.render(statements, conn), nl=False)
+        except psycopg.Error as exc:
+            raise from_psycopg(exc) from exc
+        return
+    done = grants.revoke(settings.dsn(), role, schema)
+    click.echo(
+        f'jobq: revoked everything jobq grants from "{role}" in schema "{schema}" '
+        f"({len(done)} statements)",
+        err=True,
     )
 
 
@@ -641,9 +693,41 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 @connection_options(None)
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool) -> None:
-    """Health checks (jobq_health); exits 1 when one of them warns, for monitoring."""
-    with _settings(ctx).queue() as q:
+    """Health checks (jobq_health) and an audit of the installation; exits 1 when one of them
+    warns, for monitoring.
+
+    Beyond jobq_health's checks (which include who else owns or may CREATE in the schema):
+    whether the functions installed are exactly those of this jobq's files (a body or a
+    setting changed by hand, a CREATE OR REPLACE without SECURITY DEFINER, a half-applied
+    upgrade, a jobq function no file defines).
+    """
+    from . import _sql
+    from . import migrate as runner
+    from .models import HealthRow
+
+    settings = _settings(ctx)
+    schema = settings.schema()
+    with settings.queue() as q:
         rows = q.health()
+    try:
+        with psycopg.connect(settings.dsn(), autocommit=True) as conn:
+            row = conn.execute(_sql.JOBQ_SCHEMA, {"schema": schema}).fetchone()
+            where = str(row[0]) if row and row[0] else (schema or "public")
+            drift = runner.function_drift(conn, where)
+    except psycopg.Error as exc:
+        raise from_psycopg(exc) from exc
+    rows += [
+        HealthRow("function_definition", None, "warning", 1.0, f"{name} {what}")
+        for name, what in drift
+    ] or [
+        HealthRow(
+            "function_definition",
+            None,
+            "ok",
+            0.0,
+            f"the functions in schema {where} are those of this jobq's files",
+        )
+    ]
     ok = all(r.severity == "ok" for r in rows)
     if as_json:
         _echo_json({"ok": ok, "checks": [_health_json(r) for r in rows]})

@@ -7,7 +7,8 @@ Threads of one running :class:`Worker`:
   two, so that while jobs are waiting one claim can be under way while another's jobs are
   handed out; woken by the listener, by finished handlers, and by a poll timer (scheduled and
   retried jobs, lost notifications);
-* **listener** — one dedicated autocommit connection ``LISTEN jobq``, waiting in ``select()``
+* **listener** — one dedicated autocommit connection ``LISTEN`` on the channel of its schema's
+  installation (``jobq`` in ``public``, ``jobq.<schema>`` otherwise), waiting in ``select()``
   on its socket and a wake-up socket (so that stopping does not wait for a timeout);
 * **handlers** — ``concurrency`` threads running the job handlers;
 * **acker** — sends every finished job so far in one ``jobq_complete_many`` call (fenced by
@@ -68,6 +69,9 @@ the other are handed out, so a round trip's latency (a commit) does not idle the
 
 PREFETCH_MAX_FACTOR = 16
 """With ``prefetch=None``, at most this many jobs per handler thread wait in the worker."""
+
+MAX_BATCH_SIZE = 10_000
+"""The most jobs ``jobq_dequeue`` claims in one call (a larger batch_size is refused)."""
 
 Handler = Callable[..., object]
 """``handler(job)``, or ``handler(job, conn)`` for transactional completion."""
@@ -203,8 +207,10 @@ class Worker:
         if prefetch is not None and prefetch < 0:
             raise ValueError(f"prefetch must not be negative, got {prefetch}")
         self.prefetch = prefetch
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if batch_size is not None and not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise ValueError(
+                f"batch_size must be between 1 and {MAX_BATCH_SIZE}, got {batch_size}"
+            )
         self.batch_size = batch_size  # None: as many as there are free slots
         self._job_seconds: float | None = None  # moving average of handler run time
         self._claim_seconds = 0.005  # moving average of a claim's round trip
@@ -503,7 +509,8 @@ class Worker:
         """(jobs the next claim may ask for, how many make a claim worth it), the lock held.
         A claim is also worth it whenever a handler thread may be idle."""
         capacity = self.concurrency + self._prefetch_now()
-        largest = capacity if self.batch_size is None else min(self.batch_size, capacity)
+        largest = min(capacity if self.batch_size is None else self.batch_size, MAX_BATCH_SIZE)
+        largest = min(largest, capacity)
         free = capacity - len(self._unstarted) - len(self._running) - self._claiming
         return min(largest, free), max(1, largest // 2)
 
@@ -707,7 +714,8 @@ class Worker:
         while not self._background_stop.is_set() and not self._stop.is_set():
             try:
                 with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
-                    conn.execute(_sql.LISTEN)
+                    row = conn.execute(_sql.CHANNEL, {"schema": self.schema}).fetchone()
+                    conn.execute(_sql.listen(row[0] if row else _sql.NOTIFY_CHANNEL))
                     if backoff.failures:
                         log.info("worker %s: listening again", self.worker_id)
                     backoff.reset()
@@ -715,7 +723,12 @@ class Worker:
                     while not self._stop.is_set():
                         # Notifications already read by the client (during LISTEN) first.
                         for note in conn.notifies(timeout=0):
-                            if self.queues is None or note.payload in self.queues:
+                            # WAKE_ALL: jobs in more than 100 queues at once
+                            if (
+                                self.queues is None
+                                or note.payload in self.queues
+                                or note.payload == _sql.WAKE_ALL
+                            ):
                                 self._wake()
                         ready, _, _ = select.select([conn.fileno(), waker.fileno()], [], [], 5.0)
                         if waker.fileno() in ready:

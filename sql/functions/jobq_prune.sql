@@ -1,6 +1,7 @@
 -- jobq_prune: deletes finished jobs older than a given age. Only finished statuses may be
 -- named: deleting a pending or processing job would lose work, so those are refused rather
 -- than ignored. The age is capped at 1000 years so that now() - older_than cannot overflow.
+--! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_prune(
     older_than interval DEFAULT '7 days',

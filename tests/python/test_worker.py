@@ -385,7 +385,7 @@ def test_notify_wakes_an_idle_worker_long_before_the_poll_interval(dsn: str, con
                 count(
                     conn,
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND query = 'LISTEN jobq'",
+                    "AND query = 'LISTEN \"jobq\"'",
                 )
                 == 1
             ),
