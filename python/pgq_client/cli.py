@@ -151,13 +151,6 @@ class JobqGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("jobq: interrupted", err=True)
             code = 130
-        except Exception as exc:
-            # The runner's and embedded server's own errors (MigrationError, EmbeddedError...).
-            if type(exc).__module__.startswith("pgq_client."):
-                click.echo(f"jobq: error: {exc}", err=True)
-                code = 1
-            else:
-                raise
         if standalone_mode:
             sys.exit(code)
         return code

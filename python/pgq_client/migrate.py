@@ -20,6 +20,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from .errors import JobqError
+
 __all__ = [
     "Migration",
     "MigrationError",
@@ -33,7 +35,7 @@ _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _LOCK_NAMESPACE = "jobq.migrate:"
 
 
-class MigrationError(Exception):
+class MigrationError(JobqError):
     """A migration cannot be applied (edited after it was applied, unknown, bad file name)."""
 
 
