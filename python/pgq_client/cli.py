@@ -578,6 +578,8 @@ def worker(
         schema=schema,
     )
     w.run(burst=burst)
+    if w.aborted:  # a second Ctrl-C or SIGTERM cut the shutdown short
+        ctx.exit(130)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
