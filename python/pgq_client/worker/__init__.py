@@ -1,23 +1,13 @@
 """The Worker: claims jobs in batches, runs their handlers on threads, acknowledges them.
 
-A running Worker is ``concurrency + 2`` threads besides the one that called :meth:`Worker.run`:
-
-* the **fetcher** (:mod:`.fetcher`) LISTENs and claims, on one connection;
-* ``concurrency`` **handler threads** (:mod:`.handlers`) run the jobs in claim order;
-* the **acknowledger** (:mod:`.acker`) sends completions, failures, heartbeats and, at
-  shutdown, the release of unstarted jobs, in order, on one connection;
-* the thread of ``run()`` starts them, waits for a stop, and shuts them down in order.
-
-They share one lock (:class:`.state.Shared`); the fetcher sleeps in ``select()``, so a
-wake-up is a byte written to its socket. How many jobs to claim is :mod:`.policy`'s
-arithmetic; every retry through a lost connection is :func:`.retry.reconnecting`.
-
-Shutdown (``stop()``, SIGTERM or SIGINT when ``run()`` is on the main thread): claiming stops,
-claimed-but-unstarted jobs are released at once (``jobq_release``), running handlers get
-``shutdown_grace`` to finish, their results are sent, and ``run()`` returns. A second stop
-aborts the wait (``aborted`` is then true). A handler still running then is left alone: its
-job keeps its claim until the lock expires (heartbeats having stopped), and another worker
-takes it over.
+``concurrency + 2`` threads besides the one in :meth:`Worker.run`: the fetcher
+(:mod:`.fetcher`: LISTEN and claims), the handler threads (:mod:`.handlers`) and the
+acknowledger (:mod:`.acker`: release, completions, failures, heartbeats). They share one lock
+(:class:`.state.Shared`); :mod:`.policy` sizes the claims, :mod:`.config` checks the
+arguments, :func:`.retry.reconnecting` is every retry. ``run()`` starts them, waits for a stop
+(``stop()``, SIGTERM/SIGINT, a burst run's end or an error no retry can fix) and shuts them
+down in order: claiming stops, unstarted jobs are released, running handlers get
+``shutdown_grace``, results are sent. A second stop aborts the wait.
 """
 
 from __future__ import annotations
@@ -68,9 +58,9 @@ __all__ = [
     "default_worker_id",
 ]
 
-ACK_FLUSH_SECONDS = 10.0
+ACK_FLUSH_SECONDS = 10.0  # after the grace period, how long results may take to be sent
 FETCHER = "jobq-fetcher"  # thread names
-ACKNOWLEDGER = "jobq-acknowledger"  # after the grace period, how long results may take to be sent
+ACKNOWLEDGER = "jobq-acknowledger"
 
 
 class Worker:

@@ -294,31 +294,27 @@ class Acknowledger:
             )
 
 
+_OUTCOMES = {
+    "pending": "failed, retried in %s: %s",
+    "dead_letter": "failed on its last attempt, now dead_letter: %s",
+    "failed": "failed permanently (no retry), now failed: %s",
+}
+
+
 def _log_failure(failure: Failure, status: str | None, retried: bool) -> None:
     """Say what ``jobq_fail`` did with the attempt: its result is the job's new status."""
     job = failure.job
+    wait = duration(failure.backoff * job.attempts)  # jobq_fail waits attempts x backoff
     if status is None:
-        job_log(
-            logging.WARNING,
-            job,
-            "failure not recorded: claim lost (lock expired, taken over)%s",
-            " or recorded before the connection was lost" if retried else "",
-        )
+        why = " or recorded before the connection was lost" if retried else ""
+        job_log(logging.WARNING, job, "failure not recorded: claim lost (lock expired)%s", why)
+    elif status == "pending" and failure.requested:  # a Retry the handler asked for
+        job_log(logging.DEBUG, job, "retry requested, runs again in %s", wait)
     elif status == "pending":
-        wait = failure.backoff * job.attempts
-        if failure.requested:
-            job_log(logging.DEBUG, job, "retry requested, runs again in %s", duration(wait))
-        else:
-            job_log(logging.WARNING, job, "failed, retried in %s: %s", duration(wait),
-                    failure.summary)
-    elif status == "dead_letter":
-        job_log(logging.WARNING, job, "failed on its last attempt, now dead_letter: %s",
-                failure.summary)
-    elif status == "failed":
-        job_log(logging.WARNING, job, "failed permanently (no retry), now failed: %s",
-                failure.summary)
+        job_log(logging.WARNING, job, _OUTCOMES[status], wait, failure.summary)
     else:
-        job_log(logging.WARNING, job, "failed, now %s: %s", status, failure.summary)
+        message = _OUTCOMES.get(status, f"failed, now {status}: %s")
+        job_log(logging.WARNING, job, message, failure.summary)
 
 
 def _storable(text: str) -> str:
