@@ -845,6 +845,24 @@ def worker_role(admin_dsn: str, dsn: str) -> Iterator[str]:
         c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
 
 
+def test_a_role_without_the_worker_grants_is_told_how_to_get_them(
+    admin_dsn: str, dsn: str, conn: Conn
+) -> None:
+    name = f"jobq_producer_{os.getpid()}_{next(_roles)}"
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    try:
+        grant(dsn, name, "producer")
+        worker = Worker(make_conninfo(dsn, user=name), {"t": _noop})
+        with pytest.raises(PermissionDenied, match="jobq grant ROLE --as worker") as raised:
+            worker.run(burst=True)
+        assert "jobq_heartbeat" in str(raised.value) and raised.value.sqlstate == "42501"
+    finally:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+        with psycopg.connect(admin_dsn, autocommit=True) as c:
+            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
 def _first_claim_done(conn: Conn, user: str | None = None) -> bool:
     """The worker's fetchers have claimed once and are idle (listening)."""
     return (

@@ -30,7 +30,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from .. import _sql
-from ..errors import from_psycopg
+from ..errors import PermissionDenied, from_psycopg
 from ..models import Job
 from ..queue import resolve_dsn
 from .acker import Acknowledger
@@ -356,7 +356,12 @@ class Worker:
             link.get().execute(sql.heartbeat, {"worker_id": self.worker_id, "job_ids": []})
         except psycopg.Error as exc:
             link.close()
-            raise from_psycopg(exc) from exc
+            error = from_psycopg(exc)
+            if isinstance(error, PermissionDenied):
+                error = PermissionDenied(
+                    f"{error} (a worker's role needs `jobq grant ROLE --as worker`)"
+                )
+            raise error from exc
 
     def _transaction_pool(self, dsn: str) -> ConnectionPool[Any] | None:
         """The pool transactional handlers take their connections from (none without any)."""
