@@ -25,6 +25,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from psycopg_pool import ConnectionPool
 
 from pgq_client import (
     Job,
@@ -406,6 +407,21 @@ def test_worker_serves_only_its_queues(dsn: str, conn: Conn) -> None:
     Worker(dsn, {"t": lambda job: None}, queues=["a"]).run(burst=True)
     assert job_row(conn, a)["status"] == "succeeded"
     assert job_row(conn, b)["status"] == "pending"
+
+
+def test_worker_on_a_given_pool_with_its_own_row_factory(dsn: str, conn: Conn) -> None:
+    conn.execute("CREATE TABLE results (job_id uuid)")
+    ids = Queue(dsn).enqueue_many([{"job_type": t} for t in ("plain", "tx") * 10])
+
+    def tx(job: Job, tx_conn: Conn) -> None:
+        tx_conn.execute("INSERT INTO results VALUES (%s)", (job.id,))
+
+    kwargs = {"row_factory": psycopg.rows.dict_row, "autocommit": True}
+    with ConnectionPool(dsn, min_size=1, max_size=4, kwargs=kwargs, open=True) as pool:
+        Worker(pool, {"plain": _noop, "tx": tx}, concurrency=3).run(burst=True)
+        assert not pool.closed  # the caller's pool is left open
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == len(ids)
+    assert count(conn, "SELECT count(*) FROM results") == 10
 
 
 def test_worker_on_a_database_without_jobq_raises_not_migrated(empty_dsn: str) -> None:

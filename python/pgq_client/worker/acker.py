@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from psycopg.rows import tuple_row
+
 from .. import _sql
 from ..errors import JobqError
 from ..models import Job
@@ -150,7 +152,9 @@ class Acknowledger:
             self._link.drop_if_broken()
 
         def call() -> list[Any]:
-            return self._link.get().execute(query, params).fetchall()
+            # Tuples whatever row factory a given pool's kwargs set.
+            with self._link.get().cursor(row_factory=tuple_row) as cur:
+                return cur.execute(query, params).fetchall()
 
         rows = reconnecting(
             call,

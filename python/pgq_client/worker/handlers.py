@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from .. import _sql
@@ -156,7 +157,8 @@ class HandlerPool:
                 except BaseException as exc:
                     failure = self.failure_for(job, exc)
                     raise psycopg.Rollback() from None
-                row = conn.execute(self._sql.complete, params).fetchone()
+                with conn.cursor(row_factory=tuple_row) as cur:  # whatever the pool's factory
+                    row = cur.execute(self._sql.complete, params).fetchone()
                 if not (row and row[0]):
                     lost = True
                     raise psycopg.Rollback()
