@@ -57,6 +57,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from .errors import JobqError
+
 __all__ = [
     "FOLDED",
     "GRANT_LEVELS",
@@ -113,7 +115,7 @@ FOLDED: tuple[tuple[str, str], ...] = (
 )
 
 
-class MigrationError(Exception):
+class MigrationError(JobqError):
     """A migration cannot be applied (edited after it was applied, unknown, bad file name)."""
 
 
