@@ -121,6 +121,7 @@ BEGIN
         END IF;
         v_local := v_local + interval '1 minute';
     END LOOP;
+    RETURN NULL;
 END;
 $$;
 

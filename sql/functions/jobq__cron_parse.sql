@@ -36,7 +36,6 @@ DECLARE
     v_hi integer;
     v_bounds text[];
     v_value integer;
-    v_i integer;
 BEGIN
     IF cron IS NULL OR jobq__blank(cron) THEN
         RAISE EXCEPTION 'jobq_schedule: cron must be a non-blank cron expression'
@@ -154,8 +153,8 @@ BEGIN
         END LOOP;
     END LOOP;
 
-    v_result[6] := CASE WHEN pg_catalog.left(v_fields[3], 1) = '*' THEN 1 ELSE 0 END;
-    v_result[7] := CASE WHEN pg_catalog.left(v_fields[5], 1) = '*' THEN 1 ELSE 0 END;
+    v_result[6] := CASE WHEN pg_catalog.left(v_fields[3], 1) = '*' THEN 1::bigint ELSE 0::bigint END;
+    v_result[7] := CASE WHEN pg_catalog.left(v_fields[5], 1) = '*' THEN 1::bigint ELSE 0::bigint END;
     RETURN v_result;
 END;
 $$;
