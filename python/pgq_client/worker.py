@@ -72,6 +72,10 @@ PREFETCH_MAX_FACTOR = 16
 MAX_BATCH_SIZE = 10_000
 """The most jobs ``jobq_dequeue`` claims in one call (a larger batch_size is refused)."""
 
+TICK_INTERVAL = 5.0
+"""Seconds between two ``jobq_tick`` calls of a worker: a fire is enqueued at most this late.
+A tick with nothing due is one index look-up, and each fire is enqueued once whoever ticks."""
+
 Handler = Callable[..., object]
 """``handler(job)``, or ``handler(job, conn)`` for transactional completion."""
 
@@ -178,6 +182,7 @@ class Worker:
         heartbeat_interval: timedelta | float | None = None,
         shutdown_grace: timedelta | float = 30.0,
         retry_backoff: timedelta | float = timedelta(seconds=10),
+        tick_interval: timedelta | float | None = TICK_INTERVAL,
         worker_id: str | None = None,
         schema: str | None = None,
     ) -> None:
@@ -224,6 +229,12 @@ class Worker:
             raise ValueError("heartbeat_interval must be positive and shorter than lock_timeout")
         self.shutdown_grace = _seconds(shutdown_grace, "shutdown_grace")
         self.retry_backoff = timedelta(seconds=_seconds(retry_backoff, "retry_backoff"))
+        # None: this worker fires no schedules (pg_cron or `jobq tick` does).
+        self.tick_interval = (
+            None if tick_interval is None else _seconds(tick_interval, "tick_interval")
+        )
+        if self.tick_interval is not None and self.tick_interval <= 0:
+            raise ValueError("tick_interval must be positive (or None: no ticking)")
         self.worker_id = worker_id or default_worker_id()
         self.schema = schema
         self._sql = _sql.statements(schema)
@@ -348,6 +359,7 @@ class Worker:
             threading.Thread(target=self._ack_loop, name="jobq-acker", daemon=True),
             threading.Thread(target=self._heartbeat_loop, name="jobq-heartbeat", daemon=True),
         ]
+        ticker = threading.Thread(target=self._tick_loop, name="jobq-ticker", daemon=True)
         handler_threads = [
             threading.Thread(target=self._handler_loop, name=f"jobq-handler-{i}", daemon=True)
             for i in range(self.concurrency)
@@ -363,6 +375,8 @@ class Worker:
         try:
             for t in (*claimers, *threads, *handler_threads):
                 t.start()
+            if self.tick_interval is not None:
+                ticker.start()
             while not self._stop.wait(0.5):
                 pass
             self._shutdown(claimers, acker, handler_threads)
@@ -373,6 +387,8 @@ class Worker:
             wake.send(b"\0")
             for t in (heartbeat, listener):
                 t.join(timeout=10)
+            if ticker.is_alive():
+                ticker.join(timeout=10)
             waker.close()
             wake.close()
             if self._given_pool is None and self._pool is not None:
@@ -999,6 +1015,48 @@ class Worker:
         except psycopg.Error as exc:
             raise from_psycopg(exc) from exc
         return completions, failures
+
+    # -- schedules -----------------------------------------------------------------------------
+
+    def _tick_loop(self) -> None:
+        """Fire the due schedules (``jobq_tick``) every ``tick_interval``, on the side pool
+        and off the claim path. Every worker ticks: no leader is needed, since due schedules
+        are locked with SKIP LOCKED and each fire's job has an idempotency key. A tick that
+        fails (a role without EXECUTE on jobq_tick, a database without schedules) is logged
+        once, not at every interval, and is not fatal: the jobs still run."""
+        assert self.tick_interval is not None
+        reported = False
+        delay = 0.0  # the first tick at start, so a worker that was down fires what is due
+        while not self._background_stop.wait(delay):
+            delay = self.tick_interval
+            try:
+                rows = self._call(self._sql.tick, {})
+            except psycopg.OperationalError as exc:
+                # connection trouble: the claim and heartbeat loops report it
+                log.debug("worker %s: tick failed: %s", self.worker_id, exc)
+                continue
+            except psycopg.Error as exc:
+                if not reported:
+                    log.warning(
+                        "worker %s: cannot fire schedules (jobq_tick): %s; this worker keeps "
+                        "running jobs and tries again every %.0f s without logging it again",
+                        self.worker_id,
+                        from_psycopg(exc),
+                        self.tick_interval,
+                    )
+                    reported = True
+                continue
+            if reported:
+                log.info("worker %s: firing schedules works again", self.worker_id)
+                reported = False
+            for row in rows:
+                log.info(
+                    "worker %s: schedule %s fired for %s: job %s",
+                    self.worker_id,
+                    row["schedule"],
+                    row["fire_at"].isoformat(),
+                    row["job_id"],
+                )
 
     # -- heartbeat -----------------------------------------------------------------------------
 

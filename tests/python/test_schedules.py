@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import subprocess
 import sys
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import psycopg
+import psycopg.conninfo
 import pytest
 
-from pgq_client import InvalidArgument, Queue
+from pgq_client import InvalidArgument, Queue, Worker
 
 Conn = psycopg.Connection[Any]
 T0 = datetime(2026, 3, 7, 12, 0, tzinfo=timezone.utc)
@@ -192,3 +195,69 @@ def test_cli_schedule_set_list_delete_and_tick(dsn: str, conn: Conn) -> None:
     assert jobq(dsn, "schedule", "delete", "every").returncode == 0
     gone = jobq(dsn, "schedule", "delete", "every")
     assert gone.returncode != 0 and "no schedule named 'every'" in gone.stderr
+
+
+def test_worker_ticks_by_itself_and_runs_the_fired_job(dsn: str, conn: Conn) -> None:
+    conn.execute("SELECT jobq_schedule('yearly', '@yearly', 'report', '{\"n\": 7}')")
+    conn.execute(
+        "UPDATE jobq_schedules SET next_run_at = date_trunc('year', now() AT TIME ZONE 'UTC')"
+        " AT TIME ZONE 'UTC'"
+    )
+    ran = threading.Event()
+    seen: list[Any] = []
+
+    def report(job: Any) -> None:
+        seen.append(job.payload)
+        ran.set()
+
+    w = Worker(dsn, {"report": report}, concurrency=1, tick_interval=0.2)
+    t = threading.Thread(target=w.run)
+    t.start()
+    try:
+        assert ran.wait(60), "the worker's tick did not fire the due schedule"
+    finally:
+        w.stop()
+        t.join(30)
+    assert seen == [{"n": 7}]
+    row = conn.execute("SELECT next_run_at > now() FROM jobq_schedules").fetchone()
+    assert row == (True,)
+
+
+def test_worker_without_tick_privilege_logs_once_and_keeps_running_jobs(
+    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    role = f"jobq_sched_w_{os.getpid()}"
+    conn.execute(f"DROP ROLE IF EXISTS {role}")
+    conn.execute(f"CREATE ROLE {role} LOGIN")
+    try:
+        conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+        conn.execute(
+            f"GRANT EXECUTE ON FUNCTION jobq_dequeue, jobq_complete, jobq_complete_many, jobq_fail,"
+            f" jobq_heartbeat, jobq_release TO {role}"
+        )
+        role_dsn = psycopg.conninfo.make_conninfo(dsn, user=role)
+        conn.execute("SELECT jobq_enqueue('t')")
+        done = threading.Event()
+        w = Worker(role_dsn, {"t": lambda job: done.set()}, concurrency=1, tick_interval=0.05)
+        t = threading.Thread(target=w.run)
+        with caplog.at_level(logging.WARNING, logger="pgq_client.worker"):
+            t.start()
+            try:
+                assert done.wait(60)
+                # jobs keep running while ten more tick intervals pass
+                for _ in range(5):
+                    conn.execute("SELECT jobq_enqueue('t')")
+                    time.sleep(0.1)
+                while conn.execute(
+                    "SELECT count(*) FROM jobq_jobs WHERE status <> 'succeeded'"
+                ).fetchone() != (0,):
+                    time.sleep(0.05)
+            finally:
+                w.stop()
+                t.join(30)
+        warnings = [r for r in caplog.records if "cannot fire schedules" in r.getMessage()]
+        assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+        assert "42501" in warnings[0].getMessage() or "permission" in warnings[0].getMessage()
+    finally:
+        conn.execute(f"DROP OWNED BY {role}")
+        conn.execute(f"DROP ROLE {role}")
