@@ -55,8 +55,12 @@ BEGIN
     ] LOOP
         v_start := GREATEST(first, until - v_window);
         v_fires := '{}';
-        v_fire := CASE WHEN v_start = first THEN first
-                       ELSE jobq__cron_next(masks, jobq__cron_fires.timezone, v_start - interval '1 microsecond') END;
+        v_fire := CASE
+            WHEN v_start = first THEN first
+            ELSE jobq__cron_next(
+                masks, jobq__cron_fires.timezone, v_start - interval '1 microsecond'
+            )
+        END;
         WHILE v_fire IS NOT NULL AND v_fire <= until LOOP
             v_fires := pg_catalog.array_append(v_fires, v_fire);
             v_fire := jobq__cron_next(masks, jobq__cron_fires.timezone, v_fire);
@@ -124,7 +128,8 @@ BEGIN
             CONTINUE;
         END IF;
         IF v_next > v_hour THEN
-            v_local := pg_catalog.date_trunc('day', v_local) + pg_catalog.make_interval(hours => v_next);
+            v_local := pg_catalog.date_trunc('day', v_local)
+                + interval '1 hour' * v_next::double precision;
         END IF;
         v_minute := EXTRACT(MINUTE FROM v_local)::integer;
         v_next := NULL;
@@ -138,7 +143,8 @@ BEGIN
             v_local := pg_catalog.date_trunc('hour', v_local) + interval '1 hour';
             CONTINUE;
         END IF;
-        v_local := pg_catalog.date_trunc('hour', v_local) + pg_catalog.make_interval(mins => v_next);
+        v_local := pg_catalog.date_trunc('hour', v_local)
+            + interval '1 minute' * v_next::double precision;
 
         -- v_local matches: the instant at which that wall-clock time first comes.
         v_at := v_local AT TIME ZONE jobq__cron_next.timezone;
@@ -217,7 +223,8 @@ BEGIN
         ELSE v_expr
     END;
     IF pg_catalog.left(v_expr, 1) = '@' THEN
-        RAISE EXCEPTION 'jobq_schedule: cron shortcut % is not supported', pg_catalog.quote_literal(v_expr)
+        RAISE EXCEPTION 'jobq_schedule: cron shortcut % is not supported',
+            pg_catalog.quote_literal(v_expr)
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Shortcuts: @hourly, @daily, @weekly, @monthly, @yearly.';
     END IF;
@@ -276,7 +283,8 @@ BEGIN
                         ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'], v_bounds[v_value]
                     ) IS NOT NULL THEN
                         v_bounds[v_value] := (pg_catalog.array_position(
-                            ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'], v_bounds[v_value]
+                            ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'],
+                            v_bounds[v_value]
                         ) - 1)::text;
                     ELSE
                         RAISE EXCEPTION 'jobq_schedule: cron % field has % where a % is expected',
@@ -315,8 +323,8 @@ BEGIN
         END LOOP;
     END LOOP;
 
-    v_result[6] := CASE WHEN pg_catalog.left(v_fields[3], 1) = '*' THEN 1::bigint ELSE 0::bigint END;
-    v_result[7] := CASE WHEN pg_catalog.left(v_fields[5], 1) = '*' THEN 1::bigint ELSE 0::bigint END;
+    v_result[6] := CASE WHEN pg_catalog.left(v_fields[3], 1) = '*' THEN 1 ELSE 0 END::bigint;
+    v_result[7] := CASE WHEN pg_catalog.left(v_fields[5], 1) = '*' THEN 1 ELSE 0 END::bigint;
     RETURN v_result;
 END;
 $_$;
@@ -1595,7 +1603,8 @@ BEGIN
         RAISE EXCEPTION 'jobq_schedule: payload is % bytes, the limit is % bytes', v_size, v_limit
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
-    IF jobq_schedule.catch_up IS NULL OR jobq_schedule.catch_up NOT IN ('skip', 'latest', 'all') THEN
+    IF jobq_schedule.catch_up IS NULL
+       OR jobq_schedule.catch_up NOT IN ('skip', 'latest', 'all') THEN
         RAISE EXCEPTION 'jobq_schedule: catch_up must be skip, latest or all, got %',
             coalesce(pg_catalog.quote_literal(jobq_schedule.catch_up), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';

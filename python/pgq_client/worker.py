@@ -1026,7 +1026,9 @@ class Worker:
         once, not at every interval, and is not fatal: the jobs still run."""
         assert self.tick_interval is not None
         reported = False
-        delay = 0.0  # the first tick at start, so a worker that was down fires what is due
+        # The first tick one interval after start, not at once: at start the pool's first
+        # connections are for the claimers.
+        delay = self.tick_interval
         while not self._background_stop.wait(delay):
             delay = self.tick_interval
             try:

@@ -6,15 +6,14 @@
 -- recent 1,000. So the fires are listed in a window that ends at `until` and grows (an hour,
 -- a day, a week, a month, a year, ten years) until it holds `max_fires` of them or reaches
 -- back to `first`: the work is about the number of fires wanted, not the number missed.
---! requires: jobq__cron_next
 
 CREATE OR REPLACE FUNCTION jobq__cron_fires(
-    masks bigint [],
+    masks bigint[],
     timezone text,
     first timestamptz,
     until timestamptz,
     max_fires integer
-) RETURNS timestamptz []
+) RETURNS timestamptz[]
 LANGUAGE plpgsql
 STABLE
 PARALLEL SAFE
@@ -33,8 +32,12 @@ BEGIN
     ] LOOP
         v_start := GREATEST(first, until - v_window);
         v_fires := '{}';
-        v_fire := CASE WHEN v_start = first THEN first
-                       ELSE jobq__cron_next(masks, jobq__cron_fires.timezone, v_start - interval '1 microsecond') END;
+        v_fire := CASE
+            WHEN v_start = first THEN first
+            ELSE jobq__cron_next(
+                masks, jobq__cron_fires.timezone, v_start - interval '1 microsecond'
+            )
+        END;
         WHILE v_fire IS NOT NULL AND v_fire <= until LOOP
             v_fires := pg_catalog.array_append(v_fires, v_fire);
             v_fire := jobq__cron_next(masks, jobq__cron_fires.timezone, v_fire);
@@ -48,9 +51,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobq__cron_fires(bigint [], text, timestamptz, timestamptz, integer) IS
+COMMENT ON FUNCTION jobq__cron_fires(bigint[], text, timestamptz, timestamptz, integer) IS
 'Private. The last max_fires fire times between first (a fire time) and until, both
 included, oldest first; the cost grows with max_fires, not with the number of fires.';
 
-REVOKE EXECUTE ON FUNCTION jobq__cron_fires(bigint [], text, timestamptz, timestamptz, integer)
+REVOKE EXECUTE ON FUNCTION jobq__cron_fires(bigint[], text, timestamptz, timestamptz, integer)
 FROM PUBLIC;

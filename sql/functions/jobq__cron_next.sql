@@ -17,7 +17,7 @@
 --     `after` is passed over (the walk never goes back in wall-clock time).
 
 CREATE OR REPLACE FUNCTION jobq__cron_next(
-    masks bigint [],
+    masks bigint[],
     timezone text,
     after timestamptz
 ) RETURNS timestamptz
@@ -73,7 +73,8 @@ BEGIN
             CONTINUE;
         END IF;
         IF v_next > v_hour THEN
-            v_local := pg_catalog.date_trunc('day', v_local) + pg_catalog.make_interval(hours => v_next);
+            v_local := pg_catalog.date_trunc('day', v_local)
+                + interval '1 hour' * v_next::double precision;
         END IF;
         v_minute := EXTRACT(MINUTE FROM v_local)::integer;
         v_next := NULL;
@@ -87,7 +88,8 @@ BEGIN
             v_local := pg_catalog.date_trunc('hour', v_local) + interval '1 hour';
             CONTINUE;
         END IF;
-        v_local := pg_catalog.date_trunc('hour', v_local) + pg_catalog.make_interval(mins => v_next);
+        v_local := pg_catalog.date_trunc('hour', v_local)
+            + interval '1 minute' * v_next::double precision;
 
         -- v_local matches: the instant at which that wall-clock time first comes.
         v_at := v_local AT TIME ZONE jobq__cron_next.timezone;
@@ -125,9 +127,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobq__cron_next(bigint [], text, timestamptz) IS
+COMMENT ON FUNCTION jobq__cron_next(bigint[], text, timestamptz) IS
 'Private. The first fire time strictly after `after` of the cron masks (jobq__cron_parse) in
 wall-clock time of `timezone`; a time skipped by daylight saving fires at the end of the gap, a
 repeated one once (its first occurrence). NULL when nothing fires within ten years.';
 
-REVOKE EXECUTE ON FUNCTION jobq__cron_next(bigint [], text, timestamptz) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq__cron_next(bigint[], text, timestamptz) FROM PUBLIC;

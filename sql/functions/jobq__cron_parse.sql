@@ -16,7 +16,7 @@
 -- Bit masks rather than arrays: the next-fire walk tests a bit with exact-type bigint
 -- operators (no polymorphic array operator to qualify), and the result is one small value.
 
-CREATE OR REPLACE FUNCTION jobq__cron_parse(cron text) RETURNS bigint []
+CREATE OR REPLACE FUNCTION jobq__cron_parse(cron text) RETURNS bigint[]
 LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
@@ -55,7 +55,8 @@ BEGIN
         ELSE v_expr
     END;
     IF pg_catalog.left(v_expr, 1) = '@' THEN
-        RAISE EXCEPTION 'jobq_schedule: cron shortcut % is not supported', pg_catalog.quote_literal(v_expr)
+        RAISE EXCEPTION 'jobq_schedule: cron shortcut % is not supported',
+            pg_catalog.quote_literal(v_expr)
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Shortcuts: @hourly, @daily, @weekly, @monthly, @yearly.';
     END IF;
@@ -114,7 +115,8 @@ BEGIN
                         ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'], v_bounds[v_value]
                     ) IS NOT NULL THEN
                         v_bounds[v_value] := (pg_catalog.array_position(
-                            ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'], v_bounds[v_value]
+                            ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'],
+                            v_bounds[v_value]
                         ) - 1)::text;
                     ELSE
                         RAISE EXCEPTION 'jobq_schedule: cron % field has % where a % is expected',
@@ -153,8 +155,8 @@ BEGIN
         END LOOP;
     END LOOP;
 
-    v_result[6] := CASE WHEN pg_catalog.left(v_fields[3], 1) = '*' THEN 1::bigint ELSE 0::bigint END;
-    v_result[7] := CASE WHEN pg_catalog.left(v_fields[5], 1) = '*' THEN 1::bigint ELSE 0::bigint END;
+    v_result[6] := CASE WHEN pg_catalog.left(v_fields[3], 1) = '*' THEN 1 ELSE 0 END::bigint;
+    v_result[7] := CASE WHEN pg_catalog.left(v_fields[5], 1) = '*' THEN 1 ELSE 0 END::bigint;
     RETURN v_result;
 END;
 $$;

@@ -3,7 +3,8 @@
 -- read: the cron expression (jobq__cron_parse, which also must fire within ten years), the
 -- time zone (a name of the IANA database as pg_timezone_names lists it: abbreviations such as
 -- 'CEST' and POSIX strings such as 'UTC+3', which AT TIME ZONE would accept, are refused;
--- the query reads the zone files, some tens of milliseconds, here only), the job's arguments with jobq_enqueue's words, and the payload limit.
+-- the query reads the zone files, some tens of milliseconds, here only), the job's
+-- arguments with jobq_enqueue's words, and the payload limit.
 --
 -- Replacing keeps next_run_at when the timing (cron and timezone) is unchanged and the
 -- schedule stays active, so that a fire that is due but not yet ticked still fires (with the
@@ -74,7 +75,8 @@ BEGIN
         RAISE EXCEPTION 'jobq_schedule: payload is % bytes, the limit is % bytes', v_size, v_limit
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
-    IF jobq_schedule.catch_up IS NULL OR jobq_schedule.catch_up NOT IN ('skip', 'latest', 'all') THEN
+    IF jobq_schedule.catch_up IS NULL
+       OR jobq_schedule.catch_up NOT IN ('skip', 'latest', 'all') THEN
         RAISE EXCEPTION 'jobq_schedule: catch_up must be skip, latest or all, got %',
             coalesce(pg_catalog.quote_literal(jobq_schedule.catch_up), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';

@@ -7,7 +7,7 @@
 -- fire time (an instant); a tick with nothing due is one look-up in jobq_schedules_due_idx.
 
 CREATE TABLE jobq_schedules (
-    name text NOT NULL,
+    name text NOT NULL,  -- noqa: RF04
     cron text NOT NULL,
     timezone text NOT NULL DEFAULT 'UTC',
     job_type text NOT NULL,
