@@ -336,9 +336,10 @@ class Worker:
         else:
             self._pool = ConnectionPool(
                 dsn,
-                # claimers, acker, heartbeat; handlers' transactions (listener: its own)
+                # claimers, acker, heartbeat; handlers' transactions (listener: its own); one
+                # more for the ticker, so that a tick never makes a claim wait for a connection
                 min_size=CLAIMERS + 2,
-                max_size=self.concurrency + CLAIMERS + 2,
+                max_size=self.concurrency + CLAIMERS + 2 + (self.tick_interval is not None),
                 kwargs={"autocommit": True},
                 name=f"jobq-worker-{self.worker_id}",
                 timeout=5.0,
