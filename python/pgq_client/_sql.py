@@ -146,6 +146,36 @@ HEALTH = """
 SELECT check_name, queue, severity, value, detail FROM {schema}jobq_health()
 """
 
+SCHEDULE = """
+SELECT {schema}jobq_schedule(
+    name => %(name)s::text,
+    cron => %(cron)s::text,
+    job_type => %(job_type)s::text,
+    payload => %(payload)s::jsonb,
+    timezone => %(timezone)s::text,
+    queue => %(queue)s::text,
+    priority => %(priority)s::int,
+    max_attempts => %(max_attempts)s::int,
+    catch_up => %(catch_up)s::text,
+    paused => %(paused)s::boolean
+) AS next_run_at
+"""
+
+UNSCHEDULE = """
+SELECT {schema}jobq_unschedule(name => %(name)s::text) AS deleted
+"""
+
+SCHEDULES = """
+SELECT name, cron, timezone, job_type, payload, queue, priority, max_attempts, catch_up, paused,
+       next_run_at, next_run_local, created_at, updated_at
+FROM {schema}jobq_schedules()
+ORDER BY name
+"""
+
+TICK = """
+SELECT schedule, fire_at, job_id FROM {schema}jobq_tick() ORDER BY schedule, fire_at
+"""
+
 # NOTIFY: each installation has its own channel (jobq__channel in SQL): jobq for schema public,
 # jobq.<schema> for a schema of at most 58 bytes (a channel name holds 63), else jobq# and the
 # hex SHA-224 of the schema name in UTF-8. The payload is a queue name, or WAKE_ALL when one
@@ -274,6 +304,10 @@ class Statements:
         self.prune = _render(PRUNE, schema)
         self.configure = _render(CONFIGURE, schema)
         self.health = _render(HEALTH, schema)
+        self.schedule = _render(SCHEDULE, schema)
+        self.unschedule = _render(UNSCHEDULE, schema)
+        self.schedules = _render(SCHEDULES, schema)
+        self.tick = _render(TICK, schema)
 
 
 @cache

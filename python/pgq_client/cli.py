@@ -21,9 +21,9 @@ import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 import click
 import psycopg
@@ -1039,6 +1039,160 @@ class Duration(click.ParamType):  # type: ignore[type-arg]
             return parse_duration(str(value))
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+
+
+_UTC = timezone.utc
+
+
+# -- schedules ---------------------------------------------------------------------------------
+
+
+@cli.group(
+    "schedule",
+    epilog="""\b
+Examples:
+  jobq schedule set nightly-report '30 2 * * *' report --timezone America/New_York
+  jobq schedule list --json
+  jobq schedule delete nightly-report
+""",
+)
+@connection_options(None)
+def schedule() -> None:
+    """Periodic jobs: cron schedules kept in the database, fired by every Worker's tick."""
+
+
+@schedule.command("set")
+@click.argument("name")
+@click.argument("cron")
+@click.argument("job_type", metavar="TYPE")
+@click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
+@click.option("--timezone", default="UTC", show_default=True, help="IANA zone of the cron times.")
+@click.option("--queue", default="default", show_default=True)
+@click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
+@click.option("--max-attempts", type=int, default=5, show_default=True)
+@click.option(
+    "--catch-up",
+    type=click.Choice(["skip", "latest", "all"]),
+    default="latest",
+    show_default=True,
+    help="Fires nobody ticked in time: none, the most recent, or each (1,000 at most).",
+)
+@click.option("--paused", is_flag=True, help="Create or keep it paused (fires nothing).")
+@connection_options(None)
+@click.pass_context
+def schedule_set(
+    ctx: click.Context,
+    name: str,
+    cron: str,
+    job_type: str,
+    payload: str | None,
+    timezone: str,
+    queue: str,
+    priority: int,
+    max_attempts: int,
+    catch_up: Literal["skip", "latest", "all"],
+    paused: bool,
+) -> None:
+    """Create or replace schedule NAME: a job of TYPE at each CRON time; prints the next fire.
+
+    CRON is five fields (minute hour day-of-month month day-of-week), quoted, or @hourly,
+    @daily, @weekly, @monthly, @yearly.
+    """
+    data = parse_payload(payload)
+    with _settings(ctx).queue() as q:
+        next_run_at = q.schedule(
+            name,
+            cron,
+            job_type,
+            data,
+            timezone=timezone,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            catch_up=catch_up,
+            paused=paused,
+        )
+    click.echo(f"{name}: next fire {_when(next_run_at.astimezone(_UTC))}")
+
+
+@schedule.command("list")
+@json_option
+@connection_options(None)
+@click.pass_context
+def schedule_list(ctx: click.Context, as_json: bool) -> None:
+    """List the schedules with their next fire, in their own time zone and in UTC."""
+    with _settings(ctx).queue() as q:
+        rows = q.schedules()
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "name": r.name,
+                        "cron": r.cron,
+                        "timezone": r.timezone,
+                        "job_type": r.job_type,
+                        "payload": r.payload,
+                        "queue": r.queue,
+                        "priority": r.priority,
+                        "max_attempts": r.max_attempts,
+                        "catch_up": r.catch_up,
+                        "paused": r.paused,
+                        "next_run_local": r.next_run_local.isoformat(),
+                        "next_run_utc": r.next_run_at.astimezone(_UTC).isoformat(),
+                    }
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
+        return
+    if not rows:
+        click.echo("no schedules")
+        return
+    click.echo(
+        _table(
+            ["name", "cron", "timezone", "job_type", "catch_up", "paused", "next (local)",
+             "next (UTC)"],
+            [
+                (
+                    r.name,
+                    r.cron,
+                    r.timezone,
+                    r.job_type,
+                    r.catch_up,
+                    "yes" if r.paused else "",
+                    r.next_run_local.isoformat(sep=" ", timespec="seconds"),
+                    _when(r.next_run_at.astimezone(_UTC)),
+                )
+                for r in rows
+            ],
+        )
+    )
+
+
+@schedule.command("delete")
+@click.argument("name")
+@connection_options(None)
+@click.pass_context
+def schedule_delete(ctx: click.Context, name: str) -> None:
+    """Delete schedule NAME (jobs it already enqueued stay)."""
+    with _settings(ctx).queue() as q:
+        if not q.unschedule(name):
+            _fail(f"no schedule named {name!r}; nothing changed")
+    click.echo(f"deleted {name}")
+
+
+@cli.command()
+@connection_options(None)
+@click.pass_context
+def tick(ctx: click.Context) -> None:
+    """Fire the due schedules now, for pg_cron or a system timer (Workers tick by themselves)."""
+    with _settings(ctx).queue() as q:
+        fires = q.tick()
+    for f in fires:
+        click.echo(f"{f.schedule}  {_when(f.fire_at.astimezone(_UTC))}  {f.job_id}")
+    click.echo(f"{len(fires)} fires enqueued")
 
 
 @cli.command(

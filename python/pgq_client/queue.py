@@ -23,7 +23,7 @@ from psycopg_pool import ConnectionPool
 from . import _sql
 from ._secrets import is_conninfo_error
 from .errors import InvalidArgument, JobqError, NotMigrated, SerializationFailure, from_psycopg
-from .models import HealthRow, Job, StatsRow, job_row
+from .models import Fire, HealthRow, Job, Schedule, StatsRow, job_row
 
 __all__ = ["Connectable", "Queue", "resolve_dsn"]
 
@@ -485,3 +485,65 @@ class Queue:
     def health(self) -> list[HealthRow]:
         """Health findings (stuck jobs, waiting time, dead letters, VACUUM blockers)."""
         return [HealthRow.from_row(row) for row in self._run(self._sql.health, {})]
+
+    # -- schedules ----------------------------------------------------------------------------
+
+    def schedule(
+        self,
+        name: str,
+        cron: str,
+        job_type: str,
+        payload: Any = None,
+        *,
+        timezone: str = "UTC",
+        queue: str = "default",
+        priority: int = 0,
+        max_attempts: int = 5,
+        catch_up: Literal["skip", "latest", "all"] = "latest",
+        paused: bool = False,
+    ) -> datetime:
+        """Create or replace the periodic job ``name`` and return its next fire time.
+
+        ``cron`` has five fields (minute hour day-of-month month day-of-week) or is an
+        ``@hourly``/``@daily``/``@weekly``/``@monthly``/``@yearly`` shortcut, read as wall-clock
+        time in the IANA ``timezone``. ``catch_up`` says what a tick does with fires nobody
+        ticked in time: ``skip`` none, ``latest`` the most recent, ``all`` each (1,000 at most).
+        A bad cron, zone or policy raises :class:`InvalidArgument` (22023) naming it.
+        """
+        check_text(name, "name")
+        check_text(job_type, "job_type")
+        check_text(queue, "queue")
+        if payload is not None and not isinstance(payload, Mapping):
+            raise InvalidArgument(
+                f"payload must be a JSON object, got {type(payload).__name__}: "
+                "wrap the value in a dict"
+            )
+        params = {
+            "name": name,
+            "cron": cron,
+            "job_type": job_type,
+            "payload": dump_json({} if payload is None else payload, "payload"),
+            "timezone": timezone,
+            "queue": queue,
+            "priority": priority,
+            "max_attempts": max_attempts,
+            "catch_up": catch_up,
+            "paused": paused,
+        }
+        next_run_at: datetime = self._run(self._sql.schedule, params)[0]["next_run_at"]
+        return next_run_at
+
+    def unschedule(self, name: str) -> bool:
+        """Delete the schedule ``name``; whether it existed. Jobs it enqueued stay."""
+        return bool(self._run(self._sql.unschedule, {"name": name})[0]["deleted"])
+
+    def schedules(self) -> list[Schedule]:
+        """Every schedule, by name, with its next fire (an instant and local wall-clock time)."""
+        return [Schedule.from_row(row) for row in self._run(self._sql.schedules, {})]
+
+    def tick(self) -> list[Fire]:
+        """Fire the due schedules now (``jobq_tick``): one row per fire enqueued.
+
+        Workers tick by themselves; this is for setups without a Worker (cron, a system timer).
+        """
+        return [Fire(**row) for row in self._run(self._sql.tick, {})]

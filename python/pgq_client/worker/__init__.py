@@ -91,6 +91,7 @@ class Worker:
         worker_id: str | None = None,
         schema: str | None = None,
         summary_interval: timedelta | float | None = 60.0,
+        tick_interval: timedelta | float | None = 5.0,
     ) -> None:
         if isinstance(queues, str):
             raise TypeError("queues must be a list of queue names, not a string")
@@ -113,6 +114,9 @@ class Worker:
             schema=schema,
             summary_interval=(
                 None if summary_interval is None else seconds(summary_interval, "summary_interval")
+            ),
+            tick_interval=(
+                None if tick_interval is None else seconds(tick_interval, "tick_interval")
             ),
         )
         self._given_pool: ConnectionPool[Any] | None = None
