@@ -63,7 +63,13 @@ EMBEDDED_COMMANDS = ("python -m pgq_client.embedded", "jobq embedded")
 ILLUSTRATIVE: set[str] = set()
 
 # Roles the docs name; each is created for the run (with a unique name) and granted its level.
-ROLES = {"app_producer": "producer", "app_worker": "worker", "app_admin": "admin"}
+ROLES = {
+    "app_producer": "producer",
+    "app_worker": "worker",
+    "app_admin": "admin",
+    "app_api": "producer",  # docs/security.md
+    "exporter": "monitor",
+}
 _run = itertools.count()
 
 
@@ -195,6 +201,7 @@ def world(admin_dsn: str, template_db: str) -> Iterator[World]:
             c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
     dsn = make_conninfo(admin_dsn, dbname=name)
     migrate(dsn, schema="tenant_a")
+    migrate(dsn, schema="jobq")  # the schema of docs/security.md's install
     from pgq_client import grants
 
     for doc, role in roles.items():
