@@ -27,6 +27,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from .. import _sql
@@ -199,7 +200,9 @@ class Worker:
     def _listen(self, conn: psycopg.Connection[Any]) -> None:
         """LISTEN on the channel of this worker's installation (``jobq`` in ``public``,
         ``jobq.<schema>`` otherwise: the server names it, as jobq's functions do)."""
-        row = conn.execute(_sql.CHANNEL, {"schema": self.config.schema}).fetchone()
+        # tuple rows whatever row factory a given pool's kwargs set
+        with conn.cursor(row_factory=tuple_row) as cur:
+            row = cur.execute(_sql.CHANNEL, {"schema": self.config.schema}).fetchone()
         conn.execute(_sql.listen(row[0] if row else _sql.NOTIFY_CHANNEL))
 
     def _run(self, burst: bool) -> None:
