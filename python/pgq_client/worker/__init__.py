@@ -387,7 +387,7 @@ class Worker:
             return self._given_pool
         pool: ConnectionPool[Any] = ConnectionPool(
             dsn,
-            min_size=1,
+            min_size=min(self.config.concurrency, 4),  # opened in the background, at start
             max_size=self.config.concurrency,
             kwargs={"autocommit": True},
             name=f"jobq-worker-{self.worker_id}",

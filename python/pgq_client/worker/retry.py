@@ -28,7 +28,7 @@ _TRANSIENT = _SERVER_GONE | {"57014", "40001", "40P01", "55P03"}
 
 
 class GaveUp(Exception):
-    """A retried call was abandoned (shutting down, or asked to hurry): nothing was done."""
+    """A retried call was abandoned (shutting down, or asked to hurry)."""
 
 
 def connection_lost(exc: BaseException) -> bool:
