@@ -191,6 +191,20 @@ class Fx:
 
         return self.wait_for(f"job {job_id} to start attempt {attempt}", probe, timeout)
 
+    def wait_listening(self, workers: int, timeout: float = 60.0) -> None:
+        """Wait until ``workers`` worker processes have their listener up (LISTEN is the last
+        step of a worker's start), so that a test's timing starts with running workers, not
+        with a Python interpreter still starting on a busy machine."""
+        self.wait_for(
+            f"{workers} worker(s) to LISTEN",
+            lambda: self.one(
+                "SELECT count(*) >= %(n)s FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name = 'fx-worker' AND query LIKE 'LISTEN %%'",
+                {"n": workers},
+            ) or None,
+            timeout,
+        )
+
     def wait_for(
         self, what: str, probe: Callable[[], T | None], timeout: float = 60.0,
         interval: float = 0.05,

@@ -170,6 +170,7 @@ def test_terminating_every_worker_connection_every_2s_loses_and_repeats_no_effec
     # A short lock timeout: a claim whose reply was cut off (committed, never received) is
     # taken over after 8 s rather than after minutes. Heartbeats (every 8/3 s) keep live ones.
     workers = [fx.spawn(f"w{k}", "--lock-timeout", "8", concurrency=4) for k in range(2)]
+    fx.wait_listening(2)  # every round then has connections to terminate
     ids: list[uuid.UUID] = []
     stop = threading.Event()
     errors: list[BaseException] = []

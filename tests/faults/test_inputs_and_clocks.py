@@ -264,6 +264,7 @@ def test_worker_with_a_wrong_wall_clock_changes_nothing(fx: Fx, skew: int) -> No
     # S serves every queue, the held job's too: it would take the claim over if it judged the
     # lock's age by its own clock.
     fx.spawn("S", "--lock-timeout", "30", env={"FX_CLOCK_SKEW": str(skew)})
+    fx.wait_listening(2)  # S is up: the 2 s below are S's, not its interpreter's start
     ready = fx.enqueue_many([{"job_type": "fx"} for _ in range(20)])
     scheduled = fx.one("SELECT jobq_enqueue('fx', run_at => now() + interval '2 seconds')")
     fx.wait_for("S to run the jobs available now", lambda: fx.one(
