@@ -479,11 +479,13 @@ def test_every_command_and_group_takes_dsn_and_schema() -> None:
 
 @pytest.fixture
 def tenant_dsn(empty_dsn: str) -> str:
-    """A database where jobq lives only in schema tenant_x, with one dead_letter job."""
+    """A database where jobq lives only in schema tenant_x, with one dead_letter job and one
+    schedule."""
     from pgq_client.migrate import migrate
 
     migrate(empty_dsn, schema="tenant_x")
     with Queue(empty_dsn, schema="tenant_x") as q:
+        q.schedule("nightly", "30 2 * * *", "report")  # for `schedule delete`
         q.enqueue("ocr", {"n": 1}, max_attempts=1)
         (job,) = q.dequeue("w")
         q.fail(job.id, "w", "boom")
