@@ -23,6 +23,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from .errors import JobqError, from_psycopg
+from .models import FINISHED_STATUSES
 from .queue import DSN_SOURCES, Queue, check_aware, resolve_dsn
 
 __all__ = ["cli", "main"]
@@ -435,7 +436,7 @@ def dead_letter_requeue(
     "--status",
     "statuses",
     multiple=True,
-    type=click.Choice(["succeeded", "failed", "dead_letter"]),
+    type=click.Choice(FINISHED_STATUSES),
     help="Finished status to prune (repeatable; default: succeeded).",
 )
 @schema_option(None)

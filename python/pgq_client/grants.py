@@ -1,7 +1,8 @@
 """``jobq grant``: the GRANT statements that give an existing role one of the three jobq roles.
 
 * producer: EXECUTE on ``jobq_enqueue``, ``jobq_enqueue_many``;
-* worker: a producer's, plus claiming and acknowledging (``jobq_dequeue`` ... ``jobq_release``);
+* worker: a producer's, plus claiming and acknowledging (``jobq_dequeue`` ... ``jobq_release``,
+  ``jobq_fail_many`` included);
 * admin: every public ``jobq_*`` function (never the private ``jobq__*`` helpers), and SELECT
   on the tables, ``jobq_migrations`` included.
 
@@ -43,6 +44,7 @@ WORKER_FUNCTIONS = (
     "jobq_complete",
     "jobq_complete_many",
     "jobq_fail",
+    "jobq_fail_many",
     "jobq_heartbeat",
     "jobq_release",
 )

@@ -955,7 +955,7 @@ class Worker:
                         self._held.pop(job.id, None)
                 completions = []
             if failures:
-                # All failures so far in one round trip (one jobq_fail call per job).
+                # All failures so far in one statement (jobq_fail_many: a row per job, in order).
                 rows = self._call_on_held(
                     self._sql.fail_many,
                     {

@@ -2,8 +2,8 @@
 -- existing idempotency key returns the existing job's id instead (see the loop below for why
 -- that is race-free). Wakes idle workers with NOTIFY jobq when the job is available now.
 --
--- The validation is jobq__job_error's, shared with jobq_enqueue_many. The payload limit is
--- read from jobq_settings, so a producer cannot raise it for itself.
+-- The validation is jobq__job_argument_problem's, shared with jobq_enqueue_many. The payload
+-- limit is read from jobq_settings, so a producer cannot raise it for itself.
 
 CREATE OR REPLACE FUNCTION jobq_enqueue(
     job_type text,
@@ -28,7 +28,7 @@ DECLARE
     v_limit integer;
     v_id uuid;
 BEGIN
-    v_error := jobq__job_error(
+    v_error := jobq__job_argument_problem(
         jobq_enqueue.job_type, jobq_enqueue.queue, jobq_enqueue.idempotency_key,
         jobq_enqueue.max_attempts, jobq_enqueue.priority
     );
@@ -100,7 +100,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text) IS
-'Adds a pending job and returns its id.
+'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (jsonb, not NULL, at most
 max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars), max_attempts
 (1-1000), run_at (not claimed before; NULL = now; must be finite), priority (-1000000..1000000,

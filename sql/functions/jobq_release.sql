@@ -37,9 +37,12 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_release(uuid[], text) IS
-'Gives back those of job_ids that worker_id claimed but never started (a worker shutting
-down with prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
+'Gives back jobs that the worker claimed but never started (a worker shutting down with
+prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
 cleared, no error recorded; other workers are woken (NOTIFY jobq). Jobs it does not hold are
-left alone. Result: how many were released.';
+left alone.
+Arguments: job_ids (the jobs), worker_id (the worker that claimed them).
+Result: how many jobs were released.
+Errors: none.';
 
 REVOKE EXECUTE ON FUNCTION jobq_release(uuid[], text) FROM PUBLIC;

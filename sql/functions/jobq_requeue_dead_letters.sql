@@ -40,7 +40,10 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_requeue_dead_letters(text, text) IS
-'Makes every dead_letter or failed job (of job_type and queue, when given; NULL = any) pending
-again, as jobq_requeue_dead_letter does. Result: how many were requeued.';
+'Makes every dead_letter or failed job pending again, as jobq_requeue_dead_letter does,
+in one statement, with one NOTIFY jobq per queue that got jobs back.
+Arguments: job_type (NULL = any), queue (NULL = any).
+Result: how many jobs were requeued.
+Errors: none.';
 
 REVOKE EXECUTE ON FUNCTION jobq_requeue_dead_letters(text, text) FROM PUBLIC;
