@@ -16,6 +16,7 @@ import psycopg
 
 __all__ = [
     "ConnectionFailed",
+    "IncompatibleSchema",
     "InvalidArgument",
     "JobqError",
     "NotMigrated",
@@ -76,6 +77,11 @@ class NotMigrated(JobqError):
     """
 
     sqlstate = "42883"
+
+
+class IncompatibleSchema(JobqError):
+    """The schema has a breaking change (a migration marked ``--! breaking-change``) that this
+    client does not have: it was migrated by a newer jobq. Upgrade the client package."""
 
 
 class SerializationFailure(JobqError):

@@ -55,6 +55,7 @@ from psycopg_pool import ConnectionPool
 
 from . import _sql
 from .errors import JobqError, PermanentError, Retry, from_psycopg
+from .migrate import check_compatible
 from .models import Job, job_row
 from .queue import resolve_dsn
 
@@ -435,9 +436,11 @@ class Worker:
         return self._dsn
 
     def _check_database(self, dsn: str) -> None:
-        """Fail fast when the database is unreachable, not migrated, or not ours to work."""
+        """Fail fast when the database is unreachable, not migrated, not ours to work, or has a
+        breaking change that this client does not know."""
         try:
             with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+                check_compatible(conn, self.schema)
                 conn.execute(self._sql.heartbeat, {"worker_id": self.worker_id, "job_ids": []})
         except psycopg.Error as exc:
             raise from_psycopg(exc) from exc
