@@ -839,6 +839,7 @@ jobq when the job is available again at once (backoff 0).';
 CREATE FUNCTION public.jobq_fail_many(job_ids uuid[], worker_id text, errors text[], retries boolean[] DEFAULT NULL::boolean[], backoffs interval[] DEFAULT NULL::interval[], attempts integer[] DEFAULT NULL::integer[]) RETURNS TABLE(ord integer, job_id uuid, status text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_count integer := coalesce(pg_catalog.cardinality(jobq_fail_many.job_ids), 0);
@@ -979,7 +980,9 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_fail_many(job_ids uuid[], worker_id text, errors text[], retries boolean[], backoffs interval[], attempts integer[]) IS 'Records a failed attempt of each of the jobs that the worker still holds, in one
 statement, with the same fencing and outcome per job as jobq_fail. A job id given twice counts
-once, for its first element.
+once, for its first element. Runs with enable_seqscan = off (for this function only; the
+caller keeps its own setting): each job is found by its primary key whatever the statistics
+say.
 Arguments: job_ids (the jobs), worker_id (the worker that claimed them), errors (one error
 text per job, same order; a NULL element is stored as an empty text), retries (one flag per
 job; NULL = all true), backoffs (one interval >= 0 per job; NULL = all 10 seconds), attempts
