@@ -48,6 +48,38 @@ $$;
 COMMENT ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) IS 'Private. Returns the first problem with one job''s arguments (a message naming the
 argument), or NULL.';
 
+CREATE FUNCTION public.jobq__uuid_v7() RETURNS uuid
+    LANGUAGE sql PARALLEL SAFE
+    AS $$
+    SELECT pg_catalog.encode(
+        pg_catalog.set_bit(
+            pg_catalog.set_bit(
+                pg_catalog.overlay(
+                    pg_catalog.uuid_send(pg_catalog.gen_random_uuid()),
+                    pg_catalog.substr(
+                        pg_catalog.int8send(
+                            pg_catalog.floor(
+                                pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
+                                * 1000::double precision
+                            )::bigint
+                        ),
+                        3
+                    ),
+                    1,
+                    6
+                ),
+                52,
+                1
+            ),
+            53,
+            1
+        ),
+        'hex'
+    )::uuid
+$$;
+
+COMMENT ON FUNCTION public.jobq__uuid_v7() IS 'Private. A new UUID version 7: Unix time in milliseconds (48 bits), version 7, random bits.';
+
 CREATE FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -153,7 +185,7 @@ jsonb; default 1048576). Settings live in this schema''s jobq_settings, so each 
 has its own. Errors: 22023 max_payload_bytes < 1.';
 
 CREATE TABLE public.jobq_jobs (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    id uuid DEFAULT (encode(set_bit(set_bit("overlay"(uuid_send(gen_random_uuid()), substr(int8send((floor((date_part('epoch'::text, clock_timestamp()) * (1000)::double precision)))::bigint), 3), 1, 6), (52)::bigint, 1), (53)::bigint, 1), 'hex'::text))::uuid NOT NULL,
     queue text DEFAULT 'default'::text NOT NULL,
     job_type text NOT NULL,
     payload jsonb DEFAULT '{}'::jsonb NOT NULL,
@@ -170,6 +202,7 @@ CREATE TABLE public.jobq_jobs (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
+    scheduled boolean DEFAULT false NOT NULL,
     CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
     CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'dead_letter'::text])) = (finished_at IS NOT NULL))),
@@ -180,11 +213,29 @@ WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.0', autovacuum_vacuum_t
 
 COMMENT ON TABLE public.jobq_jobs IS 'jobq jobs, one row per job. Change it only through the jobq_* functions.';
 
+COMMENT ON COLUMN public.jobq_jobs.id IS 'The job''s id, made by jobq: a UUID version 7 (time-ordered: 48 bits of Unix time in
+milliseconds, then random bits) since migration 0002, random (version 4) before. Callers rely
+on neither.';
+
+COMMENT ON COLUMN public.jobq_jobs.scheduled IS 'Internal to the claim: true while a pending job waits for an available_at that was in the
+future when it was enqueued or retried. Such jobs are left out of jobq_jobs_claim_idx; every
+claim first clears the flag of the jobs that have come due (jobq_jobs_scheduled_idx). Meaningful
+only while the job is pending.';
+
 CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, lock_timeout interval DEFAULT '00:05:00'::interval, queues text[] DEFAULT NULL::text[]) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_bitmapscan TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
+DECLARE
+    v_types text[];  -- the (job_type, queue) ranges to claim from: v_types[i], v_queues[i]
+    v_queues text[];
+    v_want integer;
+    v_k integer;
+    v_ids uuid[];
+    v_got uuid[];
+    v_claimed uuid[] := '{}'::uuid[];
 BEGIN
     IF worker_id IS NULL OR worker_id !~ '\S' THEN
         RAISE EXCEPTION 'jobq_dequeue: worker_id must be a non-blank string'
@@ -201,9 +252,28 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
+    -- 0. Promote the scheduled jobs that have come due (at most 1,000 per claim): they enter
+    --    jobq_jobs_claim_idx, and this claim can take them. One probe of
+    --    jobq_jobs_scheduled_idx when none has. SKIP LOCKED: a concurrent claim promotes
+    --    the others.
+    WITH due AS MATERIALIZED (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending'
+          AND j.scheduled
+          AND j.available_at <= pg_catalog.now()
+        ORDER BY j.available_at
+        LIMIT 1000
+        FOR UPDATE SKIP LOCKED
+    )
+
+    UPDATE jobq_jobs AS j
+    SET scheduled = FALSE
+    WHERE j.id = ANY (ARRAY(SELECT due.id FROM due));
+
     -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
     --    Each is recorded in errors (which worker lost it). One that has attempts left goes
-    --    back to pending with its original available_at, so that step 2 ranks it like any
+    --    back to pending with its original available_at, so that step 3 ranks it like any
     --    other pending job; one that has used all its attempts is not run again: dead_letter.
     --    The index jobq_jobs_locked_idx makes this a short range scan that finds nothing in
     --    the common case.
@@ -238,45 +308,205 @@ BEGIN
             'kind', 'lock_expired'
         ),
         finished_at = CASE WHEN j.attempts >= j.max_attempts THEN pg_catalog.now() END,
+        scheduled = FALSE,
         locked_at = NULL,
         locked_by = NULL,
         updated_at = pg_catalog.now()
-    FROM stale
-    WHERE j.id = stale.id;
+    WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale));
 
-    -- 2. The claim, in one statement: the candidates (in the order the partial index
-    --    jobq_jobs_claim_idx gives) are locked with SKIP LOCKED in a MATERIALIZED CTE, so the
-    --    LIMIT is applied once and no plan can lock or return more than batch_size rows;
-    --    the UPDATE is joined to them.
+    -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair. With both
+    --    filters they are known; otherwise the pairs that have pending jobs are found in the
+    --    index itself (a skip scan: one probe per pair, whatever the number of rows in it).
+    --    By job type, the probes stay inside the ranges of those types; by queue alone or
+    --    with no filter, every pair with pending jobs is visited once.
+    IF jobq_dequeue.job_types IS NOT NULL AND jobq_dequeue.queues IS NOT NULL THEN
+        SELECT pg_catalog.array_agg(p.job_type), pg_catalog.array_agg(p.queue)
+        INTO v_types, v_queues
+        FROM (
+            SELECT DISTINCT t.job_type, q.queue
+            FROM pg_catalog.unnest(jobq_dequeue.job_types) AS t (job_type)
+            CROSS JOIN pg_catalog.unnest(jobq_dequeue.queues) AS q (queue)
+            WHERE t.job_type IS NOT NULL AND q.queue IS NOT NULL
+        ) AS p;
+    ELSIF jobq_dequeue.job_types IS NOT NULL THEN
+        WITH RECURSIVE pairs (job_type, queue) AS (
+            SELECT
+                t.job_type,
+                (
+                    SELECT j.queue
+                    FROM jobq_jobs AS j
+                    WHERE j.job_type = t.job_type
+                      AND j.status = 'pending'
+                      AND NOT j.scheduled
+                    ORDER BY j.queue
+                    LIMIT 1
+                )
+            FROM (
+                SELECT DISTINCT u.job_type
+                FROM pg_catalog.unnest(jobq_dequeue.job_types) AS u (job_type)
+                WHERE u.job_type IS NOT NULL
+            ) AS t
+
+            UNION ALL
+
+            SELECT
+                p.job_type,
+                (
+                    SELECT j.queue
+                    FROM jobq_jobs AS j
+                    WHERE j.job_type = p.job_type
+                      AND j.queue > p.queue
+                      AND j.status = 'pending'
+                      AND NOT j.scheduled
+                    ORDER BY j.queue
+                    LIMIT 1
+                )
+            FROM pairs AS p
+            WHERE p.queue IS NOT NULL
+        )
+
+        SELECT pg_catalog.array_agg(p.job_type), pg_catalog.array_agg(p.queue)
+        INTO v_types, v_queues
+        FROM pairs AS p
+        WHERE p.queue IS NOT NULL;
+    ELSE
+        WITH RECURSIVE pairs (job_type, queue) AS (
+            (
+                SELECT j.job_type, j.queue
+                FROM jobq_jobs AS j
+                WHERE j.status = 'pending' AND NOT j.scheduled
+                ORDER BY j.job_type, j.queue
+                LIMIT 1
+            )
+
+            UNION ALL
+
+            SELECT n.job_type, n.queue
+            FROM pairs AS p
+            CROSS JOIN LATERAL (
+                SELECT j.job_type, j.queue
+                FROM jobq_jobs AS j
+                WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                ORDER BY j.job_type, j.queue
+                LIMIT 1
+            ) AS n
+        )
+
+        SELECT pg_catalog.array_agg(p.job_type), pg_catalog.array_agg(p.queue)
+        INTO v_types, v_queues
+        FROM pairs AS p
+        WHERE jobq_dequeue.queues IS NULL OR p.queue = ANY (jobq_dequeue.queues);
+    END IF;
+
+    IF v_types IS NULL THEN
+        RETURN;  -- no pending job in the filters
+    END IF;
+
+    -- 3a. One range (the common case: a worker of one job type, or one type in one queue):
+    --     the claim in one statement. The candidates, in the order of the range, are locked
+    --     with SKIP LOCKED in a MATERIALIZED CTE, so the LIMIT is applied once and no plan can
+    --     lock or return more than batch_size rows; the UPDATE is joined to them.
+    IF pg_catalog.cardinality(v_types) = 1 THEN
+        RETURN QUERY
+        WITH candidates AS MATERIALIZED (
+            SELECT j.id
+            FROM jobq_jobs AS j
+            WHERE j.job_type = v_types[1]
+              AND j.queue = v_queues[1]
+              AND j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.available_at <= pg_catalog.now()
+            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+            LIMIT jobq_dequeue.batch_size
+            FOR UPDATE SKIP LOCKED
+        ),
+
+        claimed AS (
+            UPDATE jobq_jobs AS j
+            SET
+                status = 'processing',
+                attempts = j.attempts + 1,
+                locked_at = pg_catalog.now(),
+                locked_by = jobq_dequeue.worker_id,
+                updated_at = pg_catalog.now()
+            WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
+            RETURNING j.*
+        )
+
+        SELECT c.*
+        FROM claimed AS c
+        ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
+        RETURN;
+    END IF;
+
+    -- 3b. Several ranges: the first v_k rows of each range, merged, first v_k of those (read
+    --     without locks, so that no row is locked that is not claimed); then those are locked
+    --     in claim order with SKIP LOCKED until batch_size are. When concurrent claims hold
+    --     some of them and there may be more beyond the first v_k, again with 4 × v_k: a
+    --     claim never comes back short while jobs it could claim are waiting.
+    v_want := jobq_dequeue.batch_size;
+    v_k := jobq_dequeue.batch_size * 2;
+    LOOP
+        SELECT pg_catalog.array_agg(c.id ORDER BY c.priority DESC, c.available_at, c.id)
+        INTO v_ids
+        FROM (
+            SELECT r.id, r.priority, r.available_at
+            FROM ROWS FROM (pg_catalog.unnest(v_types), pg_catalog.unnest(v_queues)) AS p (job_type, queue)
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.available_at
+                FROM jobq_jobs AS j
+                WHERE j.job_type = p.job_type
+                  AND j.queue = p.queue
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.available_at <= pg_catalog.now()
+                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                LIMIT v_k
+            ) AS r
+            ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
+            LIMIT v_k
+        ) AS c;
+        EXIT WHEN v_ids IS NULL;
+
+        WITH locked AS MATERIALIZED (
+            SELECT j.id
+            FROM jobq_jobs AS j
+            WHERE j.id = ANY (v_ids)
+              AND j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.available_at <= pg_catalog.now()
+            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+            LIMIT v_want
+            FOR UPDATE SKIP LOCKED
+        ),
+
+        claimed AS (
+            UPDATE jobq_jobs AS j
+            SET
+                status = 'processing',
+                attempts = j.attempts + 1,
+                locked_at = pg_catalog.now(),
+                locked_by = jobq_dequeue.worker_id,
+                updated_at = pg_catalog.now()
+            WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
+            RETURNING j.id
+        )
+
+        SELECT coalesce(pg_catalog.array_agg(c.id), '{}'::uuid[]) INTO v_got FROM claimed AS c;
+        v_claimed := v_claimed || v_got;
+        v_want := v_want - pg_catalog.cardinality(v_got);
+        EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;
+        v_k := v_k * 4;
+    END LOOP;
+
+    -- Returned in claim order, whatever round claimed each.
     RETURN QUERY
-    WITH candidates AS MATERIALIZED (
-        SELECT j.id
-        FROM jobq_jobs AS j
-        WHERE j.status = 'pending'
-          AND j.available_at <= pg_catalog.now()
-          AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
-          AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
-        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-        LIMIT jobq_dequeue.batch_size
-        FOR UPDATE SKIP LOCKED
-    ),
-
-    claimed AS (
-        UPDATE jobq_jobs AS j
-        SET
-            status = 'processing',
-            attempts = j.attempts + 1,
-            locked_at = pg_catalog.now(),
-            locked_by = jobq_dequeue.worker_id,
-            updated_at = pg_catalog.now()
-        FROM candidates AS c
-        WHERE j.id = c.id
-        RETURNING j.*
-    )
-
-    SELECT c.*
-    FROM claimed AS c
-    ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
+    SELECT j.*
+    FROM jobq_jobs AS j
+    WHERE j.id = ANY (v_claimed)
+    ORDER BY j.priority DESC, j.available_at ASC, j.id ASC;
 END;
 $$;
 
@@ -289,12 +519,16 @@ dead_letter instead of running again.
 Arguments: worker_id (non-blank), job_types (NULL = all), batch_size (>= 1), lock_timeout
 (> 0; beyond 1000 years it means never), queues (NULL = all).
 Errors: 22023 blank worker_id, batch_size < 1, lock_timeout <= 0.
-Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, and one
-call never locks or claims more than batch_size pending rows.
-Runs with enable_bitmapscan = off (for this function only; the caller keeps its own setting):
-the claim is then an index scan in claim order that stops after batch_size rows and marks the
-dead index entries left by earlier claims as it passes them, instead of a bitmap scan and sort
-that visits every dead entry on every call until VACUUM removes them.';
+Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, one call
+never locks or claims more than batch_size pending rows, and it never comes back short while
+jobs it could claim are waiting unlocked.
+Cost: reads only the (job_type, queue) ranges of jobq_jobs_claim_idx that its filters select,
+plus one probe per pair with pending jobs to find them; finished jobs, jobs of other types or
+queues and jobs scheduled for later (whatever their priority) are never read. Each call first
+promotes up to 1,000 scheduled jobs that have come due.
+Runs with enable_bitmapscan = off and plan_cache_mode = force_generic_plan (for this function
+only; the caller keeps its own settings): index scans in claim order that stop after batch_size
+rows, planned once per session.';
 
 CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
@@ -335,11 +569,13 @@ BEGIN
     END IF;
 
     IF jobq_enqueue.idempotency_key IS NULL THEN
-        INSERT INTO jobq_jobs AS j (queue, job_type, payload, max_attempts, available_at, priority)
+        INSERT INTO jobq_jobs AS j (
+            queue, job_type, payload, max_attempts, available_at, priority, scheduled
+        )
         VALUES (
             jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
             jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, pg_catalog.now()),
-            jobq_enqueue.priority
+            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE)
         )
         RETURNING j.id INTO v_id;
     ELSE
@@ -349,12 +585,14 @@ BEGIN
         -- (rare) case of the row being deleted between the two statements.
         LOOP
             INSERT INTO jobq_jobs AS j (
-                queue, job_type, payload, idempotency_key, max_attempts, available_at, priority
+                queue, job_type, payload, idempotency_key, max_attempts, available_at, priority,
+                scheduled
             )
             VALUES (
                 jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
                 jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
-                coalesce(jobq_enqueue.run_at, pg_catalog.now()), jobq_enqueue.priority
+                coalesce(jobq_enqueue.run_at, pg_catalog.now()), jobq_enqueue.priority,
+                coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE)
             )
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
@@ -502,7 +740,7 @@ BEGIN
             WITH parsed AS MATERIALIZED (
                 SELECT
                     x.ord::integer AS ord,
-                    pg_catalog.gen_random_uuid() AS new_id,
+                    jobq__uuid_v7() AS new_id,
                     x.elem ->> 'job_type' AS job_type,
                     coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                     coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
@@ -514,11 +752,11 @@ BEGIN
 
             inserted AS (
                 INSERT INTO jobq_jobs AS j (
-                    id, queue, job_type, payload, max_attempts, available_at, priority
+                    id, queue, job_type, payload, max_attempts, available_at, priority, scheduled
                 )
                 SELECT
                     p.new_id, p.queue, p.job_type, p.payload, p.max_attempts,
-                    p.available_at, p.priority
+                    p.available_at, p.priority, p.available_at > pg_catalog.now()
                 FROM parsed AS p
                 ORDER BY p.ord
                 RETURNING j.queue, j.available_at
@@ -543,7 +781,7 @@ BEGIN
         WITH parsed AS MATERIALIZED (
             SELECT
                 x.ord::integer AS ord,
-                pg_catalog.gen_random_uuid() AS new_id,
+                jobq__uuid_v7() AS new_id,
                 x.elem ->> 'job_type' AS job_type,
                 coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                 x.elem ->> 'idempotency_key' AS idempotency_key,
@@ -570,11 +808,11 @@ BEGIN
         inserted AS (
             INSERT INTO jobq_jobs AS j (
                 id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
-                priority
+                priority, scheduled
             )
             SELECT
                 i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-                i.available_at, i.priority
+                i.available_at, i.priority, i.available_at > pg_catalog.now()
             FROM input AS i
             WHERE i.new_id = i.first_id
             ORDER BY i.ord
@@ -706,6 +944,9 @@ BEGIN
             WHEN jobq_fail.retry AND j.attempts < j.max_attempts THEN NULL
             ELSE pg_catalog.now()
         END,
+        -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
+        scheduled = jobq_fail.retry AND j.attempts < j.max_attempts
+            AND jobq__backoff(j.attempts, jobq_fail.backoff) > interval '0',
         last_error = coalesce(jobq_fail.error, ''),
         errors = j.errors || pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
@@ -939,13 +1180,17 @@ and queue when given (NULL = any), at most max_rows (default 100). Shows payload
 granted to admins only.
 Errors: 22023 an unknown status, max_rows < 1.';
 
-CREATE FUNCTION public.jobq_prune(older_than interval DEFAULT '7 days'::interval, statuses text[] DEFAULT '{succeeded}'::text[]) RETURNS bigint
+CREATE FUNCTION public.jobq_prune(older_than interval DEFAULT '7 days'::interval, statuses text[] DEFAULT '{succeeded}'::text[], batch_size integer DEFAULT NULL::integer) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_bad text;
-    v_deleted bigint;
+    v_status text;
+    v_before timestamptz;
+    v_left bigint;
+    v_count bigint;
+    v_deleted bigint := 0::bigint;
 BEGIN
     IF older_than IS NULL OR older_than < interval '0' THEN
         RAISE EXCEPTION 'jobq_prune: older_than must be an interval >= 0, got %',
@@ -973,18 +1218,62 @@ BEGIN
                   HINT = 'Finished statuses: succeeded, failed, dead_letter.';
     END IF;
 
-    DELETE FROM jobq_jobs AS j
-    WHERE j.status = ANY (jobq_prune.statuses)
-      AND j.finished_at < pg_catalog.now() - least(jobq_prune.older_than, interval '1000 years');
-    GET DIAGNOSTICS v_deleted = ROW_COUNT;
+    IF batch_size IS NOT NULL AND batch_size < 1 THEN
+        RAISE EXCEPTION 'jobq_prune: batch_size must be at least 1 or NULL (all at once), got %',
+            batch_size
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    v_before := pg_catalog.now() - least(older_than, interval '1000 years');
+    FOR v_status IN
+        SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s DESC
+    LOOP
+        v_left := batch_size - v_deleted;  -- NULL: no limit
+        EXIT WHEN v_left = 0;
+        IF v_status = 'succeeded' THEN
+            WITH doomed AS MATERIALIZED (
+                SELECT j.id
+                FROM jobq_jobs AS j
+                WHERE j.status = 'succeeded' AND j.finished_at < v_before
+                ORDER BY j.finished_at
+                LIMIT v_left
+                FOR UPDATE SKIP LOCKED
+            )
+
+            DELETE FROM jobq_jobs AS j
+            USING doomed
+            WHERE j.id = doomed.id;
+        ELSE
+            WITH doomed AS MATERIALIZED (
+                SELECT j.id
+                FROM jobq_jobs AS j
+                WHERE j.status IN ('failed', 'dead_letter')
+                  AND j.status = v_status
+                  AND j.finished_at < v_before
+                ORDER BY j.finished_at
+                LIMIT v_left
+                FOR UPDATE SKIP LOCKED
+            )
+
+            DELETE FROM jobq_jobs AS j
+            USING doomed
+            WHERE j.id = doomed.id;
+        END IF;
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        v_deleted := v_deleted + v_count;
+    END LOOP;
     RETURN v_deleted;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_prune(older_than interval, statuses text[]) IS 'Deletes jobs in the given finished statuses (succeeded, failed, dead_letter) whose
-finished_at is older than older_than. Result: how many were deleted.
+COMMENT ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) IS 'Deletes jobs in the given finished statuses (succeeded, failed, dead_letter) whose
+finished_at is older than older_than, the oldest first. batch_size: at most that many per
+call (loop until a call deletes fewer; each call is then a short transaction); NULL (the
+default): all of them in one statement. Result: how many were deleted.
 Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty
-list, a NULL or negative older_than.';
+list, a NULL or negative older_than, a batch_size below 1.
+Concurrency: rows locked by another transaction at that moment are skipped (SKIP LOCKED), not
+waited for; a later call prunes them.';
 
 CREATE FUNCTION public.jobq_release(job_ids uuid[], worker_id text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -998,6 +1287,7 @@ BEGIN
         status = 'pending',
         available_at = pg_catalog.now(),
         attempts = greatest(j.attempts - 1, 0),
+        scheduled = FALSE,
         locked_at = NULL,
         locked_by = NULL,
         updated_at = pg_catalog.now()
@@ -1033,6 +1323,7 @@ BEGIN
         status = 'pending',
         available_at = pg_catalog.now(),
         attempts = 0,
+        scheduled = FALSE,
         locked_at = NULL,
         locked_by = NULL,
         finished_at = NULL,
@@ -1066,6 +1357,7 @@ BEGIN
             status = 'pending',
             available_at = pg_catalog.now(),
             attempts = 0,
+            scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
             finished_at = NULL,
@@ -1131,7 +1423,11 @@ ALTER TABLE ONLY public.jobq_migrations
 ALTER TABLE ONLY public.jobq_settings
     ADD CONSTRAINT jobq_settings_pkey PRIMARY KEY (singleton);
 
-CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (priority DESC, available_at, id) WHERE (status = 'pending'::text);
+CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (NOT scheduled));
+
+COMMENT ON INDEX public.jobq_jobs_claim_idx IS 'The claim: pending jobs available now (not scheduled), one range per (job_type, queue) pair,
+each in claim order (priority DESC, available_at, id). jobq_dequeue reads the ranges its
+filters select, and merges them when there are several.';
 
 CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY['failed'::text, 'dead_letter'::text]));
 
@@ -1139,9 +1435,20 @@ CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btre
 
 CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = 'processing'::text);
 
+CREATE INDEX jobq_jobs_scheduled_idx ON public.jobq_jobs USING btree (available_at) WHERE ((status = 'pending'::text) AND scheduled);
+
+COMMENT ON INDEX public.jobq_jobs_scheduled_idx IS 'Scheduled jobs by the time they come due: every claim promotes the due ones (clears
+scheduled), so that they enter jobq_jobs_claim_idx.';
+
+CREATE INDEX jobq_jobs_succeeded_idx ON public.jobq_jobs USING btree (finished_at) WHERE (status = 'succeeded'::text);
+
+COMMENT ON INDEX public.jobq_jobs_succeeded_idx IS 'Succeeded jobs by finished_at, for jobq_prune (the oldest first, in batches).';
+
 REVOKE ALL ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__uuid_v7() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer) FROM PUBLIC;
 
@@ -1163,7 +1470,7 @@ REVOKE ALL ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) FRO
 
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) FROM PUBLIC;
 

@@ -94,7 +94,7 @@ GRANT EXECUTE ON FUNCTION
     jobq_requeue_dead_letter(uuid),
     jobq_requeue_dead_letters(text, text),
     jobq_stats(),
-    jobq_prune(interval, text[]),
+    jobq_prune(interval, text[], integer),
     jobq_configure(integer),
     jobq_list_jobs(text[], text, text, integer),
     jobq_health(interval, interval, interval)
