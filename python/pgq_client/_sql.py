@@ -126,7 +126,8 @@ ORDER BY queue, job_type, status
 PRUNE = """
 SELECT {schema}jobq_prune(
     older_than => %(older_than)s::interval,
-    statuses => %(statuses)s::text[]
+    statuses => %(statuses)s::text[],
+    batch_size => %(batch_size)s::int
 ) AS pruned
 """
 

@@ -439,14 +439,27 @@ def dead_letter_requeue(
     type=click.Choice(["succeeded", "failed", "dead_letter"]),
     help="Finished status to prune (repeatable; default: succeeded).",
 )
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Jobs deleted per transaction (the oldest first), until none is left.",
+)
 @schema_option(None)
 @click.pass_context
 def prune(
-    ctx: click.Context, older_than: float, statuses: tuple[str, ...], schema: str | None
+    ctx: click.Context,
+    older_than: float,
+    statuses: tuple[str, ...],
+    batch_size: int,
+    schema: str | None,
 ) -> None:
     """Delete finished jobs."""
     with _settings(ctx).queue(schema) as q:
-        count = q.prune(timedelta(seconds=older_than), list(statuses) or ["succeeded"])
+        count = q.prune(
+            timedelta(seconds=older_than), list(statuses) or ["succeeded"], batch_size=batch_size
+        )
     click.echo(f"pruned {count} jobs")
 
 
