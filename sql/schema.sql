@@ -234,8 +234,8 @@ DECLARE
     v_want integer;
     v_k integer;
     v_ids uuid[];
-    v_got uuid[];
-    v_claimed uuid[] := '{}'::uuid[];
+    v_got jobq_jobs[];
+    v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
 BEGIN
     IF worker_id IS NULL OR worker_id !~ '\S' THEN
         RAISE EXCEPTION 'jobq_dequeue: worker_id must be a non-blank string'
@@ -491,10 +491,11 @@ BEGIN
                 locked_by = jobq_dequeue.worker_id,
                 updated_at = pg_catalog.now()
             WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
-            RETURNING j.id
+            RETURNING j AS claimed_job
         )
 
-        SELECT coalesce(pg_catalog.array_agg(c.id), '{}'::uuid[]) INTO v_got FROM claimed AS c;
+        SELECT coalesce(pg_catalog.array_agg(c.claimed_job), '{}'::jobq_jobs[]) INTO v_got
+        FROM claimed AS c;
         v_claimed := v_claimed || v_got;
         v_want := v_want - pg_catalog.cardinality(v_got);
         EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;
@@ -503,10 +504,9 @@ BEGIN
 
     -- Returned in claim order, whatever round claimed each.
     RETURN QUERY
-    SELECT j.*
-    FROM jobq_jobs AS j
-    WHERE j.id = ANY (v_claimed)
-    ORDER BY j.priority DESC, j.available_at ASC, j.id ASC;
+    SELECT c.*
+    FROM pg_catalog.unnest(v_claimed) AS c
+    ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
 END;
 $$;
 

@@ -81,7 +81,8 @@ def claim_buffers(c: psycopg.Connection[Any], filters: dict[str, Any]) -> int:
 
 
 def enqueue(c: psycopg.Connection[Any], jobs: list[dict[str, Any]]) -> list[uuid.UUID]:
-    return [r[0] for r in c.execute("SELECT id FROM jobq_enqueue_many(%s) ORDER BY ord", (Jsonb(jobs),))]
+    rows = c.execute("SELECT id FROM jobq_enqueue_many(%s) ORDER BY ord", (Jsonb(jobs),))
+    return [r[0] for r in rows]
 
 
 @pytest.fixture
@@ -171,7 +172,8 @@ def test_eight_threads_claiming_from_six_ranges_never_share_a_job_and_drain_them
             [
                 {"job_type": t, "queue": q, "priority": i % 5, "payload": {"n": i}}
                 for i in range(500)
-                for t, q in (("a", "q1"), ("b", "q1"), ("c", "q1"), ("a", "q2"), ("b", "q2"), ("c", "q2"))
+                for t in ("a", "b", "c")
+                for q in ("q1", "q2")
             ],
         )
     claimed: list[uuid.UUID] = []
