@@ -1,7 +1,8 @@
 """``jobq grant``: the GRANT statements that give an existing role one of the three jobq roles.
 
 * producer: EXECUTE on ``jobq_enqueue``, ``jobq_enqueue_many``;
-* worker: a producer's, plus claiming and acknowledging (``jobq_dequeue`` ... ``jobq_release``);
+* worker: a producer's, plus claiming and acknowledging (``jobq_dequeue`` ...
+  ``jobq_release_orphans``);
 * admin: every public ``jobq_*`` function (never the private ``jobq__*`` helpers), and SELECT
   on the tables, ``jobq_migrations`` included.
 
@@ -45,6 +46,7 @@ WORKER_FUNCTIONS = (
     "jobq_fail",
     "jobq_heartbeat",
     "jobq_release",
+    "jobq_release_orphans",
 )
 # The public functions this client knows of; an admin grant made with a connection lists the
 # installed ones from pg_proc instead (so functions added by later migrations are included).

@@ -18,6 +18,10 @@ Threads of one running :class:`Worker`:
 Every database call path catches ``psycopg.OperationalError`` and retries with capped
 exponential backoff and jitter: the worker survives a server restart or a terminated backend.
 Acknowledgements are fenced by the claim's attempt, so re-sending one after a reconnect is safe.
+A claim that fails with the connection may have committed on the server, its reply lost: before
+claiming again, the worker gives back every job locked by its id that it does not hold
+(``jobq_release_orphans``), so those run at once instead of after ``lock_timeout``; worker ids
+must therefore be unique per process (the default ``host:pid:random`` is).
 
 Shutdown (``stop()``, SIGTERM or SIGINT when ``run()`` is on the main thread): claiming stops,
 claimed-but-unstarted jobs are released at once (``jobq_release``), running handlers get
@@ -247,6 +251,11 @@ class Worker:
         self._wake_seq = 0
         self._claiming = 0  # slots reserved by claims in flight
         self._claim_more = True  # the last claim came back full: more may be waiting
+        # A claim failed with the connection: it may have committed, its jobs locked by this
+        # worker's id and unknown to it. Before the next claim, jobq_release_orphans gives back
+        # every job locked by this id that is not in _held (see _release_orphans).
+        self._orphans_unknown = False
+        self._releasing_orphans = False
         self._claim_seen_seq = 0  # the wake-up a claim last served
         self._next_poll = 0.0  # monotonic time of the next polling claim
         self._completions: list[Job] = []
@@ -550,6 +559,20 @@ class Worker:
         try:
             while not self._stop.is_set():
                 with self._cond:
+                    if self._orphans_unknown or self._releasing_orphans:
+                        # Only while no claim is in flight: its jobs are not in _held yet.
+                        if self._releasing_orphans or self._claiming:
+                            self._claim_cv.wait(0.05)
+                            continue
+                        self._orphans_unknown = False
+                        self._releasing_orphans = True
+                        held = list(self._held)
+                    else:
+                        held = None
+                if held is not None:
+                    self._release_orphans(held, backoff)
+                    continue
+                with self._cond:
                     now = time.monotonic()
                     wanted, threshold = self._claim_size()
                     worth_it = self._claim_worth_it(wanted, threshold)
@@ -575,6 +598,7 @@ class Worker:
                     with self._cond:
                         self._claiming -= wanted
                         self._claim_more = True  # retry at once after the backoff
+                        self._orphans_unknown = True  # it may have committed, unseen
                         self._claim_cv.notify()
                     self._connection_trouble("claiming jobs", backoff, exc)
                     self._stop.wait(self._retry_delay(backoff))
@@ -616,6 +640,47 @@ class Worker:
                     log.debug("worker %s claimed %d jobs", self.worker_id, len(jobs))
         except Exception as exc:  # a bug: do not leave the worker claiming nothing, silently
             self._set_fatal(exc)
+
+    def _release_orphans(self, held: list[uuid.UUID], backoff: _Backoff) -> None:
+        """After a claim that failed with the connection: release the jobs locked by this
+        worker's id that it does not hold (a claim that committed and whose reply was lost), so
+        that they run now, as the same attempt, rather than after ``lock_timeout``. Called with
+        no claim in flight (the claimers wait), so every job of a claim that did come back is
+        in ``held``. Worker ids must be unique per process: the default is."""
+        try:
+            rows = self._call(
+                self._sql.release_orphans, {"worker_id": self.worker_id, "job_ids": held}
+            )
+        except psycopg.OperationalError as exc:
+            with self._cond:
+                self._orphans_unknown = True  # still unknown: again before the next claim
+                self._releasing_orphans = False
+                self._claim_cv.notify_all()
+            self._connection_trouble("releasing the jobs of a lost claim", backoff, exc)
+            self._stop.wait(self._retry_delay(backoff))
+            return
+        except psycopg.Error as exc:
+            # Not installed (jobq migrate not run) or not granted (a worker role granted before
+            # jobq_release_orphans existed): those jobs wait for lock_timeout, as they used to.
+            log.warning(
+                "worker %s could not release the jobs of a claim whose reply may have been "
+                "lost (%s); if it had claimed any, they run again after lock_timeout",
+                self.worker_id,
+                from_psycopg(exc),
+            )
+            released = 0
+        else:
+            released = int(rows[0]["released"])
+        with self._cond:
+            self._releasing_orphans = False
+            self._claim_cv.notify_all()
+        if released:
+            log.warning(
+                "worker %s released %d jobs claimed by a claim whose reply was lost; they run "
+                "again now (the lost claim is not counted as an attempt)",
+                self.worker_id,
+                released,
+            )
 
     def _dequeue(self, batch_size: int) -> list[Job]:
         assert self._pool is not None

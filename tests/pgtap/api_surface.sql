@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(96);
+SELECT plan(98);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -15,7 +15,7 @@ SELECT functions_are('public', ARRAY[
     'jobq_enqueue', 'jobq_enqueue_many',
     -- workers
     'jobq_dequeue', 'jobq_complete', 'jobq_complete_many', 'jobq_fail', 'jobq_heartbeat',
-    'jobq_release',
+    'jobq_release', 'jobq_release_orphans',
     -- operators
     'jobq_requeue_dead_letter', 'jobq_requeue_dead_letters', 'jobq_stats', 'jobq_prune',
     'jobq_configure', 'jobq_list_jobs', 'jobq_health',
@@ -67,6 +67,7 @@ SELECT results_eq(
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
     ('jobq_release', 'job_ids uuid[], worker_id text', 'integer'),
+    ('jobq_release_orphans', 'worker_id text, job_ids uuid[]', 'integer'),
     ('jobq_requeue_dead_letter', 'job_id uuid', 'boolean'),
     ('jobq_requeue_dead_letters', 'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text', 'integer'),
     ('jobq_stats', '', 'TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)')
@@ -82,6 +83,7 @@ SELECT function_returns('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 
 SELECT function_returns('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer'], 'text');
 SELECT function_returns('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]'], 'integer');
 SELECT function_returns('public', 'jobq_release', ARRAY['uuid[]', 'text'], 'integer');
+SELECT function_returns('public', 'jobq_release_orphans', ARRAY['text', 'uuid[]'], 'integer');
 SELECT function_returns('public', 'jobq_requeue_dead_letter', ARRAY['uuid'], 'boolean');
 SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_stats', ARRAY[]::text[], 'setof record');
@@ -99,6 +101,7 @@ SELECT is_definer('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integ
 SELECT is_definer('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer']);
 SELECT is_definer('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]']);
 SELECT is_definer('public', 'jobq_release', ARRAY['uuid[]', 'text']);
+SELECT is_definer('public', 'jobq_release_orphans', ARRAY['text', 'uuid[]']);
 SELECT is_definer('public', 'jobq_requeue_dead_letter', ARRAY['uuid']);
 SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text']);
 SELECT is_definer('public', 'jobq_stats', ARRAY[]::name[]);
