@@ -1311,6 +1311,67 @@ down with prefetched jobs): pending, available now, attempts - 1 (the claim is n
 cleared, no error recorded; other workers are woken (NOTIFY jobq). Jobs it does not hold are
 left alone. Result: how many were released.';
 
+CREATE FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_released integer;
+    v_queues text[];
+BEGIN
+    IF worker_id IS NULL OR worker_id !~ '\S' THEN
+        RAISE EXCEPTION 'jobq_release_orphans: worker_id must be a non-blank string'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF job_ids IS NULL THEN
+        RAISE EXCEPTION 'jobq_release_orphans: job_ids must be an array of the jobs the worker '
+                        'holds, not NULL'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass ''{}'' when the worker holds no job.';
+    END IF;
+
+    WITH orphans AS MATERIALIZED (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.status = 'processing'
+          AND j.locked_by = jobq_release_orphans.worker_id
+          AND j.id <> ALL (jobq_release_orphans.job_ids)
+        FOR UPDATE SKIP LOCKED
+    ),
+
+    released AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = 'pending',
+            available_at = pg_catalog.now(),
+            attempts = greatest(j.attempts - 1, 0),
+            scheduled = FALSE,
+            locked_at = NULL,
+            locked_by = NULL,
+            updated_at = pg_catalog.now()
+        WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
+        RETURNING j.queue
+    )
+
+    SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
+    INTO v_released, v_queues
+    FROM released AS r;
+    PERFORM pg_catalog.pg_notify('jobq', q.queue) FROM pg_catalog.unnest(v_queues) AS q (queue);
+    RETURN v_released;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) IS 'Releases every job locked by worker_id except job_ids, the jobs the worker knows it holds:
+for a worker that reconnects after a claim whose reply was lost (the claim committed, the
+worker never saw its jobs), so that those jobs run again at once instead of after
+lock_timeout. Released as jobq_release does: pending, available now, attempts - 1, claim
+cleared, no error recorded; other workers are woken (NOTIFY jobq). Result: how many.
+Arguments: worker_id (non-blank; must be unique per worker process), job_ids (every job the
+worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
+Errors: 22023 blank worker_id, NULL job_ids.
+Concurrency: skips rows locked by another transaction (never waits). Call it only while no
+claim of this worker is in flight: the jobs of a claim not yet returned would be released.';
+
 CREATE FUNCTION public.jobq_requeue_dead_letter(job_id uuid) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -1473,6 +1534,8 @@ REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, que
 REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) FROM PUBLIC;
 
