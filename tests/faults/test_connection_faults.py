@@ -324,7 +324,9 @@ def test_a_lost_claim_reply_gives_its_jobs_back_at_the_reconnect_not_after_lock_
     assert proxy.dropped_rows > 0
     fx.wait_all_finished(20, timeout=60)
     assert a.alive()
-    released = f"worker A released {proxy.dropped_rows} jobs claimed by a claim whose reply was lost"
+    released = (
+        f"worker A released {proxy.dropped_rows} jobs claimed by a claim whose reply was lost"
+    )
     assert released in a.log_tail(200), a.log_tail(200)
     jobs = [fx.job(i) for i in ids]
     # Not taken over after an expired lock: given back, and the lost claim did not count.
