@@ -232,7 +232,7 @@ DECLARE
     v_types text[];  -- the (job_type, queue) ranges to claim from: v_types[i], v_queues[i]
     v_queues text[];
     v_want integer;
-    v_k integer;
+    v_k bigint;
     v_ids uuid[];
     v_got jobq_jobs[];
     v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
@@ -447,7 +447,7 @@ BEGIN
     --     some of them and there may be more beyond the first v_k, again with 4 × v_k: a
     --     claim never comes back short while jobs it could claim are waiting.
     v_want := jobq_dequeue.batch_size;
-    v_k := jobq_dequeue.batch_size * 2;
+    v_k := jobq_dequeue.batch_size::bigint * 2;
     LOOP
         SELECT pg_catalog.array_agg(c.id ORDER BY c.priority DESC, c.available_at, c.id)
         INTO v_ids
