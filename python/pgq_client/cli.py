@@ -152,13 +152,6 @@ class JobqGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("jobq: interrupted", err=True)
             code = 130
-        except Exception as exc:
-            # The runner's and embedded server's own errors (MigrationError, EmbeddedError...).
-            if type(exc).__module__.startswith("pgq_client."):
-                click.echo(f"jobq: error: {exc}", err=True)
-                code = 1
-            else:
-                raise
         if standalone_mode:
             sys.exit(code)
         return code
@@ -599,6 +592,8 @@ def worker(
         schema=schema,
     )
     w.run(burst=burst)
+    if w.aborted:  # a second Ctrl-C or SIGTERM cut the shutdown short
+        ctx.exit(130)
 
 
 # -- the embedded server ---------------------------------------------------------------------

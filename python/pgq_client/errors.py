@@ -4,8 +4,9 @@ Every error that comes from the database is mapped from its SQLSTATE to one clas
 module (:func:`from_psycopg`), rooted at :class:`JobqError`, so callers can catch what they
 mean (``except InvalidArgument``) and still read the SQLSTATE (``exc.sqlstate``).
 
-:class:`PermanentError` and :class:`Retry` are not database errors: a job handler raises them to
-tell the worker how to fail the job.
+:class:`PermanentError` and :class:`Retry` are not errors of jobq and do not derive from
+:class:`JobqError`: a job handler raises them to tell the worker how to fail its job, and an
+``except JobqError`` around database calls never catches them by accident.
 """
 
 from __future__ import annotations
@@ -88,11 +89,11 @@ class ConnectionFailed(JobqError):
     """The database could not be reached, or the connection was lost (SQLSTATE class 08)."""
 
 
-class PermanentError(JobqError):
+class PermanentError(Exception):
     """Raised by a job handler: fail the job now, without retry (status ``failed``)."""
 
 
-class Retry(JobqError):
+class Retry(Exception):
     """Raised by a job handler: retry the job after ``after`` (the worker's backoff if None).
 
     The attempt still counts: a job that has used all its attempts goes to ``dead_letter``.

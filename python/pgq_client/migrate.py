@@ -52,6 +52,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from .errors import JobqError
+
 __all__ = [
     "FOLDED",
     "FunctionFile",
@@ -103,7 +105,7 @@ FOLDED: tuple[tuple[str, str], ...] = (
 )
 
 
-class MigrationError(Exception):
+class MigrationError(JobqError):
     """A migration cannot be applied (edited after it was applied, unknown, bad file name)."""
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import itertools
 import logging
 import os
 import signal
@@ -20,11 +23,28 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from psycopg_pool import ConnectionPool
 
-from pgq_client import Job, NotMigrated, PermanentError, Queue, Retry, Worker
+from pgq_client import (
+    Job,
+    JobqError,
+    NotMigrated,
+    PermanentError,
+    PermissionDenied,
+    Queue,
+    Retry,
+    Worker,
+)
+from pgq_client.grants import grant
+from pgq_client.migrate import MigrationError
+from pgq_client.worker import WorkerConfig
+from pgq_client.worker.policy import MAX_CLAIM, PrefetchPolicy
 
 Conn = psycopg.Connection[Any]
+
+_roles = itertools.count()
 
 LEDGER = """
 CREATE TABLE ledger (
@@ -118,21 +138,151 @@ def test_burst_runs_every_available_job_once_and_returns(dsn: str, conn: Conn) -
 def test_default_prefetch_follows_how_fast_jobs_finish() -> None:
     # The policy alone (no database): twice the jobs the handlers finish during one claim
     # round trip, rounded down, at most 16 x concurrency; 4 x concurrency before any job ended.
-    w = Worker("dbname=unused", {"t": lambda job: None}, concurrency=4)
-    assert w._prefetch_now() == 16
-    w._claim_seconds = 0.004
-    w._job_seconds = 0.001  # 2 * 4 * 0.004 / 0.001 = 32
-    assert w._prefetch_now() == 32
-    w._job_seconds = 0.000001  # no-op jobs: the ceiling
-    assert w._prefetch_now() == 64
-    w._job_seconds = 0.5  # longer than two round trips: nothing waits here
-    assert w._prefetch_now() == 0
-    assert w._claim_size() == (4, 2)  # (claim up to the free slots, worth it from half)
-    fixed = Worker("dbname=unused", {"t": lambda job: None}, concurrency=4, prefetch=3)
-    fixed._job_seconds = 0.000001
-    assert fixed._prefetch_now() == 3
-    batched = Worker("dbname=unused", {"t": lambda job: None}, concurrency=4, batch_size=6)
-    assert batched._claim_size() == (6, 3)
+    policy = PrefetchPolicy(concurrency=4)
+    assert policy.prefetch_now() == 16
+    policy.claim_seconds = 0.004
+    policy.job_seconds = 0.001  # 2 * 4 * 0.004 / 0.001 = 32
+    assert policy.prefetch_now() == 32
+    policy.job_seconds = 0.000001  # no-op jobs: the ceiling
+    assert policy.prefetch_now() == 64
+    policy.job_seconds = 0.5  # longer than two round trips: nothing waits here
+    assert policy.prefetch_now() == 0
+    fixed = PrefetchPolicy(concurrency=4, prefetch=3)
+    fixed.job_seconds = 0.000001
+    assert fixed.prefetch_now() == 3
+
+
+def test_moving_averages_follow_the_measured_times() -> None:
+    policy = PrefetchPolicy(concurrency=4)
+    policy.job_took(0.2)  # the first run time is taken as it is
+    assert policy.job_seconds == 0.2
+    policy.job_took(0.4)
+    assert policy.job_seconds == pytest.approx(0.21)
+    policy.claim_took(0.105)
+    assert policy.claim_seconds == pytest.approx(0.025)
+
+
+def test_a_claim_fills_the_free_slots_once_half_of_a_claim_is_free() -> None:
+    policy = PrefetchPolicy(concurrency=4, prefetch=4)  # capacity 8, claims of up to 8
+    assert policy.claim_size(unfinished=0, waiting=0) == 8
+    assert policy.claim_size(unfinished=5, waiting=1) == 0  # 3 free: not worth a round trip
+    assert policy.claim_size(unfinished=4, waiting=1) == 4  # half a claim
+    assert policy.claim_size(unfinished=5, waiting=0) == 3  # a handler may be idle: claim
+    assert policy.claim_size(unfinished=8, waiting=0) == 0  # full
+    batched = PrefetchPolicy(concurrency=4, prefetch=16, batch_size=6)
+    assert batched.claim_size(unfinished=0, waiting=0) == 6
+    assert batched.claim_size(unfinished=16, waiting=12) == 4  # 4 free >= half of 6
+    assert batched.claim_size(unfinished=18, waiting=10) == 0
+    huge = PrefetchPolicy(concurrency=1000, prefetch=16000)
+    assert huge.claim_size(unfinished=0, waiting=0) == MAX_CLAIM  # jobq_dequeue's bound
+
+
+def test_when_claims_limit_the_worker_a_claim_waits_for_an_empty_buffer() -> None:
+    policy = PrefetchPolicy(concurrency=4)  # capacity 4 + 64 once jobs are known to be short
+    policy.claim_seconds = 0.01
+    policy.job_seconds = 0.0001  # two round trips hold 800 jobs: more than any buffer
+    assert policy.claims_limit()
+    assert policy.claim_size(unfinished=30, waiting=26) == 0  # 38 free: more than half...
+    assert policy.claim_size(unfinished=4, waiting=0) == 64  # ...but it waits for this
+    policy.job_seconds = 0.01  # two round trips: 8 jobs, the buffer holds them
+    assert not policy.claims_limit()
+    assert policy.claim_size(unfinished=4, waiting=2) == 8  # half a claim: worth it again
+    fixed = PrefetchPolicy(concurrency=4, prefetch=64)
+    fixed.claim_seconds, fixed.job_seconds = 0.01, 0.0001
+    assert not fixed.claims_limit()  # a fixed prefetch keeps the half-claim rule
+
+
+def _noop(job: Job) -> None:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("settings", "error", "named"),
+    [
+        ({"handlers": {}}, ValueError, "at least one handler"),
+        ({"handlers": {"t": "not a function"}}, TypeError, "handler for 't'"),
+        ({"handlers": {" ": _noop}}, ValueError, "job types"),
+        ({"concurrency": 0}, ValueError, "concurrency"),
+        ({"queues": "default"}, TypeError, "queues"),
+        ({"lock_timeout": timedelta(0)}, ValueError, "lock_timeout"),
+        ({"prefetch": -1}, ValueError, "prefetch"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"batch_size": 10_001}, ValueError, "batch_size"),
+        ({"poll_interval": 0.0}, ValueError, "poll_interval"),
+        ({"heartbeat_interval": 300.0}, ValueError, "heartbeat_interval"),
+        ({"shutdown_grace": -1.0}, ValueError, "shutdown_grace"),
+        ({"retry_backoff": timedelta(seconds=-1)}, ValueError, "retry_backoff"),
+        ({"summary_interval": 0.0}, ValueError, "summary_interval"),
+        ({"worker_id": " "}, ValueError, "worker_id"),
+        ({"worker_id": "w" * 201}, ValueError, "worker_id"),
+    ],
+)
+def test_worker_config_refuses_bad_settings_naming_them(
+    settings: dict[str, Any], error: type[Exception], named: str
+) -> None:
+    with pytest.raises(error, match=named):
+        WorkerConfig(**{"handlers": {"t": _noop}, **settings})
+
+
+def test_worker_config_is_frozen_and_fills_in_its_defaults() -> None:
+    config = WorkerConfig(handlers={"t": _noop}, queues=["a", "b"], lock_timeout=timedelta(60))
+    assert config.queues == ("a", "b")
+    assert config.heartbeat_seconds == timedelta(60).total_seconds() / 3
+    with pytest.raises(AttributeError):
+        config.concurrency = 3  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        config.handlers["u"] = _noop  # type: ignore[index]
+
+
+def test_worker_arguments_in_seconds_or_timedeltas_are_the_same() -> None:
+    a = Worker("dbname=unused", {"t": _noop}, lock_timeout=90, retry_backoff=5, poll_interval=2)
+    b = Worker(
+        "dbname=unused",
+        {"t": _noop},
+        lock_timeout=timedelta(seconds=90),
+        retry_backoff=timedelta(seconds=5),
+        poll_interval=timedelta(seconds=2),
+    )
+    assert dataclasses.replace(a.config, worker_id="w") == dataclasses.replace(
+        b.config, worker_id="w"
+    )
+    with pytest.raises(ValueError, match="lock_timeout must not be negative"):
+        Worker("dbname=unused", {"t": _noop}, lock_timeout=-1)
+
+
+class _Handlers:
+    def plain(self, job: Job) -> None:
+        pass
+
+    def transactional(self, job: Job, conn: Conn) -> None:
+        pass
+
+
+def _with_conn(job: Job, conn: Conn, extra: int = 0) -> None:
+    pass
+
+
+def test_transactional_handlers_are_told_apart_by_their_positional_parameters() -> None:
+    methods = _Handlers()
+    config = WorkerConfig(
+        handlers={
+            "function": _noop,
+            "lambda": lambda job: None,
+            "builtin": print,
+            "method": methods.plain,
+            "tx_function": _with_conn,
+            "tx_lambda": lambda job, conn: None,
+            "tx_method": methods.transactional,
+            "tx_partial": functools.partial(_with_conn, extra=1),
+        }
+    )
+    assert config.transactional == {"tx_function", "tx_lambda", "tx_method", "tx_partial"}
+
+
+def test_handler_signals_are_not_database_errors_and_migration_errors_are() -> None:
+    assert not issubclass(PermanentError, JobqError)
+    assert not issubclass(Retry, JobqError)
+    assert issubclass(MigrationError, JobqError)
 
 
 def test_slow_jobs_are_not_prefetched_by_default(dsn: str, conn: Conn) -> None:
@@ -259,6 +409,21 @@ def test_worker_serves_only_its_queues(dsn: str, conn: Conn) -> None:
     assert job_row(conn, b)["status"] == "pending"
 
 
+def test_worker_on_a_given_pool_with_its_own_row_factory(dsn: str, conn: Conn) -> None:
+    conn.execute("CREATE TABLE results (job_id uuid)")
+    ids = Queue(dsn).enqueue_many([{"job_type": t} for t in ("plain", "tx") * 10])
+
+    def tx(job: Job, tx_conn: Conn) -> None:
+        tx_conn.execute("INSERT INTO results VALUES (%s)", (job.id,))
+
+    kwargs = {"row_factory": psycopg.rows.dict_row, "autocommit": True}
+    with ConnectionPool(dsn, min_size=1, max_size=4, kwargs=kwargs, open=True) as pool:
+        Worker(pool, {"plain": _noop, "tx": tx}, concurrency=3).run(burst=True)
+        assert not pool.closed  # the caller's pool is left open
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == len(ids)
+    assert count(conn, "SELECT count(*) FROM results") == 10
+
+
 def test_worker_on_a_database_without_jobq_raises_not_migrated(empty_dsn: str) -> None:
     with pytest.raises(NotMigrated, match="jobq migrate"):
         Worker(empty_dsn, {"t": lambda job: None}).run(burst=True)
@@ -380,18 +545,19 @@ def test_plain_handler_failure_after_losing_its_claim_changes_nothing(
 def test_notify_wakes_an_idle_worker_long_before_the_poll_interval(dsn: str, conn: Conn) -> None:
     done = threading.Event()
     with running(Worker(dsn, {"t": lambda job: done.set()}, poll_interval=60)):
+        # The fetcher LISTENs on the connection it claims on, before its first claim: once
+        # that (empty) claim is over, only a notification can make it claim within a minute.
         wait_until(
             lambda: (
                 count(
                     conn,
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND query = 'LISTEN jobq'",
+                    "AND state = 'idle' AND query LIKE '%%jobq_dequeue%%'",
                 )
                 == 1
             ),
-            what="the worker to LISTEN",
+            what="the worker's first claim",
         )
-        time.sleep(0.3)  # let the first (empty) claim pass, so only a wake-up can find the job
         Queue(dsn).enqueue("t")
         assert done.wait(5), "the enqueued job was not picked up on NOTIFY"
 
@@ -676,3 +842,371 @@ def test_worker_keeps_running_through_a_restart_and_terminated_backends(
         assert missing == []
         # Nothing got stuck behind the outage for want of an acknowledgement.
         assert count(c, "SELECT count(*) FROM jobq_jobs WHERE locked_by IS NOT NULL") == 0
+
+
+# -- errors a retry cannot fix -----------------------------------------------------------------
+
+
+@pytest.fixture
+def worker_role(admin_dsn: str, dsn: str) -> Iterator[str]:
+    """A login role granted the worker level in the test's database; the DSN to log in as it."""
+    name = f"jobq_worker_{os.getpid()}_{next(_roles)}"
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    grant(dsn, name, "worker")
+    yield name
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def test_a_role_without_the_worker_grants_is_told_how_to_get_them(
+    admin_dsn: str, dsn: str, conn: Conn
+) -> None:
+    name = f"jobq_producer_{os.getpid()}_{next(_roles)}"
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    try:
+        grant(dsn, name, "producer")
+        worker = Worker(make_conninfo(dsn, user=name), {"t": _noop})
+        with pytest.raises(PermissionDenied, match="jobq grant ROLE --as worker") as raised:
+            worker.run(burst=True)
+        assert "jobq_heartbeat" in str(raised.value) and raised.value.sqlstate == "42501"
+    finally:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+        with psycopg.connect(admin_dsn, autocommit=True) as c:
+            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def _first_claim_done(conn: Conn, user: str | None = None) -> bool:
+    """The worker's fetchers have claimed once and are idle (listening)."""
+    return (
+        count(
+            conn,
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND state = 'idle' AND query LIKE '%%jobq_dequeue%%' "
+            "AND (%s::text IS NULL OR usename = %s::text)",
+            user,
+            user,
+        )
+        > 0
+    )
+
+
+@pytest.mark.parametrize(
+    ("function", "left"),
+    [("jobq_dequeue", "pending"), ("jobq_complete_many", "processing")],
+)
+def test_a_privilege_revoked_while_running_stops_the_worker_with_the_error(
+    dsn: str,
+    conn: Conn,
+    worker_role: str,
+    caplog: pytest.LogCaptureFixture,
+    function: str,
+    left: str,
+) -> None:
+    worker = Worker(make_conninfo(dsn, user=worker_role), {"t": _noop}, poll_interval=0.05)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            worker.run()
+        except BaseException as exc:
+            errors.append(exc)
+
+    with caplog.at_level(logging.WARNING, logger="pgq_client.worker"):
+        thread = threading.Thread(target=run)
+        thread.start()
+        try:
+            wait_until(lambda: _first_claim_done(conn, worker_role), what="the first claim")
+            conn.execute(
+                sql.SQL("REVOKE EXECUTE ON FUNCTION {} FROM {}").format(
+                    sql.Identifier(function), sql.Identifier(worker_role)
+                )
+            )
+            job_id = Queue(dsn).enqueue("t")
+            thread.join(30)
+            ended_by_itself = not thread.is_alive()
+        finally:
+            worker.stop()
+            thread.join(30)
+    assert ended_by_itself  # no stop() needed: the failing call ended the run
+    assert len(errors) == 1 and isinstance(errors[0], PermissionDenied), errors
+    assert function in str(errors[0])
+    stopping = [r for r in caplog.records if "failed, stopping" in r.getMessage()]
+    assert [r.levelno for r in stopping] == [logging.ERROR], caplog.messages
+    assert not any("unavailable" in m for m in caplog.messages)  # not taken for an outage
+    assert job_row(conn, job_id)["status"] == left
+    if left == "processing":  # run, but its result could not be sent: said so, by job
+        assert any(
+            "result not recorded" in m and str(job_id) in m for m in caplog.messages
+        ), caplog.messages
+
+
+def test_a_claim_function_dropped_while_running_stops_the_worker_not_retried(
+    dsn: str, conn: Conn
+) -> None:
+    worker = Worker(dsn, {"t": lambda job: None}, poll_interval=0.05)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            worker.run()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        wait_until(lambda: _first_claim_done(conn), what="the first claim")
+        conn.execute("DROP FUNCTION jobq_dequeue")  # 42883 from now on
+        thread.join(30)
+        ended_by_itself = not thread.is_alive()
+    finally:
+        worker.stop()
+        thread.join(30)
+    assert ended_by_itself
+    assert len(errors) == 1 and isinstance(errors[0], NotMigrated), errors
+    assert errors[0].sqlstate == "42883"
+
+
+CLAIMS_FAIL = """
+CREATE TABLE claim_fault (sqlstate text);
+CREATE FUNCTION claim_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    v_state text := (SELECT sqlstate FROM claim_fault);
+BEGIN
+    IF v_state IS NOT NULL THEN
+        RAISE EXCEPTION 'claim_fault: raising %', v_state USING ERRCODE = v_state;
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER claim_fault BEFORE UPDATE ON jobq_jobs FOR EACH ROW EXECUTE FUNCTION claim_fault();
+"""
+
+
+@pytest.mark.parametrize(
+    "sqlstate",
+    [
+        "54000",  # program_limit_exceeded: a psycopg OperationalError, yet never transient
+        "22023",  # invalid_parameter_value
+        "0A000",  # feature_not_supported
+    ],
+)
+def test_a_claim_that_fails_for_good_stops_the_worker_not_retried_as_an_outage(
+    dsn: str, conn: Conn, sqlstate: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    conn.execute(CLAIMS_FAIL)
+    conn.execute("INSERT INTO claim_fault VALUES (%s)", (sqlstate,))
+    Queue(dsn).enqueue("t")
+    with caplog.at_level(logging.WARNING, logger="pgq_client.worker"), pytest.raises(
+        JobqError, match="claim_fault"
+    ) as raised:
+        Worker(dsn, {"t": _noop}, poll_interval=0.05).run()  # not a burst: it must stop itself
+    assert raised.value.sqlstate == sqlstate
+    assert any("claiming jobs failed, stopping" in m for m in caplog.messages), caplog.messages
+    assert not any("unavailable" in m or "retrying" in m for m in caplog.messages)
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'pending'") == 1
+
+
+@pytest.mark.parametrize(
+    "sqlstate",
+    [
+        "40P01",  # deadlock_detected
+        "57014",  # query_canceled (statement_timeout)
+        "53300",  # too_many_connections
+    ],
+)
+def test_a_claim_that_fails_for_a_while_is_retried_until_it_works(
+    dsn: str, conn: Conn, sqlstate: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    conn.execute(CLAIMS_FAIL)
+    conn.execute("INSERT INTO claim_fault VALUES (%s)", (sqlstate,))
+    job_id = Queue(dsn).enqueue("t")
+    worker = Worker(dsn, {"t": _noop}, poll_interval=0.05)
+    with caplog.at_level(logging.WARNING, logger="pgq_client.worker"), running(worker):
+        wait_until(
+            lambda: any("while claiming jobs" in m for m in caplog.messages),
+            what="a failed claim",
+        )
+        conn.execute("UPDATE claim_fault SET sqlstate = NULL")
+        wait_until(lambda: job_row(conn, job_id)["status"] == "succeeded", what="the job")
+    (warning,) = [m for m in caplog.messages if "while claiming jobs" in m]
+    assert f"[{sqlstate}]" in warning and "retrying" in warning
+
+
+def test_cli_worker_whose_privilege_is_revoked_exits_1_with_one_error_line(
+    dsn: str, conn: Conn, worker_role: str, tmp_path: Path
+) -> None:
+    conn.execute(LEDGER)
+    proc = start_worker_process(
+        make_conninfo(dsn, user=worker_role), tmp_path, "--poll-interval", "0.05"
+    )
+    try:
+        wait_until(lambda: _first_claim_done(conn, worker_role), what="the first claim")
+        conn.execute(
+            sql.SQL("REVOKE EXECUTE ON FUNCTION jobq_dequeue FROM {}").format(
+                sql.Identifier(worker_role)
+            )
+        )
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, stderr
+    assert "Traceback" not in stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("jobq: error: ") and "permission denied" in last, stderr
+
+
+# -- what the worker says ----------------------------------------------------------------------
+
+
+def test_the_log_says_what_each_failure_did_to_the_job(
+    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    q = Queue(dsn)
+    last = q.enqueue("t", {"kind": "error"}, max_attempts=1)
+    retried = q.enqueue("t", {"kind": "error"}, max_attempts=3)
+    permanent = q.enqueue("t", {"kind": "permanent"})
+
+    def handler(job: Job) -> None:
+        if job.payload["kind"] == "permanent":
+            raise PermanentError("corrupt input")
+        raise RuntimeError("flaky")
+
+    with caplog.at_level(logging.WARNING, logger="pgq_client.worker"):
+        Worker(dsn, {"t": handler}, retry_backoff=60).run(burst=True)
+
+    def line(job_id: uuid.UUID) -> str:
+        (message,) = [r.getMessage() for r in caplog.records if str(job_id) in r.getMessage()]
+        return message
+
+    assert job_row(conn, last)["status"] == "dead_letter"
+    assert "attempt 1/1" in line(last) and "now dead_letter" in line(last)
+    assert "retried" not in line(last)
+    assert job_row(conn, retried)["status"] == "pending"
+    assert "attempt 1/3" in line(retried) and "retried in 60s" in line(retried)
+    assert "RuntimeError('flaky')" in line(retried)
+    assert job_row(conn, permanent)["status"] == "failed"
+    assert "now failed" in line(permanent) and "corrupt input" in line(permanent)
+
+
+def test_at_info_one_line_at_start_and_none_per_job_per_job_lines_at_debug(
+    dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    ids = Queue(dsn).enqueue_many([{"job_type": "t"} for _ in range(30)])
+    with_password = make_conninfo(dsn, password="s3cret-pw")  # the test server trusts anyone
+    with caplog.at_level(logging.INFO, logger="pgq_client.worker"):
+        Worker(with_password, {"t": _noop, "u": _noop}, concurrency=3, worker_id="w-1").run(
+            burst=True
+        )
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    start = info[0]
+    database = psycopg.conninfo.conninfo_to_dict(dsn)
+    for part in ("w-1", "3 handler threads", "job types t, u", "queues all", database["dbname"]):
+        assert str(part) in start, start
+    assert not any("s3cret" in r.getMessage() for r in caplog.records)
+    assert not any(str(i) in m for i in ids for m in info), info  # no line per job at INFO
+    assert len(info) <= 5, info  # start, burst done, stopping, stopped
+    caplog.clear()
+    Queue(dsn).enqueue("t")
+    with caplog.at_level(logging.DEBUG, logger="pgq_client.worker"):
+        Worker(dsn, {"t": _noop}).run(burst=True)
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert any("started" in m for m in debug) and any("succeeded" in m for m in debug), debug
+
+
+def test_a_summary_of_the_work_done_is_logged_periodically(
+    dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    release = threading.Event()
+
+    def handler(job: Job) -> None:
+        if job.payload.get("wait"):
+            release.wait(30)
+
+    Queue(dsn).enqueue_many([{"job_type": "t"} for _ in range(5)])
+    worker = Worker(dsn, {"t": handler}, summary_interval=0.05)
+    with caplog.at_level(logging.INFO, logger="pgq_client.worker"), running(worker):
+        Queue(dsn).enqueue("t", {"wait": True})
+        wait_until(
+            lambda: any("5 jobs done, 0 failed" in r.getMessage() for r in caplog.records),
+            what="a summary of the 5 jobs",
+        )
+        wait_until(
+            lambda: any("1 in flight" in r.getMessage() for r in caplog.records),
+            what="a summary with the running job in flight",
+        )
+        release.set()
+
+
+def test_stop_says_what_it_waits_for_and_a_second_stop_aborts(
+    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    job_id = Queue(dsn).enqueue("t")
+    started = threading.Event()
+    release = threading.Event()
+
+    def handler(job: Job) -> None:
+        started.set()
+        release.wait(60)
+
+    worker = Worker(dsn, {"t": handler}, shutdown_grace=60, worker_id="w-stop")
+    thread = threading.Thread(target=worker.run)
+    with caplog.at_level(logging.INFO, logger="pgq_client.worker"):
+        thread.start()
+        try:
+            assert started.wait(10)
+            worker.stop()
+            wait_until(
+                lambda: any("waiting up to 60s" in r.getMessage() for r in caplog.records),
+                what="the stopping message",
+            )
+            (stopping,) = [m for m in caplog.messages if "waiting up to" in m]
+            assert "for 1 running jobs (stop() again aborts)" in stopping
+            assert thread.is_alive() and not worker.aborted
+            worker.stop()
+            thread.join(30)
+        finally:
+            release.set()
+            thread.join(30)
+    assert not thread.is_alive()
+    assert worker.aborted
+    assert any("aborting" in r.getMessage() for r in caplog.records)
+    # The aborted job keeps its claim: its lock expires, and another worker takes it over.
+    row = job_row(conn, job_id)
+    assert (row["status"], row["locked_by"]) == ("processing", "w-stop")
+
+
+def test_cli_worker_interrupted_twice_says_so_and_exits_non_zero(
+    dsn: str, conn: Conn, tmp_path: Path
+) -> None:
+    conn.execute(LEDGER)
+    Queue(dsn).enqueue("slow", {"sleep": 60})
+    proc = start_worker_process(dsn, tmp_path, "--shutdown-grace", "60")
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stderr is not None
+        lines.extend(proc.stderr)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        wait_until(lambda: count(conn, "SELECT count(*) FROM ledger") == 1, what="the job to start")
+        proc.send_signal(signal.SIGINT)
+        wait_until(
+            lambda: any("waiting up to 60s for 1 running jobs" in line for line in lines),
+            what="the worker to say what it waits for",
+        )
+        assert any("Ctrl-C again aborts" in line for line in lines), lines
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+    finally:
+        proc.kill()
+        reader.join(10)
+    assert proc.returncode == 130, lines
+    assert not any("Traceback" in line for line in lines), lines
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 1

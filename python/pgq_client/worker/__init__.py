@@ -1,0 +1,402 @@
+"""The Worker: claims jobs in batches, runs their handlers on threads, acknowledges them.
+
+``concurrency + 2`` threads besides the one in :meth:`Worker.run`: the fetcher
+(:mod:`.fetcher`: LISTEN and claims), the handler threads (:mod:`.handlers`) and the
+acknowledger (:mod:`.acker`: release, completions, failures, heartbeats). They share one lock
+(:class:`.state.Shared`); :mod:`.policy` sizes the claims, :mod:`.config` checks the
+arguments, :func:`.retry.reconnecting` is every retry. ``run()`` starts them, waits for a stop
+(``stop()``, SIGTERM/SIGINT, a burst run's end or an error no retry can fix) and shuts them
+down in order: claiming stops, unstarted jobs are released, running handlers get
+``shutdown_grace``, results are sent. A second stop aborts the wait.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import queue
+import select
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from types import FrameType, TracebackType
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from .. import _sql
+from ..errors import PermissionDenied, from_psycopg
+from ..models import Job
+from ..queue import resolve_dsn
+from .acker import Acknowledger
+from .config import (
+    Handler,
+    PlainHandler,
+    TransactionalHandler,
+    WorkerConfig,
+    default_worker_id,
+    seconds,
+)
+from .fetcher import Fetcher
+from .handlers import HandlerPool
+from .joblog import database_name, job_log, log
+from .policy import PrefetchPolicy
+from .retry import Link
+from .state import Shared, poke
+
+__all__ = [
+    "Handler",
+    "PlainHandler",
+    "TransactionalHandler",
+    "Worker",
+    "WorkerConfig",
+    "default_worker_id",
+]
+
+ACK_FLUSH_SECONDS = 10.0  # after the grace period, how long results may take to be sent
+FETCHER = "jobq-fetcher"  # thread names
+ACKNOWLEDGER = "jobq-acknowledger"
+
+
+class Worker:
+    """Runs the handlers of jobs claimed from jobq.
+
+    ``dsn_or_pool``: a DSN, a ``psycopg_pool.ConnectionPool`` (the caller's, left open), or None
+    for ``JOBQ_DSN``, else ``DATABASE_URL``, else the embedded PostgreSQL. ``handlers`` maps a
+    job type to ``handler(job)`` or ``handler(job, conn)`` (transactional completion: the
+    handler's writes on ``conn`` commit together with the job's completion, or not at all).
+    The other arguments are those of :class:`WorkerConfig`, checked here (``ValueError``).
+    """
+
+    def __init__(
+        self,
+        dsn_or_pool: str | ConnectionPool[Any] | None = None,
+        handlers: Mapping[str, Handler] | None = None,
+        *,
+        concurrency: int = 8,
+        queues: Sequence[str] | None = None,
+        lock_timeout: timedelta | float = timedelta(minutes=5),
+        batch_size: int | None = None,
+        prefetch: int | None = None,
+        poll_interval: timedelta | float = 1.0,
+        heartbeat_interval: timedelta | float | None = None,
+        shutdown_grace: timedelta | float = 30.0,
+        retry_backoff: timedelta | float = timedelta(seconds=10),
+        worker_id: str | None = None,
+        schema: str | None = None,
+        summary_interval: timedelta | float | None = 60.0,
+    ) -> None:
+        if isinstance(queues, str):
+            raise TypeError("queues must be a list of queue names, not a string")
+        self.config = WorkerConfig(
+            handlers=handlers or {},
+            concurrency=concurrency,
+            queues=None if queues is None else tuple(queues),
+            lock_timeout=timedelta(seconds=seconds(lock_timeout, "lock_timeout")),
+            batch_size=batch_size,
+            prefetch=prefetch,
+            poll_interval=seconds(poll_interval, "poll_interval"),
+            heartbeat_interval=(
+                None
+                if heartbeat_interval is None
+                else seconds(heartbeat_interval, "heartbeat_interval")
+            ),
+            shutdown_grace=seconds(shutdown_grace, "shutdown_grace"),
+            retry_backoff=timedelta(seconds=seconds(retry_backoff, "retry_backoff")),
+            worker_id=worker_id or default_worker_id(),
+            schema=schema,
+            summary_interval=(
+                None if summary_interval is None else seconds(summary_interval, "summary_interval")
+            ),
+        )
+        self._given_pool: ConnectionPool[Any] | None = None
+        self._dsn: str | None = None
+        if isinstance(dsn_or_pool, ConnectionPool):
+            self._given_pool = dsn_or_pool
+        elif dsn_or_pool is None or isinstance(dsn_or_pool, str):
+            self._dsn = dsn_or_pool
+        else:
+            raise TypeError(f"Worker() takes a DSN or a ConnectionPool, got {dsn_or_pool!r}")
+        self._who = f"worker {self.config.worker_id}"
+        # stop() may be called from a signal handler: it only counts and writes to a socket.
+        self._stop_requests = 0
+        self._signal: str | None = None
+        self._ended = False  # the run ended by itself (burst done, fatal error)
+        self._ended_threads: set[str] = set()
+        self._patience = 1  # stop requests the shutdown takes before it aborts
+        self._stop_r, self._stop_w = socket.socketpair()
+        self._stop_r.setblocking(False)
+        self._stop_w.setblocking(False)
+        self._force = threading.Event()
+        self._done = threading.Event()
+        self._started = False
+        self._run_thread: threading.Thread | None = None
+        self._shared: Shared | None = None
+        self.aborted = False
+        """True after a run whose shutdown a second stop (or signal) cut short."""
+
+    @property
+    def worker_id(self) -> str:
+        return self.config.worker_id
+
+    # -- public API ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask the worker to shut down (thread-safe; also what SIGTERM/SIGINT do). A second call
+        while it shuts down stops waiting for running handlers."""
+        self._stop_requests += 1
+        poke(self._stop_w)
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+        if self._started and threading.current_thread() is not self._run_thread:
+            self._done.wait(self.config.shutdown_grace + ACK_FLUSH_SECONDS + 20)
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs this worker holds a claim on (prefetched, running, or awaiting acknowledgement)."""
+        return 0 if self._shared is None else self._shared.in_flight
+
+    def run(self, burst: bool = False) -> None:
+        """Work until :meth:`stop` or SIGTERM/SIGINT; with ``burst``, until no job is available.
+
+        Raises a :class:`~pgq_client.errors.JobqError` when the database cannot be used at
+        start (unreachable, not migrated, no privilege), or when a call stops working for good
+        (a privilege revoked, a function dropped): that stops the worker like ``stop()`` does,
+        and ``run()`` raises once in-flight jobs are done. Lost connections are retried.
+        """
+        if self._started:
+            raise RuntimeError("a Worker runs once; create a new one")
+        self._started = True
+        self._run_thread = threading.current_thread()
+        try:
+            self._run(burst)
+        finally:
+            self._done.set()
+            self._stop_r.close()
+            self._stop_w.close()
+
+    # -- orchestration -------------------------------------------------------------------------
+
+    def _run(self, burst: bool) -> None:
+        config = self.config
+        dsn, source = self._resolve_dsn()
+        connect = self._connector(dsn)
+        listen = Link(connect, setup=(_sql.LISTEN,))
+        self._check_database(listen)
+        log.info(
+            "%s started: %d handler threads, job types %s, queues %s, database %s (%s%s)%s",
+            self._who,
+            config.concurrency,
+            ", ".join(sorted(config.handlers)),
+            "all" if config.queues is None else ", ".join(config.queues),
+            database_name(dsn),
+            source,
+            "" if config.schema is None else f", schema {config.schema}",
+            ", burst run" if burst else "",
+        )
+        shared = self._shared = Shared(
+            PrefetchPolicy(config.concurrency, config.prefetch, config.batch_size), burst
+        )
+        pool = self._transaction_pool(dsn)
+        handlers = HandlerPool(shared, config, pool, self._force, self._who, self._wake_up)
+        acker = Acknowledger(shared, config, Link(connect), self._force, self._who, self._end)
+        fetcher = Fetcher(shared, config, listen, self._who, self._end)
+        restore = self._install_signal_handlers()
+        try:
+            handlers.start()
+            self._start(acker.run, ACKNOWLEDGER)
+            self._start(fetcher.run, FETCHER)
+            while not (self._stop_requests or self._ended):
+                self._sleep(1.0)
+            self._shutdown(shared, handlers, acker, fetcher)
+        finally:
+            restore()
+            listen.close()
+            fetcher.close()
+            if pool is not None and pool is not self._given_pool:
+                pool.close(timeout=5)
+        if shared.fatal is not None:
+            raise shared.fatal
+        log.info(
+            "%s stopped%s: %d jobs done, %d failed",
+            self._who,
+            " (aborted)" if self.aborted else "",
+            shared.done,
+            shared.failed,
+        )
+
+    def _shutdown(
+        self, shared: Shared, handlers: HandlerPool, acker: Acknowledger, fetcher: Fetcher
+    ) -> None:
+        deadline = time.monotonic() + self.config.shutdown_grace
+        handlers.deadline = deadline
+        # A stop request beyond the one that started the shutdown aborts it.
+        self._patience = 0 if self._ended and not self._stop_requests else 1
+        fetcher.stop()
+        self._wait(lambda: FETCHER in self._ended_threads)
+
+        # Claimed but never started: give them back now, so other workers can take them.
+        unstarted: list[Job] = []
+        with contextlib.suppress(queue.Empty):
+            while True:
+                job = shared.work.get_nowait()
+                if job is not None:
+                    unstarted.append(job)
+        if unstarted:
+            shared.release(unstarted)
+        handlers.finish()
+
+        running = handlers.running()
+        released = f"{len(unstarted)} unstarted jobs released; " if unstarted else ""
+        if running:
+            log.info(
+                "%s stopping: %swaiting up to %gs for %d running jobs (%s aborts)",
+                self._who,
+                released,
+                self.config.shutdown_grace,
+                len(running),
+                f"{self._signal} again" if self._signal else "stop() again",
+            )
+        else:
+            log.info("%s stopping: %sno job running", self._who, released)
+        self._wait(lambda: not handlers.alive(), until=deadline)
+        for job in handlers.running():
+            job_log(
+                logging.WARNING,
+                job,
+                "%s: left claimed; its lock expires after %s and another worker takes it over",
+                "still running when the shutdown was aborted"
+                if self._force.is_set()
+                else "still running after the shutdown grace period",
+                self.config.lock_timeout,
+            )
+
+        # Send what is left: retried through connection losses until the flush deadline, or
+        # tried once when aborting.
+        flush_deadline = max(deadline, time.monotonic()) + ACK_FLUSH_SECONDS
+        acker.close(flush_deadline)
+        self._wait(
+            lambda: ACKNOWLEDGER in self._ended_threads, until=flush_deadline + 1, abort=False
+        )
+
+    def _wait(self, done: Callable[[], bool], until: float = math.inf, abort: bool = True) -> None:
+        """While shutting down, until ``done()`` or ``until``. A further stop request sets
+        ``force``, which ends the wait (with ``abort``) and makes every retry give up."""
+        while not done() and time.monotonic() < until:
+            if self._stop_requests > self._patience and not self._force.is_set():
+                self._force.set()
+                self.aborted = True
+                log.warning("%s: stop requested again, aborting the shutdown", self._who)
+            if abort and self._force.is_set():
+                return
+            self._sleep(min(until - time.monotonic(), 1.0))
+
+    def _sleep(self, timeout: float) -> None:
+        """Until a stop request, the end of the run or of a thread, or ``timeout``."""
+        select.select([self._stop_r], [], [], max(timeout, 0.0))
+        with contextlib.suppress(BlockingIOError):
+            while self._stop_r.recv(4096):
+                pass
+
+    def _wake_up(self) -> None:
+        """Have the thread of ``run()`` look again (a thread it waits for has ended)."""
+        poke(self._stop_w)
+
+    def _start(self, body: Callable[[], None], name: str) -> None:
+        def target() -> None:
+            try:
+                body()
+            finally:
+                self._ended_threads.add(name)  # before the wake-up: is_alive() may lag
+                self._wake_up()
+
+        threading.Thread(target=target, name=name, daemon=True).start()
+
+    def _end(self) -> None:
+        """The fetcher ends the run (burst done, or an error that claims cannot get past)."""
+        self._ended = True
+        poke(self._stop_w)
+
+    def _resolve_dsn(self) -> tuple[str, str]:
+        if self._given_pool is not None:
+            conninfo = self._given_pool.conninfo
+            return (conninfo() if callable(conninfo) else conninfo), "the given pool"
+        if self._dsn is None:
+            return resolve_dsn(None)
+        return self._dsn, "the given DSN"
+
+    def _connector(self, dsn: str) -> Callable[[], psycopg.Connection[Any]]:
+        """How the fetcher and the acknowledger open their own connections (a given pool's
+        ``kwargs`` apply to them too)."""
+        kwargs: dict[str, Any] = {"connect_timeout": 10}
+        if self._given_pool is not None:
+            given = self._given_pool.kwargs
+            kwargs.update((given() if callable(given) else given) or {})
+        kwargs["autocommit"] = True
+        return lambda: psycopg.connect(dsn, **kwargs)
+
+    def _check_database(self, link: Link) -> None:
+        """Fail fast when the database is unreachable, not migrated, or not ours to work."""
+        sql = _sql.statements(self.config.schema)
+        try:
+            link.get().execute(sql.heartbeat, {"worker_id": self.worker_id, "job_ids": []})
+        except psycopg.Error as exc:
+            link.close()
+            error = from_psycopg(exc)
+            if isinstance(error, PermissionDenied):
+                error = PermissionDenied(
+                    f"{error} (a worker's role needs `jobq grant ROLE --as worker`)"
+                )
+            raise error from exc
+
+    def _transaction_pool(self, dsn: str) -> ConnectionPool[Any] | None:
+        """The pool transactional handlers take their connections from (none without any)."""
+        if not self.config.transactional:
+            return None
+        if self._given_pool is not None:
+            return self._given_pool
+        pool: ConnectionPool[Any] = ConnectionPool(
+            dsn,
+            min_size=min(self.config.concurrency, 4),  # opened in the background, at start
+            max_size=self.config.concurrency,
+            kwargs={"autocommit": True},
+            name=f"jobq-worker-{self.worker_id}",
+            timeout=5.0,
+            open=False,
+        )
+        pool.open(wait=False)
+        return pool
+
+    def _install_signal_handlers(self) -> Callable[[], None]:
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            # Only count and write a byte: the main thread may hold any lock at this moment.
+            self._signal = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+            self.stop()
+
+        previous = {
+            signal.SIGTERM: signal.signal(signal.SIGTERM, on_signal),
+            signal.SIGINT: signal.signal(signal.SIGINT, on_signal),
+        }
+
+        def restore() -> None:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+        return restore

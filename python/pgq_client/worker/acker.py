@@ -1,0 +1,329 @@
+"""The acknowledger: one thread, one connection, for everything the worker owes the database."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from psycopg.rows import tuple_row
+
+from .. import _sql
+from ..errors import JobqError
+from ..models import Job
+from .config import WorkerConfig
+from .joblog import duration, job_log, log
+from .retry import GaveUp, Link, reconnecting
+from .state import Failure, Shared
+
+__all__ = ["Acknowledger"]
+
+ACK_LINGER = 0.005
+"""Seconds a result may wait for others to share its round trip (and its commit)."""
+
+
+class Acknowledger:
+    """Sends, in this order each round: the release of unstarted jobs (at shutdown), every
+    completion so far in one ``jobq_complete_many``, every failure so far in one statement (a
+    ``jobq_fail`` per job), and the heartbeat of every held job when one is due.
+
+    One thread doing all of them one after the other is what keeps a heartbeat from meeting an
+    acknowledgement of the same rows (a heartbeat skips rows locked by others, and then a
+    smaller count would no longer mean lost claims). Every call is fenced by the claim's
+    attempt, so a batch whose reply was lost with the connection is simply sent again. It also
+    logs how each failure ended (from ``jobq_fail``'s result) and, every ``summary_interval``,
+    what the worker has done.
+    """
+
+    def __init__(
+        self,
+        shared: Shared,
+        config: WorkerConfig,
+        link: Link,
+        force: threading.Event,
+        who: str,
+        on_end: Callable[[], None],
+    ) -> None:
+        self._shared = shared
+        self._on_end = on_end  # ends the run: an error acknowledgements cannot get past
+        self._config = config
+        self._sql = _sql.statements(config.schema)
+        self._link = link
+        self._force = force
+        self._who = who
+        self._deadline = math.inf  # after close(): stop retrying then
+        self._next_beat = math.inf
+        self._next_summary = math.inf
+        self._counted = (0, 0, time.monotonic())  # done, failed, when: at the last summary
+
+    def close(self, deadline: float) -> None:
+        """Send what is left, retrying through connection losses until ``deadline``; then end."""
+        self._deadline = deadline
+        with self._shared.lock:
+            self._shared.acks_closed = True
+            self._shared.acks_ready.notify()
+
+    def run(self) -> None:
+        """The thread's body."""
+        try:
+            self._loop()
+        except Exception as exc:  # a bug; the worker stops rather than lose results silently
+            log.exception("%s: the acknowledger failed", self._who)
+            self._shared.fail(exc)
+            self._on_end()
+        finally:
+            self._link.close()
+
+    def _giving_up(self) -> bool:
+        return self._force.is_set() or time.monotonic() > self._deadline
+
+    def _loop(self) -> None:
+        heartbeat = self._config.heartbeat_seconds
+        summary = self._config.summary_interval or math.inf
+        self._next_beat = time.monotonic() + heartbeat
+        self._next_summary = time.monotonic() + summary
+        while True:
+            batch = self._next_batch()
+            if batch is None:
+                return  # closed, and everything sent
+            releases, completions, failures = batch
+            try:
+                if releases:
+                    self._release(releases)
+                    releases = []
+                if completions:
+                    self._complete(completions)
+                    completions = []
+                if failures:
+                    self._fail(failures)
+                    failures = []
+                if time.monotonic() >= self._next_beat:
+                    self._heartbeat()
+                    self._next_beat = time.monotonic() + heartbeat
+            except (GaveUp, JobqError) as exc:
+                self._abandon(releases, completions, failures, exc)
+                return
+            if time.monotonic() >= self._next_summary:
+                self._summary()
+                self._next_summary = time.monotonic() + summary
+
+    def _next_batch(self) -> tuple[list[Job], list[Job], list[Failure]] | None:
+        """Wait until something is to be sent (or a heartbeat or summary is due), and take it.
+
+        Results wait up to ``ACK_LINGER`` for others to join them, and go at once when a
+        claim's worth has gathered, when no job is left running (nothing else is coming soon:
+        an idle worker adds no delay) and at shutdown.
+        """
+        shared = self._shared
+        flush_at = math.inf
+        with shared.lock:
+            while True:
+                now = time.monotonic()
+                pending = len(shared.completions) + len(shared.failures)
+                if shared.releases or (pending and shared.acks_closed):
+                    break
+                if pending:
+                    flush_at = min(flush_at, now + ACK_LINGER)
+                    if now >= flush_at or not shared.unfinished:
+                        break
+                    if pending >= shared.ack_batch():
+                        break
+                elif shared.acks_closed:
+                    return None
+                timer = min(self._next_beat, self._next_summary)
+                if now >= timer:
+                    break
+                shared.acks_ready.wait(min(timer, flush_at) - now)
+            batch = (shared.releases, shared.completions, shared.failures)
+            shared.releases, shared.completions, shared.failures = [], [], []
+            return batch
+
+    def _send(self, query: Any, params: dict[str, Any], doing: str) -> tuple[list[Any], bool]:
+        """Run one statement through lost connections; its rows, and whether it was retried
+        (then an earlier try may have been applied, its reply lost)."""
+        retried = False
+
+        def on_lost() -> None:
+            nonlocal retried
+            retried = True
+            self._link.drop_if_broken()
+
+        def call() -> list[Any]:
+            # Tuples whatever row factory a given pool's kwargs set.
+            with self._link.get().cursor(row_factory=tuple_row) as cur:
+                return cur.execute(query, params).fetchall()
+
+        rows = reconnecting(
+            call,
+            doing=doing,
+            who=self._who,
+            give_up=self._giving_up,
+            pause=self._force.wait,
+            on_lost=on_lost,
+        )
+        return rows, retried
+
+    def _release(self, jobs: list[Job]) -> None:
+        rows, _ = self._send(
+            self._sql.release,
+            {"job_ids": [job.id for job in jobs], "worker_id": self._config.worker_id},
+            f"releasing {len(jobs)} unstarted jobs",
+        )
+        log.info("%s released %d unstarted jobs", self._who, rows[0][0])
+        for job in jobs:
+            job_log(logging.DEBUG, job, "released (never started)")
+        self._shared.settled(jobs)
+
+    def _complete(self, jobs: list[Job]) -> None:
+        rows, retried = self._send(
+            self._sql.complete_many,
+            {
+                "job_ids": [job.id for job in jobs],
+                "worker_id": self._config.worker_id,
+                "attempts": [job.attempts for job in jobs],
+            },
+            f"acknowledging {len(jobs)} jobs",
+        )
+        done = int(rows[0][0])
+        if done < len(jobs):
+            log.warning(
+                "%s: %d of %d completed jobs were not recorded: their claim was lost (lock "
+                "expired, taken over)%s; jobs: %s",
+                self._who,
+                len(jobs) - done,
+                len(jobs),
+                " or already recorded before the connection was lost" if retried else "",
+                ", ".join(f"{j.id} ({j.job_type}, attempt {j.attempts})" for j in jobs),
+            )
+        if log.isEnabledFor(logging.DEBUG):
+            for job in jobs:
+                job_log(logging.DEBUG, job, "succeeded")
+        self._shared.settled(jobs, done=done)
+
+    def _fail(self, failures: list[Failure]) -> None:
+        rows, retried = self._send(
+            self._sql.fail_many,
+            {
+                "worker_id": self._config.worker_id,
+                "job_ids": [f.job.id for f in failures],
+                "errors": [_storable(f.error) for f in failures],
+                "retries": [f.retry for f in failures],
+                "backoffs": [f.backoff for f in failures],
+                "attempts": [f.job.attempts for f in failures],
+            },
+            f"reporting {len(failures)} failed jobs",
+        )
+        recorded = 0
+        for failure, (_, status) in zip(failures, rows, strict=True):
+            recorded += status is not None
+            _log_failure(failure, status, retried)
+        self._shared.settled([f.job for f in failures], failed=recorded)
+
+    def _heartbeat(self) -> None:
+        with self._shared.lock:
+            ids = list(self._shared.held)
+        if not ids:
+            return
+        rows, _ = self._send(
+            self._sql.heartbeat,
+            {"worker_id": self._config.worker_id, "job_ids": ids},
+            "renewing claims",
+        )
+        renewed = int(rows[0][0])
+        with self._shared.lock:
+            still_held = sum(1 for i in ids if i in self._shared.held)
+        if renewed < still_held:
+            log.warning(
+                "%s: %d of %d claims were not renewed: lost (lock expired and taken over; their "
+                "results will not be recorded), or their row was locked by a transactional "
+                "completion at that moment",
+                self._who,
+                still_held - renewed,
+                still_held,
+            )
+        else:
+            log.debug("%s renewed %d claims", self._who, renewed)
+
+    def _abandon(
+        self,
+        releases: Sequence[Job],
+        completions: Sequence[Job],
+        failures: Sequence[Failure],
+        why: BaseException,
+    ) -> None:
+        """Log what could not be sent, and let the worker stop (on a permanent error)."""
+        if isinstance(why, JobqError):
+            log.error("%s: acknowledging failed, stopping: %s", self._who, why)
+            self._shared.fail(why)
+            self._on_end()
+        with self._shared.lock:  # what came in meanwhile is not sent either
+            releases = [*releases, *self._shared.releases]
+            completions = [*completions, *self._shared.completions]
+            failures = [*failures, *self._shared.failures]
+        if releases:
+            log.warning(
+                "%s could not release %d unstarted jobs (%s); they are taken over when their "
+                "lock expires",
+                self._who,
+                len(releases),
+                why,
+            )
+        for job in (*completions, *(f.job for f in failures)):
+            job_log(
+                logging.ERROR,
+                job,
+                "result not recorded (%s); the job runs again after its lock expires",
+                "database unavailable at shutdown" if isinstance(why, GaveUp) else why,
+            )
+
+    def _summary(self) -> None:
+        with self._shared.lock:
+            done, failed, in_flight = self._shared.done, self._shared.failed, len(self._shared.held)
+        now = time.monotonic()
+        last_done, last_failed, since = self._counted
+        self._counted = (done, failed, now)
+        finished = (done - last_done) + (failed - last_failed)
+        if finished or in_flight:
+            log.info(
+                "%s: %d jobs done, %d failed in the last %.0fs (%.1f/s); %d in flight",
+                self._who,
+                done - last_done,
+                failed - last_failed,
+                now - since,
+                finished / max(now - since, 1e-9),
+                in_flight,
+            )
+
+
+_OUTCOMES = {
+    "pending": "failed, retried in %s: %s",
+    "dead_letter": "failed on its last attempt, now dead_letter: %s",
+    "failed": "failed permanently (no retry), now failed: %s",
+}
+
+
+def _log_failure(failure: Failure, status: str | None, retried: bool) -> None:
+    """Say what ``jobq_fail`` did with the attempt: its result is the job's new status."""
+    job = failure.job
+    wait = duration(failure.backoff * job.attempts)  # jobq_fail waits attempts x backoff
+    if status is None:
+        why = " or recorded before the connection was lost" if retried else ""
+        job_log(logging.WARNING, job, "failure not recorded: claim lost (lock expired)%s", why)
+    elif status == "pending" and failure.requested:  # a Retry the handler asked for
+        job_log(logging.DEBUG, job, "retry requested, runs again in %s", wait)
+    elif status == "pending":
+        job_log(logging.WARNING, job, _OUTCOMES[status], wait, failure.summary)
+    else:
+        message = _OUTCOMES.get(status, f"failed, now {status}: %s")
+        job_log(logging.WARNING, job, message, failure.summary)
+
+
+def _storable(text: str) -> str:
+    """Error text PostgreSQL can store: NUL and lone surrogates escaped (an exception message
+    may hold anything, and must not make its own failure unrecordable)."""
+    text = text.replace("\x00", "\\x00")
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+

@@ -1,0 +1,147 @@
+"""The Worker's settings and handler types: checked once, then frozen."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import secrets
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from types import MappingProxyType
+from typing import Any, Protocol, Union
+
+import psycopg
+
+from ..models import Job
+
+__all__ = [
+    "Handler",
+    "PlainHandler",
+    "TransactionalHandler",
+    "WorkerConfig",
+    "default_worker_id",
+    "seconds",
+    "takes_connection",
+]
+
+MAX_WORKER_ID = 200  # characters; jobq refuses longer worker ids
+
+
+class PlainHandler(Protocol):
+    """``handler(job)``: returning completes the job, raising fails it."""
+
+    def __call__(self, job: Job, /) -> object: ...
+
+
+class TransactionalHandler(Protocol):
+    """``handler(job, conn)``: runs in a transaction on ``conn`` that also completes the job."""
+
+    def __call__(self, job: Job, conn: psycopg.Connection[Any], /) -> object: ...
+
+
+Handler = Union[PlainHandler, TransactionalHandler]  # noqa: UP007 (a runtime alias on 3.10)
+"""What ``Worker(handlers={job_type: handler})`` takes: a plain or a transactional handler."""
+
+
+def takes_connection(handler: Callable[..., object]) -> bool:
+    """True for a handler with two positional parameters: ``handler(job, conn)``.
+
+    The contract tells the two kinds apart by their parameters, so a plain function needs no
+    marking; this is the one place that looks, once per handler, when the Worker is made.
+    """
+    try:
+        params = inspect.signature(handler).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature take the job alone
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in params if p.kind in positional) >= 2
+
+
+def default_worker_id() -> str:
+    """``host:pid:random``: unique per process, readable in ``locked_by``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def seconds(value: timedelta | float, name: str) -> float:
+    """A duration given as a timedelta or in seconds, in seconds; negative ones are refused."""
+    result = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if result < 0:
+        raise ValueError(f"{name} must not be negative, got {value!r}")
+    return result
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """Everything a :class:`~pgq_client.Worker` was told, validated when made.
+
+    Durations that go to SQL are timedeltas, the others seconds. ``heartbeat_interval`` None
+    means a third of ``lock_timeout``; ``summary_interval`` None turns the periodic log line off.
+    """
+
+    handlers: Mapping[str, Handler]
+    concurrency: int = 8
+    queues: Sequence[str] | None = None
+    lock_timeout: timedelta = timedelta(minutes=5)
+    batch_size: int | None = None
+    prefetch: int | None = None
+    poll_interval: float = 1.0
+    heartbeat_interval: float | None = None
+    shutdown_grace: float = 30.0
+    retry_backoff: timedelta = timedelta(seconds=10)
+    worker_id: str = field(default_factory=default_worker_id)
+    schema: str | None = None
+    summary_interval: float | None = 60.0
+    transactional: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.handlers:
+            raise ValueError("Worker needs at least one handler: handlers={'job_type': fn}")
+        for job_type, handler in self.handlers.items():
+            if not isinstance(job_type, str) or not job_type.strip():
+                raise ValueError(f"job types must be non-blank strings, got {job_type!r}")
+            if not callable(handler):
+                raise TypeError(f"handler for {job_type!r} is not callable: {handler!r}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+        if isinstance(self.queues, str) or not all(isinstance(q, str) for q in self.queues or ()):
+            raise TypeError("queues must be a list of queue names, not a string")
+        if self.lock_timeout <= timedelta(0):
+            raise ValueError("lock_timeout must be positive")
+        if self.prefetch is not None and self.prefetch < 0:
+            raise ValueError(f"prefetch must not be negative, got {self.prefetch}")
+        if self.batch_size is not None and not 1 <= self.batch_size <= 10_000:
+            raise ValueError(f"batch_size must be between 1 and 10000, got {self.batch_size}")
+        if self.poll_interval <= 0:
+            raise ValueError(f"poll_interval must be positive, got {self.poll_interval}")
+        lock_seconds = self.lock_timeout.total_seconds()
+        heartbeat = lock_seconds / 3 if self.heartbeat_interval is None else self.heartbeat_interval
+        if not 0 < heartbeat < lock_seconds:
+            raise ValueError("heartbeat_interval must be positive and shorter than lock_timeout")
+        if self.shutdown_grace < 0:
+            raise ValueError(f"shutdown_grace must not be negative, got {self.shutdown_grace}")
+        if self.retry_backoff < timedelta(0):
+            raise ValueError(f"retry_backoff must not be negative, got {self.retry_backoff}")
+        if self.summary_interval is not None and self.summary_interval <= 0:
+            raise ValueError(f"summary_interval must be positive, got {self.summary_interval}")
+        worker_id = self.worker_id
+        if not (isinstance(worker_id, str) and worker_id.strip()) or len(worker_id) > MAX_WORKER_ID:
+            raise ValueError(
+                f"worker_id must be a non-blank string of at most {MAX_WORKER_ID} characters"
+            )
+        set_ = object.__setattr__  # the dataclass is frozen: normalise once, here
+        set_(self, "handlers", MappingProxyType(dict(self.handlers)))
+        set_(self, "queues", None if self.queues is None else tuple(self.queues))
+        set_(self, "heartbeat_interval", heartbeat)
+        set_(self, "transactional", frozenset(t for t, h in self.handlers.items()
+                                              if takes_connection(h)))
+
+    @property
+    def job_types(self) -> list[str]:
+        return list(self.handlers)
+
+    @property
+    def heartbeat_seconds(self) -> float:
+        assert self.heartbeat_interval is not None  # set in __post_init__
+        return self.heartbeat_interval

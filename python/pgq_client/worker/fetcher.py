@@ -1,0 +1,245 @@
+"""The fetcher: one thread, one connection, that LISTENs and claims."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from psycopg.rows import tuple_row
+
+from .. import _sql
+from ..errors import JobqError, from_psycopg
+from ..models import Job, job_row
+from .config import WorkerConfig
+from .joblog import log
+from .retry import GaveUp, Link, connection_lost, reconnecting, transient
+from .state import Shared, poke
+
+__all__ = ["Fetcher"]
+
+MAX_SLEEP = 1.0  # seconds: a fetcher looks again at least this often, whatever woke it
+
+
+class Fetcher:
+    """Claims jobs into the worker's buffer, on the connection that also LISTENs.
+
+    A claim asks for what :class:`~pgq_client.worker.policy.PrefetchPolicy` says, when a claim
+    is due: at once after a claim that came back full (more is waiting), after a notification
+    for one of the worker's queues, and every ``poll_interval`` otherwise (jobs whose time has
+    come, retries, a notification lost while disconnected).
+
+    Between claims it sleeps in ``select()`` on the connection's socket (notifications) and on
+    a wake-up socket, written to when a handler thread frees the slots a due claim waits for,
+    when the acknowledger settles jobs in a burst run, and when the Worker stops. Notifications
+    arrive on the connection the claims use, so one that comes during a claim is kept by
+    psycopg and read right after it: none is missed in between.
+
+    One claim at a time: the prefetch policy sizes the buffer so that it lasts while the next
+    claim is under way, and for jobs shorter than that, claims wait for an empty buffer anyway.
+    """
+
+    def __init__(
+        self,
+        shared: Shared,
+        config: WorkerConfig,
+        link: Link,
+        who: str,
+        on_end: Callable[[], None],
+    ) -> None:
+        self._shared = shared
+        self._config = config
+        self._sql = _sql.statements(config.schema)
+        self._link = link
+        self._stopping = threading.Event()
+        self._who = who
+        self._on_end = on_end  # ends the run: burst done, or an error claims cannot get past
+        self._wake_r, self._wake = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake.setblocking(False)
+        # A claim failed with the connection: it may have committed, its jobs locked by this
+        # worker's id and unknown to it. Before the next claim, jobq_release_orphans gives back
+        # every job locked by this id that the worker does not hold (see _release_orphans).
+        self._orphans_unknown = False
+        self._params: dict[str, Any] = {
+            "worker_id": config.worker_id,
+            "job_types": config.job_types,
+            "batch_size": 0,
+            "lock_timeout": config.lock_timeout,
+            "queues": None if config.queues is None else list(config.queues),
+        }
+
+    def run(self) -> None:
+        """The thread's body."""
+        try:
+            self._loop()
+        except GaveUp:
+            pass  # stopping while the database was away
+        except JobqError as exc:  # a claim that will never work: stop, and say why
+            log.error("%s: claiming jobs failed, stopping: %s", self._who, exc)
+            self._shared.fail(exc)
+            self._on_end()
+        except Exception as exc:  # a bug: never leave the worker claiming nothing, silently
+            log.exception("%s: a fetcher failed", self._who)
+            self._shared.fail(exc)
+            self._on_end()
+        finally:
+            self._link.close()
+
+    def stop(self) -> None:
+        """Stop claiming (a claim under way is finished and its jobs handed on)."""
+        self._stopping.set()
+        poke(self._wake)
+
+    def close(self) -> None:
+        self._wake_r.close()
+        self._wake.close()
+
+    def _loop(self) -> None:
+        shared = self._shared
+        more = True  # the last claim came back full: claim again as soon as there is room
+        next_poll = 0.0
+        while not self._stopping.is_set():
+            now = time.monotonic()
+            with shared.lock:
+                wanted = shared.policy.claim_size(shared.unfinished, shared.work.qsize())
+                due = more or shared.woken or now >= next_poll
+                go = due and wanted > 0
+                if go:
+                    shared.woken = False  # what woke it is served by this claim
+                else:
+                    shared.slots_awaited = due  # a freed slot wakes it only when due
+                    shared.fetcher_asleep = self._wake
+            if not go:
+                self._sleep(MAX_SLEEP if due else min(next_poll - now, MAX_SLEEP))
+                continue
+
+            started = time.perf_counter()
+            self._params["batch_size"] = wanted
+            jobs = reconnecting(
+                self._claim,
+                doing="claiming jobs",
+                who=self._who,
+                give_up=self._stopping.is_set,
+                pause=self._stopping.wait,
+                on_lost=self._link.close,
+            )
+            shared.claimed(jobs, time.perf_counter() - started)
+            if jobs and log.isEnabledFor(logging.DEBUG):
+                log.debug("%s claimed %d jobs", self._who, len(jobs))
+            more = len(jobs) == wanted
+            if not more:
+                next_poll = time.monotonic() + self._config.poll_interval
+                # After a full claim the next one is due anyway; after a short one, a
+                # notification that came during it makes the next one due.
+                self._read_notifications()
+                if shared.burst and not jobs and self._burst_done():
+                    log.info("%s: no job available, burst run done", self._who)
+                    self._on_end()
+                    return
+
+    def _burst_done(self) -> bool:
+        """Nothing claimable now, and nothing held that could make a job claimable again: no
+        job waits for a handler or for its result to be sent, and nothing was settled or
+        notified while the empty claim was under way."""
+        with self._shared.lock:
+            return not (self._shared.held or self._shared.woken)
+
+    def _claim(self) -> list[Job]:
+        conn = self._link.get()
+        if self._orphans_unknown:
+            self._release_orphans(conn)
+        try:
+            with conn.cursor(row_factory=job_row) as cur:
+                cur.execute(self._sql.dequeue, self._params)
+                return cur.fetchall()
+        except psycopg.Error as exc:
+            if connection_lost(exc):
+                self._orphans_unknown = True  # it may have committed, its reply lost
+            raise
+
+    def _release_orphans(self, conn: psycopg.Connection[Any]) -> None:
+        """After a claim that failed with the connection: release the jobs locked by this
+        worker's id that it does not hold (a claim that committed and whose reply was lost), so
+        that they run now, as the same attempt, rather than after ``lock_timeout``. Claims are
+        made by this thread only, one at a time, so every job of a claim that did come back is
+        in ``held``. Worker ids must be unique per process: the default is.
+
+        A transient error leaves the question open and propagates: ``reconnecting()`` retries
+        this, then the claim."""
+        with self._shared.lock:
+            held = list(self._shared.held)
+        try:
+            with conn.cursor(row_factory=tuple_row) as cur:
+                cur.execute(
+                    self._sql.release_orphans,
+                    {"worker_id": self._config.worker_id, "job_ids": held},
+                )
+                row = cur.fetchone()
+        except psycopg.Error as exc:
+            if transient(exc):
+                raise
+            # Not installed (jobq migrate not run) or not granted (a worker role granted before
+            # jobq_release_orphans existed): those jobs wait for lock_timeout, as they used to.
+            log.warning(
+                "%s could not release the jobs of a claim whose reply may have been lost (%s); "
+                "if it had claimed any, they run again after lock_timeout",
+                self._who,
+                from_psycopg(exc),
+            )
+            released = 0
+        else:
+            released = int(row[0]) if row is not None and row[0] is not None else 0
+        self._orphans_unknown = False
+        if released:
+            log.warning(
+                "%s released %d jobs claimed by a claim whose reply was lost; they run again "
+                "now (the lost claim is not counted as an attempt)",
+                self._who,
+                released,
+            )
+
+    def _sleep(self, timeout: float) -> None:
+        sockets: list[Any] = [self._wake_r]
+        conn = self._link.conn
+        if conn is not None and not conn.closed:
+            sockets.append(conn.fileno())
+        try:
+            ready, _, _ = select.select(sockets, [], [], max(timeout, 0.0))
+        finally:
+            with self._shared.lock:
+                self._shared.fetcher_asleep = None
+        for ready_one in ready:
+            if ready_one is self._wake_r:
+                with contextlib.suppress(BlockingIOError):
+                    while self._wake_r.recv(4096):
+                        pass
+            else:
+                self._read_notifications()
+
+    def _read_notifications(self) -> None:
+        """Read the notifications that arrived; one for a queue of this worker makes a claim
+        due. A connection found broken here is dropped: the next claim opens a new one (and,
+        as a notification may have been missed meanwhile, is due)."""
+        conn = self._link.conn
+        if conn is None:
+            return
+        queues = self._config.queues
+        try:
+            notes = list(conn.notifies(timeout=0))
+            relevant = any(queues is None or note.payload in queues for note in notes)
+        except psycopg.Error as exc:
+            log.debug("%s: the listening connection was lost (%s)", self._who, exc)
+            self._link.close()
+            relevant = True
+        if relevant:
+            with self._shared.lock:
+                self._shared.woken = True
+
+

@@ -1,0 +1,200 @@
+"""The handler threads: ``concurrency`` of them run the jobs, in the order they were claimed."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from psycopg.rows import tuple_row
+from psycopg_pool import ConnectionPool
+
+from .. import _sql
+from ..errors import PermanentError, Retry
+from ..models import Job
+from .config import WorkerConfig
+from .joblog import job_log, log
+from .retry import GaveUp, connection_lost, reconnecting
+from .state import Failure, Outcome, Shared
+
+__all__ = ["HandlerPool"]
+
+
+class HandlerPool:
+    """``concurrency`` threads, each taking the next claimed job from the worker's buffer: the
+    pool is the semaphore that lets at most ``concurrency`` jobs run at once.
+
+    A plain handler's success is left to the acknowledger (batched); a failure is too, with the
+    traceback as the error text. A transactional handler, ``handler(job, conn)``, runs in a
+    transaction on a connection of ``pool`` that also completes the job (fenced by its claim)
+    and commits: the handler's writes and the completion commit together or not at all.
+    """
+
+    def __init__(
+        self,
+        shared: Shared,
+        config: WorkerConfig,
+        pool: ConnectionPool[Any] | None,
+        force: threading.Event,
+        who: str,
+        on_exit: Callable[[], None],
+    ) -> None:
+        self._shared = shared
+        self._on_exit = on_exit  # each thread calls it when it ends
+        self._config = config
+        self._sql = _sql.statements(config.schema)
+        self._pool = pool
+        self._force = force
+        self._who = who
+        self.deadline = float("inf")  # set at shutdown: opening a transaction stops retrying
+        self._current: list[Job | None] = [None] * config.concurrency
+        self._exited: list[int] = []
+        self._threads = [
+            threading.Thread(target=self._loop, args=(i,), name=f"jobq-handler-{i}", daemon=True)
+            for i in range(config.concurrency)
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def finish(self) -> None:
+        """Let each thread end once the jobs it took are done."""
+        for _ in self._threads:
+            self._shared.work.put(None)
+
+    def alive(self) -> bool:
+        return len(self._exited) < len(self._threads)
+
+    def running(self) -> list[Job]:
+        return [job for job in self._current if job is not None]
+
+    def _loop(self, index: int) -> None:
+        try:
+            self._run_jobs(index)
+        finally:
+            self._exited.append(index)  # before the wake-up, so that alive() is already false
+            self._on_exit()
+
+    def _run_jobs(self, index: int) -> None:
+        work, finished = self._shared.work, self._shared.finished
+        while True:
+            job = work.get()
+            if job is None:
+                return
+            self._current[index] = job
+            started = time.perf_counter()
+            try:
+                outcome = self._execute(job)
+            except BaseException as exc:  # never let a handler thread die, nor a job be stranded
+                job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
+                error = "".join(traceback.format_exception(exc)).rstrip()
+                outcome = Failure(
+                    job, f"worker error: {error}", repr(exc), True, self._config.retry_backoff
+                )
+            self._current[index] = None
+            finished(job, time.perf_counter() - started, outcome)
+
+    def _execute(self, job: Job) -> Outcome | Failure:
+        handler = self._config.handlers.get(job.job_type)
+        if handler is None:  # the claim filters by job type: only a bug gets here
+            message = f"no handler for job type {job.job_type!r}"
+            return Failure(job, message, message, True, self._config.retry_backoff)
+        job_log(logging.DEBUG, job, "started")
+        if job.job_type in self._config.transactional:
+            return self._in_transaction(job, handler)
+        try:
+            handler(job)  # type: ignore[call-arg]
+        except BaseException as exc:
+            return self.failure_for(job, exc)
+        return Outcome.ACK
+
+    def failure_for(self, job: Job, exc: BaseException) -> Failure:
+        backoff = self._config.retry_backoff
+        if isinstance(exc, Retry):
+            if exc.after is not None:
+                # jobq_fail waits attempts x backoff: divide, so that the wait is `after`.
+                backoff = exc.after / max(job.attempts, 1)
+            return Failure(job, f"Retry: {exc}", str(exc), True, backoff, requested=True)
+        # The traceback is stored in the job's errors; the log line has the exception alone.
+        error = "".join(traceback.format_exception(exc)).rstrip()
+        if isinstance(exc, PermanentError):
+            return Failure(job, error, str(exc), False, backoff)
+        return Failure(job, error, repr(exc), True, backoff)
+
+    def _in_transaction(self, job: Job, handler: Callable[..., object]) -> Outcome | Failure:
+        """Run ``handler(job, conn)`` and ``jobq_complete`` in one transaction."""
+        try:
+            return reconnecting(
+                lambda: self._transaction(job, handler),
+                doing="opening a transaction",
+                who=self._who,
+                give_up=lambda: self._force.is_set() or time.monotonic() > self.deadline,
+                pause=self._force.wait,
+                on_lost=self._check_pool,
+            )
+        except GaveUp:
+            job_log(logging.WARNING, job, "not run: database unavailable at shutdown")
+            return Outcome.DROPPED
+
+    def _transaction(self, job: Job, handler: Callable[..., object]) -> Outcome | Failure:
+        """One try; raises only while the handler has not run (the transaction could not be
+        opened), which :func:`reconnecting` then retries."""
+        assert self._pool is not None
+        params = {"job_id": job.id, "worker_id": self._config.worker_id, "attempt": job.attempts}
+        handler_called = False
+        failure: Failure | None = None
+        lost = False
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                handler_called = True
+                try:
+                    handler(job, conn)
+                except BaseException as exc:
+                    failure = self.failure_for(job, exc)
+                    raise psycopg.Rollback() from None
+                with conn.cursor(row_factory=tuple_row) as cur:  # whatever the pool's factory
+                    row = cur.execute(self._sql.complete, params).fetchone()
+                if not (row and row[0]):
+                    lost = True
+                    raise psycopg.Rollback()
+        except psycopg.Rollback:
+            # Re-raised when the rollback itself could not run (the connection broke): the
+            # transaction is gone either way, and failure/lost say why.
+            pass
+        except psycopg.Error as exc:
+            if not handler_called:
+                raise
+            if failure is None and not lost:
+                if connection_lost(exc):
+                    # Lost during the completion or the commit: whether it committed is
+                    # unknown. A fenced fail is a no-op if it did, and a retry if it did not.
+                    message = f"connection lost during transactional completion: {exc}"
+                    failure = Failure(job, message, message, True, self._config.retry_backoff)
+                else:
+                    failure = self.failure_for(job, exc)
+        if lost:
+            job_log(
+                logging.WARNING,
+                job,
+                "claim lost before completion (lock expired and taken over); the handler's "
+                "transaction was rolled back",
+            )
+            return Outcome.DROPPED
+        if failure is not None:
+            return failure
+        job_log(logging.DEBUG, job, "succeeded (transactional)")
+        return Outcome.COMMITTED
+
+    def _check_pool(self) -> None:
+        """After a lost connection the pool's idle ones are likely dead too (a server restart,
+        terminated backends): let the pool test them all at once."""
+        assert self._pool is not None
+        try:
+            self._pool.check()
+        except Exception as exc:  # the pool keeps trying on its own
+            log.debug("%s: pool check failed: %s", self._who, exc)

@@ -1,0 +1,160 @@
+"""What the Worker's threads share, behind its one lock."""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import queue
+import socket
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from ..models import Job
+from .policy import PrefetchPolicy
+
+__all__ = ["Failure", "Outcome", "Shared", "poke"]
+
+
+class Outcome(enum.Enum):
+    """How a handler thread finished a job (a :class:`Failure` is the fourth way)."""
+
+    ACK = "ack"  # the handler returned: the acknowledger completes the job
+    COMMITTED = "committed"  # completed in the handler's own transaction
+    DROPPED = "dropped"  # nothing to send: the claim was lost, or the job could not run
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed attempt, for ``jobq_fail``: ``error`` is stored, ``summary`` is logged."""
+
+    job: Job
+    error: str
+    summary: str
+    retry: bool
+    backoff: timedelta
+    requested: bool = False  # the handler raised Retry: a retry it asked for, not a failure
+
+
+def poke(sock: socket.socket) -> None:
+    """Write a byte to a wake-up socket (a full buffer already holds a wake-up)."""
+    with contextlib.suppress(OSError):  # BlockingIOError included
+        sock.send(b"\0")
+
+
+class Shared:
+    """The state the fetcher, the handler threads and the acknowledger share; every field is
+    read and written with ``lock`` held.
+
+    A claimed job is ``held`` until the database has been told how it ended (or it was
+    released), so heartbeats renew it and a burst run does not end before a retry it made is
+    claimable; it is ``unfinished`` until a handler thread is done with it, which is what the
+    prefetch policy counts. Jobs waiting for a handler thread are in ``work``, in claim order.
+    """
+
+    def __init__(self, policy: PrefetchPolicy, burst: bool) -> None:
+        self.lock = threading.Lock()
+        self.acks_ready = threading.Condition(self.lock)  # the acknowledger waits on it
+        self.work: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self.policy = policy
+        self.burst = burst
+        self.held: dict[uuid.UUID, Job] = {}
+        self.unfinished = 0
+        # For the acknowledger, in the order they came.
+        self.completions: list[Job] = []
+        self.failures: list[Failure] = []
+        self.releases: list[Job] = []
+        self.acks_closed = False
+        # The fetcher: woken by something that may have made jobs claimable; the wake-up
+        # socket it sleeps on (None while it is awake); whether a due claim waits for slots.
+        self.woken = False
+        self.fetcher_asleep: socket.socket | None = None
+        self.slots_awaited = False
+        # Totals, for the log.
+        self.done = 0
+        self.failed = 0
+        self.fatal: BaseException | None = None
+
+    # -- called with the lock held ----------------------------------------------------------
+
+    def wake_fetcher(self) -> None:
+        if self.fetcher_asleep is not None:
+            poke(self.fetcher_asleep)
+            self.fetcher_asleep = None
+
+    def _settled(self, jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            self.held.pop(job.id, None)
+        if self.burst:  # a failure may have made a job claimable again: claim before ending
+            self.woken = True
+            self.wake_fetcher()
+
+    def ack_batch(self) -> int:
+        """Results worth a round trip of their own: as many as a claim brings at most."""
+        return self.policy.concurrency + self.policy.prefetch_now()
+
+    def _result_ready(self) -> None:
+        """Wake the acknowledger when a result starts its wait, fills a batch, or is the last
+        one for now (between those it waits for the batch to grow, see ACK_LINGER)."""
+        pending = len(self.completions) + len(self.failures)
+        if pending == 1 or not self.unfinished or pending >= self.ack_batch():
+            self.acks_ready.notify()
+
+    # -- called without it --------------------------------------------------------------------
+
+    def claimed(self, jobs: Sequence[Job], claim_seconds: float) -> None:
+        """A claim brought ``jobs``: they wait for a handler thread, in claim order."""
+        with self.lock:
+            self.policy.claim_took(claim_seconds)
+            self.unfinished += len(jobs)
+            for job in jobs:
+                self.held[job.id] = job
+                self.work.put(job)
+
+    def finished(self, job: Job, run_seconds: float, outcome: Outcome | Failure) -> None:
+        """A handler thread is done with ``job`` (the hot path: one lock round per job)."""
+        with self.lock:
+            self.policy.job_took(run_seconds)
+            self.unfinished -= 1
+            if outcome is Outcome.ACK:
+                self.completions.append(job)
+                self._result_ready()
+            elif isinstance(outcome, Failure):
+                self.failures.append(outcome)
+                self._result_ready()
+            else:
+                self.done += outcome is Outcome.COMMITTED
+                self._settled((job,))
+            if (
+                self.slots_awaited
+                and self.fetcher_asleep is not None
+                and self.policy.claim_size(self.unfinished, self.work.qsize())
+            ):
+                self.wake_fetcher()
+
+    def release(self, jobs: Sequence[Job]) -> None:
+        """Give back claimed jobs no handler started (at shutdown)."""
+        with self.lock:
+            self.unfinished -= len(jobs)
+            self.releases.extend(jobs)
+            self.acks_ready.notify()
+
+    def settled(self, jobs: Sequence[Job], done: int = 0, failed: int = 0) -> None:
+        """The database knows how ``jobs`` ended (or they are given up on)."""
+        with self.lock:
+            self.done += done
+            self.failed += failed
+            self._settled(jobs)
+
+    def fail(self, exc: BaseException) -> None:
+        """Record the error that stops the worker (the first one wins)."""
+        with self.lock:
+            if self.fatal is None:
+                self.fatal = exc
+
+    @property
+    def in_flight(self) -> int:
+        with self.lock:
+            return len(self.held)
