@@ -2,6 +2,17 @@ CREATE SCHEMA public;
 
 COMMENT ON SCHEMA public IS 'standard public schema';
 
+CREATE FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+    SELECT CASE
+        WHEN pg_catalog.jsonb_array_length(errors) < 50 THEN errors || entry
+        ELSE pg_catalog.jsonb_path_query_array(errors, '$[last - 48 to last]') || entry
+    END
+$_$;
+
+COMMENT ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) IS 'Private. errors (a JSON array) with entry appended, keeping the 50 most recent entries.';
+
 CREATE FUNCTION public.jobq__backoff(attempts integer, backoff interval) RETURNS interval
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -15,26 +26,60 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) IS 'Private. attempts × backoff, capped at 365 days (never overflows).';
 
+CREATE FUNCTION public.jobq__blank(value text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT value IS NULL OR value !~ (
+        '[^\u0009-\u000d\u0020\u0085\u00a0\u00ad\u115f\u1160\u1680\u180e\u2000-\u200f'
+        '\u2028-\u202f\u205f-\u2064\u3000\u3164\ufeff\uffa0]'
+    )
+$$;
+
+COMMENT ON FUNCTION public.jobq__blank(value text) IS 'Private. True when value is NULL or made only of Unicode white space and invisible characters
+(zero-width spaces and joiners, direction marks, U+FEFF, Hangul fillers).';
+
+CREATE FUNCTION public.jobq__channel() RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN pg_catalog.current_schema()::text = 'public' THEN 'jobq'
+        WHEN pg_catalog.octet_length(pg_catalog.current_schema()::text) <= 58
+            THEN 'jobq.' || pg_catalog.current_schema()::text
+        ELSE 'jobq#' || pg_catalog.encode(
+            pg_catalog.sha224(pg_catalog.convert_to(pg_catalog.current_schema()::text, 'UTF8')),
+            'hex'
+        )
+    END
+$$;
+
+COMMENT ON FUNCTION public.jobq__channel() IS 'Private. The NOTIFY channel of this installation: jobq for schema public, jobq.<schema> for a
+schema of at most 58 bytes, else jobq#<hex SHA-224 of the schema name>.';
+
 CREATE FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
     SELECT CASE
-        WHEN job_type IS NULL OR job_type !~ '\S'
+        WHEN jobq__blank(job_type)
             THEN 'job_type must be a non-blank string'
         WHEN pg_catalog.length(job_type) > 200
             THEN pg_catalog.format('job_type is %s characters long, at most 200 are allowed',
                                    pg_catalog.length(job_type))
-        WHEN queue IS NULL OR queue !~ '\S'
+        WHEN jobq__blank(queue)
             THEN 'queue must be a non-blank string'
         WHEN pg_catalog.length(queue) > 200
             THEN pg_catalog.format('queue is %s characters long, at most 200 are allowed',
                                    pg_catalog.length(queue))
-        WHEN idempotency_key IS NOT NULL AND idempotency_key !~ '\S'
+        WHEN idempotency_key IS NOT NULL AND jobq__blank(idempotency_key)
             THEN 'idempotency_key must be NULL or a non-blank string'
         WHEN pg_catalog.length(idempotency_key) > 1000
             THEN pg_catalog.format(
                 'idempotency_key is %s characters long, at most 1000 are allowed',
                 pg_catalog.length(idempotency_key)
+            )
+        WHEN pg_catalog.octet_length(idempotency_key) > 2000
+            THEN pg_catalog.format(
+                'idempotency_key is %s bytes long, at most 2000 are allowed',
+                pg_catalog.octet_length(idempotency_key)
             )
         WHEN max_attempts IS NULL OR max_attempts < 1 OR max_attempts > 1000
             THEN pg_catalog.format('max_attempts must be between 1 and 1000, got %s',
@@ -47,6 +92,30 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) IS 'Private. Returns the first problem with one job''s arguments (a message naming the
 argument), or NULL.';
+
+CREATE FUNCTION public.jobq__notify(queues text[]) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_channel text := jobq__channel();
+    v_count integer := coalesce(pg_catalog.cardinality(queues), 0);
+BEGIN
+    IF v_count = 0 THEN
+        RETURN 0;
+    END IF;
+    IF v_count > 100 THEN
+        PERFORM pg_catalog.pg_notify(v_channel, '');
+        RETURN 1;
+    END IF;
+    PERFORM pg_catalog.pg_notify(v_channel, q.queue)
+    FROM pg_catalog.unnest(queues) AS q (queue);
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__notify(queues text[]) IS 'Private. NOTIFY on this installation''s channel: one notification per queue (the queue name as
+payload), or, for more than 100 queues, one with an empty payload that wakes every worker.
+Result: how many notifications were sent.';
 
 CREATE FUNCTION public.jobq__uuid_v7() RETURNS uuid
     LANGUAGE sql PARALLEL SAFE
@@ -80,11 +149,33 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__uuid_v7() IS 'Private. A new UUID version 7: Unix time in milliseconds (48 bits), version 7, random bits.';
 
+CREATE FUNCTION public.jobq__worker_id_error(worker_id text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN jobq__blank(worker_id)
+            THEN 'worker_id must be a non-blank string'
+        WHEN pg_catalog.length(worker_id) > 200
+            THEN pg_catalog.format('worker_id is %s characters long, at most 200 are allowed',
+                                   pg_catalog.length(worker_id))
+    END
+$$;
+
+COMMENT ON FUNCTION public.jobq__worker_id_error(worker_id text) IS 'Private. Returns what is wrong with worker_id (NULL, blank, more than 200 characters) as a
+message naming it, or NULL.';
+
 CREATE FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
+DECLARE
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_complete.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'succeeded',
@@ -105,7 +196,8 @@ COMMENT ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt in
 only the claim of that attempt). Result: true if it did, false otherwise (unknown job, not
 processing, claim taken over or of another attempt); nothing changes then.
 Concurrency: the row lock orders it against a concurrent takeover; whichever commits first
-wins, and a taken-over claim can no longer complete.';
+wins, and a taken-over claim can no longer complete.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -113,7 +205,12 @@ CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attemp
     AS $$
 DECLARE
     v_done integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_complete_many: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF jobq_complete_many.attempts IS NOT NULL
        AND pg_catalog.cardinality(jobq_complete_many.attempts)
            IS DISTINCT FROM pg_catalog.cardinality(jobq_complete_many.job_ids) THEN
@@ -157,7 +254,8 @@ COMMENT ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, at
 (optional, an extension of the contract): one claim attempt per job id, same order; a job
 counts only while its claim is of that attempt.
 Result: how many jobs were completed; the others (not held, other attempt) are left alone.
-Errors: 22023 when attempts and job_ids differ in length.';
+Errors: 22023 when attempts and job_ids differ in length, worker_id NULL, blank or longer
+than 200 characters.';
 
 CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
@@ -236,13 +334,16 @@ DECLARE
     v_ids uuid[];
     v_got jobq_jobs[];
     v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
+    v_error text;
 BEGIN
-    IF worker_id IS NULL OR worker_id !~ '\S' THEN
-        RAISE EXCEPTION 'jobq_dequeue: worker_id must be a non-blank string'
-            USING ERRCODE = 'invalid_parameter_value';
+    v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_dequeue: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF batch_size IS NULL OR batch_size < 1 THEN
-        RAISE EXCEPTION 'jobq_dequeue: batch_size must be at least 1, got %',
+    -- At most 10,000: a claim locks and updates its whole batch in one statement, and a worker
+    -- cannot run more at once than it can hold; a larger batch only holds row locks longer.
+    IF batch_size IS NULL OR batch_size < 1 OR batch_size > 10000 THEN
+        RAISE EXCEPTION 'jobq_dequeue: batch_size must be between 1 and 10000, got %',
             coalesce(batch_size::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -293,20 +394,24 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead_letter' ELSE 'pending' END,
+        -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
+        -- before that bound existed must not make its takeover fail for its size.
         last_error = pg_catalog.format(
             'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-            j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
+            pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+            jobq_dequeue.lock_timeout
         ),
-        errors = j.errors || pg_catalog.jsonb_build_object(
+        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
             'at', pg_catalog.now(),
-            'worker', j.locked_by,
+            'worker', pg_catalog.substr(j.locked_by, 1, 200),
             'error', pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
+                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                jobq_dequeue.lock_timeout
             ),
             'kind', 'lock_expired'
-        ),
+        )),
         finished_at = CASE WHEN j.attempts >= j.max_attempts THEN pg_catalog.now() END,
         scheduled = FALSE,
         locked_at = NULL,
@@ -516,9 +621,10 @@ Candidates: pending jobs whose available_at has come, and processing jobs whose 
 than lock_timeout (their worker is presumed dead): such a takeover is recorded in errors
 (kind lock_expired, the worker that lost it); a stale job with no attempts left goes to
 dead_letter instead of running again.
-Arguments: worker_id (non-blank), job_types (NULL = all), batch_size (>= 1), lock_timeout
-(> 0; beyond 1000 years it means never), queues (NULL = all).
-Errors: 22023 blank worker_id, batch_size < 1, lock_timeout <= 0.
+Arguments: worker_id (non-blank, at most 200 characters), job_types (NULL = all), batch_size
+(1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL = all).
+Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
+lock_timeout <= 0.
 Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, one call
 never locks or claims more than batch_size pending rows, and it never comes back short while
 jobs it could claim are waiting unlocked.
@@ -553,6 +659,12 @@ BEGIN
         RAISE EXCEPTION 'jobq_enqueue: payload must not be NULL'
             USING ERRCODE = 'null_value_not_allowed',
                   HINT = 'Pass ''{}'' for a job without arguments.';
+    END IF;
+    IF pg_catalog.jsonb_typeof(jobq_enqueue.payload) <> 'object' THEN
+        RAISE EXCEPTION 'jobq_enqueue: payload must be a JSON object, got a JSON %',
+            pg_catalog.jsonb_typeof(jobq_enqueue.payload)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Wrap the value in an object: {"value": ...}.';
     END IF;
     IF NOT pg_catalog.isfinite(jobq_enqueue.run_at) THEN
         RAISE EXCEPTION 'jobq_enqueue: run_at must be a finite time, got %', jobq_enqueue.run_at
@@ -609,26 +721,29 @@ BEGIN
     END IF;
 
     IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= pg_catalog.now() THEN
-        -- The payload of the notification is the queue name only: any role may LISTEN.
-        -- Identical notifications in one transaction are folded into one by PostgreSQL.
-        PERFORM pg_catalog.pg_notify('jobq', jobq_enqueue.queue);
+        -- On this installation's channel (jobq__channel), the payload the queue name only:
+        -- any role may LISTEN. Identical notifications in one transaction are folded into one
+        -- by PostgreSQL.
+        PERFORM pg_catalog.pg_notify(jobq__channel(), jobq_enqueue.queue);
     END IF;
     RETURN v_id;
 END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text) IS 'Adds a pending job and returns its id.
-Arguments: job_type (handler name, 1-200 chars), payload (jsonb, not NULL, at most
-max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars), max_attempts
+Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
+max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
+bytes), max_attempts
 (1-1000), run_at (not claimed before; NULL = now; must be finite), priority (-1000000..1000000,
 higher runs first), queue (1-200 chars).
 Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
 is added or changed and that job''s id is returned.
-Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at, 22004 NULL
-payload, 54000 payload too large.
+Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at or a payload
+that is not a JSON object, 22004 NULL payload, 54000 payload too large.
 Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
-caller''s transaction (a rollback removes the job). NOTIFY jobq, payload the queue name, when
-the job is available now (delivered at commit).';
+caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
+in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
+now (delivered at commit).';
 
 CREATE FUNCTION public.jobq_enqueue_many(jobs jsonb) RETURNS TABLE(ord integer, id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -646,6 +761,14 @@ BEGIN
         RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
             coalesce(pg_catalog.jsonb_typeof(jobs), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- A bound on one statement's work: every element is validated, inserted and returned in
+    -- one transaction; larger batches go in several calls.
+    IF pg_catalog.jsonb_array_length(jobs) > 100000 THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: jobs has % elements, at most 100000 are allowed',
+            pg_catalog.jsonb_array_length(jobs)
+            USING ERRCODE = 'program_limit_exceeded',
+                  HINT = 'Enqueue in batches of at most 100000 jobs.';
     END IF;
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
 
@@ -679,8 +802,11 @@ BEGIN
                     )
                 WHEN pg_catalog.jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
                     THEN 'job_type must be a non-blank string'
-                WHEN pg_catalog.jsonb_typeof(x.elem -> 'payload') = 'null'
-                    THEN 'payload must not be null'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'payload'), 'object') <> 'object'
+                    THEN pg_catalog.format(
+                        'payload must be a JSON object, got a JSON %s',
+                        pg_catalog.jsonb_typeof(x.elem -> 'payload')
+                    )
                 WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'idempotency_key'), 'null')
                     NOT IN ('string', 'null')
                     THEN 'idempotency_key must be a string or null'
@@ -763,12 +889,9 @@ BEGIN
             ),
 
             woken AS (
-                SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
-                FROM (
-                    SELECT DISTINCT w.queue
-                    FROM inserted AS w
-                    WHERE w.available_at <= pg_catalog.now()
-                ) AS q
+                SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+                FROM inserted AS w
+                WHERE w.available_at <= pg_catalog.now()
             )
 
             SELECT p.ord, p.new_id
@@ -821,10 +944,9 @@ BEGIN
         ),
 
         woken AS (
-            SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
-            FROM (
-                SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= pg_catalog.now()
-            ) AS q
+            SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+            FROM inserted AS w
+            WHERE w.available_at <= pg_catalog.now()
         )
 
         SELECT
@@ -904,10 +1026,12 @@ Result: one row per element, (ord, id), ord counting from 1 in input order. Each
 jobq_enqueue''s semantics: an existing idempotency_key returns the existing id; two elements
 with the same key get the same id (the first is inserted).
 Errors: 22023 when jobs is not an array, an element is not an object, has an unknown key or a
-bad value (the message names the element, counting from 1 like ord, and the key); 54000 payload too large.
-Nothing is inserted when any element is bad.
-Concurrency: as jobq_enqueue; one NOTIFY jobq per queue that got jobs available now. Built for
-10,000+ jobs per call.';
+bad value (a payload that is not a JSON object included; the message names the element,
+counting from 1 like ord, and the key); 54000 payload too large, or more than 100,000
+elements. Nothing is inserted when any element is bad.
+Concurrency: as jobq_enqueue; one NOTIFY per queue that got jobs available now, or a single one
+with an empty payload (wake every worker) when more than 100 queues did. Built for 10,000+
+jobs per call.';
 
 CREATE FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean DEFAULT true, backoff interval DEFAULT '00:00:10'::interval, attempt integer DEFAULT NULL::integer) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
@@ -917,7 +1041,13 @@ DECLARE
     v_status text;
     v_queue text;
     v_available_at timestamptz;
+    v_error text;
+    v_error_text text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_fail.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_fail: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF retry IS NULL THEN
         RAISE EXCEPTION 'jobq_fail: retry must be true or false, not NULL'
             USING ERRCODE = 'invalid_parameter_value';
@@ -927,6 +1057,10 @@ BEGIN
             coalesce(backoff::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- A failure report never fails for its size: the error is stored cut to its first 10,000
+    -- characters (and errors keeps the 50 most recent entries, jobq__append_error), so that a
+    -- handler's huge exception text cannot grow the row without bound.
+    v_error_text := pg_catalog.substr(coalesce(jobq_fail.error, ''), 1, 10000);
 
     UPDATE jobq_jobs AS j
     SET
@@ -947,13 +1081,13 @@ BEGIN
         -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
         scheduled = jobq_fail.retry AND j.attempts < j.max_attempts
             AND jobq__backoff(j.attempts, jobq_fail.backoff) > interval '0',
-        last_error = coalesce(jobq_fail.error, ''),
-        errors = j.errors || pg_catalog.jsonb_build_object(
+        last_error = v_error_text,
+        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
             'at', pg_catalog.now(),
             'worker', j.locked_by,
-            'error', coalesce(jobq_fail.error, '')
-        ),
+            'error', v_error_text
+        )),
         locked_at = NULL,
         locked_by = NULL,
         updated_at = pg_catalog.now()
@@ -964,25 +1098,32 @@ BEGIN
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
     RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
     IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
-        PERFORM pg_catalog.pg_notify('jobq', v_queue);  -- a retry without backoff: wake a worker
+        PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     END IF;
     RETURN v_status;
 END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean, backoff interval, attempt integer) IS 'Records a failed attempt of job_id while worker_id holds its claim (of that attempt, when
-given): last_error and one object {attempt, at, worker, error} appended to errors.
+given): last_error and one object {attempt, at, worker, error} appended to errors (error cut to
+its first 10,000 characters; errors keeps the 50 most recent entries).
 With retry and attempts left: pending again, available after attempts × backoff (arithmetic,
 capped at 365 days). With no attempts left: dead_letter. With retry => false: failed.
 Result: the new status, or NULL when the claim is not held (nothing changes then).
-Errors: 22023 NULL retry, NULL or negative backoff.';
+Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or longer than 200
+characters.';
 
 CREATE FUNCTION public.jobq_health(stuck_after interval DEFAULT '01:00:00'::interval, max_pending_age interval DEFAULT '00:15:00'::interval, max_transaction_age interval DEFAULT '00:05:00'::interval) RETURNS TABLE(check_name text, queue text, severity text, value double precision, detail text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
-    v_table regclass := 'jobq_jobs'::regclass;
+    -- oid, not regclass: oid = oid is an operator of pg_catalog, while oid = regclass would be
+    -- resolved through a cast, and a look-alike =(oid, regclass) would be chosen instead.
+    v_table oid := 'jobq_jobs'::regclass::oid;
+    v_owner oid;
+    v_schema oid;
+    v_schema_name text;
 BEGIN
     IF stuck_after IS NULL OR stuck_after <= interval '0' THEN
         RAISE EXCEPTION 'jobq_health: stuck_after must be a positive interval, got %',
@@ -999,6 +1140,10 @@ BEGIN
             coalesce(max_transaction_age::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    SELECT c.relowner, c.relnamespace, n.nspname::text INTO v_owner, v_schema, v_schema_name
+    FROM pg_catalog.pg_class AS c
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE c.oid = v_table;
     -- Beyond 1000 years an interval means never (and cannot overflow now() - interval).
     stuck_after := least(stuck_after, interval '1000 years');
     max_pending_age := least(max_pending_age, interval '1000 years');
@@ -1098,15 +1243,97 @@ BEGIN
     WHERE a.backend_xmin IS NOT NULL
       AND a.pid <> pg_catalog.pg_backend_pid()
       AND a.xact_start IS NOT NULL;
+
+    -- Who else controls the schema. The functions run as the owner of jobq (the role that
+    -- migrated, owner of jobq_jobs); a role that owns the schema can drop or replace jobq's
+    -- objects, and a role that may CREATE in it can plant objects there. Superusers can do
+    -- anything anyway; pg_database_owner stands for the owner of the database.
+    RETURN QUERY
+    SELECT
+        'schema_owner'::text, NULL::text,
+        CASE WHEN o.controlled THEN 'warning' ELSE 'ok' END,
+        CASE WHEN o.controlled THEN 1 ELSE 0 END::double precision,
+        pg_catalog.format(
+            'schema %s belongs to %s%s; jobq''s objects to %s',
+            pg_catalog.quote_ident(o.nspname), pg_catalog.quote_ident(o.owner_name),
+            CASE WHEN o.owner_name = 'pg_database_owner'
+                THEN pg_catalog.format(' (the owner of the database: %s)',
+                                       pg_catalog.quote_ident(o.effective_name))
+                ELSE '' END,
+            pg_catalog.quote_ident(o.jobq_owner_name)
+        )
+    FROM (
+        SELECT
+            n.nspname::text AS nspname,
+            pg_catalog.pg_get_userbyid(n.nspowner)::text AS owner_name,
+            pg_catalog.pg_get_userbyid(e.effective)::text AS effective_name,
+            pg_catalog.pg_get_userbyid(v_owner)::text AS jobq_owner_name,
+            e.effective <> v_owner
+                AND NOT coalesce(
+                    (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r
+                     WHERE r.oid = e.effective),
+                    false
+                ) AS controlled
+        FROM pg_catalog.pg_namespace AS n
+        CROSS JOIN LATERAL (
+            SELECT CASE
+                WHEN n.nspowner = pg_catalog.to_regrole('pg_database_owner')::oid
+                    THEN (SELECT d.datdba FROM pg_catalog.pg_database AS d
+                          WHERE d.datname = pg_catalog.current_database())
+                ELSE n.nspowner
+            END AS effective
+        ) AS e
+        WHERE n.oid = v_schema
+    ) AS o;
+
+    RETURN QUERY
+    SELECT
+        'schema_create'::text, NULL::text,
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        CASE
+            WHEN pg_catalog.bool_or(c.everyone) THEN pg_catalog.format(
+                'every role (PUBLIC) may CREATE in schema %s: any of them can plant objects '
+                'there', pg_catalog.quote_ident(v_schema_name))
+            WHEN pg_catalog.count(*) > 0 THEN pg_catalog.format(
+                'roles other than jobq''s owner may CREATE in schema %s: %s',
+                pg_catalog.quote_ident(v_schema_name),
+                pg_catalog.string_agg(pg_catalog.quote_ident(c.rolname), ', '
+                                      ORDER BY c.rolname))
+            ELSE pg_catalog.format('only jobq''s owner (and superusers) may CREATE in schema %s',
+                                   pg_catalog.quote_ident(v_schema_name))
+        END
+    FROM (
+        SELECT r.rolname::text AS rolname, false AS everyone
+        FROM pg_catalog.pg_roles AS r
+        WHERE NOT r.rolsuper
+          AND r.oid <> v_owner
+          AND r.rolname <> 'pg_database_owner'
+          AND pg_catalog.has_schema_privilege(r.oid, v_schema, 'CREATE')
+          AND NOT EXISTS (
+              SELECT FROM pg_catalog.pg_namespace AS n
+              CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) AS a
+              WHERE n.oid = v_schema
+                AND a.grantee = 0::oid AND a.privilege_type = 'CREATE'
+          )
+        UNION ALL
+        SELECT 'PUBLIC', true
+        FROM pg_catalog.pg_namespace AS n
+        CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) AS a
+        WHERE n.oid = v_schema
+          AND a.grantee = 0::oid AND a.privilege_type = 'CREATE'
+    ) AS c;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) IS 'Admin. Health findings of this queue, one row per check (and per queue for
+COMMENT ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) IS 'Admin and monitor. Health findings of this queue, one row per check (and per queue for
 oldest_pending_age): check_name, queue, severity (ok or warning), value (a number), detail.
 Checks: stuck_processing (locks older than stuck_after), oldest_pending_age (per queue, vs
 max_pending_age), dead_letters, dead_tuples of jobq_jobs with its last (auto)vacuum,
 idle_in_transaction and oldest_transaction (vs max_transaction_age: such sessions stop VACUUM
-from cleaning the queue). See docs/operations.md for what to do about each.
+from cleaning the queue), schema_owner (the schema belongs to another role than jobq''s owner,
+not a superuser) and schema_create (other roles, or PUBLIC, may CREATE in the schema: they could
+plant objects there). See docs/operations.md for what to do about each.
 Errors: 22023 a NULL or non-positive interval.';
 
 CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS integer
@@ -1115,7 +1342,13 @@ CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS in
     AS $$
 DECLARE
     v_renewed integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_heartbeat.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_heartbeat: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     -- The inner SELECT locks the rows that the worker holds and nobody else has locked, and
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
     -- rows by the primary key (no status test: locked_by implies processing).
@@ -1139,7 +1372,8 @@ of a live worker is never taken over. Never waits: a held job whose row another 
 has locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
 this time, so a heartbeat cannot deadlock with the same worker''s jobq_complete_many, jobq_fail
 or jobq_release on another connection. Result: how many claims were renewed; a smaller number
-than asked means some claims are lost or were being acknowledged at that moment.';
+than asked means some claims are lost or were being acknowledged at that moment.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_list_jobs(statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -1281,7 +1515,13 @@ CREATE FUNCTION public.jobq_release(job_ids uuid[], worker_id text) RETURNS inte
     AS $$
 DECLARE
     v_released integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_release.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_release: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
@@ -1297,10 +1537,9 @@ BEGIN
       AND j.locked_by = jobq_release.worker_id;
     GET DIAGNOSTICS v_released = ROW_COUNT;
     IF v_released > 0 THEN
-        PERFORM pg_catalog.pg_notify('jobq', r.queue)
-        FROM (
+        PERFORM jobq__notify(ARRAY(
             SELECT DISTINCT j.queue FROM jobq_jobs AS j WHERE j.id = ANY (jobq_release.job_ids)
-        ) AS r;
+        ));
     END IF;
     RETURN v_released;
 END;
@@ -1308,8 +1547,9 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) IS 'Gives back those of job_ids that worker_id claimed but never started (a worker shutting
 down with prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
-cleared, no error recorded; other workers are woken (NOTIFY jobq). Jobs it does not hold are
-left alone. Result: how many were released.';
+cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel).
+Jobs it does not hold are left alone. Result: how many were released.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1318,9 +1558,11 @@ CREATE FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) RETU
 DECLARE
     v_released integer;
     v_queues text[];
+    v_error text;
 BEGIN
-    IF worker_id IS NULL OR worker_id !~ '\S' THEN
-        RAISE EXCEPTION 'jobq_release_orphans: worker_id must be a non-blank string'
+    v_error := jobq__worker_id_error(jobq_release_orphans.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_release_orphans: %', v_error
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF job_ids IS NULL THEN
@@ -1356,7 +1598,7 @@ BEGIN
     SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
     INTO v_released, v_queues
     FROM released AS r;
-    PERFORM pg_catalog.pg_notify('jobq', q.queue) FROM pg_catalog.unnest(v_queues) AS q (queue);
+    PERFORM jobq__notify(v_queues);
     RETURN v_released;
 END;
 $$;
@@ -1365,10 +1607,11 @@ COMMENT ON FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) 
 for a worker that reconnects after a claim whose reply was lost (the claim committed, the
 worker never saw its jobs), so that those jobs run again at once instead of after
 lock_timeout. Released as jobq_release does: pending, available now, attempts - 1, claim
-cleared, no error recorded; other workers are woken (NOTIFY jobq). Result: how many.
+cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel).
+Result: how many.
 Arguments: worker_id (non-blank; must be unique per worker process), job_ids (every job the
 worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
-Errors: 22023 blank worker_id, NULL job_ids.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters; NULL job_ids.
 Concurrency: skips rows locked by another transaction (never waits). Call it only while no
 claim of this worker is in flight: the jobs of a claim not yet returned would be released.';
 
@@ -1395,7 +1638,7 @@ BEGIN
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;
-    PERFORM pg_catalog.pg_notify('jobq', v_queue);
+    PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;
 END;
 $$;
@@ -1434,7 +1677,7 @@ BEGIN
     SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
     INTO v_count, v_queues
     FROM requeued AS r;
-    PERFORM pg_catalog.pg_notify('jobq', q.queue) FROM pg_catalog.unnest(v_queues) AS q (queue);
+    PERFORM jobq__notify(v_queues);
     RETURN v_count;
 END;
 $$;
@@ -1505,11 +1748,21 @@ CREATE INDEX jobq_jobs_succeeded_idx ON public.jobq_jobs USING btree (finished_a
 
 COMMENT ON INDEX public.jobq_jobs_succeeded_idx IS 'Succeeded jobs by finished_at, for jobq_prune (the oldest first, in batches).';
 
+REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__uuid_v7() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__worker_id_error(worker_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer) FROM PUBLIC;
 

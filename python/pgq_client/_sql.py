@@ -8,6 +8,7 @@ otherwise (the connection's search_path then decides); see :class:`Statements`.
 
 from __future__ import annotations
 
+import hashlib
 from functools import cache
 
 from psycopg import sql
@@ -146,9 +147,60 @@ HEALTH = """
 SELECT check_name, queue, severity, value, detail FROM {schema}jobq_health()
 """
 
-LISTEN = "LISTEN jobq"
-
+# NOTIFY: each installation has its own channel (jobq__channel in SQL): jobq for schema public,
+# jobq.<schema> for a schema of at most 58 bytes (a channel name holds 63), else jobq# and the
+# hex SHA-224 of the schema name in UTF-8. The payload is a queue name, or WAKE_ALL when one
+# statement made jobs available in more than 100 queues.
 NOTIFY_CHANNEL = "jobq"
+WAKE_ALL = ""
+
+# The channel of the installation in %(schema)s, or, when it is NULL, in the schema where the
+# search_path finds jobq_enqueue (public when it finds none), computed by the server so that
+# the bytes of the name are counted in the database's encoding, as jobq__channel counts them.
+CHANNEL = """
+SELECT CASE
+    WHEN s.name = 'public' THEN 'jobq'
+    WHEN pg_catalog.octet_length(s.name) <= 58 THEN 'jobq.' || s.name
+    ELSE 'jobq#' || pg_catalog.encode(
+        pg_catalog.sha224(pg_catalog.convert_to(s.name, 'UTF8')), 'hex')
+END AS channel
+FROM (
+    SELECT coalesce(
+        %(schema)s::text,
+        (SELECT n.nspname::text
+         FROM pg_catalog.pg_proc AS p
+         JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+         WHERE p.oid = pg_catalog.to_regproc('jobq_enqueue')),
+        'public'
+    ) AS name
+) AS s
+"""
+
+
+# The schema of the installation: %(schema)s, or where the search_path finds jobq_enqueue.
+JOBQ_SCHEMA = """
+SELECT coalesce(
+    %(schema)s::text,
+    (SELECT n.nspname::text
+     FROM pg_catalog.pg_proc AS p
+     JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+     WHERE p.oid = pg_catalog.to_regproc('jobq_enqueue'))
+) AS schema
+"""
+
+
+def channel(schema: str) -> str:
+    """The NOTIFY channel of the installation in ``schema`` (in a UTF-8 database)."""
+    if schema == "public":
+        return NOTIFY_CHANNEL
+    raw = schema.encode("utf-8")
+    if len(raw) <= 58:
+        return f"jobq.{schema}"
+    return "jobq#" + hashlib.sha224(raw).hexdigest()
+
+
+def listen(channel_name: str) -> sql.Composed:
+    return sql.SQL("LISTEN {}").format(sql.Identifier(channel_name))
 
 # Administration (jobq grant): the public functions of a schema, private jobq__ helpers excluded.
 PUBLIC_FUNCTIONS = """
@@ -160,6 +212,38 @@ WHERE n.nspname = %(schema)s::text
   AND left(p.proname, 5) = 'jobq_'
   AND left(p.proname, 6) <> 'jobq__'
 ORDER BY 1
+"""
+
+# jobq revoke: every jobq function and table of a schema, and whether anything else lives there.
+JOBQ_FUNCTIONS = """
+SELECT p.proname::text AS name
+FROM pg_catalog.pg_proc AS p
+JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+WHERE n.nspname = %(schema)s::text
+  AND pg_catalog.left(p.proname, 5) = 'jobq_'
+ORDER BY 1
+"""
+
+JOBQ_TABLES = """
+SELECT c.relname::text AS name
+FROM pg_catalog.pg_class AS c
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = %(schema)s::text
+  AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+  AND pg_catalog.left(c.relname, 5) = 'jobq_'
+ORDER BY 1
+"""
+
+SCHEMA_HAS_OTHERS = """
+SELECT EXISTS (
+    SELECT FROM pg_catalog.pg_class AS c
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE n.nspname = %(schema)s::text AND pg_catalog.left(c.relname, 5) <> 'jobq_'
+    UNION ALL
+    SELECT FROM pg_catalog.pg_proc AS p
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+    WHERE n.nspname = %(schema)s::text AND pg_catalog.left(p.proname, 5) <> 'jobq_'
+) AS others
 """
 
 SCHEMA_EXISTS = """

@@ -185,7 +185,15 @@ def migrate(ctx: click.Context, schema: str, dry_run: bool) -> None:
     if dry_run:
         click.echo(runner.render_dry_run(settings.configured_dsn(), schema), nl=False)
         return
-    applied = runner.migrate(settings.dsn(), schema=schema)
+    # the runner's warnings (who else controls the schema) as one line each on stderr
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("jobq: warning: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    runner.logger.addHandler(handler)
+    try:
+        applied = runner.migrate(settings.dsn(), schema=schema)
+    finally:
+        runner.logger.removeHandler(handler)
     if not applied:
         click.echo(f'jobq: schema "{schema}" is up to date, nothing to apply', err=True)
     for name in applied:
@@ -197,21 +205,23 @@ def migrate(ctx: click.Context, schema: str, dry_run: bool) -> None:
 @click.option(
     "--as",
     "level",
-    type=click.Choice(["producer", "worker", "admin"]),
+    type=click.Choice(["producer", "worker", "monitor", "admin"]),
     required=True,
-    help="producer: enqueue; worker: + claim and acknowledge; admin: every public function "
-    "and SELECT on the tables.",
+    help="producer: enqueue; worker: + claim and acknowledge; monitor: stats and health, "
+    "read-only; admin: every public function and SELECT on the tables.",
 )
 @schema_option("public")
 @click.option("--dry-run", is_flag=True, help="Print the GRANT statements instead.")
 @click.pass_context
 def grant(ctx: click.Context, role: str, level: str, schema: str, dry_run: bool) -> None:
-    """Grant an existing ROLE what a producer, worker or admin of jobq needs."""
+    """Grant an existing ROLE what a producer, worker, monitor or admin of jobq needs."""
     from . import grants
 
-    lvl: grants.Level = (
-        "producer" if level == "producer" else ("worker" if level == "worker" else "admin")
-    )
+    lvl = next(x for x in grants.LEVELS if x == level)
+    if role.strip().lower() == "public":
+        raise click.BadParameter(
+            "PUBLIC is every role: grant a level to one role", param_hint="ROLE"
+        )
     settings = _settings(ctx)
     if dry_run:
         dsn = settings.configured_dsn()
@@ -231,6 +241,41 @@ def grant(ctx: click.Context, role: str, level: str, schema: str, dry_run: bool)
     )
 
 
+@cli.command()
+@click.argument("role")
+@schema_option("public")
+@click.option("--dry-run", is_flag=True, help="Print the REVOKE statements instead.")
+@click.pass_context
+def revoke(ctx: click.Context, role: str, schema: str, dry_run: bool) -> None:
+    """Take back from ROLE everything jobq grants in the schema (any level).
+
+    EXECUTE on every jobq function and every privilege on the jobq tables; USAGE on the schema
+    too when nothing but jobq lives in it. PUBLIC is accepted: it takes back what an older jobq
+    granted to PUBLIC.
+    """
+    from . import grants
+
+    settings = _settings(ctx)
+    if dry_run:
+        dsn = settings.configured_dsn()
+        if dsn is None:
+            click.echo(grants.render(grants.revoke_statements(role, schema)), nl=False)
+            return
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                statements = grants.revoke_plan(role, schema, conn)
+                click.echo(grants.render(statements, conn), nl=False)
+        except psycopg.Error as exc:
+            raise from_psycopg(exc) from exc
+        return
+    done = grants.revoke(settings.dsn(), role, schema)
+    click.echo(
+        f'jobq: revoked everything jobq grants from "{role}" in schema "{schema}" '
+        f"({len(done)} statements)",
+        err=True,
+    )
+
+
 # -- producing ---------------------------------------------------------------------------------
 
 
@@ -238,9 +283,15 @@ def _parse_payload(value: str | None) -> Any:
     if value is None:
         return {}
     try:
-        return json.loads(value)
+        data = json.loads(value)
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc}", param_hint="PAYLOAD_JSON") from None
+    if not isinstance(data, dict):
+        raise click.BadParameter(
+            f"must be a JSON object, got {value!r} (e.g. '{{\"value\": {value}}}')",
+            param_hint="PAYLOAD_JSON",
+        )
+    return data
 
 
 def _parse_run_at(value: str | None) -> datetime | None:
@@ -325,9 +376,35 @@ def stats(ctx: click.Context, schema: str | None) -> None:
 @schema_option(None)
 @click.pass_context
 def doctor(ctx: click.Context, schema: str | None) -> None:
-    """Health checks (jobq_health); exits 1 when one of them warns, for monitoring."""
-    with _settings(ctx).queue(schema) as q:
+    """Health checks (jobq_health) and an audit of the installation; exits 1 when one of them
+    warns, for monitoring.
+
+    Beyond jobq_health's checks (which include who else owns or may CREATE in the schema):
+    whether the functions installed are exactly those of this jobq's files (a body or a
+    setting changed by hand, a CREATE OR REPLACE without SECURITY DEFINER, a half-applied
+    upgrade, a jobq function no file defines).
+    """
+    from . import _sql
+    from . import migrate as runner
+    from .models import HealthRow
+
+    settings = _settings(ctx)
+    with settings.queue(schema) as q:
         rows = q.health()
+    try:
+        with psycopg.connect(settings.dsn(), autocommit=True) as conn:
+            row = conn.execute(_sql.JOBQ_SCHEMA, {"schema": schema}).fetchone()
+            where = str(row[0]) if row and row[0] else (schema or "public")
+            drift = runner.function_drift(conn, where)
+    except psycopg.Error as exc:
+        raise from_psycopg(exc) from exc
+    rows += [
+        HealthRow("function_definition", None, "warning", 1.0, f"{name} {what}")
+        for name, what in drift
+    ] or [
+        HealthRow("function_definition", None, "ok", 0.0,
+                  f"the functions in schema {where} are those of this jobq's files")
+    ]
     click.echo(
         _table(
             ["check", "queue", "severity", "detail"],

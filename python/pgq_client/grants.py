@@ -1,13 +1,23 @@
-"""``jobq grant``: the GRANT statements that give an existing role one of the three jobq roles.
+"""``jobq grant`` and ``jobq revoke``: the statements that give an existing role one of the
+levels of jobq, or take back everything jobq granted it.
 
 * producer: EXECUTE on ``jobq_enqueue``, ``jobq_enqueue_many``;
 * worker: a producer's, plus claiming and acknowledging (``jobq_dequeue`` ...
   ``jobq_release_orphans``);
+* monitor: the read-only views of exporters and dashboards (``jobq_stats``, ``jobq_health``);
 * admin: every public ``jobq_*`` function (never the private ``jobq__*`` helpers), and SELECT
   on the tables, ``jobq_migrations`` included.
 
-Each includes USAGE on the schema. Functions are named without argument lists: jobq has no
-overloads, so each name is unique in its schema. Identifiers are quoted with psycopg.sql.
+Which level gets which function is declared in one place, the function's own file
+(``--! levels: producer, worker, admin`` in ``sql/functions/jobq_<name>.sql``), so a new
+function is one file plus its test. With a connection, a level gets the functions that
+declare it and are installed in the schema (an admin gets every installed public function);
+without one (``--dry-run`` with no database), those of the files.
+
+Each grant includes USAGE on the schema. ``PUBLIC`` is refused as a role to grant to: a level
+is for one role, and PUBLIC is every role. Functions are named without argument lists: jobq
+has no overloads, so each name is unique in its schema. Identifiers are quoted with
+psycopg.sql.
 """
 
 from __future__ import annotations
@@ -19,48 +29,33 @@ import psycopg
 from psycopg import sql
 
 from . import _sql
-from .errors import NotMigrated, from_psycopg
+from .errors import InvalidArgument, NotMigrated, from_psycopg
+from .migrate import FunctionFile, function_files
 
 __all__ = [
     "ADMIN_TABLES",
     "LEVELS",
-    "PRODUCER_FUNCTIONS",
-    "WORKER_FUNCTIONS",
     "Level",
     "admin_functions",
+    "declared_functions",
     "grant",
     "grant_statements",
     "plan",
     "render",
+    "revoke",
+    "revoke_plan",
+    "revoke_statements",
 ]
 
-Level = Literal["producer", "worker", "admin"]
-LEVELS: tuple[Level, ...] = ("producer", "worker", "admin")
+Level = Literal["producer", "worker", "monitor", "admin"]
+LEVELS: tuple[Level, ...] = ("producer", "worker", "monitor", "admin")
 
-PRODUCER_FUNCTIONS = ("jobq_enqueue", "jobq_enqueue_many")
-WORKER_FUNCTIONS = (
-    *PRODUCER_FUNCTIONS,
-    "jobq_dequeue",
-    "jobq_complete",
-    "jobq_complete_many",
-    "jobq_fail",
-    "jobq_heartbeat",
-    "jobq_release",
-    "jobq_release_orphans",
-)
-# The public functions this client knows of; an admin grant made with a connection lists the
-# installed ones from pg_proc instead (so functions added by later migrations are included).
-KNOWN_PUBLIC_FUNCTIONS = (
-    *WORKER_FUNCTIONS,
-    "jobq_requeue_dead_letter",
-    "jobq_requeue_dead_letters",
-    "jobq_stats",
-    "jobq_prune",
-    "jobq_configure",
-    "jobq_list_jobs",
-    "jobq_health",
-)
 ADMIN_TABLES = ("jobq_jobs", "jobq_settings", "jobq_migrations")
+
+
+def declared_functions(level: Level, files: Sequence[FunctionFile] | None = None) -> list[str]:
+    """The functions whose file declares ``level`` in its ``--! levels:`` line."""
+    return [f.name for f in (function_files() if files is None else files) if level in f.levels]
 
 
 def admin_functions(conn: psycopg.Connection[Any], schema: str) -> list[str]:
@@ -69,23 +64,29 @@ def admin_functions(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+def _check_role(role: str) -> None:
+    if not role or not role.strip():
+        raise InvalidArgument("ROLE must name a role")
+    if role.strip().lower() == "public":
+        raise InvalidArgument(
+            f"ROLE {role!r} is PUBLIC, that is every role: grant a level to one role "
+            "(CREATE ROLE app_worker; jobq grant app_worker --as worker)"
+        )
+
+
 def grant_statements(
     role: str,
     level: Level,
     schema: str = "public",
     functions: Sequence[str] | None = None,
 ) -> list[sql.Composed]:
-    """The GRANT statements for ``level``; ``functions`` (admin only) overrides the known list."""
+    """The GRANT statements for ``level``: ``functions`` overrides the declared list."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    _check_role(role)
     grantee = sql.Identifier(role)
     nsp = sql.Identifier(schema)
-    if level == "producer":
-        names: Sequence[str] = PRODUCER_FUNCTIONS
-    elif level == "worker":
-        names = WORKER_FUNCTIONS
-    else:
-        names = KNOWN_PUBLIC_FUNCTIONS if functions is None else functions
+    names = declared_functions(level) if functions is None else functions
     statements = [sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(nsp, grantee)]
     statements += [
         sql.SQL("GRANT EXECUTE ON FUNCTION {}.{} TO {}").format(nsp, sql.Identifier(f), grantee)
@@ -105,27 +106,35 @@ def render(statements: Sequence[sql.Composed], conn: psycopg.Connection[Any] | N
     return "".join(f"{s.as_string(conn)};\n" for s in statements)
 
 
+def _installed(conn: psycopg.Connection[Any], schema: str) -> list[str]:
+    present = conn.execute(_sql.SCHEMA_EXISTS, {"schema": schema}).fetchone()
+    if not (present and present[0]):
+        raise NotMigrated(
+            f'schema "{schema}" does not exist: run `jobq migrate --schema {schema}` first',
+            sqlstate="3F000",
+        )
+    installed = admin_functions(conn, schema)
+    if "jobq_enqueue" not in installed:
+        raise NotMigrated(
+            f'jobq is not installed in schema "{schema}": run `jobq migrate --schema '
+            f"{schema}` first",
+            sqlstate="42883",
+        )
+    return installed
+
+
 def plan(
     role: str, level: Level, schema: str = "public", conn: psycopg.Connection[Any] | None = None
 ) -> list[sql.Composed]:
-    """The statements to run: with a connection, the admin list comes from the catalogue."""
+    """The statements to run: with a connection, only functions installed in ``schema``."""
     functions: list[str] | None = None
+    _check_role(role)
     if conn is not None:
-        present = conn.execute(_sql.SCHEMA_EXISTS, {"schema": schema}).fetchone()
-        if not (present and present[0]):
-            raise NotMigrated(
-                f'schema "{schema}" does not exist: run `jobq migrate --schema {schema}` first',
-                sqlstate="3F000",
-            )
-        installed = admin_functions(conn, schema)
-        if "jobq_enqueue" not in installed:
-            raise NotMigrated(
-                f'jobq is not installed in schema "{schema}": run `jobq migrate --schema '
-                f"{schema}` first",
-                sqlstate="42883",
-            )
+        installed = _installed(conn, schema)
         if level == "admin":
             functions = installed
+        else:
+            functions = [f for f in declared_functions(level) if f in installed]
     return grant_statements(role, level, schema, functions)
 
 
@@ -134,6 +143,79 @@ def grant(conninfo: str, role: str, level: Level, schema: str = "public") -> lis
     try:
         with psycopg.connect(conninfo) as conn:
             statements = plan(role, level, schema, conn)
+            for statement in statements:
+                conn.execute(statement)
+            done = [s.as_string(conn) for s in statements]
+            conn.commit()
+            return done
+    except psycopg.Error as exc:
+        raise from_psycopg(exc) from exc
+
+
+# -- revoke ------------------------------------------------------------------------------------
+
+
+def revoke_statements(
+    role: str,
+    schema: str = "public",
+    functions: Sequence[str] | None = None,
+    tables: Sequence[str] = ADMIN_TABLES,
+    schema_usage: bool | None = None,
+) -> list[sql.Composed]:
+    """The REVOKE statements that take back from ``role`` everything a level gives.
+
+    ``functions`` and ``tables`` default to those of the files; ``schema_usage`` (default: for
+    any schema but public) says whether USAGE on the schema is taken back too. ``PUBLIC`` is
+    accepted here: it takes back what an older jobq granted to PUBLIC.
+    """
+    if not role or not role.strip():
+        raise InvalidArgument("ROLE must name a role")
+    grantee = (
+        sql.SQL("PUBLIC") if role.strip().lower() == "public" else sql.Identifier(role)
+    )
+    nsp = sql.Identifier(schema)
+    names = [f.name for f in function_files()] if functions is None else list(functions)
+    statements = [
+        sql.SQL("REVOKE ALL ON FUNCTION {}.{} FROM {}").format(nsp, sql.Identifier(f), grantee)
+        for f in names
+    ]
+    if tables:
+        statements.append(
+            sql.SQL("REVOKE ALL ON TABLE {} FROM {}").format(
+                sql.SQL(", ").join(sql.SQL("{}.{}").format(nsp, sql.Identifier(t)) for t in tables),
+                grantee,
+            )
+        )
+    if schema_usage is None:
+        schema_usage = schema != "public"
+    if schema_usage:
+        statements.append(sql.SQL("REVOKE USAGE ON SCHEMA {} FROM {}").format(nsp, grantee))
+    return statements
+
+
+def revoke_plan(
+    role: str, schema: str = "public", conn: psycopg.Connection[Any] | None = None
+) -> list[sql.Composed]:
+    """The statements to run: with a connection, for every jobq function and table installed
+    in ``schema``, and USAGE on the schema when nothing but jobq lives in it (USAGE on a shared
+    schema may have been granted for other reasons)."""
+    if conn is None:
+        return revoke_statements(role, schema)
+    _installed(conn, schema)
+    functions = [str(r[0]) for r in conn.execute(_sql.JOBQ_FUNCTIONS, {"schema": schema})]
+    tables = [str(r[0]) for r in conn.execute(_sql.JOBQ_TABLES, {"schema": schema})]
+    row = conn.execute(_sql.SCHEMA_HAS_OTHERS, {"schema": schema}).fetchone()
+    return revoke_statements(
+        role, schema, functions, tables, schema_usage=not (row and row[0])
+    )
+
+
+def revoke(conninfo: str, role: str, schema: str = "public") -> list[str]:
+    """Take back from ``role`` everything jobq grants, in one transaction; returns the
+    statements it ran."""
+    try:
+        with psycopg.connect(conninfo) as conn:
+            statements = revoke_plan(role, schema, conn)
             for statement in statements:
                 conn.execute(statement)
             done = [s.as_string(conn) for s in statements]

@@ -16,6 +16,10 @@ when it is created). Two header lines are understood:
 
 ``--! requires: jobq__a, jobq_b``
     apply this file after those (only needed for a ``LANGUAGE sql`` body that calls them).
+``--! levels: producer, worker, admin``
+    the levels of ``jobq grant`` that get EXECUTE on this function (producer, worker, monitor,
+    admin); every public function names admin, a private helper names none. ``jobq grant`` and
+    ``jobq revoke`` read them from here.
 ``--! replaces: jobq_x(uuid, text, integer)``
     an older signature of this file's function (argument types, as in ``DROP FUNCTION``).
     ``CREATE OR REPLACE`` cannot add an argument, and creating the new signature beside the old
@@ -48,6 +52,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -56,11 +61,14 @@ from .errors import JobqError
 
 __all__ = [
     "FOLDED",
+    "GRANT_LEVELS",
     "FunctionFile",
     "Migration",
     "MigrationError",
     "Plan",
+    "audit",
     "available_migrations",
+    "function_drift",
     "function_files",
     "migrate",
     "pending_migrations",
@@ -78,6 +86,8 @@ _DIRECTIVE = re.compile(
 # An argument list as DROP FUNCTION takes it: type names, arrays, commas, spaces.
 _SIGNATURE = re.compile(r"^(jobq_[a-z0-9_]+)\(\s*([a-z0-9_ \[\],]*?)\s*\)$")
 _FUNCTIONS_PREFIX = "functions/"
+# The levels of `jobq grant`, which a function file's `--! levels:` line chooses from.
+GRANT_LEVELS = ("producer", "worker", "monitor", "admin")
 _LOCK_NAMESPACE = "jobq.migrate:"
 
 # The migrations of jobq's development that were folded into the baseline before the first
@@ -129,8 +139,9 @@ class Migration:
 class FunctionFile:
     """One function file: ``name`` is the function's (``jobq_dequeue``), ``path`` the file's.
 
-    ``requires`` and ``replaces`` come from the file's ``--! requires:`` and ``--! replaces:``
-    lines. ``version`` is what ``jobq_migrations`` records it as (``functions/jobq_dequeue``).
+    ``requires``, ``replaces`` and ``levels`` come from the file's ``--! requires:``,
+    ``--! replaces:`` and ``--! levels:`` lines. ``version`` is what ``jobq_migrations``
+    records it as (``functions/jobq_dequeue``).
     """
 
     name: str
@@ -138,6 +149,7 @@ class FunctionFile:
     sql: str = field(repr=False)
     requires: tuple[str, ...] = ()
     replaces: tuple[str, ...] = ()
+    levels: tuple[str, ...] = ()
 
     @property
     def checksum(self) -> str:
@@ -223,13 +235,22 @@ def _read_function_file(path: Path) -> FunctionFile:
         )
     requires: list[str] = []
     replaces: list[str] = []
+    levels: list[str] = []
     for directive in _DIRECTIVE.finditer(text):
         key, value = directive.group("key"), directive.group("value")
-        if key in ("requires", "replaces") and not value:
+        if key in ("requires", "replaces", "levels") and not value:
             raise MigrationError(f"function file {path.name}: `--! {key}:` names nothing")
         items = [v.strip() for v in re.split(r",\s*(?![^()]*\))", value or "") if v.strip()]
         if key == "requires":
             requires += items
+        elif key == "levels":
+            unknown = [v for v in items if v not in GRANT_LEVELS]
+            if unknown:
+                raise MigrationError(
+                    f"function file {path.name}: `--! levels:` names {', '.join(unknown)}; "
+                    f"the levels are {', '.join(GRANT_LEVELS)}"
+                )
+            levels += items
         elif key == "replaces":
             for signature in items:
                 sig = _SIGNATURE.match(signature)
@@ -242,10 +263,15 @@ def _read_function_file(path: Path) -> FunctionFile:
         else:
             raise MigrationError(
                 f"function file {path.name}: unknown directive `--! {key}:` "
-                "(known: requires, replaces)"
+                "(known: requires, replaces, levels)"
             )
     return FunctionFile(
-        name=name, path=path, sql=text, requires=tuple(requires), replaces=tuple(replaces)
+        name=name,
+        path=path,
+        sql=text,
+        requires=tuple(requires),
+        replaces=tuple(replaces),
+        levels=tuple(levels),
     )
 
 
@@ -295,6 +321,7 @@ def function_files(directory: Path | None = None) -> list[FunctionFile]:
 
 def _bootstrap(schema: str) -> sql.Composed:
     return sql.SQL(
+        "{note}"
         "CREATE SCHEMA IF NOT EXISTS {s};\n"
         "CREATE TABLE IF NOT EXISTS {s}.jobq_migrations (\n"
         "    version text NOT NULL,\n"
@@ -306,7 +333,112 @@ def _bootstrap(schema: str) -> sql.Composed:
         "COMMENT ON TABLE {s}.jobq_migrations IS "
         "'jobq migrations (NNNN_name) and function files (functions/jobq_name) applied to this "
         "schema, with the SHA-256 of each file (written by jobq migrate).';\n"
-    ).format(s=sql.Identifier(schema))
+        "{exact}"
+    ).format(s=sql.Identifier(schema), note=_note_existing(schema), exact=_exact_privileges(schema))
+
+
+# Default privileges (ALTER DEFAULT PRIVILEGES of the installing role, for the schema or for
+# all schemas) are added to every object when it is created: a stranger could so get SELECT on
+# jobq_jobs or EXECUTE on jobq_configure in a new install. Each transaction of the runner
+# therefore notes the objects of the schema that exist when it starts, and at its end gives
+# every object it created exactly the privileges jobq means: its owner's, and nothing for
+# anyone else (its files then REVOKE from PUBLIC what PostgreSQL grants by default, and
+# `jobq grant` grants the levels). Objects that existed before keep their grants: a new
+# migration never takes back what `jobq grant` gave. Types keep PostgreSQL's default USAGE for
+# PUBLIC, without which nobody could name them.
+_NOTE_EXISTING = """
+-- The objects of schema {schema} before this transaction (see the end of it).
+SELECT pg_catalog.set_config(
+    'jobq.existing_objects',
+    coalesce(pg_catalog.array_agg(o.key)::text, '{{}}'),
+    true
+)
+FROM (
+    SELECT 'class:' || c.oid AS key
+    FROM pg_catalog.pg_class AS c
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE n.nspname = {schema}
+    UNION ALL
+    SELECT 'proc:' || p.oid
+    FROM pg_catalog.pg_proc AS p
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+    WHERE n.nspname = {schema}
+    UNION ALL
+    SELECT 'type:' || t.oid
+    FROM pg_catalog.pg_type AS t
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
+    WHERE n.nspname = {schema}
+    UNION ALL
+    SELECT 'namespace:' || n.oid
+    FROM pg_catalog.pg_namespace AS n
+    WHERE n.nspname = {schema}
+) AS o;
+"""
+
+_EXACT_PRIVILEGES = """
+-- Objects created in this transaction carry their owner's privileges only, whatever default
+-- privileges (ALTER DEFAULT PRIVILEGES) the installing role has.
+DO $jobq$
+DECLARE
+    v_existing text[] := pg_catalog.current_setting('jobq.existing_objects')::text[];
+    v_object record;
+    v_grantee oid;
+BEGIN
+    FOR v_object IN
+        SELECT
+            'class:' || c.oid AS key,
+            CASE WHEN c.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END AS kind,
+            pg_catalog.format('%I.%I', n.nspname, c.relname) AS name,
+            c.relowner AS owner, c.relacl AS acl
+        FROM pg_catalog.pg_class AS c
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE n.nspname = {schema} AND c.relacl IS NOT NULL
+        UNION ALL
+        SELECT 'proc:' || p.oid, 'ROUTINE', p.oid::pg_catalog.regprocedure::text, p.proowner,
+               p.proacl
+        FROM pg_catalog.pg_proc AS p
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+        WHERE n.nspname = {schema} AND p.proacl IS NOT NULL
+        UNION ALL
+        SELECT 'type:' || t.oid, 'TYPE', pg_catalog.format('%I.%I', n.nspname, t.typname),
+               t.typowner, t.typacl
+        FROM pg_catalog.pg_type AS t
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = t.typnamespace
+        WHERE n.nspname = {schema} AND t.typacl IS NOT NULL
+        UNION ALL
+        SELECT 'namespace:' || n.oid, 'SCHEMA', pg_catalog.quote_ident(n.nspname), n.nspowner,
+               n.nspacl
+        FROM pg_catalog.pg_namespace AS n
+        WHERE n.nspname = {schema} AND n.nspacl IS NOT NULL
+    LOOP
+        CONTINUE WHEN v_object.key = ANY (v_existing);
+        FOR v_grantee IN
+            SELECT DISTINCT a.grantee FROM pg_catalog.aclexplode(v_object.acl) AS a
+            WHERE a.grantee <> v_object.owner
+              AND NOT (v_object.kind = 'TYPE' AND a.grantee = 0)
+        LOOP
+            EXECUTE pg_catalog.format(
+                'REVOKE ALL ON %s %s FROM %s CASCADE', v_object.kind, v_object.name,
+                CASE WHEN v_grantee = 0 THEN 'PUBLIC'
+                     ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(v_grantee)) END
+            );
+        END LOOP;
+        EXECUTE pg_catalog.format(
+            'GRANT ALL ON %s %s TO %I', v_object.kind, v_object.name,
+            pg_catalog.pg_get_userbyid(v_object.owner)
+        );
+    END LOOP;
+END
+$jobq$;
+"""
+
+
+def _note_existing(schema: str) -> sql.SQL:
+    return sql.SQL(_NOTE_EXISTING.format(schema=sql.Literal(schema).as_string(None)))
+
+
+def _exact_privileges(schema: str) -> sql.SQL:
+    return sql.SQL(_EXACT_PRIVILEGES.format(schema=sql.Literal(schema).as_string(None)))
 
 
 def _search_path(schema: str) -> sql.Composed:
@@ -316,9 +448,12 @@ def _search_path(schema: str) -> sql.Composed:
 def _apply(schema: str, migration: Migration) -> sql.Composed:
     """The body of one migration's transaction: search_path, the file, its record."""
     return sql.SQL(
-        "{path}{body}\nINSERT INTO {s}.jobq_migrations (version, checksum) VALUES ({v}, {c});\n"
+        "{path}{note}{body}\n"
+        "INSERT INTO {s}.jobq_migrations (version, checksum) VALUES ({v}, {c});\n{exact}"
     ).format(
         path=_search_path(schema),
+        note=_note_existing(schema),
+        exact=_exact_privileges(schema),
         s=sql.Identifier(schema),
         body=sql.SQL(migration.sql),  # trusted: our own file
         v=sql.Literal(migration.version),
@@ -443,11 +578,15 @@ $jobq$;
 """
 
 
-def _apply_functions(schema: str, files: list[FunctionFile]) -> sql.Composed:
-    """The body of the function files' transaction: each file and its record, then the check."""
-    parts: list[sql.Composable] = [_search_path(schema)]
+def _function_steps(schema: str, files: list[FunctionFile]) -> list[tuple[str, sql.Composed]]:
+    """The steps of the function files' transaction, each with what to call it in an error:
+    the setup, each file with its record, the privileges of new objects, the check."""
+    steps = [
+        ("the setup of the function files",
+         sql.Composed([_search_path(schema), _note_existing(schema)])),
+    ]
     for f in files:
-        parts.append(sql.SQL(f"-- {f.version} (sha256 {f.checksum})\n"))
+        parts: list[sql.Composable] = [sql.SQL(f"-- {f.version} (sha256 {f.checksum})\n")]
         if f.replaces:
             parts.append(
                 sql.SQL(
@@ -467,9 +606,39 @@ def _apply_functions(schema: str, files: list[FunctionFile]) -> sql.Composed:
                 s=sql.Identifier(schema), v=sql.Literal(f.version), c=sql.Literal(f.checksum)
             )
         )
+        steps.append((f"function file {f.path.name}", sql.Composed(parts)))
+    # before the check, which gives a function the grants of the signatures it replaced
+    steps.append(("the privileges of the new functions", sql.Composed([_exact_privileges(schema)])))
     names = ",\n        ".join(sql.Literal(f.name).as_string(None) for f in files)
-    parts.append(sql.SQL(_CHECK_FUNCTIONS.format(names=names)))
-    return sql.Composed(parts)
+    steps.append(
+        ("the check of the function files",
+         sql.Composed([sql.SQL(_CHECK_FUNCTIONS.format(names=names))]))
+    )
+    return steps
+
+
+def _apply_functions(schema: str, files: list[FunctionFile]) -> sql.Composed:
+    """The body of the function files' transaction: each file and its record, then the check."""
+    return sql.Composed([step for _, step in _function_steps(schema, files)])
+
+
+def _execute(
+    conn: psycopg.Connection[tuple[str, str]], step: sql.Composed, what: str, schema: str
+) -> None:
+    """Run one step of a migration; an error names the step (the file) and the schema."""
+    try:
+        conn.execute(step)
+    except psycopg.Error as exc:
+        diag = exc.diag
+        message = diag.message_primary or str(exc).strip()
+        detail = f" ({diag.message_detail})" if diag.message_detail else ""
+        context = diag.context.strip().splitlines()[0] if diag.context else ""
+        where = "" if not context or "inline_code_block" in context else f"; {context}"
+        hint = f" Hint: {diag.message_hint}" if diag.message_hint else ""
+        raise MigrationError(
+            f"{what} failed in schema {schema!r}: {message}{detail}"
+            f" [SQLSTATE {exc.sqlstate}]{where}; nothing of it was applied.{hint}"
+        ) from exc
 
 
 def _lock_key(schema: str) -> sql.Composed:
@@ -627,10 +796,14 @@ def migrate(
                     conn.execute(_adopt(schema, todo.adopt, baseline))
             for migration in todo.migrations:
                 with conn.transaction():
-                    conn.execute(_apply(schema, migration))
+                    _execute(conn, _apply(schema, migration), f"migration {migration.version}.sql",
+                             schema)
             if todo.functions:
                 with conn.transaction():
-                    conn.execute(_apply_functions(schema, todo.functions))
+                    for what, step in _function_steps(schema, todo.functions):
+                        _execute(conn, step, what, schema)
+            for finding in _audit(conn, schema):
+                logger.warning("%s", finding)
             return todo.versions
         finally:
             conn.execute("SELECT pg_advisory_unlock_all()")
@@ -693,5 +866,169 @@ def render_dry_run(
 
 
 def _validate_schema(schema: str) -> None:
-    if not schema or not schema.strip() or len(schema) > 63 or "\x00" in schema:
-        raise MigrationError(f"schema must be a non-blank name of at most 63 bytes, got {schema!r}")
+    # PostgreSQL cuts an identifier to 63 bytes (NOTICE only): a longer name would install into
+    # a schema of another name than the one given. Bytes, not characters: 'ü' takes two.
+    size = len(schema.encode("utf-8", errors="surrogatepass"))
+    if not schema or not schema.strip() or size > 63 or "\x00" in schema:
+        raise MigrationError(
+            f"schema must be a non-blank name of at most 63 bytes, got {schema!r}"
+            + (f" ({size} bytes in UTF-8)" if size > 63 else "")
+        )
+
+
+_AUDIT = """
+SELECT h.detail FROM {schema}.jobq_health() AS h
+WHERE h.check_name IN ('schema_owner', 'schema_create') AND h.severity <> 'ok'
+ORDER BY h.check_name DESC
+"""
+
+
+def _audit(conn: psycopg.Connection[Any], schema: str) -> list[str]:
+    present = conn.execute(
+        "SELECT pg_catalog.to_regproc(pg_catalog.format('%%I.jobq_health', %(s)s::text))",
+        {"s": schema},
+    ).fetchone()
+    if not present or present[0] is None:
+        return []  # an install without jobq_health (a test's own function files)
+    findings = conn.execute(
+        sql.SQL(_AUDIT).format(schema=sql.Identifier(schema))
+    ).fetchall()
+    return [
+        f"{row[0]}: anyone who controls the schema can run code as jobq's owner (see "
+        "docs/security.md, 'Install safely')"
+        for row in findings
+    ]
+
+
+def audit(conninfo: str, schema: str = "public") -> list[str]:
+    """Warnings about who else controls ``schema``: its owner, when that is not the owner of
+    jobq's objects (nor a superuser), and roles other than that owner that may CREATE in it.
+    :func:`migrate` logs them as warnings after each run; ``jobq doctor`` reports them too."""
+    _validate_schema(schema)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        return _audit(conn, schema)
+
+
+# -- does the schema hold what the files define? (jobq doctor) ---------------------------------
+
+_INSTALLED_FUNCTIONS = """
+SELECT p.proname::text, p.prosrc, p.prosecdef, p.provolatile::text, l.lanname::text,
+       coalesce(p.proconfig, '{}')::text[]
+FROM pg_catalog.pg_proc AS p
+JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
+WHERE n.nspname = %(schema)s::text AND pg_catalog.left(p.proname, 5) = 'jobq_'
+ORDER BY 1
+"""
+
+_VOLATILITY = {"VOLATILE": "v", "STABLE": "s", "IMMUTABLE": "i"}
+
+
+@dataclass(frozen=True)
+class _Expected:
+    body: str
+    definer: bool
+    volatility: str
+    language: str
+    settings: frozenset[str]  # "name=value", search_path as "search_path=<schema>, pg_temp"
+
+
+def _expected(f: FunctionFile) -> _Expected:
+    header_match = re.search(r"CREATE OR REPLACE FUNCTION(.*?)\bAS \$\$(.*?)\$\$;", f.sql, re.S)
+    if header_match is None:  # pragma: no cover - _read_function_file checked the CREATE
+        raise MigrationError(f"function file {f.path.name}: no `AS $$ ... $$;` body")
+    header, body = header_match.group(1), header_match.group(2)
+    volatility = re.search(r"^(VOLATILE|STABLE|IMMUTABLE)\s*$", header, re.M)
+    language = re.search(r"^LANGUAGE (\w+)", header, re.M)
+    settings = {
+        f"{m.group(1)}={m.group(2).strip()}"
+        for m in re.finditer(r"^SET (\w+) = (.+?)\s*$", header, re.M)
+    }
+    if re.search(r"^SET search_path FROM CURRENT\s*$", header, re.M):
+        settings.add("search_path")
+    return _Expected(
+        body=body,
+        definer=re.search(r"^SECURITY DEFINER\s*$", header, re.M) is not None,
+        volatility=_VOLATILITY[volatility.group(1)] if volatility else "v",
+        language=language.group(1).lower() if language else "sql",
+        settings=frozenset(settings),
+    )
+
+
+def _search_path_items(value: str) -> list[str]:
+    items = []
+    for item in value.split(","):
+        item = item.strip()
+        if len(item) >= 2 and item[0] == item[-1] == '"':
+            item = item[1:-1].replace('""', '"')
+        items.append(item)
+    return items
+
+
+def function_drift(
+    conn: psycopg.Connection[Any], schema: str, files: list[FunctionFile] | None = None
+) -> list[tuple[str, str]]:
+    """How the functions installed in ``schema`` differ from this jobq's files, as
+    (function, what differs): a body or a setting changed by hand (a ``CREATE OR REPLACE``
+    without ``SECURITY DEFINER``, another search_path), a file not applied or half applied, a
+    jobq function no file defines. Empty when the schema holds exactly what the files define.
+    Reads only the catalogue, and ``jobq_migrations`` when the role may (an admin may)."""
+    files = function_files() if files is None else files
+    installed = {row[0]: row[1:] for row in conn.execute(_INSTALLED_FUNCTIONS, {"schema": schema})}
+    found: list[tuple[str, str]] = []
+    for f in files:
+        if f.name not in installed:
+            found.append((f.name, f"not installed (sql/functions/{f.path.name}): run jobq migrate"))
+            continue
+        prosrc, definer, volatility, language, config = installed[f.name]
+        want = _expected(f)
+        if prosrc != want.body:
+            found.append((f.name, f"its body differs from sql/functions/{f.path.name}"))
+        if definer != want.definer:
+            found.append((
+                f.name,
+                "is not SECURITY DEFINER, as its file says it is" if want.definer
+                else "is SECURITY DEFINER, which its file does not say",
+            ))
+        if volatility != want.volatility or language != want.language:
+            found.append((f.name, f"is {language} {volatility}, its file says "
+                                  f"{want.language} {want.volatility}"))
+        have: set[str] = set()
+        for item in config:
+            name, _, value = item.partition("=")
+            if name == "search_path":
+                have.add("search_path")
+                if _search_path_items(value) != [schema, "pg_temp"]:
+                    found.append((f.name, f"runs with search_path {value!r}, not the schema's"))
+            else:
+                have.add(item)
+        if have != set(want.settings):
+            found.append((
+                f.name,
+                f"its settings differ from its file: {sorted(have)} instead of "
+                f"{sorted(want.settings)}",
+            ))
+    known = {f.name for f in files}
+    found += [
+        (name, "no file of this jobq defines it (made by hand, or by a newer jobq)")
+        for name in installed
+        if name not in known
+    ]
+    try:
+        with conn.transaction():
+            recorded = dict(
+                conn.execute(
+                    sql.SQL("SELECT version, checksum FROM {}.jobq_migrations").format(
+                        sql.Identifier(schema)
+                    )
+                ).fetchall()
+            )
+    except psycopg.errors.InsufficientPrivilege:
+        return found
+    found += [
+        (f.name, f"sql/functions/{f.path.name} is not applied in its current version: run "
+                 "jobq migrate")
+        for f in files
+        if f.name in installed and recorded.get(f.version) != f.checksum
+    ]
+    return found

@@ -21,7 +21,7 @@ from psycopg.rows import RowFactory, dict_row, scalar_row
 from psycopg_pool import ConnectionPool
 
 from . import _sql
-from .errors import JobqError, NotMigrated, SerializationFailure, from_psycopg
+from .errors import InvalidArgument, JobqError, NotMigrated, SerializationFailure, from_psycopg
 from .models import HealthRow, Job, StatsRow, job_row
 
 __all__ = ["Connectable", "Queue", "resolve_dsn"]
@@ -258,6 +258,12 @@ class Queue:
         check_text(job_type, "job_type")
         check_text(queue, "queue")
         check_text(idempotency_key, "idempotency_key")
+        if payload is not None and not isinstance(payload, Mapping):
+            # the same rule, and the same error, as jobq_enqueue's
+            raise InvalidArgument(
+                f"payload must be a JSON object, got {type(payload).__name__}: "
+                "wrap the value in a dict"
+            )
         params = {
             "job_type": job_type,
             "payload": dump_json({} if payload is None else payload, "payload"),

@@ -10,6 +10,12 @@
 -- transaction: it cost a single enqueue about a third of its server time. Not SECURITY
 -- DEFINER and no SET clause, for the same reason (either would stop the inlining); it reads
 -- no table, and is granted to nobody.
+--
+-- An idempotency key is also bounded in bytes: the unique index on it holds at most 2,704
+-- bytes per entry (a btree page's third), after compression, so 1,000 characters of a script
+-- that takes 3 or 4 bytes each could fail the insert with an index error. 2,000 bytes leave
+-- room for the entry's header, and the check happens before any row is touched.
+--! requires: jobq__blank
 
 CREATE OR REPLACE FUNCTION jobq__job_error(
     job_type text,
@@ -23,22 +29,27 @@ STABLE
 PARALLEL SAFE
 AS $$
     SELECT CASE
-        WHEN job_type IS NULL OR job_type !~ '\S'
+        WHEN jobq__blank(job_type)
             THEN 'job_type must be a non-blank string'
         WHEN pg_catalog.length(job_type) > 200
             THEN pg_catalog.format('job_type is %s characters long, at most 200 are allowed',
                                    pg_catalog.length(job_type))
-        WHEN queue IS NULL OR queue !~ '\S'
+        WHEN jobq__blank(queue)
             THEN 'queue must be a non-blank string'
         WHEN pg_catalog.length(queue) > 200
             THEN pg_catalog.format('queue is %s characters long, at most 200 are allowed',
                                    pg_catalog.length(queue))
-        WHEN idempotency_key IS NOT NULL AND idempotency_key !~ '\S'
+        WHEN idempotency_key IS NOT NULL AND jobq__blank(idempotency_key)
             THEN 'idempotency_key must be NULL or a non-blank string'
         WHEN pg_catalog.length(idempotency_key) > 1000
             THEN pg_catalog.format(
                 'idempotency_key is %s characters long, at most 1000 are allowed',
                 pg_catalog.length(idempotency_key)
+            )
+        WHEN pg_catalog.octet_length(idempotency_key) > 2000
+            THEN pg_catalog.format(
+                'idempotency_key is %s bytes long, at most 2000 are allowed',
+                pg_catalog.octet_length(idempotency_key)
             )
         WHEN max_attempts IS NULL OR max_attempts < 1 OR max_attempts > 1000
             THEN pg_catalog.format('max_attempts must be between 1 and 1000, got %s',

@@ -4,6 +4,7 @@
 -- The WHERE clause finds the job by its primary key and tests no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql (locked_by is set exactly while a
 -- job is processing, and a status test would let the planner scan every claimed job).
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_complete(
     job_id uuid,
@@ -15,7 +16,14 @@ VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_complete.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'succeeded',
@@ -37,6 +45,7 @@ COMMENT ON FUNCTION jobq_complete(uuid, text, integer) IS
 only the claim of that attempt). Result: true if it did, false otherwise (unknown job, not
 processing, claim taken over or of another attempt); nothing changes then.
 Concurrency: the row lock orders it against a concurrent takeover; whichever commits first
-wins, and a taken-over claim can no longer complete.';
+wins, and a taken-over claim can no longer complete.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete(uuid, text, integer) FROM PUBLIC;

@@ -3,6 +3,7 @@
 --
 -- The WHERE clause finds the jobs by their primary key and tests no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_complete_many(
     job_ids uuid[],
@@ -16,7 +17,12 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_done integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_complete_many: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF jobq_complete_many.attempts IS NOT NULL
        AND pg_catalog.cardinality(jobq_complete_many.attempts)
            IS DISTINCT FROM pg_catalog.cardinality(jobq_complete_many.job_ids) THEN
@@ -61,6 +67,7 @@ COMMENT ON FUNCTION jobq_complete_many(uuid[], text, integer[]) IS
 (optional, an extension of the contract): one claim attempt per job id, same order; a job
 counts only while its claim is of that attempt.
 Result: how many jobs were completed; the others (not held, other attempt) are left alone.
-Errors: 22023 when attempts and job_ids differ in length.';
+Errors: 22023 when attempts and job_ids differ in length, worker_id NULL, blank or longer
+than 200 characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete_many(uuid[], text, integer[]) FROM PUBLIC;

@@ -1,6 +1,7 @@
 -- jobq_configure (admin): changes the settings of this installation and returns them all.
 -- Settings live in this schema's jobq_settings (one row), so each tenant schema has its own,
 -- and a producer, who may only call jobq_enqueue and jobq_enqueue_many, cannot change them.
+--! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_configure(max_payload_bytes integer DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpgsql

@@ -46,6 +46,7 @@
 --
 -- Both settings apply only while jobq_dequeue runs (function SET clauses): the caller's
 -- session and transaction keep their own.
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_dequeue(
     worker_id text,
@@ -69,13 +70,16 @@ DECLARE
     v_ids uuid[];
     v_got jobq_jobs[];
     v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
+    v_error text;
 BEGIN
-    IF worker_id IS NULL OR worker_id !~ '\S' THEN
-        RAISE EXCEPTION 'jobq_dequeue: worker_id must be a non-blank string'
-            USING ERRCODE = 'invalid_parameter_value';
+    v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_dequeue: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF batch_size IS NULL OR batch_size < 1 THEN
-        RAISE EXCEPTION 'jobq_dequeue: batch_size must be at least 1, got %',
+    -- At most 10,000: a claim locks and updates its whole batch in one statement, and a worker
+    -- cannot run more at once than it can hold; a larger batch only holds row locks longer.
+    IF batch_size IS NULL OR batch_size < 1 OR batch_size > 10000 THEN
+        RAISE EXCEPTION 'jobq_dequeue: batch_size must be between 1 and 10000, got %',
             coalesce(batch_size::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -126,20 +130,24 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead_letter' ELSE 'pending' END,
+        -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
+        -- before that bound existed must not make its takeover fail for its size.
         last_error = pg_catalog.format(
             'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-            j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
+            pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+            jobq_dequeue.lock_timeout
         ),
-        errors = j.errors || pg_catalog.jsonb_build_object(
+        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
             'at', pg_catalog.now(),
-            'worker', j.locked_by,
+            'worker', pg_catalog.substr(j.locked_by, 1, 200),
             'error', pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                j.locked_by, j.attempts, j.locked_at, jobq_dequeue.lock_timeout
+                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                jobq_dequeue.lock_timeout
             ),
             'kind', 'lock_expired'
-        ),
+        )),
         finished_at = CASE WHEN j.attempts >= j.max_attempts THEN pg_catalog.now() END,
         scheduled = FALSE,
         locked_at = NULL,
@@ -350,9 +358,10 @@ Candidates: pending jobs whose available_at has come, and processing jobs whose 
 than lock_timeout (their worker is presumed dead): such a takeover is recorded in errors
 (kind lock_expired, the worker that lost it); a stale job with no attempts left goes to
 dead_letter instead of running again.
-Arguments: worker_id (non-blank), job_types (NULL = all), batch_size (>= 1), lock_timeout
-(> 0; beyond 1000 years it means never), queues (NULL = all).
-Errors: 22023 blank worker_id, batch_size < 1, lock_timeout <= 0.
+Arguments: worker_id (non-blank, at most 200 characters), job_types (NULL = all), batch_size
+(1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL = all).
+Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
+lock_timeout <= 0.
 Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, one call
 never locks or claims more than batch_size pending rows, and it never comes back short while
 jobs it could claim are waiting unlocked.

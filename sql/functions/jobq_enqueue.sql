@@ -1,9 +1,11 @@
 -- jobq_enqueue: adds one pending job, in the caller's transaction, and returns its id; an
 -- existing idempotency key returns the existing job's id instead (see the loop below for why
--- that is race-free). Wakes idle workers with NOTIFY jobq when the job is available now.
+-- that is race-free). Wakes idle workers with a NOTIFY on the installation's channel
+-- (jobq__channel) when the job is available now.
 --
 -- The validation is jobq__job_error's, shared with jobq_enqueue_many. The payload limit is
 -- read from jobq_settings, so a producer cannot raise it for itself.
+--! levels: producer, worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_enqueue(
     job_type text,
@@ -40,6 +42,12 @@ BEGIN
         RAISE EXCEPTION 'jobq_enqueue: payload must not be NULL'
             USING ERRCODE = 'null_value_not_allowed',
                   HINT = 'Pass ''{}'' for a job without arguments.';
+    END IF;
+    IF pg_catalog.jsonb_typeof(jobq_enqueue.payload) <> 'object' THEN
+        RAISE EXCEPTION 'jobq_enqueue: payload must be a JSON object, got a JSON %',
+            pg_catalog.jsonb_typeof(jobq_enqueue.payload)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Wrap the value in an object: {"value": ...}.';
     END IF;
     IF NOT pg_catalog.isfinite(jobq_enqueue.run_at) THEN
         RAISE EXCEPTION 'jobq_enqueue: run_at must be a finite time, got %', jobq_enqueue.run_at
@@ -96,9 +104,10 @@ BEGIN
     END IF;
 
     IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= pg_catalog.now() THEN
-        -- The payload of the notification is the queue name only: any role may LISTEN.
-        -- Identical notifications in one transaction are folded into one by PostgreSQL.
-        PERFORM pg_catalog.pg_notify('jobq', jobq_enqueue.queue);
+        -- On this installation's channel (jobq__channel), the payload the queue name only:
+        -- any role may LISTEN. Identical notifications in one transaction are folded into one
+        -- by PostgreSQL.
+        PERFORM pg_catalog.pg_notify(jobq__channel(), jobq_enqueue.queue);
     END IF;
     RETURN v_id;
 END;
@@ -106,17 +115,19 @@ $$;
 
 COMMENT ON FUNCTION jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text) IS
 'Adds a pending job and returns its id.
-Arguments: job_type (handler name, 1-200 chars), payload (jsonb, not NULL, at most
-max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars), max_attempts
+Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
+max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
+bytes), max_attempts
 (1-1000), run_at (not claimed before; NULL = now; must be finite), priority (-1000000..1000000,
 higher runs first), queue (1-200 chars).
 Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
 is added or changed and that job''s id is returned.
-Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at, 22004 NULL
-payload, 54000 payload too large.
+Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at or a payload
+that is not a JSON object, 22004 NULL payload, 54000 payload too large.
 Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
-caller''s transaction (a rollback removes the job). NOTIFY jobq, payload the queue name, when
-the job is available now (delivered at commit).';
+caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
+in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
+now (delivered at commit).';
 
 REVOKE EXECUTE ON FUNCTION jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text)
 FROM PUBLIC;

@@ -2,6 +2,7 @@
 -- semantics for each element. Built for 10,000+ jobs per call: one validation pass over the
 -- array, one INSERT, no per-element lookup of keys (the first element of a key is found by a
 -- window function), and a fast path for arrays without any idempotency key.
+--! levels: producer, worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_enqueue_many(jobs jsonb) RETURNS TABLE (ord integer, id uuid)
 LANGUAGE plpgsql
@@ -21,6 +22,14 @@ BEGIN
         RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
             coalesce(pg_catalog.jsonb_typeof(jobs), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- A bound on one statement's work: every element is validated, inserted and returned in
+    -- one transaction; larger batches go in several calls.
+    IF pg_catalog.jsonb_array_length(jobs) > 100000 THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: jobs has % elements, at most 100000 are allowed',
+            pg_catalog.jsonb_array_length(jobs)
+            USING ERRCODE = 'program_limit_exceeded',
+                  HINT = 'Enqueue in batches of at most 100000 jobs.';
     END IF;
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
 
@@ -54,8 +63,11 @@ BEGIN
                     )
                 WHEN pg_catalog.jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
                     THEN 'job_type must be a non-blank string'
-                WHEN pg_catalog.jsonb_typeof(x.elem -> 'payload') = 'null'
-                    THEN 'payload must not be null'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'payload'), 'object') <> 'object'
+                    THEN pg_catalog.format(
+                        'payload must be a JSON object, got a JSON %s',
+                        pg_catalog.jsonb_typeof(x.elem -> 'payload')
+                    )
                 WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'idempotency_key'), 'null')
                     NOT IN ('string', 'null')
                     THEN 'idempotency_key must be a string or null'
@@ -138,12 +150,9 @@ BEGIN
             ),
 
             woken AS (
-                SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
-                FROM (
-                    SELECT DISTINCT w.queue
-                    FROM inserted AS w
-                    WHERE w.available_at <= pg_catalog.now()
-                ) AS q
+                SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+                FROM inserted AS w
+                WHERE w.available_at <= pg_catalog.now()
             )
 
             SELECT p.ord, p.new_id
@@ -196,10 +205,9 @@ BEGIN
         ),
 
         woken AS (
-            SELECT pg_catalog.count(pg_catalog.pg_notify('jobq', q.queue)) AS n
-            FROM (
-                SELECT DISTINCT w.queue FROM inserted AS w WHERE w.available_at <= pg_catalog.now()
-            ) AS q
+            SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+            FROM inserted AS w
+            WHERE w.available_at <= pg_catalog.now()
         )
 
         SELECT
@@ -280,9 +288,11 @@ Result: one row per element, (ord, id), ord counting from 1 in input order. Each
 jobq_enqueue''s semantics: an existing idempotency_key returns the existing id; two elements
 with the same key get the same id (the first is inserted).
 Errors: 22023 when jobs is not an array, an element is not an object, has an unknown key or a
-bad value (the message names the element, counting from 1 like ord, and the key); 54000 payload too large.
-Nothing is inserted when any element is bad.
-Concurrency: as jobq_enqueue; one NOTIFY jobq per queue that got jobs available now. Built for
-10,000+ jobs per call.';
+bad value (a payload that is not a JSON object included; the message names the element,
+counting from 1 like ord, and the key); 54000 payload too large, or more than 100,000
+elements. Nothing is inserted when any element is bad.
+Concurrency: as jobq_enqueue; one NOTIFY per queue that got jobs available now, or a single one
+with an empty payload (wake every worker) when more than 100 queues did. Built for 10,000+
+jobs per call.';
 
 REVOKE EXECUTE ON FUNCTION jobq_enqueue_many(jsonb) FROM PUBLIC;

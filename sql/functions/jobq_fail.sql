@@ -4,6 +4,7 @@
 --
 -- The WHERE clause finds the job by its primary key and tests no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_fail(
     job_id uuid,
@@ -22,7 +23,13 @@ DECLARE
     v_status text;
     v_queue text;
     v_available_at timestamptz;
+    v_error text;
+    v_error_text text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_fail.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_fail: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF retry IS NULL THEN
         RAISE EXCEPTION 'jobq_fail: retry must be true or false, not NULL'
             USING ERRCODE = 'invalid_parameter_value';
@@ -32,6 +39,10 @@ BEGIN
             coalesce(backoff::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- A failure report never fails for its size: the error is stored cut to its first 10,000
+    -- characters (and errors keeps the 50 most recent entries, jobq__append_error), so that a
+    -- handler's huge exception text cannot grow the row without bound.
+    v_error_text := pg_catalog.substr(coalesce(jobq_fail.error, ''), 1, 10000);
 
     UPDATE jobq_jobs AS j
     SET
@@ -52,13 +63,13 @@ BEGIN
         -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
         scheduled = jobq_fail.retry AND j.attempts < j.max_attempts
             AND jobq__backoff(j.attempts, jobq_fail.backoff) > interval '0',
-        last_error = coalesce(jobq_fail.error, ''),
-        errors = j.errors || pg_catalog.jsonb_build_object(
+        last_error = v_error_text,
+        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
             'attempt', j.attempts,
             'at', pg_catalog.now(),
             'worker', j.locked_by,
-            'error', coalesce(jobq_fail.error, '')
-        ),
+            'error', v_error_text
+        )),
         locked_at = NULL,
         locked_by = NULL,
         updated_at = pg_catalog.now()
@@ -69,7 +80,7 @@ BEGIN
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
     RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
     IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
-        PERFORM pg_catalog.pg_notify('jobq', v_queue);  -- a retry without backoff: wake a worker
+        PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     END IF;
     RETURN v_status;
 END;
@@ -77,10 +88,12 @@ $$;
 
 COMMENT ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) IS
 'Records a failed attempt of job_id while worker_id holds its claim (of that attempt, when
-given): last_error and one object {attempt, at, worker, error} appended to errors.
+given): last_error and one object {attempt, at, worker, error} appended to errors (error cut to
+its first 10,000 characters; errors keeps the 50 most recent entries).
 With retry and attempts left: pending again, available after attempts × backoff (arithmetic,
 capped at 365 days). With no attempts left: dead_letter. With retry => false: failed.
 Result: the new status, or NULL when the claim is not held (nothing changes then).
-Errors: 22023 NULL retry, NULL or negative backoff.';
+Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or longer than 200
+characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) FROM PUBLIC;

@@ -1,5 +1,6 @@
--- jobq_health (admin): the health findings behind `jobq doctor`, one row per check (and per
--- queue for oldest_pending_age). docs/operations.md says what to do about each warning.
+-- jobq_health (admin, monitor): the health findings behind `jobq doctor`, one row per check (and
+-- per queue for oldest_pending_age). docs/operations.md says what to do about each warning.
+--! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_health(
     stuck_after interval DEFAULT '1 hour',
@@ -18,7 +19,12 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    v_table regclass := 'jobq_jobs'::regclass;
+    -- oid, not regclass: oid = oid is an operator of pg_catalog, while oid = regclass would be
+    -- resolved through a cast, and a look-alike =(oid, regclass) would be chosen instead.
+    v_table oid := 'jobq_jobs'::regclass::oid;
+    v_owner oid;
+    v_schema oid;
+    v_schema_name text;
 BEGIN
     IF stuck_after IS NULL OR stuck_after <= interval '0' THEN
         RAISE EXCEPTION 'jobq_health: stuck_after must be a positive interval, got %',
@@ -35,6 +41,10 @@ BEGIN
             coalesce(max_transaction_age::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    SELECT c.relowner, c.relnamespace, n.nspname::text INTO v_owner, v_schema, v_schema_name
+    FROM pg_catalog.pg_class AS c
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+    WHERE c.oid = v_table;
     -- Beyond 1000 years an interval means never (and cannot overflow now() - interval).
     stuck_after := least(stuck_after, interval '1000 years');
     max_pending_age := least(max_pending_age, interval '1000 years');
@@ -134,16 +144,98 @@ BEGIN
     WHERE a.backend_xmin IS NOT NULL
       AND a.pid <> pg_catalog.pg_backend_pid()
       AND a.xact_start IS NOT NULL;
+
+    -- Who else controls the schema. The functions run as the owner of jobq (the role that
+    -- migrated, owner of jobq_jobs); a role that owns the schema can drop or replace jobq's
+    -- objects, and a role that may CREATE in it can plant objects there. Superusers can do
+    -- anything anyway; pg_database_owner stands for the owner of the database.
+    RETURN QUERY
+    SELECT
+        'schema_owner'::text, NULL::text,
+        CASE WHEN o.controlled THEN 'warning' ELSE 'ok' END,
+        CASE WHEN o.controlled THEN 1 ELSE 0 END::double precision,
+        pg_catalog.format(
+            'schema %s belongs to %s%s; jobq''s objects to %s',
+            pg_catalog.quote_ident(o.nspname), pg_catalog.quote_ident(o.owner_name),
+            CASE WHEN o.owner_name = 'pg_database_owner'
+                THEN pg_catalog.format(' (the owner of the database: %s)',
+                                       pg_catalog.quote_ident(o.effective_name))
+                ELSE '' END,
+            pg_catalog.quote_ident(o.jobq_owner_name)
+        )
+    FROM (
+        SELECT
+            n.nspname::text AS nspname,
+            pg_catalog.pg_get_userbyid(n.nspowner)::text AS owner_name,
+            pg_catalog.pg_get_userbyid(e.effective)::text AS effective_name,
+            pg_catalog.pg_get_userbyid(v_owner)::text AS jobq_owner_name,
+            e.effective <> v_owner
+                AND NOT coalesce(
+                    (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r
+                     WHERE r.oid = e.effective),
+                    false
+                ) AS controlled
+        FROM pg_catalog.pg_namespace AS n
+        CROSS JOIN LATERAL (
+            SELECT CASE
+                WHEN n.nspowner = pg_catalog.to_regrole('pg_database_owner')::oid
+                    THEN (SELECT d.datdba FROM pg_catalog.pg_database AS d
+                          WHERE d.datname = pg_catalog.current_database())
+                ELSE n.nspowner
+            END AS effective
+        ) AS e
+        WHERE n.oid = v_schema
+    ) AS o;
+
+    RETURN QUERY
+    SELECT
+        'schema_create'::text, NULL::text,
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        CASE
+            WHEN pg_catalog.bool_or(c.everyone) THEN pg_catalog.format(
+                'every role (PUBLIC) may CREATE in schema %s: any of them can plant objects '
+                'there', pg_catalog.quote_ident(v_schema_name))
+            WHEN pg_catalog.count(*) > 0 THEN pg_catalog.format(
+                'roles other than jobq''s owner may CREATE in schema %s: %s',
+                pg_catalog.quote_ident(v_schema_name),
+                pg_catalog.string_agg(pg_catalog.quote_ident(c.rolname), ', '
+                                      ORDER BY c.rolname))
+            ELSE pg_catalog.format('only jobq''s owner (and superusers) may CREATE in schema %s',
+                                   pg_catalog.quote_ident(v_schema_name))
+        END
+    FROM (
+        SELECT r.rolname::text AS rolname, false AS everyone
+        FROM pg_catalog.pg_roles AS r
+        WHERE NOT r.rolsuper
+          AND r.oid <> v_owner
+          AND r.rolname <> 'pg_database_owner'
+          AND pg_catalog.has_schema_privilege(r.oid, v_schema, 'CREATE')
+          AND NOT EXISTS (
+              SELECT FROM pg_catalog.pg_namespace AS n
+              CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) AS a
+              WHERE n.oid = v_schema
+                AND a.grantee = 0::oid AND a.privilege_type = 'CREATE'
+          )
+        UNION ALL
+        SELECT 'PUBLIC', true
+        FROM pg_catalog.pg_namespace AS n
+        CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) AS a
+        WHERE n.oid = v_schema
+          AND a.grantee = 0::oid AND a.privilege_type = 'CREATE'
+    ) AS c;
 END;
 $$;
 
 COMMENT ON FUNCTION jobq_health(interval, interval, interval) IS
-'Admin. Health findings of this queue, one row per check (and per queue for
+'Admin and monitor. Health findings of this queue, one row per check (and per queue for
 oldest_pending_age): check_name, queue, severity (ok or warning), value (a number), detail.
 Checks: stuck_processing (locks older than stuck_after), oldest_pending_age (per queue, vs
 max_pending_age), dead_letters, dead_tuples of jobq_jobs with its last (auto)vacuum,
 idle_in_transaction and oldest_transaction (vs max_transaction_age: such sessions stop VACUUM
-from cleaning the queue). See docs/operations.md for what to do about each.
+from cleaning the queue), schema_owner (the schema belongs to another role than jobq''s owner,
+not a superuser) and schema_create (other roles, or PUBLIC, may CREATE in the schema: they could
+plant objects there). See docs/operations.md for what to do about each.
 Errors: 22023 a NULL or non-positive interval.';
 
 REVOKE EXECUTE ON FUNCTION jobq_health(interval, interval, interval) FROM PUBLIC;

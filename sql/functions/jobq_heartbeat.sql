@@ -18,6 +18,7 @@
 --
 -- Both statements find the rows by the primary key and test no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS integer
 LANGUAGE plpgsql
@@ -27,7 +28,13 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_renewed integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_heartbeat.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_heartbeat: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     -- The inner SELECT locks the rows that the worker holds and nobody else has locked, and
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
     -- rows by the primary key (no status test: locked_by implies processing).
@@ -52,6 +59,7 @@ of a live worker is never taken over. Never waits: a held job whose row another 
 has locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
 this time, so a heartbeat cannot deadlock with the same worker''s jobq_complete_many, jobq_fail
 or jobq_release on another connection. Result: how many claims were renewed; a smaller number
-than asked means some claims are lost or were being acknowledged at that moment.';
+than asked means some claims are lost or were being acknowledged at that moment.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_heartbeat(text, uuid[]) FROM PUBLIC;

@@ -1,5 +1,6 @@
 -- jobq_list_jobs (admin): lists jobs, most recently changed first. It shows payloads, so it
 -- is granted to admins only.
+--! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_list_jobs(
     statuses text[] DEFAULT NULL,

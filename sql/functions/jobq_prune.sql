@@ -13,6 +13,7 @@
 -- generic plan can prove the partial index's predicate.
 --
 --! replaces: jobq_prune(interval, text[])
+--! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_prune(
     older_than interval DEFAULT '7 days',

@@ -3,6 +3,7 @@
 --
 -- The WHERE clause finds the jobs by their primary key and tests no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_release(job_ids uuid[], worker_id text) RETURNS integer
 LANGUAGE plpgsql
@@ -12,7 +13,13 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_released integer;
+    v_error text;
 BEGIN
+    v_error := jobq__worker_id_error(jobq_release.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_release: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
@@ -28,10 +35,9 @@ BEGIN
       AND j.locked_by = jobq_release.worker_id;
     GET DIAGNOSTICS v_released = ROW_COUNT;
     IF v_released > 0 THEN
-        PERFORM pg_catalog.pg_notify('jobq', r.queue)
-        FROM (
+        PERFORM jobq__notify(ARRAY(
             SELECT DISTINCT j.queue FROM jobq_jobs AS j WHERE j.id = ANY (jobq_release.job_ids)
-        ) AS r;
+        ));
     END IF;
     RETURN v_released;
 END;
@@ -40,7 +46,8 @@ $$;
 COMMENT ON FUNCTION jobq_release(uuid[], text) IS
 'Gives back those of job_ids that worker_id claimed but never started (a worker shutting
 down with prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
-cleared, no error recorded; other workers are woken (NOTIFY jobq). Jobs it does not hold are
-left alone. Result: how many were released.';
+cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel).
+Jobs it does not hold are left alone. Result: how many were released.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_release(uuid[], text) FROM PUBLIC;

@@ -17,6 +17,7 @@
 -- The jobs are found among the processing ones (jobq_jobs_locked_idx), since no index leads
 -- with locked_by: the cost is that of reading the claims of every worker, paid once per lost
 -- claim. Rows another transaction has locked are skipped (SKIP LOCKED): the call never waits.
+--! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_release_orphans(worker_id text, job_ids uuid[]) RETURNS integer
 LANGUAGE plpgsql
@@ -27,9 +28,11 @@ AS $$
 DECLARE
     v_released integer;
     v_queues text[];
+    v_error text;
 BEGIN
-    IF worker_id IS NULL OR worker_id !~ '\S' THEN
-        RAISE EXCEPTION 'jobq_release_orphans: worker_id must be a non-blank string'
+    v_error := jobq__worker_id_error(jobq_release_orphans.worker_id);
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_release_orphans: %', v_error
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF job_ids IS NULL THEN
@@ -65,7 +68,7 @@ BEGIN
     SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
     INTO v_released, v_queues
     FROM released AS r;
-    PERFORM pg_catalog.pg_notify('jobq', q.queue) FROM pg_catalog.unnest(v_queues) AS q (queue);
+    PERFORM jobq__notify(v_queues);
     RETURN v_released;
 END;
 $$;
@@ -75,10 +78,11 @@ COMMENT ON FUNCTION jobq_release_orphans(text, uuid[]) IS
 for a worker that reconnects after a claim whose reply was lost (the claim committed, the
 worker never saw its jobs), so that those jobs run again at once instead of after
 lock_timeout. Released as jobq_release does: pending, available now, attempts - 1, claim
-cleared, no error recorded; other workers are woken (NOTIFY jobq). Result: how many.
+cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel).
+Result: how many.
 Arguments: worker_id (non-blank; must be unique per worker process), job_ids (every job the
 worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
-Errors: 22023 blank worker_id, NULL job_ids.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters; NULL job_ids.
 Concurrency: skips rows locked by another transaction (never waits). Call it only while no
 claim of this worker is in flight: the jobs of a claim not yet returned would be released.';
 

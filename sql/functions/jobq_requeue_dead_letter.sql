@@ -1,5 +1,6 @@
 -- jobq_requeue_dead_letter: an operator gives one dead_letter or failed job another run. The
 -- error history is kept, so that the job's past failures stay visible after the retry.
+--! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_requeue_dead_letter(job_id uuid) RETURNS boolean
 LANGUAGE plpgsql
@@ -26,7 +27,7 @@ BEGIN
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;
-    PERFORM pg_catalog.pg_notify('jobq', v_queue);
+    PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;
 END;
 $$;

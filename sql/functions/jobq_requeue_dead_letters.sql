@@ -1,5 +1,7 @@
 -- jobq_requeue_dead_letters: jobq_requeue_dead_letter for every dead_letter or failed job of a
--- job type and/or queue, in one statement, with one NOTIFY per queue that got jobs back.
+-- job type and/or queue, in one statement, with one NOTIFY per queue that got jobs back (at
+-- most 100: jobq__notify).
+--! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_requeue_dead_letters(
     job_type text DEFAULT NULL,
@@ -36,7 +38,7 @@ BEGIN
     SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
     INTO v_count, v_queues
     FROM requeued AS r;
-    PERFORM pg_catalog.pg_notify('jobq', q.queue) FROM pg_catalog.unnest(v_queues) AS q (queue);
+    PERFORM jobq__notify(v_queues);
     RETURN v_count;
 END;
 $$;

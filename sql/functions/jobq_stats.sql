@@ -1,5 +1,6 @@
 -- jobq_stats: counts per (queue, job_type, status), for dashboards and operators. It reads the
 -- whole table, so it is not meant for a hot loop.
+--! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_stats() RETURNS TABLE (
     queue text,

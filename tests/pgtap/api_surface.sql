@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(98);
+SELECT plan(107);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -20,7 +20,8 @@ SELECT functions_are('public', ARRAY[
     'jobq_requeue_dead_letter', 'jobq_requeue_dead_letters', 'jobq_stats', 'jobq_prune',
     'jobq_configure', 'jobq_list_jobs', 'jobq_health',
     -- private helpers (granted to nobody)
-    'jobq__job_error', 'jobq__backoff', 'jobq__uuid_v7'
+    'jobq__job_error', 'jobq__backoff', 'jobq__blank', 'jobq__worker_id_error',
+    'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -44,9 +45,14 @@ SELECT results_eq(
     $$SELECT p.proname::text COLLATE "default", pg_get_function_arguments(p.oid), pg_get_function_result(p.oid)
       FROM pg_proc AS p WHERE p.pronamespace = 'public'::regnamespace ORDER BY p.proname$$,
     $$VALUES
-    ('jobq__backoff'::text, 'attempts integer, backoff interval'::text, 'interval'::text),
+    ('jobq__append_error'::text, 'errors jsonb, entry jsonb'::text, 'jsonb'::text),
+    ('jobq__backoff', 'attempts integer, backoff interval', 'interval'),
+    ('jobq__blank', 'value text', 'boolean'),
+    ('jobq__channel', '', 'text'),
     ('jobq__job_error', 'job_type text, queue text, idempotency_key text, max_attempts integer, priority integer', 'text'),
+    ('jobq__notify', 'queues text[]', 'integer'),
     ('jobq__uuid_v7', '', 'uuid'),
+    ('jobq__worker_id_error', 'worker_id text', 'text'),
     ('jobq_complete', 'job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer', 'boolean'),
     ('jobq_complete_many', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[]', 'integer'),
     ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer', 'jsonb'),
@@ -111,6 +117,11 @@ SELECT is_definer('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'i
 SELECT is_definer('public', 'jobq_health', ARRAY['interval', 'interval', 'interval']);
 SELECT isnt_definer('public', 'jobq__job_error', ARRAY['text', 'text', 'text', 'integer', 'integer']);
 SELECT isnt_definer('public', 'jobq__backoff', ARRAY['integer', 'interval']);
+SELECT isnt_definer('public', 'jobq__blank', ARRAY['text']);
+SELECT isnt_definer('public', 'jobq__worker_id_error', ARRAY['text']);
+SELECT isnt_definer('public', 'jobq__append_error', ARRAY['jsonb', 'jsonb']);
+SELECT isnt_definer('public', 'jobq__channel', ARRAY[]::name[]);
+SELECT isnt_definer('public', 'jobq__notify', ARRAY['text[]']);
 SELECT isnt_definer('public', 'jobq__uuid_v7', ARRAY[]::name[]);
 
 SELECT is_empty(
@@ -355,6 +366,26 @@ SELECT unalike(
     pg_temp.plan_of($$SELECT jobq__uuid_v7() FROM generate_series(1, 2) AS g$$),
     '%jobq__uuid_v7%',
     'jobq__uuid_v7 is inlined into its caller'
+);
+SELECT unalike(
+    pg_temp.plan_of($$SELECT jobq__channel() || g FROM generate_series(1, 2) AS g$$),
+    '%jobq__channel%',
+    'jobq__channel is inlined into its caller'
+);
+SELECT unalike(
+    pg_temp.plan_of($$SELECT jobq__blank(g::text) FROM generate_series(1, 2) AS g$$),
+    '%jobq__blank%',
+    'jobq__blank is inlined into its caller'
+);
+SELECT unalike(
+    pg_temp.plan_of($$SELECT jobq__worker_id_error(g::text) FROM generate_series(1, 2) AS g$$),
+    '%jobq_%',
+    'jobq__worker_id_error is inlined into its caller, and jobq__blank into it'
+);
+SELECT unalike(
+    pg_temp.plan_of($$SELECT jobq__append_error('[]', pg_catalog.to_jsonb(g)) FROM generate_series(1, 2) AS g$$),
+    '%jobq__append_error%',
+    'jobq__append_error is inlined into its caller'
 );
 
 SELECT * FROM finish();

@@ -47,7 +47,8 @@ SELECT is(jobq_complete(:'held', 'w2'), false, 'a job held by another worker: fa
 SELECT is(jobq_complete(:'held', 'w1', attempt => 2), false, 'another attempt than the claim''s: false');
 SELECT is(jobq_complete(:'held', 'w1', attempt => 0), false, 'attempt 0: false');
 SELECT is(jobq_complete(NULL, 'w1'), false, 'job_id NULL: false');
-SELECT is(jobq_complete(:'held', NULL), false, 'worker_id NULL: false');
+SELECT throws_ok(format($$SELECT jobq_complete(%L, NULL)$$, :'held'), '22023',
+    'jobq_complete: worker_id must be a non-blank string', 'worker_id NULL: 22023');
 SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'none of these changed anything');
 
@@ -131,7 +132,8 @@ SELECT is(jobq_complete_many(ARRAY[:'last_job']::uuid[], 'w3', attempts => ARRAY
 -- NULL job_ids: like jobq_heartbeat(w, NULL) and jobq_release(NULL, w), nothing to do (0).
 SELECT lives_ok($$SELECT jobq_complete_many(NULL, 'w1')$$,
                 'job_ids NULL completes nothing instead of raising');
-SELECT is(jobq_complete_many(ARRAY[gen_random_uuid()], NULL), 0, 'worker_id NULL: 0');
+SELECT throws_ok($$SELECT jobq_complete_many(ARRAY[gen_random_uuid()], NULL)$$, '22023',
+    'jobq_complete_many: worker_id must be a non-blank string', 'worker_id NULL: 22023');
 
 SELECT * FROM finish();
 ROLLBACK;

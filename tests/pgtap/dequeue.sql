@@ -26,11 +26,11 @@ SELECT throws_ok($$SELECT * FROM jobq_dequeue(NULL)$$, '22023',
 SELECT throws_ok($$SELECT * FROM jobq_dequeue(' ')$$, '22023',
     'jobq_dequeue: worker_id must be a non-blank string', 'worker_id blank: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', batch_size => 0)$$, '22023',
-    'jobq_dequeue: batch_size must be at least 1, got 0', 'batch_size 0: 22023');
+    'jobq_dequeue: batch_size must be between 1 and 10000, got 0', 'batch_size 0: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', batch_size => -5)$$, '22023',
-    'jobq_dequeue: batch_size must be at least 1, got -5', 'batch_size negative: 22023');
+    'jobq_dequeue: batch_size must be between 1 and 10000, got -5', 'batch_size negative: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', batch_size => NULL)$$, '22023',
-    'jobq_dequeue: batch_size must be at least 1, got NULL', 'batch_size NULL: 22023');
+    'jobq_dequeue: batch_size must be between 1 and 10000, got NULL', 'batch_size NULL: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', lock_timeout => '0')$$, '22023',
     'jobq_dequeue: lock_timeout must be a positive interval, got 00:00:00', 'lock_timeout 0: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', lock_timeout => '-1 minute')$$, '22023',

@@ -78,9 +78,10 @@ SELECT lives_ok(
     $$SELECT jobq_enqueue(job_type => 'lower', max_attempts => 1, priority => -1000000)$$,
     'lower bounds are accepted: max_attempts 1, priority -1000000'
 );
-SELECT lives_ok(
-    $$SELECT jobq_enqueue('scalar', payload => '"just a string"'), jobq_enqueue('array', '[1, 2]')$$,
-    'a payload need not be an object (any jsonb value but NULL)'
+SELECT throws_ok(
+    $$SELECT jobq_enqueue('scalar', payload => '"just a string"')$$, '22023',
+    'jobq_enqueue: payload must be a JSON object, got a JSON string',
+    'a payload is a JSON object: a string is 22023 (bounds.sql: arrays, numbers, null)'
 );
 
 SELECT isnt(

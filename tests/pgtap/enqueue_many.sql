@@ -24,7 +24,7 @@ SELECT * FROM jobq_enqueue_many(jobs => $j$[
     {"job_type": "a"},
     {"job_type": "b", "payload": {"n": 2}, "idempotency_key": "b:2", "max_attempts": 3,
      "run_at": "2031-01-02T03:04:05+02:00", "priority": 9, "queue": "q"},
-    {"job_type": "c", "payload": [3], "run_at": null, "idempotency_key": null}
+    {"job_type": "c", "payload": {"n": [3]}, "run_at": null, "idempotency_key": null}
 ]$j$);
 
 SELECT results_eq(
@@ -39,7 +39,7 @@ SELECT results_eq(
     $$VALUES
         (1, 'a'::text, 'default'::text, '{}'::jsonb, NULL::text, 5, now(), 0, 'pending'::text, 0),
         (2, 'b', 'q', '{"n": 2}', 'b:2', 3, '2031-01-02 01:04:05+00'::timestamptz, 9, 'pending', 0),
-        (3, 'c', 'default', '[3]', NULL, 5, now(), 0, 'pending', 0)$$,
+        (3, 'c', 'default', '{"n": [3]}', NULL, 5, now(), 0, 'pending', 0)$$,
     'each id is the job of its element; missing keys take jobq_enqueue''s defaults'
 );
 
@@ -140,7 +140,7 @@ SELECT throws_ok(format($$SELECT * FROM jobq_enqueue_many(%L)$$,
     'jobq_enqueue_many: jobs element 1 (counting from 1) job_type is 201 characters long, at most 200 are allowed',
     'job_type longer than 200 characters: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_enqueue_many('[{"job_type": "a", "payload": null}]')$$, '22023',
-    'jobq_enqueue_many: jobs element 1 (counting from 1) payload must not be null',
+    'jobq_enqueue_many: jobs element 1 (counting from 1) payload must be a JSON object, got a JSON null',
     'payload JSON null: 22023, naming payload');
 SELECT throws_ok($$SELECT * FROM jobq_enqueue_many('[{"job_type": "a", "idempotency_key": 1}]')$$,
     '22023',

@@ -119,7 +119,8 @@ SELECT is(jobq_fail(gen_random_uuid(), 'w1', 'e'), NULL, 'an unknown job: NULL')
 SELECT is(jobq_fail(:'waiting', 'w1', 'e'), NULL, 'a pending job: NULL');
 SELECT is(jobq_fail(:'h', 'w2', 'e'), NULL, 'another worker''s job: NULL');
 SELECT is(jobq_fail(:'h', 'w1', 'e', attempt => 2), NULL, 'another attempt: NULL');
-SELECT is(jobq_fail(:'h', NULL, 'e'), NULL, 'worker_id NULL: NULL');
+SELECT throws_ok(format($$SELECT jobq_fail(%L, NULL, 'e')$$, :'h'), '22023',
+    'jobq_fail: worker_id must be a non-blank string', 'worker_id NULL: 22023');
 SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'none of these changed anything');
 

@@ -20,8 +20,9 @@ SELECT throws_ok($$SELECT * FROM jobq_health(max_transaction_age => '-1 second')
 
 SELECT set_eq('SELECT check_name FROM jobq_health()',
               $$VALUES ('stuck_processing'), ('dead_letters'), ('dead_tuples'),
-                       ('idle_in_transaction'), ('oldest_transaction')$$,
-              'an empty queue: the five global checks, no oldest_pending_age row');
+                       ('idle_in_transaction'), ('oldest_transaction'), ('schema_owner'),
+                       ('schema_create')$$,
+              'an empty queue: the seven global checks, no oldest_pending_age row');
 SELECT results_eq(
     $$SELECT check_name, severity, value FROM jobq_health()
       WHERE check_name IN ('stuck_processing', 'dead_letters') ORDER BY 1$$,
@@ -72,7 +73,7 @@ SELECT results_eq(
 SELECT is(
     (SELECT count(*)::int FROM jobq_health(stuck_after => '1 minute', max_pending_age => '1 minute',
                                            max_transaction_age => '1 minute')),
-    7, 'named arguments; one row per check and per queue with available jobs'
+    9, 'named arguments; one row per check and per queue with available jobs'
 );
 
 SELECT * FROM finish();

@@ -49,7 +49,8 @@ SELECT results_eq(
 SELECT is(jobq_heartbeat(worker_id => 'w2', job_ids => ARRAY[:'c']::uuid[]), 1, 'named arguments');
 SELECT is(jobq_heartbeat('w1', '{}'), 0, 'an empty array: 0');
 SELECT is(jobq_heartbeat('w1', NULL), 0, 'job_ids NULL: 0');
-SELECT is(jobq_heartbeat(NULL, ARRAY[:'a']::uuid[]), 0, 'worker_id NULL: 0');
+SELECT throws_ok(format($$SELECT jobq_heartbeat(NULL, ARRAY[%L]::uuid[])$$, :'a'), '22023',
+    'jobq_heartbeat: worker_id must be a non-blank string', 'worker_id NULL: 22023');
 SELECT is(jobq_heartbeat('w1', ARRAY[:'a', :'a']::uuid[]), 1, 'an id given twice counts once');
 
 -- A live worker is never taken over: its heartbeats keep the lock younger than lock_timeout.

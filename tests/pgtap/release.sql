@@ -37,7 +37,8 @@ SELECT is(jobq_release(job_ids => ARRAY[:'b']::uuid[], worker_id => 'w1'), 1, 'n
 SELECT is(jobq_release(ARRAY[:'b']::uuid[], 'w1'), 0, 'a job already released: 0');
 SELECT is(jobq_release('{}', 'w2'), 0, 'an empty array: 0');
 SELECT is(jobq_release(NULL, 'w2'), 0, 'job_ids NULL: 0');
-SELECT is(jobq_release(ARRAY[:'c']::uuid[], NULL), 0, 'worker_id NULL: 0');
+SELECT throws_ok(format($$SELECT jobq_release(ARRAY[%L]::uuid[], NULL)$$, :'c'), '22023',
+    'jobq_release: worker_id must be a non-blank string', 'worker_id NULL: 22023');
 
 -- a released job is claimed again as the same attempt
 SELECT is((SELECT attempts FROM jobq_dequeue('w3', batch_size => 10) WHERE id = :'a'), 1,

@@ -190,6 +190,12 @@ def test_enqueue_bad_json_is_a_usage_error(dsn: str, conn: Conn) -> None:
     assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
 
 
+def test_enqueue_payload_that_is_not_an_object_is_a_usage_error(dsn: str, conn: Conn) -> None:
+    for payload in ("null", "[1]", '"s"', "3"):
+        assert_user_error(jobq("enqueue", "t", payload, dsn=dsn), 2, "must be a JSON object")
+    assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
+
+
 def test_enqueue_naive_run_at_is_a_usage_error(dsn: str, conn: Conn) -> None:
     result = jobq("enqueue", "t", "--run-at", "2030-01-01T00:00:00", dsn=dsn)
     assert_user_error(result, 2, "offset")

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 from psycopg import sql
 
 from pgq_client import grants
+from pgq_client.cli import cli
 from pgq_client.migrate import (
     FunctionFile,
     MigrationError,
@@ -270,10 +272,11 @@ def test_a_new_signature_without_replaces_is_refused_as_an_overload(
     functions = copy_functions(tmp_path)
     _complete_with_a_note(functions, replaces=False)
     before = records(dsn)
-    overload = psycopg.errors.InvalidFunctionDefinition
-    with pytest.raises(overload, match="2 functions named") as exc:
+    with pytest.raises(MigrationError, match="2 functions named") as exc:
         migrate(dsn, functions_dir=functions)
-    assert "--! replaces:" in (exc.value.diag.message_hint or "")
+    assert str(exc.value).startswith("the check of the function files failed")
+    assert "--! replaces:" in str(exc.value)
+    assert isinstance(exc.value.__cause__, psycopg.errors.InvalidFunctionDefinition)
     assert records(dsn) == before
     with psycopg.connect(dsn) as c:
         assert one(c, "SELECT count(*) FROM pg_proc WHERE proname = 'jobq_complete'") == 1
@@ -308,8 +311,9 @@ def test_requires_applies_a_file_after_the_functions_its_sql_body_calls(
     (functions / "jobq_zz_caller.sql").write_text(SQL_CALLER.format(directive=""))
     (functions / "jobq_zz_helper.sql").write_text(SQL_CALLEE)
     # In name order the caller comes first, and PostgreSQL checks its body against the catalogue.
-    with pytest.raises(psycopg.errors.UndefinedFunction):
+    with pytest.raises(MigrationError, match=r"function file jobq_zz_caller\.sql failed") as exc:
         migrate(empty_dsn, functions_dir=functions)
+    assert isinstance(exc.value.__cause__, psycopg.errors.UndefinedFunction)
 
     (functions / "jobq_zz_caller.sql").write_text(
         SQL_CALLER.format(directive="--! requires: jobq_zz_helper")
@@ -336,6 +340,7 @@ X = "\nCREATE OR REPLACE FUNCTION jobq_x("
         ("jobq_x.sql", "--! replaces: jobq_x(int); DROP TABLE t" + X, "of jobq_x itself"),
         ("jobq_x.sql", "--! requires: jobq_nowhere" + X, "which has no file"),
         ("jobq_x.sql", "--! requires:" + X, "names nothing"),
+        ("jobq_x.sql", "--! levels: producer, root" + X, "names root; the levels are"),
     ],
 )
 def test_a_malformed_function_file_is_refused_before_anything_runs(
@@ -392,3 +397,63 @@ def test_a_changed_result_type_named_with_the_same_arguments_is_created_again_wi
         )
         c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role.name)))
         assert one(c, "SELECT jobq_heartbeat(worker_id => 'w', job_ids => '{}')") == 0
+
+
+# -- errors name what failed; the schema name in bytes -----------------------------------------
+
+
+def test_a_failing_migration_names_itself_and_applies_nothing(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    migrations = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS, migrations)
+    (migrations / "0099_broken.sql").write_text(
+        "CREATE TABLE jobq_extra (x int);\nALTER TABLE jobq_nowhere ADD COLUMN y int;\n"
+    )
+    with pytest.raises(MigrationError) as exc:
+        migrate(empty_dsn, migrations_dir=migrations)
+    message = str(exc.value)
+    assert message.startswith("migration 0099_broken.sql failed in schema 'public': ")
+    assert 'relation "jobq_nowhere" does not exist' in message and "42P01" in message
+    assert isinstance(exc.value.__cause__, psycopg.errors.UndefinedTable)
+    with psycopg.connect(empty_dsn) as c:
+        assert one(c, "SELECT to_regclass('jobq_extra') IS NULL") is True
+        assert "0099_broken" not in records(empty_dsn)
+        assert "0001_jobq_core" in records(empty_dsn)  # the migrations before it stay applied
+
+
+def test_a_failing_function_file_names_itself_and_leaves_the_previous_bodies(
+    dsn: str, tmp_path: Path
+) -> None:
+    functions = copy_functions(tmp_path)
+    stats = functions / "jobq_stats.sql"
+    stats.write_text(stats.read_text().replace("FROM jobq_jobs AS j", "FROM jobq_nowhere AS j"))
+    before = records(dsn)
+    with pytest.raises(MigrationError, match=r"^function file jobq_stats\.sql failed") as exc:
+        migrate(dsn, functions_dir=functions)
+    assert "jobq_nowhere" in str(exc.value)
+    assert records(dsn) == before
+    result = CliRunner().invoke(cli, ["--dsn", dsn, "migrate"], env={})
+    assert result.exit_code == 0  # the shipped files still apply (nothing to do)
+
+
+@pytest.mark.parametrize("schema", ["ü" * 32, "x" * 64, "日本" * 11])
+def test_a_schema_name_over_63_bytes_is_refused_even_under_63_characters(
+    empty_dsn: str, schema: str
+) -> None:
+    with pytest.raises(MigrationError, match="at most 63 bytes"):
+        migrate(empty_dsn, schema=schema)
+    with pytest.raises(MigrationError, match="at most 63 bytes"):
+        render_dry_run(None, schema=schema)
+    result = CliRunner().invoke(cli, ["--dsn", empty_dsn, "migrate", "--schema", schema])
+    assert result.exit_code == 1 and "at most 63 bytes" in result.output
+    with psycopg.connect(empty_dsn) as c:
+        assert one(c, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'ü%' "
+                      "OR nspname LIKE 'xxx%' OR nspname LIKE '日%'") == 0
+
+
+def test_a_schema_name_of_63_bytes_is_that_schema(empty_dsn: str) -> None:
+    schema = "ü" * 31 + "x"  # 63 bytes
+    migrate(empty_dsn, schema=schema)
+    with psycopg.connect(empty_dsn) as c:
+        assert one(c, "SELECT count(*) FROM pg_namespace WHERE nspname = %s", schema) == 1

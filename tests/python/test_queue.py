@@ -22,6 +22,7 @@ from pgq_client import (
     PayloadTooLarge,
     Queue,
     SerializationFailure,
+    Worker,
 )
 from pgq_client.errors import ConnectionFailed, from_psycopg
 from pgq_client.migrate import migrate
@@ -181,6 +182,26 @@ def test_payload_over_the_configured_limit_is_payload_too_large(dsn: str) -> Non
         assert exc.value.sqlstate == "54000"
         assert isinstance(exc.value, JobqError)
         q.enqueue("t", {"small": 1})
+
+
+def test_payload_must_be_a_json_object_in_the_client_as_in_sql(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        for payload in ([1, 2], "text", 3, 1.5, True):
+            with pytest.raises(InvalidArgument, match="payload must be a JSON object") as exc:
+                q.enqueue("t", payload)
+            assert exc.value.sqlstate == "22023"
+        with pytest.raises(InvalidArgument, match="payload must be a JSON object") as exc:
+            q.enqueue_many([{"job_type": "t"}, {"job_type": "t", "payload": [1]}])
+        assert exc.value.sqlstate == "22023" and "element 2" in str(exc.value)
+        q.enqueue("t")  # no payload: {}
+    assert conn.execute("SELECT payload FROM jobq_jobs").fetchall() == [({},)]
+
+
+def test_worker_refuses_a_batch_size_the_claim_would_refuse(dsn: str) -> None:
+    with pytest.raises(ValueError, match="between 1 and 10000"):
+        Worker(dsn, handlers={"t": print}, batch_size=10_001)
+    with Queue(dsn) as q, pytest.raises(InvalidArgument, match="between 1 and 10000"):
+        q.dequeue("w", batch_size=10_001)
 
 
 def test_null_value_maps_from_sqlstate_22004(conn: Conn) -> None:

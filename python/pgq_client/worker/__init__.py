@@ -27,6 +27,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from .. import _sql
@@ -191,11 +192,18 @@ class Worker:
 
     # -- orchestration -------------------------------------------------------------------------
 
+    def _listen(self, conn: psycopg.Connection[Any]) -> None:
+        """LISTEN on the channel of the installation the worker claims from (``jobq`` in
+        schema public, ``jobq.<schema>`` otherwise), which the server names (jobq__channel)."""
+        with conn.cursor(row_factory=tuple_row) as cur:
+            row = cur.execute(_sql.CHANNEL, {"schema": self.config.schema}).fetchone()
+        conn.execute(_sql.listen(row[0] if row else _sql.NOTIFY_CHANNEL))
+
     def _run(self, burst: bool) -> None:
         config = self.config
         dsn, source = self._resolve_dsn()
         connect = self._connector(dsn)
-        listen = Link(connect, setup=(_sql.LISTEN,))
+        listen = Link(connect, setup=self._listen)
         self._check_database(listen)
         log.info(
             "%s started: %d handler threads, job types %s, queues %s, database %s (%s%s)%s",

@@ -233,7 +233,11 @@ class Fetcher:
         queues = self._config.queues
         try:
             notes = list(conn.notifies(timeout=0))
-            relevant = any(queues is None or note.payload in queues for note in notes)
+            # WAKE_ALL: one statement made jobs available in more than 100 queues.
+            relevant = any(
+                queues is None or note.payload in queues or note.payload == _sql.WAKE_ALL
+                for note in notes
+            )
         except psycopg.Error as exc:
             log.debug("%s: the listening connection was lost (%s)", self._who, exc)
             self._link.close()

@@ -109,11 +109,13 @@ def reconnecting(
 
 
 class Link:
-    """A connection of the worker's own (not pooled): opened when first needed, with ``setup``
-    statements run on it, and opened again after it broke."""
+    """A connection of the worker's own (not pooled): opened when first needed, ``setup(conn)``
+    run on it, and opened again after it broke."""
 
     def __init__(
-        self, connect: Callable[[], psycopg.Connection[Any]], setup: tuple[str, ...] = ()
+        self,
+        connect: Callable[[], psycopg.Connection[Any]],
+        setup: Callable[[psycopg.Connection[Any]], None] | None = None,
     ) -> None:
         self._connect = connect
         self._setup = setup
@@ -125,8 +127,8 @@ class Link:
         if conn is None or conn.closed:
             conn = self._connect()
             try:
-                for statement in self._setup:
-                    conn.execute(statement)
+                if self._setup is not None:
+                    self._setup(conn)
             except BaseException:
                 conn.close()
                 raise

@@ -1,0 +1,216 @@
+-- Bounds on every input (contract section 4), so that no argument can make a later call fail
+-- for its size or stop the queue:
+--
+--  1. worker_id: a non-blank string of at most 200 characters, in every function that takes
+--     one (NULL and blank are 22023 too).
+--  2. blank means Unicode white space and invisible characters too (U+00A0, U+2000-U+200B,
+--     U+FEFF, U+3000, ...), for job_type, queue, idempotency_key and worker_id alike.
+--  3. batch_size 1..10,000; a jobs array of more than 100,000 elements is 54000.
+--  4. The payload is a JSON object ('null'::jsonb, arrays, strings, numbers, booleans: 22023),
+--     in jobq_enqueue and in each element of jobq_enqueue_many.
+--  5. An idempotency key too long for its index (in bytes) is 22023 naming the argument, never
+--     an index error.
+--  6. A failure report never fails for its size: error is stored cut to its first 10,000
+--     characters, errors keeps the 50 most recent entries (jobq_fail and the takeover in
+--     jobq_dequeue), and a takeover never fails for the size of the claim it records.
+-- Every refused call changes nothing: the table is compared with a snapshot after them.
+BEGIN;
+SELECT plan(79);
+
+DELETE FROM jobq_jobs;
+
+SELECT jobq_enqueue('a') AS held, jobq_enqueue('a', run_at => now() + interval '1 hour') AS later
+\gset
+SELECT id AS claimed FROM jobq_dequeue('w1') \gset
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+
+------------------------------------------------------------------------------------------
+-- 1. worker_id, in every function that takes one
+------------------------------------------------------------------------------------------
+
+CREATE TEMP TABLE calls (fn text, call text);
+INSERT INTO calls VALUES
+    ('jobq_dequeue', 'SELECT * FROM jobq_dequeue(%s)'),
+    ('jobq_complete', format('SELECT jobq_complete(%L, %%s)', :'held')),
+    ('jobq_complete_many', format('SELECT jobq_complete_many(ARRAY[%L]::uuid[], %%s)', :'held')),
+    ('jobq_fail', format('SELECT jobq_fail(%L, %%s, ''e'')', :'held')),
+    ('jobq_heartbeat', format('SELECT jobq_heartbeat(%%s, ARRAY[%L]::uuid[])', :'held')),
+    ('jobq_release', format('SELECT jobq_release(ARRAY[%L]::uuid[], %%s)', :'held'));
+
+-- (function, worker_id literal, expected message after 'fn: ')
+CREATE TEMP TABLE bad_workers AS
+SELECT c.fn, c.call, w.literal, w.message, w.what
+FROM calls AS c
+CROSS JOIN (VALUES
+    ('NULL', 'worker_id must be a non-blank string', 'NULL'),
+    ('''''', 'worker_id must be a non-blank string', 'empty'),
+    (quote_literal(E' \t\n'), 'worker_id must be a non-blank string', 'ASCII white space'),
+    (quote_literal(E'\u00a0\u200b\u3000\ufeff'), 'worker_id must be a non-blank string',
+     'no-break, zero-width and ideographic spaces'),
+    (quote_literal(repeat('w', 201)),
+     'worker_id is 201 characters long, at most 200 are allowed', '201 characters')
+) AS w (literal, message, what);
+
+SELECT throws_ok(
+    format(b.call, b.literal), '22023', b.fn || ': ' || b.message,
+    b.fn || ': worker_id ' || b.what || ' is 22023'
+)
+FROM bad_workers AS b
+ORDER BY b.fn, b.what;
+
+SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+                  'none of the refused worker_ids changed anything');
+
+-- 200 characters (of any script) is a worker_id
+SELECT is(jobq_heartbeat(repeat('w', 200), ARRAY[:'held']::uuid[]), 0,
+          'a worker_id of 200 characters is accepted');
+SELECT is((SELECT count(*)::int FROM jobq_dequeue(repeat('ü', 200))), 0,
+          'a worker_id of 200 two-byte characters is accepted');
+
+------------------------------------------------------------------------------------------
+-- 2. blank: Unicode white space and invisible characters, one definition for every argument
+------------------------------------------------------------------------------------------
+
+SELECT throws_ok(format('SELECT jobq_enqueue(%L)', b.value), '22023',
+                 'jobq_enqueue: job_type must be a non-blank string',
+                 'job_type of ' || b.what || ' is blank: 22023')
+FROM (VALUES
+    (E'\u00a0', 'U+00A0 no-break space'),
+    (E'\u2000\u2005\u200a', 'U+2000..U+200A spaces'),
+    (E'\u200b', 'U+200B zero-width space'),
+    (E'\u200c\u200d\u2060', 'zero-width joiners and word joiner'),
+    (E'\ufeff', 'U+FEFF zero-width no-break space'),
+    (E'\u3000', 'U+3000 ideographic space'),
+    (E'\u1680\u180e\u2028\u2029\u202f\u205f\u0085', 'other Unicode spaces and separators'),
+    (E'\u3164\uffa0\u00ad', 'Hangul fillers and the soft hyphen')
+) AS b (value, what);
+SELECT throws_ok($$SELECT jobq_enqueue('a', queue => E'\u200b\u00a0')$$, '22023',
+    'jobq_enqueue: queue must be a non-blank string', 'queue of zero-width and no-break spaces: 22023');
+SELECT throws_ok($$SELECT jobq_enqueue('a', idempotency_key => E'\ufeff')$$, '22023',
+    'jobq_enqueue: idempotency_key must be NULL or a non-blank string',
+    'idempotency_key of U+FEFF: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_many(jsonb_build_array(jsonb_build_object('job_type', E'\u3000')))$$,
+    '22023', 'jobq_enqueue_many: jobs element 1 (counting from 1) job_type must be a non-blank string',
+    'jobq_enqueue_many uses the same definition of blank');
+SELECT ok(jobq_enqueue(E'a\u200b', queue => E'\u00a0q') IS NOT NULL,
+          'a value with some visible character is not blank');
+DELETE FROM jobq_jobs WHERE job_type = E'a\u200b';
+
+------------------------------------------------------------------------------------------
+-- 3. batch_size and the size of a jobs array
+------------------------------------------------------------------------------------------
+
+SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', batch_size => 10001)$$, '22023',
+    'jobq_dequeue: batch_size must be between 1 and 10000, got 10001', 'batch_size 10001: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', batch_size => 1000000000)$$, '22023',
+    'jobq_dequeue: batch_size must be between 1 and 10000, got 1000000000', 'batch_size 10^9: 22023');
+SELECT lives_ok($$SELECT * FROM jobq_dequeue('w2', batch_size => 10000, job_types => '{none}')$$,
+    'batch_size 10000 is accepted');
+SELECT throws_ok(
+    $$SELECT * FROM jobq_enqueue_many((SELECT jsonb_agg('{"job_type": "a"}'::jsonb)
+                                       FROM generate_series(1, 100001)))$$,
+    '54000', 'jobq_enqueue_many: jobs has 100001 elements, at most 100000 are allowed',
+    'a jobs array of 100,001 elements: 54000'
+);
+
+------------------------------------------------------------------------------------------
+-- 4. The payload is a JSON object
+------------------------------------------------------------------------------------------
+
+SELECT throws_ok(format('SELECT jobq_enqueue(''a'', %L::jsonb)', p.value), '22023',
+                 'jobq_enqueue: payload must be a JSON object, got a JSON ' || p.kind,
+                 'jobq_enqueue: payload ' || p.value || ' is 22023')
+FROM (VALUES ('null', 'null'), ('[1, 2]', 'array'), ('"s"', 'string'), ('1', 'number'),
+             ('true', 'boolean'), ('[]', 'array')) AS p (value, kind);
+SELECT throws_ok($$SELECT jobq_enqueue('a', NULL)$$, '22004',
+    'jobq_enqueue: payload must not be NULL', 'a SQL NULL payload stays 22004');
+SELECT throws_ok(
+    format('SELECT * FROM jobq_enqueue_many(%L)',
+           '[{"job_type": "a"}, {"job_type": "a", "payload": ' || p.value || '}]'),
+    '22023',
+    'jobq_enqueue_many: jobs element 2 (counting from 1) payload must be a JSON object, got a JSON '
+        || p.kind,
+    'jobq_enqueue_many: payload ' || p.value || ' is 22023, naming the element')
+FROM (VALUES ('null', 'null'), ('[1]', 'array'), ('"s"', 'string'), ('1.5', 'number'),
+             ('false', 'boolean')) AS p (value, kind);
+
+------------------------------------------------------------------------------------------
+-- 5. An idempotency key too long for its index, in bytes
+------------------------------------------------------------------------------------------
+
+-- 1,000 distinct CJK characters: 3,000 bytes that do not compress, more than the 2,704 a btree
+-- entry may hold. Within the 1,000 characters, so only a check in bytes refuses it in time.
+SELECT string_agg(chr(19968 + (g * 7919) % 20000), '' ORDER BY g) AS cjk_key
+FROM generate_series(1, 1000) AS g \gset
+SELECT throws_ok(format('SELECT jobq_enqueue(''a'', idempotency_key => %L)', :'cjk_key'), '22023',
+    'jobq_enqueue: idempotency_key is 3000 bytes long, at most 2000 are allowed',
+    'a key of 1,000 three-byte characters: 22023 naming idempotency_key, not an index error');
+SELECT throws_ok(
+    format('SELECT * FROM jobq_enqueue_many(%L)',
+           jsonb_build_array(jsonb_build_object('job_type', 'a', 'idempotency_key', :'cjk_key'))),
+    '22023',
+    'jobq_enqueue_many: jobs element 1 (counting from 1) idempotency_key is 3000 bytes long, at most 2000 are allowed',
+    'jobq_enqueue_many refuses it the same way');
+SELECT ok(jobq_enqueue('a', idempotency_key => left(:'cjk_key', 666)) IS NOT NULL,
+          'a key of 1,998 bytes fits its index');
+DELETE FROM jobq_jobs WHERE idempotency_key IS NOT NULL;
+
+SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+                  'none of the refused calls above changed anything');
+
+------------------------------------------------------------------------------------------
+-- 6. A failure report never fails for its size
+------------------------------------------------------------------------------------------
+
+SELECT is(jobq_fail(:'claimed', 'w1', repeat('é', 20000000), backoff => '0'), 'pending',
+          'jobq_fail with an error of 20 million characters succeeds');
+SELECT is((SELECT length(last_error) FROM jobq_jobs WHERE id = :'claimed'), 10000,
+          'last_error keeps the first 10,000 characters');
+SELECT is((SELECT length(errors -> -1 ->> 'error') FROM jobq_jobs WHERE id = :'claimed'), 10000,
+          'so does the entry in errors');
+
+-- errors keeps the 50 most recent entries
+UPDATE jobq_jobs SET max_attempts = 1000 WHERE id = :'claimed';
+DO $$
+BEGIN
+    FOR i IN 2..60 LOOP
+        PERFORM jobq_dequeue('w1');
+        PERFORM jobq_fail(j.id, 'w1', 'failure ' || i, backoff => '0')
+        FROM jobq_jobs AS j WHERE j.locked_by = 'w1';
+    END LOOP;
+END;
+$$;
+SELECT is((SELECT attempts FROM jobq_jobs WHERE id = :'claimed'), 60, '60 failed attempts');
+SELECT is((SELECT jsonb_array_length(errors) FROM jobq_jobs WHERE id = :'claimed'), 50,
+          'errors keeps 50 entries');
+SELECT is((SELECT errors -> 0 ->> 'attempt' FROM jobq_jobs WHERE id = :'claimed'), '11',
+          'the oldest kept is attempt 11');
+SELECT is((SELECT errors -> -1 ->> 'error' FROM jobq_jobs WHERE id = :'claimed'), 'failure 60',
+          'the newest is the last failure');
+
+-- A takeover records the lost claim the same way, and never fails for its size: a claim
+-- recorded before worker_id was bounded (locked_by of a million characters here) is cut to
+-- the 200 characters of a worker_id.
+SELECT id AS claimed2 FROM jobq_dequeue('w1') \gset
+UPDATE jobq_jobs SET locked_by = repeat('x', 1000000), locked_at = now() - interval '1 hour'
+WHERE id = :'claimed2';
+SELECT is((SELECT locked_by FROM jobq_dequeue('w3', lock_timeout => '1 minute')), 'w3',
+          'a stale claim with a huge worker id is taken over');
+SELECT is((SELECT jsonb_array_length(errors) FROM jobq_jobs WHERE id = :'claimed2'), 50,
+          'the takeover keeps 50 entries too');
+SELECT is((SELECT errors -> -1 ->> 'kind' FROM jobq_jobs WHERE id = :'claimed2'), 'lock_expired',
+          'the newest entry is the takeover');
+SELECT is((SELECT length(errors -> -1 ->> 'worker') FROM jobq_jobs WHERE id = :'claimed2'), 200,
+          'the lost worker id is recorded cut to 200 characters');
+SELECT cmp_ok((SELECT length(last_error) FROM jobq_jobs WHERE id = :'claimed2'), '<', 400,
+              'and so is last_error');
+
+SELECT is(jobq__append_error('[]', '{"n": 1}'), '[{"n": 1}]', 'append to an empty history');
+SELECT is(
+    jobq__append_error((SELECT jsonb_agg(g) FROM generate_series(1, 70) AS g), '71'),
+    (SELECT jsonb_agg(g) FROM generate_series(22, 71) AS g),
+    'a history longer than 50 (kept from before the bound) is cut to the 50 most recent'
+);
+
+SELECT * FROM finish();
+ROLLBACK;

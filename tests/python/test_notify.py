@@ -1,0 +1,162 @@
+"""NOTIFY: each installation wakes its own workers, and one statement sends few notifications.
+
+LISTEN/NOTIFY channels belong to the whole database: with one channel for every schema, a
+tenant's enqueue woke every other tenant's workers, and one jobq_enqueue_many over 100,000
+distinct queues sent 100,000 notifications (each queued in the server until commit, then
+delivered to every listener). Now: channel ``jobq`` for schema public, ``jobq.<schema>`` for
+another (``jobq#<sha224>`` for a name too long for that), and at most 100 notifications per
+statement, else one with an empty payload that every worker takes as "wake up".
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from pgq_client import Queue, Worker, _sql
+from pgq_client.migrate import migrate
+
+Conn = psycopg.Connection[Any]
+
+
+def _listener(dsn: str, channel: str) -> Conn:
+    conn = psycopg.connect(dsn, autocommit=True)
+    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+    return conn
+
+
+def _received(conn: Conn) -> list[tuple[str, str]]:
+    """The notifications delivered so far (those of committed transactions)."""
+    conn.execute("SELECT 1")  # a round trip, so that pending notifications are read
+    return [(n.channel, n.payload) for n in conn.notifies(timeout=0.5)]
+
+
+NAMES = [
+    "public",
+    "tenant",
+    "Tenant B",          # needs quoting, keeps its case
+    "t" * 58,            # the longest that fits as jobq.<schema>
+    "t" * 59,            # one byte more: hashed
+    "ü" * 31,            # 62 bytes in UTF-8, 31 characters: hashed
+]
+
+
+def test_the_channel_rule_is_the_same_in_sql_in_the_client_and_in_its_query(
+    empty_dsn: str,
+) -> None:
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        for name in NAMES:
+            migrate(empty_dsn, schema=name)
+            conn.execute(sql.SQL("SET search_path = {}, pg_temp").format(sql.Identifier(name)))
+            in_sql = conn.execute("SELECT jobq__channel()").fetchone()
+            conn.execute("RESET search_path")
+            query = conn.execute(_sql.CHANNEL, {"schema": name}).fetchone()
+            expected = _sql.channel(name)
+            assert in_sql == query == (expected,), name
+            assert len(expected.encode()) <= 63
+        assert _sql.channel("public") == "jobq"
+        assert _sql.channel("tenant") == "jobq.tenant"
+        assert _sql.channel("t" * 59).startswith("jobq#")
+        # with no schema given, the client asks where the search_path finds jobq
+        conn.execute('SET search_path = "Tenant B"')
+        assert conn.execute(_sql.CHANNEL, {"schema": None}).fetchone() == ("jobq.Tenant B",)
+
+
+def test_each_installation_notifies_on_its_own_channel(empty_dsn: str) -> None:
+    migrate(empty_dsn)
+    migrate(empty_dsn, schema="tenant_a")
+    migrate(empty_dsn, schema="tenant_b")
+    public, a, b = (
+        _listener(empty_dsn, _sql.channel(s)) for s in ("public", "tenant_a", "tenant_b")
+    )
+    try:
+        with Queue(empty_dsn, schema="tenant_a") as q:
+            q.enqueue("t", queue="qa")
+        with Queue(empty_dsn) as q:
+            q.enqueue("t", queue="qp")
+        assert _received(a) == [("jobq.tenant_a", "qa")]
+        assert _received(public) == [("jobq", "qp")]
+        assert _received(b) == []  # the other tenant's workers were not woken
+    finally:
+        for c in (public, a, b):
+            c.close()
+
+
+def test_one_statement_sends_at_most_100_notifications(dsn: str) -> None:
+    listener = _listener(dsn, "jobq")
+    try:
+        with Queue(dsn) as q:
+            q.enqueue_many([{"job_type": "t", "queue": f"q{i}"} for i in range(100)])
+            got = _received(listener)
+            assert sorted(p for _, p in got) == sorted(f"q{i}" for i in range(100))
+
+            # 100,000 distinct queues: one notification that wakes every worker
+            q.enqueue_many([{"job_type": "t", "queue": f"many{i}"} for i in range(100_000)])
+            assert _received(listener) == [("jobq", _sql.WAKE_ALL)]
+
+            # requeue and release go through the same bound
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute("UPDATE jobq_jobs SET status = 'dead_letter', finished_at = now() "
+                          "WHERE queue LIKE 'many%'")
+            assert q.requeue_dead_letters() == 100_000
+            assert _received(listener) == [("jobq", _sql.WAKE_ALL)]
+    finally:
+        listener.close()
+
+
+def test_a_worker_of_one_queue_wakes_on_the_wake_all_notification(dsn: str) -> None:
+    done = threading.Event()
+    worker = Worker(dsn, {"t": lambda job: done.set()}, queues=["q7"], poll_interval=60)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for _ in range(200):  # wait until it listens (its first, empty, claim is done then)
+                row = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND query LIKE 'LISTEN %%'"
+                ).fetchone()
+                if row == (1,):
+                    break
+                threading.Event().wait(0.05)
+        threading.Event().wait(0.3)
+        with Queue(dsn) as q:
+            q.enqueue_many([{"job_type": "t", "queue": f"q{i}"} for i in range(101)])
+        assert done.wait(10), "the wake-all notification did not wake the worker of queue q7"
+    finally:
+        worker.stop()
+        thread.join(30)
+
+
+@pytest.mark.parametrize("schema", ["tenant", "t" * 60])
+def test_a_worker_in_a_schema_listens_on_that_schema_s_channel(
+    empty_dsn: str, schema: str
+) -> None:
+    migrate(empty_dsn, schema=schema)
+    done = threading.Event()
+    worker = Worker(empty_dsn, {"t": lambda job: done.set()}, schema=schema, poll_interval=60)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        with psycopg.connect(empty_dsn, autocommit=True) as conn:
+            listening: Any = None
+            for _ in range(200):
+                listening = conn.execute(
+                    "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND query LIKE 'LISTEN %%'"
+                ).fetchone()
+                if listening:
+                    break
+                threading.Event().wait(0.05)
+        assert listening == (f'LISTEN "{_sql.channel(schema)}"',)
+        threading.Event().wait(0.3)
+        with Queue(empty_dsn, schema=schema) as q:
+            q.enqueue("t", {"n": 1})
+        assert done.wait(10), "the enqueue did not wake the worker of its schema"
+    finally:
+        worker.stop()
+        thread.join(30)

@@ -1,0 +1,398 @@
+"""Privileges: what `jobq migrate` leaves on the objects it creates, and `jobq grant`/`revoke`.
+
+The objects jobq creates carry exactly the contract's privileges (their owner's; levels come
+from `jobq grant`), whatever ALTER DEFAULT PRIVILEGES the installing role has.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner, Result
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from pgq_client import InvalidArgument, PermissionDenied, Queue, grants
+from pgq_client.cli import cli
+from pgq_client.grants import declared_functions
+from pgq_client.migrate import audit, function_files, migrate, render_dry_run
+
+Conn = psycopg.Connection[Any]
+_roles = itertools.count()
+
+
+@pytest.fixture
+def stranger(admin_dsn: str, empty_dsn: str) -> Iterator[str]:
+    """A role of the cluster with no grant of its own (dropped, with its objects, after)."""
+    role = f"jobq_stranger_{os.getpid()}_{next(_roles)}"
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(role)))
+    try:
+        yield role
+    finally:
+        with psycopg.connect(empty_dsn, autocommit=True) as c:
+            c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        with psycopg.connect(admin_dsn, autocommit=True) as c:
+            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def _default_privileges_for(conn: Conn, role: str, schema: str | None = None) -> None:
+    """The installing role's default privileges give ``role`` everything, as a careless (or
+    hostile) DBA might have set them: for all schemas, or for one."""
+    where = sql.SQL("") if schema is None else sql.SQL("IN SCHEMA {} ").format(
+        sql.Identifier(schema))
+    r = sql.Identifier(role)
+    for what in ("ALL ON TABLES", "ALL ON SEQUENCES", "EXECUTE ON FUNCTIONS", "USAGE ON TYPES"):
+        conn.execute(sql.SQL("ALTER DEFAULT PRIVILEGES {}GRANT {} TO {} WITH GRANT OPTION").format(
+            where, sql.SQL(what), r))
+    if schema is None:
+        conn.execute(sql.SQL("ALTER DEFAULT PRIVILEGES GRANT ALL ON SCHEMAS TO {}").format(r))
+
+
+def _grants_to(conn: Conn, role: str, schema: str) -> list[tuple[str, str]]:
+    """Every privilege ``role`` holds on an object of ``schema`` (and on the schema)."""
+    return conn.execute(
+        """
+        SELECT c.relname::text, a.privilege_type
+        FROM pg_class AS c CROSS JOIN LATERAL aclexplode(c.relacl) AS a
+        WHERE c.relnamespace = %(s)s::regnamespace AND a.grantee = %(r)s::regrole
+        UNION ALL
+        SELECT p.oid::regprocedure::text, a.privilege_type
+        FROM pg_proc AS p CROSS JOIN LATERAL aclexplode(p.proacl) AS a
+        WHERE p.pronamespace = %(s)s::regnamespace AND a.grantee = %(r)s::regrole
+        UNION ALL
+        SELECT 'schema ' || n.nspname, a.privilege_type
+        FROM pg_namespace AS n CROSS JOIN LATERAL aclexplode(n.nspacl) AS a
+        WHERE n.nspname = %(s)s::text AND a.grantee = %(r)s::regrole
+        ORDER BY 1, 2
+        """,
+        {"s": schema, "r": role},
+    ).fetchall()
+
+
+def test_default_privileges_of_the_installer_give_a_stranger_nothing(
+    empty_dsn: str, stranger: str
+) -> None:
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        _default_privileges_for(conn, stranger)
+        _default_privileges_for(conn, stranger, "public")
+        # the default privileges do work on what else the installer creates
+        conn.execute("CREATE TABLE unrelated (x int)")
+        assert _grants_to(conn, stranger, "public") != []
+        conn.execute("DROP TABLE unrelated")
+
+    migrate(empty_dsn)
+    migrate(empty_dsn, schema="tenant")
+
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        assert _grants_to(conn, stranger, "public") == []
+        assert _grants_to(conn, stranger, "tenant") == []
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(stranger)))
+        for statement, what in [
+            ("SELECT * FROM public.jobq_jobs", "table jobq_jobs"),
+            ("SELECT * FROM public.jobq_settings", "table jobq_settings"),
+            ("SELECT * FROM public.jobq_migrations", "table jobq_migrations"),
+            ("SELECT public.jobq_configure(max_payload_bytes => 100000000)",
+             "function jobq_configure"),
+            ("SELECT * FROM public.jobq_dequeue('w')", "function jobq_dequeue"),
+            ("SELECT * FROM tenant.jobq_jobs", "schema tenant"),
+            ("SELECT tenant.jobq_enqueue('x')", "schema tenant"),
+        ]:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match=what) as denied:
+                conn.execute(statement)
+            assert denied.value.sqlstate == "42501"
+        conn.execute("RESET ROLE")
+        # the owner (whose default privileges these are) keeps its own
+        assert conn.execute("SELECT count(*) FROM tenant.jobq_jobs").fetchone() == (0,)
+
+
+def test_a_second_migrate_keeps_what_jobq_grant_gave(empty_dsn: str, stranger: str) -> None:
+    """Only objects created by the run lose what default privileges gave them."""
+    migrate(empty_dsn)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION jobq_stats() TO {}").format(
+            sql.Identifier(stranger)))
+        _default_privileges_for(conn, stranger)
+    assert migrate(empty_dsn) == []
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        assert _grants_to(conn, stranger, "public") == [("jobq_stats()", "EXECUTE")]
+
+
+def test_dry_run_script_strips_default_privileges_too(
+    admin_dsn: str, empty_dsn: str, stranger: str, tmp_path: Any
+) -> None:
+    import subprocess
+
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        _default_privileges_for(conn, stranger)
+    script = tmp_path / "install.sql"
+    script.write_text(render_dry_run(None, schema="tenant"))
+    subprocess.run(["psql", "-X", "-q", "-d", empty_dsn, "-f", str(script)], check=True,
+                   capture_output=True)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM tenant.jobq_migrations").fetchone()[0] > 0  # type: ignore[index]
+        assert _grants_to(conn, stranger, "tenant") == []
+
+
+# -- jobq grant / jobq revoke ------------------------------------------------------------------
+
+
+@pytest.fixture
+def role(admin_dsn: str, dsn: str) -> Iterator[str]:
+    """A login role with no privileges, dropped afterwards."""
+    name = f"jobq_role_{os.getpid()}_{next(_roles)}"
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    yield name
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def _executable(conn: Conn, role: str, schema: str = "public") -> set[str]:
+    rows = conn.execute(
+        "SELECT p.proname::text FROM pg_proc AS p WHERE p.pronamespace = %s::regnamespace "
+        "AND has_function_privilege(%s, p.oid, 'EXECUTE')",
+        (schema, role),
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+# Contract section 6, for the functions installed today.
+EXPECTED = {
+    "producer": {"jobq_enqueue", "jobq_enqueue_many"},
+    "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_dequeue", "jobq_complete",
+               "jobq_complete_many", "jobq_fail", "jobq_heartbeat", "jobq_release",
+               "jobq_release_orphans"},
+    "monitor": {"jobq_stats", "jobq_health"},
+}
+
+
+def test_each_public_function_file_declares_its_levels_and_admin_gets_all() -> None:
+    files = function_files()
+    for f in files:
+        if f.private:
+            assert f.levels == (), f"{f.name} is private: granted to nobody"
+        else:
+            assert "admin" in f.levels, f"{f.name}.sql: `--! levels:` must name admin"
+    assert set(declared_functions("admin")) == {f.name for f in files if not f.private}
+    for level, names in EXPECTED.items():
+        assert set(declared_functions(level)) == names, level  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("level", ["producer", "worker", "monitor", "admin"])
+def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
+    dsn: str, conn: Conn, role: str, level: str
+) -> None:
+    result = run("--dsn", dsn, "grant", role, "--as", level)
+    assert result.exit_code == 0, result.output
+    installed = {f.name for f in function_files() if not f.private}
+    assert _executable(conn, role) == (installed if level == "admin" else EXPECTED[level])
+    reads = conn.execute(
+        "SELECT has_table_privilege(%s, 'jobq_jobs', 'SELECT')", (role,)).fetchone()
+    assert reads == (level == "admin",)
+
+    result = run("--dsn", dsn, "revoke", role)
+    assert result.exit_code == 0, result.output
+    assert _executable(conn, role) == set()
+    assert _grants_to(conn, role, "public") == []
+    call = "SELECT jobq_stats()" if level == "monitor" else "SELECT jobq_enqueue('x')"
+    with (
+        psycopg.connect(make_conninfo(dsn, user=role), autocommit=True) as c,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        c.execute(call)
+
+
+def test_monitor_can_look_but_not_touch(dsn: str, role: str) -> None:
+    assert run("--dsn", dsn, "grant", role, "--as", "monitor").exit_code == 0
+    with Queue(dsn) as q:
+        q.enqueue("t", {"secret": 1})
+    with Queue(make_conninfo(dsn, user=role)) as q:
+        assert q.stats()[0].jobs == 1
+        assert len(q.health()) >= 5
+        for denied in (lambda: q.enqueue("t"), lambda: q.dequeue("w"), q.dead_letters,
+                       lambda: q.prune()):
+            with pytest.raises(PermissionDenied):
+                denied()
+
+
+def test_grant_to_public_is_refused_in_any_case(dsn: str, conn: Conn) -> None:
+    for spelling in ("public", "PUBLIC", "Public", " public "):
+        result = run("--dsn", dsn, "grant", spelling, "--as", "worker")
+        assert result.exit_code == 2, result.output
+        assert "PUBLIC is every role" in result.output
+        dry = run("grant", spelling, "--as", "worker", "--dry-run")
+        assert dry.exit_code == 2, dry.output
+    with pytest.raises(InvalidArgument):
+        grants.grant(dsn, "PUBLIC", "producer")
+    assert _executable(conn, "public") == set()  # nothing for PUBLIC
+
+
+def test_revoke_public_takes_back_what_an_older_jobq_granted_to_public(
+    dsn: str, conn: Conn
+) -> None:
+    conn.execute("GRANT EXECUTE ON FUNCTION jobq_dequeue, jobq_enqueue TO PUBLIC")
+    conn.execute("GRANT SELECT ON jobq_jobs TO PUBLIC")
+    assert run("--dsn", dsn, "revoke", "PUBLIC").exit_code == 0
+    assert _executable(conn, "public") == set()
+    assert conn.execute(
+        "SELECT has_table_privilege('public', 'jobq_jobs', 'SELECT')").fetchone() == (False,)
+
+
+def test_revoke_takes_schema_usage_back_only_where_jobq_lives_alone(
+    empty_dsn: str, stranger: str
+) -> None:
+    migrate(empty_dsn, schema="alone")
+    migrate(empty_dsn, schema="shared")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE shared.app_table (x int)")
+        for schema in ("alone", "shared"):
+            grants.grant(empty_dsn, stranger, "worker", schema)
+            grants.revoke(empty_dsn, stranger, schema)
+            assert _executable(conn, stranger, schema) == set()
+        usage = conn.execute(
+            "SELECT n.nspname::text, has_schema_privilege(%s, n.oid, 'USAGE') FROM pg_namespace n "
+            "WHERE n.nspname IN ('alone', 'shared') ORDER BY 1", (stranger,)).fetchall()
+        assert usage == [("alone", False), ("shared", True)]
+
+
+def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
+    offline = run("revoke", role, "--schema", "tenant", "--dry-run")
+    assert offline.exit_code == 0, offline.output
+    lines = offline.stdout.splitlines()
+    assert f'REVOKE ALL ON FUNCTION "tenant"."jobq_dequeue" FROM "{role}";' in lines
+    assert lines[-1] == f'REVOKE USAGE ON SCHEMA "tenant" FROM "{role}";'
+    online = run("--dsn", dsn, "revoke", role, "--dry-run")
+    assert online.exit_code == 0, online.output
+    tables = '"public"."jobq_jobs", "public"."jobq_migrations", "public"."jobq_settings"'
+    assert f'REVOKE ALL ON TABLE {tables} FROM "{role}";' in online.stdout
+    # nothing but jobq in this database's schema public: its USAGE is taken back too
+    assert online.stdout.splitlines()[-1] == f'REVOKE USAGE ON SCHEMA "public" FROM "{role}";'
+
+
+def test_grant_in_a_schema_gives_only_installed_functions(dsn: str, conn: Conn, role: str) -> None:
+    """A level gets what its files declare and the schema has (an older install lacks some)."""
+    conn.execute("DROP FUNCTION jobq_health")
+    result = run("--dsn", dsn, "grant", role, "--as", "monitor", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "jobq_stats" in result.stdout and "jobq_health" not in result.stdout
+
+
+# -- who else controls the schema: jobq migrate warns, jobq doctor reports -----------------------
+
+
+def _warnings(result: Result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("jobq: warning: ")]
+
+
+def test_migrate_and_doctor_warn_when_the_schema_belongs_to_another_role(
+    empty_dsn: str, stranger: str
+) -> None:
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA tenant AUTHORIZATION {}").format(
+            sql.Identifier(stranger)))
+    result = run("--dsn", empty_dsn, "migrate", "--schema", "tenant")
+    assert result.exit_code == 0, result.output
+    warnings = _warnings(result)
+    assert any(f"schema tenant belongs to {stranger}" in w for w in warnings), result.stderr
+    assert any("may CREATE in schema tenant" in w and stranger in w for w in warnings)
+
+    doctor = run("--dsn", empty_dsn, "doctor", "--schema", "tenant")
+    assert doctor.exit_code == 1, doctor.output
+    lines = doctor.stdout.splitlines()
+    assert any(line.startswith("schema_owner") and "warning" in line for line in lines)
+    assert any(line.startswith("schema_create") and "warning" in line for line in lines)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA tenant CASCADE")  # before the stranger who owns it is dropped
+
+
+def test_migrate_and_doctor_warn_when_others_may_create_in_the_schema(
+    empty_dsn: str, stranger: str
+) -> None:
+    migrate(empty_dsn)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")  # PostgreSQL 13/14's default
+    result = run("--dsn", empty_dsn, "migrate")
+    assert result.exit_code == 0, result.output
+    assert [w for w in _warnings(result) if "every role (PUBLIC) may CREATE in schema public" in w]
+    assert run("--dsn", empty_dsn, "doctor").exit_code == 1
+
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(
+            sql.Identifier(stranger)))
+    assert migrate_audit(empty_dsn) == [
+        f"roles other than jobq's owner may CREATE in schema public: {stranger}"
+    ]
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA public FROM {}").format(
+            sql.Identifier(stranger)))
+    quiet = run("--dsn", empty_dsn, "migrate")
+    assert quiet.exit_code == 0 and _warnings(quiet) == [], quiet.stderr
+    assert run("--dsn", empty_dsn, "doctor").exit_code == 0
+
+
+def migrate_audit(dsn: str) -> list[str]:
+    return [w.split(": anyone who controls")[0] for w in audit(dsn)]
+
+
+# -- jobq doctor: the installed functions are those of the files --------------------------------
+
+
+def _doctor_findings(dsn: str) -> tuple[int, list[str]]:
+    result = run("--dsn", dsn, "doctor")
+    return result.exit_code, [
+        line for line in result.stdout.splitlines()
+        if line.startswith("function_definition") and "warning" in line
+    ]
+
+
+def test_doctor_finds_a_function_replaced_by_hand_without_security_definer(
+    dsn: str, conn: Conn
+) -> None:
+    assert _doctor_findings(dsn) == (0, [])
+    body = conn.execute("SELECT prosrc FROM pg_proc WHERE proname = 'jobq_stats'").fetchone()[0]  # type: ignore[index]
+    conn.execute(
+        "CREATE OR REPLACE FUNCTION jobq_stats() RETURNS TABLE (queue text, job_type text, "
+        "status text, jobs bigint, oldest_available_at timestamptz) LANGUAGE sql STABLE AS "
+        + sql.quote(body)
+    )
+    code, findings = _doctor_findings(dsn)
+    assert code == 1
+    assert len(findings) == 2, findings
+    assert "jobq_stats is not SECURITY DEFINER, as its file says it is" in findings[0] + findings[1]
+    assert any("jobq_stats its settings differ" in f for f in findings)
+
+
+def test_doctor_finds_an_edited_body_a_half_applied_upgrade_and_a_stranger_function(
+    dsn: str, conn: Conn
+) -> None:
+    src = conn.execute("SELECT prosrc FROM pg_proc WHERE proname = 'jobq_prune'").fetchone()[0]  # type: ignore[index]
+    conn.execute(
+        "UPDATE pg_proc SET prosrc = %s WHERE proname = 'jobq_prune'",
+        (src.replace("interval '1000 years'", "interval '1 second'"),),
+    )
+    conn.execute(
+        "UPDATE jobq_migrations SET checksum = 'old' WHERE version = 'functions/jobq_fail'"
+    )
+    conn.execute("CREATE FUNCTION jobq_backdoor() RETURNS int LANGUAGE sql AS 'SELECT 1'")
+    conn.execute("DROP FUNCTION jobq_release")
+    code, findings = _doctor_findings(dsn)
+    assert code == 1
+    text = "\n".join(findings)
+    assert "jobq_prune its body differs from sql/functions/jobq_prune.sql" in text
+    assert "jobq_fail sql/functions/jobq_fail.sql is not applied in its current version" in text
+    assert "jobq_backdoor no file of this jobq defines it" in text
+    assert "jobq_release not installed (sql/functions/jobq_release.sql)" in text
+    assert len(findings) == 4, findings
