@@ -337,7 +337,7 @@ BEGIN
 
         SELECT coalesce(pg_catalog.array_agg(c.claimed_job), '{}'::jobq_jobs[]) INTO v_got
         FROM claimed AS c;
-        v_claimed := v_claimed || v_got;
+        v_claimed := v_claimed OPERATOR(pg_catalog.||) v_got;
         v_want := v_want - pg_catalog.cardinality(v_got);
         EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;
         v_k := v_k * 4;

@@ -305,8 +305,10 @@ def run_core_operations(conn: Conn, schema: str) -> None:
     assert statuses[stale[0]] == "dead_letter"
     assert _q(conn, schema, "SELECT {s}.jobq_requeue_dead_letter(%(id)s)", {"id": stale[0]})[0][0]
     assert _q(conn, schema, "SELECT {s}.jobq_requeue_dead_letters()")[0][0] == 1  # the failed one
-    # w3 holds the job it took over; naming none of its jobs gives them all back
-    assert _q(conn, schema, "SELECT {s}.jobq_release_orphans('w3', '{{}}')")[0][0] >= 1
+    # a claim whose reply was lost: w4 names none of its jobs, so its one claim is given back
+    _q(conn, schema, "SELECT {s}.jobq_enqueue('orphan')")
+    assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_dequeue('w4', '{{orphan}}')")) == 1
+    assert _q(conn, schema, "SELECT {s}.jobq_release_orphans('w4', '{{}}')")[0][0] == 1
     assert _q(conn, schema, "SELECT pg_catalog.count(*) FROM {s}.jobq_stats()")[0][0] > 0
     assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_list_jobs(statuses => '{{pending}}')")) > 0
     assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_health()")) >= 5
