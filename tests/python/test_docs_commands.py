@@ -222,8 +222,11 @@ def world(admin_dsn: str, template_db: str) -> Iterator[World]:
 
 def _seed(dsn: str, schema: str) -> None:
     """A few jobs in every status: pending ones the example handlers can run, one succeeded,
-    one failed and one dead_letter send_email job."""
+    one failed and one dead_letter send_email job; and the schedules the docs name."""
     with Queue(dsn, schema=schema) as q:
+        # the schedules that the docs' `jobq schedule delete` lines delete
+        q.schedule("nightly-backup", "0 3 * * *", "backup")
+        q.schedule("nightly-report", "30 2 * * *", "report")
         q.enqueue("send_email", {"to": "a@example.com", "subject": "hi"})
         q.enqueue("thumbnail", {"image": "cat.png"})
         done = q.enqueue("ocr", {"rev": 1})
