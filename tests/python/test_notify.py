@@ -142,17 +142,20 @@ def test_a_worker_in_a_schema_listens_on_that_schema_s_channel(
     thread = threading.Thread(target=worker.run)
     thread.start()
     try:
+        # The fetcher LISTENs and claims on one connection: once its first claim is done and it
+        # sleeps (poll_interval 60 s), only a notification on its channel can wake it.
         with psycopg.connect(empty_dsn, autocommit=True) as conn:
-            listening: Any = None
+            asleep: Any = None
             for _ in range(200):
-                listening = conn.execute(
-                    "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND query LIKE 'LISTEN %%'"
+                asleep = conn.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND state = 'idle' AND query LIKE '%%jobq_dequeue%%'"
                 ).fetchone()
-                if listening:
+                if asleep:
                     break
                 threading.Event().wait(0.05)
-        assert listening == (f'LISTEN "{_sql.channel(schema)}"',)
+        assert asleep, "the worker did not make its first claim"
+        assert _sql.channel(schema) != _sql.NOTIFY_CHANNEL
         threading.Event().wait(0.3)
         with Queue(empty_dsn, schema=schema) as q:
             q.enqueue("t", {"n": 1})
