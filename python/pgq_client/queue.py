@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -396,6 +396,39 @@ class Queue:
         status: str | None = self._run(self._sql.fail, params)[0]["status"]
         return status
 
+    def fail_many(
+        self,
+        job_ids: Sequence[uuid.UUID],
+        worker_id: str,
+        errors: Sequence[str],
+        *,
+        retries: Sequence[bool] | None = None,
+        backoffs: Sequence[timedelta | float] | None = None,
+        attempts: Sequence[int | None] | None = None,
+    ) -> list[str | None]:
+        """Record a failed attempt of many claimed jobs in one statement (one error, and
+        optionally one retry flag, backoff and attempt, per job); returns the new status of
+        each, in order, None where the claim was lost."""
+        for name, values in (
+            ("errors", errors),
+            ("retries", retries),
+            ("backoffs", backoffs),
+            ("attempts", attempts),
+        ):
+            if values is not None and len(values) != len(job_ids):
+                raise ValueError(f"{name} must have one entry per job id")
+        params = {
+            "job_ids": list(job_ids),
+            "worker_id": worker_id,
+            "errors": list(errors),
+            "retries": None if retries is None else list(retries),
+            "backoffs": None
+            if backoffs is None
+            else [_interval(b, f"backoffs[{i}]") for i, b in enumerate(backoffs)],
+            "attempts": None if attempts is None else list(attempts),
+        }
+        return [row["status"] for row in self._run(self._sql.fail_many, params)]
+
     def heartbeat(self, worker_id: str, job_ids: Sequence[uuid.UUID]) -> int:
         """Renew the claims ``worker_id`` still holds; returns how many."""
         params = {"worker_id": worker_id, "job_ids": list(job_ids)}
@@ -467,9 +500,10 @@ class Queue:
     def prune(
         self,
         older_than: timedelta | float = timedelta(days=7),
-        statuses: Sequence[Literal["succeeded", "failed", "dead_letter"] | str] = ("succeeded",),
+        statuses: Sequence[str] = ("succeeded",),
     ) -> int:
-        """Delete finished jobs older than ``older_than``; returns how many."""
+        """Delete finished jobs older than ``older_than``, in ``statuses`` (some of
+        :data:`~pgq_client.models.FINISHED_STATUSES`); returns how many."""
         params = {
             "older_than": _interval(older_than, "older_than"),
             "statuses": list(statuses),

@@ -1,7 +1,10 @@
--- jobq__job_error (private): the first thing wrong with one job's arguments, as a message that
--- names the argument, or NULL when all is well. Shared by jobq_enqueue (one job) and
--- jobq_enqueue_many (the set-based check of every element), so both refuse the same values
+-- jobq__job_argument_problem (private): the first thing wrong with one job's arguments, as a
+-- message that names the argument, or NULL when all is well. Shared by jobq_enqueue (one job)
+-- and jobq_enqueue_many (the set-based check of every element), so both refuse the same values
 -- with the same words.
+--
+-- The replaces line drops its former name, jobq__job_error, where an install still has it.
+--! replaces: jobq__job_error(text, text, text, integer, integer)
 --
 -- A single-expression LANGUAGE sql function, so that the planner inlines it into its callers.
 -- It is STABLE, not IMMUTABLE, on purpose: its body calls format(), which is STABLE, and
@@ -17,7 +20,7 @@
 -- room for the entry's header, and the check happens before any row is touched.
 --! requires: jobq__blank
 
-CREATE OR REPLACE FUNCTION jobq__job_error(
+CREATE OR REPLACE FUNCTION jobq__job_argument_problem(
     job_type text,
     queue text,
     idempotency_key text,
@@ -60,8 +63,9 @@ AS $$
     END
 $$;
 
-COMMENT ON FUNCTION jobq__job_error(text, text, text, integer, integer) IS
+COMMENT ON FUNCTION jobq__job_argument_problem(text, text, text, integer, integer) IS
 'Private. Returns the first problem with one job''s arguments (a message naming the
 argument), or NULL.';
 
-REVOKE EXECUTE ON FUNCTION jobq__job_error(text, text, text, integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq__job_argument_problem(text, text, text, integer, integer)
+FROM PUBLIC;
