@@ -23,6 +23,7 @@ from psycopg_pool import ConnectionPool
 from . import _sql
 from ._secrets import is_conninfo_error
 from .errors import InvalidArgument, JobqError, NotMigrated, SerializationFailure, from_psycopg
+from .migrate import check_compatible
 from .models import Fire, HealthRow, Job, Schedule, StatsRow, job_row
 
 __all__ = ["Connectable", "Queue", "resolve_dsn"]
@@ -139,6 +140,9 @@ class Queue:
     ``schema`` qualifies every call (``"tenant".jobq_enqueue``); None leaves it to the
     search_path. Each call is its own short transaction, except with ``conn=`` (the caller's
     transaction) or on a borrowed connection that is inside a transaction already.
+
+    Before its first statement, a Queue checks once that the schema has no breaking change
+    this client does not know (:class:`~pgq_client.errors.IncompatibleSchema` otherwise).
     """
 
     def __init__(self, dsn: Connectable = None, *, schema: str | None = None) -> None:
@@ -160,6 +164,7 @@ class Queue:
                 f"Queue() takes a DSN, a psycopg Connection or a ConnectionPool, got {dsn!r}"
             )
         self._closed = False
+        self._compatible = False  # checked once, before the first statement
 
     # -- connection handling ------------------------------------------------------------------
 
@@ -182,12 +187,14 @@ class Queue:
             raise JobqError("this Queue is closed")
         if self._pool is not None:
             with self._pool.connection() as conn:
+                self._check_compatible(conn)
                 yield conn, True
             return
         with self._lock:
             if self._conn is not None:
                 conn = self._conn
                 owns_tx = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+                self._check_compatible(conn)
                 yield conn, owns_tx
                 return
             if self._owned is None or self._owned.closed or self._owned.broken:
@@ -195,7 +202,21 @@ class Queue:
                     self._owned.close()
                     self._owned = None
                 self._owned = connect(self.dsn)
+            self._check_compatible(self._owned)
             yield self._owned, True
+
+    def _check_compatible(self, conn: psycopg.Connection[Any]) -> None:
+        """Once per Queue: refuse a schema with a breaking change this client does not know."""
+        if self._compatible:
+            return
+        idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        with translate_errors():
+            if idle and not conn.autocommit:  # leave the connection as it was: idle
+                with conn.transaction():
+                    check_compatible(conn, self.schema)
+            else:
+                check_compatible(conn, self.schema)
+        self._compatible = True
 
     def _run(
         self,
@@ -210,6 +231,7 @@ class Queue:
         transaction."""
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
+            self._check_compatible(conn)
             with translate_errors(), conn.cursor(row_factory=row_factory) as cur:
                 cur.execute(query, params)
                 return cur.fetchall()
