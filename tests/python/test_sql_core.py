@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from tests.schema_dump import dump_schema
+from tests.sql_reference import BEGIN, END, render, splice
 
 from pgq_client.migrate import (
     MigrationError,
@@ -204,6 +205,23 @@ def test_database_built_by_migrations_matches_committed_schema_dump(empty_dsn: s
         "the migrations no longer build sql/schema.sql: if the change is intended, run "
         "`make schema-dump` and commit the result"
     )
+
+
+def test_the_sql_reference_in_the_docs_is_what_the_database_says(dsn: str) -> None:
+    committed = (ROOT / "docs" / "sql-api.md").read_text()
+    assert splice(committed, render(dsn)) == committed, (
+        "docs/sql-api.md's reference no longer matches the COMMENT ON texts and signatures: "
+        "run `make docs` and commit the result"
+    )
+
+
+def test_the_reference_is_spliced_between_its_markers_keeping_the_prose() -> None:
+    document = f"# Title\n\nProse before.\n\n{BEGIN}\nold\n{END}\n\nProse after.\n"
+    assert splice(document, "new\n") == (
+        f"# Title\n\nProse before.\n\n{BEGIN}\n\nnew\n\n{END}\n\nProse after.\n"
+    )
+    with pytest.raises(ValueError, match="markers"):
+        splice("# no markers\n", "new\n")
 
 
 def test_dry_run_changes_nothing_and_its_script_builds_the_same_schema(
