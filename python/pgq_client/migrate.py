@@ -432,7 +432,7 @@ DO $jobq$
 DECLARE
     v_latest text;
 BEGIN
-    SELECT max(m.version) INTO v_latest FROM jobq_migrations AS m WHERE m.breaking;
+    SELECT pg_catalog.max(m.version) INTO v_latest FROM jobq_migrations AS m WHERE m.breaking;
     EXECUTE pg_catalog.format(
         'COMMENT ON TABLE %I.jobq_migrations IS %L',
         pg_catalog.current_schema(),
@@ -744,7 +744,7 @@ BEGIN
         RETURN;  -- it existed: its grants are whatever jobq grant / revoke made them
     END IF;
     FOR v_grant IN
-        SELECT a.grantee, bool_or(a.is_grantable) AS is_grantable
+        SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS is_grantable
         FROM pg_catalog.pg_proc AS p
         CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS a
         WHERE p.pronamespace = pg_catalog.to_regnamespace(
