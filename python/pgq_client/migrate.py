@@ -681,7 +681,8 @@ BEGIN
     FOREACH v_name IN ARRAY ARRAY[
         {names}
     ]::text[] LOOP
-        SELECT count(*)::integer, min(p.oid)::regprocedure INTO v_count, v_new
+        SELECT pg_catalog.count(*)::integer, pg_catalog.min(p.oid)::regprocedure
+        INTO v_count, v_new
         FROM pg_catalog.pg_proc AS p
         WHERE p.pronamespace = pg_catalog.to_regnamespace(
                 pg_catalog.quote_ident(pg_catalog.current_schema()))
@@ -702,7 +703,7 @@ BEGIN
         ), '{{}}')::aclitem[];
         CONTINUE WHEN v_acl IS NULL;
         FOR v_grant IN
-            SELECT a.grantee, bool_or(a.is_grantable) AS is_grantable
+            SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS is_grantable
             FROM pg_catalog.aclexplode(v_acl) AS a
             WHERE a.privilege_type = 'EXECUTE'
               AND a.grantee <> 0  -- PUBLIC: the file revokes it on purpose
