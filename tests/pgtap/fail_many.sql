@@ -169,8 +169,8 @@ SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'h']::uuid[], 'w1', '{late}'
           '... not even naming its attempt');
 SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'h']::uuid[], 'w2', '{late}', attempts => '{1}')), NULL,
           'the new worker naming the old attempt cannot either');
-SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'h']::uuid[], NULL, '{late}')), NULL,
-          'worker_id NULL: NULL');
+SELECT throws_ok(format($$SELECT * FROM jobq_fail_many(ARRAY[%L]::uuid[], NULL, '{late}')$$, :'h'),
+    '22023', 'jobq_fail_many: worker_id must be a non-blank string', 'worker_id NULL: 22023');
 SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   '... and none of these changed anything');
 SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'h']::uuid[], 'w2', '{now}', attempts => '{2}')),
