@@ -5,7 +5,9 @@ were then folded into the baseline 0001_jobq_core and the function files. The le
 is made here by that commit's own runner, verbatim (tests/fixtures/dcd3357/migrate.py), over
 that commit's migration files, verbatim; today's runner must turn it into exactly what a
 fresh install builds, keeping its jobs and its grants. Likewise for an install of commit
-ad0bb0d, the first with function files (tests/fixtures/ad0bb0d).
+ad0bb0d, the first with function files (tests/fixtures/ad0bb0d), and of commit a7411e5, main
+with the schedules and the hardened bodies, before the status names, the comments and
+jobq_fail_many (tests/fixtures/a7411e5).
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ from pgq_client.migrate import (
     MigrationError,
     available_migrations,
     function_files,
+    function_history,
     migrate,
     render_dry_run,
 )
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dcd3357"
 FIXTURE_AD0 = Path(__file__).resolve().parents[1] / "fixtures" / "ad0bb0d"
+FIXTURE_A74 = Path(__file__).resolve().parents[1] / "fixtures" / "a7411e5"
 _roles = itertools.count()
 
 
@@ -420,3 +424,99 @@ def test_an_install_of_main_at_ad0bb0d_upgrades_to_a_fresh_install_and_keeps_its
     # ad0bb0d's own runner cannot go back: it refuses migrations it does not know.
     with pytest.raises(Exception, match="0002_jobq_schedules applied, which this jobq"):
         runner_ad0bb0d().migrate(old)
+
+
+def runner_a7411e5() -> ModuleType:
+    """a7411e5's migrate.py, reading that commit's migrations and function files. It is loaded
+    as a module of pgq_client: its one relative import is ``from .errors import JobqError``."""
+    spec = importlib.util.spec_from_file_location(
+        "pgq_client._jobq_migrate_a7411e5", FIXTURE_A74 / "migrate.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    module._migrations_dir = lambda: FIXTURE_A74 / "migrations"  # type: ignore[attr-defined]
+    module._functions_dir = lambda: FIXTURE_A74 / "functions"  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.mark.parametrize("level", ["worker", "admin"])
+def test_an_install_of_main_at_a7411e5_upgrades_to_a_fresh_install_with_its_roles_as_they_are(
+    dsn: str, empty_dsn: str, role: tuple[str, list[str]], level: grants.Level
+) -> None:
+    """Two new migrations, changed and renamed function files, and jobq_fail_many, which a role
+    granted before the upgrade may call at once (granted as jobq_fail): the upgraded schema is
+    a fresh install, grants included, without `jobq grant` running again."""
+    name, granted_in = role
+    old, fresh = empty_dsn, dsn
+    runner = runner_a7411e5()
+    installed = runner.migrate(old)
+    assert installed[:2] == ["0001_jobq_core", "0002_jobq_schedules"]
+    assert "functions/jobq__job_error" in installed
+    add_jobs_in_every_status(old)
+    granted_in += [old, fresh]
+    # The role as a7411e5's `jobq grant` made it: the functions whose files declared the level.
+    declared = [
+        f.name for f in runner.function_files(FIXTURE_A74 / "functions") if level in f.levels
+    ]
+    assert ("jobq_fail" in declared) and ("jobq_fail_many" not in declared)
+    with psycopg.connect(old, autocommit=True) as c:
+        c.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(name)))
+        for function in declared:
+            c.execute(
+                sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(
+                    sql.Identifier(function), sql.Identifier(name)
+                )
+            )
+        if level == "admin":
+            c.execute(
+                sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(
+                    sql.SQL(", ").join(sql.Identifier(t) for t in grants.ADMIN_TABLES),
+                    sql.Identifier(name),
+                )
+            )
+    grants.grant(fresh, name, level)
+    jobs = snapshot(old)
+
+    applied = migrate(old)
+    later = [m.version for m in available_migrations() if m.version not in installed]
+    assert later == ["0003_jobq_status_names", "0004_jobq_comments"]
+    assert [v for v in applied if not v.startswith("functions/")] == later
+    assert "functions/jobq__job_error" not in records(old), "the renamed helper's record is gone"
+    assert records(old) == records(fresh)
+    assert snapshot(old) == jobs
+    assert catalogue(old) == catalogue(fresh), "functions, grants, comments, constraints"
+    assert dump_schema(old) == dump_schema(fresh)
+    assert migrate(old) == []
+
+    with psycopg.connect(old, autocommit=True) as c:
+        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(name)))
+        job = c.execute(
+            "SELECT id FROM jobq_dequeue(worker_id => 'w3', job_types => '{ocr}')"
+        ).fetchone()
+        assert job is not None
+        row = c.execute(
+            "SELECT status FROM jobq_fail_many(job_ids => ARRAY[%s]::uuid[], "
+            "worker_id => 'w3', errors => '{again}')",
+            (job[0],),
+        ).fetchone()
+        assert row == ("pending",)
+
+    # a7411e5's own runner cannot go back: it refuses migrations it does not know.
+    with pytest.raises(Exception, match="0003_jobq_status_names applied, which this jobq"):
+        runner_a7411e5().migrate(old)
+
+
+def test_the_fixture_a7411e5_is_what_main_had_and_the_history_knows_its_files() -> None:
+    runner = runner_a7411e5()
+    assert [m.version for m in runner.available_migrations()] == [
+        "0001_jobq_core",
+        "0002_jobq_schedules",
+    ]
+    for m in runner.available_migrations():
+        shipped = next(x for x in available_migrations() if x.version == m.version)
+        assert m.checksum == shipped.checksum, f"{m.version} was edited after it landed"
+    history = function_history()
+    for f in runner.function_files(FIXTURE_A74 / "functions"):
+        assert f.checksum in history.get(f.name, ()), f"{f.name}.sql"
