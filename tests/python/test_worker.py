@@ -561,7 +561,7 @@ def test_notify_wakes_an_idle_worker_long_before_the_poll_interval(dsn: str, con
             what="the worker's first claim",
         )
         Queue(dsn).enqueue("t")
-        assert done.wait(5), "the enqueued job was not picked up on NOTIFY"
+        assert done.wait(30), "the enqueued job was not picked up on NOTIFY (poll: 60 s)"
 
 
 def test_heartbeats_and_acknowledgements_never_deadlock(
