@@ -45,8 +45,11 @@ SELECT c.oid::integer, c.relname::text, coalesce(pg_catalog.obj_description(c.oi
        coalesce(c.reloptions, '{}')
 FROM pg_catalog.pg_class AS c
 WHERE c.relnamespace = pg_catalog.to_regnamespace(%(schema)s::text) AND c.relkind = 'r'
-ORDER BY array_position(ARRAY['jobq_jobs', 'jobq_settings', 'jobq_schedules', 'jobq_migrations'],
-                        c.relname::text),
+ORDER BY array_position(
+             ARRAY['jobq_jobs', 'jobq_settings', 'jobq_schedules', 'jobq_workers',
+                   'jobq_migrations'],
+             c.relname::text
+         ),
          c.relname
 """
 

@@ -146,7 +146,9 @@ COMMENT ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) IS
 now, locked_by the worker, attempts + 1. Candidates: pending jobs whose available_at has
 come, and processing jobs whose lock is older than lock_timeout (their worker is presumed
 dead): such a takeover is recorded in errors (kind lock_expired, the worker that lost it),
-and a stale job with no attempts left goes to dead_letter instead of running again.
+and a stale job with no attempts left goes to dead_letter instead of running again. Each
+call also records the worker''s filters in jobq_workers (written at most every 5 seconds per
+worker), for jobq_unserved_job_types.
 Runs with enable_bitmapscan = off (for this function only; the caller keeps its own setting):
 the claim is then an index scan in claim order that stops after batch_size rows and marks the
 dead index entries left by earlier claims as it passes them, instead of a bitmap scan and sort

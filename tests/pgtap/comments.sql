@@ -74,8 +74,9 @@ SELECT c.oid, c.relname FROM pg_class AS c
 WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r';
 
 SELECT set_eq('SELECT relname::text FROM jobq_tables',
-              $$VALUES ('jobq_jobs'), ('jobq_settings'), ('jobq_schedules'), ('jobq_migrations')$$,
-              'the four jobq tables (so that the checks below see them all)');
+              $$VALUES ('jobq_jobs'), ('jobq_settings'), ('jobq_schedules'), ('jobq_workers'),
+                       ('jobq_migrations')$$,
+              'the five jobq tables (so that the checks below see them all)');
 
 SELECT is_empty(
     $$SELECT relname FROM jobq_tables WHERE coalesce(btrim(obj_description(oid, 'pg_class')), '') = ''$$,
