@@ -445,9 +445,9 @@ def runner_a7411e5() -> ModuleType:
 def test_an_install_of_main_at_a7411e5_upgrades_to_a_fresh_install_with_its_roles_as_they_are(
     dsn: str, empty_dsn: str, role: tuple[str, list[str]], level: grants.Level
 ) -> None:
-    """Two new migrations, changed and renamed function files, and jobq_fail_many, which a role
+    """New migrations, changed and renamed function files, and jobq_fail_many, which a role
     granted before the upgrade may call at once (granted as jobq_fail): the upgraded schema is
-    a fresh install, grants included, without `jobq grant` running again."""
+    a fresh install, a worker's grants included without `jobq grant` running again."""
     name, granted_in = role
     old, fresh = empty_dsn, dsn
     runner = runner_a7411e5()
@@ -469,23 +469,25 @@ def test_an_install_of_main_at_a7411e5_upgrades_to_a_fresh_install_with_its_role
                     sql.Identifier(function), sql.Identifier(name)
                 )
             )
-        if level == "admin":
+        if level == "admin":  # a7411e5's grants.ADMIN_TABLES
             c.execute(
-                sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(
-                    sql.SQL(", ").join(sql.Identifier(t) for t in grants.ADMIN_TABLES),
-                    sql.Identifier(name),
-                )
+                sql.SQL("GRANT SELECT ON TABLE jobq_jobs, jobq_settings, jobq_migrations TO {}")
+                .format(sql.Identifier(name))
             )
     grants.grant(fresh, name, level)
     jobs = snapshot(old)
 
     applied = migrate(old)
     later = [m.version for m in available_migrations() if m.version not in installed]
-    assert later == ["0003_jobq_status_names", "0004_jobq_comments"]
+    assert later[:2] == ["0003_jobq_status_names", "0004_jobq_comments"]
     assert [v for v in applied if not v.startswith("functions/")] == later
     assert "functions/jobq__job_error" not in records(old), "the renamed helper's record is gone"
     assert records(old) == records(fresh)
     assert snapshot(old) == jobs
+    if level == "admin":
+        # What admins got since a7411e5 (SELECT on jobq_schedules and jobq_workers, the new
+        # admin functions) reaches the role when `jobq grant` runs again, as the docs say.
+        grants.grant(old, name, level)
     assert catalogue(old) == catalogue(fresh), "functions, grants, comments, constraints"
     assert dump_schema(old) == dump_schema(fresh)
     assert migrate(old) == []
