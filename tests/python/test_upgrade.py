@@ -5,9 +5,9 @@ were then folded into the baseline 0001_jobq_core and the function files. The le
 is made here by that commit's own runner, verbatim (tests/fixtures/dcd3357/migrate.py), over
 that commit's migration files, verbatim; today's runner must turn it into exactly what a
 fresh install builds, keeping its jobs and its grants. Likewise for an install of commit
-ad0bb0d, the first with function files (tests/fixtures/ad0bb0d), and of commit a7411e5, main
-with the schedules and the hardened bodies, before the status names, the comments and
-jobq_fail_many (tests/fixtures/a7411e5).
+ad0bb0d, the first with function files (tests/fixtures/ad0bb0d), and of commits a7411e5
+(main with the schedules and the hardened bodies) and 8ef85fb (with jobq_workers), before the
+status names, the comments and jobq_fail_many (tests/fixtures/a7411e5, tests/fixtures/8ef85fb).
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from pgq_client.migrate import (
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dcd3357"
 FIXTURE_AD0 = Path(__file__).resolve().parents[1] / "fixtures" / "ad0bb0d"
-FIXTURE_A74 = Path(__file__).resolve().parents[1] / "fixtures" / "a7411e5"
 _roles = itertools.count()
 
 
@@ -426,40 +425,63 @@ def test_an_install_of_main_at_ad0bb0d_upgrades_to_a_fresh_install_and_keeps_its
         runner_ad0bb0d().migrate(old)
 
 
-def runner_a7411e5() -> ModuleType:
-    """a7411e5's migrate.py, reading that commit's migrations and function files. It is loaded
-    as a module of pgq_client: its one relative import is ``from .errors import JobqError``."""
+# Installs of main after the schedules: (commit, the tables its `jobq grant --as admin` gave
+# SELECT on, the migrations today's runner applies to it).
+MAIN_INSTALLS = {
+    "a7411e5": (
+        ("jobq_jobs", "jobq_settings", "jobq_migrations"),
+        [
+            "0003_jobq_status_names",
+            "0004_jobq_comments",
+            "0007_jobq_workers",
+            "0008_jobq_workers_comments",
+        ],
+    ),
+    "8ef85fb": (
+        ("jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers"),
+        ["0003_jobq_status_names", "0004_jobq_comments", "0008_jobq_workers_comments"],
+    ),
+}
+
+
+def main_runner(commit: str) -> ModuleType:
+    """That commit's migrate.py (tests/fixtures/<commit>), reading its migrations and function
+    files. It is loaded as a module of pgq_client: its one relative import is
+    ``from .errors import JobqError``."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / commit
     spec = importlib.util.spec_from_file_location(
-        "pgq_client._jobq_migrate_a7411e5", FIXTURE_A74 / "migrate.py"
+        f"pgq_client._jobq_migrate_{commit}", fixture / "migrate.py"
     )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
-    module._migrations_dir = lambda: FIXTURE_A74 / "migrations"  # type: ignore[attr-defined]
-    module._functions_dir = lambda: FIXTURE_A74 / "functions"  # type: ignore[attr-defined]
+    module._migrations_dir = lambda: fixture / "migrations"  # type: ignore[attr-defined]
+    module._functions_dir = lambda: fixture / "functions"  # type: ignore[attr-defined]
     return module
 
 
 @pytest.mark.parametrize("level", ["worker", "admin"])
-def test_an_install_of_main_at_a7411e5_upgrades_to_a_fresh_install_with_its_roles_as_they_are(
-    dsn: str, empty_dsn: str, role: tuple[str, list[str]], level: grants.Level
+@pytest.mark.parametrize("commit", sorted(MAIN_INSTALLS))
+def test_an_install_of_main_after_the_schedules_upgrades_to_a_fresh_install_with_its_roles(
+    dsn: str, empty_dsn: str, role: tuple[str, list[str]], commit: str, level: grants.Level
 ) -> None:
-    """New migrations, changed and renamed function files, and jobq_fail_many, which a role
-    granted before the upgrade may call at once (granted as jobq_fail): the upgraded schema is
-    a fresh install, a worker's grants included without `jobq grant` running again."""
+    """Later migrations (0003 and 0004 after 0007, for 8ef85fb), changed and renamed function
+    files, and jobq_fail_many, which a role granted before the upgrade may call at once (granted
+    as jobq_fail): the upgraded schema is a fresh install, a role's grants included without
+    `jobq grant` running again, but for what admins got after a7411e5."""
     name, granted_in = role
+    admin_tables, later = MAIN_INSTALLS[commit]
     old, fresh = empty_dsn, dsn
-    runner = runner_a7411e5()
+    runner = main_runner(commit)
     installed = runner.migrate(old)
-    assert installed[:2] == ["0001_jobq_core", "0002_jobq_schedules"]
+    assert installed[0] == "0001_jobq_core"
     assert "functions/jobq__job_error" in installed
     add_jobs_in_every_status(old)
     granted_in += [old, fresh]
-    # The role as a7411e5's `jobq grant` made it: the functions whose files declared the level.
-    declared = [
-        f.name for f in runner.function_files(FIXTURE_A74 / "functions") if level in f.levels
-    ]
+    # The role as that commit's `jobq grant` made it: the functions whose files declared the
+    # level, and an admin's tables.
+    declared = [f.name for f in runner.function_files() if level in f.levels]
     assert ("jobq_fail" in declared) and ("jobq_fail_many" not in declared)
     with psycopg.connect(old, autocommit=True) as c:
         c.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(name)))
@@ -469,24 +491,25 @@ def test_an_install_of_main_at_a7411e5_upgrades_to_a_fresh_install_with_its_role
                     sql.Identifier(function), sql.Identifier(name)
                 )
             )
-        if level == "admin":  # a7411e5's grants.ADMIN_TABLES
+        if level == "admin":
             c.execute(
-                sql.SQL("GRANT SELECT ON TABLE jobq_jobs, jobq_settings, jobq_migrations TO {}")
-                .format(sql.Identifier(name))
+                sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(
+                    sql.SQL(", ").join(sql.Identifier(t) for t in admin_tables),
+                    sql.Identifier(name),
+                )
             )
     grants.grant(fresh, name, level)
     jobs = snapshot(old)
 
     applied = migrate(old)
-    later = [m.version for m in available_migrations() if m.version not in installed]
-    assert later[:2] == ["0003_jobq_status_names", "0004_jobq_comments"]
+    assert [m.version for m in available_migrations() if m.version not in installed] == later
     assert [v for v in applied if not v.startswith("functions/")] == later
     assert "functions/jobq__job_error" not in records(old), "the renamed helper's record is gone"
     assert records(old) == records(fresh)
     assert snapshot(old) == jobs
-    if level == "admin":
-        # What admins got since a7411e5 (SELECT on jobq_schedules and jobq_workers, the new
-        # admin functions) reaches the role when `jobq grant` runs again, as the docs say.
+    if level == "admin" and set(admin_tables) != set(grants.ADMIN_TABLES):
+        # What admins got since (SELECT on jobq_schedules and jobq_workers, the new admin
+        # functions) reaches the role when `jobq grant` runs again, as the docs say.
         grants.grant(old, name, level)
     assert catalogue(old) == catalogue(fresh), "functions, grants, comments, constraints"
     assert dump_schema(old) == dump_schema(fresh)
@@ -505,20 +528,19 @@ def test_an_install_of_main_at_a7411e5_upgrades_to_a_fresh_install_with_its_role
         ).fetchone()
         assert row == ("pending",)
 
-    # a7411e5's own runner cannot go back: it refuses migrations it does not know.
+    # That commit's own runner cannot go back: it refuses migrations it does not know.
     with pytest.raises(Exception, match="0003_jobq_status_names applied, which this jobq"):
-        runner_a7411e5().migrate(old)
+        main_runner(commit).migrate(old)
 
 
-def test_the_fixture_a7411e5_is_what_main_had_and_the_history_knows_its_files() -> None:
-    runner = runner_a7411e5()
-    assert [m.version for m in runner.available_migrations()] == [
-        "0001_jobq_core",
-        "0002_jobq_schedules",
-    ]
+@pytest.mark.parametrize("commit", sorted(MAIN_INSTALLS))
+def test_the_fixtures_of_main_are_what_main_had_and_the_history_knows_their_files(
+    commit: str,
+) -> None:
+    runner = main_runner(commit)
+    shipped = {m.version: m.checksum for m in available_migrations()}
     for m in runner.available_migrations():
-        shipped = next(x for x in available_migrations() if x.version == m.version)
-        assert m.checksum == shipped.checksum, f"{m.version} was edited after it landed"
+        assert m.checksum == shipped[m.version], f"{m.version} was edited after it landed"
     history = function_history()
-    for f in runner.function_files(FIXTURE_A74 / "functions"):
+    for f in runner.function_files():
         assert f.checksum in history.get(f.name, ()), f"{f.name}.sql"
