@@ -3,30 +3,38 @@
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
-import re
 import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import psycopg
-from psycopg import sql
-from psycopg.rows import RowFactory, dict_row, scalar_row
 from psycopg_pool import ConnectionPool
 
-from . import _sql
+from . import _ops, _sql
+from ._ops import check_aware, check_text, dump_json
 from ._secrets import is_conninfo_error
-from .errors import InvalidArgument, JobqError, NotMigrated, SerializationFailure, from_psycopg
+from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import check_compatible
-from .models import Fire, HealthRow, Job, Schedule, StatsRow, UnservedJobType, job_row
+from .models import Fire, HealthRow, Job, Schedule, StatsRow, UnservedJobType
 
-__all__ = ["Connectable", "Queue", "resolve_dsn"]
+__all__ = [
+    "Connectable",
+    "Queue",
+    "check_aware",
+    "check_text",
+    "dump_json",
+    "resolve_dsn",
+    "serialization_pause",
+    "translate_errors",
+]
+
+T = TypeVar("T")
 
 log = logging.getLogger("pgq_client.queue")
 
@@ -36,6 +44,12 @@ DSN_SOURCES = ("JOBQ_DSN", "DATABASE_URL")
 
 # How often an enqueue in a transaction the Queue owns is retried on a serialization failure.
 SERIALIZATION_RETRIES = 5
+
+
+def serialization_pause(attempt: int) -> float:
+    """Seconds to wait before trying a transaction again after its ``attempt``-th
+    serialization failure."""
+    return 0.01 * 2.0**attempt
 
 
 def resolve_dsn(dsn: str | None = None) -> tuple[str, str]:
@@ -57,52 +71,6 @@ def resolve_dsn(dsn: str | None = None) -> tuple[str, str]:
     return str(embedded.get_embedded_dsn()), "embedded"
 
 
-def check_aware(value: datetime | None, name: str) -> None:
-    """Refuse a naive datetime: jobq times are absolute."""
-    if value is not None and (value.tzinfo is None or value.tzinfo.utcoffset(value) is None):
-        raise ValueError(
-            f"{name} must be timezone-aware (e.g. datetime.now(timezone.utc)), got naive {value!r}"
-        )
-
-
-_ESCAPED_NUL = re.compile(r"(\\+)u0000")
-
-
-def check_text(value: str | None, name: str) -> None:
-    """Refuse what PostgreSQL text cannot store: NUL, and lone surrogates (not UTF-8)."""
-    if value is None:
-        return
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
-    if "\x00" in value:
-        raise ValueError(f"{name} contains a NUL (0x00) character, which PostgreSQL cannot store")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"{name} contains a lone surrogate ({value[exc.start]!r} at {exc.start}): "
-            "not valid UTF-8 text"
-        ) from None
-
-
-def dump_json(value: Any, name: str) -> str:
-    """``value`` as JSON text for a ``::jsonb`` parameter, refusing what jsonb cannot store
-    (NUL, escaped as \\u0000, and lone surrogates) with a ValueError naming ``name``."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{name} is not JSON-serializable: {exc}") from None
-    if "u0000" in text and any(len(m.group(1)) % 2 for m in _ESCAPED_NUL.finditer(text)):
-        raise ValueError(f"{name} contains a NUL (0x00) character, which jsonb cannot store")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"{name} contains a lone surrogate ({text[exc.start]!r}): not valid UTF-8 text"
-        ) from None
-    return text
-
-
 @contextmanager
 def translate_errors() -> Iterator[None]:
     """Re-raise psycopg errors as the typed jobq exceptions (the original is ``__cause__``)."""
@@ -121,14 +89,6 @@ def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
         if is_conninfo_error(exc):
             raise from_psycopg(exc) from None
         raise from_psycopg(exc) from exc
-
-
-def _interval(value: timedelta | float | int, name: str) -> timedelta:
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a timedelta or a number of seconds, got {value!r}")
-    return timedelta(seconds=value)
 
 
 class Queue:
@@ -218,24 +178,27 @@ class Queue:
                 check_compatible(conn, self.schema)
         self._compatible = True
 
-    def _run(
-        self,
-        query: sql.Composed,
-        params: Mapping[str, Any],
-        *,
-        conn: psycopg.Connection[Any] | None = None,
-        retry_serialization: bool = False,
-        row_factory: RowFactory[Any] = dict_row,
-    ) -> list[Any]:
-        """Execute one statement and return its rows (dicts by default), as one short
-        transaction."""
+    def _drive(self, op: _ops.Op[T], conn: psycopg.Connection[Any] | None = None) -> T:
+        """Run one operation of :mod:`._ops` on this Queue's connection (or ``conn``)."""
+        if conn is not None and not isinstance(conn, psycopg.Connection):
+            raise TypeError(
+                f"conn must be a psycopg Connection, got {type(conn).__name__}"
+                + (" (use AsyncQueue with an AsyncConnection)"
+                   if isinstance(conn, psycopg.AsyncConnection) else "")
+            )
+        return _ops.drive(op, lambda call: self._run(call, conn))
+
+    def _run(self, call: _ops.Call, conn: psycopg.Connection[Any] | None) -> list[Any]:
+        """Execute one statement and return its rows, as one short transaction unless
+        ``conn`` (the caller's transaction) is given."""
+        query, params, row_factory = call.query, call.params, call.row_factory
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             self._check_compatible(conn)
             with translate_errors(), conn.cursor(row_factory=row_factory) as cur:
                 cur.execute(query, params)
                 return cur.fetchall()
-        tries = SERIALIZATION_RETRIES if retry_serialization else 1
+        tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
         for attempt in range(1, tries + 1):
             try:
                 with self._connection() as (c, owns_tx), translate_errors():
@@ -251,7 +214,7 @@ class Queue:
                 if attempt == tries or not owns_tx:
                     raise
                 log.debug("serialization failure, retrying (%d/%d)", attempt, tries)
-                time.sleep(0.01 * 2**attempt)
+                time.sleep(serialization_pause(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
@@ -287,28 +250,12 @@ class Queue:
         ``run_at`` must be timezone-aware. With ``conn``, the job is added in the caller's
         transaction: it exists only if that transaction commits.
         """
-        check_aware(run_at, "run_at")
-        check_text(job_type, "job_type")
-        check_text(queue, "queue")
-        check_text(idempotency_key, "idempotency_key")
-        if payload is not None and not isinstance(payload, Mapping):
-            # the same rule, and the same error, as jobq_enqueue's
-            raise InvalidArgument(
-                f"payload must be a JSON object, got {type(payload).__name__}: "
-                "wrap the value in a dict"
-            )
-        params = {
-            "job_type": job_type,
-            "payload": dump_json({} if payload is None else payload, "payload"),
-            "idempotency_key": idempotency_key,
-            "max_attempts": max_attempts,
-            "run_at": run_at,
-            "priority": priority,
-            "queue": queue,
-        }
-        rows = self._run(self._sql.enqueue, params, conn=conn, retry_serialization=True)
-        job_id: uuid.UUID = rows[0]["id"]
-        return job_id
+        return self._drive(
+            _ops.enqueue(
+                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts, queue
+            ),
+            conn,
+        )
 
     def enqueue_many(
         self,
@@ -320,37 +267,7 @@ class Queue:
 
         Each element has the keys of :meth:`enqueue` (``job_type`` required).
         """
-        if isinstance(jobs, Mapping | str | bytes):
-            raise TypeError("enqueue_many() takes a list of job dicts")
-        elements: list[dict[str, Any]] = []
-        for i, job in enumerate(jobs):
-            if not isinstance(job, Mapping):
-                raise TypeError(f"enqueue_many(): element {i} is not a dict: {job!r}")
-            element = job if type(job) is dict else dict(job)
-            run_at = element.get("run_at")
-            if isinstance(run_at, datetime):
-                check_aware(run_at, f"jobs[{i}].run_at")
-                element = {**element, "run_at": run_at.isoformat()}
-            elif run_at is not None:
-                raise TypeError(f"jobs[{i}].run_at must be a datetime, got {run_at!r}")
-            elements.append(element)
-        if not elements:
-            return []
-        try:
-            jobs_json = dump_json(elements, "jobs")  # one encoder pass for the whole batch
-        except (TypeError, ValueError):
-            for i, element in enumerate(elements):  # name the element at fault
-                dump_json(element, f"jobs[{i}]")
-            raise
-        # The ids alone, in input order (no dict per row: a batch is often thousands of jobs).
-        ids: list[uuid.UUID] = self._run(
-            self._sql.enqueue_many,
-            {"jobs": jobs_json},
-            conn=conn,
-            retry_serialization=True,
-            row_factory=scalar_row,
-        )
-        return ids
+        return self._drive(_ops.enqueue_many(self._sql, jobs), conn)
 
     # -- working (thin wrappers; the Worker is the usual way to consume) ----------------------
 
@@ -363,22 +280,13 @@ class Queue:
         queues: Sequence[str] | None = None,
     ) -> list[Job]:
         """Claim up to ``batch_size`` jobs for ``worker_id``."""
-        params = {
-            "worker_id": worker_id,
-            "job_types": None if job_types is None else list(job_types),
-            "batch_size": batch_size,
-            "lock_timeout": _interval(lock_timeout, "lock_timeout"),
-            "queues": None if queues is None else list(queues),
-        }
-        jobs: list[Job] = self._run(self._sql.dequeue, params, row_factory=job_row)
-        return jobs
+        return self._drive(
+            _ops.dequeue(self._sql, worker_id, job_types, batch_size, lock_timeout, queues)
+        )
 
     def complete(self, job_id: uuid.UUID, worker_id: str, attempt: int | None = None) -> bool:
         """Mark a claimed job succeeded; False when ``worker_id`` no longer holds the claim."""
-        rows = self._run(
-            self._sql.complete, {"job_id": job_id, "worker_id": worker_id, "attempt": attempt}
-        )
-        return bool(rows[0]["completed"])
+        return self._drive(_ops.complete(self._sql, job_id, worker_id, attempt))
 
     def complete_many(
         self,
@@ -387,14 +295,7 @@ class Queue:
         attempts: Sequence[int] | None = None,
     ) -> int:
         """Mark many claimed jobs succeeded; returns how many were still held."""
-        if attempts is not None and len(attempts) != len(job_ids):
-            raise ValueError("attempts must have one entry per job id")
-        params = {
-            "job_ids": list(job_ids),
-            "worker_id": worker_id,
-            "attempts": None if attempts is None else list(attempts),
-        }
-        return int(self._run(self._sql.complete_many, params)[0]["completed"])
+        return self._drive(_ops.complete_many(self._sql, job_ids, worker_id, attempts))
 
     def fail(
         self,
@@ -407,16 +308,9 @@ class Queue:
         attempt: int | None = None,
     ) -> str | None:
         """Record a failed attempt; returns the new status, None when the claim was lost."""
-        params = {
-            "job_id": job_id,
-            "worker_id": worker_id,
-            "error": error,
-            "retry": retry,
-            "backoff": _interval(backoff, "backoff"),
-            "attempt": attempt,
-        }
-        status: str | None = self._run(self._sql.fail, params)[0]["status"]
-        return status
+        return self._drive(
+            _ops.fail(self._sql, job_id, worker_id, error, retry, backoff, attempt)
+        )
 
     def fail_many(
         self,
@@ -431,47 +325,27 @@ class Queue:
         """Record a failed attempt of many claimed jobs in one statement (one error, and
         optionally one retry flag, backoff and attempt, per job); returns the new status of
         each, in order, None where the claim was lost."""
-        for name, values in (
-            ("errors", errors),
-            ("retries", retries),
-            ("backoffs", backoffs),
-            ("attempts", attempts),
-        ):
-            if values is not None and len(values) != len(job_ids):
-                raise ValueError(f"{name} must have one entry per job id")
-        params = {
-            "job_ids": list(job_ids),
-            "worker_id": worker_id,
-            "errors": list(errors),
-            "retries": None if retries is None else list(retries),
-            "backoffs": None
-            if backoffs is None
-            else [_interval(b, f"backoffs[{i}]") for i, b in enumerate(backoffs)],
-            "attempts": None if attempts is None else list(attempts),
-        }
-        return [row["status"] for row in self._run(self._sql.fail_many, params)]
+        return self._drive(
+            _ops.fail_many(self._sql, job_ids, worker_id, errors, retries, backoffs, attempts)
+        )
 
     def heartbeat(self, worker_id: str, job_ids: Sequence[uuid.UUID]) -> int:
         """Renew the claims ``worker_id`` still holds; returns how many."""
-        params = {"worker_id": worker_id, "job_ids": list(job_ids)}
-        return int(self._run(self._sql.heartbeat, params)[0]["renewed"])
+        return self._drive(_ops.heartbeat(self._sql, worker_id, job_ids))
 
     def release(self, job_ids: Sequence[uuid.UUID], worker_id: str) -> int:
         """Give back claimed, never started jobs; returns how many were released."""
-        params = {"job_ids": list(job_ids), "worker_id": worker_id}
-        return int(self._run(self._sql.release, params)[0]["released"])
+        return self._drive(_ops.release(self._sql, job_ids, worker_id))
 
     # -- administration -----------------------------------------------------------------------
 
     def requeue_dead_letter(self, job_id: uuid.UUID) -> bool:
         """Make a ``dead_letter`` or ``failed`` job pending again; False for any other job."""
-        rows = self._run(self._sql.requeue_dead_letter, {"job_id": job_id})
-        return bool(rows[0]["requeued"])
+        return self._drive(_ops.requeue_dead_letter(self._sql, job_id))
 
     def requeue_dead_letters(self, job_type: str | None = None, queue: str | None = None) -> int:
         """Requeue every ``dead_letter``/``failed`` job (of a type, queue); returns how many."""
-        rows = self._run(self._sql.requeue_dead_letters, {"job_type": job_type, "queue": queue})
-        return int(rows[0]["requeued"])
+        return self._drive(_ops.requeue_dead_letters(self._sql, job_type, queue))
 
     def dead_letters(
         self,
@@ -482,7 +356,7 @@ class Queue:
         limit: int = 100,
     ) -> list[Job]:
         """The jobs waiting for a human: ``dead_letter`` and ``failed`` (latest first)."""
-        return self.list_jobs(statuses=statuses, job_type=job_type, queue=queue, limit=limit)
+        return self._drive(_ops.list_jobs(self._sql, statuses, job_type, queue, limit))
 
     def list_jobs(
         self,
@@ -494,30 +368,16 @@ class Queue:
     ) -> list[Job]:
         """Jobs in ``statuses`` (None: all), of a type and queue, most recently changed first
         (``jobq_list_jobs``, admin)."""
-        params = {
-            "statuses": None if statuses is None else list(statuses),
-            "job_type": job_type,
-            "queue": queue,
-            "max_rows": limit,
-        }
-        try:
-            rows = self._run(self._sql.list_jobs, params)
-        except NotMigrated as exc:
-            raise NotMigrated(
-                f"{exc.message} (listing jobs needs jobq_list_jobs; run `jobq migrate`)",
-                sqlstate=exc.sqlstate,
-            ) from exc
-        return [Job.from_row(row) for row in rows]
+        return self._drive(_ops.list_jobs(self._sql, statuses, job_type, queue, limit))
 
     def get_job(self, job_id: uuid.UUID) -> Job | None:
-        """The job with this id, or None (admin). Built on ``jobq_list_jobs``, so the server
-        reads every job to find it: for an operator's look-up, not for a hot path."""
-        rows = self._run(self._sql.get_job, {"job_id": job_id})
-        return Job.from_row(rows[0]) if rows else None
+        """The job with this id, or None (admin): one primary-key look-up
+        (``jobq_get_job``)."""
+        return self._drive(_ops.get_job(self._sql, job_id))
 
     def stats(self) -> list[StatsRow]:
         """Job counts per queue, type and status."""
-        return [StatsRow.from_row(row) for row in self._run(self._sql.stats, {})]
+        return self._drive(_ops.stats(self._sql))
 
     def prune(
         self,
@@ -526,21 +386,15 @@ class Queue:
     ) -> int:
         """Delete finished jobs older than ``older_than``, in ``statuses`` (some of
         :data:`~pgq_client.models.FINISHED_STATUSES`); returns how many."""
-        params = {
-            "older_than": _interval(older_than, "older_than"),
-            "statuses": list(statuses),
-        }
-        return int(self._run(self._sql.prune, params)[0]["pruned"])
+        return self._drive(_ops.prune(self._sql, older_than, statuses))
 
     def configure(self, *, max_payload_bytes: int | None = None) -> dict[str, Any]:
         """Change this installation's settings (None leaves one as it is); returns them all."""
-        rows = self._run(self._sql.configure, {"max_payload_bytes": max_payload_bytes})
-        settings: dict[str, Any] = rows[0]["settings"]
-        return settings
+        return self._drive(_ops.configure(self._sql, max_payload_bytes))
 
     def health(self) -> list[HealthRow]:
         """Health findings (stuck jobs, waiting time, dead letters, VACUUM blockers)."""
-        return [HealthRow.from_row(row) for row in self._run(self._sql.health, {})]
+        return self._drive(_ops.health(self._sql))
 
     def unserved_job_types(
         self, idle: timedelta | float = timedelta(minutes=15)
@@ -548,8 +402,7 @@ class Queue:
         """Available jobs, per queue and job type, that no worker asked for within ``idle``
         (``jobq_unserved_job_types``): a misspelt job type, a queue no worker serves. Workers
         ask through their claims, in any language. Reads every available pending job."""
-        rows = self._run(self._sql.unserved, {"idle": _interval(idle, "idle")})
-        return [UnservedJobType(**row) for row in rows]
+        return self._drive(_ops.unserved_job_types(self._sql, idle))
 
     # -- schedules ----------------------------------------------------------------------------
 
@@ -575,40 +428,24 @@ class Queue:
         ticked in time: ``skip`` none, ``latest`` the most recent, ``all`` each (1,000 at most).
         A bad cron, zone or policy raises :class:`InvalidArgument` (22023) naming it.
         """
-        check_text(name, "name")
-        check_text(job_type, "job_type")
-        check_text(queue, "queue")
-        if payload is not None and not isinstance(payload, Mapping):
-            raise InvalidArgument(
-                f"payload must be a JSON object, got {type(payload).__name__}: "
-                "wrap the value in a dict"
+        return self._drive(
+            _ops.schedule(
+                self._sql, name, cron, job_type, payload, timezone, queue, priority,
+                max_attempts, catch_up, paused,
             )
-        params = {
-            "name": name,
-            "cron": cron,
-            "job_type": job_type,
-            "payload": dump_json({} if payload is None else payload, "payload"),
-            "timezone": timezone,
-            "queue": queue,
-            "priority": priority,
-            "max_attempts": max_attempts,
-            "catch_up": catch_up,
-            "paused": paused,
-        }
-        next_run_at: datetime = self._run(self._sql.schedule, params)[0]["next_run_at"]
-        return next_run_at
+        )
 
     def unschedule(self, name: str) -> bool:
         """Delete the schedule ``name``; whether it existed. Jobs it enqueued stay."""
-        return bool(self._run(self._sql.unschedule, {"name": name})[0]["deleted"])
+        return self._drive(_ops.unschedule(self._sql, name))
 
     def schedules(self) -> list[Schedule]:
         """Every schedule, by name, with its next fire (an instant and local wall-clock time)."""
-        return [Schedule.from_row(row) for row in self._run(self._sql.schedules, {})]
+        return self._drive(_ops.schedules(self._sql))
 
     def tick(self) -> list[Fire]:
         """Fire the due schedules now (``jobq_tick``): one row per fire enqueued.
 
         Workers tick by themselves; this is for setups without a Worker (cron, a system timer).
         """
-        return [Fire(**row) for row in self._run(self._sql.tick, {})]
+        return self._drive(_ops.tick(self._sql))
