@@ -73,6 +73,12 @@ class HandlerPool:
     def running(self) -> list[Job]:
         return [job for job in self._current if job is not None]
 
+    def abandon(self) -> None:
+        """After the grace period: stop what can be stopped (a thread cannot be)."""
+
+    def close(self) -> None:
+        """Free what the handlers hold once the run is over."""
+
     def _loop(self, index: int) -> None:
         try:
             self._run_jobs(index)
@@ -81,23 +87,27 @@ class HandlerPool:
             self._on_exit()
 
     def _run_jobs(self, index: int) -> None:
-        work, finished = self._shared.work, self._shared.finished
+        work, run_one = self._shared.work, self._run_one
         while True:
             job = work.get()
             if job is None:
                 return
-            self._current[index] = job
-            started = time.perf_counter()
-            try:
-                outcome = self._execute(job)
-            except BaseException as exc:  # never let a handler thread die, nor a job be stranded
-                job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
-                error = "".join(traceback.format_exception(exc)).rstrip()
-                outcome = Failure(
-                    job, f"worker error: {error}", repr(exc), True, self._config.retry_backoff
-                )
-            self._current[index] = None
-            finished(job, time.perf_counter() - started, outcome)
+            run_one(index, job)
+
+    def _run_one(self, index: int, job: Job) -> None:
+        """Run ``job`` on this thread (number ``index``) and hand on how it ended."""
+        self._current[index] = job
+        started = time.perf_counter()
+        try:
+            outcome = self._execute(job)
+        except BaseException as exc:  # never let a handler thread die, nor a job be stranded
+            job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
+            error = "".join(traceback.format_exception(exc)).rstrip()
+            outcome = Failure(
+                job, f"worker error: {error}", repr(exc), True, self._config.retry_backoff
+            )
+        self._current[index] = None
+        self._shared.finished(job, time.perf_counter() - started, outcome)
 
     def _execute(self, job: Job) -> Outcome | Failure:
         handler = self._config.handlers.get(job.job_type)
