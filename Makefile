@@ -36,7 +36,7 @@ test: deps ## Run every test (linters, pgTAP, pytest incl. fault suite) on a thr
 
 lint: $(STAMP) ## sqlfluff, ruff, mypy --strict
 	$(VENV)/bin/sqlfluff lint --dialect postgres sql/
-	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff check python tests bench examples
 	$(VENV)/bin/mypy
 
 demo: $(DEMO_STAMP) ## Run the demo: a real queue and worker on the embedded database (installs only what it needs)
