@@ -27,7 +27,7 @@ from .harness import Measurement, Target
 from .scenarios import Bench, Config
 
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
-SCENARIOS = ("1", "2", "3", "4", "5", "6")
+SCENARIOS = ("1", "2", "3", "4", "5", "6", "7")
 BUSY_LOAD = 0.7  # 1-minute load average per core above which the machine counts as busy
 
 
@@ -97,6 +97,10 @@ def targets(results: list[Measurement]) -> list[Target]:
                ratio("s5.jobq.py.b100"), ">=", 0.9),
         Target("1M finished + 100k future: Worker drain >= 0.9x scenario 3",
                ratio("s5.jobq.worker"), ">=", 0.9),
+        Target("AsyncQueue.enqueue >= 0.9x jobq_enqueue on an AsyncConnection",
+               ratio("s7.jobq.aqueue"), ">=", 0.9),
+        Target("async def handlers: Worker drain >= 0.8x def handlers",
+               ratio("s7.jobq.worker.async"), ">=", 0.8),
     ]
     return out
 
@@ -164,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             "4": bench.scenario_latency,
             "5": bench.scenario_big_table,
             "6": bench.scenario_retry,
+            "7": bench.scenario_async,
         }
         for s in SCENARIOS:
             if s in only:
