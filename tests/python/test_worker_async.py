@@ -496,3 +496,23 @@ def test_sigterm_with_async_jobs_in_flight_finishes_them_cancels_the_late_and_ex
     assert job_row(conn, short)["status"] == "succeeded"
     row = job_row(conn, long_)
     assert (row["status"], row["locked_by"]) == ("processing", "w")  # not acknowledged
+
+
+def test_an_async_handler_enqueues_follow_ups_in_its_transaction(dsn: str, conn: Conn) -> None:
+    from pgq_client import AsyncQueue
+
+    ok, failing = Queue(dsn).enqueue_many(
+        [{"job_type": "t", "payload": {"fail": fail}} for fail in (False, True)]
+    )
+    follow_ups = AsyncQueue()  # with conn= it uses the handler's connection only
+
+    async def handler(job: Job, tx: AConn) -> None:
+        await follow_ups.enqueue("next", {"after": str(job.id)}, conn=tx)
+        if job.payload["fail"]:
+            raise PermanentError("the follow-up goes with the rollback")
+
+    Worker(dsn, {"t": handler}).run(burst=True)
+    assert job_row(conn, ok)["status"] == "succeeded"
+    assert job_row(conn, failing)["status"] == "failed"
+    rows = conn.execute("SELECT payload FROM jobq_jobs WHERE job_type = 'next'").fetchall()
+    assert rows == [({"after": str(ok)},)]
