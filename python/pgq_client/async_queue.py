@@ -27,6 +27,7 @@ from .models import Fire, HealthRow, Job, Schedule, StatsRow, UnservedJobType
 from .queue import (
     SERIALIZATION_RETRIES,
     Queue,
+    _type_name,
     log,
     resolve_dsn,
     serialization_pause,
@@ -169,7 +170,7 @@ class AsyncQueue:
         """Run one operation of :mod:`._ops` on this AsyncQueue's connection (or ``conn``)."""
         if conn is not None and not isinstance(conn, psycopg.AsyncConnection):
             raise TypeError(
-                f"conn must be a psycopg AsyncConnection, got {type(conn).__name__}"
+                f"conn must be a psycopg AsyncConnection, got {_type_name(conn)}"
                 + (" (use Queue with a Connection)" if _is_sync(conn) else "")
             )
         return await _ops.adrive(op, lambda call: self._run(call, conn))

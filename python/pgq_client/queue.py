@@ -182,7 +182,7 @@ class Queue:
         """Run one operation of :mod:`._ops` on this Queue's connection (or ``conn``)."""
         if conn is not None and not isinstance(conn, psycopg.Connection):
             raise TypeError(
-                f"conn must be a psycopg Connection, got {type(conn).__name__}"
+                f"conn must be a psycopg Connection, got {_type_name(conn)}"
                 + (" (use AsyncQueue with an AsyncConnection)"
                    if isinstance(conn, psycopg.AsyncConnection) else "")
             )
@@ -449,3 +449,9 @@ class Queue:
         Workers tick by themselves; this is for setups without a Worker (cron, a system timer).
         """
         return self._drive(_ops.tick(self._sql))
+
+
+def _type_name(value: object) -> str:
+    """``module.Class`` of a value: ``sqlalchemy.engine.base.Connection`` is not psycopg's."""
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
