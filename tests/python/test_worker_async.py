@@ -383,7 +383,7 @@ def test_stop_lets_async_jobs_finish_within_the_grace_then_cancels_them_unacknow
         dsn,
         {"quick": finishes_after_the_stop, "stuck": never_finishes},
         concurrency=2,
-        shutdown_grace=1.0,
+        shutdown_grace=3.0,  # ample for the quick one, even on a busy machine
         worker_id="w",
     )
     thread = threading.Thread(target=worker.run)
