@@ -261,6 +261,11 @@ def test_two_immediate_restarts_lose_no_job_and_duplicate_no_key(fx: Fx, pg_rest
         ).as_string(fx.conn)
     )
     workers = [fx.spawn(f"w{k}", "--lock-timeout", "8", concurrency=3) for k in range(2)]
+    # A worker still starting when the server crashes fails its startup check and exits (by
+    # design); on a loaded machine that can take seconds: crash only once both listen.
+    fx.wait_for("both workers to start", lambda: fx.one(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name = 'fx-worker' AND query ILIKE 'LISTEN%'") >= 2)
     keys = [f"key-{i}" for i in range(600)]
     got: list[dict[str, uuid.UUID]] = [{}, {}]
     retries = [0, 0]
