@@ -13,17 +13,20 @@ help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-venv: $(STAMP) ## Create .venv with jobq and its development tools
-
-# The demo needs jobq and the embedded server, not the development tools (most of the install).
+# What the demo runs and nothing more (jobq, psycopg's bundled libpq, the embedded PostgreSQL),
+# so that a first `make demo` does not wait for the linters and test tools. A venv made by
+# `make venv` has all of it already.
 $(DEMO_STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[embedded,binary]'
-	touch $(DEMO_STAMP)
+	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then touch $@; else \
+	    set -e; test -x $(PY) || $(PYTHON) -m venv $(VENV); \
+	    echo "installing jobq and the embedded PostgreSQL into $(VENV) (once)"; \
+	    $(PY) -m pip install --quiet -e '.[binary,embedded]'; touch $@; fi
+
+venv: $(STAMP) ## Create .venv with jobq and its development tools
 
 deps: $(STAMP) ## Install what the tests need (Python venv; pgTAP, pg_prove, plpgsql_check from Debian)
 	@scripts/install-deps.sh
@@ -36,7 +39,7 @@ lint: $(STAMP) ## sqlfluff, ruff, mypy --strict
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/mypy
 
-demo: $(DEMO_STAMP) ## Run the demo: a real queue and worker on the embedded database
+demo: $(DEMO_STAMP) ## Run the demo: a real queue and worker on the embedded database (installs only what it needs)
 	$(PY) -m pgq_client.demo
 
 bench: deps ## Benchmarks against a raw-SQL ceiling (several minutes; never in CI)

@@ -201,7 +201,7 @@ def settle(cluster: Cluster) -> None:
 
 
 def has_scheduled_column(cluster: Cluster) -> bool:
-    """Whether jobq_jobs has the ``scheduled`` mark of migration 0002 (the benchmark also runs
+    """Whether jobq_jobs has the ``scheduled`` mark of migration 0005 (the benchmark also runs
     against older installs, to compare)."""
     with cluster.connect() as conn:
         row = conn.execute(

@@ -55,6 +55,301 @@ $$;
 COMMENT ON FUNCTION public.jobq__channel() IS 'Private. The NOTIFY channel of this installation: jobq for schema public, jobq.<schema> for a
 schema of at most 58 bytes, else jobq#<hex SHA-224 of the schema name>.';
 
+CREATE FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) RETURNS timestamp with time zone[]
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_window interval;
+    v_start timestamptz;
+    v_fire timestamptz;
+    v_fires timestamptz[];
+    v_count integer;
+BEGIN
+    FOREACH v_window IN ARRAY ARRAY[
+        interval '1 hour', interval '1 day', interval '7 days', interval '32 days',
+        interval '366 days', interval '10 years'
+    ] LOOP
+        v_start := GREATEST(first, until - v_window);
+        v_fires := '{}';
+        v_fire := CASE
+            WHEN v_start = first THEN first
+            ELSE jobq__cron_next(
+                masks, jobq__cron_fires.timezone, v_start - interval '1 microsecond'
+            )
+        END;
+        WHILE v_fire IS NOT NULL AND v_fire <= until LOOP
+            v_fires := pg_catalog.array_append(v_fires, v_fire);
+            v_fire := jobq__cron_next(masks, jobq__cron_fires.timezone, v_fire);
+        END LOOP;
+        v_count := pg_catalog.cardinality(v_fires);
+        IF v_count >= max_fires OR v_start = first THEN
+            RETURN v_fires[GREATEST(v_count - max_fires + 1, 1):v_count];
+        END IF;
+    END LOOP;
+    RETURN v_fires;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) IS 'Private. The last max_fires fire times between first (a fire time) and until, both
+included, oldest first; the cost grows with max_fires, not with the number of fires.';
+
+CREATE FUNCTION public.jobq__cron_next(masks bigint[], timezone text, after timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_local timestamp;
+    v_limit timestamp;
+    v_hour integer;
+    v_minute integer;
+    v_dom_ok boolean;
+    v_dow_ok boolean;
+    v_next integer;
+    v_at timestamptz;
+    v_earlier timestamptz;
+    v_lo bigint;
+    v_hi bigint;
+    v_mid bigint;
+BEGIN
+    v_local := pg_catalog.date_trunc('minute', after AT TIME ZONE jobq__cron_next.timezone)
+        + interval '1 minute';
+    v_limit := v_local + interval '10 years';
+    LOOP
+        IF v_local > v_limit THEN
+            RETURN NULL;
+        END IF;
+        IF masks[4] & (1::bigint << EXTRACT(MONTH FROM v_local)::integer) = 0 THEN
+            v_local := pg_catalog.date_trunc('month', v_local) + interval '1 month';
+            CONTINUE;
+        END IF;
+        v_dom_ok := masks[3] & (1::bigint << EXTRACT(DAY FROM v_local)::integer) <> 0;
+        v_dow_ok := masks[5] & (1::bigint << EXTRACT(DOW FROM v_local)::integer) <> 0;
+        -- Vixie cron: a day field starting with * makes both required, else either suffices.
+        v_dom_ok := CASE WHEN masks[6] = 1 OR masks[7] = 1 THEN v_dom_ok AND v_dow_ok
+                         ELSE v_dom_ok OR v_dow_ok END;
+        IF NOT v_dom_ok THEN
+            v_local := pg_catalog.date_trunc('day', v_local) + interval '1 day';
+            CONTINUE;
+        END IF;
+        v_hour := EXTRACT(HOUR FROM v_local)::integer;
+        v_next := NULL;
+        FOR v_h IN v_hour..23 LOOP
+            IF masks[2] & (1::bigint << v_h) <> 0 THEN
+                v_next := v_h;
+                EXIT;
+            END IF;
+        END LOOP;
+        IF v_next IS NULL THEN
+            v_local := pg_catalog.date_trunc('day', v_local) + interval '1 day';
+            CONTINUE;
+        END IF;
+        IF v_next > v_hour THEN
+            v_local := pg_catalog.date_trunc('day', v_local)
+                + interval '1 hour' * v_next::double precision;
+        END IF;
+        v_minute := EXTRACT(MINUTE FROM v_local)::integer;
+        v_next := NULL;
+        FOR v_m IN v_minute..59 LOOP
+            IF masks[1] & (1::bigint << v_m) <> 0 THEN
+                v_next := v_m;
+                EXIT;
+            END IF;
+        END LOOP;
+        IF v_next IS NULL THEN
+            v_local := pg_catalog.date_trunc('hour', v_local) + interval '1 hour';
+            CONTINUE;
+        END IF;
+        v_local := pg_catalog.date_trunc('hour', v_local)
+            + interval '1 minute' * v_next::double precision;
+
+        -- v_local matches: the instant at which that wall-clock time first comes.
+        v_at := v_local AT TIME ZONE jobq__cron_next.timezone;
+        IF (v_at AT TIME ZONE jobq__cron_next.timezone) = v_local THEN
+            -- A repeated time: the same wall-clock time under the offset of a day earlier.
+            v_earlier := (v_local - ((v_at - interval '1 day') AT TIME ZONE jobq__cron_next.timezone
+                                     - (v_at - interval '1 day') AT TIME ZONE 'UTC'))
+                         AT TIME ZONE 'UTC';
+            IF v_earlier < v_at
+               AND (v_earlier AT TIME ZONE jobq__cron_next.timezone) = v_local THEN
+                v_at := v_earlier;
+            END IF;
+        ELSE
+            -- A skipped time: the first instant whose wall-clock time is past it, found by
+            -- halving (to the second) a day-long interval around the gap.
+            v_lo := EXTRACT(EPOCH FROM v_at - interval '1 day')::bigint;
+            v_hi := EXTRACT(EPOCH FROM v_at + interval '1 day')::bigint;
+            WHILE v_hi - v_lo > 1 LOOP
+                v_mid := (v_lo + v_hi) / 2;
+                IF (pg_catalog.to_timestamp(v_mid::double precision)
+                    AT TIME ZONE jobq__cron_next.timezone) > v_local THEN
+                    v_hi := v_mid;
+                ELSE
+                    v_lo := v_mid;
+                END IF;
+            END LOOP;
+            v_at := pg_catalog.to_timestamp(v_hi::double precision);
+        END IF;
+        IF v_at > after THEN
+            RETURN v_at;
+        END IF;
+        v_local := v_local + interval '1 minute';
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__cron_next(masks bigint[], timezone text, after timestamp with time zone) IS 'Private. The first fire time strictly after `after` of the cron masks (jobq__cron_parse) in
+wall-clock time of `timezone`; a time skipped by daylight saving fires at the end of the gap, a
+repeated one once (its first occurrence). NULL when nothing fires within ten years.';
+
+CREATE FUNCTION public.jobq__cron_parse(cron text) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    v_names constant text[] := ARRAY['minute', 'hour', 'day-of-month', 'month', 'day-of-week'];
+    v_min constant integer[] := ARRAY[0, 0, 1, 1, 0];
+    v_max constant integer[] := ARRAY[59, 23, 31, 12, 7];
+    v_expr text;
+    v_fields text[];
+    v_result bigint[] := ARRAY[0, 0, 0, 0, 0, 0, 0]::bigint[];
+    v_item text;
+    v_base text;
+    v_step integer;
+    v_lo integer;
+    v_hi integer;
+    v_bounds text[];
+    v_value integer;
+BEGIN
+    IF cron IS NULL OR jobq__blank(cron) THEN
+        RAISE EXCEPTION 'jobq_schedule: cron must be a non-blank cron expression'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Five fields (minute hour day-of-month month day-of-week) or @hourly, '
+                         '@daily, @weekly, @monthly, @yearly.';
+    END IF;
+    v_expr := pg_catalog.lower(pg_catalog.btrim(cron, E' \t\r\n'));
+    v_expr := CASE v_expr
+        WHEN '@hourly' THEN '0 * * * *'
+        WHEN '@daily' THEN '0 0 * * *'
+        WHEN '@midnight' THEN '0 0 * * *'
+        WHEN '@weekly' THEN '0 0 * * 0'
+        WHEN '@monthly' THEN '0 0 1 * *'
+        WHEN '@yearly' THEN '0 0 1 1 *'
+        WHEN '@annually' THEN '0 0 1 1 *'
+        ELSE v_expr
+    END;
+    IF pg_catalog.left(v_expr, 1) = '@' THEN
+        RAISE EXCEPTION 'jobq_schedule: cron shortcut % is not supported',
+            pg_catalog.quote_literal(v_expr)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Shortcuts: @hourly, @daily, @weekly, @monthly, @yearly.';
+    END IF;
+    v_fields := pg_catalog.regexp_split_to_array(v_expr, E'[ \t\r\n]+');
+    IF pg_catalog.cardinality(v_fields) <> 5 THEN
+        RAISE EXCEPTION 'jobq_schedule: cron must have 5 fields, got % in %',
+            pg_catalog.cardinality(v_fields), pg_catalog.quote_literal(cron)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'minute hour day-of-month month day-of-week, e.g. ''30 2 * * *''.';
+    END IF;
+
+    FOR v_i IN 1..5 LOOP
+        FOREACH v_item IN ARRAY pg_catalog.string_to_array(v_fields[v_i], ',') LOOP
+            -- item = base [ / step ]
+            v_step := 1;
+            v_base := v_item;
+            IF pg_catalog.strpos(v_item, '/') > 0 THEN
+                v_base := pg_catalog.split_part(v_item, '/', 1);
+                IF pg_catalog.split_part(v_item, '/', 2) !~ '^[0-9]{1,3}$'
+                   OR pg_catalog.split_part(v_item, '/', 3) <> '' THEN
+                    RAISE EXCEPTION 'jobq_schedule: cron % field has a bad step in %',
+                        v_names[v_i], pg_catalog.quote_literal(v_item)
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                v_step := pg_catalog.split_part(v_item, '/', 2)::integer;
+                IF v_step < 1 THEN
+                    RAISE EXCEPTION 'jobq_schedule: cron % field has a step of 0 in %',
+                        v_names[v_i], pg_catalog.quote_literal(v_item)
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+            END IF;
+
+            IF v_base = '*' THEN
+                v_lo := v_min[v_i];
+                v_hi := CASE WHEN v_i = 5 THEN 6 ELSE v_max[v_i] END;
+            ELSE
+                v_bounds := pg_catalog.string_to_array(v_base, '-');
+                IF pg_catalog.cardinality(v_bounds) NOT IN (1, 2) THEN
+                    RAISE EXCEPTION 'jobq_schedule: cron % field has a bad range %',
+                        v_names[v_i], pg_catalog.quote_literal(v_item)
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                FOR v_value IN 1..pg_catalog.cardinality(v_bounds) LOOP
+                    -- a number, or a month / weekday name in its own field
+                    IF v_bounds[v_value] ~ '^[0-9]{1,2}$' THEN
+                        v_bounds[v_value] := v_bounds[v_value]::integer::text;
+                    ELSIF v_i = 4 AND pg_catalog.array_position(
+                        ARRAY['jan', 'feb', 'mar', 'apr', 'may', 'jun',
+                              'jul', 'aug', 'sep', 'oct', 'nov', 'dec'], v_bounds[v_value]
+                    ) IS NOT NULL THEN
+                        v_bounds[v_value] := pg_catalog.array_position(
+                            ARRAY['jan', 'feb', 'mar', 'apr', 'may', 'jun',
+                                  'jul', 'aug', 'sep', 'oct', 'nov', 'dec'], v_bounds[v_value]
+                        )::text;
+                    ELSIF v_i = 5 AND pg_catalog.array_position(
+                        ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'], v_bounds[v_value]
+                    ) IS NOT NULL THEN
+                        v_bounds[v_value] := (pg_catalog.array_position(
+                            ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'],
+                            v_bounds[v_value]
+                        ) - 1)::text;
+                    ELSE
+                        RAISE EXCEPTION 'jobq_schedule: cron % field has % where a % is expected',
+                            v_names[v_i], pg_catalog.quote_literal(v_item),
+                            CASE v_i WHEN 4 THEN 'month (1-12 or jan-dec)'
+                                     WHEN 5 THEN 'weekday (0-7 or sun-sat)'
+                                     ELSE 'number' END
+                            USING ERRCODE = 'invalid_parameter_value';
+                    END IF;
+                END LOOP;
+                v_lo := v_bounds[1]::integer;
+                v_hi := CASE
+                    WHEN pg_catalog.cardinality(v_bounds) = 2 THEN v_bounds[2]::integer
+                    WHEN v_step > 1 OR pg_catalog.strpos(v_item, '/') > 0 THEN v_max[v_i]
+                    ELSE v_lo
+                END;
+                IF v_lo < v_min[v_i] OR v_hi > v_max[v_i] THEN
+                    RAISE EXCEPTION 'jobq_schedule: cron % field % is out of range %-%',
+                        v_names[v_i], pg_catalog.quote_literal(v_item), v_min[v_i], v_max[v_i]
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+                IF v_lo > v_hi THEN
+                    RAISE EXCEPTION 'jobq_schedule: cron % field range % goes backwards',
+                        v_names[v_i], pg_catalog.quote_literal(v_item)
+                        USING ERRCODE = 'invalid_parameter_value';
+                END IF;
+            END IF;
+
+            v_value := v_lo;
+            WHILE v_value <= v_hi LOOP
+                -- day-of-week 7 is Sunday, bit 0
+                v_result[v_i] := v_result[v_i]
+                    | (1::bigint << (CASE WHEN v_i = 5 AND v_value = 7 THEN 0 ELSE v_value END));
+                v_value := v_value + v_step;
+            END LOOP;
+        END LOOP;
+    END LOOP;
+
+    v_result[6] := CASE WHEN pg_catalog.left(v_fields[3], 1) = '*' THEN 1 ELSE 0 END::bigint;
+    v_result[7] := CASE WHEN pg_catalog.left(v_fields[5], 1) = '*' THEN 1 ELSE 0 END::bigint;
+    RETURN v_result;
+END;
+$_$;
+
+COMMENT ON FUNCTION public.jobq__cron_parse(cron text) IS 'Private. Parses a five-field cron expression or @ shortcut into bit masks: bigint[7] of
+minutes, hours, days of month, months, days of week (Sunday 0), then 1/0 for a day-of-month
+and a day-of-week field starting with *. Errors: 22023 naming the field that is wrong.';
+
 CREATE FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -116,6 +411,76 @@ $$;
 COMMENT ON FUNCTION public.jobq__notify(queues text[]) IS 'Private. NOTIFY on this installation''s channel: one notification per queue (the queue name as
 payload), or, for more than 100 queues, one with an empty payload that wakes every worker.
 Result: how many notifications were sent.';
+
+CREATE FUNCTION public.jobq__tick(at timestamp with time zone) RETURNS TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_row record;
+    v_masks bigint[];
+    v_fires timestamptz[];
+    v_fire timestamptz;
+    v_ids uuid[];
+    v_id uuid;
+BEGIN
+    IF at IS NULL OR NOT pg_catalog.isfinite(at) THEN
+        RAISE EXCEPTION 'jobq_tick: at must be a finite time, got %', coalesce(at::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR v_row IN
+        SELECT s.name, s.cron, s.timezone, s.job_type, s.payload, s.queue, s.priority,
+               s.max_attempts, s.catch_up, s.next_run_at
+        FROM jobq_schedules AS s
+        WHERE NOT s.paused AND s.next_run_at <= jobq__tick.at
+        ORDER BY s.next_run_at
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        BEGIN
+            v_masks := jobq__cron_parse(v_row.cron);
+            v_fires := jobq__cron_fires(
+                v_masks, v_row.timezone, v_row.next_run_at, jobq__tick.at,
+                CASE WHEN v_row.catch_up = 'all' THEN 1000 ELSE 1 END
+            );
+            IF v_row.catch_up = 'skip'
+               AND v_fires[1] < jobq__tick.at - interval '1 minute' THEN
+                v_fires := '{}';
+            END IF;
+            v_ids := '{}';
+            FOREACH v_fire IN ARRAY v_fires LOOP
+                v_id := jobq_enqueue(
+                    job_type => v_row.job_type,
+                    payload => v_row.payload,
+                    idempotency_key => pg_catalog.concat(
+                        'jobq:schedule:', v_row.name, ':',
+                        pg_catalog.to_char(v_fire AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                    ),
+                    max_attempts => v_row.max_attempts,
+                    run_at => v_fire,
+                    priority => v_row.priority,
+                    queue => v_row.queue
+                );
+                v_ids := pg_catalog.array_append(v_ids, v_id);
+            END LOOP;
+            UPDATE jobq_schedules AS s
+            SET next_run_at = jobq__cron_next(v_masks, v_row.timezone, jobq__tick.at)
+            WHERE s.name = v_row.name;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'jobq_tick: schedule % not fired: % (SQLSTATE %)',
+                pg_catalog.quote_literal(v_row.name), SQLERRM, SQLSTATE;
+            CONTINUE;
+        END;
+        FOR v_i IN 1..pg_catalog.cardinality(v_fires) LOOP
+            schedule := v_row.name;
+            fire_at := v_fires[v_i];
+            job_id := v_ids[v_i];
+            RETURN NEXT;
+        END LOOP;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__tick(at timestamp with time zone) IS 'Private. jobq_tick as of the time `at` (tests move the clock with it).';
 
 CREATE FUNCTION public.jobq__uuid_v7() RETURNS uuid
     LANGUAGE sql PARALLEL SAFE
@@ -312,7 +677,7 @@ WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.0', autovacuum_vacuum_t
 COMMENT ON TABLE public.jobq_jobs IS 'jobq jobs, one row per job. Change it only through the jobq_* functions.';
 
 COMMENT ON COLUMN public.jobq_jobs.id IS 'The job''s id, made by jobq: a UUID version 7 (time-ordered: 48 bits of Unix time in
-milliseconds, then random bits) since migration 0002, random (version 4) before. Callers rely
+milliseconds, then random bits) since migration 0005, random (version 4) before. Callers rely
 on neither.';
 
 COMMENT ON COLUMN public.jobq_jobs.scheduled IS 'Internal to the claim: true while a pending job waits for an available_at that was in the
@@ -1685,6 +2050,139 @@ $$;
 COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) IS 'Makes every dead_letter or failed job (of job_type and queue, when given; NULL = any) pending
 again, as jobq_requeue_dead_letter does. Result: how many were requeued.';
 
+CREATE FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, max_attempts integer DEFAULT 5, catch_up text DEFAULT 'latest'::text, paused boolean DEFAULT false) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_error text;
+    v_masks bigint[];
+    v_next timestamptz;
+    v_size integer;
+    v_limit integer;
+BEGIN
+    IF jobq__blank(jobq_schedule.name) THEN
+        RAISE EXCEPTION 'jobq_schedule: name must be a non-blank string'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_schedule.name) > 200 THEN
+        RAISE EXCEPTION 'jobq_schedule: name is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_schedule.name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_error := jobq__job_error(
+        jobq_schedule.job_type, jobq_schedule.queue, NULL,
+        jobq_schedule.max_attempts, jobq_schedule.priority
+    );
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_schedule: %', v_error
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_schedule.payload IS NULL THEN
+        RAISE EXCEPTION 'jobq_schedule: payload must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'Pass ''{}'' for a job without arguments.';
+    END IF;
+    IF pg_catalog.jsonb_typeof(jobq_schedule.payload) <> 'object' THEN
+        RAISE EXCEPTION 'jobq_schedule: payload must be a JSON object, got a JSON %',
+            pg_catalog.jsonb_typeof(jobq_schedule.payload)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_size := pg_catalog.pg_column_size(jobq_schedule.payload);
+    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+    IF v_size > v_limit THEN
+        RAISE EXCEPTION 'jobq_schedule: payload is % bytes, the limit is % bytes', v_size, v_limit
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+    IF jobq_schedule.catch_up IS NULL
+       OR jobq_schedule.catch_up NOT IN ('skip', 'latest', 'all') THEN
+        RAISE EXCEPTION 'jobq_schedule: catch_up must be skip, latest or all, got %',
+            coalesce(pg_catalog.quote_literal(jobq_schedule.catch_up), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_schedule.paused IS NULL THEN
+        RAISE EXCEPTION 'jobq_schedule: paused must be true or false, got NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_schedule.timezone IS NULL OR NOT EXISTS (
+        SELECT FROM pg_catalog.pg_timezone_names AS z
+        WHERE z.name OPERATOR(pg_catalog.=) jobq_schedule.timezone
+    ) THEN
+        RAISE EXCEPTION 'jobq_schedule: timezone % is not a known IANA time zone',
+            coalesce(pg_catalog.quote_literal(jobq_schedule.timezone), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A name such as ''UTC'', ''Europe/London'' or ''America/New_York''.';
+    END IF;
+    v_masks := jobq__cron_parse(jobq_schedule.cron);
+    v_next := jobq__cron_next(v_masks, jobq_schedule.timezone, pg_catalog.now());
+    IF v_next IS NULL THEN
+        RAISE EXCEPTION 'jobq_schedule: cron % never fires (no match within ten years)',
+            pg_catalog.quote_literal(jobq_schedule.cron)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    INSERT INTO jobq_schedules AS s (
+        name, cron, timezone, job_type, payload, queue, priority, max_attempts, catch_up,
+        paused, next_run_at
+    )
+    VALUES (
+        jobq_schedule.name, jobq_schedule.cron, jobq_schedule.timezone, jobq_schedule.job_type,
+        jobq_schedule.payload, jobq_schedule.queue, jobq_schedule.priority,
+        jobq_schedule.max_attempts, jobq_schedule.catch_up, jobq_schedule.paused, v_next
+    )
+    ON CONFLICT (name) DO UPDATE SET
+        cron = excluded.cron,
+        timezone = excluded.timezone,
+        job_type = excluded.job_type,
+        payload = excluded.payload,
+        queue = excluded.queue,
+        priority = excluded.priority,
+        max_attempts = excluded.max_attempts,
+        catch_up = excluded.catch_up,
+        paused = excluded.paused,
+        next_run_at = CASE
+            WHEN s.cron = excluded.cron AND s.timezone = excluded.timezone
+                 AND NOT s.paused AND NOT excluded.paused
+                THEN s.next_run_at
+            ELSE excluded.next_run_at
+        END,
+        updated_at = pg_catalog.now()
+    RETURNING s.next_run_at INTO v_next;
+    RETURN v_next;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) IS 'Creates or replaces the schedule `name` and returns its next fire time.
+Arguments: name (1-200 chars), cron (five fields: minute hour day-of-month month day-of-week,
+with *, lists, ranges, steps, month and weekday names; or @hourly, @daily, @weekly, @monthly,
+@yearly), job_type, payload, queue, priority, max_attempts (those of each job a fire enqueues,
+checked as jobq_enqueue does), timezone (IANA name; the cron fields are wall-clock times there:
+a time skipped by daylight saving fires at the end of the gap, a repeated one once), catch_up
+(skip, latest or all: what a tick does with fires nobody ticked in time), paused (fires nothing
+while true).
+Result: next_run_at. Replacing keeps it when cron and timezone are unchanged and the schedule
+stays active; otherwise (and on resume) it is the next fire after now.
+Errors: 22023 bad name/cron (naming the field)/timezone/catch_up/paused/job_type/queue/
+priority/max_attempts, or a cron that never fires; 22004 NULL payload; 54000 payload too large.
+Concurrency: waits for a tick that holds the schedule; a tick running meanwhile passes it over.';
+
+CREATE FUNCTION public.jobq_schedules() RETURNS TABLE(name text, cron text, timezone text, job_type text, payload jsonb, queue text, priority integer, max_attempts integer, catch_up text, paused boolean, next_run_at timestamp with time zone, next_run_local timestamp without time zone, created_at timestamp with time zone, updated_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT s.name, s.cron, s.timezone, s.job_type, s.payload, s.queue, s.priority,
+           s.max_attempts, s.catch_up, s.paused, s.next_run_at,
+           s.next_run_at AT TIME ZONE s.timezone, s.created_at, s.updated_at
+    FROM jobq_schedules AS s
+    ORDER BY s.name
+$$;
+
+COMMENT ON FUNCTION public.jobq_schedules() IS 'Lists every schedule (no arguments). Result: one row per schedule, by name: its definition,
+paused, next_run_at (the next fire, an instant), next_run_local (the same as wall-clock time in
+the schedule''s timezone), created_at, updated_at. A paused schedule fires nothing: its
+next_run_at is recomputed when it is resumed.';
+
 CREATE FUNCTION public.jobq_stats() RETURNS TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -1701,6 +2199,42 @@ COMMENT ON FUNCTION public.jobq_stats() IS 'One row per (queue, job_type, status
 among them (for pending jobs: how long the oldest has been waiting). Reads the whole table:
 for dashboards and operators, not for a hot loop.';
 
+CREATE FUNCTION public.jobq_tick() RETURNS TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT t.schedule, t.fire_at, t.job_id FROM jobq__tick(pg_catalog.now()) AS t
+$$;
+
+COMMENT ON FUNCTION public.jobq_tick() IS 'Enqueues one job for each due fire of each active schedule and advances its next_run_at, in
+the caller''s transaction. Each job has run_at = its fire time and the idempotency key
+jobq:schedule:<name>:<fire time in UTC, ISO 8601, e.g. 2026-03-08T07:00:00Z>. Fires nobody
+ticked in time follow the schedule''s catch_up: skip (none; a fire more than a minute old is
+missed), latest (the most recent), all (each, the 1,000 most recent at most).
+Result: one row per fire enqueued: schedule, fire_at, job_id (the existing job when another
+tick enqueued that fire already).
+Errors: none of its own; a schedule whose enqueue fails is left due (its jobs and its advance
+rolled back together) with a WARNING naming it, and the others still fire.
+Concurrency: any number of sessions may tick at once; due schedules are locked FOR UPDATE SKIP
+LOCKED and each fire is enqueued exactly once.';
+
+CREATE FUNCTION public.jobq_unschedule(name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF jobq_unschedule.name IS NULL THEN
+        RAISE EXCEPTION 'jobq_unschedule: name must not be NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM jobq_schedules AS s WHERE s.name = jobq_unschedule.name;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_unschedule(name text) IS 'Deletes the schedule `name`. Result: whether it existed. Jobs already enqueued by its fires are
+kept. Errors: 22023 NULL name. Concurrency: waits for a tick that holds the schedule.';
+
 CREATE TABLE public.jobq_migrations (
     version text NOT NULL,
     checksum text NOT NULL,
@@ -1708,6 +2242,57 @@ CREATE TABLE public.jobq_migrations (
 );
 
 COMMENT ON TABLE public.jobq_migrations IS 'jobq migrations (NNNN_name) and function files (functions/jobq_name) applied to this schema, with the SHA-256 of each file (written by jobq migrate).';
+
+CREATE TABLE public.jobq_schedules (
+    name text NOT NULL,
+    cron text NOT NULL,
+    timezone text DEFAULT 'UTC'::text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    queue text DEFAULT 'default'::text NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    catch_up text DEFAULT 'latest'::text NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    next_run_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT jobq_schedules_catch_up_check CHECK ((catch_up = ANY (ARRAY['skip'::text, 'latest'::text, 'all'::text]))),
+    CONSTRAINT jobq_schedules_max_attempts_check CHECK ((max_attempts >= 1))
+);
+
+COMMENT ON TABLE public.jobq_schedules IS 'jobq periodic jobs (cron schedules), one row per name. Change it only through jobq_schedule()
+and jobq_unschedule(); jobq_tick() fires the due ones.';
+
+COMMENT ON COLUMN public.jobq_schedules.name IS 'The schedule''s name (1-200 characters), unique; part of each fire''s idempotency key.';
+
+COMMENT ON COLUMN public.jobq_schedules.cron IS 'Five-field cron expression (minute hour day-of-month month day-of-week) or an @ shortcut
+(@hourly, @daily, @weekly, @monthly, @yearly), as given.';
+
+COMMENT ON COLUMN public.jobq_schedules.timezone IS 'IANA time zone in which the cron fields are wall-clock times.';
+
+COMMENT ON COLUMN public.jobq_schedules.job_type IS 'job_type of each job a fire enqueues.';
+
+COMMENT ON COLUMN public.jobq_schedules.payload IS 'payload of each job a fire enqueues.';
+
+COMMENT ON COLUMN public.jobq_schedules.queue IS 'queue of each job a fire enqueues.';
+
+COMMENT ON COLUMN public.jobq_schedules.priority IS 'priority of each job a fire enqueues.';
+
+COMMENT ON COLUMN public.jobq_schedules.max_attempts IS 'max_attempts of each job a fire enqueues.';
+
+COMMENT ON COLUMN public.jobq_schedules.catch_up IS 'What a tick does with fires that nobody ticked in time: skip (none of them), latest (the most
+recent only), all (each of them, the 1,000 most recent at most).';
+
+COMMENT ON COLUMN public.jobq_schedules.paused IS 'A paused schedule fires nothing; resuming it starts from the next fire after the resume.';
+
+COMMENT ON COLUMN public.jobq_schedules.next_run_at IS 'The next fire time (an instant). A tick fires the schedule once this has come.';
+
+COMMENT ON COLUMN public.jobq_schedules.created_at IS 'When the schedule was first created.';
+
+COMMENT ON COLUMN public.jobq_schedules.updated_at IS 'When jobq_schedule() last changed its definition.';
+
+COMMENT ON CONSTRAINT jobq_schedules_catch_up_check ON public.jobq_schedules IS 'The catch-up policies: skip, latest, all.';
 
 CREATE TABLE public.jobq_settings (
     singleton boolean DEFAULT true NOT NULL,
@@ -1723,6 +2308,9 @@ ALTER TABLE ONLY public.jobq_jobs
 
 ALTER TABLE ONLY public.jobq_migrations
     ADD CONSTRAINT jobq_migrations_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY public.jobq_schedules
+    ADD CONSTRAINT jobq_schedules_pkey PRIMARY KEY (name);
 
 ALTER TABLE ONLY public.jobq_settings
     ADD CONSTRAINT jobq_settings_pkey PRIMARY KEY (singleton);
@@ -1748,6 +2336,10 @@ CREATE INDEX jobq_jobs_succeeded_idx ON public.jobq_jobs USING btree (finished_a
 
 COMMENT ON INDEX public.jobq_jobs_succeeded_idx IS 'Succeeded jobs by finished_at, for jobq_prune (the oldest first, in batches).';
 
+CREATE INDEX jobq_schedules_due_idx ON public.jobq_schedules USING btree (next_run_at) WHERE (NOT paused);
+
+COMMENT ON INDEX public.jobq_schedules_due_idx IS 'Due schedules for jobq_tick: a tick with nothing due reads one entry of this index.';
+
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) FROM PUBLIC;
@@ -1756,9 +2348,17 @@ REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__cron_next(masks bigint[], timezone text, after timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__cron_parse(cron text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__tick(at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__uuid_v7() FROM PUBLIC;
 
@@ -1794,4 +2394,12 @@ REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_schedules() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_stats() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_tick() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_unschedule(name text) FROM PUBLIC;

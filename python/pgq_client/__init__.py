@@ -17,12 +17,13 @@ from .errors import (
     Retry,
     SerializationFailure,
 )
-from .models import Job, StatsRow
+from .models import Fire, Job, Schedule, StatsRow
 from .queue import Queue
 from .worker import Worker
 
 __all__ = [
     "ConnectionFailed",
+    "Fire",
     "InvalidArgument",
     "Job",
     "JobqError",
@@ -33,6 +34,7 @@ __all__ = [
     "PermissionDenied",
     "Queue",
     "Retry",
+    "Schedule",
     "SerializationFailure",
     "StatsRow",
     "Worker",

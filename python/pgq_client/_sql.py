@@ -126,6 +126,13 @@ SELECT * FROM {schema}jobq_list_jobs(
 )
 """
 
+# One job by id. jobq has no public look-up by id that returns the whole row, so this filters
+# what jobq_list_jobs returns (every job, most recently changed first): the server reads the
+# whole table, and only the matching row travels.
+GET_JOB = """
+SELECT * FROM {schema}jobq_list_jobs(max_rows => 2147483647) AS j WHERE j.id = %(job_id)s::uuid
+"""
+
 STATS = """
 SELECT queue, job_type, status, jobs, oldest_available_at FROM {schema}jobq_stats()
 ORDER BY queue, job_type, status
@@ -145,6 +152,36 @@ SELECT {schema}jobq_configure(max_payload_bytes => %(max_payload_bytes)s::int) A
 
 HEALTH = """
 SELECT check_name, queue, severity, value, detail FROM {schema}jobq_health()
+"""
+
+SCHEDULE = """
+SELECT {schema}jobq_schedule(
+    name => %(name)s::text,
+    cron => %(cron)s::text,
+    job_type => %(job_type)s::text,
+    payload => %(payload)s::jsonb,
+    timezone => %(timezone)s::text,
+    queue => %(queue)s::text,
+    priority => %(priority)s::int,
+    max_attempts => %(max_attempts)s::int,
+    catch_up => %(catch_up)s::text,
+    paused => %(paused)s::boolean
+) AS next_run_at
+"""
+
+UNSCHEDULE = """
+SELECT {schema}jobq_unschedule(name => %(name)s::text) AS deleted
+"""
+
+SCHEDULES = """
+SELECT name, cron, timezone, job_type, payload, queue, priority, max_attempts, catch_up, paused,
+       next_run_at, next_run_local, created_at, updated_at
+FROM {schema}jobq_schedules()
+ORDER BY name
+"""
+
+TICK = """
+SELECT schedule, fire_at, job_id FROM {schema}jobq_tick() ORDER BY schedule, fire_at
 """
 
 # NOTIFY: each installation has its own channel (jobq__channel in SQL): jobq for schema public,
@@ -271,10 +308,15 @@ class Statements:
         self.requeue_dead_letter = _render(REQUEUE_DEAD_LETTER, schema)
         self.requeue_dead_letters = _render(REQUEUE_DEAD_LETTERS, schema)
         self.list_jobs = _render(LIST_JOBS, schema)
+        self.get_job = _render(GET_JOB, schema)
         self.stats = _render(STATS, schema)
         self.prune = _render(PRUNE, schema)
         self.configure = _render(CONFIGURE, schema)
         self.health = _render(HEALTH, schema)
+        self.schedule = _render(SCHEDULE, schema)
+        self.unschedule = _render(UNSCHEDULE, schema)
+        self.schedules = _render(SCHEDULES, schema)
+        self.tick = _render(TICK, schema)
 
 
 @cache

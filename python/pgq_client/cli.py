@@ -2,8 +2,10 @@
 
 The database comes from ``--dsn``, else ``JOBQ_DSN``, else ``DATABASE_URL``, else a local
 embedded PostgreSQL that the CLI starts itself; which one is used is said on stderr (except for
-an explicit ``--dsn``). A user error prints one line ``jobq: error: ...`` on stderr and exits
-with 2 (usage) or 1 (anything else), never with a traceback.
+an explicit ``--dsn``). ``--dsn`` and ``--schema`` are taken before and after the command name
+(``jobq --dsn URL migrate`` is ``jobq migrate --dsn URL``); given in both places, the one after
+the command wins. A user error prints one line ``jobq: error: ...`` on stderr and exits with 2
+(usage) or 1 (anything else), never with a traceback, and never shows a DSN's password.
 """
 
 from __future__ import annotations
@@ -11,88 +13,157 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import math
 import os
+import re
+import shlex
 import sys
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 import click
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from .errors import JobqError, from_psycopg
+from . import _secrets
+from .errors import JobqError, NotMigrated, PermissionDenied, from_psycopg
+from .models import HealthRow, Job, StatsRow
 from .queue import DSN_SOURCES, Queue, check_aware, resolve_dsn
 
-__all__ = ["cli", "main"]
+__all__ = ["cli", "main", "parse_duration", "parse_run_at"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+DIST_NAME = "pgq-client"
 
 
 def _describe(dsn: str) -> str:
     """The DSN without its password, for messages."""
     try:
         params = conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
+    except psycopg.Error:
         return "(unparsable DSN)"
     shown = [f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if params.get(k)]
     return " ".join(shown) or "(libpq defaults)"
 
 
-class _Settings:
-    """What the group options say; the DSN is resolved on first use."""
+def _check_dsn(dsn: str, source: str) -> str:
+    """Refuse a DSN libpq cannot parse, naming where it came from, without its password."""
+    try:
+        conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        reason = _secrets.scrub(_secrets.mask_quoted(str(exc).strip()), [dsn])
+        raise click.ClickException(
+            f"the connection string from {source} is not valid: {reason}"
+        ) from None
+    return dsn
 
-    def __init__(self, dsn: str | None) -> None:
-        self.given_dsn = dsn
+
+class _Settings:
+    """What ``--dsn`` and ``--schema`` say (wherever given); the DSN is resolved on first use."""
+
+    def __init__(self) -> None:
+        self.given_dsn: str | None = None
+        self.given_schema: str | None = None
         self._dsn: str | None = None
 
     def configured_dsn(self) -> str | None:
         """--dsn or the environment, without starting the embedded server."""
         if self.given_dsn:
-            return self.given_dsn
+            return _check_dsn(self.given_dsn, "--dsn")
         for name in DSN_SOURCES:
             if os.environ.get(name):
-                return os.environ[name]
+                return _check_dsn(os.environ[name], name)
         return None
 
     def dsn(self) -> str:
         if self._dsn is None:
             if self.given_dsn:
-                self._dsn = self.given_dsn
-            else:
-                self._dsn, source = resolve_dsn(None)
-                if source == "embedded":
-                    click.echo(
-                        f"jobq: using embedded PostgreSQL at {_describe(self._dsn)}", err=True
-                    )
-                else:
-                    click.echo(f"jobq: using {source} ({_describe(self._dsn)})", err=True)
+                self._dsn = _check_dsn(self.given_dsn, "--dsn")
+                return self._dsn
+            for name in DSN_SOURCES:
+                if os.environ.get(name):
+                    self._dsn = _check_dsn(os.environ[name], name)
+                    click.echo(f"jobq: using {name} ({_describe(self._dsn)})", err=True)
+                    return self._dsn
+            self._dsn, _ = resolve_dsn(None)
+            click.echo(f"jobq: using embedded PostgreSQL at {_describe(self._dsn)}", err=True)
         return self._dsn
 
-    def queue(self, schema: str | None) -> Queue:
-        return Queue(self.dsn(), schema=schema)
+    def schema(self, default: str | None = None) -> str | None:
+        return self.given_schema if self.given_schema is not None else default
+
+    def queue(self) -> Queue:
+        return Queue(self.dsn(), schema=self.schema())
+
+    def known_dsns(self) -> list[str | None]:
+        """Every DSN whose password must not appear in a message."""
+        return [self.given_dsn, self._dsn, *(os.environ.get(n) for n in DSN_SOURCES)]
 
 
 def _settings(ctx: click.Context) -> _Settings:
-    obj = ctx.find_object(_Settings)
-    if obj is None:  # pragma: no cover - the group always sets it
-        obj = _Settings(None)
-    return obj
+    return ctx.ensure_object(_Settings)
 
 
 def _fail(message: str) -> NoReturn:
     raise click.ClickException(message)
 
 
-def schema_option(default: str | None) -> Callable[[F], F]:
-    help_text = (
-        f"Schema jobq is installed in (default: {default})."
-        if default
+# -- options every command takes ---------------------------------------------------------------
+
+
+def _store_dsn(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        _settings(ctx).given_dsn = value
+
+
+def _store_schema(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        if not value.strip():
+            raise click.BadParameter("must not be blank", param_hint="--schema")
+        _settings(ctx).given_schema = value
+
+
+def connection_options(schema_default: str | None) -> Callable[[F], F]:
+    """``--dsn URL`` and ``--schema NAME``, stored in the shared settings (the innermost wins)."""
+    schema_help = (
+        f"Schema jobq is installed in (default: {schema_default})."
+        if schema_default
         else "Schema jobq is installed in (default: the connection's search_path)."
     )
-    return click.option("--schema", default=default, metavar="NAME", help=help_text)
+
+    def decorate(f: F) -> F:
+        f = click.option(
+            "--schema",
+            metavar="NAME",
+            expose_value=False,
+            callback=_store_schema,
+            help=schema_help,
+        )(f)
+        f = click.option(
+            "--dsn",
+            metavar="URL",
+            expose_value=False,
+            callback=_store_dsn,
+            help="PostgreSQL connection string (default: $JOBQ_DSN, else $DATABASE_URL, else "
+            "an embedded PostgreSQL started on demand).",
+        )(f)
+        return f
+
+    return decorate
+
+
+def json_option(f: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON (keys in docs/cli.md) for scripts."
+    )(f)
+
+
+# -- output ------------------------------------------------------------------------------------
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -108,6 +179,117 @@ def _when(value: datetime | None) -> str:
     return "" if value is None else value.isoformat(sep=" ", timespec="seconds")
 
 
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID | timedelta):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(_jsonable(value), ensure_ascii=False, sort_keys=True))
+
+
+def _job_json(job: Job) -> dict[str, Any]:
+    return dict(asdict(job))
+
+
+def _stats_json(row: StatsRow) -> dict[str, Any]:
+    return dict(asdict(row))
+
+
+def _health_json(row: HealthRow) -> dict[str, Any]:
+    return dict(asdict(row))
+
+
+def _last_line(text: str | None, width: int = 80) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[-1][:width] if lines else ""
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def _quoted(value: str) -> str:
+    return shlex.quote(value)
+
+
+def _role_of(dsn: str | None) -> str:
+    if dsn:
+        try:
+            user = conninfo_to_dict(dsn).get("user")
+        except psycopg.Error:
+            user = None
+        if user:
+            return str(user)
+    return os.environ.get("PGUSER") or "ROLE"
+
+
+def _level_for(function: str) -> str:
+    """The narrowest level whose grant includes ``function`` (as its file declares)."""
+    from . import grants
+
+    for level in grants.LEVELS:
+        if function in grants.declared_functions(level):
+            return level
+    return "admin"
+
+
+_DENIED_FUNCTION = re.compile(r"permission denied for function (?:\S+\.)?\"?(\w+)\"?")
+_DENIED_OTHER = re.compile(r"permission denied for (schema|table|relation) \"?([^\s\"]+)\"?")
+_RUN_MIGRATE = re.compile(r"[:;,]?\s*run `jobq migrate[^`]*`(?: first)?")
+
+
+def _explain(exc: JobqError, settings: _Settings | None) -> str:
+    """The one-line message for a jobq error: the database's detail and hint, and what to run."""
+    cause = exc.__cause__
+    while cause is not None and not isinstance(cause, psycopg.Error):
+        cause = cause.__cause__
+    message = exc.message
+    if isinstance(cause, psycopg.Error):
+        hint = cause.diag.message_hint
+        if hint and hint not in message:
+            message = f"{message} (hint: {hint})"
+    if settings is None:
+        return message
+    schema = settings.given_schema
+    schema_arg = f" --schema {_quoted(schema)}" if schema is not None else ""
+    if isinstance(exc, NotMigrated):
+        dsn_arg = ""
+        if settings.given_dsn:
+            dsn_arg = f" --dsn {_quoted(_secrets.mask_dsn(settings.given_dsn))}"
+        if isinstance(cause, psycopg.Error) and cause.diag.message_primary:
+            where = f"schema {schema!r} of this database" if schema is not None else "this database"
+            reason = (
+                f"jobq is not installed in {where} (or is older than this client): "
+                f"{cause.diag.message_primary}"
+            )
+        else:
+            reason = _RUN_MIGRATE.sub("", message).strip()
+        return f"{reason}; run `jobq migrate{dsn_arg}{schema_arg}`"
+    if isinstance(exc, PermissionDenied):
+        role = _role_of(settings.given_dsn or settings.configured_dsn())
+        function = _DENIED_FUNCTION.search(message)
+        if function:
+            level = _level_for(function.group(1))
+            return (
+                f"{message}; the role {role!r} needs the {level} grant: "
+                f"`jobq grant {_quoted(role)} --as {level}{schema_arg}` "
+                "(run by the owner of the jobq schema)"
+            )
+        if _DENIED_OTHER.search(message):
+            return (
+                f"{message}; grant the role {role!r} what it needs with "
+                f"`jobq grant {_quoted(role)} --as producer|worker|admin{schema_arg}`"
+            )
+    return message
+
+
 class JobqGroup(click.Group):
     """A click group whose errors are one line on stderr: ``jobq: error: ...``."""
 
@@ -119,13 +301,16 @@ class JobqGroup(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        settings = _Settings()
         code = 0
         try:
             rv = super().main(
-                args=args,
+                args=argv,
                 prog_name=prog_name or "jobq",
                 complete_var=complete_var,
                 standalone_mode=False,
+                obj=settings,
                 **extra,
             )
             code = rv if isinstance(rv, int) else 0
@@ -138,17 +323,15 @@ class JobqGroup(click.Group):
             hint = ""
             if exc.ctx is not None and exc.cmd is not None:
                 hint = f" (see `{exc.ctx.command_path} --help`)"
-            click.echo(f"jobq: error: {exc.format_message()}{hint}", err=True)
-            code = 2
+            code = _error(f"{exc.format_message()}{hint}", settings, argv, 2)
         except click.ClickException as exc:
-            click.echo(f"jobq: error: {exc.format_message()}", err=True)
-            code = exc.exit_code
+            code = _error(exc.format_message(), settings, argv, exc.exit_code)
         except JobqError as exc:
-            click.echo(f"jobq: error: {exc}", err=True)
-            code = 1
+            code = _error(_explain(exc, settings), settings, argv, 1)
         except psycopg.Error as exc:
-            click.echo(f"jobq: error: {from_psycopg(exc)}", err=True)
-            code = 1
+            mapped = from_psycopg(exc)
+            mapped.__cause__ = exc
+            code = _error(_explain(mapped, settings), settings, argv, 1)
         except KeyboardInterrupt:
             click.echo("jobq: interrupted", err=True)
             code = 130
@@ -157,31 +340,79 @@ class JobqGroup(click.Group):
         return code
 
 
-@click.group(cls=JobqGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--dsn",
-    metavar="URL",
-    help="PostgreSQL connection string (default: $JOBQ_DSN, else $DATABASE_URL, else an "
-    "embedded PostgreSQL started on demand).",
+def _dsns_in_argv(argv: Iterable[str]) -> list[str]:
+    found: list[str] = []
+    previous = ""
+    for arg in argv:
+        if previous == "--dsn":
+            found.append(arg)
+        elif arg.startswith("--dsn="):
+            found.append(arg[len("--dsn=") :])
+        previous = arg
+    return found
+
+
+def _error(message: str, settings: _Settings, argv: Sequence[str], code: int) -> int:
+    """Print ``jobq: error: MESSAGE`` (one line, no password) and return the exit code."""
+    dsns = [*settings.known_dsns(), *_dsns_in_argv(argv)]
+    text = _secrets.scrub(message, dsns)
+    click.echo(f"jobq: error: {' '.join(text.splitlines())}", err=True)
+    return code
+
+
+# -- the group ---------------------------------------------------------------------------------
+
+MAIN_HELP = """jobq: a PostgreSQL job queue whose logic lives in SQL.
+
+\b
+The database is --dsn, else $JOBQ_DSN, else $DATABASE_URL, else an embedded
+PostgreSQL started on demand. --dsn and --schema go before or after the command.
+
+\b
+Examples:
+  jobq migrate --dsn postgresql://app@db/app
+  jobq enqueue send_email '{"to": "a@example.com"}'
+  jobq worker examples.handlers:HANDLERS --concurrency 8
+  jobq stats
+  jobq jobs list --status dead_letter
+"""
+
+
+@click.group(
+    cls=JobqGroup,
+    help=MAIN_HELP,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+@click.version_option(
+    package_name=DIST_NAME, prog_name="jobq", message="%(prog)s %(version)s (" + DIST_NAME + ")"
+)
+@connection_options(None)
 @click.pass_context
-def cli(ctx: click.Context, dsn: str | None) -> None:
-    """jobq: a PostgreSQL job queue whose logic lives in SQL."""
-    ctx.obj = _Settings(dsn)
+def cli(ctx: click.Context) -> None:
+    _settings(ctx)
 
 
 # -- installation ------------------------------------------------------------------------------
 
 
-@cli.command()
-@schema_option("public")
+@cli.command(
+    epilog="""\b
+Examples:
+  jobq migrate --dsn postgresql://app@db/app
+  jobq migrate --dsn postgresql://app@db/app --schema tenant_a
+  jobq migrate --dry-run > jobq.sql
+"""
+)
 @click.option("--dry-run", is_flag=True, help="Print the SQL it would run instead (for psql).")
+@json_option
+@connection_options("public")
 @click.pass_context
-def migrate(ctx: click.Context, schema: str, dry_run: bool) -> None:
+def migrate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     """Install or upgrade jobq in the database (idempotent)."""
     from . import migrate as runner
 
     settings = _settings(ctx)
+    schema = settings.schema("public") or "public"
     if dry_run:
         click.echo(runner.render_dry_run(settings.configured_dsn(), schema), nl=False)
         return
@@ -194,13 +425,23 @@ def migrate(ctx: click.Context, schema: str, dry_run: bool) -> None:
         applied = runner.migrate(settings.dsn(), schema=schema)
     finally:
         runner.logger.removeHandler(handler)
+    if as_json:
+        _echo_json({"schema": schema, "applied": applied})
+        return
     if not applied:
         click.echo(f'jobq: schema "{schema}" is up to date, nothing to apply', err=True)
     for name in applied:
         click.echo(f"applied {name}")
 
 
-@cli.command()
+@cli.command(
+    epilog="""\b
+Examples:
+  jobq grant app_producer --as producer
+  jobq grant app_worker --as worker --schema tenant_a
+  jobq grant app_admin --as admin --dry-run
+"""
+)
 @click.argument("role")
 @click.option(
     "--as",
@@ -210,10 +451,10 @@ def migrate(ctx: click.Context, schema: str, dry_run: bool) -> None:
     help="producer: enqueue; worker: + claim and acknowledge; monitor: stats and health, "
     "read-only; admin: every public function and SELECT on the tables.",
 )
-@schema_option("public")
 @click.option("--dry-run", is_flag=True, help="Print the GRANT statements instead.")
+@connection_options("public")
 @click.pass_context
-def grant(ctx: click.Context, role: str, level: str, schema: str, dry_run: bool) -> None:
+def grant(ctx: click.Context, role: str, level: str, dry_run: bool) -> None:
     """Grant an existing ROLE what a producer, worker, monitor or admin of jobq needs."""
     from . import grants
 
@@ -223,6 +464,7 @@ def grant(ctx: click.Context, role: str, level: str, schema: str, dry_run: bool)
             "PUBLIC is every role: grant a level to one role", param_hint="ROLE"
         )
     settings = _settings(ctx)
+    schema = settings.schema("public") or "public"
     if dry_run:
         dsn = settings.configured_dsn()
         if dsn is None:
@@ -241,12 +483,18 @@ def grant(ctx: click.Context, role: str, level: str, schema: str, dry_run: bool)
     )
 
 
-@cli.command()
+@cli.command(
+    epilog="""\b
+Examples:
+  jobq revoke app_worker
+  jobq revoke app_worker --schema tenant_a --dry-run
+"""
+)
 @click.argument("role")
-@schema_option("public")
 @click.option("--dry-run", is_flag=True, help="Print the REVOKE statements instead.")
+@connection_options("public")
 @click.pass_context
-def revoke(ctx: click.Context, role: str, schema: str, dry_run: bool) -> None:
+def revoke(ctx: click.Context, role: str, dry_run: bool) -> None:
     """Take back from ROLE everything jobq grants in the schema (any level).
 
     EXECUTE on every jobq function and every privilege on the jobq tables; USAGE on the schema
@@ -256,6 +504,7 @@ def revoke(ctx: click.Context, role: str, schema: str, dry_run: bool) -> None:
     from . import grants
 
     settings = _settings(ctx)
+    schema = settings.schema("public") or "public"
     if dry_run:
         dsn = settings.configured_dsn()
         if dsn is None:
@@ -279,50 +528,100 @@ def revoke(ctx: click.Context, role: str, schema: str, dry_run: bool) -> None:
 # -- producing ---------------------------------------------------------------------------------
 
 
-def _parse_payload(value: str | None) -> Any:
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    return "a number"
+
+
+def parse_payload(value: str | None) -> dict[str, Any]:
+    """PAYLOAD_JSON: JSON text, ``-`` (read stdin) or ``@FILE``; it must be a JSON object."""
     if value is None:
         return {}
+    source = "PAYLOAD_JSON"
+    if value == "-":
+        text = sys.stdin.read()
+        source = "PAYLOAD_JSON (stdin)"
+    elif value.startswith("@"):
+        path = value[1:]
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise click.BadParameter(
+                f"cannot read {path!r}: {reason}", param_hint="PAYLOAD_JSON"
+            ) from None
+        source = f"PAYLOAD_JSON ({path})"
+    else:
+        text = value
     try:
-        data = json.loads(value)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="PAYLOAD_JSON") from None
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint=source) from None
     if not isinstance(data, dict):
         raise click.BadParameter(
-            f"must be a JSON object, got {value!r} (e.g. '{{\"value\": {value}}}')",
-            param_hint="PAYLOAD_JSON",
+            f'must be a JSON object (e.g. \'{{"to": "a@example.com"}}\'), got {_kind(data)}',
+            param_hint=source,
         )
     return data
 
 
-def _parse_run_at(value: str | None) -> datetime | None:
+def parse_run_at(value: str | None) -> datetime | None:
+    """``--run-at``: ISO 8601 with a UTC offset or ``Z``; a time without an offset is refused
+    (its instant would depend on a time zone jobq cannot know)."""
     if value is None:
         return None
+    text = value.strip()
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
     try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+        when = datetime.fromisoformat(text)
     except ValueError:
         raise click.BadParameter(
-            f"{value!r} is not an ISO 8601 time (e.g. 2030-01-31T09:00:00+01:00)",
+            f"{value!r} is not an ISO 8601 time (e.g. 2030-01-31T09:00:00+01:00 or "
+            "2030-01-31T08:00:00Z)",
             param_hint="--run-at",
         ) from None
     try:
         check_aware(when, "--run-at")
     except ValueError:
+        local = when.isoformat(timespec="seconds")
         raise click.BadParameter(
-            f"{value!r} has no UTC offset; give one (e.g. {value}+00:00 or {value}Z)",
+            f"{value!r} has no UTC offset; give one, e.g. {local}+00:00 or {local}Z",
             param_hint="--run-at",
         ) from None
     return when
 
 
-@cli.command()
+@cli.command(
+    epilog="""\b
+Examples:
+  jobq enqueue send_email '{"to": "a@example.com"}' --idempotency-key welcome:42
+  jobq enqueue report --run-at 2030-01-31T09:00:00+01:00 --priority 5
+  jobq enqueue import - < big-payload.json
+  jobq enqueue import @big-payload.json --queue bulk
+"""
+)
 @click.argument("job_type", metavar="TYPE")
 @click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
 @click.option("--idempotency-key", metavar="K", help="Dedupe key: the same key, the same job.")
-@click.option("--run-at", metavar="T", help="Not before this time: ISO 8601 with an offset.")
+@click.option(
+    "--run-at",
+    metavar="T",
+    help="Not before this time: ISO 8601 with a UTC offset or Z (2030-01-31T09:00:00+01:00).",
+)
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
 @click.option("--max-attempts", type=int, default=5, show_default=True)
 @click.option("--queue", default="default", show_default=True)
-@schema_option(None)
+@json_option
+@connection_options(None)
 @click.pass_context
 def enqueue(
     ctx: click.Context,
@@ -333,12 +632,16 @@ def enqueue(
     priority: int,
     max_attempts: int,
     queue: str,
-    schema: str | None,
+    as_json: bool,
 ) -> None:
-    """Add a job of TYPE and print its id."""
-    data = _parse_payload(payload)
-    when = _parse_run_at(run_at)
-    with _settings(ctx).queue(schema) as q:
+    """Add a job of TYPE and print its id.
+
+    PAYLOAD_JSON is a JSON object: the text itself, - to read it from stdin, or @FILE to read
+    it from a file (for payloads too large for a command line).
+    """
+    data = parse_payload(payload)
+    when = parse_run_at(run_at)
+    with _settings(ctx).queue() as q:
         job_id = q.enqueue(
             job_type,
             data,
@@ -348,19 +651,26 @@ def enqueue(
             max_attempts=max_attempts,
             queue=queue,
         )
-    click.echo(str(job_id))
+    if as_json:
+        _echo_json({"id": job_id})
+    else:
+        click.echo(str(job_id))
 
 
 # -- operating ---------------------------------------------------------------------------------
 
 
-@cli.command()
-@schema_option(None)
+@cli.command(epilog="\b\nExamples:\n  jobq stats\n  jobq stats --schema tenant_a --json\n")
+@json_option
+@connection_options(None)
 @click.pass_context
-def stats(ctx: click.Context, schema: str | None) -> None:
+def stats(ctx: click.Context, as_json: bool) -> None:
     """Job counts per queue, type and status."""
-    with _settings(ctx).queue(schema) as q:
+    with _settings(ctx).queue() as q:
         rows = q.stats()
+    if as_json:
+        _echo_json([_stats_json(r) for r in rows])
+        return
     if not rows:
         click.echo("no jobs")
         return
@@ -372,10 +682,11 @@ def stats(ctx: click.Context, schema: str | None) -> None:
     )
 
 
-@cli.command("doctor")
-@schema_option(None)
+@cli.command("doctor", epilog="\b\nExamples:\n  jobq doctor\n  jobq doctor --json\n")
+@json_option
+@connection_options(None)
 @click.pass_context
-def doctor(ctx: click.Context, schema: str | None) -> None:
+def doctor(ctx: click.Context, as_json: bool) -> None:
     """Health checks (jobq_health) and an audit of the installation; exits 1 when one of them
     warns, for monitoring.
 
@@ -389,7 +700,8 @@ def doctor(ctx: click.Context, schema: str | None) -> None:
     from .models import HealthRow
 
     settings = _settings(ctx)
-    with settings.queue(schema) as q:
+    schema = settings.schema()
+    with settings.queue() as q:
         rows = q.health()
     try:
         with psycopg.connect(settings.dsn(), autocommit=True) as conn:
@@ -402,23 +714,209 @@ def doctor(ctx: click.Context, schema: str | None) -> None:
         HealthRow("function_definition", None, "warning", 1.0, f"{name} {what}")
         for name, what in drift
     ] or [
-        HealthRow("function_definition", None, "ok", 0.0,
-                  f"the functions in schema {where} are those of this jobq's files")
-    ]
-    click.echo(
-        _table(
-            ["check", "queue", "severity", "detail"],
-            [(r.check_name, r.queue, r.severity, r.detail) for r in rows],
+        HealthRow(
+            "function_definition",
+            None,
+            "ok",
+            0.0,
+            f"the functions in schema {where} are those of this jobq's files",
         )
-    )
-    if any(r.severity != "ok" for r in rows):
+    ]
+    ok = all(r.severity == "ok" for r in rows)
+    if as_json:
+        _echo_json({"ok": ok, "checks": [_health_json(r) for r in rows]})
+    else:
+        click.echo(
+            _table(
+                ["check", "queue", "severity", "detail"],
+                [(r.check_name, r.queue, r.severity, r.detail) for r in rows],
+            )
+        )
+    if not ok:
         ctx.exit(1)
 
 
 cli.add_command(doctor, "health")  # the same command under the SQL function's name
 
 
-@cli.group("dead-letter")
+# -- jobs one by one ---------------------------------------------------------------------------
+
+
+def _parse_ids(values: Iterable[str]) -> list[uuid.UUID]:
+    ids: list[uuid.UUID] = []
+    for value in values:
+        try:
+            ids.append(uuid.UUID(value))
+        except ValueError:
+            raise click.BadParameter(
+                f"{value!r} is not a job id (a UUID)", param_hint="ID"
+            ) from None
+    return ids
+
+
+def _jobs_table(jobs: Sequence[Job]) -> str:
+    rows = [
+        (
+            job.id,
+            job.job_type,
+            job.queue,
+            job.status,
+            f"{job.attempts}/{job.max_attempts}",
+            _when(job.updated_at),
+            _last_line(job.last_error),
+        )
+        for job in jobs
+    ]
+    return _table(
+        ["id", "job_type", "queue", "status", "attempts", "updated_at", "last_error"], rows
+    )
+
+
+@cli.group(
+    epilog="""\b
+Examples:
+  jobq jobs list --status dead_letter --type send_email
+  jobq jobs show 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
+  jobq jobs retry 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
+"""
+)
+@connection_options(None)
+def jobs() -> None:
+    """Look at jobs one by one, and retry them (admin)."""
+
+
+@jobs.command("list")
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    metavar="S",
+    help="Only jobs in this status (repeatable): pending, processing, succeeded, failed, "
+    "dead_letter.",
+)
+@click.option("--queue", metavar="Q", help="Only jobs of this queue.")
+@click.option("--type", "job_type", metavar="T", help="Only jobs of this job type.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@json_option
+@connection_options(None)
+@click.pass_context
+def jobs_list(
+    ctx: click.Context,
+    statuses: tuple[str, ...],
+    queue: str | None,
+    job_type: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List jobs, most recently changed first."""
+    with _settings(ctx).queue() as q:
+        found = q.list_jobs(
+            statuses=list(statuses) or None, job_type=job_type, queue=queue, limit=limit
+        )
+    if as_json:
+        _echo_json([_job_json(j) for j in found])
+    elif not found:
+        click.echo("no jobs")
+    else:
+        click.echo(_jobs_table(found))
+
+
+def _show(job: Job) -> str:
+    fields = [
+        ("id", job.id),
+        ("job_type", job.job_type),
+        ("queue", job.queue),
+        ("status", job.status),
+        ("attempts", f"{job.attempts}/{job.max_attempts}"),
+        ("priority", job.priority),
+        ("idempotency_key", job.idempotency_key),
+        ("created_at", _when(job.created_at)),
+        ("available_at", _when(job.available_at)),
+        ("updated_at", _when(job.updated_at)),
+        ("locked_at", _when(job.locked_at)),
+        ("locked_by", job.locked_by),
+        ("finished_at", _when(job.finished_at)),
+    ]
+    width = max(len(name) for name, _ in fields)
+    lines = [
+        f"{name.ljust(width)}  {'' if value is None else value}".rstrip() for name, value in fields
+    ]
+    lines.append("payload:")
+    lines += ["  " + line for line in json.dumps(job.payload, indent=2).splitlines()]
+    lines.append(f"errors ({len(job.errors)}):")
+    for entry in job.errors:
+        attempt = entry.get("attempt", "?")
+        head = f"  attempt {attempt} at {entry.get('at', '?')}"
+        if entry.get("worker"):
+            head += f" by {entry['worker']}"
+        if entry.get("kind"):
+            head += f" ({entry['kind']})"
+        lines.append(head + ":")
+        lines += ["    " + line for line in str(entry.get("error", "")).splitlines()]
+    if job.last_error and not job.errors:
+        lines.append("last_error:")
+        lines += ["    " + line for line in job.last_error.splitlines()]
+    return "\n".join(lines)
+
+
+@jobs.command("show")
+@click.argument("job_id", metavar="ID")
+@json_option
+@connection_options(None)
+@click.pass_context
+def jobs_show(ctx: click.Context, job_id: str, as_json: bool) -> None:
+    """A job's payload, attempts, error history and times."""
+    (parsed,) = _parse_ids([job_id])
+    with _settings(ctx).queue() as q:
+        job = q.get_job(parsed)
+    if job is None:
+        _fail(f"no job {parsed}")
+    if as_json:
+        _echo_json(_job_json(job))
+    else:
+        click.echo(_show(job))
+
+
+@jobs.command("retry")
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
+@json_option
+@connection_options(None)
+@click.pass_context
+def jobs_retry(ctx: click.Context, job_ids: tuple[str, ...], as_json: bool) -> None:
+    """Make dead_letter or failed jobs pending again (attempts 0, history kept).
+
+    Exits 1 when one of them was not requeued (another status, or unknown); the others are.
+    """
+    ids = _parse_ids(job_ids)
+    requeued: list[uuid.UUID] = []
+    left: list[uuid.UUID] = []
+    with _settings(ctx).queue() as q:
+        for job_id in dict.fromkeys(ids):
+            (requeued if q.requeue_dead_letter(job_id) else left).append(job_id)
+    if as_json:
+        _echo_json({"requeued": requeued, "not_requeued": left})
+    else:
+        for job_id in requeued:
+            click.echo(f"requeued {job_id}")
+    if left:
+        _fail(
+            f"not requeued (not dead_letter or failed, or unknown; nothing changed for them): "
+            f"{', '.join(map(str, left))}"
+        )
+
+
+# -- dead letters ------------------------------------------------------------------------------
+
+
+@cli.group(
+    "dead-letter",
+    epilog="""\b
+Examples:
+  jobq dead-letter list --job-type send_email
+  jobq dead-letter requeue --all --job-type send_email
+""",
+)
+@connection_options(None)
 def dead_letter() -> None:
     """Jobs that used all their attempts (dead_letter) or failed permanently (failed)."""
 
@@ -427,32 +925,33 @@ def dead_letter() -> None:
 @click.option("--job-type", metavar="T")
 @click.option("--queue", metavar="Q")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
-@schema_option(None)
+@json_option
+@connection_options(None)
 @click.pass_context
 def dead_letter_list(
-    ctx: click.Context, job_type: str | None, queue: str | None, limit: int, schema: str | None
+    ctx: click.Context, job_type: str | None, queue: str | None, limit: int, as_json: bool
 ) -> None:
     """List dead_letter and failed jobs, most recent first."""
-    with _settings(ctx).queue(schema) as q:
-        jobs = q.dead_letters(job_type=job_type, queue=queue, limit=limit)
-    if not jobs:
+    with _settings(ctx).queue() as q:
+        found = q.dead_letters(job_type=job_type, queue=queue, limit=limit)
+    if as_json:
+        _echo_json([_job_json(j) for j in found])
+        return
+    if not found:
         click.echo("no dead-letter or failed jobs")
         return
-    rows = []
-    for job in jobs:
-        last = (job.last_error or "").strip().splitlines()
-        error = last[-1] if last else ""
-        rows.append(
-            (
-                job.id,
-                job.job_type,
-                job.queue,
-                job.status,
-                f"{job.attempts}/{job.max_attempts}",
-                _when(job.finished_at),
-                error[:80],
-            )
+    rows = [
+        (
+            job.id,
+            job.job_type,
+            job.queue,
+            job.status,
+            f"{job.attempts}/{job.max_attempts}",
+            _when(job.finished_at),
+            _last_line(job.last_error),
         )
+        for job in found
+    ]
     click.echo(
         _table(["id", "job_type", "queue", "status", "attempts", "finished_at", "last_error"], rows)
     )
@@ -463,7 +962,8 @@ def dead_letter_list(
 @click.option("--all", "all_", is_flag=True, help="Requeue every dead_letter and failed job.")
 @click.option("--job-type", metavar="T", help="With --all: only jobs of this type.")
 @click.option("--queue", metavar="Q", help="With --all: only jobs of this queue.")
-@schema_option(None)
+@json_option
+@connection_options(None)
 @click.pass_context
 def dead_letter_requeue(
     ctx: click.Context,
@@ -471,7 +971,7 @@ def dead_letter_requeue(
     all_: bool,
     job_type: str | None,
     queue: str | None,
-    schema: str | None,
+    as_json: bool,
 ) -> None:
     """Make a dead_letter or failed job (ID, or --all) pending again."""
     if (job_id is None) == (not all_):
@@ -479,28 +979,236 @@ def dead_letter_requeue(
     if job_id is not None and (job_type or queue):
         raise click.UsageError("--job-type and --queue go with --all, not with an ID")
     if job_id is not None:
-        try:
-            parsed = uuid.UUID(job_id)
-        except ValueError:
-            raise click.BadParameter(f"{job_id!r} is not a UUID", param_hint="ID") from None
-        with _settings(ctx).queue(schema) as q:
+        (parsed,) = _parse_ids([job_id])
+        with _settings(ctx).queue() as q:
             if not q.requeue_dead_letter(parsed):
                 _fail(f"job {parsed} is not dead_letter or failed (or unknown); nothing changed")
-        click.echo(f"requeued {parsed}")
+        if as_json:
+            _echo_json({"requeued": 1})
+        else:
+            click.echo(f"requeued {parsed}")
         return
-    with _settings(ctx).queue(schema) as q:
+    with _settings(ctx).queue() as q:
         count = q.requeue_dead_letters(job_type=job_type, queue=queue)
-    click.echo(f"requeued {count} jobs")
+    if as_json:
+        _echo_json({"requeued": count})
+    else:
+        click.echo(f"requeued {count} jobs")
+
+
+# -- retention and settings --------------------------------------------------------------------
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90``, ``90s``, ``30m``, ``12h``, ``7d``, ``1w``, or a sum such as ``1h30m``."""
+    value = text.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pos = 0
+        seconds = 0.0
+        for match in _DURATION_PART.finditer(value):
+            if match.start() != pos:
+                break
+            seconds += float(match.group(1)) * _UNITS[match.group(2).lower()]
+            pos = match.end()
+        if pos == 0 or value[pos:].strip():
+            raise ValueError(
+                f"{text!r} is not a duration (e.g. 90, 90s, 30m, 12h, 7d, 1w, 1h30m)"
+            ) from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{text!r} is not a duration: it must be a finite, non-negative time")
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        raise ValueError(f"{text!r} is too long a duration") from None
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> timedelta:
+        if isinstance(value, timedelta):
+            return value
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+_UTC = timezone.utc
+
+
+# -- schedules ---------------------------------------------------------------------------------
+
+
+@cli.group(
+    "schedule",
+    epilog="""\b
+Examples:
+  jobq schedule set nightly-report '30 2 * * *' report --timezone America/New_York
+  jobq schedule list --json
+  jobq schedule delete nightly-report
+""",
+)
+@connection_options(None)
+def schedule() -> None:
+    """Periodic jobs: cron schedules kept in the database, fired by every Worker's tick."""
+
+
+@schedule.command("set")
+@click.argument("name")
+@click.argument("cron")
+@click.argument("job_type", metavar="TYPE")
+@click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
+@click.option("--timezone", default="UTC", show_default=True, help="IANA zone of the cron times.")
+@click.option("--queue", default="default", show_default=True)
+@click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
+@click.option("--max-attempts", type=int, default=5, show_default=True)
+@click.option(
+    "--catch-up",
+    type=click.Choice(["skip", "latest", "all"]),
+    default="latest",
+    show_default=True,
+    help="Fires nobody ticked in time: none, the most recent, or each (1,000 at most).",
+)
+@click.option("--paused", is_flag=True, help="Create or keep it paused (fires nothing).")
+@connection_options(None)
+@click.pass_context
+def schedule_set(
+    ctx: click.Context,
+    name: str,
+    cron: str,
+    job_type: str,
+    payload: str | None,
+    timezone: str,
+    queue: str,
+    priority: int,
+    max_attempts: int,
+    catch_up: Literal["skip", "latest", "all"],
+    paused: bool,
+) -> None:
+    """Create or replace schedule NAME: a job of TYPE at each CRON time; prints the next fire.
+
+    CRON is five fields (minute hour day-of-month month day-of-week), quoted, or @hourly,
+    @daily, @weekly, @monthly, @yearly.
+    """
+    data = parse_payload(payload)
+    with _settings(ctx).queue() as q:
+        next_run_at = q.schedule(
+            name,
+            cron,
+            job_type,
+            data,
+            timezone=timezone,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            catch_up=catch_up,
+            paused=paused,
+        )
+    click.echo(f"{name}: next fire {_when(next_run_at.astimezone(_UTC))}")
+
+
+@schedule.command("list")
+@json_option
+@connection_options(None)
+@click.pass_context
+def schedule_list(ctx: click.Context, as_json: bool) -> None:
+    """List the schedules with their next fire, in their own time zone and in UTC."""
+    with _settings(ctx).queue() as q:
+        rows = q.schedules()
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "name": r.name,
+                        "cron": r.cron,
+                        "timezone": r.timezone,
+                        "job_type": r.job_type,
+                        "payload": r.payload,
+                        "queue": r.queue,
+                        "priority": r.priority,
+                        "max_attempts": r.max_attempts,
+                        "catch_up": r.catch_up,
+                        "paused": r.paused,
+                        "next_run_local": r.next_run_local.isoformat(),
+                        "next_run_utc": r.next_run_at.astimezone(_UTC).isoformat(),
+                    }
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
+        return
+    if not rows:
+        click.echo("no schedules")
+        return
+    click.echo(
+        _table(
+            ["name", "cron", "timezone", "job_type", "catch_up", "paused", "next (local)",
+             "next (UTC)"],
+            [
+                (
+                    r.name,
+                    r.cron,
+                    r.timezone,
+                    r.job_type,
+                    r.catch_up,
+                    "yes" if r.paused else "",
+                    r.next_run_local.isoformat(sep=" ", timespec="seconds"),
+                    _when(r.next_run_at.astimezone(_UTC)),
+                )
+                for r in rows
+            ],
+        )
+    )
+
+
+@schedule.command("delete")
+@click.argument("name")
+@connection_options(None)
+@click.pass_context
+def schedule_delete(ctx: click.Context, name: str) -> None:
+    """Delete schedule NAME (jobs it already enqueued stay)."""
+    with _settings(ctx).queue() as q:
+        if not q.unschedule(name):
+            _fail(f"no schedule named {name!r}; nothing changed")
+    click.echo(f"deleted {name}")
 
 
 @cli.command()
+@connection_options(None)
+@click.pass_context
+def tick(ctx: click.Context) -> None:
+    """Fire the due schedules now, for pg_cron or a system timer (Workers tick by themselves)."""
+    with _settings(ctx).queue() as q:
+        fires = q.tick()
+    for f in fires:
+        click.echo(f"{f.schedule}  {_when(f.fire_at.astimezone(_UTC))}  {f.job_id}")
+    click.echo(f"{len(fires)} fires enqueued")
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  jobq prune                                  # succeeded jobs finished over 7 days ago
+  jobq prune --older-than 12h --status failed --status dead_letter
+"""
+)
 @click.option(
     "--older-than",
-    type=click.FloatRange(min=0),
-    default=7 * 24 * 3600,
-    show_default="7 days",
-    metavar="SECONDS",
-    help="Only jobs finished longer ago than this.",
+    type=Duration(),
+    default="7d",
+    show_default=True,
+    metavar="DURATION",
+    help="Only jobs finished longer ago than this: seconds, or 90s, 30m, 12h, 7d, 1w, 1h30m.",
 )
 @click.option(
     "--status",
@@ -516,32 +1224,40 @@ def dead_letter_requeue(
     show_default=True,
     help="Jobs deleted per transaction (the oldest first), until none is left.",
 )
-@schema_option(None)
+@json_option
+@connection_options(None)
 @click.pass_context
 def prune(
     ctx: click.Context,
-    older_than: float,
+    older_than: timedelta,
     statuses: tuple[str, ...],
     batch_size: int,
-    schema: str | None,
+    as_json: bool,
 ) -> None:
     """Delete finished jobs."""
-    with _settings(ctx).queue(schema) as q:
-        count = q.prune(
-            timedelta(seconds=older_than), list(statuses) or ["succeeded"], batch_size=batch_size
-        )
-    click.echo(f"pruned {count} jobs")
+    with _settings(ctx).queue() as q:
+        count = q.prune(older_than, list(statuses) or ["succeeded"], batch_size=batch_size)
+    if as_json:
+        _echo_json({"pruned": count})
+    else:
+        click.echo(f"pruned {count} jobs")
 
 
-@cli.command()
+@cli.command(
+    epilog="\b\nExamples:\n  jobq configure\n  jobq configure --max-payload-bytes 4194304\n"
+)
 @click.option("--max-payload-bytes", type=click.IntRange(min=1), help="Largest payload (jsonb).")
-@schema_option(None)
+@json_option
+@connection_options(None)
 @click.pass_context
-def configure(ctx: click.Context, max_payload_bytes: int | None, schema: str | None) -> None:
+def configure(ctx: click.Context, max_payload_bytes: int | None, as_json: bool) -> None:
     """Show (and change) this installation's settings (admin)."""
-    with _settings(ctx).queue(schema) as q:
+    with _settings(ctx).queue() as q:
         settings = q.configure(max_payload_bytes=max_payload_bytes)
-    click.echo(json.dumps(settings, indent=2, sort_keys=True))
+    if as_json:
+        _echo_json(settings)
+    else:
+        click.echo(_table(["setting", "value"], sorted(settings.items())))
 
 
 # -- working -----------------------------------------------------------------------------------
@@ -575,7 +1291,14 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     return dict(handlers)
 
 
-@cli.command()
+@cli.command(
+    epilog="""\b
+Examples:
+  jobq worker examples.handlers:HANDLERS --concurrency 8
+  jobq worker examples.handlers:HANDLERS --queue emails --burst
+  jobq --dsn postgresql://app_worker@db/app worker myapp.jobs:HANDLERS
+"""
+)
 @click.argument("handlers_spec", metavar="MODULE:HANDLERS")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option(
@@ -629,7 +1352,7 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     default="INFO",
     show_default=True,
 )
-@schema_option(None)
+@connection_options(None)
 @click.pass_context
 def worker(
     ctx: click.Context,
@@ -644,7 +1367,6 @@ def worker(
     poll_interval: float,
     worker_id: str | None,
     log_level: str,
-    schema: str | None,
 ) -> None:
     """Run the handlers of MODULE:HANDLERS (a dict job type -> function) until SIGTERM."""
     from .worker import Worker
@@ -655,8 +1377,9 @@ def worker(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    settings = _settings(ctx)
     w = Worker(
-        _settings(ctx).dsn(),
+        settings.dsn(),
         handlers,
         concurrency=concurrency,
         queues=list(queues) or None,
@@ -666,7 +1389,7 @@ def worker(
         shutdown_grace=shutdown_grace,
         poll_interval=poll_interval,
         worker_id=worker_id,
-        schema=schema,
+        schema=settings.schema(),
     )
     w.run(burst=burst)
     if w.aborted:  # a second Ctrl-C or SIGTERM cut the shutdown short

@@ -15,6 +15,8 @@ from datetime import timedelta
 
 import psycopg
 
+from ._secrets import is_conninfo_error, mask_quoted
+
 __all__ = [
     "ConnectionFailed",
     "InvalidArgument",
@@ -131,6 +133,9 @@ _BY_SQLSTATE: dict[str, type[JobqError]] = {
 
 def from_psycopg(exc: psycopg.Error) -> JobqError:
     """Map a psycopg error to the typed jobq exception (the caller raises it ``from exc``)."""
+    if is_conninfo_error(exc):
+        # libpq quotes the part of the DSN it cannot parse, which may be the password.
+        return JobqError(f"invalid connection string: {mask_quoted(str(exc).strip())}")
     sqlstate = exc.sqlstate
     primary = exc.diag.message_primary or str(exc).strip() or type(exc).__name__
     message = primary

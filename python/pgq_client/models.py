@@ -12,9 +12,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from psycopg.cursor import Cursor
 
-__all__ = ["STATUSES", "HealthRow", "Job", "StatsRow", "job_row"]
+__all__ = ["CATCH_UP", "STATUSES", "Fire", "HealthRow", "Job", "Schedule", "StatsRow", "job_row"]
 
 STATUSES = ("pending", "processing", "succeeded", "failed", "dead_letter")
+
+# What a tick does with fires nobody ticked in time (jobq_schedule's catch_up).
+CATCH_UP = ("skip", "latest", "all")
 
 
 @dataclass(frozen=True)
@@ -102,5 +105,43 @@ class HealthRow:
         return cls(**{k: v for k, v in row.items() if k in _HEALTH_FIELDS})
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """One row of ``jobq_schedules()``: a periodic job and its next fire.
+
+    ``next_run_at`` is the next fire as an instant (UTC-aware); ``next_run_local`` is the same
+    fire as a naive wall-clock time in the schedule's ``timezone``.
+    """
+
+    name: str
+    cron: str
+    timezone: str
+    job_type: str
+    payload: dict[str, Any]
+    queue: str
+    priority: int
+    max_attempts: int
+    catch_up: str
+    paused: bool
+    next_run_at: datetime
+    next_run_local: datetime
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Schedule:
+        return cls(**{k: v for k, v in row.items() if k in _SCHEDULE_FIELDS})
+
+
+@dataclass(frozen=True)
+class Fire:
+    """One row of ``jobq_tick()``: a schedule's fire and the job it enqueued."""
+
+    schedule: str
+    fire_at: datetime
+    job_id: uuid.UUID
+
+
+_SCHEDULE_FIELDS = frozenset(f.name for f in fields(Schedule))
 _STATS_FIELDS = frozenset(f.name for f in fields(StatsRow))
 _HEALTH_FIELDS = frozenset(f.name for f in fields(HealthRow))

@@ -21,8 +21,9 @@ from psycopg.rows import RowFactory, dict_row, scalar_row
 from psycopg_pool import ConnectionPool
 
 from . import _sql
+from ._secrets import is_conninfo_error
 from .errors import InvalidArgument, JobqError, NotMigrated, SerializationFailure, from_psycopg
-from .models import HealthRow, Job, StatsRow, job_row
+from .models import Fire, HealthRow, Job, Schedule, StatsRow, job_row
 
 __all__ = ["Connectable", "Queue", "resolve_dsn"]
 
@@ -110,6 +111,17 @@ def translate_errors() -> Iterator[None]:
         raise from_psycopg(exc) from exc
 
 
+def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
+    """``psycopg.connect(dsn, autocommit=True)`` raising the typed jobq errors. A DSN that libpq
+    cannot parse is refused without chaining libpq's error, which may quote the password."""
+    try:
+        return psycopg.connect(dsn, autocommit=True, **kwargs)
+    except psycopg.Error as exc:
+        if is_conninfo_error(exc):
+            raise from_psycopg(exc) from None
+        raise from_psycopg(exc) from exc
+
+
 def _interval(value: timedelta | float | int, name: str) -> timedelta:
     if isinstance(value, timedelta):
         return value
@@ -182,8 +194,7 @@ class Queue:
                 if self._owned is not None:
                     self._owned.close()
                     self._owned = None
-                with translate_errors():
-                    self._owned = psycopg.connect(self.dsn, autocommit=True)
+                self._owned = connect(self.dsn)
             yield self._owned, True
 
     def _run(
@@ -416,8 +427,20 @@ class Queue:
         limit: int = 100,
     ) -> list[Job]:
         """The jobs waiting for a human: ``dead_letter`` and ``failed`` (latest first)."""
+        return self.list_jobs(statuses=statuses, job_type=job_type, queue=queue, limit=limit)
+
+    def list_jobs(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        job_type: str | None = None,
+        queue: str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        """Jobs in ``statuses`` (None: all), of a type and queue, most recently changed first
+        (``jobq_list_jobs``, admin)."""
         params = {
-            "statuses": list(statuses),
+            "statuses": None if statuses is None else list(statuses),
             "job_type": job_type,
             "queue": queue,
             "max_rows": limit,
@@ -430,6 +453,12 @@ class Queue:
                 sqlstate=exc.sqlstate,
             ) from exc
         return [Job.from_row(row) for row in rows]
+
+    def get_job(self, job_id: uuid.UUID) -> Job | None:
+        """The job with this id, or None (admin). Built on ``jobq_list_jobs``, so the server
+        reads every job to find it: for an operator's look-up, not for a hot path."""
+        rows = self._run(self._sql.get_job, {"job_id": job_id})
+        return Job.from_row(rows[0]) if rows else None
 
     def stats(self) -> list[StatsRow]:
         """Job counts per queue, type and status."""
@@ -472,3 +501,65 @@ class Queue:
     def health(self) -> list[HealthRow]:
         """Health findings (stuck jobs, waiting time, dead letters, VACUUM blockers)."""
         return [HealthRow.from_row(row) for row in self._run(self._sql.health, {})]
+
+    # -- schedules ----------------------------------------------------------------------------
+
+    def schedule(
+        self,
+        name: str,
+        cron: str,
+        job_type: str,
+        payload: Any = None,
+        *,
+        timezone: str = "UTC",
+        queue: str = "default",
+        priority: int = 0,
+        max_attempts: int = 5,
+        catch_up: Literal["skip", "latest", "all"] = "latest",
+        paused: bool = False,
+    ) -> datetime:
+        """Create or replace the periodic job ``name`` and return its next fire time.
+
+        ``cron`` has five fields (minute hour day-of-month month day-of-week) or is an
+        ``@hourly``/``@daily``/``@weekly``/``@monthly``/``@yearly`` shortcut, read as wall-clock
+        time in the IANA ``timezone``. ``catch_up`` says what a tick does with fires nobody
+        ticked in time: ``skip`` none, ``latest`` the most recent, ``all`` each (1,000 at most).
+        A bad cron, zone or policy raises :class:`InvalidArgument` (22023) naming it.
+        """
+        check_text(name, "name")
+        check_text(job_type, "job_type")
+        check_text(queue, "queue")
+        if payload is not None and not isinstance(payload, Mapping):
+            raise InvalidArgument(
+                f"payload must be a JSON object, got {type(payload).__name__}: "
+                "wrap the value in a dict"
+            )
+        params = {
+            "name": name,
+            "cron": cron,
+            "job_type": job_type,
+            "payload": dump_json({} if payload is None else payload, "payload"),
+            "timezone": timezone,
+            "queue": queue,
+            "priority": priority,
+            "max_attempts": max_attempts,
+            "catch_up": catch_up,
+            "paused": paused,
+        }
+        next_run_at: datetime = self._run(self._sql.schedule, params)[0]["next_run_at"]
+        return next_run_at
+
+    def unschedule(self, name: str) -> bool:
+        """Delete the schedule ``name``; whether it existed. Jobs it enqueued stay."""
+        return bool(self._run(self._sql.unschedule, {"name": name})[0]["deleted"])
+
+    def schedules(self) -> list[Schedule]:
+        """Every schedule, by name, with its next fire (an instant and local wall-clock time)."""
+        return [Schedule.from_row(row) for row in self._run(self._sql.schedules, {})]
+
+    def tick(self) -> list[Fire]:
+        """Fire the due schedules now (``jobq_tick``): one row per fire enqueued.
+
+        Workers tick by themselves; this is for setups without a Worker (cron, a system timer).
+        """
+        return [Fire(**row) for row in self._run(self._sql.tick, {})]

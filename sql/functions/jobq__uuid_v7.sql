@@ -8,7 +8,7 @@
 -- index (measured: 283 against 399-407 bytes of WAL per enqueued row into a 200,000-row table
 -- with full_page_writes on). Callers rely on no property of the ids.
 --
--- jobq_jobs.id has the same expression as its default (migration 0002); jobq_enqueue_many
+-- jobq_jobs.id has the same expression as its default (migration 0005); jobq_enqueue_many
 -- calls this to draw its ids before inserting. A single-expression LANGUAGE sql function
 -- without SET clauses, so that the planner inlines it, and its calls are qualified for that
 -- reason (it is then parsed with its caller's search_path).

@@ -191,6 +191,25 @@ class Fx:
 
         return self.wait_for(f"job {job_id} to start attempt {attempt}", probe, timeout)
 
+    def wait_listening(self, workers: int, timeout: float = 60.0) -> None:
+        """Wait until ``workers`` worker processes have their listener up, so that a test's
+        timing starts with running workers, not with a Python interpreter still starting on a
+        busy machine.
+
+        A worker's fetcher LISTENs, then claims on the same connection: pg_stat_activity shows
+        its last statement, so a listening fetcher is a connection whose query is the LISTEN
+        or, soon after, a claim (only fetchers call jobq_dequeue)."""
+        self.wait_for(
+            f"{workers} worker(s) to LISTEN",
+            lambda: self.one(
+                "SELECT count(*) >= %(n)s FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name = 'fx-worker'"
+                " AND (query LIKE 'LISTEN %%' OR query LIKE '%%jobq_dequeue(%%')",
+                {"n": workers},
+            ) or None,
+            timeout,
+        )
+
     def wait_for(
         self, what: str, probe: Callable[[], T | None], timeout: float = 60.0,
         interval: float = 0.05,

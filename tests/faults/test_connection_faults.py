@@ -170,6 +170,7 @@ def test_terminating_every_worker_connection_every_2s_loses_and_repeats_no_effec
     # A short lock timeout: a claim whose reply was cut off (committed, never received) is
     # taken over after 8 s rather than after minutes. Heartbeats (every 8/3 s) keep live ones.
     workers = [fx.spawn(f"w{k}", "--lock-timeout", "8", concurrency=4) for k in range(2)]
+    fx.wait_listening(2)  # every round then has connections to terminate
     ids: list[uuid.UUID] = []
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -263,9 +264,7 @@ def test_two_immediate_restarts_lose_no_job_and_duplicate_no_key(fx: Fx, pg_rest
     workers = [fx.spawn(f"w{k}", "--lock-timeout", "8", concurrency=3) for k in range(2)]
     # A worker still starting when the server crashes fails its startup check and exits (by
     # design); on a loaded machine that can take seconds: crash only once both listen.
-    fx.wait_for("both workers to start", lambda: fx.one(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-        " AND application_name = 'fx-worker' AND query ILIKE 'LISTEN%'") >= 2)
+    fx.wait_listening(2)
     keys = [f"key-{i}" for i in range(600)]
     got: list[dict[str, uuid.UUID]] = [{}, {}]
     retries = [0, 0]

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(107);
+SELECT plan(115);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -19,9 +19,12 @@ SELECT functions_are('public', ARRAY[
     -- operators
     'jobq_requeue_dead_letter', 'jobq_requeue_dead_letters', 'jobq_stats', 'jobq_prune',
     'jobq_configure', 'jobq_list_jobs', 'jobq_health',
+    -- schedules (admin manages them; workers tick)
+    'jobq_schedule', 'jobq_unschedule', 'jobq_schedules', 'jobq_tick',
     -- private helpers (granted to nobody)
     'jobq__job_error', 'jobq__backoff', 'jobq__blank', 'jobq__worker_id_error',
-    'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7'
+    'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__cron_parse',
+    'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -49,8 +52,13 @@ SELECT results_eq(
     ('jobq__backoff', 'attempts integer, backoff interval', 'interval'),
     ('jobq__blank', 'value text', 'boolean'),
     ('jobq__channel', '', 'text'),
+    ('jobq__cron_fires', 'masks bigint[], timezone text, first timestamp with time zone, '
+                         'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
+    ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
+    ('jobq__cron_parse', 'cron text', 'bigint[]'),
     ('jobq__job_error', 'job_type text, queue text, idempotency_key text, max_attempts integer, priority integer', 'text'),
     ('jobq__notify', 'queues text[]', 'integer'),
+    ('jobq__tick', 'at timestamp with time zone', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq__uuid_v7', '', 'uuid'),
     ('jobq__worker_id_error', 'worker_id text', 'text'),
     ('jobq_complete', 'job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer', 'boolean'),
@@ -76,7 +84,17 @@ SELECT results_eq(
     ('jobq_release_orphans', 'worker_id text, job_ids uuid[]', 'integer'),
     ('jobq_requeue_dead_letter', 'job_id uuid', 'boolean'),
     ('jobq_requeue_dead_letters', 'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text', 'integer'),
-    ('jobq_stats', '', 'TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)')
+    ('jobq_schedule', 'name text, cron text, job_type text, payload jsonb DEFAULT ''{}''::jsonb, '
+                      'timezone text DEFAULT ''UTC''::text, queue text DEFAULT ''default''::text, '
+                      'priority integer DEFAULT 0, max_attempts integer DEFAULT 5, '
+                      'catch_up text DEFAULT ''latest''::text, paused boolean DEFAULT false', 'timestamp with time zone'),
+    ('jobq_schedules', '', 'TABLE(name text, cron text, timezone text, job_type text, payload jsonb, '
+                       'queue text, priority integer, max_attempts integer, catch_up text, paused boolean, '
+                       'next_run_at timestamp with time zone, next_run_local timestamp without time zone, '
+                       'created_at timestamp with time zone, updated_at timestamp with time zone)'),
+    ('jobq_stats', '', 'TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)'),
+    ('jobq_tick', '', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
+    ('jobq_unschedule', 'name text', 'boolean')
     $$,
     'every function has the documented argument names, defaults and result'
 );
@@ -123,6 +141,14 @@ SELECT isnt_definer('public', 'jobq__append_error', ARRAY['jsonb', 'jsonb']);
 SELECT isnt_definer('public', 'jobq__channel', ARRAY[]::name[]);
 SELECT isnt_definer('public', 'jobq__notify', ARRAY['text[]']);
 SELECT isnt_definer('public', 'jobq__uuid_v7', ARRAY[]::name[]);
+SELECT is_definer('public', 'jobq_schedule', ARRAY['text', 'text', 'text', 'jsonb', 'text', 'text', 'integer', 'integer', 'text', 'boolean']);
+SELECT is_definer('public', 'jobq_unschedule', ARRAY['text']);
+SELECT is_definer('public', 'jobq_schedules', ARRAY[]::name[]);
+SELECT is_definer('public', 'jobq_tick', ARRAY[]::name[]);
+SELECT isnt_definer('public', 'jobq__cron_parse', ARRAY['text']);
+SELECT isnt_definer('public', 'jobq__cron_next', ARRAY['bigint[]', 'text', 'timestamp with time zone']);
+SELECT isnt_definer('public', 'jobq__cron_fires', ARRAY['bigint[]', 'text', 'timestamp with time zone', 'timestamp with time zone', 'integer']);
+SELECT isnt_definer('public', 'jobq__tick', ARRAY['timestamp with time zone']);
 
 SELECT is_empty(
     $$SELECT p.oid::regprocedure FROM pg_proc AS p
@@ -141,8 +167,8 @@ SELECT is_empty(
 -- Tables and columns
 ------------------------------------------------------------------------------------------
 
-SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations'],
-                  'schema public has exactly the three jobq tables');
+SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules'],
+                  'schema public has exactly the four jobq tables');
 SELECT has_table('public', 'jobq_jobs', 'table jobq_jobs exists');
 SELECT has_table('public', 'jobq_settings', 'table jobq_settings exists');
 SELECT has_table('public', 'jobq_migrations', 'table jobq_migrations exists');

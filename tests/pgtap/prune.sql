@@ -4,7 +4,7 @@
 -- Contract sections 3 and 4: deletes jobs in the given finished statuses whose finished_at is
 -- older than older_than, returns how many; pending or processing in statuses is refused
 -- (22023), as is a status name that does not exist. batch_size: at most that many per call,
--- the oldest first (random ids of installs before migration 0002 included). Jobs are inserted directly with
+-- the oldest first (random ids of installs before migration 0005 included). Jobs are inserted directly with
 -- finished_at in the past (the table's CHECKs keep them consistent).
 BEGIN;
 SELECT plan(35);
@@ -99,7 +99,7 @@ RESET timezone;
 
 DELETE FROM jobq_jobs;
 INSERT INTO jobq_jobs (id, job_type, status, finished_at)
-SELECT CASE WHEN g % 2 = 0 THEN gen_random_uuid() ELSE jobq__uuid_v7() END,  -- ids of before 0002, and new ones
+SELECT CASE WHEN g % 2 = 0 THEN gen_random_uuid() ELSE jobq__uuid_v7() END,  -- ids of before 0005, and new ones
        's' || g, 'succeeded', now() - interval '1 day' * (20 - g)
 FROM generate_series(1, 5) AS g;
 INSERT INTO jobq_jobs (id, job_type, status, finished_at) VALUES
@@ -119,7 +119,7 @@ SELECT is(jobq_prune('7 days', '{succeeded,failed,dead_letter}', batch_size => 1
 SELECT is(jobq_prune('7 days', '{succeeded,failed,dead_letter}', batch_size => 5), 1::bigint,
           '... the rest of them');
 SELECT results_eq($$SELECT job_type FROM jobq_jobs$$, $$VALUES ('recent')$$,
-                  'random (version 4) ids of installs before 0002 are pruned like the new ones; a recent job stays');
+                  'random (version 4) ids of installs before 0005 are pruned like the new ones; a recent job stays');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -13,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import click
 import psycopg
 import pytest
 from click.testing import CliRunner
@@ -435,3 +439,547 @@ def test_grant_to_an_unknown_role_is_an_error(dsn: str) -> None:
 def test_grant_in_a_schema_without_jobq_says_to_migrate(dsn: str, role: str) -> None:
     result = jobq("grant", role, "--as", "worker", "--schema", "nowhere", dsn=dsn)
     assert_user_error(result, 1, "jobq migrate --schema nowhere")
+
+
+# -- --dsn and --schema before and after the command -------------------------------------------
+
+
+# `jobq embedded ...` manages the embedded server itself, the one used when no database is
+# given: it takes --home (where that server lives), and a --dsn or --schema would mean nothing.
+EMBEDDED_GROUP = "embedded"
+
+
+def _leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> dict[str, click.Command]:
+    """The commands that talk to a jobq database (the embedded server's own group aside)."""
+    found: dict[str, click.Command] = {}
+    for name, command in group.commands.items():
+        if not prefix and name == EMBEDDED_GROUP:
+            continue
+        path = (*prefix, name)
+        if isinstance(command, click.Group):
+            found |= _leaf_commands(command, path)
+        else:
+            found[" ".join(path)] = command
+    return found
+
+
+def test_every_command_and_group_takes_dsn_and_schema() -> None:
+    groups: list[click.Command] = [
+        cli,
+        *(
+            c
+            for name, c in cli.commands.items()
+            if isinstance(c, click.Group) and name != EMBEDDED_GROUP
+        ),
+    ]
+    for command in [*groups, *_leaf_commands(cli).values()]:
+        options = {opt for p in command.params for opt in p.opts}
+        assert {"--dsn", "--schema"} <= options, command.name
+
+
+@pytest.fixture
+def tenant_dsn(empty_dsn: str) -> str:
+    """A database where jobq lives only in schema tenant_x, with one dead_letter job and one
+    schedule."""
+    from pgq_client.migrate import migrate
+
+    migrate(empty_dsn, schema="tenant_x")
+    with Queue(empty_dsn, schema="tenant_x") as q:
+        q.schedule("nightly", "30 2 * * *", "report")  # for `schedule delete`
+        q.enqueue("ocr", {"n": 1}, max_attempts=1)
+        (job,) = q.dequeue("w")
+        q.fail(job.id, "w", "boom")
+    return empty_dsn
+
+
+def _dead_id(dsn: str, schema: str = "tenant_x") -> str:
+    with psycopg.connect(dsn) as c:
+        row = c.execute(
+            sql.SQL("SELECT id FROM {}.jobq_jobs WHERE status = 'dead_letter'").format(
+                sql.Identifier(schema)
+            )
+        ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+# Arguments that make each command do its work on tenant_dsn (every command must be listed).
+COMMAND_ARGS: dict[str, list[str]] = {
+    "migrate": [],
+    "grant": ["postgres", "--as", "producer", "--dry-run"],
+    "enqueue": ["t", '{"k": 1}'],
+    "stats": [],
+    "doctor": [],
+    "health": [],
+    "jobs list": [],
+    "jobs show": ["{dead}"],
+    "jobs retry": ["{dead}"],
+    "dead-letter list": [],
+    "dead-letter requeue": ["--all"],
+    "prune": ["--older-than", "0"],
+    "configure": [],
+    "revoke": ["postgres", "--dry-run"],
+    "schedule set": ["nightly", "30 2 * * *", "report"],
+    "schedule list": [],
+    "schedule delete": ["nightly"],
+    "tick": [],
+    "worker": ["cli_tenant_jobs:HANDLERS", "--burst"],
+}
+
+
+def test_command_args_cover_every_command() -> None:
+    assert set(COMMAND_ARGS) == set(_leaf_commands(cli))
+
+
+@pytest.mark.parametrize("where", ["before", "after", "both"])
+@pytest.mark.parametrize("name", sorted(COMMAND_ARGS))
+def test_dsn_and_schema_work_before_and_after_the_command(
+    tenant_dsn: str, tmp_path: Path, name: str, where: str
+) -> None:
+    (tmp_path / "cli_tenant_jobs.py").write_text("HANDLERS = {'ocr': lambda job: None}\n")
+    words = name.split()
+    args = [a.replace("{dead}", _dead_id(tenant_dsn)) for a in COMMAND_ARGS[name]]
+    right = ["--dsn", tenant_dsn, "--schema", "tenant_x"]
+    # Were an option ignored, the command would use JOBQ_DSN (unreachable) or the search_path
+    # (public, where jobq is not installed) and fail.
+    wrong = ["--dsn", UNREACHABLE, "--schema", "public"]
+    if where == "before":
+        argv = [*right, *words, *args]
+    elif where == "after":
+        argv = [*words, *args, *right]
+    else:  # given in both places, the one after the command wins
+        argv = [*wrong, *words, *args, *right]
+    result = jobq(*argv, dsn=UNREACHABLE, cwd=tmp_path)
+    expected = 1 if name in ("doctor", "health") else 0  # doctor warns: a dead_letter job
+    assert result.returncode == expected, (argv, result.stdout, result.stderr)
+    assert "jobq: error" not in result.stderr
+    if name == "migrate":
+        assert "up to date" in result.stderr
+    if name == "grant":
+        assert '"tenant_x"' in result.stdout
+
+
+def test_dsn_and_schema_on_a_group_reach_its_subcommands(tenant_dsn: str) -> None:
+    result = jobq("dead-letter", "--dsn", tenant_dsn, "--schema", "tenant_x", "list")
+    assert result.returncode == 0, result.stderr
+    assert _dead_id(tenant_dsn) in result.stdout
+
+
+def test_migrate_defaults_to_schema_public_wherever_the_dsn_is(empty_dsn: str) -> None:
+    assert jobq("migrate", "--dsn", empty_dsn, dsn=UNREACHABLE).returncode == 0
+    with psycopg.connect(empty_dsn) as c:
+        assert count(c, "SELECT count(*) FROM public.jobq_migrations") >= 1
+
+
+# -- --run-at ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["2030-01-31", "2030-01-31T09:30", "2030-01-31 09:30:00"])
+def test_run_at_without_offset_is_refused_with_examples_that_work(
+    dsn: str, conn: Conn, value: str
+) -> None:
+    result = jobq("enqueue", "t", "--run-at", value, dsn=dsn)
+    assert_user_error(result, 2, "has no UTC offset")
+    assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
+    message = result.stderr.split("e.g. ", 1)[1].strip()
+    examples = message.split(" or ")
+    assert len(examples) == 2
+    naive = datetime.fromisoformat(value)
+    for example in examples:
+        ok = jobq("enqueue", "t", "--run-at", example, dsn=dsn)
+        assert ok.returncode == 0, (example, ok.stderr)
+        stored = conn.execute(
+            "SELECT available_at FROM jobq_jobs WHERE id = %s", (uuid.UUID(ok.stdout.strip()),)
+        ).fetchone()
+        assert stored == (naive.replace(tzinfo=timezone.utc),)
+
+
+@pytest.mark.parametrize(
+    ("value", "utc"),
+    [
+        ("2030-01-31T09:00:00Z", datetime(2030, 1, 31, 9, tzinfo=timezone.utc)),
+        ("2030-01-31T09:00:00z", datetime(2030, 1, 31, 9, tzinfo=timezone.utc)),
+        ("2030-01-31T09:00:00+01:00", datetime(2030, 1, 31, 8, tzinfo=timezone.utc)),
+        ("2030-01-31 09:00-05:30", datetime(2030, 1, 31, 14, 30, tzinfo=timezone.utc)),
+    ],
+)
+def test_run_at_takes_iso_8601_with_an_offset_or_z(value: str, utc: datetime) -> None:
+    from pgq_client.cli import parse_run_at
+
+    assert parse_run_at(value) == utc
+
+
+def test_run_at_that_is_not_a_time_names_working_examples(dsn: str) -> None:
+    result = jobq("enqueue", "t", "--run-at", "2030-01-31ZZ", dsn=dsn)
+    assert_user_error(result, 2, "not an ISO 8601 time")
+    for example in ("2030-01-31T09:00:00+01:00", "2030-01-31T08:00:00Z"):
+        assert example in result.stderr
+        assert jobq("enqueue", "t", "--run-at", example, dsn=dsn).returncode == 0
+
+
+# -- payloads ----------------------------------------------------------------------------------
+
+BIG = {"blob": "x" * 2_500_000, "n": 1}
+
+
+def test_large_payload_from_stdin_and_from_a_file(dsn: str, conn: Conn, tmp_path: Path) -> None:
+    assert jobq("configure", "--max-payload-bytes", str(4 << 20), dsn=dsn).returncode == 0
+    text = json.dumps(BIG)
+    environ = {k: v for k, v in os.environ.items() if k not in ("JOBQ_DSN", "DATABASE_URL")}
+    piped = subprocess.run(
+        [sys.executable, "-m", "pgq_client", "enqueue", "big", "-"],
+        input=text, capture_output=True, text=True, env={**environ, "JOBQ_DSN": dsn}, timeout=120,
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    (tmp_path / "big.json").write_text(text)
+    filed = jobq("enqueue", "big", "@big.json", dsn=dsn, cwd=tmp_path)
+    assert filed.returncode == 0, filed.stderr
+    for out in (piped.stdout, filed.stdout):
+        row = conn.execute(
+            "SELECT payload FROM jobq_jobs WHERE id = %s", (uuid.UUID(out.strip()),)
+        ).fetchone()
+        assert row == (BIG,)
+
+
+def test_payload_over_the_limit_shows_the_database_hint(
+    dsn: str, conn: Conn, tmp_path: Path
+) -> None:
+    (tmp_path / "big.json").write_text(json.dumps(BIG))
+    result = jobq("enqueue", "big", "@big.json", dsn=dsn, cwd=tmp_path)
+    assert_user_error(result, 1, "the limit is 1048576 bytes")
+    assert "hint: Store large data elsewhere" in result.stderr
+    assert "jobq_configure(max_payload_bytes" in result.stderr
+    assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
+
+
+@pytest.mark.parametrize(
+    ("payload", "kind"),
+    [("null", "null"), ("[1, 2]", "an array"), ('"s"', "a string"), ("3", "a number"),
+     ("true", "a boolean")],
+)  # fmt: skip
+def test_payload_must_be_a_json_object(
+    dsn: str, conn: Conn, tmp_path: Path, payload: str, kind: str
+) -> None:
+    assert_user_error(jobq("enqueue", "t", payload, dsn=dsn), 2, "must be a JSON object")
+    (tmp_path / "p.json").write_text(payload)
+    result = jobq("enqueue", "t", "@p.json", dsn=dsn, cwd=tmp_path)
+    assert_user_error(result, 2, f"got {kind}")
+    assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
+
+
+def test_payload_file_that_cannot_be_read_is_a_usage_error(dsn: str, tmp_path: Path) -> None:
+    result = jobq("enqueue", "t", "@missing.json", dsn=dsn, cwd=tmp_path)
+    assert_user_error(result, 2, "cannot read 'missing.json'")
+
+
+def test_payload_from_stdin_in_process(dsn: str, conn: Conn) -> None:
+    result = CliRunner().invoke(cli, ["--dsn", dsn, "enqueue", "t", "-"], input='{"a": [1]}')
+    assert result.exit_code == 0, result.output
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE payload = '{\"a\": [1]}'") == 1
+
+
+# -- --version, durations, hints ----------------------------------------------------------------
+
+
+def test_version_names_the_installed_distribution() -> None:
+    from importlib.metadata import version
+
+    result = jobq("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"jobq {version('pgq-client')} (pgq-client)"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90", 90), ("90s", 90), ("30m", 1800), ("12h", 43200), ("7d", 604800), ("1w", 604800),
+     ("1h30m", 5400), ("1.5h", 5400), ("0", 0), ("2D", 172800)],
+)  # fmt: skip
+def test_prune_durations(text: str, seconds: float) -> None:
+    from pgq_client.cli import parse_duration
+
+    assert parse_duration(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize("text", ["", "1x", "-5", "nan", "inf", "h", "1h 30", "7 days", "1e999"])
+def test_prune_refuses_what_is_not_a_duration(dsn: str, text: str) -> None:
+    assert_user_error(jobq("prune", "--older-than", text, dsn=dsn), 2, "--older-than")
+
+
+def test_prune_older_than_in_hours_and_days(dsn: str, conn: Conn) -> None:
+    _dead_jobs(dsn)
+    conn.execute("UPDATE jobq_jobs SET finished_at = now() - interval '2 hours'")
+    args = ("--status", "failed", "--status", "dead_letter")
+    assert jobq("prune", "--older-than", "1d", *args, dsn=dsn).stdout.strip() == "pruned 0 jobs"
+    assert jobq("prune", "--older-than", "3h", *args, dsn=dsn).stdout.strip() == "pruned 0 jobs"
+    assert jobq("prune", "--older-than", "90m", *args, dsn=dsn).stdout.strip() == "pruned 2 jobs"
+
+
+def test_a_producer_running_a_worker_is_told_to_grant_worker(
+    dsn: str, role: str, tmp_path: Path
+) -> None:
+    assert jobq("grant", role, "--as", "producer", dsn=dsn).returncode == 0
+    (tmp_path / "p_jobs.py").write_text("HANDLERS = {'t': print}\n")
+    result = jobq("worker", "p_jobs:HANDLERS", "--burst", dsn=make_conninfo(dsn, user=role),
+                  cwd=tmp_path)  # fmt: skip
+    assert_user_error(result, 1, "permission denied for function jobq_")
+    assert f"`jobq grant {role} --as worker`" in result.stderr
+    # The client's own exception stays typed.
+    with pytest.raises(PermissionDenied), Queue(make_conninfo(dsn, user=role)) as q:
+        q.heartbeat("w", [])
+
+
+def test_a_producer_reading_stats_is_told_to_grant_monitor(dsn: str, role: str) -> None:
+    # monitor is the narrowest level that may read jobq_stats (the function file declares it)
+    assert jobq("grant", role, "--as", "producer", dsn=dsn).returncode == 0
+    result = jobq("stats", "--schema", "public", dsn=make_conninfo(dsn, user=role))
+    assert_user_error(result, 1, f"`jobq grant {role} --as monitor --schema public`")
+
+
+def test_not_installed_suggests_migrate_with_the_given_dsn_and_schema(empty_dsn: str) -> None:
+    secret = "hunter2-Secret"
+    with_password = make_conninfo(empty_dsn, password=secret)  # trust auth: any password works
+    result = jobq("stats", "--dsn", with_password, "--schema", "tenant q", dsn=UNREACHABLE)
+    assert_user_error(result, 1, "run `jobq migrate --dsn ")
+    assert secret not in result.stderr
+    assert "password=****" in result.stderr
+    suggested = result.stderr.split("run `", 1)[1].rsplit("`", 1)[0]
+    assert suggested.endswith("--schema 'tenant q'")
+    # The suggestion works once the password is put back.
+    argv = shlex.split(suggested.replace("****", secret))
+    assert argv[:2] == ["jobq", "migrate"]
+    assert jobq(*argv[1:], dsn=UNREACHABLE).returncode == 0
+    assert jobq("stats", "--dsn", with_password, "--schema", "tenant q").returncode == 0
+
+
+def test_not_installed_from_the_environment_suggests_plain_migrate(empty_dsn: str) -> None:
+    result = jobq("stats", dsn=empty_dsn)
+    assert_user_error(result, 1, "run `jobq migrate`")
+
+
+# -- no password in any message ----------------------------------------------------------------
+
+# DSNs that libpq cannot parse, each of which makes it quote part of the password.
+BAD_DSNS = [
+    "postgresql://app:Sup%ZZerSecret@db.example/app",
+    "postgresql://app@db.example/app?password=Sup%ZZerSecret",
+    "host=db.example password=Sup SuperSecretTail dbname=app",
+    "host=db.example password='SuperSecret dbname=app",
+]
+SECRET_PARTS = ("Sup%ZZ", "ZZerSecret", "SuperSecret", "Secret")
+
+
+def _no_secret(text: str) -> None:
+    for part in SECRET_PARTS:
+        assert part not in text, text
+
+
+def _in_process(argv: list[str], env: dict[str, str | None]) -> tuple[int, str]:
+    base: dict[str, str | None] = {"JOBQ_DSN": None, "DATABASE_URL": None}
+    result = CliRunner().invoke(cli, argv, env={**base, **env})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    return result.exit_code, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("source", ["--dsn before", "--dsn after", "JOBQ_DSN", "DATABASE_URL"])
+@pytest.mark.parametrize("bad", BAD_DSNS)
+def test_no_command_shows_the_password_of_an_unparsable_dsn(source: str, bad: str) -> None:
+    for name, args in COMMAND_ARGS.items():
+        if name == "worker":
+            continue  # a process of its own: see the next test
+        words = name.split()
+        args = [a.replace("{dead}", str(uuid.uuid4())) for a in args]
+        if name == "migrate":
+            args = [*args, "--dry-run"]  # the path that reads the DSN without connecting
+        env: dict[str, str | None] = {}
+        if source == "--dsn before":
+            argv = ["--dsn", bad, *words, *args]
+        elif source == "--dsn after":
+            argv = [*words, *args, "--dsn", bad]
+        else:
+            argv, env = [*words, *args], {source: bad}
+        if name == "grant":
+            argv = [a for a in argv if a != "--dry-run"] + ["--dry-run"]
+        code, output = _in_process(argv, env)
+        assert code == 1, (name, output)
+        assert "jobq: error: the connection string from " in output, (name, output)
+        _no_secret(output)
+
+
+@pytest.mark.parametrize("bad", BAD_DSNS)
+def test_worker_does_not_show_the_password_of_an_unparsable_dsn(bad: str, tmp_path: Path) -> None:
+    (tmp_path / "w_jobs.py").write_text("HANDLERS = {'t': print}\n")
+    for result in (
+        jobq("worker", "w_jobs:HANDLERS", "--burst", "--dsn", bad, cwd=tmp_path),
+        jobq("worker", "w_jobs:HANDLERS", "--burst", cwd=tmp_path, JOBQ_DSN=bad),
+        jobq("--dsn", bad, "worker", "w_jobs:HANDLERS", cwd=tmp_path, DATABASE_URL=bad),
+    ):
+        assert_user_error(result, 1, "is not valid")
+        _no_secret(result.stdout + result.stderr)
+
+
+def test_no_message_shows_the_password_of_an_unreachable_server() -> None:
+    dsn = "postgresql://app:SuperSecret@127.0.0.1:1/app?connect_timeout=3"
+    for argv in (["stats"], ["migrate"], ["grant", "x", "--as", "worker"], ["jobs", "list"]):
+        code, output = _in_process(["--dsn", dsn, *argv], {})
+        assert code == 1 and "connection failed" in output, output
+        _no_secret(output)
+
+
+def test_the_client_does_not_show_the_password_of_an_unparsable_dsn() -> None:
+    import traceback
+
+    from pgq_client import JobqError
+
+    for bad in BAD_DSNS:
+        with pytest.raises(JobqError) as raised, Queue(bad) as q:
+            q.stats()
+        assert "invalid connection string" in str(raised.value)
+        _no_secret("".join(traceback.format_exception(raised.value)))
+
+
+# -- jobs one by one ---------------------------------------------------------------------------
+
+
+def test_jobs_list_filters_by_status_queue_and_type(dsn: str) -> None:
+    dead, failed = _dead_jobs(dsn)
+    q = Queue(dsn)
+    pending = q.enqueue("ocr", {"p": 1}, queue="scans")
+    out = jobq("jobs", "list", dsn=dsn).stdout
+    assert all(str(i) in out for i in (dead, failed, pending))
+    only = jobq("jobs", "list", "--status", "pending", dsn=dsn).stdout
+    assert str(pending) in only and str(dead) not in only
+    both = jobq("jobs", "list", "--status", "failed", "--status", "dead_letter", dsn=dsn).stdout
+    assert str(dead) in both and str(failed) in both and str(pending) not in both
+    typed = jobq("jobs", "list", "--type", "ocr", "--queue", "scans", dsn=dsn).stdout
+    assert str(pending) in typed and str(dead) not in typed
+    limited = jobq("jobs", "list", "--limit", "1", "--json", dsn=dsn)
+    assert len(json.loads(limited.stdout)) == 1
+    assert jobq("jobs", "list", "--type", "nothing", dsn=dsn).stdout.strip() == "no jobs"
+
+
+def test_jobs_list_refuses_an_unknown_status_naming_the_known_ones(dsn: str) -> None:
+    result = jobq("jobs", "list", "--status", "done", dsn=dsn)
+    assert_user_error(result, 1, "statuses contains 'done'")
+    assert "hint: Statuses: pending" in result.stderr
+
+
+def test_jobs_show_prints_payload_attempts_errors_and_times(dsn: str) -> None:
+    q = Queue(dsn)
+    job_id = q.enqueue("mail", {"to": "a@example.com"}, max_attempts=2, idempotency_key="k-1")
+    for attempt in (1, 2):
+        (job,) = q.dequeue("w1")
+        q.fail(job.id, "w1", f"Traceback...\nSMTPError: attempt {attempt}", backoff=0)
+    result = jobq("jobs", "show", str(job_id), dsn=dsn)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for expected in (str(job_id), "dead_letter", "2/2", "k-1", '"to": "a@example.com"',
+                     "errors (2):", "attempt 1 at ", "SMTPError: attempt 2", "by w1",
+                     "created_at", "finished_at"):  # fmt: skip
+        assert expected in out, expected
+    as_json = json.loads(jobq("jobs", "show", str(job_id), "--json", dsn=dsn).stdout)
+    assert as_json["id"] == str(job_id)
+    assert as_json["payload"] == {"to": "a@example.com"}
+    assert [e["attempt"] for e in as_json["errors"]] == [1, 2]
+    assert as_json["status"] == "dead_letter" and as_json["attempts"] == 2
+    assert datetime.fromisoformat(as_json["finished_at"]).tzinfo is not None
+
+
+def test_jobs_show_of_an_unknown_or_malformed_id(dsn: str) -> None:
+    unknown = uuid.uuid4()
+    assert_user_error(jobq("jobs", "show", str(unknown), dsn=dsn), 1, f"no job {unknown}")
+    assert_user_error(jobq("jobs", "show", "42", dsn=dsn), 2, "not a job id")
+
+
+def test_jobs_retry_requeues_each_and_reports_the_others(dsn: str, conn: Conn) -> None:
+    dead, failed = _dead_jobs(dsn)
+    pending = Queue(dsn).enqueue("t")
+    result = jobq("jobs", "retry", str(dead), str(failed), dsn=dsn)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"requeued {dead}", f"requeued {failed}"]
+    rows = conn.execute(
+        "SELECT status, attempts, jsonb_array_length(errors) FROM jobq_jobs WHERE id = ANY(%s)",
+        ([dead, failed],),
+    ).fetchall()
+    assert rows == [("pending", 0, 1), ("pending", 0, 1)]  # history kept
+    again = jobq("jobs", "retry", str(dead), str(pending), "--json", dsn=dsn)
+    assert_user_error(again, 1, "not requeued")
+    assert str(pending) in again.stderr
+    assert json.loads(again.stdout) == {"requeued": [], "not_requeued": [str(dead), str(pending)]}
+
+
+def test_jobs_retry_with_a_malformed_id_changes_nothing(dsn: str, conn: Conn) -> None:
+    dead, _ = _dead_jobs(dsn)
+    assert_user_error(jobq("jobs", "retry", str(dead), "nope", dsn=dsn), 2, "'nope'")
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'pending'") == 0
+
+
+# -- --json -------------------------------------------------------------------------------------
+
+JOB_KEYS = {
+    "id", "queue", "job_type", "payload", "idempotency_key", "status", "priority", "attempts",
+    "max_attempts", "available_at", "locked_at", "locked_by", "last_error", "errors",
+    "created_at", "updated_at", "finished_at",
+}  # fmt: skip
+
+
+def _json(*args: str, dsn: str, code: int = 0) -> Any:
+    result = jobq(*args, "--json", dsn=dsn)
+    assert result.returncode == code, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_json_output_has_the_documented_keys(dsn: str) -> None:
+    dead, _ = _dead_jobs(dsn)
+    added = _json("enqueue", "ocr", '{"n": 1}', dsn=dsn)
+    assert set(added) == {"id"}
+    stats_rows = _json("stats", dsn=dsn)
+    assert {tuple(sorted(r)) for r in stats_rows} == {
+        ("job_type", "jobs", "oldest_available_at", "queue", "status")
+    }
+    assert [(r["job_type"], r["status"], r["jobs"]) for r in stats_rows] == [
+        ("mail", "failed", 1),
+        ("ocr", "dead_letter", 1),
+        ("ocr", "pending", 1),
+    ]
+    for listing in (_json("jobs", "list", dsn=dsn), _json("dead-letter", "list", dsn=dsn)):
+        assert listing and all(set(j) >= JOB_KEYS for j in listing)
+    assert set(_json("jobs", "show", str(dead), dsn=dsn)) >= JOB_KEYS
+    health = _json("doctor", dsn=dsn, code=1)  # a dead_letter job: the check warns
+    assert health["ok"] is False
+    assert {tuple(sorted(c)) for c in health["checks"]} == {
+        ("check_name", "detail", "queue", "severity", "value")
+    }
+    assert _json("configure", dsn=dsn) == {"max_payload_bytes": 1048576}
+    assert _json("prune", dsn=dsn) == {"pruned": 0}
+    assert _json("dead-letter", "requeue", "--all", dsn=dsn) == {"requeued": 2}
+    assert _json("migrate", dsn=dsn) == {"schema": "public", "applied": []}
+
+
+def test_configure_prints_a_table_without_json(dsn: str) -> None:
+    lines = jobq("configure", dsn=dsn).stdout.splitlines()
+    assert lines[0].split() == ["setting", "value"]
+    assert lines[2].split() == ["max_payload_bytes", "1048576"]
+
+
+# -- help and completion -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["migrate"], ["grant"], ["enqueue"], ["worker"], ["stats"], ["doctor"], ["jobs"],
+     ["dead-letter"], ["prune"], ["configure"]],
+)  # fmt: skip
+def test_help_of_the_main_commands_shows_examples(command: list[str]) -> None:
+    result = CliRunner().invoke(cli, [*command, "--help"], prog_name="jobq")
+    assert result.exit_code == 0
+    assert re.search(r"Examples:\n +jobq ", result.stdout), result.stdout
+
+
+def test_bash_completion_script_and_completions() -> None:
+    script = jobq(_JOBQ_COMPLETE="bash_source")
+    assert script.returncode == 0
+    assert "_jobq_completion" in script.stdout and "complete " in script.stdout
+    words = jobq(_JOBQ_COMPLETE="bash_complete", COMP_WORDS="jobq dea", COMP_CWORD="1")
+    assert words.stdout.split() == ["plain,dead-letter"]
+    sub = jobq(_JOBQ_COMPLETE="bash_complete", COMP_WORDS="jobq jobs ", COMP_CWORD="2")
+    assert set(sub.stdout.split()) == {"plain,list", "plain,show", "plain,retry"}

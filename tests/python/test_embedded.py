@@ -568,12 +568,15 @@ def test_demo_hints_work_as_printed_from_a_shell_without_the_venv(jobq_home: Pat
         conn.execute(
             "UPDATE jobq_demo.jobq_jobs SET status = 'dead_letter' WHERE id = %s::uuid", (job_id,)
         )
+        jobs = conn.execute("SELECT count(*) FROM jobq_demo.jobq_jobs").fetchone()
+    # the story's jobs and the schedule's one fire
+    assert jobs is not None and jobs[0] == 9
     assert shell(requeue).strip() == f"requeued {job_id}"
 
     stats, dead, psql_c, psql, stop = hints
     assert "send_email  pending" in shell(stats)
     assert re.search(r"thumbnail +demo +failed +1/5", shell(dead))
-    assert "(8 rows)" in shell(psql_c)
+    assert f"({jobs[0]} rows)" in shell(psql_c)
     typed = psql.split("# then:")[1].strip()
     assert "scan-corrupt.gif" in shell(psql, stdin=typed)
     assert shell(stop).startswith("stopped embedded PostgreSQL")

@@ -115,14 +115,17 @@ def test_a_worker_of_one_queue_wakes_on_the_wake_all_notification(dsn: str) -> N
     thread.start()
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            for _ in range(200):  # wait until it listens (its first, empty, claim is done then)
+            # wait until it listens: its fetcher LISTENs, then claims on the same connection
+            for _ in range(200):
                 row = conn.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND query LIKE 'LISTEN %%'"
+                    "AND (query LIKE 'LISTEN %%' OR query LIKE '%%jobq_dequeue(%%')"
                 ).fetchone()
                 if row == (1,):
                     break
                 threading.Event().wait(0.05)
+            else:
+                pytest.fail("the worker did not LISTEN within 10 s")
         threading.Event().wait(0.3)
         with Queue(dsn) as q:
             q.enqueue_many([{"job_type": "t", "queue": f"q{i}"} for i in range(101)])

@@ -173,7 +173,7 @@ EXPECTED = {
     "producer": {"jobq_enqueue", "jobq_enqueue_many"},
     "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_dequeue", "jobq_complete",
                "jobq_complete_many", "jobq_fail", "jobq_heartbeat", "jobq_release",
-               "jobq_release_orphans"},
+               "jobq_release_orphans", "jobq_tick"},
     "monitor": {"jobq_stats", "jobq_health"},
 }
 
@@ -275,7 +275,8 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     assert lines[-1] == f'REVOKE USAGE ON SCHEMA "tenant" FROM "{role}";'
     online = run("--dsn", dsn, "revoke", role, "--dry-run")
     assert online.exit_code == 0, online.output
-    tables = '"public"."jobq_jobs", "public"."jobq_migrations", "public"."jobq_settings"'
+    tables = ('"public"."jobq_jobs", "public"."jobq_migrations", "public"."jobq_schedules", '
+              '"public"."jobq_settings"')
     assert f'REVOKE ALL ON TABLE {tables} FROM "{role}";' in online.stdout
     # nothing but jobq in this database's schema public: its USAGE is taken back too
     assert online.stdout.splitlines()[-1] == f'REVOKE USAGE ON SCHEMA "public" FROM "{role}";'

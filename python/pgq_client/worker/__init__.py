@@ -31,6 +31,7 @@ from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from .. import _sql
+from .._secrets import is_conninfo_error
 from ..errors import PermissionDenied, from_psycopg
 from ..models import Job
 from ..queue import resolve_dsn
@@ -91,6 +92,7 @@ class Worker:
         worker_id: str | None = None,
         schema: str | None = None,
         summary_interval: timedelta | float | None = 60.0,
+        tick_interval: timedelta | float | None = 5.0,
     ) -> None:
         if isinstance(queues, str):
             raise TypeError("queues must be a list of queue names, not a string")
@@ -113,6 +115,9 @@ class Worker:
             schema=schema,
             summary_interval=(
                 None if summary_interval is None else seconds(summary_interval, "summary_interval")
+            ),
+            tick_interval=(
+                None if tick_interval is None else seconds(tick_interval, "tick_interval")
             ),
         )
         self._given_pool: ConnectionPool[Any] | None = None
@@ -193,8 +198,9 @@ class Worker:
     # -- orchestration -------------------------------------------------------------------------
 
     def _listen(self, conn: psycopg.Connection[Any]) -> None:
-        """LISTEN on the channel of the installation the worker claims from (``jobq`` in
-        schema public, ``jobq.<schema>`` otherwise), which the server names (jobq__channel)."""
+        """LISTEN on the channel of this worker's installation (``jobq`` in ``public``,
+        ``jobq.<schema>`` otherwise: the server names it, as jobq's functions do)."""
+        # tuple rows whatever row factory a given pool's kwargs set
         with conn.cursor(row_factory=tuple_row) as cur:
             row = cur.execute(_sql.CHANNEL, {"schema": self.config.schema}).fetchone()
         conn.execute(_sql.listen(row[0] if row else _sql.NOTIFY_CHANNEL))
@@ -369,6 +375,8 @@ class Worker:
                 error = PermissionDenied(
                     f"{error} (a worker's role needs `jobq grant ROLE --as worker`)"
                 )
+            if is_conninfo_error(exc):
+                raise error from None  # libpq's own message may quote the password
             raise error from exc
 
     def _transaction_pool(self, dsn: str) -> ConnectionPool[Any] | None:

@@ -57,6 +57,8 @@ class Acknowledger:
         self._deadline = math.inf  # after close(): stop retrying then
         self._next_beat = math.inf
         self._next_summary = math.inf
+        self._next_tick = math.inf
+        self._tick_failed = False  # a failing tick is logged once, until it works again
         self._counted = (0, 0, time.monotonic())  # done, failed, when: at the last summary
 
     def close(self, deadline: float) -> None:
@@ -83,8 +85,10 @@ class Acknowledger:
     def _loop(self) -> None:
         heartbeat = self._config.heartbeat_seconds
         summary = self._config.summary_interval or math.inf
+        tick = self._config.tick_interval or math.inf
         self._next_beat = time.monotonic() + heartbeat
         self._next_summary = time.monotonic() + summary
+        self._next_tick = time.monotonic() + tick  # one interval after start: claims first
         while True:
             batch = self._next_batch()
             if batch is None:
@@ -103,6 +107,9 @@ class Acknowledger:
                 if time.monotonic() >= self._next_beat:
                     self._heartbeat()
                     self._next_beat = time.monotonic() + heartbeat
+                if time.monotonic() >= self._next_tick:
+                    self._tick()
+                    self._next_tick = time.monotonic() + tick
             except (GaveUp, JobqError) as exc:
                 self._abandon(releases, completions, failures, exc)
                 return
@@ -133,7 +140,7 @@ class Acknowledger:
                         break
                 elif shared.acks_closed:
                     return None
-                timer = min(self._next_beat, self._next_summary)
+                timer = min(self._next_beat, self._next_summary, self._next_tick)
                 if now >= timer:
                     break
                 shared.acks_ready.wait(min(timer, flush_at) - now)
@@ -246,6 +253,33 @@ class Acknowledger:
             )
         else:
             log.debug("%s renewed %d claims", self._who, renewed)
+
+    def _tick(self) -> None:
+        """Fire the due schedules (``jobq_tick``). Every worker ticks, no leader is needed: due
+        schedules are locked with SKIP LOCKED and each fire's job has an idempotency key. A
+        tick that fails for good (a role without EXECUTE on jobq_tick) is logged once and is
+        not fatal: the worker's jobs matter more than its schedules."""
+        if self._giving_up() or self._shared.acks_closed:
+            return
+        try:
+            rows, _ = self._send(self._sql.tick, {}, "firing schedules")
+        except JobqError as exc:
+            if not self._tick_failed:
+                log.warning(
+                    "%s: cannot fire schedules (jobq_tick): %s; this worker keeps running jobs "
+                    "and tries again every %.0f s without logging it again",
+                    self._who,
+                    exc,
+                    self._config.tick_interval or 0,
+                )
+                self._tick_failed = True
+            return
+        if self._tick_failed:
+            log.info("%s: firing schedules works again", self._who)
+            self._tick_failed = False
+        for schedule, fire_at, job_id in rows:
+            log.info("%s: schedule %s fired for %s: job %s", self._who, schedule,
+                     fire_at.isoformat(), job_id)
 
     def _abandon(
         self,

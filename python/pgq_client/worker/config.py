@@ -93,6 +93,8 @@ class WorkerConfig:
     worker_id: str = field(default_factory=default_worker_id)
     schema: str | None = None
     summary_interval: float | None = 60.0
+    # Seconds between two jobq_tick calls (schedules); None: this worker fires none.
+    tick_interval: float | None = 5.0
     transactional: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -123,6 +125,10 @@ class WorkerConfig:
             raise ValueError(f"shutdown_grace must not be negative, got {self.shutdown_grace}")
         if self.retry_backoff < timedelta(0):
             raise ValueError(f"retry_backoff must not be negative, got {self.retry_backoff}")
+        if self.tick_interval is not None and self.tick_interval <= 0:
+            raise ValueError(
+                f"tick_interval must be positive (or None: no ticking), got {self.tick_interval}"
+            )
         if self.summary_interval is not None and self.summary_interval <= 0:
             raise ValueError(f"summary_interval must be positive, got {self.summary_interval}")
         worker_id = self.worker_id

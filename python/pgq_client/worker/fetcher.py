@@ -233,7 +233,7 @@ class Fetcher:
         queues = self._config.queues
         try:
             notes = list(conn.notifies(timeout=0))
-            # WAKE_ALL: one statement made jobs available in more than 100 queues.
+            # WAKE_ALL: one statement made jobs available in more than 100 queues
             relevant = any(
                 queues is None or note.payload in queues or note.payload == _sql.WAKE_ALL
                 for note in notes

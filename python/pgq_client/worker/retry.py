@@ -109,8 +109,8 @@ def reconnecting(
 
 
 class Link:
-    """A connection of the worker's own (not pooled): opened when first needed, ``setup(conn)``
-    run on it, and opened again after it broke."""
+    """A connection of the worker's own (not pooled): opened when first needed, with ``setup``
+    run on it (e.g. its LISTEN), and opened again after it broke."""
 
     def __init__(
         self,

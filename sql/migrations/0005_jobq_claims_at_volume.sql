@@ -1,4 +1,4 @@
--- 0002_jobq_claims_at_volume.sql — claims whose cost does not grow with what they cannot
+-- 0005_jobq_claims_at_volume.sql — claims whose cost does not grow with what they cannot
 -- claim, time-ordered ids, and an index for pruning succeeded jobs.
 --
 -- 1. jobq_jobs.scheduled: true for a pending job whose available_at was in the future when it
@@ -86,5 +86,5 @@ ALTER TABLE jobq_jobs ALTER COLUMN id SET DEFAULT pg_catalog.encode(
 
 COMMENT ON COLUMN jobq_jobs.id IS
 'The job''s id, made by jobq: a UUID version 7 (time-ordered: 48 bits of Unix time in
-milliseconds, then random bits) since migration 0002, random (version 4) before. Callers rely
+milliseconds, then random bits) since migration 0005, random (version 4) before. Callers rely
 on neither.';

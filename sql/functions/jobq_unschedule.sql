@@ -1,0 +1,25 @@
+-- jobq_unschedule: deletes a schedule. Jobs its fires already enqueued stay (they are jobs
+-- like any other); a tick holding the row makes this call wait for it.
+--! levels: admin
+
+CREATE OR REPLACE FUNCTION jobq_unschedule(name text) RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF jobq_unschedule.name IS NULL THEN
+        RAISE EXCEPTION 'jobq_unschedule: name must not be NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM jobq_schedules AS s WHERE s.name = jobq_unschedule.name;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_unschedule(text) IS
+'Deletes the schedule `name`. Result: whether it existed. Jobs already enqueued by its fires are
+kept. Errors: 22023 NULL name. Concurrency: waits for a tick that holds the schedule.';
+
+REVOKE EXECUTE ON FUNCTION jobq_unschedule(text) FROM PUBLIC;
