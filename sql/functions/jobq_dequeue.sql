@@ -88,6 +88,9 @@ BEGIN
             coalesce(lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- What this worker asks for, for jobq_unserved_job_types (one look-up; a write at most
+    -- every 5 seconds per worker).
+    PERFORM jobq__worker_seen(jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues);
 
     -- 0. Promote the scheduled jobs that have come due (at most 1,000 per claim): they enter
     --    jobq_jobs_claim_idx, and this claim can take them. One probe of
