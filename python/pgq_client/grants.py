@@ -14,6 +14,9 @@ function is one file plus its test. With a connection, a level gets the function
 declare it and are installed in the schema (an admin gets every installed public function);
 without one (``--dry-run`` with no database), those of the files.
 
+``jobq migrate`` carries the levels over an upgrade: a role that held every function of a
+level gets the level's functions that the upgrade adds (see ``pgq_client.migrate``).
+
 Each grant includes USAGE on the schema. ``PUBLIC`` is refused as a role to grant to: a level
 is for one role, and PUBLIC is every role. Functions are named without argument lists: jobq
 has no overloads, so each name is unique in its schema. Identifiers are quoted with
@@ -30,7 +33,7 @@ from psycopg import sql
 
 from . import _sql
 from .errors import InvalidArgument, NotMigrated, from_psycopg
-from .migrate import FunctionFile, function_files
+from .migrate import ADMIN_TABLES, FunctionFile, function_files
 
 __all__ = [
     "ADMIN_TABLES",
@@ -49,8 +52,6 @@ __all__ = [
 
 Level = Literal["producer", "worker", "monitor", "admin"]
 LEVELS: tuple[Level, ...] = ("producer", "worker", "monitor", "admin")
-
-ADMIN_TABLES = ("jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers")
 
 
 def declared_functions(level: Level, files: Sequence[FunctionFile] | None = None) -> list[str]:

@@ -62,18 +62,33 @@ def install_legacy(dsn: str, tmp_path: Path, count: int = len(FOLDED)) -> list[s
 
 
 @pytest.fixture
-def role(admin_dsn: str) -> Iterator[tuple[str, list[str]]]:
-    """A login role, and the databases it gets grants in (cleaned up before it is dropped)."""
-    name = f"jobq_urole_{os.getpid()}_{next(_roles)}"
+def level_roles(admin_dsn: str) -> Iterator[tuple[dict[str, str], list[str]]]:
+    """A login role per level of `jobq grant`, and the databases they get grants in."""
+    names = {level: f"jobq_u{level}_{os.getpid()}_{next(_roles)}" for level in grants.LEVELS}
     dsns: list[str] = []
     with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-    yield name, dsns
+        for name in names.values():
+            c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    yield names, dsns
     for dsn in dsns:
         with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+            for name in names.values():
+                c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
     with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+        for name in names.values():
+            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def executable(dsn: str, role: str) -> set[str]:
+    """The jobq functions ``role`` may execute in schema public."""
+    with psycopg.connect(dsn) as c:
+        rows = c.execute(
+            "SELECT p.proname::text FROM pg_proc AS p"
+            " WHERE p.pronamespace = 'public'::regnamespace"
+            " AND has_function_privilege(%s::text, p.oid, 'EXECUTE')",
+            (role,),
+        ).fetchall()
+    return {r[0] for r in rows}
 
 
 def add_jobs_in_every_status(dsn: str) -> None:
@@ -213,39 +228,48 @@ def catalogue(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
 def test_an_install_of_main_before_the_fold_upgrades_to_a_fresh_install_keeping_its_jobs(
     dsn: str,
     empty_dsn: str,
-    role: tuple[str, list[str]],
+    level_roles: tuple[dict[str, str], list[str]],
     tmp_path: Path,
     count: int,
 ) -> None:
     """``dsn`` is a fresh install; ``empty_dsn`` gets the legacy one. Installs were made with
     2 to 5 of the folded migrations (main had 0001-0002 from commit 3a4bde9 on)."""
-    name, granted_in = role
+    names, granted_in = level_roles
     legacy, fresh = empty_dsn, dsn
     assert install_legacy(legacy, tmp_path, count) == [v for v, _ in FOLDED[:count]]
     add_jobs_in_every_status(legacy)
-    # A role granted by `jobq grant` before the upgrade; the same on the fresh install.
+    # Roles granted by `jobq grant` before the upgrade, one per level; the same on the fresh
+    # install.
     for target in (legacy, fresh):
-        grants.grant(target, name, "admin")
+        for level, name in names.items():
+            grants.grant(target, name, level)
         granted_in.append(target)
     jobs = snapshot(legacy)
+    before = {level: executable(legacy, name) for level, name in names.items()}
+    assert "jobq_release_orphans" not in before["worker"]
 
     # the baseline's records are rewritten; the migrations after it and every file are applied
     assert migrate(legacy) == [
         m.version for m in available_migrations() if m.version != "0001_jobq_core"
     ] + [f.version for f in function_files()]
-    # Functions new since the legacy install (jobq_tick, ...) reach a level's roles when
-    # `jobq grant` runs again, as the docs say; functions that existed keep their grants.
-    grants.grant(legacy, name, "admin")
 
+    # No `jobq grant` again: each role got the functions of its level that the upgrade added
+    # (jobq_release_orphans and jobq_tick for the worker, every new one and SELECT on the new
+    # tables for the admin), exactly as on the fresh install.
     assert records(legacy) == records(fresh)
     assert catalogue(legacy) == catalogue(fresh)
+    for level, name in names.items():
+        assert executable(legacy, name) == executable(fresh, name) >= before[level], level
+    assert {"jobq_release_orphans", "jobq_tick"} <= executable(legacy, names["worker"])
+    assert "jobq_dequeue" not in executable(legacy, names["producer"])
     assert dump_schema(legacy) == dump_schema(fresh)
     assert without_scheduled(snapshot_with_now(legacy)) == jobs
     assert migrate(legacy) == []
 
-    # The role still works, on the new bodies: claim the available ocr job and complete it.
+    # The worker role works on the new bodies: claim the available ocr job, complete it, and
+    # call the function new since its grant.
     with psycopg.connect(legacy, autocommit=True) as c:
-        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(name)))
+        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(names["worker"])))
         job = c.execute(
             "SELECT id FROM jobq_dequeue(worker_id => 'w3', job_types => '{ocr}')"
         ).fetchone()
@@ -254,19 +278,71 @@ def test_an_install_of_main_before_the_fold_upgrades_to_a_fresh_install_keeping_
             "SELECT jobq_complete(job_id => %s::uuid, worker_id => 'w3')", (job[0],)
         ).fetchone()
         assert row == (True,)
+        released = c.execute(
+            "SELECT jobq_release_orphans(worker_id => 'w2', job_ids => '{}'::uuid[])"
+        ).fetchone()
+        assert released == (1,)  # the stale claim w2 took over in add_jobs_in_every_status
+
+
+def test_a_role_that_held_part_of_a_level_gets_nothing_new_from_an_upgrade(
+    empty_dsn: str, level_roles: tuple[dict[str, str], list[str]], tmp_path: Path
+) -> None:
+    """Only a whole level is carried over: a role granted one worker function by hand, and a
+    worker role whose jobq_heartbeat was revoked, get no function the upgrade adds."""
+    names, granted_in = level_roles
+    install_legacy(empty_dsn, tmp_path)
+    granted_in.append(empty_dsn)
+    partial, trimmed = names["producer"], names["worker"]
+    grants.grant(empty_dsn, trimmed, "worker")
+    with psycopg.connect(empty_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(partial)))
+        c.execute(
+            sql.SQL("GRANT EXECUTE ON FUNCTION jobq_dequeue TO {}").format(sql.Identifier(partial))
+        )
+        c.execute(
+            sql.SQL("REVOKE EXECUTE ON FUNCTION jobq_heartbeat FROM {}").format(
+                sql.Identifier(trimmed)
+            )
+        )
+    before = {name: executable(empty_dsn, name) for name in (partial, trimmed)}
+    migrate(empty_dsn)
+    assert {name: executable(empty_dsn, name) for name in (partial, trimmed)} == before
+
+
+def test_jobq_migrate_says_which_role_it_granted_a_new_function(
+    empty_dsn: str, level_roles: tuple[dict[str, str], list[str]], tmp_path: Path
+) -> None:
+    names, granted_in = level_roles
+    install_legacy(empty_dsn, tmp_path)
+    grants.grant(empty_dsn, names["worker"], "worker")
+    granted_in.append(empty_dsn)
+    done = subprocess.run(
+        [sys.executable, "-m", "pgq_client", "migrate", "--dsn", empty_dsn],
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    assert (
+        f"jobq: granted EXECUTE on jobq_release_orphans to {names['worker']} "
+        "(it held the worker level of schema public)"
+    ) in done.stderr.splitlines()
+    assert "applied functions/jobq_release_orphans" in done.stdout.splitlines()
 
 
 def test_the_dry_run_of_an_upgrade_applied_with_psql_does_the_same(
-    dsn: str, empty_dsn: str, tmp_path: Path
+    dsn: str, empty_dsn: str, tmp_path: Path, level_roles: tuple[dict[str, str], list[str]]
 ) -> None:
     legacy, fresh = empty_dsn, dsn
+    names, granted_in = level_roles
     install_legacy(legacy, tmp_path)
     add_jobs_in_every_status(legacy)
+    for target in (legacy, fresh):
+        grants.grant(target, names["worker"], "worker")
+        granted_in.append(target)
     jobs = snapshot(legacy)
     script = render_dry_run(legacy)
     assert "development install (0001_jobq_core, 0002_jobq_operations" in script
     assert records(legacy) == dict(FOLDED), "a dry run changes nothing"
-    subprocess.run(
+    assert "jobq_release_orphans" not in executable(legacy, names["worker"])
+    applied = subprocess.run(
         ["psql", "--no-psqlrc", "--quiet", "--dbname", legacy],
         input=script,
         text=True,
@@ -277,6 +353,13 @@ def test_the_dry_run_of_an_upgrade_applied_with_psql_does_the_same(
     assert records(legacy) == records(fresh)
     assert dump_schema(legacy) == dump_schema(fresh)
     assert without_scheduled(snapshot_with_now(legacy)) == jobs
+    # the worker role granted before got the worker functions the upgrade added, and psql
+    # showed each grant
+    assert executable(legacy, names["worker"]) == executable(fresh, names["worker"])
+    assert (
+        f"jobq migrate: granted EXECUTE on jobq_release_orphans to {names['worker']} "
+        "(it held the worker level of schema public)"
+    ) in applied.stderr
 
 
 def _refused(legacy: str, change: str, message: str) -> None:

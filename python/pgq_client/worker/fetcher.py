@@ -198,8 +198,9 @@ class Fetcher:
         except psycopg.Error as exc:
             if transient(exc):
                 raise
-            # Not installed (jobq migrate not run) or not granted (a worker role granted before
-            # jobq_release_orphans existed): those jobs wait for lock_timeout, as they used to.
+            # Not installed (jobq migrate not run) or not granted (a role granted only part of
+            # the worker level, which jobq migrate does not extend): those jobs wait for
+            # lock_timeout, as they used to.
             log.warning(
                 "%s could not release the jobs of a claim whose reply may have been lost (%s); "
                 "if it had claimed any, they run again after lock_timeout",
