@@ -7,6 +7,7 @@ Worker(dsn, handlers={"ocr": handle_ocr}).run()
 
 from .errors import (
     ConnectionFailed,
+    IncompatibleSchema,
     InvalidArgument,
     JobqError,
     NotMigrated,
@@ -24,6 +25,7 @@ from .worker import Worker
 __all__ = [
     "ConnectionFailed",
     "Fire",
+    "IncompatibleSchema",
     "InvalidArgument",
     "Job",
     "JobqError",

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -14,7 +15,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATCH_UP",
+    "FINISHED_STATUSES",
     "STATUSES",
+    "STATUS_IS_FINISHED",
     "Fire",
     "HealthRow",
     "Job",
@@ -24,7 +27,19 @@ __all__ = [
     "job_row",
 ]
 
-STATUSES = ("pending", "processing", "succeeded", "failed", "dead_letter")
+# Every job status, in the order of a job's life, and whether it is finished: the names of the
+# SQL function jobq__statuses(), which a test compares with this. Add a status here and there.
+STATUS_IS_FINISHED: Mapping[str, bool] = MappingProxyType(
+    {
+        "pending": False,  # waits (also between retries)
+        "processing": False,  # claimed
+        "succeeded": True,
+        "failed": True,  # a permanent failure the worker asked for
+        "dead_letter": True,  # used all its attempts
+    }
+)
+STATUSES: tuple[str, ...] = tuple(STATUS_IS_FINISHED)
+FINISHED_STATUSES: tuple[str, ...] = tuple(s for s, done in STATUS_IS_FINISHED.items() if done)
 
 # What a tick does with fires nobody ticked in time (jobq_schedule's catch_up).
 CATCH_UP = ("skip", "latest", "all")

@@ -23,6 +23,7 @@ from psycopg_pool import ConnectionPool
 from . import _sql
 from ._secrets import is_conninfo_error
 from .errors import InvalidArgument, JobqError, NotMigrated, SerializationFailure, from_psycopg
+from .migrate import check_compatible
 from .models import Fire, HealthRow, Job, Schedule, StatsRow, UnservedJobType, job_row
 
 __all__ = ["Connectable", "Queue", "resolve_dsn"]
@@ -139,6 +140,9 @@ class Queue:
     ``schema`` qualifies every call (``"tenant".jobq_enqueue``); None leaves it to the
     search_path. Each call is its own short transaction, except with ``conn=`` (the caller's
     transaction) or on a borrowed connection that is inside a transaction already.
+
+    Before its first statement, a Queue checks once that the schema has no breaking change
+    this client does not know (:class:`~pgq_client.errors.IncompatibleSchema` otherwise).
     """
 
     def __init__(self, dsn: Connectable = None, *, schema: str | None = None) -> None:
@@ -160,6 +164,7 @@ class Queue:
                 f"Queue() takes a DSN, a psycopg Connection or a ConnectionPool, got {dsn!r}"
             )
         self._closed = False
+        self._compatible = False  # checked once, before the first statement
 
     # -- connection handling ------------------------------------------------------------------
 
@@ -182,12 +187,14 @@ class Queue:
             raise JobqError("this Queue is closed")
         if self._pool is not None:
             with self._pool.connection() as conn:
+                self._check_compatible(conn)
                 yield conn, True
             return
         with self._lock:
             if self._conn is not None:
                 conn = self._conn
                 owns_tx = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+                self._check_compatible(conn)
                 yield conn, owns_tx
                 return
             if self._owned is None or self._owned.closed or self._owned.broken:
@@ -195,7 +202,21 @@ class Queue:
                     self._owned.close()
                     self._owned = None
                 self._owned = connect(self.dsn)
+            self._check_compatible(self._owned)
             yield self._owned, True
+
+    def _check_compatible(self, conn: psycopg.Connection[Any]) -> None:
+        """Once per Queue: refuse a schema with a breaking change this client does not know."""
+        if self._compatible:
+            return
+        idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        with translate_errors():
+            if idle and not conn.autocommit:  # leave the connection as it was: idle
+                with conn.transaction():
+                    check_compatible(conn, self.schema)
+            else:
+                check_compatible(conn, self.schema)
+        self._compatible = True
 
     def _run(
         self,
@@ -210,6 +231,7 @@ class Queue:
         transaction."""
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
+            self._check_compatible(conn)
             with translate_errors(), conn.cursor(row_factory=row_factory) as cur:
                 cur.execute(query, params)
                 return cur.fetchall()
@@ -396,6 +418,39 @@ class Queue:
         status: str | None = self._run(self._sql.fail, params)[0]["status"]
         return status
 
+    def fail_many(
+        self,
+        job_ids: Sequence[uuid.UUID],
+        worker_id: str,
+        errors: Sequence[str],
+        *,
+        retries: Sequence[bool] | None = None,
+        backoffs: Sequence[timedelta | float] | None = None,
+        attempts: Sequence[int | None] | None = None,
+    ) -> list[str | None]:
+        """Record a failed attempt of many claimed jobs in one statement (one error, and
+        optionally one retry flag, backoff and attempt, per job); returns the new status of
+        each, in order, None where the claim was lost."""
+        for name, values in (
+            ("errors", errors),
+            ("retries", retries),
+            ("backoffs", backoffs),
+            ("attempts", attempts),
+        ):
+            if values is not None and len(values) != len(job_ids):
+                raise ValueError(f"{name} must have one entry per job id")
+        params = {
+            "job_ids": list(job_ids),
+            "worker_id": worker_id,
+            "errors": list(errors),
+            "retries": None if retries is None else list(retries),
+            "backoffs": None
+            if backoffs is None
+            else [_interval(b, f"backoffs[{i}]") for i, b in enumerate(backoffs)],
+            "attempts": None if attempts is None else list(attempts),
+        }
+        return [row["status"] for row in self._run(self._sql.fail_many, params)]
+
     def heartbeat(self, worker_id: str, job_ids: Sequence[uuid.UUID]) -> int:
         """Renew the claims ``worker_id`` still holds; returns how many."""
         params = {"worker_id": worker_id, "job_ids": list(job_ids)}
@@ -467,11 +522,12 @@ class Queue:
     def prune(
         self,
         older_than: timedelta | float = timedelta(days=7),
-        statuses: Sequence[Literal["succeeded", "failed", "dead_letter"] | str] = ("succeeded",),
+        statuses: Sequence[str] = ("succeeded",),
         *,
         batch_size: int | None = 10_000,
     ) -> int:
-        """Delete finished jobs older than ``older_than``; returns how many.
+        """Delete finished jobs older than ``older_than``, in ``statuses`` (some of
+        :data:`~pgq_client.models.FINISHED_STATUSES`); returns how many.
 
         In batches of ``batch_size`` (the oldest first), one statement each, until a batch
         comes back short: on a queue of its own connection each batch is a short transaction,

@@ -41,11 +41,14 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_complete(uuid, text, integer) IS
-'Marks job_id succeeded while worker_id still holds its claim (and, when attempt is given,
-only the claim of that attempt). Result: true if it did, false otherwise (unknown job, not
-processing, claim taken over or of another attempt); nothing changes then.
+'Marks the job succeeded while the worker still holds its claim.
+Arguments: job_id (the job), worker_id (the worker that claimed it: non-blank, at most 200
+characters), attempt (NULL = any; else only the claim of that attempt counts, so that a claim
+that expired and was taken again, even by the same worker_id, is fenced off).
+Result: true if it completed the job; false otherwise (unknown job, not processing, claim
+taken over or of another attempt), and nothing changes then.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.
 Concurrency: the row lock orders it against a concurrent takeover; whichever commits first
-wins, and a taken-over claim can no longer complete.
-Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
+wins, and a taken-over claim can no longer complete.';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete(uuid, text, integer) FROM PUBLIC;

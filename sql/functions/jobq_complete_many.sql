@@ -63,11 +63,14 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_complete_many(uuid[], text, integer[]) IS
-'Marks succeeded each of job_ids that worker_id still holds, in one statement. attempts
-(optional, an extension of the contract): one claim attempt per job id, same order; a job
-counts only while its claim is of that attempt.
-Result: how many jobs were completed; the others (not held, other attempt) are left alone.
+'Marks succeeded, in one statement, each of the jobs that the worker still holds.
+Arguments: job_ids (the jobs), worker_id (the worker that claimed them: non-blank, at most 200
+characters), attempts (optional, an extension of the contract: one claim attempt per job id,
+same order; a job counts only while its claim is of that attempt; NULL = any).
+Result: how many jobs were completed; the others (not held, another attempt) are left alone.
 Errors: 22023 when attempts and job_ids differ in length, worker_id NULL, blank or longer
-than 200 characters.';
+than 200 characters.
+Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
+calls over the same jobs at once.';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete_many(uuid[], text, integer[]) FROM PUBLIC;

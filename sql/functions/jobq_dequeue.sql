@@ -355,25 +355,28 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) IS
-'Claims up to batch_size jobs for worker_id and returns them (status processing, locked_at =
-now(), locked_by = worker_id, attempts + 1), highest priority first, then available_at, then id.
-Candidates: pending jobs whose available_at has come, and processing jobs whose lock is older
-than lock_timeout (their worker is presumed dead): such a takeover is recorded in errors
-(kind lock_expired, the worker that lost it); a stale job with no attempts left goes to
-dead_letter instead of running again.
-Arguments: worker_id (non-blank, at most 200 characters), job_types (NULL = all), batch_size
-(1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL = all).
+'Claims up to batch_size jobs for a worker and returns them: status processing, locked_at
+now, locked_by the worker, attempts + 1. Candidates: pending jobs whose available_at has
+come, and processing jobs whose lock is older than lock_timeout (their worker is presumed
+dead): such a takeover is recorded in errors (kind lock_expired, the worker that lost it),
+and a stale job with no attempts left goes to dead_letter instead of running again. Each
+call also records the worker''s filters in jobq_workers (written at most every 5 seconds per
+worker), for jobq_unserved_job_types.
+Cost: each call first promotes up to 1,000 scheduled jobs that have come due (one index probe
+when none has), then reads only the (job_type, queue) ranges of jobq_jobs_claim_idx that its
+filters select, plus one probe per pair with pending jobs to find them; finished jobs, jobs of
+other types or queues and jobs scheduled for later (whatever their priority) are never read.
+Runs with enable_bitmapscan = off and plan_cache_mode = force_generic_plan (for this function
+only; the caller keeps its own settings): index scans in claim order that stop after
+batch_size rows, planned once per session.
+Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all),
+batch_size (1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL =
+all).
+Result: the claimed rows of jobq_jobs, highest priority first, then available_at, then id.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
 lock_timeout <= 0.
-Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, one call
-never locks or claims more than batch_size pending rows, and it never comes back short while
-jobs it could claim are waiting unlocked.
-Cost: reads only the (job_type, queue) ranges of jobq_jobs_claim_idx that its filters select,
-plus one probe per pair with pending jobs to find them; finished jobs, jobs of other types or
-queues and jobs scheduled for later (whatever their priority) are never read. Each call first
-promotes up to 1,000 scheduled jobs that have come due.
-Runs with enable_bitmapscan = off and plan_cache_mode = force_generic_plan (for this function
-only; the caller keeps its own settings): index scans in claim order that stop after batch_size
-rows, planned once per session.';
+Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
+same job, one call never locks or claims more than batch_size pending rows, and it never comes
+back short while jobs it could claim are waiting unlocked.';
 
 REVOKE EXECUTE ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) FROM PUBLIC;

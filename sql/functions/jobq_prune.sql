@@ -1,6 +1,7 @@
--- jobq_prune: deletes finished jobs older than a given age. Only finished statuses may be
--- named: deleting a pending or processing job would lose work, so those are refused rather
--- than ignored. The age is capped at 1000 years so that now() - older_than cannot overflow.
+-- jobq_prune: deletes finished jobs older than a given age. Only finished statuses
+-- (jobq__statuses(finished => true)) may be named: deleting a pending or processing job would
+-- lose work, so those are refused rather than ignored. The age is capped at 1000 years so that
+-- now() - older_than cannot overflow.
 --
 -- At volume: with batch_size, one call deletes at most that many jobs, the oldest first, and a
 -- caller loops (Queue.prune and `jobq prune` do) until a call deletes fewer: each batch is a
@@ -10,7 +11,8 @@
 -- Succeeded jobs are found through jobq_jobs_succeeded_idx (finished_at), failed and
 -- dead-letter jobs through jobq_jobs_failed_idx (status, finished_at): no batch scans the
 -- table. One statement per status, each naming its status as a literal, so that even a
--- generic plan can prove the partial index's predicate.
+-- generic plan can prove the partial index's predicate; a finished status added later without
+-- an index of its own is deleted by a statement of its own too.
 --
 --! replaces: jobq_prune(interval, text[])
 --! levels: admin
@@ -27,6 +29,7 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_bad text;
+    v_hint text;
     v_status text;
     v_before timestamptz;
     v_left bigint;
@@ -38,25 +41,24 @@ BEGIN
             coalesce(older_than::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    v_hint := 'Finished statuses: '
+        || pg_catalog.array_to_string(jobq__statuses(finished => TRUE), ', ') || '.';
     IF statuses IS NULL OR pg_catalog.cardinality(statuses) = 0 THEN
         RAISE EXCEPTION 'jobq_prune: statuses must name at least one finished status'
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+            USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
     END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
-    WHERE s IS NULL OR s NOT IN ('succeeded', 'failed', 'dead_letter')
+    WHERE s IS NULL OR s <> ALL (jobq__statuses(finished => TRUE))
     LIMIT 1;
     IF FOUND THEN
-        IF v_bad IN ('pending', 'processing') THEN
+        IF v_bad = ANY (jobq__statuses(finished => FALSE)) THEN
             RAISE EXCEPTION 'jobq_prune: statuses may not include %: only finished jobs are pruned',
                 pg_catalog.quote_literal(v_bad)
-                USING ERRCODE = 'invalid_parameter_value',
-                      HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+                USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
         END IF;
         RAISE EXCEPTION 'jobq_prune: statuses contains %, which is not a status',
             coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+            USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
     END IF;
 
     IF batch_size IS NOT NULL AND batch_size < 1 THEN
@@ -84,13 +86,26 @@ BEGIN
             DELETE FROM jobq_jobs AS j
             USING doomed
             WHERE j.id = doomed.id;
-        ELSE
+        ELSIF v_status IN ('failed', 'dead_letter') THEN
             WITH doomed AS MATERIALIZED (
                 SELECT j.id
                 FROM jobq_jobs AS j
                 WHERE j.status IN ('failed', 'dead_letter')
                   AND j.status = v_status
                   AND j.finished_at < v_before
+                ORDER BY j.finished_at
+                LIMIT v_left
+                FOR UPDATE SKIP LOCKED
+            )
+
+            DELETE FROM jobq_jobs AS j
+            USING doomed
+            WHERE j.id = doomed.id;
+        ELSE
+            WITH doomed AS MATERIALIZED (
+                SELECT j.id
+                FROM jobq_jobs AS j
+                WHERE j.status = v_status AND j.finished_at < v_before
                 ORDER BY j.finished_at
                 LIMIT v_left
                 FOR UPDATE SKIP LOCKED
@@ -108,10 +123,12 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_prune(interval, text[], integer) IS
-'Deletes jobs in the given finished statuses (succeeded, failed, dead_letter) whose
-finished_at is older than older_than, the oldest first. batch_size: at most that many per
-call (loop until a call deletes fewer; each call is then a short transaction); NULL (the
-default): all of them in one statement. Result: how many were deleted.
+'Deletes finished jobs that finished long enough ago, the oldest first, all at once or in
+batches (each call then a short transaction: loop until a call deletes fewer than batch_size).
+Arguments: older_than (>= 0: jobs whose finished_at is older than this), statuses (finished
+statuses only: succeeded, failed, dead_letter; default succeeded), batch_size (at most that
+many per call; NULL, the default: all of them in one statement).
+Result: how many jobs were deleted.
 Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty
 list, a NULL or negative older_than, a batch_size below 1.
 Concurrency: rows locked by another transaction at that moment are skipped (SKIP LOCKED), not

@@ -79,9 +79,9 @@ for a worker that reconnects after a claim whose reply was lost (the claim commi
 worker never saw its jobs), so that those jobs run again at once instead of after
 lock_timeout. Released as jobq_release does: pending, available now, attempts - 1, claim
 cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel).
-Result: how many.
 Arguments: worker_id (non-blank; must be unique per worker process), job_ids (every job the
 worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
+Result: how many jobs were released.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; NULL job_ids.
 Concurrency: skips rows locked by another transaction (never waits). Call it only while no
 claim of this worker is in flight: the jobs of a claim not yet returned would be released.';

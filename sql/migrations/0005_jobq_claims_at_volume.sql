@@ -53,7 +53,19 @@ CREATE INDEX jobq_jobs_succeeded_idx ON jobq_jobs (finished_at)
 WHERE status = 'succeeded';
 
 COMMENT ON INDEX jobq_jobs_succeeded_idx IS
-'Succeeded jobs by finished_at, for jobq_prune (the oldest first, in batches).';
+'Succeeded jobs by finished_at, for jobq_prune (the oldest first, in batches). A completion
+appends one entry at its right-hand end.';
+
+COMMENT ON INDEX jobq_jobs_failed_idx IS
+'Failed and dead-letter jobs, for operators: listing, health, requeue, and jobq_prune, which
+reads them from here, the oldest first. Succeeded jobs have an index of their own,
+jobq_jobs_succeeded_idx, so that a completion, the most frequent write of a queue, adds one
+entry at its end rather than one here.';
+
+COMMENT ON COLUMN jobq_jobs.available_at IS
+'Not claimed before this time: run_at (or now) at enqueue, now + attempts × backoff after a
+failure, now after a release or a requeue. A pending job whose available_at is in the future
+when it is written is marked scheduled until a claim after that time promotes it.';
 
 -- The same expression as jobq__uuid_v7() (sql/functions/jobq__uuid_v7.sql), written out: a
 -- migration runs before the function files, and a default that named the function would tie

@@ -12,7 +12,7 @@
 -- the current role, so each test role gets USAGE on schema tap and the use of pgTAP's
 -- temporary tables of this session.
 BEGIN;
-SELECT plan(75);
+SELECT plan(78);
 
 DELETE FROM jobq_jobs;
 
@@ -78,6 +78,7 @@ GRANT EXECUTE ON FUNCTION
     jobq_complete(uuid, text, integer),
     jobq_complete_many(uuid[], text, integer[]),
     jobq_fail(uuid, text, text, boolean, interval, integer),
+    jobq_fail_many(uuid[], text, text[], boolean[], interval[], integer[]),
     jobq_heartbeat(text, uuid[]),
     jobq_release(uuid[], text),
     jobq_release_orphans(text, uuid[])
@@ -90,6 +91,7 @@ GRANT EXECUTE ON FUNCTION
     jobq_complete(uuid, text, integer),
     jobq_complete_many(uuid[], text, integer[]),
     jobq_fail(uuid, text, text, boolean, interval, integer),
+    jobq_fail_many(uuid[], text, text[], boolean[], interval[], integer[]),
     jobq_heartbeat(text, uuid[]),
     jobq_release(uuid[], text),
     jobq_release_orphans(text, uuid[]),
@@ -129,6 +131,8 @@ SELECT throws_ok($$SELECT * FROM jobq_stats()$$, '42501', NULL, 'producer: canno
 SELECT throws_ok($$SELECT * FROM jobq_list_jobs()$$, '42501', NULL, 'producer: cannot list jobs');
 SELECT throws_ok(format($$SELECT jobq_complete(%L, 'x')$$, :'seed'), '42501', NULL, 'producer: cannot complete');
 SELECT throws_ok(format($$SELECT jobq_fail(%L, 'x', 'e')$$, :'seed'), '42501', NULL, 'producer: cannot fail');
+SELECT throws_ok(format($$SELECT * FROM jobq_fail_many(ARRAY[%L]::uuid[], 'x', '{e}')$$, :'seed'), '42501', NULL,
+    'producer: cannot fail_many');
 SELECT throws_ok($$SELECT jobq_prune()$$, '42501', NULL, 'producer: cannot prune');
 SELECT throws_ok($$SELECT jobq_release_orphans('x', '{}')$$, '42501', NULL,
     'producer: cannot release a worker''s claims');
@@ -151,6 +155,9 @@ SELECT is(jobq_release(ARRAY[:'seed']::uuid[], 'tw'), 1, 'worker: can release');
 SELECT is(jobq_release_orphans('tw', '{}'), 0, 'worker: can release its orphaned claims');
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims again');
 SELECT is(jobq_fail(:'seed', 'tw', 'e', backoff => '0'), 'pending', 'worker: can fail');
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims again');
+SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'seed']::uuid[], 'tw', '{e}', backoffs => '{0}')),
+          'pending', 'worker: can fail_many');
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims again');
 SELECT is(jobq_complete(:'seed', 'tw'), true, 'worker: can complete');
 SELECT is(jobq_complete_many(ARRAY[:'seed']::uuid[], 'tw'), 0, 'worker: can call complete_many');
@@ -193,7 +200,7 @@ SELECT ok((SELECT count(*) FROM jobq_jobs) > 0, 'admin: can read jobq_jobs');
 SELECT ok((SELECT count(*) FROM jobq_settings) = 1, 'admin: can read jobq_settings');
 SELECT ok((SELECT count(*) FROM jobq_migrations) > 0, 'admin: can read jobq_migrations');
 SELECT throws_ok($$UPDATE jobq_jobs SET priority = 1$$, '42501', NULL, 'admin: reads the tables but cannot write them');
-SELECT throws_ok($$SELECT jobq__job_error('a', 'b', NULL, 1, 1)$$, '42501', NULL,
+SELECT throws_ok($$SELECT jobq__job_argument_problem('a', 'b', NULL, 1, 1)$$, '42501', NULL,
     'admin: private helpers are granted to nobody, admins included');
 RESET ROLE;
 

@@ -172,8 +172,8 @@ def _executable(conn: Conn, role: str, schema: str = "public") -> set[str]:
 EXPECTED = {
     "producer": {"jobq_enqueue", "jobq_enqueue_many"},
     "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_dequeue", "jobq_complete",
-               "jobq_complete_many", "jobq_fail", "jobq_heartbeat", "jobq_release",
-               "jobq_release_orphans", "jobq_tick"},
+               "jobq_complete_many", "jobq_fail", "jobq_fail_many", "jobq_heartbeat",
+               "jobq_release", "jobq_release_orphans", "jobq_tick"},
     "monitor": {"jobq_stats", "jobq_health"},
 }
 

@@ -30,15 +30,16 @@ UNSERVED_AFTER = 3.0
 
 class Acknowledger:
     """Sends, in this order each round: the release of unstarted jobs (at shutdown), every
-    completion so far in one ``jobq_complete_many``, every failure so far in one statement (a
-    ``jobq_fail`` per job), and the heartbeat of every held job when one is due.
+    completion so far in one ``jobq_complete_many``, every failure so far in one
+    ``jobq_fail_many`` (a row per job, in order), and the heartbeat of every held job when one
+    is due.
 
     One thread doing all of them one after the other is what keeps a heartbeat from meeting an
     acknowledgement of the same rows (a heartbeat skips rows locked by others, and then a
     smaller count would no longer mean lost claims). Every call is fenced by the claim's
     attempt, so a batch whose reply was lost with the connection is simply sent again. It also
-    logs how each failure ended (from ``jobq_fail``'s result) and, every ``summary_interval``,
-    what the worker has done.
+    logs how each failure ended (from ``jobq_fail_many``'s result) and, every
+    ``summary_interval``, what the worker has done.
     """
 
     def __init__(
@@ -237,7 +238,7 @@ class Acknowledger:
             f"reporting {len(failures)} failed jobs",
         )
         recorded = 0
-        for failure, (_, status) in zip(failures, rows, strict=True):
+        for failure, (_, _, status) in zip(failures, rows, strict=True):
             recorded += status is not None
             _log_failure(failure, status, retried)
         self._shared.settled([f.job for f in failures], failed=recorded)
@@ -368,7 +369,7 @@ _OUTCOMES = {
 
 
 def _log_failure(failure: Failure, status: str | None, retried: bool) -> None:
-    """Say what ``jobq_fail`` did with the attempt: its result is the job's new status."""
+    """Say what ``jobq_fail_many`` did with the attempt: its result is the job's new status."""
     job = failure.job
     wait = duration(failure.backoff * job.attempts)  # jobq_fail waits attempts x backoff
     if status is None:
