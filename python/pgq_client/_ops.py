@@ -376,10 +376,26 @@ def stats(s: Statements) -> Op[list[StatsRow]]:
     return [StatsRow.from_row(row) for row in rows]
 
 
-def prune(s: Statements, older_than: timedelta | float, statuses: Sequence[str]) -> Op[int]:
-    params = {"older_than": interval(older_than, "older_than"), "statuses": list(statuses)}
-    rows = yield Call(s.prune, params)
-    return int(rows[0]["pruned"])
+def prune(
+    s: Statements,
+    older_than: timedelta | float,
+    statuses: Sequence[str],
+    batch_size: int | None,
+) -> Op[int]:
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1 or None, got {batch_size}")
+    params = {
+        "older_than": interval(older_than, "older_than"),
+        "statuses": list(statuses),
+        "batch_size": batch_size,
+    }
+    total = 0
+    while True:  # one call per batch: each its own short transaction (unless conn= is given)
+        rows = yield Call(s.prune, params)
+        pruned = int(rows[0]["pruned"])
+        total += pruned
+        if batch_size is None or pruned < batch_size:
+            return total
 
 
 def configure(s: Statements, max_payload_bytes: int | None) -> Op[dict[str, Any]]:

@@ -367,8 +367,10 @@ class AsyncQueue:
         self,
         older_than: timedelta | float = timedelta(days=7),
         statuses: Sequence[str] = ("succeeded",),
+        *,
+        batch_size: int | None = 10_000,
     ) -> int:
-        return await self._drive(_ops.prune(self._sql, older_than, statuses))
+        return await self._drive(_ops.prune(self._sql, older_than, statuses, batch_size))
 
     @_as(Queue.configure)
     async def configure(self, *, max_payload_bytes: int | None = None) -> dict[str, Any]:

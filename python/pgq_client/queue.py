@@ -383,10 +383,18 @@ class Queue:
         self,
         older_than: timedelta | float = timedelta(days=7),
         statuses: Sequence[str] = ("succeeded",),
+        *,
+        batch_size: int | None = 10_000,
     ) -> int:
         """Delete finished jobs older than ``older_than``, in ``statuses`` (some of
-        :data:`~pgq_client.models.FINISHED_STATUSES`); returns how many."""
-        return self._drive(_ops.prune(self._sql, older_than, statuses))
+        :data:`~pgq_client.models.FINISHED_STATUSES`); returns how many.
+
+        In batches of ``batch_size`` (the oldest first), one statement each, until a batch
+        comes back short: on a queue of its own connection each batch is a short transaction,
+        so a prune of millions of jobs neither holds one long transaction nor writes its WAL in
+        one burst. ``batch_size=None``: one statement for all of them.
+        """
+        return self._drive(_ops.prune(self._sql, older_than, statuses, batch_size))
 
     def configure(self, *, max_payload_bytes: int | None = None) -> dict[str, Any]:
         """Change this installation's settings (None leaves one as it is); returns them all."""

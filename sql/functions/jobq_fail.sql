@@ -60,6 +60,9 @@ BEGIN
             WHEN jobq_fail.retry AND j.attempts < j.max_attempts THEN NULL
             ELSE pg_catalog.now()
         END,
+        -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
+        scheduled = jobq_fail.retry AND j.attempts < j.max_attempts
+            AND jobq__backoff(j.attempts, jobq_fail.backoff) > interval '0',
         last_error = v_error_text,
         errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
             'attempt', j.attempts,

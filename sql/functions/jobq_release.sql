@@ -25,6 +25,7 @@ BEGIN
         status = 'pending',
         available_at = pg_catalog.now(),
         attempts = greatest(j.attempts - 1, 0),
+        scheduled = FALSE,
         locked_at = NULL,
         locked_by = NULL,
         updated_at = pg_catalog.now()

@@ -474,7 +474,9 @@ async def test_stats_prune_health_and_unserved(dsn: str, conn: Conn) -> None:
             "UPDATE jobq_jobs SET finished_at = now() - interval '2 hours' "
             "WHERE finished_at IS NOT NULL"
         )
-        assert await q.prune(older_than=3600) == 2
+        with pytest.raises(ValueError, match="batch_size"):
+            await q.prune(older_than=3600, batch_size=0)
+        assert await q.prune(older_than=3600, batch_size=1) == 2  # three statements
         assert {h.check_name for h in await q.health()}
         conn.execute("UPDATE jobq_jobs SET available_at = now() - interval '1 hour'")
         conn.execute("UPDATE jobq_workers SET last_claim_at = now() - interval '1 hour'")

@@ -173,7 +173,7 @@ EXPECTED = {
     "producer": {"jobq_enqueue", "jobq_enqueue_many"},
     "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_dequeue", "jobq_complete",
                "jobq_complete_many", "jobq_fail", "jobq_fail_many", "jobq_heartbeat",
-               "jobq_release", "jobq_tick"},
+               "jobq_release", "jobq_release_orphans", "jobq_tick"},
     "monitor": {"jobq_stats", "jobq_health"},
 }
 
