@@ -350,6 +350,27 @@ COMMENT ON FUNCTION public.jobq__cron_parse(cron text) IS 'Private. Parses a fiv
 minutes, hours, days of month, months, days of week (Sunday 0), then 1/0 for a day-of-month
 and a day-of-week field starting with *. Errors: 22023 naming the field that is wrong.';
 
+CREATE FUNCTION public.jobq__event_channel(kind text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN pg_catalog.octet_length('jobq-' || kind || ':' || pg_catalog.current_schema()::text)
+            <= 63
+            THEN 'jobq-' || kind || ':' || pg_catalog.current_schema()::text
+        ELSE 'jobq-' || kind || '#' || pg_catalog.left(
+            pg_catalog.encode(
+                pg_catalog.sha224(pg_catalog.convert_to(pg_catalog.current_schema()::text, 'UTF8')),
+                'hex'
+            ),
+            63 - pg_catalog.octet_length('jobq-' || kind || '#')
+        )
+    END
+$$;
+
+COMMENT ON FUNCTION public.jobq__event_channel(kind text) IS 'Private. The NOTIFY channel of this installation for events of the given kind (done: an
+awaited job finished; cancel: a processing job got a cancel request): jobq-<kind>:<schema>, or
+jobq-<kind>#<hex SHA-224 of the schema name, cut to fit 63 bytes> for a long schema name.';
+
 CREATE FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -411,6 +432,35 @@ $$;
 COMMENT ON FUNCTION public.jobq__notify(queues text[]) IS 'Private. NOTIFY on this installation''s channel: one notification per queue (the queue name as
 payload), or, for more than 100 queues, one with an empty payload that wakes every worker.
 Result: how many notifications were sent.';
+
+CREATE FUNCTION public.jobq__notify_events(kind text, payloads text[]) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_channel text;
+    v_distinct text[];
+BEGIN
+    IF coalesce(pg_catalog.cardinality(payloads), 0) = 0 THEN
+        RETURN 0;
+    END IF;
+    v_channel := jobq__event_channel(kind);
+    v_distinct := ARRAY(
+        SELECT DISTINCT p.payload FROM pg_catalog.unnest(payloads) AS p (payload)
+        WHERE p.payload IS NOT NULL
+    );
+    IF pg_catalog.cardinality(v_distinct) > 100 THEN
+        PERFORM pg_catalog.pg_notify(v_channel, '');
+        RETURN 1;
+    END IF;
+    PERFORM pg_catalog.pg_notify(v_channel, p.payload)
+    FROM pg_catalog.unnest(v_distinct) AS p (payload);
+    RETURN pg_catalog.cardinality(v_distinct);
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) IS 'Private. NOTIFY on this installation''s channel for events of kind (jobq__event_channel): one
+notification per distinct non-NULL payload, or, for more than 100, one with an empty payload
+that means "check everything". Result: how many notifications were sent.';
 
 CREATE FUNCTION public.jobq__tick(at timestamp with time zone) RETURNS TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)
     LANGUAGE plpgsql
@@ -497,21 +547,213 @@ $$;
 COMMENT ON FUNCTION public.jobq__worker_id_error(worker_id text) IS 'Private. Returns what is wrong with worker_id (NULL, blank, more than 200 characters) as a
 message naming it, or NULL.';
 
-CREATE FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer) RETURNS boolean
+CREATE FUNCTION public.jobq_await(job_ids uuid[], timeout interval DEFAULT '00:00:30'::interval) RETURNS TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, finished_at timestamp with time zone, cancel_requested boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_deadline timestamptz;
+    v_pause double precision := 0.01::double precision;
+BEGIN
+    IF jobq_await.timeout IS NULL OR jobq_await.timeout < interval '0'
+       OR jobq_await.timeout > interval '5 minutes' THEN
+        RAISE EXCEPTION 'jobq_await: timeout must be between 0 and 5 minutes, got %',
+            coalesce(jobq_await.timeout::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Wait longer by calling it again, or LISTEN on the done channel.';
+    END IF;
+    IF pg_catalog.cardinality(jobq_await.job_ids) > 10000 THEN
+        RAISE EXCEPTION 'jobq_await: job_ids has % elements, at most 10000 are allowed',
+            pg_catalog.cardinality(jobq_await.job_ids)
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+
+    IF jobq_await.timeout = interval '0' THEN
+        -- Only unfinished jobs not marked yet are written: a repeated call writes nothing.
+        UPDATE jobq_jobs AS j
+        SET awaited = TRUE
+        WHERE j.id = ANY (jobq_await.job_ids)
+          AND j.finished_at IS NULL
+          AND NOT j.awaited;
+    ELSIF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'jobq_await: cannot wait in a % transaction: it would see no commit made '
+                        'while it waits',
+            pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
+            USING ERRCODE = 'invalid_transaction_state',
+                  HINT = 'Call it in a READ COMMITTED transaction (the default), or with '
+                         'timeout => ''0'' to read the statuses once.';
+    END IF;
+
+    -- The deadline is on the wall clock: now() is the start of the transaction.
+    v_deadline := pg_catalog.clock_timestamp() + jobq_await.timeout;
+    LOOP
+        EXIT WHEN NOT EXISTS (
+            SELECT FROM jobq_jobs AS j
+            WHERE j.id = ANY (jobq_await.job_ids) AND j.finished_at IS NULL
+        );
+        EXIT WHEN pg_catalog.clock_timestamp() >= v_deadline;
+        PERFORM pg_catalog.pg_sleep(least(
+            v_pause,
+            extract(EPOCH FROM v_deadline - pg_catalog.clock_timestamp())::double precision
+        ));
+        v_pause := least(v_pause + v_pause, 0.5::double precision);
+    END LOOP;
+
+    RETURN QUERY
+    SELECT
+        j.id, j.status, j.attempts, j.result, j.last_error, j.finished_at,
+        j.cancel_requested_at IS NOT NULL
+    FROM jobq_jobs AS j
+    WHERE j.id = ANY (jobq_await.job_ids)
+    ORDER BY j.id;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_await(job_ids uuid[], timeout interval) IS 'Waits until every job of job_ids has finished (succeeded, failed, dead_letter, cancelled), or
+until timeout (0 to 5 minutes, default 30 seconds) has passed, and returns the rows of
+jobq_job_status at that moment: one per known id, in id order. It sees commits made while it
+waits (READ COMMITTED: it polls with a new snapshot per check, every 10 ms at first and every
+500 ms at most). Unknown ids are left out, and do not make it wait.
+With timeout 0 it returns at once and marks the unfinished jobs as awaited: their end is then
+announced by a NOTIFY on the done channel (jobq-done:<schema>, payload the job id) to a client
+that LISTENs there; a listening client (Queue.wait) calls it so, in a transaction of its own.
+Cost: while it waits, its statement holds a snapshot, so VACUUM cannot remove rows that died
+after the wait began; prefer LISTEN for long waits. A job whose row the caller''s transaction
+has locked or enqueued cannot finish before that transaction ends: the wait then lasts until
+the timeout.
+Errors: 22023 timeout NULL, negative or over 5 minutes; 54000 more than 10,000 job_ids; 25000
+a timeout above 0 in a REPEATABLE READ or SERIALIZABLE transaction.';
+
+CREATE FUNCTION public.jobq_cancel(job_ids uuid[], reason text DEFAULT NULL::text) RETURNS TABLE(job_id uuid, status text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_reason text := pg_catalog.substr(jobq_cancel.reason, 1, 10000);
+    v_ended text[];
+    v_workers text[];
+BEGIN
+    IF pg_catalog.cardinality(jobq_cancel.job_ids) > 100000 THEN
+        RAISE EXCEPTION 'jobq_cancel: job_ids has % elements, at most 100000 are allowed',
+            pg_catalog.cardinality(jobq_cancel.job_ids)
+            USING ERRCODE = 'program_limit_exceeded',
+                  HINT = 'Cancel in several calls.';
+    END IF;
+
+    WITH locked AS MATERIALIZED (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.id = ANY (jobq_cancel.job_ids)
+          AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
+        ORDER BY j.id
+        FOR UPDATE
+    ),
+
+    changed AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
+            finished_at = CASE WHEN j.status = 'pending' THEN pg_catalog.now() END,
+            last_error = CASE
+                WHEN j.status = 'pending' THEN coalesce(v_reason, 'cancelled')
+                ELSE j.last_error
+            END,
+            cancel_requested_at = CASE
+                WHEN j.status = 'processing' THEN pg_catalog.now()
+            END,
+            cancel_reason = CASE WHEN j.status = 'processing' THEN v_reason END,
+            updated_at = pg_catalog.now()
+        FROM locked
+        WHERE j.id = locked.id
+          -- Locked rows were re-read: a job completed while we waited for its lock is finished.
+          AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
+        RETURNING j.id, j.status, j.locked_by, j.awaited
+    )
+
+    SELECT
+        pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled' AND c.awaited),
+        pg_catalog.array_agg(c.locked_by) FILTER (WHERE c.status = 'processing')
+    INTO v_ended, v_workers
+    FROM changed AS c;
+    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('cancel', v_workers);
+
+    RETURN QUERY
+    SELECT
+        j.id,
+        CASE
+            WHEN j.status = 'processing' AND j.cancel_requested_at IS NOT NULL
+                THEN 'cancel_requested'
+            ELSE j.status
+        END
+    FROM jobq_jobs AS j
+    WHERE j.id = ANY (jobq_cancel.job_ids)
+    ORDER BY j.id;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_cancel(job_ids uuid[], reason text) IS 'Cancels the jobs job_ids. A pending job becomes cancelled at once (finished_at set, reason
+recorded as last_error, ''cancelled'' when reason is NULL). A processing job keeps running and
+gets cancel_requested_at (and reason in cancel_reason); its worker is told by a NOTIFY on the
+cancel channel (payload: the worker id) and by jobq_cancel_requested(); if that attempt then
+fails, is released or is taken over, the job ends cancelled and never runs again; if it
+completes, it ends succeeded. A finished job, or a processing one already asked, is left alone.
+reason is cut to its first 10,000 characters.
+Result: one row per known id (unknown ids are left out), in id order: job_id and its status
+after the call: cancelled, cancel_requested (processing with a request), or the finished status
+it already had.
+Notifies the done channel for each job it cancelled that a client awaits.
+Concurrency: waits for row locks of concurrent claims and completions (in id order), then acts
+on what they left: a job claimed meanwhile gets a request, one completed meanwhile is left
+alone.
+Errors: 54000 job_ids with more than 100,000 elements.';
+
+CREATE FUNCTION public.jobq_cancel_requested(job_ids uuid[]) RETURNS SETOF uuid
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT j.id
+    FROM jobq_jobs AS j
+    WHERE j.id = ANY (jobq_cancel_requested.job_ids)
+      AND j.cancel_requested_at IS NOT NULL
+    ORDER BY j.id
+$$;
+
+COMMENT ON FUNCTION public.jobq_cancel_requested(job_ids uuid[]) IS 'Returns those of job_ids that have a cancel request (cancel_requested_at set by jobq_cancel on
+a processing job), in id order; unknown ids and jobs without a request are left out. A worker
+calls it with the ids of the jobs it holds, beside its heartbeat, and tells their handlers to
+stop. Reads only; no errors (a NULL job_ids returns nothing).';
+
+CREATE FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer, result jsonb DEFAULT NULL::jsonb) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_error text;
+    v_size integer;
+    v_limit integer;
+    v_awaited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete.worker_id);
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF jobq_complete.result IS NOT NULL THEN
+        v_size := pg_catalog.pg_column_size(jobq_complete.result);
+        SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+        IF v_size > v_limit THEN
+            RAISE EXCEPTION 'jobq_complete: result is % bytes, the limit is % bytes',
+                v_size, v_limit
+                USING ERRCODE = 'program_limit_exceeded',
+                      HINT = 'Store large results elsewhere and return a reference; an admin '
+                             'can change the limit with jobq_configure(max_payload_bytes => ...).';
+        END IF;
+    END IF;
 
     UPDATE jobq_jobs AS j
     SET
         status = 'succeeded',
+        result = jobq_complete.result,
         finished_at = pg_catalog.now(),
         locked_at = NULL,
         locked_by = NULL,
@@ -520,75 +762,135 @@ BEGIN
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_complete.job_id
       AND j.locked_by = jobq_complete.worker_id
-      AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt);
-    RETURN FOUND;
+      AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
+    RETURNING j.awaited INTO v_awaited;
+    IF v_awaited THEN
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
+    END IF;
+    RETURN v_awaited IS NOT NULL;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer) IS 'Marks job_id succeeded while worker_id still holds its claim (and, when attempt is given,
-only the claim of that attempt). Result: true if it did, false otherwise (unknown job, not
-processing, claim taken over or of another attempt); nothing changes then.
-Concurrency: the row lock orders it against a concurrent takeover; whichever commits first
-wins, and a taken-over claim can no longer complete.
-Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
+COMMENT ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer, result jsonb) IS 'Marks job_id succeeded while worker_id still holds its claim (and, when attempt is given,
+only the claim of that attempt), and stores result (any JSON value; NULL stores none) as the
+job''s result. A job with a cancel request that completes ends succeeded.
+Result: true if it did, false otherwise (unknown job, not processing, claim taken over or of
+another attempt); nothing changes then, and the result is not stored.
+Notifies the done channel (payload: the job id) when a client awaits the job (jobq_await).
+Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
+first wins, and a taken-over claim can no longer complete.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters; 54000 result larger than
+max_payload_bytes (nothing changes).';
 
-CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[]) RETURNS integer
+CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], results jsonb[] DEFAULT NULL::jsonb[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_done integer;
+    v_awaited text[];
     v_error text;
+    v_limit integer;
+    v_big record;
+    v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0);
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_complete_many: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jobq_complete_many.attempts IS NOT NULL
-       AND pg_catalog.cardinality(jobq_complete_many.attempts)
-           IS DISTINCT FROM pg_catalog.cardinality(jobq_complete_many.job_ids) THEN
+       AND pg_catalog.cardinality(jobq_complete_many.attempts) IS DISTINCT FROM v_count THEN
         RAISE EXCEPTION 'jobq_complete_many: attempts has % elements, job_ids has %',
-            pg_catalog.cardinality(jobq_complete_many.attempts),
-            coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0)
+            pg_catalog.cardinality(jobq_complete_many.attempts), v_count
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass one attempt per job id, in the same order, or NULL.';
     END IF;
+    IF jobq_complete_many.results IS NOT NULL THEN
+        IF pg_catalog.cardinality(jobq_complete_many.results) IS DISTINCT FROM v_count THEN
+            RAISE EXCEPTION 'jobq_complete_many: results has % elements, job_ids has %',
+                pg_catalog.cardinality(jobq_complete_many.results), v_count
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Pass one result (or NULL) per job id, in the same order, or NULL.';
+        END IF;
+        -- Sizes as jobq_complete (and jobq_enqueue) measure them, that of the jsonb value with
+        -- a 4-byte header. An array stores its elements of up to 127 bytes with a 1-byte
+        -- header, 3 bytes less: those are measured on a copy made outside the array.
+        SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+        SELECT r.ord, r.size INTO v_big
+        FROM (
+            SELECT
+                e.ord,
+                CASE
+                    WHEN pg_catalog.pg_column_size(e.result) <= 127
+                        THEN pg_catalog.pg_column_size(e.result::text::jsonb)
+                    ELSE pg_catalog.pg_column_size(e.result)
+                END AS size
+            FROM pg_catalog.unnest(jobq_complete_many.results) WITH ORDINALITY AS e (result, ord)
+        ) AS r
+        WHERE r.size > v_limit
+        ORDER BY r.ord
+        LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'jobq_complete_many: results[%] is % bytes, the limit is % bytes',
+                v_big.ord, v_big.size, v_limit
+                USING ERRCODE = 'program_limit_exceeded',
+                      HINT = 'Store large results elsewhere and return a reference; an admin '
+                             'can change the limit with jobq_configure(max_payload_bytes => ...).';
+        END IF;
+    END IF;
 
-    UPDATE jobq_jobs AS j
-    SET
-        status = 'succeeded',
-        finished_at = pg_catalog.now(),
-        locked_at = NULL,
-        locked_by = NULL,
-        updated_at = pg_catalog.now()
-    -- ROWS FROM (unnest, unnest) is what a two-array unnest() in FROM means; it is written out
-    -- because that shorthand exists only for the unqualified name.
-    FROM ROWS FROM (
-        pg_catalog.unnest(jobq_complete_many.job_ids),
-        pg_catalog.unnest(coalesce(
-            jobq_complete_many.attempts,
-            pg_catalog.array_fill(
-                NULL::integer,
-                ARRAY[coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0)]
-            )
-        ))
-    ) AS d (job_id, attempt)
-    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
-    WHERE j.id = d.job_id
-      AND j.locked_by = jobq_complete_many.worker_id
-      AND (d.attempt IS NULL OR j.attempts = d.attempt);
-    GET DIAGNOSTICS v_done = ROW_COUNT;
+    WITH done AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = 'succeeded',
+            result = d.result,
+            finished_at = pg_catalog.now(),
+            locked_at = NULL,
+            locked_by = NULL,
+            updated_at = pg_catalog.now()
+        -- ROWS FROM (unnest, unnest, unnest) is what a three-array unnest() in FROM means; it
+        -- is written out because that shorthand exists only for the unqualified name.
+        FROM ROWS FROM (
+            pg_catalog.unnest(jobq_complete_many.job_ids),
+            pg_catalog.unnest(coalesce(
+                jobq_complete_many.attempts,
+                pg_catalog.array_fill(NULL::integer, ARRAY[v_count])
+            )),
+            pg_catalog.unnest(coalesce(
+                jobq_complete_many.results,
+                pg_catalog.array_fill(NULL::jsonb, ARRAY[v_count])
+            ))
+        ) AS d (job_id, attempt, result)
+        -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        WHERE j.id = d.job_id
+          AND j.locked_by = jobq_complete_many.worker_id
+          AND (d.attempt IS NULL OR j.attempts = d.attempt)
+        RETURNING j.id, j.awaited
+    )
+
+    SELECT
+        pg_catalog.count(*)::integer,
+        pg_catalog.array_agg(done.id::text) FILTER (WHERE done.awaited)
+    INTO v_done, v_awaited
+    FROM done;
+    IF v_awaited IS NOT NULL THEN
+        PERFORM jobq__notify_events('done', v_awaited);
+    END IF;
     RETURN v_done;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[]) IS 'Marks succeeded each of job_ids that worker_id still holds, in one statement. attempts
+COMMENT ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[], results jsonb[]) IS 'Marks succeeded each of job_ids that worker_id still holds, in one statement. attempts
 (optional, an extension of the contract): one claim attempt per job id, same order; a job
-counts only while its claim is of that attempt.
+counts only while its claim is of that attempt. results (optional): one result per job id (any
+JSON value, or NULL for none), same order, stored as each completed job''s result; a job not
+completed stores nothing.
 Result: how many jobs were completed; the others (not held, other attempt) are left alone.
-Errors: 22023 when attempts and job_ids differ in length, worker_id NULL, blank or longer
-than 200 characters.';
+Notifies the done channel (payload: the job id) for each completed job a client awaits.
+Errors: 22023 when attempts or results and job_ids differ in length, worker_id NULL, blank or
+longer than 200 characters; 54000 when a result is larger than max_payload_bytes (the message
+names its position; nothing changes).';
 
 CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
@@ -633,15 +935,44 @@ CREATE TABLE public.jobq_jobs (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    awaited boolean DEFAULT false NOT NULL,
     CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT jobq_jobs_cancel_check CHECK (((status <> 'pending'::text) OR ((cancel_requested_at IS NULL) AND (cancel_reason IS NULL)))),
     CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
-    CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'dead_letter'::text])) = (finished_at IS NOT NULL))),
+    CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'dead_letter'::text, 'cancelled'::text])) = (finished_at IS NOT NULL))),
     CONSTRAINT jobq_jobs_max_attempts_check CHECK ((max_attempts >= 1)),
-    CONSTRAINT jobq_jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'processing'::text, 'succeeded'::text, 'failed'::text, 'dead_letter'::text])))
+    CONSTRAINT jobq_jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'processing'::text, 'succeeded'::text, 'failed'::text, 'dead_letter'::text, 'cancelled'::text])))
 )
 WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0.0', autovacuum_vacuum_insert_threshold='20000', autovacuum_analyze_scale_factor='0.0', autovacuum_analyze_threshold='10000', autovacuum_vacuum_cost_delay='0');
 
 COMMENT ON TABLE public.jobq_jobs IS 'jobq jobs, one row per job. Change it only through the jobq_* functions.';
+
+COMMENT ON COLUMN public.jobq_jobs.result IS 'What the handler returned (any JSON value), stored by jobq_complete(result => ...) or
+jobq_complete_many(results => ...) when the job succeeded; NULL otherwise. At most
+max_payload_bytes (jobq_settings).';
+
+COMMENT ON COLUMN public.jobq_jobs.cancel_requested_at IS 'When jobq_cancel() asked a processing job to stop; NULL without a request. The job keeps
+running: one that then fails, is released or is taken over ends cancelled, one that completes
+ends succeeded. Workers learn of it through jobq_cancel_requested() (with their heartbeat) and a
+notification.';
+
+COMMENT ON COLUMN public.jobq_jobs.cancel_reason IS 'The reason given to jobq_cancel() for a processing job (cut to 10,000 characters), if any. A
+job cancelled while pending has its reason in last_error instead.';
+
+COMMENT ON COLUMN public.jobq_jobs.awaited IS 'True once a client asked to be notified of the job''s end (jobq_await with timeout 0): its
+completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel
+with the job id as payload. Jobs nobody waits for cost no notification.';
+
+COMMENT ON CONSTRAINT jobq_jobs_cancel_check ON public.jobq_jobs IS 'A pending job has no cancel request, so a job is never claimed again after its cancel took
+effect.';
+
+COMMENT ON CONSTRAINT jobq_jobs_finished_check ON public.jobq_jobs IS 'finished_at is set exactly for the finished statuses: succeeded, failed, dead_letter,
+cancelled.';
+
+COMMENT ON CONSTRAINT jobq_jobs_status_check ON public.jobq_jobs IS 'The statuses: pending, processing, succeeded, failed, dead_letter, cancelled.';
 
 CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, lock_timeout interval DEFAULT '00:05:00'::interval, queues text[] DEFAULT NULL::text[]) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql SECURITY DEFINER
@@ -650,6 +981,7 @@ CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NUL
     AS $$
 DECLARE
     v_error text;
+    v_ended text[];
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -669,11 +1001,12 @@ BEGIN
     END IF;
 
     -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
-    --    Each is recorded in errors (which worker lost it). One that has attempts left goes
-    --    back to pending with its original available_at, so that step 2 ranks it like any
-    --    other pending job; one that has used all its attempts is not run again: dead_letter.
-    --    The index jobq_jobs_locked_idx makes this a short range scan that finds nothing in
-    --    the common case.
+    --    Each is recorded in errors (which worker lost it). One with a cancel request is not
+    --    run again: cancelled. One that has attempts left goes back to pending with its
+    --    original available_at, so that step 2 ranks it like any other pending job; one that
+    --    has used all its attempts is not run again: dead_letter. The index
+    --    jobq_jobs_locked_idx makes this a short range scan that finds nothing in the common
+    --    case; the jobs that ended and that a client awaits are announced on the done channel.
     WITH stale AS MATERIALIZED (
         SELECT j.id
         FROM jobq_jobs AS j
@@ -685,35 +1018,52 @@ BEGIN
         ORDER BY j.locked_at
         LIMIT jobq_dequeue.batch_size
         FOR UPDATE SKIP LOCKED
-    )
+    ),
 
-    UPDATE jobq_jobs AS j
-    SET
-        status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead_letter' ELSE 'pending' END,
-        -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
-        -- before that bound existed must not make its takeover fail for its size.
-        last_error = pg_catalog.format(
-            'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-            pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-            jobq_dequeue.lock_timeout
-        ),
-        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-            'attempt', j.attempts,
-            'at', pg_catalog.now(),
-            'worker', pg_catalog.substr(j.locked_by, 1, 200),
-            'error', pg_catalog.format(
+    taken AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = CASE
+                WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
+                ELSE 'pending'
+            END,
+            -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
+            -- before that bound existed must not make its takeover fail for its size.
+            last_error = pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
                 jobq_dequeue.lock_timeout
             ),
-            'kind', 'lock_expired'
-        )),
-        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN pg_catalog.now() END,
-        locked_at = NULL,
-        locked_by = NULL,
-        updated_at = pg_catalog.now()
-    FROM stale
-    WHERE j.id = stale.id;
+            errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
+                'attempt', j.attempts,
+                'at', pg_catalog.now(),
+                'worker', pg_catalog.substr(j.locked_by, 1, 200),
+                'error', pg_catalog.format(
+                    'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                    pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                    jobq_dequeue.lock_timeout
+                ),
+                'kind', 'lock_expired'
+            )),
+            finished_at = CASE
+                WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts
+                    THEN pg_catalog.now()
+            END,
+            locked_at = NULL,
+            locked_by = NULL,
+            updated_at = pg_catalog.now()
+        FROM stale
+        WHERE j.id = stale.id
+        RETURNING j.id, j.status, j.awaited
+    )
+
+    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
+    INTO v_ended
+    FROM taken AS t;
+    IF v_ended IS NOT NULL THEN
+        PERFORM jobq__notify_events('done', v_ended);
+    END IF;
 
     -- 2. The claim, in one statement: the candidates (in the order the partial index
     --    jobq_jobs_claim_idx gives) are locked with SKIP LOCKED in a MATERIALIZED CTE, so the
@@ -755,8 +1105,8 @@ COMMENT ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_
 now(), locked_by = worker_id, attempts + 1), highest priority first, then available_at, then id.
 Candidates: pending jobs whose available_at has come, and processing jobs whose lock is older
 than lock_timeout (their worker is presumed dead): such a takeover is recorded in errors
-(kind lock_expired, the worker that lost it); a stale job with no attempts left goes to
-dead_letter instead of running again.
+(kind lock_expired, the worker that lost it); a stale job with a cancel request (jobq_cancel)
+goes to cancelled, and one with no attempts left to dead_letter, instead of running again.
 Arguments: worker_id (non-blank, at most 200 characters), job_types (NULL = all), batch_size
 (1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL = all).
 Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
@@ -1171,6 +1521,7 @@ DECLARE
     v_available_at timestamptz;
     v_error text;
     v_error_text text;
+    v_awaited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail.worker_id);
     IF v_error IS NOT NULL THEN
@@ -1193,17 +1544,19 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = CASE
+            WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
             WHEN NOT jobq_fail.retry THEN 'failed'
             WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
             ELSE 'pending'
         END,
         available_at = CASE
-            WHEN jobq_fail.retry AND j.attempts < j.max_attempts
+            WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
                 THEN pg_catalog.now() + jobq__backoff(j.attempts, jobq_fail.backoff)
             ELSE j.available_at
         END,
         finished_at = CASE
-            WHEN jobq_fail.retry AND j.attempts < j.max_attempts THEN NULL
+            WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
+                THEN NULL
             ELSE pg_catalog.now()
         END,
         last_error = v_error_text,
@@ -1221,9 +1574,12 @@ BEGIN
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
-    RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
+    RETURNING j.status, j.queue, j.available_at, j.awaited
+    INTO v_status, v_queue, v_available_at, v_awaited;
     IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
+    ELSIF v_awaited AND v_status <> 'pending' THEN
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
     END IF;
     RETURN v_status;
 END;
@@ -1232,9 +1588,12 @@ $$;
 COMMENT ON FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean, backoff interval, attempt integer) IS 'Records a failed attempt of job_id while worker_id holds its claim (of that attempt, when
 given): last_error and one object {attempt, at, worker, error} appended to errors (error cut to
 its first 10,000 characters; errors keeps the 50 most recent entries).
-With retry and attempts left: pending again, available after attempts × backoff (arithmetic,
-capped at 365 days). With no attempts left: dead_letter. With retry => false: failed.
+A job with a cancel request (jobq_cancel) ends cancelled, whatever retry and attempts say, and
+is never run again. Otherwise, with retry and attempts left: pending again, available after
+attempts × backoff (arithmetic, capped at 365 days); with no attempts left: dead_letter; with
+retry => false: failed.
 Result: the new status, or NULL when the claim is not held (nothing changes then).
+Notifies the done channel (payload: the job id) when the job ended and a client awaits it.
 Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or longer than 200
 characters.';
 
@@ -1285,6 +1644,18 @@ BEGIN
                           pg_catalog.count(*), stuck_after)
     FROM jobq_jobs AS j
     WHERE j.status = 'processing' AND j.locked_at < pg_catalog.now() - stuck_after;
+
+    -- Jobs still running stuck_after after jobq_cancel asked them to stop: their handler does
+    -- not look at the request (job.cancel_requested() in Python), or cannot stop.
+    RETURN QUERY
+    SELECT
+        'unheeded_cancels'::text, NULL::text,
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        pg_catalog.format('%s job(s) still processing more than %s after a cancel request',
+                          pg_catalog.count(*), stuck_after)
+    FROM jobq_jobs AS j
+    WHERE j.status = 'processing' AND j.cancel_requested_at < pg_catalog.now() - stuck_after;
 
     -- Per queue: how long the oldest job available now has waited.
     RETURN QUERY
@@ -1453,7 +1824,8 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) IS 'Admin and monitor. Health findings of this queue, one row per check (and per queue for
 oldest_pending_age): check_name, queue, severity (ok or warning), value (a number), detail.
-Checks: stuck_processing (locks older than stuck_after), oldest_pending_age (per queue, vs
+Checks: stuck_processing (locks older than stuck_after), unheeded_cancels (processing jobs
+whose cancel request is older than stuck_after), oldest_pending_age (per queue, vs
 max_pending_age), dead_letters, dead_tuples of jobq_jobs with its last (auto)vacuum,
 idle_in_transaction and oldest_transaction (vs max_transaction_age: such sessions stop VACUUM
 from cleaning the queue), schema_owner (the schema belongs to another role than jobq''s owner,
@@ -1498,7 +1870,26 @@ has locked at that moment (an acknowledgement in flight, a takeover, an open UPD
 this time, so a heartbeat cannot deadlock with the same worker''s jobq_complete_many, jobq_fail
 or jobq_release on another connection. Result: how many claims were renewed; a smaller number
 than asked means some claims are lost or were being acknowledged at that moment.
+A worker learns of cancel requests in the same statement with jobq_cancel_requested(job_ids).
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
+
+CREATE FUNCTION public.jobq_job_status(job_ids uuid[]) RETURNS TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, finished_at timestamp with time zone, cancel_requested boolean)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT
+        j.id, j.status, j.attempts, j.result, j.last_error, j.finished_at,
+        j.cancel_requested_at IS NOT NULL
+    FROM jobq_jobs AS j
+    WHERE j.id = ANY (jobq_job_status.job_ids)
+    ORDER BY j.id
+$$;
+
+COMMENT ON FUNCTION public.jobq_job_status(job_ids uuid[]) IS 'One row per known id among job_ids (unknown ids are left out; no payload), in id order: id,
+status, attempts, result (what the handler returned, for a succeeded job), last_error,
+finished_at (NULL while unfinished), cancel_requested (true when jobq_cancel asked the job to
+stop while it was processing; false, never NULL, otherwise). Reads only; no errors (a NULL
+job_ids returns nothing).';
 
 CREATE FUNCTION public.jobq_list_jobs(statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -1514,13 +1905,16 @@ BEGIN
     END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
     WHERE s IS NULL
-       OR s NOT IN ('pending', 'processing', 'succeeded', 'failed', 'dead_letter')
+       OR s NOT IN (
+           'pending', 'processing', 'succeeded', 'failed', 'dead_letter', 'cancelled'
+       )
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
             coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Statuses: pending, processing, succeeded, failed, dead_letter.';
+                  HINT = 'Statuses: pending, processing, succeeded, failed, dead_letter, '
+                         'cancelled.';
     END IF;
 
     RETURN QUERY
@@ -1555,22 +1949,22 @@ BEGIN
     IF statuses IS NULL OR pg_catalog.cardinality(statuses) = 0 THEN
         RAISE EXCEPTION 'jobq_prune: statuses must name at least one finished status'
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+                  HINT = 'Finished statuses: succeeded, failed, dead_letter, cancelled.';
     END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
-    WHERE s IS NULL OR s NOT IN ('succeeded', 'failed', 'dead_letter')
+    WHERE s IS NULL OR s NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled')
     LIMIT 1;
     IF FOUND THEN
         IF v_bad IN ('pending', 'processing') THEN
             RAISE EXCEPTION 'jobq_prune: statuses may not include %: only finished jobs are pruned',
                 pg_catalog.quote_literal(v_bad)
                 USING ERRCODE = 'invalid_parameter_value',
-                      HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+                      HINT = 'Finished statuses: succeeded, failed, dead_letter, cancelled.';
         END IF;
         RAISE EXCEPTION 'jobq_prune: statuses contains %, which is not a status',
             coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+                  HINT = 'Finished statuses: succeeded, failed, dead_letter, cancelled.';
     END IF;
 
     DELETE FROM jobq_jobs AS j
@@ -1581,7 +1975,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_prune(older_than interval, statuses text[]) IS 'Deletes jobs in the given finished statuses (succeeded, failed, dead_letter) whose
+COMMENT ON FUNCTION public.jobq_prune(older_than interval, statuses text[]) IS 'Deletes jobs in the given finished statuses (succeeded, failed, dead_letter, cancelled) whose
 finished_at is older than older_than. Result: how many were deleted.
 Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty
 list, a NULL or negative older_than.';
@@ -1592,6 +1986,7 @@ CREATE FUNCTION public.jobq_release(job_ids uuid[], worker_id text) RETURNS inte
     AS $$
 DECLARE
     v_released integer;
+    v_ended text[];
     v_error text;
 BEGIN
     v_error := jobq__worker_id_error(jobq_release.worker_id);
@@ -1599,19 +1994,31 @@ BEGIN
         RAISE EXCEPTION 'jobq_release: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    UPDATE jobq_jobs AS j
-    SET
-        status = 'pending',
-        available_at = pg_catalog.now(),
-        attempts = greatest(j.attempts - 1, 0),
-        locked_at = NULL,
-        locked_by = NULL,
-        updated_at = pg_catalog.now()
-    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
-    WHERE j.id = ANY (jobq_release.job_ids)
-      AND j.locked_by = jobq_release.worker_id;
-    GET DIAGNOSTICS v_released = ROW_COUNT;
+    WITH released AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+            available_at = pg_catalog.now(),
+            attempts = greatest(j.attempts - 1, 0),
+            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN pg_catalog.now() END,
+            locked_at = NULL,
+            locked_by = NULL,
+            updated_at = pg_catalog.now()
+        -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        WHERE j.id = ANY (jobq_release.job_ids)
+          AND j.locked_by = jobq_release.worker_id
+        RETURNING j.id, j.status, j.awaited
+    )
+
+    SELECT
+        pg_catalog.count(*)::integer,
+        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
+    INTO v_released, v_ended
+    FROM released AS r;
+    IF v_ended IS NOT NULL THEN
+        PERFORM jobq__notify_events('done', v_ended);
+    END IF;
     IF v_released > 0 THEN
         PERFORM jobq__notify(ARRAY(
             SELECT DISTINCT j.queue FROM jobq_jobs AS j WHERE j.id = ANY (jobq_release.job_ids)
@@ -1624,7 +2031,9 @@ $$;
 COMMENT ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) IS 'Gives back those of job_ids that worker_id claimed but never started (a worker shutting
 down with prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
 cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel).
-Jobs it does not hold are left alone. Result: how many were released.
+A job with a cancel request (jobq_cancel) becomes cancelled instead (attempts - 1 as well) and
+is never run again. Jobs it does not hold are left alone. Result: how many were released
+(cancelled ones included).
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_requeue_dead_letter(job_id uuid) RETURNS boolean
@@ -1642,9 +2051,12 @@ BEGIN
         locked_at = NULL,
         locked_by = NULL,
         finished_at = NULL,
+        cancel_requested_at = NULL,
+        cancel_reason = NULL,
+        awaited = FALSE,
         updated_at = pg_catalog.now()
     WHERE j.id = jobq_requeue_dead_letter.job_id
-      AND j.status IN ('dead_letter', 'failed')
+      AND j.status IN ('dead_letter', 'failed', 'cancelled')
     RETURNING j.queue INTO v_queue;
     IF v_queue IS NULL THEN
         RETURN false;
@@ -1654,9 +2066,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) IS 'Makes the job job_id pending again if it is dead_letter or failed: available now, attempts 0,
-claim cleared, error history (last_error, errors) kept. Result: true if it did; false for any
-other status or an unknown id (nothing changes).';
+COMMENT ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) IS 'Makes the job job_id pending again if it is dead_letter, failed or cancelled: available now,
+attempts 0, claim and cancel request cleared, error history (last_error, errors) kept. Result:
+true if it did; false for any other status or an unknown id (nothing changes).';
 
 CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1675,8 +2087,11 @@ BEGIN
             locked_at = NULL,
             locked_by = NULL,
             finished_at = NULL,
+            cancel_requested_at = NULL,
+            cancel_reason = NULL,
+            awaited = FALSE,
             updated_at = pg_catalog.now()
-        WHERE j.status IN ('dead_letter', 'failed')
+        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
           AND (jobq_requeue_dead_letters.job_type IS NULL
                OR j.job_type = jobq_requeue_dead_letters.job_type)
           AND (jobq_requeue_dead_letters.queue IS NULL
@@ -1692,8 +2107,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) IS 'Makes every dead_letter or failed job (of job_type and queue, when given; NULL = any) pending
-again, as jobq_requeue_dead_letter does. Result: how many were requeued.';
+COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) IS 'Makes every dead_letter, failed or cancelled job (of job_type and queue, when given; NULL =
+any) pending again, as jobq_requeue_dead_letter does. Result: how many were requeued.';
 
 CREATE FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, max_attempts integer DEFAULT 5, catch_up text DEFAULT 'latest'::text, paused boolean DEFAULT false) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1962,7 +2377,10 @@ ALTER TABLE ONLY public.jobq_settings
 
 CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (priority DESC, available_at, id) WHERE (status = 'pending'::text);
 
-CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY['failed'::text, 'dead_letter'::text]));
+CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY['failed'::text, 'dead_letter'::text, 'cancelled'::text]));
+
+COMMENT ON INDEX public.jobq_jobs_failed_idx IS 'Failed, dead_letter and cancelled jobs by finished_at, for operators (listing, health, requeue,
+prune). Succeeded jobs are left out, so that a completion writes no entry here.';
 
 CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
@@ -1986,17 +2404,27 @@ REVOKE ALL ON FUNCTION public.jobq__cron_next(masks bigint[], timezone text, aft
 
 REVOKE ALL ON FUNCTION public.jobq__cron_parse(cron text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__event_channel(kind text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__job_error(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__tick(at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__worker_id_error(worker_id text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_await(job_ids uuid[], timeout interval) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_cancel(job_ids uuid[], reason text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_cancel_requested(job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer, result jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[], results jsonb[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer) FROM PUBLIC;
 
@@ -2011,6 +2439,8 @@ REVOKE ALL ON FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text,
 REVOKE ALL ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_job_status(job_ids uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 

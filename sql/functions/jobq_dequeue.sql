@@ -37,6 +37,7 @@ SET enable_bitmapscan = off
 AS $$
 DECLARE
     v_error text;
+    v_ended text[];
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -56,11 +57,12 @@ BEGIN
     END IF;
 
     -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
-    --    Each is recorded in errors (which worker lost it). One that has attempts left goes
-    --    back to pending with its original available_at, so that step 2 ranks it like any
-    --    other pending job; one that has used all its attempts is not run again: dead_letter.
-    --    The index jobq_jobs_locked_idx makes this a short range scan that finds nothing in
-    --    the common case.
+    --    Each is recorded in errors (which worker lost it). One with a cancel request is not
+    --    run again: cancelled. One that has attempts left goes back to pending with its
+    --    original available_at, so that step 2 ranks it like any other pending job; one that
+    --    has used all its attempts is not run again: dead_letter. The index
+    --    jobq_jobs_locked_idx makes this a short range scan that finds nothing in the common
+    --    case; the jobs that ended and that a client awaits are announced on the done channel.
     WITH stale AS MATERIALIZED (
         SELECT j.id
         FROM jobq_jobs AS j
@@ -72,35 +74,52 @@ BEGIN
         ORDER BY j.locked_at
         LIMIT jobq_dequeue.batch_size
         FOR UPDATE SKIP LOCKED
-    )
+    ),
 
-    UPDATE jobq_jobs AS j
-    SET
-        status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead_letter' ELSE 'pending' END,
-        -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
-        -- before that bound existed must not make its takeover fail for its size.
-        last_error = pg_catalog.format(
-            'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-            pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-            jobq_dequeue.lock_timeout
-        ),
-        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-            'attempt', j.attempts,
-            'at', pg_catalog.now(),
-            'worker', pg_catalog.substr(j.locked_by, 1, 200),
-            'error', pg_catalog.format(
+    taken AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = CASE
+                WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
+                ELSE 'pending'
+            END,
+            -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
+            -- before that bound existed must not make its takeover fail for its size.
+            last_error = pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
                 jobq_dequeue.lock_timeout
             ),
-            'kind', 'lock_expired'
-        )),
-        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN pg_catalog.now() END,
-        locked_at = NULL,
-        locked_by = NULL,
-        updated_at = pg_catalog.now()
-    FROM stale
-    WHERE j.id = stale.id;
+            errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
+                'attempt', j.attempts,
+                'at', pg_catalog.now(),
+                'worker', pg_catalog.substr(j.locked_by, 1, 200),
+                'error', pg_catalog.format(
+                    'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                    pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                    jobq_dequeue.lock_timeout
+                ),
+                'kind', 'lock_expired'
+            )),
+            finished_at = CASE
+                WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts
+                    THEN pg_catalog.now()
+            END,
+            locked_at = NULL,
+            locked_by = NULL,
+            updated_at = pg_catalog.now()
+        FROM stale
+        WHERE j.id = stale.id
+        RETURNING j.id, j.status, j.awaited
+    )
+
+    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
+    INTO v_ended
+    FROM taken AS t;
+    IF v_ended IS NOT NULL THEN
+        PERFORM jobq__notify_events('done', v_ended);
+    END IF;
 
     -- 2. The claim, in one statement: the candidates (in the order the partial index
     --    jobq_jobs_claim_idx gives) are locked with SKIP LOCKED in a MATERIALIZED CTE, so the
@@ -143,8 +162,8 @@ COMMENT ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) IS
 now(), locked_by = worker_id, attempts + 1), highest priority first, then available_at, then id.
 Candidates: pending jobs whose available_at has come, and processing jobs whose lock is older
 than lock_timeout (their worker is presumed dead): such a takeover is recorded in errors
-(kind lock_expired, the worker that lost it); a stale job with no attempts left goes to
-dead_letter instead of running again.
+(kind lock_expired, the worker that lost it); a stale job with a cancel request (jobq_cancel)
+goes to cancelled, and one with no attempts left to dead_letter, instead of running again.
 Arguments: worker_id (non-blank, at most 200 characters), job_types (NULL = all), batch_size
 (1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL = all).
 Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,

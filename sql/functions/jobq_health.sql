@@ -62,6 +62,18 @@ BEGIN
     FROM jobq_jobs AS j
     WHERE j.status = 'processing' AND j.locked_at < pg_catalog.now() - stuck_after;
 
+    -- Jobs still running stuck_after after jobq_cancel asked them to stop: their handler does
+    -- not look at the request (job.cancel_requested() in Python), or cannot stop.
+    RETURN QUERY
+    SELECT
+        'unheeded_cancels'::text, NULL::text,
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        pg_catalog.format('%s job(s) still processing more than %s after a cancel request',
+                          pg_catalog.count(*), stuck_after)
+    FROM jobq_jobs AS j
+    WHERE j.status = 'processing' AND j.cancel_requested_at < pg_catalog.now() - stuck_after;
+
     -- Per queue: how long the oldest job available now has waited.
     RETURN QUERY
     SELECT
@@ -230,7 +242,8 @@ $$;
 COMMENT ON FUNCTION jobq_health(interval, interval, interval) IS
 'Admin and monitor. Health findings of this queue, one row per check (and per queue for
 oldest_pending_age): check_name, queue, severity (ok or warning), value (a number), detail.
-Checks: stuck_processing (locks older than stuck_after), oldest_pending_age (per queue, vs
+Checks: stuck_processing (locks older than stuck_after), unheeded_cancels (processing jobs
+whose cancel request is older than stuck_after), oldest_pending_age (per queue, vs
 max_pending_age), dead_letters, dead_tuples of jobq_jobs with its last (auto)vacuum,
 idle_in_transaction and oldest_transaction (vs max_transaction_age: such sessions stop VACUUM
 from cleaning the queue), schema_owner (the schema belongs to another role than jobq''s owner,

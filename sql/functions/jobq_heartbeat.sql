@@ -18,6 +18,11 @@
 --
 -- Both statements find the rows by the primary key and test no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+--
+-- Cancel requests: the result stays a count, so a worker learns of the cancel requests for the
+-- jobs it holds by calling jobq_cancel_requested with the same ids in the same statement
+-- (SELECT jobq_heartbeat(w, ids), ARRAY(SELECT jobq_cancel_requested(ids))): no extra round
+-- trip, and never later than one heartbeat interval, notification or not.
 --! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS integer
@@ -60,6 +65,7 @@ has locked at that moment (an acknowledgement in flight, a takeover, an open UPD
 this time, so a heartbeat cannot deadlock with the same worker''s jobq_complete_many, jobq_fail
 or jobq_release on another connection. Result: how many claims were renewed; a smaller number
 than asked means some claims are lost or were being acknowledged at that moment.
+A worker learns of cancel requests in the same statement with jobq_cancel_requested(job_ids).
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_heartbeat(text, uuid[]) FROM PUBLIC;

@@ -23,13 +23,16 @@ BEGIN
     END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
     WHERE s IS NULL
-       OR s NOT IN ('pending', 'processing', 'succeeded', 'failed', 'dead_letter')
+       OR s NOT IN (
+           'pending', 'processing', 'succeeded', 'failed', 'dead_letter', 'cancelled'
+       )
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
             coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Statuses: pending, processing, succeeded, failed, dead_letter.';
+                  HINT = 'Statuses: pending, processing, succeeded, failed, dead_letter, '
+                         'cancelled.';
     END IF;
 
     RETURN QUERY

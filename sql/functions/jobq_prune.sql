@@ -24,22 +24,22 @@ BEGIN
     IF statuses IS NULL OR pg_catalog.cardinality(statuses) = 0 THEN
         RAISE EXCEPTION 'jobq_prune: statuses must name at least one finished status'
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+                  HINT = 'Finished statuses: succeeded, failed, dead_letter, cancelled.';
     END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
-    WHERE s IS NULL OR s NOT IN ('succeeded', 'failed', 'dead_letter')
+    WHERE s IS NULL OR s NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled')
     LIMIT 1;
     IF FOUND THEN
         IF v_bad IN ('pending', 'processing') THEN
             RAISE EXCEPTION 'jobq_prune: statuses may not include %: only finished jobs are pruned',
                 pg_catalog.quote_literal(v_bad)
                 USING ERRCODE = 'invalid_parameter_value',
-                      HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+                      HINT = 'Finished statuses: succeeded, failed, dead_letter, cancelled.';
         END IF;
         RAISE EXCEPTION 'jobq_prune: statuses contains %, which is not a status',
             coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Finished statuses: succeeded, failed, dead_letter.';
+                  HINT = 'Finished statuses: succeeded, failed, dead_letter, cancelled.';
     END IF;
 
     DELETE FROM jobq_jobs AS j
@@ -51,7 +51,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_prune(interval, text[]) IS
-'Deletes jobs in the given finished statuses (succeeded, failed, dead_letter) whose
+'Deletes jobs in the given finished statuses (succeeded, failed, dead_letter, cancelled) whose
 finished_at is older than older_than. Result: how many were deleted.
 Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty
 list, a NULL or negative older_than.';

@@ -1,6 +1,6 @@
--- jobq_requeue_dead_letters: jobq_requeue_dead_letter for every dead_letter or failed job of a
--- job type and/or queue, in one statement, with one NOTIFY per queue that got jobs back (at
--- most 100: jobq__notify).
+-- jobq_requeue_dead_letters: jobq_requeue_dead_letter for every dead_letter, failed or
+-- cancelled job of a job type and/or queue, in one statement, with one NOTIFY per queue that
+-- got jobs back (at most 100: jobq__notify).
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_requeue_dead_letters(
@@ -25,8 +25,11 @@ BEGIN
             locked_at = NULL,
             locked_by = NULL,
             finished_at = NULL,
+            cancel_requested_at = NULL,
+            cancel_reason = NULL,
+            awaited = FALSE,
             updated_at = pg_catalog.now()
-        WHERE j.status IN ('dead_letter', 'failed')
+        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
           AND (jobq_requeue_dead_letters.job_type IS NULL
                OR j.job_type = jobq_requeue_dead_letters.job_type)
           AND (jobq_requeue_dead_letters.queue IS NULL
@@ -43,7 +46,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_requeue_dead_letters(text, text) IS
-'Makes every dead_letter or failed job (of job_type and queue, when given; NULL = any) pending
-again, as jobq_requeue_dead_letter does. Result: how many were requeued.';
+'Makes every dead_letter, failed or cancelled job (of job_type and queue, when given; NULL =
+any) pending again, as jobq_requeue_dead_letter does. Result: how many were requeued.';
 
 REVOKE EXECUTE ON FUNCTION jobq_requeue_dead_letters(text, text) FROM PUBLIC;

@@ -143,6 +143,21 @@ def snapshot(dsn: str) -> dict[str, Any]:
         }
 
 
+# Columns that migration 0006 added, with the value every job that existed before has.
+ADDED_COLUMNS = {"result": None, "cancel_requested_at": None, "cancel_reason": None,
+                 "awaited": False}
+
+
+def without_added_columns(jobs: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot without the columns added since the legacy install, which checks them: every
+    job that existed before has their defaults (no result, no cancel request, not awaited)."""
+    rows = [row[0] for row in jobs["jobs"]]
+    for job in rows:
+        for column, value in ADDED_COLUMNS.items():
+            assert job.pop(column) == value, (column, job)
+    return {**jobs, "jobs": [(job,) for job in rows]}
+
+
 def records(dsn: str) -> dict[str, str]:
     with psycopg.connect(dsn) as c:
         return dict(c.execute("SELECT version, checksum FROM jobq_migrations").fetchall())
@@ -217,7 +232,7 @@ def test_an_install_of_main_before_the_fold_upgrades_to_a_fresh_install_keeping_
     assert records(legacy) == records(fresh)
     assert catalogue(legacy) == catalogue(fresh)
     assert dump_schema(legacy) == dump_schema(fresh)
-    assert snapshot(legacy) == jobs
+    assert without_added_columns(snapshot(legacy)) == jobs
     assert migrate(legacy) == []
 
     # The role still works, on the new bodies: claim the available ocr job and complete it.
@@ -253,7 +268,7 @@ def test_the_dry_run_of_an_upgrade_applied_with_psql_does_the_same(
     assert migrate(legacy) == []
     assert records(legacy) == records(fresh)
     assert dump_schema(legacy) == dump_schema(fresh)
-    assert snapshot(legacy) == jobs
+    assert without_added_columns(snapshot(legacy)) == jobs
 
 
 def _refused(legacy: str, change: str, message: str) -> None:
