@@ -8,6 +8,8 @@ Worker(dsn, handlers={"ocr": handle_ocr}).run()
 from .errors import (
     ConnectionFailed,
     InvalidArgument,
+    JobFailed,
+    JobNotFound,
     JobqError,
     NotMigrated,
     NullValue,
@@ -17,7 +19,7 @@ from .errors import (
     Retry,
     SerializationFailure,
 )
-from .models import Fire, Job, Schedule, StatsRow
+from .models import Fire, Job, JobStatus, Schedule, StatsRow
 from .queue import Queue
 from .worker import Worker
 
@@ -26,6 +28,9 @@ __all__ = [
     "Fire",
     "InvalidArgument",
     "Job",
+    "JobFailed",
+    "JobNotFound",
+    "JobStatus",
     "JobqError",
     "NotMigrated",
     "NullValue",

@@ -10,20 +10,28 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import RowFactory, dict_row, scalar_row
+from psycopg.rows import RowFactory, dict_row, scalar_row, tuple_row
 from psycopg_pool import ConnectionPool
 
 from . import _sql
 from ._secrets import is_conninfo_error
-from .errors import InvalidArgument, JobqError, NotMigrated, SerializationFailure, from_psycopg
-from .models import Fire, HealthRow, Job, Schedule, StatsRow, job_row
+from .errors import (
+    InvalidArgument,
+    JobFailed,
+    JobNotFound,
+    JobqError,
+    NotMigrated,
+    SerializationFailure,
+    from_psycopg,
+)
+from .models import Fire, HealthRow, Job, JobStatus, Schedule, StatsRow, job_row
 
 __all__ = ["Connectable", "Queue", "resolve_dsn"]
 
@@ -35,6 +43,10 @@ DSN_SOURCES = ("JOBQ_DSN", "DATABASE_URL")
 
 # How often an enqueue in a transaction the Queue owns is retried on a serialization failure.
 SERIALIZATION_RETRIES = 5
+
+# Queue.wait: seconds between two looks at the jobs when no notification came (a notification
+# lost with a connection, a job pruned meanwhile), unless the caller says otherwise.
+WAIT_POLL_INTERVAL = 1.0
 
 
 def resolve_dsn(dsn: str | None = None) -> tuple[str, str]:
@@ -122,6 +134,45 @@ def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
         raise from_psycopg(exc) from exc
 
 
+def job_ids_of(value: uuid.UUID | str | Iterable[uuid.UUID | str], name: str) -> list[uuid.UUID]:
+    """Job ids as UUIDs, from one id or many (a UUID or its text); duplicates kept once, in
+    order. A value that is not a UUID raises ValueError naming ``name``."""
+    items: Iterable[uuid.UUID | str] = (
+        [value] if isinstance(value, uuid.UUID | str) else value  # one id, or many
+    )
+    ids: dict[uuid.UUID, None] = {}
+    for item in items:
+        if isinstance(item, uuid.UUID):
+            ids[item] = None
+            continue
+        try:
+            ids[uuid.UUID(str(item))] = None
+        except ValueError:
+            raise ValueError(f"{name}: {item!r} is not a job id (a UUID)") from None
+    return list(ids)
+
+
+def _seconds_or_none(value: timedelta | float | None, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        result = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a timedelta, a number of seconds or None, got {value!r}")
+    else:
+        result = float(value)
+    if result < 0:
+        raise ValueError(f"{name} must not be negative, got {value!r}")
+    return result
+
+
+def dump_result(value: Any) -> str | None:
+    """A handler's return value as JSON text for ``jobq_complete(result => ...)``; None stores
+    none. Refused with TypeError/ValueError when it is not JSON (NaN, a set, an object, a NUL
+    or a lone surrogate in a string)."""
+    return None if value is None else dump_json(value, "the result")
+
+
 def _interval(value: timedelta | float | int, name: str) -> timedelta:
     if isinstance(value, timedelta):
         return value
@@ -160,6 +211,9 @@ class Queue:
                 f"Queue() takes a DSN, a psycopg Connection or a ConnectionPool, got {dsn!r}"
             )
         self._closed = False
+        # Connections of their own for Queue.wait (LISTEN), kept for the next wait.
+        self._listeners: list[psycopg.Connection[Any]] = []
+        self._done_channel: str | None = None
 
     # -- connection handling ------------------------------------------------------------------
 
@@ -233,12 +287,15 @@ class Queue:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
-        """Close the connection this Queue opened (not one it was given)."""
+        """Close the connections this Queue opened (not one it was given)."""
         with self._lock:
             self._closed = True
             if self._owned is not None:
                 self._owned.close()
                 self._owned = None
+            listeners, self._listeners = self._listeners, []
+        for conn in listeners:
+            conn.close()
 
     def __enter__(self) -> Queue:
         return self
@@ -351,26 +408,43 @@ class Queue:
         jobs: list[Job] = self._run(self._sql.dequeue, params, row_factory=job_row)
         return jobs
 
-    def complete(self, job_id: uuid.UUID, worker_id: str, attempt: int | None = None) -> bool:
-        """Mark a claimed job succeeded; False when ``worker_id`` no longer holds the claim."""
-        rows = self._run(
-            self._sql.complete, {"job_id": job_id, "worker_id": worker_id, "attempt": attempt}
-        )
-        return bool(rows[0]["completed"])
+    def complete(
+        self,
+        job_id: uuid.UUID,
+        worker_id: str,
+        attempt: int | None = None,
+        *,
+        result: Any = None,
+    ) -> bool:
+        """Mark a claimed job succeeded, keeping ``result`` (any JSON-serialisable value; None
+        stores none); False when ``worker_id`` no longer holds the claim (nothing is stored)."""
+        params = {
+            "job_id": job_id,
+            "worker_id": worker_id,
+            "attempt": attempt,
+            "result": dump_result(result),
+        }
+        return bool(self._run(self._sql.complete, params)[0]["completed"])
 
     def complete_many(
         self,
         job_ids: Sequence[uuid.UUID],
         worker_id: str,
         attempts: Sequence[int] | None = None,
+        *,
+        results: Sequence[Any] | None = None,
     ) -> int:
-        """Mark many claimed jobs succeeded; returns how many were still held."""
+        """Mark many claimed jobs succeeded, each with its result (None for none); returns how
+        many were still held."""
         if attempts is not None and len(attempts) != len(job_ids):
             raise ValueError("attempts must have one entry per job id")
+        if results is not None and len(results) != len(job_ids):
+            raise ValueError("results must have one entry per job id")
         params = {
             "job_ids": list(job_ids),
             "worker_id": worker_id,
             "attempts": None if attempts is None else list(attempts),
+            "results": None if results is None else [dump_result(r) for r in results],
         }
         return int(self._run(self._sql.complete_many, params)[0]["completed"])
 
@@ -406,15 +480,197 @@ class Queue:
         params = {"job_ids": list(job_ids), "worker_id": worker_id}
         return int(self._run(self._sql.release, params)[0]["released"])
 
+    # -- cancellation, results and waiting ---------------------------------------------------
+
+    def cancel(
+        self,
+        job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
+        reason: str | None = None,
+        *,
+        conn: psycopg.Connection[Any] | None = None,
+    ) -> dict[uuid.UUID, str]:
+        """Cancel jobs (``jobq_cancel``). A pending job is cancelled at once; a running one is
+        asked to stop (its handler sees ``job.cancel_requested()`` turn true) and ends
+        ``cancelled`` unless it completes first; a finished job is left alone.
+
+        Returns the status of each known job after the call, in the order given:
+        ``cancelled``, ``cancel_requested`` (running) or the finished status it already had;
+        unknown ids are left out. ``reason`` is kept (``last_error`` of a job cancelled while
+        pending). With ``conn``, in the caller's transaction.
+        """
+        ids = job_ids_of(job_ids, "job_ids")
+        check_text(reason, "reason")
+        rows = self._run(
+            self._sql.cancel,
+            {"job_ids": ids, "reason": reason},
+            conn=conn,
+            retry_serialization=True,  # a deadlock with a concurrent completion is retried
+            row_factory=tuple_row,
+        )
+        found = dict(rows)
+        return {job_id: found[job_id] for job_id in ids if job_id in found}
+
+    def status(
+        self, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
+    ) -> dict[uuid.UUID, JobStatus]:
+        """How each known job stands now (``jobq_job_status``: status, attempts, result,
+        last_error, finished_at, cancel_requested; no payload), in the order given; unknown ids
+        are left out."""
+        ids = job_ids_of(job_ids, "job_ids")
+        return _in_order(ids, self._run(self._sql.job_status, {"job_ids": ids}))
+
+    def wait(
+        self,
+        job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
+        timeout: timedelta | float | None = 30.0,
+        *,
+        poll_interval: timedelta | float = WAIT_POLL_INTERVAL,
+    ) -> dict[uuid.UUID, JobStatus]:
+        """Wait until every known job of ``job_ids`` has finished (succeeded, failed,
+        dead_letter, cancelled), or until ``timeout`` seconds have passed (None: no limit), and
+        return their statuses at that moment, as :meth:`status` does. It never raises for a
+        job that has not finished: look at ``status.finished``.
+
+        It LISTENs on the installation's done channel, marks the jobs as awaited (so that
+        their end is notified: ``jobq_await(ids, timeout => 0)``) and then reads the statuses;
+        a job that finished before it listened is seen by that first read. It is woken by the
+        notification of a job's end, and looks again every ``poll_interval`` seconds in case a
+        notification was lost. It holds no transaction (nor any snapshot) while it waits. A
+        DSN-made Queue waits on a connection of its own; ``Queue(pool)`` borrows one from the
+        pool for the wait; ``Queue(connection)`` waits on that connection (holding the Queue's
+        lock), and polls only when the connection is inside a transaction.
+        """
+        ids = job_ids_of(job_ids, "job_ids")
+        limit = _seconds_or_none(timeout, "timeout")
+        poll = _seconds_or_none(poll_interval, "poll_interval")
+        if not poll:
+            raise ValueError(f"poll_interval must be positive, got {poll_interval!r}")
+        deadline = None if limit is None else time.monotonic() + limit
+        if not ids:
+            return {}
+        with self._listener() as (conn, channel):
+            if channel is None:  # the caller's transaction: a mark would lock the jobs' rows
+                statuses = self._statuses(conn, self._sql.job_status, ids)
+            else:
+                statuses = self._statuses(conn, self._sql.await_, ids, timeout=timedelta(0))
+            while True:
+                unfinished = {str(i) for i, st in statuses.items() if not st.finished}
+                if not unfinished:
+                    return statuses
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    return statuses
+                pause = poll if deadline is None else min(poll, deadline - now)
+                if channel is None:
+                    time.sleep(pause)
+                else:
+                    _next_wake(conn, channel, unfinished, pause)
+                statuses = self._statuses(conn, self._sql.job_status, ids)
+
+    def result(
+        self,
+        job_id: uuid.UUID | str,
+        timeout: timedelta | float | None = 30.0,
+        *,
+        poll_interval: timedelta | float = WAIT_POLL_INTERVAL,
+    ) -> Any:
+        """Wait for the job (as :meth:`wait` does) and return what its handler returned (None
+        when it returned nothing). Raises :class:`~pgq_client.JobFailed` (``status``,
+        ``last_error``) when the job ended ``failed``, ``dead_letter`` or ``cancelled``,
+        ``TimeoutError`` when it has not finished within ``timeout``, and
+        :class:`~pgq_client.JobNotFound` for an unknown id."""
+        (wanted,) = job_ids_of(job_id, "job_id")
+        found = self.wait([wanted], timeout, poll_interval=poll_interval).get(wanted)
+        if found is None:
+            raise JobNotFound(f"no job {wanted}")
+        if found.status == "succeeded":
+            return found.result
+        if found.finished:
+            raise JobFailed(wanted, found.status, found.last_error)
+        raise TimeoutError(
+            f"job {wanted} has not finished within {timeout} s (status {found.status})"
+        )
+
+    @contextmanager
+    def _listener(self) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
+        """A connection for one wait, and the done channel it LISTENs on (None: it polls)."""
+        if self._closed:
+            raise JobqError("this Queue is closed")
+        if self._pool is not None:
+            with self._pool.connection() as conn:
+                yield from self._listening(conn)
+            return
+        if self._conn is not None:
+            with self._lock:
+                conn = self._conn
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    yield conn, None  # LISTEN would take effect only at the caller's commit
+                else:
+                    yield from self._listening(conn)
+            return
+        with self._lock:
+            conn = self._listeners.pop() if self._listeners else None
+        if conn is None or conn.closed or conn.broken:
+            conn = connect(self.dsn)
+        try:
+            yield from self._listening(conn)
+        except BaseException:
+            conn.close()
+            raise
+        with self._lock:
+            if self._closed:
+                conn.close()
+            else:
+                self._listeners.append(conn)
+
+    def _listening(
+        self, conn: psycopg.Connection[Any]
+    ) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
+        channel = self._channel(conn)
+        _execute(conn, _sql.listen(channel))
+        try:
+            yield conn, channel
+        finally:
+            if not conn.closed and not conn.broken:
+                with translate_errors():
+                    _execute(conn, _sql.unlisten(channel))
+
+    def _channel(self, conn: psycopg.Connection[Any]) -> str:
+        if self._done_channel is None:
+            with translate_errors(), conn.cursor(row_factory=tuple_row) as cur:
+                row = cur.execute(
+                    _sql.EVENT_CHANNEL, {"schema": self.schema, "kind": _sql.DONE}
+                ).fetchone()
+                if not conn.autocommit and conn.info.transaction_status == (
+                    psycopg.pq.TransactionStatus.INTRANS
+                ):
+                    conn.commit()
+            self._done_channel = str(row[0]) if row else _sql.event_channel("public", _sql.DONE)
+        return self._done_channel
+
+    def _statuses(
+        self,
+        conn: psycopg.Connection[Any],
+        query: sql.Composed,
+        ids: list[uuid.UUID],
+        timeout: timedelta | None = None,
+    ) -> dict[uuid.UUID, JobStatus]:
+        params: dict[str, Any] = {"job_ids": ids}
+        if timeout is not None:
+            params["timeout"] = timeout
+        return _in_order(ids, _execute(conn, query, params))
+
     # -- administration -----------------------------------------------------------------------
 
     def requeue_dead_letter(self, job_id: uuid.UUID) -> bool:
-        """Make a ``dead_letter`` or ``failed`` job pending again; False for any other job."""
+        """Make a ``dead_letter``, ``failed`` or ``cancelled`` job pending again; False for any
+        other job."""
         rows = self._run(self._sql.requeue_dead_letter, {"job_id": job_id})
         return bool(rows[0]["requeued"])
 
     def requeue_dead_letters(self, job_type: str | None = None, queue: str | None = None) -> int:
-        """Requeue every ``dead_letter``/``failed`` job (of a type, queue); returns how many."""
+        """Requeue every ``dead_letter``/``failed``/``cancelled`` job (of a type, queue); returns
+        how many."""
         rows = self._run(self._sql.requeue_dead_letters, {"job_type": job_type, "queue": queue})
         return int(rows[0]["requeued"])
 
@@ -467,7 +723,9 @@ class Queue:
     def prune(
         self,
         older_than: timedelta | float = timedelta(days=7),
-        statuses: Sequence[Literal["succeeded", "failed", "dead_letter"] | str] = ("succeeded",),
+        statuses: Sequence[
+            Literal["succeeded", "failed", "dead_letter", "cancelled"] | str
+        ] = ("succeeded",),
     ) -> int:
         """Delete finished jobs older than ``older_than``; returns how many."""
         params = {
@@ -547,3 +805,38 @@ class Queue:
         Workers tick by themselves; this is for setups without a Worker (cron, a system timer).
         """
         return [Fire(**row) for row in self._run(self._sql.tick, {})]
+
+
+def _execute(
+    conn: psycopg.Connection[Any], query: sql.Composed, params: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """One statement on a connection that may be outside autocommit: then in a transaction of
+    its own, committed, so that the connection is idle again (notifications arrive only
+    between transactions). Its rows as dicts."""
+    with translate_errors():
+        if conn.autocommit or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            with conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(query, params)
+                return cur.fetchall() if cur.description is not None else []
+        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(query, params)
+            return cur.fetchall() if cur.description is not None else []
+
+
+def _in_order(ids: list[uuid.UUID], rows: list[dict[str, Any]]) -> dict[uuid.UUID, JobStatus]:
+    found = {row["id"]: JobStatus.from_row(row) for row in rows}
+    return {job_id: found[job_id] for job_id in ids if job_id in found}
+
+
+def _next_wake(
+    conn: psycopg.Connection[Any], channel: str, unfinished: set[str], seconds: float
+) -> None:
+    """Until a notification on ``channel`` for one of the ``unfinished`` jobs (or one that
+    says to check everything), or ``seconds``."""
+    with translate_errors():
+        # Notifications that came while a statement ran are kept by psycopg and come first.
+        for note in conn.notifies(timeout=max(seconds, 0.0)):
+            if note.channel == channel and (
+                note.payload == _sql.CHECK_ALL or note.payload in unfinished
+            ):
+                return
