@@ -547,6 +547,38 @@ $$;
 COMMENT ON FUNCTION public.jobq__worker_id_error(worker_id text) IS 'Private. Returns what is wrong with worker_id (NULL, blank, more than 200 characters) as a
 message naming it, or NULL.';
 
+CREATE FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], queues text[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    PERFORM
+    FROM jobq_workers AS w
+    WHERE w.worker_id = jobq__worker_seen.worker_id
+      AND w.last_claim_at > pg_catalog.now() - interval '5 seconds'
+      -- text[] = text[] is pg_catalog's anyarray operator: an exact-type look-alike in the
+      -- schema would be preferred to it, so it is named (as IS NOT DISTINCT FROM cannot).
+      AND (w.job_types OPERATOR(pg_catalog.=) jobq__worker_seen.job_types
+           OR (w.job_types IS NULL AND jobq__worker_seen.job_types IS NULL))
+      AND (w.queues OPERATOR(pg_catalog.=) jobq__worker_seen.queues
+           OR (w.queues IS NULL AND jobq__worker_seen.queues IS NULL));
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    DELETE FROM jobq_workers AS w
+    WHERE w.last_claim_at < pg_catalog.now() - interval '1 day';
+    INSERT INTO jobq_workers AS w (worker_id, job_types, queues)
+    VALUES (jobq__worker_seen.worker_id, jobq__worker_seen.job_types, jobq__worker_seen.queues)
+    ON CONFLICT ON CONSTRAINT jobq_workers_pkey DO UPDATE
+    SET job_types = excluded.job_types,
+        queues = excluded.queues,
+        last_claim_at = excluded.last_claim_at;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], queues text[]) IS 'Private. Records in jobq_workers that worker_id claims with these job_types and queues
+filters (NULL: all); writes only when its row is older than 5 seconds or the filters changed.
+Called by jobq_dequeue.';
+
 CREATE FUNCTION public.jobq_await(job_ids uuid[], timeout interval DEFAULT '00:00:30'::interval) RETURNS TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, finished_at timestamp with time zone, cancel_requested boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -999,6 +1031,9 @@ BEGIN
             coalesce(lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- What this worker asks for, for jobq_unserved_job_types (one look-up; a write at most
+    -- every 5 seconds per worker).
+    PERFORM jobq__worker_seen(jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues);
 
     -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
     --    Each is recorded in errors (which worker lost it). One with a cancel request is not
@@ -1597,6 +1632,24 @@ Notifies the done channel (payload: the job id) when the job ended and a client 
 Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or longer than 200
 characters.';
 
+CREATE FUNCTION public.jobq_get_job(job_id uuid) RETURNS SETOF public.jobq_jobs
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF job_id IS NULL THEN
+        RAISE EXCEPTION 'jobq_get_job: job_id must not be NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT j.* FROM jobq_jobs AS j WHERE j.id = jobq_get_job.job_id;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_get_job(job_id uuid) IS 'Admin. The job with this id, every column (payload, errors history, timestamps); no row for an
+unknown id. Shows the payload, so it is granted to admins only.
+Errors: 22023 a NULL job_id.';
+
 CREATE FUNCTION public.jobq_health(stuck_after interval DEFAULT '01:00:00'::interval, max_pending_age interval DEFAULT '00:15:00'::interval, max_transaction_age interval DEFAULT '00:05:00'::interval) RETURNS TABLE(check_name text, queue text, severity text, value double precision, detail text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -1675,6 +1728,29 @@ BEGIN
     FROM jobq_jobs AS j
     WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
     GROUP BY j.queue;
+
+    -- Per queue and job type: available jobs that no worker asked for within max_pending_age
+    -- (a misspelt job type, a queue nobody serves), named at once rather than after they aged.
+    RETURN QUERY
+    SELECT
+        'unserved_job_types'::text, u.queue, 'warning'::text, u.jobs::double precision,
+        pg_catalog.format(
+            '%s job(s) of type %s available, the oldest waiting for %s: no worker claimed '
+            'this job type in this queue within %s',
+            u.jobs, pg_catalog.quote_literal(u.job_type),
+            pg_catalog.date_trunc('second', pg_catalog.now() - u.oldest_available_at),
+            max_pending_age
+        )
+    FROM jobq_unserved_job_types(max_pending_age) AS u;
+    IF NOT FOUND THEN
+        RETURN QUERY
+        SELECT
+            'unserved_job_types'::text, NULL::text, 'ok'::text, 0::double precision,
+            pg_catalog.format(
+                'every available job''s type and queue was claimed by a worker within %s',
+                max_pending_age
+            );
+    END IF;
 
     RETURN QUERY
     SELECT
@@ -1823,10 +1899,13 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) IS 'Admin and monitor. Health findings of this queue, one row per check (and per queue for
-oldest_pending_age): check_name, queue, severity (ok or warning), value (a number), detail.
+oldest_pending_age, per queue and job type for unserved_job_types): check_name, queue,
+severity (ok or warning), value (a number), detail.
 Checks: stuck_processing (locks older than stuck_after), unheeded_cancels (processing jobs
 whose cancel request is older than stuck_after), oldest_pending_age (per queue, vs
-max_pending_age), dead_letters, dead_tuples of jobq_jobs with its last (auto)vacuum,
+max_pending_age), unserved_job_types (available jobs of a queue and job type that no worker
+claimed within max_pending_age: see jobq_unserved_job_types), dead_letters, dead_tuples of
+jobq_jobs with its last (auto)vacuum,
 idle_in_transaction and oldest_transaction (vs max_transaction_age: such sessions stop VACUUM
 from cleaning the queue), schema_owner (the schema belongs to another role than jobq''s owner,
 not a superuser) and schema_create (other roles, or PUBLIC, may CREATE in the schema: they could
@@ -2295,6 +2374,47 @@ $$;
 COMMENT ON FUNCTION public.jobq_unschedule(name text) IS 'Deletes the schedule `name`. Result: whether it existed. Jobs already enqueued by its fires are
 kept. Errors: 22023 NULL name. Concurrency: waits for a tick that holds the schedule.';
 
+CREATE FUNCTION public.jobq_unserved_job_types(idle interval DEFAULT '00:15:00'::interval) RETURNS TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF idle IS NULL OR idle <= interval '0' THEN
+        RAISE EXCEPTION 'jobq_unserved_job_types: idle must be a positive interval, got %',
+            coalesce(idle::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    RETURN QUERY
+    WITH waiting AS (
+        SELECT
+            j.queue, j.job_type, pg_catalog.count(*) AS jobs,
+            pg_catalog.min(j.available_at) AS oldest_available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
+        GROUP BY j.queue, j.job_type
+    )
+
+    SELECT w.queue, w.job_type, w.jobs, w.oldest_available_at
+    FROM waiting AS w
+    WHERE NOT EXISTS (
+        SELECT
+        FROM jobq_workers AS k
+        WHERE k.last_claim_at
+              > pg_catalog.now() - least(jobq_unserved_job_types.idle, interval '1000 years')
+          AND (k.job_types IS NULL OR w.job_type = ANY (k.job_types))
+          AND (k.queues IS NULL OR w.queue = ANY (k.queues))
+    )
+    ORDER BY w.queue, w.job_type;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_unserved_job_types(idle interval) IS 'Admin. The pending jobs available now that no worker asked for within idle (default 15
+minutes), per (queue, job_type): how many, and the oldest available_at. A worker asks through
+its claims: jobq_dequeue records its worker_id''s job_types and queues filters in jobq_workers.
+Reads every available pending job: for operators and worker start-up, not for a hot loop.
+Errors: 22023 a NULL or non-positive idle.';
+
 CREATE TABLE public.jobq_migrations (
     version text NOT NULL,
     checksum text NOT NULL,
@@ -2363,6 +2483,29 @@ CREATE TABLE public.jobq_settings (
 
 COMMENT ON TABLE public.jobq_settings IS 'Settings of this jobq installation (one row). Changed only through jobq_configure().';
 
+CREATE TABLE public.jobq_workers (
+    worker_id text NOT NULL,
+    job_types text[],
+    queues text[],
+    first_claim_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_claim_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_workers IS 'jobq: the filters of each worker''s recent claims, one row per worker_id, written by
+jobq_dequeue (through jobq__worker_seen). Read by jobq_unserved_job_types() and jobq_health();
+rows of workers that have not claimed for a day are deleted by later claims.';
+
+COMMENT ON COLUMN public.jobq_workers.worker_id IS 'The worker_id its claims gave.';
+
+COMMENT ON COLUMN public.jobq_workers.job_types IS 'The job_types filter of its last claim; NULL: every job type.';
+
+COMMENT ON COLUMN public.jobq_workers.queues IS 'The queues filter of its last claim; NULL: every queue.';
+
+COMMENT ON COLUMN public.jobq_workers.first_claim_at IS 'When this worker_id was first recorded.';
+
+COMMENT ON COLUMN public.jobq_workers.last_claim_at IS 'When a claim last recorded it (at most a few seconds old while the worker claims, since
+records are refreshed only when older than that or when the filters change).';
+
 ALTER TABLE ONLY public.jobq_jobs
     ADD CONSTRAINT jobq_jobs_pkey PRIMARY KEY (id);
 
@@ -2374,6 +2517,9 @@ ALTER TABLE ONLY public.jobq_schedules
 
 ALTER TABLE ONLY public.jobq_settings
     ADD CONSTRAINT jobq_settings_pkey PRIMARY KEY (singleton);
+
+ALTER TABLE ONLY public.jobq_workers
+    ADD CONSTRAINT jobq_workers_pkey PRIMARY KEY (worker_id);
 
 CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (priority DESC, available_at, id) WHERE (status = 'pending'::text);
 
@@ -2416,6 +2562,8 @@ REVOKE ALL ON FUNCTION public.jobq__tick(at timestamp with time zone) FROM PUBLI
 
 REVOKE ALL ON FUNCTION public.jobq__worker_id_error(worker_id text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], queues text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_await(job_ids uuid[], timeout interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_cancel(job_ids uuid[], reason text) FROM PUBLIC;
@@ -2435,6 +2583,8 @@ REVOKE ALL ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempot
 REVOKE ALL ON FUNCTION public.jobq_enqueue_many(jobs jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean, backoff interval, attempt integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_get_job(job_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) FROM PUBLIC;
 
@@ -2461,3 +2611,5 @@ REVOKE ALL ON FUNCTION public.jobq_stats() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_tick() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_unschedule(name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_unserved_job_types(idle interval) FROM PUBLIC;

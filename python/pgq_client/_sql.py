@@ -160,7 +160,7 @@ SELECT * FROM {schema}jobq_list_jobs(
 # what jobq_list_jobs returns (every job, most recently changed first): the server reads the
 # whole table, and only the matching row travels.
 GET_JOB = """
-SELECT * FROM {schema}jobq_list_jobs(max_rows => 2147483647) AS j WHERE j.id = %(job_id)s::uuid
+SELECT * FROM {schema}jobq_get_job(job_id => %(job_id)s::uuid)
 """
 
 STATS = """
@@ -177,6 +177,11 @@ SELECT {schema}jobq_prune(
 
 CONFIGURE = """
 SELECT {schema}jobq_configure(max_payload_bytes => %(max_payload_bytes)s::int) AS settings
+"""
+
+UNSERVED = """
+SELECT queue, job_type, jobs, oldest_available_at
+FROM {schema}jobq_unserved_job_types(idle => %(idle)s::interval)
 """
 
 HEALTH = """
@@ -393,6 +398,7 @@ class Statements:
         self.prune = _render(PRUNE, schema)
         self.configure = _render(CONFIGURE, schema)
         self.health = _render(HEALTH, schema)
+        self.unserved = _render(UNSERVED, schema)
         self.schedule = _render(SCHEDULE, schema)
         self.unschedule = _render(UNSCHEDULE, schema)
         self.schedules = _render(SCHEDULES, schema)

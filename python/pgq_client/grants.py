@@ -49,7 +49,7 @@ __all__ = [
 Level = Literal["producer", "worker", "monitor", "admin"]
 LEVELS: tuple[Level, ...] = ("producer", "worker", "monitor", "admin")
 
-ADMIN_TABLES = ("jobq_jobs", "jobq_settings", "jobq_migrations")
+ADMIN_TABLES = ("jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers")
 
 
 def declared_functions(level: Level, files: Sequence[FunctionFile] | None = None) -> list[str]:
@@ -78,8 +78,10 @@ def grant_statements(
     level: Level,
     schema: str = "public",
     functions: Sequence[str] | None = None,
+    tables: Sequence[str] = ADMIN_TABLES,
 ) -> list[sql.Composed]:
-    """The GRANT statements for ``level``: ``functions`` overrides the declared list."""
+    """The GRANT statements for ``level``: ``functions`` overrides the declared list, ``tables``
+    the tables an admin may read (an older installation lacks some)."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     _check_role(role)
@@ -92,11 +94,9 @@ def grant_statements(
         for f in names
         if not f.startswith("jobq__")
     ]
-    if level == "admin":
-        tables = sql.SQL(", ").join(
-            sql.SQL("{}.{}").format(nsp, sql.Identifier(t)) for t in ADMIN_TABLES
-        )
-        statements.append(sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(tables, grantee))
+    if level == "admin" and tables:
+        listed = sql.SQL(", ").join(sql.SQL("{}.{}").format(nsp, sql.Identifier(t)) for t in tables)
+        statements.append(sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(listed, grantee))
     return statements
 
 
@@ -127,14 +127,17 @@ def plan(
 ) -> list[sql.Composed]:
     """The statements to run: with a connection, only functions installed in ``schema``."""
     functions: list[str] | None = None
+    tables: Sequence[str] = ADMIN_TABLES
     _check_role(role)
     if conn is not None:
         installed = _installed(conn, schema)
         if level == "admin":
             functions = installed
+            present = {str(r[0]) for r in conn.execute(_sql.JOBQ_TABLES, {"schema": schema})}
+            tables = [t for t in ADMIN_TABLES if t in present]
         else:
             functions = [f for f in declared_functions(level) if f in installed]
-    return grant_statements(role, level, schema, functions)
+    return grant_statements(role, level, schema, functions, tables)
 
 
 def grant(conninfo: str, role: str, level: Level, schema: str = "public") -> list[str]:

@@ -21,6 +21,7 @@ __all__ = [
     "JobStatus",
     "Schedule",
     "StatsRow",
+    "UnservedJobType",
     "job_row",
 ]
 
@@ -206,6 +207,23 @@ class Fire:
     schedule: str
     fire_at: datetime
     job_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class UnservedJobType:
+    """One row of ``jobq_unserved_job_types()``: available jobs of a queue and job type that no
+    worker asked for recently (a misspelt job type, a queue nobody serves)."""
+
+    queue: str
+    job_type: str
+    jobs: int
+    oldest_available_at: datetime
+
+    def describe(self) -> str:
+        return (
+            f"{self.jobs} job(s) of type {self.job_type!r} in queue {self.queue!r}, "
+            f"available since {self.oldest_available_at.isoformat(sep=' ', timespec='seconds')}"
+        )
 
 
 _SCHEDULE_FIELDS = frozenset(f.name for f in fields(Schedule))

@@ -31,7 +31,16 @@ from .errors import (
     SerializationFailure,
     from_psycopg,
 )
-from .models import Fire, HealthRow, Job, JobStatus, Schedule, StatsRow, job_row
+from .models import (
+    Fire,
+    HealthRow,
+    Job,
+    JobStatus,
+    Schedule,
+    StatsRow,
+    UnservedJobType,
+    job_row,
+)
 
 __all__ = ["Connectable", "Queue", "resolve_dsn"]
 
@@ -743,6 +752,15 @@ class Queue:
     def health(self) -> list[HealthRow]:
         """Health findings (stuck jobs, waiting time, dead letters, VACUUM blockers)."""
         return [HealthRow.from_row(row) for row in self._run(self._sql.health, {})]
+
+    def unserved_job_types(
+        self, idle: timedelta | float = timedelta(minutes=15)
+    ) -> list[UnservedJobType]:
+        """Available jobs, per queue and job type, that no worker asked for within ``idle``
+        (``jobq_unserved_job_types``): a misspelt job type, a queue no worker serves. Workers
+        ask through their claims, in any language. Reads every available pending job."""
+        rows = self._run(self._sql.unserved, {"idle": _interval(idle, "idle")})
+        return [UnservedJobType(**row) for row in rows]
 
     # -- schedules ----------------------------------------------------------------------------
 

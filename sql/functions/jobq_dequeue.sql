@@ -55,6 +55,9 @@ BEGIN
             coalesce(lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- What this worker asks for, for jobq_unserved_job_types (one look-up; a write at most
+    -- every 5 seconds per worker).
+    PERFORM jobq__worker_seen(jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues);
 
     -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
     --    Each is recorded in errors (which worker lost it). One with a cancel request is not

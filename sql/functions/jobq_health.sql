@@ -1,5 +1,6 @@
 -- jobq_health (admin, monitor): the health findings behind `jobq doctor`, one row per check (and
--- per queue for oldest_pending_age). docs/operations.md says what to do about each warning.
+-- per queue for oldest_pending_age, per queue and job type for unserved_job_types).
+-- docs/operations.md says what to do about each warning.
 --! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_health(
@@ -92,6 +93,29 @@ BEGIN
     FROM jobq_jobs AS j
     WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
     GROUP BY j.queue;
+
+    -- Per queue and job type: available jobs that no worker asked for within max_pending_age
+    -- (a misspelt job type, a queue nobody serves), named at once rather than after they aged.
+    RETURN QUERY
+    SELECT
+        'unserved_job_types'::text, u.queue, 'warning'::text, u.jobs::double precision,
+        pg_catalog.format(
+            '%s job(s) of type %s available, the oldest waiting for %s: no worker claimed '
+            'this job type in this queue within %s',
+            u.jobs, pg_catalog.quote_literal(u.job_type),
+            pg_catalog.date_trunc('second', pg_catalog.now() - u.oldest_available_at),
+            max_pending_age
+        )
+    FROM jobq_unserved_job_types(max_pending_age) AS u;
+    IF NOT FOUND THEN
+        RETURN QUERY
+        SELECT
+            'unserved_job_types'::text, NULL::text, 'ok'::text, 0::double precision,
+            pg_catalog.format(
+                'every available job''s type and queue was claimed by a worker within %s',
+                max_pending_age
+            );
+    END IF;
 
     RETURN QUERY
     SELECT
@@ -241,10 +265,13 @@ $$;
 
 COMMENT ON FUNCTION jobq_health(interval, interval, interval) IS
 'Admin and monitor. Health findings of this queue, one row per check (and per queue for
-oldest_pending_age): check_name, queue, severity (ok or warning), value (a number), detail.
+oldest_pending_age, per queue and job type for unserved_job_types): check_name, queue,
+severity (ok or warning), value (a number), detail.
 Checks: stuck_processing (locks older than stuck_after), unheeded_cancels (processing jobs
 whose cancel request is older than stuck_after), oldest_pending_age (per queue, vs
-max_pending_age), dead_letters, dead_tuples of jobq_jobs with its last (auto)vacuum,
+max_pending_age), unserved_job_types (available jobs of a queue and job type that no worker
+claimed within max_pending_age: see jobq_unserved_job_types), dead_letters, dead_tuples of
+jobq_jobs with its last (auto)vacuum,
 idle_in_transaction and oldest_transaction (vs max_transaction_age: such sessions stop VACUUM
 from cleaning the queue), schema_owner (the schema belongs to another role than jobq''s owner,
 not a superuser) and schema_create (other roles, or PUBLIC, may CREATE in the schema: they could

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(120);
+SELECT plan(125);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -20,13 +20,14 @@ SELECT functions_are('public', ARRAY[
     'jobq_cancel', 'jobq_cancel_requested', 'jobq_job_status', 'jobq_await',
     -- operators
     'jobq_requeue_dead_letter', 'jobq_requeue_dead_letters', 'jobq_stats', 'jobq_prune',
-    'jobq_configure', 'jobq_list_jobs', 'jobq_health',
+    'jobq_configure', 'jobq_list_jobs', 'jobq_get_job', 'jobq_health', 'jobq_unserved_job_types',
     -- schedules (admin manages them; workers tick)
     'jobq_schedule', 'jobq_unschedule', 'jobq_schedules', 'jobq_tick',
     -- private helpers (granted to nobody)
     'jobq__job_error', 'jobq__backoff', 'jobq__blank', 'jobq__worker_id_error',
     'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__cron_parse', 'jobq__cron_next',
-    'jobq__cron_fires', 'jobq__tick', 'jobq__event_channel', 'jobq__notify_events'
+    'jobq__cron_fires', 'jobq__tick', 'jobq__worker_seen', 'jobq__event_channel',
+    'jobq__notify_events'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -64,6 +65,7 @@ SELECT results_eq(
     ('jobq__notify_events', 'kind text, payloads text[]', 'integer'),
     ('jobq__tick', 'at timestamp with time zone', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq__worker_id_error', 'worker_id text', 'text'),
+    ('jobq__worker_seen', 'worker_id text, job_types text[], queues text[]', 'void'),
     ('jobq_await', 'job_ids uuid[], timeout interval DEFAULT ''00:00:30''::interval',
                    'TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, '
                    'finished_at timestamp with time zone, cancel_requested boolean)'),
@@ -83,6 +85,7 @@ SELECT results_eq(
     ('jobq_enqueue_many', 'jobs jsonb', 'TABLE(ord integer, id uuid)'),
     ('jobq_fail', 'job_id uuid, worker_id text, error text, retry boolean DEFAULT true, '
                   'backoff interval DEFAULT ''00:00:10''::interval, attempt integer DEFAULT NULL::integer', 'text'),
+    ('jobq_get_job', 'job_id uuid', 'SETOF jobq_jobs'),
     ('jobq_health', 'stuck_after interval DEFAULT ''01:00:00''::interval, max_pending_age interval DEFAULT '
                     '''00:15:00''::interval, max_transaction_age interval DEFAULT ''00:05:00''::interval',
                     'TABLE(check_name text, queue text, severity text, value double precision, detail text)'),
@@ -105,7 +108,9 @@ SELECT results_eq(
                        'created_at timestamp with time zone, updated_at timestamp with time zone)'),
     ('jobq_stats', '', 'TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)'),
     ('jobq_tick', '', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
-    ('jobq_unschedule', 'name text', 'boolean')
+    ('jobq_unschedule', 'name text', 'boolean'),
+    ('jobq_unserved_job_types', 'idle interval DEFAULT ''00:15:00''::interval',
+                                'TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)')
     $$,
     'every function has the documented argument names, defaults and result'
 );
@@ -167,6 +172,9 @@ SELECT isnt_definer('public', 'jobq__cron_parse', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__cron_next', ARRAY['bigint[]', 'text', 'timestamp with time zone']);
 SELECT isnt_definer('public', 'jobq__cron_fires', ARRAY['bigint[]', 'text', 'timestamp with time zone', 'timestamp with time zone', 'integer']);
 SELECT isnt_definer('public', 'jobq__tick', ARRAY['timestamp with time zone']);
+SELECT is_definer('public', 'jobq_get_job', ARRAY['uuid']);
+SELECT is_definer('public', 'jobq_unserved_job_types', ARRAY['interval']);
+SELECT isnt_definer('public', 'jobq__worker_seen', ARRAY['text', 'text[]', 'text[]']);
 
 SELECT is_empty(
     $$SELECT p.oid::regprocedure FROM pg_proc AS p
@@ -185,8 +193,13 @@ SELECT is_empty(
 -- Tables and columns
 ------------------------------------------------------------------------------------------
 
-SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules'],
-                  'schema public has exactly the four jobq tables');
+SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
+                                 'jobq_workers'],
+                  'schema public has exactly the five jobq tables');
+SELECT columns_are('public', 'jobq_workers', ARRAY[
+    'worker_id', 'job_types', 'queues', 'first_claim_at', 'last_claim_at'
+]);
+SELECT col_is_pk('public', 'jobq_workers', 'worker_id', 'jobq_workers is keyed by worker_id');
 SELECT has_table('public', 'jobq_jobs', 'table jobq_jobs exists');
 SELECT has_table('public', 'jobq_settings', 'table jobq_settings exists');
 SELECT has_table('public', 'jobq_migrations', 'table jobq_migrations exists');

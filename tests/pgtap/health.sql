@@ -21,8 +21,8 @@ SELECT throws_ok($$SELECT * FROM jobq_health(max_transaction_age => '-1 second')
 SELECT set_eq('SELECT check_name FROM jobq_health()',
               $$VALUES ('stuck_processing'), ('unheeded_cancels'), ('dead_letters'), ('dead_tuples'),
                        ('idle_in_transaction'), ('oldest_transaction'), ('schema_owner'),
-                       ('schema_create')$$,
-              'an empty queue: the eight global checks, no oldest_pending_age row');
+                       ('schema_create'), ('unserved_job_types')$$,
+              'an empty queue: the nine global checks, no oldest_pending_age row');
 SELECT results_eq(
     $$SELECT check_name, severity, value FROM jobq_health()
       WHERE check_name IN ('stuck_processing', 'dead_letters', 'unheeded_cancels') ORDER BY 1$$,
@@ -89,7 +89,8 @@ SELECT results_eq(
 SELECT is(
     (SELECT count(*)::int FROM jobq_health(stuck_after => '1 minute', max_pending_age => '1 minute',
                                            max_transaction_age => '1 minute')),
-    10, 'named arguments; one row per check and per queue with available jobs'
+    12, 'named arguments; one row per check, per queue with available jobs, and per queue and '
+        'job type that no worker claimed (q1/t and q2/t: no worker ever claimed here)'
 );
 
 SELECT * FROM finish();

@@ -236,11 +236,36 @@ def _dead_jobs(dsn: str) -> tuple[uuid.UUID, uuid.UUID]:
 
 def test_doctor_on_a_healthy_queue_exits_zero(dsn: str, conn: Conn) -> None:
     conn.execute("SELECT jobq_enqueue(job_type => 'x')")
+    # a worker of type x is running (recorded as its claims record it; a claim would take the
+    # job that the pending-age check looks at)
+    conn.execute("SELECT jobq__worker_seen('w', '{x}', NULL)")
     result = jobq("doctor", dsn=dsn)
     assert result.returncode == 0, result.stderr
     for check in ("stuck_processing", "oldest_pending_age", "dead_letters", "oldest_transaction"):
         assert check in result.stdout
     assert "warning" not in result.stdout
+
+
+def test_doctor_names_the_job_types_that_no_worker_serves(dsn: str, conn: Conn) -> None:
+    """A misspelt job type: a worker of send_email runs, the send_emial job waits; the doctor
+    says so at once, naming the type and the queue, and `--json` has it too."""
+    conn.execute("SELECT jobq_enqueue(job_type => 'send_emial', queue => 'mail')")
+    conn.execute("SELECT jobq_enqueue(job_type => 'send_email', queue => 'mail')")
+    conn.execute("SELECT * FROM jobq_dequeue(worker_id => 'w', job_types => '{send_email}')")
+    result = jobq("doctor", dsn=dsn)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("unserved_job_types")]
+    assert "warning" in line and "mail" in line and "'send_emial'" in line, line
+    assert "send_email'" not in line
+    result = jobq("doctor", "--json", dsn=dsn)
+    checks = json.loads(result.stdout)["checks"]
+    [check] = [c for c in checks if c["check_name"] == "unserved_job_types"]
+    assert (check["queue"], check["severity"], check["value"]) == ("mail", "warning", 1)
+    # a worker of that type claims (here: takes the job), and the warning goes
+    conn.execute("SELECT * FROM jobq_dequeue(worker_id => 'w2', job_types => '{send_emial}')")
+    result = jobq("doctor", dsn=dsn)
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("unserved_job_types")]
+    assert " ok " in f" {line} ", line
 
 
 def test_doctor_exits_one_when_a_check_warns(dsn: str, conn: Conn) -> None:

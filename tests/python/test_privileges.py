@@ -200,8 +200,12 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
     installed = {f.name for f in function_files() if not f.private}
     assert _executable(conn, role) == (installed if level == "admin" else EXPECTED[level])
     reads = conn.execute(
-        "SELECT has_table_privilege(%s, 'jobq_jobs', 'SELECT')", (role,)).fetchone()
-    assert reads == (level == "admin",)
+        "SELECT c.relname::text FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace "
+        "AND c.relkind = 'r' AND has_table_privilege(%s, c.oid, 'SELECT') ORDER BY 1", (role,)
+    ).fetchall()
+    every_table = [("jobq_jobs",), ("jobq_migrations",), ("jobq_schedules",), ("jobq_settings",),
+                   ("jobq_workers",)]
+    assert reads == (every_table if level == "admin" else [])
 
     result = run("--dsn", dsn, "revoke", role)
     assert result.exit_code == 0, result.output
@@ -277,7 +281,7 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     online = run("--dsn", dsn, "revoke", role, "--dry-run")
     assert online.exit_code == 0, online.output
     tables = ('"public"."jobq_jobs", "public"."jobq_migrations", "public"."jobq_schedules", '
-              '"public"."jobq_settings"')
+              '"public"."jobq_settings", "public"."jobq_workers"')
     assert f'REVOKE ALL ON TABLE {tables} FROM "{role}";' in online.stdout
     # nothing but jobq in this database's schema public: its USAGE is taken back too
     assert online.stdout.splitlines()[-1] == f'REVOKE USAGE ON SCHEMA "public" FROM "{role}";'

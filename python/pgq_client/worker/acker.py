@@ -15,9 +15,9 @@ from psycopg.rows import tuple_row
 
 from .. import _sql
 from ..errors import JobqError, PayloadTooLarge, PermissionDenied
-from ..models import Job, mark_cancel_requested
+from ..models import Job, UnservedJobType, mark_cancel_requested
 from .config import WorkerConfig
-from .joblog import duration, job_log, log
+from .joblog import UNSERVED_IDLE, duration, job_log, log, report_unserved
 from .retry import GaveUp, Link, reconnecting
 from .state import Failure, Shared
 
@@ -25,6 +25,9 @@ __all__ = ["Acknowledger"]
 
 ACK_LINGER = 0.005
 """Seconds a result may wait for others to share its round trip (and its commit)."""
+
+UNSERVED_AFTER = 3.0
+"""Seconds after start when the worker looks for available jobs that no worker serves."""
 
 
 class Acknowledger:
@@ -68,6 +71,7 @@ class Acknowledger:
         # False once jobq_cancel_requested was denied (a role granted before the function
         # existed): the heartbeat then goes alone, and running handlers are not told of cancels.
         self._cancels_allowed = True
+        self._next_unserved = math.inf  # the start-up look for jobs nobody serves, once
         self._counted = (0, 0, time.monotonic())  # done, failed, when: at the last summary
 
     def close(self, deadline: float) -> None:
@@ -98,6 +102,10 @@ class Acknowledger:
         self._next_beat = time.monotonic() + heartbeat
         self._next_summary = time.monotonic() + summary
         self._next_tick = time.monotonic() + tick  # one interval after start: claims first
+        # after this worker's first claims have recorded what it serves (a burst run says it
+        # at its end instead)
+        if not self._shared.burst:
+            self._next_unserved = time.monotonic() + UNSERVED_AFTER
         while True:
             batch = self._next_batch()
             if batch is None:
@@ -121,6 +129,9 @@ class Acknowledger:
                 if time.monotonic() >= self._next_tick:
                     self._tick()
                     self._next_tick = time.monotonic() + tick
+                if time.monotonic() >= self._next_unserved:
+                    self._next_unserved = math.inf
+                    self._unserved()
             except (GaveUp, JobqError) as exc:
                 self._abandon(releases, completions, failures, exc)
                 return
@@ -154,7 +165,9 @@ class Acknowledger:
                         break
                 elif shared.acks_closed:
                     return None
-                timer = min(self._next_beat, self._next_summary, self._next_tick)
+                timer = min(
+                    self._next_beat, self._next_summary, self._next_tick, self._next_unserved
+                )
                 if now >= timer:
                     break
                 shared.acks_ready.wait(min(timer, flush_at) - now)
@@ -379,6 +392,21 @@ class Acknowledger:
         for schedule, fire_at, job_id in rows:
             log.info("%s: schedule %s fired for %s: job %s", self._who, schedule,
                      fire_at.isoformat(), job_id)
+
+    def _unserved(self) -> None:
+        """Say once, soon after start, which available jobs no worker serves (a misspelt job
+        type, a queue nobody serves): they would otherwise wait silently. Needs EXECUTE on
+        jobq_unserved_job_types (admin); without it the worker says so at DEBUG only."""
+        if self._giving_up() or self._shared.acks_closed:
+            return
+        try:
+            rows, _ = self._send(
+                self._sql.unserved, {"idle": UNSERVED_IDLE}, "looking for jobs nobody serves"
+            )
+        except JobqError as exc:
+            log.debug("%s: cannot look for jobs nobody serves: %s", self._who, exc)
+            return
+        report_unserved(self._who, [UnservedJobType(*row) for row in rows])
 
     def _abandon(
         self,

@@ -12,12 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from .. import _sql
 from ..errors import JobqError
-from ..models import Job, job_row
+from ..models import Job, UnservedJobType, job_row
 from .config import WorkerConfig
-from .joblog import log
+from .joblog import UNSERVED_IDLE, log, report_unserved
 from .retry import GaveUp, Link, reconnecting
 from .state import Shared, poke
 
@@ -139,8 +140,21 @@ class Fetcher:
                 self._read_notifications()
                 if shared.burst and not jobs and self._burst_done():
                     log.info("%s: no job available, burst run done", self._who)
+                    self._report_unserved()
                     self._on_end()
                     return
+
+    def _report_unserved(self) -> None:
+        """At the end of a burst run: "no job available" is true only for this worker's job
+        types and queues; name the available jobs that no worker serves (best effort: it needs
+        EXECUTE on jobq_unserved_job_types, and the run is over whatever happens)."""
+        try:
+            with self._link.get().cursor(row_factory=tuple_row) as cur:
+                rows = cur.execute(self._sql.unserved, {"idle": UNSERVED_IDLE}).fetchall()
+        except (psycopg.Error, JobqError, OSError) as exc:
+            log.debug("%s: cannot look for jobs nobody serves: %s", self._who, exc)
+            return
+        report_unserved(self._who, [UnservedJobType(*row) for row in rows])
 
     def _burst_done(self) -> bool:
         """Nothing claimable now, and nothing held that could make a job claimable again: no

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import timedelta
 
 from psycopg.conninfo import conninfo_to_dict
 
-from ..models import Job
+from ..models import Job, UnservedJobType
 
-__all__ = ["database_name", "duration", "job_log", "log"]
+__all__ = ["UNSERVED_IDLE", "database_name", "duration", "job_log", "log", "report_unserved"]
+
+UNSERVED_IDLE = timedelta(minutes=15)
+"""A queue and job type that no worker claimed for this long counts as served by nobody (the
+same window as ``jobq doctor``'s default max_pending_age)."""
 
 log = logging.getLogger("pgq_client.worker")
 
@@ -49,3 +54,15 @@ def database_name(dsn: str) -> str:
     name = f"{user}@" if user else ""
     name += f"{host}:{port}" if port else host
     return f"{name}/{dbname}" if dbname else name
+
+
+def report_unserved(who: str, rows: Sequence[UnservedJobType]) -> None:
+    """One warning for the available jobs that no worker serves, naming each queue and type."""
+    if rows:
+        log.warning(
+            "%s: available jobs that no worker claimed within %s (a misspelt job type, or a "
+            "queue or job type no running worker handles): %s",
+            who,
+            f"{UNSERVED_IDLE.total_seconds() / 60:g} minutes",
+            "; ".join(row.describe() for row in rows),
+        )

@@ -1,0 +1,62 @@
+-- jobq_unserved_job_types (admin): the jobs that wait for a worker nobody runs. A job type
+-- misspelt by a producer (send_emial), or a queue no worker listens to, leaves its jobs
+-- pending for ever while every worker reports that nothing is available. Every claim records
+-- its worker's filters in jobq_workers (jobq__worker_seen), so this can name, per queue and job
+-- type, the available jobs that no worker asked for within `idle`, whatever language the
+-- workers are written in. It reads the pending jobs that are available now (not the finished
+-- ones): for operators, `jobq doctor` (through jobq_health) and a worker's start, not for a hot
+-- loop.
+--! levels: admin
+
+CREATE OR REPLACE FUNCTION jobq_unserved_job_types(
+    idle interval DEFAULT '15 minutes'
+) RETURNS TABLE (
+    queue text,
+    job_type text,
+    jobs bigint,
+    oldest_available_at timestamptz
+)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF idle IS NULL OR idle <= interval '0' THEN
+        RAISE EXCEPTION 'jobq_unserved_job_types: idle must be a positive interval, got %',
+            coalesce(idle::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    RETURN QUERY
+    WITH waiting AS (
+        SELECT
+            j.queue, j.job_type, pg_catalog.count(*) AS jobs,
+            pg_catalog.min(j.available_at) AS oldest_available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
+        GROUP BY j.queue, j.job_type
+    )
+
+    SELECT w.queue, w.job_type, w.jobs, w.oldest_available_at
+    FROM waiting AS w
+    WHERE NOT EXISTS (
+        SELECT
+        FROM jobq_workers AS k
+        WHERE k.last_claim_at
+              > pg_catalog.now() - least(jobq_unserved_job_types.idle, interval '1000 years')
+          AND (k.job_types IS NULL OR w.job_type = ANY (k.job_types))
+          AND (k.queues IS NULL OR w.queue = ANY (k.queues))
+    )
+    ORDER BY w.queue, w.job_type;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_unserved_job_types(interval) IS
+'Admin. The pending jobs available now that no worker asked for within idle (default 15
+minutes), per (queue, job_type): how many, and the oldest available_at. A worker asks through
+its claims: jobq_dequeue records its worker_id''s job_types and queues filters in jobq_workers.
+Reads every available pending job: for operators and worker start-up, not for a hot loop.
+Errors: 22023 a NULL or non-positive idle.';
+
+REVOKE EXECUTE ON FUNCTION jobq_unserved_job_types(interval) FROM PUBLIC;
