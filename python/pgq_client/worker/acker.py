@@ -216,7 +216,12 @@ class Acknowledger:
     def _complete(self, jobs: list[Job], results: dict[uuid.UUID, str]) -> list[Failure]:
         """Complete ``jobs``, with their results; returns the failures to report instead: the
         jobs whose result is over the installation's size limit (then each job with a result is
-        completed on its own, to tell which)."""
+        completed on its own, to tell which).
+
+        In id order: jobq_cancel locks the rows it changes in id order too, so a completion and
+        a cancel of overlapping jobs wait for each other instead of deadlocking (which
+        PostgreSQL would break after deadlock_timeout, a second by default)."""
+        jobs = sorted(jobs, key=_job_id)
         try:
             rows, retried = self._send(
                 self._sql.complete_many,
@@ -282,6 +287,7 @@ class Acknowledger:
         self._shared.settled(jobs, done=done)
 
     def _fail(self, failures: list[Failure]) -> None:
+        failures = sorted(failures, key=lambda f: f.job.id)  # id order: see _complete
         rows, retried = self._send(
             self._sql.fail_many,
             {
@@ -457,6 +463,10 @@ class Acknowledger:
                 finished / max(now - since, 1e-9),
                 in_flight,
             )
+
+
+def _job_id(job: Job) -> uuid.UUID:
+    return job.id
 
 
 _OUTCOMES = {
