@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
 .DEFAULT_GOAL := help
-.PHONY: help venv deps test lint pgtap pytest demo bench bench-quick soak schema-dump clean
+.PHONY: help venv deps test lint pgtap pytest demo bench bench-quick soak schema-dump docs clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -56,9 +56,14 @@ soak: deps ## Soak: 10 minutes at 60 % load, then 10 more with a snapshot held 3
 	$(PY) -m bench.soak $(SOAK_SETTINGS)
 	$(PY) -m bench.soak --snapshot-hold $(SOAK_SETTINGS)
 
-schema-dump: deps ## Rewrite sql/schema.sql from a database built by the migrations
+schema-dump: deps ## Rewrite sql/schema.sql from the migrations; list new function files in history.sha256
 	@scripts/schema-dump.sh > sql/schema.sql
 	@echo "sql/schema.sql rewritten"
+	@$(PY) -m tests.function_history
+
+docs: deps ## Regenerate the reference in docs/sql-api.md from the COMMENT ON texts of a fresh install
+	@scripts/docs.sh
+	@echo "docs/sql-api.md: reference regenerated"
 
 clean: ## Remove the venv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -67,9 +67,10 @@ JOBQ_DEQUEUE = (
 )
 JOBQ_COMPLETE_MANY = "SELECT jobq_complete_many(job_ids => %s::uuid[], worker_id => %s::text)"
 JOBQ_FAIL_MANY = """
-SELECT count(jobq_fail(job_id => f, worker_id => %s::text, error => 'boom',
-                       backoff => interval '0'))
-FROM unnest(%s::uuid[]) AS f
+SELECT count(status) FROM jobq_fail_many(
+    job_ids => %(ids)s::uuid[], worker_id => %(worker)s::text,
+    errors => array_fill('boom'::text, ARRAY[cardinality(%(ids)s::uuid[])]),
+    backoffs => array_fill(interval '0', ARRAY[cardinality(%(ids)s::uuid[])]))
 """
 
 # -- pgbench scripts (-M prepared; :client_id is pgbench's own variable) ------------------------
@@ -103,8 +104,10 @@ PGB_JOBQ_RETRY = (
     "SELECT coalesce(array_agg(id) FILTER (WHERE attempts = 1), '{{}}')::text AS fids, "
     "coalesce(array_agg(id) FILTER (WHERE attempts > 1), '{{}}')::text AS cids "
     "FROM jobq_dequeue(worker_id => 'pgb' || :client_id::text, batch_size => {batch}) \\gset\n"
-    "SELECT count(jobq_fail(job_id => f, worker_id => 'pgb' || :client_id::text, "
-    "error => 'boom', backoff => interval '0')) FROM unnest(:fids::uuid[]) AS f;\n"
+    "SELECT count(status) FROM jobq_fail_many(job_ids => :fids::uuid[], "
+    "worker_id => 'pgb' || :client_id::text, "
+    "errors => array_fill('boom'::text, ARRAY[cardinality(:fids::uuid[])]), "
+    "backoffs => array_fill(interval '0', ARRAY[cardinality(:fids::uuid[])]));\n"
     "SELECT jobq_complete_many(job_ids => :cids::uuid[], worker_id => 'pgb' || :client_id::text);\n"
 )
 
@@ -518,7 +521,7 @@ class Bench:
                 fids = [r[0] for r in rows if r[2] == 1]
                 cids = [r[0] for r in rows if r[2] > 1]
                 if fids:
-                    conn.execute(JOBQ_FAIL_MANY, (worker, fids))
+                    conn.execute(JOBQ_FAIL_MANY, {"ids": fids, "worker": worker})
                 if cids:
                     conn.execute(JOBQ_COMPLETE_MANY, (cids, worker))
                 done += len(cids)

@@ -7,6 +7,7 @@ Worker(dsn, handlers={"ocr": handle_ocr}).run()
 
 from .errors import (
     ConnectionFailed,
+    IncompatibleSchema,
     InvalidArgument,
     JobFailed,
     JobNotFound,
@@ -26,6 +27,7 @@ from .worker import Worker
 __all__ = [
     "ConnectionFailed",
     "Fire",
+    "IncompatibleSchema",
     "InvalidArgument",
     "Job",
     "JobFailed",

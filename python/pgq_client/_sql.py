@@ -70,22 +70,17 @@ SELECT {schema}jobq_fail(
 ) AS status
 """
 
-# Many failures in one round trip: one call of the public jobq_fail per row, in input order
-# (what any other client can send as well; each call is fenced by its own claim).
+# Many failures in one statement: one row per job, in input order (status NULL: claim lost).
 FAIL_MANY = """
-SELECT f.ord, {schema}jobq_fail(
-    job_id => f.job_id,
+SELECT ord, job_id, status FROM {schema}jobq_fail_many(
+    job_ids => %(job_ids)s::uuid[],
     worker_id => %(worker_id)s::text,
-    error => f.error,
-    retry => f.retry,
-    backoff => f.backoff,
-    attempt => f.attempt
-) AS status
-FROM unnest(
-    %(job_ids)s::uuid[], %(errors)s::text[], %(retries)s::boolean[],
-    %(backoffs)s::interval[], %(attempts)s::int[]
-) WITH ORDINALITY AS f (job_id, error, retry, backoff, attempt, ord)
-ORDER BY f.ord
+    errors => %(errors)s::text[],
+    retries => %(retries)s::boolean[],
+    backoffs => %(backoffs)s::interval[],
+    attempts => %(attempts)s::int[]
+)
+ORDER BY ord
 """
 
 HEARTBEAT = """
@@ -362,6 +357,20 @@ SELECT EXISTS (
     JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
     WHERE n.nspname = %(schema)s::text AND pg_catalog.left(p.proname, 5) <> 'jobq_'
 ) AS others
+"""
+
+# The comment of jobq_migrations, where the runner names the schema's latest breaking change.
+# Read from the catalogue, which every role may read (the table itself only admins may): in the
+# given schema, or the one the search_path finds.
+MIGRATIONS_COMMENT = """
+SELECT pg_catalog.obj_description(c.oid, 'pg_class') AS description
+FROM pg_catalog.pg_class AS c
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+WHERE c.relname = 'jobq_migrations'
+  AND CASE
+      WHEN %(schema)s::text IS NULL THEN c.oid = pg_catalog.to_regclass('jobq_migrations')
+      ELSE n.nspname = %(schema)s::text
+  END
 """
 
 SCHEMA_EXISTS = """

@@ -31,7 +31,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from . import _secrets
 from .errors import JobqError, NotMigrated, PermissionDenied, from_psycopg
-from .models import HealthRow, Job, JobStatus, StatsRow
+from .models import FINISHED_STATUSES, STATUSES, HealthRow, Job, JobStatus, StatsRow
 from .queue import DSN_SOURCES, Queue, check_aware, resolve_dsn
 
 __all__ = ["cli", "main", "parse_duration", "parse_run_at"]
@@ -793,8 +793,7 @@ def jobs() -> None:
     "statuses",
     multiple=True,
     metavar="S",
-    help="Only jobs in this status (repeatable): pending, processing, succeeded, failed, "
-    "dead_letter, cancelled.",
+    help=f"Only jobs in this status (repeatable): {', '.join(STATUSES)}.",
 )
 @click.option("--queue", metavar="Q", help="Only jobs of this queue.")
 @click.option("--type", "job_type", metavar="T", help="Only jobs of this job type.")
@@ -1355,7 +1354,7 @@ Examples:
     "--status",
     "statuses",
     multiple=True,
-    type=click.Choice(["succeeded", "failed", "dead_letter", "cancelled"]),
+    type=click.Choice(FINISHED_STATUSES),
     help="Finished status to prune (repeatable; default: succeeded).",
 )
 @json_option

@@ -20,6 +20,7 @@ from ._secrets import is_conninfo_error, mask_quoted
 
 __all__ = [
     "ConnectionFailed",
+    "IncompatibleSchema",
     "InvalidArgument",
     "JobFailed",
     "JobNotFound",
@@ -82,6 +83,11 @@ class NotMigrated(JobqError):
     """
 
     sqlstate = "42883"
+
+
+class IncompatibleSchema(JobqError):
+    """The schema has a breaking change (a migration marked ``--! breaking-change``) that this
+    client does not have: it was migrated by a newer jobq. Upgrade the client package."""
 
 
 class SerializationFailure(JobqError):

@@ -2,7 +2,8 @@
 levels of jobq, or take back everything jobq granted it.
 
 * producer: EXECUTE on ``jobq_enqueue``, ``jobq_enqueue_many``;
-* worker: a producer's, plus claiming and acknowledging (``jobq_dequeue`` ... ``jobq_release``);
+* worker: a producer's, plus claiming and acknowledging (``jobq_dequeue`` ... ``jobq_release``,
+  ``jobq_fail_many`` included);
 * monitor: the read-only views of exporters and dashboards (``jobq_stats``, ``jobq_health``);
 * admin: every public ``jobq_*`` function (never the private ``jobq__*`` helpers), and SELECT
   on the tables, ``jobq_migrations`` included.

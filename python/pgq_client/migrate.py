@@ -12,7 +12,7 @@ After the migrations, every file whose SHA-256 differs from the one recorded for
 the previous set of bodies in place, never half of each. Files are applied private helpers
 (``jobq__*``) first, then in name order, except that a file runs after the files its
 ``--! requires:`` line names (a ``LANGUAGE sql`` body is checked against the functions it calls
-when it is created). Two header lines are understood:
+when it is created). These header lines are understood:
 
 ``--! requires: jobq__a, jobq_b``
     apply this file after those (only needed for a ``LANGUAGE sql`` body that calls them).
@@ -26,6 +26,15 @@ when it is created). Two header lines are understood:
     one would make an overload, so when the schema still has that signature it is dropped just
     before the file runs, in the same transaction, and the EXECUTE grants it carried are given
     to the new function, so that roles granted with ``jobq grant`` keep working.
+    It may also name a function of another name that has no file any more: the function was
+    renamed. The old one is dropped the same way (its grants carried over) and its record
+    ``functions/<old name>`` deleted, in the transaction that creates the new one and its
+    callers, so that no caller ever runs without the function it calls.
+
+``--! granted-as: jobq_fail``
+    when the file creates its function in a schema that did not have it (an upgrade that adds
+    a function), every role that may execute ``jobq_fail`` may execute it too: a worker role
+    granted before the upgrade keeps every worker call that the new client makes.
 
 After the files, one check (in the same transaction) refuses a schema where a file left no
 function of its name, or more than one (an overload: an older signature not named in
@@ -41,35 +50,56 @@ function files before the first release. A schema that recorded them (see ``FOLD
 recognised and upgraded in place: its records are rewritten to those of the baseline, and the
 function files replace its functions.
 
+Two more rules keep an older jobq from harming a newer schema:
+
+* A migration whose first line is ``--! breaking-change`` (optionally ``: why``) is one that
+  clients of an older jobq cannot work with. It is recorded with ``breaking = true``, and the
+  runner writes the latest such version into the comment of ``jobq_migrations``, which every
+  role can read in the catalogue (the table itself only admins may read). Clients
+  (:func:`check_compatible`, called once by each Queue and Worker) refuse a schema whose latest
+  breaking change is a migration they do not have.
+* ``sql/functions/history.sha256`` lists the SHA-256 of every version of every function file
+  that jobq has shipped. A schema whose recorded function file is a version this jobq does not
+  know was migrated by a newer jobq: the runner refuses it rather than put older bodies back.
+
 ``render_dry_run`` prints the very statements :func:`migrate` would run, as a script for psql.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.resources
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import scalar_row
 
-from .errors import JobqError
+from . import _sql
+from .errors import IncompatibleSchema, JobqError
 
 __all__ = [
     "FOLDED",
     "GRANT_LEVELS",
+    "HISTORY_FILE",
     "FunctionFile",
     "Migration",
     "MigrationError",
     "Plan",
     "audit",
     "available_migrations",
+    "check_compatible",
     "function_drift",
     "function_files",
+    "function_history",
+    "latest_breaking_change",
     "migrate",
     "pending_migrations",
     "plan",
@@ -89,6 +119,11 @@ _FUNCTIONS_PREFIX = "functions/"
 # The levels of `jobq grant`, which a function file's `--! levels:` line chooses from.
 GRANT_LEVELS = ("producer", "worker", "monitor", "admin")
 _LOCK_NAMESPACE = "jobq.migrate:"
+_BREAKING = "breaking-change"
+HISTORY_FILE = "history.sha256"
+_HISTORY_LINE = re.compile(r"^([0-9a-f]{64})  (jobq_[a-z0-9_]+)\.sql$")
+# The line of jobq_migrations' comment that names the latest breaking change (see _DESCRIBE).
+_LATEST_BREAKING = re.compile(r"^Latest breaking change: (\d{4}_[a-z0-9_]+)\.", re.MULTILINE)
 
 # The migrations of jobq's development that were folded into the baseline before the first
 # release, in order, with the SHA-256 each had when it was applied (main up to commit dcd3357).
@@ -125,7 +160,11 @@ def _sha256(text: str) -> str:
 
 @dataclass(frozen=True)
 class Migration:
-    """One migration file: ``version`` is its name without ``.sql`` (``0001_jobq_core``)."""
+    """One migration file: ``version`` is its name without ``.sql`` (``0001_jobq_core``).
+
+    ``breaking``: its first line is ``--! breaking-change``: clients that do not have this
+    migration cannot work with a schema that has it.
+    """
 
     version: str
     sql: str
@@ -134,14 +173,19 @@ class Migration:
     def checksum(self) -> str:
         return _sha256(self.sql)
 
+    @property
+    def breaking(self) -> bool:
+        first = _DIRECTIVE.match(self.sql)
+        return first is not None and first.group("key") == _BREAKING
+
 
 @dataclass(frozen=True)
 class FunctionFile:
     """One function file: ``name`` is the function's (``jobq_dequeue``), ``path`` the file's.
 
-    ``requires``, ``replaces`` and ``levels`` come from the file's ``--! requires:``,
-    ``--! replaces:`` and ``--! levels:`` lines. ``version`` is what ``jobq_migrations``
-    records it as (``functions/jobq_dequeue``).
+    ``requires``, ``replaces``, ``levels`` and ``granted_as`` come from the file's
+    ``--! requires:``, ``--! replaces:``, ``--! levels:`` and ``--! granted-as:`` lines.
+    ``version`` is what ``jobq_migrations`` records it as (``functions/jobq_dequeue``).
     """
 
     name: str
@@ -150,6 +194,7 @@ class FunctionFile:
     requires: tuple[str, ...] = ()
     replaces: tuple[str, ...] = ()
     levels: tuple[str, ...] = ()
+    granted_as: tuple[str, ...] = ()
 
     @property
     def checksum(self) -> str:
@@ -163,6 +208,12 @@ class FunctionFile:
     def private(self) -> bool:
         """Private helpers (``jobq__*``) are granted to nobody."""
         return self.name.startswith("jobq__")
+
+    @property
+    def renamed_from(self) -> tuple[str, ...]:
+        """The old names among ``replaces`` (this function was renamed from them)."""
+        names = (signature.split("(", 1)[0] for signature in self.replaces)
+        return tuple(dict.fromkeys(n for n in names if n != self.name))
 
 
 @dataclass(frozen=True)
@@ -211,7 +262,18 @@ def available_migrations(directory: Path | None = None) -> list[Migration]:
             raise MigrationError(
                 f"migration file {path.name!r} does not follow NNNN_lowercase_name.sql"
             )
-        found.append(Migration(version=path.stem, sql=path.read_text(encoding="utf-8")))
+        text = path.read_text(encoding="utf-8")
+        for directive in _DIRECTIVE.finditer(text):
+            if directive.group("key") != _BREAKING:
+                raise MigrationError(
+                    f"migration {path.name}: unknown directive `--! {directive.group('key')}` "
+                    f"(known: {_BREAKING})"
+                )
+            if directive.start() != 0:
+                raise MigrationError(
+                    f"migration {path.name}: `--! {_BREAKING}` must be its first line"
+                )
+        found.append(Migration(version=path.stem, sql=text))
     numbers = [m.version[:4] for m in found]
     if len(set(numbers)) != len(numbers):
         raise MigrationError(f"two migration files share a number: {numbers}")
@@ -236,9 +298,10 @@ def _read_function_file(path: Path) -> FunctionFile:
     requires: list[str] = []
     replaces: list[str] = []
     levels: list[str] = []
+    granted_as: list[str] = []
     for directive in _DIRECTIVE.finditer(text):
         key, value = directive.group("key"), directive.group("value")
-        if key in ("requires", "replaces", "levels") and not value:
+        if key in ("requires", "replaces", "levels", "granted-as") and not value:
             raise MigrationError(f"function file {path.name}: `--! {key}:` names nothing")
         items = [v.strip() for v in re.split(r",\s*(?![^()]*\))", value or "") if v.strip()]
         if key == "requires":
@@ -254,16 +317,25 @@ def _read_function_file(path: Path) -> FunctionFile:
         elif key == "replaces":
             for signature in items:
                 sig = _SIGNATURE.match(signature)
-                if not sig or sig.group(1) != name:
+                if not sig:
                     raise MigrationError(
                         f"function file {path.name}: `--! replaces: {signature}` must name an "
-                        f"older signature of {name} itself, as `{name}(type, type, ...)`"
+                        f"older signature of {name}, or the old name of a renamed function, "
+                        f"as `jobq_name(type, type, ...)`"
                     )
                 replaces.append(signature)
+        elif key == "granted-as":
+            for source in items:
+                if not _FUNCTION_NAME.match(f"{source}.sql") or source == name:
+                    raise MigrationError(
+                        f"function file {path.name}: `--! granted-as: {source}` must name "
+                        "another jobq function"
+                    )
+                granted_as.append(source)
         else:
             raise MigrationError(
                 f"function file {path.name}: unknown directive `--! {key}:` "
-                "(known: requires, replaces, levels)"
+                "(known: requires, replaces, levels, granted-as)"
             )
     return FunctionFile(
         name=name,
@@ -272,6 +344,7 @@ def _read_function_file(path: Path) -> FunctionFile:
         requires=tuple(requires),
         replaces=tuple(replaces),
         levels=tuple(levels),
+        granted_as=tuple(granted_as),
     )
 
 
@@ -296,6 +369,12 @@ def function_files(directory: Path | None = None) -> list[FunctionFile]:
                 raise MigrationError(
                     f"function file {f.path.name} requires {required}, which has no file"
                 )
+        for old in f.renamed_from:
+            if old in files:
+                raise MigrationError(
+                    f"function file {f.path.name} replaces {old}, which still has a file: "
+                    "a renamed function's old file must be gone"
+                )
     order = sorted(files, key=lambda n: (not files[n].private, n))
     done: list[str] = []
     visiting: set[str] = set()
@@ -316,25 +395,85 @@ def function_files(directory: Path | None = None) -> list[FunctionFile]:
     return [files[name] for name in done]
 
 
+def function_history(directory: Path | None = None) -> dict[str, frozenset[str]]:
+    """The SHA-256 of every version of each function file that jobq has shipped, by name.
+
+    Read from ``history.sha256`` beside the files (lines as ``sha256sum`` prints them; ``#``
+    starts a comment). A directory without one knows only its files as they are.
+    """
+    path = (directory or _functions_dir()) / HISTORY_FILE
+    if not path.exists():
+        return {}
+    known: dict[str, set[str]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        match = _HISTORY_LINE.match(line)
+        if not match:
+            raise MigrationError(
+                f"{path.name}, line {number}: expected `<sha256>  jobq_<name>.sql`, got {line!r}"
+            )
+        known.setdefault(match.group(2), set()).add(match.group(1))
+    return {name: frozenset(checksums) for name, checksums in known.items()}
+
+
 # -- the SQL that migrate runs (and --dry-run prints) ------------------------------------------
+
+_MIGRATIONS_COMMENT = (
+    "jobq migrations (NNNN_name) and function files (functions/jobq_name) applied to this "
+    "schema, with the SHA-256 of each file (written by jobq migrate)."
+)
+
+# The comment of jobq_migrations, from its records: clients of every role read the latest
+# breaking change there (pg_description is readable by all; the table by admins only).
+# Runs with search_path set to the schema.
+_DESCRIBE = """
+DO $jobq$
+DECLARE
+    v_latest text;
+BEGIN
+    SELECT pg_catalog.max(m.version) INTO v_latest FROM jobq_migrations AS m WHERE m.breaking;
+    EXECUTE pg_catalog.format(
+        'COMMENT ON TABLE %I.jobq_migrations IS %L',
+        pg_catalog.current_schema(),
+        {base} || coalesce(
+            E'\\nLatest breaking change: ' || v_latest
+            || '. Clients of a jobq that does not have this migration refuse this schema.',
+            ''
+        )
+    );
+END
+$jobq$;
+"""
+
+
+def _describe() -> sql.SQL:
+    return sql.SQL(_DESCRIBE.format(base=sql.Literal(_MIGRATIONS_COMMENT).as_string(None)))
 
 
 def _bootstrap(schema: str) -> sql.Composed:
-    return sql.SQL(
-        "{note}"
-        "CREATE SCHEMA IF NOT EXISTS {s};\n"
-        "CREATE TABLE IF NOT EXISTS {s}.jobq_migrations (\n"
-        "    version text NOT NULL,\n"
-        "    checksum text NOT NULL,\n"
-        "    applied_at timestamptz NOT NULL DEFAULT now(),\n"
-        "    CONSTRAINT jobq_migrations_pkey PRIMARY KEY (version)\n"
-        ");\n"
-        "REVOKE ALL ON TABLE {s}.jobq_migrations FROM PUBLIC;\n"
-        "COMMENT ON TABLE {s}.jobq_migrations IS "
-        "'jobq migrations (NNNN_name) and function files (functions/jobq_name) applied to this "
-        "schema, with the SHA-256 of each file (written by jobq migrate).';\n"
-        "{exact}"
-    ).format(s=sql.Identifier(schema), note=_note_existing(schema), exact=_exact_privileges(schema))
+    # ADD COLUMN IF NOT EXISTS: a table made before `breaking` existed gets it.
+    return sql.Composed(
+        [
+            sql.SQL(
+                "{note}"
+                "CREATE SCHEMA IF NOT EXISTS {s};\n"
+                "CREATE TABLE IF NOT EXISTS {s}.jobq_migrations (\n"
+                "    version text NOT NULL,\n"
+                "    checksum text NOT NULL,\n"
+                "    applied_at timestamptz NOT NULL DEFAULT now(),\n"
+                "    breaking boolean NOT NULL DEFAULT false,\n"
+                "    CONSTRAINT jobq_migrations_pkey PRIMARY KEY (version)\n"
+                ");\n"
+                "ALTER TABLE {s}.jobq_migrations\n"
+                "    ADD COLUMN IF NOT EXISTS breaking boolean NOT NULL DEFAULT false;\n"
+                "REVOKE ALL ON TABLE {s}.jobq_migrations FROM PUBLIC;\n"
+            ).format(s=sql.Identifier(schema), note=_note_existing(schema)),
+            _search_path(schema),
+            _describe(),
+            _exact_privileges(schema),
+        ]
+    )
 
 
 # Default privileges (ALTER DEFAULT PRIVILEGES of the installing role, for the schema or for
@@ -446,18 +585,23 @@ def _search_path(schema: str) -> sql.Composed:
 
 
 def _apply(schema: str, migration: Migration) -> sql.Composed:
-    """The body of one migration's transaction: search_path, the file, its record."""
-    return sql.SQL(
+    """The body of one migration's transaction: search_path, the file, its record (and, for a
+    breaking change, the comment that tells clients about it), the privileges of new objects."""
+    statement = sql.SQL(
         "{path}{note}{body}\n"
-        "INSERT INTO {s}.jobq_migrations (version, checksum) VALUES ({v}, {c});\n{exact}"
+        "INSERT INTO {s}.jobq_migrations (version, checksum{breaking}) VALUES ({v}, {c}{true});\n"
     ).format(
         path=_search_path(schema),
         note=_note_existing(schema),
-        exact=_exact_privileges(schema),
         s=sql.Identifier(schema),
         body=sql.SQL(migration.sql),  # trusted: our own file
         v=sql.Literal(migration.version),
         c=sql.Literal(migration.checksum),
+        breaking=sql.SQL(", breaking" if migration.breaking else ""),
+        true=sql.SQL(", true" if migration.breaking else ""),
+    )
+    return sql.Composed(
+        [statement, *([_describe()] if migration.breaking else []), _exact_privileges(schema)]
     )
 
 
@@ -537,7 +681,8 @@ BEGIN
     FOREACH v_name IN ARRAY ARRAY[
         {names}
     ]::text[] LOOP
-        SELECT count(*)::integer, min(p.oid)::regprocedure INTO v_count, v_new
+        SELECT pg_catalog.count(*)::integer, pg_catalog.min(p.oid)::regprocedure
+        INTO v_count, v_new
         FROM pg_catalog.pg_proc AS p
         WHERE p.pronamespace = pg_catalog.to_regnamespace(
                 pg_catalog.quote_ident(pg_catalog.current_schema()))
@@ -558,7 +703,7 @@ BEGIN
         ), '{{}}')::aclitem[];
         CONTINUE WHEN v_acl IS NULL;
         FOR v_grant IN
-            SELECT a.grantee, bool_or(a.is_grantable) AS is_grantable
+            SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS is_grantable
             FROM pg_catalog.aclexplode(v_acl) AS a
             WHERE a.privilege_type = 'EXECUTE'
               AND a.grantee <> 0  -- PUBLIC: the file revokes it on purpose
@@ -576,6 +721,51 @@ BEGIN
 END
 $jobq$;
 """
+
+
+# Before a file with `--! granted-as:`: note whether its function is new in this schema.
+_NOTE_NEW = """
+SELECT pg_catalog.set_config(
+    'jobq.new_{name}',
+    (pg_catalog.to_regproc(pg_catalog.format('%I.%I', pg_catalog.current_schema(), {literal}))
+     IS NULL)::text,
+    true
+);
+"""
+
+# After the privileges of the new objects are set (see _EXACT_PRIVILEGES, which would take
+# them back): a function that is new in this schema gets the EXECUTE grants of the functions
+# it is granted as.
+_GRANT_AS = """
+DO $jobq$
+DECLARE
+    v_grant record;
+BEGIN
+    IF pg_catalog.current_setting('jobq.new_{name}', true) IS DISTINCT FROM 'true' THEN
+        RETURN;  -- it existed: its grants are whatever jobq grant / revoke made them
+    END IF;
+    FOR v_grant IN
+        SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS is_grantable
+        FROM pg_catalog.pg_proc AS p
+        CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS a
+        WHERE p.pronamespace = pg_catalog.to_regnamespace(
+                pg_catalog.quote_ident(pg_catalog.current_schema()))
+          AND p.proname = ANY (ARRAY[{sources}]::text[])
+          AND a.privilege_type = 'EXECUTE'
+          AND a.grantee <> 0  -- PUBLIC never
+          AND a.grantee <> p.proowner
+        GROUP BY a.grantee
+    LOOP
+        EXECUTE pg_catalog.format(
+            'GRANT EXECUTE ON FUNCTION %I.%I TO %I%s', pg_catalog.current_schema(), {literal},
+            pg_catalog.pg_get_userbyid(v_grant.grantee),
+            CASE WHEN v_grant.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END
+        );
+    END LOOP;
+END
+$jobq$;
+"""
+
 
 
 def _function_steps(schema: str, files: list[FunctionFile]) -> list[tuple[str, sql.Composed]]:
@@ -596,6 +786,9 @@ def _function_steps(schema: str, files: list[FunctionFile]) -> list[tuple[str, s
                     )
                 )
             )
+        if f.granted_as:
+            literal = sql.Literal(f.name).as_string(None)
+            parts.append(sql.SQL(_NOTE_NEW.format(name=f.name, literal=literal)))
         parts.append(sql.SQL(f.sql))  # trusted: our own file
         parts.append(
             sql.SQL(
@@ -606,9 +799,31 @@ def _function_steps(schema: str, files: list[FunctionFile]) -> list[tuple[str, s
                 s=sql.Identifier(schema), v=sql.Literal(f.version), c=sql.Literal(f.checksum)
             )
         )
+        if f.renamed_from:
+            parts.append(
+                sql.SQL("DELETE FROM {s}.jobq_migrations WHERE version IN ({old});\n").format(
+                    s=sql.Identifier(schema),
+                    old=sql.SQL(", ").join(
+                        sql.Literal(_FUNCTIONS_PREFIX + name) for name in f.renamed_from
+                    ),
+                )
+            )
         steps.append((f"function file {f.path.name}", sql.Composed(parts)))
     # before the check, which gives a function the grants of the signatures it replaced
     steps.append(("the privileges of the new functions", sql.Composed([_exact_privileges(schema)])))
+    granted_as = [
+        sql.SQL(
+            _GRANT_AS.format(
+                name=f.name,
+                literal=sql.Literal(f.name).as_string(None),
+                sources=", ".join(sql.Literal(n).as_string(None) for n in f.granted_as),
+            )
+        )
+        for f in files
+        if f.granted_as
+    ]
+    if granted_as:
+        steps.append(("the grants of the new functions (--! granted-as)", sql.Composed(granted_as)))
     names = ",\n        ".join(sql.Literal(f.name).as_string(None) for f in files)
     steps.append(
         ("the check of the function files",
@@ -705,6 +920,7 @@ def plan(
         available_migrations(migrations_dir),
         function_files(functions_dir),
         schema,
+        function_history(functions_dir),
     )
 
 
@@ -713,6 +929,7 @@ def _plan(
     known: list[Migration],
     functions: list[FunctionFile],
     schema: str,
+    history: dict[str, frozenset[str]],
 ) -> Plan:
     adopt = _folded_records(applied, schema)
     if adopt:
@@ -722,9 +939,10 @@ def _plan(
         applied = {FOLDED_INTO: baseline.checksum}
     by_version = {m.version: m for m in known}
     by_file = {f.version: f for f in functions}
+    renamed = {_FUNCTIONS_PREFIX + old: f for f in functions for old in f.renamed_from}
     for version, checksum in applied.items():
         if version.startswith(_FUNCTIONS_PREFIX):
-            if version not in by_file:
+            if version not in by_file and version not in renamed:
                 raise MigrationError(
                     f"schema {schema!r} has function file {version} applied, which this jobq "
                     "does not know: upgrade the jobq package before migrating (a function "
@@ -744,10 +962,31 @@ def _plan(
                 f"(recorded sha256 {checksum[:12]}…, file now {migration.checksum[:12]}…): "
                 "migrations are forward-only; restore the file and add a new migration"
             )
+    # A recorded version of a function file that this jobq never shipped: a newer jobq applied
+    # it (or a development build did). Applying ours would put older bodies back.
+    unknown = [
+        f.version
+        for f in functions
+        if applied.get(f.version) not in (None, f.checksum, *history.get(f.name, ()))
+    ]
+    if unknown:
+        raise MigrationError(
+            f"schema {schema!r} was migrated by a newer jobq: its function file(s) "
+            f"{', '.join(unknown)} were applied from versions that this jobq does not know, "
+            "and applying its own would put older bodies back. Upgrade the jobq package. "
+            "(To install this jobq's functions anyway, as for a development build, delete "
+            f"their records first: DELETE FROM {sql.Identifier(schema).as_string(None)}"
+            ".jobq_migrations WHERE version LIKE 'functions/%'.)"
+        )
     return Plan(
         adopt=adopt,
         migrations=[m for m in known if m.version not in applied],
-        functions=[f for f in functions if applied.get(f.version) != f.checksum],
+        functions=[
+            f
+            for f in functions
+            if applied.get(f.version) != f.checksum
+            or any(_FUNCTIONS_PREFIX + old in applied for old in f.renamed_from)
+        ],
     )
 
 
@@ -776,14 +1015,17 @@ def migrate(
     _validate_schema(schema)
     known = available_migrations(migrations_dir)
     functions = function_files(functions_dir)
+    history = function_history(functions_dir)
     with psycopg.connect(conninfo, autocommit=True) as conn:
         if dry_run:
-            return _plan(_applied(conn, schema), known, functions, schema).versions
+            return _plan(_applied(conn, schema), known, functions, schema, history).versions
         conn.execute(_lock_key(schema))
         try:
+            # Verify before the bootstrap writes anything (it rewrites the table's comment).
+            _plan(_applied(conn, schema), known, functions, schema, history)
             with conn.transaction():
                 conn.execute(_bootstrap(schema))
-            todo = _plan(_applied(conn, schema), known, functions, schema)
+            todo = _plan(_applied(conn, schema), known, functions, schema, history)
             if todo.adopt:
                 logger.info(
                     "schema %r: recording %s (development install) as %s",
@@ -830,7 +1072,9 @@ def render_dry_run(
         header = "everything (no database was asked what is applied)"
     else:
         with psycopg.connect(conninfo, autocommit=True) as conn:
-            todo = _plan(_applied(conn, schema), known, functions, schema)
+            todo = _plan(
+                _applied(conn, schema), known, functions, schema, function_history(functions_dir)
+            )
         header = (
             f"{len(todo.migrations)} pending migration(s), "
             f"{len(todo.functions)} function file(s) to apply"
@@ -863,6 +1107,50 @@ def render_dry_run(
             "COMMIT;",
         ]
     return "\n".join(parts) + "\n"
+
+
+# -- what clients check ------------------------------------------------------------------------
+
+
+@cache
+def _shipped_versions() -> frozenset[str]:
+    return frozenset(m.version for m in available_migrations())
+
+
+def latest_breaking_change(conn: psycopg.Connection[Any], schema: str | None) -> str | None:
+    """The version of the latest breaking change applied to ``schema`` (None: the schema the
+    search_path finds), or None when it has none (or has no jobq at all).
+
+    Read from the comment of ``jobq_migrations`` in the catalogue, so that any role can ask.
+    """
+    with conn.cursor(row_factory=scalar_row) as cur:
+        description = cur.execute(_sql.MIGRATIONS_COMMENT, {"schema": schema}).fetchone()
+    match = _LATEST_BREAKING.search(description or "")
+    return match.group(1) if match else None
+
+
+def check_compatible(
+    conn: psycopg.Connection[Any], schema: str | None, *, known: Iterable[str] | None = None
+) -> None:
+    """Raise :class:`~pgq_client.errors.IncompatibleSchema` when ``schema``'s latest breaking
+    change is a migration that this jobq (or ``known``, a list of versions) does not have.
+
+    One catalogue query: Queue and Worker call it once, before their first statement.
+    """
+    latest = latest_breaking_change(conn, schema)
+    if latest is None or latest in (_shipped_versions() if known is None else set(known)):
+        return
+    where = "the jobq schema on the search_path" if schema is None else f"schema {schema!r}"
+    try:
+        version = importlib.metadata.version("pgq-client")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source checkout
+        version = "unknown version"
+    raise IncompatibleSchema(
+        f"{where} was migrated by a newer jobq: its migration {latest} is a breaking change "
+        f"that this client (pgq-client {version}) does not have, so it cannot work with this "
+        "schema. Upgrade the pgq-client package where this runs: every producer and worker of "
+        "a schema must have its latest breaking change."
+    )
 
 
 def _validate_schema(schema: str) -> None:

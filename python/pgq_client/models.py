@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -13,8 +14,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATCH_UP",
-    "FINISHED",
+    "FINISHED_STATUSES",
     "STATUSES",
+    "STATUS_IS_FINISHED",
     "Fire",
     "HealthRow",
     "Job",
@@ -25,10 +27,20 @@ __all__ = [
     "job_row",
 ]
 
-STATUSES = ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled")
-
-# The statuses a job does not leave by itself (only a requeue or a prune changes them).
-FINISHED = frozenset({"succeeded", "failed", "dead_letter", "cancelled"})
+# Every job status, in the order of a job's life, and whether it is finished: the names of the
+# SQL function jobq__statuses(), which a test compares with this. Add a status here and there.
+STATUS_IS_FINISHED: Mapping[str, bool] = MappingProxyType(
+    {
+        "pending": False,  # waits (also between retries)
+        "processing": False,  # claimed
+        "succeeded": True,
+        "failed": True,  # a permanent failure the worker asked for
+        "dead_letter": True,  # used all its attempts
+        "cancelled": True,  # cancelled (jobq_cancel)
+    }
+)
+STATUSES: tuple[str, ...] = tuple(STATUS_IS_FINISHED)
+FINISHED_STATUSES: tuple[str, ...] = tuple(s for s, done in STATUS_IS_FINISHED.items() if done)
 
 # What a tick does with fires nobody ticked in time (jobq_schedule's catch_up).
 CATCH_UP = ("skip", "latest", "all")
@@ -135,7 +147,7 @@ class JobStatus:
     @property
     def finished(self) -> bool:
         """succeeded, failed, dead_letter or cancelled: nothing will change it by itself."""
-        return self.status in FINISHED
+        return STATUS_IS_FINISHED.get(self.status, False)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> JobStatus:

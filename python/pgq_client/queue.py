@@ -31,6 +31,7 @@ from .errors import (
     SerializationFailure,
     from_psycopg,
 )
+from .migrate import check_compatible
 from .models import (
     Fire,
     HealthRow,
@@ -199,6 +200,9 @@ class Queue:
     ``schema`` qualifies every call (``"tenant".jobq_enqueue``); None leaves it to the
     search_path. Each call is its own short transaction, except with ``conn=`` (the caller's
     transaction) or on a borrowed connection that is inside a transaction already.
+
+    Before its first statement, a Queue checks once that the schema has no breaking change
+    this client does not know (:class:`~pgq_client.errors.IncompatibleSchema` otherwise).
     """
 
     def __init__(self, dsn: Connectable = None, *, schema: str | None = None) -> None:
@@ -220,6 +224,7 @@ class Queue:
                 f"Queue() takes a DSN, a psycopg Connection or a ConnectionPool, got {dsn!r}"
             )
         self._closed = False
+        self._compatible = False  # checked once, before the first statement
         # Connections of their own for Queue.wait (LISTEN), kept for the next wait.
         self._listeners: list[psycopg.Connection[Any]] = []
         self._done_channel: str | None = None
@@ -245,12 +250,14 @@ class Queue:
             raise JobqError("this Queue is closed")
         if self._pool is not None:
             with self._pool.connection() as conn:
+                self._check_compatible(conn)
                 yield conn, True
             return
         with self._lock:
             if self._conn is not None:
                 conn = self._conn
                 owns_tx = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+                self._check_compatible(conn)
                 yield conn, owns_tx
                 return
             if self._owned is None or self._owned.closed or self._owned.broken:
@@ -258,7 +265,21 @@ class Queue:
                     self._owned.close()
                     self._owned = None
                 self._owned = connect(self.dsn)
+            self._check_compatible(self._owned)
             yield self._owned, True
+
+    def _check_compatible(self, conn: psycopg.Connection[Any]) -> None:
+        """Once per Queue: refuse a schema with a breaking change this client does not know."""
+        if self._compatible:
+            return
+        idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        with translate_errors():
+            if idle and not conn.autocommit:  # leave the connection as it was: idle
+                with conn.transaction():
+                    check_compatible(conn, self.schema)
+            else:
+                check_compatible(conn, self.schema)
+        self._compatible = True
 
     def _run(
         self,
@@ -273,6 +294,7 @@ class Queue:
         transaction."""
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
+            self._check_compatible(conn)
             with translate_errors(), conn.cursor(row_factory=row_factory) as cur:
                 cur.execute(query, params)
                 return cur.fetchall()
@@ -479,6 +501,39 @@ class Queue:
         status: str | None = self._run(self._sql.fail, params)[0]["status"]
         return status
 
+    def fail_many(
+        self,
+        job_ids: Sequence[uuid.UUID],
+        worker_id: str,
+        errors: Sequence[str],
+        *,
+        retries: Sequence[bool] | None = None,
+        backoffs: Sequence[timedelta | float] | None = None,
+        attempts: Sequence[int | None] | None = None,
+    ) -> list[str | None]:
+        """Record a failed attempt of many claimed jobs in one statement (one error, and
+        optionally one retry flag, backoff and attempt, per job); returns the new status of
+        each, in order, None where the claim was lost."""
+        for name, values in (
+            ("errors", errors),
+            ("retries", retries),
+            ("backoffs", backoffs),
+            ("attempts", attempts),
+        ):
+            if values is not None and len(values) != len(job_ids):
+                raise ValueError(f"{name} must have one entry per job id")
+        params = {
+            "job_ids": list(job_ids),
+            "worker_id": worker_id,
+            "errors": list(errors),
+            "retries": None if retries is None else list(retries),
+            "backoffs": None
+            if backoffs is None
+            else [_interval(b, f"backoffs[{i}]") for i, b in enumerate(backoffs)],
+            "attempts": None if attempts is None else list(attempts),
+        }
+        return [row["status"] for row in self._run(self._sql.fail_many, params)]
+
     def heartbeat(self, worker_id: str, job_ids: Sequence[uuid.UUID]) -> int:
         """Renew the claims ``worker_id`` still holds; returns how many."""
         params = {"worker_id": worker_id, "job_ids": list(job_ids)}
@@ -613,6 +668,7 @@ class Queue:
             with self._lock:
                 conn = self._conn
                 if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    self._check_compatible(conn)
                     yield conn, None  # LISTEN would take effect only at the caller's commit
                 else:
                     yield from self._listening(conn)
@@ -635,6 +691,7 @@ class Queue:
     def _listening(
         self, conn: psycopg.Connection[Any]
     ) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
+        self._check_compatible(conn)
         channel = self._channel(conn)
         _execute(conn, _sql.listen(channel))
         try:
@@ -732,11 +789,10 @@ class Queue:
     def prune(
         self,
         older_than: timedelta | float = timedelta(days=7),
-        statuses: Sequence[
-            Literal["succeeded", "failed", "dead_letter", "cancelled"] | str
-        ] = ("succeeded",),
+        statuses: Sequence[str] = ("succeeded",),
     ) -> int:
-        """Delete finished jobs older than ``older_than``; returns how many."""
+        """Delete finished jobs older than ``older_than``, in ``statuses`` (some of
+        :data:`~pgq_client.models.FINISHED_STATUSES`); returns how many."""
         params = {
             "older_than": _interval(older_than, "older_than"),
             "statuses": list(statuses),

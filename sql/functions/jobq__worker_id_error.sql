@@ -5,8 +5,8 @@
 -- every later claim of that job type fail once its lock expired (the takeover could not build
 -- the entry that records it).
 --
--- A single-expression LANGUAGE sql function, inlined into its callers (see jobq__job_error for
--- why it is STABLE and has no SET clause).
+-- A single-expression LANGUAGE sql function, inlined into its callers (see
+-- jobq__job_argument_problem for why it is STABLE and has no SET clause).
 --! requires: jobq__blank
 
 CREATE OR REPLACE FUNCTION jobq__worker_id_error(worker_id text) RETURNS text

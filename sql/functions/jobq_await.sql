@@ -21,6 +21,7 @@
 -- Marking is done only with timeout 0: the mark is an UPDATE, whose row locks would otherwise
 -- be held for the whole wait and stall the workers completing those very jobs.
 --! levels: producer, worker, admin
+--! granted-as: jobq_enqueue
 
 CREATE OR REPLACE FUNCTION jobq_await(
     job_ids uuid[],
@@ -98,18 +99,20 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_await(uuid[], interval) IS
-'Waits until every job of job_ids has finished (succeeded, failed, dead_letter, cancelled), or
-until timeout (0 to 5 minutes, default 30 seconds) has passed, and returns the rows of
-jobq_job_status at that moment: one per known id, in id order. It sees commits made while it
-waits (READ COMMITTED: it polls with a new snapshot per check, every 10 ms at first and every
-500 ms at most). Unknown ids are left out, and do not make it wait.
-With timeout 0 it returns at once and marks the unfinished jobs as awaited: their end is then
-announced by a NOTIFY on the done channel (jobq-done:<schema>, payload the job id) to a client
-that LISTENs there; a listening client (Queue.wait) calls it so, in a transaction of its own.
-Cost: while it waits, its statement holds a snapshot, so VACUUM cannot remove rows that died
-after the wait began; prefer LISTEN for long waits. A job whose row the caller''s transaction
-has locked or enqueued cannot finish before that transaction ends: the wait then lasts until
-the timeout.
+'Waits until every given job has finished (succeeded, failed, dead_letter, cancelled), or
+until the timeout has passed, and returns their statuses at that moment. It sees commits made
+while it waits (under READ COMMITTED it polls, each check a new statement with a new snapshot:
+every 10 ms at first, every 500 ms at most). With timeout 0 it returns at once and marks the
+unfinished jobs as awaited: their end is then announced by a NOTIFY on the done channel
+(jobq-done:<schema>, payload the job id) to a client that LISTENs there, as Queue.wait does;
+call it so in a transaction of its own. Cost: while it waits, its statement holds a snapshot,
+so VACUUM cannot remove rows that died after the wait began; prefer LISTEN for long waits. A
+job whose row the caller''s transaction has locked or enqueued cannot finish before that
+transaction ends: the wait then lasts until the timeout.
+Arguments: job_ids (the jobs; at most 10,000; unknown ids are left out and not waited for),
+timeout (0 to 5 minutes, default 30 seconds).
+Result: the rows of jobq_job_status (id, status, attempts, result, last_error, finished_at,
+cancel_requested), one per known id, in id order.
 Errors: 22023 timeout NULL, negative or over 5 minutes; 54000 more than 10,000 job_ids; 25000
 a timeout above 0 in a REPEATABLE READ or SERIALIZABLE transaction.';
 

@@ -12,6 +12,7 @@
 -- meanwhile gets a request, one completed meanwhile is left alone. The statuses returned are
 -- then read by a second statement, with a snapshot taken after those waits.
 --! levels: producer, worker, admin
+--! granted-as: jobq_enqueue
 
 CREATE OR REPLACE FUNCTION jobq_cancel(
     job_ids uuid[],
@@ -87,20 +88,21 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_cancel(uuid[], text) IS
-'Cancels the jobs job_ids. A pending job becomes cancelled at once (finished_at set, reason
-recorded as last_error, ''cancelled'' when reason is NULL). A processing job keeps running and
-gets cancel_requested_at (and reason in cancel_reason); its worker is told by a NOTIFY on the
-cancel channel (payload: the worker id) and by jobq_cancel_requested(); if that attempt then
-fails, is released or is taken over, the job ends cancelled and never runs again; if it
-completes, it ends succeeded. A finished job, or a processing one already asked, is left alone.
-reason is cut to its first 10,000 characters.
+'Cancels jobs. A pending job becomes cancelled at once (finished_at set, the reason as
+last_error). A processing job keeps running and gets cancel_requested_at (and the reason in
+cancel_reason); its worker is told by a NOTIFY on the cancel channel (payload: the worker id)
+and by jobq_cancel_requested(); if that attempt then fails, is released or is taken over, the
+job ends cancelled and never runs again; if it completes, it ends succeeded. A finished job, or
+a processing one already asked, is left alone.
+Arguments: job_ids (the jobs; at most 100,000), reason (why; cut to its first 10,000
+characters; NULL: last_error says cancelled).
 Result: one row per known id (unknown ids are left out), in id order: job_id and its status
 after the call: cancelled, cancel_requested (processing with a request), or the finished status
 it already had.
-Notifies the done channel for each job it cancelled that a client awaits.
-Concurrency: waits for row locks of concurrent claims and completions (in id order), then acts
-on what they left: a job claimed meanwhile gets a request, one completed meanwhile is left
-alone.
-Errors: 54000 job_ids with more than 100,000 elements.';
+Errors: 54000 job_ids with more than 100,000 elements.
+Concurrency: it locks the rows it changes in id order, waiting for concurrent claims and
+completions, then acts on what they left: a job claimed meanwhile gets a request, one completed
+meanwhile is left alone. A NOTIFY on the done channel for each job it cancelled that a client
+awaits.';
 
 REVOKE EXECUTE ON FUNCTION jobq_cancel(uuid[], text) FROM PUBLIC;

@@ -4,6 +4,7 @@
 -- a cancel costs no round trip of its own and is never later than one heartbeat interval,
 -- whether or not the worker heard the NOTIFY on the cancel channel.
 --! levels: worker, admin
+--! granted-as: jobq_heartbeat
 
 CREATE OR REPLACE FUNCTION jobq_cancel_requested(job_ids uuid[]) RETURNS SETOF uuid
 LANGUAGE sql
@@ -19,9 +20,12 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION jobq_cancel_requested(uuid[]) IS
-'Returns those of job_ids that have a cancel request (cancel_requested_at set by jobq_cancel on
-a processing job), in id order; unknown ids and jobs without a request are left out. A worker
-calls it with the ids of the jobs it holds, beside its heartbeat, and tells their handlers to
-stop. Reads only; no errors (a NULL job_ids returns nothing).';
+'Which of the given jobs have a cancel request (cancel_requested_at, set by jobq_cancel on a
+processing job). A worker asks it for the jobs it holds, in the statement of its heartbeat, and
+tells their handlers to stop.
+Arguments: job_ids (the jobs; NULL = none).
+Result: the ids of those with a request, in id order; unknown ids and jobs without a request
+are left out.
+Errors: none.';
 
 REVOKE EXECUTE ON FUNCTION jobq_cancel_requested(uuid[]) FROM PUBLIC;

@@ -67,15 +67,18 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_complete(uuid, text, integer, jsonb) IS
-'Marks job_id succeeded while worker_id still holds its claim (and, when attempt is given,
-only the claim of that attempt), and stores result (any JSON value; NULL stores none) as the
-job''s result. A job with a cancel request that completes ends succeeded.
-Result: true if it did, false otherwise (unknown job, not processing, claim taken over or of
-another attempt); nothing changes then, and the result is not stored.
-Notifies the done channel (payload: the job id) when a client awaits the job (jobq_await).
-Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
-first wins, and a taken-over claim can no longer complete.
+'Marks the job succeeded while the worker still holds its claim, and stores the handler''s
+result. A job with a cancel request that completes ends succeeded.
+Arguments: job_id (the job), worker_id (the worker that claimed it: non-blank, at most 200
+characters), attempt (NULL = any; else only the claim of that attempt counts, so that a claim
+that expired and was taken again, even by the same worker_id, is fenced off), result (any JSON
+value, at most max_payload_bytes; NULL stores none).
+Result: true if it completed the job; false otherwise (unknown job, not processing, claim
+taken over or of another attempt), and nothing changes then: no result is stored.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; 54000 result larger than
-max_payload_bytes (nothing changes).';
+max_payload_bytes (nothing changes).
+Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
+first wins, and a taken-over claim can no longer complete. A NOTIFY on the installation''s done
+channel (payload: the job id) when a client awaits the job (jobq_await).';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete(uuid, text, integer, jsonb) FROM PUBLIC;

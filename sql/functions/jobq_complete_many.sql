@@ -117,15 +117,19 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_complete_many(uuid[], text, integer[], jsonb[]) IS
-'Marks succeeded each of job_ids that worker_id still holds, in one statement. attempts
-(optional, an extension of the contract): one claim attempt per job id, same order; a job
-counts only while its claim is of that attempt. results (optional): one result per job id (any
-JSON value, or NULL for none), same order, stored as each completed job''s result; a job not
-completed stores nothing.
-Result: how many jobs were completed; the others (not held, other attempt) are left alone.
-Notifies the done channel (payload: the job id) for each completed job a client awaits.
+'Marks succeeded, in one statement, each of the jobs that the worker still holds, each with
+its result.
+Arguments: job_ids (the jobs), worker_id (the worker that claimed them: non-blank, at most 200
+characters), attempts (optional, an extension of the contract: one claim attempt per job id,
+same order; a job counts only while its claim is of that attempt; NULL = any), results
+(optional: one result per job id, same order, any JSON value or NULL for none, at most
+max_payload_bytes each; a job not completed stores nothing).
+Result: how many jobs were completed; the others (not held, another attempt) are left alone.
 Errors: 22023 when attempts or results and job_ids differ in length, worker_id NULL, blank or
 longer than 200 characters; 54000 when a result is larger than max_payload_bytes (the message
-names its position; nothing changes).';
+names its position; nothing changes).
+Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
+calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
+the installation''s done channel (payload: the job id) for each completed job a client awaits.';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete_many(uuid[], text, integer[], jsonb[]) FROM PUBLIC;

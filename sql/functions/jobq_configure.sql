@@ -26,9 +26,11 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_configure(integer) IS
-'Admin only. Changes the settings of this installation (NULL leaves a setting as it is) and
-returns them all as a JSON object: max_payload_bytes (largest accepted payload, in bytes of
-jsonb; default 1048576). Settings live in this schema''s jobq_settings, so each tenant schema
-has its own. Errors: 22023 max_payload_bytes < 1.';
+'Admin only. Changes the settings of this installation and returns them all. Settings
+live in this schema''s jobq_settings, so each tenant schema has its own.
+Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
+in bytes of jsonb; default 1048576; NULL leaves it as it is).
+Result: every setting, as a JSON object ({"max_payload_bytes": n}).
+Errors: 22023 max_payload_bytes < 1.';
 
 REVOKE EXECUTE ON FUNCTION jobq_configure(integer) FROM PUBLIC;

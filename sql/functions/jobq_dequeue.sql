@@ -161,21 +161,25 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) IS
-'Claims up to batch_size jobs for worker_id and returns them (status processing, locked_at =
-now(), locked_by = worker_id, attempts + 1), highest priority first, then available_at, then id.
-Candidates: pending jobs whose available_at has come, and processing jobs whose lock is older
-than lock_timeout (their worker is presumed dead): such a takeover is recorded in errors
-(kind lock_expired, the worker that lost it); a stale job with a cancel request (jobq_cancel)
-goes to cancelled, and one with no attempts left to dead_letter, instead of running again.
-Arguments: worker_id (non-blank, at most 200 characters), job_types (NULL = all), batch_size
-(1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL = all).
-Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
-lock_timeout <= 0.
-Concurrency: FOR UPDATE SKIP LOCKED; concurrent callers never receive the same job, and one
-call never locks or claims more than batch_size pending rows.
+'Claims up to batch_size jobs for a worker and returns them: status processing, locked_at
+now, locked_by the worker, attempts + 1. Candidates: pending jobs whose available_at has
+come, and processing jobs whose lock is older than lock_timeout (their worker is presumed
+dead): such a takeover is recorded in errors (kind lock_expired, the worker that lost it), and
+a stale job with a cancel request (jobq_cancel) goes to cancelled, one with no attempts left to
+dead_letter, instead of running again. Each call also records the worker''s filters in
+jobq_workers (written at most every 5 seconds per worker), for jobq_unserved_job_types.
 Runs with enable_bitmapscan = off (for this function only; the caller keeps its own setting):
 the claim is then an index scan in claim order that stops after batch_size rows and marks the
 dead index entries left by earlier claims as it passes them, instead of a bitmap scan and sort
-that visits every dead entry on every call until VACUUM removes them.';
+that visits every dead entry on every call until VACUUM removes them.
+Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all),
+batch_size (1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL =
+all).
+Result: the claimed rows of jobq_jobs, highest priority first, then available_at, then id.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
+lock_timeout <= 0.
+Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
+same job, and one call never locks or claims more than batch_size pending rows. A takeover that
+ends a job a client awaits sends a NOTIFY on the done channel (payload: the job id).';
 
 REVOKE EXECUTE ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) FROM PUBLIC;

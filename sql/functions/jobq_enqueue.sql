@@ -3,8 +3,8 @@
 -- that is race-free). Wakes idle workers with a NOTIFY on the installation's channel
 -- (jobq__channel) when the job is available now.
 --
--- The validation is jobq__job_error's, shared with jobq_enqueue_many. The payload limit is
--- read from jobq_settings, so a producer cannot raise it for itself.
+-- The validation is jobq__job_argument_problem's, shared with jobq_enqueue_many. The payload
+-- limit is read from jobq_settings, so a producer cannot raise it for itself.
 --! levels: producer, worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_enqueue(
@@ -30,7 +30,7 @@ DECLARE
     v_limit integer;
     v_id uuid;
 BEGIN
-    v_error := jobq__job_error(
+    v_error := jobq__job_argument_problem(
         jobq_enqueue.job_type, jobq_enqueue.queue, jobq_enqueue.idempotency_key,
         jobq_enqueue.max_attempts, jobq_enqueue.priority
     );
@@ -110,12 +110,11 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text) IS
-'Adds a pending job and returns its id.
+'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
 max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
-bytes), max_attempts
-(1-1000), run_at (not claimed before; NULL = now; must be finite), priority (-1000000..1000000,
-higher runs first), queue (1-200 chars).
+bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
+priority (-1000000..1000000, higher runs first), queue (1-200 chars).
 Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
 is added or changed and that job''s id is returned.
 Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at or a payload

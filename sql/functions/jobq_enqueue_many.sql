@@ -91,7 +91,7 @@ BEGIN
                 WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'priority'), 'number') <> 'number'
                     OR (x.elem ->> 'priority') !~ '^-?[0-9]{1,9}$'
                     THEN 'priority must be an integer'
-                ELSE jobq__job_error(
+                ELSE jobq__job_argument_problem(
                     x.elem ->> 'job_type',
                     coalesce(x.elem ->> 'queue', 'default'),
                     x.elem ->> 'idempotency_key',
@@ -281,18 +281,18 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_enqueue_many(jsonb) IS
-'Adds many jobs in one statement. jobs: a JSON array of objects with the keys of jobq_enqueue
-(job_type required; payload, idempotency_key, max_attempts, run_at as ISO 8601 text, priority,
+'Adds many jobs in one statement, each with jobq_enqueue''s semantics: an existing
+idempotency_key returns the existing id; two elements with the same key get the same id (the
+first is inserted). Built for 10,000+ jobs per call.
+Arguments: jobs (a JSON array of objects with the keys of jobq_enqueue: job_type required;
+payload, idempotency_key, max_attempts, run_at as ISO 8601 text with an offset, priority,
 queue optional).
-Result: one row per element, (ord, id), ord counting from 1 in input order. Each element has
-jobq_enqueue''s semantics: an existing idempotency_key returns the existing id; two elements
-with the same key get the same id (the first is inserted).
+Result: one row per element, (ord, id), ord counting from 1 in input order.
 Errors: 22023 when jobs is not an array, an element is not an object, has an unknown key or a
 bad value (a payload that is not a JSON object included; the message names the element,
-counting from 1 like ord, and the key); 54000 payload too large, or more than 100,000
+counting from 1 like ord, and the key); 54000 a payload too large, or more than 100,000
 elements. Nothing is inserted when any element is bad.
 Concurrency: as jobq_enqueue; one NOTIFY per queue that got jobs available now, or a single one
-with an empty payload (wake every worker) when more than 100 queues did. Built for 10,000+
-jobs per call.';
+with an empty payload (wake every worker) when more than 100 queues did.';
 
 REVOKE EXECUTE ON FUNCTION jobq_enqueue_many(jsonb) FROM PUBLIC;

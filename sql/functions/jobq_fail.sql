@@ -91,16 +91,21 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) IS
-'Records a failed attempt of job_id while worker_id holds its claim (of that attempt, when
-given): last_error and one object {attempt, at, worker, error} appended to errors (error cut to
-its first 10,000 characters; errors keeps the 50 most recent entries).
-A job with a cancel request (jobq_cancel) ends cancelled, whatever retry and attempts say, and
-is never run again. Otherwise, with retry and attempts left: pending again, available after
-attempts × backoff (arithmetic, capped at 365 days); with no attempts left: dead_letter; with
-retry => false: failed.
+'Records a failed attempt of a job while the worker holds its claim: last_error, and one
+object {attempt, at, worker, error} appended to errors (error cut to its first 10,000
+characters; errors keeps the 50 most recent entries). A job with a cancel request (jobq_cancel)
+ends cancelled, whatever retry and the attempts left say, and is never run again. Otherwise,
+with retry and attempts left: pending again, available after attempts × backoff (arithmetic,
+capped at 365 days); with no attempts left: dead_letter; with retry => false: failed.
+Arguments: job_id (the job), worker_id (the worker that claimed it: non-blank, at most 200
+characters), error (the error text; NULL is stored as an empty text), retry (false: a
+permanent failure), backoff (>= 0, the delay per attempt), attempt (NULL = any; else only the
+claim of that attempt counts).
 Result: the new status, or NULL when the claim is not held (nothing changes then).
-Notifies the done channel (payload: the job id) when the job ended and a client awaits it.
 Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or longer than 200
-characters.';
+characters.
+Concurrency: the row lock orders it against a concurrent takeover or cancel, as jobq_complete.
+A NOTIFY on the installation''s channel when the job is available again at once (backoff 0),
+and on its done channel (payload: the job id) when the job ended and a client awaits it.';
 
 REVOKE EXECUTE ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) FROM PUBLIC;

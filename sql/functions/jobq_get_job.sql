@@ -19,8 +19,10 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_get_job(uuid) IS
-'Admin. The job with this id, every column (payload, errors history, timestamps); no row for an
-unknown id. Shows the payload, so it is granted to admins only.
+'Admin. Shows one job, every column (payload, errors history, timestamps), found by its
+primary key. Shows the payload, so it is granted to admins only.
+Arguments: job_id (the job).
+Result: the row of jobq_jobs with this id; no row for an unknown id.
 Errors: 22023 a NULL job_id.';
 
 REVOKE EXECUTE ON FUNCTION jobq_get_job(uuid) FROM PUBLIC;

@@ -59,13 +59,17 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_heartbeat(text, uuid[]) IS
-'Renews locked_at (to now()) of those job_ids that worker_id still holds, so that a long job
-of a live worker is never taken over. Never waits: a held job whose row another transaction
-has locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
-this time, so a heartbeat cannot deadlock with the same worker''s jobq_complete_many, jobq_fail
-or jobq_release on another connection. Result: how many claims were renewed; a smaller number
-than asked means some claims are lost or were being acknowledged at that moment.
-A worker learns of cancel requests in the same statement with jobq_cancel_requested(job_ids).
-Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
+'Renews locked_at (to now) of the jobs that the worker still holds, so that a long job of a
+live worker is never taken over. Never waits: a held job whose row another transaction has
+locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
+this time. A worker learns of cancel requests in the same statement with
+jobq_cancel_requested(job_ids).
+Arguments: worker_id (the worker that claimed them: non-blank, at most 200 characters),
+job_ids (the jobs).
+Result: how many claims were renewed; a smaller number than asked means some claims are lost
+or were being acknowledged at that moment.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.
+Concurrency: it cannot deadlock with the same worker''s jobq_complete_many, jobq_fail_many or
+jobq_release on another connection (it skips the rows they hold).';
 
 REVOKE EXECUTE ON FUNCTION jobq_heartbeat(text, uuid[]) FROM PUBLIC;

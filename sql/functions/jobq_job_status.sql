@@ -1,6 +1,7 @@
 -- jobq_job_status: the state of given jobs, without their payloads, for producers that want
 -- to know how their jobs ended (and for monitors). One index probe per id.
 --! levels: producer, worker, monitor, admin
+--! granted-as: jobq_enqueue, jobq_stats
 
 CREATE OR REPLACE FUNCTION jobq_job_status(job_ids uuid[]) RETURNS TABLE (
     id uuid,
@@ -25,10 +26,13 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION jobq_job_status(uuid[]) IS
-'One row per known id among job_ids (unknown ids are left out; no payload), in id order: id,
-status, attempts, result (what the handler returned, for a succeeded job), last_error,
-finished_at (NULL while unfinished), cancel_requested (true when jobq_cancel asked the job to
-stop while it was processing; false, never NULL, otherwise). Reads only; no errors (a NULL
-job_ids returns nothing).';
+'How the given jobs stand, without their payloads: for producers that want to know how
+their jobs ended, and for monitors.
+Arguments: job_ids (the jobs; NULL = none).
+Result: one row per known id (unknown ids are left out), in id order: id, status, attempts,
+result (what the handler returned, for a succeeded job), last_error, finished_at (NULL while
+unfinished), cancel_requested (true when jobq_cancel asked the job to stop while it was
+processing; false, never NULL, otherwise).
+Errors: none.';
 
 REVOKE EXECUTE ON FUNCTION jobq_job_status(uuid[]) FROM PUBLIC;

@@ -22,17 +22,13 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
-    WHERE s IS NULL
-       OR s NOT IN (
-           'pending', 'processing', 'succeeded', 'failed', 'dead_letter', 'cancelled'
-       )
+    WHERE s IS NULL OR s <> ALL (jobq__statuses())
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
             coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Statuses: pending, processing, succeeded, failed, dead_letter, '
-                         'cancelled.';
+                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(), ', ') || '.';
     END IF;
 
     RETURN QUERY
@@ -47,9 +43,11 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_list_jobs(text[], text, text, integer) IS
-'Admin. Lists jobs, most recently changed first: those in statuses (NULL = all), of job_type
-and queue when given (NULL = any), at most max_rows (default 100). Shows payloads, so it is
-granted to admins only.
+'Admin. Lists jobs, most recently changed first. Shows payloads, so it is granted to
+admins only.
+Arguments: statuses (NULL = all), job_type (NULL = any), queue (NULL = any), max_rows (at
+most this many rows, default 100).
+Result: rows of jobq_jobs.
 Errors: 22023 an unknown status, max_rows < 1.';
 
 REVOKE EXECUTE ON FUNCTION jobq_list_jobs(text[], text, text, integer) FROM PUBLIC;

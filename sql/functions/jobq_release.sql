@@ -57,12 +57,16 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_release(uuid[], text) IS
-'Gives back those of job_ids that worker_id claimed but never started (a worker shutting
-down with prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
-cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel).
-A job with a cancel request (jobq_cancel) becomes cancelled instead (attempts - 1 as well) and
-is never run again. Jobs it does not hold are left alone. Result: how many were released
-(cancelled ones included).
-Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
+'Gives back jobs that the worker claimed but never started (a worker shutting down with
+prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
+cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel). A
+job with a cancel request (jobq_cancel) becomes cancelled instead (attempts - 1 as well) and is
+never run again. Jobs it does not hold are left alone.
+Arguments: job_ids (the jobs), worker_id (the worker that claimed them: non-blank, at most
+200 characters).
+Result: how many jobs were released (cancelled ones included).
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.
+Concurrency: it waits for the rows it changes, as jobq_complete_many. A NOTIFY on the done
+channel (payload: the job id) for each job it cancelled that a client awaits.';
 
 REVOKE EXECUTE ON FUNCTION jobq_release(uuid[], text) FROM PUBLIC;

@@ -36,8 +36,11 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_requeue_dead_letter(uuid) IS
-'Makes the job job_id pending again if it is dead_letter, failed or cancelled: available now,
-attempts 0, claim and cancel request cleared, error history (last_error, errors) kept. Result:
-true if it did; false for any other status or an unknown id (nothing changes).';
+'Makes a dead_letter, failed or cancelled job pending again: available now, attempts 0,
+claim and cancel request cleared, error history (last_error, errors) kept; wakes a worker (a
+NOTIFY on the installation''s channel).
+Arguments: job_id (the job).
+Result: true if it did; false for any other status or an unknown id (nothing changes then).
+Errors: none.';
 
 REVOKE EXECUTE ON FUNCTION jobq_requeue_dead_letter(uuid) FROM PUBLIC;

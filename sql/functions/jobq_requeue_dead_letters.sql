@@ -46,7 +46,11 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_requeue_dead_letters(text, text) IS
-'Makes every dead_letter, failed or cancelled job (of job_type and queue, when given; NULL =
-any) pending again, as jobq_requeue_dead_letter does. Result: how many were requeued.';
+'Makes every dead_letter, failed or cancelled job pending again, as jobq_requeue_dead_letter
+does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
+back (a single one that wakes every worker when more than 100 queues did).
+Arguments: job_type (NULL = any), queue (NULL = any).
+Result: how many jobs were requeued.
+Errors: none.';
 
 REVOKE EXECUTE ON FUNCTION jobq_requeue_dead_letters(text, text) FROM PUBLIC;

@@ -51,7 +51,7 @@ BEGIN
             pg_catalog.length(jobq_schedule.name)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    v_error := jobq__job_error(
+    v_error := jobq__job_argument_problem(
         jobq_schedule.job_type, jobq_schedule.queue, NULL,
         jobq_schedule.max_attempts, jobq_schedule.priority
     );

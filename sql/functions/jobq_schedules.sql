@@ -22,9 +22,14 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION jobq_schedules() IS
-'Lists every schedule (no arguments). Result: one row per schedule, by name: its definition,
-paused, next_run_at (the next fire, an instant), next_run_local (the same as wall-clock time in
-the schedule''s timezone), created_at, updated_at. A paused schedule fires nothing: its
-next_run_at is recomputed when it is resumed.';
+'Lists every schedule. A paused schedule fires nothing: its next_run_at is recomputed when it
+is resumed.
+Arguments: none.
+Result: one row per schedule, by name: its definition (name, cron, timezone, job_type,
+payload, queue, priority, max_attempts, catch_up), paused, next_run_at (the next fire, an
+instant), next_run_local (the same as wall-clock time in the schedule''s timezone),
+created_at, updated_at.
+Errors: none.
+Concurrency: a snapshot, as any query; it takes no lock.';
 
 REVOKE EXECUTE ON FUNCTION jobq_schedules() FROM PUBLIC;

@@ -23,8 +23,11 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION jobq_stats() IS
-'One row per (queue, job_type, status) present: how many jobs, and the oldest available_at
-among them (for pending jobs: how long the oldest has been waiting). Reads the whole table:
-for dashboards and operators, not for a hot loop.';
+'Counts jobs per (queue, job_type, status) present. Reads the whole table: for dashboards
+and operators, not for a hot loop.
+Arguments: none.
+Result: rows (queue, job_type, status, jobs, oldest_available_at): how many jobs, and the
+oldest available_at among them (for pending jobs: how long the oldest has been waiting).
+Errors: none.';
 
 REVOKE EXECUTE ON FUNCTION jobq_stats() FROM PUBLIC;

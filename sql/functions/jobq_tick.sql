@@ -16,11 +16,13 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION jobq_tick() IS
-'Enqueues one job for each due fire of each active schedule and advances its next_run_at, in
-the caller''s transaction. Each job has run_at = its fire time and the idempotency key
-jobq:schedule:<name>:<fire time in UTC, ISO 8601, e.g. 2026-03-08T07:00:00Z>. Fires nobody
-ticked in time follow the schedule''s catch_up: skip (none; a fire more than a minute old is
-missed), latest (the most recent), all (each, the 1,000 most recent at most).
+'Enqueues one job for each fire of each active schedule that is due by the database''s clock,
+and advances its next_run_at, in the caller''s transaction. Each job has run_at = its fire
+time and the idempotency key jobq:schedule:<name>:<fire time in UTC, ISO 8601, e.g.
+2026-03-08T07:00:00Z>. Fires nobody ticked in time follow the schedule''s catch_up: skip
+(none; a fire more than a minute old is missed), latest (the most recent), all (each, the
+1,000 most recent at most).
+Arguments: none.
 Result: one row per fire enqueued: schedule, fire_at, job_id (the existing job when another
 tick enqueued that fire already).
 Errors: none of its own; a schedule whose enqueue fails is left due (its jobs and its advance

@@ -19,7 +19,11 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_unschedule(text) IS
-'Deletes the schedule `name`. Result: whether it existed. Jobs already enqueued by its fires are
-kept. Errors: 22023 NULL name. Concurrency: waits for a tick that holds the schedule.';
+'Deletes a schedule. Jobs already enqueued by its fires are kept (they are jobs like any
+other).
+Arguments: name (the schedule''s name).
+Result: whether it existed (false: nothing changed).
+Errors: 22023 NULL name.
+Concurrency: waits for a tick that holds the schedule.';
 
 REVOKE EXECUTE ON FUNCTION jobq_unschedule(text) FROM PUBLIC;

@@ -53,10 +53,14 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_unserved_job_types(interval) IS
-'Admin. The pending jobs available now that no worker asked for within idle (default 15
-minutes), per (queue, job_type): how many, and the oldest available_at. A worker asks through
-its claims: jobq_dequeue records its worker_id''s job_types and queues filters in jobq_workers.
-Reads every available pending job: for operators and worker start-up, not for a hot loop.
+'Admin. Names the pending jobs available now that no worker asked for recently, per (queue,
+job_type). A worker asks through its claims: jobq_dequeue records its worker_id''s job_types
+and queues filters in jobq_workers. Reads every available pending job: for operators and
+worker start-up, not for a hot loop.
+Arguments: idle (how recently a worker must have claimed with filters that cover the job;
+default 15 minutes; > 0).
+Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, and the oldest
+available_at among them.
 Errors: 22023 a NULL or non-positive idle.';
 
 REVOKE EXECUTE ON FUNCTION jobq_unserved_job_types(interval) FROM PUBLIC;

@@ -1,8 +1,10 @@
--- 0006_jobq_cancel_results.sql — cancellation, results and waiting: the status cancelled, the
--- columns result, cancel_requested_at, cancel_reason and awaited of jobq_jobs.
+-- 0006_jobq_cancel_results.sql — cancellation, results and waiting: the columns result,
+-- cancel_requested_at, cancel_reason and awaited of jobq_jobs. The status cancelled itself is
+-- one more name in jobq__statuses() (functions/jobq__statuses.sql), which the status CHECK
+-- constraints ask: the function file, applied right after the migrations, adds it.
 --
 -- Every new column is nullable or has a constant default, so adding it rewrites no row
--- (PostgreSQL 11 and later store the default in the catalogue). The constraints are checked
+-- (PostgreSQL 11 and later store the default in the catalogue). The new constraint is checked
 -- against the existing rows once, here; the index of failed jobs is built again to include
 -- cancelled ones, which reads the table once.
 --
@@ -17,16 +19,6 @@ ADD COLUMN result jsonb,
 ADD COLUMN cancel_requested_at timestamptz,
 ADD COLUMN cancel_reason text,
 ADD COLUMN awaited boolean NOT NULL DEFAULT FALSE;
-
-ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_status_check;
-ALTER TABLE jobq_jobs ADD CONSTRAINT jobq_jobs_status_check CHECK (
-    status IN ('pending', 'processing', 'succeeded', 'failed', 'dead_letter', 'cancelled')
-);
-
-ALTER TABLE jobq_jobs DROP CONSTRAINT jobq_jobs_finished_check;
-ALTER TABLE jobq_jobs ADD CONSTRAINT jobq_jobs_finished_check CHECK (
-    (status IN ('succeeded', 'failed', 'dead_letter', 'cancelled')) = (finished_at IS NOT NULL)
-);
 
 -- A pending job never carries a cancel request: jobq_cancel cancels a pending job at once, and
 -- every way a processing job with a request can end (failure, release, takeover) ends it
@@ -57,11 +49,14 @@ COMMENT ON COLUMN jobq_jobs.awaited IS
 'True once a client asked to be notified of the job''s end (jobq_await with timeout 0): its
 completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel
 with the job id as payload. Jobs nobody waits for cost no notification.';
-COMMENT ON CONSTRAINT jobq_jobs_status_check ON jobq_jobs IS
-'The statuses: pending, processing, succeeded, failed, dead_letter, cancelled.';
-COMMENT ON CONSTRAINT jobq_jobs_finished_check ON jobq_jobs IS
-'finished_at is set exactly for the finished statuses: succeeded, failed, dead_letter,
-cancelled.';
+COMMENT ON COLUMN jobq_jobs.status IS
+'pending: waits (also between retries); processing: claimed; succeeded: done; failed: a
+permanent failure the worker asked for (no retry); dead_letter: used all its attempts;
+cancelled: cancelled by jobq_cancel. succeeded, failed, dead_letter and cancelled are finished.
+The names are those of jobq__statuses().';
+COMMENT ON COLUMN jobq_jobs.finished_at IS
+'When the job reached a finished status (succeeded, failed, dead_letter, cancelled); NULL
+otherwise (jobq_jobs_finished_check). jobq_prune deletes jobs by its age.';
 COMMENT ON CONSTRAINT jobq_jobs_cancel_check ON jobq_jobs IS
 'A pending job has no cancel request, so a job is never claimed again after its cancel took
 effect.';

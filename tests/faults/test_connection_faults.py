@@ -106,8 +106,11 @@ def test_connection_killed_while_completion_waits_rolls_back_and_the_job_runs_ag
             "the completion to wait for the row", lambda: _waiting_pid(fx, "jobq_complete(")
         )
         assert fx.one("SELECT pg_terminate_backend(%(p)s)", {"p": pid}) is True
-        # The worker now reports the attempt as failed (fenced): that call waits for us too.
-        fx.wait_for("the worker's fenced failure report", lambda: _waiting_pid(fx, "jobq_fail("))
+        # The worker now reports the attempt as failed (fenced, with jobq_fail_many): that
+        # call waits for us too.
+        fx.wait_for(
+            "the worker's fenced failure report", lambda: _waiting_pid(fx, "jobq_fail_many(")
+        )
         holder.commit()
     fx.wait_all_finished(1)
     job = fx.job(job_id)

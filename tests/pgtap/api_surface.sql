@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(125);
+SELECT plan(131);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -14,8 +14,8 @@ SELECT functions_are('public', ARRAY[
     -- producers
     'jobq_enqueue', 'jobq_enqueue_many',
     -- workers
-    'jobq_dequeue', 'jobq_complete', 'jobq_complete_many', 'jobq_fail', 'jobq_heartbeat',
-    'jobq_release',
+    'jobq_dequeue', 'jobq_complete', 'jobq_complete_many', 'jobq_fail', 'jobq_fail_many',
+    'jobq_heartbeat', 'jobq_release',
     -- cancellation, results and waiting
     'jobq_cancel', 'jobq_cancel_requested', 'jobq_job_status', 'jobq_await',
     -- operators
@@ -24,10 +24,10 @@ SELECT functions_are('public', ARRAY[
     -- schedules (admin manages them; workers tick)
     'jobq_schedule', 'jobq_unschedule', 'jobq_schedules', 'jobq_tick',
     -- private helpers (granted to nobody)
-    'jobq__job_error', 'jobq__backoff', 'jobq__blank', 'jobq__worker_id_error',
+    'jobq__job_argument_problem', 'jobq__backoff', 'jobq__blank', 'jobq__worker_id_error',
     'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__cron_parse', 'jobq__cron_next',
-    'jobq__cron_fires', 'jobq__tick', 'jobq__worker_seen', 'jobq__event_channel',
-    'jobq__notify_events'
+    'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
+    'jobq__event_channel', 'jobq__notify_events'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -60,9 +60,10 @@ SELECT results_eq(
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
     ('jobq__cron_parse', 'cron text', 'bigint[]'),
     ('jobq__event_channel', 'kind text', 'text'),
-    ('jobq__job_error', 'job_type text, queue text, idempotency_key text, max_attempts integer, priority integer', 'text'),
+    ('jobq__job_argument_problem', 'job_type text, queue text, idempotency_key text, max_attempts integer, priority integer', 'text'),
     ('jobq__notify', 'queues text[]', 'integer'),
     ('jobq__notify_events', 'kind text, payloads text[]', 'integer'),
+    ('jobq__statuses', 'finished boolean DEFAULT NULL::boolean', 'text[]'),
     ('jobq__tick', 'at timestamp with time zone', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq__worker_id_error', 'worker_id text', 'text'),
     ('jobq__worker_seen', 'worker_id text, job_types text[], queues text[]', 'void'),
@@ -85,6 +86,9 @@ SELECT results_eq(
     ('jobq_enqueue_many', 'jobs jsonb', 'TABLE(ord integer, id uuid)'),
     ('jobq_fail', 'job_id uuid, worker_id text, error text, retry boolean DEFAULT true, '
                   'backoff interval DEFAULT ''00:00:10''::interval, attempt integer DEFAULT NULL::integer', 'text'),
+    ('jobq_fail_many', 'job_ids uuid[], worker_id text, errors text[], retries boolean[] DEFAULT NULL::boolean[], '
+                       'backoffs interval[] DEFAULT NULL::interval[], attempts integer[] DEFAULT NULL::integer[]',
+                       'TABLE(ord integer, job_id uuid, status text)'),
     ('jobq_get_job', 'job_id uuid', 'SETOF jobq_jobs'),
     ('jobq_health', 'stuck_after interval DEFAULT ''01:00:00''::interval, max_pending_age interval DEFAULT '
                     '''00:15:00''::interval, max_transaction_age interval DEFAULT ''00:05:00''::interval',
@@ -125,6 +129,7 @@ SELECT function_returns('public', 'jobq_cancel_requested', ARRAY['uuid[]'], 'set
 SELECT function_returns('public', 'jobq_job_status', ARRAY['uuid[]'], 'setof record');
 SELECT function_returns('public', 'jobq_await', ARRAY['uuid[]', 'interval'], 'setof record');
 SELECT function_returns('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer'], 'text');
+SELECT function_returns('public', 'jobq_fail_many', ARRAY['uuid[]', 'text', 'text[]', 'boolean[]', 'interval[]', 'integer[]'], 'setof record');
 SELECT function_returns('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]'], 'integer');
 SELECT function_returns('public', 'jobq_release', ARRAY['uuid[]', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_requeue_dead_letter', ARRAY['uuid'], 'boolean');
@@ -148,6 +153,7 @@ SELECT is_definer('public', 'jobq_await', ARRAY['uuid[]', 'interval']);
 SELECT isnt_definer('public', 'jobq__event_channel', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__notify_events', ARRAY['text', 'text[]']);
 SELECT is_definer('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer']);
+SELECT is_definer('public', 'jobq_fail_many', ARRAY['uuid[]', 'text', 'text[]', 'boolean[]', 'interval[]', 'integer[]']);
 SELECT is_definer('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]']);
 SELECT is_definer('public', 'jobq_release', ARRAY['uuid[]', 'text']);
 SELECT is_definer('public', 'jobq_requeue_dead_letter', ARRAY['uuid']);
@@ -157,7 +163,8 @@ SELECT is_definer('public', 'jobq_prune', ARRAY['interval', 'text[]']);
 SELECT is_definer('public', 'jobq_configure', ARRAY['integer']);
 SELECT is_definer('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer']);
 SELECT is_definer('public', 'jobq_health', ARRAY['interval', 'interval', 'interval']);
-SELECT isnt_definer('public', 'jobq__job_error', ARRAY['text', 'text', 'text', 'integer', 'integer']);
+SELECT isnt_definer('public', 'jobq__job_argument_problem', ARRAY['text', 'text', 'text', 'integer', 'integer']);
+SELECT isnt_definer('public', 'jobq__statuses', ARRAY['boolean']);
 SELECT isnt_definer('public', 'jobq__backoff', ARRAY['integer', 'interval']);
 SELECT isnt_definer('public', 'jobq__blank', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__worker_id_error', ARRAY['text']);
@@ -189,6 +196,17 @@ SELECT is_empty(
     'no SECURITY DEFINER function without a fixed search_path'
 );
 
+-- Contract section 4: 22004 (null_value_not_allowed) is a NULL payload (of jobq_enqueue, and of
+-- jobq_schedule, whose jobs jobq_enqueue's rules bind), and nothing else: every other bad
+-- argument is 22023.
+SELECT is_empty(
+    $$SELECT p.proname FROM pg_proc AS p
+      WHERE p.pronamespace = 'public'::regnamespace
+        AND p.proname NOT IN ('jobq_enqueue', 'jobq_schedule')
+        AND p.prosrc ~* '(null_value_not_allowed|22004)'$$,
+    '22004 is raised by jobq_enqueue and jobq_schedule only (a NULL payload)'
+);
+
 ------------------------------------------------------------------------------------------
 -- Tables and columns
 ------------------------------------------------------------------------------------------
@@ -211,7 +229,7 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'awaited'
 ]);
 SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes']);
-SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at']);
+SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at', 'breaking']);
 
 -- jobq_jobs, as in contract section 2: type, NOT NULL, default
 SELECT results_eq(
@@ -272,6 +290,8 @@ SELECT is((SELECT count(*)::int FROM jobq_settings), 1, 'jobq_settings has its o
 SELECT col_type_is('public', 'jobq_migrations', 'version', 'text', 'jobq_migrations.version is text');
 SELECT col_type_is('public', 'jobq_migrations', 'checksum', 'text', 'jobq_migrations.checksum is text');
 SELECT col_type_is('public', 'jobq_migrations', 'applied_at', 'timestamp with time zone', 'jobq_migrations.applied_at is timestamptz');
+SELECT col_type_is('public', 'jobq_migrations', 'breaking', 'boolean', 'jobq_migrations.breaking is boolean');
+SELECT col_default_is('public', 'jobq_migrations', 'breaking', false, 'jobq_migrations.breaking defaults to false');
 SELECT ok((SELECT bool_and(checksum ~ '^[0-9a-f]{64}$') FROM jobq_migrations)
           AND EXISTS (SELECT 1 FROM jobq_migrations WHERE version = '0001_jobq_core'),
           'jobq_migrations records 0001_jobq_core, each migration with a sha256');
@@ -378,7 +398,7 @@ SELECT results_eq(
 ------------------------------------------------------------------------------------------
 -- The private SQL helpers are inlined by the planner into their callers. A helper that is
 -- not inlined runs through the SQL-function executor, whose plan of the body PL/pgSQL rebuilds
--- in every transaction (jobq__job_error declared IMMUTABLE over a STABLE body cost a single
+-- in every transaction (jobq__job_argument_problem declared IMMUTABLE over a STABLE body cost a single
 -- enqueue about a third of its server time). Checked on the plan, not by time.
 ------------------------------------------------------------------------------------------
 
@@ -395,9 +415,9 @@ END;
 $fn$;
 
 SELECT unalike(
-    pg_temp.plan_of($$SELECT jobq__job_error(g::text, 'q', NULL, 5, 0) FROM generate_series(1, 2) AS g$$),
-    '%jobq__job_error%',
-    'jobq__job_error is inlined into its caller (it is STABLE, like format() in its body)'
+    pg_temp.plan_of($$SELECT jobq__job_argument_problem(g::text, 'q', NULL, 5, 0) FROM generate_series(1, 2) AS g$$),
+    '%jobq__job_argument_problem%',
+    'jobq__job_argument_problem is inlined into its caller (it is STABLE, like format() in its body)'
 );
 SELECT unalike(
     pg_temp.plan_of($$SELECT jobq__backoff(g, '10 seconds') FROM generate_series(1, 2) AS g$$),

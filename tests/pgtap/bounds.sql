@@ -15,7 +15,7 @@
 --     jobq_dequeue), and a takeover never fails for the size of the claim it records.
 -- Every refused call changes nothing: the table is compared with a snapshot after them.
 BEGIN;
-SELECT plan(79);
+SELECT plan(91);
 
 DELETE FROM jobq_jobs;
 
@@ -34,6 +34,7 @@ INSERT INTO calls VALUES
     ('jobq_complete', format('SELECT jobq_complete(%L, %%s)', :'held')),
     ('jobq_complete_many', format('SELECT jobq_complete_many(ARRAY[%L]::uuid[], %%s)', :'held')),
     ('jobq_fail', format('SELECT jobq_fail(%L, %%s, ''e'')', :'held')),
+    ('jobq_fail_many', format('SELECT * FROM jobq_fail_many(ARRAY[%L]::uuid[], %%s, ''{e}'')', :'held')),
     ('jobq_heartbeat', format('SELECT jobq_heartbeat(%%s, ARRAY[%L]::uuid[])', :'held')),
     ('jobq_release', format('SELECT jobq_release(ARRAY[%L]::uuid[], %%s)', :'held'));
 
@@ -169,6 +170,16 @@ SELECT is((SELECT length(last_error) FROM jobq_jobs WHERE id = :'claimed'), 1000
 SELECT is((SELECT length(errors -> -1 ->> 'error') FROM jobq_jobs WHERE id = :'claimed'), 10000,
           'so does the entry in errors');
 
+-- jobq_fail_many cuts each error the same way
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('w1')), 1, 'claimed again');
+SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'claimed']::uuid[], 'w1',
+                                             ARRAY[repeat('é', 20000000)], backoffs => '{0}')),
+          'pending', 'jobq_fail_many with an error of 20 million characters succeeds');
+SELECT is((SELECT length(last_error) FROM jobq_jobs WHERE id = :'claimed'), 10000,
+          'jobq_fail_many: last_error keeps the first 10,000 characters');
+SELECT is((SELECT length(errors -> -1 ->> 'error') FROM jobq_jobs WHERE id = :'claimed'), 10000,
+          'jobq_fail_many: so does the entry in errors');
+
 -- errors keeps the 50 most recent entries
 UPDATE jobq_jobs SET max_attempts = 1000 WHERE id = :'claimed';
 DO $$
@@ -180,13 +191,23 @@ BEGIN
     END LOOP;
 END;
 $$;
-SELECT is((SELECT attempts FROM jobq_jobs WHERE id = :'claimed'), 60, '60 failed attempts');
+SELECT is((SELECT attempts FROM jobq_jobs WHERE id = :'claimed'), 61, '61 failed attempts');
 SELECT is((SELECT jsonb_array_length(errors) FROM jobq_jobs WHERE id = :'claimed'), 50,
           'errors keeps 50 entries');
-SELECT is((SELECT errors -> 0 ->> 'attempt' FROM jobq_jobs WHERE id = :'claimed'), '11',
-          'the oldest kept is attempt 11');
+SELECT is((SELECT errors -> 0 ->> 'attempt' FROM jobq_jobs WHERE id = :'claimed'), '12',
+          'the oldest kept is attempt 12');
 SELECT is((SELECT errors -> -1 ->> 'error' FROM jobq_jobs WHERE id = :'claimed'), 'failure 60',
           'the newest is the last failure');
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('w1')), 1, 'claimed once more');
+SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'claimed']::uuid[], 'w1', '{many}',
+                                             backoffs => '{0}')),
+          'pending', 'jobq_fail_many records attempt 62');
+SELECT is((SELECT format('%s entries, attempts %s to %s, the newest: %s',
+                          jsonb_array_length(errors), errors -> 0 ->> 'attempt',
+                          errors -> -1 ->> 'attempt', errors -> -1 ->> 'error')
+           FROM jobq_jobs WHERE id = :'claimed'),
+          '50 entries, attempts 13 to 62, the newest: many',
+          'jobq_fail_many keeps the 50 most recent entries too');
 
 -- A takeover records the lost claim the same way, and never fails for its size: a claim
 -- recorded before worker_id was bounded (locked_by of a million characters here) is cut to

@@ -12,7 +12,7 @@
 -- the current role, so each test role gets USAGE on schema tap and the use of pgTAP's
 -- temporary tables of this session.
 BEGIN;
-SELECT plan(81);
+SELECT plan(84);
 
 DELETE FROM jobq_jobs;
 
@@ -81,6 +81,7 @@ GRANT EXECUTE ON FUNCTION
     jobq_complete(uuid, text, integer, jsonb),
     jobq_complete_many(uuid[], text, integer[], jsonb[]),
     jobq_fail(uuid, text, text, boolean, interval, integer),
+    jobq_fail_many(uuid[], text, text[], boolean[], interval[], integer[]),
     jobq_heartbeat(text, uuid[]),
     jobq_release(uuid[], text),
     jobq_cancel_requested(uuid[])
@@ -93,6 +94,7 @@ GRANT EXECUTE ON FUNCTION
     jobq_complete(uuid, text, integer, jsonb),
     jobq_complete_many(uuid[], text, integer[], jsonb[]),
     jobq_fail(uuid, text, text, boolean, interval, integer),
+    jobq_fail_many(uuid[], text, text[], boolean[], interval[], integer[]),
     jobq_heartbeat(text, uuid[]),
     jobq_release(uuid[], text),
     jobq_cancel(uuid[], text),
@@ -135,6 +137,8 @@ SELECT throws_ok($$SELECT * FROM jobq_stats()$$, '42501', NULL, 'producer: canno
 SELECT throws_ok($$SELECT * FROM jobq_list_jobs()$$, '42501', NULL, 'producer: cannot list jobs');
 SELECT throws_ok(format($$SELECT jobq_complete(%L, 'x')$$, :'seed'), '42501', NULL, 'producer: cannot complete');
 SELECT throws_ok(format($$SELECT jobq_fail(%L, 'x', 'e')$$, :'seed'), '42501', NULL, 'producer: cannot fail');
+SELECT throws_ok(format($$SELECT * FROM jobq_fail_many(ARRAY[%L]::uuid[], 'x', '{e}')$$, :'seed'), '42501', NULL,
+    'producer: cannot fail_many');
 SELECT throws_ok($$SELECT jobq_prune()$$, '42501', NULL, 'producer: cannot prune');
 SELECT throws_ok($$SELECT jobq__backoff(1, '1 second')$$, '42501',
     'permission denied for function jobq__backoff', 'producer: cannot call a private helper');
@@ -172,6 +176,9 @@ SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims aga
 SELECT is((SELECT count(*)::int FROM jobq_cancel_requested(ARRAY[:'seed']::uuid[])), 0,
           'worker: can ask for cancel requests');
 SELECT is((SELECT status FROM jobq_job_status(ARRAY[:'seed']::uuid[])), 'processing', 'worker: can read a status');
+SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'seed']::uuid[], 'tw', '{e}', backoffs => '{0}')),
+          'pending', 'worker: can fail_many');
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims again');
 SELECT is(jobq_complete(:'seed', 'tw'), true, 'worker: can complete');
 SELECT is(jobq_complete_many(ARRAY[:'seed']::uuid[], 'tw'), 0, 'worker: can call complete_many');
 SELECT throws_ok($$SELECT jobq_configure()$$, '42501',
@@ -215,7 +222,7 @@ SELECT ok((SELECT count(*) FROM jobq_jobs) > 0, 'admin: can read jobq_jobs');
 SELECT ok((SELECT count(*) FROM jobq_settings) = 1, 'admin: can read jobq_settings');
 SELECT ok((SELECT count(*) FROM jobq_migrations) > 0, 'admin: can read jobq_migrations');
 SELECT throws_ok($$UPDATE jobq_jobs SET priority = 1$$, '42501', NULL, 'admin: reads the tables but cannot write them');
-SELECT throws_ok($$SELECT jobq__job_error('a', 'b', NULL, 1, 1)$$, '42501', NULL,
+SELECT throws_ok($$SELECT jobq__job_argument_problem('a', 'b', NULL, 1, 1)$$, '42501', NULL,
     'admin: private helpers are granted to nobody, admins included');
 RESET ROLE;
 

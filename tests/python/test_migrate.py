@@ -15,13 +15,17 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 from psycopg import sql
+from tests.function_history import missing as function_history_missing
+from tests.function_history import update as function_history_update
 
 from pgq_client import grants
 from pgq_client.cli import cli
 from pgq_client.migrate import (
+    HISTORY_FILE,
     FunctionFile,
     MigrationError,
     function_files,
+    function_history,
     migrate,
     render_dry_run,
 )
@@ -54,10 +58,19 @@ def role(admin_dsn: str) -> Iterator[Role]:
         c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(made.name)))
 
 
-def copy_functions(tmp_path: Path) -> Path:
-    target = tmp_path / "functions"
+def copy_functions(tmp_path: Path, name: str = "functions") -> Path:
+    target = tmp_path / name
     shutil.copytree(FUNCTIONS, target)
     return target
+
+
+def knows(directory: Path, *older: Path) -> None:
+    """Make the files of ``directory`` a jobq that shipped those of ``older`` before: list
+    their checksums in its history (and its own), as `make schema-dump` would have."""
+    lines = [f"{f.checksum}  {f.name}.sql" for d in older for f in function_files(d)]
+    with (directory / HISTORY_FILE).open("a", encoding="utf-8") as history:
+        history.write("".join(f"{line}\n" for line in lines))
+    function_history_update(directory)
 
 
 def one(conn: psycopg.Connection[tuple[object, ...]], query: str, *args: object) -> object:
@@ -113,17 +126,13 @@ def test_pgtap_api_surface_lists_exactly_the_function_files() -> None:
     )
 
 
-def test_the_readme_uninstall_drops_every_function_file_and_every_table(dsn: str) -> None:
+def test_the_readme_uninstall_drops_every_function_and_every_table(dsn: str) -> None:
     readme = (ROOT / "sql" / "README.md").read_text()
     section = readme[readme.index("## Uninstall") :]
     block = re.search(r"```sql\n(.*?)```", section, re.DOTALL)
     assert block
     script = block.group(1)
     statements = script[script.index("-- schema public") :]
-    dropped = re.findall(r"public\.(jobq_\w+)", statements.split("DROP TABLE")[0])
-    assert sorted(dropped) == sorted(f.name for f in function_files()), (
-        "sql/README.md's DROP FUNCTION list and sql/functions/ disagree"
-    )
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute(statements.encode())
         left = c.execute(
@@ -142,12 +151,7 @@ def test_an_edited_function_file_is_applied_again_alone_then_nothing(
 ) -> None:
     functions = copy_functions(tmp_path)
     stats = functions / "jobq_stats.sql"
-    stats.write_text(
-        stats.read_text().replace(
-            "for dashboards and operators, not for a hot loop.';",
-            "for dashboards and operators, not for a hot loop. Edited.';",
-        )
-    )
+    stats.write_text(stats.read_text().replace("Errors: none.';", "Errors: none. Edited.';"))
     edited = next(f for f in function_files(functions) if f.name == "jobq_stats")
     before = records(dsn)
 
@@ -160,9 +164,70 @@ def test_an_edited_function_file_is_applied_again_alone_then_nothing(
     assert migrate(dsn, functions_dir=functions) == []
     assert records(dsn) == after
 
-    # Back to the shipped file: that one file again.
-    assert migrate(dsn) == ["functions/jobq_stats"]
+    # A later jobq that knows the edited version puts the shipped text back: that one file.
+    later = copy_functions(tmp_path, "later")
+    knows(later, functions)
+    assert migrate(dsn, functions_dir=later) == ["functions/jobq_stats"]
     assert records(dsn) == before
+
+
+def test_a_schema_migrated_by_a_newer_jobq_is_refused_and_nothing_changes(
+    dsn: str, tmp_path: Path
+) -> None:
+    """An older jobq would put older bodies back where only function files changed."""
+    newer = copy_functions(tmp_path, "newer")
+    stats = newer / "jobq_stats.sql"
+    stats.write_text(stats.read_text().replace("Errors: none.';", "Errors: none (newer).';"))
+    knows(newer, FUNCTIONS)
+    assert migrate(dsn, functions_dir=newer) == ["functions/jobq_stats"]
+    with psycopg.connect(dsn) as c:
+        bodies = c.execute("SELECT pg_get_functiondef('jobq_stats'::regproc)").fetchall()
+    applied = records(dsn)
+
+    message = (
+        "schema 'public' was migrated by a newer jobq: its function file(s) "
+        "functions/jobq_stats were applied from versions that this jobq does not know"
+    )
+    with pytest.raises(MigrationError, match=re.escape(message)) as refused:
+        migrate(dsn)
+    assert "Upgrade the jobq package" in str(refused.value)
+    with pytest.raises(MigrationError, match=re.escape(message)):
+        render_dry_run(dsn)
+    assert records(dsn) == applied
+    with psycopg.connect(dsn) as c:
+        assert c.execute("SELECT pg_get_functiondef('jobq_stats'::regproc)").fetchall() == bodies
+
+    # The way out the message gives (a development build): forget the records, migrate.
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("DELETE FROM jobq_migrations WHERE version LIKE 'functions/%'")
+    assert migrate(dsn) == [f.version for f in function_files()]
+    assert records(dsn) == {**applied, **{f.version: f.checksum for f in function_files()}}
+
+
+def test_the_history_knows_every_function_file_as_it_is_now() -> None:
+    assert function_history_missing() == [], (
+        "sql/functions/history.sha256 lacks the current version of these files: run "
+        "`make schema-dump` (it adds them) and commit the result"
+    )
+    history = function_history()
+    for f in function_files():
+        assert f.checksum in history[f.name]
+
+
+def test_the_history_knows_the_function_files_of_main_at_ad0bb0d() -> None:
+    """Installs made by main at ad0bb0d (the first with function files) must upgrade."""
+    history = function_history()
+    for path in sorted((ROOT / "tests" / "fixtures" / "ad0bb0d" / "functions").glob("*.sql")):
+        checksum = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert checksum in history.get(path.stem, ()), path.name
+
+
+def test_a_malformed_history_line_is_refused(tmp_path: Path) -> None:
+    functions = copy_functions(tmp_path)
+    with (functions / HISTORY_FILE).open("a") as history:
+        history.write("not-a-checksum  jobq_x.sql\n")
+    with pytest.raises(MigrationError, match=r"history.sha256, line \d+: expected"):
+        function_history(functions)
 
 
 def test_an_edited_numbered_migration_is_still_refused_and_nothing_changes(
@@ -201,7 +266,7 @@ def _complete_with_a_note(functions: Path, *, replaces: bool) -> None:
         "jobq_complete(uuid, text, integer, jsonb)",
         "jobq_complete(uuid, text, integer, jsonb, text)",
     )
-    text = text.replace(" IS\n'Marks job_id", " IS\n'note is ignored. Marks job_id")
+    text = text.replace(" IS\n'Marks the job", " IS\n'note is ignored. Marks the job")
     if replaces:
         text = text.replace(
             "\nCREATE OR REPLACE FUNCTION",
@@ -249,9 +314,9 @@ def test_a_new_signature_replaces_the_old_one_and_roles_keep_their_grants(
         assert done is True
         c.execute("RESET ROLE")
 
-    # The shipped file again: the older signature is back, and the grants with it.
-    shipped = tmp_path / "shipped"
-    shutil.copytree(FUNCTIONS, shipped)
+    # A later jobq puts the older signature back, and the grants with it.
+    shipped = copy_functions(tmp_path, "shipped")
+    knows(shipped, functions)
     path = shipped / "jobq_complete.sql"
     path.write_text(
         path.read_text().replace(
@@ -339,8 +404,11 @@ X = "\nCREATE OR REPLACE FUNCTION jobq_x("
         ("jobq_x.sql", "CREATE FUNCTION jobq_x() RETURNS int LANGUAGE sql", "CREATE OR REPLACE"),
         ("x.sql", "CREATE OR REPLACE FUNCTION x(", "does not follow"),
         ("jobq_x.sql", "--! breaking: yes" + X, "unknown directive"),
-        ("jobq_x.sql", "--! replaces: jobq_y(int)" + X, "of jobq_x itself"),
-        ("jobq_x.sql", "--! replaces: jobq_x(int); DROP TABLE t" + X, "of jobq_x itself"),
+        ("jobq_x.sql", "--! replaces: y(int)" + X, "must name an older signature of jobq_x"),
+        ("jobq_x.sql", "--! replaces: jobq_x(int); DROP TABLE t" + X, "must name an older"),
+        ("jobq_x.sql", "--! granted-as: jobq_x" + X, "must name another jobq function"),
+        ("jobq_x.sql", "--! granted-as: x" + X, "must name another jobq function"),
+        ("jobq_x.sql", "--! granted-as:" + X, "names nothing"),
         ("jobq_x.sql", "--! requires: jobq_nowhere" + X, "which has no file"),
         ("jobq_x.sql", "--! requires:" + X, "names nothing"),
         ("jobq_x.sql", "--! levels: producer, root" + X, "names root; the levels are"),

@@ -8,6 +8,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import click
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
@@ -23,9 +24,11 @@ from pgq_client import (
     Queue,
     SerializationFailure,
     Worker,
+    cli,
 )
 from pgq_client.errors import ConnectionFailed, from_psycopg
 from pgq_client.migrate import migrate
+from pgq_client.models import FINISHED_STATUSES, STATUSES
 
 Conn = psycopg.Connection[Any]
 
@@ -251,6 +254,48 @@ def test_fail_then_dead_letters_lists_and_requeue_makes_pending(dsn: str, conn: 
         row = _row(conn, job_id)
         assert (row["status"], row["attempts"]) == ("pending", 0)
         assert len(row["errors"]) == 1  # history kept
+
+
+def test_fail_many_reports_each_job_in_order_as_fail_would(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        retried, last, stopped, other = q.enqueue_many(
+            [
+                {"job_type": "t", "max_attempts": 3},
+                {"job_type": "t", "max_attempts": 1},
+                {"job_type": "t"},
+                {"job_type": "u"},
+            ]
+        )
+        assert len(q.dequeue("w", job_types=["t"], batch_size=3)) == 3
+        assert len(q.dequeue("w2", job_types=["u"])) == 1
+        statuses = q.fail_many(
+            [retried, last, stopped, other],
+            "w",
+            ["boom", "bang", "bad", "not mine"],
+            retries=[True, True, False, True],
+            backoffs=[timedelta(minutes=1), 0, 0, 0],
+            attempts=[1, None, 1, 1],
+        )
+        assert statuses == ["pending", "dead_letter", "failed", None]
+        assert q.fail_many([], "w", []) == []
+        with pytest.raises(ValueError, match="retries must have one entry per job id"):
+            q.fail_many([retried], "w", ["e"], retries=[True, False])
+        with pytest.raises(InvalidArgument, match=r"backoffs\[1\] must be an interval >= 0"):
+            q.fail_many([retried], "w", ["e"], backoffs=[-1])
+    row = _row(conn, retried)
+    assert (row["status"], row["last_error"], row["locked_by"]) == ("pending", "boom", None)
+    assert row["available_at"] - row["updated_at"] == timedelta(minutes=1)
+    assert _row(conn, other)["locked_by"] == "w2"
+
+
+def test_the_client_statuses_are_those_of_the_sql(conn: Conn) -> None:
+    everything = conn.execute("SELECT jobq__statuses()").fetchone()
+    finished = conn.execute("SELECT jobq__statuses(finished => true)").fetchone()
+    assert everything == (list(STATUSES),), "the same names, in the same order"
+    assert finished == (list(FINISHED_STATUSES),)
+    prune_status = next(p for p in cli.prune.params if p.name == "statuses")
+    assert isinstance(prune_status.type, click.Choice)
+    assert tuple(prune_status.type.choices) == FINISHED_STATUSES
 
 
 def test_heartbeat_and_release_act_only_on_the_workers_own_claims(dsn: str, conn: Conn) -> None:

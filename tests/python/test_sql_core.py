@@ -8,6 +8,7 @@ import threading
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from tests.schema_dump import dump_schema
+from tests.sql_reference import BEGIN, END, render, splice
 
 from pgq_client.migrate import (
     MigrationError,
@@ -206,6 +208,23 @@ def test_database_built_by_migrations_matches_committed_schema_dump(empty_dsn: s
     )
 
 
+def test_the_sql_reference_in_the_docs_is_what_the_database_says(dsn: str) -> None:
+    committed = (ROOT / "docs" / "sql-api.md").read_text()
+    assert splice(committed, render(dsn)) == committed, (
+        "docs/sql-api.md's reference no longer matches the COMMENT ON texts and signatures: "
+        "run `make docs` and commit the result"
+    )
+
+
+def test_the_reference_is_spliced_between_its_markers_keeping_the_prose() -> None:
+    document = f"# Title\n\nProse before.\n\n{BEGIN}\nold\n{END}\n\nProse after.\n"
+    assert splice(document, "new\n") == (
+        f"# Title\n\nProse before.\n\n{BEGIN}\n\nnew\n\n{END}\n\nProse after.\n"
+    )
+    with pytest.raises(ValueError, match="markers"):
+        splice("# no markers\n", "new\n")
+
+
 def test_dry_run_changes_nothing_and_its_script_builds_the_same_schema(
     empty_dsn: str, admin_dsn: str
 ) -> None:
@@ -293,6 +312,36 @@ def test_fenced_calls_find_the_job_by_primary_key_when_statistics_say_nothing_is
             (ids[:12],),
         ).fetchall()
         assert done == [("failed", 1), ("pending", 3), ("processing", 2), ("succeeded", 6)]
+
+
+def test_fail_many_finds_its_jobs_by_primary_key_whatever_the_statistics_say(dsn: str) -> None:
+    """Statistics gathered while no job was processing say `locked_by = 'w'` matches one row:
+    planned with the array of ids (a custom plan), the UPDATE of a batch scanned the whole table
+    for the worker's rows and joined them to every element (300 failures beside 20,000 jobs:
+    395 ms). With sequential scans off inside the function, each element is one probe of the
+    primary key, with custom plans and generic ones."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        jobs = psycopg.types.json.Jsonb([{"job_type": "t"} for _ in range(3000)])
+        c.execute("SELECT count(*) FROM jobq_enqueue_many(%s)", (jobs,))
+        c.execute("ANALYZE jobq_jobs")  # nothing is processing now
+        ids = [r[0] for r in c.execute("SELECT id FROM jobq_dequeue('w', batch_size => 1200)")]
+        plans = log_generic_plans(c)
+        c.execute("SET plan_cache_mode = force_custom_plan")
+        batches = [ids[i : i + 300] for i in range(0, 1200, 300)]
+        for n, batch in enumerate(batches):
+            if n == 2:
+                c.execute("SET plan_cache_mode = force_generic_plan")
+            rows = c.execute(
+                "SELECT status FROM jobq_fail_many(%s, 'w', %s, backoffs => %s)",
+                (batch, ["boom"] * len(batch), [timedelta(0)] * len(batch)),
+            ).fetchall()
+            assert rows == [("pending",)] * 300
+        updates = [p for p in plans if "UPDATE jobq_jobs" in p]
+        assert len(updates) == 4, plans
+        for plan in updates:
+            assert "Index Scan using jobq_jobs_pkey on jobq_jobs j" in plan, plan
+            assert "Seq Scan on jobq_jobs" not in plan, plan
+        assert c.execute("SHOW enable_seqscan").fetchone() == ("on",), "the caller's is kept"
 
 
 def test_the_claim_reads_its_indexes_in_order_when_statistics_say_the_queue_is_empty(

@@ -1,10 +1,13 @@
-"""A schema installed by jobq's main branch before the fold upgrades with a plain migrate.
+"""Schemas installed by earlier versions of jobq's main branch upgrade with a plain migrate.
 
 Until commit dcd3357, the functions were created and changed by migrations 0002-0005; they
 were then folded into the baseline 0001_jobq_core and the function files. The legacy install
 is made here by that commit's own runner, verbatim (tests/fixtures/dcd3357/migrate.py), over
 that commit's migration files, verbatim; today's runner must turn it into exactly what a
-fresh install builds, keeping its jobs and its grants.
+fresh install builds, keeping its jobs and its grants. Likewise for an install of commit
+ad0bb0d, the first with function files (tests/fixtures/ad0bb0d), and of commits a7411e5
+(main with the schedules and the hardened bodies) and 8ef85fb (with jobq_workers), before the
+status names, the comments and jobq_fail_many (tests/fixtures/a7411e5, tests/fixtures/8ef85fb).
 """
 
 from __future__ import annotations
@@ -29,14 +32,17 @@ from tests.schema_dump import dump_schema
 from pgq_client import grants
 from pgq_client.migrate import (
     FOLDED,
+    FOLDED_INTO,
     MigrationError,
     available_migrations,
     function_files,
+    function_history,
     migrate,
     render_dry_run,
 )
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dcd3357"
+FIXTURE_AD0 = Path(__file__).resolve().parents[1] / "fixtures" / "ad0bb0d"
 _roles = itertools.count()
 
 
@@ -222,9 +228,8 @@ def test_an_install_of_main_before_the_fold_upgrades_to_a_fresh_install_keeping_
     jobs = snapshot(legacy)
 
     # the baseline's records are rewritten; the migrations after it and every file are applied
-    assert migrate(legacy) == [
-        m.version for m in available_migrations() if m.version != "0001_jobq_core"
-    ] + [f.version for f in function_files()]
+    later = [m.version for m in available_migrations() if m.version != FOLDED_INTO]
+    assert migrate(legacy) == later + [f.version for f in function_files()]
     # Functions new since the legacy install (jobq_tick, ...) reach a level's roles when
     # `jobq grant` runs again, as the docs say; functions that existed keep their grants.
     grants.grant(legacy, name, "admin")
@@ -344,3 +349,219 @@ def test_the_fixture_is_main_at_dcd3357_as_the_runner_recognises_it() -> None:
     for version, checksum in FOLDED:
         text = (FIXTURE / "migrations" / f"{version}.sql").read_text(encoding="utf-8")
         assert hashlib.sha256(text.encode()).hexdigest() == checksum, version
+
+
+# What ad0bb0d's `jobq grant --as worker` granted (its grants.WORKER_FUNCTIONS).
+AD0BB0D_WORKER_FUNCTIONS = (
+    "jobq_enqueue",
+    "jobq_enqueue_many",
+    "jobq_dequeue",
+    "jobq_complete",
+    "jobq_complete_many",
+    "jobq_fail",
+    "jobq_heartbeat",
+    "jobq_release",
+)
+
+
+def runner_ad0bb0d() -> ModuleType:
+    """ad0bb0d's migrate.py, reading that commit's migrations and function files."""
+    spec = importlib.util.spec_from_file_location(
+        "jobq_migrate_ad0bb0d", FIXTURE_AD0 / "migrate.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    module._migrations_dir = lambda: FIXTURE_AD0 / "migrations"  # type: ignore[attr-defined]
+    module._functions_dir = lambda: FIXTURE_AD0 / "functions"  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.mark.parametrize("level", ["worker", "admin"])
+def test_an_install_of_main_at_ad0bb0d_upgrades_to_a_fresh_install_and_keeps_its_roles(
+    dsn: str, empty_dsn: str, role: tuple[str, list[str]], level: grants.Level
+) -> None:
+    """New migrations, changed and renamed function files, a new function: the jobs stay, and
+    a role granted before the upgrade may make every call of the new client."""
+    name, granted_in = role
+    old, fresh = empty_dsn, dsn
+    runner = runner_ad0bb0d()
+    installed = runner.migrate(old)
+    assert installed[0] == "0001_jobq_core" and "functions/jobq__job_error" in installed
+    add_jobs_in_every_status(old)
+    # The role as ad0bb0d's `jobq grant` made it; today's on the fresh install.
+    granted_in += [old, fresh]
+    if level == "worker":
+        with psycopg.connect(old, autocommit=True) as c:
+            c.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(name)))
+            for function in AD0BB0D_WORKER_FUNCTIONS:
+                c.execute(
+                    sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(
+                        sql.Identifier(function), sql.Identifier(name)
+                    )
+                )
+    else:
+        grants.grant(old, name, level)
+    grants.grant(fresh, name, level)
+    jobs = snapshot(old)
+
+    applied = migrate(old)
+    assert [v for v in applied if not v.startswith("functions/")] == [
+        m.version for m in available_migrations() if m.version != "0001_jobq_core"
+    ]
+    assert records(old) == records(fresh)
+    assert without_added_columns(snapshot(old)) == jobs
+    assert migrate(old) == []
+
+    # The role calls what the new client calls, jobq_fail_many (new here) included, without a
+    # new `jobq grant`: the function is granted as jobq_fail.
+    with psycopg.connect(old, autocommit=True) as c:
+        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(name)))
+        job = c.execute(
+            "SELECT id FROM jobq_dequeue(worker_id => 'w3', job_types => '{ocr}')"
+        ).fetchone()
+        assert job is not None
+        row = c.execute(
+            "SELECT status FROM jobq_fail_many(job_ids => ARRAY[%s]::uuid[], "
+            "worker_id => 'w3', errors => '{again}')",
+            (job[0],),
+        ).fetchone()
+        assert row == ("pending",)
+
+    # Functions new since (jobq_tick, the schedules) reach the role when `jobq grant` runs
+    # again, as the docs say; then the upgraded schema is exactly a fresh install.
+    grants.grant(old, name, level)
+    assert catalogue(old) == catalogue(fresh), "functions, grants, comments, constraints"
+    assert dump_schema(old) == dump_schema(fresh)
+
+    # ad0bb0d's own runner cannot go back: it refuses migrations it does not know.
+    with pytest.raises(Exception, match="0002_jobq_schedules applied, which this jobq"):
+        runner_ad0bb0d().migrate(old)
+
+
+# Installs of main after the schedules: (commit, the tables its `jobq grant --as admin` gave
+# SELECT on, the migrations today's runner applies to it).
+MAIN_INSTALLS = {
+    "a7411e5": (
+        ("jobq_jobs", "jobq_settings", "jobq_migrations"),
+        [
+            "0003_jobq_status_names",
+            "0004_jobq_comments",
+            "0006_jobq_cancel_results",
+            "0007_jobq_workers",
+            "0008_jobq_workers_comments",
+        ],
+    ),
+    "8ef85fb": (
+        ("jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers"),
+        [
+            "0003_jobq_status_names",
+            "0004_jobq_comments",
+            "0006_jobq_cancel_results",
+            "0008_jobq_workers_comments",
+        ],
+    ),
+}
+
+
+def main_runner(commit: str) -> ModuleType:
+    """That commit's migrate.py (tests/fixtures/<commit>), reading its migrations and function
+    files. It is loaded as a module of pgq_client: its one relative import is
+    ``from .errors import JobqError``."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / commit
+    spec = importlib.util.spec_from_file_location(
+        f"pgq_client._jobq_migrate_{commit}", fixture / "migrate.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    module._migrations_dir = lambda: fixture / "migrations"  # type: ignore[attr-defined]
+    module._functions_dir = lambda: fixture / "functions"  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.mark.parametrize("level", ["worker", "admin"])
+@pytest.mark.parametrize("commit", sorted(MAIN_INSTALLS))
+def test_an_install_of_main_after_the_schedules_upgrades_to_a_fresh_install_with_its_roles(
+    dsn: str, empty_dsn: str, role: tuple[str, list[str]], commit: str, level: grants.Level
+) -> None:
+    """Later migrations (0003 and 0004 after 0007, for 8ef85fb), changed and renamed function
+    files, and jobq_fail_many, which a role granted before the upgrade may call at once (granted
+    as jobq_fail): the upgraded schema is a fresh install, a role's grants included without
+    `jobq grant` running again, but for what admins got after a7411e5."""
+    name, granted_in = role
+    admin_tables, later = MAIN_INSTALLS[commit]
+    old, fresh = empty_dsn, dsn
+    runner = main_runner(commit)
+    installed = runner.migrate(old)
+    assert installed[0] == "0001_jobq_core"
+    assert "functions/jobq__job_error" in installed
+    add_jobs_in_every_status(old)
+    granted_in += [old, fresh]
+    # The role as that commit's `jobq grant` made it: the functions whose files declared the
+    # level, and an admin's tables.
+    declared = [f.name for f in runner.function_files() if level in f.levels]
+    assert ("jobq_fail" in declared) and ("jobq_fail_many" not in declared)
+    with psycopg.connect(old, autocommit=True) as c:
+        c.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(name)))
+        for function in declared:
+            c.execute(
+                sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(
+                    sql.Identifier(function), sql.Identifier(name)
+                )
+            )
+        if level == "admin":
+            c.execute(
+                sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(
+                    sql.SQL(", ").join(sql.Identifier(t) for t in admin_tables),
+                    sql.Identifier(name),
+                )
+            )
+    grants.grant(fresh, name, level)
+    jobs = snapshot(old)
+
+    applied = migrate(old)
+    assert [m.version for m in available_migrations() if m.version not in installed] == later
+    assert [v for v in applied if not v.startswith("functions/")] == later
+    assert "functions/jobq__job_error" not in records(old), "the renamed helper's record is gone"
+    assert records(old) == records(fresh)
+    assert without_added_columns(snapshot(old)) == jobs
+    if level == "admin" and set(admin_tables) != set(grants.ADMIN_TABLES):
+        # What admins got since (SELECT on jobq_schedules and jobq_workers, the new admin
+        # functions) reaches the role when `jobq grant` runs again, as the docs say.
+        grants.grant(old, name, level)
+    assert catalogue(old) == catalogue(fresh), "functions, grants, comments, constraints"
+    assert dump_schema(old) == dump_schema(fresh)
+    assert migrate(old) == []
+
+    with psycopg.connect(old, autocommit=True) as c:
+        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(name)))
+        job = c.execute(
+            "SELECT id FROM jobq_dequeue(worker_id => 'w3', job_types => '{ocr}')"
+        ).fetchone()
+        assert job is not None
+        row = c.execute(
+            "SELECT status FROM jobq_fail_many(job_ids => ARRAY[%s]::uuid[], "
+            "worker_id => 'w3', errors => '{again}')",
+            (job[0],),
+        ).fetchone()
+        assert row == ("pending",)
+
+    # That commit's own runner cannot go back: it refuses migrations it does not know.
+    with pytest.raises(Exception, match="0003_jobq_status_names applied, which this jobq"):
+        main_runner(commit).migrate(old)
+
+
+@pytest.mark.parametrize("commit", sorted(MAIN_INSTALLS))
+def test_the_fixtures_of_main_are_what_main_had_and_the_history_knows_their_files(
+    commit: str,
+) -> None:
+    runner = main_runner(commit)
+    shipped = {m.version: m.checksum for m in available_migrations()}
+    for m in runner.available_migrations():
+        assert m.checksum == shipped[m.version], f"{m.version} was edited after it landed"
+    history = function_history()
+    for f in runner.function_files():
+        assert f.checksum in history.get(f.name, ()), f"{f.name}.sql"

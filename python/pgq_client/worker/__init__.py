@@ -32,7 +32,8 @@ from psycopg_pool import ConnectionPool
 
 from .. import _sql
 from .._secrets import is_conninfo_error
-from ..errors import PermissionDenied, from_psycopg
+from ..errors import IncompatibleSchema, PermissionDenied, from_psycopg
+from ..migrate import check_compatible
 from ..models import Job
 from ..queue import resolve_dsn
 from .acker import Acknowledger
@@ -371,10 +372,16 @@ class Worker:
         return lambda: psycopg.connect(dsn, **kwargs)
 
     def _check_database(self, link: Link) -> None:
-        """Fail fast when the database is unreachable, not migrated, or not ours to work."""
+        """Fail fast when the database is unreachable, not migrated, not ours to work, or has a
+        breaking change that this client does not know."""
         sql = _sql.statements(self.config.schema)
         try:
-            link.get().execute(sql.heartbeat, {"worker_id": self.worker_id, "job_ids": []})
+            conn = link.get()
+            check_compatible(conn, self.config.schema)
+            conn.execute(sql.heartbeat, {"worker_id": self.worker_id, "job_ids": []})
+        except IncompatibleSchema:
+            link.close()
+            raise
         except psycopg.Error as exc:
             link.close()
             error = from_psycopg(exc)

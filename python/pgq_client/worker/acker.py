@@ -33,8 +33,8 @@ UNSERVED_AFTER = 3.0
 class Acknowledger:
     """Sends, in this order each round: the release of unstarted jobs (at shutdown), every
     completion so far in one ``jobq_complete_many`` (with the results of those that have one),
-    every failure so far in one statement (a ``jobq_fail`` per job), and the heartbeat of every
-    held job when one is due, which also asks which of them have a cancel request
+    every failure so far in one ``jobq_fail_many`` (a row per job, in order), and the heartbeat
+    of every held job when one is due, which also asks which of them have a cancel request
     (``jobq_cancel_requested`` in the same statement); when a notification said a cancel
     concerns this worker, it asks that at once. Held jobs with a request are marked, so that
     ``job.cancel_requested()`` turns true in their handlers.
@@ -43,8 +43,8 @@ class Acknowledger:
     acknowledgement of the same rows (a heartbeat skips rows locked by others, and then a
     smaller count would no longer mean lost claims). Every call is fenced by the claim's
     attempt, so a batch whose reply was lost with the connection is simply sent again. It also
-    logs how each failure ended (from ``jobq_fail``'s result) and, every ``summary_interval``,
-    what the worker has done.
+    logs how each failure ended (from ``jobq_fail_many``'s result) and, every
+    ``summary_interval``, what the worker has done.
     """
 
     def __init__(
@@ -301,7 +301,7 @@ class Acknowledger:
             f"reporting {len(failures)} failed jobs",
         )
         recorded = 0
-        for failure, (_, status) in zip(failures, rows, strict=True):
+        for failure, (_, _, status) in zip(failures, rows, strict=True):
             recorded += status is not None
             _log_failure(failure, status, retried)
         self._shared.settled([f.job for f in failures], failed=recorded)
@@ -478,7 +478,7 @@ _OUTCOMES = {
 
 
 def _log_failure(failure: Failure, status: str | None, retried: bool) -> None:
-    """Say what ``jobq_fail`` did with the attempt: its result is the job's new status."""
+    """Say what ``jobq_fail_many`` did with the attempt: its result is the job's new status."""
     job = failure.job
     wait = duration(failure.backoff * job.attempts)  # jobq_fail waits attempts x backoff
     if status is None:
