@@ -306,7 +306,7 @@ def test_dead_letter_requeue_one_by_id(dsn: str, conn: Conn) -> None:
     assert result.returncode == 0, result.stderr
     assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'pending'") == 1
     again = jobq("dead-letter", "requeue", str(dead), dsn=dsn)
-    assert_user_error(again, 1, "not dead_letter or failed")
+    assert_user_error(again, 1, "not dead_letter, failed or cancelled")
     assert_user_error(jobq("dead-letter", "requeue", "nope", dsn=dsn), 2, "UUID")
     assert_user_error(jobq("dead-letter", "requeue", dsn=dsn), 2, "--all")
 
@@ -400,8 +400,11 @@ def test_grant_dry_run_without_a_database_prints_the_statements() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         'GRANT USAGE ON SCHEMA "public" TO "app";',
+        'GRANT EXECUTE ON FUNCTION "public"."jobq_await" TO "app";',
+        'GRANT EXECUTE ON FUNCTION "public"."jobq_cancel" TO "app";',
         'GRANT EXECUTE ON FUNCTION "public"."jobq_enqueue" TO "app";',
         'GRANT EXECUTE ON FUNCTION "public"."jobq_enqueue_many" TO "app";',
+        'GRANT EXECUTE ON FUNCTION "public"."jobq_job_status" TO "app";',
     ]
     assert "embedded" not in result.stderr
 
@@ -1095,4 +1098,5 @@ def test_bash_completion_script_and_completions() -> None:
     words = jobq(_JOBQ_COMPLETE="bash_complete", COMP_WORDS="jobq dea", COMP_CWORD="1")
     assert words.stdout.split() == ["plain,dead-letter"]
     sub = jobq(_JOBQ_COMPLETE="bash_complete", COMP_WORDS="jobq jobs ", COMP_CWORD="2")
-    assert set(sub.stdout.split()) == {"plain,list", "plain,show", "plain,retry"}
+    assert set(sub.stdout.split()) == {
+        "plain,list", "plain,show", "plain,retry", "plain,status", "plain,wait"}
