@@ -912,17 +912,13 @@ BEGIN
             locked_by = NULL,
             updated_at = pg_catalog.now()
         -- ROWS FROM (unnest, unnest, unnest) is what a three-array unnest() in FROM means; it
-        -- is written out because that shorthand exists only for the unqualified name.
+        -- is written out because that shorthand exists only for the unqualified name. It pads
+        -- a shorter function with NULLs: a NULL attempts or results (no row) means NULL for
+        -- every job, at no cost (their lengths were checked above).
         FROM ROWS FROM (
             pg_catalog.unnest(jobq_complete_many.job_ids),
-            pg_catalog.unnest(coalesce(
-                jobq_complete_many.attempts,
-                pg_catalog.array_fill(NULL::integer, ARRAY[v_count])
-            )),
-            pg_catalog.unnest(coalesce(
-                jobq_complete_many.results,
-                pg_catalog.array_fill(NULL::jsonb, ARRAY[v_count])
-            ))
+            pg_catalog.unnest(jobq_complete_many.attempts),
+            pg_catalog.unnest(jobq_complete_many.results)
         ) AS d (job_id, attempt, result)
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
