@@ -200,36 +200,64 @@ def settle(cluster: Cluster) -> None:
         conn.execute("CHECKPOINT")
 
 
-def fill_jobq(
-    cluster: Cluster, n: int, *, status: str = "pending", available: str = "past"
-) -> None:
-    """Insert ``n`` jobs directly (set-based; bench setup only).
+def has_scheduled_column(cluster: Cluster) -> bool:
+    """Whether jobq_jobs has the ``scheduled`` mark of migration 0005 (the benchmark also runs
+    against older installs, to compare)."""
+    with cluster.connect() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'jobq_jobs'::regclass"
+            " AND attname = 'scheduled' AND NOT attisdropped"
+        ).fetchone()
+        return bool(row and row[0])
 
-    ``status``: pending (available now, in FIFO order, or in a day with ``available="future"``)
-    or succeeded (finished an hour ago).
+
+def fill_jobq(
+    cluster: Cluster,
+    n: int,
+    *,
+    status: str = "pending",
+    available: str = "past",
+    job_type: str = "noop",
+    queue: str = "default",
+    priority: int = 0,
+    finished_ago: str = "1 hour",
+) -> None:
+    """Insert ``n`` jobs directly, in one set-based INSERT (bench setup only).
+
+    ``status``: pending (available now, in FIFO order; ``available="future"``: in a day;
+    ``available="year"``: a year ahead) or succeeded (finished ``finished_ago`` ago). Future
+    jobs carry the ``scheduled`` mark that jobq_enqueue gives them, where the schema has it.
     """
+    scheduled = available != "past" and status == "pending" and has_scheduled_column(cluster)
+    params: dict[str, Any] = {
+        "n": n, "job_type": job_type, "queue": queue, "priority": priority,
+        "finished_ago": finished_ago,
+    }
     if status == "succeeded":
         query = f"""
-            INSERT INTO jobq_jobs (job_type, payload, status, attempts, available_at,
-                                   finished_at, created_at, updated_at)
-            SELECT 'noop', {PAYLOAD_SQL}, 'succeeded', 1, now() - interval '2 hours',
-                   now() - interval '1 hour', now() - interval '2 hours', now()
-            FROM generate_series(1, %s) AS g
-        """
-    elif available == "future":
-        query = f"""
-            INSERT INTO jobq_jobs (job_type, payload, available_at)
-            SELECT 'noop', {PAYLOAD_SQL}, now() + interval '1 day' + g * interval '1 ms'
-            FROM generate_series(1, %s) AS g
+            INSERT INTO jobq_jobs (job_type, queue, priority, payload, status, attempts,
+                                   available_at, finished_at, created_at, updated_at)
+            SELECT %(job_type)s, %(queue)s, %(priority)s, {PAYLOAD_SQL}, 'succeeded', 1,
+                   now() - %(finished_ago)s::interval - interval '1 hour',
+                   now() - %(finished_ago)s::interval - g * interval '1 microsecond',
+                   now() - %(finished_ago)s::interval - interval '1 hour', now()
+            FROM generate_series(1, %(n)s) AS g
         """
     else:
+        at = {
+            "past": "now() - interval '1 hour' + g * interval '1 microsecond'",
+            "future": "now() + interval '1 day' + g * interval '1 ms'",
+            "year": "now() + interval '1 year' + g * interval '1 ms'",
+        }[available]
         query = f"""
-            INSERT INTO jobq_jobs (job_type, payload, available_at)
-            SELECT 'noop', {PAYLOAD_SQL}, now() - interval '1 hour' + g * interval '1 microsecond'
-            FROM generate_series(1, %s) AS g
+            INSERT INTO jobq_jobs (job_type, queue, priority, payload, available_at
+                                   {", scheduled" if scheduled else ""})
+            SELECT %(job_type)s, %(queue)s, %(priority)s, {PAYLOAD_SQL}, {at}
+                   {", true" if scheduled else ""}
+            FROM generate_series(1, %(n)s) AS g
         """
     with cluster.connect() as conn:
-        conn.execute(query.encode(), (n,))
+        conn.execute(query.encode(), params)
 
 
 def fill_raw(cluster: Cluster, n: int) -> None:

@@ -27,7 +27,7 @@ from .harness import Measurement, Target
 from .scenarios import Bench, Config
 
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
-SCENARIOS = ("1", "2", "3", "4", "5", "6")
+SCENARIOS = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
 BUSY_LOAD = 0.7  # 1-minute load average per core above which the machine counts as busy
 
 
@@ -97,6 +97,22 @@ def targets(results: list[Measurement]) -> list[Target]:
                ratio("s5.jobq.py.b100"), ">=", 0.9),
         Target("1M finished + 100k future: Worker drain >= 0.9x scenario 3",
                ratio("s5.jobq.worker"), ">=", 0.9),
+        Target("1M pending of another type: Worker drain >= 0.9x scenario 3",
+               ratio("s7.jobq.worker.types"), ">=", 0.9),
+        Target("1M pending in another queue: Worker drain >= 0.9x scenario 3",
+               ratio("s7.jobq.worker.queues"), ">=", 0.9),
+        Target("1M scheduled a year ahead: SQL drain b10 >= 0.9x scenario 3",
+               ratio("s8.jobq.py.b10"), ">=", 0.9),
+        Target("1M scheduled a year ahead: SQL drain b100 >= 0.9x scenario 3",
+               ratio("s8.jobq.py.b100"), ">=", 0.9),
+        Target("1M scheduled a year ahead: Worker drain >= 0.9x scenario 3",
+               ratio("s8.jobq.worker"), ">=", 0.9),
+        Target("pruning 1M beside: SQL drain b10 >= 0.8x scenario 3",
+               ratio("s9.jobq.py.b10"), ">=", 0.8),
+        Target("pruning 1M beside: SQL drain b100 >= 0.8x scenario 3",
+               ratio("s9.jobq.py.b100"), ">=", 0.8),
+        Target("pruning 1M beside: Worker drain >= 0.8x scenario 3",
+               ratio("s9.jobq.worker"), ">=", 0.8),
     ]
     return out
 
@@ -113,6 +129,8 @@ def render(results: list[Measurement], goals: list[Target]) -> str:
         if m.unit == "ms":
             result = (f"p50 {m.extra.get('p50', float('nan')):.2f} "
                       f"p99 {m.extra.get('p99', float('nan')):.2f} ms")
+        elif m.unit == "s/M rows":
+            result = f"{m.value:,.1f} s per 1M rows"
         else:
             result = f"{m.value:,.0f} jobs/s"
         ratio = "" if m.ratio is None else f"{m.ratio:.2f}x"
@@ -164,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
             "4": bench.scenario_latency,
             "5": bench.scenario_big_table,
             "6": bench.scenario_retry,
+            "7": bench.scenario_other_types_and_queues,
+            "8": bench.scenario_scheduled_ahead,
+            "9": bench.scenario_prune_beside,
         }
         for s in SCENARIOS:
             if s in only:

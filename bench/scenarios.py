@@ -1,4 +1,5 @@
-"""The six scenarios of docs/performance.md, each beside its raw-SQL ceiling.
+"""The scenarios of docs/performance.md, each beside its raw-SQL ceiling (1-6) or beside
+scenario 3 of the same run (5, 7, 8, 9: scenario 3 among rows the claim cannot claim).
 
 Naming of measurement keys: ``s<scenario>.<raw|jobq>.<py|pgbench|queue|worker>[.b<batch>]``.
 "py" is the psycopg client running plain SQL (threads, one connection each); "pgbench" the
@@ -123,11 +124,13 @@ class Config:
     finished_rows: int
     future_rows: int
     retry_jobs: int
+    volume_rows: int  # scenarios 7, 8, 9: the rows beside the drain
     many_size: int = 1000
     drain_batches: tuple[int, ...] = (10, 100)
     concurrency: int = 8  # threads (SQL level), pgbench -c/-j, Worker(concurrency=...)
     latency_gap: float = 0.010
     retry_batch: int = 10
+    prune_batch: int = 10_000
 
     @classmethod
     def make(cls, quick: bool, repeat: int | None = None) -> Config:
@@ -142,6 +145,7 @@ class Config:
                 finished_rows=200_000,
                 future_rows=20_000,
                 retry_jobs=3000,
+                volume_rows=200_000,
             )
         return cls(
             quick=False,
@@ -153,6 +157,7 @@ class Config:
             finished_rows=1_000_000,
             future_rows=100_000,
             retry_jobs=10_000,
+            volume_rows=1_000_000,
         )
 
 
@@ -397,7 +402,15 @@ class Bench:
 
         return body
 
-    def _worker_run(self, n: int, *, fail_once: bool = False) -> Run:
+    def _worker_run(
+        self,
+        n: int,
+        *,
+        fail_once: bool = False,
+        job_type: str = "noop",
+        queues: list[str] | None = None,
+        done: Callable[[], int] | None = None,
+    ) -> Run:
         from pgq_client.worker import Worker
 
         def noop(job: Any) -> None:
@@ -406,14 +419,15 @@ class Bench:
 
         worker = Worker(
             self.cluster.dsn,
-            handlers={"noop": noop},
+            handlers={job_type: noop},
             concurrency=self.config.concurrency,
+            queues=queues,
             retry_backoff=timedelta(0),
         )
         start = time.perf_counter()
         worker.run(burst=True)
         seconds = time.perf_counter() - start
-        return Run(self.jobq_done()(), seconds)
+        return Run((done or self.jobq_done())(), seconds)
 
     def drain_variants(self, s: str, n: int, prepare_jobq: Callable[[], None],
                        with_raw: bool) -> list[Variant]:
@@ -480,6 +494,139 @@ class Bench:
             if ".pgbench." in v.key or v.key.endswith(".worker"):
                 v.run = self._minus_before(v.run)
         self.measure("5", variants)
+
+    # -- scenarios 7, 8, 9: scenario 3 beside a million rows it cannot claim ----------------------
+
+    def _beside(self, built: dict[str, str], name: str, fill: Callable[[], None],
+                drain: Callable[[], None]) -> Callable[[], None]:
+        """A prepare step: the million rows of ``name`` (built once and kept while the next
+        variants use them), then the jobs to drain, then VACUUM ANALYZE and CHECKPOINT."""
+        def prepare() -> None:
+            if built.get("rows") != name:
+                reset(self.cluster)
+                fill()
+                built["rows"] = name
+            drain()
+            settle(self.cluster)
+
+        return prepare
+
+    def scenario_other_types_and_queues(self) -> None:
+        n, big, c = self.config.drain_jobs, self.config.volume_rows, self.config.concurrency
+        self.log(f"scenario 7: a Worker drains {n} jobs of type b beside {big} pending jobs of "
+                 f"type a; then {n} jobs of queue q2 beside {big} in queue q1")
+        built: dict[str, str] = {}
+        types = self._beside(
+            built, "types", lambda: fill_jobq(self.cluster, big, job_type="a"),
+            lambda: fill_jobq(self.cluster, n, job_type="b"))
+        queues = self._beside(
+            built, "queues", lambda: fill_jobq(self.cluster, big, queue="q1"),
+            lambda: fill_jobq(self.cluster, n, queue="q2"))
+        left = "SELECT count(*) FROM jobq_jobs WHERE status IN ('pending', 'processing') AND "
+        self.measure("7", [
+            Variant("s7.jobq.worker.types",
+                    f"Worker({c}) type b, beside {big:,} jobs of type a", "jobq",
+                    self._minus_before(lambda: self._worker_run(n, job_type="b")), types,
+                    ceiling="s3.jobq.worker",
+                    check=self.left_note(left + "job_type = 'b'", "jobq")),
+        ])
+        self.measure("7", [
+            Variant("s7.jobq.worker.queues",
+                    f"Worker({c}) queue q2, beside {big:,} jobs in queue q1", "jobq",
+                    self._minus_before(lambda: self._worker_run(n, queues=["q2"])), queues,
+                    ceiling="s3.jobq.worker",
+                    check=self.left_note(left + "queue = 'q2'", "jobq")),
+        ])
+
+    def scenario_scheduled_ahead(self) -> None:
+        n, big = self.config.drain_jobs, self.config.volume_rows
+        self.log(f"scenario 8: drain {n} jobs beside {big} jobs at the highest priority "
+                 "scheduled a year ahead")
+        built: dict[str, str] = {}
+        prepare = self._beside(
+            built, "scheduled",
+            lambda: fill_jobq(self.cluster, big, available="year", priority=1_000_000),
+            lambda: fill_jobq(self.cluster, n))
+        variants = self.drain_variants("8", n, prepare, with_raw=False)
+        for v in variants:
+            if ".pgbench." in v.key or v.key.endswith(".worker"):
+                v.run = self._minus_before(v.run)
+        self.measure("8", variants)
+
+    def scenario_prune_beside(self) -> None:
+        n, big, b = self.config.drain_jobs, self.config.volume_rows, self.config.prune_batch
+        self.log(f"scenario 9: drain {n} jobs while jobq_prune removes {big} succeeded jobs in "
+                 f"batches of {b}")
+        prunes: list[float] = []  # seconds per prune of `big` rows, one per run
+
+        def prepare() -> None:
+            reset(self.cluster)
+            fill_jobq(self.cluster, big, status="succeeded", finished_ago="8 days")
+            fill_jobq(self.cluster, n)
+            settle(self.cluster)
+
+        def with_prune(run: Callable[[], Run]) -> Callable[[], Run]:
+            def wrapped() -> Run:
+                pruned: list[int] = []
+                errors: list[BaseException] = []
+                started = threading.Event()
+
+                def prune() -> None:
+                    try:
+                        with self.cluster.connect(prepare_threshold=0) as conn:
+                            t0 = time.perf_counter()
+                            started.set()
+                            while True:
+                                row = conn.execute(
+                                    "SELECT jobq_prune(older_than => '7 days',"
+                                    " batch_size => %s::int)", (b,)).fetchone()
+                                pruned.append(int(row[0]) if row else 0)
+                                if pruned[-1] < b:
+                                    break
+                            prunes.append((time.perf_counter() - t0) * 1e6 / max(1, sum(pruned)))
+                    except BaseException as exc:
+                        errors.append(exc)
+                        started.set()
+
+                thread = threading.Thread(target=prune, daemon=True)
+                thread.start()
+                started.wait(60)
+                r = run()
+                thread.join(3600)
+                if errors:
+                    raise errors[0]
+                if sum(pruned) != big:
+                    raise RuntimeError(f"the prune removed {sum(pruned)} jobs, not {big}")
+                return r
+
+            return wrapped
+
+        c = self.config.concurrency
+        jobq_left = self.left_note(
+            "SELECT count(*) FROM jobq_jobs WHERE status IN ('pending', 'processing')", "jobq")
+
+        def recent() -> int:  # the drained jobs (the pruned ones finished 8 days ago)
+            return count(self.cluster, "SELECT count(*) FROM jobq_jobs WHERE status = "
+                         "'succeeded' AND finished_at > now() - interval '1 day'")
+
+        variants = [
+            Variant(f"s9.jobq.py.b{bb}", f"jobq_dequeue/complete_many b{bb} c{c}, prune beside",
+                    "jobq", with_prune(self._threads(c, self._jobq_drain_body(bb, n))), prepare,
+                    ceiling=f"s3.jobq.py.b{bb}", check=jobq_left)
+            for bb in self.config.drain_batches
+        ]
+        variants.append(Variant(
+            "s9.jobq.worker", f"Worker(concurrency={c}), prune beside", "jobq",
+            with_prune(lambda: self._worker_run(n, done=recent)), prepare,
+            ceiling="s3.jobq.worker", check=jobq_left))
+        self.measure("9", variants)
+        if prunes:
+            per_million = sorted(prunes)[(len(prunes) - 1) // 2]
+            self.results.append(Measurement(
+                scenario="9", key="s9.jobq.prune",
+                label=f"jobq_prune of {big:,} succeeded jobs, batches of {b:,}, beside a drain",
+                kind="jobq", unit="s/M rows", value=per_million, runs=sorted(prunes),
+                jobs=big, note=f"{1e6 / per_million:,.0f} rows/s (median of {len(prunes)} runs)"))
 
     def _minus_before(self, run: Callable[[], Run]) -> Callable[[], Run]:
         def wrapped() -> Run:

@@ -17,7 +17,11 @@ size (heap + indexes + TOAST) over time, then PASS/FAIL per check:
 
 ``--snapshot-hold``: a transaction holds a snapshot (REPEATABLE READ and a read) for three
 minutes in the middle (0.3-0.6 of the run, at most 3 minutes): the same checks, the end window
-(0.8-1.0 of a 10-minute run) starting two minutes after the snapshot's release.
+(0.8-1.0 of a 10-minute run) starting two minutes after the snapshot's release. It also reports
+how long after the release the queue is back to steady state: the first sample from which the
+backlog (pending jobs) stays within what it was in the baseline window (at least one second of
+the offered rate), with the backlog's peak, the dead rows of jobq_jobs at the release and when
+autovacuum first finished with the table after it (samples every 5 s).
 """
 
 from __future__ import annotations
@@ -126,6 +130,7 @@ def run(minutes: float, snapshot_hold: bool, concurrency: int,
         worker = Worker(dsn, handlers={"soak": stats.handler}, concurrency=concurrency,
                         poll_interval=0.2)
         hold_from, hold_len = 0.3 * total, min(180.0, 0.3 * total)
+        released_at: list[float] = []  # seconds into the run
 
         def worker_main() -> None:
             try:
@@ -168,6 +173,7 @@ def run(minutes: float, snapshot_hold: bool, concurrency: int,
                               f"for {hold_len / 60:.1f} min", flush=True)
                         stop.wait(hold_len)
                         c.rollback()
+                    released_at.append(time.monotonic() - t0)
                     print("  snapshot released", flush=True)
                 except Exception as exc:
                     stats.error("snapshot holder", exc)
@@ -175,8 +181,8 @@ def run(minutes: float, snapshot_hold: bool, concurrency: int,
         threads = [threading.Thread(target=f, daemon=True) for f in (worker_main, producer, pruner)]
         if snapshot_hold:
             threads.append(threading.Thread(target=holder, daemon=True))
-        # (t, done, size bytes, live rows, pending)
-        samples: list[tuple[float, int, int, int, int]] = []
+        # (t, done, size bytes, live rows, pending, dead rows, autovacuums of jobq_jobs so far)
+        samples: list[tuple[float, int, int, int, int, int, int]] = []
         t0 = time.monotonic()
         for t in threads:
             t.start()
@@ -189,9 +195,15 @@ def run(minutes: float, snapshot_hold: bool, concurrency: int,
                     "SELECT pg_total_relation_size('jobq_jobs'), count(*),"
                     " count(*) FILTER (WHERE status = 'pending') FROM jobq_jobs"
                 ).fetchone()  # type: ignore[misc]
+                dead, vacuums = mon.execute(
+                    "SELECT n_dead_tup, autovacuum_count + vacuum_count FROM pg_stat_user_tables"
+                    " WHERE relid = 'jobq_jobs'::regclass"
+                ).fetchone()  # type: ignore[misc]
                 with stats.lock:
                     done = stats.done
-                samples.append((now, done, int(size), int(live), int(pending)))
+                samples.append(
+                    (now, done, int(size), int(live), int(pending), int(dead), int(vacuums))
+                )
                 if now - last_report[0] >= report_every - 1 or now + 5 >= total:
                     per_s = (done - last_report[1]) / max(1e-9, now - last_report[0])
                     print(f"  {now / 60:5.1f} min: {per_s:7.0f} jobs/s since the last line, "
@@ -232,11 +244,57 @@ def run(minutes: float, snapshot_hold: bool, concurrency: int,
          end_size / end_rows <= 2 * base_size / base_rows),
         (f"no error ({len(stats.errors)})", not stats.errors),
     ]
+    if snapshot_hold:
+        print(recovery_report(samples, released_at, base_pending(samples, total, rate)))
     ok = True
     for text, passed in checks:
         print(f"{'PASS' if passed else 'FAIL'}: {text}")
         ok = ok and passed
     return ok
+
+
+def base_pending(
+    samples: Sequence[tuple[float, int, int, int, int, int, int]], total: float, rate: float
+) -> int:
+    """The backlog of steady state: the most pending jobs seen in the baseline window (0.1-0.3
+    of the run), at least one second of the offered rate."""
+    inside = [s[4] for s in samples if 0.1 * total <= s[0] <= 0.3 * total]
+    return max([int(rate), *inside])
+
+
+def recovery_report(
+    samples: Sequence[tuple[float, int, int, int, int, int, int]],
+    released_at: Sequence[float],
+    steady: int,
+) -> str:
+    """How long after the snapshot's release the backlog is back within ``steady`` for good."""
+    if not released_at:
+        return "recovery: the snapshot was never released"
+    release = released_at[0]
+    after = [s for s in samples if s[0] >= release]
+    if not after:
+        return "recovery: no sample after the release"
+    back = None
+    for i, sample in enumerate(after):
+        if all(later[4] <= steady for later in after[i:]):
+            back = sample[0]
+            break
+    at_release = after[0]
+    vacuums_before = at_release[6]
+    vacuumed = next((s[0] for s in after if s[6] > vacuums_before), None)
+    peak = max(s[4] for s in after)
+    lines = [
+        f"recovery: snapshot released at {release / 60:.1f} min; backlog then "
+        f"{at_release[4]} pending, peak {peak}; {at_release[5]:,} dead rows in jobq_jobs",
+        "  autovacuum first finished with jobq_jobs "
+        + (f"{vacuumed - release:.0f} s after the release" if vacuumed is not None
+           else "not before the end of the run"),
+        "  back to steady state (backlog <= "
+        f"{steady} for good) "
+        + (f"{back - release:.0f} s after the release" if back is not None
+           else "not before the end of the run"),
+    ]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

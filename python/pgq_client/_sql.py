@@ -131,6 +131,13 @@ SELECT {schema}jobq_release(
 ) AS released
 """
 
+RELEASE_ORPHANS = """
+SELECT {schema}jobq_release_orphans(
+    worker_id => %(worker_id)s::text,
+    job_ids => %(job_ids)s::uuid[]
+) AS released
+"""
+
 REQUEUE_DEAD_LETTER = """
 SELECT {schema}jobq_requeue_dead_letter(job_id => %(job_id)s::uuid) AS requeued
 """
@@ -166,7 +173,8 @@ ORDER BY queue, job_type, status
 PRUNE = """
 SELECT {schema}jobq_prune(
     older_than => %(older_than)s::interval,
-    statuses => %(statuses)s::text[]
+    statuses => %(statuses)s::text[],
+    batch_size => %(batch_size)s::int
 ) AS pruned
 """
 
@@ -399,6 +407,7 @@ class Statements:
         self.job_status = _render(JOB_STATUS, schema)
         self.await_ = _render(AWAIT, schema)
         self.release = _render(RELEASE, schema)
+        self.release_orphans = _render(RELEASE_ORPHANS, schema)
         self.requeue_dead_letter = _render(REQUEUE_DEAD_LETTER, schema)
         self.requeue_dead_letters = _render(REQUEUE_DEAD_LETTERS, schema)
         self.list_jobs = _render(LIST_JOBS, schema)

@@ -416,15 +416,23 @@ def migrate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     if dry_run:
         click.echo(runner.render_dry_run(settings.configured_dsn(), schema), nl=False)
         return
-    # the runner's warnings (who else controls the schema) as one line each on stderr
+    # the runner's warnings (who else controls the schema) as one line each on stderr, and
+    # the grants that carry roles' levels over to new functions
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("jobq: warning: %(message)s"))
     handler.setLevel(logging.WARNING)
+    granted = logging.StreamHandler(sys.stderr)
+    granted.setFormatter(logging.Formatter("jobq: %(message)s"))
+    level = runner.grant_logger.level
+    runner.grant_logger.setLevel(logging.INFO)
+    runner.grant_logger.addHandler(granted)
     runner.logger.addHandler(handler)
     try:
         applied = runner.migrate(settings.dsn(), schema=schema)
     finally:
         runner.logger.removeHandler(handler)
+        runner.grant_logger.removeHandler(granted)
+        runner.grant_logger.setLevel(level)
     if as_json:
         _echo_json({"schema": schema, "applied": applied})
         return
@@ -1357,15 +1365,26 @@ Examples:
     type=click.Choice(FINISHED_STATUSES),
     help="Finished status to prune (repeatable; default: succeeded).",
 )
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Jobs deleted per transaction (the oldest first), until none is left.",
+)
 @json_option
 @connection_options(None)
 @click.pass_context
 def prune(
-    ctx: click.Context, older_than: timedelta, statuses: tuple[str, ...], as_json: bool
+    ctx: click.Context,
+    older_than: timedelta,
+    statuses: tuple[str, ...],
+    batch_size: int,
+    as_json: bool,
 ) -> None:
     """Delete finished jobs."""
     with _settings(ctx).queue() as q:
-        count = q.prune(older_than, list(statuses) or ["succeeded"])
+        count = q.prune(older_than, list(statuses) or ["succeeded"], batch_size=batch_size)
     if as_json:
         _echo_json({"pruned": count})
     else:

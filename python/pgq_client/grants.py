@@ -3,7 +3,7 @@ levels of jobq, or take back everything jobq granted it.
 
 * producer: EXECUTE on ``jobq_enqueue``, ``jobq_enqueue_many``;
 * worker: a producer's, plus claiming and acknowledging (``jobq_dequeue`` ... ``jobq_release``,
-  ``jobq_fail_many`` included);
+  ``jobq_fail_many`` and ``jobq_release_orphans`` included);
 * monitor: the read-only views of exporters and dashboards (``jobq_stats``, ``jobq_health``);
 * admin: every public ``jobq_*`` function (never the private ``jobq__*`` helpers), and SELECT
   on the tables, ``jobq_migrations`` included.
@@ -13,6 +13,9 @@ Which level gets which function is declared in one place, the function's own fil
 function is one file plus its test. With a connection, a level gets the functions that
 declare it and are installed in the schema (an admin gets every installed public function);
 without one (``--dry-run`` with no database), those of the files.
+
+``jobq migrate`` carries the levels over an upgrade: a role that held every function of a
+level gets the level's functions that the upgrade adds (see ``pgq_client.migrate``).
 
 Each grant includes USAGE on the schema. ``PUBLIC`` is refused as a role to grant to: a level
 is for one role, and PUBLIC is every role. Functions are named without argument lists: jobq
@@ -30,7 +33,7 @@ from psycopg import sql
 
 from . import _sql
 from .errors import InvalidArgument, NotMigrated, from_psycopg
-from .migrate import FunctionFile, function_files
+from .migrate import ADMIN_TABLES, FunctionFile, function_files
 
 __all__ = [
     "ADMIN_TABLES",
@@ -49,8 +52,6 @@ __all__ = [
 
 Level = Literal["producer", "worker", "monitor", "admin"]
 LEVELS: tuple[Level, ...] = ("producer", "worker", "monitor", "admin")
-
-ADMIN_TABLES = ("jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers")
 
 
 def declared_functions(level: Level, files: Sequence[FunctionFile] | None = None) -> list[str]:

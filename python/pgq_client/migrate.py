@@ -40,6 +40,13 @@ After the files, one check (in the same transaction) refuses a schema where a fi
 function of its name, or more than one (an overload: an older signature not named in
 ``--! replaces:``).
 
+Roles granted before an upgrade keep their level: a role that held, granted to it directly,
+EXECUTE on every function of a level of ``jobq grant`` installed before the function files'
+transaction (admin: every public function) is granted, at the end of that transaction, the
+functions of that level that the transaction added (an admin also SELECT on the jobq tables it
+cannot read yet). Each grant is logged (logger ``pgq_client.migrate.grants``, INFO) and raised
+as a NOTICE, so that a ``--dry-run`` script applied with psql does and says the same.
+
 Every step runs with ``search_path`` set to the target schema (then ``pg_temp``), so every
 object lands in that schema and every function captures it (``SET search_path FROM
 CURRENT``). A session-level advisory lock per schema serialises concurrent runs: the second
@@ -86,6 +93,7 @@ from . import _sql
 from .errors import IncompatibleSchema, JobqError
 
 __all__ = [
+    "ADMIN_TABLES",
     "FOLDED",
     "GRANT_LEVELS",
     "HISTORY_FILE",
@@ -107,6 +115,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+# The grants that carry a level over to the functions an upgrade adds, one INFO line each.
+grant_logger = logging.getLogger(__name__ + ".grants")
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _FUNCTION_NAME = re.compile(r"^(jobq_[a-z0-9_]+)\.sql$")
@@ -118,6 +128,8 @@ _SIGNATURE = re.compile(r"^(jobq_[a-z0-9_]+)\(\s*([a-z0-9_ \[\],]*?)\s*\)$")
 _FUNCTIONS_PREFIX = "functions/"
 # The levels of `jobq grant`, which a function file's `--! levels:` line chooses from.
 GRANT_LEVELS = ("producer", "worker", "monitor", "admin")
+# The tables an admin may read (`jobq grant --as admin`: SELECT on those installed).
+ADMIN_TABLES = ("jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers")
 _LOCK_NAMESPACE = "jobq.migrate:"
 _BREAKING = "breaking-change"
 HISTORY_FILE = "history.sha256"
@@ -702,14 +714,16 @@ BEGIN
             pg_catalog.current_setting('jobq.replaced_acl_' || v_name, true), ''
         ), '{{}}')::aclitem[];
         CONTINUE WHEN v_acl IS NULL;
+        -- In the order of the old ACL, so that the new function's ACL reads as the old one did.
         FOR v_grant IN
             SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS is_grantable
-            FROM pg_catalog.aclexplode(v_acl) AS a
+            FROM pg_catalog.aclexplode(v_acl) WITH ORDINALITY AS a
             WHERE a.privilege_type = 'EXECUTE'
               AND a.grantee <> 0  -- PUBLIC: the file revokes it on purpose
               AND a.grantee <> (SELECT p.proowner FROM pg_catalog.pg_proc AS p
                                 WHERE p.oid = v_new)
             GROUP BY a.grantee
+            ORDER BY pg_catalog.min(a.ordinality)
         LOOP
             EXECUTE pg_catalog.format(
                 'GRANT EXECUTE ON FUNCTION %s TO %I%s', v_new,
@@ -768,12 +782,192 @@ $jobq$;
 
 
 
-def _function_steps(schema: str, files: list[FunctionFile]) -> list[tuple[str, sql.Composed]]:
+# A role granted a level before an upgrade must not lose it to the functions the upgrade adds
+# (a worker role without jobq_release_orphans would leave a lost claim's jobs stranded). At the
+# start of the function files' transaction: the public functions installed, and the roles that
+# hold a whole level of them, by EXECUTE granted to the role itself (what `jobq grant` gives;
+# a member of a granted group inherits from the group, which gets them). {levels} lists each
+# level with its functions (the files' `--! levels:` lines); admin's NULL is every public one.
+_NOTE_LEVELS = """
+-- The public functions of schema {schema} before this transaction, and the roles that hold
+-- every one of a level of `jobq grant` among them (see the end of the transaction).
+SELECT pg_catalog.set_config(
+    'jobq.functions_before',
+    coalesce(pg_catalog.array_agg(p.proname::text)::text, '{{}}'),
+    true
+)
+FROM pg_catalog.pg_proc AS p
+JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+WHERE n.nspname = {schema}
+  AND p.prokind = 'f'
+  AND pg_catalog.left(p.proname, 5) = 'jobq_'
+  AND pg_catalog.left(p.proname, 6) <> 'jobq__';
+
+WITH levels (level, functions) AS (
+    VALUES {levels}
+),
+
+level_functions AS (
+    SELECT l.level, p.proname, p.proacl, p.proowner
+    FROM levels AS l
+    JOIN pg_catalog.pg_proc AS p ON l.functions IS NULL OR p.proname::text = ANY (l.functions)
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+    WHERE n.nspname = {schema}
+      AND p.prokind = 'f'
+      AND pg_catalog.left(p.proname, 5) = 'jobq_'
+      AND pg_catalog.left(p.proname, 6) <> 'jobq__'
+),
+
+held AS (
+    SELECT f.level, a.grantee, pg_catalog.count(DISTINCT f.proname) AS functions
+    FROM level_functions AS f
+    CROSS JOIN LATERAL pg_catalog.aclexplode(f.proacl) AS a
+    WHERE a.privilege_type = 'EXECUTE' AND a.grantee <> 0 AND a.grantee <> f.proowner
+    GROUP BY f.level, a.grantee
+)
+
+SELECT pg_catalog.set_config(
+    'jobq.level_roles',
+    coalesce(pg_catalog.array_agg(h.level || ':' || h.grantee::text)::text, '{{}}'),
+    true
+)
+FROM held AS h
+WHERE h.functions = (
+    SELECT pg_catalog.count(*) FROM level_functions AS f WHERE f.level = h.level
+);
+"""
+
+# At the end of the transaction (after the exact privileges of new objects): each such role
+# gets the functions of its level that were not there at the start, as `jobq grant` would
+# give them, and an admin SELECT on the jobq tables ({tables}) it cannot read yet.
+_GRANT_LEVELS = """
+-- Roles that held a whole level before this transaction get that level's new functions.
+DO $jobq$
+DECLARE
+    v_grant record;
+BEGIN
+    FOR v_grant IN
+        WITH roles AS (
+            SELECT
+                pg_catalog.split_part(r, ':', 1) AS level,
+                pg_catalog.split_part(r, ':', 2)::oid AS grantee
+            FROM pg_catalog.unnest(
+                pg_catalog.current_setting('jobq.level_roles')::text[]
+            ) AS r
+        ),
+        levels (level, functions) AS (
+            VALUES {levels}
+        ),
+        added AS (
+            SELECT p.proname::text AS name, p.proacl
+            FROM pg_catalog.pg_proc AS p
+            JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+            WHERE n.nspname = {schema}
+              AND p.prokind = 'f'
+              AND pg_catalog.left(p.proname, 5) = 'jobq_'
+              AND pg_catalog.left(p.proname, 6) <> 'jobq__'
+              AND NOT p.proname::text = ANY (
+                  pg_catalog.current_setting('jobq.functions_before')::text[]
+              )
+        )
+        SELECT g.* FROM (
+            -- a function new in several of a role's levels: granted once, for the narrowest
+            SELECT DISTINCT ON (r.grantee, a.name)
+                'EXECUTE' AS privilege, 'FUNCTION' AS kind, a.name, r.grantee, r.level
+            FROM roles AS r
+            JOIN levels AS l ON l.level = r.level
+            JOIN added AS a ON l.functions IS NULL OR a.name = ANY (l.functions)
+            -- not one it got otherwise (a renamed function's grants, --! granted-as)
+            WHERE NOT EXISTS (
+                SELECT FROM pg_catalog.aclexplode(a.proacl) AS x
+                WHERE x.grantee = r.grantee AND x.privilege_type = 'EXECUTE'
+            )
+            ORDER BY r.grantee, a.name, pg_catalog.array_position(
+                ARRAY['producer', 'worker', 'monitor', 'admin'], r.level
+            )
+        ) AS g
+        UNION ALL
+        SELECT 'SELECT', 'TABLE', c.relname::text, r.grantee, r.level
+        FROM roles AS r
+        JOIN pg_catalog.pg_class AS c ON c.relname::text = ANY (ARRAY[{tables}]::text[])
+        JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+        WHERE r.level = 'admin'
+          AND n.nspname = {schema}
+          AND NOT EXISTS (
+              SELECT FROM pg_catalog.aclexplode(c.relacl) AS a
+              WHERE a.grantee = r.grantee AND a.privilege_type = 'SELECT'
+          )
+        ORDER BY 4, 2, 3
+    LOOP
+        CONTINUE WHEN NOT EXISTS (
+            SELECT FROM pg_catalog.pg_roles AS o WHERE o.oid = v_grant.grantee
+        );
+        EXECUTE pg_catalog.format(
+            'GRANT %s ON %s %I.%I TO %I', v_grant.privilege, v_grant.kind, {schema},
+            v_grant.name, pg_catalog.pg_get_userbyid(v_grant.grantee)
+        );
+        RAISE NOTICE 'jobq migrate: granted % on % to % (it held the % level of schema %)',
+            v_grant.privilege, v_grant.name,
+            pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(v_grant.grantee)),
+            v_grant.level, {schema};
+    END LOOP;
+END
+$jobq$;
+"""
+
+_GRANT_NOTICE = "jobq migrate: granted "
+
+
+def _level_values(files: list[FunctionFile]) -> str:
+    """The ``VALUES`` rows of the levels: each with its public functions; admin NULL (all)."""
+    rows = []
+    for level in GRANT_LEVELS:
+        if level == "admin":
+            rows.append("('admin', NULL::text[])")
+            continue
+        names = [f.name for f in files if level in f.levels and not f.private]
+        items = ", ".join(sql.Literal(n).as_string(None) for n in names)
+        rows.append(f"({sql.Literal(level).as_string(None)}, ARRAY[{items}]::text[])")
+    return ",\n        ".join(rows)
+
+
+def _note_levels(schema: str, files: list[FunctionFile]) -> sql.SQL:
+    return sql.SQL(
+        _NOTE_LEVELS.format(schema=sql.Literal(schema).as_string(None), levels=_level_values(files))
+    )
+
+
+def _grant_levels(schema: str, files: list[FunctionFile]) -> sql.SQL:
+    return sql.SQL(
+        _GRANT_LEVELS.format(
+            schema=sql.Literal(schema).as_string(None),
+            levels=_level_values(files),
+            tables=", ".join(sql.Literal(t).as_string(None) for t in ADMIN_TABLES),
+        )
+    )
+
+
+def _level_steps(schema: str, files: list[FunctionFile]) -> list[tuple[str, sql.Composed]]:
+    """A transaction of its own for the levels, when migrations ran but no function file did
+    (an admin gets SELECT on a table a migration added)."""
+    return [
+        ("the setup of the grants",
+         sql.Composed([_search_path(schema), _note_levels(schema, files)])),
+        ("the grants of the levels", sql.Composed([_grant_levels(schema, files)])),
+    ]
+
+
+def _function_steps(
+    schema: str, files: list[FunctionFile], every_file: list[FunctionFile] | None = None
+) -> list[tuple[str, sql.Composed]]:
     """The steps of the function files' transaction, each with what to call it in an error:
-    the setup, each file with its record, the privileges of new objects, the check."""
+    the setup, each file with its record, the privileges of new objects, the check, and the
+    grants that carry the levels of roles over to the new functions (the levels are read from
+    ``every_file``, by default ``files``)."""
+    every = files if every_file is None else every_file
     steps = [
         ("the setup of the function files",
-         sql.Composed([_search_path(schema), _note_existing(schema)])),
+         sql.Composed([_search_path(schema), _note_existing(schema), _note_levels(schema, every)])),
     ]
     for f in files:
         parts: list[sql.Composable] = [sql.SQL(f"-- {f.version} (sha256 {f.checksum})\n")]
@@ -829,12 +1023,16 @@ def _function_steps(schema: str, files: list[FunctionFile]) -> list[tuple[str, s
         ("the check of the function files",
          sql.Composed([sql.SQL(_CHECK_FUNCTIONS.format(names=names))]))
     )
+    steps.append(("the grants of the levels", sql.Composed([_grant_levels(schema, every)])))
     return steps
 
 
-def _apply_functions(schema: str, files: list[FunctionFile]) -> sql.Composed:
-    """The body of the function files' transaction: each file and its record, then the check."""
-    return sql.Composed([step for _, step in _function_steps(schema, files)])
+def _apply_functions(
+    schema: str, files: list[FunctionFile], every_file: list[FunctionFile] | None = None
+) -> sql.Composed:
+    """The body of the function files' transaction: each file and its record, the check, the
+    grants of the levels."""
+    return sql.Composed([step for _, step in _function_steps(schema, files, every_file)])
 
 
 def _execute(
@@ -1041,14 +1239,31 @@ def migrate(
                     _execute(conn, _apply(schema, migration), f"migration {migration.version}.sql",
                              schema)
             if todo.functions:
-                with conn.transaction():
-                    for what, step in _function_steps(schema, todo.functions):
-                        _execute(conn, step, what, schema)
+                steps = _function_steps(schema, todo.functions, functions)
+            elif todo.migrations:
+                steps = _level_steps(schema, functions)
+            else:
+                steps = []
+            if steps:
+                conn.add_notice_handler(_log_grant)
+                try:
+                    with conn.transaction():
+                        for what, step in steps:
+                            _execute(conn, step, what, schema)
+                finally:
+                    conn.remove_notice_handler(_log_grant)
             for finding in _audit(conn, schema):
                 logger.warning("%s", finding)
             return todo.versions
         finally:
             conn.execute("SELECT pg_advisory_unlock_all()")
+
+
+def _log_grant(diag: psycopg.errors.Diagnostic) -> None:
+    """A NOTICE of the grants of the levels, as one INFO line of ``grant_logger``."""
+    message = diag.message_primary or ""
+    if message.startswith(_GRANT_NOTICE):
+        grant_logger.info("%s", message[len("jobq migrate: "):])
 
 
 def render_dry_run(
@@ -1103,7 +1318,14 @@ def render_dry_run(
         parts += [
             f"-- {len(todo.functions)} function file(s), in one transaction",
             "BEGIN;",
-            _apply_functions(schema, todo.functions).as_string(None),
+            _apply_functions(schema, todo.functions, functions).as_string(None),
+            "COMMIT;",
+        ]
+    elif todo.migrations:
+        parts += [
+            "-- the grants of the levels of roles granted before",
+            "BEGIN;",
+            sql.Composed([step for _, step in _level_steps(schema, functions)]).as_string(None),
             "COMMIT;",
         ]
     return "\n".join(parts) + "\n"

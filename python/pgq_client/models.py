@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -116,14 +117,15 @@ def job_row(cursor: Cursor[Any]) -> Callable[[Sequence[Any]], Job]:
     """psycopg row factory: each row of ``jobq_jobs`` columns straight into a :class:`Job`.
 
     The column positions are looked up once per result, not per row (the worker's claim
-    decodes every job it runs); columns this client does not know are ignored.
+    decodes every job it runs); columns this client does not know (``scheduled``, internal to
+    the claim, and any a newer schema adds) are ignored.
     """
     names = [c.name for c in cursor.description or ()]
-    count = len(_JOB_FIELDS)
     if tuple(names) == _JOB_FIELDS:
         return lambda values: Job(*values)
-    if tuple(names[:count]) == _JOB_FIELDS:  # columns this client does not use, at the end
-        return lambda values: Job(*values[:count])
+    if set(_JOB_FIELDS) <= set(names):
+        pick = operator.itemgetter(*(names.index(name) for name in _JOB_FIELDS))
+        return lambda values: Job(*pick(values))
     positions = [(i, name) for i, name in enumerate(names) if name in _JOB_FIELDS]
     return lambda values: Job(**{name: values[i] for i, name in positions})
 

@@ -790,14 +790,30 @@ class Queue:
         self,
         older_than: timedelta | float = timedelta(days=7),
         statuses: Sequence[str] = ("succeeded",),
+        *,
+        batch_size: int | None = 10_000,
     ) -> int:
         """Delete finished jobs older than ``older_than``, in ``statuses`` (some of
-        :data:`~pgq_client.models.FINISHED_STATUSES`); returns how many."""
+        :data:`~pgq_client.models.FINISHED_STATUSES`); returns how many.
+
+        In batches of ``batch_size`` (the oldest first), one statement each, until a batch
+        comes back short: on a queue of its own connection each batch is a short transaction,
+        so a prune of millions of jobs neither holds one long transaction nor writes its WAL in
+        one burst. ``batch_size=None``: one statement for all of them.
+        """
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1 or None, got {batch_size}")
         params = {
             "older_than": _interval(older_than, "older_than"),
             "statuses": list(statuses),
+            "batch_size": batch_size,
         }
-        return int(self._run(self._sql.prune, params)[0]["pruned"])
+        total = 0
+        while True:
+            pruned = int(self._run(self._sql.prune, params)[0]["pruned"])
+            total += pruned
+            if batch_size is None or pruned < batch_size:
+                return total
 
     def configure(self, *, max_payload_bytes: int | None = None) -> dict[str, Any]:
         """Change this installation's settings (None leaves one as it is); returns them all."""

@@ -64,11 +64,13 @@ BEGIN
     END IF;
 
     IF jobq_enqueue.idempotency_key IS NULL THEN
-        INSERT INTO jobq_jobs AS j (queue, job_type, payload, max_attempts, available_at, priority)
+        INSERT INTO jobq_jobs AS j (
+            queue, job_type, payload, max_attempts, available_at, priority, scheduled
+        )
         VALUES (
             jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
             jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, pg_catalog.now()),
-            jobq_enqueue.priority
+            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE)
         )
         RETURNING j.id INTO v_id;
     ELSE
@@ -78,12 +80,14 @@ BEGIN
         -- (rare) case of the row being deleted between the two statements.
         LOOP
             INSERT INTO jobq_jobs AS j (
-                queue, job_type, payload, idempotency_key, max_attempts, available_at, priority
+                queue, job_type, payload, idempotency_key, max_attempts, available_at, priority,
+                scheduled
             )
             VALUES (
                 jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
                 jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
-                coalesce(jobq_enqueue.run_at, pg_catalog.now()), jobq_enqueue.priority
+                coalesce(jobq_enqueue.run_at, pg_catalog.now()), jobq_enqueue.priority,
+                coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE)
             )
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;

@@ -127,7 +127,7 @@ BEGIN
             WITH parsed AS MATERIALIZED (
                 SELECT
                     x.ord::integer AS ord,
-                    pg_catalog.gen_random_uuid() AS new_id,
+                    jobq__uuid_v7() AS new_id,
                     x.elem ->> 'job_type' AS job_type,
                     coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                     coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
@@ -139,11 +139,11 @@ BEGIN
 
             inserted AS (
                 INSERT INTO jobq_jobs AS j (
-                    id, queue, job_type, payload, max_attempts, available_at, priority
+                    id, queue, job_type, payload, max_attempts, available_at, priority, scheduled
                 )
                 SELECT
                     p.new_id, p.queue, p.job_type, p.payload, p.max_attempts,
-                    p.available_at, p.priority
+                    p.available_at, p.priority, p.available_at > pg_catalog.now()
                 FROM parsed AS p
                 ORDER BY p.ord
                 RETURNING j.queue, j.available_at
@@ -165,7 +165,7 @@ BEGIN
         WITH parsed AS MATERIALIZED (
             SELECT
                 x.ord::integer AS ord,
-                pg_catalog.gen_random_uuid() AS new_id,
+                jobq__uuid_v7() AS new_id,
                 x.elem ->> 'job_type' AS job_type,
                 coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                 x.elem ->> 'idempotency_key' AS idempotency_key,
@@ -192,11 +192,11 @@ BEGIN
         inserted AS (
             INSERT INTO jobq_jobs AS j (
                 id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
-                priority
+                priority, scheduled
             )
             SELECT
                 i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-                i.available_at, i.priority
+                i.available_at, i.priority, i.available_at > pg_catalog.now()
             FROM input AS i
             WHERE i.new_id = i.first_id
             ORDER BY i.ord

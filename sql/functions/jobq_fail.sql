@@ -64,6 +64,10 @@ BEGIN
                 THEN NULL
             ELSE pg_catalog.now()
         END,
+        -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
+        scheduled = j.cancel_requested_at IS NULL AND jobq_fail.retry
+            AND j.attempts < j.max_attempts
+            AND jobq__backoff(j.attempts, jobq_fail.backoff) > interval '0',
         last_error = v_error_text,
         errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
             'attempt', j.attempts,

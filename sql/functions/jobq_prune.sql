@@ -2,11 +2,25 @@
 -- (jobq__statuses(finished => true)) may be named: deleting a pending or processing job would
 -- lose work, so those are refused rather than ignored. The age is capped at 1000 years so that
 -- now() - older_than cannot overflow.
+--
+-- At volume: with batch_size, one call deletes at most that many jobs, the oldest first, and a
+-- caller loops (Queue.prune and `jobq prune` do) until a call deletes fewer: each batch is a
+-- short transaction with a bounded amount of WAL, the rows it deletes are locked with SKIP
+-- LOCKED (never waiting for a worker or an operator), and VACUUM can reclaim the first batches
+-- while the next ones run. Without batch_size (NULL), one statement deletes them all, as before.
+-- Succeeded jobs are found through jobq_jobs_succeeded_idx (finished_at), failed, dead-letter
+-- and cancelled jobs through jobq_jobs_failed_idx (status, finished_at): no batch scans the
+-- table. One statement per status, each naming its status as a literal, so that even a
+-- generic plan can prove the partial index's predicate; a finished status added later without
+-- an index of its own is deleted by a statement of its own too.
+--
+--! replaces: jobq_prune(interval, text[])
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_prune(
     older_than interval DEFAULT '7 days',
-    statuses text[] DEFAULT '{succeeded}'
+    statuses text[] DEFAULT '{succeeded}',
+    batch_size integer DEFAULT NULL
 ) RETURNS bigint
 LANGUAGE plpgsql
 VOLATILE
@@ -16,7 +30,11 @@ AS $$
 DECLARE
     v_bad text;
     v_hint text;
-    v_deleted bigint;
+    v_status text;
+    v_before timestamptz;
+    v_left bigint;
+    v_count bigint;
+    v_deleted bigint := 0::bigint;
 BEGIN
     IF older_than IS NULL OR older_than < interval '0' THEN
         RAISE EXCEPTION 'jobq_prune: older_than must be an interval >= 0, got %',
@@ -43,20 +61,79 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
     END IF;
 
-    DELETE FROM jobq_jobs AS j
-    WHERE j.status = ANY (jobq_prune.statuses)
-      AND j.finished_at < pg_catalog.now() - least(jobq_prune.older_than, interval '1000 years');
-    GET DIAGNOSTICS v_deleted = ROW_COUNT;
+    IF batch_size IS NOT NULL AND batch_size < 1 THEN
+        RAISE EXCEPTION 'jobq_prune: batch_size must be at least 1 or NULL (all at once), got %',
+            batch_size
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    v_before := pg_catalog.now() - least(older_than, interval '1000 years');
+    FOR v_status IN
+        SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s DESC
+    LOOP
+        v_left := batch_size - v_deleted;  -- NULL: no limit
+        EXIT WHEN v_left = 0;
+        IF v_status = 'succeeded' THEN
+            WITH doomed AS MATERIALIZED (
+                SELECT j.id
+                FROM jobq_jobs AS j
+                WHERE j.status = 'succeeded' AND j.finished_at < v_before
+                ORDER BY j.finished_at
+                LIMIT v_left
+                FOR UPDATE SKIP LOCKED
+            )
+
+            DELETE FROM jobq_jobs AS j
+            USING doomed
+            WHERE j.id = doomed.id;
+        ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
+            -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status is a
+            -- parameter) can use that index.
+            WITH doomed AS MATERIALIZED (
+                SELECT j.id
+                FROM jobq_jobs AS j
+                WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+                  AND j.status = v_status
+                  AND j.finished_at < v_before
+                ORDER BY j.finished_at
+                LIMIT v_left
+                FOR UPDATE SKIP LOCKED
+            )
+
+            DELETE FROM jobq_jobs AS j
+            USING doomed
+            WHERE j.id = doomed.id;
+        ELSE
+            WITH doomed AS MATERIALIZED (
+                SELECT j.id
+                FROM jobq_jobs AS j
+                WHERE j.status = v_status AND j.finished_at < v_before
+                ORDER BY j.finished_at
+                LIMIT v_left
+                FOR UPDATE SKIP LOCKED
+            )
+
+            DELETE FROM jobq_jobs AS j
+            USING doomed
+            WHERE j.id = doomed.id;
+        END IF;
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        v_deleted := v_deleted + v_count;
+    END LOOP;
     RETURN v_deleted;
 END;
 $$;
 
-COMMENT ON FUNCTION jobq_prune(interval, text[]) IS
-'Deletes finished jobs that finished long enough ago.
+COMMENT ON FUNCTION jobq_prune(interval, text[], integer) IS
+'Deletes finished jobs that finished long enough ago, the oldest first, all at once or in
+batches (each call then a short transaction: loop until a call deletes fewer than batch_size).
 Arguments: older_than (>= 0: jobs whose finished_at is older than this), statuses (finished
-statuses only: succeeded, failed, dead_letter, cancelled; default succeeded).
+statuses only: succeeded, failed, dead_letter, cancelled; default succeeded), batch_size (at most that
+many per call; NULL, the default: all of them in one statement).
 Result: how many jobs were deleted.
 Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty
-list, a NULL or negative older_than.';
+list, a NULL or negative older_than, a batch_size below 1.
+Concurrency: rows locked by another transaction at that moment are skipped (SKIP LOCKED), not
+waited for; a later call prunes them.';
 
-REVOKE EXECUTE ON FUNCTION jobq_prune(interval, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq_prune(interval, text[], integer) FROM PUBLIC;

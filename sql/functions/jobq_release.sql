@@ -29,6 +29,7 @@ BEGIN
             available_at = pg_catalog.now(),
             attempts = greatest(j.attempts - 1, 0),
             finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN pg_catalog.now() END,
+            scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
             updated_at = pg_catalog.now()

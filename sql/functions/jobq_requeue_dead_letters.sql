@@ -22,6 +22,7 @@ BEGIN
             status = 'pending',
             available_at = pg_catalog.now(),
             attempts = 0,
+            scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
             finished_at = NULL,

@@ -313,3 +313,31 @@ def test_two_immediate_restarts_lose_no_job_and_duplicate_no_key(fx: Fx, pg_rest
     assert fx.stop_all() == {"w0": 0, "w1": 0}
     fx.check_invariants(by_key.values())
 
+
+
+def test_a_lost_claim_reply_gives_its_jobs_back_at_the_reconnect_not_after_lock_timeout(
+    fx: Fx, proxy: CommitDroppingProxy
+) -> None:
+    """The server commits a claim and the connection drops before the worker reads its rows:
+    the jobs are processing under the worker's id, and the worker never knew them. When it
+    reconnects, before claiming again, it releases every job locked by its id that it does not
+    hold (jobq_release_orphans): they run at once, as their first attempt. Without that they
+    would wait for lock_timeout (120 s here, longer than any wait of this test)."""
+    a = fx.spawn("A", "--lock-timeout", LONG_LOCK, "--log-level", "INFO", dsn=proxy.dsn)
+    fx.wait_for("worker A to be running", lambda: "running" in a.log_tail())
+    proxy.drop_next_reply_with_rows()
+    ids = fx.enqueue_many([{"job_type": "fx_plain", "payload": {"n": i}} for i in range(20)])
+    fx.wait_for("the proxy to drop the reply to a claim", proxy.dropped.is_set)
+    assert proxy.dropped_rows > 0
+    fx.wait_all_finished(20, timeout=60)
+    assert a.alive()
+    released = (
+        f"worker A released {proxy.dropped_rows} jobs claimed by a claim whose reply was lost"
+    )
+    assert released in a.log_tail(200), a.log_tail(200)
+    jobs = [fx.job(i) for i in ids]
+    # Not taken over after an expired lock: given back, and the lost claim did not count.
+    assert [j for j in jobs if j["errors"] or j["attempts"] != 1] == []
+    assert sorted(fx.sql("SELECT DISTINCT attempt, worker FROM fx_ledger")) == [(1, "A")]
+    assert fx.stop_all() == {"A": 0}
+    fx.check_invariants(ids)

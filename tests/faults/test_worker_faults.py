@@ -246,7 +246,10 @@ def test_recovery_racing_completion_the_completion_wins_and_is_never_revived(fx:
             {"job_type": "fx_plain", "payload": {"gate": "race"}},
         ]
     )
-    fx.spawn("A", "--lock-timeout", LONG_LOCK)
+    # --prefetch 0: with both handler threads busy, A claims nothing more. Otherwise its claims
+    # (every poll interval, to fill its buffer) could take over its own backdated jobs before
+    # the holder below locks them.
+    fx.spawn("A", "--lock-timeout", LONG_LOCK, "--prefetch", "0")
     fx.wait_started(tx_job)
     fx.wait_started(plain_job)
     fx.backdate_locks("A")

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(131);
+SELECT plan(140);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -15,7 +15,7 @@ SELECT functions_are('public', ARRAY[
     'jobq_enqueue', 'jobq_enqueue_many',
     -- workers
     'jobq_dequeue', 'jobq_complete', 'jobq_complete_many', 'jobq_fail', 'jobq_fail_many',
-    'jobq_heartbeat', 'jobq_release',
+    'jobq_heartbeat', 'jobq_release', 'jobq_release_orphans',
     -- cancellation, results and waiting
     'jobq_cancel', 'jobq_cancel_requested', 'jobq_job_status', 'jobq_await',
     -- operators
@@ -25,8 +25,8 @@ SELECT functions_are('public', ARRAY[
     'jobq_schedule', 'jobq_unschedule', 'jobq_schedules', 'jobq_tick',
     -- private helpers (granted to nobody)
     'jobq__job_argument_problem', 'jobq__backoff', 'jobq__blank', 'jobq__worker_id_error',
-    'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__cron_parse', 'jobq__cron_next',
-    'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
+    'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__cron_parse',
+    'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
     'jobq__event_channel', 'jobq__notify_events'
 ], 'schema public has exactly the jobq functions and private helpers');
 
@@ -65,6 +65,7 @@ SELECT results_eq(
     ('jobq__notify_events', 'kind text, payloads text[]', 'integer'),
     ('jobq__statuses', 'finished boolean DEFAULT NULL::boolean', 'text[]'),
     ('jobq__tick', 'at timestamp with time zone', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
+    ('jobq__uuid_v7', '', 'uuid'),
     ('jobq__worker_id_error', 'worker_id text', 'text'),
     ('jobq__worker_seen', 'worker_id text, job_types text[], queues text[]', 'void'),
     ('jobq_await', 'job_ids uuid[], timeout interval DEFAULT ''00:00:30''::interval',
@@ -98,8 +99,9 @@ SELECT results_eq(
                         'last_error text, finished_at timestamp with time zone, cancel_requested boolean)'),
     ('jobq_list_jobs', 'statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, '
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
-    ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[]', 'bigint'),
+    ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
     ('jobq_release', 'job_ids uuid[], worker_id text', 'integer'),
+    ('jobq_release_orphans', 'worker_id text, job_ids uuid[]', 'integer'),
     ('jobq_requeue_dead_letter', 'job_id uuid', 'boolean'),
     ('jobq_requeue_dead_letters', 'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text', 'integer'),
     ('jobq_schedule', 'name text, cron text, job_type text, payload jsonb DEFAULT ''{}''::jsonb, '
@@ -132,10 +134,11 @@ SELECT function_returns('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'bo
 SELECT function_returns('public', 'jobq_fail_many', ARRAY['uuid[]', 'text', 'text[]', 'boolean[]', 'interval[]', 'integer[]'], 'setof record');
 SELECT function_returns('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]'], 'integer');
 SELECT function_returns('public', 'jobq_release', ARRAY['uuid[]', 'text'], 'integer');
+SELECT function_returns('public', 'jobq_release_orphans', ARRAY['text', 'uuid[]'], 'integer');
 SELECT function_returns('public', 'jobq_requeue_dead_letter', ARRAY['uuid'], 'boolean');
 SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_stats', ARRAY[]::text[], 'setof record');
-SELECT function_returns('public', 'jobq_prune', ARRAY['interval', 'text[]'], 'bigint');
+SELECT function_returns('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer'], 'bigint');
 SELECT function_returns('public', 'jobq_configure', ARRAY['integer'], 'jsonb');
 SELECT function_returns('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer'], 'setof jobq_jobs');
 SELECT function_returns('public', 'jobq_health', ARRAY['interval', 'interval', 'interval'], 'setof record');
@@ -156,10 +159,11 @@ SELECT is_definer('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean'
 SELECT is_definer('public', 'jobq_fail_many', ARRAY['uuid[]', 'text', 'text[]', 'boolean[]', 'interval[]', 'integer[]']);
 SELECT is_definer('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]']);
 SELECT is_definer('public', 'jobq_release', ARRAY['uuid[]', 'text']);
+SELECT is_definer('public', 'jobq_release_orphans', ARRAY['text', 'uuid[]']);
 SELECT is_definer('public', 'jobq_requeue_dead_letter', ARRAY['uuid']);
 SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text']);
 SELECT is_definer('public', 'jobq_stats', ARRAY[]::name[]);
-SELECT is_definer('public', 'jobq_prune', ARRAY['interval', 'text[]']);
+SELECT is_definer('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer']);
 SELECT is_definer('public', 'jobq_configure', ARRAY['integer']);
 SELECT is_definer('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer']);
 SELECT is_definer('public', 'jobq_health', ARRAY['interval', 'interval', 'interval']);
@@ -171,6 +175,7 @@ SELECT isnt_definer('public', 'jobq__worker_id_error', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__append_error', ARRAY['jsonb', 'jsonb']);
 SELECT isnt_definer('public', 'jobq__channel', ARRAY[]::name[]);
 SELECT isnt_definer('public', 'jobq__notify', ARRAY['text[]']);
+SELECT isnt_definer('public', 'jobq__uuid_v7', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_schedule', ARRAY['text', 'text', 'text', 'jsonb', 'text', 'text', 'integer', 'integer', 'text', 'boolean']);
 SELECT is_definer('public', 'jobq_unschedule', ARRAY['text']);
 SELECT is_definer('public', 'jobq_schedules', ARRAY[]::name[]);
@@ -225,8 +230,8 @@ SELECT has_table('public', 'jobq_migrations', 'table jobq_migrations exists');
 SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'id', 'queue', 'job_type', 'payload', 'idempotency_key', 'status', 'priority', 'attempts',
     'max_attempts', 'available_at', 'locked_at', 'locked_by', 'last_error', 'errors',
-    'created_at', 'updated_at', 'finished_at', 'result', 'cancel_requested_at', 'cancel_reason',
-    'awaited'
+    'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
+    'cancel_reason', 'awaited'
 ]);
 SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes']);
 SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at', 'breaking']);
@@ -234,13 +239,13 @@ SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'ap
 -- jobq_jobs, as in contract section 2: type, NOT NULL, default
 SELECT results_eq(
     $$SELECT a.attname::text COLLATE "default", format_type(a.atttypid, a.atttypmod), a.attnotnull,
-             pg_get_expr(d.adbin, d.adrelid) COLLATE "default"
+             CASE WHEN a.attname <> 'id' THEN pg_get_expr(d.adbin, d.adrelid) END COLLATE "default"
       FROM pg_attribute AS a
       LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
       WHERE a.attrelid = 'jobq_jobs'::regclass AND a.attnum > 0 AND NOT a.attisdropped
       ORDER BY a.attnum$$,
     $$VALUES
-    ('id'::text,        'uuid'::text,                     true,  'gen_random_uuid()'::text),
+    ('id'::text,        'uuid'::text,                     true,  NULL::text),  -- below
     ('queue',           'text',                           true,  '''default''::text'),
     ('job_type',        'text',                           true,  NULL),
     ('payload',         'jsonb',                          true,  '''{}''::jsonb'),
@@ -257,6 +262,7 @@ SELECT results_eq(
     ('created_at',      'timestamp with time zone',       true,  'now()'),
     ('updated_at',      'timestamp with time zone',       true,  'now()'),
     ('finished_at',     'timestamp with time zone',       false, NULL),
+    ('scheduled',       'boolean',                        true,  'false'),
     ('result',          'jsonb',                          false, NULL),
     ('cancel_requested_at', 'timestamp with time zone',   false, NULL),
     ('cancel_reason',   'text',                           false, NULL),
@@ -267,7 +273,26 @@ SELECT results_eq(
 
 SELECT col_type_is('public', 'jobq_jobs', 'id', 'uuid', 'jobq_jobs.id is uuid');
 SELECT col_is_pk('public', 'jobq_jobs', 'id', 'jobq_jobs.id is the primary key');
-SELECT col_default_is('public', 'jobq_jobs', 'id', 'gen_random_uuid()', 'jobq_jobs.id defaults to gen_random_uuid()');
+SELECT matches(
+    (SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef AS d
+     WHERE d.adrelid = 'jobq_jobs'::regclass AND d.adnum = 1),
+    '^\(encode\(set_bit\(set_bit\("overlay"\(uuid_send\(gen_random_uuid\(\)\), substr\(int8send\(',
+    'jobq_jobs.id defaults to a UUID version 7 made from gen_random_uuid() and the time');
+INSERT INTO jobq_jobs (job_type) VALUES ('api_surface_v7');
+SELECT ok(
+    (SELECT substr(j.id::text, 15, 1) = '7'
+            AND ('x' || lpad(replace(substr(j.id::text, 1, 13), '-', ''), 16, '0'))::bit(64)::bigint
+                BETWEEN (extract(epoch FROM now()) * 1000)::bigint - 1
+                    AND (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 1
+     FROM jobq_jobs AS j WHERE j.job_type = 'api_surface_v7'),
+    '... its version nibble is 7 and its first 48 bits are the time of the insert in milliseconds'
+);
+SELECT is((SELECT count(DISTINCT id)::int FROM (SELECT jobq__uuid_v7() AS id FROM generate_series(1, 1000)) AS g), 1000,
+          'jobq__uuid_v7 makes distinct ids within one millisecond');
+SELECT is((SELECT count(*)::int FROM (SELECT jobq__uuid_v7() AS id FROM generate_series(1, 100)) AS g
+           WHERE substr(id::text, 15, 1) = '7' AND substr(id::text, 20, 1) IN ('8', '9', 'a', 'b')), 100,
+          'jobq__uuid_v7: version 7, variant RFC 9562 (10xx)');
+DELETE FROM jobq_jobs WHERE job_type = 'api_surface_v7';
 SELECT col_type_is('public', 'jobq_jobs', 'payload', 'jsonb', 'jobq_jobs.payload is jsonb');
 SELECT col_default_is('public', 'jobq_jobs', 'payload', '{}'::jsonb, 'jobq_jobs.payload defaults to {}');
 SELECT col_type_is('public', 'jobq_jobs', 'errors', 'jsonb', 'jobq_jobs.errors is jsonb');
@@ -370,10 +395,16 @@ SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 0$$, '23514',
 
 SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
-    'jobq_jobs_locked_idx', 'jobq_jobs_failed_idx'
+    'jobq_jobs_scheduled_idx', 'jobq_jobs_locked_idx', 'jobq_jobs_failed_idx',
+    'jobq_jobs_succeeded_idx'
 ]);
-SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx', ARRAY['priority', 'available_at', 'id'],
-                 'jobq_jobs_claim_idx on (priority, available_at, id)');
+SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
+                 ARRAY['job_type', 'queue', 'priority', 'available_at', 'id'],
+                 'jobq_jobs_claim_idx on (job_type, queue, priority, available_at, id)');
+SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_scheduled_idx', 'available_at',
+                 'jobq_jobs_scheduled_idx on (available_at)');
+SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_succeeded_idx', 'finished_at',
+                 'jobq_jobs_succeeded_idx on (finished_at)');
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_locked_idx', 'locked_at',
                  'jobq_jobs_locked_idx on (locked_at)');
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_failed_idx', ARRAY['status', 'finished_at'],
@@ -384,15 +415,19 @@ SELECT results_eq(
       ORDER BY 1$$,
     $$VALUES
     ('jobq_jobs_claim_idx'::text,
-     'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (priority DESC, available_at, id) WHERE (status = ''pending''::text)'::text),
+     'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = ''pending''::text) AND (NOT scheduled))'::text),
     ('jobq_jobs_failed_idx',
      'CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY[''failed''::text, ''dead_letter''::text, ''cancelled''::text]))'),
     ('jobq_jobs_idempotency_key_key',
      'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
     ('jobq_jobs_locked_idx',
-     'CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = ''processing''::text)')
+     'CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = ''processing''::text)'),
+    ('jobq_jobs_scheduled_idx',
+     'CREATE INDEX jobq_jobs_scheduled_idx ON public.jobq_jobs USING btree (available_at) WHERE ((status = ''pending''::text) AND scheduled)'),
+    ('jobq_jobs_succeeded_idx',
+     'CREATE INDEX jobq_jobs_succeeded_idx ON public.jobq_jobs USING btree (finished_at) WHERE (status = ''succeeded''::text)')
     $$,
-    'the partial indexes: the claim order over pending jobs, locks of processing jobs, failed, dead-letter and cancelled jobs (succeeded ones are never indexed there), keys'
+    'the partial indexes: the claim order per (job_type, queue) over pending jobs that are not scheduled, scheduled jobs by due time, locks of processing jobs, finished jobs by status and time, keys'
 );
 
 ------------------------------------------------------------------------------------------
@@ -423,6 +458,11 @@ SELECT unalike(
     pg_temp.plan_of($$SELECT jobq__backoff(g, '10 seconds') FROM generate_series(1, 2) AS g$$),
     '%jobq__backoff%',
     'jobq__backoff is inlined into its caller'
+);
+SELECT unalike(
+    pg_temp.plan_of($$SELECT jobq__uuid_v7() FROM generate_series(1, 2) AS g$$),
+    '%jobq__uuid_v7%',
+    'jobq__uuid_v7 is inlined into its caller'
 );
 SELECT unalike(
     pg_temp.plan_of($$SELECT jobq__channel() || g FROM generate_series(1, 2) AS g$$),

@@ -10,7 +10,7 @@
 -- Not covered here: two concurrent callers never get the same job (SKIP LOCKED needs two
 -- sessions: see tests/python/test_sql_core.py).
 BEGIN;
-SELECT plan(47);
+SELECT plan(73);
 
 DELETE FROM jobq_jobs;
 
@@ -216,6 +216,152 @@ UPDATE jobq_jobs SET locked_at = now() - interval '10 minutes' WHERE id = :'old_
 SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 2)$$,
                   format('VALUES (%L::uuid), (%L::uuid)', :'old_job', :'new_job'),
                   'a taken-over job keeps its place (its available_at) in the claim order');
+
+------------------------------------------------------------------------------------------
+-- Several (job_type, queue) ranges: merged in claim order, whatever the filters
+------------------------------------------------------------------------------------------
+
+DELETE FROM jobq_jobs;
+CREATE TEMP TABLE m (name text PRIMARY KEY, id uuid);
+INSERT INTO m VALUES
+    ('x_q1_p5',       jobq_enqueue('x', priority => 5, queue => 'q1', run_at => now() - interval '5 minutes')),
+    ('y_q2_p5_older', jobq_enqueue('y', priority => 5, queue => 'q2', run_at => now() - interval '6 minutes')),
+    ('y_q1_p1',       jobq_enqueue('y', priority => 1, queue => 'q1', run_at => now() - interval '9 minutes')),
+    ('x_q2_p1',       jobq_enqueue('x', priority => 1, queue => 'q2', run_at => now() - interval '8 minutes')),
+    ('z_q1_p9',       jobq_enqueue('z', priority => 9, queue => 'q1')),
+    ('x_q3_p0_tie',   jobq_enqueue('x', queue => 'q3', run_at => now() - interval '1 minute')),
+    ('y_q2_p0_tie',   jobq_enqueue('y', queue => 'q2', run_at => now() - interval '1 minute')),
+    ('x_q1_later',    jobq_enqueue('x', priority => 100, queue => 'q1', run_at => now() + interval '1 minute'));
+
+-- the claim order over the jobs a filter allows, claimed two at a time until none is left
+CREATE FUNCTION pg_temp.drained_in_order(types text[], queues text[]) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_expected uuid[];
+    v_got uuid[] := '{}';
+    v_batch uuid[];
+BEGIN
+    SELECT array_agg(j.id ORDER BY j.priority DESC, j.available_at, j.id) INTO v_expected
+    FROM jobq_jobs AS j
+    WHERE j.available_at <= now()
+      AND (types IS NULL OR j.job_type = ANY (types))
+      AND (queues IS NULL OR j.queue = ANY (queues));
+    LOOP
+        SELECT array_agg(d.id ORDER BY d.ordinality) INTO v_batch
+        FROM jobq_dequeue('w', job_types => types, batch_size => 2, queues => queues)
+             WITH ORDINALITY AS d;
+        EXIT WHEN v_batch IS NULL;
+        v_got := v_got || v_batch;
+    END LOOP;
+    RETURN v_got = v_expected;
+END;
+$fn$;
+
+SAVEPOINT ranges;
+SELECT ok(pg_temp.drained_in_order('{x,y}', NULL),
+          'job_types => {x,y}: every queue of both types, merged in claim order, two at a time');
+ROLLBACK TO SAVEPOINT ranges;
+SELECT ok(pg_temp.drained_in_order(NULL, '{q1,q2}'),
+          'queues => {q1,q2}: every type of both queues, merged in claim order');
+ROLLBACK TO SAVEPOINT ranges;
+SELECT ok(pg_temp.drained_in_order('{x,y,z}', '{q1,q2,q3}'),
+          'both filters, nine (type, queue) pairs: merged in claim order');
+ROLLBACK TO SAVEPOINT ranges;
+SELECT ok(pg_temp.drained_in_order(NULL, NULL), 'no filter: every pair, merged in claim order');
+ROLLBACK TO SAVEPOINT ranges;
+SELECT results_eq(
+    $$SELECT id FROM jobq_dequeue('w', job_types => '{x,y}', batch_size => 3)$$,
+    $$SELECT id FROM m WHERE name IN ('y_q2_p5_older', 'x_q1_p5', 'y_q1_p1')
+      ORDER BY array_position(ARRAY['y_q2_p5_older', 'x_q1_p5', 'y_q1_p1'], name)$$,
+    'one claim of several ranges returns its rows in claim order'
+);
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'processing'), 3,
+          '... and claims exactly batch_size of them');
+ROLLBACK TO SAVEPOINT ranges;
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w', job_types => '{x}', queues => '{q9}', batch_size => 10)$$,
+                'a pair with no jobs: nothing');
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w', job_types => ARRAY[NULL]::text[], batch_size => 10)$$,
+                'job_types => {NULL}: nothing');
+SELECT is_empty($$SELECT * FROM jobq_dequeue('w', queues => ARRAY[NULL]::text[], batch_size => 10)$$,
+                'queues => {NULL}: nothing');
+SELECT results_eq($$SELECT id FROM jobq_dequeue('w', job_types => '{x,x}', queues => '{q3,q3}', batch_size => 10)$$,
+                  $$SELECT id FROM m WHERE name = 'x_q3_p0_tie'$$,
+                  'a type or queue listed twice: each job once');
+ROLLBACK TO SAVEPOINT ranges;
+
+------------------------------------------------------------------------------------------
+-- Scheduled jobs: outside the claim index until due, then promoted by the next claim
+------------------------------------------------------------------------------------------
+
+DELETE FROM jobq_jobs;
+SELECT jobq_enqueue('s', priority => 1000000, run_at => now() + interval '1 year') AS s_future,
+       jobq_enqueue('s', run_at => now() + interval '1 second') AS s_soon,
+       jobq_enqueue('s', run_at => now()) AS s_now,
+       jobq_enqueue('s') AS s_null,
+       jobq_enqueue('s', run_at => now() - interval '1 hour') AS s_past \gset
+SELECT results_eq(
+    format($$SELECT id, scheduled FROM jobq_jobs WHERE id IN (%L, %L, %L, %L, %L) ORDER BY id$$,
+           :'s_future', :'s_soon', :'s_now', :'s_null', :'s_past'),
+    format($$SELECT * FROM (VALUES (%L::uuid, true), (%L::uuid, true), (%L::uuid, false),
+                                   (%L::uuid, false), (%L::uuid, false)) AS v ORDER BY 1$$,
+           :'s_future', :'s_soon', :'s_now', :'s_null', :'s_past'),
+    'jobq_enqueue: scheduled exactly when run_at is in the future'
+);
+CREATE TEMP TABLE many_ids AS
+SELECT * FROM jobq_enqueue_many(jsonb_build_array(
+    jsonb_build_object('job_type', 'm', 'run_at', now() + interval '1 day'),
+    jsonb_build_object('job_type', 'm', 'run_at', now() - interval '1 day'),
+    jsonb_build_object('job_type', 'm'),
+    jsonb_build_object('job_type', 'm', 'idempotency_key', 'sk', 'run_at', now() + interval '1 day')
+));
+SELECT results_eq(
+    $$SELECT e.ord, j.scheduled FROM many_ids AS e JOIN jobq_jobs AS j USING (id) ORDER BY e.ord$$,
+    $$VALUES (1, true), (2, false), (3, false), (4, true)$$,
+    'jobq_enqueue_many: the same, with and without idempotency keys'
+);
+DELETE FROM jobq_jobs WHERE job_type = 'm';
+
+SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 10)$$,
+                  format('SELECT id FROM jobq_jobs WHERE id IN (%L, %L, %L) ORDER BY available_at, id',
+                         :'s_past', :'s_now', :'s_null'),
+                  'scheduled jobs are not claimed before they are due, whatever their priority');
+UPDATE jobq_jobs SET available_at = now() - interval '1 second' WHERE id = :'s_future';
+SELECT is((SELECT scheduled FROM jobq_jobs WHERE id = :'s_future'), true,
+          'a scheduled job that has come due is still marked (a claim promotes it) ...');
+SELECT results_eq($$SELECT id, status, attempts FROM jobq_dequeue('w', batch_size => 10)$$,
+                  format($$VALUES (%L::uuid, 'processing'::text, 1)$$, :'s_future'),
+                  '... the next claim promotes and claims it');
+SELECT is((SELECT scheduled FROM jobq_jobs WHERE id = :'s_soon'), true,
+          'a job not yet due stays scheduled');
+
+-- The promotion is bounded: at most 1,000 per claim, the earliest first; the rest next time.
+DELETE FROM jobq_jobs;
+INSERT INTO jobq_jobs (job_type, available_at, scheduled)
+SELECT 'due', now() - interval '1 hour' + g * interval '1 second', true
+FROM generate_series(1, 1001) AS g;
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 1)), 1,
+          '1,001 due scheduled jobs: a claim of one takes one');
+SELECT results_eq(
+    $$SELECT (count(*) FILTER (WHERE scheduled))::int,
+             max(available_at) FILTER (WHERE scheduled) = now() - interval '1 hour' + interval '1001 seconds'
+      FROM jobq_jobs$$,
+    $$VALUES (1, true)$$,
+    '... after promoting the 1,000 earliest: the latest is still scheduled'
+);
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 10000)), 1000,
+          'the next claim promotes the last one and claims all that are left');
+
+-- Every other way back to pending clears the mark.
+DELETE FROM jobq_jobs;
+SELECT jobq_enqueue('r', max_attempts => 3) AS r1, jobq_enqueue('r', max_attempts => 3) AS r2 \gset
+SELECT count(*) FROM jobq_dequeue('w', batch_size => 2);
+SELECT is(jobq_fail(:'r1', 'w', 'again', backoff => '10 seconds'), 'pending', 'a retry with a backoff ...');
+SELECT is((SELECT scheduled FROM jobq_jobs WHERE id = :'r1'), true, '... waits scheduled');
+SELECT is(jobq_fail(:'r2', 'w', 'again', backoff => '0'), 'pending', 'a retry without backoff ...');
+SELECT is((SELECT scheduled FROM jobq_jobs WHERE id = :'r2'), false, '... is claimable at once');
+SELECT is((SELECT id FROM jobq_dequeue('w')), :'r2'::uuid, '... and claimed');
+SELECT is(jobq_release(ARRAY[:'r2'::uuid], 'w'), 1, 'a released job ...');
+SELECT is((SELECT scheduled FROM jobq_jobs WHERE id = :'r2'), false, '... is not scheduled');
 
 ------------------------------------------------------------------------------------------
 -- Time zones

@@ -12,7 +12,7 @@
 -- the current role, so each test role gets USAGE on schema tap and the use of pgTAP's
 -- temporary tables of this session.
 BEGIN;
-SELECT plan(84);
+SELECT plan(87);
 
 DELETE FROM jobq_jobs;
 
@@ -84,6 +84,7 @@ GRANT EXECUTE ON FUNCTION
     jobq_fail_many(uuid[], text, text[], boolean[], interval[], integer[]),
     jobq_heartbeat(text, uuid[]),
     jobq_release(uuid[], text),
+    jobq_release_orphans(text, uuid[]),
     jobq_cancel_requested(uuid[])
 TO tw;
 
@@ -101,10 +102,11 @@ GRANT EXECUTE ON FUNCTION
     jobq_cancel_requested(uuid[]),
     jobq_job_status(uuid[]),
     jobq_await(uuid[], interval),
+    jobq_release_orphans(text, uuid[]),
     jobq_requeue_dead_letter(uuid),
     jobq_requeue_dead_letters(text, text),
     jobq_stats(),
-    jobq_prune(interval, text[]),
+    jobq_prune(interval, text[], integer),
     jobq_configure(integer),
     jobq_list_jobs(text[], text, text, integer),
     jobq_health(interval, interval, interval)
@@ -140,6 +142,8 @@ SELECT throws_ok(format($$SELECT jobq_fail(%L, 'x', 'e')$$, :'seed'), '42501', N
 SELECT throws_ok(format($$SELECT * FROM jobq_fail_many(ARRAY[%L]::uuid[], 'x', '{e}')$$, :'seed'), '42501', NULL,
     'producer: cannot fail_many');
 SELECT throws_ok($$SELECT jobq_prune()$$, '42501', NULL, 'producer: cannot prune');
+SELECT throws_ok($$SELECT jobq_release_orphans('x', '{}')$$, '42501', NULL,
+    'producer: cannot release a worker''s claims');
 SELECT throws_ok($$SELECT jobq__backoff(1, '1 second')$$, '42501',
     'permission denied for function jobq__backoff', 'producer: cannot call a private helper');
 SELECT throws_ok($$INSERT INTO jobq_jobs (job_type) VALUES ('direct')$$, '42501', NULL,
@@ -170,6 +174,7 @@ SELECT ok(jobq_enqueue('w', run_at => now() + interval '1 hour') IS NOT NULL, 'w
 SELECT is((SELECT id FROM jobq_dequeue('tw')), :'seed'::uuid, 'worker: can dequeue (and sees the payload of its job)');
 SELECT is(jobq_heartbeat('tw', ARRAY[:'seed']::uuid[]), 1, 'worker: can heartbeat');
 SELECT is(jobq_release(ARRAY[:'seed']::uuid[], 'tw'), 1, 'worker: can release');
+SELECT is(jobq_release_orphans('tw', '{}'), 0, 'worker: can release its orphaned claims');
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims again');
 SELECT is(jobq_fail(:'seed', 'tw', 'e', backoff => '0'), 'pending', 'worker: can fail');
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims again');
@@ -215,6 +220,7 @@ SELECT is(jobq_complete_many((SELECT array_agg(id) FROM jobq_jobs WHERE locked_b
           'admin: can complete_many');
 SELECT is(jobq_complete(:'seed', 'ta'), false, 'admin: can call complete');
 SELECT is(jobq_release(ARRAY[:'seed']::uuid[], 'ta'), 0, 'admin: can call release');
+SELECT is(jobq_release_orphans('ta', '{}'), 0, 'admin: can call release_orphans');
 SELECT is((SELECT status FROM jobq_cancel(ARRAY[:'seed']::uuid[])), 'failed', 'admin: can cancel (a finished job is left alone)');
 SELECT is((SELECT count(*)::int FROM jobq_cancel_requested(ARRAY[:'seed']::uuid[])), 0, 'admin: can ask for cancel requests');
 SELECT is((SELECT status FROM jobq_await(ARRAY[:'seed']::uuid[], '1 second')), 'failed', 'admin: can await');

@@ -1,11 +1,13 @@
--- jobq_prune(older_than interval DEFAULT '7 days', statuses text[] DEFAULT '{succeeded}') RETURNS bigint
+-- jobq_prune(older_than interval DEFAULT '7 days', statuses text[] DEFAULT '{succeeded}',
+--            batch_size int DEFAULT NULL) RETURNS bigint
 --
 -- Contract sections 3 and 4: deletes jobs in the given finished statuses whose finished_at is
 -- older than older_than, returns how many; pending or processing in statuses is refused
--- (22023), as is a status name that does not exist. Jobs are inserted directly with
+-- (22023), as is a status name that does not exist. batch_size: at most that many per call,
+-- the oldest first (random ids of installs before migration 0005 included). Jobs are inserted directly with
 -- finished_at in the past (the table's CHECKs keep them consistent).
 BEGIN;
-SELECT plan(25);
+SELECT plan(35);
 
 DELETE FROM jobq_jobs;
 
@@ -51,6 +53,10 @@ SELECT throws_ok($$SELECT jobq_prune(older_than => NULL)$$, '22023',
     'jobq_prune: older_than must be an interval >= 0, got NULL', 'older_than NULL: 22023');
 SELECT throws_ok($$SELECT jobq_prune(older_than => '-1 day')$$, '22023',
     'jobq_prune: older_than must be an interval >= 0, got -1 days', 'older_than negative: 22023');
+SELECT throws_ok($$SELECT jobq_prune('0', batch_size => 0)$$, '22023',
+    'jobq_prune: batch_size must be at least 1 or NULL (all at once), got 0', 'batch_size 0: 22023');
+SELECT throws_ok($$SELECT jobq_prune('0', batch_size => -5)$$, '22023',
+    'jobq_prune: batch_size must be at least 1 or NULL (all at once), got -5', 'batch_size negative: 22023');
 SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'no bad call deleted anything');
 
@@ -86,6 +92,34 @@ SELECT lives_ok($$SELECT jobq_prune(older_than => '10000 years')$$,
 SET LOCAL timezone = 'Asia/Kolkata';
 SELECT is(jobq_prune('0', '{succeeded}'), 0::bigint, 'the cut-off is the same under another session time zone');
 RESET timezone;
+
+------------------------------------------------------------------------------------------
+-- Batches: at most batch_size per call, the oldest first, every finished status
+------------------------------------------------------------------------------------------
+
+DELETE FROM jobq_jobs;
+INSERT INTO jobq_jobs (id, job_type, status, finished_at)
+SELECT CASE WHEN g % 2 = 0 THEN gen_random_uuid() ELSE jobq__uuid_v7() END,  -- ids of before 0005, and new ones
+       's' || g, 'succeeded', now() - interval '1 day' * (20 - g)
+FROM generate_series(1, 5) AS g;
+INSERT INTO jobq_jobs (id, job_type, status, finished_at) VALUES
+    (gen_random_uuid(), 'f', 'failed',      now() - interval '30 days'),
+    (gen_random_uuid(), 'd', 'dead_letter', now() - interval '30 days'),
+    (gen_random_uuid(), 'recent', 'succeeded', now() - interval '1 hour');
+
+SELECT is(jobq_prune('7 days', batch_size => 2), 2::bigint, 'batch_size => 2: two jobs');
+SELECT results_eq($$SELECT job_type FROM jobq_jobs WHERE status = 'succeeded' ORDER BY finished_at$$,
+                  $$VALUES ('s3'), ('s4'), ('s5'), ('recent')$$,
+                  '... the two that finished first');
+SELECT is(jobq_prune('7 days', batch_size => 2), 2::bigint, 'the next batch: two more');
+SELECT is(jobq_prune('7 days', batch_size => 2), 1::bigint, 'the last batch: fewer than batch_size, so done');
+SELECT is(jobq_prune('7 days', batch_size => 2), 0::bigint, 'then nothing');
+SELECT is(jobq_prune('7 days', '{succeeded,failed,dead_letter}', batch_size => 1), 1::bigint,
+          'several statuses: batch_size counts them together');
+SELECT is(jobq_prune('7 days', '{succeeded,failed,dead_letter}', batch_size => 5), 1::bigint,
+          '... the rest of them');
+SELECT results_eq($$SELECT job_type FROM jobq_jobs$$, $$VALUES ('recent')$$,
+                  'random (version 4) ids of installs before 0005 are pruned like the new ones; a recent job stays');
 
 SELECT * FROM finish();
 ROLLBACK;

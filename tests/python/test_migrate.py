@@ -334,6 +334,26 @@ def test_a_new_signature_replaces_the_old_one_and_roles_keep_their_grants(
         assert one(c, "SELECT count(*) FROM pg_proc WHERE proname = 'jobq_complete'") == 1
 
 
+def test_a_migration_without_function_files_gives_an_admin_select_on_the_table_it_adds(
+    empty_dsn: str, role: Role
+) -> None:
+    """The levels are carried over when only migrations are pending too: an admin granted
+    before a migration that adds a jobq table can read it after (functions unchanged)."""
+    # an install from before 0007, but with today's function files
+    migrate(empty_dsn)
+    with psycopg.connect(empty_dsn, autocommit=True) as c:
+        c.execute("DROP TABLE jobq_workers")
+        c.execute("DELETE FROM jobq_migrations WHERE version = '0007_jobq_workers'")
+    grants.grant(empty_dsn, role.name, "admin")
+    role.dsns.append(empty_dsn)
+    assert "-- the grants of the levels of roles granted before" in render_dry_run(empty_dsn)
+
+    assert migrate(empty_dsn) == ["0007_jobq_workers"]
+    with psycopg.connect(empty_dsn) as c:
+        readable = one(c, "SELECT has_table_privilege(%s, 'jobq_workers', 'SELECT')", role.name)
+    assert readable is True
+
+
 def test_a_new_signature_without_replaces_is_refused_as_an_overload(
     dsn: str, tmp_path: Path
 ) -> None:

@@ -115,12 +115,12 @@ def test_a_worker_of_one_queue_wakes_on_the_wake_all_notification(dsn: str) -> N
     thread.start()
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            # wait until it listens: its fetcher LISTENs, then claims on the same connection
+            # wait until it listens: its fetcher LISTENs, then claims on the same connection,
+            # and sleeps on it (idle; this query's own session, active, names them too)
             for _ in range(200):
-                # (not this session: its own query text matches the second pattern)
                 row = conn.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND pid <> pg_backend_pid() "
+                    "AND pid <> pg_backend_pid() AND state = 'idle' "
                     "AND (query LIKE 'LISTEN %%' OR query LIKE '%%jobq_dequeue(%%')"
                 ).fetchone()
                 if row == (1,):

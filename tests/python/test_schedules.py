@@ -223,6 +223,56 @@ def test_worker_ticks_by_itself_and_runs_the_fired_job(dsn: str, conn: Conn) -> 
     assert row == (True,)
 
 
+def test_a_fire_that_is_due_when_ticked_is_claimable_at_once(conn: Conn) -> None:
+    """Every tick on the server's clock enqueues fires at or before now(): none of them waits
+    among the scheduled jobs (jobq_jobs.scheduled), the next claim takes it."""
+    conn.execute("SELECT jobq_schedule('minutely', '* * * * *', 'report')")
+    conn.execute("UPDATE jobq_schedules SET next_run_at = date_trunc('minute', now())")
+    [(job_id,)] = conn.execute("SELECT job_id FROM jobq_tick()").fetchall()
+    row = conn.execute(
+        "SELECT status, scheduled, available_at <= now() FROM jobq_jobs WHERE id = %s", (job_id,)
+    ).fetchone()
+    assert row == ("pending", False, True)
+    claimed = conn.execute("SELECT id FROM jobq_dequeue('w', '{report}')").fetchall()
+    assert claimed == [(job_id,)]
+
+
+def test_a_fire_ahead_of_the_server_clock_waits_as_scheduled_and_is_claimed_once_due(
+    conn: Conn,
+) -> None:
+    """A tick at a later time (jobq__tick(at), or a clock ahead of the server's) enqueues the
+    fire with run_at in the future: it waits outside the claim index like any job enqueued for
+    later, and the first claim after its time promotes it and takes it in priority order."""
+    conn.execute("SELECT jobq_schedule('soon', '* * * * *', 'report', priority => 5)")
+    [(fire,)] = conn.execute("SELECT date_trunc('minute', now()) + interval '2 minutes'")
+    backdate(conn, "soon", fire)
+    [(job_id, fire_at)] = conn.execute(
+        "SELECT job_id, fire_at FROM jobq__tick(%s)", (fire,)
+    ).fetchall()
+    assert fire_at == fire
+
+    def state() -> tuple[Any, ...] | None:
+        return conn.execute(
+            "SELECT status, scheduled, available_at FROM jobq_jobs WHERE id = %s", (job_id,)
+        ).fetchone()
+
+    assert state() == ("pending", True, fire)
+    [(now_id,)] = conn.execute("SELECT jobq_enqueue('report')")
+    early = conn.execute("SELECT id FROM jobq_dequeue('w', '{report}', batch_size => 10)")
+    assert early.fetchall() == [(now_id,)], "a fire is not claimed before its time"
+    assert state() == ("pending", True, fire)
+
+    # The server's clock reaches the fire: its available_at is brought to now() (a claim
+    # compares the two), as a test cannot move now() itself.
+    conn.execute(
+        "UPDATE jobq_jobs SET available_at = now() - interval '1 millisecond' WHERE id = %s",
+        (job_id,),
+    )
+    conn.execute("SELECT jobq_enqueue('report')")  # priority 0, available now: claimed after it
+    claimed = conn.execute("SELECT id, scheduled FROM jobq_dequeue('w', '{report}')").fetchall()
+    assert claimed == [(job_id, False)]
+
+
 def test_worker_without_tick_privilege_logs_once_and_keeps_running_jobs(
     dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
 ) -> None:

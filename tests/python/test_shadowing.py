@@ -305,13 +305,20 @@ def run_core_operations(conn: Conn, schema: str) -> None:
     assert statuses[stale[0]] == "dead_letter"
     assert _q(conn, schema, "SELECT {s}.jobq_requeue_dead_letter(%(id)s)", {"id": stale[0]})[0][0]
     assert _q(conn, schema, "SELECT {s}.jobq_requeue_dead_letters()")[0][0] == 1  # the failed one
+    # a claim whose reply was lost: w4 names none of its jobs, so its one claim is given back
+    _q(conn, schema, "SELECT {s}.jobq_enqueue('orphan')")
+    assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_dequeue('w4', '{{orphan}}')")) == 1
+    assert _q(conn, schema, "SELECT {s}.jobq_release_orphans('w4', '{{}}')")[0][0] == 1
     assert _q(conn, schema, "SELECT pg_catalog.count(*) FROM {s}.jobq_stats()")[0][0] > 0
     assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_list_jobs(statuses => '{{pending}}')")) > 0
     assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_health()")) >= 5
     _q(conn, schema, "UPDATE {s}.jobq_jobs SET finished_at = pg_catalog.now() - interval '30 days' "
        "WHERE status = 'succeeded'")
+    # one batch of one (through the indexes of finished jobs), then the rest in one statement
+    assert _q(conn, schema, "SELECT {s}.jobq_prune(statuses => '{{succeeded,failed,dead_letter}}',"
+              " batch_size => 1)")[0][0] == 1
     assert _q(conn, schema, "SELECT {s}.jobq_prune(statuses => '{{succeeded,failed,dead_letter}}')"
-              )[0][0] == 2
+              )[0][0] == 1
 
     # Cancellation, results and waiting (contract sections 8 and 9), each path that notifies.
     ids = [r[1] for r in _q(

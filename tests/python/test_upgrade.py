@@ -82,6 +82,36 @@ def role(admin_dsn: str) -> Iterator[tuple[str, list[str]]]:
         c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
 
 
+@pytest.fixture
+def level_roles(admin_dsn: str) -> Iterator[tuple[dict[str, str], list[str]]]:
+    """A login role per level of `jobq grant`, and the databases they get grants in."""
+    names = {level: f"jobq_u{level}_{os.getpid()}_{next(_roles)}" for level in grants.LEVELS}
+    dsns: list[str] = []
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        for name in names.values():
+            c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    yield names, dsns
+    for dsn in dsns:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            for name in names.values():
+                c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        for name in names.values():
+            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def executable(dsn: str, role: str) -> set[str]:
+    """The jobq functions ``role`` may execute in schema public."""
+    with psycopg.connect(dsn) as c:
+        rows = c.execute(
+            "SELECT p.proname::text FROM pg_proc AS p"
+            " WHERE p.pronamespace = 'public'::regnamespace"
+            " AND has_function_privilege(%s::text, p.oid, 'EXECUTE')",
+            (role,),
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
 def add_jobs_in_every_status(dsn: str) -> None:
     """Jobs made by the installed functions themselves: every status, errors, keys, settings."""
     with psycopg.connect(dsn, autocommit=True) as c:
@@ -149,6 +179,29 @@ def snapshot(dsn: str) -> dict[str, Any]:
         }
 
 
+def without_scheduled(jobs: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot without the column that migration 0005 added, which checks it: pending jobs
+    whose available_at is still in the future were marked scheduled, no other job was."""
+    rows = [row[0] for row in jobs["jobs"]]
+    for job in rows:
+        future = job["status"] == "pending" and job["available_at"] > job["now"]
+        assert job.pop("scheduled") is future, job
+        del job["now"]
+    return {**jobs, "jobs": [(job,) for job in rows]}
+
+
+def snapshot_with_now(dsn: str) -> dict[str, Any]:
+    """``snapshot`` after the upgrade, each job with the time of the snapshot (``now``)."""
+    with psycopg.connect(dsn) as c:
+        return {
+            "jobs": c.execute(
+                "SELECT to_jsonb(j) || jsonb_build_object('now', now()) FROM jobq_jobs AS j"
+                " ORDER BY j.id"
+            ).fetchall(),
+            "settings": c.execute("SELECT to_jsonb(s) FROM jobq_settings AS s").fetchall(),
+        }
+
+
 # Columns that migration 0006 added, with the value every job that existed before has.
 ADDED_COLUMNS = {"result": None, "cancel_requested_at": None, "cancel_reason": None,
                  "awaited": False}
@@ -211,38 +264,47 @@ def catalogue(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
 def test_an_install_of_main_before_the_fold_upgrades_to_a_fresh_install_keeping_its_jobs(
     dsn: str,
     empty_dsn: str,
-    role: tuple[str, list[str]],
+    level_roles: tuple[dict[str, str], list[str]],
     tmp_path: Path,
     count: int,
 ) -> None:
     """``dsn`` is a fresh install; ``empty_dsn`` gets the legacy one. Installs were made with
     2 to 5 of the folded migrations (main had 0001-0002 from commit 3a4bde9 on)."""
-    name, granted_in = role
+    names, granted_in = level_roles
     legacy, fresh = empty_dsn, dsn
     assert install_legacy(legacy, tmp_path, count) == [v for v, _ in FOLDED[:count]]
     add_jobs_in_every_status(legacy)
-    # A role granted by `jobq grant` before the upgrade; the same on the fresh install.
+    # Roles granted by `jobq grant` before the upgrade, one per level; the same on the fresh
+    # install.
     for target in (legacy, fresh):
-        grants.grant(target, name, "admin")
+        for level, name in names.items():
+            grants.grant(target, name, level)
         granted_in.append(target)
     jobs = snapshot(legacy)
+    before = {level: executable(legacy, name) for level, name in names.items()}
+    assert "jobq_release_orphans" not in before["worker"]
 
     # the baseline's records are rewritten; the migrations after it and every file are applied
     later = [m.version for m in available_migrations() if m.version != FOLDED_INTO]
     assert migrate(legacy) == later + [f.version for f in function_files()]
-    # Functions new since the legacy install (jobq_tick, ...) reach a level's roles when
-    # `jobq grant` runs again, as the docs say; functions that existed keep their grants.
-    grants.grant(legacy, name, "admin")
 
+    # No `jobq grant` again: each role got the functions of its level that the upgrade added
+    # (jobq_release_orphans and jobq_tick for the worker, every new one and SELECT on the new
+    # tables for the admin), exactly as on the fresh install.
     assert records(legacy) == records(fresh)
     assert catalogue(legacy) == catalogue(fresh)
+    for level, name in names.items():
+        assert executable(legacy, name) == executable(fresh, name) >= before[level], level
+    assert {"jobq_release_orphans", "jobq_tick"} <= executable(legacy, names["worker"])
+    assert "jobq_dequeue" not in executable(legacy, names["producer"])
     assert dump_schema(legacy) == dump_schema(fresh)
-    assert without_added_columns(snapshot(legacy)) == jobs
+    assert without_added_columns(without_scheduled(snapshot_with_now(legacy))) == jobs
     assert migrate(legacy) == []
 
-    # The role still works, on the new bodies: claim the available ocr job and complete it.
+    # The worker role works on the new bodies: claim the available ocr job, complete it, and
+    # call the function new since its grant.
     with psycopg.connect(legacy, autocommit=True) as c:
-        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(name)))
+        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(names["worker"])))
         job = c.execute(
             "SELECT id FROM jobq_dequeue(worker_id => 'w3', job_types => '{ocr}')"
         ).fetchone()
@@ -251,19 +313,77 @@ def test_an_install_of_main_before_the_fold_upgrades_to_a_fresh_install_keeping_
             "SELECT jobq_complete(job_id => %s::uuid, worker_id => 'w3')", (job[0],)
         ).fetchone()
         assert row == (True,)
+        released = c.execute(
+            "SELECT jobq_release_orphans(worker_id => 'w2', job_ids => '{}'::uuid[])"
+        ).fetchone()
+        assert released == (1,)  # the stale claim w2 took over in add_jobs_in_every_status
+
+
+def test_a_role_that_held_part_of_a_level_gets_nothing_new_from_an_upgrade(
+    empty_dsn: str, level_roles: tuple[dict[str, str], list[str]], tmp_path: Path
+) -> None:
+    """Only a whole level is carried over: a role granted one worker function by hand, and a
+    worker role whose jobq_heartbeat was revoked, get none of the level's new functions (the
+    second still gets those granted to whoever may call a function it kept: jobq_fail_many as
+    jobq_fail; jobq_await, jobq_job_status and jobq_cancel as jobq_enqueue; not
+    jobq_cancel_requested, granted as jobq_heartbeat)."""
+    names, granted_in = level_roles
+    install_legacy(empty_dsn, tmp_path)
+    granted_in.append(empty_dsn)
+    partial, trimmed = names["producer"], names["worker"]
+    grants.grant(empty_dsn, trimmed, "worker")
+    with psycopg.connect(empty_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(partial)))
+        c.execute(
+            sql.SQL("GRANT EXECUTE ON FUNCTION jobq_dequeue TO {}").format(sql.Identifier(partial))
+        )
+        c.execute(
+            sql.SQL("REVOKE EXECUTE ON FUNCTION jobq_heartbeat FROM {}").format(
+                sql.Identifier(trimmed)
+            )
+        )
+    before = {name: executable(empty_dsn, name) for name in (partial, trimmed)}
+    migrate(empty_dsn)
+    after = {name: executable(empty_dsn, name) for name in (partial, trimmed)}
+    assert after[partial] == before[partial]
+    assert after[trimmed] - before[trimmed] == {
+        "jobq_fail_many", "jobq_await", "jobq_job_status", "jobq_cancel"}
+
+
+def test_jobq_migrate_says_which_role_it_granted_a_new_function(
+    empty_dsn: str, level_roles: tuple[dict[str, str], list[str]], tmp_path: Path
+) -> None:
+    names, granted_in = level_roles
+    install_legacy(empty_dsn, tmp_path)
+    grants.grant(empty_dsn, names["worker"], "worker")
+    granted_in.append(empty_dsn)
+    done = subprocess.run(
+        [sys.executable, "-m", "pgq_client", "migrate", "--dsn", empty_dsn],
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    assert (
+        f"jobq: granted EXECUTE on jobq_release_orphans to {names['worker']} "
+        "(it held the worker level of schema public)"
+    ) in done.stderr.splitlines()
+    assert "applied functions/jobq_release_orphans" in done.stdout.splitlines()
 
 
 def test_the_dry_run_of_an_upgrade_applied_with_psql_does_the_same(
-    dsn: str, empty_dsn: str, tmp_path: Path
+    dsn: str, empty_dsn: str, tmp_path: Path, level_roles: tuple[dict[str, str], list[str]]
 ) -> None:
     legacy, fresh = empty_dsn, dsn
+    names, granted_in = level_roles
     install_legacy(legacy, tmp_path)
     add_jobs_in_every_status(legacy)
+    for target in (legacy, fresh):
+        grants.grant(target, names["worker"], "worker")
+        granted_in.append(target)
     jobs = snapshot(legacy)
     script = render_dry_run(legacy)
     assert "development install (0001_jobq_core, 0002_jobq_operations" in script
     assert records(legacy) == dict(FOLDED), "a dry run changes nothing"
-    subprocess.run(
+    assert "jobq_release_orphans" not in executable(legacy, names["worker"])
+    applied = subprocess.run(
         ["psql", "--no-psqlrc", "--quiet", "--dbname", legacy],
         input=script,
         text=True,
@@ -273,7 +393,14 @@ def test_the_dry_run_of_an_upgrade_applied_with_psql_does_the_same(
     assert migrate(legacy) == []
     assert records(legacy) == records(fresh)
     assert dump_schema(legacy) == dump_schema(fresh)
-    assert without_added_columns(snapshot(legacy)) == jobs
+    assert without_added_columns(without_scheduled(snapshot_with_now(legacy))) == jobs
+    # the worker role granted before got the worker functions the upgrade added, and psql
+    # showed each grant
+    assert executable(legacy, names["worker"]) == executable(fresh, names["worker"])
+    assert (
+        f"jobq migrate: granted EXECUTE on jobq_release_orphans to {names['worker']} "
+        "(it held the worker level of schema public)"
+    ) in applied.stderr
 
 
 def _refused(legacy: str, change: str, message: str) -> None:
@@ -411,7 +538,7 @@ def test_an_install_of_main_at_ad0bb0d_upgrades_to_a_fresh_install_and_keeps_its
         m.version for m in available_migrations() if m.version != "0001_jobq_core"
     ]
     assert records(old) == records(fresh)
-    assert without_added_columns(snapshot(old)) == jobs
+    assert without_added_columns(without_scheduled(snapshot_with_now(old))) == jobs
     assert migrate(old) == []
 
     # The role calls what the new client calls, jobq_fail_many (new here) included, without a
@@ -429,9 +556,9 @@ def test_an_install_of_main_at_ad0bb0d_upgrades_to_a_fresh_install_and_keeps_its
         ).fetchone()
         assert row == ("pending",)
 
-    # Functions new since (jobq_tick, the schedules) reach the role when `jobq grant` runs
-    # again, as the docs say; then the upgraded schema is exactly a fresh install.
-    grants.grant(old, name, level)
+    # Functions new since (jobq_tick, the schedules, jobq_release_orphans) reached the role in
+    # the upgrade, as its level's (an admin's tables too): without `jobq grant` running again,
+    # the upgraded schema is exactly a fresh install.
     assert catalogue(old) == catalogue(fresh), "functions, grants, comments, constraints"
     assert dump_schema(old) == dump_schema(fresh)
 
@@ -448,6 +575,7 @@ MAIN_INSTALLS = {
         [
             "0003_jobq_status_names",
             "0004_jobq_comments",
+            "0005_jobq_claims_at_volume",
             "0006_jobq_cancel_results",
             "0007_jobq_workers",
             "0008_jobq_workers_comments",
@@ -458,6 +586,7 @@ MAIN_INSTALLS = {
         [
             "0003_jobq_status_names",
             "0004_jobq_comments",
+            "0005_jobq_claims_at_volume",
             "0006_jobq_cancel_results",
             "0008_jobq_workers_comments",
         ],
@@ -487,10 +616,11 @@ def main_runner(commit: str) -> ModuleType:
 def test_an_install_of_main_after_the_schedules_upgrades_to_a_fresh_install_with_its_roles(
     dsn: str, empty_dsn: str, role: tuple[str, list[str]], commit: str, level: grants.Level
 ) -> None:
-    """Later migrations (0003 and 0004 after 0007, for 8ef85fb), changed and renamed function
+    """Later migrations (0003, 0004 and 0005 after 0007, for 8ef85fb), changed and renamed function
     files, and jobq_fail_many, which a role granted before the upgrade may call at once (granted
     as jobq_fail): the upgraded schema is a fresh install, a role's grants included without
-    `jobq grant` running again, but for what admins got after a7411e5."""
+    `jobq grant` running again (what its level got since, jobq_release_orphans for a worker, the
+    new functions and tables for an admin, reached it in the upgrade)."""
     name, granted_in = role
     admin_tables, later = MAIN_INSTALLS[commit]
     old, fresh = empty_dsn, dsn
@@ -527,11 +657,7 @@ def test_an_install_of_main_after_the_schedules_upgrades_to_a_fresh_install_with
     assert [v for v in applied if not v.startswith("functions/")] == later
     assert "functions/jobq__job_error" not in records(old), "the renamed helper's record is gone"
     assert records(old) == records(fresh)
-    assert without_added_columns(snapshot(old)) == jobs
-    if level == "admin" and set(admin_tables) != set(grants.ADMIN_TABLES):
-        # What admins got since (SELECT on jobq_schedules and jobq_workers, the new admin
-        # functions) reaches the role when `jobq grant` runs again, as the docs say.
-        grants.grant(old, name, level)
+    assert without_added_columns(without_scheduled(snapshot_with_now(old))) == jobs
     assert catalogue(old) == catalogue(fresh), "functions, grants, comments, constraints"
     assert dump_schema(old) == dump_schema(fresh)
     assert migrate(old) == []

@@ -15,11 +15,11 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from .. import _sql
-from ..errors import JobqError
+from ..errors import JobqError, from_psycopg
 from ..models import Job, UnservedJobType, job_row
 from .config import WorkerConfig
 from .joblog import UNSERVED_IDLE, log, report_unserved
-from .retry import GaveUp, Link, reconnecting
+from .retry import GaveUp, Link, connection_lost, reconnecting, transient
 from .state import Shared, poke
 
 __all__ = ["Fetcher"]
@@ -66,6 +66,10 @@ class Fetcher:
         self._wake_r, self._wake = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake.setblocking(False)
+        # A claim failed with the connection: it may have committed, its jobs locked by this
+        # worker's id and unknown to it. Before the next claim, jobq_release_orphans gives back
+        # every job locked by this id that the worker does not hold (see _release_orphans).
+        self._orphans_unknown = False
         self._params: dict[str, Any] = {
             "worker_id": config.worker_id,
             "job_types": config.job_types,
@@ -165,9 +169,58 @@ class Fetcher:
 
     def _claim(self) -> list[Job]:
         conn = self._link.get()
-        with conn.cursor(row_factory=job_row) as cur:
-            cur.execute(self._sql.dequeue, self._params)
-            return cur.fetchall()
+        if self._orphans_unknown:
+            self._release_orphans(conn)
+        try:
+            with conn.cursor(row_factory=job_row) as cur:
+                cur.execute(self._sql.dequeue, self._params)
+                return cur.fetchall()
+        except psycopg.Error as exc:
+            if connection_lost(exc):
+                self._orphans_unknown = True  # it may have committed, its reply lost
+            raise
+
+    def _release_orphans(self, conn: psycopg.Connection[Any]) -> None:
+        """After a claim that failed with the connection: release the jobs locked by this
+        worker's id that it does not hold (a claim that committed and whose reply was lost), so
+        that they run now, as the same attempt, rather than after ``lock_timeout``. Claims are
+        made by this thread only, one at a time, so every job of a claim that did come back is
+        in ``held``. Worker ids must be unique per process: the default is.
+
+        A transient error leaves the question open and propagates: ``reconnecting()`` retries
+        this, then the claim."""
+        with self._shared.lock:
+            held = list(self._shared.held)
+        try:
+            with conn.cursor(row_factory=tuple_row) as cur:
+                cur.execute(
+                    self._sql.release_orphans,
+                    {"worker_id": self._config.worker_id, "job_ids": held},
+                )
+                row = cur.fetchone()
+        except psycopg.Error as exc:
+            if transient(exc):
+                raise
+            # Not installed (jobq migrate not run) or not granted (a role granted only part of
+            # the worker level, which jobq migrate does not extend): those jobs wait for
+            # lock_timeout, as they used to.
+            log.warning(
+                "%s could not release the jobs of a claim whose reply may have been lost (%s); "
+                "if it had claimed any, they run again after lock_timeout",
+                self._who,
+                from_psycopg(exc),
+            )
+            released = 0
+        else:
+            released = int(row[0]) if row is not None and row[0] is not None else 0
+        self._orphans_unknown = False
+        if released:
+            log.warning(
+                "%s released %d jobs claimed by a claim whose reply was lost; they run again "
+                "now (the lost claim is not counted as an attempt)",
+                self._who,
+                released,
+            )
 
     def _sleep(self, timeout: float) -> None:
         sockets: list[Any] = [self._wake_r]

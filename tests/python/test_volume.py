@@ -1,0 +1,310 @@
+"""Claims and pruning at volume (contract section 7), against a real server.
+
+What a claim reads is counted in buffers: ``EXPLAIN (ANALYZE, BUFFERS)`` of the function call
+(its Function Scan node counts what the statements inside the function read). It must not grow
+with rows the claim cannot claim: finished jobs, jobs of other job types or queues, jobs
+scheduled for later at the highest priority. 200,000 of each are inserted straight into the
+table (set-based, as the benchmark does; a scheduled job carries the mark ``jobq_enqueue`` gives
+it, see tests/pgtap/dequeue.sql); the count may grow only by what the deeper indexes cost (one
+more level per index probe), never with the rows.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.types.json import Jsonb
+
+from pgq_client import Queue
+
+ROWS = 200_000
+
+# A claim of one job makes up to about fifteen index probes (promotion, stale claims, finding
+# the ranges, reading them, locking, the update); each may read two more levels of an index
+# that grew from one page to 200,000 entries. Measured: +3 to +23 buffers (13-25 before). The
+# claim of migration 0001 read 2,194 buffers beside the scheduled jobs and 201,612 beside the
+# jobs of other types or queues.
+DEEPER_INDEXES = 30
+
+# Rows a claim for type b in queue q2 cannot claim, and the claims (filters) that cannot.
+KINDS: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "finished": (
+        f"""INSERT INTO jobq_jobs (job_type, queue, status, attempts, finished_at, errors)
+            SELECT 'b', 'q2', (ARRAY['succeeded', 'failed', 'dead_letter'])[1 + g % 3], 1,
+                   now() - g * interval '1 second', '[]'
+            FROM generate_series(1, {ROWS}) AS g""",
+        [{}, {"job_types": ["b"]}, {"queues": ["q2"]}, {"job_types": ["b"], "queues": ["q2"]}],
+    ),
+    "other job types": (
+        f"""INSERT INTO jobq_jobs (job_type, queue, priority, available_at)
+            SELECT 'a', 'q2', 1000000, now() - interval '1 day'
+            FROM generate_series(1, {ROWS})""",
+        [{"job_types": ["b"]}, {"job_types": ["b", "c"]}, {"job_types": ["b"], "queues": ["q2"]}],
+    ),
+    "other queues": (
+        f"""INSERT INTO jobq_jobs (job_type, queue, priority, available_at)
+            SELECT 'b', 'q1', 1000000, now() - interval '1 day'
+            FROM generate_series(1, {ROWS})""",
+        [{"queues": ["q2"]}, {"job_types": ["b"], "queues": ["q2"]}],
+    ),
+    "scheduled a year ahead at the highest priority": (
+        f"""INSERT INTO jobq_jobs (job_type, queue, priority, available_at, scheduled)
+            SELECT 'b', 'q2', 1000000, now() + interval '1 year' + g * interval '1 ms', true
+            FROM generate_series(1, {ROWS}) AS g""",
+        [{}, {"job_types": ["b"]}, {"queues": ["q2"]}, {"job_types": ["b"], "queues": ["q2"]}],
+    ),
+}
+
+
+def claim_buffers(c: psycopg.Connection[Any], filters: dict[str, Any]) -> int:
+    """Buffers read by one claim of one job with ``filters``, after one claim to warm up (plans
+    made, catalogue cached): shared hits plus reads, nested statements included."""
+    query = (
+        "SELECT * FROM jobq_dequeue(worker_id => 'w', job_types => %(job_types)s::text[],"
+        " batch_size => 1, queues => %(queues)s::text[])"
+    )
+    params = {"job_types": filters.get("job_types"), "queues": filters.get("queues")}
+    assert len(c.execute(query, params).fetchall()) == 1
+    row = c.execute(
+        ("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + query).encode(), params
+    ).fetchone()
+    assert row is not None
+    plan = row[0][0]["Plan"]
+    assert plan["Node Type"] == "Function Scan" and plan["Actual Rows"] == 1, plan
+    return int(plan["Shared Hit Blocks"]) + int(plan["Shared Read Blocks"])
+
+
+def enqueue(c: psycopg.Connection[Any], jobs: list[dict[str, Any]]) -> list[uuid.UUID]:
+    rows = c.execute("SELECT id FROM jobq_enqueue_many(%s) ORDER BY ord", (Jsonb(jobs),))
+    return [r[0] for r in rows]
+
+
+@pytest.fixture
+def quiet(dsn: str) -> Iterator[psycopg.Connection[Any]]:
+    """An autocommit connection to this test's database, with autovacuum off for jobq_jobs (a
+    vacuum in the middle of a count would change what the claim reads)."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("ALTER TABLE jobq_jobs SET (autovacuum_enabled = off)")
+        yield c
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_what_a_claim_reads_does_not_grow_with_200000_rows_it_cannot_claim(
+    quiet: psycopg.Connection[Any], kind: str
+) -> None:
+    fill, claims = KINDS[kind]
+    c = quiet
+    enqueue(c, [{"job_type": "b", "queue": "q2"} for _ in range(20)])
+    enqueue(c, [{"job_type": "c", "queue": "q2"} for _ in range(20)])
+    c.execute("VACUUM ANALYZE jobq_jobs")
+    before = [claim_buffers(c, f) for f in claims]
+
+    c.execute(fill)
+    c.execute("VACUUM ANALYZE jobq_jobs")
+    after = [claim_buffers(c, f) for f in claims]
+
+    for filters, b, a in zip(claims, before, after, strict=True):
+        assert a <= b + DEEPER_INDEXES, (
+            f"{kind}: a claim with {filters or 'no filter'} read {a} buffers beside {ROWS} rows it "
+            f"cannot claim, {b} without them"
+        )
+    # The rows are still there, untouched, and the claims took only jobs of type b or c in q2.
+    taken = c.execute(
+        "SELECT DISTINCT job_type, queue FROM jobq_jobs WHERE status = 'processing'"
+    ).fetchall()
+    assert set(taken) <= {("b", "q2"), ("c", "q2")}
+
+
+def test_a_claim_of_several_ranges_looks_past_rows_that_other_claims_hold(dsn: str) -> None:
+    """Session A holds the first 8 jobs of the merged order (its claim not committed); B asks
+    for 4 over the same three job types: B's first round reads exactly A's 8 and may lock none,
+    so it must look further, and return the next 4, in claim order."""
+    with psycopg.connect(dsn, autocommit=True) as c, psycopg.connect(dsn) as a:
+        for t, base in (("x", 0), ("y", 1), ("z", 2)):
+            enqueue(
+                c,
+                [
+                    {"job_type": t, "priority": 100 - (3 * i + base)}
+                    for i in range(10)
+                ],
+            )
+        order = [
+            r[0]
+            for r in c.execute("SELECT id FROM jobq_jobs ORDER BY priority DESC, available_at, id")
+        ]
+        held = [
+            r[0]
+            for r in a.execute(
+                "SELECT id FROM jobq_dequeue('a', job_types => '{x,y,z}', batch_size => 8)"
+            )
+        ]
+        assert held == order[:8]
+        got = [
+            r[0]
+            for r in c.execute(
+                "SELECT id FROM jobq_dequeue('b', job_types => '{x,y,z}', batch_size => 4)"
+            )
+        ]
+        assert got == order[8:12]
+        a.rollback()
+        # A gave its jobs back: they are first again.
+        again = [
+            r[0]
+            for r in c.execute(
+                "SELECT id FROM jobq_dequeue('c', job_types => '{x,y,z}', batch_size => 10)"
+            )
+        ]
+        assert again == order[:8] + order[12:14]
+
+
+def test_eight_threads_claiming_from_six_ranges_never_share_a_job_and_drain_them_all(
+    dsn: str,
+) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        enqueue(
+            c,
+            [
+                {"job_type": t, "queue": q, "priority": i % 5, "payload": {"n": i}}
+                for i in range(500)
+                for t in ("a", "b", "c")
+                for q in ("q1", "q2")
+            ],
+        )
+    claimed: list[uuid.UUID] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(8)
+    filters = [
+        {"job_types": ["a", "b", "c"], "queues": None},
+        {"job_types": None, "queues": ["q1", "q2"]},
+        {"job_types": None, "queues": None},
+        {"job_types": ["a", "b", "c"], "queues": ["q1", "q2"]},
+    ]
+
+    def drain(n: int) -> int:
+        done = 0
+        with psycopg.connect(dsn, autocommit=True) as c:
+            barrier.wait()
+            while True:
+                rows = c.execute(
+                    "SELECT id FROM jobq_dequeue(worker_id => %(w)s, job_types => %(t)s::text[],"
+                    " batch_size => 7, queues => %(q)s::text[])",
+                    {"w": f"w{n}", "t": filters[n % 4]["job_types"], "q": filters[n % 4]["queues"]},
+                ).fetchall()
+                if not rows:
+                    return done
+                with lock:
+                    claimed.extend(r[0] for r in rows)
+                row = c.execute(
+                    "SELECT jobq_complete_many(%s, %s)", ([r[0] for r in rows], f"w{n}")
+                ).fetchone()
+                assert row is not None
+                done += row[0]
+
+    with ThreadPoolExecutor(8) as pool:
+        completed = sum(pool.map(drain, range(8)))
+    assert len(claimed) == 3000
+    assert len(set(claimed)) == 3000, "a job was claimed twice"
+    assert completed == 3000
+
+
+def test_prune_in_batches_reads_the_indexes_of_finished_jobs_never_the_table(dsn: str) -> None:
+    """With generic plans and 20,000 unfinished jobs, each batch finds its rows through
+    jobq_jobs_succeeded_idx or jobq_jobs_failed_idx (auto_explain of the nested statements)."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(
+            """INSERT INTO jobq_jobs (job_type, status, attempts, finished_at)
+               SELECT 't', (ARRAY['succeeded', 'failed', 'dead_letter'])[1 + g % 3], 1,
+                      now() - interval '8 days' - g * interval '1 second'
+               FROM generate_series(1, 3000) AS g"""
+        )
+        c.execute("INSERT INTO jobq_jobs (job_type) SELECT 'p' FROM generate_series(1, 20000)")
+        c.execute("VACUUM ANALYZE jobq_jobs")
+        plans: list[str] = []
+        c.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
+        c.execute("LOAD 'auto_explain'")
+        for setting in (
+            "auto_explain.log_min_duration = 0",
+            "auto_explain.log_nested_statements = on",
+            "auto_explain.log_level = notice",
+            "plan_cache_mode = force_generic_plan",
+        ):
+            c.execute(f"SET {setting}")
+        total = 0
+        for _ in range(20):
+            row = c.execute(
+                "SELECT jobq_prune('7 days', '{succeeded,failed,dead_letter}', batch_size => 400)"
+            ).fetchone()
+            assert row is not None
+            total += row[0]
+            if row[0] < 400:
+                break
+        assert total == 3000
+        deletes = [p for p in plans if "DELETE FROM jobq_jobs" in p]
+        assert deletes, plans
+        for plan in deletes:
+            assert "Seq Scan" not in plan, plan
+            assert (
+                "jobq_jobs_succeeded_idx" in plan or "jobq_jobs_failed_idx" in plan
+            ), plan
+        assert c.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (20000,)
+
+
+def test_prune_skips_a_row_another_transaction_holds_and_takes_it_next_time(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c, psycopg.connect(dsn) as other:
+        c.execute(
+            """INSERT INTO jobq_jobs (job_type, status, attempts, finished_at)
+               SELECT 't' || g, 'succeeded', 1, now() - interval '8 days'
+               FROM generate_series(1, 5) AS g"""
+        )
+        other.execute("SELECT 1 FROM jobq_jobs WHERE job_type = 't3' FOR UPDATE")
+        c.execute("SET lock_timeout = '5s'")  # waiting would fail the test, not hang it
+        assert c.execute("SELECT jobq_prune('7 days', batch_size => 10)").fetchone() == (4,)
+        other.rollback()
+        assert c.execute("SELECT jobq_prune('7 days', batch_size => 10)").fetchone() == (1,)
+
+
+def test_queue_prune_deletes_in_batches_of_short_transactions_and_returns_the_total(
+    dsn: str,
+) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(
+            """INSERT INTO jobq_jobs (job_type, status, attempts, finished_at)
+               SELECT 't', 'succeeded', 1, now() - interval '8 days' - g * interval '1 second'
+               FROM generate_series(1, 2500) AS g"""
+        )
+        c.execute(
+            "INSERT INTO jobq_jobs (job_type, status, attempts, finished_at)"
+            " VALUES ('recent', 'succeeded', 1, now())"
+        )
+        # Which transaction deleted each job: a trigger of this test's own database.
+        c.execute("CREATE TABLE deleted_by (xid bigint, finished_at timestamptz)")
+        c.execute(
+            """CREATE FUNCTION note_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN
+                   INSERT INTO deleted_by VALUES (txid_current(), OLD.finished_at);
+                   RETURN OLD;
+               END $$"""
+        )
+        c.execute(
+            "CREATE TRIGGER note_delete AFTER DELETE ON jobq_jobs"
+            " FOR EACH ROW EXECUTE FUNCTION note_delete()"
+        )
+        with Queue(dsn) as q:
+            assert q.prune(batch_size=1000) == 2500
+            assert q.prune(batch_size=1000) == 0
+            with pytest.raises(ValueError, match="batch_size"):
+                q.prune(batch_size=0)
+            assert q.prune(older_than=0, batch_size=None) == 1
+        batches = c.execute(
+            "SELECT count(*), min(finished_at), max(finished_at) FROM deleted_by"
+            " GROUP BY xid ORDER BY min(xid)"
+        ).fetchall()
+        assert [b[0] for b in batches] == [1000, 1000, 500, 1], "one transaction per batch"
+        assert batches[0][2] < batches[1][1] and batches[1][2] < batches[2][1], "oldest first"
+        assert c.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
