@@ -7,7 +7,7 @@
 -- cancelled and is never claimed again; one that completes ends succeeded. Requeue and prune
 -- accept cancelled jobs.
 BEGIN;
-SELECT plan(40);
+SELECT plan(42);
 
 DELETE FROM jobq_jobs;
 
@@ -130,6 +130,17 @@ SELECT results_eq(
     'released with a request: cancelled (never started, attempt not counted), not pending'
 );
 
+-- release of orphans (a worker that lost a claim's reply): cancelled as well
+SELECT jobq_enqueue('c') AS orphan \gset
+SELECT id AS claimed_o FROM jobq_dequeue('w9') \gset
+SELECT status AS ignored FROM jobq_cancel(ARRAY[:'orphan']::uuid[]) \gset
+SELECT is(jobq_release_orphans('w9', '{}'), 1, 'jobq_release_orphans counts it');
+SELECT results_eq(
+    format($$SELECT status, attempts, finished_at, locked_by FROM jobq_jobs WHERE id = %L$$, :'orphan'),
+    $$VALUES ('cancelled'::text, 0, now(), NULL::text)$$,
+    'an orphan with a request: cancelled, not pending'
+);
+
 -- takeover of an expired claim: cancelled, recorded in errors, not claimed
 SELECT jobq_enqueue('c') AS stale \gset
 SELECT id AS claimed6 FROM jobq_dequeue('w1') \gset
@@ -158,7 +169,7 @@ SELECT results_eq(
     $$VALUES ('pending'::text, 0, NULL::timestamptz, NULL::timestamptz, NULL::text, 'stopped by request'::text)$$,
     'requeued: pending, attempts 0, the cancel request cleared, the error history kept'
 );
-SELECT is(jobq_requeue_dead_letters(job_type => 'c'), 7, 'jobq_requeue_dead_letters requeues every cancelled job');
+SELECT is(jobq_requeue_dead_letters(job_type => 'c'), 8, 'jobq_requeue_dead_letters requeues every cancelled job');
 SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'cancelled'), 0, 'none is left cancelled');
 SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'pending' AND cancel_requested_at IS NOT NULL), 0,
           'no pending job carries a request');
