@@ -350,6 +350,27 @@ COMMENT ON FUNCTION public.jobq__cron_parse(cron text) IS 'Private. Parses a fiv
 minutes, hours, days of month, months, days of week (Sunday 0), then 1/0 for a day-of-month
 and a day-of-week field starting with *. Errors: 22023 naming the field that is wrong.';
 
+CREATE FUNCTION public.jobq__event_channel(kind text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN pg_catalog.octet_length('jobq-' || kind || ':' || pg_catalog.current_schema()::text)
+            <= 63
+            THEN 'jobq-' || kind || ':' || pg_catalog.current_schema()::text
+        ELSE 'jobq-' || kind || '#' || pg_catalog.left(
+            pg_catalog.encode(
+                pg_catalog.sha224(pg_catalog.convert_to(pg_catalog.current_schema()::text, 'UTF8')),
+                'hex'
+            ),
+            63 - pg_catalog.octet_length('jobq-' || kind || '#')
+        )
+    END
+$$;
+
+COMMENT ON FUNCTION public.jobq__event_channel(kind text) IS 'Private. The NOTIFY channel of this installation for events of the given kind (done: an
+awaited job finished; cancel: a processing job got a cancel request): jobq-<kind>:<schema>, or
+jobq-<kind>#<hex SHA-224 of the schema name, cut to fit 63 bytes> for a long schema name.';
+
 CREATE FUNCTION public.jobq__job_argument_problem(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -412,6 +433,35 @@ COMMENT ON FUNCTION public.jobq__notify(queues text[]) IS 'Private. NOTIFY on th
 payload), or, for more than 100 queues, one with an empty payload that wakes every worker.
 Result: how many notifications were sent.';
 
+CREATE FUNCTION public.jobq__notify_events(kind text, payloads text[]) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_channel text;
+    v_distinct text[];
+BEGIN
+    IF coalesce(pg_catalog.cardinality(payloads), 0) = 0 THEN
+        RETURN 0;
+    END IF;
+    v_channel := jobq__event_channel(kind);
+    v_distinct := ARRAY(
+        SELECT DISTINCT p.payload FROM pg_catalog.unnest(payloads) AS p (payload)
+        WHERE p.payload IS NOT NULL
+    );
+    IF pg_catalog.cardinality(v_distinct) > 100 THEN
+        PERFORM pg_catalog.pg_notify(v_channel, '');
+        RETURN 1;
+    END IF;
+    PERFORM pg_catalog.pg_notify(v_channel, p.payload)
+    FROM pg_catalog.unnest(v_distinct) AS p (payload);
+    RETURN pg_catalog.cardinality(v_distinct);
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) IS 'Private. NOTIFY on this installation''s channel for events of kind (jobq__event_channel): one
+notification per distinct non-NULL payload, or, for more than 100, one with an empty payload
+that means "check everything". Result: how many notifications were sent.';
+
 CREATE FUNCTION public.jobq__statuses(finished boolean DEFAULT NULL::boolean) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -419,8 +469,8 @@ DECLARE
     -- pending waits (also between retries); processing is claimed.
     v_unfinished CONSTANT text[] := ARRAY['pending', 'processing'];
     -- succeeded is done; failed is a permanent failure the worker asked for; dead_letter has
-    -- used all its attempts.
-    v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter'];
+    -- used all its attempts; cancelled was cancelled (jobq_cancel).
+    v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'];
 BEGIN
     RETURN CASE jobq__statuses.finished
         WHEN TRUE THEN v_finished
@@ -583,21 +633,219 @@ COMMENT ON FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], q
 filters (NULL: all); writes only when its row is older than 5 seconds or the filters changed.
 Called by jobq_dequeue.';
 
-CREATE FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer) RETURNS boolean
+CREATE FUNCTION public.jobq_await(job_ids uuid[], timeout interval DEFAULT '00:00:30'::interval) RETURNS TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, finished_at timestamp with time zone, cancel_requested boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_deadline timestamptz;
+    v_pause double precision := 0.01::double precision;
+BEGIN
+    IF jobq_await.timeout IS NULL OR jobq_await.timeout < interval '0'
+       OR jobq_await.timeout > interval '5 minutes' THEN
+        RAISE EXCEPTION 'jobq_await: timeout must be between 0 and 5 minutes, got %',
+            coalesce(jobq_await.timeout::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Wait longer by calling it again, or LISTEN on the done channel.';
+    END IF;
+    IF pg_catalog.cardinality(jobq_await.job_ids) > 10000 THEN
+        RAISE EXCEPTION 'jobq_await: job_ids has % elements, at most 10000 are allowed',
+            pg_catalog.cardinality(jobq_await.job_ids)
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
+
+    IF jobq_await.timeout = interval '0' THEN
+        -- Only unfinished jobs not marked yet are written: a repeated call writes nothing.
+        UPDATE jobq_jobs AS j
+        SET awaited = TRUE
+        WHERE j.id = ANY (jobq_await.job_ids)
+          AND j.finished_at IS NULL
+          AND NOT j.awaited;
+    ELSIF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'jobq_await: cannot wait in a % transaction: it would see no commit made '
+                        'while it waits',
+            pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
+            USING ERRCODE = 'invalid_transaction_state',
+                  HINT = 'Call it in a READ COMMITTED transaction (the default), or with '
+                         'timeout => ''0'' to read the statuses once.';
+    END IF;
+
+    -- The deadline is on the wall clock: now() is the start of the transaction.
+    v_deadline := pg_catalog.clock_timestamp() + jobq_await.timeout;
+    LOOP
+        EXIT WHEN NOT EXISTS (
+            SELECT FROM jobq_jobs AS j
+            WHERE j.id = ANY (jobq_await.job_ids) AND j.finished_at IS NULL
+        );
+        EXIT WHEN pg_catalog.clock_timestamp() >= v_deadline;
+        PERFORM pg_catalog.pg_sleep(least(
+            v_pause,
+            extract(EPOCH FROM v_deadline - pg_catalog.clock_timestamp())::double precision
+        ));
+        v_pause := least(v_pause + v_pause, 0.5::double precision);
+    END LOOP;
+
+    RETURN QUERY
+    SELECT
+        j.id, j.status, j.attempts, j.result, j.last_error, j.finished_at,
+        j.cancel_requested_at IS NOT NULL
+    FROM jobq_jobs AS j
+    WHERE j.id = ANY (jobq_await.job_ids)
+    ORDER BY j.id;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_await(job_ids uuid[], timeout interval) IS 'Waits until every given job has finished (succeeded, failed, dead_letter, cancelled), or
+until the timeout has passed, and returns their statuses at that moment. It sees commits made
+while it waits (under READ COMMITTED it polls, each check a new statement with a new snapshot:
+every 10 ms at first, every 500 ms at most). With timeout 0 it returns at once and marks the
+unfinished jobs as awaited: their end is then announced by a NOTIFY on the done channel
+(jobq-done:<schema>, payload the job id) to a client that LISTENs there, as Queue.wait does;
+call it so in a transaction of its own. Cost: while it waits, its statement holds a snapshot,
+so VACUUM cannot remove rows that died after the wait began; prefer LISTEN for long waits. A
+job whose row the caller''s transaction has locked or enqueued cannot finish before that
+transaction ends: the wait then lasts until the timeout.
+Arguments: job_ids (the jobs; at most 10,000; unknown ids are left out and not waited for),
+timeout (0 to 5 minutes, default 30 seconds).
+Result: the rows of jobq_job_status (id, status, attempts, result, last_error, finished_at,
+cancel_requested), one per known id, in id order.
+Errors: 22023 timeout NULL, negative or over 5 minutes; 54000 more than 10,000 job_ids; 25000
+a timeout above 0 in a REPEATABLE READ or SERIALIZABLE transaction.';
+
+CREATE FUNCTION public.jobq_cancel(job_ids uuid[], reason text DEFAULT NULL::text) RETURNS TABLE(job_id uuid, status text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_reason text := pg_catalog.substr(jobq_cancel.reason, 1, 10000);
+    v_ended text[];
+    v_workers text[];
+BEGIN
+    IF pg_catalog.cardinality(jobq_cancel.job_ids) > 100000 THEN
+        RAISE EXCEPTION 'jobq_cancel: job_ids has % elements, at most 100000 are allowed',
+            pg_catalog.cardinality(jobq_cancel.job_ids)
+            USING ERRCODE = 'program_limit_exceeded',
+                  HINT = 'Cancel in several calls.';
+    END IF;
+
+    WITH locked AS MATERIALIZED (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.id = ANY (jobq_cancel.job_ids)
+          AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
+        ORDER BY j.id
+        FOR UPDATE
+    ),
+
+    changed AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
+            finished_at = CASE WHEN j.status = 'pending' THEN pg_catalog.now() END,
+            last_error = CASE
+                WHEN j.status = 'pending' THEN coalesce(v_reason, 'cancelled')
+                ELSE j.last_error
+            END,
+            cancel_requested_at = CASE
+                WHEN j.status = 'processing' THEN pg_catalog.now()
+            END,
+            cancel_reason = CASE WHEN j.status = 'processing' THEN v_reason END,
+            updated_at = pg_catalog.now()
+        FROM locked
+        WHERE j.id = locked.id
+          -- Locked rows were re-read: a job completed while we waited for its lock is finished.
+          AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
+        RETURNING j.id, j.status, j.locked_by, j.awaited
+    )
+
+    SELECT
+        pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled' AND c.awaited),
+        pg_catalog.array_agg(c.locked_by) FILTER (WHERE c.status = 'processing')
+    INTO v_ended, v_workers
+    FROM changed AS c;
+    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('cancel', v_workers);
+
+    RETURN QUERY
+    SELECT
+        j.id,
+        CASE
+            WHEN j.status = 'processing' AND j.cancel_requested_at IS NOT NULL
+                THEN 'cancel_requested'
+            ELSE j.status
+        END
+    FROM jobq_jobs AS j
+    WHERE j.id = ANY (jobq_cancel.job_ids)
+    ORDER BY j.id;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_cancel(job_ids uuid[], reason text) IS 'Cancels jobs. A pending job becomes cancelled at once (finished_at set, the reason as
+last_error). A processing job keeps running and gets cancel_requested_at (and the reason in
+cancel_reason); its worker is told by a NOTIFY on the cancel channel (payload: the worker id)
+and by jobq_cancel_requested(); if that attempt then fails, is released or is taken over, the
+job ends cancelled and never runs again; if it completes, it ends succeeded. A finished job, or
+a processing one already asked, is left alone.
+Arguments: job_ids (the jobs; at most 100,000), reason (why; cut to its first 10,000
+characters; NULL: last_error says cancelled).
+Result: one row per known id (unknown ids are left out), in id order: job_id and its status
+after the call: cancelled, cancel_requested (processing with a request), or the finished status
+it already had.
+Errors: 54000 job_ids with more than 100,000 elements.
+Concurrency: it locks the rows it changes in id order, waiting for concurrent claims and
+completions, then acts on what they left: a job claimed meanwhile gets a request, one completed
+meanwhile is left alone. A NOTIFY on the done channel for each job it cancelled that a client
+awaits.';
+
+CREATE FUNCTION public.jobq_cancel_requested(job_ids uuid[]) RETURNS SETOF uuid
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT j.id
+    FROM jobq_jobs AS j
+    WHERE j.id = ANY (jobq_cancel_requested.job_ids)
+      AND j.cancel_requested_at IS NOT NULL
+    ORDER BY j.id
+$$;
+
+COMMENT ON FUNCTION public.jobq_cancel_requested(job_ids uuid[]) IS 'Which of the given jobs have a cancel request (cancel_requested_at, set by jobq_cancel on a
+processing job). A worker asks it for the jobs it holds, in the statement of its heartbeat, and
+tells their handlers to stop.
+Arguments: job_ids (the jobs; NULL = none).
+Result: the ids of those with a request, in id order; unknown ids and jobs without a request
+are left out.
+Errors: none.';
+
+CREATE FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer, result jsonb DEFAULT NULL::jsonb) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_error text;
+    v_size integer;
+    v_limit integer;
+    v_awaited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete.worker_id);
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF jobq_complete.result IS NOT NULL THEN
+        v_size := pg_catalog.pg_column_size(jobq_complete.result);
+        SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+        IF v_size > v_limit THEN
+            RAISE EXCEPTION 'jobq_complete: result is % bytes, the limit is % bytes',
+                v_size, v_limit
+                USING ERRCODE = 'program_limit_exceeded',
+                      HINT = 'Store large results elsewhere and return a reference; an admin '
+                             'can change the limit with jobq_configure(max_payload_bytes => ...).';
+        END IF;
+    END IF;
 
     UPDATE jobq_jobs AS j
     SET
         status = 'succeeded',
+        result = jobq_complete.result,
         finished_at = pg_catalog.now(),
         locked_at = NULL,
         locked_by = NULL,
@@ -606,81 +854,138 @@ BEGIN
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_complete.job_id
       AND j.locked_by = jobq_complete.worker_id
-      AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt);
-    RETURN FOUND;
+      AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
+    RETURNING j.awaited INTO v_awaited;
+    IF v_awaited THEN
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
+    END IF;
+    RETURN v_awaited IS NOT NULL;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer) IS 'Marks the job succeeded while the worker still holds its claim.
+COMMENT ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer, result jsonb) IS 'Marks the job succeeded while the worker still holds its claim, and stores the handler''s
+result. A job with a cancel request that completes ends succeeded.
 Arguments: job_id (the job), worker_id (the worker that claimed it: non-blank, at most 200
 characters), attempt (NULL = any; else only the claim of that attempt counts, so that a claim
-that expired and was taken again, even by the same worker_id, is fenced off).
+that expired and was taken again, even by the same worker_id, is fenced off), result (any JSON
+value, at most max_payload_bytes; NULL stores none).
 Result: true if it completed the job; false otherwise (unknown job, not processing, claim
-taken over or of another attempt), and nothing changes then.
-Errors: 22023 worker_id NULL, blank or longer than 200 characters.
-Concurrency: the row lock orders it against a concurrent takeover; whichever commits first
-wins, and a taken-over claim can no longer complete.';
+taken over or of another attempt), and nothing changes then: no result is stored.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters; 54000 result larger than
+max_payload_bytes (nothing changes).
+Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
+first wins, and a taken-over claim can no longer complete. A NOTIFY on the installation''s done
+channel (payload: the job id) when a client awaits the job (jobq_await).';
 
-CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[]) RETURNS integer
+CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], results jsonb[] DEFAULT NULL::jsonb[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_done integer;
+    v_awaited text[];
     v_error text;
+    v_limit integer;
+    v_big record;
+    v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0);
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_complete_many: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jobq_complete_many.attempts IS NOT NULL
-       AND pg_catalog.cardinality(jobq_complete_many.attempts)
-           IS DISTINCT FROM pg_catalog.cardinality(jobq_complete_many.job_ids) THEN
+       AND pg_catalog.cardinality(jobq_complete_many.attempts) IS DISTINCT FROM v_count THEN
         RAISE EXCEPTION 'jobq_complete_many: attempts has % elements, job_ids has %',
-            pg_catalog.cardinality(jobq_complete_many.attempts),
-            coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0)
+            pg_catalog.cardinality(jobq_complete_many.attempts), v_count
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass one attempt per job id, in the same order, or NULL.';
     END IF;
+    IF jobq_complete_many.results IS NOT NULL THEN
+        IF pg_catalog.cardinality(jobq_complete_many.results) IS DISTINCT FROM v_count THEN
+            RAISE EXCEPTION 'jobq_complete_many: results has % elements, job_ids has %',
+                pg_catalog.cardinality(jobq_complete_many.results), v_count
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Pass one result (or NULL) per job id, in the same order, or NULL.';
+        END IF;
+        -- Sizes as jobq_complete (and jobq_enqueue) measure them, that of the jsonb value with
+        -- a 4-byte header. An array stores its elements of up to 127 bytes with a 1-byte
+        -- header, 3 bytes less: those are measured on a copy made outside the array.
+        SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+        SELECT r.ord, r.size INTO v_big
+        FROM (
+            SELECT
+                e.ord,
+                CASE
+                    WHEN pg_catalog.pg_column_size(e.result) <= 127
+                        THEN pg_catalog.pg_column_size(e.result::text::jsonb)
+                    ELSE pg_catalog.pg_column_size(e.result)
+                END AS size
+            FROM pg_catalog.unnest(jobq_complete_many.results) WITH ORDINALITY AS e (result, ord)
+        ) AS r
+        WHERE r.size > v_limit
+        ORDER BY r.ord
+        LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'jobq_complete_many: results[%] is % bytes, the limit is % bytes',
+                v_big.ord, v_big.size, v_limit
+                USING ERRCODE = 'program_limit_exceeded',
+                      HINT = 'Store large results elsewhere and return a reference; an admin '
+                             'can change the limit with jobq_configure(max_payload_bytes => ...).';
+        END IF;
+    END IF;
 
-    UPDATE jobq_jobs AS j
-    SET
-        status = 'succeeded',
-        finished_at = pg_catalog.now(),
-        locked_at = NULL,
-        locked_by = NULL,
-        updated_at = pg_catalog.now()
-    -- ROWS FROM (unnest, unnest) is what a two-array unnest() in FROM means; it is written out
-    -- because that shorthand exists only for the unqualified name.
-    FROM ROWS FROM (
-        pg_catalog.unnest(jobq_complete_many.job_ids),
-        pg_catalog.unnest(coalesce(
-            jobq_complete_many.attempts,
-            pg_catalog.array_fill(
-                NULL::integer,
-                ARRAY[coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0)]
-            )
-        ))
-    ) AS d (job_id, attempt)
-    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
-    WHERE j.id = d.job_id
-      AND j.locked_by = jobq_complete_many.worker_id
-      AND (d.attempt IS NULL OR j.attempts = d.attempt);
-    GET DIAGNOSTICS v_done = ROW_COUNT;
+    WITH done AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = 'succeeded',
+            result = d.result,
+            finished_at = pg_catalog.now(),
+            locked_at = NULL,
+            locked_by = NULL,
+            updated_at = pg_catalog.now()
+        -- ROWS FROM (unnest, unnest, unnest) is what a three-array unnest() in FROM means; it
+        -- is written out because that shorthand exists only for the unqualified name. It pads
+        -- a shorter function with NULLs: a NULL attempts or results (no row) means NULL for
+        -- every job, at no cost (their lengths were checked above).
+        FROM ROWS FROM (
+            pg_catalog.unnest(jobq_complete_many.job_ids),
+            pg_catalog.unnest(jobq_complete_many.attempts),
+            pg_catalog.unnest(jobq_complete_many.results)
+        ) AS d (job_id, attempt, result)
+        -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        WHERE j.id = d.job_id
+          AND j.locked_by = jobq_complete_many.worker_id
+          AND (d.attempt IS NULL OR j.attempts = d.attempt)
+        RETURNING j.id, j.awaited
+    )
+
+    SELECT
+        pg_catalog.count(*)::integer,
+        pg_catalog.array_agg(done.id::text) FILTER (WHERE done.awaited)
+    INTO v_done, v_awaited
+    FROM done;
+    IF v_awaited IS NOT NULL THEN
+        PERFORM jobq__notify_events('done', v_awaited);
+    END IF;
     RETURN v_done;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[]) IS 'Marks succeeded, in one statement, each of the jobs that the worker still holds.
+COMMENT ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[], results jsonb[]) IS 'Marks succeeded, in one statement, each of the jobs that the worker still holds, each with
+its result.
 Arguments: job_ids (the jobs), worker_id (the worker that claimed them: non-blank, at most 200
 characters), attempts (optional, an extension of the contract: one claim attempt per job id,
-same order; a job counts only while its claim is of that attempt; NULL = any).
+same order; a job counts only while its claim is of that attempt; NULL = any), results
+(optional: one result per job id, same order, any JSON value or NULL for none, at most
+max_payload_bytes each; a job not completed stores nothing).
 Result: how many jobs were completed; the others (not held, another attempt) are left alone.
-Errors: 22023 when attempts and job_ids differ in length, worker_id NULL, blank or longer
-than 200 characters.
+Errors: 22023 when attempts or results and job_ids differ in length, worker_id NULL, blank or
+longer than 200 characters; 54000 when a result is larger than max_payload_bytes (the message
+names its position; nothing changes).
 Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
-calls over the same jobs at once.';
+calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
+the installation''s done channel (payload: the job id) for each completed job a client awaits.';
 
 CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
@@ -728,7 +1033,12 @@ CREATE TABLE public.jobq_jobs (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
     scheduled boolean DEFAULT false NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    awaited boolean DEFAULT false NOT NULL,
     CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT jobq_jobs_cancel_check CHECK (((status <> 'pending'::text) OR ((cancel_requested_at IS NULL) AND (cancel_reason IS NULL)))),
     CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
     CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (public.jobq__statuses(finished => true))) = (finished_at IS NOT NULL))),
     CONSTRAINT jobq_jobs_max_attempts_check CHECK ((max_attempts >= 1)),
@@ -776,8 +1086,9 @@ COMMENT ON COLUMN public.jobq_jobs.idempotency_key IS 'Dedupe of one logical tas
 returns that job''s id (jobq_jobs_idempotency_key_key). NULL: no dedupe; NULLs never collide.';
 
 COMMENT ON COLUMN public.jobq_jobs.status IS 'pending: waits (also between retries); processing: claimed; succeeded: done; failed: a
-permanent failure the worker asked for (no retry); dead_letter: used all its attempts.
-succeeded, failed and dead_letter are finished. The names are those of jobq__statuses().';
+permanent failure the worker asked for (no retry); dead_letter: used all its attempts;
+cancelled: cancelled by jobq_cancel. succeeded, failed, dead_letter and cancelled are finished.
+The names are those of jobq__statuses().';
 
 COMMENT ON COLUMN public.jobq_jobs.priority IS 'Higher runs first: claims take jobs by priority (high first), then available_at, then id.
 -1000000 to 1000000, default 0.';
@@ -809,15 +1120,34 @@ COMMENT ON COLUMN public.jobq_jobs.created_at IS 'When the job was enqueued.';
 
 COMMENT ON COLUMN public.jobq_jobs.updated_at IS 'When a jobq function last changed the job (a heartbeat renews locked_at only).';
 
-COMMENT ON COLUMN public.jobq_jobs.finished_at IS 'When the job reached a finished status (succeeded, failed, dead_letter); NULL otherwise
-(jobq_jobs_finished_check). jobq_prune deletes jobs by its age.';
+COMMENT ON COLUMN public.jobq_jobs.finished_at IS 'When the job reached a finished status (succeeded, failed, dead_letter, cancelled); NULL
+otherwise (jobq_jobs_finished_check). jobq_prune deletes jobs by its age.';
 
 COMMENT ON COLUMN public.jobq_jobs.scheduled IS 'Internal to the claim: true while a pending job waits for an available_at that was in the
 future when it was enqueued or retried. Such jobs are left out of jobq_jobs_claim_idx; every
 claim first clears the flag of the jobs that have come due (jobq_jobs_scheduled_idx). Meaningful
 only while the job is pending.';
 
+COMMENT ON COLUMN public.jobq_jobs.result IS 'What the handler returned (any JSON value), stored by jobq_complete(result => ...) or
+jobq_complete_many(results => ...) when the job succeeded; NULL otherwise. At most
+max_payload_bytes (jobq_settings).';
+
+COMMENT ON COLUMN public.jobq_jobs.cancel_requested_at IS 'When jobq_cancel() asked a processing job to stop; NULL without a request. The job keeps
+running: one that then fails, is released or is taken over ends cancelled, one that completes
+ends succeeded. Workers learn of it through jobq_cancel_requested() (with their heartbeat) and a
+notification.';
+
+COMMENT ON COLUMN public.jobq_jobs.cancel_reason IS 'The reason given to jobq_cancel() for a processing job (cut to 10,000 characters), if any. A
+job cancelled while pending has its reason in last_error instead.';
+
+COMMENT ON COLUMN public.jobq_jobs.awaited IS 'True once a client asked to be notified of the job''s end (jobq_await with timeout 0): its
+completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel
+with the job id as payload. Jobs nobody waits for cost no notification.';
+
 COMMENT ON CONSTRAINT jobq_jobs_attempts_check ON public.jobq_jobs IS 'attempts is never negative (jobq_release gives an attempt back down to 0 at most).';
+
+COMMENT ON CONSTRAINT jobq_jobs_cancel_check ON public.jobq_jobs IS 'A pending job has no cancel request, so a job is never claimed again after its cancel took
+effect.';
 
 COMMENT ON CONSTRAINT jobq_jobs_claim_check ON public.jobq_jobs IS 'A claim (locked_at and locked_by) exists exactly while the job is processing. The fenced
 functions rely on it: they find a claim by id and locked_by = worker_id alone, which implies
@@ -847,6 +1177,7 @@ DECLARE
     v_ids uuid[];
     v_got jobq_jobs[];
     v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
+    v_ended text[];
     v_error text;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
@@ -889,11 +1220,12 @@ BEGIN
     WHERE j.id = ANY (ARRAY(SELECT due.id FROM due));
 
     -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
-    --    Each is recorded in errors (which worker lost it). One that has attempts left goes
-    --    back to pending with its original available_at, so that step 3 ranks it like any
-    --    other pending job; one that has used all its attempts is not run again: dead_letter.
-    --    The index jobq_jobs_locked_idx makes this a short range scan that finds nothing in
-    --    the common case.
+    --    Each is recorded in errors (which worker lost it). One with a cancel request is not
+    --    run again: cancelled. One that has attempts left goes back to pending with its
+    --    original available_at, so that step 3 ranks it like any other pending job; one that
+    --    has used all its attempts is not run again: dead_letter. The index
+    --    jobq_jobs_locked_idx makes this a short range scan that finds nothing in the common
+    --    case; the jobs that ended and that a client awaits are announced on the done channel.
     WITH stale AS MATERIALIZED (
         SELECT j.id
         FROM jobq_jobs AS j
@@ -905,35 +1237,52 @@ BEGIN
         ORDER BY j.locked_at
         LIMIT jobq_dequeue.batch_size
         FOR UPDATE SKIP LOCKED
-    )
+    ),
 
-    UPDATE jobq_jobs AS j
-    SET
-        status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead_letter' ELSE 'pending' END,
-        -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
-        -- before that bound existed must not make its takeover fail for its size.
-        last_error = pg_catalog.format(
-            'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-            pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-            jobq_dequeue.lock_timeout
-        ),
-        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-            'attempt', j.attempts,
-            'at', pg_catalog.now(),
-            'worker', pg_catalog.substr(j.locked_by, 1, 200),
-            'error', pg_catalog.format(
+    taken AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = CASE
+                WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
+                ELSE 'pending'
+            END,
+            -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
+            -- before that bound existed must not make its takeover fail for its size.
+            last_error = pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
                 jobq_dequeue.lock_timeout
             ),
-            'kind', 'lock_expired'
-        )),
-        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN pg_catalog.now() END,
-        scheduled = FALSE,
-        locked_at = NULL,
-        locked_by = NULL,
-        updated_at = pg_catalog.now()
-    WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale));
+            errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
+                'attempt', j.attempts,
+                'at', pg_catalog.now(),
+                'worker', pg_catalog.substr(j.locked_by, 1, 200),
+                'error', pg_catalog.format(
+                    'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                    pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                    jobq_dequeue.lock_timeout
+                ),
+                'kind', 'lock_expired'
+            )),
+            finished_at = CASE
+                WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts
+                    THEN pg_catalog.now()
+            END,
+            scheduled = FALSE,
+            locked_at = NULL,
+            locked_by = NULL,
+            updated_at = pg_catalog.now()
+        WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale))
+        RETURNING j.id, j.status, j.awaited
+    )
+
+    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
+    INTO v_ended
+    FROM taken AS t;
+    IF v_ended IS NOT NULL THEN
+        PERFORM jobq__notify_events('done', v_ended);
+    END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair. With both
     --    filters they are known; otherwise the pairs that have pending jobs are found in the
@@ -1135,9 +1484,9 @@ COMMENT ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_
 now, locked_by the worker, attempts + 1. Candidates: pending jobs whose available_at has
 come, and processing jobs whose lock is older than lock_timeout (their worker is presumed
 dead): such a takeover is recorded in errors (kind lock_expired, the worker that lost it),
-and a stale job with no attempts left goes to dead_letter instead of running again. Each
-call also records the worker''s filters in jobq_workers (written at most every 5 seconds per
-worker), for jobq_unserved_job_types.
+and a stale job with a cancel request (jobq_cancel) goes to cancelled, one with no attempts
+left to dead_letter, instead of running again. Each call also records the worker''s filters in
+jobq_workers (written at most every 5 seconds per worker), for jobq_unserved_job_types.
 Cost: each call first promotes up to 1,000 scheduled jobs that have come due (one index probe
 when none has), then reads only the (job_type, queue) ranges of jobq_jobs_claim_idx that its
 filters select, plus one probe per pair with pending jobs to find them; finished jobs, jobs of
@@ -1153,7 +1502,8 @@ Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size ou
 lock_timeout <= 0.
 Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
 same job, one call never locks or claims more than batch_size pending rows, and it never comes
-back short while jobs it could claim are waiting unlocked.';
+back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
+awaits sends a NOTIFY on the done channel (payload: the job id).';
 
 CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1561,6 +1911,7 @@ DECLARE
     v_available_at timestamptz;
     v_error text;
     v_error_text text;
+    v_awaited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail.worker_id);
     IF v_error IS NOT NULL THEN
@@ -1583,21 +1934,24 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = CASE
+            WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
             WHEN NOT jobq_fail.retry THEN 'failed'
             WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
             ELSE 'pending'
         END,
         available_at = CASE
-            WHEN jobq_fail.retry AND j.attempts < j.max_attempts
+            WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
                 THEN pg_catalog.now() + jobq__backoff(j.attempts, jobq_fail.backoff)
             ELSE j.available_at
         END,
         finished_at = CASE
-            WHEN jobq_fail.retry AND j.attempts < j.max_attempts THEN NULL
+            WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
+                THEN NULL
             ELSE pg_catalog.now()
         END,
         -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
-        scheduled = jobq_fail.retry AND j.attempts < j.max_attempts
+        scheduled = j.cancel_requested_at IS NULL AND jobq_fail.retry
+            AND j.attempts < j.max_attempts
             AND jobq__backoff(j.attempts, jobq_fail.backoff) > interval '0',
         last_error = v_error_text,
         errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
@@ -1614,9 +1968,12 @@ BEGIN
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
-    RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
+    RETURNING j.status, j.queue, j.available_at, j.awaited
+    INTO v_status, v_queue, v_available_at, v_awaited;
     IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
+    ELSIF v_awaited AND v_status <> 'pending' THEN
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
     END IF;
     RETURN v_status;
 END;
@@ -1624,9 +1981,10 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean, backoff interval, attempt integer) IS 'Records a failed attempt of a job while the worker holds its claim: last_error, and one
 object {attempt, at, worker, error} appended to errors (error cut to its first 10,000
-characters; errors keeps the 50 most recent entries). With retry and attempts left: pending
-again, available after attempts × backoff (arithmetic, capped at 365 days). With no attempts
-left: dead_letter. With retry => false: failed.
+characters; errors keeps the 50 most recent entries). A job with a cancel request (jobq_cancel)
+ends cancelled, whatever retry and the attempts left say, and is never run again. Otherwise,
+with retry and attempts left: pending again, available after attempts × backoff (arithmetic,
+capped at 365 days); with no attempts left: dead_letter; with retry => false: failed.
 Arguments: job_id (the job), worker_id (the worker that claimed it: non-blank, at most 200
 characters), error (the error text; NULL is stored as an empty text), retry (false: a
 permanent failure), backoff (>= 0, the delay per attempt), attempt (NULL = any; else only the
@@ -1634,8 +1992,9 @@ claim of that attempt counts).
 Result: the new status, or NULL when the claim is not held (nothing changes then).
 Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or longer than 200
 characters.
-Concurrency: the row lock orders it against a concurrent takeover, as jobq_complete. A NOTIFY
-on the installation''s channel when the job is available again at once (backoff 0).';
+Concurrency: the row lock orders it against a concurrent takeover or cancel, as jobq_complete.
+A NOTIFY on the installation''s channel when the job is available again at once (backoff 0),
+and on its done channel (payload: the job id) when the job ended and a client awaits it.';
 
 CREATE FUNCTION public.jobq_fail_many(job_ids uuid[], worker_id text, errors text[], retries boolean[] DEFAULT NULL::boolean[], backoffs interval[] DEFAULT NULL::interval[], attempts integer[] DEFAULT NULL::integer[]) RETURNS TABLE(ord integer, job_id uuid, status text)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1648,6 +2007,7 @@ DECLARE
     v_ords bigint[];
     v_statuses text[];
     v_wake text[];
+    v_ended text[];
     v_error text;
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail_many.worker_id);
@@ -1739,17 +2099,19 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = CASE
+                WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
                 WHEN NOT d.retry THEN 'failed'
                 WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
                 ELSE 'pending'
             END,
             available_at = CASE
-                WHEN d.retry AND j.attempts < j.max_attempts
+                WHEN j.cancel_requested_at IS NULL AND d.retry AND j.attempts < j.max_attempts
                     THEN pg_catalog.now() + jobq__backoff(j.attempts, d.backoff)
                 ELSE j.available_at
             END,
             finished_at = CASE
-                WHEN d.retry AND j.attempts < j.max_attempts THEN NULL
+                WHEN j.cancel_requested_at IS NULL AND d.retry AND j.attempts < j.max_attempts
+                    THEN NULL
                 ELSE pg_catalog.now()
             END,
             last_error = d.error,
@@ -1766,7 +2128,7 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_fail_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING d.i, j.status, j.queue, j.available_at
+        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.awaited
     )
 
     SELECT
@@ -1774,12 +2136,14 @@ BEGIN
         pg_catalog.array_agg(x.status),
         pg_catalog.array_agg(DISTINCT x.queue) FILTER (
             WHERE x.status = 'pending' AND x.available_at <= pg_catalog.now()
-        )
-    INTO v_ords, v_statuses, v_wake
+        ),
+        pg_catalog.array_agg(x.id::text) FILTER (WHERE x.awaited AND x.status <> 'pending')
+    INTO v_ords, v_statuses, v_wake, v_ended
     FROM failed AS x;
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
+    PERFORM jobq__notify_events('done', v_ended);
 
     RETURN QUERY
     SELECT e.i::integer, e.job_id, r.status
@@ -1801,14 +2165,15 @@ empty text, each cut to its first 10,000 characters), retries (one flag per
 job; NULL = all true), backoffs (one interval >= 0 per job; NULL = all 10 seconds), attempts
 (one claim attempt per job; NULL = any, and a NULL element does not fence its job).
 Result: one row per element of job_ids, in their order: ord (from 1), job_id, and status, the
-new status (pending, dead_letter or failed) or NULL when the claim is not held (nothing changes
-for that job).
+new status (pending, dead_letter, failed, or cancelled for a job with a cancel request) or NULL
+when the claim is not held (nothing changes for that job).
 Errors: 22023 for worker_id NULL, blank or longer than 200 characters, a NULL errors array,
 when errors, retries, backoffs or attempts differ in length from job_ids, or for a NULL retry
 or a NULL or negative backoff (naming the element); nothing changes then.
 Concurrency: as jobq_fail, job by job. It waits for the rows it changes: do not send two calls
-over the same jobs at once. One NOTIFY on the installation''s channel per queue that got a job
-back available now (one that wakes every worker beyond 100 queues).';
+over the same jobs at once; send them in id order, as jobq_cancel locks them. One NOTIFY on the
+installation''s channel per queue that got a job back available now (one that wakes every
+worker beyond 100 queues), and one on the done channel per ended job that a client awaits.';
 
 CREATE FUNCTION public.jobq_get_job(job_id uuid) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -1877,6 +2242,18 @@ BEGIN
                           pg_catalog.count(*), stuck_after)
     FROM jobq_jobs AS j
     WHERE j.status = 'processing' AND j.locked_at < pg_catalog.now() - stuck_after;
+
+    -- Jobs still running stuck_after after jobq_cancel asked them to stop: their handler does
+    -- not look at the request (job.cancel_requested() in Python), or cannot stop.
+    RETURN QUERY
+    SELECT
+        'unheeded_cancels'::text, NULL::text,
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        pg_catalog.format('%s job(s) still processing more than %s after a cancel request',
+                          pg_catalog.count(*), stuck_after)
+    FROM jobq_jobs AS j
+    WHERE j.status = 'processing' AND j.cancel_requested_at < pg_catalog.now() - stuck_after;
 
     -- Per queue: how long the oldest job available now has waited.
     RETURN QUERY
@@ -2068,7 +2445,8 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) IS 'Admin and monitor. Health findings of this queue, one row per check (and per queue for
 oldest_pending_age, per queue and job type for unserved_job_types). Checks: stuck_processing
-(locks older than stuck_after), oldest_pending_age (per queue, against max_pending_age),
+(locks older than stuck_after), unheeded_cancels (processing jobs whose cancel request is older
+than stuck_after), oldest_pending_age (per queue, against max_pending_age),
 unserved_job_types (available jobs of a queue and job type that no worker claimed within
 max_pending_age: see jobq_unserved_job_types), dead_letters, dead_tuples of jobq_jobs with
 its last (auto)vacuum, idle_in_transaction and oldest_transaction (against
@@ -2076,9 +2454,10 @@ max_transaction_age: such sessions stop VACUUM from cleaning the queue), schema_
 schema belongs to another role than jobq''s owner, not a superuser) and schema_create (other
 roles, or PUBLIC, may CREATE in the schema: they could plant objects there). See
 docs/operations.md for what to do about each.
-Arguments: stuck_after (a claim older than this is stuck), max_pending_age (the oldest
-pending job may wait this long; also how recently a worker must have asked for a job type),
-max_transaction_age (the longest transaction or idle session tolerated).
+Arguments: stuck_after (a claim older than this is stuck; so is a cancel request older than
+this that its job has not heeded), max_pending_age (the oldest pending job may wait this long;
+also how recently a worker must have asked for a job type), max_transaction_age (the longest
+transaction or idle session tolerated).
 Result: rows (check_name, queue, severity ok or warning, value a number, detail a sentence).
 Errors: 22023 a NULL or non-positive interval.';
 
@@ -2116,7 +2495,8 @@ $$;
 COMMENT ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) IS 'Renews locked_at (to now) of the jobs that the worker still holds, so that a long job of a
 live worker is never taken over. Never waits: a held job whose row another transaction has
 locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
-this time.
+this time. A worker learns of cancel requests in the same statement with
+jobq_cancel_requested(job_ids).
 Arguments: worker_id (the worker that claimed them: non-blank, at most 200 characters),
 job_ids (the jobs).
 Result: how many claims were renewed; a smaller number than asked means some claims are lost
@@ -2124,6 +2504,27 @@ or were being acknowledged at that moment.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.
 Concurrency: it cannot deadlock with the same worker''s jobq_complete_many, jobq_fail_many or
 jobq_release on another connection (it skips the rows they hold).';
+
+CREATE FUNCTION public.jobq_job_status(job_ids uuid[]) RETURNS TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, finished_at timestamp with time zone, cancel_requested boolean)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT
+        j.id, j.status, j.attempts, j.result, j.last_error, j.finished_at,
+        j.cancel_requested_at IS NOT NULL
+    FROM jobq_jobs AS j
+    WHERE j.id = ANY (jobq_job_status.job_ids)
+    ORDER BY j.id
+$$;
+
+COMMENT ON FUNCTION public.jobq_job_status(job_ids uuid[]) IS 'How the given jobs stand, without their payloads: for producers that want to know how
+their jobs ended, and for monitors.
+Arguments: job_ids (the jobs; NULL = none).
+Result: one row per known id (unknown ids are left out), in id order: id, status, attempts,
+result (what the handler returned, for a succeeded job), last_error, finished_at (NULL while
+unfinished), cancel_requested (true when jobq_cancel asked the job to stop while it was
+processing; false, never NULL, otherwise).
+Errors: none.';
 
 CREATE FUNCTION public.jobq_list_jobs(statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -2228,11 +2629,13 @@ BEGIN
             DELETE FROM jobq_jobs AS j
             USING doomed
             WHERE j.id = doomed.id;
-        ELSIF v_status IN ('failed', 'dead_letter') THEN
+        ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
+            -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status is a
+            -- parameter) can use that index.
             WITH doomed AS MATERIALIZED (
                 SELECT j.id
                 FROM jobq_jobs AS j
-                WHERE j.status IN ('failed', 'dead_letter')
+                WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
                   AND j.status = v_status
                   AND j.finished_at < v_before
                 ORDER BY j.finished_at
@@ -2267,7 +2670,7 @@ $$;
 COMMENT ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) IS 'Deletes finished jobs that finished long enough ago, the oldest first, all at once or in
 batches (each call then a short transaction: loop until a call deletes fewer than batch_size).
 Arguments: older_than (>= 0: jobs whose finished_at is older than this), statuses (finished
-statuses only: succeeded, failed, dead_letter; default succeeded), batch_size (at most that
+statuses only: succeeded, failed, dead_letter, cancelled; default succeeded), batch_size (at most that
 many per call; NULL, the default: all of them in one statement).
 Result: how many jobs were deleted.
 Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty
@@ -2281,6 +2684,7 @@ CREATE FUNCTION public.jobq_release(job_ids uuid[], worker_id text) RETURNS inte
     AS $$
 DECLARE
     v_released integer;
+    v_ended text[];
     v_error text;
 BEGIN
     v_error := jobq__worker_id_error(jobq_release.worker_id);
@@ -2288,20 +2692,32 @@ BEGIN
         RAISE EXCEPTION 'jobq_release: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    UPDATE jobq_jobs AS j
-    SET
-        status = 'pending',
-        available_at = pg_catalog.now(),
-        attempts = greatest(j.attempts - 1, 0),
-        scheduled = FALSE,
-        locked_at = NULL,
-        locked_by = NULL,
-        updated_at = pg_catalog.now()
-    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
-    WHERE j.id = ANY (jobq_release.job_ids)
-      AND j.locked_by = jobq_release.worker_id;
-    GET DIAGNOSTICS v_released = ROW_COUNT;
+    WITH released AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+            available_at = pg_catalog.now(),
+            attempts = greatest(j.attempts - 1, 0),
+            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN pg_catalog.now() END,
+            scheduled = FALSE,
+            locked_at = NULL,
+            locked_by = NULL,
+            updated_at = pg_catalog.now()
+        -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        WHERE j.id = ANY (jobq_release.job_ids)
+          AND j.locked_by = jobq_release.worker_id
+        RETURNING j.id, j.status, j.awaited
+    )
+
+    SELECT
+        pg_catalog.count(*)::integer,
+        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
+    INTO v_released, v_ended
+    FROM released AS r;
+    IF v_ended IS NOT NULL THEN
+        PERFORM jobq__notify_events('done', v_ended);
+    END IF;
     IF v_released > 0 THEN
         PERFORM jobq__notify(ARRAY(
             SELECT DISTINCT j.queue FROM jobq_jobs AS j WHERE j.id = ANY (jobq_release.job_ids)
@@ -2313,12 +2729,15 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) IS 'Gives back jobs that the worker claimed but never started (a worker shutting down with
 prefetched jobs): pending, available now, attempts - 1 (the claim is not counted), claim
-cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel).
-Jobs it does not hold are left alone.
+cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel). A
+job with a cancel request (jobq_cancel) becomes cancelled instead (attempts - 1 as well) and is
+never run again. Jobs it does not hold are left alone.
 Arguments: job_ids (the jobs), worker_id (the worker that claimed them: non-blank, at most
 200 characters).
-Result: how many jobs were released.
-Errors: 22023 worker_id NULL, blank or longer than 200 characters.';
+Result: how many jobs were released (cancelled ones included).
+Errors: 22023 worker_id NULL, blank or longer than 200 characters.
+Concurrency: it waits for the rows it changes, as jobq_complete_many. A NOTIFY on the done
+channel (payload: the job id) for each job it cancelled that a client awaits.';
 
 CREATE FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2327,6 +2746,7 @@ CREATE FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) RETU
 DECLARE
     v_released integer;
     v_queues text[];
+    v_ended text[];
     v_error text;
 BEGIN
     v_error := jobq__worker_id_error(jobq_release_orphans.worker_id);
@@ -2353,21 +2773,27 @@ BEGIN
     released AS (
         UPDATE jobq_jobs AS j
         SET
-            status = 'pending',
+            -- A job with a cancel request is not given back but cancelled (as jobq_release).
+            status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
             available_at = pg_catalog.now(),
             attempts = greatest(j.attempts - 1, 0),
+            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN pg_catalog.now() END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
             updated_at = pg_catalog.now()
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
-        RETURNING j.queue
+        RETURNING j.id, j.queue, j.status, j.awaited
     )
 
-    SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
-    INTO v_released, v_queues
+    SELECT
+        pg_catalog.count(*)::integer,
+        pg_catalog.array_agg(DISTINCT r.queue) FILTER (WHERE r.status = 'pending'),
+        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
+    INTO v_released, v_queues, v_ended
     FROM released AS r;
     PERFORM jobq__notify(v_queues);
+    PERFORM jobq__notify_events('done', v_ended);
     RETURN v_released;
 END;
 $$;
@@ -2377,9 +2803,10 @@ for a worker that reconnects after a claim whose reply was lost (the claim commi
 worker never saw its jobs), so that those jobs run again at once instead of after
 lock_timeout. Released as jobq_release does: pending, available now, attempts - 1, claim
 cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel).
+A job with a cancel request (jobq_cancel) becomes cancelled instead and is never run again.
 Arguments: worker_id (non-blank; must be unique per worker process), job_ids (every job the
 worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
-Result: how many jobs were released.
+Result: how many jobs were released (cancelled ones included).
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; NULL job_ids.
 Concurrency: skips rows locked by another transaction (never waits). Call it only while no
 claim of this worker is in flight: the jobs of a claim not yet returned would be released.';
@@ -2400,9 +2827,12 @@ BEGIN
         locked_at = NULL,
         locked_by = NULL,
         finished_at = NULL,
+        cancel_requested_at = NULL,
+        cancel_reason = NULL,
+        awaited = FALSE,
         updated_at = pg_catalog.now()
     WHERE j.id = jobq_requeue_dead_letter.job_id
-      AND j.status IN ('dead_letter', 'failed')
+      AND j.status IN ('dead_letter', 'failed', 'cancelled')
     RETURNING j.queue INTO v_queue;
     IF v_queue IS NULL THEN
         RETURN false;
@@ -2412,9 +2842,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) IS 'Makes a dead_letter or failed job pending again: available now, attempts 0, claim
-cleared, error history (last_error, errors) kept; wakes a worker (a NOTIFY on the
-installation''s channel).
+COMMENT ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) IS 'Makes a dead_letter, failed or cancelled job pending again: available now, attempts 0,
+claim and cancel request cleared, error history (last_error, errors) kept; wakes a worker (a
+NOTIFY on the installation''s channel).
 Arguments: job_id (the job).
 Result: true if it did; false for any other status or an unknown id (nothing changes then).
 Errors: none.';
@@ -2437,8 +2867,11 @@ BEGIN
             locked_at = NULL,
             locked_by = NULL,
             finished_at = NULL,
+            cancel_requested_at = NULL,
+            cancel_reason = NULL,
+            awaited = FALSE,
             updated_at = pg_catalog.now()
-        WHERE j.status IN ('dead_letter', 'failed')
+        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
           AND (jobq_requeue_dead_letters.job_type IS NULL
                OR j.job_type = jobq_requeue_dead_letters.job_type)
           AND (jobq_requeue_dead_letters.queue IS NULL
@@ -2454,8 +2887,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) IS 'Makes every dead_letter or failed job pending again, as jobq_requeue_dead_letter does,
-in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
+COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) IS 'Makes every dead_letter, failed or cancelled job pending again, as jobq_requeue_dead_letter
+does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
 back (a single one that wakes every worker when more than 100 queues did).
 Arguments: job_type (NULL = any), queue (NULL = any).
 Result: how many jobs were requeued.
@@ -2853,12 +3286,10 @@ COMMENT ON INDEX public.jobq_jobs_claim_idx IS 'The claim: pending jobs availabl
 each in claim order (priority DESC, available_at, id). jobq_dequeue reads the ranges its
 filters select, and merges them when there are several.';
 
-CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY['failed'::text, 'dead_letter'::text]));
+CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY['failed'::text, 'dead_letter'::text, 'cancelled'::text]));
 
-COMMENT ON INDEX public.jobq_jobs_failed_idx IS 'Failed and dead-letter jobs, for operators: listing, health, requeue, and jobq_prune, which
-reads them from here, the oldest first. Succeeded jobs have an index of their own,
-jobq_jobs_succeeded_idx, so that a completion, the most frequent write of a queue, adds one
-entry at its end rather than one here.';
+COMMENT ON INDEX public.jobq_jobs_failed_idx IS 'Failed, dead_letter and cancelled jobs by finished_at, for operators (listing, health, requeue,
+prune). Succeeded jobs are left out, so that a completion writes no entry here.';
 
 CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
@@ -2909,9 +3340,13 @@ REVOKE ALL ON FUNCTION public.jobq__cron_next(masks bigint[], timezone text, aft
 
 REVOKE ALL ON FUNCTION public.jobq__cron_parse(cron text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__event_channel(kind text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__job_argument_problem(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__statuses(finished boolean) FROM PUBLIC;
 
@@ -2923,9 +3358,15 @@ REVOKE ALL ON FUNCTION public.jobq__worker_id_error(worker_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], queues text[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_await(job_ids uuid[], timeout interval) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_cancel(job_ids uuid[], reason text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_cancel_requested(job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer, result jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[], results jsonb[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer) FROM PUBLIC;
 
@@ -2944,6 +3385,8 @@ REVOKE ALL ON FUNCTION public.jobq_get_job(job_id uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_job_status(job_ids uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 

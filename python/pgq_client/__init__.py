@@ -11,6 +11,8 @@ from .errors import (
     ConnectionFailed,
     IncompatibleSchema,
     InvalidArgument,
+    JobFailed,
+    JobNotFound,
     JobqError,
     NotMigrated,
     NullValue,
@@ -20,7 +22,7 @@ from .errors import (
     Retry,
     SerializationFailure,
 )
-from .models import Fire, Job, Schedule, StatsRow
+from .models import Fire, Job, JobStatus, Schedule, StatsRow
 from .queue import Queue
 from .worker import Worker
 
@@ -31,6 +33,9 @@ __all__ = [
     "IncompatibleSchema",
     "InvalidArgument",
     "Job",
+    "JobFailed",
+    "JobNotFound",
+    "JobStatus",
     "JobqError",
     "NotMigrated",
     "NullValue",

@@ -8,36 +8,55 @@ its calls on a psycopg ``Connection`` and ``AsyncQueue`` on an ``AsyncConnection
 of rows (and of errors an operation rewords) are the same code for both.
 
 An operation may yield several calls (``prune`` in batches); an error of a call is thrown into
-the generator, which may reword it or let it through.
+the generator, which may reword it or let it through. ``wait`` also yields :class:`Pause`: the
+executor then waits for a notification on its listening connection (or sleeps).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 from psycopg import sql
-from psycopg.rows import BaseRowFactory, dict_row, scalar_row
+from psycopg.rows import BaseRowFactory, dict_row, scalar_row, tuple_row
 
 from ._sql import Statements
-from .errors import InvalidArgument, JobqError, NotMigrated
-from .models import Fire, HealthRow, Job, Schedule, StatsRow, UnservedJobType, job_row
+from .errors import InvalidArgument, JobFailed, JobNotFound, JobqError, NotMigrated
+from .models import (
+    Fire,
+    HealthRow,
+    Job,
+    JobStatus,
+    Schedule,
+    StatsRow,
+    UnservedJobType,
+    job_row,
+)
 
 __all__ = [
+    "WAIT_POLL_INTERVAL",
     "Call",
     "Op",
+    "Pause",
     "adrive",
     "check_aware",
     "check_text",
     "drive",
     "dump_json",
+    "dump_result",
     "interval",
+    "job_ids_of",
 ]
+
+# Queue.wait: seconds between two looks at the jobs when no notification came (a notification
+# lost with a connection, a job pruned meanwhile), unless the caller says otherwise.
+WAIT_POLL_INTERVAL = 1.0
 
 T = TypeVar("T")
 
@@ -57,37 +76,71 @@ class Call:
     retry_serialization: bool = False
 
 
-Op = Generator[Call, list[Any], T]
-"""An operation: yields calls, is sent each call's rows, returns the method's result."""
+@dataclass(frozen=True)
+class Pause:
+    """Wait up to ``seconds`` for the notification that one of the ``unfinished`` jobs (ids as
+    text) finished, on the executor's listening connection; without one, sleep. The operation
+    is sent no rows (an empty list) after it."""
+
+    seconds: float
+    unfinished: frozenset[str]
 
 
-def drive(op: Op[T], run: Callable[[Call], list[Any]]) -> T:
-    """Run ``op`` to its result, each call with ``run`` (the synchronous executor)."""
+Op = Generator["Call | Pause", list[Any], T]
+"""An operation: yields calls (and pauses), is sent each call's rows, returns the method's
+result."""
+
+
+def _no_pause(pause: Pause) -> None:
+    raise AssertionError(f"this operation does not pause: {pause}")  # pragma: no cover
+
+
+async def _no_apause(pause: Pause) -> None:
+    raise AssertionError(f"this operation does not pause: {pause}")  # pragma: no cover
+
+
+def drive(
+    op: Op[T], run: Callable[[Call], list[Any]], pause: Callable[[Pause], None] = _no_pause
+) -> T:
+    """Run ``op`` to its result, each call with ``run`` and each pause with ``pause`` (the
+    synchronous executor)."""
     try:
-        call = next(op)
+        step = next(op)
         while True:
+            if isinstance(step, Pause):
+                pause(step)
+                step = op.send([])
+                continue
             try:
-                rows = run(call)
+                rows = run(step)
             except JobqError as exc:
-                call = op.throw(exc)
+                step = op.throw(exc)
             else:
-                call = op.send(rows)
+                step = op.send(rows)
     except StopIteration as done:
         result: T = done.value
         return result
 
 
-async def adrive(op: Op[T], run: Callable[[Call], Awaitable[list[Any]]]) -> T:
-    """Run ``op`` to its result, each call awaited with ``run`` (the asyncio executor)."""
+async def adrive(
+    op: Op[T],
+    run: Callable[[Call], Awaitable[list[Any]]],
+    pause: Callable[[Pause], Awaitable[None]] = _no_apause,
+) -> T:
+    """Run ``op`` to its result, each call and pause awaited (the asyncio executor)."""
     try:
-        call = next(op)
+        step = next(op)
         while True:
+            if isinstance(step, Pause):
+                await pause(step)
+                step = op.send([])
+                continue
             try:
-                rows = await run(call)
+                rows = await run(step)
             except JobqError as exc:
-                call = op.throw(exc)
+                step = op.throw(exc)
             else:
-                call = op.send(rows)
+                step = op.send(rows)
     except StopIteration as done:
         result: T = done.value
         return result
@@ -149,6 +202,45 @@ def interval(value: timedelta | float | int, name: str) -> timedelta:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a timedelta or a number of seconds, got {value!r}")
     return timedelta(seconds=value)
+
+
+def dump_result(value: Any) -> str | None:
+    """A handler's return value as JSON text for ``jobq_complete(result => ...)``; None stores
+    none. Refused with TypeError/ValueError when it is not JSON (NaN, a set, an object, a NUL
+    or a lone surrogate in a string)."""
+    return None if value is None else dump_json(value, "the result")
+
+
+def job_ids_of(value: uuid.UUID | str | Iterable[uuid.UUID | str], name: str) -> list[uuid.UUID]:
+    """Job ids as UUIDs, from one id or many (a UUID or its text); duplicates kept once, in
+    order. A value that is not a UUID raises ValueError naming ``name``."""
+    items: Iterable[uuid.UUID | str] = (
+        [value] if isinstance(value, uuid.UUID | str) else value  # one id, or many
+    )
+    ids: dict[uuid.UUID, None] = {}
+    for item in items:
+        if isinstance(item, uuid.UUID):
+            ids[item] = None
+            continue
+        try:
+            ids[uuid.UUID(str(item))] = None
+        except ValueError:
+            raise ValueError(f"{name}: {item!r} is not a job id (a UUID)") from None
+    return list(ids)
+
+
+def _seconds_or_none(value: timedelta | float | None, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        result = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a timedelta, a number of seconds or None, got {value!r}")
+    else:
+        result = float(value)
+    if result < 0:
+        raise ValueError(f"{name} must not be negative, got {value!r}")
+    return result
 
 
 def _payload(payload: Any) -> str:
@@ -244,8 +336,15 @@ def dequeue(
     return jobs
 
 
-def complete(s: Statements, job_id: uuid.UUID, worker_id: str, attempt: int | None) -> Op[bool]:
-    params = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt}
+def complete(
+    s: Statements, job_id: uuid.UUID, worker_id: str, attempt: int | None, result: Any
+) -> Op[bool]:
+    params = {
+        "job_id": job_id,
+        "worker_id": worker_id,
+        "attempt": attempt,
+        "result": dump_result(result),
+    }
     rows = yield Call(s.complete, params)
     return bool(rows[0]["completed"])
 
@@ -255,13 +354,17 @@ def complete_many(
     job_ids: Sequence[uuid.UUID],
     worker_id: str,
     attempts: Sequence[int] | None,
+    results: Sequence[Any] | None,
 ) -> Op[int]:
     if attempts is not None and len(attempts) != len(job_ids):
         raise ValueError("attempts must have one entry per job id")
+    if results is not None and len(results) != len(job_ids):
+        raise ValueError("results must have one entry per job id")
     params = {
         "job_ids": list(job_ids),
         "worker_id": worker_id,
         "attempts": None if attempts is None else list(attempts),
+        "results": None if results is None else [dump_result(r) for r in results],
     }
     rows = yield Call(s.complete_many, params)
     return int(rows[0]["completed"])
@@ -328,6 +431,95 @@ def heartbeat(s: Statements, worker_id: str, job_ids: Sequence[uuid.UUID]) -> Op
 def release(s: Statements, job_ids: Sequence[uuid.UUID], worker_id: str) -> Op[int]:
     rows = yield Call(s.release, {"job_ids": list(job_ids), "worker_id": worker_id})
     return int(rows[0]["released"])
+
+
+# -- cancellation, results and waiting ---------------------------------------------------------
+
+
+def cancel(
+    s: Statements, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str], reason: str | None
+) -> Op[dict[uuid.UUID, str]]:
+    ids = job_ids_of(job_ids, "job_ids")
+    check_text(reason, "reason")
+    rows = yield Call(
+        s.cancel,
+        {"job_ids": ids, "reason": reason},
+        tuple_row,
+        retry_serialization=True,  # a deadlock with a concurrent completion is retried
+    )
+    found = dict(rows)
+    return {job_id: found[job_id] for job_id in ids if job_id in found}
+
+
+def status(
+    s: Statements, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
+) -> Op[dict[uuid.UUID, JobStatus]]:
+    ids = job_ids_of(job_ids, "job_ids")
+    rows = yield Call(s.job_status, {"job_ids": ids})
+    return _in_order(ids, rows)
+
+
+def wait_args(
+    job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
+    timeout: timedelta | float | None,
+    poll_interval: timedelta | float,
+) -> tuple[list[uuid.UUID], float | None, float]:
+    """The checked arguments of a wait, before any connection is taken: the ids, the deadline
+    (``time.monotonic()``; None: none) and the poll interval in seconds."""
+    ids = job_ids_of(job_ids, "job_ids")
+    limit = _seconds_or_none(timeout, "timeout")
+    poll = _seconds_or_none(poll_interval, "poll_interval")
+    if not poll:
+        raise ValueError(f"poll_interval must be positive, got {poll_interval!r}")
+    return ids, None if limit is None else time.monotonic() + limit, poll
+
+
+def wait(
+    s: Statements,
+    ids: list[uuid.UUID],
+    deadline: float | None,
+    poll: float,
+    listening: bool,
+) -> Op[dict[uuid.UUID, JobStatus]]:
+    """Until every known job of ``ids`` has finished, or ``deadline``. ``listening``: the
+    executor LISTENs on the done channel, so the jobs are marked as awaited first
+    (``jobq_await(ids, 0)``: their end is then notified); otherwise (the caller's transaction,
+    where a mark would lock the jobs' rows) it only polls."""
+    if not ids:
+        return {}
+    if listening:
+        rows = yield Call(s.await_, {"job_ids": ids, "timeout": timedelta(0)})
+    else:
+        rows = yield Call(s.job_status, {"job_ids": ids})
+    statuses = _in_order(ids, rows)
+    while True:
+        unfinished = frozenset(str(i) for i, st in statuses.items() if not st.finished)
+        if not unfinished:
+            return statuses
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            return statuses
+        yield Pause(poll if deadline is None else min(poll, deadline - now), unfinished)
+        rows = yield Call(s.job_status, {"job_ids": ids})
+        statuses = _in_order(ids, rows)
+
+
+def result(job_id: uuid.UUID, found: JobStatus | None, timeout: object) -> Any:
+    """What ``Queue.result`` returns for the job as a wait left it, or the error it raises."""
+    if found is None:
+        raise JobNotFound(f"no job {job_id}")
+    if found.status == "succeeded":
+        return found.result
+    if found.finished:
+        raise JobFailed(job_id, found.status, found.last_error)
+    raise TimeoutError(
+        f"job {job_id} has not finished within {timeout} s (status {found.status})"
+    )
+
+
+def _in_order(ids: list[uuid.UUID], rows: list[dict[str, Any]]) -> dict[uuid.UUID, JobStatus]:
+    found = {row["id"]: JobStatus.from_row(row) for row in rows}
+    return {job_id: found[job_id] for job_id in ids if job_id in found}
 
 
 # -- administration -----------------------------------------------------------------------------

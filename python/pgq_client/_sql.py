@@ -43,16 +43,19 @@ COMPLETE = """
 SELECT {schema}jobq_complete(
     job_id => %(job_id)s::uuid,
     worker_id => %(worker_id)s::text,
-    attempt => %(attempt)s::int
+    attempt => %(attempt)s::int,
+    result => %(result)s::jsonb
 ) AS completed
 """
 
-# ``attempts`` is the trailing parameter added for fencing a batch by attempt.
+# ``attempts`` is the trailing parameter added for fencing a batch by attempt, ``results`` the
+# handlers' return values (JSON text, or NULL for none; NULL as a whole when no job has one).
 COMPLETE_MANY = """
 SELECT {schema}jobq_complete_many(
     job_ids => %(job_ids)s::uuid[],
     worker_id => %(worker_id)s::text,
-    attempts => %(attempts)s::int[]
+    attempts => %(attempts)s::int[],
+    results => %(results)s::jsonb[]
 ) AS completed
 """
 
@@ -85,6 +88,40 @@ SELECT {schema}jobq_heartbeat(
     worker_id => %(worker_id)s::text,
     job_ids => %(job_ids)s::uuid[]
 ) AS renewed
+"""
+
+# The Worker's heartbeat: the renewal and the cancel requests of the same jobs in one statement,
+# so that a worker learns of a cancel within one heartbeat interval at no extra round trip.
+HEARTBEAT_CANCELS = """
+SELECT
+    {schema}jobq_heartbeat(
+        worker_id => %(worker_id)s::text,
+        job_ids => %(job_ids)s::uuid[]
+    ) AS renewed,
+    ARRAY(
+        SELECT {schema}jobq_cancel_requested(job_ids => %(job_ids)s::uuid[])
+    ) AS cancel_requested
+"""
+
+CANCEL_REQUESTED = """
+SELECT {schema}jobq_cancel_requested(job_ids => %(job_ids)s::uuid[]) AS id
+"""
+
+CANCEL = """
+SELECT job_id, status FROM {schema}jobq_cancel(
+    job_ids => %(job_ids)s::uuid[],
+    reason => %(reason)s::text
+)
+"""
+
+JOB_STATUS = """
+SELECT id, status, attempts, result, last_error, finished_at, cancel_requested
+FROM {schema}jobq_job_status(job_ids => %(job_ids)s::uuid[])
+"""
+
+AWAIT = """
+SELECT id, status, attempts, result, last_error, finished_at, cancel_requested
+FROM {schema}jobq_await(job_ids => %(job_ids)s::uuid[], timeout => %(timeout)s::interval)
 """
 
 RELEASE = """
@@ -184,12 +221,21 @@ TICK = """
 SELECT schedule, fire_at, job_id FROM {schema}jobq_tick() ORDER BY schedule, fire_at
 """
 
-# NOTIFY: each installation has its own channel (jobq__channel in SQL): jobq for schema public,
-# jobq.<schema> for a schema of at most 58 bytes (a channel name holds 63), else jobq# and the
-# hex SHA-224 of the schema name in UTF-8. The payload is a queue name, or WAKE_ALL when one
-# statement made jobs available in more than 100 queues.
+# NOTIFY: each installation has its own channels. The workers' wake-ups (jobq__channel in SQL):
+# jobq for schema public, jobq.<schema> for a schema of at most 58 bytes (a channel name holds
+# 63), else jobq# and the hex SHA-224 of the schema name in UTF-8. The payload is a queue name,
+# or WAKE_ALL when one statement made jobs available in more than 100 queues.
 NOTIFY_CHANNEL = "jobq"
 WAKE_ALL = ""
+
+# The other events (jobq__event_channel in SQL), one channel per kind: "done" (an awaited job
+# finished, payload its id) and "cancel" (a running job got a cancel request, payload the id of
+# the worker that holds it): jobq-<kind>:<schema> when that fits in 63 bytes, else
+# jobq-<kind># and the hex SHA-224 of the schema name cut to fit. The payload CHECK_ALL means
+# "more than 100 of them at once: check everything".
+DONE = "done"
+CANCEL_EVENT = "cancel"
+CHECK_ALL = ""
 
 # The channel of the installation in %(schema)s, or, when it is NULL, in the schema where the
 # search_path finds jobq_enqueue (public when it finds none), computed by the server so that
@@ -211,6 +257,28 @@ FROM (
         'public'
     ) AS name
 ) AS s
+"""
+
+
+# The channel of %(kind)s events (see above) of the installation in %(schema)s, or where the
+# search_path finds jobq_enqueue, computed by the server as jobq__event_channel computes it.
+EVENT_CHANNEL = """
+SELECT CASE
+    WHEN pg_catalog.octet_length(c.prefix || ':' || s.name) <= 63 THEN c.prefix || ':' || s.name
+    ELSE c.prefix || '#' || pg_catalog.left(
+        pg_catalog.encode(pg_catalog.sha224(pg_catalog.convert_to(s.name, 'UTF8')), 'hex'),
+        63 - pg_catalog.octet_length(c.prefix || '#'))
+END AS channel
+FROM (
+    SELECT coalesce(
+        %(schema)s::text,
+        (SELECT n.nspname::text
+         FROM pg_catalog.pg_proc AS p
+         JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+         WHERE p.oid = pg_catalog.to_regproc('jobq_enqueue')),
+        'public'
+    ) AS name
+) AS s, (SELECT 'jobq-' || %(kind)s::text AS prefix) AS c
 """
 
 
@@ -236,8 +304,24 @@ def channel(schema: str) -> str:
     return "jobq#" + hashlib.sha224(raw).hexdigest()
 
 
-def listen(channel_name: str) -> sql.Composed:
-    return sql.SQL("LISTEN {}").format(sql.Identifier(channel_name))
+def event_channel(schema: str, kind: str) -> str:
+    """The NOTIFY channel of ``kind`` events of the installation in ``schema`` (UTF-8)."""
+    raw = f"jobq-{kind}:{schema}".encode()
+    if len(raw) <= 63:
+        return f"jobq-{kind}:{schema}"
+    prefix = f"jobq-{kind}#"
+    return prefix + hashlib.sha224(schema.encode("utf-8")).hexdigest()[: 63 - len(prefix)]
+
+
+def listen(*channel_names: str) -> sql.Composed:
+    """``LISTEN`` on each channel, in one simple-query round trip."""
+    return sql.SQL("; ").join(
+        sql.SQL("LISTEN {}").format(sql.Identifier(name)) for name in channel_names
+    )
+
+
+def unlisten(channel_name: str) -> sql.Composed:
+    return sql.SQL("UNLISTEN {}").format(sql.Identifier(channel_name))
 
 # Administration (jobq grant): the public functions of a schema, private jobq__ helpers excluded.
 PUBLIC_FUNCTIONS = """
@@ -317,6 +401,11 @@ class Statements:
         self.fail = _render(FAIL, schema)
         self.fail_many = _render(FAIL_MANY, schema)
         self.heartbeat = _render(HEARTBEAT, schema)
+        self.heartbeat_cancels = _render(HEARTBEAT_CANCELS, schema)
+        self.cancel_requested = _render(CANCEL_REQUESTED, schema)
+        self.cancel = _render(CANCEL, schema)
+        self.job_status = _render(JOB_STATUS, schema)
+        self.await_ = _render(AWAIT, schema)
         self.release = _render(RELEASE, schema)
         self.release_orphans = _render(RELEASE_ORPHANS, schema)
         self.requeue_dead_letter = _render(REQUEUE_DEAD_LETTER, schema)

@@ -10,24 +10,27 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 import psycopg
-from psycopg.rows import scalar_row
+from psycopg import sql
+from psycopg.rows import dict_row, scalar_row, tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from . import _ops, _sql
 from ._secrets import is_conninfo_error
 from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import breaking_change_in, incompatibility
-from .models import Fire, HealthRow, Job, Schedule, StatsRow, UnservedJobType
+from .models import Fire, HealthRow, Job, JobStatus, Schedule, StatsRow, UnservedJobType
 from .queue import (
     SERIALIZATION_RETRIES,
+    WAIT_POLL_INTERVAL,
     Queue,
     _type_name,
+    job_ids_of,
     log,
     resolve_dsn,
     serialization_pause,
@@ -98,6 +101,9 @@ class AsyncQueue:
             )
         self._closed = False
         self._compatible = False  # checked once, before the first statement
+        # Connections of their own for AsyncQueue.wait (LISTEN), kept for the next wait.
+        self._listeners: list[psycopg.AsyncConnection[Any]] = []
+        self._done_channel: str | None = None
 
     # -- connection handling ------------------------------------------------------------------
 
@@ -209,11 +215,13 @@ class AsyncQueue:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def close(self) -> None:
-        """Close the connection this AsyncQueue opened (not one it was given)."""
+        """Close the connections this AsyncQueue opened (not one it was given)."""
         self._closed = True
         owned, self._owned = self._owned, None
-        if owned is not None:
-            await owned.close()
+        listeners, self._listeners = self._listeners, []
+        for conn in [owned, *listeners]:
+            if conn is not None:
+                await conn.close()
 
     async def __aenter__(self) -> AsyncQueue:
         return self
@@ -269,9 +277,14 @@ class AsyncQueue:
 
     @_as(Queue.complete)
     async def complete(
-        self, job_id: uuid.UUID, worker_id: str, attempt: int | None = None
+        self,
+        job_id: uuid.UUID,
+        worker_id: str,
+        attempt: int | None = None,
+        *,
+        result: Any = None,
     ) -> bool:
-        return await self._drive(_ops.complete(self._sql, job_id, worker_id, attempt))
+        return await self._drive(_ops.complete(self._sql, job_id, worker_id, attempt, result))
 
     @_as(Queue.complete_many)
     async def complete_many(
@@ -279,8 +292,12 @@ class AsyncQueue:
         job_ids: Sequence[uuid.UUID],
         worker_id: str,
         attempts: Sequence[int] | None = None,
+        *,
+        results: Sequence[Any] | None = None,
     ) -> int:
-        return await self._drive(_ops.complete_many(self._sql, job_ids, worker_id, attempts))
+        return await self._drive(
+            _ops.complete_many(self._sql, job_ids, worker_id, attempts, results)
+        )
 
     @_as(Queue.fail)
     async def fail(
@@ -319,6 +336,127 @@ class AsyncQueue:
     @_as(Queue.release)
     async def release(self, job_ids: Sequence[uuid.UUID], worker_id: str) -> int:
         return await self._drive(_ops.release(self._sql, job_ids, worker_id))
+
+    # -- cancellation, results and waiting ---------------------------------------------------
+
+    @_as(Queue.cancel)
+    async def cancel(
+        self,
+        job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
+        reason: str | None = None,
+        *,
+        conn: psycopg.AsyncConnection[Any] | None = None,
+    ) -> dict[uuid.UUID, str]:
+        return await self._drive(_ops.cancel(self._sql, job_ids, reason), conn)
+
+    @_as(Queue.status)
+    async def status(
+        self, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
+    ) -> dict[uuid.UUID, JobStatus]:
+        return await self._drive(_ops.status(self._sql, job_ids))
+
+    @_as(Queue.wait)
+    async def wait(
+        self,
+        job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
+        timeout: timedelta | float | None = 30.0,
+        *,
+        poll_interval: timedelta | float = WAIT_POLL_INTERVAL,
+    ) -> dict[uuid.UUID, JobStatus]:
+        ids, deadline, poll = _ops.wait_args(job_ids, timeout, poll_interval)
+        if not ids:
+            return {}
+        async with self._listener() as (conn, channel):
+
+            async def pause(p: _ops.Pause) -> None:
+                if channel is None:
+                    await asyncio.sleep(p.seconds)
+                else:
+                    await _next_wake(conn, channel, p.unfinished, p.seconds)
+
+            return await _ops.adrive(
+                _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None),
+                lambda call: _execute(conn, call.query, call.params),
+                pause,
+            )
+
+    @_as(Queue.result)
+    async def result(
+        self,
+        job_id: uuid.UUID | str,
+        timeout: timedelta | float | None = 30.0,
+        *,
+        poll_interval: timedelta | float = WAIT_POLL_INTERVAL,
+    ) -> Any:
+        (wanted,) = job_ids_of(job_id, "job_id")
+        found = (await self.wait([wanted], timeout, poll_interval=poll_interval)).get(wanted)
+        return _ops.result(wanted, found, timeout)
+
+    @asynccontextmanager
+    async def _listener(
+        self,
+    ) -> AsyncIterator[tuple[psycopg.AsyncConnection[Any], str | None]]:
+        """A connection for one wait, and the done channel it LISTENs on (None: it polls)."""
+        if self._closed:
+            raise JobqError("this AsyncQueue is closed")
+        if self._pool is not None:
+            async with self._pool.connection() as conn, self._listening(conn) as pair:
+                yield pair
+            return
+        if self._conn is not None:
+            async with self._lock:
+                conn = self._conn
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    await self._check_compatible(conn)
+                    yield conn, None  # LISTEN would take effect only at the caller's commit
+                else:
+                    async with self._listening(conn) as pair:
+                        yield pair
+            return
+        conn_or_none = self._listeners.pop() if self._listeners else None
+        if conn_or_none is None or conn_or_none.closed or conn_or_none.broken:
+            if self._dsn is None:  # the embedded server may have to start: not on the loop
+                self._dsn = (await asyncio.to_thread(resolve_dsn, None))[0]
+            conn_or_none = await aconnect(self._dsn)
+        conn = conn_or_none
+        try:
+            async with self._listening(conn) as pair:
+                yield pair
+        except BaseException:
+            await conn.close()
+            raise
+        if self._closed:
+            await conn.close()
+        else:
+            self._listeners.append(conn)
+
+    @asynccontextmanager
+    async def _listening(
+        self, conn: psycopg.AsyncConnection[Any]
+    ) -> AsyncIterator[tuple[psycopg.AsyncConnection[Any], str | None]]:
+        await self._check_compatible(conn)
+        channel = await self._channel(conn)
+        await _execute(conn, _sql.listen(channel))
+        try:
+            yield conn, channel
+        finally:
+            if not conn.closed and not conn.broken:
+                await _execute(conn, _sql.unlisten(channel))
+
+    async def _channel(self, conn: psycopg.AsyncConnection[Any]) -> str:
+        if self._done_channel is None:
+            with translate_errors():
+                async with conn.cursor(row_factory=tuple_row) as cur:
+                    await cur.execute(
+                        _sql.EVENT_CHANNEL, {"schema": self.schema, "kind": _sql.DONE}
+                    )
+                    row = await cur.fetchone()
+                if not conn.autocommit and conn.info.transaction_status == (
+                    psycopg.pq.TransactionStatus.INTRANS
+                ):
+                    await conn.commit()
+            self._done_channel = str(row[0]) if row else _sql.event_channel("public", _sql.DONE)
+        return self._done_channel
 
     # -- administration -----------------------------------------------------------------------
 
@@ -421,6 +559,43 @@ class AsyncQueue:
     @_as(Queue.tick)
     async def tick(self) -> list[Fire]:
         return await self._drive(_ops.tick(self._sql))
+
+
+async def _execute(
+    conn: psycopg.AsyncConnection[Any],
+    query: sql.Composed,
+    params: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """One statement on a connection that may be outside autocommit: then in a transaction of
+    its own, committed, so that the connection is idle again (notifications arrive only
+    between transactions). Its rows as dicts."""
+    with translate_errors():
+        idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        if conn.autocommit or not idle:
+            async with conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(query, params)
+                return await cur.fetchall() if cur.description is not None else []
+        async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(query, params)
+            return await cur.fetchall() if cur.description is not None else []
+
+
+async def _next_wake(
+    conn: psycopg.AsyncConnection[Any], channel: str, unfinished: frozenset[str], seconds: float
+) -> None:
+    """Until a notification on ``channel`` for one of the ``unfinished`` jobs (or one that
+    says to check everything), or ``seconds``."""
+    with translate_errors():
+        # Notifications that came while a statement ran are kept by psycopg and come first.
+        notes = conn.notifies(timeout=max(seconds, 0.0))
+        try:
+            async for note in notes:
+                if note.channel == channel and (
+                    note.payload == _sql.CHECK_ALL or note.payload in unfinished
+                ):
+                    return
+        finally:
+            await notes.aclose()
 
 
 def _is_sync(value: object) -> bool:

@@ -31,7 +31,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from . import _secrets
 from .errors import JobqError, NotMigrated, PermissionDenied, from_psycopg
-from .models import FINISHED_STATUSES, STATUSES, HealthRow, Job, StatsRow
+from .models import FINISHED_STATUSES, STATUSES, HealthRow, Job, JobStatus, StatsRow
 from .queue import DSN_SOURCES, Queue, check_aware, resolve_dsn
 
 __all__ = ["cli", "main", "parse_duration", "parse_run_at"]
@@ -786,11 +786,13 @@ Examples:
   jobq jobs list --status dead_letter --type send_email
   jobq jobs show 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
   jobq jobs retry 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
+  jobq jobs status 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
+  jobq jobs wait 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55 --timeout 5m
 """
 )
 @connection_options(None)
 def jobs() -> None:
-    """Look at jobs one by one, and retry them (admin)."""
+    """Look at jobs one by one and retry them (admin); follow them (status, wait: producer)."""
 
 
 @jobs.command("list")
@@ -844,12 +846,19 @@ def _show(job: Job) -> str:
         ("locked_by", job.locked_by),
         ("finished_at", _when(job.finished_at)),
     ]
+    if job.cancel_requested_at is not None:
+        fields.append(("cancel_requested_at", _when(job.cancel_requested_at)))
+        fields.append(("cancel_reason", job.cancel_reason))
     width = max(len(name) for name, _ in fields)
     lines = [
         f"{name.ljust(width)}  {'' if value is None else value}".rstrip() for name, value in fields
     ]
     lines.append("payload:")
     lines += ["  " + line for line in json.dumps(job.payload, indent=2).splitlines()]
+    if job.result is not None:
+        lines.append("result:")
+        result = json.dumps(job.result, indent=2, ensure_ascii=False)
+        lines += ["  " + line for line in result.splitlines()]
     lines.append(f"errors ({len(job.errors)}):")
     for entry in job.errors:
         attempt = entry.get("attempt", "?")
@@ -872,7 +881,7 @@ def _show(job: Job) -> str:
 @connection_options(None)
 @click.pass_context
 def jobs_show(ctx: click.Context, job_id: str, as_json: bool) -> None:
-    """A job's payload, attempts, error history and times."""
+    """A job's payload, result, attempts, error history, cancel request and times."""
     (parsed,) = _parse_ids([job_id])
     with _settings(ctx).queue() as q:
         job = q.get_job(parsed)
@@ -890,7 +899,7 @@ def jobs_show(ctx: click.Context, job_id: str, as_json: bool) -> None:
 @connection_options(None)
 @click.pass_context
 def jobs_retry(ctx: click.Context, job_ids: tuple[str, ...], as_json: bool) -> None:
-    """Make dead_letter or failed jobs pending again (attempts 0, history kept).
+    """Make dead_letter, failed or cancelled jobs pending again (attempts 0, history kept).
 
     Exits 1 when one of them was not requeued (another status, or unknown); the others are.
     """
@@ -907,7 +916,8 @@ def jobs_retry(ctx: click.Context, job_ids: tuple[str, ...], as_json: bool) -> N
             click.echo(f"requeued {job_id}")
     if left:
         _fail(
-            f"not requeued (not dead_letter or failed, or unknown; nothing changed for them): "
+            f"not requeued (not dead_letter, failed or cancelled, or unknown; nothing changed "
+            f"for them): "
             f"{', '.join(map(str, left))}"
         )
 
@@ -980,7 +990,7 @@ def dead_letter_requeue(
     queue: str | None,
     as_json: bool,
 ) -> None:
-    """Make a dead_letter or failed job (ID, or --all) pending again."""
+    """Make a dead_letter, failed or cancelled job (ID, or --all) pending again."""
     if (job_id is None) == (not all_):
         raise click.UsageError("give either a job ID or --all")
     if job_id is not None and (job_type or queue):
@@ -989,7 +999,10 @@ def dead_letter_requeue(
         (parsed,) = _parse_ids([job_id])
         with _settings(ctx).queue() as q:
             if not q.requeue_dead_letter(parsed):
-                _fail(f"job {parsed} is not dead_letter or failed (or unknown); nothing changed")
+                _fail(
+                    f"job {parsed} is not dead_letter, failed or cancelled (or unknown); "
+                    "nothing changed"
+                )
         if as_json:
             _echo_json({"requeued": 1})
         else:
@@ -1049,6 +1062,134 @@ class Duration(click.ParamType):  # type: ignore[type-arg]
 
 
 _UTC = timezone.utc
+
+
+# -- following and cancelling jobs (producer) -----------------------------------------------
+
+
+def _statuses_table(statuses: Sequence[JobStatus]) -> str:
+    rows = [
+        (
+            st.id,
+            st.status,
+            st.attempts,
+            _when(st.finished_at),
+            "yes" if st.cancel_requested else "",
+            _compact(st.result),
+            _last_line(st.last_error, 60),
+        )
+        for st in statuses
+    ]
+    return _table(
+        ["id", "status", "attempts", "finished_at", "cancel_requested", "result", "last_error"],
+        rows,
+    )
+
+
+def _compact(value: Any, width: int = 60) -> str:
+    if value is None:
+        return ""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _status_json(st: JobStatus) -> dict[str, Any]:
+    return dict(asdict(st))
+
+
+@jobs.command("status")
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
+@json_option
+@connection_options(None)
+@click.pass_context
+def jobs_status(ctx: click.Context, job_ids: tuple[str, ...], as_json: bool) -> None:
+    """How jobs stand: status, attempts, result, last error, cancel request (no payload; a
+    producer may ask). Exits 1 when one of them is unknown."""
+    ids = _parse_ids(job_ids)
+    with _settings(ctx).queue() as q:
+        found = q.status(ids)
+    _print_statuses(ids, found, as_json)
+    if len(found) < len(set(ids)):
+        ctx.exit(1)
+
+
+@jobs.command("wait")
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
+@click.option(
+    "--timeout",
+    type=Duration(),
+    default="30s",
+    show_default=True,
+    metavar="DURATION",
+    help="Give up after this long: seconds, or 90s, 30m, 12h, 1h30m.",
+)
+@json_option
+@connection_options(None)
+@click.pass_context
+def jobs_wait(
+    ctx: click.Context, job_ids: tuple[str, ...], timeout: timedelta, as_json: bool
+) -> None:
+    """Wait until the jobs have finished (succeeded, failed, dead_letter, cancelled), then print
+    their statuses. Woken by a notification, not by polling. Exits 1 when one has not finished
+    within --timeout or is unknown, 0 otherwise (whatever status they ended in)."""
+    ids = _parse_ids(job_ids)
+    with _settings(ctx).queue() as q:
+        found = q.wait(ids, timeout)
+    _print_statuses(ids, found, as_json)
+    if len(found) < len(set(ids)) or not all(st.finished for st in found.values()):
+        ctx.exit(1)
+
+
+def _print_statuses(
+    ids: Sequence[uuid.UUID], found: Mapping[uuid.UUID, JobStatus], as_json: bool
+) -> None:
+    unknown = [i for i in dict.fromkeys(ids) if i not in found]
+    if as_json:
+        _echo_json({"jobs": [_status_json(st) for st in found.values()], "unknown": unknown})
+        return
+    if found:
+        click.echo(_statuses_table(list(found.values())))
+    for job_id in unknown:
+        click.echo(f"jobq: no job {job_id}", err=True)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  jobq cancel 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
+  jobq cancel 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55 --reason 'customer withdrew the order'
+"""
+)
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
+@click.option("--reason", metavar="TEXT", help="Why; kept with the job (its last_error when it "
+              "was pending).")
+@json_option
+@connection_options(None)
+@click.pass_context
+def cancel(ctx: click.Context, job_ids: tuple[str, ...], reason: str | None, as_json: bool) -> None:
+    """Cancel jobs: a pending job is cancelled at once; a running one is asked to stop (its
+    handler sees job.cancel_requested()) and ends cancelled unless it completes first; a
+    finished job is left alone. A producer may cancel. Exits 1 when one of them is unknown."""
+    ids = _parse_ids(job_ids)
+    with _settings(ctx).queue() as q:
+        statuses = q.cancel(ids, reason)
+    unknown = [i for i in dict.fromkeys(ids) if i not in statuses]
+    if as_json:
+        _echo_json({
+            "jobs": [{"id": i, "status": st} for i, st in statuses.items()],
+            "unknown": unknown,
+        })
+    else:
+        for job_id, status in statuses.items():
+            if status == "cancelled":
+                click.echo(f"cancelled {job_id}")
+            elif status == "cancel_requested":
+                click.echo(f"cancel requested {job_id} (running: it stops when its handler "
+                           "sees the request, or ends succeeded if it completes first)")
+            else:
+                click.echo(f"left alone {job_id} (already {status})")
+    if unknown:
+        _fail(f"no job {', '.join(map(str, unknown))} (nothing changed for it)")
 
 
 # -- schedules ---------------------------------------------------------------------------------

@@ -9,13 +9,16 @@ installation. Everything else goes through the public API: :class:`~pgq_client.Q
 The story: an app enqueues thumbnails, OCR and e-mails. Some fail for a moment and succeed on
 retry, one image is corrupt (``PermanentError``: failed at once), and one e-mail goes through a
 mail relay that is down, so it uses up its attempts and lands in ``dead_letter``. The relay is
-then "repaired" and the dead letter requeued, and it goes through.
+then "repaired" and the dead letter requeued, and it goes through. The OCR handler returns what
+it read, kept as the job's result; a long report is cancelled while it runs (its handler sees
+``job.cancel_requested()`` and stops), another before it starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import shlex
@@ -34,7 +37,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from pgq_client import Job, PermanentError, Queue, Worker
+from pgq_client import Job, JobFailed, PermanentError, Queue, Worker
 from pgq_client.errors import JobqError
 from pgq_client.migrate import migrate
 from pgq_client.models import STATUSES
@@ -55,6 +58,10 @@ class SmtpTemporaryError(Exception):
     """A 4xx SMTP reply: try again later."""
 
 
+#: How long the report handler runs when nobody cancels it.
+REPORT_SECONDS = 20.0
+
+
 class _World:
     """The outside services the handlers talk to (simulated, deterministic)."""
 
@@ -62,6 +69,7 @@ class _World:
         self.mail_relay_up = False
         self._lock = threading.Lock()
         self.sent: list[str] = []
+        self.report_started = threading.Event()
 
     def deliver(self, to: str) -> None:
         with self._lock:
@@ -78,10 +86,22 @@ def _handlers(world: _World) -> dict[str, Callable[[Job], object]]:
             raise PermanentError(f"{image} is not an image (bad magic bytes); retrying won't help")
         time.sleep(0.05)  # "resize"
 
-    def ocr(job: Job) -> None:
+    def ocr(job: Job) -> dict[str, int]:
+        document = str(job.payload["document"])
         if job.attempts <= int(job.payload.get("flaky_attempts", 0)):
-            raise TimeoutError(f"OCR backend timed out on {job.payload['document']} (HTTP 504)")
+            raise TimeoutError(f"OCR backend timed out on {document} (HTTP 504)")
         time.sleep(0.1)  # "recognise"
+        return {"pages": len(document) % 5 + 1, "words": 40 * len(document)}  # the result
+
+    def report(job: Job) -> str:
+        """A long job that checks, between its parts, whether it was asked to stop."""
+        world.report_started.set()
+        deadline = time.monotonic() + REPORT_SECONDS
+        while time.monotonic() < deadline:
+            if job.cancel_requested():
+                raise RuntimeError("report stopped: a cancel was requested")
+            time.sleep(0.01)  # "render a part"
+        return "report done"
 
     def send_email(job: Job) -> None:
         relay = str(job.payload.get("relay", "mail.internal"))
@@ -91,7 +111,7 @@ def _handlers(world: _World) -> dict[str, Callable[[Job], object]]:
             raise SmtpTemporaryError("421 4.7.0 greylisted, try again later")
         world.deliver(str(job.payload["to"]))
 
-    return {"thumbnail": thumbnail, "ocr": ocr, "send_email": send_email}
+    return {"thumbnail": thumbnail, "ocr": ocr, "send_email": send_email, "report": report}
 
 
 # The jobs the "app" enqueues: (job type, payload, max_attempts).
@@ -209,7 +229,8 @@ def _print_job(job: Job, label: str, out: Callable[[str], None]) -> None:
     head = f"   {job.job_type:<10}  {label:<40}"
     if job.status == "succeeded":
         tries = "first try" if job.attempts == 1 else f"attempt {job.attempts}"
-        out(f"{head} succeeded on {tries}")
+        result = "" if job.result is None else f", result {json.dumps(job.result)}"
+        out(f"{head} succeeded on {tries}{result}")
     elif job.status == "failed":
         out(f"{head} FAILED, not retried (PermanentError)")
     elif job.status == "dead_letter":
@@ -240,6 +261,51 @@ def _print_stats(q: Queue, out: Callable[[str], None]) -> None:
             for row in sorted(rows, key=lambda r: (r.job_type, STATUSES.index(r.status)))
         )
     )
+
+
+def _cancel_a_running_job(
+    dsn: str,
+    q: Queue,
+    handlers: dict[str, Callable[[Job], object]],
+    world: _World,
+    jobq: str,
+    out: Callable[[str], None],
+) -> None:
+    """A long report is cancelled while it runs, another before it starts."""
+    worker = Worker(
+        dsn,
+        handlers=handlers,
+        concurrency=2,
+        queues=[QUEUE],
+        poll_interval=0.2,
+        shutdown_grace=5.0,
+        schema=SCHEMA,
+        worker_id="demo-worker-cancel",
+    )
+    thread = threading.Thread(target=worker.run, name="demo-worker", daemon=True)
+    running = q.enqueue("report", {"month": "2024-05"}, queue=QUEUE)
+    later = q.enqueue("report", {"month": "2024-06"}, queue=QUEUE,
+                      run_at=datetime.now(timezone.utc) + timedelta(days=1))
+    thread.start()
+    try:
+        if not world.report_started.wait(QUIET_TIMEOUT):
+            raise JobqError("the demo's report job did not start")
+        out(f"   a report runs (a long job); the user cancels it: Queue.cancel -> "
+            f"{q.cancel([running], reason='not needed any more')[running]}")
+        statuses = q.wait([running], timeout=QUIET_TIMEOUT)
+        out(f"   its handler saw job.cancel_requested() and stopped; Queue.wait -> "
+            f"{statuses[running].status}")
+        out(f"   a report due tomorrow, cancelled before it starts: Queue.cancel -> "
+            f"{q.cancel([later])[later]}")
+    finally:
+        worker.stop()
+        thread.join(QUIET_TIMEOUT)
+    try:
+        q.result(running, timeout=0)
+    except JobFailed as exc:
+        out(f"   Queue.result(<the first report>) raises JobFailed: ended {exc.status}")
+    out(f"   from a shell: {jobq} cancel <id> --schema {SCHEMA}; "
+        f"{jobq} jobs wait <id> --schema {SCHEMA}")
 
 
 def run_demo(out: Callable[[str], None] = print) -> None:
@@ -371,7 +437,14 @@ def run_demo(out: Callable[[str], None] = print) -> None:
         q.unschedule("digest")
 
         out("")
-        out("7. Final counts")
+        out("7. Results, waiting and cancels")
+        invoice = order[3]
+        out(f"   Queue.result(<{labels[invoice]}>) -> {json.dumps(q.result(invoice, timeout=10))}"
+            "  (the OCR handler's return value)")
+        _cancel_a_running_job(dsn, q, handlers, world, jobq, out)
+
+        out("")
+        out("8. Final counts")
         _print_stats(q, out)
 
     out("")

@@ -11,6 +11,7 @@ mean (``except InvalidArgument``) and still read the SQLSTATE (``exc.sqlstate``)
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import psycopg
@@ -21,6 +22,8 @@ __all__ = [
     "ConnectionFailed",
     "IncompatibleSchema",
     "InvalidArgument",
+    "JobFailed",
+    "JobNotFound",
     "JobqError",
     "NotMigrated",
     "NullValue",
@@ -95,6 +98,29 @@ class SerializationFailure(JobqError):
 
 class ConnectionFailed(JobqError):
     """The database could not be reached, or the connection was lost (SQLSTATE class 08)."""
+
+
+class JobFailed(JobqError):
+    """``Queue.result()``: the job ended without a result, ``failed``, ``dead_letter`` or
+    ``cancelled``. ``status`` is that status, ``last_error`` the job's last error (for a job
+    cancelled while pending, the cancel's reason), ``job_id`` the job."""
+
+    def __init__(self, job_id: uuid.UUID, status: str, last_error: str | None) -> None:
+        detail = _last_line(last_error)
+        super().__init__(f"job {job_id} ended {status}" + (f": {detail}" if detail else ""))
+        self.job_id = job_id
+        self.status = status
+        self.last_error = last_error
+
+
+class JobNotFound(JobqError, LookupError):
+    """No job has this id (never enqueued, or pruned since)."""
+
+
+def _last_line(text: str | None) -> str:
+    """The last non-blank line of an error (a traceback ends with the exception itself)."""
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
 
 
 class PermanentError(Exception):

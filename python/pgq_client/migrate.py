@@ -714,14 +714,16 @@ BEGIN
             pg_catalog.current_setting('jobq.replaced_acl_' || v_name, true), ''
         ), '{{}}')::aclitem[];
         CONTINUE WHEN v_acl IS NULL;
+        -- In the order of the old ACL, so that the new function's ACL reads as the old one did.
         FOR v_grant IN
             SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS is_grantable
-            FROM pg_catalog.aclexplode(v_acl) AS a
+            FROM pg_catalog.aclexplode(v_acl) WITH ORDINALITY AS a
             WHERE a.privilege_type = 'EXECUTE'
               AND a.grantee <> 0  -- PUBLIC: the file revokes it on purpose
               AND a.grantee <> (SELECT p.proowner FROM pg_catalog.pg_proc AS p
                                 WHERE p.oid = v_new)
             GROUP BY a.grantee
+            ORDER BY pg_catalog.min(a.ordinality)
         LOOP
             EXECUTE pg_catalog.format(
                 'GRANT EXECUTE ON FUNCTION %s TO %I%s', v_new,

@@ -21,6 +21,7 @@ __all__ = [
     "Fire",
     "HealthRow",
     "Job",
+    "JobStatus",
     "Schedule",
     "StatsRow",
     "UnservedJobType",
@@ -36,6 +37,7 @@ STATUS_IS_FINISHED: Mapping[str, bool] = MappingProxyType(
         "succeeded": True,
         "failed": True,  # a permanent failure the worker asked for
         "dead_letter": True,  # used all its attempts
+        "cancelled": True,  # cancelled (jobq_cancel)
     }
 )
 STATUSES: tuple[str, ...] = tuple(STATUS_IS_FINISHED)
@@ -50,7 +52,9 @@ class Job:
     """One row of ``jobq_jobs``, as ``jobq_dequeue`` returns it.
 
     ``attempts`` counts the claims so far, this one included: it is the attempt number a worker
-    passes back to ``jobq_complete``/``jobq_fail`` to fence its claim.
+    passes back to ``jobq_complete``/``jobq_fail`` to fence its claim. ``result`` is what the
+    handler returned (a succeeded job's), ``cancel_requested_at`` when ``jobq_cancel`` asked the
+    job to stop while it was processing, with ``cancel_reason``.
     """
 
     id: uuid.UUID
@@ -70,17 +74,43 @@ class Job:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     finished_at: datetime | None = None
+    result: Any = None
+    cancel_requested_at: datetime | None = None
+    cancel_reason: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Job:
         """Build a Job from a ``jobq_jobs`` row; columns this client does not know are ignored."""
         return cls(**{k: v for k, v in row.items() if k in _JOB_FIELDS})
 
+    def cancel_requested(self) -> bool:
+        """True once ``jobq_cancel`` (``Queue.cancel``, ``jobq cancel``) asked this job to stop.
+
+        In a handler run by a :class:`~pgq_client.Worker` it turns true while the handler runs,
+        within one heartbeat interval of the request (at once when the worker hears the
+        notification). A handler that sees it should stop and raise: the job then ends
+        ``cancelled``. Returning completes it as usual (``succeeded``).
+        """
+        return self.cancel_requested_at is not None or _CANCEL_SEEN in self.__dict__
+
     def __str__(self) -> str:
         return f"Job({self.id} {self.job_type} attempt {self.attempts}/{self.max_attempts})"
 
 
 _JOB_FIELDS = tuple(f.name for f in fields(Job))
+
+# The attribute a Worker sets on a running Job when it learns of a cancel request: the Job is
+# frozen for its data, but whether it was asked to stop changes while it runs.
+_CANCEL_SEEN = "_jobq_cancel_seen"
+
+
+def mark_cancel_requested(job: Job) -> bool:
+    """Record that ``job`` was asked to stop (what ``job.cancel_requested()`` then says);
+    False when it was already marked."""
+    if _CANCEL_SEEN in job.__dict__:
+        return False
+    object.__setattr__(job, _CANCEL_SEEN, True)
+    return True
 
 
 def job_row(cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
@@ -98,6 +128,32 @@ def job_row(cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
         return lambda values: Job(*pick(values))
     positions = [(i, name) for i, name in enumerate(names) if name in _JOB_FIELDS]
     return lambda values: Job(**{name: values[i] for i, name in positions})
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One row of ``jobq_job_status()`` / ``jobq_await()``: how a job stands, without its payload.
+
+    ``result`` is what the handler returned (a succeeded job's), ``cancel_requested`` whether
+    ``jobq_cancel`` asked the job to stop while it was processing.
+    """
+
+    id: uuid.UUID
+    status: str
+    attempts: int
+    result: Any
+    last_error: str | None
+    finished_at: datetime | None
+    cancel_requested: bool
+
+    @property
+    def finished(self) -> bool:
+        """succeeded, failed, dead_letter or cancelled: nothing will change it by itself."""
+        return STATUS_IS_FINISHED.get(self.status, False)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> JobStatus:
+        return cls(**{k: v for k, v in row.items() if k in _JOB_STATUS_FIELDS})
 
 
 @dataclass(frozen=True)
@@ -185,5 +241,6 @@ class UnservedJobType:
 
 
 _SCHEDULE_FIELDS = frozenset(f.name for f in fields(Schedule))
+_JOB_STATUS_FIELDS = frozenset(f.name for f in fields(JobStatus))
 _STATS_FIELDS = frozenset(f.name for f in fields(StatsRow))
 _HEALTH_FIELDS = frozenset(f.name for f in fields(HealthRow))

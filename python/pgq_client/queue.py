@@ -8,27 +8,39 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
 from . import _ops, _sql
-from ._ops import check_aware, check_text, dump_json
+from ._ops import (
+    WAIT_POLL_INTERVAL,
+    check_aware,
+    check_text,
+    dump_json,
+    dump_result,
+    job_ids_of,
+)
 from ._secrets import is_conninfo_error
 from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import check_compatible
-from .models import Fire, HealthRow, Job, Schedule, StatsRow, UnservedJobType
+from .models import Fire, HealthRow, Job, JobStatus, Schedule, StatsRow, UnservedJobType
 
 __all__ = [
+    "WAIT_POLL_INTERVAL",
     "Connectable",
     "Queue",
     "check_aware",
     "check_text",
     "dump_json",
+    "dump_result",
+    "job_ids_of",
     "resolve_dsn",
     "serialization_pause",
     "translate_errors",
@@ -125,6 +137,9 @@ class Queue:
             )
         self._closed = False
         self._compatible = False  # checked once, before the first statement
+        # Connections of their own for Queue.wait (LISTEN), kept for the next wait.
+        self._listeners: list[psycopg.Connection[Any]] = []
+        self._done_channel: str | None = None
 
     # -- connection handling ------------------------------------------------------------------
 
@@ -218,12 +233,15 @@ class Queue:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
-        """Close the connection this Queue opened (not one it was given)."""
+        """Close the connections this Queue opened (not one it was given)."""
         with self._lock:
             self._closed = True
             if self._owned is not None:
                 self._owned.close()
                 self._owned = None
+            listeners, self._listeners = self._listeners, []
+        for conn in listeners:
+            conn.close()
 
     def __enter__(self) -> Queue:
         return self
@@ -284,18 +302,29 @@ class Queue:
             _ops.dequeue(self._sql, worker_id, job_types, batch_size, lock_timeout, queues)
         )
 
-    def complete(self, job_id: uuid.UUID, worker_id: str, attempt: int | None = None) -> bool:
-        """Mark a claimed job succeeded; False when ``worker_id`` no longer holds the claim."""
-        return self._drive(_ops.complete(self._sql, job_id, worker_id, attempt))
+    def complete(
+        self,
+        job_id: uuid.UUID,
+        worker_id: str,
+        attempt: int | None = None,
+        *,
+        result: Any = None,
+    ) -> bool:
+        """Mark a claimed job succeeded, keeping ``result`` (any JSON-serialisable value; None
+        stores none); False when ``worker_id`` no longer holds the claim (nothing is stored)."""
+        return self._drive(_ops.complete(self._sql, job_id, worker_id, attempt, result))
 
     def complete_many(
         self,
         job_ids: Sequence[uuid.UUID],
         worker_id: str,
         attempts: Sequence[int] | None = None,
+        *,
+        results: Sequence[Any] | None = None,
     ) -> int:
-        """Mark many claimed jobs succeeded; returns how many were still held."""
-        return self._drive(_ops.complete_many(self._sql, job_ids, worker_id, attempts))
+        """Mark many claimed jobs succeeded, each with its result (None for none); returns how
+        many were still held."""
+        return self._drive(_ops.complete_many(self._sql, job_ids, worker_id, attempts, results))
 
     def fail(
         self,
@@ -337,14 +366,157 @@ class Queue:
         """Give back claimed, never started jobs; returns how many were released."""
         return self._drive(_ops.release(self._sql, job_ids, worker_id))
 
+    # -- cancellation, results and waiting ---------------------------------------------------
+
+    def cancel(
+        self,
+        job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
+        reason: str | None = None,
+        *,
+        conn: psycopg.Connection[Any] | None = None,
+    ) -> dict[uuid.UUID, str]:
+        """Cancel jobs (``jobq_cancel``). A pending job is cancelled at once; a running one is
+        asked to stop (its handler sees ``job.cancel_requested()`` turn true) and ends
+        ``cancelled`` unless it completes first; a finished job is left alone.
+
+        Returns the status of each known job after the call, in the order given:
+        ``cancelled``, ``cancel_requested`` (running) or the finished status it already had;
+        unknown ids are left out. ``reason`` is kept (``last_error`` of a job cancelled while
+        pending). With ``conn``, in the caller's transaction.
+        """
+        return self._drive(_ops.cancel(self._sql, job_ids, reason), conn)
+
+    def status(
+        self, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
+    ) -> dict[uuid.UUID, JobStatus]:
+        """How each known job stands now (``jobq_job_status``: status, attempts, result,
+        last_error, finished_at, cancel_requested; no payload), in the order given; unknown ids
+        are left out."""
+        return self._drive(_ops.status(self._sql, job_ids))
+
+    def wait(
+        self,
+        job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
+        timeout: timedelta | float | None = 30.0,
+        *,
+        poll_interval: timedelta | float = WAIT_POLL_INTERVAL,
+    ) -> dict[uuid.UUID, JobStatus]:
+        """Wait until every known job of ``job_ids`` has finished (succeeded, failed,
+        dead_letter, cancelled), or until ``timeout`` seconds have passed (None: no limit), and
+        return their statuses at that moment, as :meth:`status` does. It never raises for a
+        job that has not finished: look at ``status.finished``.
+
+        It LISTENs on the installation's done channel, marks the jobs as awaited (so that
+        their end is notified: ``jobq_await(ids, timeout => 0)``) and then reads the statuses;
+        a job that finished before it listened is seen by that first read. It is woken by the
+        notification of a job's end, and looks again every ``poll_interval`` seconds in case a
+        notification was lost. It holds no transaction (nor any snapshot) while it waits. A
+        DSN-made Queue waits on a connection of its own; ``Queue(pool)`` borrows one from the
+        pool for the wait; ``Queue(connection)`` waits on that connection (holding the Queue's
+        lock), and polls only when the connection is inside a transaction.
+        """
+        ids, deadline, poll = _ops.wait_args(job_ids, timeout, poll_interval)
+        if not ids:
+            return {}
+        with self._listener() as (conn, channel):
+
+            def pause(p: _ops.Pause) -> None:
+                if channel is None:
+                    time.sleep(p.seconds)
+                else:
+                    _next_wake(conn, channel, p.unfinished, p.seconds)
+
+            return _ops.drive(
+                _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None),
+                lambda call: _execute(conn, call.query, call.params),
+                pause,
+            )
+
+    def result(
+        self,
+        job_id: uuid.UUID | str,
+        timeout: timedelta | float | None = 30.0,
+        *,
+        poll_interval: timedelta | float = WAIT_POLL_INTERVAL,
+    ) -> Any:
+        """Wait for the job (as :meth:`wait` does) and return what its handler returned (None
+        when it returned nothing). Raises :class:`~pgq_client.JobFailed` (``status``,
+        ``last_error``) when the job ended ``failed``, ``dead_letter`` or ``cancelled``,
+        ``TimeoutError`` when it has not finished within ``timeout``, and
+        :class:`~pgq_client.JobNotFound` for an unknown id."""
+        (wanted,) = job_ids_of(job_id, "job_id")
+        found = self.wait([wanted], timeout, poll_interval=poll_interval).get(wanted)
+        return _ops.result(wanted, found, timeout)
+
+    @contextmanager
+    def _listener(self) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
+        """A connection for one wait, and the done channel it LISTENs on (None: it polls)."""
+        if self._closed:
+            raise JobqError("this Queue is closed")
+        if self._pool is not None:
+            with self._pool.connection() as conn:
+                yield from self._listening(conn)
+            return
+        if self._conn is not None:
+            with self._lock:
+                conn = self._conn
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    self._check_compatible(conn)
+                    yield conn, None  # LISTEN would take effect only at the caller's commit
+                else:
+                    yield from self._listening(conn)
+            return
+        with self._lock:
+            conn = self._listeners.pop() if self._listeners else None
+        if conn is None or conn.closed or conn.broken:
+            conn = connect(self.dsn)
+        try:
+            yield from self._listening(conn)
+        except BaseException:
+            conn.close()
+            raise
+        with self._lock:
+            if self._closed:
+                conn.close()
+            else:
+                self._listeners.append(conn)
+
+    def _listening(
+        self, conn: psycopg.Connection[Any]
+    ) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
+        self._check_compatible(conn)
+        channel = self._channel(conn)
+        _execute(conn, _sql.listen(channel))
+        try:
+            yield conn, channel
+        finally:
+            if not conn.closed and not conn.broken:
+                with translate_errors():
+                    _execute(conn, _sql.unlisten(channel))
+
+    def _channel(self, conn: psycopg.Connection[Any]) -> str:
+        if self._done_channel is None:
+            with translate_errors(), conn.cursor(row_factory=tuple_row) as cur:
+                row = cur.execute(
+                    _sql.EVENT_CHANNEL, {"schema": self.schema, "kind": _sql.DONE}
+                ).fetchone()
+                if not conn.autocommit and conn.info.transaction_status == (
+                    psycopg.pq.TransactionStatus.INTRANS
+                ):
+                    conn.commit()
+            self._done_channel = str(row[0]) if row else _sql.event_channel("public", _sql.DONE)
+        return self._done_channel
+
     # -- administration -----------------------------------------------------------------------
 
     def requeue_dead_letter(self, job_id: uuid.UUID) -> bool:
-        """Make a ``dead_letter`` or ``failed`` job pending again; False for any other job."""
+        """Make a ``dead_letter``, ``failed`` or ``cancelled`` job pending again; False for any
+        other job."""
         return self._drive(_ops.requeue_dead_letter(self._sql, job_id))
 
     def requeue_dead_letters(self, job_type: str | None = None, queue: str | None = None) -> int:
-        """Requeue every ``dead_letter``/``failed`` job (of a type, queue); returns how many."""
+        """Requeue every ``dead_letter``/``failed``/``cancelled`` job (of a type, queue); returns
+        how many."""
         return self._drive(_ops.requeue_dead_letters(self._sql, job_type, queue))
 
     def dead_letters(
@@ -463,3 +635,33 @@ def _type_name(value: object) -> str:
     """``module.Class`` of a value: ``sqlalchemy.engine.base.Connection`` is not psycopg's."""
     kind = type(value)
     return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _execute(
+    conn: psycopg.Connection[Any], query: sql.Composed, params: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """One statement on a connection that may be outside autocommit: then in a transaction of
+    its own, committed, so that the connection is idle again (notifications arrive only
+    between transactions). Its rows as dicts."""
+    with translate_errors():
+        if conn.autocommit or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            with conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(query, params)
+                return cur.fetchall() if cur.description is not None else []
+        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(query, params)
+            return cur.fetchall() if cur.description is not None else []
+
+
+def _next_wake(
+    conn: psycopg.Connection[Any], channel: str, unfinished: frozenset[str], seconds: float
+) -> None:
+    """Until a notification on ``channel`` for one of the ``unfinished`` jobs (or one that
+    says to check everything), or ``seconds``."""
+    with translate_errors():
+        # Notifications that came while a statement ran are kept by psycopg and come first.
+        for note in conn.notifies(timeout=max(seconds, 0.0)):
+            if note.channel == channel and (
+                note.payload == _sql.CHECK_ALL or note.payload in unfinished
+            ):
+                return

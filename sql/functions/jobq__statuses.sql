@@ -22,8 +22,8 @@ DECLARE
     -- pending waits (also between retries); processing is claimed.
     v_unfinished CONSTANT text[] := ARRAY['pending', 'processing'];
     -- succeeded is done; failed is a permanent failure the worker asked for; dead_letter has
-    -- used all its attempts.
-    v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter'];
+    -- used all its attempts; cancelled was cancelled (jobq_cancel).
+    v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'];
 BEGIN
     RETURN CASE jobq__statuses.finished
         WHEN TRUE THEN v_finished

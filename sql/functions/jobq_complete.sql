@@ -1,15 +1,22 @@
 -- jobq_complete: marks one job succeeded while the worker still holds its claim (fenced by
--- worker_id, and by the claim's attempt when given).
+-- worker_id, and by the claim's attempt when given), and keeps what the handler returned.
 --
 -- The WHERE clause finds the job by its primary key and tests no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql (locked_by is set exactly while a
 -- job is processing, and a status test would let the planner scan every claimed job).
+--
+-- Without a result this is the same one statement as before results existed: the size limit
+-- is read from jobq_settings only when there is a result to check. The job's awaited flag
+-- comes back from the UPDATE itself (RETURNING), so a job nobody waits for sends no
+-- notification and costs no extra read.
 --! levels: worker, admin
+--! replaces: jobq_complete(uuid, text, integer)
 
 CREATE OR REPLACE FUNCTION jobq_complete(
     job_id uuid,
     worker_id text,
-    attempt integer DEFAULT NULL
+    attempt integer DEFAULT NULL,
+    result jsonb DEFAULT NULL
 ) RETURNS boolean
 LANGUAGE plpgsql
 VOLATILE
@@ -18,15 +25,30 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_error text;
+    v_size integer;
+    v_limit integer;
+    v_awaited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete.worker_id);
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF jobq_complete.result IS NOT NULL THEN
+        v_size := pg_catalog.pg_column_size(jobq_complete.result);
+        SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+        IF v_size > v_limit THEN
+            RAISE EXCEPTION 'jobq_complete: result is % bytes, the limit is % bytes',
+                v_size, v_limit
+                USING ERRCODE = 'program_limit_exceeded',
+                      HINT = 'Store large results elsewhere and return a reference; an admin '
+                             'can change the limit with jobq_configure(max_payload_bytes => ...).';
+        END IF;
+    END IF;
 
     UPDATE jobq_jobs AS j
     SET
         status = 'succeeded',
+        result = jobq_complete.result,
         finished_at = pg_catalog.now(),
         locked_at = NULL,
         locked_by = NULL,
@@ -35,20 +57,28 @@ BEGIN
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_complete.job_id
       AND j.locked_by = jobq_complete.worker_id
-      AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt);
-    RETURN FOUND;
+      AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
+    RETURNING j.awaited INTO v_awaited;
+    IF v_awaited THEN
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
+    END IF;
+    RETURN v_awaited IS NOT NULL;
 END;
 $$;
 
-COMMENT ON FUNCTION jobq_complete(uuid, text, integer) IS
-'Marks the job succeeded while the worker still holds its claim.
+COMMENT ON FUNCTION jobq_complete(uuid, text, integer, jsonb) IS
+'Marks the job succeeded while the worker still holds its claim, and stores the handler''s
+result. A job with a cancel request that completes ends succeeded.
 Arguments: job_id (the job), worker_id (the worker that claimed it: non-blank, at most 200
 characters), attempt (NULL = any; else only the claim of that attempt counts, so that a claim
-that expired and was taken again, even by the same worker_id, is fenced off).
+that expired and was taken again, even by the same worker_id, is fenced off), result (any JSON
+value, at most max_payload_bytes; NULL stores none).
 Result: true if it completed the job; false otherwise (unknown job, not processing, claim
-taken over or of another attempt), and nothing changes then.
-Errors: 22023 worker_id NULL, blank or longer than 200 characters.
-Concurrency: the row lock orders it against a concurrent takeover; whichever commits first
-wins, and a taken-over claim can no longer complete.';
+taken over or of another attempt), and nothing changes then: no result is stored.
+Errors: 22023 worker_id NULL, blank or longer than 200 characters; 54000 result larger than
+max_payload_bytes (nothing changes).
+Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
+first wins, and a taken-over claim can no longer complete. A NOTIFY on the installation''s done
+channel (payload: the job id) when a client awaits the job (jobq_await).';
 
-REVOKE EXECUTE ON FUNCTION jobq_complete(uuid, text, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq_complete(uuid, text, integer, jsonb) FROM PUBLIC;

@@ -1,14 +1,20 @@
 -- jobq_complete_many: jobq_complete for many jobs in one statement (the Worker's batched
--- acknowledgements), each optionally fenced by its own attempt.
+-- acknowledgements), each optionally fenced by its own attempt and with its own result.
 --
 -- The WHERE clause finds the jobs by their primary key and tests no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+--
+-- Without results this is the same one statement as before results existed, with the
+-- completed jobs' awaited flags read back through RETURNING: the size limit is read from
+-- jobq_settings only when there are results to check, and only awaited jobs are notified.
 --! levels: worker, admin
+--! replaces: jobq_complete_many(uuid[], text, integer[])
 
 CREATE OR REPLACE FUNCTION jobq_complete_many(
     job_ids uuid[],
     worker_id text,
-    attempts integer[] DEFAULT NULL
+    attempts integer[] DEFAULT NULL,
+    results jsonb[] DEFAULT NULL
 ) RETURNS integer
 LANGUAGE plpgsql
 VOLATILE
@@ -17,60 +23,109 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_done integer;
+    v_awaited text[];
     v_error text;
+    v_limit integer;
+    v_big record;
+    v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0);
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_complete_many: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jobq_complete_many.attempts IS NOT NULL
-       AND pg_catalog.cardinality(jobq_complete_many.attempts)
-           IS DISTINCT FROM pg_catalog.cardinality(jobq_complete_many.job_ids) THEN
+       AND pg_catalog.cardinality(jobq_complete_many.attempts) IS DISTINCT FROM v_count THEN
         RAISE EXCEPTION 'jobq_complete_many: attempts has % elements, job_ids has %',
-            pg_catalog.cardinality(jobq_complete_many.attempts),
-            coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0)
+            pg_catalog.cardinality(jobq_complete_many.attempts), v_count
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass one attempt per job id, in the same order, or NULL.';
     END IF;
+    IF jobq_complete_many.results IS NOT NULL THEN
+        IF pg_catalog.cardinality(jobq_complete_many.results) IS DISTINCT FROM v_count THEN
+            RAISE EXCEPTION 'jobq_complete_many: results has % elements, job_ids has %',
+                pg_catalog.cardinality(jobq_complete_many.results), v_count
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Pass one result (or NULL) per job id, in the same order, or NULL.';
+        END IF;
+        -- Sizes as jobq_complete (and jobq_enqueue) measure them, that of the jsonb value with
+        -- a 4-byte header. An array stores its elements of up to 127 bytes with a 1-byte
+        -- header, 3 bytes less: those are measured on a copy made outside the array.
+        SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+        SELECT r.ord, r.size INTO v_big
+        FROM (
+            SELECT
+                e.ord,
+                CASE
+                    WHEN pg_catalog.pg_column_size(e.result) <= 127
+                        THEN pg_catalog.pg_column_size(e.result::text::jsonb)
+                    ELSE pg_catalog.pg_column_size(e.result)
+                END AS size
+            FROM pg_catalog.unnest(jobq_complete_many.results) WITH ORDINALITY AS e (result, ord)
+        ) AS r
+        WHERE r.size > v_limit
+        ORDER BY r.ord
+        LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'jobq_complete_many: results[%] is % bytes, the limit is % bytes',
+                v_big.ord, v_big.size, v_limit
+                USING ERRCODE = 'program_limit_exceeded',
+                      HINT = 'Store large results elsewhere and return a reference; an admin '
+                             'can change the limit with jobq_configure(max_payload_bytes => ...).';
+        END IF;
+    END IF;
 
-    UPDATE jobq_jobs AS j
-    SET
-        status = 'succeeded',
-        finished_at = pg_catalog.now(),
-        locked_at = NULL,
-        locked_by = NULL,
-        updated_at = pg_catalog.now()
-    -- ROWS FROM (unnest, unnest) is what a two-array unnest() in FROM means; it is written out
-    -- because that shorthand exists only for the unqualified name.
-    FROM ROWS FROM (
-        pg_catalog.unnest(jobq_complete_many.job_ids),
-        pg_catalog.unnest(coalesce(
-            jobq_complete_many.attempts,
-            pg_catalog.array_fill(
-                NULL::integer,
-                ARRAY[coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0)]
-            )
-        ))
-    ) AS d (job_id, attempt)
-    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
-    WHERE j.id = d.job_id
-      AND j.locked_by = jobq_complete_many.worker_id
-      AND (d.attempt IS NULL OR j.attempts = d.attempt);
-    GET DIAGNOSTICS v_done = ROW_COUNT;
+    WITH done AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = 'succeeded',
+            result = d.result,
+            finished_at = pg_catalog.now(),
+            locked_at = NULL,
+            locked_by = NULL,
+            updated_at = pg_catalog.now()
+        -- ROWS FROM (unnest, unnest, unnest) is what a three-array unnest() in FROM means; it
+        -- is written out because that shorthand exists only for the unqualified name. It pads
+        -- a shorter function with NULLs: a NULL attempts or results (no row) means NULL for
+        -- every job, at no cost (their lengths were checked above).
+        FROM ROWS FROM (
+            pg_catalog.unnest(jobq_complete_many.job_ids),
+            pg_catalog.unnest(jobq_complete_many.attempts),
+            pg_catalog.unnest(jobq_complete_many.results)
+        ) AS d (job_id, attempt, result)
+        -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        WHERE j.id = d.job_id
+          AND j.locked_by = jobq_complete_many.worker_id
+          AND (d.attempt IS NULL OR j.attempts = d.attempt)
+        RETURNING j.id, j.awaited
+    )
+
+    SELECT
+        pg_catalog.count(*)::integer,
+        pg_catalog.array_agg(done.id::text) FILTER (WHERE done.awaited)
+    INTO v_done, v_awaited
+    FROM done;
+    IF v_awaited IS NOT NULL THEN
+        PERFORM jobq__notify_events('done', v_awaited);
+    END IF;
     RETURN v_done;
 END;
 $$;
 
-COMMENT ON FUNCTION jobq_complete_many(uuid[], text, integer[]) IS
-'Marks succeeded, in one statement, each of the jobs that the worker still holds.
+COMMENT ON FUNCTION jobq_complete_many(uuid[], text, integer[], jsonb[]) IS
+'Marks succeeded, in one statement, each of the jobs that the worker still holds, each with
+its result.
 Arguments: job_ids (the jobs), worker_id (the worker that claimed them: non-blank, at most 200
 characters), attempts (optional, an extension of the contract: one claim attempt per job id,
-same order; a job counts only while its claim is of that attempt; NULL = any).
+same order; a job counts only while its claim is of that attempt; NULL = any), results
+(optional: one result per job id, same order, any JSON value or NULL for none, at most
+max_payload_bytes each; a job not completed stores nothing).
 Result: how many jobs were completed; the others (not held, another attempt) are left alone.
-Errors: 22023 when attempts and job_ids differ in length, worker_id NULL, blank or longer
-than 200 characters.
+Errors: 22023 when attempts or results and job_ids differ in length, worker_id NULL, blank or
+longer than 200 characters; 54000 when a result is larger than max_payload_bytes (the message
+names its position; nothing changes).
 Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
-calls over the same jobs at once.';
+calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
+the installation''s done channel (payload: the job id) for each completed job a client awaits.';
 
-REVOKE EXECUTE ON FUNCTION jobq_complete_many(uuid[], text, integer[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq_complete_many(uuid[], text, integer[], jsonb[]) FROM PUBLIC;

@@ -70,6 +70,7 @@ DECLARE
     v_ids uuid[];
     v_got jobq_jobs[];
     v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
+    v_ended text[];
     v_error text;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
@@ -112,11 +113,12 @@ BEGIN
     WHERE j.id = ANY (ARRAY(SELECT due.id FROM due));
 
     -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
-    --    Each is recorded in errors (which worker lost it). One that has attempts left goes
-    --    back to pending with its original available_at, so that step 3 ranks it like any
-    --    other pending job; one that has used all its attempts is not run again: dead_letter.
-    --    The index jobq_jobs_locked_idx makes this a short range scan that finds nothing in
-    --    the common case.
+    --    Each is recorded in errors (which worker lost it). One with a cancel request is not
+    --    run again: cancelled. One that has attempts left goes back to pending with its
+    --    original available_at, so that step 3 ranks it like any other pending job; one that
+    --    has used all its attempts is not run again: dead_letter. The index
+    --    jobq_jobs_locked_idx makes this a short range scan that finds nothing in the common
+    --    case; the jobs that ended and that a client awaits are announced on the done channel.
     WITH stale AS MATERIALIZED (
         SELECT j.id
         FROM jobq_jobs AS j
@@ -128,35 +130,52 @@ BEGIN
         ORDER BY j.locked_at
         LIMIT jobq_dequeue.batch_size
         FOR UPDATE SKIP LOCKED
-    )
+    ),
 
-    UPDATE jobq_jobs AS j
-    SET
-        status = CASE WHEN j.attempts >= j.max_attempts THEN 'dead_letter' ELSE 'pending' END,
-        -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
-        -- before that bound existed must not make its takeover fail for its size.
-        last_error = pg_catalog.format(
-            'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-            pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-            jobq_dequeue.lock_timeout
-        ),
-        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-            'attempt', j.attempts,
-            'at', pg_catalog.now(),
-            'worker', pg_catalog.substr(j.locked_by, 1, 200),
-            'error', pg_catalog.format(
+    taken AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = CASE
+                WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
+                ELSE 'pending'
+            END,
+            -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
+            -- before that bound existed must not make its takeover fail for its size.
+            last_error = pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
                 jobq_dequeue.lock_timeout
             ),
-            'kind', 'lock_expired'
-        )),
-        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN pg_catalog.now() END,
-        scheduled = FALSE,
-        locked_at = NULL,
-        locked_by = NULL,
-        updated_at = pg_catalog.now()
-    WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale));
+            errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
+                'attempt', j.attempts,
+                'at', pg_catalog.now(),
+                'worker', pg_catalog.substr(j.locked_by, 1, 200),
+                'error', pg_catalog.format(
+                    'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                    pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                    jobq_dequeue.lock_timeout
+                ),
+                'kind', 'lock_expired'
+            )),
+            finished_at = CASE
+                WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts
+                    THEN pg_catalog.now()
+            END,
+            scheduled = FALSE,
+            locked_at = NULL,
+            locked_by = NULL,
+            updated_at = pg_catalog.now()
+        WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale))
+        RETURNING j.id, j.status, j.awaited
+    )
+
+    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
+    INTO v_ended
+    FROM taken AS t;
+    IF v_ended IS NOT NULL THEN
+        PERFORM jobq__notify_events('done', v_ended);
+    END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair. With both
     --    filters they are known; otherwise the pairs that have pending jobs are found in the
@@ -359,9 +378,9 @@ COMMENT ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) IS
 now, locked_by the worker, attempts + 1. Candidates: pending jobs whose available_at has
 come, and processing jobs whose lock is older than lock_timeout (their worker is presumed
 dead): such a takeover is recorded in errors (kind lock_expired, the worker that lost it),
-and a stale job with no attempts left goes to dead_letter instead of running again. Each
-call also records the worker''s filters in jobq_workers (written at most every 5 seconds per
-worker), for jobq_unserved_job_types.
+and a stale job with a cancel request (jobq_cancel) goes to cancelled, one with no attempts
+left to dead_letter, instead of running again. Each call also records the worker''s filters in
+jobq_workers (written at most every 5 seconds per worker), for jobq_unserved_job_types.
 Cost: each call first promotes up to 1,000 scheduled jobs that have come due (one index probe
 when none has), then reads only the (job_type, queue) ranges of jobq_jobs_claim_idx that its
 filters select, plus one probe per pair with pending jobs to find them; finished jobs, jobs of
@@ -377,6 +396,7 @@ Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size ou
 lock_timeout <= 0.
 Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
 same job, one call never locks or claims more than batch_size pending rows, and it never comes
-back short while jobs it could claim are waiting unlocked.';
+back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
+awaits sends a NOTIFY on the done channel (payload: the job id).';
 
 REVOKE EXECUTE ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) FROM PUBLIC;

@@ -1,6 +1,7 @@
 -- jobq_fail: records a failed attempt while the worker holds the claim, and decides what
--- follows: pending again after attempts × backoff (jobq__backoff), dead_letter when no attempt
--- is left, failed when the worker asked for no retry.
+-- follows: cancelled when a cancel was requested (jobq_cancel), else pending again after
+-- attempts × backoff (jobq__backoff), dead_letter when no attempt is left, failed when the
+-- worker asked for no retry.
 --
 -- The WHERE clause finds the job by its primary key and tests no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
@@ -25,6 +26,7 @@ DECLARE
     v_available_at timestamptz;
     v_error text;
     v_error_text text;
+    v_awaited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail.worker_id);
     IF v_error IS NOT NULL THEN
@@ -47,21 +49,24 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = CASE
+            WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
             WHEN NOT jobq_fail.retry THEN 'failed'
             WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
             ELSE 'pending'
         END,
         available_at = CASE
-            WHEN jobq_fail.retry AND j.attempts < j.max_attempts
+            WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
                 THEN pg_catalog.now() + jobq__backoff(j.attempts, jobq_fail.backoff)
             ELSE j.available_at
         END,
         finished_at = CASE
-            WHEN jobq_fail.retry AND j.attempts < j.max_attempts THEN NULL
+            WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
+                THEN NULL
             ELSE pg_catalog.now()
         END,
         -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
-        scheduled = jobq_fail.retry AND j.attempts < j.max_attempts
+        scheduled = j.cancel_requested_at IS NULL AND jobq_fail.retry
+            AND j.attempts < j.max_attempts
             AND jobq__backoff(j.attempts, jobq_fail.backoff) > interval '0',
         last_error = v_error_text,
         errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
@@ -78,9 +83,12 @@ BEGIN
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
-    RETURNING j.status, j.queue, j.available_at INTO v_status, v_queue, v_available_at;
+    RETURNING j.status, j.queue, j.available_at, j.awaited
+    INTO v_status, v_queue, v_available_at, v_awaited;
     IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
+    ELSIF v_awaited AND v_status <> 'pending' THEN
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
     END IF;
     RETURN v_status;
 END;
@@ -89,9 +97,10 @@ $$;
 COMMENT ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) IS
 'Records a failed attempt of a job while the worker holds its claim: last_error, and one
 object {attempt, at, worker, error} appended to errors (error cut to its first 10,000
-characters; errors keeps the 50 most recent entries). With retry and attempts left: pending
-again, available after attempts × backoff (arithmetic, capped at 365 days). With no attempts
-left: dead_letter. With retry => false: failed.
+characters; errors keeps the 50 most recent entries). A job with a cancel request (jobq_cancel)
+ends cancelled, whatever retry and the attempts left say, and is never run again. Otherwise,
+with retry and attempts left: pending again, available after attempts × backoff (arithmetic,
+capped at 365 days); with no attempts left: dead_letter; with retry => false: failed.
 Arguments: job_id (the job), worker_id (the worker that claimed it: non-blank, at most 200
 characters), error (the error text; NULL is stored as an empty text), retry (false: a
 permanent failure), backoff (>= 0, the delay per attempt), attempt (NULL = any; else only the
@@ -99,7 +108,8 @@ claim of that attempt counts).
 Result: the new status, or NULL when the claim is not held (nothing changes then).
 Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or longer than 200
 characters.
-Concurrency: the row lock orders it against a concurrent takeover, as jobq_complete. A NOTIFY
-on the installation''s channel when the job is available again at once (backoff 0).';
+Concurrency: the row lock orders it against a concurrent takeover or cancel, as jobq_complete.
+A NOTIFY on the installation''s channel when the job is available again at once (backoff 0),
+and on its done channel (payload: the job id) when the job ended and a client awaits it.';
 
 REVOKE EXECUTE ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) FROM PUBLIC;

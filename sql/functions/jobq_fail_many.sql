@@ -3,11 +3,12 @@
 -- per element in input order.
 --
 -- Same fencing and the same outcome per element as jobq_fail: the job must be held by
--- worker_id (by the claim of that attempt, when given); the new status is pending (after
--- attempts × backoff), dead_letter or failed exactly as jobq_fail decides; the error goes to
--- last_error and errors. One UPDATE for all, found by the primary key (no status test: see
--- the note on jobq_jobs_claim_check in migrations/0001_jobq_core.sql), instead of one call of
--- jobq_fail per job: one plan, one pass.
+-- worker_id (by the claim of that attempt, when given); the new status is cancelled (a cancel
+-- was requested), pending (after attempts × backoff), dead_letter or failed exactly as
+-- jobq_fail decides; the error goes to last_error and errors; an ended job that a client
+-- awaits is announced on the done channel. One UPDATE for all, found by the primary key (no
+-- status test: see the note on jobq_jobs_claim_check in migrations/0001_jobq_core.sql),
+-- instead of one call of jobq_fail per job: one plan, one pass.
 --
 -- SET enable_seqscan = off: the fence `locked_by = worker_id` is selective only when the
 -- statistics know how many jobs are processing. Gathered on a quiet queue (few or none), they
@@ -53,6 +54,7 @@ DECLARE
     v_ords bigint[];
     v_statuses text[];
     v_wake text[];
+    v_ended text[];
     v_error text;
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail_many.worker_id);
@@ -144,17 +146,19 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = CASE
+                WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
                 WHEN NOT d.retry THEN 'failed'
                 WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
                 ELSE 'pending'
             END,
             available_at = CASE
-                WHEN d.retry AND j.attempts < j.max_attempts
+                WHEN j.cancel_requested_at IS NULL AND d.retry AND j.attempts < j.max_attempts
                     THEN pg_catalog.now() + jobq__backoff(j.attempts, d.backoff)
                 ELSE j.available_at
             END,
             finished_at = CASE
-                WHEN d.retry AND j.attempts < j.max_attempts THEN NULL
+                WHEN j.cancel_requested_at IS NULL AND d.retry AND j.attempts < j.max_attempts
+                    THEN NULL
                 ELSE pg_catalog.now()
             END,
             last_error = d.error,
@@ -171,7 +175,7 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_fail_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING d.i, j.status, j.queue, j.available_at
+        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.awaited
     )
 
     SELECT
@@ -179,12 +183,14 @@ BEGIN
         pg_catalog.array_agg(x.status),
         pg_catalog.array_agg(DISTINCT x.queue) FILTER (
             WHERE x.status = 'pending' AND x.available_at <= pg_catalog.now()
-        )
-    INTO v_ords, v_statuses, v_wake
+        ),
+        pg_catalog.array_agg(x.id::text) FILTER (WHERE x.awaited AND x.status <> 'pending')
+    INTO v_ords, v_statuses, v_wake, v_ended
     FROM failed AS x;
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
+    PERFORM jobq__notify_events('done', v_ended);
 
     RETURN QUERY
     SELECT e.i::integer, e.job_id, r.status
@@ -207,14 +213,15 @@ empty text, each cut to its first 10,000 characters), retries (one flag per
 job; NULL = all true), backoffs (one interval >= 0 per job; NULL = all 10 seconds), attempts
 (one claim attempt per job; NULL = any, and a NULL element does not fence its job).
 Result: one row per element of job_ids, in their order: ord (from 1), job_id, and status, the
-new status (pending, dead_letter or failed) or NULL when the claim is not held (nothing changes
-for that job).
+new status (pending, dead_letter, failed, or cancelled for a job with a cancel request) or NULL
+when the claim is not held (nothing changes for that job).
 Errors: 22023 for worker_id NULL, blank or longer than 200 characters, a NULL errors array,
 when errors, retries, backoffs or attempts differ in length from job_ids, or for a NULL retry
 or a NULL or negative backoff (naming the element); nothing changes then.
 Concurrency: as jobq_fail, job by job. It waits for the rows it changes: do not send two calls
-over the same jobs at once. One NOTIFY on the installation''s channel per queue that got a job
-back available now (one that wakes every worker beyond 100 queues).';
+over the same jobs at once; send them in id order, as jobq_cancel locks them. One NOTIFY on the
+installation''s channel per queue that got a job back available now (one that wakes every
+worker beyond 100 queues), and one on the done channel per ended job that a client awaits.';
 
 REVOKE EXECUTE ON FUNCTION jobq_fail_many(uuid[], text, text[], boolean[], interval[], integer[])
 FROM PUBLIC;

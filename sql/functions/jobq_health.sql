@@ -63,6 +63,18 @@ BEGIN
     FROM jobq_jobs AS j
     WHERE j.status = 'processing' AND j.locked_at < pg_catalog.now() - stuck_after;
 
+    -- Jobs still running stuck_after after jobq_cancel asked them to stop: their handler does
+    -- not look at the request (job.cancel_requested() in Python), or cannot stop.
+    RETURN QUERY
+    SELECT
+        'unheeded_cancels'::text, NULL::text,
+        CASE WHEN pg_catalog.count(*) > 0 THEN 'warning' ELSE 'ok' END,
+        pg_catalog.count(*)::double precision,
+        pg_catalog.format('%s job(s) still processing more than %s after a cancel request',
+                          pg_catalog.count(*), stuck_after)
+    FROM jobq_jobs AS j
+    WHERE j.status = 'processing' AND j.cancel_requested_at < pg_catalog.now() - stuck_after;
+
     -- Per queue: how long the oldest job available now has waited.
     RETURN QUERY
     SELECT
@@ -254,7 +266,8 @@ $$;
 COMMENT ON FUNCTION jobq_health(interval, interval, interval) IS
 'Admin and monitor. Health findings of this queue, one row per check (and per queue for
 oldest_pending_age, per queue and job type for unserved_job_types). Checks: stuck_processing
-(locks older than stuck_after), oldest_pending_age (per queue, against max_pending_age),
+(locks older than stuck_after), unheeded_cancels (processing jobs whose cancel request is older
+than stuck_after), oldest_pending_age (per queue, against max_pending_age),
 unserved_job_types (available jobs of a queue and job type that no worker claimed within
 max_pending_age: see jobq_unserved_job_types), dead_letters, dead_tuples of jobq_jobs with
 its last (auto)vacuum, idle_in_transaction and oldest_transaction (against
@@ -262,9 +275,10 @@ max_transaction_age: such sessions stop VACUUM from cleaning the queue), schema_
 schema belongs to another role than jobq''s owner, not a superuser) and schema_create (other
 roles, or PUBLIC, may CREATE in the schema: they could plant objects there). See
 docs/operations.md for what to do about each.
-Arguments: stuck_after (a claim older than this is stuck), max_pending_age (the oldest
-pending job may wait this long; also how recently a worker must have asked for a job type),
-max_transaction_age (the longest transaction or idle session tolerated).
+Arguments: stuck_after (a claim older than this is stuck; so is a cancel request older than
+this that its job has not heeded), max_pending_age (the oldest pending job may wait this long;
+also how recently a worker must have asked for a job type), max_transaction_age (the longest
+transaction or idle session tolerated).
 Result: rows (check_name, queue, severity ok or warning, value a number, detail a sentence).
 Errors: 22023 a NULL or non-positive interval.';
 

@@ -18,6 +18,11 @@
 --
 -- Both statements find the rows by the primary key and test no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+--
+-- Cancel requests: the result stays a count, so a worker learns of the cancel requests for the
+-- jobs it holds by calling jobq_cancel_requested with the same ids in the same statement
+-- (SELECT jobq_heartbeat(w, ids), ARRAY(SELECT jobq_cancel_requested(ids))): no extra round
+-- trip, and never later than one heartbeat interval, notification or not.
 --! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS integer
@@ -57,7 +62,8 @@ COMMENT ON FUNCTION jobq_heartbeat(text, uuid[]) IS
 'Renews locked_at (to now) of the jobs that the worker still holds, so that a long job of a
 live worker is never taken over. Never waits: a held job whose row another transaction has
 locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
-this time.
+this time. A worker learns of cancel requests in the same statement with
+jobq_cancel_requested(job_ids).
 Arguments: worker_id (the worker that claimed them: non-blank, at most 200 characters),
 job_ids (the jobs).
 Result: how many claims were renewed; a smaller number than asked means some claims are lost

@@ -8,8 +8,8 @@
 -- short transaction with a bounded amount of WAL, the rows it deletes are locked with SKIP
 -- LOCKED (never waiting for a worker or an operator), and VACUUM can reclaim the first batches
 -- while the next ones run. Without batch_size (NULL), one statement deletes them all, as before.
--- Succeeded jobs are found through jobq_jobs_succeeded_idx (finished_at), failed and
--- dead-letter jobs through jobq_jobs_failed_idx (status, finished_at): no batch scans the
+-- Succeeded jobs are found through jobq_jobs_succeeded_idx (finished_at), failed, dead-letter
+-- and cancelled jobs through jobq_jobs_failed_idx (status, finished_at): no batch scans the
 -- table. One statement per status, each naming its status as a literal, so that even a
 -- generic plan can prove the partial index's predicate; a finished status added later without
 -- an index of its own is deleted by a statement of its own too.
@@ -86,11 +86,13 @@ BEGIN
             DELETE FROM jobq_jobs AS j
             USING doomed
             WHERE j.id = doomed.id;
-        ELSIF v_status IN ('failed', 'dead_letter') THEN
+        ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
+            -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status is a
+            -- parameter) can use that index.
             WITH doomed AS MATERIALIZED (
                 SELECT j.id
                 FROM jobq_jobs AS j
-                WHERE j.status IN ('failed', 'dead_letter')
+                WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
                   AND j.status = v_status
                   AND j.finished_at < v_before
                 ORDER BY j.finished_at
@@ -126,7 +128,7 @@ COMMENT ON FUNCTION jobq_prune(interval, text[], integer) IS
 'Deletes finished jobs that finished long enough ago, the oldest first, all at once or in
 batches (each call then a short transaction: loop until a call deletes fewer than batch_size).
 Arguments: older_than (>= 0: jobs whose finished_at is older than this), statuses (finished
-statuses only: succeeded, failed, dead_letter; default succeeded), batch_size (at most that
+statuses only: succeeded, failed, dead_letter, cancelled; default succeeded), batch_size (at most that
 many per call; NULL, the default: all of them in one statement).
 Result: how many jobs were deleted.
 Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty

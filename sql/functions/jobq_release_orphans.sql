@@ -28,6 +28,7 @@ AS $$
 DECLARE
     v_released integer;
     v_queues text[];
+    v_ended text[];
     v_error text;
 BEGIN
     v_error := jobq__worker_id_error(jobq_release_orphans.worker_id);
@@ -54,21 +55,27 @@ BEGIN
     released AS (
         UPDATE jobq_jobs AS j
         SET
-            status = 'pending',
+            -- A job with a cancel request is not given back but cancelled (as jobq_release).
+            status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
             available_at = pg_catalog.now(),
             attempts = greatest(j.attempts - 1, 0),
+            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN pg_catalog.now() END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
             updated_at = pg_catalog.now()
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
-        RETURNING j.queue
+        RETURNING j.id, j.queue, j.status, j.awaited
     )
 
-    SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
-    INTO v_released, v_queues
+    SELECT
+        pg_catalog.count(*)::integer,
+        pg_catalog.array_agg(DISTINCT r.queue) FILTER (WHERE r.status = 'pending'),
+        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
+    INTO v_released, v_queues, v_ended
     FROM released AS r;
     PERFORM jobq__notify(v_queues);
+    PERFORM jobq__notify_events('done', v_ended);
     RETURN v_released;
 END;
 $$;
@@ -79,9 +86,10 @@ for a worker that reconnects after a claim whose reply was lost (the claim commi
 worker never saw its jobs), so that those jobs run again at once instead of after
 lock_timeout. Released as jobq_release does: pending, available now, attempts - 1, claim
 cleared, no error recorded; other workers are woken (NOTIFY on the installation''s channel).
+A job with a cancel request (jobq_cancel) becomes cancelled instead and is never run again.
 Arguments: worker_id (non-blank; must be unique per worker process), job_ids (every job the
 worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
-Result: how many jobs were released.
+Result: how many jobs were released (cancelled ones included).
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; NULL job_ids.
 Concurrency: skips rows locked by another transaction (never waits). Call it only while no
 claim of this worker is in flight: the jobs of a claim not yet returned would be released.';

@@ -1,5 +1,6 @@
--- jobq_requeue_dead_letter: an operator gives one dead_letter or failed job another run. The
--- error history is kept, so that the job's past failures stay visible after the retry.
+-- jobq_requeue_dead_letter: an operator gives one dead_letter, failed or cancelled job another
+-- run. The error history is kept, so that the job's past failures stay visible after the
+-- retry; a cancel request is cleared (the requeue is the operator's newer decision).
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_requeue_dead_letter(job_id uuid) RETURNS boolean
@@ -20,9 +21,12 @@ BEGIN
         locked_at = NULL,
         locked_by = NULL,
         finished_at = NULL,
+        cancel_requested_at = NULL,
+        cancel_reason = NULL,
+        awaited = FALSE,
         updated_at = pg_catalog.now()
     WHERE j.id = jobq_requeue_dead_letter.job_id
-      AND j.status IN ('dead_letter', 'failed')
+      AND j.status IN ('dead_letter', 'failed', 'cancelled')
     RETURNING j.queue INTO v_queue;
     IF v_queue IS NULL THEN
         RETURN false;
@@ -33,9 +37,9 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_requeue_dead_letter(uuid) IS
-'Makes a dead_letter or failed job pending again: available now, attempts 0, claim
-cleared, error history (last_error, errors) kept; wakes a worker (a NOTIFY on the
-installation''s channel).
+'Makes a dead_letter, failed or cancelled job pending again: available now, attempts 0,
+claim and cancel request cleared, error history (last_error, errors) kept; wakes a worker (a
+NOTIFY on the installation''s channel).
 Arguments: job_id (the job).
 Result: true if it did; false for any other status or an unknown id (nothing changes then).
 Errors: none.';

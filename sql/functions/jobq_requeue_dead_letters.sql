@@ -1,6 +1,6 @@
--- jobq_requeue_dead_letters: jobq_requeue_dead_letter for every dead_letter or failed job of a
--- job type and/or queue, in one statement, with one NOTIFY per queue that got jobs back (at
--- most 100: jobq__notify).
+-- jobq_requeue_dead_letters: jobq_requeue_dead_letter for every dead_letter, failed or
+-- cancelled job of a job type and/or queue, in one statement, with one NOTIFY per queue that
+-- got jobs back (at most 100: jobq__notify).
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_requeue_dead_letters(
@@ -26,8 +26,11 @@ BEGIN
             locked_at = NULL,
             locked_by = NULL,
             finished_at = NULL,
+            cancel_requested_at = NULL,
+            cancel_reason = NULL,
+            awaited = FALSE,
             updated_at = pg_catalog.now()
-        WHERE j.status IN ('dead_letter', 'failed')
+        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
           AND (jobq_requeue_dead_letters.job_type IS NULL
                OR j.job_type = jobq_requeue_dead_letters.job_type)
           AND (jobq_requeue_dead_letters.queue IS NULL
@@ -44,8 +47,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_requeue_dead_letters(text, text) IS
-'Makes every dead_letter or failed job pending again, as jobq_requeue_dead_letter does,
-in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
+'Makes every dead_letter, failed or cancelled job pending again, as jobq_requeue_dead_letter
+does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
 back (a single one that wakes every worker when more than 100 queues did).
 Arguments: job_type (NULL = any), queue (NULL = any).
 Result: how many jobs were requeued.

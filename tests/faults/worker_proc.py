@@ -21,7 +21,9 @@ What a handler does besides is read from the job's payload, so one process serve
   where it wants it and lets it go with an UPDATE;
 * ``exit``: ``os._exit(EXIT_POISON)`` right after ``start`` (a poison job that kills its worker);
 * ``raise_on``: a list of attempts on which the handler raises ``RuntimeError`` (after the gate);
-* ``sleep``: seconds to sleep in the handler.
+* ``sleep``: seconds to sleep in the handler;
+* ``until_cancelled`` (``fx_plain``): the handler runs until ``job.cancel_requested()`` turns
+  true, then raises ``RuntimeError("fx: cancel seen")`` (the job then ends cancelled).
 
 Each ledger row carries the worker id and the backend pid of the handler's transaction, so a
 test can terminate exactly that backend. Connections are named by ``application_name``:
@@ -161,6 +163,13 @@ def handle_fx_plain(job: Job) -> None:
     """At-least-once: the effect is written before the worker acknowledges the job."""
     _start(job, None)
     _misbehave(job)
+    if job.payload.get("until_cancelled"):
+        deadline = time.monotonic() + 120
+        while not job.cancel_requested():
+            if time.monotonic() > deadline:
+                raise RuntimeError("fx: no cancel request within 120 s")
+            time.sleep(0.01)
+        raise RuntimeError(f"fx: cancel seen (worker {_worker_id})")
     _wait_gate(job)
     _raise_if_asked(job)
     _ledger(

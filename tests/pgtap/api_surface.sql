@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(126);
+SELECT plan(140);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -16,6 +16,8 @@ SELECT functions_are('public', ARRAY[
     -- workers
     'jobq_dequeue', 'jobq_complete', 'jobq_complete_many', 'jobq_fail', 'jobq_fail_many',
     'jobq_heartbeat', 'jobq_release', 'jobq_release_orphans',
+    -- cancellation, results and waiting
+    'jobq_cancel', 'jobq_cancel_requested', 'jobq_job_status', 'jobq_await',
     -- operators
     'jobq_requeue_dead_letter', 'jobq_requeue_dead_letters', 'jobq_stats', 'jobq_prune',
     'jobq_configure', 'jobq_list_jobs', 'jobq_get_job', 'jobq_health', 'jobq_unserved_job_types',
@@ -24,7 +26,8 @@ SELECT functions_are('public', ARRAY[
     -- private helpers (granted to nobody)
     'jobq__job_argument_problem', 'jobq__backoff', 'jobq__blank', 'jobq__worker_id_error',
     'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__cron_parse',
-    'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen'
+    'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
+    'jobq__event_channel', 'jobq__notify_events'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -56,15 +59,24 @@ SELECT results_eq(
                          'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
     ('jobq__cron_parse', 'cron text', 'bigint[]'),
+    ('jobq__event_channel', 'kind text', 'text'),
     ('jobq__job_argument_problem', 'job_type text, queue text, idempotency_key text, max_attempts integer, priority integer', 'text'),
     ('jobq__notify', 'queues text[]', 'integer'),
+    ('jobq__notify_events', 'kind text, payloads text[]', 'integer'),
     ('jobq__statuses', 'finished boolean DEFAULT NULL::boolean', 'text[]'),
     ('jobq__tick', 'at timestamp with time zone', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq__uuid_v7', '', 'uuid'),
     ('jobq__worker_id_error', 'worker_id text', 'text'),
     ('jobq__worker_seen', 'worker_id text, job_types text[], queues text[]', 'void'),
-    ('jobq_complete', 'job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer', 'boolean'),
-    ('jobq_complete_many', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[]', 'integer'),
+    ('jobq_await', 'job_ids uuid[], timeout interval DEFAULT ''00:00:30''::interval',
+                   'TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, '
+                   'finished_at timestamp with time zone, cancel_requested boolean)'),
+    ('jobq_cancel', 'job_ids uuid[], reason text DEFAULT NULL::text', 'TABLE(job_id uuid, status text)'),
+    ('jobq_cancel_requested', 'job_ids uuid[]', 'SETOF uuid'),
+    ('jobq_complete', 'job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer, '
+                      'result jsonb DEFAULT NULL::jsonb', 'boolean'),
+    ('jobq_complete_many', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], '
+                           'results jsonb[] DEFAULT NULL::jsonb[]', 'integer'),
     ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer', 'jsonb'),
     ('jobq_dequeue', 'worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, '
                      'lock_timeout interval DEFAULT ''00:05:00''::interval, queues text[] DEFAULT NULL::text[]',
@@ -83,6 +95,8 @@ SELECT results_eq(
                     '''00:15:00''::interval, max_transaction_age interval DEFAULT ''00:05:00''::interval',
                     'TABLE(check_name text, queue text, severity text, value double precision, detail text)'),
     ('jobq_heartbeat', 'worker_id text, job_ids uuid[]', 'integer'),
+    ('jobq_job_status', 'job_ids uuid[]', 'TABLE(id uuid, status text, attempts integer, result jsonb, '
+                        'last_error text, finished_at timestamp with time zone, cancel_requested boolean)'),
     ('jobq_list_jobs', 'statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, '
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
@@ -110,8 +124,12 @@ SELECT results_eq(
 SELECT function_returns('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text'], 'uuid');
 SELECT function_returns('public', 'jobq_enqueue_many', ARRAY['jsonb'], 'setof record');
 SELECT function_returns('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]'], 'setof jobq_jobs');
-SELECT function_returns('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer'], 'boolean');
-SELECT function_returns('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integer[]'], 'integer');
+SELECT function_returns('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer', 'jsonb'], 'boolean');
+SELECT function_returns('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integer[]', 'jsonb[]'], 'integer');
+SELECT function_returns('public', 'jobq_cancel', ARRAY['uuid[]', 'text'], 'setof record');
+SELECT function_returns('public', 'jobq_cancel_requested', ARRAY['uuid[]'], 'setof uuid');
+SELECT function_returns('public', 'jobq_job_status', ARRAY['uuid[]'], 'setof record');
+SELECT function_returns('public', 'jobq_await', ARRAY['uuid[]', 'interval'], 'setof record');
 SELECT function_returns('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer'], 'text');
 SELECT function_returns('public', 'jobq_fail_many', ARRAY['uuid[]', 'text', 'text[]', 'boolean[]', 'interval[]', 'integer[]'], 'setof record');
 SELECT function_returns('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]'], 'integer');
@@ -129,8 +147,14 @@ SELECT function_returns('public', 'jobq_health', ARRAY['interval', 'interval', '
 SELECT is_definer('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text']);
 SELECT is_definer('public', 'jobq_enqueue_many', ARRAY['jsonb']);
 SELECT is_definer('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]']);
-SELECT is_definer('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer']);
-SELECT is_definer('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integer[]']);
+SELECT is_definer('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer', 'jsonb']);
+SELECT is_definer('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integer[]', 'jsonb[]']);
+SELECT is_definer('public', 'jobq_cancel', ARRAY['uuid[]', 'text']);
+SELECT is_definer('public', 'jobq_cancel_requested', ARRAY['uuid[]']);
+SELECT is_definer('public', 'jobq_job_status', ARRAY['uuid[]']);
+SELECT is_definer('public', 'jobq_await', ARRAY['uuid[]', 'interval']);
+SELECT isnt_definer('public', 'jobq__event_channel', ARRAY['text']);
+SELECT isnt_definer('public', 'jobq__notify_events', ARRAY['text', 'text[]']);
 SELECT is_definer('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer']);
 SELECT is_definer('public', 'jobq_fail_many', ARRAY['uuid[]', 'text', 'text[]', 'boolean[]', 'interval[]', 'integer[]']);
 SELECT is_definer('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]']);
@@ -206,7 +230,8 @@ SELECT has_table('public', 'jobq_migrations', 'table jobq_migrations exists');
 SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'id', 'queue', 'job_type', 'payload', 'idempotency_key', 'status', 'priority', 'attempts',
     'max_attempts', 'available_at', 'locked_at', 'locked_by', 'last_error', 'errors',
-    'created_at', 'updated_at', 'finished_at', 'scheduled'
+    'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
+    'cancel_reason', 'awaited'
 ]);
 SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes']);
 SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at', 'breaking']);
@@ -237,7 +262,11 @@ SELECT results_eq(
     ('created_at',      'timestamp with time zone',       true,  'now()'),
     ('updated_at',      'timestamp with time zone',       true,  'now()'),
     ('finished_at',     'timestamp with time zone',       false, NULL),
-    ('scheduled',       'boolean',                        true,  'false')
+    ('scheduled',       'boolean',                        true,  'false'),
+    ('result',          'jsonb',                          false, NULL),
+    ('cancel_requested_at', 'timestamp with time zone',   false, NULL),
+    ('cancel_reason',   'text',                           false, NULL),
+    ('awaited',         'boolean',                        true,  'false')
     $$,
     'jobq_jobs columns: type, NOT NULL and default as in the contract'
 );
@@ -303,7 +332,7 @@ SELECT set_eq(
     $$VALUES ('jobq_jobs', 'jobq_jobs_pkey'),
              ('jobq_jobs', 'jobq_jobs_status_check'), ('jobq_jobs', 'jobq_jobs_max_attempts_check'),
              ('jobq_jobs', 'jobq_jobs_attempts_check'), ('jobq_jobs', 'jobq_jobs_claim_check'),
-             ('jobq_jobs', 'jobq_jobs_finished_check'),
+             ('jobq_jobs', 'jobq_jobs_finished_check'), ('jobq_jobs', 'jobq_jobs_cancel_check'),
              ('jobq_settings', 'jobq_settings_pkey'), ('jobq_settings', 'jobq_settings_singleton_check'),
              ('jobq_settings', 'jobq_settings_max_payload_bytes_check'),
              ('jobq_migrations', 'jobq_migrations_pkey')$$,
@@ -313,13 +342,23 @@ SELECT has_check('public', 'jobq_jobs', 'jobq_jobs has CHECK constraints');
 
 SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, status) VALUES ('t', 'done')$$, '23514',
     'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_status_check"',
-    'jobq_jobs_status_check: only the five statuses');
+    'jobq_jobs_status_check: only the six statuses');
 SELECT lives_ok(
     $$INSERT INTO jobq_jobs (job_type, status, locked_at, locked_by, finished_at) VALUES
         ('t', 'pending', NULL, NULL, NULL), ('t', 'processing', now(), 'w', NULL),
         ('t', 'succeeded', NULL, NULL, now()), ('t', 'failed', NULL, NULL, now()),
-        ('t', 'dead_letter', NULL, NULL, now())$$,
-    'the five statuses are accepted');
+        ('t', 'dead_letter', NULL, NULL, now()), ('t', 'cancelled', NULL, NULL, now())$$,
+    'the six statuses are accepted');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, status) VALUES ('t', 'cancelled')$$, '23514',
+    'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_finished_check"',
+    'jobq_jobs_finished_check: a cancelled job has finished_at');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, cancel_requested_at) VALUES ('t', now())$$, '23514',
+    'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_cancel_check"',
+    'jobq_jobs_cancel_check: a pending job has no cancel request (it is never claimed after a cancel)');
+SELECT lives_ok(
+    $$INSERT INTO jobq_jobs (job_type, status, locked_at, locked_by, cancel_requested_at, cancel_reason)
+      VALUES ('t', 'processing', now(), 'w', now(), 'why')$$,
+    'a processing job may carry a cancel request');
 SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, max_attempts) VALUES ('t', 0)$$, '23514',
     'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_max_attempts_check"',
     'jobq_jobs_max_attempts_check: max_attempts >= 1');
@@ -378,7 +417,7 @@ SELECT results_eq(
     ('jobq_jobs_claim_idx'::text,
      'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = ''pending''::text) AND (NOT scheduled))'::text),
     ('jobq_jobs_failed_idx',
-     'CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY[''failed''::text, ''dead_letter''::text]))'),
+     'CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY[''failed''::text, ''dead_letter''::text, ''cancelled''::text]))'),
     ('jobq_jobs_idempotency_key_key',
      'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
     ('jobq_jobs_locked_idx',
@@ -429,6 +468,11 @@ SELECT unalike(
     pg_temp.plan_of($$SELECT jobq__channel() || g FROM generate_series(1, 2) AS g$$),
     '%jobq__channel%',
     'jobq__channel is inlined into its caller'
+);
+SELECT unalike(
+    pg_temp.plan_of($$SELECT jobq__event_channel('done') || g FROM generate_series(1, 2) AS g$$),
+    '%jobq__event_channel%',
+    'jobq__event_channel is inlined into its caller'
 );
 SELECT unalike(
     pg_temp.plan_of($$SELECT jobq__blank(g::text) FROM generate_series(1, 2) AS g$$),

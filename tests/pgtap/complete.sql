@@ -1,13 +1,15 @@
--- jobq_complete(job_id, worker_id, attempt) RETURNS boolean
--- jobq_complete_many(job_ids, worker_id, attempts) RETURNS int
+-- jobq_complete(job_id, worker_id, attempt, result) RETURNS boolean
+-- jobq_complete_many(job_ids, worker_id, attempts, results) RETURNS int
 --
 -- Contract section 3: succeeded only while worker_id still holds the claim (of that attempt,
 -- when given); returns whether it did (how many did); otherwise nothing changes. A worker
 -- whose claim was taken over can no longer complete; with attempt, not even when the same
 -- worker id took the job again. complete_many's `attempts` array is an extension of the
--- contract (one attempt per job id).
+-- contract (one attempt per job id). Section 9: the result (results) argument is stored as the
+-- job's result; one larger than max_payload_bytes is 54000 and changes nothing; a fenced-off
+-- completion stores no result.
 BEGIN;
-SELECT plan(37);
+SELECT plan(57);
 
 DELETE FROM jobq_jobs;
 
@@ -134,6 +136,89 @@ SELECT lives_ok($$SELECT jobq_complete_many(NULL, 'w1')$$,
                 'job_ids NULL completes nothing instead of raising');
 SELECT throws_ok($$SELECT jobq_complete_many(ARRAY[gen_random_uuid()], NULL)$$, '22023',
     'jobq_complete_many: worker_id must be a non-blank string', 'worker_id NULL: 22023');
+
+------------------------------------------------------------------------------------------
+-- Results (contract section 9)
+------------------------------------------------------------------------------------------
+
+DELETE FROM jobq_jobs;
+SELECT jobq_configure(max_payload_bytes => 100) AS configured \gset
+SELECT jobq_enqueue('r') AS r1 \gset
+SELECT id AS claimed_r1 FROM jobq_dequeue('w1') \gset
+SELECT is(jobq_complete(:'r1', 'w1', result => '{"pages": 12, "ok": true}'), true,
+          'a completion with a result (named argument)');
+SELECT is((SELECT result FROM jobq_jobs WHERE id = :'r1'), '{"pages": 12, "ok": true}'::jsonb,
+          'the result is stored');
+SELECT jobq_enqueue('r') AS r2 \gset
+SELECT id AS claimed_r2 FROM jobq_dequeue('w1') \gset
+SELECT is(jobq_complete(:'r2', 'w1', 1, '"a string"'), true, 'positional; any JSON value');
+SELECT is((SELECT result FROM jobq_jobs WHERE id = :'r2'), '"a string"'::jsonb, 'a JSON string is stored');
+SELECT is(jobq_complete(:'r2', 'w1', result => '1'), false, 'a second completion: false');
+SELECT is((SELECT result FROM jobq_jobs WHERE id = :'r2'), '"a string"'::jsonb, '... and the result is unchanged');
+
+-- the limit, to the byte (pg_column_size of the jsonb, as for payloads)
+SELECT jobq_enqueue('r') AS r3 \gset
+SELECT id AS claimed_r3 FROM jobq_dequeue('w1') \gset
+SELECT pg_column_size(jsonb_build_object('s', repeat('x', n))) AS size, n AS fits
+FROM generate_series(1, 200) AS n
+WHERE pg_column_size(jsonb_build_object('s', repeat('x', n))) = 100 \gset
+DROP TABLE snap;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+SELECT throws_ok(
+    format($$SELECT jobq_complete(%L, 'w1', result => jsonb_build_object('s', repeat('x', %s)))$$,
+           :'r3', :fits + 1),
+    '54000', 'jobq_complete: result is 101 bytes, the limit is 100 bytes',
+    'a result one byte over max_payload_bytes: 54000'
+);
+SELECT throws_ok(
+    format($$SELECT jobq_complete_many(ARRAY[%L, %L]::uuid[], 'w1',
+                                       results => ARRAY['1', jsonb_build_object('s', repeat('x', %s))])$$,
+           :'r3', :'r1', :fits + 1),
+    '54000', 'jobq_complete_many: results[2] is 101 bytes, the limit is 100 bytes',
+    'complete_many names the result over the limit'
+);
+SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+                  'a result over the limit changes nothing (the job is still processing)');
+SELECT is(jobq_complete(:'r3', 'w1', result => jsonb_build_object('s', repeat('x', :fits))), true,
+          'a result of exactly max_payload_bytes is stored');
+
+-- a fenced-off completion stores no result
+SELECT jobq_enqueue('r') AS r4 \gset
+SELECT id AS claimed_r4 FROM jobq_dequeue('w1') \gset
+UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = :'r4';
+SELECT is((SELECT locked_by FROM jobq_dequeue('w2')), 'w2', 'w2 takes over the stale claim of w1');
+SELECT is(jobq_complete(:'r4', 'w1', result => '{"stale": true}'), false, 'the old worker''s completion is fenced off');
+SELECT is(jobq_complete_many(ARRAY[:'r4']::uuid[], 'w1', results => ARRAY['{"stale": true}'::jsonb]), 0,
+          '... through complete_many too');
+SELECT results_eq(format($$SELECT status, result FROM jobq_jobs WHERE id = %L$$, :'r4'),
+                  $$VALUES ('processing'::text, NULL::jsonb)$$, 'no result was stored');
+SELECT is(jobq_complete(:'r4', 'w2', attempt => 2), true, 'the new holder completes without a result');
+SELECT is((SELECT result FROM jobq_jobs WHERE id = :'r4'), NULL, 'a completion without a result stores NULL');
+
+-- complete_many: one result per id, NULL for none
+DELETE FROM jobq_jobs;
+SELECT jobq_enqueue('m') AS m1 \gset
+SELECT jobq_enqueue('m') AS m2 \gset
+SELECT jobq_enqueue('m') AS m3 \gset
+SELECT count(*) AS claimed_m FROM jobq_dequeue('w1', batch_size => 3) \gset
+SELECT throws_ok(
+    format($$SELECT jobq_complete_many(ARRAY[%L, %L]::uuid[], 'w1', results => ARRAY['1'::jsonb])$$, :'m1', :'m2'),
+    '22023', 'jobq_complete_many: results has 1 elements, job_ids has 2',
+    'results and job_ids of different lengths: 22023'
+);
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'processing'), 3, '... nothing changed');
+SELECT is(
+    jobq_complete_many(ARRAY[:'m1', :'m2', :'m3']::uuid[], 'w1', attempts => ARRAY[1, 1, 2],
+                       results => ARRAY['{"n": 1}', NULL, '{"n": 3}']::jsonb[]),
+    2, 'complete_many with attempts and results: the two claims of those attempts'
+);
+SELECT results_eq(
+    format($$SELECT status, result FROM jobq_jobs WHERE id IN (%L, %L, %L)
+             ORDER BY array_position(ARRAY[%L, %L, %L]::uuid[], id)$$,
+           :'m1', :'m2', :'m3', :'m1', :'m2', :'m3'),
+    $$VALUES ('succeeded'::text, '{"n": 1}'::jsonb), ('succeeded', NULL), ('processing', NULL)$$,
+    'each result goes to its job; NULL stores none; the fenced one (attempt 2) stores nothing'
+);
 
 SELECT * FROM finish();
 ROLLBACK;

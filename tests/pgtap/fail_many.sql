@@ -6,7 +6,7 @@
 -- one jobq_fail_many, and comparing the rows), one result row per element in input order,
 -- a repeated id counted once, and every bad argument refused with 22023 naming it.
 BEGIN;
-SELECT plan(28);
+SELECT plan(30);
 
 DELETE FROM jobq_jobs;
 
@@ -175,6 +175,28 @@ SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORD
                   '... and none of these changed anything');
 SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'h']::uuid[], 'w2', '{now}', attempts => '{2}')),
           'pending', 'the holder of attempt 2 can');
+
+-- A job with a cancel request ends cancelled, whatever retry says (contract section 8)
+DELETE FROM jobq_jobs;
+SELECT jobq_enqueue('c') AS c1 \gset
+SELECT jobq_enqueue('c') AS c2 \gset
+SELECT jobq_enqueue('c') AS c3 \gset
+SELECT count(*) AS claimed_c FROM jobq_dequeue('w1', batch_size => 3) \gset
+SELECT count(*) AS asked FROM jobq_cancel(ARRAY[:'c1', :'c2']::uuid[]) \gset
+SELECT results_eq(
+    format($$SELECT job_id, status FROM jobq_fail_many(ARRAY[%L, %L, %L]::uuid[], 'w1',
+                                                       '{a,b,c}', retries => '{true,false,true}')$$,
+           :'c1', :'c2', :'c3'),
+    format($$VALUES (%L::uuid, 'cancelled'::text), (%L::uuid, 'cancelled'), (%L::uuid, 'pending')$$,
+           :'c1', :'c2', :'c3'),
+    'with a request: cancelled (retry or not); without: as before'
+);
+SELECT results_eq(
+    format($$SELECT status, finished_at, last_error FROM jobq_jobs WHERE id IN (%L, %L) ORDER BY last_error$$,
+           :'c1', :'c2'),
+    $$VALUES ('cancelled'::text, now(), 'a'::text), ('cancelled', now(), 'b')$$,
+    'cancelled, finished, the error recorded'
+);
 
 SELECT * FROM finish();
 ROLLBACK;

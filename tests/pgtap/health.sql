@@ -6,7 +6,7 @@
 -- exactly; dead_tuples, idle_in_transaction and oldest_transaction depend on the server and
 -- the other sessions, so only their presence and shape are checked.
 BEGIN;
-SELECT plan(13);
+SELECT plan(15);
 
 DELETE FROM jobq_jobs;
 
@@ -19,15 +19,16 @@ SELECT throws_ok($$SELECT * FROM jobq_health(max_transaction_age => '-1 second')
     'max_transaction_age negative: 22023');
 
 SELECT set_eq('SELECT check_name FROM jobq_health()',
-              $$VALUES ('stuck_processing'), ('dead_letters'), ('dead_tuples'),
+              $$VALUES ('stuck_processing'), ('unheeded_cancels'), ('dead_letters'), ('dead_tuples'),
                        ('idle_in_transaction'), ('oldest_transaction'), ('schema_owner'),
                        ('schema_create'), ('unserved_job_types')$$,
-              'an empty queue: the eight global checks, no oldest_pending_age row');
+              'an empty queue: the nine global checks, no oldest_pending_age row');
 SELECT results_eq(
     $$SELECT check_name, severity, value FROM jobq_health()
-      WHERE check_name IN ('stuck_processing', 'dead_letters') ORDER BY 1$$,
-    $$VALUES ('dead_letters'::text, 'ok'::text, 0::float8), ('stuck_processing', 'ok', 0)$$,
-    'an empty queue: nothing stuck, no dead letters'
+      WHERE check_name IN ('stuck_processing', 'dead_letters', 'unheeded_cancels') ORDER BY 1$$,
+    $$VALUES ('dead_letters'::text, 'ok'::text, 0::float8), ('stuck_processing', 'ok', 0),
+             ('unheeded_cancels', 'ok', 0)$$,
+    'an empty queue: nothing stuck, no dead letters, no cancel waiting'
 );
 SELECT is_empty($$SELECT * FROM jobq_health() WHERE severity NOT IN ('ok', 'warning')$$,
                 'severity is ok or warning');
@@ -43,6 +44,10 @@ INSERT INTO jobq_jobs (job_type, queue, status, available_at, locked_at, locked_
     ('t', 'q2', 'pending',     now() - interval '1 minute',   NULL, NULL, NULL),
     ('t', 'q2', 'pending',     now() + interval '1 day',      NULL, NULL, NULL),
     ('t', 'q2', 'dead_letter', now() - interval '1 day',      NULL, NULL, now());
+-- two running jobs asked to stop, 2 hours and 5 minutes ago
+INSERT INTO jobq_jobs (job_type, queue, status, locked_at, locked_by, cancel_requested_at) VALUES
+    ('t', 'q3', 'processing', now(), 'w', now() - interval '2 hours'),
+    ('t', 'q3', 'processing', now(), 'w', now() - interval '5 minutes');
 
 SELECT results_eq(
     $$SELECT severity, value FROM jobq_health() WHERE check_name = 'stuck_processing'$$,
@@ -70,10 +75,21 @@ SELECT results_eq(
     $$VALUES ('warning'::text, 1::float8)$$,
     'a dead letter: warning, 1'
 );
+SELECT results_eq(
+    $$SELECT severity, value FROM jobq_health() WHERE check_name = 'unheeded_cancels'$$,
+    $$VALUES ('warning'::text, 1::float8)$$,
+    'a job still running an hour (stuck_after) after its cancel request: warning, 1'
+);
+SELECT results_eq(
+    $$SELECT severity, value FROM jobq_health(stuck_after => '1 minute')
+      WHERE check_name = 'unheeded_cancels'$$,
+    $$VALUES ('warning'::text, 2::float8)$$,
+    'stuck_after => 1 minute: both requests count'
+);
 SELECT is(
     (SELECT count(*)::int FROM jobq_health(stuck_after => '1 minute', max_pending_age => '1 minute',
                                            max_transaction_age => '1 minute')),
-    11, 'named arguments; one row per check, per queue with available jobs, and per queue and '
+    12, 'named arguments; one row per check, per queue with available jobs, and per queue and '
         'job type that no worker claimed (q1/t and q2/t: no worker ever claimed here)'
 );
 

@@ -12,7 +12,7 @@
 -- the current role, so each test role gets USAGE on schema tap and the use of pgTAP's
 -- temporary tables of this session.
 BEGIN;
-SELECT plan(78);
+SELECT plan(87);
 
 DELETE FROM jobq_jobs;
 
@@ -70,30 +70,38 @@ GRANT USAGE ON SCHEMA public TO tp, tw, ta, tn;
 
 GRANT EXECUTE ON FUNCTION
     jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text),
-    jobq_enqueue_many(jsonb)
+    jobq_enqueue_many(jsonb),
+    jobq_cancel(uuid[], text),
+    jobq_job_status(uuid[]),
+    jobq_await(uuid[], interval)
 TO tp, tw;
 
 GRANT EXECUTE ON FUNCTION
     jobq_dequeue(text, text[], integer, interval, text[]),
-    jobq_complete(uuid, text, integer),
-    jobq_complete_many(uuid[], text, integer[]),
+    jobq_complete(uuid, text, integer, jsonb),
+    jobq_complete_many(uuid[], text, integer[], jsonb[]),
     jobq_fail(uuid, text, text, boolean, interval, integer),
     jobq_fail_many(uuid[], text, text[], boolean[], interval[], integer[]),
     jobq_heartbeat(text, uuid[]),
     jobq_release(uuid[], text),
-    jobq_release_orphans(text, uuid[])
+    jobq_release_orphans(text, uuid[]),
+    jobq_cancel_requested(uuid[])
 TO tw;
 
 GRANT EXECUTE ON FUNCTION
     jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text),
     jobq_enqueue_many(jsonb),
     jobq_dequeue(text, text[], integer, interval, text[]),
-    jobq_complete(uuid, text, integer),
-    jobq_complete_many(uuid[], text, integer[]),
+    jobq_complete(uuid, text, integer, jsonb),
+    jobq_complete_many(uuid[], text, integer[], jsonb[]),
     jobq_fail(uuid, text, text, boolean, interval, integer),
     jobq_fail_many(uuid[], text, text[], boolean[], interval[], integer[]),
     jobq_heartbeat(text, uuid[]),
     jobq_release(uuid[], text),
+    jobq_cancel(uuid[], text),
+    jobq_cancel_requested(uuid[]),
+    jobq_job_status(uuid[]),
+    jobq_await(uuid[], interval),
     jobq_release_orphans(text, uuid[]),
     jobq_requeue_dead_letter(uuid),
     jobq_requeue_dead_letters(text, text),
@@ -145,6 +153,20 @@ SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'p'), 3, 'the pr
 SELECT results_eq(format('SELECT * FROM jobq_jobs WHERE id = %L', :'seed'), 'SELECT * FROM snap',
                   'the producer''s denied calls changed nothing');
 
+-- a producer follows and cancels jobs (contract section 6: jobq_job_status, jobq_await,
+-- jobq_cancel), but cannot ask which running jobs must stop (a worker's question)
+SET ROLE tp;
+SELECT results_eq(format($$SELECT status, result, cancel_requested FROM jobq_job_status(ARRAY[%L]::uuid[])$$, :'seed'),
+    $$VALUES ('pending'::text, NULL::jsonb, false)$$,
+    'producer: can read a job''s status (no payload)');
+SELECT is((SELECT count(*)::int FROM jobq_await(ARRAY[:'seed']::uuid[], '0')), 1, 'producer: can await');
+SELECT jobq_enqueue('p') AS to_cancel \gset
+SELECT is((SELECT status FROM jobq_cancel(ARRAY[:'to_cancel']::uuid[])), 'cancelled', 'producer: can cancel');
+SELECT throws_ok(format($$SELECT jobq_cancel_requested(ARRAY[%L]::uuid[])$$, :'seed'), '42501',
+    'permission denied for function jobq_cancel_requested', 'producer: cannot call jobq_cancel_requested');
+RESET ROLE;
+UPDATE jobq_jobs SET awaited = false WHERE id = :'seed';
+
 -- worker --------------------------------------------------------------------------------
 DELETE FROM jobq_jobs WHERE job_type = 'p';
 SET ROLE tw;
@@ -156,6 +178,9 @@ SELECT is(jobq_release_orphans('tw', '{}'), 0, 'worker: can release its orphaned
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims again');
 SELECT is(jobq_fail(:'seed', 'tw', 'e', backoff => '0'), 'pending', 'worker: can fail');
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims again');
+SELECT is((SELECT count(*)::int FROM jobq_cancel_requested(ARRAY[:'seed']::uuid[])), 0,
+          'worker: can ask for cancel requests');
+SELECT is((SELECT status FROM jobq_job_status(ARRAY[:'seed']::uuid[])), 'processing', 'worker: can read a status');
 SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'seed']::uuid[], 'tw', '{e}', backoffs => '{0}')),
           'pending', 'worker: can fail_many');
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'worker: claims again');
@@ -196,6 +221,9 @@ SELECT is(jobq_complete_many((SELECT array_agg(id) FROM jobq_jobs WHERE locked_b
 SELECT is(jobq_complete(:'seed', 'ta'), false, 'admin: can call complete');
 SELECT is(jobq_release(ARRAY[:'seed']::uuid[], 'ta'), 0, 'admin: can call release');
 SELECT is(jobq_release_orphans('ta', '{}'), 0, 'admin: can call release_orphans');
+SELECT is((SELECT status FROM jobq_cancel(ARRAY[:'seed']::uuid[])), 'failed', 'admin: can cancel (a finished job is left alone)');
+SELECT is((SELECT count(*)::int FROM jobq_cancel_requested(ARRAY[:'seed']::uuid[])), 0, 'admin: can ask for cancel requests');
+SELECT is((SELECT status FROM jobq_await(ARRAY[:'seed']::uuid[], '1 second')), 'failed', 'admin: can await');
 SELECT ok((SELECT count(*) FROM jobq_jobs) > 0, 'admin: can read jobq_jobs');
 SELECT ok((SELECT count(*) FROM jobq_settings) = 1, 'admin: can read jobq_settings');
 SELECT ok((SELECT count(*) FROM jobq_migrations) > 0, 'admin: can read jobq_migrations');

@@ -5,9 +5,10 @@
 BEGIN;
 SELECT plan(9);
 
-SELECT is(jobq__statuses(), ARRAY['pending', 'processing', 'succeeded', 'failed', 'dead_letter'],
+SELECT is(jobq__statuses(),
+          ARRAY['pending', 'processing', 'succeeded', 'failed', 'dead_letter', 'cancelled'],
           'every status, in the order of a job''s life');
-SELECT is(jobq__statuses(finished => TRUE), ARRAY['succeeded', 'failed', 'dead_letter'],
+SELECT is(jobq__statuses(finished => TRUE), ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'],
           'the finished statuses');
 SELECT is(jobq__statuses(finished => FALSE), ARRAY['pending', 'processing'],
           'the unfinished statuses');

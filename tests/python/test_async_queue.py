@@ -91,7 +91,7 @@ def test_each_method_is_an_operation_shared_with_queue_not_a_copy() -> None:
             source = inspect.getsource(method)
             op = "list_jobs" if name == "dead_letters" else name
             assert f"_ops.{op}(" in source, (cls.__name__, name)
-            assert "execute" not in source and "cursor" not in source, (cls.__name__, name)
+            assert ".execute(" not in source and "cursor(" not in source, (cls.__name__, name)
 
 
 # -- producing -------------------------------------------------------------------------------
@@ -499,3 +499,141 @@ async def test_schedules(dsn: str, conn: Conn) -> None:
         assert await q.unschedule("nightly") is True
         assert await q.unschedule("nightly") is False
     assert _row(conn, fires[0].job_id)["payload"] == {"k": 1}
+
+
+# -- cancellation, results and waiting ----------------------------------------------------------
+
+LONG_POLL = 120.0  # a wait that returns before this was woken by a notification
+
+
+async def _claim(q: AsyncQueue, n: int = 1) -> list[uuid.UUID]:
+    return [j.id for j in await q.dequeue("w1", batch_size=n)]
+
+
+async def _until_awaited(conn: Conn, *jobs: uuid.UUID) -> None:
+    """Until the waiter has marked the jobs as awaited (it LISTENs first: from then on no
+    notification of their end can be missed)."""
+    for _ in range(3000):
+        row = conn.execute(
+            "SELECT bool_and(awaited) FROM jobq_jobs WHERE id = ANY(%s)", (list(jobs),)
+        ).fetchone()
+        if row and row[0]:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the waiter never marked the jobs")
+
+
+async def test_cancel_and_status_as_queue_does(dsn: str, conn: Conn) -> None:
+    async with AsyncQueue(dsn) as q:
+        running = await q.enqueue("t")
+        await _claim(q)
+        pending = await q.enqueue("t", {"secret": 1})
+        unknown = uuid.uuid4()
+        assert await q.cancel([unknown, running, pending], reason="not needed") == {
+            running: "cancel_requested", pending: "cancelled"}
+        st = await q.status([pending, unknown, running])
+        assert list(st) == [pending, running]
+        assert st[running].status == "processing" and st[running].cancel_requested
+        assert (st[pending].status, st[pending].last_error) == ("cancelled", "not needed")
+        assert await q.status(str(running)) == {running: st[running]}
+        with pytest.raises(ValueError, match="job_ids: 'nope' is not a job id"):
+            await q.status(["nope"])
+        with pytest.raises(ValueError, match="NUL"):
+            await q.cancel([running], reason="a\x00b")
+        kept = await q.enqueue("t")
+        async with await psycopg.AsyncConnection.connect(dsn) as caller:
+            assert await q.cancel([kept], conn=caller) == {kept: "cancelled"}
+            await caller.rollback()
+        assert (await q.status([kept]))[kept].status == "pending"
+
+
+async def test_result_complete_with_results_and_their_limit(dsn: str, conn: Conn) -> None:
+    from pgq_client import JobFailed, JobNotFound
+
+    async with AsyncQueue(dsn) as q:
+        await q.enqueue_many([{"job_type": "t"} for _ in range(3)])
+        first, second, third = await _claim(q, 3)
+        assert await q.complete_many([first, second], "w1", results=[{"pages": 3}, None]) == 2
+        assert await q.result(first) == {"pages": 3}
+        assert await q.result(second) is None
+        await q.configure(max_payload_bytes=1000)
+        with pytest.raises(PayloadTooLarge, match="the limit is 1000 bytes"):
+            await q.complete(third, "w1", result={"s": "x" * 2000})
+        with pytest.raises(ValueError, match="results must have one entry per job id"):
+            await q.complete_many([third], "w1", results=[1, 2])
+        assert (await q.status([third]))[third].status == "processing", "nothing changed"
+        assert await q.fail(third, "w1", "Traceback ...\nValueError: bad", retry=False) == "failed"
+        with pytest.raises(JobFailed, match="ended failed: ValueError: bad") as failed:
+            await q.result(third)
+        assert (failed.value.job_id, failed.value.status) == (third, "failed")
+        late = await q.enqueue("t")
+        with pytest.raises(TimeoutError, match=f"job {late} has not finished within 0.2 s"):
+            await q.result(late, timeout=0.2, poll_interval=0.05)
+        with pytest.raises(JobNotFound, match="no job"):
+            await q.result(uuid.uuid4(), timeout=0)
+        with pytest.raises(ValueError, match="timeout must not be negative"):
+            await q.wait([late], timeout=-1)
+        with pytest.raises(ValueError, match="poll_interval must be positive"):
+            await q.wait([late], poll_interval=0)
+        assert await q.wait([], timeout=1) == {}
+
+
+async def test_wait_is_woken_by_the_notification_not_a_poll(dsn: str, conn: Conn) -> None:
+    async with AsyncQueue(dsn) as q:
+        jobs = [await q.enqueue("t") for _ in range(3)]
+        x, y = await _claim(q, 2)
+        (z,) = [j for j in jobs if j not in (x, y)]
+        waiting = asyncio.ensure_future(q.wait(jobs, timeout=60, poll_interval=LONG_POLL))
+        await _until_awaited(conn, *jobs)
+        other = Queue(dsn)
+        await asyncio.to_thread(other.complete, x, "w1", result="ok")
+        await asyncio.to_thread(other.fail, y, "w1", "no", retry=False)
+        await asyncio.to_thread(other.cancel, [z])
+        statuses = await waiting  # 120 s poll: only the notifications could end it
+    assert [statuses[j].status for j in (x, y, z)] == ["succeeded", "failed", "cancelled"]
+    assert list(statuses) == jobs and statuses[x].result == "ok"
+
+
+async def test_a_lost_notification_is_made_up_for_by_the_poll(dsn: str, conn: Conn) -> None:
+    async with AsyncQueue(dsn) as q:
+        job = await q.enqueue("t")
+        await _claim(q)
+        waiting = asyncio.ensure_future(q.wait([job], timeout=60, poll_interval=0.1))
+        await _until_awaited(conn, job)
+        conn.execute("UPDATE jobq_jobs SET awaited = false WHERE id = %s", (job,))
+        await asyncio.to_thread(Queue(dsn).complete, job, "w1")
+        assert (await waiting)[job].status == "succeeded"
+
+
+@pytest.mark.parametrize("kind", ["connection", "pool", "connection in a transaction"])
+async def test_wait_on_a_given_connection_or_pool(dsn: str, conn: Conn, kind: str) -> None:
+    job = Queue(dsn).enqueue("t")
+    Queue(dsn).dequeue("w1")
+    if kind == "pool":
+        async with AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False) as pool:
+            q = AsyncQueue(pool)
+            waiting = asyncio.ensure_future(q.wait([job], timeout=60, poll_interval=LONG_POLL))
+            await _until_awaited(conn, job)
+            await asyncio.to_thread(Queue(dsn).complete, job, "w1")
+            statuses = await waiting
+            async with pool.connection() as c:  # given back as it was
+                cur = await c.execute("SELECT pg_listening_channels()")
+                assert await cur.fetchall() == []
+    else:
+        async with await psycopg.AsyncConnection.connect(
+            dsn, autocommit=kind == "connection"
+        ) as c:
+            if kind != "connection":
+                await c.execute("SELECT 1")  # a transaction is open: the wait polls
+            q = AsyncQueue(c)
+            poll = LONG_POLL if kind == "connection" else 0.1
+            waiting = asyncio.ensure_future(q.wait([job], timeout=60, poll_interval=poll))
+            if kind == "connection":
+                await _until_awaited(conn, job)
+            else:
+                await asyncio.sleep(0.2)
+            await asyncio.to_thread(Queue(dsn).complete, job, "w1")
+            statuses = await waiting
+            cur = await c.execute("SELECT pg_listening_channels()")
+            assert await cur.fetchall() == []
+    assert statuses[job].status == "succeeded"

@@ -78,6 +78,7 @@ def test_help_lists_every_command() -> None:
         "dead-letter",
         "prune",
         "doctor",
+        "cancel",
     ):
         assert command in result.stdout
 
@@ -305,7 +306,7 @@ def test_dead_letter_requeue_one_by_id(dsn: str, conn: Conn) -> None:
     assert result.returncode == 0, result.stderr
     assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'pending'") == 1
     again = jobq("dead-letter", "requeue", str(dead), dsn=dsn)
-    assert_user_error(again, 1, "not dead_letter or failed")
+    assert_user_error(again, 1, "not dead_letter, failed or cancelled")
     assert_user_error(jobq("dead-letter", "requeue", "nope", dsn=dsn), 2, "UUID")
     assert_user_error(jobq("dead-letter", "requeue", dsn=dsn), 2, "--all")
 
@@ -399,8 +400,11 @@ def test_grant_dry_run_without_a_database_prints_the_statements() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         'GRANT USAGE ON SCHEMA "public" TO "app";',
+        'GRANT EXECUTE ON FUNCTION "public"."jobq_await" TO "app";',
+        'GRANT EXECUTE ON FUNCTION "public"."jobq_cancel" TO "app";',
         'GRANT EXECUTE ON FUNCTION "public"."jobq_enqueue" TO "app";',
         'GRANT EXECUTE ON FUNCTION "public"."jobq_enqueue_many" TO "app";',
+        'GRANT EXECUTE ON FUNCTION "public"."jobq_job_status" TO "app";',
     ]
     assert "embedded" not in result.stderr
 
@@ -539,6 +543,9 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "jobs list": [],
     "jobs show": ["{dead}"],
     "jobs retry": ["{dead}"],
+    "jobs status": ["{dead}"],
+    "jobs wait": ["{dead}"],
+    "cancel": ["{dead}"],
     "dead-letter list": [],
     "dead-letter requeue": ["--all"],
     "prune": ["--older-than", "0"],
@@ -932,6 +939,87 @@ def test_jobs_retry_requeues_each_and_reports_the_others(dsn: str, conn: Conn) -
     assert json.loads(again.stdout) == {"requeued": [], "not_requeued": [str(dead), str(pending)]}
 
 
+def test_cancel_says_what_became_of_each_job(dsn: str, conn: Conn) -> None:
+    q = Queue(dsn)
+    dead, _ = _dead_jobs(dsn)
+    running = q.enqueue("t")
+    (claimed,) = q.dequeue("w1")
+    pending = q.enqueue("t")
+    result = jobq("cancel", str(pending), str(running), str(dead), "--reason", "not needed",
+                  dsn=dsn)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"cancelled {pending}",
+        f"cancel requested {running} (running: it stops when its handler sees the request, "
+        "or ends succeeded if it completes first)",
+        f"left alone {dead} (already dead_letter)",
+    ]
+    st = q.status([pending, running])
+    assert st[pending].status == "cancelled" and st[pending].last_error == "not needed"
+    assert st[running].cancel_requested and claimed.id == running
+    unknown = uuid.uuid4()
+    again = jobq("cancel", str(pending), str(unknown), "--json", dsn=dsn)
+    assert_user_error(again, 1, f"no job {unknown}")
+    assert json.loads(again.stdout) == {
+        "jobs": [{"id": str(pending), "status": "cancelled"}], "unknown": [str(unknown)]}
+    assert_user_error(jobq("cancel", "nope", dsn=dsn), 2, "'nope'")
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'cancelled'") == 1
+
+
+def test_jobs_status_and_wait_show_results_and_cancel_requests(dsn: str) -> None:
+    q = Queue(dsn)
+    done = q.enqueue("t")
+    (claimed,) = q.dequeue("w1")
+    q.complete(done, "w1", result={"pages": 12})
+    running = q.enqueue("t")
+    q.dequeue("w1")
+    q.cancel([running])
+    result = jobq("jobs", "status", str(done), str(running), dsn=dsn)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["id", "status", "attempts", "finished_at", "cancel_requested",
+                                "result", "last_error"]
+    assert str(done) in lines[2] and "succeeded" in lines[2] and '{"pages":12}' in lines[2]
+    assert str(running) in lines[3] and "processing" in lines[3] and "yes" in lines[3]
+    as_json = json.loads(jobq("jobs", "status", str(done), "--json", dsn=dsn).stdout)
+    assert as_json["unknown"] == [] and set(as_json["jobs"][0]) == STATUS_KEYS
+    assert as_json["jobs"][0]["result"] == {"pages": 12}
+    # wait: 0 when every job finished, 1 when one has not finished in time
+    assert jobq("jobs", "wait", str(done), dsn=dsn).returncode == 0
+    late = jobq("jobs", "wait", str(done), str(running), "--timeout", "0.3", "--json", dsn=dsn)
+    assert late.returncode == 1
+    assert [j["status"] for j in json.loads(late.stdout)["jobs"]] == ["succeeded", "processing"]
+    unknown = uuid.uuid4()
+    missing = jobq("jobs", "status", str(unknown), dsn=dsn)
+    assert missing.returncode == 1 and f"no job {unknown}" in missing.stderr
+    assert claimed.id == done
+
+
+def test_jobs_show_prints_the_result_and_the_cancel_request(dsn: str) -> None:
+    q = Queue(dsn)
+    job = q.enqueue("t")
+    q.dequeue("w1")
+    q.cancel([job], reason="operator said so")
+    q.complete(job, "w1", result=["a", 1])
+    out = jobq("jobs", "show", str(job), dsn=dsn).stdout
+    for expected in ("succeeded", "result:", '"a"', "cancel_requested_at", "operator said so"):
+        assert expected in out, (expected, out)
+    as_json = json.loads(jobq("jobs", "show", str(job), "--json", dsn=dsn).stdout)
+    assert as_json["result"] == ["a", 1] and as_json["cancel_reason"] == "operator said so"
+
+
+def test_jobs_list_and_prune_know_cancelled_jobs(dsn: str, conn: Conn) -> None:
+    q = Queue(dsn)
+    job = q.enqueue("t")
+    q.cancel([job])
+    listed = json.loads(jobq("jobs", "list", "--status", "cancelled", "--json", dsn=dsn).stdout)
+    assert [j["id"] for j in listed] == [str(job)]
+    assert jobq("jobs", "retry", str(job), dsn=dsn).returncode == 0
+    q.cancel([job])
+    conn.execute("UPDATE jobq_jobs SET finished_at = now() - interval '8 days'")
+    assert jobq("prune", "--status", "cancelled", dsn=dsn).stdout.strip() == "pruned 1 jobs"
+
+
 def test_jobs_retry_with_a_malformed_id_changes_nothing(dsn: str, conn: Conn) -> None:
     dead, _ = _dead_jobs(dsn)
     assert_user_error(jobq("jobs", "retry", str(dead), "nope", dsn=dsn), 2, "'nope'")
@@ -943,7 +1031,10 @@ def test_jobs_retry_with_a_malformed_id_changes_nothing(dsn: str, conn: Conn) ->
 JOB_KEYS = {
     "id", "queue", "job_type", "payload", "idempotency_key", "status", "priority", "attempts",
     "max_attempts", "available_at", "locked_at", "locked_by", "last_error", "errors",
-    "created_at", "updated_at", "finished_at",
+    "created_at", "updated_at", "finished_at", "result", "cancel_requested_at", "cancel_reason",
+}  # fmt: skip
+STATUS_KEYS = {
+    "id", "status", "attempts", "result", "last_error", "finished_at", "cancel_requested",
 }  # fmt: skip
 
 
@@ -992,7 +1083,7 @@ def test_configure_prints_a_table_without_json(dsn: str) -> None:
 @pytest.mark.parametrize(
     "command",
     [[], ["migrate"], ["grant"], ["enqueue"], ["worker"], ["stats"], ["doctor"], ["jobs"],
-     ["dead-letter"], ["prune"], ["configure"]],
+     ["dead-letter"], ["prune"], ["configure"], ["cancel"]],
 )  # fmt: skip
 def test_help_of_the_main_commands_shows_examples(command: list[str]) -> None:
     result = CliRunner().invoke(cli, [*command, "--help"], prog_name="jobq")
@@ -1007,4 +1098,5 @@ def test_bash_completion_script_and_completions() -> None:
     words = jobq(_JOBQ_COMPLETE="bash_complete", COMP_WORDS="jobq dea", COMP_CWORD="1")
     assert words.stdout.split() == ["plain,dead-letter"]
     sub = jobq(_JOBQ_COMPLETE="bash_complete", COMP_WORDS="jobq jobs ", COMP_CWORD="2")
-    assert set(sub.stdout.split()) == {"plain,list", "plain,show", "plain,retry"}
+    assert set(sub.stdout.split()) == {
+        "plain,list", "plain,show", "plain,retry", "plain,status", "plain,wait"}

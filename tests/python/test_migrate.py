@@ -259,17 +259,18 @@ def _complete_with_a_note(functions: Path, *, replaces: bool) -> None:
     path = functions / "jobq_complete.sql"
     text = path.read_text()
     text = text.replace(
-        "    attempt integer DEFAULT NULL\n) RETURNS boolean",
-        "    attempt integer DEFAULT NULL,\n    note text DEFAULT NULL\n) RETURNS boolean",
+        "    result jsonb DEFAULT NULL\n) RETURNS boolean",
+        "    result jsonb DEFAULT NULL,\n    note text DEFAULT NULL\n) RETURNS boolean",
     )
     text = text.replace(
-        "jobq_complete(uuid, text, integer)", "jobq_complete(uuid, text, integer, text)"
+        "jobq_complete(uuid, text, integer, jsonb)",
+        "jobq_complete(uuid, text, integer, jsonb, text)",
     )
     text = text.replace(" IS\n'Marks the job", " IS\n'note is ignored. Marks the job")
     if replaces:
         text = text.replace(
             "\nCREATE OR REPLACE FUNCTION",
-            "--! replaces: jobq_complete(uuid, text, integer)\n\nCREATE OR REPLACE FUNCTION",
+            "--! replaces: jobq_complete(uuid, text, integer, jsonb)\n\nCREATE OR REPLACE FUNCTION",
             1,
         )
     assert "note text DEFAULT NULL" in text
@@ -298,7 +299,8 @@ def test_a_new_signature_replaces_the_old_one_and_roles_keep_their_grants(
         assert len(signatures) == 1, "no overload is left behind"
         arguments, acl, comment = signatures[0]
         assert arguments.endswith(
-            "attempt integer DEFAULT NULL::integer, note text DEFAULT NULL::text"
+            "attempt integer DEFAULT NULL::integer, result jsonb DEFAULT NULL::jsonb, "
+            "note text DEFAULT NULL::text"
         )
         assert acl == acl_before, "the same grants, PUBLIC still without EXECUTE"
         assert str(comment).startswith("note is ignored.")
@@ -319,7 +321,8 @@ def test_a_new_signature_replaces_the_old_one_and_roles_keep_their_grants(
     path.write_text(
         path.read_text().replace(
             "\nCREATE OR REPLACE FUNCTION",
-            "--! replaces: jobq_complete(uuid, text, integer, text)\n\nCREATE OR REPLACE FUNCTION",
+            "--! replaces: jobq_complete(uuid, text, integer, jsonb, text)\n\n"
+            "CREATE OR REPLACE FUNCTION",
             1,
         )
     )

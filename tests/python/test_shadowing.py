@@ -320,6 +320,50 @@ def run_core_operations(conn: Conn, schema: str) -> None:
     assert _q(conn, schema, "SELECT {s}.jobq_prune(statuses => '{{succeeded,failed,dead_letter}}')"
               )[0][0] == 1
 
+    # Cancellation, results and waiting (contract sections 8 and 9), each path that notifies.
+    ids = [r[1] for r in _q(
+        conn, schema, "SELECT * FROM {s}.jobq_enqueue_many(%(jobs)s::jsonb)",
+        {"jobs": "[" + ", ".join(['{"job_type": "c"}'] * 6) + "]"})]
+    assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_await(%(ids)s, '0')", {"ids": ids})) == 6
+    claimed = [r[0] for r in _q(
+        conn, schema, "SELECT id FROM {s}.jobq_dequeue('w4', '{{c}}', 5)")]
+    unclaimed = [i for i in ids if i not in claimed]
+    rows = _q(conn, schema, "SELECT * FROM {s}.jobq_cancel(%(ids)s, 'stop')",
+              {"ids": unclaimed + claimed[:3]})
+    assert sorted(r[1] for r in rows) == ["cancel_requested"] * 3 + ["cancelled"]
+    assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_cancel_requested(%(ids)s)",
+                  {"ids": claimed})) == 3
+    assert _q(conn, schema, "SELECT {s}.jobq_fail(%(id)s, 'w4', 'stopped')",
+              {"id": claimed[0]})[0][0] == "cancelled"
+    assert _q(conn, schema, "SELECT {s}.jobq_release(%(ids)s, 'w4')",
+              {"ids": claimed[1:2]})[0][0] == 1
+    _q(conn, schema, "UPDATE {s}.jobq_jobs SET locked_at = pg_catalog.now() - interval '1 hour' "
+       "WHERE id = %(id)s", {"id": claimed[2]})
+    _q(conn, schema, "SELECT * FROM {s}.jobq_dequeue('w5', '{{c}}', lock_timeout => '1 minute')")
+    assert _q(conn, schema, "SELECT {s}.jobq_complete(%(id)s, 'w4', result => '{{\"n\": 1}}')",
+              {"id": claimed[3]})[0][0]
+    assert _q(conn, schema, "SELECT {s}.jobq_complete_many(%(ids)s, 'w4', NULL, %(r)s::jsonb[])",
+              {"ids": claimed[4:], "r": ['[1, "x"]']})[0][0] == 1
+    statuses = dict(_q(conn, schema, "SELECT id, status FROM {s}.jobq_job_status(%(ids)s)",
+                       {"ids": ids}))
+    assert [statuses[i] for i in claimed] == ["cancelled"] * 3 + ["succeeded"] * 2
+    assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_await(%(ids)s, '1 second')",
+                  {"ids": ids})) == 6
+    _q(conn, schema, "SELECT {s}.jobq_configure(max_payload_bytes => 100)")
+    for bad, state in [
+        ("SELECT * FROM {s}.jobq_await('{{}}', '10 minutes')", "22023"),
+        ("SELECT {s}.jobq_complete(pg_catalog.gen_random_uuid(), 'w', result => "
+         "pg_catalog.to_jsonb(pg_catalog.repeat('x', 200)))", "54000"),
+        ("SELECT {s}.jobq_complete_many(ARRAY[pg_catalog.gen_random_uuid()], 'w', NULL, "
+         "ARRAY[pg_catalog.to_jsonb(pg_catalog.repeat('x', 200))])", "54000"),
+        ("SELECT {s}.jobq_complete_many(ARRAY[pg_catalog.gen_random_uuid()], 'w', NULL, "
+         "ARRAY[pg_catalog.to_jsonb(pg_catalog.repeat('x', 95))])", "54000"),
+    ]:
+        _refused(conn, schema, bad, state)
+    _q(conn, schema, "SELECT {s}.jobq_configure(max_payload_bytes => 1048576)")
+    assert _q(conn, schema, "SELECT {s}.jobq_prune(statuses => '{{cancelled}}', older_than => '0')"
+              )[0][0] == 4
+
 
 # ---------------------------------------------------------------------------------------------
 # Collecting the call sites, planting the look-alikes

@@ -202,6 +202,21 @@ def snapshot_with_now(dsn: str) -> dict[str, Any]:
         }
 
 
+# Columns that migration 0006 added, with the value every job that existed before has.
+ADDED_COLUMNS = {"result": None, "cancel_requested_at": None, "cancel_reason": None,
+                 "awaited": False}
+
+
+def without_added_columns(jobs: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot without the columns added since the legacy install, which checks them: every
+    job that existed before has their defaults (no result, no cancel request, not awaited)."""
+    rows = [row[0] for row in jobs["jobs"]]
+    for job in rows:
+        for column, value in ADDED_COLUMNS.items():
+            assert job.pop(column) == value, (column, job)
+    return {**jobs, "jobs": [(job,) for job in rows]}
+
+
 def records(dsn: str) -> dict[str, str]:
     with psycopg.connect(dsn) as c:
         return dict(c.execute("SELECT version, checksum FROM jobq_migrations").fetchall())
@@ -283,7 +298,7 @@ def test_an_install_of_main_before_the_fold_upgrades_to_a_fresh_install_keeping_
     assert {"jobq_release_orphans", "jobq_tick"} <= executable(legacy, names["worker"])
     assert "jobq_dequeue" not in executable(legacy, names["producer"])
     assert dump_schema(legacy) == dump_schema(fresh)
-    assert without_scheduled(snapshot_with_now(legacy)) == jobs
+    assert without_added_columns(without_scheduled(snapshot_with_now(legacy))) == jobs
     assert migrate(legacy) == []
 
     # The worker role works on the new bodies: claim the available ocr job, complete it, and
@@ -309,7 +324,9 @@ def test_a_role_that_held_part_of_a_level_gets_nothing_new_from_an_upgrade(
 ) -> None:
     """Only a whole level is carried over: a role granted one worker function by hand, and a
     worker role whose jobq_heartbeat was revoked, get none of the level's new functions (the
-    second still gets jobq_fail_many, which is granted to whoever may call jobq_fail)."""
+    second still gets those granted to whoever may call a function it kept: jobq_fail_many as
+    jobq_fail; jobq_await, jobq_job_status and jobq_cancel as jobq_enqueue; not
+    jobq_cancel_requested, granted as jobq_heartbeat)."""
     names, granted_in = level_roles
     install_legacy(empty_dsn, tmp_path)
     granted_in.append(empty_dsn)
@@ -329,7 +346,8 @@ def test_a_role_that_held_part_of_a_level_gets_nothing_new_from_an_upgrade(
     migrate(empty_dsn)
     after = {name: executable(empty_dsn, name) for name in (partial, trimmed)}
     assert after[partial] == before[partial]
-    assert after[trimmed] - before[trimmed] == {"jobq_fail_many"}
+    assert after[trimmed] - before[trimmed] == {
+        "jobq_fail_many", "jobq_await", "jobq_job_status", "jobq_cancel"}
 
 
 def test_jobq_migrate_says_which_role_it_granted_a_new_function(
@@ -375,7 +393,7 @@ def test_the_dry_run_of_an_upgrade_applied_with_psql_does_the_same(
     assert migrate(legacy) == []
     assert records(legacy) == records(fresh)
     assert dump_schema(legacy) == dump_schema(fresh)
-    assert without_scheduled(snapshot_with_now(legacy)) == jobs
+    assert without_added_columns(without_scheduled(snapshot_with_now(legacy))) == jobs
     # the worker role granted before got the worker functions the upgrade added, and psql
     # showed each grant
     assert executable(legacy, names["worker"]) == executable(fresh, names["worker"])
@@ -520,7 +538,7 @@ def test_an_install_of_main_at_ad0bb0d_upgrades_to_a_fresh_install_and_keeps_its
         m.version for m in available_migrations() if m.version != "0001_jobq_core"
     ]
     assert records(old) == records(fresh)
-    assert without_scheduled(snapshot_with_now(old)) == jobs
+    assert without_added_columns(without_scheduled(snapshot_with_now(old))) == jobs
     assert migrate(old) == []
 
     # The role calls what the new client calls, jobq_fail_many (new here) included, without a
@@ -558,6 +576,7 @@ MAIN_INSTALLS = {
             "0003_jobq_status_names",
             "0004_jobq_comments",
             "0005_jobq_claims_at_volume",
+            "0006_jobq_cancel_results",
             "0007_jobq_workers",
             "0008_jobq_workers_comments",
         ],
@@ -568,6 +587,7 @@ MAIN_INSTALLS = {
             "0003_jobq_status_names",
             "0004_jobq_comments",
             "0005_jobq_claims_at_volume",
+            "0006_jobq_cancel_results",
             "0008_jobq_workers_comments",
         ],
     ),
@@ -637,7 +657,7 @@ def test_an_install_of_main_after_the_schedules_upgrades_to_a_fresh_install_with
     assert [v for v in applied if not v.startswith("functions/")] == later
     assert "functions/jobq__job_error" not in records(old), "the renamed helper's record is gone"
     assert records(old) == records(fresh)
-    assert without_scheduled(snapshot_with_now(old)) == jobs
+    assert without_added_columns(without_scheduled(snapshot_with_now(old))) == jobs
     assert catalogue(old) == catalogue(fresh), "functions, grants, comments, constraints"
     assert dump_schema(old) == dump_schema(fresh)
     assert migrate(old) == []

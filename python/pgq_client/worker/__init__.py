@@ -206,12 +206,19 @@ class Worker:
     # -- orchestration -------------------------------------------------------------------------
 
     def _listen(self, conn: psycopg.Connection[Any]) -> None:
-        """LISTEN on the channel of this worker's installation (``jobq`` in ``public``,
-        ``jobq.<schema>`` otherwise: the server names it, as jobq's functions do)."""
+        """LISTEN on the channels of this worker's installation: its wake-ups (``jobq`` in
+        ``public``, ``jobq.<schema>`` otherwise) and its cancel requests
+        (``jobq-cancel:<schema>``), named by the server as jobq's functions name them. The
+        wake-up channel comes last, in the same round trip."""
         # tuple rows whatever row factory a given pool's kwargs set
         with conn.cursor(row_factory=tuple_row) as cur:
             row = cur.execute(_sql.CHANNEL, {"schema": self.config.schema}).fetchone()
-        conn.execute(_sql.listen(row[0] if row else _sql.NOTIFY_CHANNEL))
+            cancels = cur.execute(
+                _sql.EVENT_CHANNEL, {"schema": self.config.schema, "kind": _sql.CANCEL_EVENT}
+            ).fetchone()
+        wake = row[0] if row else _sql.NOTIFY_CHANNEL
+        cancel = cancels[0] if cancels else _sql.event_channel("public", _sql.CANCEL_EVENT)
+        conn.execute(_sql.listen(cancel, wake))
 
     def _run(self, burst: bool) -> None:
         config = self.config

@@ -6,14 +6,16 @@ import logging
 import math
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 from psycopg.rows import tuple_row
 
 from .. import _sql
-from ..errors import JobqError
-from ..models import Job, UnservedJobType
+from ..errors import JobqError, PayloadTooLarge, PermissionDenied
+from ..models import Job, UnservedJobType, mark_cancel_requested
 from .config import WorkerConfig
 from .joblog import UNSERVED_IDLE, duration, job_log, log, report_unserved
 from .retry import GaveUp, Link, reconnecting
@@ -30,9 +32,12 @@ UNSERVED_AFTER = 3.0
 
 class Acknowledger:
     """Sends, in this order each round: the release of unstarted jobs (at shutdown), every
-    completion so far in one ``jobq_complete_many``, every failure so far in one
-    ``jobq_fail_many`` (a row per job, in order), and the heartbeat of every held job when one
-    is due.
+    completion so far in one ``jobq_complete_many`` (with the results of those that have one),
+    every failure so far in one ``jobq_fail_many`` (a row per job, in order), and the heartbeat
+    of every held job when one is due, which also asks which of them have a cancel request
+    (``jobq_cancel_requested`` in the same statement); when a notification said a cancel
+    concerns this worker, it asks that at once. Held jobs with a request are marked, so that
+    ``job.cancel_requested()`` turns true in their handlers.
 
     One thread doing all of them one after the other is what keeps a heartbeat from meeting an
     acknowledgement of the same rows (a heartbeat skips rows locked by others, and then a
@@ -63,6 +68,9 @@ class Acknowledger:
         self._next_summary = math.inf
         self._next_tick = math.inf
         self._tick_failed = False  # a failing tick is logged once, until it works again
+        # False once jobq_cancel_requested was denied (a role granted before the function
+        # existed): the heartbeat then goes alone, and running handlers are not told of cancels.
+        self._cancels_allowed = True
         self._next_unserved = math.inf  # the start-up look for jobs nobody serves, once
         self._counted = (0, 0, time.monotonic())  # done, failed, when: at the last summary
 
@@ -102,13 +110,13 @@ class Acknowledger:
             batch = self._next_batch()
             if batch is None:
                 return  # closed, and everything sent
-            releases, completions, failures = batch
+            releases, completions, results, failures = batch
             try:
                 if releases:
                     self._release(releases)
                     releases = []
                 if completions:
-                    self._complete(completions)
+                    failures = [*self._complete(completions, results), *failures]
                     completions = []
                 if failures:
                     self._fail(failures)
@@ -116,6 +124,8 @@ class Acknowledger:
                 if time.monotonic() >= self._next_beat:
                     self._heartbeat()
                     self._next_beat = time.monotonic() + heartbeat
+                elif self._shared.cancel_check:
+                    self._check_cancels()
                 if time.monotonic() >= self._next_tick:
                     self._tick()
                     self._next_tick = time.monotonic() + tick
@@ -129,8 +139,11 @@ class Acknowledger:
                 self._summary()
                 self._next_summary = time.monotonic() + summary
 
-    def _next_batch(self) -> tuple[list[Job], list[Job], list[Failure]] | None:
-        """Wait until something is to be sent (or a heartbeat or summary is due), and take it.
+    def _next_batch(
+        self,
+    ) -> tuple[list[Job], list[Job], dict[uuid.UUID, str], list[Failure]] | None:
+        """Wait until something is to be sent (or a heartbeat, a cancel check or a summary is
+        due), and take it.
 
         Results wait up to ``ACK_LINGER`` for others to join them, and go at once when a
         claim's worth has gathered, when no job is left running (nothing else is coming soon:
@@ -142,7 +155,7 @@ class Acknowledger:
             while True:
                 now = time.monotonic()
                 pending = len(shared.completions) + len(shared.failures)
-                if shared.releases or (pending and shared.acks_closed):
+                if shared.releases or (pending and shared.acks_closed) or shared.cancel_check:
                     break
                 if pending:
                     flush_at = min(flush_at, now + ACK_LINGER)
@@ -158,8 +171,10 @@ class Acknowledger:
                 if now >= timer:
                     break
                 shared.acks_ready.wait(min(timer, flush_at) - now)
-            batch = (shared.releases, shared.completions, shared.failures)
+            batch = (shared.releases, shared.completions, shared.results, shared.failures)
             shared.releases, shared.completions, shared.failures = [], [], []
+            if shared.results:
+                shared.results = {}
             return batch
 
     def _send(self, query: Any, params: dict[str, Any], doing: str) -> tuple[list[Any], bool]:
@@ -198,17 +213,64 @@ class Acknowledger:
             job_log(logging.DEBUG, job, "released (never started)")
         self._shared.settled(jobs)
 
-    def _complete(self, jobs: list[Job]) -> None:
-        rows, retried = self._send(
-            self._sql.complete_many,
-            {
-                "job_ids": [job.id for job in jobs],
-                "worker_id": self._config.worker_id,
-                "attempts": [job.attempts for job in jobs],
-            },
-            f"acknowledging {len(jobs)} jobs",
-        )
-        done = int(rows[0][0])
+    def _complete(self, jobs: list[Job], results: dict[uuid.UUID, str]) -> list[Failure]:
+        """Complete ``jobs``, with their results; returns the failures to report instead: the
+        jobs whose result is over the installation's size limit (then each job with a result is
+        completed on its own, to tell which).
+
+        In id order: jobq_cancel locks the rows it changes in id order too, so a completion and
+        a cancel of overlapping jobs wait for each other instead of deadlocking (which
+        PostgreSQL would break after deadlock_timeout, a second by default)."""
+        jobs = sorted(jobs, key=_job_id)
+        try:
+            rows, retried = self._send(
+                self._sql.complete_many,
+                {
+                    "job_ids": [job.id for job in jobs],
+                    "worker_id": self._config.worker_id,
+                    "attempts": [job.attempts for job in jobs],
+                    "results": [results.get(job.id) for job in jobs] if results else None,
+                },
+                f"acknowledging {len(jobs)} jobs",
+            )
+        except PayloadTooLarge:
+            if not results:
+                raise
+            return self._complete_one_by_one(jobs, results)
+        self._completed(jobs, int(rows[0][0]), retried)
+        return []
+
+    def _complete_one_by_one(
+        self, jobs: list[Job], results: dict[uuid.UUID, str]
+    ) -> list[Failure]:
+        """A batch whose results include one over the size limit (54000): the jobs without a
+        result together, each other one alone; a result that is refused fails its job."""
+        plain = [job for job in jobs if job.id not in results]
+        too_large: list[Failure] = []
+        if plain:
+            self._complete(plain, {})
+        for job in jobs:
+            if job.id not in results:
+                continue
+            try:
+                rows, retried = self._send(
+                    self._sql.complete,
+                    {
+                        "job_id": job.id,
+                        "worker_id": self._config.worker_id,
+                        "attempt": job.attempts,
+                        "result": results[job.id],
+                    },
+                    "acknowledging a job with its result",
+                )
+            except PayloadTooLarge as exc:
+                message = f"the handler's result cannot be stored: {exc}"
+                too_large.append(Failure(job, message, message, False, timedelta(0)))
+                continue
+            self._completed([job], int(bool(rows[0][0])), retried)
+        return too_large
+
+    def _completed(self, jobs: list[Job], done: int, retried: bool) -> None:
         if done < len(jobs):
             log.warning(
                 "%s: %d of %d completed jobs were not recorded: their claim was lost (lock "
@@ -225,6 +287,7 @@ class Acknowledger:
         self._shared.settled(jobs, done=done)
 
     def _fail(self, failures: list[Failure]) -> None:
+        failures = sorted(failures, key=lambda f: f.job.id)  # id order: see _complete
         rows, retried = self._send(
             self._sql.fail_many,
             {
@@ -246,14 +309,21 @@ class Acknowledger:
     def _heartbeat(self) -> None:
         with self._shared.lock:
             ids = list(self._shared.held)
+            self._shared.cancel_check = False  # this heartbeat asks
         if not ids:
             return
-        rows, _ = self._send(
-            self._sql.heartbeat,
-            {"worker_id": self._config.worker_id, "job_ids": ids},
-            "renewing claims",
-        )
+        params = {"worker_id": self._config.worker_id, "job_ids": ids}
+        rows: list[Any] = []
+        if self._cancels_allowed:
+            try:
+                rows, _ = self._send(self._sql.heartbeat_cancels, params, "renewing claims")
+            except PermissionDenied as exc:
+                self._cancels_denied(exc)
+        if not rows:
+            rows, _ = self._send(self._sql.heartbeat, params, "renewing claims")
         renewed = int(rows[0][0])
+        if len(rows[0]) > 1:
+            self._mark_cancelled(rows[0][1])
         with self._shared.lock:
             still_held = sum(1 for i in ids if i in self._shared.held)
         if renewed < still_held:
@@ -267,6 +337,40 @@ class Acknowledger:
             )
         else:
             log.debug("%s renewed %d claims", self._who, renewed)
+
+    def _check_cancels(self) -> None:
+        """A notification said a job of this worker got a cancel request: ask which."""
+        with self._shared.lock:
+            ids = list(self._shared.held)
+            self._shared.cancel_check = False
+        if not ids or not self._cancels_allowed:
+            return
+        try:
+            rows, _ = self._send(
+                self._sql.cancel_requested, {"job_ids": ids}, "asking for cancel requests"
+            )
+        except PermissionDenied as exc:
+            self._cancels_denied(exc)
+            return
+        self._mark_cancelled([row[0] for row in rows])
+
+    def _mark_cancelled(self, ids: Sequence[uuid.UUID]) -> None:
+        """Tell the handlers of these held jobs that a cancel was requested."""
+        with self._shared.lock:
+            jobs = [self._shared.held[i] for i in ids if i in self._shared.held]
+        for job in jobs:
+            if mark_cancel_requested(job):
+                job_log(logging.INFO, job, "cancel requested; job.cancel_requested() is now true")
+
+    def _cancels_denied(self, exc: JobqError) -> None:
+        log.warning(
+            "%s: cannot ask for cancel requests (jobq_cancel_requested: %s); running jobs are "
+            "not told of cancels. Grant the worker level again (`jobq grant ROLE --as worker`) "
+            "after an upgrade",
+            self._who,
+            exc,
+        )
+        self._cancels_allowed = False
 
     def _tick(self) -> None:
         """Fire the due schedules (``jobq_tick``). Every worker ticks, no leader is needed: due
@@ -361,10 +465,15 @@ class Acknowledger:
             )
 
 
+def _job_id(job: Job) -> uuid.UUID:
+    return job.id
+
+
 _OUTCOMES = {
     "pending": "failed, retried in %s: %s",
     "dead_letter": "failed on its last attempt, now dead_letter: %s",
     "failed": "failed permanently (no retry), now failed: %s",
+    "cancelled": "stopped after a cancel request, now cancelled: %s",
 }
 
 
@@ -379,6 +488,8 @@ def _log_failure(failure: Failure, status: str | None, retried: bool) -> None:
         job_log(logging.DEBUG, job, "retry requested, runs again in %s", wait)
     elif status == "pending":
         job_log(logging.WARNING, job, _OUTCOMES[status], wait, failure.summary)
+    elif status == "cancelled":  # what was asked for: not a warning
+        job_log(logging.INFO, job, _OUTCOMES[status], failure.summary)
     else:
         message = _OUTCOMES.get(status, f"failed, now {status}: %s")
         job_log(logging.WARNING, job, message, failure.summary)

@@ -21,11 +21,12 @@ from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from ..models import Job
+from ..queue import dump_result
 from .config import WorkerConfig
 from .handlers import HandlerPool
 from .joblog import job_log, log
 from .retry import GaveUp, areconnecting, connection_lost
-from .state import Failure, Outcome, Shared
+from .state import Failure, Outcome, Shared, Success
 
 __all__ = ["AsyncHandlerPool"]
 
@@ -175,7 +176,7 @@ class AsyncHandlerPool(HandlerPool):
 
     async def _run_async(self, job: Job) -> None:
         started = time.perf_counter()
-        outcome: Outcome | Failure
+        outcome: Outcome | Success | Failure
         try:
             outcome = await self._execute_async(job)
         except asyncio.CancelledError:
@@ -198,24 +199,27 @@ class AsyncHandlerPool(HandlerPool):
         if finishing:
             self._on_exit()  # the run's thread waits for the last job
 
-    async def _execute_async(self, job: Job) -> Outcome | Failure:
-        handler = self._config.handlers[job.job_type]
+    async def _execute_async(self, job: Job) -> Outcome | Success | Failure:
+        handler = self._config.handlers.get(job.job_type)
+        refused = self.refusal(job, handler)
+        if refused is not None:
+            return refused
         job_log(logging.DEBUG, job, "started")
         if job.job_type in self._config.transactional:
-            return await self._in_async_transaction(job, handler)
+            return await self._in_async_transaction(job, handler)  # type: ignore[arg-type]
         try:
-            await handler(job)  # type: ignore[call-arg,misc]
+            value = await handler(job)  # type: ignore[call-arg,misc]
         except asyncio.CancelledError as exc:
             if self._abandoned:
                 raise
             return self.failure_for(job, exc)  # the handler's own, not the worker's
         except BaseException as exc:
             return self.failure_for(job, exc)
-        return Outcome.ACK
+        return self.returned(job, value)
 
     async def _in_async_transaction(
         self, job: Job, handler: Callable[..., Any]
-    ) -> Outcome | Failure:
+    ) -> Outcome | Success | Failure:
         """Run ``await handler(job, conn)`` and ``jobq_complete`` in one transaction."""
         try:
             return await areconnecting(
@@ -236,7 +240,8 @@ class AsyncHandlerPool(HandlerPool):
         opened), which :func:`areconnecting` then retries. The same steps as the plain
         handlers' transaction (:meth:`HandlerPool._transaction`), awaited."""
         assert self._async_pool is not None
-        params = {"job_id": job.id, "worker_id": self._config.worker_id, "attempt": job.attempts}
+        params = {"job_id": job.id, "worker_id": self._config.worker_id, "attempt": job.attempts,
+                  "result": None}
         handler_called = False
         failure: Failure | None = None
         lost = False
@@ -244,7 +249,7 @@ class AsyncHandlerPool(HandlerPool):
             async with self._async_pool.connection() as conn, conn.transaction():
                 handler_called = True
                 try:
-                    await handler(job, conn)
+                    value = await handler(job, conn)
                 except asyncio.CancelledError as exc:
                     if self._abandoned:
                         raise  # the transaction rolls back on the way out
@@ -253,8 +258,17 @@ class AsyncHandlerPool(HandlerPool):
                 except BaseException as exc:
                     failure = self.failure_for(job, exc)
                     raise psycopg.Rollback() from None
-                async with conn.cursor(row_factory=tuple_row) as cur:
-                    await cur.execute(self._sql.complete, params)
+                try:
+                    params["result"] = dump_result(value)
+                except (TypeError, ValueError) as exc:
+                    failure = self.unstorable(job, exc)
+                    raise psycopg.Rollback() from None
+                async with conn.cursor(row_factory=tuple_row) as cur:  # whatever the factory
+                    try:
+                        await cur.execute(self._sql.complete, params)
+                    except psycopg.errors.ProgramLimitExceeded as exc:  # the result's size
+                        failure = self.unstorable(job, exc)
+                        raise psycopg.Rollback() from None
                     row = await cur.fetchone()
                 if not (row and row[0]):
                     lost = True

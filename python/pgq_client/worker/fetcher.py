@@ -26,6 +26,9 @@ __all__ = ["Fetcher"]
 
 MAX_SLEEP = 1.0  # seconds: a fetcher looks again at least this often, whatever woke it
 
+# The cancel channels (jobq-cancel:<schema>, jobq-cancel#<hash>): no wake-up channel starts so.
+_CANCEL_CHANNELS = (f"jobq-{_sql.CANCEL_EVENT}:", f"jobq-{_sql.CANCEL_EVENT}#")
+
 
 class Fetcher:
     """Claims jobs into the worker's buffer, on the connection that also LISTENs.
@@ -239,23 +242,31 @@ class Fetcher:
 
     def _read_notifications(self) -> None:
         """Read the notifications that arrived; one for a queue of this worker makes a claim
-        due. A connection found broken here is dropped: the next claim opens a new one (and,
-        as a notification may have been missed meanwhile, is due)."""
+        due, and a cancel request for this worker has the acknowledger ask which of its jobs
+        must stop. A connection found broken here is dropped: the next claim opens a new one
+        (and, as a notification may have been missed meanwhile, is due; a missed cancel is
+        learnt of with the next heartbeat)."""
         conn = self._link.conn
         if conn is None:
             return
         queues = self._config.queues
+        relevant = cancels = False
         try:
-            notes = list(conn.notifies(timeout=0))
-            # WAKE_ALL: one statement made jobs available in more than 100 queues
-            relevant = any(
-                queues is None or note.payload in queues or note.payload == _sql.WAKE_ALL
-                for note in notes
-            )
+            for note in conn.notifies(timeout=0):
+                if note.channel.startswith(_CANCEL_CHANNELS):
+                    # CHECK_ALL: one statement asked more than 100 workers
+                    cancels = cancels or note.payload in (self._config.worker_id, _sql.CHECK_ALL)
+                else:
+                    # WAKE_ALL: one statement made jobs available in more than 100 queues
+                    relevant = relevant or (
+                        queues is None or note.payload in queues or note.payload == _sql.WAKE_ALL
+                    )
         except psycopg.Error as exc:
             log.debug("%s: the listening connection was lost (%s)", self._who, exc)
             self._link.close()
             relevant = True
+        if cancels:
+            self._shared.check_cancels()
         if relevant:
             with self._shared.lock:
                 self._shared.woken = True

@@ -16,10 +16,11 @@ from psycopg_pool import ConnectionPool
 from .. import _sql
 from ..errors import PermanentError, Retry
 from ..models import Job
+from ..queue import dump_result
 from .config import WorkerConfig
 from .joblog import job_log, log
 from .retry import GaveUp, connection_lost, reconnecting
-from .state import Failure, Outcome, Shared
+from .state import Failure, Outcome, Shared, Success
 
 __all__ = ["HandlerPool"]
 
@@ -28,10 +29,13 @@ class HandlerPool:
     """``concurrency`` threads, each taking the next claimed job from the worker's buffer: the
     pool is the semaphore that lets at most ``concurrency`` jobs run at once.
 
-    A plain handler's success is left to the acknowledger (batched); a failure is too, with the
-    traceback as the error text. A transactional handler, ``handler(job, conn)``, runs in a
-    transaction on a connection of ``pool`` that also completes the job (fenced by its claim)
-    and commits: the handler's writes and the completion commit together or not at all.
+    A plain handler's success is left to the acknowledger (batched), with what it returned as
+    the job's result (None: no result); a failure is too, with the traceback as the error text.
+    A transactional handler, ``handler(job, conn)``, runs in a transaction on a connection of
+    ``pool`` that also completes the job (fenced by its claim, with its result) and commits: the
+    handler's writes and the completion commit together or not at all. A job that was asked to
+    stop before a thread took it is not started: it is reported failed, which ends it
+    ``cancelled``.
     """
 
     def __init__(
@@ -109,19 +113,46 @@ class HandlerPool:
         self._current[index] = None
         self._shared.finished(job, time.perf_counter() - started, outcome)
 
-    def _execute(self, job: Job) -> Outcome | Failure:
+    def _execute(self, job: Job) -> Outcome | Success | Failure:
         handler = self._config.handlers.get(job.job_type)
-        if handler is None:  # the claim filters by job type: only a bug gets here
-            message = f"no handler for job type {job.job_type!r}"
-            return Failure(job, message, message, True, self._config.retry_backoff)
+        refused = self.refusal(job, handler)
+        if refused is not None:
+            return refused
         job_log(logging.DEBUG, job, "started")
         if job.job_type in self._config.transactional:
-            return self._in_transaction(job, handler)
+            return self._in_transaction(job, handler)  # type: ignore[arg-type]
         try:
-            handler(job)  # type: ignore[call-arg]
+            value = handler(job)  # type: ignore[call-arg,misc]
         except BaseException as exc:
             return self.failure_for(job, exc)
-        return Outcome.ACK
+        return self.returned(job, value)
+
+    def refusal(self, job: Job, handler: object) -> Failure | None:
+        """Why ``job`` must not start, or None: it has no handler (the claim filters by job
+        type: only a bug gets here), or a cancel was requested before a handler took it."""
+        if handler is None:
+            message = f"no handler for job type {job.job_type!r}"
+            return Failure(job, message, message, True, self._config.retry_backoff)
+        if job.cancel_requested():
+            # jobq_fail ends a job with a cancel request cancelled, whatever retry says.
+            message = "not started: a cancel was requested before a handler took the job"
+            return Failure(job, message, message, False, self._config.retry_backoff)
+        return None
+
+    def returned(self, job: Job, value: object) -> Outcome | Success | Failure:
+        """The outcome of a plain handler that returned ``value`` (stored as the result)."""
+        if value is None:
+            return Outcome.ACK
+        try:
+            return Success(dump_result(value) or "null")
+        except (TypeError, ValueError) as exc:
+            return self.unstorable(job, exc)
+
+    def unstorable(self, job: Job, exc: BaseException) -> Failure:
+        """The handler returned a value jobq cannot store as the job's result: a bug of the
+        handler that another attempt would repeat, so no retry."""
+        message = f"the handler returned a value that cannot be stored as the job's result: {exc}"
+        return Failure(job, message, message, False, self._config.retry_backoff)
 
     def failure_for(self, job: Job, exc: BaseException) -> Failure:
         backoff = self._config.retry_backoff
@@ -136,7 +167,9 @@ class HandlerPool:
             return Failure(job, error, str(exc), False, backoff)
         return Failure(job, error, repr(exc), True, backoff)
 
-    def _in_transaction(self, job: Job, handler: Callable[..., object]) -> Outcome | Failure:
+    def _in_transaction(
+        self, job: Job, handler: Callable[..., object]
+    ) -> Outcome | Success | Failure:
         """Run ``handler(job, conn)`` and ``jobq_complete`` in one transaction."""
         try:
             return reconnecting(
@@ -155,7 +188,8 @@ class HandlerPool:
         """One try; raises only while the handler has not run (the transaction could not be
         opened), which :func:`reconnecting` then retries."""
         assert self._pool is not None
-        params = {"job_id": job.id, "worker_id": self._config.worker_id, "attempt": job.attempts}
+        params = {"job_id": job.id, "worker_id": self._config.worker_id, "attempt": job.attempts,
+                  "result": None}
         handler_called = False
         failure: Failure | None = None
         lost = False
@@ -163,12 +197,21 @@ class HandlerPool:
             with self._pool.connection() as conn, conn.transaction():
                 handler_called = True
                 try:
-                    handler(job, conn)
+                    value = handler(job, conn)
                 except BaseException as exc:
                     failure = self.failure_for(job, exc)
                     raise psycopg.Rollback() from None
+                try:
+                    params["result"] = dump_result(value)
+                except (TypeError, ValueError) as exc:
+                    failure = self.unstorable(job, exc)
+                    raise psycopg.Rollback() from None
                 with conn.cursor(row_factory=tuple_row) as cur:  # whatever the pool's factory
-                    row = cur.execute(self._sql.complete, params).fetchone()
+                    try:
+                        row = cur.execute(self._sql.complete, params).fetchone()
+                    except psycopg.errors.ProgramLimitExceeded as exc:  # the result's size
+                        failure = self.unstorable(job, exc)
+                        raise psycopg.Rollback() from None
                 if not (row and row[0]):
                     lost = True
                     raise psycopg.Rollback()

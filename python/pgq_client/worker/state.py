@@ -15,15 +15,24 @@ from datetime import timedelta
 from ..models import Job
 from .policy import PrefetchPolicy
 
-__all__ = ["Failure", "Outcome", "Shared", "poke"]
+__all__ = ["Failure", "Outcome", "Shared", "Success", "poke"]
 
 
 class Outcome(enum.Enum):
-    """How a handler thread finished a job (a :class:`Failure` is the fourth way)."""
+    """How a handler thread finished a job (a :class:`Success` with a result and a
+    :class:`Failure` are the other ways)."""
 
-    ACK = "ack"  # the handler returned: the acknowledger completes the job
+    ACK = "ack"  # the handler returned None: the acknowledger completes the job
     COMMITTED = "committed"  # completed in the handler's own transaction
     DROPPED = "dropped"  # nothing to send: the claim was lost, or the job could not run
+
+
+@dataclass(frozen=True)
+class Success:
+    """The handler returned a value: the acknowledger completes the job with it as the result
+    (``result``: the value as JSON text)."""
+
+    result: str
 
 
 @dataclass(frozen=True)
@@ -62,11 +71,16 @@ class Shared:
         self.burst = burst
         self.held: dict[uuid.UUID, Job] = {}
         self.unfinished = 0
-        # For the acknowledger, in the order they came.
+        # For the acknowledger, in the order they came; results: the JSON text of the results
+        # of those completions that have one, by job id.
         self.completions: list[Job] = []
+        self.results: dict[uuid.UUID, str] = {}
         self.failures: list[Failure] = []
         self.releases: list[Job] = []
         self.acks_closed = False
+        # A notification said that a job of this worker got a cancel request: the acknowledger
+        # asks which ones (jobq_cancel_requested) before its next heartbeat is due.
+        self.cancel_check = False
         # The fetcher: woken by something that may have made jobs claimable; the wake-up
         # socket it sleeps on (None while it is awake); whether a due claim waits for slots.
         self.woken = False
@@ -113,13 +127,19 @@ class Shared:
                 self.held[job.id] = job
                 self.work.put(job)
 
-    def finished(self, job: Job, run_seconds: float, outcome: Outcome | Failure) -> None:
+    def finished(
+        self, job: Job, run_seconds: float, outcome: Outcome | Success | Failure
+    ) -> None:
         """A handler thread is done with ``job`` (the hot path: one lock round per job)."""
         with self.lock:
             self.policy.job_took(run_seconds)
             self.unfinished -= 1
             if outcome is Outcome.ACK:
                 self.completions.append(job)
+                self._result_ready()
+            elif isinstance(outcome, Success):
+                self.completions.append(job)
+                self.results[job.id] = outcome.result
                 self._result_ready()
             elif isinstance(outcome, Failure):
                 self.failures.append(outcome)
@@ -133,6 +153,13 @@ class Shared:
                 and self.policy.claim_size(self.unfinished, self.work.qsize())
             ):
                 self.wake_fetcher()
+
+    def check_cancels(self) -> None:
+        """Have the acknowledger ask now which held jobs have a cancel request."""
+        with self.lock:
+            if self.held:
+                self.cancel_check = True
+                self.acks_ready.notify()
 
     def release(self, jobs: Sequence[Job]) -> None:
         """Give back claimed jobs no handler started (at shutdown)."""
