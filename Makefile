@@ -14,7 +14,7 @@ help: ## List the targets
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,examples]'
 	touch $(STAMP)
 
 # What the demo runs and nothing more (jobq, psycopg's bundled libpq, the embedded PostgreSQL),
@@ -26,7 +26,7 @@ $(DEMO_STAMP): pyproject.toml
 	    echo "installing jobq and the embedded PostgreSQL into $(VENV) (once)"; \
 	    $(PY) -m pip install --quiet -e '.[binary,embedded]'; touch $@; fi
 
-venv: $(STAMP) ## Create .venv with jobq and its development tools
+venv: $(STAMP) ## Create .venv with jobq, its development tools and what examples/ uses
 
 deps: $(STAMP) ## Install what the tests need (Python venv; pgTAP, pg_prove, plpgsql_check from Debian)
 	@scripts/install-deps.sh
@@ -36,7 +36,7 @@ test: deps ## Run every test (linters, pgTAP, pytest incl. fault suite) on a thr
 
 lint: $(STAMP) ## sqlfluff, ruff, mypy --strict
 	$(VENV)/bin/sqlfluff lint --dialect postgres sql/
-	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff check python tests bench examples
 	$(VENV)/bin/mypy
 
 demo: $(DEMO_STAMP) ## Run the demo: a real queue and worker on the embedded database (installs only what it needs)

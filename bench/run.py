@@ -27,7 +27,7 @@ from .harness import Measurement, Target
 from .scenarios import Bench, Config
 
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
-SCENARIOS = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
+SCENARIOS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "11")
 BUSY_LOAD = 0.7  # 1-minute load average per core above which the machine counts as busy
 
 
@@ -113,6 +113,10 @@ def targets(results: list[Measurement]) -> list[Target]:
                ratio("s9.jobq.py.b100"), ">=", 0.8),
         Target("pruning 1M beside: Worker drain >= 0.8x scenario 3",
                ratio("s9.jobq.worker"), ">=", 0.8),
+        Target("AsyncQueue.enqueue >= 0.9x jobq_enqueue on an AsyncConnection",
+               ratio("s11.jobq.aqueue"), ">=", 0.9),
+        Target("async def handlers: Worker drain >= 0.8x def handlers",
+               ratio("s11.jobq.worker.async"), ">=", 0.8),
     ]
     return out
 
@@ -185,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             "7": bench.scenario_other_types_and_queues,
             "8": bench.scenario_scheduled_ahead,
             "9": bench.scenario_prune_beside,
+            "11": bench.scenario_async,
         }
         for s in SCENARIOS:
             if s in only:

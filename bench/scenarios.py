@@ -1,5 +1,6 @@
 """The scenarios of docs/performance.md, each beside its raw-SQL ceiling (1-6) or beside
-scenario 3 of the same run (5, 7, 8, 9: scenario 3 among rows the claim cannot claim).
+scenario 3 of the same run (5, 7, 8, 9: scenario 3 among rows the claim cannot claim);
+scenario 11, asyncio, beside the synchronous client.
 
 Naming of measurement keys: ``s<scenario>.<raw|jobq>.<py|pgbench|queue|worker>[.b<batch>]``.
 "py" is the psycopg client running plain SQL (threads, one connection each); "pgbench" the
@@ -9,6 +10,7 @@ pgq_client classes.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 import threading
@@ -410,6 +412,7 @@ class Bench:
         job_type: str = "noop",
         queues: list[str] | None = None,
         done: Callable[[], int] | None = None,
+        asynchronous: bool = False,
     ) -> Run:
         from pgq_client.worker import Worker
 
@@ -417,9 +420,13 @@ class Bench:
             if fail_once and job.attempts == 1:
                 raise RuntimeError("boom")
 
+        async def async_noop(job: Any) -> None:
+            if fail_once and job.attempts == 1:
+                raise RuntimeError("boom")
+
         worker = Worker(
             self.cluster.dsn,
-            handlers={job_type: noop},
+            handlers={job_type: async_noop if asynchronous else noop},
             concurrency=self.config.concurrency,
             queues=queues,
             retry_backoff=timedelta(0),
@@ -830,3 +837,80 @@ class Bench:
                 scenario="4", key=key, label=label, kind=kind, unit="ms", value=p["p50"],
                 jobs=len(got), ceiling=ceiling, extra=p,
                 note="" if len(got) == expected else f"only {len(got)}/{expected} started"))
+
+    # -- scenario 11: asyncio ---------------------------------------------------------------------
+
+    def scenario_async(self) -> None:
+        """AsyncQueue and async handlers beside the synchronous client doing the same: the cost
+        of the event loop, not of the database."""
+        n, c = self.config.single_jobs, self.config.concurrency
+        size, batches = self.config.many_size, self.config.many_batches
+        drain = self.config.drain_jobs
+        self.log(f"scenario 11: asyncio: enqueue {n} jobs one by one, {batches} batches of "
+                 f"{size}, drain {drain} jobs with async def handlers")
+        dsn = self.cluster.dsn
+
+        def queue_run() -> Run:
+            from pgq_client import Queue
+
+            with Queue(dsn) as q:
+                q.enqueue("warmup", {})  # opens the connection before the clock starts
+                start = time.perf_counter()
+                for i in range(n):
+                    q.enqueue("noop", payload(i))
+                return Run(n, time.perf_counter() - start)
+
+        async def enqueue_raw_async() -> Run:
+            async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+                await conn.execute(JOBQ_ENQUEUE, ("warmup", Jsonb({})))
+                start = time.perf_counter()
+                for i in range(n):
+                    await conn.execute(JOBQ_ENQUEUE, ("noop", Jsonb(payload(i))))
+                return Run(n, time.perf_counter() - start)
+
+        async def enqueue_async() -> Run:
+            from pgq_client import AsyncQueue
+
+            async with AsyncQueue(dsn) as q:
+                await q.enqueue("warmup", {})
+                start = time.perf_counter()
+                for i in range(n):
+                    await q.enqueue("noop", payload(i))
+                return Run(n, time.perf_counter() - start)
+
+        async def enqueue_many_async() -> Run:
+            from pgq_client import AsyncQueue
+
+            async with AsyncQueue(dsn) as q:
+                await q.enqueue("warmup", {})
+                start = time.perf_counter()
+                for b in range(batches):
+                    await q.enqueue_many(
+                        [{"job_type": "noop", "payload": payload(b * size + i)}
+                         for i in range(size)]
+                    )
+                return Run(size * batches, time.perf_counter() - start)
+
+        jobq_left = self.left_note(
+            "SELECT count(*) FROM jobq_jobs WHERE status IN ('pending', 'processing') "
+            "AND available_at <= now()", "jobq")
+        self.measure(
+            "11",
+            [
+                Variant("s11.jobq.queue", "Queue.enqueue (reference)", "jobq", queue_run,
+                        self.clean),
+                Variant("s11.jobq.py.async", "jobq_enqueue (psycopg AsyncConnection)", "ceiling",
+                        lambda: asyncio.run(enqueue_raw_async()), self.clean),
+                Variant("s11.jobq.aqueue", "AsyncQueue.enqueue", "jobq",
+                        lambda: asyncio.run(enqueue_async()), self.clean,
+                        ceiling="s11.jobq.py.async"),
+                Variant("s11.jobq.aqueue.many", f"AsyncQueue.enqueue_many x{size}", "jobq",
+                        lambda: asyncio.run(enqueue_many_async()), self.clean),
+                Variant("s11.jobq.worker", f"Worker(concurrency={c}), def handler (reference)",
+                        "jobq", lambda: self._worker_run(drain), self.fill_jobq(drain),
+                        check=jobq_left),
+                Variant("s11.jobq.worker.async", f"Worker(concurrency={c}), async def handler",
+                        "jobq", lambda: self._worker_run(drain, asynchronous=True),
+                        self.fill_jobq(drain), ceiling="s11.jobq.worker", check=jobq_left),
+            ],
+        )

@@ -26,7 +26,7 @@ fi
 export JOBQ_TEST_DSN
 
 step "sqlfluff (sql/)" "$BIN/sqlfluff" lint --dialect postgres sql/
-step "ruff" "$BIN/ruff" check python tests bench
+step "ruff" "$BIN/ruff" check python tests bench examples
 step "mypy --strict" "$BIN/mypy"
 step "pgTAP" scripts/pgtap.sh
 step "pytest" "$PY" -m pytest "$@"

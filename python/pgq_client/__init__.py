@@ -1,10 +1,12 @@
 """jobq: a PostgreSQL job queue whose logic lives in SQL, with this thin psycopg 3 client.
 
-from pgq_client import Queue, Worker
+from pgq_client import AsyncQueue, Queue, Worker
 Queue(dsn).enqueue("ocr", {"rev": 1})
-Worker(dsn, handlers={"ocr": handle_ocr}).run()
+await AsyncQueue(dsn).enqueue("ocr", {"rev": 1})        # in asyncio code
+Worker(dsn, handlers={"ocr": handle_ocr}).run()         # def or async def handlers
 """
 
+from .async_queue import AsyncQueue
 from .errors import (
     ConnectionFailed,
     IncompatibleSchema,
@@ -25,6 +27,7 @@ from .queue import Queue
 from .worker import Worker
 
 __all__ = [
+    "AsyncQueue",
     "ConnectionFailed",
     "Fire",
     "IncompatibleSchema",

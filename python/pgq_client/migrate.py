@@ -1347,6 +1347,12 @@ def latest_breaking_change(conn: psycopg.Connection[Any], schema: str | None) ->
     """
     with conn.cursor(row_factory=scalar_row) as cur:
         description = cur.execute(_sql.MIGRATIONS_COMMENT, {"schema": schema}).fetchone()
+    return breaking_change_in(description)
+
+
+def breaking_change_in(description: str | None) -> str | None:
+    """The latest breaking change named in a comment of ``jobq_migrations``
+    (``_sql.MIGRATIONS_COMMENT``), or None."""
     match = _LATEST_BREAKING.search(description or "")
     return match.group(1) if match else None
 
@@ -1359,15 +1365,24 @@ def check_compatible(
 
     One catalogue query: Queue and Worker call it once, before their first statement.
     """
-    latest = latest_breaking_change(conn, schema)
+    error = incompatibility(latest_breaking_change(conn, schema), schema, known=known)
+    if error is not None:
+        raise error
+
+
+def incompatibility(
+    latest: str | None, schema: str | None, *, known: Iterable[str] | None = None
+) -> IncompatibleSchema | None:
+    """The error for a schema whose latest breaking change is ``latest``, when this jobq (or
+    ``known``) does not have that migration; None when it does (or there is none)."""
     if latest is None or latest in (_shipped_versions() if known is None else set(known)):
-        return
+        return None
     where = "the jobq schema on the search_path" if schema is None else f"schema {schema!r}"
     try:
         version = importlib.metadata.version("pgq-client")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source checkout
         version = "unknown version"
-    raise IncompatibleSchema(
+    return IncompatibleSchema(
         f"{where} was migrated by a newer jobq: its migration {latest} is a breaking change "
         f"that this client (pgq-client {version}) does not have, so it cannot work with this "
         "schema. Upgrade the pgq-client package where this runs: every producer and worker of "

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from psycopg.cursor import Cursor
+    from psycopg._cursor_base import BaseCursor
 
 __all__ = [
     "CATCH_UP",
@@ -113,7 +113,7 @@ def mark_cancel_requested(job: Job) -> bool:
     return True
 
 
-def job_row(cursor: Cursor[Any]) -> Callable[[Sequence[Any]], Job]:
+def job_row(cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
     """psycopg row factory: each row of ``jobq_jobs`` columns straight into a :class:`Job`.
 
     The column positions are looked up once per result, not per row (the worker's claim

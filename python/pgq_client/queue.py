@@ -3,47 +3,50 @@
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
-import re
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import RowFactory, dict_row, scalar_row, tuple_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
-from . import _sql
+from . import _ops, _sql
+from ._ops import (
+    WAIT_POLL_INTERVAL,
+    check_aware,
+    check_text,
+    dump_json,
+    dump_result,
+    job_ids_of,
+)
 from ._secrets import is_conninfo_error
-from .errors import (
-    InvalidArgument,
-    JobFailed,
-    JobNotFound,
-    JobqError,
-    NotMigrated,
-    SerializationFailure,
-    from_psycopg,
-)
+from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import check_compatible
-from .models import (
-    Fire,
-    HealthRow,
-    Job,
-    JobStatus,
-    Schedule,
-    StatsRow,
-    UnservedJobType,
-    job_row,
-)
+from .models import Fire, HealthRow, Job, JobStatus, Schedule, StatsRow, UnservedJobType
 
-__all__ = ["Connectable", "Queue", "resolve_dsn"]
+__all__ = [
+    "WAIT_POLL_INTERVAL",
+    "Connectable",
+    "Queue",
+    "check_aware",
+    "check_text",
+    "dump_json",
+    "dump_result",
+    "job_ids_of",
+    "resolve_dsn",
+    "serialization_pause",
+    "translate_errors",
+]
+
+T = TypeVar("T")
 
 log = logging.getLogger("pgq_client.queue")
 
@@ -54,9 +57,11 @@ DSN_SOURCES = ("JOBQ_DSN", "DATABASE_URL")
 # How often an enqueue in a transaction the Queue owns is retried on a serialization failure.
 SERIALIZATION_RETRIES = 5
 
-# Queue.wait: seconds between two looks at the jobs when no notification came (a notification
-# lost with a connection, a job pruned meanwhile), unless the caller says otherwise.
-WAIT_POLL_INTERVAL = 1.0
+
+def serialization_pause(attempt: int) -> float:
+    """Seconds to wait before trying a transaction again after its ``attempt``-th
+    serialization failure."""
+    return 0.01 * 2.0**attempt
 
 
 def resolve_dsn(dsn: str | None = None) -> tuple[str, str]:
@@ -78,52 +83,6 @@ def resolve_dsn(dsn: str | None = None) -> tuple[str, str]:
     return str(embedded.get_embedded_dsn()), "embedded"
 
 
-def check_aware(value: datetime | None, name: str) -> None:
-    """Refuse a naive datetime: jobq times are absolute."""
-    if value is not None and (value.tzinfo is None or value.tzinfo.utcoffset(value) is None):
-        raise ValueError(
-            f"{name} must be timezone-aware (e.g. datetime.now(timezone.utc)), got naive {value!r}"
-        )
-
-
-_ESCAPED_NUL = re.compile(r"(\\+)u0000")
-
-
-def check_text(value: str | None, name: str) -> None:
-    """Refuse what PostgreSQL text cannot store: NUL, and lone surrogates (not UTF-8)."""
-    if value is None:
-        return
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
-    if "\x00" in value:
-        raise ValueError(f"{name} contains a NUL (0x00) character, which PostgreSQL cannot store")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"{name} contains a lone surrogate ({value[exc.start]!r} at {exc.start}): "
-            "not valid UTF-8 text"
-        ) from None
-
-
-def dump_json(value: Any, name: str) -> str:
-    """``value`` as JSON text for a ``::jsonb`` parameter, refusing what jsonb cannot store
-    (NUL, escaped as \\u0000, and lone surrogates) with a ValueError naming ``name``."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{name} is not JSON-serializable: {exc}") from None
-    if "u0000" in text and any(len(m.group(1)) % 2 for m in _ESCAPED_NUL.finditer(text)):
-        raise ValueError(f"{name} contains a NUL (0x00) character, which jsonb cannot store")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"{name} contains a lone surrogate ({text[exc.start]!r}): not valid UTF-8 text"
-        ) from None
-    return text
-
-
 @contextmanager
 def translate_errors() -> Iterator[None]:
     """Re-raise psycopg errors as the typed jobq exceptions (the original is ``__cause__``)."""
@@ -142,53 +101,6 @@ def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
         if is_conninfo_error(exc):
             raise from_psycopg(exc) from None
         raise from_psycopg(exc) from exc
-
-
-def job_ids_of(value: uuid.UUID | str | Iterable[uuid.UUID | str], name: str) -> list[uuid.UUID]:
-    """Job ids as UUIDs, from one id or many (a UUID or its text); duplicates kept once, in
-    order. A value that is not a UUID raises ValueError naming ``name``."""
-    items: Iterable[uuid.UUID | str] = (
-        [value] if isinstance(value, uuid.UUID | str) else value  # one id, or many
-    )
-    ids: dict[uuid.UUID, None] = {}
-    for item in items:
-        if isinstance(item, uuid.UUID):
-            ids[item] = None
-            continue
-        try:
-            ids[uuid.UUID(str(item))] = None
-        except ValueError:
-            raise ValueError(f"{name}: {item!r} is not a job id (a UUID)") from None
-    return list(ids)
-
-
-def _seconds_or_none(value: timedelta | float | None, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        result = value.total_seconds()
-    elif isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a timedelta, a number of seconds or None, got {value!r}")
-    else:
-        result = float(value)
-    if result < 0:
-        raise ValueError(f"{name} must not be negative, got {value!r}")
-    return result
-
-
-def dump_result(value: Any) -> str | None:
-    """A handler's return value as JSON text for ``jobq_complete(result => ...)``; None stores
-    none. Refused with TypeError/ValueError when it is not JSON (NaN, a set, an object, a NUL
-    or a lone surrogate in a string)."""
-    return None if value is None else dump_json(value, "the result")
-
-
-def _interval(value: timedelta | float | int, name: str) -> timedelta:
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a timedelta or a number of seconds, got {value!r}")
-    return timedelta(seconds=value)
 
 
 class Queue:
@@ -281,24 +193,27 @@ class Queue:
                 check_compatible(conn, self.schema)
         self._compatible = True
 
-    def _run(
-        self,
-        query: sql.Composed,
-        params: Mapping[str, Any],
-        *,
-        conn: psycopg.Connection[Any] | None = None,
-        retry_serialization: bool = False,
-        row_factory: RowFactory[Any] = dict_row,
-    ) -> list[Any]:
-        """Execute one statement and return its rows (dicts by default), as one short
-        transaction."""
+    def _drive(self, op: _ops.Op[T], conn: psycopg.Connection[Any] | None = None) -> T:
+        """Run one operation of :mod:`._ops` on this Queue's connection (or ``conn``)."""
+        if conn is not None and not isinstance(conn, psycopg.Connection):
+            raise TypeError(
+                f"conn must be a psycopg Connection, got {_type_name(conn)}"
+                + (" (use AsyncQueue with an AsyncConnection)"
+                   if isinstance(conn, psycopg.AsyncConnection) else "")
+            )
+        return _ops.drive(op, lambda call: self._run(call, conn))
+
+    def _run(self, call: _ops.Call, conn: psycopg.Connection[Any] | None) -> list[Any]:
+        """Execute one statement and return its rows, as one short transaction unless
+        ``conn`` (the caller's transaction) is given."""
+        query, params, row_factory = call.query, call.params, call.row_factory
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             self._check_compatible(conn)
             with translate_errors(), conn.cursor(row_factory=row_factory) as cur:
                 cur.execute(query, params)
                 return cur.fetchall()
-        tries = SERIALIZATION_RETRIES if retry_serialization else 1
+        tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
         for attempt in range(1, tries + 1):
             try:
                 with self._connection() as (c, owns_tx), translate_errors():
@@ -314,7 +229,7 @@ class Queue:
                 if attempt == tries or not owns_tx:
                     raise
                 log.debug("serialization failure, retrying (%d/%d)", attempt, tries)
-                time.sleep(0.01 * 2**attempt)
+                time.sleep(serialization_pause(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
@@ -353,28 +268,12 @@ class Queue:
         ``run_at`` must be timezone-aware. With ``conn``, the job is added in the caller's
         transaction: it exists only if that transaction commits.
         """
-        check_aware(run_at, "run_at")
-        check_text(job_type, "job_type")
-        check_text(queue, "queue")
-        check_text(idempotency_key, "idempotency_key")
-        if payload is not None and not isinstance(payload, Mapping):
-            # the same rule, and the same error, as jobq_enqueue's
-            raise InvalidArgument(
-                f"payload must be a JSON object, got {type(payload).__name__}: "
-                "wrap the value in a dict"
-            )
-        params = {
-            "job_type": job_type,
-            "payload": dump_json({} if payload is None else payload, "payload"),
-            "idempotency_key": idempotency_key,
-            "max_attempts": max_attempts,
-            "run_at": run_at,
-            "priority": priority,
-            "queue": queue,
-        }
-        rows = self._run(self._sql.enqueue, params, conn=conn, retry_serialization=True)
-        job_id: uuid.UUID = rows[0]["id"]
-        return job_id
+        return self._drive(
+            _ops.enqueue(
+                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts, queue
+            ),
+            conn,
+        )
 
     def enqueue_many(
         self,
@@ -386,37 +285,7 @@ class Queue:
 
         Each element has the keys of :meth:`enqueue` (``job_type`` required).
         """
-        if isinstance(jobs, Mapping | str | bytes):
-            raise TypeError("enqueue_many() takes a list of job dicts")
-        elements: list[dict[str, Any]] = []
-        for i, job in enumerate(jobs):
-            if not isinstance(job, Mapping):
-                raise TypeError(f"enqueue_many(): element {i} is not a dict: {job!r}")
-            element = job if type(job) is dict else dict(job)
-            run_at = element.get("run_at")
-            if isinstance(run_at, datetime):
-                check_aware(run_at, f"jobs[{i}].run_at")
-                element = {**element, "run_at": run_at.isoformat()}
-            elif run_at is not None:
-                raise TypeError(f"jobs[{i}].run_at must be a datetime, got {run_at!r}")
-            elements.append(element)
-        if not elements:
-            return []
-        try:
-            jobs_json = dump_json(elements, "jobs")  # one encoder pass for the whole batch
-        except (TypeError, ValueError):
-            for i, element in enumerate(elements):  # name the element at fault
-                dump_json(element, f"jobs[{i}]")
-            raise
-        # The ids alone, in input order (no dict per row: a batch is often thousands of jobs).
-        ids: list[uuid.UUID] = self._run(
-            self._sql.enqueue_many,
-            {"jobs": jobs_json},
-            conn=conn,
-            retry_serialization=True,
-            row_factory=scalar_row,
-        )
-        return ids
+        return self._drive(_ops.enqueue_many(self._sql, jobs), conn)
 
     # -- working (thin wrappers; the Worker is the usual way to consume) ----------------------
 
@@ -429,15 +298,9 @@ class Queue:
         queues: Sequence[str] | None = None,
     ) -> list[Job]:
         """Claim up to ``batch_size`` jobs for ``worker_id``."""
-        params = {
-            "worker_id": worker_id,
-            "job_types": None if job_types is None else list(job_types),
-            "batch_size": batch_size,
-            "lock_timeout": _interval(lock_timeout, "lock_timeout"),
-            "queues": None if queues is None else list(queues),
-        }
-        jobs: list[Job] = self._run(self._sql.dequeue, params, row_factory=job_row)
-        return jobs
+        return self._drive(
+            _ops.dequeue(self._sql, worker_id, job_types, batch_size, lock_timeout, queues)
+        )
 
     def complete(
         self,
@@ -449,13 +312,7 @@ class Queue:
     ) -> bool:
         """Mark a claimed job succeeded, keeping ``result`` (any JSON-serialisable value; None
         stores none); False when ``worker_id`` no longer holds the claim (nothing is stored)."""
-        params = {
-            "job_id": job_id,
-            "worker_id": worker_id,
-            "attempt": attempt,
-            "result": dump_result(result),
-        }
-        return bool(self._run(self._sql.complete, params)[0]["completed"])
+        return self._drive(_ops.complete(self._sql, job_id, worker_id, attempt, result))
 
     def complete_many(
         self,
@@ -467,17 +324,7 @@ class Queue:
     ) -> int:
         """Mark many claimed jobs succeeded, each with its result (None for none); returns how
         many were still held."""
-        if attempts is not None and len(attempts) != len(job_ids):
-            raise ValueError("attempts must have one entry per job id")
-        if results is not None and len(results) != len(job_ids):
-            raise ValueError("results must have one entry per job id")
-        params = {
-            "job_ids": list(job_ids),
-            "worker_id": worker_id,
-            "attempts": None if attempts is None else list(attempts),
-            "results": None if results is None else [dump_result(r) for r in results],
-        }
-        return int(self._run(self._sql.complete_many, params)[0]["completed"])
+        return self._drive(_ops.complete_many(self._sql, job_ids, worker_id, attempts, results))
 
     def fail(
         self,
@@ -490,16 +337,9 @@ class Queue:
         attempt: int | None = None,
     ) -> str | None:
         """Record a failed attempt; returns the new status, None when the claim was lost."""
-        params = {
-            "job_id": job_id,
-            "worker_id": worker_id,
-            "error": error,
-            "retry": retry,
-            "backoff": _interval(backoff, "backoff"),
-            "attempt": attempt,
-        }
-        status: str | None = self._run(self._sql.fail, params)[0]["status"]
-        return status
+        return self._drive(
+            _ops.fail(self._sql, job_id, worker_id, error, retry, backoff, attempt)
+        )
 
     def fail_many(
         self,
@@ -514,35 +354,17 @@ class Queue:
         """Record a failed attempt of many claimed jobs in one statement (one error, and
         optionally one retry flag, backoff and attempt, per job); returns the new status of
         each, in order, None where the claim was lost."""
-        for name, values in (
-            ("errors", errors),
-            ("retries", retries),
-            ("backoffs", backoffs),
-            ("attempts", attempts),
-        ):
-            if values is not None and len(values) != len(job_ids):
-                raise ValueError(f"{name} must have one entry per job id")
-        params = {
-            "job_ids": list(job_ids),
-            "worker_id": worker_id,
-            "errors": list(errors),
-            "retries": None if retries is None else list(retries),
-            "backoffs": None
-            if backoffs is None
-            else [_interval(b, f"backoffs[{i}]") for i, b in enumerate(backoffs)],
-            "attempts": None if attempts is None else list(attempts),
-        }
-        return [row["status"] for row in self._run(self._sql.fail_many, params)]
+        return self._drive(
+            _ops.fail_many(self._sql, job_ids, worker_id, errors, retries, backoffs, attempts)
+        )
 
     def heartbeat(self, worker_id: str, job_ids: Sequence[uuid.UUID]) -> int:
         """Renew the claims ``worker_id`` still holds; returns how many."""
-        params = {"worker_id": worker_id, "job_ids": list(job_ids)}
-        return int(self._run(self._sql.heartbeat, params)[0]["renewed"])
+        return self._drive(_ops.heartbeat(self._sql, worker_id, job_ids))
 
     def release(self, job_ids: Sequence[uuid.UUID], worker_id: str) -> int:
         """Give back claimed, never started jobs; returns how many were released."""
-        params = {"job_ids": list(job_ids), "worker_id": worker_id}
-        return int(self._run(self._sql.release, params)[0]["released"])
+        return self._drive(_ops.release(self._sql, job_ids, worker_id))
 
     # -- cancellation, results and waiting ---------------------------------------------------
 
@@ -562,17 +384,7 @@ class Queue:
         unknown ids are left out. ``reason`` is kept (``last_error`` of a job cancelled while
         pending). With ``conn``, in the caller's transaction.
         """
-        ids = job_ids_of(job_ids, "job_ids")
-        check_text(reason, "reason")
-        rows = self._run(
-            self._sql.cancel,
-            {"job_ids": ids, "reason": reason},
-            conn=conn,
-            retry_serialization=True,  # a deadlock with a concurrent completion is retried
-            row_factory=tuple_row,
-        )
-        found = dict(rows)
-        return {job_id: found[job_id] for job_id in ids if job_id in found}
+        return self._drive(_ops.cancel(self._sql, job_ids, reason), conn)
 
     def status(
         self, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
@@ -580,8 +392,7 @@ class Queue:
         """How each known job stands now (``jobq_job_status``: status, attempts, result,
         last_error, finished_at, cancel_requested; no payload), in the order given; unknown ids
         are left out."""
-        ids = job_ids_of(job_ids, "job_ids")
-        return _in_order(ids, self._run(self._sql.job_status, {"job_ids": ids}))
+        return self._drive(_ops.status(self._sql, job_ids))
 
     def wait(
         self,
@@ -604,32 +415,22 @@ class Queue:
         pool for the wait; ``Queue(connection)`` waits on that connection (holding the Queue's
         lock), and polls only when the connection is inside a transaction.
         """
-        ids = job_ids_of(job_ids, "job_ids")
-        limit = _seconds_or_none(timeout, "timeout")
-        poll = _seconds_or_none(poll_interval, "poll_interval")
-        if not poll:
-            raise ValueError(f"poll_interval must be positive, got {poll_interval!r}")
-        deadline = None if limit is None else time.monotonic() + limit
+        ids, deadline, poll = _ops.wait_args(job_ids, timeout, poll_interval)
         if not ids:
             return {}
         with self._listener() as (conn, channel):
-            if channel is None:  # the caller's transaction: a mark would lock the jobs' rows
-                statuses = self._statuses(conn, self._sql.job_status, ids)
-            else:
-                statuses = self._statuses(conn, self._sql.await_, ids, timeout=timedelta(0))
-            while True:
-                unfinished = {str(i) for i, st in statuses.items() if not st.finished}
-                if not unfinished:
-                    return statuses
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    return statuses
-                pause = poll if deadline is None else min(poll, deadline - now)
+
+            def pause(p: _ops.Pause) -> None:
                 if channel is None:
-                    time.sleep(pause)
+                    time.sleep(p.seconds)
                 else:
-                    _next_wake(conn, channel, unfinished, pause)
-                statuses = self._statuses(conn, self._sql.job_status, ids)
+                    _next_wake(conn, channel, p.unfinished, p.seconds)
+
+            return _ops.drive(
+                _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None),
+                lambda call: _execute(conn, call.query, call.params),
+                pause,
+            )
 
     def result(
         self,
@@ -645,15 +446,7 @@ class Queue:
         :class:`~pgq_client.JobNotFound` for an unknown id."""
         (wanted,) = job_ids_of(job_id, "job_id")
         found = self.wait([wanted], timeout, poll_interval=poll_interval).get(wanted)
-        if found is None:
-            raise JobNotFound(f"no job {wanted}")
-        if found.status == "succeeded":
-            return found.result
-        if found.finished:
-            raise JobFailed(wanted, found.status, found.last_error)
-        raise TimeoutError(
-            f"job {wanted} has not finished within {timeout} s (status {found.status})"
-        )
+        return _ops.result(wanted, found, timeout)
 
     @contextmanager
     def _listener(self) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
@@ -714,31 +507,17 @@ class Queue:
             self._done_channel = str(row[0]) if row else _sql.event_channel("public", _sql.DONE)
         return self._done_channel
 
-    def _statuses(
-        self,
-        conn: psycopg.Connection[Any],
-        query: sql.Composed,
-        ids: list[uuid.UUID],
-        timeout: timedelta | None = None,
-    ) -> dict[uuid.UUID, JobStatus]:
-        params: dict[str, Any] = {"job_ids": ids}
-        if timeout is not None:
-            params["timeout"] = timeout
-        return _in_order(ids, _execute(conn, query, params))
-
     # -- administration -----------------------------------------------------------------------
 
     def requeue_dead_letter(self, job_id: uuid.UUID) -> bool:
         """Make a ``dead_letter``, ``failed`` or ``cancelled`` job pending again; False for any
         other job."""
-        rows = self._run(self._sql.requeue_dead_letter, {"job_id": job_id})
-        return bool(rows[0]["requeued"])
+        return self._drive(_ops.requeue_dead_letter(self._sql, job_id))
 
     def requeue_dead_letters(self, job_type: str | None = None, queue: str | None = None) -> int:
         """Requeue every ``dead_letter``/``failed``/``cancelled`` job (of a type, queue); returns
         how many."""
-        rows = self._run(self._sql.requeue_dead_letters, {"job_type": job_type, "queue": queue})
-        return int(rows[0]["requeued"])
+        return self._drive(_ops.requeue_dead_letters(self._sql, job_type, queue))
 
     def dead_letters(
         self,
@@ -749,7 +528,7 @@ class Queue:
         limit: int = 100,
     ) -> list[Job]:
         """The jobs waiting for a human: ``dead_letter`` and ``failed`` (latest first)."""
-        return self.list_jobs(statuses=statuses, job_type=job_type, queue=queue, limit=limit)
+        return self._drive(_ops.list_jobs(self._sql, statuses, job_type, queue, limit))
 
     def list_jobs(
         self,
@@ -761,30 +540,16 @@ class Queue:
     ) -> list[Job]:
         """Jobs in ``statuses`` (None: all), of a type and queue, most recently changed first
         (``jobq_list_jobs``, admin)."""
-        params = {
-            "statuses": None if statuses is None else list(statuses),
-            "job_type": job_type,
-            "queue": queue,
-            "max_rows": limit,
-        }
-        try:
-            rows = self._run(self._sql.list_jobs, params)
-        except NotMigrated as exc:
-            raise NotMigrated(
-                f"{exc.message} (listing jobs needs jobq_list_jobs; run `jobq migrate`)",
-                sqlstate=exc.sqlstate,
-            ) from exc
-        return [Job.from_row(row) for row in rows]
+        return self._drive(_ops.list_jobs(self._sql, statuses, job_type, queue, limit))
 
     def get_job(self, job_id: uuid.UUID) -> Job | None:
-        """The job with this id, or None (admin). Built on ``jobq_list_jobs``, so the server
-        reads every job to find it: for an operator's look-up, not for a hot path."""
-        rows = self._run(self._sql.get_job, {"job_id": job_id})
-        return Job.from_row(rows[0]) if rows else None
+        """The job with this id, or None (admin): one primary-key look-up
+        (``jobq_get_job``)."""
+        return self._drive(_ops.get_job(self._sql, job_id))
 
     def stats(self) -> list[StatsRow]:
         """Job counts per queue, type and status."""
-        return [StatsRow.from_row(row) for row in self._run(self._sql.stats, {})]
+        return self._drive(_ops.stats(self._sql))
 
     def prune(
         self,
@@ -801,29 +566,15 @@ class Queue:
         so a prune of millions of jobs neither holds one long transaction nor writes its WAL in
         one burst. ``batch_size=None``: one statement for all of them.
         """
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1 or None, got {batch_size}")
-        params = {
-            "older_than": _interval(older_than, "older_than"),
-            "statuses": list(statuses),
-            "batch_size": batch_size,
-        }
-        total = 0
-        while True:
-            pruned = int(self._run(self._sql.prune, params)[0]["pruned"])
-            total += pruned
-            if batch_size is None or pruned < batch_size:
-                return total
+        return self._drive(_ops.prune(self._sql, older_than, statuses, batch_size))
 
     def configure(self, *, max_payload_bytes: int | None = None) -> dict[str, Any]:
         """Change this installation's settings (None leaves one as it is); returns them all."""
-        rows = self._run(self._sql.configure, {"max_payload_bytes": max_payload_bytes})
-        settings: dict[str, Any] = rows[0]["settings"]
-        return settings
+        return self._drive(_ops.configure(self._sql, max_payload_bytes))
 
     def health(self) -> list[HealthRow]:
         """Health findings (stuck jobs, waiting time, dead letters, VACUUM blockers)."""
-        return [HealthRow.from_row(row) for row in self._run(self._sql.health, {})]
+        return self._drive(_ops.health(self._sql))
 
     def unserved_job_types(
         self, idle: timedelta | float = timedelta(minutes=15)
@@ -831,8 +582,7 @@ class Queue:
         """Available jobs, per queue and job type, that no worker asked for within ``idle``
         (``jobq_unserved_job_types``): a misspelt job type, a queue no worker serves. Workers
         ask through their claims, in any language. Reads every available pending job."""
-        rows = self._run(self._sql.unserved, {"idle": _interval(idle, "idle")})
-        return [UnservedJobType(**row) for row in rows]
+        return self._drive(_ops.unserved_job_types(self._sql, idle))
 
     # -- schedules ----------------------------------------------------------------------------
 
@@ -858,43 +608,33 @@ class Queue:
         ticked in time: ``skip`` none, ``latest`` the most recent, ``all`` each (1,000 at most).
         A bad cron, zone or policy raises :class:`InvalidArgument` (22023) naming it.
         """
-        check_text(name, "name")
-        check_text(job_type, "job_type")
-        check_text(queue, "queue")
-        if payload is not None and not isinstance(payload, Mapping):
-            raise InvalidArgument(
-                f"payload must be a JSON object, got {type(payload).__name__}: "
-                "wrap the value in a dict"
+        return self._drive(
+            _ops.schedule(
+                self._sql, name, cron, job_type, payload, timezone, queue, priority,
+                max_attempts, catch_up, paused,
             )
-        params = {
-            "name": name,
-            "cron": cron,
-            "job_type": job_type,
-            "payload": dump_json({} if payload is None else payload, "payload"),
-            "timezone": timezone,
-            "queue": queue,
-            "priority": priority,
-            "max_attempts": max_attempts,
-            "catch_up": catch_up,
-            "paused": paused,
-        }
-        next_run_at: datetime = self._run(self._sql.schedule, params)[0]["next_run_at"]
-        return next_run_at
+        )
 
     def unschedule(self, name: str) -> bool:
         """Delete the schedule ``name``; whether it existed. Jobs it enqueued stay."""
-        return bool(self._run(self._sql.unschedule, {"name": name})[0]["deleted"])
+        return self._drive(_ops.unschedule(self._sql, name))
 
     def schedules(self) -> list[Schedule]:
         """Every schedule, by name, with its next fire (an instant and local wall-clock time)."""
-        return [Schedule.from_row(row) for row in self._run(self._sql.schedules, {})]
+        return self._drive(_ops.schedules(self._sql))
 
     def tick(self) -> list[Fire]:
         """Fire the due schedules now (``jobq_tick``): one row per fire enqueued.
 
         Workers tick by themselves; this is for setups without a Worker (cron, a system timer).
         """
-        return [Fire(**row) for row in self._run(self._sql.tick, {})]
+        return self._drive(_ops.tick(self._sql))
+
+
+def _type_name(value: object) -> str:
+    """``module.Class`` of a value: ``sqlalchemy.engine.base.Connection`` is not psycopg's."""
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _execute(
@@ -913,13 +653,8 @@ def _execute(
             return cur.fetchall() if cur.description is not None else []
 
 
-def _in_order(ids: list[uuid.UUID], rows: list[dict[str, Any]]) -> dict[uuid.UUID, JobStatus]:
-    found = {row["id"]: JobStatus.from_row(row) for row in rows}
-    return {job_id: found[job_id] for job_id in ids if job_id in found}
-
-
 def _next_wake(
-    conn: psycopg.Connection[Any], channel: str, unfinished: set[str], seconds: float
+    conn: psycopg.Connection[Any], channel: str, unfinished: frozenset[str], seconds: float
 ) -> None:
     """Until a notification on ``channel`` for one of the ``unfinished`` jobs (or one that
     says to check everything), or ``seconds``."""

@@ -5,10 +5,11 @@ database (the ``dsn`` fixture) and ends with :meth:`Fx.check_invariants`, the on
 
 * no job lost: the jobs in ``jobq_jobs`` are exactly the expected ones, each in its expected
   final status;
-* no job completed by two claims: a transactional job (``fx``) that succeeded has exactly one
-  effect, written by the claim that completed it (attempt = its final ``attempts``); one that did
-  not succeed has none. A plain job (``fx_plain``) that succeeded has the effect of its final
-  claim (its handler ran to the end before the completion);
+* no job completed by two claims: a transactional job (``fx``, ``afx``) that succeeded has
+  exactly one effect, written by the claim that completed it (attempt = its final
+  ``attempts``); one that did not succeed has none. A plain job (``fx_plain``, ``afx_plain``)
+  that succeeded has the effect of its final claim (its handler ran to the end before the
+  completion);
 * ``attempts <= max_attempts``, and no handler ever started an attempt the job does not count;
 * nothing left ``processing``;
 * every effect was written by a claim whose ``start`` the ledger recorded.
@@ -379,7 +380,7 @@ class Fx:
                 unstarted.append(f"{i}: effects {fx}, starts {sorted(starts.get(i, set()))}")
             if any(a > j["attempts"] for a, _ in starts.get(i, set())):
                 uncounted.append(f"{i}: attempts {j['attempts']}, starts {sorted(starts[i])}")
-            if j["job_type"] == "fx":
+            if j["job_type"] in ("fx", "afx"):
                 if j["status"] == "succeeded":
                     if len(fx) > 1:
                         twice.append(f"{i}: {fx}")
@@ -390,7 +391,7 @@ class Fx:
                 elif fx:
                     phantom.append(f"{i} ({j['status']}): {fx}")
             elif (
-                j["job_type"] == "fx_plain"
+                j["job_type"] in ("fx_plain", "afx_plain")
                 and j["status"] == "succeeded"
                 and not any(a == j["attempts"] for a, _ in fx)
             ):

@@ -8,7 +8,10 @@ the test's database (tables made by :func:`tests.faults.harness.install_ledger`)
   worker's transaction that also completes the job: the effect exists iff the completion
   committed;
 * ``fx_plain`` — ``handler(job)``: records ``start``, then its effect (``fx_effects``, autocommit)
-  at the end; the worker acknowledges it later (``jobq_complete_many``).
+  at the end; the worker acknowledges it later (``jobq_complete_many``);
+* with ``--with-async``, also ``afx`` and ``afx_plain``: the same two as ``async def`` handlers
+  (run on the Worker's event loop, ``afx`` on an ``AsyncConnection``), their ledger on one
+  ``AsyncConnection`` of the loop's.
 
 What a handler does besides is read from the job's payload, so one process serves every test:
 
@@ -30,6 +33,7 @@ test can terminate exactly that backend. Connections are named by ``application_
 from __future__ import annotations
 
 import argparse
+import asyncio
 import faulthandler
 import logging
 import os
@@ -176,6 +180,90 @@ def handle_fx_plain(job: Job) -> None:
     )
 
 
+_aconn: psycopg.AsyncConnection[Any] | None = None
+
+
+async def _aledger(query: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """:func:`_ledger` on the event loop: one autocommit connection shared by the loop's jobs
+    (psycopg runs their statements one at a time), reopened after a loss."""
+    global _aconn
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if _aconn is None or _aconn.closed or _aconn.broken:
+                _aconn = await psycopg.AsyncConnection.connect(
+                    _dsn, autocommit=True, application_name="fx-ledger"
+                )
+            cur = await _aconn.execute(query, params)
+            return await cur.fetchall() if cur.description else []
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            _aconn = None
+            await asyncio.sleep(0.05)
+
+
+async def _astart(job: Job, backend_pid: int | None) -> None:
+    await _aledger(
+        "INSERT INTO fx_ledger (job_id, attempt, worker, event, backend_pid, os_pid)"
+        " VALUES (%(id)s, %(a)s, %(w)s, 'start', %(bp)s, %(pid)s) ON CONFLICT DO NOTHING",
+        {"id": job.id, "a": job.attempts, "w": _worker_id, "bp": backend_pid, "pid": os.getpid()},
+    )
+
+
+async def _await_gate(job: Job) -> None:
+    gate = job.payload.get("gate")
+    if not gate:
+        return
+    names = [gate, f"{gate}/{job.attempts}"]
+    while True:
+        rows = await _aledger(
+            "SELECT count(*) FROM fx_gate WHERE name = ANY(%(n)s) AND NOT open", {"n": names}
+        )
+        if rows[0][0] == 0:
+            return
+        await asyncio.sleep(0.02)
+
+
+async def _amisbehave(job: Job) -> None:
+    if job.payload.get("exit"):
+        sys.stdout.flush()
+        os._exit(EXIT_POISON)
+    if job.payload.get("sleep"):
+        await asyncio.sleep(float(job.payload["sleep"]))
+
+
+async def ahandle_fx(job: Job, conn: psycopg.AsyncConnection[Any]) -> None:
+    """:func:`handle_fx`, ``async def``: the effect commits with the completion, or not at all."""
+    await _astart(job, conn.info.backend_pid)
+    await _amisbehave(job)
+    after = bool(job.payload.get("gate_after_effect"))
+    if not after:
+        await _await_gate(job)
+        _raise_if_asked(job)
+    await conn.execute(
+        "INSERT INTO fx_effects (job_id, attempt, worker) VALUES (%(id)s, %(a)s, %(w)s)",
+        {"id": job.id, "a": job.attempts, "w": _worker_id},
+    )
+    if after:
+        await _await_gate(job)
+        _raise_if_asked(job)
+
+
+async def ahandle_fx_plain(job: Job) -> None:
+    """:func:`handle_fx_plain`, ``async def``."""
+    await _astart(job, None)
+    await _amisbehave(job)
+    await _await_gate(job)
+    _raise_if_asked(job)
+    await _aledger(
+        "INSERT INTO fx_effects (job_id, attempt, worker)"
+        " SELECT %(id)s, %(a)s, %(w)s WHERE NOT EXISTS (SELECT FROM fx_effects"
+        " WHERE job_id = %(id)s AND attempt = %(a)s AND worker = %(w)s)",
+        {"id": job.id, "a": job.attempts, "w": _worker_id},
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     global _dsn, _worker_id
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -189,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shutdown-grace", type=float, default=60.0)
     p.add_argument("--retry-backoff", type=float, default=0.05)
     p.add_argument("--burst", action="store_true")
+    p.add_argument("--with-async", action="store_true", help="also the afx, afx_plain handlers")
     p.add_argument("--log-level", default="WARNING")
     args = p.parse_args(argv)
     logging.basicConfig(
@@ -201,9 +290,12 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     _dsn = os.environ["JOBQ_DSN"]
     _worker_id = args.worker_id
+    handlers: dict[str, Any] = {"fx": handle_fx, "fx_plain": handle_fx_plain}
+    if args.with_async:
+        handlers.update(afx=ahandle_fx, afx_plain=ahandle_fx_plain)
     worker = Worker(
         _dsn,
-        handlers={"fx": handle_fx, "fx_plain": handle_fx_plain},
+        handlers=handlers,
         concurrency=args.concurrency,
         queues=args.queues,
         lock_timeout=args.lock_timeout,

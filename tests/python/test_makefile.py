@@ -31,6 +31,6 @@ def test_demo_installs_the_runtime_and_the_embedded_server_only(tmp_path: Path) 
     assert "-m pgq_client.demo" in plan
 
 
-def test_venv_installs_the_development_tools(tmp_path: Path) -> None:
+def test_venv_installs_the_development_tools_and_what_the_recipes_use(tmp_path: Path) -> None:
     plan = _plan("venv", tmp_path / "venv")
-    assert "-e '.[dev]'" in plan
+    assert "-e '.[dev,examples]'" in plan

@@ -2,7 +2,8 @@
 
 ``concurrency + 2`` threads besides the one in :meth:`Worker.run`: the fetcher
 (:mod:`.fetcher`: LISTEN and claims), the handler threads (:mod:`.handlers`) and the
-acknowledger (:mod:`.acker`: release, completions, failures, heartbeats). They share one lock
+acknowledger (:mod:`.acker`: release, completions, failures, heartbeats); with ``async def``
+handlers, one more runs the event loop they run on (:mod:`.async_handlers`). They share one lock
 (:class:`.state.Shared`); :mod:`.policy` sizes the claims, :mod:`.config` checks the
 arguments, :func:`.retry.reconnecting` is every retry. ``run()`` starts them, waits for a stop
 (``stop()``, SIGTERM/SIGINT, a burst run's end or an error no retry can fix) and shuts them
@@ -37,7 +38,10 @@ from ..migrate import check_compatible
 from ..models import Job
 from ..queue import resolve_dsn
 from .acker import Acknowledger
+from .async_handlers import AsyncHandlerPool
 from .config import (
+    AsyncPlainHandler,
+    AsyncTransactionalHandler,
     Handler,
     PlainHandler,
     TransactionalHandler,
@@ -53,6 +57,8 @@ from .retry import Link
 from .state import Shared, poke
 
 __all__ = [
+    "AsyncPlainHandler",
+    "AsyncTransactionalHandler",
     "Handler",
     "PlainHandler",
     "TransactionalHandler",
@@ -72,7 +78,8 @@ class Worker:
     ``dsn_or_pool``: a DSN, a ``psycopg_pool.ConnectionPool`` (the caller's, left open), or None
     for ``JOBQ_DSN``, else ``DATABASE_URL``, else the embedded PostgreSQL. ``handlers`` maps a
     job type to ``handler(job)`` or ``handler(job, conn)`` (transactional completion: the
-    handler's writes on ``conn`` commit together with the job's completion, or not at all).
+    handler's writes on ``conn`` commit together with the job's completion, or not at all),
+    ``def`` or ``async def`` (run on one event loop, ``conn`` an ``AsyncConnection``).
     The other arguments are those of :class:`WorkerConfig`, checked here (``ValueError``).
     """
 
@@ -220,9 +227,9 @@ class Worker:
         listen = Link(connect, setup=self._listen)
         self._check_database(listen)
         log.info(
-            "%s started: %d handler threads, job types %s, queues %s, database %s (%s%s)%s",
+            "%s started: %s, job types %s, queues %s, database %s (%s%s)%s",
             self._who,
-            config.concurrency,
+            _capacity(config),
             ", ".join(sorted(config.handlers)),
             "all" if config.queues is None else ", ".join(config.queues),
             database_name(dsn),
@@ -234,7 +241,14 @@ class Worker:
             PrefetchPolicy(config.concurrency, config.prefetch, config.batch_size), burst
         )
         pool = self._transaction_pool(dsn)
-        handlers = HandlerPool(shared, config, pool, self._force, self._who, self._wake_up)
+        handlers = (
+            AsyncHandlerPool(
+                shared, config, pool, self._force, self._who, self._wake_up,
+                dsn=dsn, connect_kwargs=self._connect_kwargs(),
+            )
+            if config.asynchronous
+            else HandlerPool(shared, config, pool, self._force, self._who, self._wake_up)
+        )
         acker = Acknowledger(shared, config, Link(connect), self._force, self._who, self._end)
         fetcher = Fetcher(shared, config, listen, self._who, self._end)
         restore = self._install_signal_handlers()
@@ -249,6 +263,7 @@ class Worker:
             restore()
             listen.close()
             fetcher.close()
+            handlers.close()
             if pool is not None and pool is not self._given_pool:
                 pool.close(timeout=5)
         if shared.fatal is not None:
@@ -306,6 +321,7 @@ class Worker:
                 else "still running after the shutdown grace period",
                 self.config.lock_timeout,
             )
+        handlers.abandon()
 
         # Send what is left: retried through connection losses until the flush deadline, or
         # tried once when aborting.
@@ -364,12 +380,17 @@ class Worker:
     def _connector(self, dsn: str) -> Callable[[], psycopg.Connection[Any]]:
         """How the fetcher and the acknowledger open their own connections (a given pool's
         ``kwargs`` apply to them too)."""
+        kwargs = self._connect_kwargs()
+        return lambda: psycopg.connect(dsn, **kwargs)
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        """The arguments of the connections the worker opens itself."""
         kwargs: dict[str, Any] = {"connect_timeout": 10}
         if self._given_pool is not None:
             given = self._given_pool.kwargs
             kwargs.update((given() if callable(given) else given) or {})
         kwargs["autocommit"] = True
-        return lambda: psycopg.connect(dsn, **kwargs)
+        return kwargs
 
     def _check_database(self, link: Link) -> None:
         """Fail fast when the database is unreachable, not migrated, not ours to work, or has a
@@ -394,8 +415,9 @@ class Worker:
             raise error from exc
 
     def _transaction_pool(self, dsn: str) -> ConnectionPool[Any] | None:
-        """The pool transactional handlers take their connections from (none without any)."""
-        if not self.config.transactional:
+        """The pool plain transactional handlers take their connections from (none without
+        any; async ones have a pool of their own, on the event loop)."""
+        if not self.config.transactional - self.config.asynchronous:
             return None
         if self._given_pool is not None:
             return self._given_pool
@@ -430,3 +452,14 @@ class Worker:
                 signal.signal(signum, handler)
 
         return restore
+
+
+def _capacity(config: WorkerConfig) -> str:
+    """What runs the jobs, for the log line at start."""
+    if not config.asynchronous:
+        return f"{config.concurrency} handler threads"
+    threads = 1 if set(config.handlers) <= config.asynchronous else config.concurrency
+    return (
+        f"{config.concurrency} jobs at once ({threads} handler "
+        f"thread{'s' if threads > 1 else ''} and an event loop for async handlers)"
+    )

@@ -6,7 +6,7 @@ import inspect
 import os
 import secrets
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
@@ -17,11 +17,14 @@ import psycopg
 from ..models import Job
 
 __all__ = [
+    "AsyncPlainHandler",
+    "AsyncTransactionalHandler",
     "Handler",
     "PlainHandler",
     "TransactionalHandler",
     "WorkerConfig",
     "default_worker_id",
+    "is_async",
     "seconds",
     "takes_connection",
 ]
@@ -41,8 +44,25 @@ class TransactionalHandler(Protocol):
     def __call__(self, job: Job, conn: psycopg.Connection[Any], /) -> object: ...
 
 
-Handler = Union[PlainHandler, TransactionalHandler]  # noqa: UP007 (a runtime alias on 3.10)
-"""What ``Worker(handlers={job_type: handler})`` takes: a plain or a transactional handler."""
+class AsyncPlainHandler(Protocol):
+    """``async def handler(job)``: runs on the Worker's event loop; returning completes the job,
+    raising fails it."""
+
+    def __call__(self, job: Job, /) -> Awaitable[object]: ...
+
+
+class AsyncTransactionalHandler(Protocol):
+    """``async def handler(job, conn)``: runs on the Worker's event loop in a transaction on the
+    ``AsyncConnection`` ``conn`` that also completes the job."""
+
+    def __call__(self, job: Job, conn: psycopg.AsyncConnection[Any], /) -> Awaitable[object]: ...
+
+
+Handler = Union[  # noqa: UP007 (a runtime alias on 3.10)
+    PlainHandler, TransactionalHandler, AsyncPlainHandler, AsyncTransactionalHandler
+]
+"""What ``Worker(handlers={job_type: handler})`` takes: a plain or a transactional handler,
+``def`` or ``async def``."""
 
 
 def takes_connection(handler: Callable[..., object]) -> bool:
@@ -57,6 +77,14 @@ def takes_connection(handler: Callable[..., object]) -> bool:
         return False
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return sum(1 for p in params if p.kind in positional) >= 2
+
+
+def is_async(handler: Callable[..., object]) -> bool:
+    """True for an ``async def`` handler (a coroutine function, a ``functools.partial`` of one,
+    or an object whose ``__call__`` is one): the Worker runs it on its event loop."""
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        getattr(handler, "__call__", None)  # noqa: B004 (the method, not callability)
+    )
 
 
 def default_worker_id() -> str:
@@ -96,6 +124,8 @@ class WorkerConfig:
     # Seconds between two jobq_tick calls (schedules); None: this worker fires none.
     tick_interval: float | None = 5.0
     transactional: frozenset[str] = field(init=False)
+    # The job types whose handler is ``async def``: they run on the Worker's event loop.
+    asynchronous: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.handlers:
@@ -142,6 +172,7 @@ class WorkerConfig:
         set_(self, "heartbeat_interval", heartbeat)
         set_(self, "transactional", frozenset(t for t, h in self.handlers.items()
                                               if takes_connection(h)))
+        set_(self, "asynchronous", frozenset(t for t, h in self.handlers.items() if is_async(h)))
 
     @property
     def job_types(self) -> list[str]:

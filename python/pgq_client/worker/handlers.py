@@ -77,6 +77,12 @@ class HandlerPool:
     def running(self) -> list[Job]:
         return [job for job in self._current if job is not None]
 
+    def abandon(self) -> None:
+        """After the grace period: stop what can be stopped (a thread cannot be)."""
+
+    def close(self) -> None:
+        """Free what the handlers hold once the run is over."""
+
     def _loop(self, index: int) -> None:
         try:
             self._run_jobs(index)
@@ -85,48 +91,64 @@ class HandlerPool:
             self._on_exit()
 
     def _run_jobs(self, index: int) -> None:
-        work, finished = self._shared.work, self._shared.finished
+        work, run_one = self._shared.work, self._run_one
         while True:
             job = work.get()
             if job is None:
                 return
-            self._current[index] = job
-            started = time.perf_counter()
-            try:
-                outcome = self._execute(job)
-            except BaseException as exc:  # never let a handler thread die, nor a job be stranded
-                job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
-                error = "".join(traceback.format_exception(exc)).rstrip()
-                outcome = Failure(
-                    job, f"worker error: {error}", repr(exc), True, self._config.retry_backoff
-                )
-            self._current[index] = None
-            finished(job, time.perf_counter() - started, outcome)
+            run_one(index, job)
+
+    def _run_one(self, index: int, job: Job) -> None:
+        """Run ``job`` on this thread (number ``index``) and hand on how it ended."""
+        self._current[index] = job
+        started = time.perf_counter()
+        try:
+            outcome = self._execute(job)
+        except BaseException as exc:  # never let a handler thread die, nor a job be stranded
+            job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
+            error = "".join(traceback.format_exception(exc)).rstrip()
+            outcome = Failure(
+                job, f"worker error: {error}", repr(exc), True, self._config.retry_backoff
+            )
+        self._current[index] = None
+        self._shared.finished(job, time.perf_counter() - started, outcome)
 
     def _execute(self, job: Job) -> Outcome | Success | Failure:
         handler = self._config.handlers.get(job.job_type)
-        if handler is None:  # the claim filters by job type: only a bug gets here
+        refused = self.refusal(job, handler)
+        if refused is not None:
+            return refused
+        job_log(logging.DEBUG, job, "started")
+        if job.job_type in self._config.transactional:
+            return self._in_transaction(job, handler)  # type: ignore[arg-type]
+        try:
+            value = handler(job)  # type: ignore[call-arg,misc]
+        except BaseException as exc:
+            return self.failure_for(job, exc)
+        return self.returned(job, value)
+
+    def refusal(self, job: Job, handler: object) -> Failure | None:
+        """Why ``job`` must not start, or None: it has no handler (the claim filters by job
+        type: only a bug gets here), or a cancel was requested before a handler took it."""
+        if handler is None:
             message = f"no handler for job type {job.job_type!r}"
             return Failure(job, message, message, True, self._config.retry_backoff)
         if job.cancel_requested():
             # jobq_fail ends a job with a cancel request cancelled, whatever retry says.
             message = "not started: a cancel was requested before a handler took the job"
             return Failure(job, message, message, False, self._config.retry_backoff)
-        job_log(logging.DEBUG, job, "started")
-        if job.job_type in self._config.transactional:
-            return self._in_transaction(job, handler)
-        try:
-            value = handler(job)  # type: ignore[call-arg]
-        except BaseException as exc:
-            return self.failure_for(job, exc)
+        return None
+
+    def returned(self, job: Job, value: object) -> Outcome | Success | Failure:
+        """The outcome of a plain handler that returned ``value`` (stored as the result)."""
         if value is None:
             return Outcome.ACK
         try:
             return Success(dump_result(value) or "null")
         except (TypeError, ValueError) as exc:
-            return self._unstorable(job, exc)
+            return self.unstorable(job, exc)
 
-    def _unstorable(self, job: Job, exc: BaseException) -> Failure:
+    def unstorable(self, job: Job, exc: BaseException) -> Failure:
         """The handler returned a value jobq cannot store as the job's result: a bug of the
         handler that another attempt would repeat, so no retry."""
         message = f"the handler returned a value that cannot be stored as the job's result: {exc}"
@@ -182,13 +204,13 @@ class HandlerPool:
                 try:
                     params["result"] = dump_result(value)
                 except (TypeError, ValueError) as exc:
-                    failure = self._unstorable(job, exc)
+                    failure = self.unstorable(job, exc)
                     raise psycopg.Rollback() from None
                 with conn.cursor(row_factory=tuple_row) as cur:  # whatever the pool's factory
                     try:
                         row = cur.execute(self._sql.complete, params).fetchone()
                     except psycopg.errors.ProgramLimitExceeded as exc:  # the result's size
-                        failure = self._unstorable(job, exc)
+                        failure = self.unstorable(job, exc)
                         raise psycopg.Rollback() from None
                 if not (row and row[0]):
                     lost = True

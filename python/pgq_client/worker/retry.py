@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import psycopg
@@ -12,7 +13,15 @@ import psycopg
 from ..errors import from_psycopg
 from .joblog import log
 
-__all__ = ["GaveUp", "Link", "connection_lost", "describe", "reconnecting", "transient"]
+__all__ = [
+    "GaveUp",
+    "Link",
+    "areconnecting",
+    "connection_lost",
+    "describe",
+    "reconnecting",
+    "transient",
+]
 
 T = TypeVar("T")
 
@@ -83,22 +92,9 @@ def reconnecting(
         try:
             result = call()
         except psycopg.Error as exc:
-            if not transient(exc):
-                raise from_psycopg(exc) from exc
-            log.log(
-                logging.WARNING if failures == 0 else logging.DEBUG,
-                "%s: %s while %s (%s); retrying",
-                who,
-                "database unavailable" if connection_lost(exc) else "transient error",
-                doing,
-                describe(exc),
-            )
-            on_lost()
-            if give_up():
-                raise GaveUp(doing) from exc
-            if failures:
-                ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (failures - 1))
-                pause(random.uniform(ceiling / 2, ceiling))
+            wait = _after_failure(exc, failures, doing, who, give_up, on_lost)
+            if wait:
+                pause(wait)
                 if give_up():
                     raise GaveUp(doing) from exc
             failures += 1
@@ -106,6 +102,66 @@ def reconnecting(
         if failures:
             log.info("%s: database reachable again (%s)", who, doing)
         return result
+
+
+async def areconnecting(
+    call: Callable[[], Awaitable[T]],
+    *,
+    doing: str,
+    who: str,
+    give_up: Callable[[], bool],
+    on_lost: Callable[[], Awaitable[None]] | None = None,
+) -> T:
+    """:func:`reconnecting` for a coroutine: ``await call()``, tried again after each transient
+    error, the same way (the pauses are ``asyncio.sleep``, which cancelling the task cuts
+    short; ``on_lost`` is awaited)."""
+    failures = 0
+    while True:
+        try:
+            result = await call()
+        except psycopg.Error as exc:
+            wait = _after_failure(exc, failures, doing, who, give_up, lambda: None)
+            if on_lost is not None:
+                await on_lost()
+            if wait:
+                await asyncio.sleep(wait)
+                if give_up():
+                    raise GaveUp(doing) from exc
+            failures += 1
+            continue
+        if failures:
+            log.info("%s: database reachable again (%s)", who, doing)
+        return result
+
+
+def _after_failure(
+    exc: psycopg.Error,
+    failures: int,
+    doing: str,
+    who: str,
+    give_up: Callable[[], bool],
+    on_lost: Callable[[], None],
+) -> float:
+    """What a retry loop does after ``exc``, its ``failures + 1``-th failure in a row: raise the
+    typed error when it is not transient, log it, call ``on_lost()``, raise :class:`GaveUp`
+    when giving up; else the seconds to pause before the next try (none before the first)."""
+    if not transient(exc):
+        raise from_psycopg(exc) from exc
+    log.log(
+        logging.WARNING if failures == 0 else logging.DEBUG,
+        "%s: %s while %s (%s); retrying",
+        who,
+        "database unavailable" if connection_lost(exc) else "transient error",
+        doing,
+        describe(exc),
+    )
+    on_lost()
+    if give_up():
+        raise GaveUp(doing) from exc
+    if not failures:
+        return 0.0
+    ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (failures - 1))
+    return random.uniform(ceiling / 2, ceiling)
 
 
 class Link:

@@ -1,0 +1,339 @@
+"""``async def`` handlers: one event loop, on a thread of the Worker's own, runs all their jobs.
+
+Used instead of :class:`~.handlers.HandlerPool` when a Worker has at least one ``async def``
+handler, so that a Worker of plain handlers alone does exactly what it did before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from typing import Any
+
+import psycopg
+from psycopg.rows import tuple_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from ..models import Job
+from ..queue import dump_result
+from .config import WorkerConfig
+from .handlers import HandlerPool
+from .joblog import job_log, log
+from .retry import GaveUp, areconnecting, connection_lost
+from .state import Failure, Outcome, Shared, Success
+
+__all__ = ["AsyncHandlerPool"]
+
+LOOP = "jobq-asyncio"  # the event loop's thread
+CLOSE_SECONDS = 5.0  # at the end of a run, how long cancelled jobs and the pool may take
+
+
+class AsyncHandlerPool(HandlerPool):
+    """Runs plain and ``async def`` handlers side by side, ``concurrency`` jobs at most in all.
+
+    Both kinds take a slot of one semaphore of ``concurrency`` slots for as long as their job
+    runs. The handler threads (``concurrency`` of them when some handlers are plain, else one)
+    each take a slot, then the next claimed job: a plain handler's job runs on the thread, which
+    gives the slot back when it is done; an async handler's job is handed to the event loop,
+    and the thread goes on to the next job while it runs there (the job gives the slot back
+    when it ends). The order in which jobs start is still the order they were claimed in.
+
+    An async transactional handler, ``async def handler(job, conn)``, gets an
+    ``AsyncConnection`` of a pool on the loop, with a transaction open, in which the job is then
+    completed (fenced by its claim), as for a plain one.
+
+    At shutdown, async jobs get the grace period like the others; after it they are cancelled
+    and not acknowledged: each stays claimed until its lock expires, as a plain handler that is
+    still running does.
+    """
+
+    def __init__(
+        self,
+        shared: Shared,
+        config: WorkerConfig,
+        pool: ConnectionPool[Any] | None,
+        force: threading.Event,
+        who: str,
+        on_exit: Callable[[], None],
+        *,
+        dsn: str,
+        connect_kwargs: Mapping[str, Any],
+    ) -> None:
+        super().__init__(shared, config, pool, force, who, on_exit)
+        if set(config.handlers) <= config.asynchronous:
+            # No plain handler: one thread hands every job to the loop.
+            del self._threads[1:]
+            del self._current[1:]
+        self._slots = threading.Semaphore(config.concurrency)
+        self._on_exit = on_exit
+        self._dsn = dsn
+        self._connect_kwargs = dict(connect_kwargs)
+        self._event_loop = asyncio.new_event_loop()
+        self._loop_thread = threading.Thread(target=self._run_loop, name=LOOP, daemon=True)
+        # Jobs on the loop; written on the loop's thread, read by others under the lock.
+        self._lock = threading.Lock()
+        self._async_jobs: dict[uuid.UUID, Job] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._finishing = False
+        self._abandoned = False
+        self._async_pool: AsyncConnectionPool[Any] | None = None
+
+    # -- the HandlerPool interface ------------------------------------------------------------
+
+    def start(self) -> None:
+        self._loop_thread.start()
+        if self._config.transactional & self._config.asynchronous:
+            # Before any job: its connections open in the background.
+            self._call(self._open_pool()).result(CLOSE_SECONDS)
+        super().start()
+
+    def finish(self) -> None:
+        """Let each thread end once the jobs it took are done (jobs on the loop go on)."""
+        with self._lock:
+            self._finishing = True
+        super().finish()
+        for _ in self._threads:  # a thread waiting for a slot takes its None at once
+            self._slots.release()
+
+    def alive(self) -> bool:
+        with self._lock:
+            on_loop = bool(self._async_jobs)
+        return on_loop or super().alive()
+
+    def running(self) -> list[Job]:
+        with self._lock:
+            on_loop = list(self._async_jobs.values())
+        return super().running() + on_loop
+
+    def abandon(self) -> None:
+        """Cancel the async jobs still running after the grace period: not acknowledged."""
+        with self._lock:
+            self._abandoned = True
+            cancelled = len(self._async_jobs)
+        if cancelled:
+            log.info("%s: cancelling %d running async jobs", self._who, cancelled)
+            self._event_loop.call_soon_threadsafe(self._cancel_tasks)
+
+    def close(self) -> None:
+        """Cancel what still runs on the loop, close its pool, stop it."""
+        if not self._loop_thread.is_alive():
+            self._event_loop.close()
+            return
+        try:
+            self._call(self._close()).result(CLOSE_SECONDS + 1)
+        except Exception as exc:  # a handler that ignores its cancellation; the run is over
+            log.warning("%s: the event loop did not stop cleanly: %s", self._who, exc)
+        self._event_loop.call_soon_threadsafe(self._event_loop.stop)
+        self._loop_thread.join(CLOSE_SECONDS)
+
+    # -- the handler threads ------------------------------------------------------------------
+
+    def _run_jobs(self, index: int) -> None:
+        work, slots, asynchronous = self._shared.work, self._slots, self._config.asynchronous
+        while True:
+            slots.acquire()
+            job = work.get()
+            if job is None:
+                slots.release()
+                return
+            if job.job_type in asynchronous:
+                with self._lock:
+                    self._async_jobs[job.id] = job
+                self._event_loop.call_soon_threadsafe(self._start_task, job)
+            else:
+                try:
+                    self._run_one(index, job)
+                finally:
+                    slots.release()
+
+    # -- the event loop -----------------------------------------------------------------------
+
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self._event_loop)
+        try:
+            self._event_loop.run_forever()
+        finally:
+            self._event_loop.run_until_complete(self._event_loop.shutdown_asyncgens())
+            self._event_loop.close()
+
+    def _call(self, coroutine: Any) -> Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._event_loop)
+
+    def _start_task(self, job: Job) -> None:
+        task = self._event_loop.create_task(self._run_async(job), name=f"jobq-job-{job.id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _cancel_tasks(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+
+    async def _run_async(self, job: Job) -> None:
+        started = time.perf_counter()
+        outcome: Outcome | Success | Failure
+        try:
+            outcome = await self._execute_async(job)
+        except asyncio.CancelledError:
+            outcome = Outcome.DROPPED  # abandoned at shutdown: left claimed, not acknowledged
+            job_log(logging.DEBUG, job, "cancelled after the shutdown grace period")
+        except BaseException as exc:  # never lose a job to a bug of the worker
+            job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
+            error = "".join(traceback.format_exception(exc)).rstrip()
+            outcome = Failure(
+                job, f"worker error: {error}", repr(exc), True, self._config.retry_backoff
+            )
+        with self._lock:
+            if self._abandoned:  # whatever the handler did once cancelled: not acknowledged
+                outcome = Outcome.DROPPED
+        self._shared.finished(job, time.perf_counter() - started, outcome)
+        with self._lock:
+            self._async_jobs.pop(job.id, None)
+            finishing = self._finishing
+        self._slots.release()
+        if finishing:
+            self._on_exit()  # the run's thread waits for the last job
+
+    async def _execute_async(self, job: Job) -> Outcome | Success | Failure:
+        handler = self._config.handlers.get(job.job_type)
+        refused = self.refusal(job, handler)
+        if refused is not None:
+            return refused
+        job_log(logging.DEBUG, job, "started")
+        if job.job_type in self._config.transactional:
+            return await self._in_async_transaction(job, handler)  # type: ignore[arg-type]
+        try:
+            value = await handler(job)  # type: ignore[call-arg,misc]
+        except asyncio.CancelledError as exc:
+            if self._abandoned:
+                raise
+            return self.failure_for(job, exc)  # the handler's own, not the worker's
+        except BaseException as exc:
+            return self.failure_for(job, exc)
+        return self.returned(job, value)
+
+    async def _in_async_transaction(
+        self, job: Job, handler: Callable[..., Any]
+    ) -> Outcome | Success | Failure:
+        """Run ``await handler(job, conn)`` and ``jobq_complete`` in one transaction."""
+        try:
+            return await areconnecting(
+                lambda: self._async_transaction(job, handler),
+                doing="opening a transaction",
+                who=self._who,
+                give_up=lambda: self._force.is_set() or time.monotonic() > self.deadline,
+                on_lost=self._check_async_pool,
+            )
+        except GaveUp:
+            job_log(logging.WARNING, job, "not run: database unavailable at shutdown")
+            return Outcome.DROPPED
+
+    async def _async_transaction(
+        self, job: Job, handler: Callable[..., Any]
+    ) -> Outcome | Failure:
+        """One try; raises only while the handler has not run (the transaction could not be
+        opened), which :func:`areconnecting` then retries. The same steps as the plain
+        handlers' transaction (:meth:`HandlerPool._transaction`), awaited."""
+        assert self._async_pool is not None
+        params = {"job_id": job.id, "worker_id": self._config.worker_id, "attempt": job.attempts,
+                  "result": None}
+        handler_called = False
+        failure: Failure | None = None
+        lost = False
+        try:
+            async with self._async_pool.connection() as conn, conn.transaction():
+                handler_called = True
+                try:
+                    value = await handler(job, conn)
+                except asyncio.CancelledError as exc:
+                    if self._abandoned:
+                        raise  # the transaction rolls back on the way out
+                    failure = self.failure_for(job, exc)
+                    raise psycopg.Rollback() from None
+                except BaseException as exc:
+                    failure = self.failure_for(job, exc)
+                    raise psycopg.Rollback() from None
+                try:
+                    params["result"] = dump_result(value)
+                except (TypeError, ValueError) as exc:
+                    failure = self.unstorable(job, exc)
+                    raise psycopg.Rollback() from None
+                async with conn.cursor(row_factory=tuple_row) as cur:  # whatever the factory
+                    try:
+                        await cur.execute(self._sql.complete, params)
+                    except psycopg.errors.ProgramLimitExceeded as exc:  # the result's size
+                        failure = self.unstorable(job, exc)
+                        raise psycopg.Rollback() from None
+                    row = await cur.fetchone()
+                if not (row and row[0]):
+                    lost = True
+                    raise psycopg.Rollback()
+        except psycopg.Rollback:
+            pass
+        except psycopg.Error as exc:
+            if not handler_called:
+                raise
+            if failure is None and not lost:
+                if connection_lost(exc):
+                    # Lost during the completion or the commit: whether it committed is
+                    # unknown. A fenced fail is a no-op if it did, and a retry if it did not.
+                    message = f"connection lost during transactional completion: {exc}"
+                    failure = Failure(job, message, message, True, self._config.retry_backoff)
+                else:
+                    failure = self.failure_for(job, exc)
+        if lost:
+            job_log(
+                logging.WARNING,
+                job,
+                "claim lost before completion (lock expired and taken over); the handler's "
+                "transaction was rolled back",
+            )
+            return Outcome.DROPPED
+        if failure is not None:
+            return failure
+        job_log(logging.DEBUG, job, "succeeded (transactional)")
+        return Outcome.COMMITTED
+
+    async def _open_pool(self) -> None:
+        """The pool of async transactional handlers: the Worker's database, opened in the
+        background at start, at most ``concurrency`` connections."""
+        kwargs = {**self._connect_kwargs, "autocommit": True}
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            self._dsn,
+            min_size=min(self._config.concurrency, 4),
+            max_size=self._config.concurrency,
+            kwargs=kwargs,
+            name=f"jobq-worker-{self._config.worker_id}-async",
+            timeout=5.0,
+            open=False,
+        )
+        await pool.open(wait=False)
+        self._async_pool = pool
+
+    async def _check_async_pool(self) -> None:
+        """After a lost connection the pool's idle ones are likely dead too: let the pool test
+        them all at once."""
+        if self._async_pool is None:
+            return
+        try:
+            await self._async_pool.check()
+        except Exception as exc:  # the pool keeps trying on its own
+            log.debug("%s: pool check failed: %s", self._who, exc)
+
+    async def _close(self) -> None:
+        tasks = list(self._tasks)
+        if tasks:
+            if not self._abandoned:
+                self._cancel_tasks()
+            # Cancelled already: let them run their cleanup (a rollback, a log line) before
+            # they are cancelled again.
+            _, pending = await asyncio.wait(tasks, timeout=CLOSE_SECONDS)
+            for task in pending:
+                task.cancel()
+        if self._async_pool is not None:
+            await self._async_pool.close(timeout=CLOSE_SECONDS)
