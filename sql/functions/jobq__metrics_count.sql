@@ -42,13 +42,33 @@ DECLARE
     v_from text;
     v_seconds double precision;
     v_buckets bigint[] := '{}'::bigint[];
+    v_n bigint := 1::bigint;
+    v_uniform boolean := FALSE;
+    v_sum double precision;
+    v_list integer[];
 BEGIN
     IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
         RETURN;
     END IF;
 
-    IF pg_catalog.cardinality(queues) = 1 THEN
-        -- One job (jobq_enqueue, jobq_complete, jobq_fail, a claim of one): worked out here.
+    IF pg_catalog.cardinality(queues) > 1 AND kind IN ('enqueued', 'started', 'succeeded') THEN
+        -- A batch whose jobs all made the same change: uniform when they share the first one's
+        -- queue and job type, as the claims and completions of a worker usually do. Then the
+        -- row is worked out as for one job, without the grouping below.
+        SELECT
+            pg_catalog.count(*),
+            pg_catalog.bool_and(r.queue = queues[1] AND r.job_type = job_types[1]),
+            pg_catalog.sum(greatest(r.seconds, 0)),
+            pg_catalog.array_agg(jobq__metric_bucket(r.seconds)) FILTER (WHERE r.seconds IS NOT NULL)
+        INTO v_n, v_uniform, v_sum, v_list
+        FROM ROWS FROM (
+            pg_catalog.unnest(queues), pg_catalog.unnest(job_types), pg_catalog.unnest(seconds)
+        ) AS r (queue, job_type, seconds);
+    END IF;
+
+    IF pg_catalog.cardinality(queues) = 1 OR v_uniform THEN
+        -- One job (jobq_enqueue, jobq_complete, jobq_fail, a claim of one), or v_n jobs that
+        -- made the same change: worked out here.
         v_to := CASE kind
             WHEN 'enqueued' THEN 'pending'
             WHEN 'started' THEN 'processing'
@@ -66,31 +86,39 @@ BEGIN
             WHEN 'pruned' THEN statuses[1]
             ELSE 'processing'
         END;
-        v_seconds := greatest(seconds[1], 0);
-        IF kind IN ('started', 'succeeded', 'failed') AND v_seconds IS NOT NULL THEN
-            v_buckets := pg_catalog.array_fill(0::bigint, ARRAY[22]);
-            v_buckets[jobq__metric_bucket(v_seconds)] := 1;
+        IF v_uniform THEN
+            v_seconds := coalesce(v_sum, 0::double precision);
+            IF kind IN ('started', 'succeeded') THEN
+                v_buckets := jobq__metric_histogram(v_list);
+            END IF;
+        ELSE
+            -- NULL: not observed (a run of a claim made before claimed_at existed).
+            v_seconds := CASE WHEN seconds[1] IS NOT NULL THEN greatest(seconds[1], 0) END;
+            IF kind IN ('started', 'succeeded', 'failed') AND v_seconds IS NOT NULL THEN
+                v_buckets := pg_catalog.array_fill(0::bigint, ARRAY[22]);
+                v_buckets[jobq__metric_bucket(v_seconds)] := 1;
+            END IF;
         END IF;
         v_row := ROW(
             pg_catalog.pg_backend_pid(), queues[1], job_types[1],
-            (kind = 'enqueued')::integer::bigint, (kind = 'started')::integer::bigint,
-            (kind = 'succeeded')::integer::bigint, (kind = 'failed')::integer::bigint,
-            (v_to IS NOT DISTINCT FROM 'dead_letter')::integer::bigint,
-            (v_to IS NOT DISTINCT FROM 'cancelled')::integer::bigint,
-            (kind = 'lock_expired')::integer::bigint, (kind = 'released')::integer::bigint,
-            (kind = 'requeued')::integer::bigint,
-            (v_to IS NOT DISTINCT FROM 'pending')::integer::bigint
-            - (v_from IS NOT DISTINCT FROM 'pending')::integer::bigint,
-            (v_to IS NOT DISTINCT FROM 'processing')::integer::bigint
-            - (v_from IS NOT DISTINCT FROM 'processing')::integer::bigint,
-            (v_to IS NOT DISTINCT FROM 'succeeded')::integer::bigint
-            - (v_from IS NOT DISTINCT FROM 'succeeded')::integer::bigint,
-            (v_to IS NOT DISTINCT FROM 'failed')::integer::bigint
-            - (v_from IS NOT DISTINCT FROM 'failed')::integer::bigint,
-            (v_to IS NOT DISTINCT FROM 'dead_letter')::integer::bigint
-            - (v_from IS NOT DISTINCT FROM 'dead_letter')::integer::bigint,
-            (v_to IS NOT DISTINCT FROM 'cancelled')::integer::bigint
-            - (v_from IS NOT DISTINCT FROM 'cancelled')::integer::bigint,
+            (kind = 'enqueued')::integer * v_n, (kind = 'started')::integer * v_n,
+            (kind = 'succeeded')::integer * v_n, (kind = 'failed')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'dead_letter')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'cancelled')::integer * v_n,
+            (kind = 'lock_expired')::integer * v_n, (kind = 'released')::integer * v_n,
+            (kind = 'requeued')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'pending')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'pending')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'processing')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'processing')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'succeeded')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'succeeded')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'failed')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'failed')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'dead_letter')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'dead_letter')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'cancelled')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'cancelled')::integer * v_n,
             CASE WHEN kind = 'started' THEN v_buckets ELSE '{}'::bigint[] END,
             CASE
                 WHEN kind = 'started' THEN coalesce(v_seconds, 0::double precision)
@@ -142,7 +170,9 @@ BEGIN
                     AS jobs_cancelled,
                 CASE
                     WHEN kind = 'started'
-                        THEN jobq__metric_histogram(pg_catalog.array_agg(e.bucket))
+                        THEN jobq__metric_histogram(
+                            pg_catalog.array_agg(e.bucket) FILTER (WHERE e.seconds IS NOT NULL)
+                        )
                     ELSE '{}'::bigint[]
                 END AS wait_buckets,
                 CASE
@@ -180,7 +210,7 @@ BEGIN
                         WHEN 'pruned' THEN r.status
                         ELSE 'processing'
                     END AS from_status,
-                    greatest(r.seconds, 0) AS seconds,
+                    CASE WHEN r.seconds IS NOT NULL THEN greatest(r.seconds, 0) END AS seconds,
                     jobq__metric_bucket(r.seconds) AS bucket
                 FROM ROWS FROM (
                     pg_catalog.unnest(queues), pg_catalog.unnest(job_types),

@@ -11,7 +11,7 @@
 -- backdating available_at and claimed_at. Every counted statement after the first of this
 -- transaction goes to jobq_metric_deltas: jobq_metrics() reads (and folds) both.
 BEGIN;
-SELECT plan(67);
+SELECT plan(73);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_metric_counters;
@@ -73,6 +73,23 @@ SELECT is(pg_temp.v('jobq_enqueued_total', pg_temp.l('r', 'a')), 1::double preci
 SELECT is(pg_temp.v('jobq_started_total', pg_temp.l('r', 'a')), 0::double precision,
           'every counter of a label set is there, 0 until its event');
 
+-- One statement per call, whatever the number of jobs: this transaction has counted already,
+-- so each later counted statement appends its rows to jobq_metric_deltas, one per label set.
+SELECT count(*) AS d0 FROM jobq_metric_deltas \gset
+SELECT count(*) AS n FROM jobq_enqueue_many((
+    SELECT jsonb_agg(jsonb_build_object('job_type', 'z', 'queue', 'z' || (g % 2)))
+    FROM generate_series(1, 100) AS g
+)) \gset
+SELECT is((SELECT count(*) FROM jobq_metric_deltas) - :d0, 2::bigint,
+          'enqueue_many of 100 jobs in two queues: one row per (queue, job_type), not per job');
+SELECT count(*) AS d1 FROM jobq_metric_deltas \gset
+SELECT count(*) AS n FROM jobq_dequeue('wz', job_types => '{z}', batch_size => 100) \gset
+SELECT is((SELECT count(*) FROM jobq_metric_deltas) - :d1, 2::bigint,
+          'a claim of 100 jobs: one row per (queue, job_type)');
+SELECT is(pg_temp.v('jobq_started_total', pg_temp.l('z0', 'z'))
+          + pg_temp.v('jobq_started_total', pg_temp.l('z1', 'z')), 100::double precision,
+          'and they count all 100');
+
 ------------------------------------------------------------------------------------------
 -- claim, complete: started, wait and run histograms
 ------------------------------------------------------------------------------------------
@@ -124,6 +141,15 @@ SELECT is(pg_temp.v('jobq_run_seconds_count', pg_temp.l('q', 'a')), 3::double pr
 SELECT ok(NOT jobq_complete(:'m1', 'w1'), 'a second completion changes nothing');
 SELECT is(pg_temp.v('jobq_succeeded_total', pg_temp.l('q', 'a')), 3::double precision,
           'and counts nothing');
+-- a claim made before migration 0010 has no claimed_at: its run is counted, not observed
+SELECT jobq_enqueue('a', queue => 'q') AS m3 \gset
+SELECT count(*) AS n FROM jobq_dequeue('w1') \gset
+UPDATE jobq_jobs SET claimed_at = NULL WHERE id = :'m3';
+SELECT ok(jobq_complete(:'m3', 'w1'), 'a job claimed before claimed_at existed completes');
+SELECT is(pg_temp.v('jobq_succeeded_total', pg_temp.l('q', 'a')), 4::double precision,
+          'it counts as succeeded');
+SELECT is(pg_temp.v('jobq_run_seconds_count', pg_temp.l('q', 'a')), 3::double precision,
+          'but its run time, unknown, is not observed');
 
 ------------------------------------------------------------------------------------------
 -- failures, dead letters, takeovers, cancels, releases, requeues
@@ -244,8 +270,8 @@ SELECT is(pg_temp.v('jobq_oldest_available_age_seconds', '{"queue": "later"}'), 
 
 SELECT is(jobq_configure(metrics => false) ->> 'metrics', 'false', 'metrics => false');
 SELECT jobq_enqueue('a', queue => 'q') AS off1 \gset
-SELECT is(pg_temp.v('jobq_enqueued_total', pg_temp.l('q', 'a')), 5::double precision,
-          'while off nothing is counted (a1, two of enqueue_many, m1, m2 before)');
+SELECT is(pg_temp.v('jobq_enqueued_total', pg_temp.l('q', 'a')), 6::double precision,
+          'while off nothing is counted (a1, two of enqueue_many, m1, m2, m3 before)');
 SELECT is(jobq_configure(metrics => true) ->> 'metrics', 'true', 'metrics => true');
 SELECT results_eq('SELECT * FROM pg_temp.gauge()', 'SELECT * FROM pg_temp.counted()',
                   'turned on again, the gauge is counted anew');
