@@ -1,0 +1,426 @@
+-- jobq__claim_limited (private): the claim of jobq_dequeue when limited jobs (limit_group set)
+-- wait within its filters. Claims up to batch_size jobs, limited and not, in claim order
+-- (priority DESC, available_at, id), never more than a key's limits allow, and returns them in
+-- that order. jobq_dequeue has already promoted due scheduled jobs and taken back stale claims.
+--
+-- Serialising per key without blocking other keys: each limited (limit_group, limit_key) the
+-- claim considers is first locked with pg_try_advisory_xact_lock. A key that another
+-- transaction holds (a claim of that key not yet committed) is skipped whole for this call:
+-- its count could miss that claim's jobs. Once the lock is held, the key's processing jobs are
+-- counted in a later statement, whose snapshot sees every claim that committed before the lock
+-- was released (PostgreSQL makes a transaction visible before it releases its locks). An
+-- advisory lock rather than a row lock: a key needs no row before its first start (an INSERT
+-- of a new key's row would wait for a concurrent one), and a transaction-level advisory lock
+-- costs no write. The lock's number is a hash of the schema, group and key; two keys whose
+-- hashes collide only skip each other now and then, never count wrong. Every start also
+-- writes the key's row in jobq_limit_keys: under REPEATABLE READ, whose snapshot is the
+-- transaction's first, a claim that could have missed a concurrent start fails with 40001
+-- when it writes that row, instead of starting one job too many.
+--
+-- Rate limits are a sliding window, exact: a start is allowed while fewer than max_starts
+-- starts were recorded in the window of length per that ends at the clock of this claim
+-- (clock_timestamp() under the key's lock, never earlier than the key's previous start), so
+-- no window of that length, wherever it begins, holds more than max_starts starts. A token
+-- bucket would be cheaper to keep (two numbers) but lets a full bucket plus a window's refill
+-- start within one window, up to twice the limit. The window is jobq_limit_starts: one row per
+-- claim that started jobs of the key, with the key's running total, so the starts within the
+-- window are two index probes whatever their number.
+--
+-- Cost (only when limited jobs wait within the filters): one recursive probe of
+-- jobq_jobs_limited_idx per (job_type, queue, limit_group, limit_key) with pending jobs, in
+-- the claimed job types; for the keys met in claim order until batch_size candidates are
+-- ahead, the lock, a count of the key's processing jobs (at most max_running index entries),
+-- and for a rate limit two probes of jobq_limit_starts; one row lock per candidate; after the
+-- claim, one upsert per limited key that started jobs (and a row of jobq_limit_starts). A key
+-- that is full costs its probe, never the jobs it holds back.
+--
+-- Not SECURITY DEFINER and no SET clause: it runs inside jobq_dequeue, with its search_path
+-- and settings, and is granted to nobody.
+
+CREATE OR REPLACE FUNCTION jobq__claim_limited(
+    worker_id text,
+    job_types text[],
+    queues text[],
+    batch_size integer,
+    range_types text[],
+    range_queues text[]
+) RETURNS SETOF jobq_jobs
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    -- Candidates, read without locks: id, claim order, and index of their key (0: no limit).
+    c_ids uuid[] := '{}'::uuid[];
+    c_prio integer[] := '{}'::integer[];
+    c_avail timestamptz[] := '{}'::timestamptz[];
+    c_key integer[] := '{}'::integer[];
+    -- Keys met: the limit of their group (limited false: none set) and what this claim may
+    -- start (room), has started (n), and for a rate limit the window's clock and totals.
+    k_group text[] := '{}'::text[];
+    k_key text[] := '{}'::text[];
+    k_limited boolean[] := '{}'::boolean[];
+    k_room integer[] := '{}'::integer[];
+    k_n integer[] := '{}'::integer[];
+    k_rate boolean[] := '{}'::boolean[];
+    k_at timestamptz[] := '{}'::timestamptz[];
+    k_latest bigint[] := '{}'::bigint[];
+    k_drop_below bigint[] := '{}'::bigint[];
+    l_types text[];  -- the ranges of jobq_jobs_limited_idx to read
+    l_queues text[];
+    l_groups text[];
+    l_keys text[];
+    t record;
+    c record;
+    v_ki integer;
+    v_ahead bigint;
+    v_found boolean;
+    v_max_running integer;
+    v_max_starts integer;
+    v_per interval;
+    v_room integer;
+    v_running integer;
+    v_at timestamptz;
+    v_latest bigint;
+    v_before bigint;
+    v_drop_below bigint;
+    v_got uuid[];
+    v_ids uuid[] := '{}'::uuid[];
+    v_want integer := batch_size;
+BEGIN
+    -- 1. Jobs without a limit: the first 2 x batch_size of the ranges of jobq_jobs_claim_idx
+    --    that jobq_dequeue found, merged in claim order (extra ones stand in for rows that
+    --    concurrent claims hold).
+    IF range_types IS NOT NULL THEN
+        SELECT
+            pg_catalog.array_agg(u.id ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(u.priority ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(u.available_at ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(0)
+        INTO c_ids, c_prio, c_avail, c_key
+        FROM (
+            SELECT r.id, r.priority, r.available_at
+            FROM ROWS FROM (pg_catalog.unnest(range_types), pg_catalog.unnest(range_queues))
+                AS p (job_type, queue)
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.available_at
+                FROM jobq_jobs AS j
+                WHERE j.job_type = p.job_type
+                  AND j.queue = p.queue
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NULL
+                  AND j.available_at <= pg_catalog.now()
+                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                LIMIT 2 * jobq__claim_limited.batch_size
+            ) AS r
+            ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
+            LIMIT 2 * jobq__claim_limited.batch_size
+        ) AS u;
+        c_ids := coalesce(c_ids, '{}');
+        c_prio := coalesce(c_prio, '{}');
+        c_avail := coalesce(c_avail, '{}');
+        c_key := coalesce(c_key, '{}');
+    END IF;
+
+    -- 2. Limited jobs: the ranges of jobq_jobs_limited_idx, one per (job_type, queue,
+    --    limit_group, limit_key) with pending jobs (a skip scan: one probe each), visited in
+    --    the claim order of their first job. A key's candidates are its first jobs, as many as
+    --    it may start now; the visit stops at the first range whose head comes after
+    --    batch_size candidates already found, so that keys it could not claim are not locked.
+    IF jobq__claim_limited.job_types IS NULL THEN
+        WITH RECURSIVE ranges (job_type, queue, limit_group, lk) AS (
+            (
+                SELECT j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '')
+                FROM jobq_jobs AS j
+                WHERE j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '')
+                LIMIT 1
+            )
+
+            UNION ALL
+
+            SELECT n.job_type, n.queue, n.limit_group, n.lk
+            FROM ranges AS r
+            CROSS JOIN LATERAL (
+                SELECT j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk
+                FROM jobq_jobs AS j
+                WHERE (j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''))
+                      > (r.job_type, r.queue, r.limit_group, r.lk)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '')
+                LIMIT 1
+            ) AS n
+        )
+
+        SELECT
+            pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
+            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk)
+        INTO l_types, l_queues, l_groups, l_keys
+        FROM ranges AS r
+        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+    ELSE
+        WITH RECURSIVE ranges (job_type, queue, limit_group, lk) AS (
+            SELECT ty.job_type, f.queue, f.limit_group, f.lk
+            FROM (
+                SELECT DISTINCT u.job_type
+                FROM pg_catalog.unnest(jobq__claim_limited.job_types) AS u (job_type)
+                WHERE u.job_type IS NOT NULL
+            ) AS ty
+            CROSS JOIN LATERAL (
+                SELECT j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk
+                FROM jobq_jobs AS j
+                WHERE j.job_type = ty.job_type
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY j.queue, j.limit_group, coalesce(j.limit_key, '')
+                LIMIT 1
+            ) AS f
+
+            UNION ALL
+
+            SELECT r.job_type, n.queue, n.limit_group, n.lk
+            FROM ranges AS r
+            CROSS JOIN LATERAL (
+                SELECT j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk
+                FROM jobq_jobs AS j
+                WHERE j.job_type = r.job_type
+                  AND (j.queue, j.limit_group, coalesce(j.limit_key, ''))
+                      > (r.queue, r.limit_group, r.lk)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY j.queue, j.limit_group, coalesce(j.limit_key, '')
+                LIMIT 1
+            ) AS n
+        )
+
+        SELECT
+            pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
+            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk)
+        INTO l_types, l_queues, l_groups, l_keys
+        FROM ranges AS r
+        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+    END IF;
+
+    FOR t IN
+        SELECT r.job_type, r.queue, r.limit_group, r.lk, h.priority, h.available_at, h.id
+        FROM ROWS FROM (pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues),
+                        pg_catalog.unnest(l_groups), pg_catalog.unnest(l_keys))
+            AS r (job_type, queue, limit_group, lk)
+        CROSS JOIN LATERAL (
+            SELECT j.priority, j.available_at, j.id
+            FROM jobq_jobs AS j
+            WHERE j.job_type = r.job_type
+              AND j.queue = r.queue
+              AND j.limit_group = r.limit_group
+              AND coalesce(j.limit_key, '') = r.lk
+              AND j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.limit_group IS NOT NULL
+              AND j.available_at <= pg_catalog.now()
+            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+            LIMIT 1
+        ) AS h
+        ORDER BY h.priority DESC, h.available_at ASC, h.id ASC
+    LOOP
+        SELECT pg_catalog.count(*) INTO v_ahead
+        FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
+                        pg_catalog.unnest(c_ids)) AS a (priority, available_at, id)
+        WHERE a.priority > t.priority
+           OR (a.priority = t.priority AND (a.available_at, a.id) < (t.available_at, t.id));
+        EXIT WHEN v_ahead >= jobq__claim_limited.batch_size;
+
+        v_ki := NULL;
+        FOR i IN 1 .. pg_catalog.cardinality(k_group) LOOP
+            IF k_group[i] = t.limit_group AND k_key[i] = t.lk THEN
+                v_ki := i;
+                EXIT;
+            END IF;
+        END LOOP;
+
+        IF v_ki IS NULL THEN
+            -- A key met for the first time in this claim: its limit, its lock, its room.
+            v_at := NULL;
+            v_latest := NULL;
+            v_drop_below := NULL;
+            SELECT l.max_running, l.max_starts, l.per
+            INTO v_max_running, v_max_starts, v_per
+            FROM jobq_limits AS l
+            WHERE l.limit_group = t.limit_group;
+            v_found := FOUND;
+            IF NOT v_found THEN
+                v_room := jobq__claim_limited.batch_size;  -- no limit set: as if unlimited
+            ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
+                pg_catalog.format('jobq limit %L %L %L',
+                                  pg_catalog.current_schema(), t.limit_group, t.lk),
+                0
+            )) THEN
+                v_room := 0;  -- another transaction is claiming this key
+            ELSE
+                v_room := jobq__claim_limited.batch_size;
+                IF v_max_running IS NOT NULL THEN
+                    SELECT pg_catalog.count(*)::integer INTO v_running
+                    FROM jobq_jobs AS j
+                    WHERE j.limit_group = t.limit_group
+                      AND coalesce(j.limit_key, '') = t.lk
+                      AND j.status = 'processing';
+                    v_room := least(v_room, v_max_running - v_running);
+                END IF;
+                IF v_max_starts IS NOT NULL THEN
+                    SELECT k.last_start_at INTO v_at
+                    FROM jobq_limit_keys AS k
+                    WHERE k.limit_group = t.limit_group AND k.limit_key = t.lk;
+                    v_at := greatest(pg_catalog.clock_timestamp(), v_at);
+                    SELECT s.total INTO v_latest
+                    FROM jobq_limit_starts AS s
+                    WHERE s.limit_group = t.limit_group AND s.limit_key = t.lk
+                    ORDER BY s.total DESC
+                    LIMIT 1;
+                    IF v_latest IS NOT NULL THEN
+                        -- The last row at or before the window's start: starts since are in it.
+                        SELECT s.total INTO v_before
+                        FROM jobq_limit_starts AS s
+                        WHERE s.limit_group = t.limit_group
+                          AND s.limit_key = t.lk
+                          AND s.started_at <= v_at - v_per
+                        ORDER BY s.started_at DESC, s.total DESC
+                        LIMIT 1;
+                        v_drop_below := v_before;
+                        IF v_before IS NULL THEN
+                            -- Every recorded start is in the window.
+                            SELECT s.total - s.started INTO v_before
+                            FROM jobq_limit_starts AS s
+                            WHERE s.limit_group = t.limit_group AND s.limit_key = t.lk
+                            ORDER BY s.total
+                            LIMIT 1;
+                        END IF;
+                        v_room := least(v_room, v_max_starts - (v_latest - v_before)::integer);
+                    END IF;
+                END IF;
+                v_room := greatest(v_room, 0);
+            END IF;
+            k_group := pg_catalog.array_append(k_group, t.limit_group);
+            k_key := pg_catalog.array_append(k_key, t.lk);
+            k_limited := pg_catalog.array_append(k_limited, v_found);
+            k_room := pg_catalog.array_append(k_room, v_room);
+            k_n := pg_catalog.array_append(k_n, 0);
+            k_rate := pg_catalog.array_append(k_rate, v_found AND v_max_starts IS NOT NULL);
+            k_at := pg_catalog.array_append(k_at, v_at);
+            k_latest := pg_catalog.array_append(k_latest, coalesce(v_latest, 0));
+            k_drop_below := pg_catalog.array_append(k_drop_below, v_drop_below);
+            v_ki := pg_catalog.cardinality(k_group);
+        END IF;
+
+        IF k_room[v_ki] > 0 THEN
+            SELECT
+                pg_catalog.array_cat(c_ids, pg_catalog.array_agg(r.id)),
+                pg_catalog.array_cat(c_prio, pg_catalog.array_agg(r.priority)),
+                pg_catalog.array_cat(c_avail, pg_catalog.array_agg(r.available_at)),
+                pg_catalog.array_cat(c_key, pg_catalog.array_agg(v_ki))
+            INTO c_ids, c_prio, c_avail, c_key
+            FROM (
+                SELECT j.id, j.priority, j.available_at
+                FROM jobq_jobs AS j
+                WHERE j.job_type = t.job_type
+                  AND j.queue = t.queue
+                  AND j.limit_group = t.limit_group
+                  AND coalesce(j.limit_key, '') = t.lk
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                  AND j.available_at <= pg_catalog.now()
+                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                LIMIT least(k_room[v_ki], jobq__claim_limited.batch_size)
+            ) AS r;
+        END IF;
+    END LOOP;
+
+    -- 3. Lock the candidates in claim order, SKIP LOCKED, within each key's room, until
+    --    batch_size are.
+    FOR c IN
+        SELECT a.id, a.k
+        FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                        pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
+            AS a (id, priority, available_at, k)
+        ORDER BY a.priority DESC, a.available_at ASC, a.id ASC
+    LOOP
+        EXIT WHEN v_want = 0;
+        CONTINUE WHEN c.k > 0 AND k_room[c.k] <= 0;
+        SELECT pg_catalog.array_agg(j.id) INTO v_got
+        FROM (
+            SELECT j.id
+            FROM jobq_jobs AS j
+            WHERE j.id = c.id
+              AND j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.available_at <= pg_catalog.now()
+            FOR UPDATE SKIP LOCKED
+        ) AS j;
+        IF v_got IS NOT NULL THEN
+            v_ids := pg_catalog.array_append(v_ids, c.id);
+            v_want := v_want - 1;
+            IF c.k > 0 THEN
+                k_room[c.k] := k_room[c.k] - 1;
+                k_n[c.k] := k_n[c.k] + 1;
+            END IF;
+        END IF;
+    END LOOP;
+
+    IF pg_catalog.cardinality(v_ids) = 0 THEN
+        RETURN;
+    END IF;
+
+    RETURN QUERY
+    WITH claimed AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = 'processing',
+            attempts = j.attempts + 1,
+            locked_at = pg_catalog.now(),
+            locked_by = jobq__claim_limited.worker_id,
+            updated_at = pg_catalog.now()
+        WHERE j.id = ANY (v_ids)
+        RETURNING j.*
+    )
+
+    SELECT cl.*
+    FROM claimed AS cl
+    ORDER BY cl.priority DESC, cl.available_at ASC, cl.id ASC;
+
+    -- 4. Record the starts of each limited key: its row (the write that fences REPEATABLE
+    --    READ claims) and, for a rate limit, the window.
+    FOR i IN 1 .. pg_catalog.cardinality(k_group) LOOP
+        CONTINUE WHEN NOT k_limited[i] OR k_n[i] = 0;
+        v_at := coalesce(k_at[i], pg_catalog.clock_timestamp());
+        INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at)
+        VALUES (k_group[i], k_key[i], k_n[i], v_at)
+        ON CONFLICT ON CONSTRAINT jobq_limit_keys_pkey DO UPDATE
+        SET started = k.started + excluded.started,
+            last_start_at = greatest(k.last_start_at, excluded.last_start_at);
+        IF k_rate[i] THEN
+            INSERT INTO jobq_limit_starts (limit_group, limit_key, total, started, started_at)
+            VALUES (k_group[i], k_key[i], k_latest[i] + k_n[i], k_n[i], v_at);
+            IF k_drop_below[i] IS NOT NULL THEN
+                DELETE FROM jobq_limit_starts AS s
+                WHERE s.limit_group = k_group[i]
+                  AND s.limit_key = k_key[i]
+                  AND s.total < k_drop_below[i];
+            END IF;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq__claim_limited(text, text[], text[], integer, text[], text[]) IS
+'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
+batch_size jobs in claim order, never more than each (limit_group, limit_key) may start
+(max_running, max_starts per per), skipping keys that a concurrent claim holds, and records
+the starts.';
+
+REVOKE EXECUTE ON FUNCTION jobq__claim_limited(text, text[], text[], integer, text[], text[])
+FROM PUBLIC;
