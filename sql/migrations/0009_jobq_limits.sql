@@ -122,7 +122,8 @@ COMMENT ON COLUMN jobq_limit_keys.limit_group IS 'The group.';
 COMMENT ON COLUMN jobq_limit_keys.limit_key IS
 'The key within the group; the empty string stands for a NULL limit_key (an empty one cannot
 be enqueued).';
-COMMENT ON COLUMN jobq_limit_keys.started IS 'Jobs of this key started while the group was limited.';
+COMMENT ON COLUMN jobq_limit_keys.started IS
+'Jobs of this key started while the group was limited.';
 COMMENT ON COLUMN jobq_limit_keys.last_start_at IS
 'When the key last started jobs (the clock of the claim that held the key''s lock; never
 earlier than the start before it).';
