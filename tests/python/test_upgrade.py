@@ -202,9 +202,9 @@ def snapshot_with_now(dsn: str) -> dict[str, Any]:
         }
 
 
-# Columns that migration 0006 added, with the value every job that existed before has.
+# Columns that migrations 0006 and 0009 added, with the value every job that existed before has.
 ADDED_COLUMNS = {"result": None, "cancel_requested_at": None, "cancel_reason": None,
-                 "awaited": False}
+                 "awaited": False, "limit_group": None, "limit_key": None}
 
 
 def without_added_columns(jobs: dict[str, Any]) -> dict[str, Any]:
@@ -579,6 +579,7 @@ MAIN_INSTALLS = {
             "0006_jobq_cancel_results",
             "0007_jobq_workers",
             "0008_jobq_workers_comments",
+            "0009_jobq_limits",
         ],
     ),
     "8ef85fb": (
@@ -589,6 +590,7 @@ MAIN_INSTALLS = {
             "0005_jobq_claims_at_volume",
             "0006_jobq_cancel_results",
             "0008_jobq_workers_comments",
+            "0009_jobq_limits",
         ],
     ),
 }
