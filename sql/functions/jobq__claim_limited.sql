@@ -28,11 +28,12 @@
 --
 -- Cost (only when limited jobs wait within the filters): one recursive probe of
 -- jobq_jobs_limited_idx per (job_type, queue, limit_group, limit_key) with pending jobs, in
--- the claimed job types; for the keys met in claim order until batch_size candidates are
--- ahead, the lock, a count of the key's processing jobs (at most max_running index entries),
--- and for a rate limit two probes of jobq_limit_starts; one row lock per candidate; after the
--- claim, one upsert per limited key that started jobs (and a row of jobq_limit_starts). A key
--- that is full costs its probe, never the jobs it holds back.
+-- the claimed job types, which also gives each range's first job (the index holds each range
+-- in claim order); for the keys met in claim order until batch_size candidates are ahead, the
+-- lock, a count of the key's processing jobs (at most max_running index entries), for a rate
+-- limit two probes of jobq_limit_starts, and the read of its first jobs; then one statement
+-- locks the candidates, one claims them, and one (two for rate limits) records the starts. A
+-- key that is full costs its probe, never the jobs it holds back.
 --
 -- Not SECURITY DEFINER and no SET clause: it runs inside jobq_dequeue, with its search_path
 -- and settings, and is granted to nobody.
@@ -65,27 +66,30 @@ DECLARE
     k_at timestamptz[] := '{}'::timestamptz[];
     k_latest bigint[] := '{}'::bigint[];
     k_drop_below bigint[] := '{}'::bigint[];
-    l_types text[];  -- the ranges of jobq_jobs_limited_idx to read
+    -- The ranges of jobq_jobs_limited_idx with pending jobs, each with its first job.
+    l_types text[];
     l_queues text[];
     l_groups text[];
     l_keys text[];
+    l_prio integer[];
+    l_avail timestamptz[];
+    l_ids uuid[];
+    -- The limits of the groups met.
+    g_names text[];
+    g_running integer[];
+    g_starts integer[];
+    g_per interval[];
     t record;
-    c record;
+    v_gi integer;
     v_ki integer;
     v_ahead bigint;
-    v_found boolean;
-    v_max_running integer;
-    v_max_starts integer;
-    v_per interval;
     v_room integer;
     v_running integer;
     v_at timestamptz;
     v_latest bigint;
     v_before bigint;
     v_drop_below bigint;
-    v_got uuid[];
-    v_ids uuid[] := '{}'::uuid[];
-    v_want integer := batch_size;
+    v_ids uuid[];
 BEGIN
     -- 1. Jobs without a limit: the first 2 x batch_size of the ranges of jobq_jobs_claim_idx
     --    that jobq_dequeue found, merged in claim order (extra ones stand in for rows that
@@ -116,77 +120,91 @@ BEGIN
             ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
             LIMIT 2 * jobq__claim_limited.batch_size
         ) AS u;
-        c_ids := coalesce(c_ids, '{}');
-        c_prio := coalesce(c_prio, '{}');
-        c_avail := coalesce(c_avail, '{}');
-        c_key := coalesce(c_key, '{}');
+        c_ids := coalesce(c_ids, '{}'::uuid[]);
+        c_prio := coalesce(c_prio, '{}'::integer[]);
+        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+        c_key := coalesce(c_key, '{}'::integer[]);
     END IF;
 
     -- 2. Limited jobs: the ranges of jobq_jobs_limited_idx, one per (job_type, queue,
-    --    limit_group, limit_key) with pending jobs (a skip scan: one probe each), visited in
-    --    the claim order of their first job. A key's candidates are its first jobs, as many as
-    --    it may start now; the visit stops at the first range whose head comes after
-    --    batch_size candidates already found, so that keys it could not claim are not locked.
+    --    limit_group, limit_key) with pending jobs, found by a skip scan whose every probe
+    --    also returns the range's first job (each range is in claim order in the index).
     IF jobq__claim_limited.job_types IS NULL THEN
-        WITH RECURSIVE ranges (job_type, queue, limit_group, lk) AS (
+        WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
             (
-                SELECT j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '')
+                SELECT
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority, j.available_at, j.id
                 FROM jobq_jobs AS j
                 WHERE j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NOT NULL
-                ORDER BY j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '')
+                ORDER BY
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
                 LIMIT 1
             )
 
             UNION ALL
 
-            SELECT n.job_type, n.queue, n.limit_group, n.lk
+            SELECT n.*
             FROM ranges AS r
             CROSS JOIN LATERAL (
-                SELECT j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk
+                SELECT
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
                 FROM jobq_jobs AS j
                 WHERE (j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''))
                       > (r.job_type, r.queue, r.limit_group, r.lk)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NOT NULL
-                ORDER BY j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '')
+                ORDER BY
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
                 LIMIT 1
             ) AS n
         )
 
         SELECT
             pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
-            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk)
-        INTO l_types, l_queues, l_groups, l_keys
+            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk),
+            pg_catalog.array_agg(r.priority), pg_catalog.array_agg(r.available_at),
+            pg_catalog.array_agg(r.id)
+        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
         FROM ranges AS r
         WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
     ELSE
-        WITH RECURSIVE ranges (job_type, queue, limit_group, lk) AS (
-            SELECT ty.job_type, f.queue, f.limit_group, f.lk
+        WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
+            SELECT ty.job_type, f.*
             FROM (
                 SELECT DISTINCT u.job_type
                 FROM pg_catalog.unnest(jobq__claim_limited.job_types) AS u (job_type)
                 WHERE u.job_type IS NOT NULL
             ) AS ty
             CROSS JOIN LATERAL (
-                SELECT j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk
+                SELECT
+                    j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
                 FROM jobq_jobs AS j
                 WHERE j.job_type = ty.job_type
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NOT NULL
-                ORDER BY j.queue, j.limit_group, coalesce(j.limit_key, '')
+                ORDER BY
+                    j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
                 LIMIT 1
             ) AS f
 
             UNION ALL
 
-            SELECT r.job_type, n.queue, n.limit_group, n.lk
+            SELECT r.job_type, n.*
             FROM ranges AS r
             CROSS JOIN LATERAL (
-                SELECT j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk
+                SELECT
+                    j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
                 FROM jobq_jobs AS j
                 WHERE j.job_type = r.job_type
                   AND (j.queue, j.limit_group, coalesce(j.limit_key, ''))
@@ -194,46 +212,52 @@ BEGIN
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NOT NULL
-                ORDER BY j.queue, j.limit_group, coalesce(j.limit_key, '')
+                ORDER BY
+                    j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
                 LIMIT 1
             ) AS n
         )
 
         SELECT
             pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
-            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk)
-        INTO l_types, l_queues, l_groups, l_keys
+            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk),
+            pg_catalog.array_agg(r.priority), pg_catalog.array_agg(r.available_at),
+            pg_catalog.array_agg(r.id)
+        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
         FROM ranges AS r
         WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
     END IF;
 
+    -- The limits of the groups met, read once.
+    SELECT
+        pg_catalog.array_agg(l.limit_group), pg_catalog.array_agg(l.max_running),
+        pg_catalog.array_agg(l.max_starts), pg_catalog.array_agg(l.per)
+    INTO g_names, g_running, g_starts, g_per
+    FROM jobq_limits AS l
+    WHERE l.limit_group = ANY (l_groups);
+
+    -- 3. The ranges in the claim order of their first job. A key's candidates are its first
+    --    jobs, as many as it may start now; the visit stops at the first range whose first
+    --    job comes after batch_size candidates already found, so that keys this claim could
+    --    not use are not locked.
     FOR t IN
-        SELECT r.job_type, r.queue, r.limit_group, r.lk, h.priority, h.available_at, h.id
-        FROM ROWS FROM (pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues),
-                        pg_catalog.unnest(l_groups), pg_catalog.unnest(l_keys))
-            AS r (job_type, queue, limit_group, lk)
-        CROSS JOIN LATERAL (
-            SELECT j.priority, j.available_at, j.id
-            FROM jobq_jobs AS j
-            WHERE j.job_type = r.job_type
-              AND j.queue = r.queue
-              AND j.limit_group = r.limit_group
-              AND coalesce(j.limit_key, '') = r.lk
-              AND j.status = 'pending'
-              AND NOT j.scheduled
-              AND j.limit_group IS NOT NULL
-              AND j.available_at <= pg_catalog.now()
-            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-            LIMIT 1
-        ) AS h
-        ORDER BY h.priority DESC, h.available_at ASC, h.id ASC
+        SELECT r.*
+        FROM ROWS FROM (
+            pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues), pg_catalog.unnest(l_groups),
+            pg_catalog.unnest(l_keys), pg_catalog.unnest(l_prio), pg_catalog.unnest(l_avail),
+            pg_catalog.unnest(l_ids)
+        ) AS r (job_type, queue, limit_group, lk, priority, available_at, id)
+        ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
     LOOP
-        SELECT pg_catalog.count(*) INTO v_ahead
-        FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
-                        pg_catalog.unnest(c_ids)) AS a (priority, available_at, id)
-        WHERE a.priority > t.priority
-           OR (a.priority = t.priority AND (a.available_at, a.id) < (t.available_at, t.id));
-        EXIT WHEN v_ahead >= jobq__claim_limited.batch_size;
+        IF pg_catalog.cardinality(c_ids) >= jobq__claim_limited.batch_size THEN
+            SELECT pg_catalog.count(*) INTO v_ahead
+            FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
+                            pg_catalog.unnest(c_ids)) AS a (priority, available_at, id)
+            WHERE a.priority > t.priority
+               OR (a.priority = t.priority AND (a.available_at, a.id) < (t.available_at, t.id));
+            EXIT WHEN v_ahead >= jobq__claim_limited.batch_size;
+        END IF;
 
         v_ki := NULL;
         FOR i IN 1 .. pg_catalog.cardinality(k_group) LOOP
@@ -248,12 +272,8 @@ BEGIN
             v_at := NULL;
             v_latest := NULL;
             v_drop_below := NULL;
-            SELECT l.max_running, l.max_starts, l.per
-            INTO v_max_running, v_max_starts, v_per
-            FROM jobq_limits AS l
-            WHERE l.limit_group = t.limit_group;
-            v_found := FOUND;
-            IF NOT v_found THEN
+            v_gi := pg_catalog.array_position(g_names, t.limit_group);
+            IF v_gi IS NULL THEN
                 v_room := jobq__claim_limited.batch_size;  -- no limit set: as if unlimited
             ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
                 pg_catalog.format('jobq limit %L %L %L',
@@ -263,15 +283,15 @@ BEGIN
                 v_room := 0;  -- another transaction is claiming this key
             ELSE
                 v_room := jobq__claim_limited.batch_size;
-                IF v_max_running IS NOT NULL THEN
+                IF g_running[v_gi] IS NOT NULL THEN
                     SELECT pg_catalog.count(*)::integer INTO v_running
                     FROM jobq_jobs AS j
                     WHERE j.limit_group = t.limit_group
                       AND coalesce(j.limit_key, '') = t.lk
                       AND j.status = 'processing';
-                    v_room := least(v_room, v_max_running - v_running);
+                    v_room := least(v_room, g_running[v_gi] - v_running);
                 END IF;
-                IF v_max_starts IS NOT NULL THEN
+                IF g_starts[v_gi] IS NOT NULL THEN
                     SELECT k.last_start_at INTO v_at
                     FROM jobq_limit_keys AS k
                     WHERE k.limit_group = t.limit_group AND k.limit_key = t.lk;
@@ -287,7 +307,7 @@ BEGIN
                         FROM jobq_limit_starts AS s
                         WHERE s.limit_group = t.limit_group
                           AND s.limit_key = t.lk
-                          AND s.started_at <= v_at - v_per
+                          AND s.started_at <= v_at - g_per[v_gi]
                         ORDER BY s.started_at DESC, s.total DESC
                         LIMIT 1;
                         v_drop_below := v_before;
@@ -299,17 +319,17 @@ BEGIN
                             ORDER BY s.total
                             LIMIT 1;
                         END IF;
-                        v_room := least(v_room, v_max_starts - (v_latest - v_before)::integer);
+                        v_room := least(v_room, g_starts[v_gi] - (v_latest - v_before)::integer);
                     END IF;
                 END IF;
                 v_room := greatest(v_room, 0);
             END IF;
             k_group := pg_catalog.array_append(k_group, t.limit_group);
             k_key := pg_catalog.array_append(k_key, t.lk);
-            k_limited := pg_catalog.array_append(k_limited, v_found);
+            k_limited := pg_catalog.array_append(k_limited, v_gi IS NOT NULL);
             k_room := pg_catalog.array_append(k_room, v_room);
             k_n := pg_catalog.array_append(k_n, 0);
-            k_rate := pg_catalog.array_append(k_rate, v_found AND v_max_starts IS NOT NULL);
+            k_rate := pg_catalog.array_append(k_rate, g_starts[v_gi] IS NOT NULL);
             k_at := pg_catalog.array_append(k_at, v_at);
             k_latest := pg_catalog.array_append(k_latest, coalesce(v_latest, 0));
             k_drop_below := pg_catalog.array_append(k_drop_below, v_drop_below);
@@ -340,38 +360,36 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- 3. Lock the candidates in claim order, SKIP LOCKED, within each key's room, until
-    --    batch_size are.
-    FOR c IN
-        SELECT a.id, a.k
-        FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
-                        pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
-            AS a (id, priority, available_at, k)
-        ORDER BY a.priority DESC, a.available_at ASC, a.id ASC
-    LOOP
-        EXIT WHEN v_want = 0;
-        CONTINUE WHEN c.k > 0 AND k_room[c.k] <= 0;
-        SELECT pg_catalog.array_agg(j.id) INTO v_got
-        FROM (
-            SELECT j.id
-            FROM jobq_jobs AS j
-            WHERE j.id = c.id
-              AND j.status = 'pending'
-              AND NOT j.scheduled
-              AND j.available_at <= pg_catalog.now()
-            FOR UPDATE SKIP LOCKED
-        ) AS j;
-        IF v_got IS NOT NULL THEN
-            v_ids := pg_catalog.array_append(v_ids, c.id);
-            v_want := v_want - 1;
-            IF c.k > 0 THEN
-                k_room[c.k] := k_room[c.k] - 1;
-                k_n[c.k] := k_n[c.k] + 1;
-            END IF;
-        END IF;
-    END LOOP;
+    -- 4. Lock the candidates in claim order, SKIP LOCKED, until batch_size are. A key's
+    --    candidates beyond its room (it may have several ranges) are left out first, so that
+    --    whichever rows concurrent claims hold, no key gets more than its room.
+    SELECT pg_catalog.array_agg(l.id) INTO v_ids
+    FROM (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.id = ANY (ARRAY(
+            SELECT a.id
+            FROM (
+                SELECT
+                    a.id, a.k,
+                    pg_catalog.row_number() OVER (
+                        PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                    ) AS nth
+                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                                pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
+                    AS a (id, priority, available_at, k)
+            ) AS a
+            WHERE a.k = 0 OR a.nth <= k_room[a.k]
+        ))
+          AND j.status = 'pending'
+          AND NOT j.scheduled
+          AND j.available_at <= pg_catalog.now()
+        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+        LIMIT jobq__claim_limited.batch_size
+        FOR UPDATE SKIP LOCKED
+    ) AS l;
 
-    IF pg_catalog.cardinality(v_ids) = 0 THEN
+    IF v_ids IS NULL THEN
         RETURN;
     END IF;
 
@@ -392,27 +410,47 @@ BEGIN
     FROM claimed AS cl
     ORDER BY cl.priority DESC, cl.available_at ASC, cl.id ASC;
 
-    -- 4. Record the starts of each limited key: its row (the write that fences REPEATABLE
-    --    READ claims) and, for a rate limit, the window.
-    FOR i IN 1 .. pg_catalog.cardinality(k_group) LOOP
-        CONTINUE WHEN NOT k_limited[i] OR k_n[i] = 0;
-        v_at := coalesce(k_at[i], pg_catalog.clock_timestamp());
-        INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at)
-        VALUES (k_group[i], k_key[i], k_n[i], v_at)
-        ON CONFLICT ON CONSTRAINT jobq_limit_keys_pkey DO UPDATE
-        SET started = k.started + excluded.started,
-            last_start_at = greatest(k.last_start_at, excluded.last_start_at);
-        IF k_rate[i] THEN
-            INSERT INTO jobq_limit_starts (limit_group, limit_key, total, started, started_at)
-            VALUES (k_group[i], k_key[i], k_latest[i] + k_n[i], k_n[i], v_at);
-            IF k_drop_below[i] IS NOT NULL THEN
-                DELETE FROM jobq_limit_starts AS s
-                WHERE s.limit_group = k_group[i]
-                  AND s.limit_key = k_key[i]
-                  AND s.total < k_drop_below[i];
-            END IF;
-        END IF;
+    -- 5. Record the starts of each limited key: its row (the write that fences REPEATABLE
+    --    READ claims) and, for a rate limit, the window (and the rows that left it).
+    FOR t IN
+        SELECT a.k, pg_catalog.count(*)::integer AS n
+        FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
+        WHERE a.k > 0 AND a.id = ANY (v_ids)
+        GROUP BY a.k
+    LOOP
+        k_n[t.k] := t.n;
     END LOOP;
+
+    INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at)
+    SELECT x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp())
+    FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                    pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
+                    pg_catalog.unnest(k_limited)) AS x (g, lk, n, at, limited)
+    WHERE x.limited AND x.n > 0
+    ORDER BY x.g, x.lk
+    ON CONFLICT ON CONSTRAINT jobq_limit_keys_pkey DO UPDATE
+    SET started = k.started + excluded.started,
+        last_start_at = greatest(k.last_start_at, excluded.last_start_at);
+
+    IF true = ANY (k_rate) THEN
+        INSERT INTO jobq_limit_starts (limit_group, limit_key, total, started, started_at)
+        SELECT x.g, x.lk, x.latest + x.n, x.n, x.at
+        FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                        pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
+                        pg_catalog.unnest(k_latest), pg_catalog.unnest(k_rate))
+            AS x (g, lk, n, at, latest, rate)
+        WHERE x.rate AND x.n > 0;
+
+        DELETE FROM jobq_limit_starts AS s
+        USING ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                         pg_catalog.unnest(k_n), pg_catalog.unnest(k_drop_below))
+            AS x (g, lk, n, drop_below)
+        WHERE x.n > 0
+          AND x.drop_below IS NOT NULL
+          AND s.limit_group = x.g
+          AND s.limit_key = x.lk
+          AND s.total < x.drop_below;
+    END IF;
 END;
 $$;
 
