@@ -270,12 +270,21 @@ DECLARE
     g_running integer[];
     g_starts integer[];
     g_per interval[];
+    l_key integer[];  -- each range's key (index in the k_ arrays)
+    k_id text[] := '{}'::text[];  -- each key as one text (length of the group, group, key)
+    k_gi integer[] := '{}'::integer[];  -- each key's group (index in the g_ arrays)
+    v_locked boolean[];
+    v_counts integer[];
+    v_ranges integer;
+    v_pos integer;
+    v_end integer;
+    v_need integer;
+    v_first_new integer;
     t record;
     v_gi integer;
     v_ki integer;
     v_ahead bigint;
     v_room integer;
-    v_running integer;
     v_at timestamptz;
     v_latest bigint;
     v_before bigint;
@@ -428,76 +437,132 @@ BEGIN
     FROM jobq_limits AS l
     WHERE l.limit_group = ANY (l_groups);
 
-    -- 3. The ranges in the claim order of their first job. A key's candidates are its first
-    --    jobs, as many as it may start now; the visit stops at the first range whose first
-    --    job comes after batch_size candidates already found, so that keys this claim could
-    --    not use are not locked.
-    FOR t IN
-        SELECT r.*
-        FROM ROWS FROM (
-            pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues), pg_catalog.unnest(l_groups),
-            pg_catalog.unnest(l_keys), pg_catalog.unnest(l_prio), pg_catalog.unnest(l_avail),
-            pg_catalog.unnest(l_ids)
-        ) AS r (job_type, queue, limit_group, lk, priority, available_at, id)
-        ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
-    LOOP
+    -- The ranges in the claim order of their first job, each with the index of its key in
+    -- the k_ arrays (a key may have ranges in several job types and queues).
+    SELECT
+        pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.limit_group ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id)
+    INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+    FROM ROWS FROM (
+        pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues), pg_catalog.unnest(l_groups),
+        pg_catalog.unnest(l_keys), pg_catalog.unnest(l_prio), pg_catalog.unnest(l_avail),
+        pg_catalog.unnest(l_ids)
+    ) AS r (job_type, queue, limit_group, lk, priority, available_at, id);
+    v_ranges := coalesce(pg_catalog.cardinality(l_ids), 0);
+    l_key := pg_catalog.array_fill(0, ARRAY[v_ranges]);
+
+    -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
+    --    are still missing (each key with room gives at least one). For the new keys of a
+    --    chunk: their locks (one statement), their processing jobs (one statement, after the
+    --    locks: its snapshot sees every claim of those keys that committed before), their rate
+    --    windows; then the chunk's candidates (one statement): each range's first jobs, as
+    --    many as its key may start. The visit stops when batch_size candidates come before the
+    --    next range's first job, so that keys this claim could not use are not locked.
+    v_pos := 1;
+    v_need := jobq__claim_limited.batch_size;
+    WHILE v_pos <= v_ranges LOOP
         IF pg_catalog.cardinality(c_ids) >= jobq__claim_limited.batch_size THEN
             SELECT pg_catalog.count(*) INTO v_ahead
             FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
                             pg_catalog.unnest(c_ids)) AS a (priority, available_at, id)
-            WHERE a.priority > t.priority
-               OR (a.priority = t.priority AND (a.available_at, a.id) < (t.available_at, t.id));
+            WHERE a.priority > l_prio[v_pos]
+               OR (a.priority = l_prio[v_pos]
+                   AND (a.available_at, a.id) < (l_avail[v_pos], l_ids[v_pos]));
             EXIT WHEN v_ahead >= jobq__claim_limited.batch_size;
+            v_need := jobq__claim_limited.batch_size - v_ahead::integer;
         END IF;
+        v_end := least(v_ranges, v_pos + v_need - 1);
 
-        v_ki := NULL;
-        FOR i IN 1 .. pg_catalog.cardinality(k_group) LOOP
-            IF k_group[i] = t.limit_group AND k_key[i] = t.lk THEN
-                v_ki := i;
-                EXIT;
+        -- the chunk's keys: known ones by their index, new ones appended (room unknown)
+        v_first_new := pg_catalog.cardinality(k_group) + 1;
+        FOR i IN v_pos .. v_end LOOP
+            v_ki := pg_catalog.array_position(
+                k_id, pg_catalog.length(l_groups[i]) || ':' || l_groups[i] || l_keys[i]
+            );
+            IF v_ki IS NULL THEN
+                v_gi := pg_catalog.array_position(g_names, l_groups[i]);
+                k_id := pg_catalog.array_append(
+                    k_id, pg_catalog.length(l_groups[i]) || ':' || l_groups[i] || l_keys[i]
+                );
+                k_group := pg_catalog.array_append(k_group, l_groups[i]);
+                k_key := pg_catalog.array_append(k_key, l_keys[i]);
+                k_limited := pg_catalog.array_append(k_limited, v_gi IS NOT NULL);
+                k_room := pg_catalog.array_append(k_room, jobq__claim_limited.batch_size);
+                k_n := pg_catalog.array_append(k_n, 0);
+                k_rate := pg_catalog.array_append(k_rate, g_starts[v_gi] IS NOT NULL);
+                k_at := pg_catalog.array_append(k_at, NULL::timestamptz);
+                k_latest := pg_catalog.array_append(k_latest, 0::bigint);
+                k_drop_below := pg_catalog.array_append(k_drop_below, NULL::bigint);
+                k_gi := pg_catalog.array_append(k_gi, v_gi);
+                v_ki := pg_catalog.cardinality(k_group);
             END IF;
+            l_key[i] := v_ki;
         END LOOP;
 
-        IF v_ki IS NULL THEN
-            -- A key met for the first time in this claim: its limit, its lock, its room.
-            v_at := NULL;
-            v_latest := NULL;
-            v_drop_below := NULL;
-            v_gi := pg_catalog.array_position(g_names, t.limit_group);
-            IF v_gi IS NULL THEN
-                v_room := jobq__claim_limited.batch_size;  -- no limit set: as if unlimited
-            ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
-                pg_catalog.format('jobq limit %L %L %L',
-                                  pg_catalog.current_schema(), t.limit_group, t.lk),
-                0
-            )) THEN
-                v_room := 0;  -- another transaction is claiming this key
-            ELSE
+        IF v_first_new <= pg_catalog.cardinality(k_group) THEN
+            -- Locks of the new limited keys: never waited for; one held by another
+            -- transaction (a claim of that key not yet committed) leaves the key no room.
+            SELECT pg_catalog.array_agg(
+                NOT k_limited[u.k] OR pg_catalog.pg_try_advisory_xact_lock(
+                    pg_catalog.hashtextextended(
+                        pg_catalog.format('jobq limit %L %L %L', pg_catalog.current_schema(),
+                                          k_group[u.k], k_key[u.k]),
+                        0
+                    )
+                ) ORDER BY u.k
+            )
+            INTO v_locked
+            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k);
+
+            -- Their processing jobs, counted after the locks were taken.
+            SELECT pg_catalog.array_agg(c.n ORDER BY u.k)
+            INTO v_counts
+            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k)
+            CROSS JOIN LATERAL (
+                SELECT pg_catalog.count(*)::integer AS n
+                FROM jobq_jobs AS j
+                WHERE k_limited[u.k]
+                  AND g_running[k_gi[u.k]] IS NOT NULL
+                  AND j.limit_group = k_group[u.k]
+                  AND coalesce(j.limit_key, '') = k_key[u.k]
+                  AND j.status = 'processing'
+            ) AS c;
+
+            FOR i IN v_first_new .. pg_catalog.cardinality(k_group) LOOP
+                CONTINUE WHEN NOT k_limited[i];
+                IF NOT v_locked[i - v_first_new + 1] THEN
+                    k_room[i] := 0;  -- another transaction is claiming this key
+                    CONTINUE;
+                END IF;
+                v_gi := k_gi[i];
                 v_room := jobq__claim_limited.batch_size;
                 IF g_running[v_gi] IS NOT NULL THEN
-                    SELECT pg_catalog.count(*)::integer INTO v_running
-                    FROM jobq_jobs AS j
-                    WHERE j.limit_group = t.limit_group
-                      AND coalesce(j.limit_key, '') = t.lk
-                      AND j.status = 'processing';
-                    v_room := least(v_room, g_running[v_gi] - v_running);
+                    v_room := least(v_room, g_running[v_gi] - v_counts[i - v_first_new + 1]);
                 END IF;
                 IF g_starts[v_gi] IS NOT NULL THEN
+                    v_at := NULL;
+                    v_latest := NULL;
+                    v_drop_below := NULL;
                     SELECT k.last_start_at INTO v_at
                     FROM jobq_limit_keys AS k
-                    WHERE k.limit_group = t.limit_group AND k.limit_key = t.lk;
+                    WHERE k.limit_group = k_group[i] AND k.limit_key = k_key[i];
                     v_at := greatest(pg_catalog.clock_timestamp(), v_at);
                     SELECT s.total INTO v_latest
                     FROM jobq_limit_starts AS s
-                    WHERE s.limit_group = t.limit_group AND s.limit_key = t.lk
+                    WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
                     ORDER BY s.total DESC
                     LIMIT 1;
                     IF v_latest IS NOT NULL THEN
                         -- The last row at or before the window's start: starts since are in it.
                         SELECT s.total INTO v_before
                         FROM jobq_limit_starts AS s
-                        WHERE s.limit_group = t.limit_group
-                          AND s.limit_key = t.lk
+                        WHERE s.limit_group = k_group[i]
+                          AND s.limit_key = k_key[i]
                           AND s.started_at <= v_at - g_per[v_gi]
                         ORDER BY s.started_at DESC, s.total DESC
                         LIMIT 1;
@@ -506,49 +571,49 @@ BEGIN
                             -- Every recorded start is in the window.
                             SELECT s.total - s.started INTO v_before
                             FROM jobq_limit_starts AS s
-                            WHERE s.limit_group = t.limit_group AND s.limit_key = t.lk
+                            WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
                             ORDER BY s.total
                             LIMIT 1;
                         END IF;
                         v_room := least(v_room, g_starts[v_gi] - (v_latest - v_before)::integer);
                     END IF;
+                    k_at[i] := v_at;
+                    k_latest[i] := coalesce(v_latest, 0);
+                    k_drop_below[i] := v_drop_below;
                 END IF;
-                v_room := greatest(v_room, 0);
-            END IF;
-            k_group := pg_catalog.array_append(k_group, t.limit_group);
-            k_key := pg_catalog.array_append(k_key, t.lk);
-            k_limited := pg_catalog.array_append(k_limited, v_gi IS NOT NULL);
-            k_room := pg_catalog.array_append(k_room, v_room);
-            k_n := pg_catalog.array_append(k_n, 0);
-            k_rate := pg_catalog.array_append(k_rate, g_starts[v_gi] IS NOT NULL);
-            k_at := pg_catalog.array_append(k_at, v_at);
-            k_latest := pg_catalog.array_append(k_latest, coalesce(v_latest, 0));
-            k_drop_below := pg_catalog.array_append(k_drop_below, v_drop_below);
-            v_ki := pg_catalog.cardinality(k_group);
+                k_room[i] := greatest(v_room, 0);
+            END LOOP;
         END IF;
 
-        IF k_room[v_ki] > 0 THEN
-            SELECT
-                pg_catalog.array_cat(c_ids, pg_catalog.array_agg(r.id)),
-                pg_catalog.array_cat(c_prio, pg_catalog.array_agg(r.priority)),
-                pg_catalog.array_cat(c_avail, pg_catalog.array_agg(r.available_at)),
-                pg_catalog.array_cat(c_key, pg_catalog.array_agg(v_ki))
-            INTO c_ids, c_prio, c_avail, c_key
-            FROM (
-                SELECT j.id, j.priority, j.available_at
-                FROM jobq_jobs AS j
-                WHERE j.job_type = t.job_type
-                  AND j.queue = t.queue
-                  AND j.limit_group = t.limit_group
-                  AND coalesce(j.limit_key, '') = t.lk
-                  AND j.status = 'pending'
-                  AND NOT j.scheduled
-                  AND j.limit_group IS NOT NULL
-                  AND j.available_at <= pg_catalog.now()
-                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-                LIMIT least(k_room[v_ki], jobq__claim_limited.batch_size)
-            ) AS r;
-        END IF;
+        -- The chunk's candidates: each range's first jobs, as many as its key may start.
+        SELECT
+            pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
+            pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
+            pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
+            pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
+        INTO c_ids, c_prio, c_avail, c_key
+        FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
+        CROSS JOIN LATERAL (
+            SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
+            FROM jobq_jobs AS j
+            WHERE k_room[l_key[r.i]] > 0
+              AND j.job_type = l_types[r.i]
+              AND j.queue = l_queues[r.i]
+              AND j.limit_group = l_groups[r.i]
+              AND coalesce(j.limit_key, '') = l_keys[r.i]
+              AND j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.limit_group IS NOT NULL
+              AND j.available_at <= pg_catalog.now()
+            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+            LIMIT least(k_room[l_key[r.i]], jobq__claim_limited.batch_size)
+        ) AS f;
+        c_ids := coalesce(c_ids, '{}'::uuid[]);
+        c_prio := coalesce(c_prio, '{}'::integer[]);
+        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+        c_key := coalesce(c_key, '{}'::integer[]);
+
+        v_pos := v_end + 1;
     END LOOP;
 
     -- 4. Lock the candidates in claim order, SKIP LOCKED, until batch_size are. A key's
