@@ -29,11 +29,12 @@
 -- Cost (only when limited jobs wait within the filters): one recursive probe of
 -- jobq_jobs_limited_idx per (job_type, queue, limit_group, limit_key) with pending jobs, in
 -- the claimed job types, which also gives each range's first job (the index holds each range
--- in claim order); for the keys met in claim order until batch_size candidates are ahead, the
--- lock, a count of the key's processing jobs (at most max_running index entries), for a rate
--- limit two probes of jobq_limit_starts, and the read of its first jobs; then one statement
--- locks the candidates, one claims them, and one (two for rate limits) records the starts. A
--- key that is full costs its probe, never the jobs it holds back.
+-- in claim order). The ranges are then visited in claim order a chunk at a time (as many as
+-- candidates are missing), each chunk in three statements whatever its number of keys: the
+-- locks, the counts of processing jobs (at most max_running index entries per key) and the
+-- candidates; a rate-limited key adds two or three probes of jobq_limit_starts. Then one
+-- statement locks the candidates, one claims them, and one (three for rate limits) records the
+-- starts. A key that is full costs its probe, never the jobs it holds back.
 --
 -- Not SECURITY DEFINER and no SET clause: it runs inside jobq_dequeue, with its search_path
 -- and settings, and is granted to nobody.
