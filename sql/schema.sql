@@ -482,12 +482,12 @@ BEGIN
         v_first_new := pg_catalog.cardinality(k_group) + 1;
         FOR i IN v_pos .. v_end LOOP
             v_ki := pg_catalog.array_position(
-                k_id, pg_catalog.length(l_groups[i]) || ':' || l_groups[i] || l_keys[i]
+                k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
             );
             IF v_ki IS NULL THEN
                 v_gi := pg_catalog.array_position(g_names, l_groups[i]);
                 k_id := pg_catalog.array_append(
-                    k_id, pg_catalog.length(l_groups[i]) || ':' || l_groups[i] || l_keys[i]
+                    k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
                 );
                 k_group := pg_catalog.array_append(k_group, l_groups[i]);
                 k_key := pg_catalog.array_append(k_key, l_keys[i]);
