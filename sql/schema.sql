@@ -576,6 +576,8 @@ BEGIN
                             LIMIT 1;
                         END IF;
                         v_room := least(v_room, g_starts[v_gi] - (v_latest - v_before)::integer);
+                    ELSE
+                        v_room := least(v_room, g_starts[v_gi]);  -- no start recorded yet
                     END IF;
                     k_at[i] := v_at;
                     k_latest[i] := coalesce(v_latest, 0);
@@ -628,7 +630,8 @@ BEGIN
             FROM (
                 SELECT
                     a.id, a.k,
-                    pg_catalog.row_number() OVER (
+                    -- the place of each in its key's claim order (ids are unique: no peers)
+                    pg_catalog.count(*) OVER (
                         PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
                     ) AS nth
                 FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
@@ -3136,7 +3139,7 @@ CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_
 
     SELECT
         l.limit_group,
-        NULLIF(coalesce(c.lk, w.lk), '') AS limit_key,
+        CASE WHEN coalesce(c.lk, w.lk) <> '' THEN coalesce(c.lk, w.lk) END AS limit_key,
         coalesce(c.running, 0),
         l.max_running,
         CASE WHEN l.max_starts IS NOT NULL THEN coalesce(w.starts, 0)::bigint END,
@@ -3718,9 +3721,9 @@ BEGIN
     -- An interval of months or days has no fixed length (a month is 28 to 31 days, a day 23 to
     -- 25 hours across a daylight-saving change): the window must be exact.
     IF jobq_set_limit.per <= interval '0'
-       OR pg_catalog.date_part('month', jobq_set_limit.per) <> 0
-       OR pg_catalog.date_part('year', jobq_set_limit.per) <> 0
-       OR pg_catalog.date_part('day', jobq_set_limit.per) <> 0
+       OR pg_catalog.date_part('month', jobq_set_limit.per) <> 0::double precision
+       OR pg_catalog.date_part('year', jobq_set_limit.per) <> 0::double precision
+       OR pg_catalog.date_part('day', jobq_set_limit.per) <> 0::double precision
        OR jobq_set_limit.per > interval '10000 hours' THEN
         RAISE EXCEPTION 'jobq_set_limit: per must be a positive interval of hours, minutes and '
             'seconds, at most 10000 hours, got %', jobq_set_limit.per

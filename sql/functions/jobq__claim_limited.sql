@@ -386,6 +386,8 @@ BEGIN
                             LIMIT 1;
                         END IF;
                         v_room := least(v_room, g_starts[v_gi] - (v_latest - v_before)::integer);
+                    ELSE
+                        v_room := least(v_room, g_starts[v_gi]);  -- no start recorded yet
                     END IF;
                     k_at[i] := v_at;
                     k_latest[i] := coalesce(v_latest, 0);
@@ -438,7 +440,8 @@ BEGIN
             FROM (
                 SELECT
                     a.id, a.k,
-                    pg_catalog.row_number() OVER (
+                    -- the place of each in its key's claim order (ids are unique: no peers)
+                    pg_catalog.count(*) OVER (
                         PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
                     ) AS nth
                 FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),

@@ -44,7 +44,7 @@ AS $$
 
     SELECT
         l.limit_group,
-        NULLIF(coalesce(c.lk, w.lk), '') AS limit_key,
+        CASE WHEN coalesce(c.lk, w.lk) <> '' THEN coalesce(c.lk, w.lk) END AS limit_key,
         coalesce(c.running, 0),
         l.max_running,
         CASE WHEN l.max_starts IS NOT NULL THEN coalesce(w.starts, 0)::bigint END,

@@ -52,9 +52,9 @@ BEGIN
     -- An interval of months or days has no fixed length (a month is 28 to 31 days, a day 23 to
     -- 25 hours across a daylight-saving change): the window must be exact.
     IF jobq_set_limit.per <= interval '0'
-       OR pg_catalog.date_part('month', jobq_set_limit.per) <> 0
-       OR pg_catalog.date_part('year', jobq_set_limit.per) <> 0
-       OR pg_catalog.date_part('day', jobq_set_limit.per) <> 0
+       OR pg_catalog.date_part('month', jobq_set_limit.per) <> 0::double precision
+       OR pg_catalog.date_part('year', jobq_set_limit.per) <> 0::double precision
+       OR pg_catalog.date_part('day', jobq_set_limit.per) <> 0::double precision
        OR jobq_set_limit.per > interval '10000 hours' THEN
         RAISE EXCEPTION 'jobq_set_limit: per must be a positive interval of hours, minutes and '
             'seconds, at most 10000 hours, got %', jobq_set_limit.per

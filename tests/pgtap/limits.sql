@@ -12,7 +12,7 @@
 -- Not covered here: concurrent sessions (an open transaction holding a key, 32 sessions with
 -- kills and lock expiries, a rate over wall-clock time): tests/faults/test_limits.py.
 BEGIN;
-SELECT plan(56);
+SELECT plan(57);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_limits;
@@ -206,22 +206,29 @@ SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 10, queues =>
 DELETE FROM jobq_jobs;
 SELECT jobq_set_limit('rate', max_starts => 3, per => '1 hour');
 SELECT count(*) FROM (SELECT jobq_enqueue('r', limit_group => 'rate') FROM generate_series(1, 8)) AS g;
+SELECT jobq_set_limit('rate5', max_starts => 5, per => '1 hour');
+SELECT count(*) FROM (SELECT jobq_enqueue('r5', limit_group => 'rate5') FROM generate_series(1, 8)) AS g;
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', ARRAY['r5'], batch_size => 100)), 5,
+          'rate 5 per hour, a first claim of 100: 5 (no start recorded yet still means 5 at most)');
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 2)), 2, 'rate 3 per hour: 2 of 2 asked');
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 5)), 1, 'then 1: 3 within the window');
 UPDATE jobq_jobs SET status = 'succeeded', finished_at = now(), locked_at = NULL, locked_by = NULL
 WHERE status = 'processing';
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 5)), 0,
           'finished jobs still count: the window holds starts, not running jobs');
-SELECT results_eq($$SELECT starts_in_window, max_starts, per, pending FROM jobq_limit_usage()$$,
+SELECT results_eq($$SELECT starts_in_window, max_starts, per, pending FROM jobq_limit_usage()
+                    WHERE limit_group = 'rate'$$,
     $$VALUES (3::bigint, 3, interval '1 hour', 5::bigint)$$, 'jobq_limit_usage: starts within the window');
 -- the first claim (2 starts) leaves the window; the second (1 start) stays in it
-UPDATE jobq_limit_starts SET started_at = started_at - interval '1 hour' WHERE total = 2;
+UPDATE jobq_limit_starts SET started_at = started_at - interval '1 hour'
+WHERE limit_group = 'rate' AND total = 2;
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 5)), 2,
           'as the first starts leave the window, that many may start again');
-UPDATE jobq_limit_starts SET started_at = started_at - interval '2 hours';
-UPDATE jobq_limit_keys SET last_start_at = last_start_at - interval '2 hours';
+UPDATE jobq_limit_starts SET started_at = started_at - interval '2 hours' WHERE limit_group = 'rate';
+UPDATE jobq_limit_keys SET last_start_at = last_start_at - interval '2 hours' WHERE limit_group = 'rate';
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 5)), 3, 'a whole window later, 3 again');
-SELECT is((SELECT count(*)::int FROM jobq_limit_starts WHERE started_at < now() - interval '1 hour'), 1,
+SELECT is((SELECT count(*)::int FROM jobq_limit_starts
+           WHERE limit_group = 'rate' AND started_at < now() - interval '1 hour'), 1,
           'rows older than the window are deleted, but the one that marks its start');
 SELECT is((SELECT started FROM jobq_limit_keys WHERE limit_group = 'rate'), 8::bigint,
           'jobq_limit_keys counts the starts of the key');
