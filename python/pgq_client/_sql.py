@@ -21,7 +21,9 @@ SELECT {schema}jobq_enqueue(
     max_attempts => %(max_attempts)s::int,
     run_at => %(run_at)s::timestamptz,
     priority => %(priority)s::int,
-    queue => %(queue)s::text
+    queue => %(queue)s::text,
+    limit_group => %(limit_group)s::text,
+    limit_key => %(limit_key)s::text
 ) AS id
 """
 
@@ -221,6 +223,24 @@ SELECT name, cron, timezone, job_type, payload, queue, priority, max_attempts, c
        next_run_at, next_run_local, created_at, updated_at
 FROM {schema}jobq_schedules()
 ORDER BY name
+"""
+
+SET_LIMIT = """
+SELECT {schema}jobq_set_limit(
+    limit_group => %(limit_group)s::text,
+    max_running => %(max_running)s::int,
+    max_starts => %(max_starts)s::int,
+    per => %(per)s::interval
+)
+"""
+
+LIMITS = """
+SELECT limit_group, max_running, max_starts, per FROM {schema}jobq_limits() ORDER BY limit_group
+"""
+
+LIMIT_USAGE = """
+SELECT limit_group, limit_key, running, max_running, starts_in_window, max_starts, per, pending
+FROM {schema}jobq_limit_usage()
 """
 
 TICK = """
@@ -428,6 +448,9 @@ class Statements:
         self.unschedule = _render(UNSCHEDULE, schema)
         self.schedules = _render(SCHEDULES, schema)
         self.tick = _render(TICK, schema)
+        self.set_limit = _render(SET_LIMIT, schema)
+        self.limits = _render(LIMITS, schema)
+        self.limit_usage = _render(LIMIT_USAGE, schema)
 
 
 @cache

@@ -29,6 +29,8 @@ from .models import (
     HealthRow,
     Job,
     JobStatus,
+    Limit,
+    LimitUsage,
     MetricSample,
     Schedule,
     StatsRow,
@@ -252,10 +254,13 @@ class AsyncQueue:
         max_attempts: int = 5,
         queue: str = "default",
         conn: psycopg.AsyncConnection[Any] | None = None,
+        limit_group: str | None = None,
+        limit_key: str | None = None,
     ) -> uuid.UUID:
         return await self._drive(
             _ops.enqueue(
-                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts, queue
+                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
+                queue, limit_group, limit_key,
             ),
             conn,
         )
@@ -574,6 +579,26 @@ class AsyncQueue:
     @_as(Queue.tick)
     async def tick(self) -> list[Fire]:
         return await self._drive(_ops.tick(self._sql))
+
+    # -- limits -------------------------------------------------------------------------------
+
+    @_as(Queue.set_limit)
+    async def set_limit(
+        self,
+        limit_group: str,
+        max_running: int | None = None,
+        max_starts: int | None = None,
+        per: timedelta | float | None = None,
+    ) -> None:
+        await self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
+
+    @_as(Queue.limits)
+    async def limits(self) -> list[Limit]:
+        return await self._drive(_ops.limits(self._sql))
+
+    @_as(Queue.limit_usage)
+    async def limit_usage(self) -> list[LimitUsage]:
+        return await self._drive(_ops.limit_usage(self._sql))
 
 
 async def _execute(

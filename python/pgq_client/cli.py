@@ -618,6 +618,7 @@ Examples:
   jobq enqueue report --run-at 2030-01-31T09:00:00+01:00 --priority 5
   jobq enqueue import - < big-payload.json
   jobq enqueue import @big-payload.json --queue bulk
+  jobq enqueue sync '{"account": 7}' --limit-group per-customer --limit-key acme
 """
 )
 @click.argument("job_type", metavar="TYPE")
@@ -631,6 +632,12 @@ Examples:
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
 @click.option("--max-attempts", type=int, default=5, show_default=True)
 @click.option("--queue", default="default", show_default=True)
+@click.option(
+    "--limit-group", metavar="G", help="Count against the limits of group G (jobq limit set)."
+)
+@click.option(
+    "--limit-key", metavar="K", help="Within --limit-group, the key with limits of its own."
+)
 @json_option
 @connection_options(None)
 @click.pass_context
@@ -643,6 +650,8 @@ def enqueue(
     priority: int,
     max_attempts: int,
     queue: str,
+    limit_group: str | None,
+    limit_key: str | None,
     as_json: bool,
 ) -> None:
     """Add a job of TYPE and print its id.
@@ -661,6 +670,8 @@ def enqueue(
             priority=priority,
             max_attempts=max_attempts,
             queue=queue,
+            limit_group=limit_group,
+            limit_key=limit_key,
         )
     if as_json:
         _echo_json({"id": job_id})
@@ -1401,6 +1412,160 @@ def schedule_delete(ctx: click.Context, name: str) -> None:
         if not q.unschedule(name):
             _fail(f"no schedule named {name!r}; nothing changed")
     click.echo(f"deleted {name}")
+
+
+# -- limits ------------------------------------------------------------------------------------
+
+
+@cli.group(
+    "limit",
+    epilog="""\b
+Examples:
+  jobq limit set per-customer --max-running 2
+  jobq limit set partner-api --max-starts 100 --per 60
+  jobq limit list --json
+  jobq limit delete per-customer
+""",
+)
+@connection_options(None)
+def limit() -> None:
+    """Concurrency and rate limits per (limit group, limit key), enforced by every claim."""
+
+
+@limit.command("set")
+@click.argument("group")
+@click.option(
+    "--max-running",
+    type=click.IntRange(min=1),
+    help="At most N jobs of one key processing at once.",
+    metavar="N",
+)
+@click.option(
+    "--max-starts",
+    type=click.IntRange(min=1),
+    help="At most N jobs of one key started within any --per window.",
+    metavar="N",
+)
+@click.option(
+    "--per",
+    type=click.FloatRange(min=0, min_open=True),
+    help="The window of --max-starts, in seconds.",
+    metavar="SECONDS",
+)
+@connection_options(None)
+@click.pass_context
+def limit_set(
+    ctx: click.Context,
+    group: str,
+    max_running: int | None,
+    max_starts: int | None,
+    per: float | None,
+) -> None:
+    """Set the limits of GROUP; each key of the group has them for itself.
+
+    With neither --max-running nor --max-starts, the limit is removed (as jobq limit delete).
+    """
+    if (max_starts is None) != (per is None):
+        raise click.UsageError("--max-starts and --per go together (N jobs per SECONDS)")
+    with _settings(ctx).queue() as q:
+        q.set_limit(group, max_running=max_running, max_starts=max_starts, per=per)
+    if max_running is None and max_starts is None:
+        click.echo(f"removed the limit of {group}")
+        return
+    parts = []
+    if max_running is not None:
+        parts.append(f"at most {max_running} running")
+    if max_starts is not None:
+        parts.append(f"at most {max_starts} starts per {per:g} s")
+    click.echo(f"{group}: {', '.join(parts)} per key")
+
+
+@limit.command("list")
+@json_option
+@connection_options(None)
+@click.pass_context
+def limit_list(ctx: click.Context, as_json: bool) -> None:
+    """List the limits and what each key uses now (running, starts in the window, pending)."""
+    with _settings(ctx).queue() as q:
+        limits = q.limits()
+        usage = q.limit_usage()
+
+    def seconds(per: timedelta | None) -> float | None:
+        return None if per is None else per.total_seconds()
+
+    if as_json:
+        _echo_json({
+            "limits": [
+                {
+                    "limit_group": r.limit_group,
+                    "max_running": r.max_running,
+                    "max_starts": r.max_starts,
+                    "per_seconds": seconds(r.per),
+                }
+                for r in limits
+            ],
+            "usage": [
+                {
+                    "limit_group": u.limit_group,
+                    "limit_key": u.limit_key,
+                    "running": u.running,
+                    "max_running": u.max_running,
+                    "starts_in_window": u.starts_in_window,
+                    "max_starts": u.max_starts,
+                    "per_seconds": seconds(u.per),
+                    "pending": u.pending,
+                }
+                for u in usage
+            ],
+        })
+        return
+    if not limits:
+        click.echo("no limits")
+        return
+
+    def blank(value: object) -> str:
+        return "" if value is None else str(value)
+
+    def per_text(per: timedelta | None) -> str:
+        return "" if per is None else f"{per.total_seconds():g} s"
+
+    click.echo(
+        _table(
+            ["limit_group", "max_running", "max_starts", "per"],
+            [
+                (r.limit_group, blank(r.max_running), blank(r.max_starts), per_text(r.per))
+                for r in limits
+            ],
+        )
+    )
+    if usage:
+        click.echo("")
+        click.echo(
+            _table(
+                ["limit_group", "limit_key", "running", "starts_in_window", "pending"],
+                [
+                    (
+                        u.limit_group,
+                        blank(u.limit_key),
+                        f"{u.running}/{u.max_running}" if u.max_running else str(u.running),
+                        f"{u.starts_in_window}/{u.max_starts}" if u.max_starts else "",
+                        str(u.pending),
+                    )
+                    for u in usage
+                ],
+            )
+        )
+
+
+@limit.command("delete")
+@click.argument("group")
+@connection_options(None)
+@click.pass_context
+def limit_delete(ctx: click.Context, group: str) -> None:
+    """Remove the limits of GROUP: its waiting jobs are claimed at once."""
+    with _settings(ctx).queue() as q:
+        q.set_limit(group)
+    click.echo(f"removed the limit of {group}")
 
 
 @cli.command()

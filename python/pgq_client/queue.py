@@ -35,6 +35,8 @@ from .models import (
     HealthRow,
     Job,
     JobStatus,
+    Limit,
+    LimitUsage,
     MetricSample,
     Schedule,
     StatsRow,
@@ -271,15 +273,20 @@ class Queue:
         max_attempts: int = 5,
         queue: str = "default",
         conn: psycopg.Connection[Any] | None = None,
+        limit_group: str | None = None,
+        limit_key: str | None = None,
     ) -> uuid.UUID:
         """Add a job and return its id (the existing job's id for a known idempotency key).
 
         ``run_at`` must be timezone-aware. With ``conn``, the job is added in the caller's
-        transaction: it exists only if that transaction commits.
+        transaction: it exists only if that transaction commits. ``limit_group`` and
+        ``limit_key`` name the concurrency and rate limits it counts against
+        (:meth:`set_limit`): each key of a group has the group's limits for itself.
         """
         return self._drive(
             _ops.enqueue(
-                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts, queue
+                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
+                queue, limit_group, limit_key,
             ),
             conn,
         )
@@ -292,7 +299,8 @@ class Queue:
     ) -> list[uuid.UUID]:
         """Add many jobs in one statement; returns their ids in input order.
 
-        Each element has the keys of :meth:`enqueue` (``job_type`` required).
+        Each element has the keys of :meth:`enqueue` (``job_type`` required; ``limit_group``
+        and ``limit_key`` included).
         """
         return self._drive(_ops.enqueue_many(self._sql, jobs), conn)
 
@@ -647,6 +655,30 @@ class Queue:
         Workers tick by themselves; this is for setups without a Worker (cron, a system timer).
         """
         return self._drive(_ops.tick(self._sql))
+
+    # -- limits -------------------------------------------------------------------------------
+
+    def set_limit(
+        self,
+        limit_group: str,
+        max_running: int | None = None,
+        max_starts: int | None = None,
+        per: timedelta | float | None = None,
+    ) -> None:
+        """Set the limits of ``limit_group`` (admin): each (limit_group, limit_key) pair of its
+        jobs never has more than ``max_running`` jobs processing at once, nor more than
+        ``max_starts`` started within any window of ``per`` (a timedelta or seconds). Both None
+        removes the group's limit: its waiting jobs are claimed at once."""
+        self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
+
+    def limits(self) -> list[Limit]:
+        """The limits set, one per limited group, by group (admin)."""
+        return self._drive(_ops.limits(self._sql))
+
+    def limit_usage(self) -> list[LimitUsage]:
+        """What each key of a limited group uses now: jobs running, starts within the rate
+        window, jobs pending (admin)."""
+        return self._drive(_ops.limit_usage(self._sql))
 
 
 def _type_name(value: object) -> str:

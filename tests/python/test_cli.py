@@ -556,6 +556,9 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "schedule list": [],
     "schedule delete": ["nightly"],
     "tick": [],
+    "limit set": ["per-customer", "--max-running", "2"],
+    "limit list": [],
+    "limit delete": ["per-customer"],
     "worker": ["cli_tenant_jobs:HANDLERS", "--burst"],
 }
 

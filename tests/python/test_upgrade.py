@@ -225,9 +225,10 @@ def snapshot_with_now(dsn: str) -> dict[str, Any]:
         }
 
 
-# Columns that migrations 0006 and 0010 added, with the value every job that existed before has.
+# Columns that migrations 0006, 0009 and 0010 added, with the value every job that existed
+# before has.
 ADDED_COLUMNS = {"result": None, "cancel_requested_at": None, "cancel_reason": None,
-                 "awaited": False, "claimed_at": None}
+                 "awaited": False, "limit_group": None, "limit_key": None, "claimed_at": None}
 # Settings that migration 0010 added, with their default.
 ADDED_SETTINGS = {"metrics": True}
 
@@ -608,6 +609,7 @@ MAIN_INSTALLS = {
             "0006_jobq_cancel_results",
             "0007_jobq_workers",
             "0008_jobq_workers_comments",
+            "0009_jobq_limits",
             "0010_jobq_metrics",
         ],
     ),
@@ -619,6 +621,7 @@ MAIN_INSTALLS = {
             "0005_jobq_claims_at_volume",
             "0006_jobq_cancel_results",
             "0008_jobq_workers_comments",
+            "0009_jobq_limits",
             "0010_jobq_metrics",
         ],
     ),
