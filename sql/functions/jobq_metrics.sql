@@ -102,7 +102,7 @@ BEGIN
             (
                 SELECT j.job_type, j.queue
                 FROM jobq_jobs AS j
-                WHERE j.status = 'pending' AND NOT j.scheduled
+                WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             )
@@ -117,6 +117,7 @@ BEGIN
                 WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             ) AS n
@@ -138,6 +139,7 @@ BEGIN
                   AND j.queue = p.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                 ORDER BY j.priority DESC, j.available_at ASC
                 LIMIT 1
             ) AS f
@@ -153,6 +155,7 @@ BEGIN
                   AND j.queue = o.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                   AND j.priority < o.priority
                 ORDER BY j.priority DESC, j.available_at ASC
                 LIMIT 1
@@ -160,6 +163,16 @@ BEGIN
         )
 
         SELECT o.queue, o.available_at FROM o
+    ),
+
+    -- Limited jobs (jobq_jobs_limited_idx, outside the claim index): the oldest of each queue,
+    -- read from that index (its entries are the pending limited jobs only, never a finished
+    -- one).
+    limited AS (
+        SELECT j.queue, pg_catalog.min(j.available_at) AS available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+        GROUP BY j.queue
     ),
 
     -- Scheduled jobs that have come due but that no claim has promoted yet (no worker claims
@@ -180,6 +193,8 @@ BEGIN
             SELECT b.queue, b.available_at FROM oldest_by_priority AS b
             UNION ALL
             SELECT d.queue, d.available_at FROM due AS d
+            UNION ALL
+            SELECT l.queue, l.available_at FROM limited AS l
         ) AS a
         GROUP BY a.queue
     )

@@ -11,7 +11,7 @@
 -- backdating available_at and claimed_at. Every counted statement after the first of this
 -- transaction goes to jobq_metric_deltas: jobq_metrics() reads (and folds) both.
 BEGIN;
-SELECT plan(77);
+SELECT plan(78);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_metric_counters;
@@ -263,6 +263,11 @@ SELECT is(pg_temp.v('jobq_oldest_available_age_seconds', '{"queue": "later"}'), 
 UPDATE jobq_jobs SET available_at = now() - interval '2 hours' WHERE id = :'o3';
 SELECT is(pg_temp.v('jobq_oldest_available_age_seconds', '{"queue": "later"}'), 7200::double precision,
           'a scheduled job that came due and that no claim promoted yet counts');
+SELECT jobq_set_limit('olim', max_running => 1);
+SELECT jobq_enqueue('o', queue => 'limited', run_at => now() - interval '30 seconds',
+                    limit_group => 'olim');
+SELECT is(pg_temp.v('jobq_oldest_available_age_seconds', '{"queue": "limited"}'), 30::double precision,
+          'a limited job (outside the claim index) counts too');
 
 ------------------------------------------------------------------------------------------
 -- metrics off and on; the fold of rows of backends that have exited

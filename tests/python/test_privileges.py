@@ -284,8 +284,8 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     assert online.exit_code == 0, online.output
     tables = ('"public"."jobq_jobs", "public"."jobq_limit_keys", "public"."jobq_limit_starts", '
               '"public"."jobq_limits", "public"."jobq_metric_counters", '
-              '"public"."jobq_metric_deltas", "public"."jobq_migrations", "public"."jobq_schedules", '
-              '"public"."jobq_settings", "public"."jobq_workers"')
+              '"public"."jobq_metric_deltas", "public"."jobq_migrations", '
+              '"public"."jobq_schedules", "public"."jobq_settings", "public"."jobq_workers"')
     assert f'REVOKE ALL ON TABLE {tables} FROM "{role}";' in online.stdout
     # nothing but jobq in this database's schema public: its USAGE is taken back too
     assert online.stdout.splitlines()[-1] == f'REVOKE USAGE ON SCHEMA "public" FROM "{role}";'
