@@ -70,7 +70,7 @@ class Call:
     caller's transaction (``conn=``) it never is.
     """
 
-    query: sql.Composed
+    query: sql.SQL
     params: Mapping[str, Any]
     row_factory: BaseRowFactory[Any] = dict_row
     retry_serialization: bool = False
@@ -177,11 +177,15 @@ def check_text(value: str | None, name: str) -> None:
         ) from None
 
 
+# One encoder for every call: json.dumps with options builds a new one each time.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dump_json(value: Any, name: str) -> str:
     """``value`` as JSON text for a ``::jsonb`` parameter, refusing what jsonb cannot store
     (NUL, escaped as \\u0000, and lone surrogates) with a ValueError naming ``name``."""
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{name} is not JSON-serializable: {exc}") from None
     if "u0000" in text and any(len(m.group(1)) % 2 for m in _ESCAPED_NUL.finditer(text)):
@@ -270,18 +274,29 @@ def enqueue(
     check_text(job_type, "job_type")
     check_text(queue, "queue")
     check_text(idempotency_key, "idempotency_key")
-    params = {
-        "job_type": job_type,
-        "payload": _payload(payload),
-        "idempotency_key": idempotency_key,
-        "max_attempts": max_attempts,
-        "run_at": run_at,
-        "priority": priority,
-        "queue": queue,
-    }
-    rows = yield Call(s.enqueue, params, retry_serialization=True)
-    job_id: uuid.UUID = rows[0]["id"]
+    # Only the arguments that differ from jobq_enqueue's defaults are sent (see
+    # _sql.ENQUEUE_ARGUMENTS); the id comes back as a plain value, not a dict.
+    params: dict[str, Any] = {"job_type": job_type, "payload": _payload(payload)}
+    if idempotency_key is not None:
+        params["idempotency_key"] = idempotency_key
+    if not _is_int(max_attempts, 5):
+        params["max_attempts"] = max_attempts
+    if run_at is not None:
+        params["run_at"] = run_at
+    if not _is_int(priority, 0):
+        params["priority"] = priority
+    if queue != "default":
+        params["queue"] = queue
+    rows = yield Call(
+        s.enqueue_with(tuple(params)), params, scalar_row, retry_serialization=True
+    )
+    job_id: uuid.UUID = rows[0]
     return job_id
+
+
+def _is_int(value: Any, default: int) -> bool:
+    """Whether ``value`` is the int ``default`` itself (not True for 1, not 5.0 for 5)."""
+    return type(value) is int and value == default
 
 
 def enqueue_many(s: Statements, jobs: Sequence[Mapping[str, Any]]) -> Op[list[uuid.UUID]]:

@@ -563,7 +563,7 @@ class AsyncQueue:
 
 async def _execute(
     conn: psycopg.AsyncConnection[Any],
-    query: sql.Composed,
+    query: sql.SQL | sql.Composed,
     params: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One statement on a connection that may be outside autocommit: then in a transaction of
