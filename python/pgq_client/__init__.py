@@ -22,12 +22,13 @@ from .errors import (
     Retry,
     SerializationFailure,
 )
-from .models import Fire, Job, JobStatus, Schedule, StatsRow
+from .models import BulkSummary, Fire, Job, JobStatus, RefusedBatch, Schedule, StatsRow
 from .queue import Queue
 from .worker import Worker
 
 __all__ = [
     "AsyncQueue",
+    "BulkSummary",
     "ConnectionFailed",
     "Fire",
     "IncompatibleSchema",
@@ -43,6 +44,7 @@ __all__ = [
     "PermanentError",
     "PermissionDenied",
     "Queue",
+    "RefusedBatch",
     "Retry",
     "Schedule",
     "SerializationFailure",

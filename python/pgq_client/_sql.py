@@ -32,6 +32,46 @@ ENQUEUE_MANY = """
 SELECT id FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::jsonb) ORDER BY ord
 """
 
+ENQUEUE_MANY_COUNT = """
+SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::jsonb)
+"""
+
+# A batch as one array per column, sent in binary (%b): no quoting or escaping of thousands of
+# values in the client, no parsing of numbers and times in the server. The payloads travel as
+# one JSON array, encoded in one pass by the client and split in the server, which measured
+# faster than one JSON text per job. A NULL array is the default for every job.
+ENQUEUE_ARRAYS = """
+SELECT id FROM {schema}jobq_enqueue_arrays(
+    job_types => %(job_types)b::text[],
+    payloads => (
+        SELECT pg_catalog.array_agg(e.payload ORDER BY e.n)
+        FROM pg_catalog.jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS e (payload, n)
+    ),
+    idempotency_keys => %(idempotency_keys)b::text[],
+    max_attempts => %(max_attempts)b::int[],
+    run_ats => %(run_ats)b::timestamptz[],
+    priorities => %(priorities)b::int[],
+    queues => %(queues)b::text[]
+) ORDER BY ord
+"""
+
+# The same, for a bulk load that keeps no ids: one row back instead of one per job (parsing
+# thousands of UUIDs in the client cost more than the rest of its work on a batch).
+ENQUEUE_ARRAYS_COUNT = """
+SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_arrays(
+    job_types => %(job_types)b::text[],
+    payloads => (
+        SELECT pg_catalog.array_agg(e.payload ORDER BY e.n)
+        FROM pg_catalog.jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS e (payload, n)
+    ),
+    idempotency_keys => %(idempotency_keys)b::text[],
+    max_attempts => %(max_attempts)b::int[],
+    run_ats => %(run_ats)b::timestamptz[],
+    priorities => %(priorities)b::int[],
+    queues => %(queues)b::text[]
+)
+"""
+
 DEQUEUE = """
 SELECT * FROM {schema}jobq_dequeue(
     worker_id => %(worker_id)s::text,
@@ -398,6 +438,9 @@ class Statements:
         self.schema = schema
         self._enqueue_with: dict[tuple[str, ...], sql.SQL] = {}
         self.enqueue_many = _render(ENQUEUE_MANY, schema)
+        self.enqueue_many_count = _render(ENQUEUE_MANY_COUNT, schema)
+        self.enqueue_arrays = _render(ENQUEUE_ARRAYS, schema)
+        self.enqueue_arrays_count = _render(ENQUEUE_ARRAYS_COUNT, schema)
         self.dequeue = _render(DEQUEUE, schema)
         self.complete = _render(COMPLETE, schema)
         self.complete_many = _render(COMPLETE_MANY, schema)

@@ -24,11 +24,21 @@ from . import _ops, _sql
 from ._secrets import is_conninfo_error
 from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import breaking_change_in, incompatibility
-from .models import Fire, HealthRow, Job, JobStatus, Schedule, StatsRow, UnservedJobType
+from .models import (
+    BulkSummary,
+    Fire,
+    HealthRow,
+    Job,
+    JobStatus,
+    Schedule,
+    StatsRow,
+    UnservedJobType,
+)
 from .queue import (
     SERIALIZATION_RETRIES,
     WAIT_POLL_INTERVAL,
     Queue,
+    _check_skip_refused,
     _type_name,
     job_ids_of,
     log,
@@ -259,6 +269,21 @@ class AsyncQueue:
         conn: psycopg.AsyncConnection[Any] | None = None,
     ) -> list[uuid.UUID]:
         return await self._drive(_ops.enqueue_many(self._sql, jobs), conn)
+
+    @_as(Queue.enqueue_iter)
+    async def enqueue_iter(
+        self,
+        jobs: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: int = 5000,
+        skip_refused: bool = False,
+        progress: Callable[[int], None] | None = None,
+        conn: psycopg.AsyncConnection[Any] | None = None,
+    ) -> BulkSummary:
+        _check_skip_refused(skip_refused, conn)
+        return await self._drive(
+            _ops.enqueue_iter(self._sql, jobs, batch_size, skip_refused, progress), conn
+        )
 
     # -- working ------------------------------------------------------------------------------
 

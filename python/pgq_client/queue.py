@@ -8,7 +8,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
@@ -30,7 +30,16 @@ from ._ops import (
 from ._secrets import is_conninfo_error
 from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import check_compatible
-from .models import Fire, HealthRow, Job, JobStatus, Schedule, StatsRow, UnservedJobType
+from .models import (
+    BulkSummary,
+    Fire,
+    HealthRow,
+    Job,
+    JobStatus,
+    Schedule,
+    StatsRow,
+    UnservedJobType,
+)
 
 __all__ = [
     "WAIT_POLL_INTERVAL",
@@ -291,6 +300,31 @@ class Queue:
         Each element has the keys of :meth:`enqueue` (``job_type`` required).
         """
         return self._drive(_ops.enqueue_many(self._sql, jobs), conn)
+
+    def enqueue_iter(
+        self,
+        jobs: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: int = 5000,
+        skip_refused: bool = False,
+        progress: Callable[[int], None] | None = None,
+        conn: psycopg.Connection[Any] | None = None,
+    ) -> BulkSummary:
+        """Add any number of jobs, read lazily from ``jobs`` (dicts with the keys of
+        :meth:`enqueue_many`), in batches of ``batch_size`` (1 to 100,000): one statement and
+        one transaction per batch, all of it or nothing. Returns a :class:`BulkSummary` (no
+        ids: a bulk load may be millions of jobs).
+
+        A refused batch (a bad job: the error names it by its index in ``jobs``, counting from
+        0) raises, the batches before it staying enqueued; with ``skip_refused=True`` it is
+        recorded in the summary instead and the load goes on. ``progress(n)`` is called with
+        the running total after each batch. With ``conn``, every batch is in the caller's
+        transaction (and ``skip_refused`` is refused: a refusal aborts that transaction).
+        """
+        _check_skip_refused(skip_refused, conn)
+        return self._drive(
+            _ops.enqueue_iter(self._sql, jobs, batch_size, skip_refused, progress), conn
+        )
 
     # -- working (thin wrappers; the Worker is the usual way to consume) ----------------------
 
@@ -640,6 +674,14 @@ def _type_name(value: object) -> str:
     """``module.Class`` of a value: ``sqlalchemy.engine.base.Connection`` is not psycopg's."""
     kind = type(value)
     return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _check_skip_refused(skip_refused: bool, conn: object) -> None:
+    if skip_refused and conn is not None:
+        raise ValueError(
+            "skip_refused=True needs a transaction per batch: it cannot be used with conn= "
+            "(a refused batch aborts the caller's transaction)"
+        )
 
 
 def _execute(

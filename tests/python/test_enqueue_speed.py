@@ -5,13 +5,18 @@ array-per-column batch (jobq_enqueue_arrays), and the bulk load (Queue.enqueue_i
 from __future__ import annotations
 
 import itertools
+import re
+import threading
 import uuid
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
 import psycopg
+import psycopg.types.json
+import pytest
 
-from pgq_client import AsyncQueue, Queue
+from pgq_client import AsyncQueue, BulkSummary, InvalidArgument, Queue
 
 Conn = psycopg.Connection[Any]
 
@@ -113,3 +118,194 @@ def test_a_schema_with_a_quote_in_its_name_is_quoted_in_every_statement(
         n = c.execute('SELECT count(*) FROM "ten""ant".jobq_jobs').fetchone()
         assert n == (1,)
 
+
+
+# -- batches: Queue.enqueue_many on jobq_enqueue_arrays ------------------------------------------
+
+MIXED: list[dict[str, Any]] = [
+    {"job_type": "a"},
+    {"job_type": "b", "payload": {"n": 2}, "idempotency_key": "b:2", "max_attempts": 3,
+     "run_at": RUN_AT, "priority": 9, "queue": "q"},
+    {"job_type": "c", "payload": {"n": [3]}, "idempotency_key": None, "run_at": None},
+    {"job_type": "b", "idempotency_key": "b:2", "payload": {"ignored": True}},
+]
+ROW = "job_type, queue, payload, idempotency_key, max_attempts, available_at, priority, scheduled"
+
+
+def _rows(conn: Conn, ids: list[uuid.UUID]) -> list[tuple[Any, ...]]:
+    return [
+        tuple(conn.execute(f"SELECT {ROW} FROM jobq_jobs WHERE id = %s", (i,)).fetchone() or ())
+        for i in ids
+    ]
+
+
+def test_enqueue_many_makes_the_rows_jobq_enqueue_many_makes(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q, conn.transaction():
+        ids = q.enqueue_many(MIXED, conn=conn)
+        assert ids[3] == ids[1] and len(set(ids)) == 3
+        mine = _rows(conn, ids)
+        conn.execute("DELETE FROM jobq_jobs")
+        as_json = [{**j, "run_at": j["run_at"].isoformat()} if j.get("run_at") else j
+                   for j in MIXED]
+        reference = [
+            r[0] for r in conn.execute(
+                "SELECT id FROM jobq_enqueue_many(%s::jsonb) ORDER BY ord",
+                (psycopg.types.json.Jsonb(as_json),),
+            )
+        ]
+        assert mine == _rows(conn, reference)
+
+
+def test_enqueue_many_of_odd_values_still_names_the_job_and_the_key(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        with pytest.raises(InvalidArgument, match=r"element 2 .*priority must be an integer"):
+            q.enqueue_many([{"job_type": "t"}, {"job_type": "t", "priority": "high"}])
+        with pytest.raises(InvalidArgument, match=r"element 2 .*priority must be an integer"):
+            q.enqueue_many([{"job_type": "t"}, {"job_type": "t", "priority": 2**40}])
+        with pytest.raises(InvalidArgument, match=r"element 1 .*job_type must be a non-blank"):
+            q.enqueue_many([{"job_type": 7}])
+        with pytest.raises(InvalidArgument, match=r"element 2 .*payload must be a JSON object"):
+            q.enqueue_many([{"job_type": "t", "payload": {}}, {"job_type": "t", "payload": None}])
+        with pytest.raises(InvalidArgument, match=r"element 2 .*job_type must be a non-blank"):
+            q.enqueue_many([{"job_type": "t"}, {"job_type": "\u200b"}])
+        with pytest.raises(ValueError, match=re.escape("jobs[1] contains a NUL")):
+            q.enqueue_many([{"job_type": "t"}, {"job_type": "t", "queue": "q\x00"}])
+        with pytest.raises(ValueError, match=re.escape("jobs[0] contains a lone surrogate")):
+            q.enqueue_many([{"job_type": "t", "idempotency_key": "k\ud800"}])
+        with pytest.raises(ValueError, match=re.escape("jobs[1].run_at must be timezone-aware")):
+            q.enqueue_many([{"job_type": "t"}, {"job_type": "t", "run_at": datetime(2030, 1, 1)}])
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+
+
+def test_arrays_racing_on_the_same_keys_make_one_row_per_key(dsn: str) -> None:
+    sessions, keys = 8, [f"race:{i}" for i in range(200)]
+    barrier = threading.Barrier(sessions)
+    results: list[list[uuid.UUID]] = []
+    errors: list[BaseException] = []
+
+    def enqueue() -> None:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                barrier.wait(timeout=30)
+                rows = c.execute(
+                    "SELECT id FROM jobq_enqueue_arrays(job_types => %s::text[], "
+                    "idempotency_keys => %s::text[]) ORDER BY ord",
+                    (["t"] * len(keys), keys),
+                ).fetchall()
+                results.append([r[0] for r in rows])
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=enqueue) for _ in range(sessions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    assert len(results) == sessions and all(r == results[0] for r in results)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        n = c.execute("SELECT count(*), count(DISTINCT idempotency_key) FROM jobq_jobs").fetchone()
+        assert n == (len(keys), len(keys))
+        stored = dict(c.execute("SELECT idempotency_key, id FROM jobq_jobs").fetchall())
+    assert results[0] == [stored[k] for k in keys]
+
+
+def test_one_batch_wakes_each_queue_once_at_commit(dsn: str, conn: Conn) -> None:
+    conn.execute("LISTEN jobq")
+    with Queue(dsn) as q:
+        q.enqueue_many([{"job_type": "t", "queue": f"q{i % 3}"} for i in range(300)]
+                       + [{"job_type": "t", "queue": "later", "run_at": RUN_AT}])
+    got = sorted(n.payload for n in conn.notifies(timeout=1, stop_after=3))
+    assert got == ["q0", "q1", "q2"]
+
+
+# -- bulk load: Queue.enqueue_iter -----------------------------------------------------------------
+
+
+def _jobs(n: int, start: int = 0) -> Iterator[dict[str, Any]]:
+    for i in range(start, start + n):
+        yield {"job_type": "bulk", "payload": {"n": i}}
+
+
+def test_enqueue_iter_loads_a_generator_in_batches(dsn: str, conn: Conn) -> None:
+    seen: list[int] = []
+    with Queue(dsn) as q:
+        summary = q.enqueue_iter(_jobs(12_345), batch_size=1000, progress=seen.append)
+    assert summary == BulkSummary(jobs=12_345, batches=13, refused=())
+    assert seen == [*range(1000, 12_001, 1000), 12_345]
+    got = conn.execute(
+        "SELECT count(*), count(DISTINCT payload ->> 'n'), min((payload ->> 'n')::int), "
+        "max((payload ->> 'n')::int) FROM jobq_jobs"
+    ).fetchone()
+    assert got == (12_345, 12_345, 0, 12_344)
+
+
+def test_enqueue_iter_honours_idempotency_keys_across_batches(dsn: str, conn: Conn) -> None:
+    jobs = [{"job_type": "k", "idempotency_key": f"k{i % 700}", "payload": {"n": i}}
+            for i in range(2000)]
+    with Queue(dsn) as q:
+        summary = q.enqueue_iter(jobs, batch_size=300)
+        assert summary.jobs == 2000 and summary.batches == 7
+        again = q.enqueue_iter(jobs, batch_size=1000)
+        assert again.jobs == 2000
+    rows = conn.execute("SELECT count(*), min((payload ->> 'n')::int), max((payload ->> 'n')::int) "
+                        "FROM jobq_jobs").fetchone()
+    assert rows == (700, 0, 699), "the first job of each key is the one stored"
+
+
+def test_a_refused_batch_raises_naming_the_job_and_keeps_the_batches_before(
+    dsn: str, conn: Conn
+) -> None:
+    jobs = [*_jobs(250), {"job_type": " "}, *_jobs(100, 250)]
+    with Queue(dsn) as q, pytest.raises(InvalidArgument) as refused:
+        q.enqueue_iter(jobs, batch_size=100)
+    message = str(refused.value)
+    assert "job_type must be a non-blank string" in message
+    assert "the batch of jobs 200 to 299 (counting from 0) was refused at job 250" in message
+    assert "the 200 jobs before it are enqueued" in message
+    assert refused.value.sqlstate == "22023"
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (200,)
+
+
+def test_skip_refused_goes_on_and_reports_each_refused_batch(dsn: str, conn: Conn) -> None:
+    jobs = [*_jobs(150), {"job_type": "t", "payload": [1]}, *_jobs(120, 150),
+            {"job_type": "t", "run_at": "tomorrow"}]
+    with Queue(dsn) as q:
+        summary = q.enqueue_iter(jobs, batch_size=100, skip_refused=True)
+    assert (summary.jobs, summary.batches) == (100, 1)
+    assert [(r.first, r.count, r.job) for r in summary.refused] == [(100, 100, 150), (200, 72, 271)]
+    assert isinstance(summary.refused[0].error, InvalidArgument)
+    assert isinstance(summary.refused[1].error, TypeError)
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (100,)
+
+
+def test_enqueue_iter_refuses_bad_arguments_before_sending_anything(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        for size in (0, 100_001, 10.0):
+            with pytest.raises(ValueError, match="batch_size"):
+                q.enqueue_iter(_jobs(3), batch_size=size)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="iterable of job dicts"):
+            q.enqueue_iter({"job_type": "t"})
+        with pytest.raises(ValueError, match="skip_refused"), conn.transaction():
+            q.enqueue_iter(_jobs(3), skip_refused=True, conn=conn)
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+
+
+def test_enqueue_iter_in_the_callers_transaction_rolls_back_with_it(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q, pytest.raises(RuntimeError), conn.transaction():
+        assert q.enqueue_iter(_jobs(500), batch_size=200, conn=conn).jobs == 500
+        raise RuntimeError("roll back")
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+
+
+async def test_async_enqueue_iter_is_the_same_operation(dsn: str, conn: Conn) -> None:
+    seen: list[int] = []
+    async with AsyncQueue(dsn) as q:
+        summary = await q.enqueue_iter(_jobs(2500), batch_size=1000, progress=seen.append)
+        assert summary == BulkSummary(jobs=2500, batches=3)
+        assert seen == [1000, 2000, 2500]
+        ids = await q.enqueue_many(MIXED)
+        assert ids[3] == ids[1]
+        with pytest.raises(InvalidArgument, match="refused at job 1"):
+            await q.enqueue_iter([{"job_type": "t"}, {"job_type": ""}])
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (2503,)
