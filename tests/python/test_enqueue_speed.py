@@ -5,11 +5,16 @@ array-per-column batch (jobq_enqueue_arrays), and the bulk load (Queue.enqueue_i
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import re
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -309,3 +314,99 @@ async def test_async_enqueue_iter_is_the_same_operation(dsn: str, conn: Conn) ->
         with pytest.raises(InvalidArgument, match="refused at job 1"):
             await q.enqueue_iter([{"job_type": "t"}, {"job_type": ""}])
     assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (2503,)
+
+
+# -- bulk load from the command line: jobq enqueue --from ----------------------------------------
+
+
+def _jobq(*args: str, dsn: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("JOBQ_DSN", "DATABASE_URL")}
+    environ["JOBQ_DSN"] = dsn
+    return subprocess.run(
+        [sys.executable, "-m", "pgq_client", *args],
+        input=stdin, capture_output=True, text=True, env=environ, timeout=300,
+    )
+
+
+NDJSON = "\n".join([
+    '{"job_type": "a", "payload": {"n": 1}}',
+    "",
+    "not json",
+    "[1]",
+    '{"payload": {"n": 2}}',
+    '{"job_type": "b", "idempotency_key": "k1", "priority": 3}',
+    '{"job_type": "b", "idempotency_key": "k1"}',
+    '{"job_type": "x", "payload": {"lost": true}}',
+    '{"job_type": " "}',
+    '{"job_type": "c", "run_at": "2031-01-02T03:04:05Z", "queue": "later"}',
+    '{"job_type": "d", "run_at": "2031-01-02"}',
+]) + "\n"
+
+
+def test_enqueue_from_a_file_reports_bad_lines_and_refused_batches_by_line(
+    dsn: str, conn: Conn, tmp_path: Path
+) -> None:
+    path = tmp_path / "jobs.ndjson"
+    path.write_text(NDJSON)
+    result = _jobq("enqueue", "t", "--from", str(path), "--batch-size", "2", dsn=dsn)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    reported = [line for line in result.stderr.splitlines() if line.startswith("line ")]
+    assert reported == [
+        "line 3: not valid JSON: Expecting value: line 1 column 1 (char 0); skipped",
+        "line 4: must be a JSON object, got an array; skipped",
+        "line 11: run_at '2031-01-02' has no UTC offset; give one, e.g. 2031-01-02T00:00:00+00:00 "
+        "or 2031-01-02T00:00:00Z; skipped",
+        "line 9: jobq_enqueue_arrays: element 2 (counting from 1): job_type must be a "
+        "non-blank string; lines 8 to 9 (2 jobs) were not enqueued",
+    ]
+    assert re.fullmatch(
+        r"enqueued 5 jobs in 3 batches, [0-9.]+ s \([0-9,]+ jobs/s\); 5 lines not enqueued\n",
+        result.stdout,
+    )
+    rows = conn.execute(
+        "SELECT job_type, payload, idempotency_key, priority, queue, available_at "
+        "FROM jobq_jobs ORDER BY id"
+    ).fetchall()
+    assert [r[:5] for r in rows] == [
+        ("a", {"n": 1}, None, 0, "default"),
+        ("t", {"n": 2}, None, 0, "default"),  # TYPE is the default job type
+        ("b", {}, "k1", 3, "default"),
+        ("c", {}, None, 0, "later"),
+    ]
+    assert rows[3][5] == datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+def test_enqueue_from_stdin_with_json_output_and_options_as_defaults(
+    dsn: str, conn: Conn
+) -> None:
+    lines = "".join(
+        json.dumps({"job_type": "s", "payload": {"n": i}, "idempotency_key": f"s{i % 40}"}) + "\n"
+        for i in range(100)
+    )
+    result = _jobq("enqueue", "--from", "-", "--queue", "bulk", "--priority", "2", "--json",
+                   dsn=dsn, stdin=lines)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert {k: summary[k] for k in ("jobs", "batches", "bad_lines", "refused")} == {
+        "jobs": 100, "batches": 1, "bad_lines": [], "refused": []
+    }
+    assert conn.execute(
+        "SELECT count(*), min(queue), max(queue), min(priority), max(priority) FROM jobq_jobs"
+    ).fetchone() == (40, "bulk", "bulk", 2, 2)
+    assert "enqueueing" not in result.stderr and "\r" not in result.stderr, (
+        "no progress bar when stderr is not a terminal"
+    )
+
+
+def test_enqueue_from_refuses_arguments_that_do_not_apply(dsn: str, conn: Conn) -> None:
+    for args, fragment in (
+        (("t", "{}", "--from", "-"), "PAYLOAD_JSON and --idempotency-key do not apply"),
+        (("--from", "-", "--idempotency-key", "k"), "do not apply"),
+        (("--from", "/nonexistent/jobs.ndjson"), "cannot read '/nonexistent/jobs.ndjson'"),
+        ((), "Missing argument 'TYPE'"),
+    ):
+        result = _jobq("enqueue", *args, dsn=dsn, stdin="")
+        assert result.returncode == 2, (args, result.stderr)
+        assert fragment in result.stderr and "Traceback" not in result.stderr
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
