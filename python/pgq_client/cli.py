@@ -616,7 +616,7 @@ Examples:
   jobq enqueue import - < big-payload.json
   jobq enqueue import @big-payload.json --queue bulk
   jobq enqueue --from jobs.ndjson
-  zcat backfill.ndjson.gz | jobq enqueue reindex --from - --batch-size 10000
+  jobq enqueue reindex --from - --queue bulk --batch-size 10000 < jobs.ndjson
 """
 )
 @click.argument("job_type", metavar="[TYPE]", required=False)
