@@ -268,7 +268,7 @@ def scene(world: World, tmp_path: Path) -> Iterator[Scene]:
     (tmp_path / "big-payload.json").write_text('{"blob": "' + "x" * 500_000 + '"}')
     (tmp_path / "jobs.ndjson").write_text(
         "".join(f'{{"job_type": "reindex", "payload": {{"doc": {i}}}}}\n' for i in range(20))
-        + '{"payload": {"doc": 20}, "idempotency_key": "reindex:20"}\n'
+        + '{"job_type": "reindex", "payload": {"doc": 20}, "idempotency_key": "reindex:20"}\n'
     )
     params = conninfo_to_dict(dsn)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JOBQ_", "PG"))}
