@@ -22,7 +22,16 @@ from .errors import (
     Retry,
     SerializationFailure,
 )
-from .models import BulkSummary, Fire, Job, JobStatus, RefusedBatch, Schedule, StatsRow
+from .models import (
+    BulkSummary,
+    Fire,
+    Job,
+    JobStatus,
+    MetricSample,
+    RefusedBatch,
+    Schedule,
+    StatsRow,
+)
 from .queue import Queue
 from .worker import Worker
 
@@ -38,6 +47,7 @@ __all__ = [
     "JobNotFound",
     "JobStatus",
     "JobqError",
+    "MetricSample",
     "NotMigrated",
     "NullValue",
     "PayloadTooLarge",

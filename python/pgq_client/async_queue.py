@@ -30,6 +30,7 @@ from .models import (
     HealthRow,
     Job,
     JobStatus,
+    MetricSample,
     Schedule,
     StatsRow,
     UnservedJobType,
@@ -536,8 +537,14 @@ class AsyncQueue:
         return await self._drive(_ops.prune(self._sql, older_than, statuses, batch_size))
 
     @_as(Queue.configure)
-    async def configure(self, *, max_payload_bytes: int | None = None) -> dict[str, Any]:
-        return await self._drive(_ops.configure(self._sql, max_payload_bytes))
+    async def configure(
+        self, *, max_payload_bytes: int | None = None, metrics: bool | None = None
+    ) -> dict[str, Any]:
+        return await self._drive(_ops.configure(self._sql, max_payload_bytes, metrics))
+
+    @_as(Queue.metrics)
+    async def metrics(self) -> list[MetricSample]:
+        return await self._drive(_ops.metrics(self._sql))
 
     @_as(Queue.health)
     async def health(self) -> list[HealthRow]:

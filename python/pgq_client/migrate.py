@@ -129,7 +129,10 @@ _FUNCTIONS_PREFIX = "functions/"
 # The levels of `jobq grant`, which a function file's `--! levels:` line chooses from.
 GRANT_LEVELS = ("producer", "worker", "monitor", "admin")
 # The tables an admin may read (`jobq grant --as admin`: SELECT on those installed).
-ADMIN_TABLES = ("jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers")
+ADMIN_TABLES = (
+    "jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers",
+    "jobq_metric_counters", "jobq_metric_deltas",
+)
 _LOCK_NAMESPACE = "jobq.migrate:"
 _BREAKING = "breaking-change"
 HISTORY_FILE = "history.sha256"

@@ -167,12 +167,22 @@ BEGIN
             locked_by = NULL,
             updated_at = pg_catalog.now()
         WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale))
-        RETURNING j.id, j.status, j.awaited
+        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'lock_expired', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM taken AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
     INTO v_ended
-    FROM taken AS t;
+    FROM taken AS t
+    LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_ended);
     END IF;
@@ -293,13 +303,25 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = pg_catalog.now(),
                 locked_by = jobq_dequeue.worker_id,
+                claimed_at = pg_catalog.now(),
                 updated_at = pg_catalog.now()
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
             RETURNING j.*
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL,
+                pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
+            ) AS n
+            FROM claimed AS c
+            HAVING pg_catalog.count(*) > 0
         )
 
         SELECT c.*
         FROM claimed AS c
+        LEFT JOIN counted ON TRUE
         ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
         RETURN;
     END IF;
@@ -352,13 +374,27 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = pg_catalog.now(),
                 locked_by = jobq_dequeue.worker_id,
+                claimed_at = pg_catalog.now(),
                 updated_at = pg_catalog.now()
             WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
             RETURNING j AS claimed_job
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'started', pg_catalog.array_agg((c.claimed_job).queue),
+                pg_catalog.array_agg((c.claimed_job).job_type), NULL,
+                pg_catalog.array_agg(extract(
+                    epoch FROM (c.claimed_job).claimed_at - (c.claimed_job).available_at
+                )::double precision)
+            ) AS n
+            FROM claimed AS c
+            HAVING pg_catalog.count(*) > 0
         )
 
         SELECT coalesce(pg_catalog.array_agg(c.claimed_job), '{}'::jobq_jobs[]) INTO v_got
-        FROM claimed AS c;
+        FROM claimed AS c
+        LEFT JOIN counted ON TRUE;
         v_claimed := v_claimed OPERATOR(pg_catalog.||) v_got;
         v_want := v_want - pg_catalog.cardinality(v_got);
         EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;

@@ -213,12 +213,26 @@ BEGIN
                 pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
                 pg_catalog.unnest(queues)
             ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue)
-            RETURNING j.queue, j.available_at
+            RETURNING j.queue, j.job_type, j.available_at
+        ),
+
+        woken AS (
+            SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+            FROM inserted AS w
+            WHERE w.available_at <= pg_catalog.now()
+        ),
+
+        -- For jobq_metrics(): one count per statement, as jobq_enqueue_many's.
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+            ) AS n
+            FROM inserted AS c
         )
 
-        SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) INTO v_missing
-        FROM inserted AS w
-        WHERE w.available_at <= pg_catalog.now();
+        SELECT woken.n INTO v_missing
+        FROM woken
+        CROSS JOIN counted;
 
         RETURN QUERY
         SELECT u.ord::integer, u.id
@@ -269,13 +283,20 @@ BEGIN
         WHERE i.new_id = i.first_id
         ORDER BY i.ord
         ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING j.id, j.queue, j.available_at
+        RETURNING j.id, j.queue, j.job_type, j.available_at
     ),
 
     woken AS (
         SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
         FROM inserted AS w
         WHERE w.available_at <= pg_catalog.now()
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+        ) AS n
+        FROM inserted AS c
     )
 
     SELECT
@@ -284,7 +305,8 @@ BEGIN
     INTO v_ids, v_keys
     FROM input AS i
     LEFT JOIN inserted AS ins ON ins.id = i.first_id
-    CROSS JOIN woken;
+    CROSS JOIN woken
+    CROSS JOIN counted;
 
     -- Jobs whose key existed already: read the existing ids with the fresh snapshot of this
     -- statement (it sees rows that concurrent enqueuers committed meanwhile).
@@ -338,7 +360,8 @@ job_types'', a bad element (the message names the element, counting from 1 like 
 argument); 22004 a NULL payload element; 54000 a payload too large, or more than 100,000
 jobs. Nothing is inserted when any job is bad.
 Concurrency: as jobq_enqueue; one NOTIFY per queue that got jobs available now, or a single one
-with an empty payload (wake every worker) when more than 100 queues did.';
+with an empty payload (wake every worker) when more than 100 queues did. The jobs it adds are
+counted in jobq_metrics() (jobq_enqueued_total), in the caller''s transaction.';
 
 REVOKE EXECUTE ON FUNCTION jobq_enqueue_arrays(
     text[], jsonb[], text[], integer[], timestamptz[], integer[], text[]

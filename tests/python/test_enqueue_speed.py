@@ -410,3 +410,23 @@ def test_enqueue_from_refuses_arguments_that_do_not_apply(dsn: str, conn: Conn) 
         assert result.returncode == 2, (args, result.stderr)
         assert fragment in result.stderr and "Traceback" not in result.stderr
     assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+
+
+def test_batches_and_bulk_loads_are_counted_in_the_metrics(dsn: str, conn: Conn) -> None:
+    def enqueued() -> float:
+        row = conn.execute(
+            "SELECT coalesce(sum(value), 0) FROM jobq_metrics() "
+            "WHERE metric = 'jobq_enqueued_total' AND labels ->> 'job_type' = 'm'"
+        ).fetchone()
+        assert row is not None
+        return float(row[0])
+
+    with Queue(dsn) as q:
+        q.enqueue_many([{"job_type": "m", "idempotency_key": f"m{i % 3}"} for i in range(5)])
+        assert enqueued() == 3, "a repeated key is one job, counted once"
+        q.enqueue_iter(({"job_type": "m"} for _ in range(250)), batch_size=100)
+        assert enqueued() == 253
+        with pytest.raises(RuntimeError), conn.transaction():
+            q.enqueue_many([{"job_type": "m"}] * 4, conn=conn)
+            raise RuntimeError("roll back")
+        assert enqueued() == 253, "a rolled-back batch is not counted"
