@@ -1,6 +1,8 @@
 """The scenarios of docs/performance.md, each beside its raw-SQL ceiling (1-6) or beside
 scenario 3 of the same run (5, 7, 8, 9: scenario 3 among rows the claim cannot claim);
-scenario 11, asyncio, beside the synchronous client.
+scenario 11, asyncio, beside the synchronous client; 15 and 16, the producer side: the client
+beside the same call from bare psycopg, the array batch beside a multi-row INSERT, a bulk load
+of a million jobs.
 
 Naming of measurement keys: ``s<scenario>.<raw|jobq>.<py|pgbench|queue|worker>[.b<batch>]``.
 "py" is the psycopg client running plain SQL (threads, one connection each); "pgbench" the
@@ -65,6 +67,14 @@ SELECT pg_notify('raw_jobs', 'default') FROM ins
 
 JOBQ_ENQUEUE = "SELECT jobq_enqueue(job_type => %s::text, payload => %s::jsonb)"
 JOBQ_ENQUEUE_MANY = "SELECT ord, id FROM jobq_enqueue_many(jobs => %s::jsonb)"
+# The array batch as a hand-written client would send it: each column in binary (%b), the
+# payloads as one JSON array split in the server (as pgq_client sends them).
+JOBQ_ENQUEUE_ARRAYS = """
+SELECT ord, id FROM jobq_enqueue_arrays(
+    job_types => %b::text[],
+    payloads => (SELECT array_agg(e.p ORDER BY e.n)
+                 FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e (p, n)))
+"""
 JOBQ_DEQUEUE = (
     "SELECT id, payload, attempts FROM jobq_dequeue(worker_id => %s::text, batch_size => %s::int)"
 )
@@ -133,6 +143,8 @@ class Config:
     latency_gap: float = 0.010
     retry_batch: int = 10
     prune_batch: int = 10_000
+    bulk_jobs: int = 1_000_000  # scenario 16
+    bulk_batch: int = 5000
 
     @classmethod
     def make(cls, quick: bool, repeat: int | None = None) -> Config:
@@ -148,6 +160,7 @@ class Config:
                 future_rows=20_000,
                 retry_jobs=3000,
                 volume_rows=200_000,
+                bulk_jobs=100_000,
             )
         return cls(
             quick=False,
@@ -1035,3 +1048,141 @@ class Bench:
             ],
         )
         self.set_limit()
+
+    # -- scenario 15: what the client adds, and the array batch -----------------------------------
+
+    def scenario_producer(self) -> None:
+        """Queue.enqueue beside the same jobq_enqueue call from bare psycopg (a prepared
+        statement, nothing else), and the batch of 1,000 as arrays beside a multi-row INSERT."""
+        n, size, batches = self.config.single_jobs, self.config.many_size, self.config.many_batches
+        total = size * batches
+        self.log(f"scenario 15: producer side: {n} single enqueues, bare psycopg and Queue; "
+                 f"{batches} batches of {size}: multi-row INSERT, jobq_enqueue_arrays, "
+                 "Queue.enqueue_many")
+        dsn = self.cluster.dsn
+
+        def bare_body(conn: psycopg.Connection[Any], _: int) -> int:
+            conn.execute(JOBQ_ENQUEUE, ("warmup", Jsonb({})))
+            for i in range(n):
+                conn.execute(JOBQ_ENQUEUE, ("noop", Jsonb(payload(i))))
+            return n + 1
+
+        def queue_run() -> Run:
+            from pgq_client import Queue
+
+            with Queue(dsn) as q:
+                q.enqueue("warmup", {})
+                start = time.perf_counter()
+                for i in range(n):
+                    q.enqueue("noop", payload(i))
+                return Run(n, time.perf_counter() - start)
+
+        values = ", ".join(["(%s)"] * size)
+        raw_many = f"INSERT INTO raw_jobs (payload) VALUES {values} RETURNING id".encode()
+
+        def raw_body(conn: psycopg.Connection[Any], _: int) -> int:
+            for b in range(batches):
+                params = [Jsonb(payload(b * size + i)) for i in range(size)]
+                conn.execute(raw_many, params).fetchall()
+            return total
+
+        def arrays_body(conn: psycopg.Connection[Any], _: int) -> int:
+            for b in range(batches):
+                payloads = Jsonb([payload(b * size + i) for i in range(size)])
+                conn.execute(JOBQ_ENQUEUE_ARRAYS, (["noop"] * size, payloads)).fetchall()
+            return total
+
+        def many_run() -> Run:
+            from pgq_client import Queue
+
+            with Queue(dsn) as q:
+                q.enqueue("warmup", {})
+                start = time.perf_counter()
+                for b in range(batches):
+                    q.enqueue_many(
+                        [{"job_type": "noop", "payload": payload(b * size + i)}
+                         for i in range(size)]
+                    )
+                return Run(total, time.perf_counter() - start)
+
+        self.measure(
+            "15",
+            [
+                Variant("s15.jobq.py.bare", "jobq_enqueue (bare psycopg, prepared)", "ceiling",
+                        lambda: run_threads(self.cluster, 1, bare_body), self.clean),
+                Variant("s15.jobq.queue", "Queue.enqueue", "jobq", queue_run, self.clean,
+                        ceiling="s15.jobq.py.bare"),
+                Variant("s15.raw.py.many", f"multi-row INSERT x{size} (psycopg)", "ceiling",
+                        lambda: run_threads(self.cluster, 1, raw_body), self.clean),
+                Variant("s15.jobq.py.arrays", f"jobq_enqueue_arrays x{size} (psycopg, binary)",
+                        "jobq", lambda: run_threads(self.cluster, 1, arrays_body), self.clean,
+                        ceiling="s15.raw.py.many"),
+                Variant("s15.jobq.queue.many", f"Queue.enqueue_many x{size} (arrays)", "jobq",
+                        many_run, self.clean, ceiling="s15.raw.py.many"),
+            ],
+        )
+
+    # -- scenario 16: a bulk load of a million jobs ------------------------------------------------
+
+    def scenario_bulk(self) -> None:
+        """Queue.enqueue_iter and `jobq enqueue --from` loading ``bulk_jobs`` jobs, beside a
+        multi-row INSERT of the same number of rows into the raw table."""
+        n, batch = self.config.bulk_jobs, self.config.bulk_batch
+        self.log(f"scenario 16: bulk load of {n} jobs: multi-row INSERT x1000, "
+                 f"Queue.enqueue_iter (batches of {batch}), jobq enqueue --from FILE")
+        dsn = self.cluster.dsn
+        size = 1000
+        values = ", ".join(["(%s)"] * size)
+        raw_many = f"INSERT INTO raw_jobs (payload) VALUES {values}".encode()
+
+        def raw_body(conn: psycopg.Connection[Any], _: int) -> int:
+            for b in range(n // size):
+                conn.execute(raw_many, [Jsonb(payload(b * size + i)) for i in range(size)])
+            return n // size * size
+
+        def iter_run() -> Run:
+            from pgq_client import Queue
+
+            with Queue(dsn) as q:
+                q.enqueue("warmup", {})
+                start = time.perf_counter()
+                jobs = ({"job_type": "noop", "payload": payload(i)} for i in range(n))
+                done = q.enqueue_iter(jobs, batch_size=batch).jobs
+                return Run(done, time.perf_counter() - start)
+
+        ndjson = self.scriptdir / "bulk.ndjson"
+
+        def write_file() -> None:
+            self.clean()
+            if not ndjson.exists():
+                with ndjson.open("w") as f:
+                    for i in range(n):
+                        f.write(f'{{"job_type": "noop", "payload": {{"n": {i}, '
+                                f'"user": "bench", "action": "noop"}}}}\n')
+
+        def cli_run() -> Run:
+            import subprocess
+            import sys
+
+            start = time.perf_counter()
+            proc = subprocess.run(
+                [sys.executable, "-m", "pgq_client", "enqueue", "--from", str(ndjson),
+                 "--batch-size", str(batch), "--dsn", dsn, "--json"],
+                capture_output=True, text=True, timeout=3600,
+            )
+            seconds = time.perf_counter() - start
+            if proc.returncode != 0:
+                raise RuntimeError(f"jobq enqueue --from failed: {proc.stderr[-2000:]}")
+            return Run(count(self.cluster, "SELECT count(*) FROM jobq_jobs"), seconds)
+
+        self.measure(
+            "16",
+            [
+                Variant("s16.raw.py", f"multi-row INSERT x{size}, {n} rows (psycopg)", "ceiling",
+                        lambda: run_threads(self.cluster, 1, raw_body), self.clean),
+                Variant("s16.jobq.queue.iter", f"Queue.enqueue_iter, {n} jobs", "jobq",
+                        iter_run, self.clean, ceiling="s16.raw.py"),
+                Variant("s16.jobq.cli", f"jobq enqueue --from FILE, {n} lines (process)", "jobq",
+                        cli_run, write_file, ceiling="s16.raw.py"),
+            ],
+        )

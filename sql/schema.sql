@@ -1691,6 +1691,40 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__uuid_v7() IS 'Private. A new UUID version 7: Unix time in milliseconds (48 bits), version 7, random bits.';
 
+CREATE FUNCTION public.jobq__uuid_v7_many(count integer) RETURNS uuid[]
+    LANGUAGE sql PARALLEL SAFE
+    AS $$
+    SELECT pg_catalog.array_agg((b.hi || pg_catalog.to_hex(b.lo + g.n))::uuid ORDER BY g.n)
+    FROM (
+        SELECT
+            pg_catalog.lpad(pg_catalog.to_hex(r.ms), 12, '0') || '7'
+            || pg_catalog.substr(pg_catalog.encode(r.bytes, 'hex'), 1, 3) AS hi,
+            -- 1 and 0 (the variant), five zero bits (room to count), 56 random bits: negative
+            -- as a bigint, which to_hex writes as its 16 hexadecimal digits. (Operators other
+            -- than arithmetic ones share one precedence: each shift is in parentheses.)
+            (-9223372036854775807 - 1)
+            | (pg_catalog.get_byte(r.bytes, 9)::bigint << 48)
+            | (pg_catalog.get_byte(r.bytes, 10)::bigint << 40)
+            | (pg_catalog.get_byte(r.bytes, 11)::bigint << 32)
+            | (pg_catalog.get_byte(r.bytes, 12)::bigint << 24)
+            | (pg_catalog.get_byte(r.bytes, 13)::bigint << 16)
+            | (pg_catalog.get_byte(r.bytes, 14)::bigint << 8)
+            | pg_catalog.get_byte(r.bytes, 15)::bigint AS lo
+        FROM (
+            SELECT
+                pg_catalog.uuid_send(pg_catalog.gen_random_uuid()) AS bytes,
+                pg_catalog.floor(
+                    pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
+                    * 1000::double precision
+                )::bigint AS ms
+        ) AS r
+    ) AS b
+    CROSS JOIN pg_catalog.generate_series(1, count) AS g (n)
+$$;
+
+COMMENT ON FUNCTION public.jobq__uuid_v7_many(count integer) IS 'Private. count new UUID version 7 values for one batch, increasing in array order: one
+timestamp and random start for the batch, then consecutive values. NULL for count < 1.';
+
 CREATE FUNCTION public.jobq__worker_id_error(worker_id text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -2706,6 +2740,339 @@ Concurrency: N sessions enqueuing one key at once make one row and all get its i
 caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
 in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
 now (delivered at commit).';
+
+CREATE FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[] DEFAULT NULL::jsonb[], idempotency_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], queues text[] DEFAULT NULL::text[]) RETURNS TABLE(ord integer, id uuid)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_n integer;
+    v_bad record;
+    v_limit integer;
+    v_ids uuid[];
+    v_keys text[];
+    v_missing integer;
+BEGIN
+    IF job_types IS NULL OR pg_catalog.array_ndims(job_types) > 1 THEN
+        RAISE EXCEPTION 'jobq_enqueue_arrays: job_types must be a one-dimensional array, got %',
+            coalesce(pg_catalog.array_ndims(job_types) || ' dimensions', 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_n := pg_catalog.cardinality(job_types);
+    -- The bound of jobq_enqueue_many: larger batches go in several calls.
+    IF v_n > 100000 THEN
+        RAISE EXCEPTION 'jobq_enqueue_arrays: job_types has % elements, at most 100000 are allowed',
+            v_n
+            USING ERRCODE = 'program_limit_exceeded',
+                  HINT = 'Enqueue in batches of at most 100000 jobs.';
+    END IF;
+    SELECT a.name, a.n INTO v_bad
+    FROM (VALUES
+        (1, 'payloads', pg_catalog.cardinality(payloads), pg_catalog.array_ndims(payloads)),
+        (2, 'idempotency_keys', pg_catalog.cardinality(idempotency_keys),
+         pg_catalog.array_ndims(idempotency_keys)),
+        (3, 'max_attempts', pg_catalog.cardinality(max_attempts),
+         pg_catalog.array_ndims(max_attempts)),
+        (4, 'run_ats', pg_catalog.cardinality(run_ats), pg_catalog.array_ndims(run_ats)),
+        (5, 'priorities', pg_catalog.cardinality(priorities), pg_catalog.array_ndims(priorities)),
+        (6, 'queues', pg_catalog.cardinality(queues), pg_catalog.array_ndims(queues))
+    ) AS a (pos, name, n, dims)
+    WHERE a.n IS NOT NULL AND (a.n <> v_n OR a.dims > 1)
+    ORDER BY a.pos
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'jobq_enqueue_arrays: % has % elements, job_types has %: each array '
+            'has one element per job (or is NULL for the default)', v_bad.name, v_bad.n, v_n
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+
+    -- Validation as set operations: job types and queues are checked once per distinct value
+    -- (a batch usually repeats a few), numbers by their range, payloads, keys and times one by
+    -- one. Only when something is wrong does a pass over the jobs look for the first bad one,
+    -- to name it.
+    IF NOT coalesce((
+        NOT EXISTS (
+            SELECT FROM (SELECT DISTINCT t.v FROM pg_catalog.unnest(job_types) AS t (v)) AS d
+            WHERE jobq__blank(d.v) OR pg_catalog.length(d.v) > 200
+        )
+        AND (queues IS NULL OR NOT EXISTS (
+            SELECT FROM (SELECT DISTINCT t.v FROM pg_catalog.unnest(queues) AS t (v)) AS d
+            WHERE jobq__blank(d.v) OR pg_catalog.length(d.v) > 200
+        ))
+        AND (idempotency_keys IS NULL OR NOT EXISTS (
+            SELECT FROM pg_catalog.unnest(idempotency_keys) AS k (v)
+            WHERE k.v IS NOT NULL AND (
+                jobq__blank(k.v) OR pg_catalog.length(k.v) > 1000
+                OR pg_catalog.octet_length(k.v) > 2000
+            )
+        ))
+        AND (jobq_enqueue_arrays.max_attempts IS NULL OR (
+            SELECT pg_catalog.count(m.v) = v_n AND pg_catalog.min(m.v) >= 1
+                AND pg_catalog.max(m.v) <= 1000
+            FROM pg_catalog.unnest(jobq_enqueue_arrays.max_attempts) AS m (v)
+        ))
+        AND (priorities IS NULL OR (
+            SELECT pg_catalog.count(p.v) = v_n AND pg_catalog.min(p.v) >= -1000000
+                AND pg_catalog.max(p.v) <= 1000000
+            FROM pg_catalog.unnest(priorities) AS p (v)
+        ))
+        AND (run_ats IS NULL OR NOT EXISTS (
+            SELECT FROM pg_catalog.unnest(run_ats) AS r (v) WHERE NOT pg_catalog.isfinite(r.v)
+        ))
+        AND (payloads IS NULL OR NOT EXISTS (
+            SELECT FROM pg_catalog.unnest(payloads) AS p (v)
+            WHERE p.v IS NULL OR pg_catalog.jsonb_typeof(p.v) <> 'object'
+                OR pg_catalog.pg_column_size(p.v) > v_limit
+        ))
+    ), FALSE) THEN
+        -- The first bad job, in input order.
+        SELECT x.ord, x.problem, x.code INTO v_bad
+        FROM (
+            SELECT
+                e.ord,
+                CASE
+                    WHEN e.payload IS NULL THEN 'payload must not be NULL'
+                    WHEN pg_catalog.jsonb_typeof(e.payload) <> 'object'
+                        THEN pg_catalog.format(
+                            'payload must be a JSON object, got a JSON %s',
+                            pg_catalog.jsonb_typeof(e.payload)
+                        )
+                    WHEN pg_catalog.pg_column_size(e.payload) > v_limit
+                        THEN pg_catalog.format(
+                            'payload is %s bytes, the limit is %s bytes',
+                            pg_catalog.pg_column_size(e.payload), v_limit
+                        )
+                    WHEN NOT pg_catalog.isfinite(e.run_at)
+                        THEN pg_catalog.format('run_at must be a finite time, got %s', e.run_at)
+                    ELSE jobq__job_argument_problem(
+                        e.job_type, e.queue, e.idempotency_key, e.max_attempts, e.priority
+                    )
+                END AS problem,
+                CASE
+                    WHEN e.payload IS NULL THEN 'null_value_not_allowed'
+                    WHEN pg_catalog.jsonb_typeof(e.payload) = 'object'
+                        AND pg_catalog.pg_column_size(e.payload) > v_limit
+                        THEN 'program_limit_exceeded'
+                    ELSE 'invalid_parameter_value'
+                END AS code
+            FROM (
+                SELECT
+                    u.ord::integer AS ord,
+                    u.job_type,
+                    CASE WHEN payloads IS NULL THEN '{}'::jsonb ELSE u.payload END AS payload,
+                    u.idempotency_key,
+                    CASE WHEN jobq_enqueue_arrays.max_attempts IS NULL THEN 5
+                         ELSE u.max_attempts END AS max_attempts,
+                    u.run_at,
+                    CASE WHEN priorities IS NULL THEN 0 ELSE u.priority END AS priority,
+                    CASE WHEN queues IS NULL THEN 'default' ELSE u.queue END AS queue
+                FROM ROWS FROM (
+                    pg_catalog.unnest(job_types), pg_catalog.unnest(payloads),
+                    pg_catalog.unnest(idempotency_keys),
+                    pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
+                    pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
+                    pg_catalog.unnest(queues)
+                ) WITH ORDINALITY AS u (
+                    job_type, payload, idempotency_key, max_attempts, run_at, priority, queue, ord
+                )
+            ) AS e
+        ) AS x
+        WHERE x.problem IS NOT NULL
+        ORDER BY x.ord
+        LIMIT 1;
+        IF FOUND THEN
+            -- The element counts from 1, like ord; the problem names the argument.
+            IF v_bad.code = 'null_value_not_allowed' THEN
+                RAISE EXCEPTION 'jobq_enqueue_arrays: element % (counting from 1): %',
+                    v_bad.ord, v_bad.problem
+                    USING ERRCODE = 'null_value_not_allowed',
+                          HINT = 'Pass ''{}'' for a job without arguments.';
+            ELSIF v_bad.code = 'program_limit_exceeded' THEN
+                RAISE EXCEPTION 'jobq_enqueue_arrays: element % (counting from 1): %',
+                    v_bad.ord, v_bad.problem
+                    USING ERRCODE = 'program_limit_exceeded';
+            END IF;
+            RAISE EXCEPTION 'jobq_enqueue_arrays: element % (counting from 1): %',
+                v_bad.ord, v_bad.problem
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+
+    v_ids := jobq__uuid_v7_many(v_n);
+    IF idempotency_keys IS NULL
+        OR pg_catalog.cardinality(pg_catalog.array_remove(idempotency_keys, NULL)) = 0
+    THEN
+        -- No job has a key: every job is inserted, nothing to deduplicate or look up.
+        WITH inserted AS (
+            INSERT INTO jobq_jobs AS j (
+                id, queue, job_type, payload, max_attempts, available_at, priority, scheduled
+            )
+            SELECT
+                u.id,
+                coalesce(u.queue, 'default'),
+                u.job_type,
+                coalesce(u.payload, '{}'::jsonb),
+                coalesce(u.max_attempts, 5),
+                coalesce(u.run_at, pg_catalog.now()),
+                coalesce(u.priority, 0),
+                coalesce(u.run_at > pg_catalog.now(), FALSE)
+            FROM ROWS FROM (
+                pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
+                pg_catalog.unnest(payloads),
+                pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
+                pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
+                pg_catalog.unnest(queues)
+            ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue)
+            RETURNING j.queue, j.job_type, j.available_at
+        ),
+
+        woken AS (
+            SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+            FROM inserted AS w
+            WHERE w.available_at <= pg_catalog.now()
+        ),
+
+        -- For jobq_metrics(): one count per statement, as jobq_enqueue_many's.
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+            ) AS n
+            FROM inserted AS c
+        )
+
+        SELECT woken.n INTO v_missing
+        FROM woken
+        CROSS JOIN counted;
+
+        RETURN QUERY
+        SELECT u.ord::integer, u.id
+        FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS u (id, ord);
+        RETURN;
+    END IF;
+
+    -- With keys: of several jobs with one key only the first is inserted (the others get its
+    -- id), and a key that exists already inserts nothing (ON CONFLICT DO NOTHING waits for a
+    -- concurrent inserter of that key, as in jobq_enqueue).
+    WITH input AS MATERIALIZED (
+        SELECT
+            u.ord::integer AS ord,
+            u.id AS new_id,
+            u.job_type,
+            coalesce(u.payload, '{}'::jsonb) AS payload,
+            u.idempotency_key,
+            coalesce(u.max_attempts, 5) AS max_attempts,
+            coalesce(u.run_at, pg_catalog.now()) AS available_at,
+            coalesce(u.priority, 0) AS priority,
+            coalesce(u.queue, 'default') AS queue,
+            CASE
+                WHEN u.idempotency_key IS NULL THEN u.id
+                ELSE pg_catalog.first_value(u.id) OVER (
+                    PARTITION BY u.idempotency_key ORDER BY u.ord
+                )
+            END AS first_id
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
+            pg_catalog.unnest(payloads), pg_catalog.unnest(idempotency_keys),
+            pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
+            pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
+            pg_catalog.unnest(queues)
+        ) WITH ORDINALITY AS u (
+            id, job_type, payload, idempotency_key, max_attempts, run_at, priority, queue, ord
+        )
+    ),
+
+    inserted AS (
+        INSERT INTO jobq_jobs AS j (
+            id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
+            priority, scheduled
+        )
+        SELECT
+            i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
+            i.available_at, i.priority, i.available_at > pg_catalog.now()
+        FROM input AS i
+        WHERE i.new_id = i.first_id
+        ORDER BY i.ord
+        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING j.id, j.queue, j.job_type, j.available_at
+    ),
+
+    woken AS (
+        SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+        FROM inserted AS w
+        WHERE w.available_at <= pg_catalog.now()
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+        ) AS n
+        FROM inserted AS c
+    )
+
+    SELECT
+        pg_catalog.array_agg(ins.id ORDER BY i.ord),
+        pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
+    INTO v_ids, v_keys
+    FROM input AS i
+    LEFT JOIN inserted AS ins ON ins.id = i.first_id
+    CROSS JOIN woken
+    CROSS JOIN counted;
+
+    -- Jobs whose key existed already: read the existing ids with the fresh snapshot of this
+    -- statement (it sees rows that concurrent enqueuers committed meanwhile).
+    LOOP
+        SELECT
+            pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
+            (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
+        INTO v_ids, v_missing
+        FROM ROWS FROM (pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys))
+            WITH ORDINALITY AS r (id, key, ord)
+        LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
+        EXIT WHEN v_missing = 0;
+
+        -- The row of a key vanished between our insert and our read (pruned): enqueue those
+        -- jobs again, one by one, through jobq_enqueue's own loop.
+        SELECT pg_catalog.array_agg(
+            CASE WHEN r.id IS NOT NULL THEN r.id ELSE jobq_enqueue(
+                job_type => job_types[r.ord],
+                payload => coalesce(payloads[r.ord], '{}'::jsonb),
+                idempotency_key => idempotency_keys[r.ord],
+                max_attempts => coalesce(jobq_enqueue_arrays.max_attempts[r.ord], 5),
+                run_at => run_ats[r.ord],
+                priority => coalesce(priorities[r.ord], 0),
+                queue => coalesce(queues[r.ord], 'default')
+            ) END ORDER BY r.ord)
+        INTO v_ids
+        FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
+    END LOOP;
+
+    RETURN QUERY
+    SELECT r.ord::integer, r.id
+    FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[]) IS 'Adds many jobs in one statement, given one array per column (element i of each array is job
+i), each job with jobq_enqueue''s semantics: an existing idempotency key returns the existing
+id; two jobs with the same key get the same id (the first is inserted). The same jobs as
+jobq_enqueue_many, without a JSON document to parse; send the arrays in binary where the
+driver can.
+Arguments: job_types (one per job, 1-200 chars; its length is the number of jobs);
+payloads (JSON objects), idempotency_keys, max_attempts, run_ats, priorities, queues: each
+NULL (the default of jobq_enqueue for every job) or with one element per job, bounded as in
+jobq_enqueue. A NULL element of idempotency_keys is no key, of run_ats now.
+Result: one row per job, (ord, id), ord counting from 1 in array order.
+Errors: 22023 job_types NULL or multidimensional, an array whose length differs from
+job_types'', a bad element (the message names the element, counting from 1 like ord, and the
+argument); 22004 a NULL payload element; 54000 a payload too large, or more than 100,000
+jobs. Nothing is inserted when any job is bad.
+Concurrency: as jobq_enqueue; one NOTIFY per queue that got jobs available now, or a single one
+with an empty payload (wake every worker) when more than 100 queues did. The jobs it adds are
+counted in jobq_metrics() (jobq_enqueued_total), in the caller''s transaction.';
 
 CREATE FUNCTION public.jobq_enqueue_many(jobs jsonb) RETURNS TABLE(ord integer, id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5405,6 +5772,8 @@ REVOKE ALL ON FUNCTION public.jobq__tick(at timestamp with time zone) FROM PUBLI
 
 REVOKE ALL ON FUNCTION public.jobq__uuid_v7() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__uuid_v7_many(count integer) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__worker_id_error(worker_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], queues text[]) FROM PUBLIC;
@@ -5424,6 +5793,8 @@ REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics 
 REVOKE ALL ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_enqueue_many(jobs jsonb) FROM PUBLIC;
 

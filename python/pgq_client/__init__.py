@@ -22,12 +22,24 @@ from .errors import (
     Retry,
     SerializationFailure,
 )
-from .models import Fire, Job, JobStatus, Limit, LimitUsage, MetricSample, Schedule, StatsRow
+from .models import (
+    BulkSummary,
+    Fire,
+    Job,
+    JobStatus,
+    Limit,
+    LimitUsage,
+    MetricSample,
+    RefusedBatch,
+    Schedule,
+    StatsRow,
+)
 from .queue import Queue
 from .worker import Worker
 
 __all__ = [
     "AsyncQueue",
+    "BulkSummary",
     "ConnectionFailed",
     "Fire",
     "IncompatibleSchema",
@@ -46,6 +58,7 @@ __all__ = [
     "PermanentError",
     "PermissionDenied",
     "Queue",
+    "RefusedBatch",
     "Retry",
     "Schedule",
     "SerializationFailure",

@@ -25,6 +25,7 @@ from ._secrets import is_conninfo_error
 from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import breaking_change_in, incompatibility
 from .models import (
+    BulkSummary,
     Fire,
     HealthRow,
     Job,
@@ -40,6 +41,7 @@ from .queue import (
     SERIALIZATION_RETRIES,
     WAIT_POLL_INTERVAL,
     Queue,
+    _check_skip_refused,
     _type_name,
     job_ids_of,
     log,
@@ -273,6 +275,21 @@ class AsyncQueue:
         conn: psycopg.AsyncConnection[Any] | None = None,
     ) -> list[uuid.UUID]:
         return await self._drive(_ops.enqueue_many(self._sql, jobs), conn)
+
+    @_as(Queue.enqueue_iter)
+    async def enqueue_iter(
+        self,
+        jobs: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: int = 5000,
+        skip_refused: bool = False,
+        progress: Callable[[int], None] | None = None,
+        conn: psycopg.AsyncConnection[Any] | None = None,
+    ) -> BulkSummary:
+        _check_skip_refused(skip_refused, conn)
+        return await self._drive(
+            _ops.enqueue_iter(self._sql, jobs, batch_size, skip_refused, progress), conn
+        )
 
     # -- working ------------------------------------------------------------------------------
 
@@ -603,7 +620,7 @@ class AsyncQueue:
 
 async def _execute(
     conn: psycopg.AsyncConnection[Any],
-    query: sql.Composed,
+    query: sql.SQL | sql.Composed,
     params: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One statement on a connection that may be outside autocommit: then in a transaction of

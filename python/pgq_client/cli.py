@@ -19,7 +19,7 @@ import re
 import shlex
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -619,10 +619,26 @@ Examples:
   jobq enqueue import - < big-payload.json
   jobq enqueue import @big-payload.json --queue bulk
   jobq enqueue sync '{"account": 7}' --limit-group per-customer --limit-key acme
+  jobq enqueue --from jobs.ndjson
+  jobq enqueue reindex --from - --queue bulk --batch-size 10000 < jobs.ndjson
 """
 )
-@click.argument("job_type", metavar="TYPE")
+@click.argument("job_type", metavar="[TYPE]", required=False)
 @click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
+@click.option(
+    "--from",
+    "from_file",
+    metavar="FILE",
+    help="Bulk load: one job per line (newline-delimited JSON objects with the keys of "
+    "enqueue_many), - for stdin. TYPE and the options below are the defaults of each line.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 100_000),
+    default=5000,
+    show_default=True,
+    help="With --from: jobs per statement and transaction.",
+)
 @click.option("--idempotency-key", metavar="K", help="Dedupe key: the same key, the same job.")
 @click.option(
     "--run-at",
@@ -643,8 +659,10 @@ Examples:
 @click.pass_context
 def enqueue(
     ctx: click.Context,
-    job_type: str,
+    job_type: str | None,
     payload: str | None,
+    from_file: str | None,
+    batch_size: int,
     idempotency_key: str | None,
     run_at: str | None,
     priority: int,
@@ -653,12 +671,40 @@ def enqueue(
     limit_group: str | None,
     limit_key: str | None,
     as_json: bool,
-) -> None:
-    """Add a job of TYPE and print its id.
+) -> int:
+    """Add a job of TYPE and print its id; or, with --from, load many jobs.
 
     PAYLOAD_JSON is a JSON object: the text itself, - to read it from stdin, or @FILE to read
     it from a file (for payloads too large for a command line).
+
+    --from FILE reads one JSON object per line ({"job_type": ..., "payload": ..., and any of
+    idempotency_key, max_attempts, run_at, priority, queue}; blank lines are skipped) and
+    enqueues them in batches, each all or nothing. A line that is not such an object is
+    reported with its line number and skipped; a batch that the database refuses is reported
+    with the line at fault and skipped as a whole; the others go in. A progress bar shows on
+    a terminal. Prints a summary; exits 1 if any line was not enqueued.
     """
+    if from_file is not None:
+        if payload is not None or idempotency_key is not None:
+            raise click.UsageError(
+                "--from reads payloads and idempotency keys from its lines: "
+                "PAYLOAD_JSON and --idempotency-key do not apply"
+            )
+        defaults: dict[str, Any] = {}
+        if job_type is not None:
+            defaults["job_type"] = job_type
+        if run_at is not None:
+            defaults["run_at"] = parse_run_at(run_at)
+        for key, value, default in (
+            ("priority", priority, 0),
+            ("max_attempts", max_attempts, 5),
+            ("queue", queue, "default"),
+        ):
+            if value != default:
+                defaults[key] = value
+        return _bulk_enqueue(ctx, from_file, batch_size, defaults, as_json)
+    if job_type is None:
+        raise click.UsageError("Missing argument 'TYPE' (or give --from FILE)")
     data = parse_payload(payload)
     when = parse_run_at(run_at)
     with _settings(ctx).queue() as q:
@@ -677,6 +723,143 @@ def enqueue(
         _echo_json({"id": job_id})
     else:
         click.echo(str(job_id))
+    return 0
+
+
+class _Lines:
+    """The jobs of an NDJSON stream, read lazily: each line's number is kept for the jobs
+    that are enqueued (to name the line of a refused job), bad lines are collected."""
+
+    def __init__(self, stream: Iterable[bytes], defaults: Mapping[str, Any]) -> None:
+        self._stream = stream
+        self._defaults = defaults
+        self.line_of: list[int] = []  # line number of each job, by its index
+        self.bad: list[tuple[int, str]] = []
+        self.bytes_read = 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for number, raw in enumerate(self._stream, 1):
+            self.bytes_read += len(raw)
+            if not raw.strip():
+                continue
+            try:
+                job = json.loads(raw)
+            except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+                self.bad.append((number, f"not valid JSON: {exc}"))
+                continue
+            if not isinstance(job, dict):
+                self.bad.append((number, f"must be a JSON object, got {_kind(job)}"))
+                continue
+            if isinstance(job.get("run_at"), str):
+                try:
+                    job["run_at"] = parse_run_at(job["run_at"])
+                except click.BadParameter as exc:
+                    self.bad.append((number, f"run_at {exc.message}"))
+                    continue
+            if self._defaults:
+                job = {**self._defaults, **job}
+            self.line_of.append(number)
+            yield job
+
+
+class _Progress:
+    """A progress bar on stderr while it is a terminal (bytes of a file, else a job count);
+    nothing otherwise, so that logs and pipes stay clean."""
+
+    def __init__(self, lines: _Lines, total_bytes: int | None) -> None:
+        self._lines = lines
+        self._bar: Any = None
+        self._shown = 0
+        self._tty = sys.stderr.isatty()
+        if self._tty and total_bytes:
+            self._bar = click.progressbar(
+                length=total_bytes, label="enqueueing", file=sys.stderr, show_pos=False
+            )
+            self._bar.__enter__()
+
+    def __call__(self, jobs: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._lines.bytes_read - self._shown)
+            self._shown = self._lines.bytes_read
+        elif self._tty:
+            click.echo(f"\renqueued {jobs:,} jobs", file=sys.stderr, nl=False)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+        elif self._tty:
+            click.echo("", file=sys.stderr)
+
+
+def _bulk_enqueue(
+    ctx: click.Context, source: str, batch_size: int, defaults: Mapping[str, Any], as_json: bool
+) -> int:
+    import time
+
+    if source == "-":
+        stream: Any = sys.stdin.buffer
+        total = None
+    else:
+        try:
+            stream = open(source, "rb")  # noqa: SIM115 - closed below, after the load
+        except OSError as exc:
+            raise click.BadParameter(
+                f"cannot read {source!r}: {exc.strerror or exc}", param_hint="--from"
+            ) from None
+        total = os.fstat(stream.fileno()).st_size
+    lines = _Lines(stream, defaults)
+    progress = _Progress(lines, total)
+    started = time.monotonic()
+    try:
+        with _settings(ctx).queue() as q:
+            summary = q.enqueue_iter(
+                lines, batch_size=batch_size, skip_refused=True, progress=progress
+            )
+    finally:
+        progress.close()
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    seconds = time.monotonic() - started
+    # Each refused batch: its first and last line, the line at fault (when the error names a
+    # job), how many jobs, the error.
+    refused = [
+        (
+            lines.line_of[r.first],
+            lines.line_of[r.first + r.count - 1],
+            None if r.job is None else lines.line_of[r.job],
+            r.count,
+            str(r.error),
+        )
+        for r in summary.refused
+    ]
+    if as_json:
+        _echo_json({
+            "jobs": summary.jobs,
+            "batches": summary.batches,
+            "seconds": round(seconds, 3),
+            "bad_lines": [{"line": n, "error": e} for n, e in lines.bad],
+            "refused": [
+                {"lines": [first, last], "line": line, "jobs": count, "error": error}
+                for first, last, line, count, error in refused
+            ],
+        })
+    else:
+        for number, error in lines.bad:
+            click.echo(f"line {number}: {error}; skipped", err=True)
+        for first, last, line, count, error in refused:
+            at = "" if line is None else f"line {line}: "
+            click.echo(
+                f"{at}{error}; lines {first} to {last} ({count} jobs) were not enqueued",
+                err=True,
+            )
+        rate = summary.jobs / seconds if seconds > 0 else 0.0
+        skipped = len(lines.bad) + sum(r.count for r in summary.refused)
+        click.echo(
+            f"enqueued {summary.jobs:,} jobs in {summary.batches:,} batches, "
+            f"{seconds:.1f} s ({rate:,.0f} jobs/s)"
+            + (f"; {skipped:,} lines not enqueued" if skipped else "")
+        )
+    return 1 if lines.bad or summary.refused else 0
 
 
 # -- operating ---------------------------------------------------------------------------------

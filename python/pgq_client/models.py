@@ -18,6 +18,7 @@ __all__ = [
     "FINISHED_STATUSES",
     "STATUSES",
     "STATUS_IS_FINISHED",
+    "BulkSummary",
     "Fire",
     "HealthRow",
     "Job",
@@ -25,6 +26,7 @@ __all__ = [
     "Limit",
     "LimitUsage",
     "MetricSample",
+    "RefusedBatch",
     "Schedule",
     "StatsRow",
     "UnservedJobType",
@@ -297,3 +299,27 @@ _SCHEDULE_FIELDS = frozenset(f.name for f in fields(Schedule))
 _JOB_STATUS_FIELDS = frozenset(f.name for f in fields(JobStatus))
 _STATS_FIELDS = frozenset(f.name for f in fields(StatsRow))
 _HEALTH_FIELDS = frozenset(f.name for f in fields(HealthRow))
+
+
+@dataclass(frozen=True)
+class RefusedBatch:
+    """A batch of :meth:`Queue.enqueue_iter` that was refused as a whole (nothing of it was
+    enqueued): the jobs ``first`` to ``first + count - 1`` (counting from 0 in the input), the
+    error, and ``job``, the input index of the job the error names, when it names one."""
+
+    first: int
+    count: int
+    error: Exception
+    job: int | None = None
+
+
+@dataclass(frozen=True)
+class BulkSummary:
+    """What :meth:`Queue.enqueue_iter` did: ``jobs`` enqueued (an idempotency key that
+    existed counts, with the existing job's id) in ``batches`` committed batches, and the
+    batches ``refused`` (only with ``skip_refused=True``; otherwise the first refusal
+    raises)."""
+
+    jobs: int
+    batches: int
+    refused: tuple[RefusedBatch, ...] = ()

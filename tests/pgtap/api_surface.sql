@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(163);
+SELECT plan(170);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -12,7 +12,7 @@ SELECT plan(163);
 
 SELECT functions_are('public', ARRAY[
     -- producers
-    'jobq_enqueue', 'jobq_enqueue_many',
+    'jobq_enqueue', 'jobq_enqueue_many', 'jobq_enqueue_arrays',
     -- workers
     'jobq_dequeue', 'jobq_complete', 'jobq_complete_many', 'jobq_fail', 'jobq_fail_many',
     'jobq_heartbeat', 'jobq_release', 'jobq_release_orphans',
@@ -29,7 +29,7 @@ SELECT functions_are('public', ARRAY[
     'jobq_set_limit', 'jobq_limits', 'jobq_limit_usage',
     -- private helpers (granted to nobody)
     'jobq__job_argument_problem', 'jobq__backoff', 'jobq__blank', 'jobq__worker_id_error',
-    'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__cron_parse',
+    'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__uuid_v7_many', 'jobq__cron_parse',
     'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
     'jobq__event_channel', 'jobq__notify_events', 'jobq__metric_bounds', 'jobq__metric_bucket',
     'jobq__metric_add', 'jobq__metric_histogram', 'jobq__metrics_count', 'jobq__metrics_fold',
@@ -82,6 +82,7 @@ SELECT results_eq(
     ('jobq__statuses', 'finished boolean DEFAULT NULL::boolean', 'text[]'),
     ('jobq__tick', 'at timestamp with time zone', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq__uuid_v7', '', 'uuid'),
+    ('jobq__uuid_v7_many', 'count integer', 'uuid[]'),
     ('jobq__worker_id_error', 'worker_id text', 'text'),
     ('jobq__worker_seen', 'worker_id text, job_types text[], queues text[]', 'void'),
     ('jobq_await', 'job_ids uuid[], timeout interval DEFAULT ''00:00:30''::interval',
@@ -101,6 +102,11 @@ SELECT results_eq(
                      'max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
                      'priority integer DEFAULT 0, queue text DEFAULT ''default''::text, '
                      'limit_group text DEFAULT NULL::text, limit_key text DEFAULT NULL::text', 'uuid'),
+    ('jobq_enqueue_arrays', 'job_types text[], payloads jsonb[] DEFAULT NULL::jsonb[], '
+                            'idempotency_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], '
+                            'run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], '
+                            'priorities integer[] DEFAULT NULL::integer[], queues text[] DEFAULT NULL::text[]',
+                            'TABLE(ord integer, id uuid)'),
     ('jobq_enqueue_many', 'jobs jsonb', 'TABLE(ord integer, id uuid)'),
     ('jobq_fail', 'job_id uuid, worker_id text, error text, retry boolean DEFAULT true, '
                   'backoff interval DEFAULT ''00:00:10''::interval, attempt integer DEFAULT NULL::integer', 'text'),
@@ -147,6 +153,7 @@ SELECT results_eq(
 
 SELECT function_returns('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text', 'text', 'text'], 'uuid');
 SELECT function_returns('public', 'jobq_enqueue_many', ARRAY['jsonb'], 'setof record');
+SELECT function_returns('public', 'jobq_enqueue_arrays', ARRAY['text[]', 'jsonb[]', 'text[]', 'integer[]', 'timestamp with time zone[]', 'integer[]', 'text[]'], 'setof record');
 SELECT function_returns('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]'], 'setof jobq_jobs');
 SELECT function_returns('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer', 'jsonb'], 'boolean');
 SELECT function_returns('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integer[]', 'jsonb[]'], 'integer');
@@ -172,6 +179,7 @@ SELECT function_returns('public', 'jobq_health', ARRAY['interval', 'interval', '
 -- Security: every public function runs as its owner with the search_path of its schema.
 SELECT is_definer('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text', 'text', 'text']);
 SELECT is_definer('public', 'jobq_enqueue_many', ARRAY['jsonb']);
+SELECT is_definer('public', 'jobq_enqueue_arrays', ARRAY['text[]', 'jsonb[]', 'text[]', 'integer[]', 'timestamp with time zone[]', 'integer[]', 'text[]']);
 SELECT is_definer('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]']);
 SELECT is_definer('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer', 'jsonb']);
 SELECT is_definer('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integer[]', 'jsonb[]']);
@@ -204,6 +212,7 @@ SELECT isnt_definer('public', 'jobq__append_error', ARRAY['jsonb', 'jsonb']);
 SELECT isnt_definer('public', 'jobq__channel', ARRAY[]::name[]);
 SELECT isnt_definer('public', 'jobq__notify', ARRAY['text[]']);
 SELECT isnt_definer('public', 'jobq__uuid_v7', ARRAY[]::name[]);
+SELECT isnt_definer('public', 'jobq__uuid_v7_many', ARRAY['integer']);
 SELECT is_definer('public', 'jobq_schedule', ARRAY['text', 'text', 'text', 'jsonb', 'text', 'text', 'integer', 'integer', 'text', 'boolean']);
 SELECT is_definer('public', 'jobq_unschedule', ARRAY['text']);
 SELECT is_definer('public', 'jobq_schedules', ARRAY[]::name[]);
@@ -237,15 +246,15 @@ SELECT is_empty(
     'no SECURITY DEFINER function without a fixed search_path'
 );
 
--- Contract section 4: 22004 (null_value_not_allowed) is a NULL payload (of jobq_enqueue, and of
--- jobq_schedule, whose jobs jobq_enqueue's rules bind), and nothing else: every other bad
--- argument is 22023.
+-- Contract section 4: 22004 (null_value_not_allowed) is a NULL payload (of jobq_enqueue, of
+-- jobq_schedule, whose jobs jobq_enqueue's rules bind, and of an element of
+-- jobq_enqueue_arrays' payloads), and nothing else: every other bad argument is 22023.
 SELECT is_empty(
     $$SELECT p.proname FROM pg_proc AS p
       WHERE p.pronamespace = 'public'::regnamespace
-        AND p.proname NOT IN ('jobq_enqueue', 'jobq_schedule')
+        AND p.proname NOT IN ('jobq_enqueue', 'jobq_schedule', 'jobq_enqueue_arrays')
         AND p.prosrc ~* '(null_value_not_allowed|22004)'$$,
-    '22004 is raised by jobq_enqueue and jobq_schedule only (a NULL payload)'
+    '22004 is raised by jobq_enqueue, jobq_schedule and jobq_enqueue_arrays only (a NULL payload)'
 );
 
 ------------------------------------------------------------------------------------------
@@ -344,6 +353,19 @@ SELECT is((SELECT count(DISTINCT id)::int FROM (SELECT jobq__uuid_v7() AS id FRO
 SELECT is((SELECT count(*)::int FROM (SELECT jobq__uuid_v7() AS id FROM generate_series(1, 100)) AS g
            WHERE substr(id::text, 15, 1) = '7' AND substr(id::text, 20, 1) IN ('8', '9', 'a', 'b')), 100,
           'jobq__uuid_v7: version 7, variant RFC 9562 (10xx)');
+SELECT is((SELECT count(DISTINCT id)::int FROM pg_catalog.unnest(jobq__uuid_v7_many(100000)) AS id), 100000,
+          'jobq__uuid_v7_many: distinct ids');
+SELECT ok((SELECT bool_and(id::text ~ '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$')
+           FROM pg_catalog.unnest(jobq__uuid_v7_many(1000)) AS id),
+          'jobq__uuid_v7_many: version 7, variant RFC 9562 (10xx)');
+SELECT ok((SELECT a = (SELECT pg_catalog.array_agg(x ORDER BY x) FROM pg_catalog.unnest(a) AS x)
+           FROM (SELECT jobq__uuid_v7_many(5000) AS a) AS m),
+          'jobq__uuid_v7_many: increasing in array order');
+SELECT ok((SELECT ('x' || lpad(replace(substr(id::text, 1, 13), '-', ''), 16, '0'))::bit(64)::bigint
+                BETWEEN (extract(epoch FROM now()) * 1000)::bigint - 1
+                    AND (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 1
+           FROM pg_catalog.unnest(jobq__uuid_v7_many(3)) AS id LIMIT 1),
+          'jobq__uuid_v7_many: its first 48 bits are the time in milliseconds, as jobq__uuid_v7''s');
 DELETE FROM jobq_jobs WHERE job_type = 'api_surface_v7';
 SELECT col_type_is('public', 'jobq_jobs', 'payload', 'jsonb', 'jobq_jobs.payload is jsonb');
 SELECT col_default_is('public', 'jobq_jobs', 'payload', '{}'::jsonb, 'jobq_jobs.payload defaults to {}');

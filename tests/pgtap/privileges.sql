@@ -12,7 +12,7 @@
 -- the current role, so each test role gets USAGE on schema tap and the use of pgTAP's
 -- temporary tables of this session.
 BEGIN;
-SELECT plan(97);
+SELECT plan(98);
 
 DELETE FROM jobq_jobs;
 
@@ -71,6 +71,7 @@ GRANT USAGE ON SCHEMA public TO tp, tw, ta, tn;
 GRANT EXECUTE ON FUNCTION
     jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text),
     jobq_enqueue_many(jsonb),
+    jobq_enqueue_arrays(text[], jsonb[], text[], integer[], timestamptz[], integer[], text[]),
     jobq_cancel(uuid[], text),
     jobq_job_status(uuid[]),
     jobq_await(uuid[], interval)
@@ -91,6 +92,7 @@ TO tw;
 GRANT EXECUTE ON FUNCTION
     jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text),
     jobq_enqueue_many(jsonb),
+    jobq_enqueue_arrays(text[], jsonb[], text[], integer[], timestamptz[], integer[], text[]),
     jobq_dequeue(text, text[], integer, interval, text[]),
     jobq_complete(uuid, text, integer, jsonb),
     jobq_complete_many(uuid[], text, integer[], jsonb[]),
@@ -132,6 +134,8 @@ SET ROLE tp;
 SELECT ok(jobq_enqueue('p') IS NOT NULL, 'producer: can enqueue');
 SELECT is((SELECT count(*)::int FROM jobq_enqueue_many('[{"job_type": "p"}, {"job_type": "p"}]')), 2,
           'producer: can enqueue_many');
+SELECT is((SELECT count(*)::int FROM jobq_enqueue_arrays(ARRAY['p', 'p'])), 2,
+          'producer: can enqueue_arrays');
 SELECT throws_ok($$SELECT * FROM jobq_dequeue('tp')$$, '42501',
     'permission denied for function jobq_dequeue', 'producer: cannot dequeue');
 SELECT throws_ok($$SELECT * FROM jobq_jobs$$, '42501',
@@ -157,7 +161,7 @@ SELECT throws_ok($$SELECT jobq_set_limit('g', max_running => 100)$$, '42501',
     'permission denied for function jobq_set_limit', 'producer: cannot set a limit (nor lift one for itself)');
 SELECT throws_ok($$SELECT * FROM jobq_limits()$$, '42501', NULL, 'producer: cannot read the limits');
 RESET ROLE;
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'p'), 3, 'the producer''s 3 jobs are there');
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'p'), 5, 'the producer''s 5 jobs are there');
 SELECT results_eq(format('SELECT * FROM jobq_jobs WHERE id = %L', :'seed'), 'SELECT * FROM snap',
                   'the producer''s denied calls changed nothing');
 

@@ -267,6 +267,10 @@ def scene(world: World, tmp_path: Path) -> Iterator[Scene]:
     # The commands run where a user would have copied the examples and their payload files.
     shutil.copytree(REPO / "examples", tmp_path / "examples")
     (tmp_path / "big-payload.json").write_text('{"blob": "' + "x" * 500_000 + '"}')
+    (tmp_path / "jobs.ndjson").write_text(
+        "".join(f'{{"job_type": "reindex", "payload": {{"doc": {i}}}}}\n' for i in range(20))
+        + '{"job_type": "reindex", "payload": {"doc": 20}, "idempotency_key": "reindex:20"}\n'
+    )
     params = conninfo_to_dict(dsn)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JOBQ_", "PG"))}
     env["DATABASE_URL"] = ""

@@ -170,9 +170,10 @@ def _executable(conn: Conn, role: str, schema: str = "public") -> set[str]:
 
 # Contract section 6, for the functions installed today.
 EXPECTED = {
-    "producer": {"jobq_enqueue", "jobq_enqueue_many", "jobq_job_status", "jobq_await",
-                 "jobq_cancel"},
-    "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_dequeue", "jobq_complete",
+    "producer": {"jobq_enqueue", "jobq_enqueue_many", "jobq_enqueue_arrays", "jobq_job_status",
+                 "jobq_await", "jobq_cancel"},
+    "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_enqueue_arrays", "jobq_dequeue",
+               "jobq_complete",
                "jobq_complete_many", "jobq_fail", "jobq_fail_many", "jobq_heartbeat",
                "jobq_release", "jobq_release_orphans", "jobq_tick", "jobq_job_status",
                "jobq_await", "jobq_cancel", "jobq_cancel_requested"},
