@@ -579,6 +579,7 @@ MAIN_INSTALLS = {
             "0006_jobq_cancel_results",
             "0007_jobq_workers",
             "0008_jobq_workers_comments",
+            "0011_jobq_dashboard",
         ],
     ),
     "8ef85fb": (
@@ -589,6 +590,7 @@ MAIN_INSTALLS = {
             "0005_jobq_claims_at_volume",
             "0006_jobq_cancel_results",
             "0008_jobq_workers_comments",
+            "0011_jobq_dashboard",
         ],
     ),
 }
