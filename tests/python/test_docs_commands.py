@@ -18,16 +18,19 @@ by roles made for this run. A command that is only an illustration carries the v
 
 from __future__ import annotations
 
+import base64
 import itertools
 import os
 import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -360,6 +363,51 @@ def _command_word(argv: list[str]) -> str | None:
     return None
 
 
+def _serve_until_answered(line: str, scene: Scene) -> subprocess.CompletedProcess[str]:
+    """`jobq web` serves until stopped: on a free port of its bind's host (its documented port
+    may be taken), fetch its overview (with the credential the line gives, if any), then stop
+    it (SIGTERM). It succeeded if the overview answered 200 with the seeded jobs."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    bind = re.search(r"--bind\s+(\S+):\d+", line)
+    host = bind.group(1) if bind else "127.0.0.1"
+    if bind:
+        line = line[: bind.start()] + f"--bind {host}:{port}" + line[bind.end() :]
+    else:
+        line = f"{line} --bind 127.0.0.1:{port}"
+    auth = re.search(r"(?:JOBQ_WEB_AUTH=|--auth\s+)(\S+)", line)
+    headers = {}
+    if auth:
+        token = base64.b64encode(auth.group(1).encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    proc = subprocess.Popen(
+        ["bash", "-c", f"exec {line}"],
+        cwd=scene.cwd,
+        env=scene.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    answered = False
+    address = "127.0.0.1" if host in ("0.0.0.0", "localhost") else host
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline and not answered:
+        request = urllib.request.Request(f"http://{address}:{port}/", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                answered = response.status == 200 and "data-queue=" in response.read().decode()
+        except OSError:
+            time.sleep(0.1)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    # uvicorn stops gracefully on SIGTERM, then ends by that same signal, as it was asked to.
+    stopped = proc.returncode in (0, -signal.SIGTERM)
+    return subprocess.CompletedProcess(proc.args, 0 if answered and stopped else 1, stdout, stderr)
+
+
 def run_line(line: str, scene: Scene) -> subprocess.CompletedProcess[str]:
     env = scene.env
     if line.startswith(EMBEDDED_COMMANDS):
@@ -367,6 +415,8 @@ def run_line(line: str, scene: Scene) -> subprocess.CompletedProcess[str]:
     argv = shlex.split(line, comments=True)
     if _command_word(argv) == "worker" and "--burst" not in argv:
         return _run_until_drained(line, scene)
+    if _command_word(argv) == "web":
+        return _serve_until_answered(line, scene)
     return subprocess.run(
         ["bash", "-o", "pipefail", "-c", line],
         cwd=scene.cwd,
