@@ -63,7 +63,10 @@ ILLUSTRATIVE_MARK = "# illustrative"
 EMBEDDED_COMMANDS = ("python -m pgq_client.embedded", "jobq embedded")
 
 # Command lines marked `# illustrative` in the docs (kept rare; each says why on its line).
-ILLUSTRATIVE: set[str] = set()
+ILLUSTRATIVE: set[str] = {
+    "jobq web --schema jobq_demo    # illustrative: the schema `make demo` fills, on the "
+    "embedded database",
+}
 
 # Roles the docs name; each is created for the run (with a unique name) and granted its level.
 ROLES = {
@@ -370,6 +373,7 @@ def _serve_until_answered(line: str, scene: Scene) -> subprocess.CompletedProces
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    line = line.split(" #")[0].rstrip()  # its comment would swallow an added --bind
     bind = re.search(r"--bind\s+(\S+):\d+", line)
     host = bind.group(1) if bind else "127.0.0.1"
     if bind:
@@ -379,10 +383,10 @@ def _serve_until_answered(line: str, scene: Scene) -> subprocess.CompletedProces
     auth = re.search(r"(?:JOBQ_WEB_AUTH=|--auth\s+)(\S+)", line)
     headers = {}
     if auth:
-        token = base64.b64encode(auth.group(1).encode()).decode()
+        token = base64.b64encode(auth.group(1).strip("'\"").encode()).decode()
         headers["Authorization"] = f"Basic {token}"
     proc = subprocess.Popen(
-        ["bash", "-c", f"exec {line}"],
+        ["bash", "-c", f"exec env {line}"],  # env: the line may start with VAR=value
         cwd=scene.cwd,
         env=scene.env,
         stdin=subprocess.DEVNULL,
@@ -415,6 +419,8 @@ def run_line(line: str, scene: Scene) -> subprocess.CompletedProcess[str]:
     argv = shlex.split(line, comments=True)
     if _command_word(argv) == "worker" and "--burst" not in argv:
         return _run_until_drained(line, scene)
+    while argv and re.match(r"^[A-Z_][A-Z0-9_]*=", argv[0]):  # VAR=value jobq ...
+        argv = argv[1:]
     if _command_word(argv) == "web":
         return _serve_until_answered(line, scene)
     return subprocess.run(

@@ -336,3 +336,12 @@ def test_jobq_web_refuses_a_non_local_bind_without_a_credential(
     assert env_bad.exit_code == 2 and "JOBQ_WEB_AUTH" in env_bad.output
     wrong_bind = runner.invoke(cli, ["web", "--dsn", dsn, "--bind", "localhost"])
     assert wrong_bind.exit_code == 2 and "HOST:PORT" in wrong_bind.output
+
+
+def test_a_schema_without_jobq_is_named(dsn: str, empty_dsn: str) -> None:
+    with TestClient(create_app(dsn, schema="nowhere"), base_url="http://127.0.0.1") as c:
+        page = c.get("/jobs")
+        assert page.status_code == 500
+        assert "jobq is not installed in schema nowhere" in page.text
+    with TestClient(create_app(empty_dsn), base_url="http://127.0.0.1") as c:
+        assert "not installed in the connection&#39;s search_path" in c.get("/").text

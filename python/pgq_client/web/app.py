@@ -146,6 +146,16 @@ class _Guard:
         await self.app(scope, receive, send_with_headers)
 
 
+class NotInstalled(Exception):
+    """None of the functions the pages call exist where the dashboard looks for them."""
+
+    def __init__(self, schema: str | None) -> None:
+        where = f"schema {schema}" if schema else "the connection's search_path"
+        super().__init__(
+            f"jobq is not installed in {where} (run jobq migrate, or give the schema)"
+        )
+
+
 class _Sample:
     """One look at the queues, kept for the overview's chart."""
 
@@ -223,7 +233,10 @@ class Dashboard:
                     "schema": self.schema,
                 },
             )
-            allowed = {r["name"]: bool(r["allowed"]) for r in cur.fetchall()}
+            found = {r["name"]: r["allowed"] for r in cur.fetchall()}
+            if all(v is None for v in found.values()):
+                raise NotInstalled(self.schema)
+            allowed = {name: bool(v) for name, v in found.items()}
             cur.execute("SELECT current_user::text AS role")
             row = cur.fetchone()
         return (row["role"] if row else "?"), allowed
@@ -661,6 +674,9 @@ def create_app(
         data = resources.files("pgq_client.web").joinpath("static").joinpath(name).read_bytes()
         return Response(data, media_type=STATIC[name], headers={"Cache-Control": "max-age=300"})
 
+    async def not_installed(request: Request, exc: Exception) -> Response:
+        return render(request, "error.html", status_code=500, sqlstate=None, message=str(exc))
+
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         yield
@@ -679,6 +695,7 @@ def create_app(
             Route("/static/{name}", static, name="static"),
         ],
         middleware=[Middleware(_Guard, credentials=credentials)],
+        exception_handlers={NotInstalled: not_installed},
         lifespan=lifespan,
     )
     app.state.jobq = board
