@@ -18,14 +18,16 @@ CREATE TYPE public.jobq_job_summary AS (
 	finished_at timestamp with time zone,
 	last_error text,
 	cancel_requested boolean,
-	sort_at timestamp with time zone
+	sort_at timestamp with time zone,
+	matches boolean
 );
 
 COMMENT ON TYPE public.jobq_job_summary IS 'jobq: one job as jobq_jobs_page() lists it: the columns of jobq_jobs of the same names
 (no payload, no result, no errors history; cancel_requested is cancel_requested_at IS NOT NULL)
 and sort_at, the time the listing of its status is ordered by (available_at for pending jobs,
 locked_at for processing ones, finished_at for finished ones), which with id is the cursor of
-the next page.';
+the next page; matches, false only on the row that marks where a filtered search of finished
+jobs stopped (the last job it examined: not one of the jobs listed, the cursor to search on).';
 
 CREATE FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -2551,7 +2553,7 @@ unfinished), cancel_requested (true when jobq_cancel asked the job to stop while
 processing; false, never NULL, otherwise).
 Errors: none.';
 
-CREATE FUNCTION public.jobq_jobs_page(status text, queue text DEFAULT NULL::text, job_type text DEFAULT NULL::text, after_at timestamp with time zone DEFAULT NULL::timestamp with time zone, after_id uuid DEFAULT NULL::uuid, max_rows integer DEFAULT 50) RETURNS SETOF public.jobq_job_summary
+CREATE FUNCTION public.jobq_jobs_page(status text, queue text DEFAULT NULL::text, job_type text DEFAULT NULL::text, after_at timestamp with time zone DEFAULT NULL::timestamp with time zone, after_id uuid DEFAULT NULL::uuid, max_rows integer DEFAULT 50, scan_limit integer DEFAULT 10000) RETURNS SETOF public.jobq_job_summary
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
@@ -2561,6 +2563,10 @@ DECLARE
     -- whose cursor is an index condition, in a custom plan or a generic one.
     v_at timestamptz;
     v_id uuid;
+    v_jobs refcursor;
+    v_job jobq_job_summary;
+    v_examined integer := 0;
+    v_found integer := 0;
 BEGIN
     IF status IS NULL OR status <> ALL (jobq__statuses()) THEN
         RAISE EXCEPTION 'jobq_jobs_page: status must be one of %, got %',
@@ -2571,6 +2577,11 @@ BEGIN
     IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
         RAISE EXCEPTION 'jobq_jobs_page: max_rows must be between 1 and 1000, got %',
             coalesce(max_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF scan_limit IS NULL OR scan_limit < 1 OR scan_limit > 1000000 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: scan_limit must be between 1 and 1000000, got %',
+            coalesce(scan_limit::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF (after_at IS NULL) <> (after_id IS NULL) THEN
@@ -2595,7 +2606,7 @@ BEGIN
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
                    j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
-                   j.available_at AS sort_at
+                   j.available_at AS sort_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND NOT j.scheduled
               AND (j.available_at, j.id) > (v_at, v_id)
@@ -2605,7 +2616,7 @@ BEGIN
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
                    j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
-                   j.available_at
+                   j.available_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND j.scheduled
               AND (j.available_at, j.id) > (v_at, v_id)
@@ -2618,7 +2629,8 @@ BEGIN
         RETURN QUERY
         SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-               j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.locked_at
+               j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.locked_at,
+               true
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
           AND (j.locked_at, j.id) > (v_at, v_id)
@@ -2626,49 +2638,76 @@ BEGIN
           AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
         ORDER BY j.locked_at, j.id
         LIMIT max_rows;
-    ELSIF status = 'succeeded' THEN
-        RETURN QUERY
-        SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
-               j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-               j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at
-        FROM jobq_jobs AS j
-        WHERE j.status = 'succeeded'
-          AND (j.finished_at, j.id) < (v_at, v_id)
-          AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
-          AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
-        ORDER BY j.finished_at DESC, j.id DESC
-        LIMIT max_rows;
     ELSE
-        -- failed, dead_letter, cancelled: the same index, whose predicate names the three.
-        RETURN QUERY
-        SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
-               j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-               j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at
-        FROM jobq_jobs AS j
-        WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
-          AND j.status = jobq_jobs_page.status
-          AND (j.finished_at, j.id) < (v_at, v_id)
-          AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
-          AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
-        ORDER BY j.finished_at DESC, j.id DESC
-        LIMIT max_rows;
+        -- Finished: newest first, through jobq_jobs_succeeded_idx or jobq_jobs_failed_idx (one
+        -- query each, whose predicate implies the index's), examined one by one. The LIMIT says
+        -- what the loop reads at most: without it, the plan is costed for every finished job,
+        -- and a cost in the millions has PostgreSQL JIT-compile it (half a second, per call,
+        -- until the plan is cached) to return 51 rows.
+        IF status = 'succeeded' THEN
+            OPEN v_jobs FOR
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   true
+            FROM jobq_jobs AS j
+            WHERE j.status = 'succeeded'
+              AND (j.finished_at, j.id) < (v_at, v_id)
+            ORDER BY j.finished_at DESC, j.id DESC
+            LIMIT scan_limit;
+        ELSE
+            OPEN v_jobs FOR
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   true
+            FROM jobq_jobs AS j
+            WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+              AND j.status = jobq_jobs_page.status
+              AND (j.finished_at, j.id) < (v_at, v_id)
+            ORDER BY j.finished_at DESC, j.id DESC
+            LIMIT scan_limit;
+        END IF;
+        LOOP
+            FETCH v_jobs INTO v_job;
+            EXIT WHEN NOT FOUND;
+            v_examined := v_examined + 1;
+            IF (jobq_jobs_page.queue IS NULL OR v_job.queue = jobq_jobs_page.queue)
+               AND (jobq_jobs_page.job_type IS NULL OR v_job.job_type = jobq_jobs_page.job_type)
+            THEN
+                RETURN NEXT v_job;
+                v_found := v_found + 1;
+                EXIT WHEN v_found >= max_rows;
+            END IF;
+            IF v_examined >= scan_limit THEN
+                v_job.matches := false;
+                RETURN NEXT v_job;
+                EXIT;
+            END IF;
+        END LOOP;
+        CLOSE v_jobs;
     END IF;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer) IS 'Admin and monitor. One page of the jobs of one status, without payloads, with keyset paging:
+COMMENT ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) IS 'Admin and monitor. One page of the jobs of one status, without payloads, with keyset paging:
 pass the sort_at and id of the last row of a page as after_at and after_id to get the next one.
 Pending jobs are listed oldest available first (sort_at = available_at), processing jobs oldest
 claim first (locked_at), finished ones newest first (finished_at). Each status is read through
 the partial index that holds it, so a page costs the same at any depth and whatever the number
 of jobs in other statuses; a queue or job_type filter is applied to the rows of that index.
+A page of finished jobs examines at most scan_limit jobs: when it stops there short of max_rows
+matches, its last row has matches = false and is only the last job examined, whose sort_at and
+id are the cursor to search on (pending and processing jobs, the backlog, are searched whole).
 Arguments: status (one status), queue (NULL = any), job_type (NULL = any), after_at and
 after_id (both NULL for the first page, both given for the next ones), max_rows (1 to 1000,
-default 50).
+default 50), scan_limit (how many finished jobs a page examines at most, 1 to 1000000,
+default 10000).
 Result: rows of jobq_job_summary (the columns of jobq_jobs without payload, result and
-errors, cancel_requested, and sort_at).
-Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, only one of after_at and
-after_id.
+errors, cancel_requested, sort_at, and matches: true on every job listed, false on the marker
+of a search stopped by scan_limit).
+Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, scan_limit outside
+1..1000000, only one of after_at and after_id.
 Concurrency: a snapshot, as any query; it takes no lock. A job that changes status between two
 pages leaves one listing and may appear in another.';
 
@@ -3592,7 +3631,7 @@ REVOKE ALL ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) FRO
 
 REVOKE ALL ON FUNCTION public.jobq_job_status(job_ids uuid[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 

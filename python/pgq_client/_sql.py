@@ -218,17 +218,20 @@ ORDER BY name
 """
 
 # The dashboard (pgq_client.web): a page of the jobs of one status (keyset: after_at, after_id
-# are the sort_at and id of the previous page's last row), and the per-queue summary.
+# are the sort_at and id of the previous page's last row; a last row with matches false marks
+# where a filtered search of finished jobs stopped), and the per-queue summary.
 JOBS_PAGE = """
 SELECT id, queue, job_type, status, priority, attempts, max_attempts, available_at, created_at,
-       updated_at, locked_at, locked_by, finished_at, last_error, cancel_requested, sort_at
+       updated_at, locked_at, locked_by, finished_at, last_error, cancel_requested, sort_at,
+       matches
 FROM {schema}jobq_jobs_page(
     status => %(status)s::text,
     queue => %(queue)s::text,
     job_type => %(job_type)s::text,
     after_at => %(after_at)s::timestamptz,
     after_id => %(after_id)s::uuid,
-    max_rows => %(max_rows)s::int
+    max_rows => %(max_rows)s::int,
+    scan_limit => %(scan_limit)s::int
 )
 """
 

@@ -22,7 +22,8 @@ CREATE TYPE jobq_job_summary AS (
     finished_at timestamptz,
     last_error text,
     cancel_requested boolean,
-    sort_at timestamptz
+    sort_at timestamptz,
+    matches boolean
 );
 
 COMMENT ON TYPE jobq_job_summary IS
@@ -30,6 +31,7 @@ COMMENT ON TYPE jobq_job_summary IS
 (no payload, no result, no errors history; cancel_requested is cancel_requested_at IS NOT NULL)
 and sort_at, the time the listing of its status is ordered by (available_at for pending jobs,
 locked_at for processing ones, finished_at for finished ones), which with id is the cursor of
-the next page.';
+the next page; matches, false only on the row that marks where a filtered search of finished
+jobs stopped (the last job it examined: not one of the jobs listed, the cursor to search on).';
 
 -- Types are usable by everyone by default; the function that returns this one is not.

@@ -101,7 +101,8 @@ SELECT results_eq(
                         'last_error text, finished_at timestamp with time zone, cancel_requested boolean)'),
     ('jobq_jobs_page', 'status text, queue text DEFAULT NULL::text, job_type text DEFAULT NULL::text, '
                        'after_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
-                       'after_id uuid DEFAULT NULL::uuid, max_rows integer DEFAULT 50', 'SETOF jobq_job_summary'),
+                       'after_id uuid DEFAULT NULL::uuid, max_rows integer DEFAULT 50, '
+                       'scan_limit integer DEFAULT 10000', 'SETOF jobq_job_summary'),
     ('jobq_list_jobs', 'statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, '
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
@@ -177,7 +178,7 @@ SELECT is_definer('public', 'jobq_configure', ARRAY['integer']);
 SELECT is_definer('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer']);
 SELECT is_definer('public', 'jobq_health', ARRAY['interval', 'interval', 'interval']);
 SELECT is_definer('public', 'jobq_queue_summary', ARRAY['interval']);
-SELECT is_definer('public', 'jobq_jobs_page', ARRAY['text', 'text', 'text', 'timestamp with time zone', 'uuid', 'integer']);
+SELECT is_definer('public', 'jobq_jobs_page', ARRAY['text', 'text', 'text', 'timestamp with time zone', 'uuid', 'integer', 'integer']);
 SELECT isnt_definer('public', 'jobq__job_argument_problem', ARRAY['text', 'text', 'text', 'integer', 'integer']);
 SELECT isnt_definer('public', 'jobq__statuses', ARRAY['boolean']);
 SELECT isnt_definer('public', 'jobq__backoff', ARRAY['integer', 'interval']);

@@ -1,11 +1,14 @@
--- jobq_jobs_page(status, queue, job_type, after_at, after_id, max_rows) RETURNS SETOF jobq_job_summary
+-- jobq_jobs_page(status, queue, job_type, after_at, after_id, max_rows, scan_limit)
+--     RETURNS SETOF jobq_job_summary
 --
 -- One page of the jobs of one status, without payloads: pending by (available_at, id),
 -- processing by (locked_at, id), finished statuses newest first by (finished_at, id); the next
--- page starts after the (sort_at, id) of the previous page's last row. 22023 for an unknown or
--- NULL status, max_rows outside 1..1000, only one of after_at and after_id.
+-- page starts after the (sort_at, id) of the previous page's last row. A page of finished jobs
+-- examines at most scan_limit of them and, stopped there short of max_rows matches, ends with
+-- a marker row (matches false: the last job examined). 22023 for an unknown or NULL status,
+-- max_rows outside 1..1000, scan_limit outside 1..1000000, only one of after_at and after_id.
 BEGIN;
-SELECT plan(22);
+SELECT plan(28);
 
 DELETE FROM jobq_jobs;
 
@@ -44,6 +47,12 @@ SELECT throws_ok($$SELECT * FROM jobq_jobs_page('pending', max_rows => 1001)$$, 
     'jobq_jobs_page: max_rows must be between 1 and 1000, got 1001', 'max_rows 1001: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_jobs_page('pending', max_rows => NULL)$$, '22023',
     'jobq_jobs_page: max_rows must be between 1 and 1000, got NULL', 'max_rows NULL: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_jobs_page('succeeded', scan_limit => 0)$$, '22023',
+    'jobq_jobs_page: scan_limit must be between 1 and 1000000, got 0', 'scan_limit 0: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_jobs_page('succeeded', scan_limit => NULL)$$, '22023',
+    'jobq_jobs_page: scan_limit must be between 1 and 1000000, got NULL', 'scan_limit NULL: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_jobs_page('succeeded', scan_limit => 1000001)$$, '22023',
+    'jobq_jobs_page: scan_limit must be between 1 and 1000000, got 1000001', 'scan_limit over a million: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_jobs_page('succeeded', after_id => '00000000-0000-0000-0000-000000000001')$$,
     '22023', NULL, 'after_id without after_at: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_jobs_page('succeeded', after_at => now())$$,
@@ -98,13 +107,28 @@ SELECT results_eq(
     $$SELECT id::text FROM jobq_jobs_page('failed') UNION ALL SELECT id::text FROM jobq_jobs_page('cancelled')$$,
     $$VALUES ('00000000-0000-0000-0000-000000000031'), ('00000000-0000-0000-0000-000000000034')$$,
     'failed and cancelled: only their own status');
+-- q1/a among the succeeded, newest first: 5 (b, q1) 4 (a, q2) 3 (a, q1) 2 (b, q2) 1 (a, q1)
+SELECT results_eq(
+    $$SELECT id::text, matches FROM jobq_jobs_page('succeeded', queue => 'q1', job_type => 'a', scan_limit => 2)$$,
+    $$VALUES ('00000000-0000-0000-0000-000000000004', false)$$,
+    'scan_limit: two jobs examined, no match, the marker is the last one examined');
+SELECT results_eq(
+    $$SELECT id::text, matches FROM jobq_jobs_page('succeeded', queue => 'q1', job_type => 'a', scan_limit => 3)$$,
+    $$VALUES ('00000000-0000-0000-0000-000000000003', true), ('00000000-0000-0000-0000-000000000003', false)$$,
+    'a match that is the last job examined is listed, then marks where the search stopped');
+SELECT results_eq(
+    $$SELECT p.id::text, p.matches FROM jobq_jobs_page('succeeded', queue => 'q1', job_type => 'a', scan_limit => 2) AS m,
+             jobq_jobs_page('succeeded', queue => 'q1', job_type => 'a', after_at => m.sort_at,
+                            after_id => m.id, scan_limit => 10) AS p$$,
+    $$VALUES ('00000000-0000-0000-0000-000000000003', true), ('00000000-0000-0000-0000-000000000001', true)$$,
+    'the search goes on from the marker; the end of the jobs is no marker');
 SELECT is(
     (SELECT cancel_requested FROM jobq_jobs_page('succeeded', max_rows => 1)), false,
     'cancel_requested is false, never NULL, without a request');
 SELECT columns_are('public', 'jobq_job_summary', ARRAY[
     'id', 'queue', 'job_type', 'status', 'priority', 'attempts', 'max_attempts', 'available_at',
     'created_at', 'updated_at', 'locked_at', 'locked_by', 'finished_at', 'last_error',
-    'cancel_requested', 'sort_at'], 'the row type has no payload, result or errors');
+    'cancel_requested', 'sort_at', 'matches'], 'the row type has no payload, result or errors');
 SELECT is((SELECT count(*)::int FROM jobq_jobs_page('succeeded', 'q2', NULL, NULL, NULL, 10)), 2,
           'positional call');
 SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',

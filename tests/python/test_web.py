@@ -345,3 +345,35 @@ def test_a_schema_without_jobq_is_named(dsn: str, empty_dsn: str) -> None:
         assert "jobq is not installed in schema nowhere" in page.text
     with TestClient(create_app(empty_dsn), base_url="http://127.0.0.1") as c:
         assert "not installed in the connection&#39;s search_path" in c.get("/").text
+
+
+def test_a_rare_filter_stops_its_search_and_offers_to_search_on(
+    dsn: str,
+    conn: psycopg.Connection[tuple[object, ...]],
+    client: TestClient,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pgq_client.web.app as web_app
+
+    monkeypatch.setattr(web_app, "SCAN_LIMIT", 20)
+    # 50 succeeded jobs, newest first: one of queue "rare" at the 35th place
+    conn.execute(
+        "INSERT INTO jobq_jobs (job_type, queue, status, finished_at) "
+        "SELECT 't', CASE WHEN g = 35 THEN 'rare' ELSE 'common' END, 'succeeded', "
+        "now() - g * interval '1 second' FROM generate_series(1, 50) AS g"
+    )
+    first = client.get("/jobs", params={"status": "succeeded", "queue": "rare"})
+    assert first.status_code == 200
+    assert _ids(first.text) == [] and 'id="no-rows"' not in first.text
+    assert "Searched 20 succeeded jobs" in first.text
+    further = re.search(r'<a href="([^"]+)" id="search-further"', first.text)
+    assert further
+    second = client.get(further.group(1).replace("&amp;", "&"))
+    (rare,) = conn.execute("SELECT id::text FROM jobq_jobs WHERE queue = 'rare'").fetchone()
+    assert _ids(second.text) == [rare]
+    assert 'id="search-further"' in second.text  # 20 more examined, up to the 40th
+    third = client.get(
+        re.search(r'<a href="([^"]+)" id="search-further"', second.text)
+        .group(1).replace("&amp;", "&")  # type: ignore[union-attr]
+    )
+    assert _ids(third.text) == [] and 'id="no-rows"' in third.text  # the end: no marker

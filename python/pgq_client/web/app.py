@@ -37,7 +37,7 @@ from .. import _sql
 # The functions the pages call, with their argument types: the privilege check asks for each.
 FUNCTIONS: dict[str, str] = {
     "jobq_queue_summary": "(interval)",
-    "jobq_jobs_page": "(text, text, text, timestamptz, uuid, integer)",
+    "jobq_jobs_page": "(text, text, text, timestamptz, uuid, integer, integer)",
     "jobq_get_job": "(uuid)",
     "jobq_job_status": "(uuid[])",
     "jobq_requeue_dead_letter": "(uuid)",
@@ -50,6 +50,9 @@ STATUSES = ("pending", "processing", "succeeded", "failed", "dead_letter", "canc
 FINISHED = ("succeeded", "failed", "dead_letter", "cancelled")
 REQUEUABLE = ("failed", "dead_letter", "cancelled")
 PAGE_SIZE = 50
+# How many finished jobs a filtered page examines at most (jobq_jobs_page's scan_limit): a
+# filter that matches few of ten million jobs answers in milliseconds, with a link to search on.
+SCAN_LIMIT = 10_000
 # How far back the overview counts succeeded jobs for its throughput.
 RECENT = timedelta(minutes=5)
 CSRF_COOKIE = "jobq_csrf"
@@ -489,10 +492,12 @@ def create_app(
                         "after_id": cursor[1] if cursor else None,
                         # One more than shown: whether a next page exists.
                         "max_rows": PAGE_SIZE + 1,
+                        "scan_limit": SCAN_LIMIT,
                     },
                 )
         except psycopg.Error as exc:
             return error_page(request, exc)
+        stopped = rows.pop() if rows and not rows[-1]["matches"] else None
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         filters = {k: v for k, v in (("queue", queue), ("job_type", job_type)) if v}
@@ -510,6 +515,9 @@ def create_app(
         if more and rows:
             last = rows[-1]
             next_url = link(after=f"{last['sort_at'].isoformat()},{last['id']}")
+        further_url = None
+        if stopped is not None:
+            further_url = link(after=f"{stopped['sort_at'].isoformat()},{stopped['id']}")
         return render(
             request,
             "jobs.html",
@@ -522,6 +530,9 @@ def create_app(
             dead_letters=dead_letters,
             paged=cursor is not None,
             next_url=next_url,
+            further_url=further_url,
+            stopped=stopped,
+            scan_limit=SCAN_LIMIT,
             first_url=first_url,
             here=here,
             requeuable=REQUEUABLE,
