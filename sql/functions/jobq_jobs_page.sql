@@ -187,4 +187,5 @@ Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, scan_limit ou
 Concurrency: a snapshot, as any query; it takes no lock. A job that changes status between two
 pages leaves one listing and may appear in another.';
 
-REVOKE EXECUTE ON FUNCTION jobq_jobs_page(text, text, text, timestamptz, uuid, integer, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq_jobs_page(text, text, text, timestamptz, uuid, integer, integer)
+FROM PUBLIC;

@@ -556,6 +556,7 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "schedule delete": ["nightly"],
     "tick": [],
     "worker": ["cli_tenant_jobs:HANDLERS", "--burst"],
+    "web": ["--check"],
 }
 
 

@@ -421,7 +421,7 @@ def run_line(line: str, scene: Scene) -> subprocess.CompletedProcess[str]:
         return _run_until_drained(line, scene)
     while argv and re.match(r"^[A-Z_][A-Z0-9_]*=", argv[0]):  # VAR=value jobq ...
         argv = argv[1:]
-    if _command_word(argv) == "web":
+    if _command_word(argv) == "web" and "--check" not in argv:
         return _serve_until_answered(line, scene)
     return subprocess.run(
         ["bash", "-o", "pipefail", "-c", line],

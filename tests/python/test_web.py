@@ -377,3 +377,17 @@ def test_a_rare_filter_stops_its_search_and_offers_to_search_on(
         .group(1).replace("&amp;", "&")  # type: ignore[union-attr]
     )
     assert _ids(third.text) == [] and 'id="no-rows"' in third.text  # the end: no marker
+
+
+def test_jobq_web_check_says_what_the_role_may_do_without_serving(
+    admin_dsn: str, dsn: str, empty_dsn: str
+) -> None:
+    runner = CliRunner()
+    with login_role(admin_dsn, dsn, "monitor") as monitor_dsn:
+        result = runner.invoke(cli, ["web", "--check", "--dsn", monitor_dsn])
+    assert result.exit_code == 0, result.output
+    lines = dict(line.split() for line in result.output.splitlines()[1:])
+    assert lines["jobq_queue_summary"] == "yes" and lines["jobq_jobs_page"] == "yes"
+    assert lines["jobq_requeue_dead_letter"] == "no" and lines["jobq_get_job"] == "no"
+    missing = runner.invoke(cli, ["web", "--check", "--dsn", empty_dsn])
+    assert missing.exit_code == 1 and "jobq is not installed" in missing.output
