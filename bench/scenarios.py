@@ -413,6 +413,7 @@ class Bench:
         queues: list[str] | None = None,
         done: Callable[[], int] | None = None,
         asynchronous: bool = False,
+        poll_interval: float = 1.0,
     ) -> Run:
         from pgq_client.worker import Worker
 
@@ -430,6 +431,7 @@ class Bench:
             concurrency=self.config.concurrency,
             queues=queues,
             retry_backoff=timedelta(0),
+            poll_interval=poll_interval,
         )
         start = time.perf_counter()
         worker.run(burst=True)
@@ -914,3 +916,122 @@ class Bench:
                         self.fill_jobq(drain), ceiling="s11.jobq.worker", check=jobq_left),
             ],
         )
+
+    # -- scenarios 12, 13, 14: concurrency and rate limits ----------------------------------------
+
+    def fill_limited(self, n: int, keys: int) -> Callable[[], None]:
+        """``n`` pending jobs spread round-robin over ``keys`` keys of limit group ``bench``."""
+
+        def prepare() -> None:
+            reset(self.cluster)
+            fill_jobq(self.cluster, n)
+            with self.cluster.connect() as conn:
+                conn.execute(
+                    "UPDATE jobq_jobs SET limit_group = 'bench',"
+                    " limit_key = 'k' || (hashtext(id::text) & 2147483647) %% %s",
+                    (keys,),
+                )
+            settle(self.cluster)
+
+        return prepare
+
+    def set_limit(self, **limits: Any) -> None:
+        """Set the limits of group ``bench`` afresh (none given: remove them)."""
+        with self.cluster.connect() as conn:
+            conn.execute("DELETE FROM jobq_limit_keys")
+            conn.execute("DELETE FROM jobq_limit_starts")
+            conn.execute(
+                "SELECT jobq_set_limit('bench', max_running => %(max_running)s,"
+                " max_starts => %(max_starts)s, per => %(per)s)",
+                {"max_running": limits.get("max_running"), "max_starts": limits.get("max_starts"),
+                 "per": limits.get("per")},
+            )
+
+    def _limited(self, n: int, keys: int, **limits: Any) -> Callable[[], None]:
+        fill = self.fill_limited(n, keys)
+
+        def prepare() -> None:
+            fill()
+            self.set_limit(**limits)
+
+        return prepare
+
+    def _jobq_left(self) -> Callable[[], str]:
+        return self.left_note(
+            "SELECT count(*) FROM jobq_jobs WHERE status IN ('pending', 'processing') "
+            "AND available_at <= now()", "jobq")
+
+    def _limits_scenario(self, scenario: str, keys: int, max_running: int) -> None:
+        n, c = self.config.drain_jobs, self.config.concurrency
+        ref = f"s{scenario}.jobq.worker"
+        self.measure(
+            scenario,
+            [
+                Variant(ref, f"Worker(concurrency={c}), no limit (reference)", "jobq",
+                        lambda: self._worker_run(n), self.fill_jobq(n), check=self._jobq_left()),
+                Variant(f"s{scenario}.jobq.worker.k{keys}r{max_running}",
+                        f"Worker(concurrency={c}), {keys} keys x max_running {max_running}",
+                        "jobq", lambda: self._worker_run(n),
+                        self._limited(n, keys, max_running=max_running), ceiling=ref,
+                        check=self._jobq_left()),
+            ],
+        )
+        self.set_limit()
+
+    def scenario_limits_wide(self) -> None:
+        """50 keys x max_running 2: 100 slots for 8 handler threads, the limit never binds;
+        what the limited claim costs beside the unlimited one."""
+        self.log(f"scenario 12: the Worker drains {self.config.drain_jobs} jobs, unlimited and "
+                 "over 50 keys x max_running 2")
+        self._limits_scenario("12", 50, 2)
+
+    def scenario_limits_serial(self) -> None:
+        """8 keys x max_running 1: at most 8 jobs at once, one per key, each key in order."""
+        self.log(f"scenario 13: the Worker drains {self.config.drain_jobs} jobs, unlimited and "
+                 "over 8 keys x max_running 1")
+        self._limits_scenario("13", 8, 1)
+
+    def scenario_limits_rate(self) -> None:
+        """One key with max_starts 1,000 per second: the drain runs at the limit's rate (the
+        first window's burst included, so the longer the drain, the closer to it). A worker
+        learns that the window has room again by polling: poll_interval 0.05 s."""
+        n = 20_000 if not self.config.quick else 5_000
+        c = self.config.concurrency
+        self.log(f"scenario 14: the Worker drains {n} jobs of one key at max_starts 1,000/s")
+
+        def prepare() -> None:
+            self.fill_limited(n, 1)()
+            self.set_limit(max_starts=1000, per=timedelta(seconds=1))
+
+        self.results.append(Measurement(
+            scenario="14", key="s14.rate", label="max_starts 1,000 per second (the limit)",
+            kind="ceiling", unit="jobs/s", value=1000.0, runs=[1000.0], jobs=n,
+            seconds=n / 1000.0,
+        ))
+        def run() -> Run:
+            # Not a burst run: that one ends as soon as the window is full (no job is
+            # available now); this one runs until every job has succeeded.
+            from pgq_client.worker import Worker
+
+            worker = Worker(self.cluster.dsn, handlers={"noop": lambda job: None},
+                            concurrency=c, poll_interval=0.05)
+            thread = threading.Thread(target=worker.run)
+            start = time.perf_counter()
+            thread.start()
+            done = self.jobq_done()
+            while done() < n and thread.is_alive():
+                time.sleep(0.01)
+            seconds = time.perf_counter() - start
+            worker.stop()
+            thread.join()
+            return Run(done(), seconds)
+
+        self.measure(
+            "14",
+            [
+                Variant("s14.jobq.worker.rate1000",
+                        f"Worker(concurrency={c}, poll_interval=0.05), 1 key, 1,000/s",
+                        "jobq", run, prepare, ceiling="s14.rate", check=self._jobq_left()),
+            ],
+        )
+        self.set_limit()

@@ -82,6 +82,687 @@ $$;
 COMMENT ON FUNCTION public.jobq__channel() IS 'Private. The NOTIFY channel of this installation: jobq for schema public, jobq.<schema> for a
 schema of at most 58 bytes, else jobq#<hex SHA-224 of the schema name>.';
 
+CREATE FUNCTION public.jobq__statuses(finished boolean DEFAULT NULL::boolean) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+DECLARE
+    -- pending waits (also between retries); processing is claimed.
+    v_unfinished CONSTANT text[] := ARRAY['pending', 'processing'];
+    -- succeeded is done; failed is a permanent failure the worker asked for; dead_letter has
+    -- used all its attempts; cancelled was cancelled (jobq_cancel).
+    v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'];
+BEGIN
+    RETURN CASE jobq__statuses.finished
+        WHEN TRUE THEN v_finished
+        WHEN FALSE THEN v_unfinished
+        ELSE pg_catalog.array_cat(v_unfinished, v_finished)
+    END;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__statuses(finished boolean) IS 'Private. The job statuses: every one (finished NULL, in the order of a job''s life), the
+finished ones (finished true) or the others (finished false). Used by the CHECK constraints of
+jobq_jobs and by the functions that take status names.';
+
+CREATE TABLE public.jobq_jobs (
+    id uuid DEFAULT (encode(set_bit(set_bit("overlay"(uuid_send(gen_random_uuid()), substr(int8send((floor((date_part('epoch'::text, clock_timestamp()) * (1000)::double precision)))::bigint), 3), 1, 6), (52)::bigint, 1), (53)::bigint, 1), 'hex'::text))::uuid NOT NULL,
+    queue text DEFAULT 'default'::text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    idempotency_key text,
+    status text DEFAULT 'pending'::text NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    scheduled boolean DEFAULT false NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    awaited boolean DEFAULT false NOT NULL,
+    limit_group text,
+    limit_key text,
+    claimed_at timestamp with time zone,
+    CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT jobq_jobs_cancel_check CHECK (((status <> 'pending'::text) OR ((cancel_requested_at IS NULL) AND (cancel_reason IS NULL)))),
+    CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
+    CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (public.jobq__statuses(finished => true))) = (finished_at IS NOT NULL))),
+    CONSTRAINT jobq_jobs_limit_key_needs_group CHECK (((limit_key IS NULL) OR (limit_group IS NOT NULL))),
+    CONSTRAINT jobq_jobs_max_attempts_check CHECK ((max_attempts >= 1)),
+    CONSTRAINT jobq_jobs_status_check CHECK ((status = ANY (public.jobq__statuses())))
+)
+WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0.0', autovacuum_vacuum_insert_threshold='20000', autovacuum_analyze_scale_factor='0.0', autovacuum_analyze_threshold='10000', autovacuum_vacuum_cost_delay='0');
+
+COMMENT ON TABLE public.jobq_jobs IS 'jobq jobs, one row per job. Change it only through the jobq_* functions.
+
+Its storage settings (\d+ shows them as Options) suit a table whose rows are updated several
+times (claim, completion) and die fast.
+
+fillfactor=70: no such update can be HOT (each changes status, which the partial indexes
+filter on), but 30 % free space on each page lets the new version of a row go to the same
+page, where the dead versions are pruned in place instead of spreading over the table.
+
+autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=5000: vacuum after 5,000 dead
+rows whatever the size of the table (by default it waits until 20 % of the table has turned
+over). Claims step over the dead index entries of claimed and finished jobs until VACUUM
+removes them, so their number is kept small, and independent of how many jobs are kept.
+
+autovacuum_vacuum_insert_scale_factor=0, autovacuum_vacuum_insert_threshold=20000: a queue
+that mostly receives jobs is vacuumed every 20,000 inserts too (visibility map, freezing).
+
+autovacuum_analyze_scale_factor=0, autovacuum_analyze_threshold=10000: statistics follow the
+queue every 10,000 changes; the planner''s choices depend on how many jobs are pending.
+
+autovacuum_vacuum_cost_delay=0: VACUUM of this table is never throttled, so that it ends
+before new dead entries pile up.';
+
+COMMENT ON COLUMN public.jobq_jobs.id IS 'The job''s id, made by jobq: a UUID version 7 (time-ordered: 48 bits of Unix time in
+milliseconds, then random bits) since migration 0005, random (version 4) before. Callers rely
+on neither.';
+
+COMMENT ON COLUMN public.jobq_jobs.queue IS 'The queue the job belongs to (default ''default''; 1-200 characters): a worker may serve
+some queues only (jobq_dequeue queues).';
+
+COMMENT ON COLUMN public.jobq_jobs.job_type IS 'Which handler runs the job (1-200 characters): a worker claims only the job types it has
+handlers for (jobq_dequeue job_types).';
+
+COMMENT ON COLUMN public.jobq_jobs.payload IS 'The job''s arguments, a JSON object handed to the handler; at most
+jobq_settings.max_payload_bytes of jsonb.';
+
+COMMENT ON COLUMN public.jobq_jobs.idempotency_key IS 'Dedupe of one logical task: enqueuing a key that exists, in any status, adds nothing and
+returns that job''s id (jobq_jobs_idempotency_key_key). NULL: no dedupe; NULLs never collide.';
+
+COMMENT ON COLUMN public.jobq_jobs.status IS 'pending: waits (also between retries); processing: claimed; succeeded: done; failed: a
+permanent failure the worker asked for (no retry); dead_letter: used all its attempts;
+cancelled: cancelled by jobq_cancel. succeeded, failed, dead_letter and cancelled are finished.
+The names are those of jobq__statuses().';
+
+COMMENT ON COLUMN public.jobq_jobs.priority IS 'Higher runs first: claims take jobs by priority (high first), then available_at, then id.
+-1000000 to 1000000, default 0.';
+
+COMMENT ON COLUMN public.jobq_jobs.attempts IS 'Claims so far, the current one included: a claim adds 1, jobq_release gives it back, a
+requeue starts again at 0. A worker passes it back as attempt to fence its claim.';
+
+COMMENT ON COLUMN public.jobq_jobs.max_attempts IS 'Claims allowed (1-1000, default 5). A failure of the last attempt, or a stale claim of it
+taken over, moves the job to dead_letter.';
+
+COMMENT ON COLUMN public.jobq_jobs.available_at IS 'Not claimed before this time: run_at (or now) at enqueue, now + attempts × backoff after a
+failure, now after a release or a requeue. A pending job whose available_at is in the future
+when it is written is marked scheduled until a claim after that time promotes it.';
+
+COMMENT ON COLUMN public.jobq_jobs.locked_at IS 'When the current claim was made or last renewed (jobq_heartbeat); NULL unless processing. A
+claim older than the claiming worker''s lock_timeout is taken over by the next jobq_dequeue.';
+
+COMMENT ON COLUMN public.jobq_jobs.locked_by IS 'The worker_id holding the current claim; NULL unless processing. jobq_complete, jobq_fail,
+jobq_heartbeat and jobq_release act on a job only while it matches their worker_id.';
+
+COMMENT ON COLUMN public.jobq_jobs.last_error IS 'The error of the latest failed attempt or expired lock; kept when the job is requeued.';
+
+COMMENT ON COLUMN public.jobq_jobs.errors IS 'Every failure of the job, oldest first: a JSON array with one object per failed attempt,
+{"attempt": n, "at": time, "worker": worker_id, "error": text}, and "kind": "lock_expired"
+in the object jobq_dequeue adds when it takes over a stale claim. Kept when the job is
+requeued.';
+
+COMMENT ON COLUMN public.jobq_jobs.created_at IS 'When the job was enqueued.';
+
+COMMENT ON COLUMN public.jobq_jobs.updated_at IS 'When a jobq function last changed the job (a heartbeat renews locked_at only).';
+
+COMMENT ON COLUMN public.jobq_jobs.finished_at IS 'When the job reached a finished status (succeeded, failed, dead_letter, cancelled); NULL
+otherwise (jobq_jobs_finished_check). jobq_prune deletes jobs by its age.';
+
+COMMENT ON COLUMN public.jobq_jobs.scheduled IS 'Internal to the claim: true while a pending job waits for an available_at that was in the
+future when it was enqueued or retried. Such jobs are left out of jobq_jobs_claim_idx; every
+claim first clears the flag of the jobs that have come due (jobq_jobs_scheduled_idx). Meaningful
+only while the job is pending.';
+
+COMMENT ON COLUMN public.jobq_jobs.result IS 'What the handler returned (any JSON value), stored by jobq_complete(result => ...) or
+jobq_complete_many(results => ...) when the job succeeded; NULL otherwise. At most
+max_payload_bytes (jobq_settings).';
+
+COMMENT ON COLUMN public.jobq_jobs.cancel_requested_at IS 'When jobq_cancel() asked a processing job to stop; NULL without a request. The job keeps
+running: one that then fails, is released or is taken over ends cancelled, one that completes
+ends succeeded. Workers learn of it through jobq_cancel_requested() (with their heartbeat) and a
+notification.';
+
+COMMENT ON COLUMN public.jobq_jobs.cancel_reason IS 'The reason given to jobq_cancel() for a processing job (cut to 10,000 characters), if any. A
+job cancelled while pending has its reason in last_error instead.';
+
+COMMENT ON COLUMN public.jobq_jobs.awaited IS 'True once a client asked to be notified of the job''s end (jobq_await with timeout 0): its
+completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel
+with the job id as payload. Jobs nobody waits for cost no notification.';
+
+COMMENT ON COLUMN public.jobq_jobs.limit_group IS 'The limit group the job counts against (jobq_set_limit sets the group''s limits); NULL: no
+limit. A group with no limit set is unlimited.';
+
+COMMENT ON COLUMN public.jobq_jobs.limit_key IS 'Within limit_group, the key whose limits the job counts against (each key of a group has the
+group''s limits for itself, such as one customer); NULL: the whole group shares one.';
+
+COMMENT ON COLUMN public.jobq_jobs.claimed_at IS 'When the latest claim was made (jobq_dequeue); heartbeats do not move it, unlike locked_at.
+jobq_run_seconds measures from here to the end of the attempt. NULL for a job never claimed
+(and for claims made before migration 0010).';
+
+COMMENT ON CONSTRAINT jobq_jobs_attempts_check ON public.jobq_jobs IS 'attempts is never negative (jobq_release gives an attempt back down to 0 at most).';
+
+COMMENT ON CONSTRAINT jobq_jobs_cancel_check ON public.jobq_jobs IS 'A pending job has no cancel request, so a job is never claimed again after its cancel took
+effect.';
+
+COMMENT ON CONSTRAINT jobq_jobs_claim_check ON public.jobq_jobs IS 'A claim (locked_at and locked_by) exists exactly while the job is processing. The fenced
+functions rely on it: they find a claim by id and locked_by = worker_id alone, which implies
+processing. Testing the status as well would match the predicate of jobq_jobs_locked_idx, and
+with a generic plan and statistics gathered while few jobs were processing the planner chose
+that index over the primary key, scanning every claimed job on each call (4,000 failures in
+one statement: 2.3 s instead of 0.25 s).';
+
+COMMENT ON CONSTRAINT jobq_jobs_finished_check ON public.jobq_jobs IS 'finished_at is set exactly for the finished statuses, jobq__statuses(finished => true).';
+
+COMMENT ON CONSTRAINT jobq_jobs_limit_key_needs_group ON public.jobq_jobs IS 'A limit_key means something only within a limit_group.';
+
+COMMENT ON CONSTRAINT jobq_jobs_max_attempts_check ON public.jobq_jobs IS 'A job may be claimed at least once (jobq_enqueue also refuses more than 1000).';
+
+COMMENT ON CONSTRAINT jobq_jobs_status_check ON public.jobq_jobs IS 'status is one of jobq__statuses(). Text with a CHECK rather than an enum, whose values could
+never be dropped.';
+
+CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_types text[], range_queues text[]) RETURNS SETOF public.jobq_jobs
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    -- Candidates, read without locks: id, claim order, and index of their key (0: no limit).
+    c_ids uuid[] := '{}'::uuid[];
+    c_prio integer[] := '{}'::integer[];
+    c_avail timestamptz[] := '{}'::timestamptz[];
+    c_key integer[] := '{}'::integer[];
+    -- Keys met: the limit of their group (limited false: none set) and what this claim may
+    -- start (room), has started (n), and for a rate limit the window's clock and totals.
+    k_group text[] := '{}'::text[];
+    k_key text[] := '{}'::text[];
+    k_limited boolean[] := '{}'::boolean[];
+    k_room integer[] := '{}'::integer[];
+    k_n integer[] := '{}'::integer[];
+    k_rate boolean[] := '{}'::boolean[];
+    k_at timestamptz[] := '{}'::timestamptz[];
+    k_latest bigint[] := '{}'::bigint[];
+    k_drop_below bigint[] := '{}'::bigint[];
+    -- The ranges of jobq_jobs_limited_idx with pending jobs, each with its first job.
+    l_types text[];
+    l_queues text[];
+    l_groups text[];
+    l_keys text[];
+    l_prio integer[];
+    l_avail timestamptz[];
+    l_ids uuid[];
+    -- The limits of the groups met.
+    g_names text[];
+    g_running integer[];
+    g_starts integer[];
+    g_per interval[];
+    l_key integer[];  -- each range's key (index in the k_ arrays)
+    k_id text[] := '{}'::text[];  -- each key as one text (length of the group, group, key)
+    k_gi integer[] := '{}'::integer[];  -- each key's group (index in the g_ arrays)
+    v_locked boolean[];
+    v_counts integer[];
+    v_ranges integer;
+    v_pos integer;
+    v_end integer;
+    v_need integer;
+    v_first_new integer;
+    t record;
+    v_gi integer;
+    v_ki integer;
+    v_ahead bigint;
+    v_room integer;
+    v_at timestamptz;
+    v_latest bigint;
+    v_before bigint;
+    v_drop_below bigint;
+    v_ids uuid[];
+BEGIN
+    -- 1. Jobs without a limit: the first 2 x batch_size of the ranges of jobq_jobs_claim_idx
+    --    that jobq_dequeue found, merged in claim order (extra ones stand in for rows that
+    --    concurrent claims hold).
+    IF range_types IS NOT NULL THEN
+        SELECT
+            pg_catalog.array_agg(u.id ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(u.priority ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(u.available_at ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(0)
+        INTO c_ids, c_prio, c_avail, c_key
+        FROM (
+            SELECT r.id, r.priority, r.available_at
+            FROM ROWS FROM (pg_catalog.unnest(range_types), pg_catalog.unnest(range_queues))
+                AS p (job_type, queue)
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.available_at
+                FROM jobq_jobs AS j
+                WHERE j.job_type = p.job_type
+                  AND j.queue = p.queue
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NULL
+                  AND j.available_at <= pg_catalog.now()
+                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                LIMIT 2 * jobq__claim_limited.batch_size
+            ) AS r
+            ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
+            LIMIT 2 * jobq__claim_limited.batch_size
+        ) AS u;
+        c_ids := coalesce(c_ids, '{}'::uuid[]);
+        c_prio := coalesce(c_prio, '{}'::integer[]);
+        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+        c_key := coalesce(c_key, '{}'::integer[]);
+    END IF;
+
+    -- 2. Limited jobs: the ranges of jobq_jobs_limited_idx, one per (job_type, queue,
+    --    limit_group, limit_key) with pending jobs, found by a skip scan whose every probe
+    --    also returns the range's first job (each range is in claim order in the index).
+    IF jobq__claim_limited.job_types IS NULL THEN
+        WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
+            (
+                SELECT
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            )
+
+            UNION ALL
+
+            SELECT n.*
+            FROM ranges AS r
+            CROSS JOIN LATERAL (
+                SELECT
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE (j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''))
+                      > (r.job_type, r.queue, r.limit_group, r.lk)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            ) AS n
+        )
+
+        SELECT
+            pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
+            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk),
+            pg_catalog.array_agg(r.priority), pg_catalog.array_agg(r.available_at),
+            pg_catalog.array_agg(r.id)
+        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+        FROM ranges AS r
+        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+    ELSE
+        WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
+            SELECT ty.job_type, f.*
+            FROM (
+                SELECT DISTINCT u.job_type
+                FROM pg_catalog.unnest(jobq__claim_limited.job_types) AS u (job_type)
+                WHERE u.job_type IS NOT NULL
+            ) AS ty
+            CROSS JOIN LATERAL (
+                SELECT
+                    j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE j.job_type = ty.job_type
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            ) AS f
+
+            UNION ALL
+
+            SELECT r.job_type, n.*
+            FROM ranges AS r
+            CROSS JOIN LATERAL (
+                SELECT
+                    j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE j.job_type = r.job_type
+                  AND (j.queue, j.limit_group, coalesce(j.limit_key, ''))
+                      > (r.queue, r.limit_group, r.lk)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            ) AS n
+        )
+
+        SELECT
+            pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
+            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk),
+            pg_catalog.array_agg(r.priority), pg_catalog.array_agg(r.available_at),
+            pg_catalog.array_agg(r.id)
+        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+        FROM ranges AS r
+        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+    END IF;
+
+    -- The limits of the groups met, read once.
+    SELECT
+        pg_catalog.array_agg(l.limit_group), pg_catalog.array_agg(l.max_running),
+        pg_catalog.array_agg(l.max_starts), pg_catalog.array_agg(l.per)
+    INTO g_names, g_running, g_starts, g_per
+    FROM jobq_limits AS l
+    WHERE l.limit_group = ANY (l_groups);
+
+    -- The ranges in the claim order of their first job, each with the index of its key in
+    -- the k_ arrays (a key may have ranges in several job types and queues).
+    SELECT
+        pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.limit_group ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id)
+    INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+    FROM ROWS FROM (
+        pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues), pg_catalog.unnest(l_groups),
+        pg_catalog.unnest(l_keys), pg_catalog.unnest(l_prio), pg_catalog.unnest(l_avail),
+        pg_catalog.unnest(l_ids)
+    ) AS r (job_type, queue, limit_group, lk, priority, available_at, id);
+    v_ranges := coalesce(pg_catalog.cardinality(l_ids), 0);
+    l_key := pg_catalog.array_fill(0, ARRAY[v_ranges]);
+
+    -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
+    --    are still missing (each key with room gives at least one). For the new keys of a
+    --    chunk: their locks (one statement), their processing jobs (one statement, after the
+    --    locks: its snapshot sees every claim of those keys that committed before), their rate
+    --    windows; then the chunk's candidates (one statement): each range's first jobs, as
+    --    many as its key may start. The visit stops when batch_size candidates come before the
+    --    next range's first job, so that keys this claim could not use are not locked.
+    v_pos := 1;
+    v_need := jobq__claim_limited.batch_size;
+    WHILE v_pos <= v_ranges LOOP
+        IF pg_catalog.cardinality(c_ids) >= jobq__claim_limited.batch_size THEN
+            SELECT pg_catalog.count(*) INTO v_ahead
+            FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
+                            pg_catalog.unnest(c_ids)) AS a (priority, available_at, id)
+            WHERE a.priority > l_prio[v_pos]
+               OR (a.priority = l_prio[v_pos]
+                   AND (a.available_at, a.id) < (l_avail[v_pos], l_ids[v_pos]));
+            EXIT WHEN v_ahead >= jobq__claim_limited.batch_size;
+            v_need := jobq__claim_limited.batch_size - v_ahead::integer;
+        END IF;
+        v_end := least(v_ranges, v_pos + v_need - 1);
+
+        -- the chunk's keys: known ones by their index, new ones appended (room unknown)
+        v_first_new := pg_catalog.cardinality(k_group) + 1;
+        FOR i IN v_pos .. v_end LOOP
+            v_ki := pg_catalog.array_position(
+                k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
+            );
+            IF v_ki IS NULL THEN
+                v_gi := pg_catalog.array_position(g_names, l_groups[i]);
+                k_id := pg_catalog.array_append(
+                    k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
+                );
+                k_group := pg_catalog.array_append(k_group, l_groups[i]);
+                k_key := pg_catalog.array_append(k_key, l_keys[i]);
+                k_limited := pg_catalog.array_append(k_limited, v_gi IS NOT NULL);
+                k_room := pg_catalog.array_append(k_room, jobq__claim_limited.batch_size);
+                k_n := pg_catalog.array_append(k_n, 0);
+                k_rate := pg_catalog.array_append(k_rate, g_starts[v_gi] IS NOT NULL);
+                k_at := pg_catalog.array_append(k_at, NULL::timestamptz);
+                k_latest := pg_catalog.array_append(k_latest, 0::bigint);
+                k_drop_below := pg_catalog.array_append(k_drop_below, NULL::bigint);
+                k_gi := pg_catalog.array_append(k_gi, v_gi);
+                v_ki := pg_catalog.cardinality(k_group);
+            END IF;
+            l_key[i] := v_ki;
+        END LOOP;
+
+        IF v_first_new <= pg_catalog.cardinality(k_group) THEN
+            -- Locks of the new limited keys: never waited for; one held by another
+            -- transaction (a claim of that key not yet committed) leaves the key no room.
+            SELECT pg_catalog.array_agg(
+                NOT k_limited[u.k] OR pg_catalog.pg_try_advisory_xact_lock(
+                    pg_catalog.hashtextextended(
+                        pg_catalog.format('jobq limit %L %L %L', pg_catalog.current_schema(),
+                                          k_group[u.k], k_key[u.k]),
+                        0
+                    )
+                ) ORDER BY u.k
+            )
+            INTO v_locked
+            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k);
+
+            -- Their processing jobs, counted after the locks were taken.
+            SELECT pg_catalog.array_agg(c.n ORDER BY u.k)
+            INTO v_counts
+            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k)
+            CROSS JOIN LATERAL (
+                SELECT pg_catalog.count(*)::integer AS n
+                FROM jobq_jobs AS j
+                WHERE k_limited[u.k]
+                  AND g_running[k_gi[u.k]] IS NOT NULL
+                  AND j.limit_group = k_group[u.k]
+                  AND coalesce(j.limit_key, '') = k_key[u.k]
+                  AND j.status = 'processing'
+            ) AS c;
+
+            FOR i IN v_first_new .. pg_catalog.cardinality(k_group) LOOP
+                CONTINUE WHEN NOT k_limited[i];
+                IF NOT v_locked[i - v_first_new + 1] THEN
+                    k_room[i] := 0;  -- another transaction is claiming this key
+                    CONTINUE;
+                END IF;
+                v_gi := k_gi[i];
+                v_room := jobq__claim_limited.batch_size;
+                IF g_running[v_gi] IS NOT NULL THEN
+                    v_room := least(v_room, g_running[v_gi] - v_counts[i - v_first_new + 1]);
+                END IF;
+                IF g_starts[v_gi] IS NOT NULL THEN
+                    v_at := NULL;
+                    v_latest := NULL;
+                    v_drop_below := NULL;
+                    SELECT k.last_start_at INTO v_at
+                    FROM jobq_limit_keys AS k
+                    WHERE k.limit_group = k_group[i] AND k.limit_key = k_key[i];
+                    v_at := greatest(pg_catalog.clock_timestamp(), v_at);
+                    SELECT s.total INTO v_latest
+                    FROM jobq_limit_starts AS s
+                    WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
+                    ORDER BY s.total DESC
+                    LIMIT 1;
+                    IF v_latest IS NOT NULL THEN
+                        -- The last row at or before the window's start: starts since are in it.
+                        SELECT s.total INTO v_before
+                        FROM jobq_limit_starts AS s
+                        WHERE s.limit_group = k_group[i]
+                          AND s.limit_key = k_key[i]
+                          AND s.started_at <= v_at - g_per[v_gi]
+                        ORDER BY s.started_at DESC, s.total DESC
+                        LIMIT 1;
+                        v_drop_below := v_before;
+                        IF v_before IS NULL THEN
+                            -- Every recorded start is in the window.
+                            SELECT s.total - s.started INTO v_before
+                            FROM jobq_limit_starts AS s
+                            WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
+                            ORDER BY s.total
+                            LIMIT 1;
+                        END IF;
+                        v_room := least(v_room, g_starts[v_gi] - (v_latest - v_before)::integer);
+                    ELSE
+                        v_room := least(v_room, g_starts[v_gi]);  -- no start recorded yet
+                    END IF;
+                    k_at[i] := v_at;
+                    k_latest[i] := coalesce(v_latest, 0);
+                    k_drop_below[i] := v_drop_below;
+                END IF;
+                k_room[i] := greatest(v_room, 0);
+            END LOOP;
+        END IF;
+
+        -- The chunk's candidates: each range's first jobs, as many as its key may start.
+        SELECT
+            pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
+            pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
+            pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
+            pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
+        INTO c_ids, c_prio, c_avail, c_key
+        FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
+        CROSS JOIN LATERAL (
+            SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
+            FROM jobq_jobs AS j
+            WHERE k_room[l_key[r.i]] > 0
+              AND j.job_type = l_types[r.i]
+              AND j.queue = l_queues[r.i]
+              AND j.limit_group = l_groups[r.i]
+              AND coalesce(j.limit_key, '') = l_keys[r.i]
+              AND j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.limit_group IS NOT NULL
+              AND j.available_at <= pg_catalog.now()
+            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+            LIMIT least(k_room[l_key[r.i]], jobq__claim_limited.batch_size)
+        ) AS f;
+        c_ids := coalesce(c_ids, '{}'::uuid[]);
+        c_prio := coalesce(c_prio, '{}'::integer[]);
+        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+        c_key := coalesce(c_key, '{}'::integer[]);
+
+        v_pos := v_end + 1;
+    END LOOP;
+
+    -- 4. Lock the candidates in claim order, SKIP LOCKED, until batch_size are. A key's
+    --    candidates beyond its room (it may have several ranges) are left out first, so that
+    --    whichever rows concurrent claims hold, no key gets more than its room.
+    SELECT pg_catalog.array_agg(l.id) INTO v_ids
+    FROM (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.id = ANY (ARRAY(
+            SELECT a.id
+            FROM (
+                SELECT
+                    a.id, a.k,
+                    -- the place of each in its key's claim order (ids are unique: no peers)
+                    pg_catalog.count(*) OVER (
+                        PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                    ) AS nth
+                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                                pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
+                    AS a (id, priority, available_at, k)
+            ) AS a
+            WHERE a.k = 0 OR a.nth <= k_room[a.k]
+        ))
+          AND j.status = 'pending'
+          AND NOT j.scheduled
+          AND j.available_at <= pg_catalog.now()
+        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+        LIMIT jobq__claim_limited.batch_size
+        FOR UPDATE SKIP LOCKED
+    ) AS l;
+
+    IF v_ids IS NULL THEN
+        RETURN;
+    END IF;
+
+    RETURN QUERY
+    WITH claimed AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = 'processing',
+            attempts = j.attempts + 1,
+            locked_at = pg_catalog.now(),
+            locked_by = jobq__claim_limited.worker_id,
+            claimed_at = pg_catalog.now(),
+            updated_at = pg_catalog.now()
+        WHERE j.id = ANY (v_ids)
+        RETURNING j.*
+    ),
+
+    -- Counted for jobq_metrics() as jobq_dequeue counts its own claims: started, the wait.
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL,
+            pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
+        ) AS n
+        FROM claimed AS c
+        HAVING pg_catalog.count(*) > 0
+    )
+
+    SELECT cl.*
+    FROM claimed AS cl
+    LEFT JOIN counted ON TRUE
+    ORDER BY cl.priority DESC, cl.available_at ASC, cl.id ASC;
+
+    -- 5. Record the starts of each limited key: its row (the write that fences REPEATABLE
+    --    READ claims) and, for a rate limit, the window (and the rows that left it).
+    FOR t IN
+        SELECT a.k, pg_catalog.count(*)::integer AS n
+        FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
+        WHERE a.k > 0 AND a.id = ANY (v_ids)
+        GROUP BY a.k
+    LOOP
+        k_n[t.k] := t.n;
+    END LOOP;
+
+    INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at)
+    SELECT x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp())
+    FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                    pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
+                    pg_catalog.unnest(k_limited)) AS x (g, lk, n, at, limited)
+    WHERE x.limited AND x.n > 0
+    ORDER BY x.g, x.lk
+    ON CONFLICT ON CONSTRAINT jobq_limit_keys_pkey DO UPDATE
+    SET started = k.started + excluded.started,
+        last_start_at = greatest(k.last_start_at, excluded.last_start_at);
+
+    IF true = ANY (k_rate) THEN
+        INSERT INTO jobq_limit_starts (limit_group, limit_key, total, started, started_at)
+        SELECT x.g, x.lk, x.latest + x.n, x.n, x.at
+        FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                        pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
+                        pg_catalog.unnest(k_latest), pg_catalog.unnest(k_rate))
+            AS x (g, lk, n, at, latest, rate)
+        WHERE x.rate AND x.n > 0;
+
+        DELETE FROM jobq_limit_starts AS s
+        USING ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                         pg_catalog.unnest(k_n), pg_catalog.unnest(k_drop_below))
+            AS x (g, lk, n, drop_below)
+        WHERE x.n > 0
+          AND x.drop_below IS NOT NULL
+          AND s.limit_group = x.g
+          AND s.limit_key = x.lk
+          AND s.total < x.drop_below;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_types text[], range_queues text[]) IS 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
+batch_size jobs in claim order, never more than each (limit_group, limit_key) may start
+(max_running, max_starts per per), skipping keys that a concurrent claim holds, and records
+the starts.';
+
 CREATE FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) RETURNS timestamp with time zone[]
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'public', 'pg_temp'
@@ -436,6 +1117,452 @@ $$;
 COMMENT ON FUNCTION public.jobq__job_argument_problem(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) IS 'Private. Returns the first problem with one job''s arguments (a message naming the
 argument), or NULL.';
 
+CREATE FUNCTION public.jobq__limit_argument_problem(limit_group text, limit_key text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN limit_group IS NOT NULL AND jobq__blank(limit_group)
+            THEN 'limit_group must be NULL or a non-blank string'
+        WHEN pg_catalog.length(limit_group) > 200
+            THEN pg_catalog.format('limit_group is %s characters long, at most 200 are allowed',
+                                   pg_catalog.length(limit_group))
+        WHEN limit_key IS NOT NULL AND limit_group IS NULL
+            THEN 'limit_key needs a limit_group'
+        WHEN limit_key IS NOT NULL AND jobq__blank(limit_key)
+            THEN 'limit_key must be NULL or a non-blank string'
+        WHEN pg_catalog.length(limit_key) > 200
+            THEN pg_catalog.format('limit_key is %s characters long, at most 200 are allowed',
+                                   pg_catalog.length(limit_key))
+    END
+$$;
+
+COMMENT ON FUNCTION public.jobq__limit_argument_problem(limit_group text, limit_key text) IS 'Private. Returns the first problem with a job''s limit_group and limit_key (a message naming
+the argument), or NULL.';
+
+CREATE FUNCTION public.jobq__metric_add(a bigint[], b bigint[]) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+DECLARE
+    v_sum bigint[] := a;
+BEGIN
+    IF coalesce(pg_catalog.cardinality(b), 0) = 0 THEN
+        RETURN a;
+    END IF;
+    IF coalesce(pg_catalog.cardinality(a), 0) = 0 THEN
+        RETURN b;
+    END IF;
+    FOR i IN 1 .. greatest(pg_catalog.cardinality(a), pg_catalog.cardinality(b)) LOOP
+        v_sum[i] := coalesce(a[i], 0) + coalesce(b[i], 0);
+    END LOOP;
+    RETURN v_sum;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__metric_add(a bigint[], b bigint[]) IS 'Private. Element-wise sum of two arrays of bucket counts (an empty array counts as zeros).';
+
+CREATE FUNCTION public.jobq__metric_bounds() RETURNS double precision[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT '{0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5,5,10,30,60,120,300,600,1800,3600,7200,21600,86400}'::double precision[]
+$$;
+
+COMMENT ON FUNCTION public.jobq__metric_bounds() IS 'Private. The bucket bounds (seconds) of jobq_wait_seconds and jobq_run_seconds, in order.';
+
+CREATE FUNCTION public.jobq__metric_bucket(seconds double precision) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT 22 - pg_catalog.width_bucket(
+        -greatest(coalesce(seconds, 0), 0),
+        '{-86400,-21600,-7200,-3600,-1800,-600,-300,-120,-60,-30,-10,-5,-2.5,-1,-0.5,-0.25,-0.1,-0.05,-0.025,-0.01,-0.005}'::double precision[]
+    )
+$$;
+
+COMMENT ON FUNCTION public.jobq__metric_bucket(seconds double precision) IS 'Private. The 1-based bucket of jobq__metric_bounds() for a duration in seconds (22: +Inf).';
+
+CREATE FUNCTION public.jobq__metric_histogram(buckets integer[]) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+DECLARE
+    v_counts bigint[];
+    v_i integer;
+BEGIN
+    IF coalesce(pg_catalog.cardinality(buckets), 0) = 0 THEN
+        RETURN '{}'::bigint[];
+    END IF;
+    v_counts := pg_catalog.array_fill(0::bigint, ARRAY[22]);
+    FOREACH v_i IN ARRAY buckets LOOP
+        v_counts[v_i] := v_counts[v_i] + 1;
+    END LOOP;
+    RETURN v_counts;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__metric_histogram(buckets integer[]) IS 'Private. Per-bucket counts (22 elements) of a list of bucket positions; ''{}'' for none.';
+
+CREATE FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], seconds double precision[] DEFAULT NULL::double precision[]) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_row jobq_metric_counters;
+    v_rows jobq_metric_counters[];
+    v_to text;
+    v_from text;
+    v_seconds double precision;
+    v_buckets bigint[] := '{}'::bigint[];
+    v_n bigint := 1::bigint;
+    v_uniform boolean := FALSE;
+    v_sum double precision;
+    v_list integer[];
+BEGIN
+    IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
+        RETURN;
+    END IF;
+
+    IF pg_catalog.cardinality(queues) > 1 AND kind IN ('enqueued', 'started', 'succeeded') THEN
+        -- A batch whose jobs all made the same change: uniform when they share the first one's
+        -- queue and job type, as the claims and completions of a worker usually do. Then the
+        -- row is worked out as for one job, without the grouping below.
+        SELECT
+            pg_catalog.count(*),
+            pg_catalog.bool_and(r.queue = queues[1] AND r.job_type = job_types[1]),
+            pg_catalog.sum(greatest(r.seconds, 0)),
+            pg_catalog.array_agg(jobq__metric_bucket(r.seconds)) FILTER (WHERE r.seconds IS NOT NULL)
+        INTO v_n, v_uniform, v_sum, v_list
+        FROM ROWS FROM (
+            pg_catalog.unnest(queues), pg_catalog.unnest(job_types), pg_catalog.unnest(seconds)
+        ) AS r (queue, job_type, seconds);
+    END IF;
+
+    IF pg_catalog.cardinality(queues) = 1 OR v_uniform THEN
+        -- One job (jobq_enqueue, jobq_complete, jobq_fail, a claim of one), or v_n jobs that
+        -- made the same change: worked out here.
+        v_to := CASE kind
+            WHEN 'enqueued' THEN 'pending'
+            WHEN 'started' THEN 'processing'
+            WHEN 'succeeded' THEN 'succeeded'
+            WHEN 'cancelled' THEN 'cancelled'
+            WHEN 'requeued' THEN 'pending'
+            WHEN 'pruned' THEN NULL
+            ELSE statuses[1]
+        END;
+        v_from := CASE kind
+            WHEN 'enqueued' THEN NULL
+            WHEN 'started' THEN 'pending'
+            WHEN 'cancelled' THEN 'pending'
+            WHEN 'requeued' THEN statuses[1]
+            WHEN 'pruned' THEN statuses[1]
+            ELSE 'processing'
+        END;
+        IF v_uniform THEN
+            v_seconds := coalesce(v_sum, 0::double precision);
+            IF kind IN ('started', 'succeeded') THEN
+                v_buckets := jobq__metric_histogram(v_list);
+            END IF;
+        ELSE
+            -- NULL: not observed (a run of a claim made before claimed_at existed).
+            v_seconds := CASE WHEN seconds[1] IS NOT NULL THEN greatest(seconds[1], 0) END;
+            IF kind IN ('started', 'succeeded', 'failed') AND v_seconds IS NOT NULL THEN
+                v_buckets := pg_catalog.array_fill(0::bigint, ARRAY[22]);
+                v_buckets[jobq__metric_bucket(v_seconds)] := 1;
+            END IF;
+        END IF;
+        v_row := ROW(
+            pg_catalog.pg_backend_pid(), queues[1], job_types[1],
+            (kind = 'enqueued')::integer * v_n, (kind = 'started')::integer * v_n,
+            (kind = 'succeeded')::integer * v_n, (kind = 'failed')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'dead_letter')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'cancelled')::integer * v_n,
+            (kind = 'lock_expired')::integer * v_n, (kind = 'released')::integer * v_n,
+            (kind = 'requeued')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'pending')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'pending')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'processing')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'processing')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'succeeded')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'succeeded')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'failed')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'failed')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'dead_letter')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'dead_letter')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'cancelled')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'cancelled')::integer * v_n,
+            CASE WHEN kind = 'started' THEN v_buckets ELSE '{}'::bigint[] END,
+            CASE
+                WHEN kind = 'started' THEN coalesce(v_seconds, 0::double precision)
+                ELSE 0::double precision
+            END,
+            CASE WHEN kind <> 'started' THEN v_buckets ELSE '{}'::bigint[] END,
+            CASE
+                WHEN kind IN ('succeeded', 'failed') THEN coalesce(v_seconds, 0::double precision)
+                ELSE 0::double precision
+            END
+        );
+        v_rows := ARRAY[v_row];
+    ELSE
+        SELECT pg_catalog.array_agg(ROW(
+            pg_catalog.pg_backend_pid(), a.queue, a.job_type, a.enqueued, a.started,
+            a.succeeded, a.failed, a.dead_lettered, a.cancelled, a.lock_expired, a.released,
+            a.requeued, a.jobs_pending, a.jobs_processing, a.jobs_succeeded, a.jobs_failed,
+            a.jobs_dead_letter, a.jobs_cancelled, a.wait_buckets, a.wait_sum, a.run_buckets,
+            a.run_sum
+        )::jobq_metric_counters ORDER BY a.queue, a.job_type)
+        INTO v_rows
+        FROM (
+            SELECT
+                e.queue, e.job_type,
+                pg_catalog.count(*) FILTER (WHERE kind = 'enqueued') AS enqueued,
+                pg_catalog.count(*) FILTER (WHERE kind = 'started') AS started,
+                pg_catalog.count(*) FILTER (WHERE kind = 'succeeded') AS succeeded,
+                pg_catalog.count(*) FILTER (WHERE kind = 'failed') AS failed,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'dead_letter') AS dead_lettered,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'cancelled') AS cancelled,
+                pg_catalog.count(*) FILTER (WHERE kind = 'lock_expired') AS lock_expired,
+                pg_catalog.count(*) FILTER (WHERE kind = 'released') AS released,
+                pg_catalog.count(*) FILTER (WHERE kind = 'requeued') AS requeued,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'pending')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'pending') AS jobs_pending,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'processing')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'processing')
+                    AS jobs_processing,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'succeeded')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'succeeded')
+                    AS jobs_succeeded,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'failed')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'failed') AS jobs_failed,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'dead_letter')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'dead_letter')
+                    AS jobs_dead_letter,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'cancelled')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'cancelled')
+                    AS jobs_cancelled,
+                CASE
+                    WHEN kind = 'started'
+                        THEN jobq__metric_histogram(
+                            pg_catalog.array_agg(e.bucket) FILTER (WHERE e.seconds IS NOT NULL)
+                        )
+                    ELSE '{}'::bigint[]
+                END AS wait_buckets,
+                CASE
+                    WHEN kind = 'started' THEN coalesce(pg_catalog.sum(e.seconds), 0)
+                    ELSE 0
+                END AS wait_sum,
+                CASE
+                    WHEN kind IN ('succeeded', 'failed')
+                        THEN jobq__metric_histogram(
+                            pg_catalog.array_agg(e.bucket) FILTER (WHERE e.seconds IS NOT NULL)
+                        )
+                    ELSE '{}'::bigint[]
+                END AS run_buckets,
+                CASE
+                    WHEN kind IN ('succeeded', 'failed') THEN coalesce(pg_catalog.sum(e.seconds), 0)
+                    ELSE 0
+                END AS run_sum
+            FROM (
+                SELECT
+                    r.queue, r.job_type,
+                    CASE kind
+                        WHEN 'enqueued' THEN 'pending'
+                        WHEN 'started' THEN 'processing'
+                        WHEN 'succeeded' THEN 'succeeded'
+                        WHEN 'cancelled' THEN 'cancelled'
+                        WHEN 'requeued' THEN 'pending'
+                        WHEN 'pruned' THEN NULL
+                        ELSE r.status
+                    END AS to_status,
+                    CASE kind
+                        WHEN 'enqueued' THEN NULL
+                        WHEN 'started' THEN 'pending'
+                        WHEN 'cancelled' THEN 'pending'
+                        WHEN 'requeued' THEN r.status
+                        WHEN 'pruned' THEN r.status
+                        ELSE 'processing'
+                    END AS from_status,
+                    CASE WHEN r.seconds IS NOT NULL THEN greatest(r.seconds, 0) END AS seconds,
+                    jobq__metric_bucket(r.seconds) AS bucket
+                FROM ROWS FROM (
+                    pg_catalog.unnest(queues), pg_catalog.unnest(job_types),
+                    pg_catalog.unnest(statuses), pg_catalog.unnest(seconds)
+                ) AS r (queue, job_type, status, seconds)
+            ) AS e
+            GROUP BY e.queue, e.job_type
+        ) AS a;
+        IF v_rows IS NULL THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) = 'on' THEN
+        INSERT INTO jobq_metric_deltas
+        SELECT r.* FROM pg_catalog.unnest(v_rows) AS r;
+        RETURN;
+    END IF;
+    -- In (queue, job_type) order: the rows are this backend's own, but a fold by
+    -- jobq_metrics() may hold some of them for a moment, and always in this order.
+    INSERT INTO jobq_metric_counters AS c
+    SELECT r.* FROM pg_catalog.unnest(v_rows) AS r
+    ON CONFLICT (queue, job_type, shard) DO UPDATE SET
+        enqueued = c.enqueued + excluded.enqueued,
+        started = c.started + excluded.started,
+        succeeded = c.succeeded + excluded.succeeded,
+        failed = c.failed + excluded.failed,
+        dead_lettered = c.dead_lettered + excluded.dead_lettered,
+        cancelled = c.cancelled + excluded.cancelled,
+        lock_expired = c.lock_expired + excluded.lock_expired,
+        released = c.released + excluded.released,
+        requeued = c.requeued + excluded.requeued,
+        jobs_pending = c.jobs_pending + excluded.jobs_pending,
+        jobs_processing = c.jobs_processing + excluded.jobs_processing,
+        jobs_succeeded = c.jobs_succeeded + excluded.jobs_succeeded,
+        jobs_failed = c.jobs_failed + excluded.jobs_failed,
+        jobs_dead_letter = c.jobs_dead_letter + excluded.jobs_dead_letter,
+        jobs_cancelled = c.jobs_cancelled + excluded.jobs_cancelled,
+        wait_buckets = CASE
+            WHEN pg_catalog.cardinality(excluded.wait_buckets) = 0 THEN c.wait_buckets
+            ELSE jobq__metric_add(c.wait_buckets, excluded.wait_buckets)
+        END,
+        wait_sum = c.wait_sum + excluded.wait_sum,
+        run_buckets = CASE
+            WHEN pg_catalog.cardinality(excluded.run_buckets) = 0 THEN c.run_buckets
+            ELSE jobq__metric_add(c.run_buckets, excluded.run_buckets)
+        END,
+        run_sum = c.run_sum + excluded.run_sum;
+    PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[], seconds double precision[]) IS 'Private. Counts what one statement did to the jobs (queues[i], job_types[i]): kind enqueued,
+started, succeeded, failed, lock_expired, released, cancelled, requeued or pruned; statuses[i]
+the status entered (failed, lock_expired, released) or left (requeued, pruned); seconds[i] the
+wait (started) or run time (succeeded, failed). The first call of a transaction upserts this
+backend''s rows of jobq_metric_counters, later ones append to jobq_metric_deltas; nothing when
+metrics are off.';
+
+CREATE FUNCTION public.jobq__metrics_fold() RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_folded bigint;
+BEGIN
+    WITH moved AS (
+        DELETE FROM jobq_metric_deltas AS d
+        WHERE d.ctid = ANY (ARRAY(
+            SELECT x.ctid FROM jobq_metric_deltas AS x FOR UPDATE SKIP LOCKED
+        ))
+        RETURNING d.*
+    ),
+
+    gone AS (
+        DELETE FROM jobq_metric_counters AS c
+        WHERE (c.queue, c.job_type, c.shard) IN (
+            SELECT x.queue, x.job_type, x.shard
+            FROM jobq_metric_counters AS x
+            WHERE x.shard <> 0
+              AND NOT EXISTS (
+                  SELECT FROM pg_catalog.pg_stat_activity AS a WHERE a.pid = x.shard
+              )
+            FOR UPDATE SKIP LOCKED
+        )
+        RETURNING c.*
+    ),
+
+    m AS MATERIALIZED (
+        SELECT * FROM moved
+        UNION ALL
+        SELECT * FROM gone
+    ),
+
+    wait_b AS (
+        SELECT m.queue, m.job_type, u.i, pg_catalog.sum(u.n) AS n
+        FROM m
+        CROSS JOIN LATERAL pg_catalog.unnest(m.wait_buckets) WITH ORDINALITY AS u (n, i)
+        GROUP BY m.queue, m.job_type, u.i
+    ),
+
+    run_b AS (
+        SELECT m.queue, m.job_type, u.i, pg_catalog.sum(u.n) AS n
+        FROM m
+        CROSS JOIN LATERAL pg_catalog.unnest(m.run_buckets) WITH ORDINALITY AS u (n, i)
+        GROUP BY m.queue, m.job_type, u.i
+    ),
+
+    sums AS (
+        SELECT
+            m.queue, m.job_type, pg_catalog.count(*) AS n_rows,
+            pg_catalog.sum(m.enqueued)::bigint AS enqueued,
+            pg_catalog.sum(m.started)::bigint AS started,
+            pg_catalog.sum(m.succeeded)::bigint AS succeeded,
+            pg_catalog.sum(m.failed)::bigint AS failed,
+            pg_catalog.sum(m.dead_lettered)::bigint AS dead_lettered,
+            pg_catalog.sum(m.cancelled)::bigint AS cancelled,
+            pg_catalog.sum(m.lock_expired)::bigint AS lock_expired,
+            pg_catalog.sum(m.released)::bigint AS released,
+            pg_catalog.sum(m.requeued)::bigint AS requeued,
+            pg_catalog.sum(m.jobs_pending)::bigint AS jobs_pending,
+            pg_catalog.sum(m.jobs_processing)::bigint AS jobs_processing,
+            pg_catalog.sum(m.jobs_succeeded)::bigint AS jobs_succeeded,
+            pg_catalog.sum(m.jobs_failed)::bigint AS jobs_failed,
+            pg_catalog.sum(m.jobs_dead_letter)::bigint AS jobs_dead_letter,
+            pg_catalog.sum(m.jobs_cancelled)::bigint AS jobs_cancelled,
+            pg_catalog.sum(m.wait_sum) AS wait_sum,
+            pg_catalog.sum(m.run_sum) AS run_sum
+        FROM m
+        GROUP BY m.queue, m.job_type
+    ),
+
+    written AS (
+        INSERT INTO jobq_metric_counters AS c
+        SELECT
+            0, s.queue, s.job_type, s.enqueued, s.started, s.succeeded, s.failed,
+            s.dead_lettered, s.cancelled, s.lock_expired, s.released, s.requeued,
+            s.jobs_pending, s.jobs_processing, s.jobs_succeeded, s.jobs_failed,
+            s.jobs_dead_letter, s.jobs_cancelled,
+            coalesce(ARRAY(
+                SELECT w.n::bigint FROM wait_b AS w
+                WHERE w.queue = s.queue AND w.job_type = s.job_type
+                ORDER BY w.i
+            ), '{}'),
+            s.wait_sum,
+            coalesce(ARRAY(
+                SELECT r.n::bigint FROM run_b AS r
+                WHERE r.queue = s.queue AND r.job_type = s.job_type
+                ORDER BY r.i
+            ), '{}'),
+            s.run_sum
+        FROM sums AS s
+        ORDER BY s.queue, s.job_type
+        ON CONFLICT (queue, job_type, shard) DO UPDATE SET
+            enqueued = c.enqueued + excluded.enqueued,
+            started = c.started + excluded.started,
+            succeeded = c.succeeded + excluded.succeeded,
+            failed = c.failed + excluded.failed,
+            dead_lettered = c.dead_lettered + excluded.dead_lettered,
+            cancelled = c.cancelled + excluded.cancelled,
+            lock_expired = c.lock_expired + excluded.lock_expired,
+            released = c.released + excluded.released,
+            requeued = c.requeued + excluded.requeued,
+            jobs_pending = c.jobs_pending + excluded.jobs_pending,
+            jobs_processing = c.jobs_processing + excluded.jobs_processing,
+            jobs_succeeded = c.jobs_succeeded + excluded.jobs_succeeded,
+            jobs_failed = c.jobs_failed + excluded.jobs_failed,
+            jobs_dead_letter = c.jobs_dead_letter + excluded.jobs_dead_letter,
+            jobs_cancelled = c.jobs_cancelled + excluded.jobs_cancelled,
+            wait_buckets = jobq__metric_add(c.wait_buckets, excluded.wait_buckets),
+            wait_sum = c.wait_sum + excluded.wait_sum,
+            run_buckets = jobq__metric_add(c.run_buckets, excluded.run_buckets),
+            run_sum = c.run_sum + excluded.run_sum
+        RETURNING 1
+    )
+
+    -- written runs whether or not it is read (a data-modifying WITH always does).
+    SELECT coalesce(pg_catalog.sum(s.n_rows), 0)::bigint INTO v_folded FROM sums AS s;
+    RETURN v_folded;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__metrics_fold() IS 'Private. Folds the rows of jobq_metric_deltas, and those of jobq_metric_counters whose
+backend has exited, into shard 0 (summed by queue and job_type; rows held by another session
+are skipped). Result: how many rows it folded.';
+
 CREATE FUNCTION public.jobq__notify(queues text[]) RETURNS integer
     LANGUAGE plpgsql
     AS $$
@@ -488,28 +1615,6 @@ $$;
 COMMENT ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) IS 'Private. NOTIFY on this installation''s channel for events of kind (jobq__event_channel): one
 notification per distinct non-NULL payload, or, for more than 100, one with an empty payload
 that means "check everything". Result: how many notifications were sent.';
-
-CREATE FUNCTION public.jobq__statuses(finished boolean DEFAULT NULL::boolean) RETURNS text[]
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    AS $$
-DECLARE
-    -- pending waits (also between retries); processing is claimed.
-    v_unfinished CONSTANT text[] := ARRAY['pending', 'processing'];
-    -- succeeded is done; failed is a permanent failure the worker asked for; dead_letter has
-    -- used all its attempts; cancelled was cancelled (jobq_cancel).
-    v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'];
-BEGIN
-    RETURN CASE jobq__statuses.finished
-        WHEN TRUE THEN v_finished
-        WHEN FALSE THEN v_unfinished
-        ELSE pg_catalog.array_cat(v_unfinished, v_finished)
-    END;
-END;
-$$;
-
-COMMENT ON FUNCTION public.jobq__statuses(finished boolean) IS 'Private. The job statuses: every one (finished NULL, in the order of a job''s life), the
-finished ones (finished true) or the others (finished false). Used by the CHECK constraints of
-jobq_jobs and by the functions that take status names.';
 
 CREATE FUNCTION public.jobq__tick(at timestamp with time zone) RETURNS TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)
     LANGUAGE plpgsql
@@ -782,14 +1887,25 @@ BEGIN
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job completed while we waited for its lock is finished.
           AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
-        RETURNING j.id, j.status, j.locked_by, j.awaited
+        RETURNING j.id, j.status, j.locked_by, j.awaited, j.queue, j.job_type
+    ),
+
+    -- Only the pending jobs changed status; the running ones got a request.
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'cancelled', pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type)
+        ) AS n
+        FROM changed AS k
+        WHERE k.status = 'cancelled'
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
         pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled' AND c.awaited),
         pg_catalog.array_agg(c.locked_by) FILTER (WHERE c.status = 'processing')
     INTO v_ended, v_workers
-    FROM changed AS c;
+    FROM changed AS c
+    LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify_events('done', v_ended);
     PERFORM jobq__notify_events('cancel', v_workers);
 
@@ -852,6 +1968,9 @@ DECLARE
     v_size integer;
     v_limit integer;
     v_awaited boolean;
+    v_queue text;
+    v_job_type text;
+    v_claimed_at timestamptz;
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete.worker_id);
     IF v_error IS NOT NULL THEN
@@ -882,7 +2001,14 @@ BEGIN
     WHERE j.id = jobq_complete.job_id
       AND j.locked_by = jobq_complete.worker_id
       AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
-    RETURNING j.awaited INTO v_awaited;
+    RETURNING j.awaited, j.queue, j.job_type, j.claimed_at
+    INTO v_awaited, v_queue, v_job_type, v_claimed_at;
+    IF v_awaited IS NOT NULL THEN
+        PERFORM jobq__metrics_count(
+            'succeeded', ARRAY[v_queue], ARRAY[v_job_type], NULL,
+            ARRAY[extract(epoch FROM pg_catalog.now() - v_claimed_at)::double precision]
+        );
+    END IF;
     IF v_awaited THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
     END IF;
@@ -984,14 +2110,24 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING j.id, j.awaited
+        RETURNING j.id, j.awaited, j.queue, j.job_type, j.claimed_at
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'succeeded', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type), NULL,
+            pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
+        ) AS n
+        FROM done AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
         pg_catalog.count(*)::integer,
         pg_catalog.array_agg(done.id::text) FILTER (WHERE done.awaited)
     INTO v_done, v_awaited
-    FROM done;
+    FROM done
+    LEFT JOIN counted ON TRUE;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_awaited);
     END IF;
@@ -1014,181 +2150,46 @@ Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do 
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
 the installation''s done channel (payload: the job id) for each completed job a client awaits.';
 
-CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer) RETURNS jsonb
+CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_settings jsonb;
+    v_was boolean;
 BEGIN
     IF jobq_configure.max_payload_bytes IS NOT NULL AND jobq_configure.max_payload_bytes < 1 THEN
         RAISE EXCEPTION 'jobq_configure: max_payload_bytes must be at least 1, got %',
             jobq_configure.max_payload_bytes
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    SELECT s.metrics INTO v_was FROM jobq_settings AS s FOR UPDATE;
     UPDATE jobq_settings AS s
-    SET max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes)
-    RETURNING pg_catalog.jsonb_build_object('max_payload_bytes', s.max_payload_bytes)
+    SET
+        max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes),
+        metrics = coalesce(jobq_configure.metrics, s.metrics)
+    RETURNING pg_catalog.jsonb_build_object(
+        'max_payload_bytes', s.max_payload_bytes,
+        'metrics', s.metrics
+    )
     INTO v_settings;
+    IF jobq_configure.metrics AND NOT v_was THEN
+        PERFORM jobq_metrics_recount();
+    END IF;
     RETURN v_settings;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
+COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
 live in this schema''s jobq_settings, so each tenant schema has its own.
 Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
-in bytes of jsonb; default 1048576; NULL leaves it as it is).
-Result: every setting, as a JSON object ({"max_payload_bytes": n}).
-Errors: 22023 max_payload_bytes < 1.';
-
-CREATE TABLE public.jobq_jobs (
-    id uuid DEFAULT (encode(set_bit(set_bit("overlay"(uuid_send(gen_random_uuid()), substr(int8send((floor((date_part('epoch'::text, clock_timestamp()) * (1000)::double precision)))::bigint), 3), 1, 6), (52)::bigint, 1), (53)::bigint, 1), 'hex'::text))::uuid NOT NULL,
-    queue text DEFAULT 'default'::text NOT NULL,
-    job_type text NOT NULL,
-    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
-    idempotency_key text,
-    status text DEFAULT 'pending'::text NOT NULL,
-    priority integer DEFAULT 0 NOT NULL,
-    attempts integer DEFAULT 0 NOT NULL,
-    max_attempts integer DEFAULT 5 NOT NULL,
-    available_at timestamp with time zone DEFAULT now() NOT NULL,
-    locked_at timestamp with time zone,
-    locked_by text,
-    last_error text,
-    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    finished_at timestamp with time zone,
-    scheduled boolean DEFAULT false NOT NULL,
-    result jsonb,
-    cancel_requested_at timestamp with time zone,
-    cancel_reason text,
-    awaited boolean DEFAULT false NOT NULL,
-    CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
-    CONSTRAINT jobq_jobs_cancel_check CHECK (((status <> 'pending'::text) OR ((cancel_requested_at IS NULL) AND (cancel_reason IS NULL)))),
-    CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
-    CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (public.jobq__statuses(finished => true))) = (finished_at IS NOT NULL))),
-    CONSTRAINT jobq_jobs_max_attempts_check CHECK ((max_attempts >= 1)),
-    CONSTRAINT jobq_jobs_status_check CHECK ((status = ANY (public.jobq__statuses())))
-)
-WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0.0', autovacuum_vacuum_insert_threshold='20000', autovacuum_analyze_scale_factor='0.0', autovacuum_analyze_threshold='10000', autovacuum_vacuum_cost_delay='0');
-
-COMMENT ON TABLE public.jobq_jobs IS 'jobq jobs, one row per job. Change it only through the jobq_* functions.
-
-Its storage settings (\d+ shows them as Options) suit a table whose rows are updated several
-times (claim, completion) and die fast.
-
-fillfactor=70: no such update can be HOT (each changes status, which the partial indexes
-filter on), but 30 % free space on each page lets the new version of a row go to the same
-page, where the dead versions are pruned in place instead of spreading over the table.
-
-autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=5000: vacuum after 5,000 dead
-rows whatever the size of the table (by default it waits until 20 % of the table has turned
-over). Claims step over the dead index entries of claimed and finished jobs until VACUUM
-removes them, so their number is kept small, and independent of how many jobs are kept.
-
-autovacuum_vacuum_insert_scale_factor=0, autovacuum_vacuum_insert_threshold=20000: a queue
-that mostly receives jobs is vacuumed every 20,000 inserts too (visibility map, freezing).
-
-autovacuum_analyze_scale_factor=0, autovacuum_analyze_threshold=10000: statistics follow the
-queue every 10,000 changes; the planner''s choices depend on how many jobs are pending.
-
-autovacuum_vacuum_cost_delay=0: VACUUM of this table is never throttled, so that it ends
-before new dead entries pile up.';
-
-COMMENT ON COLUMN public.jobq_jobs.id IS 'The job''s id, made by jobq: a UUID version 7 (time-ordered: 48 bits of Unix time in
-milliseconds, then random bits) since migration 0005, random (version 4) before. Callers rely
-on neither.';
-
-COMMENT ON COLUMN public.jobq_jobs.queue IS 'The queue the job belongs to (default ''default''; 1-200 characters): a worker may serve
-some queues only (jobq_dequeue queues).';
-
-COMMENT ON COLUMN public.jobq_jobs.job_type IS 'Which handler runs the job (1-200 characters): a worker claims only the job types it has
-handlers for (jobq_dequeue job_types).';
-
-COMMENT ON COLUMN public.jobq_jobs.payload IS 'The job''s arguments, a JSON object handed to the handler; at most
-jobq_settings.max_payload_bytes of jsonb.';
-
-COMMENT ON COLUMN public.jobq_jobs.idempotency_key IS 'Dedupe of one logical task: enqueuing a key that exists, in any status, adds nothing and
-returns that job''s id (jobq_jobs_idempotency_key_key). NULL: no dedupe; NULLs never collide.';
-
-COMMENT ON COLUMN public.jobq_jobs.status IS 'pending: waits (also between retries); processing: claimed; succeeded: done; failed: a
-permanent failure the worker asked for (no retry); dead_letter: used all its attempts;
-cancelled: cancelled by jobq_cancel. succeeded, failed, dead_letter and cancelled are finished.
-The names are those of jobq__statuses().';
-
-COMMENT ON COLUMN public.jobq_jobs.priority IS 'Higher runs first: claims take jobs by priority (high first), then available_at, then id.
--1000000 to 1000000, default 0.';
-
-COMMENT ON COLUMN public.jobq_jobs.attempts IS 'Claims so far, the current one included: a claim adds 1, jobq_release gives it back, a
-requeue starts again at 0. A worker passes it back as attempt to fence its claim.';
-
-COMMENT ON COLUMN public.jobq_jobs.max_attempts IS 'Claims allowed (1-1000, default 5). A failure of the last attempt, or a stale claim of it
-taken over, moves the job to dead_letter.';
-
-COMMENT ON COLUMN public.jobq_jobs.available_at IS 'Not claimed before this time: run_at (or now) at enqueue, now + attempts × backoff after a
-failure, now after a release or a requeue. A pending job whose available_at is in the future
-when it is written is marked scheduled until a claim after that time promotes it.';
-
-COMMENT ON COLUMN public.jobq_jobs.locked_at IS 'When the current claim was made or last renewed (jobq_heartbeat); NULL unless processing. A
-claim older than the claiming worker''s lock_timeout is taken over by the next jobq_dequeue.';
-
-COMMENT ON COLUMN public.jobq_jobs.locked_by IS 'The worker_id holding the current claim; NULL unless processing. jobq_complete, jobq_fail,
-jobq_heartbeat and jobq_release act on a job only while it matches their worker_id.';
-
-COMMENT ON COLUMN public.jobq_jobs.last_error IS 'The error of the latest failed attempt or expired lock; kept when the job is requeued.';
-
-COMMENT ON COLUMN public.jobq_jobs.errors IS 'Every failure of the job, oldest first: a JSON array with one object per failed attempt,
-{"attempt": n, "at": time, "worker": worker_id, "error": text}, and "kind": "lock_expired"
-in the object jobq_dequeue adds when it takes over a stale claim. Kept when the job is
-requeued.';
-
-COMMENT ON COLUMN public.jobq_jobs.created_at IS 'When the job was enqueued.';
-
-COMMENT ON COLUMN public.jobq_jobs.updated_at IS 'When a jobq function last changed the job (a heartbeat renews locked_at only).';
-
-COMMENT ON COLUMN public.jobq_jobs.finished_at IS 'When the job reached a finished status (succeeded, failed, dead_letter, cancelled); NULL
-otherwise (jobq_jobs_finished_check). jobq_prune deletes jobs by its age.';
-
-COMMENT ON COLUMN public.jobq_jobs.scheduled IS 'Internal to the claim: true while a pending job waits for an available_at that was in the
-future when it was enqueued or retried. Such jobs are left out of jobq_jobs_claim_idx; every
-claim first clears the flag of the jobs that have come due (jobq_jobs_scheduled_idx). Meaningful
-only while the job is pending.';
-
-COMMENT ON COLUMN public.jobq_jobs.result IS 'What the handler returned (any JSON value), stored by jobq_complete(result => ...) or
-jobq_complete_many(results => ...) when the job succeeded; NULL otherwise. At most
-max_payload_bytes (jobq_settings).';
-
-COMMENT ON COLUMN public.jobq_jobs.cancel_requested_at IS 'When jobq_cancel() asked a processing job to stop; NULL without a request. The job keeps
-running: one that then fails, is released or is taken over ends cancelled, one that completes
-ends succeeded. Workers learn of it through jobq_cancel_requested() (with their heartbeat) and a
-notification.';
-
-COMMENT ON COLUMN public.jobq_jobs.cancel_reason IS 'The reason given to jobq_cancel() for a processing job (cut to 10,000 characters), if any. A
-job cancelled while pending has its reason in last_error instead.';
-
-COMMENT ON COLUMN public.jobq_jobs.awaited IS 'True once a client asked to be notified of the job''s end (jobq_await with timeout 0): its
-completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel
-with the job id as payload. Jobs nobody waits for cost no notification.';
-
-COMMENT ON CONSTRAINT jobq_jobs_attempts_check ON public.jobq_jobs IS 'attempts is never negative (jobq_release gives an attempt back down to 0 at most).';
-
-COMMENT ON CONSTRAINT jobq_jobs_cancel_check ON public.jobq_jobs IS 'A pending job has no cancel request, so a job is never claimed again after its cancel took
-effect.';
-
-COMMENT ON CONSTRAINT jobq_jobs_claim_check ON public.jobq_jobs IS 'A claim (locked_at and locked_by) exists exactly while the job is processing. The fenced
-functions rely on it: they find a claim by id and locked_by = worker_id alone, which implies
-processing. Testing the status as well would match the predicate of jobq_jobs_locked_idx, and
-with a generic plan and statistics gathered while few jobs were processing the planner chose
-that index over the primary key, scanning every claimed job on each call (4,000 failures in
-one statement: 2.3 s instead of 0.25 s).';
-
-COMMENT ON CONSTRAINT jobq_jobs_finished_check ON public.jobq_jobs IS 'finished_at is set exactly for the finished statuses, jobq__statuses(finished => true).';
-
-COMMENT ON CONSTRAINT jobq_jobs_max_attempts_check ON public.jobq_jobs IS 'A job may be claimed at least once (jobq_enqueue also refuses more than 1000).';
-
-COMMENT ON CONSTRAINT jobq_jobs_status_check ON public.jobq_jobs IS 'status is one of jobq__statuses(). Text with a CHECK rather than an enum, whose values could
-never be dropped.';
+in bytes of jsonb; default 1048576; NULL leaves it as it is), metrics (whether the jobq
+functions count what they do for jobq_metrics(); default true; false stops the counters, and
+true after false counts the jobs again as jobq_metrics_recount() does; NULL leaves it).
+Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": true}).
+Errors: 22023 max_payload_bytes < 1.
+Concurrency: turning metrics on again waits for the writers of jobq_jobs of the moment, and
+blocks new ones while it counts (see jobq_metrics_recount).';
 
 CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, lock_timeout interval DEFAULT '00:05:00'::interval, queues text[] DEFAULT NULL::text[]) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1206,6 +2207,7 @@ DECLARE
     v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
     v_ended text[];
     v_error text;
+    v_limited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -1301,12 +2303,22 @@ BEGIN
             locked_by = NULL,
             updated_at = pg_catalog.now()
         WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale))
-        RETURNING j.id, j.status, j.awaited
+        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'lock_expired', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM taken AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
     INTO v_ended
-    FROM taken AS t;
+    FROM taken AS t
+    LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_ended);
     END IF;
@@ -1335,6 +2347,7 @@ BEGIN
                     WHERE j.job_type = t.job_type
                       AND j.status = 'pending'
                       AND NOT j.scheduled
+                      AND j.limit_group IS NULL
                     ORDER BY j.queue
                     LIMIT 1
                 )
@@ -1355,6 +2368,7 @@ BEGIN
                       AND j.queue > p.queue
                       AND j.status = 'pending'
                       AND NOT j.scheduled
+                      AND j.limit_group IS NULL
                     ORDER BY j.queue
                     LIMIT 1
                 )
@@ -1371,7 +2385,7 @@ BEGIN
             (
                 SELECT j.job_type, j.queue
                 FROM jobq_jobs AS j
-                WHERE j.status = 'pending' AND NOT j.scheduled
+                WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             )
@@ -1386,6 +2400,7 @@ BEGIN
                 WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             ) AS n
@@ -1395,6 +2410,43 @@ BEGIN
         INTO v_types, v_queues
         FROM pairs AS p
         WHERE jobq_dequeue.queues IS NULL OR p.queue = ANY (jobq_dequeue.queues);
+    END IF;
+
+    -- 2b. Limited jobs (limit_group set) are in jobq_jobs_limited_idx, not in the ranges
+    --     above: when some wait within the filters (one probe per job type, or of the whole
+    --     index without a job type filter; an empty index costs one probe), the claim is
+    --     jobq__claim_limited's, which merges both kinds under the limits. Otherwise the claim
+    --     below runs exactly as it does without limits.
+    IF jobq_dequeue.job_types IS NOT NULL THEN
+        v_limited := EXISTS (
+            SELECT 1
+            FROM pg_catalog.unnest(jobq_dequeue.job_types) AS u (job_type)
+            WHERE EXISTS (
+                SELECT 1
+                FROM jobq_jobs AS j
+                WHERE j.job_type = u.job_type
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+            )
+        );
+    ELSE
+        v_limited := EXISTS (
+            SELECT 1
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.limit_group IS NOT NULL
+              AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+        );
+    END IF;
+    IF v_limited THEN
+        RETURN QUERY
+        SELECT * FROM jobq__claim_limited(
+            jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues,
+            jobq_dequeue.batch_size, v_types, v_queues
+        );
+        RETURN;
     END IF;
 
     IF v_types IS NULL THEN
@@ -1414,6 +2466,7 @@ BEGIN
               AND j.queue = v_queues[1]
               AND j.status = 'pending'
               AND NOT j.scheduled
+              AND j.limit_group IS NULL
               AND j.available_at <= pg_catalog.now()
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT jobq_dequeue.batch_size
@@ -1427,13 +2480,25 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = pg_catalog.now(),
                 locked_by = jobq_dequeue.worker_id,
+                claimed_at = pg_catalog.now(),
                 updated_at = pg_catalog.now()
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
             RETURNING j.*
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL,
+                pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
+            ) AS n
+            FROM claimed AS c
+            HAVING pg_catalog.count(*) > 0
         )
 
         SELECT c.*
         FROM claimed AS c
+        LEFT JOIN counted ON TRUE
         ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
         RETURN;
     END IF;
@@ -1458,6 +2523,7 @@ BEGIN
                   AND j.queue = p.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                   AND j.available_at <= pg_catalog.now()
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT v_k
@@ -1486,13 +2552,27 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = pg_catalog.now(),
                 locked_by = jobq_dequeue.worker_id,
+                claimed_at = pg_catalog.now(),
                 updated_at = pg_catalog.now()
             WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
             RETURNING j AS claimed_job
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'started', pg_catalog.array_agg((c.claimed_job).queue),
+                pg_catalog.array_agg((c.claimed_job).job_type), NULL,
+                pg_catalog.array_agg(extract(
+                    epoch FROM (c.claimed_job).claimed_at - (c.claimed_job).available_at
+                )::double precision)
+            ) AS n
+            FROM claimed AS c
+            HAVING pg_catalog.count(*) > 0
         )
 
         SELECT coalesce(pg_catalog.array_agg(c.claimed_job), '{}'::jobq_jobs[]) INTO v_got
-        FROM claimed AS c;
+        FROM claimed AS c
+        LEFT JOIN counted ON TRUE;
         v_claimed := v_claimed OPERATOR(pg_catalog.||) v_got;
         v_want := v_want - pg_catalog.cardinality(v_got);
         EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;
@@ -1532,7 +2612,7 @@ same job, one call never locks or claims more than batch_size pending rows, and 
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
 awaits sends a NOTIFY on the done channel (payload: the job id).';
 
-CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text) RETURNS uuid
+CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text, limit_group text DEFAULT NULL::text, limit_key text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
@@ -1547,6 +2627,9 @@ BEGIN
         jobq_enqueue.job_type, jobq_enqueue.queue, jobq_enqueue.idempotency_key,
         jobq_enqueue.max_attempts, jobq_enqueue.priority
     );
+    v_error := coalesce(v_error, jobq__limit_argument_problem(
+        jobq_enqueue.limit_group, jobq_enqueue.limit_key
+    ));
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_enqueue: %', v_error
             USING ERRCODE = 'invalid_parameter_value';
@@ -1578,12 +2661,14 @@ BEGIN
 
     IF jobq_enqueue.idempotency_key IS NULL THEN
         INSERT INTO jobq_jobs AS j (
-            queue, job_type, payload, max_attempts, available_at, priority, scheduled
+            queue, job_type, payload, max_attempts, available_at, priority, scheduled,
+            limit_group, limit_key
         )
         VALUES (
             jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
             jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, pg_catalog.now()),
-            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE)
+            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE),
+            jobq_enqueue.limit_group, jobq_enqueue.limit_key
         )
         RETURNING j.id INTO v_id;
     ELSE
@@ -1594,13 +2679,14 @@ BEGIN
         LOOP
             INSERT INTO jobq_jobs AS j (
                 queue, job_type, payload, idempotency_key, max_attempts, available_at, priority,
-                scheduled
+                scheduled, limit_group, limit_key
             )
             VALUES (
                 jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
                 jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
                 coalesce(jobq_enqueue.run_at, pg_catalog.now()), jobq_enqueue.priority,
-                coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE)
+                coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE),
+                jobq_enqueue.limit_group, jobq_enqueue.limit_key
             )
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
@@ -1616,6 +2702,10 @@ BEGIN
         END LOOP;
     END IF;
 
+    PERFORM jobq__metrics_count(
+        'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+    );
+
     IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= pg_catalog.now() THEN
         -- On this installation's channel (jobq__channel), the payload the queue name only:
         -- any role may LISTEN. Identical notifications in one transaction are folded into one
@@ -1626,14 +2716,18 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text) IS 'Adds a pending job.
+COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) IS 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
 max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
 bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
-priority (-1000000..1000000, higher runs first), queue (1-200 chars).
+priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
+limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
+the whole group shares one limit, else 1-200 chars: each key of the group has the group''s
+limits for itself; needs a limit_group).
 Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
 is added or changed and that job''s id is returned.
-Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at or a payload
+Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at/limit_group/
+limit_key (blank, too long, a limit_key without a limit_group) or a payload
 that is not a JSON object, 22004 NULL payload, 54000 payload too large.
 Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
 caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
@@ -1683,16 +2777,16 @@ BEGIN
                     )
                 WHEN x.elem - ARRAY[
                     'job_type', 'payload', 'idempotency_key', 'max_attempts', 'run_at',
-                    'priority', 'queue'
+                    'priority', 'queue', 'limit_group', 'limit_key'
                 ] <> '{}'::jsonb
                     THEN pg_catalog.format(
                         'has unknown key(s) %s; allowed: job_type, payload, idempotency_key, '
-                        'max_attempts, run_at, priority, queue',
+                        'max_attempts, run_at, priority, queue, limit_group, limit_key',
                         (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k.key), ', ')
                          FROM pg_catalog.jsonb_object_keys(x.elem) AS k (key)
                          WHERE k.key NOT IN (
                              'job_type', 'payload', 'idempotency_key', 'max_attempts',
-                             'run_at', 'priority', 'queue'
+                             'run_at', 'priority', 'queue', 'limit_group', 'limit_key'
                          ))
                     )
                 WHEN pg_catalog.jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
@@ -1725,13 +2819,21 @@ BEGIN
                 WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'priority'), 'number') <> 'number'
                     OR (x.elem ->> 'priority') !~ '^-?[0-9]{1,9}$'
                     THEN 'priority must be an integer'
-                ELSE jobq__job_argument_problem(
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'limit_group'), 'null')
+                    NOT IN ('string', 'null')
+                    THEN 'limit_group must be a string or null'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'limit_key'), 'null')
+                    NOT IN ('string', 'null')
+                    THEN 'limit_key must be a string or null'
+                ELSE coalesce(jobq__job_argument_problem(
                     x.elem ->> 'job_type',
                     coalesce(x.elem ->> 'queue', 'default'),
                     x.elem ->> 'idempotency_key',
                     coalesce((x.elem ->> 'max_attempts')::integer, 5),
                     coalesce((x.elem ->> 'priority')::integer, 0)
-                )
+                ), jobq__limit_argument_problem(
+                    x.elem ->> 'limit_group', x.elem ->> 'limit_key'
+                ))
             END AS problem
         FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
     ) AS e
@@ -1767,31 +2869,43 @@ BEGIN
                     coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
                     coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
                     coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
-                    coalesce(x.elem ->> 'queue', 'default') AS queue
+                    coalesce(x.elem ->> 'queue', 'default') AS queue,
+                    x.elem ->> 'limit_group' AS limit_group,
+                    x.elem ->> 'limit_key' AS limit_key
                 FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
             ),
 
             inserted AS (
                 INSERT INTO jobq_jobs AS j (
-                    id, queue, job_type, payload, max_attempts, available_at, priority, scheduled
+                    id, queue, job_type, payload, max_attempts, available_at, priority, scheduled,
+                    limit_group, limit_key
                 )
                 SELECT
                     p.new_id, p.queue, p.job_type, p.payload, p.max_attempts,
-                    p.available_at, p.priority, p.available_at > pg_catalog.now()
+                    p.available_at, p.priority, p.available_at > pg_catalog.now(),
+                    p.limit_group, p.limit_key
                 FROM parsed AS p
                 ORDER BY p.ord
-                RETURNING j.queue, j.available_at
+                RETURNING j.queue, j.job_type, j.available_at
             ),
 
             woken AS (
                 SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
                 FROM inserted AS w
                 WHERE w.available_at <= pg_catalog.now()
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                ) AS n
+                FROM inserted AS c
             )
 
             SELECT p.ord, p.new_id
             FROM parsed AS p
             CROSS JOIN woken
+            CROSS JOIN counted
             ORDER BY p.ord;
             RETURN;
         END IF;
@@ -1806,7 +2920,9 @@ BEGIN
                 coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
                 coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
                 coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
-                coalesce(x.elem ->> 'queue', 'default') AS queue
+                coalesce(x.elem ->> 'queue', 'default') AS queue,
+                x.elem ->> 'limit_group' AS limit_group,
+                x.elem ->> 'limit_key' AS limit_key
             FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
         ),
 
@@ -1826,22 +2942,30 @@ BEGIN
         inserted AS (
             INSERT INTO jobq_jobs AS j (
                 id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
-                priority, scheduled
+                priority, scheduled, limit_group, limit_key
             )
             SELECT
                 i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-                i.available_at, i.priority, i.available_at > pg_catalog.now()
+                i.available_at, i.priority, i.available_at > pg_catalog.now(),
+                i.limit_group, i.limit_key
             FROM input AS i
             WHERE i.new_id = i.first_id
             ORDER BY i.ord
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING j.id, j.queue, j.available_at
+            RETURNING j.id, j.queue, j.job_type, j.available_at
         ),
 
         woken AS (
             SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
             FROM inserted AS w
             WHERE w.available_at <= pg_catalog.now()
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+            ) AS n
+            FROM inserted AS c
         )
 
         SELECT
@@ -1851,7 +2975,8 @@ BEGIN
         INTO v_ords, v_ids, v_keys
         FROM input AS i
         LEFT JOIN inserted AS ins ON ins.id = i.first_id
-        CROSS JOIN woken;
+        CROSS JOIN woken
+        CROSS JOIN counted;
     EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
         -- A run_at of the right shape but no real time (30 February): name the element.
         FOR v_bad IN
@@ -1900,7 +3025,9 @@ BEGIN
                 max_attempts => coalesce((x.elem ->> 'max_attempts')::integer, 5),
                 run_at => (x.elem ->> 'run_at')::timestamptz,
                 priority => coalesce((x.elem ->> 'priority')::integer, 0),
-                queue => coalesce(x.elem ->> 'queue', 'default')
+                queue => coalesce(x.elem ->> 'queue', 'default'),
+                limit_group => x.elem ->> 'limit_group',
+                limit_key => x.elem ->> 'limit_key'
             ) END ORDER BY r.ord)
         INTO v_ids
         FROM ROWS FROM (pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids)) AS r (ord, id)
@@ -1919,7 +3046,7 @@ idempotency_key returns the existing id; two elements with the same key get the 
 first is inserted). Built for 10,000+ jobs per call.
 Arguments: jobs (a JSON array of objects with the keys of jobq_enqueue: job_type required;
 payload, idempotency_key, max_attempts, run_at as ISO 8601 text with an offset, priority,
-queue optional).
+queue, limit_group, limit_key optional).
 Result: one row per element, (ord, id), ord counting from 1 in input order.
 Errors: 22023 when jobs is not an array, an element is not an object, has an unknown key or a
 bad value (a payload that is not a JSON object included; the message names the element,
@@ -1939,6 +3066,8 @@ DECLARE
     v_error text;
     v_error_text text;
     v_awaited boolean;
+    v_job_type text;
+    v_claimed_at timestamptz;
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail.worker_id);
     IF v_error IS NOT NULL THEN
@@ -1995,8 +3124,14 @@ BEGIN
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
-    RETURNING j.status, j.queue, j.available_at, j.awaited
-    INTO v_status, v_queue, v_available_at, v_awaited;
+    RETURNING j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+    INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
+    IF v_status IS NOT NULL THEN
+        PERFORM jobq__metrics_count(
+            'failed', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
+            ARRAY[extract(epoch FROM pg_catalog.now() - v_claimed_at)::double precision]
+        );
+    END IF;
     IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending' THEN
@@ -2155,7 +3290,17 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_fail_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.awaited
+        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'failed', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status),
+            pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
+        ) AS n
+        FROM failed AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
@@ -2166,7 +3311,8 @@ BEGIN
         ),
         pg_catalog.array_agg(x.id::text) FILTER (WHERE x.awaited AND x.status <> 'pending')
     INTO v_ords, v_statuses, v_wake, v_ended
-    FROM failed AS x;
+    FROM failed AS x
+    LEFT JOIN counted ON TRUE;
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
@@ -2711,6 +3857,76 @@ Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, scan_limit ou
 Concurrency: a snapshot, as any query; it takes no lock. A job that changes status between two
 pages leaves one listing and may appear in another.';
 
+CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_key text, running bigint, max_running integer, starts_in_window bigint, max_starts integer, per interval, pending bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    WITH counts AS (
+        SELECT
+            j.limit_group, coalesce(j.limit_key, '') AS lk,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'processing') AS running,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending
+        FROM jobq_jobs AS j
+        INNER JOIN jobq_limits AS l ON l.limit_group = j.limit_group
+        WHERE j.status IN ('pending', 'processing') AND j.limit_group IS NOT NULL
+        GROUP BY j.limit_group, coalesce(j.limit_key, '')
+    ),
+
+    windows AS (
+        SELECT
+            s.limit_group, s.limit_key AS lk,
+            pg_catalog.sum(s.started) FILTER (
+                WHERE s.started_at > pg_catalog.clock_timestamp() - l.per
+            ) AS starts
+        FROM jobq_limit_starts AS s
+        INNER JOIN jobq_limits AS l ON l.limit_group = s.limit_group
+        WHERE l.per IS NOT NULL
+        GROUP BY s.limit_group, s.limit_key
+    )
+
+    SELECT
+        l.limit_group,
+        CASE WHEN coalesce(c.lk, w.lk) <> '' THEN coalesce(c.lk, w.lk) END AS limit_key,
+        coalesce(c.running, 0),
+        l.max_running,
+        CASE WHEN l.max_starts IS NOT NULL THEN coalesce(w.starts, 0)::bigint END,
+        l.max_starts,
+        l.per,
+        coalesce(c.pending, 0)
+    FROM counts AS c
+    FULL JOIN windows AS w ON w.limit_group = c.limit_group AND w.lk = c.lk
+    INNER JOIN jobq_limits AS l ON l.limit_group = coalesce(c.limit_group, w.limit_group)
+    WHERE coalesce(c.running, 0) > 0 OR coalesce(c.pending, 0) > 0 OR coalesce(w.starts, 0) > 0
+    ORDER BY 1, 2 NULLS FIRST
+$$;
+
+COMMENT ON FUNCTION public.jobq_limit_usage() IS 'Admin only. What each (limit_group, limit_key) of a limited group uses of its limits now: one
+row per key with jobs processing or pending, or starts within its rate window.
+Arguments: none.
+Result: limit_group, limit_key (NULL: the group''s jobs without a key), running (jobs
+processing), max_running, starts_in_window (jobs started within the window of length per
+that ends now; NULL without a rate limit), max_starts, per, pending (jobs waiting, held back
+or not).
+Errors: none.
+Concurrency: reads committed state without taking the keys'' locks: a claim under way is not
+counted until it commits.';
+
+CREATE FUNCTION public.jobq_limits() RETURNS TABLE(limit_group text, max_running integer, max_starts integer, per interval)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT l.limit_group, l.max_running, l.max_starts, l.per
+    FROM jobq_limits AS l
+    ORDER BY l.limit_group
+$$;
+
+COMMENT ON FUNCTION public.jobq_limits() IS 'Admin only. The limits set with jobq_set_limit, one row per limited group, by group. A group
+without a row is unlimited.
+Arguments: none.
+Result: limit_group, max_running (NULL: no concurrency limit), max_starts and per (NULL: no
+rate limit).
+Errors: none.';
+
 CREATE FUNCTION public.jobq_list_jobs(statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -2750,6 +3966,360 @@ Arguments: statuses (NULL = all), job_type (NULL = any), queue (NULL = any), max
 most this many rows, default 100).
 Result: rows of jobq_jobs.
 Errors: 22023 an unknown status, max_rows < 1.';
+
+CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, value double precision)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    SET enable_bitmapscan TO 'off'
+    AS $$
+BEGIN
+    IF pg_catalog.current_setting('transaction_read_only') = 'off'
+       AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+        PERFORM jobq__metrics_fold();
+    END IF;
+
+    RETURN QUERY
+    WITH totals AS MATERIALIZED (
+        SELECT
+            c.queue, c.job_type,
+            pg_catalog.sum(c.enqueued) AS enqueued,
+            pg_catalog.sum(c.started) AS started,
+            pg_catalog.sum(c.succeeded) AS succeeded,
+            pg_catalog.sum(c.failed) AS failed,
+            pg_catalog.sum(c.dead_lettered) AS dead_lettered,
+            pg_catalog.sum(c.cancelled) AS cancelled,
+            pg_catalog.sum(c.lock_expired) AS lock_expired,
+            pg_catalog.sum(c.released) AS released,
+            pg_catalog.sum(c.requeued) AS requeued,
+            pg_catalog.sum(c.jobs_pending) AS jobs_pending,
+            pg_catalog.sum(c.jobs_processing) AS jobs_processing,
+            pg_catalog.sum(c.jobs_succeeded) AS jobs_succeeded,
+            pg_catalog.sum(c.jobs_failed) AS jobs_failed,
+            pg_catalog.sum(c.jobs_dead_letter) AS jobs_dead_letter,
+            pg_catalog.sum(c.jobs_cancelled) AS jobs_cancelled,
+            pg_catalog.sum(c.wait_sum) AS wait_sum,
+            pg_catalog.sum(c.run_sum) AS run_sum
+        FROM (
+            SELECT * FROM jobq_metric_counters
+            UNION ALL
+            SELECT * FROM jobq_metric_deltas
+        ) AS c
+        GROUP BY c.queue, c.job_type
+    ),
+
+    -- Per (queue, job_type, histogram, bucket): the count in that bucket, summed over shards.
+    buckets AS MATERIALIZED (
+        SELECT c.queue, c.job_type, h.name, h.i, pg_catalog.sum(h.n) AS n
+        FROM (
+            SELECT * FROM jobq_metric_counters
+            UNION ALL
+            SELECT * FROM jobq_metric_deltas
+        ) AS c
+        CROSS JOIN LATERAL (
+            SELECT 'jobq_wait_seconds'::text, w.n, w.i
+            FROM pg_catalog.unnest(c.wait_buckets) WITH ORDINALITY AS w (n, i)
+            UNION ALL
+            SELECT 'jobq_run_seconds'::text, r.n, r.i
+            FROM pg_catalog.unnest(c.run_buckets) WITH ORDINALITY AS r (n, i)
+        ) AS h (name, n, i)
+        GROUP BY c.queue, c.job_type, h.name, h.i
+    ),
+
+    -- Every (queue, job_type) with both histograms, all buckets, cumulative ("le").
+    histograms AS (
+        SELECT
+            t.queue, t.job_type, n.name, p.i,
+            coalesce(pg_catalog.sum(b.n) OVER (
+                PARTITION BY t.queue, t.job_type, n.name ORDER BY p.i
+            ), 0) AS cumulative
+        FROM totals AS t
+        CROSS JOIN (VALUES ('jobq_wait_seconds'::text), ('jobq_run_seconds')) AS n (name)
+        CROSS JOIN pg_catalog.generate_series(1, 22) AS p (i)
+        LEFT JOIN buckets AS b
+            ON b.queue = t.queue AND b.job_type = t.job_type AND b.name = n.name AND b.i = p.i
+    ),
+
+    queues AS (
+        SELECT DISTINCT t.queue FROM totals AS t
+    ),
+
+    -- The (job_type, queue) pairs with jobs in the claim index: one probe each (a skip scan),
+    -- as jobq_dequeue finds them.
+    pairs AS (
+        WITH RECURSIVE p (job_type, queue) AS (
+            (
+                SELECT j.job_type, j.queue
+                FROM jobq_jobs AS j
+                WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+                ORDER BY j.job_type, j.queue
+                LIMIT 1
+            )
+
+            UNION ALL
+
+            SELECT n.job_type, n.queue
+            FROM p
+            CROSS JOIN LATERAL (
+                SELECT j.job_type, j.queue
+                FROM jobq_jobs AS j
+                WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NULL
+                ORDER BY j.job_type, j.queue
+                LIMIT 1
+            ) AS n
+        )
+
+        SELECT p.job_type, p.queue FROM p
+    ),
+
+    -- In each pair, the oldest available_at of each priority present: the first entry of each
+    -- priority's run of the index (one probe per priority).
+    oldest_by_priority AS (
+        WITH RECURSIVE o (job_type, queue, priority, available_at) AS (
+            SELECT p.job_type, p.queue, f.priority, f.available_at
+            FROM pairs AS p
+            CROSS JOIN LATERAL (
+                SELECT j.priority, j.available_at
+                FROM jobq_jobs AS j
+                WHERE j.job_type = p.job_type
+                  AND j.queue = p.queue
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NULL
+                ORDER BY j.priority DESC, j.available_at ASC
+                LIMIT 1
+            ) AS f
+
+            UNION ALL
+
+            SELECT o.job_type, o.queue, f.priority, f.available_at
+            FROM o
+            CROSS JOIN LATERAL (
+                SELECT j.priority, j.available_at
+                FROM jobq_jobs AS j
+                WHERE j.job_type = o.job_type
+                  AND j.queue = o.queue
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NULL
+                  AND j.priority < o.priority
+                ORDER BY j.priority DESC, j.available_at ASC
+                LIMIT 1
+            ) AS f
+        )
+
+        SELECT o.queue, o.available_at FROM o
+    ),
+
+    -- Limited jobs (jobq_jobs_limited_idx, outside the claim index): the oldest of each queue,
+    -- read from that index (its entries are the pending limited jobs only, never a finished
+    -- one).
+    limited AS (
+        SELECT j.queue, pg_catalog.min(j.available_at) AS available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+        GROUP BY j.queue
+    ),
+
+    -- Scheduled jobs that have come due but that no claim has promoted yet (no worker claims
+    -- at all): the 1,000 oldest, from jobq_jobs_scheduled_idx.
+    due AS (
+        SELECT j.queue, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending'
+          AND j.scheduled
+          AND j.available_at <= pg_catalog.now()
+        ORDER BY j.available_at
+        LIMIT 1000
+    ),
+
+    oldest AS (
+        SELECT a.queue, pg_catalog.min(a.available_at) AS available_at
+        FROM (
+            SELECT b.queue, b.available_at FROM oldest_by_priority AS b
+            UNION ALL
+            SELECT d.queue, d.available_at FROM due AS d
+            UNION ALL
+            SELECT l.queue, l.available_at FROM limited AS l
+        ) AS a
+        GROUP BY a.queue
+    )
+
+    SELECT s.metric, s.labels, s.value
+    FROM (
+        SELECT
+            k.metric,
+            pg_catalog.jsonb_build_object('queue', t.queue, 'job_type', t.job_type) AS labels,
+            k.value::double precision AS value,
+            0 AS i
+        FROM totals AS t
+        CROSS JOIN LATERAL (
+            VALUES
+                ('jobq_enqueued_total'::text, t.enqueued),
+                ('jobq_started_total', t.started),
+                ('jobq_succeeded_total', t.succeeded),
+                ('jobq_failed_total', t.failed),
+                ('jobq_dead_lettered_total', t.dead_lettered),
+                ('jobq_cancelled_total', t.cancelled),
+                ('jobq_lock_expired_total', t.lock_expired),
+                ('jobq_released_total', t.released),
+                ('jobq_requeued_total', t.requeued),
+                ('jobq_wait_seconds_sum', t.wait_sum::numeric),
+                ('jobq_run_seconds_sum', t.run_sum::numeric)
+        ) AS k (metric, value)
+
+        UNION ALL
+
+        SELECT
+            'jobq_jobs',
+            pg_catalog.jsonb_build_object('queue', g.queue, 'status', g.status),
+            pg_catalog.sum(g.n)::double precision,
+            0
+        FROM totals AS t
+        CROSS JOIN LATERAL (
+            VALUES
+                (t.queue, 'pending'::text, t.jobs_pending),
+                (t.queue, 'processing', t.jobs_processing),
+                (t.queue, 'succeeded', t.jobs_succeeded),
+                (t.queue, 'failed', t.jobs_failed),
+                (t.queue, 'dead_letter', t.jobs_dead_letter),
+                (t.queue, 'cancelled', t.jobs_cancelled)
+        ) AS g (queue, status, n)
+        GROUP BY g.queue, g.status
+
+        UNION ALL
+
+        SELECT
+            'jobq_oldest_available_age_seconds',
+            pg_catalog.jsonb_build_object('queue', q.queue),
+            coalesce(
+                greatest(extract(epoch FROM pg_catalog.now() - o.available_at), 0),
+                0
+            )::double precision,
+            0
+        FROM (SELECT u.queue FROM queues AS u UNION SELECT o2.queue FROM oldest AS o2) AS q
+        LEFT JOIN oldest AS o ON o.queue = q.queue
+
+        UNION ALL
+
+        SELECT
+            h.name || '_bucket',
+            pg_catalog.jsonb_build_object(
+                'queue', h.queue, 'job_type', h.job_type,
+                'le', coalesce((jobq__metric_bounds())[h.i]::text, '+Inf')
+            ),
+            h.cumulative::double precision,
+            h.i
+        FROM histograms AS h
+
+        UNION ALL
+
+        SELECT
+            h.name || '_count',
+            pg_catalog.jsonb_build_object('queue', h.queue, 'job_type', h.job_type),
+            h.cumulative::double precision,
+            0
+        FROM histograms AS h
+        WHERE h.i = 22
+    ) AS s
+    -- Buckets in the order of their bounds, +Inf last, as Prometheus lists them.
+    ORDER BY s.metric, s.labels OPERATOR(pg_catalog.-) 'le'::text, s.i;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_metrics() IS 'The Prometheus metrics of this installation, one row per sample. Counters per queue and
+job_type, exact and transactional (a rolled-back change counts nothing), never lowered by
+jobq_prune: jobq_enqueued_total, jobq_started_total (claims of pending jobs),
+jobq_succeeded_total, jobq_failed_total (failed attempts: jobq_fail, jobq_fail_many),
+jobq_dead_lettered_total, jobq_cancelled_total, jobq_lock_expired_total (claims taken over),
+jobq_released_total (claims given back unstarted), jobq_requeued_total. Gauges: jobq_jobs (per
+queue and status) and jobq_oldest_available_age_seconds (per queue; 0 when no job is
+available). Histograms per queue and job_type, as _bucket (label le, cumulative, +Inf last),
+_sum and _count rows: jobq_wait_seconds (available_at to claim) and jobq_run_seconds (claim to
+completion or failure).
+Cost: the rows of jobq_metric_counters (about one per live backend per queue and job type)
+and a few index probes per (job_type, queue, priority) with jobs available; finished jobs are
+never read. Each call first folds the rows of transactions that counted several statements
+and of backends that have exited into one per queue and job_type (READ COMMITTED, writable
+transactions only).
+Arguments: none.
+Result: rows (metric, labels, value): the metric name as Prometheus shows it, the labels as a
+JSON object of strings, the value.
+Errors: none.
+Concurrency: reads without waiting; the fold skips rows another session holds.';
+
+CREATE FUNCTION public.jobq_metrics_recount() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_jobs bigint;
+BEGIN
+    LOCK TABLE jobq_jobs IN SHARE MODE;
+    UPDATE jobq_metric_counters AS c
+    SET
+        jobs_pending = 0, jobs_processing = 0, jobs_succeeded = 0, jobs_failed = 0,
+        jobs_dead_letter = 0, jobs_cancelled = 0
+    WHERE c.jobs_pending <> 0 OR c.jobs_processing <> 0 OR c.jobs_succeeded <> 0
+       OR c.jobs_failed <> 0 OR c.jobs_dead_letter <> 0 OR c.jobs_cancelled <> 0;
+    UPDATE jobq_metric_deltas AS c
+    SET
+        jobs_pending = 0, jobs_processing = 0, jobs_succeeded = 0, jobs_failed = 0,
+        jobs_dead_letter = 0, jobs_cancelled = 0
+    WHERE c.jobs_pending <> 0 OR c.jobs_processing <> 0 OR c.jobs_succeeded <> 0
+       OR c.jobs_failed <> 0 OR c.jobs_dead_letter <> 0 OR c.jobs_cancelled <> 0;
+
+    WITH counts AS (
+        SELECT
+            j.queue, j.job_type,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'processing') AS processing,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'succeeded') AS succeeded,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'failed') AS failed,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'dead_letter') AS dead_letter,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled
+        FROM jobq_jobs AS j
+        GROUP BY j.queue, j.job_type
+    ),
+
+    written AS (
+        INSERT INTO jobq_metric_counters AS c (
+            shard, queue, job_type, jobs_pending, jobs_processing, jobs_succeeded, jobs_failed,
+            jobs_dead_letter, jobs_cancelled
+        )
+        SELECT
+            0, n.queue, n.job_type, n.pending, n.processing, n.succeeded, n.failed,
+            n.dead_letter, n.cancelled
+        FROM counts AS n
+        ORDER BY n.queue, n.job_type
+        ON CONFLICT (queue, job_type, shard) DO UPDATE SET
+            jobs_pending = excluded.jobs_pending,
+            jobs_processing = excluded.jobs_processing,
+            jobs_succeeded = excluded.jobs_succeeded,
+            jobs_failed = excluded.jobs_failed,
+            jobs_dead_letter = excluded.jobs_dead_letter,
+            jobs_cancelled = excluded.jobs_cancelled
+        RETURNING c.jobs_pending + c.jobs_processing + c.jobs_succeeded + c.jobs_failed
+            + c.jobs_dead_letter + c.jobs_cancelled AS jobs
+    )
+
+    SELECT coalesce(pg_catalog.sum(w.jobs), 0)::bigint INTO v_jobs FROM written AS w;
+    RETURN v_jobs;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_metrics_recount() IS 'Admin only. Sets the gauge jobq_jobs of jobq_metrics() to the jobs present, counted once by
+queue, job_type and status, for changes the jobq functions did not count (writes to jobq_jobs
+by hand, changes made while metrics were off or by an older jobq during an upgrade).
+Counters and histograms are left as they are. Reads the whole table.
+Arguments: none.
+Result: how many jobs were counted.
+Errors: none.
+Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE: waits for the transactions writing jobs at
+that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
+quiet, in a transaction of its own.';
 
 CREATE FUNCTION public.jobq_prune(older_than interval DEFAULT '7 days'::interval, statuses text[] DEFAULT '{succeeded}'::text[], batch_size integer DEFAULT NULL::integer) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2809,11 +4379,27 @@ BEGIN
                 ORDER BY j.finished_at
                 LIMIT v_left
                 FOR UPDATE SKIP LOCKED
+            ),
+
+            pruned AS (
+                DELETE FROM jobq_jobs AS j
+                USING doomed
+                WHERE j.id = doomed.id
+                RETURNING j.queue, j.job_type
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                ) AS n
+                FROM pruned AS c
+                HAVING pg_catalog.count(*) > 0
             )
 
-            DELETE FROM jobq_jobs AS j
-            USING doomed
-            WHERE j.id = doomed.id;
+            SELECT pg_catalog.count(*) INTO v_count
+            FROM pruned AS p
+            LEFT JOIN counted ON TRUE;
         ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
             -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status is a
             -- parameter) can use that index.
@@ -2826,11 +4412,27 @@ BEGIN
                 ORDER BY j.finished_at
                 LIMIT v_left
                 FOR UPDATE SKIP LOCKED
+            ),
+
+            pruned AS (
+                DELETE FROM jobq_jobs AS j
+                USING doomed
+                WHERE j.id = doomed.id
+                RETURNING j.queue, j.job_type
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                ) AS n
+                FROM pruned AS c
+                HAVING pg_catalog.count(*) > 0
             )
 
-            DELETE FROM jobq_jobs AS j
-            USING doomed
-            WHERE j.id = doomed.id;
+            SELECT pg_catalog.count(*) INTO v_count
+            FROM pruned AS p
+            LEFT JOIN counted ON TRUE;
         ELSE
             WITH doomed AS MATERIALIZED (
                 SELECT j.id
@@ -2839,15 +4441,34 @@ BEGIN
                 ORDER BY j.finished_at
                 LIMIT v_left
                 FOR UPDATE SKIP LOCKED
+            ),
+
+            pruned AS (
+                DELETE FROM jobq_jobs AS j
+                USING doomed
+                WHERE j.id = doomed.id
+                RETURNING j.queue, j.job_type
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                ) AS n
+                FROM pruned AS c
+                HAVING pg_catalog.count(*) > 0
             )
 
-            DELETE FROM jobq_jobs AS j
-            USING doomed
-            WHERE j.id = doomed.id;
+            SELECT pg_catalog.count(*) INTO v_count
+            FROM pruned AS p
+            LEFT JOIN counted ON TRUE;
         END IF;
-        GET DIAGNOSTICS v_count = ROW_COUNT;
         v_deleted := v_deleted + v_count;
     END LOOP;
+    -- Regular maintenance: keeps jobq_metric_deltas short where nothing scrapes jobq_metrics().
+    IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+        PERFORM jobq__metrics_fold();
+    END IF;
     RETURN v_deleted;
 END;
 $$;
@@ -2950,14 +4571,24 @@ BEGIN
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
         WHERE j.id = ANY (jobq_release.job_ids)
           AND j.locked_by = jobq_release.worker_id
-        RETURNING j.id, j.status, j.awaited
+        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM released AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
         pg_catalog.count(*)::integer,
         pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
     INTO v_released, v_ended
-    FROM released AS r;
+    FROM released AS r
+    LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_ended);
     END IF;
@@ -3026,7 +4657,16 @@ BEGIN
             locked_by = NULL,
             updated_at = pg_catalog.now()
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
-        RETURNING j.id, j.queue, j.status, j.awaited
+        RETURNING j.id, j.queue, j.status, j.awaited, j.job_type
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM released AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
@@ -3034,7 +4674,8 @@ BEGIN
         pg_catalog.array_agg(DISTINCT r.queue) FILTER (WHERE r.status = 'pending'),
         pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
     INTO v_released, v_queues, v_ended
-    FROM released AS r;
+    FROM released AS r
+    LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
     PERFORM jobq__notify_events('done', v_ended);
     RETURN v_released;
@@ -3060,7 +4701,15 @@ CREATE FUNCTION public.jobq_requeue_dead_letter(job_id uuid) RETURNS boolean
     AS $$
 DECLARE
     v_queue text;
+    v_old_status text;
+    v_job_type text;
 BEGIN
+    -- The status it leaves, for jobq_metrics' gauge; the lock keeps it until the UPDATE.
+    SELECT j.status INTO v_old_status
+    FROM jobq_jobs AS j
+    WHERE j.id = jobq_requeue_dead_letter.job_id
+    FOR UPDATE;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
@@ -3076,10 +4725,13 @@ BEGIN
         updated_at = pg_catalog.now()
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed', 'cancelled')
-    RETURNING j.queue INTO v_queue;
+    RETURNING j.queue, j.job_type INTO v_queue, v_job_type;
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;
+    PERFORM jobq__metrics_count(
+        'requeued', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status]
+    );
     PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;
 END;
@@ -3100,7 +4752,19 @@ DECLARE
     v_count integer;
     v_queues text[];
 BEGIN
-    WITH requeued AS (
+    -- old: the status each job leaves, for jobq_metrics' gauge (locked until the UPDATE).
+    WITH old AS MATERIALIZED (
+        SELECT j.id, j.status
+        FROM jobq_jobs AS j
+        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
+          AND (jobq_requeue_dead_letters.job_type IS NULL
+               OR j.job_type = jobq_requeue_dead_letters.job_type)
+          AND (jobq_requeue_dead_letters.queue IS NULL
+               OR j.queue = jobq_requeue_dead_letters.queue)
+        FOR UPDATE
+    ),
+
+    requeued AS (
         UPDATE jobq_jobs AS j
         SET
             status = 'pending',
@@ -3114,17 +4778,24 @@ BEGIN
             cancel_reason = NULL,
             awaited = FALSE,
             updated_at = pg_catalog.now()
-        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
-          AND (jobq_requeue_dead_letters.job_type IS NULL
-               OR j.job_type = jobq_requeue_dead_letters.job_type)
-          AND (jobq_requeue_dead_letters.queue IS NULL
-               OR j.queue = jobq_requeue_dead_letters.queue)
-        RETURNING j.queue
+        FROM old
+        WHERE j.id = old.id
+        RETURNING j.queue, j.job_type, old.status
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'requeued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM requeued AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
     INTO v_count, v_queues
-    FROM requeued AS r;
+    FROM requeued AS r
+    LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
     RETURN v_count;
 END;
@@ -3275,6 +4946,88 @@ created_at, updated_at.
 Errors: none.
 Concurrency: a snapshot, as any query; it takes no lock.';
 
+CREATE FUNCTION public.jobq_set_limit(limit_group text, max_running integer DEFAULT NULL::integer, max_starts integer DEFAULT NULL::integer, per interval DEFAULT NULL::interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_error text;
+BEGIN
+    IF jobq_set_limit.limit_group IS NULL THEN
+        v_error := 'limit_group must be a non-blank string';
+    ELSE
+        v_error := jobq__limit_argument_problem(jobq_set_limit.limit_group, NULL);
+    END IF;
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_set_limit: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_set_limit.max_running < 1 THEN
+        RAISE EXCEPTION 'jobq_set_limit: max_running must be at least 1 (or NULL: no limit), got %',
+            jobq_set_limit.max_running
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_set_limit.max_starts < 1 THEN
+        RAISE EXCEPTION 'jobq_set_limit: max_starts must be at least 1 (or NULL: no limit), got %',
+            jobq_set_limit.max_starts
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (jobq_set_limit.max_starts IS NULL) <> (jobq_set_limit.per IS NULL) THEN
+        RAISE EXCEPTION 'jobq_set_limit: max_starts and per go together, got max_starts % and per %',
+            coalesce(jobq_set_limit.max_starts::text, 'NULL'),
+            coalesce(jobq_set_limit.per::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A rate limit is max_starts jobs per interval, such as 100 per ''1 minute''.';
+    END IF;
+    -- An interval of months or days has no fixed length (a month is 28 to 31 days, a day 23 to
+    -- 25 hours across a daylight-saving change): the window must be exact.
+    IF jobq_set_limit.per <= interval '0'
+       OR pg_catalog.date_part('month', jobq_set_limit.per) <> 0::double precision
+       OR pg_catalog.date_part('year', jobq_set_limit.per) <> 0::double precision
+       OR pg_catalog.date_part('day', jobq_set_limit.per) <> 0::double precision
+       OR jobq_set_limit.per > interval '10000 hours' THEN
+        RAISE EXCEPTION 'jobq_set_limit: per must be a positive interval of hours, minutes and '
+            'seconds, at most 10000 hours, got %', jobq_set_limit.per
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Write a day as ''24 hours''.';
+    END IF;
+
+    IF jobq_set_limit.max_running IS NULL AND jobq_set_limit.max_starts IS NULL THEN
+        DELETE FROM jobq_limits AS l WHERE l.limit_group = jobq_set_limit.limit_group;
+        DELETE FROM jobq_limit_keys AS k WHERE k.limit_group = jobq_set_limit.limit_group;
+        DELETE FROM jobq_limit_starts AS s WHERE s.limit_group = jobq_set_limit.limit_group;
+    ELSE
+        INSERT INTO jobq_limits AS l (limit_group, max_running, max_starts, per, updated_at)
+        VALUES (
+            jobq_set_limit.limit_group, jobq_set_limit.max_running, jobq_set_limit.max_starts,
+            jobq_set_limit.per, pg_catalog.now()
+        )
+        ON CONFLICT ON CONSTRAINT jobq_limits_pkey DO UPDATE
+        SET max_running = excluded.max_running,
+            max_starts = excluded.max_starts,
+            per = excluded.per,
+            updated_at = excluded.updated_at;
+    END IF;
+    PERFORM pg_catalog.pg_notify(jobq__channel(), '');
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_set_limit(limit_group text, max_running integer, max_starts integer, per interval) IS 'Admin only. Sets the limits of a limit group; each (limit_group, limit_key) pair of its jobs
+has them for itself. Claims never make more than max_running jobs of one pair processing at
+once, and never start more than max_starts jobs of one pair within any window of length per
+(a sliding window). Held-back jobs stay pending and spend no attempt. Both NULL removes the
+group''s limit (and its bookkeeping): its jobs are claimed as unlimited from the next claim on.
+Arguments: limit_group (1-200 chars, not blank), max_running (NULL = no concurrency limit, else
+at least 1), max_starts (NULL = no rate limit, else at least 1), per (the window of
+max_starts: NULL exactly when max_starts is; hours, minutes and seconds, positive, at most
+10000 hours).
+Result: none.
+Errors: 22023 limit_group NULL, blank or longer than 200 characters, max_running or
+max_starts < 1, max_starts without per or per without max_starts, per not positive, with
+days, months or years, or over 10000 hours.
+Concurrency: the change applies to claims that start after it commits; a claim running
+meanwhile uses the limits it read. Wakes idle workers (NOTIFY with an empty payload on the
+installation''s channel, at commit).';
+
 CREATE FUNCTION public.jobq_stats() RETURNS TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -3381,6 +5134,238 @@ Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, a
 available_at among them.
 Errors: 22023 a NULL or non-positive idle.';
 
+CREATE TABLE public.jobq_limit_keys (
+    limit_group text NOT NULL,
+    limit_key text NOT NULL,
+    started bigint DEFAULT 0 NOT NULL,
+    last_start_at timestamp with time zone
+);
+
+COMMENT ON TABLE public.jobq_limit_keys IS 'jobq: one row per (limit_group, limit_key) of a limited group that has started a job, written
+by the claim under the key''s lock with every start. The write is what makes a claim in a
+REPEATABLE READ or SERIALIZABLE transaction fail (40001) rather than miss a start that a
+concurrent claim committed after its snapshot. jobq_set_limit deletes a group''s rows when it
+removes the limit.';
+
+COMMENT ON COLUMN public.jobq_limit_keys.limit_group IS 'The group.';
+
+COMMENT ON COLUMN public.jobq_limit_keys.limit_key IS 'The key within the group; the empty string stands for a NULL limit_key (an empty one cannot
+be enqueued).';
+
+COMMENT ON COLUMN public.jobq_limit_keys.started IS 'Jobs of this key started while the group was limited.';
+
+COMMENT ON COLUMN public.jobq_limit_keys.last_start_at IS 'When the key last started jobs (the clock of the claim that held the key''s lock; never
+earlier than the start before it).';
+
+CREATE TABLE public.jobq_limit_starts (
+    limit_group text NOT NULL,
+    limit_key text NOT NULL,
+    total bigint NOT NULL,
+    started integer NOT NULL,
+    started_at timestamp with time zone NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_limit_starts IS 'jobq: the sliding window of each rate-limited key: one row per claim that started jobs of the
+key, with the running total of the key''s recorded starts. The starts within the window ending
+now are the latest total minus the total of the last row older than the window, found with
+one probe of jobq_limit_starts_at_idx; rows older than that one are deleted by the claims.';
+
+COMMENT ON COLUMN public.jobq_limit_starts.limit_group IS 'The group.';
+
+COMMENT ON COLUMN public.jobq_limit_starts.limit_key IS 'The key within the group (the empty string for a NULL limit_key).';
+
+COMMENT ON COLUMN public.jobq_limit_starts.total IS 'Starts recorded for the key, this claim''s included.';
+
+COMMENT ON COLUMN public.jobq_limit_starts.started IS 'Jobs of the key this claim started.';
+
+COMMENT ON COLUMN public.jobq_limit_starts.started_at IS 'When (the clock under the key''s lock, never earlier than the row before).';
+
+CREATE TABLE public.jobq_limits (
+    limit_group text NOT NULL,
+    max_running integer,
+    max_starts integer,
+    per interval,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT jobq_limits_max_running_positive CHECK ((max_running >= 1)),
+    CONSTRAINT jobq_limits_rate_complete CHECK ((((max_starts IS NULL) AND (per IS NULL)) OR ((max_starts IS NOT NULL) AND (per IS NOT NULL) AND (max_starts >= 1) AND (per > '00:00:00'::interval)))),
+    CONSTRAINT jobq_limits_some_limit CHECK (((max_running IS NOT NULL) OR (max_starts IS NOT NULL)))
+);
+
+COMMENT ON TABLE public.jobq_limits IS 'jobq: the limit of each limited group, one row per limit_group, written by jobq_set_limit. A
+group without a row is unlimited. Each (limit_group, limit_key) pair has these limits for
+itself.';
+
+COMMENT ON COLUMN public.jobq_limits.limit_group IS 'The group, as jobs name it in limit_group.';
+
+COMMENT ON COLUMN public.jobq_limits.max_running IS 'At most this many jobs of one key processing at once; NULL: no such limit.';
+
+COMMENT ON COLUMN public.jobq_limits.max_starts IS 'At most this many jobs of one key started (claimed) within any window of length per; NULL:
+no rate limit.';
+
+COMMENT ON COLUMN public.jobq_limits.per IS 'The window of max_starts; NULL exactly when max_starts is.';
+
+COMMENT ON COLUMN public.jobq_limits.updated_at IS 'When jobq_set_limit last set this limit.';
+
+COMMENT ON CONSTRAINT jobq_limits_max_running_positive ON public.jobq_limits IS 'max_running is at least 1 (a group that must not run is paused another way).';
+
+COMMENT ON CONSTRAINT jobq_limits_rate_complete ON public.jobq_limits IS 'A rate limit has both max_starts (at least 1) and per (positive), or neither.';
+
+COMMENT ON CONSTRAINT jobq_limits_some_limit ON public.jobq_limits IS 'A row sets at least one limit: removing both removes the row.';
+
+CREATE TABLE public.jobq_metric_counters (
+    shard integer NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    enqueued bigint DEFAULT 0 NOT NULL,
+    started bigint DEFAULT 0 NOT NULL,
+    succeeded bigint DEFAULT 0 NOT NULL,
+    failed bigint DEFAULT 0 NOT NULL,
+    dead_lettered bigint DEFAULT 0 NOT NULL,
+    cancelled bigint DEFAULT 0 NOT NULL,
+    lock_expired bigint DEFAULT 0 NOT NULL,
+    released bigint DEFAULT 0 NOT NULL,
+    requeued bigint DEFAULT 0 NOT NULL,
+    jobs_pending bigint DEFAULT 0 NOT NULL,
+    jobs_processing bigint DEFAULT 0 NOT NULL,
+    jobs_succeeded bigint DEFAULT 0 NOT NULL,
+    jobs_failed bigint DEFAULT 0 NOT NULL,
+    jobs_dead_letter bigint DEFAULT 0 NOT NULL,
+    jobs_cancelled bigint DEFAULT 0 NOT NULL,
+    wait_buckets bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    wait_sum double precision DEFAULT 0 NOT NULL,
+    run_buckets bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    run_sum double precision DEFAULT 0 NOT NULL
+)
+WITH (fillfactor='50');
+
+COMMENT ON TABLE public.jobq_metric_counters IS 'jobq: the numbers behind jobq_metrics(), per (queue, job_type), one row per backend that
+wrote them (shard: its pid; 0: folded rows of backends that have exited). Written by the jobq
+functions in the transaction of the change they count (jobq__metrics_count), so a rollback
+counts nothing; jobq_prune lowers the gauge, never a counter. Sum over shards (and the rows of
+jobq_metric_deltas) to read. fillfactor 50:
+room on the page for the updates of a busy row to stay HOT.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.shard IS 'The pid of the backend that writes this row (so no two sessions ever wait for one another
+here); 0 for the sums that jobq_metrics() folded in from backends that have exited.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.queue IS 'The jobs'' queue.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.job_type IS 'The jobs'' job_type.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.enqueued IS 'Jobs added (jobq_enqueue, jobq_enqueue_many, schedules); an existing idempotency key adds none.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.started IS 'Claims of pending jobs (jobq_dequeue).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.succeeded IS 'Completions (jobq_complete, jobq_complete_many).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.failed IS 'Failed attempts reported by jobq_fail or jobq_fail_many, whatever the job''s next status.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.dead_lettered IS 'Jobs that went to dead_letter (a last failed attempt, or a takeover with no attempts left).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.cancelled IS 'Jobs that went to cancelled (jobq_cancel of a pending job; a failure, release or takeover of
+a job with a cancel request).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.lock_expired IS 'Claims taken back by jobq_dequeue because their lock was older than lock_timeout.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.released IS 'Claims given back unstarted (jobq_release, jobq_release_orphans).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.requeued IS 'Finished jobs made pending again (jobq_requeue_dead_letter, jobq_requeue_dead_letters).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_pending IS 'Change in the number of pending jobs (the gauge jobq_jobs is the sum over shards).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_processing IS 'Change in the number of processing jobs (summed over shards).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_succeeded IS 'Change in the number of succeeded jobs (summed over shards; jobq_prune subtracts).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_failed IS 'Change in the number of failed jobs (summed over shards).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_dead_letter IS 'Change in the number of dead_letter jobs (summed over shards).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_cancelled IS 'Change in the number of cancelled jobs (summed over shards).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.wait_buckets IS 'jobq_wait_seconds: claims per bucket of jobq__metric_bounds() (not cumulative; the last
+element is above the highest bound); empty until the first observation.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.wait_sum IS 'jobq_wait_seconds: the sum of the observed waits (available_at to claim), in seconds.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.run_buckets IS 'jobq_run_seconds: finished attempts per bucket of jobq__metric_bounds() (not cumulative).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.run_sum IS 'jobq_run_seconds: the sum of the observed run times (claim to completion or failure).';
+
+CREATE TABLE public.jobq_metric_deltas (
+    shard integer NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    enqueued bigint DEFAULT 0 NOT NULL,
+    started bigint DEFAULT 0 NOT NULL,
+    succeeded bigint DEFAULT 0 NOT NULL,
+    failed bigint DEFAULT 0 NOT NULL,
+    dead_lettered bigint DEFAULT 0 NOT NULL,
+    cancelled bigint DEFAULT 0 NOT NULL,
+    lock_expired bigint DEFAULT 0 NOT NULL,
+    released bigint DEFAULT 0 NOT NULL,
+    requeued bigint DEFAULT 0 NOT NULL,
+    jobs_pending bigint DEFAULT 0 NOT NULL,
+    jobs_processing bigint DEFAULT 0 NOT NULL,
+    jobs_succeeded bigint DEFAULT 0 NOT NULL,
+    jobs_failed bigint DEFAULT 0 NOT NULL,
+    jobs_dead_letter bigint DEFAULT 0 NOT NULL,
+    jobs_cancelled bigint DEFAULT 0 NOT NULL,
+    wait_buckets bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    wait_sum double precision DEFAULT 0 NOT NULL,
+    run_buckets bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    run_sum double precision DEFAULT 0 NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_metric_deltas IS 'jobq: counts of jobq_metric_counters written by the second and later counted statements of a
+transaction (one row per statement and (queue, job_type), appended: no index, no update), so
+that a transaction that enqueues jobs one by one costs the same per job whatever its length.
+jobq_metrics() and jobq_prune() fold the rows into jobq_metric_counters (shard 0).';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.shard IS 'The pid of the backend that wrote the row.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.queue IS 'The jobs'' queue.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.job_type IS 'The jobs'' job_type.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.enqueued IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.started IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.succeeded IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.failed IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.dead_lettered IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.cancelled IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.lock_expired IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.released IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.requeued IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_pending IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_processing IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_succeeded IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_failed IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_dead_letter IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_cancelled IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.wait_buckets IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.wait_sum IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.run_buckets IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.run_sum IS 'As in jobq_metric_counters.';
+
 CREATE TABLE public.jobq_migrations (
     version text NOT NULL,
     checksum text NOT NULL,
@@ -3458,6 +5443,7 @@ COMMENT ON CONSTRAINT jobq_schedules_max_attempts_check ON public.jobq_schedules
 CREATE TABLE public.jobq_settings (
     singleton boolean DEFAULT true NOT NULL,
     max_payload_bytes integer DEFAULT 1048576 NOT NULL,
+    metrics boolean DEFAULT true NOT NULL,
     CONSTRAINT jobq_settings_max_payload_bytes_check CHECK ((max_payload_bytes > 0)),
     CONSTRAINT jobq_settings_singleton_check CHECK (singleton)
 );
@@ -3469,6 +5455,10 @@ COMMENT ON COLUMN public.jobq_settings.singleton IS 'Always true: the key that k
 
 COMMENT ON COLUMN public.jobq_settings.max_payload_bytes IS 'The largest payload jobq_enqueue and jobq_enqueue_many accept, in bytes of jsonb (default
 1048576, 1 MiB); larger ones are refused with 54000.';
+
+COMMENT ON COLUMN public.jobq_settings.metrics IS 'Whether the jobq functions count what they do for jobq_metrics() (jobq_configure(metrics =>
+...)). While false, the counters stand still and the gauge jobq_jobs is recounted when it is
+turned on again.';
 
 COMMENT ON CONSTRAINT jobq_settings_max_payload_bytes_check ON public.jobq_settings IS 'The payload limit is positive.';
 
@@ -3502,6 +5492,26 @@ ALTER TABLE ONLY public.jobq_jobs
 
 COMMENT ON CONSTRAINT jobq_jobs_pkey ON public.jobq_jobs IS 'A job is identified by its id.';
 
+ALTER TABLE ONLY public.jobq_limit_keys
+    ADD CONSTRAINT jobq_limit_keys_pkey PRIMARY KEY (limit_group, limit_key);
+
+COMMENT ON CONSTRAINT jobq_limit_keys_pkey ON public.jobq_limit_keys IS 'One row per key.';
+
+ALTER TABLE ONLY public.jobq_limit_starts
+    ADD CONSTRAINT jobq_limit_starts_pkey PRIMARY KEY (limit_group, limit_key, total);
+
+COMMENT ON CONSTRAINT jobq_limit_starts_pkey ON public.jobq_limit_starts IS 'Each total once per key: the rows of a key in start order.';
+
+ALTER TABLE ONLY public.jobq_limits
+    ADD CONSTRAINT jobq_limits_pkey PRIMARY KEY (limit_group);
+
+COMMENT ON CONSTRAINT jobq_limits_pkey ON public.jobq_limits IS 'One limit per group.';
+
+ALTER TABLE ONLY public.jobq_metric_counters
+    ADD CONSTRAINT jobq_metric_counters_pkey PRIMARY KEY (queue, job_type, shard);
+
+COMMENT ON CONSTRAINT jobq_metric_counters_pkey ON public.jobq_metric_counters IS 'One row per (queue, job_type, shard): the upsert of jobq__metrics_count finds its own row.';
+
 ALTER TABLE ONLY public.jobq_migrations
     ADD CONSTRAINT jobq_migrations_pkey PRIMARY KEY (version);
 
@@ -3523,11 +5533,11 @@ ALTER TABLE ONLY public.jobq_workers
 
 COMMENT ON CONSTRAINT jobq_workers_pkey ON public.jobq_workers IS 'One row per worker_id: a claim refreshes its worker''s row instead of adding one.';
 
-CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (NOT scheduled));
+CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NULL));
 
-COMMENT ON INDEX public.jobq_jobs_claim_idx IS 'The claim: pending jobs available now (not scheduled), one range per (job_type, queue) pair,
-each in claim order (priority DESC, available_at, id). jobq_dequeue reads the ranges its
-filters select, and merges them when there are several.';
+COMMENT ON INDEX public.jobq_jobs_claim_idx IS 'The claim: pending jobs available now (not scheduled) without a limit, one range per
+(job_type, queue) pair, each in claim order (priority DESC, available_at, id). jobq_dequeue
+reads the ranges its filters select, and merges them when there are several.';
 
 CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY['failed'::text, 'dead_letter'::text, 'cancelled'::text]));
 
@@ -3538,6 +5548,19 @@ CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btre
 
 COMMENT ON INDEX public.jobq_jobs_idempotency_key_key IS 'One job per idempotency_key. Partial (only non-NULL keys): NULLs never collide, and a job
 without a key, the common case, costs no entry here, when inserted or on any update.';
+
+CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''::text)) WHERE ((status = 'processing'::text) AND (limit_group IS NOT NULL));
+
+COMMENT ON INDEX public.jobq_jobs_limit_running_idx IS 'The processing jobs of each (limit_group, limit_key): the claim counts them under the key''s
+lock, jobq_limit_usage() reports them.';
+
+CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''::text), priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NOT NULL));
+
+COMMENT ON INDEX public.jobq_jobs_limited_idx IS 'The claim of limited jobs: pending jobs available now (not scheduled) with a limit_group, one
+range per (job_type, queue, limit_group, limit_key), each in claim order. jobq_dequeue probes
+it once to learn whether its filters hold limited jobs, and then reads the head of each
+key''s range (a key that is full is skipped whole, whatever it holds back). An empty
+limit_key cannot be enqueued, so the empty string stands for NULL.';
 
 CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = 'processing'::text);
 
@@ -3556,6 +5579,18 @@ CREATE INDEX jobq_jobs_succeeded_idx ON public.jobq_jobs USING btree (finished_a
 
 COMMENT ON INDEX public.jobq_jobs_succeeded_idx IS 'Succeeded jobs by finished_at, for jobq_prune (the oldest first, in batches). A completion
 appends one entry at its right-hand end.';
+
+COMMENT ON INDEX public.jobq_limit_keys_pkey IS 'The index of jobq_limit_keys_pkey.';
+
+CREATE INDEX jobq_limit_starts_at_idx ON public.jobq_limit_starts USING btree (limit_group, limit_key, started_at, total);
+
+COMMENT ON INDEX public.jobq_limit_starts_at_idx IS 'The last row of a key older than the window: one probe per claim of a rate-limited key.';
+
+COMMENT ON INDEX public.jobq_limit_starts_pkey IS 'The index of jobq_limit_starts_pkey: the first and the latest row of a key.';
+
+COMMENT ON INDEX public.jobq_limits_pkey IS 'The index of jobq_limits_pkey: the claim reads the limit of each group it meets.';
+
+COMMENT ON INDEX public.jobq_metric_counters_pkey IS 'The index of jobq_metric_counters_pkey, for the upserts of jobq__metrics_count.';
 
 COMMENT ON INDEX public.jobq_migrations_pkey IS 'The index of jobq_migrations_pkey.';
 
@@ -3577,6 +5612,10 @@ REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__statuses(finished boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_types text[], range_queues text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__cron_next(masks bigint[], timezone text, after timestamp with time zone) FROM PUBLIC;
@@ -3587,11 +5626,23 @@ REVOKE ALL ON FUNCTION public.jobq__event_channel(kind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__job_argument_problem(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__limit_argument_problem(limit_group text, limit_key text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metric_add(a bigint[], b bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metric_bounds() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metric_bucket(seconds double precision) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metric_histogram(buckets integer[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[], seconds double precision[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metrics_fold() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION public.jobq__statuses(finished boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__tick(at timestamp with time zone) FROM PUBLIC;
 
@@ -3611,11 +5662,11 @@ REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt
 
 REVOKE ALL ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[], results jsonb[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_enqueue_many(jobs jsonb) FROM PUBLIC;
 
@@ -3633,7 +5684,15 @@ REVOKE ALL ON FUNCTION public.jobq_job_status(job_ids uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_limit_usage() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_limits() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_metrics() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_metrics_recount() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) FROM PUBLIC;
 
@@ -3650,6 +5709,8 @@ REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue tex
 REVOKE ALL ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_schedules() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_set_limit(limit_group text, max_running integer, max_starts integer, per interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_stats() FROM PUBLIC;
 

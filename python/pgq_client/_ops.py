@@ -33,6 +33,9 @@ from .models import (
     HealthRow,
     Job,
     JobStatus,
+    Limit,
+    LimitUsage,
+    MetricSample,
     Schedule,
     StatsRow,
     UnservedJobType,
@@ -265,11 +268,15 @@ def enqueue(
     priority: int,
     max_attempts: int,
     queue: str,
+    limit_group: str | None = None,
+    limit_key: str | None = None,
 ) -> Op[uuid.UUID]:
     check_aware(run_at, "run_at")
     check_text(job_type, "job_type")
     check_text(queue, "queue")
     check_text(idempotency_key, "idempotency_key")
+    check_text(limit_group, "limit_group")
+    check_text(limit_key, "limit_key")
     params = {
         "job_type": job_type,
         "payload": _payload(payload),
@@ -278,6 +285,8 @@ def enqueue(
         "run_at": run_at,
         "priority": priority,
         "queue": queue,
+        "limit_group": limit_group,
+        "limit_key": limit_key,
     }
     rows = yield Call(s.enqueue, params, retry_serialization=True)
     job_id: uuid.UUID = rows[0]["id"]
@@ -590,10 +599,19 @@ def prune(
             return total
 
 
-def configure(s: Statements, max_payload_bytes: int | None) -> Op[dict[str, Any]]:
-    rows = yield Call(s.configure, {"max_payload_bytes": max_payload_bytes})
+def configure(
+    s: Statements, max_payload_bytes: int | None, metrics: bool | None = None
+) -> Op[dict[str, Any]]:
+    if metrics is not None and not isinstance(metrics, bool):
+        raise TypeError(f"metrics must be True, False or None, got {type(metrics).__name__}")
+    rows = yield Call(s.configure, {"max_payload_bytes": max_payload_bytes, "metrics": metrics})
     settings: dict[str, Any] = rows[0]["settings"]
     return settings
+
+
+def metrics(s: Statements) -> Op[list[MetricSample]]:
+    rows = yield Call(s.metrics, {})
+    return [MetricSample.from_row(row) for row in rows]
 
 
 def health(s: Statements) -> Op[list[HealthRow]]:
@@ -655,3 +673,33 @@ def schedules(s: Statements) -> Op[list[Schedule]]:
 def tick(s: Statements) -> Op[list[Fire]]:
     rows = yield Call(s.tick, {})
     return [Fire(**row) for row in rows]
+
+
+# -- limits -------------------------------------------------------------------------------------
+
+
+def set_limit(
+    s: Statements,
+    limit_group: str,
+    max_running: int | None,
+    max_starts: int | None,
+    per: timedelta | float | None,
+) -> Op[None]:
+    check_text(limit_group, "limit_group")
+    params = {
+        "limit_group": limit_group,
+        "max_running": max_running,
+        "max_starts": max_starts,
+        "per": None if per is None else interval(per, "per"),
+    }
+    yield Call(s.set_limit, params, tuple_row)
+
+
+def limits(s: Statements) -> Op[list[Limit]]:
+    rows = yield Call(s.limits, {})
+    return [Limit(**row) for row in rows]
+
+
+def limit_usage(s: Statements) -> Op[list[LimitUsage]]:
+    rows = yield Call(s.limit_usage, {})
+    return [LimitUsage(**row) for row in rows]

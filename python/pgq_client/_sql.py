@@ -21,7 +21,9 @@ SELECT {schema}jobq_enqueue(
     max_attempts => %(max_attempts)s::int,
     run_at => %(run_at)s::timestamptz,
     priority => %(priority)s::int,
-    queue => %(queue)s::text
+    queue => %(queue)s::text,
+    limit_group => %(limit_group)s::text,
+    limit_key => %(limit_key)s::text
 ) AS id
 """
 
@@ -179,7 +181,13 @@ SELECT {schema}jobq_prune(
 """
 
 CONFIGURE = """
-SELECT {schema}jobq_configure(max_payload_bytes => %(max_payload_bytes)s::int) AS settings
+SELECT {schema}jobq_configure(
+    max_payload_bytes => %(max_payload_bytes)s::int, metrics => %(metrics)s::boolean
+) AS settings
+"""
+
+METRICS = """
+SELECT metric, labels, value FROM {schema}jobq_metrics()
 """
 
 UNSERVED = """
@@ -258,6 +266,24 @@ CROSS JOIN LATERAL (
         END
     )::oid AS oid
 ) AS p
+"""
+
+SET_LIMIT = """
+SELECT {schema}jobq_set_limit(
+    limit_group => %(limit_group)s::text,
+    max_running => %(max_running)s::int,
+    max_starts => %(max_starts)s::int,
+    per => %(per)s::interval
+)
+"""
+
+LIMITS = """
+SELECT limit_group, max_running, max_starts, per FROM {schema}jobq_limits() ORDER BY limit_group
+"""
+
+LIMIT_USAGE = """
+SELECT limit_group, limit_key, running, max_running, starts_in_window, max_starts, per, pending
+FROM {schema}jobq_limit_usage()
 """
 
 TICK = """
@@ -458,6 +484,7 @@ class Statements:
         self.stats = _render(STATS, schema)
         self.prune = _render(PRUNE, schema)
         self.configure = _render(CONFIGURE, schema)
+        self.metrics = _render(METRICS, schema)
         self.health = _render(HEALTH, schema)
         self.unserved = _render(UNSERVED, schema)
         self.schedule = _render(SCHEDULE, schema)
@@ -466,6 +493,9 @@ class Statements:
         self.tick = _render(TICK, schema)
         self.jobs_page = _render(JOBS_PAGE, schema)
         self.queue_summary = _render(QUEUE_SUMMARY, schema)
+        self.set_limit = _render(SET_LIMIT, schema)
+        self.limits = _render(LIMITS, schema)
+        self.limit_usage = _render(LIMIT_USAGE, schema)
 
 
 @cache

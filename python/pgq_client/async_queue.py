@@ -24,7 +24,18 @@ from . import _ops, _sql
 from ._secrets import is_conninfo_error
 from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import breaking_change_in, incompatibility
-from .models import Fire, HealthRow, Job, JobStatus, Schedule, StatsRow, UnservedJobType
+from .models import (
+    Fire,
+    HealthRow,
+    Job,
+    JobStatus,
+    Limit,
+    LimitUsage,
+    MetricSample,
+    Schedule,
+    StatsRow,
+    UnservedJobType,
+)
 from .queue import (
     SERIALIZATION_RETRIES,
     WAIT_POLL_INTERVAL,
@@ -243,10 +254,13 @@ class AsyncQueue:
         max_attempts: int = 5,
         queue: str = "default",
         conn: psycopg.AsyncConnection[Any] | None = None,
+        limit_group: str | None = None,
+        limit_key: str | None = None,
     ) -> uuid.UUID:
         return await self._drive(
             _ops.enqueue(
-                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts, queue
+                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
+                queue, limit_group, limit_key,
             ),
             conn,
         )
@@ -511,8 +525,14 @@ class AsyncQueue:
         return await self._drive(_ops.prune(self._sql, older_than, statuses, batch_size))
 
     @_as(Queue.configure)
-    async def configure(self, *, max_payload_bytes: int | None = None) -> dict[str, Any]:
-        return await self._drive(_ops.configure(self._sql, max_payload_bytes))
+    async def configure(
+        self, *, max_payload_bytes: int | None = None, metrics: bool | None = None
+    ) -> dict[str, Any]:
+        return await self._drive(_ops.configure(self._sql, max_payload_bytes, metrics))
+
+    @_as(Queue.metrics)
+    async def metrics(self) -> list[MetricSample]:
+        return await self._drive(_ops.metrics(self._sql))
 
     @_as(Queue.health)
     async def health(self) -> list[HealthRow]:
@@ -559,6 +579,26 @@ class AsyncQueue:
     @_as(Queue.tick)
     async def tick(self) -> list[Fire]:
         return await self._drive(_ops.tick(self._sql))
+
+    # -- limits -------------------------------------------------------------------------------
+
+    @_as(Queue.set_limit)
+    async def set_limit(
+        self,
+        limit_group: str,
+        max_running: int | None = None,
+        max_starts: int | None = None,
+        per: timedelta | float | None = None,
+    ) -> None:
+        await self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
+
+    @_as(Queue.limits)
+    async def limits(self) -> list[Limit]:
+        return await self._drive(_ops.limits(self._sql))
+
+    @_as(Queue.limit_usage)
+    async def limit_usage(self) -> list[LimitUsage]:
+        return await self._drive(_ops.limit_usage(self._sql))
 
 
 async def _execute(

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Literal, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 import click
 import psycopg
@@ -33,6 +33,9 @@ from . import _secrets
 from .errors import JobqError, NotMigrated, PermissionDenied, from_psycopg
 from .models import FINISHED_STATUSES, STATUSES, HealthRow, Job, JobStatus, StatsRow
 from .queue import DSN_SOURCES, Queue, check_aware, resolve_dsn
+
+if TYPE_CHECKING:
+    from .metrics import ListenAddress
 
 __all__ = ["cli", "main", "parse_duration", "parse_run_at"]
 
@@ -615,6 +618,7 @@ Examples:
   jobq enqueue report --run-at 2030-01-31T09:00:00+01:00 --priority 5
   jobq enqueue import - < big-payload.json
   jobq enqueue import @big-payload.json --queue bulk
+  jobq enqueue sync '{"account": 7}' --limit-group per-customer --limit-key acme
 """
 )
 @click.argument("job_type", metavar="TYPE")
@@ -628,6 +632,12 @@ Examples:
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
 @click.option("--max-attempts", type=int, default=5, show_default=True)
 @click.option("--queue", default="default", show_default=True)
+@click.option(
+    "--limit-group", metavar="G", help="Count against the limits of group G (jobq limit set)."
+)
+@click.option(
+    "--limit-key", metavar="K", help="Within --limit-group, the key with limits of its own."
+)
 @json_option
 @connection_options(None)
 @click.pass_context
@@ -640,6 +650,8 @@ def enqueue(
     priority: int,
     max_attempts: int,
     queue: str,
+    limit_group: str | None,
+    limit_key: str | None,
     as_json: bool,
 ) -> None:
     """Add a job of TYPE and print its id.
@@ -658,6 +670,8 @@ def enqueue(
             priority=priority,
             max_attempts=max_attempts,
             queue=queue,
+            limit_group=limit_group,
+            limit_key=limit_key,
         )
     if as_json:
         _echo_json({"id": job_id})
@@ -688,6 +702,75 @@ def stats(ctx: click.Context, as_json: bool) -> None:
             [(r.queue, r.job_type, r.status, r.jobs, _when(r.oldest_available_at)) for r in rows],
         )
     )
+
+
+@cli.command(
+    "metrics",
+    epilog="\b\nExamples:\n  jobq metrics\n  jobq metrics --serve 127.0.0.1:9187\n",
+)
+@click.option(
+    "--serve",
+    metavar="HOST:PORT",
+    help="Serve the metrics at http://HOST:PORT/metrics until stopped (Ctrl-C, SIGTERM), "
+    "reading jobq_metrics() on every scrape. [::1]:PORT for IPv6, :PORT for every interface, "
+    "port 0 for any free one.",
+)
+@connection_options(None)
+@click.pass_context
+def metrics_command(ctx: click.Context, serve: str | None) -> None:
+    """Prometheus metrics kept by the database (jobq_metrics; monitor or admin): counters,
+    gauges and histograms per queue and job type, in the Prometheus text format.
+
+    See docs/metrics.md for each metric, and docs/grafana/ and docs/prometheus/ for a
+    dashboard and alert rules.
+    """
+    from . import metrics as exporter
+
+    if serve is None:
+        with _settings(ctx).queue() as q:
+            samples = q.metrics()
+        click.echo(exporter.render(samples), nl=False)
+        return
+    try:
+        address = exporter.parse_listen_address(serve)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--serve") from None
+    _serve_metrics(_settings(ctx), address)
+
+
+def _serve_metrics(settings: _Settings, address: ListenAddress) -> None:
+    """Serve /metrics until SIGTERM or SIGINT; one read of jobq_metrics() first, so that a
+    wrong DSN or a role without access fails here rather than on every scrape."""
+    import signal
+    import threading
+
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from . import metrics as exporter
+
+    with settings.queue() as q:
+        q.metrics()
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(exporter.JobqCollector(q.metrics))
+        try:
+            server, thread = start_http_server(address.port, addr=address.host, registry=registry)
+        except OSError as exc:
+            _fail(f"cannot listen on {address}: {exc.strerror or exc}")
+        bound = exporter.ListenAddress(address.host, int(server.server_port))
+        click.echo(f"jobq: serving metrics at http://{bound}/metrics (Ctrl-C to stop)", err=True)
+        stop = threading.Event()
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            while not stop.wait(1.0):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            server.shutdown()
+            server.server_close()
+            thread.join(5)
+        click.echo("jobq: stopped serving metrics", err=True)
 
 
 @cli.command("doctor", epilog="\b\nExamples:\n  jobq doctor\n  jobq doctor --json\n")
@@ -1331,6 +1414,160 @@ def schedule_delete(ctx: click.Context, name: str) -> None:
     click.echo(f"deleted {name}")
 
 
+# -- limits ------------------------------------------------------------------------------------
+
+
+@cli.group(
+    "limit",
+    epilog="""\b
+Examples:
+  jobq limit set per-customer --max-running 2
+  jobq limit set partner-api --max-starts 100 --per 60
+  jobq limit list --json
+  jobq limit delete per-customer
+""",
+)
+@connection_options(None)
+def limit() -> None:
+    """Concurrency and rate limits per (limit group, limit key), enforced by every claim."""
+
+
+@limit.command("set")
+@click.argument("group")
+@click.option(
+    "--max-running",
+    type=click.IntRange(min=1),
+    help="At most N jobs of one key processing at once.",
+    metavar="N",
+)
+@click.option(
+    "--max-starts",
+    type=click.IntRange(min=1),
+    help="At most N jobs of one key started within any --per window.",
+    metavar="N",
+)
+@click.option(
+    "--per",
+    type=click.FloatRange(min=0, min_open=True),
+    help="The window of --max-starts, in seconds.",
+    metavar="SECONDS",
+)
+@connection_options(None)
+@click.pass_context
+def limit_set(
+    ctx: click.Context,
+    group: str,
+    max_running: int | None,
+    max_starts: int | None,
+    per: float | None,
+) -> None:
+    """Set the limits of GROUP; each key of the group has them for itself.
+
+    With neither --max-running nor --max-starts, the limit is removed (as jobq limit delete).
+    """
+    if (max_starts is None) != (per is None):
+        raise click.UsageError("--max-starts and --per go together (N jobs per SECONDS)")
+    with _settings(ctx).queue() as q:
+        q.set_limit(group, max_running=max_running, max_starts=max_starts, per=per)
+    if max_running is None and max_starts is None:
+        click.echo(f"removed the limit of {group}")
+        return
+    parts = []
+    if max_running is not None:
+        parts.append(f"at most {max_running} running")
+    if max_starts is not None:
+        parts.append(f"at most {max_starts} starts per {per:g} s")
+    click.echo(f"{group}: {', '.join(parts)} per key")
+
+
+@limit.command("list")
+@json_option
+@connection_options(None)
+@click.pass_context
+def limit_list(ctx: click.Context, as_json: bool) -> None:
+    """List the limits and what each key uses now (running, starts in the window, pending)."""
+    with _settings(ctx).queue() as q:
+        limits = q.limits()
+        usage = q.limit_usage()
+
+    def seconds(per: timedelta | None) -> float | None:
+        return None if per is None else per.total_seconds()
+
+    if as_json:
+        _echo_json({
+            "limits": [
+                {
+                    "limit_group": r.limit_group,
+                    "max_running": r.max_running,
+                    "max_starts": r.max_starts,
+                    "per_seconds": seconds(r.per),
+                }
+                for r in limits
+            ],
+            "usage": [
+                {
+                    "limit_group": u.limit_group,
+                    "limit_key": u.limit_key,
+                    "running": u.running,
+                    "max_running": u.max_running,
+                    "starts_in_window": u.starts_in_window,
+                    "max_starts": u.max_starts,
+                    "per_seconds": seconds(u.per),
+                    "pending": u.pending,
+                }
+                for u in usage
+            ],
+        })
+        return
+    if not limits:
+        click.echo("no limits")
+        return
+
+    def blank(value: object) -> str:
+        return "" if value is None else str(value)
+
+    def per_text(per: timedelta | None) -> str:
+        return "" if per is None else f"{per.total_seconds():g} s"
+
+    click.echo(
+        _table(
+            ["limit_group", "max_running", "max_starts", "per"],
+            [
+                (r.limit_group, blank(r.max_running), blank(r.max_starts), per_text(r.per))
+                for r in limits
+            ],
+        )
+    )
+    if usage:
+        click.echo("")
+        click.echo(
+            _table(
+                ["limit_group", "limit_key", "running", "starts_in_window", "pending"],
+                [
+                    (
+                        u.limit_group,
+                        blank(u.limit_key),
+                        f"{u.running}/{u.max_running}" if u.max_running else str(u.running),
+                        f"{u.starts_in_window}/{u.max_starts}" if u.max_starts else "",
+                        str(u.pending),
+                    )
+                    for u in usage
+                ],
+            )
+        )
+
+
+@limit.command("delete")
+@click.argument("group")
+@connection_options(None)
+@click.pass_context
+def limit_delete(ctx: click.Context, group: str) -> None:
+    """Remove the limits of GROUP: its waiting jobs are claimed at once."""
+    with _settings(ctx).queue() as q:
+        q.set_limit(group)
+    click.echo(f"removed the limit of {group}")
+
+
 @cli.command()
 @connection_options(None)
 @click.pass_context
@@ -1395,13 +1632,21 @@ def prune(
     epilog="\b\nExamples:\n  jobq configure\n  jobq configure --max-payload-bytes 4194304\n"
 )
 @click.option("--max-payload-bytes", type=click.IntRange(min=1), help="Largest payload (jsonb).")
+@click.option(
+    "--metrics/--no-metrics",
+    default=None,
+    help="Count what the jobq functions do for `jobq metrics` (on by default). Turning it on "
+    "again counts the jobs present (reads the whole table, blocking writers meanwhile).",
+)
 @json_option
 @connection_options(None)
 @click.pass_context
-def configure(ctx: click.Context, max_payload_bytes: int | None, as_json: bool) -> None:
+def configure(
+    ctx: click.Context, max_payload_bytes: int | None, metrics: bool | None, as_json: bool
+) -> None:
     """Show (and change) this installation's settings (admin)."""
     with _settings(ctx).queue() as q:
-        settings = q.configure(max_payload_bytes=max_payload_bytes)
+        settings = q.configure(max_payload_bytes=max_payload_bytes, metrics=metrics)
     if as_json:
         _echo_json(settings)
     else:

@@ -6,7 +6,7 @@ import operator
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,9 @@ __all__ = [
     "HealthRow",
     "Job",
     "JobStatus",
+    "Limit",
+    "LimitUsage",
+    "MetricSample",
     "Schedule",
     "StatsRow",
     "UnservedJobType",
@@ -77,6 +80,8 @@ class Job:
     result: Any = None
     cancel_requested_at: datetime | None = None
     cancel_reason: str | None = None
+    limit_group: str | None = None
+    limit_key: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Job:
@@ -172,6 +177,23 @@ class StatsRow:
 
 
 @dataclass(frozen=True)
+class MetricSample:
+    """One row of ``jobq_metrics()``: a Prometheus sample (name as exposed, labels, value)."""
+
+    metric: str
+    labels: dict[str, str]
+    value: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> MetricSample:
+        return cls(
+            metric=str(row["metric"]),
+            labels={str(k): str(v) for k, v in (row["labels"] or {}).items()},
+            value=float(row["value"]),
+        )
+
+
+@dataclass(frozen=True)
 class HealthRow:
     """One finding of ``jobq_health()``: a check, its queue (if per queue), ok or warning."""
 
@@ -212,6 +234,37 @@ class Schedule:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Schedule:
         return cls(**{k: v for k, v in row.items() if k in _SCHEDULE_FIELDS})
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One row of ``jobq_limits()``: the limits of a limit group, which each (limit_group,
+    limit_key) pair of its jobs has for itself. ``max_running`` None: no concurrency limit;
+    ``max_starts`` and ``per`` None: no rate limit."""
+
+    limit_group: str
+    max_running: int | None
+    max_starts: int | None
+    per: timedelta | None
+
+
+@dataclass(frozen=True)
+class LimitUsage:
+    """One row of ``jobq_limit_usage()``: what one key of a limited group uses now.
+
+    ``limit_key`` None: the group's jobs without a key. ``running``: jobs processing;
+    ``starts_in_window``: jobs started within the last ``per`` (None without a rate limit);
+    ``pending``: jobs waiting, held back or not.
+    """
+
+    limit_group: str
+    limit_key: str | None
+    running: int
+    max_running: int | None
+    starts_in_window: int | None
+    max_starts: int | None
+    per: timedelta | None
+    pending: int
 
 
 @dataclass(frozen=True)

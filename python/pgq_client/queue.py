@@ -30,7 +30,18 @@ from ._ops import (
 from ._secrets import is_conninfo_error
 from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import check_compatible
-from .models import Fire, HealthRow, Job, JobStatus, Schedule, StatsRow, UnservedJobType
+from .models import (
+    Fire,
+    HealthRow,
+    Job,
+    JobStatus,
+    Limit,
+    LimitUsage,
+    MetricSample,
+    Schedule,
+    StatsRow,
+    UnservedJobType,
+)
 
 __all__ = [
     "WAIT_POLL_INTERVAL",
@@ -262,15 +273,20 @@ class Queue:
         max_attempts: int = 5,
         queue: str = "default",
         conn: psycopg.Connection[Any] | None = None,
+        limit_group: str | None = None,
+        limit_key: str | None = None,
     ) -> uuid.UUID:
         """Add a job and return its id (the existing job's id for a known idempotency key).
 
         ``run_at`` must be timezone-aware. With ``conn``, the job is added in the caller's
-        transaction: it exists only if that transaction commits.
+        transaction: it exists only if that transaction commits. ``limit_group`` and
+        ``limit_key`` name the concurrency and rate limits it counts against
+        (:meth:`set_limit`): each key of a group has the group's limits for itself.
         """
         return self._drive(
             _ops.enqueue(
-                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts, queue
+                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
+                queue, limit_group, limit_key,
             ),
             conn,
         )
@@ -283,7 +299,8 @@ class Queue:
     ) -> list[uuid.UUID]:
         """Add many jobs in one statement; returns their ids in input order.
 
-        Each element has the keys of :meth:`enqueue` (``job_type`` required).
+        Each element has the keys of :meth:`enqueue` (``job_type`` required; ``limit_group``
+        and ``limit_key`` included).
         """
         return self._drive(_ops.enqueue_many(self._sql, jobs), conn)
 
@@ -568,9 +585,18 @@ class Queue:
         """
         return self._drive(_ops.prune(self._sql, older_than, statuses, batch_size))
 
-    def configure(self, *, max_payload_bytes: int | None = None) -> dict[str, Any]:
-        """Change this installation's settings (None leaves one as it is); returns them all."""
-        return self._drive(_ops.configure(self._sql, max_payload_bytes))
+    def configure(
+        self, *, max_payload_bytes: int | None = None, metrics: bool | None = None
+    ) -> dict[str, Any]:
+        """Change this installation's settings (None leaves one as it is); returns them all.
+        ``metrics=False`` stops the counting behind :meth:`metrics`; ``True`` after ``False``
+        counts the jobs again (reads the whole table, blocking writers meanwhile)."""
+        return self._drive(_ops.configure(self._sql, max_payload_bytes, metrics))
+
+    def metrics(self) -> list[MetricSample]:
+        """The Prometheus samples of ``jobq_metrics()`` (monitor, admin): counters, gauges and
+        histograms per queue and job type, kept by the database. Reads no job row."""
+        return self._drive(_ops.metrics(self._sql))
 
     def health(self) -> list[HealthRow]:
         """Health findings (stuck jobs, waiting time, dead letters, VACUUM blockers)."""
@@ -629,6 +655,30 @@ class Queue:
         Workers tick by themselves; this is for setups without a Worker (cron, a system timer).
         """
         return self._drive(_ops.tick(self._sql))
+
+    # -- limits -------------------------------------------------------------------------------
+
+    def set_limit(
+        self,
+        limit_group: str,
+        max_running: int | None = None,
+        max_starts: int | None = None,
+        per: timedelta | float | None = None,
+    ) -> None:
+        """Set the limits of ``limit_group`` (admin): each (limit_group, limit_key) pair of its
+        jobs never has more than ``max_running`` jobs processing at once, nor more than
+        ``max_starts`` started within any window of ``per`` (a timedelta or seconds). Both None
+        removes the group's limit: its waiting jobs are claimed at once."""
+        self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
+
+    def limits(self) -> list[Limit]:
+        """The limits set, one per limited group, by group (admin)."""
+        return self._drive(_ops.limits(self._sql))
+
+    def limit_usage(self) -> list[LimitUsage]:
+        """What each key of a limited group uses now: jobs running, starts within the rate
+        window, jobs pending (admin)."""
+        return self._drive(_ops.limit_usage(self._sql))
 
 
 def _type_name(value: object) -> str:

@@ -72,6 +72,7 @@ DECLARE
     v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
     v_ended text[];
     v_error text;
+    v_limited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -167,12 +168,22 @@ BEGIN
             locked_by = NULL,
             updated_at = pg_catalog.now()
         WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale))
-        RETURNING j.id, j.status, j.awaited
+        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'lock_expired', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM taken AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
     INTO v_ended
-    FROM taken AS t;
+    FROM taken AS t
+    LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_ended);
     END IF;
@@ -201,6 +212,7 @@ BEGIN
                     WHERE j.job_type = t.job_type
                       AND j.status = 'pending'
                       AND NOT j.scheduled
+                      AND j.limit_group IS NULL
                     ORDER BY j.queue
                     LIMIT 1
                 )
@@ -221,6 +233,7 @@ BEGIN
                       AND j.queue > p.queue
                       AND j.status = 'pending'
                       AND NOT j.scheduled
+                      AND j.limit_group IS NULL
                     ORDER BY j.queue
                     LIMIT 1
                 )
@@ -237,7 +250,7 @@ BEGIN
             (
                 SELECT j.job_type, j.queue
                 FROM jobq_jobs AS j
-                WHERE j.status = 'pending' AND NOT j.scheduled
+                WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             )
@@ -252,6 +265,7 @@ BEGIN
                 WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             ) AS n
@@ -261,6 +275,43 @@ BEGIN
         INTO v_types, v_queues
         FROM pairs AS p
         WHERE jobq_dequeue.queues IS NULL OR p.queue = ANY (jobq_dequeue.queues);
+    END IF;
+
+    -- 2b. Limited jobs (limit_group set) are in jobq_jobs_limited_idx, not in the ranges
+    --     above: when some wait within the filters (one probe per job type, or of the whole
+    --     index without a job type filter; an empty index costs one probe), the claim is
+    --     jobq__claim_limited's, which merges both kinds under the limits. Otherwise the claim
+    --     below runs exactly as it does without limits.
+    IF jobq_dequeue.job_types IS NOT NULL THEN
+        v_limited := EXISTS (
+            SELECT 1
+            FROM pg_catalog.unnest(jobq_dequeue.job_types) AS u (job_type)
+            WHERE EXISTS (
+                SELECT 1
+                FROM jobq_jobs AS j
+                WHERE j.job_type = u.job_type
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+            )
+        );
+    ELSE
+        v_limited := EXISTS (
+            SELECT 1
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.limit_group IS NOT NULL
+              AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+        );
+    END IF;
+    IF v_limited THEN
+        RETURN QUERY
+        SELECT * FROM jobq__claim_limited(
+            jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues,
+            jobq_dequeue.batch_size, v_types, v_queues
+        );
+        RETURN;
     END IF;
 
     IF v_types IS NULL THEN
@@ -280,6 +331,7 @@ BEGIN
               AND j.queue = v_queues[1]
               AND j.status = 'pending'
               AND NOT j.scheduled
+              AND j.limit_group IS NULL
               AND j.available_at <= pg_catalog.now()
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT jobq_dequeue.batch_size
@@ -293,13 +345,25 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = pg_catalog.now(),
                 locked_by = jobq_dequeue.worker_id,
+                claimed_at = pg_catalog.now(),
                 updated_at = pg_catalog.now()
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
             RETURNING j.*
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL,
+                pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
+            ) AS n
+            FROM claimed AS c
+            HAVING pg_catalog.count(*) > 0
         )
 
         SELECT c.*
         FROM claimed AS c
+        LEFT JOIN counted ON TRUE
         ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
         RETURN;
     END IF;
@@ -324,6 +388,7 @@ BEGIN
                   AND j.queue = p.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                   AND j.available_at <= pg_catalog.now()
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT v_k
@@ -352,13 +417,27 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = pg_catalog.now(),
                 locked_by = jobq_dequeue.worker_id,
+                claimed_at = pg_catalog.now(),
                 updated_at = pg_catalog.now()
             WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
             RETURNING j AS claimed_job
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'started', pg_catalog.array_agg((c.claimed_job).queue),
+                pg_catalog.array_agg((c.claimed_job).job_type), NULL,
+                pg_catalog.array_agg(extract(
+                    epoch FROM (c.claimed_job).claimed_at - (c.claimed_job).available_at
+                )::double precision)
+            ) AS n
+            FROM claimed AS c
+            HAVING pg_catalog.count(*) > 0
         )
 
         SELECT coalesce(pg_catalog.array_agg(c.claimed_job), '{}'::jobq_jobs[]) INTO v_got
-        FROM claimed AS c;
+        FROM claimed AS c
+        LEFT JOIN counted ON TRUE;
         v_claimed := v_claimed OPERATOR(pg_catalog.||) v_got;
         v_want := v_want - pg_catalog.cardinality(v_got);
         EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;

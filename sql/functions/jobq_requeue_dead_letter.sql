@@ -11,7 +11,15 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_queue text;
+    v_old_status text;
+    v_job_type text;
 BEGIN
+    -- The status it leaves, for jobq_metrics' gauge; the lock keeps it until the UPDATE.
+    SELECT j.status INTO v_old_status
+    FROM jobq_jobs AS j
+    WHERE j.id = jobq_requeue_dead_letter.job_id
+    FOR UPDATE;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
@@ -27,10 +35,13 @@ BEGIN
         updated_at = pg_catalog.now()
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed', 'cancelled')
-    RETURNING j.queue INTO v_queue;
+    RETURNING j.queue, j.job_type INTO v_queue, v_job_type;
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;
+    PERFORM jobq__metrics_count(
+        'requeued', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status]
+    );
     PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;
 END;

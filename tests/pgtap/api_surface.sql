@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(142);
+SELECT plan(165);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -25,11 +25,17 @@ SELECT functions_are('public', ARRAY[
     'jobq_queue_summary', 'jobq_jobs_page',
     -- schedules (admin manages them; workers tick)
     'jobq_schedule', 'jobq_unschedule', 'jobq_schedules', 'jobq_tick',
+    -- metrics
+    'jobq_metrics', 'jobq_metrics_recount',
+    -- concurrency and rate limits (admin sets and reads them; the claim applies them)
+    'jobq_set_limit', 'jobq_limits', 'jobq_limit_usage',
     -- private helpers (granted to nobody)
     'jobq__job_argument_problem', 'jobq__backoff', 'jobq__blank', 'jobq__worker_id_error',
     'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__cron_parse',
     'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
-    'jobq__event_channel', 'jobq__notify_events'
+    'jobq__event_channel', 'jobq__notify_events', 'jobq__metric_bounds', 'jobq__metric_bucket',
+    'jobq__metric_add', 'jobq__metric_histogram', 'jobq__metrics_count', 'jobq__metrics_fold',
+    'jobq__limit_argument_problem', 'jobq__claim_limited'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -57,12 +63,22 @@ SELECT results_eq(
     ('jobq__backoff', 'attempts integer, backoff interval', 'interval'),
     ('jobq__blank', 'value text', 'boolean'),
     ('jobq__channel', '', 'text'),
+    ('jobq__claim_limited', 'worker_id text, job_types text[], queues text[], batch_size integer, '
+                            'range_types text[], range_queues text[]', 'SETOF jobq_jobs'),
     ('jobq__cron_fires', 'masks bigint[], timezone text, first timestamp with time zone, '
                          'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
     ('jobq__cron_parse', 'cron text', 'bigint[]'),
     ('jobq__event_channel', 'kind text', 'text'),
     ('jobq__job_argument_problem', 'job_type text, queue text, idempotency_key text, max_attempts integer, priority integer', 'text'),
+    ('jobq__limit_argument_problem', 'limit_group text, limit_key text', 'text'),
+    ('jobq__metric_add', 'a bigint[], b bigint[]', 'bigint[]'),
+    ('jobq__metric_bounds', '', 'double precision[]'),
+    ('jobq__metric_bucket', 'seconds double precision', 'integer'),
+    ('jobq__metric_histogram', 'buckets integer[]', 'bigint[]'),
+    ('jobq__metrics_count', 'kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], '
+                            'seconds double precision[] DEFAULT NULL::double precision[]', 'void'),
+    ('jobq__metrics_fold', '', 'bigint'),
     ('jobq__notify', 'queues text[]', 'integer'),
     ('jobq__notify_events', 'kind text, payloads text[]', 'integer'),
     ('jobq__statuses', 'finished boolean DEFAULT NULL::boolean', 'text[]'),
@@ -79,13 +95,14 @@ SELECT results_eq(
                       'result jsonb DEFAULT NULL::jsonb', 'boolean'),
     ('jobq_complete_many', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], '
                            'results jsonb[] DEFAULT NULL::jsonb[]', 'integer'),
-    ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer', 'jsonb'),
+    ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean', 'jsonb'),
     ('jobq_dequeue', 'worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, '
                      'lock_timeout interval DEFAULT ''00:05:00''::interval, queues text[] DEFAULT NULL::text[]',
                      'SETOF jobq_jobs'),
     ('jobq_enqueue', 'job_type text, payload jsonb DEFAULT ''{}''::jsonb, idempotency_key text DEFAULT NULL::text, '
                      'max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
-                     'priority integer DEFAULT 0, queue text DEFAULT ''default''::text', 'uuid'),
+                     'priority integer DEFAULT 0, queue text DEFAULT ''default''::text, '
+                     'limit_group text DEFAULT NULL::text, limit_key text DEFAULT NULL::text', 'uuid'),
     ('jobq_enqueue_many', 'jobs jsonb', 'TABLE(ord integer, id uuid)'),
     ('jobq_fail', 'job_id uuid, worker_id text, error text, retry boolean DEFAULT true, '
                   'backoff interval DEFAULT ''00:00:10''::interval, attempt integer DEFAULT NULL::integer', 'text'),
@@ -103,8 +120,13 @@ SELECT results_eq(
                        'after_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
                        'after_id uuid DEFAULT NULL::uuid, max_rows integer DEFAULT 50, '
                        'scan_limit integer DEFAULT 10000', 'SETOF jobq_job_summary'),
+    ('jobq_limit_usage', '', 'TABLE(limit_group text, limit_key text, running bigint, max_running integer, '
+                         'starts_in_window bigint, max_starts integer, per interval, pending bigint)'),
+    ('jobq_limits', '', 'TABLE(limit_group text, max_running integer, max_starts integer, per interval)'),
     ('jobq_list_jobs', 'statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, '
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
+    ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
+    ('jobq_metrics_recount', '', 'bigint'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
     ('jobq_queue_summary', 'recent interval DEFAULT ''00:05:00''::interval',
                            'TABLE(queue text, available bigint, scheduled bigint, processing bigint, failed bigint, '
@@ -122,6 +144,8 @@ SELECT results_eq(
                        'queue text, priority integer, max_attempts integer, catch_up text, paused boolean, '
                        'next_run_at timestamp with time zone, next_run_local timestamp without time zone, '
                        'created_at timestamp with time zone, updated_at timestamp with time zone)'),
+    ('jobq_set_limit', 'limit_group text, max_running integer DEFAULT NULL::integer, '
+                       'max_starts integer DEFAULT NULL::integer, per interval DEFAULT NULL::interval', 'void'),
     ('jobq_stats', '', 'TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)'),
     ('jobq_tick', '', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq_unschedule', 'name text', 'boolean'),
@@ -131,7 +155,7 @@ SELECT results_eq(
     'every function has the documented argument names, defaults and result'
 );
 
-SELECT function_returns('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text'], 'uuid');
+SELECT function_returns('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text', 'text', 'text'], 'uuid');
 SELECT function_returns('public', 'jobq_enqueue_many', ARRAY['jsonb'], 'setof record');
 SELECT function_returns('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]'], 'setof jobq_jobs');
 SELECT function_returns('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer', 'jsonb'], 'boolean');
@@ -149,12 +173,14 @@ SELECT function_returns('public', 'jobq_requeue_dead_letter', ARRAY['uuid'], 'bo
 SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_stats', ARRAY[]::text[], 'setof record');
 SELECT function_returns('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer'], 'bigint');
-SELECT function_returns('public', 'jobq_configure', ARRAY['integer'], 'jsonb');
+SELECT function_returns('public', 'jobq_configure', ARRAY['integer', 'boolean'], 'jsonb');
+SELECT function_returns('public', 'jobq_metrics', ARRAY[]::text[], 'setof record');
+SELECT function_returns('public', 'jobq_metrics_recount', ARRAY[]::text[], 'bigint');
 SELECT function_returns('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer'], 'setof jobq_jobs');
 SELECT function_returns('public', 'jobq_health', ARRAY['interval', 'interval', 'interval'], 'setof record');
 
 -- Security: every public function runs as its owner with the search_path of its schema.
-SELECT is_definer('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text']);
+SELECT is_definer('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text', 'text', 'text']);
 SELECT is_definer('public', 'jobq_enqueue_many', ARRAY['jsonb']);
 SELECT is_definer('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]']);
 SELECT is_definer('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer', 'jsonb']);
@@ -174,7 +200,9 @@ SELECT is_definer('public', 'jobq_requeue_dead_letter', ARRAY['uuid']);
 SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text']);
 SELECT is_definer('public', 'jobq_stats', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer']);
-SELECT is_definer('public', 'jobq_configure', ARRAY['integer']);
+SELECT is_definer('public', 'jobq_configure', ARRAY['integer', 'boolean']);
+SELECT is_definer('public', 'jobq_metrics', ARRAY[]::name[]);
+SELECT is_definer('public', 'jobq_metrics_recount', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer']);
 SELECT is_definer('public', 'jobq_health', ARRAY['interval', 'interval', 'interval']);
 SELECT is_definer('public', 'jobq_queue_summary', ARRAY['interval']);
@@ -198,7 +226,15 @@ SELECT isnt_definer('public', 'jobq__cron_fires', ARRAY['bigint[]', 'text', 'tim
 SELECT isnt_definer('public', 'jobq__tick', ARRAY['timestamp with time zone']);
 SELECT is_definer('public', 'jobq_get_job', ARRAY['uuid']);
 SELECT is_definer('public', 'jobq_unserved_job_types', ARRAY['interval']);
+SELECT is_definer('public', 'jobq_set_limit', ARRAY['text', 'integer', 'integer', 'interval']);
+SELECT is_definer('public', 'jobq_limits', ARRAY[]::name[]);
+SELECT is_definer('public', 'jobq_limit_usage', ARRAY[]::name[]);
+SELECT function_returns('public', 'jobq_set_limit', ARRAY['text', 'integer', 'integer', 'interval'], 'void');
+SELECT function_returns('public', 'jobq_limits', ARRAY[]::text[], 'setof record');
+SELECT function_returns('public', 'jobq_limit_usage', ARRAY[]::text[], 'setof record');
 SELECT isnt_definer('public', 'jobq__worker_seen', ARRAY['text', 'text[]', 'text[]']);
+SELECT isnt_definer('public', 'jobq__limit_argument_problem', ARRAY['text', 'text']);
+SELECT isnt_definer('public', 'jobq__claim_limited', ARRAY['text', 'text[]', 'text[]', 'integer', 'text[]', 'text[]']);
 
 SELECT is_empty(
     $$SELECT p.oid::regprocedure FROM pg_proc AS p
@@ -229,8 +265,21 @@ SELECT is_empty(
 ------------------------------------------------------------------------------------------
 
 SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
-                                 'jobq_workers'],
-                  'schema public has exactly the five jobq tables');
+                                 'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
+                                 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts'],
+                  'schema public has exactly the ten jobq tables');
+SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
+                 'jobq_metric_counters: one row per (queue, job_type, shard)');
+SELECT hasnt_pk('public', 'jobq_metric_deltas', 'jobq_metric_deltas is appended to, never looked up');
+SELECT columns_are('public', 'jobq_limits', ARRAY[
+    'limit_group', 'max_running', 'max_starts', 'per', 'updated_at'
+]);
+SELECT columns_are('public', 'jobq_limit_keys', ARRAY[
+    'limit_group', 'limit_key', 'started', 'last_start_at'
+]);
+SELECT columns_are('public', 'jobq_limit_starts', ARRAY[
+    'limit_group', 'limit_key', 'total', 'started', 'started_at'
+]);
 SELECT columns_are('public', 'jobq_workers', ARRAY[
     'worker_id', 'job_types', 'queues', 'first_claim_at', 'last_claim_at'
 ]);
@@ -243,9 +292,9 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'id', 'queue', 'job_type', 'payload', 'idempotency_key', 'status', 'priority', 'attempts',
     'max_attempts', 'available_at', 'locked_at', 'locked_by', 'last_error', 'errors',
     'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
-    'cancel_reason', 'awaited'
+    'cancel_reason', 'awaited', 'limit_group', 'limit_key', 'claimed_at'
 ]);
-SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes']);
+SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics']);
 SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at', 'breaking']);
 
 -- jobq_jobs, as in contract section 2: type, NOT NULL, default
@@ -278,7 +327,10 @@ SELECT results_eq(
     ('result',          'jsonb',                          false, NULL),
     ('cancel_requested_at', 'timestamp with time zone',   false, NULL),
     ('cancel_reason',   'text',                           false, NULL),
-    ('awaited',         'boolean',                        true,  'false')
+    ('awaited',         'boolean',                        true,  'false'),
+    ('limit_group',     'text',                           false, NULL),
+    ('limit_key',       'text',                           false, NULL),
+    ('claimed_at',      'timestamp with time zone',       false, NULL)
     $$,
     'jobq_jobs columns: type, NOT NULL and default as in the contract'
 );
@@ -345,6 +397,7 @@ SELECT set_eq(
              ('jobq_jobs', 'jobq_jobs_status_check'), ('jobq_jobs', 'jobq_jobs_max_attempts_check'),
              ('jobq_jobs', 'jobq_jobs_attempts_check'), ('jobq_jobs', 'jobq_jobs_claim_check'),
              ('jobq_jobs', 'jobq_jobs_finished_check'), ('jobq_jobs', 'jobq_jobs_cancel_check'),
+             ('jobq_jobs', 'jobq_jobs_limit_key_needs_group'),
              ('jobq_settings', 'jobq_settings_pkey'), ('jobq_settings', 'jobq_settings_singleton_check'),
              ('jobq_settings', 'jobq_settings_max_payload_bytes_check'),
              ('jobq_migrations', 'jobq_migrations_pkey')$$,
@@ -394,6 +447,28 @@ SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t'
     'jobq_jobs_idempotency_key_key: one job per key');
 SELECT lives_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t', NULL), ('t', NULL)$$,
     'NULL keys never collide');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, limit_key) VALUES ('t', 'k')$$, '23514',
+    'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_limit_key_needs_group"',
+    'jobq_jobs_limit_key_needs_group: a limit_key only within a limit_group');
+SELECT set_eq(
+    $$SELECT conrelid::regclass::text, conname::text COLLATE "default" FROM pg_constraint
+      WHERE conrelid IN ('jobq_limits'::regclass, 'jobq_limit_keys'::regclass,
+                         'jobq_limit_starts'::regclass)
+        AND contype <> 'n'$$,
+    $$VALUES ('jobq_limits', 'jobq_limits_pkey'), ('jobq_limits', 'jobq_limits_max_running_positive'),
+             ('jobq_limits', 'jobq_limits_rate_complete'), ('jobq_limits', 'jobq_limits_some_limit'),
+             ('jobq_limit_keys', 'jobq_limit_keys_pkey'), ('jobq_limit_starts', 'jobq_limit_starts_pkey')$$,
+    'the limit tables'' constraints have their documented names'
+);
+SELECT throws_ok($$INSERT INTO jobq_limits (limit_group, max_running) VALUES ('g', 0)$$, '23514',
+    'new row for relation "jobq_limits" violates check constraint "jobq_limits_max_running_positive"',
+    'jobq_limits_max_running_positive: max_running >= 1');
+SELECT throws_ok($$INSERT INTO jobq_limits (limit_group, max_starts) VALUES ('g', 5)$$, '23514',
+    'new row for relation "jobq_limits" violates check constraint "jobq_limits_rate_complete"',
+    'jobq_limits_rate_complete: max_starts needs per');
+SELECT throws_ok($$INSERT INTO jobq_limits (limit_group) VALUES ('g')$$, '23514',
+    'new row for relation "jobq_limits" violates check constraint "jobq_limits_some_limit"',
+    'jobq_limits_some_limit: a row sets a limit');
 SELECT throws_ok($$INSERT INTO jobq_settings (singleton) VALUES (false)$$, '23514',
     'new row for relation "jobq_settings" violates check constraint "jobq_settings_singleton_check"',
     'jobq_settings_singleton_check: no second settings row');
@@ -408,7 +483,7 @@ SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 0$$, '23514',
 SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
     'jobq_jobs_scheduled_idx', 'jobq_jobs_locked_idx', 'jobq_jobs_failed_idx',
-    'jobq_jobs_succeeded_idx'
+    'jobq_jobs_succeeded_idx', 'jobq_jobs_limited_idx', 'jobq_jobs_limit_running_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
                  ARRAY['job_type', 'queue', 'priority', 'available_at', 'id'],
@@ -427,11 +502,15 @@ SELECT results_eq(
       ORDER BY 1$$,
     $$VALUES
     ('jobq_jobs_claim_idx'::text,
-     'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = ''pending''::text) AND (NOT scheduled))'::text),
+     'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NULL))'::text),
     ('jobq_jobs_failed_idx',
      'CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY[''failed''::text, ''dead_letter''::text, ''cancelled''::text]))'),
     ('jobq_jobs_idempotency_key_key',
      'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
+    ('jobq_jobs_limit_running_idx',
+     'CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''''::text)) WHERE ((status = ''processing''::text) AND (limit_group IS NOT NULL))'),
+    ('jobq_jobs_limited_idx',
+     'CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''''::text), priority DESC, available_at, id) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_locked_idx',
      'CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = ''processing''::text)'),
     ('jobq_jobs_scheduled_idx',
@@ -500,6 +579,11 @@ SELECT unalike(
     pg_temp.plan_of($$SELECT jobq__append_error('[]', pg_catalog.to_jsonb(g)) FROM generate_series(1, 2) AS g$$),
     '%jobq__append_error%',
     'jobq__append_error is inlined into its caller'
+);
+SELECT unalike(
+    pg_temp.plan_of($$SELECT jobq__limit_argument_problem(g::text, 'k') FROM generate_series(1, 2) AS g$$),
+    '%jobq__%',
+    'jobq__limit_argument_problem is inlined into its caller, and jobq__blank into it'
 );
 
 SELECT * FROM finish();
