@@ -3746,7 +3746,8 @@ BEGIN
     END IF;
 
     IF status = 'pending' THEN
-        -- Two branches, one per partial index (a predicate of status alone implies neither).
+        -- One branch per partial index of pending jobs (jobq_jobs_claim_idx, jobq_jobs_limited_idx,
+        -- jobq_jobs_scheduled_idx): a predicate of status alone implies none of them.
         RETURN QUERY
         SELECT p.* FROM (
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
@@ -3754,7 +3755,17 @@ BEGIN
                    j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
                    j.available_at AS sort_at, true
             FROM jobq_jobs AS j
-            WHERE j.status = 'pending' AND NOT j.scheduled
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+              AND (j.available_at, j.id) > (v_at, v_id)
+              AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+              AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+            UNION ALL
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.available_at, true
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
               AND (j.available_at, j.id) > (v_at, v_id)
               AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
               AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
@@ -4512,7 +4523,12 @@ BEGIN
     FROM (
         -- One branch per partial index, each matching its predicate exactly.
         SELECT j.queue, j.status, j.available_at
-        FROM jobq_jobs AS j WHERE j.status = 'pending' AND NOT j.scheduled
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
         UNION ALL
         SELECT j.queue, j.status, j.available_at
         FROM jobq_jobs AS j WHERE j.status = 'pending' AND j.scheduled

@@ -2,8 +2,8 @@
 -- paging: the next page starts after the last row of this one (its sort_at and id), so a page
 -- deep in ten million rows costs what the first one costs. Each status is read through the
 -- partial index that holds it, in that index's order, never by a scan of jobq_jobs:
---   pending     oldest available first (available_at, id): jobq_jobs_claim_idx and
---               jobq_jobs_scheduled_idx hold the pending jobs, and only them;
+--   pending     oldest available first (available_at, id): jobq_jobs_claim_idx,
+--               jobq_jobs_limited_idx and jobq_jobs_scheduled_idx hold the pending jobs;
 --   processing  oldest claim first (locked_at, id): jobq_jobs_locked_idx;
 --   succeeded   newest first (finished_at DESC, id DESC): jobq_jobs_succeeded_idx;
 --   failed, dead_letter, cancelled  newest first: jobq_jobs_failed_idx.
@@ -75,7 +75,8 @@ BEGIN
     END IF;
 
     IF status = 'pending' THEN
-        -- Two branches, one per partial index (a predicate of status alone implies neither).
+        -- One branch per partial index of pending jobs (jobq_jobs_claim_idx, jobq_jobs_limited_idx,
+        -- jobq_jobs_scheduled_idx): a predicate of status alone implies none of them.
         RETURN QUERY
         SELECT p.* FROM (
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
@@ -83,7 +84,17 @@ BEGIN
                    j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
                    j.available_at AS sort_at, true
             FROM jobq_jobs AS j
-            WHERE j.status = 'pending' AND NOT j.scheduled
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+              AND (j.available_at, j.id) > (v_at, v_id)
+              AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+              AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+            UNION ALL
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.available_at, true
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
               AND (j.available_at, j.id) > (v_at, v_id)
               AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
               AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)

@@ -46,7 +46,12 @@ BEGIN
     FROM (
         -- One branch per partial index, each matching its predicate exactly.
         SELECT j.queue, j.status, j.available_at
-        FROM jobq_jobs AS j WHERE j.status = 'pending' AND NOT j.scheduled
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
         UNION ALL
         SELECT j.queue, j.status, j.available_at
         FROM jobq_jobs AS j WHERE j.status = 'pending' AND j.scheduled

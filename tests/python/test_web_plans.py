@@ -42,6 +42,10 @@ def big_dsn(dsn: str) -> str:
             "FROM generate_series(1, 600) AS g"
         )
         c.execute(
+            "INSERT INTO jobq_jobs (job_type, queue, limit_group) "
+            "SELECT 't2', 'q2', 'api' FROM generate_series(1, 100)"
+        )
+        c.execute(
             "INSERT INTO jobq_jobs (job_type, queue, status, attempts, locked_at, locked_by) "
             "SELECT 't1', 'q1', 'processing', 1, now(), 'w' FROM generate_series(1, 50)"
         )
@@ -109,6 +113,7 @@ def test_no_page_scans_jobq_jobs_with_a_million_finished_jobs(
         "jobq_jobs_succeeded_idx",
         "jobq_jobs_failed_idx",
         "jobq_jobs_claim_idx",
+        "jobq_jobs_limited_idx",
         "jobq_jobs_locked_idx",
         "jobq_jobs_pkey",
     ):
