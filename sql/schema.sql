@@ -2,6 +2,33 @@ CREATE SCHEMA public;
 
 COMMENT ON SCHEMA public IS 'standard public schema';
 
+CREATE TYPE public.jobq_job_summary AS (
+	id uuid,
+	queue text,
+	job_type text,
+	status text,
+	priority integer,
+	attempts integer,
+	max_attempts integer,
+	available_at timestamp with time zone,
+	created_at timestamp with time zone,
+	updated_at timestamp with time zone,
+	locked_at timestamp with time zone,
+	locked_by text,
+	finished_at timestamp with time zone,
+	last_error text,
+	cancel_requested boolean,
+	sort_at timestamp with time zone,
+	matches boolean
+);
+
+COMMENT ON TYPE public.jobq_job_summary IS 'jobq: one job as jobq_jobs_page() lists it: the columns of jobq_jobs of the same names
+(no payload, no result, no errors history; cancel_requested is cancel_requested_at IS NOT NULL)
+and sort_at, the time the listing of its status is ordered by (available_at for pending jobs,
+locked_at for processing ones, finished_at for finished ones), which with id is the cursor of
+the next page; matches, false only on the row that marks where a filtered search of finished
+jobs stopped (the last job it examined: not one of the jobs listed, the cursor to search on).';
+
 CREATE FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
@@ -4039,6 +4066,175 @@ unfinished), cancel_requested (true when jobq_cancel asked the job to stop while
 processing; false, never NULL, otherwise).
 Errors: none.';
 
+CREATE FUNCTION public.jobq_jobs_page(status text, queue text DEFAULT NULL::text, job_type text DEFAULT NULL::text, after_at timestamp with time zone DEFAULT NULL::timestamp with time zone, after_id uuid DEFAULT NULL::uuid, max_rows integer DEFAULT 50, scan_limit integer DEFAULT 10000) RETURNS SETOF public.jobq_job_summary
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    -- The cursor, or for the first page one before every row (infinity sorts after every
+    -- time, and the ids at the same time are then all taken), so that each query has one form
+    -- whose cursor is an index condition, in a custom plan or a generic one.
+    v_at timestamptz;
+    v_id uuid;
+    v_jobs refcursor;
+    v_job jobq_job_summary;
+    v_examined integer := 0;
+    v_found integer := 0;
+BEGIN
+    IF status IS NULL OR status <> ALL (jobq__statuses()) THEN
+        RAISE EXCEPTION 'jobq_jobs_page: status must be one of %, got %',
+            pg_catalog.array_to_string(jobq__statuses(), ', '),
+            coalesce(pg_catalog.quote_literal(status), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: max_rows must be between 1 and 1000, got %',
+            coalesce(max_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF scan_limit IS NULL OR scan_limit < 1 OR scan_limit > 1000000 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: scan_limit must be between 1 and 1000000, got %',
+            coalesce(scan_limit::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (after_at IS NULL) <> (after_id IS NULL) THEN
+        RAISE EXCEPTION 'jobq_jobs_page: after_at and after_id go together (the sort_at and id '
+            'of the last row of the previous page), got after_at %, after_id %',
+            coalesce(after_at::text, 'NULL'), coalesce(after_id::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    IF status IN ('pending', 'processing') THEN
+        v_at := coalesce(after_at, '-infinity');
+        v_id := coalesce(after_id, '00000000-0000-0000-0000-000000000000');
+    ELSE
+        v_at := coalesce(after_at, 'infinity');
+        v_id := coalesce(after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+    END IF;
+
+    IF status = 'pending' THEN
+        -- One branch per partial index of pending jobs (jobq_jobs_claim_idx, jobq_jobs_limited_idx,
+        -- jobq_jobs_scheduled_idx): a predicate of status alone implies none of them.
+        RETURN QUERY
+        SELECT p.* FROM (
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.available_at AS sort_at, true
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+              AND (j.available_at, j.id) > (v_at, v_id)
+              AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+              AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+            UNION ALL
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.available_at, true
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+              AND (j.available_at, j.id) > (v_at, v_id)
+              AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+              AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+            UNION ALL
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.available_at, true
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND j.scheduled
+              AND (j.available_at, j.id) > (v_at, v_id)
+              AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+              AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+        ) AS p
+        ORDER BY p.sort_at, p.id
+        LIMIT max_rows;
+    ELSIF status = 'processing' THEN
+        RETURN QUERY
+        SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+               j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+               j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.locked_at,
+               true
+        FROM jobq_jobs AS j
+        WHERE j.status = 'processing'
+          AND (j.locked_at, j.id) > (v_at, v_id)
+          AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+          AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+        ORDER BY j.locked_at, j.id
+        LIMIT max_rows;
+    ELSE
+        -- Finished: newest first, through jobq_jobs_succeeded_idx or jobq_jobs_failed_idx (one
+        -- query each, whose predicate implies the index's), examined one by one. The LIMIT says
+        -- what the loop reads at most: without it, the plan is costed for every finished job,
+        -- and a cost in the millions has PostgreSQL JIT-compile it (half a second, per call,
+        -- until the plan is cached) to return 51 rows.
+        IF status = 'succeeded' THEN
+            OPEN v_jobs FOR
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   true
+            FROM jobq_jobs AS j
+            WHERE j.status = 'succeeded'
+              AND (j.finished_at, j.id) < (v_at, v_id)
+            ORDER BY j.finished_at DESC, j.id DESC
+            LIMIT scan_limit;
+        ELSE
+            OPEN v_jobs FOR
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   true
+            FROM jobq_jobs AS j
+            WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+              AND j.status = jobq_jobs_page.status
+              AND (j.finished_at, j.id) < (v_at, v_id)
+            ORDER BY j.finished_at DESC, j.id DESC
+            LIMIT scan_limit;
+        END IF;
+        LOOP
+            FETCH v_jobs INTO v_job;
+            EXIT WHEN NOT FOUND;
+            v_examined := v_examined + 1;
+            IF (jobq_jobs_page.queue IS NULL OR v_job.queue = jobq_jobs_page.queue)
+               AND (jobq_jobs_page.job_type IS NULL OR v_job.job_type = jobq_jobs_page.job_type)
+            THEN
+                RETURN NEXT v_job;
+                v_found := v_found + 1;
+                EXIT WHEN v_found >= max_rows;
+            END IF;
+            IF v_examined >= scan_limit THEN
+                v_job.matches := false;
+                RETURN NEXT v_job;
+                EXIT;
+            END IF;
+        END LOOP;
+        CLOSE v_jobs;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) IS 'Admin and monitor. One page of the jobs of one status, without payloads, with keyset paging:
+pass the sort_at and id of the last row of a page as after_at and after_id to get the next one.
+Pending jobs are listed oldest available first (sort_at = available_at), processing jobs oldest
+claim first (locked_at), finished ones newest first (finished_at). Each status is read through
+the partial index that holds it, so a page costs the same at any depth and whatever the number
+of jobs in other statuses; a queue or job_type filter is applied to the rows of that index.
+A page of finished jobs examines at most scan_limit jobs: when it stops there short of max_rows
+matches, its last row has matches = false and is only the last job examined, whose sort_at and
+id are the cursor to search on (pending and processing jobs, the backlog, are searched whole).
+Arguments: status (one status), queue (NULL = any), job_type (NULL = any), after_at and
+after_id (both NULL for the first page, both given for the next ones), max_rows (1 to 1000,
+default 50), scan_limit (how many finished jobs a page examines at most, 1 to 1000000,
+default 10000).
+Result: rows of jobq_job_summary (the columns of jobq_jobs without payload, result and
+errors, cancel_requested, sort_at, and matches: true on every job listed, false on the marker
+of a search stopped by scan_limit).
+Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, scan_limit outside
+1..1000000, only one of after_at and after_id.
+Concurrency: a snapshot, as any query; it takes no lock. A job that changes status between two
+pages leaves one listing and may appear in another.';
+
 CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_key text, running bigint, max_running integer, starts_in_window bigint, max_starts integer, per interval, pending bigint)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -4665,6 +4861,69 @@ Errors: 22023 for pending or processing in statuses (refused), an unknown status
 list, a NULL or negative older_than, a batch_size below 1.
 Concurrency: rows locked by another transaction at that moment are skipped (SKIP LOCKED), not
 waited for; a later call prunes them.';
+
+CREATE FUNCTION public.jobq_queue_summary(recent interval DEFAULT '00:05:00'::interval) RETURNS TABLE(queue text, available bigint, scheduled bigint, processing bigint, failed bigint, dead_letter bigint, cancelled bigint, oldest_available_at timestamp with time zone, succeeded_recent bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.now();
+BEGIN
+    IF recent IS NULL OR recent < interval '0' OR recent > interval '1 day' THEN
+        RAISE EXCEPTION 'jobq_queue_summary: recent must be between 0 and 1 day, got %',
+            coalesce(recent::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    RETURN QUERY
+    SELECT
+        p.queue,
+        pg_catalog.count(*) FILTER (WHERE p.status = 'pending' AND p.available_at <= v_now),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'pending' AND p.available_at > v_now),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'processing'),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'failed'),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'dead_letter'),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'cancelled'),
+        pg_catalog.min(p.available_at) FILTER (WHERE p.status = 'pending'
+                                               AND p.available_at <= v_now),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'succeeded')
+    FROM (
+        -- One branch per partial index, each matching its predicate exactly.
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status = 'pending' AND j.scheduled
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status = 'processing'
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status = 'succeeded' AND j.finished_at >= v_now - recent
+    ) AS p
+    GROUP BY p.queue
+    ORDER BY p.queue;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_queue_summary(recent interval) IS 'Admin and monitor. Per queue: jobs available now, scheduled for later, processing, failed,
+dead_letter and cancelled, the oldest available_at among the available ones, and the jobs that
+succeeded within recent. Reads only the partial indexes of those jobs (never the succeeded
+jobs older than recent), so it stays cheap however many finished jobs are kept. A queue with
+none of these jobs has no row.
+Arguments: recent (how far back succeeded jobs are counted, 0 to 1 day, default 5 minutes).
+Result: rows (queue, available, scheduled, processing, failed, dead_letter, cancelled,
+oldest_available_at, succeeded_recent), by queue.
+Errors: 22023 a NULL or negative recent, or one over 1 day.
+Concurrency: a snapshot, as any query; it takes no lock.';
 
 CREATE FUNCTION public.jobq_release(job_ids uuid[], worker_id text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5810,6 +6069,8 @@ REVOKE ALL ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) FRO
 
 REVOKE ALL ON FUNCTION public.jobq_job_status(job_ids uuid[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_limit_usage() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_limits() FROM PUBLIC;
@@ -5821,6 +6082,8 @@ REVOKE ALL ON FUNCTION public.jobq_metrics() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_metrics_recount() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_queue_summary(recent interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) FROM PUBLIC;
 

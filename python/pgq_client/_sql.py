@@ -268,6 +268,49 @@ FROM {schema}jobq_schedules()
 ORDER BY name
 """
 
+# The dashboard (pgq_client.web): a page of the jobs of one status (keyset: after_at, after_id
+# are the sort_at and id of the previous page's last row; a last row with matches false marks
+# where a filtered search of finished jobs stopped), and the per-queue summary.
+JOBS_PAGE = """
+SELECT id, queue, job_type, status, priority, attempts, max_attempts, available_at, created_at,
+       updated_at, locked_at, locked_by, finished_at, last_error, cancel_requested, sort_at,
+       matches
+FROM {schema}jobq_jobs_page(
+    status => %(status)s::text,
+    queue => %(queue)s::text,
+    job_type => %(job_type)s::text,
+    after_at => %(after_at)s::timestamptz,
+    after_id => %(after_id)s::uuid,
+    max_rows => %(max_rows)s::int,
+    scan_limit => %(scan_limit)s::int
+)
+"""
+
+QUEUE_SUMMARY = """
+SELECT queue, available, scheduled, processing, failed, dead_letter, cancelled,
+       oldest_available_at, succeeded_recent
+FROM {schema}jobq_queue_summary(recent => %(recent)s::interval)
+"""
+
+# Which of the given functions (name, argument types) the connected role may execute: NULL for
+# one that is not installed (an older jobq). The dashboard shows what it may not do disabled
+# rather than trying it. The schema is the given one, else what the search_path finds.
+FUNCTION_PRIVILEGES = """
+SELECT f.name,
+       CASE WHEN p.oid IS NULL THEN NULL
+            ELSE pg_catalog.has_function_privilege(p.oid, 'EXECUTE') END AS allowed
+FROM ROWS FROM (
+    pg_catalog.unnest(%(names)s::text[]), pg_catalog.unnest(%(signatures)s::text[])
+) AS f(name, signature)
+CROSS JOIN LATERAL (
+    SELECT pg_catalog.to_regprocedure(
+        CASE WHEN %(schema)s::text IS NULL THEN f.name || f.signature
+             ELSE pg_catalog.quote_ident(%(schema)s::text) || '.' || f.name || f.signature
+        END
+    )::oid AS oid
+) AS p
+"""
+
 SET_LIMIT = """
 SELECT {schema}jobq_set_limit(
     limit_group => %(limit_group)s::text,
@@ -494,6 +537,8 @@ class Statements:
         self.unschedule = _render(UNSCHEDULE, schema)
         self.schedules = _render(SCHEDULES, schema)
         self.tick = _render(TICK, schema)
+        self.jobs_page = _render(JOBS_PAGE, schema)
+        self.queue_summary = _render(QUEUE_SUMMARY, schema)
         self.set_limit = _render(SET_LIMIT, schema)
         self.limits = _render(LIMITS, schema)
         self.limit_usage = _render(LIMIT_USAGE, schema)

@@ -1972,6 +1972,93 @@ def worker(
         ctx.exit(130)
 
 
+# -- the dashboard ---------------------------------------------------------------------------
+
+WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
+
+
+@cli.command(
+    "web",
+    epilog="\b\nExamples:\n  jobq web\n  jobq web --bind 127.0.0.1:9000 --schema tenant_a\n"
+    "  jobq web --check --dsn postgresql://exporter@db/app\n"
+    "  JOBQ_WEB_AUTH=ops:s3cret jobq web --bind 0.0.0.0:8080\n",
+)
+@click.option(
+    "--bind",
+    metavar="HOST:PORT",
+    default="127.0.0.1:8080",
+    show_default=True,
+    help="Where to listen. Any host other than localhost needs a credential.",
+)
+@click.option(
+    "--auth",
+    metavar="USER:PASSWORD",
+    help=f"HTTP Basic credential every request must present (default: ${WEB_AUTH_ENV}; "
+    "prefer the variable: a command line is visible to other users of the machine).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Print the role and which of the dashboard's functions it may call, then exit "
+    "without serving (1 when jobq is not installed there).",
+)
+@connection_options(None)
+@click.pass_context
+def web(ctx: click.Context, bind: str, auth: str | None, check: bool) -> None:
+    """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules.
+
+    It calls jobq's functions as the role it connects with: actions that role may not take are
+    shown disabled.
+    """
+    try:
+        import uvicorn
+
+        from .web import Credentials, create_app, is_loopback, parse_bind
+        from .web.app import FUNCTIONS, Dashboard, NotInstalled
+    except ImportError as exc:
+        _fail(
+            f"jobq web needs the web extra ({exc.name} is missing): "
+            "pip install 'pgq-client[web]'"
+        )
+    try:
+        host, port = parse_bind(bind)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bind") from None
+    given = auth if auth is not None else os.environ.get(WEB_AUTH_ENV)
+    credentials = None
+    if given:
+        try:
+            credentials = Credentials.parse(given)
+        except ValueError as exc:
+            source = "--auth" if auth is not None else WEB_AUTH_ENV
+            raise click.BadParameter(str(exc), param_hint=source) from None
+    if credentials is None and not is_loopback(host):
+        raise click.UsageError(
+            f"--bind {bind} serves other machines: give a credential with --auth USER:PASSWORD "
+            f"or ${WEB_AUTH_ENV} (and put TLS in front of it)"
+        )
+    settings = _settings(ctx)
+    if check:
+        board = Dashboard(settings.dsn(), settings.schema(), refresh_seconds=2.0)
+        try:
+            role, allowed = board.role()
+        except NotInstalled as exc:
+            _fail(str(exc))
+        finally:
+            board.close()
+        click.echo(f"role {role} may call:")
+        for name in FUNCTIONS:
+            click.echo(f"  {name:28} {'yes' if allowed.get(name) else 'no'}")
+        return
+    app = create_app(settings.dsn(), schema=settings.schema(), credentials=credentials)
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(
+        f"jobq web: http://{shown}:{port}/" + (" (credential required)" if credentials else ""),
+        err=True,
+    )
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
 # -- the embedded server ---------------------------------------------------------------------
 
 _HOME_HELP = "Where its data lives (default: $JOBQ_HOME, else a per-user directory)."

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(170);
+SELECT plan(172);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -21,6 +21,8 @@ SELECT functions_are('public', ARRAY[
     -- operators
     'jobq_requeue_dead_letter', 'jobq_requeue_dead_letters', 'jobq_stats', 'jobq_prune',
     'jobq_configure', 'jobq_list_jobs', 'jobq_get_job', 'jobq_health', 'jobq_unserved_job_types',
+    -- dashboards (monitor and admin)
+    'jobq_queue_summary', 'jobq_jobs_page',
     -- schedules (admin manages them; workers tick)
     'jobq_schedule', 'jobq_unschedule', 'jobq_schedules', 'jobq_tick',
     -- metrics
@@ -120,6 +122,10 @@ SELECT results_eq(
     ('jobq_heartbeat', 'worker_id text, job_ids uuid[]', 'integer'),
     ('jobq_job_status', 'job_ids uuid[]', 'TABLE(id uuid, status text, attempts integer, result jsonb, '
                         'last_error text, finished_at timestamp with time zone, cancel_requested boolean)'),
+    ('jobq_jobs_page', 'status text, queue text DEFAULT NULL::text, job_type text DEFAULT NULL::text, '
+                       'after_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+                       'after_id uuid DEFAULT NULL::uuid, max_rows integer DEFAULT 50, '
+                       'scan_limit integer DEFAULT 10000', 'SETOF jobq_job_summary'),
     ('jobq_limit_usage', '', 'TABLE(limit_group text, limit_key text, running bigint, max_running integer, '
                          'starts_in_window bigint, max_starts integer, per interval, pending bigint)'),
     ('jobq_limits', '', 'TABLE(limit_group text, max_running integer, max_starts integer, per interval)'),
@@ -128,6 +134,10 @@ SELECT results_eq(
     ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
     ('jobq_metrics_recount', '', 'bigint'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
+    ('jobq_queue_summary', 'recent interval DEFAULT ''00:05:00''::interval',
+                           'TABLE(queue text, available bigint, scheduled bigint, processing bigint, failed bigint, '
+                           'dead_letter bigint, cancelled bigint, oldest_available_at timestamp with time zone, '
+                           'succeeded_recent bigint)'),
     ('jobq_release', 'job_ids uuid[], worker_id text', 'integer'),
     ('jobq_release_orphans', 'worker_id text, job_ids uuid[]', 'integer'),
     ('jobq_requeue_dead_letter', 'job_id uuid', 'boolean'),
@@ -203,6 +213,8 @@ SELECT is_definer('public', 'jobq_metrics', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_metrics_recount', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer']);
 SELECT is_definer('public', 'jobq_health', ARRAY['interval', 'interval', 'interval']);
+SELECT is_definer('public', 'jobq_queue_summary', ARRAY['interval']);
+SELECT is_definer('public', 'jobq_jobs_page', ARRAY['text', 'text', 'text', 'timestamp with time zone', 'uuid', 'integer', 'integer']);
 SELECT isnt_definer('public', 'jobq__job_argument_problem', ARRAY['text', 'text', 'text', 'integer', 'integer']);
 SELECT isnt_definer('public', 'jobq__statuses', ARRAY['boolean']);
 SELECT isnt_definer('public', 'jobq__backoff', ARRAY['integer', 'interval']);

@@ -561,6 +561,7 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "limit list": [],
     "limit delete": ["per-customer"],
     "worker": ["cli_tenant_jobs:HANDLERS", "--burst"],
+    "web": ["--check"],
 }
 
 

@@ -177,7 +177,10 @@ EXPECTED = {
                "jobq_complete_many", "jobq_fail", "jobq_fail_many", "jobq_heartbeat",
                "jobq_release", "jobq_release_orphans", "jobq_tick", "jobq_job_status",
                "jobq_await", "jobq_cancel", "jobq_cancel_requested"},
-    "monitor": {"jobq_stats", "jobq_health", "jobq_metrics", "jobq_job_status"},
+    "monitor": {
+        "jobq_stats", "jobq_health", "jobq_metrics", "jobq_job_status",
+        "jobq_queue_summary", "jobq_jobs_page",
+    },
 }
 
 

@@ -611,6 +611,7 @@ MAIN_INSTALLS = {
             "0008_jobq_workers_comments",
             "0009_jobq_limits",
             "0010_jobq_metrics",
+            "0011_jobq_dashboard",
         ],
     ),
     "8ef85fb": (
@@ -623,6 +624,7 @@ MAIN_INSTALLS = {
             "0008_jobq_workers_comments",
             "0009_jobq_limits",
             "0010_jobq_metrics",
+            "0011_jobq_dashboard",
         ],
     ),
 }
