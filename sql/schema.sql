@@ -1215,12 +1215,17 @@ DECLARE
     v_list integer[];
     v_fast boolean := TRUE;
 BEGIN
+    -- Counting off (a new installation's default): one read of the setting, nothing else.
+    IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
+        RETURN;
+    END IF;
+
     -- The hot kinds, counted by the first counted statement of a transaction (every claim and
     -- completion of a worker, every jobq_enqueue in autocommit): one statement that names
     -- only the columns the kind changes. PL/pgSQL builds again, in every transaction, the
     -- state of each expression and statement it runs, so this cost follows the size of the
-    -- code run: the general path below (a read of the setting, a grouping, a row of every
-    -- column, then the upsert) made a jobq_enqueue cost about 1.5 times as much more.
+    -- code run: the general path below (a grouping, a row of every column, then the upsert)
+    -- made a counted jobq_enqueue cost about 1.5 times as much more.
     IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) IS DISTINCT FROM 'on' THEN
         IF kind = 'enqueued' THEN
             INSERT INTO jobq_metric_counters AS c (shard, queue, job_type, enqueued, jobs_pending)
@@ -1228,7 +1233,6 @@ BEGIN
                    pg_catalog.count(*)
             FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(job_types))
                 AS r (queue, job_type)
-            WHERE (SELECT s.metrics FROM jobq_settings AS s)
             GROUP BY r.queue, r.job_type
             ORDER BY r.queue, r.job_type
             ON CONFLICT (queue, job_type, shard) DO UPDATE SET
@@ -1250,7 +1254,6 @@ BEGIN
                 pg_catalog.unnest(queues), pg_catalog.unnest(job_types),
                 pg_catalog.unnest(seconds)
             ) AS r (queue, job_type, seconds)
-            WHERE (SELECT s.metrics FROM jobq_settings AS s)
             GROUP BY r.queue, r.job_type
             ORDER BY r.queue, r.job_type
             ON CONFLICT (queue, job_type, shard) DO UPDATE SET
@@ -1275,7 +1278,6 @@ BEGIN
                 pg_catalog.unnest(queues), pg_catalog.unnest(job_types),
                 pg_catalog.unnest(seconds)
             ) AS r (queue, job_type, seconds)
-            WHERE (SELECT s.metrics FROM jobq_settings AS s)
             GROUP BY r.queue, r.job_type
             ORDER BY r.queue, r.job_type
             ON CONFLICT (queue, job_type, shard) DO UPDATE SET
@@ -1293,10 +1295,6 @@ BEGIN
             END IF;
             RETURN;
         END IF;
-    END IF;
-
-    IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
-        RETURN;
     END IF;
 
     IF pg_catalog.cardinality(queues) > 1 AND kind IN ('enqueued', 'started', 'succeeded') THEN
@@ -2737,6 +2735,7 @@ DECLARE
     v_error text;
     v_size integer;
     v_limit integer;
+    v_metrics boolean;
     v_id uuid;
 BEGIN
     v_error := jobq__job_argument_problem(
@@ -2767,7 +2766,7 @@ BEGIN
     END IF;
 
     v_size := pg_catalog.pg_column_size(jobq_enqueue.payload);
-    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+    SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
             USING ERRCODE = 'program_limit_exceeded',
@@ -2818,9 +2817,11 @@ BEGIN
         END LOOP;
     END IF;
 
-    PERFORM jobq__metrics_count(
-        'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
-    );
+    IF v_metrics THEN  -- read with the limit: no call at all while counting is off
+        PERFORM jobq__metrics_count(
+            'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+        );
+    END IF;
 
     IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= pg_catalog.now() THEN
         -- On this installation's channel (jobq__channel), the payload the queue name only:

@@ -32,6 +32,7 @@ DECLARE
     v_error text;
     v_size integer;
     v_limit integer;
+    v_metrics boolean;
     v_id uuid;
 BEGIN
     v_error := jobq__job_argument_problem(
@@ -62,7 +63,7 @@ BEGIN
     END IF;
 
     v_size := pg_catalog.pg_column_size(jobq_enqueue.payload);
-    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+    SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
             USING ERRCODE = 'program_limit_exceeded',
@@ -113,9 +114,11 @@ BEGIN
         END LOOP;
     END IF;
 
-    PERFORM jobq__metrics_count(
-        'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
-    );
+    IF v_metrics THEN  -- read with the limit: no call at all while counting is off
+        PERFORM jobq__metrics_count(
+            'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+        );
+    END IF;
 
     IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= pg_catalog.now() THEN
         -- On this installation's channel (jobq__channel), the payload the queue name only:
