@@ -329,10 +329,13 @@ class Queue:
         recorded in the summary instead and the load goes on. ``progress(n)`` is called with
         the running total after each batch. With ``conn``, every batch is in the caller's
         transaction (and ``skip_refused`` is refused: a refusal aborts that transaction).
+
+        The next batch is read from ``jobs`` (in a thread of its own) while the server inserts
+        the current one, so ``jobs`` is read up to one batch ahead of what is enqueued.
         """
         _check_skip_refused(skip_refused, conn)
         return self._drive(
-            _ops.enqueue_iter(self._sql, jobs, batch_size, skip_refused, progress), conn
+            _ops.enqueue_iter(self._sql, jobs, batch_size, skip_refused, progress, True), conn
         )
 
     # -- working (thin wrappers; the Worker is the usual way to consume) ----------------------

@@ -272,6 +272,32 @@ def test_a_refused_batch_raises_naming_the_job_and_keeps_the_batches_before(
     assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (200,)
 
 
+def test_enqueue_iter_reads_at_most_one_batch_ahead_and_raises_a_source_error_in_turn(
+    dsn: str, conn: Conn
+) -> None:
+    """The next batch is read while the server inserts the current one: never more than one
+    batch ahead, and an error of the source itself comes after the batches before it."""
+    taken: list[int] = []
+
+    def source() -> Iterator[dict[str, Any]]:
+        for i in range(1000):
+            taken.append(i)
+            if i == 350:
+                raise OSError("the file went away")
+            yield {"job_type": "t" if i != 120 else " ", "payload": {"n": i}}
+
+    with Queue(dsn) as q, pytest.raises(InvalidArgument, match="refused at job 120"):
+        q.enqueue_iter(source(), batch_size=100)
+    assert len(taken) <= 300, "at most the refused batch and the one after it were read"
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (100,)
+    taken.clear()
+    with Queue(dsn) as q, pytest.raises(OSError, match="went away"):
+        q.enqueue_iter(source(), batch_size=100, skip_refused=True)
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (100 + 200,), (
+        "batches 0 and 2 enqueued (1 refused), then the source failed while batch 3 was read"
+    )
+
+
 def test_skip_refused_goes_on_and_reports_each_refused_batch(dsn: str, conn: Conn) -> None:
     jobs = [*_jobs(150), {"job_type": "t", "payload": [1]}, *_jobs(120, 150),
             {"job_type": "t", "run_at": "tomorrow"}]
