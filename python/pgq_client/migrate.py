@@ -86,6 +86,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import sqlparse
 from psycopg import sql
 from psycopg.rows import scalar_row
 
@@ -1040,7 +1041,7 @@ def _execute(
 ) -> None:
     """Run one step of a migration; an error names the step (the file) and the schema."""
     try:
-        conn.execute(step)
+        _run_script(conn, step)
     except psycopg.Error as exc:
         diag = exc.diag
         message = diag.message_primary or str(exc).strip()
@@ -1052,6 +1053,20 @@ def _execute(
             f"{what} failed in schema {schema!r}: {message}{detail}"
             f" [SQLSTATE {exc.sqlstate}]{where}; nothing of it was applied.{hint}"
         ) from exc
+
+
+def _run_script(conn: psycopg.Connection[tuple[str, str]], script: sql.Composed) -> None:
+    """Run a script of several statements one statement at a time.
+
+    PostgreSQL itself takes a script in one simple query, but Citus propagates some DDL to its
+    nodes with the text of the whole query as one prepared statement, which the node refuses
+    ("cannot insert multiple commands into a prepared statement"). One statement per query is
+    the same for PostgreSQL and works for Citus; sqlparse splits (dollar quotes and comments
+    included).
+    """
+    for statement in sqlparse.split(script.as_string(conn)):
+        if statement.strip():
+            conn.execute(statement.encode())
 
 
 def _lock_key(schema: str) -> sql.Composed:
@@ -1222,7 +1237,7 @@ def migrate(
             # Verify before the bootstrap writes anything (it rewrites the table's comment).
             _plan(_applied(conn, schema), known, functions, schema, history)
             with conn.transaction():
-                conn.execute(_bootstrap(schema))
+                _run_script(conn, _bootstrap(schema))
             todo = _plan(_applied(conn, schema), known, functions, schema, history)
             if todo.adopt:
                 logger.info(
@@ -1233,7 +1248,7 @@ def migrate(
                 )
                 baseline = next(m for m in known if m.version == FOLDED_INTO)
                 with conn.transaction():
-                    conn.execute(_adopt(schema, todo.adopt, baseline))
+                    _run_script(conn, _adopt(schema, todo.adopt, baseline))
             for migration in todo.migrations:
                 with conn.transaction():
                     _execute(conn, _apply(schema, migration), f"migration {migration.version}.sql",
