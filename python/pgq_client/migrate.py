@@ -1234,6 +1234,7 @@ def migrate(
             return _plan(_applied(conn, schema), known, functions, schema, history).versions
         conn.execute(_lock_key(schema))
         try:
+            distribute = _citus_schema_sharding(conn)
             # Verify before the bootstrap writes anything (it rewrites the table's comment).
             _plan(_applied(conn, schema), known, functions, schema, history)
             with conn.transaction():
@@ -1267,11 +1268,85 @@ def migrate(
                             _execute(conn, step, what, schema)
                 finally:
                     conn.remove_notice_handler(_log_grant)
+            if distribute:
+                _citus_distribute(conn, schema, functions)
             for finding in _audit(conn, schema):
                 logger.warning("%s", finding)
             return todo.versions
         finally:
             conn.execute("SELECT pg_advisory_unlock_all()")
+
+
+def _citus_schema_sharding(conn: psycopg.Connection[tuple[str, str]]) -> bool:
+    """On a Citus coordinator with schema-based sharding on, whether to distribute the schema.
+
+    Citus restricts DDL on distributed tables (one ADD CONSTRAINT per ALTER TABLE, ...), and a
+    schema becomes distributed as soon as it is created, or touched by CREATE SCHEMA IF NOT
+    EXISTS, with the setting on. So the runner turns the setting off for its own session,
+    builds or upgrades the schema as on PostgreSQL, and distributes it at the end
+    (:func:`_citus_distribute`). Without Citus the setting does not exist: nothing changes.
+    """
+    setting = conn.execute(
+        "SELECT pg_catalog.current_setting('citus.enable_schema_based_sharding', true)"
+    ).fetchone()
+    if setting is None or setting[0] != "on":
+        return False
+    conn.execute("SET citus.enable_schema_based_sharding = off")
+    return True
+
+
+def _citus_distribute(
+    conn: psycopg.Connection[tuple[str, str]], schema: str, functions: list[FunctionFile]
+) -> None:
+    """Make ``schema`` a Citus distributed schema and its functions delegated to its node.
+
+    ``citus_schema_distribute`` moves the tables, whole, to one node (a schema is one colocation
+    group). Each function is then made a distributed function colocated with ``jobq_jobs``: it
+    exists on every node, and a call from the coordinator outside a transaction block
+    (``SELECT * FROM s.jobq_dequeue(...)``) runs on the node that holds the schema, where its
+    statements are local. Functions are distributed in the order they are applied (private
+    helpers first), because a node checks a SQL function's body against the functions it calls.
+    Idempotent: what is already distributed is left alone.
+    """
+    with conn.transaction():
+        distributed = conn.execute(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_schema"
+            " WHERE schemaid = pg_catalog.to_regnamespace(%(s)s))",
+            {"s": sql.Identifier(schema).as_string(conn)},
+        ).fetchone()
+    if distributed is None or not distributed[0]:
+        logger.info("schema %r: distributing it over the Citus cluster", schema)
+        conn.execute("SELECT pg_catalog.citus_schema_distribute(%(s)s::regnamespace)",
+                     {"s": sql.Identifier(schema).as_string(conn)})
+    jobs = sql.Identifier(schema, "jobq_jobs").as_string(conn)
+    with conn.transaction():
+        # A node creates the function with Citus's own search_path, where the helpers that a
+        # SQL function's body names are not found: it checks no body (each was checked here).
+        conn.execute("SET LOCAL citus.propagate_set_commands TO 'local'")
+        conn.execute("SET LOCAL check_function_bodies TO off")
+        _citus_distribute_functions(conn, schema, functions, jobs)
+
+
+def _citus_distribute_functions(
+    conn: psycopg.Connection[tuple[str, str]], schema: str, functions: list[FunctionFile],
+    jobs: str,
+) -> None:
+    """create_distributed_function for each function of the files not yet colocated."""
+    for f in functions:
+        rows = conn.execute(
+            "SELECT p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc AS p"
+            " WHERE p.pronamespace = pg_catalog.to_regnamespace(%(s)s) AND p.proname = %(n)s"
+            " AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object AS o"
+            "   WHERE o.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass"
+            "   AND o.objid = p.oid AND o.colocationid IS NOT NULL)",
+            {"s": sql.Identifier(schema).as_string(conn), "n": f.name},
+        ).fetchall()
+        for (signature,) in rows:
+            conn.execute(
+                "SELECT pg_catalog.create_distributed_function(%(f)s::pg_catalog.regprocedure,"
+                " colocate_with => %(t)s::text)",
+                {"f": signature, "t": jobs},
+            )
 
 
 def _log_grant(diag: psycopg.errors.Diagnostic) -> None:
