@@ -1311,12 +1311,12 @@ def _citus_distribute(
     with conn.transaction():
         distributed = conn.execute(
             "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_schema"
-            " WHERE schemaid = pg_catalog.to_regnamespace(%(s)s))",
+            " WHERE schemaid = pg_catalog.to_regnamespace(%(s)s::text))",
             {"s": sql.Identifier(schema).as_string(conn)},
         ).fetchone()
     if distributed is None or not distributed[0]:
         logger.info("schema %r: distributing it over the Citus cluster", schema)
-        conn.execute("SELECT pg_catalog.citus_schema_distribute(%(s)s::regnamespace)",
+        conn.execute("SELECT pg_catalog.citus_schema_distribute(%(s)s::text::pg_catalog.regnamespace)",
                      {"s": sql.Identifier(schema).as_string(conn)})
     jobs = sql.Identifier(schema, "jobq_jobs").as_string(conn)
     with conn.transaction():
@@ -1335,17 +1335,18 @@ def _citus_distribute_functions(
     for f in functions:
         rows = conn.execute(
             "SELECT p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc AS p"
-            " WHERE p.pronamespace = pg_catalog.to_regnamespace(%(s)s) AND p.proname = %(n)s"
+            " WHERE p.pronamespace = pg_catalog.to_regnamespace(%(s)s::text)"
+            " AND p.proname = %(n)s::text"
             " AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object AS o"
             "   WHERE o.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass"
             "   AND o.objid = p.oid AND o.colocationid IS NOT NULL)",
             {"s": sql.Identifier(schema).as_string(conn), "n": f.name},
         ).fetchall()
-        for (signature,) in rows:
+        for row in rows:
             conn.execute(
                 "SELECT pg_catalog.create_distributed_function(%(f)s::pg_catalog.regprocedure,"
                 " colocate_with => %(t)s::text)",
-                {"f": signature, "t": jobs},
+                {"f": row[0], "t": jobs},
             )
 
 
