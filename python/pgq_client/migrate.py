@@ -1316,8 +1316,10 @@ def _citus_distribute(
         ).fetchone()
     if distributed is None or not distributed[0]:
         logger.info("schema %r: distributing it over the Citus cluster", schema)
-        conn.execute("SELECT pg_catalog.citus_schema_distribute(%(s)s::text::pg_catalog.regnamespace)",
-                     {"s": sql.Identifier(schema).as_string(conn)})
+        conn.execute(
+            "SELECT pg_catalog.citus_schema_distribute(%(s)s::text::pg_catalog.regnamespace)",
+            {"s": sql.Identifier(schema).as_string(conn)},
+        )
     jobs = sql.Identifier(schema, "jobq_jobs").as_string(conn)
     with conn.transaction():
         # A node creates the function with Citus's own search_path, where the helpers that a
