@@ -1327,6 +1327,19 @@ def _citus_distribute(
         conn.execute("SET LOCAL citus.propagate_set_commands TO 'local'")
         conn.execute("SET LOCAL check_function_bodies TO off")
         _citus_distribute_functions(conn, schema, functions, jobs)
+        # Citus plans a statement with parameters by forcing a custom plan; a function's own
+        # `SET plan_cache_mode = force_generic_plan` defeats that ("could not create
+        # distributed plan"). On Citus the functions use the default.
+        rows = conn.execute(
+            "SELECT p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc AS p"
+            " WHERE p.pronamespace = pg_catalog.to_regnamespace(%(s)s::text)"
+            " AND pg_catalog.array_to_string(p.proconfig, ',') LIKE '%%plan_cache_mode=%%'",
+            {"s": sql.Identifier(schema).as_string(conn)},
+        ).fetchall()
+        for row in rows:
+            conn.execute(
+                sql.SQL("ALTER FUNCTION {} RESET plan_cache_mode").format(sql.SQL(row[0]))
+            )
 
 
 def _citus_distribute_functions(
