@@ -987,9 +987,10 @@ def _function_steps(
         parts.append(sql.SQL(f.sql))  # trusted: our own file
         parts.append(
             sql.SQL(
-                "\nINSERT INTO {s}.jobq_migrations (version, checksum) VALUES ({v}, {c})\n"
+                "\nINSERT INTO {s}.jobq_migrations (version, checksum, applied_at)"
+                " VALUES ({v}, {c}, pg_catalog.now())\n"
                 "ON CONFLICT (version) DO UPDATE SET checksum = excluded.checksum, "
-                "applied_at = now();\n"
+                "applied_at = excluded.applied_at;\n"
             ).format(
                 s=sql.Identifier(schema), v=sql.Literal(f.version), c=sql.Literal(f.checksum)
             )

@@ -119,8 +119,18 @@ BEGIN
     --    has used all its attempts is not run again: dead_letter. The index
     --    jobq_jobs_locked_idx makes this a short range scan that finds nothing in the common
     --    case; the jobs that ended and that a client awaits are announced on the done channel.
+    --    The texts of the record are made in the SELECT: Citus refuses a STABLE function
+    --    (format, jsonb_build_object) over columns in the SET list of an UPDATE.
     WITH stale AS MATERIALIZED (
-        SELECT j.id
+        SELECT
+            j.id,
+            pg_catalog.format(
+                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                jobq_dequeue.lock_timeout
+            ) AS message,
+            pg_catalog.substr(j.locked_by, 1, 200) AS worker,
+            j.attempts
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
           AND j.locked_at
@@ -130,6 +140,20 @@ BEGIN
         ORDER BY j.locked_at
         LIMIT jobq_dequeue.batch_size
         FOR UPDATE SKIP LOCKED
+    ),
+
+    record AS (
+        SELECT
+            stale.id,
+            stale.message,
+            pg_catalog.jsonb_build_object(
+                'attempt', stale.attempts,
+                'at', pg_catalog.now(),
+                'worker', stale.worker,
+                'error', stale.message,
+                'kind', 'lock_expired'
+            ) AS entry
+        FROM stale
     ),
 
     taken AS (
@@ -142,22 +166,8 @@ BEGIN
             END,
             -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
             -- before that bound existed must not make its takeover fail for its size.
-            last_error = pg_catalog.format(
-                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                jobq_dequeue.lock_timeout
-            ),
-            errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-                'attempt', j.attempts,
-                'at', pg_catalog.now(),
-                'worker', pg_catalog.substr(j.locked_by, 1, 200),
-                'error', pg_catalog.format(
-                    'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                    pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                    jobq_dequeue.lock_timeout
-                ),
-                'kind', 'lock_expired'
-            )),
+            last_error = r.message,
+            errors = jobq__append_error(j.errors, r.entry),
             finished_at = CASE
                 WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts
                     THEN pg_catalog.now()
@@ -166,7 +176,8 @@ BEGIN
             locked_at = NULL,
             locked_by = NULL,
             updated_at = pg_catalog.now()
-        WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale))
+        FROM record AS r
+        WHERE j.id = r.id
         RETURNING j.id, j.status, j.awaited
     )
 
