@@ -13,19 +13,6 @@ $_$;
 
 COMMENT ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) IS 'Private. errors (a JSON array) with entry appended, keeping the 50 most recent entries.';
 
-CREATE FUNCTION public.jobq__backoff(attempts integer, backoff interval) RETURNS interval
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-    SELECT pg_catalog.make_interval(
-        secs => least(
-            greatest(attempts, 1)::numeric * extract(epoch FROM backoff)::numeric,
-            31536000
-        )::double precision
-    )
-$$;
-
-COMMENT ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) IS 'Private. attempts × backoff, capped at 365 days (never overflows).';
-
 CREATE FUNCTION public.jobq__blank(value text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -350,6 +337,25 @@ COMMENT ON FUNCTION public.jobq__cron_parse(cron text) IS 'Private. Parses a fiv
 minutes, hours, days of month, months, days of week (Sunday 0), then 1/0 for a day-of-month
 and a day-of-week field starting with *. Errors: 22023 naming the field that is wrong.';
 
+CREATE FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT pg_catalog.jsonb_set(
+        pg_catalog.jsonb_set(
+            CASE
+                WHEN kind IS NULL
+                    THEN pg_catalog.jsonb_object(ARRAY['worker', worker, 'error', error])
+                ELSE pg_catalog.jsonb_object(ARRAY['worker', worker, 'error', error, 'kind', kind])
+            END,
+            '{attempt}', attempt::text::jsonb
+        ),
+        '{at}', at
+    )
+$$;
+
+COMMENT ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text) IS 'Private. One entry of jobq_jobs.errors: {"attempt": attempt, "at": at, "worker": worker,
+"error": error} and "kind" when kind is not NULL. IMMUTABLE: at comes rendered as jsonb.';
+
 CREATE FUNCTION public.jobq__event_channel(kind text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -411,6 +417,7 @@ argument), or NULL.';
 
 CREATE FUNCTION public.jobq__notify(queues text[]) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_channel text := jobq__channel();
@@ -435,6 +442,7 @@ Result: how many notifications were sent.';
 
 CREATE FUNCTION public.jobq__notify_events(kind text, payloads text[]) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_channel text;
@@ -461,6 +469,23 @@ $$;
 COMMENT ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) IS 'Private. NOTIFY on this installation''s channel for events of kind (jobq__event_channel): one
 notification per distinct non-NULL payload, or, for more than 100, one with an empty payload
 that means "check everything". Result: how many notifications were sent.';
+
+CREATE FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) RETURNS timestamp with time zone
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT pg_catalog.to_timestamp(
+        (
+            extract(epoch FROM failed_at - timestamptz 'epoch')::numeric
+            + least(
+                greatest(attempts, 1)::numeric * extract(epoch FROM backoff)::numeric,
+                31536000
+            )
+        )::double precision
+    )
+$$;
+
+COMMENT ON FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) IS 'Private. failed_at + attempts × backoff (a number of seconds; a month is 30 days), capped at
+365 days: when a failed attempt may run again. Never overflows.';
 
 CREATE FUNCTION public.jobq__statuses(finished boolean DEFAULT NULL::boolean) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -604,11 +629,15 @@ message naming it, or NULL.';
 CREATE FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], queues text[]) RETURNS void
     LANGUAGE plpgsql
     AS $$
+DECLARE
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     PERFORM
     FROM jobq_workers AS w
     WHERE w.worker_id = jobq__worker_seen.worker_id
-      AND w.last_claim_at > pg_catalog.now() - interval '5 seconds'
+      AND w.last_claim_at > v_now - interval '5 seconds'
       -- text[] = text[] is pg_catalog's anyarray operator: an exact-type look-alike in the
       -- schema would be preferred to it, so it is named (as IS NOT DISTINCT FROM cannot).
       AND (w.job_types OPERATOR(pg_catalog.=) jobq__worker_seen.job_types
@@ -619,7 +648,7 @@ BEGIN
         RETURN;
     END IF;
     DELETE FROM jobq_workers AS w
-    WHERE w.last_claim_at < pg_catalog.now() - interval '1 day';
+    WHERE w.last_claim_at < v_now - interval '1 day';
     INSERT INTO jobq_workers AS w (worker_id, job_types, queues)
     VALUES (jobq__worker_seen.worker_id, jobq__worker_seen.job_types, jobq__worker_seen.queues)
     ON CONFLICT ON CONSTRAINT jobq_workers_pkey DO UPDATE
@@ -720,6 +749,9 @@ DECLARE
     v_reason text := pg_catalog.substr(jobq_cancel.reason, 1, 10000);
     v_ended text[];
     v_workers text[];
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF pg_catalog.cardinality(jobq_cancel.job_ids) > 100000 THEN
         RAISE EXCEPTION 'jobq_cancel: job_ids has % elements, at most 100000 are allowed',
@@ -741,16 +773,16 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
-            finished_at = CASE WHEN j.status = 'pending' THEN pg_catalog.now() END,
+            finished_at = CASE WHEN j.status = 'pending' THEN v_now END,
             last_error = CASE
                 WHEN j.status = 'pending' THEN coalesce(v_reason, 'cancelled')
                 ELSE j.last_error
             END,
             cancel_requested_at = CASE
-                WHEN j.status = 'processing' THEN pg_catalog.now()
+                WHEN j.status = 'processing' THEN v_now
             END,
             cancel_reason = CASE WHEN j.status = 'processing' THEN v_reason END,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         FROM locked
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job completed while we waited for its lock is finished.
@@ -825,6 +857,9 @@ DECLARE
     v_size integer;
     v_limit integer;
     v_awaited boolean;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete.worker_id);
     IF v_error IS NOT NULL THEN
@@ -846,10 +881,10 @@ BEGIN
     SET
         status = 'succeeded',
         result = jobq_complete.result,
-        finished_at = pg_catalog.now(),
+        finished_at = v_now,
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_complete.job_id
@@ -888,6 +923,9 @@ DECLARE
     v_limit integer;
     v_big record;
     v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0);
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
     IF v_error IS NOT NULL THEN
@@ -939,10 +977,10 @@ BEGIN
         SET
             status = 'succeeded',
             result = d.result,
-            finished_at = pg_catalog.now(),
+            finished_at = v_now,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         -- ROWS FROM (unnest, unnest, unnest) is what a three-array unnest() in FROM means; it
         -- is written out because that shorthand exists only for the unqualified name. It pads
         -- a shorter function with NULLs: a NULL attempts or results (no row) means NULL for
@@ -993,16 +1031,20 @@ CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::in
     AS $$
 DECLARE
     v_settings jsonb;
+    v_max_payload_bytes integer;
 BEGIN
     IF jobq_configure.max_payload_bytes IS NOT NULL AND jobq_configure.max_payload_bytes < 1 THEN
         RAISE EXCEPTION 'jobq_configure: max_payload_bytes must be at least 1, got %',
             jobq_configure.max_payload_bytes
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- The settings are returned as columns and made into jsonb here: Citus refuses a STABLE
+    -- function (jsonb_build_object) in RETURNING.
     UPDATE jobq_settings AS s
     SET max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes)
-    RETURNING pg_catalog.jsonb_build_object('max_payload_bytes', s.max_payload_bytes)
-    INTO v_settings;
+    RETURNING s.max_payload_bytes
+    INTO v_max_payload_bytes;
+    v_settings := pg_catalog.jsonb_build_object('max_payload_bytes', v_max_payload_bytes);
     RETURN v_settings;
 END;
 $$;
@@ -1175,10 +1217,12 @@ DECLARE
     v_want integer;
     v_k bigint;
     v_ids uuid[];
-    v_got jobq_jobs[];
-    v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
+    v_got integer;  -- jobs claimed by a round of 3b
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -1209,7 +1253,7 @@ BEGIN
         FROM jobq_jobs AS j
         WHERE j.status = 'pending'
           AND j.scheduled
-          AND j.available_at <= pg_catalog.now()
+          AND j.available_at <= v_now
         ORDER BY j.available_at
         LIMIT 1000
         FOR UPDATE SKIP LOCKED
@@ -1226,17 +1270,41 @@ BEGIN
     --    has used all its attempts is not run again: dead_letter. The index
     --    jobq_jobs_locked_idx makes this a short range scan that finds nothing in the common
     --    case; the jobs that ended and that a client awaits are announced on the done channel.
+    --    The texts of the record are made in the SELECT: Citus refuses a STABLE function
+    --    (format, jsonb_build_object) over columns in the SET list of an UPDATE.
     WITH stale AS MATERIALIZED (
-        SELECT j.id
+        SELECT
+            j.id,
+            pg_catalog.format(
+                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                jobq_dequeue.lock_timeout
+            ) AS message,
+            pg_catalog.substr(j.locked_by, 1, 200) AS worker,
+            j.attempts
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
           AND j.locked_at
-              < pg_catalog.now() - least(jobq_dequeue.lock_timeout, interval '1000 years')
+              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
         ORDER BY j.locked_at
         LIMIT jobq_dequeue.batch_size
         FOR UPDATE SKIP LOCKED
+    ),
+
+    record AS (
+        SELECT
+            stale.id,
+            stale.message,
+            pg_catalog.jsonb_build_object(
+                'attempt', stale.attempts,
+                'at', v_now,
+                'worker', stale.worker,
+                'error', stale.message,
+                'kind', 'lock_expired'
+            ) AS entry
+        FROM stale
     ),
 
     taken AS (
@@ -1249,31 +1317,18 @@ BEGIN
             END,
             -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
             -- before that bound existed must not make its takeover fail for its size.
-            last_error = pg_catalog.format(
-                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                jobq_dequeue.lock_timeout
-            ),
-            errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-                'attempt', j.attempts,
-                'at', pg_catalog.now(),
-                'worker', pg_catalog.substr(j.locked_by, 1, 200),
-                'error', pg_catalog.format(
-                    'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                    pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                    jobq_dequeue.lock_timeout
-                ),
-                'kind', 'lock_expired'
-            )),
+            last_error = r.message,
+            errors = jobq__append_error(j.errors, r.entry),
             finished_at = CASE
                 WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts
-                    THEN pg_catalog.now()
+                    THEN v_now
             END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
-        WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale))
+            updated_at = v_now
+        FROM record AS r
+        WHERE j.id = r.id
         RETURNING j.id, j.status, j.awaited
     )
 
@@ -1387,7 +1442,7 @@ BEGIN
               AND j.queue = v_queues[1]
               AND j.status = 'pending'
               AND NOT j.scheduled
-              AND j.available_at <= pg_catalog.now()
+              AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT jobq_dequeue.batch_size
             FOR UPDATE SKIP LOCKED
@@ -1398,9 +1453,9 @@ BEGIN
             SET
                 status = 'processing',
                 attempts = j.attempts + 1,
-                locked_at = pg_catalog.now(),
+                locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
-                updated_at = pg_catalog.now()
+                updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
             RETURNING j.*
         )
@@ -1431,7 +1486,7 @@ BEGIN
                   AND j.queue = p.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
-                  AND j.available_at <= pg_catalog.now()
+                  AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT v_k
             ) AS r
@@ -1440,13 +1495,14 @@ BEGIN
         ) AS c;
         EXIT WHEN v_ids IS NULL;
 
+        RETURN QUERY
         WITH locked AS MATERIALIZED (
             SELECT j.id
             FROM jobq_jobs AS j
             WHERE j.id = ANY (v_ids)
               AND j.status = 'pending'
               AND NOT j.scheduled
-              AND j.available_at <= pg_catalog.now()
+              AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT v_want
             FOR UPDATE SKIP LOCKED
@@ -1457,26 +1513,24 @@ BEGIN
             SET
                 status = 'processing',
                 attempts = j.attempts + 1,
-                locked_at = pg_catalog.now(),
+                locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
-                updated_at = pg_catalog.now()
+                updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
-            RETURNING j AS claimed_job
+            RETURNING j.*
         )
 
-        SELECT coalesce(pg_catalog.array_agg(c.claimed_job), '{}'::jobq_jobs[]) INTO v_got
-        FROM claimed AS c;
-        v_claimed := v_claimed OPERATOR(pg_catalog.||) v_got;
-        v_want := v_want - pg_catalog.cardinality(v_got);
+        -- Each round's jobs are returned as they are claimed, in claim order (a later round's
+        -- after them). No array of jobq_jobs rows is kept: under Citus the statement runs on
+        -- a shard, whose row type is not jobq_jobs.
+        SELECT c.*
+        FROM claimed AS c
+        ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
+        GET DIAGNOSTICS v_got = ROW_COUNT;
+        v_want := v_want - v_got;
         EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;
         v_k := v_k * 4;
     END LOOP;
-
-    -- Returned in claim order, whatever round claimed each.
-    RETURN QUERY
-    SELECT c.*
-    FROM pg_catalog.unnest(v_claimed) AS c
-    ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
 END;
 $$;
 
@@ -1515,6 +1569,9 @@ DECLARE
     v_size integer;
     v_limit integer;
     v_id uuid;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__job_argument_problem(
         jobq_enqueue.job_type, jobq_enqueue.queue, jobq_enqueue.idempotency_key,
@@ -1555,8 +1612,8 @@ BEGIN
         )
         VALUES (
             jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
-            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, pg_catalog.now()),
-            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE)
+            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, v_now),
+            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > v_now, FALSE)
         )
         RETURNING j.id INTO v_id;
     ELSE
@@ -1572,8 +1629,8 @@ BEGIN
             VALUES (
                 jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
                 jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
-                coalesce(jobq_enqueue.run_at, pg_catalog.now()), jobq_enqueue.priority,
-                coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE)
+                coalesce(jobq_enqueue.run_at, v_now), jobq_enqueue.priority,
+                coalesce(jobq_enqueue.run_at > v_now, FALSE)
             )
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
@@ -1589,7 +1646,7 @@ BEGIN
         END LOOP;
     END IF;
 
-    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= pg_catalog.now() THEN
+    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= v_now THEN
         -- On this installation's channel (jobq__channel), the payload the queue name only:
         -- any role may LISTEN. Identical notifications in one transaction are folded into one
         -- by PostgreSQL.
@@ -1624,6 +1681,9 @@ DECLARE
     v_ids uuid[];
     v_keys text[];
     v_missing integer;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobs IS NULL OR pg_catalog.jsonb_typeof(jobs) <> 'array' THEN
         RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
@@ -1738,7 +1798,7 @@ BEGIN
                     x.elem ->> 'job_type' AS job_type,
                     coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                     coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                    coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
+                    coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
                     coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
                     coalesce(x.elem ->> 'queue', 'default') AS queue
                 FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
@@ -1750,7 +1810,7 @@ BEGIN
                 )
                 SELECT
                     p.new_id, p.queue, p.job_type, p.payload, p.max_attempts,
-                    p.available_at, p.priority, p.available_at > pg_catalog.now()
+                    p.available_at, p.priority, p.available_at > v_now
                 FROM parsed AS p
                 ORDER BY p.ord
                 RETURNING j.queue, j.available_at
@@ -1759,7 +1819,7 @@ BEGIN
             woken AS (
                 SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
                 FROM inserted AS w
-                WHERE w.available_at <= pg_catalog.now()
+                WHERE w.available_at <= v_now
             )
 
             SELECT p.ord, p.new_id
@@ -1777,7 +1837,7 @@ BEGIN
                 coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                 x.elem ->> 'idempotency_key' AS idempotency_key,
                 coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
+                coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
                 coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
                 coalesce(x.elem ->> 'queue', 'default') AS queue
             FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
@@ -1803,7 +1863,7 @@ BEGIN
             )
             SELECT
                 i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-                i.available_at, i.priority, i.available_at > pg_catalog.now()
+                i.available_at, i.priority, i.available_at > v_now
             FROM input AS i
             WHERE i.new_id = i.first_id
             ORDER BY i.ord
@@ -1814,7 +1874,7 @@ BEGIN
         woken AS (
             SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
             FROM inserted AS w
-            WHERE w.available_at <= pg_catalog.now()
+            WHERE w.available_at <= v_now
         )
 
         SELECT
@@ -1912,6 +1972,10 @@ DECLARE
     v_error text;
     v_error_text text;
     v_awaited boolean;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+    v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail.worker_id);
     IF v_error IS NOT NULL THEN
@@ -1941,28 +2005,25 @@ BEGIN
         END,
         available_at = CASE
             WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
-                THEN pg_catalog.now() + jobq__backoff(j.attempts, jobq_fail.backoff)
+                THEN jobq__retry_at(v_now, j.attempts, jobq_fail.backoff)
             ELSE j.available_at
         END,
         finished_at = CASE
             WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
                 THEN NULL
-            ELSE pg_catalog.now()
+            ELSE v_now
         END,
         -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
         scheduled = j.cancel_requested_at IS NULL AND jobq_fail.retry
             AND j.attempts < j.max_attempts
-            AND jobq__backoff(j.attempts, jobq_fail.backoff) > interval '0',
+            AND jobq_fail.backoff > interval '0',
         last_error = v_error_text,
-        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-            'attempt', j.attempts,
-            'at', pg_catalog.now(),
-            'worker', j.locked_by,
-            'error', v_error_text
-        )),
+        errors = jobq__append_error(
+            j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, v_error_text)
+        ),
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_fail.job_id
@@ -1970,7 +2031,7 @@ BEGIN
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
     RETURNING j.status, j.queue, j.available_at, j.awaited
     INTO v_status, v_queue, v_available_at, v_awaited;
-    IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
+    IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending' THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
@@ -2009,6 +2070,10 @@ DECLARE
     v_wake text[];
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+    v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail_many.worker_id);
     IF v_error IS NOT NULL THEN
@@ -2106,24 +2171,21 @@ BEGIN
             END,
             available_at = CASE
                 WHEN j.cancel_requested_at IS NULL AND d.retry AND j.attempts < j.max_attempts
-                    THEN pg_catalog.now() + jobq__backoff(j.attempts, d.backoff)
+                    THEN jobq__retry_at(v_now, j.attempts, d.backoff)
                 ELSE j.available_at
             END,
             finished_at = CASE
                 WHEN j.cancel_requested_at IS NULL AND d.retry AND j.attempts < j.max_attempts
                     THEN NULL
-                ELSE pg_catalog.now()
+                ELSE v_now
             END,
             last_error = d.error,
-            errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-                'attempt', j.attempts,
-                'at', pg_catalog.now(),
-                'worker', j.locked_by,
-                'error', d.error
-            )),
+            errors = jobq__append_error(
+                j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error)
+            ),
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         FROM d
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_fail_many.worker_id
@@ -2135,7 +2197,7 @@ BEGIN
         pg_catalog.array_agg(x.i),
         pg_catalog.array_agg(x.status),
         pg_catalog.array_agg(DISTINCT x.queue) FILTER (
-            WHERE x.status = 'pending' AND x.available_at <= pg_catalog.now()
+            WHERE x.status = 'pending' AND x.available_at <= v_now
         ),
         pg_catalog.array_agg(x.id::text) FILTER (WHERE x.awaited AND x.status <> 'pending')
     INTO v_ords, v_statuses, v_wake, v_ended
@@ -2206,6 +2268,9 @@ DECLARE
     v_owner oid;
     v_schema oid;
     v_schema_name text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF stuck_after IS NULL OR stuck_after <= interval '0' THEN
         RAISE EXCEPTION 'jobq_health: stuck_after must be a positive interval, got %',
@@ -2241,7 +2306,7 @@ BEGIN
         pg_catalog.format('%s job(s) processing with a lock older than %s',
                           pg_catalog.count(*), stuck_after)
     FROM jobq_jobs AS j
-    WHERE j.status = 'processing' AND j.locked_at < pg_catalog.now() - stuck_after;
+    WHERE j.status = 'processing' AND j.locked_at < v_now - stuck_after;
 
     -- Jobs still running stuck_after after jobq_cancel asked them to stop: their handler does
     -- not look at the request (job.cancel_requested() in Python), or cannot stop.
@@ -2253,25 +2318,25 @@ BEGIN
         pg_catalog.format('%s job(s) still processing more than %s after a cancel request',
                           pg_catalog.count(*), stuck_after)
     FROM jobq_jobs AS j
-    WHERE j.status = 'processing' AND j.cancel_requested_at < pg_catalog.now() - stuck_after;
+    WHERE j.status = 'processing' AND j.cancel_requested_at < v_now - stuck_after;
 
     -- Per queue: how long the oldest job available now has waited.
     RETURN QUERY
     SELECT
         'oldest_pending_age'::text, j.queue,
         CASE
-            WHEN pg_catalog.now() - pg_catalog.min(j.available_at) > max_pending_age
+            WHEN v_now - pg_catalog.min(j.available_at) > max_pending_age
                 THEN 'warning'
             ELSE 'ok'
         END,
-        extract(epoch FROM pg_catalog.now() - pg_catalog.min(j.available_at))::double precision,
+        extract(epoch FROM v_now - pg_catalog.min(j.available_at))::double precision,
         pg_catalog.format(
             '%s job(s) available, the oldest waiting for %s',
             pg_catalog.count(*),
-            pg_catalog.date_trunc('second', pg_catalog.now() - pg_catalog.min(j.available_at))
+            pg_catalog.date_trunc('second', v_now - pg_catalog.min(j.available_at))
         )
     FROM jobq_jobs AS j
-    WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
+    WHERE j.status = 'pending' AND j.available_at <= v_now
     GROUP BY j.queue;
 
     -- Per queue and job type: available jobs that no worker asked for within max_pending_age
@@ -2283,7 +2348,7 @@ BEGIN
             '%s job(s) of type %s available, the oldest waiting for %s: no worker claimed '
             'this job type in this queue within %s',
             u.jobs, pg_catalog.quote_literal(u.job_type),
-            pg_catalog.date_trunc('second', pg_catalog.now() - u.oldest_available_at),
+            pg_catalog.date_trunc('second', v_now - u.oldest_available_at),
             max_pending_age
         )
     FROM jobq_unserved_job_types(max_pending_age) AS u;
@@ -2332,25 +2397,25 @@ BEGIN
                max_transaction_age)
     FROM pg_catalog.pg_stat_activity AS a
     WHERE a.state LIKE 'idle in transaction%'
-      AND a.state_change < pg_catalog.now() - max_transaction_age;
+      AND a.state_change < v_now - max_transaction_age;
 
     RETURN QUERY
     SELECT
         'oldest_transaction'::text, NULL::text,
         CASE
-            WHEN coalesce(pg_catalog.max(pg_catalog.now() - a.xact_start), interval '0')
+            WHEN coalesce(pg_catalog.max(v_now - a.xact_start), interval '0')
                 > max_transaction_age
                 THEN 'warning'
             ELSE 'ok'
         END,
         coalesce(
-            extract(epoch FROM pg_catalog.max(pg_catalog.now() - a.xact_start)), 0
+            extract(epoch FROM pg_catalog.max(v_now - a.xact_start)), 0
         )::double precision,
         pg_catalog.format(
             'the oldest transaction holding back VACUUM is %s old (pid %s)',
             coalesce(
                 pg_catalog.date_trunc(
-                    'second', pg_catalog.max(pg_catalog.now() - a.xact_start)
+                    'second', pg_catalog.max(v_now - a.xact_start)
                 )::text,
                 '0'
             ),
@@ -2468,6 +2533,9 @@ CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS in
 DECLARE
     v_renewed integer;
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_heartbeat.worker_id);
     IF v_error IS NOT NULL THEN
@@ -2478,7 +2546,7 @@ BEGIN
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
     -- rows by the primary key (no status test: locked_by implies processing).
     UPDATE jobq_jobs AS j
-    SET locked_at = pg_catalog.now()
+    SET locked_at = v_now
     WHERE j.id = ANY (ARRAY(
         SELECT h.id
         FROM jobq_jobs AS h
@@ -2578,6 +2646,9 @@ DECLARE
     v_left bigint;
     v_count bigint;
     v_deleted bigint := 0::bigint;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF older_than IS NULL OR older_than < interval '0' THEN
         RAISE EXCEPTION 'jobq_prune: older_than must be an interval >= 0, got %',
@@ -2610,7 +2681,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    v_before := pg_catalog.now() - least(older_than, interval '1000 years');
+    v_before := v_now - least(older_than, interval '1000 years');
     FOR v_status IN
         SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s DESC
     LOOP
@@ -2686,6 +2757,9 @@ DECLARE
     v_released integer;
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_release.worker_id);
     IF v_error IS NOT NULL THEN
@@ -2696,13 +2770,13 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
-            available_at = pg_catalog.now(),
+            available_at = v_now,
             attempts = greatest(j.attempts - 1, 0),
-            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN pg_catalog.now() END,
+            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN v_now END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
         WHERE j.id = ANY (jobq_release.job_ids)
@@ -2748,6 +2822,9 @@ DECLARE
     v_queues text[];
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_release_orphans.worker_id);
     IF v_error IS NOT NULL THEN
@@ -2775,13 +2852,13 @@ BEGIN
         SET
             -- A job with a cancel request is not given back but cancelled (as jobq_release).
             status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
-            available_at = pg_catalog.now(),
+            available_at = v_now,
             attempts = greatest(j.attempts - 1, 0),
-            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN pg_catalog.now() END,
+            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN v_now END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
         RETURNING j.id, j.queue, j.status, j.awaited
     )
@@ -2817,11 +2894,14 @@ CREATE FUNCTION public.jobq_requeue_dead_letter(job_id uuid) RETURNS boolean
     AS $$
 DECLARE
     v_queue text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
-        available_at = pg_catalog.now(),
+        available_at = v_now,
         attempts = 0,
         scheduled = FALSE,
         locked_at = NULL,
@@ -2830,7 +2910,7 @@ BEGIN
         cancel_requested_at = NULL,
         cancel_reason = NULL,
         awaited = FALSE,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed', 'cancelled')
     RETURNING j.queue INTO v_queue;
@@ -2856,12 +2936,15 @@ CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::tex
 DECLARE
     v_count integer;
     v_queues text[];
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     WITH requeued AS (
         UPDATE jobq_jobs AS j
         SET
             status = 'pending',
-            available_at = pg_catalog.now(),
+            available_at = v_now,
             attempts = 0,
             scheduled = FALSE,
             locked_at = NULL,
@@ -2870,7 +2953,7 @@ BEGIN
             cancel_requested_at = NULL,
             cancel_reason = NULL,
             awaited = FALSE,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
           AND (jobq_requeue_dead_letters.job_type IS NULL
                OR j.job_type = jobq_requeue_dead_letters.job_type)
@@ -2905,6 +2988,9 @@ DECLARE
     v_next timestamptz;
     v_size integer;
     v_limit integer;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobq__blank(jobq_schedule.name) THEN
         RAISE EXCEPTION 'jobq_schedule: name must be a non-blank string'
@@ -2959,7 +3045,7 @@ BEGIN
                   HINT = 'A name such as ''UTC'', ''Europe/London'' or ''America/New_York''.';
     END IF;
     v_masks := jobq__cron_parse(jobq_schedule.cron);
-    v_next := jobq__cron_next(v_masks, jobq_schedule.timezone, pg_catalog.now());
+    v_next := jobq__cron_next(v_masks, jobq_schedule.timezone, v_now);
     IF v_next IS NULL THEN
         RAISE EXCEPTION 'jobq_schedule: cron % never fires (no match within ten years)',
             pg_catalog.quote_literal(jobq_schedule.cron)
@@ -2991,7 +3077,7 @@ BEGIN
                 THEN s.next_run_at
             ELSE excluded.next_run_at
         END,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     RETURNING s.next_run_at INTO v_next;
     RETURN v_next;
 END;
@@ -3097,6 +3183,10 @@ CREATE FUNCTION public.jobq_unserved_job_types(idle interval DEFAULT '00:15:00':
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
+DECLARE
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF idle IS NULL OR idle <= interval '0' THEN
         RAISE EXCEPTION 'jobq_unserved_job_types: idle must be a positive interval, got %',
@@ -3110,7 +3200,7 @@ BEGIN
             j.queue, j.job_type, pg_catalog.count(*) AS jobs,
             pg_catalog.min(j.available_at) AS oldest_available_at
         FROM jobq_jobs AS j
-        WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
+        WHERE j.status = 'pending' AND j.available_at <= v_now
         GROUP BY j.queue, j.job_type
     )
 
@@ -3120,7 +3210,7 @@ BEGIN
         SELECT
         FROM jobq_workers AS k
         WHERE k.last_claim_at
-              > pg_catalog.now() - least(jobq_unserved_job_types.idle, interval '1000 years')
+              > v_now - least(jobq_unserved_job_types.idle, interval '1000 years')
           AND (k.job_types IS NULL OR w.job_type = ANY (k.job_types))
           AND (k.queues IS NULL OR w.queue = ANY (k.queues))
     )
@@ -3328,8 +3418,6 @@ COMMENT ON INDEX public.jobq_workers_pkey IS 'The index of jobq_workers_pkey: jo
 
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
@@ -3340,6 +3428,8 @@ REVOKE ALL ON FUNCTION public.jobq__cron_next(masks bigint[], timezone text, aft
 
 REVOKE ALL ON FUNCTION public.jobq__cron_parse(cron text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__event_channel(kind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__job_argument_problem(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
@@ -3347,6 +3437,8 @@ REVOKE ALL ON FUNCTION public.jobq__job_argument_problem(job_type text, queue te
 REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__statuses(finished boolean) FROM PUBLIC;
 

@@ -28,6 +28,9 @@ DECLARE
     v_size integer;
     v_limit integer;
     v_awaited boolean;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete.worker_id);
     IF v_error IS NOT NULL THEN
@@ -49,10 +52,10 @@ BEGIN
     SET
         status = 'succeeded',
         result = jobq_complete.result,
-        finished_at = pg_catalog.now(),
+        finished_at = v_now,
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_complete.job_id

@@ -11,16 +11,20 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_settings jsonb;
+    v_max_payload_bytes integer;
 BEGIN
     IF jobq_configure.max_payload_bytes IS NOT NULL AND jobq_configure.max_payload_bytes < 1 THEN
         RAISE EXCEPTION 'jobq_configure: max_payload_bytes must be at least 1, got %',
             jobq_configure.max_payload_bytes
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- The settings are returned as columns and made into jsonb here: Citus refuses a STABLE
+    -- function (jsonb_build_object) in RETURNING.
     UPDATE jobq_settings AS s
     SET max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes)
-    RETURNING pg_catalog.jsonb_build_object('max_payload_bytes', s.max_payload_bytes)
-    INTO v_settings;
+    RETURNING s.max_payload_bytes
+    INTO v_max_payload_bytes;
+    v_settings := pg_catalog.jsonb_build_object('max_payload_bytes', v_max_payload_bytes);
     RETURN v_settings;
 END;
 $$;

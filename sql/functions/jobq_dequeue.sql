@@ -68,10 +68,12 @@ DECLARE
     v_want integer;
     v_k bigint;
     v_ids uuid[];
-    v_got jobq_jobs[];
-    v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
+    v_got integer;  -- jobs claimed by a round of 3b
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -102,7 +104,7 @@ BEGIN
         FROM jobq_jobs AS j
         WHERE j.status = 'pending'
           AND j.scheduled
-          AND j.available_at <= pg_catalog.now()
+          AND j.available_at <= v_now
         ORDER BY j.available_at
         LIMIT 1000
         FOR UPDATE SKIP LOCKED
@@ -134,7 +136,7 @@ BEGIN
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
           AND j.locked_at
-              < pg_catalog.now() - least(jobq_dequeue.lock_timeout, interval '1000 years')
+              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
         ORDER BY j.locked_at
@@ -148,7 +150,7 @@ BEGIN
             stale.message,
             pg_catalog.jsonb_build_object(
                 'attempt', stale.attempts,
-                'at', pg_catalog.now(),
+                'at', v_now,
                 'worker', stale.worker,
                 'error', stale.message,
                 'kind', 'lock_expired'
@@ -170,12 +172,12 @@ BEGIN
             errors = jobq__append_error(j.errors, r.entry),
             finished_at = CASE
                 WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts
-                    THEN pg_catalog.now()
+                    THEN v_now
             END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         FROM record AS r
         WHERE j.id = r.id
         RETURNING j.id, j.status, j.awaited
@@ -291,7 +293,7 @@ BEGIN
               AND j.queue = v_queues[1]
               AND j.status = 'pending'
               AND NOT j.scheduled
-              AND j.available_at <= pg_catalog.now()
+              AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT jobq_dequeue.batch_size
             FOR UPDATE SKIP LOCKED
@@ -302,9 +304,9 @@ BEGIN
             SET
                 status = 'processing',
                 attempts = j.attempts + 1,
-                locked_at = pg_catalog.now(),
+                locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
-                updated_at = pg_catalog.now()
+                updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
             RETURNING j.*
         )
@@ -335,7 +337,7 @@ BEGIN
                   AND j.queue = p.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
-                  AND j.available_at <= pg_catalog.now()
+                  AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT v_k
             ) AS r
@@ -344,13 +346,14 @@ BEGIN
         ) AS c;
         EXIT WHEN v_ids IS NULL;
 
+        RETURN QUERY
         WITH locked AS MATERIALIZED (
             SELECT j.id
             FROM jobq_jobs AS j
             WHERE j.id = ANY (v_ids)
               AND j.status = 'pending'
               AND NOT j.scheduled
-              AND j.available_at <= pg_catalog.now()
+              AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT v_want
             FOR UPDATE SKIP LOCKED
@@ -361,26 +364,24 @@ BEGIN
             SET
                 status = 'processing',
                 attempts = j.attempts + 1,
-                locked_at = pg_catalog.now(),
+                locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
-                updated_at = pg_catalog.now()
+                updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
-            RETURNING j AS claimed_job
+            RETURNING j.*
         )
 
-        SELECT coalesce(pg_catalog.array_agg(c.claimed_job), '{}'::jobq_jobs[]) INTO v_got
-        FROM claimed AS c;
-        v_claimed := v_claimed OPERATOR(pg_catalog.||) v_got;
-        v_want := v_want - pg_catalog.cardinality(v_got);
+        -- Each round's jobs are returned as they are claimed, in claim order (a later round's
+        -- after them). No array of jobq_jobs rows is kept: under Citus the statement runs on
+        -- a shard, whose row type is not jobq_jobs.
+        SELECT c.*
+        FROM claimed AS c
+        ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
+        GET DIAGNOSTICS v_got = ROW_COUNT;
+        v_want := v_want - v_got;
         EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;
         v_k := v_k * 4;
     END LOOP;
-
-    -- Returned in claim order, whatever round claimed each.
-    RETURN QUERY
-    SELECT c.*
-    FROM pg_catalog.unnest(v_claimed) AS c
-    ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
 END;
 $$;
 

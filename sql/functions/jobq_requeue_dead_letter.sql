@@ -11,11 +11,14 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_queue text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
-        available_at = pg_catalog.now(),
+        available_at = v_now,
         attempts = 0,
         scheduled = FALSE,
         locked_at = NULL,
@@ -24,7 +27,7 @@ BEGIN
         cancel_requested_at = NULL,
         cancel_reason = NULL,
         awaited = FALSE,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed', 'cancelled')
     RETURNING j.queue INTO v_queue;

@@ -15,12 +15,15 @@ AS $$
 DECLARE
     v_count integer;
     v_queues text[];
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     WITH requeued AS (
         UPDATE jobq_jobs AS j
         SET
             status = 'pending',
-            available_at = pg_catalog.now(),
+            available_at = v_now,
             attempts = 0,
             scheduled = FALSE,
             locked_at = NULL,
@@ -29,7 +32,7 @@ BEGIN
             cancel_requested_at = NULL,
             cancel_reason = NULL,
             awaited = FALSE,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
           AND (jobq_requeue_dead_letters.job_type IS NULL
                OR j.job_type = jobq_requeue_dead_letters.job_type)
