@@ -5,6 +5,7 @@
 #   scripts/citus.sh build              build Citus once into the cache (prints its prefix)
 #   scripts/citus.sh start DIR [N]      start a coordinator and N worker nodes (default 2),
 #                                       prints shell exports (JOBQ_CITUS_DSN, ...)
+#   scripts/citus.sh restart DIR NODE   restart one node (coordinator, worker1, worker2)
 #   scripts/citus.sh stop DIR           stop them and remove DIR
 #
 # Citus is not packaged for this Debian, so it is built from its source tarball
@@ -185,9 +186,21 @@ stop() {
     rm -rf "$dir"
 }
 
+# Restarts one node of a running cluster (a fault test's "node restarted mid-drain").
+restart() {
+    local dir=$1 name=$2 prefix v bin run_as=()
+    v=$(pg_major)
+    prefix="$(cache_root)/citus-$CITUS_VERSION-pg$v"
+    bin="$prefix/lib/postgresql/$v/bin"
+    [ -d "$dir/$name" ] || { echo "citus.sh: no node $name in $dir" >&2; exit 1; }
+    [ "$(id -u)" = 0 ] && run_as=(runuser -u "$(stat -c %U "$dir/$name")" --)
+    "${run_as[@]}" "$bin/pg_ctl" -D "$dir/$name" -l "$dir/$name.log" -m fast -w -t 60 restart >/dev/null
+}
+
 case "${1:-}" in
 build) build ;;
+restart) restart "${2:?usage: citus.sh restart DIR NODE}" "${3:?usage: citus.sh restart DIR NODE}" ;;
 start) start "${2:?usage: citus.sh start DIR [NODES]}" "${3:-2}" ;;
 stop) stop "${2:?usage: citus.sh stop DIR}" ;;
-*) echo "usage: citus.sh build | start DIR [NODES] | stop DIR" >&2; exit 2 ;;
+*) echo "usage: citus.sh build | start DIR [NODES] | restart DIR NODE | stop DIR" >&2; exit 2 ;;
 esac
