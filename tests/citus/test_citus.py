@@ -326,3 +326,30 @@ def test_a_tenant_moved_to_the_other_node_under_load_loses_nothing_and_runs_noth
     assert counts(cluster.dsn, schema) == {"succeeded": batches * 500}
     assert set(ledger.starts) == set(produced), "every job ran"
     assert max(ledger.starts.values()) == 1, "no job ran twice"
+
+
+def test_an_existing_install_is_distributed_by_the_next_migrate_jobs_included(
+    cluster: Cluster,
+) -> None:
+    """A single-node install (here: migrated with schema-based sharding off) becomes a
+    distributed schema at the next `jobq migrate` on the coordinator, its jobs with it, and a
+    Worker then runs them on its node."""
+    schema = "tenant_existing"
+    local = psycopg.conninfo.make_conninfo(
+        cluster.dsn, options="-c citus.enable_schema_based_sharding=off")
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    migrate(local, schema)
+    ids = set(enqueue(local, schema, 2000))
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_dist_schema"
+                           " WHERE schemaid = %(s)s::text::regnamespace", {"s": schema}).fetchone()
+        assert row == (0,), "installed on the coordinator, not distributed"
+    migrate(cluster.dsn, schema)
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        assert placement(conn, schema) in cluster.worker_ports, "moved to a worker node"
+    assert counts(cluster.dsn, schema) == {"pending": 2000}, "its jobs came along"
+    ledger = Ledger.new()
+    Worker(cluster.dsn, handlers={"t": ledger.handler()}, schema=schema).run(burst=True)
+    assert set(ledger.starts) == ids
+    assert counts(cluster.dsn, schema) == {"succeeded": 2000}
