@@ -2179,6 +2179,10 @@ BEGIN
                     THEN NULL
                 ELSE v_now
             END,
+            -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
+            scheduled = j.cancel_requested_at IS NULL AND d.retry
+                AND j.attempts < j.max_attempts
+                AND d.backoff > interval '0',
             last_error = d.error,
             errors = jobq__append_error(
                 j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error)
