@@ -67,7 +67,7 @@ build_deps() {
     fi
     echo "citus.sh: installing ${need[*]}" >&2
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 }
 
 # Prints the prefix of the private PostgreSQL with Citus, building it first if needed.
