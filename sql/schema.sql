@@ -415,6 +415,431 @@ $$;
 COMMENT ON FUNCTION public.jobq__job_argument_problem(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) IS 'Private. Returns the first problem with one job''s arguments (a message naming the
 argument), or NULL.';
 
+CREATE FUNCTION public.jobq__metric_add(a bigint[], b bigint[]) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+DECLARE
+    v_sum bigint[] := a;
+BEGIN
+    IF coalesce(pg_catalog.cardinality(b), 0) = 0 THEN
+        RETURN a;
+    END IF;
+    IF coalesce(pg_catalog.cardinality(a), 0) = 0 THEN
+        RETURN b;
+    END IF;
+    FOR i IN 1 .. greatest(pg_catalog.cardinality(a), pg_catalog.cardinality(b)) LOOP
+        v_sum[i] := coalesce(a[i], 0) + coalesce(b[i], 0);
+    END LOOP;
+    RETURN v_sum;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__metric_add(a bigint[], b bigint[]) IS 'Private. Element-wise sum of two arrays of bucket counts (an empty array counts as zeros).';
+
+CREATE FUNCTION public.jobq__metric_bounds() RETURNS double precision[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT '{0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5,5,10,30,60,120,300,600,1800,3600,7200,21600,86400}'::double precision[]
+$$;
+
+COMMENT ON FUNCTION public.jobq__metric_bounds() IS 'Private. The bucket bounds (seconds) of jobq_wait_seconds and jobq_run_seconds, in order.';
+
+CREATE FUNCTION public.jobq__metric_bucket(seconds double precision) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT 22 - pg_catalog.width_bucket(
+        -greatest(coalesce(seconds, 0), 0),
+        '{-86400,-21600,-7200,-3600,-1800,-600,-300,-120,-60,-30,-10,-5,-2.5,-1,-0.5,-0.25,-0.1,-0.05,-0.025,-0.01,-0.005}'::double precision[]
+    )
+$$;
+
+COMMENT ON FUNCTION public.jobq__metric_bucket(seconds double precision) IS 'Private. The 1-based bucket of jobq__metric_bounds() for a duration in seconds (22: +Inf).';
+
+CREATE FUNCTION public.jobq__metric_histogram(buckets integer[]) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+DECLARE
+    v_counts bigint[];
+    v_i integer;
+BEGIN
+    IF coalesce(pg_catalog.cardinality(buckets), 0) = 0 THEN
+        RETURN '{}'::bigint[];
+    END IF;
+    v_counts := pg_catalog.array_fill(0::bigint, ARRAY[22]);
+    FOREACH v_i IN ARRAY buckets LOOP
+        v_counts[v_i] := v_counts[v_i] + 1;
+    END LOOP;
+    RETURN v_counts;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__metric_histogram(buckets integer[]) IS 'Private. Per-bucket counts (22 elements) of a list of bucket positions; ''{}'' for none.';
+
+CREATE FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], seconds double precision[] DEFAULT NULL::double precision[]) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_row jobq_metric_counters;
+    v_rows jobq_metric_counters[];
+    v_to text;
+    v_from text;
+    v_seconds double precision;
+    v_buckets bigint[] := '{}'::bigint[];
+    v_n bigint := 1::bigint;
+    v_uniform boolean := FALSE;
+    v_sum double precision;
+    v_list integer[];
+BEGIN
+    IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
+        RETURN 0;
+    END IF;
+
+    IF pg_catalog.cardinality(queues) > 1 AND kind IN ('enqueued', 'started', 'succeeded') THEN
+        -- A batch whose jobs all made the same change: uniform when they share the first one's
+        -- queue and job type, as the claims and completions of a worker usually do. Then the
+        -- row is worked out as for one job, without the grouping below.
+        SELECT
+            pg_catalog.count(*),
+            pg_catalog.bool_and(r.queue = queues[1] AND r.job_type = job_types[1]),
+            pg_catalog.sum(greatest(r.seconds, 0)),
+            pg_catalog.array_agg(jobq__metric_bucket(r.seconds)) FILTER (WHERE r.seconds IS NOT NULL)
+        INTO v_n, v_uniform, v_sum, v_list
+        FROM ROWS FROM (
+            pg_catalog.unnest(queues), pg_catalog.unnest(job_types), pg_catalog.unnest(seconds)
+        ) AS r (queue, job_type, seconds);
+    END IF;
+
+    IF pg_catalog.cardinality(queues) = 1 OR v_uniform THEN
+        -- One job (jobq_enqueue, jobq_complete, jobq_fail, a claim of one), or v_n jobs that
+        -- made the same change: worked out here.
+        v_to := CASE kind
+            WHEN 'enqueued' THEN 'pending'
+            WHEN 'started' THEN 'processing'
+            WHEN 'succeeded' THEN 'succeeded'
+            WHEN 'cancelled' THEN 'cancelled'
+            WHEN 'requeued' THEN 'pending'
+            WHEN 'pruned' THEN NULL
+            ELSE statuses[1]
+        END;
+        v_from := CASE kind
+            WHEN 'enqueued' THEN NULL
+            WHEN 'started' THEN 'pending'
+            WHEN 'cancelled' THEN 'pending'
+            WHEN 'requeued' THEN statuses[1]
+            WHEN 'pruned' THEN statuses[1]
+            ELSE 'processing'
+        END;
+        IF v_uniform THEN
+            v_seconds := coalesce(v_sum, 0::double precision);
+            IF kind IN ('started', 'succeeded') THEN
+                v_buckets := jobq__metric_histogram(v_list);
+            END IF;
+        ELSE
+            -- NULL: not observed (a run of a claim made before claimed_at existed).
+            v_seconds := CASE WHEN seconds[1] IS NOT NULL THEN greatest(seconds[1], 0) END;
+            IF kind IN ('started', 'succeeded', 'failed') AND v_seconds IS NOT NULL THEN
+                v_buckets := pg_catalog.array_fill(0::bigint, ARRAY[22]);
+                v_buckets[jobq__metric_bucket(v_seconds)] := 1;
+            END IF;
+        END IF;
+        v_row := ROW(
+            pg_catalog.pg_backend_pid(), queues[1], job_types[1],
+            (kind = 'enqueued')::integer * v_n, (kind = 'started')::integer * v_n,
+            (kind = 'succeeded')::integer * v_n, (kind = 'failed')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'dead_letter')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'cancelled')::integer * v_n,
+            (kind = 'lock_expired')::integer * v_n, (kind = 'released')::integer * v_n,
+            (kind = 'requeued')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'pending')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'pending')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'processing')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'processing')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'succeeded')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'succeeded')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'failed')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'failed')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'dead_letter')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'dead_letter')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'cancelled')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'cancelled')::integer * v_n,
+            CASE WHEN kind = 'started' THEN v_buckets ELSE '{}'::bigint[] END,
+            CASE
+                WHEN kind = 'started' THEN coalesce(v_seconds, 0::double precision)
+                ELSE 0::double precision
+            END,
+            CASE WHEN kind <> 'started' THEN v_buckets ELSE '{}'::bigint[] END,
+            CASE
+                WHEN kind IN ('succeeded', 'failed') THEN coalesce(v_seconds, 0::double precision)
+                ELSE 0::double precision
+            END
+        );
+        v_rows := ARRAY[v_row];
+    ELSE
+        SELECT pg_catalog.array_agg(ROW(
+            pg_catalog.pg_backend_pid(), a.queue, a.job_type, a.enqueued, a.started,
+            a.succeeded, a.failed, a.dead_lettered, a.cancelled, a.lock_expired, a.released,
+            a.requeued, a.jobs_pending, a.jobs_processing, a.jobs_succeeded, a.jobs_failed,
+            a.jobs_dead_letter, a.jobs_cancelled, a.wait_buckets, a.wait_sum, a.run_buckets,
+            a.run_sum
+        )::jobq_metric_counters ORDER BY a.queue, a.job_type)
+        INTO v_rows
+        FROM (
+            SELECT
+                e.queue, e.job_type,
+                pg_catalog.count(*) FILTER (WHERE kind = 'enqueued') AS enqueued,
+                pg_catalog.count(*) FILTER (WHERE kind = 'started') AS started,
+                pg_catalog.count(*) FILTER (WHERE kind = 'succeeded') AS succeeded,
+                pg_catalog.count(*) FILTER (WHERE kind = 'failed') AS failed,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'dead_letter') AS dead_lettered,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'cancelled') AS cancelled,
+                pg_catalog.count(*) FILTER (WHERE kind = 'lock_expired') AS lock_expired,
+                pg_catalog.count(*) FILTER (WHERE kind = 'released') AS released,
+                pg_catalog.count(*) FILTER (WHERE kind = 'requeued') AS requeued,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'pending')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'pending') AS jobs_pending,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'processing')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'processing')
+                    AS jobs_processing,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'succeeded')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'succeeded')
+                    AS jobs_succeeded,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'failed')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'failed') AS jobs_failed,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'dead_letter')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'dead_letter')
+                    AS jobs_dead_letter,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'cancelled')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'cancelled')
+                    AS jobs_cancelled,
+                CASE
+                    WHEN kind = 'started'
+                        THEN jobq__metric_histogram(
+                            pg_catalog.array_agg(e.bucket) FILTER (WHERE e.seconds IS NOT NULL)
+                        )
+                    ELSE '{}'::bigint[]
+                END AS wait_buckets,
+                CASE
+                    WHEN kind = 'started' THEN coalesce(pg_catalog.sum(e.seconds), 0)
+                    ELSE 0
+                END AS wait_sum,
+                CASE
+                    WHEN kind IN ('succeeded', 'failed')
+                        THEN jobq__metric_histogram(
+                            pg_catalog.array_agg(e.bucket) FILTER (WHERE e.seconds IS NOT NULL)
+                        )
+                    ELSE '{}'::bigint[]
+                END AS run_buckets,
+                CASE
+                    WHEN kind IN ('succeeded', 'failed') THEN coalesce(pg_catalog.sum(e.seconds), 0)
+                    ELSE 0
+                END AS run_sum
+            FROM (
+                SELECT
+                    r.queue, r.job_type,
+                    CASE kind
+                        WHEN 'enqueued' THEN 'pending'
+                        WHEN 'started' THEN 'processing'
+                        WHEN 'succeeded' THEN 'succeeded'
+                        WHEN 'cancelled' THEN 'cancelled'
+                        WHEN 'requeued' THEN 'pending'
+                        WHEN 'pruned' THEN NULL
+                        ELSE r.status
+                    END AS to_status,
+                    CASE kind
+                        WHEN 'enqueued' THEN NULL
+                        WHEN 'started' THEN 'pending'
+                        WHEN 'cancelled' THEN 'pending'
+                        WHEN 'requeued' THEN r.status
+                        WHEN 'pruned' THEN r.status
+                        ELSE 'processing'
+                    END AS from_status,
+                    CASE WHEN r.seconds IS NOT NULL THEN greatest(r.seconds, 0) END AS seconds,
+                    jobq__metric_bucket(r.seconds) AS bucket
+                FROM ROWS FROM (
+                    pg_catalog.unnest(queues), pg_catalog.unnest(job_types),
+                    pg_catalog.unnest(statuses), pg_catalog.unnest(seconds)
+                ) AS r (queue, job_type, status, seconds)
+            ) AS e
+            GROUP BY e.queue, e.job_type
+        ) AS a;
+        IF v_rows IS NULL THEN
+            RETURN 0;
+        END IF;
+    END IF;
+
+    IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) = 'on' THEN
+        INSERT INTO jobq_metric_deltas
+        SELECT r.* FROM pg_catalog.unnest(v_rows) AS r;
+        RETURN 0;
+    END IF;
+    -- In (queue, job_type) order: the rows are this backend's own, but a fold by
+    -- jobq_metrics() may hold some of them for a moment, and always in this order.
+    INSERT INTO jobq_metric_counters AS c
+    SELECT r.* FROM pg_catalog.unnest(v_rows) AS r
+    ON CONFLICT (queue, job_type, shard) DO UPDATE SET
+        enqueued = c.enqueued + excluded.enqueued,
+        started = c.started + excluded.started,
+        succeeded = c.succeeded + excluded.succeeded,
+        failed = c.failed + excluded.failed,
+        dead_lettered = c.dead_lettered + excluded.dead_lettered,
+        cancelled = c.cancelled + excluded.cancelled,
+        lock_expired = c.lock_expired + excluded.lock_expired,
+        released = c.released + excluded.released,
+        requeued = c.requeued + excluded.requeued,
+        jobs_pending = c.jobs_pending + excluded.jobs_pending,
+        jobs_processing = c.jobs_processing + excluded.jobs_processing,
+        jobs_succeeded = c.jobs_succeeded + excluded.jobs_succeeded,
+        jobs_failed = c.jobs_failed + excluded.jobs_failed,
+        jobs_dead_letter = c.jobs_dead_letter + excluded.jobs_dead_letter,
+        jobs_cancelled = c.jobs_cancelled + excluded.jobs_cancelled,
+        wait_buckets = CASE
+            WHEN pg_catalog.cardinality(excluded.wait_buckets) = 0 THEN c.wait_buckets
+            ELSE jobq__metric_add(c.wait_buckets, excluded.wait_buckets)
+        END,
+        wait_sum = c.wait_sum + excluded.wait_sum,
+        run_buckets = CASE
+            WHEN pg_catalog.cardinality(excluded.run_buckets) = 0 THEN c.run_buckets
+            ELSE jobq__metric_add(c.run_buckets, excluded.run_buckets)
+        END,
+        run_sum = c.run_sum + excluded.run_sum;
+    PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
+    RETURN pg_catalog.cardinality(v_rows);
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[], seconds double precision[]) IS 'Private. Counts what one statement did to the jobs (queues[i], job_types[i]): kind enqueued,
+started, succeeded, failed, lock_expired, released, cancelled, requeued or pruned; statuses[i]
+the status entered (failed, lock_expired, released) or left (requeued, pruned); seconds[i] the
+wait (started) or run time (succeeded, failed). The first call of a transaction upserts this
+backend''s rows of jobq_metric_counters, later ones append to jobq_metric_deltas; nothing when
+metrics are off. Returns the number of counter rows written.';
+
+CREATE FUNCTION public.jobq__metrics_fold() RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_folded bigint;
+BEGIN
+    WITH moved AS (
+        DELETE FROM jobq_metric_deltas AS d
+        WHERE d.ctid = ANY (ARRAY(
+            SELECT x.ctid FROM jobq_metric_deltas AS x FOR UPDATE SKIP LOCKED
+        ))
+        RETURNING d.*
+    ),
+
+    gone AS (
+        DELETE FROM jobq_metric_counters AS c
+        WHERE (c.queue, c.job_type, c.shard) IN (
+            SELECT x.queue, x.job_type, x.shard
+            FROM jobq_metric_counters AS x
+            WHERE x.shard <> 0
+              AND NOT EXISTS (
+                  SELECT FROM pg_catalog.pg_stat_activity AS a WHERE a.pid = x.shard
+              )
+            FOR UPDATE SKIP LOCKED
+        )
+        RETURNING c.*
+    ),
+
+    m AS MATERIALIZED (
+        SELECT * FROM moved
+        UNION ALL
+        SELECT * FROM gone
+    ),
+
+    wait_b AS (
+        SELECT m.queue, m.job_type, u.i, pg_catalog.sum(u.n) AS n
+        FROM m
+        CROSS JOIN LATERAL pg_catalog.unnest(m.wait_buckets) WITH ORDINALITY AS u (n, i)
+        GROUP BY m.queue, m.job_type, u.i
+    ),
+
+    run_b AS (
+        SELECT m.queue, m.job_type, u.i, pg_catalog.sum(u.n) AS n
+        FROM m
+        CROSS JOIN LATERAL pg_catalog.unnest(m.run_buckets) WITH ORDINALITY AS u (n, i)
+        GROUP BY m.queue, m.job_type, u.i
+    ),
+
+    sums AS (
+        SELECT
+            m.queue, m.job_type, pg_catalog.count(*) AS n_rows,
+            pg_catalog.sum(m.enqueued)::bigint AS enqueued,
+            pg_catalog.sum(m.started)::bigint AS started,
+            pg_catalog.sum(m.succeeded)::bigint AS succeeded,
+            pg_catalog.sum(m.failed)::bigint AS failed,
+            pg_catalog.sum(m.dead_lettered)::bigint AS dead_lettered,
+            pg_catalog.sum(m.cancelled)::bigint AS cancelled,
+            pg_catalog.sum(m.lock_expired)::bigint AS lock_expired,
+            pg_catalog.sum(m.released)::bigint AS released,
+            pg_catalog.sum(m.requeued)::bigint AS requeued,
+            pg_catalog.sum(m.jobs_pending)::bigint AS jobs_pending,
+            pg_catalog.sum(m.jobs_processing)::bigint AS jobs_processing,
+            pg_catalog.sum(m.jobs_succeeded)::bigint AS jobs_succeeded,
+            pg_catalog.sum(m.jobs_failed)::bigint AS jobs_failed,
+            pg_catalog.sum(m.jobs_dead_letter)::bigint AS jobs_dead_letter,
+            pg_catalog.sum(m.jobs_cancelled)::bigint AS jobs_cancelled,
+            pg_catalog.sum(m.wait_sum) AS wait_sum,
+            pg_catalog.sum(m.run_sum) AS run_sum
+        FROM m
+        GROUP BY m.queue, m.job_type
+    ),
+
+    written AS (
+        INSERT INTO jobq_metric_counters AS c
+        SELECT
+            0, s.queue, s.job_type, s.enqueued, s.started, s.succeeded, s.failed,
+            s.dead_lettered, s.cancelled, s.lock_expired, s.released, s.requeued,
+            s.jobs_pending, s.jobs_processing, s.jobs_succeeded, s.jobs_failed,
+            s.jobs_dead_letter, s.jobs_cancelled,
+            coalesce(ARRAY(
+                SELECT w.n::bigint FROM wait_b AS w
+                WHERE w.queue = s.queue AND w.job_type = s.job_type
+                ORDER BY w.i
+            ), '{}'),
+            s.wait_sum,
+            coalesce(ARRAY(
+                SELECT r.n::bigint FROM run_b AS r
+                WHERE r.queue = s.queue AND r.job_type = s.job_type
+                ORDER BY r.i
+            ), '{}'),
+            s.run_sum
+        FROM sums AS s
+        ORDER BY s.queue, s.job_type
+        ON CONFLICT (queue, job_type, shard) DO UPDATE SET
+            enqueued = c.enqueued + excluded.enqueued,
+            started = c.started + excluded.started,
+            succeeded = c.succeeded + excluded.succeeded,
+            failed = c.failed + excluded.failed,
+            dead_lettered = c.dead_lettered + excluded.dead_lettered,
+            cancelled = c.cancelled + excluded.cancelled,
+            lock_expired = c.lock_expired + excluded.lock_expired,
+            released = c.released + excluded.released,
+            requeued = c.requeued + excluded.requeued,
+            jobs_pending = c.jobs_pending + excluded.jobs_pending,
+            jobs_processing = c.jobs_processing + excluded.jobs_processing,
+            jobs_succeeded = c.jobs_succeeded + excluded.jobs_succeeded,
+            jobs_failed = c.jobs_failed + excluded.jobs_failed,
+            jobs_dead_letter = c.jobs_dead_letter + excluded.jobs_dead_letter,
+            jobs_cancelled = c.jobs_cancelled + excluded.jobs_cancelled,
+            wait_buckets = jobq__metric_add(c.wait_buckets, excluded.wait_buckets),
+            wait_sum = c.wait_sum + excluded.wait_sum,
+            run_buckets = jobq__metric_add(c.run_buckets, excluded.run_buckets),
+            run_sum = c.run_sum + excluded.run_sum
+        RETURNING 1
+    )
+
+    -- written runs whether or not it is read (a data-modifying WITH always does).
+    SELECT coalesce(pg_catalog.sum(s.n_rows), 0)::bigint INTO v_folded FROM sums AS s;
+    RETURN v_folded;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__metrics_fold() IS 'Private. Folds the rows of jobq_metric_deltas, and those of jobq_metric_counters whose
+backend has exited, into shard 0 (summed by queue and job_type; rows held by another session
+are skipped). Result: how many rows it folded.';
+
 CREATE FUNCTION public.jobq__notify(queues text[]) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'public', 'pg_temp'
@@ -787,14 +1212,25 @@ BEGIN
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job completed while we waited for its lock is finished.
           AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
-        RETURNING j.id, j.status, j.locked_by, j.awaited
+        RETURNING j.id, j.status, j.locked_by, j.awaited, j.queue, j.job_type
+    ),
+
+    -- Only the pending jobs changed status; the running ones got a request.
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'cancelled', pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type)
+        ) AS n
+        FROM changed AS k
+        WHERE k.status = 'cancelled'
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
         pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled' AND c.awaited),
         pg_catalog.array_agg(c.locked_by) FILTER (WHERE c.status = 'processing')
     INTO v_ended, v_workers
-    FROM changed AS c;
+    FROM changed AS c
+    LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify_events('done', v_ended);
     PERFORM jobq__notify_events('cancel', v_workers);
 
@@ -857,6 +1293,9 @@ DECLARE
     v_size integer;
     v_limit integer;
     v_awaited boolean;
+    v_queue text;
+    v_job_type text;
+    v_claimed_at timestamptz;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -890,7 +1329,14 @@ BEGIN
     WHERE j.id = jobq_complete.job_id
       AND j.locked_by = jobq_complete.worker_id
       AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
-    RETURNING j.awaited INTO v_awaited;
+    RETURNING j.awaited, j.queue, j.job_type, j.claimed_at
+    INTO v_awaited, v_queue, v_job_type, v_claimed_at;
+    IF v_awaited IS NOT NULL THEN
+        PERFORM jobq__metrics_count(
+            'succeeded', ARRAY[v_queue], ARRAY[v_job_type], NULL,
+            ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
+        );
+    END IF;
     IF v_awaited THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
     END IF;
@@ -995,14 +1441,24 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING j.id, j.awaited
+        RETURNING j.id, j.awaited, j.queue, j.job_type, j.claimed_at
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'succeeded', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type), NULL,
+            pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
+        ) AS n
+        FROM done AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
         pg_catalog.count(*)::integer,
         pg_catalog.array_agg(done.id::text) FILTER (WHERE done.awaited)
     INTO v_done, v_awaited
-    FROM done;
+    FROM done
+    LEFT JOIN counted ON TRUE;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_awaited);
     END IF;
@@ -1025,36 +1481,51 @@ Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do 
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
 the installation''s done channel (payload: the job id) for each completed job a client awaits.';
 
-CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer) RETURNS jsonb
+CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
-    v_settings jsonb;
     v_max_payload_bytes integer;
+    v_metrics boolean;
+    v_settings jsonb;
+    v_was boolean;
 BEGIN
     IF jobq_configure.max_payload_bytes IS NOT NULL AND jobq_configure.max_payload_bytes < 1 THEN
         RAISE EXCEPTION 'jobq_configure: max_payload_bytes must be at least 1, got %',
             jobq_configure.max_payload_bytes
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    SELECT s.metrics INTO v_was FROM jobq_settings AS s FOR UPDATE;
+    UPDATE jobq_settings AS s
+    SET
+        max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes),
+        metrics = coalesce(jobq_configure.metrics, s.metrics)
     -- The settings are returned as columns and made into jsonb here: Citus refuses a STABLE
     -- function (jsonb_build_object) in RETURNING.
-    UPDATE jobq_settings AS s
-    SET max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes)
-    RETURNING s.max_payload_bytes
-    INTO v_max_payload_bytes;
-    v_settings := pg_catalog.jsonb_build_object('max_payload_bytes', v_max_payload_bytes);
+    RETURNING s.max_payload_bytes, s.metrics
+    INTO v_max_payload_bytes, v_metrics;
+    v_settings := pg_catalog.jsonb_build_object(
+        'max_payload_bytes', v_max_payload_bytes,
+        'metrics', v_metrics
+    );
+    IF jobq_configure.metrics AND NOT v_was THEN
+        PERFORM jobq_metrics_recount();
+    END IF;
     RETURN v_settings;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
+COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
 live in this schema''s jobq_settings, so each tenant schema has its own.
 Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
-in bytes of jsonb; default 1048576; NULL leaves it as it is).
-Result: every setting, as a JSON object ({"max_payload_bytes": n}).
-Errors: 22023 max_payload_bytes < 1.';
+in bytes of jsonb; default 1048576; NULL leaves it as it is), metrics (whether the jobq
+functions count what they do for jobq_metrics(); default true; false stops the counters, and
+true after false counts the jobs again as jobq_metrics_recount() does; NULL leaves it).
+Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": true}).
+Errors: 22023 max_payload_bytes < 1.
+Concurrency: turning metrics on again waits for the writers of jobq_jobs of the moment, and
+blocks new ones while it counts (see jobq_metrics_recount).';
 
 CREATE TABLE public.jobq_jobs (
     id uuid DEFAULT (encode(set_bit(set_bit("overlay"(uuid_send(gen_random_uuid()), substr(int8send((floor((date_part('epoch'::text, clock_timestamp()) * (1000)::double precision)))::bigint), 3), 1, 6), (52)::bigint, 1), (53)::bigint, 1), 'hex'::text))::uuid NOT NULL,
@@ -1079,6 +1550,7 @@ CREATE TABLE public.jobq_jobs (
     cancel_requested_at timestamp with time zone,
     cancel_reason text,
     awaited boolean DEFAULT false NOT NULL,
+    claimed_at timestamp with time zone,
     CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobq_jobs_cancel_check CHECK (((status <> 'pending'::text) OR ((cancel_requested_at IS NULL) AND (cancel_reason IS NULL)))),
     CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
@@ -1185,6 +1657,10 @@ job cancelled while pending has its reason in last_error instead.';
 COMMENT ON COLUMN public.jobq_jobs.awaited IS 'True once a client asked to be notified of the job''s end (jobq_await with timeout 0): its
 completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel
 with the job id as payload. Jobs nobody waits for cost no notification.';
+
+COMMENT ON COLUMN public.jobq_jobs.claimed_at IS 'When the latest claim was made (jobq_dequeue); heartbeats do not move it, unlike locked_at.
+jobq_run_seconds measures from here to the end of the attempt. NULL for a job never claimed
+(and for claims made before migration 0010).';
 
 COMMENT ON CONSTRAINT jobq_jobs_attempts_check ON public.jobq_jobs IS 'attempts is never negative (jobq_release gives an attempt back down to 0 at most).';
 
@@ -1329,12 +1805,22 @@ BEGIN
             updated_at = v_now
         FROM record AS r
         WHERE j.id = r.id
-        RETURNING j.id, j.status, j.awaited
+        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'lock_expired', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM taken AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
     INTO v_ended
-    FROM taken AS t;
+    FROM taken AS t
+    LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_ended);
     END IF;
@@ -1455,13 +1941,25 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
+                claimed_at = v_now,
                 updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
             RETURNING j.*
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL,
+                pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
+            ) AS n
+            FROM claimed AS c
+            HAVING pg_catalog.count(*) > 0
         )
 
         SELECT c.*
         FROM claimed AS c
+        LEFT JOIN counted ON TRUE
         ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
         RETURN;
     END IF;
@@ -1515,9 +2013,20 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
+                claimed_at = v_now,
                 updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
             RETURNING j.*
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL,
+                pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
+            ) AS n
+            FROM claimed AS c
+            HAVING pg_catalog.count(*) > 0
         )
 
         -- Each round's jobs are returned as they are claimed, in claim order (a later round's
@@ -1525,6 +2034,7 @@ BEGIN
         -- a shard, whose row type is not jobq_jobs.
         SELECT c.*
         FROM claimed AS c
+        LEFT JOIN counted ON TRUE
         ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
         GET DIAGNOSTICS v_got = ROW_COUNT;
         v_want := v_want - v_got;
@@ -1645,6 +2155,10 @@ BEGIN
             END IF;
         END LOOP;
     END IF;
+
+    PERFORM jobq__metrics_count(
+        'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+    );
 
     IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= v_now THEN
         -- On this installation's channel (jobq__channel), the payload the queue name only:
@@ -1813,18 +2327,26 @@ BEGIN
                     p.available_at, p.priority, p.available_at > v_now
                 FROM parsed AS p
                 ORDER BY p.ord
-                RETURNING j.queue, j.available_at
+                RETURNING j.queue, j.job_type, j.available_at
             ),
 
             woken AS (
                 SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
                 FROM inserted AS w
                 WHERE w.available_at <= v_now
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                ) AS n
+                FROM inserted AS c
             )
 
             SELECT p.ord, p.new_id
             FROM parsed AS p
             CROSS JOIN woken
+            CROSS JOIN counted
             ORDER BY p.ord;
             RETURN;
         END IF;
@@ -1868,13 +2390,20 @@ BEGIN
             WHERE i.new_id = i.first_id
             ORDER BY i.ord
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING j.id, j.queue, j.available_at
+            RETURNING j.id, j.queue, j.job_type, j.available_at
         ),
 
         woken AS (
             SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
             FROM inserted AS w
             WHERE w.available_at <= v_now
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+            ) AS n
+            FROM inserted AS c
         )
 
         SELECT
@@ -1884,7 +2413,8 @@ BEGIN
         INTO v_ords, v_ids, v_keys
         FROM input AS i
         LEFT JOIN inserted AS ins ON ins.id = i.first_id
-        CROSS JOIN woken;
+        CROSS JOIN woken
+        CROSS JOIN counted;
     EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
         -- A run_at of the right shape but no real time (30 February): name the element.
         FOR v_bad IN
@@ -1972,6 +2502,8 @@ DECLARE
     v_error text;
     v_error_text text;
     v_awaited boolean;
+    v_job_type text;
+    v_claimed_at timestamptz;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -2029,8 +2561,14 @@ BEGIN
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
-    RETURNING j.status, j.queue, j.available_at, j.awaited
-    INTO v_status, v_queue, v_available_at, v_awaited;
+    RETURNING j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+    INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
+    IF v_status IS NOT NULL THEN
+        PERFORM jobq__metrics_count(
+            'failed', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
+            ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
+        );
+    END IF;
     IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending' THEN
@@ -2194,7 +2732,17 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_fail_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.awaited
+        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'failed', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status),
+            pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
+        ) AS n
+        FROM failed AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
@@ -2205,7 +2753,8 @@ BEGIN
         ),
         pg_catalog.array_agg(x.id::text) FILTER (WHERE x.awaited AND x.status <> 'pending')
     INTO v_ords, v_statuses, v_wake, v_ended
-    FROM failed AS x;
+    FROM failed AS x
+    LEFT JOIN counted ON TRUE;
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
@@ -2638,6 +3187,349 @@ most this many rows, default 100).
 Result: rows of jobq_jobs.
 Errors: 22023 an unknown status, max_rows < 1.';
 
+CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, value double precision)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    SET enable_bitmapscan TO 'off'
+    AS $$
+DECLARE
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    IF pg_catalog.current_setting('transaction_read_only') = 'off'
+       AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+        PERFORM jobq__metrics_fold();
+    END IF;
+
+    RETURN QUERY
+    WITH totals AS MATERIALIZED (
+        SELECT
+            c.queue, c.job_type,
+            pg_catalog.sum(c.enqueued) AS enqueued,
+            pg_catalog.sum(c.started) AS started,
+            pg_catalog.sum(c.succeeded) AS succeeded,
+            pg_catalog.sum(c.failed) AS failed,
+            pg_catalog.sum(c.dead_lettered) AS dead_lettered,
+            pg_catalog.sum(c.cancelled) AS cancelled,
+            pg_catalog.sum(c.lock_expired) AS lock_expired,
+            pg_catalog.sum(c.released) AS released,
+            pg_catalog.sum(c.requeued) AS requeued,
+            pg_catalog.sum(c.jobs_pending) AS jobs_pending,
+            pg_catalog.sum(c.jobs_processing) AS jobs_processing,
+            pg_catalog.sum(c.jobs_succeeded) AS jobs_succeeded,
+            pg_catalog.sum(c.jobs_failed) AS jobs_failed,
+            pg_catalog.sum(c.jobs_dead_letter) AS jobs_dead_letter,
+            pg_catalog.sum(c.jobs_cancelled) AS jobs_cancelled,
+            pg_catalog.sum(c.wait_sum) AS wait_sum,
+            pg_catalog.sum(c.run_sum) AS run_sum
+        FROM (
+            SELECT * FROM jobq_metric_counters
+            UNION ALL
+            SELECT * FROM jobq_metric_deltas
+        ) AS c
+        GROUP BY c.queue, c.job_type
+    ),
+
+    -- Per (queue, job_type, histogram, bucket): the count in that bucket, summed over shards.
+    buckets AS MATERIALIZED (
+        SELECT c.queue, c.job_type, h.name, h.i, pg_catalog.sum(h.n) AS n
+        FROM (
+            SELECT * FROM jobq_metric_counters
+            UNION ALL
+            SELECT * FROM jobq_metric_deltas
+        ) AS c
+        CROSS JOIN LATERAL (
+            SELECT 'jobq_wait_seconds'::text, w.n, w.i
+            FROM pg_catalog.unnest(c.wait_buckets) WITH ORDINALITY AS w (n, i)
+            UNION ALL
+            SELECT 'jobq_run_seconds'::text, r.n, r.i
+            FROM pg_catalog.unnest(c.run_buckets) WITH ORDINALITY AS r (n, i)
+        ) AS h (name, n, i)
+        GROUP BY c.queue, c.job_type, h.name, h.i
+    ),
+
+    -- Every (queue, job_type) with both histograms, all buckets, cumulative ("le").
+    histograms AS (
+        SELECT
+            t.queue, t.job_type, n.name, p.i,
+            coalesce(pg_catalog.sum(b.n) OVER (
+                PARTITION BY t.queue, t.job_type, n.name ORDER BY p.i
+            ), 0) AS cumulative
+        FROM totals AS t
+        CROSS JOIN (VALUES ('jobq_wait_seconds'::text), ('jobq_run_seconds')) AS n (name)
+        CROSS JOIN pg_catalog.generate_series(1, 22) AS p (i)
+        LEFT JOIN buckets AS b
+            ON b.queue = t.queue AND b.job_type = t.job_type AND b.name = n.name AND b.i = p.i
+    ),
+
+    queues AS (
+        SELECT DISTINCT t.queue FROM totals AS t
+    ),
+
+    -- The (job_type, queue) pairs with jobs in the claim index: one probe each (a skip scan),
+    -- as jobq_dequeue finds them.
+    pairs AS (
+        WITH RECURSIVE p (job_type, queue) AS (
+            (
+                SELECT j.job_type, j.queue
+                FROM jobq_jobs AS j
+                WHERE j.status = 'pending' AND NOT j.scheduled
+                ORDER BY j.job_type, j.queue
+                LIMIT 1
+            )
+
+            UNION ALL
+
+            SELECT n.job_type, n.queue
+            FROM p
+            CROSS JOIN LATERAL (
+                SELECT j.job_type, j.queue
+                FROM jobq_jobs AS j
+                WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                ORDER BY j.job_type, j.queue
+                LIMIT 1
+            ) AS n
+        )
+
+        SELECT p.job_type, p.queue FROM p
+    ),
+
+    -- In each pair, the oldest available_at of each priority present: the first entry of each
+    -- priority's run of the index (one probe per priority).
+    oldest_by_priority AS (
+        WITH RECURSIVE o (job_type, queue, priority, available_at) AS (
+            SELECT p.job_type, p.queue, f.priority, f.available_at
+            FROM pairs AS p
+            CROSS JOIN LATERAL (
+                SELECT j.priority, j.available_at
+                FROM jobq_jobs AS j
+                WHERE j.job_type = p.job_type
+                  AND j.queue = p.queue
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                ORDER BY j.priority DESC, j.available_at ASC
+                LIMIT 1
+            ) AS f
+
+            UNION ALL
+
+            SELECT o.job_type, o.queue, f.priority, f.available_at
+            FROM o
+            CROSS JOIN LATERAL (
+                SELECT j.priority, j.available_at
+                FROM jobq_jobs AS j
+                WHERE j.job_type = o.job_type
+                  AND j.queue = o.queue
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.priority < o.priority
+                ORDER BY j.priority DESC, j.available_at ASC
+                LIMIT 1
+            ) AS f
+        )
+
+        SELECT o.queue, o.available_at FROM o
+    ),
+
+    -- Scheduled jobs that have come due but that no claim has promoted yet (no worker claims
+    -- at all): the 1,000 oldest, from jobq_jobs_scheduled_idx.
+    due AS (
+        SELECT j.queue, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending'
+          AND j.scheduled
+          AND j.available_at <= v_now
+        ORDER BY j.available_at
+        LIMIT 1000
+    ),
+
+    oldest AS (
+        SELECT a.queue, pg_catalog.min(a.available_at) AS available_at
+        FROM (
+            SELECT b.queue, b.available_at FROM oldest_by_priority AS b
+            UNION ALL
+            SELECT d.queue, d.available_at FROM due AS d
+        ) AS a
+        GROUP BY a.queue
+    )
+
+    SELECT s.metric, s.labels, s.value
+    FROM (
+        SELECT
+            k.metric,
+            pg_catalog.jsonb_build_object('queue', t.queue, 'job_type', t.job_type) AS labels,
+            k.value::double precision AS value,
+            0 AS i
+        FROM totals AS t
+        CROSS JOIN LATERAL (
+            VALUES
+                ('jobq_enqueued_total'::text, t.enqueued),
+                ('jobq_started_total', t.started),
+                ('jobq_succeeded_total', t.succeeded),
+                ('jobq_failed_total', t.failed),
+                ('jobq_dead_lettered_total', t.dead_lettered),
+                ('jobq_cancelled_total', t.cancelled),
+                ('jobq_lock_expired_total', t.lock_expired),
+                ('jobq_released_total', t.released),
+                ('jobq_requeued_total', t.requeued),
+                ('jobq_wait_seconds_sum', t.wait_sum::numeric),
+                ('jobq_run_seconds_sum', t.run_sum::numeric)
+        ) AS k (metric, value)
+
+        UNION ALL
+
+        SELECT
+            'jobq_jobs',
+            pg_catalog.jsonb_build_object('queue', g.queue, 'status', g.status),
+            pg_catalog.sum(g.n)::double precision,
+            0
+        FROM totals AS t
+        CROSS JOIN LATERAL (
+            VALUES
+                (t.queue, 'pending'::text, t.jobs_pending),
+                (t.queue, 'processing', t.jobs_processing),
+                (t.queue, 'succeeded', t.jobs_succeeded),
+                (t.queue, 'failed', t.jobs_failed),
+                (t.queue, 'dead_letter', t.jobs_dead_letter),
+                (t.queue, 'cancelled', t.jobs_cancelled)
+        ) AS g (queue, status, n)
+        GROUP BY g.queue, g.status
+
+        UNION ALL
+
+        SELECT
+            'jobq_oldest_available_age_seconds',
+            pg_catalog.jsonb_build_object('queue', q.queue),
+            coalesce(
+                greatest(extract(epoch FROM v_now - o.available_at), 0),
+                0
+            )::double precision,
+            0
+        FROM (SELECT u.queue FROM queues AS u UNION SELECT o2.queue FROM oldest AS o2) AS q
+        LEFT JOIN oldest AS o ON o.queue = q.queue
+
+        UNION ALL
+
+        SELECT
+            h.name || '_bucket',
+            pg_catalog.jsonb_build_object(
+                'queue', h.queue, 'job_type', h.job_type,
+                'le', coalesce((jobq__metric_bounds())[h.i]::text, '+Inf')
+            ),
+            h.cumulative::double precision,
+            h.i
+        FROM histograms AS h
+
+        UNION ALL
+
+        SELECT
+            h.name || '_count',
+            pg_catalog.jsonb_build_object('queue', h.queue, 'job_type', h.job_type),
+            h.cumulative::double precision,
+            0
+        FROM histograms AS h
+        WHERE h.i = 22
+    ) AS s
+    -- Buckets in the order of their bounds, +Inf last, as Prometheus lists them.
+    ORDER BY s.metric, s.labels OPERATOR(pg_catalog.-) 'le'::text, s.i;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_metrics() IS 'The Prometheus metrics of this installation, one row per sample. Counters per queue and
+job_type, exact and transactional (a rolled-back change counts nothing), never lowered by
+jobq_prune: jobq_enqueued_total, jobq_started_total (claims of pending jobs),
+jobq_succeeded_total, jobq_failed_total (failed attempts: jobq_fail, jobq_fail_many),
+jobq_dead_lettered_total, jobq_cancelled_total, jobq_lock_expired_total (claims taken over),
+jobq_released_total (claims given back unstarted), jobq_requeued_total. Gauges: jobq_jobs (per
+queue and status) and jobq_oldest_available_age_seconds (per queue; 0 when no job is
+available). Histograms per queue and job_type, as _bucket (label le, cumulative, +Inf last),
+_sum and _count rows: jobq_wait_seconds (available_at to claim) and jobq_run_seconds (claim to
+completion or failure).
+Cost: the rows of jobq_metric_counters (about one per live backend per queue and job type)
+and a few index probes per (job_type, queue, priority) with jobs available; finished jobs are
+never read. Each call first folds the rows of transactions that counted several statements
+and of backends that have exited into one per queue and job_type (READ COMMITTED, writable
+transactions only).
+Arguments: none.
+Result: rows (metric, labels, value): the metric name as Prometheus shows it, the labels as a
+JSON object of strings, the value.
+Errors: none.
+Concurrency: reads without waiting; the fold skips rows another session holds.';
+
+CREATE FUNCTION public.jobq_metrics_recount() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_jobs bigint;
+BEGIN
+    LOCK TABLE jobq_jobs IN SHARE MODE;
+    UPDATE jobq_metric_counters AS c
+    SET
+        jobs_pending = 0, jobs_processing = 0, jobs_succeeded = 0, jobs_failed = 0,
+        jobs_dead_letter = 0, jobs_cancelled = 0
+    WHERE c.jobs_pending <> 0 OR c.jobs_processing <> 0 OR c.jobs_succeeded <> 0
+       OR c.jobs_failed <> 0 OR c.jobs_dead_letter <> 0 OR c.jobs_cancelled <> 0;
+    UPDATE jobq_metric_deltas AS c
+    SET
+        jobs_pending = 0, jobs_processing = 0, jobs_succeeded = 0, jobs_failed = 0,
+        jobs_dead_letter = 0, jobs_cancelled = 0
+    WHERE c.jobs_pending <> 0 OR c.jobs_processing <> 0 OR c.jobs_succeeded <> 0
+       OR c.jobs_failed <> 0 OR c.jobs_dead_letter <> 0 OR c.jobs_cancelled <> 0;
+
+    WITH counts AS (
+        SELECT
+            j.queue, j.job_type,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'processing') AS processing,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'succeeded') AS succeeded,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'failed') AS failed,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'dead_letter') AS dead_letter,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled
+        FROM jobq_jobs AS j
+        GROUP BY j.queue, j.job_type
+    ),
+
+    written AS (
+        INSERT INTO jobq_metric_counters AS c (
+            shard, queue, job_type, jobs_pending, jobs_processing, jobs_succeeded, jobs_failed,
+            jobs_dead_letter, jobs_cancelled
+        )
+        SELECT
+            0, n.queue, n.job_type, n.pending, n.processing, n.succeeded, n.failed,
+            n.dead_letter, n.cancelled
+        FROM counts AS n
+        ORDER BY n.queue, n.job_type
+        ON CONFLICT (queue, job_type, shard) DO UPDATE SET
+            jobs_pending = excluded.jobs_pending,
+            jobs_processing = excluded.jobs_processing,
+            jobs_succeeded = excluded.jobs_succeeded,
+            jobs_failed = excluded.jobs_failed,
+            jobs_dead_letter = excluded.jobs_dead_letter,
+            jobs_cancelled = excluded.jobs_cancelled
+        RETURNING c.jobs_pending + c.jobs_processing + c.jobs_succeeded + c.jobs_failed
+            + c.jobs_dead_letter + c.jobs_cancelled AS jobs
+    )
+
+    SELECT coalesce(pg_catalog.sum(w.jobs), 0)::bigint INTO v_jobs FROM written AS w;
+    RETURN v_jobs;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_metrics_recount() IS 'Admin only. Sets the gauge jobq_jobs of jobq_metrics() to the jobs present, counted once by
+queue, job_type and status, for changes the jobq functions did not count (writes to jobq_jobs
+by hand, changes made while metrics were off or by an older jobq during an upgrade).
+Counters and histograms are left as they are. Reads the whole table.
+Arguments: none.
+Result: how many jobs were counted.
+Errors: none.
+Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE: waits for the transactions writing jobs at
+that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
+quiet, in a transaction of its own.';
+
 CREATE FUNCTION public.jobq_prune(older_than interval DEFAULT '7 days'::interval, statuses text[] DEFAULT '{succeeded}'::text[], batch_size integer DEFAULT NULL::integer) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -2699,11 +3591,27 @@ BEGIN
                 ORDER BY j.finished_at
                 LIMIT v_left
                 FOR UPDATE SKIP LOCKED
+            ),
+
+            pruned AS (
+                DELETE FROM jobq_jobs AS j
+                USING doomed
+                WHERE j.id = doomed.id
+                RETURNING j.queue, j.job_type
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                ) AS n
+                FROM pruned AS c
+                HAVING pg_catalog.count(*) > 0
             )
 
-            DELETE FROM jobq_jobs AS j
-            USING doomed
-            WHERE j.id = doomed.id;
+            SELECT pg_catalog.count(*) INTO v_count
+            FROM pruned AS p
+            LEFT JOIN counted ON TRUE;
         ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
             -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status is a
             -- parameter) can use that index.
@@ -2716,11 +3624,27 @@ BEGIN
                 ORDER BY j.finished_at
                 LIMIT v_left
                 FOR UPDATE SKIP LOCKED
+            ),
+
+            pruned AS (
+                DELETE FROM jobq_jobs AS j
+                USING doomed
+                WHERE j.id = doomed.id
+                RETURNING j.queue, j.job_type
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                ) AS n
+                FROM pruned AS c
+                HAVING pg_catalog.count(*) > 0
             )
 
-            DELETE FROM jobq_jobs AS j
-            USING doomed
-            WHERE j.id = doomed.id;
+            SELECT pg_catalog.count(*) INTO v_count
+            FROM pruned AS p
+            LEFT JOIN counted ON TRUE;
         ELSE
             WITH doomed AS MATERIALIZED (
                 SELECT j.id
@@ -2729,15 +3653,34 @@ BEGIN
                 ORDER BY j.finished_at
                 LIMIT v_left
                 FOR UPDATE SKIP LOCKED
+            ),
+
+            pruned AS (
+                DELETE FROM jobq_jobs AS j
+                USING doomed
+                WHERE j.id = doomed.id
+                RETURNING j.queue, j.job_type
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                ) AS n
+                FROM pruned AS c
+                HAVING pg_catalog.count(*) > 0
             )
 
-            DELETE FROM jobq_jobs AS j
-            USING doomed
-            WHERE j.id = doomed.id;
+            SELECT pg_catalog.count(*) INTO v_count
+            FROM pruned AS p
+            LEFT JOIN counted ON TRUE;
         END IF;
-        GET DIAGNOSTICS v_count = ROW_COUNT;
         v_deleted := v_deleted + v_count;
     END LOOP;
+    -- Regular maintenance: keeps jobq_metric_deltas short where nothing scrapes jobq_metrics().
+    IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+        PERFORM jobq__metrics_fold();
+    END IF;
     RETURN v_deleted;
 END;
 $$;
@@ -2785,14 +3728,24 @@ BEGIN
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
         WHERE j.id = ANY (jobq_release.job_ids)
           AND j.locked_by = jobq_release.worker_id
-        RETURNING j.id, j.status, j.awaited
+        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM released AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
         pg_catalog.count(*)::integer,
         pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
     INTO v_released, v_ended
-    FROM released AS r;
+    FROM released AS r
+    LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_ended);
     END IF;
@@ -2864,7 +3817,16 @@ BEGIN
             locked_by = NULL,
             updated_at = v_now
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
-        RETURNING j.id, j.queue, j.status, j.awaited
+        RETURNING j.id, j.queue, j.status, j.awaited, j.job_type
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM released AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
@@ -2872,7 +3834,8 @@ BEGIN
         pg_catalog.array_agg(DISTINCT r.queue) FILTER (WHERE r.status = 'pending'),
         pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
     INTO v_released, v_queues, v_ended
-    FROM released AS r;
+    FROM released AS r
+    LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
     PERFORM jobq__notify_events('done', v_ended);
     RETURN v_released;
@@ -2898,10 +3861,18 @@ CREATE FUNCTION public.jobq_requeue_dead_letter(job_id uuid) RETURNS boolean
     AS $$
 DECLARE
     v_queue text;
+    v_old_status text;
+    v_job_type text;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
+    -- The status it leaves, for jobq_metrics' gauge; the lock keeps it until the UPDATE.
+    SELECT j.status INTO v_old_status
+    FROM jobq_jobs AS j
+    WHERE j.id = jobq_requeue_dead_letter.job_id
+    FOR UPDATE;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
@@ -2917,10 +3888,13 @@ BEGIN
         updated_at = v_now
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed', 'cancelled')
-    RETURNING j.queue INTO v_queue;
+    RETURNING j.queue, j.job_type INTO v_queue, v_job_type;
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;
+    PERFORM jobq__metrics_count(
+        'requeued', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status]
+    );
     PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;
 END;
@@ -2944,7 +3918,19 @@ DECLARE
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
-    WITH requeued AS (
+    -- old: the status each job leaves, for jobq_metrics' gauge (locked until the UPDATE).
+    WITH old AS MATERIALIZED (
+        SELECT j.id, j.status
+        FROM jobq_jobs AS j
+        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
+          AND (jobq_requeue_dead_letters.job_type IS NULL
+               OR j.job_type = jobq_requeue_dead_letters.job_type)
+          AND (jobq_requeue_dead_letters.queue IS NULL
+               OR j.queue = jobq_requeue_dead_letters.queue)
+        FOR UPDATE
+    ),
+
+    requeued AS (
         UPDATE jobq_jobs AS j
         SET
             status = 'pending',
@@ -2958,17 +3944,24 @@ BEGIN
             cancel_reason = NULL,
             awaited = FALSE,
             updated_at = v_now
-        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
-          AND (jobq_requeue_dead_letters.job_type IS NULL
-               OR j.job_type = jobq_requeue_dead_letters.job_type)
-          AND (jobq_requeue_dead_letters.queue IS NULL
-               OR j.queue = jobq_requeue_dead_letters.queue)
-        RETURNING j.queue
+        FROM old
+        WHERE j.id = old.id
+        RETURNING j.queue, j.job_type, old.status
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'requeued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM requeued AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
     INTO v_count, v_queues
-    FROM requeued AS r;
+    FROM requeued AS r
+    LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
     RETURN v_count;
 END;
@@ -3232,6 +4225,160 @@ Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, a
 available_at among them.
 Errors: 22023 a NULL or non-positive idle.';
 
+CREATE TABLE public.jobq_metric_counters (
+    shard integer NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    enqueued bigint DEFAULT 0 NOT NULL,
+    started bigint DEFAULT 0 NOT NULL,
+    succeeded bigint DEFAULT 0 NOT NULL,
+    failed bigint DEFAULT 0 NOT NULL,
+    dead_lettered bigint DEFAULT 0 NOT NULL,
+    cancelled bigint DEFAULT 0 NOT NULL,
+    lock_expired bigint DEFAULT 0 NOT NULL,
+    released bigint DEFAULT 0 NOT NULL,
+    requeued bigint DEFAULT 0 NOT NULL,
+    jobs_pending bigint DEFAULT 0 NOT NULL,
+    jobs_processing bigint DEFAULT 0 NOT NULL,
+    jobs_succeeded bigint DEFAULT 0 NOT NULL,
+    jobs_failed bigint DEFAULT 0 NOT NULL,
+    jobs_dead_letter bigint DEFAULT 0 NOT NULL,
+    jobs_cancelled bigint DEFAULT 0 NOT NULL,
+    wait_buckets bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    wait_sum double precision DEFAULT 0 NOT NULL,
+    run_buckets bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    run_sum double precision DEFAULT 0 NOT NULL
+)
+WITH (fillfactor='50');
+
+COMMENT ON TABLE public.jobq_metric_counters IS 'jobq: the numbers behind jobq_metrics(), per (queue, job_type), one row per backend that
+wrote them (shard: its pid; 0: folded rows of backends that have exited). Written by the jobq
+functions in the transaction of the change they count (jobq__metrics_count), so a rollback
+counts nothing; jobq_prune lowers the gauge, never a counter. Sum over shards (and the rows of
+jobq_metric_deltas) to read. fillfactor 50:
+room on the page for the updates of a busy row to stay HOT.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.shard IS 'The pid of the backend that writes this row (so no two sessions ever wait for one another
+here); 0 for the sums that jobq_metrics() folded in from backends that have exited.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.queue IS 'The jobs'' queue.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.job_type IS 'The jobs'' job_type.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.enqueued IS 'Jobs added (jobq_enqueue, jobq_enqueue_many, schedules); an existing idempotency key adds none.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.started IS 'Claims of pending jobs (jobq_dequeue).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.succeeded IS 'Completions (jobq_complete, jobq_complete_many).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.failed IS 'Failed attempts reported by jobq_fail or jobq_fail_many, whatever the job''s next status.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.dead_lettered IS 'Jobs that went to dead_letter (a last failed attempt, or a takeover with no attempts left).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.cancelled IS 'Jobs that went to cancelled (jobq_cancel of a pending job; a failure, release or takeover of
+a job with a cancel request).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.lock_expired IS 'Claims taken back by jobq_dequeue because their lock was older than lock_timeout.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.released IS 'Claims given back unstarted (jobq_release, jobq_release_orphans).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.requeued IS 'Finished jobs made pending again (jobq_requeue_dead_letter, jobq_requeue_dead_letters).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_pending IS 'Change in the number of pending jobs (the gauge jobq_jobs is the sum over shards).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_processing IS 'Change in the number of processing jobs (summed over shards).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_succeeded IS 'Change in the number of succeeded jobs (summed over shards; jobq_prune subtracts).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_failed IS 'Change in the number of failed jobs (summed over shards).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_dead_letter IS 'Change in the number of dead_letter jobs (summed over shards).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.jobs_cancelled IS 'Change in the number of cancelled jobs (summed over shards).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.wait_buckets IS 'jobq_wait_seconds: claims per bucket of jobq__metric_bounds() (not cumulative; the last
+element is above the highest bound); empty until the first observation.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.wait_sum IS 'jobq_wait_seconds: the sum of the observed waits (available_at to claim), in seconds.';
+
+COMMENT ON COLUMN public.jobq_metric_counters.run_buckets IS 'jobq_run_seconds: finished attempts per bucket of jobq__metric_bounds() (not cumulative).';
+
+COMMENT ON COLUMN public.jobq_metric_counters.run_sum IS 'jobq_run_seconds: the sum of the observed run times (claim to completion or failure).';
+
+CREATE TABLE public.jobq_metric_deltas (
+    shard integer NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    enqueued bigint DEFAULT 0 NOT NULL,
+    started bigint DEFAULT 0 NOT NULL,
+    succeeded bigint DEFAULT 0 NOT NULL,
+    failed bigint DEFAULT 0 NOT NULL,
+    dead_lettered bigint DEFAULT 0 NOT NULL,
+    cancelled bigint DEFAULT 0 NOT NULL,
+    lock_expired bigint DEFAULT 0 NOT NULL,
+    released bigint DEFAULT 0 NOT NULL,
+    requeued bigint DEFAULT 0 NOT NULL,
+    jobs_pending bigint DEFAULT 0 NOT NULL,
+    jobs_processing bigint DEFAULT 0 NOT NULL,
+    jobs_succeeded bigint DEFAULT 0 NOT NULL,
+    jobs_failed bigint DEFAULT 0 NOT NULL,
+    jobs_dead_letter bigint DEFAULT 0 NOT NULL,
+    jobs_cancelled bigint DEFAULT 0 NOT NULL,
+    wait_buckets bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    wait_sum double precision DEFAULT 0 NOT NULL,
+    run_buckets bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    run_sum double precision DEFAULT 0 NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_metric_deltas IS 'jobq: counts of jobq_metric_counters written by the second and later counted statements of a
+transaction (one row per statement and (queue, job_type), appended: no index, no update), so
+that a transaction that enqueues jobs one by one costs the same per job whatever its length.
+jobq_metrics() and jobq_prune() fold the rows into jobq_metric_counters (shard 0).';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.shard IS 'The pid of the backend that wrote the row.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.queue IS 'The jobs'' queue.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.job_type IS 'The jobs'' job_type.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.enqueued IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.started IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.succeeded IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.failed IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.dead_lettered IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.cancelled IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.lock_expired IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.released IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.requeued IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_pending IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_processing IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_succeeded IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_failed IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_dead_letter IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.jobs_cancelled IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.wait_buckets IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.wait_sum IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.run_buckets IS 'As in jobq_metric_counters.';
+
+COMMENT ON COLUMN public.jobq_metric_deltas.run_sum IS 'As in jobq_metric_counters.';
+
 CREATE TABLE public.jobq_migrations (
     version text NOT NULL,
     checksum text NOT NULL,
@@ -3309,6 +4456,7 @@ COMMENT ON CONSTRAINT jobq_schedules_max_attempts_check ON public.jobq_schedules
 CREATE TABLE public.jobq_settings (
     singleton boolean DEFAULT true NOT NULL,
     max_payload_bytes integer DEFAULT 1048576 NOT NULL,
+    metrics boolean DEFAULT true NOT NULL,
     CONSTRAINT jobq_settings_max_payload_bytes_check CHECK ((max_payload_bytes > 0)),
     CONSTRAINT jobq_settings_singleton_check CHECK (singleton)
 );
@@ -3320,6 +4468,10 @@ COMMENT ON COLUMN public.jobq_settings.singleton IS 'Always true: the key that k
 
 COMMENT ON COLUMN public.jobq_settings.max_payload_bytes IS 'The largest payload jobq_enqueue and jobq_enqueue_many accept, in bytes of jsonb (default
 1048576, 1 MiB); larger ones are refused with 54000.';
+
+COMMENT ON COLUMN public.jobq_settings.metrics IS 'Whether the jobq functions count what they do for jobq_metrics() (jobq_configure(metrics =>
+...)). While false, the counters stand still and the gauge jobq_jobs is recounted when it is
+turned on again.';
 
 COMMENT ON CONSTRAINT jobq_settings_max_payload_bytes_check ON public.jobq_settings IS 'The payload limit is positive.';
 
@@ -3352,6 +4504,11 @@ ALTER TABLE ONLY public.jobq_jobs
     ADD CONSTRAINT jobq_jobs_pkey PRIMARY KEY (id);
 
 COMMENT ON CONSTRAINT jobq_jobs_pkey ON public.jobq_jobs IS 'A job is identified by its id.';
+
+ALTER TABLE ONLY public.jobq_metric_counters
+    ADD CONSTRAINT jobq_metric_counters_pkey PRIMARY KEY (queue, job_type, shard);
+
+COMMENT ON CONSTRAINT jobq_metric_counters_pkey ON public.jobq_metric_counters IS 'One row per (queue, job_type, shard): the upsert of jobq__metrics_count finds its own row.';
 
 ALTER TABLE ONLY public.jobq_migrations
     ADD CONSTRAINT jobq_migrations_pkey PRIMARY KEY (version);
@@ -3408,6 +4565,8 @@ CREATE INDEX jobq_jobs_succeeded_idx ON public.jobq_jobs USING btree (finished_a
 COMMENT ON INDEX public.jobq_jobs_succeeded_idx IS 'Succeeded jobs by finished_at, for jobq_prune (the oldest first, in batches). A completion
 appends one entry at its right-hand end.';
 
+COMMENT ON INDEX public.jobq_metric_counters_pkey IS 'The index of jobq_metric_counters_pkey, for the upserts of jobq__metrics_count.';
+
 COMMENT ON INDEX public.jobq_migrations_pkey IS 'The index of jobq_migrations_pkey.';
 
 CREATE INDEX jobq_schedules_due_idx ON public.jobq_schedules USING btree (next_run_at) WHERE (NOT paused);
@@ -3438,6 +4597,18 @@ REVOKE ALL ON FUNCTION public.jobq__event_channel(kind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__job_argument_problem(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__metric_add(a bigint[], b bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metric_bounds() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metric_bucket(seconds double precision) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metric_histogram(buckets integer[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[], seconds double precision[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metrics_fold() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) FROM PUBLIC;
@@ -3464,7 +4635,7 @@ REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt
 
 REVOKE ALL ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[], results jsonb[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) FROM PUBLIC;
 
@@ -3485,6 +4656,10 @@ REVOKE ALL ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) FRO
 REVOKE ALL ON FUNCTION public.jobq_job_status(job_ids uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_metrics() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_metrics_recount() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) FROM PUBLIC;
 

@@ -22,7 +22,7 @@ from .errors import (
     Retry,
     SerializationFailure,
 )
-from .models import Fire, Job, JobStatus, Schedule, StatsRow
+from .models import Fire, Job, JobStatus, MetricSample, Schedule, StatsRow
 from .queue import Queue
 from .worker import Worker
 
@@ -37,6 +37,7 @@ __all__ = [
     "JobNotFound",
     "JobStatus",
     "JobqError",
+    "MetricSample",
     "NotMigrated",
     "NullValue",
     "PayloadTooLarge",

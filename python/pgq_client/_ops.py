@@ -33,6 +33,7 @@ from .models import (
     HealthRow,
     Job,
     JobStatus,
+    MetricSample,
     Schedule,
     StatsRow,
     UnservedJobType,
@@ -590,10 +591,19 @@ def prune(
             return total
 
 
-def configure(s: Statements, max_payload_bytes: int | None) -> Op[dict[str, Any]]:
-    rows = yield Call(s.configure, {"max_payload_bytes": max_payload_bytes})
+def configure(
+    s: Statements, max_payload_bytes: int | None, metrics: bool | None = None
+) -> Op[dict[str, Any]]:
+    if metrics is not None and not isinstance(metrics, bool):
+        raise TypeError(f"metrics must be True, False or None, got {type(metrics).__name__}")
+    rows = yield Call(s.configure, {"max_payload_bytes": max_payload_bytes, "metrics": metrics})
     settings: dict[str, Any] = rows[0]["settings"]
     return settings
+
+
+def metrics(s: Statements) -> Op[list[MetricSample]]:
+    rows = yield Call(s.metrics, {})
+    return [MetricSample.from_row(row) for row in rows]
 
 
 def health(s: Statements) -> Op[list[HealthRow]]:

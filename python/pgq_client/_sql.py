@@ -179,7 +179,13 @@ SELECT {schema}jobq_prune(
 """
 
 CONFIGURE = """
-SELECT {schema}jobq_configure(max_payload_bytes => %(max_payload_bytes)s::int) AS settings
+SELECT {schema}jobq_configure(
+    max_payload_bytes => %(max_payload_bytes)s::int, metrics => %(metrics)s::boolean
+) AS settings
+"""
+
+METRICS = """
+SELECT metric, labels, value FROM {schema}jobq_metrics()
 """
 
 UNSERVED = """
@@ -415,6 +421,7 @@ class Statements:
         self.stats = _render(STATS, schema)
         self.prune = _render(PRUNE, schema)
         self.configure = _render(CONFIGURE, schema)
+        self.metrics = _render(METRICS, schema)
         self.health = _render(HEALTH, schema)
         self.unserved = _render(UNSERVED, schema)
         self.schedule = _render(SCHEDULE, schema)

@@ -24,7 +24,16 @@ from . import _ops, _sql
 from ._secrets import is_conninfo_error
 from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import breaking_change_in, incompatibility
-from .models import Fire, HealthRow, Job, JobStatus, Schedule, StatsRow, UnservedJobType
+from .models import (
+    Fire,
+    HealthRow,
+    Job,
+    JobStatus,
+    MetricSample,
+    Schedule,
+    StatsRow,
+    UnservedJobType,
+)
 from .queue import (
     SERIALIZATION_RETRIES,
     WAIT_POLL_INTERVAL,
@@ -511,8 +520,14 @@ class AsyncQueue:
         return await self._drive(_ops.prune(self._sql, older_than, statuses, batch_size))
 
     @_as(Queue.configure)
-    async def configure(self, *, max_payload_bytes: int | None = None) -> dict[str, Any]:
-        return await self._drive(_ops.configure(self._sql, max_payload_bytes))
+    async def configure(
+        self, *, max_payload_bytes: int | None = None, metrics: bool | None = None
+    ) -> dict[str, Any]:
+        return await self._drive(_ops.configure(self._sql, max_payload_bytes, metrics))
+
+    @_as(Queue.metrics)
+    async def metrics(self) -> list[MetricSample]:
+        return await self._drive(_ops.metrics(self._sql))
 
     @_as(Queue.health)
     async def health(self) -> list[HealthRow]:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Literal, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 import click
 import psycopg
@@ -33,6 +33,9 @@ from . import _secrets
 from .errors import JobqError, NotMigrated, PermissionDenied, from_psycopg
 from .models import FINISHED_STATUSES, STATUSES, HealthRow, Job, JobStatus, StatsRow
 from .queue import DSN_SOURCES, Queue, check_aware, resolve_dsn
+
+if TYPE_CHECKING:
+    from .metrics import ListenAddress
 
 __all__ = ["cli", "main", "parse_duration", "parse_run_at"]
 
@@ -688,6 +691,75 @@ def stats(ctx: click.Context, as_json: bool) -> None:
             [(r.queue, r.job_type, r.status, r.jobs, _when(r.oldest_available_at)) for r in rows],
         )
     )
+
+
+@cli.command(
+    "metrics",
+    epilog="\b\nExamples:\n  jobq metrics\n  jobq metrics --serve 127.0.0.1:9187\n",
+)
+@click.option(
+    "--serve",
+    metavar="HOST:PORT",
+    help="Serve the metrics at http://HOST:PORT/metrics until stopped (Ctrl-C, SIGTERM), "
+    "reading jobq_metrics() on every scrape. [::1]:PORT for IPv6, :PORT for every interface, "
+    "port 0 for any free one.",
+)
+@connection_options(None)
+@click.pass_context
+def metrics_command(ctx: click.Context, serve: str | None) -> None:
+    """Prometheus metrics kept by the database (jobq_metrics; monitor or admin): counters,
+    gauges and histograms per queue and job type, in the Prometheus text format.
+
+    See docs/metrics.md for each metric, and docs/grafana/ and docs/prometheus/ for a
+    dashboard and alert rules.
+    """
+    from . import metrics as exporter
+
+    if serve is None:
+        with _settings(ctx).queue() as q:
+            samples = q.metrics()
+        click.echo(exporter.render(samples), nl=False)
+        return
+    try:
+        address = exporter.parse_listen_address(serve)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--serve") from None
+    _serve_metrics(_settings(ctx), address)
+
+
+def _serve_metrics(settings: _Settings, address: ListenAddress) -> None:
+    """Serve /metrics until SIGTERM or SIGINT; one read of jobq_metrics() first, so that a
+    wrong DSN or a role without access fails here rather than on every scrape."""
+    import signal
+    import threading
+
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from . import metrics as exporter
+
+    with settings.queue() as q:
+        q.metrics()
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(exporter.JobqCollector(q.metrics))
+        try:
+            server, thread = start_http_server(address.port, addr=address.host, registry=registry)
+        except OSError as exc:
+            _fail(f"cannot listen on {address}: {exc.strerror or exc}")
+        bound = exporter.ListenAddress(address.host, int(server.server_port))
+        click.echo(f"jobq: serving metrics at http://{bound}/metrics (Ctrl-C to stop)", err=True)
+        stop = threading.Event()
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            while not stop.wait(1.0):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            server.shutdown()
+            server.server_close()
+            thread.join(5)
+        click.echo("jobq: stopped serving metrics", err=True)
 
 
 @cli.command("doctor", epilog="\b\nExamples:\n  jobq doctor\n  jobq doctor --json\n")
@@ -1395,13 +1467,21 @@ def prune(
     epilog="\b\nExamples:\n  jobq configure\n  jobq configure --max-payload-bytes 4194304\n"
 )
 @click.option("--max-payload-bytes", type=click.IntRange(min=1), help="Largest payload (jsonb).")
+@click.option(
+    "--metrics/--no-metrics",
+    default=None,
+    help="Count what the jobq functions do for `jobq metrics` (on by default). Turning it on "
+    "again counts the jobs present (reads the whole table, blocking writers meanwhile).",
+)
 @json_option
 @connection_options(None)
 @click.pass_context
-def configure(ctx: click.Context, max_payload_bytes: int | None, as_json: bool) -> None:
+def configure(
+    ctx: click.Context, max_payload_bytes: int | None, metrics: bool | None, as_json: bool
+) -> None:
     """Show (and change) this installation's settings (admin)."""
     with _settings(ctx).queue() as q:
-        settings = q.configure(max_payload_bytes=max_payload_bytes)
+        settings = q.configure(max_payload_bytes=max_payload_bytes, metrics=metrics)
     if as_json:
         _echo_json(settings)
     else:

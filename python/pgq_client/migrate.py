@@ -130,7 +130,10 @@ _FUNCTIONS_PREFIX = "functions/"
 # The levels of `jobq grant`, which a function file's `--! levels:` line chooses from.
 GRANT_LEVELS = ("producer", "worker", "monitor", "admin")
 # The tables an admin may read (`jobq grant --as admin`: SELECT on those installed).
-ADMIN_TABLES = ("jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers")
+ADMIN_TABLES = (
+    "jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers",
+    "jobq_metric_counters", "jobq_metric_deltas",
+)
 _LOCK_NAMESPACE = "jobq.migrate:"
 _BREAKING = "breaking-change"
 HISTORY_FILE = "history.sha256"
@@ -1281,6 +1284,10 @@ def migrate(
 # The function setting that a Citus install resets (see _citus_distribute); jobq doctor does
 # not report it missing there.
 _CITUS_RESET = "plan_cache_mode"
+# The functions that a Citus install lets run a distributed statement from inside a statement
+# on a shard, and the setting that does it (see _citus_distribute); jobq doctor expects it.
+_CITUS_NESTED = ("jobq__metrics_count",)
+_CITUS_NESTED_SETTING = "citus.allow_nested_distributed_execution"
 
 
 def _citus_distributed(conn: psycopg.Connection[Any], schema: str) -> bool:
@@ -1360,6 +1367,24 @@ def _citus_distribute(
             conn.execute(
                 sql.SQL("ALTER FUNCTION {} RESET {}").format(
                     sql.SQL(row[0]), sql.Identifier(_CITUS_RESET)
+                )
+            )
+        # The counters are written by jobq__metrics_count, which the jobq functions call from
+        # inside their statements on jobq_jobs (so that a batch is counted from what it
+        # returned). Under Citus that statement runs on the schema's shard and the counter
+        # table is another distributed table: Citus refuses such a nested statement unless
+        # told it may. It is safe here: both tables are colocated on the same node, and the
+        # nested statement runs locally, in the same transaction.
+        rows = conn.execute(
+            "SELECT p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc AS p"
+            " WHERE p.pronamespace = pg_catalog.to_regnamespace(%(s)s::text)"
+            " AND p.proname = ANY (%(names)s::text[])",
+            {"s": sql.Identifier(schema).as_string(conn), "names": list(_CITUS_NESTED)},
+        ).fetchall()
+        for row in rows:
+            conn.execute(
+                sql.SQL("ALTER FUNCTION {} SET {} = on").format(
+                    sql.SQL(row[0]), sql.SQL(_CITUS_NESTED_SETTING)
                 )
             )
 
@@ -1659,6 +1684,8 @@ def function_drift(
         wanted = set(want.settings)
         if citus:
             wanted = {item for item in wanted if not item.startswith(_CITUS_RESET + "=")}
+            if f.name in _CITUS_NESTED:
+                wanted.add(f"{_CITUS_NESTED_SETTING}=on")
         if have != wanted:
             found.append((
                 f.name,

@@ -22,6 +22,7 @@ __all__ = [
     "HealthRow",
     "Job",
     "JobStatus",
+    "MetricSample",
     "Schedule",
     "StatsRow",
     "UnservedJobType",
@@ -169,6 +170,23 @@ class StatsRow:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> StatsRow:
         return cls(**{k: v for k, v in row.items() if k in _STATS_FIELDS})
+
+
+@dataclass(frozen=True)
+class MetricSample:
+    """One row of ``jobq_metrics()``: a Prometheus sample (name as exposed, labels, value)."""
+
+    metric: str
+    labels: dict[str, str]
+    value: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> MetricSample:
+        return cls(
+            metric=str(row["metric"]),
+            labels={str(k): str(v) for k, v in (row["labels"] or {}).items()},
+            value=float(row["value"]),
+        )
 
 
 @dataclass(frozen=True)

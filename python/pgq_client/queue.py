@@ -30,7 +30,16 @@ from ._ops import (
 from ._secrets import is_conninfo_error
 from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import check_compatible
-from .models import Fire, HealthRow, Job, JobStatus, Schedule, StatsRow, UnservedJobType
+from .models import (
+    Fire,
+    HealthRow,
+    Job,
+    JobStatus,
+    MetricSample,
+    Schedule,
+    StatsRow,
+    UnservedJobType,
+)
 
 __all__ = [
     "WAIT_POLL_INTERVAL",
@@ -568,9 +577,18 @@ class Queue:
         """
         return self._drive(_ops.prune(self._sql, older_than, statuses, batch_size))
 
-    def configure(self, *, max_payload_bytes: int | None = None) -> dict[str, Any]:
-        """Change this installation's settings (None leaves one as it is); returns them all."""
-        return self._drive(_ops.configure(self._sql, max_payload_bytes))
+    def configure(
+        self, *, max_payload_bytes: int | None = None, metrics: bool | None = None
+    ) -> dict[str, Any]:
+        """Change this installation's settings (None leaves one as it is); returns them all.
+        ``metrics=False`` stops the counting behind :meth:`metrics`; ``True`` after ``False``
+        counts the jobs again (reads the whole table, blocking writers meanwhile)."""
+        return self._drive(_ops.configure(self._sql, max_payload_bytes, metrics))
+
+    def metrics(self) -> list[MetricSample]:
+        """The Prometheus samples of ``jobq_metrics()`` (monitor, admin): counters, gauges and
+        histograms per queue and job type, kept by the database. Reads no job row."""
+        return self._drive(_ops.metrics(self._sql))
 
     def health(self) -> list[HealthRow]:
         """Health findings (stuck jobs, waiting time, dead letters, VACUUM blockers)."""

@@ -65,14 +65,25 @@ BEGIN
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job completed while we waited for its lock is finished.
           AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
-        RETURNING j.id, j.status, j.locked_by, j.awaited
+        RETURNING j.id, j.status, j.locked_by, j.awaited, j.queue, j.job_type
+    ),
+
+    -- Only the pending jobs changed status; the running ones got a request.
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'cancelled', pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type)
+        ) AS n
+        FROM changed AS k
+        WHERE k.status = 'cancelled'
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
         pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled' AND c.awaited),
         pg_catalog.array_agg(c.locked_by) FILTER (WHERE c.status = 'processing')
     INTO v_ended, v_workers
-    FROM changed AS c;
+    FROM changed AS c
+    LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify_events('done', v_ended);
     PERFORM jobq__notify_events('cancel', v_workers);
 

@@ -28,6 +28,9 @@ DECLARE
     v_size integer;
     v_limit integer;
     v_awaited boolean;
+    v_queue text;
+    v_job_type text;
+    v_claimed_at timestamptz;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -61,7 +64,14 @@ BEGIN
     WHERE j.id = jobq_complete.job_id
       AND j.locked_by = jobq_complete.worker_id
       AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
-    RETURNING j.awaited INTO v_awaited;
+    RETURNING j.awaited, j.queue, j.job_type, j.claimed_at 
+    INTO v_awaited, v_queue, v_job_type, v_claimed_at;
+    IF v_awaited IS NOT NULL THEN
+        PERFORM jobq__metrics_count(
+            'succeeded', ARRAY[v_queue], ARRAY[v_job_type], NULL,
+            ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
+        );
+    END IF;
     IF v_awaited THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
     END IF;

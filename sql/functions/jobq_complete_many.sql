@@ -100,14 +100,24 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING j.id, j.awaited
+        RETURNING j.id, j.awaited, j.queue, j.job_type, j.claimed_at
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'succeeded', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type), NULL,
+            pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
+        ) AS n
+        FROM done AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
         pg_catalog.count(*)::integer,
         pg_catalog.array_agg(done.id::text) FILTER (WHERE done.awaited)
     INTO v_done, v_awaited
-    FROM done;
+    FROM done
+    LEFT JOIN counted ON TRUE;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_awaited);
     END IF;

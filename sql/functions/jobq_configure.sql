@@ -1,40 +1,63 @@
 -- jobq_configure (admin): changes the settings of this installation and returns them all.
 -- Settings live in this schema's jobq_settings (one row), so each tenant schema has its own,
 -- and a producer, who may only call jobq_enqueue and jobq_enqueue_many, cannot change them.
+--
+-- metrics => false stops the counting of jobq_metrics() (the counters stand still, the
+-- functions skip the upsert); metrics => true after false counts the gauge jobq_jobs anew
+-- (jobq_metrics_recount), since status changes made meanwhile were not counted.
 --! levels: admin
+--! replaces: jobq_configure(integer)
 
-CREATE OR REPLACE FUNCTION jobq_configure(max_payload_bytes integer DEFAULT NULL) RETURNS jsonb
+CREATE OR REPLACE FUNCTION jobq_configure(
+    max_payload_bytes integer DEFAULT NULL,
+    metrics boolean DEFAULT NULL
+) RETURNS jsonb
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    v_settings jsonb;
     v_max_payload_bytes integer;
+    v_metrics boolean;
+    v_settings jsonb;
+    v_was boolean;
 BEGIN
     IF jobq_configure.max_payload_bytes IS NOT NULL AND jobq_configure.max_payload_bytes < 1 THEN
         RAISE EXCEPTION 'jobq_configure: max_payload_bytes must be at least 1, got %',
             jobq_configure.max_payload_bytes
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    SELECT s.metrics INTO v_was FROM jobq_settings AS s FOR UPDATE;
+    UPDATE jobq_settings AS s
+    SET
+        max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes),
+        metrics = coalesce(jobq_configure.metrics, s.metrics)
     -- The settings are returned as columns and made into jsonb here: Citus refuses a STABLE
     -- function (jsonb_build_object) in RETURNING.
-    UPDATE jobq_settings AS s
-    SET max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes)
-    RETURNING s.max_payload_bytes
-    INTO v_max_payload_bytes;
-    v_settings := pg_catalog.jsonb_build_object('max_payload_bytes', v_max_payload_bytes);
+    RETURNING s.max_payload_bytes, s.metrics
+    INTO v_max_payload_bytes, v_metrics;
+    v_settings := pg_catalog.jsonb_build_object(
+        'max_payload_bytes', v_max_payload_bytes,
+        'metrics', v_metrics
+    );
+    IF jobq_configure.metrics AND NOT v_was THEN
+        PERFORM jobq_metrics_recount();
+    END IF;
     RETURN v_settings;
 END;
 $$;
 
-COMMENT ON FUNCTION jobq_configure(integer) IS
+COMMENT ON FUNCTION jobq_configure(integer, boolean) IS
 'Admin only. Changes the settings of this installation and returns them all. Settings
 live in this schema''s jobq_settings, so each tenant schema has its own.
 Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
-in bytes of jsonb; default 1048576; NULL leaves it as it is).
-Result: every setting, as a JSON object ({"max_payload_bytes": n}).
-Errors: 22023 max_payload_bytes < 1.';
+in bytes of jsonb; default 1048576; NULL leaves it as it is), metrics (whether the jobq
+functions count what they do for jobq_metrics(); default true; false stops the counters, and
+true after false counts the jobs again as jobq_metrics_recount() does; NULL leaves it).
+Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": true}).
+Errors: 22023 max_payload_bytes < 1.
+Concurrency: turning metrics on again waits for the writers of jobq_jobs of the moment, and
+blocks new ones while it counts (see jobq_metrics_recount).';
 
-REVOKE EXECUTE ON FUNCTION jobq_configure(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq_configure(integer, boolean) FROM PUBLIC;

@@ -180,12 +180,22 @@ BEGIN
             updated_at = v_now
         FROM record AS r
         WHERE j.id = r.id
-        RETURNING j.id, j.status, j.awaited
+        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'lock_expired', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM taken AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
     INTO v_ended
-    FROM taken AS t;
+    FROM taken AS t
+    LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_ended);
     END IF;
@@ -306,13 +316,25 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
+                claimed_at = v_now,
                 updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
             RETURNING j.*
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL,
+                pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
+            ) AS n
+            FROM claimed AS c
+            HAVING pg_catalog.count(*) > 0
         )
 
         SELECT c.*
         FROM claimed AS c
+        LEFT JOIN counted ON TRUE
         ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
         RETURN;
     END IF;
@@ -366,9 +388,20 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
+                claimed_at = v_now,
                 updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
             RETURNING j.*
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL,
+                pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
+            ) AS n
+            FROM claimed AS c
+            HAVING pg_catalog.count(*) > 0
         )
 
         -- Each round's jobs are returned as they are claimed, in claim order (a later round's
@@ -376,6 +409,7 @@ BEGIN
         -- a shard, whose row type is not jobq_jobs.
         SELECT c.*
         FROM claimed AS c
+        LEFT JOIN counted ON TRUE
         ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
         GET DIAGNOSTICS v_got = ROW_COUNT;
         v_want := v_want - v_got;

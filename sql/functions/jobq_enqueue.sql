@@ -106,6 +106,10 @@ BEGIN
         END LOOP;
     END IF;
 
+    PERFORM jobq__metrics_count(
+        'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+    );
+
     IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= v_now THEN
         -- On this installation's channel (jobq__channel), the payload the queue name only:
         -- any role may LISTEN. Identical notifications in one transaction are folded into one

@@ -149,18 +149,26 @@ BEGIN
                     p.available_at, p.priority, p.available_at > v_now
                 FROM parsed AS p
                 ORDER BY p.ord
-                RETURNING j.queue, j.available_at
+                RETURNING j.queue, j.job_type, j.available_at
             ),
 
             woken AS (
                 SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
                 FROM inserted AS w
                 WHERE w.available_at <= v_now
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                ) AS n
+                FROM inserted AS c
             )
 
             SELECT p.ord, p.new_id
             FROM parsed AS p
             CROSS JOIN woken
+            CROSS JOIN counted
             ORDER BY p.ord;
             RETURN;
         END IF;
@@ -204,13 +212,20 @@ BEGIN
             WHERE i.new_id = i.first_id
             ORDER BY i.ord
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING j.id, j.queue, j.available_at
+            RETURNING j.id, j.queue, j.job_type, j.available_at
         ),
 
         woken AS (
             SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
             FROM inserted AS w
             WHERE w.available_at <= v_now
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+            ) AS n
+            FROM inserted AS c
         )
 
         SELECT
@@ -220,7 +235,8 @@ BEGIN
         INTO v_ords, v_ids, v_keys
         FROM input AS i
         LEFT JOIN inserted AS ins ON ins.id = i.first_id
-        CROSS JOIN woken;
+        CROSS JOIN woken
+        CROSS JOIN counted;
     EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
         -- A run_at of the right shape but no real time (30 February): name the element.
         FOR v_bad IN

@@ -27,6 +27,8 @@ DECLARE
     v_error text;
     v_error_text text;
     v_awaited boolean;
+    v_job_type text;
+    v_claimed_at timestamptz;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -84,8 +86,14 @@ BEGIN
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
-    RETURNING j.status, j.queue, j.available_at, j.awaited
-    INTO v_status, v_queue, v_available_at, v_awaited;
+    RETURNING j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+    INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
+    IF v_status IS NOT NULL THEN
+        PERFORM jobq__metrics_count(
+            'failed', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
+            ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
+        );
+    END IF;
     IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending' THEN

@@ -180,7 +180,17 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_fail_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.awaited
+        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'failed', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status),
+            pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
+        ) AS n
+        FROM failed AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
@@ -191,7 +201,8 @@ BEGIN
         ),
         pg_catalog.array_agg(x.id::text) FILTER (WHERE x.awaited AND x.status <> 'pending')
     INTO v_ords, v_statuses, v_wake, v_ended
-    FROM failed AS x;
+    FROM failed AS x
+    LEFT JOIN counted ON TRUE;
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);

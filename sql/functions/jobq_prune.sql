@@ -84,11 +84,27 @@ BEGIN
                 ORDER BY j.finished_at
                 LIMIT v_left
                 FOR UPDATE SKIP LOCKED
+            ),
+
+            pruned AS (
+                DELETE FROM jobq_jobs AS j
+                USING doomed
+                WHERE j.id = doomed.id
+                RETURNING j.queue, j.job_type
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                ) AS n
+                FROM pruned AS c
+                HAVING pg_catalog.count(*) > 0
             )
 
-            DELETE FROM jobq_jobs AS j
-            USING doomed
-            WHERE j.id = doomed.id;
+            SELECT pg_catalog.count(*) INTO v_count
+            FROM pruned AS p
+            LEFT JOIN counted ON TRUE;
         ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
             -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status is a
             -- parameter) can use that index.
@@ -101,11 +117,27 @@ BEGIN
                 ORDER BY j.finished_at
                 LIMIT v_left
                 FOR UPDATE SKIP LOCKED
+            ),
+
+            pruned AS (
+                DELETE FROM jobq_jobs AS j
+                USING doomed
+                WHERE j.id = doomed.id
+                RETURNING j.queue, j.job_type
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                ) AS n
+                FROM pruned AS c
+                HAVING pg_catalog.count(*) > 0
             )
 
-            DELETE FROM jobq_jobs AS j
-            USING doomed
-            WHERE j.id = doomed.id;
+            SELECT pg_catalog.count(*) INTO v_count
+            FROM pruned AS p
+            LEFT JOIN counted ON TRUE;
         ELSE
             WITH doomed AS MATERIALIZED (
                 SELECT j.id
@@ -114,15 +146,34 @@ BEGIN
                 ORDER BY j.finished_at
                 LIMIT v_left
                 FOR UPDATE SKIP LOCKED
+            ),
+
+            pruned AS (
+                DELETE FROM jobq_jobs AS j
+                USING doomed
+                WHERE j.id = doomed.id
+                RETURNING j.queue, j.job_type
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                ) AS n
+                FROM pruned AS c
+                HAVING pg_catalog.count(*) > 0
             )
 
-            DELETE FROM jobq_jobs AS j
-            USING doomed
-            WHERE j.id = doomed.id;
+            SELECT pg_catalog.count(*) INTO v_count
+            FROM pruned AS p
+            LEFT JOIN counted ON TRUE;
         END IF;
-        GET DIAGNOSTICS v_count = ROW_COUNT;
         v_deleted := v_deleted + v_count;
     END LOOP;
+    -- Regular maintenance: keeps jobq_metric_deltas short where nothing scrapes jobq_metrics().
+    IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+        PERFORM jobq__metrics_fold();
+    END IF;
     RETURN v_deleted;
 END;
 $$;

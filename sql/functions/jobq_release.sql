@@ -40,14 +40,24 @@ BEGIN
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
         WHERE j.id = ANY (jobq_release.job_ids)
           AND j.locked_by = jobq_release.worker_id
-        RETURNING j.id, j.status, j.awaited
+        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM released AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
         pg_catalog.count(*)::integer,
         pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
     INTO v_released, v_ended
-    FROM released AS r;
+    FROM released AS r
+    LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_ended);
     END IF;

@@ -68,7 +68,16 @@ BEGIN
             locked_by = NULL,
             updated_at = v_now
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
-        RETURNING j.id, j.queue, j.status, j.awaited
+        RETURNING j.id, j.queue, j.status, j.awaited, j.job_type
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM released AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT
@@ -76,7 +85,8 @@ BEGIN
         pg_catalog.array_agg(DISTINCT r.queue) FILTER (WHERE r.status = 'pending'),
         pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
     INTO v_released, v_queues, v_ended
-    FROM released AS r;
+    FROM released AS r
+    LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
     PERFORM jobq__notify_events('done', v_ended);
     RETURN v_released;

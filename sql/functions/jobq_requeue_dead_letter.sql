@@ -11,10 +11,18 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_queue text;
+    v_old_status text;
+    v_job_type text;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
+    -- The status it leaves, for jobq_metrics' gauge; the lock keeps it until the UPDATE.
+    SELECT j.status INTO v_old_status
+    FROM jobq_jobs AS j
+    WHERE j.id = jobq_requeue_dead_letter.job_id
+    FOR UPDATE;
+
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
@@ -30,10 +38,13 @@ BEGIN
         updated_at = v_now
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed', 'cancelled')
-    RETURNING j.queue INTO v_queue;
+    RETURNING j.queue, j.job_type INTO v_queue, v_job_type;
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;
+    PERFORM jobq__metrics_count(
+        'requeued', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status]
+    );
     PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;
 END;

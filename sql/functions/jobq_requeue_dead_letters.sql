@@ -19,7 +19,19 @@ DECLARE
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
-    WITH requeued AS (
+    -- old: the status each job leaves, for jobq_metrics' gauge (locked until the UPDATE).
+    WITH old AS MATERIALIZED (
+        SELECT j.id, j.status
+        FROM jobq_jobs AS j
+        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
+          AND (jobq_requeue_dead_letters.job_type IS NULL
+               OR j.job_type = jobq_requeue_dead_letters.job_type)
+          AND (jobq_requeue_dead_letters.queue IS NULL
+               OR j.queue = jobq_requeue_dead_letters.queue)
+        FOR UPDATE
+    ),
+
+    requeued AS (
         UPDATE jobq_jobs AS j
         SET
             status = 'pending',
@@ -33,17 +45,24 @@ BEGIN
             cancel_reason = NULL,
             awaited = FALSE,
             updated_at = v_now
-        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
-          AND (jobq_requeue_dead_letters.job_type IS NULL
-               OR j.job_type = jobq_requeue_dead_letters.job_type)
-          AND (jobq_requeue_dead_letters.queue IS NULL
-               OR j.queue = jobq_requeue_dead_letters.queue)
-        RETURNING j.queue
+        FROM old
+        WHERE j.id = old.id
+        RETURNING j.queue, j.job_type, old.status
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'requeued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status)
+        ) AS n
+        FROM requeued AS c
+        HAVING pg_catalog.count(*) > 0
     )
 
     SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(DISTINCT r.queue)
     INTO v_count, v_queues
-    FROM requeued AS r;
+    FROM requeued AS r
+    LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
     RETURN v_count;
 END;

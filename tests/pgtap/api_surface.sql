@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(142);
+SELECT plan(148);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -23,11 +23,15 @@ SELECT functions_are('public', ARRAY[
     'jobq_configure', 'jobq_list_jobs', 'jobq_get_job', 'jobq_health', 'jobq_unserved_job_types',
     -- schedules (admin manages them; workers tick)
     'jobq_schedule', 'jobq_unschedule', 'jobq_schedules', 'jobq_tick',
+    -- metrics
+    'jobq_metrics', 'jobq_metrics_recount',
     -- private helpers (granted to nobody)
     'jobq__job_argument_problem', 'jobq__retry_at', 'jobq__blank', 'jobq__worker_id_error',
     'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__cron_parse',
     'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
-    'jobq__event_channel', 'jobq__notify_events', 'jobq__error_entry'
+    'jobq__event_channel', 'jobq__notify_events', 'jobq__metric_bounds', 'jobq__metric_bucket',
+    'jobq__metric_add', 'jobq__metric_histogram', 'jobq__metrics_count', 'jobq__metrics_fold',
+    'jobq__error_entry'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -61,6 +65,13 @@ SELECT results_eq(
     ('jobq__error_entry', 'attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text', 'jsonb'),
     ('jobq__event_channel', 'kind text', 'text'),
     ('jobq__job_argument_problem', 'job_type text, queue text, idempotency_key text, max_attempts integer, priority integer', 'text'),
+    ('jobq__metric_add', 'a bigint[], b bigint[]', 'bigint[]'),
+    ('jobq__metric_bounds', '', 'double precision[]'),
+    ('jobq__metric_bucket', 'seconds double precision', 'integer'),
+    ('jobq__metric_histogram', 'buckets integer[]', 'bigint[]'),
+    ('jobq__metrics_count', 'kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], '
+                            'seconds double precision[] DEFAULT NULL::double precision[]', 'integer'),
+    ('jobq__metrics_fold', '', 'bigint'),
     ('jobq__notify', 'queues text[]', 'integer'),
     ('jobq__notify_events', 'kind text, payloads text[]', 'integer'),
     ('jobq__retry_at', 'failed_at timestamp with time zone, attempts integer, backoff interval', 'timestamp with time zone'),
@@ -78,7 +89,7 @@ SELECT results_eq(
                       'result jsonb DEFAULT NULL::jsonb', 'boolean'),
     ('jobq_complete_many', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], '
                            'results jsonb[] DEFAULT NULL::jsonb[]', 'integer'),
-    ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer', 'jsonb'),
+    ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean', 'jsonb'),
     ('jobq_dequeue', 'worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, '
                      'lock_timeout interval DEFAULT ''00:05:00''::interval, queues text[] DEFAULT NULL::text[]',
                      'SETOF jobq_jobs'),
@@ -100,6 +111,8 @@ SELECT results_eq(
                         'last_error text, finished_at timestamp with time zone, cancel_requested boolean)'),
     ('jobq_list_jobs', 'statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, '
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
+    ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
+    ('jobq_metrics_recount', '', 'bigint'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
     ('jobq_release', 'job_ids uuid[], worker_id text', 'integer'),
     ('jobq_release_orphans', 'worker_id text, job_ids uuid[]', 'integer'),
@@ -140,7 +153,9 @@ SELECT function_returns('public', 'jobq_requeue_dead_letter', ARRAY['uuid'], 'bo
 SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_stats', ARRAY[]::text[], 'setof record');
 SELECT function_returns('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer'], 'bigint');
-SELECT function_returns('public', 'jobq_configure', ARRAY['integer'], 'jsonb');
+SELECT function_returns('public', 'jobq_configure', ARRAY['integer', 'boolean'], 'jsonb');
+SELECT function_returns('public', 'jobq_metrics', ARRAY[]::text[], 'setof record');
+SELECT function_returns('public', 'jobq_metrics_recount', ARRAY[]::text[], 'bigint');
 SELECT function_returns('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer'], 'setof jobq_jobs');
 SELECT function_returns('public', 'jobq_health', ARRAY['interval', 'interval', 'interval'], 'setof record');
 
@@ -165,7 +180,9 @@ SELECT is_definer('public', 'jobq_requeue_dead_letter', ARRAY['uuid']);
 SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text']);
 SELECT is_definer('public', 'jobq_stats', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer']);
-SELECT is_definer('public', 'jobq_configure', ARRAY['integer']);
+SELECT is_definer('public', 'jobq_configure', ARRAY['integer', 'boolean']);
+SELECT is_definer('public', 'jobq_metrics', ARRAY[]::name[]);
+SELECT is_definer('public', 'jobq_metrics_recount', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer']);
 SELECT is_definer('public', 'jobq_health', ARRAY['interval', 'interval', 'interval']);
 SELECT isnt_definer('public', 'jobq__job_argument_problem', ARRAY['text', 'text', 'text', 'integer', 'integer']);
@@ -219,8 +236,11 @@ SELECT is_empty(
 ------------------------------------------------------------------------------------------
 
 SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
-                                 'jobq_workers'],
-                  'schema public has exactly the five jobq tables');
+                                 'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas'],
+                  'schema public has exactly the seven jobq tables');
+SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
+                 'jobq_metric_counters: one row per (queue, job_type, shard)');
+SELECT hasnt_pk('public', 'jobq_metric_deltas', 'jobq_metric_deltas is appended to, never looked up');
 SELECT columns_are('public', 'jobq_workers', ARRAY[
     'worker_id', 'job_types', 'queues', 'first_claim_at', 'last_claim_at'
 ]);
@@ -233,9 +253,9 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'id', 'queue', 'job_type', 'payload', 'idempotency_key', 'status', 'priority', 'attempts',
     'max_attempts', 'available_at', 'locked_at', 'locked_by', 'last_error', 'errors',
     'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
-    'cancel_reason', 'awaited'
+    'cancel_reason', 'awaited', 'claimed_at'
 ]);
-SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes']);
+SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics']);
 SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at', 'breaking']);
 
 -- jobq_jobs, as in contract section 2: type, NOT NULL, default
@@ -268,7 +288,8 @@ SELECT results_eq(
     ('result',          'jsonb',                          false, NULL),
     ('cancel_requested_at', 'timestamp with time zone',   false, NULL),
     ('cancel_reason',   'text',                           false, NULL),
-    ('awaited',         'boolean',                        true,  'false')
+    ('awaited',         'boolean',                        true,  'false'),
+    ('claimed_at',      'timestamp with time zone',       false, NULL)
     $$,
     'jobq_jobs columns: type, NOT NULL and default as in the contract'
 );

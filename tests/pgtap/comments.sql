@@ -43,7 +43,7 @@ SELECT is_empty(
       FROM public_comments AS c
       JOIN pg_proc AS p ON p.oid = c.oid
       CROSS JOIN LATERAL unnest(p.proargnames, coalesce(p.proargmodes, array_fill('i'::"char",
-                                ARRAY[cardinality(p.proargnames)]))) AS a (name, mode)
+                                ARRAY[coalesce(cardinality(p.proargnames), 0)]))) AS a (name, mode)
       WHERE a.mode IN ('i', 'b', 'v')   -- input arguments, not the columns of RETURNS TABLE
         AND coalesce(c.arguments, '') !~ ('\m' || a.name || '\M')$$,
     'the Arguments: part of every public function names each of its input arguments'
@@ -75,8 +75,8 @@ WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r';
 
 SELECT set_eq('SELECT relname::text FROM jobq_tables',
               $$VALUES ('jobq_jobs'), ('jobq_settings'), ('jobq_schedules'), ('jobq_workers'),
-                       ('jobq_migrations')$$,
-              'the five jobq tables (so that the checks below see them all)');
+                       ('jobq_migrations'), ('jobq_metric_counters'), ('jobq_metric_deltas')$$,
+              'the seven jobq tables (so that the checks below see them all)');
 
 SELECT is_empty(
     $$SELECT relname FROM jobq_tables WHERE coalesce(btrim(obj_description(oid, 'pg_class')), '') = ''$$,

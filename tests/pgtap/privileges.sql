@@ -107,7 +107,9 @@ GRANT EXECUTE ON FUNCTION
     jobq_requeue_dead_letters(text, text),
     jobq_stats(),
     jobq_prune(interval, text[], integer),
-    jobq_configure(integer),
+    jobq_configure(integer, boolean),
+    jobq_metrics(),
+    jobq_metrics_recount(),
     jobq_list_jobs(text[], text, text, integer),
     jobq_health(interval, interval, interval)
 TO ta;

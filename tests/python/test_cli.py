@@ -550,6 +550,7 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "dead-letter requeue": ["--all"],
     "prune": ["--older-than", "0"],
     "configure": [],
+    "metrics": [],
     "revoke": ["postgres", "--dry-run"],
     "schedule set": ["nightly", "30 2 * * *", "report"],
     "schedule list": [],
@@ -1065,7 +1066,7 @@ def test_json_output_has_the_documented_keys(dsn: str) -> None:
     assert {tuple(sorted(c)) for c in health["checks"]} == {
         ("check_name", "detail", "queue", "severity", "value")
     }
-    assert _json("configure", dsn=dsn) == {"max_payload_bytes": 1048576}
+    assert _json("configure", dsn=dsn) == {"max_payload_bytes": 1048576, "metrics": True}
     assert _json("prune", dsn=dsn) == {"pruned": 0}
     assert _json("dead-letter", "requeue", "--all", dsn=dsn) == {"requeued": 2}
     assert _json("migrate", dsn=dsn) == {"schema": "public", "applied": []}

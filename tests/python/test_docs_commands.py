@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -349,6 +350,36 @@ def _run_until_drained(line: str, scene: Scene) -> subprocess.CompletedProcess[s
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
+def _run_serving(line: str, scene: Scene) -> subprocess.CompletedProcess[str]:
+    """`jobq metrics --serve HOST:PORT` serves until stopped: on a free port of the same host
+    (port 0, so that runs in parallel do not collide), scrape /metrics once (it must answer
+    with jobq_up 1), then stop it (SIGTERM) and return how it ended."""
+    line = re.sub(r"(--serve\s+\S*:)\d+", r"\g<1>0", line)
+    proc = subprocess.Popen(
+        ["bash", "-c", f"exec {line}"],
+        cwd=scene.cwd,
+        env=scene.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    seen = []
+    for text in proc.stderr:
+        seen.append(text)
+        found = re.search(r"serving metrics at (http://\S+)", text)
+        if found:
+            url = found.group(1).replace("//0.0.0.0:", "//127.0.0.1:")
+            with urllib.request.urlopen(url, timeout=60) as response:
+                body = response.read().decode()
+            assert re.search(r"^jobq_up 1\.0$", body, re.M), body
+            proc.send_signal(signal.SIGTERM)
+            break
+    stdout, stderr = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, "".join(seen) + stderr)
+
+
 def _command_word(argv: list[str]) -> str | None:
     """The command of `jobq [--dsn URL] [--schema NAME] COMMAND ...`."""
     words = iter(argv[1:] if argv[:1] == ["jobq"] else [])
@@ -367,6 +398,8 @@ def run_line(line: str, scene: Scene) -> subprocess.CompletedProcess[str]:
     argv = shlex.split(line, comments=True)
     if _command_word(argv) == "worker" and "--burst" not in argv:
         return _run_until_drained(line, scene)
+    if _command_word(argv) == "metrics" and "--serve" in argv:
+        return _run_serving(line, scene)
     return subprocess.run(
         ["bash", "-o", "pipefail", "-c", line],
         cwd=scene.cwd,

@@ -176,7 +176,7 @@ EXPECTED = {
                "jobq_complete_many", "jobq_fail", "jobq_fail_many", "jobq_heartbeat",
                "jobq_release", "jobq_release_orphans", "jobq_tick", "jobq_job_status",
                "jobq_await", "jobq_cancel", "jobq_cancel_requested"},
-    "monitor": {"jobq_stats", "jobq_health", "jobq_job_status"},
+    "monitor": {"jobq_stats", "jobq_health", "jobq_metrics", "jobq_job_status"},
 }
 
 
@@ -204,8 +204,8 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
         "SELECT c.relname::text FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace "
         "AND c.relkind = 'r' AND has_table_privilege(%s, c.oid, 'SELECT') ORDER BY 1", (role,)
     ).fetchall()
-    every_table = [("jobq_jobs",), ("jobq_migrations",), ("jobq_schedules",), ("jobq_settings",),
-                   ("jobq_workers",)]
+    every_table = [("jobq_jobs",), ("jobq_metric_counters",), ("jobq_metric_deltas",),
+                   ("jobq_migrations",), ("jobq_schedules",), ("jobq_settings",), ("jobq_workers",)]
     assert reads == (every_table if level == "admin" else [])
 
     result = run("--dsn", dsn, "revoke", role)
@@ -281,8 +281,9 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     assert lines[-1] == f'REVOKE USAGE ON SCHEMA "tenant" FROM "{role}";'
     online = run("--dsn", dsn, "revoke", role, "--dry-run")
     assert online.exit_code == 0, online.output
-    tables = ('"public"."jobq_jobs", "public"."jobq_migrations", "public"."jobq_schedules", '
-              '"public"."jobq_settings", "public"."jobq_workers"')
+    tables = ('"public"."jobq_jobs", "public"."jobq_metric_counters", '
+              '"public"."jobq_metric_deltas", "public"."jobq_migrations", '
+              '"public"."jobq_schedules", "public"."jobq_settings", "public"."jobq_workers"')
     assert f'REVOKE ALL ON TABLE {tables} FROM "{role}";' in online.stdout
     # nothing but jobq in this database's schema public: its USAGE is taken back too
     assert online.stdout.splitlines()[-1] == f'REVOKE USAGE ON SCHEMA "public" FROM "{role}";'

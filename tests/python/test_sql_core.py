@@ -190,7 +190,9 @@ def test_two_schemas_are_independent_queues(empty_dsn: str) -> None:
         c.execute("SET search_path = tenant_a")
         c.execute("SELECT \"tenant b\".jobq_enqueue(job_type => 'y')")
         c.execute('SELECT "tenant b".jobq_configure(max_payload_bytes => 100)')
-        assert c.execute("SELECT jobq_configure()").fetchone() == ({"max_payload_bytes": 1048576},)
+        assert c.execute("SELECT jobq_configure()").fetchone() == (
+            {"max_payload_bytes": 1048576, "metrics": True},
+        )
         assert c.execute("SELECT job_type FROM tenant_a.jobq_jobs").fetchall() == [("x",)]
         assert c.execute('SELECT job_type FROM "tenant b".jobq_jobs').fetchall() == [("y",)]
         claimed = c.execute(

@@ -190,6 +190,29 @@ def without_scheduled(jobs: dict[str, Any]) -> dict[str, Any]:
     return {**jobs, "jobs": [(job,) for job in rows]}
 
 
+def gauge(dsn: str) -> list[tuple[str, str, int]]:
+    """The gauge jobq_jobs of jobq_metrics(): (queue, status, jobs), those above 0."""
+    with psycopg.connect(dsn) as c:
+        return [
+            (str(q), str(s), int(v))
+            for q, s, v in c.execute(
+                "SELECT labels ->> 'queue', labels ->> 'status', value FROM jobq_metrics() "
+                "WHERE metric = 'jobq_jobs' AND value <> 0 ORDER BY 1, 2"
+            ).fetchall()
+        ]
+
+
+def counted(dsn: str) -> list[tuple[str, str, int]]:
+    """The jobs present by (queue, status), as the gauge should have them."""
+    with psycopg.connect(dsn) as c:
+        return [
+            (str(q), str(s), int(n))
+            for q, s, n in c.execute(
+                "SELECT queue, status, count(*) FROM jobq_jobs GROUP BY 1, 2 ORDER BY 1, 2"
+            ).fetchall()
+        ]
+
+
 def snapshot_with_now(dsn: str) -> dict[str, Any]:
     """``snapshot`` after the upgrade, each job with the time of the snapshot (``now``)."""
     with psycopg.connect(dsn) as c:
@@ -202,9 +225,11 @@ def snapshot_with_now(dsn: str) -> dict[str, Any]:
         }
 
 
-# Columns that migration 0006 added, with the value every job that existed before has.
+# Columns that migrations 0006 and 0010 added, with the value every job that existed before has.
 ADDED_COLUMNS = {"result": None, "cancel_requested_at": None, "cancel_reason": None,
-                 "awaited": False}
+                 "awaited": False, "claimed_at": None}
+# Settings that migration 0010 added, with their default.
+ADDED_SETTINGS = {"metrics": True}
 
 
 def without_added_columns(jobs: dict[str, Any]) -> dict[str, Any]:
@@ -214,7 +239,11 @@ def without_added_columns(jobs: dict[str, Any]) -> dict[str, Any]:
     for job in rows:
         for column, value in ADDED_COLUMNS.items():
             assert job.pop(column) == value, (column, job)
-    return {**jobs, "jobs": [(job,) for job in rows]}
+    settings = [row[0] for row in jobs["settings"]]
+    for setting in settings:
+        for column, value in ADDED_SETTINGS.items():
+            assert setting.pop(column) == value, (column, setting)
+    return {**jobs, "jobs": [(job,) for job in rows], "settings": [(s,) for s in settings]}
 
 
 def records(dsn: str) -> dict[str, str]:
@@ -579,6 +608,7 @@ MAIN_INSTALLS = {
             "0006_jobq_cancel_results",
             "0007_jobq_workers",
             "0008_jobq_workers_comments",
+            "0010_jobq_metrics",
         ],
     ),
     "8ef85fb": (
@@ -589,6 +619,7 @@ MAIN_INSTALLS = {
             "0005_jobq_claims_at_volume",
             "0006_jobq_cancel_results",
             "0008_jobq_workers_comments",
+            "0010_jobq_metrics",
         ],
     ),
 }
@@ -661,6 +692,7 @@ def test_an_install_of_main_after_the_schedules_upgrades_to_a_fresh_install_with
     assert catalogue(old) == catalogue(fresh), "functions, grants, comments, constraints"
     assert dump_schema(old) == dump_schema(fresh)
     assert migrate(old) == []
+    assert gauge(old) == counted(old), "migration 0010 counted the jobs present"
 
     with psycopg.connect(old, autocommit=True) as c:
         c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(name)))

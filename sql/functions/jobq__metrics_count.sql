@@ -1,0 +1,279 @@
+-- jobq__metrics_count (private): counts, for jobq_metrics(), what one statement of a jobq
+-- function did to a set of jobs, in the caller's transaction (a rollback takes the counts back
+-- with the change they count), with one statement whatever the number of jobs.
+--
+-- The first counted statement of a transaction upserts this backend's rows of
+-- jobq_metric_counters (shard = its pid): no other session writes those rows, so counting
+-- never waits for another session's transaction. Later ones in the same transaction append
+-- to jobq_metric_deltas instead: each update of a row that the transaction already updated
+-- walks every version it made of it (none can be removed before it ends), so a transaction
+-- enqueuing 20,000 jobs one by one spent most of its time there. A transaction-local setting
+-- (jobq.metrics_counted, reset at the end of every transaction, and by a rollback to a
+-- savepoint) remembers the first upsert.
+--
+-- kind says what happened to each job (queues[i], job_types[i]), and so the status it left
+-- and the one it entered:
+--   enqueued      (none) -> pending
+--   started       pending -> processing; seconds[i]: the wait, observed in jobq_wait_seconds
+--   succeeded     processing -> succeeded; seconds[i]: the run, in jobq_run_seconds
+--   failed        processing -> statuses[i]; seconds[i]: the run, in jobq_run_seconds
+--   lock_expired  processing -> statuses[i] (a takeover)
+--   released      processing -> statuses[i] (pending, or cancelled with a cancel request)
+--   cancelled     pending -> cancelled
+--   requeued      statuses[i] -> pending
+--   pruned        statuses[i] -> (deleted)
+-- dead_lettered and cancelled count the jobs that entered those statuses, whatever the kind.
+-- Does nothing when jobq_configure(metrics => false) turned metrics off. Returns the number of
+-- counter rows written (0 when none): an integer, not void, because the callers call it in a
+-- CTE of their statement, and Citus cannot carry a void column between the steps of a plan.
+--! replaces: jobq__metrics_count(text, text[], text[], text[], double precision[])
+
+CREATE OR REPLACE FUNCTION jobq__metrics_count(
+    kind text,
+    queues text[],
+    job_types text[],
+    statuses text[] DEFAULT NULL,
+    seconds double precision[] DEFAULT NULL
+) RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    v_row jobq_metric_counters;
+    v_rows jobq_metric_counters[];
+    v_to text;
+    v_from text;
+    v_seconds double precision;
+    v_buckets bigint[] := '{}'::bigint[];
+    v_n bigint := 1::bigint;
+    v_uniform boolean := FALSE;
+    v_sum double precision;
+    v_list integer[];
+BEGIN
+    IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
+        RETURN 0;
+    END IF;
+
+    IF pg_catalog.cardinality(queues) > 1 AND kind IN ('enqueued', 'started', 'succeeded') THEN
+        -- A batch whose jobs all made the same change: uniform when they share the first one's
+        -- queue and job type, as the claims and completions of a worker usually do. Then the
+        -- row is worked out as for one job, without the grouping below.
+        SELECT
+            pg_catalog.count(*),
+            pg_catalog.bool_and(r.queue = queues[1] AND r.job_type = job_types[1]),
+            pg_catalog.sum(greatest(r.seconds, 0)),
+            pg_catalog.array_agg(jobq__metric_bucket(r.seconds)) FILTER (WHERE r.seconds IS NOT NULL)
+        INTO v_n, v_uniform, v_sum, v_list
+        FROM ROWS FROM (
+            pg_catalog.unnest(queues), pg_catalog.unnest(job_types), pg_catalog.unnest(seconds)
+        ) AS r (queue, job_type, seconds);
+    END IF;
+
+    IF pg_catalog.cardinality(queues) = 1 OR v_uniform THEN
+        -- One job (jobq_enqueue, jobq_complete, jobq_fail, a claim of one), or v_n jobs that
+        -- made the same change: worked out here.
+        v_to := CASE kind
+            WHEN 'enqueued' THEN 'pending'
+            WHEN 'started' THEN 'processing'
+            WHEN 'succeeded' THEN 'succeeded'
+            WHEN 'cancelled' THEN 'cancelled'
+            WHEN 'requeued' THEN 'pending'
+            WHEN 'pruned' THEN NULL
+            ELSE statuses[1]
+        END;
+        v_from := CASE kind
+            WHEN 'enqueued' THEN NULL
+            WHEN 'started' THEN 'pending'
+            WHEN 'cancelled' THEN 'pending'
+            WHEN 'requeued' THEN statuses[1]
+            WHEN 'pruned' THEN statuses[1]
+            ELSE 'processing'
+        END;
+        IF v_uniform THEN
+            v_seconds := coalesce(v_sum, 0::double precision);
+            IF kind IN ('started', 'succeeded') THEN
+                v_buckets := jobq__metric_histogram(v_list);
+            END IF;
+        ELSE
+            -- NULL: not observed (a run of a claim made before claimed_at existed).
+            v_seconds := CASE WHEN seconds[1] IS NOT NULL THEN greatest(seconds[1], 0) END;
+            IF kind IN ('started', 'succeeded', 'failed') AND v_seconds IS NOT NULL THEN
+                v_buckets := pg_catalog.array_fill(0::bigint, ARRAY[22]);
+                v_buckets[jobq__metric_bucket(v_seconds)] := 1;
+            END IF;
+        END IF;
+        v_row := ROW(
+            pg_catalog.pg_backend_pid(), queues[1], job_types[1],
+            (kind = 'enqueued')::integer * v_n, (kind = 'started')::integer * v_n,
+            (kind = 'succeeded')::integer * v_n, (kind = 'failed')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'dead_letter')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'cancelled')::integer * v_n,
+            (kind = 'lock_expired')::integer * v_n, (kind = 'released')::integer * v_n,
+            (kind = 'requeued')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'pending')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'pending')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'processing')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'processing')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'succeeded')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'succeeded')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'failed')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'failed')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'dead_letter')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'dead_letter')::integer * v_n,
+            (v_to IS NOT DISTINCT FROM 'cancelled')::integer * v_n
+            - (v_from IS NOT DISTINCT FROM 'cancelled')::integer * v_n,
+            CASE WHEN kind = 'started' THEN v_buckets ELSE '{}'::bigint[] END,
+            CASE
+                WHEN kind = 'started' THEN coalesce(v_seconds, 0::double precision)
+                ELSE 0::double precision
+            END,
+            CASE WHEN kind <> 'started' THEN v_buckets ELSE '{}'::bigint[] END,
+            CASE
+                WHEN kind IN ('succeeded', 'failed') THEN coalesce(v_seconds, 0::double precision)
+                ELSE 0::double precision
+            END
+        );
+        v_rows := ARRAY[v_row];
+    ELSE
+        SELECT pg_catalog.array_agg(ROW(
+            pg_catalog.pg_backend_pid(), a.queue, a.job_type, a.enqueued, a.started,
+            a.succeeded, a.failed, a.dead_lettered, a.cancelled, a.lock_expired, a.released,
+            a.requeued, a.jobs_pending, a.jobs_processing, a.jobs_succeeded, a.jobs_failed,
+            a.jobs_dead_letter, a.jobs_cancelled, a.wait_buckets, a.wait_sum, a.run_buckets,
+            a.run_sum
+        )::jobq_metric_counters ORDER BY a.queue, a.job_type)
+        INTO v_rows
+        FROM (
+            SELECT
+                e.queue, e.job_type,
+                pg_catalog.count(*) FILTER (WHERE kind = 'enqueued') AS enqueued,
+                pg_catalog.count(*) FILTER (WHERE kind = 'started') AS started,
+                pg_catalog.count(*) FILTER (WHERE kind = 'succeeded') AS succeeded,
+                pg_catalog.count(*) FILTER (WHERE kind = 'failed') AS failed,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'dead_letter') AS dead_lettered,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'cancelled') AS cancelled,
+                pg_catalog.count(*) FILTER (WHERE kind = 'lock_expired') AS lock_expired,
+                pg_catalog.count(*) FILTER (WHERE kind = 'released') AS released,
+                pg_catalog.count(*) FILTER (WHERE kind = 'requeued') AS requeued,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'pending')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'pending') AS jobs_pending,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'processing')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'processing')
+                    AS jobs_processing,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'succeeded')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'succeeded')
+                    AS jobs_succeeded,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'failed')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'failed') AS jobs_failed,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'dead_letter')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'dead_letter')
+                    AS jobs_dead_letter,
+                pg_catalog.count(*) FILTER (WHERE e.to_status = 'cancelled')
+                - pg_catalog.count(*) FILTER (WHERE e.from_status = 'cancelled')
+                    AS jobs_cancelled,
+                CASE
+                    WHEN kind = 'started'
+                        THEN jobq__metric_histogram(
+                            pg_catalog.array_agg(e.bucket) FILTER (WHERE e.seconds IS NOT NULL)
+                        )
+                    ELSE '{}'::bigint[]
+                END AS wait_buckets,
+                CASE
+                    WHEN kind = 'started' THEN coalesce(pg_catalog.sum(e.seconds), 0)
+                    ELSE 0
+                END AS wait_sum,
+                CASE
+                    WHEN kind IN ('succeeded', 'failed')
+                        THEN jobq__metric_histogram(
+                            pg_catalog.array_agg(e.bucket) FILTER (WHERE e.seconds IS NOT NULL)
+                        )
+                    ELSE '{}'::bigint[]
+                END AS run_buckets,
+                CASE
+                    WHEN kind IN ('succeeded', 'failed') THEN coalesce(pg_catalog.sum(e.seconds), 0)
+                    ELSE 0
+                END AS run_sum
+            FROM (
+                SELECT
+                    r.queue, r.job_type,
+                    CASE kind
+                        WHEN 'enqueued' THEN 'pending'
+                        WHEN 'started' THEN 'processing'
+                        WHEN 'succeeded' THEN 'succeeded'
+                        WHEN 'cancelled' THEN 'cancelled'
+                        WHEN 'requeued' THEN 'pending'
+                        WHEN 'pruned' THEN NULL
+                        ELSE r.status
+                    END AS to_status,
+                    CASE kind
+                        WHEN 'enqueued' THEN NULL
+                        WHEN 'started' THEN 'pending'
+                        WHEN 'cancelled' THEN 'pending'
+                        WHEN 'requeued' THEN r.status
+                        WHEN 'pruned' THEN r.status
+                        ELSE 'processing'
+                    END AS from_status,
+                    CASE WHEN r.seconds IS NOT NULL THEN greatest(r.seconds, 0) END AS seconds,
+                    jobq__metric_bucket(r.seconds) AS bucket
+                FROM ROWS FROM (
+                    pg_catalog.unnest(queues), pg_catalog.unnest(job_types),
+                    pg_catalog.unnest(statuses), pg_catalog.unnest(seconds)
+                ) AS r (queue, job_type, status, seconds)
+            ) AS e
+            GROUP BY e.queue, e.job_type
+        ) AS a;
+        IF v_rows IS NULL THEN
+            RETURN 0;
+        END IF;
+    END IF;
+
+    IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) = 'on' THEN
+        INSERT INTO jobq_metric_deltas
+        SELECT r.* FROM pg_catalog.unnest(v_rows) AS r;
+        RETURN 0;
+    END IF;
+    -- In (queue, job_type) order: the rows are this backend's own, but a fold by
+    -- jobq_metrics() may hold some of them for a moment, and always in this order.
+    INSERT INTO jobq_metric_counters AS c
+    SELECT r.* FROM pg_catalog.unnest(v_rows) AS r
+    ON CONFLICT (queue, job_type, shard) DO UPDATE SET
+        enqueued = c.enqueued + excluded.enqueued,
+        started = c.started + excluded.started,
+        succeeded = c.succeeded + excluded.succeeded,
+        failed = c.failed + excluded.failed,
+        dead_lettered = c.dead_lettered + excluded.dead_lettered,
+        cancelled = c.cancelled + excluded.cancelled,
+        lock_expired = c.lock_expired + excluded.lock_expired,
+        released = c.released + excluded.released,
+        requeued = c.requeued + excluded.requeued,
+        jobs_pending = c.jobs_pending + excluded.jobs_pending,
+        jobs_processing = c.jobs_processing + excluded.jobs_processing,
+        jobs_succeeded = c.jobs_succeeded + excluded.jobs_succeeded,
+        jobs_failed = c.jobs_failed + excluded.jobs_failed,
+        jobs_dead_letter = c.jobs_dead_letter + excluded.jobs_dead_letter,
+        jobs_cancelled = c.jobs_cancelled + excluded.jobs_cancelled,
+        wait_buckets = CASE
+            WHEN pg_catalog.cardinality(excluded.wait_buckets) = 0 THEN c.wait_buckets
+            ELSE jobq__metric_add(c.wait_buckets, excluded.wait_buckets)
+        END,
+        wait_sum = c.wait_sum + excluded.wait_sum,
+        run_buckets = CASE
+            WHEN pg_catalog.cardinality(excluded.run_buckets) = 0 THEN c.run_buckets
+            ELSE jobq__metric_add(c.run_buckets, excluded.run_buckets)
+        END,
+        run_sum = c.run_sum + excluded.run_sum;
+    PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
+    RETURN pg_catalog.cardinality(v_rows);
+END;
+$$;
+
+COMMENT ON FUNCTION jobq__metrics_count(text, text[], text[], text[], double precision[]) IS
+'Private. Counts what one statement did to the jobs (queues[i], job_types[i]): kind enqueued,
+started, succeeded, failed, lock_expired, released, cancelled, requeued or pruned; statuses[i]
+the status entered (failed, lock_expired, released) or left (requeued, pruned); seconds[i] the
+wait (started) or run time (succeeded, failed). The first call of a transaction upserts this
+backend''s rows of jobq_metric_counters, later ones append to jobq_metric_deltas; nothing when
+metrics are off. Returns the number of counter rows written.';
+
+REVOKE EXECUTE ON FUNCTION jobq__metrics_count(text, text[], text[], text[], double precision[])
+FROM PUBLIC;
