@@ -17,18 +17,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,examples]'
 	touch $(STAMP)
 
-# What the demo runs and nothing more (jobq, psycopg's bundled libpq, the embedded PostgreSQL),
+# What the demo runs and nothing more (jobq, psycopg's bundled libpq, the embedded PostgreSQL,
+# the dashboard's libraries for `jobq web`),
 # so that a first `make demo` does not wait for the linters and test tools. A venv made by
 # `make venv` has all of it already.
 $(DEMO_STAMP): pyproject.toml
 	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then touch $@; else \
 	    set -e; test -x $(PY) || $(PYTHON) -m venv $(VENV); \
 	    echo "installing jobq and the embedded PostgreSQL into $(VENV) (once)"; \
-	    $(PY) -m pip install --quiet -e '.[binary,embedded]'; touch $@; fi
+	    $(PY) -m pip install --quiet -e '.[binary,embedded,web]'; touch $@; fi
 
 venv: $(STAMP) ## Create .venv with jobq, its development tools and what examples/ uses
 
-deps: $(STAMP) ## Install what the tests need (Python venv; pgTAP, pg_prove, plpgsql_check from Debian)
+deps: $(STAMP) ## Install what the tests need (Python venv; pgTAP, pg_prove, plpgsql_check, chromium from Debian)
 	@scripts/install-deps.sh
 
 test: deps ## Run every test (linters, pgTAP, pytest incl. fault suite) on a throwaway PostgreSQL

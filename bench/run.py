@@ -27,7 +27,7 @@ from .harness import Measurement, Target
 from .scenarios import Bench, Config
 
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
-SCENARIOS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "11")
+SCENARIOS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14", "15", "16")
 BUSY_LOAD = 0.7  # 1-minute load average per core above which the machine counts as busy
 
 
@@ -69,6 +69,10 @@ def targets(results: list[Measurement]) -> list[Target]:
     def ratio(key: str) -> float | None:
         m = by_key.get(key)
         return None if m is None else m.ratio
+
+    def value(key: str) -> float | None:
+        m = by_key.get(key)
+        return None if m is None else m.value
 
     def extra(key: str, name: str) -> float | None:
         m = by_key.get(key)
@@ -117,6 +121,24 @@ def targets(results: list[Measurement]) -> list[Target]:
                ratio("s11.jobq.aqueue"), ">=", 0.9),
         Target("async def handlers: Worker drain >= 0.8x def handlers",
                ratio("s11.jobq.worker.async"), ">=", 0.8),
+        Target("50 keys x max_running 2: Worker drain >= 0.8x unlimited",
+               ratio("s12.jobq.worker.k50r2"), ">=", 0.8),
+        Target("8 keys x max_running 1: Worker drain >= 0.5x unlimited",
+               ratio("s13.jobq.worker.k8r1"), ">=", 0.5),
+        Target("1 key x 1,000 starts/s: Worker drain >= 0.95x the limit",
+               ratio("s14.jobq.worker.rate1000"), ">=", 0.95),
+        Target("1 key x 1,000 starts/s: Worker drain <= 1.05x the limit",
+               ratio("s14.jobq.worker.rate1000"), "<=", 1.05),
+        Target("Queue.enqueue >= 0.95x jobq_enqueue from bare psycopg (prepared)",
+               ratio("s15.jobq.queue"), ">=", 0.95),
+        Target("jobq_enqueue_arrays x1000 >= 1.0x multi-row INSERT",
+               ratio("s15.jobq.py.arrays"), ">=", 1.0),
+        Target("Queue.enqueue_many x1000 >= 1.0x multi-row INSERT",
+               ratio("s15.jobq.queue.many"), ">=", 1.0),
+        Target("bulk load: Queue.enqueue_iter >= 70,000 jobs/s (1M in < 15 s)",
+               value("s16.jobq.queue.iter"), ">=", 70_000.0),
+        Target("bulk load: jobq enqueue --from >= 70,000 jobs/s",
+               value("s16.jobq.cli"), ">=", 70_000.0),
     ]
     return out
 
@@ -190,6 +212,11 @@ def main(argv: list[str] | None = None) -> int:
             "8": bench.scenario_scheduled_ahead,
             "9": bench.scenario_prune_beside,
             "11": bench.scenario_async,
+            "12": bench.scenario_limits_wide,
+            "13": bench.scenario_limits_serial,
+            "14": bench.scenario_limits_rate,
+            "15": bench.scenario_producer,
+            "16": bench.scenario_bulk,
         }
         for s in SCENARIOS:
             if s in only:

@@ -1,6 +1,8 @@
 """The scenarios of docs/performance.md, each beside its raw-SQL ceiling (1-6) or beside
 scenario 3 of the same run (5, 7, 8, 9: scenario 3 among rows the claim cannot claim);
-scenario 11, asyncio, beside the synchronous client.
+scenario 11, asyncio, beside the synchronous client; 15 and 16, the producer side: the client
+beside the same call from bare psycopg, the array batch beside a multi-row INSERT, a bulk load
+of a million jobs.
 
 Naming of measurement keys: ``s<scenario>.<raw|jobq>.<py|pgbench|queue|worker>[.b<batch>]``.
 "py" is the psycopg client running plain SQL (threads, one connection each); "pgbench" the
@@ -65,6 +67,14 @@ SELECT pg_notify('raw_jobs', 'default') FROM ins
 
 JOBQ_ENQUEUE = "SELECT jobq_enqueue(job_type => %s::text, payload => %s::jsonb)"
 JOBQ_ENQUEUE_MANY = "SELECT ord, id FROM jobq_enqueue_many(jobs => %s::jsonb)"
+# The array batch as a hand-written client would send it: each column in binary (%b), the
+# payloads as one JSON array split in the server (as pgq_client sends them).
+JOBQ_ENQUEUE_ARRAYS = """
+SELECT ord, id FROM jobq_enqueue_arrays(
+    job_types => %b::text[],
+    payloads => (SELECT array_agg(e.p ORDER BY e.n)
+                 FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e (p, n)))
+"""
 JOBQ_DEQUEUE = (
     "SELECT id, payload, attempts FROM jobq_dequeue(worker_id => %s::text, batch_size => %s::int)"
 )
@@ -133,6 +143,8 @@ class Config:
     latency_gap: float = 0.010
     retry_batch: int = 10
     prune_batch: int = 10_000
+    bulk_jobs: int = 1_000_000  # scenario 16
+    bulk_batch: int = 5000
 
     @classmethod
     def make(cls, quick: bool, repeat: int | None = None) -> Config:
@@ -148,6 +160,7 @@ class Config:
                 future_rows=20_000,
                 retry_jobs=3000,
                 volume_rows=200_000,
+                bulk_jobs=100_000,
             )
         return cls(
             quick=False,
@@ -413,6 +426,7 @@ class Bench:
         queues: list[str] | None = None,
         done: Callable[[], int] | None = None,
         asynchronous: bool = False,
+        poll_interval: float = 1.0,
     ) -> Run:
         from pgq_client.worker import Worker
 
@@ -430,6 +444,7 @@ class Bench:
             concurrency=self.config.concurrency,
             queues=queues,
             retry_backoff=timedelta(0),
+            poll_interval=poll_interval,
         )
         start = time.perf_counter()
         worker.run(burst=True)
@@ -912,5 +927,262 @@ class Bench:
                 Variant("s11.jobq.worker.async", f"Worker(concurrency={c}), async def handler",
                         "jobq", lambda: self._worker_run(drain, asynchronous=True),
                         self.fill_jobq(drain), ceiling="s11.jobq.worker", check=jobq_left),
+            ],
+        )
+
+    # -- scenarios 12, 13, 14: concurrency and rate limits ----------------------------------------
+
+    def fill_limited(self, n: int, keys: int) -> Callable[[], None]:
+        """``n`` pending jobs spread round-robin over ``keys`` keys of limit group ``bench``."""
+
+        def prepare() -> None:
+            reset(self.cluster)
+            fill_jobq(self.cluster, n)
+            with self.cluster.connect() as conn:
+                conn.execute(
+                    "UPDATE jobq_jobs SET limit_group = 'bench',"
+                    " limit_key = 'k' || (hashtext(id::text) & 2147483647) %% %s",
+                    (keys,),
+                )
+            settle(self.cluster)
+
+        return prepare
+
+    def set_limit(self, **limits: Any) -> None:
+        """Set the limits of group ``bench`` afresh (none given: remove them)."""
+        with self.cluster.connect() as conn:
+            conn.execute("DELETE FROM jobq_limit_keys")
+            conn.execute("DELETE FROM jobq_limit_starts")
+            conn.execute(
+                "SELECT jobq_set_limit('bench', max_running => %(max_running)s,"
+                " max_starts => %(max_starts)s, per => %(per)s)",
+                {"max_running": limits.get("max_running"), "max_starts": limits.get("max_starts"),
+                 "per": limits.get("per")},
+            )
+
+    def _limited(self, n: int, keys: int, **limits: Any) -> Callable[[], None]:
+        fill = self.fill_limited(n, keys)
+
+        def prepare() -> None:
+            fill()
+            self.set_limit(**limits)
+
+        return prepare
+
+    def _jobq_left(self) -> Callable[[], str]:
+        return self.left_note(
+            "SELECT count(*) FROM jobq_jobs WHERE status IN ('pending', 'processing') "
+            "AND available_at <= now()", "jobq")
+
+    def _limits_scenario(self, scenario: str, keys: int, max_running: int) -> None:
+        n, c = self.config.drain_jobs, self.config.concurrency
+        ref = f"s{scenario}.jobq.worker"
+        self.measure(
+            scenario,
+            [
+                Variant(ref, f"Worker(concurrency={c}), no limit (reference)", "jobq",
+                        lambda: self._worker_run(n), self.fill_jobq(n), check=self._jobq_left()),
+                Variant(f"s{scenario}.jobq.worker.k{keys}r{max_running}",
+                        f"Worker(concurrency={c}), {keys} keys x max_running {max_running}",
+                        "jobq", lambda: self._worker_run(n),
+                        self._limited(n, keys, max_running=max_running), ceiling=ref,
+                        check=self._jobq_left()),
+            ],
+        )
+        self.set_limit()
+
+    def scenario_limits_wide(self) -> None:
+        """50 keys x max_running 2: 100 slots for 8 handler threads, the limit never binds;
+        what the limited claim costs beside the unlimited one."""
+        self.log(f"scenario 12: the Worker drains {self.config.drain_jobs} jobs, unlimited and "
+                 "over 50 keys x max_running 2")
+        self._limits_scenario("12", 50, 2)
+
+    def scenario_limits_serial(self) -> None:
+        """8 keys x max_running 1: at most 8 jobs at once, one per key, each key in order."""
+        self.log(f"scenario 13: the Worker drains {self.config.drain_jobs} jobs, unlimited and "
+                 "over 8 keys x max_running 1")
+        self._limits_scenario("13", 8, 1)
+
+    def scenario_limits_rate(self) -> None:
+        """One key with max_starts 1,000 per second: the drain runs at the limit's rate (the
+        first window's burst included, so the longer the drain, the closer to it). A worker
+        learns that the window has room again by polling: poll_interval 0.05 s."""
+        n = 20_000 if not self.config.quick else 5_000
+        c = self.config.concurrency
+        self.log(f"scenario 14: the Worker drains {n} jobs of one key at max_starts 1,000/s")
+
+        def prepare() -> None:
+            self.fill_limited(n, 1)()
+            self.set_limit(max_starts=1000, per=timedelta(seconds=1))
+
+        self.results.append(Measurement(
+            scenario="14", key="s14.rate", label="max_starts 1,000 per second (the limit)",
+            kind="ceiling", unit="jobs/s", value=1000.0, runs=[1000.0], jobs=n,
+            seconds=n / 1000.0,
+        ))
+        def run() -> Run:
+            # Not a burst run: that one ends as soon as the window is full (no job is
+            # available now); this one runs until every job has succeeded.
+            from pgq_client.worker import Worker
+
+            worker = Worker(self.cluster.dsn, handlers={"noop": lambda job: None},
+                            concurrency=c, poll_interval=0.05)
+            thread = threading.Thread(target=worker.run)
+            start = time.perf_counter()
+            thread.start()
+            done = self.jobq_done()
+            while done() < n and thread.is_alive():
+                time.sleep(0.01)
+            seconds = time.perf_counter() - start
+            worker.stop()
+            thread.join()
+            return Run(done(), seconds)
+
+        self.measure(
+            "14",
+            [
+                Variant("s14.jobq.worker.rate1000",
+                        f"Worker(concurrency={c}, poll_interval=0.05), 1 key, 1,000/s",
+                        "jobq", run, prepare, ceiling="s14.rate", check=self._jobq_left()),
+            ],
+        )
+        self.set_limit()
+
+    # -- scenario 15: what the client adds, and the array batch -----------------------------------
+
+    def scenario_producer(self) -> None:
+        """Queue.enqueue beside the same jobq_enqueue call from bare psycopg (a prepared
+        statement, nothing else), and the batch of 1,000 as arrays beside a multi-row INSERT."""
+        n, size, batches = self.config.single_jobs, self.config.many_size, self.config.many_batches
+        total = size * batches
+        self.log(f"scenario 15: producer side: {n} single enqueues, bare psycopg and Queue; "
+                 f"{batches} batches of {size}: multi-row INSERT, jobq_enqueue_arrays, "
+                 "Queue.enqueue_many")
+        dsn = self.cluster.dsn
+
+        def bare_body(conn: psycopg.Connection[Any], _: int) -> int:
+            conn.execute(JOBQ_ENQUEUE, ("warmup", Jsonb({})))
+            for i in range(n):
+                conn.execute(JOBQ_ENQUEUE, ("noop", Jsonb(payload(i))))
+            return n + 1
+
+        def queue_run() -> Run:
+            from pgq_client import Queue
+
+            with Queue(dsn) as q:
+                q.enqueue("warmup", {})
+                start = time.perf_counter()
+                for i in range(n):
+                    q.enqueue("noop", payload(i))
+                return Run(n, time.perf_counter() - start)
+
+        values = ", ".join(["(%s)"] * size)
+        raw_many = f"INSERT INTO raw_jobs (payload) VALUES {values} RETURNING id".encode()
+
+        def raw_body(conn: psycopg.Connection[Any], _: int) -> int:
+            for b in range(batches):
+                params = [Jsonb(payload(b * size + i)) for i in range(size)]
+                conn.execute(raw_many, params).fetchall()
+            return total
+
+        def arrays_body(conn: psycopg.Connection[Any], _: int) -> int:
+            for b in range(batches):
+                payloads = Jsonb([payload(b * size + i) for i in range(size)])
+                conn.execute(JOBQ_ENQUEUE_ARRAYS, (["noop"] * size, payloads)).fetchall()
+            return total
+
+        def many_run() -> Run:
+            from pgq_client import Queue
+
+            with Queue(dsn) as q:
+                q.enqueue("warmup", {})
+                start = time.perf_counter()
+                for b in range(batches):
+                    q.enqueue_many(
+                        [{"job_type": "noop", "payload": payload(b * size + i)}
+                         for i in range(size)]
+                    )
+                return Run(total, time.perf_counter() - start)
+
+        self.measure(
+            "15",
+            [
+                Variant("s15.jobq.py.bare", "jobq_enqueue (bare psycopg, prepared)", "ceiling",
+                        lambda: run_threads(self.cluster, 1, bare_body), self.clean),
+                Variant("s15.jobq.queue", "Queue.enqueue", "jobq", queue_run, self.clean,
+                        ceiling="s15.jobq.py.bare"),
+                Variant("s15.raw.py.many", f"multi-row INSERT x{size} (psycopg)", "ceiling",
+                        lambda: run_threads(self.cluster, 1, raw_body), self.clean),
+                Variant("s15.jobq.py.arrays", f"jobq_enqueue_arrays x{size} (psycopg, binary)",
+                        "jobq", lambda: run_threads(self.cluster, 1, arrays_body), self.clean,
+                        ceiling="s15.raw.py.many"),
+                Variant("s15.jobq.queue.many", f"Queue.enqueue_many x{size} (arrays)", "jobq",
+                        many_run, self.clean, ceiling="s15.raw.py.many"),
+            ],
+        )
+
+    # -- scenario 16: a bulk load of a million jobs ------------------------------------------------
+
+    def scenario_bulk(self) -> None:
+        """Queue.enqueue_iter and `jobq enqueue --from` loading ``bulk_jobs`` jobs, beside a
+        multi-row INSERT of the same number of rows into the raw table."""
+        n, batch = self.config.bulk_jobs, self.config.bulk_batch
+        self.log(f"scenario 16: bulk load of {n} jobs: multi-row INSERT x1000, "
+                 f"Queue.enqueue_iter (batches of {batch}), jobq enqueue --from FILE")
+        dsn = self.cluster.dsn
+        size = 1000
+        values = ", ".join(["(%s)"] * size)
+        raw_many = f"INSERT INTO raw_jobs (payload) VALUES {values}".encode()
+
+        def raw_body(conn: psycopg.Connection[Any], _: int) -> int:
+            for b in range(n // size):
+                conn.execute(raw_many, [Jsonb(payload(b * size + i)) for i in range(size)])
+            return n // size * size
+
+        def iter_run() -> Run:
+            from pgq_client import Queue
+
+            with Queue(dsn) as q:
+                q.enqueue("warmup", {})
+                start = time.perf_counter()
+                jobs = ({"job_type": "noop", "payload": payload(i)} for i in range(n))
+                done = q.enqueue_iter(jobs, batch_size=batch).jobs
+                return Run(done, time.perf_counter() - start)
+
+        ndjson = self.scriptdir / "bulk.ndjson"
+
+        def write_file() -> None:
+            self.clean()
+            if not ndjson.exists():
+                with ndjson.open("w") as f:
+                    for i in range(n):
+                        f.write(f'{{"job_type": "noop", "payload": {{"n": {i}, '
+                                f'"user": "bench", "action": "noop"}}}}\n')
+
+        def cli_run() -> Run:
+            import subprocess
+            import sys
+
+            start = time.perf_counter()
+            proc = subprocess.run(
+                [sys.executable, "-m", "pgq_client", "enqueue", "--from", str(ndjson),
+                 "--batch-size", str(batch), "--dsn", dsn, "--json"],
+                capture_output=True, text=True, timeout=3600,
+            )
+            seconds = time.perf_counter() - start
+            if proc.returncode != 0:
+                raise RuntimeError(f"jobq enqueue --from failed: {proc.stderr[-2000:]}")
+            return Run(count(self.cluster, "SELECT count(*) FROM jobq_jobs"), seconds)
+
+        self.measure(
+            "16",
+            [
+                Variant("s16.raw.py", f"multi-row INSERT x{size}, {n} rows (psycopg)", "ceiling",
+                        lambda: run_threads(self.cluster, 1, raw_body), self.clean),
+                Variant("s16.jobq.queue.iter", f"Queue.enqueue_iter, {n} jobs", "jobq",
+                        iter_run, self.clean, ceiling="s16.raw.py"),
+                Variant("s16.jobq.cli", f"jobq enqueue --from FILE, {n} lines (process)", "jobq",
+                        cli_run, write_file, ceiling="s16.raw.py"),
             ],
         )

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond the Python venv: PostgreSQL's server (if missing),
-# pgTAP, pg_prove and plpgsql_check, from Debian's packages when running as root.
+# pgTAP, pg_prove, plpgsql_check and chromium (the dashboard's browser tests drive it through
+# Playwright; no browser is ever downloaded), from Debian's packages when running as root or
+# with a password-less sudo. Without them, chromium alone is optional: its tests then skip,
+# saying why.
 set -euo pipefail
 
 major() {
@@ -22,13 +25,31 @@ fi
 command -v pg_prove >/dev/null || need+=(libtap-parser-sourcehandler-pgtap-perl)
 command -v psql >/dev/null || need+=("postgresql-client")
 
-[ ${#need[@]} -eq 0 ] && exit 0
-if [ "$(id -u)" != 0 ]; then
+[ -x /usr/bin/chromium ] || browser=(chromium)
+
+[ ${#need[@]} -eq 0 ] && [ -z "${browser:-}" ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+    as_root=()
+elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    as_root=(sudo -n)
+else
+    if [ -n "${browser:-}" ]; then
+        echo "chromium is not installed: the dashboard's browser tests will skip" \
+             "(install it with: sudo apt-get install --no-install-recommends chromium)" >&2
+    fi
+    [ ${#need[@]} -eq 0 ] && exit 0
     echo "make test needs these Debian packages: ${need[*]}" >&2
     echo "install them with: sudo apt-get install ${need[*]}" >&2
     exit 1
 fi
-echo "installing ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >/dev/null
-apt-get install -y -qq "${need[@]}" >/dev/null
+"${as_root[@]}" apt-get update -qq >/dev/null
+if [ ${#need[@]} -gt 0 ]; then
+    echo "installing ${need[*]}"
+    "${as_root[@]}" apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ -n "${browser:-}" ]; then
+    echo "installing chromium (for the dashboard's browser tests)"
+    "${as_root[@]}" apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+        || echo "could not install chromium: the dashboard's browser tests will skip" >&2
+fi

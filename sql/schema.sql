@@ -2,6 +2,33 @@ CREATE SCHEMA public;
 
 COMMENT ON SCHEMA public IS 'standard public schema';
 
+CREATE TYPE public.jobq_job_summary AS (
+	id uuid,
+	queue text,
+	job_type text,
+	status text,
+	priority integer,
+	attempts integer,
+	max_attempts integer,
+	available_at timestamp with time zone,
+	created_at timestamp with time zone,
+	updated_at timestamp with time zone,
+	locked_at timestamp with time zone,
+	locked_by text,
+	finished_at timestamp with time zone,
+	last_error text,
+	cancel_requested boolean,
+	sort_at timestamp with time zone,
+	matches boolean
+);
+
+COMMENT ON TYPE public.jobq_job_summary IS 'jobq: one job as jobq_jobs_page() lists it: the columns of jobq_jobs of the same names
+(no payload, no result, no errors history; cancel_requested is cancel_requested_at IS NOT NULL)
+and sort_at, the time the listing of its status is ordered by (available_at for pending jobs,
+locked_at for processing ones, finished_at for finished ones), which with id is the cursor of
+the next page; matches, false only on the row that marks where a filtered search of finished
+jobs stopped (the last job it examined: not one of the jobs listed, the cursor to search on).';
+
 CREATE FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
@@ -41,6 +68,690 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__channel() IS 'Private. The NOTIFY channel of this installation: jobq for schema public, jobq.<schema> for a
 schema of at most 58 bytes, else jobq#<hex SHA-224 of the schema name>.';
+
+CREATE FUNCTION public.jobq__statuses(finished boolean DEFAULT NULL::boolean) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+DECLARE
+    -- pending waits (also between retries); processing is claimed.
+    v_unfinished CONSTANT text[] := ARRAY['pending', 'processing'];
+    -- succeeded is done; failed is a permanent failure the worker asked for; dead_letter has
+    -- used all its attempts; cancelled was cancelled (jobq_cancel).
+    v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'];
+BEGIN
+    RETURN CASE jobq__statuses.finished
+        WHEN TRUE THEN v_finished
+        WHEN FALSE THEN v_unfinished
+        ELSE pg_catalog.array_cat(v_unfinished, v_finished)
+    END;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__statuses(finished boolean) IS 'Private. The job statuses: every one (finished NULL, in the order of a job''s life), the
+finished ones (finished true) or the others (finished false). Used by the CHECK constraints of
+jobq_jobs and by the functions that take status names.';
+
+CREATE TABLE public.jobq_jobs (
+    id uuid DEFAULT (encode(set_bit(set_bit("overlay"(uuid_send(gen_random_uuid()), substr(int8send((floor((date_part('epoch'::text, clock_timestamp()) * (1000)::double precision)))::bigint), 3), 1, 6), (52)::bigint, 1), (53)::bigint, 1), 'hex'::text))::uuid NOT NULL,
+    queue text DEFAULT 'default'::text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    idempotency_key text,
+    status text DEFAULT 'pending'::text NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    scheduled boolean DEFAULT false NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    awaited boolean DEFAULT false NOT NULL,
+    limit_group text,
+    limit_key text,
+    claimed_at timestamp with time zone,
+    CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT jobq_jobs_cancel_check CHECK (((status <> 'pending'::text) OR ((cancel_requested_at IS NULL) AND (cancel_reason IS NULL)))),
+    CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
+    CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (public.jobq__statuses(finished => true))) = (finished_at IS NOT NULL))),
+    CONSTRAINT jobq_jobs_limit_key_needs_group CHECK (((limit_key IS NULL) OR (limit_group IS NOT NULL))),
+    CONSTRAINT jobq_jobs_max_attempts_check CHECK ((max_attempts >= 1)),
+    CONSTRAINT jobq_jobs_status_check CHECK ((status = ANY (public.jobq__statuses())))
+)
+WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0.0', autovacuum_vacuum_insert_threshold='20000', autovacuum_analyze_scale_factor='0.0', autovacuum_analyze_threshold='10000', autovacuum_vacuum_cost_delay='0');
+
+COMMENT ON TABLE public.jobq_jobs IS 'jobq jobs, one row per job. Change it only through the jobq_* functions.
+
+Its storage settings (\d+ shows them as Options) suit a table whose rows are updated several
+times (claim, completion) and die fast.
+
+fillfactor=70: no such update can be HOT (each changes status, which the partial indexes
+filter on), but 30 % free space on each page lets the new version of a row go to the same
+page, where the dead versions are pruned in place instead of spreading over the table.
+
+autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=5000: vacuum after 5,000 dead
+rows whatever the size of the table (by default it waits until 20 % of the table has turned
+over). Claims step over the dead index entries of claimed and finished jobs until VACUUM
+removes them, so their number is kept small, and independent of how many jobs are kept.
+
+autovacuum_vacuum_insert_scale_factor=0, autovacuum_vacuum_insert_threshold=20000: a queue
+that mostly receives jobs is vacuumed every 20,000 inserts too (visibility map, freezing).
+
+autovacuum_analyze_scale_factor=0, autovacuum_analyze_threshold=10000: statistics follow the
+queue every 10,000 changes; the planner''s choices depend on how many jobs are pending.
+
+autovacuum_vacuum_cost_delay=0: VACUUM of this table is never throttled, so that it ends
+before new dead entries pile up.';
+
+COMMENT ON COLUMN public.jobq_jobs.id IS 'The job''s id, made by jobq: a UUID version 7 (time-ordered: 48 bits of Unix time in
+milliseconds, then random bits) since migration 0005, random (version 4) before. Callers rely
+on neither.';
+
+COMMENT ON COLUMN public.jobq_jobs.queue IS 'The queue the job belongs to (default ''default''; 1-200 characters): a worker may serve
+some queues only (jobq_dequeue queues).';
+
+COMMENT ON COLUMN public.jobq_jobs.job_type IS 'Which handler runs the job (1-200 characters): a worker claims only the job types it has
+handlers for (jobq_dequeue job_types).';
+
+COMMENT ON COLUMN public.jobq_jobs.payload IS 'The job''s arguments, a JSON object handed to the handler; at most
+jobq_settings.max_payload_bytes of jsonb.';
+
+COMMENT ON COLUMN public.jobq_jobs.idempotency_key IS 'Dedupe of one logical task: enqueuing a key that exists, in any status, adds nothing and
+returns that job''s id (jobq_jobs_idempotency_key_key). NULL: no dedupe; NULLs never collide.';
+
+COMMENT ON COLUMN public.jobq_jobs.status IS 'pending: waits (also between retries); processing: claimed; succeeded: done; failed: a
+permanent failure the worker asked for (no retry); dead_letter: used all its attempts;
+cancelled: cancelled by jobq_cancel. succeeded, failed, dead_letter and cancelled are finished.
+The names are those of jobq__statuses().';
+
+COMMENT ON COLUMN public.jobq_jobs.priority IS 'Higher runs first: claims take jobs by priority (high first), then available_at, then id.
+-1000000 to 1000000, default 0.';
+
+COMMENT ON COLUMN public.jobq_jobs.attempts IS 'Claims so far, the current one included: a claim adds 1, jobq_release gives it back, a
+requeue starts again at 0. A worker passes it back as attempt to fence its claim.';
+
+COMMENT ON COLUMN public.jobq_jobs.max_attempts IS 'Claims allowed (1-1000, default 5). A failure of the last attempt, or a stale claim of it
+taken over, moves the job to dead_letter.';
+
+COMMENT ON COLUMN public.jobq_jobs.available_at IS 'Not claimed before this time: run_at (or now) at enqueue, now + attempts × backoff after a
+failure, now after a release or a requeue. A pending job whose available_at is in the future
+when it is written is marked scheduled until a claim after that time promotes it.';
+
+COMMENT ON COLUMN public.jobq_jobs.locked_at IS 'When the current claim was made or last renewed (jobq_heartbeat); NULL unless processing. A
+claim older than the claiming worker''s lock_timeout is taken over by the next jobq_dequeue.';
+
+COMMENT ON COLUMN public.jobq_jobs.locked_by IS 'The worker_id holding the current claim; NULL unless processing. jobq_complete, jobq_fail,
+jobq_heartbeat and jobq_release act on a job only while it matches their worker_id.';
+
+COMMENT ON COLUMN public.jobq_jobs.last_error IS 'The error of the latest failed attempt or expired lock; kept when the job is requeued.';
+
+COMMENT ON COLUMN public.jobq_jobs.errors IS 'Every failure of the job, oldest first: a JSON array with one object per failed attempt,
+{"attempt": n, "at": time, "worker": worker_id, "error": text}, and "kind": "lock_expired"
+in the object jobq_dequeue adds when it takes over a stale claim. Kept when the job is
+requeued.';
+
+COMMENT ON COLUMN public.jobq_jobs.created_at IS 'When the job was enqueued.';
+
+COMMENT ON COLUMN public.jobq_jobs.updated_at IS 'When a jobq function last changed the job (a heartbeat renews locked_at only).';
+
+COMMENT ON COLUMN public.jobq_jobs.finished_at IS 'When the job reached a finished status (succeeded, failed, dead_letter, cancelled); NULL
+otherwise (jobq_jobs_finished_check). jobq_prune deletes jobs by its age.';
+
+COMMENT ON COLUMN public.jobq_jobs.scheduled IS 'Internal to the claim: true while a pending job waits for an available_at that was in the
+future when it was enqueued or retried. Such jobs are left out of jobq_jobs_claim_idx; every
+claim first clears the flag of the jobs that have come due (jobq_jobs_scheduled_idx). Meaningful
+only while the job is pending.';
+
+COMMENT ON COLUMN public.jobq_jobs.result IS 'What the handler returned (any JSON value), stored by jobq_complete(result => ...) or
+jobq_complete_many(results => ...) when the job succeeded; NULL otherwise. At most
+max_payload_bytes (jobq_settings).';
+
+COMMENT ON COLUMN public.jobq_jobs.cancel_requested_at IS 'When jobq_cancel() asked a processing job to stop; NULL without a request. The job keeps
+running: one that then fails, is released or is taken over ends cancelled, one that completes
+ends succeeded. Workers learn of it through jobq_cancel_requested() (with their heartbeat) and a
+notification.';
+
+COMMENT ON COLUMN public.jobq_jobs.cancel_reason IS 'The reason given to jobq_cancel() for a processing job (cut to 10,000 characters), if any. A
+job cancelled while pending has its reason in last_error instead.';
+
+COMMENT ON COLUMN public.jobq_jobs.awaited IS 'True once a client asked to be notified of the job''s end (jobq_await with timeout 0): its
+completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel
+with the job id as payload. Jobs nobody waits for cost no notification.';
+
+COMMENT ON COLUMN public.jobq_jobs.limit_group IS 'The limit group the job counts against (jobq_set_limit sets the group''s limits); NULL: no
+limit. A group with no limit set is unlimited.';
+
+COMMENT ON COLUMN public.jobq_jobs.limit_key IS 'Within limit_group, the key whose limits the job counts against (each key of a group has the
+group''s limits for itself, such as one customer); NULL: the whole group shares one.';
+
+COMMENT ON COLUMN public.jobq_jobs.claimed_at IS 'When the latest claim was made (jobq_dequeue); heartbeats do not move it, unlike locked_at.
+jobq_run_seconds measures from here to the end of the attempt. NULL for a job never claimed
+(and for claims made before migration 0010).';
+
+COMMENT ON CONSTRAINT jobq_jobs_attempts_check ON public.jobq_jobs IS 'attempts is never negative (jobq_release gives an attempt back down to 0 at most).';
+
+COMMENT ON CONSTRAINT jobq_jobs_cancel_check ON public.jobq_jobs IS 'A pending job has no cancel request, so a job is never claimed again after its cancel took
+effect.';
+
+COMMENT ON CONSTRAINT jobq_jobs_claim_check ON public.jobq_jobs IS 'A claim (locked_at and locked_by) exists exactly while the job is processing. The fenced
+functions rely on it: they find a claim by id and locked_by = worker_id alone, which implies
+processing. Testing the status as well would match the predicate of jobq_jobs_locked_idx, and
+with a generic plan and statistics gathered while few jobs were processing the planner chose
+that index over the primary key, scanning every claimed job on each call (4,000 failures in
+one statement: 2.3 s instead of 0.25 s).';
+
+COMMENT ON CONSTRAINT jobq_jobs_finished_check ON public.jobq_jobs IS 'finished_at is set exactly for the finished statuses, jobq__statuses(finished => true).';
+
+COMMENT ON CONSTRAINT jobq_jobs_limit_key_needs_group ON public.jobq_jobs IS 'A limit_key means something only within a limit_group.';
+
+COMMENT ON CONSTRAINT jobq_jobs_max_attempts_check ON public.jobq_jobs IS 'A job may be claimed at least once (jobq_enqueue also refuses more than 1000).';
+
+COMMENT ON CONSTRAINT jobq_jobs_status_check ON public.jobq_jobs IS 'status is one of jobq__statuses(). Text with a CHECK rather than an enum, whose values could
+never be dropped.';
+
+CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_types text[], range_queues text[]) RETURNS SETOF public.jobq_jobs
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    -- Candidates, read without locks: id, claim order, and index of their key (0: no limit).
+    c_ids uuid[] := '{}'::uuid[];
+    c_prio integer[] := '{}'::integer[];
+    c_avail timestamptz[] := '{}'::timestamptz[];
+    c_key integer[] := '{}'::integer[];
+    -- Keys met: the limit of their group (limited false: none set) and what this claim may
+    -- start (room), has started (n), and for a rate limit the window's clock and totals.
+    k_group text[] := '{}'::text[];
+    k_key text[] := '{}'::text[];
+    k_limited boolean[] := '{}'::boolean[];
+    k_room integer[] := '{}'::integer[];
+    k_n integer[] := '{}'::integer[];
+    k_rate boolean[] := '{}'::boolean[];
+    k_at timestamptz[] := '{}'::timestamptz[];
+    k_latest bigint[] := '{}'::bigint[];
+    k_drop_below bigint[] := '{}'::bigint[];
+    -- The ranges of jobq_jobs_limited_idx with pending jobs, each with its first job.
+    l_types text[];
+    l_queues text[];
+    l_groups text[];
+    l_keys text[];
+    l_prio integer[];
+    l_avail timestamptz[];
+    l_ids uuid[];
+    -- The limits of the groups met.
+    g_names text[];
+    g_running integer[];
+    g_starts integer[];
+    g_per interval[];
+    l_key integer[];  -- each range's key (index in the k_ arrays)
+    k_id text[] := '{}'::text[];  -- each key as one text (length of the group, group, key)
+    k_gi integer[] := '{}'::integer[];  -- each key's group (index in the g_ arrays)
+    v_locked boolean[];
+    v_counts integer[];
+    v_ranges integer;
+    v_pos integer;
+    v_end integer;
+    v_need integer;
+    v_first_new integer;
+    t record;
+    v_gi integer;
+    v_ki integer;
+    v_ahead bigint;
+    v_room integer;
+    v_at timestamptz;
+    v_latest bigint;
+    v_before bigint;
+    v_drop_below bigint;
+    v_ids uuid[];
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    -- 1. Jobs without a limit: the first 2 x batch_size of the ranges of jobq_jobs_claim_idx
+    --    that jobq_dequeue found, merged in claim order (extra ones stand in for rows that
+    --    concurrent claims hold).
+    IF range_types IS NOT NULL THEN
+        SELECT
+            pg_catalog.array_agg(u.id ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(u.priority ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(u.available_at ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(0)
+        INTO c_ids, c_prio, c_avail, c_key
+        FROM (
+            SELECT r.id, r.priority, r.available_at
+            FROM ROWS FROM (pg_catalog.unnest(range_types), pg_catalog.unnest(range_queues))
+                AS p (job_type, queue)
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.available_at
+                FROM jobq_jobs AS j
+                WHERE j.job_type = p.job_type
+                  AND j.queue = p.queue
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NULL
+                  AND j.available_at <= v_now
+                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                LIMIT 2 * jobq__claim_limited.batch_size
+            ) AS r
+            ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
+            LIMIT 2 * jobq__claim_limited.batch_size
+        ) AS u;
+        c_ids := coalesce(c_ids, '{}'::uuid[]);
+        c_prio := coalesce(c_prio, '{}'::integer[]);
+        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+        c_key := coalesce(c_key, '{}'::integer[]);
+    END IF;
+
+    -- 2. Limited jobs: the ranges of jobq_jobs_limited_idx, one per (job_type, queue,
+    --    limit_group, limit_key) with pending jobs, found by a skip scan whose every probe
+    --    also returns the range's first job (each range is in claim order in the index).
+    IF jobq__claim_limited.job_types IS NULL THEN
+        WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
+            (
+                SELECT
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            )
+
+            UNION ALL
+
+            SELECT n.*
+            FROM ranges AS r
+            CROSS JOIN LATERAL (
+                SELECT
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE (j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''))
+                      > (r.job_type, r.queue, r.limit_group, r.lk)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            ) AS n
+        )
+
+        SELECT
+            pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
+            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk),
+            pg_catalog.array_agg(r.priority), pg_catalog.array_agg(r.available_at),
+            pg_catalog.array_agg(r.id)
+        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+        FROM ranges AS r
+        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+    ELSE
+        WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
+            SELECT ty.job_type, f.*
+            FROM (
+                SELECT DISTINCT u.job_type
+                FROM pg_catalog.unnest(jobq__claim_limited.job_types) AS u (job_type)
+                WHERE u.job_type IS NOT NULL
+            ) AS ty
+            CROSS JOIN LATERAL (
+                SELECT
+                    j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE j.job_type = ty.job_type
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            ) AS f
+
+            UNION ALL
+
+            SELECT r.job_type, n.*
+            FROM ranges AS r
+            CROSS JOIN LATERAL (
+                SELECT
+                    j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE j.job_type = r.job_type
+                  AND (j.queue, j.limit_group, coalesce(j.limit_key, ''))
+                      > (r.queue, r.limit_group, r.lk)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            ) AS n
+        )
+
+        SELECT
+            pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
+            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk),
+            pg_catalog.array_agg(r.priority), pg_catalog.array_agg(r.available_at),
+            pg_catalog.array_agg(r.id)
+        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+        FROM ranges AS r
+        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+    END IF;
+
+    -- The limits of the groups met, read once.
+    SELECT
+        pg_catalog.array_agg(l.limit_group), pg_catalog.array_agg(l.max_running),
+        pg_catalog.array_agg(l.max_starts), pg_catalog.array_agg(l.per)
+    INTO g_names, g_running, g_starts, g_per
+    FROM jobq_limits AS l
+    WHERE l.limit_group = ANY (l_groups);
+
+    -- The ranges in the claim order of their first job, each with the index of its key in
+    -- the k_ arrays (a key may have ranges in several job types and queues).
+    SELECT
+        pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.limit_group ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id)
+    INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+    FROM ROWS FROM (
+        pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues), pg_catalog.unnest(l_groups),
+        pg_catalog.unnest(l_keys), pg_catalog.unnest(l_prio), pg_catalog.unnest(l_avail),
+        pg_catalog.unnest(l_ids)
+    ) AS r (job_type, queue, limit_group, lk, priority, available_at, id);
+    v_ranges := coalesce(pg_catalog.cardinality(l_ids), 0);
+    l_key := pg_catalog.array_fill(0, ARRAY[v_ranges]);
+
+    -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
+    --    are still missing (each key with room gives at least one). For the new keys of a
+    --    chunk: their locks (one statement), their processing jobs (one statement, after the
+    --    locks: its snapshot sees every claim of those keys that committed before), their rate
+    --    windows; then the chunk's candidates (one statement): each range's first jobs, as
+    --    many as its key may start. The visit stops when batch_size candidates come before the
+    --    next range's first job, so that keys this claim could not use are not locked.
+    v_pos := 1;
+    v_need := jobq__claim_limited.batch_size;
+    WHILE v_pos <= v_ranges LOOP
+        IF pg_catalog.cardinality(c_ids) >= jobq__claim_limited.batch_size THEN
+            SELECT pg_catalog.count(*) INTO v_ahead
+            FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
+                            pg_catalog.unnest(c_ids)) AS a (priority, available_at, id)
+            WHERE a.priority > l_prio[v_pos]
+               OR (a.priority = l_prio[v_pos]
+                   AND (a.available_at, a.id) < (l_avail[v_pos], l_ids[v_pos]));
+            EXIT WHEN v_ahead >= jobq__claim_limited.batch_size;
+            v_need := jobq__claim_limited.batch_size - v_ahead::integer;
+        END IF;
+        v_end := least(v_ranges, v_pos + v_need - 1);
+
+        -- the chunk's keys: known ones by their index, new ones appended (room unknown)
+        v_first_new := pg_catalog.cardinality(k_group) + 1;
+        FOR i IN v_pos .. v_end LOOP
+            v_ki := pg_catalog.array_position(
+                k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
+            );
+            IF v_ki IS NULL THEN
+                v_gi := pg_catalog.array_position(g_names, l_groups[i]);
+                k_id := pg_catalog.array_append(
+                    k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
+                );
+                k_group := pg_catalog.array_append(k_group, l_groups[i]);
+                k_key := pg_catalog.array_append(k_key, l_keys[i]);
+                k_limited := pg_catalog.array_append(k_limited, v_gi IS NOT NULL);
+                k_room := pg_catalog.array_append(k_room, jobq__claim_limited.batch_size);
+                k_n := pg_catalog.array_append(k_n, 0);
+                k_rate := pg_catalog.array_append(k_rate, g_starts[v_gi] IS NOT NULL);
+                k_at := pg_catalog.array_append(k_at, NULL::timestamptz);
+                k_latest := pg_catalog.array_append(k_latest, 0::bigint);
+                k_drop_below := pg_catalog.array_append(k_drop_below, NULL::bigint);
+                k_gi := pg_catalog.array_append(k_gi, v_gi);
+                v_ki := pg_catalog.cardinality(k_group);
+            END IF;
+            l_key[i] := v_ki;
+        END LOOP;
+
+        IF v_first_new <= pg_catalog.cardinality(k_group) THEN
+            -- Locks of the new limited keys: never waited for; one held by another
+            -- transaction (a claim of that key not yet committed) leaves the key no room.
+            SELECT pg_catalog.array_agg(
+                NOT k_limited[u.k] OR pg_catalog.pg_try_advisory_xact_lock(
+                    pg_catalog.hashtextextended(
+                        pg_catalog.format('jobq limit %L %L %L', pg_catalog.current_schema(),
+                                          k_group[u.k], k_key[u.k]),
+                        0
+                    )
+                ) ORDER BY u.k
+            )
+            INTO v_locked
+            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k);
+
+            -- Their processing jobs, counted after the locks were taken.
+            SELECT pg_catalog.array_agg(c.n ORDER BY u.k)
+            INTO v_counts
+            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k)
+            CROSS JOIN LATERAL (
+                SELECT pg_catalog.count(*)::integer AS n
+                FROM jobq_jobs AS j
+                WHERE k_limited[u.k]
+                  AND g_running[k_gi[u.k]] IS NOT NULL
+                  AND j.limit_group = k_group[u.k]
+                  AND coalesce(j.limit_key, '') = k_key[u.k]
+                  AND j.status = 'processing'
+            ) AS c;
+
+            FOR i IN v_first_new .. pg_catalog.cardinality(k_group) LOOP
+                CONTINUE WHEN NOT k_limited[i];
+                IF NOT v_locked[i - v_first_new + 1] THEN
+                    k_room[i] := 0;  -- another transaction is claiming this key
+                    CONTINUE;
+                END IF;
+                v_gi := k_gi[i];
+                v_room := jobq__claim_limited.batch_size;
+                IF g_running[v_gi] IS NOT NULL THEN
+                    v_room := least(v_room, g_running[v_gi] - v_counts[i - v_first_new + 1]);
+                END IF;
+                IF g_starts[v_gi] IS NOT NULL THEN
+                    v_at := NULL;
+                    v_latest := NULL;
+                    v_drop_below := NULL;
+                    SELECT k.last_start_at INTO v_at
+                    FROM jobq_limit_keys AS k
+                    WHERE k.limit_group = k_group[i] AND k.limit_key = k_key[i];
+                    v_at := greatest(pg_catalog.clock_timestamp(), v_at);
+                    SELECT s.total INTO v_latest
+                    FROM jobq_limit_starts AS s
+                    WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
+                    ORDER BY s.total DESC
+                    LIMIT 1;
+                    IF v_latest IS NOT NULL THEN
+                        -- The last row at or before the window's start: starts since are in it.
+                        SELECT s.total INTO v_before
+                        FROM jobq_limit_starts AS s
+                        WHERE s.limit_group = k_group[i]
+                          AND s.limit_key = k_key[i]
+                          AND s.started_at <= v_at - g_per[v_gi]
+                        ORDER BY s.started_at DESC, s.total DESC
+                        LIMIT 1;
+                        v_drop_below := v_before;
+                        IF v_before IS NULL THEN
+                            -- Every recorded start is in the window.
+                            SELECT s.total - s.started INTO v_before
+                            FROM jobq_limit_starts AS s
+                            WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
+                            ORDER BY s.total
+                            LIMIT 1;
+                        END IF;
+                        v_room := least(v_room, g_starts[v_gi] - (v_latest - v_before)::integer);
+                    ELSE
+                        v_room := least(v_room, g_starts[v_gi]);  -- no start recorded yet
+                    END IF;
+                    k_at[i] := v_at;
+                    k_latest[i] := coalesce(v_latest, 0);
+                    k_drop_below[i] := v_drop_below;
+                END IF;
+                k_room[i] := greatest(v_room, 0);
+            END LOOP;
+        END IF;
+
+        -- The chunk's candidates: each range's first jobs, as many as its key may start.
+        SELECT
+            pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
+            pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
+            pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
+            pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
+        INTO c_ids, c_prio, c_avail, c_key
+        FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
+        CROSS JOIN LATERAL (
+            SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
+            FROM jobq_jobs AS j
+            WHERE k_room[l_key[r.i]] > 0
+              AND j.job_type = l_types[r.i]
+              AND j.queue = l_queues[r.i]
+              AND j.limit_group = l_groups[r.i]
+              AND coalesce(j.limit_key, '') = l_keys[r.i]
+              AND j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.limit_group IS NOT NULL
+              AND j.available_at <= v_now
+            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+            LIMIT least(k_room[l_key[r.i]], jobq__claim_limited.batch_size)
+        ) AS f;
+        c_ids := coalesce(c_ids, '{}'::uuid[]);
+        c_prio := coalesce(c_prio, '{}'::integer[]);
+        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+        c_key := coalesce(c_key, '{}'::integer[]);
+
+        v_pos := v_end + 1;
+    END LOOP;
+
+    -- 4. Lock the candidates in claim order, SKIP LOCKED, until batch_size are. A key's
+    --    candidates beyond its room (it may have several ranges) are left out first, so that
+    --    whichever rows concurrent claims hold, no key gets more than its room.
+    SELECT pg_catalog.array_agg(l.id) INTO v_ids
+    FROM (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.id = ANY (ARRAY(
+            SELECT a.id
+            FROM (
+                SELECT
+                    a.id, a.k,
+                    -- the place of each in its key's claim order (ids are unique: no peers)
+                    pg_catalog.count(*) OVER (
+                        PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                    ) AS nth
+                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                                pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
+                    AS a (id, priority, available_at, k)
+            ) AS a
+            WHERE a.k = 0 OR a.nth <= k_room[a.k]
+        ))
+          AND j.status = 'pending'
+          AND NOT j.scheduled
+          AND j.available_at <= v_now
+        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+        LIMIT jobq__claim_limited.batch_size
+        FOR UPDATE SKIP LOCKED
+    ) AS l;
+
+    IF v_ids IS NULL THEN
+        RETURN;
+    END IF;
+
+    RETURN QUERY
+    WITH claimed AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = 'processing',
+            attempts = j.attempts + 1,
+            locked_at = v_now,
+            locked_by = jobq__claim_limited.worker_id,
+            claimed_at = v_now,
+            updated_at = v_now
+        WHERE j.id = ANY (v_ids)
+        RETURNING j.*
+    ),
+
+    -- Counted for jobq_metrics() as jobq_dequeue counts its own claims: started, the wait.
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL,
+            pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
+        ) AS n
+        FROM claimed AS c
+        HAVING pg_catalog.count(*) > 0
+    )
+
+    SELECT cl.*
+    FROM claimed AS cl
+    LEFT JOIN counted ON TRUE
+    ORDER BY cl.priority DESC, cl.available_at ASC, cl.id ASC;
+
+    -- 5. Record the starts of each limited key: its row (the write that fences REPEATABLE
+    --    READ claims) and, for a rate limit, the window (and the rows that left it).
+    FOR t IN
+        SELECT a.k, pg_catalog.count(*)::integer AS n
+        FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
+        WHERE a.k > 0 AND a.id = ANY (v_ids)
+        GROUP BY a.k
+    LOOP
+        k_n[t.k] := t.n;
+    END LOOP;
+
+    INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at)
+    SELECT x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp())
+    FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                    pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
+                    pg_catalog.unnest(k_limited)) AS x (g, lk, n, at, limited)
+    WHERE x.limited AND x.n > 0
+    ORDER BY x.g, x.lk
+    ON CONFLICT ON CONSTRAINT jobq_limit_keys_pkey DO UPDATE
+    SET started = k.started + excluded.started,
+        last_start_at = greatest(k.last_start_at, excluded.last_start_at);
+
+    IF true = ANY (k_rate) THEN
+        INSERT INTO jobq_limit_starts (limit_group, limit_key, total, started, started_at)
+        SELECT x.g, x.lk, x.latest + x.n, x.n, x.at
+        FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                        pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
+                        pg_catalog.unnest(k_latest), pg_catalog.unnest(k_rate))
+            AS x (g, lk, n, at, latest, rate)
+        WHERE x.rate AND x.n > 0;
+
+        DELETE FROM jobq_limit_starts AS s
+        USING ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                         pg_catalog.unnest(k_n), pg_catalog.unnest(k_drop_below))
+            AS x (g, lk, n, drop_below)
+        WHERE x.n > 0
+          AND x.drop_below IS NOT NULL
+          AND s.limit_group = x.g
+          AND s.limit_key = x.lk
+          AND s.total < x.drop_below;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_types text[], range_queues text[]) IS 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
+batch_size jobs in claim order, never more than each (limit_group, limit_key) may start
+(max_running, max_starts per per), skipping keys that a concurrent claim holds, and records
+the starts.';
 
 CREATE FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) RETURNS timestamp with time zone[]
     LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -414,6 +1125,28 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__job_argument_problem(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) IS 'Private. Returns the first problem with one job''s arguments (a message naming the
 argument), or NULL.';
+
+CREATE FUNCTION public.jobq__limit_argument_problem(limit_group text, limit_key text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN limit_group IS NOT NULL AND jobq__blank(limit_group)
+            THEN 'limit_group must be NULL or a non-blank string'
+        WHEN pg_catalog.length(limit_group) > 200
+            THEN pg_catalog.format('limit_group is %s characters long, at most 200 are allowed',
+                                   pg_catalog.length(limit_group))
+        WHEN limit_key IS NOT NULL AND limit_group IS NULL
+            THEN 'limit_key needs a limit_group'
+        WHEN limit_key IS NOT NULL AND jobq__blank(limit_key)
+            THEN 'limit_key must be NULL or a non-blank string'
+        WHEN pg_catalog.length(limit_key) > 200
+            THEN pg_catalog.format('limit_key is %s characters long, at most 200 are allowed',
+                                   pg_catalog.length(limit_key))
+    END
+$$;
+
+COMMENT ON FUNCTION public.jobq__limit_argument_problem(limit_group text, limit_key text) IS 'Private. Returns the first problem with a job''s limit_group and limit_key (a message naming
+the argument), or NULL.';
 
 CREATE FUNCTION public.jobq__metric_add(a bigint[], b bigint[]) RETURNS bigint[]
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -912,28 +1645,6 @@ $$;
 COMMENT ON FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) IS 'Private. failed_at + attempts × backoff (a number of seconds; a month is 30 days), capped at
 365 days: when a failed attempt may run again. Never overflows.';
 
-CREATE FUNCTION public.jobq__statuses(finished boolean DEFAULT NULL::boolean) RETURNS text[]
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    AS $$
-DECLARE
-    -- pending waits (also between retries); processing is claimed.
-    v_unfinished CONSTANT text[] := ARRAY['pending', 'processing'];
-    -- succeeded is done; failed is a permanent failure the worker asked for; dead_letter has
-    -- used all its attempts; cancelled was cancelled (jobq_cancel).
-    v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'];
-BEGIN
-    RETURN CASE jobq__statuses.finished
-        WHEN TRUE THEN v_finished
-        WHEN FALSE THEN v_unfinished
-        ELSE pg_catalog.array_cat(v_unfinished, v_finished)
-    END;
-END;
-$$;
-
-COMMENT ON FUNCTION public.jobq__statuses(finished boolean) IS 'Private. The job statuses: every one (finished NULL, in the order of a job''s life), the
-finished ones (finished true) or the others (finished false). Used by the CHECK constraints of
-jobq_jobs and by the functions that take status names.';
-
 CREATE FUNCTION public.jobq__tick(at timestamp with time zone) RETURNS TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)
     LANGUAGE plpgsql
     SET search_path TO 'public', 'pg_temp'
@@ -1035,6 +1746,40 @@ CREATE FUNCTION public.jobq__uuid_v7() RETURNS uuid
 $$;
 
 COMMENT ON FUNCTION public.jobq__uuid_v7() IS 'Private. A new UUID version 7: Unix time in milliseconds (48 bits), version 7, random bits.';
+
+CREATE FUNCTION public.jobq__uuid_v7_many(count integer) RETURNS uuid[]
+    LANGUAGE sql PARALLEL SAFE
+    AS $$
+    SELECT pg_catalog.array_agg((b.hi || pg_catalog.to_hex(b.lo + g.n))::uuid ORDER BY g.n)
+    FROM (
+        SELECT
+            pg_catalog.lpad(pg_catalog.to_hex(r.ms), 12, '0') || '7'
+            || pg_catalog.substr(pg_catalog.encode(r.bytes, 'hex'), 1, 3) AS hi,
+            -- 1 and 0 (the variant), five zero bits (room to count), 56 random bits: negative
+            -- as a bigint, which to_hex writes as its 16 hexadecimal digits. (Operators other
+            -- than arithmetic ones share one precedence: each shift is in parentheses.)
+            (-9223372036854775807 - 1)
+            | (pg_catalog.get_byte(r.bytes, 9)::bigint << 48)
+            | (pg_catalog.get_byte(r.bytes, 10)::bigint << 40)
+            | (pg_catalog.get_byte(r.bytes, 11)::bigint << 32)
+            | (pg_catalog.get_byte(r.bytes, 12)::bigint << 24)
+            | (pg_catalog.get_byte(r.bytes, 13)::bigint << 16)
+            | (pg_catalog.get_byte(r.bytes, 14)::bigint << 8)
+            | pg_catalog.get_byte(r.bytes, 15)::bigint AS lo
+        FROM (
+            SELECT
+                pg_catalog.uuid_send(pg_catalog.gen_random_uuid()) AS bytes,
+                pg_catalog.floor(
+                    pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
+                    * 1000::double precision
+                )::bigint AS ms
+        ) AS r
+    ) AS b
+    CROSS JOIN pg_catalog.generate_series(1, count) AS g (n)
+$$;
+
+COMMENT ON FUNCTION public.jobq__uuid_v7_many(count integer) IS 'Private. count new UUID version 7 values for one batch, increasing in array order: one
+timestamp and random start for the batch, then consecutive values. NULL for count < 1.';
 
 CREATE FUNCTION public.jobq__worker_id_error(worker_id text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -1527,160 +2272,6 @@ Errors: 22023 max_payload_bytes < 1.
 Concurrency: turning metrics on again waits for the writers of jobq_jobs of the moment, and
 blocks new ones while it counts (see jobq_metrics_recount).';
 
-CREATE TABLE public.jobq_jobs (
-    id uuid DEFAULT (encode(set_bit(set_bit("overlay"(uuid_send(gen_random_uuid()), substr(int8send((floor((date_part('epoch'::text, clock_timestamp()) * (1000)::double precision)))::bigint), 3), 1, 6), (52)::bigint, 1), (53)::bigint, 1), 'hex'::text))::uuid NOT NULL,
-    queue text DEFAULT 'default'::text NOT NULL,
-    job_type text NOT NULL,
-    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
-    idempotency_key text,
-    status text DEFAULT 'pending'::text NOT NULL,
-    priority integer DEFAULT 0 NOT NULL,
-    attempts integer DEFAULT 0 NOT NULL,
-    max_attempts integer DEFAULT 5 NOT NULL,
-    available_at timestamp with time zone DEFAULT now() NOT NULL,
-    locked_at timestamp with time zone,
-    locked_by text,
-    last_error text,
-    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    finished_at timestamp with time zone,
-    scheduled boolean DEFAULT false NOT NULL,
-    result jsonb,
-    cancel_requested_at timestamp with time zone,
-    cancel_reason text,
-    awaited boolean DEFAULT false NOT NULL,
-    claimed_at timestamp with time zone,
-    CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
-    CONSTRAINT jobq_jobs_cancel_check CHECK (((status <> 'pending'::text) OR ((cancel_requested_at IS NULL) AND (cancel_reason IS NULL)))),
-    CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
-    CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (public.jobq__statuses(finished => true))) = (finished_at IS NOT NULL))),
-    CONSTRAINT jobq_jobs_max_attempts_check CHECK ((max_attempts >= 1)),
-    CONSTRAINT jobq_jobs_status_check CHECK ((status = ANY (public.jobq__statuses())))
-)
-WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0.0', autovacuum_vacuum_insert_threshold='20000', autovacuum_analyze_scale_factor='0.0', autovacuum_analyze_threshold='10000', autovacuum_vacuum_cost_delay='0');
-
-COMMENT ON TABLE public.jobq_jobs IS 'jobq jobs, one row per job. Change it only through the jobq_* functions.
-
-Its storage settings (\d+ shows them as Options) suit a table whose rows are updated several
-times (claim, completion) and die fast.
-
-fillfactor=70: no such update can be HOT (each changes status, which the partial indexes
-filter on), but 30 % free space on each page lets the new version of a row go to the same
-page, where the dead versions are pruned in place instead of spreading over the table.
-
-autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=5000: vacuum after 5,000 dead
-rows whatever the size of the table (by default it waits until 20 % of the table has turned
-over). Claims step over the dead index entries of claimed and finished jobs until VACUUM
-removes them, so their number is kept small, and independent of how many jobs are kept.
-
-autovacuum_vacuum_insert_scale_factor=0, autovacuum_vacuum_insert_threshold=20000: a queue
-that mostly receives jobs is vacuumed every 20,000 inserts too (visibility map, freezing).
-
-autovacuum_analyze_scale_factor=0, autovacuum_analyze_threshold=10000: statistics follow the
-queue every 10,000 changes; the planner''s choices depend on how many jobs are pending.
-
-autovacuum_vacuum_cost_delay=0: VACUUM of this table is never throttled, so that it ends
-before new dead entries pile up.';
-
-COMMENT ON COLUMN public.jobq_jobs.id IS 'The job''s id, made by jobq: a UUID version 7 (time-ordered: 48 bits of Unix time in
-milliseconds, then random bits) since migration 0005, random (version 4) before. Callers rely
-on neither.';
-
-COMMENT ON COLUMN public.jobq_jobs.queue IS 'The queue the job belongs to (default ''default''; 1-200 characters): a worker may serve
-some queues only (jobq_dequeue queues).';
-
-COMMENT ON COLUMN public.jobq_jobs.job_type IS 'Which handler runs the job (1-200 characters): a worker claims only the job types it has
-handlers for (jobq_dequeue job_types).';
-
-COMMENT ON COLUMN public.jobq_jobs.payload IS 'The job''s arguments, a JSON object handed to the handler; at most
-jobq_settings.max_payload_bytes of jsonb.';
-
-COMMENT ON COLUMN public.jobq_jobs.idempotency_key IS 'Dedupe of one logical task: enqueuing a key that exists, in any status, adds nothing and
-returns that job''s id (jobq_jobs_idempotency_key_key). NULL: no dedupe; NULLs never collide.';
-
-COMMENT ON COLUMN public.jobq_jobs.status IS 'pending: waits (also between retries); processing: claimed; succeeded: done; failed: a
-permanent failure the worker asked for (no retry); dead_letter: used all its attempts;
-cancelled: cancelled by jobq_cancel. succeeded, failed, dead_letter and cancelled are finished.
-The names are those of jobq__statuses().';
-
-COMMENT ON COLUMN public.jobq_jobs.priority IS 'Higher runs first: claims take jobs by priority (high first), then available_at, then id.
--1000000 to 1000000, default 0.';
-
-COMMENT ON COLUMN public.jobq_jobs.attempts IS 'Claims so far, the current one included: a claim adds 1, jobq_release gives it back, a
-requeue starts again at 0. A worker passes it back as attempt to fence its claim.';
-
-COMMENT ON COLUMN public.jobq_jobs.max_attempts IS 'Claims allowed (1-1000, default 5). A failure of the last attempt, or a stale claim of it
-taken over, moves the job to dead_letter.';
-
-COMMENT ON COLUMN public.jobq_jobs.available_at IS 'Not claimed before this time: run_at (or now) at enqueue, now + attempts × backoff after a
-failure, now after a release or a requeue. A pending job whose available_at is in the future
-when it is written is marked scheduled until a claim after that time promotes it.';
-
-COMMENT ON COLUMN public.jobq_jobs.locked_at IS 'When the current claim was made or last renewed (jobq_heartbeat); NULL unless processing. A
-claim older than the claiming worker''s lock_timeout is taken over by the next jobq_dequeue.';
-
-COMMENT ON COLUMN public.jobq_jobs.locked_by IS 'The worker_id holding the current claim; NULL unless processing. jobq_complete, jobq_fail,
-jobq_heartbeat and jobq_release act on a job only while it matches their worker_id.';
-
-COMMENT ON COLUMN public.jobq_jobs.last_error IS 'The error of the latest failed attempt or expired lock; kept when the job is requeued.';
-
-COMMENT ON COLUMN public.jobq_jobs.errors IS 'Every failure of the job, oldest first: a JSON array with one object per failed attempt,
-{"attempt": n, "at": time, "worker": worker_id, "error": text}, and "kind": "lock_expired"
-in the object jobq_dequeue adds when it takes over a stale claim. Kept when the job is
-requeued.';
-
-COMMENT ON COLUMN public.jobq_jobs.created_at IS 'When the job was enqueued.';
-
-COMMENT ON COLUMN public.jobq_jobs.updated_at IS 'When a jobq function last changed the job (a heartbeat renews locked_at only).';
-
-COMMENT ON COLUMN public.jobq_jobs.finished_at IS 'When the job reached a finished status (succeeded, failed, dead_letter, cancelled); NULL
-otherwise (jobq_jobs_finished_check). jobq_prune deletes jobs by its age.';
-
-COMMENT ON COLUMN public.jobq_jobs.scheduled IS 'Internal to the claim: true while a pending job waits for an available_at that was in the
-future when it was enqueued or retried. Such jobs are left out of jobq_jobs_claim_idx; every
-claim first clears the flag of the jobs that have come due (jobq_jobs_scheduled_idx). Meaningful
-only while the job is pending.';
-
-COMMENT ON COLUMN public.jobq_jobs.result IS 'What the handler returned (any JSON value), stored by jobq_complete(result => ...) or
-jobq_complete_many(results => ...) when the job succeeded; NULL otherwise. At most
-max_payload_bytes (jobq_settings).';
-
-COMMENT ON COLUMN public.jobq_jobs.cancel_requested_at IS 'When jobq_cancel() asked a processing job to stop; NULL without a request. The job keeps
-running: one that then fails, is released or is taken over ends cancelled, one that completes
-ends succeeded. Workers learn of it through jobq_cancel_requested() (with their heartbeat) and a
-notification.';
-
-COMMENT ON COLUMN public.jobq_jobs.cancel_reason IS 'The reason given to jobq_cancel() for a processing job (cut to 10,000 characters), if any. A
-job cancelled while pending has its reason in last_error instead.';
-
-COMMENT ON COLUMN public.jobq_jobs.awaited IS 'True once a client asked to be notified of the job''s end (jobq_await with timeout 0): its
-completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel
-with the job id as payload. Jobs nobody waits for cost no notification.';
-
-COMMENT ON COLUMN public.jobq_jobs.claimed_at IS 'When the latest claim was made (jobq_dequeue); heartbeats do not move it, unlike locked_at.
-jobq_run_seconds measures from here to the end of the attempt. NULL for a job never claimed
-(and for claims made before migration 0010).';
-
-COMMENT ON CONSTRAINT jobq_jobs_attempts_check ON public.jobq_jobs IS 'attempts is never negative (jobq_release gives an attempt back down to 0 at most).';
-
-COMMENT ON CONSTRAINT jobq_jobs_cancel_check ON public.jobq_jobs IS 'A pending job has no cancel request, so a job is never claimed again after its cancel took
-effect.';
-
-COMMENT ON CONSTRAINT jobq_jobs_claim_check ON public.jobq_jobs IS 'A claim (locked_at and locked_by) exists exactly while the job is processing. The fenced
-functions rely on it: they find a claim by id and locked_by = worker_id alone, which implies
-processing. Testing the status as well would match the predicate of jobq_jobs_locked_idx, and
-with a generic plan and statistics gathered while few jobs were processing the planner chose
-that index over the primary key, scanning every claimed job on each call (4,000 failures in
-one statement: 2.3 s instead of 0.25 s).';
-
-COMMENT ON CONSTRAINT jobq_jobs_finished_check ON public.jobq_jobs IS 'finished_at is set exactly for the finished statuses, jobq__statuses(finished => true).';
-
-COMMENT ON CONSTRAINT jobq_jobs_max_attempts_check ON public.jobq_jobs IS 'A job may be claimed at least once (jobq_enqueue also refuses more than 1000).';
-
-COMMENT ON CONSTRAINT jobq_jobs_status_check ON public.jobq_jobs IS 'status is one of jobq__statuses(). Text with a CHECK rather than an enum, whose values could
-never be dropped.';
-
 CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, lock_timeout interval DEFAULT '00:05:00'::interval, queues text[] DEFAULT NULL::text[]) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -1699,6 +2290,7 @@ DECLARE
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
+    v_limited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -1849,6 +2441,7 @@ BEGIN
                     WHERE j.job_type = t.job_type
                       AND j.status = 'pending'
                       AND NOT j.scheduled
+                      AND j.limit_group IS NULL
                     ORDER BY j.queue
                     LIMIT 1
                 )
@@ -1869,6 +2462,7 @@ BEGIN
                       AND j.queue > p.queue
                       AND j.status = 'pending'
                       AND NOT j.scheduled
+                      AND j.limit_group IS NULL
                     ORDER BY j.queue
                     LIMIT 1
                 )
@@ -1885,7 +2479,7 @@ BEGIN
             (
                 SELECT j.job_type, j.queue
                 FROM jobq_jobs AS j
-                WHERE j.status = 'pending' AND NOT j.scheduled
+                WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             )
@@ -1900,6 +2494,7 @@ BEGIN
                 WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             ) AS n
@@ -1909,6 +2504,43 @@ BEGIN
         INTO v_types, v_queues
         FROM pairs AS p
         WHERE jobq_dequeue.queues IS NULL OR p.queue = ANY (jobq_dequeue.queues);
+    END IF;
+
+    -- 2b. Limited jobs (limit_group set) are in jobq_jobs_limited_idx, not in the ranges
+    --     above: when some wait within the filters (one probe per job type, or of the whole
+    --     index without a job type filter; an empty index costs one probe), the claim is
+    --     jobq__claim_limited's, which merges both kinds under the limits. Otherwise the claim
+    --     below runs exactly as it does without limits.
+    IF jobq_dequeue.job_types IS NOT NULL THEN
+        v_limited := EXISTS (
+            SELECT 1
+            FROM pg_catalog.unnest(jobq_dequeue.job_types) AS u (job_type)
+            WHERE EXISTS (
+                SELECT 1
+                FROM jobq_jobs AS j
+                WHERE j.job_type = u.job_type
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+            )
+        );
+    ELSE
+        v_limited := EXISTS (
+            SELECT 1
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.limit_group IS NOT NULL
+              AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+        );
+    END IF;
+    IF v_limited THEN
+        RETURN QUERY
+        SELECT * FROM jobq__claim_limited(
+            jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues,
+            jobq_dequeue.batch_size, v_types, v_queues
+        );
+        RETURN;
     END IF;
 
     IF v_types IS NULL THEN
@@ -1928,6 +2560,7 @@ BEGIN
               AND j.queue = v_queues[1]
               AND j.status = 'pending'
               AND NOT j.scheduled
+              AND j.limit_group IS NULL
               AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT jobq_dequeue.batch_size
@@ -1984,6 +2617,7 @@ BEGIN
                   AND j.queue = p.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT v_k
@@ -2069,7 +2703,7 @@ same job, one call never locks or claims more than batch_size pending rows, and 
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
 awaits sends a NOTIFY on the done channel (payload: the job id).';
 
-CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text) RETURNS uuid
+CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text, limit_group text DEFAULT NULL::text, limit_key text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
@@ -2087,6 +2721,9 @@ BEGIN
         jobq_enqueue.job_type, jobq_enqueue.queue, jobq_enqueue.idempotency_key,
         jobq_enqueue.max_attempts, jobq_enqueue.priority
     );
+    v_error := coalesce(v_error, jobq__limit_argument_problem(
+        jobq_enqueue.limit_group, jobq_enqueue.limit_key
+    ));
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_enqueue: %', v_error
             USING ERRCODE = 'invalid_parameter_value';
@@ -2118,12 +2755,14 @@ BEGIN
 
     IF jobq_enqueue.idempotency_key IS NULL THEN
         INSERT INTO jobq_jobs AS j (
-            queue, job_type, payload, max_attempts, available_at, priority, scheduled
+            queue, job_type, payload, max_attempts, available_at, priority, scheduled,
+            limit_group, limit_key
         )
         VALUES (
             jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
             jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, v_now),
-            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > v_now, FALSE)
+            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > v_now, FALSE),
+            jobq_enqueue.limit_group, jobq_enqueue.limit_key
         )
         RETURNING j.id INTO v_id;
     ELSE
@@ -2134,13 +2773,14 @@ BEGIN
         LOOP
             INSERT INTO jobq_jobs AS j (
                 queue, job_type, payload, idempotency_key, max_attempts, available_at, priority,
-                scheduled
+                scheduled, limit_group, limit_key
             )
             VALUES (
                 jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
                 jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
                 coalesce(jobq_enqueue.run_at, v_now), jobq_enqueue.priority,
-                coalesce(jobq_enqueue.run_at > v_now, FALSE)
+                coalesce(jobq_enqueue.run_at > v_now, FALSE),
+                jobq_enqueue.limit_group, jobq_enqueue.limit_key
             )
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
@@ -2170,19 +2810,359 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text) IS 'Adds a pending job.
+COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) IS 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
 max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
 bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
-priority (-1000000..1000000, higher runs first), queue (1-200 chars).
+priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
+limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
+the whole group shares one limit, else 1-200 chars: each key of the group has the group''s
+limits for itself; needs a limit_group).
 Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
 is added or changed and that job''s id is returned.
-Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at or a payload
+Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at/limit_group/
+limit_key (blank, too long, a limit_key without a limit_group) or a payload
 that is not a JSON object, 22004 NULL payload, 54000 payload too large.
 Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
 caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
 in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
 now (delivered at commit).';
+
+CREATE FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[] DEFAULT NULL::jsonb[], idempotency_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], queues text[] DEFAULT NULL::text[]) RETURNS TABLE(ord integer, id uuid)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_n integer;
+    v_bad record;
+    v_limit integer;
+    v_ids uuid[];
+    v_keys text[];
+    v_missing integer;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    IF job_types IS NULL OR pg_catalog.array_ndims(job_types) > 1 THEN
+        RAISE EXCEPTION 'jobq_enqueue_arrays: job_types must be a one-dimensional array, got %',
+            coalesce(pg_catalog.array_ndims(job_types) || ' dimensions', 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_n := pg_catalog.cardinality(job_types);
+    -- The bound of jobq_enqueue_many: larger batches go in several calls.
+    IF v_n > 100000 THEN
+        RAISE EXCEPTION 'jobq_enqueue_arrays: job_types has % elements, at most 100000 are allowed',
+            v_n
+            USING ERRCODE = 'program_limit_exceeded',
+                  HINT = 'Enqueue in batches of at most 100000 jobs.';
+    END IF;
+    SELECT a.name, a.n INTO v_bad
+    FROM (VALUES
+        (1, 'payloads', pg_catalog.cardinality(payloads), pg_catalog.array_ndims(payloads)),
+        (2, 'idempotency_keys', pg_catalog.cardinality(idempotency_keys),
+         pg_catalog.array_ndims(idempotency_keys)),
+        (3, 'max_attempts', pg_catalog.cardinality(max_attempts),
+         pg_catalog.array_ndims(max_attempts)),
+        (4, 'run_ats', pg_catalog.cardinality(run_ats), pg_catalog.array_ndims(run_ats)),
+        (5, 'priorities', pg_catalog.cardinality(priorities), pg_catalog.array_ndims(priorities)),
+        (6, 'queues', pg_catalog.cardinality(queues), pg_catalog.array_ndims(queues))
+    ) AS a (pos, name, n, dims)
+    WHERE a.n IS NOT NULL AND (a.n <> v_n OR a.dims > 1)
+    ORDER BY a.pos
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'jobq_enqueue_arrays: % has % elements, job_types has %: each array '
+            'has one element per job (or is NULL for the default)', v_bad.name, v_bad.n, v_n
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+
+    -- Validation as set operations: job types and queues are checked once per distinct value
+    -- (a batch usually repeats a few), numbers by their range, payloads, keys and times one by
+    -- one. Only when something is wrong does a pass over the jobs look for the first bad one,
+    -- to name it.
+    IF NOT coalesce((
+        NOT EXISTS (
+            SELECT FROM (SELECT DISTINCT t.v FROM pg_catalog.unnest(job_types) AS t (v)) AS d
+            WHERE jobq__blank(d.v) OR pg_catalog.length(d.v) > 200
+        )
+        AND (queues IS NULL OR NOT EXISTS (
+            SELECT FROM (SELECT DISTINCT t.v FROM pg_catalog.unnest(queues) AS t (v)) AS d
+            WHERE jobq__blank(d.v) OR pg_catalog.length(d.v) > 200
+        ))
+        AND (idempotency_keys IS NULL OR NOT EXISTS (
+            SELECT FROM pg_catalog.unnest(idempotency_keys) AS k (v)
+            WHERE k.v IS NOT NULL AND (
+                jobq__blank(k.v) OR pg_catalog.length(k.v) > 1000
+                OR pg_catalog.octet_length(k.v) > 2000
+            )
+        ))
+        AND (jobq_enqueue_arrays.max_attempts IS NULL OR (
+            SELECT pg_catalog.count(m.v) = v_n AND pg_catalog.min(m.v) >= 1
+                AND pg_catalog.max(m.v) <= 1000
+            FROM pg_catalog.unnest(jobq_enqueue_arrays.max_attempts) AS m (v)
+        ))
+        AND (priorities IS NULL OR (
+            SELECT pg_catalog.count(p.v) = v_n AND pg_catalog.min(p.v) >= -1000000
+                AND pg_catalog.max(p.v) <= 1000000
+            FROM pg_catalog.unnest(priorities) AS p (v)
+        ))
+        AND (run_ats IS NULL OR NOT EXISTS (
+            SELECT FROM pg_catalog.unnest(run_ats) AS r (v) WHERE NOT pg_catalog.isfinite(r.v)
+        ))
+        AND (payloads IS NULL OR NOT EXISTS (
+            SELECT FROM pg_catalog.unnest(payloads) AS p (v)
+            WHERE p.v IS NULL OR pg_catalog.jsonb_typeof(p.v) <> 'object'
+                OR pg_catalog.pg_column_size(p.v) > v_limit
+        ))
+    ), FALSE) THEN
+        -- The first bad job, in input order.
+        SELECT x.ord, x.problem, x.code INTO v_bad
+        FROM (
+            SELECT
+                e.ord,
+                CASE
+                    WHEN e.payload IS NULL THEN 'payload must not be NULL'
+                    WHEN pg_catalog.jsonb_typeof(e.payload) <> 'object'
+                        THEN pg_catalog.format(
+                            'payload must be a JSON object, got a JSON %s',
+                            pg_catalog.jsonb_typeof(e.payload)
+                        )
+                    WHEN pg_catalog.pg_column_size(e.payload) > v_limit
+                        THEN pg_catalog.format(
+                            'payload is %s bytes, the limit is %s bytes',
+                            pg_catalog.pg_column_size(e.payload), v_limit
+                        )
+                    WHEN NOT pg_catalog.isfinite(e.run_at)
+                        THEN pg_catalog.format('run_at must be a finite time, got %s', e.run_at)
+                    ELSE jobq__job_argument_problem(
+                        e.job_type, e.queue, e.idempotency_key, e.max_attempts, e.priority
+                    )
+                END AS problem,
+                CASE
+                    WHEN e.payload IS NULL THEN 'null_value_not_allowed'
+                    WHEN pg_catalog.jsonb_typeof(e.payload) = 'object'
+                        AND pg_catalog.pg_column_size(e.payload) > v_limit
+                        THEN 'program_limit_exceeded'
+                    ELSE 'invalid_parameter_value'
+                END AS code
+            FROM (
+                SELECT
+                    u.ord::integer AS ord,
+                    u.job_type,
+                    CASE WHEN payloads IS NULL THEN '{}'::jsonb ELSE u.payload END AS payload,
+                    u.idempotency_key,
+                    CASE WHEN jobq_enqueue_arrays.max_attempts IS NULL THEN 5
+                         ELSE u.max_attempts END AS max_attempts,
+                    u.run_at,
+                    CASE WHEN priorities IS NULL THEN 0 ELSE u.priority END AS priority,
+                    CASE WHEN queues IS NULL THEN 'default' ELSE u.queue END AS queue
+                FROM ROWS FROM (
+                    pg_catalog.unnest(job_types), pg_catalog.unnest(payloads),
+                    pg_catalog.unnest(idempotency_keys),
+                    pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
+                    pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
+                    pg_catalog.unnest(queues)
+                ) WITH ORDINALITY AS u (
+                    job_type, payload, idempotency_key, max_attempts, run_at, priority, queue, ord
+                )
+            ) AS e
+        ) AS x
+        WHERE x.problem IS NOT NULL
+        ORDER BY x.ord
+        LIMIT 1;
+        IF FOUND THEN
+            -- The element counts from 1, like ord; the problem names the argument.
+            IF v_bad.code = 'null_value_not_allowed' THEN
+                RAISE EXCEPTION 'jobq_enqueue_arrays: element % (counting from 1): %',
+                    v_bad.ord, v_bad.problem
+                    USING ERRCODE = 'null_value_not_allowed',
+                          HINT = 'Pass ''{}'' for a job without arguments.';
+            ELSIF v_bad.code = 'program_limit_exceeded' THEN
+                RAISE EXCEPTION 'jobq_enqueue_arrays: element % (counting from 1): %',
+                    v_bad.ord, v_bad.problem
+                    USING ERRCODE = 'program_limit_exceeded';
+            END IF;
+            RAISE EXCEPTION 'jobq_enqueue_arrays: element % (counting from 1): %',
+                v_bad.ord, v_bad.problem
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+
+    v_ids := jobq__uuid_v7_many(v_n);
+    IF idempotency_keys IS NULL
+        OR pg_catalog.cardinality(pg_catalog.array_remove(idempotency_keys, NULL)) = 0
+    THEN
+        -- No job has a key: every job is inserted, nothing to deduplicate or look up.
+        WITH inserted AS (
+            INSERT INTO jobq_jobs AS j (
+                id, queue, job_type, payload, max_attempts, available_at, priority, scheduled
+            )
+            SELECT
+                u.id,
+                coalesce(u.queue, 'default'),
+                u.job_type,
+                coalesce(u.payload, '{}'::jsonb),
+                coalesce(u.max_attempts, 5),
+                coalesce(u.run_at, v_now),
+                coalesce(u.priority, 0),
+                coalesce(u.run_at > v_now, FALSE)
+            FROM ROWS FROM (
+                pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
+                pg_catalog.unnest(payloads),
+                pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
+                pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
+                pg_catalog.unnest(queues)
+            ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue)
+            RETURNING j.queue, j.job_type, j.available_at
+        ),
+
+        woken AS (
+            SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+            FROM inserted AS w
+            WHERE w.available_at <= v_now
+        ),
+
+        -- For jobq_metrics(): one count per statement, as jobq_enqueue_many's.
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+            ) AS n
+            FROM inserted AS c
+        )
+
+        SELECT woken.n INTO v_missing
+        FROM woken
+        CROSS JOIN counted;
+
+        RETURN QUERY
+        SELECT u.ord::integer, u.id
+        FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS u (id, ord);
+        RETURN;
+    END IF;
+
+    -- With keys: of several jobs with one key only the first is inserted (the others get its
+    -- id), and a key that exists already inserts nothing (ON CONFLICT DO NOTHING waits for a
+    -- concurrent inserter of that key, as in jobq_enqueue).
+    WITH input AS MATERIALIZED (
+        SELECT
+            u.ord::integer AS ord,
+            u.id AS new_id,
+            u.job_type,
+            coalesce(u.payload, '{}'::jsonb) AS payload,
+            u.idempotency_key,
+            coalesce(u.max_attempts, 5) AS max_attempts,
+            coalesce(u.run_at, v_now) AS available_at,
+            coalesce(u.priority, 0) AS priority,
+            coalesce(u.queue, 'default') AS queue,
+            CASE
+                WHEN u.idempotency_key IS NULL THEN u.id
+                ELSE pg_catalog.first_value(u.id) OVER (
+                    PARTITION BY u.idempotency_key ORDER BY u.ord
+                )
+            END AS first_id
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
+            pg_catalog.unnest(payloads), pg_catalog.unnest(idempotency_keys),
+            pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
+            pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
+            pg_catalog.unnest(queues)
+        ) WITH ORDINALITY AS u (
+            id, job_type, payload, idempotency_key, max_attempts, run_at, priority, queue, ord
+        )
+    ),
+
+    inserted AS (
+        INSERT INTO jobq_jobs AS j (
+            id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
+            priority, scheduled
+        )
+        SELECT
+            i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
+            i.available_at, i.priority, i.available_at > v_now
+        FROM input AS i
+        WHERE i.new_id = i.first_id
+        ORDER BY i.ord
+        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING j.id, j.queue, j.job_type, j.available_at
+    ),
+
+    woken AS (
+        SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+        FROM inserted AS w
+        WHERE w.available_at <= v_now
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+        ) AS n
+        FROM inserted AS c
+    )
+
+    SELECT
+        pg_catalog.array_agg(ins.id ORDER BY i.ord),
+        pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
+    INTO v_ids, v_keys
+    FROM input AS i
+    LEFT JOIN inserted AS ins ON ins.id = i.first_id
+    CROSS JOIN woken
+    CROSS JOIN counted;
+
+    -- Jobs whose key existed already: read the existing ids with the fresh snapshot of this
+    -- statement (it sees rows that concurrent enqueuers committed meanwhile).
+    LOOP
+        SELECT
+            pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
+            (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
+        INTO v_ids, v_missing
+        FROM ROWS FROM (pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys))
+            WITH ORDINALITY AS r (id, key, ord)
+        LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
+        EXIT WHEN v_missing = 0;
+
+        -- The row of a key vanished between our insert and our read (pruned): enqueue those
+        -- jobs again, one by one, through jobq_enqueue's own loop.
+        SELECT pg_catalog.array_agg(
+            CASE WHEN r.id IS NOT NULL THEN r.id ELSE jobq_enqueue(
+                job_type => job_types[r.ord],
+                payload => coalesce(payloads[r.ord], '{}'::jsonb),
+                idempotency_key => idempotency_keys[r.ord],
+                max_attempts => coalesce(jobq_enqueue_arrays.max_attempts[r.ord], 5),
+                run_at => run_ats[r.ord],
+                priority => coalesce(priorities[r.ord], 0),
+                queue => coalesce(queues[r.ord], 'default')
+            ) END ORDER BY r.ord)
+        INTO v_ids
+        FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
+    END LOOP;
+
+    RETURN QUERY
+    SELECT r.ord::integer, r.id
+    FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[]) IS 'Adds many jobs in one statement, given one array per column (element i of each array is job
+i), each job with jobq_enqueue''s semantics: an existing idempotency key returns the existing
+id; two jobs with the same key get the same id (the first is inserted). The same jobs as
+jobq_enqueue_many, without a JSON document to parse; send the arrays in binary where the
+driver can.
+Arguments: job_types (one per job, 1-200 chars; its length is the number of jobs);
+payloads (JSON objects), idempotency_keys, max_attempts, run_ats, priorities, queues: each
+NULL (the default of jobq_enqueue for every job) or with one element per job, bounded as in
+jobq_enqueue. A NULL element of idempotency_keys is no key, of run_ats now.
+Result: one row per job, (ord, id), ord counting from 1 in array order.
+Errors: 22023 job_types NULL or multidimensional, an array whose length differs from
+job_types'', a bad element (the message names the element, counting from 1 like ord, and the
+argument); 22004 a NULL payload element; 54000 a payload too large, or more than 100,000
+jobs. Nothing is inserted when any job is bad.
+Concurrency: as jobq_enqueue; one NOTIFY per queue that got jobs available now, or a single one
+with an empty payload (wake every worker) when more than 100 queues did. The jobs it adds are
+counted in jobq_metrics() (jobq_enqueued_total), in the caller''s transaction.';
 
 CREATE FUNCTION public.jobq_enqueue_many(jobs jsonb) RETURNS TABLE(ord integer, id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2230,16 +3210,16 @@ BEGIN
                     )
                 WHEN x.elem - ARRAY[
                     'job_type', 'payload', 'idempotency_key', 'max_attempts', 'run_at',
-                    'priority', 'queue'
+                    'priority', 'queue', 'limit_group', 'limit_key'
                 ] <> '{}'::jsonb
                     THEN pg_catalog.format(
                         'has unknown key(s) %s; allowed: job_type, payload, idempotency_key, '
-                        'max_attempts, run_at, priority, queue',
+                        'max_attempts, run_at, priority, queue, limit_group, limit_key',
                         (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k.key), ', ')
                          FROM pg_catalog.jsonb_object_keys(x.elem) AS k (key)
                          WHERE k.key NOT IN (
                              'job_type', 'payload', 'idempotency_key', 'max_attempts',
-                             'run_at', 'priority', 'queue'
+                             'run_at', 'priority', 'queue', 'limit_group', 'limit_key'
                          ))
                     )
                 WHEN pg_catalog.jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
@@ -2272,13 +3252,21 @@ BEGIN
                 WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'priority'), 'number') <> 'number'
                     OR (x.elem ->> 'priority') !~ '^-?[0-9]{1,9}$'
                     THEN 'priority must be an integer'
-                ELSE jobq__job_argument_problem(
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'limit_group'), 'null')
+                    NOT IN ('string', 'null')
+                    THEN 'limit_group must be a string or null'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'limit_key'), 'null')
+                    NOT IN ('string', 'null')
+                    THEN 'limit_key must be a string or null'
+                ELSE coalesce(jobq__job_argument_problem(
                     x.elem ->> 'job_type',
                     coalesce(x.elem ->> 'queue', 'default'),
                     x.elem ->> 'idempotency_key',
                     coalesce((x.elem ->> 'max_attempts')::integer, 5),
                     coalesce((x.elem ->> 'priority')::integer, 0)
-                )
+                ), jobq__limit_argument_problem(
+                    x.elem ->> 'limit_group', x.elem ->> 'limit_key'
+                ))
             END AS problem
         FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
     ) AS e
@@ -2314,17 +3302,21 @@ BEGIN
                     coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
                     coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
                     coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
-                    coalesce(x.elem ->> 'queue', 'default') AS queue
+                    coalesce(x.elem ->> 'queue', 'default') AS queue,
+                    x.elem ->> 'limit_group' AS limit_group,
+                    x.elem ->> 'limit_key' AS limit_key
                 FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
             ),
 
             inserted AS (
                 INSERT INTO jobq_jobs AS j (
-                    id, queue, job_type, payload, max_attempts, available_at, priority, scheduled
+                    id, queue, job_type, payload, max_attempts, available_at, priority, scheduled,
+                    limit_group, limit_key
                 )
                 SELECT
                     p.new_id, p.queue, p.job_type, p.payload, p.max_attempts,
-                    p.available_at, p.priority, p.available_at > v_now
+                    p.available_at, p.priority, p.available_at > v_now,
+                    p.limit_group, p.limit_key
                 FROM parsed AS p
                 ORDER BY p.ord
                 RETURNING j.queue, j.job_type, j.available_at
@@ -2361,7 +3353,9 @@ BEGIN
                 coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
                 coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
                 coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
-                coalesce(x.elem ->> 'queue', 'default') AS queue
+                coalesce(x.elem ->> 'queue', 'default') AS queue,
+                x.elem ->> 'limit_group' AS limit_group,
+                x.elem ->> 'limit_key' AS limit_key
             FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
         ),
 
@@ -2381,11 +3375,12 @@ BEGIN
         inserted AS (
             INSERT INTO jobq_jobs AS j (
                 id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
-                priority, scheduled
+                priority, scheduled, limit_group, limit_key
             )
             SELECT
                 i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-                i.available_at, i.priority, i.available_at > v_now
+                i.available_at, i.priority, i.available_at > v_now,
+                i.limit_group, i.limit_key
             FROM input AS i
             WHERE i.new_id = i.first_id
             ORDER BY i.ord
@@ -2463,7 +3458,9 @@ BEGIN
                 max_attempts => coalesce((x.elem ->> 'max_attempts')::integer, 5),
                 run_at => (x.elem ->> 'run_at')::timestamptz,
                 priority => coalesce((x.elem ->> 'priority')::integer, 0),
-                queue => coalesce(x.elem ->> 'queue', 'default')
+                queue => coalesce(x.elem ->> 'queue', 'default'),
+                limit_group => x.elem ->> 'limit_group',
+                limit_key => x.elem ->> 'limit_key'
             ) END ORDER BY r.ord)
         INTO v_ids
         FROM ROWS FROM (pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids)) AS r (ord, id)
@@ -2482,7 +3479,7 @@ idempotency_key returns the existing id; two elements with the same key get the 
 first is inserted). Built for 10,000+ jobs per call.
 Arguments: jobs (a JSON array of objects with the keys of jobq_enqueue: job_type required;
 payload, idempotency_key, max_attempts, run_at as ISO 8601 text with an offset, priority,
-queue optional).
+queue, limit_group, limit_key optional).
 Result: one row per element, (ord, id), ord counting from 1 in input order.
 Errors: 22023 when jobs is not an array, an element is not an object, has an unknown key or a
 bad value (a payload that is not a JSON object included; the message names the element,
@@ -3147,6 +4144,245 @@ unfinished), cancel_requested (true when jobq_cancel asked the job to stop while
 processing; false, never NULL, otherwise).
 Errors: none.';
 
+CREATE FUNCTION public.jobq_jobs_page(status text, queue text DEFAULT NULL::text, job_type text DEFAULT NULL::text, after_at timestamp with time zone DEFAULT NULL::timestamp with time zone, after_id uuid DEFAULT NULL::uuid, max_rows integer DEFAULT 50, scan_limit integer DEFAULT 10000) RETURNS SETOF public.jobq_job_summary
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    -- The cursor, or for the first page one before every row (infinity sorts after every
+    -- time, and the ids at the same time are then all taken), so that each query has one form
+    -- whose cursor is an index condition, in a custom plan or a generic one.
+    v_at timestamptz;
+    v_id uuid;
+    v_jobs refcursor;
+    v_job jobq_job_summary;
+    v_examined integer := 0;
+    v_found integer := 0;
+BEGIN
+    IF status IS NULL OR status <> ALL (jobq__statuses()) THEN
+        RAISE EXCEPTION 'jobq_jobs_page: status must be one of %, got %',
+            pg_catalog.array_to_string(jobq__statuses(), ', '),
+            coalesce(pg_catalog.quote_literal(status), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: max_rows must be between 1 and 1000, got %',
+            coalesce(max_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF scan_limit IS NULL OR scan_limit < 1 OR scan_limit > 1000000 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: scan_limit must be between 1 and 1000000, got %',
+            coalesce(scan_limit::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (after_at IS NULL) <> (after_id IS NULL) THEN
+        RAISE EXCEPTION 'jobq_jobs_page: after_at and after_id go together (the sort_at and id '
+            'of the last row of the previous page), got after_at %, after_id %',
+            coalesce(after_at::text, 'NULL'), coalesce(after_id::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    IF status IN ('pending', 'processing') THEN
+        v_at := coalesce(after_at, '-infinity');
+        v_id := coalesce(after_id, '00000000-0000-0000-0000-000000000000');
+    ELSE
+        v_at := coalesce(after_at, 'infinity');
+        v_id := coalesce(after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+    END IF;
+
+    IF status = 'pending' THEN
+        -- One branch per partial index of pending jobs (jobq_jobs_claim_idx, jobq_jobs_limited_idx,
+        -- jobq_jobs_scheduled_idx): a predicate of status alone implies none of them.
+        RETURN QUERY
+        SELECT p.* FROM (
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.available_at AS sort_at, true
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+              AND (j.available_at, j.id) > (v_at, v_id)
+              AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+              AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+            UNION ALL
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.available_at, true
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+              AND (j.available_at, j.id) > (v_at, v_id)
+              AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+              AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+            UNION ALL
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.available_at, true
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND j.scheduled
+              AND (j.available_at, j.id) > (v_at, v_id)
+              AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+              AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+        ) AS p
+        ORDER BY p.sort_at, p.id
+        LIMIT max_rows;
+    ELSIF status = 'processing' THEN
+        RETURN QUERY
+        SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+               j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+               j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.locked_at,
+               true
+        FROM jobq_jobs AS j
+        WHERE j.status = 'processing'
+          AND (j.locked_at, j.id) > (v_at, v_id)
+          AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+          AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+        ORDER BY j.locked_at, j.id
+        LIMIT max_rows;
+    ELSE
+        -- Finished: newest first, through jobq_jobs_succeeded_idx or jobq_jobs_failed_idx (one
+        -- query each, whose predicate implies the index's), examined one by one. The LIMIT says
+        -- what the loop reads at most: without it, the plan is costed for every finished job,
+        -- and a cost in the millions has PostgreSQL JIT-compile it (half a second, per call,
+        -- until the plan is cached) to return 51 rows.
+        IF status = 'succeeded' THEN
+            OPEN v_jobs FOR
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   true
+            FROM jobq_jobs AS j
+            WHERE j.status = 'succeeded'
+              AND (j.finished_at, j.id) < (v_at, v_id)
+            ORDER BY j.finished_at DESC, j.id DESC
+            LIMIT scan_limit;
+        ELSE
+            OPEN v_jobs FOR
+            SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+                   j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   true
+            FROM jobq_jobs AS j
+            WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+              AND j.status = jobq_jobs_page.status
+              AND (j.finished_at, j.id) < (v_at, v_id)
+            ORDER BY j.finished_at DESC, j.id DESC
+            LIMIT scan_limit;
+        END IF;
+        LOOP
+            FETCH v_jobs INTO v_job;
+            EXIT WHEN NOT FOUND;
+            v_examined := v_examined + 1;
+            IF (jobq_jobs_page.queue IS NULL OR v_job.queue = jobq_jobs_page.queue)
+               AND (jobq_jobs_page.job_type IS NULL OR v_job.job_type = jobq_jobs_page.job_type)
+            THEN
+                RETURN NEXT v_job;
+                v_found := v_found + 1;
+                EXIT WHEN v_found >= max_rows;
+            END IF;
+            IF v_examined >= scan_limit THEN
+                v_job.matches := false;
+                RETURN NEXT v_job;
+                EXIT;
+            END IF;
+        END LOOP;
+        CLOSE v_jobs;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) IS 'Admin and monitor. One page of the jobs of one status, without payloads, with keyset paging:
+pass the sort_at and id of the last row of a page as after_at and after_id to get the next one.
+Pending jobs are listed oldest available first (sort_at = available_at), processing jobs oldest
+claim first (locked_at), finished ones newest first (finished_at). Each status is read through
+the partial index that holds it, so a page costs the same at any depth and whatever the number
+of jobs in other statuses; a queue or job_type filter is applied to the rows of that index.
+A page of finished jobs examines at most scan_limit jobs: when it stops there short of max_rows
+matches, its last row has matches = false and is only the last job examined, whose sort_at and
+id are the cursor to search on (pending and processing jobs, the backlog, are searched whole).
+Arguments: status (one status), queue (NULL = any), job_type (NULL = any), after_at and
+after_id (both NULL for the first page, both given for the next ones), max_rows (1 to 1000,
+default 50), scan_limit (how many finished jobs a page examines at most, 1 to 1000000,
+default 10000).
+Result: rows of jobq_job_summary (the columns of jobq_jobs without payload, result and
+errors, cancel_requested, sort_at, and matches: true on every job listed, false on the marker
+of a search stopped by scan_limit).
+Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, scan_limit outside
+1..1000000, only one of after_at and after_id.
+Concurrency: a snapshot, as any query; it takes no lock. A job that changes status between two
+pages leaves one listing and may appear in another.';
+
+CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_key text, running bigint, max_running integer, starts_in_window bigint, max_starts integer, per interval, pending bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    WITH counts AS (
+        SELECT
+            j.limit_group, coalesce(j.limit_key, '') AS lk,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'processing') AS running,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending
+        FROM jobq_jobs AS j
+        INNER JOIN jobq_limits AS l ON l.limit_group = j.limit_group
+        WHERE j.status IN ('pending', 'processing') AND j.limit_group IS NOT NULL
+        GROUP BY j.limit_group, coalesce(j.limit_key, '')
+    ),
+
+    windows AS (
+        SELECT
+            s.limit_group, s.limit_key AS lk,
+            pg_catalog.sum(s.started) FILTER (
+                WHERE s.started_at > pg_catalog.clock_timestamp() - l.per
+            ) AS starts
+        FROM jobq_limit_starts AS s
+        INNER JOIN jobq_limits AS l ON l.limit_group = s.limit_group
+        WHERE l.per IS NOT NULL
+        GROUP BY s.limit_group, s.limit_key
+    )
+
+    SELECT
+        l.limit_group,
+        CASE WHEN coalesce(c.lk, w.lk) <> '' THEN coalesce(c.lk, w.lk) END AS limit_key,
+        coalesce(c.running, 0),
+        l.max_running,
+        CASE WHEN l.max_starts IS NOT NULL THEN coalesce(w.starts, 0)::bigint END,
+        l.max_starts,
+        l.per,
+        coalesce(c.pending, 0)
+    FROM counts AS c
+    FULL JOIN windows AS w ON w.limit_group = c.limit_group AND w.lk = c.lk
+    INNER JOIN jobq_limits AS l ON l.limit_group = coalesce(c.limit_group, w.limit_group)
+    WHERE coalesce(c.running, 0) > 0 OR coalesce(c.pending, 0) > 0 OR coalesce(w.starts, 0) > 0
+    ORDER BY 1, 2 NULLS FIRST
+$$;
+
+COMMENT ON FUNCTION public.jobq_limit_usage() IS 'Admin only. What each (limit_group, limit_key) of a limited group uses of its limits now: one
+row per key with jobs processing or pending, or starts within its rate window.
+Arguments: none.
+Result: limit_group, limit_key (NULL: the group''s jobs without a key), running (jobs
+processing), max_running, starts_in_window (jobs started within the window of length per
+that ends now; NULL without a rate limit), max_starts, per, pending (jobs waiting, held back
+or not).
+Errors: none.
+Concurrency: reads committed state without taking the keys'' locks: a claim under way is not
+counted until it commits.';
+
+CREATE FUNCTION public.jobq_limits() RETURNS TABLE(limit_group text, max_running integer, max_starts integer, per interval)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT l.limit_group, l.max_running, l.max_starts, l.per
+    FROM jobq_limits AS l
+    ORDER BY l.limit_group
+$$;
+
+COMMENT ON FUNCTION public.jobq_limits() IS 'Admin only. The limits set with jobq_set_limit, one row per limited group, by group. A group
+without a row is unlimited.
+Arguments: none.
+Result: limit_group, max_running (NULL: no concurrency limit), max_starts and per (NULL: no
+rate limit).
+Errors: none.';
+
 CREATE FUNCTION public.jobq_list_jobs(statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -3274,7 +4510,7 @@ BEGIN
             (
                 SELECT j.job_type, j.queue
                 FROM jobq_jobs AS j
-                WHERE j.status = 'pending' AND NOT j.scheduled
+                WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             )
@@ -3289,6 +4525,7 @@ BEGIN
                 WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             ) AS n
@@ -3310,6 +4547,7 @@ BEGIN
                   AND j.queue = p.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                 ORDER BY j.priority DESC, j.available_at ASC
                 LIMIT 1
             ) AS f
@@ -3325,6 +4563,7 @@ BEGIN
                   AND j.queue = o.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                   AND j.priority < o.priority
                 ORDER BY j.priority DESC, j.available_at ASC
                 LIMIT 1
@@ -3332,6 +4571,16 @@ BEGIN
         )
 
         SELECT o.queue, o.available_at FROM o
+    ),
+
+    -- Limited jobs (jobq_jobs_limited_idx, outside the claim index): the oldest of each queue,
+    -- read from that index (its entries are the pending limited jobs only, never a finished
+    -- one).
+    limited AS (
+        SELECT j.queue, pg_catalog.min(j.available_at) AS available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+        GROUP BY j.queue
     ),
 
     -- Scheduled jobs that have come due but that no claim has promoted yet (no worker claims
@@ -3352,6 +4601,8 @@ BEGIN
             SELECT b.queue, b.available_at FROM oldest_by_priority AS b
             UNION ALL
             SELECT d.queue, d.available_at FROM due AS d
+            UNION ALL
+            SELECT l.queue, l.available_at FROM limited AS l
         ) AS a
         GROUP BY a.queue
     )
@@ -3695,6 +4946,69 @@ Errors: 22023 for pending or processing in statuses (refused), an unknown status
 list, a NULL or negative older_than, a batch_size below 1.
 Concurrency: rows locked by another transaction at that moment are skipped (SKIP LOCKED), not
 waited for; a later call prunes them.';
+
+CREATE FUNCTION public.jobq_queue_summary(recent interval DEFAULT '00:05:00'::interval) RETURNS TABLE(queue text, available bigint, scheduled bigint, processing bigint, failed bigint, dead_letter bigint, cancelled bigint, oldest_available_at timestamp with time zone, succeeded_recent bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.now();
+BEGIN
+    IF recent IS NULL OR recent < interval '0' OR recent > interval '1 day' THEN
+        RAISE EXCEPTION 'jobq_queue_summary: recent must be between 0 and 1 day, got %',
+            coalesce(recent::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    RETURN QUERY
+    SELECT
+        p.queue,
+        pg_catalog.count(*) FILTER (WHERE p.status = 'pending' AND p.available_at <= v_now),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'pending' AND p.available_at > v_now),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'processing'),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'failed'),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'dead_letter'),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'cancelled'),
+        pg_catalog.min(p.available_at) FILTER (WHERE p.status = 'pending'
+                                               AND p.available_at <= v_now),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'succeeded')
+    FROM (
+        -- One branch per partial index, each matching its predicate exactly.
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status = 'pending' AND j.scheduled
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status = 'processing'
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status = 'succeeded' AND j.finished_at >= v_now - recent
+    ) AS p
+    GROUP BY p.queue
+    ORDER BY p.queue;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_queue_summary(recent interval) IS 'Admin and monitor. Per queue: jobs available now, scheduled for later, processing, failed,
+dead_letter and cancelled, the oldest available_at among the available ones, and the jobs that
+succeeded within recent. Reads only the partial indexes of those jobs (never the succeeded
+jobs older than recent), so it stays cheap however many finished jobs are kept. A queue with
+none of these jobs has no row.
+Arguments: recent (how far back succeeded jobs are counted, 0 to 1 day, default 5 minutes).
+Result: rows (queue, available, scheduled, processing, failed, dead_letter, cancelled,
+oldest_available_at, succeeded_recent), by queue.
+Errors: 22023 a NULL or negative recent, or one over 1 day.
+Concurrency: a snapshot, as any query; it takes no lock.';
 
 CREATE FUNCTION public.jobq_release(job_ids uuid[], worker_id text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4115,6 +5429,91 @@ created_at, updated_at.
 Errors: none.
 Concurrency: a snapshot, as any query; it takes no lock.';
 
+CREATE FUNCTION public.jobq_set_limit(limit_group text, max_running integer DEFAULT NULL::integer, max_starts integer DEFAULT NULL::integer, per interval DEFAULT NULL::interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    IF jobq_set_limit.limit_group IS NULL THEN
+        v_error := 'limit_group must be a non-blank string';
+    ELSE
+        v_error := jobq__limit_argument_problem(jobq_set_limit.limit_group, NULL);
+    END IF;
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_set_limit: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_set_limit.max_running < 1 THEN
+        RAISE EXCEPTION 'jobq_set_limit: max_running must be at least 1 (or NULL: no limit), got %',
+            jobq_set_limit.max_running
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_set_limit.max_starts < 1 THEN
+        RAISE EXCEPTION 'jobq_set_limit: max_starts must be at least 1 (or NULL: no limit), got %',
+            jobq_set_limit.max_starts
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF (jobq_set_limit.max_starts IS NULL) <> (jobq_set_limit.per IS NULL) THEN
+        RAISE EXCEPTION 'jobq_set_limit: max_starts and per go together, got max_starts % and per %',
+            coalesce(jobq_set_limit.max_starts::text, 'NULL'),
+            coalesce(jobq_set_limit.per::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A rate limit is max_starts jobs per interval, such as 100 per ''1 minute''.';
+    END IF;
+    -- An interval of months or days has no fixed length (a month is 28 to 31 days, a day 23 to
+    -- 25 hours across a daylight-saving change): the window must be exact.
+    IF jobq_set_limit.per <= interval '0'
+       OR pg_catalog.date_part('month', jobq_set_limit.per) <> 0::double precision
+       OR pg_catalog.date_part('year', jobq_set_limit.per) <> 0::double precision
+       OR pg_catalog.date_part('day', jobq_set_limit.per) <> 0::double precision
+       OR jobq_set_limit.per > interval '10000 hours' THEN
+        RAISE EXCEPTION 'jobq_set_limit: per must be a positive interval of hours, minutes and '
+            'seconds, at most 10000 hours, got %', jobq_set_limit.per
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Write a day as ''24 hours''.';
+    END IF;
+
+    IF jobq_set_limit.max_running IS NULL AND jobq_set_limit.max_starts IS NULL THEN
+        DELETE FROM jobq_limits AS l WHERE l.limit_group = jobq_set_limit.limit_group;
+        DELETE FROM jobq_limit_keys AS k WHERE k.limit_group = jobq_set_limit.limit_group;
+        DELETE FROM jobq_limit_starts AS s WHERE s.limit_group = jobq_set_limit.limit_group;
+    ELSE
+        INSERT INTO jobq_limits AS l (limit_group, max_running, max_starts, per, updated_at)
+        VALUES (
+            jobq_set_limit.limit_group, jobq_set_limit.max_running, jobq_set_limit.max_starts,
+            jobq_set_limit.per, v_now
+        )
+        ON CONFLICT ON CONSTRAINT jobq_limits_pkey DO UPDATE
+        SET max_running = excluded.max_running,
+            max_starts = excluded.max_starts,
+            per = excluded.per,
+            updated_at = excluded.updated_at;
+    END IF;
+    PERFORM pg_catalog.pg_notify(jobq__channel(), '');
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_set_limit(limit_group text, max_running integer, max_starts integer, per interval) IS 'Admin only. Sets the limits of a limit group; each (limit_group, limit_key) pair of its jobs
+has them for itself. Claims never make more than max_running jobs of one pair processing at
+once, and never start more than max_starts jobs of one pair within any window of length per
+(a sliding window). Held-back jobs stay pending and spend no attempt. Both NULL removes the
+group''s limit (and its bookkeeping): its jobs are claimed as unlimited from the next claim on.
+Arguments: limit_group (1-200 chars, not blank), max_running (NULL = no concurrency limit, else
+at least 1), max_starts (NULL = no rate limit, else at least 1), per (the window of
+max_starts: NULL exactly when max_starts is; hours, minutes and seconds, positive, at most
+10000 hours).
+Result: none.
+Errors: 22023 limit_group NULL, blank or longer than 200 characters, max_running or
+max_starts < 1, max_starts without per or per without max_starts, per not positive, with
+days, months or years, or over 10000 hours.
+Concurrency: the change applies to claims that start after it commits; a claim running
+meanwhile uses the limits it read. Wakes idle workers (NOTIFY with an empty payload on the
+installation''s channel, at commit).';
+
 CREATE FUNCTION public.jobq_stats() RETURNS TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -4224,6 +5623,84 @@ default 15 minutes; > 0).
 Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, and the oldest
 available_at among them.
 Errors: 22023 a NULL or non-positive idle.';
+
+CREATE TABLE public.jobq_limit_keys (
+    limit_group text NOT NULL,
+    limit_key text NOT NULL,
+    started bigint DEFAULT 0 NOT NULL,
+    last_start_at timestamp with time zone
+);
+
+COMMENT ON TABLE public.jobq_limit_keys IS 'jobq: one row per (limit_group, limit_key) of a limited group that has started a job, written
+by the claim under the key''s lock with every start. The write is what makes a claim in a
+REPEATABLE READ or SERIALIZABLE transaction fail (40001) rather than miss a start that a
+concurrent claim committed after its snapshot. jobq_set_limit deletes a group''s rows when it
+removes the limit.';
+
+COMMENT ON COLUMN public.jobq_limit_keys.limit_group IS 'The group.';
+
+COMMENT ON COLUMN public.jobq_limit_keys.limit_key IS 'The key within the group; the empty string stands for a NULL limit_key (an empty one cannot
+be enqueued).';
+
+COMMENT ON COLUMN public.jobq_limit_keys.started IS 'Jobs of this key started while the group was limited.';
+
+COMMENT ON COLUMN public.jobq_limit_keys.last_start_at IS 'When the key last started jobs (the clock of the claim that held the key''s lock; never
+earlier than the start before it).';
+
+CREATE TABLE public.jobq_limit_starts (
+    limit_group text NOT NULL,
+    limit_key text NOT NULL,
+    total bigint NOT NULL,
+    started integer NOT NULL,
+    started_at timestamp with time zone NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_limit_starts IS 'jobq: the sliding window of each rate-limited key: one row per claim that started jobs of the
+key, with the running total of the key''s recorded starts. The starts within the window ending
+now are the latest total minus the total of the last row older than the window, found with
+one probe of jobq_limit_starts_at_idx; rows older than that one are deleted by the claims.';
+
+COMMENT ON COLUMN public.jobq_limit_starts.limit_group IS 'The group.';
+
+COMMENT ON COLUMN public.jobq_limit_starts.limit_key IS 'The key within the group (the empty string for a NULL limit_key).';
+
+COMMENT ON COLUMN public.jobq_limit_starts.total IS 'Starts recorded for the key, this claim''s included.';
+
+COMMENT ON COLUMN public.jobq_limit_starts.started IS 'Jobs of the key this claim started.';
+
+COMMENT ON COLUMN public.jobq_limit_starts.started_at IS 'When (the clock under the key''s lock, never earlier than the row before).';
+
+CREATE TABLE public.jobq_limits (
+    limit_group text NOT NULL,
+    max_running integer,
+    max_starts integer,
+    per interval,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT jobq_limits_max_running_positive CHECK ((max_running >= 1)),
+    CONSTRAINT jobq_limits_rate_complete CHECK ((((max_starts IS NULL) AND (per IS NULL)) OR ((max_starts IS NOT NULL) AND (per IS NOT NULL) AND (max_starts >= 1) AND (per > '00:00:00'::interval)))),
+    CONSTRAINT jobq_limits_some_limit CHECK (((max_running IS NOT NULL) OR (max_starts IS NOT NULL)))
+);
+
+COMMENT ON TABLE public.jobq_limits IS 'jobq: the limit of each limited group, one row per limit_group, written by jobq_set_limit. A
+group without a row is unlimited. Each (limit_group, limit_key) pair has these limits for
+itself.';
+
+COMMENT ON COLUMN public.jobq_limits.limit_group IS 'The group, as jobs name it in limit_group.';
+
+COMMENT ON COLUMN public.jobq_limits.max_running IS 'At most this many jobs of one key processing at once; NULL: no such limit.';
+
+COMMENT ON COLUMN public.jobq_limits.max_starts IS 'At most this many jobs of one key started (claimed) within any window of length per; NULL:
+no rate limit.';
+
+COMMENT ON COLUMN public.jobq_limits.per IS 'The window of max_starts; NULL exactly when max_starts is.';
+
+COMMENT ON COLUMN public.jobq_limits.updated_at IS 'When jobq_set_limit last set this limit.';
+
+COMMENT ON CONSTRAINT jobq_limits_max_running_positive ON public.jobq_limits IS 'max_running is at least 1 (a group that must not run is paused another way).';
+
+COMMENT ON CONSTRAINT jobq_limits_rate_complete ON public.jobq_limits IS 'A rate limit has both max_starts (at least 1) and per (positive), or neither.';
+
+COMMENT ON CONSTRAINT jobq_limits_some_limit ON public.jobq_limits IS 'A row sets at least one limit: removing both removes the row.';
 
 CREATE TABLE public.jobq_metric_counters (
     shard integer NOT NULL,
@@ -4505,6 +5982,21 @@ ALTER TABLE ONLY public.jobq_jobs
 
 COMMENT ON CONSTRAINT jobq_jobs_pkey ON public.jobq_jobs IS 'A job is identified by its id.';
 
+ALTER TABLE ONLY public.jobq_limit_keys
+    ADD CONSTRAINT jobq_limit_keys_pkey PRIMARY KEY (limit_group, limit_key);
+
+COMMENT ON CONSTRAINT jobq_limit_keys_pkey ON public.jobq_limit_keys IS 'One row per key.';
+
+ALTER TABLE ONLY public.jobq_limit_starts
+    ADD CONSTRAINT jobq_limit_starts_pkey PRIMARY KEY (limit_group, limit_key, total);
+
+COMMENT ON CONSTRAINT jobq_limit_starts_pkey ON public.jobq_limit_starts IS 'Each total once per key: the rows of a key in start order.';
+
+ALTER TABLE ONLY public.jobq_limits
+    ADD CONSTRAINT jobq_limits_pkey PRIMARY KEY (limit_group);
+
+COMMENT ON CONSTRAINT jobq_limits_pkey ON public.jobq_limits IS 'One limit per group.';
+
 ALTER TABLE ONLY public.jobq_metric_counters
     ADD CONSTRAINT jobq_metric_counters_pkey PRIMARY KEY (queue, job_type, shard);
 
@@ -4531,11 +6023,11 @@ ALTER TABLE ONLY public.jobq_workers
 
 COMMENT ON CONSTRAINT jobq_workers_pkey ON public.jobq_workers IS 'One row per worker_id: a claim refreshes its worker''s row instead of adding one.';
 
-CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (NOT scheduled));
+CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NULL));
 
-COMMENT ON INDEX public.jobq_jobs_claim_idx IS 'The claim: pending jobs available now (not scheduled), one range per (job_type, queue) pair,
-each in claim order (priority DESC, available_at, id). jobq_dequeue reads the ranges its
-filters select, and merges them when there are several.';
+COMMENT ON INDEX public.jobq_jobs_claim_idx IS 'The claim: pending jobs available now (not scheduled) without a limit, one range per
+(job_type, queue) pair, each in claim order (priority DESC, available_at, id). jobq_dequeue
+reads the ranges its filters select, and merges them when there are several.';
 
 CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY['failed'::text, 'dead_letter'::text, 'cancelled'::text]));
 
@@ -4546,6 +6038,19 @@ CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btre
 
 COMMENT ON INDEX public.jobq_jobs_idempotency_key_key IS 'One job per idempotency_key. Partial (only non-NULL keys): NULLs never collide, and a job
 without a key, the common case, costs no entry here, when inserted or on any update.';
+
+CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''::text)) WHERE ((status = 'processing'::text) AND (limit_group IS NOT NULL));
+
+COMMENT ON INDEX public.jobq_jobs_limit_running_idx IS 'The processing jobs of each (limit_group, limit_key): the claim counts them under the key''s
+lock, jobq_limit_usage() reports them.';
+
+CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''::text), priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NOT NULL));
+
+COMMENT ON INDEX public.jobq_jobs_limited_idx IS 'The claim of limited jobs: pending jobs available now (not scheduled) with a limit_group, one
+range per (job_type, queue, limit_group, limit_key), each in claim order. jobq_dequeue probes
+it once to learn whether its filters hold limited jobs, and then reads the head of each
+key''s range (a key that is full is skipped whole, whatever it holds back). An empty
+limit_key cannot be enqueued, so the empty string stands for NULL.';
 
 CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = 'processing'::text);
 
@@ -4564,6 +6069,16 @@ CREATE INDEX jobq_jobs_succeeded_idx ON public.jobq_jobs USING btree (finished_a
 
 COMMENT ON INDEX public.jobq_jobs_succeeded_idx IS 'Succeeded jobs by finished_at, for jobq_prune (the oldest first, in batches). A completion
 appends one entry at its right-hand end.';
+
+COMMENT ON INDEX public.jobq_limit_keys_pkey IS 'The index of jobq_limit_keys_pkey.';
+
+CREATE INDEX jobq_limit_starts_at_idx ON public.jobq_limit_starts USING btree (limit_group, limit_key, started_at, total);
+
+COMMENT ON INDEX public.jobq_limit_starts_at_idx IS 'The last row of a key older than the window: one probe per claim of a rate-limited key.';
+
+COMMENT ON INDEX public.jobq_limit_starts_pkey IS 'The index of jobq_limit_starts_pkey: the first and the latest row of a key.';
+
+COMMENT ON INDEX public.jobq_limits_pkey IS 'The index of jobq_limits_pkey: the claim reads the limit of each group it meets.';
 
 COMMENT ON INDEX public.jobq_metric_counters_pkey IS 'The index of jobq_metric_counters_pkey, for the upserts of jobq__metrics_count.';
 
@@ -4585,6 +6100,10 @@ REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__statuses(finished boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_types text[], range_queues text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__cron_next(masks bigint[], timezone text, after timestamp with time zone) FROM PUBLIC;
@@ -4596,6 +6115,8 @@ REVOKE ALL ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worke
 REVOKE ALL ON FUNCTION public.jobq__event_channel(kind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__job_argument_problem(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__limit_argument_problem(limit_group text, limit_key text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__metric_add(a bigint[], b bigint[]) FROM PUBLIC;
 
@@ -4615,11 +6136,11 @@ REVOKE ALL ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) FR
 
 REVOKE ALL ON FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq__statuses(finished boolean) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION public.jobq__tick(at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__uuid_v7() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__uuid_v7_many(count integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__worker_id_error(worker_id text) FROM PUBLIC;
 
@@ -4639,7 +6160,9 @@ REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics 
 
 REVOKE ALL ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_enqueue_many(jobs jsonb) FROM PUBLIC;
 
@@ -4655,6 +6178,12 @@ REVOKE ALL ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) FRO
 
 REVOKE ALL ON FUNCTION public.jobq_job_status(job_ids uuid[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_limit_usage() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_limits() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics() FROM PUBLIC;
@@ -4662,6 +6191,8 @@ REVOKE ALL ON FUNCTION public.jobq_metrics() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_metrics_recount() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_queue_summary(recent interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) FROM PUBLIC;
 
@@ -4674,6 +6205,8 @@ REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue tex
 REVOKE ALL ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_schedules() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_set_limit(limit_group text, max_running integer, max_starts integer, per interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_stats() FROM PUBLIC;
 

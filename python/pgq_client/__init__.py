@@ -22,12 +22,24 @@ from .errors import (
     Retry,
     SerializationFailure,
 )
-from .models import Fire, Job, JobStatus, MetricSample, Schedule, StatsRow
+from .models import (
+    BulkSummary,
+    Fire,
+    Job,
+    JobStatus,
+    Limit,
+    LimitUsage,
+    MetricSample,
+    RefusedBatch,
+    Schedule,
+    StatsRow,
+)
 from .queue import Queue
 from .worker import Worker
 
 __all__ = [
     "AsyncQueue",
+    "BulkSummary",
     "ConnectionFailed",
     "Fire",
     "IncompatibleSchema",
@@ -37,6 +49,8 @@ __all__ = [
     "JobNotFound",
     "JobStatus",
     "JobqError",
+    "Limit",
+    "LimitUsage",
     "MetricSample",
     "NotMigrated",
     "NullValue",
@@ -44,6 +58,7 @@ __all__ = [
     "PermanentError",
     "PermissionDenied",
     "Queue",
+    "RefusedBatch",
     "Retry",
     "Schedule",
     "SerializationFailure",

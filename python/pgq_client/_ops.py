@@ -14,6 +14,7 @@ executor then waits for a notification on its listening connection (or sleeps).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -29,11 +30,15 @@ from psycopg.rows import BaseRowFactory, dict_row, scalar_row, tuple_row
 from ._sql import Statements
 from .errors import InvalidArgument, JobFailed, JobNotFound, JobqError, NotMigrated
 from .models import (
+    BulkSummary,
     Fire,
     HealthRow,
     Job,
     JobStatus,
+    Limit,
+    LimitUsage,
     MetricSample,
+    RefusedBatch,
     Schedule,
     StatsRow,
     UnservedJobType,
@@ -71,7 +76,7 @@ class Call:
     caller's transaction (``conn=``) it never is.
     """
 
-    query: sql.Composed
+    query: sql.SQL
     params: Mapping[str, Any]
     row_factory: BaseRowFactory[Any] = dict_row
     retry_serialization: bool = False
@@ -178,11 +183,15 @@ def check_text(value: str | None, name: str) -> None:
         ) from None
 
 
+# One encoder for every call: json.dumps with options builds a new one each time.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dump_json(value: Any, name: str) -> str:
     """``value`` as JSON text for a ``::jsonb`` parameter, refusing what jsonb cannot store
     (NUL, escaped as \\u0000, and lone surrogates) with a ValueError naming ``name``."""
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{name} is not JSON-serializable: {exc}") from None
     if "u0000" in text and any(len(m.group(1)) % 2 for m in _ESCAPED_NUL.finditer(text)):
@@ -266,53 +275,239 @@ def enqueue(
     priority: int,
     max_attempts: int,
     queue: str,
+    limit_group: str | None = None,
+    limit_key: str | None = None,
 ) -> Op[uuid.UUID]:
     check_aware(run_at, "run_at")
     check_text(job_type, "job_type")
     check_text(queue, "queue")
     check_text(idempotency_key, "idempotency_key")
-    params = {
-        "job_type": job_type,
-        "payload": _payload(payload),
-        "idempotency_key": idempotency_key,
-        "max_attempts": max_attempts,
-        "run_at": run_at,
-        "priority": priority,
-        "queue": queue,
-    }
-    rows = yield Call(s.enqueue, params, retry_serialization=True)
-    job_id: uuid.UUID = rows[0]["id"]
+    check_text(limit_group, "limit_group")
+    check_text(limit_key, "limit_key")
+    # Only the arguments that differ from jobq_enqueue's defaults are sent (see
+    # _sql.ENQUEUE_ARGUMENTS); the id comes back as a plain value, not a dict.
+    params: dict[str, Any] = {"job_type": job_type, "payload": _payload(payload)}
+    if idempotency_key is not None:
+        params["idempotency_key"] = idempotency_key
+    if not _is_int(max_attempts, 5):
+        params["max_attempts"] = max_attempts
+    if run_at is not None:
+        params["run_at"] = run_at
+    if not _is_int(priority, 0):
+        params["priority"] = priority
+    if queue != "default":
+        params["queue"] = queue
+    if limit_group is not None:
+        params["limit_group"] = limit_group
+    if limit_key is not None:
+        params["limit_key"] = limit_key
+    rows = yield Call(
+        s.enqueue_with(tuple(params)), params, scalar_row, retry_serialization=True
+    )
+    job_id: uuid.UUID = rows[0]
     return job_id
+
+
+def _is_int(value: Any, default: int) -> bool:
+    """Whether ``value`` is the int ``default`` itself (not True for 1, not 5.0 for 5)."""
+    return type(value) is int and value == default
 
 
 def enqueue_many(s: Statements, jobs: Sequence[Mapping[str, Any]]) -> Op[list[uuid.UUID]]:
     if isinstance(jobs, Mapping | str | bytes):
         raise TypeError("enqueue_many() takes a list of job dicts")
-    elements: list[dict[str, Any]] = []
-    for i, job in enumerate(jobs):
+    elements = list(jobs)
+    for i, job in enumerate(elements):
         if not isinstance(job, Mapping):
             raise TypeError(f"enqueue_many(): element {i} is not a dict: {job!r}")
-        element = job if type(job) is dict else dict(job)
+    ids: list[uuid.UUID] = yield from _enqueue_batch(s, elements, 0, True)
+    return ids
+
+
+def enqueue_iter(
+    s: Statements,
+    jobs: Iterable[Mapping[str, Any]],
+    batch_size: int,
+    skip_refused: bool,
+    progress: Callable[[int], None] | None,
+) -> Op[BulkSummary]:
+    """Enqueue ``jobs`` (any iterable, read lazily) in batches of ``batch_size``, each batch one
+    statement and all-or-nothing; see Queue.enqueue_iter."""
+    if isinstance(jobs, Mapping | str | bytes):
+        raise TypeError("enqueue_iter() takes an iterable of job dicts")
+    if type(batch_size) is not int or not 1 <= batch_size <= MAX_BATCH:
+        raise ValueError(f"batch_size must be an int from 1 to {MAX_BATCH}, got {batch_size!r}")
+    source = iter(jobs)
+    enqueued = batches = offset = 0
+    refused: list[RefusedBatch] = []
+    while batch := list(itertools.islice(source, batch_size)):
+        try:
+            for i, job in enumerate(batch, offset):
+                if not isinstance(job, Mapping):
+                    raise TypeError(f"jobs[{i}] is not a dict: {job!r}")
+            rows = yield from _enqueue_batch(s, batch, offset, False)
+        except (InvalidArgument, TypeError, ValueError) as exc:
+            named = _job_named(exc, offset)
+            if not skip_refused:
+                raise _in_batch(exc, offset, len(batch), named) from exc
+            refused.append(RefusedBatch(offset, len(batch), exc, named))
+        else:
+            enqueued += int(rows[0])
+            batches += 1
+            if progress is not None:
+                progress(enqueued)
+        offset += len(batch)
+    return BulkSummary(enqueued, batches, tuple(refused))
+
+
+# The largest batch: jobq_enqueue_many's and jobq_enqueue_arrays' bound.
+MAX_BATCH = 100_000
+
+_SERVER_ELEMENT = re.compile(r"element (\d+) \(counting from 1\)")
+_CLIENT_ELEMENT = re.compile(r"jobs\[(\d+)\]")
+
+
+def _job_named(exc: Exception, offset: int) -> int | None:
+    """The input index of the job an error names: the server counts from 1 within the batch,
+    the client's checks name jobs[i] of the whole input."""
+    text = str(exc)
+    if isinstance(exc, JobqError):
+        found = _SERVER_ELEMENT.search(text)
+        return None if found is None else offset + int(found.group(1)) - 1
+    found = _CLIENT_ELEMENT.search(text)
+    return None if found is None else int(found.group(1))
+
+
+def _in_batch(exc: Exception, offset: int, count: int, job: int | None) -> Exception:
+    """``exc`` of the same type, saying which batch was refused and that the earlier ones
+    stay enqueued."""
+    where = f"the batch of jobs {offset} to {offset + count - 1} (counting from 0) was refused"
+    if job is not None:
+        where += f" at job {job}"
+    if offset:
+        where += f"; the {offset} jobs before it are enqueued"
+    message = f"{exc} ({where})"
+    if isinstance(exc, JobqError):
+        return type(exc)(message, sqlstate=exc.sqlstate)
+    return type(exc)(message)
+
+
+# The keys of a job in enqueue_many/enqueue_iter, and the Python types each takes on the array
+# path (jobq_enqueue_arrays). A batch with anything else (another key, a value of another type)
+# goes as one JSON document to jobq_enqueue_many, whose checks name the job and the key; so
+# does a batch with limit_group or limit_key (jobq_enqueue_arrays has no limit columns).
+_ARRAY_KEYS = frozenset(
+    ("job_type", "payload", "idempotency_key", "max_attempts", "run_at", "priority", "queue")
+)
+_INT4_MIN, _INT4_MAX = -(2**31), 2**31 - 1
+_NO_PAYLOAD: dict[str, Any] = {}  # a job without "payload" (never changed: compared by identity)
+
+
+def _enqueue_batch(
+    s: Statements, elements: list[Mapping[str, Any]], offset: int, with_ids: bool
+) -> Generator[Call, list[Any], list[Any]]:
+    """One batch (one statement, one transaction unless the caller holds one): its ids in
+    input order, or (``with_ids`` false) one row, how many jobs. Errors name jobs by their
+    index in the whole input (``offset`` + index)."""
+    if not elements:
+        return []
+    params = _array_params(elements, offset)
+    if params is not None:
+        query = s.enqueue_arrays if with_ids else s.enqueue_arrays_count
+        rows: list[Any] = yield Call(query, params, scalar_row, retry_serialization=True)
+        return rows
+    json_elements: list[Mapping[str, Any]] = []
+    for i, element in enumerate(elements, offset):
         run_at = element.get("run_at")
         if isinstance(run_at, datetime):
             check_aware(run_at, f"jobs[{i}].run_at")
             element = {**element, "run_at": run_at.isoformat()}
         elif run_at is not None:
             raise TypeError(f"jobs[{i}].run_at must be a datetime, got {run_at!r}")
-        elements.append(element)
-    if not elements:
-        return []
+        json_elements.append(element)
     try:
-        jobs_json = dump_json(elements, "jobs")  # one encoder pass for the whole batch
+        jobs_json = dump_json(json_elements, "jobs")  # one encoder pass for the whole batch
     except (TypeError, ValueError):
-        for i, element in enumerate(elements):  # name the element at fault
+        for i, element in enumerate(json_elements, offset):  # name the element at fault
             dump_json(element, f"jobs[{i}]")
         raise
     # The ids alone, in input order (no dict per row: a batch is often thousands of jobs).
-    ids: list[uuid.UUID] = yield Call(
-        s.enqueue_many, {"jobs": jobs_json}, scalar_row, retry_serialization=True
-    )
-    return ids
+    query = s.enqueue_many if with_ids else s.enqueue_many_count
+    rows = yield Call(query, {"jobs": jobs_json}, scalar_row, retry_serialization=True)
+    return rows
+
+
+def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, Any] | None:
+    """The parameters of ENQUEUE_ARRAYS for these jobs, one list per column (None for a column
+    no job sets), or None when a job has a key or a value type that only the JSON path takes.
+
+    Column by column, in list comprehensions: at thousands of jobs per batch, a Python loop
+    that looked at each job's keys one by one cost as much as the server's insert.
+    """
+    if not all(job.keys() <= _ARRAY_KEYS for job in elements):
+        return None
+    job_types = [job.get("job_type") for job in elements]
+    if not all(type(v) is str for v in job_types):
+        return None
+    texts: list[list[Any]] = [job_types]
+    params: dict[str, Any] = {"job_types": job_types}
+    for key, name, text_default in (
+        ("idempotency_key", "idempotency_keys", None),
+        ("queue", "queues", "default"),
+    ):
+        values = [job.get(key, text_default) for job in elements]
+        if all(v == text_default for v in values):
+            params[name] = None
+        elif all(v is None or type(v) is str for v in values):
+            params[name] = values
+            texts.append(values)
+        else:
+            return None
+    for key, name, int_default in (
+        ("max_attempts", "max_attempts", 5),
+        ("priority", "priorities", 0),
+    ):
+        numbers = [job.get(key, int_default) for job in elements]
+        if not all(type(v) is int and _INT4_MIN <= v <= _INT4_MAX for v in numbers):
+            return None
+        params[name] = None if all(v == int_default for v in numbers) else numbers
+    run_ats = [job.get("run_at") for job in elements]
+    if all(v is None for v in run_ats):
+        params["run_ats"] = None
+    elif all(v is None or isinstance(v, datetime) for v in run_ats):
+        for i, v in enumerate(run_ats, offset):
+            check_aware(v, f"jobs[{i}].run_at")
+        params["run_ats"] = run_ats
+    else:
+        return None
+    payloads = [job.get("payload", _NO_PAYLOAD) for job in elements]
+    if all(v is _NO_PAYLOAD for v in payloads):
+        params["payloads"] = None
+    elif all(isinstance(v, Mapping) for v in payloads):
+        try:
+            params["payloads"] = dump_json(payloads, "jobs")
+        except (TypeError, ValueError):
+            for i, v in enumerate(payloads, offset):  # name the payload at fault
+                dump_json(v, f"jobs[{i}].payload")
+            raise
+    else:
+        return None
+    for text_column in texts:  # what PostgreSQL text cannot hold, one pass per column
+        _check_texts(text_column, offset)
+    return params
+
+
+def _check_texts(values: list[str | None], offset: int) -> None:
+    joined = "".join(v for v in values if v is not None)
+    if "\x00" not in joined:
+        try:
+            joined.encode("utf-8")
+        except UnicodeEncodeError:
+            pass
+        else:
+            return
+    for i, v in enumerate(values, offset):  # name the job at fault
+        check_text(v, f"jobs[{i}]")
 
 
 # -- working ------------------------------------------------------------------------------------
@@ -665,3 +860,33 @@ def schedules(s: Statements) -> Op[list[Schedule]]:
 def tick(s: Statements) -> Op[list[Fire]]:
     rows = yield Call(s.tick, {})
     return [Fire(**row) for row in rows]
+
+
+# -- limits -------------------------------------------------------------------------------------
+
+
+def set_limit(
+    s: Statements,
+    limit_group: str,
+    max_running: int | None,
+    max_starts: int | None,
+    per: timedelta | float | None,
+) -> Op[None]:
+    check_text(limit_group, "limit_group")
+    params = {
+        "limit_group": limit_group,
+        "max_running": max_running,
+        "max_starts": max_starts,
+        "per": None if per is None else interval(per, "per"),
+    }
+    yield Call(s.set_limit, params, tuple_row)
+
+
+def limits(s: Statements) -> Op[list[Limit]]:
+    rows = yield Call(s.limits, {})
+    return [Limit(**row) for row in rows]
+
+
+def limit_usage(s: Statements) -> Op[list[LimitUsage]]:
+    rows = yield Call(s.limit_usage, {})
+    return [LimitUsage(**row) for row in rows]

@@ -13,20 +13,65 @@ from functools import cache
 
 from psycopg import sql
 
-ENQUEUE = """
-SELECT {schema}jobq_enqueue(
-    job_type => %(job_type)s::text,
-    payload => %(payload)s::jsonb,
-    idempotency_key => %(idempotency_key)s::text,
-    max_attempts => %(max_attempts)s::int,
-    run_at => %(run_at)s::timestamptz,
-    priority => %(priority)s::int,
-    queue => %(queue)s::text
-) AS id
-"""
+# jobq_enqueue's arguments, each as the client passes it. A single enqueue sends only the
+# arguments that differ from the function's defaults (Statements.enqueue_with): every parameter
+# costs a bind and a coercion in the server and a field in libpq's message, and the usual call
+# (a job type and a payload) is then the same two-parameter statement a hand-written client
+# would prepare.
+ENQUEUE_ARGUMENTS = {
+    "job_type": "%(job_type)s::text",
+    "payload": "%(payload)s::jsonb",
+    "idempotency_key": "%(idempotency_key)s::text",
+    "max_attempts": "%(max_attempts)s::int",
+    "run_at": "%(run_at)s::timestamptz",
+    "priority": "%(priority)s::int",
+    "queue": "%(queue)s::text",
+    "limit_group": "%(limit_group)s::text",
+    "limit_key": "%(limit_key)s::text",
+}
 
 ENQUEUE_MANY = """
 SELECT id FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::jsonb) ORDER BY ord
+"""
+
+ENQUEUE_MANY_COUNT = """
+SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::jsonb)
+"""
+
+# A batch as one array per column, sent in binary (%b): no quoting or escaping of thousands of
+# values in the client, no parsing of numbers and times in the server. The payloads travel as
+# one JSON array, encoded in one pass by the client and split in the server, which measured
+# faster than one JSON text per job. A NULL array is the default for every job.
+ENQUEUE_ARRAYS = """
+SELECT id FROM {schema}jobq_enqueue_arrays(
+    job_types => %(job_types)b::text[],
+    payloads => (
+        SELECT pg_catalog.array_agg(e.payload ORDER BY e.n)
+        FROM pg_catalog.jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS e (payload, n)
+    ),
+    idempotency_keys => %(idempotency_keys)b::text[],
+    max_attempts => %(max_attempts)b::int[],
+    run_ats => %(run_ats)b::timestamptz[],
+    priorities => %(priorities)b::int[],
+    queues => %(queues)b::text[]
+) ORDER BY ord
+"""
+
+# The same, for a bulk load that keeps no ids: one row back instead of one per job (parsing
+# thousands of UUIDs in the client cost more than the rest of its work on a batch).
+ENQUEUE_ARRAYS_COUNT = """
+SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_arrays(
+    job_types => %(job_types)b::text[],
+    payloads => (
+        SELECT pg_catalog.array_agg(e.payload ORDER BY e.n)
+        FROM pg_catalog.jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS e (payload, n)
+    ),
+    idempotency_keys => %(idempotency_keys)b::text[],
+    max_attempts => %(max_attempts)b::int[],
+    run_ats => %(run_ats)b::timestamptz[],
+    priorities => %(priorities)b::int[],
+    queues => %(queues)b::text[]
+)
 """
 
 DEQUEUE = """
@@ -223,6 +268,67 @@ FROM {schema}jobq_schedules()
 ORDER BY name
 """
 
+# The dashboard (pgq_client.web): a page of the jobs of one status (keyset: after_at, after_id
+# are the sort_at and id of the previous page's last row; a last row with matches false marks
+# where a filtered search of finished jobs stopped), and the per-queue summary.
+JOBS_PAGE = """
+SELECT id, queue, job_type, status, priority, attempts, max_attempts, available_at, created_at,
+       updated_at, locked_at, locked_by, finished_at, last_error, cancel_requested, sort_at,
+       matches
+FROM {schema}jobq_jobs_page(
+    status => %(status)s::text,
+    queue => %(queue)s::text,
+    job_type => %(job_type)s::text,
+    after_at => %(after_at)s::timestamptz,
+    after_id => %(after_id)s::uuid,
+    max_rows => %(max_rows)s::int,
+    scan_limit => %(scan_limit)s::int
+)
+"""
+
+QUEUE_SUMMARY = """
+SELECT queue, available, scheduled, processing, failed, dead_letter, cancelled,
+       oldest_available_at, succeeded_recent
+FROM {schema}jobq_queue_summary(recent => %(recent)s::interval)
+"""
+
+# Which of the given functions (name, argument types) the connected role may execute: NULL for
+# one that is not installed (an older jobq). The dashboard shows what it may not do disabled
+# rather than trying it. The schema is the given one, else what the search_path finds.
+FUNCTION_PRIVILEGES = """
+SELECT f.name,
+       CASE WHEN p.oid IS NULL THEN NULL
+            ELSE pg_catalog.has_function_privilege(p.oid, 'EXECUTE') END AS allowed
+FROM ROWS FROM (
+    pg_catalog.unnest(%(names)s::text[]), pg_catalog.unnest(%(signatures)s::text[])
+) AS f(name, signature)
+CROSS JOIN LATERAL (
+    SELECT pg_catalog.to_regprocedure(
+        CASE WHEN %(schema)s::text IS NULL THEN f.name || f.signature
+             ELSE pg_catalog.quote_ident(%(schema)s::text) || '.' || f.name || f.signature
+        END
+    )::oid AS oid
+) AS p
+"""
+
+SET_LIMIT = """
+SELECT {schema}jobq_set_limit(
+    limit_group => %(limit_group)s::text,
+    max_running => %(max_running)s::int,
+    max_starts => %(max_starts)s::int,
+    per => %(per)s::interval
+)
+"""
+
+LIMITS = """
+SELECT limit_group, max_running, max_starts, per FROM {schema}jobq_limits() ORDER BY limit_group
+"""
+
+LIMIT_USAGE = """
+SELECT limit_group, limit_key, running, max_running, starts_in_window, max_starts, per, pending
+FROM {schema}jobq_limit_usage()
+"""
+
 TICK = """
 SELECT schedule, fire_at, job_id FROM {schema}jobq_tick() ORDER BY schedule, fire_at
 """
@@ -399,8 +505,11 @@ class Statements:
 
     def __init__(self, schema: str | None = None) -> None:
         self.schema = schema
-        self.enqueue = _render(ENQUEUE, schema)
+        self._enqueue_with: dict[tuple[str, ...], sql.SQL] = {}
         self.enqueue_many = _render(ENQUEUE_MANY, schema)
+        self.enqueue_many_count = _render(ENQUEUE_MANY_COUNT, schema)
+        self.enqueue_arrays = _render(ENQUEUE_ARRAYS, schema)
+        self.enqueue_arrays_count = _render(ENQUEUE_ARRAYS_COUNT, schema)
         self.dequeue = _render(DEQUEUE, schema)
         self.complete = _render(COMPLETE, schema)
         self.complete_many = _render(COMPLETE_MANY, schema)
@@ -428,6 +537,21 @@ class Statements:
         self.unschedule = _render(UNSCHEDULE, schema)
         self.schedules = _render(SCHEDULES, schema)
         self.tick = _render(TICK, schema)
+        self.jobs_page = _render(JOBS_PAGE, schema)
+        self.queue_summary = _render(QUEUE_SUMMARY, schema)
+        self.set_limit = _render(SET_LIMIT, schema)
+        self.limits = _render(LIMITS, schema)
+        self.limit_usage = _render(LIMIT_USAGE, schema)
+
+    def enqueue_with(self, names: tuple[str, ...]) -> sql.SQL:
+        """``jobq_enqueue`` called with the arguments ``names`` only (in ENQUEUE_ARGUMENTS'
+        order), the others left to the function's defaults; rendered once per set."""
+        query = self._enqueue_with.get(names)
+        if query is None:
+            args = ",\n    ".join(f"{name} => {ENQUEUE_ARGUMENTS[name]}" for name in names)
+            query = _render(f"SELECT {{schema}}jobq_enqueue(\n    {args}\n) AS id", self.schema)
+            self._enqueue_with[names] = query
+        return query
 
 
 @cache
@@ -436,7 +560,9 @@ def statements(schema: str | None = None) -> Statements:
     return Statements(schema)
 
 
-def _render(template: str, schema: str | None) -> sql.Composed:
-    prefix: sql.Composable
-    prefix = sql.SQL("") if schema is None else sql.SQL("{}.").format(sql.Identifier(schema))
-    return sql.SQL(template.strip()).format(schema=prefix)
+def _render(template: str, schema: str | None) -> sql.SQL:
+    # One literal SQL string per statement, the schema quoted as PostgreSQL quotes an
+    # identifier (the rule of quote_ident and PQescapeIdentifier): psycopg then encodes it in
+    # one step per call, where a Composed of parts is joined again each time.
+    prefix = "" if schema is None else '"' + schema.replace('"', '""') + '".'
+    return sql.SQL(template.strip().replace("{schema}", prefix))

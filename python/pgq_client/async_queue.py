@@ -25,10 +25,13 @@ from ._secrets import is_conninfo_error
 from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import breaking_change_in, incompatibility
 from .models import (
+    BulkSummary,
     Fire,
     HealthRow,
     Job,
     JobStatus,
+    Limit,
+    LimitUsage,
     MetricSample,
     Schedule,
     StatsRow,
@@ -38,6 +41,7 @@ from .queue import (
     SERIALIZATION_RETRIES,
     WAIT_POLL_INTERVAL,
     Queue,
+    _check_skip_refused,
     _type_name,
     job_ids_of,
     log,
@@ -252,10 +256,13 @@ class AsyncQueue:
         max_attempts: int = 5,
         queue: str = "default",
         conn: psycopg.AsyncConnection[Any] | None = None,
+        limit_group: str | None = None,
+        limit_key: str | None = None,
     ) -> uuid.UUID:
         return await self._drive(
             _ops.enqueue(
-                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts, queue
+                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
+                queue, limit_group, limit_key,
             ),
             conn,
         )
@@ -268,6 +275,21 @@ class AsyncQueue:
         conn: psycopg.AsyncConnection[Any] | None = None,
     ) -> list[uuid.UUID]:
         return await self._drive(_ops.enqueue_many(self._sql, jobs), conn)
+
+    @_as(Queue.enqueue_iter)
+    async def enqueue_iter(
+        self,
+        jobs: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: int = 5000,
+        skip_refused: bool = False,
+        progress: Callable[[int], None] | None = None,
+        conn: psycopg.AsyncConnection[Any] | None = None,
+    ) -> BulkSummary:
+        _check_skip_refused(skip_refused, conn)
+        return await self._drive(
+            _ops.enqueue_iter(self._sql, jobs, batch_size, skip_refused, progress), conn
+        )
 
     # -- working ------------------------------------------------------------------------------
 
@@ -575,10 +597,30 @@ class AsyncQueue:
     async def tick(self) -> list[Fire]:
         return await self._drive(_ops.tick(self._sql))
 
+    # -- limits -------------------------------------------------------------------------------
+
+    @_as(Queue.set_limit)
+    async def set_limit(
+        self,
+        limit_group: str,
+        max_running: int | None = None,
+        max_starts: int | None = None,
+        per: timedelta | float | None = None,
+    ) -> None:
+        await self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
+
+    @_as(Queue.limits)
+    async def limits(self) -> list[Limit]:
+        return await self._drive(_ops.limits(self._sql))
+
+    @_as(Queue.limit_usage)
+    async def limit_usage(self) -> list[LimitUsage]:
+        return await self._drive(_ops.limit_usage(self._sql))
+
 
 async def _execute(
     conn: psycopg.AsyncConnection[Any],
-    query: sql.Composed,
+    query: sql.SQL | sql.Composed,
     params: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One statement on a connection that may be outside autocommit: then in a transaction of

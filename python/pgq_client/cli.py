@@ -19,7 +19,7 @@ import re
 import shlex
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -618,10 +618,27 @@ Examples:
   jobq enqueue report --run-at 2030-01-31T09:00:00+01:00 --priority 5
   jobq enqueue import - < big-payload.json
   jobq enqueue import @big-payload.json --queue bulk
+  jobq enqueue sync '{"account": 7}' --limit-group per-customer --limit-key acme
+  jobq enqueue --from jobs.ndjson
+  jobq enqueue reindex --from - --queue bulk --batch-size 10000 < jobs.ndjson
 """
 )
-@click.argument("job_type", metavar="TYPE")
+@click.argument("job_type", metavar="[TYPE]", required=False)
 @click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
+@click.option(
+    "--from",
+    "from_file",
+    metavar="FILE",
+    help="Bulk load: one job per line (newline-delimited JSON objects with the keys of "
+    "enqueue_many), - for stdin. TYPE and the options below are the defaults of each line.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 100_000),
+    default=5000,
+    show_default=True,
+    help="With --from: jobs per statement and transaction.",
+)
 @click.option("--idempotency-key", metavar="K", help="Dedupe key: the same key, the same job.")
 @click.option(
     "--run-at",
@@ -631,25 +648,63 @@ Examples:
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
 @click.option("--max-attempts", type=int, default=5, show_default=True)
 @click.option("--queue", default="default", show_default=True)
+@click.option(
+    "--limit-group", metavar="G", help="Count against the limits of group G (jobq limit set)."
+)
+@click.option(
+    "--limit-key", metavar="K", help="Within --limit-group, the key with limits of its own."
+)
 @json_option
 @connection_options(None)
 @click.pass_context
 def enqueue(
     ctx: click.Context,
-    job_type: str,
+    job_type: str | None,
     payload: str | None,
+    from_file: str | None,
+    batch_size: int,
     idempotency_key: str | None,
     run_at: str | None,
     priority: int,
     max_attempts: int,
     queue: str,
+    limit_group: str | None,
+    limit_key: str | None,
     as_json: bool,
-) -> None:
-    """Add a job of TYPE and print its id.
+) -> int:
+    """Add a job of TYPE and print its id; or, with --from, load many jobs.
 
     PAYLOAD_JSON is a JSON object: the text itself, - to read it from stdin, or @FILE to read
     it from a file (for payloads too large for a command line).
+
+    --from FILE reads one JSON object per line ({"job_type": ..., "payload": ..., and any of
+    idempotency_key, max_attempts, run_at, priority, queue}; blank lines are skipped) and
+    enqueues them in batches, each all or nothing. A line that is not such an object is
+    reported with its line number and skipped; a batch that the database refuses is reported
+    with the line at fault and skipped as a whole; the others go in. A progress bar shows on
+    a terminal. Prints a summary; exits 1 if any line was not enqueued.
     """
+    if from_file is not None:
+        if payload is not None or idempotency_key is not None:
+            raise click.UsageError(
+                "--from reads payloads and idempotency keys from its lines: "
+                "PAYLOAD_JSON and --idempotency-key do not apply"
+            )
+        defaults: dict[str, Any] = {}
+        if job_type is not None:
+            defaults["job_type"] = job_type
+        if run_at is not None:
+            defaults["run_at"] = parse_run_at(run_at)
+        for key, value, default in (
+            ("priority", priority, 0),
+            ("max_attempts", max_attempts, 5),
+            ("queue", queue, "default"),
+        ):
+            if value != default:
+                defaults[key] = value
+        return _bulk_enqueue(ctx, from_file, batch_size, defaults, as_json)
+    if job_type is None:
+        raise click.UsageError("Missing argument 'TYPE' (or give --from FILE)")
     data = parse_payload(payload)
     when = parse_run_at(run_at)
     with _settings(ctx).queue() as q:
@@ -661,11 +716,150 @@ def enqueue(
             priority=priority,
             max_attempts=max_attempts,
             queue=queue,
+            limit_group=limit_group,
+            limit_key=limit_key,
         )
     if as_json:
         _echo_json({"id": job_id})
     else:
         click.echo(str(job_id))
+    return 0
+
+
+class _Lines:
+    """The jobs of an NDJSON stream, read lazily: each line's number is kept for the jobs
+    that are enqueued (to name the line of a refused job), bad lines are collected."""
+
+    def __init__(self, stream: Iterable[bytes], defaults: Mapping[str, Any]) -> None:
+        self._stream = stream
+        self._defaults = defaults
+        self.line_of: list[int] = []  # line number of each job, by its index
+        self.bad: list[tuple[int, str]] = []
+        self.bytes_read = 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for number, raw in enumerate(self._stream, 1):
+            self.bytes_read += len(raw)
+            if not raw.strip():
+                continue
+            try:
+                job = json.loads(raw)
+            except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+                self.bad.append((number, f"not valid JSON: {exc}"))
+                continue
+            if not isinstance(job, dict):
+                self.bad.append((number, f"must be a JSON object, got {_kind(job)}"))
+                continue
+            if isinstance(job.get("run_at"), str):
+                try:
+                    job["run_at"] = parse_run_at(job["run_at"])
+                except click.BadParameter as exc:
+                    self.bad.append((number, f"run_at {exc.message}"))
+                    continue
+            if self._defaults:
+                job = {**self._defaults, **job}
+            self.line_of.append(number)
+            yield job
+
+
+class _Progress:
+    """A progress bar on stderr while it is a terminal (bytes of a file, else a job count);
+    nothing otherwise, so that logs and pipes stay clean."""
+
+    def __init__(self, lines: _Lines, total_bytes: int | None) -> None:
+        self._lines = lines
+        self._bar: Any = None
+        self._shown = 0
+        self._tty = sys.stderr.isatty()
+        if self._tty and total_bytes:
+            self._bar = click.progressbar(
+                length=total_bytes, label="enqueueing", file=sys.stderr, show_pos=False
+            )
+            self._bar.__enter__()
+
+    def __call__(self, jobs: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._lines.bytes_read - self._shown)
+            self._shown = self._lines.bytes_read
+        elif self._tty:
+            click.echo(f"\renqueued {jobs:,} jobs", file=sys.stderr, nl=False)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+        elif self._tty:
+            click.echo("", file=sys.stderr)
+
+
+def _bulk_enqueue(
+    ctx: click.Context, source: str, batch_size: int, defaults: Mapping[str, Any], as_json: bool
+) -> int:
+    import time
+
+    if source == "-":
+        stream: Any = sys.stdin.buffer
+        total = None
+    else:
+        try:
+            stream = open(source, "rb")  # noqa: SIM115 - closed below, after the load
+        except OSError as exc:
+            raise click.BadParameter(
+                f"cannot read {source!r}: {exc.strerror or exc}", param_hint="--from"
+            ) from None
+        total = os.fstat(stream.fileno()).st_size
+    lines = _Lines(stream, defaults)
+    progress = _Progress(lines, total)
+    started = time.monotonic()
+    try:
+        with _settings(ctx).queue() as q:
+            summary = q.enqueue_iter(
+                lines, batch_size=batch_size, skip_refused=True, progress=progress
+            )
+    finally:
+        progress.close()
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    seconds = time.monotonic() - started
+    # Each refused batch: its first and last line, the line at fault (when the error names a
+    # job), how many jobs, the error.
+    refused = [
+        (
+            lines.line_of[r.first],
+            lines.line_of[r.first + r.count - 1],
+            None if r.job is None else lines.line_of[r.job],
+            r.count,
+            str(r.error),
+        )
+        for r in summary.refused
+    ]
+    if as_json:
+        _echo_json({
+            "jobs": summary.jobs,
+            "batches": summary.batches,
+            "seconds": round(seconds, 3),
+            "bad_lines": [{"line": n, "error": e} for n, e in lines.bad],
+            "refused": [
+                {"lines": [first, last], "line": line, "jobs": count, "error": error}
+                for first, last, line, count, error in refused
+            ],
+        })
+    else:
+        for number, error in lines.bad:
+            click.echo(f"line {number}: {error}; skipped", err=True)
+        for first, last, line, count, error in refused:
+            at = "" if line is None else f"line {line}: "
+            click.echo(
+                f"{at}{error}; lines {first} to {last} ({count} jobs) were not enqueued",
+                err=True,
+            )
+        rate = summary.jobs / seconds if seconds > 0 else 0.0
+        skipped = len(lines.bad) + sum(r.count for r in summary.refused)
+        click.echo(
+            f"enqueued {summary.jobs:,} jobs in {summary.batches:,} batches, "
+            f"{seconds:.1f} s ({rate:,.0f} jobs/s)"
+            + (f"; {skipped:,} lines not enqueued" if skipped else "")
+        )
+    return 1 if lines.bad or summary.refused else 0
 
 
 # -- operating ---------------------------------------------------------------------------------
@@ -1403,6 +1597,160 @@ def schedule_delete(ctx: click.Context, name: str) -> None:
     click.echo(f"deleted {name}")
 
 
+# -- limits ------------------------------------------------------------------------------------
+
+
+@cli.group(
+    "limit",
+    epilog="""\b
+Examples:
+  jobq limit set per-customer --max-running 2
+  jobq limit set partner-api --max-starts 100 --per 60
+  jobq limit list --json
+  jobq limit delete per-customer
+""",
+)
+@connection_options(None)
+def limit() -> None:
+    """Concurrency and rate limits per (limit group, limit key), enforced by every claim."""
+
+
+@limit.command("set")
+@click.argument("group")
+@click.option(
+    "--max-running",
+    type=click.IntRange(min=1),
+    help="At most N jobs of one key processing at once.",
+    metavar="N",
+)
+@click.option(
+    "--max-starts",
+    type=click.IntRange(min=1),
+    help="At most N jobs of one key started within any --per window.",
+    metavar="N",
+)
+@click.option(
+    "--per",
+    type=click.FloatRange(min=0, min_open=True),
+    help="The window of --max-starts, in seconds.",
+    metavar="SECONDS",
+)
+@connection_options(None)
+@click.pass_context
+def limit_set(
+    ctx: click.Context,
+    group: str,
+    max_running: int | None,
+    max_starts: int | None,
+    per: float | None,
+) -> None:
+    """Set the limits of GROUP; each key of the group has them for itself.
+
+    With neither --max-running nor --max-starts, the limit is removed (as jobq limit delete).
+    """
+    if (max_starts is None) != (per is None):
+        raise click.UsageError("--max-starts and --per go together (N jobs per SECONDS)")
+    with _settings(ctx).queue() as q:
+        q.set_limit(group, max_running=max_running, max_starts=max_starts, per=per)
+    if max_running is None and max_starts is None:
+        click.echo(f"removed the limit of {group}")
+        return
+    parts = []
+    if max_running is not None:
+        parts.append(f"at most {max_running} running")
+    if max_starts is not None:
+        parts.append(f"at most {max_starts} starts per {per:g} s")
+    click.echo(f"{group}: {', '.join(parts)} per key")
+
+
+@limit.command("list")
+@json_option
+@connection_options(None)
+@click.pass_context
+def limit_list(ctx: click.Context, as_json: bool) -> None:
+    """List the limits and what each key uses now (running, starts in the window, pending)."""
+    with _settings(ctx).queue() as q:
+        limits = q.limits()
+        usage = q.limit_usage()
+
+    def seconds(per: timedelta | None) -> float | None:
+        return None if per is None else per.total_seconds()
+
+    if as_json:
+        _echo_json({
+            "limits": [
+                {
+                    "limit_group": r.limit_group,
+                    "max_running": r.max_running,
+                    "max_starts": r.max_starts,
+                    "per_seconds": seconds(r.per),
+                }
+                for r in limits
+            ],
+            "usage": [
+                {
+                    "limit_group": u.limit_group,
+                    "limit_key": u.limit_key,
+                    "running": u.running,
+                    "max_running": u.max_running,
+                    "starts_in_window": u.starts_in_window,
+                    "max_starts": u.max_starts,
+                    "per_seconds": seconds(u.per),
+                    "pending": u.pending,
+                }
+                for u in usage
+            ],
+        })
+        return
+    if not limits:
+        click.echo("no limits")
+        return
+
+    def blank(value: object) -> str:
+        return "" if value is None else str(value)
+
+    def per_text(per: timedelta | None) -> str:
+        return "" if per is None else f"{per.total_seconds():g} s"
+
+    click.echo(
+        _table(
+            ["limit_group", "max_running", "max_starts", "per"],
+            [
+                (r.limit_group, blank(r.max_running), blank(r.max_starts), per_text(r.per))
+                for r in limits
+            ],
+        )
+    )
+    if usage:
+        click.echo("")
+        click.echo(
+            _table(
+                ["limit_group", "limit_key", "running", "starts_in_window", "pending"],
+                [
+                    (
+                        u.limit_group,
+                        blank(u.limit_key),
+                        f"{u.running}/{u.max_running}" if u.max_running else str(u.running),
+                        f"{u.starts_in_window}/{u.max_starts}" if u.max_starts else "",
+                        str(u.pending),
+                    )
+                    for u in usage
+                ],
+            )
+        )
+
+
+@limit.command("delete")
+@click.argument("group")
+@connection_options(None)
+@click.pass_context
+def limit_delete(ctx: click.Context, group: str) -> None:
+    """Remove the limits of GROUP: its waiting jobs are claimed at once."""
+    with _settings(ctx).queue() as q:
+        q.set_limit(group)
+    click.echo(f"removed the limit of {group}")
+
+
 @cli.command()
 @connection_options(None)
 @click.pass_context
@@ -1622,6 +1970,93 @@ def worker(
     w.run(burst=burst)
     if w.aborted:  # a second Ctrl-C or SIGTERM cut the shutdown short
         ctx.exit(130)
+
+
+# -- the dashboard ---------------------------------------------------------------------------
+
+WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
+
+
+@cli.command(
+    "web",
+    epilog="\b\nExamples:\n  jobq web\n  jobq web --bind 127.0.0.1:9000 --schema tenant_a\n"
+    "  jobq web --check --dsn postgresql://exporter@db/app\n"
+    "  JOBQ_WEB_AUTH=ops:s3cret jobq web --bind 0.0.0.0:8080\n",
+)
+@click.option(
+    "--bind",
+    metavar="HOST:PORT",
+    default="127.0.0.1:8080",
+    show_default=True,
+    help="Where to listen. Any host other than localhost needs a credential.",
+)
+@click.option(
+    "--auth",
+    metavar="USER:PASSWORD",
+    help=f"HTTP Basic credential every request must present (default: ${WEB_AUTH_ENV}; "
+    "prefer the variable: a command line is visible to other users of the machine).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Print the role and which of the dashboard's functions it may call, then exit "
+    "without serving (1 when jobq is not installed there).",
+)
+@connection_options(None)
+@click.pass_context
+def web(ctx: click.Context, bind: str, auth: str | None, check: bool) -> None:
+    """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules.
+
+    It calls jobq's functions as the role it connects with: actions that role may not take are
+    shown disabled.
+    """
+    try:
+        import uvicorn
+
+        from .web import Credentials, create_app, is_loopback, parse_bind
+        from .web.app import FUNCTIONS, Dashboard, NotInstalled
+    except ImportError as exc:
+        _fail(
+            f"jobq web needs the web extra ({exc.name} is missing): "
+            "pip install 'pgq-client[web]'"
+        )
+    try:
+        host, port = parse_bind(bind)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bind") from None
+    given = auth if auth is not None else os.environ.get(WEB_AUTH_ENV)
+    credentials = None
+    if given:
+        try:
+            credentials = Credentials.parse(given)
+        except ValueError as exc:
+            source = "--auth" if auth is not None else WEB_AUTH_ENV
+            raise click.BadParameter(str(exc), param_hint=source) from None
+    if credentials is None and not is_loopback(host):
+        raise click.UsageError(
+            f"--bind {bind} serves other machines: give a credential with --auth USER:PASSWORD "
+            f"or ${WEB_AUTH_ENV} (and put TLS in front of it)"
+        )
+    settings = _settings(ctx)
+    if check:
+        board = Dashboard(settings.dsn(), settings.schema(), refresh_seconds=2.0)
+        try:
+            role, allowed = board.role()
+        except NotInstalled as exc:
+            _fail(str(exc))
+        finally:
+            board.close()
+        click.echo(f"role {role} may call:")
+        for name in FUNCTIONS:
+            click.echo(f"  {name:28} {'yes' if allowed.get(name) else 'no'}")
+        return
+    app = create_app(settings.dsn(), schema=settings.schema(), credentials=credentials)
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(
+        f"jobq web: http://{shown}:{port}/" + (" (credential required)" if credentials else ""),
+        err=True,
+    )
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 # -- the embedded server ---------------------------------------------------------------------

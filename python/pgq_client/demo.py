@@ -451,6 +451,7 @@ def run_demo(out: Callable[[str], None] = print) -> None:
     out(f"Done in {time.monotonic() - started:.1f}s. Look around:")
     out(f"   {jobq} stats --schema {SCHEMA}")
     out(f"   {jobq} dead-letter list --schema {SCHEMA}")
+    out(f"   {jobq} web --schema {SCHEMA}    # the dashboard, at http://127.0.0.1:8080/")
     if source == "embedded":
         table = f"{SCHEMA}.jobq_jobs"
         out(f"   {jobq} embedded psql -c 'SELECT id, job_type, status, attempts FROM {table}'")

@@ -131,8 +131,16 @@ _FUNCTIONS_PREFIX = "functions/"
 GRANT_LEVELS = ("producer", "worker", "monitor", "admin")
 # The tables an admin may read (`jobq grant --as admin`: SELECT on those installed).
 ADMIN_TABLES = (
-    "jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers",
-    "jobq_metric_counters", "jobq_metric_deltas",
+    "jobq_jobs",
+    "jobq_settings",
+    "jobq_migrations",
+    "jobq_schedules",
+    "jobq_workers",
+    "jobq_limits",
+    "jobq_limit_keys",
+    "jobq_limit_starts",
+    "jobq_metric_counters",
+    "jobq_metric_deltas",
 )
 _LOCK_NAMESPACE = "jobq.migrate:"
 _BREAKING = "breaking-change"
@@ -1021,13 +1029,15 @@ def _function_steps(
         for f in files
         if f.granted_as
     ]
-    if granted_as:
-        steps.append(("the grants of the new functions (--! granted-as)", sql.Composed(granted_as)))
     names = ",\n        ".join(sql.Literal(f.name).as_string(None) for f in files)
     steps.append(
         ("the check of the function files",
          sql.Composed([sql.SQL(_CHECK_FUNCTIONS.format(names=names))]))
     )
+    # after the check, which gives a function that replaced older signatures their grants: a
+    # new function granted as one that this upgrade replaced gets that one's grantees too
+    if granted_as:
+        steps.append(("the grants of the new functions (--! granted-as)", sql.Composed(granted_as)))
     steps.append(("the grants of the levels", sql.Composed([_grant_levels(schema, every)])))
     return steps
 

@@ -6,7 +6,7 @@ import operator
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +18,15 @@ __all__ = [
     "FINISHED_STATUSES",
     "STATUSES",
     "STATUS_IS_FINISHED",
+    "BulkSummary",
     "Fire",
     "HealthRow",
     "Job",
     "JobStatus",
+    "Limit",
+    "LimitUsage",
     "MetricSample",
+    "RefusedBatch",
     "Schedule",
     "StatsRow",
     "UnservedJobType",
@@ -78,6 +82,8 @@ class Job:
     result: Any = None
     cancel_requested_at: datetime | None = None
     cancel_reason: str | None = None
+    limit_group: str | None = None
+    limit_key: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Job:
@@ -233,6 +239,37 @@ class Schedule:
 
 
 @dataclass(frozen=True)
+class Limit:
+    """One row of ``jobq_limits()``: the limits of a limit group, which each (limit_group,
+    limit_key) pair of its jobs has for itself. ``max_running`` None: no concurrency limit;
+    ``max_starts`` and ``per`` None: no rate limit."""
+
+    limit_group: str
+    max_running: int | None
+    max_starts: int | None
+    per: timedelta | None
+
+
+@dataclass(frozen=True)
+class LimitUsage:
+    """One row of ``jobq_limit_usage()``: what one key of a limited group uses now.
+
+    ``limit_key`` None: the group's jobs without a key. ``running``: jobs processing;
+    ``starts_in_window``: jobs started within the last ``per`` (None without a rate limit);
+    ``pending``: jobs waiting, held back or not.
+    """
+
+    limit_group: str
+    limit_key: str | None
+    running: int
+    max_running: int | None
+    starts_in_window: int | None
+    max_starts: int | None
+    per: timedelta | None
+    pending: int
+
+
+@dataclass(frozen=True)
 class Fire:
     """One row of ``jobq_tick()``: a schedule's fire and the job it enqueued."""
 
@@ -262,3 +299,27 @@ _SCHEDULE_FIELDS = frozenset(f.name for f in fields(Schedule))
 _JOB_STATUS_FIELDS = frozenset(f.name for f in fields(JobStatus))
 _STATS_FIELDS = frozenset(f.name for f in fields(StatsRow))
 _HEALTH_FIELDS = frozenset(f.name for f in fields(HealthRow))
+
+
+@dataclass(frozen=True)
+class RefusedBatch:
+    """A batch of :meth:`Queue.enqueue_iter` that was refused as a whole (nothing of it was
+    enqueued): the jobs ``first`` to ``first + count - 1`` (counting from 0 in the input), the
+    error, and ``job``, the input index of the job the error names, when it names one."""
+
+    first: int
+    count: int
+    error: Exception
+    job: int | None = None
+
+
+@dataclass(frozen=True)
+class BulkSummary:
+    """What :meth:`Queue.enqueue_iter` did: ``jobs`` enqueued (an idempotency key that
+    existed counts, with the existing job's id) in ``batches`` committed batches, and the
+    batches ``refused`` (only with ``skip_refused=True``; otherwise the first refusal
+    raises)."""
+
+    jobs: int
+    batches: int
+    refused: tuple[RefusedBatch, ...] = ()

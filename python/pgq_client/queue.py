@@ -8,7 +8,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
@@ -31,10 +31,13 @@ from ._secrets import is_conninfo_error
 from .errors import JobqError, SerializationFailure, from_psycopg
 from .migrate import check_compatible
 from .models import (
+    BulkSummary,
     Fire,
     HealthRow,
     Job,
     JobStatus,
+    Limit,
+    LimitUsage,
     MetricSample,
     Schedule,
     StatsRow,
@@ -225,15 +228,20 @@ class Queue:
         tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
         for attempt in range(1, tries + 1):
             try:
-                with self._connection() as (c, owns_tx), translate_errors():
-                    if owns_tx and not c.autocommit:
-                        # A borrowed idle connection: one short transaction, committed.
-                        with c.transaction(), c.cursor(row_factory=row_factory) as cur:
+                with self._connection() as (c, owns_tx):
+                    # psycopg's errors become jobq's here rather than in translate_errors():
+                    # this is every enqueue's path, and a context manager less is measurable.
+                    try:
+                        if owns_tx and not c.autocommit:
+                            # A borrowed idle connection: one short transaction, committed.
+                            with c.transaction(), c.cursor(row_factory=row_factory) as cur:
+                                cur.execute(query, params)
+                                return cur.fetchall()
+                        with c.cursor(row_factory=row_factory) as cur:
                             cur.execute(query, params)
                             return cur.fetchall()
-                    with c.cursor(row_factory=row_factory) as cur:
-                        cur.execute(query, params)
-                        return cur.fetchall()
+                    except psycopg.Error as exc:
+                        raise from_psycopg(exc) from exc
             except SerializationFailure:
                 if attempt == tries or not owns_tx:
                     raise
@@ -271,15 +279,20 @@ class Queue:
         max_attempts: int = 5,
         queue: str = "default",
         conn: psycopg.Connection[Any] | None = None,
+        limit_group: str | None = None,
+        limit_key: str | None = None,
     ) -> uuid.UUID:
         """Add a job and return its id (the existing job's id for a known idempotency key).
 
         ``run_at`` must be timezone-aware. With ``conn``, the job is added in the caller's
-        transaction: it exists only if that transaction commits.
+        transaction: it exists only if that transaction commits. ``limit_group`` and
+        ``limit_key`` name the concurrency and rate limits it counts against
+        (:meth:`set_limit`): each key of a group has the group's limits for itself.
         """
         return self._drive(
             _ops.enqueue(
-                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts, queue
+                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
+                queue, limit_group, limit_key,
             ),
             conn,
         )
@@ -292,9 +305,35 @@ class Queue:
     ) -> list[uuid.UUID]:
         """Add many jobs in one statement; returns their ids in input order.
 
-        Each element has the keys of :meth:`enqueue` (``job_type`` required).
+        Each element has the keys of :meth:`enqueue` (``job_type`` required; ``limit_group``
+        and ``limit_key`` included).
         """
         return self._drive(_ops.enqueue_many(self._sql, jobs), conn)
+
+    def enqueue_iter(
+        self,
+        jobs: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: int = 5000,
+        skip_refused: bool = False,
+        progress: Callable[[int], None] | None = None,
+        conn: psycopg.Connection[Any] | None = None,
+    ) -> BulkSummary:
+        """Add any number of jobs, read lazily from ``jobs`` (dicts with the keys of
+        :meth:`enqueue_many`), in batches of ``batch_size`` (1 to 100,000): one statement and
+        one transaction per batch, all of it or nothing. Returns a :class:`BulkSummary` (no
+        ids: a bulk load may be millions of jobs).
+
+        A refused batch (a bad job: the error names it by its index in ``jobs``, counting from
+        0) raises, the batches before it staying enqueued; with ``skip_refused=True`` it is
+        recorded in the summary instead and the load goes on. ``progress(n)`` is called with
+        the running total after each batch. With ``conn``, every batch is in the caller's
+        transaction (and ``skip_refused`` is refused: a refusal aborts that transaction).
+        """
+        _check_skip_refused(skip_refused, conn)
+        return self._drive(
+            _ops.enqueue_iter(self._sql, jobs, batch_size, skip_refused, progress), conn
+        )
 
     # -- working (thin wrappers; the Worker is the usual way to consume) ----------------------
 
@@ -648,6 +687,30 @@ class Queue:
         """
         return self._drive(_ops.tick(self._sql))
 
+    # -- limits -------------------------------------------------------------------------------
+
+    def set_limit(
+        self,
+        limit_group: str,
+        max_running: int | None = None,
+        max_starts: int | None = None,
+        per: timedelta | float | None = None,
+    ) -> None:
+        """Set the limits of ``limit_group`` (admin): each (limit_group, limit_key) pair of its
+        jobs never has more than ``max_running`` jobs processing at once, nor more than
+        ``max_starts`` started within any window of ``per`` (a timedelta or seconds). Both None
+        removes the group's limit: its waiting jobs are claimed at once."""
+        self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
+
+    def limits(self) -> list[Limit]:
+        """The limits set, one per limited group, by group (admin)."""
+        return self._drive(_ops.limits(self._sql))
+
+    def limit_usage(self) -> list[LimitUsage]:
+        """What each key of a limited group uses now: jobs running, starts within the rate
+        window, jobs pending (admin)."""
+        return self._drive(_ops.limit_usage(self._sql))
+
 
 def _type_name(value: object) -> str:
     """``module.Class`` of a value: ``sqlalchemy.engine.base.Connection`` is not psycopg's."""
@@ -655,8 +718,18 @@ def _type_name(value: object) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
+def _check_skip_refused(skip_refused: bool, conn: object) -> None:
+    if skip_refused and conn is not None:
+        raise ValueError(
+            "skip_refused=True needs a transaction per batch: it cannot be used with conn= "
+            "(a refused batch aborts the caller's transaction)"
+        )
+
+
 def _execute(
-    conn: psycopg.Connection[Any], query: sql.Composed, params: Mapping[str, Any] | None = None
+    conn: psycopg.Connection[Any],
+    query: sql.SQL | sql.Composed,
+    params: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One statement on a connection that may be outside autocommit: then in a transaction of
     its own, committed, so that the connection is idle again (notifications arrive only

@@ -74,6 +74,7 @@ DECLARE
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
+    v_limited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -224,6 +225,7 @@ BEGIN
                     WHERE j.job_type = t.job_type
                       AND j.status = 'pending'
                       AND NOT j.scheduled
+                      AND j.limit_group IS NULL
                     ORDER BY j.queue
                     LIMIT 1
                 )
@@ -244,6 +246,7 @@ BEGIN
                       AND j.queue > p.queue
                       AND j.status = 'pending'
                       AND NOT j.scheduled
+                      AND j.limit_group IS NULL
                     ORDER BY j.queue
                     LIMIT 1
                 )
@@ -260,7 +263,7 @@ BEGIN
             (
                 SELECT j.job_type, j.queue
                 FROM jobq_jobs AS j
-                WHERE j.status = 'pending' AND NOT j.scheduled
+                WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             )
@@ -275,6 +278,7 @@ BEGIN
                 WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             ) AS n
@@ -284,6 +288,43 @@ BEGIN
         INTO v_types, v_queues
         FROM pairs AS p
         WHERE jobq_dequeue.queues IS NULL OR p.queue = ANY (jobq_dequeue.queues);
+    END IF;
+
+    -- 2b. Limited jobs (limit_group set) are in jobq_jobs_limited_idx, not in the ranges
+    --     above: when some wait within the filters (one probe per job type, or of the whole
+    --     index without a job type filter; an empty index costs one probe), the claim is
+    --     jobq__claim_limited's, which merges both kinds under the limits. Otherwise the claim
+    --     below runs exactly as it does without limits.
+    IF jobq_dequeue.job_types IS NOT NULL THEN
+        v_limited := EXISTS (
+            SELECT 1
+            FROM pg_catalog.unnest(jobq_dequeue.job_types) AS u (job_type)
+            WHERE EXISTS (
+                SELECT 1
+                FROM jobq_jobs AS j
+                WHERE j.job_type = u.job_type
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+            )
+        );
+    ELSE
+        v_limited := EXISTS (
+            SELECT 1
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.limit_group IS NOT NULL
+              AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+        );
+    END IF;
+    IF v_limited THEN
+        RETURN QUERY
+        SELECT * FROM jobq__claim_limited(
+            jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues,
+            jobq_dequeue.batch_size, v_types, v_queues
+        );
+        RETURN;
     END IF;
 
     IF v_types IS NULL THEN
@@ -303,6 +344,7 @@ BEGIN
               AND j.queue = v_queues[1]
               AND j.status = 'pending'
               AND NOT j.scheduled
+              AND j.limit_group IS NULL
               AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT jobq_dequeue.batch_size
@@ -359,6 +401,7 @@ BEGIN
                   AND j.queue = p.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT v_k

@@ -4,8 +4,10 @@
 -- (jobq__channel) when the job is available now.
 --
 -- The validation is jobq__job_argument_problem's, shared with jobq_enqueue_many. The payload
--- limit is read from jobq_settings, so a producer cannot raise it for itself.
+-- limit is read from jobq_settings, so a producer cannot raise it for itself. limit_group and
+-- limit_key (checked by jobq__limit_argument_problem) name the limit the job counts against.
 --! levels: producer, worker, admin
+--! replaces: jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text)
 
 CREATE OR REPLACE FUNCTION jobq_enqueue(
     job_type text,
@@ -14,7 +16,9 @@ CREATE OR REPLACE FUNCTION jobq_enqueue(
     max_attempts integer DEFAULT 5,
     run_at timestamptz DEFAULT NULL,
     priority integer DEFAULT 0,
-    queue text DEFAULT 'default'
+    queue text DEFAULT 'default',
+    limit_group text DEFAULT NULL,
+    limit_key text DEFAULT NULL
 ) RETURNS uuid
 LANGUAGE plpgsql
 VOLATILE
@@ -37,6 +41,9 @@ BEGIN
         jobq_enqueue.job_type, jobq_enqueue.queue, jobq_enqueue.idempotency_key,
         jobq_enqueue.max_attempts, jobq_enqueue.priority
     );
+    v_error := coalesce(v_error, jobq__limit_argument_problem(
+        jobq_enqueue.limit_group, jobq_enqueue.limit_key
+    ));
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_enqueue: %', v_error
             USING ERRCODE = 'invalid_parameter_value';
@@ -68,12 +75,14 @@ BEGIN
 
     IF jobq_enqueue.idempotency_key IS NULL THEN
         INSERT INTO jobq_jobs AS j (
-            queue, job_type, payload, max_attempts, available_at, priority, scheduled
+            queue, job_type, payload, max_attempts, available_at, priority, scheduled,
+            limit_group, limit_key
         )
         VALUES (
             jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
             jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, v_now),
-            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > v_now, FALSE)
+            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > v_now, FALSE),
+            jobq_enqueue.limit_group, jobq_enqueue.limit_key
         )
         RETURNING j.id INTO v_id;
     ELSE
@@ -84,13 +93,14 @@ BEGIN
         LOOP
             INSERT INTO jobq_jobs AS j (
                 queue, job_type, payload, idempotency_key, max_attempts, available_at, priority,
-                scheduled
+                scheduled, limit_group, limit_key
             )
             VALUES (
                 jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
                 jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
                 coalesce(jobq_enqueue.run_at, v_now), jobq_enqueue.priority,
-                coalesce(jobq_enqueue.run_at > v_now, FALSE)
+                coalesce(jobq_enqueue.run_at > v_now, FALSE),
+                jobq_enqueue.limit_group, jobq_enqueue.limit_key
             )
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
@@ -120,20 +130,27 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text) IS
+COMMENT ON FUNCTION jobq_enqueue(
+    text, jsonb, text, integer, timestamptz, integer, text, text, text
+) IS
 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
 max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
 bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
-priority (-1000000..1000000, higher runs first), queue (1-200 chars).
+priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
+limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
+the whole group shares one limit, else 1-200 chars: each key of the group has the group''s
+limits for itself; needs a limit_group).
 Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
 is added or changed and that job''s id is returned.
-Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at or a payload
+Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at/limit_group/
+limit_key (blank, too long, a limit_key without a limit_group) or a payload
 that is not a JSON object, 22004 NULL payload, 54000 payload too large.
 Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
 caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
 in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
 now (delivered at commit).';
 
-REVOKE EXECUTE ON FUNCTION jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text)
-FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq_enqueue(
+    text, jsonb, text, integer, timestamptz, integer, text, text, text
+) FROM PUBLIC;

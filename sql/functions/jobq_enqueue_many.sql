@@ -52,16 +52,16 @@ BEGIN
                     )
                 WHEN x.elem - ARRAY[
                     'job_type', 'payload', 'idempotency_key', 'max_attempts', 'run_at',
-                    'priority', 'queue'
+                    'priority', 'queue', 'limit_group', 'limit_key'
                 ] <> '{}'::jsonb
                     THEN pg_catalog.format(
                         'has unknown key(s) %s; allowed: job_type, payload, idempotency_key, '
-                        'max_attempts, run_at, priority, queue',
+                        'max_attempts, run_at, priority, queue, limit_group, limit_key',
                         (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k.key), ', ')
                          FROM pg_catalog.jsonb_object_keys(x.elem) AS k (key)
                          WHERE k.key NOT IN (
                              'job_type', 'payload', 'idempotency_key', 'max_attempts',
-                             'run_at', 'priority', 'queue'
+                             'run_at', 'priority', 'queue', 'limit_group', 'limit_key'
                          ))
                     )
                 WHEN pg_catalog.jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
@@ -94,13 +94,21 @@ BEGIN
                 WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'priority'), 'number') <> 'number'
                     OR (x.elem ->> 'priority') !~ '^-?[0-9]{1,9}$'
                     THEN 'priority must be an integer'
-                ELSE jobq__job_argument_problem(
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'limit_group'), 'null')
+                    NOT IN ('string', 'null')
+                    THEN 'limit_group must be a string or null'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'limit_key'), 'null')
+                    NOT IN ('string', 'null')
+                    THEN 'limit_key must be a string or null'
+                ELSE coalesce(jobq__job_argument_problem(
                     x.elem ->> 'job_type',
                     coalesce(x.elem ->> 'queue', 'default'),
                     x.elem ->> 'idempotency_key',
                     coalesce((x.elem ->> 'max_attempts')::integer, 5),
                     coalesce((x.elem ->> 'priority')::integer, 0)
-                )
+                ), jobq__limit_argument_problem(
+                    x.elem ->> 'limit_group', x.elem ->> 'limit_key'
+                ))
             END AS problem
         FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
     ) AS e
@@ -136,17 +144,21 @@ BEGIN
                     coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
                     coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
                     coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
-                    coalesce(x.elem ->> 'queue', 'default') AS queue
+                    coalesce(x.elem ->> 'queue', 'default') AS queue,
+                    x.elem ->> 'limit_group' AS limit_group,
+                    x.elem ->> 'limit_key' AS limit_key
                 FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
             ),
 
             inserted AS (
                 INSERT INTO jobq_jobs AS j (
-                    id, queue, job_type, payload, max_attempts, available_at, priority, scheduled
+                    id, queue, job_type, payload, max_attempts, available_at, priority, scheduled,
+                    limit_group, limit_key
                 )
                 SELECT
                     p.new_id, p.queue, p.job_type, p.payload, p.max_attempts,
-                    p.available_at, p.priority, p.available_at > v_now
+                    p.available_at, p.priority, p.available_at > v_now,
+                    p.limit_group, p.limit_key
                 FROM parsed AS p
                 ORDER BY p.ord
                 RETURNING j.queue, j.job_type, j.available_at
@@ -183,7 +195,9 @@ BEGIN
                 coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
                 coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
                 coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
-                coalesce(x.elem ->> 'queue', 'default') AS queue
+                coalesce(x.elem ->> 'queue', 'default') AS queue,
+                x.elem ->> 'limit_group' AS limit_group,
+                x.elem ->> 'limit_key' AS limit_key
             FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
         ),
 
@@ -203,11 +217,12 @@ BEGIN
         inserted AS (
             INSERT INTO jobq_jobs AS j (
                 id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
-                priority, scheduled
+                priority, scheduled, limit_group, limit_key
             )
             SELECT
                 i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-                i.available_at, i.priority, i.available_at > v_now
+                i.available_at, i.priority, i.available_at > v_now,
+                i.limit_group, i.limit_key
             FROM input AS i
             WHERE i.new_id = i.first_id
             ORDER BY i.ord
@@ -285,7 +300,9 @@ BEGIN
                 max_attempts => coalesce((x.elem ->> 'max_attempts')::integer, 5),
                 run_at => (x.elem ->> 'run_at')::timestamptz,
                 priority => coalesce((x.elem ->> 'priority')::integer, 0),
-                queue => coalesce(x.elem ->> 'queue', 'default')
+                queue => coalesce(x.elem ->> 'queue', 'default'),
+                limit_group => x.elem ->> 'limit_group',
+                limit_key => x.elem ->> 'limit_key'
             ) END ORDER BY r.ord)
         INTO v_ids
         FROM ROWS FROM (pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids)) AS r (ord, id)
@@ -305,7 +322,7 @@ idempotency_key returns the existing id; two elements with the same key get the 
 first is inserted). Built for 10,000+ jobs per call.
 Arguments: jobs (a JSON array of objects with the keys of jobq_enqueue: job_type required;
 payload, idempotency_key, max_attempts, run_at as ISO 8601 text with an offset, priority,
-queue optional).
+queue, limit_group, limit_key optional).
 Result: one row per element, (ord, id), ord counting from 1 in input order.
 Errors: 22023 when jobs is not an array, an element is not an object, has an unknown key or a
 bad value (a payload that is not a JSON object included; the message names the element,

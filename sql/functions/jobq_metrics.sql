@@ -106,7 +106,7 @@ BEGIN
             (
                 SELECT j.job_type, j.queue
                 FROM jobq_jobs AS j
-                WHERE j.status = 'pending' AND NOT j.scheduled
+                WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             )
@@ -121,6 +121,7 @@ BEGIN
                 WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                 ORDER BY j.job_type, j.queue
                 LIMIT 1
             ) AS n
@@ -142,6 +143,7 @@ BEGIN
                   AND j.queue = p.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                 ORDER BY j.priority DESC, j.available_at ASC
                 LIMIT 1
             ) AS f
@@ -157,6 +159,7 @@ BEGIN
                   AND j.queue = o.queue
                   AND j.status = 'pending'
                   AND NOT j.scheduled
+                  AND j.limit_group IS NULL
                   AND j.priority < o.priority
                 ORDER BY j.priority DESC, j.available_at ASC
                 LIMIT 1
@@ -164,6 +167,16 @@ BEGIN
         )
 
         SELECT o.queue, o.available_at FROM o
+    ),
+
+    -- Limited jobs (jobq_jobs_limited_idx, outside the claim index): the oldest of each queue,
+    -- read from that index (its entries are the pending limited jobs only, never a finished
+    -- one).
+    limited AS (
+        SELECT j.queue, pg_catalog.min(j.available_at) AS available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+        GROUP BY j.queue
     ),
 
     -- Scheduled jobs that have come due but that no claim has promoted yet (no worker claims
@@ -184,6 +197,8 @@ BEGIN
             SELECT b.queue, b.available_at FROM oldest_by_priority AS b
             UNION ALL
             SELECT d.queue, d.available_at FROM due AS d
+            UNION ALL
+            SELECT l.queue, l.available_at FROM limited AS l
         ) AS a
         GROUP BY a.queue
     )

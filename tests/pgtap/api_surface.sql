@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(148);
+SELECT plan(174);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -12,7 +12,7 @@ SELECT plan(148);
 
 SELECT functions_are('public', ARRAY[
     -- producers
-    'jobq_enqueue', 'jobq_enqueue_many',
+    'jobq_enqueue', 'jobq_enqueue_many', 'jobq_enqueue_arrays',
     -- workers
     'jobq_dequeue', 'jobq_complete', 'jobq_complete_many', 'jobq_fail', 'jobq_fail_many',
     'jobq_heartbeat', 'jobq_release', 'jobq_release_orphans',
@@ -21,17 +21,21 @@ SELECT functions_are('public', ARRAY[
     -- operators
     'jobq_requeue_dead_letter', 'jobq_requeue_dead_letters', 'jobq_stats', 'jobq_prune',
     'jobq_configure', 'jobq_list_jobs', 'jobq_get_job', 'jobq_health', 'jobq_unserved_job_types',
+    -- dashboards (monitor and admin)
+    'jobq_queue_summary', 'jobq_jobs_page',
     -- schedules (admin manages them; workers tick)
     'jobq_schedule', 'jobq_unschedule', 'jobq_schedules', 'jobq_tick',
     -- metrics
     'jobq_metrics', 'jobq_metrics_recount',
+    -- concurrency and rate limits (admin sets and reads them; the claim applies them)
+    'jobq_set_limit', 'jobq_limits', 'jobq_limit_usage',
     -- private helpers (granted to nobody)
     'jobq__job_argument_problem', 'jobq__retry_at', 'jobq__blank', 'jobq__worker_id_error',
-    'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__cron_parse',
+    'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__uuid_v7_many', 'jobq__cron_parse',
     'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
     'jobq__event_channel', 'jobq__notify_events', 'jobq__metric_bounds', 'jobq__metric_bucket',
     'jobq__metric_add', 'jobq__metric_histogram', 'jobq__metrics_count', 'jobq__metrics_fold',
-    'jobq__error_entry'
+    'jobq__error_entry', 'jobq__limit_argument_problem', 'jobq__claim_limited'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -58,6 +62,8 @@ SELECT results_eq(
     ('jobq__append_error'::text, 'errors jsonb, entry jsonb'::text, 'jsonb'::text),
     ('jobq__blank', 'value text', 'boolean'),
     ('jobq__channel', '', 'text'),
+    ('jobq__claim_limited', 'worker_id text, job_types text[], queues text[], batch_size integer, '
+                            'range_types text[], range_queues text[]', 'SETOF jobq_jobs'),
     ('jobq__cron_fires', 'masks bigint[], timezone text, first timestamp with time zone, '
                          'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
@@ -65,6 +71,7 @@ SELECT results_eq(
     ('jobq__error_entry', 'attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text', 'jsonb'),
     ('jobq__event_channel', 'kind text', 'text'),
     ('jobq__job_argument_problem', 'job_type text, queue text, idempotency_key text, max_attempts integer, priority integer', 'text'),
+    ('jobq__limit_argument_problem', 'limit_group text, limit_key text', 'text'),
     ('jobq__metric_add', 'a bigint[], b bigint[]', 'bigint[]'),
     ('jobq__metric_bounds', '', 'double precision[]'),
     ('jobq__metric_bucket', 'seconds double precision', 'integer'),
@@ -78,6 +85,7 @@ SELECT results_eq(
     ('jobq__statuses', 'finished boolean DEFAULT NULL::boolean', 'text[]'),
     ('jobq__tick', 'at timestamp with time zone', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq__uuid_v7', '', 'uuid'),
+    ('jobq__uuid_v7_many', 'count integer', 'uuid[]'),
     ('jobq__worker_id_error', 'worker_id text', 'text'),
     ('jobq__worker_seen', 'worker_id text, job_types text[], queues text[]', 'void'),
     ('jobq_await', 'job_ids uuid[], timeout interval DEFAULT ''00:00:30''::interval',
@@ -95,7 +103,13 @@ SELECT results_eq(
                      'SETOF jobq_jobs'),
     ('jobq_enqueue', 'job_type text, payload jsonb DEFAULT ''{}''::jsonb, idempotency_key text DEFAULT NULL::text, '
                      'max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
-                     'priority integer DEFAULT 0, queue text DEFAULT ''default''::text', 'uuid'),
+                     'priority integer DEFAULT 0, queue text DEFAULT ''default''::text, '
+                     'limit_group text DEFAULT NULL::text, limit_key text DEFAULT NULL::text', 'uuid'),
+    ('jobq_enqueue_arrays', 'job_types text[], payloads jsonb[] DEFAULT NULL::jsonb[], '
+                            'idempotency_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], '
+                            'run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], '
+                            'priorities integer[] DEFAULT NULL::integer[], queues text[] DEFAULT NULL::text[]',
+                            'TABLE(ord integer, id uuid)'),
     ('jobq_enqueue_many', 'jobs jsonb', 'TABLE(ord integer, id uuid)'),
     ('jobq_fail', 'job_id uuid, worker_id text, error text, retry boolean DEFAULT true, '
                   'backoff interval DEFAULT ''00:00:10''::interval, attempt integer DEFAULT NULL::integer', 'text'),
@@ -109,11 +123,22 @@ SELECT results_eq(
     ('jobq_heartbeat', 'worker_id text, job_ids uuid[]', 'integer'),
     ('jobq_job_status', 'job_ids uuid[]', 'TABLE(id uuid, status text, attempts integer, result jsonb, '
                         'last_error text, finished_at timestamp with time zone, cancel_requested boolean)'),
+    ('jobq_jobs_page', 'status text, queue text DEFAULT NULL::text, job_type text DEFAULT NULL::text, '
+                       'after_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+                       'after_id uuid DEFAULT NULL::uuid, max_rows integer DEFAULT 50, '
+                       'scan_limit integer DEFAULT 10000', 'SETOF jobq_job_summary'),
+    ('jobq_limit_usage', '', 'TABLE(limit_group text, limit_key text, running bigint, max_running integer, '
+                         'starts_in_window bigint, max_starts integer, per interval, pending bigint)'),
+    ('jobq_limits', '', 'TABLE(limit_group text, max_running integer, max_starts integer, per interval)'),
     ('jobq_list_jobs', 'statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, '
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
     ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
     ('jobq_metrics_recount', '', 'bigint'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
+    ('jobq_queue_summary', 'recent interval DEFAULT ''00:05:00''::interval',
+                           'TABLE(queue text, available bigint, scheduled bigint, processing bigint, failed bigint, '
+                           'dead_letter bigint, cancelled bigint, oldest_available_at timestamp with time zone, '
+                           'succeeded_recent bigint)'),
     ('jobq_release', 'job_ids uuid[], worker_id text', 'integer'),
     ('jobq_release_orphans', 'worker_id text, job_ids uuid[]', 'integer'),
     ('jobq_requeue_dead_letter', 'job_id uuid', 'boolean'),
@@ -126,6 +151,8 @@ SELECT results_eq(
                        'queue text, priority integer, max_attempts integer, catch_up text, paused boolean, '
                        'next_run_at timestamp with time zone, next_run_local timestamp without time zone, '
                        'created_at timestamp with time zone, updated_at timestamp with time zone)'),
+    ('jobq_set_limit', 'limit_group text, max_running integer DEFAULT NULL::integer, '
+                       'max_starts integer DEFAULT NULL::integer, per interval DEFAULT NULL::interval', 'void'),
     ('jobq_stats', '', 'TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)'),
     ('jobq_tick', '', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq_unschedule', 'name text', 'boolean'),
@@ -135,8 +162,9 @@ SELECT results_eq(
     'every function has the documented argument names, defaults and result'
 );
 
-SELECT function_returns('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text'], 'uuid');
+SELECT function_returns('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text', 'text', 'text'], 'uuid');
 SELECT function_returns('public', 'jobq_enqueue_many', ARRAY['jsonb'], 'setof record');
+SELECT function_returns('public', 'jobq_enqueue_arrays', ARRAY['text[]', 'jsonb[]', 'text[]', 'integer[]', 'timestamp with time zone[]', 'integer[]', 'text[]'], 'setof record');
 SELECT function_returns('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]'], 'setof jobq_jobs');
 SELECT function_returns('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer', 'jsonb'], 'boolean');
 SELECT function_returns('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integer[]', 'jsonb[]'], 'integer');
@@ -160,8 +188,9 @@ SELECT function_returns('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'tex
 SELECT function_returns('public', 'jobq_health', ARRAY['interval', 'interval', 'interval'], 'setof record');
 
 -- Security: every public function runs as its owner with the search_path of its schema.
-SELECT is_definer('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text']);
+SELECT is_definer('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text', 'text', 'text']);
 SELECT is_definer('public', 'jobq_enqueue_many', ARRAY['jsonb']);
+SELECT is_definer('public', 'jobq_enqueue_arrays', ARRAY['text[]', 'jsonb[]', 'text[]', 'integer[]', 'timestamp with time zone[]', 'integer[]', 'text[]']);
 SELECT is_definer('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]']);
 SELECT is_definer('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer', 'jsonb']);
 SELECT is_definer('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integer[]', 'jsonb[]']);
@@ -185,6 +214,8 @@ SELECT is_definer('public', 'jobq_metrics', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_metrics_recount', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer']);
 SELECT is_definer('public', 'jobq_health', ARRAY['interval', 'interval', 'interval']);
+SELECT is_definer('public', 'jobq_queue_summary', ARRAY['interval']);
+SELECT is_definer('public', 'jobq_jobs_page', ARRAY['text', 'text', 'text', 'timestamp with time zone', 'uuid', 'integer', 'integer']);
 SELECT isnt_definer('public', 'jobq__job_argument_problem', ARRAY['text', 'text', 'text', 'integer', 'integer']);
 SELECT isnt_definer('public', 'jobq__statuses', ARRAY['boolean']);
 SELECT isnt_definer('public', 'jobq__retry_at', ARRAY['timestamp with time zone', 'integer', 'interval']);
@@ -195,6 +226,7 @@ SELECT isnt_definer('public', 'jobq__error_entry', ARRAY['integer', 'jsonb', 'te
 SELECT isnt_definer('public', 'jobq__channel', ARRAY[]::name[]);
 SELECT isnt_definer('public', 'jobq__notify', ARRAY['text[]']);
 SELECT isnt_definer('public', 'jobq__uuid_v7', ARRAY[]::name[]);
+SELECT isnt_definer('public', 'jobq__uuid_v7_many', ARRAY['integer']);
 SELECT is_definer('public', 'jobq_schedule', ARRAY['text', 'text', 'text', 'jsonb', 'text', 'text', 'integer', 'integer', 'text', 'boolean']);
 SELECT is_definer('public', 'jobq_unschedule', ARRAY['text']);
 SELECT is_definer('public', 'jobq_schedules', ARRAY[]::name[]);
@@ -205,7 +237,15 @@ SELECT isnt_definer('public', 'jobq__cron_fires', ARRAY['bigint[]', 'text', 'tim
 SELECT isnt_definer('public', 'jobq__tick', ARRAY['timestamp with time zone']);
 SELECT is_definer('public', 'jobq_get_job', ARRAY['uuid']);
 SELECT is_definer('public', 'jobq_unserved_job_types', ARRAY['interval']);
+SELECT is_definer('public', 'jobq_set_limit', ARRAY['text', 'integer', 'integer', 'interval']);
+SELECT is_definer('public', 'jobq_limits', ARRAY[]::name[]);
+SELECT is_definer('public', 'jobq_limit_usage', ARRAY[]::name[]);
+SELECT function_returns('public', 'jobq_set_limit', ARRAY['text', 'integer', 'integer', 'interval'], 'void');
+SELECT function_returns('public', 'jobq_limits', ARRAY[]::text[], 'setof record');
+SELECT function_returns('public', 'jobq_limit_usage', ARRAY[]::text[], 'setof record');
 SELECT isnt_definer('public', 'jobq__worker_seen', ARRAY['text', 'text[]', 'text[]']);
+SELECT isnt_definer('public', 'jobq__limit_argument_problem', ARRAY['text', 'text']);
+SELECT isnt_definer('public', 'jobq__claim_limited', ARRAY['text', 'text[]', 'text[]', 'integer', 'text[]', 'text[]']);
 
 SELECT is_empty(
     $$SELECT p.oid::regprocedure FROM pg_proc AS p
@@ -220,15 +260,15 @@ SELECT is_empty(
     'no SECURITY DEFINER function without a fixed search_path'
 );
 
--- Contract section 4: 22004 (null_value_not_allowed) is a NULL payload (of jobq_enqueue, and of
--- jobq_schedule, whose jobs jobq_enqueue's rules bind), and nothing else: every other bad
--- argument is 22023.
+-- Contract section 4: 22004 (null_value_not_allowed) is a NULL payload (of jobq_enqueue, of
+-- jobq_schedule, whose jobs jobq_enqueue's rules bind, and of an element of
+-- jobq_enqueue_arrays' payloads), and nothing else: every other bad argument is 22023.
 SELECT is_empty(
     $$SELECT p.proname FROM pg_proc AS p
       WHERE p.pronamespace = 'public'::regnamespace
-        AND p.proname NOT IN ('jobq_enqueue', 'jobq_schedule')
+        AND p.proname NOT IN ('jobq_enqueue', 'jobq_schedule', 'jobq_enqueue_arrays')
         AND p.prosrc ~* '(null_value_not_allowed|22004)'$$,
-    '22004 is raised by jobq_enqueue and jobq_schedule only (a NULL payload)'
+    '22004 is raised by jobq_enqueue, jobq_schedule and jobq_enqueue_arrays only (a NULL payload)'
 );
 
 ------------------------------------------------------------------------------------------
@@ -236,11 +276,21 @@ SELECT is_empty(
 ------------------------------------------------------------------------------------------
 
 SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
-                                 'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas'],
-                  'schema public has exactly the seven jobq tables');
+                                 'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
+                                 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts'],
+                  'schema public has exactly the ten jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
 SELECT hasnt_pk('public', 'jobq_metric_deltas', 'jobq_metric_deltas is appended to, never looked up');
+SELECT columns_are('public', 'jobq_limits', ARRAY[
+    'limit_group', 'max_running', 'max_starts', 'per', 'updated_at'
+]);
+SELECT columns_are('public', 'jobq_limit_keys', ARRAY[
+    'limit_group', 'limit_key', 'started', 'last_start_at'
+]);
+SELECT columns_are('public', 'jobq_limit_starts', ARRAY[
+    'limit_group', 'limit_key', 'total', 'started', 'started_at'
+]);
 SELECT columns_are('public', 'jobq_workers', ARRAY[
     'worker_id', 'job_types', 'queues', 'first_claim_at', 'last_claim_at'
 ]);
@@ -253,7 +303,7 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'id', 'queue', 'job_type', 'payload', 'idempotency_key', 'status', 'priority', 'attempts',
     'max_attempts', 'available_at', 'locked_at', 'locked_by', 'last_error', 'errors',
     'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
-    'cancel_reason', 'awaited', 'claimed_at'
+    'cancel_reason', 'awaited', 'limit_group', 'limit_key', 'claimed_at'
 ]);
 SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics']);
 SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at', 'breaking']);
@@ -289,6 +339,8 @@ SELECT results_eq(
     ('cancel_requested_at', 'timestamp with time zone',   false, NULL),
     ('cancel_reason',   'text',                           false, NULL),
     ('awaited',         'boolean',                        true,  'false'),
+    ('limit_group',     'text',                           false, NULL),
+    ('limit_key',       'text',                           false, NULL),
     ('claimed_at',      'timestamp with time zone',       false, NULL)
     $$,
     'jobq_jobs columns: type, NOT NULL and default as in the contract'
@@ -315,6 +367,19 @@ SELECT is((SELECT count(DISTINCT id)::int FROM (SELECT jobq__uuid_v7() AS id FRO
 SELECT is((SELECT count(*)::int FROM (SELECT jobq__uuid_v7() AS id FROM generate_series(1, 100)) AS g
            WHERE substr(id::text, 15, 1) = '7' AND substr(id::text, 20, 1) IN ('8', '9', 'a', 'b')), 100,
           'jobq__uuid_v7: version 7, variant RFC 9562 (10xx)');
+SELECT is((SELECT count(DISTINCT id)::int FROM pg_catalog.unnest(jobq__uuid_v7_many(100000)) AS id), 100000,
+          'jobq__uuid_v7_many: distinct ids');
+SELECT ok((SELECT bool_and(id::text ~ '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$')
+           FROM pg_catalog.unnest(jobq__uuid_v7_many(1000)) AS id),
+          'jobq__uuid_v7_many: version 7, variant RFC 9562 (10xx)');
+SELECT ok((SELECT a = (SELECT pg_catalog.array_agg(x ORDER BY x) FROM pg_catalog.unnest(a) AS x)
+           FROM (SELECT jobq__uuid_v7_many(5000) AS a) AS m),
+          'jobq__uuid_v7_many: increasing in array order');
+SELECT ok((SELECT ('x' || lpad(replace(substr(id::text, 1, 13), '-', ''), 16, '0'))::bit(64)::bigint
+                BETWEEN (extract(epoch FROM now()) * 1000)::bigint - 1
+                    AND (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 1
+           FROM pg_catalog.unnest(jobq__uuid_v7_many(3)) AS id LIMIT 1),
+          'jobq__uuid_v7_many: its first 48 bits are the time in milliseconds, as jobq__uuid_v7''s');
 DELETE FROM jobq_jobs WHERE job_type = 'api_surface_v7';
 SELECT col_type_is('public', 'jobq_jobs', 'payload', 'jsonb', 'jobq_jobs.payload is jsonb');
 SELECT col_default_is('public', 'jobq_jobs', 'payload', '{}'::jsonb, 'jobq_jobs.payload defaults to {}');
@@ -356,6 +421,7 @@ SELECT set_eq(
              ('jobq_jobs', 'jobq_jobs_status_check'), ('jobq_jobs', 'jobq_jobs_max_attempts_check'),
              ('jobq_jobs', 'jobq_jobs_attempts_check'), ('jobq_jobs', 'jobq_jobs_claim_check'),
              ('jobq_jobs', 'jobq_jobs_finished_check'), ('jobq_jobs', 'jobq_jobs_cancel_check'),
+             ('jobq_jobs', 'jobq_jobs_limit_key_needs_group'),
              ('jobq_settings', 'jobq_settings_pkey'), ('jobq_settings', 'jobq_settings_singleton_check'),
              ('jobq_settings', 'jobq_settings_max_payload_bytes_check'),
              ('jobq_migrations', 'jobq_migrations_pkey')$$,
@@ -405,6 +471,28 @@ SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t'
     'jobq_jobs_idempotency_key_key: one job per key');
 SELECT lives_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t', NULL), ('t', NULL)$$,
     'NULL keys never collide');
+SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, limit_key) VALUES ('t', 'k')$$, '23514',
+    'new row for relation "jobq_jobs" violates check constraint "jobq_jobs_limit_key_needs_group"',
+    'jobq_jobs_limit_key_needs_group: a limit_key only within a limit_group');
+SELECT set_eq(
+    $$SELECT conrelid::regclass::text, conname::text COLLATE "default" FROM pg_constraint
+      WHERE conrelid IN ('jobq_limits'::regclass, 'jobq_limit_keys'::regclass,
+                         'jobq_limit_starts'::regclass)
+        AND contype <> 'n'$$,
+    $$VALUES ('jobq_limits', 'jobq_limits_pkey'), ('jobq_limits', 'jobq_limits_max_running_positive'),
+             ('jobq_limits', 'jobq_limits_rate_complete'), ('jobq_limits', 'jobq_limits_some_limit'),
+             ('jobq_limit_keys', 'jobq_limit_keys_pkey'), ('jobq_limit_starts', 'jobq_limit_starts_pkey')$$,
+    'the limit tables'' constraints have their documented names'
+);
+SELECT throws_ok($$INSERT INTO jobq_limits (limit_group, max_running) VALUES ('g', 0)$$, '23514',
+    'new row for relation "jobq_limits" violates check constraint "jobq_limits_max_running_positive"',
+    'jobq_limits_max_running_positive: max_running >= 1');
+SELECT throws_ok($$INSERT INTO jobq_limits (limit_group, max_starts) VALUES ('g', 5)$$, '23514',
+    'new row for relation "jobq_limits" violates check constraint "jobq_limits_rate_complete"',
+    'jobq_limits_rate_complete: max_starts needs per');
+SELECT throws_ok($$INSERT INTO jobq_limits (limit_group) VALUES ('g')$$, '23514',
+    'new row for relation "jobq_limits" violates check constraint "jobq_limits_some_limit"',
+    'jobq_limits_some_limit: a row sets a limit');
 SELECT throws_ok($$INSERT INTO jobq_settings (singleton) VALUES (false)$$, '23514',
     'new row for relation "jobq_settings" violates check constraint "jobq_settings_singleton_check"',
     'jobq_settings_singleton_check: no second settings row');
@@ -419,7 +507,7 @@ SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 0$$, '23514',
 SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
     'jobq_jobs_scheduled_idx', 'jobq_jobs_locked_idx', 'jobq_jobs_failed_idx',
-    'jobq_jobs_succeeded_idx'
+    'jobq_jobs_succeeded_idx', 'jobq_jobs_limited_idx', 'jobq_jobs_limit_running_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
                  ARRAY['job_type', 'queue', 'priority', 'available_at', 'id'],
@@ -438,11 +526,15 @@ SELECT results_eq(
       ORDER BY 1$$,
     $$VALUES
     ('jobq_jobs_claim_idx'::text,
-     'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = ''pending''::text) AND (NOT scheduled))'::text),
+     'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NULL))'::text),
     ('jobq_jobs_failed_idx',
      'CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY[''failed''::text, ''dead_letter''::text, ''cancelled''::text]))'),
     ('jobq_jobs_idempotency_key_key',
      'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
+    ('jobq_jobs_limit_running_idx',
+     'CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''''::text)) WHERE ((status = ''processing''::text) AND (limit_group IS NOT NULL))'),
+    ('jobq_jobs_limited_idx',
+     'CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''''::text), priority DESC, available_at, id) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_locked_idx',
      'CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = ''processing''::text)'),
     ('jobq_jobs_scheduled_idx',
@@ -516,6 +608,11 @@ SELECT unalike(
     pg_temp.plan_of($$SELECT jobq__append_error('[]', pg_catalog.to_jsonb(g)) FROM generate_series(1, 2) AS g$$),
     '%jobq__append_error%',
     'jobq__append_error is inlined into its caller'
+);
+SELECT unalike(
+    pg_temp.plan_of($$SELECT jobq__limit_argument_problem(g::text, 'k') FROM generate_series(1, 2) AS g$$),
+    '%jobq__%',
+    'jobq__limit_argument_problem is inlined into its caller, and jobq__blank into it'
 );
 
 SELECT * FROM finish();

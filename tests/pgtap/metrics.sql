@@ -11,7 +11,7 @@
 -- backdating available_at and claimed_at. Every counted statement after the first of this
 -- transaction goes to jobq_metric_deltas: jobq_metrics() reads (and folds) both.
 BEGIN;
-SELECT plan(73);
+SELECT plan(78);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_metric_counters;
@@ -263,6 +263,11 @@ SELECT is(pg_temp.v('jobq_oldest_available_age_seconds', '{"queue": "later"}'), 
 UPDATE jobq_jobs SET available_at = now() - interval '2 hours' WHERE id = :'o3';
 SELECT is(pg_temp.v('jobq_oldest_available_age_seconds', '{"queue": "later"}'), 7200::double precision,
           'a scheduled job that came due and that no claim promoted yet counts');
+SELECT jobq_set_limit('olim', max_running => 1);
+SELECT jobq_enqueue('o', queue => 'limited', run_at => now() - interval '30 seconds',
+                    limit_group => 'olim');
+SELECT is(pg_temp.v('jobq_oldest_available_age_seconds', '{"queue": "limited"}'), 30::double precision,
+          'a limited job (outside the claim index) counts too');
 
 ------------------------------------------------------------------------------------------
 -- metrics off and on; the fold of rows of backends that have exited
@@ -295,6 +300,21 @@ SELECT set_eq(
     'the row of the exited backend is added once, bucket by bucket');
 SELECT is_empty('SELECT * FROM jobq_metric_counters WHERE shard = 2147483647',
                 'the row of the backend that exited was folded into shard 0');
+
+------------------------------------------------------------------------------------------
+-- a claim of limited jobs (jobq__claim_limited) counts like any other claim
+SELECT jobq_set_limit('lim', max_running => 2);
+SELECT jobq_enqueue('lt', queue => 'lq', limit_group => 'lim', limit_key => k)
+FROM (VALUES ('k1'), ('k1'), ('k1'), ('k2')) AS v (k);
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('wl', ARRAY['lt'], batch_size => 10)), 3,
+          'limited claim: three jobs (two of key k1, at most two at once, and k2)');
+SELECT is(pg_temp.v('jobq_started_total', pg_temp.l('lq', 'lt')), 3::double precision,
+          'a limited claim counts its starts');
+SELECT results_eq($$SELECT * FROM pg_temp.gauge() WHERE queue = 'lq'$$,
+                  $$SELECT * FROM pg_temp.counted() WHERE queue = 'lq'$$,
+                  'and moves the gauge as the table moved');
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE queue = 'lq' AND claimed_at IS NULL
+           AND status = 'processing'), 0, 'and sets claimed_at');
 
 SELECT * FROM finish();
 ROLLBACK;

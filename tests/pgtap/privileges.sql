@@ -12,7 +12,7 @@
 -- the current role, so each test role gets USAGE on schema tap and the use of pgTAP's
 -- temporary tables of this session.
 BEGIN;
-SELECT plan(87);
+SELECT plan(98);
 
 DELETE FROM jobq_jobs;
 
@@ -69,8 +69,9 @@ CREATE ROLE tn;   -- schema USAGE only
 GRANT USAGE ON SCHEMA public TO tp, tw, ta, tn;
 
 GRANT EXECUTE ON FUNCTION
-    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text),
+    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text),
     jobq_enqueue_many(jsonb),
+    jobq_enqueue_arrays(text[], jsonb[], text[], integer[], timestamptz[], integer[], text[]),
     jobq_cancel(uuid[], text),
     jobq_job_status(uuid[]),
     jobq_await(uuid[], interval)
@@ -89,8 +90,9 @@ GRANT EXECUTE ON FUNCTION
 TO tw;
 
 GRANT EXECUTE ON FUNCTION
-    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text),
+    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text),
     jobq_enqueue_many(jsonb),
+    jobq_enqueue_arrays(text[], jsonb[], text[], integer[], timestamptz[], integer[], text[]),
     jobq_dequeue(text, text[], integer, interval, text[]),
     jobq_complete(uuid, text, integer, jsonb),
     jobq_complete_many(uuid[], text, integer[], jsonb[]),
@@ -111,7 +113,10 @@ GRANT EXECUTE ON FUNCTION
     jobq_metrics(),
     jobq_metrics_recount(),
     jobq_list_jobs(text[], text, text, integer),
-    jobq_health(interval, interval, interval)
+    jobq_health(interval, interval, interval),
+    jobq_set_limit(text, integer, integer, interval),
+    jobq_limits(),
+    jobq_limit_usage()
 TO ta;
 GRANT SELECT ON TABLE jobq_jobs, jobq_settings, jobq_migrations TO ta;
 
@@ -129,6 +134,8 @@ SET ROLE tp;
 SELECT ok(jobq_enqueue('p') IS NOT NULL, 'producer: can enqueue');
 SELECT is((SELECT count(*)::int FROM jobq_enqueue_many('[{"job_type": "p"}, {"job_type": "p"}]')), 2,
           'producer: can enqueue_many');
+SELECT is((SELECT count(*)::int FROM jobq_enqueue_arrays(ARRAY['p', 'p'])), 2,
+          'producer: can enqueue_arrays');
 SELECT throws_ok($$SELECT * FROM jobq_dequeue('tp')$$, '42501',
     'permission denied for function jobq_dequeue', 'producer: cannot dequeue');
 SELECT throws_ok($$SELECT * FROM jobq_jobs$$, '42501',
@@ -150,8 +157,11 @@ SELECT throws_ok($$SELECT jobq__retry_at(now(), 1, '1 second')$$, '42501',
     'permission denied for function jobq__retry_at', 'producer: cannot call a private helper');
 SELECT throws_ok($$INSERT INTO jobq_jobs (job_type) VALUES ('direct')$$, '42501', NULL,
     'producer: cannot insert into jobq_jobs directly');
+SELECT throws_ok($$SELECT jobq_set_limit('g', max_running => 100)$$, '42501',
+    'permission denied for function jobq_set_limit', 'producer: cannot set a limit (nor lift one for itself)');
+SELECT throws_ok($$SELECT * FROM jobq_limits()$$, '42501', NULL, 'producer: cannot read the limits');
 RESET ROLE;
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'p'), 3, 'the producer''s 3 jobs are there');
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'p'), 5, 'the producer''s 5 jobs are there');
 SELECT results_eq(format('SELECT * FROM jobq_jobs WHERE id = %L', :'seed'), 'SELECT * FROM snap',
                   'the producer''s denied calls changed nothing');
 
@@ -199,6 +209,13 @@ SELECT throws_ok($$SELECT jobq_requeue_dead_letters()$$, '42501',
 SELECT throws_ok($$SELECT * FROM jobq_list_jobs()$$, '42501', NULL, 'worker: cannot list jobs');
 SELECT throws_ok($$SELECT * FROM jobq_health()$$, '42501', NULL, 'worker: cannot run the health check');
 SELECT throws_ok($$SELECT * FROM jobq_jobs$$, '42501', NULL, 'worker: cannot read the table');
+SELECT throws_ok($$SELECT jobq_set_limit('g')$$, '42501',
+    'permission denied for function jobq_set_limit', 'worker: cannot set or remove a limit');
+SELECT throws_ok($$SELECT * FROM jobq_limits()$$, '42501',
+    'permission denied for function jobq_limits', 'worker: cannot read the limits');
+SELECT throws_ok($$SELECT * FROM jobq_limit_usage()$$, '42501',
+    'permission denied for function jobq_limit_usage', 'worker: cannot read the usage of the limits');
+SELECT throws_ok($$SELECT * FROM jobq_limit_keys$$, '42501', NULL, 'worker: cannot read the limits'' bookkeeping');
 SELECT throws_ok($$UPDATE jobq_jobs SET status = 'pending'$$, '42501', NULL, 'worker: cannot update the table');
 RESET ROLE;
 SELECT is((SELECT status FROM jobq_jobs WHERE id = :'seed'), 'succeeded', 'the worker''s calls took effect');
@@ -213,6 +230,11 @@ SELECT is(jobq_prune(), 0::bigint, 'admin: can prune');
 SELECT ok((SELECT count(*) FROM jobq_stats()) > 0, 'admin: can read stats');
 SELECT ok((SELECT count(*) FROM jobq_list_jobs()) > 0, 'admin: can list jobs');
 SELECT lives_ok($$SELECT * FROM jobq_health()$$, 'admin: can run the health check');
+SELECT lives_ok($$SELECT jobq_set_limit('g', max_running => 3)$$, 'admin: can set a limit');
+SELECT results_eq($$SELECT limit_group, max_running FROM jobq_limits()$$, $$VALUES ('g'::text, 3)$$,
+                  'admin: can read the limits');
+SELECT lives_ok($$SELECT * FROM jobq_limit_usage()$$, 'admin: can read the usage of the limits');
+SELECT lives_ok($$SELECT jobq_set_limit('g')$$, 'admin: can remove a limit');
 SELECT ok(jobq_enqueue('a') IS NOT NULL, 'admin: can enqueue');
 SELECT lives_ok($$SELECT * FROM jobq_enqueue_many('[]')$$, 'admin: can enqueue_many');
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('ta', batch_size => 10)), 2, 'admin: can dequeue');

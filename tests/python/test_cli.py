@@ -403,6 +403,7 @@ def test_grant_dry_run_without_a_database_prints_the_statements() -> None:
         'GRANT EXECUTE ON FUNCTION "public"."jobq_await" TO "app";',
         'GRANT EXECUTE ON FUNCTION "public"."jobq_cancel" TO "app";',
         'GRANT EXECUTE ON FUNCTION "public"."jobq_enqueue" TO "app";',
+        'GRANT EXECUTE ON FUNCTION "public"."jobq_enqueue_arrays" TO "app";',
         'GRANT EXECUTE ON FUNCTION "public"."jobq_enqueue_many" TO "app";',
         'GRANT EXECUTE ON FUNCTION "public"."jobq_job_status" TO "app";',
     ]
@@ -556,7 +557,11 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "schedule list": [],
     "schedule delete": ["nightly"],
     "tick": [],
+    "limit set": ["per-customer", "--max-running", "2"],
+    "limit list": [],
+    "limit delete": ["per-customer"],
     "worker": ["cli_tenant_jobs:HANDLERS", "--burst"],
+    "web": ["--check"],
 }
 
 

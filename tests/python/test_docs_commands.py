@@ -18,12 +18,14 @@ by roles made for this run. A command that is only an illustration carries the v
 
 from __future__ import annotations
 
+import base64
 import itertools
 import os
 import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -61,7 +63,10 @@ ILLUSTRATIVE_MARK = "# illustrative"
 EMBEDDED_COMMANDS = ("python -m pgq_client.embedded", "jobq embedded")
 
 # Command lines marked `# illustrative` in the docs (kept rare; each says why on its line).
-ILLUSTRATIVE: set[str] = set()
+ILLUSTRATIVE: set[str] = {
+    "jobq web --schema jobq_demo    # illustrative: the schema `make demo` fills, on the "
+    "embedded database",
+}
 
 # Roles the docs name; each is created for the run (with a unique name) and granted its level.
 ROLES = {
@@ -267,6 +272,10 @@ def scene(world: World, tmp_path: Path) -> Iterator[Scene]:
     # The commands run where a user would have copied the examples and their payload files.
     shutil.copytree(REPO / "examples", tmp_path / "examples")
     (tmp_path / "big-payload.json").write_text('{"blob": "' + "x" * 500_000 + '"}')
+    (tmp_path / "jobs.ndjson").write_text(
+        "".join(f'{{"job_type": "reindex", "payload": {{"doc": {i}}}}}\n' for i in range(20))
+        + '{"job_type": "reindex", "payload": {"doc": 20}, "idempotency_key": "reindex:20"}\n'
+    )
     params = conninfo_to_dict(dsn)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JOBQ_", "PG"))}
     env["DATABASE_URL"] = ""
@@ -391,6 +400,52 @@ def _command_word(argv: list[str]) -> str | None:
     return None
 
 
+def _serve_until_answered(line: str, scene: Scene) -> subprocess.CompletedProcess[str]:
+    """`jobq web` serves until stopped: on a free port of its bind's host (its documented port
+    may be taken), fetch its overview (with the credential the line gives, if any), then stop
+    it (SIGTERM). It succeeded if the overview answered 200 with the seeded jobs."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    line = line.split(" #")[0].rstrip()  # its comment would swallow an added --bind
+    bind = re.search(r"--bind\s+(\S+):\d+", line)
+    host = bind.group(1) if bind else "127.0.0.1"
+    if bind:
+        line = line[: bind.start()] + f"--bind {host}:{port}" + line[bind.end() :]
+    else:
+        line = f"{line} --bind 127.0.0.1:{port}"
+    auth = re.search(r"(?:JOBQ_WEB_AUTH=|--auth\s+)(\S+)", line)
+    headers = {}
+    if auth:
+        token = base64.b64encode(auth.group(1).strip("'\"").encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    proc = subprocess.Popen(
+        ["bash", "-c", f"exec env {line}"],  # env: the line may start with VAR=value
+        cwd=scene.cwd,
+        env=scene.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    answered = False
+    address = "127.0.0.1" if host in ("0.0.0.0", "localhost") else host
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline and not answered:
+        request = urllib.request.Request(f"http://{address}:{port}/", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                answered = response.status == 200 and "data-queue=" in response.read().decode()
+        except OSError:
+            time.sleep(0.1)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    # uvicorn stops gracefully on SIGTERM, then ends by that same signal, as it was asked to.
+    stopped = proc.returncode in (0, -signal.SIGTERM)
+    return subprocess.CompletedProcess(proc.args, 0 if answered and stopped else 1, stdout, stderr)
+
+
 def run_line(line: str, scene: Scene) -> subprocess.CompletedProcess[str]:
     env = scene.env
     if line.startswith(EMBEDDED_COMMANDS):
@@ -398,6 +453,10 @@ def run_line(line: str, scene: Scene) -> subprocess.CompletedProcess[str]:
     argv = shlex.split(line, comments=True)
     if _command_word(argv) == "worker" and "--burst" not in argv:
         return _run_until_drained(line, scene)
+    while argv and re.match(r"^[A-Z_][A-Z0-9_]*=", argv[0]):  # VAR=value jobq ...
+        argv = argv[1:]
+    if _command_word(argv) == "web" and "--check" not in argv:
+        return _serve_until_answered(line, scene)
     if _command_word(argv) == "metrics" and "--serve" in argv:
         return _run_serving(line, scene)
     return subprocess.run(

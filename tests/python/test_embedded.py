@@ -12,11 +12,13 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -546,7 +548,7 @@ def test_demo_hints_work_as_printed_from_a_shell_without_the_venv(jobq_home: Pat
     assert jobq != "jobq", "jobq is not on this shell's PATH"
     hints = [line.strip() for line in out.split("Look around:")[1].splitlines()]
     hints = [line for line in hints if line.startswith(jobq + " ")]
-    assert len(hints) == 5, out
+    assert len(hints) == 6, out
 
     def shell(line: str, stdin: str = "") -> str:
         result = subprocess.run(
@@ -573,9 +575,34 @@ def test_demo_hints_work_as_printed_from_a_shell_without_the_venv(jobq_home: Pat
     assert jobs is not None and jobs[0] == 11
     assert shell(requeue).strip() == f"requeued {job_id}"
 
-    stats, dead, psql_c, psql, stop = hints
+    stats, dead, web, psql_c, psql, stop = hints
     assert "send_email  pending" in shell(stats)
     assert re.search(r"thumbnail +demo +failed +1/5", shell(dead))
+    # the dashboard, on a free port (8080 may be taken here), shows the demo's jobs
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = web.split("#")[0].strip() + f" --bind 127.0.0.1:{port}"
+    server = subprocess.Popen(
+        ["bash", "-c", f"exec {command}"], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + SUBPROCESS_TIMEOUT
+        page = ""
+        while not page and time.monotonic() < deadline:
+            assert server.poll() is None, server.communicate()
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/jobs?status=failed", timeout=10
+                ) as response:
+                    page = response.read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert '<tr data-id="' in page and "thumbnail" in page, page
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=SUBPROCESS_TIMEOUT)
     assert f"({jobs[0]} rows)" in shell(psql_c)
     typed = psql.split("# then:")[1].strip()
     assert "scan-corrupt.gif" in shell(psql, stdin=typed)

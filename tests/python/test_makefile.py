@@ -24,9 +24,9 @@ def _plan(target: str, venv: Path) -> str:
     return result.stdout
 
 
-def test_demo_installs_the_runtime_and_the_embedded_server_only(tmp_path: Path) -> None:
+def test_demo_installs_the_runtime_the_embedded_server_and_the_dashboard(tmp_path: Path) -> None:
     plan = _plan("demo", tmp_path / "venv")
-    assert "-e '.[binary,embedded]'" in plan
+    assert "-e '.[binary,embedded,web]'" in plan
     assert "[dev]" not in plan
     assert "-m pgq_client.demo" in plan
 

@@ -170,13 +170,17 @@ def _executable(conn: Conn, role: str, schema: str = "public") -> set[str]:
 
 # Contract section 6, for the functions installed today.
 EXPECTED = {
-    "producer": {"jobq_enqueue", "jobq_enqueue_many", "jobq_job_status", "jobq_await",
-                 "jobq_cancel"},
-    "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_dequeue", "jobq_complete",
+    "producer": {"jobq_enqueue", "jobq_enqueue_many", "jobq_enqueue_arrays", "jobq_job_status",
+                 "jobq_await", "jobq_cancel"},
+    "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_enqueue_arrays", "jobq_dequeue",
+               "jobq_complete",
                "jobq_complete_many", "jobq_fail", "jobq_fail_many", "jobq_heartbeat",
                "jobq_release", "jobq_release_orphans", "jobq_tick", "jobq_job_status",
                "jobq_await", "jobq_cancel", "jobq_cancel_requested"},
-    "monitor": {"jobq_stats", "jobq_health", "jobq_metrics", "jobq_job_status"},
+    "monitor": {
+        "jobq_stats", "jobq_health", "jobq_metrics", "jobq_job_status",
+        "jobq_queue_summary", "jobq_jobs_page",
+    },
 }
 
 
@@ -204,8 +208,9 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
         "SELECT c.relname::text FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace "
         "AND c.relkind = 'r' AND has_table_privilege(%s, c.oid, 'SELECT') ORDER BY 1", (role,)
     ).fetchall()
-    every_table = [("jobq_jobs",), ("jobq_metric_counters",), ("jobq_metric_deltas",),
-                   ("jobq_migrations",), ("jobq_schedules",), ("jobq_settings",), ("jobq_workers",)]
+    every_table = [("jobq_jobs",), ("jobq_limit_keys",), ("jobq_limit_starts",), ("jobq_limits",),
+                   ("jobq_metric_counters",), ("jobq_metric_deltas",), ("jobq_migrations",),
+                   ("jobq_schedules",), ("jobq_settings",), ("jobq_workers",)]
     assert reads == (every_table if level == "admin" else [])
 
     result = run("--dsn", dsn, "revoke", role)
@@ -281,7 +286,8 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     assert lines[-1] == f'REVOKE USAGE ON SCHEMA "tenant" FROM "{role}";'
     online = run("--dsn", dsn, "revoke", role, "--dry-run")
     assert online.exit_code == 0, online.output
-    tables = ('"public"."jobq_jobs", "public"."jobq_metric_counters", '
+    tables = ('"public"."jobq_jobs", "public"."jobq_limit_keys", "public"."jobq_limit_starts", '
+              '"public"."jobq_limits", "public"."jobq_metric_counters", '
               '"public"."jobq_metric_deltas", "public"."jobq_migrations", '
               '"public"."jobq_schedules", "public"."jobq_settings", "public"."jobq_workers"')
     assert f'REVOKE ALL ON TABLE {tables} FROM "{role}";' in online.stdout

@@ -363,6 +363,34 @@ def run_core_operations(conn: Conn, schema: str) -> None:
     _q(conn, schema, "SELECT {s}.jobq_configure(max_payload_bytes => 1048576)")
     assert _q(conn, schema, "SELECT {s}.jobq_prune(statuses => '{{cancelled}}', older_than => '0')"
               )[0][0] == 4
+    # limits: a concurrency limit and a rate limit, the limited claim, usage, removal (removed
+    # first: the second run finds the first run's limits and windows, jobq_jobs aside)
+    _q(conn, schema, "SELECT {s}.jobq_set_limit('r')")
+    _q(conn, schema, "SELECT {s}.jobq_set_limit('g', max_running => 1)")
+    _q(conn, schema, "SELECT {s}.jobq_set_limit('r', max_starts => 2, per => '1 hour')")
+    for key in ("x", "x", "y"):
+        _q(conn, schema, "SELECT {s}.jobq_enqueue('l', limit_group => 'g', limit_key => %(k)s)",
+           {"k": key})
+    _q(conn, schema, "SELECT * FROM {s}.jobq_enqueue_many("
+       "'[{{\"job_type\": \"l\", \"limit_group\": \"r\"}}, "
+       "{{\"job_type\": \"l\", \"limit_group\": \"r\"}}, "
+       "{{\"job_type\": \"l\", \"limit_group\": \"r\"}}]')")
+    _q(conn, schema, "SELECT {s}.jobq_enqueue('l')")
+    limited = [r[0] for r in _q(
+        conn, schema, "SELECT id FROM {s}.jobq_dequeue('w6', '{{l}}', 10)")]
+    assert len(limited) == 5  # x once, y, r twice, the unlimited one
+    assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_dequeue('w6', '{{l}}', 10)")) == 0
+    assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_limit_usage()")) == 3
+    assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_limits()")) == 2
+    _q(conn, schema, "SELECT {s}.jobq_complete_many(%(ids)s, 'w6')", {"ids": limited})
+    _q(conn, schema, "SELECT {s}.jobq_set_limit('g')")
+    assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_dequeue('w6', '{{l}}', 10)")) == 1
+    for bad in [
+        "SELECT {s}.jobq_enqueue('l', limit_key => 'k')",
+        "SELECT {s}.jobq_set_limit('g', max_starts => 1)",
+        "SELECT {s}.jobq_set_limit(' ', 1)",
+    ]:
+        _refused(conn, schema, bad, "22023")
 
 
 # ---------------------------------------------------------------------------------------------

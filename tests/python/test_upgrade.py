@@ -225,9 +225,10 @@ def snapshot_with_now(dsn: str) -> dict[str, Any]:
         }
 
 
-# Columns that migrations 0006 and 0010 added, with the value every job that existed before has.
+# Columns that migrations 0006, 0009 and 0010 added, with the value every job that existed
+# before has.
 ADDED_COLUMNS = {"result": None, "cancel_requested_at": None, "cancel_reason": None,
-                 "awaited": False, "claimed_at": None}
+                 "awaited": False, "limit_group": None, "limit_key": None, "claimed_at": None}
 # Settings that migration 0010 added, with their default.
 ADDED_SETTINGS = {"metrics": True}
 
@@ -354,8 +355,8 @@ def test_a_role_that_held_part_of_a_level_gets_nothing_new_from_an_upgrade(
     """Only a whole level is carried over: a role granted one worker function by hand, and a
     worker role whose jobq_heartbeat was revoked, get none of the level's new functions (the
     second still gets those granted to whoever may call a function it kept: jobq_fail_many as
-    jobq_fail; jobq_await, jobq_job_status and jobq_cancel as jobq_enqueue; not
-    jobq_cancel_requested, granted as jobq_heartbeat)."""
+    jobq_fail; jobq_await, jobq_job_status and jobq_cancel as jobq_enqueue; jobq_enqueue_arrays
+    as jobq_enqueue_many; not jobq_cancel_requested, granted as jobq_heartbeat)."""
     names, granted_in = level_roles
     install_legacy(empty_dsn, tmp_path)
     granted_in.append(empty_dsn)
@@ -376,7 +377,7 @@ def test_a_role_that_held_part_of_a_level_gets_nothing_new_from_an_upgrade(
     after = {name: executable(empty_dsn, name) for name in (partial, trimmed)}
     assert after[partial] == before[partial]
     assert after[trimmed] - before[trimmed] == {
-        "jobq_fail_many", "jobq_await", "jobq_job_status", "jobq_cancel"}
+        "jobq_fail_many", "jobq_await", "jobq_job_status", "jobq_cancel", "jobq_enqueue_arrays"}
 
 
 def test_jobq_migrate_says_which_role_it_granted_a_new_function(
@@ -608,7 +609,9 @@ MAIN_INSTALLS = {
             "0006_jobq_cancel_results",
             "0007_jobq_workers",
             "0008_jobq_workers_comments",
+            "0009_jobq_limits",
             "0010_jobq_metrics",
+            "0011_jobq_dashboard",
         ],
     ),
     "8ef85fb": (
@@ -619,7 +622,9 @@ MAIN_INSTALLS = {
             "0005_jobq_claims_at_volume",
             "0006_jobq_cancel_results",
             "0008_jobq_workers_comments",
+            "0009_jobq_limits",
             "0010_jobq_metrics",
+            "0011_jobq_dashboard",
         ],
     ),
 }

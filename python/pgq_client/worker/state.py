@@ -99,9 +99,14 @@ class Shared:
             self.fetcher_asleep = None
 
     def _settled(self, jobs: Sequence[Job]) -> None:
+        limited = False
         for job in jobs:
             self.held.pop(job.id, None)
-        if self.burst:  # a failure may have made a job claimable again: claim before ending
+            limited = limited or job.limit_group is not None
+        # A failure may have made a job claimable again (claim before a burst run ends); the
+        # end of a limited job frees a slot of its key, which jobs the limit held back, here
+        # or in no other worker's sight, may be waiting for: claim now, not at the next poll.
+        if self.burst or limited:
             self.woken = True
             self.wake_fetcher()
 

@@ -1,0 +1,549 @@
+-- jobq__claim_limited (private): the claim of jobq_dequeue when limited jobs (limit_group set)
+-- wait within its filters. Claims up to batch_size jobs, limited and not, in claim order
+-- (priority DESC, available_at, id), never more than a key's limits allow, and returns them in
+-- that order. jobq_dequeue has already promoted due scheduled jobs and taken back stale claims.
+--
+-- Serialising per key without blocking other keys: each limited (limit_group, limit_key) the
+-- claim considers is first locked with pg_try_advisory_xact_lock. A key that another
+-- transaction holds (a claim of that key not yet committed) is skipped whole for this call:
+-- its count could miss that claim's jobs. Once the lock is held, the key's processing jobs are
+-- counted in a later statement, whose snapshot sees every claim that committed before the lock
+-- was released (PostgreSQL makes a transaction visible before it releases its locks). An
+-- advisory lock rather than a row lock: a key needs no row before its first start (an INSERT
+-- of a new key's row would wait for a concurrent one), and a transaction-level advisory lock
+-- costs no write. The lock's number is a hash of the schema, group and key; two keys whose
+-- hashes collide only skip each other now and then, never count wrong. Every start also
+-- writes the key's row in jobq_limit_keys: under REPEATABLE READ, whose snapshot is the
+-- transaction's first, a claim that could have missed a concurrent start fails with 40001
+-- when it writes that row, instead of starting one job too many.
+--
+-- Rate limits are a sliding window, exact: a start is allowed while fewer than max_starts
+-- starts were recorded in the window of length per that ends at the clock of this claim
+-- (clock_timestamp() under the key's lock, never earlier than the key's previous start), so
+-- no window of that length, wherever it begins, holds more than max_starts starts. A token
+-- bucket would be cheaper to keep (two numbers) but lets a full bucket plus a window's refill
+-- start within one window, up to twice the limit. The window is jobq_limit_starts: one row per
+-- claim that started jobs of the key, with the key's running total, so the starts within the
+-- window are two index probes whatever their number.
+--
+-- Cost (only when limited jobs wait within the filters): one recursive probe of
+-- jobq_jobs_limited_idx per (job_type, queue, limit_group, limit_key) with pending jobs, in
+-- the claimed job types, which also gives each range's first job (the index holds each range
+-- in claim order). The ranges are then visited in claim order a chunk at a time (as many as
+-- candidates are missing), each chunk in three statements whatever its number of keys: the
+-- locks, the counts of processing jobs (at most max_running index entries per key) and the
+-- candidates; a rate-limited key adds two or three probes of jobq_limit_starts. Then one
+-- statement locks the candidates, one claims them, and one (three for rate limits) records the
+-- starts. A key that is full costs its probe, never the jobs it holds back.
+--
+-- Not SECURITY DEFINER and no SET clause: it runs inside jobq_dequeue, with its search_path
+-- and settings, and is granted to nobody.
+
+CREATE OR REPLACE FUNCTION jobq__claim_limited(
+    worker_id text,
+    job_types text[],
+    queues text[],
+    batch_size integer,
+    range_types text[],
+    range_queues text[]
+) RETURNS SETOF jobq_jobs
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+DECLARE
+    -- Candidates, read without locks: id, claim order, and index of their key (0: no limit).
+    c_ids uuid[] := '{}'::uuid[];
+    c_prio integer[] := '{}'::integer[];
+    c_avail timestamptz[] := '{}'::timestamptz[];
+    c_key integer[] := '{}'::integer[];
+    -- Keys met: the limit of their group (limited false: none set) and what this claim may
+    -- start (room), has started (n), and for a rate limit the window's clock and totals.
+    k_group text[] := '{}'::text[];
+    k_key text[] := '{}'::text[];
+    k_limited boolean[] := '{}'::boolean[];
+    k_room integer[] := '{}'::integer[];
+    k_n integer[] := '{}'::integer[];
+    k_rate boolean[] := '{}'::boolean[];
+    k_at timestamptz[] := '{}'::timestamptz[];
+    k_latest bigint[] := '{}'::bigint[];
+    k_drop_below bigint[] := '{}'::bigint[];
+    -- The ranges of jobq_jobs_limited_idx with pending jobs, each with its first job.
+    l_types text[];
+    l_queues text[];
+    l_groups text[];
+    l_keys text[];
+    l_prio integer[];
+    l_avail timestamptz[];
+    l_ids uuid[];
+    -- The limits of the groups met.
+    g_names text[];
+    g_running integer[];
+    g_starts integer[];
+    g_per interval[];
+    l_key integer[];  -- each range's key (index in the k_ arrays)
+    k_id text[] := '{}'::text[];  -- each key as one text (length of the group, group, key)
+    k_gi integer[] := '{}'::integer[];  -- each key's group (index in the g_ arrays)
+    v_locked boolean[];
+    v_counts integer[];
+    v_ranges integer;
+    v_pos integer;
+    v_end integer;
+    v_need integer;
+    v_first_new integer;
+    t record;
+    v_gi integer;
+    v_ki integer;
+    v_ahead bigint;
+    v_room integer;
+    v_at timestamptz;
+    v_latest bigint;
+    v_before bigint;
+    v_drop_below bigint;
+    v_ids uuid[];
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    -- 1. Jobs without a limit: the first 2 x batch_size of the ranges of jobq_jobs_claim_idx
+    --    that jobq_dequeue found, merged in claim order (extra ones stand in for rows that
+    --    concurrent claims hold).
+    IF range_types IS NOT NULL THEN
+        SELECT
+            pg_catalog.array_agg(u.id ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(u.priority ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(u.available_at ORDER BY u.priority DESC, u.available_at, u.id),
+            pg_catalog.array_agg(0)
+        INTO c_ids, c_prio, c_avail, c_key
+        FROM (
+            SELECT r.id, r.priority, r.available_at
+            FROM ROWS FROM (pg_catalog.unnest(range_types), pg_catalog.unnest(range_queues))
+                AS p (job_type, queue)
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.available_at
+                FROM jobq_jobs AS j
+                WHERE j.job_type = p.job_type
+                  AND j.queue = p.queue
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NULL
+                  AND j.available_at <= v_now
+                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                LIMIT 2 * jobq__claim_limited.batch_size
+            ) AS r
+            ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
+            LIMIT 2 * jobq__claim_limited.batch_size
+        ) AS u;
+        c_ids := coalesce(c_ids, '{}'::uuid[]);
+        c_prio := coalesce(c_prio, '{}'::integer[]);
+        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+        c_key := coalesce(c_key, '{}'::integer[]);
+    END IF;
+
+    -- 2. Limited jobs: the ranges of jobq_jobs_limited_idx, one per (job_type, queue,
+    --    limit_group, limit_key) with pending jobs, found by a skip scan whose every probe
+    --    also returns the range's first job (each range is in claim order in the index).
+    IF jobq__claim_limited.job_types IS NULL THEN
+        WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
+            (
+                SELECT
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            )
+
+            UNION ALL
+
+            SELECT n.*
+            FROM ranges AS r
+            CROSS JOIN LATERAL (
+                SELECT
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE (j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''))
+                      > (r.job_type, r.queue, r.limit_group, r.lk)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            ) AS n
+        )
+
+        SELECT
+            pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
+            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk),
+            pg_catalog.array_agg(r.priority), pg_catalog.array_agg(r.available_at),
+            pg_catalog.array_agg(r.id)
+        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+        FROM ranges AS r
+        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+    ELSE
+        WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
+            SELECT ty.job_type, f.*
+            FROM (
+                SELECT DISTINCT u.job_type
+                FROM pg_catalog.unnest(jobq__claim_limited.job_types) AS u (job_type)
+                WHERE u.job_type IS NOT NULL
+            ) AS ty
+            CROSS JOIN LATERAL (
+                SELECT
+                    j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE j.job_type = ty.job_type
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            ) AS f
+
+            UNION ALL
+
+            SELECT r.job_type, n.*
+            FROM ranges AS r
+            CROSS JOIN LATERAL (
+                SELECT
+                    j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                    j.priority, j.available_at, j.id
+                FROM jobq_jobs AS j
+                WHERE j.job_type = r.job_type
+                  AND (j.queue, j.limit_group, coalesce(j.limit_key, ''))
+                      > (r.queue, r.limit_group, r.lk)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                ORDER BY
+                    j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            ) AS n
+        )
+
+        SELECT
+            pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
+            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk),
+            pg_catalog.array_agg(r.priority), pg_catalog.array_agg(r.available_at),
+            pg_catalog.array_agg(r.id)
+        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+        FROM ranges AS r
+        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+    END IF;
+
+    -- The limits of the groups met, read once.
+    SELECT
+        pg_catalog.array_agg(l.limit_group), pg_catalog.array_agg(l.max_running),
+        pg_catalog.array_agg(l.max_starts), pg_catalog.array_agg(l.per)
+    INTO g_names, g_running, g_starts, g_per
+    FROM jobq_limits AS l
+    WHERE l.limit_group = ANY (l_groups);
+
+    -- The ranges in the claim order of their first job, each with the index of its key in
+    -- the k_ arrays (a key may have ranges in several job types and queues).
+    SELECT
+        pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.limit_group ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id)
+    INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+    FROM ROWS FROM (
+        pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues), pg_catalog.unnest(l_groups),
+        pg_catalog.unnest(l_keys), pg_catalog.unnest(l_prio), pg_catalog.unnest(l_avail),
+        pg_catalog.unnest(l_ids)
+    ) AS r (job_type, queue, limit_group, lk, priority, available_at, id);
+    v_ranges := coalesce(pg_catalog.cardinality(l_ids), 0);
+    l_key := pg_catalog.array_fill(0, ARRAY[v_ranges]);
+
+    -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
+    --    are still missing (each key with room gives at least one). For the new keys of a
+    --    chunk: their locks (one statement), their processing jobs (one statement, after the
+    --    locks: its snapshot sees every claim of those keys that committed before), their rate
+    --    windows; then the chunk's candidates (one statement): each range's first jobs, as
+    --    many as its key may start. The visit stops when batch_size candidates come before the
+    --    next range's first job, so that keys this claim could not use are not locked.
+    v_pos := 1;
+    v_need := jobq__claim_limited.batch_size;
+    WHILE v_pos <= v_ranges LOOP
+        IF pg_catalog.cardinality(c_ids) >= jobq__claim_limited.batch_size THEN
+            SELECT pg_catalog.count(*) INTO v_ahead
+            FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
+                            pg_catalog.unnest(c_ids)) AS a (priority, available_at, id)
+            WHERE a.priority > l_prio[v_pos]
+               OR (a.priority = l_prio[v_pos]
+                   AND (a.available_at, a.id) < (l_avail[v_pos], l_ids[v_pos]));
+            EXIT WHEN v_ahead >= jobq__claim_limited.batch_size;
+            v_need := jobq__claim_limited.batch_size - v_ahead::integer;
+        END IF;
+        v_end := least(v_ranges, v_pos + v_need - 1);
+
+        -- the chunk's keys: known ones by their index, new ones appended (room unknown)
+        v_first_new := pg_catalog.cardinality(k_group) + 1;
+        FOR i IN v_pos .. v_end LOOP
+            v_ki := pg_catalog.array_position(
+                k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
+            );
+            IF v_ki IS NULL THEN
+                v_gi := pg_catalog.array_position(g_names, l_groups[i]);
+                k_id := pg_catalog.array_append(
+                    k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
+                );
+                k_group := pg_catalog.array_append(k_group, l_groups[i]);
+                k_key := pg_catalog.array_append(k_key, l_keys[i]);
+                k_limited := pg_catalog.array_append(k_limited, v_gi IS NOT NULL);
+                k_room := pg_catalog.array_append(k_room, jobq__claim_limited.batch_size);
+                k_n := pg_catalog.array_append(k_n, 0);
+                k_rate := pg_catalog.array_append(k_rate, g_starts[v_gi] IS NOT NULL);
+                k_at := pg_catalog.array_append(k_at, NULL::timestamptz);
+                k_latest := pg_catalog.array_append(k_latest, 0::bigint);
+                k_drop_below := pg_catalog.array_append(k_drop_below, NULL::bigint);
+                k_gi := pg_catalog.array_append(k_gi, v_gi);
+                v_ki := pg_catalog.cardinality(k_group);
+            END IF;
+            l_key[i] := v_ki;
+        END LOOP;
+
+        IF v_first_new <= pg_catalog.cardinality(k_group) THEN
+            -- Locks of the new limited keys: never waited for; one held by another
+            -- transaction (a claim of that key not yet committed) leaves the key no room.
+            SELECT pg_catalog.array_agg(
+                NOT k_limited[u.k] OR pg_catalog.pg_try_advisory_xact_lock(
+                    pg_catalog.hashtextextended(
+                        pg_catalog.format('jobq limit %L %L %L', pg_catalog.current_schema(),
+                                          k_group[u.k], k_key[u.k]),
+                        0
+                    )
+                ) ORDER BY u.k
+            )
+            INTO v_locked
+            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k);
+
+            -- Their processing jobs, counted after the locks were taken.
+            SELECT pg_catalog.array_agg(c.n ORDER BY u.k)
+            INTO v_counts
+            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k)
+            CROSS JOIN LATERAL (
+                SELECT pg_catalog.count(*)::integer AS n
+                FROM jobq_jobs AS j
+                WHERE k_limited[u.k]
+                  AND g_running[k_gi[u.k]] IS NOT NULL
+                  AND j.limit_group = k_group[u.k]
+                  AND coalesce(j.limit_key, '') = k_key[u.k]
+                  AND j.status = 'processing'
+            ) AS c;
+
+            FOR i IN v_first_new .. pg_catalog.cardinality(k_group) LOOP
+                CONTINUE WHEN NOT k_limited[i];
+                IF NOT v_locked[i - v_first_new + 1] THEN
+                    k_room[i] := 0;  -- another transaction is claiming this key
+                    CONTINUE;
+                END IF;
+                v_gi := k_gi[i];
+                v_room := jobq__claim_limited.batch_size;
+                IF g_running[v_gi] IS NOT NULL THEN
+                    v_room := least(v_room, g_running[v_gi] - v_counts[i - v_first_new + 1]);
+                END IF;
+                IF g_starts[v_gi] IS NOT NULL THEN
+                    v_at := NULL;
+                    v_latest := NULL;
+                    v_drop_below := NULL;
+                    SELECT k.last_start_at INTO v_at
+                    FROM jobq_limit_keys AS k
+                    WHERE k.limit_group = k_group[i] AND k.limit_key = k_key[i];
+                    v_at := greatest(pg_catalog.clock_timestamp(), v_at);
+                    SELECT s.total INTO v_latest
+                    FROM jobq_limit_starts AS s
+                    WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
+                    ORDER BY s.total DESC
+                    LIMIT 1;
+                    IF v_latest IS NOT NULL THEN
+                        -- The last row at or before the window's start: starts since are in it.
+                        SELECT s.total INTO v_before
+                        FROM jobq_limit_starts AS s
+                        WHERE s.limit_group = k_group[i]
+                          AND s.limit_key = k_key[i]
+                          AND s.started_at <= v_at - g_per[v_gi]
+                        ORDER BY s.started_at DESC, s.total DESC
+                        LIMIT 1;
+                        v_drop_below := v_before;
+                        IF v_before IS NULL THEN
+                            -- Every recorded start is in the window.
+                            SELECT s.total - s.started INTO v_before
+                            FROM jobq_limit_starts AS s
+                            WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
+                            ORDER BY s.total
+                            LIMIT 1;
+                        END IF;
+                        v_room := least(v_room, g_starts[v_gi] - (v_latest - v_before)::integer);
+                    ELSE
+                        v_room := least(v_room, g_starts[v_gi]);  -- no start recorded yet
+                    END IF;
+                    k_at[i] := v_at;
+                    k_latest[i] := coalesce(v_latest, 0);
+                    k_drop_below[i] := v_drop_below;
+                END IF;
+                k_room[i] := greatest(v_room, 0);
+            END LOOP;
+        END IF;
+
+        -- The chunk's candidates: each range's first jobs, as many as its key may start.
+        SELECT
+            pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
+            pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
+            pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
+            pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
+        INTO c_ids, c_prio, c_avail, c_key
+        FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
+        CROSS JOIN LATERAL (
+            SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
+            FROM jobq_jobs AS j
+            WHERE k_room[l_key[r.i]] > 0
+              AND j.job_type = l_types[r.i]
+              AND j.queue = l_queues[r.i]
+              AND j.limit_group = l_groups[r.i]
+              AND coalesce(j.limit_key, '') = l_keys[r.i]
+              AND j.status = 'pending'
+              AND NOT j.scheduled
+              AND j.limit_group IS NOT NULL
+              AND j.available_at <= v_now
+            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+            LIMIT least(k_room[l_key[r.i]], jobq__claim_limited.batch_size)
+        ) AS f;
+        c_ids := coalesce(c_ids, '{}'::uuid[]);
+        c_prio := coalesce(c_prio, '{}'::integer[]);
+        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+        c_key := coalesce(c_key, '{}'::integer[]);
+
+        v_pos := v_end + 1;
+    END LOOP;
+
+    -- 4. Lock the candidates in claim order, SKIP LOCKED, until batch_size are. A key's
+    --    candidates beyond its room (it may have several ranges) are left out first, so that
+    --    whichever rows concurrent claims hold, no key gets more than its room.
+    SELECT pg_catalog.array_agg(l.id) INTO v_ids
+    FROM (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.id = ANY (ARRAY(
+            SELECT a.id
+            FROM (
+                SELECT
+                    a.id, a.k,
+                    -- the place of each in its key's claim order (ids are unique: no peers)
+                    pg_catalog.count(*) OVER (
+                        PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                    ) AS nth
+                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                                pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
+                    AS a (id, priority, available_at, k)
+            ) AS a
+            WHERE a.k = 0 OR a.nth <= k_room[a.k]
+        ))
+          AND j.status = 'pending'
+          AND NOT j.scheduled
+          AND j.available_at <= v_now
+        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+        LIMIT jobq__claim_limited.batch_size
+        FOR UPDATE SKIP LOCKED
+    ) AS l;
+
+    IF v_ids IS NULL THEN
+        RETURN;
+    END IF;
+
+    RETURN QUERY
+    WITH claimed AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = 'processing',
+            attempts = j.attempts + 1,
+            locked_at = v_now,
+            locked_by = jobq__claim_limited.worker_id,
+            claimed_at = v_now,
+            updated_at = v_now
+        WHERE j.id = ANY (v_ids)
+        RETURNING j.*
+    ),
+
+    -- Counted for jobq_metrics() as jobq_dequeue counts its own claims: started, the wait.
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL,
+            pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
+        ) AS n
+        FROM claimed AS c
+        HAVING pg_catalog.count(*) > 0
+    )
+
+    SELECT cl.*
+    FROM claimed AS cl
+    LEFT JOIN counted ON TRUE
+    ORDER BY cl.priority DESC, cl.available_at ASC, cl.id ASC;
+
+    -- 5. Record the starts of each limited key: its row (the write that fences REPEATABLE
+    --    READ claims) and, for a rate limit, the window (and the rows that left it).
+    FOR t IN
+        SELECT a.k, pg_catalog.count(*)::integer AS n
+        FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
+        WHERE a.k > 0 AND a.id = ANY (v_ids)
+        GROUP BY a.k
+    LOOP
+        k_n[t.k] := t.n;
+    END LOOP;
+
+    INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at)
+    SELECT x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp())
+    FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                    pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
+                    pg_catalog.unnest(k_limited)) AS x (g, lk, n, at, limited)
+    WHERE x.limited AND x.n > 0
+    ORDER BY x.g, x.lk
+    ON CONFLICT ON CONSTRAINT jobq_limit_keys_pkey DO UPDATE
+    SET started = k.started + excluded.started,
+        last_start_at = greatest(k.last_start_at, excluded.last_start_at);
+
+    IF true = ANY (k_rate) THEN
+        INSERT INTO jobq_limit_starts (limit_group, limit_key, total, started, started_at)
+        SELECT x.g, x.lk, x.latest + x.n, x.n, x.at
+        FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                        pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
+                        pg_catalog.unnest(k_latest), pg_catalog.unnest(k_rate))
+            AS x (g, lk, n, at, latest, rate)
+        WHERE x.rate AND x.n > 0;
+
+        DELETE FROM jobq_limit_starts AS s
+        USING ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                         pg_catalog.unnest(k_n), pg_catalog.unnest(k_drop_below))
+            AS x (g, lk, n, drop_below)
+        WHERE x.n > 0
+          AND x.drop_below IS NOT NULL
+          AND s.limit_group = x.g
+          AND s.limit_key = x.lk
+          AND s.total < x.drop_below;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq__claim_limited(text, text[], text[], integer, text[], text[]) IS
+'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
+batch_size jobs in claim order, never more than each (limit_group, limit_key) may start
+(max_running, max_starts per per), skipping keys that a concurrent claim holds, and records
+the starts.';
+
+REVOKE EXECUTE ON FUNCTION jobq__claim_limited(text, text[], text[], integer, text[], text[])
+FROM PUBLIC;

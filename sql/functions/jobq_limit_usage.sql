@@ -1,0 +1,73 @@
+-- jobq_limit_usage (admin): how much of its limits each key of a limited group uses now: the
+-- jobs processing, the starts within the rate window ending now, and the jobs waiting. Read
+-- through the indexes the claim uses (jobq_jobs_limit_running_idx, jobq_jobs_limited_idx,
+-- jobq_limit_starts_pkey), without the keys' locks: a snapshot, not a reservation.
+--! levels: admin
+
+CREATE OR REPLACE FUNCTION jobq_limit_usage() RETURNS TABLE (
+    limit_group text,
+    limit_key text,
+    running bigint,
+    max_running integer,
+    starts_in_window bigint,
+    max_starts integer,
+    per interval,
+    pending bigint
+)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+    WITH counts AS (
+        SELECT
+            j.limit_group, coalesce(j.limit_key, '') AS lk,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'processing') AS running,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending
+        FROM jobq_jobs AS j
+        INNER JOIN jobq_limits AS l ON l.limit_group = j.limit_group
+        WHERE j.status IN ('pending', 'processing') AND j.limit_group IS NOT NULL
+        GROUP BY j.limit_group, coalesce(j.limit_key, '')
+    ),
+
+    windows AS (
+        SELECT
+            s.limit_group, s.limit_key AS lk,
+            pg_catalog.sum(s.started) FILTER (
+                WHERE s.started_at > pg_catalog.clock_timestamp() - l.per
+            ) AS starts
+        FROM jobq_limit_starts AS s
+        INNER JOIN jobq_limits AS l ON l.limit_group = s.limit_group
+        WHERE l.per IS NOT NULL
+        GROUP BY s.limit_group, s.limit_key
+    )
+
+    SELECT
+        l.limit_group,
+        CASE WHEN coalesce(c.lk, w.lk) <> '' THEN coalesce(c.lk, w.lk) END AS limit_key,
+        coalesce(c.running, 0),
+        l.max_running,
+        CASE WHEN l.max_starts IS NOT NULL THEN coalesce(w.starts, 0)::bigint END,
+        l.max_starts,
+        l.per,
+        coalesce(c.pending, 0)
+    FROM counts AS c
+    FULL JOIN windows AS w ON w.limit_group = c.limit_group AND w.lk = c.lk
+    INNER JOIN jobq_limits AS l ON l.limit_group = coalesce(c.limit_group, w.limit_group)
+    WHERE coalesce(c.running, 0) > 0 OR coalesce(c.pending, 0) > 0 OR coalesce(w.starts, 0) > 0
+    ORDER BY 1, 2 NULLS FIRST
+$$;
+
+COMMENT ON FUNCTION jobq_limit_usage() IS
+'Admin only. What each (limit_group, limit_key) of a limited group uses of its limits now: one
+row per key with jobs processing or pending, or starts within its rate window.
+Arguments: none.
+Result: limit_group, limit_key (NULL: the group''s jobs without a key), running (jobs
+processing), max_running, starts_in_window (jobs started within the window of length per
+that ends now; NULL without a rate limit), max_starts, per, pending (jobs waiting, held back
+or not).
+Errors: none.
+Concurrency: reads committed state without taking the keys'' locks: a claim under way is not
+counted until it commits.';
+
+REVOKE EXECUTE ON FUNCTION jobq_limit_usage() FROM PUBLIC;

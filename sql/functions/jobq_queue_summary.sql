@@ -1,0 +1,85 @@
+-- jobq_queue_summary: per queue, what waits, what runs and what went wrong, for dashboards
+-- (`jobq web`'s overview) and operators. Unlike jobq_stats, which counts every row, it reads
+-- only the partial indexes of unfinished, failed, dead-letter and cancelled jobs, and the
+-- recent end of jobq_jobs_succeeded_idx: its cost follows the backlog, the jobs kept for an
+-- operator and the recent throughput, never the number of succeeded jobs kept.
+--! levels: monitor, admin
+
+CREATE OR REPLACE FUNCTION jobq_queue_summary(recent interval DEFAULT '5 minutes')
+RETURNS TABLE (
+    queue text,
+    available bigint,
+    scheduled bigint,
+    processing bigint,
+    failed bigint,
+    dead_letter bigint,
+    cancelled bigint,
+    oldest_available_at timestamptz,
+    succeeded_recent bigint
+)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.now();
+BEGIN
+    IF recent IS NULL OR recent < interval '0' OR recent > interval '1 day' THEN
+        RAISE EXCEPTION 'jobq_queue_summary: recent must be between 0 and 1 day, got %',
+            coalesce(recent::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    RETURN QUERY
+    SELECT
+        p.queue,
+        pg_catalog.count(*) FILTER (WHERE p.status = 'pending' AND p.available_at <= v_now),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'pending' AND p.available_at > v_now),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'processing'),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'failed'),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'dead_letter'),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'cancelled'),
+        pg_catalog.min(p.available_at) FILTER (WHERE p.status = 'pending'
+                                               AND p.available_at <= v_now),
+        pg_catalog.count(*) FILTER (WHERE p.status = 'succeeded')
+    FROM (
+        -- One branch per partial index, each matching its predicate exactly.
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status = 'pending' AND j.scheduled
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status = 'processing'
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+        UNION ALL
+        SELECT j.queue, j.status, j.available_at
+        FROM jobq_jobs AS j WHERE j.status = 'succeeded' AND j.finished_at >= v_now - recent
+    ) AS p
+    GROUP BY p.queue
+    ORDER BY p.queue;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_queue_summary(interval) IS
+'Admin and monitor. Per queue: jobs available now, scheduled for later, processing, failed,
+dead_letter and cancelled, the oldest available_at among the available ones, and the jobs that
+succeeded within recent. Reads only the partial indexes of those jobs (never the succeeded
+jobs older than recent), so it stays cheap however many finished jobs are kept. A queue with
+none of these jobs has no row.
+Arguments: recent (how far back succeeded jobs are counted, 0 to 1 day, default 5 minutes).
+Result: rows (queue, available, scheduled, processing, failed, dead_letter, cancelled,
+oldest_available_at, succeeded_recent), by queue.
+Errors: 22023 a NULL or negative recent, or one over 1 day.
+Concurrency: a snapshot, as any query; it takes no lock.';
+
+REVOKE EXECUTE ON FUNCTION jobq_queue_summary(interval) FROM PUBLIC;

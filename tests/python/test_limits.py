@@ -1,0 +1,177 @@
+"""Concurrency and rate limits (contract section 11) through the client: Queue and AsyncQueue
+(limit_group / limit_key on enqueue and enqueue_many, set_limit, limits, limit_usage), the CLI
+(``jobq limit set|list|delete``, ``jobq enqueue --limit-group``), and a Worker draining limited
+jobs. The SQL behaviour in one session is in tests/pgtap/limits.sql; concurrent sessions in
+tests/faults/test_limits.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from pgq_client import AsyncQueue, InvalidArgument, Job, Limit, LimitUsage, Queue, Worker
+
+Conn = psycopg.Connection[Any]
+
+
+def jobq(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pgq_client", *args, "--dsn", dsn],
+        capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_queue_enqueues_with_limits_and_the_claim_returns_them(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        q.set_limit("cust", max_running=1)
+        a = q.enqueue("t", {"n": 1}, limit_group="cust", limit_key="acme", priority=2)
+        b = q.enqueue("t", {"n": 2}, limit_group="cust", limit_key="acme", priority=1)
+        ids = q.enqueue_many([
+            {"job_type": "t", "limit_group": "cust", "limit_key": "zeta"},
+            {"job_type": "t", "limit_group": "cust"},
+        ])
+        claimed = q.dequeue("w", batch_size=10)
+        assert [j.id for j in claimed[:1]] == [a]
+        assert {j.id for j in claimed[1:]} == set(ids)  # same priority and time: by id
+        assert [j.id for j in claimed[1:]] == sorted(ids)
+        assert {(j.limit_group, j.limit_key) for j in claimed} == {
+            ("cust", "acme"), ("cust", "zeta"), ("cust", None)
+        }
+        assert conn.execute("SELECT status, attempts FROM jobq_jobs WHERE id = %s",
+                            (b,)).fetchone() == ("pending", 0)
+        usage = {u.limit_key: u for u in q.limit_usage()}
+        assert usage["acme"] == LimitUsage("cust", "acme", 1, 1, None, None, None, 1)
+        assert q.limits() == [Limit("cust", 1, None, None)]
+        q.set_limit("cust")
+        assert q.limits() == []
+        assert [j.id for j in q.dequeue("w", batch_size=10)] == [b]
+
+
+def test_set_limit_takes_per_as_seconds_or_timedelta(dsn: str) -> None:
+    with Queue(dsn) as q:
+        q.set_limit("a", max_starts=10, per=1.5)
+        q.set_limit("b", max_running=3, max_starts=100, per=timedelta(minutes=1))
+        assert q.limits() == [
+            Limit("a", None, 10, timedelta(seconds=1.5)),
+            Limit("b", 3, 100, timedelta(minutes=1)),
+        ]
+
+
+def test_bad_limit_arguments_raise_invalid_argument_naming_them(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        with pytest.raises(InvalidArgument, match="limit_key needs a limit_group"):
+            q.enqueue("t", limit_key="k")
+        with pytest.raises(InvalidArgument, match=r"element 1 .* limit_group must be NULL or a "
+                                                  r"non-blank string"):
+            q.enqueue_many([{"job_type": "t", "limit_group": " "}])
+        with pytest.raises(InvalidArgument, match="max_starts and per go together"):
+            q.set_limit("g", max_starts=5)
+        with pytest.raises(InvalidArgument, match="max_running must be at least 1"):
+            q.set_limit("g", max_running=0)
+        with pytest.raises(ValueError, match="limit_group contains a NUL"):
+            q.enqueue("t", limit_group="a\x00b")
+        assert q.limits() == []
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+
+
+async def test_async_queue_has_the_limit_operations(dsn: str, conn: Conn) -> None:
+    async with AsyncQueue(dsn) as q:
+        await q.set_limit("cust", max_running=2, max_starts=5, per=60)
+        job_id = await q.enqueue("t", limit_group="cust", limit_key="k")
+        [other] = await q.enqueue_many([{"job_type": "t", "limit_group": "cust", "limit_key": "k"}])
+        assert await q.limits() == [Limit("cust", 2, 5, timedelta(minutes=1))]
+        claimed = await q.dequeue("w", batch_size=10)
+        assert {j.id for j in claimed} == {job_id, other}
+        [usage] = await q.limit_usage()
+        assert (usage.running, usage.starts_in_window, usage.pending) == (2, 2, 0)
+        with pytest.raises(InvalidArgument, match="limit_key needs a limit_group"):
+            await q.enqueue("t", limit_key="k")
+        await q.set_limit("cust")
+        assert await q.limits() == []
+
+
+def test_cli_limit_set_list_delete_with_options_before_or_after(dsn: str, conn: Conn) -> None:
+    done = jobq(dsn, "limit", "set", "cust", "--max-running", "2")
+    assert done.returncode == 0, done.stderr
+    assert "cust: at most 2 running per key" in done.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "pgq_client", "--dsn", dsn, "limit", "set", "api",
+         "--max-starts", "100", "--per", "60"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    done = jobq(dsn, "enqueue", "t", "--limit-group", "cust", "--limit-key", "acme")
+    assert done.returncode == 0, done.stderr
+    row = conn.execute("SELECT limit_group, limit_key FROM jobq_jobs").fetchone()
+    assert row == ("cust", "acme")
+
+    listed = jobq(dsn, "limit", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    data = json.loads(listed.stdout)
+    assert data["limits"] == [
+        {"limit_group": "api", "max_running": None, "max_starts": 100, "per_seconds": 60.0},
+        {"limit_group": "cust", "max_running": 2, "max_starts": None, "per_seconds": None},
+    ]
+    assert data["usage"] == [{
+        "limit_group": "cust", "limit_key": "acme", "running": 0, "max_running": 2,
+        "starts_in_window": None, "max_starts": None, "per_seconds": None, "pending": 1,
+    }]
+    text = jobq(dsn, "limit", "list").stdout
+    assert "cust" in text and "acme" in text and "0/2" in text
+
+    refused = jobq(dsn, "limit", "set", "api", "--max-starts", "5")
+    assert refused.returncode == 2 and "--max-starts and --per go together" in refused.stderr
+    refused = jobq(dsn, "limit", "set", "api", "--max-running", "0")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    refused = jobq(dsn, "enqueue", "t", "--limit-key", "k")
+    assert refused.returncode == 1
+    assert "limit_key needs a limit_group" in refused.stderr and "Traceback" not in refused.stderr
+
+    removed = jobq(dsn, "limit", "delete", "cust")
+    assert removed.returncode == 0 and "removed the limit of cust" in removed.stdout
+    assert [r[0] for r in conn.execute("SELECT limit_group FROM jobq_limits")] == ["api"]
+
+
+def test_worker_runs_a_serial_key_one_job_at_a_time_in_priority_order(
+    dsn: str, conn: Conn
+) -> None:
+    """max_running 1 on a key: never two of its jobs at once, in priority order; the worker
+    claims again as each ends (it does not wait for its poll interval, an hour here)."""
+    with Queue(dsn) as q:
+        q.set_limit("serial", max_running=1)
+        q.enqueue_many([
+            {"job_type": "s", "priority": p, "limit_group": "serial", "payload": {"p": p}}
+            for p in range(20)
+        ])
+        q.enqueue_many([{"job_type": "s", "payload": {"p": -1}} for _ in range(20)])
+    lock = threading.Lock()
+    seen: list[int] = []  # processing jobs of the key, as each of its handlers runs
+    order: list[int] = []
+
+    with psycopg.connect(dsn, autocommit=True) as look:
+
+        def handle(job: Job) -> None:
+            if job.limit_group is None:
+                return
+            with lock:
+                row = look.execute(
+                    "SELECT count(*) FROM jobq_jobs"
+                    " WHERE limit_group = 'serial' AND status = 'processing'"
+                ).fetchone()
+                assert row is not None
+                seen.append(row[0])
+                order.append(job.payload["p"])
+
+        worker = Worker(dsn, handlers={"s": handle}, concurrency=8, poll_interval=3600)
+        worker.run(burst=True)
+    assert seen == [1] * 20
+    assert order == list(range(19, -1, -1))
+    done = conn.execute("SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'").fetchone()
+    assert done == (40,)

@@ -1,0 +1,122 @@
+"""No page of the dashboard scans jobq_jobs: with a million finished jobs, the plan of every
+statement its pages run (the jobq functions' own statements included, logged by auto_explain)
+reads indexes only. Plans, not timings: the timings with ten million rows are measured by hand
+(docs/dashboard.md)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg_pool import ConnectionPool
+from starlette.testclient import TestClient
+
+from pgq_client.web import create_app
+
+FINISHED_ROWS = 1_000_000
+
+
+@pytest.fixture
+def big_dsn(dsn: str) -> str:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(
+            "INSERT INTO jobq_jobs (job_type, queue, status, attempts, finished_at, created_at, "
+            "updated_at, available_at) "
+            "SELECT 't' || (g %% 7), 'q' || (g %% 5), 'succeeded', 1, "
+            "now() - g * interval '1 second', now() - g * interval '1 second', "
+            "now() - g * interval '1 second', now() - g * interval '1 second' "
+            "FROM generate_series(1, %s::int) AS g",
+            (FINISHED_ROWS,),
+        )
+        c.execute(
+            "INSERT INTO jobq_jobs (job_type, queue, status, attempts, finished_at, last_error) "
+            "SELECT 't' || (g % 7), 'q' || (g % 5), s, 5, now() - g * interval '1 second', 'boom' "
+            "FROM generate_series(1, 1000) AS g, "
+            "unnest(ARRAY['failed', 'dead_letter', 'cancelled']) AS s"
+        )
+        c.execute(
+            "INSERT INTO jobq_jobs (job_type, queue, available_at, scheduled) "
+            "SELECT 't' || (g % 7), 'q' || (g % 5), now() + (g % 2) * interval '1 hour', g % 2 = 1 "
+            "FROM generate_series(1, 600) AS g"
+        )
+        c.execute(
+            "INSERT INTO jobq_jobs (job_type, queue, limit_group) "
+            "SELECT 't2', 'q2', 'api' FROM generate_series(1, 100)"
+        )
+        c.execute(
+            "INSERT INTO jobq_jobs (job_type, queue, status, attempts, locked_at, locked_by) "
+            "SELECT 't1', 'q1', 'processing', 1, now(), 'w' FROM generate_series(1, 50)"
+        )
+        c.execute("SELECT jobq_schedule('nightly', '0 3 * * *', 't1')")
+        c.execute("VACUUM ANALYZE jobq_jobs")
+    return dsn
+
+
+@pytest.fixture
+def explained(big_dsn: str) -> Iterator[tuple[TestClient, list[str]]]:
+    """A dashboard whose connections log the plan of every statement (nested ones too) as a
+    notice, collected in the list."""
+    plans: list[str] = []
+
+    def configure(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+        for statement in (
+            "LOAD 'auto_explain'",
+            "SET auto_explain.log_min_duration = 0",
+            "SET auto_explain.log_nested_statements = on",
+            "SET auto_explain.log_level = 'notice'",
+            "SET client_min_messages = 'notice'",
+        ):
+            conn.execute(statement)
+
+    with ConnectionPool(
+        big_dsn, min_size=1, max_size=2, kwargs={"autocommit": True}, configure=configure
+    ) as pool, TestClient(create_app(pool), base_url="http://127.0.0.1") as client:
+        yield client, plans
+
+
+def test_no_page_scans_jobq_jobs_with_a_million_finished_jobs(
+    explained: tuple[TestClient, list[str]],
+) -> None:
+    client, plans = explained
+    pages = ["/", "/?partial=1", "/dead-letters", "/dead-letters?queue=q1", "/schedules"]
+    for status in ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled"):
+        pages += [
+            f"/jobs?status={status}",
+            f"/jobs?status={status}&queue=q2",
+            f"/jobs?status={status}&queue=q3&job_type=t3",
+        ]
+    visited = 0
+    # twice: PL/pgSQL switches to generic plans after a few calls, which must hold too
+    for _ in range(2):
+        for page in pages * 3:
+            response = client.get(page)
+            assert response.status_code == 200, (page, response.text)
+            visited += 1
+            found = re.search(r'<a href="([^"]+)" id="next-page"', response.text)
+            if found:  # the next page, as the link gives it
+                deeper = client.get(found.group(1).replace("&amp;", "&"))
+                assert deeper.status_code == 200
+                ids = re.findall(r'<tr data-id="([0-9a-f-]+)">', deeper.text)
+                assert ids
+                detail = client.get(f"/jobs/{ids[0]}")
+                assert detail.status_code == 200 and 'id="job-status"' in detail.text
+    assert visited == 2 * 3 * len(pages)
+
+    plan_texts = [p for p in plans if "Query Text:" in p or "plan:" in p or "Scan" in p]
+    assert plan_texts, "auto_explain logged no plan"
+    # the functions' inner statements were explained, through the indexes of each status
+    joined = "\n".join(plans)
+    for index in (
+        "jobq_jobs_succeeded_idx",
+        "jobq_jobs_failed_idx",
+        "jobq_jobs_claim_idx",
+        "jobq_jobs_limited_idx",
+        "jobq_jobs_locked_idx",
+        "jobq_jobs_pkey",
+    ):
+        assert index in joined, f"no plan used {index}"
+    scans = [p for p in plans if re.search(r"Seq Scan on jobq_jobs\b", p)]
+    assert scans == [], scans[0]
