@@ -4,19 +4,23 @@ Eight tenants, each installed by `jobq migrate --schema tenant_N` on the coordin
 distributed schema that lives whole on one node. The contract's pgTAP suite runs for every
 tenant on its node; a Python Worker per tenant drains 20,000 jobs; a node restarted mid-drain
 loses no job; a tenant moved to the other node while producers and workers run loses no job
-and runs none twice. Figures are printed (`-s`), never asserted (docs/scaling.md has them).
+and runs none twice. The features on a tenant: concurrency and rate limits under a Worker, the
+bulk enqueues (arrays, enqueue_many, enqueue_iter), jobq_metrics(), the dashboard's functions
+and pages, and an older single-node install upgraded and distributed. Figures are printed
+(`-s`), never asserted (docs/scaling.md has them).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -353,3 +357,246 @@ def test_an_existing_install_is_distributed_by_the_next_migrate_jobs_included(
     Worker(cluster.dsn, handlers={"t": ledger.handler()}, schema=schema).run(burst=True)
     assert set(ledger.starts) == ids
     assert counts(cluster.dsn, schema) == {"succeeded": 2000}
+
+
+def fresh(cluster: Cluster, schema: str) -> None:
+    """``schema`` installed anew by `jobq migrate` on the coordinator (a distributed schema)."""
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    migrate(cluster.dsn, schema)
+
+
+def test_limits_hold_on_a_distributed_schema_while_a_worker_drains_it(
+    cluster: Cluster, tenants: list[str]
+) -> None:
+    """jobq_set_limit and jobs enqueued with a limit group (one by one and in a batch); a
+    Worker of the tenant drains them on its node: no key ever has more than max_running
+    processing (counted in the database as each handler starts), a rate-limited group starts
+    max_starts and leaves the rest pending, and unlimited jobs run beside them."""
+    schema = tenants[2]
+    reset(cluster.dsn, schema)
+    q = Queue(cluster.dsn, schema=schema)
+    q.set_limit("customer", max_running=2)
+    q.set_limit("api", max_starts=5, per=timedelta(hours=1))
+    assert [(lim.limit_group, lim.max_running, lim.max_starts) for lim in q.limits()] == [
+        ("api", None, 5), ("customer", 2, None)
+    ]
+    limited = {str(q.enqueue("t", {"i": i}, limit_group="customer", limit_key=f"k{i % 3}"))
+               for i in range(30)}
+    limited |= set(map(str, q.enqueue_many([
+        {"job_type": "t", "payload": {"i": i}, "limit_group": "customer",
+         "limit_key": f"k{i % 3}"} for i in range(30, 60)
+    ])))
+    rated = set(map(str, q.enqueue_many(
+        [{"job_type": "t", "payload": {"r": i}, "limit_group": "api"} for i in range(12)]
+    )))
+    free = set(enqueue(cluster.dsn, schema, 60))
+    ledger = Ledger.new()
+    running: Counter[str] = Counter()  # the most processing jobs of each key seen at a start
+    with psycopg.connect(cluster.dsn, autocommit=True) as look:
+
+        def handle(job: Job) -> None:
+            ledger.handler()(job)
+            if job.limit_group != "customer":
+                return
+            with ledger.lock:
+                row = look.execute(
+                    f"SELECT count(*)::int FROM {schema}.jobq_jobs WHERE limit_group = 'customer'"
+                    " AND limit_key = %(k)s::text AND status = 'processing'",
+                    {"k": job.limit_key},
+                ).fetchone()
+                assert row is not None
+                running[str(job.limit_key)] = max(running[str(job.limit_key)], row[0])
+
+        Worker(cluster.dsn, handlers={"t": handle}, concurrency=8, schema=schema,
+               poll_interval=3600).run(burst=True)
+    assert set(running) == {"k0", "k1", "k2"}
+    assert max(running.values()) <= 2, f"max_running 2 held per key: {dict(running)}"
+    assert max(ledger.starts.values()) == 1, "no job ran twice"
+    assert limited | free <= set(ledger.starts), "every customer job and unlimited job ran"
+    assert len(rated & set(ledger.starts)) == 5, "5 starts per hour of the rate-limited group"
+    assert counts(cluster.dsn, schema) == {"succeeded": 125, "pending": 7}
+    usage = {(u.limit_group, u.limit_key): u for u in q.limit_usage()}
+    assert usage[("api", None)].starts_in_window == 5 and usage[("api", None)].pending == 7
+    assert all(u.running == 0 for u in usage.values()), "every slot was freed"
+
+
+def test_bulk_enqueue_on_a_distributed_schema_arrays_many_and_iter(
+    cluster: Cluster, tenants: list[str]
+) -> None:
+    """jobq_enqueue_arrays called on the coordinator, Queue.enqueue_many (which sends the
+    arrays) and Queue.enqueue_iter (batches, a refused one skipped): every job lands once on
+    the tenant's node, idempotency keys keep their job, a refused batch adds nothing."""
+    schema = tenants[3]
+    reset(cluster.dsn, schema)
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            f"SELECT * FROM {schema}.jobq_enqueue_arrays("
+            " job_types => %(t)s::text[], payloads => %(p)s::jsonb[],"
+            " idempotency_keys => %(k)s::text[])",
+            {"t": ["a", "a", "b"], "p": ['{"n": 1}', '{"n": 2}', '{"n": 3}'],
+             "k": ["x", "x", None]},
+        ).fetchall()
+        assert [r[0] for r in rows] == [1, 2, 3]
+        assert rows[0][1] == rows[1][1] and rows[2][1] != rows[0][1], (
+            "a key repeated in the batch gives one job"
+        )
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"element 2 .*job_type"):
+            conn.execute(f"SELECT * FROM {schema}.jobq_enqueue_arrays("
+                         " job_types => %(t)s::text[], payloads => %(p)s::jsonb[])",
+                         {"t": ["a", " "], "p": ["{}", "{}"]})
+    assert counts(cluster.dsn, schema) == {"pending": 2}, "the refused call added nothing"
+
+    q = Queue(cluster.dsn, schema=schema)
+    many = q.enqueue_many([{"job_type": "m", "idempotency_key": f"m{i}"} for i in range(1000)])
+    assert q.enqueue_many([{"job_type": "m", "idempotency_key": f"m{i}"} for i in range(1000)]) \
+        == many, "known keys give their jobs back"
+
+    def jobs() -> Any:
+        for i in range(12_000):
+            # the 7,001st job is bad: its batch (the second) is refused whole
+            yield {"job_type": " " if i == 7000 else "it", "payload": {"i": i}}
+
+    seen: list[int] = []
+    summary = q.enqueue_iter(jobs(), batch_size=5000, skip_refused=True, progress=seen.append)
+    assert (summary.jobs, summary.batches, len(summary.refused)) == (7000, 2, 1)
+    assert (summary.refused[0].first, summary.refused[0].job) == (5000, 7000)
+    assert seen == [5000, 7000]
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        got = conn.execute(
+            f"SELECT job_type, count(*)::int, count(DISTINCT payload)::int"
+            f" FROM {schema}.jobq_jobs GROUP BY job_type ORDER BY job_type"
+        ).fetchall()
+    assert got == [("a", 1, 1), ("b", 1, 1), ("it", 7000, 7000), ("m", 1000, 1)]
+
+
+def sample(metrics: list[Any], name: str, **labels: str) -> float:
+    return sum(m.value for m in metrics
+               if m.metric == name and all(m.labels.get(k) == v for k, v in labels.items()))
+
+
+def test_metrics_count_the_jobs_of_a_distributed_schema(cluster: Cluster) -> None:
+    """jobq_metrics() of a tenant read from the coordinator: the enqueues (one by one, arrays,
+    jobq_enqueue_many), the claims, completions and failures of a Worker on the node are each
+    counted once, and the status gauges match the jobs."""
+    schema = "tenant_metrics"
+    fresh(cluster, schema)
+    q = Queue(cluster.dsn, schema=schema)
+    assert sample(q.metrics(), "jobq_enqueued_total") == 0
+    q.enqueue("ok", queue="m")
+    q.enqueue_many([{"job_type": "ok", "queue": "m"} for _ in range(99)])
+    q.enqueue_many([{"job_type": "ok", "queue": "m", "limit_group": "g"} for _ in range(50)])
+    q.enqueue_many([{"job_type": "bad", "queue": "m", "max_attempts": 1} for _ in range(10)])
+
+    def fail(job: Job) -> None:
+        raise RuntimeError("refused")
+
+    Worker(cluster.dsn, handlers={"ok": lambda job: None, "bad": fail}, concurrency=4,
+           schema=schema).run(burst=True)
+    metrics = q.metrics()
+    assert sample(metrics, "jobq_enqueued_total", queue="m", job_type="ok") == 150
+    assert sample(metrics, "jobq_enqueued_total", queue="m", job_type="bad") == 10
+    assert sample(metrics, "jobq_started_total", queue="m") == 160
+    assert sample(metrics, "jobq_succeeded_total", queue="m", job_type="ok") == 150
+    assert sample(metrics, "jobq_failed_total", queue="m", job_type="bad") == 10
+    assert sample(metrics, "jobq_dead_lettered_total", queue="m", job_type="bad") == 10
+    assert sample(metrics, "jobq_jobs", queue="m", status="succeeded") == 150
+    assert sample(metrics, "jobq_jobs", queue="m", status="dead_letter") == 10
+    assert sample(metrics, "jobq_jobs", queue="m", status="pending") == 0
+    assert sample(metrics, "jobq_wait_seconds_count", queue="m") == 160
+    assert sample(metrics, "jobq_run_seconds_count", queue="m") == 160
+
+
+def test_the_dashboard_reads_a_distributed_schema(cluster: Cluster) -> None:
+    """jobq_queue_summary and jobq_jobs_page of a tenant, called on the coordinator and
+    through the dashboard (create_app with the tenant's schema): the counts per queue, and
+    every pending job once over the pages."""
+    from starlette.testclient import TestClient  # the dashboard's extra, installed for tests
+
+    from pgq_client.web import create_app
+
+    schema = "tenant_web"
+    fresh(cluster, schema)
+    q = Queue(cluster.dsn, schema=schema)
+    mail = q.enqueue_many([{"job_type": "email", "queue": "mail"} for _ in range(120)])
+    reports = [
+        q.enqueue("report", queue="reports"),
+        q.enqueue("report", queue="reports",
+                  run_at=datetime.now(timezone.utc) + timedelta(hours=1)),
+    ]
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        summary = {
+            r[0]: r[1:] for r in conn.execute(
+                f"SELECT queue, available, scheduled, processing FROM {schema}.jobq_queue_summary()"
+            )
+        }
+        assert summary == {"mail": (120, 0, 0), "reports": (1, 1, 0)}
+        ids: list[str] = []
+        after: tuple[Any, Any] = (None, None)
+        while True:
+            page = conn.execute(
+                f"SELECT id, sort_at FROM {schema}.jobq_jobs_page('pending', queue => 'mail',"
+                " after_at => %(a)s::timestamptz, after_id => %(i)s::uuid, max_rows => 50)",
+                {"a": after[0], "i": after[1]},
+            ).fetchall()
+            if not page:
+                break
+            ids += [str(r[0]) for r in page]
+            after = (page[-1][1], page[-1][0])
+        assert ids == [str(i) for i in mail], "every pending job once, in claim order"
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="status"):
+            conn.execute(f"SELECT * FROM {schema}.jobq_jobs_page('nonsense')")
+
+    with TestClient(create_app(cluster.dsn, schema=schema), base_url="http://127.0.0.1") as web:
+        overview = web.get("/")
+        assert overview.status_code == 200, overview.text
+        row = re.search(r'<tr data-queue="mail">(.*?)</tr>', overview.text, re.DOTALL)
+        assert row and '<td class="n available">120</td>' in row.group(1)
+        listed = web.get("/jobs", params={"status": "pending", "queue": "reports"})
+        assert listed.status_code == 200, listed.text
+        listed_ids = set(re.findall(r'<tr data-id="([0-9a-f-]+)">', listed.text))
+        assert listed_ids == {str(r) for r in reports}, "pending: available and scheduled"
+
+
+def test_an_install_of_an_older_jobq_is_upgraded_then_distributed_by_the_next_migrate(
+    cluster: Cluster,
+) -> None:
+    """A single-node install of an older jobq (the files of tests/fixtures/8ef85fb: migrations
+    0001, 0002 and 0007), with jobs: the next `jobq migrate` on the coordinator runs every
+    later migration (status names, limits, metrics, the dashboard's type) while the schema is
+    still local, then distributes it and delegates every function; the old jobs and a limited
+    job then run on its node, and are counted."""
+    schema = "tenant_upgrade"
+    old = ROOT / "tests" / "fixtures" / "8ef85fb"
+    local = psycopg.conninfo.make_conninfo(
+        cluster.dsn, options="-c citus.enable_schema_based_sharding=off")
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    migrate(local, schema, migrations_dir=old / "migrations", functions_dir=old / "functions")
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        for i in range(20):
+            conn.execute(f"SELECT {schema}.jobq_enqueue('t', %(p)s::jsonb)", {"p": f'{{"i": {i}}}'})
+    migrate(cluster.dsn, schema)
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        assert placement(conn, schema) in cluster.worker_ports, "moved to a worker node"
+        versions = [r[0] for r in conn.execute(
+            f"SELECT version FROM {schema}.jobq_migrations WHERE version NOT LIKE 'functions/%%'"
+            " ORDER BY version")]
+        assert versions[-3:] == ["0009_jobq_limits", "0010_jobq_metrics", "0011_jobq_dashboard"]
+        undelegated = conn.execute(
+            "SELECT pg_catalog.array_agg(p.proname) FROM pg_proc AS p"
+            " LEFT JOIN pg_dist_object AS o ON o.classid = 'pg_proc'::regclass AND o.objid = p.oid"
+            " WHERE p.pronamespace = %(s)s::text::regnamespace AND o.colocationid IS NULL",
+            {"s": schema},
+        ).fetchone()
+        assert undelegated == (None,), "every function is delegated"
+    q = Queue(cluster.dsn, schema=schema)
+    q.set_limit("g", max_running=1)
+    limited = q.enqueue("t", {"limited": True}, limit_group="g", limit_key="a")
+    ledger = Ledger.new()
+    Worker(cluster.dsn, handlers={"t": ledger.handler()}, schema=schema).run(burst=True)
+    assert len(ledger.starts) == 21 and str(limited) in ledger.starts
+    assert counts(cluster.dsn, schema) == {"succeeded": 21}
+    metrics = q.metrics()
+    assert sample(metrics, "jobq_jobs", status="succeeded") == 21, "counted from the jobs present"
+    assert sample(metrics, "jobq_succeeded_total") == 21
