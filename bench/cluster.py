@@ -63,6 +63,9 @@ class Cluster:
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="jobq-bench.")))
     env: dict[str, str] = field(default_factory=dict)
     settings: dict[str, str] = field(default_factory=dict)
+    # Whether the jobq functions count for jobq_metrics() (jobq_configure(metrics => ...));
+    # None leaves the installation's default (off since migration 0012).
+    metrics: bool | None = None
 
     @property
     def pgdir(self) -> Path:
@@ -118,6 +121,8 @@ class Cluster:
         migrate(self.dsn)
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             conn.execute(RAW_TABLE)
+            if self.metrics is not None:
+                conn.execute("SELECT jobq_configure(metrics => %s::boolean)", (self.metrics,))
 
     def stop(self) -> None:
         subprocess.run(

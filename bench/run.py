@@ -182,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs per measurement, median kept (default 3, quick 1)")
     parser.add_argument("--only", default=",".join(SCENARIOS),
                         help="comma-separated scenarios to run (default all)")
+    parser.add_argument("--metrics", choices=("on", "off"), default=None,
+                        help="counting for jobq_metrics() on or off (default: the "
+                        "installation's default, off)")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(only) - set(SCENARIOS)
@@ -195,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     started = time.time()
     log(f"starting a throwaway PostgreSQL ({', '.join(f'{k}={v}' for k, v in SETTINGS.items())})")
-    with Cluster() as cluster, tempfile.TemporaryDirectory(prefix="jobq-pgbench.") as scripts:
+    metrics = None if args.metrics is None else args.metrics == "on"
+    with Cluster(metrics=metrics) as cluster, \
+            tempfile.TemporaryDirectory(prefix="jobq-pgbench.") as scripts:
         log(f"PostgreSQL {cluster.settings['server_version']} on port {cluster.port}, "
             f"fsync={cluster.settings['fsync']} "
             f"synchronous_commit={cluster.settings['synchronous_commit']} "
@@ -243,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {**machine(), "load_before": load_before, "load_after": load_after,
                     "busy": busy},
         "postgres": settings,
+        "jobq_metrics_counting": args.metrics or "default (off)",
         "results": [m.to_json() for m in results],
         "targets": [g.to_json() for g in goals],
     }

@@ -1222,7 +1222,93 @@ DECLARE
     v_uniform boolean := FALSE;
     v_sum double precision;
     v_list integer[];
+    v_fast boolean := TRUE;
+    v_written integer;  -- counter rows written by the fast path
 BEGIN
+    -- The hot kinds, counted by the first counted statement of a transaction (every claim and
+    -- completion of a worker, every jobq_enqueue in autocommit): one statement that names
+    -- only the columns the kind changes. PL/pgSQL builds again, in every transaction, the
+    -- state of each expression and statement it runs, so this cost follows the size of the
+    -- code run: the general path below (a read of the setting, a grouping, a row of every
+    -- column, then the upsert) made a jobq_enqueue cost about 1.5 times as much more.
+    IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) IS DISTINCT FROM 'on' THEN
+        -- The setting is read on its own, not in the WHERE of the INSERT: a SELECT that reads
+        -- a table makes Citus push the INSERT down to the shard, and its deparse of that
+        -- statement for a table without a distribution column is not valid SQL.
+        IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
+            RETURN 0;
+        END IF;
+        IF kind = 'enqueued' THEN
+            INSERT INTO jobq_metric_counters AS c (shard, queue, job_type, enqueued, jobs_pending)
+            SELECT pg_catalog.pg_backend_pid(), r.queue, r.job_type, pg_catalog.count(*),
+                   pg_catalog.count(*)
+            FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(job_types))
+                AS r (queue, job_type)
+            GROUP BY r.queue, r.job_type
+            ORDER BY r.queue, r.job_type
+            ON CONFLICT (queue, job_type, shard) DO UPDATE SET
+                enqueued = c.enqueued + excluded.enqueued,
+                jobs_pending = c.jobs_pending + excluded.jobs_pending;
+        ELSIF kind = 'started' THEN
+            INSERT INTO jobq_metric_counters AS c (
+                shard, queue, job_type, started, jobs_pending, jobs_processing, wait_buckets,
+                wait_sum
+            )
+            SELECT pg_catalog.pg_backend_pid(), r.queue, r.job_type, pg_catalog.count(*),
+                   -pg_catalog.count(*), pg_catalog.count(*),
+                   jobq__metric_histogram(
+                       pg_catalog.array_agg(jobq__metric_bucket(r.seconds))
+                       FILTER (WHERE r.seconds IS NOT NULL)
+                   ),
+                   coalesce(pg_catalog.sum(greatest(r.seconds, 0)), 0)
+            FROM ROWS FROM (
+                pg_catalog.unnest(queues), pg_catalog.unnest(job_types),
+                pg_catalog.unnest(seconds)
+            ) AS r (queue, job_type, seconds)
+            GROUP BY r.queue, r.job_type
+            ORDER BY r.queue, r.job_type
+            ON CONFLICT (queue, job_type, shard) DO UPDATE SET
+                started = c.started + excluded.started,
+                jobs_pending = c.jobs_pending + excluded.jobs_pending,
+                jobs_processing = c.jobs_processing + excluded.jobs_processing,
+                wait_buckets = jobq__metric_add(c.wait_buckets, excluded.wait_buckets),
+                wait_sum = c.wait_sum + excluded.wait_sum;
+        ELSIF kind = 'succeeded' THEN
+            INSERT INTO jobq_metric_counters AS c (
+                shard, queue, job_type, succeeded, jobs_processing, jobs_succeeded, run_buckets,
+                run_sum
+            )
+            SELECT pg_catalog.pg_backend_pid(), r.queue, r.job_type, pg_catalog.count(*),
+                   -pg_catalog.count(*), pg_catalog.count(*),
+                   jobq__metric_histogram(
+                       pg_catalog.array_agg(jobq__metric_bucket(r.seconds))
+                       FILTER (WHERE r.seconds IS NOT NULL)
+                   ),
+                   coalesce(pg_catalog.sum(greatest(r.seconds, 0)), 0)
+            FROM ROWS FROM (
+                pg_catalog.unnest(queues), pg_catalog.unnest(job_types),
+                pg_catalog.unnest(seconds)
+            ) AS r (queue, job_type, seconds)
+            GROUP BY r.queue, r.job_type
+            ORDER BY r.queue, r.job_type
+            ON CONFLICT (queue, job_type, shard) DO UPDATE SET
+                succeeded = c.succeeded + excluded.succeeded,
+                jobs_processing = c.jobs_processing + excluded.jobs_processing,
+                jobs_succeeded = c.jobs_succeeded + excluded.jobs_succeeded,
+                run_buckets = jobq__metric_add(c.run_buckets, excluded.run_buckets),
+                run_sum = c.run_sum + excluded.run_sum;
+        ELSE
+            v_fast := FALSE;
+        END IF;
+        IF v_fast THEN
+            GET DIAGNOSTICS v_written = ROW_COUNT;
+            IF v_written > 0 THEN
+                PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
+            END IF;
+            RETURN v_written;
+        END IF;
+    END IF;
+
     IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
         RETURN 0;
     END IF;
@@ -2265,9 +2351,10 @@ COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boo
 live in this schema''s jobq_settings, so each tenant schema has its own.
 Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
 in bytes of jsonb; default 1048576; NULL leaves it as it is), metrics (whether the jobq
-functions count what they do for jobq_metrics(); default true; false stops the counters, and
-true after false counts the jobs again as jobq_metrics_recount() does; NULL leaves it).
-Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": true}).
+functions count what they do for jobq_metrics(); off on a new installation, since counting
+costs a write in every counted call; false stops the counters, and true after false counts
+the jobs again as jobq_metrics_recount() does; NULL leaves it).
+Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": false}).
 Errors: 22023 max_payload_bytes < 1.
 Concurrency: turning metrics on again waits for the writers of jobq_jobs of the moment, and
 blocks new ones while it counts (see jobq_metrics_recount).';
@@ -4317,15 +4404,30 @@ CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
+    -- Three reads, each with the exact predicate of a partial index (a single
+    -- status IN ('pending', 'processing') matches none of them, and the planner would read
+    -- jobq_jobs itself, finished jobs included): processing jobs, pending jobs available now,
+    -- and pending jobs whose run_at is still ahead (jobq_jobs_scheduled_idx).
     WITH counts AS (
         SELECT
-            j.limit_group, coalesce(j.limit_key, '') AS lk,
-            pg_catalog.count(*) FILTER (WHERE j.status = 'processing') AS running,
-            pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending
-        FROM jobq_jobs AS j
-        INNER JOIN jobq_limits AS l ON l.limit_group = j.limit_group
-        WHERE j.status IN ('pending', 'processing') AND j.limit_group IS NOT NULL
-        GROUP BY j.limit_group, coalesce(j.limit_key, '')
+            u.limit_group, u.lk,
+            pg_catalog.sum(u.running) AS running,
+            pg_catalog.sum(u.pending) AS pending
+        FROM (
+            SELECT j.limit_group, coalesce(j.limit_key, '') AS lk, 1 AS running, 0 AS pending
+            FROM jobq_jobs AS j
+            WHERE j.status = 'processing' AND j.limit_group IS NOT NULL
+            UNION ALL
+            SELECT j.limit_group, coalesce(j.limit_key, ''), 0, 1
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+            UNION ALL
+            SELECT j.limit_group, coalesce(j.limit_key, ''), 0, 1
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND j.scheduled AND j.limit_group IS NOT NULL
+        ) AS u
+        INNER JOIN jobq_limits AS l ON l.limit_group = u.limit_group
+        GROUP BY u.limit_group, u.lk
     ),
 
     windows AS (
@@ -4664,6 +4766,15 @@ BEGIN
 
         UNION ALL
 
+        -- 1 while the functions count (jobq_configure(metrics => true)); 0 while the
+        -- counters, the histograms and jobq_jobs stand still.
+        SELECT
+            'jobq_metrics_counting', '{}'::jsonb,
+            (CASE WHEN st.metrics THEN 1 ELSE 0 END)::double precision, 0
+        FROM jobq_settings AS st
+
+        UNION ALL
+
         SELECT
             h.name || '_bucket',
             pg_catalog.jsonb_build_object(
@@ -4695,8 +4806,9 @@ jobq_prune: jobq_enqueued_total, jobq_started_total (claims of pending jobs),
 jobq_succeeded_total, jobq_failed_total (failed attempts: jobq_fail, jobq_fail_many),
 jobq_dead_lettered_total, jobq_cancelled_total, jobq_lock_expired_total (claims taken over),
 jobq_released_total (claims given back unstarted), jobq_requeued_total. Gauges: jobq_jobs (per
-queue and status) and jobq_oldest_available_age_seconds (per queue; 0 when no job is
-available). Histograms per queue and job_type, as _bucket (label le, cumulative, +Inf last),
+queue and status), jobq_oldest_available_age_seconds (per queue; 0 when no job is
+available) and jobq_metrics_counting (1 while the functions count, 0 while counting is off,
+as on a new installation: jobq_configure(metrics => true)). Histograms per queue and job_type, as _bucket (label le, cumulative, +Inf last),
 _sum and _count rows: jobq_wait_seconds (available_at to claim) and jobq_run_seconds (claim to
 completion or failure).
 Cost: the rows of jobq_metric_counters (about one per live backend per queue and job type)
@@ -5933,7 +6045,7 @@ COMMENT ON CONSTRAINT jobq_schedules_max_attempts_check ON public.jobq_schedules
 CREATE TABLE public.jobq_settings (
     singleton boolean DEFAULT true NOT NULL,
     max_payload_bytes integer DEFAULT 1048576 NOT NULL,
-    metrics boolean DEFAULT true NOT NULL,
+    metrics boolean DEFAULT false NOT NULL,
     CONSTRAINT jobq_settings_max_payload_bytes_check CHECK ((max_payload_bytes > 0)),
     CONSTRAINT jobq_settings_singleton_check CHECK (singleton)
 );
@@ -5947,8 +6059,8 @@ COMMENT ON COLUMN public.jobq_settings.max_payload_bytes IS 'The largest payload
 1048576, 1 MiB); larger ones are refused with 54000.';
 
 COMMENT ON COLUMN public.jobq_settings.metrics IS 'Whether the jobq functions count what they do for jobq_metrics() (jobq_configure(metrics =>
-...)). While false, the counters stand still and the gauge jobq_jobs is recounted when it is
-turned on again.';
+...)); false on a new installation. While false, the counters stand still, and the gauge
+jobq_jobs is recounted when it is turned on again.';
 
 COMMENT ON CONSTRAINT jobq_settings_max_payload_bytes_check ON public.jobq_settings IS 'The payload limit is positive.';
 

@@ -31,7 +31,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from . import _secrets
 from .errors import JobqError, NotMigrated, PermissionDenied, from_psycopg
-from .models import FINISHED_STATUSES, STATUSES, HealthRow, Job, JobStatus, StatsRow
+from .models import FINISHED_STATUSES, STATUSES, HealthRow, Job, JobStatus, MetricSample, StatsRow
 from .queue import DSN_SOURCES, Queue, check_aware, resolve_dsn
 
 if TYPE_CHECKING:
@@ -913,12 +913,24 @@ def metrics_command(ctx: click.Context, serve: str | None) -> None:
         with _settings(ctx).queue() as q:
             samples = q.metrics()
         click.echo(exporter.render(samples), nl=False)
+        _say_if_not_counting(samples)
         return
     try:
         address = exporter.parse_listen_address(serve)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--serve") from None
     _serve_metrics(_settings(ctx), address)
+
+
+def _say_if_not_counting(samples: Sequence[MetricSample]) -> None:
+    """A note on stderr when the functions do not count (a new installation), since the
+    counters then read 0 or stand still whatever the queue does."""
+    if any(s.metric == "jobq_metrics_counting" and s.value == 0 for s in samples):
+        click.echo(
+            "jobq: counting is off (jobq_metrics_counting 0): counters, histograms and "
+            "jobq_jobs stand still; `jobq configure --metrics` (admin) turns it on",
+            err=True,
+        )
 
 
 def _serve_metrics(settings: _Settings, address: ListenAddress) -> None:
@@ -932,7 +944,7 @@ def _serve_metrics(settings: _Settings, address: ListenAddress) -> None:
     from . import metrics as exporter
 
     with settings.queue() as q:
-        q.metrics()
+        _say_if_not_counting(q.metrics())
         registry = CollectorRegistry(auto_describe=False)
         registry.register(exporter.JobqCollector(q.metrics))
         try:
@@ -1818,8 +1830,9 @@ def prune(
 @click.option(
     "--metrics/--no-metrics",
     default=None,
-    help="Count what the jobq functions do for `jobq metrics` (on by default). Turning it on "
-    "again counts the jobs present (reads the whole table, blocking writers meanwhile).",
+    help="Count what the jobq functions do for `jobq metrics` (off on a new installation: it "
+    "costs a write in every counted call). Turning it on counts the jobs present (reads the "
+    "whole table, blocking writers meanwhile).",
 )
 @json_option
 @connection_options(None)

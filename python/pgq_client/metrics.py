@@ -49,6 +49,8 @@ HELP = {
     "jobq_requeued": "Finished jobs made pending again (jobq_requeue_dead_letter(s)).",
     "jobq_jobs": "Jobs present, per queue and status.",
     "jobq_oldest_available_age_seconds": "Age of the oldest job available now, per queue.",
+    "jobq_metrics_counting": "1 while the jobq functions count for these metrics, 0 while off "
+    "(counters, histograms and jobq_jobs then stand still).",
     "jobq_wait_seconds": "Time from available_at to the claim.",
     "jobq_run_seconds": "Time from the claim to completion or failure.",
     "jobq_up": "1 if jobq_metrics() could be read on this scrape, else 0.",

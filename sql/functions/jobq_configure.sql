@@ -2,9 +2,10 @@
 -- Settings live in this schema's jobq_settings (one row), so each tenant schema has its own,
 -- and a producer, who may only call jobq_enqueue and jobq_enqueue_many, cannot change them.
 --
--- metrics => false stops the counting of jobq_metrics() (the counters stand still, the
--- functions skip the upsert); metrics => true after false counts the gauge jobq_jobs anew
--- (jobq_metrics_recount), since status changes made meanwhile were not counted.
+-- metrics => true turns on the counting of jobq_metrics() (off on a new installation: it
+-- costs a write in every counted call) and counts the gauge jobq_jobs anew
+-- (jobq_metrics_recount), since status changes made while it was off were not counted;
+-- metrics => false stops it (the counters stand still, the functions skip the upsert).
 --! levels: admin
 --! replaces: jobq_configure(integer)
 
@@ -53,9 +54,10 @@ COMMENT ON FUNCTION jobq_configure(integer, boolean) IS
 live in this schema''s jobq_settings, so each tenant schema has its own.
 Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
 in bytes of jsonb; default 1048576; NULL leaves it as it is), metrics (whether the jobq
-functions count what they do for jobq_metrics(); default true; false stops the counters, and
-true after false counts the jobs again as jobq_metrics_recount() does; NULL leaves it).
-Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": true}).
+functions count what they do for jobq_metrics(); off on a new installation, since counting
+costs a write in every counted call; false stops the counters, and true after false counts
+the jobs again as jobq_metrics_recount() does; NULL leaves it).
+Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": false}).
 Errors: 22023 max_payload_bytes < 1.
 Concurrency: turning metrics on again waits for the writers of jobq_jobs of the moment, and
 blocks new ones while it counts (see jobq_metrics_recount).';

@@ -1,7 +1,8 @@
 -- jobq_limit_usage (admin): how much of its limits each key of a limited group uses now: the
 -- jobs processing, the starts within the rate window ending now, and the jobs waiting. Read
 -- through the indexes the claim uses (jobq_jobs_limit_running_idx, jobq_jobs_limited_idx,
--- jobq_limit_starts_pkey), without the keys' locks: a snapshot, not a reservation.
+-- jobq_limit_starts_pkey) and jobq_jobs_scheduled_idx, never the finished jobs, without the
+-- keys' locks: a snapshot, not a reservation.
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_limit_usage() RETURNS TABLE (
@@ -19,15 +20,30 @@ STABLE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
+    -- Three reads, each with the exact predicate of a partial index (a single
+    -- status IN ('pending', 'processing') matches none of them, and the planner would read
+    -- jobq_jobs itself, finished jobs included): processing jobs, pending jobs available now,
+    -- and pending jobs whose run_at is still ahead (jobq_jobs_scheduled_idx).
     WITH counts AS (
         SELECT
-            j.limit_group, coalesce(j.limit_key, '') AS lk,
-            pg_catalog.count(*) FILTER (WHERE j.status = 'processing') AS running,
-            pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending
-        FROM jobq_jobs AS j
-        INNER JOIN jobq_limits AS l ON l.limit_group = j.limit_group
-        WHERE j.status IN ('pending', 'processing') AND j.limit_group IS NOT NULL
-        GROUP BY j.limit_group, coalesce(j.limit_key, '')
+            u.limit_group, u.lk,
+            pg_catalog.sum(u.running) AS running,
+            pg_catalog.sum(u.pending) AS pending
+        FROM (
+            SELECT j.limit_group, coalesce(j.limit_key, '') AS lk, 1 AS running, 0 AS pending
+            FROM jobq_jobs AS j
+            WHERE j.status = 'processing' AND j.limit_group IS NOT NULL
+            UNION ALL
+            SELECT j.limit_group, coalesce(j.limit_key, ''), 0, 1
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+            UNION ALL
+            SELECT j.limit_group, coalesce(j.limit_key, ''), 0, 1
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND j.scheduled AND j.limit_group IS NOT NULL
+        ) AS u
+        INNER JOIN jobq_limits AS l ON l.limit_group = u.limit_group
+        GROUP BY u.limit_group, u.lk
     ),
 
     windows AS (

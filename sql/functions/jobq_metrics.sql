@@ -260,6 +260,15 @@ BEGIN
 
         UNION ALL
 
+        -- 1 while the functions count (jobq_configure(metrics => true)); 0 while the
+        -- counters, the histograms and jobq_jobs stand still.
+        SELECT
+            'jobq_metrics_counting', '{}'::jsonb,
+            (CASE WHEN st.metrics THEN 1 ELSE 0 END)::double precision, 0
+        FROM jobq_settings AS st
+
+        UNION ALL
+
         SELECT
             h.name || '_bucket',
             pg_catalog.jsonb_build_object(
@@ -292,8 +301,9 @@ jobq_prune: jobq_enqueued_total, jobq_started_total (claims of pending jobs),
 jobq_succeeded_total, jobq_failed_total (failed attempts: jobq_fail, jobq_fail_many),
 jobq_dead_lettered_total, jobq_cancelled_total, jobq_lock_expired_total (claims taken over),
 jobq_released_total (claims given back unstarted), jobq_requeued_total. Gauges: jobq_jobs (per
-queue and status) and jobq_oldest_available_age_seconds (per queue; 0 when no job is
-available). Histograms per queue and job_type, as _bucket (label le, cumulative, +Inf last),
+queue and status), jobq_oldest_available_age_seconds (per queue; 0 when no job is
+available) and jobq_metrics_counting (1 while the functions count, 0 while counting is off,
+as on a new installation: jobq_configure(metrics => true)). Histograms per queue and job_type, as _bucket (label le, cumulative, +Inf last),
 _sum and _count rows: jobq_wait_seconds (available_at to claim) and jobq_run_seconds (claim to
 completion or failure).
 Cost: the rows of jobq_metric_counters (about one per live backend per queue and job type)

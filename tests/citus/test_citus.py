@@ -476,12 +476,16 @@ def sample(metrics: list[Any], name: str, **labels: str) -> float:
 
 
 def test_metrics_count_the_jobs_of_a_distributed_schema(cluster: Cluster) -> None:
-    """jobq_metrics() of a tenant read from the coordinator: the enqueues (one by one, arrays,
-    jobq_enqueue_many), the claims, completions and failures of a Worker on the node are each
-    counted once, and the status gauges match the jobs."""
+    """jobq_metrics() of a tenant read from the coordinator, once jobq_configure turned the
+    counting on: the enqueues (one by one, arrays, jobq_enqueue_many), the claims, completions
+    and failures of a Worker on the node are each counted once, and the status gauges match
+    the jobs."""
     schema = "tenant_metrics"
     fresh(cluster, schema)
     q = Queue(cluster.dsn, schema=schema)
+    assert sample(q.metrics(), "jobq_metrics_counting") == 0, "off on a new installation"
+    q.configure(metrics=True)
+    assert sample(q.metrics(), "jobq_metrics_counting") == 1
     assert sample(q.metrics(), "jobq_enqueued_total") == 0
     q.enqueue("ok", queue="m")
     q.enqueue_many([{"job_type": "ok", "queue": "m"} for _ in range(99)])
@@ -509,8 +513,8 @@ def test_metrics_count_the_jobs_of_a_distributed_schema(cluster: Cluster) -> Non
 
 def test_the_dashboard_reads_a_distributed_schema(cluster: Cluster) -> None:
     """jobq_queue_summary and jobq_jobs_page of a tenant, called on the coordinator and
-    through the dashboard (create_app with the tenant's schema): the counts per queue, and
-    every pending job once over the pages."""
+    through the dashboard (create_app with the tenant's schema): the counts per queue, every
+    pending job once over the pages, and the Limits page's usage of a key."""
     from starlette.testclient import TestClient  # the dashboard's extra, installed for tests
 
     from pgq_client.web import create_app
@@ -556,6 +560,16 @@ def test_the_dashboard_reads_a_distributed_schema(cluster: Cluster) -> None:
         assert listed.status_code == 200, listed.text
         listed_ids = set(re.findall(r'<tr data-id="([0-9a-f-]+)">', listed.text))
         assert listed_ids == {str(r) for r in reports}, "pending: available and scheduled"
+        q.set_limit("api", max_running=2)
+        for _ in range(3):
+            q.enqueue("call", limit_group="api", limit_key="acme")
+        assert len(q.dequeue("w", job_types=["call"], batch_size=5)) == 2, "max_running 2"
+        limits = web.get("/limits")
+        assert limits.status_code == 200, limits.text
+        usage = re.search(r'<tr data-group="api" data-key="acme">(.*?)</tr>', limits.text,
+                          re.DOTALL)
+        assert usage and [c.strip() for c in re.findall(r"<td>(.*?)</td>", usage.group(1),
+                                                          re.DOTALL)][2] == "2 / 2"
 
 
 def test_an_install_of_an_older_jobq_is_upgraded_then_distributed_by_the_next_migrate(
@@ -563,7 +577,8 @@ def test_an_install_of_an_older_jobq_is_upgraded_then_distributed_by_the_next_mi
 ) -> None:
     """A single-node install of an older jobq (the files of tests/fixtures/8ef85fb: migrations
     0001, 0002 and 0007), with jobs: the next `jobq migrate` on the coordinator runs every
-    later migration (status names, limits, metrics, the dashboard's type) while the schema is
+    later migration (status names, limits, metrics, the dashboard's type; metrics stay on,
+    since 0010 counted the jobs present) while the schema is
     still local, then distributes it and delegates every function; the old jobs and a limited
     job then run on its node, and are counted."""
     schema = "tenant_upgrade"
@@ -582,7 +597,8 @@ def test_an_install_of_an_older_jobq_is_upgraded_then_distributed_by_the_next_mi
         versions = [r[0] for r in conn.execute(
             f"SELECT version FROM {schema}.jobq_migrations WHERE version NOT LIKE 'functions/%%'"
             " ORDER BY version")]
-        assert versions[-3:] == ["0009_jobq_limits", "0010_jobq_metrics", "0011_jobq_dashboard"]
+        assert versions[-4:] == ["0009_jobq_limits", "0010_jobq_metrics", "0011_jobq_dashboard",
+                                 "0012_jobq_metrics_opt_in"]
         undelegated = conn.execute(
             "SELECT pg_catalog.array_agg(p.proname) FROM pg_proc AS p"
             " LEFT JOIN pg_dist_object AS o ON o.classid = 'pg_proc'::regclass AND o.objid = p.oid"
@@ -600,3 +616,34 @@ def test_an_install_of_an_older_jobq_is_upgraded_then_distributed_by_the_next_mi
     metrics = q.metrics()
     assert sample(metrics, "jobq_jobs", status="succeeded") == 21, "counted from the jobs present"
     assert sample(metrics, "jobq_succeeded_total") == 21
+
+
+def test_the_newest_migration_applies_to_a_schema_already_distributed(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A tenant distributed at the release before the newest migration (installed from the
+    migrations without it) is upgraded in place by `jobq migrate`: the migration's DDL runs
+    on its distributed tables, which Citus restricts (one ADD CONSTRAINT per ALTER TABLE, ...).
+    Every new migration must pass this."""
+    schema = "tenant_previous"
+    shipped = sorted((ROOT / "sql" / "migrations").glob("*.sql"))
+    older = tmp_path / "migrations"
+    older.mkdir()
+    for path in shipped[:-1]:
+        (older / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    migrate(cluster.dsn, schema, migrations_dir=older)
+    ids = set(enqueue(cluster.dsn, schema, 100))
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        before = placement(conn, schema)
+    migrate(cluster.dsn, schema)
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        assert placement(conn, schema) == before, "upgraded where it lives"
+        row = conn.execute(f"SELECT max(version) FROM {schema}.jobq_migrations"
+                           " WHERE version NOT LIKE 'functions/%%'").fetchone()
+        assert row == (shipped[-1].stem,)
+    ledger = Ledger.new()
+    Worker(cluster.dsn, handlers={"t": ledger.handler()}, schema=schema).run(burst=True)
+    assert set(ledger.starts) == ids
+    assert counts(cluster.dsn, schema) == {"succeeded": 100}

@@ -9,9 +9,9 @@ SELECT plan(17);
 
 DELETE FROM jobq_jobs;
 
-SELECT is(jobq_configure(), '{"max_payload_bytes": 1048576, "metrics": true}'::jsonb,
-          'no argument: changes nothing, returns the settings (default limit 1 MiB)');
-SELECT is(jobq_configure(max_payload_bytes => NULL), '{"max_payload_bytes": 1048576, "metrics": true}'::jsonb,
+SELECT is(jobq_configure(), '{"max_payload_bytes": 1048576, "metrics": false}'::jsonb,
+          'no argument: changes nothing, returns the settings (default limit 1 MiB, metrics off)');
+SELECT is(jobq_configure(max_payload_bytes => NULL), '{"max_payload_bytes": 1048576, "metrics": false}'::jsonb,
           'NULL leaves the setting as it is');
 SELECT set_eq(
     'SELECT jsonb_object_keys(jobq_configure())',
@@ -39,7 +39,7 @@ SELECT is((SELECT max_payload_bytes FROM jobq_settings), 1048576, 'the setting i
 SELECT pg_column_size('{"s": "xxxxxxxxxx"}'::jsonb) AS n,
        pg_column_size('{"s": "xxxxxxxxxxx"}'::jsonb) AS n_plus_1 \gset
 
-SELECT is(jobq_configure(max_payload_bytes => :n), jsonb_build_object('max_payload_bytes', :n, 'metrics', true),
+SELECT is(jobq_configure(max_payload_bytes => :n), jsonb_build_object('max_payload_bytes', :n, 'metrics', false),
           'the limit is changed and the new settings returned');
 SELECT is((SELECT max_payload_bytes FROM jobq_settings), :n, '... and stored in jobq_settings');
 
@@ -57,10 +57,10 @@ SELECT throws_ok($$SELECT * FROM jobq_enqueue_many('[{"job_type": "t", "payload"
     'enqueue_many: one byte over the new limit: 54000');
 SELECT is((SELECT count(*)::int FROM jobq_jobs), 2, 'only the two payloads within the limit were enqueued');
 
-SELECT is(jobq_configure(1), '{"max_payload_bytes": 1, "metrics": true}'::jsonb, 'the smallest limit, 1 byte, is accepted');
+SELECT is(jobq_configure(1), '{"max_payload_bytes": 1, "metrics": false}'::jsonb, 'the smallest limit, 1 byte, is accepted');
 SELECT throws_ok($$SELECT jobq_enqueue('t')$$, '54000', NULL, '... then even {} is too large');
 
-SELECT is(jobq_configure(2000000), '{"max_payload_bytes": 2000000, "metrics": true}'::jsonb, 'the limit can be raised');
+SELECT is(jobq_configure(2000000), '{"max_payload_bytes": 2000000, "metrics": false}'::jsonb, 'the limit can be raised');
 SELECT lives_ok($$SELECT jobq_enqueue('t', jsonb_build_object('blob', repeat('x', 1100000)))$$,
                 '... a payload over the default 1 MiB is accepted then');
 

@@ -11,7 +11,7 @@
 -- backdating available_at and claimed_at. Every counted statement after the first of this
 -- transaction goes to jobq_metric_deltas: jobq_metrics() reads (and folds) both.
 BEGIN;
-SELECT plan(78);
+SELECT plan(82);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_metric_counters;
@@ -34,7 +34,20 @@ LANGUAGE sql AS $$
     SELECT j.queue, j.status, count(*) FROM jobq_jobs AS j GROUP BY 1, 2 ORDER BY 1, 2
 $$;
 
-SELECT is_empty('SELECT * FROM jobq_metrics()', 'nothing counted yet: no rows');
+-- A new installation does not count (migration 0012): jobq_metrics() says so and nothing else.
+SELECT results_eq(
+    'SELECT metric, labels, value FROM jobq_metrics()',
+    $$VALUES ('jobq_metrics_counting'::text, '{}'::jsonb, 0::double precision)$$,
+    'a new installation does not count: jobq_metrics_counting 0, no other row');
+SELECT jobq_enqueue('a', queue => 'q') AS uncounted \gset
+SELECT is(pg_temp.v('jobq_enqueued_total', pg_temp.l('q', 'a')), NULL,
+          'while counting is off an enqueue adds no counter');
+DELETE FROM jobq_jobs;
+SELECT is(jobq_configure(metrics => true) ->> 'metrics', 'true', 'metrics => true turns it on');
+SELECT results_eq(
+    'SELECT metric, labels, value FROM jobq_metrics()',
+    $$VALUES ('jobq_metrics_counting'::text, '{}'::jsonb, 1::double precision)$$,
+    'counting, nothing counted yet: jobq_metrics_counting 1, no other row');
 
 ------------------------------------------------------------------------------------------
 -- enqueue
@@ -274,6 +287,8 @@ SELECT is(pg_temp.v('jobq_oldest_available_age_seconds', '{"queue": "limited"}')
 ------------------------------------------------------------------------------------------
 
 SELECT is(jobq_configure(metrics => false) ->> 'metrics', 'false', 'metrics => false');
+SELECT is(pg_temp.v('jobq_metrics_counting', '{}'), 0::double precision,
+          'jobq_metrics_counting 0 while off');
 SELECT jobq_enqueue('a', queue => 'q') AS off1 \gset
 SELECT is(pg_temp.v('jobq_enqueued_total', pg_temp.l('q', 'a')), 6::double precision,
           'while off nothing is counted (a1, two of enqueue_many, m1, m2, m3 before)');

@@ -422,6 +422,7 @@ def test_batches_and_bulk_loads_are_counted_in_the_metrics(dsn: str, conn: Conn)
         return float(row[0])
 
     with Queue(dsn) as q:
+        q.configure(metrics=True)  # off on a new installation
         q.enqueue_many([{"job_type": "m", "idempotency_key": f"m{i % 3}"} for i in range(5)])
         assert enqueued() == 3, "a repeated key is one job, counted once"
         q.enqueue_iter(({"job_type": "m"} for _ in range(250)), batch_size=100)

@@ -34,6 +34,7 @@ from psycopg.conninfo import make_conninfo
 from pgq_client import AsyncQueue, MetricSample, PermissionDenied, Queue, grants
 from pgq_client.cli import cli
 from pgq_client.metrics import HELP, families
+from pgq_client.migrate import migrate
 
 ROOT = Path(__file__).resolve().parents[2]
 Conn = psycopg.Connection[Any]
@@ -60,6 +61,14 @@ def key(name: str, **labels: str) -> tuple[str, frozenset[tuple[str, str]]]:
 def value(q: Queue, metric: str, **labels: str) -> float | None:
     found = [s.value for s in q.metrics() if s.metric == metric and s.labels == labels]
     return found[0] if found else None
+
+
+@pytest.fixture
+def dsn(dsn: str) -> str:
+    """The test database with counting on (a new installation starts with it off)."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SELECT jobq_configure(metrics => true)")
+    return dsn
 
 
 @pytest.fixture
@@ -213,6 +222,55 @@ def test_configure_metrics_off_and_on_and_bad_values(dsn: str) -> None:
         with pytest.raises(TypeError, match="metrics must be True, False or None"):
             q.configure(metrics="no")  # type: ignore[arg-type]
         assert q.configure()["metrics"] is True
+
+
+def test_a_new_installation_does_not_count_until_turned_on(empty_dsn: str) -> None:
+    """Counting costs a write in every counted call, so it is a choice: off on a new
+    installation, which jobq_metrics() and `jobq metrics` say; on after jobq_configure."""
+    migrate(empty_dsn)
+    with Queue(empty_dsn) as q:
+        assert q.configure()["metrics"] is False
+        q.enqueue("t")
+        assert value(q, "jobq_metrics_counting") == 0.0
+        assert value(q, "jobq_enqueued_total", queue="default", job_type="t") is None
+        assert value(q, "jobq_jobs", queue="default", status="pending") is None
+    result = run("metrics", "--dsn", empty_dsn)
+    assert result.exit_code == 0, result.output
+    assert samples(result.stdout)[key("jobq_metrics_counting")] == 0.0
+    assert "counting is off" in result.stderr and "jobq configure --metrics" in result.stderr
+    result = run("configure", "--metrics", "--json", "--dsn", empty_dsn)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["metrics"] is True
+    with Queue(empty_dsn) as q:
+        assert value(q, "jobq_metrics_counting") == 1.0
+        assert value(q, "jobq_jobs", queue="default", status="pending") == 1.0, "recounted"
+        q.enqueue("t")
+        assert value(q, "jobq_enqueued_total", queue="default", job_type="t") == 1.0
+    result = run("metrics", "--dsn", empty_dsn)
+    assert result.exit_code == 0 and "counting is off" not in result.stderr
+
+
+def test_an_upgrade_keeps_counting_where_it_counted(empty_dsn: str, tmp_path: Path) -> None:
+    """Migration 0012 turns counting off only where nothing was ever counted: an installation
+    that counted (0010 and 0011 counted by default) keeps its metrics across the upgrade."""
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for f in sorted((ROOT / "sql" / "migrations").glob("00*.sql")):
+        if f.name < "0012":
+            (before / f.name).write_bytes(f.read_bytes())
+    for schema in ("counted", "idle"):
+        migrate(empty_dsn, schema=schema, migrations_dir=before)
+    with psycopg.connect(empty_dsn, autocommit=True) as c:
+        assert c.execute("SELECT metrics FROM counted.jobq_settings").fetchone() == (True,)
+        c.execute("SELECT counted.jobq_enqueue('t')")
+        for schema in ("counted", "idle"):
+            applied = migrate(empty_dsn, schema=schema)
+            assert "0012_jobq_metrics_opt_in" in applied
+        assert c.execute("SELECT metrics FROM counted.jobq_settings").fetchone() == (True,)
+        assert c.execute("SELECT metrics FROM idle.jobq_settings").fetchone() == (False,)
+        assert c.execute(
+            "SELECT value FROM counted.jobq_metrics() WHERE metric = 'jobq_enqueued_total'"
+        ).fetchone() == (1.0,)
 
 
 # -- the command line ---------------------------------------------------------------------------

@@ -612,6 +612,7 @@ MAIN_INSTALLS = {
             "0009_jobq_limits",
             "0010_jobq_metrics",
             "0011_jobq_dashboard",
+            "0012_jobq_metrics_opt_in",
         ],
     ),
     "8ef85fb": (
@@ -625,6 +626,7 @@ MAIN_INSTALLS = {
             "0009_jobq_limits",
             "0010_jobq_metrics",
             "0011_jobq_dashboard",
+            "0012_jobq_metrics_opt_in",
         ],
     ),
 }

@@ -7,6 +7,7 @@ import base64
 import re
 import uuid
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 
 import psycopg
 import pytest
@@ -249,6 +250,8 @@ def test_a_role_without_privileges_is_told_what_it_cannot_see(admin_dsn: str, ds
         assert 'id="summary-denied"' in c.get("/").text
         assert 'id="list-denied"' in c.get("/jobs").text
         assert 'id="schedules-denied"' in c.get("/schedules").text
+        limits = c.get("/limits").text
+        assert 'id="limits-denied"' in limits and 'id="usage-denied"' in limits
         assert c.get(f"/jobs/{uuid.uuid4()}").status_code == 404
 
 
@@ -258,6 +261,39 @@ def test_schedules_are_listed(dsn: str, client: TestClient) -> None:
     page = client.get("/schedules")
     row = re.search(r'<tr data-name="nightly-report">(.*?)</tr>', page.text, re.DOTALL)
     assert row and "<code>0 3 * * *</code>" in row.group(1) and "Europe/Paris" in row.group(1)
+
+
+def test_limits_are_listed_with_what_each_key_uses(dsn: str, client: TestClient) -> None:
+    assert 'id="no-limits"' in client.get("/limits").text
+    with Queue(dsn) as q:
+        q.set_limit("api", max_running=2, max_starts=10, per=60)
+        q.set_limit("video", max_running=1)
+        for _ in range(3):
+            q.enqueue("call", limit_group="api", limit_key="acme")
+        q.enqueue("call", limit_group="api", limit_key="globex",
+                  run_at=datetime.now(timezone.utc) + timedelta(hours=1))
+        q.enqueue("encode", limit_group="video")
+        assert len(q.dequeue("w", job_types=["call"], batch_size=5)) == 2  # acme's two
+    page = client.get("/limits").text
+    row = re.search(r'<tr data-group="api">(.*?)</tr>', page, re.DOTALL)
+    assert row and [c.strip() for c in re.findall(r"<td>(.*?)</td>", row.group(1))] == [
+        "api", "2", "10", "1m"
+    ]
+    row = re.search(r'<tr data-group="video">(.*?)</tr>', page, re.DOTALL)
+    assert row and "no limit" in row.group(1)
+
+    def usage(group: str, key: str) -> list[str]:
+        found = re.search(
+            rf'<tr data-group="{group}" data-key="{key}">(.*?)</tr>', page, re.DOTALL
+        )
+        assert found, (group, key)
+        return [c.strip() for c in re.findall(r"<td>(.*?)</td>", found.group(1), re.DOTALL)]
+
+    assert usage("api", "acme") == ["api", "acme", "2 / 2", "2 / 10 per 1m", "1"]
+    assert usage("api", "globex") == ["api", "globex", "0 / 2", "0 / 10 per 1m", "1"], (
+        "a job whose run_at is ahead waits too"
+    )
+    assert usage("video", "") == ["video", "(none: the whole group)", "0 / 1", "", "1"]
 
 
 def test_the_credential_is_required_when_set(dsn: str) -> None:

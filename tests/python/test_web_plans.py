@@ -81,7 +81,8 @@ def test_no_page_scans_jobq_jobs_with_a_million_finished_jobs(
     explained: tuple[TestClient, list[str]],
 ) -> None:
     client, plans = explained
-    pages = ["/", "/?partial=1", "/dead-letters", "/dead-letters?queue=q1", "/schedules"]
+    pages = ["/", "/?partial=1", "/dead-letters", "/dead-letters?queue=q1", "/schedules",
+             "/limits"]
     for status in ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled"):
         pages += [
             f"/jobs?status={status}",

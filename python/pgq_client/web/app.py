@@ -44,6 +44,8 @@ FUNCTIONS: dict[str, str] = {
     "jobq_requeue_dead_letters": "(text, text)",
     "jobq_cancel": "(uuid[], text)",
     "jobq_schedules": "()",
+    "jobq_limits": "()",
+    "jobq_limit_usage": "()",
 }
 
 STATUSES = ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled")
@@ -196,6 +198,7 @@ class Dashboard:
         )
         self.env.filters["when"] = _when
         self.env.filters["age"] = _age
+        self.env.filters["span"] = _span
         self.env.filters["pretty_json"] = _pretty_json
 
     def pool(self) -> ConnectionPool:
@@ -265,6 +268,22 @@ def _when(value: datetime | None) -> str:
     if value is None:
         return "-"
     return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _span(value: timedelta | None) -> str:
+    """A rate limit's window as people write it: 1s, 90s, 1m, 1h 30m, 1d."""
+    if value is None:
+        return ""
+    seconds = value.total_seconds()
+    if seconds < 60 or seconds % 60:
+        return f"{seconds:g}s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    if minutes % 1440 == 0:
+        return f"{minutes // 1440}d"
+    hours, rest = divmod(minutes, 60)
+    return f"{hours}h" + (f" {rest}m" if rest else "")
 
 
 def _age(value: datetime | None) -> str:
@@ -587,6 +606,19 @@ def create_app(
             return error_page(request, exc)
         return render(request, "schedules.html", _role=role, rows=rows)
 
+    def limits(request: Request) -> Response:
+        try:
+            role = board.role()
+            rows = board.query(board.sql.limits, {}) if role[1].get("jobq_limits") else []
+            usage = (
+                board.query(board.sql.limit_usage, {})
+                if role[1].get("jobq_limit_usage")
+                else []
+            )
+        except psycopg.Error as exc:
+            return error_page(request, exc)
+        return render(request, "limits.html", _role=role, rows=rows, usage=usage)
+
     async def form(request: Request) -> dict[str, str] | None:
         """The POST's fields, or None when its CSRF token or origin is wrong."""
         body = (await request.body()).decode("utf-8", "replace")
@@ -703,6 +735,7 @@ def create_app(
             Route("/dead-letters", dead_letter_page, name="dead_letters"),
             Route("/dead-letters/requeue", action(requeue_all), methods=["POST"]),
             Route("/schedules", schedules, name="schedules"),
+            Route("/limits", limits, name="limits"),
             Route("/static/{name}", static, name="static"),
         ],
         middleware=[Middleware(_Guard, credentials=credentials)],
