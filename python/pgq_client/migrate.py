@@ -1295,7 +1295,8 @@ def migrate(
 # not report it missing there.
 _CITUS_RESET = "plan_cache_mode"
 # The functions that a Citus install lets run a distributed statement from inside a statement
-# on a shard, and the setting that does it (see _citus_distribute); jobq doctor expects it.
+# on a shard, with the setting that does it and the schema's search_path (see
+# _citus_distribute); jobq doctor expects both.
 _CITUS_NESTED = ("jobq__metrics_count",)
 _CITUS_NESTED_SETTING = "citus.allow_nested_distributed_execution"
 
@@ -1384,7 +1385,10 @@ def _citus_distribute(
         # returned). Under Citus that statement runs on the schema's shard and the counter
         # table is another distributed table: Citus refuses such a nested statement unless
         # told it may. It is safe here: both tables are colocated on the same node, and the
-        # nested statement runs locally, in the same transaction.
+        # nested statement runs locally, in the same transaction. A call that is not
+        # delegated (a claim inside a transaction block on the coordinator) sends that
+        # statement to the node, which runs it in a session of Citus's own: the function
+        # then needs the schema's search_path of its own to find its tables.
         rows = conn.execute(
             "SELECT p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc AS p"
             " WHERE p.pronamespace = pg_catalog.to_regnamespace(%(s)s::text)"
@@ -1395,6 +1399,11 @@ def _citus_distribute(
             conn.execute(
                 sql.SQL("ALTER FUNCTION {} SET {} = on").format(
                     sql.SQL(row[0]), sql.SQL(_CITUS_NESTED_SETTING)
+                )
+            )
+            conn.execute(
+                sql.SQL("ALTER FUNCTION {} SET search_path = {}, pg_temp").format(
+                    sql.SQL(row[0]), sql.Identifier(schema)
                 )
             )
 
@@ -1695,7 +1704,7 @@ def function_drift(
         if citus:
             wanted = {item for item in wanted if not item.startswith(_CITUS_RESET + "=")}
             if f.name in _CITUS_NESTED:
-                wanted.add(f"{_CITUS_NESTED_SETTING}=on")
+                wanted |= {f"{_CITUS_NESTED_SETTING}=on", "search_path"}
         if have != wanted:
             found.append((
                 f.name,

@@ -28,7 +28,7 @@ import psycopg
 import pytest
 
 from pgq_client import Job, Queue, Worker
-from pgq_client.migrate import migrate
+from pgq_client.migrate import function_drift, migrate
 
 ROOT = Path(__file__).resolve().parents[2]
 TENANTS = [f"tenant_{i}" for i in range(1, 9)]
@@ -647,3 +647,42 @@ def test_the_newest_migration_applies_to_a_schema_already_distributed(
     Worker(cluster.dsn, handlers={"t": ledger.handler()}, schema=schema).run(burst=True)
     assert set(ledger.starts) == ids
     assert counts(cluster.dsn, schema) == {"succeeded": 100}
+
+
+def test_calls_inside_a_transaction_block_on_the_coordinator_run_there_and_count(
+    cluster: Cluster,
+) -> None:
+    """Not delegated (inside a transaction block), a function runs on the coordinator and
+    Citus sends each of its statements to the node: an enqueue in the application's
+    transaction, a claim of limited and unlimited jobs and their completion give the same
+    results as delegated calls, and are counted (jobq__metrics_count, nested in a statement
+    that the node runs in a session of Citus's own, has the schema's search_path). jobq
+    doctor finds the install as jobq made it."""
+    schema = "tenant_txn"
+    fresh(cluster, schema)
+    q = Queue(cluster.dsn, schema=schema)
+    q.configure(metrics=True)
+    q.set_limit("g", max_running=1)
+    with psycopg.connect(cluster.dsn) as conn:
+        with conn.transaction():
+            free = q.enqueue("t", conn=conn)
+            limited = [q.enqueue("t", limit_group="g", limit_key="k", conn=conn)
+                       for _ in range(2)]
+        with conn.transaction():
+            claimed = [r[0] for r in conn.execute(
+                f"SELECT id FROM {schema}.jobq_dequeue('w', ARRAY['t'], 10)")]
+        assert set(claimed) == {free, limited[0]}, "one of the key, max_running 1"
+        with conn.transaction():
+            done = conn.execute(f"SELECT {schema}.jobq_complete_many(%(ids)s::uuid[], 'w')",
+                                {"ids": claimed}).fetchone()
+        assert done == (2,)
+        with conn.transaction():
+            again = [r[0] for r in conn.execute(
+                f"SELECT id FROM {schema}.jobq_dequeue('w', ARRAY['t'], 10)")]
+        assert again == [limited[1]], "the key's slot was freed"
+        assert function_drift(conn, schema) == []
+    metrics = q.metrics()
+    assert sample(metrics, "jobq_enqueued_total") == 3
+    assert sample(metrics, "jobq_started_total") == 3
+    assert sample(metrics, "jobq_succeeded_total") == 2
+    assert sample(metrics, "jobq_jobs", status="processing") == 1
