@@ -1225,19 +1225,21 @@ DECLARE
     v_fast boolean := TRUE;
     v_written integer;  -- counter rows written by the fast path
 BEGIN
+    -- Counting off (a new installation's default): one read of the setting, nothing else.
+    -- Read on its own, never in the WHERE of an upsert below: a SELECT that reads a table
+    -- makes Citus push such an INSERT down to the shard, and its deparse of that statement
+    -- for a table without a distribution column is not valid SQL.
+    IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
+        RETURN 0;
+    END IF;
+
     -- The hot kinds, counted by the first counted statement of a transaction (every claim and
     -- completion of a worker, every jobq_enqueue in autocommit): one statement that names
     -- only the columns the kind changes. PL/pgSQL builds again, in every transaction, the
     -- state of each expression and statement it runs, so this cost follows the size of the
-    -- code run: the general path below (a read of the setting, a grouping, a row of every
-    -- column, then the upsert) made a jobq_enqueue cost about 1.5 times as much more.
+    -- code run: the general path below (a grouping, a row of every column, then the upsert)
+    -- made a counted jobq_enqueue cost about 1.5 times as much more.
     IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) IS DISTINCT FROM 'on' THEN
-        -- The setting is read on its own, not in the WHERE of the INSERT: a SELECT that reads
-        -- a table makes Citus push the INSERT down to the shard, and its deparse of that
-        -- statement for a table without a distribution column is not valid SQL.
-        IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
-            RETURN 0;
-        END IF;
         IF kind = 'enqueued' THEN
             INSERT INTO jobq_metric_counters AS c (shard, queue, job_type, enqueued, jobs_pending)
             SELECT pg_catalog.pg_backend_pid(), r.queue, r.job_type, pg_catalog.count(*),
@@ -1307,10 +1309,6 @@ BEGIN
             END IF;
             RETURN v_written;
         END IF;
-    END IF;
-
-    IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
-        RETURN 0;
     END IF;
 
     IF pg_catalog.cardinality(queues) > 1 AND kind IN ('enqueued', 'started', 'succeeded') THEN
@@ -2799,6 +2797,7 @@ DECLARE
     v_error text;
     v_size integer;
     v_limit integer;
+    v_metrics boolean;
     v_id uuid;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
@@ -2832,7 +2831,7 @@ BEGIN
     END IF;
 
     v_size := pg_catalog.pg_column_size(jobq_enqueue.payload);
-    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+    SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
             USING ERRCODE = 'program_limit_exceeded',
@@ -2883,9 +2882,11 @@ BEGIN
         END LOOP;
     END IF;
 
-    PERFORM jobq__metrics_count(
-        'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
-    );
+    IF v_metrics THEN  -- read with the limit: no call at all while counting is off
+        PERFORM jobq__metrics_count(
+            'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+        );
+    END IF;
 
     IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= v_now THEN
         -- On this installation's channel (jobq__channel), the payload the queue name only:

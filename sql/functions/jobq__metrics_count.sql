@@ -52,19 +52,21 @@ DECLARE
     v_fast boolean := TRUE;
     v_written integer;  -- counter rows written by the fast path
 BEGIN
+    -- Counting off (a new installation's default): one read of the setting, nothing else.
+    -- Read on its own, never in the WHERE of an upsert below: a SELECT that reads a table
+    -- makes Citus push such an INSERT down to the shard, and its deparse of that statement
+    -- for a table without a distribution column is not valid SQL.
+    IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
+        RETURN 0;
+    END IF;
+
     -- The hot kinds, counted by the first counted statement of a transaction (every claim and
     -- completion of a worker, every jobq_enqueue in autocommit): one statement that names
     -- only the columns the kind changes. PL/pgSQL builds again, in every transaction, the
     -- state of each expression and statement it runs, so this cost follows the size of the
-    -- code run: the general path below (a read of the setting, a grouping, a row of every
-    -- column, then the upsert) made a jobq_enqueue cost about 1.5 times as much more.
+    -- code run: the general path below (a grouping, a row of every column, then the upsert)
+    -- made a counted jobq_enqueue cost about 1.5 times as much more.
     IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) IS DISTINCT FROM 'on' THEN
-        -- The setting is read on its own, not in the WHERE of the INSERT: a SELECT that reads
-        -- a table makes Citus push the INSERT down to the shard, and its deparse of that
-        -- statement for a table without a distribution column is not valid SQL.
-        IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
-            RETURN 0;
-        END IF;
         IF kind = 'enqueued' THEN
             INSERT INTO jobq_metric_counters AS c (shard, queue, job_type, enqueued, jobs_pending)
             SELECT pg_catalog.pg_backend_pid(), r.queue, r.job_type, pg_catalog.count(*),
@@ -134,10 +136,6 @@ BEGIN
             END IF;
             RETURN v_written;
         END IF;
-    END IF;
-
-    IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
-        RETURN 0;
     END IF;
 
     IF pg_catalog.cardinality(queues) > 1 AND kind IN ('enqueued', 'started', 'succeeded') THEN

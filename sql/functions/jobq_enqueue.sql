@@ -32,6 +32,7 @@ DECLARE
     v_error text;
     v_size integer;
     v_limit integer;
+    v_metrics boolean;
     v_id uuid;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
@@ -65,7 +66,7 @@ BEGIN
     END IF;
 
     v_size := pg_catalog.pg_column_size(jobq_enqueue.payload);
-    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+    SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
             USING ERRCODE = 'program_limit_exceeded',
@@ -116,9 +117,11 @@ BEGIN
         END LOOP;
     END IF;
 
-    PERFORM jobq__metrics_count(
-        'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
-    );
+    IF v_metrics THEN  -- read with the limit: no call at all while counting is off
+        PERFORM jobq__metrics_count(
+            'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+        );
+    END IF;
 
     IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= v_now THEN
         -- On this installation's channel (jobq__channel), the payload the queue name only:
