@@ -1406,6 +1406,21 @@ def _citus_distribute(
                     sql.SQL(row[0]), sql.Identifier(schema)
                 )
             )
+        # citus_schema_move copies the schema to its new node by logical replication while
+        # it stays writable, which needs every table's rows identified: jobq_metric_deltas
+        # (appended, then deleted by the fold; no key) gets REPLICA IDENTITY FULL. Its cost:
+        # with wal_level = logical, which Citus's moves need, a delete logs the whole row,
+        # and these rows are small.
+        rows = conn.execute(
+            "SELECT c.oid::pg_catalog.regclass::text FROM pg_catalog.pg_class AS c"
+            " WHERE c.relnamespace = pg_catalog.to_regnamespace(%(s)s::text)"
+            " AND c.relkind = 'r' AND c.relreplident = 'd'"
+            " AND NOT EXISTS (SELECT FROM pg_catalog.pg_index AS i"
+            "   WHERE i.indrelid = c.oid AND i.indisprimary)",
+            {"s": sql.Identifier(schema).as_string(conn)},
+        ).fetchall()
+        for row in rows:
+            conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(sql.SQL(row[0])))
 
 
 def _citus_distribute_functions(
