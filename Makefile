@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
 .DEFAULT_GOAL := help
-.PHONY: help venv deps test lint pgtap pytest demo bench bench-quick soak schema-dump docs clean
+.PHONY: help venv deps test test-citus lint pgtap pytest demo bench bench-quick soak schema-dump docs clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ deps: $(STAMP) ## Install what the tests need (Python venv; pgTAP, pg_prove, plp
 
 test: deps ## Run every test (linters, pgTAP, pytest incl. fault suite) on a throwaway PostgreSQL
 	@scripts/run-tests.sh
+
+test-citus: deps ## Build Citus once (cached), start a 3-node cluster on localhost, run tests/citus (not in CI)
+	@scripts/run-citus-tests.sh
 
 lint: $(STAMP) ## sqlfluff, ruff, mypy --strict
 	$(VENV)/bin/sqlfluff lint --dialect postgres sql/

@@ -40,19 +40,6 @@ $_$;
 
 COMMENT ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) IS 'Private. errors (a JSON array) with entry appended, keeping the 50 most recent entries.';
 
-CREATE FUNCTION public.jobq__backoff(attempts integer, backoff interval) RETURNS interval
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$
-    SELECT pg_catalog.make_interval(
-        secs => least(
-            greatest(attempts, 1)::numeric * extract(epoch FROM backoff)::numeric,
-            31536000
-        )::double precision
-    )
-$$;
-
-COMMENT ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) IS 'Private. attempts × backoff, capped at 365 days (never overflows).';
-
 CREATE FUNCTION public.jobq__blank(value text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -322,6 +309,9 @@ DECLARE
     v_before bigint;
     v_drop_below bigint;
     v_ids uuid[];
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- 1. Jobs without a limit: the first 2 x batch_size of the ranges of jobq_jobs_claim_idx
     --    that jobq_dequeue found, merged in claim order (extra ones stand in for rows that
@@ -345,7 +335,7 @@ BEGIN
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
-                  AND j.available_at <= pg_catalog.now()
+                  AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT 2 * jobq__claim_limited.batch_size
             ) AS r
@@ -638,7 +628,7 @@ BEGIN
               AND j.status = 'pending'
               AND NOT j.scheduled
               AND j.limit_group IS NOT NULL
-              AND j.available_at <= pg_catalog.now()
+              AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT least(k_room[l_key[r.i]], jobq__claim_limited.batch_size)
         ) AS f;
@@ -674,7 +664,7 @@ BEGIN
         ))
           AND j.status = 'pending'
           AND NOT j.scheduled
-          AND j.available_at <= pg_catalog.now()
+          AND j.available_at <= v_now
         ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
         LIMIT jobq__claim_limited.batch_size
         FOR UPDATE SKIP LOCKED
@@ -690,10 +680,10 @@ BEGIN
         SET
             status = 'processing',
             attempts = j.attempts + 1,
-            locked_at = pg_catalog.now(),
+            locked_at = v_now,
             locked_by = jobq__claim_limited.worker_id,
-            claimed_at = pg_catalog.now(),
-            updated_at = pg_catalog.now()
+            claimed_at = v_now,
+            updated_at = v_now
         WHERE j.id = ANY (v_ids)
         RETURNING j.*
     ),
@@ -1058,6 +1048,25 @@ COMMENT ON FUNCTION public.jobq__cron_parse(cron text) IS 'Private. Parses a fiv
 minutes, hours, days of month, months, days of week (Sunday 0), then 1/0 for a day-of-month
 and a day-of-week field starting with *. Errors: 22023 naming the field that is wrong.';
 
+CREATE FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT pg_catalog.jsonb_set(
+        pg_catalog.jsonb_set(
+            CASE
+                WHEN kind IS NULL
+                    THEN pg_catalog.jsonb_object(ARRAY['worker', worker, 'error', error])
+                ELSE pg_catalog.jsonb_object(ARRAY['worker', worker, 'error', error, 'kind', kind])
+            END,
+            '{attempt}', attempt::text::jsonb
+        ),
+        '{at}', at
+    )
+$$;
+
+COMMENT ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text) IS 'Private. One entry of jobq_jobs.errors: {"attempt": attempt, "at": at, "worker": worker,
+"error": error} and "kind" when kind is not NULL. IMMUTABLE: at comes rendered as jsonb.';
+
 CREATE FUNCTION public.jobq__event_channel(kind text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -1199,7 +1208,7 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__metric_histogram(buckets integer[]) IS 'Private. Per-bucket counts (22 elements) of a list of bucket positions; ''{}'' for none.';
 
-CREATE FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], seconds double precision[] DEFAULT NULL::double precision[]) RETURNS void
+CREATE FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], seconds double precision[] DEFAULT NULL::double precision[]) RETURNS integer
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -1214,10 +1223,14 @@ DECLARE
     v_sum double precision;
     v_list integer[];
     v_fast boolean := TRUE;
+    v_written integer;  -- counter rows written by the fast path
 BEGIN
     -- Counting off (a new installation's default): one read of the setting, nothing else.
+    -- Read on its own, never in the WHERE of an upsert below: a SELECT that reads a table
+    -- makes Citus push such an INSERT down to the shard, and its deparse of that statement
+    -- for a table without a distribution column is not valid SQL.
     IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
-        RETURN;
+        RETURN 0;
     END IF;
 
     -- The hot kinds, counted by the first counted statement of a transaction (every claim and
@@ -1290,10 +1303,11 @@ BEGIN
             v_fast := FALSE;
         END IF;
         IF v_fast THEN
-            IF FOUND THEN
+            GET DIAGNOSTICS v_written = ROW_COUNT;
+            IF v_written > 0 THEN
                 PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
             END IF;
-            RETURN;
+            RETURN v_written;
         END IF;
     END IF;
 
@@ -1466,14 +1480,14 @@ BEGIN
             GROUP BY e.queue, e.job_type
         ) AS a;
         IF v_rows IS NULL THEN
-            RETURN;
+            RETURN 0;
         END IF;
     END IF;
 
     IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) = 'on' THEN
         INSERT INTO jobq_metric_deltas
         SELECT r.* FROM pg_catalog.unnest(v_rows) AS r;
-        RETURN;
+        RETURN 0;
     END IF;
     -- In (queue, job_type) order: the rows are this backend's own, but a fold by
     -- jobq_metrics() may hold some of them for a moment, and always in this order.
@@ -1506,6 +1520,7 @@ BEGIN
         END,
         run_sum = c.run_sum + excluded.run_sum;
     PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
+    RETURN pg_catalog.cardinality(v_rows);
 END;
 $$;
 
@@ -1514,7 +1529,7 @@ started, succeeded, failed, lock_expired, released, cancelled, requeued or prune
 the status entered (failed, lock_expired, released) or left (requeued, pruned); seconds[i] the
 wait (started) or run time (succeeded, failed). The first call of a transaction upserts this
 backend''s rows of jobq_metric_counters, later ones append to jobq_metric_deltas; nothing when
-metrics are off.';
+metrics are off. Returns the number of counter rows written.';
 
 CREATE FUNCTION public.jobq__metrics_fold() RETURNS bigint
     LANGUAGE plpgsql
@@ -1644,6 +1659,7 @@ are skipped). Result: how many rows it folded.';
 
 CREATE FUNCTION public.jobq__notify(queues text[]) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_channel text := jobq__channel();
@@ -1668,6 +1684,7 @@ Result: how many notifications were sent.';
 
 CREATE FUNCTION public.jobq__notify_events(kind text, payloads text[]) RETURNS integer
     LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_channel text;
@@ -1694,6 +1711,23 @@ $$;
 COMMENT ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) IS 'Private. NOTIFY on this installation''s channel for events of kind (jobq__event_channel): one
 notification per distinct non-NULL payload, or, for more than 100, one with an empty payload
 that means "check everything". Result: how many notifications were sent.';
+
+CREATE FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) RETURNS timestamp with time zone
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT pg_catalog.to_timestamp(
+        (
+            extract(epoch FROM failed_at - timestamptz 'epoch')::numeric
+            + least(
+                greatest(attempts, 1)::numeric * extract(epoch FROM backoff)::numeric,
+                31536000
+            )
+        )::double precision
+    )
+$$;
+
+COMMENT ON FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) IS 'Private. failed_at + attempts × backoff (a number of seconds; a month is 30 days), capped at
+365 days: when a failed attempt may run again. Never overflows.';
 
 CREATE FUNCTION public.jobq__tick(at timestamp with time zone) RETURNS TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)
     LANGUAGE plpgsql
@@ -1849,11 +1883,15 @@ message naming it, or NULL.';
 CREATE FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], queues text[]) RETURNS void
     LANGUAGE plpgsql
     AS $$
+DECLARE
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     PERFORM
     FROM jobq_workers AS w
     WHERE w.worker_id = jobq__worker_seen.worker_id
-      AND w.last_claim_at > pg_catalog.now() - interval '5 seconds'
+      AND w.last_claim_at > v_now - interval '5 seconds'
       -- text[] = text[] is pg_catalog's anyarray operator: an exact-type look-alike in the
       -- schema would be preferred to it, so it is named (as IS NOT DISTINCT FROM cannot).
       AND (w.job_types OPERATOR(pg_catalog.=) jobq__worker_seen.job_types
@@ -1864,7 +1902,7 @@ BEGIN
         RETURN;
     END IF;
     DELETE FROM jobq_workers AS w
-    WHERE w.last_claim_at < pg_catalog.now() - interval '1 day';
+    WHERE w.last_claim_at < v_now - interval '1 day';
     INSERT INTO jobq_workers AS w (worker_id, job_types, queues)
     VALUES (jobq__worker_seen.worker_id, jobq__worker_seen.job_types, jobq__worker_seen.queues)
     ON CONFLICT ON CONSTRAINT jobq_workers_pkey DO UPDATE
@@ -1965,6 +2003,9 @@ DECLARE
     v_reason text := pg_catalog.substr(jobq_cancel.reason, 1, 10000);
     v_ended text[];
     v_workers text[];
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF pg_catalog.cardinality(jobq_cancel.job_ids) > 100000 THEN
         RAISE EXCEPTION 'jobq_cancel: job_ids has % elements, at most 100000 are allowed',
@@ -1986,16 +2027,16 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
-            finished_at = CASE WHEN j.status = 'pending' THEN pg_catalog.now() END,
+            finished_at = CASE WHEN j.status = 'pending' THEN v_now END,
             last_error = CASE
                 WHEN j.status = 'pending' THEN coalesce(v_reason, 'cancelled')
                 ELSE j.last_error
             END,
             cancel_requested_at = CASE
-                WHEN j.status = 'processing' THEN pg_catalog.now()
+                WHEN j.status = 'processing' THEN v_now
             END,
             cancel_reason = CASE WHEN j.status = 'processing' THEN v_reason END,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         FROM locked
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job completed while we waited for its lock is finished.
@@ -2084,6 +2125,9 @@ DECLARE
     v_queue text;
     v_job_type text;
     v_claimed_at timestamptz;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete.worker_id);
     IF v_error IS NOT NULL THEN
@@ -2105,10 +2149,10 @@ BEGIN
     SET
         status = 'succeeded',
         result = jobq_complete.result,
-        finished_at = pg_catalog.now(),
+        finished_at = v_now,
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_complete.job_id
@@ -2119,7 +2163,7 @@ BEGIN
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
             'succeeded', ARRAY[v_queue], ARRAY[v_job_type], NULL,
-            ARRAY[extract(epoch FROM pg_catalog.now() - v_claimed_at)::double precision]
+            ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
     IF v_awaited THEN
@@ -2154,6 +2198,9 @@ DECLARE
     v_limit integer;
     v_big record;
     v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0);
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
     IF v_error IS NOT NULL THEN
@@ -2205,10 +2252,10 @@ BEGIN
         SET
             status = 'succeeded',
             result = d.result,
-            finished_at = pg_catalog.now(),
+            finished_at = v_now,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         -- ROWS FROM (unnest, unnest, unnest) is what a three-array unnest() in FROM means; it
         -- is written out because that shorthand exists only for the unqualified name. It pads
         -- a shorter function with NULLs: a NULL attempts or results (no row) means NULL for
@@ -2268,6 +2315,8 @@ CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::in
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
+    v_max_payload_bytes integer;
+    v_metrics boolean;
     v_settings jsonb;
     v_was boolean;
 BEGIN
@@ -2281,11 +2330,14 @@ BEGIN
     SET
         max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes),
         metrics = coalesce(jobq_configure.metrics, s.metrics)
-    RETURNING pg_catalog.jsonb_build_object(
-        'max_payload_bytes', s.max_payload_bytes,
-        'metrics', s.metrics
-    )
-    INTO v_settings;
+    -- The settings are returned as columns and made into jsonb here: Citus refuses a STABLE
+    -- function (jsonb_build_object) in RETURNING.
+    RETURNING s.max_payload_bytes, s.metrics
+    INTO v_max_payload_bytes, v_metrics;
+    v_settings := pg_catalog.jsonb_build_object(
+        'max_payload_bytes', v_max_payload_bytes,
+        'metrics', v_metrics
+    );
     IF jobq_configure.metrics AND NOT v_was THEN
         PERFORM jobq_metrics_recount();
     END IF;
@@ -2317,10 +2369,12 @@ DECLARE
     v_want integer;
     v_k bigint;
     v_ids uuid[];
-    v_got jobq_jobs[];
-    v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
+    v_got integer;  -- jobs claimed by a round of 3b
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
@@ -2352,7 +2406,7 @@ BEGIN
         FROM jobq_jobs AS j
         WHERE j.status = 'pending'
           AND j.scheduled
-          AND j.available_at <= pg_catalog.now()
+          AND j.available_at <= v_now
         ORDER BY j.available_at
         LIMIT 1000
         FOR UPDATE SKIP LOCKED
@@ -2369,17 +2423,41 @@ BEGIN
     --    has used all its attempts is not run again: dead_letter. The index
     --    jobq_jobs_locked_idx makes this a short range scan that finds nothing in the common
     --    case; the jobs that ended and that a client awaits are announced on the done channel.
+    --    The texts of the record are made in the SELECT: Citus refuses a STABLE function
+    --    (format, jsonb_build_object) over columns in the SET list of an UPDATE.
     WITH stale AS MATERIALIZED (
-        SELECT j.id
+        SELECT
+            j.id,
+            pg_catalog.format(
+                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                jobq_dequeue.lock_timeout
+            ) AS message,
+            pg_catalog.substr(j.locked_by, 1, 200) AS worker,
+            j.attempts
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
           AND j.locked_at
-              < pg_catalog.now() - least(jobq_dequeue.lock_timeout, interval '1000 years')
+              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
         ORDER BY j.locked_at
         LIMIT jobq_dequeue.batch_size
         FOR UPDATE SKIP LOCKED
+    ),
+
+    record AS (
+        SELECT
+            stale.id,
+            stale.message,
+            pg_catalog.jsonb_build_object(
+                'attempt', stale.attempts,
+                'at', v_now,
+                'worker', stale.worker,
+                'error', stale.message,
+                'kind', 'lock_expired'
+            ) AS entry
+        FROM stale
     ),
 
     taken AS (
@@ -2392,31 +2470,18 @@ BEGIN
             END,
             -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
             -- before that bound existed must not make its takeover fail for its size.
-            last_error = pg_catalog.format(
-                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                jobq_dequeue.lock_timeout
-            ),
-            errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-                'attempt', j.attempts,
-                'at', pg_catalog.now(),
-                'worker', pg_catalog.substr(j.locked_by, 1, 200),
-                'error', pg_catalog.format(
-                    'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                    pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                    jobq_dequeue.lock_timeout
-                ),
-                'kind', 'lock_expired'
-            )),
+            last_error = r.message,
+            errors = jobq__append_error(j.errors, r.entry),
             finished_at = CASE
                 WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts
-                    THEN pg_catalog.now()
+                    THEN v_now
             END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
-        WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale))
+            updated_at = v_now
+        FROM record AS r
+        WHERE j.id = r.id
         RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
     ),
 
@@ -2581,7 +2646,7 @@ BEGIN
               AND j.status = 'pending'
               AND NOT j.scheduled
               AND j.limit_group IS NULL
-              AND j.available_at <= pg_catalog.now()
+              AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT jobq_dequeue.batch_size
             FOR UPDATE SKIP LOCKED
@@ -2592,10 +2657,10 @@ BEGIN
             SET
                 status = 'processing',
                 attempts = j.attempts + 1,
-                locked_at = pg_catalog.now(),
+                locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
-                claimed_at = pg_catalog.now(),
-                updated_at = pg_catalog.now()
+                claimed_at = v_now,
+                updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
             RETURNING j.*
         ),
@@ -2638,7 +2703,7 @@ BEGIN
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
-                  AND j.available_at <= pg_catalog.now()
+                  AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT v_k
             ) AS r
@@ -2647,13 +2712,14 @@ BEGIN
         ) AS c;
         EXIT WHEN v_ids IS NULL;
 
+        RETURN QUERY
         WITH locked AS MATERIALIZED (
             SELECT j.id
             FROM jobq_jobs AS j
             WHERE j.id = ANY (v_ids)
               AND j.status = 'pending'
               AND NOT j.scheduled
-              AND j.available_at <= pg_catalog.now()
+              AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT v_want
             FOR UPDATE SKIP LOCKED
@@ -2664,40 +2730,36 @@ BEGIN
             SET
                 status = 'processing',
                 attempts = j.attempts + 1,
-                locked_at = pg_catalog.now(),
+                locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
-                claimed_at = pg_catalog.now(),
-                updated_at = pg_catalog.now()
+                claimed_at = v_now,
+                updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
-            RETURNING j AS claimed_job
+            RETURNING j.*
         ),
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg((c.claimed_job).queue),
-                pg_catalog.array_agg((c.claimed_job).job_type), NULL,
-                pg_catalog.array_agg(extract(
-                    epoch FROM (c.claimed_job).claimed_at - (c.claimed_job).available_at
-                )::double precision)
+                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL,
+                pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c
             HAVING pg_catalog.count(*) > 0
         )
 
-        SELECT coalesce(pg_catalog.array_agg(c.claimed_job), '{}'::jobq_jobs[]) INTO v_got
+        -- Each round's jobs are returned as they are claimed, in claim order (a later round's
+        -- after them). No array of jobq_jobs rows is kept: under Citus the statement runs on
+        -- a shard, whose row type is not jobq_jobs.
+        SELECT c.*
         FROM claimed AS c
-        LEFT JOIN counted ON TRUE;
-        v_claimed := v_claimed OPERATOR(pg_catalog.||) v_got;
-        v_want := v_want - pg_catalog.cardinality(v_got);
+        LEFT JOIN counted ON TRUE
+        ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
+        GET DIAGNOSTICS v_got = ROW_COUNT;
+        v_want := v_want - v_got;
         EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;
         v_k := v_k * 4;
     END LOOP;
-
-    -- Returned in claim order, whatever round claimed each.
-    RETURN QUERY
-    SELECT c.*
-    FROM pg_catalog.unnest(v_claimed) AS c
-    ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
 END;
 $$;
 
@@ -2737,6 +2799,9 @@ DECLARE
     v_limit integer;
     v_metrics boolean;
     v_id uuid;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__job_argument_problem(
         jobq_enqueue.job_type, jobq_enqueue.queue, jobq_enqueue.idempotency_key,
@@ -2781,8 +2846,8 @@ BEGIN
         )
         VALUES (
             jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
-            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, pg_catalog.now()),
-            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE),
+            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, v_now),
+            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > v_now, FALSE),
             jobq_enqueue.limit_group, jobq_enqueue.limit_key
         )
         RETURNING j.id INTO v_id;
@@ -2799,8 +2864,8 @@ BEGIN
             VALUES (
                 jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
                 jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
-                coalesce(jobq_enqueue.run_at, pg_catalog.now()), jobq_enqueue.priority,
-                coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE),
+                coalesce(jobq_enqueue.run_at, v_now), jobq_enqueue.priority,
+                coalesce(jobq_enqueue.run_at > v_now, FALSE),
                 jobq_enqueue.limit_group, jobq_enqueue.limit_key
             )
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -2823,7 +2888,7 @@ BEGIN
         );
     END IF;
 
-    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= pg_catalog.now() THEN
+    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= v_now THEN
         -- On this installation's channel (jobq__channel), the payload the queue name only:
         -- any role may LISTEN. Identical notifications in one transaction are folded into one
         -- by PostgreSQL.
@@ -2862,6 +2927,9 @@ DECLARE
     v_ids uuid[];
     v_keys text[];
     v_missing integer;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF job_types IS NULL OR pg_catalog.array_ndims(job_types) > 1 THEN
         RAISE EXCEPTION 'jobq_enqueue_arrays: job_types must be a one-dimensional array, got %',
@@ -3027,9 +3095,9 @@ BEGIN
                 u.job_type,
                 coalesce(u.payload, '{}'::jsonb),
                 coalesce(u.max_attempts, 5),
-                coalesce(u.run_at, pg_catalog.now()),
+                coalesce(u.run_at, v_now),
                 coalesce(u.priority, 0),
-                coalesce(u.run_at > pg_catalog.now(), FALSE)
+                coalesce(u.run_at > v_now, FALSE)
             FROM ROWS FROM (
                 pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
                 pg_catalog.unnest(payloads),
@@ -3043,7 +3111,7 @@ BEGIN
         woken AS (
             SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
             FROM inserted AS w
-            WHERE w.available_at <= pg_catalog.now()
+            WHERE w.available_at <= v_now
         ),
 
         -- For jobq_metrics(): one count per statement, as jobq_enqueue_many's.
@@ -3075,7 +3143,7 @@ BEGIN
             coalesce(u.payload, '{}'::jsonb) AS payload,
             u.idempotency_key,
             coalesce(u.max_attempts, 5) AS max_attempts,
-            coalesce(u.run_at, pg_catalog.now()) AS available_at,
+            coalesce(u.run_at, v_now) AS available_at,
             coalesce(u.priority, 0) AS priority,
             coalesce(u.queue, 'default') AS queue,
             CASE
@@ -3102,7 +3170,7 @@ BEGIN
         )
         SELECT
             i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-            i.available_at, i.priority, i.available_at > pg_catalog.now()
+            i.available_at, i.priority, i.available_at > v_now
         FROM input AS i
         WHERE i.new_id = i.first_id
         ORDER BY i.ord
@@ -3113,7 +3181,7 @@ BEGIN
     woken AS (
         SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
         FROM inserted AS w
-        WHERE w.available_at <= pg_catalog.now()
+        WHERE w.available_at <= v_now
     ),
 
     counted AS MATERIALIZED (
@@ -3195,6 +3263,9 @@ DECLARE
     v_ids uuid[];
     v_keys text[];
     v_missing integer;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobs IS NULL OR pg_catalog.jsonb_typeof(jobs) <> 'array' THEN
         RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
@@ -3317,7 +3388,7 @@ BEGIN
                     x.elem ->> 'job_type' AS job_type,
                     coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                     coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                    coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
+                    coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
                     coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
                     coalesce(x.elem ->> 'queue', 'default') AS queue,
                     x.elem ->> 'limit_group' AS limit_group,
@@ -3332,7 +3403,7 @@ BEGIN
                 )
                 SELECT
                     p.new_id, p.queue, p.job_type, p.payload, p.max_attempts,
-                    p.available_at, p.priority, p.available_at > pg_catalog.now(),
+                    p.available_at, p.priority, p.available_at > v_now,
                     p.limit_group, p.limit_key
                 FROM parsed AS p
                 ORDER BY p.ord
@@ -3342,7 +3413,7 @@ BEGIN
             woken AS (
                 SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
                 FROM inserted AS w
-                WHERE w.available_at <= pg_catalog.now()
+                WHERE w.available_at <= v_now
             ),
 
             counted AS MATERIALIZED (
@@ -3368,7 +3439,7 @@ BEGIN
                 coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                 x.elem ->> 'idempotency_key' AS idempotency_key,
                 coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
+                coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
                 coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
                 coalesce(x.elem ->> 'queue', 'default') AS queue,
                 x.elem ->> 'limit_group' AS limit_group,
@@ -3396,7 +3467,7 @@ BEGIN
             )
             SELECT
                 i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-                i.available_at, i.priority, i.available_at > pg_catalog.now(),
+                i.available_at, i.priority, i.available_at > v_now,
                 i.limit_group, i.limit_key
             FROM input AS i
             WHERE i.new_id = i.first_id
@@ -3408,7 +3479,7 @@ BEGIN
         woken AS (
             SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
             FROM inserted AS w
-            WHERE w.available_at <= pg_catalog.now()
+            WHERE w.available_at <= v_now
         ),
 
         counted AS MATERIALIZED (
@@ -3518,6 +3589,10 @@ DECLARE
     v_awaited boolean;
     v_job_type text;
     v_claimed_at timestamptz;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+    v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail.worker_id);
     IF v_error IS NOT NULL THEN
@@ -3547,28 +3622,25 @@ BEGIN
         END,
         available_at = CASE
             WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
-                THEN pg_catalog.now() + jobq__backoff(j.attempts, jobq_fail.backoff)
+                THEN jobq__retry_at(v_now, j.attempts, jobq_fail.backoff)
             ELSE j.available_at
         END,
         finished_at = CASE
             WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
                 THEN NULL
-            ELSE pg_catalog.now()
+            ELSE v_now
         END,
         -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
         scheduled = j.cancel_requested_at IS NULL AND jobq_fail.retry
             AND j.attempts < j.max_attempts
-            AND jobq__backoff(j.attempts, jobq_fail.backoff) > interval '0',
+            AND jobq_fail.backoff > interval '0',
         last_error = v_error_text,
-        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-            'attempt', j.attempts,
-            'at', pg_catalog.now(),
-            'worker', j.locked_by,
-            'error', v_error_text
-        )),
+        errors = jobq__append_error(
+            j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, v_error_text)
+        ),
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_fail.job_id
@@ -3579,10 +3651,10 @@ BEGIN
     IF v_status IS NOT NULL THEN
         PERFORM jobq__metrics_count(
             'failed', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
-            ARRAY[extract(epoch FROM pg_catalog.now() - v_claimed_at)::double precision]
+            ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
-    IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
+    IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending' THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
@@ -3621,6 +3693,10 @@ DECLARE
     v_wake text[];
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+    v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail_many.worker_id);
     IF v_error IS NOT NULL THEN
@@ -3718,24 +3794,25 @@ BEGIN
             END,
             available_at = CASE
                 WHEN j.cancel_requested_at IS NULL AND d.retry AND j.attempts < j.max_attempts
-                    THEN pg_catalog.now() + jobq__backoff(j.attempts, d.backoff)
+                    THEN jobq__retry_at(v_now, j.attempts, d.backoff)
                 ELSE j.available_at
             END,
             finished_at = CASE
                 WHEN j.cancel_requested_at IS NULL AND d.retry AND j.attempts < j.max_attempts
                     THEN NULL
-                ELSE pg_catalog.now()
+                ELSE v_now
             END,
+            -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
+            scheduled = j.cancel_requested_at IS NULL AND d.retry
+                AND j.attempts < j.max_attempts
+                AND d.backoff > interval '0',
             last_error = d.error,
-            errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-                'attempt', j.attempts,
-                'at', pg_catalog.now(),
-                'worker', j.locked_by,
-                'error', d.error
-            )),
+            errors = jobq__append_error(
+                j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error)
+            ),
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         FROM d
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_fail_many.worker_id
@@ -3757,7 +3834,7 @@ BEGIN
         pg_catalog.array_agg(x.i),
         pg_catalog.array_agg(x.status),
         pg_catalog.array_agg(DISTINCT x.queue) FILTER (
-            WHERE x.status = 'pending' AND x.available_at <= pg_catalog.now()
+            WHERE x.status = 'pending' AND x.available_at <= v_now
         ),
         pg_catalog.array_agg(x.id::text) FILTER (WHERE x.awaited AND x.status <> 'pending')
     INTO v_ords, v_statuses, v_wake, v_ended
@@ -3829,6 +3906,9 @@ DECLARE
     v_owner oid;
     v_schema oid;
     v_schema_name text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF stuck_after IS NULL OR stuck_after <= interval '0' THEN
         RAISE EXCEPTION 'jobq_health: stuck_after must be a positive interval, got %',
@@ -3864,7 +3944,7 @@ BEGIN
         pg_catalog.format('%s job(s) processing with a lock older than %s',
                           pg_catalog.count(*), stuck_after)
     FROM jobq_jobs AS j
-    WHERE j.status = 'processing' AND j.locked_at < pg_catalog.now() - stuck_after;
+    WHERE j.status = 'processing' AND j.locked_at < v_now - stuck_after;
 
     -- Jobs still running stuck_after after jobq_cancel asked them to stop: their handler does
     -- not look at the request (job.cancel_requested() in Python), or cannot stop.
@@ -3876,25 +3956,25 @@ BEGIN
         pg_catalog.format('%s job(s) still processing more than %s after a cancel request',
                           pg_catalog.count(*), stuck_after)
     FROM jobq_jobs AS j
-    WHERE j.status = 'processing' AND j.cancel_requested_at < pg_catalog.now() - stuck_after;
+    WHERE j.status = 'processing' AND j.cancel_requested_at < v_now - stuck_after;
 
     -- Per queue: how long the oldest job available now has waited.
     RETURN QUERY
     SELECT
         'oldest_pending_age'::text, j.queue,
         CASE
-            WHEN pg_catalog.now() - pg_catalog.min(j.available_at) > max_pending_age
+            WHEN v_now - pg_catalog.min(j.available_at) > max_pending_age
                 THEN 'warning'
             ELSE 'ok'
         END,
-        extract(epoch FROM pg_catalog.now() - pg_catalog.min(j.available_at))::double precision,
+        extract(epoch FROM v_now - pg_catalog.min(j.available_at))::double precision,
         pg_catalog.format(
             '%s job(s) available, the oldest waiting for %s',
             pg_catalog.count(*),
-            pg_catalog.date_trunc('second', pg_catalog.now() - pg_catalog.min(j.available_at))
+            pg_catalog.date_trunc('second', v_now - pg_catalog.min(j.available_at))
         )
     FROM jobq_jobs AS j
-    WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
+    WHERE j.status = 'pending' AND j.available_at <= v_now
     GROUP BY j.queue;
 
     -- Per queue and job type: available jobs that no worker asked for within max_pending_age
@@ -3906,7 +3986,7 @@ BEGIN
             '%s job(s) of type %s available, the oldest waiting for %s: no worker claimed '
             'this job type in this queue within %s',
             u.jobs, pg_catalog.quote_literal(u.job_type),
-            pg_catalog.date_trunc('second', pg_catalog.now() - u.oldest_available_at),
+            pg_catalog.date_trunc('second', v_now - u.oldest_available_at),
             max_pending_age
         )
     FROM jobq_unserved_job_types(max_pending_age) AS u;
@@ -3955,25 +4035,25 @@ BEGIN
                max_transaction_age)
     FROM pg_catalog.pg_stat_activity AS a
     WHERE a.state LIKE 'idle in transaction%'
-      AND a.state_change < pg_catalog.now() - max_transaction_age;
+      AND a.state_change < v_now - max_transaction_age;
 
     RETURN QUERY
     SELECT
         'oldest_transaction'::text, NULL::text,
         CASE
-            WHEN coalesce(pg_catalog.max(pg_catalog.now() - a.xact_start), interval '0')
+            WHEN coalesce(pg_catalog.max(v_now - a.xact_start), interval '0')
                 > max_transaction_age
                 THEN 'warning'
             ELSE 'ok'
         END,
         coalesce(
-            extract(epoch FROM pg_catalog.max(pg_catalog.now() - a.xact_start)), 0
+            extract(epoch FROM pg_catalog.max(v_now - a.xact_start)), 0
         )::double precision,
         pg_catalog.format(
             'the oldest transaction holding back VACUUM is %s old (pid %s)',
             coalesce(
                 pg_catalog.date_trunc(
-                    'second', pg_catalog.max(pg_catalog.now() - a.xact_start)
+                    'second', pg_catalog.max(v_now - a.xact_start)
                 )::text,
                 '0'
             ),
@@ -4091,6 +4171,9 @@ CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS in
 DECLARE
     v_renewed integer;
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_heartbeat.worker_id);
     IF v_error IS NOT NULL THEN
@@ -4101,7 +4184,7 @@ BEGIN
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
     -- rows by the primary key (no status test: locked_by implies processing).
     UPDATE jobq_jobs AS j
-    SET locked_at = pg_catalog.now()
+    SET locked_at = v_now
     WHERE j.id = ANY (ARRAY(
         SELECT h.id
         FROM jobq_jobs AS h
@@ -4448,6 +4531,10 @@ CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, v
     SET search_path TO 'public', 'pg_temp'
     SET enable_bitmapscan TO 'off'
     AS $$
+DECLARE
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF pg_catalog.current_setting('transaction_read_only') = 'off'
        AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
@@ -4606,7 +4693,7 @@ BEGIN
         FROM jobq_jobs AS j
         WHERE j.status = 'pending'
           AND j.scheduled
-          AND j.available_at <= pg_catalog.now()
+          AND j.available_at <= v_now
         ORDER BY j.available_at
         LIMIT 1000
     ),
@@ -4671,7 +4758,7 @@ BEGIN
             'jobq_oldest_available_age_seconds',
             pg_catalog.jsonb_build_object('queue', q.queue),
             coalesce(
-                greatest(extract(epoch FROM pg_catalog.now() - o.available_at), 0),
+                greatest(extract(epoch FROM v_now - o.available_at), 0),
                 0
             )::double precision,
             0
@@ -4819,6 +4906,9 @@ DECLARE
     v_left bigint;
     v_count bigint;
     v_deleted bigint := 0::bigint;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF older_than IS NULL OR older_than < interval '0' THEN
         RAISE EXCEPTION 'jobq_prune: older_than must be an interval >= 0, got %',
@@ -4851,7 +4941,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    v_before := pg_catalog.now() - least(older_than, interval '1000 years');
+    v_before := v_now - least(older_than, interval '1000 years');
     FOR v_status IN
         SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s DESC
     LOOP
@@ -5041,6 +5131,9 @@ DECLARE
     v_released integer;
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_release.worker_id);
     IF v_error IS NOT NULL THEN
@@ -5051,13 +5144,13 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
-            available_at = pg_catalog.now(),
+            available_at = v_now,
             attempts = greatest(j.attempts - 1, 0),
-            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN pg_catalog.now() END,
+            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN v_now END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
         WHERE j.id = ANY (jobq_release.job_ids)
@@ -5113,6 +5206,9 @@ DECLARE
     v_queues text[];
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_release_orphans.worker_id);
     IF v_error IS NOT NULL THEN
@@ -5140,13 +5236,13 @@ BEGIN
         SET
             -- A job with a cancel request is not given back but cancelled (as jobq_release).
             status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
-            available_at = pg_catalog.now(),
+            available_at = v_now,
             attempts = greatest(j.attempts - 1, 0),
-            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN pg_catalog.now() END,
+            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN v_now END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
         RETURNING j.id, j.queue, j.status, j.awaited, j.job_type
     ),
@@ -5194,6 +5290,9 @@ DECLARE
     v_queue text;
     v_old_status text;
     v_job_type text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- The status it leaves, for jobq_metrics' gauge; the lock keeps it until the UPDATE.
     SELECT j.status INTO v_old_status
@@ -5204,7 +5303,7 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
-        available_at = pg_catalog.now(),
+        available_at = v_now,
         attempts = 0,
         scheduled = FALSE,
         locked_at = NULL,
@@ -5213,7 +5312,7 @@ BEGIN
         cancel_requested_at = NULL,
         cancel_reason = NULL,
         awaited = FALSE,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed', 'cancelled')
     RETURNING j.queue, j.job_type INTO v_queue, v_job_type;
@@ -5242,6 +5341,9 @@ CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::tex
 DECLARE
     v_count integer;
     v_queues text[];
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- old: the status each job leaves, for jobq_metrics' gauge (locked until the UPDATE).
     WITH old AS MATERIALIZED (
@@ -5259,7 +5361,7 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = 'pending',
-            available_at = pg_catalog.now(),
+            available_at = v_now,
             attempts = 0,
             scheduled = FALSE,
             locked_at = NULL,
@@ -5268,7 +5370,7 @@ BEGIN
             cancel_requested_at = NULL,
             cancel_reason = NULL,
             awaited = FALSE,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         FROM old
         WHERE j.id = old.id
         RETURNING j.queue, j.job_type, old.status
@@ -5310,6 +5412,9 @@ DECLARE
     v_next timestamptz;
     v_size integer;
     v_limit integer;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobq__blank(jobq_schedule.name) THEN
         RAISE EXCEPTION 'jobq_schedule: name must be a non-blank string'
@@ -5364,7 +5469,7 @@ BEGIN
                   HINT = 'A name such as ''UTC'', ''Europe/London'' or ''America/New_York''.';
     END IF;
     v_masks := jobq__cron_parse(jobq_schedule.cron);
-    v_next := jobq__cron_next(v_masks, jobq_schedule.timezone, pg_catalog.now());
+    v_next := jobq__cron_next(v_masks, jobq_schedule.timezone, v_now);
     IF v_next IS NULL THEN
         RAISE EXCEPTION 'jobq_schedule: cron % never fires (no match within ten years)',
             pg_catalog.quote_literal(jobq_schedule.cron)
@@ -5396,7 +5501,7 @@ BEGIN
                 THEN s.next_run_at
             ELSE excluded.next_run_at
         END,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     RETURNING s.next_run_at INTO v_next;
     RETURN v_next;
 END;
@@ -5443,6 +5548,9 @@ CREATE FUNCTION public.jobq_set_limit(limit_group text, max_running integer DEFA
     AS $$
 DECLARE
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobq_set_limit.limit_group IS NULL THEN
         v_error := 'limit_group must be a non-blank string';
@@ -5490,7 +5598,7 @@ BEGIN
         INSERT INTO jobq_limits AS l (limit_group, max_running, max_starts, per, updated_at)
         VALUES (
             jobq_set_limit.limit_group, jobq_set_limit.max_running, jobq_set_limit.max_starts,
-            jobq_set_limit.per, pg_catalog.now()
+            jobq_set_limit.per, v_now
         )
         ON CONFLICT ON CONSTRAINT jobq_limits_pkey DO UPDATE
         SET max_running = excluded.max_running,
@@ -5584,6 +5692,10 @@ CREATE FUNCTION public.jobq_unserved_job_types(idle interval DEFAULT '00:15:00':
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
+DECLARE
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF idle IS NULL OR idle <= interval '0' THEN
         RAISE EXCEPTION 'jobq_unserved_job_types: idle must be a positive interval, got %',
@@ -5597,7 +5709,7 @@ BEGIN
             j.queue, j.job_type, pg_catalog.count(*) AS jobs,
             pg_catalog.min(j.available_at) AS oldest_available_at
         FROM jobq_jobs AS j
-        WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
+        WHERE j.status = 'pending' AND j.available_at <= v_now
         GROUP BY j.queue, j.job_type
     )
 
@@ -5607,7 +5719,7 @@ BEGIN
         SELECT
         FROM jobq_workers AS k
         WHERE k.last_claim_at
-              > pg_catalog.now() - least(jobq_unserved_job_types.idle, interval '1000 years')
+              > v_now - least(jobq_unserved_job_types.idle, interval '1000 years')
           AND (k.job_types IS NULL OR w.job_type = ANY (k.job_types))
           AND (k.queues IS NULL OR w.queue = ANY (k.queues))
     )
@@ -6097,8 +6209,6 @@ COMMENT ON INDEX public.jobq_workers_pkey IS 'The index of jobq_workers_pkey: jo
 
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq__backoff(attempts integer, backoff interval) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
@@ -6112,6 +6222,8 @@ REVOKE ALL ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, fi
 REVOKE ALL ON FUNCTION public.jobq__cron_next(masks bigint[], timezone text, after timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__cron_parse(cron text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__event_channel(kind text) FROM PUBLIC;
 
@@ -6134,6 +6246,8 @@ REVOKE ALL ON FUNCTION public.jobq__metrics_fold() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__tick(at timestamp with time zone) FROM PUBLIC;
 

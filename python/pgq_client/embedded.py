@@ -345,12 +345,30 @@ def stop_embedded(home: Path | None = None, *, timeout: float = _STOP_TIMEOUT) -
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGINT)
         deadline = time.monotonic() + timeout
-        # Its pid file goes last; the process may linger as a zombie where nothing reaps it.
-        while _postmaster_pid(pgdata) == pid:
+        # Its pid file goes near the end; then the process exits (a zombie where nothing reaps
+        # it counts as gone). A start right after must not meet it still attached.
+        while _postmaster_pid(pgdata) == pid or not _gone(pid):
             if time.monotonic() > deadline:
                 raise EmbeddedError(f"the embedded server (pid {pid}) did not stop in {timeout}s")
             time.sleep(0.05)
         return True
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie has: only its parent can reap it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # alive, another user's
+    if not Path("/proc/self/stat").exists():
+        return True  # no /proc: the pid file was the only sign, and it is gone
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
 
 
 def reset_embedded(home: Path | None = None) -> bool:

@@ -86,6 +86,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import sqlparse
 from psycopg import sql
 from psycopg.rows import scalar_row
 
@@ -997,9 +998,10 @@ def _function_steps(
         parts.append(sql.SQL(f.sql))  # trusted: our own file
         parts.append(
             sql.SQL(
-                "\nINSERT INTO {s}.jobq_migrations (version, checksum) VALUES ({v}, {c})\n"
+                "\nINSERT INTO {s}.jobq_migrations (version, checksum, applied_at)"
+                " VALUES ({v}, {c}, pg_catalog.now())\n"
                 "ON CONFLICT (version) DO UPDATE SET checksum = excluded.checksum, "
-                "applied_at = now();\n"
+                "applied_at = excluded.applied_at;\n"
             ).format(
                 s=sql.Identifier(schema), v=sql.Literal(f.version), c=sql.Literal(f.checksum)
             )
@@ -1053,7 +1055,7 @@ def _execute(
 ) -> None:
     """Run one step of a migration; an error names the step (the file) and the schema."""
     try:
-        conn.execute(step)
+        _run_script(conn, step)
     except psycopg.Error as exc:
         diag = exc.diag
         message = diag.message_primary or str(exc).strip()
@@ -1065,6 +1067,20 @@ def _execute(
             f"{what} failed in schema {schema!r}: {message}{detail}"
             f" [SQLSTATE {exc.sqlstate}]{where}; nothing of it was applied.{hint}"
         ) from exc
+
+
+def _run_script(conn: psycopg.Connection[tuple[str, str]], script: sql.Composed) -> None:
+    """Run a script of several statements one statement at a time.
+
+    PostgreSQL itself takes a script in one simple query, but Citus propagates some DDL to its
+    nodes with the text of the whole query as one prepared statement, which the node refuses
+    ("cannot insert multiple commands into a prepared statement"). One statement per query is
+    the same for PostgreSQL and works for Citus; sqlparse splits (dollar quotes and comments
+    included).
+    """
+    for statement in sqlparse.split(script.as_string(conn)):
+        if statement.strip():
+            conn.execute(statement.encode())
 
 
 def _lock_key(schema: str) -> sql.Composed:
@@ -1232,10 +1248,11 @@ def migrate(
             return _plan(_applied(conn, schema), known, functions, schema, history).versions
         conn.execute(_lock_key(schema))
         try:
+            distribute = _citus_schema_sharding(conn)
             # Verify before the bootstrap writes anything (it rewrites the table's comment).
             _plan(_applied(conn, schema), known, functions, schema, history)
             with conn.transaction():
-                conn.execute(_bootstrap(schema))
+                _run_script(conn, _bootstrap(schema))
             todo = _plan(_applied(conn, schema), known, functions, schema, history)
             if todo.adopt:
                 logger.info(
@@ -1246,7 +1263,7 @@ def migrate(
                 )
                 baseline = next(m for m in known if m.version == FOLDED_INTO)
                 with conn.transaction():
-                    conn.execute(_adopt(schema, todo.adopt, baseline))
+                    _run_script(conn, _adopt(schema, todo.adopt, baseline))
             for migration in todo.migrations:
                 with conn.transaction():
                     _execute(conn, _apply(schema, migration), f"migration {migration.version}.sql",
@@ -1265,11 +1282,168 @@ def migrate(
                             _execute(conn, step, what, schema)
                 finally:
                     conn.remove_notice_handler(_log_grant)
+            if distribute:
+                _citus_distribute(conn, schema, functions)
             for finding in _audit(conn, schema):
                 logger.warning("%s", finding)
             return todo.versions
         finally:
             conn.execute("SELECT pg_advisory_unlock_all()")
+
+
+# The function setting that a Citus install resets (see _citus_distribute); jobq doctor does
+# not report it missing there.
+_CITUS_RESET = "plan_cache_mode"
+# The functions that a Citus install lets run a distributed statement from inside a statement
+# on a shard, with the setting that does it and the schema's search_path (see
+# _citus_distribute); jobq doctor expects both.
+_CITUS_NESTED = ("jobq__metrics_count",)
+_CITUS_NESTED_SETTING = "citus.allow_nested_distributed_execution"
+
+
+def _citus_distributed(conn: psycopg.Connection[Any], schema: str) -> bool:
+    """Whether ``schema`` is a Citus distributed schema (False without Citus)."""
+    row = conn.execute(
+        "SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_schema') IS NOT NULL"
+    ).fetchone()
+    if not row or not row[0]:
+        return False
+    row = conn.execute(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_schema"
+        " WHERE schemaid = pg_catalog.to_regnamespace(%(s)s::text))",
+        {"s": sql.Identifier(schema).as_string(conn)},
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _citus_schema_sharding(conn: psycopg.Connection[tuple[str, str]]) -> bool:
+    """On a Citus coordinator with schema-based sharding on, whether to distribute the schema.
+
+    Citus restricts DDL on distributed tables (one ADD CONSTRAINT per ALTER TABLE, ...), and a
+    schema becomes distributed as soon as it is created, or touched by CREATE SCHEMA IF NOT
+    EXISTS, with the setting on. So the runner turns the setting off for its own session,
+    builds or upgrades the schema as on PostgreSQL, and distributes it at the end
+    (:func:`_citus_distribute`). Without Citus the setting does not exist: nothing changes.
+    """
+    setting = conn.execute(
+        "SELECT pg_catalog.current_setting('citus.enable_schema_based_sharding', true)"
+    ).fetchone()
+    if setting is None or setting[0] != "on":
+        return False
+    conn.execute("SET citus.enable_schema_based_sharding = off")
+    return True
+
+
+def _citus_distribute(
+    conn: psycopg.Connection[tuple[str, str]], schema: str, functions: list[FunctionFile]
+) -> None:
+    """Make ``schema`` a Citus distributed schema and its functions delegated to its node.
+
+    ``citus_schema_distribute`` moves the tables, whole, to one node (a schema is one colocation
+    group). Each function is then made a distributed function colocated with ``jobq_jobs``: it
+    exists on every node, and a call from the coordinator outside a transaction block
+    (``SELECT * FROM s.jobq_dequeue(...)``) runs on the node that holds the schema, where its
+    statements are local. Functions are distributed in the order they are applied (private
+    helpers first), because a node checks a SQL function's body against the functions it calls.
+    Idempotent: what is already distributed is left alone.
+    """
+    if schema == "public":
+        logger.warning("schema 'public' cannot be a Citus distributed schema: jobq stays on "
+                       "the coordinator (install it with --schema NAME to distribute it)")
+        return
+    if not _citus_distributed(conn, schema):
+        logger.info("schema %r: distributing it over the Citus cluster", schema)
+        conn.execute(
+            "SELECT pg_catalog.citus_schema_distribute(%(s)s::text::pg_catalog.regnamespace)",
+            {"s": sql.Identifier(schema).as_string(conn)},
+        )
+    jobs = sql.Identifier(schema, "jobq_jobs").as_string(conn)
+    with conn.transaction():
+        # A node creates the function with Citus's own search_path, where the helpers that a
+        # SQL function's body names are not found: it checks no body (each was checked here).
+        conn.execute("SET LOCAL citus.propagate_set_commands TO 'local'")
+        conn.execute("SET LOCAL check_function_bodies TO off")
+        _citus_distribute_functions(conn, schema, functions, jobs)
+        # Citus plans a statement with parameters by forcing a custom plan; a function's own
+        # `SET plan_cache_mode = force_generic_plan` defeats that ("could not create
+        # distributed plan"). On Citus the functions use the default.
+        rows = conn.execute(
+            "SELECT p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc AS p"
+            " WHERE p.pronamespace = pg_catalog.to_regnamespace(%(s)s::text)"
+            " AND pg_catalog.array_to_string(p.proconfig, ',')"
+            "     LIKE '%%' || %(setting)s::text || '=%%'",
+            {"s": sql.Identifier(schema).as_string(conn), "setting": _CITUS_RESET},
+        ).fetchall()
+        for row in rows:
+            conn.execute(
+                sql.SQL("ALTER FUNCTION {} RESET {}").format(
+                    sql.SQL(row[0]), sql.Identifier(_CITUS_RESET)
+                )
+            )
+        # The counters are written by jobq__metrics_count, which the jobq functions call from
+        # inside their statements on jobq_jobs (so that a batch is counted from what it
+        # returned). Under Citus that statement runs on the schema's shard and the counter
+        # table is another distributed table: Citus refuses such a nested statement unless
+        # told it may. It is safe here: both tables are colocated on the same node, and the
+        # nested statement runs locally, in the same transaction. A call that is not
+        # delegated (a claim inside a transaction block on the coordinator) sends that
+        # statement to the node, which runs it in a session of Citus's own: the function
+        # then needs the schema's search_path of its own to find its tables.
+        rows = conn.execute(
+            "SELECT p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc AS p"
+            " WHERE p.pronamespace = pg_catalog.to_regnamespace(%(s)s::text)"
+            " AND p.proname = ANY (%(names)s::text[])",
+            {"s": sql.Identifier(schema).as_string(conn), "names": list(_CITUS_NESTED)},
+        ).fetchall()
+        for row in rows:
+            conn.execute(
+                sql.SQL("ALTER FUNCTION {} SET {} = on").format(
+                    sql.SQL(row[0]), sql.SQL(_CITUS_NESTED_SETTING)
+                )
+            )
+            conn.execute(
+                sql.SQL("ALTER FUNCTION {} SET search_path = {}, pg_temp").format(
+                    sql.SQL(row[0]), sql.Identifier(schema)
+                )
+            )
+        # citus_schema_move copies the schema to its new node by logical replication while
+        # it stays writable, which needs every table's rows identified: jobq_metric_deltas
+        # (appended, then deleted by the fold; no key) gets REPLICA IDENTITY FULL. Its cost:
+        # with wal_level = logical, which Citus's moves need, a delete logs the whole row,
+        # and these rows are small.
+        rows = conn.execute(
+            "SELECT c.oid::pg_catalog.regclass::text FROM pg_catalog.pg_class AS c"
+            " WHERE c.relnamespace = pg_catalog.to_regnamespace(%(s)s::text)"
+            " AND c.relkind = 'r' AND c.relreplident = 'd'"
+            " AND NOT EXISTS (SELECT FROM pg_catalog.pg_index AS i"
+            "   WHERE i.indrelid = c.oid AND i.indisprimary)",
+            {"s": sql.Identifier(schema).as_string(conn)},
+        ).fetchall()
+        for row in rows:
+            conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(sql.SQL(row[0])))
+
+
+def _citus_distribute_functions(
+    conn: psycopg.Connection[tuple[str, str]], schema: str, functions: list[FunctionFile],
+    jobs: str,
+) -> None:
+    """create_distributed_function for each function of the files not yet colocated."""
+    for f in functions:
+        rows = conn.execute(
+            "SELECT p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc AS p"
+            " WHERE p.pronamespace = pg_catalog.to_regnamespace(%(s)s::text)"
+            " AND p.proname = %(n)s::text"
+            " AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object AS o"
+            "   WHERE o.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass"
+            "   AND o.objid = p.oid AND o.colocationid IS NOT NULL)",
+            {"s": sql.Identifier(schema).as_string(conn), "n": f.name},
+        ).fetchall()
+        for row in rows:
+            conn.execute(
+                "SELECT pg_catalog.create_distributed_function(%(f)s::pg_catalog.regprocedure,"
+                " colocate_with => %(t)s::text)",
+                {"f": row[0], "t": jobs},
+            )
 
 
 def _log_grant(diag: psycopg.errors.Diagnostic) -> None:
@@ -1513,6 +1687,7 @@ def function_drift(
     Reads only the catalogue, and ``jobq_migrations`` when the role may (an admin may)."""
     files = function_files() if files is None else files
     installed = {row[0]: row[1:] for row in conn.execute(_INSTALLED_FUNCTIONS, {"schema": schema})}
+    citus = _citus_distributed(conn, schema)
     found: list[tuple[str, str]] = []
     for f in files:
         if f.name not in installed:
@@ -1540,7 +1715,12 @@ def function_drift(
                     found.append((f.name, f"runs with search_path {value!r}, not the schema's"))
             else:
                 have.add(item)
-        if have != set(want.settings):
+        wanted = set(want.settings)
+        if citus:
+            wanted = {item for item in wanted if not item.startswith(_CITUS_RESET + "=")}
+            if f.name in _CITUS_NESTED:
+                wanted |= {f"{_CITUS_NESTED_SETTING}=on", "search_path"}
+        if have != wanted:
             found.append((
                 f.name,
                 f"its settings differ from its file: {sorted(have)} instead of "

@@ -100,6 +100,9 @@ DECLARE
     v_before bigint;
     v_drop_below bigint;
     v_ids uuid[];
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- 1. Jobs without a limit: the first 2 x batch_size of the ranges of jobq_jobs_claim_idx
     --    that jobq_dequeue found, merged in claim order (extra ones stand in for rows that
@@ -123,7 +126,7 @@ BEGIN
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
-                  AND j.available_at <= pg_catalog.now()
+                  AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT 2 * jobq__claim_limited.batch_size
             ) AS r
@@ -416,7 +419,7 @@ BEGIN
               AND j.status = 'pending'
               AND NOT j.scheduled
               AND j.limit_group IS NOT NULL
-              AND j.available_at <= pg_catalog.now()
+              AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT least(k_room[l_key[r.i]], jobq__claim_limited.batch_size)
         ) AS f;
@@ -452,7 +455,7 @@ BEGIN
         ))
           AND j.status = 'pending'
           AND NOT j.scheduled
-          AND j.available_at <= pg_catalog.now()
+          AND j.available_at <= v_now
         ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
         LIMIT jobq__claim_limited.batch_size
         FOR UPDATE SKIP LOCKED
@@ -468,10 +471,10 @@ BEGIN
         SET
             status = 'processing',
             attempts = j.attempts + 1,
-            locked_at = pg_catalog.now(),
+            locked_at = v_now,
             locked_by = jobq__claim_limited.worker_id,
-            claimed_at = pg_catalog.now(),
-            updated_at = pg_catalog.now()
+            claimed_at = v_now,
+            updated_at = v_now
         WHERE j.id = ANY (v_ids)
         RETURNING j.*
     ),

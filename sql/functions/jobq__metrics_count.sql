@@ -23,7 +23,10 @@
 --   requeued      statuses[i] -> pending
 --   pruned        statuses[i] -> (deleted)
 -- dead_lettered and cancelled count the jobs that entered those statuses, whatever the kind.
--- Does nothing when jobq_configure(metrics => false) turned metrics off.
+-- Does nothing when jobq_configure(metrics => false) turned metrics off. Returns the number of
+-- counter rows written (0 when none): an integer, not void, because the callers call it in a
+-- CTE of their statement, and Citus cannot carry a void column between the steps of a plan.
+--! replaces: jobq__metrics_count(text, text[], text[], text[], double precision[])
 
 CREATE OR REPLACE FUNCTION jobq__metrics_count(
     kind text,
@@ -31,7 +34,7 @@ CREATE OR REPLACE FUNCTION jobq__metrics_count(
     job_types text[],
     statuses text[] DEFAULT NULL,
     seconds double precision[] DEFAULT NULL
-) RETURNS void
+) RETURNS integer
 LANGUAGE plpgsql
 VOLATILE
 AS $$
@@ -47,10 +50,14 @@ DECLARE
     v_sum double precision;
     v_list integer[];
     v_fast boolean := TRUE;
+    v_written integer;  -- counter rows written by the fast path
 BEGIN
     -- Counting off (a new installation's default): one read of the setting, nothing else.
+    -- Read on its own, never in the WHERE of an upsert below: a SELECT that reads a table
+    -- makes Citus push such an INSERT down to the shard, and its deparse of that statement
+    -- for a table without a distribution column is not valid SQL.
     IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
-        RETURN;
+        RETURN 0;
     END IF;
 
     -- The hot kinds, counted by the first counted statement of a transaction (every claim and
@@ -123,10 +130,11 @@ BEGIN
             v_fast := FALSE;
         END IF;
         IF v_fast THEN
-            IF FOUND THEN
+            GET DIAGNOSTICS v_written = ROW_COUNT;
+            IF v_written > 0 THEN
                 PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
             END IF;
-            RETURN;
+            RETURN v_written;
         END IF;
     END IF;
 
@@ -299,14 +307,14 @@ BEGIN
             GROUP BY e.queue, e.job_type
         ) AS a;
         IF v_rows IS NULL THEN
-            RETURN;
+            RETURN 0;
         END IF;
     END IF;
 
     IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) = 'on' THEN
         INSERT INTO jobq_metric_deltas
         SELECT r.* FROM pg_catalog.unnest(v_rows) AS r;
-        RETURN;
+        RETURN 0;
     END IF;
     -- In (queue, job_type) order: the rows are this backend's own, but a fold by
     -- jobq_metrics() may hold some of them for a moment, and always in this order.
@@ -339,6 +347,7 @@ BEGIN
         END,
         run_sum = c.run_sum + excluded.run_sum;
     PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
+    RETURN pg_catalog.cardinality(v_rows);
 END;
 $$;
 
@@ -348,7 +357,7 @@ started, succeeded, failed, lock_expired, released, cancelled, requeued or prune
 the status entered (failed, lock_expired, released) or left (requeued, pruned); seconds[i] the
 wait (started) or run time (succeeded, failed). The first call of a transaction upserts this
 backend''s rows of jobq_metric_counters, later ones append to jobq_metric_deltas; nothing when
-metrics are off.';
+metrics are off. Returns the number of counter rows written.';
 
 REVOKE EXECUTE ON FUNCTION jobq__metrics_count(text, text[], text[], text[], double precision[])
 FROM PUBLIC;

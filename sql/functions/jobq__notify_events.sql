@@ -6,9 +6,13 @@
 -- notifications of one transaction into one.
 --! requires: jobq__event_channel
 
+-- SET search_path: it names the channel helper, and under Citus a statement that calls it and
+-- reads jobq_jobs runs whole on the node that holds the schema, in Citus's own session; its
+-- channel is then this schema's, there too.
 CREATE OR REPLACE FUNCTION jobq__notify_events(kind text, payloads text[]) RETURNS integer
 LANGUAGE plpgsql
 VOLATILE
+SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_channel text;

@@ -13,11 +13,15 @@ CREATE OR REPLACE FUNCTION jobq__worker_seen(
 LANGUAGE plpgsql
 VOLATILE
 AS $$
+DECLARE
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     PERFORM
     FROM jobq_workers AS w
     WHERE w.worker_id = jobq__worker_seen.worker_id
-      AND w.last_claim_at > pg_catalog.now() - interval '5 seconds'
+      AND w.last_claim_at > v_now - interval '5 seconds'
       -- text[] = text[] is pg_catalog's anyarray operator: an exact-type look-alike in the
       -- schema would be preferred to it, so it is named (as IS NOT DISTINCT FROM cannot).
       AND (w.job_types OPERATOR(pg_catalog.=) jobq__worker_seen.job_types
@@ -28,7 +32,7 @@ BEGIN
         RETURN;
     END IF;
     DELETE FROM jobq_workers AS w
-    WHERE w.last_claim_at < pg_catalog.now() - interval '1 day';
+    WHERE w.last_claim_at < v_now - interval '1 day';
     INSERT INTO jobq_workers AS w (worker_id, job_types, queues)
     VALUES (jobq__worker_seen.worker_id, jobq__worker_seen.job_types, jobq__worker_seen.queues)
     ON CONFLICT ON CONSTRAINT jobq_workers_pkey DO UPDATE

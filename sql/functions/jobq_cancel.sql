@@ -27,6 +27,9 @@ DECLARE
     v_reason text := pg_catalog.substr(jobq_cancel.reason, 1, 10000);
     v_ended text[];
     v_workers text[];
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF pg_catalog.cardinality(jobq_cancel.job_ids) > 100000 THEN
         RAISE EXCEPTION 'jobq_cancel: job_ids has % elements, at most 100000 are allowed',
@@ -48,16 +51,16 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
-            finished_at = CASE WHEN j.status = 'pending' THEN pg_catalog.now() END,
+            finished_at = CASE WHEN j.status = 'pending' THEN v_now END,
             last_error = CASE
                 WHEN j.status = 'pending' THEN coalesce(v_reason, 'cancelled')
                 ELSE j.last_error
             END,
             cancel_requested_at = CASE
-                WHEN j.status = 'processing' THEN pg_catalog.now()
+                WHEN j.status = 'processing' THEN v_now
             END,
             cancel_reason = CASE WHEN j.status = 'processing' THEN v_reason END,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         FROM locked
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job completed while we waited for its lock is finished.

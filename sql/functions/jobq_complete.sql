@@ -31,6 +31,9 @@ DECLARE
     v_queue text;
     v_job_type text;
     v_claimed_at timestamptz;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete.worker_id);
     IF v_error IS NOT NULL THEN
@@ -52,10 +55,10 @@ BEGIN
     SET
         status = 'succeeded',
         result = jobq_complete.result,
-        finished_at = pg_catalog.now(),
+        finished_at = v_now,
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_complete.job_id
@@ -66,7 +69,7 @@ BEGIN
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
             'succeeded', ARRAY[v_queue], ARRAY[v_job_type], NULL,
-            ARRAY[extract(epoch FROM pg_catalog.now() - v_claimed_at)::double precision]
+            ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
     IF v_awaited THEN

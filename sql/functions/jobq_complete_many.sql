@@ -28,6 +28,9 @@ DECLARE
     v_limit integer;
     v_big record;
     v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0);
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
     IF v_error IS NOT NULL THEN
@@ -79,10 +82,10 @@ BEGIN
         SET
             status = 'succeeded',
             result = d.result,
-            finished_at = pg_catalog.now(),
+            finished_at = v_now,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         -- ROWS FROM (unnest, unnest, unnest) is what a three-array unnest() in FROM means; it
         -- is written out because that shorthand exists only for the unqualified name. It pads
         -- a shorter function with NULLs: a NULL attempts or results (no row) means NULL for

@@ -19,6 +19,8 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
+    v_max_payload_bytes integer;
+    v_metrics boolean;
     v_settings jsonb;
     v_was boolean;
 BEGIN
@@ -32,11 +34,14 @@ BEGIN
     SET
         max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes),
         metrics = coalesce(jobq_configure.metrics, s.metrics)
-    RETURNING pg_catalog.jsonb_build_object(
-        'max_payload_bytes', s.max_payload_bytes,
-        'metrics', s.metrics
-    )
-    INTO v_settings;
+    -- The settings are returned as columns and made into jsonb here: Citus refuses a STABLE
+    -- function (jsonb_build_object) in RETURNING.
+    RETURNING s.max_payload_bytes, s.metrics
+    INTO v_max_payload_bytes, v_metrics;
+    v_settings := pg_catalog.jsonb_build_object(
+        'max_payload_bytes', v_max_payload_bytes,
+        'metrics', v_metrics
+    );
     IF jobq_configure.metrics AND NOT v_was THEN
         PERFORM jobq_metrics_recount();
     END IF;

@@ -68,10 +68,12 @@ DECLARE
     v_want integer;
     v_k bigint;
     v_ids uuid[];
-    v_got jobq_jobs[];
-    v_claimed jobq_jobs[] := '{}'::jobq_jobs[];
+    v_got integer;  -- jobs claimed by a round of 3b
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited boolean;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
@@ -103,7 +105,7 @@ BEGIN
         FROM jobq_jobs AS j
         WHERE j.status = 'pending'
           AND j.scheduled
-          AND j.available_at <= pg_catalog.now()
+          AND j.available_at <= v_now
         ORDER BY j.available_at
         LIMIT 1000
         FOR UPDATE SKIP LOCKED
@@ -120,17 +122,41 @@ BEGIN
     --    has used all its attempts is not run again: dead_letter. The index
     --    jobq_jobs_locked_idx makes this a short range scan that finds nothing in the common
     --    case; the jobs that ended and that a client awaits are announced on the done channel.
+    --    The texts of the record are made in the SELECT: Citus refuses a STABLE function
+    --    (format, jsonb_build_object) over columns in the SET list of an UPDATE.
     WITH stale AS MATERIALIZED (
-        SELECT j.id
+        SELECT
+            j.id,
+            pg_catalog.format(
+                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                jobq_dequeue.lock_timeout
+            ) AS message,
+            pg_catalog.substr(j.locked_by, 1, 200) AS worker,
+            j.attempts
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
           AND j.locked_at
-              < pg_catalog.now() - least(jobq_dequeue.lock_timeout, interval '1000 years')
+              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
         ORDER BY j.locked_at
         LIMIT jobq_dequeue.batch_size
         FOR UPDATE SKIP LOCKED
+    ),
+
+    record AS (
+        SELECT
+            stale.id,
+            stale.message,
+            pg_catalog.jsonb_build_object(
+                'attempt', stale.attempts,
+                'at', v_now,
+                'worker', stale.worker,
+                'error', stale.message,
+                'kind', 'lock_expired'
+            ) AS entry
+        FROM stale
     ),
 
     taken AS (
@@ -143,31 +169,18 @@ BEGIN
             END,
             -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
             -- before that bound existed must not make its takeover fail for its size.
-            last_error = pg_catalog.format(
-                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                jobq_dequeue.lock_timeout
-            ),
-            errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-                'attempt', j.attempts,
-                'at', pg_catalog.now(),
-                'worker', pg_catalog.substr(j.locked_by, 1, 200),
-                'error', pg_catalog.format(
-                    'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                    pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                    jobq_dequeue.lock_timeout
-                ),
-                'kind', 'lock_expired'
-            )),
+            last_error = r.message,
+            errors = jobq__append_error(j.errors, r.entry),
             finished_at = CASE
                 WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts
-                    THEN pg_catalog.now()
+                    THEN v_now
             END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
-        WHERE j.id = ANY (ARRAY(SELECT stale.id FROM stale))
+            updated_at = v_now
+        FROM record AS r
+        WHERE j.id = r.id
         RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
     ),
 
@@ -332,7 +345,7 @@ BEGIN
               AND j.status = 'pending'
               AND NOT j.scheduled
               AND j.limit_group IS NULL
-              AND j.available_at <= pg_catalog.now()
+              AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT jobq_dequeue.batch_size
             FOR UPDATE SKIP LOCKED
@@ -343,10 +356,10 @@ BEGIN
             SET
                 status = 'processing',
                 attempts = j.attempts + 1,
-                locked_at = pg_catalog.now(),
+                locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
-                claimed_at = pg_catalog.now(),
-                updated_at = pg_catalog.now()
+                claimed_at = v_now,
+                updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
             RETURNING j.*
         ),
@@ -389,7 +402,7 @@ BEGIN
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
-                  AND j.available_at <= pg_catalog.now()
+                  AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT v_k
             ) AS r
@@ -398,13 +411,14 @@ BEGIN
         ) AS c;
         EXIT WHEN v_ids IS NULL;
 
+        RETURN QUERY
         WITH locked AS MATERIALIZED (
             SELECT j.id
             FROM jobq_jobs AS j
             WHERE j.id = ANY (v_ids)
               AND j.status = 'pending'
               AND NOT j.scheduled
-              AND j.available_at <= pg_catalog.now()
+              AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT v_want
             FOR UPDATE SKIP LOCKED
@@ -415,40 +429,36 @@ BEGIN
             SET
                 status = 'processing',
                 attempts = j.attempts + 1,
-                locked_at = pg_catalog.now(),
+                locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
-                claimed_at = pg_catalog.now(),
-                updated_at = pg_catalog.now()
+                claimed_at = v_now,
+                updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
-            RETURNING j AS claimed_job
+            RETURNING j.*
         ),
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg((c.claimed_job).queue),
-                pg_catalog.array_agg((c.claimed_job).job_type), NULL,
-                pg_catalog.array_agg(extract(
-                    epoch FROM (c.claimed_job).claimed_at - (c.claimed_job).available_at
-                )::double precision)
+                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL,
+                pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c
             HAVING pg_catalog.count(*) > 0
         )
 
-        SELECT coalesce(pg_catalog.array_agg(c.claimed_job), '{}'::jobq_jobs[]) INTO v_got
+        -- Each round's jobs are returned as they are claimed, in claim order (a later round's
+        -- after them). No array of jobq_jobs rows is kept: under Citus the statement runs on
+        -- a shard, whose row type is not jobq_jobs.
+        SELECT c.*
         FROM claimed AS c
-        LEFT JOIN counted ON TRUE;
-        v_claimed := v_claimed OPERATOR(pg_catalog.||) v_got;
-        v_want := v_want - pg_catalog.cardinality(v_got);
+        LEFT JOIN counted ON TRUE
+        ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
+        GET DIAGNOSTICS v_got = ROW_COUNT;
+        v_want := v_want - v_got;
         EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;
         v_k := v_k * 4;
     END LOOP;
-
-    -- Returned in claim order, whatever round claimed each.
-    RETURN QUERY
-    SELECT c.*
-    FROM pg_catalog.unnest(v_claimed) AS c
-    ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
 END;
 $$;
 

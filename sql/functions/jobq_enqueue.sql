@@ -34,6 +34,9 @@ DECLARE
     v_limit integer;
     v_metrics boolean;
     v_id uuid;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__job_argument_problem(
         jobq_enqueue.job_type, jobq_enqueue.queue, jobq_enqueue.idempotency_key,
@@ -78,8 +81,8 @@ BEGIN
         )
         VALUES (
             jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
-            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, pg_catalog.now()),
-            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE),
+            jobq_enqueue.max_attempts, coalesce(jobq_enqueue.run_at, v_now),
+            jobq_enqueue.priority, coalesce(jobq_enqueue.run_at > v_now, FALSE),
             jobq_enqueue.limit_group, jobq_enqueue.limit_key
         )
         RETURNING j.id INTO v_id;
@@ -96,8 +99,8 @@ BEGIN
             VALUES (
                 jobq_enqueue.queue, jobq_enqueue.job_type, jobq_enqueue.payload,
                 jobq_enqueue.idempotency_key, jobq_enqueue.max_attempts,
-                coalesce(jobq_enqueue.run_at, pg_catalog.now()), jobq_enqueue.priority,
-                coalesce(jobq_enqueue.run_at > pg_catalog.now(), FALSE),
+                coalesce(jobq_enqueue.run_at, v_now), jobq_enqueue.priority,
+                coalesce(jobq_enqueue.run_at > v_now, FALSE),
                 jobq_enqueue.limit_group, jobq_enqueue.limit_key
             )
             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -120,7 +123,7 @@ BEGIN
         );
     END IF;
 
-    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= pg_catalog.now() THEN
+    IF jobq_enqueue.run_at IS NULL OR jobq_enqueue.run_at <= v_now THEN
         -- On this installation's channel (jobq__channel), the payload the queue name only:
         -- any role may LISTEN. Identical notifications in one transaction are folded into one
         -- by PostgreSQL.

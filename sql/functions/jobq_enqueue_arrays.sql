@@ -38,6 +38,9 @@ DECLARE
     v_ids uuid[];
     v_keys text[];
     v_missing integer;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF job_types IS NULL OR pg_catalog.array_ndims(job_types) > 1 THEN
         RAISE EXCEPTION 'jobq_enqueue_arrays: job_types must be a one-dimensional array, got %',
@@ -203,9 +206,9 @@ BEGIN
                 u.job_type,
                 coalesce(u.payload, '{}'::jsonb),
                 coalesce(u.max_attempts, 5),
-                coalesce(u.run_at, pg_catalog.now()),
+                coalesce(u.run_at, v_now),
                 coalesce(u.priority, 0),
-                coalesce(u.run_at > pg_catalog.now(), FALSE)
+                coalesce(u.run_at > v_now, FALSE)
             FROM ROWS FROM (
                 pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
                 pg_catalog.unnest(payloads),
@@ -219,7 +222,7 @@ BEGIN
         woken AS (
             SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
             FROM inserted AS w
-            WHERE w.available_at <= pg_catalog.now()
+            WHERE w.available_at <= v_now
         ),
 
         -- For jobq_metrics(): one count per statement, as jobq_enqueue_many's.
@@ -251,7 +254,7 @@ BEGIN
             coalesce(u.payload, '{}'::jsonb) AS payload,
             u.idempotency_key,
             coalesce(u.max_attempts, 5) AS max_attempts,
-            coalesce(u.run_at, pg_catalog.now()) AS available_at,
+            coalesce(u.run_at, v_now) AS available_at,
             coalesce(u.priority, 0) AS priority,
             coalesce(u.queue, 'default') AS queue,
             CASE
@@ -278,7 +281,7 @@ BEGIN
         )
         SELECT
             i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-            i.available_at, i.priority, i.available_at > pg_catalog.now()
+            i.available_at, i.priority, i.available_at > v_now
         FROM input AS i
         WHERE i.new_id = i.first_id
         ORDER BY i.ord
@@ -289,7 +292,7 @@ BEGIN
     woken AS (
         SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
         FROM inserted AS w
-        WHERE w.available_at <= pg_catalog.now()
+        WHERE w.available_at <= v_now
     ),
 
     counted AS MATERIALIZED (

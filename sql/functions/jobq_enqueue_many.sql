@@ -17,6 +17,9 @@ DECLARE
     v_ids uuid[];
     v_keys text[];
     v_missing integer;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobs IS NULL OR pg_catalog.jsonb_typeof(jobs) <> 'array' THEN
         RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
@@ -139,7 +142,7 @@ BEGIN
                     x.elem ->> 'job_type' AS job_type,
                     coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                     coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                    coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
+                    coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
                     coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
                     coalesce(x.elem ->> 'queue', 'default') AS queue,
                     x.elem ->> 'limit_group' AS limit_group,
@@ -154,7 +157,7 @@ BEGIN
                 )
                 SELECT
                     p.new_id, p.queue, p.job_type, p.payload, p.max_attempts,
-                    p.available_at, p.priority, p.available_at > pg_catalog.now(),
+                    p.available_at, p.priority, p.available_at > v_now,
                     p.limit_group, p.limit_key
                 FROM parsed AS p
                 ORDER BY p.ord
@@ -164,7 +167,7 @@ BEGIN
             woken AS (
                 SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
                 FROM inserted AS w
-                WHERE w.available_at <= pg_catalog.now()
+                WHERE w.available_at <= v_now
             ),
 
             counted AS MATERIALIZED (
@@ -190,7 +193,7 @@ BEGIN
                 coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
                 x.elem ->> 'idempotency_key' AS idempotency_key,
                 coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                coalesce((x.elem ->> 'run_at')::timestamptz, pg_catalog.now()) AS available_at,
+                coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
                 coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
                 coalesce(x.elem ->> 'queue', 'default') AS queue,
                 x.elem ->> 'limit_group' AS limit_group,
@@ -218,7 +221,7 @@ BEGIN
             )
             SELECT
                 i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-                i.available_at, i.priority, i.available_at > pg_catalog.now(),
+                i.available_at, i.priority, i.available_at > v_now,
                 i.limit_group, i.limit_key
             FROM input AS i
             WHERE i.new_id = i.first_id
@@ -230,7 +233,7 @@ BEGIN
         woken AS (
             SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
             FROM inserted AS w
-            WHERE w.available_at <= pg_catalog.now()
+            WHERE w.available_at <= v_now
         ),
 
         counted AS MATERIALIZED (

@@ -1,6 +1,6 @@
 -- jobq_fail: records a failed attempt while the worker holds the claim, and decides what
 -- follows: cancelled when a cancel was requested (jobq_cancel), else pending again after
--- attempts × backoff (jobq__backoff), dead_letter when no attempt is left, failed when the
+-- attempts × backoff (jobq__retry_at), dead_letter when no attempt is left, failed when the
 -- worker asked for no retry.
 --
 -- The WHERE clause finds the job by its primary key and tests no status: see the note on
@@ -29,6 +29,10 @@ DECLARE
     v_awaited boolean;
     v_job_type text;
     v_claimed_at timestamptz;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+    v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail.worker_id);
     IF v_error IS NOT NULL THEN
@@ -58,28 +62,25 @@ BEGIN
         END,
         available_at = CASE
             WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
-                THEN pg_catalog.now() + jobq__backoff(j.attempts, jobq_fail.backoff)
+                THEN jobq__retry_at(v_now, j.attempts, jobq_fail.backoff)
             ELSE j.available_at
         END,
         finished_at = CASE
             WHEN j.cancel_requested_at IS NULL AND jobq_fail.retry AND j.attempts < j.max_attempts
                 THEN NULL
-            ELSE pg_catalog.now()
+            ELSE v_now
         END,
         -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
         scheduled = j.cancel_requested_at IS NULL AND jobq_fail.retry
             AND j.attempts < j.max_attempts
-            AND jobq__backoff(j.attempts, jobq_fail.backoff) > interval '0',
+            AND jobq_fail.backoff > interval '0',
         last_error = v_error_text,
-        errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-            'attempt', j.attempts,
-            'at', pg_catalog.now(),
-            'worker', j.locked_by,
-            'error', v_error_text
-        )),
+        errors = jobq__append_error(
+            j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, v_error_text)
+        ),
         locked_at = NULL,
         locked_by = NULL,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
     WHERE j.id = jobq_fail.job_id
@@ -90,10 +91,10 @@ BEGIN
     IF v_status IS NOT NULL THEN
         PERFORM jobq__metrics_count(
             'failed', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
-            ARRAY[extract(epoch FROM pg_catalog.now() - v_claimed_at)::double precision]
+            ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
-    IF v_status = 'pending' AND v_available_at <= pg_catalog.now() THEN
+    IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending' THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);

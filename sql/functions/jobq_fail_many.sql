@@ -56,6 +56,10 @@ DECLARE
     v_wake text[];
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+    v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN
     v_error := jobq__worker_id_error(jobq_fail_many.worker_id);
     IF v_error IS NOT NULL THEN
@@ -153,24 +157,25 @@ BEGIN
             END,
             available_at = CASE
                 WHEN j.cancel_requested_at IS NULL AND d.retry AND j.attempts < j.max_attempts
-                    THEN pg_catalog.now() + jobq__backoff(j.attempts, d.backoff)
+                    THEN jobq__retry_at(v_now, j.attempts, d.backoff)
                 ELSE j.available_at
             END,
             finished_at = CASE
                 WHEN j.cancel_requested_at IS NULL AND d.retry AND j.attempts < j.max_attempts
                     THEN NULL
-                ELSE pg_catalog.now()
+                ELSE v_now
             END,
+            -- A retry after a backoff waits outside the claim index (see jobq_dequeue).
+            scheduled = j.cancel_requested_at IS NULL AND d.retry
+                AND j.attempts < j.max_attempts
+                AND d.backoff > interval '0',
             last_error = d.error,
-            errors = jobq__append_error(j.errors, pg_catalog.jsonb_build_object(
-                'attempt', j.attempts,
-                'at', pg_catalog.now(),
-                'worker', j.locked_by,
-                'error', d.error
-            )),
+            errors = jobq__append_error(
+                j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error)
+            ),
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         FROM d
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_fail_many.worker_id
@@ -192,7 +197,7 @@ BEGIN
         pg_catalog.array_agg(x.i),
         pg_catalog.array_agg(x.status),
         pg_catalog.array_agg(DISTINCT x.queue) FILTER (
-            WHERE x.status = 'pending' AND x.available_at <= pg_catalog.now()
+            WHERE x.status = 'pending' AND x.available_at <= v_now
         ),
         pg_catalog.array_agg(x.id::text) FILTER (WHERE x.awaited AND x.status <> 'pending')
     INTO v_ords, v_statuses, v_wake, v_ended

@@ -26,6 +26,9 @@ DECLARE
     v_owner oid;
     v_schema oid;
     v_schema_name text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF stuck_after IS NULL OR stuck_after <= interval '0' THEN
         RAISE EXCEPTION 'jobq_health: stuck_after must be a positive interval, got %',
@@ -61,7 +64,7 @@ BEGIN
         pg_catalog.format('%s job(s) processing with a lock older than %s',
                           pg_catalog.count(*), stuck_after)
     FROM jobq_jobs AS j
-    WHERE j.status = 'processing' AND j.locked_at < pg_catalog.now() - stuck_after;
+    WHERE j.status = 'processing' AND j.locked_at < v_now - stuck_after;
 
     -- Jobs still running stuck_after after jobq_cancel asked them to stop: their handler does
     -- not look at the request (job.cancel_requested() in Python), or cannot stop.
@@ -73,25 +76,25 @@ BEGIN
         pg_catalog.format('%s job(s) still processing more than %s after a cancel request',
                           pg_catalog.count(*), stuck_after)
     FROM jobq_jobs AS j
-    WHERE j.status = 'processing' AND j.cancel_requested_at < pg_catalog.now() - stuck_after;
+    WHERE j.status = 'processing' AND j.cancel_requested_at < v_now - stuck_after;
 
     -- Per queue: how long the oldest job available now has waited.
     RETURN QUERY
     SELECT
         'oldest_pending_age'::text, j.queue,
         CASE
-            WHEN pg_catalog.now() - pg_catalog.min(j.available_at) > max_pending_age
+            WHEN v_now - pg_catalog.min(j.available_at) > max_pending_age
                 THEN 'warning'
             ELSE 'ok'
         END,
-        extract(epoch FROM pg_catalog.now() - pg_catalog.min(j.available_at))::double precision,
+        extract(epoch FROM v_now - pg_catalog.min(j.available_at))::double precision,
         pg_catalog.format(
             '%s job(s) available, the oldest waiting for %s',
             pg_catalog.count(*),
-            pg_catalog.date_trunc('second', pg_catalog.now() - pg_catalog.min(j.available_at))
+            pg_catalog.date_trunc('second', v_now - pg_catalog.min(j.available_at))
         )
     FROM jobq_jobs AS j
-    WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
+    WHERE j.status = 'pending' AND j.available_at <= v_now
     GROUP BY j.queue;
 
     -- Per queue and job type: available jobs that no worker asked for within max_pending_age
@@ -103,7 +106,7 @@ BEGIN
             '%s job(s) of type %s available, the oldest waiting for %s: no worker claimed '
             'this job type in this queue within %s',
             u.jobs, pg_catalog.quote_literal(u.job_type),
-            pg_catalog.date_trunc('second', pg_catalog.now() - u.oldest_available_at),
+            pg_catalog.date_trunc('second', v_now - u.oldest_available_at),
             max_pending_age
         )
     FROM jobq_unserved_job_types(max_pending_age) AS u;
@@ -152,25 +155,25 @@ BEGIN
                max_transaction_age)
     FROM pg_catalog.pg_stat_activity AS a
     WHERE a.state LIKE 'idle in transaction%'
-      AND a.state_change < pg_catalog.now() - max_transaction_age;
+      AND a.state_change < v_now - max_transaction_age;
 
     RETURN QUERY
     SELECT
         'oldest_transaction'::text, NULL::text,
         CASE
-            WHEN coalesce(pg_catalog.max(pg_catalog.now() - a.xact_start), interval '0')
+            WHEN coalesce(pg_catalog.max(v_now - a.xact_start), interval '0')
                 > max_transaction_age
                 THEN 'warning'
             ELSE 'ok'
         END,
         coalesce(
-            extract(epoch FROM pg_catalog.max(pg_catalog.now() - a.xact_start)), 0
+            extract(epoch FROM pg_catalog.max(v_now - a.xact_start)), 0
         )::double precision,
         pg_catalog.format(
             'the oldest transaction holding back VACUUM is %s old (pid %s)',
             coalesce(
                 pg_catalog.date_trunc(
-                    'second', pg_catalog.max(pg_catalog.now() - a.xact_start)
+                    'second', pg_catalog.max(v_now - a.xact_start)
                 )::text,
                 '0'
             ),

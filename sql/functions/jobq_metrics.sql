@@ -24,6 +24,10 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 SET enable_bitmapscan = off
 AS $$
+DECLARE
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF pg_catalog.current_setting('transaction_read_only') = 'off'
        AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
@@ -182,7 +186,7 @@ BEGIN
         FROM jobq_jobs AS j
         WHERE j.status = 'pending'
           AND j.scheduled
-          AND j.available_at <= pg_catalog.now()
+          AND j.available_at <= v_now
         ORDER BY j.available_at
         LIMIT 1000
     ),
@@ -247,7 +251,7 @@ BEGIN
             'jobq_oldest_available_age_seconds',
             pg_catalog.jsonb_build_object('queue', q.queue),
             coalesce(
-                greatest(extract(epoch FROM pg_catalog.now() - o.available_at), 0),
+                greatest(extract(epoch FROM v_now - o.available_at), 0),
                 0
             )::double precision,
             0

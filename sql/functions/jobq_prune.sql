@@ -35,6 +35,9 @@ DECLARE
     v_left bigint;
     v_count bigint;
     v_deleted bigint := 0::bigint;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF older_than IS NULL OR older_than < interval '0' THEN
         RAISE EXCEPTION 'jobq_prune: older_than must be an interval >= 0, got %',
@@ -67,7 +70,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    v_before := pg_catalog.now() - least(older_than, interval '1000 years');
+    v_before := v_now - least(older_than, interval '1000 years');
     FOR v_status IN
         SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s DESC
     LOOP

@@ -16,6 +16,9 @@ DECLARE
     v_released integer;
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_release.worker_id);
     IF v_error IS NOT NULL THEN
@@ -26,13 +29,13 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
-            available_at = pg_catalog.now(),
+            available_at = v_now,
             attempts = greatest(j.attempts - 1, 0),
-            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN pg_catalog.now() END,
+            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN v_now END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
         WHERE j.id = ANY (jobq_release.job_ids)

@@ -30,6 +30,9 @@ DECLARE
     v_queues text[];
     v_ended text[];
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_release_orphans.worker_id);
     IF v_error IS NOT NULL THEN
@@ -57,13 +60,13 @@ BEGIN
         SET
             -- A job with a cancel request is not given back but cancelled (as jobq_release).
             status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
-            available_at = pg_catalog.now(),
+            available_at = v_now,
             attempts = greatest(j.attempts - 1, 0),
-            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN pg_catalog.now() END,
+            finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN v_now END,
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
         RETURNING j.id, j.queue, j.status, j.awaited, j.job_type
     ),

@@ -13,6 +13,9 @@ DECLARE
     v_queue text;
     v_old_status text;
     v_job_type text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- The status it leaves, for jobq_metrics' gauge; the lock keeps it until the UPDATE.
     SELECT j.status INTO v_old_status
@@ -23,7 +26,7 @@ BEGIN
     UPDATE jobq_jobs AS j
     SET
         status = 'pending',
-        available_at = pg_catalog.now(),
+        available_at = v_now,
         attempts = 0,
         scheduled = FALSE,
         locked_at = NULL,
@@ -32,7 +35,7 @@ BEGIN
         cancel_requested_at = NULL,
         cancel_reason = NULL,
         awaited = FALSE,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed', 'cancelled')
     RETURNING j.queue, j.job_type INTO v_queue, v_job_type;

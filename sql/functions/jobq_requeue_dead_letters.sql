@@ -15,6 +15,9 @@ AS $$
 DECLARE
     v_count integer;
     v_queues text[];
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- old: the status each job leaves, for jobq_metrics' gauge (locked until the UPDATE).
     WITH old AS MATERIALIZED (
@@ -32,7 +35,7 @@ BEGIN
         UPDATE jobq_jobs AS j
         SET
             status = 'pending',
-            available_at = pg_catalog.now(),
+            available_at = v_now,
             attempts = 0,
             scheduled = FALSE,
             locked_at = NULL,
@@ -41,7 +44,7 @@ BEGIN
             cancel_requested_at = NULL,
             cancel_reason = NULL,
             awaited = FALSE,
-            updated_at = pg_catalog.now()
+            updated_at = v_now
         FROM old
         WHERE j.id = old.id
         RETURNING j.queue, j.job_type, old.status

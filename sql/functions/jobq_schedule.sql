@@ -41,6 +41,9 @@ DECLARE
     v_next timestamptz;
     v_size integer;
     v_limit integer;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobq__blank(jobq_schedule.name) THEN
         RAISE EXCEPTION 'jobq_schedule: name must be a non-blank string'
@@ -95,7 +98,7 @@ BEGIN
                   HINT = 'A name such as ''UTC'', ''Europe/London'' or ''America/New_York''.';
     END IF;
     v_masks := jobq__cron_parse(jobq_schedule.cron);
-    v_next := jobq__cron_next(v_masks, jobq_schedule.timezone, pg_catalog.now());
+    v_next := jobq__cron_next(v_masks, jobq_schedule.timezone, v_now);
     IF v_next IS NULL THEN
         RAISE EXCEPTION 'jobq_schedule: cron % never fires (no match within ten years)',
             pg_catalog.quote_literal(jobq_schedule.cron)
@@ -127,7 +130,7 @@ BEGIN
                 THEN s.next_run_at
             ELSE excluded.next_run_at
         END,
-        updated_at = pg_catalog.now()
+        updated_at = v_now
     RETURNING s.next_run_at INTO v_next;
     RETURN v_next;
 END;

@@ -23,6 +23,9 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_error text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobq_set_limit.limit_group IS NULL THEN
         v_error := 'limit_group must be a non-blank string';
@@ -70,7 +73,7 @@ BEGIN
         INSERT INTO jobq_limits AS l (limit_group, max_running, max_starts, per, updated_at)
         VALUES (
             jobq_set_limit.limit_group, jobq_set_limit.max_running, jobq_set_limit.max_starts,
-            jobq_set_limit.per, pg_catalog.now()
+            jobq_set_limit.per, v_now
         )
         ON CONFLICT ON CONSTRAINT jobq_limits_pkey DO UPDATE
         SET max_running = excluded.max_running,

@@ -21,6 +21,10 @@ STABLE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF idle IS NULL OR idle <= interval '0' THEN
         RAISE EXCEPTION 'jobq_unserved_job_types: idle must be a positive interval, got %',
@@ -34,7 +38,7 @@ BEGIN
             j.queue, j.job_type, pg_catalog.count(*) AS jobs,
             pg_catalog.min(j.available_at) AS oldest_available_at
         FROM jobq_jobs AS j
-        WHERE j.status = 'pending' AND j.available_at <= pg_catalog.now()
+        WHERE j.status = 'pending' AND j.available_at <= v_now
         GROUP BY j.queue, j.job_type
     )
 
@@ -44,7 +48,7 @@ BEGIN
         SELECT
         FROM jobq_workers AS k
         WHERE k.last_claim_at
-              > pg_catalog.now() - least(jobq_unserved_job_types.idle, interval '1000 years')
+              > v_now - least(jobq_unserved_job_types.idle, interval '1000 years')
           AND (k.job_types IS NULL OR w.job_type = ANY (k.job_types))
           AND (k.queues IS NULL OR w.queue = ANY (k.queues))
     )

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(172);
+SELECT plan(174);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -30,12 +30,12 @@ SELECT functions_are('public', ARRAY[
     -- concurrency and rate limits (admin sets and reads them; the claim applies them)
     'jobq_set_limit', 'jobq_limits', 'jobq_limit_usage',
     -- private helpers (granted to nobody)
-    'jobq__job_argument_problem', 'jobq__backoff', 'jobq__blank', 'jobq__worker_id_error',
+    'jobq__job_argument_problem', 'jobq__retry_at', 'jobq__blank', 'jobq__worker_id_error',
     'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__uuid_v7_many', 'jobq__cron_parse',
     'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
     'jobq__event_channel', 'jobq__notify_events', 'jobq__metric_bounds', 'jobq__metric_bucket',
     'jobq__metric_add', 'jobq__metric_histogram', 'jobq__metrics_count', 'jobq__metrics_fold',
-    'jobq__limit_argument_problem', 'jobq__claim_limited'
+    'jobq__error_entry', 'jobq__limit_argument_problem', 'jobq__claim_limited'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -60,7 +60,6 @@ SELECT results_eq(
       FROM pg_proc AS p WHERE p.pronamespace = 'public'::regnamespace ORDER BY p.proname$$,
     $$VALUES
     ('jobq__append_error'::text, 'errors jsonb, entry jsonb'::text, 'jsonb'::text),
-    ('jobq__backoff', 'attempts integer, backoff interval', 'interval'),
     ('jobq__blank', 'value text', 'boolean'),
     ('jobq__channel', '', 'text'),
     ('jobq__claim_limited', 'worker_id text, job_types text[], queues text[], batch_size integer, '
@@ -69,6 +68,7 @@ SELECT results_eq(
                          'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
     ('jobq__cron_parse', 'cron text', 'bigint[]'),
+    ('jobq__error_entry', 'attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text', 'jsonb'),
     ('jobq__event_channel', 'kind text', 'text'),
     ('jobq__job_argument_problem', 'job_type text, queue text, idempotency_key text, max_attempts integer, priority integer', 'text'),
     ('jobq__limit_argument_problem', 'limit_group text, limit_key text', 'text'),
@@ -77,10 +77,11 @@ SELECT results_eq(
     ('jobq__metric_bucket', 'seconds double precision', 'integer'),
     ('jobq__metric_histogram', 'buckets integer[]', 'bigint[]'),
     ('jobq__metrics_count', 'kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], '
-                            'seconds double precision[] DEFAULT NULL::double precision[]', 'void'),
+                            'seconds double precision[] DEFAULT NULL::double precision[]', 'integer'),
     ('jobq__metrics_fold', '', 'bigint'),
     ('jobq__notify', 'queues text[]', 'integer'),
     ('jobq__notify_events', 'kind text, payloads text[]', 'integer'),
+    ('jobq__retry_at', 'failed_at timestamp with time zone, attempts integer, backoff interval', 'timestamp with time zone'),
     ('jobq__statuses', 'finished boolean DEFAULT NULL::boolean', 'text[]'),
     ('jobq__tick', 'at timestamp with time zone', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq__uuid_v7', '', 'uuid'),
@@ -217,10 +218,11 @@ SELECT is_definer('public', 'jobq_queue_summary', ARRAY['interval']);
 SELECT is_definer('public', 'jobq_jobs_page', ARRAY['text', 'text', 'text', 'timestamp with time zone', 'uuid', 'integer', 'integer']);
 SELECT isnt_definer('public', 'jobq__job_argument_problem', ARRAY['text', 'text', 'text', 'integer', 'integer']);
 SELECT isnt_definer('public', 'jobq__statuses', ARRAY['boolean']);
-SELECT isnt_definer('public', 'jobq__backoff', ARRAY['integer', 'interval']);
+SELECT isnt_definer('public', 'jobq__retry_at', ARRAY['timestamp with time zone', 'integer', 'interval']);
 SELECT isnt_definer('public', 'jobq__blank', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__worker_id_error', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__append_error', ARRAY['jsonb', 'jsonb']);
+SELECT isnt_definer('public', 'jobq__error_entry', ARRAY['integer', 'jsonb', 'text', 'text', 'text']);
 SELECT isnt_definer('public', 'jobq__channel', ARRAY[]::name[]);
 SELECT isnt_definer('public', 'jobq__notify', ARRAY['text[]']);
 SELECT isnt_definer('public', 'jobq__uuid_v7', ARRAY[]::name[]);
@@ -568,9 +570,14 @@ SELECT unalike(
     'jobq__job_argument_problem is inlined into its caller (it is STABLE, like format() in its body)'
 );
 SELECT unalike(
-    pg_temp.plan_of($$SELECT jobq__backoff(g, '10 seconds') FROM generate_series(1, 2) AS g$$),
-    '%jobq__backoff%',
-    'jobq__backoff is inlined into its caller'
+    pg_temp.plan_of($$SELECT jobq__retry_at(now(), g, '10 seconds') FROM generate_series(1, 2) AS g$$),
+    '%jobq__retry_at%',
+    'jobq__retry_at is inlined into its caller'
+);
+SELECT unalike(
+    pg_temp.plan_of($$SELECT jobq__error_entry(g, '"t"', 'w', 'e') FROM generate_series(1, 2) AS g$$),
+    '%jobq__error_entry%',
+    'jobq__error_entry is inlined into its caller'
 );
 SELECT unalike(
     pg_temp.plan_of($$SELECT jobq__uuid_v7() FROM generate_series(1, 2) AS g$$),

@@ -163,9 +163,11 @@ SELECT is(jobq_fail(:'b', 'w', 'e', backoff => '100 years'), 'pending', 'attempt
 SELECT is((SELECT available_at FROM jobq_jobs WHERE id = :'b'), now() + interval '31536000 seconds',
           '... is capped at 365 days (of 24 hours), without overflow');
 
-SELECT is(jobq__backoff(2147483647, interval '178000000 years'), interval '31536000 seconds',
+SELECT is(jobq__retry_at('2000-01-01 00:00+00', 2147483647, interval '178000000 years'),
+          timestamptz '2000-01-01 00:00+00' + interval '31536000 seconds',
           'the helper caps the largest attempts × the largest interval without overflow');
-SELECT is(jobq__backoff(2, interval '1 month'), interval '5184000 seconds',
+SELECT is(jobq__retry_at('2000-01-01 00:00+00', 2, interval '1 month'),
+          timestamptz '2000-01-01 00:00+00' + interval '5184000 seconds',
           'a month counts as 30 days: 2 × 1 month = 60 days, as a time (not calendar) interval');
 
 -- a session time zone with DST and a 30-minute offset does not move the result

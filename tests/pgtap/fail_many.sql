@@ -98,13 +98,14 @@ SELECT results_eq(
     'each row names its job'
 );
 SELECT results_eq(
-    $$SELECT substr(job_type, 2), status, attempts, max_attempts, available_at, locked_at, locked_by,
-             finished_at, last_error, errors, updated_at
+    $$SELECT substr(job_type, 2), status, attempts, max_attempts, available_at, scheduled,
+             locked_at, locked_by, finished_at, last_error, errors, updated_at
       FROM jobq_jobs WHERE job_type LIKE 'b%' ORDER BY 1$$,
-    $$SELECT substr(job_type, 2), status, attempts, max_attempts, available_at, locked_at, locked_by,
-             finished_at, last_error, errors, updated_at
+    $$SELECT substr(job_type, 2), status, attempts, max_attempts, available_at, scheduled,
+             locked_at, locked_by, finished_at, last_error, errors, updated_at
       FROM jobq_jobs WHERE job_type LIKE 'a%' ORDER BY 1$$,
-    'every row is what jobq_fail made of its twin: status, available_at, claim, last_error, errors'
+    'every row is what jobq_fail made of its twin: status, available_at, scheduled, claim, '
+    'last_error, errors'
 );
 SELECT results_eq(
     $$SELECT status, available_at, last_error, errors FROM jobq_jobs WHERE job_type IN ('b1', 'b4') ORDER BY job_type$$,

@@ -125,7 +125,7 @@ SELECT results_eq(
 SELECT is(
     (SELECT cancel_requested FROM jobq_jobs_page('succeeded', max_rows => 1)), false,
     'cancel_requested is false, never NULL, without a request');
-SELECT columns_are('public', 'jobq_job_summary', ARRAY[
+SELECT columns_are(current_schema(), 'jobq_job_summary', ARRAY[
     'id', 'queue', 'job_type', 'status', 'priority', 'attempts', 'max_attempts', 'available_at',
     'created_at', 'updated_at', 'locked_at', 'locked_by', 'finished_at', 'last_error',
     'cancel_requested', 'sort_at', 'matches'], 'the row type has no payload, result or errors');

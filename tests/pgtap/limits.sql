@@ -219,13 +219,21 @@ SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 5)), 0,
 SELECT results_eq($$SELECT starts_in_window, max_starts, per, pending FROM jobq_limit_usage()
                     WHERE limit_group = 'rate'$$,
     $$VALUES (3::bigint, 3, interval '1 hour', 5::bigint)$$, 'jobq_limit_usage: starts within the window');
--- the first claim (2 starts) leaves the window; the second (1 start) stays in it
-UPDATE jobq_limit_starts SET started_at = started_at - interval '1 hour'
+-- the first claim (2 starts) leaves the window; the second (1 start) stays in it. Times are
+-- moved back with IMMUTABLE operations only (seconds since the epoch, to_timestamp):
+-- timestamptz - interval is STABLE, which Citus refuses over a column in an UPDATE, and this
+-- file also runs on a tenant's Citus node (make test-citus).
+UPDATE jobq_limit_starts
+SET started_at = to_timestamp(extract(epoch FROM started_at - timestamptz 'epoch') - 3600)
 WHERE limit_group = 'rate' AND total = 2;
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 5)), 2,
           'as the first starts leave the window, that many may start again');
-UPDATE jobq_limit_starts SET started_at = started_at - interval '2 hours' WHERE limit_group = 'rate';
-UPDATE jobq_limit_keys SET last_start_at = last_start_at - interval '2 hours' WHERE limit_group = 'rate';
+UPDATE jobq_limit_starts
+SET started_at = to_timestamp(extract(epoch FROM started_at - timestamptz 'epoch') - 7200)
+WHERE limit_group = 'rate';
+UPDATE jobq_limit_keys
+SET last_start_at = to_timestamp(extract(epoch FROM last_start_at - timestamptz 'epoch') - 7200)
+WHERE limit_group = 'rate';
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 5)), 3, 'a whole window later, 3 again');
 SELECT is((SELECT count(*)::int FROM jobq_limit_starts
            WHERE limit_group = 'rate' AND started_at < now() - interval '1 hour'), 1,

@@ -1,6 +1,6 @@
 -- plpgsql_check over every PL/pgSQL function of jobq (STYLE: sqlfluff cannot see inside
 -- function bodies). plpgsql_check is installed in schema tap by scripts/pgtap.sh.
--- The LANGUAGE sql functions (jobq__job_error, jobq__backoff, jobq_stats) are checked by
+-- The LANGUAGE sql functions (jobq__job_error, jobq__retry_at, jobq_stats) are checked by
 -- PostgreSQL itself when they are created, and are exercised by the other files.
 BEGIN;
 SELECT plan(3);

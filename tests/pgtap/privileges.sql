@@ -153,8 +153,8 @@ SELECT throws_ok(format($$SELECT * FROM jobq_fail_many(ARRAY[%L]::uuid[], 'x', '
 SELECT throws_ok($$SELECT jobq_prune()$$, '42501', NULL, 'producer: cannot prune');
 SELECT throws_ok($$SELECT jobq_release_orphans('x', '{}')$$, '42501', NULL,
     'producer: cannot release a worker''s claims');
-SELECT throws_ok($$SELECT jobq__backoff(1, '1 second')$$, '42501',
-    'permission denied for function jobq__backoff', 'producer: cannot call a private helper');
+SELECT throws_ok($$SELECT jobq__retry_at(now(), 1, '1 second')$$, '42501',
+    'permission denied for function jobq__retry_at', 'producer: cannot call a private helper');
 SELECT throws_ok($$INSERT INTO jobq_jobs (job_type) VALUES ('direct')$$, '42501', NULL,
     'producer: cannot insert into jobq_jobs directly');
 SELECT throws_ok($$SELECT jobq_set_limit('g', max_running => 100)$$, '42501',
@@ -281,7 +281,7 @@ CREATE SCHEMA evil;
 CREATE FUNCTION evil.now() RETURNS timestamptz LANGUAGE sql AS $$ SELECT timestamptz '2000-01-01 00:00+00' $$;
 CREATE FUNCTION evil.btrim(text) RETURNS text LANGUAGE sql AS $$ SELECT 'not blank'::text $$;
 CREATE FUNCTION evil.pg_column_size(jsonb) RETURNS integer LANGUAGE sql AS $$ SELECT 1 $$;
-CREATE FUNCTION evil.jobq__backoff(integer, interval) RETURNS interval LANGUAGE sql AS $$ SELECT interval '0' $$;
+CREATE FUNCTION evil.jobq__retry_at(timestamptz, integer, interval) RETURNS timestamptz LANGUAGE sql AS $$ SELECT $1 $$;
 CREATE TABLE evil.jobq_jobs (LIKE public.jobq_jobs INCLUDING ALL);
 CREATE TABLE evil.jobq_settings (singleton boolean PRIMARY KEY, max_payload_bytes integer);
 INSERT INTO evil.jobq_settings VALUES (true, 1000000000);
@@ -305,7 +305,7 @@ SELECT results_eq(
     format($$SELECT available_at, locked_at, updated_at, (errors -> 0 ->> 'at')::timestamptz
              FROM public.jobq_jobs WHERE id = %L$$, :'shadow'),
     $$VALUES (pg_catalog.now() + interval '10 seconds', NULL::timestamptz, pg_catalog.now(), pg_catalog.now())$$,
-    'the job lives in public.jobq_jobs with real times: not evil.now(), not evil.jobq__backoff()'
+    'the job lives in public.jobq_jobs with real times: not evil.now(), not evil.jobq__retry_at()'
 );
 SELECT is((SELECT count(*)::int FROM evil.jobq_jobs), 0, 'the look-alike table got nothing');
 

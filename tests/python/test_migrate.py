@@ -457,7 +457,7 @@ def test_the_dry_run_prints_every_function_file_and_its_record() -> None:
     positions = [script.index(f.sql) for f in files]
     assert positions == sorted(positions), "in the order they are applied"
     for f in files:
-        assert f"('{f.version}', '{f.checksum}')" in script
+        assert f"('{f.version}', '{f.checksum}', pg_catalog.now())" in script
 
 
 def test_a_changed_result_type_named_with_the_same_arguments_is_created_again_with_its_grants(
@@ -548,3 +548,25 @@ def test_a_schema_name_of_63_bytes_is_that_schema(empty_dsn: str) -> None:
     migrate(empty_dsn, schema=schema)
     with psycopg.connect(empty_dsn) as c:
         assert one(c, "SELECT count(*) FROM pg_namespace WHERE nspname = %s", schema) == 1
+
+
+def test_a_script_is_run_one_statement_at_a_time_dollar_quotes_and_comments_included(
+    dsn: str,
+) -> None:
+    """Citus refuses a DDL script sent as one query; the runner splits it. Semicolons inside
+    dollar quotes, strings and comments do not split, and a comment-only tail runs as nothing."""
+    from psycopg import sql
+
+    from pgq_client.migrate import _run_script
+
+    script = sql.SQL(
+        "CREATE TEMP TABLE split_probe (a text);\n"
+        "-- a comment; with a semicolon\n"
+        "INSERT INTO split_probe VALUES ('x;y');\n"
+        "DO $body$ BEGIN INSERT INTO split_probe VALUES ('in; a body'); END $body$;\n"
+        "/* a block comment; */\n"
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        _run_script(conn, script)
+        rows = [r[0] for r in conn.execute("SELECT a FROM split_probe ORDER BY a")]
+    assert rows == ["in; a body", "x;y"]

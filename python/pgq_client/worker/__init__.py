@@ -32,6 +32,7 @@ from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from .. import _sql
+from .._citus import node_conninfo, schema_node
 from .._secrets import is_conninfo_error
 from ..errors import IncompatibleSchema, PermissionDenied, from_psycopg
 from ..migrate import check_compatible
@@ -223,6 +224,7 @@ class Worker:
     def _run(self, burst: bool) -> None:
         config = self.config
         dsn, source = self._resolve_dsn()
+        dsn, source = self._citus_node(dsn, source)
         connect = self._connector(dsn)
         listen = Link(connect, setup=self._listen)
         self._check_database(listen)
@@ -376,6 +378,35 @@ class Worker:
         if self._dsn is None:
             return resolve_dsn(None)
         return self._dsn, "the given DSN"
+
+    def _citus_node(self, dsn: str, source: str) -> tuple[str, str]:
+        """On a Citus coordinator where the schema is a distributed schema, the DSN of the node
+        that holds it: the schema's functions run there and their NOTIFYs are sent there (see
+        pgq_client._citus). Unchanged without Citus, with a given pool, or when the node cannot
+        be reached from here (then claims go through the coordinator, which delegates them,
+        and the worker wakes by its poll)."""
+        if self._given_pool is not None or self.config.schema is None:
+            return dsn, source
+        kwargs = self._connect_kwargs()
+        try:
+            with psycopg.connect(dsn, **kwargs) as conn:
+                node = schema_node(conn, self.config.schema)
+        except psycopg.Error:
+            return dsn, source  # _check_database reports it
+        if node is None:
+            return dsn, source
+        node_dsn = node_conninfo(dsn, node)
+        try:
+            psycopg.connect(node_dsn, **kwargs).close()
+        except psycopg.Error as exc:
+            log.warning(
+                "%s: schema %s lives on Citus node %s:%s, which cannot be reached from here "
+                "(%s); working through the coordinator, waking by poll",
+                self._who, self.config.schema, node[0], node[1],
+                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+            )
+            return dsn, source
+        return node_dsn, f"{source}, on the Citus node {node[0]}:{node[1]} that holds the schema"
 
     def _connector(self, dsn: str) -> Callable[[], psycopg.Connection[Any]]:
         """How the fetcher and the acknowledger open their own connections (a given pool's
