@@ -14,6 +14,7 @@ executor then waits for a notification on its listening connection (or sleeps).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
@@ -361,28 +362,36 @@ def enqueue_iter(
     enqueued = batches = offset = 0
     refused: list[RefusedBatch] = []
     upcoming = _in_thread(read, 0) if read_ahead else None
-    while True:
-        batch, call = upcoming() if upcoming is not None else read(offset)
-        if not batch:
-            break
-        if read_ahead:
-            upcoming = _in_thread(read, offset + len(batch))
-        try:
-            if isinstance(call, Exception):
-                raise call
-            assert call is not None
-            rows = yield call
-        except (InvalidArgument, TypeError, ValueError) as exc:
-            named = _job_named(exc, offset)
-            if not skip_refused:
-                raise _in_batch(exc, offset, len(batch), named) from exc
-            refused.append(RefusedBatch(offset, len(batch), exc, named))
-        else:
-            enqueued += int(rows[0])
-            batches += 1
-            if progress is not None:
-                progress(enqueued)
-        offset += len(batch)
+    try:
+        while True:
+            batch, call = upcoming() if upcoming is not None else read(offset)
+            if not batch:
+                break
+            if read_ahead:
+                upcoming = _in_thread(read, offset + len(batch))
+            try:
+                if isinstance(call, Exception):
+                    raise call
+                assert call is not None
+                rows = yield call
+            except (InvalidArgument, TypeError, ValueError) as exc:
+                named = _job_named(exc, offset)
+                if not skip_refused:
+                    raise _in_batch(exc, offset, len(batch), named) from exc
+                refused.append(RefusedBatch(offset, len(batch), exc, named))
+            else:
+                enqueued += int(rows[0])
+                batches += 1
+                if progress is not None:
+                    progress(enqueued)
+            offset += len(batch)
+    except Exception:
+        # Whatever ended the load, the read ahead ends before the caller gets control back:
+        # it must not find ``jobs`` still being read in another thread.
+        if upcoming is not None:
+            with contextlib.suppress(Exception):  # its own error is not this one's
+                upcoming()
+        raise
     return BulkSummary(enqueued, batches, tuple(refused))
 
 

@@ -4,6 +4,7 @@ array-per-column batch (jobq_enqueue_arrays), and the bulk load (Queue.enqueue_i
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 import os
@@ -11,6 +12,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -296,6 +298,27 @@ def test_enqueue_iter_reads_at_most_one_batch_ahead_and_raises_a_source_error_in
     assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (100 + 200,), (
         "batches 0 and 2 enqueued (1 refused), then the source failed while batch 3 was read"
     )
+
+
+def test_enqueue_iter_stops_reading_ahead_before_it_raises(dsn: str, conn: Conn) -> None:
+    """When a batch is refused, the batch after it (being read in the read-ahead thread, slowly
+    here) is read to its end before the error reaches the caller: the source is never still
+    being read in another thread once enqueue_iter has returned or raised."""
+    taken: list[int] = []
+
+    def source() -> Iterator[dict[str, Any]]:
+        for i in range(1000):
+            taken.append(i)
+            if i == 250:
+                time.sleep(0.5)  # the read ahead is still here when batch 1 is refused
+            yield {"job_type": "t" if i != 120 else " ", "payload": {"n": i}}
+
+    jobs = source()
+    with Queue(dsn) as q, pytest.raises(InvalidArgument, match="refused at job 120"):
+        q.enqueue_iter(jobs, batch_size=100)
+    assert inspect.getgeneratorstate(jobs) == inspect.GEN_SUSPENDED, "no thread reads it now"
+    assert taken[-1] == 299, "the batch read ahead was read whole, and nothing after it"
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (100,)
 
 
 def test_skip_refused_goes_on_and_reports_each_refused_batch(dsn: str, conn: Conn) -> None:
