@@ -36,6 +36,7 @@ from .models import (
     Schedule,
     StatsRow,
     UnservedJobType,
+    use_fast_json,
 )
 from .queue import (
     SERIALIZATION_RETRIES,
@@ -59,15 +60,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 async def aconnect(dsn: str, **kwargs: Any) -> psycopg.AsyncConnection[Any]:
-    """``AsyncConnection.connect(dsn, autocommit=True)`` raising the typed jobq errors. A DSN
-    that libpq cannot parse is refused without chaining libpq's error, which may quote the
-    password."""
+    """``AsyncConnection.connect(dsn, autocommit=True)`` raising the typed jobq errors, decoding
+    jsonb with :func:`~pgq_client.models.load_json`. A DSN that libpq cannot parse is refused
+    without chaining libpq's error, which may quote the password."""
     try:
-        return await psycopg.AsyncConnection.connect(dsn, autocommit=True, **kwargs)
+        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True, **kwargs)
     except psycopg.Error as exc:
         if is_conninfo_error(exc):
             raise from_psycopg(exc) from None
         raise from_psycopg(exc) from exc
+    use_fast_json(conn)
+    return conn
 
 
 def _as(method: Callable[..., Any]) -> Callable[[F], F]:

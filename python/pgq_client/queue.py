@@ -42,6 +42,7 @@ from .models import (
     Schedule,
     StatsRow,
     UnservedJobType,
+    use_fast_json,
 )
 
 __all__ = [
@@ -105,14 +106,17 @@ def translate_errors() -> Iterator[None]:
 
 
 def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
-    """``psycopg.connect(dsn, autocommit=True)`` raising the typed jobq errors. A DSN that libpq
-    cannot parse is refused without chaining libpq's error, which may quote the password."""
+    """``psycopg.connect(dsn, autocommit=True)`` raising the typed jobq errors, decoding jsonb
+    with :func:`~pgq_client.models.load_json`. A DSN that libpq cannot parse is refused without
+    chaining libpq's error, which may quote the password."""
     try:
-        return psycopg.connect(dsn, autocommit=True, **kwargs)
+        conn = psycopg.connect(dsn, autocommit=True, **kwargs)
     except psycopg.Error as exc:
         if is_conninfo_error(exc):
             raise from_psycopg(exc) from None
         raise from_psycopg(exc) from exc
+    use_fast_json(conn)
+    return conn
 
 
 class Queue:

@@ -36,7 +36,7 @@ from .._citus import node_conninfo, schema_node
 from .._secrets import is_conninfo_error
 from ..errors import IncompatibleSchema, PermissionDenied, from_psycopg
 from ..migrate import check_compatible
-from ..models import Job
+from ..models import Job, use_fast_json
 from ..queue import resolve_dsn
 from .acker import Acknowledger
 from .async_handlers import AsyncHandlerPool
@@ -410,9 +410,16 @@ class Worker:
 
     def _connector(self, dsn: str) -> Callable[[], psycopg.Connection[Any]]:
         """How the fetcher and the acknowledger open their own connections (a given pool's
-        ``kwargs`` apply to them too)."""
+        ``kwargs`` apply to them too), each decoding jsonb with ``load_json``: the fetcher's
+        claims decode every job's payload and errors."""
         kwargs = self._connect_kwargs()
-        return lambda: psycopg.connect(dsn, **kwargs)
+
+        def connect() -> psycopg.Connection[Any]:
+            conn = psycopg.connect(dsn, **kwargs)
+            use_fast_json(conn)
+            return conn
+
+        return connect
 
     def _connect_kwargs(self) -> dict[str, Any]:
         """The arguments of the connections the worker opens itself."""
