@@ -380,5 +380,10 @@ def load_json(data: str | bytes) -> Any:
 
 def use_fast_json(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
     """Have ``conn`` (one that jobq opened: never a caller's) decode ``json`` and ``jsonb``
-    with :func:`load_json`."""
-    set_json_loads(load_json, context=conn)
+    with :func:`load_json`, unless the application chose its own function for psycopg
+    (``psycopg.types.json.set_json_loads(...)`` globally, say one that reads floats as
+    ``Decimal``): then handlers get what it returns, as before."""
+    jsonb = conn.adapters.types["jsonb"].oid
+    chosen = getattr(conn.adapters.get_loader(jsonb, psycopg.pq.Format.TEXT), "_loads", None)
+    if chosen is json.loads:  # psycopg's default (the attribute is psycopg's own)
+        set_json_loads(load_json, context=conn)

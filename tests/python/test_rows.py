@@ -191,3 +191,31 @@ def test_the_connections_jobq_opens_decode_jsonb_with_load_json(dsn: str) -> Non
     with psycopg.connect(dsn, autocommit=True) as given:
         Queue(given).enqueue("t", {"a": 1})
         assert not _decodes_with_load_json(given)
+
+
+def test_a_json_loads_the_application_chose_is_kept(dsn: str) -> None:
+    """An application that set psycopg's JSON loader globally (here: floats as Decimal) gets
+    its values from jobq's connections too, handlers included."""
+    from decimal import Decimal
+    from functools import partial
+
+    from psycopg.types.json import set_json_loads
+
+    from pgq_client.queue import connect
+
+    decimal_loads = partial(json.loads, parse_float=Decimal)
+    set_json_loads(decimal_loads)
+    try:
+        with connect(dsn) as mine:
+            assert not _decodes_with_load_json(mine)
+            row = mine.execute("SELECT '{\"price\": 1.10}'::jsonb").fetchone()
+            assert row is not None and row[0] == {"price": Decimal("1.10")}
+        q = Queue(dsn)
+        q.enqueue("t", {"price": 1.10})
+        seen: list[Any] = []
+        Worker(dsn, {"t": lambda job: seen.append(job.payload)}).run(burst=True)
+        assert seen == [{"price": Decimal("1.10")}]
+    finally:
+        set_json_loads(json.loads)
+    with connect(dsn) as mine:
+        assert _decodes_with_load_json(mine)
