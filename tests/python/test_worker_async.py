@@ -98,6 +98,24 @@ def test_async_jobs_run_at_once_on_one_event_loop_thread(dsn: str, conn: Conn) -
     assert len({ident for _, ident in where}) == 1 and len(loops) == 1
 
 
+def test_async_jobs_start_in_claim_order_when_handed_to_the_loop_in_runs(
+    dsn: str, conn: Conn
+) -> None:
+    """The handler thread hands the loop every job it can take at once in one call: they
+    still start in the order they were claimed in (priority first), across runs."""
+    n = 60
+    Queue(dsn).enqueue_many([{"job_type": "a", "priority": p} for p in range(n)])
+    started: list[int] = []
+
+    async def handler(job: Job) -> None:
+        started.append(job.priority)
+        await asyncio.sleep(0.001)
+
+    Worker(dsn, {"a": handler}, concurrency=8).run(burst=True)
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == n
+    assert started == sorted(range(n), reverse=True)
+
+
 def test_concurrency_limits_sync_and_async_jobs_together(dsn: str, conn: Conn) -> None:
     limit = 3
     Queue(dsn).enqueue_many([{"job_type": t} for t in ("a", "s") * 6])

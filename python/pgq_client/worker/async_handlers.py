@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import threading
 import time
 import traceback
@@ -135,22 +136,45 @@ class AsyncHandlerPool(HandlerPool):
     # -- the handler threads ------------------------------------------------------------------
 
     def _run_jobs(self, index: int) -> None:
+        """Take a slot, then the next claimed job, as long as there are both. Async jobs go to
+        the loop a run at a time: the ones this thread could take at once (a slot free and a
+        job waiting, without blocking) in one ``call_soon_threadsafe``, which writes to the
+        loop's wake-up pipe once for all of them (one write and one wake-up per job cost about
+        a tenth of an async drain). A plain job first sends the run before it, then runs here,
+        so jobs still start in the order they were claimed in."""
         work, slots, asynchronous = self._shared.work, self._slots, self._config.asynchronous
         while True:
             slots.acquire()
             job = work.get()
-            if job is None:
-                slots.release()
-                return
-            if job.job_type in asynchronous:
-                with self._lock:
-                    self._async_jobs[job.id] = job
-                self._event_loop.call_soon_threadsafe(self._start_task, job)
-            else:
-                try:
-                    self._run_one(index, job)
-                finally:
+            run: list[Job] = []
+            while True:
+                if job is None:
                     slots.release()
+                    self._send_to_loop(run)
+                    return
+                if job.job_type in asynchronous:
+                    with self._lock:
+                        self._async_jobs[job.id] = job
+                    run.append(job)
+                else:
+                    self._send_to_loop(run)
+                    run = []
+                    try:
+                        self._run_one(index, job)
+                    finally:
+                        slots.release()
+                if not slots.acquire(blocking=False):
+                    break
+                try:
+                    job = work.get_nowait()
+                except queue.Empty:
+                    slots.release()
+                    break
+            self._send_to_loop(run)
+
+    def _send_to_loop(self, jobs: list[Job]) -> None:
+        if jobs:
+            self._event_loop.call_soon_threadsafe(self._start_tasks, jobs)
 
     # -- the event loop -----------------------------------------------------------------------
 
@@ -165,10 +189,11 @@ class AsyncHandlerPool(HandlerPool):
     def _call(self, coroutine: Any) -> Future[Any]:
         return asyncio.run_coroutine_threadsafe(coroutine, self._event_loop)
 
-    def _start_task(self, job: Job) -> None:
-        task = self._event_loop.create_task(self._run_async(job), name=f"jobq-job-{job.id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _start_tasks(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            task = self._event_loop.create_task(self._run_async(job), name=f"jobq-job-{job.id}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     def _cancel_tasks(self) -> None:
         for task in self._tasks:
