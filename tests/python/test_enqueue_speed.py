@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import psycopg
@@ -480,3 +481,22 @@ def test_batches_and_bulk_loads_are_counted_in_the_metrics(dsn: str, conn: Conn)
             q.enqueue_many([{"job_type": "m"}] * 4, conn=conn)
             raise RuntimeError("roll back")
         assert enqueued() == 253, "a rolled-back batch is not counted"
+
+
+def test_an_element_that_is_not_a_mapping_is_named_and_nothing_of_its_batch_is_sent(
+    dsn: str, conn: Conn
+) -> None:
+    """A list where a job dict belongs: TypeError naming its index, before anything of its
+    batch is sent. A mapping other than a dict (a read-only view, say) is a job like a dict."""
+    with Queue(dsn) as q:
+        with pytest.raises(TypeError, match=r"element 1 is not a dict: \['t'\]"):
+            q.enqueue_many([{"job_type": "t"}, ["t"]])  # type: ignore[list-item]
+        assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+        jobs: list[Any] = [*_jobs(3), ("t",)]
+        with pytest.raises(TypeError, match=r"jobs\[3\] is not a dict: \('t',\)"):
+            q.enqueue_iter(jobs, batch_size=2)
+        assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (2,)
+        view = MappingProxyType({"job_type": "v", "payload": {"n": 1}})
+        [job_id] = q.enqueue_many([view])
+    row = conn.execute("SELECT job_type, payload FROM jobq_jobs WHERE id = %s", (job_id,))
+    assert row.fetchone() == ("v", {"n": 1})

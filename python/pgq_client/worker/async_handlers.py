@@ -136,45 +136,44 @@ class AsyncHandlerPool(HandlerPool):
     # -- the handler threads ------------------------------------------------------------------
 
     def _run_jobs(self, index: int) -> None:
-        """Take a slot, then the next claimed job, as long as there are both. Async jobs go to
-        the loop a run at a time: the ones this thread could take at once (a slot free and a
-        job waiting, without blocking) in one ``call_soon_threadsafe``, which writes to the
-        loop's wake-up pipe once for all of them (one write and one wake-up per job cost about
-        a tenth of an async drain). A plain job first sends the run before it, then runs here,
-        so jobs still start in the order they were claimed in."""
+        """Take a slot, then the next claimed job. Async jobs go to the loop a run at a time:
+        while some wait to be sent, the slot and the job are taken without blocking, and the
+        first that is not there sends the run in one ``call_soon_threadsafe``, which writes to
+        the loop's wake-up pipe once for all of them (one write and one wake-up per job cost
+        about a tenth of an async drain). A plain job first sends the run before it, then runs
+        here, so jobs still start in the order they were claimed in."""
         work, slots, asynchronous = self._shared.work, self._slots, self._config.asynchronous
+        run: list[Job] = []  # async jobs taken, not yet sent to the loop
         while True:
-            slots.acquire()
-            job = work.get()
-            run: list[Job] = []
-            while True:
-                if job is None:
-                    slots.release()
-                    self._send_to_loop(run)
-                    return
-                if job.job_type in asynchronous:
-                    with self._lock:
-                        self._async_jobs[job.id] = job
-                    run.append(job)
-                else:
-                    self._send_to_loop(run)
-                    run = []
-                    try:
-                        self._run_one(index, job)
-                    finally:
-                        slots.release()
-                if not slots.acquire(blocking=False):
-                    break
+            if not slots.acquire(blocking=not run):
+                run = self._send_to_loop(run)
+                continue
+            try:
+                job = work.get(block=not run)
+            except queue.Empty:
+                slots.release()
+                run = self._send_to_loop(run)
+                continue
+            if job is None:
+                slots.release()
+                self._send_to_loop(run)
+                return
+            if job.job_type in asynchronous:
+                with self._lock:
+                    self._async_jobs[job.id] = job
+                run.append(job)
+            else:
+                run = self._send_to_loop(run)
                 try:
-                    job = work.get_nowait()
-                except queue.Empty:
+                    self._run_one(index, job)
+                finally:
                     slots.release()
-                    break
-            self._send_to_loop(run)
 
-    def _send_to_loop(self, jobs: list[Job]) -> None:
+    def _send_to_loop(self, jobs: list[Job]) -> list[Job]:
+        """Have the loop start ``jobs`` (if any); a new empty run."""
         if jobs:
             self._event_loop.call_soon_threadsafe(self._start_tasks, jobs)
+        return []
 
     # -- the event loop -----------------------------------------------------------------------
 
