@@ -218,6 +218,43 @@ def test_arrays_racing_on_the_same_keys_make_one_row_per_key(dsn: str) -> None:
     assert results[0] == [stored[k] for k in keys]
 
 
+def test_arrays_wake_and_count_the_queues_of_what_they_insert(dsn: str, conn: Conn) -> None:
+    """jobq_enqueue_arrays without keys takes the queues to wake and the counts for
+    jobq_metrics() from its arguments: a job due later wakes nobody but is counted, a NULL
+    run_at is now, NULL arrays are all 'default' and due now."""
+    conn.execute("SELECT jobq_configure(metrics => true)")
+    listener = psycopg.connect(dsn, autocommit=True)
+    try:
+        listener.execute("LISTEN jobq")
+        conn.execute(
+            "SELECT count(*) FROM jobq_enqueue_arrays("
+            " job_types => %s::text[], queues => %s::text[], run_ats => %s::timestamptz[])",
+            (["a", "a", "b", "a", "a"], ["q1", "default", "q2", "q3", "q1"],
+             [None, datetime(2001, 1, 1, tzinfo=timezone.utc), RUN_AT, None, RUN_AT]),
+        )
+        got = sorted(n.payload for n in listener.notifies(timeout=1, stop_after=3))
+        assert got == ["default", "q1", "q3"], "q2 has only a job due later"
+        assert list(listener.notifies(timeout=0.2)) == []
+        conn.execute("SELECT count(*) FROM jobq_enqueue_arrays(job_types => %s::text[])",
+                     (["c", "c"],))
+        assert [n.payload for n in listener.notifies(timeout=1, stop_after=1)] == ["default"]
+    finally:
+        listener.close()
+    rows = conn.execute(
+        "SELECT labels ->> 'queue', labels ->> 'job_type', value FROM jobq_metrics()"
+        " WHERE metric = 'jobq_enqueued_total' AND value > 0 ORDER BY 1, 2"
+    ).fetchall()
+    assert rows == [("default", "a", 1), ("default", "c", 2), ("q1", "a", 2), ("q2", "b", 1),
+                    ("q3", "a", 1)]
+    stored = conn.execute(
+        "SELECT queue, job_type, scheduled, count(*) FROM jobq_jobs"
+        " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    ).fetchall()
+    assert stored == [("default", "a", False, 1), ("default", "c", False, 2),
+                      ("q1", "a", False, 1), ("q1", "a", True, 1), ("q2", "b", True, 1),
+                      ("q3", "a", False, 1)]
+
+
 def test_one_batch_wakes_each_queue_once_at_commit(dsn: str, conn: Conn) -> None:
     conn.execute("LISTEN jobq")
     with Queue(dsn) as q:
