@@ -164,6 +164,46 @@ def test_enqueue_many_makes_the_rows_jobq_enqueue_many_makes(dsn: str, conn: Con
         assert mine == _rows(conn, reference)
 
 
+@pytest.mark.parametrize(
+    "jobs",
+    [
+        [{"job_type": "one", "queue": "q1", "payload": {"i": i}} for i in range(5)],
+        [{"job_type": "one", "queue": "q1"}, {"job_type": "two", "queue": "q1"}],
+        [{"job_type": "one", "queue": "q1"}, {"job_type": "one", "queue": "q2"}],
+        [{"job_type": "one", "queue": "q1"}, {"job_type": "one"}],
+        [{"job_type": "one"}],
+    ],
+    ids=["one type one queue", "two types", "two queues", "a queue and the default", "single"],
+)
+def test_a_column_every_job_shares_is_sent_once_and_stored_for_each(
+    dsn: str, conn: Conn, jobs: list[dict[str, Any]]
+) -> None:
+    with Queue(dsn) as q, conn.transaction():
+        ids = q.enqueue_many(jobs, conn=conn)
+        mine = _rows(conn, ids)
+        conn.execute("DELETE FROM jobq_jobs")
+        reference = [
+            r[0] for r in conn.execute(
+                "SELECT id FROM jobq_enqueue_many(%s::jsonb) ORDER BY ord",
+                (psycopg.types.json.Jsonb(jobs),),
+            )
+        ]
+        assert mine == _rows(conn, reference)
+
+
+def test_a_column_every_job_shares_is_checked_as_a_list_is(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        with pytest.raises(ValueError, match=re.escape("jobs[0] contains a NUL")):
+            q.enqueue_many([{"job_type": "t\x00"}] * 3)
+        with pytest.raises(ValueError, match=re.escape("jobs[0] contains a NUL")):
+            q.enqueue_many([{"job_type": "t", "queue": "q\x00"}] * 3)
+        with pytest.raises(InvalidArgument, match=r"element 1 .*queue must be a non-blank"):
+            q.enqueue_many([{"job_type": "t", "queue": None}] * 3)
+        with pytest.raises(InvalidArgument, match=r"element 1 .*job_type must be a non-blank"):
+            q.enqueue_many([{"job_type": " "}] * 3)
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+
+
 def test_enqueue_many_of_odd_values_still_names_the_job_and_the_key(dsn: str, conn: Conn) -> None:
     with Queue(dsn) as q:
         with pytest.raises(InvalidArgument, match=r"element 2 .*priority must be an integer"):
