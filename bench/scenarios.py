@@ -72,8 +72,8 @@ JOBQ_ENQUEUE_MANY = "SELECT ord, id FROM jobq_enqueue_many(jobs => %s::jsonb)"
 JOBQ_ENQUEUE_ARRAYS = """
 SELECT ord, id FROM jobq_enqueue_arrays(
     job_types => %b::text[],
-    payloads => (SELECT array_agg(e.p ORDER BY e.n)
-                 FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e (p, n)))
+    payloads => ARRAY(SELECT e.p FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e (p, n)
+                      ORDER BY e.n))
 """
 JOBQ_DEQUEUE = (
     "SELECT id, payload, attempts FROM jobq_dequeue(worker_id => %s::text, batch_size => %s::int)"

@@ -1832,34 +1832,43 @@ $$;
 COMMENT ON FUNCTION public.jobq__uuid_v7() IS 'Private. A new UUID version 7: Unix time in milliseconds (48 bits), version 7, random bits.';
 
 CREATE FUNCTION public.jobq__uuid_v7_many(count integer) RETURNS uuid[]
-    LANGUAGE sql PARALLEL SAFE
+    LANGUAGE plpgsql PARALLEL SAFE
     AS $$
-    SELECT pg_catalog.array_agg((b.hi || pg_catalog.to_hex(b.lo + g.n))::uuid ORDER BY g.n)
-    FROM (
-        SELECT
-            pg_catalog.lpad(pg_catalog.to_hex(r.ms), 12, '0') || '7'
-            || pg_catalog.substr(pg_catalog.encode(r.bytes, 'hex'), 1, 3) AS hi,
-            -- 1 and 0 (the variant), five zero bits (room to count), 56 random bits: negative
-            -- as a bigint, which to_hex writes as its 16 hexadecimal digits. (Operators other
-            -- than arithmetic ones share one precedence: each shift is in parentheses.)
-            (-9223372036854775807 - 1)
-            | (pg_catalog.get_byte(r.bytes, 9)::bigint << 48)
-            | (pg_catalog.get_byte(r.bytes, 10)::bigint << 40)
-            | (pg_catalog.get_byte(r.bytes, 11)::bigint << 32)
-            | (pg_catalog.get_byte(r.bytes, 12)::bigint << 24)
-            | (pg_catalog.get_byte(r.bytes, 13)::bigint << 16)
-            | (pg_catalog.get_byte(r.bytes, 14)::bigint << 8)
-            | pg_catalog.get_byte(r.bytes, 15)::bigint AS lo
-        FROM (
-            SELECT
-                pg_catalog.uuid_send(pg_catalog.gen_random_uuid()) AS bytes,
-                pg_catalog.floor(
-                    pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
-                    * 1000::double precision
-                )::bigint AS ms
-        ) AS r
-    ) AS b
-    CROSS JOIN pg_catalog.generate_series(1, count) AS g (n)
+DECLARE
+    v_bytes CONSTANT bytea := pg_catalog.uuid_send(pg_catalog.gen_random_uuid());
+    v_hi text;
+    v_lo bigint;
+BEGIN
+    IF count IS NULL OR count < 1 THEN
+        RETURN NULL;
+    END IF;
+    -- 48 bits of Unix milliseconds, the version (7), 12 random bits: 16 hexadecimal digits.
+    v_hi := pg_catalog.lpad(
+        pg_catalog.to_hex(
+            pg_catalog.floor(
+                pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
+                * 1000::double precision
+            )::bigint
+        ),
+        12, '0'
+    ) || '7' || pg_catalog.substr(pg_catalog.encode(v_bytes, 'hex'), 1, 3);
+    -- 1 and 0 (the variant), five zero bits (room to count), 56 random bits: negative as a
+    -- bigint, which to_hex writes as its 16 hexadecimal digits. (Operators other than
+    -- arithmetic ones share one precedence: each shift is in parentheses.)
+    v_lo := (-9223372036854775807 - 1)
+        | (pg_catalog.get_byte(v_bytes, 9)::bigint << 48)
+        | (pg_catalog.get_byte(v_bytes, 10)::bigint << 40)
+        | (pg_catalog.get_byte(v_bytes, 11)::bigint << 32)
+        | (pg_catalog.get_byte(v_bytes, 12)::bigint << 24)
+        | (pg_catalog.get_byte(v_bytes, 13)::bigint << 16)
+        | (pg_catalog.get_byte(v_bytes, 14)::bigint << 8)
+        | pg_catalog.get_byte(v_bytes, 15)::bigint;
+    RETURN ARRAY(
+        SELECT (v_hi || pg_catalog.to_hex(v_lo + g.n))::uuid
+        FROM pg_catalog.generate_series(1, count) AS g (n)
+        ORDER BY g.n
+    );
+END;
 $$;
 
 COMMENT ON FUNCTION public.jobq__uuid_v7_many(count integer) IS 'Private. count new UUID version 7 values for one batch, increasing in array order: one
@@ -2927,6 +2936,7 @@ DECLARE
     v_ids uuid[];
     v_keys text[];
     v_missing integer;
+    v_metrics boolean;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -2966,19 +2976,36 @@ BEGIN
     IF v_n = 0 THEN
         RETURN;
     END IF;
-    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+    SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
 
     -- Validation as set operations: job types and queues are checked once per distinct value
     -- (a batch usually repeats a few), numbers by their range, payloads, keys and times one by
     -- one. Only when something is wrong does a pass over the jobs look for the first bad one,
-    -- to name it.
+    -- to name it. A batch of one job type (or queue), the usual case, is told by removing its
+    -- first value from the array, one C loop: a tenth of the DISTINCT's time at 1,000 jobs.
     IF NOT coalesce((
         NOT EXISTS (
-            SELECT FROM (SELECT DISTINCT t.v FROM pg_catalog.unnest(job_types) AS t (v)) AS d
+            SELECT FROM (
+                SELECT DISTINCT t.v
+                FROM pg_catalog.unnest(CASE
+                    WHEN pg_catalog.cardinality(
+                        pg_catalog.array_remove(job_types, job_types[1])
+                    ) = 0 THEN ARRAY[job_types[1]]
+                    ELSE job_types
+                END) AS t (v)
+            ) AS d
             WHERE jobq__blank(d.v) OR pg_catalog.length(d.v) > 200
         )
         AND (queues IS NULL OR NOT EXISTS (
-            SELECT FROM (SELECT DISTINCT t.v FROM pg_catalog.unnest(queues) AS t (v)) AS d
+            SELECT FROM (
+                SELECT DISTINCT t.v
+                FROM pg_catalog.unnest(CASE
+                    WHEN pg_catalog.cardinality(
+                        pg_catalog.array_remove(queues, queues[1])
+                    ) = 0 THEN ARRAY[queues[1]]
+                    ELSE queues
+                END) AS t (v)
+            ) AS d
             WHERE jobq__blank(d.v) OR pg_catalog.length(d.v) > 200
         ))
         AND (idempotency_keys IS NULL OR NOT EXISTS (
@@ -3084,47 +3111,53 @@ BEGIN
     IF idempotency_keys IS NULL
         OR pg_catalog.cardinality(pg_catalog.array_remove(idempotency_keys, NULL)) = 0
     THEN
-        -- No job has a key: every job is inserted, nothing to deduplicate or look up.
-        WITH inserted AS (
-            INSERT INTO jobq_jobs AS j (
-                id, queue, job_type, payload, max_attempts, available_at, priority, scheduled
-            )
-            SELECT
-                u.id,
-                coalesce(u.queue, 'default'),
-                u.job_type,
-                coalesce(u.payload, '{}'::jsonb),
-                coalesce(u.max_attempts, 5),
-                coalesce(u.run_at, v_now),
-                coalesce(u.priority, 0),
-                coalesce(u.run_at > v_now, FALSE)
-            FROM ROWS FROM (
-                pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
-                pg_catalog.unnest(payloads),
-                pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
-                pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
-                pg_catalog.unnest(queues)
-            ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue)
-            RETURNING j.queue, j.job_type, j.available_at
-        ),
-
-        woken AS (
-            SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
-            FROM inserted AS w
-            WHERE w.available_at <= v_now
-        ),
-
-        -- For jobq_metrics(): one count per statement, as jobq_enqueue_many's.
-        counted AS MATERIALIZED (
-            SELECT jobq__metrics_count(
-                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
-            ) AS n
-            FROM inserted AS c
+        -- No job has a key: every job is inserted, nothing to deduplicate or look up. The
+        -- queues to wake and the counts for jobq_metrics() come from the arguments, not from
+        -- RETURNING rows of the insert (a copy of every row to aggregate): with neither queues
+        -- nor run_ats, all the jobs are in 'default' and available now.
+        INSERT INTO jobq_jobs AS j (
+            id, queue, job_type, payload, max_attempts, available_at, priority, scheduled
         )
+        SELECT
+            u.id,
+            coalesce(u.queue, 'default'),
+            u.job_type,
+            coalesce(u.payload, '{}'::jsonb),
+            coalesce(u.max_attempts, 5),
+            coalesce(u.run_at, v_now),
+            coalesce(u.priority, 0),
+            coalesce(u.run_at > v_now, FALSE)
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
+            pg_catalog.unnest(payloads),
+            pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
+            pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
+            pg_catalog.unnest(queues)
+        ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue);
 
-        SELECT woken.n INTO v_missing
-        FROM woken
-        CROSS JOIN counted;
+        IF queues IS NULL AND run_ats IS NULL THEN
+            PERFORM jobq__notify(ARRAY['default']);
+        ELSE
+            PERFORM jobq__notify(ARRAY(
+                SELECT DISTINCT coalesce(w.queue, 'default')
+                FROM ROWS FROM (
+                    pg_catalog.unnest(job_types), pg_catalog.unnest(queues),
+                    pg_catalog.unnest(run_ats)
+                ) AS w (job_type, queue, run_at)
+                WHERE coalesce(w.run_at <= v_now, TRUE)
+            ));
+        END IF;
+
+        -- jobq__metrics_count reads the setting too; not calling it when counting is off
+        -- (the default) spares building its arrays. (A NULL element of queues was refused
+        -- above.)
+        IF v_metrics THEN
+            PERFORM jobq__metrics_count(
+                'enqueued',
+                coalesce(queues, pg_catalog.array_fill('default'::text, ARRAY[v_n])),
+                job_types
+            );
+        END IF;
 
         RETURN QUERY
         SELECT u.ord::integer, u.id

@@ -41,19 +41,26 @@ SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::json
 # A batch as one array per column, sent in binary (%b): no quoting or escaping of thousands of
 # values in the client, no parsing of numbers and times in the server. The payloads travel as
 # one JSON array, encoded in one pass by the client and split in the server, which measured
-# faster than one JSON text per job. A NULL array is the default for every job.
+# faster than one JSON text per job; split into ARRAY(... ORDER BY), not an ordered array_agg:
+# 0.8 against 0.9-1.3 ms for 1,000 payloads. A NULL array is the default for every job: when no
+# job has a payload the JSON is NULL, its ARRAY() empty, and NULLIF makes that NULL (a batch
+# sent is never empty). A job type or queue that every job of the batch has goes once
+# (%(job_type)s, %(queue)s), repeated by array_fill in the server, and its list is NULL.
 ENQUEUE_ARRAYS = """
 SELECT id FROM {schema}jobq_enqueue_arrays(
-    job_types => %(job_types)b::text[],
-    payloads => (
-        SELECT pg_catalog.array_agg(e.payload ORDER BY e.n)
+    job_types => CASE WHEN %(job_type)s::text IS NULL THEN %(job_types)b::text[]
+        ELSE pg_catalog.array_fill(%(job_type)s::text, ARRAY[%(jobs)s::integer]) END,
+    payloads => NULLIF(ARRAY(
+        SELECT e.payload
         FROM pg_catalog.jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS e (payload, n)
-    ),
+        ORDER BY e.n
+    ), '{}'::jsonb[]),
     idempotency_keys => %(idempotency_keys)b::text[],
     max_attempts => %(max_attempts)b::int[],
     run_ats => %(run_ats)b::timestamptz[],
     priorities => %(priorities)b::int[],
-    queues => %(queues)b::text[]
+    queues => CASE WHEN %(queue)s::text IS NULL THEN %(queues)b::text[]
+        ELSE pg_catalog.array_fill(%(queue)s::text, ARRAY[%(jobs)s::integer]) END
 ) ORDER BY ord
 """
 
@@ -61,16 +68,19 @@ SELECT id FROM {schema}jobq_enqueue_arrays(
 # thousands of UUIDs in the client cost more than the rest of its work on a batch).
 ENQUEUE_ARRAYS_COUNT = """
 SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_arrays(
-    job_types => %(job_types)b::text[],
-    payloads => (
-        SELECT pg_catalog.array_agg(e.payload ORDER BY e.n)
+    job_types => CASE WHEN %(job_type)s::text IS NULL THEN %(job_types)b::text[]
+        ELSE pg_catalog.array_fill(%(job_type)s::text, ARRAY[%(jobs)s::integer]) END,
+    payloads => NULLIF(ARRAY(
+        SELECT e.payload
         FROM pg_catalog.jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS e (payload, n)
-    ),
+        ORDER BY e.n
+    ), '{}'::jsonb[]),
     idempotency_keys => %(idempotency_keys)b::text[],
     max_attempts => %(max_attempts)b::int[],
     run_ats => %(run_ats)b::timestamptz[],
     priorities => %(priorities)b::int[],
-    queues => %(queues)b::text[]
+    queues => CASE WHEN %(queue)s::text IS NULL THEN %(queues)b::text[]
+        ELSE pg_catalog.array_fill(%(queue)s::text, ARRAY[%(jobs)s::integer]) END
 )
 """
 

@@ -11,38 +11,52 @@
 -- order), and are unique unless two batches in the same millisecond draw the same 68 random
 -- bits, near enough to overlap: the primary key would then refuse the second (never a silent
 -- duplicate).
+--
+-- PL/pgSQL, so that the shared half is computed once into variables and each id is one
+-- expression over a plain scan of generate_series: as one SQL statement (the shared half in a
+-- subquery joined to the series, an ordered array_agg) it took 1.4-1.5 ms for 1,000 ids,
+-- this 0.5-0.8 ms.
 
 CREATE OR REPLACE FUNCTION jobq__uuid_v7_many(count integer) RETURNS uuid[]
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 PARALLEL SAFE
 AS $$
-    SELECT pg_catalog.array_agg((b.hi || pg_catalog.to_hex(b.lo + g.n))::uuid ORDER BY g.n)
-    FROM (
-        SELECT
-            pg_catalog.lpad(pg_catalog.to_hex(r.ms), 12, '0') || '7'
-            || pg_catalog.substr(pg_catalog.encode(r.bytes, 'hex'), 1, 3) AS hi,
-            -- 1 and 0 (the variant), five zero bits (room to count), 56 random bits: negative
-            -- as a bigint, which to_hex writes as its 16 hexadecimal digits. (Operators other
-            -- than arithmetic ones share one precedence: each shift is in parentheses.)
-            (-9223372036854775807 - 1)
-            | (pg_catalog.get_byte(r.bytes, 9)::bigint << 48)
-            | (pg_catalog.get_byte(r.bytes, 10)::bigint << 40)
-            | (pg_catalog.get_byte(r.bytes, 11)::bigint << 32)
-            | (pg_catalog.get_byte(r.bytes, 12)::bigint << 24)
-            | (pg_catalog.get_byte(r.bytes, 13)::bigint << 16)
-            | (pg_catalog.get_byte(r.bytes, 14)::bigint << 8)
-            | pg_catalog.get_byte(r.bytes, 15)::bigint AS lo
-        FROM (
-            SELECT
-                pg_catalog.uuid_send(pg_catalog.gen_random_uuid()) AS bytes,
-                pg_catalog.floor(
-                    pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
-                    * 1000::double precision
-                )::bigint AS ms
-        ) AS r
-    ) AS b
-    CROSS JOIN pg_catalog.generate_series(1, count) AS g (n)
+DECLARE
+    v_bytes CONSTANT bytea := pg_catalog.uuid_send(pg_catalog.gen_random_uuid());
+    v_hi text;
+    v_lo bigint;
+BEGIN
+    IF count IS NULL OR count < 1 THEN
+        RETURN NULL;
+    END IF;
+    -- 48 bits of Unix milliseconds, the version (7), 12 random bits: 16 hexadecimal digits.
+    v_hi := pg_catalog.lpad(
+        pg_catalog.to_hex(
+            pg_catalog.floor(
+                pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
+                * 1000::double precision
+            )::bigint
+        ),
+        12, '0'
+    ) || '7' || pg_catalog.substr(pg_catalog.encode(v_bytes, 'hex'), 1, 3);
+    -- 1 and 0 (the variant), five zero bits (room to count), 56 random bits: negative as a
+    -- bigint, which to_hex writes as its 16 hexadecimal digits. (Operators other than
+    -- arithmetic ones share one precedence: each shift is in parentheses.)
+    v_lo := (-9223372036854775807 - 1)
+        | (pg_catalog.get_byte(v_bytes, 9)::bigint << 48)
+        | (pg_catalog.get_byte(v_bytes, 10)::bigint << 40)
+        | (pg_catalog.get_byte(v_bytes, 11)::bigint << 32)
+        | (pg_catalog.get_byte(v_bytes, 12)::bigint << 24)
+        | (pg_catalog.get_byte(v_bytes, 13)::bigint << 16)
+        | (pg_catalog.get_byte(v_bytes, 14)::bigint << 8)
+        | pg_catalog.get_byte(v_bytes, 15)::bigint;
+    RETURN ARRAY(
+        SELECT (v_hi || pg_catalog.to_hex(v_lo + g.n))::uuid
+        FROM pg_catalog.generate_series(1, count) AS g (n)
+        ORDER BY g.n
+    );
+END;
 $$;
 
 COMMENT ON FUNCTION jobq__uuid_v7_many(integer) IS

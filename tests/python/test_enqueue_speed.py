@@ -164,6 +164,46 @@ def test_enqueue_many_makes_the_rows_jobq_enqueue_many_makes(dsn: str, conn: Con
         assert mine == _rows(conn, reference)
 
 
+@pytest.mark.parametrize(
+    "jobs",
+    [
+        [{"job_type": "one", "queue": "q1", "payload": {"i": i}} for i in range(5)],
+        [{"job_type": "one", "queue": "q1"}, {"job_type": "two", "queue": "q1"}],
+        [{"job_type": "one", "queue": "q1"}, {"job_type": "one", "queue": "q2"}],
+        [{"job_type": "one", "queue": "q1"}, {"job_type": "one"}],
+        [{"job_type": "one"}],
+    ],
+    ids=["one type one queue", "two types", "two queues", "a queue and the default", "single"],
+)
+def test_a_column_every_job_shares_is_sent_once_and_stored_for_each(
+    dsn: str, conn: Conn, jobs: list[dict[str, Any]]
+) -> None:
+    with Queue(dsn) as q, conn.transaction():
+        ids = q.enqueue_many(jobs, conn=conn)
+        mine = _rows(conn, ids)
+        conn.execute("DELETE FROM jobq_jobs")
+        reference = [
+            r[0] for r in conn.execute(
+                "SELECT id FROM jobq_enqueue_many(%s::jsonb) ORDER BY ord",
+                (psycopg.types.json.Jsonb(jobs),),
+            )
+        ]
+        assert mine == _rows(conn, reference)
+
+
+def test_a_column_every_job_shares_is_checked_as_a_list_is(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        with pytest.raises(ValueError, match=re.escape("jobs[0] contains a NUL")):
+            q.enqueue_many([{"job_type": "t\x00"}] * 3)
+        with pytest.raises(ValueError, match=re.escape("jobs[0] contains a NUL")):
+            q.enqueue_many([{"job_type": "t", "queue": "q\x00"}] * 3)
+        with pytest.raises(InvalidArgument, match=r"element 1 .*queue must be a non-blank"):
+            q.enqueue_many([{"job_type": "t", "queue": None}] * 3)
+        with pytest.raises(InvalidArgument, match=r"element 1 .*job_type must be a non-blank"):
+            q.enqueue_many([{"job_type": " "}] * 3)
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+
+
 def test_enqueue_many_of_odd_values_still_names_the_job_and_the_key(dsn: str, conn: Conn) -> None:
     with Queue(dsn) as q:
         with pytest.raises(InvalidArgument, match=r"element 2 .*priority must be an integer"):
@@ -216,6 +256,43 @@ def test_arrays_racing_on_the_same_keys_make_one_row_per_key(dsn: str) -> None:
         assert n == (len(keys), len(keys))
         stored = dict(c.execute("SELECT idempotency_key, id FROM jobq_jobs").fetchall())
     assert results[0] == [stored[k] for k in keys]
+
+
+def test_arrays_wake_and_count_the_queues_of_what_they_insert(dsn: str, conn: Conn) -> None:
+    """jobq_enqueue_arrays without keys takes the queues to wake and the counts for
+    jobq_metrics() from its arguments: a job due later wakes nobody but is counted, a NULL
+    run_at is now, NULL arrays are all 'default' and due now."""
+    conn.execute("SELECT jobq_configure(metrics => true)")
+    listener = psycopg.connect(dsn, autocommit=True)
+    try:
+        listener.execute("LISTEN jobq")
+        conn.execute(
+            "SELECT count(*) FROM jobq_enqueue_arrays("
+            " job_types => %s::text[], queues => %s::text[], run_ats => %s::timestamptz[])",
+            (["a", "a", "b", "a", "a"], ["q1", "default", "q2", "q3", "q1"],
+             [None, datetime(2001, 1, 1, tzinfo=timezone.utc), RUN_AT, None, RUN_AT]),
+        )
+        got = sorted(n.payload for n in listener.notifies(timeout=1, stop_after=3))
+        assert got == ["default", "q1", "q3"], "q2 has only a job due later"
+        assert list(listener.notifies(timeout=0.2)) == []
+        conn.execute("SELECT count(*) FROM jobq_enqueue_arrays(job_types => %s::text[])",
+                     (["c", "c"],))
+        assert [n.payload for n in listener.notifies(timeout=1, stop_after=1)] == ["default"]
+    finally:
+        listener.close()
+    rows = conn.execute(
+        "SELECT labels ->> 'queue', labels ->> 'job_type', value FROM jobq_metrics()"
+        " WHERE metric = 'jobq_enqueued_total' AND value > 0 ORDER BY 1, 2"
+    ).fetchall()
+    assert rows == [("default", "a", 1), ("default", "c", 2), ("q1", "a", 2), ("q2", "b", 1),
+                    ("q3", "a", 1)]
+    stored = conn.execute(
+        "SELECT queue, job_type, scheduled, count(*) FROM jobq_jobs"
+        " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    ).fetchall()
+    assert stored == [("default", "a", False, 1), ("default", "c", False, 2),
+                      ("q1", "a", False, 1), ("q1", "a", True, 1), ("q2", "b", True, 1),
+                      ("q3", "a", False, 1)]
 
 
 def test_one_batch_wakes_each_queue_once_at_commit(dsn: str, conn: Conn) -> None:
