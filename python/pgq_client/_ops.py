@@ -533,9 +533,8 @@ def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, A
     if not all(type(v) is str for v in job_types):
         return None
     texts: list[list[Any]] = []
-    params: dict[str, Any] = {"jobs": len(elements)}
+    params: dict[str, Any] = {"jobs": len(elements), "queue": None}
     _one_or_each(params, "job_type", "job_types", job_types, texts)
-    params["queue"] = None
     for key, name, text_default in (
         ("idempotency_key", "idempotency_keys", None),
         ("queue", "queues", "default"),

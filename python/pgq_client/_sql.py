@@ -45,9 +45,9 @@ SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::json
 # 0.8 against 0.9-1.3 ms for 1,000 payloads. A NULL array is the default for every job: when no
 # job has a payload the JSON is NULL, its ARRAY() empty, and NULLIF makes that NULL (a batch
 # sent is never empty). A job type or queue that every job of the batch has goes once
-# (%(job_type)s, %(queue)s), repeated by array_fill in the server, and its list is NULL.
-ENQUEUE_ARRAYS = """
-SELECT id FROM {schema}jobq_enqueue_arrays(
+# (%(job_type)s, %(queue)s), repeated by array_fill in the server, and its list is NULL. The
+# arguments are written once, for the statement that returns the ids and the one that counts.
+_ENQUEUE_ARRAYS_ARGS = """
     job_types => CASE WHEN %(job_type)s::text IS NULL THEN %(job_types)b::text[]
         ELSE pg_catalog.array_fill(%(job_type)s::text, ARRAY[%(jobs)s::integer]) END,
     payloads => NULLIF(ARRAY(
@@ -61,28 +61,16 @@ SELECT id FROM {schema}jobq_enqueue_arrays(
     priorities => %(priorities)b::int[],
     queues => CASE WHEN %(queue)s::text IS NULL THEN %(queues)b::text[]
         ELSE pg_catalog.array_fill(%(queue)s::text, ARRAY[%(jobs)s::integer]) END
-) ORDER BY ord
 """
+ENQUEUE_ARRAYS = (
+    "SELECT id FROM {schema}jobq_enqueue_arrays(" + _ENQUEUE_ARRAYS_ARGS + ") ORDER BY ord"
+)
 
 # The same, for a bulk load that keeps no ids: one row back instead of one per job (parsing
 # thousands of UUIDs in the client cost more than the rest of its work on a batch).
-ENQUEUE_ARRAYS_COUNT = """
-SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_arrays(
-    job_types => CASE WHEN %(job_type)s::text IS NULL THEN %(job_types)b::text[]
-        ELSE pg_catalog.array_fill(%(job_type)s::text, ARRAY[%(jobs)s::integer]) END,
-    payloads => NULLIF(ARRAY(
-        SELECT e.payload
-        FROM pg_catalog.jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS e (payload, n)
-        ORDER BY e.n
-    ), '{}'::jsonb[]),
-    idempotency_keys => %(idempotency_keys)b::text[],
-    max_attempts => %(max_attempts)b::int[],
-    run_ats => %(run_ats)b::timestamptz[],
-    priorities => %(priorities)b::int[],
-    queues => CASE WHEN %(queue)s::text IS NULL THEN %(queues)b::text[]
-        ELSE pg_catalog.array_fill(%(queue)s::text, ARRAY[%(jobs)s::integer]) END
+ENQUEUE_ARRAYS_COUNT = (
+    "SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_arrays(" + _ENQUEUE_ARRAYS_ARGS + ")"
 )
-"""
 
 DEQUEUE = """
 SELECT * FROM {schema}jobq_dequeue(
