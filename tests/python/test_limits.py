@@ -7,6 +7,7 @@ tests/faults/test_limits.py."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -15,8 +16,20 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
-from pgq_client import AsyncQueue, InvalidArgument, Job, Limit, LimitUsage, Queue, Worker
+from pgq_client import (
+    AsyncQueue,
+    InvalidArgument,
+    Job,
+    Limit,
+    LimitUsage,
+    PermissionDenied,
+    Queue,
+    Worker,
+    grants,
+)
 
 Conn = psycopg.Connection[Any]
 
@@ -175,3 +188,140 @@ def test_worker_runs_a_serial_key_one_job_at_a_time_in_priority_order(
     assert order == list(range(19, -1, -1))
     done = conn.execute("SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'").fetchone()
     assert done == (40,)
+
+
+def test_a_serial_keys_next_job_is_claimed_by_the_completion_of_the_one_before(
+    dsn: str, conn: Conn
+) -> None:
+    """The worker's fetcher sends a limited job's completion with its next claim, in one
+    transaction: each job of a max_running 1 key is claimed by the transaction that completed
+    the key's job before it (the same now()), not by a later claim. (One key: with nothing
+    else in the worker, the claim is always worth its round trip; see the next test.)"""
+    with Queue(dsn) as q:
+        q.set_limit("serial", max_running=1)
+        q.enqueue_many([
+            {"job_type": "s", "priority": p, "limit_group": "serial", "limit_key": "a"}
+            for p in range(10)
+        ])
+    worker = Worker(dsn, handlers={"s": lambda job: None}, concurrency=4, poll_interval=3600)
+    worker.run(burst=True)
+    rows = conn.execute(
+        "SELECT status, claimed_at, finished_at FROM jobq_jobs ORDER BY priority DESC"
+    ).fetchall()
+    assert [r[0] for r in rows] == ["succeeded"] * 10
+    assert [r[1] for r in rows[1:]] == [r[2] for r in rows[:-1]]
+
+
+def test_a_limited_completion_sent_without_a_claim_still_frees_its_slot(
+    dsn: str, conn: Conn
+) -> None:
+    """When a claim is not worth its round trip (the buffer still holds jobs), the fetcher
+    sends a limited job's completion on its own; the slot it frees then makes a claim due, as
+    soon as one is worth it (not at the next poll, an hour here)."""
+    with Queue(dsn) as q:
+        q.set_limit("serial", max_running=1)
+        q.enqueue_many([
+            {"job_type": "s", "priority": 10 - p, "limit_group": "serial", "payload": {"p": p}}
+            for p in range(3)
+        ])
+        q.enqueue_many([{"job_type": "u", "payload": {"p": p}} for p in range(5)])
+
+    def unlimited(job: Job) -> None:
+        threading.Event().wait(0.2)
+
+    # Two handler threads and room for 8 jobs: the first claim brings the first serial job and
+    # the 5 others (not a full claim: no claim is due for that); when the serial job ends, 4
+    # wait and a claim of 3 is not worth its round trip (half the largest claim, 4), so its
+    # completion goes alone.
+    worker = Worker(
+        dsn, handlers={"s": lambda job: None, "u": unlimited}, concurrency=2, prefetch=6,
+        poll_interval=3600,
+    )
+    # Not a burst run: there every settled job wakes the fetcher anyway.
+    runner = threading.Thread(target=worker.run)
+    runner.start()
+    try:
+        for _ in range(300):
+            done = conn.execute(
+                "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'"
+            ).fetchone()
+            if done == (8,):
+                break
+            threading.Event().wait(0.05)
+        else:
+            pytest.fail("the freed slot made no claim due: the worker waits for its poll")
+    finally:
+        worker.stop()
+        runner.join(30)
+    rows = conn.execute(
+        "SELECT status, claimed_at, finished_at FROM jobq_jobs WHERE job_type = 's'"
+        " ORDER BY priority DESC"
+    ).fetchall()
+    assert [r[0] for r in rows] == ["succeeded"] * 3
+    assert rows[1][1] > rows[0][2]  # claimed after the first one's completion, not with it
+
+
+def _fetcher_alive() -> bool:
+    return any(t.name == "jobq-fetcher" and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_limited_job_that_ends_after_the_fetcher_stopped_is_completed(
+    dsn: str, conn: Conn
+) -> None:
+    """The fetcher completes limited jobs with its claims; one that a handler finishes after
+    the fetcher has stopped (a shutdown) is completed by the acknowledger instead."""
+    with Queue(dsn) as q:
+        q.set_limit("g", max_running=1)
+        q.enqueue("t", {}, limit_group="g", limit_key="a")
+    stopped = threading.Event()
+
+    def handle(job: Job) -> None:
+        worker.stop()
+        for _ in range(500):
+            if not _fetcher_alive():
+                stopped.set()
+                return
+            threading.Event().wait(0.01)
+
+    worker = Worker(dsn, handlers={"t": handle}, concurrency=2, poll_interval=3600)
+    worker.run()
+    assert stopped.is_set()
+    assert conn.execute("SELECT status FROM jobq_jobs").fetchall() == [("succeeded",)]
+
+
+def test_a_limited_completion_survives_a_claim_that_fails_for_good(
+    admin_dsn: str, dsn: str, conn: Conn
+) -> None:
+    """The completion of a limited job goes in the transaction of the fetcher's next claim; when
+    that claim fails for good (here: EXECUTE on jobq_dequeue revoked while the job runs), the
+    worker stops with the error and the acknowledger still records the completion."""
+    role = f"jobq_keyacks_{os.getpid()}"
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    try:
+        grants.grant(dsn, role, "worker")
+        with Queue(dsn) as q:
+            q.set_limit("g", max_running=1)
+            q.enqueue("t", {"n": 1}, limit_group="g", limit_key="a")
+
+        def handle(job: Job) -> None:
+            conn.execute(
+                sql.SQL(
+                    "REVOKE EXECUTE ON FUNCTION jobq_dequeue(text, text[], integer, interval,"
+                    " text[]) FROM {}"
+                ).format(sql.Identifier(role))
+            )
+
+        worker = Worker(
+            make_conninfo(dsn, user=role), handlers={"t": handle}, concurrency=2,
+            poll_interval=3600,
+        )
+        with pytest.raises(PermissionDenied):
+            worker.run()
+        assert conn.execute("SELECT status, attempts FROM jobq_jobs").fetchall() == [
+            ("succeeded", 1)
+        ]
+    finally:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        with psycopg.connect(admin_dsn, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

@@ -1,8 +1,9 @@
 """The Worker: claims jobs in batches, runs their handlers on threads, acknowledges them.
 
 ``concurrency + 2`` threads besides the one in :meth:`Worker.run`: the fetcher
-(:mod:`.fetcher`: LISTEN and claims), the handler threads (:mod:`.handlers`) and the
-acknowledger (:mod:`.acker`: release, completions, failures, heartbeats); with ``async def``
+(:mod:`.fetcher`: LISTEN and claims, with the completions of limited jobs), the handler
+threads (:mod:`.handlers`) and the acknowledger (:mod:`.acker`: release, the other
+completions, failures, heartbeats); with ``async def``
 handlers, one more runs the event loop they run on (:mod:`.async_handlers`). They share one lock
 (:class:`.state.Shared`); :mod:`.policy` sizes the claims, :mod:`.config` checks the
 arguments, :func:`.retry.reconnecting` is every retry. ``run()`` starts them, waits for a stop

@@ -17,7 +17,7 @@ from .. import _sql
 from ..errors import JobqError, PayloadTooLarge, PermissionDenied
 from ..models import Job, UnservedJobType, mark_cancel_requested
 from .config import WorkerConfig
-from .joblog import UNSERVED_IDLE, duration, job_log, log, report_unserved
+from .joblog import UNSERVED_IDLE, duration, job_log, log, log_completed, report_unserved
 from .retry import GaveUp, Link, reconnecting
 from .state import Failure, Shared
 
@@ -32,7 +32,8 @@ UNSERVED_AFTER = 3.0
 
 class Acknowledger:
     """Sends, in this order each round: the release of unstarted jobs (at shutdown), every
-    completion so far in one ``jobq_complete_many`` (with the results of those that have one),
+    completion so far in one ``jobq_complete_many`` (with the results of those that have one;
+    limited jobs without a result are completed by the fetcher while it runs, see Fetcher),
     every failure so far in one ``jobq_fail_many`` (a row per job, in order), and the heartbeat
     of every held job when one is due, which also asks which of them have a cancel request
     (``jobq_cancel_requested`` in the same statement); when a notification said a cancel
@@ -271,19 +272,7 @@ class Acknowledger:
         return too_large
 
     def _completed(self, jobs: list[Job], done: int, retried: bool) -> None:
-        if done < len(jobs):
-            log.warning(
-                "%s: %d of %d completed jobs were not recorded: their claim was lost (lock "
-                "expired, taken over)%s; jobs: %s",
-                self._who,
-                len(jobs) - done,
-                len(jobs),
-                " or already recorded before the connection was lost" if retried else "",
-                ", ".join(f"{j.id} ({j.job_type}, attempt {j.attempts})" for j in jobs),
-            )
-        if log.isEnabledFor(logging.DEBUG):
-            for job in jobs:
-                job_log(logging.DEBUG, job, "succeeded")
+        log_completed(self._who, jobs, done, retried)
         self._shared.settled(jobs, done=done)
 
     def _fail(self, failures: list[Failure]) -> None:
@@ -324,8 +313,11 @@ class Acknowledger:
         renewed = int(rows[0][0])
         if len(rows[0]) > 1:
             self._mark_cancelled(rows[0][1])
+        # Jobs the fetcher is completing may have been locked by its transaction, and skipped:
+        # they are not counted (the completion says whether their claim was lost).
         with self._shared.lock:
-            still_held = sum(1 for i in ids if i in self._shared.held)
+            held, completing = self._shared.held, self._shared.key_completing
+            still_held = sum(1 for i in ids if i in held and i not in completing)
         if renewed < still_held:
             log.warning(
                 "%s: %d of %d claims were not renewed: lost (lock expired and taken over; their "

@@ -18,7 +18,7 @@ from .. import _sql
 from ..errors import JobqError, from_psycopg
 from ..models import Job, UnservedJobType, job_row
 from .config import WorkerConfig
-from .joblog import UNSERVED_IDLE, log, report_unserved
+from .joblog import UNSERVED_IDLE, log, log_completed, report_unserved
 from .retry import GaveUp, Link, connection_lost, reconnecting, transient
 from .state import Shared, poke
 
@@ -46,6 +46,16 @@ class Fetcher:
 
     One claim at a time: the prefetch policy sizes the buffer so that it lasts while the next
     claim is under way, and for jobs shorter than that, claims wait for an empty buffer anyway.
+
+    Limited jobs (``limit_group`` set) whose handler returned None are completed here, not by
+    the acknowledger: the fetcher is woken, and sends ``jobq_complete_many`` for them and its
+    next claim in one round trip and one transaction (a pipeline). The claim counts each
+    key's running jobs after those completions, so a slot that a job frees is taken again by
+    the same round trip instead of one completion and one claim after it; for a key with
+    ``max_running = 1`` that is its whole turnover. Nothing else changes: the completion is
+    fenced by the attempt as the acknowledger's is (sent again after a lost connection, it
+    records nothing twice), the jobs stay held (heartbeats) until it has committed, and when
+    the fetcher ends, what it has not completed goes to the acknowledger.
     """
 
     def __init__(
@@ -70,6 +80,9 @@ class Fetcher:
         # worker's id and unknown to it. Before the next claim, jobq_release_orphans gives back
         # every job locked by this id that the worker does not hold (see _release_orphans).
         self._orphans_unknown = False
+        # Limited jobs to complete in the round trip of the next claim (see the class).
+        self._key_acks: list[Job] = []
+        self._acks_retried = False  # they were sent before, and the reply was lost
         self._params: dict[str, Any] = {
             "worker_id": config.worker_id,
             "job_types": config.job_types,
@@ -93,6 +106,10 @@ class Fetcher:
             self._shared.fail(exc)
             self._on_end()
         finally:
+            # Completions of limited jobs that this thread took and did not send, and those
+            # that handlers finish from now on, go to the acknowledger.
+            self._shared.close_key_acks(self._key_acks)
+            self._key_acks = []
             self._link.close()
 
     def stop(self) -> None:
@@ -112,19 +129,34 @@ class Fetcher:
             now = time.monotonic()
             with shared.lock:
                 wanted = shared.policy.claim_size(shared.unfinished, shared.work.qsize())
-                due = more or shared.woken or now >= next_poll
+                # A limited job's completion frees a slot of its key: a claim is due with it.
+                acks = bool(shared.key_acks)
+                due = more or shared.woken or acks or now >= next_poll
                 go = due and wanted > 0
                 if go:
                     shared.woken = False  # what woke it is served by this claim
-                else:
+                elif not acks:
                     shared.slots_awaited = due  # a freed slot wakes it only when due
                     shared.fetcher_asleep = self._wake
+            if acks and not go:
+                # No room for a claim: the completions go alone.
+                self._key_acks += shared.take_key_acks()
+                reconnecting(
+                    self._complete_key_acks,
+                    doing=f"acknowledging {len(self._key_acks)} jobs",
+                    who=self._who,
+                    give_up=self._stopping.is_set,
+                    pause=self._stopping.wait,
+                    on_lost=self._link.close,
+                )
+                continue
             if not go:
                 self._sleep(MAX_SLEEP if due else min(next_poll - now, MAX_SLEEP))
                 continue
 
             started = time.perf_counter()
             self._params["batch_size"] = wanted
+            self._key_acks += shared.take_key_acks()
             jobs = reconnecting(
                 self._claim,
                 doing="claiming jobs",
@@ -171,14 +203,58 @@ class Fetcher:
         conn = self._link.get()
         if self._orphans_unknown:
             self._release_orphans(conn)
+        acks = self._key_acks
         try:
-            with conn.cursor(row_factory=job_row) as cur:
+            if not acks:
+                with conn.cursor(row_factory=job_row) as cur:
+                    cur.execute(self._sql.dequeue, self._params)
+                    return cur.fetchall()
+            # The completions, then the claim: one implicit transaction (no Sync between
+            # them), so the claim counts the keys' running jobs without those it completes.
+            with conn.pipeline():
+                done_cur = conn.cursor(row_factory=tuple_row)
+                done_cur.execute(self._sql.complete_many, self._key_ack_params(acks))
+                cur = conn.cursor(row_factory=job_row)
                 cur.execute(self._sql.dequeue, self._params)
-                return cur.fetchall()
+            row = done_cur.fetchone()
+            jobs = cur.fetchall()
         except psycopg.Error as exc:
             if connection_lost(exc):
                 self._orphans_unknown = True  # it may have committed, its reply lost
+                self._acks_retried = True
             raise
+        self._key_acks_sent(acks, row, claimed=True)
+        return jobs
+
+    def _complete_key_acks(self) -> None:
+        """Complete the limited jobs taken, without a claim (the buffer is full)."""
+        acks = self._key_acks
+        try:
+            with self._link.get().cursor(row_factory=tuple_row) as cur:
+                row = cur.execute(self._sql.complete_many, self._key_ack_params(acks)).fetchone()
+        except psycopg.Error as exc:
+            if connection_lost(exc):
+                self._acks_retried = True
+            raise
+        self._key_acks_sent(acks, row, claimed=False)
+
+    def _key_ack_params(self, acks: list[Job]) -> dict[str, Any]:
+        # In id order, as the acknowledger sends its own (see Acknowledger._complete).
+        acks.sort(key=lambda job: job.id)
+        return {
+            "job_ids": [job.id for job in acks],
+            "worker_id": self._config.worker_id,
+            "attempts": [job.attempts for job in acks],
+            "results": None,
+        }
+
+    def _key_acks_sent(self, acks: list[Job], row: Any, claimed: bool) -> None:
+        done = int(row[0]) if row is not None and row[0] is not None else 0
+        log_completed(self._who, acks, done, self._acks_retried)
+        self._key_acks, self._acks_retried = [], False
+        # A claim in the same transaction had the slots they freed: no wake-up for them.
+        # Without one, the slots make a claim due, as the acknowledger's completions do.
+        self._shared.settled(acks, done=done, wake=not claimed)
 
     def _release_orphans(self, conn: psycopg.Connection[Any]) -> None:
         """After a claim that failed with the connection: release the jobs locked by this

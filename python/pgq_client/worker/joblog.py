@@ -10,7 +10,10 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..models import Job, UnservedJobType
 
-__all__ = ["UNSERVED_IDLE", "database_name", "duration", "job_log", "log", "report_unserved"]
+__all__ = [
+    "UNSERVED_IDLE", "database_name", "duration", "job_log", "log", "log_completed",
+    "report_unserved",
+]
 
 UNSERVED_IDLE = timedelta(minutes=15)
 """A queue and job type that no worker claimed for this long counts as served by nobody (the
@@ -66,3 +69,20 @@ def report_unserved(who: str, rows: Sequence[UnservedJobType]) -> None:
             f"{UNSERVED_IDLE.total_seconds() / 60:g} minutes",
             "; ".join(row.describe() for row in rows),
         )
+
+
+def log_completed(who: str, jobs: Sequence[Job], done: int, retried: bool) -> None:
+    """Log what a ``jobq_complete_many`` of ``jobs`` that recorded ``done`` of them says."""
+    if done < len(jobs):
+        log.warning(
+            "%s: %d of %d completed jobs were not recorded: their claim was lost (lock "
+            "expired, taken over)%s; jobs: %s",
+            who,
+            len(jobs) - done,
+            len(jobs),
+            " or already recorded before the connection was lost" if retried else "",
+            ", ".join(f"{j.id} ({j.job_type}, attempt {j.attempts})" for j in jobs),
+        )
+    if log.isEnabledFor(logging.DEBUG):
+        for job in jobs:
+            job_log(logging.DEBUG, job, "succeeded")

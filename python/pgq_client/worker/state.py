@@ -75,6 +75,14 @@ class Shared:
         # of those completions that have one, by job id.
         self.completions: list[Job] = []
         self.results: dict[uuid.UUID, str] = {}
+        # Limited jobs whose handler returned None, while the fetcher runs: it completes them
+        # in the round trip of its next claim, whose count of the key's running jobs then no
+        # longer includes them (see Fetcher). At its end they go to the acknowledger.
+        # key_completing: their ids, and those of such completions under way (heartbeats
+        # skip them when counting lost claims).
+        self.key_acks: list[Job] = []
+        self.key_acks_open = True
+        self.key_completing: set[uuid.UUID] = set()
         self.failures: list[Failure] = []
         self.releases: list[Job] = []
         self.acks_closed = False
@@ -98,15 +106,18 @@ class Shared:
             poke(self.fetcher_asleep)
             self.fetcher_asleep = None
 
-    def _settled(self, jobs: Sequence[Job]) -> None:
+    def _settled(self, jobs: Sequence[Job], wake: bool = True) -> None:
         limited = False
         for job in jobs:
             self.held.pop(job.id, None)
+            self.key_completing.discard(job.id)
             limited = limited or job.limit_group is not None
         # A failure may have made a job claimable again (claim before a burst run ends); the
         # end of a limited job frees a slot of its key, which jobs the limit held back, here
         # or in no other worker's sight, may be waiting for: claim now, not at the next poll.
-        if self.burst or limited:
+        # (Not when the fetcher settles what it completed: its claim in the same transaction
+        # already had those slots.)
+        if wake and (self.burst or limited):
             self.woken = True
             self.wake_fetcher()
 
@@ -139,7 +150,11 @@ class Shared:
         with self.lock:
             self.policy.job_took(run_seconds)
             self.unfinished -= 1
-            if outcome is Outcome.ACK:
+            if outcome is Outcome.ACK and job.limit_group is not None and self.key_acks_open:
+                self.key_acks.append(job)
+                self.key_completing.add(job.id)
+                self.wake_fetcher()
+            elif outcome is Outcome.ACK:
                 self.completions.append(job)
                 self._result_ready()
             elif isinstance(outcome, Success):
@@ -173,12 +188,33 @@ class Shared:
             self.releases.extend(jobs)
             self.acks_ready.notify()
 
-    def settled(self, jobs: Sequence[Job], done: int = 0, failed: int = 0) -> None:
+    def settled(
+        self, jobs: Sequence[Job], done: int = 0, failed: int = 0, wake: bool = True
+    ) -> None:
         """The database knows how ``jobs`` ended (or they are given up on)."""
         with self.lock:
             self.done += done
             self.failed += failed
-            self._settled(jobs)
+            self._settled(jobs, wake)
+
+    def take_key_acks(self) -> list[Job]:
+        """For the fetcher: the limited jobs to complete with its next claim."""
+        with self.lock:
+            jobs, self.key_acks = self.key_acks, []
+            return jobs
+
+    def close_key_acks(self, unsent: Sequence[Job]) -> None:
+        """The fetcher ends: what it did not complete (``unsent``, and what handlers finish
+        from now on) goes to the acknowledger."""
+        with self.lock:
+            self.key_acks_open = False
+            jobs = [*unsent, *self.key_acks]
+            self.key_acks = []
+            for job in jobs:
+                self.key_completing.discard(job.id)
+            if jobs:
+                self.completions.extend(jobs)
+                self.acks_ready.notify()
 
     def fail(self, exc: BaseException) -> None:
         """Record the error that stops the worker (the first one wins)."""
