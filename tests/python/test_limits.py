@@ -30,6 +30,7 @@ from pgq_client import (
     Worker,
     grants,
 )
+from pgq_client.worker import fetcher
 
 Conn = psycopg.Connection[Any]
 
@@ -209,6 +210,27 @@ def test_a_serial_keys_next_job_is_claimed_by_the_completion_of_the_one_before(
         "SELECT status, claimed_at, finished_at FROM jobq_jobs ORDER BY priority DESC"
     ).fetchall()
     assert [r[0] for r in rows] == ["succeeded"] * 10
+    assert [r[1] for r in rows[1:]] == [r[2] for r in rows[:-1]]
+
+
+def test_without_pipelines_the_completion_and_claim_share_an_explicit_transaction(
+    dsn: str, conn: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a libpq older than 14 (no pipeline mode, simulated here), the fetcher sends a
+    limited job's completion and its next claim in an explicit transaction: same result."""
+    monkeypatch.setattr(fetcher, "PIPELINE", False)
+    with Queue(dsn) as q:
+        q.set_limit("serial", max_running=1)
+        q.enqueue_many([
+            {"job_type": "s", "priority": p, "limit_group": "serial", "limit_key": "a"}
+            for p in range(5)
+        ])
+    worker = Worker(dsn, handlers={"s": lambda job: None}, concurrency=2, poll_interval=3600)
+    worker.run(burst=True)
+    rows = conn.execute(
+        "SELECT status, claimed_at, finished_at FROM jobq_jobs ORDER BY priority DESC"
+    ).fetchall()
+    assert [r[0] for r in rows] == ["succeeded"] * 5
     assert [r[1] for r in rows[1:]] == [r[2] for r in rows[:-1]]
 
 

@@ -26,6 +26,9 @@ __all__ = ["Fetcher"]
 
 MAX_SLEEP = 1.0  # seconds: a fetcher looks again at least this often, whatever woke it
 
+# Whether the libpq in use has pipeline mode (14 and later; psycopg's binary package has it).
+PIPELINE = psycopg.Pipeline.is_supported()
+
 # The cancel channels (jobq-cancel:<schema>, jobq-cancel#<hash>): no wake-up channel starts so.
 _CANCEL_CHANNELS = (f"jobq-{_sql.CANCEL_EVENT}:", f"jobq-{_sql.CANCEL_EVENT}#")
 
@@ -49,13 +52,16 @@ class Fetcher:
 
     Limited jobs (``limit_group`` set) whose handler returned None are completed here, not by
     the acknowledger: the fetcher is woken, and sends ``jobq_complete_many`` for them and its
-    next claim in one round trip and one transaction (a pipeline). The claim counts each
-    key's running jobs after those completions, so a slot that a job frees is taken again by
-    the same round trip instead of one completion and one claim after it; for a key with
-    ``max_running = 1`` that is its whole turnover. Nothing else changes: the completion is
-    fenced by the attempt as the acknowledger's is (sent again after a lost connection, it
-    records nothing twice), the jobs stay held (heartbeats) until it has committed, and when
-    the fetcher ends, what it has not completed goes to the acknowledger.
+    next claim in one round trip and one transaction (a pipeline; an explicit transaction
+    where libpq has no pipeline mode). The claim counts each key's running jobs after those
+    completions, so a slot that a job frees is taken again by the same round trip instead of
+    one completion and one claim after it; for a key with ``max_running = 1`` that is its
+    whole turnover. When no claim is worth its round trip (the buffer still holds jobs), the
+    completions go alone, at once (a finished job must not keep its slot), and make a claim
+    due. Nothing else changes: the completion is fenced by the attempt as the acknowledger's
+    is (sent again after a lost connection, it records nothing twice), the jobs stay held
+    (heartbeats) until it has committed, and when the fetcher ends, what it has not
+    completed goes to the acknowledger.
     """
 
     def __init__(
@@ -209,9 +215,11 @@ class Fetcher:
                 with conn.cursor(row_factory=job_row) as cur:
                     cur.execute(self._sql.dequeue, self._params)
                     return cur.fetchall()
-            # The completions, then the claim: one implicit transaction (no Sync between
-            # them), so the claim counts the keys' running jobs without those it completes.
-            with conn.pipeline():
+            # The completions, then the claim, in one transaction, so that the claim counts
+            # the keys' running jobs without those it completes: in a pipeline, one implicit
+            # transaction (no Sync between them) and one round trip; with a libpq too old for
+            # pipelines (before 14), an explicit transaction.
+            with conn.pipeline() if PIPELINE else conn.transaction():
                 done_cur = conn.cursor(row_factory=tuple_row)
                 done_cur.execute(self._sql.complete_many, self._key_ack_params(acks))
                 cur = conn.cursor(row_factory=job_row)
