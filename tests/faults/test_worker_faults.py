@@ -8,10 +8,13 @@ instead of waiting for a lock timeout, and ends with the shared invariants
 
 from __future__ import annotations
 
+import itertools
 import signal
 import threading
+import time
 import uuid
 from functools import partial
+from typing import Any
 
 import psycopg
 
@@ -383,3 +386,46 @@ def test_sigterm_releases_unstarted_jobs_at_once_and_finishes_in_flight_ones(fx:
         assert [s[:2] for s in fx.starts(j)] == [(1, "B")], "a released job had been started"
     fx.check_invariants([*running, *waiting])
 
+
+
+def test_serial_keys_under_connection_kills_lose_no_completion_and_never_overlap(
+    fx: Fx,
+) -> None:
+    """Two workers drain 12 keys with max_running 1 (their completions go in the transaction of
+    the next claim, on the fetcher's connection) while every worker connection is terminated
+    every 50 ms until the drain ends: every job succeeds with its one effect, a completion
+    whose reply was lost is sent again without harm, and no key ever runs two jobs at once
+    (the handlers' intervals, from the ledger's start to the effect, never overlap within a
+    key)."""
+    fx.sql("SELECT jobq_set_limit('fx-serial', max_running => 1)")
+    ids = fx.enqueue_many([
+        {"job_type": "fx_plain", "limit_group": "fx-serial", "limit_key": f"k{i % 12}",
+         "priority": i % 3, "payload": {"n": i}}
+        for i in range(3000)
+    ])
+    for k in range(2):
+        fx.spawn(f"w{k}", "--lock-timeout", LONG_LOCK, concurrency=4)
+    fx.wait_listening(2)
+    rounds = 0
+    deadline = time.monotonic() + 120
+    while fx.status_counts()["succeeded"] < len(ids) and time.monotonic() < deadline:
+        rounds += fx.terminate("application_name = 'fx-worker'") > 0
+        time.sleep(0.05)
+    assert rounds >= 10, f"only {rounds} rounds of kills during the drain"
+    fx.wait_all_finished(len(ids), timeout=120)
+    assert fx.stop_all() == {"w0": 0, "w1": 0}
+    fx.check_invariants(ids)
+    rows = fx.sql(
+        "SELECT j.limit_key, l.at, e.at FROM jobq_jobs AS j"
+        " JOIN fx_ledger AS l ON l.job_id = j.id AND l.event = 'start'"
+        " JOIN fx_effects AS e ON e.job_id = l.job_id AND e.attempt = l.attempt"
+        "  AND e.worker = l.worker"
+        " ORDER BY j.limit_key, l.at"
+    )
+    by_key: dict[str, list[tuple[Any, Any]]] = {}
+    for key, started, ended in rows:
+        by_key.setdefault(key, []).append((started, ended))
+    assert len(by_key) == 12
+    for key, spans in by_key.items():
+        for (_, ended), (started, _) in itertools.pairwise(spans):
+            assert started >= ended, f"key {key}: a job started at {started}, before {ended}"
