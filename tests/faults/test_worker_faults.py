@@ -405,7 +405,12 @@ def test_serial_keys_under_connection_kills_lose_no_completion_and_never_overlap
     ])
     for k in range(2):
         fx.spawn(f"w{k}", "--lock-timeout", LONG_LOCK, concurrency=4)
-    fx.wait_listening(2)
+    # Both running jobs: past their start-up check, which a worker does not retry (a
+    # connection killed then fails its start, on purpose).
+    fx.wait_for(
+        "both workers to start jobs",
+        lambda: fx.one("SELECT count(DISTINCT worker) = 2 FROM fx_ledger") or None,
+    )
     rounds = 0
     deadline = time.monotonic() + 120
     while fx.status_counts()["succeeded"] < len(ids) and time.monotonic() < deadline:
