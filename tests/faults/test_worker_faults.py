@@ -405,11 +405,15 @@ def test_serial_keys_under_connection_kills_lose_no_completion_and_never_overlap
     ])
     for k in range(2):
         fx.spawn(f"w{k}", "--lock-timeout", LONG_LOCK, concurrency=4)
-    # Both running jobs: past their start-up check, which a worker does not retry (a
-    # connection killed then fails its start, on purpose).
+    # Both claiming (their first claim records them in jobq_workers): past their start-up
+    # check, which a worker does not retry (a connection killed then fails its start, on
+    # purpose). Not "both running jobs": a worker that holds a serial key's slot hands it to
+    # the key's next job in its own completion's transaction, so the other may get none.
     fx.wait_for(
-        "both workers to start jobs",
-        lambda: fx.one("SELECT count(DISTINCT worker) = 2 FROM fx_ledger") or None,
+        "both workers to claim",
+        lambda: fx.one(
+            "SELECT count(*) = 2 FROM jobq_workers WHERE worker_id IN ('w0', 'w1')"
+        ) or None,
     )
     rounds = 0
     deadline = time.monotonic() + 120
