@@ -549,10 +549,15 @@ def test_transactional_handler_that_lost_its_claim_has_its_writes_rolled_back(
     )
 
 
+@pytest.mark.parametrize("limited", [False, True], ids=["unlimited", "limited"])
 def test_plain_handler_that_lost_its_claim_is_logged_not_raised(
-    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture, limited: bool
 ) -> None:
-    job_id = Queue(dsn).enqueue("t")
+    """Limited: its completion goes with the fetcher's next claim, not the acknowledger."""
+    with Queue(dsn) as q:
+        if limited:
+            q.set_limit("g", max_running=1)
+        job_id = q.enqueue("t", limit_group="g" if limited else None)
 
     def handler(job: Job) -> None:
         steal(dsn, job.id)

@@ -21,7 +21,7 @@ from .joblog import UNSERVED_IDLE, duration, job_log, log, log_completed, report
 from .retry import GaveUp, Link, reconnecting
 from .state import Failure, Shared
 
-__all__ = ["Acknowledger"]
+__all__ = ["Acknowledger", "complete_many_params"]
 
 ACK_LINGER = 0.005
 """Seconds a result may wait for others to share its round trip (and its commit)."""
@@ -226,12 +226,7 @@ class Acknowledger:
         try:
             rows, retried = self._send(
                 self._sql.complete_many,
-                {
-                    "job_ids": [job.id for job in jobs],
-                    "worker_id": self._config.worker_id,
-                    "attempts": [job.attempts for job in jobs],
-                    "results": [results.get(job.id) for job in jobs] if results else None,
-                },
+                complete_many_params(jobs, self._config.worker_id, results),
                 f"acknowledging {len(jobs)} jobs",
             )
         except PayloadTooLarge:
@@ -455,6 +450,19 @@ class Acknowledger:
                 finished / max(now - since, 1e-9),
                 in_flight,
             )
+
+
+def complete_many_params(
+    jobs: Sequence[Job], worker_id: str, results: dict[uuid.UUID, str] | None = None
+) -> dict[str, Any]:
+    """The parameters of ``jobq_complete_many`` for ``jobs`` (in id order: see
+    Acknowledger._complete), each fenced by its claim's attempt."""
+    return {
+        "job_ids": [job.id for job in jobs],
+        "worker_id": worker_id,
+        "attempts": [job.attempts for job in jobs],
+        "results": [results.get(job.id) for job in jobs] if results else None,
+    }
 
 
 def _job_id(job: Job) -> uuid.UUID:

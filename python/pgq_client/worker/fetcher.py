@@ -9,7 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -17,12 +17,15 @@ from psycopg.rows import tuple_row
 from .. import _sql
 from ..errors import JobqError, from_psycopg
 from ..models import Job, UnservedJobType, job_row
+from .acker import complete_many_params
 from .config import WorkerConfig
 from .joblog import UNSERVED_IDLE, log, log_completed, report_unserved
 from .retry import GaveUp, Link, connection_lost, reconnecting, transient
 from .state import Shared, poke
 
 __all__ = ["Fetcher"]
+
+T = TypeVar("T")
 
 MAX_SLEEP = 1.0  # seconds: a fetcher looks again at least this often, whatever woke it
 
@@ -147,13 +150,8 @@ class Fetcher:
             if acks and not go:
                 # No room for a claim: the completions go alone.
                 self._key_acks += shared.take_key_acks()
-                reconnecting(
-                    self._complete_key_acks,
-                    doing=f"acknowledging {len(self._key_acks)} jobs",
-                    who=self._who,
-                    give_up=self._stopping.is_set,
-                    pause=self._stopping.wait,
-                    on_lost=self._link.close,
+                self._reconnecting(
+                    self._complete_key_acks, f"acknowledging {len(self._key_acks)} jobs"
                 )
                 continue
             if not go:
@@ -163,14 +161,7 @@ class Fetcher:
             started = time.perf_counter()
             self._params["batch_size"] = wanted
             self._key_acks += shared.take_key_acks()
-            jobs = reconnecting(
-                self._claim,
-                doing="claiming jobs",
-                who=self._who,
-                give_up=self._stopping.is_set,
-                pause=self._stopping.wait,
-                on_lost=self._link.close,
-            )
+            jobs = self._reconnecting(self._claim, "claiming jobs")
             shared.claimed(jobs, time.perf_counter() - started)
             if jobs and log.isEnabledFor(logging.DEBUG):
                 log.debug("%s claimed %d jobs", self._who, len(jobs))
@@ -185,6 +176,17 @@ class Fetcher:
                     self._report_unserved()
                     self._on_end()
                     return
+
+    def _reconnecting(self, call: Callable[[], T], doing: str) -> T:
+        """``call`` through lost connections, until it works or the fetcher stops."""
+        return reconnecting(
+            call,
+            doing=doing,
+            who=self._who,
+            give_up=self._stopping.is_set,
+            pause=self._stopping.wait,
+            on_lost=self._link.close,
+        )
 
     def _report_unserved(self) -> None:
         """At the end of a burst run: "no job available" is true only for this worker's job
@@ -247,14 +249,8 @@ class Fetcher:
         self._key_acks_sent(acks, row, claimed=False)
 
     def _key_ack_params(self, acks: list[Job]) -> dict[str, Any]:
-        # In id order, as the acknowledger sends its own (see Acknowledger._complete).
-        acks.sort(key=lambda job: job.id)
-        return {
-            "job_ids": [job.id for job in acks],
-            "worker_id": self._config.worker_id,
-            "attempts": [job.attempts for job in acks],
-            "results": None,
-        }
+        acks.sort(key=lambda job: job.id)  # id order, as the acknowledger sends its own
+        return complete_many_params(acks, self._config.worker_id)
 
     def _key_acks_sent(self, acks: list[Job], row: Any, claimed: bool) -> None:
         done = int(row[0]) if row is not None and row[0] is not None else 0
