@@ -256,7 +256,7 @@ COMMENT ON CONSTRAINT jobq_jobs_max_attempts_check ON public.jobq_jobs IS 'A job
 COMMENT ON CONSTRAINT jobq_jobs_status_check ON public.jobq_jobs IS 'status is one of jobq__statuses(). Text with a CHECK rather than an enum, whose values could
 never be dropped.';
 
-CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_types text[], range_queues text[]) RETURNS SETOF public.jobq_jobs
+CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[]) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -314,9 +314,10 @@ DECLARE
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- 1. Jobs without a limit: the first 2 x batch_size of the ranges of jobq_jobs_claim_idx
-    --    that jobq_dequeue found, merged in claim order (extra ones stand in for rows that
+    --    that jobq_dequeue found (by the hashes of their names, whose rows' names are compared
+    --    with the filters), merged in claim order (extra ones stand in for rows that
     --    concurrent claims hold).
-    IF range_types IS NOT NULL THEN
+    IF range_type_hashes IS NOT NULL THEN
         SELECT
             pg_catalog.array_agg(u.id ORDER BY u.priority DESC, u.available_at, u.id),
             pg_catalog.array_agg(u.priority ORDER BY u.priority DESC, u.available_at, u.id),
@@ -325,13 +326,17 @@ BEGIN
         INTO c_ids, c_prio, c_avail, c_key
         FROM (
             SELECT r.id, r.priority, r.available_at
-            FROM ROWS FROM (pg_catalog.unnest(range_types), pg_catalog.unnest(range_queues))
-                AS p (job_type, queue)
+            FROM ROWS FROM (pg_catalog.unnest(range_type_hashes),
+                            pg_catalog.unnest(range_queue_hashes)) AS p (ht, hq)
             CROSS JOIN LATERAL (
                 SELECT j.id, j.priority, j.available_at
                 FROM jobq_jobs AS j
-                WHERE j.job_type = p.job_type
-                  AND j.queue = p.queue
+                WHERE pg_catalog.hashtextextended(j.job_type, 0) = p.ht
+                  AND pg_catalog.hashtextextended(j.queue, 0) = p.hq
+                  AND (jobq__claim_limited.job_types IS NULL
+                       OR j.job_type = ANY (jobq__claim_limited.job_types))
+                  AND (jobq__claim_limited.queues IS NULL
+                       OR j.queue = ANY (jobq__claim_limited.queues))
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
@@ -748,7 +753,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_types text[], range_queues text[]) IS 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
+COMMENT ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[]) IS 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
 batch_size jobs in claim order, never more than each (limit_group, limit_key) may start
 (max_running, max_starts per per), skipping keys that a concurrent claim holds, and records
 the starts.';
@@ -2373,8 +2378,10 @@ CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NUL
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
-    v_types text[];  -- the (job_type, queue) ranges to claim from: v_types[i], v_queues[i]
-    v_queues text[];
+    -- The ranges of jobq_jobs_claim_idx to claim from, by the hashes of their names:
+    -- (hashtextextended(job_type, 0), hashtextextended(queue, 0)) = (v_hts[i], v_hqs[i]).
+    v_hts bigint[];
+    v_hqs bigint[];
     v_want integer;
     v_k bigint;
     v_ids uuid[];
@@ -2511,36 +2518,41 @@ BEGIN
         PERFORM jobq__notify_events('done', v_ended);
     END IF;
 
-    -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair. With both
-    --    filters they are known; otherwise the pairs that have pending jobs are found in the
-    --    index itself (a skip scan: one probe per pair, whatever the number of rows in it).
-    --    By job type, the probes stay inside the ranges of those types; by queue alone or
-    --    with no filter, every pair with pending jobs is visited once.
+    -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by
+    --    the hashes of the two names (h(x) is hashtextextended(x, 0), the index's keys). With
+    --    both filters they are known; otherwise the ranges that hold pending jobs are found in
+    --    the index itself (a skip scan: one probe per range, whatever the number of rows in
+    --    it). By job type, the probes stay inside the ranges of those types; by queue alone or
+    --    with no filter, every range with pending jobs is visited once. Two names whose hashes
+    --    collide share a range: step 3 compares each row's names with the filters, so a range
+    --    never gives a job the filters leave out.
     IF jobq_dequeue.job_types IS NOT NULL AND jobq_dequeue.queues IS NOT NULL THEN
-        SELECT pg_catalog.array_agg(p.job_type), pg_catalog.array_agg(p.queue)
-        INTO v_types, v_queues
+        SELECT pg_catalog.array_agg(p.ht), pg_catalog.array_agg(p.hq)
+        INTO v_hts, v_hqs
         FROM (
-            SELECT DISTINCT t.job_type, q.queue
+            SELECT DISTINCT
+                pg_catalog.hashtextextended(t.job_type, 0) AS ht,
+                pg_catalog.hashtextextended(q.queue, 0) AS hq
             FROM pg_catalog.unnest(jobq_dequeue.job_types) AS t (job_type)
             CROSS JOIN pg_catalog.unnest(jobq_dequeue.queues) AS q (queue)
             WHERE t.job_type IS NOT NULL AND q.queue IS NOT NULL
         ) AS p;
     ELSIF jobq_dequeue.job_types IS NOT NULL THEN
-        WITH RECURSIVE pairs (job_type, queue) AS (
+        WITH RECURSIVE ranges (ht, hq) AS (
             SELECT
-                t.job_type,
+                t.ht,
                 (
-                    SELECT j.queue
+                    SELECT pg_catalog.hashtextextended(j.queue, 0)
                     FROM jobq_jobs AS j
-                    WHERE j.job_type = t.job_type
+                    WHERE pg_catalog.hashtextextended(j.job_type, 0) = t.ht
                       AND j.status = 'pending'
                       AND NOT j.scheduled
                       AND j.limit_group IS NULL
-                    ORDER BY j.queue
+                    ORDER BY pg_catalog.hashtextextended(j.queue, 0)
                     LIMIT 1
                 )
             FROM (
-                SELECT DISTINCT u.job_type
+                SELECT DISTINCT pg_catalog.hashtextextended(u.job_type, 0) AS ht
                 FROM pg_catalog.unnest(jobq_dequeue.job_types) AS u (job_type)
                 WHERE u.job_type IS NOT NULL
             ) AS t
@@ -2548,56 +2560,68 @@ BEGIN
             UNION ALL
 
             SELECT
-                p.job_type,
+                r.ht,
                 (
-                    SELECT j.queue
+                    SELECT pg_catalog.hashtextextended(j.queue, 0)
                     FROM jobq_jobs AS j
-                    WHERE j.job_type = p.job_type
-                      AND j.queue > p.queue
+                    WHERE pg_catalog.hashtextextended(j.job_type, 0) = r.ht
+                      AND pg_catalog.hashtextextended(j.queue, 0) > r.hq
                       AND j.status = 'pending'
                       AND NOT j.scheduled
                       AND j.limit_group IS NULL
-                    ORDER BY j.queue
+                    ORDER BY pg_catalog.hashtextextended(j.queue, 0)
                     LIMIT 1
                 )
-            FROM pairs AS p
-            WHERE p.queue IS NOT NULL
+            FROM ranges AS r
+            WHERE r.hq IS NOT NULL
         )
 
-        SELECT pg_catalog.array_agg(p.job_type), pg_catalog.array_agg(p.queue)
-        INTO v_types, v_queues
-        FROM pairs AS p
-        WHERE p.queue IS NOT NULL;
+        SELECT pg_catalog.array_agg(r.ht), pg_catalog.array_agg(r.hq)
+        INTO v_hts, v_hqs
+        FROM ranges AS r
+        WHERE r.hq IS NOT NULL;
     ELSE
-        WITH RECURSIVE pairs (job_type, queue) AS (
+        WITH RECURSIVE ranges (ht, hq) AS (
             (
-                SELECT j.job_type, j.queue
+                SELECT
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 FROM jobq_jobs AS j
                 WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
-                ORDER BY j.job_type, j.queue
+                ORDER BY
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 LIMIT 1
             )
 
             UNION ALL
 
-            SELECT n.job_type, n.queue
-            FROM pairs AS p
+            SELECT n.ht, n.hq
+            FROM ranges AS r
             CROSS JOIN LATERAL (
-                SELECT j.job_type, j.queue
+                SELECT
+                    pg_catalog.hashtextextended(j.job_type, 0) AS ht,
+                    pg_catalog.hashtextextended(j.queue, 0) AS hq
                 FROM jobq_jobs AS j
-                WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
+                WHERE (pg_catalog.hashtextextended(j.job_type, 0),
+                       pg_catalog.hashtextextended(j.queue, 0)) > (r.ht, r.hq)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
-                ORDER BY j.job_type, j.queue
+                ORDER BY
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 LIMIT 1
             ) AS n
         )
 
-        SELECT pg_catalog.array_agg(p.job_type), pg_catalog.array_agg(p.queue)
-        INTO v_types, v_queues
-        FROM pairs AS p
-        WHERE jobq_dequeue.queues IS NULL OR p.queue = ANY (jobq_dequeue.queues);
+        SELECT pg_catalog.array_agg(r.ht), pg_catalog.array_agg(r.hq)
+        INTO v_hts, v_hqs
+        FROM ranges AS r
+        WHERE jobq_dequeue.queues IS NULL OR r.hq = ANY (ARRAY(
+            SELECT pg_catalog.hashtextextended(q.queue, 0)
+            FROM pg_catalog.unnest(jobq_dequeue.queues) AS q (queue)
+        ));
     END IF;
 
     -- 2b. Limited jobs (limit_group set) are in jobq_jobs_limited_idx, not in the ranges
@@ -2632,12 +2656,12 @@ BEGIN
         RETURN QUERY
         SELECT * FROM jobq__claim_limited(
             jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues,
-            jobq_dequeue.batch_size, v_types, v_queues
+            jobq_dequeue.batch_size, v_hts, v_hqs
         );
         RETURN;
     END IF;
 
-    IF v_types IS NULL THEN
+    IF v_hts IS NULL THEN
         RETURN;  -- no pending job in the filters
     END IF;
 
@@ -2645,13 +2669,15 @@ BEGIN
     --     the claim in one statement. The candidates, in the order of the range, are locked
     --     with SKIP LOCKED in a MATERIALIZED CTE, so the LIMIT is applied once and no plan can
     --     lock or return more than batch_size rows; the UPDATE is joined to them.
-    IF pg_catalog.cardinality(v_types) = 1 THEN
+    IF pg_catalog.cardinality(v_hts) = 1 THEN
         RETURN QUERY
         WITH candidates AS MATERIALIZED (
             SELECT j.id
             FROM jobq_jobs AS j
-            WHERE j.job_type = v_types[1]
-              AND j.queue = v_queues[1]
+            WHERE pg_catalog.hashtextextended(j.job_type, 0) = v_hts[1]
+              AND pg_catalog.hashtextextended(j.queue, 0) = v_hqs[1]
+              AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
+              AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
               AND j.status = 'pending'
               AND NOT j.scheduled
               AND j.limit_group IS NULL
@@ -2703,12 +2729,15 @@ BEGIN
         INTO v_ids
         FROM (
             SELECT r.id, r.priority, r.available_at
-            FROM ROWS FROM (pg_catalog.unnest(v_types), pg_catalog.unnest(v_queues)) AS p (job_type, queue)
+            FROM ROWS FROM (pg_catalog.unnest(v_hts), pg_catalog.unnest(v_hqs)) AS p (ht, hq)
             CROSS JOIN LATERAL (
                 SELECT j.id, j.priority, j.available_at
                 FROM jobq_jobs AS j
-                WHERE j.job_type = p.job_type
-                  AND j.queue = p.queue
+                WHERE pg_catalog.hashtextextended(j.job_type, 0) = p.ht
+                  AND pg_catalog.hashtextextended(j.queue, 0) = p.hq
+                  AND (jobq_dequeue.job_types IS NULL
+                       OR j.job_type = ANY (jobq_dequeue.job_types))
+                  AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
@@ -4629,48 +4658,59 @@ BEGIN
         SELECT DISTINCT t.queue FROM totals AS t
     ),
 
-    -- The (job_type, queue) pairs with jobs in the claim index: one probe each (a skip scan),
-    -- as jobq_dequeue finds them.
-    pairs AS (
-        WITH RECURSIVE p (job_type, queue) AS (
+    -- The ranges of the claim index with jobs: one per (job_type, queue) pair, keyed by the
+    -- hashes of the names; one probe each (a skip scan), as jobq_dequeue finds them.
+    ranges AS (
+        WITH RECURSIVE r (ht, hq) AS (
             (
-                SELECT j.job_type, j.queue
+                SELECT
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 FROM jobq_jobs AS j
                 WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
-                ORDER BY j.job_type, j.queue
+                ORDER BY
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 LIMIT 1
             )
 
             UNION ALL
 
-            SELECT n.job_type, n.queue
-            FROM p
+            SELECT n.ht, n.hq
+            FROM r
             CROSS JOIN LATERAL (
-                SELECT j.job_type, j.queue
+                SELECT
+                    pg_catalog.hashtextextended(j.job_type, 0) AS ht,
+                    pg_catalog.hashtextextended(j.queue, 0) AS hq
                 FROM jobq_jobs AS j
-                WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
+                WHERE (pg_catalog.hashtextextended(j.job_type, 0),
+                       pg_catalog.hashtextextended(j.queue, 0)) > (r.ht, r.hq)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
-                ORDER BY j.job_type, j.queue
+                ORDER BY
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 LIMIT 1
             ) AS n
         )
 
-        SELECT p.job_type, p.queue FROM p
+        SELECT r.ht, r.hq FROM r
     ),
 
-    -- In each pair, the oldest available_at of each priority present: the first entry of each
-    -- priority's run of the index (one probe per priority).
+    -- In each range, the oldest available_at of each priority present: the first entry of
+    -- each priority's run of the index (one probe per priority), with its job's queue. (Two
+    -- pairs whose hashes collide share a range, of which this reads the first job of each
+    -- priority: the other pair's oldest could be missed, in that case only.)
     oldest_by_priority AS (
-        WITH RECURSIVE o (job_type, queue, priority, available_at) AS (
-            SELECT p.job_type, p.queue, f.priority, f.available_at
-            FROM pairs AS p
+        WITH RECURSIVE o (ht, hq, queue, priority, available_at) AS (
+            SELECT r.ht, r.hq, f.queue, f.priority, f.available_at
+            FROM ranges AS r
             CROSS JOIN LATERAL (
-                SELECT j.priority, j.available_at
+                SELECT j.queue, j.priority, j.available_at
                 FROM jobq_jobs AS j
-                WHERE j.job_type = p.job_type
-                  AND j.queue = p.queue
+                WHERE pg_catalog.hashtextextended(j.job_type, 0) = r.ht
+                  AND pg_catalog.hashtextextended(j.queue, 0) = r.hq
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
@@ -4680,13 +4720,13 @@ BEGIN
 
             UNION ALL
 
-            SELECT o.job_type, o.queue, f.priority, f.available_at
+            SELECT o.ht, o.hq, f.queue, f.priority, f.available_at
             FROM o
             CROSS JOIN LATERAL (
-                SELECT j.priority, j.available_at
+                SELECT j.queue, j.priority, j.available_at
                 FROM jobq_jobs AS j
-                WHERE j.job_type = o.job_type
-                  AND j.queue = o.queue
+                WHERE pg_catalog.hashtextextended(j.job_type, 0) = o.ht
+                  AND pg_catalog.hashtextextended(j.queue, 0) = o.hq
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
@@ -6159,11 +6199,14 @@ ALTER TABLE ONLY public.jobq_workers
 
 COMMENT ON CONSTRAINT jobq_workers_pkey ON public.jobq_workers IS 'One row per worker_id: a claim refreshes its worker''s row instead of adding one.';
 
-CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NULL));
+CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (hashtextextended(job_type, (0)::bigint), hashtextextended(queue, (0)::bigint), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NULL));
 
 COMMENT ON INDEX public.jobq_jobs_claim_idx IS 'The claim: pending jobs available now (not scheduled) without a limit, one range per
-(job_type, queue) pair, each in claim order (priority DESC, available_at, id). jobq_dequeue
-reads the ranges its filters select, and merges them when there are several.';
+(job_type, queue) pair, keyed by the 64-bit hashes of the two names
+(hashtextextended(name, 0): fixed-width keys, cheaper to insert than the texts), each in claim
+order (priority DESC, available_at, id). jobq_dequeue reads the ranges its filters select,
+comparing the names of the rows it reads (two pairs whose hashes collide share a range), and
+merges them when there are several.';
 
 CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY['failed'::text, 'dead_letter'::text, 'cancelled'::text]));
 
@@ -6180,7 +6223,7 @@ CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_
 COMMENT ON INDEX public.jobq_jobs_limit_running_idx IS 'The processing jobs of each (limit_group, limit_key): the claim counts them under the key''s
 lock, jobq_limit_usage() reports them.';
 
-CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''::text), priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NOT NULL));
+CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''::text), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NOT NULL));
 
 COMMENT ON INDEX public.jobq_jobs_limited_idx IS 'The claim of limited jobs: pending jobs available now (not scheduled) with a limit_group, one
 range per (job_type, queue, limit_group, limit_key), each in claim order. jobq_dequeue probes
@@ -6238,7 +6281,7 @@ REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__statuses(finished boolean) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_types text[], range_queues text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) FROM PUBLIC;
 

@@ -38,14 +38,15 @@
 --
 -- Not SECURITY DEFINER and no SET clause: it runs inside jobq_dequeue, with its search_path
 -- and settings, and is granted to nobody.
+--! replaces: jobq__claim_limited(text, text[], text[], integer, text[], text[])
 
 CREATE OR REPLACE FUNCTION jobq__claim_limited(
     worker_id text,
     job_types text[],
     queues text[],
     batch_size integer,
-    range_types text[],
-    range_queues text[]
+    range_type_hashes bigint[],
+    range_queue_hashes bigint[]
 ) RETURNS SETOF jobq_jobs
 LANGUAGE plpgsql
 VOLATILE
@@ -105,9 +106,10 @@ DECLARE
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- 1. Jobs without a limit: the first 2 x batch_size of the ranges of jobq_jobs_claim_idx
-    --    that jobq_dequeue found, merged in claim order (extra ones stand in for rows that
+    --    that jobq_dequeue found (by the hashes of their names, whose rows' names are compared
+    --    with the filters), merged in claim order (extra ones stand in for rows that
     --    concurrent claims hold).
-    IF range_types IS NOT NULL THEN
+    IF range_type_hashes IS NOT NULL THEN
         SELECT
             pg_catalog.array_agg(u.id ORDER BY u.priority DESC, u.available_at, u.id),
             pg_catalog.array_agg(u.priority ORDER BY u.priority DESC, u.available_at, u.id),
@@ -116,13 +118,17 @@ BEGIN
         INTO c_ids, c_prio, c_avail, c_key
         FROM (
             SELECT r.id, r.priority, r.available_at
-            FROM ROWS FROM (pg_catalog.unnest(range_types), pg_catalog.unnest(range_queues))
-                AS p (job_type, queue)
+            FROM ROWS FROM (pg_catalog.unnest(range_type_hashes),
+                            pg_catalog.unnest(range_queue_hashes)) AS p (ht, hq)
             CROSS JOIN LATERAL (
                 SELECT j.id, j.priority, j.available_at
                 FROM jobq_jobs AS j
-                WHERE j.job_type = p.job_type
-                  AND j.queue = p.queue
+                WHERE pg_catalog.hashtextextended(j.job_type, 0) = p.ht
+                  AND pg_catalog.hashtextextended(j.queue, 0) = p.hq
+                  AND (jobq__claim_limited.job_types IS NULL
+                       OR j.job_type = ANY (jobq__claim_limited.job_types))
+                  AND (jobq__claim_limited.queues IS NULL
+                       OR j.queue = ANY (jobq__claim_limited.queues))
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
@@ -539,11 +545,11 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobq__claim_limited(text, text[], text[], integer, text[], text[]) IS
+COMMENT ON FUNCTION jobq__claim_limited(text, text[], text[], integer, bigint[], bigint[]) IS
 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
 batch_size jobs in claim order, never more than each (limit_group, limit_key) may start
 (max_running, max_starts per per), skipping keys that a concurrent claim holds, and records
 the starts.';
 
-REVOKE EXECUTE ON FUNCTION jobq__claim_limited(text, text[], text[], integer, text[], text[])
+REVOKE EXECUTE ON FUNCTION jobq__claim_limited(text, text[], text[], integer, bigint[], bigint[])
 FROM PUBLIC;

@@ -1,8 +1,10 @@
 -- jobq_dequeue: the claim. Promotes the scheduled jobs that have come due, takes back stale
 -- claims within the caller's filters, then claims up to batch_size available jobs with FOR
 -- UPDATE SKIP LOCKED, in claim order (priority DESC, available_at, id), from the ranges of
--- jobq_jobs_claim_idx (job_type, queue, priority DESC, available_at, id) that its filters
--- select.
+-- jobq_jobs_claim_idx (hashtextextended(job_type, 0), hashtextextended(queue, 0), priority
+-- DESC, available_at, id) that its filters select: one range per (job_type, queue) pair, keyed
+-- by the hashes of the names (fixed-width keys make the index cheaper to insert into), whose
+-- rows' names are compared with the filters (two pairs whose hashes collide share a range).
 --
 -- What a claim reads does not grow with the rows it cannot claim: finished jobs and scheduled
 -- jobs are not in the claim index (a future job waits in jobq_jobs_scheduled_idx until a claim
@@ -63,8 +65,10 @@ SET enable_bitmapscan = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    v_types text[];  -- the (job_type, queue) ranges to claim from: v_types[i], v_queues[i]
-    v_queues text[];
+    -- The ranges of jobq_jobs_claim_idx to claim from, by the hashes of their names:
+    -- (hashtextextended(job_type, 0), hashtextextended(queue, 0)) = (v_hts[i], v_hqs[i]).
+    v_hts bigint[];
+    v_hqs bigint[];
     v_want integer;
     v_k bigint;
     v_ids uuid[];
@@ -201,36 +205,41 @@ BEGIN
         PERFORM jobq__notify_events('done', v_ended);
     END IF;
 
-    -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair. With both
-    --    filters they are known; otherwise the pairs that have pending jobs are found in the
-    --    index itself (a skip scan: one probe per pair, whatever the number of rows in it).
-    --    By job type, the probes stay inside the ranges of those types; by queue alone or
-    --    with no filter, every pair with pending jobs is visited once.
+    -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by
+    --    the hashes of the two names (h(x) is hashtextextended(x, 0), the index's keys). With
+    --    both filters they are known; otherwise the ranges that hold pending jobs are found in
+    --    the index itself (a skip scan: one probe per range, whatever the number of rows in
+    --    it). By job type, the probes stay inside the ranges of those types; by queue alone or
+    --    with no filter, every range with pending jobs is visited once. Two names whose hashes
+    --    collide share a range: step 3 compares each row's names with the filters, so a range
+    --    never gives a job the filters leave out.
     IF jobq_dequeue.job_types IS NOT NULL AND jobq_dequeue.queues IS NOT NULL THEN
-        SELECT pg_catalog.array_agg(p.job_type), pg_catalog.array_agg(p.queue)
-        INTO v_types, v_queues
+        SELECT pg_catalog.array_agg(p.ht), pg_catalog.array_agg(p.hq)
+        INTO v_hts, v_hqs
         FROM (
-            SELECT DISTINCT t.job_type, q.queue
+            SELECT DISTINCT
+                pg_catalog.hashtextextended(t.job_type, 0) AS ht,
+                pg_catalog.hashtextextended(q.queue, 0) AS hq
             FROM pg_catalog.unnest(jobq_dequeue.job_types) AS t (job_type)
             CROSS JOIN pg_catalog.unnest(jobq_dequeue.queues) AS q (queue)
             WHERE t.job_type IS NOT NULL AND q.queue IS NOT NULL
         ) AS p;
     ELSIF jobq_dequeue.job_types IS NOT NULL THEN
-        WITH RECURSIVE pairs (job_type, queue) AS (
+        WITH RECURSIVE ranges (ht, hq) AS (
             SELECT
-                t.job_type,
+                t.ht,
                 (
-                    SELECT j.queue
+                    SELECT pg_catalog.hashtextextended(j.queue, 0)
                     FROM jobq_jobs AS j
-                    WHERE j.job_type = t.job_type
+                    WHERE pg_catalog.hashtextextended(j.job_type, 0) = t.ht
                       AND j.status = 'pending'
                       AND NOT j.scheduled
                       AND j.limit_group IS NULL
-                    ORDER BY j.queue
+                    ORDER BY pg_catalog.hashtextextended(j.queue, 0)
                     LIMIT 1
                 )
             FROM (
-                SELECT DISTINCT u.job_type
+                SELECT DISTINCT pg_catalog.hashtextextended(u.job_type, 0) AS ht
                 FROM pg_catalog.unnest(jobq_dequeue.job_types) AS u (job_type)
                 WHERE u.job_type IS NOT NULL
             ) AS t
@@ -238,56 +247,68 @@ BEGIN
             UNION ALL
 
             SELECT
-                p.job_type,
+                r.ht,
                 (
-                    SELECT j.queue
+                    SELECT pg_catalog.hashtextextended(j.queue, 0)
                     FROM jobq_jobs AS j
-                    WHERE j.job_type = p.job_type
-                      AND j.queue > p.queue
+                    WHERE pg_catalog.hashtextextended(j.job_type, 0) = r.ht
+                      AND pg_catalog.hashtextextended(j.queue, 0) > r.hq
                       AND j.status = 'pending'
                       AND NOT j.scheduled
                       AND j.limit_group IS NULL
-                    ORDER BY j.queue
+                    ORDER BY pg_catalog.hashtextextended(j.queue, 0)
                     LIMIT 1
                 )
-            FROM pairs AS p
-            WHERE p.queue IS NOT NULL
+            FROM ranges AS r
+            WHERE r.hq IS NOT NULL
         )
 
-        SELECT pg_catalog.array_agg(p.job_type), pg_catalog.array_agg(p.queue)
-        INTO v_types, v_queues
-        FROM pairs AS p
-        WHERE p.queue IS NOT NULL;
+        SELECT pg_catalog.array_agg(r.ht), pg_catalog.array_agg(r.hq)
+        INTO v_hts, v_hqs
+        FROM ranges AS r
+        WHERE r.hq IS NOT NULL;
     ELSE
-        WITH RECURSIVE pairs (job_type, queue) AS (
+        WITH RECURSIVE ranges (ht, hq) AS (
             (
-                SELECT j.job_type, j.queue
+                SELECT
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 FROM jobq_jobs AS j
                 WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
-                ORDER BY j.job_type, j.queue
+                ORDER BY
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 LIMIT 1
             )
 
             UNION ALL
 
-            SELECT n.job_type, n.queue
-            FROM pairs AS p
+            SELECT n.ht, n.hq
+            FROM ranges AS r
             CROSS JOIN LATERAL (
-                SELECT j.job_type, j.queue
+                SELECT
+                    pg_catalog.hashtextextended(j.job_type, 0) AS ht,
+                    pg_catalog.hashtextextended(j.queue, 0) AS hq
                 FROM jobq_jobs AS j
-                WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
+                WHERE (pg_catalog.hashtextextended(j.job_type, 0),
+                       pg_catalog.hashtextextended(j.queue, 0)) > (r.ht, r.hq)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
-                ORDER BY j.job_type, j.queue
+                ORDER BY
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 LIMIT 1
             ) AS n
         )
 
-        SELECT pg_catalog.array_agg(p.job_type), pg_catalog.array_agg(p.queue)
-        INTO v_types, v_queues
-        FROM pairs AS p
-        WHERE jobq_dequeue.queues IS NULL OR p.queue = ANY (jobq_dequeue.queues);
+        SELECT pg_catalog.array_agg(r.ht), pg_catalog.array_agg(r.hq)
+        INTO v_hts, v_hqs
+        FROM ranges AS r
+        WHERE jobq_dequeue.queues IS NULL OR r.hq = ANY (ARRAY(
+            SELECT pg_catalog.hashtextextended(q.queue, 0)
+            FROM pg_catalog.unnest(jobq_dequeue.queues) AS q (queue)
+        ));
     END IF;
 
     -- 2b. Limited jobs (limit_group set) are in jobq_jobs_limited_idx, not in the ranges
@@ -322,12 +343,12 @@ BEGIN
         RETURN QUERY
         SELECT * FROM jobq__claim_limited(
             jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues,
-            jobq_dequeue.batch_size, v_types, v_queues
+            jobq_dequeue.batch_size, v_hts, v_hqs
         );
         RETURN;
     END IF;
 
-    IF v_types IS NULL THEN
+    IF v_hts IS NULL THEN
         RETURN;  -- no pending job in the filters
     END IF;
 
@@ -335,13 +356,15 @@ BEGIN
     --     the claim in one statement. The candidates, in the order of the range, are locked
     --     with SKIP LOCKED in a MATERIALIZED CTE, so the LIMIT is applied once and no plan can
     --     lock or return more than batch_size rows; the UPDATE is joined to them.
-    IF pg_catalog.cardinality(v_types) = 1 THEN
+    IF pg_catalog.cardinality(v_hts) = 1 THEN
         RETURN QUERY
         WITH candidates AS MATERIALIZED (
             SELECT j.id
             FROM jobq_jobs AS j
-            WHERE j.job_type = v_types[1]
-              AND j.queue = v_queues[1]
+            WHERE pg_catalog.hashtextextended(j.job_type, 0) = v_hts[1]
+              AND pg_catalog.hashtextextended(j.queue, 0) = v_hqs[1]
+              AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
+              AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
               AND j.status = 'pending'
               AND NOT j.scheduled
               AND j.limit_group IS NULL
@@ -393,12 +416,15 @@ BEGIN
         INTO v_ids
         FROM (
             SELECT r.id, r.priority, r.available_at
-            FROM ROWS FROM (pg_catalog.unnest(v_types), pg_catalog.unnest(v_queues)) AS p (job_type, queue)
+            FROM ROWS FROM (pg_catalog.unnest(v_hts), pg_catalog.unnest(v_hqs)) AS p (ht, hq)
             CROSS JOIN LATERAL (
                 SELECT j.id, j.priority, j.available_at
                 FROM jobq_jobs AS j
-                WHERE j.job_type = p.job_type
-                  AND j.queue = p.queue
+                WHERE pg_catalog.hashtextextended(j.job_type, 0) = p.ht
+                  AND pg_catalog.hashtextextended(j.queue, 0) = p.hq
+                  AND (jobq_dequeue.job_types IS NULL
+                       OR j.job_type = ANY (jobq_dequeue.job_types))
+                  AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL

@@ -99,48 +99,59 @@ BEGIN
         SELECT DISTINCT t.queue FROM totals AS t
     ),
 
-    -- The (job_type, queue) pairs with jobs in the claim index: one probe each (a skip scan),
-    -- as jobq_dequeue finds them.
-    pairs AS (
-        WITH RECURSIVE p (job_type, queue) AS (
+    -- The ranges of the claim index with jobs: one per (job_type, queue) pair, keyed by the
+    -- hashes of the names; one probe each (a skip scan), as jobq_dequeue finds them.
+    ranges AS (
+        WITH RECURSIVE r (ht, hq) AS (
             (
-                SELECT j.job_type, j.queue
+                SELECT
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 FROM jobq_jobs AS j
                 WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
-                ORDER BY j.job_type, j.queue
+                ORDER BY
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 LIMIT 1
             )
 
             UNION ALL
 
-            SELECT n.job_type, n.queue
-            FROM p
+            SELECT n.ht, n.hq
+            FROM r
             CROSS JOIN LATERAL (
-                SELECT j.job_type, j.queue
+                SELECT
+                    pg_catalog.hashtextextended(j.job_type, 0) AS ht,
+                    pg_catalog.hashtextextended(j.queue, 0) AS hq
                 FROM jobq_jobs AS j
-                WHERE (j.job_type, j.queue) > (p.job_type, p.queue)
+                WHERE (pg_catalog.hashtextextended(j.job_type, 0),
+                       pg_catalog.hashtextextended(j.queue, 0)) > (r.ht, r.hq)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
-                ORDER BY j.job_type, j.queue
+                ORDER BY
+                    pg_catalog.hashtextextended(j.job_type, 0),
+                    pg_catalog.hashtextextended(j.queue, 0)
                 LIMIT 1
             ) AS n
         )
 
-        SELECT p.job_type, p.queue FROM p
+        SELECT r.ht, r.hq FROM r
     ),
 
-    -- In each pair, the oldest available_at of each priority present: the first entry of each
-    -- priority's run of the index (one probe per priority).
+    -- In each range, the oldest available_at of each priority present: the first entry of
+    -- each priority's run of the index (one probe per priority), with its job's queue. (Two
+    -- pairs whose hashes collide share a range, of which this reads the first job of each
+    -- priority: the other pair's oldest could be missed, in that case only.)
     oldest_by_priority AS (
-        WITH RECURSIVE o (job_type, queue, priority, available_at) AS (
-            SELECT p.job_type, p.queue, f.priority, f.available_at
-            FROM pairs AS p
+        WITH RECURSIVE o (ht, hq, queue, priority, available_at) AS (
+            SELECT r.ht, r.hq, f.queue, f.priority, f.available_at
+            FROM ranges AS r
             CROSS JOIN LATERAL (
-                SELECT j.priority, j.available_at
+                SELECT j.queue, j.priority, j.available_at
                 FROM jobq_jobs AS j
-                WHERE j.job_type = p.job_type
-                  AND j.queue = p.queue
+                WHERE pg_catalog.hashtextextended(j.job_type, 0) = r.ht
+                  AND pg_catalog.hashtextextended(j.queue, 0) = r.hq
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL
@@ -150,13 +161,13 @@ BEGIN
 
             UNION ALL
 
-            SELECT o.job_type, o.queue, f.priority, f.available_at
+            SELECT o.ht, o.hq, f.queue, f.priority, f.available_at
             FROM o
             CROSS JOIN LATERAL (
-                SELECT j.priority, j.available_at
+                SELECT j.queue, j.priority, j.available_at
                 FROM jobq_jobs AS j
-                WHERE j.job_type = o.job_type
-                  AND j.queue = o.queue
+                WHERE pg_catalog.hashtextextended(j.job_type, 0) = o.ht
+                  AND pg_catalog.hashtextextended(j.queue, 0) = o.hq
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NULL

@@ -63,7 +63,7 @@ SELECT results_eq(
     ('jobq__blank', 'value text', 'boolean'),
     ('jobq__channel', '', 'text'),
     ('jobq__claim_limited', 'worker_id text, job_types text[], queues text[], batch_size integer, '
-                            'range_types text[], range_queues text[]', 'SETOF jobq_jobs'),
+                            'range_type_hashes bigint[], range_queue_hashes bigint[]', 'SETOF jobq_jobs'),
     ('jobq__cron_fires', 'masks bigint[], timezone text, first timestamp with time zone, '
                          'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
@@ -245,7 +245,7 @@ SELECT function_returns('public', 'jobq_limits', ARRAY[]::text[], 'setof record'
 SELECT function_returns('public', 'jobq_limit_usage', ARRAY[]::text[], 'setof record');
 SELECT isnt_definer('public', 'jobq__worker_seen', ARRAY['text', 'text[]', 'text[]']);
 SELECT isnt_definer('public', 'jobq__limit_argument_problem', ARRAY['text', 'text']);
-SELECT isnt_definer('public', 'jobq__claim_limited', ARRAY['text', 'text[]', 'text[]', 'integer', 'text[]', 'text[]']);
+SELECT isnt_definer('public', 'jobq__claim_limited', ARRAY['text', 'text[]', 'text[]', 'integer', 'bigint[]', 'bigint[]']);
 
 SELECT is_empty(
     $$SELECT p.oid::regprocedure FROM pg_proc AS p
@@ -510,8 +510,9 @@ SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_succeeded_idx', 'jobq_jobs_limited_idx', 'jobq_jobs_limit_running_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
-                 ARRAY['job_type', 'queue', 'priority', 'available_at', 'id'],
-                 'jobq_jobs_claim_idx on (job_type, queue, priority, available_at, id)');
+                 ARRAY['hashtextextended(job_type, (0)::bigint)',
+                       'hashtextextended(queue, (0)::bigint)', 'priority', 'available_at', 'id'],
+                 'jobq_jobs_claim_idx on the hashes of (job_type, queue), priority, available_at, id');
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_scheduled_idx', 'available_at',
                  'jobq_jobs_scheduled_idx on (available_at)');
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_succeeded_idx', 'finished_at',
@@ -526,7 +527,7 @@ SELECT results_eq(
       ORDER BY 1$$,
     $$VALUES
     ('jobq_jobs_claim_idx'::text,
-     'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (job_type, queue, priority DESC, available_at, id) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NULL))'::text),
+     'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (hashtextextended(job_type, (0)::bigint), hashtextextended(queue, (0)::bigint), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NULL))'::text),
     ('jobq_jobs_failed_idx',
      'CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY[''failed''::text, ''dead_letter''::text, ''cancelled''::text]))'),
     ('jobq_jobs_idempotency_key_key',
@@ -534,7 +535,7 @@ SELECT results_eq(
     ('jobq_jobs_limit_running_idx',
      'CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''''::text)) WHERE ((status = ''processing''::text) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_limited_idx',
-     'CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''''::text), priority DESC, available_at, id) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
+     'CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''''::text), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_locked_idx',
      'CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = ''processing''::text)'),
     ('jobq_jobs_scheduled_idx',

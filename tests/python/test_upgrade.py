@@ -613,6 +613,7 @@ MAIN_INSTALLS = {
             "0010_jobq_metrics",
             "0011_jobq_dashboard",
             "0012_jobq_metrics_opt_in",
+            "0013_jobq_claim_index_hashes",
         ],
     ),
     "8ef85fb": (
@@ -627,6 +628,7 @@ MAIN_INSTALLS = {
             "0010_jobq_metrics",
             "0011_jobq_dashboard",
             "0012_jobq_metrics_opt_in",
+            "0013_jobq_claim_index_hashes",
         ],
     ),
 }
