@@ -75,13 +75,15 @@ class Call:
 
     ``retry_serialization``: when the executor owns the transaction, a serialization failure
     is retried (an enqueue that met a concurrent one with the same idempotency key); in the
-    caller's transaction (``conn=``) it never is.
+    caller's transaction (``conn=``) it never is. ``binary``: the rows come back in binary
+    (psycopg's ``execute(binary=True)``), for results that are large arrays.
     """
 
     query: sql.SQL
     params: Mapping[str, Any]
     row_factory: BaseRowFactory[Any] = dict_row
     retry_serialization: bool = False
+    binary: bool = False
 
 
 @dataclass(frozen=True)
@@ -485,6 +487,9 @@ def _enqueue_batch(
     if not elements:
         return []
     rows: list[Any] = yield _batch_call(s, elements, offset, with_ids)
+    if with_ids:
+        ids: list[uuid.UUID] = rows[0]  # one row: the ids as one array, in input order
+        return ids
     return rows
 
 
@@ -496,7 +501,7 @@ def _batch_call(
     params = _array_params(elements, offset)
     if params is not None:
         query = s.enqueue_arrays if with_ids else s.enqueue_arrays_count
-        return Call(query, params, scalar_row, retry_serialization=True)
+        return Call(query, params, scalar_row, retry_serialization=True, binary=with_ids)
     json_elements: list[Mapping[str, Any]] = []
     for i, element in enumerate(elements, offset):
         run_at = element.get("run_at")
@@ -514,7 +519,7 @@ def _batch_call(
         raise
     # The ids alone, in input order (no dict per row: a batch is often thousands of jobs).
     query = s.enqueue_many if with_ids else s.enqueue_many_count
-    return Call(query, {"jobs": jobs_json}, scalar_row, retry_serialization=True)
+    return Call(query, {"jobs": jobs_json}, scalar_row, retry_serialization=True, binary=with_ids)
 
 
 def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, Any] | None:

@@ -203,12 +203,13 @@ class AsyncQueue:
         """Execute one statement and return its rows, as one short transaction unless
         ``conn`` (the caller's transaction) is given."""
         query, params, row_factory = call.query, call.params, call.row_factory
+        binary = call.binary
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             await self._check_compatible(conn)
             with translate_errors():
                 async with conn.cursor(row_factory=row_factory) as cur:
-                    await cur.execute(query, params)
+                    await cur.execute(query, params, binary=binary)
                     return await cur.fetchall()
         tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
         for attempt in range(1, tries + 1):
@@ -218,10 +219,10 @@ class AsyncQueue:
                         if owns_tx and not c.autocommit:
                             # A borrowed idle connection: one short transaction, committed.
                             async with c.transaction(), c.cursor(row_factory=row_factory) as cur:
-                                await cur.execute(query, params)
+                                await cur.execute(query, params, binary=binary)
                                 return await cur.fetchall()
                         async with c.cursor(row_factory=row_factory) as cur:
-                            await cur.execute(query, params)
+                            await cur.execute(query, params, binary=binary)
                             return await cur.fetchall()
             except SerializationFailure:
                 if attempt == tries or not owns_tx:

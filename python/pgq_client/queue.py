@@ -223,11 +223,12 @@ class Queue:
         """Execute one statement and return its rows, as one short transaction unless
         ``conn`` (the caller's transaction) is given."""
         query, params, row_factory = call.query, call.params, call.row_factory
+        binary = call.binary
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             self._check_compatible(conn)
             with translate_errors(), conn.cursor(row_factory=row_factory) as cur:
-                cur.execute(query, params)
+                cur.execute(query, params, binary=binary)
                 return cur.fetchall()
         tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
         for attempt in range(1, tries + 1):
@@ -239,10 +240,10 @@ class Queue:
                         if owns_tx and not c.autocommit:
                             # A borrowed idle connection: one short transaction, committed.
                             with c.transaction(), c.cursor(row_factory=row_factory) as cur:
-                                cur.execute(query, params)
+                                cur.execute(query, params, binary=binary)
                                 return cur.fetchall()
                         with c.cursor(row_factory=row_factory) as cur:
-                            cur.execute(query, params)
+                            cur.execute(query, params, binary=binary)
                             return cur.fetchall()
                     except psycopg.Error as exc:
                         raise from_psycopg(exc) from exc
