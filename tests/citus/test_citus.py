@@ -577,7 +577,8 @@ def test_an_install_of_an_older_jobq_is_upgraded_then_distributed_by_the_next_mi
 ) -> None:
     """A single-node install of an older jobq (the files of tests/fixtures/8ef85fb: migrations
     0001, 0002 and 0007), with jobs: the next `jobq migrate` on the coordinator runs every
-    later migration (status names, limits, metrics, the dashboard's type; metrics stay on,
+    later migration (status names, limits, metrics, the dashboard's type, the claim index by
+    hashes; metrics stay on,
     since 0010 counted the jobs present) while the schema is
     still local, then distributes it and delegates every function; the old jobs and a limited
     job then run on its node, and are counted."""
@@ -597,8 +598,8 @@ def test_an_install_of_an_older_jobq_is_upgraded_then_distributed_by_the_next_mi
         versions = [r[0] for r in conn.execute(
             f"SELECT version FROM {schema}.jobq_migrations WHERE version NOT LIKE 'functions/%%'"
             " ORDER BY version")]
-        assert versions[-4:] == ["0009_jobq_limits", "0010_jobq_metrics", "0011_jobq_dashboard",
-                                 "0012_jobq_metrics_opt_in"]
+        assert versions[-5:] == ["0009_jobq_limits", "0010_jobq_metrics", "0011_jobq_dashboard",
+                                 "0012_jobq_metrics_opt_in", "0013_jobq_claim_index_hashes"]
         undelegated = conn.execute(
             "SELECT pg_catalog.array_agg(p.proname) FROM pg_proc AS p"
             " LEFT JOIN pg_dist_object AS o ON o.classid = 'pg_proc'::regclass AND o.objid = p.oid"
