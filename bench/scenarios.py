@@ -67,6 +67,8 @@ SELECT pg_notify('raw_jobs', 'default') FROM ins
 
 JOBQ_ENQUEUE = "SELECT jobq_enqueue(job_type => %s::text, payload => %s::jsonb)"
 JOBQ_ENQUEUE_MANY = "SELECT ord, id FROM jobq_enqueue_many(jobs => %s::jsonb)"
+# Scenario 15: single enqueues per turn (about 50 ms on a durable cluster).
+SINGLE_TURN = 50
 # The array batch as a hand-written client would send it: each column in binary (%b), the
 # payloads as one JSON array split in the server (as pgq_client sends them).
 JOBQ_ENQUEUE_ARRAYS = """
@@ -190,6 +192,19 @@ class Variant:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Turns:
+    """One variant of an interleaved measurement (:meth:`Bench.measure_turns`):
+    ``start(conn)`` (not timed) returns ``turn``, and ``turn(r)`` does the variant's share of
+    round ``r`` on ``conn`` and returns how many jobs it did."""
+
+    key: str
+    label: str
+    kind: str
+    start: Callable[[psycopg.Connection[Any]], Callable[[int], int]]
+    ceiling: str | None = None
+
+
 class Bench:
     """Runs the scenarios against one cluster and collects the measurements."""
 
@@ -221,22 +236,70 @@ class Bench:
                     f"{run.rate:,.0f} jobs/s ({run.jobs} jobs, {run.seconds:.2f} s)"
                 )
         for v in variants:
-            med = median_run(runs[v.key])
-            self.results.append(
-                Measurement(
-                    scenario=scenario,
-                    key=v.key,
-                    label=v.label,
-                    kind=v.kind,
-                    unit="jobs/s",
-                    value=med.rate,
-                    runs=[r.rate for r in runs[v.key]],
-                    jobs=med.jobs,
-                    seconds=med.seconds,
-                    ceiling=v.ceiling,
-                    note="; ".join(sorted(set(v.notes))),
-                )
+            self.record(scenario, v, median_run(runs[v.key]), runs[v.key],
+                        "; ".join(sorted(set(v.notes))))
+
+    def record(self, scenario: str, v: Variant | Turns, kept: Run, runs: list[Run],
+               note: str) -> None:
+        """Add the measurement of ``v``: the figure ``kept`` of its ``runs``."""
+        self.results.append(
+            Measurement(
+                scenario=scenario,
+                key=v.key,
+                label=v.label,
+                kind=v.kind,
+                unit="jobs/s",
+                value=kept.rate,
+                runs=[r.rate for r in runs],
+                jobs=kept.jobs,
+                seconds=kept.seconds,
+                ceiling=v.ceiling,
+                note=note,
             )
+        )
+
+    def measure_turns(self, scenario: str, variants: list[Turns], rounds: int) -> None:
+        """Each variant ``repeat`` times, taking turns within each repeat: ``rounds`` rounds in
+        which every variant does one turn (the order rotated each round), so that the
+        machine's drift during a repeat (a durable cluster's fsync latency above all) falls on
+        all of them alike, all on one connection (a new one per repeat), so that they are
+        served by the same server process: two connections running the same statements
+        differed by up to 8 % here, one of them slower throughout a run. A variant's run is
+        the sum of its turns' jobs and times. Before the first round each variant does one
+        turn untimed (the session's first call of a function plans its statements). The
+        figure kept is all the repeats together (their jobs over their seconds), not the
+        median repeat: the repeats are paired, and a median taken per variant could pair the
+        ceiling of one repeat with the variant of another."""
+        runs: dict[str, list[Run]] = {v.key: [] for v in variants}
+        for rep in range(self.config.repeat):
+            self.clean()
+            jobs = dict.fromkeys(runs, 0)
+            seconds = dict.fromkeys(runs, 0.0)
+            with self.cluster.connect(prepare_threshold=0) as conn:
+                started: list[tuple[Turns, Callable[[int], int]]] = []
+                for v in variants:
+                    turn = v.start(conn)
+                    started.append((v, turn))
+                    turn(rounds)  # the untimed turn (its own round number: its own payloads)
+                for r in range(rounds):
+                    k = r % len(started)
+                    for v, turn in started[k:] + started[:k]:
+                        start = time.perf_counter()
+                        n = turn(r)
+                        seconds[v.key] += time.perf_counter() - start
+                        jobs[v.key] += n
+            for v in variants:
+                run = Run(jobs[v.key], seconds[v.key])
+                runs[v.key].append(run)
+                self.log(
+                    f"  [{rep + 1}/{self.config.repeat}] {v.label}: "
+                    f"{run.rate:,.0f} jobs/s ({run.jobs} jobs, {run.seconds:.2f} s, "
+                    f"{rounds} turns)"
+                )
+        for v in variants:
+            total = Run(sum(r.jobs for r in runs[v.key]), sum(r.seconds for r in runs[v.key]))
+            self.record(scenario, v, total, runs[v.key],
+                        f"{len(runs[v.key])} repeats of {rounds} turns, together")
 
     def pgbench_run(self, name: str, script: str, clients: int, transactions: int,
                     jobs: Callable[[], int]) -> Run:
@@ -1053,73 +1116,86 @@ class Bench:
 
     def scenario_producer(self) -> None:
         """Queue.enqueue beside the same jobq_enqueue call from bare psycopg (a prepared
-        statement, nothing else), and the batch of 1,000 as arrays beside a multi-row INSERT."""
+        statement, nothing else), and the batch of 1,000 as arrays beside a multi-row INSERT.
+
+        Each comparison takes turns on one connection (:meth:`measure_turns`): a durable
+        single enqueue waits for its commit's fsync, whose latency here drifts by a tenth over
+        seconds, more than what is compared; variants run one after the other for seconds
+        each, on connections of their own, measured that drift as much as the client. The
+        Queue is given the connection (``Queue(conn)``): the path of ``Queue(dsn)`` but for
+        who opened the connection."""
         n, size, batches = self.config.single_jobs, self.config.many_size, self.config.many_batches
-        total = size * batches
-        self.log(f"scenario 15: producer side: {n} single enqueues, bare psycopg and Queue; "
-                 f"{batches} batches of {size}: multi-row INSERT, jobq_enqueue_arrays, "
-                 "Queue.enqueue_many")
-        dsn = self.cluster.dsn
+        rounds = max(1, n // SINGLE_TURN)
+        self.log(f"scenario 15: producer side: {rounds * SINGLE_TURN} single enqueues, bare "
+                 f"psycopg and Queue, {SINGLE_TURN} at a time in turns; {batches} batches of "
+                 f"{size}, in turns: multi-row INSERT, jobq_enqueue_arrays, Queue.enqueue_many")
 
-        def bare_body(conn: psycopg.Connection[Any], _: int) -> int:
-            conn.execute(JOBQ_ENQUEUE, ("warmup", Jsonb({})))
-            for i in range(n):
+        def on_connection(
+            body: Callable[[psycopg.Connection[Any], int], int],
+        ) -> Callable[[psycopg.Connection[Any]], Callable[[int], int]]:
+            return lambda conn: lambda r: body(conn, r)
+
+        def on_queue(
+            body: Callable[[Any, int], int],
+        ) -> Callable[[psycopg.Connection[Any]], Callable[[int], int]]:
+            def start(conn: psycopg.Connection[Any]) -> Callable[[int], int]:
+                from pgq_client import Queue
+
+                q = Queue(conn)  # closing it would leave the connection open: nothing to close
+                return lambda r: body(q, r)
+
+            return start
+
+        def bare_turn(conn: psycopg.Connection[Any], r: int) -> int:
+            for i in range(r * SINGLE_TURN, (r + 1) * SINGLE_TURN):
                 conn.execute(JOBQ_ENQUEUE, ("noop", Jsonb(payload(i))))
-            return n + 1
+            return SINGLE_TURN
 
-        def queue_run() -> Run:
-            from pgq_client import Queue
-
-            with Queue(dsn) as q:
-                q.enqueue("warmup", {})
-                start = time.perf_counter()
-                for i in range(n):
-                    q.enqueue("noop", payload(i))
-                return Run(n, time.perf_counter() - start)
+        def queue_turn(q: Any, r: int) -> int:
+            for i in range(r * SINGLE_TURN, (r + 1) * SINGLE_TURN):
+                q.enqueue("noop", payload(i))
+            return SINGLE_TURN
 
         values = ", ".join(["(%s)"] * size)
         raw_many = f"INSERT INTO raw_jobs (payload) VALUES {values} RETURNING id".encode()
 
-        def raw_body(conn: psycopg.Connection[Any], _: int) -> int:
-            for b in range(batches):
-                params = [Jsonb(payload(b * size + i)) for i in range(size)]
-                conn.execute(raw_many, params).fetchall()
-            return total
+        def raw_turn(conn: psycopg.Connection[Any], r: int) -> int:
+            params = [Jsonb(payload(r * size + i)) for i in range(size)]
+            conn.execute(raw_many, params).fetchall()
+            return size
 
-        def arrays_body(conn: psycopg.Connection[Any], _: int) -> int:
-            for b in range(batches):
-                payloads = Jsonb([payload(b * size + i) for i in range(size)])
-                conn.execute(JOBQ_ENQUEUE_ARRAYS, (["noop"] * size, payloads)).fetchall()
-            return total
+        def arrays_turn(conn: psycopg.Connection[Any], r: int) -> int:
+            payloads = Jsonb([payload(r * size + i) for i in range(size)])
+            conn.execute(JOBQ_ENQUEUE_ARRAYS, (["noop"] * size, payloads)).fetchall()
+            return size
 
-        def many_run() -> Run:
-            from pgq_client import Queue
+        def many_turn(q: Any, r: int) -> int:
+            q.enqueue_many(
+                [{"job_type": "noop", "payload": payload(r * size + i)} for i in range(size)]
+            )
+            return size
 
-            with Queue(dsn) as q:
-                q.enqueue("warmup", {})
-                start = time.perf_counter()
-                for b in range(batches):
-                    q.enqueue_many(
-                        [{"job_type": "noop", "payload": payload(b * size + i)}
-                         for i in range(size)]
-                    )
-                return Run(total, time.perf_counter() - start)
-
-        self.measure(
+        self.measure_turns(
             "15",
             [
-                Variant("s15.jobq.py.bare", "jobq_enqueue (bare psycopg, prepared)", "ceiling",
-                        lambda: run_threads(self.cluster, 1, bare_body), self.clean),
-                Variant("s15.jobq.queue", "Queue.enqueue", "jobq", queue_run, self.clean,
-                        ceiling="s15.jobq.py.bare"),
-                Variant("s15.raw.py.many", f"multi-row INSERT x{size} (psycopg)", "ceiling",
-                        lambda: run_threads(self.cluster, 1, raw_body), self.clean),
-                Variant("s15.jobq.py.arrays", f"jobq_enqueue_arrays x{size} (psycopg, binary)",
-                        "jobq", lambda: run_threads(self.cluster, 1, arrays_body), self.clean,
-                        ceiling="s15.raw.py.many"),
-                Variant("s15.jobq.queue.many", f"Queue.enqueue_many x{size} (arrays)", "jobq",
-                        many_run, self.clean, ceiling="s15.raw.py.many"),
+                Turns("s15.jobq.py.bare", "jobq_enqueue (bare psycopg, prepared)", "ceiling",
+                      on_connection(bare_turn)),
+                Turns("s15.jobq.queue", "Queue.enqueue", "jobq", on_queue(queue_turn),
+                      ceiling="s15.jobq.py.bare"),
             ],
+            rounds,
+        )
+        self.measure_turns(
+            "15",
+            [
+                Turns("s15.raw.py.many", f"multi-row INSERT x{size} (psycopg)", "ceiling",
+                      on_connection(raw_turn)),
+                Turns("s15.jobq.py.arrays", f"jobq_enqueue_arrays x{size} (psycopg, binary)",
+                      "jobq", on_connection(arrays_turn), ceiling="s15.raw.py.many"),
+                Turns("s15.jobq.queue.many", f"Queue.enqueue_many x{size} (arrays)", "jobq",
+                      on_queue(many_turn), ceiling="s15.raw.py.many"),
+            ],
+            batches,
         )
 
     # -- scenario 16: a bulk load of a million jobs ------------------------------------------------
