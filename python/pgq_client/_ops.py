@@ -24,12 +24,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
-from psycopg import sql
 from psycopg.rows import BaseRowFactory, dict_row, scalar_row, tuple_row
 
-from ._sql import Statements
+from ._sql import Query, Statements
 from .errors import InvalidArgument, JobFailed, JobNotFound, JobqError, NotMigrated
 from .models import (
     BulkSummary,
@@ -69,17 +68,18 @@ WAIT_POLL_INTERVAL = 1.0
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """One statement an operation needs run, and how.
 
     ``retry_serialization``: when the executor owns the transaction, a serialization failure
     is retried (an enqueue that met a concurrent one with the same idempotency key); in the
     caller's transaction (``conn=``) it never is. ``binary``: the rows come back in binary
-    (psycopg's ``execute(binary=True)``), for results that are large arrays.
+    (psycopg's ``execute(binary=True)``), for results that are large arrays. A named tuple,
+    not a frozen dataclass: one is built per call, and a frozen dataclass's constructor
+    costs a microsecond (a setattr per field) on every single enqueue's path.
     """
 
-    query: sql.SQL
+    query: Query
     params: Mapping[str, Any]
     row_factory: BaseRowFactory[Any] = dict_row
     retry_serialization: bool = False
@@ -201,7 +201,8 @@ def dump_json(value: Any, name: str) -> str:
     if "u0000" in text and any(len(m.group(1)) % 2 for m in _ESCAPED_NUL.finditer(text)):
         raise ValueError(f"{name} contains a NUL (0x00) character, which jsonb cannot store")
     try:
-        text.encode("utf-8")
+        if not text.isascii():  # (a flag of the string: ASCII has no lone surrogate)
+            text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValueError(
             f"{name} contains a lone surrogate ({text[exc.start]!r}): not valid UTF-8 text"
@@ -258,7 +259,7 @@ def _seconds_or_none(value: timedelta | float | None, name: str) -> float | None
 
 
 def _payload(payload: Any) -> str:
-    if payload is not None and not isinstance(payload, Mapping):
+    if payload is not None and type(payload) is not dict and not isinstance(payload, Mapping):
         # the same rule, and the same error, as jobq_enqueue's
         raise InvalidArgument(
             f"payload must be a JSON object, got {type(payload).__name__}: "
@@ -270,7 +271,7 @@ def _payload(payload: Any) -> str:
 # -- producing ----------------------------------------------------------------------------------
 
 
-def enqueue(
+def enqueue_call(
     s: Statements,
     job_type: str,
     payload: Any,
@@ -281,35 +282,36 @@ def enqueue(
     queue: str,
     limit_group: str | None = None,
     limit_key: str | None = None,
-) -> Op[uuid.UUID]:
-    check_aware(run_at, "run_at")
+) -> Call:
+    """The one statement of an enqueue (the client's checks raise here, before anything is
+    sent); its one row is the id. Not an operation (a generator run by :func:`drive`) like the
+    others: one statement needs no driver, and this is the path of every single enqueue,
+    where each layer of Python adds to the latency (docs/performance.md)."""
     check_text(job_type, "job_type")
-    check_text(queue, "queue")
-    check_text(idempotency_key, "idempotency_key")
-    check_text(limit_group, "limit_group")
-    check_text(limit_key, "limit_key")
     # Only the arguments that differ from jobq_enqueue's defaults are sent (see
-    # _sql.ENQUEUE_ARGUMENTS); the id comes back as a plain value, not a dict.
+    # _sql.ENQUEUE_ARGUMENTS), and only they are checked (None and the defaults need no
+    # check); the id comes back as a plain value, not a dict.
     params: dict[str, Any] = {"job_type": job_type, "payload": _payload(payload)}
     if idempotency_key is not None:
+        check_text(idempotency_key, "idempotency_key")
         params["idempotency_key"] = idempotency_key
     if not _is_int(max_attempts, 5):
         params["max_attempts"] = max_attempts
     if run_at is not None:
+        check_aware(run_at, "run_at")
         params["run_at"] = run_at
     if not _is_int(priority, 0):
         params["priority"] = priority
     if queue != "default":
+        check_text(queue, "queue")
         params["queue"] = queue
     if limit_group is not None:
+        check_text(limit_group, "limit_group")
         params["limit_group"] = limit_group
     if limit_key is not None:
+        check_text(limit_key, "limit_key")
         params["limit_key"] = limit_key
-    rows = yield Call(
-        s.enqueue_with(tuple(params)), params, scalar_row, retry_serialization=True
-    )
-    job_id: uuid.UUID = rows[0]
-    return job_id
+    return Call(s.enqueue_with(tuple(params)), params, scalar_row, retry_serialization=True)
 
 
 def _is_int(value: Any, default: int) -> bool:
@@ -467,13 +469,14 @@ _ARRAY_KEYS = frozenset(
 )
 _INT4_MIN, _INT4_MAX = -(2**31), 2**31 - 1
 _NO_PAYLOAD: dict[str, Any] = {}  # a job without "payload" (never changed: compared by identity)
+_DICT_ONLY, _STR_ONLY = frozenset((dict,)), frozenset((str,))
 
 
 def _not_a_mapping(values: list[Any]) -> int | None:
     """The index of the first of ``values`` that is not a mapping, None when all are. Dicts are
-    told by their type first, in one C loop: ``isinstance(v, Mapping)``, an ABC check, is ten
-    times dearer, and a batch is thousands of dicts."""
-    if all(type(v) is dict for v in values):
+    told by their type first, in C (the set of the values' types): ``isinstance(v, Mapping)``,
+    an ABC check, is ten times dearer, and a batch is thousands of dicts."""
+    if set(map(type, values)) <= _DICT_ONLY:
         return None
     return next((i for i, v in enumerate(values) if not isinstance(v, Mapping)), None)
 
@@ -535,7 +538,7 @@ def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, A
     if not present <= _ARRAY_KEYS:
         return None
     job_types = [job.get("job_type") for job in elements]
-    if not all(type(v) is str for v in job_types):
+    if not set(map(type, job_types)) <= _STR_ONLY:
         return None
     texts: list[list[Any]] = []
     params: dict[str, Any] = {"jobs": len(elements), "queue": None}

@@ -190,12 +190,17 @@ class AsyncQueue:
         self, op: _ops.Op[T], conn: psycopg.AsyncConnection[Any] | None = None
     ) -> T:
         """Run one operation of :mod:`._ops` on this AsyncQueue's connection (or ``conn``)."""
+        self._check_conn(conn)
+        return await _ops.adrive(op, lambda call: self._run(call, conn))
+
+    @staticmethod
+    def _check_conn(conn: Any) -> None:
+        """Refuse a ``conn=`` that is not a psycopg AsyncConnection."""
         if conn is not None and not isinstance(conn, psycopg.AsyncConnection):
             raise TypeError(
                 f"conn must be a psycopg AsyncConnection, got {_type_name(conn)}"
                 + (" (use Queue with a Connection)" if _is_sync(conn) else "")
             )
-        return await _ops.adrive(op, lambda call: self._run(call, conn))
 
     async def _run(
         self, call: _ops.Call, conn: psycopg.AsyncConnection[Any] | None
@@ -263,13 +268,14 @@ class AsyncQueue:
         limit_group: str | None = None,
         limit_key: str | None = None,
     ) -> uuid.UUID:
-        return await self._drive(
-            _ops.enqueue(
-                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
-                queue, limit_group, limit_key,
-            ),
-            conn,
+        # One statement: run directly, not through _drive (see _ops.enqueue_call).
+        self._check_conn(conn)
+        call = _ops.enqueue_call(
+            self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
+            queue, limit_group, limit_key,
         )
+        job_id: uuid.UUID = (await self._run(call, conn))[0]
+        return job_id
 
     @_as(Queue.enqueue_many)
     async def enqueue_many(
@@ -624,7 +630,7 @@ class AsyncQueue:
 
 async def _execute(
     conn: psycopg.AsyncConnection[Any],
-    query: sql.SQL | sql.Composed,
+    query: _sql.Query | sql.Composed,
     params: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One statement on a connection that may be outside autocommit: then in a transaction of

@@ -171,30 +171,23 @@ class Queue:
             self._dsn, _ = resolve_dsn(None)
         return self._dsn
 
-    @contextmanager
-    def _connection(self) -> Iterator[tuple[psycopg.Connection[Any], bool]]:
-        """A connection for one call, and whether the Queue owns the transaction around it."""
-        if self._closed:
-            raise JobqError("this Queue is closed")
-        if self._pool is not None:
-            with self._pool.connection() as conn:
-                self._check_compatible(conn)
-                yield conn, True
-            return
-        with self._lock:
-            if self._conn is not None:
-                conn = self._conn
-                owns_tx = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-                self._check_compatible(conn)
-                yield conn, owns_tx
-                return
+    def _held(self) -> tuple[psycopg.Connection[Any], bool]:
+        """Under ``self._lock``: the connection for one call (the caller's, or the one this
+        Queue owns, opened or reopened here), and whether the Queue owns the transaction
+        around it."""
+        if self._conn is not None:
+            conn = self._conn
+            # pgconn's status, not conn.info's: conn.info builds an object per call
+            owns_tx = conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        else:
             if self._owned is None or self._owned.closed or self._owned.broken:
                 if self._owned is not None:
                     self._owned.close()
                     self._owned = None
                 self._owned = connect(self.dsn)
-            self._check_compatible(self._owned)
-            yield self._owned, True
+            conn, owns_tx = self._owned, True
+        self._check_compatible(conn)
+        return conn, owns_tx
 
     def _check_compatible(self, conn: psycopg.Connection[Any]) -> None:
         """Once per Queue: refuse a schema with a breaking change this client does not know."""
@@ -211,48 +204,70 @@ class Queue:
 
     def _drive(self, op: _ops.Op[T], conn: psycopg.Connection[Any] | None = None) -> T:
         """Run one operation of :mod:`._ops` on this Queue's connection (or ``conn``)."""
+        self._check_conn(conn)
+        return _ops.drive(op, lambda call: self._run(call, conn))
+
+    @staticmethod
+    def _check_conn(conn: Any) -> None:
+        """Refuse a ``conn=`` that is not a psycopg (synchronous) Connection."""
         if conn is not None and not isinstance(conn, psycopg.Connection):
             raise TypeError(
                 f"conn must be a psycopg Connection, got {_type_name(conn)}"
                 + (" (use AsyncQueue with an AsyncConnection)"
                    if isinstance(conn, psycopg.AsyncConnection) else "")
             )
-        return _ops.drive(op, lambda call: self._run(call, conn))
 
     def _run(self, call: _ops.Call, conn: psycopg.Connection[Any] | None) -> list[Any]:
         """Execute one statement and return its rows, as one short transaction unless
         ``conn`` (the caller's transaction) is given."""
-        query, params, row_factory = call.query, call.params, call.row_factory
-        binary = call.binary
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             self._check_compatible(conn)
-            with translate_errors(), conn.cursor(row_factory=row_factory) as cur:
-                cur.execute(query, params, binary=binary)
+            with translate_errors(), conn.cursor(row_factory=call.row_factory) as cur:
+                cur.execute(call.query, call.params, binary=call.binary)
                 return cur.fetchall()
         tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
         for attempt in range(1, tries + 1):
+            owns_tx = True
+            # Written out rather than through a context manager yielding the connection: this
+            # is every enqueue's path, where each layer of Python shows in the latency
+            # (docs/performance.md); psycopg's errors become jobq's here for the same reason.
             try:
-                with self._connection() as (c, owns_tx):
-                    # psycopg's errors become jobq's here rather than in translate_errors():
-                    # this is every enqueue's path, and a context manager less is measurable.
-                    try:
-                        if owns_tx and not c.autocommit:
-                            # A borrowed idle connection: one short transaction, committed.
-                            with c.transaction(), c.cursor(row_factory=row_factory) as cur:
-                                cur.execute(query, params, binary=binary)
-                                return cur.fetchall()
-                        with c.cursor(row_factory=row_factory) as cur:
-                            cur.execute(query, params, binary=binary)
-                            return cur.fetchall()
-                    except psycopg.Error as exc:
-                        raise from_psycopg(exc) from exc
+                if self._closed:
+                    raise JobqError("this Queue is closed")
+                if self._pool is not None:
+                    with self._pool.connection() as c:
+                        self._check_compatible(c)
+                        return self._execute_call(c, True, call)
+                with self._lock:
+                    c, owns_tx = self._held()
+                    return self._execute_call(c, owns_tx, call)
             except SerializationFailure:
                 if attempt == tries or not owns_tx:
                     raise
                 log.debug("serialization failure, retrying (%d/%d)", attempt, tries)
                 time.sleep(serialization_pause(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _execute_call(c: psycopg.Connection[Any], owns_tx: bool, call: _ops.Call) -> list[Any]:
+        """Execute ``call`` on ``c`` and return its rows, in one short transaction of its own
+        when the Queue owns the transaction on a connection that is not in autocommit."""
+        # The cursor is not closed by a `with`: its close() cost a single enqueue 6,000 of
+        # 155,000 instructions (callgrind), and a cursor whose rows are read holds nothing
+        # that its release does not free (psycopg's conn.execute() leaves its cursor so too).
+        try:
+            if owns_tx and not c.autocommit:
+                # A borrowed idle connection: one short transaction, committed.
+                with c.transaction():
+                    cur = c.cursor(row_factory=call.row_factory)
+                    cur.execute(call.query, call.params, binary=call.binary)
+                    return cur.fetchall()
+            cur = c.cursor(row_factory=call.row_factory)
+            cur.execute(call.query, call.params, binary=call.binary)
+            return cur.fetchall()
+        except psycopg.Error as exc:
+            raise from_psycopg(exc) from exc
 
     def close(self) -> None:
         """Close the connections this Queue opened (not one it was given)."""
@@ -294,13 +309,15 @@ class Queue:
         ``limit_key`` name the concurrency and rate limits it counts against
         (:meth:`set_limit`): each key of a group has the group's limits for itself.
         """
-        return self._drive(
-            _ops.enqueue(
-                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
-                queue, limit_group, limit_key,
-            ),
-            conn,
+        # One statement: run directly, not through _drive (see _ops.enqueue_call).
+        if conn is not None:
+            self._check_conn(conn)
+        call = _ops.enqueue_call(
+            self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
+            queue, limit_group, limit_key,
         )
+        job_id: uuid.UUID = self._run(call, conn)[0]
+        return job_id
 
     def enqueue_many(
         self,
@@ -736,7 +753,7 @@ def _check_skip_refused(skip_refused: bool, conn: object) -> None:
 
 def _execute(
     conn: psycopg.Connection[Any],
-    query: sql.SQL | sql.Composed,
+    query: _sql.Query | sql.Composed,
     params: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One statement on a connection that may be outside autocommit: then in a transaction of
