@@ -11,6 +11,7 @@ from typing import Any
 import click
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
@@ -24,6 +25,7 @@ from pgq_client import (
     Queue,
     SerializationFailure,
     Worker,
+    _sql,
     cli,
 )
 from pgq_client.errors import ConnectionFailed, from_psycopg
@@ -390,6 +392,29 @@ def test_schema_qualified_queue_uses_its_own_tables(dsn: str, conn: Conn) -> Non
         assert [j.id for j in tenant.dequeue("w")] == [tenant_id]
     assert conn.execute("SELECT count(*) FROM tenant_a.jobq_jobs").fetchone() == (1,)
     assert conn.execute("SELECT count(*) FROM public.jobq_jobs").fetchone() == (0,)
+
+
+def test_a_schema_named_beyond_ascii_is_sent_in_the_connections_encoding(
+    dsn: str, conn: Conn
+) -> None:
+    # Statements go as bytes when their text is ASCII (the same bytes in every client
+    # encoding); one that names a schema beyond ASCII stays an sql.SQL, which psycopg encodes
+    # in the connection's encoding: in LATIN1 "ü" is one byte, and the UTF-8 bytes of the
+    # name would name no schema.
+    schema = "tenant_ü"
+    assert isinstance(_sql.statements(None).dequeue, bytes)
+    assert isinstance(_sql.statements("tenant_a").dequeue, bytes)
+    assert isinstance(_sql.statements(schema).dequeue, sql.SQL)
+    migrate(dsn, schema=schema)
+    with psycopg.connect(dsn, autocommit=True, options="-c client_encoding=LATIN1") as latin1:
+        job_id = Queue(latin1, schema=schema).enqueue("t", {"name": "ü"})
+    with Queue(dsn, schema=schema) as q:  # read back in UTF-8 (see the note below)
+        assert [(j.id, j.payload) for j in q.dequeue("w")] == [(job_id, {"name": "ü"})]
+    table = sql.SQL("SELECT count(*) FROM {}.jobq_jobs").format(sql.Identifier(schema))
+    assert conn.execute(table).fetchone() == (1,)
+    # (psycopg's default jsonb loader, which a caller's connection keeps, reads the bytes as
+    # UTF-8 whatever the client encoding: a payload beyond ASCII read on a LATIN1 connection
+    # fails to decode. Not jobq's to change on a connection it was given.)
 
 
 def test_serializable_caller_transaction_conflict_is_raised_to_the_caller(dsn: str) -> None:
