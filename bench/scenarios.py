@@ -67,7 +67,7 @@ SELECT pg_notify('raw_jobs', 'default') FROM ins
 
 JOBQ_ENQUEUE = "SELECT jobq_enqueue(job_type => %s::text, payload => %s::jsonb)"
 JOBQ_ENQUEUE_MANY = "SELECT ord, id FROM jobq_enqueue_many(jobs => %s::jsonb)"
-# Scenario 15: single enqueues per turn (about 50 ms on a durable cluster).
+# Scenario 15: single enqueues per turn (25-40 ms of them on the durable bench cluster).
 SINGLE_TURN = 50
 # The array batch as a hand-written client would send it: each column in binary (%b), the
 # payloads as one JSON array split in the server (as pgq_client sends them).
