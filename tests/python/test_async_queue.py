@@ -396,6 +396,29 @@ async def test_serializable_caller_transaction_conflict_is_raised_to_the_caller(
         await b.rollback()
 
 
+async def test_a_closed_async_queue_refuses_every_call_and_changes_nothing(
+    dsn: str, conn: Conn
+) -> None:
+    # Whatever the AsyncQueue was made from (a DSN, a connection, a pool), a call after
+    # close() says so, before anything is sent.
+    async with AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False) as pool:
+        given = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        try:
+            for q in (AsyncQueue(dsn), AsyncQueue(given), AsyncQueue(pool)):
+                await q.enqueue("t")
+                await q.close()
+                with pytest.raises(JobqError, match="this AsyncQueue is closed"):
+                    await q.enqueue("t")
+                with pytest.raises(JobqError, match="this AsyncQueue is closed"):
+                    await q.enqueue_many([{"job_type": "t"}])
+                with pytest.raises(JobqError, match="this AsyncQueue is closed"):
+                    await q.dequeue("w")
+        finally:
+            await given.close()
+    assert conn.execute("SELECT count(*), count(*) FILTER (WHERE status = 'pending') "
+                        "FROM jobq_jobs").fetchone() == (3, 3)
+
+
 async def test_serialization_failure_of_an_owned_transaction_is_retried(dsn: str) -> None:
     serializable = make_conninfo(dsn, options="-c default_transaction_isolation=serializable")
     async with AsyncQueue(dsn) as holder, AsyncQueue(

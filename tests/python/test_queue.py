@@ -355,6 +355,25 @@ def test_queue_on_a_pool(dsn: str, conn: Conn) -> None:
     assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (len(ids),)
 
 
+def test_a_closed_queue_refuses_every_call_and_changes_nothing(dsn: str, conn: Conn) -> None:
+    # Whatever the Queue was made from (a DSN, a connection, a pool), a call after close()
+    # says so, before anything is sent.
+    with ConnectionPool(dsn, min_size=1, max_size=1, open=True) as pool, psycopg.connect(
+        dsn, autocommit=True
+    ) as given:
+        for q in (Queue(dsn), Queue(given), Queue(pool)):
+            q.enqueue("t")
+            q.close()
+            with pytest.raises(JobqError, match="this Queue is closed"):
+                q.enqueue("t")
+            with pytest.raises(JobqError, match="this Queue is closed"):
+                q.enqueue_many([{"job_type": "t"}])
+            with pytest.raises(JobqError, match="this Queue is closed"):
+                q.dequeue("w")
+    assert conn.execute("SELECT count(*), count(*) FILTER (WHERE status = 'pending') "
+                        "FROM jobq_jobs").fetchone() == (3, 3)
+
+
 def test_queue_without_dsn_uses_jobq_dsn(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JOBQ_DSN", dsn)
     monkeypatch.setenv("DATABASE_URL", "postgresql://127.0.0.1:1/wrong")
