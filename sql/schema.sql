@@ -2376,6 +2376,7 @@ CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NUL
     SET search_path TO 'public', 'pg_temp'
     SET enable_bitmapscan TO 'off'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET jit TO 'off'
     AS $$
 DECLARE
     -- The ranges of jobq_jobs_claim_idx to claim from, by the hashes of their names:
@@ -2628,29 +2629,41 @@ BEGIN
     --     above: when some wait within the filters (one probe per job type, or of the whole
     --     index without a job type filter; an empty index costs one probe), the claim is
     --     jobq__claim_limited's, which merges both kinds under the limits. Otherwise the claim
-    --     below runs exactly as it does without limits.
+    --     below runs exactly as it does without limits. Each probe reads the index in its
+    --     order (ORDER BY its columns, LIMIT 1), so no plan can read the table instead: as an
+    --     EXISTS, a generic plan made while most rows were pending limited jobs (a backlog
+    --     enqueued at once, then analyzed) was a sequential scan, which on every later claim
+    --     of the session read every finished job before the first pending one.
     IF jobq_dequeue.job_types IS NOT NULL THEN
         v_limited := EXISTS (
             SELECT 1
             FROM pg_catalog.unnest(jobq_dequeue.job_types) AS u (job_type)
-            WHERE EXISTS (
-                SELECT 1
+            CROSS JOIN LATERAL (
+                SELECT j.id
                 FROM jobq_jobs AS j
                 WHERE j.job_type = u.job_type
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NOT NULL
-            )
+                ORDER BY
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            ) AS f
         );
     ELSE
-        v_limited := EXISTS (
-            SELECT 1
+        v_limited := (
+            SELECT TRUE
             FROM jobq_jobs AS j
             WHERE j.status = 'pending'
               AND NOT j.scheduled
               AND j.limit_group IS NOT NULL
               AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
-        );
+            ORDER BY
+                j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                j.priority DESC, j.available_at, j.id
+            LIMIT 1
+        ) IS NOT NULL;
     END IF;
     IF v_limited THEN
         RETURN QUERY
@@ -2812,9 +2825,9 @@ Cost: each call first promotes up to 1,000 scheduled jobs that have come due (on
 when none has), then reads only the (job_type, queue) ranges of jobq_jobs_claim_idx that its
 filters select, plus one probe per pair with pending jobs to find them; finished jobs, jobs of
 other types or queues and jobs scheduled for later (whatever their priority) are never read.
-Runs with enable_bitmapscan = off and plan_cache_mode = force_generic_plan (for this function
-only; the caller keeps its own settings): index scans in claim order that stop after
-batch_size rows, planned once per session.
+Runs with enable_bitmapscan = off, plan_cache_mode = force_generic_plan and jit = off (for
+this function only; the caller keeps its own settings): index scans in claim order that stop
+after batch_size rows, planned once per session, never compiled.
 Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all),
 batch_size (1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL =
 all).

@@ -46,8 +46,14 @@
 -- estimated LIMIT (a generic plan estimates LIMIT $n at a tenth of the table, and joined the
 -- candidates to a sequential scan of jobq_jobs by hash).
 --
--- Both settings apply only while jobq_dequeue runs (function SET clauses): the caller's
--- session and transaction keep their own.
+-- SET jit = off: a generic plan's estimates can pass jit_above_cost (100,000 by default) where
+-- a statement joins a set of unknown size (generate_series, unnest) to index scans: seen in
+-- jobq__claim_limited with statistics from a backlog of limited jobs, whose candidates
+-- statement (cost 207,000 for an actual 0.02 ms) then spent 8 ms compiling on every claim. A
+-- claim reads a few index entries per job; compiling its expressions never pays.
+--
+-- The settings apply only while jobq_dequeue runs (function SET clauses), to the statements of
+-- the functions it calls too: the caller's session and transaction keep their own.
 --! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_dequeue(
@@ -63,6 +69,7 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 SET enable_bitmapscan = off
 SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
 DECLARE
     -- The ranges of jobq_jobs_claim_idx to claim from, by the hashes of their names:
@@ -315,29 +322,41 @@ BEGIN
     --     above: when some wait within the filters (one probe per job type, or of the whole
     --     index without a job type filter; an empty index costs one probe), the claim is
     --     jobq__claim_limited's, which merges both kinds under the limits. Otherwise the claim
-    --     below runs exactly as it does without limits.
+    --     below runs exactly as it does without limits. Each probe reads the index in its
+    --     order (ORDER BY its columns, LIMIT 1), so no plan can read the table instead: as an
+    --     EXISTS, a generic plan made while most rows were pending limited jobs (a backlog
+    --     enqueued at once, then analyzed) was a sequential scan, which on every later claim
+    --     of the session read every finished job before the first pending one.
     IF jobq_dequeue.job_types IS NOT NULL THEN
         v_limited := EXISTS (
             SELECT 1
             FROM pg_catalog.unnest(jobq_dequeue.job_types) AS u (job_type)
-            WHERE EXISTS (
-                SELECT 1
+            CROSS JOIN LATERAL (
+                SELECT j.id
                 FROM jobq_jobs AS j
                 WHERE j.job_type = u.job_type
                   AND j.status = 'pending'
                   AND NOT j.scheduled
                   AND j.limit_group IS NOT NULL
-            )
+                ORDER BY
+                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                    j.priority DESC, j.available_at, j.id
+                LIMIT 1
+            ) AS f
         );
     ELSE
-        v_limited := EXISTS (
-            SELECT 1
+        v_limited := (
+            SELECT TRUE
             FROM jobq_jobs AS j
             WHERE j.status = 'pending'
               AND NOT j.scheduled
               AND j.limit_group IS NOT NULL
               AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
-        );
+            ORDER BY
+                j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                j.priority DESC, j.available_at, j.id
+            LIMIT 1
+        ) IS NOT NULL;
     END IF;
     IF v_limited THEN
         RETURN QUERY
@@ -500,9 +519,9 @@ Cost: each call first promotes up to 1,000 scheduled jobs that have come due (on
 when none has), then reads only the (job_type, queue) ranges of jobq_jobs_claim_idx that its
 filters select, plus one probe per pair with pending jobs to find them; finished jobs, jobs of
 other types or queues and jobs scheduled for later (whatever their priority) are never read.
-Runs with enable_bitmapscan = off and plan_cache_mode = force_generic_plan (for this function
-only; the caller keeps its own settings): index scans in claim order that stop after
-batch_size rows, planned once per session.
+Runs with enable_bitmapscan = off, plan_cache_mode = force_generic_plan and jit = off (for
+this function only; the caller keeps its own settings): index scans in claim order that stop
+after batch_size rows, planned once per session, never compiled.
 Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all),
 batch_size (1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL =
 all).

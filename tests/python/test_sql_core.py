@@ -381,6 +381,83 @@ def test_the_claim_reads_its_indexes_in_order_when_statistics_say_the_queue_is_e
         assert setting == ("on",), "the function's setting leaked into the session"
 
 
+def test_a_limited_claim_never_reads_the_table_when_statistics_come_from_a_backlog(
+    dsn: str,
+) -> None:
+    """Statistics gathered while every row was a pending limited job (a backlog enqueued at
+    once), 1,500 of them finished since, a generic plan. Whether limited jobs wait must be a
+    probe of jobq_jobs_limited_idx: as an EXISTS, its generic plan here was a sequential scan
+    of jobq_jobs, which read every finished job before the first pending one on every claim of
+    the session."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("ALTER TABLE jobq_jobs SET (autovacuum_enabled = off)")
+        c.execute("SELECT jobq_set_limit('g', max_running => 1000)")
+        jobs = psycopg.types.json.Jsonb(
+            [{"job_type": "t", "limit_group": "g", "limit_key": f"k{i % 8}"} for i in range(2000)]
+        )
+        c.execute("SELECT count(*) FROM jobq_enqueue_many(%s)", (jobs,))
+        c.execute("VACUUM ANALYZE jobq_jobs")  # the statistics of the backlog
+        ids = [r[0] for r in c.execute("SELECT id FROM jobq_dequeue('w', batch_size => 1500)")]
+        assert c.execute("SELECT jobq_complete_many(%s, 'w')", (ids,)).fetchone() == (1500,)
+        plans = log_generic_plans(c)
+        claimed = []
+        for job_types, queues in ((None, None), (["t"], None), (None, ["default"]), (["t"], None)):
+            claimed += [
+                r[0]
+                for r in c.execute(
+                    "SELECT id FROM jobq_dequeue('w', job_types => %s::text[], batch_size => 10,"
+                    " queues => %s::text[])",
+                    (job_types, queues),
+                )
+            ]
+        assert len(set(claimed)) == 40
+        assert sum("jobq__claim_limited(" in p for p in plans) == 4, plans
+        scans = [p for p in plans if "Seq Scan on jobq_jobs" in p]
+        assert scans == [], scans[0]
+
+
+def test_no_statement_of_a_claim_is_compiled_even_where_the_session_compiles_everything(
+    dsn: str,
+) -> None:
+    """jobq_dequeue runs with jit = off: a generic plan's estimates passed jit_above_cost in
+    jobq__claim_limited (statistics from a backlog of limited jobs) and the claim spent 8 ms
+    compiling on every call. Here the session compiles every statement (jit_above_cost = 0);
+    neither an unlimited nor a limited claim, nor the statements of the functions they call,
+    may be compiled, while the session's own statements are."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        if c.execute("SELECT pg_jit_available()").fetchone() != (True,):
+            pytest.skip("this server has no JIT provider (llvmjit): nothing can be compiled")
+        c.execute("SELECT jobq_set_limit('g', max_running => 2)")
+        jobs = [{"job_type": "t"} for _ in range(20)] + [
+            {"job_type": "t", "limit_group": "g", "limit_key": f"k{i % 3}"} for i in range(20)
+        ]
+        c.execute("SELECT count(*) FROM jobq_enqueue_many(%s)", (psycopg.types.json.Jsonb(jobs),))
+        plans = log_generic_plans(c)
+        for setting in (
+            "auto_explain.log_analyze = on",  # the JIT summary is part of an analyzed plan
+            "auto_explain.log_timing = off",
+            "jit = on",
+            "jit_above_cost = 0",
+        ):
+            c.execute(f"SET {setting}")
+        c.execute("SELECT count(*) FROM jobq_jobs")
+        assert any("JIT:" in p for p in plans), "the session's own statement was compiled"
+        plans.clear()
+        # Unlimited jobs only (no limited job of type u), then the limited claim.
+        unlimited = psycopg.types.json.Jsonb([{"job_type": "u"}] * 5)
+        c.execute("SELECT count(*) FROM jobq_enqueue_many(%s)", (unlimited,))
+        plans.clear()
+        got = c.execute("SELECT count(*) FROM jobq_dequeue('w', '{u}', batch_size => 5)").fetchone()
+        got2 = c.execute("SELECT count(*) FROM jobq_dequeue('w', batch_size => 30)").fetchone()
+        assert (got, got2) == ((5,), (26,))  # 20 unlimited, and 3 keys x 2
+        assert sum("jobq__claim_limited(" in p for p in plans) == 1, plans
+        nested = [p for p in plans if "Query Text: SELECT count(*) FROM jobq_dequeue(" not in p]
+        assert len(nested) > 10, plans
+        compiled = [p for p in nested if "JIT:" in p]
+        assert compiled == [], compiled[0]
+        assert c.execute("SHOW jit_above_cost").fetchone() == ("0",), "the caller's is kept"
+
+
 def test_a_heartbeat_skips_rows_locked_by_another_transaction_instead_of_waiting(
     dsn: str,
 ) -> None:
