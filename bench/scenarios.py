@@ -1,13 +1,15 @@
 """The scenarios of docs/performance.md, each beside its raw-SQL ceiling (1-6) or beside
 scenario 3 of the same run (5, 7, 8, 9: scenario 3 among rows the claim cannot claim);
-scenario 11, asyncio, beside the synchronous client; 15 and 16, the producer side: the client
+scenario 11, asyncio, beside the synchronous client; 12 and 13, limits, beside the unlimited
+drain and the turnover of their keys in bare SQL; 15 and 16, the producer side: the client
 beside the same call from bare psycopg, the array batch beside a multi-row INSERT, a bulk load
 of a million jobs.
 
-Naming of measurement keys: ``s<scenario>.<raw|jobq>.<py|pgbench|queue|worker>[.b<batch>]``.
+Naming of measurement keys: ``s<scenario>.<raw|jobq>.<py|pgbench|queue|worker|chain>[.b<batch>]``.
 "py" is the psycopg client running plain SQL (threads, one connection each); "pgbench" the
 same statements as a pgbench custom script (no Python at all); "queue"/"worker" the
-pgq_client classes.
+pgq_client classes; "chain" one session handing each finished job's slot to its key's next
+job in bare SQL (scenarios 12 and 13).
 """
 
 from __future__ import annotations
@@ -176,6 +178,63 @@ class Config:
             retry_jobs=10_000,
             volume_rows=1_000_000,
         )
+
+
+# Scenarios 12 and 13's turnover ceiling (Bench._chain_run): the least SQL that keeps keys
+# with max_running slots busy, on jobq's table and indexes, with no limit check. The first
+# statement claims the first per_key jobs of each key; each step completes the jobs it is
+# given and claims, per (job_type, queue, group, key), as many next jobs as it completed.
+CHAIN_FIRST = """
+    UPDATE jobq_jobs AS j
+    SET status = 'processing', attempts = j.attempts + 1, locked_at = now(),
+        locked_by = 'chain', claimed_at = now(), updated_at = now()
+    WHERE j.id = ANY (ARRAY(
+        SELECT f.id
+        FROM generate_series(0, %(keys)s::int - 1) AS k (n)
+        CROSS JOIN LATERAL (
+            SELECT x.id FROM jobq_jobs AS x
+            WHERE x.job_type = 'noop' AND x.queue = 'default' AND x.limit_group = 'bench'
+              AND coalesce(x.limit_key, '') = 'k' || k.n
+              AND x.status = 'pending' AND NOT x.scheduled AND x.limit_group IS NOT NULL
+            ORDER BY x.priority DESC, x.available_at, x.id
+            LIMIT %(per_key)s::int
+        ) AS f
+    ))
+    RETURNING j.id
+"""
+CHAIN_STEP = """
+    WITH done AS (
+        UPDATE jobq_jobs AS j
+        SET status = 'succeeded', finished_at = now(), locked_at = NULL, locked_by = NULL,
+            updated_at = now()
+        WHERE j.id = ANY (%(ids)s::uuid[]) AND j.status = 'processing'
+        RETURNING j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk
+    ),
+    slots AS (
+        SELECT d.job_type, d.queue, d.limit_group, d.lk, count(*) AS n
+        FROM done AS d
+        GROUP BY d.job_type, d.queue, d.limit_group, d.lk
+    ),
+    next AS MATERIALIZED (
+        SELECT f.id
+        FROM slots AS s
+        CROSS JOIN LATERAL (
+            SELECT x.id FROM jobq_jobs AS x
+            WHERE x.job_type = s.job_type AND x.queue = s.queue
+              AND x.limit_group = s.limit_group AND coalesce(x.limit_key, '') = s.lk
+              AND x.status = 'pending' AND NOT x.scheduled AND x.limit_group IS NOT NULL
+              AND x.available_at <= now()
+            ORDER BY x.priority DESC, x.available_at, x.id
+            LIMIT s.n
+            FOR UPDATE SKIP LOCKED
+        ) AS f
+    )
+    UPDATE jobq_jobs AS j
+    SET status = 'processing', attempts = j.attempts + 1, locked_at = now(),
+        locked_by = 'chain', claimed_at = now(), updated_at = now()
+    WHERE j.id = ANY (ARRAY(SELECT next.id FROM next))
+    RETURNING j.id
+"""
 
 
 @dataclass
@@ -1037,6 +1096,25 @@ class Bench:
             "SELECT count(*) FROM jobq_jobs WHERE status IN ('pending', 'processing') "
             "AND available_at <= now()", "jobq")
 
+    def _chain_run(self, n: int, keys: int, per_key: int) -> Run:
+        """What the keys' turnover can reach on this machine, whoever enforces the limit: one
+        session, no handler, no limit check, no function; each transaction completes the jobs
+        the previous one claimed and claims, for each key, as many of its next jobs as it
+        completed (the first claims ``per_key`` of each key). A key's next job cannot start
+        before the completion that frees its slot has committed, so a serial key makes one job
+        per durable commit, whatever the queue."""
+        with self.cluster.connect() as conn:
+            rows = conn.execute(CHAIN_FIRST, {"per_key": per_key, "keys": keys}).fetchall()
+            start = time.perf_counter()
+            done = len(rows)
+            while rows:
+                rows = conn.execute(CHAIN_STEP, {"ids": [r[0] for r in rows]}).fetchall()
+                done += len(rows)
+            seconds = time.perf_counter() - start
+        if done != n:
+            raise RuntimeError(f"the chain ran {done} of {n} jobs")
+        return Run(done, seconds)
+
     def _limits_scenario(self, scenario: str, keys: int, max_running: int) -> None:
         n, c = self.config.drain_jobs, self.config.concurrency
         ref = f"s{scenario}.jobq.worker"
@@ -1048,6 +1126,12 @@ class Bench:
                 Variant(f"s{scenario}.jobq.worker.k{keys}r{max_running}",
                         f"Worker(concurrency={c}), {keys} keys x max_running {max_running}",
                         "jobq", lambda: self._worker_run(n),
+                        self._limited(n, keys, max_running=max_running), ceiling=ref,
+                        check=self._jobq_left()),
+                Variant(f"s{scenario}.raw.chain.k{keys}r{max_running}",
+                        f"bare SQL on jobq_jobs, {keys} keys x {max_running}: completions hand "
+                        "slots on",
+                        "raw", lambda: self._chain_run(n, keys, max_running),
                         self._limited(n, keys, max_running=max_running), ceiling=ref,
                         check=self._jobq_left()),
             ],
