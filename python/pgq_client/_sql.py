@@ -10,11 +10,20 @@ from __future__ import annotations
 
 import hashlib
 from functools import cache
+from typing import Any
 
 from psycopg import sql
 
 # A statement of Statements: bytes when its text is ASCII, else an sql.SQL (see _render).
 Query = bytes | sql.SQL
+
+# Every connection jobq opens speaks UTF-8, whatever PGCLIENTENCODING or the DSN say (given as a
+# connection argument, it wins over both): jobq decodes jsonb as UTF-8 (models.load_json) and
+# sends its SQL files, whose comments are not all ASCII, as text. With a LATIN1 client encoding
+# a claim could not read back a payload with an accented letter, an enqueue could not send a
+# euro sign, and `jobq migrate` stopped with a traceback. The server converts to and from the
+# database's encoding. A connection or pool that the application gives jobq keeps its own.
+CLIENT_ENCODING: dict[str, Any] = {"client_encoding": "UTF8"}
 
 # jobq_enqueue's arguments, each as the client passes it. A single enqueue sends only the
 # arguments that differ from the function's defaults (Statements.enqueue_with): every parameter

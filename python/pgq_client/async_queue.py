@@ -64,7 +64,9 @@ async def aconnect(dsn: str, **kwargs: Any) -> psycopg.AsyncConnection[Any]:
     jsonb with :func:`~pgq_client.models.load_json`. A DSN that libpq cannot parse is refused
     without chaining libpq's error, which may quote the password."""
     try:
-        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True, **kwargs)
+        conn = await psycopg.AsyncConnection.connect(
+            dsn, autocommit=True, **{**_sql.CLIENT_ENCODING, **kwargs}
+        )
     except psycopg.Error as exc:
         if is_conninfo_error(exc):
             raise from_psycopg(exc) from None

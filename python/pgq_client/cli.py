@@ -29,7 +29,7 @@ import click
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from . import _secrets
+from . import _secrets, _sql
 from .errors import JobqError, NotMigrated, PermissionDenied, from_psycopg
 from .models import FINISHED_STATUSES, STATUSES, HealthRow, Job, JobStatus, MetricSample, StatsRow
 from .queue import DSN_SOURCES, Queue, check_aware, resolve_dsn
@@ -482,7 +482,7 @@ def grant(ctx: click.Context, role: str, level: str, dry_run: bool) -> None:
             click.echo(grants.render(grants.grant_statements(role, lvl, schema)), nl=False)
             return
         try:
-            with psycopg.connect(dsn, autocommit=True) as conn:
+            with psycopg.connect(dsn, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
                 statements = grants.plan(role, lvl, schema, conn)
                 click.echo(grants.render(statements, conn), nl=False)
         except psycopg.Error as exc:
@@ -522,7 +522,7 @@ def revoke(ctx: click.Context, role: str, dry_run: bool) -> None:
             click.echo(grants.render(grants.revoke_statements(role, schema)), nl=False)
             return
         try:
-            with psycopg.connect(dsn, autocommit=True) as conn:
+            with psycopg.connect(dsn, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
                 statements = grants.revoke_plan(role, schema, conn)
                 click.echo(grants.render(statements, conn), nl=False)
         except psycopg.Error as exc:
@@ -981,7 +981,6 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     setting changed by hand, a CREATE OR REPLACE without SECURITY DEFINER, a half-applied
     upgrade, a jobq function no file defines).
     """
-    from . import _sql
     from . import migrate as runner
     from .models import HealthRow
 
@@ -990,7 +989,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     with settings.queue() as q:
         rows = q.health()
     try:
-        with psycopg.connect(settings.dsn(), autocommit=True) as conn:
+        with psycopg.connect(settings.dsn(), autocommit=True, **_sql.CLIENT_ENCODING) as conn:
             row = conn.execute(_sql.JOBQ_SCHEMA, {"schema": schema}).fetchone()
             where = str(row[0]) if row and row[0] else (schema or "public")
             drift = runner.function_drift(conn, where)

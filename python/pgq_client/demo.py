@@ -37,7 +37,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from pgq_client import Job, JobFailed, PermanentError, Queue, Worker
+from pgq_client import Job, JobFailed, PermanentError, Queue, Worker, _sql
 from pgq_client.errors import JobqError
 from pgq_client.migrate import migrate
 from pgq_client.models import STATUSES
@@ -168,7 +168,7 @@ def jobq_command() -> str:
 
 def _reset_schema(dsn: str) -> list[str]:
     """Drop the demo's own schema and install jobq into it afresh."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with psycopg.connect(dsn, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(SCHEMA)))
     return migrate(dsn, schema=SCHEMA)
 
@@ -418,7 +418,7 @@ def run_demo(out: Callable[[str], None] = print) -> None:
         # The demo cannot wait for the hour: it pretends the schedule has existed for two
         # hours with nobody ticking (the catch-up policy 'latest' then enqueues the most
         # recent missed fire only), by moving its next fire back directly in the table.
-        with psycopg.connect(dsn, autocommit=True) as conn:
+        with psycopg.connect(dsn, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
             conn.execute(
                 sql.SQL(
                     "UPDATE {}.jobq_schedules"

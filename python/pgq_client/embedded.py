@@ -30,6 +30,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from pgq_client import _sql
 from pgq_client.errors import JobqError
 
 __all__ = [
@@ -284,7 +285,9 @@ def get_embedded_dsn(home: Path | None = None, *, migrate: bool = True) -> str:
         _start(pgdata)
         dsn = _dsn(pgdata)
         try:
-            with psycopg.connect(make_conninfo(dsn, dbname="postgres"), autocommit=True) as conn:
+            with psycopg.connect(
+                make_conninfo(dsn, dbname="postgres"), autocommit=True, **_sql.CLIENT_ENCODING
+            ) as conn:
                 found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
                 if found.fetchone() is None:
                     logger.info("creating database %s in the embedded server", DATABASE)

@@ -145,7 +145,7 @@ def plan(
 def grant(conninfo: str, role: str, level: Level, schema: str = "public") -> list[str]:
     """Grant ``level`` to ``role`` in one transaction; returns the statements it ran."""
     try:
-        with psycopg.connect(conninfo) as conn:
+        with psycopg.connect(conninfo, **_sql.CLIENT_ENCODING) as conn:
             statements = plan(role, level, schema, conn)
             for statement in statements:
                 conn.execute(statement)
@@ -218,7 +218,7 @@ def revoke(conninfo: str, role: str, schema: str = "public") -> list[str]:
     """Take back from ``role`` everything jobq grants, in one transaction; returns the
     statements it ran."""
     try:
-        with psycopg.connect(conninfo) as conn:
+        with psycopg.connect(conninfo, **_sql.CLIENT_ENCODING) as conn:
             statements = revoke_plan(role, schema, conn)
             for statement in statements:
                 conn.execute(statement)

@@ -1243,7 +1243,7 @@ def migrate(
     known = available_migrations(migrations_dir)
     functions = function_files(functions_dir)
     history = function_history(functions_dir)
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with psycopg.connect(conninfo, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
         if dry_run:
             return _plan(_applied(conn, schema), known, functions, schema, history).versions
         conn.execute(_lock_key(schema))
@@ -1473,7 +1473,7 @@ def render_dry_run(
         todo = Plan(adopt=(), migrations=known, functions=functions)
         header = "everything (no database was asked what is applied)"
     else:
-        with psycopg.connect(conninfo, autocommit=True) as conn:
+        with psycopg.connect(conninfo, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
             todo = _plan(
                 _applied(conn, schema), known, functions, schema, function_history(functions_dir)
             )
@@ -1617,7 +1617,7 @@ def audit(conninfo: str, schema: str = "public") -> list[str]:
     jobq's objects (nor a superuser), and roles other than that owner that may CREATE in it.
     :func:`migrate` logs them as warnings after each run; ``jobq doctor`` reports them too."""
     _validate_schema(schema)
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with psycopg.connect(conninfo, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
         return _audit(conn, schema)
 
 

@@ -211,7 +211,7 @@ class Dashboard:
                     self._dsn,
                     min_size=1,
                     max_size=4,
-                    kwargs={"autocommit": True},
+                    kwargs={"autocommit": True, **_sql.CLIENT_ENCODING},
                     open=True,
                     name="jobq-web",
                 )

@@ -429,6 +429,7 @@ class Worker:
             given = self._given_pool.kwargs
             kwargs.update((given() if callable(given) else given) or {})
         kwargs["autocommit"] = True
+        kwargs.update(_sql.CLIENT_ENCODING)
         return kwargs
 
     def _check_database(self, link: Link) -> None:
@@ -464,7 +465,7 @@ class Worker:
             dsn,
             min_size=min(self.config.concurrency, 4),  # opened in the background, at start
             max_size=self.config.concurrency,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, **_sql.CLIENT_ENCODING},
             name=f"jobq-worker-{self.worker_id}",
             timeout=5.0,
             open=False,
