@@ -191,7 +191,12 @@ BEGIN
             locked_by = NULL,
             updated_at = v_now
         FROM record AS r
-        WHERE j.id = r.id
+        -- The rows are found by primary key, as an array, whatever the join's method: joined
+        -- by id alone, the generic plan made with statistics that counted many processing
+        -- jobs (a burst claimed on a small table, then analyzed) hashed the whole of jobq_jobs
+        -- on every claim that took a stale job back.
+        WHERE j.id = ANY (ARRAY(SELECT s.id FROM stale AS s))
+          AND j.id = r.id
         RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
     ),
 

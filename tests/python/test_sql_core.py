@@ -416,6 +416,47 @@ def test_a_limited_claim_never_reads_the_table_when_statistics_come_from_a_backl
         assert scans == [], scans[0]
 
 
+def test_a_claim_takes_stale_jobs_back_by_primary_key_whatever_the_statistics_say(
+    dsn: str,
+) -> None:
+    """Statistics gathered while most jobs were processing (a burst claimed on a small table),
+    20,000 finished jobs since, a generic plan. The takeover of stale claims must reach its
+    rows by primary key: joined to them by id alone, its plan hashed the whole of jobq_jobs on
+    every claim that took a stale job back."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("ALTER TABLE jobq_jobs SET (autovacuum_enabled = off)")
+        jobs = psycopg.types.json.Jsonb([{"job_type": "t"} for _ in range(2200)])
+        c.execute("SELECT count(*) FROM jobq_enqueue_many(%s)", (jobs,))
+        burst = [r[0] for r in c.execute("SELECT id FROM jobq_dequeue('a', batch_size => 2000)")]
+        c.execute("VACUUM ANALYZE jobq_jobs")  # the statistics of the burst
+        assert c.execute("SELECT jobq_complete_many(%s, 'a')", (burst,)).fetchone() == (2000,)
+        c.execute(
+            "INSERT INTO jobq_jobs (job_type, status, attempts, finished_at)"
+            " SELECT 't', 'succeeded', 1, now() FROM generate_series(1, 20000)"
+        )
+        lost = [r[0] for r in c.execute("SELECT id FROM jobq_dequeue('b', batch_size => 20)")]
+        c.execute(
+            "UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = ANY(%s)",
+            (lost,),
+        )
+        plans = log_generic_plans(c)
+        taken = [
+            r[0]
+            for r in c.execute(
+                "SELECT id FROM jobq_dequeue('c', batch_size => 20, lock_timeout => '1 minute')"
+            )
+        ]
+        assert sorted(taken) == sorted(lost)  # taken back, then claimed again, in claim order
+        kinds = c.execute(
+            "SELECT DISTINCT errors -> -1 ->> 'kind' FROM jobq_jobs WHERE id = ANY(%s)", (lost,)
+        ).fetchall()
+        assert kinds == [("lock_expired",)]
+        takeovers = [p for p in plans if "WITH stale AS MATERIALIZED" in p]
+        assert len(takeovers) == 1, plans
+        assert "Seq Scan on jobq_jobs" not in takeovers[0], takeovers[0]
+        assert "Index Scan using jobq_jobs_pkey" in takeovers[0], takeovers[0]
+
+
 def test_no_statement_of_a_claim_is_compiled_even_where_the_session_compiles_everything(
     dsn: str,
 ) -> None:
