@@ -5281,6 +5281,7 @@ channel (payload: the job id) for each job it cancelled that a client awaits.';
 CREATE FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_released integer;
@@ -5359,6 +5360,8 @@ A job with a cancel request (jobq_cancel) becomes cancelled instead and is never
 Arguments: worker_id (non-blank; must be unique per worker process), job_ids (every job the
 worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
 Result: how many jobs were released (cancelled ones included).
+Runs with enable_seqscan = off (for this function only; the caller keeps its own setting): the
+processing jobs are read through jobq_jobs_locked_idx whatever the statistics say.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; NULL job_ids.
 Concurrency: skips rows locked by another transaction (never waits). Call it only while no
 claim of this worker is in flight: the jobs of a claim not yet returned would be released.';

@@ -17,6 +17,11 @@
 -- The jobs are found among the processing ones (jobq_jobs_locked_idx), since no index leads
 -- with locked_by: the cost is that of reading the claims of every worker, paid once per lost
 -- claim. Rows another transaction has locked are skipped (SKIP LOCKED): the call never waits.
+--
+-- SET enable_seqscan = off: with statistics gathered while most rows were processing (a burst
+-- claimed on a small table), the planner read the whole of jobq_jobs for the worker's rows,
+-- finished jobs included, instead of the processing ones in jobq_jobs_locked_idx. The setting
+-- applies while this function runs (a function SET clause), not to the caller.
 --! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_release_orphans(worker_id text, job_ids uuid[]) RETURNS integer
@@ -24,6 +29,7 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET enable_seqscan = off
 AS $$
 DECLARE
     v_released integer;
@@ -103,6 +109,8 @@ A job with a cancel request (jobq_cancel) becomes cancelled instead and is never
 Arguments: worker_id (non-blank; must be unique per worker process), job_ids (every job the
 worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
 Result: how many jobs were released (cancelled ones included).
+Runs with enable_seqscan = off (for this function only; the caller keeps its own setting): the
+processing jobs are read through jobq_jobs_locked_idx whatever the statistics say.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; NULL job_ids.
 Concurrency: skips rows locked by another transaction (never waits). Call it only while no
 claim of this worker is in flight: the jobs of a claim not yet returned would be released.';

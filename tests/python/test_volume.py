@@ -7,6 +7,10 @@ scheduled for later at the highest priority. 200,000 of each are inserted straig
 table (set-based, as the benchmark does; a scheduled job carries the mark ``jobq_enqueue`` gives
 it, see tests/pgtap/dequeue.sql); the count may grow only by what the deeper indexes cost (one
 more level per index probe), never with the rows.
+
+Plans are kept per session, made under the statistics of the moment: whatever shape those
+describe, no statement of the calls a worker or a producer makes may read the table
+sequentially (the last test here).
 """
 
 from __future__ import annotations
@@ -308,3 +312,131 @@ def test_queue_prune_deletes_in_batches_of_short_transactions_and_returns_the_to
         assert [b[0] for b in batches] == [1000, 1000, 500, 1], "one transaction per batch"
         assert batches[0][2] < batches[1][1] and batches[1][2] < batches[2][1], "oldest first"
         assert c.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+
+
+# Statistics of a table in one shape (2,000 rows, analyzed), for the generic plans that jobq's
+# functions keep for a session: each shape once made some statement read the whole table.
+SHAPES: dict[str, str] = {
+    "empty": "",
+    "pending": "INSERT INTO jobq_jobs (job_type) SELECT 't' FROM generate_series(1, 2000)",
+    "processing": """
+        INSERT INTO jobq_jobs (job_type, status, attempts, locked_at, locked_by, claimed_at)
+        SELECT 't', 'processing', 1, now(), 'x', now() FROM generate_series(1, 2000)""",
+    "pending limited": """
+        INSERT INTO jobq_jobs (job_type, limit_group, limit_key)
+        SELECT 't', 'g', 'k' || g % 3 FROM generate_series(1, 2000) AS g""",
+    "processing limited": """
+        INSERT INTO jobq_jobs (job_type, limit_group, limit_key, status, attempts, locked_at,
+                               locked_by, claimed_at)
+        SELECT 't', 'g', 'k' || g % 3, 'processing', 1, now(), 'x', now()
+        FROM generate_series(1, 2000) AS g""",
+    "scheduled": """
+        INSERT INTO jobq_jobs (job_type, available_at, scheduled)
+        SELECT 't', now() + interval '1 day', true FROM generate_series(1, 2000)""",
+    "dead letters": """
+        INSERT INTO jobq_jobs (job_type, status, attempts, finished_at)
+        SELECT 't', 'dead_letter', 5, now() FROM generate_series(1, 2000)""",
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_no_call_of_a_worker_or_producer_reads_the_whole_table_whatever_the_statistics(
+    quiet: psycopg.Connection[Any], dsn: str, shape: str
+) -> None:
+    """Statistics gathered while the table had one shape; then those rows finished, 30,000
+    finished jobs more, and live work of every kind (pending, limited, due scheduled, stale
+    claims). In a new session (plans made under those statistics, generic ones kept), no
+    statement of an enqueue, a claim (each filter, with a takeover of stale claims) or what a
+    worker sends about its jobs may read jobq_jobs sequentially: its cost would grow with the
+    finished jobs. Found so: the probe for limited jobs (pending limited), the takeover's join
+    (processing), jobq_release_orphans (processing)."""
+    c = quiet
+    c.execute("SELECT jobq_set_limit('g', max_running => 1000)")
+    if SHAPES[shape]:
+        c.execute(SHAPES[shape])
+    c.execute("VACUUM ANALYZE jobq_jobs")
+    c.execute(
+        "UPDATE jobq_jobs SET status = 'succeeded', finished_at = now(), locked_at = NULL,"
+        " locked_by = NULL, scheduled = false"
+    )
+    c.execute(
+        "INSERT INTO jobq_jobs (job_type, status, attempts, finished_at)"
+        " SELECT 't', 'succeeded', 1, now() FROM generate_series(1, 30000)"
+    )
+    enqueue(
+        c,
+        [{"job_type": "t"}] * 50
+        + [{"job_type": "t", "limit_group": "g", "limit_key": "k1"}] * 50
+        + [{"job_type": "t", "run_at": "2000-01-01T00:00:00Z"}] * 5,
+    )
+    c.execute(
+        "UPDATE jobq_jobs SET scheduled = true, available_at = now() - interval '1 minute'"
+        " WHERE id IN (SELECT id FROM jobq_jobs WHERE status = 'pending' LIMIT 5)"
+    )
+    with psycopg.connect(dsn, autocommit=True) as s:
+        plans: list[str] = []
+        s.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
+        s.execute("LOAD 'auto_explain'")
+        for setting in (
+            "auto_explain.log_min_duration = 0",
+            "auto_explain.log_nested_statements = on",
+            "auto_explain.log_level = notice",
+        ):
+            s.execute(f"SET {setting}")
+        stale = [r[0] for r in s.execute("SELECT id FROM jobq_dequeue('s', batch_size => 4)")]
+        s.execute(
+            "UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = ANY(%s)",
+            (stale,),
+        )
+        claimed = 0
+        for query, params in (
+            ("SELECT jobq_enqueue('t', '{}')", None),
+            ("SELECT jobq_enqueue('t', '{}', idempotency_key => gen_random_uuid()::text)", None),
+            ("SELECT count(*) FROM jobq_enqueue_many(%s)", (Jsonb([{"job_type": "t"}] * 10),)),
+            ("SELECT count(*) FROM jobq_enqueue_arrays(array_fill('t'::text, ARRAY[10]))", None),
+            ("SELECT count(*) FROM jobq_dequeue('w', batch_size => 20, lock_timeout => '1 min')",
+             None),
+            ("SELECT count(*) FROM jobq_dequeue('w', '{t}', batch_size => 20)", None),
+            ("SELECT count(*) FROM jobq_dequeue('w', batch_size => 20, queues => '{default}')",
+             None),
+            ("SELECT count(*) FROM jobq_dequeue('w', '{t}', batch_size => 20,"
+             " queues => '{default}')", None),
+        ):
+            row = s.execute(query.encode(), params).fetchone()
+            if "jobq_dequeue" in query:
+                assert row is not None
+                claimed += row[0]
+        assert claimed == 80
+        errors = s.execute(
+            "SELECT errors -> -1 ->> 'kind' FROM jobq_jobs WHERE id = ANY(%s)", (stale,)
+        ).fetchall()
+        assert errors == [("lock_expired",)] * 4, "the stale claims were taken back"
+        held = [
+            r[0]
+            for r in s.execute(
+                "SELECT id FROM jobq_jobs WHERE status = 'processing' AND locked_by = 'w'"
+                " ORDER BY id"
+            )
+        ]
+        assert len(held) == 80
+        for query, params in (
+            ("SELECT jobq_heartbeat('w', %s)", (held[:5],)),
+            ("SELECT jobq_complete(%s, 'w')", (held[0],)),
+            ("SELECT jobq_complete_many(%s, 'w')", (held[1:6],)),
+            ("SELECT jobq_fail(%s, 'w', 'x')", (held[6],)),
+            ("SELECT count(*) FROM jobq_fail_many(%s, 'w', %s)", (held[7:10], ["x"] * 3)),
+            ("SELECT jobq_release(%s, 'w')", (held[10:12],)),
+            ("SELECT jobq_release_orphans('w', %s)", (held[12:70],)),
+            ("SELECT count(*) FROM jobq_cancel(%s)", (held[70:72],)),
+            ("SELECT count(*) FROM jobq_job_status(%s)", (held[72:74],)),
+            ("SELECT count(*) FROM jobq_await(%s, timeout => '0')", (held[72:74],)),
+        ):
+            s.execute(query.encode(), params)
+        released = s.execute(
+            "SELECT count(*) FROM jobq_jobs WHERE id = ANY(%s) AND status = 'pending'",
+            (held[70:],),
+        ).fetchone()
+        assert released == (8,), "jobq_release_orphans gave back the jobs not named"
+    scans = [p for p in plans if "Seq Scan on jobq_jobs" in p]
+    assert len(plans) > 50, plans
+    assert scans == [], scans[0]
