@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+from tests.plans import log_plans
 from tests.schema_dump import dump_schema
 from tests.sql_reference import BEGIN, END, render, splice
 
@@ -37,17 +38,7 @@ def all_versions() -> list[str]:
 def log_generic_plans(c: psycopg.Connection[Any]) -> list[str]:
     """From now on, collect the plan of every statement ``c`` runs, nested ones included (the
     statements inside jobq's functions), with generic plans forced: auto_explain at NOTICE."""
-    plans: list[str] = []
-    c.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
-    c.execute("LOAD 'auto_explain'")
-    for setting in (
-        "auto_explain.log_min_duration = 0",
-        "auto_explain.log_nested_statements = on",
-        "auto_explain.log_level = notice",
-        "plan_cache_mode = force_generic_plan",
-    ):
-        c.execute(f"SET {setting}")
-    return plans
+    return log_plans(c, "plan_cache_mode = force_generic_plan")
 
 
 def test_eight_threads_drain_3000_jobs_with_no_job_claimed_twice(dsn: str) -> None:

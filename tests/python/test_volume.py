@@ -24,6 +24,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
+from tests.plans import log_plans
 
 from pgq_client import Queue
 
@@ -229,16 +230,7 @@ def test_prune_in_batches_reads_the_indexes_of_finished_jobs_never_the_table(dsn
         )
         c.execute("INSERT INTO jobq_jobs (job_type) SELECT 'p' FROM generate_series(1, 20000)")
         c.execute("VACUUM ANALYZE jobq_jobs")
-        plans: list[str] = []
-        c.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
-        c.execute("LOAD 'auto_explain'")
-        for setting in (
-            "auto_explain.log_min_duration = 0",
-            "auto_explain.log_nested_statements = on",
-            "auto_explain.log_level = notice",
-            "plan_cache_mode = force_generic_plan",
-        ):
-            c.execute(f"SET {setting}")
+        plans = log_plans(c, "plan_cache_mode = force_generic_plan")
         total = 0
         for _ in range(20):
             row = c.execute(
@@ -374,15 +366,7 @@ def test_no_call_of_a_worker_or_producer_reads_the_whole_table_whatever_the_stat
         " WHERE id IN (SELECT id FROM jobq_jobs WHERE status = 'pending' LIMIT 5)"
     )
     with psycopg.connect(dsn, autocommit=True) as s:
-        plans: list[str] = []
-        s.add_notice_handler(lambda diag: plans.append(diag.message_primary or ""))
-        s.execute("LOAD 'auto_explain'")
-        for setting in (
-            "auto_explain.log_min_duration = 0",
-            "auto_explain.log_nested_statements = on",
-            "auto_explain.log_level = notice",
-        ):
-            s.execute(f"SET {setting}")
+        plans = log_plans(s)
         stale = [r[0] for r in s.execute("SELECT id FROM jobq_dequeue('s', batch_size => 4)")]
         s.execute(
             "UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = ANY(%s)",
