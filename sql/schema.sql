@@ -4474,6 +4474,7 @@ pages leaves one listing and may appear in another.';
 CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_key text, running bigint, max_running integer, starts_in_window bigint, max_starts integer, per interval, pending bigint)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
     -- Three reads, each with the exact predicate of a partial index (a single
     -- status IN ('pending', 'processing') matches none of them, and the planner would read
@@ -4536,6 +4537,8 @@ Result: limit_group, limit_key (NULL: the group''s jobs without a key), running 
 processing), max_running, starts_in_window (jobs started within the window of length per
 that ends now; NULL without a rate limit), max_starts, per, pending (jobs waiting, held back
 or not).
+Reads the partial indexes of processing, pending and scheduled jobs, never the finished ones,
+with enable_seqscan = off (for this function only) whatever the statistics say.
 Errors: none.
 Concurrency: reads committed state without taking the keys'' locks: a claim under way is not
 counted until it commits.';
@@ -5144,6 +5147,7 @@ waited for; a later call prunes them.';
 CREATE FUNCTION public.jobq_queue_summary(recent interval DEFAULT '00:05:00'::interval) RETURNS TABLE(queue text, available bigint, scheduled bigint, processing bigint, failed bigint, dead_letter bigint, cancelled bigint, oldest_available_at timestamp with time zone, succeeded_recent bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_now timestamptz := pg_catalog.now();
@@ -5196,8 +5200,9 @@ $$;
 COMMENT ON FUNCTION public.jobq_queue_summary(recent interval) IS 'Admin and monitor. Per queue: jobs available now, scheduled for later, processing, failed,
 dead_letter and cancelled, the oldest available_at among the available ones, and the jobs that
 succeeded within recent. Reads only the partial indexes of those jobs (never the succeeded
-jobs older than recent), so it stays cheap however many finished jobs are kept. A queue with
-none of these jobs has no row.
+jobs older than recent), so it stays cheap however many finished jobs are kept; it runs with
+enable_seqscan = off (for this function only) so that no statistics make it read the table
+instead. A queue with none of these jobs has no row.
 Arguments: recent (how far back succeeded jobs are counted, 0 to 1 day, default 5 minutes).
 Result: rows (queue, available, scheduled, processing, failed, dead_letter, cancelled,
 oldest_available_at, succeeded_recent), by queue.

@@ -3,6 +3,11 @@
 -- through the indexes the claim uses (jobq_jobs_limit_running_idx, jobq_jobs_limited_idx,
 -- jobq_limit_starts_pkey) and jobq_jobs_scheduled_idx, never the finished jobs, without the
 -- keys' locks: a snapshot, not a reservation.
+--
+-- SET enable_seqscan = off: each read has the predicate of a partial index, but with
+-- statistics gathered while most rows were pending limited jobs the planner read jobq_jobs
+-- itself, finished jobs included, on every call. The setting applies while this function runs
+-- (a function SET clause), not to the caller.
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_limit_usage() RETURNS TABLE (
@@ -19,6 +24,7 @@ LANGUAGE sql
 STABLE
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET enable_seqscan = off
 AS $$
     -- Three reads, each with the exact predicate of a partial index (a single
     -- status IN ('pending', 'processing') matches none of them, and the planner would read
@@ -82,6 +88,8 @@ Result: limit_group, limit_key (NULL: the group''s jobs without a key), running 
 processing), max_running, starts_in_window (jobs started within the window of length per
 that ends now; NULL without a rate limit), max_starts, per, pending (jobs waiting, held back
 or not).
+Reads the partial indexes of processing, pending and scheduled jobs, never the finished ones,
+with enable_seqscan = off (for this function only) whatever the statistics say.
 Errors: none.
 Concurrency: reads committed state without taking the keys'' locks: a claim under way is not
 counted until it commits.';

@@ -3,6 +3,11 @@
 -- only the partial indexes of unfinished, failed, dead-letter and cancelled jobs, and the
 -- recent end of jobq_jobs_succeeded_idx: its cost follows the backlog, the jobs kept for an
 -- operator and the recent throughput, never the number of succeeded jobs kept.
+--
+-- SET enable_seqscan = off: each read has the predicate of a partial index, but with
+-- statistics gathered while most rows were pending, limited or dead-letter jobs the planner
+-- read jobq_jobs itself, finished jobs included, on every call. The setting applies while
+-- this function runs (a function SET clause), not to the caller.
 --! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_queue_summary(recent interval DEFAULT '5 minutes')
@@ -21,6 +26,7 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET enable_seqscan = off
 AS $$
 DECLARE
     v_now timestamptz := pg_catalog.now();
@@ -74,8 +80,9 @@ COMMENT ON FUNCTION jobq_queue_summary(interval) IS
 'Admin and monitor. Per queue: jobs available now, scheduled for later, processing, failed,
 dead_letter and cancelled, the oldest available_at among the available ones, and the jobs that
 succeeded within recent. Reads only the partial indexes of those jobs (never the succeeded
-jobs older than recent), so it stays cheap however many finished jobs are kept. A queue with
-none of these jobs has no row.
+jobs older than recent), so it stays cheap however many finished jobs are kept; it runs with
+enable_seqscan = off (for this function only) so that no statistics make it read the table
+instead. A queue with none of these jobs has no row.
 Arguments: recent (how far back succeeded jobs are counted, 0 to 1 day, default 5 minutes).
 Result: rows (queue, available, scheduled, processing, failed, dead_letter, cancelled,
 oldest_available_at, succeeded_recent), by queue.

@@ -332,16 +332,18 @@ SHAPES: dict[str, str] = {
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_no_call_of_a_worker_or_producer_reads_the_whole_table_whatever_the_statistics(
+def test_no_call_of_a_worker_producer_or_dashboard_reads_the_whole_table_whatever_the_stats(
     quiet: psycopg.Connection[Any], dsn: str, shape: str
 ) -> None:
     """Statistics gathered while the table had one shape; then those rows finished, 30,000
     finished jobs more, and live work of every kind (pending, limited, due scheduled, stale
     claims). In a new session (plans made under those statistics, generic ones kept), no
-    statement of an enqueue, a claim (each filter, with a takeover of stale claims) or what a
-    worker sends about its jobs may read jobq_jobs sequentially: its cost would grow with the
-    finished jobs. Found so: the probe for limited jobs (pending limited), the takeover's join
-    (processing), jobq_release_orphans (processing)."""
+    statement of an enqueue, a claim (each filter, with a takeover of stale claims), what a
+    worker sends about its jobs, or the dashboard's summaries of queues and limits may read
+    jobq_jobs sequentially: its cost would grow with the finished jobs. Found so: the probe
+    for limited jobs (pending limited), the takeover's join (processing), jobq_release_orphans
+    (processing), jobq_queue_summary (pending, pending limited, dead letters),
+    jobq_limit_usage (pending limited)."""
     c = quiet
     c.execute("SELECT jobq_set_limit('g', max_running => 1000)")
     if SHAPES[shape]:
@@ -414,6 +416,8 @@ def test_no_call_of_a_worker_or_producer_reads_the_whole_table_whatever_the_stat
             ("SELECT count(*) FROM jobq_cancel(%s)", (held[70:72],)),
             ("SELECT count(*) FROM jobq_job_status(%s)", (held[72:74],)),
             ("SELECT count(*) FROM jobq_await(%s, timeout => '0')", (held[72:74],)),
+            ("SELECT count(*) FROM jobq_queue_summary()", None),
+            ("SELECT count(*) FROM jobq_limit_usage()", None),
         ):
             s.execute(query.encode(), params)
         released = s.execute(
