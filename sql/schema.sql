@@ -40,6 +40,49 @@ $_$;
 
 COMMENT ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) IS 'Private. errors (a JSON array) with entry appended, keeping the 50 most recent entries.';
 
+CREATE FUNCTION public.jobq__available(limited boolean DEFAULT NULL::boolean) RETURNS TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)
+    LANGUAGE sql STABLE
+    SET enable_seqscan TO 'off'
+    AS $$
+    SELECT a.queue, a.job_type, pg_catalog.count(*), pg_catalog.min(a.available_at)
+    FROM (
+        SELECT j.queue, j.job_type, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending'
+          AND NOT j.scheduled
+          AND j.limit_group IS NULL
+          AND j.available_at <= pg_catalog.now()
+          AND (jobq__available.limited IS NULL OR NOT jobq__available.limited)
+
+        UNION ALL
+
+        SELECT j.queue, j.job_type, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending'
+          AND NOT j.scheduled
+          AND j.limit_group IS NOT NULL
+          AND j.available_at <= pg_catalog.now()
+          AND (jobq__available.limited IS NULL OR jobq__available.limited)
+
+        UNION ALL
+
+        SELECT j.queue, j.job_type, j.available_at
+        FROM jobq_jobs AS j
+        WHERE j.status = 'pending'
+          AND j.scheduled
+          AND j.available_at <= pg_catalog.now()
+          AND (
+              jobq__available.limited IS NULL
+              OR jobq__available.limited = (j.limit_group IS NOT NULL)
+          )
+    ) AS a
+    GROUP BY a.queue, a.job_type
+$$;
+
+COMMENT ON FUNCTION public.jobq__available(limited boolean) IS 'Private. The pending jobs available now (available_at come), per (queue, job_type): how many
+and the oldest available_at, read from the partial indexes of pending jobs only (never a
+finished job). limited: NULL every such job, true those with a limit_group, false the others.';
+
 CREATE FUNCTION public.jobq__blank(value text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -3968,6 +4011,8 @@ Errors: 22023 a NULL job_id.';
 CREATE FUNCTION public.jobq_health(stuck_after interval DEFAULT '01:00:00'::interval, max_pending_age interval DEFAULT '00:15:00'::interval, max_transaction_age interval DEFAULT '00:05:00'::interval) RETURNS TABLE(check_name text, queue text, severity text, value double precision, detail text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 DECLARE
     -- oid, not regclass: oid = oid is an operator of pg_catalog, while oid = regclass would be
@@ -4028,24 +4073,24 @@ BEGIN
     FROM jobq_jobs AS j
     WHERE j.status = 'processing' AND j.cancel_requested_at < v_now - stuck_after;
 
-    -- Per queue: how long the oldest job available now has waited.
+    -- Per queue: how long the oldest job available now has waited (read from the partial
+    -- indexes of pending jobs: jobq__available).
     RETURN QUERY
     SELECT
-        'oldest_pending_age'::text, j.queue,
+        'oldest_pending_age'::text, a.queue,
         CASE
-            WHEN v_now - pg_catalog.min(j.available_at) > max_pending_age
+            WHEN v_now - pg_catalog.min(a.oldest_available_at) > max_pending_age
                 THEN 'warning'
             ELSE 'ok'
         END,
-        extract(epoch FROM v_now - pg_catalog.min(j.available_at))::double precision,
+        extract(epoch FROM v_now - pg_catalog.min(a.oldest_available_at))::double precision,
         pg_catalog.format(
             '%s job(s) available, the oldest waiting for %s',
-            pg_catalog.count(*),
-            pg_catalog.date_trunc('second', v_now - pg_catalog.min(j.available_at))
+            pg_catalog.sum(a.jobs),
+            pg_catalog.date_trunc('second', v_now - pg_catalog.min(a.oldest_available_at))
         )
-    FROM jobq_jobs AS j
-    WHERE j.status = 'pending' AND j.available_at <= v_now
-    GROUP BY j.queue;
+    FROM jobq__available() AS a
+    GROUP BY a.queue;
 
     -- Per queue and job type: available jobs that no worker asked for within max_pending_age
     -- (a misspelt job type, a queue nobody serves), named at once rather than after they aged.
@@ -4226,7 +4271,10 @@ its last (auto)vacuum, idle_in_transaction and oldest_transaction (against
 max_transaction_age: such sessions stop VACUUM from cleaning the queue), schema_owner (the
 schema belongs to another role than jobq''s owner, not a superuser) and schema_create (other
 roles, or PUBLIC, may CREATE in the schema: they could plant objects there). See
-docs/operations.md for what to do about each.
+docs/operations.md for what to do about each. Reads jobq_jobs through its partial indexes of
+processing, pending and dead-letter jobs only, never a succeeded job, with enable_seqscan =
+off and jit = off (for this function only; the caller keeps its own settings): meant to be
+polled.
 Arguments: stuck_after (a claim older than this is stuck; so is a cancel request older than
 this that its job has not heeded), max_pending_age (the oldest pending job may wait this long;
 also how recently a worker must have asked for a job type), max_transaction_age (the longest
@@ -4762,12 +4810,12 @@ BEGIN
 
     -- Limited jobs (jobq_jobs_limited_idx, outside the claim index): the oldest of each queue,
     -- read from that index (its entries are the pending limited jobs only, never a finished
-    -- one).
+    -- one) by jobq__available, whose enable_seqscan = off keeps it there: statistics gathered
+    -- while most rows were pending limited jobs made the planner read the whole table here.
     limited AS (
-        SELECT j.queue, pg_catalog.min(j.available_at) AS available_at
-        FROM jobq_jobs AS j
-        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
-        GROUP BY j.queue
+        SELECT a.queue, pg_catalog.min(a.oldest_available_at) AS available_at
+        FROM jobq__available(limited => TRUE) AS a
+        GROUP BY a.queue
     ),
 
     -- Scheduled jobs that have come due but that no claim has promoted yet (no worker claims
@@ -5793,17 +5841,8 @@ BEGIN
     END IF;
 
     RETURN QUERY
-    WITH waiting AS (
-        SELECT
-            j.queue, j.job_type, pg_catalog.count(*) AS jobs,
-            pg_catalog.min(j.available_at) AS oldest_available_at
-        FROM jobq_jobs AS j
-        WHERE j.status = 'pending' AND j.available_at <= v_now
-        GROUP BY j.queue, j.job_type
-    )
-
     SELECT w.queue, w.job_type, w.jobs, w.oldest_available_at
-    FROM waiting AS w
+    FROM jobq__available() AS w
     WHERE NOT EXISTS (
         SELECT
         FROM jobq_workers AS k
@@ -5818,8 +5857,9 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_unserved_job_types(idle interval) IS 'Admin. Names the pending jobs available now that no worker asked for recently, per (queue,
 job_type). A worker asks through its claims: jobq_dequeue records its worker_id''s job_types
-and queues filters in jobq_workers. Reads every available pending job: for operators and
-worker start-up, not for a hot loop.
+and queues filters in jobq_workers. Reads every available pending job (from the partial
+indexes of pending jobs, never a finished one): for operators and worker start-up, not for a
+hot loop.
 Arguments: idle (how recently a worker must have claimed with filters that cover the job;
 default 15 minutes; > 0).
 Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, and the oldest
@@ -6300,6 +6340,8 @@ COMMENT ON INDEX public.jobq_settings_pkey IS 'The index of jobq_settings_pkey (
 COMMENT ON INDEX public.jobq_workers_pkey IS 'The index of jobq_workers_pkey: jobq__worker_seen finds its worker''s row by worker_id.';
 
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__available(limited boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
 

@@ -1,6 +1,15 @@
 -- jobq_health (admin, monitor): the health findings behind `jobq doctor`, one row per check (and
 -- per queue for oldest_pending_age, per queue and job type for unserved_job_types).
 -- docs/operations.md says what to do about each warning.
+--
+-- Its reads of jobq_jobs go through partial indexes: processing jobs (jobq_jobs_locked_idx),
+-- available ones (jobq__available), dead letters (jobq_jobs_failed_idx), so that its cost
+-- follows the unfinished and failed jobs, never the succeeded ones kept: it is meant to be
+-- polled. SET enable_seqscan = off: statistics gathered while most rows were dead letters
+-- (or processing) made the planner read the whole table instead, on every call. And SET jit
+-- = off: the small tables and catalogs it must still read whole (jobq_workers, pg_authid)
+-- are then costed past jit_above_cost, and each call compiled them (about 100 ms). The
+-- settings apply while this function runs (function SET clauses), not to the caller.
 --! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_health(
@@ -18,6 +27,8 @@ LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     -- oid, not regclass: oid = oid is an operator of pg_catalog, while oid = regclass would be
@@ -78,24 +89,24 @@ BEGIN
     FROM jobq_jobs AS j
     WHERE j.status = 'processing' AND j.cancel_requested_at < v_now - stuck_after;
 
-    -- Per queue: how long the oldest job available now has waited.
+    -- Per queue: how long the oldest job available now has waited (read from the partial
+    -- indexes of pending jobs: jobq__available).
     RETURN QUERY
     SELECT
-        'oldest_pending_age'::text, j.queue,
+        'oldest_pending_age'::text, a.queue,
         CASE
-            WHEN v_now - pg_catalog.min(j.available_at) > max_pending_age
+            WHEN v_now - pg_catalog.min(a.oldest_available_at) > max_pending_age
                 THEN 'warning'
             ELSE 'ok'
         END,
-        extract(epoch FROM v_now - pg_catalog.min(j.available_at))::double precision,
+        extract(epoch FROM v_now - pg_catalog.min(a.oldest_available_at))::double precision,
         pg_catalog.format(
             '%s job(s) available, the oldest waiting for %s',
-            pg_catalog.count(*),
-            pg_catalog.date_trunc('second', v_now - pg_catalog.min(j.available_at))
+            pg_catalog.sum(a.jobs),
+            pg_catalog.date_trunc('second', v_now - pg_catalog.min(a.oldest_available_at))
         )
-    FROM jobq_jobs AS j
-    WHERE j.status = 'pending' AND j.available_at <= v_now
-    GROUP BY j.queue;
+    FROM jobq__available() AS a
+    GROUP BY a.queue;
 
     -- Per queue and job type: available jobs that no worker asked for within max_pending_age
     -- (a misspelt job type, a queue nobody serves), named at once rather than after they aged.
@@ -277,7 +288,10 @@ its last (auto)vacuum, idle_in_transaction and oldest_transaction (against
 max_transaction_age: such sessions stop VACUUM from cleaning the queue), schema_owner (the
 schema belongs to another role than jobq''s owner, not a superuser) and schema_create (other
 roles, or PUBLIC, may CREATE in the schema: they could plant objects there). See
-docs/operations.md for what to do about each.
+docs/operations.md for what to do about each. Reads jobq_jobs through its partial indexes of
+processing, pending and dead-letter jobs only, never a succeeded job, with enable_seqscan =
+off and jit = off (for this function only; the caller keeps its own settings): meant to be
+polled.
 Arguments: stuck_after (a claim older than this is stuck; so is a cancel request older than
 this that its job has not heeded), max_pending_age (the oldest pending job may wait this long;
 also how recently a worker must have asked for a job type), max_transaction_age (the longest

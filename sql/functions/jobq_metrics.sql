@@ -182,12 +182,12 @@ BEGIN
 
     -- Limited jobs (jobq_jobs_limited_idx, outside the claim index): the oldest of each queue,
     -- read from that index (its entries are the pending limited jobs only, never a finished
-    -- one).
+    -- one) by jobq__available, whose enable_seqscan = off keeps it there: statistics gathered
+    -- while most rows were pending limited jobs made the planner read the whole table here.
     limited AS (
-        SELECT j.queue, pg_catalog.min(j.available_at) AS available_at
-        FROM jobq_jobs AS j
-        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
-        GROUP BY j.queue
+        SELECT a.queue, pg_catalog.min(a.oldest_available_at) AS available_at
+        FROM jobq__available(limited => TRUE) AS a
+        GROUP BY a.queue
     ),
 
     -- Scheduled jobs that have come due but that no claim has promoted yet (no worker claims

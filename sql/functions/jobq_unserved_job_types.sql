@@ -3,9 +3,9 @@
 -- pending for ever while every worker reports that nothing is available. Every claim records
 -- its worker's filters in jobq_workers (jobq__worker_seen), so this can name, per queue and job
 -- type, the available jobs that no worker asked for within `idle`, whatever language the
--- workers are written in. It reads the pending jobs that are available now (not the finished
--- ones): for operators, `jobq doctor` (through jobq_health) and a worker's start, not for a hot
--- loop.
+-- workers are written in. It reads the pending jobs that are available now, from the partial
+-- indexes of pending jobs (jobq__available), never a finished one: for operators, `jobq
+-- doctor` (through jobq_health) and a worker's start, not for a hot loop.
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_unserved_job_types(
@@ -33,17 +33,8 @@ BEGIN
     END IF;
 
     RETURN QUERY
-    WITH waiting AS (
-        SELECT
-            j.queue, j.job_type, pg_catalog.count(*) AS jobs,
-            pg_catalog.min(j.available_at) AS oldest_available_at
-        FROM jobq_jobs AS j
-        WHERE j.status = 'pending' AND j.available_at <= v_now
-        GROUP BY j.queue, j.job_type
-    )
-
     SELECT w.queue, w.job_type, w.jobs, w.oldest_available_at
-    FROM waiting AS w
+    FROM jobq__available() AS w
     WHERE NOT EXISTS (
         SELECT
         FROM jobq_workers AS k
@@ -59,8 +50,9 @@ $$;
 COMMENT ON FUNCTION jobq_unserved_job_types(interval) IS
 'Admin. Names the pending jobs available now that no worker asked for recently, per (queue,
 job_type). A worker asks through its claims: jobq_dequeue records its worker_id''s job_types
-and queues filters in jobq_workers. Reads every available pending job: for operators and
-worker start-up, not for a hot loop.
+and queues filters in jobq_workers. Reads every available pending job (from the partial
+indexes of pending jobs, never a finished one): for operators and worker start-up, not for a
+hot loop.
 Arguments: idle (how recently a worker must have claimed with filters that cover the job;
 default 15 minutes; > 0).
 Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, and the oldest

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(174);
+SELECT plan(175);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -35,7 +35,7 @@ SELECT functions_are('public', ARRAY[
     'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
     'jobq__event_channel', 'jobq__notify_events', 'jobq__metric_bounds', 'jobq__metric_bucket',
     'jobq__metric_add', 'jobq__metric_histogram', 'jobq__metrics_count', 'jobq__metrics_fold',
-    'jobq__error_entry', 'jobq__limit_argument_problem', 'jobq__claim_limited'
+    'jobq__error_entry', 'jobq__limit_argument_problem', 'jobq__claim_limited', 'jobq__available'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -60,6 +60,8 @@ SELECT results_eq(
       FROM pg_proc AS p WHERE p.pronamespace = 'public'::regnamespace ORDER BY p.proname$$,
     $$VALUES
     ('jobq__append_error'::text, 'errors jsonb, entry jsonb'::text, 'jsonb'::text),
+    ('jobq__available', 'limited boolean DEFAULT NULL::boolean',
+                        'TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)'),
     ('jobq__blank', 'value text', 'boolean'),
     ('jobq__channel', '', 'text'),
     ('jobq__claim_limited', 'worker_id text, job_types text[], queues text[], batch_size integer, '
@@ -246,6 +248,7 @@ SELECT function_returns('public', 'jobq_limit_usage', ARRAY[]::text[], 'setof re
 SELECT isnt_definer('public', 'jobq__worker_seen', ARRAY['text', 'text[]', 'text[]']);
 SELECT isnt_definer('public', 'jobq__limit_argument_problem', ARRAY['text', 'text']);
 SELECT isnt_definer('public', 'jobq__claim_limited', ARRAY['text', 'text[]', 'text[]', 'integer', 'bigint[]', 'bigint[]']);
+SELECT isnt_definer('public', 'jobq__available', ARRAY['boolean']);
 
 SELECT is_empty(
     $$SELECT p.oid::regprocedure FROM pg_proc AS p

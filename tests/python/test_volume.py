@@ -339,11 +339,15 @@ def test_no_call_of_a_worker_producer_or_dashboard_reads_the_whole_table_whateve
     finished jobs more, and live work of every kind (pending, limited, due scheduled, stale
     claims). In a new session (plans made under those statistics, generic ones kept), no
     statement of an enqueue, a claim (each filter, with a takeover of stale claims), what a
-    worker sends about its jobs, or the dashboard's summaries of queues and limits may read
-    jobq_jobs sequentially: its cost would grow with the finished jobs. Found so: the probe
-    for limited jobs (pending limited), the takeover's join (processing), jobq_release_orphans
-    (processing), jobq_queue_summary (pending, pending limited, dead letters),
-    jobq_limit_usage (pending limited)."""
+    worker sends about its jobs, the dashboard's summaries of queues and limits, or what
+    monitoring polls (jobq_metrics, jobq_health, and jobq_unserved_job_types, which a worker
+    calls as it starts) may read jobq_jobs sequentially: its cost would grow with the finished
+    jobs. Found so: the probe for limited jobs (pending limited), the takeover's join
+    (processing), jobq_release_orphans (processing), jobq_queue_summary (pending, pending
+    limited, dead letters), jobq_limit_usage (pending limited), jobq_metrics (pending
+    limited), jobq_health (every shape: no index holds all pending jobs; dead letters),
+    jobq_unserved_job_types (every shape). jobq_stats is left out: it counts every row, and
+    says so."""
     c = quiet
     c.execute("SELECT jobq_set_limit('g', max_running => 1000)")
     if SHAPES[shape]:
@@ -418,6 +422,9 @@ def test_no_call_of_a_worker_producer_or_dashboard_reads_the_whole_table_whateve
             ("SELECT count(*) FROM jobq_await(%s, timeout => '0')", (held[72:74],)),
             ("SELECT count(*) FROM jobq_queue_summary()", None),
             ("SELECT count(*) FROM jobq_limit_usage()", None),
+            ("SELECT count(*) FROM jobq_metrics()", None),
+            ("SELECT count(*) FROM jobq_health()", None),
+            ("SELECT count(*) FROM jobq_unserved_job_types()", None),
         ):
             s.execute(query.encode(), params)
         released = s.execute(
