@@ -55,8 +55,13 @@ BEGIN
     -- Counting off (a new installation's default): one read of the setting, nothing else.
     -- Read on its own, never in the WHERE of an upsert below: a SELECT that reads a table
     -- makes Citus push such an INSERT down to the shard, and its deparse of that statement
-    -- for a table without a distribution column is not valid SQL.
-    IF NOT (SELECT s.metrics FROM jobq_settings AS s) THEN
+    -- for a table without a distribution column is not valid SQL. Read through the key
+    -- (WHERE s.singleton): this statement's plan is kept for the session, made by whichever
+    -- caller ran it first, and without a qual its only plan was a sequential scan; made under
+    -- the enable_seqscan = off of jobq_fail_many or jobq_release_orphans, that plan was
+    -- costed past jit_above_cost, and every later enqueue, completion or failure of the
+    -- session compiled it (20 ms or more each).
+    IF NOT (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton) THEN
         RETURN 0;
     END IF;
 

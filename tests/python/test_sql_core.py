@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.types.json import Jsonb
 from tests.plans import log_plans
 from tests.schema_dump import dump_schema
 from tests.sql_reference import BEGIN, END, render, splice
@@ -488,6 +489,88 @@ def test_no_statement_of_a_claim_is_compiled_even_where_the_session_compiles_eve
         compiled = [p for p in nested if "JIT:" in p]
         assert compiled == [], compiled[0]
         assert c.execute("SHOW jit_above_cost").fetchone() == ("0",), "the caller's is kept"
+
+
+@pytest.mark.parametrize(
+    "first", ["fail_many", "release_orphans", "health", "queue_summary", "limit_usage"]
+)
+def test_no_later_call_compiles_whichever_function_a_session_calls_first(
+    dsn: str, first: str
+) -> None:
+    """A plan of a function's statement is kept for the session, made under the settings of
+    whoever ran it first. jobq_fail_many and jobq_release_orphans run with enable_seqscan =
+    off, and the metrics setting read by jobq__metrics_count (called by them and by every
+    enqueue, claim and completion) had no plan but a sequential scan: made under that
+    setting, its cost passed jit_above_cost, and in a session whose first counted call was a
+    failure (a worker whose first job fails) every later enqueue, completion or failure
+    compiled it, 20 ms or more each. jobq_health (enable_seqscan = off too) compiled its
+    read of jobq_workers on each call. With the server's default jit_above_cost, no
+    statement of those calls may be compiled, while the session's own statement, costed
+    past it, is (the control). The dashboard's summaries, which run with enable_seqscan = off
+    too, come first in the last two cases."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        if c.execute("SELECT pg_jit_available()").fetchone() != (True,):
+            pytest.skip("this server has no JIT provider (llvmjit): nothing can be compiled")
+        c.execute("SELECT jobq_configure(metrics => true)")
+        c.execute("SELECT count(*) FROM jobq_enqueue_arrays(array_fill('t'::text, ARRAY[12]))")
+        held = [
+            r[0]
+            for r in c.execute(
+                "SELECT id FROM jobq_dequeue('w', batch_size => 12, lock_timeout => '1 hour')"
+                " ORDER BY id"
+            )
+        ]
+        assert len(held) == 12
+    calls = {
+        "fail_many": ("SELECT count(*) FROM jobq_fail_many(%s, 'w', %s)", ([held[0]], ["x"])),
+        "release_orphans": ("SELECT jobq_release_orphans('w', %s)", (held[1:],)),
+        "health": ("SELECT count(*) FROM jobq_health()", None),
+        "queue_summary": ("SELECT count(*) FROM jobq_queue_summary()", None),
+        "limit_usage": ("SELECT count(*) FROM jobq_limit_usage()", None),
+    }
+    later = [
+        ("SELECT jobq_complete(%s, 'w')", (held[2],)),
+        ("SELECT jobq_complete_many(%s, 'w')", (held[3:5],)),
+        ("SELECT jobq_fail(%s, 'w', 'x')", (held[5],)),
+        ("SELECT count(*) FROM jobq_fail_many(%s, 'w', %s)", (held[6:7], ["x"])),
+        ("SELECT jobq_release(%s, 'w')", (held[7:8],)),
+        ("SELECT jobq_heartbeat('w', %s)", (held[8:],)),
+        ("SELECT jobq_enqueue('t', '{}')", None),
+        ("SELECT count(*) FROM jobq_enqueue_many(%s)", (Jsonb([{"job_type": "t"}]),)),
+        ("SELECT count(*) FROM jobq_unserved_job_types()", None),
+        ("SELECT count(*) FROM jobq_health()", None),
+        ("SELECT count(*) FROM jobq_metrics()", None),
+    ]
+    with psycopg.connect(dsn, autocommit=True) as s:
+        plans = log_plans(
+            s,
+            "auto_explain.log_analyze = on",  # the JIT summary is part of an analyzed plan
+            "auto_explain.log_timing = off",
+            "jit = on",
+            "jit_above_cost = 100000",  # the server's default, whatever this one's is
+        )
+        query, params = calls[first]
+        s.execute(query.encode(), params)
+        for query, params in later:
+            s.execute(query.encode(), params)
+        assert len(plans) > 40, plans
+        compiled = [p for p in plans if "JIT:" in p]
+        assert compiled == [], compiled[0]
+        s.execute("SET enable_seqscan = off")  # a sequential scan is then costed past it
+        s.execute("SELECT s.metrics FROM jobq_settings AS s")
+        assert "JIT:" in plans[-1], "the session's own statement was compiled"
+        statuses = s.execute(
+            "SELECT status, count(*) FROM jobq_jobs WHERE id = ANY(%s) GROUP BY status"
+            " ORDER BY status",
+            (held,),
+        ).fetchall()
+    # Every call did its work: 3 completed, 3 failed or released back to pending (and, when a
+    # failure or a release of orphans came first, the first job: failed, or released as not
+    # named by the worker).
+    first_job = "pending" if first in ("fail_many", "release_orphans") else "processing"
+    expected = {"pending": 3, "processing": 5, "succeeded": 3}
+    expected[first_job] += 1
+    assert statuses == sorted(expected.items()), statuses
 
 
 def test_a_heartbeat_skips_rows_locked_by_another_transaction_instead_of_waiting(
