@@ -42,6 +42,7 @@ COMMENT ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) IS 'Pri
 
 CREATE FUNCTION public.jobq__available(limited boolean DEFAULT NULL::boolean) RETURNS TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)
     LANGUAGE sql STABLE
+    SET search_path TO 'public', 'pg_temp'
     SET enable_seqscan TO 'off'
     AS $$
     SELECT a.queue, a.job_type, pg_catalog.count(*), pg_catalog.min(a.available_at)
@@ -4661,11 +4662,28 @@ DECLARE
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
+    v_limited_queues text[];
+    v_limited_oldest timestamptz[];
 BEGIN
     IF pg_catalog.current_setting('transaction_read_only') = 'off'
        AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM jobq__metrics_fold();
     END IF;
+
+    -- Limited jobs (jobq_jobs_limited_idx, outside the claim index): the oldest of each queue,
+    -- read from that index (its entries are the pending limited jobs only, never a finished
+    -- one) by jobq__available, whose enable_seqscan = off keeps it there: statistics gathered
+    -- while most rows were pending limited jobs made the planner read the whole table here.
+    -- In a statement of its own: under Citus the statement below runs on the schema's node,
+    -- where the helper's read of jobq_jobs would be a distributed query nested in it.
+    SELECT
+        pg_catalog.array_agg(a.queue), pg_catalog.array_agg(a.available_at)
+    INTO v_limited_queues, v_limited_oldest
+    FROM (
+        SELECT l.queue, pg_catalog.min(l.oldest_available_at) AS available_at
+        FROM jobq__available(limited => TRUE) AS l
+        GROUP BY l.queue
+    ) AS a;
 
     RETURN QUERY
     WITH totals AS MATERIALIZED (
@@ -4813,14 +4831,11 @@ BEGIN
         SELECT o.queue, o.available_at FROM o
     ),
 
-    -- Limited jobs (jobq_jobs_limited_idx, outside the claim index): the oldest of each queue,
-    -- read from that index (its entries are the pending limited jobs only, never a finished
-    -- one) by jobq__available, whose enable_seqscan = off keeps it there: statistics gathered
-    -- while most rows were pending limited jobs made the planner read the whole table here.
+    -- Limited jobs: the oldest of each queue, read above.
     limited AS (
-        SELECT a.queue, pg_catalog.min(a.oldest_available_at) AS available_at
-        FROM jobq__available(limited => TRUE) AS a
-        GROUP BY a.queue
+        SELECT l.queue, l.available_at
+        FROM ROWS FROM (pg_catalog.unnest(v_limited_queues), pg_catalog.unnest(v_limited_oldest))
+            AS l (queue, available_at)
     ),
 
     -- Scheduled jobs that have come due but that no claim has promoted yet (no worker claims
@@ -5838,6 +5853,10 @@ DECLARE
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
+    v_queues text[];
+    v_types text[];
+    v_jobs bigint[];
+    v_oldest timestamptz[];
 BEGIN
     IF idle IS NULL OR idle <= interval '0' THEN
         RAISE EXCEPTION 'jobq_unserved_job_types: idle must be a positive interval, got %',
@@ -5845,9 +5864,21 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
+    -- The available jobs first, in a statement of their own: under Citus a statement that
+    -- also reads jobq_workers runs on the schema's node, where jobq__available's own read of
+    -- jobq_jobs would be a distributed query nested in it, which Citus refuses.
+    SELECT
+        pg_catalog.array_agg(a.queue), pg_catalog.array_agg(a.job_type),
+        pg_catalog.array_agg(a.jobs), pg_catalog.array_agg(a.oldest_available_at)
+    INTO v_queues, v_types, v_jobs, v_oldest
+    FROM jobq__available() AS a;
+
     RETURN QUERY
     SELECT w.queue, w.job_type, w.jobs, w.oldest_available_at
-    FROM jobq__available() AS w
+    FROM ROWS FROM (
+        pg_catalog.unnest(v_queues), pg_catalog.unnest(v_types), pg_catalog.unnest(v_jobs),
+        pg_catalog.unnest(v_oldest)
+    ) AS w (queue, job_type, jobs, oldest_available_at)
     WHERE NOT EXISTS (
         SELECT
         FROM jobq_workers AS k

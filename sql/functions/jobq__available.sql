@@ -14,6 +14,10 @@
 -- (a function SET clause), not to its caller; so does the plan, which is what only this
 -- function's statement needs.
 --
+-- SET search_path: under Citus a statement that calls it (jobq_unserved_job_types' within
+-- jobq_health, when the call is not delegated to the schema's node) runs whole on that node,
+-- in Citus's own session, whose search_path does not name the schema of jobq_jobs.
+--
 -- limited => NULL: every available job; true: the limited ones only; false: the others.
 -- Not SECURITY DEFINER: it runs as its callers, SECURITY DEFINER functions with a fixed
 -- search_path, and is granted to nobody.
@@ -26,6 +30,7 @@ CREATE OR REPLACE FUNCTION jobq__available(limited boolean DEFAULT NULL) RETURNS
 )
 LANGUAGE sql
 STABLE
+SET search_path FROM CURRENT
 SET enable_seqscan = off
 AS $$
     SELECT a.queue, a.job_type, pg_catalog.count(*), pg_catalog.min(a.available_at)

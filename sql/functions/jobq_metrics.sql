@@ -28,11 +28,28 @@ DECLARE
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
+    v_limited_queues text[];
+    v_limited_oldest timestamptz[];
 BEGIN
     IF pg_catalog.current_setting('transaction_read_only') = 'off'
        AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM jobq__metrics_fold();
     END IF;
+
+    -- Limited jobs (jobq_jobs_limited_idx, outside the claim index): the oldest of each queue,
+    -- read from that index (its entries are the pending limited jobs only, never a finished
+    -- one) by jobq__available, whose enable_seqscan = off keeps it there: statistics gathered
+    -- while most rows were pending limited jobs made the planner read the whole table here.
+    -- In a statement of its own: under Citus the statement below runs on the schema's node,
+    -- where the helper's read of jobq_jobs would be a distributed query nested in it.
+    SELECT
+        pg_catalog.array_agg(a.queue), pg_catalog.array_agg(a.available_at)
+    INTO v_limited_queues, v_limited_oldest
+    FROM (
+        SELECT l.queue, pg_catalog.min(l.oldest_available_at) AS available_at
+        FROM jobq__available(limited => TRUE) AS l
+        GROUP BY l.queue
+    ) AS a;
 
     RETURN QUERY
     WITH totals AS MATERIALIZED (
@@ -180,14 +197,11 @@ BEGIN
         SELECT o.queue, o.available_at FROM o
     ),
 
-    -- Limited jobs (jobq_jobs_limited_idx, outside the claim index): the oldest of each queue,
-    -- read from that index (its entries are the pending limited jobs only, never a finished
-    -- one) by jobq__available, whose enable_seqscan = off keeps it there: statistics gathered
-    -- while most rows were pending limited jobs made the planner read the whole table here.
+    -- Limited jobs: the oldest of each queue, read above.
     limited AS (
-        SELECT a.queue, pg_catalog.min(a.oldest_available_at) AS available_at
-        FROM jobq__available(limited => TRUE) AS a
-        GROUP BY a.queue
+        SELECT l.queue, l.available_at
+        FROM ROWS FROM (pg_catalog.unnest(v_limited_queues), pg_catalog.unnest(v_limited_oldest))
+            AS l (queue, available_at)
     ),
 
     -- Scheduled jobs that have come due but that no claim has promoted yet (no worker claims

@@ -25,6 +25,10 @@ DECLARE
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
+    v_queues text[];
+    v_types text[];
+    v_jobs bigint[];
+    v_oldest timestamptz[];
 BEGIN
     IF idle IS NULL OR idle <= interval '0' THEN
         RAISE EXCEPTION 'jobq_unserved_job_types: idle must be a positive interval, got %',
@@ -32,9 +36,21 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
+    -- The available jobs first, in a statement of their own: under Citus a statement that
+    -- also reads jobq_workers runs on the schema's node, where jobq__available's own read of
+    -- jobq_jobs would be a distributed query nested in it, which Citus refuses.
+    SELECT
+        pg_catalog.array_agg(a.queue), pg_catalog.array_agg(a.job_type),
+        pg_catalog.array_agg(a.jobs), pg_catalog.array_agg(a.oldest_available_at)
+    INTO v_queues, v_types, v_jobs, v_oldest
+    FROM jobq__available() AS a;
+
     RETURN QUERY
     SELECT w.queue, w.job_type, w.jobs, w.oldest_available_at
-    FROM jobq__available() AS w
+    FROM ROWS FROM (
+        pg_catalog.unnest(v_queues), pg_catalog.unnest(v_types), pg_catalog.unnest(v_jobs),
+        pg_catalog.unnest(v_oldest)
+    ) AS w (queue, job_type, jobs, oldest_available_at)
     WHERE NOT EXISTS (
         SELECT
         FROM jobq_workers AS k
