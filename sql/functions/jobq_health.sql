@@ -7,9 +7,10 @@
 -- follows the unfinished and failed jobs, never the succeeded ones kept: it is meant to be
 -- polled. SET enable_seqscan = off: statistics gathered while most rows were dead letters
 -- (or processing) made the planner read the whole table instead, on every call. And SET jit
--- = off: the small tables and catalogs it must still read whole (jobq_workers, pg_authid)
--- are then costed past jit_above_cost, and each call compiled them (about 100 ms). The
--- settings apply while this function runs (function SET clauses), not to the caller.
+-- = off: under that setting the one small table still read whole, jobq_workers (by
+-- jobq_unserved_job_types, whose plans are then made under these settings), is costed past
+-- jit_above_cost, and each call compiled that read (about 100 ms). The settings apply while
+-- this function runs (function SET clauses), not to the caller.
 --! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_health(
