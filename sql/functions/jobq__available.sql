@@ -5,18 +5,19 @@
 -- No index holds every pending job: they are in three partial indexes, jobq_jobs_claim_idx
 -- (unlimited), jobq_jobs_limited_idx (limit_group set) and jobq_jobs_scheduled_idx (run_at
 -- given, not yet promoted by a claim). So the read is one branch per index, whose predicate
--- it repeats: its cost follows the pending jobs, never the finished ones kept. A read of
--- status = 'pending' alone matches no partial index, and read the whole table.
+-- it repeats: its cost follows the pending jobs, never the finished ones kept. (A read of
+-- status = 'pending' alone matches no partial index: it read the whole table.)
 --
 -- SET enable_seqscan = off: statistics gathered while most rows were pending (a backlog
 -- enqueued at once, then analyzed) could still have the planner read the table for a branch,
 -- finished jobs included, on every later call. The setting applies while this function runs
--- (a function SET clause), not to its caller; so does the plan, which is what only this
--- function's statement needs.
+-- (a function SET clause), to its one statement and not to its caller's.
 --
--- SET search_path: under Citus a statement that calls it (jobq_unserved_job_types' within
--- jobq_health, when the call is not delegated to the schema's node) runs whole on that node,
--- in Citus's own session, whose search_path does not name the schema of jobq_jobs.
+-- SET search_path: under Citus a statement that calls it may run whole on the schema's node,
+-- in Citus's own session, whose search_path does not name the schema of jobq_jobs. Its
+-- callers call it in a statement of its own: inside one that also reads another jobq table,
+-- which Citus runs on the node, its read would be a distributed query nested in a shard's,
+-- which Citus refuses.
 --
 -- limited => NULL: every available job; true: the limited ones only; false: the others.
 -- Not SECURITY DEFINER: it runs as its callers, SECURITY DEFINER functions with a fixed
