@@ -3803,6 +3803,7 @@ CREATE FUNCTION public.jobq_fail_many(job_ids uuid[], worker_id text, errors tex
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 DECLARE
     v_count integer := coalesce(pg_catalog.cardinality(jobq_fail_many.job_ids), 0);
@@ -3975,9 +3976,9 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_fail_many(job_ids uuid[], worker_id text, errors text[], retries boolean[], backoffs interval[], attempts integer[]) IS 'Records a failed attempt of each of the jobs that the worker still holds, in one
 statement, with the same fencing and outcome per job as jobq_fail. A job id given twice counts
-once, for its first element. Runs with enable_seqscan = off (for this function only; the
-caller keeps its own setting): each job is found by its primary key whatever the statistics
-say.
+once, for its first element. Runs with enable_seqscan = off and jit = off (for this function
+only; the caller keeps its own settings): each job is found by its primary key whatever the
+statistics say.
 Arguments: job_ids (the jobs), worker_id (the worker that claimed them: non-blank, at most
 200 characters), errors (one error text per job, same order; a NULL element is stored as an
 empty text, each cut to its first 10,000 characters), retries (one flag per
@@ -4529,6 +4530,7 @@ CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
     -- Three reads, each with the exact predicate of a partial index (a single
     -- status IN ('pending', 'processing') matches none of them, and the planner would read
@@ -4592,7 +4594,8 @@ processing), max_running, starts_in_window (jobs started within the window of le
 that ends now; NULL without a rate limit), max_starts, per, pending (jobs waiting, held back
 or not).
 Reads the partial indexes of processing, pending and scheduled jobs, never the finished ones,
-with enable_seqscan = off (for this function only) whatever the statistics say.
+with enable_seqscan = off and jit = off (for this function only) whatever the statistics
+say.
 Errors: none.
 Concurrency: reads committed state without taking the keys'' locks: a claim under way is not
 counted until it commits.';
@@ -5216,6 +5219,7 @@ CREATE FUNCTION public.jobq_queue_summary(recent interval DEFAULT '00:05:00'::in
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 DECLARE
     v_now timestamptz := pg_catalog.now();
@@ -5269,8 +5273,8 @@ COMMENT ON FUNCTION public.jobq_queue_summary(recent interval) IS 'Admin and mon
 dead_letter and cancelled, the oldest available_at among the available ones, and the jobs that
 succeeded within recent. Reads only the partial indexes of those jobs (never the succeeded
 jobs older than recent), so it stays cheap however many finished jobs are kept; it runs with
-enable_seqscan = off (for this function only) so that no statistics make it read the table
-instead. A queue with none of these jobs has no row.
+enable_seqscan = off and jit = off (for this function only) so that no statistics make it
+read the table instead. A queue with none of these jobs has no row.
 Arguments: recent (how far back succeeded jobs are counted, 0 to 1 day, default 5 minutes).
 Result: rows (queue, available, scheduled, processing, failed, dead_letter, cancelled,
 oldest_available_at, succeeded_recent), by queue.
@@ -5355,6 +5359,7 @@ CREATE FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) RETU
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 DECLARE
     v_released integer;
@@ -5433,8 +5438,9 @@ A job with a cancel request (jobq_cancel) becomes cancelled instead and is never
 Arguments: worker_id (non-blank; must be unique per worker process), job_ids (every job the
 worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
 Result: how many jobs were released (cancelled ones included).
-Runs with enable_seqscan = off (for this function only; the caller keeps its own setting): the
-processing jobs are read through jobq_jobs_locked_idx whatever the statistics say.
+Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
+settings): the processing jobs are read through jobq_jobs_locked_idx whatever the statistics
+say.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; NULL job_ids.
 Concurrency: skips rows locked by another transaction (never waits). Call it only while no
 claim of this worker is in flight: the jobs of a claim not yet returned would be released.';

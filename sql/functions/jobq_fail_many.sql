@@ -18,6 +18,13 @@
 -- is the only way left. The setting applies while this function runs (a function SET
 -- clause), not to the caller.
 --
+-- SET jit = off, beside it: plans made while this function runs (its own, and those of the
+-- helpers it calls, which PL/pgSQL keeps for the session whoever called them first) are
+-- costed without sequential scans, where a scan that has no other way, even of a one-row
+-- table, passes jit_above_cost. Made with jit off, such a plan is never compiled, here or in
+-- a later caller of the helper: jobq__metrics_count's read of its setting, made so, was
+-- compiled in every later enqueue and completion of the session.
+--
 -- A job id given twice counts once, with its first element, as if jobq_fail had been called
 -- for each in turn (the second finds the claim gone): without that, which element an UPDATE
 -- joined to both would apply is not defined.
@@ -47,6 +54,7 @@ VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     v_count integer := coalesce(pg_catalog.cardinality(jobq_fail_many.job_ids), 0);
@@ -220,9 +228,9 @@ $$;
 COMMENT ON FUNCTION jobq_fail_many(uuid[], text, text[], boolean[], interval[], integer[]) IS
 'Records a failed attempt of each of the jobs that the worker still holds, in one
 statement, with the same fencing and outcome per job as jobq_fail. A job id given twice counts
-once, for its first element. Runs with enable_seqscan = off (for this function only; the
-caller keeps its own setting): each job is found by its primary key whatever the statistics
-say.
+once, for its first element. Runs with enable_seqscan = off and jit = off (for this function
+only; the caller keeps its own settings): each job is found by its primary key whatever the
+statistics say.
 Arguments: job_ids (the jobs), worker_id (the worker that claimed them: non-blank, at most
 200 characters), errors (one error text per job, same order; a NULL element is stored as an
 empty text, each cut to its first 10,000 characters), retries (one flag per

@@ -8,6 +8,13 @@
 -- statistics gathered while most rows were pending limited jobs the planner read jobq_jobs
 -- itself, finished jobs included, on every call. The setting applies while this function runs
 -- (a function SET clause), not to the caller.
+--
+-- SET jit = off, beside it: plans made while this function runs (its own, and those of the
+-- helpers it calls, which PL/pgSQL keeps for the session whoever called them first) are
+-- costed without sequential scans, where a scan that has no other way, even of a one-row
+-- table, passes jit_above_cost. Made with jit off, such a plan is never compiled, here or in
+-- a later caller of the helper: jobq__metrics_count's read of its setting, made so, was
+-- compiled in every later enqueue and completion of the session.
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_limit_usage() RETURNS TABLE (
@@ -25,6 +32,7 @@ STABLE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 SET enable_seqscan = off
+SET jit = off
 AS $$
     -- Three reads, each with the exact predicate of a partial index (a single
     -- status IN ('pending', 'processing') matches none of them, and the planner would read
@@ -89,7 +97,8 @@ processing), max_running, starts_in_window (jobs started within the window of le
 that ends now; NULL without a rate limit), max_starts, per, pending (jobs waiting, held back
 or not).
 Reads the partial indexes of processing, pending and scheduled jobs, never the finished ones,
-with enable_seqscan = off (for this function only) whatever the statistics say.
+with enable_seqscan = off and jit = off (for this function only) whatever the statistics
+say.
 Errors: none.
 Concurrency: reads committed state without taking the keys'' locks: a claim under way is not
 counted until it commits.';

@@ -8,6 +8,13 @@
 -- statistics gathered while most rows were pending, limited or dead-letter jobs the planner
 -- read jobq_jobs itself, finished jobs included, on every call. The setting applies while
 -- this function runs (a function SET clause), not to the caller.
+--
+-- SET jit = off, beside it: plans made while this function runs (its own, and those of the
+-- helpers it calls, which PL/pgSQL keeps for the session whoever called them first) are
+-- costed without sequential scans, where a scan that has no other way, even of a one-row
+-- table, passes jit_above_cost. Made with jit off, such a plan is never compiled, here or in
+-- a later caller of the helper: jobq__metrics_count's read of its setting, made so, was
+-- compiled in every later enqueue and completion of the session.
 --! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_queue_summary(recent interval DEFAULT '5 minutes')
@@ -27,6 +34,7 @@ STABLE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     v_now timestamptz := pg_catalog.now();
@@ -81,8 +89,8 @@ COMMENT ON FUNCTION jobq_queue_summary(interval) IS
 dead_letter and cancelled, the oldest available_at among the available ones, and the jobs that
 succeeded within recent. Reads only the partial indexes of those jobs (never the succeeded
 jobs older than recent), so it stays cheap however many finished jobs are kept; it runs with
-enable_seqscan = off (for this function only) so that no statistics make it read the table
-instead. A queue with none of these jobs has no row.
+enable_seqscan = off and jit = off (for this function only) so that no statistics make it
+read the table instead. A queue with none of these jobs has no row.
 Arguments: recent (how far back succeeded jobs are counted, 0 to 1 day, default 5 minutes).
 Result: rows (queue, available, scheduled, processing, failed, dead_letter, cancelled,
 oldest_available_at, succeeded_recent), by queue.

@@ -22,6 +22,13 @@
 -- claimed on a small table), the planner read the whole of jobq_jobs for the worker's rows,
 -- finished jobs included, instead of the processing ones in jobq_jobs_locked_idx. The setting
 -- applies while this function runs (a function SET clause), not to the caller.
+--
+-- SET jit = off, beside it: plans made while this function runs (its own, and those of the
+-- helpers it calls, which PL/pgSQL keeps for the session whoever called them first) are
+-- costed without sequential scans, where a scan that has no other way, even of a one-row
+-- table, passes jit_above_cost. Made with jit off, such a plan is never compiled, here or in
+-- a later caller of the helper: jobq__metrics_count's read of its setting, made so, was
+-- compiled in every later enqueue and completion of the session.
 --! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_release_orphans(worker_id text, job_ids uuid[]) RETURNS integer
@@ -30,6 +37,7 @@ VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     v_released integer;
@@ -109,8 +117,9 @@ A job with a cancel request (jobq_cancel) becomes cancelled instead and is never
 Arguments: worker_id (non-blank; must be unique per worker process), job_ids (every job the
 worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
 Result: how many jobs were released (cancelled ones included).
-Runs with enable_seqscan = off (for this function only; the caller keeps its own setting): the
-processing jobs are read through jobq_jobs_locked_idx whatever the statistics say.
+Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
+settings): the processing jobs are read through jobq_jobs_locked_idx whatever the statistics
+say.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; NULL job_ids.
 Concurrency: skips rows locked by another transaction (never waits). Call it only while no
 claim of this worker is in flight: the jobs of a claim not yet returned would be released.';

@@ -504,7 +504,10 @@ def test_no_later_call_compiles_whichever_function_a_session_calls_first(
     setting, its cost passed jit_above_cost, and in a session whose first counted call was a
     failure (a worker whose first job fails) every later enqueue, completion or failure
     compiled it, 20 ms or more each. jobq_health (enable_seqscan = off too) compiled its
-    read of jobq_workers on each call. With the server's default jit_above_cost, no
+    read of jobq_workers on each call. The read now goes by key, and every function that
+    turns sequential scans off turns jit off too, so that no plan made under it, a helper's
+    included, carries a compilation (either alone passes). With the server's default
+    jit_above_cost, no
     statement of those calls may be compiled, while the session's own statement, costed
     past it, is (the control). The dashboard's summaries, which run with enable_seqscan = off
     too, come first in the last two cases."""
