@@ -355,10 +355,10 @@ NOTIFY_CHANNEL = "jobq"
 WAKE_ALL = ""
 
 # The other events (jobq__event_channel in SQL), one channel per kind: "done" (an awaited job
-# finished, payload its id) and "cancel" (a running job got a cancel request, payload the id of
-# the worker that holds it): jobq-<kind>:<schema> when that fits in 63 bytes, else
-# jobq-<kind># and the hex SHA-224 of the schema name cut to fit. The payload CHECK_ALL means
-# "more than 100 of them at once: check everything".
+# finished) and "cancel" (a running job got a cancel request): jobq-<kind>:<schema> when that
+# fits in 63 bytes, else jobq-<kind># and the hex SHA-224 of the schema name cut to fit. Their
+# payload is always CHECK_ALL (empty): a channel is readable by any role that LISTENs, so it
+# names no job nor worker, and a listener re-checks what it waits for.
 DONE = "done"
 CANCEL_EVENT = "cancel"
 CHECK_ALL = ""

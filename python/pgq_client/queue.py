@@ -772,12 +772,10 @@ def _execute(
 def _next_wake(
     conn: psycopg.Connection[Any], channel: str, unfinished: frozenset[str], seconds: float
 ) -> None:
-    """Until a notification on ``channel`` for one of the ``unfinished`` jobs (or one that
-    says to check everything), or ``seconds``."""
+    """Until a notification on ``channel`` (some awaited job ended: the caller re-reads the
+    statuses of its ``unfinished`` jobs), or ``seconds``."""
     with translate_errors():
         # Notifications that came while a statement ran are kept by psycopg and come first.
         for note in conn.notifies(timeout=max(seconds, 0.0)):
-            if note.channel == channel and (
-                note.payload == _sql.CHECK_ALL or note.payload in unfinished
-            ):
+            if note.channel == channel:
                 return

@@ -1,9 +1,9 @@
 -- jobq__event_channel (private): the NOTIFY channel of this installation for one kind of event
 -- other than the workers' wake-ups (jobq__channel), so that neither disturbs the listeners of
 -- the other:
---   * done: a job that a client awaits has finished (payload: the job id), for waiters;
---   * cancel: a processing job got a cancel request (payload: the worker that holds it), for
---     workers.
+--   * done: a job that a client awaits has finished, for waiters;
+--   * cancel: a processing job got a cancel request, for workers.
+-- Their payloads are empty (jobq__notify_events says why).
 -- The rule, which clients follow to LISTEN (pgq_client._sql.event_channel): 'jobq-<kind>:' and
 -- the schema name when that fits in the 63 bytes a channel name holds, else 'jobq-<kind>#' and
 -- as many hex digits of the SHA-224 of the schema name in UTF-8 as fit. The '-' keeps every such

@@ -1,9 +1,12 @@
--- jobq__notify_events (private): sends events of one kind (jobq__event_channel) with the given
--- payloads, one notification per distinct payload. One statement sends at most 100 of them:
--- beyond that (a cancel of 10,000 awaited jobs) it sends a single notification with an empty
--- payload, which listeners take as "check everything you wait for" (a job id or a worker id is
--- never empty). Returns how many notifications it sent. PostgreSQL folds identical
--- notifications of one transaction into one.
+-- jobq__notify_events (private): tells the listeners of one kind of event
+-- (jobq__event_channel) that such events happened, with one notification whose payload is
+-- empty, whatever the number of events. The payload carries no job id nor worker id: anyone
+-- may LISTEN on a channel, so a payload is readable by roles that may not read the jobs. A
+-- listener re-checks what it waits for with the functions its level is granted (a waiter:
+-- jobq_job_status of its jobs; a worker: jobq_cancel_requested of the jobs it holds).
+-- PostgreSQL folds identical notifications of one transaction into one, so a transaction
+-- sends at most one per kind. payloads only says whether there was any event (its non-NULL
+-- elements). Returns how many notifications it sent (0 or 1).
 --! requires: jobq__event_channel
 
 -- SET search_path: it names the channel helper, and under Citus a statement that calls it and
@@ -14,31 +17,20 @@ LANGUAGE plpgsql
 VOLATILE
 SET search_path FROM CURRENT
 AS $$
-DECLARE
-    v_channel text;
-    v_distinct text[];
 BEGIN
-    IF coalesce(pg_catalog.cardinality(payloads), 0) = 0 THEN
+    IF NOT EXISTS (SELECT FROM pg_catalog.unnest(payloads) AS p (payload) WHERE p.payload IS NOT NULL)
+    THEN
         RETURN 0;
     END IF;
-    v_channel := jobq__event_channel(kind);
-    v_distinct := ARRAY(
-        SELECT DISTINCT p.payload FROM pg_catalog.unnest(payloads) AS p (payload)
-        WHERE p.payload IS NOT NULL
-    );
-    IF pg_catalog.cardinality(v_distinct) > 100 THEN
-        PERFORM pg_catalog.pg_notify(v_channel, '');
-        RETURN 1;
-    END IF;
-    PERFORM pg_catalog.pg_notify(v_channel, p.payload)
-    FROM pg_catalog.unnest(v_distinct) AS p (payload);
-    RETURN pg_catalog.cardinality(v_distinct);
+    PERFORM pg_catalog.pg_notify(jobq__event_channel(kind), '');
+    RETURN 1;
 END;
 $$;
 
 COMMENT ON FUNCTION jobq__notify_events(text, text[]) IS
 'Private. NOTIFY on this installation''s channel for events of kind (jobq__event_channel): one
-notification per distinct non-NULL payload, or, for more than 100, one with an empty payload
-that means "check everything". Result: how many notifications were sent.';
+notification with an empty payload when payloads has a non-NULL element (no id is sent:
+listeners re-check with the functions they are granted). Result: how many notifications were
+sent (0 or 1).';
 
 REVOKE EXECUTE ON FUNCTION jobq__notify_events(text, text[]) FROM PUBLIC;

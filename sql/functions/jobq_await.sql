@@ -104,7 +104,7 @@ until the timeout has passed, and returns their statuses at that moment. It sees
 while it waits (under READ COMMITTED it polls, each check a new statement with a new snapshot:
 every 10 ms at first, every 500 ms at most). With timeout 0 it returns at once and marks the
 unfinished jobs as awaited: their end is then announced by a NOTIFY on the done channel
-(jobq-done:<schema>, payload the job id) to a client that LISTENs there, as Queue.wait does;
+(jobq-done:<schema>, with an empty payload) to a client that LISTENs there, as Queue.wait does;
 call it so in a transaction of its own. Cost: while it waits, its statement holds a snapshot,
 so VACUUM cannot remove rows that died after the wait began; prefer LISTEN for long waits. A
 job whose row the caller''s transaction has locked or enqueued cannot finish before that

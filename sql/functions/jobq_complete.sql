@@ -73,7 +73,7 @@ BEGIN
         );
     END IF;
     IF v_awaited THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), '');  -- no id: see jobq__notify_events
     END IF;
     RETURN v_awaited IS NOT NULL;
 END;
@@ -92,6 +92,6 @@ Errors: 22023 worker_id NULL, blank or longer than 200 characters; 54000 result 
 max_payload_bytes (nothing changes).
 Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
 first wins, and a taken-over claim can no longer complete. A NOTIFY on the installation''s done
-channel (payload: the job id) when a client awaits the job (jobq_await).';
+channel (an empty payload: listeners re-check) when a client awaits the job (jobq_await).';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete(uuid, text, integer, jsonb) FROM PUBLIC;

@@ -139,6 +139,7 @@ longer than 200 characters; 54000 when a result is larger than max_payload_bytes
 names its position; nothing changes).
 Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
-the installation''s done channel (payload: the job id) for each completed job a client awaits.';
+the installation''s done channel (an empty payload, one per transaction) when it completed a
+job a client awaits.';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete_many(uuid[], text, integer[], jsonb[]) FROM PUBLIC;

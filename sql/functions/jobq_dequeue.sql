@@ -536,6 +536,6 @@ lock_timeout <= 0.
 Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
 same job, one call never locks or claims more than batch_size pending rows, and it never comes
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
-awaits sends a NOTIFY on the done channel (payload: the job id).';
+awaits sends a NOTIFY on the done channel (an empty payload).';
 
 REVOKE EXECUTE ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) FROM PUBLIC;

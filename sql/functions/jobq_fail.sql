@@ -97,7 +97,7 @@ BEGIN
     IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending' THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), '');  -- no id: see jobq__notify_events
     END IF;
     RETURN v_status;
 END;
@@ -119,6 +119,6 @@ Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or lon
 characters.
 Concurrency: the row lock orders it against a concurrent takeover or cancel, as jobq_complete.
 A NOTIFY on the installation''s channel when the job is available again at once (backoff 0),
-and on its done channel (payload: the job id) when the job ended and a client awaits it.';
+and on its done channel (an empty payload) when the job ended and a client awaits it.';
 
 REVOKE EXECUTE ON FUNCTION jobq_fail(uuid, text, text, boolean, interval, integer) FROM PUBLIC;

@@ -245,7 +245,8 @@ or a NULL or negative backoff (naming the element); nothing changes then.
 Concurrency: as jobq_fail, job by job. It waits for the rows it changes: do not send two calls
 over the same jobs at once; send them in id order, as jobq_cancel locks them. One NOTIFY on the
 installation''s channel per queue that got a job back available now (one that wakes every
-worker beyond 100 queues), and one on the done channel per ended job that a client awaits.';
+worker beyond 100 queues), and one on the done channel (an empty payload) when a job that a
+client awaits ended.';
 
 REVOKE EXECUTE ON FUNCTION jobq_fail_many(uuid[], text, text[], boolean[], interval[], integer[])
 FROM PUBLIC;

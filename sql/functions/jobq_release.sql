@@ -81,6 +81,6 @@ Arguments: job_ids (the jobs), worker_id (the worker that claimed them: non-blan
 Result: how many jobs were released (cancelled ones included).
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.
 Concurrency: it waits for the rows it changes, as jobq_complete_many. A NOTIFY on the done
-channel (payload: the job id) for each job it cancelled that a client awaits.';
+channel (an empty payload) when it cancelled a job that a client awaits.';
 
 REVOKE EXECUTE ON FUNCTION jobq_release(uuid[], text) FROM PUBLIC;

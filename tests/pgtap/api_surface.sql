@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(175);
+SELECT plan(176);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -35,7 +35,8 @@ SELECT functions_are('public', ARRAY[
     'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
     'jobq__event_channel', 'jobq__notify_events', 'jobq__metric_bounds', 'jobq__metric_bucket',
     'jobq__metric_add', 'jobq__metric_histogram', 'jobq__metrics_count', 'jobq__metrics_fold',
-    'jobq__error_entry', 'jobq__limit_argument_problem', 'jobq__claim_limited', 'jobq__available'
+    'jobq__error_entry', 'jobq__limit_argument_problem', 'jobq__claim_limited', 'jobq__available',
+    'jobq__cancel_apply'
 ], 'schema public has exactly the jobq functions and private helpers');
 
 -- Each function comes from its file in sql/functions/, which the runner records as
@@ -63,6 +64,7 @@ SELECT results_eq(
     ('jobq__available', 'limited boolean DEFAULT NULL::boolean',
                         'TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)'),
     ('jobq__blank', 'value text', 'boolean'),
+    ('jobq__cancel_apply', '', 'trigger'),
     ('jobq__channel', '', 'text'),
     ('jobq__claim_limited', 'worker_id text, job_types text[], queues text[], batch_size integer, '
                             'range_type_hashes bigint[], range_queue_hashes bigint[]', 'SETOF jobq_jobs'),
@@ -202,6 +204,8 @@ SELECT is_definer('public', 'jobq_job_status', ARRAY['uuid[]']);
 SELECT is_definer('public', 'jobq_await', ARRAY['uuid[]', 'interval']);
 SELECT isnt_definer('public', 'jobq__event_channel', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__notify_events', ARRAY['text', 'text[]']);
+-- A trigger function runs as whoever commits: it must be the owner to write the jobs.
+SELECT is_definer('public', 'jobq__cancel_apply', ARRAY[]::text[]);
 SELECT is_definer('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer']);
 SELECT is_definer('public', 'jobq_fail_many', ARRAY['uuid[]', 'text', 'text[]', 'boolean[]', 'interval[]', 'integer[]']);
 SELECT is_definer('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]']);
@@ -280,8 +284,9 @@ SELECT is_empty(
 
 SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
                                  'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
-                                 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts'],
-                  'schema public has exactly the ten jobq tables');
+                                 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
+                                 'jobq_cancel_requests'],
+                  'schema public has exactly the eleven jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
 SELECT hasnt_pk('public', 'jobq_metric_deltas', 'jobq_metric_deltas is appended to, never looked up');

@@ -1,7 +1,8 @@
 -- plpgsql_check over every PL/pgSQL function of jobq (STYLE: sqlfluff cannot see inside
 -- function bodies). plpgsql_check is installed in schema tap by scripts/pgtap.sh.
 -- The LANGUAGE sql functions (jobq__job_error, jobq__retry_at, jobq_stats) are checked by
--- PostgreSQL itself when they are created, and are exercised by the other files.
+-- PostgreSQL itself when they are created, and are exercised by the other files. A trigger
+-- function is checked against the table of its trigger (relid).
 BEGIN;
 SELECT plan(3);
 
@@ -16,7 +17,8 @@ SELECT is_empty(
     $$SELECT p.oid::regprocedure, c.lineno, c.level, c.sqlstate, c.message, c.detail
       FROM pg_proc AS p
       CROSS JOIN LATERAL plpgsql_check_function_tb(
-          p.oid, extra_warnings => true, performance_warnings => true) AS c
+          p.oid, relid => coalesce((SELECT t.tgrelid FROM pg_trigger AS t WHERE t.tgfoid = p.oid LIMIT 1), 0),
+          extra_warnings => true, performance_warnings => true) AS c
       WHERE p.pronamespace = 'public'::regnamespace
         AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')$$,
     'plpgsql_check (errors, extra and performance warnings): nothing to report'
@@ -25,7 +27,9 @@ SELECT is_empty(
 SELECT is_empty(
     $$SELECT p.oid::regprocedure, c.lineno, c.level, c.sqlstate, c.message, c.detail
       FROM pg_proc AS p
-      CROSS JOIN LATERAL plpgsql_check_function_tb(p.oid, security_warnings => true) AS c
+      CROSS JOIN LATERAL plpgsql_check_function_tb(
+          p.oid, relid => coalesce((SELECT t.tgrelid FROM pg_trigger AS t WHERE t.tgfoid = p.oid LIMIT 1), 0),
+          security_warnings => true) AS c
       WHERE p.pronamespace = 'public'::regnamespace
         AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')$$,
     'plpgsql_check security warnings (SQL injection in dynamic SQL): nothing to report'

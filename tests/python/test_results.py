@@ -328,10 +328,11 @@ def test_only_jobs_someone_awaits_are_notified_when_they_end(dsn: str) -> None:
         c.execute("SELECT * FROM jobq_await(%s, '0')", (awaited,))
     with listener(dsn, _sql.DONE) as c:
         q.complete_many(claimed[::2], "w1")  # two of them awaited
-        assert sorted(payloads(c)) == sorted(str(i) for i in claimed[::2] if i in awaited)
+        # one notification per transaction, naming no job: waiters re-read their statuses
+        assert payloads(c) == [_sql.CHECK_ALL]
         q.complete(claimed[1], "w1")  # awaited
         q.complete(claimed[3], "w1")  # not awaited
-        assert payloads(c) == [str(claimed[1])]
+        assert payloads(c) == [_sql.CHECK_ALL]
         assert q.fail(claimed[5], "w1", "e", backoff=0) == "pending"  # not awaited: nothing
         assert payloads(c) == []
     assert set(ids) == set(claimed)
@@ -347,16 +348,16 @@ def test_every_end_of_an_awaited_job_is_notified_and_a_retry_is_not(dsn: str, co
         assert q.fail(a, "w1", "e", backoff=0) == "pending"
         assert payloads(c) == [], "a retry is not an end"
         assert q.fail(b, "w1", "e", retry=False) == "failed"
-        assert payloads(c) == [str(b)]
+        assert payloads(c) == [_sql.CHECK_ALL]
         q.cancel([c_, e])  # c_ is running: a request, no end yet; e is cancelled at once
-        assert payloads(c) == [str(e)]
+        assert payloads(c) == [_sql.CHECK_ALL]
         assert q.release([c_], "w1") == 1  # released with a request: cancelled
-        assert payloads(c) == [str(c_)]
+        assert payloads(c) == [_sql.CHECK_ALL]
         conn.execute("SELECT jobq_cancel(ARRAY[%s]::uuid[])", (d,))
         conn.execute("UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = %s",
                      (d,))
         conn.execute("SELECT * FROM jobq_dequeue('w2', lock_timeout => '1 minute')")
-        assert payloads(c) == [str(d)], "a takeover that ends the job"
+        assert payloads(c) == [_sql.CHECK_ALL], "a takeover that ends the job"
     assert q.status([d])[d].status == "cancelled"
 
 
@@ -369,17 +370,42 @@ def test_more_than_100_ends_in_one_statement_are_one_notification(dsn: str, conn
         assert payloads(c) == [_sql.CHECK_ALL]
 
 
-def test_a_cancel_of_a_running_job_notifies_the_worker_holding_it(dsn: str) -> None:
+def test_a_cancel_of_running_jobs_notifies_the_workers_without_naming_them(dsn: str) -> None:
     q = Queue(dsn)
     a, b = q.enqueue("t"), q.enqueue("t")
     (first,) = claim(dsn, "worker-a")
     (second,) = claim(dsn, "worker-b")
     with listener(dsn, _sql.CANCEL_EVENT) as c:
         q.cancel([first, second])
-        assert sorted(payloads(c)) == ["worker-a", "worker-b"]
+        assert payloads(c) == [_sql.CHECK_ALL], "one, at the commit: workers re-check"
         q.cancel([first])
         assert payloads(c) == [], "no second request, no second notification"
     assert {a, b} == {first, second}
+
+
+def test_no_notification_carries_a_job_id_or_a_worker_id(dsn: str, conn: Conn) -> None:
+    """Anyone may LISTEN: a payload is readable by roles that may not read the jobs. Every end
+    of an awaited job and every cancel request is announced with an empty payload; the
+    wake-ups carry the queue name (contract section 3) and nothing else."""
+    q = Queue(dsn)
+    jobs = q.enqueue_many([{"job_type": "t", "queue": "qn"} for _ in range(6)])
+    conn.execute("SELECT * FROM jobq_await(%s, '0')", (jobs,))
+    with psycopg.connect(dsn, autocommit=True) as c:
+        for channel in (_sql.channel("public"), _sql.event_channel("public", _sql.DONE),
+                        _sql.event_channel("public", _sql.CANCEL_EVENT)):
+            c.execute(_sql.listen(channel))
+        a, b, d, e, f = claim(dsn, "secret-worker", n=5)
+        q.complete(a, "secret-worker")
+        q.complete_many([b], "secret-worker")
+        q.fail(d, "secret-worker", "x", retry=False)
+        q.cancel([e, f])
+        q.release([e], "secret-worker")
+        q.enqueue("t", queue="qn")
+        seen = [(n.channel, n.payload) for n in c.notifies(timeout=0.5)]
+    assert {p for _, p in seen} <= {_sql.CHECK_ALL, "qn"}, seen
+    channels = {_sql.channel("public"), _sql.event_channel("public", _sql.DONE),
+                _sql.event_channel("public", _sql.CANCEL_EVENT)}
+    assert {ch for ch, _ in seen} == channels
 
 
 def test_the_channels_are_named_by_the_server_as_by_the_client(dsn: str) -> None:

@@ -420,7 +420,12 @@ def collect(conn: Conn, schema: str) -> tuple[set[CallSite], int]:
     )
     assert len(functions) >= 12
     for (oid,) in functions:
-        conn.execute("SELECT * FROM jobq_test_check.plpgsql_check_function_tb(%s)", (oid,))
+        # A trigger function is checked against the table of its trigger.
+        conn.execute(
+            "SELECT * FROM jobq_test_check.plpgsql_check_function_tb(%(f)s, relid => coalesce(("
+            "SELECT t.tgrelid FROM pg_trigger AS t WHERE t.tgfoid = %(f)s LIMIT 1), 0))",
+            {"f": oid},
+        )
     conn.execute("RESET client_min_messages")
     conn.execute("SET client_min_messages = log")
     run_core_operations(conn, schema)

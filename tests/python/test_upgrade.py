@@ -614,6 +614,7 @@ MAIN_INSTALLS = {
             "0011_jobq_dashboard",
             "0012_jobq_metrics_opt_in",
             "0013_jobq_claim_index_hashes",
+            "0015_jobq_cancel_requests",
         ],
     ),
     "8ef85fb": (
@@ -629,6 +630,7 @@ MAIN_INSTALLS = {
             "0011_jobq_dashboard",
             "0012_jobq_metrics_opt_in",
             "0013_jobq_claim_index_hashes",
+            "0015_jobq_cancel_requests",
         ],
     ),
 }

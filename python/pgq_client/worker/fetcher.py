@@ -322,10 +322,10 @@ class Fetcher:
 
     def _read_notifications(self) -> None:
         """Read the notifications that arrived; one for a queue of this worker makes a claim
-        due, and a cancel request for this worker has the acknowledger ask which of its jobs
-        must stop. A connection found broken here is dropped: the next claim opens a new one
-        (and, as a notification may have been missed meanwhile, is due; a missed cancel is
-        learnt of with the next heartbeat)."""
+        due, and a cancel request has the acknowledger ask which of its jobs must stop. A
+        connection found broken here is dropped: the next claim opens a new one (and, as a
+        notification may have been missed meanwhile, is due; a missed cancel is learnt of with
+        the next heartbeat)."""
         conn = self._link.conn
         if conn is None:
             return
@@ -334,8 +334,9 @@ class Fetcher:
         try:
             for note in conn.notifies(timeout=0):
                 if note.channel.startswith(_CANCEL_CHANNELS):
-                    # CHECK_ALL: one statement asked more than 100 workers
-                    cancels = cancels or note.payload in (self._config.worker_id, _sql.CHECK_ALL)
+                    # Some running job got a cancel request (the payload names none): the
+                    # acknowledger asks which of this worker's jobs have one.
+                    cancels = True
                 else:
                     # WAKE_ALL: one statement made jobs available in more than 100 queues
                     relevant = relevant or (

@@ -1,0 +1,157 @@
+"""Nobody else can hold jobq up (contract section 6, turn 3): a transaction that a producer
+keeps open after its calls never stalls a worker's completion, failure, heartbeat or release.
+
+Each test runs the producer as a real role of the producer level, in a real second session
+whose transaction stays open, and the worker's statements with a short ``lock_timeout``: a
+statement that waited for the producer's row lock would fail with 55P03 instead of hanging."""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from pgq_client import grants
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+@pytest.fixture
+def producer(admin_dsn: str, dsn: str) -> Iterator[str]:
+    """The DSN of a login role granted the producer level, unique to this process."""
+    name = f"jobq_producer_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    grants.grant(dsn, name, "producer")
+    yield make_conninfo(dsn, user=name)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def _worker(dsn: str) -> Conn:
+    """A worker's session whose every lock wait gives up after 2 s."""
+    return psycopg.connect(dsn, autocommit=True, options="-c lock_timeout=2s")
+
+
+def _claim(conn: Conn, worker: str, job_type: str) -> tuple[str, int]:
+    row = conn.execute(
+        "SELECT id::text, attempts FROM jobq_dequeue(%s, job_types => ARRAY[%s])",
+        (worker, job_type),
+    ).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def _status(conn: Conn, job: str) -> tuple[Any, ...]:
+    row = conn.execute(
+        "SELECT status, cancel_requested_at IS NOT NULL, last_error FROM jobq_jobs WHERE id = %s",
+        (job,),
+    ).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def test_open_cancel_transaction_never_stalls_the_workers_calls(
+    dsn: str, conn: Conn, producer: str
+) -> None:
+    ids = {t: conn.execute("SELECT jobq_enqueue(%s)::text", (t,)).fetchone()[0]  # type: ignore[index]
+           for t in ("hb", "done", "failed", "released", "many")}
+    with _worker(dsn) as w, psycopg.connect(producer) as p:
+        for t in ids:
+            _claim(w, "w1", t)
+        asked = p.execute("SELECT job_id::text, status FROM jobq_cancel(%s::uuid[], 'stop')",
+                          (list(ids.values()),)).fetchall()
+        assert sorted(s for _, s in asked) == ["cancel_requested"] * 5
+        # The producer's transaction stays open; every worker call goes through at once.
+        assert w.execute("SELECT jobq_heartbeat('w1', ARRAY[%s]::uuid[])",
+                         (ids["hb"],)).fetchone() == (1,)
+        assert w.execute("SELECT jobq_complete(%s, 'w1')", (ids["done"],)).fetchone() == (True,)
+        assert w.execute("SELECT jobq_complete_many(ARRAY[%s]::uuid[], 'w1')",
+                         (ids["many"],)).fetchone() == (1,)
+        assert w.execute("SELECT jobq_fail(%s, 'w1', 'boom', backoff => '0')",
+                         (ids["failed"],)).fetchone() == ("pending",)
+        assert w.execute("SELECT jobq_release(ARRAY[%s]::uuid[], 'w1')",
+                         (ids["released"],)).fetchone() == (1,)
+        p.commit()
+    # At the commit: completed jobs are left alone; the two whose attempt ended with the job
+    # pending again are cancelled, as a cancel of a pending job is; the running one is asked.
+    assert _status(conn, ids["done"]) == ("succeeded", False, None)
+    assert _status(conn, ids["many"]) == ("succeeded", False, None)
+    assert _status(conn, ids["failed"]) == ("cancelled", False, "stop")
+    assert _status(conn, ids["released"]) == ("cancelled", False, "stop")
+    assert _status(conn, ids["hb"])[:2] == ("processing", True)
+    assert conn.execute("SELECT count(*) FROM jobq_cancel_requests").fetchone() == (0,)
+
+
+def test_request_applied_at_commit_ends_the_attempt_cancelled(
+    dsn: str, conn: Conn, producer: str
+) -> None:
+    job = conn.execute("SELECT jobq_enqueue('c')::text").fetchone()[0]  # type: ignore[index]
+    with _worker(dsn) as w, psycopg.connect(producer) as p:
+        _claim(w, "w1", "c")
+        p.execute("SELECT jobq_cancel(ARRAY[%s]::uuid[])", (job,))
+        assert w.execute("SELECT count(*) FROM jobq_cancel_requested(ARRAY[%s]::uuid[])",
+                         (job,)).fetchone() == (0,), "not before the commit"
+        p.commit()
+        assert w.execute("SELECT count(*) FROM jobq_cancel_requested(ARRAY[%s]::uuid[])",
+                         (job,)).fetchone() == (1,)
+        failed = w.execute("SELECT jobq_fail(%s, 'w1', 'stopped')", (job,)).fetchone()
+        assert failed == ("cancelled",)
+    assert conn.execute("SELECT cancel_requested FROM jobq_job_status(ARRAY[%s]::uuid[])",
+                        (job,)).fetchone() == (True,)
+
+
+def test_commit_waits_for_a_worker_statement_in_flight_and_orders_after_it(
+    dsn: str, conn: Conn, producer: str
+) -> None:
+    """The commit's trigger takes the row lock: a worker transaction that holds it (a failure
+    with a retry, not yet committed) goes first, and the commit then finds the job pending
+    and cancels it, as one row lock ordered them before."""
+    job = conn.execute("SELECT jobq_enqueue('c')::text").fetchone()[0]  # type: ignore[index]
+    with (
+        psycopg.connect(dsn, options="-c lock_timeout=2s") as w,
+        psycopg.connect(producer) as p,
+    ):
+        _claim(w, "w1", "c")
+        w.commit()
+        p.execute("SELECT jobq_cancel(ARRAY[%s]::uuid[])", (job,))
+        assert w.execute("SELECT jobq_fail(%s, 'w1', 'boom', backoff => '0')",
+                         (job,)).fetchone() == ("pending",)
+        committed = threading.Event()
+        t = threading.Thread(target=lambda: (p.commit(), committed.set()))
+        t.start()
+        assert not committed.wait(0.5), "the commit waits for the worker's open failure"
+        w.commit()
+        t.join(10)
+        assert committed.is_set()
+    assert _status(conn, job) == ("cancelled", False, "cancelled")
+
+
+def test_open_cancel_of_a_pending_job_holds_up_no_claim_and_no_worker_call(
+    dsn: str, conn: Conn, producer: str
+) -> None:
+    held = conn.execute(
+        "SELECT jobq_enqueue('p', priority => 9)::text"
+    ).fetchone()[0]  # type: ignore[index]
+    other = conn.execute("SELECT jobq_enqueue('p')::text").fetchone()[0]  # type: ignore[index]
+    with _worker(dsn) as w, psycopg.connect(producer) as p:
+        assert p.execute("SELECT status FROM jobq_cancel(ARRAY[%s]::uuid[])",
+                         (held,)).fetchone() == ("cancelled",)
+        # The claim passes over the locked row; calls naming it match no claim and do not wait.
+        assert _claim(w, "w1", "p") == (other, 1)
+        assert w.execute("SELECT jobq_complete(%s, 'w1')", (held,)).fetchone() == (False,)
+        assert w.execute("SELECT jobq_fail(%s, 'w1', 'x')", (held,)).fetchone() == (None,)
+        assert w.execute("SELECT jobq_release(ARRAY[%s]::uuid[], 'w1')", (held,)).fetchone() == (0,)
+        renewed = w.execute("SELECT jobq_heartbeat('w1', ARRAY[%s]::uuid[])", (held,)).fetchone()
+        assert renewed == (0,)
+        p.commit()
+
