@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -18,7 +20,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from pgq_client import grants
+from pgq_client import Job, Queue, Worker, grants
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -154,4 +156,94 @@ def test_open_cancel_of_a_pending_job_holds_up_no_claim_and_no_worker_call(
         renewed = w.execute("SELECT jobq_heartbeat('w1', ARRAY[%s]::uuid[])", (held,)).fetchone()
         assert renewed == (0,)
         p.commit()
+
+
+# -- the Worker bounds its lock waits ---------------------------------------------------------
+
+
+def _wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+@contextmanager
+def _running(worker: Worker) -> Iterator[Worker]:
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            worker.run()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, name="test-lock-worker")
+    thread.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        thread.join(60)
+    assert not thread.is_alive(), "worker did not stop"
+    if errors:
+        raise errors[0]
+
+
+def _count(conn: Conn, query: str, *params: object) -> int:
+    row = conn.execute(query, params).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.mark.parametrize("outcome", ["complete", "fail"])
+def test_a_row_locked_by_another_session_holds_up_only_its_own_acknowledgement(
+    dsn: str, conn: Conn, outcome: str
+) -> None:
+    """A second session keeps a running job's row locked (FOR UPDATE, transaction open): the
+    Worker's acknowledgement of that job gives up after lock_wait and is retried apart; the
+    other jobs keep being completed; the held one is completed once the lock is released."""
+    q = Queue(dsn)
+    started, go = threading.Event(), threading.Event()
+
+    def handler(job: Job) -> None:
+        if job.payload.get("hold"):
+            started.set()
+            assert go.wait(30)
+            if outcome == "fail":
+                raise RuntimeError("held")
+
+    held = q.enqueue("t", {"hold": True}, priority=10, max_attempts=1)
+    worker = Worker(dsn, {"t": handler}, concurrency=2, lock_wait=0.2, poll_interval=0.1,
+                    tick_interval=None, summary_interval=None)
+    with _running(worker), psycopg.connect(dsn) as locker:
+        assert started.wait(30)
+        locker.execute("SELECT 1 FROM jobq_jobs WHERE id = %s FOR UPDATE", (held,))
+        go.set()  # its acknowledgement now meets the lock
+        others = q.enqueue_many([{"job_type": "t"} for _ in range(30)])
+        _wait_until(
+            lambda: _count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = ANY(%s) "
+                           "AND status = 'succeeded'", others) == len(others),
+            30, "the other jobs' completions while one row is locked",
+        )
+        assert _count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = "
+                      "'processing'", held) == 1, "the held job waits for its lock"
+        locker.rollback()
+        final = "succeeded" if outcome == "complete" else "dead_letter"
+        _wait_until(
+            lambda: _count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = %s",
+                           held, final) == 1,
+            30, "the held job's acknowledgement after the lock is released",
+        )
+
+
+def test_the_workers_own_connections_carry_lock_wait_as_lock_timeout(dsn: str) -> None:
+    """lock_wait is a startup option of the connections the fetcher and the acknowledger open
+    (no statement of its own on the hot path), added to the options a caller gave."""
+    worker = Worker(dsn, {"t": lambda job: None}, lock_wait=0.25)
+    with worker._connector(dsn)() as c:  # what the fetcher and the acknowledger open
+        assert c.execute("SHOW lock_timeout").fetchone() == ("250ms",)
+    with pytest.raises(ValueError, match="lock_wait"):
+        Worker(dsn, {"t": lambda job: None}, lock_wait=0)
 

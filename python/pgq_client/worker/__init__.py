@@ -103,6 +103,7 @@ class Worker:
         schema: str | None = None,
         summary_interval: timedelta | float | None = 60.0,
         tick_interval: timedelta | float | None = 5.0,
+        lock_wait: timedelta | float = 0.5,
     ) -> None:
         if isinstance(queues, str):
             raise TypeError("queues must be a list of queue names, not a string")
@@ -129,6 +130,7 @@ class Worker:
             tick_interval=(
                 None if tick_interval is None else seconds(tick_interval, "tick_interval")
             ),
+            lock_wait=seconds(lock_wait, "lock_wait"),
         )
         self._given_pool: ConnectionPool[Any] | None = None
         self._dsn: str | None = None
@@ -430,6 +432,12 @@ class Worker:
             kwargs.update((given() if callable(given) else given) or {})
         kwargs["autocommit"] = True
         kwargs.update(_sql.CLIENT_ENCODING)
+        # Every lock wait of the fetcher's and the acknowledger's statements is bounded: a
+        # session that keeps a row locked (a transaction left open) makes a statement fail
+        # with 55P03 after lock_wait, and the job it concerns is retried apart (Acknowledger),
+        # instead of holding up the worker. A startup option: no round trip of its own.
+        wait = f"-c lock_timeout={max(1, round(self.config.lock_wait * 1000))}"
+        kwargs["options"] = f"{kwargs.get('options') or ''} {wait}".strip()
         return kwargs
 
     def _check_database(self, link: Link) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 from psycopg.rows import tuple_row
 
 from .. import _sql
@@ -20,6 +21,7 @@ from .config import WorkerConfig
 from .joblog import UNSERVED_IDLE, duration, job_log, log, log_completed, report_unserved
 from .retry import GaveUp, Link, reconnecting
 from .state import Failure, Shared
+from .stuck import LOCKED_RETRY_FIRST, Locked, Stuck
 
 __all__ = ["Acknowledger", "complete_many_params"]
 
@@ -74,6 +76,9 @@ class Acknowledger:
         self._cancels_allowed = True
         self._next_unserved = math.inf  # the start-up look for jobs nobody serves, once
         self._counted = (0, 0, time.monotonic())  # done, failed, when: at the last summary
+        # Acknowledgements whose row another session kept locked past lock_wait: sent again,
+        # apart, when due (never holding up the others meanwhile).
+        self._stuck = Stuck()
 
     def close(self, deadline: float) -> None:
         """Send what is left, retrying through connection losses until ``deadline``; then end."""
@@ -112,6 +117,11 @@ class Acknowledger:
             if batch is None:
                 return  # closed, and everything sent
             releases, completions, results, failures = batch
+            retrying = time.monotonic() >= self._stuck.at
+            if retrying:
+                releases, completions, results, failures = self._stuck.take(
+                    releases, completions, results, failures
+                )
             try:
                 if releases:
                     self._release(releases)
@@ -136,6 +146,8 @@ class Acknowledger:
             except (GaveUp, JobqError) as exc:
                 self._abandon(releases, completions, failures, exc)
                 return
+            if retrying and self._stuck.at == math.inf:
+                self._stuck.delay = LOCKED_RETRY_FIRST  # they all went through
             if time.monotonic() >= self._next_summary:
                 self._summary()
                 self._next_summary = time.monotonic() + summary
@@ -164,10 +176,14 @@ class Acknowledger:
                         break
                     if pending >= shared.ack_batch():
                         break
-                elif shared.acks_closed:
+                elif shared.acks_closed and self._stuck.at == math.inf:
                     return None
                 timer = min(
-                    self._next_beat, self._next_summary, self._next_tick, self._next_unserved
+                    self._next_beat,
+                    self._next_summary,
+                    self._next_tick,
+                    self._next_unserved,
+                    self._stuck.at,
                 )
                 if now >= timer:
                     break
@@ -191,7 +207,11 @@ class Acknowledger:
         def call() -> list[Any]:
             # Tuples whatever row factory a given pool's kwargs set.
             with self._link.get().cursor(row_factory=tuple_row) as cur:
-                return cur.execute(query, params).fetchall()
+                try:
+                    return cur.execute(query, params).fetchall()
+                except psycopg.errors.LockNotAvailable as exc:
+                    # Not retried here: waiting for that row would hold up every other job.
+                    raise Locked(doing) from exc
 
         rows = reconnecting(
             call,
@@ -204,11 +224,19 @@ class Acknowledger:
         return rows, retried
 
     def _release(self, jobs: list[Job]) -> None:
-        rows, _ = self._send(
-            self._sql.release,
-            {"job_ids": [job.id for job in jobs], "worker_id": self._config.worker_id},
-            f"releasing {len(jobs)} unstarted jobs",
-        )
+        try:
+            rows, _ = self._send(
+                self._sql.release,
+                {"job_ids": [job.id for job in jobs], "worker_id": self._config.worker_id},
+                f"releasing {len(jobs)} unstarted jobs",
+            )
+        except Locked:
+            if len(jobs) == 1:
+                self._defer(releases=jobs)
+            else:
+                for job in jobs:
+                    self._release([job])
+            return
         log.info("%s released %d unstarted jobs", self._who, rows[0][0])
         for job in jobs:
             job_log(logging.DEBUG, job, "released (never started)")
@@ -233,6 +261,16 @@ class Acknowledger:
             if not results:
                 raise
             return self._complete_one_by_one(jobs, results)
+        except Locked:
+            # A row locked elsewhere: each job alone, so that only that one waits.
+            if len(jobs) == 1:
+                self._defer(completions=jobs, results=results)
+                return []
+            failures: list[Failure] = []
+            for job in jobs:
+                alone = {job.id: results[job.id]} if job.id in results else {}
+                failures += self._complete([job], alone)
+            return failures
         self._completed(jobs, int(rows[0][0]), retried)
         return []
 
@@ -263,6 +301,9 @@ class Acknowledger:
                 message = f"the handler's result cannot be stored: {exc}"
                 too_large.append(Failure(job, message, message, False, timedelta(0)))
                 continue
+            except Locked:
+                self._defer(completions=[job], results={job.id: results[job.id]})
+                continue
             self._completed([job], int(bool(rows[0][0])), retried)
         return too_large
 
@@ -272,18 +313,26 @@ class Acknowledger:
 
     def _fail(self, failures: list[Failure]) -> None:
         failures = sorted(failures, key=lambda f: f.job.id)  # id order: see _complete
-        rows, retried = self._send(
-            self._sql.fail_many,
-            {
-                "worker_id": self._config.worker_id,
-                "job_ids": [f.job.id for f in failures],
-                "errors": [_storable(f.error) for f in failures],
-                "retries": [f.retry for f in failures],
-                "backoffs": [f.backoff for f in failures],
-                "attempts": [f.job.attempts for f in failures],
-            },
-            f"reporting {len(failures)} failed jobs",
-        )
+        try:
+            rows, retried = self._send(
+                self._sql.fail_many,
+                {
+                    "worker_id": self._config.worker_id,
+                    "job_ids": [f.job.id for f in failures],
+                    "errors": [_storable(f.error) for f in failures],
+                    "retries": [f.retry for f in failures],
+                    "backoffs": [f.backoff for f in failures],
+                    "attempts": [f.job.attempts for f in failures],
+                },
+                f"reporting {len(failures)} failed jobs",
+            )
+        except Locked:  # as in _complete
+            if len(failures) == 1:
+                self._defer(failures=failures)
+            else:
+                for failure in failures:
+                    self._fail([failure])
+            return
         recorded = 0
         for failure, (_, _, status) in zip(failures, rows, strict=True):
             recorded += status is not None
@@ -298,13 +347,18 @@ class Acknowledger:
             return
         params = {"worker_id": self._config.worker_id, "job_ids": ids}
         rows: list[Any] = []
-        if self._cancels_allowed:
-            try:
-                rows, _ = self._send(self._sql.heartbeat_cancels, params, "renewing claims")
-            except PermissionDenied as exc:
-                self._cancels_denied(exc)
-        if not rows:
-            rows, _ = self._send(self._sql.heartbeat, params, "renewing claims")
+        try:
+            if self._cancels_allowed:
+                try:
+                    rows, _ = self._send(self._sql.heartbeat_cancels, params, "renewing claims")
+                except PermissionDenied as exc:
+                    self._cancels_denied(exc)
+            if not rows:
+                rows, _ = self._send(self._sql.heartbeat, params, "renewing claims")
+        except Locked:  # the heartbeat skips locked rows: not expected; the next one renews
+            log.warning("%s: a heartbeat waited for a lock past lock_wait; retried", self._who)
+            self._next_beat = time.monotonic() + LOCKED_RETRY_FIRST
+            return
         renewed = int(rows[0][0])
         if len(rows[0]) > 1:
             self._mark_cancelled(rows[0][1])
@@ -339,6 +393,8 @@ class Acknowledger:
         except PermissionDenied as exc:
             self._cancels_denied(exc)
             return
+        except Locked:
+            return  # a read: not expected; the next heartbeat asks
         self._mark_cancelled([row[0] for row in rows])
 
     def _mark_cancelled(self, ids: Sequence[uuid.UUID]) -> None:
@@ -368,6 +424,9 @@ class Acknowledger:
             return
         try:
             rows, _ = self._send(self._sql.tick, {}, "firing schedules")
+        except Locked:
+            log.debug("%s: firing schedules waited for a lock past lock_wait; next tick", self._who)
+            return
         except JobqError as exc:
             if not self._tick_failed:
                 log.warning(
@@ -396,10 +455,22 @@ class Acknowledger:
             rows, _ = self._send(
                 self._sql.unserved, {"idle": UNSERVED_IDLE}, "looking for jobs nobody serves"
             )
-        except JobqError as exc:
+        except (JobqError, Locked) as exc:
             log.debug("%s: cannot look for jobs nobody serves: %s", self._who, exc)
             return
         report_unserved(self._who, [UnservedJobType(*row) for row in rows])
+
+    def _defer(
+        self,
+        releases: Sequence[Job] = (),
+        completions: Sequence[Job] = (),
+        results: dict[uuid.UUID, str] | None = None,
+        failures: Sequence[Failure] = (),
+    ) -> None:
+        """Set aside an acknowledgement whose row another session keeps locked."""
+        if self._giving_up():  # shutting down, past the deadline: stop waiting for that lock
+            raise GaveUp("waiting for a row lock that another session holds")
+        self._stuck.defer(releases, completions, results or {}, failures)
 
     def _abandon(
         self,

@@ -123,6 +123,9 @@ class WorkerConfig:
     summary_interval: float | None = 60.0
     # Seconds between two jobq_tick calls (schedules); None: this worker fires none.
     tick_interval: float | None = 5.0
+    # Seconds a statement of the fetcher or the acknowledger waits for a row lock that another
+    # session holds (their connections' lock_timeout) before it gives up and is retried later.
+    lock_wait: float = 0.5
     transactional: frozenset[str] = field(init=False)
     # The job types whose handler is ``async def``: they run on the Worker's event loop.
     asynchronous: frozenset[str] = field(init=False)
@@ -159,6 +162,8 @@ class WorkerConfig:
             raise ValueError(
                 f"tick_interval must be positive (or None: no ticking), got {self.tick_interval}"
             )
+        if not 0 < self.lock_wait <= 3600:
+            raise ValueError(f"lock_wait must be positive and at most 3600 s, got {self.lock_wait}")
         if self.summary_interval is not None and self.summary_interval <= 0:
             raise ValueError(f"summary_interval must be positive, got {self.summary_interval}")
         worker_id = self.worker_id

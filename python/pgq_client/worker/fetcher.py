@@ -228,6 +228,12 @@ class Fetcher:
                 cur.execute(self._sql.dequeue, self._params)
             row = done_cur.fetchone()
             jobs = cur.fetchall()
+        except psycopg.errors.LockNotAvailable:
+            # A completion waited past lock_wait for a row another session holds (the claim
+            # never waits: SKIP LOCKED): the acknowledger completes those jobs, and the claim
+            # goes alone.
+            self._hand_over_key_acks()
+            return self._claim()
         except psycopg.Error as exc:
             if connection_lost(exc):
                 self._orphans_unknown = True  # it may have committed, its reply lost
@@ -242,11 +248,24 @@ class Fetcher:
         try:
             with self._link.get().cursor(row_factory=tuple_row) as cur:
                 row = cur.execute(self._sql.complete_many, self._key_ack_params(acks)).fetchone()
+        except psycopg.errors.LockNotAvailable:
+            self._hand_over_key_acks()  # as in _claim
+            return
         except psycopg.Error as exc:
             if connection_lost(exc):
                 self._acks_retried = True
             raise
         self._key_acks_sent(acks, row, claimed=False)
+
+    def _hand_over_key_acks(self) -> None:
+        log.warning(
+            "%s: completing %d limited jobs waited for a row lock another session holds; the "
+            "acknowledger completes them",
+            self._who,
+            len(self._key_acks),
+        )
+        self._shared.hand_over_key_acks(self._key_acks)
+        self._key_acks, self._acks_retried = [], False
 
     def _key_ack_params(self, acks: list[Job]) -> dict[str, Any]:
         acks.sort(key=lambda job: job.id)  # id order, as the acknowledger sends its own

@@ -216,6 +216,15 @@ class Shared:
                 self.completions.extend(jobs)
                 self.acks_ready.notify()
 
+    def hand_over_key_acks(self, jobs: Sequence[Job]) -> None:
+        """The fetcher could not complete these (a row lock held elsewhere): the acknowledger
+        completes them, retrying apart, so that the fetcher's claims go on."""
+        with self.lock:
+            for job in jobs:
+                self.key_completing.discard(job.id)
+            self.completions.extend(jobs)
+            self.acks_ready.notify()
+
     def fail(self, exc: BaseException) -> None:
         """Record the error that stops the worker (the first one wins)."""
         with self.lock:
