@@ -247,3 +247,123 @@ def test_the_workers_own_connections_carry_lock_wait_as_lock_timeout(dsn: str) -
     with pytest.raises(ValueError, match="lock_wait"):
         Worker(dsn, {"t": lambda job: None}, lock_wait=0)
 
+
+# -- a flood of notifications does not multiply claims ----------------------------------------
+
+
+def _dequeue_calls(conn: Conn, function: str = "jobq_dequeue") -> int:
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    row = conn.execute(
+        "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = %s",
+        (function,),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_flood_of_notifications_from_a_role_without_grants_makes_few_claims(
+    admin_dsn: str, dsn: str, conn: Conn
+) -> None:
+    """Anyone may NOTIFY on a worker's channel. A role without any jobq grant sends 200
+    notifications, each in its own transaction; the Worker's claims are counted by the server
+    (pg_stat_user_functions, calls of jobq_dequeue): after an empty claim a wake-up waits for
+    EMPTY_CLAIM_PAUSE, so the flood makes at most one claim per pause, and a real enqueue after
+    it is still claimed at once (the poll interval is far longer)."""
+    from pgq_client.worker.fetcher import EMPTY_CLAIM_PAUSE
+
+    name = f"jobq_nobody_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    db = conn.info.dbname
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+        c.execute(sql.SQL("ALTER DATABASE {} SET track_functions = 'pl'").format(
+            sql.Identifier(db)))
+    try:
+        done = threading.Event()
+        worker = Worker(dsn, {"t": lambda job: done.set()}, poll_interval=30, lock_wait=0.5,
+                        tick_interval=None, summary_interval=None)
+        with _running(worker), psycopg.connect(make_conninfo(dsn, user=name),
+                                               autocommit=True) as nobody:
+            _wait_until(lambda: _count(conn, "SELECT count(*) FROM jobq_workers") == 1, 30,
+                        "the worker's first claim")
+            time.sleep(0.2)
+            flood = 200
+            started = time.monotonic()
+            for i in range(flood):
+                nobody.execute(sql.SQL("NOTIFY {}, {}").format(
+                    sql.Identifier("jobq"), sql.Literal("default" if i % 2 else "")))
+                time.sleep(0.002)
+            took = time.monotonic() - started
+            time.sleep(2 * EMPTY_CLAIM_PAUSE)
+            enqueued = time.monotonic()
+            Queue(dsn).enqueue("t")
+            assert done.wait(5), "a real enqueue after the flood is claimed"
+            assert time.monotonic() - enqueued < 2.0, "at once, not at the next poll (30 s)"
+        # Every worker backend has exited (its counts flushed) once the Worker has stopped.
+        _wait_until(lambda: _count(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                   "current_database() AND pid <> pg_backend_pid()") == 0,
+                    30, "the worker's sessions to end")
+        calls = _dequeue_calls(conn)
+        bound = 3 + took / EMPTY_CLAIM_PAUSE + 2
+        assert calls <= bound, f"{calls} claims for {flood} notifications over {took:.2f} s"
+        assert calls < flood / 4
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as c:
+            c.execute(sql.SQL("ALTER DATABASE {} RESET track_functions").format(
+                sql.Identifier(db)))
+            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def test_a_flood_on_the_cancel_channel_makes_few_cancel_checks(
+    admin_dsn: str, dsn: str, conn: Conn
+) -> None:
+    """The same on the cancel channel, while the Worker holds a job: at most one
+    jobq_cancel_requested per CANCEL_CHECK_PAUSE (its heartbeat is minutes away), and a real
+    cancel still reaches the handler at once."""
+    from pgq_client.worker.acker import CANCEL_CHECK_PAUSE
+
+    name = f"jobq_nobody_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    db = conn.info.dbname
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+        c.execute(sql.SQL("ALTER DATABASE {} SET track_functions = 'all'").format(
+            sql.Identifier(db)))
+    try:
+        started, asked = threading.Event(), threading.Event()
+
+        def handler(job: Job) -> None:
+            started.set()
+            deadline = time.monotonic() + 30
+            while not job.cancel_requested() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            asked.set()
+
+        job = Queue(dsn).enqueue("t")
+        worker = Worker(dsn, {"t": handler}, poll_interval=30, tick_interval=None,
+                        summary_interval=None)
+        channel = conn.execute(
+            "SELECT jobq__event_channel('cancel')"
+        ).fetchone()[0]  # type: ignore[index]
+        with _running(worker), psycopg.connect(make_conninfo(dsn, user=name),
+                                               autocommit=True) as nobody:
+            assert started.wait(30)
+            flood = 200
+            started_at = time.monotonic()
+            for _ in range(flood):
+                nobody.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(channel)))
+                time.sleep(0.002)
+            took = time.monotonic() - started_at
+            assert not asked.is_set()
+            Queue(dsn).cancel([job])
+            assert asked.wait(5), "a real cancel still reaches the handler"
+        _wait_until(lambda: _count(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                   "current_database() AND pid <> pg_backend_pid()") == 0,
+                    30, "the worker's sessions to end")
+        calls = _dequeue_calls(conn, "jobq_cancel_requested")
+        bound = 2 + took / CANCEL_CHECK_PAUSE + 2
+        assert calls <= bound, f"{calls} cancel checks for {flood} notifications over {took:.2f} s"
+        assert calls < flood / 4
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as c:
+            c.execute(sql.SQL("ALTER DATABASE {} RESET track_functions").format(
+                sql.Identifier(db)))
+            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))

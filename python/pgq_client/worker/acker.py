@@ -31,6 +31,10 @@ ACK_LINGER = 0.005
 UNSERVED_AFTER = 3.0
 """Seconds after start when the worker looks for available jobs that no worker serves."""
 
+CANCEL_CHECK_PAUSE = 0.05
+"""Seconds between two cancel checks that notifications ask for: anyone may NOTIFY on the
+cancel channel, and a flood of notifications must not turn into as many statements."""
+
 
 class Acknowledger:
     """Sends, in this order each round: the release of unstarted jobs (at shutdown), every
@@ -79,6 +83,7 @@ class Acknowledger:
         # Acknowledgements whose row another session kept locked past lock_wait: sent again,
         # apart, when due (never holding up the others meanwhile).
         self._stuck = Stuck()
+        self._next_cancel_check = 0.0
 
     def close(self, deadline: float) -> None:
         """Send what is left, retrying through connection losses until ``deadline``; then end."""
@@ -135,8 +140,9 @@ class Acknowledger:
                 if time.monotonic() >= self._next_beat:
                     self._heartbeat()
                     self._next_beat = time.monotonic() + heartbeat
-                elif self._shared.cancel_check:
+                elif self._shared.cancel_check and time.monotonic() >= self._next_cancel_check:
                     self._check_cancels()
+                    self._next_cancel_check = time.monotonic() + CANCEL_CHECK_PAUSE
                 if time.monotonic() >= self._next_tick:
                     self._tick()
                     self._next_tick = time.monotonic() + tick
@@ -168,7 +174,8 @@ class Acknowledger:
             while True:
                 now = time.monotonic()
                 pending = len(shared.completions) + len(shared.failures)
-                if shared.releases or (pending and shared.acks_closed) or shared.cancel_check:
+                check = shared.cancel_check and now >= self._next_cancel_check
+                if shared.releases or (pending and shared.acks_closed) or check:
                     break
                 if pending:
                     flush_at = min(flush_at, now + ACK_LINGER)
@@ -184,6 +191,7 @@ class Acknowledger:
                     self._next_tick,
                     self._next_unserved,
                     self._stuck.at,
+                    self._next_cancel_check if shared.cancel_check else math.inf,
                 )
                 if now >= timer:
                     break

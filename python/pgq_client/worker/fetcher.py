@@ -29,6 +29,12 @@ T = TypeVar("T")
 
 MAX_SLEEP = 1.0  # seconds: a fetcher looks again at least this often, whatever woke it
 
+EMPTY_CLAIM_PAUSE = 0.05
+"""Seconds after a claim that found nothing during which a wake-up does not claim at once (it
+claims when they have passed): anyone may NOTIFY on a worker's channel, and a flood of
+notifications must not turn into as many claims. An enqueue in that window waits at most this
+long; one after it is claimed at once."""
+
 # Whether the libpq in use has pipeline mode (14 and later; psycopg's binary package has it).
 PIPELINE = psycopg.Pipeline.is_supported()
 
@@ -134,13 +140,16 @@ class Fetcher:
         shared = self._shared
         more = True  # the last claim came back full: claim again as soon as there is room
         next_poll = 0.0
+        quiet_until = 0.0  # after an empty claim: wake-ups wait until then (EMPTY_CLAIM_PAUSE)
         while not self._stopping.is_set():
             now = time.monotonic()
             with shared.lock:
                 wanted = shared.policy.claim_size(shared.unfinished, shared.work.qsize())
                 # A limited job's completion frees a slot of its key: a claim is due with it.
                 acks = bool(shared.key_acks)
-                due = more or shared.woken or acks or now >= next_poll
+                woken = shared.woken and now >= quiet_until
+                due = more or woken or acks or now >= next_poll
+                held_back = shared.woken and not due
                 go = due and wanted > 0
                 if go:
                     shared.woken = False  # what woke it is served by this claim
@@ -155,7 +164,10 @@ class Fetcher:
                 )
                 continue
             if not go:
-                self._sleep(MAX_SLEEP if due else min(next_poll - now, MAX_SLEEP))
+                sleep = MAX_SLEEP if due else min(next_poll - now, MAX_SLEEP)
+                if held_back:  # a wake-up after an empty claim: it claims at quiet_until
+                    sleep = min(sleep, quiet_until - now)
+                self._sleep(sleep)
                 continue
 
             started = time.perf_counter()
@@ -166,6 +178,8 @@ class Fetcher:
             if jobs and log.isEnabledFor(logging.DEBUG):
                 log.debug("%s claimed %d jobs", self._who, len(jobs))
             more = len(jobs) == wanted
+            if not jobs:
+                quiet_until = time.monotonic() + EMPTY_CLAIM_PAUSE
             if not more:
                 next_poll = time.monotonic() + self._config.poll_interval
                 # After a full claim the next one is due anyway; after a short one, a
