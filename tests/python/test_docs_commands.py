@@ -19,7 +19,6 @@ by roles made for this run. A command that is only an illustration carries the v
 from __future__ import annotations
 
 import base64
-import itertools
 import os
 import re
 import shlex
@@ -40,11 +39,14 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from tests.helpers import unique_name
 
 from pgq_client import Queue
 from pgq_client.cli import cli
 from pgq_client.embedded import stop_embedded
 from pgq_client.migrate import migrate
+
+pytestmark = pytest.mark.slow  # every documented command, each a new process
 
 REPO = Path(__file__).resolve().parents[2]
 DOC_FILES = [
@@ -76,7 +78,6 @@ ROLES = {
     "app_api": "producer",  # docs/security.md
     "exporter": "monitor",
 }
-_run = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,7 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(admin_dsn: str, template_db: str) -> Iterator[World]:
-    suffix = f"{os.getpid()}_{next(_run)}"
+    suffix = unique_name("run")
     name = f"jobq_docs_{suffix}"
     roles = {doc: f"{doc}_{suffix}" for doc in ROLES}
     with psycopg.connect(admin_dsn, autocommit=True) as c:
@@ -258,7 +259,7 @@ class Scene:
 
 @pytest.fixture
 def scene(world: World, tmp_path: Path) -> Iterator[Scene]:
-    name = f"jobq_docs_{os.getpid()}_{next(_run)}"
+    name = unique_name("jobq_docs")
     with psycopg.connect(world.admin_dsn, autocommit=True) as c:
         c.execute(
             sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(

@@ -28,6 +28,8 @@ from tests.plans import log_plans
 
 from pgq_client import Queue
 
+pytestmark = pytest.mark.slow  # hundreds of thousands of rows
+
 ROWS = 200_000
 
 # A claim of one job makes up to about fifteen index probes (promotion, stale claims, finding
