@@ -30,6 +30,9 @@ if [ ${#files[@]} -eq 0 ]; then
     echo "pgtap.sh: no tests in tests/pgtap/" >&2
     exit 1
 fi
+# api_surface.sql checks the catalogue against the files' names (comma-separated).
+function_files=$(cd sql/functions && ls -- *.sql | sed 's/\.sql$//' | paste -sd, -)
 export JOBQ_PGTAP_ADMIN_DSN=$JOBQ_TEST_DSN JOBQ_PGTAP_TEMPLATE=$db PY
 PGOPTIONS="-c search_path=public,tap" pg_prove --psql-bin scripts/pgtap-psql.sh \
+    --set "function_files=$function_files" \
     --jobs "${JOBQ_TEST_JOBS:-$(nproc)}" --failures "${files[@]}"

@@ -88,16 +88,6 @@ def test_every_function_file_has_its_comment_and_revokes_public() -> None:
         assert f.sql.startswith(f"-- {f.name}"), f"{f.name}.sql starts with what it is for"
 
 
-def test_pgtap_api_surface_lists_exactly_the_function_files() -> None:
-    text = (ROOT / "tests" / "pgtap" / "api_surface.sql").read_text()
-    match = re.search(r"functions_are\('public', ARRAY\[(.*?)\]", text, re.DOTALL)
-    assert match, "tests/pgtap/api_surface.sql no longer calls functions_are"
-    listed = re.findall(r"'(jobq_\w+)'", match.group(1))
-    assert sorted(listed) == sorted(f.name for f in function_files()), (
-        "tests/pgtap/api_surface.sql's functions_are list and sql/functions/ disagree"
-    )
-
-
 def test_the_readme_uninstall_drops_every_function_and_every_table(dsn: str) -> None:
     readme = (ROOT / "sql" / "README.md").read_text()
     section = readme[readme.index("## Uninstall") :]

@@ -62,14 +62,6 @@ def test_enqueue_dequeue_complete_round_trip(dsn: str, conn: Conn) -> None:
     assert job_row(conn, job_id)["status"] == "succeeded"
 
 
-def test_job_is_frozen(dsn: str) -> None:
-    with Queue(dsn) as q:
-        q.enqueue("t")
-        job = q.dequeue("w")[0]
-    with pytest.raises(AttributeError):
-        job.status = "succeeded"  # type: ignore[misc]
-
-
 def test_enqueue_with_conn_commits_with_the_callers_transaction(dsn: str, conn: Conn) -> None:
     with Queue(dsn) as q, psycopg.connect(dsn) as caller:
         job_id = q.enqueue("t", {"n": 1}, conn=caller)
