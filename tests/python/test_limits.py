@@ -1,4 +1,4 @@
-"""Concurrency and rate limits (contract section 11) through the client: Queue and AsyncQueue
+"""Concurrency and rate limits through the client: Queue and AsyncQueue
 (limit_group / limit_key on enqueue and enqueue_many, set_limit, limits, limit_usage), the CLI
 (``jobq limit set|list|delete``, ``jobq enqueue --limit-group``), and a Worker draining limited
 jobs. The SQL behaviour in one session is in tests/pgtap/limits.sql; concurrent sessions in

@@ -1,4 +1,4 @@
-"""Metrics kept by the database (contract section 12), from the client's side.
+"""Metrics kept by the database, from the client's side.
 
 What each counter counts, rollbacks, prune, takeovers, cancels and the histograms' shape are in
 tests/pgtap/metrics.sql. Here: what one session cannot show (concurrent sessions counting at

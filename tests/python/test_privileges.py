@@ -1,6 +1,6 @@
 """Privileges: what `jobq migrate` leaves on the objects it creates, and `jobq grant`/`revoke`.
 
-The objects jobq creates carry exactly the contract's privileges (their owner's; levels come
+The objects jobq creates carry exactly the documented privileges (their owner's; levels come
 from `jobq grant`), whatever ALTER DEFAULT PRIVILEGES the installing role has.
 """
 
@@ -143,7 +143,7 @@ def _executable(conn: Conn, role: str, schema: str = "public") -> set[str]:
     return {r[0] for r in rows}
 
 
-# Contract section 6, for the functions installed today.
+# The levels of docs/security.md, for the functions installed today.
 EXPECTED = {
     "producer": {"jobq_enqueue", "jobq_enqueue_many", "jobq_enqueue_arrays", "jobq_job_status",
                  "jobq_await", "jobq_cancel"},

@@ -1,4 +1,4 @@
-"""Cancellation, results and waiting (contract sections 8 and 9) through the Queue and in SQL,
+"""Cancellation, results and waiting through the Queue and in SQL,
 with real sessions: what pgTAP cannot see (NOTIFY is delivered at commit, jobq_await sees other
 sessions' commits, isolation levels)."""
 

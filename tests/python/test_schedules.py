@@ -1,4 +1,4 @@
-"""Schedules (contract section 10) where one session is not enough: concurrent ticks, a
+"""Schedules where one session is not enough: concurrent ticks, a
 definition racing a tick, a failing enqueue, and the client and CLI. The parser, daylight
 saving and catch-up policies are in tests/pgtap/schedules.sql."""
 

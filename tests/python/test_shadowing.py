@@ -320,7 +320,7 @@ def run_core_operations(conn: Conn, schema: str) -> None:
     assert _q(conn, schema, "SELECT {s}.jobq_prune(statuses => '{{succeeded,failed,dead_letter}}')"
               )[0][0] == 1
 
-    # Cancellation, results and waiting (contract sections 8 and 9), each path that notifies.
+    # Cancellation, results and waiting, each path that notifies.
     ids = [r[1] for r in _q(
         conn, schema, "SELECT * FROM {s}.jobq_enqueue_many(%(jobs)s::jsonb)",
         {"jobs": "[" + ", ".join(['{"job_type": "c"}'] * 6) + "]"})]

@@ -1,4 +1,4 @@
-"""The Worker and contract sections 8 and 9: a handler's return value is the job's result; a
+"""The Worker with cancels and results: a handler's return value is the job's result; a
 running handler learns of a cancel (by notification, and within one heartbeat interval without
 one); a job asked to stop before it started is not run."""
 
