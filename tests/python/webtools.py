@@ -11,22 +11,17 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from tests.helpers import drop_role, unique_name
+from tests.helpers import create_role, drop_role
 
-from pgq_client import Queue, grants
+from pgq_client import Queue
 
 
 @contextmanager
 def login_role(admin_dsn: str, dsn: str, level: str | None) -> Iterator[str]:
     """A login role granted ``level`` (None: nothing at all); yields its DSN."""
-    name = unique_name("jobq_web")
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    name = create_role(admin_dsn, level, dsn=dsn, prefix="jobq_web")  # type: ignore[arg-type]
     try:
-        if level is not None:
-            grants.grant(dsn, name, level)  # type: ignore[arg-type]
         yield make_conninfo(dsn, user=name)
     finally:
         drop_role(admin_dsn, name)
