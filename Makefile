@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
 .DEFAULT_GOAL := help
-.PHONY: help venv deps test test-citus lint pgtap pytest demo bench bench-quick soak schema-dump docs clean
+.PHONY: help venv deps check test test-citus lint pgtap pytest demo bench bench-quick soak schema-dump docs clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -32,7 +32,10 @@ venv: $(STAMP) ## Create .venv with jobq, its development tools and what example
 deps: $(STAMP) ## Install what the tests need (Python venv; pgTAP, pg_prove, plpgsql_check, chromium from Debian)
 	@scripts/install-deps.sh
 
-test: deps ## Run every test (linters, pgTAP, pytest incl. fault suite) on a throwaway PostgreSQL
+check: deps ## The inner loop: linters, pgTAP, and the pytest tests not marked slow (under 90 s)
+	@scripts/run-tests.sh --check
+
+test: deps ## Every test (linters, pgTAP, all of pytest incl. the fault suite), in parallel; what CI runs
 	@scripts/run-tests.sh
 
 test-citus: deps ## Build Citus once (cached), start a 3-node cluster on localhost, run tests/citus (not in CI)

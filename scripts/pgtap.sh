@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs tests/pgtap/*.sql with pg_prove against a fresh database built by the migrations.
+# Runs tests/pgtap/*.sql (or the files given as arguments) with pg_prove against databases
+# built by the migrations: one template, then a copy per file (scripts/pgtap-psql.sh), so that
+# pg_prove runs JOBQ_TEST_JOBS files at once (default: the number of cores).
 # Needs JOBQ_TEST_DSN (a superuser DSN). pgTAP and plpgsql_check live in schema `tap`, so that
 # the API-surface tests see only jobq's own functions in `public`.
 set -euo pipefail
@@ -23,10 +25,14 @@ CREATE EXTENSION pgtap SCHEMA tap;
 CREATE EXTENSION plpgsql_check SCHEMA tap;
 SQL
 shopt -s nullglob
-files=(tests/pgtap/*.sql)
+if [ $# -gt 0 ]; then files=("$@"); else files=(tests/pgtap/*.sql); fi
 if [ ${#files[@]} -eq 0 ]; then
     echo "pgtap.sh: no tests in tests/pgtap/" >&2
     exit 1
 fi
-# pg_prove hands --dbname to Getopt, which splits an unescaped '=': escape those of the DSN.
-PGOPTIONS="-c search_path=public,tap" pg_prove --dbname "${dsn//=/\\=}" --failures "${files[@]}"
+# api_surface.sql checks the catalogue against the files' names (comma-separated).
+function_files=$(cd sql/functions && ls -- *.sql | sed 's/\.sql$//' | paste -sd, -)
+export JOBQ_PGTAP_ADMIN_DSN=$JOBQ_TEST_DSN JOBQ_PGTAP_TEMPLATE=$db PY
+PGOPTIONS="-c search_path=public,tap" pg_prove --psql-bin scripts/pgtap-psql.sh \
+    --set "function_files=$function_files" \
+    --jobs "${JOBQ_TEST_JOBS:-$(nproc)}" --failures "${files[@]}"

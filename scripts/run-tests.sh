@@ -1,38 +1,107 @@
 #!/usr/bin/env bash
-# make test: linters, pgTAP (pg_prove) and pytest against a throwaway PostgreSQL.
+# make test / make check: linters, pgTAP (pg_prove) and pytest against a throwaway PostgreSQL.
+#
+#   scripts/run-tests.sh [PYTEST ARGS...]           the whole suite (make test, CI)
+#   scripts/run-tests.sh --check [PYTEST ARGS...]   the inner loop (make check): pytest without
+#                                                   the tests marked slow or serial
+#
 # Exits non-zero if any step fails; every step runs even after a failure, so one run shows all.
+# The linters run while the server starts and beside the tests; pgTAP runs its files
+# JOBQ_TEST_JOBS at a time, then pytest runs on JOBQ_TEST_JOBS pytest-xdist workers (default for
+# both: the number of cores), then, alone, the tests marked serial (they restart the server).
 #
 # JOBQ_TEST_DSN set: use that server (a superuser DSN) instead of starting one.
-# Arguments are passed to pytest (e.g. scripts/run-tests.sh -k enqueue).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 BIN=$(dirname "$PY")
+JOBS=${JOBQ_TEST_JOBS:-$(nproc)}
+export JOBQ_TEST_JOBS=$JOBS
+
+mode=test
+if [ "${1:-}" = --check ]; then mode=check; shift; fi
+
+tmp=$(mktemp -d /tmp/jobq-test.XXXXXX)
+chmod 755 "$tmp"
+own_server=
+cleanup() {
+    if [ -n "$own_server" ]; then scripts/testdb.sh stop "$tmp/pg"; fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+start=$SECONDS
 
 failed=()
-step() {  # step NAME COMMAND...
-    local name=$1; shift
+report() {  # report NAME STATUS SECONDS
+    if [ "$2" = 0 ]; then echo "== $1: ok (${3}s)"; else echo "== $1: FAILED (${3}s)"; failed+=("$1"); fi
+}
+step() {  # step NAME COMMAND...: in the foreground
+    local name=$1 t0=$SECONDS rc=0
+    shift
     echo "== $name"
-    if "$@"; then echo "== $name: ok"; else echo "== $name: FAILED"; failed+=("$name"); fi
+    "$@" || rc=$?
+    report "$name" "$rc" $((SECONDS - t0))
+}
+declare -A bg_pid=() bg_t0=()
+bg_names=()
+bg_step() {  # bg_step NAME COMMAND...: in the background, its output shown by bg_wait
+    local name=$1
+    shift
+    ("$@") >"$tmp/step-${#bg_names[@]}.log" 2>&1 &
+    bg_pid[$name]=$!
+    bg_t0[$name]=$SECONDS
+    bg_names+=("$name")
+}
+bg_wait() {  # bg_wait: wait for every background step, in the order they started
+    local i name rc
+    for i in "${!bg_names[@]}"; do
+        name=${bg_names[$i]}
+        rc=0
+        wait "${bg_pid[$name]}" || rc=$?
+        echo "== $name"
+        cat "$tmp/step-$i.log"
+        report "$name" "$rc" $((SECONDS - bg_t0[$name]))
+    done
+    bg_names=()
 }
 
+# The server starts in the background (initdb is mostly disk) while ruff and mypy run; sqlfluff,
+# the slowest linter and the only one that needs neither the server nor the tests, runs beside
+# everything at a lower priority, so that it takes the cores only when the tests leave them idle.
 if [ -z "${JOBQ_TEST_DSN:-}" ]; then
-    tmp=$(mktemp -d /tmp/jobq-test.XXXXXX)
-    chmod 755 "$tmp"
-    trap 'scripts/testdb.sh stop "$tmp/pg"; rm -rf "$tmp"' EXIT
-    eval "$(scripts/testdb.sh start "$tmp/pg")" || { echo "could not start a test PostgreSQL" >&2; exit 1; }
+    own_server=1
+    scripts/testdb.sh start "$tmp/pg" >"$tmp/pg.env" 2>"$tmp/pg.err" &
+    server_pid=$!
+fi
+bg_step "sqlfluff (sql/)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres sql/
+step "ruff" "$BIN/ruff" check python tests bench examples
+step "mypy --strict" "$BIN/mypy"
+if [ -n "$own_server" ]; then
+    if ! wait "$server_pid"; then
+        cat "$tmp/pg.err" >&2
+        echo "could not start a test PostgreSQL" >&2
+        bg_wait
+        exit 1
+    fi
+    # shellcheck disable=SC1091
+    source "$tmp/pg.env"
     echo "== throwaway PostgreSQL at $JOBQ_TEST_DSN"
 fi
 export JOBQ_TEST_DSN
 
-step "sqlfluff (sql/)" "$BIN/sqlfluff" lint --dialect postgres sql/
-step "ruff" "$BIN/ruff" check python tests bench examples
-step "mypy --strict" "$BIN/mypy"
-step "pgTAP" scripts/pgtap.sh
-step "pytest" "$PY" -m pytest "$@"
+step "pgTAP (${JOBS} files at a time)" scripts/pgtap.sh
+xdist=(-n "$JOBS" --dist worksteal)
+if [ "$mode" = check ]; then
+    step "pytest, not slow (${JOBS} workers)" "$PY" -m pytest "${xdist[@]}" -m "not slow and not serial" "$@"
+else
+    step "pytest (${JOBS} workers)" "$PY" -m pytest "${xdist[@]}" -m "not serial" "$@"
+    # exit status 5: no test selected (arguments that name no serial test)
+    step "pytest, serial" bash -c '"$0" -m pytest -p no:xdist -m serial "$@"; rc=$?; [ $rc = 5 ] && rc=0; exit $rc' "$PY" "$@"
+fi
+bg_wait
 
 if [ ${#failed[@]} -gt 0 ]; then
-    echo "make test: FAILED: ${failed[*]}"
+    echo "make $mode: FAILED: ${failed[*]} ($((SECONDS - start))s)"
     exit 1
 fi
-echo "make test: all steps passed"
+echo "make $mode: all steps passed ($((SECONDS - start))s)"

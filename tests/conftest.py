@@ -7,19 +7,42 @@ so no state survives from one test, or one run, to the next.
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from pgq_client import grants
 from pgq_client.migrate import migrate
+from tests.helpers import MakeRole, create_role, drop_role, unique_name
 
-_counter = itertools.count()
+FAULTS = Path(__file__).resolve().parent / "faults"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that restarts the server breaks every test running beside it: mark it serial
+    (scripts/run-tests.sh runs those alone, after the parallel run). The fault suite runs
+    worker processes for seconds in each test: all of it is slow (not in `make check`)."""
+    for item in items:
+        if "pg_restart" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.serial)
+        if item.path.is_relative_to(FAULTS):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """pytest-xdist sends each report to the controller as UTF-8: a lone surrogate in captured
+    output (tests of error texts log one) cannot cross, so it travels escaped."""
+    report.sections = [
+        (title, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+        for title, text in report.sections
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +83,7 @@ def _drop_db(admin_dsn: str, name: str) -> None:
 @pytest.fixture(scope="session")
 def template_db(admin_dsn: str) -> Iterator[str]:
     """Name of a database built by the migrations (schema public), used as a template."""
-    name = f"jobq_tpl_{os.getpid()}"
+    name = unique_name("jobq_tpl")
     dsn = _create_db(admin_dsn, name)
     migrate(dsn)
     yield name
@@ -70,7 +93,7 @@ def template_db(admin_dsn: str) -> Iterator[str]:
 @pytest.fixture
 def dsn(admin_dsn: str, template_db: str) -> Iterator[str]:
     """A fresh database, migrated, for this test alone (dropped afterwards)."""
-    name = f"jobq_t_{os.getpid()}_{next(_counter)}"
+    name = unique_name("jobq_t")
     yield _create_db(admin_dsn, name, template=template_db)
     _drop_db(admin_dsn, name)
 
@@ -78,7 +101,7 @@ def dsn(admin_dsn: str, template_db: str) -> Iterator[str]:
 @pytest.fixture
 def empty_dsn(admin_dsn: str) -> Iterator[str]:
     """A fresh database with nothing of jobq in it (for migration tests)."""
-    name = f"jobq_e_{os.getpid()}_{next(_counter)}"
+    name = unique_name("jobq_e")
     yield _create_db(admin_dsn, name)
     _drop_db(admin_dsn, name)
 
@@ -88,6 +111,40 @@ def conn(dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
     """An autocommit connection to this test's database."""
     with psycopg.connect(dsn, autocommit=True) as c:
         yield c
+
+
+@pytest.fixture
+def make_role(admin_dsn: str) -> Iterator[MakeRole]:
+    """Make roles for this test: ``make_role("worker", dsn=dsn)`` is a login role granted the
+    worker level in that database (``jobq grant``); ``make_role()`` one with no privileges.
+    Returns the role's name, unique per test process; every role made is dropped after the
+    test, with whatever it owns or was granted, in whichever database.
+    """
+    made: list[str] = []
+
+    def make(
+        level: grants.Level | None = None,
+        *,
+        dsn: str | None = None,
+        schema: str = "public",
+        login: bool = True,
+        prefix: str = "jobq_role",
+    ) -> str:
+        name = create_role(admin_dsn, level, dsn=dsn, schema=schema, login=login, prefix=prefix)
+        made.append(name)
+        return name
+
+    try:
+        yield make
+    finally:
+        for name in reversed(made):
+            drop_role(admin_dsn, name)
+
+
+@pytest.fixture
+def role(make_role: MakeRole) -> str:
+    """A login role with no privileges, dropped (with its grants) after the test."""
+    return make_role()
 
 
 @pytest.fixture

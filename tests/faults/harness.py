@@ -31,6 +31,8 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.types.json import Jsonb
 
+from tests.helpers import wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 
 LEDGER_DDL = """
@@ -61,31 +63,6 @@ T = TypeVar("T")
 def install_ledger(dsn: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute(LEDGER_DDL)
-
-
-def wait_for(
-    what: str,
-    probe: Callable[[], T | None],
-    timeout: float = 60.0,
-    interval: float = 0.05,
-    details: Callable[[], str] | None = None,
-) -> T:
-    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout``
-    (and ``details()``, e.g. the workers' logs, read at that moment).
-
-    A bound, not a speed assertion: timeouts are generous and only catch a hang.
-    """
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    more = details() if details else ""
-    raise AssertionError(
-        f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r}){more}"
-    )
 
 
 class WorkerProc:

@@ -1,4 +1,4 @@
-"""Cancels racing claims, completions, failures and takeovers (contract section 8).
+"""Cancels racing claims, completions, failures and takeovers.
 
 1,000 jobs, 16 claimers and a canceller that cancels every job, in random chunks, while they
 run. A claimer takes a batch, records each start in a ledger, asks which of its jobs have a

@@ -1,4 +1,4 @@
-"""Concurrency and rate limits (contract section 11) under concurrent sessions: an open
+"""Concurrency and rate limits under concurrent sessions: an open
 transaction holding a key, 32 sessions with backend kills and lock expiries checked against a
 ledger, a takeover, a rate over wall-clock time, a saturated top-priority key, and removing a
 limit while a Worker waits. Single-session behaviour is in tests/pgtap/limits.sql.

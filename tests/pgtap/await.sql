@@ -1,6 +1,6 @@
 -- jobq_await(job_ids, timeout) RETURNS TABLE(<the columns of jobq_job_status>)
 --
--- Contract section 9: returns as soon as every given job is finished, or when timeout (at
+-- Returns as soon as every given job is finished, or when timeout (at
 -- most 5 minutes, else 22023) has passed, with the statuses at that moment. With timeout 0 it
 -- returns at once and marks the unfinished jobs as awaited (their end is then notified: see
 -- tests/python/test_results.py, NOTIFY is delivered at commit and these files roll back).

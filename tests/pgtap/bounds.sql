@@ -1,4 +1,4 @@
--- Bounds on every input (contract section 4), so that no argument can make a later call fail
+-- Bounds on every input, so that no argument can make a later call fail
 -- for its size or stop the queue:
 --
 --  1. worker_id: a non-blank string of at most 200 characters, in every function that takes

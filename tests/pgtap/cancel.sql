@@ -1,6 +1,6 @@
 -- jobq_cancel(job_ids, reason) RETURNS TABLE(job_id, status)
 --
--- Contract section 8: a pending job becomes cancelled at once (finished_at, reason as
+-- A pending job becomes cancelled at once (finished_at, reason as
 -- last_error); a processing job keeps running and gets cancel_requested_at; a finished job is
 -- left alone; one row per known id with the status after the call (cancel_requested for the
 -- running ones). A job with a cancel request that then fails, is released or is taken over ends

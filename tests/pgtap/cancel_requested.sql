@@ -1,6 +1,6 @@
 -- jobq_cancel_requested(job_ids) RETURNS SETOF uuid
 --
--- Contract section 8: which of the given jobs have a cancel request, for workers in any
+-- Which of the given jobs have a cancel request, for workers in any
 -- language; sent with the heartbeat in one statement.
 BEGIN;
 SELECT plan(7);

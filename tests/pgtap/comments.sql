@@ -1,7 +1,7 @@
 -- Comments, checked in the catalogue: every jobq object explains itself (`\d+ jobq_jobs`, `\df+`,
 -- `\di+`, `\dd`), and docs/sql-api.md is generated from these texts.
 --
--- Functions (contract section 1: what it does, its arguments and its result): a public
+-- Functions (what it does, its arguments and its result): a public
 -- function's comment is a summary, then the parts "Arguments:" (naming each input argument, or
 -- "none"), "Result:" and "Errors:" (or "none"), in that order, each at the start of a line;
 -- "Concurrency:" may follow. A private helper's comment starts with "Private.".

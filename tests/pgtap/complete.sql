@@ -1,11 +1,11 @@
 -- jobq_complete(job_id, worker_id, attempt, result) RETURNS boolean
 -- jobq_complete_many(job_ids, worker_id, attempts, results) RETURNS int
 --
--- Contract section 3: succeeded only while worker_id still holds the claim (of that attempt,
+-- Succeeded only while worker_id still holds the claim (of that attempt,
 -- when given); returns whether it did (how many did); otherwise nothing changes. A worker
 -- whose claim was taken over can no longer complete; with attempt, not even when the same
--- worker id took the job again. complete_many's `attempts` array is an extension of the
--- contract (one attempt per job id). Section 9: the result (results) argument is stored as the
+-- worker id took the job again. complete_many's `attempts` array gives one attempt per job
+-- id. The result (results) argument is stored as the
 -- job's result; one larger than max_payload_bytes is 54000 and changes nothing; a fenced-off
 -- completion stores no result.
 BEGIN;
@@ -138,7 +138,7 @@ SELECT throws_ok($$SELECT jobq_complete_many(ARRAY[gen_random_uuid()], NULL)$$, 
     'jobq_complete_many: worker_id must be a non-blank string', 'worker_id NULL: 22023');
 
 ------------------------------------------------------------------------------------------
--- Results (contract section 9)
+-- Results
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;

@@ -1,6 +1,6 @@
 -- jobq_configure(max_payload_bytes int DEFAULT NULL, metrics boolean DEFAULT NULL) RETURNS jsonb
 --
--- Contract sections 3 and 4: changes the settings of this installation (NULL leaves a setting
+-- Changes the settings of this installation (NULL leaves a setting
 -- as it is) and returns them all; max_payload_bytes is the payload limit of jobq_enqueue and
 -- jobq_enqueue_many (54000 beyond it); < 1 is refused with 22023. That only admins may call
 -- it is checked in privileges.sql.

@@ -1,6 +1,6 @@
 -- jobq_dequeue(worker_id, job_types, batch_size, lock_timeout, queues) RETURNS SETOF jobq_jobs
 --
--- Contract section 3: claims up to batch_size pending jobs whose available_at has come, and
+-- Claims up to batch_size pending jobs whose available_at has come, and
 -- processing jobs whose lock is older than lock_timeout; filters (NULL = all); order
 -- priority DESC, available_at, id (of the choice and of the rows returned); a claim sets
 -- processing, locked_at, locked_by, attempts + 1; a takeover is recorded in errors naming the

@@ -1,6 +1,6 @@
 -- jobq_enqueue(job_type, payload, idempotency_key, max_attempts, run_at, priority, queue)
 --
--- Contract sections 3 and 4: a pending job available at run_at (NULL = now); dedupe by
+-- A pending job available at run_at (NULL = now); dedupe by
 -- idempotency_key in any status (nothing added or changed, the existing id returned); every
 -- bad argument raises 22023 / 22004 / 54000 with a message that names it, and changes nothing.
 --

@@ -1,6 +1,6 @@
 -- jobq_enqueue_many(jobs jsonb) RETURNS TABLE(ord int, id uuid)
 --
--- Contract sections 3 and 4: a JSON array of objects with jobq_enqueue's keys; one row per
+-- A JSON array of objects with jobq_enqueue's keys; one row per
 -- element, ids in input order (ord from 1); jobq_enqueue's semantics per element (defaults,
 -- dedupe of existing keys, the same id for repeated keys within the array); 22023 for a
 -- malformed array, naming the element and the key; nothing inserted when any element is bad;

@@ -1,6 +1,6 @@
 -- jobq_fail(job_id, worker_id, error, retry, backoff, attempt) RETURNS text
 --
--- Contract section 3: only while worker_id holds the claim (of that attempt, when given),
+-- Only while worker_id holds the claim (of that attempt, when given),
 -- else NULL and nothing changes. Records last_error and appends {attempt, at, worker, error}
 -- to errors. Attempts left and retry: pending, available after attempts × backoff
 -- (arithmetic, capped at 365 days); no attempts left: dead_letter; retry => false: failed.

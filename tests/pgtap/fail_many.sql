@@ -177,7 +177,7 @@ SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORD
 SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'h']::uuid[], 'w2', '{now}', attempts => '{2}')),
           'pending', 'the holder of attempt 2 can');
 
--- A job with a cancel request ends cancelled, whatever retry says (contract section 8)
+-- A job with a cancel request ends cancelled, whatever retry says
 DELETE FROM jobq_jobs;
 SELECT jobq_enqueue('c') AS c1 \gset
 SELECT jobq_enqueue('c') AS c2 \gset

@@ -1,6 +1,6 @@
 -- jobq_heartbeat(worker_id, job_ids) RETURNS int
 --
--- Contract section 3: renews locked_at of those jobs that worker_id still holds; returns how
+-- Renews locked_at of those jobs that worker_id still holds; returns how
 -- many. A long job whose worker is alive is never taken over. Locks are aged by backdating
 -- locked_at.
 BEGIN;

@@ -1,7 +1,7 @@
 -- jobq_job_status(job_ids) RETURNS TABLE(id, status, attempts, result, last_error,
 --                                         finished_at, cancel_requested)
 --
--- Contract section 9: one row per known id, no payload; cancel_requested is false, never
+-- One row per known id, no payload; cancel_requested is false, never
 -- NULL, without a request.
 BEGIN;
 SELECT plan(8);
@@ -49,7 +49,7 @@ SELECT is(
           unnest(p.proargnames, p.proargmodes) WITH ORDINALITY AS a (name, mode, ord)
      WHERE p.oid = 'jobq_job_status'::regproc AND a.mode = 't'),
     ARRAY['id', 'status', 'attempts', 'result', 'last_error', 'finished_at', 'cancel_requested']::text[],
-    'the result columns of the contract, in its order (no payload)'
+    'the documented result columns, in their order (no payload)'
 );
 
 SELECT * FROM finish();

@@ -1,4 +1,4 @@
--- Concurrency and rate limits (contract section 11): jobq_set_limit, jobq_limits,
+-- Concurrency and rate limits: jobq_set_limit, jobq_limits,
 -- jobq_limit_usage, the limit_group / limit_key arguments of jobq_enqueue and
 -- jobq_enqueue_many, and the claim (jobq_dequeue) under limits, in one session.
 --

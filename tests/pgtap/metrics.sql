@@ -1,6 +1,6 @@
 -- jobq_metrics() RETURNS TABLE(metric text, labels jsonb, value double precision)
 --
--- Contract section 12: counters per queue and job type that move exactly with their event,
+-- Counters per queue and job type that move exactly with their event,
 -- are transactional (a rolled-back enqueue counts nothing) and survive jobq_prune; the gauges
 -- jobq_jobs (per queue and status, equal to the jobs present) and
 -- jobq_oldest_available_age_seconds (per queue); the histograms jobq_wait_seconds and

@@ -1,8 +1,8 @@
--- Roles and privileges (contract section 6).
+-- Roles and privileges.
 --
 --  1. Nothing is granted to PUBLIC on the jobq tables and functions; the private helpers are
 --     granted to nobody; a fresh role with no grant can do nothing.
---  2. The three roles of `jobq grant`, applied here by hand as the contract defines them:
+--  2. The three roles of `jobq grant`, applied here by hand as docs/security.md defines them:
 --     producer (tp), worker (tw), admin (ta). Each may do exactly its part; anything else
 --     fails with 42501 and changes nothing. A role with USAGE only (tn) cannot enqueue.
 --  3. A caller's search_path or own objects (a schema placed first, a temp table named like
@@ -58,7 +58,7 @@ SELECT is_empty(
 );
 
 ------------------------------------------------------------------------------------------
--- 2. producer, worker, admin: the grants of contract section 6
+-- 2. producer, worker, admin: the grants of each level
 ------------------------------------------------------------------------------------------
 
 CREATE ROLE tp;   -- producer
@@ -165,7 +165,7 @@ SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'p'), 5, 'the pr
 SELECT results_eq(format('SELECT * FROM jobq_jobs WHERE id = %L', :'seed'), 'SELECT * FROM snap',
                   'the producer''s denied calls changed nothing');
 
--- a producer follows and cancels jobs (contract section 6: jobq_job_status, jobq_await,
+-- a producer follows and cancels jobs (jobq_job_status, jobq_await,
 -- jobq_cancel), but cannot ask which running jobs must stop (a worker's question)
 SET ROLE tp;
 SELECT results_eq(format($$SELECT status, result, cancel_requested FROM jobq_job_status(ARRAY[%L]::uuid[])$$, :'seed'),

@@ -1,7 +1,7 @@
 -- jobq_prune(older_than interval DEFAULT '7 days', statuses text[] DEFAULT '{succeeded}',
 --            batch_size int DEFAULT NULL) RETURNS bigint
 --
--- Contract sections 3 and 4: deletes jobs in the given finished statuses whose finished_at is
+-- Deletes jobs in the given finished statuses whose finished_at is
 -- older than older_than, returns how many; pending or processing in statuses is refused
 -- (22023), as is a status name that does not exist. batch_size: at most that many per call,
 -- the oldest first (random ids of installs before migration 0005 included). Jobs are inserted directly with

@@ -1,6 +1,6 @@
 -- jobq_release(job_ids, worker_id) RETURNS int
 --
--- Contract section 3: gives back jobs that worker_id claimed but never started: pending,
+-- Gives back jobs that worker_id claimed but never started: pending,
 -- available now, attempts - 1 (the claim is not counted), no error recorded. Jobs it does not
 -- hold are left alone; returns how many were released.
 --

@@ -1,6 +1,6 @@
 -- jobq_release_orphans(worker_id, job_ids) RETURNS int
 --
--- Contract section 7: a worker that lost the reply to a claim gets those jobs back at once
+-- A worker that lost the reply to a claim gets those jobs back at once
 -- when it reconnects: every job locked by its worker id that it does not list as held is
 -- released as jobq_release does (pending, available now, attempts - 1, no error recorded).
 -- Jobs of other workers, and the ones it lists, are left alone.

@@ -1,7 +1,7 @@
 -- jobq_requeue_dead_letter(job_id) RETURNS boolean
 -- jobq_requeue_dead_letters(job_type, queue) RETURNS int
 --
--- Contract section 3: a dead_letter or failed job becomes pending again, available now,
+-- A dead_letter or failed job becomes pending again, available now,
 -- attempts 0, claim cleared, error history (last_error, errors) kept. Anything else is left
 -- alone (false / not counted).
 --

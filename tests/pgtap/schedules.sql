@@ -1,4 +1,4 @@
--- Schedules (contract section 10): the cron parser (each field form, names, @ shortcuts, the
+-- Schedules: the cron parser (each field form, names, @ shortcuts, the
 -- day-of-month / day-of-week rule, bad input with 22023 naming the field), wall-clock times
 -- across daylight-saving changes, jobq_schedule's validation and replace rules, and jobq_tick's
 -- catch-up policies, pause and resume, with the clock moved through the private jobq__tick.

@@ -1,4 +1,4 @@
--- Nothing another role creates is ever run by a jobq function (contract section 6).
+-- Nothing another role creates is ever run by a jobq function.
 --
 -- The functions run as their owner with search_path = <schema>, pg_temp. pg_catalog is
 -- searched first, but PostgreSQL chooses, among all the functions of that name on the path,

@@ -1,6 +1,6 @@
 -- jobq_stats() RETURNS TABLE(queue, job_type, status, jobs bigint, oldest_available_at)
 --
--- Contract section 3: one row per (queue, job_type, status) present, with the number of jobs
+-- One row per (queue, job_type, status) present, with the number of jobs
 -- and the oldest available_at among them. Rows are set up through the API where that is
 -- short, else inserted directly with explicit times.
 BEGIN;

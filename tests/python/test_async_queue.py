@@ -20,6 +20,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from tests.helpers import job_row
 
 from pgq_client import (
     AsyncQueue,
@@ -43,15 +44,6 @@ def _count(conn: Conn, where: str = "true") -> int:
     row = conn.execute(f"SELECT count(*) FROM jobq_jobs WHERE {where}").fetchone()
     assert row is not None
     return int(row[0])
-
-
-def _row(conn: Conn, job_id: uuid.UUID) -> dict[str, Any]:
-    cur = conn.execute("SELECT * FROM jobq_jobs WHERE id = %s", (job_id,))
-    assert cur.description is not None
-    names = [d.name for d in cur.description]
-    row = cur.fetchone()
-    assert row is not None, f"job {job_id} not found"
-    return dict(zip(names, row, strict=True))
 
 
 # -- one API ---------------------------------------------------------------------------------
@@ -115,7 +107,7 @@ async def test_enqueue_dequeue_complete_round_trip(dsn: str, conn: Conn) -> None
         )
         assert await q.complete(job_id, "w1", attempt=1) is True
         assert await q.complete(job_id, "w1", attempt=1) is False
-    assert _row(conn, job_id)["status"] == "succeeded"
+    assert job_row(conn, job_id)["status"] == "succeeded"
 
 
 async def test_enqueue_with_conn_commits_with_the_callers_transaction(
@@ -127,7 +119,7 @@ async def test_enqueue_with_conn_commits_with_the_callers_transaction(
         assert _count(conn) == 0, "not visible before the caller commits"
         assert caller.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
         await caller.commit()
-    assert _row(conn, job_id)["status"] == "pending"
+    assert job_row(conn, job_id)["status"] == "pending"
     assert _count(conn) == 1 + len(ids)
 
 
@@ -177,8 +169,8 @@ async def test_enqueue_many_returns_ids_in_input_order(dsn: str, conn: Conn) -> 
         ids = await q.enqueue_many(jobs)
         assert await q.enqueue_many([]) == []
     assert len(ids) == 50 and ids[8] == ids[9]
-    assert _row(conn, ids[49])["payload"] == {"n": 49}
-    assert _row(conn, ids[7])["available_at"] == later
+    assert job_row(conn, ids[49])["payload"] == {"n": 49}
+    assert job_row(conn, ids[7])["available_at"] == later
 
 
 # -- bad input: the same errors as Queue, nothing changed -------------------------------------
@@ -328,7 +320,7 @@ async def test_async_queue_on_a_callers_connection_commits_when_not_in_a_transac
         q = AsyncQueue(caller)
         job_id = await q.enqueue("t")
         assert caller.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        assert _row(conn, job_id)["status"] == "pending"
+        assert job_row(conn, job_id)["status"] == "pending"
         await q.close()
         assert not caller.closed  # the caller's connection stays theirs
 
@@ -482,9 +474,9 @@ async def test_fail_many_heartbeat_and_release(dsn: str, conn: Conn) -> None:
         with pytest.raises(ValueError, match="retries must have one entry per job id"):
             await q.fail_many([retried], "w", ["e"], retries=[True, False])
         assert await q.release([stopped], "w") == 1
-    row = _row(conn, stopped)
+    row = job_row(conn, stopped)
     assert (row["status"], row["attempts"]) == ("pending", 0)
-    assert _row(conn, last)["status"] == "dead_letter"
+    assert job_row(conn, last)["status"] == "dead_letter"
 
 
 async def test_stats_prune_health_and_unserved(dsn: str, conn: Conn) -> None:
@@ -522,7 +514,7 @@ async def test_schedules(dsn: str, conn: Conn) -> None:
         assert [f.schedule for f in fires] == ["nightly"]
         assert await q.unschedule("nightly") is True
         assert await q.unschedule("nightly") is False
-    assert _row(conn, fires[0].job_id)["payload"] == {"k": 1}
+    assert job_row(conn, fires[0].job_id)["payload"] == {"k": 1}
 
 
 # -- cancellation, results and waiting ----------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -11,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,13 +20,13 @@ import pytest
 from click.testing import CliRunner
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from tests.helpers import count
 
 from pgq_client import PermissionDenied, Queue
 from pgq_client.cli import cli
 
 Conn = psycopg.Connection[Any]
 UNREACHABLE = "postgresql://127.0.0.1:1/x?connect_timeout=3"
-_roles = itertools.count()
 
 
 def jobq(
@@ -55,12 +53,6 @@ def assert_user_error(result: subprocess.CompletedProcess[str], code: int, fragm
     errors = [line for line in result.stderr.splitlines() if line.startswith("jobq: error: ")]
     assert len(errors) == 1, result.stderr
     assert fragment in errors[0], errors[0]
-
-
-def count(conn: Conn, query: str, *params: object) -> int:
-    row = conn.execute(query, params).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 # -- general -----------------------------------------------------------------------------------
@@ -382,19 +374,6 @@ def test_worker_on_a_database_without_migrations_is_an_error(
 # -- grant -------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def role(admin_dsn: str, dsn: str) -> Iterator[str]:
-    """A login role with no privileges, dropped afterwards."""
-    name = f"jobq_role_{os.getpid()}_{next(_roles)}"
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-    yield name
-    with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
-
-
 def test_grant_dry_run_without_a_database_prints_the_statements() -> None:
     result = jobq("grant", "app", "--as", "producer", "--dry-run")
     assert result.returncode == 0, result.stderr
@@ -569,6 +548,7 @@ def test_command_args_cover_every_command() -> None:
     assert set(COMMAND_ARGS) == set(_leaf_commands(cli))
 
 
+@pytest.mark.slow  # a new process for each command
 @pytest.mark.parametrize("where", ["before", "after", "both"])
 @pytest.mark.parametrize("name", sorted(COMMAND_ARGS))
 def test_dsn_and_schema_work_before_and_after_the_command(
@@ -1050,6 +1030,7 @@ def _json(*args: str, dsn: str, code: int = 0) -> Any:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow  # a new process for each command
 def test_json_output_has_the_documented_keys(dsn: str) -> None:
     dead, _ = _dead_jobs(dsn)
     added = _json("enqueue", "ocr", '{"n": 1}', dsn=dsn)

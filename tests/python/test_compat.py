@@ -9,20 +9,17 @@ copy of the shipped migrations: the client under test (this package) does not ha
 
 from __future__ import annotations
 
-import itertools
-import os
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
+from tests.helpers import MakeRole
 
-from pgq_client import Queue, Worker, grants
+from pgq_client import Queue, Worker
 from pgq_client.errors import IncompatibleSchema
 from pgq_client.migrate import (
     MigrationError,
@@ -36,7 +33,6 @@ from pgq_client.migrate import (
 ROOT = Path(__file__).resolve().parents[2]
 MIGRATIONS = ROOT / "sql" / "migrations"
 FUTURE = "0099_jobq_future"
-_roles = itertools.count()
 
 BREAKING = f"""--! breaking-change: workers of older jobq releases cannot run against this
 -- {FUTURE}: a fake migration from a future release.
@@ -68,20 +64,6 @@ def future(dsn: str, tmp_path: Path) -> str:
     """``dsn`` migrated by a future jobq whose latest migration is a breaking change."""
     assert migrate(dsn, migrations_dir=with_migration(tmp_path, FUTURE, BREAKING)) == [FUTURE]
     return dsn
-
-
-@pytest.fixture
-def producer(admin_dsn: str) -> Iterator[tuple[str, list[str]]]:
-    name = f"jobq_crole_{os.getpid()}_{next(_roles)}"
-    dsns: list[str] = []
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-    yield name, dsns
-    for dsn in dsns:
-        with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
 
 
 # -- the runner ---------------------------------------------------------------------------------
@@ -183,11 +165,9 @@ def test_a_worker_refuses_it_at_start_and_claims_nothing(future: str) -> None:
 
 
 def test_a_producer_role_without_any_table_privilege_sees_it_too(
-    dsn: str, tmp_path: Path, producer: tuple[str, list[str]]
+    dsn: str, tmp_path: Path, make_role: MakeRole
 ) -> None:
-    name, granted_in = producer
-    grants.grant(dsn, name, "producer")
-    granted_in.append(dsn)
+    name = make_role("producer", dsn=dsn)
     as_producer = make_conninfo(dsn, user=name)
     with Queue(as_producer) as q:
         assert q.enqueue("t") is not None, "no breaking change: the producer works"

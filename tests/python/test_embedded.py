@@ -35,6 +35,7 @@ from pgq_client.embedded import (
 
 pytestmark = [
     pytest.mark.embedded,
+    pytest.mark.slow,  # a server of its own per test
     pytest.mark.skipif(sys.platform == "win32", reason="the embedded database needs POSIX"),
 ]
 

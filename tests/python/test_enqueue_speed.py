@@ -26,6 +26,8 @@ import pytest
 
 from pgq_client import AsyncQueue, BulkSummary, InvalidArgument, Queue
 
+pytestmark = pytest.mark.slow  # bulk enqueues timed at volume
+
 Conn = psycopg.Connection[Any]
 
 RUN_AT = datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)

@@ -1,4 +1,4 @@
-"""Concurrency and rate limits (contract section 11) through the client: Queue and AsyncQueue
+"""Concurrency and rate limits through the client: Queue and AsyncQueue
 (limit_group / limit_key on enqueue and enqueue_many, set_limit, limits, limit_usage), the CLI
 (``jobq limit set|list|delete``, ``jobq enqueue --limit-group``), and a Worker draining limited
 jobs. The SQL behaviour in one session is in tests/pgtap/limits.sql; concurrent sessions in
@@ -7,7 +7,6 @@ tests/faults/test_limits.py."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from tests.helpers import MakeRole
 
 from pgq_client import (
     AsyncQueue,
@@ -28,7 +28,6 @@ from pgq_client import (
     PermissionDenied,
     Queue,
     Worker,
-    grants,
 )
 from pgq_client.worker import fetcher
 
@@ -297,38 +296,30 @@ def test_a_limited_job_that_ends_after_the_fetcher_stopped_is_completed(
 
 
 def test_a_limited_completion_survives_a_claim_that_fails_for_good(
-    admin_dsn: str, dsn: str, conn: Conn
+    make_role: MakeRole, dsn: str, conn: Conn
 ) -> None:
     """The completion of a limited job goes in the transaction of the fetcher's next claim; when
     that claim fails for good (here: EXECUTE on jobq_dequeue revoked while the job runs), the
     worker stops with the error and the acknowledger still records the completion."""
-    role = f"jobq_keyacks_{os.getpid()}"
-    with psycopg.connect(admin_dsn, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-    try:
-        grants.grant(dsn, role, "worker")
-        with Queue(dsn) as q:
-            q.set_limit("g", max_running=1)
-            q.enqueue("t", {"n": 1}, limit_group="g", limit_key="a")
+    role = make_role("worker", dsn=dsn, prefix="jobq_keyacks")
+    with Queue(dsn) as q:
+        q.set_limit("g", max_running=1)
+        q.enqueue("t", {"n": 1}, limit_group="g", limit_key="a")
 
-        def handle(job: Job) -> None:
-            conn.execute(
-                sql.SQL(
-                    "REVOKE EXECUTE ON FUNCTION jobq_dequeue(text, text[], integer, interval,"
-                    " text[]) FROM {}"
-                ).format(sql.Identifier(role))
-            )
-
-        worker = Worker(
-            make_conninfo(dsn, user=role), handlers={"t": handle}, concurrency=2,
-            poll_interval=3600,
+    def handle(job: Job) -> None:
+        conn.execute(
+            sql.SQL(
+                "REVOKE EXECUTE ON FUNCTION jobq_dequeue(text, text[], integer, interval,"
+                " text[]) FROM {}"
+            ).format(sql.Identifier(role))
         )
-        with pytest.raises(PermissionDenied):
-            worker.run()
-        assert conn.execute("SELECT status, attempts FROM jobq_jobs").fetchall() == [
-            ("succeeded", 1)
-        ]
-    finally:
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
-        with psycopg.connect(admin_dsn, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+    worker = Worker(
+        make_conninfo(dsn, user=role), handlers={"t": handle}, concurrency=2,
+        poll_interval=3600,
+    )
+    with pytest.raises(PermissionDenied):
+        worker.run()
+    assert conn.execute("SELECT status, attempts FROM jobq_jobs").fetchall() == [
+        ("succeeded", 1)
+    ]

@@ -1,4 +1,4 @@
-"""Metrics kept by the database (contract section 12), from the client's side.
+"""Metrics kept by the database, from the client's side.
 
 What each counter counts, rollbacks, prune, takeovers, cancels and the histograms' shape are in
 tests/pgtap/metrics.sql. Here: what one session cannot show (concurrent sessions counting at
@@ -28,7 +28,6 @@ import yaml
 from click.testing import CliRunner, Result
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
-from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from pgq_client import AsyncQueue, MetricSample, PermissionDenied, Queue, grants
@@ -392,18 +391,6 @@ def test_serve_says_why_it_cannot_listen(dsn: str, served: str) -> None:
 
 
 # -- the monitor level --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def role(admin_dsn: str, dsn: str) -> Iterator[str]:
-    name = f"jobq_metrics_role_{os.getpid()}"
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-    yield name
-    with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
 
 
 def test_a_monitor_reads_metrics_and_cannot_enqueue_or_claim(

@@ -1,14 +1,11 @@
 """Privileges: what `jobq migrate` leaves on the objects it creates, and `jobq grant`/`revoke`.
 
-The objects jobq creates carry exactly the contract's privileges (their owner's; levels come
+The objects jobq creates carry exactly the documented privileges (their owner's; levels come
 from `jobq grant`), whatever ALTER DEFAULT PRIVILEGES the installing role has.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -16,6 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from tests.helpers import MakeRole
 
 from pgq_client import InvalidArgument, PermissionDenied, Queue, grants
 from pgq_client.cli import cli
@@ -23,22 +21,12 @@ from pgq_client.grants import declared_functions
 from pgq_client.migrate import audit, function_files, migrate, render_dry_run
 
 Conn = psycopg.Connection[Any]
-_roles = itertools.count()
 
 
 @pytest.fixture
-def stranger(admin_dsn: str, empty_dsn: str) -> Iterator[str]:
+def stranger(make_role: MakeRole) -> str:
     """A role of the cluster with no grant of its own (dropped, with its objects, after)."""
-    role = f"jobq_stranger_{os.getpid()}_{next(_roles)}"
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(role)))
-    try:
-        yield role
-    finally:
-        with psycopg.connect(empty_dsn, autocommit=True) as c:
-            c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
-        with psycopg.connect(admin_dsn, autocommit=True) as c:
-            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+    return make_role(login=False, prefix="jobq_stranger")
 
 
 def _default_privileges_for(conn: Conn, role: str, schema: str | None = None) -> None:
@@ -142,19 +130,6 @@ def test_dry_run_script_strips_default_privileges_too(
 # -- jobq grant / jobq revoke ------------------------------------------------------------------
 
 
-@pytest.fixture
-def role(admin_dsn: str, dsn: str) -> Iterator[str]:
-    """A login role with no privileges, dropped afterwards."""
-    name = f"jobq_role_{os.getpid()}_{next(_roles)}"
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-    yield name
-    with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
-
-
 def run(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args))
 
@@ -168,7 +143,7 @@ def _executable(conn: Conn, role: str, schema: str = "public") -> set[str]:
     return {r[0] for r in rows}
 
 
-# Contract section 6, for the functions installed today.
+# The levels of docs/security.md, for the functions installed today.
 EXPECTED = {
     "producer": {"jobq_enqueue", "jobq_enqueue_many", "jobq_enqueue_arrays", "jobq_job_status",
                  "jobq_await", "jobq_cancel"},

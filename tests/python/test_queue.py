@@ -14,6 +14,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
+from tests.helpers import job_row
 
 from pgq_client import (
     InvalidArgument,
@@ -33,15 +34,6 @@ from pgq_client.migrate import migrate
 from pgq_client.models import FINISHED_STATUSES, STATUSES
 
 Conn = psycopg.Connection[Any]
-
-
-def _row(conn: Conn, job_id: uuid.UUID) -> dict[str, Any]:
-    cur = conn.execute("SELECT * FROM jobq_jobs WHERE id = %s", (job_id,))
-    assert cur.description is not None
-    names = [d.name for d in cur.description]
-    row = cur.fetchone()
-    assert row is not None, f"job {job_id} not found"
-    return dict(zip(names, row, strict=True))
 
 
 def test_enqueue_dequeue_complete_round_trip(dsn: str, conn: Conn) -> None:
@@ -67,15 +59,7 @@ def test_enqueue_dequeue_complete_round_trip(dsn: str, conn: Conn) -> None:
         assert job.available_at.tzinfo is not None
         assert q.complete(job_id, "w1", attempt=1) is True
         assert q.complete(job_id, "w1", attempt=1) is False
-    assert _row(conn, job_id)["status"] == "succeeded"
-
-
-def test_job_is_frozen(dsn: str) -> None:
-    with Queue(dsn) as q:
-        q.enqueue("t")
-        job = q.dequeue("w")[0]
-    with pytest.raises(AttributeError):
-        job.status = "succeeded"  # type: ignore[misc]
+    assert job_row(conn, job_id)["status"] == "succeeded"
 
 
 def test_enqueue_with_conn_commits_with_the_callers_transaction(dsn: str, conn: Conn) -> None:
@@ -85,7 +69,7 @@ def test_enqueue_with_conn_commits_with_the_callers_transaction(dsn: str, conn: 
         assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
         assert caller.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
         caller.commit()
-    assert _row(conn, job_id)["status"] == "pending"
+    assert job_row(conn, job_id)["status"] == "pending"
 
 
 def test_enqueue_with_conn_vanishes_when_the_caller_rolls_back(dsn: str, conn: Conn) -> None:
@@ -111,7 +95,7 @@ def test_run_at_in_the_future_is_not_claimed_before_then(dsn: str, conn: Conn) -
     with Queue(dsn) as q:
         job_id = q.enqueue("t", run_at=later)
         assert q.dequeue("w") == []
-    assert _row(conn, job_id)["available_at"] == later
+    assert job_row(conn, job_id)["available_at"] == later
 
 
 def test_same_idempotency_key_returns_the_existing_job(dsn: str, conn: Conn) -> None:
@@ -119,7 +103,7 @@ def test_same_idempotency_key_returns_the_existing_job(dsn: str, conn: Conn) -> 
         first = q.enqueue("t", {"v": 1}, idempotency_key="k")
         second = q.enqueue("t", {"v": 2}, idempotency_key="k")
     assert first == second
-    assert _row(conn, first)["payload"] == {"v": 1}
+    assert job_row(conn, first)["payload"] == {"v": 1}
     assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (1,)
 
 
@@ -158,8 +142,8 @@ def test_enqueue_many_returns_ids_in_input_order(dsn: str, conn: Conn) -> None:
     assert len(ids) == 50
     assert ids[8] == ids[9]
     for i in (0, 7, 49):
-        assert _row(conn, ids[i])["payload"] == {"n": i}
-    assert _row(conn, ids[7])["available_at"] == later
+        assert job_row(conn, ids[i])["payload"] == {"n": i}
+    assert job_row(conn, ids[7])["available_at"] == later
 
 
 def test_bad_arguments_raise_typed_errors_with_sqlstate(dsn: str, conn: Conn) -> None:
@@ -253,7 +237,7 @@ def test_fail_then_dead_letters_lists_and_requeue_makes_pending(dsn: str, conn: 
         assert q.requeue_dead_letters(job_type="u") == 1
         assert q.dead_letters() == []
     for job_id in (failed_id, dead_id):
-        row = _row(conn, job_id)
+        row = job_row(conn, job_id)
         assert (row["status"], row["attempts"]) == ("pending", 0)
         assert len(row["errors"]) == 1  # history kept
 
@@ -284,10 +268,10 @@ def test_fail_many_reports_each_job_in_order_as_fail_would(dsn: str, conn: Conn)
             q.fail_many([retried], "w", ["e"], retries=[True, False])
         with pytest.raises(InvalidArgument, match=r"backoffs\[1\] must be an interval >= 0"):
             q.fail_many([retried], "w", ["e"], backoffs=[-1])
-    row = _row(conn, retried)
+    row = job_row(conn, retried)
     assert (row["status"], row["last_error"], row["locked_by"]) == ("pending", "boom", None)
     assert row["available_at"] - row["updated_at"] == timedelta(minutes=1)
-    assert _row(conn, other)["locked_by"] == "w2"
+    assert job_row(conn, other)["locked_by"] == "w2"
 
 
 def test_the_client_statuses_are_those_of_the_sql(conn: Conn) -> None:
@@ -310,15 +294,15 @@ def test_heartbeat_and_release_act_only_on_the_workers_own_claims(dsn: str, conn
         assert q.release([a, b], "w1") == 1
     held_by = dict(conn.execute("SELECT id, locked_by FROM jobq_jobs").fetchall())
     released = a if held_by[a] is None else b
-    assert _row(conn, released)["attempts"] == 0
-    assert _row(conn, released)["status"] == "pending"
+    assert job_row(conn, released)["attempts"] == 0
+    assert job_row(conn, released)["status"] == "pending"
 
 
 def test_stats_and_prune(dsn: str, conn: Conn) -> None:
     with Queue(dsn) as q:
         ids = q.enqueue_many([{"job_type": "t"} for _ in range(3)])
         q.dequeue("w", batch_size=2)
-        done = [j for j in ids if _row(conn, j)["status"] == "processing"]
+        done = [j for j in ids if job_row(conn, j)["status"] == "processing"]
         q.complete_many(done, "w")
         rows = {(r.queue, r.job_type, r.status): r.jobs for r in q.stats()}
         assert rows == {("default", "t", "succeeded"): 2, ("default", "t", "pending"): 1}
@@ -340,7 +324,7 @@ def test_queue_on_a_callers_connection_commits_when_not_in_a_transaction(
         q = Queue(caller)
         job_id = q.enqueue("t")
         assert caller.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        assert _row(conn, job_id)["status"] == "pending"
+        assert job_row(conn, job_id)["status"] == "pending"
         q.close()
         assert not caller.closed  # the caller's connection stays theirs
 

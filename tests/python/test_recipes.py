@@ -21,6 +21,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from pgq_client import Worker
 
+pytestmark = pytest.mark.slow  # the recipes' frameworks and their processes
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 

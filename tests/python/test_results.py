@@ -1,11 +1,10 @@
-"""Cancellation, results and waiting (contract sections 8 and 9) through the Queue and in SQL,
+"""Cancellation, results and waiting through the Queue and in SQL,
 with real sessions: what pgTAP cannot see (NOTIFY is delivered at commit, jobq_await sees other
 sessions' commits, isolation levels)."""
 
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
+from tests.helpers import wait_for
 
 from pgq_client import (
     JobFailed,
@@ -76,13 +76,6 @@ def waiting_on(dsn: str, *jobs: uuid.UUID) -> Callable[[], bool]:
         return bool(row and row[0])
 
     return check
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {predicate}"
-        time.sleep(0.02)
 
 
 # -- status and cancel -------------------------------------------------------------------------
@@ -211,7 +204,7 @@ def test_wait_is_woken_by_the_notification_of_each_kind_of_end(dsn: str) -> None
     x, y = claim(dsn, n=2)
     (z,) = [j for j in jobs if j not in (x, y)]
     with in_thread(lambda: q.wait(jobs, timeout=60, poll_interval=LONG_POLL)) as out:
-        wait_until(waiting_on(dsn, *jobs))
+        wait_for("the wait to listen", waiting_on(dsn, *jobs))
         other = Queue(dsn)
         other.complete(x, "w1", result="ok")
         other.fail(y, "w1", "no", retry=False)
@@ -226,7 +219,7 @@ def test_wait_returns_on_a_completion_not_on_a_poll(dsn: str) -> None:
     job = q.enqueue("t")
     claim(dsn)
     with in_thread(lambda: q.wait([job], timeout=60, poll_interval=LONG_POLL)) as out:
-        wait_until(waiting_on(dsn, job))
+        wait_for("the wait to listen", waiting_on(dsn, job))
         Queue(dsn).complete(job, "w1", result=7)
     # 60 s timeout, 120 s poll: only the notification could have ended the wait finished
     assert out[0][job].status == "succeeded" and out[0][job].result == 7
@@ -245,7 +238,7 @@ def test_a_lost_notification_is_made_up_for_by_the_poll(dsn: str, conn: Conn) ->
     job = q.enqueue("t")
     claim(dsn)
     with in_thread(lambda: q.wait([job], timeout=60, poll_interval=0.1)) as out:
-        wait_until(waiting_on(dsn, job))
+        wait_for("the wait to listen", waiting_on(dsn, job))
         # unmark it, so that the completion sends nothing: only a poll can see it
         conn.execute("UPDATE jobq_jobs SET awaited = false WHERE id = %s", (job,))
         Queue(dsn).complete(job, "w1")
@@ -269,7 +262,7 @@ def test_wait_holds_no_snapshot_while_it_waits(dsn: str) -> None:
     q = Queue(dsn)
     job = q.enqueue("t")
     with in_thread(lambda: q.wait([job], timeout=60, poll_interval=LONG_POLL)) as out:
-        wait_until(waiting_on(dsn, job))
+        wait_for("the wait to listen", waiting_on(dsn, job))
         with psycopg.connect(dsn, autocommit=True) as c:
             holding = c.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
@@ -288,7 +281,7 @@ def test_wait_on_a_given_connection_or_pool(dsn: str, kind: str) -> None:
         with ConnectionPool(dsn, min_size=1, max_size=1, open=True) as pool:
             q = Queue(pool)
             with in_thread(lambda: q.wait([job], timeout=60, poll_interval=LONG_POLL)) as out:
-                wait_until(waiting_on(dsn, job))
+                wait_for("the wait to listen", waiting_on(dsn, job))
                 Queue(dsn).complete(job, "w1")
             with pool.connection() as c:  # the pool's connection is given back as it was
                 assert c.execute("SELECT pg_listening_channels()").fetchall() == []
@@ -300,7 +293,7 @@ def test_wait_on_a_given_connection_or_pool(dsn: str, kind: str) -> None:
             poll = LONG_POLL if kind == "connection" else 0.1
             with in_thread(lambda: q.wait([job], timeout=60, poll_interval=poll)) as out:
                 if kind == "connection":
-                    wait_until(waiting_on(dsn, job))
+                    wait_for("the wait to listen", waiting_on(dsn, job))
                 Queue(dsn).complete(job, "w1")
             assert c.execute("SELECT pg_listening_channels()").fetchall() == []
     assert out[0][job].status == "succeeded"
@@ -435,9 +428,13 @@ def test_jobq_await_sees_a_commit_made_while_it_waits(dsn: str, end: str) -> Non
         return str(row[0])  # type: ignore[index]
 
     with in_thread(await_in_sql) as out:
-        wait_until(lambda: bool(sql_one(
-            dsn, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%%jobq_await(ARRAY%%'"
-            " AND state = 'active' AND pid <> pg_backend_pid()")))
+        wait_for(
+            "jobq_await to be waiting",
+            lambda: bool(sql_one(
+            dsn, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND query LIKE '%%jobq_await(ARRAY%%'"
+            " AND state = 'active' AND pid <> pg_backend_pid()")),
+        )
         if end == "complete":
             q.complete(job, "w1")
         else:

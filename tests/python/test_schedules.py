@@ -1,4 +1,4 @@
-"""Schedules (contract section 10) where one session is not enough: concurrent ticks, a
+"""Schedules where one session is not enough: concurrent ticks, a
 definition racing a tick, a failing enqueue, and the client and CLI. The parser, daylight
 saving and catch-up policies are in tests/pgtap/schedules.sql."""
 
@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 import psycopg.conninfo
 import pytest
+from tests.helpers import MakeRole
 
 from pgq_client import InvalidArgument, Queue, Worker
 
@@ -274,40 +275,34 @@ def test_a_fire_ahead_of_the_server_clock_waits_as_scheduled_and_is_claimed_once
 
 
 def test_worker_without_tick_privilege_logs_once_and_keeps_running_jobs(
-    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture, make_role: MakeRole
 ) -> None:
-    role = f"jobq_sched_w_{os.getpid()}"
-    conn.execute(f"DROP ROLE IF EXISTS {role}")
-    conn.execute(f"CREATE ROLE {role} LOGIN")
-    try:
-        conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
-        conn.execute(
-            f"GRANT EXECUTE ON FUNCTION jobq_dequeue, jobq_complete, jobq_complete_many, jobq_fail,"
-            f" jobq_heartbeat, jobq_release TO {role}"
-        )
-        role_dsn = psycopg.conninfo.make_conninfo(dsn, user=role)
-        conn.execute("SELECT jobq_enqueue('t')")
-        done = threading.Event()
-        w = Worker(role_dsn, {"t": lambda job: done.set()}, concurrency=1, tick_interval=0.05)
-        t = threading.Thread(target=w.run)
-        with caplog.at_level(logging.WARNING, logger="pgq_client.worker"):
-            t.start()
-            try:
-                assert done.wait(60)
-                # jobs keep running while ten more tick intervals pass
-                for _ in range(5):
-                    conn.execute("SELECT jobq_enqueue('t')")
-                    time.sleep(0.1)
-                while conn.execute(
-                    "SELECT count(*) FROM jobq_jobs WHERE status <> 'succeeded'"
-                ).fetchone() != (0,):
-                    time.sleep(0.05)
-            finally:
-                w.stop()
-                t.join(30)
-        warnings = [r for r in caplog.records if "cannot fire schedules" in r.getMessage()]
-        assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
-        assert "42501" in warnings[0].getMessage() or "permission" in warnings[0].getMessage()
-    finally:
-        conn.execute(f"DROP OWNED BY {role}")
-        conn.execute(f"DROP ROLE {role}")
+    role = make_role(prefix="jobq_sched_w")
+    conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+    conn.execute(
+        f"GRANT EXECUTE ON FUNCTION jobq_dequeue, jobq_complete, jobq_complete_many, jobq_fail,"
+        f" jobq_heartbeat, jobq_release TO {role}"
+    )
+    role_dsn = psycopg.conninfo.make_conninfo(dsn, user=role)
+    conn.execute("SELECT jobq_enqueue('t')")
+    done = threading.Event()
+    w = Worker(role_dsn, {"t": lambda job: done.set()}, concurrency=1, tick_interval=0.05)
+    t = threading.Thread(target=w.run)
+    with caplog.at_level(logging.WARNING, logger="pgq_client.worker"):
+        t.start()
+        try:
+            assert done.wait(60)
+            # jobs keep running while ten more tick intervals pass
+            for _ in range(5):
+                conn.execute("SELECT jobq_enqueue('t')")
+                time.sleep(0.1)
+            while conn.execute(
+                "SELECT count(*) FROM jobq_jobs WHERE status <> 'succeeded'"
+            ).fetchone() != (0,):
+                time.sleep(0.05)
+        finally:
+            w.stop()
+            t.join(30)
+    warnings = [r for r in caplog.records if "cannot fire schedules" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+    assert "42501" in warnings[0].getMessage() or "permission" in warnings[0].getMessage()

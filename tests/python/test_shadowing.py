@@ -26,7 +26,6 @@ in any function's source) and the original finding.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+from tests.helpers import MakeRole
 
 from pgq_client.migrate import migrate
 
@@ -320,7 +320,7 @@ def run_core_operations(conn: Conn, schema: str) -> None:
     assert _q(conn, schema, "SELECT {s}.jobq_prune(statuses => '{{succeeded,failed,dead_letter}}')"
               )[0][0] == 1
 
-    # Cancellation, results and waiting (contract sections 8 and 9), each path that notifies.
+    # Cancellation, results and waiting, each path that notifies.
     ids = [r[1] for r in _q(
         conn, schema, "SELECT * FROM {s}.jobq_enqueue_many(%(jobs)s::jsonb)",
         {"jobs": "[" + ", ".join(['{"job_type": "c"}'] * 6) + "]"})]
@@ -545,20 +545,12 @@ def plant(conn: Conn, role: str, schemas: list[str], shadows: set[Shadow]) -> in
 
 
 @pytest.fixture
-def intruder(admin_dsn: str, empty_dsn: str) -> Iterator[str]:
+def intruder(make_role: MakeRole) -> str:
     """An unprivileged role (roles belong to the cluster: dropped, with its objects, after)."""
-    role = f"jobq_test_intruder_{os.getpid()}"
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)))
-    try:
-        yield role
-    finally:
-        with psycopg.connect(empty_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
-        with psycopg.connect(admin_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+    return make_role(login=False, prefix="jobq_test_intruder")
 
 
+@pytest.mark.slow  # reads parse trees of every statement, then runs the core operations
 @pytest.mark.parametrize("schema", ["public", "jobq"])
 def test_no_look_alike_of_a_builtin_is_ever_called(
     empty_dsn: str, intruder: str, schema: str

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import itertools
-import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,6 +24,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+from tests.helpers import MakeRole
 from tests.schema_dump import dump_schema
 
 from pgq_client import grants
@@ -41,9 +39,10 @@ from pgq_client.migrate import (
     render_dry_run,
 )
 
+pytestmark = pytest.mark.slow  # old installs built from tests/fixtures, each upgraded
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "dcd3357"
 FIXTURE_AD0 = Path(__file__).resolve().parents[1] / "fixtures" / "ad0bb0d"
-_roles = itertools.count()
 
 
 def legacy_runner(migrations: Path) -> ModuleType:
@@ -68,36 +67,9 @@ def install_legacy(dsn: str, tmp_path: Path, count: int = len(FOLDED)) -> list[s
 
 
 @pytest.fixture
-def role(admin_dsn: str) -> Iterator[tuple[str, list[str]]]:
-    """A login role, and the databases it gets grants in (cleaned up before it is dropped)."""
-    name = f"jobq_urole_{os.getpid()}_{next(_roles)}"
-    dsns: list[str] = []
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-    yield name, dsns
-    for dsn in dsns:
-        with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
-
-
-@pytest.fixture
-def level_roles(admin_dsn: str) -> Iterator[tuple[dict[str, str], list[str]]]:
-    """A login role per level of `jobq grant`, and the databases they get grants in."""
-    names = {level: f"jobq_u{level}_{os.getpid()}_{next(_roles)}" for level in grants.LEVELS}
-    dsns: list[str] = []
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        for name in names.values():
-            c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-    yield names, dsns
-    for dsn in dsns:
-        with psycopg.connect(dsn, autocommit=True) as c:
-            for name in names.values():
-                c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        for name in names.values():
-            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+def level_roles(make_role: MakeRole) -> dict[str, str]:
+    """A login role per level of `jobq grant` (granted nothing yet), by level."""
+    return {level: make_role(prefix=f"jobq_u{level}") for level in grants.LEVELS}
 
 
 def executable(dsn: str, role: str) -> set[str]:
@@ -294,13 +266,13 @@ def catalogue(dsn: str) -> dict[str, list[tuple[Any, ...]]]:
 def test_an_install_of_main_before_the_fold_upgrades_to_a_fresh_install_keeping_its_jobs(
     dsn: str,
     empty_dsn: str,
-    level_roles: tuple[dict[str, str], list[str]],
+    level_roles: dict[str, str],
     tmp_path: Path,
     count: int,
 ) -> None:
     """``dsn`` is a fresh install; ``empty_dsn`` gets the legacy one. Installs were made with
     2 to 5 of the folded migrations (main had 0001-0002 from commit 3a4bde9 on)."""
-    names, granted_in = level_roles
+    names = level_roles
     legacy, fresh = empty_dsn, dsn
     assert install_legacy(legacy, tmp_path, count) == [v for v, _ in FOLDED[:count]]
     add_jobs_in_every_status(legacy)
@@ -309,7 +281,6 @@ def test_an_install_of_main_before_the_fold_upgrades_to_a_fresh_install_keeping_
     for target in (legacy, fresh):
         for level, name in names.items():
             grants.grant(target, name, level)
-        granted_in.append(target)
     jobs = snapshot(legacy)
     before = {level: executable(legacy, name) for level, name in names.items()}
     assert "jobq_release_orphans" not in before["worker"]
@@ -350,16 +321,15 @@ def test_an_install_of_main_before_the_fold_upgrades_to_a_fresh_install_keeping_
 
 
 def test_a_role_that_held_part_of_a_level_gets_nothing_new_from_an_upgrade(
-    empty_dsn: str, level_roles: tuple[dict[str, str], list[str]], tmp_path: Path
+    empty_dsn: str, level_roles: dict[str, str], tmp_path: Path
 ) -> None:
     """Only a whole level is carried over: a role granted one worker function by hand, and a
     worker role whose jobq_heartbeat was revoked, get none of the level's new functions (the
     second still gets those granted to whoever may call a function it kept: jobq_fail_many as
     jobq_fail; jobq_await, jobq_job_status and jobq_cancel as jobq_enqueue; jobq_enqueue_arrays
     as jobq_enqueue_many; not jobq_cancel_requested, granted as jobq_heartbeat)."""
-    names, granted_in = level_roles
+    names = level_roles
     install_legacy(empty_dsn, tmp_path)
-    granted_in.append(empty_dsn)
     partial, trimmed = names["producer"], names["worker"]
     grants.grant(empty_dsn, trimmed, "worker")
     with psycopg.connect(empty_dsn, autocommit=True) as c:
@@ -381,12 +351,11 @@ def test_a_role_that_held_part_of_a_level_gets_nothing_new_from_an_upgrade(
 
 
 def test_jobq_migrate_says_which_role_it_granted_a_new_function(
-    empty_dsn: str, level_roles: tuple[dict[str, str], list[str]], tmp_path: Path
+    empty_dsn: str, level_roles: dict[str, str], tmp_path: Path
 ) -> None:
-    names, granted_in = level_roles
+    names = level_roles
     install_legacy(empty_dsn, tmp_path)
     grants.grant(empty_dsn, names["worker"], "worker")
-    granted_in.append(empty_dsn)
     done = subprocess.run(
         [sys.executable, "-m", "pgq_client", "migrate", "--dsn", empty_dsn],
         capture_output=True, text=True, timeout=120, check=True,
@@ -399,15 +368,14 @@ def test_jobq_migrate_says_which_role_it_granted_a_new_function(
 
 
 def test_the_dry_run_of_an_upgrade_applied_with_psql_does_the_same(
-    dsn: str, empty_dsn: str, tmp_path: Path, level_roles: tuple[dict[str, str], list[str]]
+    dsn: str, empty_dsn: str, tmp_path: Path, level_roles: dict[str, str]
 ) -> None:
     legacy, fresh = empty_dsn, dsn
-    names, granted_in = level_roles
+    names = level_roles
     install_legacy(legacy, tmp_path)
     add_jobs_in_every_status(legacy)
     for target in (legacy, fresh):
         grants.grant(target, names["worker"], "worker")
-        granted_in.append(target)
     jobs = snapshot(legacy)
     script = render_dry_run(legacy)
     assert "development install (0001_jobq_core, 0002_jobq_operations" in script
@@ -537,18 +505,17 @@ def runner_ad0bb0d() -> ModuleType:
 
 @pytest.mark.parametrize("level", ["worker", "admin"])
 def test_an_install_of_main_at_ad0bb0d_upgrades_to_a_fresh_install_and_keeps_its_roles(
-    dsn: str, empty_dsn: str, role: tuple[str, list[str]], level: grants.Level
+    dsn: str, empty_dsn: str, role: str, level: grants.Level
 ) -> None:
     """New migrations, changed and renamed function files, a new function: the jobs stay, and
     a role granted before the upgrade may make every call of the new client."""
-    name, granted_in = role
+    name = role
     old, fresh = empty_dsn, dsn
     runner = runner_ad0bb0d()
     installed = runner.migrate(old)
     assert installed[0] == "0001_jobq_core" and "functions/jobq__job_error" in installed
     add_jobs_in_every_status(old)
     # The role as ad0bb0d's `jobq grant` made it; today's on the fresh install.
-    granted_in += [old, fresh]
     if level == "worker":
         with psycopg.connect(old, autocommit=True) as c:
             c.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(name)))
@@ -656,14 +623,14 @@ def main_runner(commit: str) -> ModuleType:
 @pytest.mark.parametrize("level", ["worker", "admin"])
 @pytest.mark.parametrize("commit", sorted(MAIN_INSTALLS))
 def test_an_install_of_main_after_the_schedules_upgrades_to_a_fresh_install_with_its_roles(
-    dsn: str, empty_dsn: str, role: tuple[str, list[str]], commit: str, level: grants.Level
+    dsn: str, empty_dsn: str, role: str, commit: str, level: grants.Level
 ) -> None:
     """Later migrations (0003, 0004 and 0005 after 0007, for 8ef85fb), changed and renamed function
     files, and jobq_fail_many, which a role granted before the upgrade may call at once (granted
     as jobq_fail): the upgraded schema is a fresh install, a role's grants included without
     `jobq grant` running again (what its level got since, jobq_release_orphans for a worker, the
     new functions and tables for an admin, reached it in the upgrade)."""
-    name, granted_in = role
+    name = role
     admin_tables, later = MAIN_INSTALLS[commit]
     old, fresh = empty_dsn, dsn
     runner = main_runner(commit)
@@ -671,7 +638,6 @@ def test_an_install_of_main_after_the_schedules_upgrades_to_a_fresh_install_with
     assert installed[0] == "0001_jobq_core"
     assert "functions/jobq__job_error" in installed
     add_jobs_in_every_status(old)
-    granted_in += [old, fresh]
     # The role as that commit's `jobq grant` made it: the functions whose files declared the
     # level, and an admin's tables.
     declared = [f.name for f in runner.function_files() if level in f.levels]

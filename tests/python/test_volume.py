@@ -1,4 +1,4 @@
-"""Claims and pruning at volume (contract section 7), against a real server.
+"""Claims and pruning at volume, against a real server.
 
 What a claim reads is counted in buffers: ``EXPLAIN (ANALYZE, BUFFERS)`` of the function call
 (its Function Scan node counts what the statements inside the function read). It must not grow
@@ -27,6 +27,8 @@ from psycopg.types.json import Jsonb
 from tests.plans import log_plans
 
 from pgq_client import Queue
+
+pytestmark = pytest.mark.slow  # hundreds of thousands of rows
 
 ROWS = 200_000
 

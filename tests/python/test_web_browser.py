@@ -26,6 +26,8 @@ from webtools import dead_letter, free_port, login_role, serving, status_of
 from pgq_client import Queue, Worker
 from pgq_client.web import create_app
 
+pytestmark = pytest.mark.slow  # a browser
+
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = [
     "--headless",

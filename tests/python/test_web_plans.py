@@ -15,6 +15,8 @@ from starlette.testclient import TestClient
 
 from pgq_client.web import create_app
 
+pytestmark = pytest.mark.slow  # a million finished jobs
+
 FINISHED_ROWS = 1_000_000
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import logging
 import os
 import signal
@@ -26,6 +25,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
+from tests.helpers import MakeRole, count, job_row, wait_for
 
 from pgq_client import (
     Job,
@@ -37,14 +37,12 @@ from pgq_client import (
     Retry,
     Worker,
 )
-from pgq_client.grants import grant
 from pgq_client.migrate import MigrationError
 from pgq_client.worker import WorkerConfig
 from pgq_client.worker.policy import MAX_CLAIM, PrefetchPolicy
 
 Conn = psycopg.Connection[Any]
 
-_roles = itertools.count()
 
 LEDGER = """
 CREATE TABLE ledger (
@@ -55,28 +53,6 @@ CREATE TABLE ledger (
     at timestamptz NOT NULL DEFAULT clock_timestamp()
 )
 """
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
-        time.sleep(0.05)
-
-
-def count(conn: Conn, query: str, *params: object) -> int:
-    row = conn.execute(query, params).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
-def job_row(conn: Conn, job_id: uuid.UUID) -> dict[str, Any]:
-    cur = conn.execute("SELECT * FROM jobq_jobs WHERE id = %s", (job_id,))
-    assert cur.description is not None
-    row = cur.fetchone()
-    assert row is not None
-    return dict(zip([d.name for d in cur.description], row, strict=True))
 
 
 @contextmanager
@@ -351,9 +327,9 @@ def test_a_worker_says_at_start_which_jobs_no_worker_serves(
     Queue(dsn).enqueue("nobody_handles_this")
     worker = Worker(dsn, {"t": lambda job: None})
     with caplog.at_level(logging.WARNING, logger="pgq_client.worker"), running(worker):
-        wait_until(
+        wait_for(
+            "the start-up warning",
             lambda: any("nobody_handles_this" in r.getMessage() for r in caplog.records),
-            what="the start-up warning",
         )
 
 
@@ -597,7 +573,8 @@ def test_notify_wakes_an_idle_worker_long_before_the_poll_interval(dsn: str, con
     with running(Worker(dsn, {"t": lambda job: done.set()}, poll_interval=60)):
         # The fetcher LISTENs on the connection it claims on, before its first claim: once
         # that (empty) claim is over, only a notification can make it claim within a minute.
-        wait_until(
+        wait_for(
+            "the worker's first claim",
             lambda: (
                 count(
                     conn,
@@ -606,7 +583,6 @@ def test_notify_wakes_an_idle_worker_long_before_the_poll_interval(dsn: str, con
                 )
                 == 1
             ),
-            what="the worker's first claim",
         )
         Queue(dsn).enqueue("t")
         assert done.wait(30), "the enqueued job was not picked up on NOTIFY (poll: 60 s)"
@@ -650,7 +626,7 @@ def test_heartbeats_keep_a_long_job_from_being_taken_over(dsn: str, conn: Conn) 
         lock_age = conn.execute("SELECT now() - locked_at FROM jobq_jobs").fetchone()
         assert lock_age is not None and lock_age[0] < timedelta(seconds=1.5)
         release.set()
-        wait_until(lambda: job_row(conn, job_id)["status"] == "succeeded", what="completion")
+        wait_for("completion", lambda: job_row(conn, job_id)["status"] == "succeeded")
     assert job_row(conn, job_id)["attempts"] == 1
 
 
@@ -697,14 +673,14 @@ def test_stop_releases_prefetched_jobs_and_lets_the_running_one_finish(
     thread = threading.Thread(target=worker.run)
     thread.start()
     assert started.wait(10)
-    wait_until(
+    wait_for(
+        "one running and one prefetched job",
         lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 2,
-        what="one running and one prefetched job",
     )
     worker.stop()
-    wait_until(
+    wait_for(
+        "the prefetched job to be released while the other still runs",
         lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 1,
-        what="the prefetched job to be released while the other still runs",
     )
     assert thread.is_alive()
     release.set()
@@ -770,10 +746,13 @@ def test_sigterm_finishes_the_running_job_releases_the_rest_and_exits_zero(
         dsn, tmp_path, "--concurrency", "1", "--prefetch", "1", "--shutdown-grace", "30"
     )
     try:
-        wait_until(lambda: count(conn, "SELECT count(*) FROM ledger WHERE what = 'start'") == 1)
-        wait_until(
+        wait_for(
+            "the job to start",
+            lambda: count(conn, "SELECT count(*) FROM ledger WHERE what = 'start'") == 1,
+        )
+        wait_for(
+            "a running and a prefetched job",
             lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 2,
-            what="a running and a prefetched job",
         )
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=30)
@@ -796,7 +775,7 @@ def test_job_of_a_sigkilled_worker_is_finished_by_another_after_its_lock_expires
     job_id = Queue(dsn).enqueue("slow", {"sleep": 600})
     proc = start_worker_process(dsn, tmp_path, "--worker-id", "doomed")
     try:
-        wait_until(lambda: count(conn, "SELECT count(*) FROM ledger") == 1, what="job start")
+        wait_for("job start", lambda: count(conn, "SELECT count(*) FROM ledger") == 1)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     finally:
@@ -860,9 +839,9 @@ def test_worker_keeps_running_through_a_restart_and_terminated_backends(
         worker_id="survivor",
     )
     with running(worker):
-        wait_until(lambda: succeeded() >= 50, what="some progress")
+        wait_for("some progress", lambda: succeeded() >= 50)
         pg_restart("immediate")
-        wait_until(lambda: succeeded() >= 200, timeout=60, what="progress after the restart")
+        wait_for("progress after the restart", lambda: succeeded() >= 200, 60)
         with psycopg.connect(dsn, autocommit=True) as c:
             killed = count(
                 c,
@@ -871,7 +850,7 @@ def test_worker_keeps_running_through_a_restart_and_terminated_backends(
             )
         assert killed >= 2  # the listener and at least one pooled connection
         ids += enqueue(100)  # new work is noticed after the reconnect
-        wait_until(lambda: succeeded() == len(ids), timeout=90, what="every job to succeed")
+        wait_for("every job to succeed", lambda: succeeded() == len(ids), 90)
 
     with psycopg.connect(dsn, autocommit=True) as c:
         assert count(c, "SELECT count(*) FROM jobq_jobs WHERE status <> 'succeeded'") == 0
@@ -898,35 +877,19 @@ def test_worker_keeps_running_through_a_restart_and_terminated_backends(
 
 
 @pytest.fixture
-def worker_role(admin_dsn: str, dsn: str) -> Iterator[str]:
-    """A login role granted the worker level in the test's database; the DSN to log in as it."""
-    name = f"jobq_worker_{os.getpid()}_{next(_roles)}"
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-    grant(dsn, name, "worker")
-    yield name
-    with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+def worker_role(make_role: MakeRole, dsn: str) -> str:
+    """A login role granted the worker level in the test's database."""
+    return make_role("worker", dsn=dsn, prefix="jobq_worker")
 
 
 def test_a_role_without_the_worker_grants_is_told_how_to_get_them(
-    admin_dsn: str, dsn: str, conn: Conn
+    make_role: MakeRole, dsn: str
 ) -> None:
-    name = f"jobq_producer_{os.getpid()}_{next(_roles)}"
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-    try:
-        grant(dsn, name, "producer")
-        worker = Worker(make_conninfo(dsn, user=name), {"t": _noop})
-        with pytest.raises(PermissionDenied, match="jobq grant ROLE --as worker") as raised:
-            worker.run(burst=True)
-        assert "jobq_heartbeat" in str(raised.value) and raised.value.sqlstate == "42501"
-    finally:
-        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-        with psycopg.connect(admin_dsn, autocommit=True) as c:
-            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+    name = make_role("producer", dsn=dsn, prefix="jobq_producer")
+    worker = Worker(make_conninfo(dsn, user=name), {"t": _noop})
+    with pytest.raises(PermissionDenied, match="jobq grant ROLE --as worker") as raised:
+        worker.run(burst=True)
+    assert "jobq_heartbeat" in str(raised.value) and raised.value.sqlstate == "42501"
 
 
 def _first_claim_done(conn: Conn, user: str | None = None) -> bool:
@@ -969,7 +932,7 @@ def test_a_privilege_revoked_while_running_stops_the_worker_with_the_error(
         thread = threading.Thread(target=run)
         thread.start()
         try:
-            wait_until(lambda: _first_claim_done(conn, worker_role), what="the first claim")
+            wait_for("the first claim", lambda: _first_claim_done(conn, worker_role))
             conn.execute(
                 sql.SQL("REVOKE EXECUTE ON FUNCTION {} FROM {}").format(
                     sql.Identifier(function), sql.Identifier(worker_role)
@@ -1009,7 +972,7 @@ def test_a_claim_function_dropped_while_running_stops_the_worker_not_retried(
     thread = threading.Thread(target=run)
     thread.start()
     try:
-        wait_until(lambda: _first_claim_done(conn), what="the first claim")
+        wait_for("the first claim", lambda: _first_claim_done(conn))
         conn.execute("DROP FUNCTION jobq_dequeue")  # 42883 from now on
         thread.join(30)
         ended_by_itself = not thread.is_alive()
@@ -1077,12 +1040,12 @@ def test_a_claim_that_fails_for_a_while_is_retried_until_it_works(
     job_id = Queue(dsn).enqueue("t")
     worker = Worker(dsn, {"t": _noop}, poll_interval=0.05)
     with caplog.at_level(logging.WARNING, logger="pgq_client.worker"), running(worker):
-        wait_until(
+        wait_for(
+            "a failed claim",
             lambda: any("while claiming jobs" in m for m in caplog.messages),
-            what="a failed claim",
         )
         conn.execute("UPDATE claim_fault SET sqlstate = NULL")
-        wait_until(lambda: job_row(conn, job_id)["status"] == "succeeded", what="the job")
+        wait_for("the job", lambda: job_row(conn, job_id)["status"] == "succeeded")
     (warning,) = [m for m in caplog.messages if "while claiming jobs" in m]
     assert f"[{sqlstate}]" in warning and "retrying" in warning
 
@@ -1095,7 +1058,7 @@ def test_cli_worker_whose_privilege_is_revoked_exits_1_with_one_error_line(
         make_conninfo(dsn, user=worker_role), tmp_path, "--poll-interval", "0.05"
     )
     try:
-        wait_until(lambda: _first_claim_done(conn, worker_role), what="the first claim")
+        wait_for("the first claim", lambda: _first_claim_done(conn, worker_role))
         conn.execute(
             sql.SQL("REVOKE EXECUTE ON FUNCTION jobq_dequeue FROM {}").format(
                 sql.Identifier(worker_role)
@@ -1181,13 +1144,13 @@ def test_a_summary_of_the_work_done_is_logged_periodically(
     worker = Worker(dsn, {"t": handler}, summary_interval=0.05)
     with caplog.at_level(logging.INFO, logger="pgq_client.worker"), running(worker):
         Queue(dsn).enqueue("t", {"wait": True})
-        wait_until(
+        wait_for(
+            "a summary of the 5 jobs",
             lambda: any("5 jobs done, 0 failed" in r.getMessage() for r in caplog.records),
-            what="a summary of the 5 jobs",
         )
-        wait_until(
+        wait_for(
+            "a summary with the running job in flight",
             lambda: any("1 in flight" in r.getMessage() for r in caplog.records),
-            what="a summary with the running job in flight",
         )
         release.set()
 
@@ -1210,9 +1173,9 @@ def test_stop_says_what_it_waits_for_and_a_second_stop_aborts(
         try:
             assert started.wait(10)
             worker.stop()
-            wait_until(
+            wait_for(
+                "the stopping message",
                 lambda: any("waiting up to 60s" in r.getMessage() for r in caplog.records),
-                what="the stopping message",
             )
             (stopping,) = [m for m in caplog.messages if "waiting up to" in m]
             assert "for 1 running jobs (stop() again aborts)" in stopping
@@ -1245,11 +1208,11 @@ def test_cli_worker_interrupted_twice_says_so_and_exits_non_zero(
     reader = threading.Thread(target=read)
     reader.start()
     try:
-        wait_until(lambda: count(conn, "SELECT count(*) FROM ledger") == 1, what="the job to start")
+        wait_for("the job to start", lambda: count(conn, "SELECT count(*) FROM ledger") == 1)
         proc.send_signal(signal.SIGINT)
-        wait_until(
+        wait_for(
+            "the worker to say what it waits for",
             lambda: any("waiting up to 60s for 1 running jobs" in line for line in lines),
-            what="the worker to say what it waits for",
         )
         assert any("Ctrl-C again aborts" in line for line in lines), lines
         proc.send_signal(signal.SIGINT)

@@ -21,14 +21,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from tests.python.test_worker import (
-    LEDGER,
-    count,
-    job_row,
-    running,
-    steal,
-    wait_until,
-)
+from tests.helpers import count, job_row, wait_for
+from tests.python.test_worker import LEDGER, running, steal
 
 from pgq_client import Job, PermanentError, Queue, Retry, Worker
 from pgq_client.worker import WorkerConfig
@@ -153,12 +147,12 @@ def test_concurrency_limits_sync_and_async_jobs_together(dsn: str, conn: Conn) -
 
     worker = Worker(dsn, {"a": async_handler, "s": sync_handler}, concurrency=limit)
     with running(worker):
-        wait_until(lambda: now["running"] == limit, what=f"{limit} jobs running")
+        wait_for(f"{limit} jobs running", lambda: now["running"] == limit)
         gate.set()  # from now on every job passes at once
-        wait_until(
+        wait_for(
+            "every job",
             lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'")
             == 12,
-            what="every job",
         )
     assert now["most"] == limit, now
 
@@ -373,7 +367,7 @@ def test_heartbeats_keep_a_long_async_job_from_being_taken_over(dsn: str, conn: 
             time.sleep(0.25)
         assert job_row(conn, job_id)["locked_by"] == "alive"
         release.set()
-        wait_until(lambda: job_row(conn, job_id)["status"] == "succeeded", what="completion")
+        wait_for("completion", lambda: job_row(conn, job_id)["status"] == "succeeded")
 
 
 def test_stop_lets_async_jobs_finish_within_the_grace_then_cancels_them_unacknowledged(
@@ -406,7 +400,7 @@ def test_stop_lets_async_jobs_finish_within_the_grace_then_cancels_them_unacknow
     )
     thread = threading.Thread(target=worker.run)
     thread.start()
-    wait_until(lambda: started == {"quick", "stuck"}, what="both jobs to start")
+    wait_for("both jobs to start", lambda: started == {"quick", "stuck"})
     worker.stop()
     release.set()  # the quick one ends within the grace period: acknowledged
     thread.join(60)
@@ -432,14 +426,14 @@ def test_stop_releases_prefetched_jobs_while_async_ones_run(dsn: str, conn: Conn
     worker = Worker(dsn, {"a": handler}, concurrency=1, prefetch=1, worker_id="w")
     thread = threading.Thread(target=worker.run)
     thread.start()
-    wait_until(
+    wait_for(
+        "one running and one prefetched job",
         lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 2,
-        what="one running and one prefetched job",
     )
     worker.stop()
-    wait_until(
+    wait_for(
+        "the prefetched job to be released while the other still runs",
         lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 1,
-        what="the prefetched job to be released while the other still runs",
     )
     release.set()
     thread.join(30)
@@ -501,8 +495,10 @@ def test_sigterm_with_async_jobs_in_flight_finishes_them_cancels_the_late_and_ex
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        wait_until(lambda: count(conn, "SELECT count(*) FROM ledger WHERE what = 'start'") == 2,
-                   what="both jobs to start")
+        wait_for(
+            "both jobs to start",
+            lambda: count(conn, "SELECT count(*) FROM ledger WHERE what = 'start'") == 2,
+        )
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
     finally:
@@ -575,6 +571,10 @@ def test_a_running_async_handler_sees_the_cancel_and_stops(dsn: str, conn: Conn)
     with running(Worker(dsn, {"t": handler}, lock_timeout=300)):
         assert started.wait(30)
         assert Queue(dsn).cancel([job], reason="user gave up") == {job: "cancel_requested"}
-        wait_until(lambda: job_row(conn, job)["status"] == "cancelled", 60)
+        wait_for(
+            "the job to end cancelled",
+            lambda: job_row(conn, job)["status"] == "cancelled",
+            60,
+        )
     row = job_row(conn, job)
     assert "stopped: a cancel was requested" in row["last_error"]

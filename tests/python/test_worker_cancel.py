@@ -1,4 +1,4 @@
-"""The Worker and contract sections 8 and 9: a handler's return value is the job's result; a
+"""The Worker with cancels and results: a handler's return value is the job's result; a
 running handler learns of a cancel (by notification, and within one heartbeat interval without
 one); a job asked to stop before it started is not run."""
 
@@ -13,7 +13,8 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from tests.python.test_worker import count, job_row, running, wait_until, worker_role  # noqa: F401
+from tests.helpers import count, job_row, wait_for
+from tests.python.test_worker import running, worker_role  # noqa: F401
 
 from pgq_client import Job, Queue, Worker, _sql
 from pgq_client.worker.acker import Acknowledger
@@ -139,7 +140,11 @@ def test_a_running_handler_sees_the_cancel_at_once_by_notification(
         assert handler.started.wait(30)
         assert Queue(dsn).cancel([job], reason="user gave up") == {job: "cancel_requested"}
         try:
-            wait_until(lambda: job_row(conn, job)["status"] == "cancelled", 60)
+            wait_for(
+                "the job to end cancelled",
+                lambda: job_row(conn, job)["status"] == "cancelled",
+                60,
+            )
         finally:
             handler.release.set()
     assert handler.saw_cancel == [job]
@@ -171,7 +176,11 @@ def test_a_cancel_the_worker_never_hears_of_is_seen_with_the_next_heartbeat(
         assert handler.started.wait(30)
         Queue(dsn).cancel([job])
         try:
-            wait_until(lambda: job_row(conn, job)["status"] == "cancelled", 60)
+            wait_for(
+                "the job to end cancelled",
+                lambda: job_row(conn, job)["status"] == "cancelled",
+                60,
+            )
         finally:
             handler.release.set()
     assert handler.saw_cancel == [job]
@@ -186,7 +195,7 @@ def test_a_handler_that_finishes_despite_the_cancel_succeeds(dsn: str, conn: Con
     def handler(j: Job) -> str:
         started.set()
         assert proceed.wait(30)
-        wait_until(j.cancel_requested, 30)
+        wait_for("the cancel request", j.cancel_requested, 30)
         seen.append(j.cancel_requested())
         return "done anyway"
 
@@ -194,7 +203,7 @@ def test_a_handler_that_finishes_despite_the_cancel_succeeds(dsn: str, conn: Con
         assert started.wait(30)
         Queue(dsn).cancel([job])
         proceed.set()
-        wait_until(lambda: job_row(conn, job)["status"] == "succeeded", 60)
+        wait_for("the job to succeed", lambda: job_row(conn, job)["status"] == "succeeded", 60)
     assert seen == [True]
     assert Queue(dsn).result(job, timeout=0) == "done anyway"
     assert Queue(dsn).status([job])[job].cancel_requested
@@ -215,12 +224,20 @@ def test_a_prefetched_job_asked_to_stop_is_never_started(dsn: str, conn: Conn) -
     worker = Worker(dsn, {"t": counting}, concurrency=1, prefetch=1, lock_timeout=300)
     with running(worker):
         assert handler.started.wait(30)
-        wait_until(lambda: job_row(conn, second)["locked_by"] == worker.worker_id, 30)
+        wait_for(
+            "the second job's claim",
+            lambda: job_row(conn, second)["locked_by"] == worker.worker_id,
+            30,
+        )
         # both in one statement: the worker marks both before the first handler stops
         assert q.cancel([first, second]) == {first: "cancel_requested",
                                              second: "cancel_requested"}
         try:
-            wait_until(lambda: statuses(conn, [first, second]) == ["cancelled"] * 2, 60)
+            wait_for(
+                "both jobs to end cancelled",
+                lambda: statuses(conn, [first, second]) == ["cancelled"] * 2,
+                60,
+            )
         finally:
             handler.release.set()
     assert calls == [1], "the second job's handler never ran"
@@ -245,8 +262,8 @@ def test_a_worker_role_without_jobq_cancel_requested_keeps_working_and_says_why(
     worker = Worker(make_conninfo(dsn, user=worker_role), {"t": handler},
                     lock_timeout=30, heartbeat_interval=0.3)
     with running(worker):
-        wait_until(lambda: "cannot ask for cancel requests" in caplog.text, 30)
+        wait_for("the warning", lambda: "cannot ask for cancel requests" in caplog.text, 30)
         release.set()
-        wait_until(lambda: set(statuses(conn, ids)) == {"succeeded"}, 60)
+        wait_for("every job to succeed", lambda: set(statuses(conn, ids)) == {"succeeded"}, 60)
     assert "jobq grant ROLE --as worker" in caplog.text
     assert caplog.text.count("cannot ask for cancel requests") == 1

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import os
 import socket
 import threading
 import time
@@ -13,29 +11,20 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from tests.helpers import create_role, drop_role
 
-from pgq_client import Queue, grants
-
-_roles = itertools.count()
+from pgq_client import Queue
 
 
 @contextmanager
 def login_role(admin_dsn: str, dsn: str, level: str | None) -> Iterator[str]:
     """A login role granted ``level`` (None: nothing at all); yields its DSN."""
-    name = f"jobq_web_{os.getpid()}_{next(_roles)}"
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    name = create_role(admin_dsn, level, dsn=dsn, prefix="jobq_web")  # type: ignore[arg-type]
     try:
-        if level is not None:
-            grants.grant(dsn, name, level)  # type: ignore[arg-type]
         yield make_conninfo(dsn, user=name)
     finally:
-        with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-        with psycopg.connect(admin_dsn, autocommit=True) as c:
-            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+        drop_role(admin_dsn, name)
 
 
 def dead_letter(dsn: str, job_type: str = "flaky", queue: str = "default",
