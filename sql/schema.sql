@@ -5908,6 +5908,20 @@ Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, a
 available_at among them.
 Errors: 22023 a NULL or non-positive idle.';
 
+CREATE TABLE public.jobq__migrate_lock (
+    singleton boolean DEFAULT true NOT NULL,
+    key bigint NOT NULL,
+    CONSTRAINT jobq__migrate_lock_singleton CHECK (singleton)
+);
+
+COMMENT ON TABLE public.jobq__migrate_lock IS 'Private. The key of the advisory lock that jobq migrate holds while it runs: random, readable only by jobq''s owner, so that no other role can take the lock and hold deploys up.';
+
+COMMENT ON COLUMN public.jobq__migrate_lock.singleton IS 'Always true: the table has one row.';
+
+COMMENT ON COLUMN public.jobq__migrate_lock.key IS 'The advisory lock''s key, drawn at random when the table was made.';
+
+COMMENT ON CONSTRAINT jobq__migrate_lock_singleton ON public.jobq__migrate_lock IS 'One row.';
+
 CREATE TABLE public.jobq_limit_keys (
     limit_group text NOT NULL,
     limit_key text NOT NULL,
@@ -6261,6 +6275,11 @@ COMMENT ON COLUMN public.jobq_workers.first_claim_at IS 'When this worker_id was
 COMMENT ON COLUMN public.jobq_workers.last_claim_at IS 'When a claim last recorded it (at most a few seconds old while the worker claims, since
 records are refreshed only when older than that or when the filters change).';
 
+ALTER TABLE ONLY public.jobq__migrate_lock
+    ADD CONSTRAINT jobq__migrate_lock_pkey PRIMARY KEY (singleton);
+
+COMMENT ON CONSTRAINT jobq__migrate_lock_pkey ON public.jobq__migrate_lock IS 'One row.';
+
 ALTER TABLE ONLY public.jobq_jobs
     ADD CONSTRAINT jobq_jobs_pkey PRIMARY KEY (id);
 
@@ -6306,6 +6325,8 @@ ALTER TABLE ONLY public.jobq_workers
     ADD CONSTRAINT jobq_workers_pkey PRIMARY KEY (worker_id);
 
 COMMENT ON CONSTRAINT jobq_workers_pkey ON public.jobq_workers IS 'One row per worker_id: a claim refreshes its worker''s row instead of adding one.';
+
+COMMENT ON INDEX public.jobq__migrate_lock_pkey IS 'One row.';
 
 CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (hashtextextended(job_type, (0)::bigint), hashtextextended(queue, (0)::bigint), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NULL));
 

@@ -168,7 +168,7 @@ def jobq_command() -> str:
 
 def _reset_schema(dsn: str) -> list[str]:
     """Drop the demo's own schema and install jobq into it afresh."""
-    with psycopg.connect(dsn, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
+    with psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(SCHEMA)))
     return migrate(dsn, schema=SCHEMA)
 
@@ -418,7 +418,7 @@ def run_demo(out: Callable[[str], None] = print) -> None:
         # The demo cannot wait for the hour: it pretends the schedule has existed for two
         # hours with nobody ticking (the catch-up policy 'latest' then enqueues the most
         # recent missed fire only), by moving its next fire back directly in the table.
-        with psycopg.connect(dsn, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
+        with psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn:
             conn.execute(
                 sql.SQL(
                     "UPDATE {}.jobq_schedules"

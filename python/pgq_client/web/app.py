@@ -187,7 +187,8 @@ class Dashboard:
         self._pool: ConnectionPool | None = None if isinstance(source, str) else source
         self._lock = threading.Lock()
         self.schema = schema
-        self.sql = _sql.statements(schema)
+        self._sql = None if schema is None else _sql.statements(schema)
+        self._where = schema
         self.refresh_seconds = refresh_seconds
         self.samples: deque[_Sample] = deque(maxlen=120)
         self.env = Environment(
@@ -201,6 +202,25 @@ class Dashboard:
         self.env.filters["span"] = _span
         self.env.filters["pretty_json"] = _pretty_json
 
+    @property
+    def sql(self) -> _sql.Statements:
+        """The statements, qualified with the schema (found once when none was given)."""
+        if self._sql is None:
+            self._sql = _sql.statements(self.where())
+        return self._sql
+
+    def where(self) -> str:
+        """The schema: the given one, else the one the search_path of the given pool's
+        connections, or of the DSN's own settings, finds (the dashboard's own connections run
+        with ``search_path = pg_catalog, pg_temp``)."""
+        if self._where is None:
+            if self._dsn is not None:
+                self._where = _sql.schema_of_dsn(self._dsn)
+            else:
+                with self.pool().connection() as conn:
+                    self._where = _sql.find_schema(conn)
+        return self._where
+
     def pool(self) -> ConnectionPool:
         with self._lock:
             if self._pool is None:
@@ -211,7 +231,7 @@ class Dashboard:
                     self._dsn,
                     min_size=1,
                     max_size=4,
-                    kwargs={"autocommit": True, **_sql.CLIENT_ENCODING},
+                    kwargs={"autocommit": True, **_sql.connect_kwargs(self._dsn)},
                     open=True,
                     name="jobq-web",
                 )
@@ -236,14 +256,14 @@ class Dashboard:
                 {
                     "names": list(FUNCTIONS),
                     "signatures": list(FUNCTIONS.values()),
-                    "schema": self.schema,
+                    "schema": self.where(),
                 },
             )
             found = {r["name"]: r["allowed"] for r in cur.fetchall()}
             if all(v is None for v in found.values()):
                 raise NotInstalled(self.schema)
             allowed = {name: bool(v) for name, v in found.items()}
-            cur.execute("SELECT current_user::text AS role")
+            cur.execute("SELECT current_user::pg_catalog.text AS role")
             row = cur.fetchone()
         return (row["role"] if row else "?"), allowed
 
