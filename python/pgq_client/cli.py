@@ -2046,9 +2046,20 @@ WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
     help="Print the role and which of the dashboard's functions it may call, then exit "
     "without serving (1 when jobq is not installed there).",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    metavar="NAME",
+    multiple=True,
+    help="A host name the dashboard answers to besides localhost, 127.0.0.1 and ::1 (and the "
+    "--bind host); repeatable. Requests naming any other host (Host, or Origin of a change) "
+    "are refused, which stops DNS rebinding.",
+)
 @connection_options(None)
 @click.pass_context
-def web(ctx: click.Context, bind: str, auth: str | None, check: bool) -> None:
+def web(
+    ctx: click.Context, bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
+) -> None:
     """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules.
 
     It calls jobq's functions as the role it connects with: actions that role may not take are
@@ -2094,7 +2105,14 @@ def web(ctx: click.Context, bind: str, auth: str | None, check: bool) -> None:
         for name in FUNCTIONS:
             click.echo(f"  {name:28} {'yes' if allowed.get(name) else 'no'}")
         return
-    app = create_app(settings.dsn(), schema=settings.schema(), credentials=credentials)
+    # the bound address names this server; a wildcard bind names none of its own
+    named = [] if host in ("0.0.0.0", "::", "") else [host]
+    app = create_app(
+        settings.dsn(),
+        schema=settings.schema(),
+        credentials=credentials,
+        allowed_hosts=[*named, *allowed_hosts],
+    )
     shown = f"[{host}]" if ":" in host else host
     click.echo(
         f"jobq web: http://{shown}:{port}/" + (" (credential required)" if credentials else ""),
