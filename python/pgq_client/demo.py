@@ -422,7 +422,8 @@ def run_demo(out: Callable[[str], None] = print) -> None:
             conn.execute(
                 sql.SQL(
                     "UPDATE {}.jobq_schedules"
-                    " SET next_run_at = date_trunc('hour', now()) - interval '1 hour'"
+                    " SET next_run_at = pg_catalog.date_trunc('hour', pg_catalog.now())"
+                    " - interval '1 hour'"
                 ).format(sql.Identifier(SCHEMA))
             )
         fired = q.tick()

@@ -589,7 +589,7 @@ def _bootstrap(schema: str) -> sql.Composed:
                 "CREATE TABLE IF NOT EXISTS {s}.jobq_migrations (\n"
                 "    version text NOT NULL,\n"
                 "    checksum text NOT NULL,\n"
-                "    applied_at timestamptz NOT NULL DEFAULT now(),\n"
+                "    applied_at timestamptz NOT NULL DEFAULT pg_catalog.now(),\n"
                 "    breaking boolean NOT NULL DEFAULT false,\n"
                 "    CONSTRAINT jobq_migrations_pkey PRIMARY KEY (version)\n"
                 ");\n"
@@ -1600,6 +1600,9 @@ def render_dry_run(
         f"-- jobq migrate --dry-run: {header} for schema {schema!r}.",
         "-- Apply with: psql -v ON_ERROR_STOP=1 -f this_file.sql",
         "\\set ON_ERROR_STOP on",
+        "-- Only built-ins, whatever search_path psql has: nothing another role created in a",
+        "-- schema on it can be chosen by this script (each transaction then sets its own).",
+        "SET search_path = pg_catalog, pg_temp;",
         "BEGIN;",
         _bootstrap(schema).as_string(None),
         "COMMIT;",
