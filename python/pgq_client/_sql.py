@@ -486,8 +486,14 @@ def schema_of_dsn(dsn: str) -> str:
     with _found_lock:
         found = _found.get(dsn)
     if found is None:
-        with psycopg.connect(dsn, autocommit=True, connect_timeout=10, **CLIENT_ENCODING) as c:
-            found = find_schema(c)
+        with (
+            psycopg.connect(dsn, autocommit=True, connect_timeout=10, **CLIENT_ENCODING) as c,
+            c.cursor(row_factory=tuple_row) as cur,
+        ):
+            row = cur.execute(FIND_SCHEMA).fetchone()
+        if not row or not row[0]:
+            return "public"  # not installed (yet): asked again next time
+        found = str(row[0])
         with _found_lock:
             _found[dsn] = found
     return found

@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from pgq_client import Queue, grants
+from pgq_client import JobqError, Queue, grants
 from pgq_client.cli import cli
 from pgq_client.migrate import MigrationError, migrate, render_dry_run
 
@@ -86,6 +86,16 @@ def test_a_queue_without_schema_calls_the_schema_the_search_path_finds(empty_dsn
     with psycopg.connect(empty_dsn, autocommit=True) as c:
         row = c.execute("SELECT job_type FROM tenant.jobq_jobs WHERE id = %s", (job_id,))
         assert row.fetchone() == ("t",)
+
+
+def test_a_schema_not_found_is_asked_again(empty_dsn: str) -> None:
+    tenant = make_conninfo(empty_dsn, options="-c search_path=tenant")
+    with Queue(tenant) as q, pytest.raises(JobqError):
+        q.enqueue("t")  # not installed yet
+    migrate(empty_dsn, schema="tenant")
+    with Queue(tenant) as q:
+        q.enqueue("t")
+        assert q.schema == "tenant"
 
 
 # -- the migrate lock: no other role can compute it ----------------------------------------------
