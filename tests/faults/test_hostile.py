@@ -16,7 +16,9 @@ rollback does not undo.
 
 ``test_the_client_chooses_nothing_planted`` plants look-alikes of the built-ins and of jobq's
 public functions; ``test_jobq_functions_choose_nothing_planted`` adds the private ``jobq__``
-helpers in jobq's schema, which only the calls inside jobq's SQL bodies reach.
+helpers in jobq's schema, which only the calls inside jobq's SQL bodies reach: it fails until
+every call between jobq's functions is typed so that no overload can be chosen (today
+``jobq__metrics_count`` is called with bare NULLs and a planted overload of it runs).
 """
 
 from __future__ import annotations
