@@ -462,6 +462,12 @@ _found: dict[str, str] = {}
 _found_lock = threading.Lock()
 
 
+def opened_by_jobq(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether ``conn`` runs with :data:`SEARCH_PATH_OPTION` (a connection jobq opened for
+    its own statements, on which the application's search_path is not to be found)."""
+    return SEARCH_PATH_OPTION in str(conn.info.get_parameters().get("options") or "")
+
+
 def find_schema(conn: psycopg.Connection[Any]) -> str:
     """The schema of the installation that ``conn``'s search_path finds (``public`` when it
     finds none: the statements then say that jobq is not installed there)."""

@@ -194,10 +194,10 @@ class AsyncQueue:
         """Given no schema: the one the application's search_path finds (Queue._find_schema)."""
         if self.schema is not None:
             return
-        if self._conn is None and self._pool is None:
+        if _sql.opened_by_jobq(conn):
             assert self._dsn is not None
             self.schema = await asyncio.to_thread(_sql.schema_of_dsn, self._dsn)
-        else:
+        else:  # the application's connection: a given one, a pool's, or a call's conn=
             self.schema = await _sql.afind_schema(conn)
         self._sql = _sql.statements(self.schema)
 

@@ -213,9 +213,9 @@ class Queue:
         connections run with ``search_path = pg_catalog, pg_temp``)."""
         if self.schema is not None:
             return
-        if self._conn is None and self._pool is None:
+        if _sql.opened_by_jobq(conn):
             self.schema = _sql.schema_of_dsn(self.dsn)
-        else:
+        else:  # the application's connection: a given one, a pool's, or a call's conn=
             self.schema = _sql.find_schema(conn)
         self._sql = _sql.statements(self.schema)
 

@@ -98,6 +98,25 @@ def test_a_schema_not_found_is_asked_again(empty_dsn: str) -> None:
         assert q.schema == "tenant"
 
 
+def test_a_queue_used_only_with_conn_finds_the_schema_on_that_connection(
+    empty_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queue() with neither DSN nor environment, used with conn= only: the schema comes from
+    the caller's connection (no embedded server is started for it)."""
+    migrate(empty_dsn, schema="tenant")
+    for name in ("JOBQ_DSN", "DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with psycopg.connect(empty_dsn, options="-c search_path=tenant") as app_conn:
+        q = Queue()
+        job_id = q.enqueue("t", conn=app_conn)
+        app_conn.commit()
+        assert q.schema == "tenant"
+        assert q._dsn is None  # never resolved: nothing embedded was asked for
+    with psycopg.connect(empty_dsn) as c:
+        row = c.execute("SELECT job_type FROM tenant.jobq_jobs WHERE id = %s", (job_id,))
+        assert row.fetchone() == ("t",)
+
+
 # -- the migrate lock: no other role can compute it ----------------------------------------------
 
 
