@@ -96,55 +96,6 @@ $$;
 COMMENT ON FUNCTION public.jobq__blank(value text) IS 'Private. True when value is NULL or made only of Unicode white space and invisible characters
 (zero-width spaces and joiners, direction marks, U+FEFF, Hangul fillers).';
 
-CREATE FUNCTION public.jobq__cancel_apply() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_status text;
-    v_awaited boolean;
-    v_queue text;
-    v_job_type text;
-    v_worker text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
-    v_now CONSTANT timestamptz := pg_catalog.now();
-BEGIN
-    UPDATE jobq_jobs AS j
-    SET
-        status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
-        finished_at = CASE WHEN j.status = 'pending' THEN v_now END,
-        last_error = CASE
-            WHEN j.status = 'pending' THEN coalesce(new.reason, 'cancelled')
-            ELSE j.last_error
-        END,
-        cancel_requested_at = CASE WHEN j.status = 'processing' THEN new.requested_at END,
-        cancel_reason = CASE WHEN j.status = 'processing' THEN new.reason END,
-        updated_at = v_now
-    WHERE j.id = new.job_id
-      AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
-    RETURNING j.status, j.awaited, j.queue, j.job_type, j.locked_by
-    INTO v_status, v_awaited, v_queue, v_job_type, v_worker;
-
-    -- Every row of the table is this transaction's own until it commits, and none outlives it.
-    DELETE FROM jobq_cancel_requests AS r WHERE r.job_id = new.job_id;
-
-    IF v_status = 'cancelled' THEN
-        PERFORM jobq__metrics_count('cancelled', ARRAY[v_queue], ARRAY[v_job_type]);
-        IF v_awaited THEN
-            PERFORM jobq__notify_events('done', ARRAY[new.job_id::text]);
-        END IF;
-    ELSIF v_status = 'processing' THEN
-        PERFORM jobq__notify_events('cancel', ARRAY[v_worker]);
-    END IF;
-    RETURN NULL;
-END;
-$$;
-
-COMMENT ON FUNCTION public.jobq__cancel_apply() IS 'Private. Trigger of jobq_cancel_requests (deferred, at the commit of a jobq_cancel() call''s
-transaction): sets the cancel request on the job if it is still processing, cancels it if it
-is pending again, leaves a finished one alone, and deletes the staged row.';
-
 CREATE FUNCTION public.jobq__channel() RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -306,8 +257,7 @@ COMMENT ON COLUMN public.jobq_jobs.result IS 'What the handler returned (any JSO
 jobq_complete_many(results => ...) when the job succeeded; NULL otherwise. At most
 max_payload_bytes (jobq_settings).';
 
-COMMENT ON COLUMN public.jobq_jobs.cancel_requested_at IS 'When jobq_cancel() asked a processing job to stop (its transaction''s time), set on the row
-when that transaction commits (jobq_cancel_requests); NULL without a request. The job keeps
+COMMENT ON COLUMN public.jobq_jobs.cancel_requested_at IS 'When jobq_cancel() asked a processing job to stop; NULL without a request. The job keeps
 running: one that then fails, is released or is taken over ends cancelled, one that completes
 ends succeeded. Workers learn of it through jobq_cancel_requested() (with their heartbeat) and a
 notification.';
@@ -316,9 +266,8 @@ COMMENT ON COLUMN public.jobq_jobs.cancel_reason IS 'The reason given to jobq_ca
 job cancelled while pending has its reason in last_error instead.';
 
 COMMENT ON COLUMN public.jobq_jobs.awaited IS 'True once a client asked to be notified of the job''s end (jobq_await with timeout 0): its
-completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel,
-with an empty payload (any role may LISTEN: the waiter re-reads the statuses of its jobs). Jobs
-nobody waits for cost no notification.';
+completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel
+with the job id as payload. Jobs nobody waits for cost no notification.';
 
 COMMENT ON COLUMN public.jobq_jobs.limit_group IS 'The limit group the job counts against (jobq_set_limit sets the group''s limits); NULL: no
 limit. A group with no limit set is unlimited.';
@@ -1791,20 +1740,31 @@ CREATE FUNCTION public.jobq__notify_events(kind text, payloads text[]) RETURNS i
     LANGUAGE plpgsql
     SET search_path TO 'public', 'pg_temp'
     AS $$
+DECLARE
+    v_channel text;
+    v_distinct text[];
 BEGIN
-    IF NOT EXISTS (SELECT FROM pg_catalog.unnest(payloads) AS p (payload) WHERE p.payload IS NOT NULL)
-    THEN
+    IF coalesce(pg_catalog.cardinality(payloads), 0) = 0 THEN
         RETURN 0;
     END IF;
-    PERFORM pg_catalog.pg_notify(jobq__event_channel(kind), '');
-    RETURN 1;
+    v_channel := jobq__event_channel(kind);
+    v_distinct := ARRAY(
+        SELECT DISTINCT p.payload FROM pg_catalog.unnest(payloads) AS p (payload)
+        WHERE p.payload IS NOT NULL
+    );
+    IF pg_catalog.cardinality(v_distinct) > 100 THEN
+        PERFORM pg_catalog.pg_notify(v_channel, '');
+        RETURN 1;
+    END IF;
+    PERFORM pg_catalog.pg_notify(v_channel, p.payload)
+    FROM pg_catalog.unnest(v_distinct) AS p (payload);
+    RETURN pg_catalog.cardinality(v_distinct);
 END;
 $$;
 
 COMMENT ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) IS 'Private. NOTIFY on this installation''s channel for events of kind (jobq__event_channel): one
-notification with an empty payload when payloads has a non-NULL element (no id is sent:
-listeners re-check with the functions they are granted). Result: how many notifications were
-sent (0 or 1).';
+notification per distinct non-NULL payload, or, for more than 100, one with an empty payload
+that means "check everything". Result: how many notifications were sent.';
 
 CREATE FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) RETURNS timestamp with time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -2086,7 +2046,7 @@ until the timeout has passed, and returns their statuses at that moment. It sees
 while it waits (under READ COMMITTED it polls, each check a new statement with a new snapshot:
 every 10 ms at first, every 500 ms at most). With timeout 0 it returns at once and marks the
 unfinished jobs as awaited: their end is then announced by a NOTIFY on the done channel
-(jobq-done:<schema>, with an empty payload) to a client that LISTENs there, as Queue.wait does;
+(jobq-done:<schema>, payload the job id) to a client that LISTENs there, as Queue.wait does;
 call it so in a transaction of its own. Cost: while it waits, its statement holds a snapshot,
 so VACUUM cannot remove rows that died after the wait began; prefer LISTEN for long waits. A
 job whose row the caller''s transaction has locked or enqueued cannot finish before that
@@ -2105,6 +2065,7 @@ CREATE FUNCTION public.jobq_cancel(job_ids uuid[], reason text DEFAULT NULL::tex
 DECLARE
     v_reason text := pg_catalog.substr(jobq_cancel.reason, 1, 10000);
     v_ended text[];
+    v_workers text[];
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -2120,7 +2081,7 @@ BEGIN
         SELECT j.id
         FROM jobq_jobs AS j
         WHERE j.id = ANY (jobq_cancel.job_ids)
-          AND j.status = 'pending'
+          AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
         ORDER BY j.id
         FOR UPDATE
     ),
@@ -2128,48 +2089,48 @@ BEGIN
     changed AS (
         UPDATE jobq_jobs AS j
         SET
-            status = 'cancelled',
-            finished_at = v_now,
-            last_error = coalesce(v_reason, 'cancelled'),
+            status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
+            finished_at = CASE WHEN j.status = 'pending' THEN v_now END,
+            last_error = CASE
+                WHEN j.status = 'pending' THEN coalesce(v_reason, 'cancelled')
+                ELSE j.last_error
+            END,
+            cancel_requested_at = CASE
+                WHEN j.status = 'processing' THEN v_now
+            END,
+            cancel_reason = CASE WHEN j.status = 'processing' THEN v_reason END,
             updated_at = v_now
         FROM locked
         WHERE j.id = locked.id
-          -- Locked rows were re-read: a job claimed while we waited for its lock is processing.
-          AND j.status = 'pending'
-        RETURNING j.id, j.awaited, j.queue, j.job_type
+          -- Locked rows were re-read: a job completed while we waited for its lock is finished.
+          AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
+        RETURNING j.id, j.status, j.locked_by, j.awaited, j.queue, j.job_type
     ),
 
+    -- Only the pending jobs changed status; the running ones got a request.
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
             'cancelled', pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type)
         ) AS n
         FROM changed AS k
+        WHERE k.status = 'cancelled'
         HAVING pg_catalog.count(*) > 0
     )
 
-    SELECT pg_catalog.array_agg(c.id::text) FILTER (WHERE c.awaited)
-    INTO v_ended
+    SELECT
+        pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled' AND c.awaited),
+        pg_catalog.array_agg(c.locked_by) FILTER (WHERE c.status = 'processing')
+    INTO v_ended, v_workers
     FROM changed AS c
     LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify_events('done', v_ended);
-
-    SET CONSTRAINTS jobq_cancel_requests_apply DEFERRED;
-    INSERT INTO jobq_cancel_requests (job_id, reason, requested_at)
-    SELECT j.id, v_reason, v_now
-    FROM jobq_jobs AS j
-    WHERE j.id = ANY (jobq_cancel.job_ids)
-      AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
-      AND NOT EXISTS (SELECT FROM jobq_cancel_requests AS r WHERE r.job_id = j.id)
-    ORDER BY j.id;
+    PERFORM jobq__notify_events('cancel', v_workers);
 
     RETURN QUERY
     SELECT
         j.id,
         CASE
             WHEN j.status = 'processing' AND j.cancel_requested_at IS NOT NULL
-                THEN 'cancel_requested'
-            WHEN j.status IN ('pending', 'processing')
-                 AND EXISTS (SELECT FROM jobq_cancel_requests AS r WHERE r.job_id = j.id)
                 THEN 'cancel_requested'
             ELSE j.status
         END
@@ -2180,24 +2141,21 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_cancel(job_ids uuid[], reason text) IS 'Cancels jobs. A pending job becomes cancelled at once (finished_at set, the reason as
-last_error). A processing job keeps running and gets a cancel request: cancel_requested_at
-(and the reason in cancel_reason), set on its row when the caller''s transaction commits; its
-worker is then told by a NOTIFY on the cancel channel and by jobq_cancel_requested(); if that
-attempt then fails, is released or is taken over, the job ends cancelled and never runs again;
-if it completes, it ends succeeded. A finished job, or a processing one already asked, is left
-alone.
+last_error). A processing job keeps running and gets cancel_requested_at (and the reason in
+cancel_reason); its worker is told by a NOTIFY on the cancel channel (payload: the worker id)
+and by jobq_cancel_requested(); if that attempt then fails, is released or is taken over, the
+job ends cancelled and never runs again; if it completes, it ends succeeded. A finished job, or
+a processing one already asked, is left alone.
 Arguments: job_ids (the jobs; at most 100,000), reason (why; cut to its first 10,000
 characters; NULL: last_error says cancelled).
 Result: one row per known id (unknown ids are left out), in id order: job_id and its status
-after the call: cancelled, cancel_requested (processing with a request, or a request that this
-transaction applies at its commit), or the finished status it already had.
+after the call: cancelled, cancel_requested (processing with a request), or the finished status
+it already had.
 Errors: 54000 job_ids with more than 100,000 elements.
-Concurrency: it locks the pending rows it cancels, in id order, waiting for concurrent claims;
-it takes no lock on a processing job''s row, so a transaction left open after it never holds
-up that job''s worker. At commit, a deferred trigger locks each processing job asked, waits for
-a worker statement in flight on it, and then sets the request, or cancels the job if its
-attempt has ended with it pending again, or leaves it alone if it finished. A NOTIFY on the
-done channel for each job it cancelled that a client awaits.';
+Concurrency: it locks the rows it changes in id order, waiting for concurrent claims and
+completions, then acts on what they left: a job claimed meanwhile gets a request, one completed
+meanwhile is left alone. A NOTIFY on the done channel for each job it cancelled that a client
+awaits.';
 
 CREATE FUNCTION public.jobq_cancel_requested(job_ids uuid[]) RETURNS SETOF uuid
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -2272,7 +2230,7 @@ BEGIN
         );
     END IF;
     IF v_awaited THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), '');  -- no id: see jobq__notify_events
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
     END IF;
     RETURN v_awaited IS NOT NULL;
 END;
@@ -2290,7 +2248,7 @@ Errors: 22023 worker_id NULL, blank or longer than 200 characters; 54000 result 
 max_payload_bytes (nothing changes).
 Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
 first wins, and a taken-over claim can no longer complete. A NOTIFY on the installation''s done
-channel (an empty payload: listeners re-check) when a client awaits the job (jobq_await).';
+channel (payload: the job id) when a client awaits the job (jobq_await).';
 
 CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], results jsonb[] DEFAULT NULL::jsonb[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2413,8 +2371,7 @@ longer than 200 characters; 54000 when a result is larger than max_payload_bytes
 names its position; nothing changes).
 Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
-the installation''s done channel (an empty payload, one per transaction) when it completed a
-job a client awaits.';
+the installation''s done channel (payload: the job id) for each completed job a client awaits.';
 
 CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2934,7 +2891,7 @@ lock_timeout <= 0.
 Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
 same job, one call never locks or claims more than batch_size pending rows, and it never comes
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
-awaits sends a NOTIFY on the done channel (an empty payload).';
+awaits sends a NOTIFY on the done channel (payload: the job id).';
 
 CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text, limit_group text DEFAULT NULL::text, limit_key text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
@@ -3819,7 +3776,7 @@ BEGIN
     IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending' THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), '');  -- no id: see jobq__notify_events
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
     END IF;
     RETURN v_status;
 END;
@@ -3840,7 +3797,7 @@ Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or lon
 characters.
 Concurrency: the row lock orders it against a concurrent takeover or cancel, as jobq_complete.
 A NOTIFY on the installation''s channel when the job is available again at once (backoff 0),
-and on its done channel (an empty payload) when the job ended and a client awaits it.';
+and on its done channel (payload: the job id) when the job ended and a client awaits it.';
 
 CREATE FUNCTION public.jobq_fail_many(job_ids uuid[], worker_id text, errors text[], retries boolean[] DEFAULT NULL::boolean[], backoffs interval[] DEFAULT NULL::interval[], attempts integer[] DEFAULT NULL::integer[]) RETURNS TABLE(ord integer, job_id uuid, status text)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4036,8 +3993,7 @@ or a NULL or negative backoff (naming the element); nothing changes then.
 Concurrency: as jobq_fail, job by job. It waits for the rows it changes: do not send two calls
 over the same jobs at once; send them in id order, as jobq_cancel locks them. One NOTIFY on the
 installation''s channel per queue that got a job back available now (one that wakes every
-worker beyond 100 queues), and one on the done channel (an empty payload) when a job that a
-client awaits ended.';
+worker beyond 100 queues), and one on the done channel per ended job that a client awaits.';
 
 CREATE FUNCTION public.jobq_get_job(job_id uuid) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -5397,7 +5353,7 @@ Arguments: job_ids (the jobs), worker_id (the worker that claimed them: non-blan
 Result: how many jobs were released (cancelled ones included).
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.
 Concurrency: it waits for the rows it changes, as jobq_complete_many. A NOTIFY on the done
-channel (an empty payload) when it cancelled a job that a client awaits.';
+channel (payload: the job id) for each job it cancelled that a client awaits.';
 
 CREATE FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5952,23 +5908,19 @@ Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, a
 available_at among them.
 Errors: 22023 a NULL or non-positive idle.';
 
-CREATE TABLE public.jobq_cancel_requests (
-    job_id uuid NOT NULL,
-    reason text,
-    requested_at timestamp with time zone NOT NULL
+CREATE TABLE public.jobq__migrate_lock (
+    singleton boolean DEFAULT true NOT NULL,
+    key bigint NOT NULL,
+    CONSTRAINT jobq__migrate_lock_singleton CHECK (singleton)
 );
 
-COMMENT ON TABLE public.jobq_cancel_requests IS 'Cancel requests for processing jobs, staged by jobq_cancel() in the caller''s transaction and
-applied to jobq_jobs (cancel_requested_at, cancel_reason) by the deferred trigger
-jobq_cancel_requests_apply while that transaction commits, which deletes them: the table is
-empty outside an open jobq_cancel() transaction. No key: two transactions that cancel the same
-job never wait for each other here.';
+COMMENT ON TABLE public.jobq__migrate_lock IS 'Private. The key of the advisory lock that jobq migrate holds while it runs: random, readable only by jobq''s owner, so that no other role can take the lock and hold deploys up.';
 
-COMMENT ON COLUMN public.jobq_cancel_requests.job_id IS 'The processing job to ask to stop.';
+COMMENT ON COLUMN public.jobq__migrate_lock.singleton IS 'Always true: the table has one row.';
 
-COMMENT ON COLUMN public.jobq_cancel_requests.reason IS 'The reason given to jobq_cancel(), cut to 10,000 characters; NULL: none.';
+COMMENT ON COLUMN public.jobq__migrate_lock.key IS 'The advisory lock''s key, drawn at random when the table was made.';
 
-COMMENT ON COLUMN public.jobq_cancel_requests.requested_at IS 'When jobq_cancel() was called (the transaction''s time): becomes the job''s cancel_requested_at.';
+COMMENT ON CONSTRAINT jobq__migrate_lock_singleton ON public.jobq__migrate_lock IS 'One row.';
 
 CREATE TABLE public.jobq_limit_keys (
     limit_group text NOT NULL,
@@ -6323,6 +6275,11 @@ COMMENT ON COLUMN public.jobq_workers.first_claim_at IS 'When this worker_id was
 COMMENT ON COLUMN public.jobq_workers.last_claim_at IS 'When a claim last recorded it (at most a few seconds old while the worker claims, since
 records are refreshed only when older than that or when the filters change).';
 
+ALTER TABLE ONLY public.jobq__migrate_lock
+    ADD CONSTRAINT jobq__migrate_lock_pkey PRIMARY KEY (singleton);
+
+COMMENT ON CONSTRAINT jobq__migrate_lock_pkey ON public.jobq__migrate_lock IS 'One row.';
+
 ALTER TABLE ONLY public.jobq_jobs
     ADD CONSTRAINT jobq_jobs_pkey PRIMARY KEY (id);
 
@@ -6368,6 +6325,8 @@ ALTER TABLE ONLY public.jobq_workers
     ADD CONSTRAINT jobq_workers_pkey PRIMARY KEY (worker_id);
 
 COMMENT ON CONSTRAINT jobq_workers_pkey ON public.jobq_workers IS 'One row per worker_id: a claim refreshes its worker''s row instead of adding one.';
+
+COMMENT ON INDEX public.jobq__migrate_lock_pkey IS 'One row.';
 
 CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (hashtextextended(job_type, (0)::bigint), hashtextextended(queue, (0)::bigint), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NULL));
 
@@ -6443,18 +6402,11 @@ COMMENT ON INDEX public.jobq_settings_pkey IS 'The index of jobq_settings_pkey (
 
 COMMENT ON INDEX public.jobq_workers_pkey IS 'The index of jobq_workers_pkey: jobq__worker_seen finds its worker''s row by worker_id.';
 
-CREATE CONSTRAINT TRIGGER jobq_cancel_requests_apply AFTER INSERT ON public.jobq_cancel_requests DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.jobq__cancel_apply();
-
-COMMENT ON TRIGGER jobq_cancel_requests_apply ON public.jobq_cancel_requests IS 'Applies a staged cancel request to its job while the cancelling transaction commits
-(jobq__cancel_apply).';
-
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__available(limited boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION public.jobq__cancel_apply() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
 

@@ -1,18 +1,30 @@
 """Every SQL statement the client sends, in one place.
 
-The queue statements call only the public ``jobq_*`` functions, with named arguments and every
-parameter cast to its type, so another language could do the same with the same calls.
-``{schema}`` is replaced by ``"<schema>".`` when the client is given a schema, and by nothing
-otherwise (the connection's search_path then decides); see :class:`Statements`.
+The queue statements call only the public ``jobq_*`` functions, schema-qualified, with named
+arguments and every parameter cast to its type (the type itself ``pg_catalog``-qualified), so
+another language could do the same with the same calls. ``{schema}`` is replaced by
+``"<schema>".``; a client given no schema renders :data:`LATE_SCHEMA` there and puts the schema
+in once :data:`FIND_SCHEMA` has found it (see :class:`Statements`).
+
+Nothing another role creates can be chosen by these statements (docs/security.md): every
+connection jobq opens for its own statements runs with ``search_path = pg_catalog, pg_temp``
+(:func:`connect_kwargs`), and the statements that may also run on a connection the application
+hands in, which keeps its own search_path, name every function, operator and type
+``pg_catalog``-qualified.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 from functools import cache
 from typing import Any
 
+import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import tuple_row
 
 # A statement of Statements: bytes when its text is ASCII, else an sql.SQL (see _render).
 Query = bytes | sql.SQL
@@ -25,32 +37,57 @@ Query = bytes | sql.SQL
 # database's encoding. A connection or pool that the application gives jobq keeps its own.
 CLIENT_ENCODING: dict[str, Any] = {"client_encoding": "UTF8"}
 
+# The search_path of every connection jobq opens for its own statements, given as a startup
+# option so that it holds from the first statement and survives RESET ALL and DISCARD ALL (a
+# pool's reset): built-ins are then found in pg_catalog alone, operators too (pg_temp is never
+# searched for functions or operators), and no look-alike that another role plants in public or
+# in jobq's schema can be chosen for a call that needs an implicit coercion.
+SEARCH_PATH_OPTION = "-c search_path=pg_catalog,pg_temp"
+
+
+def connect_kwargs(dsn: str | None = None) -> dict[str, Any]:
+    """The connection arguments of a connection jobq opens for its own statements: UTF-8 and
+    :data:`SEARCH_PATH_OPTION`, after the DSN's own ``options`` (else ``PGOPTIONS``, which
+    libpq reads only when no ``options`` is given), so that ``-c role=...`` and the like still
+    apply and a search_path among them is overridden."""
+    options = ""
+    if dsn:
+        try:
+            options = str(conninfo_to_dict(dsn).get("options") or "")
+        except psycopg.Error:
+            options = ""  # psycopg.connect reports the malformed DSN itself
+    if not options:
+        options = os.environ.get("PGOPTIONS", "")
+    return {**CLIENT_ENCODING, "options": f"{options} {SEARCH_PATH_OPTION}".strip()}
+
+
 # jobq_enqueue's arguments, each as the client passes it. A single enqueue sends only the
 # arguments that differ from the function's defaults (Statements.enqueue_with): every parameter
 # costs a bind and a coercion in the server and a field in libpq's message, and the usual call
 # (a job type and a payload) is then the same two-parameter statement a hand-written client
 # would prepare.
 ENQUEUE_ARGUMENTS = {
-    "job_type": "%(job_type)s::text",
-    "payload": "%(payload)s::jsonb",
-    "idempotency_key": "%(idempotency_key)s::text",
-    "max_attempts": "%(max_attempts)s::int",
-    "run_at": "%(run_at)s::timestamptz",
-    "priority": "%(priority)s::int",
-    "queue": "%(queue)s::text",
-    "limit_group": "%(limit_group)s::text",
-    "limit_key": "%(limit_key)s::text",
+    "job_type": "%(job_type)s::pg_catalog.text",
+    "payload": "%(payload)s::pg_catalog.jsonb",
+    "idempotency_key": "%(idempotency_key)s::pg_catalog.text",
+    "max_attempts": "%(max_attempts)s::pg_catalog.int4",
+    "run_at": "%(run_at)s::pg_catalog.timestamptz",
+    "priority": "%(priority)s::pg_catalog.int4",
+    "queue": "%(queue)s::pg_catalog.text",
+    "limit_group": "%(limit_group)s::pg_catalog.text",
+    "limit_key": "%(limit_key)s::pg_catalog.text",
 }
 
 # The ids of a batch come back as one uuid[] in input order, read in binary (Call.binary): for
 # 1,000 jobs 0.6 ms less per batch than a text row per id (parsing a thousand UUIDs from
 # text and a row each cost more than the array's binary elements).
 ENQUEUE_MANY = """
-SELECT pg_catalog.array_agg(id ORDER BY ord) FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::jsonb)
+SELECT pg_catalog.array_agg(id ORDER BY ord)
+FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::pg_catalog.jsonb)
 """
 
 ENQUEUE_MANY_COUNT = """
-SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::jsonb)
+SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::pg_catalog.jsonb)
 """
 
 # A batch as one array per column, sent in binary (%b): no quoting or escaping of thousands of
@@ -63,19 +100,22 @@ SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::json
 # (%(job_type)s, %(queue)s), repeated by array_fill in the server, and its list is NULL. The
 # arguments are written once, for the statement that returns the ids and the one that counts.
 _ENQUEUE_ARRAYS_ARGS = """
-    job_types => CASE WHEN %(job_type)s::text IS NULL THEN %(job_types)b::text[]
-        ELSE pg_catalog.array_fill(%(job_type)s::text, ARRAY[%(jobs)s::integer]) END,
+    job_types => CASE WHEN %(job_type)s::pg_catalog.text IS NULL
+        THEN %(job_types)b::pg_catalog.text[]
+        ELSE pg_catalog.array_fill(%(job_type)s::pg_catalog.text, ARRAY[%(jobs)s::pg_catalog.int4])
+    END,
     payloads => NULLIF(ARRAY(
         SELECT e.payload
-        FROM pg_catalog.jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS e (payload, n)
+        FROM pg_catalog.jsonb_array_elements(%(payloads)s::pg_catalog.jsonb)
+            WITH ORDINALITY AS e (payload, n)
         ORDER BY e.n
-    ), '{}'::jsonb[]),
-    idempotency_keys => %(idempotency_keys)b::text[],
-    max_attempts => %(max_attempts)b::int[],
-    run_ats => %(run_ats)b::timestamptz[],
-    priorities => %(priorities)b::int[],
-    queues => CASE WHEN %(queue)s::text IS NULL THEN %(queues)b::text[]
-        ELSE pg_catalog.array_fill(%(queue)s::text, ARRAY[%(jobs)s::integer]) END
+    ), '{}'::pg_catalog.jsonb[]),
+    idempotency_keys => %(idempotency_keys)b::pg_catalog.text[],
+    max_attempts => %(max_attempts)b::pg_catalog.int4[],
+    run_ats => %(run_ats)b::pg_catalog.timestamptz[],
+    priorities => %(priorities)b::pg_catalog.int4[],
+    queues => CASE WHEN %(queue)s::pg_catalog.text IS NULL THEN %(queues)b::pg_catalog.text[]
+        ELSE pg_catalog.array_fill(%(queue)s::pg_catalog.text, ARRAY[%(jobs)s::pg_catalog.int4]) END
 """
 ENQUEUE_ARRAYS = (
     "SELECT pg_catalog.array_agg(id ORDER BY ord) FROM {schema}jobq_enqueue_arrays("
@@ -90,20 +130,20 @@ ENQUEUE_ARRAYS_COUNT = (
 
 DEQUEUE = """
 SELECT * FROM {schema}jobq_dequeue(
-    worker_id => %(worker_id)s::text,
-    job_types => %(job_types)s::text[],
-    batch_size => %(batch_size)s::int,
-    lock_timeout => %(lock_timeout)s::interval,
-    queues => %(queues)s::text[]
+    worker_id => %(worker_id)s::pg_catalog.text,
+    job_types => %(job_types)s::pg_catalog.text[],
+    batch_size => %(batch_size)s::pg_catalog.int4,
+    lock_timeout => %(lock_timeout)s::pg_catalog.interval,
+    queues => %(queues)s::pg_catalog.text[]
 )
 """
 
 COMPLETE = """
 SELECT {schema}jobq_complete(
-    job_id => %(job_id)s::uuid,
-    worker_id => %(worker_id)s::text,
-    attempt => %(attempt)s::int,
-    result => %(result)s::jsonb
+    job_id => %(job_id)s::pg_catalog.uuid,
+    worker_id => %(worker_id)s::pg_catalog.text,
+    attempt => %(attempt)s::pg_catalog.int4,
+    result => %(result)s::pg_catalog.jsonb
 ) AS completed
 """
 
@@ -111,41 +151,41 @@ SELECT {schema}jobq_complete(
 # handlers' return values (JSON text, or NULL for none; NULL as a whole when no job has one).
 COMPLETE_MANY = """
 SELECT {schema}jobq_complete_many(
-    job_ids => %(job_ids)s::uuid[],
-    worker_id => %(worker_id)s::text,
-    attempts => %(attempts)s::int[],
-    results => %(results)s::jsonb[]
+    job_ids => %(job_ids)s::pg_catalog.uuid[],
+    worker_id => %(worker_id)s::pg_catalog.text,
+    attempts => %(attempts)s::pg_catalog.int4[],
+    results => %(results)s::pg_catalog.jsonb[]
 ) AS completed
 """
 
 FAIL = """
 SELECT {schema}jobq_fail(
-    job_id => %(job_id)s::uuid,
-    worker_id => %(worker_id)s::text,
-    error => %(error)s::text,
-    retry => %(retry)s::boolean,
-    backoff => %(backoff)s::interval,
-    attempt => %(attempt)s::int
+    job_id => %(job_id)s::pg_catalog.uuid,
+    worker_id => %(worker_id)s::pg_catalog.text,
+    error => %(error)s::pg_catalog.text,
+    retry => %(retry)s::pg_catalog.bool,
+    backoff => %(backoff)s::pg_catalog.interval,
+    attempt => %(attempt)s::pg_catalog.int4
 ) AS status
 """
 
 # Many failures in one statement: one row per job, in input order (status NULL: claim lost).
 FAIL_MANY = """
 SELECT ord, job_id, status FROM {schema}jobq_fail_many(
-    job_ids => %(job_ids)s::uuid[],
-    worker_id => %(worker_id)s::text,
-    errors => %(errors)s::text[],
-    retries => %(retries)s::boolean[],
-    backoffs => %(backoffs)s::interval[],
-    attempts => %(attempts)s::int[]
+    job_ids => %(job_ids)s::pg_catalog.uuid[],
+    worker_id => %(worker_id)s::pg_catalog.text,
+    errors => %(errors)s::pg_catalog.text[],
+    retries => %(retries)s::pg_catalog.bool[],
+    backoffs => %(backoffs)s::pg_catalog.interval[],
+    attempts => %(attempts)s::pg_catalog.int4[]
 )
 ORDER BY ord
 """
 
 HEARTBEAT = """
 SELECT {schema}jobq_heartbeat(
-    worker_id => %(worker_id)s::text,
-    job_ids => %(job_ids)s::uuid[]
+    worker_id => %(worker_id)s::pg_catalog.text,
+    job_ids => %(job_ids)s::pg_catalog.uuid[]
 ) AS renewed
 """
 
@@ -154,66 +194,68 @@ SELECT {schema}jobq_heartbeat(
 HEARTBEAT_CANCELS = """
 SELECT
     {schema}jobq_heartbeat(
-        worker_id => %(worker_id)s::text,
-        job_ids => %(job_ids)s::uuid[]
+        worker_id => %(worker_id)s::pg_catalog.text,
+        job_ids => %(job_ids)s::pg_catalog.uuid[]
     ) AS renewed,
     ARRAY(
-        SELECT {schema}jobq_cancel_requested(job_ids => %(job_ids)s::uuid[])
+        SELECT {schema}jobq_cancel_requested(job_ids => %(job_ids)s::pg_catalog.uuid[])
     ) AS cancel_requested
 """
 
 CANCEL_REQUESTED = """
-SELECT {schema}jobq_cancel_requested(job_ids => %(job_ids)s::uuid[]) AS id
+SELECT {schema}jobq_cancel_requested(job_ids => %(job_ids)s::pg_catalog.uuid[]) AS id
 """
 
 CANCEL = """
 SELECT job_id, status FROM {schema}jobq_cancel(
-    job_ids => %(job_ids)s::uuid[],
-    reason => %(reason)s::text
+    job_ids => %(job_ids)s::pg_catalog.uuid[],
+    reason => %(reason)s::pg_catalog.text
 )
 """
 
 JOB_STATUS = """
 SELECT id, status, attempts, result, last_error, finished_at, cancel_requested
-FROM {schema}jobq_job_status(job_ids => %(job_ids)s::uuid[])
+FROM {schema}jobq_job_status(job_ids => %(job_ids)s::pg_catalog.uuid[])
 """
 
 AWAIT = """
 SELECT id, status, attempts, result, last_error, finished_at, cancel_requested
-FROM {schema}jobq_await(job_ids => %(job_ids)s::uuid[], timeout => %(timeout)s::interval)
+FROM {schema}jobq_await(
+    job_ids => %(job_ids)s::pg_catalog.uuid[], timeout => %(timeout)s::pg_catalog.interval
+)
 """
 
 RELEASE = """
 SELECT {schema}jobq_release(
-    job_ids => %(job_ids)s::uuid[],
-    worker_id => %(worker_id)s::text
+    job_ids => %(job_ids)s::pg_catalog.uuid[],
+    worker_id => %(worker_id)s::pg_catalog.text
 ) AS released
 """
 
 RELEASE_ORPHANS = """
 SELECT {schema}jobq_release_orphans(
-    worker_id => %(worker_id)s::text,
-    job_ids => %(job_ids)s::uuid[]
+    worker_id => %(worker_id)s::pg_catalog.text,
+    job_ids => %(job_ids)s::pg_catalog.uuid[]
 ) AS released
 """
 
 REQUEUE_DEAD_LETTER = """
-SELECT {schema}jobq_requeue_dead_letter(job_id => %(job_id)s::uuid) AS requeued
+SELECT {schema}jobq_requeue_dead_letter(job_id => %(job_id)s::pg_catalog.uuid) AS requeued
 """
 
 REQUEUE_DEAD_LETTERS = """
 SELECT {schema}jobq_requeue_dead_letters(
-    job_type => %(job_type)s::text,
-    queue => %(queue)s::text
+    job_type => %(job_type)s::pg_catalog.text,
+    queue => %(queue)s::pg_catalog.text
 ) AS requeued
 """
 
 LIST_JOBS = """
 SELECT * FROM {schema}jobq_list_jobs(
-    statuses => %(statuses)s::text[],
-    job_type => %(job_type)s::text,
-    queue => %(queue)s::text,
-    max_rows => %(max_rows)s::int
+    statuses => %(statuses)s::pg_catalog.text[],
+    job_type => %(job_type)s::pg_catalog.text,
+    queue => %(queue)s::pg_catalog.text,
+    max_rows => %(max_rows)s::pg_catalog.int4
 )
 """
 
@@ -221,7 +263,7 @@ SELECT * FROM {schema}jobq_list_jobs(
 # what jobq_list_jobs returns (every job, most recently changed first): the server reads the
 # whole table, and only the matching row travels.
 GET_JOB = """
-SELECT * FROM {schema}jobq_get_job(job_id => %(job_id)s::uuid)
+SELECT * FROM {schema}jobq_get_job(job_id => %(job_id)s::pg_catalog.uuid)
 """
 
 STATS = """
@@ -231,15 +273,16 @@ ORDER BY queue, job_type, status
 
 PRUNE = """
 SELECT {schema}jobq_prune(
-    older_than => %(older_than)s::interval,
-    statuses => %(statuses)s::text[],
-    batch_size => %(batch_size)s::int
+    older_than => %(older_than)s::pg_catalog.interval,
+    statuses => %(statuses)s::pg_catalog.text[],
+    batch_size => %(batch_size)s::pg_catalog.int4
 ) AS pruned
 """
 
 CONFIGURE = """
 SELECT {schema}jobq_configure(
-    max_payload_bytes => %(max_payload_bytes)s::int, metrics => %(metrics)s::boolean
+    max_payload_bytes => %(max_payload_bytes)s::pg_catalog.int4,
+    metrics => %(metrics)s::pg_catalog.bool
 ) AS settings
 """
 
@@ -249,7 +292,7 @@ SELECT metric, labels, value FROM {schema}jobq_metrics()
 
 UNSERVED = """
 SELECT queue, job_type, jobs, oldest_available_at
-FROM {schema}jobq_unserved_job_types(idle => %(idle)s::interval)
+FROM {schema}jobq_unserved_job_types(idle => %(idle)s::pg_catalog.interval)
 """
 
 HEALTH = """
@@ -258,21 +301,21 @@ SELECT check_name, queue, severity, value, detail FROM {schema}jobq_health()
 
 SCHEDULE = """
 SELECT {schema}jobq_schedule(
-    name => %(name)s::text,
-    cron => %(cron)s::text,
-    job_type => %(job_type)s::text,
-    payload => %(payload)s::jsonb,
-    timezone => %(timezone)s::text,
-    queue => %(queue)s::text,
-    priority => %(priority)s::int,
-    max_attempts => %(max_attempts)s::int,
-    catch_up => %(catch_up)s::text,
-    paused => %(paused)s::boolean
+    name => %(name)s::pg_catalog.text,
+    cron => %(cron)s::pg_catalog.text,
+    job_type => %(job_type)s::pg_catalog.text,
+    payload => %(payload)s::pg_catalog.jsonb,
+    timezone => %(timezone)s::pg_catalog.text,
+    queue => %(queue)s::pg_catalog.text,
+    priority => %(priority)s::pg_catalog.int4,
+    max_attempts => %(max_attempts)s::pg_catalog.int4,
+    catch_up => %(catch_up)s::pg_catalog.text,
+    paused => %(paused)s::pg_catalog.bool
 ) AS next_run_at
 """
 
 UNSCHEDULE = """
-SELECT {schema}jobq_unschedule(name => %(name)s::text) AS deleted
+SELECT {schema}jobq_unschedule(name => %(name)s::pg_catalog.text) AS deleted
 """
 
 SCHEDULES = """
@@ -290,20 +333,20 @@ SELECT id, queue, job_type, status, priority, attempts, max_attempts, available_
        updated_at, locked_at, locked_by, finished_at, last_error, cancel_requested, sort_at,
        matches
 FROM {schema}jobq_jobs_page(
-    status => %(status)s::text,
-    queue => %(queue)s::text,
-    job_type => %(job_type)s::text,
-    after_at => %(after_at)s::timestamptz,
-    after_id => %(after_id)s::uuid,
-    max_rows => %(max_rows)s::int,
-    scan_limit => %(scan_limit)s::int
+    status => %(status)s::pg_catalog.text,
+    queue => %(queue)s::pg_catalog.text,
+    job_type => %(job_type)s::pg_catalog.text,
+    after_at => %(after_at)s::pg_catalog.timestamptz,
+    after_id => %(after_id)s::pg_catalog.uuid,
+    max_rows => %(max_rows)s::pg_catalog.int4,
+    scan_limit => %(scan_limit)s::pg_catalog.int4
 )
 """
 
 QUEUE_SUMMARY = """
 SELECT queue, available, scheduled, processing, failed, dead_letter, cancelled,
        oldest_available_at, succeeded_recent
-FROM {schema}jobq_queue_summary(recent => %(recent)s::interval)
+FROM {schema}jobq_queue_summary(recent => %(recent)s::pg_catalog.interval)
 """
 
 # Which of the given functions (name, argument types) the connected role may execute: NULL for
@@ -312,25 +355,24 @@ FROM {schema}jobq_queue_summary(recent => %(recent)s::interval)
 FUNCTION_PRIVILEGES = """
 SELECT f.name,
        CASE WHEN p.oid IS NULL THEN NULL
-            ELSE pg_catalog.has_function_privilege(p.oid, 'EXECUTE') END AS allowed
+            ELSE pg_catalog.has_function_privilege(p.oid, 'EXECUTE'::pg_catalog.text) END AS allowed
 FROM ROWS FROM (
-    pg_catalog.unnest(%(names)s::text[]), pg_catalog.unnest(%(signatures)s::text[])
-) AS f(name, signature)
+    pg_catalog.unnest(%(names)s::pg_catalog.text[]),
+    pg_catalog.unnest(%(signatures)s::pg_catalog.text[])
+) AS f (name, signature)
 CROSS JOIN LATERAL (
-    SELECT pg_catalog.to_regprocedure(
-        CASE WHEN %(schema)s::text IS NULL THEN f.name || f.signature
-             ELSE pg_catalog.quote_ident(%(schema)s::text) || '.' || f.name || f.signature
-        END
-    )::oid AS oid
+    SELECT pg_catalog.to_regprocedure(pg_catalog.concat(
+        pg_catalog.quote_ident(%(schema)s::pg_catalog.text), '.', f.name, f.signature
+    ))::pg_catalog.oid AS oid
 ) AS p
 """
 
 SET_LIMIT = """
 SELECT {schema}jobq_set_limit(
-    limit_group => %(limit_group)s::text,
-    max_running => %(max_running)s::int,
-    max_starts => %(max_starts)s::int,
-    per => %(per)s::interval
+    limit_group => %(limit_group)s::pg_catalog.text,
+    max_running => %(max_running)s::pg_catalog.int4,
+    max_starts => %(max_starts)s::pg_catalog.int4,
+    per => %(per)s::pg_catalog.interval
 )
 """
 
@@ -363,61 +405,117 @@ DONE = "done"
 CANCEL_EVENT = "cancel"
 CHECK_ALL = ""
 
-# The channel of the installation in %(schema)s, or, when it is NULL, in the schema where the
-# search_path finds jobq_enqueue (public when it finds none), computed by the server so that
-# the bytes of the name are counted in the database's encoding, as jobq__channel counts them.
+# The channel of the installation in %(schema)s (see above), computed by the server so that the
+# bytes of the name are counted in the database's encoding, as jobq__channel counts them. It may
+# run on the application's connection: every operator is named in pg_catalog.
 CHANNEL = """
 SELECT CASE
-    WHEN s.name = 'public' THEN 'jobq'
-    WHEN pg_catalog.octet_length(s.name) <= 58 THEN 'jobq.' || s.name
-    ELSE 'jobq#' || pg_catalog.encode(
+    WHEN s.name OPERATOR(pg_catalog.=) 'public' THEN 'jobq'
+    WHEN pg_catalog.octet_length(s.name) OPERATOR(pg_catalog.<=) 58
+        THEN 'jobq.' OPERATOR(pg_catalog.||) s.name
+    ELSE 'jobq#' OPERATOR(pg_catalog.||) pg_catalog.encode(
         pg_catalog.sha224(pg_catalog.convert_to(s.name, 'UTF8')), 'hex')
 END AS channel
-FROM (
-    SELECT coalesce(
-        %(schema)s::text,
-        (SELECT n.nspname::text
-         FROM pg_catalog.pg_proc AS p
-         JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-         WHERE p.oid = pg_catalog.to_regproc('jobq_enqueue')),
-        'public'
-    ) AS name
-) AS s
+FROM (SELECT %(schema)s::pg_catalog.text AS name) AS s
 """
 
 
-# The channel of %(kind)s events (see above) of the installation in %(schema)s, or where the
-# search_path finds jobq_enqueue, computed by the server as jobq__event_channel computes it.
+# The channel of %(kind)s events (see above) of the installation in %(schema)s, computed by the
+# server as jobq__event_channel computes it.
 EVENT_CHANNEL = """
 SELECT CASE
-    WHEN pg_catalog.octet_length(c.prefix || ':' || s.name) <= 63 THEN c.prefix || ':' || s.name
-    ELSE c.prefix || '#' || pg_catalog.left(
+    WHEN pg_catalog.octet_length(
+            c.prefix OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) s.name
+        ) OPERATOR(pg_catalog.<=) 63
+        THEN c.prefix OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) s.name
+    ELSE c.prefix OPERATOR(pg_catalog.||) '#' OPERATOR(pg_catalog.||) pg_catalog.left(
         pg_catalog.encode(pg_catalog.sha224(pg_catalog.convert_to(s.name, 'UTF8')), 'hex'),
-        63 - pg_catalog.octet_length(c.prefix || '#'))
+        63 OPERATOR(pg_catalog.-) pg_catalog.octet_length(c.prefix OPERATOR(pg_catalog.||) '#'))
 END AS channel
-FROM (
-    SELECT coalesce(
-        %(schema)s::text,
-        (SELECT n.nspname::text
-         FROM pg_catalog.pg_proc AS p
-         JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-         WHERE p.oid = pg_catalog.to_regproc('jobq_enqueue')),
-        'public'
-    ) AS name
-) AS s, (SELECT 'jobq-' || %(kind)s::text AS prefix) AS c
+FROM (SELECT %(schema)s::pg_catalog.text AS name) AS s,
+    (SELECT 'jobq-' OPERATOR(pg_catalog.||) %(kind)s::pg_catalog.text AS prefix) AS c
 """
 
 
-# The schema of the installation: %(schema)s, or where the search_path finds jobq_enqueue.
-JOBQ_SCHEMA = """
-SELECT coalesce(
-    %(schema)s::text,
-    (SELECT n.nspname::text
-     FROM pg_catalog.pg_proc AS p
-     JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-     WHERE p.oid = pg_catalog.to_regproc('jobq_enqueue'))
-) AS schema
+# Where a client given no schema renders the schema's prefix (a comment, so that a statement
+# whose schema is not yet put in is still valid SQL; it is never sent so).
+LATE_SCHEMA = "/*jobq:schema*/"
+
+# The schema of the installation for a client given none: the first schema of the connection's
+# search_path that holds jobq_enqueue. It runs with the search_path of the application (its
+# connection, or its DSN's own settings), so it names every function, operator and type it uses
+# in pg_catalog: nothing planted on that search_path can be chosen by it.
+FIND_SCHEMA = """
+SELECT s.name::pg_catalog.text AS schema
+FROM pg_catalog.unnest(pg_catalog.current_schemas(false)) WITH ORDINALITY AS s (name, position)
+WHERE EXISTS (
+    SELECT FROM pg_catalog.pg_proc AS p
+    JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+    WHERE n.nspname OPERATOR(pg_catalog.=) s.name
+      AND p.proname OPERATOR(pg_catalog.=) 'jobq_enqueue'::pg_catalog.name
+)
+ORDER BY s.position
+LIMIT 1
 """
+
+_found: dict[str, str] = {}
+_found_lock = threading.Lock()
+
+
+def opened_by_jobq(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether ``conn`` runs with :data:`SEARCH_PATH_OPTION` (a connection jobq opened for
+    its own statements, on which the application's search_path is not to be found)."""
+    return SEARCH_PATH_OPTION in str(conn.info.get_parameters().get("options") or "")
+
+
+def find_schema(conn: psycopg.Connection[Any]) -> str:
+    """The schema of the installation that ``conn``'s search_path finds (``public`` when it
+    finds none: the statements then say that jobq is not installed there)."""
+    with conn.cursor(row_factory=tuple_row) as cur:  # whatever row factory it was given
+        row = cur.execute(FIND_SCHEMA).fetchone()
+    return str(row[0]) if row and row[0] else "public"
+
+
+async def afind_schema(conn: psycopg.AsyncConnection[Any]) -> str:
+    """:func:`find_schema` on an ``AsyncConnection``."""
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute(FIND_SCHEMA)
+        row = await cur.fetchone()
+    return str(row[0]) if row and row[0] else "public"
+
+
+def schema_of_dsn(dsn: str) -> str:
+    """The schema that a connection to ``dsn``, with the search_path its DSN, role and database
+    give it, finds (:data:`FIND_SCHEMA`), asked once per process and DSN on a short connection
+    of its own: the connections jobq opens for its statements run with the search_path of
+    :data:`SEARCH_PATH_OPTION`, which finds no jobq."""
+    with _found_lock:
+        found = _found.get(dsn)
+    if found is None:
+        with (
+            psycopg.connect(dsn, autocommit=True, connect_timeout=10, **CLIENT_ENCODING) as c,
+            c.cursor(row_factory=tuple_row) as cur,
+        ):
+            row = cur.execute(FIND_SCHEMA).fetchone()
+        if not row or not row[0]:
+            return "public"  # not installed (yet): asked again next time
+        found = str(row[0])
+        with _found_lock:
+            _found[dsn] = found
+    return found
+
+
+def bind_schema(query: Any, schema: str) -> Any:
+    """``query`` (rendered with :data:`LATE_SCHEMA`) with ``schema`` put in."""
+    prefix = '"' + schema.replace('"', '""') + '".'
+    if isinstance(query, bytes):
+        if LATE_SCHEMA.encode() not in query:
+            return query
+        text = query.decode("ascii").replace(LATE_SCHEMA, prefix)
+        return text.encode("ascii") if text.isascii() else sql.SQL(text)
+    if isinstance(query, sql.SQL) and LATE_SCHEMA in query.as_string(None):
+        return sql.SQL(query.as_string(None).replace(LATE_SCHEMA, prefix))
+    return query
 
 
 def channel(schema: str) -> str:
@@ -449,47 +547,58 @@ def listen(*channel_names: str) -> sql.Composed:
 def unlisten(channel_name: str) -> sql.Composed:
     return sql.SQL("UNLISTEN {}").format(sql.Identifier(channel_name))
 
-# Administration (jobq grant): the public functions of a schema, private jobq__ helpers excluded.
-PUBLIC_FUNCTIONS = """
-SELECT p.proname::text AS name
-FROM pg_catalog.pg_proc AS p
-JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-WHERE n.nspname = %(schema)s::text
-  AND p.prokind = 'f'
-  AND left(p.proname, 5) = 'jobq_'
-  AND left(p.proname, 6) <> 'jobq__'
-ORDER BY 1
-"""
+# Administration (jobq grant, jobq revoke): jobq's functions and tables in a schema, those that
+# jobq's owner owns only (an object that another role planted there is never granted or
+# revoked: doctor reports it). jobq's owner is the owner of jobq_migrations, or the connected
+# role when there is none. Functions come by signature (regprocedure, schema-qualified under
+# the search_path of jobq's own connections), so that an overload is never named for another.
+_JOBQ_OWNER = """(
+    SELECT coalesce(
+        (SELECT c.relowner FROM pg_catalog.pg_class AS c
+         JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+         WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
+           AND c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'::pg_catalog.name),
+        (SELECT r.oid FROM pg_catalog.pg_roles AS r
+         WHERE r.rolname OPERATOR(pg_catalog.=) current_user)
+    )
+)"""
 
-# jobq revoke: every jobq function and table of a schema, and whether anything else lives there.
 JOBQ_FUNCTIONS = """
-SELECT p.proname::text AS name
+SELECT p.proname::pg_catalog.text AS name,
+       p.oid::pg_catalog.regprocedure::pg_catalog.text AS signature
 FROM pg_catalog.pg_proc AS p
-JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-WHERE n.nspname = %(schema)s::text
-  AND pg_catalog.left(p.proname, 5) = 'jobq_'
-ORDER BY 1
+JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
+  AND p.prokind OPERATOR(pg_catalog.=) 'f'::pg_catalog."char"
+  AND pg_catalog.starts_with(p.proname::pg_catalog.text, 'jobq_'::pg_catalog.text)
+  AND p.proowner OPERATOR(pg_catalog.=) """ + _JOBQ_OWNER + """
+ORDER BY 1, 2
 """
 
 JOBQ_TABLES = """
-SELECT c.relname::text AS name
+SELECT c.relname::pg_catalog.text AS name
 FROM pg_catalog.pg_class AS c
-JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-WHERE n.nspname = %(schema)s::text
-  AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
-  AND pg_catalog.left(c.relname, 5) = 'jobq_'
+JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
+  AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,S,f}'::pg_catalog."char"[])
+  AND pg_catalog.starts_with(c.relname::pg_catalog.text, 'jobq_'::pg_catalog.text)
+  AND NOT pg_catalog.starts_with(c.relname::pg_catalog.text, 'jobq__'::pg_catalog.text)
+  AND c.relowner OPERATOR(pg_catalog.=) """ + _JOBQ_OWNER + """
 ORDER BY 1
 """
 
+# jobq revoke: whether anything but jobq lives in the schema (then USAGE stays).
 SCHEMA_HAS_OTHERS = """
 SELECT EXISTS (
     SELECT FROM pg_catalog.pg_class AS c
-    JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-    WHERE n.nspname = %(schema)s::text AND pg_catalog.left(c.relname, 5) <> 'jobq_'
+    JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
+      AND NOT pg_catalog.starts_with(c.relname::pg_catalog.text, 'jobq_'::pg_catalog.text)
     UNION ALL
     SELECT FROM pg_catalog.pg_proc AS p
-    JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-    WHERE n.nspname = %(schema)s::text AND pg_catalog.left(p.proname, 5) <> 'jobq_'
+    JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
+      AND NOT pg_catalog.starts_with(p.proname::pg_catalog.text, 'jobq_'::pg_catalog.text)
 ) AS others
 """
 
@@ -497,25 +606,29 @@ SELECT EXISTS (
 # Read from the catalogue, which every role may read (the table itself only admins may): in the
 # given schema, or the one the search_path finds.
 MIGRATIONS_COMMENT = """
-SELECT pg_catalog.obj_description(c.oid, 'pg_class') AS description
+SELECT pg_catalog.obj_description(c.oid, 'pg_class'::pg_catalog.name) AS description
 FROM pg_catalog.pg_class AS c
-JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-WHERE c.relname = 'jobq_migrations'
+JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+WHERE c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'::pg_catalog.name
   AND CASE
-      WHEN %(schema)s::text IS NULL THEN c.oid = pg_catalog.to_regclass('jobq_migrations')
-      ELSE n.nspname = %(schema)s::text
+      WHEN %(schema)s::pg_catalog.text IS NULL
+          THEN c.oid OPERATOR(pg_catalog.=)
+              pg_catalog.to_regclass('jobq_migrations'::pg_catalog.text)
+      ELSE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
   END
 """
 
 SCHEMA_EXISTS = """
 SELECT EXISTS (
-    SELECT FROM pg_catalog.pg_namespace WHERE nspname = %(schema)s::text
+    SELECT FROM pg_catalog.pg_namespace AS n
+    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
 ) AS present
 """
 
 
 class Statements:
-    """The statements above, rendered once for one schema (or for the search_path)."""
+    """The statements above, rendered once for one schema (or, with None, with
+    :data:`LATE_SCHEMA` where the schema goes: see :func:`bind_schema`)."""
 
     def __init__(self, schema: str | None = None) -> None:
         self.schema = schema
@@ -582,6 +695,6 @@ def _render(template: str, schema: str | None) -> Query:
     # single Queue.enqueue, counted with callgrind), and ASCII is the same bytes in every
     # client encoding PostgreSQL has. A schema name beyond ASCII keeps the sql.SQL, encoded
     # in the connection's encoding.
-    prefix = "" if schema is None else '"' + schema.replace('"', '""') + '".'
+    prefix = LATE_SCHEMA if schema is None else '"' + schema.replace('"', '""') + '".'
     text = template.strip().replace("{schema}", prefix)
     return text.encode("ascii") if text.isascii() else sql.SQL(text)

@@ -65,7 +65,7 @@ async def aconnect(dsn: str, **kwargs: Any) -> psycopg.AsyncConnection[Any]:
     without chaining libpq's error, which may quote the password."""
     try:
         conn = await psycopg.AsyncConnection.connect(
-            dsn, autocommit=True, **{**_sql.CLIENT_ENCODING, **kwargs}
+            dsn, autocommit=True, **{**_sql.connect_kwargs(dsn), **kwargs}
         )
     except psycopg.Error as exc:
         if is_conninfo_error(exc):
@@ -101,6 +101,7 @@ class AsyncQueue:
     def __init__(self, dsn: AsyncConnectable = None, *, schema: str | None = None) -> None:
         self._sql = _sql.statements(schema)
         self.schema = schema
+        self._late = schema is None  # the schema is found before the first statement (Queue)
         self._lock = asyncio.Lock()
         self._owned: psycopg.AsyncConnection[Any] | None = None
         self._conn: psycopg.AsyncConnection[Any] | None = None
@@ -173,20 +174,32 @@ class AsyncQueue:
         if self._compatible:
             return
         idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        params = {"schema": self.schema}
         with translate_errors():
             async with conn.cursor(row_factory=scalar_row) as cur:
                 if idle and not conn.autocommit:  # leave the connection as it was: idle
                     async with conn.transaction():
-                        await cur.execute(_sql.MIGRATIONS_COMMENT, params)
+                        await self._find_schema(conn)
+                        await cur.execute(_sql.MIGRATIONS_COMMENT, {"schema": self.schema})
                         description = await cur.fetchone()
                 else:
-                    await cur.execute(_sql.MIGRATIONS_COMMENT, params)
+                    await self._find_schema(conn)
+                    await cur.execute(_sql.MIGRATIONS_COMMENT, {"schema": self.schema})
                     description = await cur.fetchone()
         error = incompatibility(breaking_change_in(description), self.schema)
         if error is not None:
             raise error
         self._compatible = True
+
+    async def _find_schema(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Given no schema: the one the application's search_path finds (Queue._find_schema)."""
+        if self.schema is not None:
+            return
+        if _sql.opened_by_jobq(conn):
+            assert self._dsn is not None
+            self.schema = await asyncio.to_thread(_sql.schema_of_dsn, self._dsn)
+        else:  # the application's connection: a given one, a pool's, or a call's conn=
+            self.schema = await _sql.afind_schema(conn)
+        self._sql = _sql.statements(self.schema)
 
     async def _drive(
         self, op: _ops.Op[T], conn: psycopg.AsyncConnection[Any] | None = None
@@ -214,6 +227,8 @@ class AsyncQueue:
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             await self._check_compatible(conn)
+            if self._late:
+                query = _sql.bind_schema(query, self.schema or "public")
             with translate_errors():
                 async with conn.cursor(row_factory=row_factory) as cur:
                     await cur.execute(query, params, binary=binary)
@@ -222,6 +237,8 @@ class AsyncQueue:
         for attempt in range(1, tries + 1):
             try:
                 async with self._connection() as (c, owns_tx):
+                    if self._late:
+                        query = _sql.bind_schema(query, self.schema or "public")
                     with translate_errors():
                         if owns_tx and not c.autocommit:
                             # A borrowed idle connection: one short transaction, committed.
@@ -419,7 +436,9 @@ class AsyncQueue:
 
             return await _ops.adrive(
                 _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None),
-                lambda call: _execute(conn, call.query, call.params),
+                lambda call: _execute(
+                    conn, _sql.bind_schema(call.query, self.schema or "public"), call.params
+                ),
                 pause,
             )
 

@@ -73,11 +73,26 @@ class _Settings:
         self.given_dsn: str | None = None
         self.given_schema: str | None = None
         self._dsn: str | None = None
+        self._warned = False
+
+    def _given(self, dsn: str) -> str:
+        """``--dsn``, checked; a warning, once, when it carries a password: a command line is
+        visible to every user of the machine (``ps``), a file or the environment is not."""
+        dsn = _check_dsn(dsn, "--dsn")
+        if not self._warned and conninfo_to_dict(dsn).get("password"):
+            self._warned = True
+            click.echo(
+                "jobq: warning: the password in --dsn is visible to other users of this "
+                "machine (ps); put it in a password file (PGPASSFILE, ~/.pgpass) or give the "
+                "connection string in JOBQ_DSN instead",
+                err=True,
+            )
+        return dsn
 
     def configured_dsn(self) -> str | None:
         """--dsn or the environment, without starting the embedded server."""
         if self.given_dsn:
-            return _check_dsn(self.given_dsn, "--dsn")
+            return self._given(self.given_dsn)
         for name in DSN_SOURCES:
             if os.environ.get(name):
                 return _check_dsn(os.environ[name], name)
@@ -86,7 +101,7 @@ class _Settings:
     def dsn(self) -> str:
         if self._dsn is None:
             if self.given_dsn:
-                self._dsn = _check_dsn(self.given_dsn, "--dsn")
+                self._dsn = self._given(self.given_dsn)
                 return self._dsn
             for name in DSN_SOURCES:
                 if os.environ.get(name):
@@ -407,10 +422,16 @@ Examples:
 """
 )
 @click.option("--dry-run", is_flag=True, help="Print the SQL it would run instead (for psql).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Migrate even a schema that another role controls (objects jobq's owner does not "
+    "own, or other roles that may CREATE there); it refuses one otherwise.",
+)
 @json_option
 @connection_options("public")
 @click.pass_context
-def migrate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
+def migrate(ctx: click.Context, dry_run: bool, force: bool, as_json: bool) -> None:
     """Install or upgrade jobq in the database (idempotent)."""
     from . import migrate as runner
 
@@ -431,7 +452,7 @@ def migrate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     runner.grant_logger.addHandler(granted)
     runner.logger.addHandler(handler)
     try:
-        applied = runner.migrate(settings.dsn(), schema=schema)
+        applied = runner.migrate(settings.dsn(), schema=schema, force=force)
     finally:
         runner.logger.removeHandler(handler)
         runner.grant_logger.removeHandler(granted)
@@ -482,7 +503,7 @@ def grant(ctx: click.Context, role: str, level: str, dry_run: bool) -> None:
             click.echo(grants.render(grants.grant_statements(role, lvl, schema)), nl=False)
             return
         try:
-            with psycopg.connect(dsn, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
+            with psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn:
                 statements = grants.plan(role, lvl, schema, conn)
                 click.echo(grants.render(statements, conn), nl=False)
         except psycopg.Error as exc:
@@ -522,7 +543,7 @@ def revoke(ctx: click.Context, role: str, dry_run: bool) -> None:
             click.echo(grants.render(grants.revoke_statements(role, schema)), nl=False)
             return
         try:
-            with psycopg.connect(dsn, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
+            with psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn:
                 statements = grants.revoke_plan(role, schema, conn)
                 click.echo(grants.render(statements, conn), nl=False)
         except psycopg.Error as exc:
@@ -976,25 +997,36 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     """Health checks (jobq_health) and an audit of the installation; exits 1 when one of them
     warns, for monitoring.
 
-    Beyond jobq_health's checks (which include who else owns or may CREATE in the schema):
-    whether the functions installed are exactly those of this jobq's files (a body or a
+    Beyond jobq_health's checks: who else controls the schema (objects in it that jobq's owner
+    does not own, roles other than it that may CREATE there), and whether the functions
+    installed are exactly those of this jobq's files, compared by signature (a body or a
     setting changed by hand, a CREATE OR REPLACE without SECURITY DEFINER, a half-applied
-    upgrade, a jobq function no file defines).
+    upgrade, a jobq function or overload no file defines).
     """
     from . import migrate as runner
     from .models import HealthRow
 
     settings = _settings(ctx)
     schema = settings.schema()
-    with settings.queue() as q:
-        rows = q.health()
+    dsn = settings.dsn()
+    # The catalogue first, on a connection of its own (search_path = pg_catalog, pg_temp): who
+    # else controls the schema is read without calling a jobq function, one of which could be
+    # what another role planted (or be made ambiguous by it).
     try:
-        with psycopg.connect(settings.dsn(), autocommit=True, **_sql.CLIENT_ENCODING) as conn:
-            row = conn.execute(_sql.JOBQ_SCHEMA, {"schema": schema}).fetchone()
-            where = str(row[0]) if row and row[0] else (schema or "public")
+        where = schema if schema is not None else _sql.schema_of_dsn(dsn)
+        with psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn:
+            control = runner.control_findings(conn, where)
             drift = runner.function_drift(conn, where)
     except psycopg.Error as exc:
         raise from_psycopg(exc) from exc
+    rows = [HealthRow("schema_control", None, "warning", 1.0, finding) for finding in control]
+    try:
+        with Queue(dsn, schema=where) as q:
+            rows = q.health() + rows
+    except JobqError as exc:
+        if not control:
+            raise
+        rows.append(HealthRow("health", None, "warning", 1.0, f"jobq_health failed: {exc}"))
     rows += [
         HealthRow("function_definition", None, "warning", 1.0, f"{name} {what}")
         for name, what in drift
@@ -2014,9 +2046,20 @@ WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
     help="Print the role and which of the dashboard's functions it may call, then exit "
     "without serving (1 when jobq is not installed there).",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    metavar="NAME",
+    multiple=True,
+    help="A host name the dashboard answers to besides localhost, 127.0.0.1 and ::1 (and the "
+    "--bind host); repeatable. Requests naming any other host (Host, or Origin of a change) "
+    "are refused, which stops DNS rebinding.",
+)
 @connection_options(None)
 @click.pass_context
-def web(ctx: click.Context, bind: str, auth: str | None, check: bool) -> None:
+def web(
+    ctx: click.Context, bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
+) -> None:
     """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules.
 
     It calls jobq's functions as the role it connects with: actions that role may not take are
@@ -2062,7 +2105,14 @@ def web(ctx: click.Context, bind: str, auth: str | None, check: bool) -> None:
         for name in FUNCTIONS:
             click.echo(f"  {name:28} {'yes' if allowed.get(name) else 'no'}")
         return
-    app = create_app(settings.dsn(), schema=settings.schema(), credentials=credentials)
+    # the bound address names this server; a wildcard bind names none of its own
+    named = [] if host in ("0.0.0.0", "::", "") else [host]
+    app = create_app(
+        settings.dsn(),
+        schema=settings.schema(),
+        credentials=credentials,
+        allowed_hosts=[*named, *allowed_hosts],
+    )
     shown = f"[{host}]" if ":" in host else host
     click.echo(
         f"jobq web: http://{shown}:{port}/" + (" (credential required)" if credentials else ""),

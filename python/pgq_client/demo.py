@@ -168,7 +168,7 @@ def jobq_command() -> str:
 
 def _reset_schema(dsn: str) -> list[str]:
     """Drop the demo's own schema and install jobq into it afresh."""
-    with psycopg.connect(dsn, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
+    with psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(SCHEMA)))
     return migrate(dsn, schema=SCHEMA)
 
@@ -418,11 +418,12 @@ def run_demo(out: Callable[[str], None] = print) -> None:
         # The demo cannot wait for the hour: it pretends the schedule has existed for two
         # hours with nobody ticking (the catch-up policy 'latest' then enqueues the most
         # recent missed fire only), by moving its next fire back directly in the table.
-        with psycopg.connect(dsn, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
+        with psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn:
             conn.execute(
                 sql.SQL(
                     "UPDATE {}.jobq_schedules"
-                    " SET next_run_at = date_trunc('hour', now()) - interval '1 hour'"
+                    " SET next_run_at = pg_catalog.date_trunc('hour', pg_catalog.now())"
+                    " - interval '1 hour'"
                 ).format(sql.Identifier(SCHEMA))
             )
         fired = q.tick()

@@ -286,7 +286,8 @@ def get_embedded_dsn(home: Path | None = None, *, migrate: bool = True) -> str:
         dsn = _dsn(pgdata)
         try:
             with psycopg.connect(
-                make_conninfo(dsn, dbname="postgres"), autocommit=True, **_sql.CLIENT_ENCODING
+                make_conninfo(dsn, dbname="postgres"), autocommit=True,
+                **_sql.connect_kwargs(dsn)
             ) as conn:
                 found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
                 if found.fetchone() is None:

@@ -79,6 +79,8 @@ import importlib.metadata
 import importlib.resources
 import logging
 import re
+import time
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
@@ -143,7 +145,6 @@ ADMIN_TABLES = (
     "jobq_metric_deltas",
     "jobq_cancel_requests",
 )
-_LOCK_NAMESPACE = "jobq.migrate:"
 _BREAKING = "breaking-change"
 HISTORY_FILE = "history.sha256"
 _HISTORY_LINE = re.compile(r"^([0-9a-f]{64})  (jobq_[a-z0-9_]+)\.sql$")
@@ -476,6 +477,109 @@ def _describe() -> sql.SQL:
     return sql.SQL(_DESCRIBE.format(base=sql.Literal(_MIGRATIONS_COMMENT).as_string(None)))
 
 
+# The lock that serialises concurrent runs of `jobq migrate` on one schema: a session-level
+# advisory lock whose key is a random 64-bit number drawn at install and kept in a table that
+# only jobq's owner (and superusers) may read. A key computed from public names (the schema's)
+# could be taken by any role of the database, which would hold every deploy up; this one no
+# other role can compute. The table is made (with the schema) before the lock is taken: on a
+# first install nothing else exists to lock, and two first installs that race there fail on
+# the catalogue's unique indexes, which _lock retries.
+def _lock_table(schema: str) -> sql.Composed:
+    return sql.SQL(
+        "CREATE TABLE IF NOT EXISTS {s}.jobq__migrate_lock (\n"
+        "    singleton boolean NOT NULL DEFAULT true,\n"
+        "    key bigint NOT NULL,\n"
+        "    CONSTRAINT jobq__migrate_lock_pkey PRIMARY KEY (singleton),\n"
+        "    CONSTRAINT jobq__migrate_lock_singleton CHECK (singleton)\n"
+        ");\n"
+        "REVOKE ALL ON TABLE {s}.jobq__migrate_lock FROM PUBLIC;\n"
+        "INSERT INTO {s}.jobq__migrate_lock (key)\n"
+        "SELECT ('x' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.md5(\n"
+        "    pg_catalog.gen_random_uuid()::pg_catalog.text), 16)\n"
+        ")::pg_catalog.bit(64)::pg_catalog.int8\n"
+        "ON CONFLICT (singleton) DO NOTHING;\n"
+        "COMMENT ON TABLE {s}.jobq__migrate_lock IS {table};\n"
+        "COMMENT ON COLUMN {s}.jobq__migrate_lock.singleton IS {singleton};\n"
+        "COMMENT ON COLUMN {s}.jobq__migrate_lock.key IS {key};\n"
+        "COMMENT ON CONSTRAINT jobq__migrate_lock_pkey ON {s}.jobq__migrate_lock IS {pkey};\n"
+        "COMMENT ON INDEX {s}.jobq__migrate_lock_pkey IS {pkey};\n"
+        "COMMENT ON CONSTRAINT jobq__migrate_lock_singleton ON {s}.jobq__migrate_lock IS {check};\n"
+    ).format(
+        s=sql.Identifier(schema),
+        table=sql.Literal(
+            "Private. The key of the advisory lock that jobq migrate holds while it runs: "
+            "random, readable only by jobq's owner, so that no other role can take the lock "
+            "and hold deploys up."
+        ),
+        singleton=sql.Literal("Always true: the table has one row."),
+        key=sql.Literal("The advisory lock's key, drawn at random when the table was made."),
+        pkey=sql.Literal("One row."),
+        check=sql.Literal("One row."),
+    )
+
+
+# Whether the schema's lock table belongs to jobq's owner (the owner of jobq_migrations, or the
+# role that runs this before there is one): a table that another role made could hold a key
+# that role knows. No row: there is no lock table yet.
+_LOCK_OWNER = """
+SELECT c.relowner OPERATOR(pg_catalog.=) coalesce(
+           (SELECT m.relowner FROM pg_catalog.pg_class AS m
+            WHERE m.relnamespace OPERATOR(pg_catalog.=) c.relnamespace
+              AND m.relname OPERATOR(pg_catalog.=) 'jobq_migrations'::pg_catalog.name),
+           (SELECT r.oid FROM pg_catalog.pg_roles AS r
+            WHERE r.rolname OPERATOR(pg_catalog.=) current_user)
+       ) AS ours
+FROM pg_catalog.pg_class AS c
+JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
+  AND c.relname OPERATOR(pg_catalog.=) 'jobq__migrate_lock'::pg_catalog.name
+"""
+
+
+def _lock(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Take the migrate lock of ``schema`` (see _lock_table), making it first if needed."""
+
+    def check_owner() -> None:
+        row = conn.execute(_LOCK_OWNER, {"schema": schema}).fetchone()
+        if row is not None and not row[0]:
+            raise MigrationError(
+                f"{schema}.jobq__migrate_lock does not belong to jobq's owner: another role "
+                "made it and may know the key of the migrate lock. Drop it after checking who "
+                "made it."
+            )
+
+    present = conn.execute(_LOCK_OWNER, {"schema": schema}).fetchone() is not None
+    check_owner()
+    for attempt in range(1, 6):
+        if present:
+            break  # made by an earlier run: nothing to write before the lock
+        try:
+            with conn.transaction():
+                _run_script(conn, sql.Composed([
+                    _note_existing(schema),
+                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {};\n").format(sql.Identifier(schema)),
+                    _lock_table(schema),
+                    _exact_privileges(schema),
+                ]))
+            break
+        except (psycopg.errors.UniqueViolation, psycopg.errors.InternalError_) as exc:
+            # a concurrent first run made the same object, or changed its ACL or comment
+            # ("tuple concurrently updated"): the next try finds it made
+            if attempt == 5 or (
+                isinstance(exc, psycopg.errors.InternalError_)
+                and "concurrently" not in str(exc)
+            ):
+                raise
+            time.sleep(0.05 * attempt)
+            present = conn.execute(_LOCK_OWNER, {"schema": schema}).fetchone() is not None
+    check_owner()
+    row = conn.execute(
+        sql.SQL("SELECT l.key FROM {}.jobq__migrate_lock AS l").format(sql.Identifier(schema))
+    ).fetchone()
+    assert row is not None  # the script inserts it
+    conn.execute("SELECT pg_catalog.pg_advisory_lock(%(key)s::pg_catalog.int8)", {"key": row[0]})
+
+
 def _bootstrap(schema: str) -> sql.Composed:
     # ADD COLUMN IF NOT EXISTS: a table made before `breaking` existed gets it.
     return sql.Composed(
@@ -486,7 +590,7 @@ def _bootstrap(schema: str) -> sql.Composed:
                 "CREATE TABLE IF NOT EXISTS {s}.jobq_migrations (\n"
                 "    version text NOT NULL,\n"
                 "    checksum text NOT NULL,\n"
-                "    applied_at timestamptz NOT NULL DEFAULT now(),\n"
+                "    applied_at timestamptz NOT NULL DEFAULT pg_catalog.now(),\n"
                 "    breaking boolean NOT NULL DEFAULT false,\n"
                 "    CONSTRAINT jobq_migrations_pkey PRIMARY KEY (version)\n"
                 ");\n"
@@ -494,6 +598,7 @@ def _bootstrap(schema: str) -> sql.Composed:
                 "    ADD COLUMN IF NOT EXISTS breaking boolean NOT NULL DEFAULT false;\n"
                 "REVOKE ALL ON TABLE {s}.jobq_migrations FROM PUBLIC;\n"
             ).format(s=sql.Identifier(schema), note=_note_existing(schema)),
+            _lock_table(schema),
             _search_path(schema),
             _describe(),
             _exact_privileges(schema),
@@ -1084,18 +1189,15 @@ def _run_script(conn: psycopg.Connection[tuple[str, str]], script: sql.Composed)
             conn.execute(statement.encode())
 
 
-def _lock_key(schema: str) -> sql.Composed:
-    return sql.SQL("SELECT pg_advisory_lock(hashtext({k}))").format(
-        k=sql.Literal(_LOCK_NAMESPACE + schema)
-    )
-
-
 # -- what is applied, what is pending ----------------------------------------------------------
 
 
 def _applied(conn: psycopg.Connection[tuple[str, str]], schema: str) -> dict[str, str]:
     exists = conn.execute(
-        "SELECT to_regclass(format('%%I.jobq_migrations', %(schema)s::text)) IS NOT NULL",
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_class AS c"
+        " JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+        " WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name"
+        " AND c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'::pg_catalog.name)",
         {"schema": schema},
     ).fetchone()
     if not exists or not exists[0]:
@@ -1230,6 +1332,7 @@ def migrate(
     schema: str = "public",
     dry_run: bool = False,
     *,
+    force: bool = False,
     migrations_dir: Path | None = None,
     functions_dir: Path | None = None,
 ) -> list[str]:
@@ -1238,16 +1341,26 @@ def migrate(
     The versions are those of the numbered migrations, then ``functions/<name>`` for each
     function file applied. Idempotent: a second run applies nothing and returns ``[]``. With
     ``dry_run`` nothing is changed and the versions that would be applied are returned.
-    ``migrations_dir`` and ``functions_dir`` replace the shipped files (for tests).
+    ``migrations_dir`` and ``functions_dir`` replace the shipped files (for tests). It refuses
+    a schema that another role controls (:func:`control_findings`) unless ``force``.
     """
     _validate_schema(schema)
     known = available_migrations(migrations_dir)
     functions = function_files(functions_dir)
     history = function_history(functions_dir)
-    with psycopg.connect(conninfo, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
+    with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
         if dry_run:
             return _plan(_applied(conn, schema), known, functions, schema, history).versions
-        conn.execute(_lock_key(schema))
+        findings = control_findings(conn, schema)
+        if findings and not force:
+            raise MigrationError(
+                f"schema {schema!r} is not under jobq's owner's control alone, so an upgrade "
+                "could run what another role planted there: " + "; ".join(findings)
+                + ". Fix it (docs/security.md, 'Install safely'), or run with --force"
+            )
+        for finding in findings:
+            logger.warning("%s (migrating anyway: --force)", finding)
+        _lock(conn, schema)
         try:
             distribute = _citus_schema_sharding(conn)
             # Verify before the bootstrap writes anything (it rewrites the table's comment).
@@ -1289,7 +1402,7 @@ def migrate(
                 logger.warning("%s", finding)
             return todo.versions
         finally:
-            conn.execute("SELECT pg_advisory_unlock_all()")
+            conn.execute("SELECT pg_catalog.pg_advisory_unlock_all()")
 
 
 # The function setting that a Citus install resets (see _citus_distribute); jobq doctor does
@@ -1474,7 +1587,7 @@ def render_dry_run(
         todo = Plan(adopt=(), migrations=known, functions=functions)
         header = "everything (no database was asked what is applied)"
     else:
-        with psycopg.connect(conninfo, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
+        with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
             todo = _plan(
                 _applied(conn, schema), known, functions, schema, function_history(functions_dir)
             )
@@ -1488,6 +1601,9 @@ def render_dry_run(
         f"-- jobq migrate --dry-run: {header} for schema {schema!r}.",
         "-- Apply with: psql -v ON_ERROR_STOP=1 -f this_file.sql",
         "\\set ON_ERROR_STOP on",
+        "-- Only built-ins, whatever search_path psql has: nothing another role created in a",
+        "-- schema on it can be chosen by this script (each transaction then sets its own).",
+        "SET search_path = pg_catalog, pg_temp;",
         "BEGIN;",
         _bootstrap(schema).as_string(None),
         "COMMIT;",
@@ -1581,12 +1697,111 @@ def incompatibility(
 def _validate_schema(schema: str) -> None:
     # PostgreSQL cuts an identifier to 63 bytes (NOTICE only): a longer name would install into
     # a schema of another name than the one given. Bytes, not characters: 'ü' takes two.
+    # Control characters (line ends among them) are refused: the name is written into SQL
+    # comments and messages, where a line end would end the comment (--dry-run's script).
     size = len(schema.encode("utf-8", errors="surrogatepass"))
-    if not schema or not schema.strip() or size > 63 or "\x00" in schema:
+    control = any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in schema)
+    if not schema or not schema.strip() or size > 63 or control:
         raise MigrationError(
-            f"schema must be a non-blank name of at most 63 bytes, got {schema!r}"
+            f"schema must be a non-blank name of at most 63 bytes without control characters, "
+            f"got {schema!r}"
             + (f" ({size} bytes in UTF-8)" if size > 63 else "")
         )
+
+
+# Who else controls a schema, from the catalogue alone (no jobq function is called: one could
+# be what another role planted). jobq's owner is the owner of jobq_migrations, or the role that
+# runs this before there is one; its members and superusers are trusted as it is. Found:
+# objects in the schema that another role owns (a function, operator, type, table... planted
+# beside jobq's), and roles that may CREATE there (as the schema's owner, by a grant, or
+# through a role they may become; a predefined pg_ role, such as pg_database_owner, through
+# its members), or PUBLIC's CREATE. Every operator and function is named in
+# pg_catalog, though the connections jobq opens find nothing else (search_path).
+_CONTROL = """
+WITH s AS (
+    SELECT n.oid, n.nspowner, n.nspacl
+    FROM pg_catalog.pg_namespace AS n
+    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
+), o AS (
+    SELECT coalesce(
+        (SELECT c.relowner FROM pg_catalog.pg_class AS c, s
+         WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid
+           AND c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'::pg_catalog.name),
+        (SELECT r.oid FROM pg_catalog.pg_roles AS r
+         WHERE r.rolname OPERATOR(pg_catalog.=) current_user)
+    ) AS owner
+), objects (kind, name, owner) AS (
+    SELECT 'relation', c.relname::pg_catalog.text, c.relowner
+    FROM pg_catalog.pg_class AS c, s WHERE c.relnamespace OPERATOR(pg_catalog.=) s.oid
+    UNION ALL
+    SELECT 'function', p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proowner
+    FROM pg_catalog.pg_proc AS p, s WHERE p.pronamespace OPERATOR(pg_catalog.=) s.oid
+    UNION ALL
+    SELECT 'operator', p.oid::pg_catalog.regoperator::pg_catalog.text, p.oprowner
+    FROM pg_catalog.pg_operator AS p, s WHERE p.oprnamespace OPERATOR(pg_catalog.=) s.oid
+    UNION ALL
+    SELECT 'type', t.oid::pg_catalog.regtype::pg_catalog.text, t.typowner
+    FROM pg_catalog.pg_type AS t, s WHERE t.typnamespace OPERATOR(pg_catalog.=) s.oid
+        -- a relation's row type and an array type follow their relation and element type
+        AND t.typrelid OPERATOR(pg_catalog.=) 0::pg_catalog.oid
+        AND t.typcategory OPERATOR(pg_catalog.<>) 'A'::pg_catalog."char"
+    UNION ALL
+    SELECT 'collation', c.collname::pg_catalog.text, c.collowner
+    FROM pg_catalog.pg_collation AS c, s WHERE c.collnamespace OPERATOR(pg_catalog.=) s.oid
+    UNION ALL
+    SELECT 'conversion', c.conname::pg_catalog.text, c.conowner
+    FROM pg_catalog.pg_conversion AS c, s WHERE c.connamespace OPERATOR(pg_catalog.=) s.oid
+    UNION ALL
+    SELECT 'operator class', c.opcname::pg_catalog.text, c.opcowner
+    FROM pg_catalog.pg_opclass AS c, s WHERE c.opcnamespace OPERATOR(pg_catalog.=) s.oid
+    UNION ALL
+    SELECT 'operator family', f.opfname::pg_catalog.text, f.opfowner
+    FROM pg_catalog.pg_opfamily AS f, s WHERE f.opfnamespace OPERATOR(pg_catalog.=) s.oid
+    UNION ALL
+    SELECT 'text search configuration', c.cfgname::pg_catalog.text, c.cfgowner
+    FROM pg_catalog.pg_ts_config AS c, s WHERE c.cfgnamespace OPERATOR(pg_catalog.=) s.oid
+    UNION ALL
+    SELECT 'text search dictionary', d.dictname::pg_catalog.text, d.dictowner
+    FROM pg_catalog.pg_ts_dict AS d, s WHERE d.dictnamespace OPERATOR(pg_catalog.=) s.oid
+    UNION ALL
+    SELECT 'statistics object', x.stxname::pg_catalog.text, x.stxowner
+    FROM pg_catalog.pg_statistic_ext AS x, s WHERE x.stxnamespace OPERATOR(pg_catalog.=) s.oid
+)
+SELECT 0 AS sort, pg_catalog.format('%%s %%s belongs to %%s, not to jobq''s owner %%s',
+    b.kind, b.name, b.owner::pg_catalog.regrole, o.owner::pg_catalog.regrole) AS finding
+FROM objects AS b, o
+WHERE b.owner OPERATOR(pg_catalog.<>) o.owner
+  AND NOT pg_catalog.pg_has_role(b.owner, o.owner, 'MEMBER'::pg_catalog.text)
+UNION ALL
+SELECT 1, pg_catalog.format(
+    'every role (PUBLIC) may CREATE in schema %%s', %(schema)s::pg_catalog.text)
+FROM s, pg_catalog.aclexplode(s.nspacl) AS a
+WHERE a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'::pg_catalog.text
+  AND a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid
+UNION ALL
+SELECT 2, pg_catalog.format(
+    'role %%s may CREATE in schema %%s', r.rolname, %(schema)s::pg_catalog.text)
+FROM pg_catalog.pg_roles AS r, s, o
+WHERE NOT r.rolsuper
+  AND NOT pg_catalog.starts_with(r.rolname::pg_catalog.text, 'pg_'::pg_catalog.text)
+  AND r.oid OPERATOR(pg_catalog.<>) o.owner
+  AND NOT pg_catalog.pg_has_role(r.oid, o.owner, 'MEMBER'::pg_catalog.text)
+  AND (pg_catalog.pg_has_role(r.oid, s.nspowner, 'MEMBER'::pg_catalog.text)
+       OR EXISTS (
+           SELECT FROM pg_catalog.aclexplode(s.nspacl) AS a
+           WHERE a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'::pg_catalog.text
+             AND a.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid
+             AND pg_catalog.pg_has_role(r.oid, a.grantee, 'MEMBER'::pg_catalog.text)))
+ORDER BY 1, 2
+"""
+
+
+def control_findings(conn: psycopg.Connection[Any], schema: str) -> list[str]:
+    """Who else controls ``schema`` (see _CONTROL): objects there that jobq's owner does not
+    own, and roles other than it (or its members, or superusers) that may CREATE there. Empty
+    for a schema that does not exist yet. ``jobq migrate`` refuses such a schema unless forced;
+    ``jobq doctor`` reports each finding."""
+    return [str(row[1]) for row in conn.execute(_CONTROL, {"schema": schema})]
 
 
 _AUDIT = """
@@ -1618,21 +1833,49 @@ def audit(conninfo: str, schema: str = "public") -> list[str]:
     jobq's objects (nor a superuser), and roles other than that owner that may CREATE in it.
     :func:`migrate` logs them as warnings after each run; ``jobq doctor`` reports them too."""
     _validate_schema(schema)
-    with psycopg.connect(conninfo, autocommit=True, **_sql.CLIENT_ENCODING) as conn:
+    with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
         return _audit(conn, schema)
 
 
 # -- does the schema hold what the files define? (jobq doctor) ---------------------------------
 
+# Every jobq function of the schema, by signature (overloads are rows of their own), with what
+# doctor compares to the files.
 _INSTALLED_FUNCTIONS = """
-SELECT p.proname::text, p.prosrc, p.prosecdef, p.provolatile::text, l.lanname::text,
-       coalesce(p.proconfig, '{}')::text[]
+SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proname::pg_catalog.text, p.prosrc,
+       p.prosecdef, p.provolatile::pg_catalog.text, l.lanname::pg_catalog.text,
+       coalesce(p.proconfig, '{}')::pg_catalog.text[]
 FROM pg_catalog.pg_proc AS p
-JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
-JOIN pg_catalog.pg_language AS l ON l.oid = p.prolang
-WHERE n.nspname = %(schema)s::text AND pg_catalog.left(p.proname, 5) = 'jobq_'
+JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+JOIN pg_catalog.pg_language AS l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
+  AND pg_catalog.starts_with(p.proname::pg_catalog.text, 'jobq_'::pg_catalog.text)
 ORDER BY 1
 """
+
+# The signature of each file's function as the schema would spell it (NULL: not installed).
+_FILE_SIGNATURES = """
+SELECT f.name, pg_catalog.to_regprocedure(pg_catalog.concat(
+    pg_catalog.quote_ident(%(schema)s::pg_catalog.text), '.', f.signature
+))::pg_catalog.text
+FROM ROWS FROM (
+    pg_catalog.unnest(%(names)s::pg_catalog.text[]),
+    pg_catalog.unnest(%(signatures)s::pg_catalog.text[])
+) AS f (name, signature)
+"""
+
+_REVOKE = re.compile(
+    r"^REVOKE EXECUTE ON FUNCTION\s+(jobq_\w+\s*\(.*?\))\s+FROM PUBLIC;", re.M | re.S
+)
+
+
+def file_signature(f: FunctionFile) -> str:
+    """``name(argument types)`` of a file's function, from its ``REVOKE ... FROM PUBLIC``."""
+    found = _REVOKE.search(f.sql)
+    if found is None:  # pragma: no cover - every file revokes (a test checks it)
+        raise MigrationError(f"function file {f.path.name}: no REVOKE EXECUTE ... FROM PUBLIC")
+    return " ".join(found.group(1).split()).replace("( ", "(").replace(" )", ")")
+
 
 _VOLATILITY = {"VOLATILE": "v", "STABLE": "s", "IMMUTABLE": "i"}
 
@@ -1687,14 +1930,29 @@ def function_drift(
     jobq function no file defines. Empty when the schema holds exactly what the files define.
     Reads only the catalogue, and ``jobq_migrations`` when the role may (an admin may)."""
     files = function_files() if files is None else files
-    installed = {row[0]: row[1:] for row in conn.execute(_INSTALLED_FUNCTIONS, {"schema": schema})}
+    installed = {row[0]: row[2:] for row in conn.execute(_INSTALLED_FUNCTIONS, {"schema": schema})}
+    expected = dict(
+        conn.execute(
+            _FILE_SIGNATURES,
+            {
+                "schema": schema,
+                "names": [f.name for f in files],
+                "signatures": [file_signature(f) for f in files],
+            },
+        ).fetchall()
+    )
     citus = _citus_distributed(conn, schema)
     found: list[tuple[str, str]] = []
     for f in files:
-        if f.name not in installed:
-            found.append((f.name, f"not installed (sql/functions/{f.path.name}): run jobq migrate"))
+        signature = expected.get(f.name)
+        if signature is None or signature not in installed:
+            found.append((
+                f.name,
+                f"not installed as {file_signature(f)} (sql/functions/{f.path.name}): run "
+                "jobq migrate",
+            ))
             continue
-        prosrc, definer, volatility, language, config = installed[f.name]
+        prosrc, definer, volatility, language, config = installed[signature]
         want = _expected(f)
         if prosrc != want.body:
             found.append((f.name, f"its body differs from sql/functions/{f.path.name}"))
@@ -1727,11 +1985,12 @@ def function_drift(
                 f"its settings differ from its file: {sorted(have)} instead of "
                 f"{sorted(want.settings)}",
             ))
-    known = {f.name for f in files}
+    known = {signature for signature in expected.values() if signature is not None}
     found += [
-        (name, "no file of this jobq defines it (made by hand, or by a newer jobq)")
-        for name in installed
-        if name not in known
+        (signature, "no file of this jobq defines it (made by hand, an overload planted beside "
+                    "jobq's, or a function of a newer jobq)")
+        for signature in installed
+        if signature not in known
     ]
     try:
         with conn.transaction():
@@ -1748,6 +2007,6 @@ def function_drift(
         (f.name, f"sql/functions/{f.path.name} is not applied in its current version: run "
                  "jobq migrate")
         for f in files
-        if f.name in installed and recorded.get(f.version) != f.checksum
+        if expected.get(f.name) in installed and recorded.get(f.version) != f.checksum
     ]
     return found

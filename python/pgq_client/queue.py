@@ -110,7 +110,7 @@ def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
     with :func:`~pgq_client.models.load_json`. A DSN that libpq cannot parse is refused without
     chaining libpq's error, which may quote the password."""
     try:
-        conn = psycopg.connect(dsn, autocommit=True, **{**_sql.CLIENT_ENCODING, **kwargs})
+        conn = psycopg.connect(dsn, autocommit=True, **{**_sql.connect_kwargs(dsn), **kwargs})
     except psycopg.Error as exc:
         if is_conninfo_error(exc):
             raise from_psycopg(exc) from None
@@ -125,9 +125,11 @@ class Queue:
     ``Queue(dsn)`` opens (lazily) and owns one autocommit connection, shared by threads under a
     lock; ``Queue(connection)`` and ``Queue(pool)`` use the caller's, which stays theirs to close.
     ``Queue()`` takes ``JOBQ_DSN``, else ``DATABASE_URL``, else the embedded PostgreSQL.
-    ``schema`` qualifies every call (``"tenant".jobq_enqueue``); None leaves it to the
-    search_path. Each call is its own short transaction, except with ``conn=`` (the caller's
-    transaction) or on a borrowed connection that is inside a transaction already.
+    ``schema`` qualifies every call (``"tenant".jobq_enqueue``); None: the schema where the
+    search_path of the given connection or pool, or of the DSN's own settings, finds jobq,
+    asked once (:data:`~pgq_client._sql.FIND_SCHEMA`); the calls are qualified with it. Each
+    call is its own short transaction, except with ``conn=`` (the caller's transaction) or on
+    a borrowed connection that is inside a transaction already.
 
     Before its first statement, a Queue checks once that the schema has no breaking change
     this client does not know (:class:`~pgq_client.errors.IncompatibleSchema` otherwise).
@@ -136,6 +138,7 @@ class Queue:
     def __init__(self, dsn: Connectable = None, *, schema: str | None = None) -> None:
         self._sql = _sql.statements(schema)
         self.schema = schema
+        self._late = schema is None  # the schema is found before the first statement
         self._lock = threading.RLock()
         self._owned: psycopg.Connection[Any] | None = None
         self._conn: psycopg.Connection[Any] | None = None
@@ -197,10 +200,29 @@ class Queue:
         with translate_errors():
             if idle and not conn.autocommit:  # leave the connection as it was: idle
                 with conn.transaction():
+                    self._find_schema(conn)
                     check_compatible(conn, self.schema)
             else:
+                self._find_schema(conn)
                 check_compatible(conn, self.schema)
         self._compatible = True
+
+    def _find_schema(self, conn: psycopg.Connection[Any]) -> None:
+        """Given no schema: the one the application's search_path finds, asked on its own
+        connection or pool, or on a connection with the DSN's own settings (the Queue's own
+        connections run with ``search_path = pg_catalog, pg_temp``)."""
+        if self.schema is not None:
+            return
+        if _sql.opened_by_jobq(conn):
+            self.schema = _sql.schema_of_dsn(self.dsn)
+        else:  # the application's connection: a given one, a pool's, or a call's conn=
+            self.schema = _sql.find_schema(conn)
+        self._sql = _sql.statements(self.schema)
+
+    def _bound(self, call: _ops.Call) -> _ops.Call:
+        """``call`` with the schema put in, for an operation made before it was found."""
+        assert self.schema is not None
+        return call._replace(query=_sql.bind_schema(call.query, self.schema))
 
     def _drive(self, op: _ops.Op[T], conn: psycopg.Connection[Any] | None = None) -> T:
         """Run one operation of :mod:`._ops` on this Queue's connection (or ``conn``)."""
@@ -223,6 +245,8 @@ class Queue:
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             self._check_compatible(conn)
+            if self._late:
+                call = self._bound(call)
             with translate_errors(), conn.cursor(row_factory=call.row_factory) as cur:
                 cur.execute(call.query, call.params, binary=call.binary)
                 return cur.fetchall()
@@ -238,9 +262,13 @@ class Queue:
                 if self._pool is not None:
                     with self._pool.connection() as c:
                         self._check_compatible(c)
+                        if self._late:
+                            call = self._bound(call)
                         return self._execute_call(c, True, call)
                 with self._lock:
                     c, owns_tx = self._held()
+                    if self._late:
+                        call = self._bound(call)
                     return self._execute_call(c, owns_tx, call)
             except SerializationFailure:
                 if attempt == tries or not owns_tx:
@@ -501,7 +529,7 @@ class Queue:
 
             return _ops.drive(
                 _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None),
-                lambda call: _execute(conn, call.query, call.params),
+                lambda call: _execute(conn, self._bound(call).query, call.params),
                 pause,
             )
 

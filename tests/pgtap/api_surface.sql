@@ -260,8 +260,8 @@ SELECT is_empty(
 SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
                                  'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
                                  'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
-                                 'jobq_cancel_requests'],
-                  'schema public has exactly the eleven jobq tables');
+                                 'jobq_cancel_requests', 'jobq__migrate_lock'],
+                  'schema public has exactly the jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
 SELECT hasnt_pk('public', 'jobq_metric_deltas', 'jobq_metric_deltas is appended to, never looked up');

@@ -258,7 +258,9 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     offline = run("revoke", role, "--schema", "tenant", "--dry-run")
     assert offline.exit_code == 0, offline.output
     lines = offline.stdout.splitlines()
-    assert f'REVOKE ALL ON FUNCTION "tenant"."jobq_dequeue" FROM "{role}";' in lines
+    # functions by signature, as the files declare them
+    assert f'REVOKE ALL ON FUNCTION "tenant".jobq_dequeue(text, text[], integer, interval, ' \
+        f'text[]) FROM "{role}";' in lines
     assert lines[-1] == f'REVOKE USAGE ON SCHEMA "tenant" FROM "{role}";'
     online = run("--dsn", dsn, "revoke", role, "--dry-run")
     assert online.exit_code == 0, online.output
@@ -293,7 +295,11 @@ def test_migrate_and_doctor_warn_when_the_schema_belongs_to_another_role(
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA tenant AUTHORIZATION {}").format(
             sql.Identifier(stranger)))
-    result = run("--dsn", empty_dsn, "migrate", "--schema", "tenant")
+    refused = run("--dsn", empty_dsn, "migrate", "--schema", "tenant")
+    assert refused.exit_code == 1, refused.output
+    assert f"role {stranger} may CREATE in schema tenant" in refused.stderr
+    assert "--force" in refused.stderr
+    result = run("--dsn", empty_dsn, "migrate", "--schema", "tenant", "--force")
     assert result.exit_code == 0, result.output
     warnings = _warnings(result)
     assert any(f"schema tenant belongs to {stranger}" in w for w in warnings), result.stderr
@@ -314,7 +320,10 @@ def test_migrate_and_doctor_warn_when_others_may_create_in_the_schema(
     migrate(empty_dsn)
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         conn.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")  # PostgreSQL 13/14's default
-    result = run("--dsn", empty_dsn, "migrate")
+    refused = run("--dsn", empty_dsn, "migrate")
+    assert refused.exit_code == 1, refused.output
+    assert "every role (PUBLIC) may CREATE in schema public" in refused.stderr
+    result = run("--dsn", empty_dsn, "migrate", "--force")
     assert result.exit_code == 0, result.output
     assert [w for w in _warnings(result) if "every role (PUBLIC) may CREATE in schema public" in w]
     assert run("--dsn", empty_dsn, "doctor").exit_code == 1
@@ -384,6 +393,7 @@ def test_doctor_finds_an_edited_body_a_half_applied_upgrade_and_a_stranger_funct
     text = "\n".join(findings)
     assert "jobq_prune its body differs from sql/functions/jobq_prune.sql" in text
     assert "jobq_fail sql/functions/jobq_fail.sql is not applied in its current version" in text
-    assert "jobq_backdoor no file of this jobq defines it" in text
-    assert "jobq_release not installed (sql/functions/jobq_release.sql)" in text
+    assert "public.jobq_backdoor() no file of this jobq defines it" in text
+    assert "jobq_release not installed as jobq_release(uuid[], text) " \
+        "(sql/functions/jobq_release.sql)" in text
     assert len(findings) == 4, findings

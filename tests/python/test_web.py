@@ -427,3 +427,69 @@ def test_jobq_web_check_says_what_the_role_may_do_without_serving(
     assert lines["jobq_requeue_dead_letter"] == "no" and lines["jobq_get_job"] == "no"
     missing = runner.invoke(cli, ["web", "--check", "--dsn", empty_dsn])
     assert missing.exit_code == 1 and "jobq is not installed" in missing.output
+
+
+# -- the Host and Origin allow-list (DNS rebinding) ---------------------------------------------
+
+
+def test_a_rebound_host_name_reads_nothing_and_changes_nothing(dsn: str) -> None:
+    """A page of evil.example whose name now resolves to 127.0.0.1 sends Host: evil.example
+    (and an Origin that matches it): the dashboard refuses it, pages and actions alike, and
+    still serves localhost and the names it is given."""
+    job_id = dead_letter(dsn)
+    app = create_app(dsn, allowed_hosts=["jobq.internal"])
+    with TestClient(app, base_url="http://127.0.0.1:8080") as c:
+        token = _csrf(c, "/dead-letters")
+        rebound = {"Host": "evil.example:8080", "Origin": "http://evil.example:8080"}
+        for path in ("/", "/dead-letters", f"/jobs/{job_id}"):
+            page = c.get(path, headers={"Host": "evil.example:8080"})
+            assert page.status_code == 421, path
+            assert str(job_id) not in page.text
+        posted = c.post(
+            f"/jobs/{job_id}/requeue", data={"csrf": token}, headers=rebound,
+            follow_redirects=False,
+        )
+        assert posted.status_code == 421
+        for forged in ("evil.example", "127.0.0.1.evil.example", "localhost.evil", "[::2]:8080",
+                       "127.0.0.1:80@evil.example", ""):
+            assert c.get("/", headers={"Host": forged}).status_code in (400, 421), forged
+        # the right Host but a change asked by another site's page
+        for origin in ("http://evil.example:8080", "null", "file://", "http://jobq.internal.evil"):
+            refused = c.post(
+                f"/jobs/{job_id}/requeue", data={"csrf": token},
+                headers={"Origin": origin}, follow_redirects=False,
+            )
+            assert refused.status_code == 403, origin
+        assert status_of(dsn, job_id) == "dead_letter"  # nothing was done
+
+        for host in ("localhost:8080", "127.0.0.1:8080", "[::1]:8080", "LOCALHOST",
+                     "jobq.internal"):
+            assert c.get("/", headers={"Host": host}).status_code == 200, host
+        done = c.post(
+            f"/jobs/{job_id}/requeue",
+            data={"csrf": token, "next": "/dead-letters"},
+            headers={"Host": "jobq.internal", "Origin": "http://jobq.internal"},
+            follow_redirects=False,
+        )
+        assert done.status_code == 303
+        assert status_of(dsn, job_id) == "pending"
+
+
+def test_jobq_web_answers_to_its_bind_address_and_allowed_hosts(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    served: list[Starlette] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: served.append(app))
+    monkeypatch.setenv("JOBQ_WEB_AUTH", "ops:s3cret")
+    result = CliRunner().invoke(cli, [
+        "--dsn", dsn, "web", "--bind", "10.1.2.3:8080", "--allowed-host", "jobq.example",
+        "--allowed-host", "ops.example",
+    ])
+    assert result.exit_code == 0, result.output
+    auth = {"Authorization": "Basic " + base64.b64encode(b"ops:s3cret").decode()}
+    with TestClient(served[0], base_url="http://127.0.0.1") as c:
+        for host in ("10.1.2.3:8080", "jobq.example", "ops.example:8080", "localhost"):
+            assert c.get("/", headers={**auth, "Host": host}).status_code == 200, host
+        assert c.get("/", headers={**auth, "Host": "evil.example"}).status_code == 421

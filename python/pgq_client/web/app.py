@@ -112,20 +112,80 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class _Guard:
-    """Asks for the credential (when one is set) and adds the security headers to every
-    response. CSRF is checked by the POST routes themselves (they need the form)."""
+# The names the dashboard answers to by default: this machine's. A page elsewhere whose name
+# is made to resolve to 127.0.0.1 (DNS rebinding) sends its own name as Host, so the browser's
+# same-origin rule would let it read the pages and post the forms: a request whose Host (or,
+# for a state-changing one, whose Origin) names another host is refused.
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
-    def __init__(self, app: ASGIApp, credentials: Credentials | None) -> None:
+
+def host_name(value: str) -> str | None:
+    """The host name of a ``Host`` header value (``name``, ``name:port``, ``[v6]:port``),
+    lower-case, or None when it is malformed."""
+    value = value.strip().lower()
+    if not value or any(c.isspace() or c in "/@?#\\" for c in value):
+        return None
+    if value.startswith("["):
+        end = value.find("]")
+        rest = value[end + 1:] if end > 1 else None
+        if rest is None or (rest and not (rest[0] == ":" and rest[1:].isdigit())):
+            return None
+        return value[1:end]
+    name, sep, port = value.partition(":")
+    if sep and not port.isdigit():
+        return None
+    return name.rstrip(".") or None
+
+
+class _Guard:
+    """Refuses a request whose ``Host`` is not one of the allowed host names (421), or a
+    state-changing one whose ``Origin`` is not (403); asks for the credential (when one is
+    set); adds the security headers to every response. The CSRF token is checked by the POST
+    routes themselves (they need the form)."""
+
+    def __init__(
+        self, app: ASGIApp, credentials: Credentials | None, allowed_hosts: frozenset[str]
+    ) -> None:
         self.app = app
         self.credentials = credentials
+        self.allowed_hosts = allowed_hosts
+
+    def _allowed(self, name: str | None) -> bool:
+        return name is not None and ("*" in self.allowed_hosts or name in self.allowed_hosts)
+
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, status: int, why: str
+    ) -> None:
+        refused = Response(why + "\n", status_code=status, media_type="text/plain")
+        await refused(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not self._allowed(host_name(host)):
+            await self._refuse(
+                scope, receive, send, 421,
+                "the jobq dashboard does not answer to this host name (jobq web "
+                "--allowed-host NAME adds one)",
+            )
+            return
+        if scope.get("method", "GET") not in _SAFE_METHODS:
+            origin = headers.get(b"origin")
+            if origin is not None:
+                parts = urlsplit(origin.decode("latin-1"))
+                if parts.scheme not in ("http", "https") or not self._allowed(
+                    host_name(parts.netloc)
+                ):
+                    await self._refuse(
+                        scope, receive, send, 403,
+                        "the jobq dashboard refuses a change requested by another site",
+                    )
+                    return
         if self.credentials is not None:
-            headers = dict(scope.get("headers") or [])
             raw = headers.get(b"authorization")
             if not self.credentials.accepts(raw.decode("latin-1") if raw else None):
                 denied = Response(
@@ -187,7 +247,8 @@ class Dashboard:
         self._pool: ConnectionPool | None = None if isinstance(source, str) else source
         self._lock = threading.Lock()
         self.schema = schema
-        self.sql = _sql.statements(schema)
+        self._sql = None if schema is None else _sql.statements(schema)
+        self._where = schema
         self.refresh_seconds = refresh_seconds
         self.samples: deque[_Sample] = deque(maxlen=120)
         self.env = Environment(
@@ -201,6 +262,25 @@ class Dashboard:
         self.env.filters["span"] = _span
         self.env.filters["pretty_json"] = _pretty_json
 
+    @property
+    def sql(self) -> _sql.Statements:
+        """The statements, qualified with the schema (found once when none was given)."""
+        if self._sql is None:
+            self._sql = _sql.statements(self.where())
+        return self._sql
+
+    def where(self) -> str:
+        """The schema: the given one, else the one the search_path of the given pool's
+        connections, or of the DSN's own settings, finds (the dashboard's own connections run
+        with ``search_path = pg_catalog, pg_temp``)."""
+        if self._where is None:
+            if self._dsn is not None:
+                self._where = _sql.schema_of_dsn(self._dsn)
+            else:
+                with self.pool().connection() as conn:
+                    self._where = _sql.find_schema(conn)
+        return self._where
+
     def pool(self) -> ConnectionPool:
         with self._lock:
             if self._pool is None:
@@ -211,7 +291,7 @@ class Dashboard:
                     self._dsn,
                     min_size=1,
                     max_size=4,
-                    kwargs={"autocommit": True, **_sql.CLIENT_ENCODING},
+                    kwargs={"autocommit": True, **_sql.connect_kwargs(self._dsn)},
                     open=True,
                     name="jobq-web",
                 )
@@ -236,14 +316,14 @@ class Dashboard:
                 {
                     "names": list(FUNCTIONS),
                     "signatures": list(FUNCTIONS.values()),
-                    "schema": self.schema,
+                    "schema": self.where(),
                 },
             )
             found = {r["name"]: r["allowed"] for r in cur.fetchall()}
             if all(v is None for v in found.values()):
                 raise NotInstalled(self.schema)
             allowed = {name: bool(v) for name, v in found.items()}
-            cur.execute("SELECT current_user::text AS role")
+            cur.execute("SELECT current_user::pg_catalog.text AS role")
             row = cur.fetchone()
         return (row["role"] if row else "?"), allowed
 
@@ -398,6 +478,7 @@ def create_app(
     schema: str | None = None,
     credentials: Credentials | None = None,
     refresh_seconds: float = 2.0,
+    allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
     """The dashboard as an ASGI application.
 
@@ -406,7 +487,10 @@ def create_app(
     the app leaves them idle in a transaction between requests; the app never closes it).
     ``schema`` qualifies every call (default: the connection's search_path).
     ``credentials``: HTTP Basic credentials every request must present; required by
-    ``jobq web`` on any bind other than localhost.
+    ``jobq web`` on any bind other than localhost. ``allowed_hosts``: the host names, besides
+    :data:`LOCAL_HOSTS`, that a request's ``Host`` (and a state-changing request's ``Origin``)
+    may name (``"*"``: any, for an application that checks ``Host`` itself); others are
+    refused (421, 403), which stops a page elsewhere that rebinds its name to this machine.
     """
     board = Dashboard(source, schema, refresh_seconds)
 
@@ -738,7 +822,15 @@ def create_app(
             Route("/limits", limits, name="limits"),
             Route("/static/{name}", static, name="static"),
         ],
-        middleware=[Middleware(_Guard, credentials=credentials)],
+        middleware=[
+            Middleware(
+                _Guard,
+                credentials=credentials,
+                allowed_hosts=frozenset(
+                    [*LOCAL_HOSTS, *(h.strip().lower().strip("[]") for h in allowed_hosts)]
+                ),
+            )
+        ],
         exception_handlers={NotInstalled: not_installed},
         lifespan=lifespan,
     )

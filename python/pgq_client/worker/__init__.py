@@ -24,6 +24,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from types import FrameType, TracebackType
 from typing import Any
@@ -225,8 +226,10 @@ class Worker:
         conn.execute(_sql.listen(cancel, wake))
 
     def _run(self, burst: bool) -> None:
-        config = self.config
         dsn, source = self._resolve_dsn()
+        if self.config.schema is None:
+            self.config = replace(self.config, schema=self._find_schema(dsn))
+        config = self.config
         dsn, source = self._citus_node(dsn, source)
         connect = self._connector(dsn)
         listen = Link(connect, setup=self._listen)
@@ -249,7 +252,9 @@ class Worker:
         handlers = (
             AsyncHandlerPool(
                 shared, config, pool, self._force, self._who, self._wake_up,
-                dsn=dsn, connect_kwargs=self._connect_kwargs(),
+                # the async transactional handlers' pool: their own statements run there, with
+                # the application's search_path (see _transaction_pool)
+                dsn=dsn, connect_kwargs=self._connect_kwargs(dsn, own=False),
             )
             if config.asynchronous
             else HandlerPool(shared, config, pool, self._force, self._who, self._wake_up)
@@ -382,6 +387,21 @@ class Worker:
             return resolve_dsn(None)
         return self._dsn, "the given DSN"
 
+    def _find_schema(self, dsn: str) -> str:
+        """Given no schema: the one the search_path of the given pool's connections, or of the
+        DSN's own settings, finds (the worker's own connections run with ``search_path =
+        pg_catalog, pg_temp``, so every call is qualified with it)."""
+        try:
+            if self._given_pool is not None:
+                with self._given_pool.connection() as conn:
+                    return _sql.find_schema(conn)
+            return _sql.schema_of_dsn(dsn)
+        except psycopg.Error as exc:
+            error = from_psycopg(exc)
+            if is_conninfo_error(exc):
+                raise error from None  # libpq's own message may quote the password
+            raise error from exc
+
     def _citus_node(self, dsn: str, source: str) -> tuple[str, str]:
         """On a Citus coordinator where the schema is a distributed schema, the DSN of the node
         that holds it: the schema's functions run there and their NOTIFYs are sent there (see
@@ -390,7 +410,7 @@ class Worker:
         and the worker wakes by its poll)."""
         if self._given_pool is not None or self.config.schema is None:
             return dsn, source
-        kwargs = self._connect_kwargs()
+        kwargs = self._connect_kwargs(dsn)
         try:
             with psycopg.connect(dsn, **kwargs) as conn:
                 node = schema_node(conn, self.config.schema)
@@ -415,7 +435,7 @@ class Worker:
         """How the fetcher and the acknowledger open their own connections (a given pool's
         ``kwargs`` apply to them too), each decoding jsonb with ``load_json``: the fetcher's
         claims decode every job's payload and errors."""
-        kwargs = self._connect_kwargs()
+        kwargs = self._connect_kwargs(dsn)
 
         def connect() -> psycopg.Connection[Any]:
             conn = psycopg.connect(dsn, **kwargs)
@@ -424,20 +444,29 @@ class Worker:
 
         return connect
 
-    def _connect_kwargs(self) -> dict[str, Any]:
-        """The arguments of the connections the worker opens itself."""
+    def _connect_kwargs(self, dsn: str, *, own: bool = True) -> dict[str, Any]:
+        """The arguments of the connections the worker opens itself: for its own statements
+        (``own``), :func:`pgq_client._sql.connect_kwargs` (``search_path = pg_catalog,
+        pg_temp`` after the DSN's or the given pool's ``options``); for handlers, UTF-8 only."""
         kwargs: dict[str, Any] = {"connect_timeout": 10}
         if self._given_pool is not None:
             given = self._given_pool.kwargs
             kwargs.update((given() if callable(given) else given) or {})
         kwargs["autocommit"] = True
-        kwargs.update(_sql.CLIENT_ENCODING)
+        if not own:
+            kwargs.update(_sql.CLIENT_ENCODING)
+            return kwargs
+        ours = _sql.connect_kwargs(dsn)
+        if kwargs.get("options"):
+            ours["options"] = f"{kwargs['options']} {_sql.SEARCH_PATH_OPTION}"
         # Every lock wait of the fetcher's and the acknowledger's statements is bounded: a
         # session that keeps a row locked (a transaction left open) makes a statement fail
         # with 55P03 after lock_wait, and the job it concerns is retried apart (Acknowledger),
-        # instead of holding up the worker. A startup option: no round trip of its own.
+        # instead of holding up the worker. A startup option: no round trip of its own. The
+        # handlers' connections (own=False) keep the application's settings.
         wait = f"-c lock_timeout={max(1, round(self.config.lock_wait * 1000))}"
-        kwargs["options"] = f"{kwargs.get('options') or ''} {wait}".strip()
+        ours["options"] = f"{ours['options']} {wait}"
+        kwargs.update(ours)
         return kwargs
 
     def _check_database(self, link: Link) -> None:
@@ -473,6 +502,8 @@ class Worker:
             dsn,
             min_size=min(self.config.concurrency, 4),  # opened in the background, at start
             max_size=self.config.concurrency,
+            # The handlers' own statements run here: the connections keep the application's
+            # search_path, and jobq's completion on them is qualified and typed (_sql).
             kwargs={"autocommit": True, **_sql.CLIENT_ENCODING},
             name=f"jobq-worker-{self.worker_id}",
             timeout=5.0,
