@@ -740,8 +740,8 @@ BEGIN
     -- Counted for jobq_metrics() as jobq_dequeue counts its own claims: started, the wait.
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            NULL,
+            'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[],
             pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
         ) AS n
         FROM claimed AS c
@@ -1829,7 +1829,9 @@ BEGIN
                     max_attempts => v_row.max_attempts,
                     run_at => v_fire,
                     priority => v_row.priority,
-                    queue => v_row.queue
+                    queue => v_row.queue,
+                    limit_group => NULL::text,
+                    limit_key => NULL::text
                 );
                 v_ids := pg_catalog.array_append(v_ids, v_id);
             END LOOP;
@@ -2110,7 +2112,8 @@ BEGIN
     -- Only the pending jobs changed status; the running ones got a request.
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'cancelled', pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type)
+            'cancelled'::text, pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type),
+            NULL::text[], NULL::double precision[]
         ) AS n
         FROM changed AS k
         WHERE k.status = 'cancelled'
@@ -2123,8 +2126,8 @@ BEGIN
     INTO v_ended, v_workers
     FROM changed AS c
     LEFT JOIN counted ON TRUE;
-    PERFORM jobq__notify_events('done', v_ended);
-    PERFORM jobq__notify_events('cancel', v_workers);
+    PERFORM jobq__notify_events('done'::text, v_ended);
+    PERFORM jobq__notify_events('cancel'::text, v_workers);
 
     RETURN QUERY
     SELECT
@@ -2225,12 +2228,12 @@ BEGIN
     INTO v_awaited, v_queue, v_job_type, v_claimed_at;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
-            'succeeded', ARRAY[v_queue], ARRAY[v_job_type], NULL,
+            'succeeded'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
     IF v_awaited THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'::text), jobq_complete.job_id::text);
     END IF;
     RETURN v_awaited IS NOT NULL;
 END;
@@ -2338,7 +2341,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'succeeded', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type), NULL,
+            'succeeded'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[],
             pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
         ) AS n
         FROM done AS c
@@ -2352,7 +2356,7 @@ BEGIN
     FROM done
     LEFT JOIN counted ON TRUE;
     IF v_awaited IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_awaited);
+        PERFORM jobq__notify_events('done'::text, v_awaited);
     END IF;
     RETURN v_done;
 END;
@@ -2558,8 +2562,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'lock_expired', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'lock_expired'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM taken AS c
         HAVING pg_catalog.count(*) > 0
@@ -2570,7 +2574,7 @@ BEGIN
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done'::text, v_ended);
     END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by
@@ -2769,8 +2773,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL,
+                'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[],
                 pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c
@@ -2845,8 +2849,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL,
+                'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[],
                 pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c
@@ -2989,7 +2993,8 @@ BEGIN
 
     IF v_metrics THEN  -- read with the limit: no call at all while counting is off
         PERFORM jobq__metrics_count(
-            'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+            'enqueued'::text, ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type],
+            NULL::text[], NULL::double precision[]
         );
     END IF;
 
@@ -3221,7 +3226,7 @@ BEGIN
         ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue);
 
         IF queues IS NULL AND run_ats IS NULL THEN
-            PERFORM jobq__notify(ARRAY['default']);
+            PERFORM jobq__notify(ARRAY['default'::text]);
         ELSE
             -- job_types gives every job its row when queues or run_ats is NULL.
             PERFORM jobq__notify(ARRAY(
@@ -3239,9 +3244,9 @@ BEGIN
         -- above.)
         IF v_metrics THEN
             PERFORM jobq__metrics_count(
-                'enqueued',
+                'enqueued'::text,
                 coalesce(queues, pg_catalog.array_fill('default'::text, ARRAY[v_n])),
-                job_types
+                job_types, NULL::text[], NULL::double precision[]
             );
         END IF;
 
@@ -3305,7 +3310,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+            'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[], NULL::double precision[]
         ) AS n
         FROM inserted AS c
     )
@@ -3341,7 +3347,9 @@ BEGIN
                 max_attempts => coalesce(jobq_enqueue_arrays.max_attempts[r.ord], 5),
                 run_at => run_ats[r.ord],
                 priority => coalesce(priorities[r.ord], 0),
-                queue => coalesce(queues[r.ord], 'default')
+                queue => coalesce(queues[r.ord], 'default'::text),
+                limit_group => NULL::text,
+                limit_key => NULL::text
             ) END ORDER BY r.ord)
         INTO v_ids
         FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
@@ -3537,7 +3545,8 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                    'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    NULL::text[], NULL::double precision[]
                 ) AS n
                 FROM inserted AS c
             )
@@ -3603,7 +3612,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[], NULL::double precision[]
             ) AS n
             FROM inserted AS c
         )
@@ -3755,7 +3765,7 @@ BEGIN
             AND jobq_fail.backoff > interval '0',
         last_error = v_error_text,
         errors = jobq__append_error(
-            j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, v_error_text)
+            j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, v_error_text, NULL::text)
         ),
         locked_at = NULL,
         locked_by = NULL,
@@ -3769,14 +3779,14 @@ BEGIN
     INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
     IF v_status IS NOT NULL THEN
         PERFORM jobq__metrics_count(
-            'failed', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
+            'failed'::text, ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
     IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending' THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'::text), jobq_fail.job_id::text);
     END IF;
     RETURN v_status;
 END;
@@ -3928,7 +3938,7 @@ BEGIN
                 AND d.backoff > interval '0',
             last_error = d.error,
             errors = jobq__append_error(
-                j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error)
+                j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error, NULL::text)
             ),
             locked_at = NULL,
             locked_by = NULL,
@@ -3942,7 +3952,7 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'failed', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            'failed'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
             pg_catalog.array_agg(c.status),
             pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
         ) AS n
@@ -3963,7 +3973,7 @@ BEGIN
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done'::text, v_ended);
 
     RETURN QUERY
     SELECT e.i::integer, e.job_id, r.status
@@ -4096,7 +4106,7 @@ BEGIN
             pg_catalog.sum(a.jobs),
             pg_catalog.date_trunc('second', v_now - pg_catalog.min(a.oldest_available_at))
         )
-    FROM jobq__available() AS a
+    FROM jobq__available(NULL::boolean) AS a
     GROUP BY a.queue;
 
     -- Per queue and job type: available jobs that no worker asked for within max_pending_age
@@ -4372,9 +4382,9 @@ DECLARE
     v_examined integer := 0;
     v_found integer := 0;
 BEGIN
-    IF status IS NULL OR status <> ALL (jobq__statuses()) THEN
+    IF status IS NULL OR status <> ALL (jobq__statuses(NULL::boolean)) THEN
         RAISE EXCEPTION 'jobq_jobs_page: status must be one of %, got %',
-            pg_catalog.array_to_string(jobq__statuses(), ', '),
+            pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', '),
             coalesce(pg_catalog.quote_literal(status), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -4629,13 +4639,13 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
-    WHERE s IS NULL OR s <> ALL (jobq__statuses())
+    WHERE s IS NULL OR s <> ALL (jobq__statuses(NULL::boolean))
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
             coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(), ', ') || '.';
+                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', ') || '.';
     END IF;
 
     RETURN QUERY
@@ -5121,8 +5131,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0
@@ -5154,8 +5165,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0
@@ -5183,8 +5195,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0
@@ -5318,8 +5331,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'released'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM released AS c
         HAVING pg_catalog.count(*) > 0
@@ -5332,7 +5345,7 @@ BEGIN
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done'::text, v_ended);
     END IF;
     IF v_released > 0 THEN
         PERFORM jobq__notify(ARRAY(
@@ -5409,8 +5422,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'released'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM released AS c
         HAVING pg_catalog.count(*) > 0
@@ -5424,7 +5437,7 @@ BEGIN
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done'::text, v_ended);
     RETURN v_released;
 END;
 $$;
@@ -5483,7 +5496,8 @@ BEGIN
         RETURN false;
     END IF;
     PERFORM jobq__metrics_count(
-        'requeued', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status]
+        'requeued'::text, ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status],
+        NULL::double precision[]
     );
     PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;
@@ -5541,8 +5555,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'requeued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'requeued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM requeued AS c
         HAVING pg_catalog.count(*) > 0
@@ -5589,7 +5603,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     v_error := jobq__job_argument_problem(
-        jobq_schedule.job_type, jobq_schedule.queue, NULL,
+        jobq_schedule.job_type, jobq_schedule.queue, NULL::text,
         jobq_schedule.max_attempts, jobq_schedule.priority
     );
     IF v_error IS NOT NULL THEN
@@ -5718,7 +5732,7 @@ BEGIN
     IF jobq_set_limit.limit_group IS NULL THEN
         v_error := 'limit_group must be a non-blank string';
     ELSE
-        v_error := jobq__limit_argument_problem(jobq_set_limit.limit_group, NULL);
+        v_error := jobq__limit_argument_problem(jobq_set_limit.limit_group, NULL::text);
     END IF;
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_set_limit: %', v_error USING ERRCODE = 'invalid_parameter_value';
@@ -5877,7 +5891,7 @@ BEGIN
         pg_catalog.array_agg(a.queue), pg_catalog.array_agg(a.job_type),
         pg_catalog.array_agg(a.jobs), pg_catalog.array_agg(a.oldest_available_at)
     INTO v_queues, v_types, v_jobs, v_oldest
-    FROM jobq__available() AS a;
+    FROM jobq__available(NULL::boolean) AS a;
 
     RETURN QUERY
     SELECT w.queue, w.job_type, w.jobs, w.oldest_available_at

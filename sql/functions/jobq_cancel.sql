@@ -71,7 +71,8 @@ BEGIN
     -- Only the pending jobs changed status; the running ones got a request.
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'cancelled', pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type)
+            'cancelled'::text, pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type),
+            NULL::text[], NULL::double precision[]
         ) AS n
         FROM changed AS k
         WHERE k.status = 'cancelled'
@@ -84,8 +85,8 @@ BEGIN
     INTO v_ended, v_workers
     FROM changed AS c
     LEFT JOIN counted ON TRUE;
-    PERFORM jobq__notify_events('done', v_ended);
-    PERFORM jobq__notify_events('cancel', v_workers);
+    PERFORM jobq__notify_events('done'::text, v_ended);
+    PERFORM jobq__notify_events('cancel'::text, v_workers);
 
     RETURN QUERY
     SELECT

@@ -68,12 +68,12 @@ BEGIN
     INTO v_awaited, v_queue, v_job_type, v_claimed_at;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
-            'succeeded', ARRAY[v_queue], ARRAY[v_job_type], NULL,
+            'succeeded'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
     IF v_awaited THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'::text), jobq_complete.job_id::text);
     END IF;
     RETURN v_awaited IS NOT NULL;
 END;

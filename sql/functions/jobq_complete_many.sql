@@ -105,7 +105,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'succeeded', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type), NULL,
+            'succeeded'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[],
             pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
         ) AS n
         FROM done AS c
@@ -119,7 +120,7 @@ BEGIN
     FROM done
     LEFT JOIN counted ON TRUE;
     IF v_awaited IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_awaited);
+        PERFORM jobq__notify_events('done'::text, v_awaited);
     END IF;
     RETURN v_done;
 END;

@@ -202,8 +202,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'lock_expired', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'lock_expired'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM taken AS c
         HAVING pg_catalog.count(*) > 0
@@ -214,7 +214,7 @@ BEGIN
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done'::text, v_ended);
     END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by
@@ -413,8 +413,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL,
+                'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[],
                 pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c
@@ -489,8 +489,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL,
+                'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[],
                 pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c

@@ -119,7 +119,8 @@ BEGIN
 
     IF v_metrics THEN  -- read with the limit: no call at all while counting is off
         PERFORM jobq__metrics_count(
-            'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+            'enqueued'::text, ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type],
+            NULL::text[], NULL::double precision[]
         );
     END IF;
 

@@ -227,7 +227,7 @@ BEGIN
         ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue);
 
         IF queues IS NULL AND run_ats IS NULL THEN
-            PERFORM jobq__notify(ARRAY['default']);
+            PERFORM jobq__notify(ARRAY['default'::text]);
         ELSE
             -- job_types gives every job its row when queues or run_ats is NULL.
             PERFORM jobq__notify(ARRAY(
@@ -245,9 +245,9 @@ BEGIN
         -- above.)
         IF v_metrics THEN
             PERFORM jobq__metrics_count(
-                'enqueued',
+                'enqueued'::text,
                 coalesce(queues, pg_catalog.array_fill('default'::text, ARRAY[v_n])),
-                job_types
+                job_types, NULL::text[], NULL::double precision[]
             );
         END IF;
 
@@ -311,7 +311,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+            'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[], NULL::double precision[]
         ) AS n
         FROM inserted AS c
     )
@@ -347,7 +348,9 @@ BEGIN
                 max_attempts => coalesce(jobq_enqueue_arrays.max_attempts[r.ord], 5),
                 run_at => run_ats[r.ord],
                 priority => coalesce(priorities[r.ord], 0),
-                queue => coalesce(queues[r.ord], 'default')
+                queue => coalesce(queues[r.ord], 'default'::text),
+                limit_group => NULL::text,
+                limit_key => NULL::text
             ) END ORDER BY r.ord)
         INTO v_ids
         FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);

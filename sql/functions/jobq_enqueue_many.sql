@@ -172,7 +172,8 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                    'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    NULL::text[], NULL::double precision[]
                 ) AS n
                 FROM inserted AS c
             )
@@ -238,7 +239,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[], NULL::double precision[]
             ) AS n
             FROM inserted AS c
         )

@@ -43,9 +43,9 @@ DECLARE
     v_examined integer := 0;
     v_found integer := 0;
 BEGIN
-    IF status IS NULL OR status <> ALL (jobq__statuses()) THEN
+    IF status IS NULL OR status <> ALL (jobq__statuses(NULL::boolean)) THEN
         RAISE EXCEPTION 'jobq_jobs_page: status must be one of %, got %',
-            pg_catalog.array_to_string(jobq__statuses(), ', '),
+            pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', '),
             coalesce(pg_catalog.quote_literal(status), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;

@@ -22,13 +22,13 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
-    WHERE s IS NULL OR s <> ALL (jobq__statuses())
+    WHERE s IS NULL OR s <> ALL (jobq__statuses(NULL::boolean))
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
             coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(), ', ') || '.';
+                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', ') || '.';
     END IF;
 
     RETURN QUERY

@@ -95,8 +95,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0
@@ -128,8 +129,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0
@@ -157,8 +159,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0

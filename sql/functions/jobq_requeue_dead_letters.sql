@@ -52,8 +52,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'requeued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'requeued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM requeued AS c
         HAVING pg_catalog.count(*) > 0

@@ -55,7 +55,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     v_error := jobq__job_argument_problem(
-        jobq_schedule.job_type, jobq_schedule.queue, NULL,
+        jobq_schedule.job_type, jobq_schedule.queue, NULL::text,
         jobq_schedule.max_attempts, jobq_schedule.priority
     );
     IF v_error IS NOT NULL THEN
