@@ -2200,7 +2200,7 @@ BEGIN
         RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jobq_complete.result IS NOT NULL THEN
-        v_size := pg_catalog.pg_column_size(jobq_complete.result);
+        v_size := pg_catalog.octet_length(jobq_complete.result::text);  -- as jobq_enqueue
         SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
         IF v_size > v_limit THEN
             RAISE EXCEPTION 'jobq_complete: result is % bytes, the limit is % bytes',
@@ -2286,19 +2286,13 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = 'Pass one result (or NULL) per job id, in the same order, or NULL.';
         END IF;
-        -- Sizes as jobq_complete (and jobq_enqueue) measure them, that of the jsonb value with
-        -- a 4-byte header. An array stores its elements of up to 127 bytes with a 1-byte
-        -- header, 3 bytes less: those are measured on a copy made outside the array.
+        -- Sizes as jobq_complete (and jobq_enqueue) measure them: the text form.
         SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
         SELECT r.ord, r.size INTO v_big
         FROM (
             SELECT
                 e.ord,
-                CASE
-                    WHEN pg_catalog.pg_column_size(e.result) <= 127
-                        THEN pg_catalog.pg_column_size(e.result::text::jsonb)
-                    ELSE pg_catalog.pg_column_size(e.result)
-                END AS size
+                pg_catalog.octet_length(e.result::text) AS size
             FROM pg_catalog.unnest(jobq_complete_many.results) WITH ORDINALITY AS e (result, ord)
         ) AS r
         WHERE r.size > v_limit
@@ -2414,8 +2408,10 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
 live in this schema''s jobq_settings, so each tenant schema has its own.
-Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
-in bytes of jsonb; default 1048576; NULL leaves it as it is), metrics (whether the jobq
+Arguments: max_payload_bytes (the largest payload that jobq_enqueue, jobq_enqueue_many,
+jobq_enqueue_arrays and jobq_schedule accept, and result that jobq_complete(_many) stores, in
+bytes of its text form (octet_length(value::text), however compressed it is stored);
+default 1048576; NULL leaves it as it is), metrics (whether the jobq
 functions count what they do for jobq_metrics(); off on a new installation, since counting
 costs a write in every counted call; false stops the counters, and true after false counts
 the jobs again as jobq_metrics_recount() does; NULL leaves it).
@@ -2939,7 +2935,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    v_size := pg_catalog.pg_column_size(jobq_enqueue.payload);
+    -- The logical size, that of the text form a worker receives: pg_column_size would give
+    -- the compressed size of a value passed from a table column (85 MB of repeated text fit
+    -- in 1 MiB), and a number of a few stored bytes can print as thousands of digits. Every
+    -- size limit of jobq (payloads, results, schedule payloads) measures the same way.
+    v_size := pg_catalog.octet_length(jobq_enqueue.payload::text);
     SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
@@ -3010,8 +3010,8 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) IS 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
-max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
-bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
+max_payload_bytes bytes in its text form, default 1 MiB), idempotency_key (NULL or 1-1000
+chars and at most 2000 bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
 priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
 limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
 the whole group shares one limit, else 1-200 chars: each key of the group has the group''s
@@ -3121,7 +3121,8 @@ BEGIN
         AND (payloads IS NULL OR NOT EXISTS (
             SELECT FROM pg_catalog.unnest(payloads) AS p (v)
             WHERE p.v IS NULL OR pg_catalog.jsonb_typeof(p.v) <> 'object'
-                OR pg_catalog.pg_column_size(p.v) > v_limit
+                -- the logical size, as jobq_enqueue measures it
+                OR pg_catalog.octet_length(p.v::text) > v_limit
         ))
     ), FALSE) THEN
         -- The first bad job, in input order.
@@ -3136,10 +3137,10 @@ BEGIN
                             'payload must be a JSON object, got a JSON %s',
                             pg_catalog.jsonb_typeof(e.payload)
                         )
-                    WHEN pg_catalog.pg_column_size(e.payload) > v_limit
+                    WHEN pg_catalog.octet_length(e.payload::text) > v_limit
                         THEN pg_catalog.format(
                             'payload is %s bytes, the limit is %s bytes',
-                            pg_catalog.pg_column_size(e.payload), v_limit
+                            pg_catalog.octet_length(e.payload::text), v_limit
                         )
                     WHEN NOT pg_catalog.isfinite(e.run_at)
                         THEN pg_catalog.format('run_at must be a finite time, got %s', e.run_at)
@@ -3150,7 +3151,7 @@ BEGIN
                 CASE
                     WHEN e.payload IS NULL THEN 'null_value_not_allowed'
                     WHEN pg_catalog.jsonb_typeof(e.payload) = 'object'
-                        AND pg_catalog.pg_column_size(e.payload) > v_limit
+                        AND pg_catalog.octet_length(e.payload::text) > v_limit
                         THEN 'program_limit_exceeded'
                     ELSE 'invalid_parameter_value'
                 END AS code
@@ -3417,7 +3418,8 @@ BEGIN
     FROM (
         SELECT
             x.ord::integer AS ord,
-            pg_catalog.pg_column_size(x.elem -> 'payload') AS payload_size,
+            -- the logical size, as jobq_enqueue measures it
+            pg_catalog.octet_length((x.elem -> 'payload')::text) AS payload_size,
             CASE
                 WHEN pg_catalog.jsonb_typeof(x.elem) <> 'object'
                     THEN pg_catalog.format(
@@ -5620,7 +5622,7 @@ BEGIN
             pg_catalog.jsonb_typeof(jobq_schedule.payload)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    v_size := pg_catalog.pg_column_size(jobq_schedule.payload);
+    v_size := pg_catalog.octet_length(jobq_schedule.payload::text);  -- as jobq_enqueue
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_schedule: payload is % bytes, the limit is % bytes', v_size, v_limit

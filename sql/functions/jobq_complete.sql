@@ -40,7 +40,7 @@ BEGIN
         RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jobq_complete.result IS NOT NULL THEN
-        v_size := pg_catalog.pg_column_size(jobq_complete.result);
+        v_size := pg_catalog.octet_length(jobq_complete.result::text);  -- as jobq_enqueue
         SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
         IF v_size > v_limit THEN
             RAISE EXCEPTION 'jobq_complete: result is % bytes, the limit is % bytes',

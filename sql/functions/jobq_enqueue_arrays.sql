@@ -122,7 +122,8 @@ BEGIN
         AND (payloads IS NULL OR NOT EXISTS (
             SELECT FROM pg_catalog.unnest(payloads) AS p (v)
             WHERE p.v IS NULL OR pg_catalog.jsonb_typeof(p.v) <> 'object'
-                OR pg_catalog.pg_column_size(p.v) > v_limit
+                -- the logical size, as jobq_enqueue measures it
+                OR pg_catalog.octet_length(p.v::text) > v_limit
         ))
     ), FALSE) THEN
         -- The first bad job, in input order.
@@ -137,10 +138,10 @@ BEGIN
                             'payload must be a JSON object, got a JSON %s',
                             pg_catalog.jsonb_typeof(e.payload)
                         )
-                    WHEN pg_catalog.pg_column_size(e.payload) > v_limit
+                    WHEN pg_catalog.octet_length(e.payload::text) > v_limit
                         THEN pg_catalog.format(
                             'payload is %s bytes, the limit is %s bytes',
-                            pg_catalog.pg_column_size(e.payload), v_limit
+                            pg_catalog.octet_length(e.payload::text), v_limit
                         )
                     WHEN NOT pg_catalog.isfinite(e.run_at)
                         THEN pg_catalog.format('run_at must be a finite time, got %s', e.run_at)
@@ -151,7 +152,7 @@ BEGIN
                 CASE
                     WHEN e.payload IS NULL THEN 'null_value_not_allowed'
                     WHEN pg_catalog.jsonb_typeof(e.payload) = 'object'
-                        AND pg_catalog.pg_column_size(e.payload) > v_limit
+                        AND pg_catalog.octet_length(e.payload::text) > v_limit
                         THEN 'program_limit_exceeded'
                     ELSE 'invalid_parameter_value'
                 END AS code

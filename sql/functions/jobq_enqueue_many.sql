@@ -44,7 +44,8 @@ BEGIN
     FROM (
         SELECT
             x.ord::integer AS ord,
-            pg_catalog.pg_column_size(x.elem -> 'payload') AS payload_size,
+            -- the logical size, as jobq_enqueue measures it
+            pg_catalog.octet_length((x.elem -> 'payload')::text) AS payload_size,
             CASE
                 WHEN pg_catalog.jsonb_typeof(x.elem) <> 'object'
                     THEN pg_catalog.format(

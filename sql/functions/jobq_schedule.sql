@@ -72,7 +72,7 @@ BEGIN
             pg_catalog.jsonb_typeof(jobq_schedule.payload)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    v_size := pg_catalog.pg_column_size(jobq_schedule.payload);
+    v_size := pg_catalog.octet_length(jobq_schedule.payload::text);  -- as jobq_enqueue
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_schedule: payload is % bytes, the limit is % bytes', v_size, v_limit

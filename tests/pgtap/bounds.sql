@@ -13,9 +13,13 @@
 --  6. A failure report never fails for its size: error is stored cut to its first 10,000
 --     characters, errors keeps the 50 most recent entries (jobq_fail and the takeover in
 --     jobq_dequeue), and a takeover never fails for the size of the claim it records.
+--  7. Size limits measure the logical size, the text form, however the value arrives: 85 MB
+--     of repeated text, passed from a table column where it is stored compressed in well
+--     under the 1 MiB limit, is 54000 as a payload (jobq_enqueue, jobq_enqueue_many,
+--     jobq_enqueue_arrays, jobq_schedule) and as a result (jobq_complete, jobq_complete_many).
 -- Every refused call changes nothing: the table is compared with a snapshot after them.
 BEGIN;
-SELECT plan(91);
+SELECT plan(102);
 
 DELETE FROM jobq_jobs;
 
@@ -232,6 +236,61 @@ SELECT is(
     (SELECT jsonb_agg(g) FROM generate_series(22, 71) AS g),
     'a history longer than 50 (kept from before the bound) is cut to the 50 most recent'
 );
+
+------------------------------------------------------------------------------------------
+-- 7. Logical sizes, for values that arrive compressed
+------------------------------------------------------------------------------------------
+
+SELECT jobq_enqueue('r') AS r7 \gset
+SELECT id AS claimed7 FROM jobq_dequeue('w7', job_types => '{r}') \gset
+DROP TABLE snap;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap_schedules AS SELECT * FROM jobq_schedules;
+
+-- Each value is read from a column of a temp table, where it is stored compressed, so that it
+-- reaches the function as it would from a producer's own table.
+CREATE TEMP TABLE big (v jsonb, jobs jsonb, vs jsonb[]);
+INSERT INTO big (v) VALUES (jsonb_build_object('s', repeat('a', 90000000)));
+UPDATE big SET jobs = jsonb_build_array(jsonb_build_object('job_type', 'big', 'payload', v)),
+               vs = ARRAY[v];
+SELECT cmp_ok((SELECT pg_column_size(v) FROM big), '<', 1048576,
+              'the 90 MB payload is stored in less than the 1 MiB limit');
+SELECT cmp_ok((SELECT pg_column_size(jobs) FROM big), '<', 1048576, 'so is a jobs array holding it');
+
+SELECT throws_ok($$SELECT jobq_enqueue('big', (SELECT v FROM big))$$, '54000',
+    'jobq_enqueue: payload is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_enqueue: a payload that arrives compressed is measured by its text form');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_many((SELECT jobs FROM big))$$, '54000',
+    'jobq_enqueue_many: jobs element 1 (counting from 1): payload is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_enqueue_many: the same');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays('{big}', (SELECT vs FROM big))$$, '54000',
+    'jobq_enqueue_arrays: element 1 (counting from 1): payload is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_enqueue_arrays: the same');
+SELECT throws_ok(
+    $$SELECT jobq_schedule('big', '@daily', 'big', (SELECT v FROM big))$$, '54000',
+    'jobq_schedule: payload is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_schedule: the same for a schedule''s payload');
+SELECT throws_ok(
+    format($$SELECT jobq_complete(%L, 'w7', result => (SELECT v FROM big))$$, :'claimed7'),
+    '54000', 'jobq_complete: result is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_complete: a result that arrives compressed is measured by its text form');
+SELECT throws_ok(
+    format($$SELECT jobq_complete_many(ARRAY[%L]::uuid[], 'w7', results => (SELECT vs FROM big))$$,
+           :'claimed7'),
+    '54000', 'jobq_complete_many: results[1] is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_complete_many: the same');
+-- A number of a few stored bytes prints as up to 131,072 digits: the text form counts.
+SELECT jsonb_object_agg('k' || g, ('1e100000')::numeric) AS digits
+FROM generate_series(1, 11) AS g \gset
+SELECT throws_ok(format('SELECT jobq_enqueue(''big'', %L::jsonb)', :'digits'), '54000',
+    format('jobq_enqueue: payload is %s bytes, the limit is 1048576 bytes',
+           octet_length(:'digits'::jsonb::text)),
+    'a payload of 11 numbers, ' || pg_column_size(:'digits'::jsonb)
+    || ' bytes stored, is measured by its digits');
+SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+                  'none of the oversized values was added or stored');
+SELECT results_eq('SELECT * FROM jobq_schedules', 'SELECT * FROM snap_schedules',
+                  'and no schedule was created');
 
 SELECT * FROM finish();
 ROLLBACK;
