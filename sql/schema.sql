@@ -2442,6 +2442,7 @@ DECLARE
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited boolean;
+    v_longest integer;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -2458,6 +2459,37 @@ BEGIN
         RAISE EXCEPTION 'jobq_dequeue: lock_timeout must be a positive interval, got %',
             coalesce(lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The filters are stored in jobq_workers and read by every jobq_health: at most 1,000
+    -- names each, of at most 200 characters (no job_type or queue is longer). The names are
+    -- looked at one by one only when their total length could hide a longer one.
+    IF pg_catalog.cardinality(jobq_dequeue.job_types) > 1000 THEN
+        RAISE EXCEPTION 'jobq_dequeue: job_types has % names, at most 1000 are allowed',
+            pg_catalog.cardinality(jobq_dequeue.job_types)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.cardinality(jobq_dequeue.queues) > 1000 THEN
+        RAISE EXCEPTION 'jobq_dequeue: queues has % names, at most 1000 are allowed',
+            pg_catalog.cardinality(jobq_dequeue.queues)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(pg_catalog.array_to_string(jobq_dequeue.job_types, '')) > 200 THEN
+        SELECT pg_catalog.max(pg_catalog.length(t.name)) INTO v_longest
+        FROM pg_catalog.unnest(jobq_dequeue.job_types) AS t (name);
+        IF v_longest > 200 THEN
+            RAISE EXCEPTION 'jobq_dequeue: job_types has a name of % characters, at most 200 '
+                'are allowed', v_longest
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+    IF pg_catalog.length(pg_catalog.array_to_string(jobq_dequeue.queues, '')) > 200 THEN
+        SELECT pg_catalog.max(pg_catalog.length(q.name)) INTO v_longest
+        FROM pg_catalog.unnest(jobq_dequeue.queues) AS q (name);
+        IF v_longest > 200 THEN
+            RAISE EXCEPTION 'jobq_dequeue: queues has a name of % characters, at most 200 '
+                'are allowed', v_longest
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
     END IF;
     -- What this worker asks for, for jobq_unserved_job_types (one look-up; a write at most
     -- every 5 seconds per worker).
@@ -2882,12 +2914,13 @@ other types or queues and jobs scheduled for later (whatever their priority) are
 Runs with enable_bitmapscan = off, plan_cache_mode = force_generic_plan and jit = off (for
 this function only; the caller keeps its own settings): index scans in claim order that stop
 after batch_size rows, planned once per session, never compiled.
-Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all),
-batch_size (1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL =
-all).
+Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all;
+at most 1000 names of at most 200 characters), batch_size (1-10000), lock_timeout (> 0; beyond
+1000 years it means never), queues (NULL = all; at most 1000 names of at most 200 characters).
 Result: the claimed rows of jobq_jobs, highest priority first, then available_at, then id.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
-lock_timeout <= 0.
+lock_timeout <= 0, job_types or queues of more than 1000 names or with a name longer than 200
+characters.
 Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
 same job, one call never locks or claims more than batch_size pending rows, and it never comes
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
@@ -4390,6 +4423,16 @@ BEGIN
             coalesce(pg_catalog.quote_literal(status), 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF pg_catalog.length(jobq_jobs_page.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_jobs_page.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_jobs_page.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: job_type is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_jobs_page.job_type)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
         RAISE EXCEPTION 'jobq_jobs_page: max_rows must be between 1 and 1000, got %',
             coalesce(max_rows::text, 'NULL')
@@ -4526,15 +4569,16 @@ of jobs in other statuses; a queue or job_type filter is applied to the rows of 
 A page of finished jobs examines at most scan_limit jobs: when it stops there short of max_rows
 matches, its last row has matches = false and is only the last job examined, whose sort_at and
 id are the cursor to search on (pending and processing jobs, the backlog, are searched whole).
-Arguments: status (one status), queue (NULL = any), job_type (NULL = any), after_at and
+Arguments: status (one status), queue (NULL = any; at most 200 characters), job_type (NULL =
+any; at most 200 characters), after_at and
 after_id (both NULL for the first page, both given for the next ones), max_rows (1 to 1000,
 default 50), scan_limit (how many finished jobs a page examines at most, 1 to 1000000,
 default 10000).
 Result: rows of jobq_job_summary (the columns of jobq_jobs without payload, result and
 errors, cancel_requested, sort_at, and matches: true on every job listed, false on the marker
 of a search stopped by scan_limit).
-Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, scan_limit outside
-1..1000000, only one of after_at and after_id.
+Errors: 22023 an unknown or NULL status, a queue or job_type longer than 200 characters,
+max_rows outside 1..1000, scan_limit outside 1..1000000, only one of after_at and after_id.
 Concurrency: a snapshot, as any query; it takes no lock. A job that changes status between two
 pages leaves one listing and may appear in another.';
 
@@ -4640,6 +4684,21 @@ BEGIN
             coalesce(max_rows::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF pg_catalog.cardinality(jobq_list_jobs.statuses) > 100 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: statuses has % elements, at most 100 are allowed',
+            pg_catalog.cardinality(jobq_list_jobs.statuses)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_list_jobs.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: job_type is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_list_jobs.job_type)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_list_jobs.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_list_jobs.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
     WHERE s IS NULL OR s <> ALL (jobq__statuses(NULL::boolean))
     LIMIT 1;
@@ -4663,10 +4722,12 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) IS 'Admin. Lists jobs, most recently changed first. Shows payloads, so it is granted to
 admins only.
-Arguments: statuses (NULL = all), job_type (NULL = any), queue (NULL = any), max_rows (at
-most this many rows, default 100).
+Arguments: statuses (NULL = all; at most 100 status names), job_type (NULL = any; at most 200
+characters), queue (NULL = any; at most 200 characters), max_rows (at most this many rows,
+default 100).
 Result: rows of jobq_jobs.
-Errors: 22023 an unknown status, max_rows < 1.';
+Errors: 22023 an unknown status, more than 100 statuses, a job_type or queue longer than 200
+characters, max_rows < 1.';
 
 CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, value double precision)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5088,6 +5149,11 @@ BEGIN
         RAISE EXCEPTION 'jobq_prune: statuses must name at least one finished status'
             USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
     END IF;
+    IF pg_catalog.cardinality(statuses) > 100 THEN
+        RAISE EXCEPTION 'jobq_prune: statuses has % elements, at most 100 are allowed',
+            pg_catalog.cardinality(statuses)
+            USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
+    END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
     WHERE s IS NULL OR s <> ALL (jobq__statuses(finished => TRUE))
     LIMIT 1;
@@ -5222,11 +5288,12 @@ $$;
 COMMENT ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) IS 'Deletes finished jobs that finished long enough ago, the oldest first, all at once or in
 batches (each call then a short transaction: loop until a call deletes fewer than batch_size).
 Arguments: older_than (>= 0: jobs whose finished_at is older than this), statuses (finished
-statuses only: succeeded, failed, dead_letter, cancelled; default succeeded), batch_size (at most that
+statuses only: succeeded, failed, dead_letter, cancelled; at most 100 names; default
+succeeded), batch_size (at most that
 many per call; NULL, the default: all of them in one statement).
 Result: how many jobs were deleted.
 Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty
-list, a NULL or negative older_than, a batch_size below 1.
+list or one of more than 100 names, a NULL or negative older_than, a batch_size below 1.
 Concurrency: rows locked by another transaction at that moment are skipped (SKIP LOCKED), not
 waited for; a later call prunes them.';
 
@@ -5524,6 +5591,16 @@ DECLARE
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
+    IF pg_catalog.length(jobq_requeue_dead_letters.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: job_type is % characters long, at most 200 '
+            'are allowed', pg_catalog.length(jobq_requeue_dead_letters.job_type)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_requeue_dead_letters.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: queue is % characters long, at most 200 are '
+            'allowed', pg_catalog.length(jobq_requeue_dead_letters.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     -- old: the status each job leaves, for jobq_metrics' gauge (locked until the UPDATE).
     WITH old AS MATERIALIZED (
         SELECT j.id, j.status
@@ -5576,9 +5653,10 @@ $$;
 COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) IS 'Makes every dead_letter, failed or cancelled job pending again, as jobq_requeue_dead_letter
 does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
 back (a single one that wakes every worker when more than 100 queues did).
-Arguments: job_type (NULL = any), queue (NULL = any).
+Arguments: job_type (NULL = any; at most 200 characters), queue (NULL = any; at most 200
+characters).
 Result: how many jobs were requeued.
-Errors: none.';
+Errors: 22023 a job_type or queue longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, max_attempts integer DEFAULT 5, catch_up text DEFAULT 'latest'::text, paused boolean DEFAULT false) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5602,6 +5680,22 @@ BEGIN
     IF pg_catalog.length(jobq_schedule.name) > 200 THEN
         RAISE EXCEPTION 'jobq_schedule: name is % characters long, at most 200 are allowed',
             pg_catalog.length(jobq_schedule.name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- cron is parsed again on every tick, and timezone looked up: both are short.
+    IF pg_catalog.length(jobq_schedule.cron) > 1000 THEN
+        RAISE EXCEPTION 'jobq_schedule: cron is % characters long, at most 1000 are allowed',
+            pg_catalog.length(jobq_schedule.cron)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_schedule.timezone) > 100 THEN
+        RAISE EXCEPTION 'jobq_schedule: timezone is % characters long, at most 100 are allowed',
+            pg_catalog.length(jobq_schedule.timezone)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_schedule.catch_up) > 100 THEN
+        RAISE EXCEPTION 'jobq_schedule: catch_up must be skip, latest or all, got a string of % '
+            'characters', pg_catalog.length(jobq_schedule.catch_up)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     v_error := jobq__job_argument_problem(
@@ -5687,11 +5781,13 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) IS 'Creates or replaces the schedule `name` and returns its next fire time.
-Arguments: name (1-200 chars), cron (five fields: minute hour day-of-month month day-of-week,
-with *, lists, ranges, steps, month and weekday names; or @hourly, @daily, @weekly, @monthly,
-@yearly), job_type, payload, queue, priority, max_attempts (those of each job a fire enqueues,
-checked as jobq_enqueue does), timezone (IANA name; the cron fields are wall-clock times there:
-a time skipped by daylight saving fires at the end of the gap, a repeated one once), catch_up
+Arguments: name (1-200 chars), cron (at most 1000 chars; five fields: minute hour
+day-of-month month day-of-week, with *, lists, ranges, steps, month and weekday names; or
+@hourly, @daily, @weekly, @monthly, @yearly), job_type, payload, queue, priority, max_attempts
+(those of each job a fire enqueues, checked as jobq_enqueue does: job_type and queue 1-200
+chars, payload at most max_payload_bytes bytes in its text form), timezone (IANA name, at most
+100 chars; the cron fields are wall-clock times there: a time skipped by daylight saving fires
+at the end of the gap, a repeated one once), catch_up
 (skip, latest or all: what a tick does with fires nobody ticked in time), paused (fires nothing
 while true).
 Result: next_run_at. Replacing keeps it when cron and timezone are unchanged and the schedule
@@ -5855,6 +5951,11 @@ BEGIN
         RAISE EXCEPTION 'jobq_unschedule: name must not be NULL'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF pg_catalog.length(jobq_unschedule.name) > 200 THEN
+        RAISE EXCEPTION 'jobq_unschedule: name is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_unschedule.name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     DELETE FROM jobq_schedules AS s WHERE s.name = jobq_unschedule.name;
     RETURN FOUND;
 END;
@@ -5862,9 +5963,9 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_unschedule(name text) IS 'Deletes a schedule. Jobs already enqueued by its fires are kept (they are jobs like any
 other).
-Arguments: name (the schedule''s name).
+Arguments: name (the schedule''s name, at most 200 characters).
 Result: whether it existed (false: nothing changed).
-Errors: 22023 NULL name.
+Errors: 22023 NULL name, or one longer than 200 characters.
 Concurrency: waits for a tick that holds the schedule.';
 
 CREATE FUNCTION public.jobq_unserved_job_types(idle interval DEFAULT '00:15:00'::interval) RETURNS TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)
