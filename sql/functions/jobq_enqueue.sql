@@ -65,10 +65,10 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    -- The logical size, that of the text form a worker receives: pg_column_size would give
-    -- the compressed size of a value passed from a table column (85 MB of repeated text fit
-    -- in 1 MiB), and a number of a few stored bytes can print as thousands of digits. Every
-    -- size limit of jobq (payloads, results, schedule payloads) measures the same way.
+    -- The logical size, that of the text form a worker receives: pg_column_size gives the
+    -- compressed size of a value passed from a table column (85 MB of repeated text is
+    -- stored in less than 1 MiB), and a number of a few stored bytes prints as up to 131,072
+    -- digits. Every size limit of jobq (payloads, results, schedule payloads) measures so.
     v_size := pg_catalog.octet_length(jobq_enqueue.payload::text);
     SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
     IF v_size > v_limit THEN
