@@ -740,8 +740,8 @@ BEGIN
     -- Counted for jobq_metrics() as jobq_dequeue counts its own claims: started, the wait.
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            NULL,
+            'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[],
             pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
         ) AS n
         FROM claimed AS c
@@ -1829,7 +1829,9 @@ BEGIN
                     max_attempts => v_row.max_attempts,
                     run_at => v_fire,
                     priority => v_row.priority,
-                    queue => v_row.queue
+                    queue => v_row.queue,
+                    limit_group => NULL::text,
+                    limit_key => NULL::text
                 );
                 v_ids := pg_catalog.array_append(v_ids, v_id);
             END LOOP;
@@ -2110,7 +2112,8 @@ BEGIN
     -- Only the pending jobs changed status; the running ones got a request.
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'cancelled', pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type)
+            'cancelled'::text, pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type),
+            NULL::text[], NULL::double precision[]
         ) AS n
         FROM changed AS k
         WHERE k.status = 'cancelled'
@@ -2123,8 +2126,8 @@ BEGIN
     INTO v_ended, v_workers
     FROM changed AS c
     LEFT JOIN counted ON TRUE;
-    PERFORM jobq__notify_events('done', v_ended);
-    PERFORM jobq__notify_events('cancel', v_workers);
+    PERFORM jobq__notify_events('done'::text, v_ended);
+    PERFORM jobq__notify_events('cancel'::text, v_workers);
 
     RETURN QUERY
     SELECT
@@ -2197,7 +2200,7 @@ BEGIN
         RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jobq_complete.result IS NOT NULL THEN
-        v_size := pg_catalog.pg_column_size(jobq_complete.result);
+        v_size := pg_catalog.octet_length(jobq_complete.result::text);  -- as jobq_enqueue
         SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
         IF v_size > v_limit THEN
             RAISE EXCEPTION 'jobq_complete: result is % bytes, the limit is % bytes',
@@ -2225,12 +2228,12 @@ BEGIN
     INTO v_awaited, v_queue, v_job_type, v_claimed_at;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
-            'succeeded', ARRAY[v_queue], ARRAY[v_job_type], NULL,
+            'succeeded'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
     IF v_awaited THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'::text), jobq_complete.job_id::text);
     END IF;
     RETURN v_awaited IS NOT NULL;
 END;
@@ -2283,19 +2286,13 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = 'Pass one result (or NULL) per job id, in the same order, or NULL.';
         END IF;
-        -- Sizes as jobq_complete (and jobq_enqueue) measure them, that of the jsonb value with
-        -- a 4-byte header. An array stores its elements of up to 127 bytes with a 1-byte
-        -- header, 3 bytes less: those are measured on a copy made outside the array.
+        -- Sizes as jobq_complete (and jobq_enqueue) measure them: the text form.
         SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
         SELECT r.ord, r.size INTO v_big
         FROM (
             SELECT
                 e.ord,
-                CASE
-                    WHEN pg_catalog.pg_column_size(e.result) <= 127
-                        THEN pg_catalog.pg_column_size(e.result::text::jsonb)
-                    ELSE pg_catalog.pg_column_size(e.result)
-                END AS size
+                pg_catalog.octet_length(e.result::text) AS size
             FROM pg_catalog.unnest(jobq_complete_many.results) WITH ORDINALITY AS e (result, ord)
         ) AS r
         WHERE r.size > v_limit
@@ -2338,7 +2335,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'succeeded', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type), NULL,
+            'succeeded'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[],
             pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
         ) AS n
         FROM done AS c
@@ -2352,7 +2350,7 @@ BEGIN
     FROM done
     LEFT JOIN counted ON TRUE;
     IF v_awaited IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_awaited);
+        PERFORM jobq__notify_events('done'::text, v_awaited);
     END IF;
     RETURN v_done;
 END;
@@ -2410,8 +2408,10 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
 live in this schema''s jobq_settings, so each tenant schema has its own.
-Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
-in bytes of jsonb; default 1048576; NULL leaves it as it is), metrics (whether the jobq
+Arguments: max_payload_bytes (the largest payload that jobq_enqueue, jobq_enqueue_many,
+jobq_enqueue_arrays and jobq_schedule accept, and result that jobq_complete(_many) stores, in
+bytes of its text form (octet_length(value::text), however compressed it is stored);
+default 1048576; NULL leaves it as it is), metrics (whether the jobq
 functions count what they do for jobq_metrics(); off on a new installation, since counting
 costs a write in every counted call; false stops the counters, and true after false counts
 the jobs again as jobq_metrics_recount() does; NULL leaves it).
@@ -2442,6 +2442,7 @@ DECLARE
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited boolean;
+    v_longest integer;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -2458,6 +2459,37 @@ BEGIN
         RAISE EXCEPTION 'jobq_dequeue: lock_timeout must be a positive interval, got %',
             coalesce(lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The filters are stored in jobq_workers and read by every jobq_health: at most 1,000
+    -- names each, of at most 200 characters (no job_type or queue is longer). The names are
+    -- looked at one by one only when their total length could hide a longer one.
+    IF pg_catalog.cardinality(jobq_dequeue.job_types) > 1000 THEN
+        RAISE EXCEPTION 'jobq_dequeue: job_types has % names, at most 1000 are allowed',
+            pg_catalog.cardinality(jobq_dequeue.job_types)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.cardinality(jobq_dequeue.queues) > 1000 THEN
+        RAISE EXCEPTION 'jobq_dequeue: queues has % names, at most 1000 are allowed',
+            pg_catalog.cardinality(jobq_dequeue.queues)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(pg_catalog.array_to_string(jobq_dequeue.job_types, '')) > 200 THEN
+        SELECT pg_catalog.max(pg_catalog.length(t.name)) INTO v_longest
+        FROM pg_catalog.unnest(jobq_dequeue.job_types) AS t (name);
+        IF v_longest > 200 THEN
+            RAISE EXCEPTION 'jobq_dequeue: job_types has a name of % characters, at most 200 '
+                'are allowed', v_longest
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+    IF pg_catalog.length(pg_catalog.array_to_string(jobq_dequeue.queues, '')) > 200 THEN
+        SELECT pg_catalog.max(pg_catalog.length(q.name)) INTO v_longest
+        FROM pg_catalog.unnest(jobq_dequeue.queues) AS q (name);
+        IF v_longest > 200 THEN
+            RAISE EXCEPTION 'jobq_dequeue: queues has a name of % characters, at most 200 '
+                'are allowed', v_longest
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
     END IF;
     -- What this worker asks for, for jobq_unserved_job_types (one look-up; a write at most
     -- every 5 seconds per worker).
@@ -2558,8 +2590,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'lock_expired', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'lock_expired'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM taken AS c
         HAVING pg_catalog.count(*) > 0
@@ -2570,7 +2602,7 @@ BEGIN
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done'::text, v_ended);
     END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by
@@ -2769,8 +2801,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL,
+                'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[],
                 pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c
@@ -2845,8 +2877,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL,
+                'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[],
                 pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c
@@ -2882,12 +2914,13 @@ other types or queues and jobs scheduled for later (whatever their priority) are
 Runs with enable_bitmapscan = off, plan_cache_mode = force_generic_plan and jit = off (for
 this function only; the caller keeps its own settings): index scans in claim order that stop
 after batch_size rows, planned once per session, never compiled.
-Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all),
-batch_size (1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL =
-all).
+Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all;
+at most 1000 names of at most 200 characters), batch_size (1-10000), lock_timeout (> 0; beyond
+1000 years it means never), queues (NULL = all; at most 1000 names of at most 200 characters).
 Result: the claimed rows of jobq_jobs, highest priority first, then available_at, then id.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
-lock_timeout <= 0.
+lock_timeout <= 0, job_types or queues of more than 1000 names or with a name longer than 200
+characters.
 Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
 same job, one call never locks or claims more than batch_size pending rows, and it never comes
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
@@ -2935,7 +2968,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    v_size := pg_catalog.pg_column_size(jobq_enqueue.payload);
+    -- The logical size, that of the text form a worker receives: pg_column_size gives the
+    -- compressed size of a value passed from a table column (85 MB of repeated text is
+    -- stored in less than 1 MiB), and a number of a few stored bytes prints as up to 131,072
+    -- digits. Every size limit of jobq (payloads, results, schedule payloads) measures so.
+    v_size := pg_catalog.octet_length(jobq_enqueue.payload::text);
     SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
@@ -2989,7 +3026,8 @@ BEGIN
 
     IF v_metrics THEN  -- read with the limit: no call at all while counting is off
         PERFORM jobq__metrics_count(
-            'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+            'enqueued'::text, ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type],
+            NULL::text[], NULL::double precision[]
         );
     END IF;
 
@@ -3005,8 +3043,8 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) IS 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
-max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
-bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
+max_payload_bytes bytes in its text form, default 1 MiB), idempotency_key (NULL or 1-1000
+chars and at most 2000 bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
 priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
 limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
 the whole group shares one limit, else 1-200 chars: each key of the group has the group''s
@@ -3116,7 +3154,8 @@ BEGIN
         AND (payloads IS NULL OR NOT EXISTS (
             SELECT FROM pg_catalog.unnest(payloads) AS p (v)
             WHERE p.v IS NULL OR pg_catalog.jsonb_typeof(p.v) <> 'object'
-                OR pg_catalog.pg_column_size(p.v) > v_limit
+                -- the logical size, as jobq_enqueue measures it
+                OR pg_catalog.octet_length(p.v::text) > v_limit
         ))
     ), FALSE) THEN
         -- The first bad job, in input order.
@@ -3131,10 +3170,10 @@ BEGIN
                             'payload must be a JSON object, got a JSON %s',
                             pg_catalog.jsonb_typeof(e.payload)
                         )
-                    WHEN pg_catalog.pg_column_size(e.payload) > v_limit
+                    WHEN pg_catalog.octet_length(e.payload::text) > v_limit
                         THEN pg_catalog.format(
                             'payload is %s bytes, the limit is %s bytes',
-                            pg_catalog.pg_column_size(e.payload), v_limit
+                            pg_catalog.octet_length(e.payload::text), v_limit
                         )
                     WHEN NOT pg_catalog.isfinite(e.run_at)
                         THEN pg_catalog.format('run_at must be a finite time, got %s', e.run_at)
@@ -3145,7 +3184,7 @@ BEGIN
                 CASE
                     WHEN e.payload IS NULL THEN 'null_value_not_allowed'
                     WHEN pg_catalog.jsonb_typeof(e.payload) = 'object'
-                        AND pg_catalog.pg_column_size(e.payload) > v_limit
+                        AND pg_catalog.octet_length(e.payload::text) > v_limit
                         THEN 'program_limit_exceeded'
                     ELSE 'invalid_parameter_value'
                 END AS code
@@ -3221,7 +3260,7 @@ BEGIN
         ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue);
 
         IF queues IS NULL AND run_ats IS NULL THEN
-            PERFORM jobq__notify(ARRAY['default']);
+            PERFORM jobq__notify(ARRAY['default'::text]);
         ELSE
             -- job_types gives every job its row when queues or run_ats is NULL.
             PERFORM jobq__notify(ARRAY(
@@ -3239,9 +3278,9 @@ BEGIN
         -- above.)
         IF v_metrics THEN
             PERFORM jobq__metrics_count(
-                'enqueued',
+                'enqueued'::text,
                 coalesce(queues, pg_catalog.array_fill('default'::text, ARRAY[v_n])),
-                job_types
+                job_types, NULL::text[], NULL::double precision[]
             );
         END IF;
 
@@ -3305,7 +3344,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+            'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[], NULL::double precision[]
         ) AS n
         FROM inserted AS c
     )
@@ -3341,7 +3381,9 @@ BEGIN
                 max_attempts => coalesce(jobq_enqueue_arrays.max_attempts[r.ord], 5),
                 run_at => run_ats[r.ord],
                 priority => coalesce(priorities[r.ord], 0),
-                queue => coalesce(queues[r.ord], 'default')
+                queue => coalesce(queues[r.ord], 'default'::text),
+                limit_group => NULL::text,
+                limit_key => NULL::text
             ) END ORDER BY r.ord)
         INTO v_ids
         FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
@@ -3409,7 +3451,8 @@ BEGIN
     FROM (
         SELECT
             x.ord::integer AS ord,
-            pg_catalog.pg_column_size(x.elem -> 'payload') AS payload_size,
+            -- the logical size, as jobq_enqueue measures it
+            pg_catalog.octet_length((x.elem -> 'payload')::text) AS payload_size,
             CASE
                 WHEN pg_catalog.jsonb_typeof(x.elem) <> 'object'
                     THEN pg_catalog.format(
@@ -3537,7 +3580,8 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                    'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    NULL::text[], NULL::double precision[]
                 ) AS n
                 FROM inserted AS c
             )
@@ -3603,7 +3647,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[], NULL::double precision[]
             ) AS n
             FROM inserted AS c
         )
@@ -3755,7 +3800,7 @@ BEGIN
             AND jobq_fail.backoff > interval '0',
         last_error = v_error_text,
         errors = jobq__append_error(
-            j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, v_error_text)
+            j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, v_error_text, NULL::text)
         ),
         locked_at = NULL,
         locked_by = NULL,
@@ -3769,14 +3814,14 @@ BEGIN
     INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
     IF v_status IS NOT NULL THEN
         PERFORM jobq__metrics_count(
-            'failed', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
+            'failed'::text, ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
     IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending' THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'::text), jobq_fail.job_id::text);
     END IF;
     RETURN v_status;
 END;
@@ -3928,7 +3973,7 @@ BEGIN
                 AND d.backoff > interval '0',
             last_error = d.error,
             errors = jobq__append_error(
-                j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error)
+                j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error, NULL::text)
             ),
             locked_at = NULL,
             locked_by = NULL,
@@ -3942,7 +3987,7 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'failed', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            'failed'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
             pg_catalog.array_agg(c.status),
             pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
         ) AS n
@@ -3963,7 +4008,7 @@ BEGIN
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done'::text, v_ended);
 
     RETURN QUERY
     SELECT e.i::integer, e.job_id, r.status
@@ -4096,7 +4141,7 @@ BEGIN
             pg_catalog.sum(a.jobs),
             pg_catalog.date_trunc('second', v_now - pg_catalog.min(a.oldest_available_at))
         )
-    FROM jobq__available() AS a
+    FROM jobq__available(NULL::boolean) AS a
     GROUP BY a.queue;
 
     -- Per queue and job type: available jobs that no worker asked for within max_pending_age
@@ -4372,10 +4417,20 @@ DECLARE
     v_examined integer := 0;
     v_found integer := 0;
 BEGIN
-    IF status IS NULL OR status <> ALL (jobq__statuses()) THEN
+    IF status IS NULL OR status <> ALL (jobq__statuses(NULL::boolean)) THEN
         RAISE EXCEPTION 'jobq_jobs_page: status must be one of %, got %',
-            pg_catalog.array_to_string(jobq__statuses(), ', '),
+            pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', '),
             coalesce(pg_catalog.quote_literal(status), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_jobs_page.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_jobs_page.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_jobs_page.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: job_type is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_jobs_page.job_type)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
@@ -4514,15 +4569,16 @@ of jobs in other statuses; a queue or job_type filter is applied to the rows of 
 A page of finished jobs examines at most scan_limit jobs: when it stops there short of max_rows
 matches, its last row has matches = false and is only the last job examined, whose sort_at and
 id are the cursor to search on (pending and processing jobs, the backlog, are searched whole).
-Arguments: status (one status), queue (NULL = any), job_type (NULL = any), after_at and
+Arguments: status (one status), queue (NULL = any; at most 200 characters), job_type (NULL =
+any; at most 200 characters), after_at and
 after_id (both NULL for the first page, both given for the next ones), max_rows (1 to 1000,
 default 50), scan_limit (how many finished jobs a page examines at most, 1 to 1000000,
 default 10000).
 Result: rows of jobq_job_summary (the columns of jobq_jobs without payload, result and
 errors, cancel_requested, sort_at, and matches: true on every job listed, false on the marker
 of a search stopped by scan_limit).
-Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, scan_limit outside
-1..1000000, only one of after_at and after_id.
+Errors: 22023 an unknown or NULL status, a queue or job_type longer than 200 characters,
+max_rows outside 1..1000, scan_limit outside 1..1000000, only one of after_at and after_id.
 Concurrency: a snapshot, as any query; it takes no lock. A job that changes status between two
 pages leaves one listing and may appear in another.';
 
@@ -4628,14 +4684,29 @@ BEGIN
             coalesce(max_rows::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF pg_catalog.cardinality(jobq_list_jobs.statuses) > 100 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: statuses has % elements, at most 100 are allowed',
+            pg_catalog.cardinality(jobq_list_jobs.statuses)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_list_jobs.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: job_type is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_list_jobs.job_type)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_list_jobs.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_list_jobs.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
-    WHERE s IS NULL OR s <> ALL (jobq__statuses())
+    WHERE s IS NULL OR s <> ALL (jobq__statuses(NULL::boolean))
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
             coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(), ', ') || '.';
+                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', ') || '.';
     END IF;
 
     RETURN QUERY
@@ -4651,10 +4722,12 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) IS 'Admin. Lists jobs, most recently changed first. Shows payloads, so it is granted to
 admins only.
-Arguments: statuses (NULL = all), job_type (NULL = any), queue (NULL = any), max_rows (at
-most this many rows, default 100).
+Arguments: statuses (NULL = all; at most 100 status names), job_type (NULL = any; at most 200
+characters), queue (NULL = any; at most 200 characters), max_rows (at most this many rows,
+default 100).
 Result: rows of jobq_jobs.
-Errors: 22023 an unknown status, max_rows < 1.';
+Errors: 22023 an unknown status, more than 100 statuses, a job_type or queue longer than 200
+characters, max_rows < 1.';
 
 CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, value double precision)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5076,6 +5149,11 @@ BEGIN
         RAISE EXCEPTION 'jobq_prune: statuses must name at least one finished status'
             USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
     END IF;
+    IF pg_catalog.cardinality(statuses) > 100 THEN
+        RAISE EXCEPTION 'jobq_prune: statuses has % elements, at most 100 are allowed',
+            pg_catalog.cardinality(statuses)
+            USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
+    END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
     WHERE s IS NULL OR s <> ALL (jobq__statuses(finished => TRUE))
     LIMIT 1;
@@ -5121,8 +5199,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0
@@ -5154,8 +5233,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0
@@ -5183,8 +5263,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0
@@ -5207,11 +5288,12 @@ $$;
 COMMENT ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) IS 'Deletes finished jobs that finished long enough ago, the oldest first, all at once or in
 batches (each call then a short transaction: loop until a call deletes fewer than batch_size).
 Arguments: older_than (>= 0: jobs whose finished_at is older than this), statuses (finished
-statuses only: succeeded, failed, dead_letter, cancelled; default succeeded), batch_size (at most that
+statuses only: succeeded, failed, dead_letter, cancelled; at most 100 names; default
+succeeded), batch_size (at most that
 many per call; NULL, the default: all of them in one statement).
 Result: how many jobs were deleted.
 Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty
-list, a NULL or negative older_than, a batch_size below 1.
+list or one of more than 100 names, a NULL or negative older_than, a batch_size below 1.
 Concurrency: rows locked by another transaction at that moment are skipped (SKIP LOCKED), not
 waited for; a later call prunes them.';
 
@@ -5318,8 +5400,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'released'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM released AS c
         HAVING pg_catalog.count(*) > 0
@@ -5332,7 +5414,7 @@ BEGIN
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done'::text, v_ended);
     END IF;
     IF v_released > 0 THEN
         PERFORM jobq__notify(ARRAY(
@@ -5409,8 +5491,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'released'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM released AS c
         HAVING pg_catalog.count(*) > 0
@@ -5424,7 +5506,7 @@ BEGIN
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done'::text, v_ended);
     RETURN v_released;
 END;
 $$;
@@ -5483,7 +5565,8 @@ BEGIN
         RETURN false;
     END IF;
     PERFORM jobq__metrics_count(
-        'requeued', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status]
+        'requeued'::text, ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status],
+        NULL::double precision[]
     );
     PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;
@@ -5508,6 +5591,16 @@ DECLARE
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
+    IF pg_catalog.length(jobq_requeue_dead_letters.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: job_type is % characters long, at most 200 '
+            'are allowed', pg_catalog.length(jobq_requeue_dead_letters.job_type)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_requeue_dead_letters.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: queue is % characters long, at most 200 are '
+            'allowed', pg_catalog.length(jobq_requeue_dead_letters.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     -- old: the status each job leaves, for jobq_metrics' gauge (locked until the UPDATE).
     WITH old AS MATERIALIZED (
         SELECT j.id, j.status
@@ -5541,8 +5634,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'requeued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'requeued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM requeued AS c
         HAVING pg_catalog.count(*) > 0
@@ -5560,9 +5653,10 @@ $$;
 COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) IS 'Makes every dead_letter, failed or cancelled job pending again, as jobq_requeue_dead_letter
 does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
 back (a single one that wakes every worker when more than 100 queues did).
-Arguments: job_type (NULL = any), queue (NULL = any).
+Arguments: job_type (NULL = any; at most 200 characters), queue (NULL = any; at most 200
+characters).
 Result: how many jobs were requeued.
-Errors: none.';
+Errors: 22023 a job_type or queue longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, max_attempts integer DEFAULT 5, catch_up text DEFAULT 'latest'::text, paused boolean DEFAULT false) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5588,8 +5682,24 @@ BEGIN
             pg_catalog.length(jobq_schedule.name)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- cron is parsed again on every tick, and timezone looked up: both are short.
+    IF pg_catalog.length(jobq_schedule.cron) > 1000 THEN
+        RAISE EXCEPTION 'jobq_schedule: cron is % characters long, at most 1000 are allowed',
+            pg_catalog.length(jobq_schedule.cron)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_schedule.timezone) > 100 THEN
+        RAISE EXCEPTION 'jobq_schedule: timezone is % characters long, at most 100 are allowed',
+            pg_catalog.length(jobq_schedule.timezone)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_schedule.catch_up) > 100 THEN
+        RAISE EXCEPTION 'jobq_schedule: catch_up must be skip, latest or all, got a string of % '
+            'characters', pg_catalog.length(jobq_schedule.catch_up)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     v_error := jobq__job_argument_problem(
-        jobq_schedule.job_type, jobq_schedule.queue, NULL,
+        jobq_schedule.job_type, jobq_schedule.queue, NULL::text,
         jobq_schedule.max_attempts, jobq_schedule.priority
     );
     IF v_error IS NOT NULL THEN
@@ -5606,7 +5716,7 @@ BEGIN
             pg_catalog.jsonb_typeof(jobq_schedule.payload)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    v_size := pg_catalog.pg_column_size(jobq_schedule.payload);
+    v_size := pg_catalog.octet_length(jobq_schedule.payload::text);  -- as jobq_enqueue
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_schedule: payload is % bytes, the limit is % bytes', v_size, v_limit
@@ -5671,11 +5781,13 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) IS 'Creates or replaces the schedule `name` and returns its next fire time.
-Arguments: name (1-200 chars), cron (five fields: minute hour day-of-month month day-of-week,
-with *, lists, ranges, steps, month and weekday names; or @hourly, @daily, @weekly, @monthly,
-@yearly), job_type, payload, queue, priority, max_attempts (those of each job a fire enqueues,
-checked as jobq_enqueue does), timezone (IANA name; the cron fields are wall-clock times there:
-a time skipped by daylight saving fires at the end of the gap, a repeated one once), catch_up
+Arguments: name (1-200 chars), cron (at most 1000 chars; five fields: minute hour
+day-of-month month day-of-week, with *, lists, ranges, steps, month and weekday names; or
+@hourly, @daily, @weekly, @monthly, @yearly), job_type, payload, queue, priority, max_attempts
+(those of each job a fire enqueues, checked as jobq_enqueue does: job_type and queue 1-200
+chars, payload at most max_payload_bytes bytes in its text form), timezone (IANA name, at most
+100 chars; the cron fields are wall-clock times there: a time skipped by daylight saving fires
+at the end of the gap, a repeated one once), catch_up
 (skip, latest or all: what a tick does with fires nobody ticked in time), paused (fires nothing
 while true).
 Result: next_run_at. Replacing keeps it when cron and timezone are unchanged and the schedule
@@ -5718,7 +5830,7 @@ BEGIN
     IF jobq_set_limit.limit_group IS NULL THEN
         v_error := 'limit_group must be a non-blank string';
     ELSE
-        v_error := jobq__limit_argument_problem(jobq_set_limit.limit_group, NULL);
+        v_error := jobq__limit_argument_problem(jobq_set_limit.limit_group, NULL::text);
     END IF;
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_set_limit: %', v_error USING ERRCODE = 'invalid_parameter_value';
@@ -5839,6 +5951,11 @@ BEGIN
         RAISE EXCEPTION 'jobq_unschedule: name must not be NULL'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF pg_catalog.length(jobq_unschedule.name) > 200 THEN
+        RAISE EXCEPTION 'jobq_unschedule: name is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_unschedule.name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     DELETE FROM jobq_schedules AS s WHERE s.name = jobq_unschedule.name;
     RETURN FOUND;
 END;
@@ -5846,9 +5963,9 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_unschedule(name text) IS 'Deletes a schedule. Jobs already enqueued by its fires are kept (they are jobs like any
 other).
-Arguments: name (the schedule''s name).
+Arguments: name (the schedule''s name, at most 200 characters).
 Result: whether it existed (false: nothing changed).
-Errors: 22023 NULL name.
+Errors: 22023 NULL name, or one longer than 200 characters.
 Concurrency: waits for a tick that holds the schedule.';
 
 CREATE FUNCTION public.jobq_unserved_job_types(idle interval DEFAULT '00:15:00'::interval) RETURNS TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)
@@ -5877,7 +5994,7 @@ BEGIN
         pg_catalog.array_agg(a.queue), pg_catalog.array_agg(a.job_type),
         pg_catalog.array_agg(a.jobs), pg_catalog.array_agg(a.oldest_available_at)
     INTO v_queues, v_types, v_jobs, v_oldest
-    FROM jobq__available() AS a;
+    FROM jobq__available(NULL::boolean) AS a;
 
     RETURN QUERY
     SELECT w.queue, w.job_type, w.jobs, w.oldest_available_at

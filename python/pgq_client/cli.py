@@ -30,7 +30,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from . import _secrets, _sql
-from .errors import JobqError, NotMigrated, PermissionDenied, from_psycopg
+from .errors import JobqError, NotMigrated, PermissionDenied, error_summary, from_psycopg
 from .models import FINISHED_STATUSES, STATUSES, HealthRow, Job, JobStatus, MetricSample, StatsRow
 from .queue import DSN_SOURCES, Queue, check_aware, resolve_dsn
 
@@ -225,9 +225,9 @@ def _health_json(row: HealthRow) -> dict[str, Any]:
     return dict(asdict(row))
 
 
-def _last_line(text: str | None, width: int = 80) -> str:
-    lines = (text or "").strip().splitlines()
-    return lines[-1][:width] if lines else ""
+def _error_line(text: str | None, width: int = 80) -> str:
+    """The exception line of a job's error (errors.error_summary), cut to ``width``."""
+    return error_summary(text)[:width]
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -1080,7 +1080,7 @@ def _jobs_table(jobs: Sequence[Job]) -> str:
             job.status,
             f"{job.attempts}/{job.max_attempts}",
             _when(job.updated_at),
-            _last_line(job.last_error),
+            _error_line(job.last_error),
         )
         for job in jobs
     ]
@@ -1274,7 +1274,7 @@ def dead_letter_list(
             job.status,
             f"{job.attempts}/{job.max_attempts}",
             _when(job.finished_at),
-            _last_line(job.last_error),
+            _error_line(job.last_error),
         )
         for job in found
     ]
@@ -1385,7 +1385,7 @@ def _statuses_table(statuses: Sequence[JobStatus]) -> str:
             _when(st.finished_at),
             "yes" if st.cancel_requested else "",
             _compact(st.result),
-            _last_line(st.last_error, 60),
+            _error_line(st.last_error, 60),
         )
         for st in statuses
     ]

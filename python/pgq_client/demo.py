@@ -38,7 +38,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from pgq_client import Job, JobFailed, PermanentError, Queue, Worker, _sql
-from pgq_client.errors import JobqError
+from pgq_client.errors import JobqError, error_summary
 from pgq_client.migrate import migrate
 from pgq_client.models import STATUSES
 from pgq_client.queue import resolve_dsn
@@ -220,9 +220,8 @@ def _drain(dsn: str, q: Queue, handlers: dict[str, Callable[[Job], object]]) -> 
 
 
 def _error_line(error: object) -> str:
-    """The last line of a recorded error (the worker stores the whole traceback)."""
-    text = str(error or "").strip()
-    return text.splitlines()[-1] if text else "(no message)"
+    """The exception line of a recorded error (errors.error_summary)."""
+    return error_summary(str(error or "")) or "(no message)"
 
 
 def _print_job(job: Job, label: str, out: Callable[[str], None]) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "PermissionDenied",
     "Retry",
     "SerializationFailure",
+    "error_summary",
     "from_psycopg",
 ]
 
@@ -106,7 +107,7 @@ class JobFailed(JobqError):
     cancelled while pending, the cancel's reason), ``job_id`` the job."""
 
     def __init__(self, job_id: uuid.UUID, status: str, last_error: str | None) -> None:
-        detail = _last_line(last_error)
+        detail = error_summary(last_error)
         super().__init__(f"job {job_id} ended {status}" + (f": {detail}" if detail else ""))
         self.job_id = job_id
         self.status = status
@@ -117,10 +118,17 @@ class JobNotFound(JobqError, LookupError):
     """No job has this id (never enqueued, or pruned since)."""
 
 
-def _last_line(text: str | None) -> str:
-    """The last non-blank line of an error (a traceback ends with the exception itself)."""
-    lines = [line for line in (text or "").splitlines() if line.strip()]
-    return lines[-1].strip() if lines else ""
+def error_summary(text: str | None) -> str:
+    """The line of a job's error that says what failed: its first (a Worker stores the
+    exception first, then the traceback's last frames), or the last of an error stored whole
+    by an older Worker (a Python traceback ends with the exception itself)."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    prefix = "worker error: " if lines[0].startswith("worker error: ") else ""
+    if lines[0][len(prefix):].startswith("Traceback") and len(lines) > 1:
+        return prefix + lines[-1]
+    return lines[0]
 
 
 class PermanentError(Exception):

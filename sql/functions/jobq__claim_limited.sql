@@ -488,8 +488,8 @@ BEGIN
     -- Counted for jobq_metrics() as jobq_dequeue counts its own claims: started, the wait.
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            NULL,
+            'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[],
             pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
         ) AS n
         FROM claimed AS c

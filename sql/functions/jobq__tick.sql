@@ -69,7 +69,9 @@ BEGIN
                     max_attempts => v_row.max_attempts,
                     run_at => v_fire,
                     priority => v_row.priority,
-                    queue => v_row.queue
+                    queue => v_row.queue,
+                    limit_group => NULL::text,
+                    limit_key => NULL::text
                 );
                 v_ids := pg_catalog.array_append(v_ids, v_id);
             END LOOP;

@@ -73,7 +73,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'cancelled', pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type)
+            'cancelled'::text, pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type),
+            NULL::text[], NULL::double precision[]
         ) AS n
         FROM changed AS k
         HAVING pg_catalog.count(*) > 0
@@ -83,7 +84,7 @@ BEGIN
     INTO v_ended
     FROM changed AS c
     LEFT JOIN counted ON TRUE;
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done'::text, v_ended);
 
     SET CONSTRAINTS jobq_cancel_requests_apply DEFERRED;
     INSERT INTO jobq_cancel_requests (job_id, reason, requested_at)

@@ -40,7 +40,7 @@ BEGIN
         RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jobq_complete.result IS NOT NULL THEN
-        v_size := pg_catalog.pg_column_size(jobq_complete.result);
+        v_size := pg_catalog.octet_length(jobq_complete.result::text);  -- as jobq_enqueue
         SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
         IF v_size > v_limit THEN
             RAISE EXCEPTION 'jobq_complete: result is % bytes, the limit is % bytes',
@@ -68,12 +68,12 @@ BEGIN
     INTO v_awaited, v_queue, v_job_type, v_claimed_at;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
-            'succeeded', ARRAY[v_queue], ARRAY[v_job_type], NULL,
+            'succeeded'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
     IF v_awaited THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), '');  -- no id: see jobq__notify_events
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'::text), '');  -- no id: see jobq__notify_events
     END IF;
     RETURN v_awaited IS NOT NULL;
 END;

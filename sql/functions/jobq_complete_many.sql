@@ -50,19 +50,13 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = 'Pass one result (or NULL) per job id, in the same order, or NULL.';
         END IF;
-        -- Sizes as jobq_complete (and jobq_enqueue) measure them, that of the jsonb value with
-        -- a 4-byte header. An array stores its elements of up to 127 bytes with a 1-byte
-        -- header, 3 bytes less: those are measured on a copy made outside the array.
+        -- Sizes as jobq_complete (and jobq_enqueue) measure them: the text form.
         SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
         SELECT r.ord, r.size INTO v_big
         FROM (
             SELECT
                 e.ord,
-                CASE
-                    WHEN pg_catalog.pg_column_size(e.result) <= 127
-                        THEN pg_catalog.pg_column_size(e.result::text::jsonb)
-                    ELSE pg_catalog.pg_column_size(e.result)
-                END AS size
+                pg_catalog.octet_length(e.result::text) AS size
             FROM pg_catalog.unnest(jobq_complete_many.results) WITH ORDINALITY AS e (result, ord)
         ) AS r
         WHERE r.size > v_limit
@@ -105,7 +99,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'succeeded', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type), NULL,
+            'succeeded'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[],
             pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
         ) AS n
         FROM done AS c
@@ -119,7 +114,7 @@ BEGIN
     FROM done
     LEFT JOIN counted ON TRUE;
     IF v_awaited IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_awaited);
+        PERFORM jobq__notify_events('done'::text, v_awaited);
     END IF;
     RETURN v_done;
 END;

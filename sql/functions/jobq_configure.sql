@@ -52,8 +52,10 @@ $$;
 COMMENT ON FUNCTION jobq_configure(integer, boolean) IS
 'Admin only. Changes the settings of this installation and returns them all. Settings
 live in this schema''s jobq_settings, so each tenant schema has its own.
-Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
-in bytes of jsonb; default 1048576; NULL leaves it as it is), metrics (whether the jobq
+Arguments: max_payload_bytes (the largest payload that jobq_enqueue, jobq_enqueue_many,
+jobq_enqueue_arrays and jobq_schedule accept, and result that jobq_complete(_many) stores, in
+bytes of its text form (octet_length(value::text), however compressed it is stored);
+default 1048576; NULL leaves it as it is), metrics (whether the jobq
 functions count what they do for jobq_metrics(); off on a new installation, since counting
 costs a write in every counted call; false stops the counters, and true after false counts
 the jobs again as jobq_metrics_recount() does; NULL leaves it).

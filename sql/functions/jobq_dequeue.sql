@@ -86,6 +86,7 @@ DECLARE
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited boolean;
+    v_longest integer;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -102,6 +103,37 @@ BEGIN
         RAISE EXCEPTION 'jobq_dequeue: lock_timeout must be a positive interval, got %',
             coalesce(lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The filters are stored in jobq_workers and read by every jobq_health: at most 1,000
+    -- names each, of at most 200 characters (no job_type or queue is longer). The names are
+    -- looked at one by one only when their total length could hide a longer one.
+    IF pg_catalog.cardinality(jobq_dequeue.job_types) > 1000 THEN
+        RAISE EXCEPTION 'jobq_dequeue: job_types has % names, at most 1000 are allowed',
+            pg_catalog.cardinality(jobq_dequeue.job_types)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.cardinality(jobq_dequeue.queues) > 1000 THEN
+        RAISE EXCEPTION 'jobq_dequeue: queues has % names, at most 1000 are allowed',
+            pg_catalog.cardinality(jobq_dequeue.queues)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(pg_catalog.array_to_string(jobq_dequeue.job_types, '')) > 200 THEN
+        SELECT pg_catalog.max(pg_catalog.length(t.name)) INTO v_longest
+        FROM pg_catalog.unnest(jobq_dequeue.job_types) AS t (name);
+        IF v_longest > 200 THEN
+            RAISE EXCEPTION 'jobq_dequeue: job_types has a name of % characters, at most 200 '
+                'are allowed', v_longest
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+    IF pg_catalog.length(pg_catalog.array_to_string(jobq_dequeue.queues, '')) > 200 THEN
+        SELECT pg_catalog.max(pg_catalog.length(q.name)) INTO v_longest
+        FROM pg_catalog.unnest(jobq_dequeue.queues) AS q (name);
+        IF v_longest > 200 THEN
+            RAISE EXCEPTION 'jobq_dequeue: queues has a name of % characters, at most 200 '
+                'are allowed', v_longest
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
     END IF;
     -- What this worker asks for, for jobq_unserved_job_types (one look-up; a write at most
     -- every 5 seconds per worker).
@@ -202,8 +234,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'lock_expired', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'lock_expired'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM taken AS c
         HAVING pg_catalog.count(*) > 0
@@ -214,7 +246,7 @@ BEGIN
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done'::text, v_ended);
     END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by
@@ -413,8 +445,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL,
+                'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[],
                 pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c
@@ -489,8 +521,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL,
+                'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[],
                 pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c
@@ -527,12 +559,13 @@ other types or queues and jobs scheduled for later (whatever their priority) are
 Runs with enable_bitmapscan = off, plan_cache_mode = force_generic_plan and jit = off (for
 this function only; the caller keeps its own settings): index scans in claim order that stop
 after batch_size rows, planned once per session, never compiled.
-Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all),
-batch_size (1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL =
-all).
+Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all;
+at most 1000 names of at most 200 characters), batch_size (1-10000), lock_timeout (> 0; beyond
+1000 years it means never), queues (NULL = all; at most 1000 names of at most 200 characters).
 Result: the claimed rows of jobq_jobs, highest priority first, then available_at, then id.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
-lock_timeout <= 0.
+lock_timeout <= 0, job_types or queues of more than 1000 names or with a name longer than 200
+characters.
 Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
 same job, one call never locks or claims more than batch_size pending rows, and it never comes
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client

@@ -65,7 +65,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    v_size := pg_catalog.pg_column_size(jobq_enqueue.payload);
+    -- The logical size, that of the text form a worker receives: pg_column_size gives the
+    -- compressed size of a value passed from a table column (85 MB of repeated text is
+    -- stored in less than 1 MiB), and a number of a few stored bytes prints as up to 131,072
+    -- digits. Every size limit of jobq (payloads, results, schedule payloads) measures so.
+    v_size := pg_catalog.octet_length(jobq_enqueue.payload::text);
     SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
@@ -119,7 +123,8 @@ BEGIN
 
     IF v_metrics THEN  -- read with the limit: no call at all while counting is off
         PERFORM jobq__metrics_count(
-            'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+            'enqueued'::text, ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type],
+            NULL::text[], NULL::double precision[]
         );
     END IF;
 
@@ -138,8 +143,8 @@ COMMENT ON FUNCTION jobq_enqueue(
 ) IS
 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
-max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
-bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
+max_payload_bytes bytes in its text form, default 1 MiB), idempotency_key (NULL or 1-1000
+chars and at most 2000 bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
 priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
 limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
 the whole group shares one limit, else 1-200 chars: each key of the group has the group''s

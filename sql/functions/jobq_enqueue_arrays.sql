@@ -122,7 +122,8 @@ BEGIN
         AND (payloads IS NULL OR NOT EXISTS (
             SELECT FROM pg_catalog.unnest(payloads) AS p (v)
             WHERE p.v IS NULL OR pg_catalog.jsonb_typeof(p.v) <> 'object'
-                OR pg_catalog.pg_column_size(p.v) > v_limit
+                -- the logical size, as jobq_enqueue measures it
+                OR pg_catalog.octet_length(p.v::text) > v_limit
         ))
     ), FALSE) THEN
         -- The first bad job, in input order.
@@ -137,10 +138,10 @@ BEGIN
                             'payload must be a JSON object, got a JSON %s',
                             pg_catalog.jsonb_typeof(e.payload)
                         )
-                    WHEN pg_catalog.pg_column_size(e.payload) > v_limit
+                    WHEN pg_catalog.octet_length(e.payload::text) > v_limit
                         THEN pg_catalog.format(
                             'payload is %s bytes, the limit is %s bytes',
-                            pg_catalog.pg_column_size(e.payload), v_limit
+                            pg_catalog.octet_length(e.payload::text), v_limit
                         )
                     WHEN NOT pg_catalog.isfinite(e.run_at)
                         THEN pg_catalog.format('run_at must be a finite time, got %s', e.run_at)
@@ -151,7 +152,7 @@ BEGIN
                 CASE
                     WHEN e.payload IS NULL THEN 'null_value_not_allowed'
                     WHEN pg_catalog.jsonb_typeof(e.payload) = 'object'
-                        AND pg_catalog.pg_column_size(e.payload) > v_limit
+                        AND pg_catalog.octet_length(e.payload::text) > v_limit
                         THEN 'program_limit_exceeded'
                     ELSE 'invalid_parameter_value'
                 END AS code
@@ -227,7 +228,7 @@ BEGIN
         ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue);
 
         IF queues IS NULL AND run_ats IS NULL THEN
-            PERFORM jobq__notify(ARRAY['default']);
+            PERFORM jobq__notify(ARRAY['default'::text]);
         ELSE
             -- job_types gives every job its row when queues or run_ats is NULL.
             PERFORM jobq__notify(ARRAY(
@@ -245,9 +246,9 @@ BEGIN
         -- above.)
         IF v_metrics THEN
             PERFORM jobq__metrics_count(
-                'enqueued',
+                'enqueued'::text,
                 coalesce(queues, pg_catalog.array_fill('default'::text, ARRAY[v_n])),
-                job_types
+                job_types, NULL::text[], NULL::double precision[]
             );
         END IF;
 
@@ -311,7 +312,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+            'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[], NULL::double precision[]
         ) AS n
         FROM inserted AS c
     )
@@ -347,7 +349,9 @@ BEGIN
                 max_attempts => coalesce(jobq_enqueue_arrays.max_attempts[r.ord], 5),
                 run_at => run_ats[r.ord],
                 priority => coalesce(priorities[r.ord], 0),
-                queue => coalesce(queues[r.ord], 'default')
+                queue => coalesce(queues[r.ord], 'default'::text),
+                limit_group => NULL::text,
+                limit_key => NULL::text
             ) END ORDER BY r.ord)
         INTO v_ids
         FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);

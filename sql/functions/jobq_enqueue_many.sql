@@ -44,7 +44,8 @@ BEGIN
     FROM (
         SELECT
             x.ord::integer AS ord,
-            pg_catalog.pg_column_size(x.elem -> 'payload') AS payload_size,
+            -- the logical size, as jobq_enqueue measures it
+            pg_catalog.octet_length((x.elem -> 'payload')::text) AS payload_size,
             CASE
                 WHEN pg_catalog.jsonb_typeof(x.elem) <> 'object'
                     THEN pg_catalog.format(
@@ -172,7 +173,8 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                    'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    NULL::text[], NULL::double precision[]
                 ) AS n
                 FROM inserted AS c
             )
@@ -238,7 +240,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[], NULL::double precision[]
             ) AS n
             FROM inserted AS c
         )

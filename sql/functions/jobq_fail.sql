@@ -76,7 +76,7 @@ BEGIN
             AND jobq_fail.backoff > interval '0',
         last_error = v_error_text,
         errors = jobq__append_error(
-            j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, v_error_text)
+            j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, v_error_text, NULL::text)
         ),
         locked_at = NULL,
         locked_by = NULL,
@@ -90,14 +90,14 @@ BEGIN
     INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
     IF v_status IS NOT NULL THEN
         PERFORM jobq__metrics_count(
-            'failed', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
+            'failed'::text, ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
     IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending' THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), '');  -- no id: see jobq__notify_events
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'::text), '');  -- no id: see jobq__notify_events
     END IF;
     RETURN v_status;
 END;

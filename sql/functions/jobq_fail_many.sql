@@ -179,7 +179,7 @@ BEGIN
                 AND d.backoff > interval '0',
             last_error = d.error,
             errors = jobq__append_error(
-                j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error)
+                j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error, NULL::text)
             ),
             locked_at = NULL,
             locked_by = NULL,
@@ -193,7 +193,7 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'failed', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            'failed'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
             pg_catalog.array_agg(c.status),
             pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
         ) AS n
@@ -214,7 +214,7 @@ BEGIN
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done'::text, v_ended);
 
     RETURN QUERY
     SELECT e.i::integer, e.job_id, r.status

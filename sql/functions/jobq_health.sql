@@ -106,7 +106,7 @@ BEGIN
             pg_catalog.sum(a.jobs),
             pg_catalog.date_trunc('second', v_now - pg_catalog.min(a.oldest_available_at))
         )
-    FROM jobq__available() AS a
+    FROM jobq__available(NULL::boolean) AS a
     GROUP BY a.queue;
 
     -- Per queue and job type: available jobs that no worker asked for within max_pending_age

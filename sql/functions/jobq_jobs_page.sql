@@ -43,10 +43,20 @@ DECLARE
     v_examined integer := 0;
     v_found integer := 0;
 BEGIN
-    IF status IS NULL OR status <> ALL (jobq__statuses()) THEN
+    IF status IS NULL OR status <> ALL (jobq__statuses(NULL::boolean)) THEN
         RAISE EXCEPTION 'jobq_jobs_page: status must be one of %, got %',
-            pg_catalog.array_to_string(jobq__statuses(), ', '),
+            pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', '),
             coalesce(pg_catalog.quote_literal(status), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_jobs_page.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_jobs_page.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_jobs_page.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: job_type is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_jobs_page.job_type)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
@@ -186,15 +196,16 @@ of jobs in other statuses; a queue or job_type filter is applied to the rows of 
 A page of finished jobs examines at most scan_limit jobs: when it stops there short of max_rows
 matches, its last row has matches = false and is only the last job examined, whose sort_at and
 id are the cursor to search on (pending and processing jobs, the backlog, are searched whole).
-Arguments: status (one status), queue (NULL = any), job_type (NULL = any), after_at and
+Arguments: status (one status), queue (NULL = any; at most 200 characters), job_type (NULL =
+any; at most 200 characters), after_at and
 after_id (both NULL for the first page, both given for the next ones), max_rows (1 to 1000,
 default 50), scan_limit (how many finished jobs a page examines at most, 1 to 1000000,
 default 10000).
 Result: rows of jobq_job_summary (the columns of jobq_jobs without payload, result and
 errors, cancel_requested, sort_at, and matches: true on every job listed, false on the marker
 of a search stopped by scan_limit).
-Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, scan_limit outside
-1..1000000, only one of after_at and after_id.
+Errors: 22023 an unknown or NULL status, a queue or job_type longer than 200 characters,
+max_rows outside 1..1000, scan_limit outside 1..1000000, only one of after_at and after_id.
 Concurrency: a snapshot, as any query; it takes no lock. A job that changes status between two
 pages leaves one listing and may appear in another.';
 

@@ -21,14 +21,29 @@ BEGIN
             coalesce(max_rows::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF pg_catalog.cardinality(jobq_list_jobs.statuses) > 100 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: statuses has % elements, at most 100 are allowed',
+            pg_catalog.cardinality(jobq_list_jobs.statuses)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_list_jobs.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: job_type is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_list_jobs.job_type)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_list_jobs.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_list_jobs.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
-    WHERE s IS NULL OR s <> ALL (jobq__statuses())
+    WHERE s IS NULL OR s <> ALL (jobq__statuses(NULL::boolean))
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
             coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(), ', ') || '.';
+                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', ') || '.';
     END IF;
 
     RETURN QUERY
@@ -45,9 +60,11 @@ $$;
 COMMENT ON FUNCTION jobq_list_jobs(text[], text, text, integer) IS
 'Admin. Lists jobs, most recently changed first. Shows payloads, so it is granted to
 admins only.
-Arguments: statuses (NULL = all), job_type (NULL = any), queue (NULL = any), max_rows (at
-most this many rows, default 100).
+Arguments: statuses (NULL = all; at most 100 status names), job_type (NULL = any; at most 200
+characters), queue (NULL = any; at most 200 characters), max_rows (at most this many rows,
+default 100).
 Result: rows of jobq_jobs.
-Errors: 22023 an unknown status, max_rows < 1.';
+Errors: 22023 an unknown status, more than 100 statuses, a job_type or queue longer than 200
+characters, max_rows < 1.';
 
 REVOKE EXECUTE ON FUNCTION jobq_list_jobs(text[], text, text, integer) FROM PUBLIC;

@@ -50,6 +50,11 @@ BEGIN
         RAISE EXCEPTION 'jobq_prune: statuses must name at least one finished status'
             USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
     END IF;
+    IF pg_catalog.cardinality(statuses) > 100 THEN
+        RAISE EXCEPTION 'jobq_prune: statuses has % elements, at most 100 are allowed',
+            pg_catalog.cardinality(statuses)
+            USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
+    END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
     WHERE s IS NULL OR s <> ALL (jobq__statuses(finished => TRUE))
     LIMIT 1;
@@ -95,8 +100,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0
@@ -128,8 +134,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0
@@ -157,8 +164,9 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                    NULL::double precision[]
                 ) AS n
                 FROM pruned AS c
                 HAVING pg_catalog.count(*) > 0
@@ -182,11 +190,12 @@ COMMENT ON FUNCTION jobq_prune(interval, text[], integer) IS
 'Deletes finished jobs that finished long enough ago, the oldest first, all at once or in
 batches (each call then a short transaction: loop until a call deletes fewer than batch_size).
 Arguments: older_than (>= 0: jobs whose finished_at is older than this), statuses (finished
-statuses only: succeeded, failed, dead_letter, cancelled; default succeeded), batch_size (at most that
+statuses only: succeeded, failed, dead_letter, cancelled; at most 100 names; default
+succeeded), batch_size (at most that
 many per call; NULL, the default: all of them in one statement).
 Result: how many jobs were deleted.
 Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty
-list, a NULL or negative older_than, a batch_size below 1.
+list or one of more than 100 names, a NULL or negative older_than, a batch_size below 1.
 Concurrency: rows locked by another transaction at that moment are skipped (SKIP LOCKED), not
 waited for; a later call prunes them.';
 

@@ -45,8 +45,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'released'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM released AS c
         HAVING pg_catalog.count(*) > 0
@@ -59,7 +59,7 @@ BEGIN
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done'::text, v_ended);
     END IF;
     IF v_released > 0 THEN
         PERFORM jobq__notify(ARRAY(

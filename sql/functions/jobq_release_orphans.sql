@@ -87,8 +87,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'released'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM released AS c
         HAVING pg_catalog.count(*) > 0
@@ -102,7 +102,7 @@ BEGIN
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done'::text, v_ended);
     RETURN v_released;
 END;
 $$;

@@ -43,7 +43,8 @@ BEGIN
         RETURN false;
     END IF;
     PERFORM jobq__metrics_count(
-        'requeued', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status]
+        'requeued'::text, ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status],
+        NULL::double precision[]
     );
     PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;

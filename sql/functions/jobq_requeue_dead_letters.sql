@@ -19,6 +19,16 @@ DECLARE
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
+    IF pg_catalog.length(jobq_requeue_dead_letters.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: job_type is % characters long, at most 200 '
+            'are allowed', pg_catalog.length(jobq_requeue_dead_letters.job_type)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_requeue_dead_letters.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: queue is % characters long, at most 200 are '
+            'allowed', pg_catalog.length(jobq_requeue_dead_letters.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     -- old: the status each job leaves, for jobq_metrics' gauge (locked until the UPDATE).
     WITH old AS MATERIALIZED (
         SELECT j.id, j.status
@@ -52,8 +62,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'requeued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'requeued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM requeued AS c
         HAVING pg_catalog.count(*) > 0
@@ -72,8 +82,9 @@ COMMENT ON FUNCTION jobq_requeue_dead_letters(text, text) IS
 'Makes every dead_letter, failed or cancelled job pending again, as jobq_requeue_dead_letter
 does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
 back (a single one that wakes every worker when more than 100 queues did).
-Arguments: job_type (NULL = any), queue (NULL = any).
+Arguments: job_type (NULL = any; at most 200 characters), queue (NULL = any; at most 200
+characters).
 Result: how many jobs were requeued.
-Errors: none.';
+Errors: 22023 a job_type or queue longer than 200 characters.';
 
 REVOKE EXECUTE ON FUNCTION jobq_requeue_dead_letters(text, text) FROM PUBLIC;

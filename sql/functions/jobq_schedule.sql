@@ -54,8 +54,24 @@ BEGIN
             pg_catalog.length(jobq_schedule.name)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- cron is parsed again on every tick, and timezone looked up: both are short.
+    IF pg_catalog.length(jobq_schedule.cron) > 1000 THEN
+        RAISE EXCEPTION 'jobq_schedule: cron is % characters long, at most 1000 are allowed',
+            pg_catalog.length(jobq_schedule.cron)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_schedule.timezone) > 100 THEN
+        RAISE EXCEPTION 'jobq_schedule: timezone is % characters long, at most 100 are allowed',
+            pg_catalog.length(jobq_schedule.timezone)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_schedule.catch_up) > 100 THEN
+        RAISE EXCEPTION 'jobq_schedule: catch_up must be skip, latest or all, got a string of % '
+            'characters', pg_catalog.length(jobq_schedule.catch_up)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     v_error := jobq__job_argument_problem(
-        jobq_schedule.job_type, jobq_schedule.queue, NULL,
+        jobq_schedule.job_type, jobq_schedule.queue, NULL::text,
         jobq_schedule.max_attempts, jobq_schedule.priority
     );
     IF v_error IS NOT NULL THEN
@@ -72,7 +88,7 @@ BEGIN
             pg_catalog.jsonb_typeof(jobq_schedule.payload)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    v_size := pg_catalog.pg_column_size(jobq_schedule.payload);
+    v_size := pg_catalog.octet_length(jobq_schedule.payload::text);  -- as jobq_enqueue
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_schedule: payload is % bytes, the limit is % bytes', v_size, v_limit
@@ -140,11 +156,13 @@ COMMENT ON FUNCTION jobq_schedule(
     text, text, text, jsonb, text, text, integer, integer, text, boolean
 ) IS
 'Creates or replaces the schedule `name` and returns its next fire time.
-Arguments: name (1-200 chars), cron (five fields: minute hour day-of-month month day-of-week,
-with *, lists, ranges, steps, month and weekday names; or @hourly, @daily, @weekly, @monthly,
-@yearly), job_type, payload, queue, priority, max_attempts (those of each job a fire enqueues,
-checked as jobq_enqueue does), timezone (IANA name; the cron fields are wall-clock times there:
-a time skipped by daylight saving fires at the end of the gap, a repeated one once), catch_up
+Arguments: name (1-200 chars), cron (at most 1000 chars; five fields: minute hour
+day-of-month month day-of-week, with *, lists, ranges, steps, month and weekday names; or
+@hourly, @daily, @weekly, @monthly, @yearly), job_type, payload, queue, priority, max_attempts
+(those of each job a fire enqueues, checked as jobq_enqueue does: job_type and queue 1-200
+chars, payload at most max_payload_bytes bytes in its text form), timezone (IANA name, at most
+100 chars; the cron fields are wall-clock times there: a time skipped by daylight saving fires
+at the end of the gap, a repeated one once), catch_up
 (skip, latest or all: what a tick does with fires nobody ticked in time), paused (fires nothing
 while true).
 Result: next_run_at. Replacing keeps it when cron and timezone are unchanged and the schedule

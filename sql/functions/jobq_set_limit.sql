@@ -30,7 +30,7 @@ BEGIN
     IF jobq_set_limit.limit_group IS NULL THEN
         v_error := 'limit_group must be a non-blank string';
     ELSE
-        v_error := jobq__limit_argument_problem(jobq_set_limit.limit_group, NULL);
+        v_error := jobq__limit_argument_problem(jobq_set_limit.limit_group, NULL::text);
     END IF;
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_set_limit: %', v_error USING ERRCODE = 'invalid_parameter_value';

@@ -43,7 +43,7 @@ BEGIN
         pg_catalog.array_agg(a.queue), pg_catalog.array_agg(a.job_type),
         pg_catalog.array_agg(a.jobs), pg_catalog.array_agg(a.oldest_available_at)
     INTO v_queues, v_types, v_jobs, v_oldest
-    FROM jobq__available() AS a;
+    FROM jobq__available(NULL::boolean) AS a;
 
     RETURN QUERY
     SELECT w.queue, w.job_type, w.jobs, w.oldest_available_at

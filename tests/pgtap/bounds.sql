@@ -13,9 +13,20 @@
 --  6. A failure report never fails for its size: error is stored cut to its first 10,000
 --     characters, errors keeps the 50 most recent entries (jobq_fail and the takeover in
 --     jobq_dequeue), and a takeover never fails for the size of the claim it records.
+--  7. Size limits measure the logical size, the text form, however the value arrives: 85 MB
+--     of repeated text, passed from a table column where it is stored compressed in well
+--     under the 1 MiB limit, is 54000 as a payload (jobq_enqueue, jobq_enqueue_many,
+--     jobq_enqueue_arrays, jobq_schedule) and as a result (jobq_complete, jobq_complete_many).
+--  8. Every text argument of every public function has a bound, refused with 22023 naming the
+--     argument: the filters of jobq_dequeue (at most 1,000 names of at most 200 characters:
+--     they are stored in jobq_workers), cron (1,000 characters), timezone and catch_up (100),
+--     the name of jobq_unschedule, the job_type and queue filters of jobq_list_jobs,
+--     jobq_jobs_page and jobq_requeue_dead_letters (200), the statuses of jobq_list_jobs and
+--     jobq_prune (100 names). The others were bounded already (sections 1 to 6, and each
+--     function's own file); the table of docs/sql-api.md lists them all.
 -- Every refused call changes nothing: the table is compared with a snapshot after them.
 BEGIN;
-SELECT plan(91);
+SELECT plan(124);
 
 DELETE FROM jobq_jobs;
 
@@ -232,6 +243,148 @@ SELECT is(
     (SELECT jsonb_agg(g) FROM generate_series(22, 71) AS g),
     'a history longer than 50 (kept from before the bound) is cut to the 50 most recent'
 );
+
+------------------------------------------------------------------------------------------
+-- 7. Logical sizes, for values that arrive compressed
+------------------------------------------------------------------------------------------
+
+SELECT jobq_enqueue('r') AS r7 \gset
+SELECT id AS claimed7 FROM jobq_dequeue('w7', job_types => '{r}') \gset
+DROP TABLE snap;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap_schedules AS SELECT * FROM jobq_schedules;
+
+-- Each value is read from a column of a temp table, where it is stored compressed, so that it
+-- reaches the function as it would from a producer's own table.
+CREATE TEMP TABLE big (v jsonb, jobs jsonb, vs jsonb[]);
+INSERT INTO big (v) VALUES (jsonb_build_object('s', repeat('a', 90000000)));
+UPDATE big SET jobs = jsonb_build_array(jsonb_build_object('job_type', 'big', 'payload', v)),
+               vs = ARRAY[v];
+SELECT cmp_ok((SELECT pg_column_size(v) FROM big), '<', 1048576,
+              'the 90 MB payload is stored in less than the 1 MiB limit');
+SELECT cmp_ok((SELECT pg_column_size(jobs) FROM big), '<', 1048576, 'so is a jobs array holding it');
+
+SELECT throws_ok($$SELECT jobq_enqueue('big', (SELECT v FROM big))$$, '54000',
+    'jobq_enqueue: payload is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_enqueue: a payload that arrives compressed is measured by its text form');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_many((SELECT jobs FROM big))$$, '54000',
+    'jobq_enqueue_many: jobs element 1 (counting from 1): payload is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_enqueue_many: the same');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays('{big}', (SELECT vs FROM big))$$, '54000',
+    'jobq_enqueue_arrays: element 1 (counting from 1): payload is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_enqueue_arrays: the same');
+SELECT throws_ok(
+    $$SELECT jobq_schedule('big', '@daily', 'big', (SELECT v FROM big))$$, '54000',
+    'jobq_schedule: payload is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_schedule: the same for a schedule''s payload');
+SELECT throws_ok(
+    format($$SELECT jobq_complete(%L, 'w7', result => (SELECT v FROM big))$$, :'claimed7'),
+    '54000', 'jobq_complete: result is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_complete: a result that arrives compressed is measured by its text form');
+SELECT throws_ok(
+    format($$SELECT jobq_complete_many(ARRAY[%L]::uuid[], 'w7', results => (SELECT vs FROM big))$$,
+           :'claimed7'),
+    '54000', 'jobq_complete_many: results[1] is 90000009 bytes, the limit is 1048576 bytes',
+    'jobq_complete_many: the same');
+-- A number of a few stored bytes prints as up to 131,072 digits: the text form counts.
+SELECT jsonb_object_agg('k' || g, ('1e100000')::numeric) AS digits
+FROM generate_series(1, 11) AS g \gset
+SELECT throws_ok(format('SELECT jobq_enqueue(''big'', %L::jsonb)', :'digits'), '54000',
+    format('jobq_enqueue: payload is %s bytes, the limit is 1048576 bytes',
+           octet_length(:'digits'::jsonb::text)),
+    'a payload of 11 numbers, ' || pg_column_size(:'digits'::jsonb)
+    || ' bytes stored, is measured by its digits');
+SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+                  'none of the oversized values was added or stored');
+SELECT results_eq('SELECT * FROM jobq_schedules', 'SELECT * FROM snap_schedules',
+                  'and no schedule was created');
+
+------------------------------------------------------------------------------------------
+-- 8. A bound on every text argument
+------------------------------------------------------------------------------------------
+
+DROP TABLE snap;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap_workers AS SELECT * FROM jobq_workers;
+SELECT array_agg('t' || g) AS names_1001, array_agg(repeat('n', 196) || g) FILTER (WHERE g <= 1000)
+    AS names_long_ok
+FROM generate_series(1, 1001) AS g \gset
+SELECT array_fill('s'::text, ARRAY[101]) AS statuses_101 \gset
+
+SELECT throws_ok(format('SELECT * FROM jobq_dequeue(''w8'', job_types => %L::text[])', :'names_1001'),
+    '22023', 'jobq_dequeue: job_types has 1001 names, at most 1000 are allowed',
+    'jobq_dequeue: a job_types filter of 1,001 names is 22023');
+SELECT throws_ok(format('SELECT * FROM jobq_dequeue(''w8'', queues => %L::text[])', :'names_1001'),
+    '22023', 'jobq_dequeue: queues has 1001 names, at most 1000 are allowed',
+    'jobq_dequeue: a queues filter of 1,001 names is 22023');
+SELECT throws_ok(
+    format('SELECT * FROM jobq_dequeue(''w8'', job_types => ARRAY[''a'', %L])', repeat('x', 201)),
+    '22023', 'jobq_dequeue: job_types has a name of 201 characters, at most 200 are allowed',
+    'jobq_dequeue: a job_types name of 201 characters is 22023');
+SELECT throws_ok(
+    format('SELECT * FROM jobq_dequeue(''w8'', queues => ARRAY[%L, ''q''])', repeat('é', 201)),
+    '22023', 'jobq_dequeue: queues has a name of 201 characters, at most 200 are allowed',
+    'jobq_dequeue: a queues name of 201 characters is 22023');
+SELECT results_eq('SELECT * FROM jobq_workers', 'SELECT * FROM snap_workers',
+                  'the refused filters were not stored');
+SELECT is(
+    (SELECT count(*)::integer FROM jobq_dequeue('w8', job_types => :'names_long_ok'::text[],
+                                                queues => :'names_long_ok'::text[])),
+    0, 'filters of 1,000 names of up to 200 characters are accepted'
+);
+
+SELECT throws_ok(format('SELECT jobq_schedule(''s8'', %L, ''j'')', repeat('* ', 500) || '*'),
+    '22023', 'jobq_schedule: cron is 1001 characters long, at most 1000 are allowed',
+    'jobq_schedule: a cron of 1,001 characters is 22023');
+SELECT throws_ok(format('SELECT jobq_schedule(''s8'', ''@daily'', ''j'', timezone => %L)',
+                        repeat('Europe/', 15)),
+    '22023', 'jobq_schedule: timezone is 105 characters long, at most 100 are allowed',
+    'jobq_schedule: a timezone of 105 characters is 22023');
+SELECT throws_ok(format('SELECT jobq_schedule(''s8'', ''@daily'', ''j'', catch_up => %L)',
+                        repeat('x', 101)),
+    '22023', 'jobq_schedule: catch_up must be skip, latest or all, got a string of 101 characters',
+    'jobq_schedule: a catch_up of 101 characters is 22023, without echoing it');
+SELECT throws_ok(format('SELECT jobq_unschedule(%L)', repeat('s', 201)),
+    '22023', 'jobq_unschedule: name is 201 characters long, at most 200 are allowed',
+    'jobq_unschedule: a name of 201 characters is 22023');
+SELECT is(jobq_unschedule(repeat('s', 200)), FALSE, 'a name of 200 characters is looked up');
+SELECT is((SELECT count(*)::integer FROM jobq_schedules WHERE name = 's8'), 0,
+          'no refused schedule was created');
+
+SELECT throws_ok(format('SELECT * FROM jobq_list_jobs(job_type => %L)', repeat('j', 201)),
+    '22023', 'jobq_list_jobs: job_type is 201 characters long, at most 200 are allowed',
+    'jobq_list_jobs: a job_type of 201 characters is 22023');
+SELECT throws_ok(format('SELECT * FROM jobq_list_jobs(queue => %L)', repeat('q', 201)),
+    '22023', 'jobq_list_jobs: queue is 201 characters long, at most 200 are allowed',
+    'jobq_list_jobs: a queue of 201 characters is 22023');
+SELECT throws_ok(format('SELECT * FROM jobq_list_jobs(statuses => %L::text[])', :'statuses_101'),
+    '22023', 'jobq_list_jobs: statuses has 101 elements, at most 100 are allowed',
+    'jobq_list_jobs: 101 statuses are 22023');
+SELECT throws_ok(format('SELECT * FROM jobq_jobs_page(''pending'', queue => %L)', repeat('q', 201)),
+    '22023', 'jobq_jobs_page: queue is 201 characters long, at most 200 are allowed',
+    'jobq_jobs_page: a queue of 201 characters is 22023');
+SELECT throws_ok(format('SELECT * FROM jobq_jobs_page(''pending'', job_type => %L)', repeat('j', 201)),
+    '22023', 'jobq_jobs_page: job_type is 201 characters long, at most 200 are allowed',
+    'jobq_jobs_page: a job_type of 201 characters is 22023');
+SELECT throws_ok(format('SELECT jobq_requeue_dead_letters(job_type => %L)', repeat('j', 201)),
+    '22023', 'jobq_requeue_dead_letters: job_type is 201 characters long, at most 200 are allowed',
+    'jobq_requeue_dead_letters: a job_type of 201 characters is 22023');
+SELECT throws_ok(format('SELECT jobq_requeue_dead_letters(queue => %L)', repeat('q', 201)),
+    '22023', 'jobq_requeue_dead_letters: queue is 201 characters long, at most 200 are allowed',
+    'jobq_requeue_dead_letters: a queue of 201 characters is 22023');
+SELECT throws_ok(format('SELECT jobq_prune(''0'', %L::text[])',
+                        array_fill('succeeded'::text, ARRAY[101])),
+    '22023', 'jobq_prune: statuses has 101 elements, at most 100 are allowed',
+    'jobq_prune: 101 statuses are 22023');
+SELECT lives_ok(
+    format($$SELECT * FROM jobq_list_jobs(%L::text[], %L, %L),
+                  jobq_jobs_page('pending', %L, %L),
+                  jobq_requeue_dead_letters(%L, %L)$$,
+           array_fill('pending'::text, ARRAY[100]), repeat('j', 200), repeat('q', 200),
+           repeat('q', 200), repeat('j', 200), repeat('j', 200), repeat('q', 200)),
+    'filters of 200 characters and 100 statuses are accepted');
+SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+                  'none of the refused calls changed a job');
 
 SELECT * FROM finish();
 ROLLBACK;

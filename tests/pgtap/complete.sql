@@ -156,12 +156,12 @@ SELECT is((SELECT result FROM jobq_jobs WHERE id = :'r2'), '"a string"'::jsonb, 
 SELECT is(jobq_complete(:'r2', 'w1', result => '1'), false, 'a second completion: false');
 SELECT is((SELECT result FROM jobq_jobs WHERE id = :'r2'), '"a string"'::jsonb, '... and the result is unchanged');
 
--- the limit, to the byte (pg_column_size of the jsonb, as for payloads)
+-- the limit, to the byte (the text form, as for payloads)
 SELECT jobq_enqueue('r') AS r3 \gset
 SELECT id AS claimed_r3 FROM jobq_dequeue('w1') \gset
-SELECT pg_column_size(jsonb_build_object('s', repeat('x', n))) AS size, n AS fits
+SELECT octet_length(jsonb_build_object('s', repeat('x', n))::text) AS size, n AS fits
 FROM generate_series(1, 200) AS n
-WHERE pg_column_size(jsonb_build_object('s', repeat('x', n))) = 100 \gset
+WHERE octet_length(jsonb_build_object('s', repeat('x', n))::text) = 100 \gset
 DROP TABLE snap;
 CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
 SELECT throws_ok(

@@ -36,8 +36,8 @@ SELECT is((SELECT max_payload_bytes FROM jobq_settings), 1048576, 'the setting i
 ------------------------------------------------------------------------------------------
 
 -- a payload of exactly N bytes, and one of N + 1 (one more character in the string)
-SELECT pg_column_size('{"s": "xxxxxxxxxx"}'::jsonb) AS n,
-       pg_column_size('{"s": "xxxxxxxxxxx"}'::jsonb) AS n_plus_1 \gset
+SELECT octet_length('{"s": "xxxxxxxxxx"}'::jsonb::text) AS n,
+       octet_length('{"s": "xxxxxxxxxxx"}'::jsonb::text) AS n_plus_1 \gset
 
 SELECT is(jobq_configure(max_payload_bytes => :n), jsonb_build_object('max_payload_bytes', :n, 'metrics', false),
           'the limit is changed and the new settings returned');

@@ -197,7 +197,7 @@ SELECT throws_ok(
     $$SELECT jobq_enqueue('t', payload => jsonb_build_object('blob', repeat('x', 1100000)))$$,
     '54000',
     format('jobq_enqueue: payload is %s bytes, the limit is 1048576 bytes',
-           pg_column_size(jsonb_build_object('blob', repeat('x', 1100000)))),
+           octet_length(jsonb_build_object('blob', repeat('x', 1100000))::text)),
     'payload over the default 1 MiB limit: 54000, with its size and the limit'
 );
 -- the limit applies to a duplicate too: a bad call is bad whatever its key

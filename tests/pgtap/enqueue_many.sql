@@ -203,7 +203,7 @@ SELECT throws_ok(
         jsonb_build_object('job_type', 'a', 'payload', jsonb_build_object('blob', repeat('x', 1100000))))),
     '54000',
     format('jobq_enqueue_many: jobs element 2 (counting from 1): payload is %s bytes, the limit is 1048576 bytes',
-           pg_column_size(jsonb_build_object('blob', repeat('x', 1100000)))),
+           octet_length(jsonb_build_object('blob', repeat('x', 1100000))::text)),
     'a payload over the limit: 54000, naming the element'
 );
 

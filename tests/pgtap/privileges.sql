@@ -281,6 +281,7 @@ CREATE SCHEMA evil;
 CREATE FUNCTION evil.now() RETURNS timestamptz LANGUAGE sql AS $$ SELECT timestamptz '2000-01-01 00:00+00' $$;
 CREATE FUNCTION evil.btrim(text) RETURNS text LANGUAGE sql AS $$ SELECT 'not blank'::text $$;
 CREATE FUNCTION evil.pg_column_size(jsonb) RETURNS integer LANGUAGE sql AS $$ SELECT 1 $$;
+CREATE FUNCTION evil.octet_length(text) RETURNS integer LANGUAGE sql AS $$ SELECT 1 $$;
 CREATE FUNCTION evil.jobq__retry_at(timestamptz, integer, interval) RETURNS timestamptz LANGUAGE sql AS $$ SELECT $1 $$;
 CREATE TABLE evil.jobq_jobs (LIKE public.jobq_jobs INCLUDING ALL);
 CREATE TABLE evil.jobq_settings (singleton boolean PRIMARY KEY, max_payload_bytes integer);
@@ -296,7 +297,7 @@ SELECT jobq_enqueue('shadow') AS shadow \gset
 SELECT throws_ok($$SELECT jobq_enqueue('')$$, '22023', NULL,
     'a look-alike btrim() does not let a blank job_type through');
 SELECT throws_ok($$SELECT jobq_enqueue('big', jsonb_build_object('s', repeat('x', 200)))$$, '54000', NULL,
-    'neither a look-alike jobq_settings nor pg_column_size() raises the payload limit');
+    'neither a look-alike jobq_settings nor pg_column_size() nor octet_length() raises the payload limit');
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('tw')), 1, 'the job is claimed from the real table');
 SELECT is(jobq_fail(:'shadow', 'tw', 'e', backoff => '10 seconds'), 'pending', 'and failed');
 RESET search_path;

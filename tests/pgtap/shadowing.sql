@@ -13,6 +13,7 @@
 --  2. The finding that started it: a role that may CREATE in the jobq schema plants
 --     public.pg_column_size(jsonb); jobq_enqueue, called by a producer, never runs it (it ran
 --     as the owner of jobq, a superuser here, and returning 0 switched the payload limit off).
+--     The same for public.octet_length(text), which measures the payload now.
 --
 -- tests/python/test_shadowing.py plants an exact-type look-alike of every built-in call the
 -- functions make and runs every core operation.
@@ -106,6 +107,10 @@ CREATE FUNCTION public.pg_column_size(jsonb) RETURNS integer
 LANGUAGE sql AS $$
     INSERT INTO public.shadow_calls VALUES ('pg_column_size(jsonb)', current_user) RETURNING 0
 $$;
+CREATE FUNCTION public.octet_length(text) RETURNS integer
+LANGUAGE sql AS $$
+    INSERT INTO public.shadow_calls VALUES ('octet_length(text)', current_user) RETURNING 0
+$$;
 RESET ROLE;
 
 SELECT jobq_configure(max_payload_bytes => 100) AS configured \gset
@@ -115,7 +120,7 @@ SELECT jobq_enqueue('small', '{"a": 1}') AS small \gset
 RESET ROLE;
 SELECT is_empty(
     'SELECT * FROM public.shadow_calls',
-    'jobq_enqueue does not run public.pg_column_size(jsonb) (nor as its owner)'
+    'jobq_enqueue runs neither public.pg_column_size(jsonb) nor public.octet_length(text)'
 );
 SELECT ok(:'small' IS NOT NULL, 'and it enqueued the job');
 

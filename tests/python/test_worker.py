@@ -353,7 +353,7 @@ def test_burst_on_an_empty_queue_returns_at_once(dsn: str) -> None:
     assert time.monotonic() - started < 60
 
 
-def test_handler_exception_retries_later_with_its_traceback(dsn: str, conn: Conn) -> None:
+def test_handler_exception_retries_later_with_its_error(dsn: str, conn: Conn) -> None:
     job_id = Queue(dsn).enqueue("t")
 
     def handler(job: Job) -> None:
@@ -364,8 +364,39 @@ def test_handler_exception_retries_later_with_its_traceback(dsn: str, conn: Conn
     assert (row["status"], row["attempts"]) == ("pending", 1)
     wait = (row["available_at"] - row["updated_at"]).total_seconds()
     assert 59 <= wait <= 61
-    assert "Traceback" in row["last_error"] and "ValueError: bad input" in row["last_error"]
+    assert row["last_error"].splitlines()[0] == "ValueError: bad input"
     assert row["errors"][0]["attempt"] == 1
+
+
+def test_stored_error_is_the_exception_then_the_last_frames_cut(dsn: str, conn: Conn) -> None:
+    # Producers and monitors read last_error: the exception's type and message first, then
+    # the traceback's last 5 frames as file name, line and function, no directory and no
+    # source line, at most 2,000 characters.
+    job_id = Queue(dsn).enqueue("t")
+
+    def nested(depth: int) -> None:
+        if depth:
+            nested(depth - 1)
+        secret_source_line = "x" * 3000
+        raise KeyError(secret_source_line)
+
+    def handler(job: Job) -> None:
+        nested(8)
+
+    Worker(dsn, {"t": handler}, retry_backoff=60).run(burst=True)
+    row = job_row(conn, job_id)
+    error = row["last_error"]
+    lines = error.splitlines()
+    assert lines[0].startswith("KeyError: 'xxxx") and lines[0].endswith("…")
+    assert len(lines[0]) == 1000
+    assert lines[1].startswith("Traceback (last 5 of ")
+    frames = lines[2:]
+    assert len(frames) == 5
+    assert all(f.startswith("  test_worker.py:") and f.endswith(" in nested") for f in frames)
+    assert os.sep not in error and str(Path(__file__).parent) not in error
+    assert "secret_source_line" not in error and "raise KeyError" not in error
+    assert len(error) <= 2000
+    assert row["errors"][0]["error"] == error
 
 
 def test_permanent_error_fails_the_job_without_retry(dsn: str, conn: Conn) -> None:

@@ -11,7 +11,6 @@ import logging
 import queue
 import threading
 import time
-import traceback
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -24,6 +23,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from ..models import Job
 from ..queue import dump_result
 from .config import WorkerConfig
+from .errortext import error_text
 from .handlers import HandlerPool
 from .joblog import job_log, log
 from .retry import GaveUp, areconnecting, connection_lost
@@ -208,9 +208,9 @@ class AsyncHandlerPool(HandlerPool):
             job_log(logging.DEBUG, job, "cancelled after the shutdown grace period")
         except BaseException as exc:  # never lose a job to a bug of the worker
             job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
-            error = "".join(traceback.format_exception(exc)).rstrip()
             outcome = Failure(
-                job, f"worker error: {error}", repr(exc), True, self._config.retry_backoff
+                job, f"worker error: {error_text(exc)}", repr(exc), True,
+                self._config.retry_backoff,
             )
         with self._lock:
             if self._abandoned:  # whatever the handler did once cancelled: not acknowledged

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from ..errors import PermanentError, Retry
 from ..models import Job
 from ..queue import dump_result
 from .config import WorkerConfig
+from .errortext import error_text
 from .joblog import job_log, log
 from .retry import GaveUp, connection_lost, reconnecting
 from .state import Failure, Outcome, Shared, Success
@@ -30,7 +30,8 @@ class HandlerPool:
     pool is the semaphore that lets at most ``concurrency`` jobs run at once.
 
     A plain handler's success is left to the acknowledger (batched), with what it returned as
-    the job's result (None: no result); a failure is too, with the traceback as the error text.
+    the job's result (None: no result); a failure is too, with ``errortext.error_text`` of the
+    exception as the error text.
     A transactional handler, ``handler(job, conn)``, runs in a transaction on a connection of
     ``pool`` that also completes the job (fenced by its claim, with its result) and commits: the
     handler's writes and the completion commit together or not at all. A job that was asked to
@@ -106,9 +107,9 @@ class HandlerPool:
             outcome = self._execute(job)
         except BaseException as exc:  # never let a handler thread die, nor a job be stranded
             job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
-            error = "".join(traceback.format_exception(exc)).rstrip()
             outcome = Failure(
-                job, f"worker error: {error}", repr(exc), True, self._config.retry_backoff
+                job, f"worker error: {error_text(exc)}", repr(exc), True,
+                self._config.retry_backoff,
             )
         self._current[index] = None
         self._shared.finished(job, time.perf_counter() - started, outcome)
@@ -161,8 +162,10 @@ class HandlerPool:
                 # jobq_fail waits attempts x backoff: divide, so that the wait is `after`.
                 backoff = exc.after / max(job.attempts, 1)
             return Failure(job, f"Retry: {exc}", str(exc), True, backoff, requested=True)
-        # The traceback is stored in the job's errors; the log line has the exception alone.
-        error = "".join(traceback.format_exception(exc)).rstrip()
+        # The job's errors get the exception and the traceback's last frames (errortext), which
+        # producers and monitors read; the whole traceback goes to the log, at DEBUG.
+        job_log(logging.DEBUG, job, "the handler raised", exc=exc)
+        error = error_text(exc)
         if isinstance(exc, PermanentError):
             return Failure(job, error, str(exc), False, backoff)
         return Failure(job, error, repr(exc), True, backoff)
