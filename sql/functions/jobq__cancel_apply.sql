@@ -56,12 +56,15 @@ BEGIN
     DELETE FROM jobq_cancel_requests AS r WHERE r.job_id = new.job_id;
 
     IF v_status = 'cancelled' THEN
-        PERFORM jobq__metrics_count('cancelled', ARRAY[v_queue], ARRAY[v_job_type]);
+        PERFORM jobq__metrics_count(
+            'cancelled'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
+            NULL::double precision[]
+        );
         IF v_awaited THEN
-            PERFORM jobq__notify_events('done', ARRAY[new.job_id::text]);
+            PERFORM jobq__notify_events('done'::text, ARRAY[new.job_id::text]);
         END IF;
     ELSIF v_status = 'processing' THEN
-        PERFORM jobq__notify_events('cancel', ARRAY[v_worker]);
+        PERFORM jobq__notify_events('cancel'::text, ARRAY[v_worker]);
     END IF;
     RETURN NULL;
 END;
