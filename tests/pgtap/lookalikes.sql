@@ -57,7 +57,9 @@ SELECT
     p.proretset OR p.prorettype = 'void'::regtype
     OR pg_catalog.pg_get_function_result(p.oid) LIKE 'TABLE(%' AS returns_bare
 FROM pg_proc AS p
-WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'jobq%';
+WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'jobq%'
+  -- a trigger function is run by its trigger, by oid, never called by name
+  AND p.prorettype <> 'trigger'::regtype;
 
 -- (function, parameter list) of every look-alike
 CREATE TEMP TABLE lookalikes AS
@@ -167,7 +169,13 @@ BEGIN
         BEGIN
             INSERT INTO resolved
             SELECT v_fn::text, d.name || d.params, f.proowner = 't_planter'::regrole, NULL
-            FROM plpgsql_show_dependency_tb(v_fn) AS d
+            -- a trigger function is checked against the table of its trigger
+            FROM plpgsql_show_dependency_tb(
+                v_fn,
+                relid => coalesce(
+                    (SELECT t.tgrelid FROM pg_trigger AS t WHERE t.tgfoid = v_fn LIMIT 1), 0
+                )
+            ) AS d
             INNER JOIN pg_proc AS f ON f.oid = d.oid
             WHERE d.type = 'FUNCTION';
         EXCEPTION WHEN OTHERS THEN
