@@ -207,8 +207,10 @@ handlers for (jobq_dequeue job_types).';
 COMMENT ON COLUMN public.jobq_jobs.payload IS 'The job''s arguments, a JSON object handed to the handler; at most
 jobq_settings.max_payload_bytes of jsonb.';
 
-COMMENT ON COLUMN public.jobq_jobs.idempotency_key IS 'Dedupe of one logical task: enqueuing a key that exists, in any status, adds nothing and
-returns that job''s id (jobq_jobs_idempotency_key_key). NULL: no dedupe; NULLs never collide.';
+COMMENT ON COLUMN public.jobq_jobs.idempotency_key IS 'Dedupe of one logical task of one job type: enqueuing a key that exists with the same
+job_type, in any status, adds nothing and returns that job''s id
+(jobq_jobs_idempotency_key_key). The same key under another job_type is another job. NULL: no
+dedupe; NULLs never collide.';
 
 COMMENT ON COLUMN public.jobq_jobs.status IS 'pending: waits (also between retries); processing: claimed; succeeded: done; failed: a
 permanent failure the worker asked for (no retry); dead_letter: used all its attempts;
@@ -1158,9 +1160,9 @@ CREATE FUNCTION public.jobq__job_argument_problem(job_type text, queue text, ide
                 'idempotency_key is %s characters long, at most 1000 are allowed',
                 pg_catalog.length(idempotency_key)
             )
-        WHEN pg_catalog.octet_length(idempotency_key) > 2000
+        WHEN pg_catalog.octet_length(idempotency_key) > 1800
             THEN pg_catalog.format(
-                'idempotency_key is %s bytes long, at most 2000 are allowed',
+                'idempotency_key is %s bytes long, at most 1800 are allowed',
                 pg_catalog.octet_length(idempotency_key)
             )
         WHEN max_attempts IS NULL OR max_attempts < 1 OR max_attempts > 1000
@@ -2973,13 +2975,15 @@ BEGIN
                 coalesce(jobq_enqueue.run_at > v_now, FALSE),
                 jobq_enqueue.limit_group, jobq_enqueue.limit_key
             )
-            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
             EXIT WHEN v_id IS NOT NULL;
 
             SELECT j.id INTO v_id
             FROM jobq_jobs AS j
-            WHERE j.idempotency_key = jobq_enqueue.idempotency_key;
+            WHERE
+                j.job_type = jobq_enqueue.job_type
+                AND j.idempotency_key = jobq_enqueue.idempotency_key;
             IF v_id IS NOT NULL THEN
                 -- A duplicate: nothing was added, so nobody needs waking.
                 RETURN v_id;
@@ -3005,18 +3009,19 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) IS 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
-max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
-bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
+max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 1800
+bytes; unique per job_type), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
 priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
 limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
 the whole group shares one limit, else 1-200 chars: each key of the group has the group''s
 limits for itself; needs a limit_group).
-Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
-is added or changed and that job''s id is returned.
+Result: the new job''s id; if a job with the same job_type and idempotency_key exists, in any
+status, nothing is added or changed and that job''s id is returned (the same key under another
+job_type is another job).
 Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at/limit_group/
 limit_key (blank, too long, a limit_key without a limit_group) or a payload
 that is not a JSON object, 22004 NULL payload, 54000 payload too large.
-Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
+Concurrency: N sessions enqueuing one key (of one job_type) at once make one row and all get its id. Runs in the
 caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
 in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
 now (delivered at commit).';
@@ -3030,6 +3035,7 @@ DECLARE
     v_bad record;
     v_limit integer;
     v_ids uuid[];
+    v_types text[];
     v_keys text[];
     v_missing integer;
     v_metrics boolean;
@@ -3097,7 +3103,7 @@ BEGIN
             SELECT FROM pg_catalog.unnest(idempotency_keys) AS k (v)
             WHERE k.v IS NOT NULL AND (
                 jobq__blank(k.v) OR pg_catalog.length(k.v) > 1000
-                OR pg_catalog.octet_length(k.v) > 2000
+                OR pg_catalog.octet_length(k.v) > 1800
             )
         ))
         AND (jobq_enqueue_arrays.max_attempts IS NULL OR (
@@ -3268,7 +3274,7 @@ BEGIN
             CASE
                 WHEN u.idempotency_key IS NULL THEN u.id
                 ELSE pg_catalog.first_value(u.id) OVER (
-                    PARTITION BY u.idempotency_key ORDER BY u.ord
+                    PARTITION BY u.job_type, u.idempotency_key ORDER BY u.ord
                 )
             END AS first_id
         FROM ROWS FROM (
@@ -3293,7 +3299,7 @@ BEGIN
         FROM input AS i
         WHERE i.new_id = i.first_id
         ORDER BY i.ord
-        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.job_type, j.available_at
     ),
 
@@ -3312,8 +3318,9 @@ BEGIN
 
     SELECT
         pg_catalog.array_agg(ins.id ORDER BY i.ord),
+        pg_catalog.array_agg(i.job_type ORDER BY i.ord),
         pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-    INTO v_ids, v_keys
+    INTO v_ids, v_types, v_keys
     FROM input AS i
     LEFT JOIN inserted AS ins ON ins.id = i.first_id
     CROSS JOIN woken
@@ -3326,9 +3333,11 @@ BEGIN
             pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
             (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
         INTO v_ids, v_missing
-        FROM ROWS FROM (pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys))
-            WITH ORDINALITY AS r (id, key, ord)
-        LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types), pg_catalog.unnest(v_keys)
+        ) WITH ORDINALITY AS r (id, job_type, key, ord)
+        LEFT JOIN jobq_jobs AS j
+            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 
         -- The row of a key vanished between our insert and our read (pruned): enqueue those
@@ -3354,10 +3363,10 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[]) IS 'Adds many jobs in one statement, given one array per column (element i of each array is job
-i), each job with jobq_enqueue''s semantics: an existing idempotency key returns the existing
-id; two jobs with the same key get the same id (the first is inserted). The same jobs as
-jobq_enqueue_many, without a JSON document to parse; send the arrays in binary where the
-driver can.
+i), each job with jobq_enqueue''s semantics: an existing idempotency key of the same job type
+returns the existing id; two jobs with the same job type and key get the same id (the first is
+inserted). The same jobs as jobq_enqueue_many, without a JSON document to parse; send the
+arrays in binary where the driver can.
 Arguments: job_types (one per job, 1-200 chars; its length is the number of jobs);
 payloads (JSON objects), idempotency_keys, max_attempts, run_ats, priorities, queues: each
 NULL (the default of jobq_enqueue for every job) or with one element per job, bounded as in
@@ -3380,6 +3389,7 @@ DECLARE
     v_limit integer;
     v_ords integer[];
     v_ids uuid[];
+    v_types text[];
     v_keys text[];
     v_missing integer;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -3566,14 +3576,15 @@ BEGIN
             FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
         ),
 
-        -- first_id: the id of the first element with the same key (its own id without one).
+        -- first_id: the id of the first element with the same job_type and key (its own id
+        -- without a key).
         input AS MATERIALIZED (
             SELECT
                 p.*,
                 CASE
                     WHEN p.idempotency_key IS NULL THEN p.new_id
                     ELSE pg_catalog.first_value(p.new_id) OVER (
-                        PARTITION BY p.idempotency_key ORDER BY p.ord
+                        PARTITION BY p.job_type, p.idempotency_key ORDER BY p.ord
                     )
                 END AS first_id
             FROM parsed AS p
@@ -3591,7 +3602,8 @@ BEGIN
             FROM input AS i
             WHERE i.new_id = i.first_id
             ORDER BY i.ord
-            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL
+            DO NOTHING
             RETURNING j.id, j.queue, j.job_type, j.available_at
         ),
 
@@ -3611,8 +3623,9 @@ BEGIN
         SELECT
             pg_catalog.array_agg(i.ord ORDER BY i.ord),
             pg_catalog.array_agg(ins.id ORDER BY i.ord),
+            pg_catalog.array_agg(i.job_type ORDER BY i.ord),
             pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-        INTO v_ords, v_ids, v_keys
+        INTO v_ords, v_ids, v_types, v_keys
         FROM input AS i
         LEFT JOIN inserted AS ins ON ins.id = i.first_id
         CROSS JOIN woken
@@ -3650,9 +3663,11 @@ BEGIN
         INTO v_ids, v_missing
         -- ROWS FROM (unnest, ...): the multi-array unnest() shorthand exists only unqualified.
         FROM ROWS FROM (
-            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys)
-        ) AS r (ord, id, key)
-        LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
+            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types),
+            pg_catalog.unnest(v_keys)
+        ) AS r (ord, id, job_type, key)
+        LEFT JOIN jobq_jobs AS j
+            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 
         -- The row of a key vanished between our insert and our read (pruned): enqueue those
@@ -3682,8 +3697,8 @@ END;
 $_$;
 
 COMMENT ON FUNCTION public.jobq_enqueue_many(jobs jsonb) IS 'Adds many jobs in one statement, each with jobq_enqueue''s semantics: an existing
-idempotency_key returns the existing id; two elements with the same key get the same id (the
-first is inserted). Built for 10,000+ jobs per call.
+idempotency_key of the same job_type returns the existing id; two elements with the same
+job_type and key get the same id (the first is inserted). Built for 10,000+ jobs per call.
 Arguments: jobs (a JSON array of objects with the keys of jobq_enqueue: job_type required;
 payload, idempotency_key, max_attempts, run_at as ISO 8601 text with an offset, priority,
 queue, limit_group, limit_key optional).
@@ -6321,10 +6336,11 @@ CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finis
 COMMENT ON INDEX public.jobq_jobs_failed_idx IS 'Failed, dead_letter and cancelled jobs by finished_at, for operators (listing, health, requeue,
 prune). Succeeded jobs are left out, so that a completion writes no entry here.';
 
-CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL);
+CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
-COMMENT ON INDEX public.jobq_jobs_idempotency_key_key IS 'One job per idempotency_key. Partial (only non-NULL keys): NULLs never collide, and a job
-without a key, the common case, costs no entry here, when inserted or on any update.';
+COMMENT ON INDEX public.jobq_jobs_idempotency_key_key IS 'One job per (job_type, idempotency_key): the same key under another job type is another job.
+Partial (only non-NULL keys): NULLs never collide, and a job without a key, the common case,
+costs no entry here, when inserted or on any update.';
 
 CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''::text)) WHERE ((status = 'processing'::text) AND (limit_group IS NOT NULL));
 

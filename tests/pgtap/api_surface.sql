@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(175);
+SELECT plan(176);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -396,8 +396,8 @@ SELECT col_default_is('public', 'jobq_jobs', 'max_attempts', 5, 'jobq_jobs.max_a
 SELECT col_default_is('public', 'jobq_jobs', 'queue', 'default'::text, 'jobq_jobs.queue defaults to default');
 SELECT is(
     (SELECT pg_get_indexdef('jobq_jobs_idempotency_key_key'::regclass)),
-    'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL)',
-    'jobq_jobs.idempotency_key is unique (a partial unique index: NULLs never collide, keyless jobs cost no entry)');
+    'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL)',
+    'jobq_jobs.idempotency_key is unique per job_type (a partial unique index: NULLs never collide, keyless jobs cost no entry)');
 SELECT col_is_null('public', 'jobq_jobs', 'idempotency_key', 'jobq_jobs.idempotency_key is nullable (NULLs never collide)');
 
 SELECT col_type_is('public', 'jobq_settings', 'max_payload_bytes', 'integer', 'jobq_settings.max_payload_bytes is integer');
@@ -471,7 +471,9 @@ SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, finished_at) VALUES ('t', no
     'jobq_jobs_finished_check: an unfinished job has none');
 SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t', 'k'), ('t', 'k')$$, '23505',
     'duplicate key value violates unique constraint "jobq_jobs_idempotency_key_key"',
-    'jobq_jobs_idempotency_key_key: one job per key');
+    'jobq_jobs_idempotency_key_key: one job per key of one job type');
+SELECT lives_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t', 'k2'), ('u', 'k2')$$,
+    'the same key under two job types is two jobs');
 SELECT lives_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t', NULL), ('t', NULL)$$,
     'NULL keys never collide');
 SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, limit_key) VALUES ('t', 'k')$$, '23514',
@@ -534,7 +536,7 @@ SELECT results_eq(
     ('jobq_jobs_failed_idx',
      'CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY[''failed''::text, ''dead_letter''::text, ''cancelled''::text]))'),
     ('jobq_jobs_idempotency_key_key',
-     'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
+     'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
     ('jobq_jobs_limit_running_idx',
      'CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''''::text)) WHERE ((status = ''processing''::text) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_limited_idx',

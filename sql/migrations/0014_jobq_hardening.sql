@@ -1,0 +1,35 @@
+-- 0014_jobq_hardening.sql — what another role could do to jobq, taken away at the schema level.
+--
+-- 1. Idempotency keys are unique per job type: the unique index becomes (job_type,
+--    idempotency_key), still partial (NULL keys never collide and cost no entry). A producer
+--    of one job type that reuses (or guesses) another type's key gets a job of its own: it
+--    can no longer obtain the other job's id, and so neither read its result nor cancel it.
+--    Existing rows cannot conflict under the wider key (a pair of rows equal in (job_type,
+--    idempotency_key) is equal in idempotency_key, which the former index refused). The
+--    entry holds the job type too, so the byte bound of a key shrinks from 2,000 to 1,800
+--    (jobq__job_argument_problem says why): a row enqueued under the former bound whose key
+--    and job type exceed 2,704 bytes together even compressed (only keys of more than 1,800
+--    bytes beside job types of multi-byte characters can) makes the build fail with 54000;
+--    shorten that key and migrate again.
+--
+-- The rebuild reads the table and blocks writes to jobq_jobs until the
+-- migration commits. The functions of this release name the new index in ON CONFLICT; the
+-- previous jobq_enqueue(_many, _arrays) named the former one, so an enqueue with a key that
+-- runs between the commit of this migration and that of the function files (the same
+-- `jobq migrate`, right after) fails with 42P10 and can be retried.
+
+DROP INDEX jobq_jobs_idempotency_key_key;
+
+CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON jobq_jobs (job_type, idempotency_key)
+WHERE idempotency_key IS NOT NULL;
+
+COMMENT ON INDEX jobq_jobs_idempotency_key_key IS
+'One job per (job_type, idempotency_key): the same key under another job type is another job.
+Partial (only non-NULL keys): NULLs never collide, and a job without a key, the common case,
+costs no entry here, when inserted or on any update.';
+
+COMMENT ON COLUMN jobq_jobs.idempotency_key IS
+'Dedupe of one logical task of one job type: enqueuing a key that exists with the same
+job_type, in any status, adds nothing and returns that job''s id
+(jobq_jobs_idempotency_key_key). The same key under another job_type is another job. NULL: no
+dedupe; NULLs never collide.';
