@@ -585,7 +585,7 @@ BEGIN
                     pg_catalog.hashtextextended(
                         pg_catalog.format('jobq limit %L %L %L', pg_catalog.current_schema(),
                                           k_group[u.k], k_key[u.k]),
-                        0
+                        (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
                     )
                 ) ORDER BY u.k
             )
@@ -6233,6 +6233,7 @@ CREATE TABLE public.jobq_settings (
     singleton boolean DEFAULT true NOT NULL,
     max_payload_bytes integer DEFAULT 1048576 NOT NULL,
     metrics boolean DEFAULT false NOT NULL,
+    lock_seed bigint DEFAULT ((('x'::text || substr(md5(((gen_random_uuid())::text || (gen_random_uuid())::text)), 1, 16)))::bit(64))::bigint NOT NULL,
     CONSTRAINT jobq_settings_max_payload_bytes_check CHECK ((max_payload_bytes > 0)),
     CONSTRAINT jobq_settings_singleton_check CHECK (singleton)
 );
@@ -6248,6 +6249,11 @@ COMMENT ON COLUMN public.jobq_settings.max_payload_bytes IS 'The largest payload
 COMMENT ON COLUMN public.jobq_settings.metrics IS 'Whether the jobq functions count what they do for jobq_metrics() (jobq_configure(metrics =>
 ...)); false on a new installation. While false, the counters stand still, and the gauge
 jobq_jobs is recounted when it is turned on again.';
+
+COMMENT ON COLUMN public.jobq_settings.lock_seed IS 'A secret of this installation (64 random bits, made by migration 0014): the seed of the hash
+that numbers the advisory lock of each limit key (jobq__claim_limited), so that a role that
+knows a group and key cannot compute the lock''s number and hold it. Readable by jobq''s owner
+and admins only; never returned by jobq_configure.';
 
 COMMENT ON CONSTRAINT jobq_settings_max_payload_bytes_check ON public.jobq_settings IS 'The payload limit is positive.';
 

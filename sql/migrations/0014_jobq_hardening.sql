@@ -33,3 +33,29 @@ COMMENT ON COLUMN jobq_jobs.idempotency_key IS
 job_type, in any status, adds nothing and returns that job''s id
 (jobq_jobs_idempotency_key_key). The same key under another job_type is another job. NULL: no
 dedupe; NULLs never collide.';
+
+-- 2. The advisory locks of limit keys (jobq__claim_limited) are numbered by a hash of the
+--    schema, group and key seeded with a secret of the installation, lock_seed: 64 random bits
+--    (an MD5 of two gen_random_uuid(), whose bits come from pg_strong_random), made here once
+--    per installation. jobq_settings is readable by jobq's owner and admins alone, so no other
+--    role can compute a key's lock number from the names it knows and hold it (which made
+--    every claim of that key skip it). A held lock still shows in pg_locks while a claim holds
+--    it; docs/security.md says how to close that view to other roles.
+
+ALTER TABLE jobq_settings ADD COLUMN lock_seed bigint NOT NULL DEFAULT (
+    (
+        'x' || pg_catalog.substr(
+            pg_catalog.md5(
+                pg_catalog.gen_random_uuid()::text || pg_catalog.gen_random_uuid()::text
+            ),
+            1,
+            16
+        )
+    )::bit(64)::bigint
+);
+
+COMMENT ON COLUMN jobq_settings.lock_seed IS
+'A secret of this installation (64 random bits, made by migration 0014): the seed of the hash
+that numbers the advisory lock of each limit key (jobq__claim_limited), so that a role that
+knows a group and key cannot compute the lock''s number and hold it. Readable by jobq''s owner
+and admins only; never returned by jobq_configure.';

@@ -308,7 +308,7 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
     'cancel_reason', 'awaited', 'limit_group', 'limit_key', 'claimed_at'
 ]);
-SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics']);
+SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics', 'lock_seed']);
 SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at', 'breaking']);
 
 -- jobq_jobs, as in contract section 2: type, NOT NULL, default

@@ -5,7 +5,7 @@
 -- jobq_enqueue_many (54000 beyond it); < 1 is refused with 22023. That only admins may call
 -- it is checked in privileges.sql.
 BEGIN;
-SELECT plan(17);
+SELECT plan(18);
 
 DELETE FROM jobq_jobs;
 
@@ -17,9 +17,12 @@ SELECT set_eq(
     'SELECT jsonb_object_keys(jobq_configure())',
     $$SELECT attname::text FROM pg_attribute
       WHERE attrelid = 'jobq_settings'::regclass AND attnum > 0 AND NOT attisdropped
-        AND attname <> 'singleton'$$,
+        AND attname NOT IN ('singleton', 'lock_seed')$$,
     'the result names every setting of jobq_settings'
 );
+SELECT ok(NOT jobq_configure() ? 'lock_seed'
+          AND strpos(jobq_configure()::text, (SELECT lock_seed::text FROM jobq_settings)) = 0,
+          'the secret lock_seed is not a setting and never returned');
 
 ------------------------------------------------------------------------------------------
 -- Bad input
