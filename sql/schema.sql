@@ -4363,8 +4363,8 @@ CREATE FUNCTION public.jobq_job_status(job_ids uuid[]) RETURNS TABLE(id uuid, st
     ORDER BY j.id
 $$;
 
-COMMENT ON FUNCTION public.jobq_job_status(job_ids uuid[]) IS 'How the given jobs stand, without their payloads: for producers that want to know how
-their jobs ended, and for monitors.
+COMMENT ON FUNCTION public.jobq_job_status(job_ids uuid[]) IS 'How the given jobs stand, without their payloads: for producers and workers that want to
+know how their jobs ended (not granted to the monitor level: it returns results and errors).
 Arguments: job_ids (the jobs; NULL = none).
 Result: one row per known id (unknown ids are left out), in id order: id, status, attempts,
 result (what the handler returned, for a succeeded job), last_error, finished_at (NULL while
@@ -4386,6 +4386,15 @@ DECLARE
     v_job jobq_job_summary;
     v_examined integer := 0;
     v_found integer := 0;
+    -- Whether the session's role may read error texts (see above).
+    v_errors CONSTANT boolean := pg_catalog.has_function_privilege(
+        CASE
+            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
+            ELSE pg_catalog.current_setting('role')::name
+        END,
+        'jobq_get_job(uuid)'::pg_catalog.regprocedure::pg_catalog.oid,
+        'EXECUTE'
+    );
 BEGIN
     IF status IS NULL OR status <> ALL (jobq__statuses()) THEN
         RAISE EXCEPTION 'jobq_jobs_page: status must be one of %, got %',
@@ -4425,7 +4434,8 @@ BEGIN
         SELECT p.* FROM (
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL,
                    j.available_at AS sort_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
@@ -4435,7 +4445,8 @@ BEGIN
             UNION ALL
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL,
                    j.available_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
@@ -4445,7 +4456,8 @@ BEGIN
             UNION ALL
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL,
                    j.available_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND j.scheduled
@@ -4459,7 +4471,8 @@ BEGIN
         RETURN QUERY
         SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-               j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.locked_at,
+               j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+               j.cancel_requested_at IS NOT NULL, j.locked_at,
                true
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
@@ -4478,7 +4491,8 @@ BEGIN
             OPEN v_jobs FOR
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
             FROM jobq_jobs AS j
             WHERE j.status = 'succeeded'
@@ -4489,7 +4503,8 @@ BEGIN
             OPEN v_jobs FOR
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
             FROM jobq_jobs AS j
             WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
@@ -4520,7 +4535,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) IS 'Admin and monitor. One page of the jobs of one status, without payloads, with keyset paging:
+COMMENT ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) IS 'Admin and monitor. One page of the jobs of one status, without payloads, results or error
+texts for a monitor (last_error is NULL unless the session''s role, the role set by SET ROLE or
+else the login role, may call jobq_get_job), with keyset paging:
 pass the sort_at and id of the last row of a page as after_at and after_id to get the next one.
 Pending jobs are listed oldest available first (sort_at = available_at), processing jobs oldest
 claim first (locked_at), finished ones newest first (finished_at). Each status is read through
@@ -4534,7 +4551,8 @@ after_id (both NULL for the first page, both given for the next ones), max_rows 
 default 50), scan_limit (how many finished jobs a page examines at most, 1 to 1000000,
 default 10000).
 Result: rows of jobq_job_summary (the columns of jobq_jobs without payload, result and
-errors, cancel_requested, sort_at, and matches: true on every job listed, false on the marker
+errors, last_error NULL for a role that may not call jobq_get_job, cancel_requested, sort_at,
+and matches: true on every job listed, false on the marker
 of a search stopped by scan_limit).
 Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, scan_limit outside
 1..1000000, only one of after_at and after_id.
@@ -6233,7 +6251,7 @@ CREATE TABLE public.jobq_settings (
     singleton boolean DEFAULT true NOT NULL,
     max_payload_bytes integer DEFAULT 1048576 NOT NULL,
     metrics boolean DEFAULT false NOT NULL,
-    lock_seed bigint DEFAULT ((('x'::text || substr(md5(((gen_random_uuid())::text || (gen_random_uuid())::text)), 1, 16)))::bit(64))::bigint NOT NULL,
+    lock_seed bigint DEFAULT 0 NOT NULL,
     CONSTRAINT jobq_settings_max_payload_bytes_check CHECK ((max_payload_bytes > 0)),
     CONSTRAINT jobq_settings_singleton_check CHECK (singleton)
 );

@@ -42,8 +42,14 @@ dedupe; NULLs never collide.';
 --    every claim of that key skip it). A held lock still shows in pg_locks while a claim holds
 --    it; docs/security.md says how to close that view to other roles.
 
-ALTER TABLE jobq_settings ADD COLUMN lock_seed bigint NOT NULL DEFAULT (
-    (
+-- The seed is drawn into a variable and written as a constant: Citus refuses a volatile
+-- function in an UPDATE or a column default of a distributed table. The default 0 only fills
+-- the column until the UPDATE (jobq_settings never gets another row).
+ALTER TABLE jobq_settings ADD COLUMN lock_seed bigint NOT NULL DEFAULT 0;
+
+DO $jobq$
+DECLARE
+    v_seed bigint := (
         'x' || pg_catalog.substr(
             pg_catalog.md5(
                 pg_catalog.gen_random_uuid()::text || pg_catalog.gen_random_uuid()::text
@@ -51,11 +57,77 @@ ALTER TABLE jobq_settings ADD COLUMN lock_seed bigint NOT NULL DEFAULT (
             1,
             16
         )
-    )::bit(64)::bigint
-);
+    )::bit(64)::bigint;
+BEGIN
+    EXECUTE pg_catalog.format('UPDATE jobq_settings SET lock_seed = %s', v_seed);
+END;
+$jobq$;
 
 COMMENT ON COLUMN jobq_settings.lock_seed IS
 'A secret of this installation (64 random bits, made by migration 0014): the seed of the hash
 that numbers the advisory lock of each limit key (jobq__claim_limited), so that a role that
 knows a group and key cannot compute the lock''s number and hold it. Readable by jobq''s owner
 and admins only; never returned by jobq_configure.';
+
+-- 3. The monitor level sees counts, statuses, timings and job metadata, never a payload, a
+--    result or an error text: jobq_job_status (results, last errors) leaves its list (the
+--    `--! levels:` line of its file), and jobq_jobs_page returns last_error only to a role that
+--    may call jobq_get_job. `jobq grant --as monitor` no longer grants it; a role granted the
+--    monitor level before (EXECUTE of its own on every monitor function and on
+--    jobq_job_status) that holds no other level (no EXECUTE on jobq_enqueue, which producer,
+--    worker and admin all have) loses it here, so an upgrade leaves it exactly the monitor
+--    level. A fresh install has none of these functions yet, and nothing to take back.
+
+DO $jobq$
+DECLARE
+    v_role record;
+BEGIN
+    FOR v_role IN
+        WITH fns AS (
+            SELECT p.oid, p.proname::text AS name, p.proacl, p.proowner
+            FROM pg_catalog.pg_proc AS p
+            INNER JOIN pg_catalog.pg_namespace AS n ON p.pronamespace = n.oid
+            WHERE
+                n.nspname = pg_catalog.current_schema()
+                AND p.proname::text IN (
+                    'jobq_stats', 'jobq_health', 'jobq_metrics', 'jobq_queue_summary',
+                    'jobq_jobs_page', 'jobq_job_status', 'jobq_enqueue'
+                )
+        ),
+
+        held AS (
+            SELECT a.grantee, f.name
+            FROM fns AS f
+            CROSS JOIN LATERAL pg_catalog.aclexplode(f.proacl) AS a
+            WHERE
+                a.privilege_type = 'EXECUTE'
+                AND a.grantee <> 0
+                AND a.grantee <> f.proowner
+        )
+
+        SELECT h.grantee::regrole AS grantee, s.oid::regprocedure AS fn
+        FROM held AS h
+        INNER JOIN fns AS s ON s.name = 'jobq_job_status'
+        WHERE h.name = 'jobq_job_status'
+        GROUP BY h.grantee, s.oid
+        HAVING
+            (
+                SELECT pg_catalog.count(DISTINCT x.name)
+                FROM held AS x
+                WHERE x.grantee = h.grantee AND x.name <> 'jobq_job_status'
+            ) = (
+                SELECT pg_catalog.count(*)
+                FROM fns AS y
+                WHERE y.name NOT IN ('jobq_job_status', 'jobq_enqueue')
+            )
+            AND NOT EXISTS (
+                SELECT FROM held AS z
+                WHERE z.grantee = h.grantee AND z.name = 'jobq_enqueue'
+            )
+    LOOP
+        EXECUTE pg_catalog.format(
+            'REVOKE EXECUTE ON FUNCTION %s FROM %s', v_role.fn, v_role.grantee
+        );
+    END LOOP;
+END;
+$jobq$;

@@ -244,6 +244,9 @@ def without_added_columns(jobs: dict[str, Any]) -> dict[str, Any]:
     for setting in settings:
         for column, value in ADDED_SETTINGS.items():
             assert setting.pop(column) == value, (column, setting)
+        # the installation's secret (migration 0014): random, made once
+        seed = setting.pop("lock_seed")
+        assert isinstance(seed, int) and seed != 0, setting
     return {**jobs, "jobs": [(job,) for job in rows], "settings": [(s,) for s in settings]}
 
 
@@ -614,6 +617,7 @@ MAIN_INSTALLS = {
             "0011_jobq_dashboard",
             "0012_jobq_metrics_opt_in",
             "0013_jobq_claim_index_hashes",
+            "0014_jobq_hardening",
         ],
     ),
     "8ef85fb": (
@@ -629,6 +633,7 @@ MAIN_INSTALLS = {
             "0011_jobq_dashboard",
             "0012_jobq_metrics_opt_in",
             "0013_jobq_claim_index_hashes",
+            "0014_jobq_hardening",
         ],
     ),
 }
