@@ -1259,6 +1259,90 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__metric_histogram(buckets integer[]) IS 'Private. Per-bucket counts (22 elements) of a list of bucket positions; ''{}'' for none.';
 
+CREATE FUNCTION public.jobq__metric_labels(queues text[], job_types text[]) RETURNS TABLE(queue text, job_type text, label_queue text, label_job_type text)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_pairs text[];
+    v_types text[];
+    v_known boolean[];
+    v_room bigint;
+BEGIN
+    SELECT
+        pg_catalog.array_agg(p.queue ORDER BY p.queue, p.job_type),
+        pg_catalog.array_agg(p.job_type ORDER BY p.queue, p.job_type),
+        pg_catalog.array_agg(
+            (p.queue = '' AND p.job_type = '') OR EXISTS (
+                SELECT FROM jobq_metric_labels AS l
+                WHERE l.queue = p.queue AND l.job_type = p.job_type
+            )
+            ORDER BY p.queue, p.job_type
+        )
+    INTO v_pairs, v_types, v_known
+    FROM (
+        SELECT DISTINCT r.queue, r.job_type
+        FROM ROWS FROM (
+            pg_catalog.unnest(jobq__metric_labels.queues),
+            pg_catalog.unnest(jobq__metric_labels.job_types)
+        ) AS r (queue, job_type)
+    ) AS p;
+
+    IF v_pairs IS NULL THEN
+        RETURN;
+    END IF;
+
+    IF FALSE = ANY (v_known) THEN
+        SELECT greatest(
+            s.metrics_label_sets - (
+                SELECT pg_catalog.count(*)
+                FROM (SELECT DISTINCT l.queue, l.job_type FROM jobq_metric_labels AS l) AS d
+            ),
+            0
+        )
+        INTO v_room
+        FROM jobq_settings AS s
+        WHERE s.singleton;
+
+        WITH admitted AS (
+            INSERT INTO jobq_metric_labels AS l (queue, job_type)
+            SELECT n.queue, n.job_type
+            FROM ROWS FROM (
+                pg_catalog.unnest(v_pairs), pg_catalog.unnest(v_types), pg_catalog.unnest(v_known)
+            ) WITH ORDINALITY AS n (queue, job_type, known, ord)
+            WHERE NOT n.known
+            ORDER BY n.ord
+            LIMIT v_room
+            RETURNING l.queue, l.job_type
+        )
+
+        SELECT pg_catalog.array_agg(
+            k.known OR EXISTS (
+                SELECT FROM admitted AS a WHERE a.queue = k.queue AND a.job_type = k.job_type
+            )
+            ORDER BY k.ord
+        )
+        INTO v_known
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_pairs), pg_catalog.unnest(v_types), pg_catalog.unnest(v_known)
+        ) WITH ORDINALITY AS k (queue, job_type, known, ord);
+    END IF;
+
+    RETURN QUERY
+    SELECT
+        k.queue, k.job_type,
+        CASE WHEN k.known THEN k.queue ELSE '' END,
+        CASE WHEN k.known THEN k.job_type ELSE '' END
+    FROM ROWS FROM (
+        pg_catalog.unnest(v_pairs), pg_catalog.unnest(v_types), pg_catalog.unnest(v_known)
+    ) AS k (queue, job_type, known);
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__metric_labels(queues text[], job_types text[]) IS 'Private. For each distinct (queues[i], job_types[i]): the label set jobq_metrics() counts it
+under, its own when admitted to jobq_metric_labels (admitting it while fewer than
+jobq_settings.metrics_label_sets pairs are), else the overflow label set ('''', '''').';
+
 CREATE FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], seconds double precision[] DEFAULT NULL::double precision[]) RETURNS integer
     LANGUAGE plpgsql
     AS $$
@@ -1275,6 +1359,9 @@ DECLARE
     v_list integer[];
     v_fast boolean := TRUE;
     v_written integer;  -- counter rows written by the fast path
+    v_pid integer;  -- this backend's shard, read only where a statement needs it
+    v_unknown boolean;  -- a pair of the call is not admitted
+    v_pair text;  -- the one pair of a call of one job, as jobq.metrics_pair holds it
 BEGIN
     -- Counting off (a new installation's default): one read of the setting, nothing else.
     -- Read on its own, never in the WHERE of an upsert below: a SELECT that reads a table
@@ -1287,6 +1374,98 @@ BEGIN
     -- session compiled it (20 ms or more each).
     IF NOT (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton) THEN
         RETURN 0;
+    END IF;
+
+    -- The hot case: one job of a hot kind, the first counted statement of a transaction, of a
+    -- pair this backend counts already (see the header): its row is updated, nothing else.
+    IF pg_catalog.cardinality(queues) = 1
+       AND kind IN ('enqueued', 'started', 'succeeded')
+       AND pg_catalog.current_setting('jobq.metrics_counted', TRUE) IS DISTINCT FROM 'on' THEN
+        v_pid := pg_catalog.pg_backend_pid();
+        IF kind = 'enqueued' THEN
+            UPDATE jobq_metric_counters AS c
+            SET enqueued = c.enqueued + 1, jobs_pending = c.jobs_pending + 1
+            WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
+        ELSE
+            v_seconds := CASE WHEN seconds[1] IS NOT NULL THEN greatest(seconds[1], 0) END;
+            IF v_seconds IS NOT NULL THEN
+                v_buckets := pg_catalog.array_fill(0::bigint, ARRAY[22]);
+                v_buckets[jobq__metric_bucket(v_seconds)] := 1;
+            END IF;
+            IF kind = 'started' THEN
+                UPDATE jobq_metric_counters AS c
+                SET
+                    started = c.started + 1,
+                    jobs_pending = c.jobs_pending - 1,
+                    jobs_processing = c.jobs_processing + 1,
+                    wait_buckets = jobq__metric_add(c.wait_buckets, v_buckets),
+                    wait_sum = c.wait_sum + coalesce(v_seconds, 0)
+                WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
+            ELSE
+                UPDATE jobq_metric_counters AS c
+                SET
+                    succeeded = c.succeeded + 1,
+                    jobs_processing = c.jobs_processing - 1,
+                    jobs_succeeded = c.jobs_succeeded + 1,
+                    run_buckets = jobq__metric_add(c.run_buckets, v_buckets),
+                    run_sum = c.run_sum + coalesce(v_seconds, 0)
+                WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
+            END IF;
+            v_buckets := '{}'::bigint[];
+            v_seconds := NULL;
+        END IF;
+        IF FOUND THEN
+            PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
+            RETURN 1;
+        END IF;
+    END IF;
+
+    -- Any other call: a pair not admitted (one index probe per distinct pair) sends its jobs
+    -- to the label set jobq__metric_labels gives it.
+    -- One job: the pair last found admitted in this transaction (jobq.metrics_pair, reset at
+    -- its end; no jobq_metrics_forget can run while it writes jobs) needs no probe, so a
+    -- transaction that counts one pair statement after statement probes once.
+    IF pg_catalog.cardinality(queues) = 1 THEN
+        v_pair := pg_catalog.length(queues[1])::text || ':' || queues[1] || job_types[1];
+        IF pg_catalog.current_setting('jobq.metrics_pair', TRUE) IS NOT DISTINCT FROM v_pair THEN
+            v_unknown := FALSE;
+        ELSE
+            v_unknown := NOT (queues[1] = '' AND job_types[1] = '') AND NOT EXISTS (
+                SELECT FROM jobq_metric_labels AS l
+                WHERE l.queue = queues[1] AND l.job_type = job_types[1]
+            );
+            IF NOT v_unknown THEN
+                PERFORM pg_catalog.set_config('jobq.metrics_pair', v_pair, TRUE);
+            END IF;
+        END IF;
+    ELSE
+        v_unknown := EXISTS (
+            SELECT
+            FROM (
+                SELECT DISTINCT r.queue, r.job_type
+                FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(job_types))
+                    AS r (queue, job_type)
+            ) AS p
+            WHERE NOT (p.queue = '' AND p.job_type = '')
+              AND NOT EXISTS (
+                  SELECT FROM jobq_metric_labels AS l
+                  WHERE l.queue = p.queue AND l.job_type = p.job_type
+              )
+        );
+    END IF;
+    IF v_unknown THEN
+        SELECT
+            pg_catalog.array_agg(m.label_queue ORDER BY r.ord),
+            pg_catalog.array_agg(m.label_job_type ORDER BY r.ord),
+            pg_catalog.array_agg(r.status ORDER BY r.ord),
+            pg_catalog.array_agg(r.seconds ORDER BY r.ord)
+        INTO queues, job_types, statuses, seconds
+        FROM ROWS FROM (
+            pg_catalog.unnest(queues), pg_catalog.unnest(job_types),
+            pg_catalog.unnest(statuses), pg_catalog.unnest(seconds)
+        ) WITH ORDINALITY AS r (queue, job_type, status, seconds, ord)
+        INNER JOIN jobq__metric_labels(queues, job_types) AS m
+            ON m.queue = r.queue AND m.job_type = r.job_type;
     END IF;
 
     -- The hot kinds, counted by the first counted statement of a transaction (every claim and
@@ -2375,13 +2554,14 @@ Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do 
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
 the installation''s done channel (payload: the job id) for each completed job a client awaits.';
 
-CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean) RETURNS jsonb
+CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean, metrics_label_sets integer DEFAULT NULL::integer) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_max_payload_bytes integer;
     v_metrics boolean;
+    v_metrics_label_sets integer;
     v_settings jsonb;
     v_was boolean;
 BEGIN
@@ -2390,18 +2570,25 @@ BEGIN
             jobq_configure.max_payload_bytes
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF jobq_configure.metrics_label_sets NOT BETWEEN 0 AND 1000000 THEN
+        RAISE EXCEPTION 'jobq_configure: metrics_label_sets must be between 0 and 1000000, got %',
+            jobq_configure.metrics_label_sets
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     SELECT s.metrics INTO v_was FROM jobq_settings AS s FOR UPDATE;
     UPDATE jobq_settings AS s
     SET
         max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes),
-        metrics = coalesce(jobq_configure.metrics, s.metrics)
+        metrics = coalesce(jobq_configure.metrics, s.metrics),
+        metrics_label_sets = coalesce(jobq_configure.metrics_label_sets, s.metrics_label_sets)
     -- The settings are returned as columns and made into jsonb here: Citus refuses a STABLE
     -- function (jsonb_build_object) in RETURNING.
-    RETURNING s.max_payload_bytes, s.metrics
-    INTO v_max_payload_bytes, v_metrics;
+    RETURNING s.max_payload_bytes, s.metrics, s.metrics_label_sets
+    INTO v_max_payload_bytes, v_metrics, v_metrics_label_sets;
     v_settings := pg_catalog.jsonb_build_object(
         'max_payload_bytes', v_max_payload_bytes,
-        'metrics', v_metrics
+        'metrics', v_metrics,
+        'metrics_label_sets', v_metrics_label_sets
     );
     IF jobq_configure.metrics AND NOT v_was THEN
         PERFORM jobq_metrics_recount();
@@ -2410,15 +2597,20 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
+COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean, metrics_label_sets integer) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
 live in this schema''s jobq_settings, so each tenant schema has its own.
 Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
 in bytes of jsonb; default 1048576; NULL leaves it as it is), metrics (whether the jobq
 functions count what they do for jobq_metrics(); off on a new installation, since counting
 costs a write in every counted call; false stops the counters, and true after false counts
-the jobs again as jobq_metrics_recount() does; NULL leaves it).
-Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": false}).
-Errors: 22023 max_payload_bytes < 1.
+the jobs again as jobq_metrics_recount() does; NULL leaves it), metrics_label_sets (how many
+(queue, job_type) label sets jobq_metrics() counts under their own names, 0 to 1000000,
+default 1000; the others are counted under the overflow label set, queue '''' and job_type
+''''; lowering it keeps the label sets already admitted until jobq_metrics_forget() removes
+them; NULL leaves it).
+Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": false,
+"metrics_label_sets": 1000}).
+Errors: 22023 max_payload_bytes < 1, metrics_label_sets outside 0..1000000.
 Concurrency: turning metrics on again waits for the writers of jobq_jobs of the moment, and
 blocks new ones while it counts (see jobq_metrics_recount).';
 
@@ -4693,6 +4885,7 @@ CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, v
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_bitmapscan TO 'off'
+    SET jit TO 'off'
     AS $$
 DECLARE
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -4886,8 +5079,16 @@ BEGIN
         LIMIT 1000
     ),
 
+    -- Per queue of an admitted label set; the queues of the others under the overflow
+    -- label set's queue '' (the label sets of a scrape are bounded, jobq__metric_labels).
     oldest AS (
-        SELECT a.queue, pg_catalog.min(a.available_at) AS available_at
+        SELECT
+            CASE
+                WHEN EXISTS (SELECT FROM jobq_metric_labels AS m WHERE m.queue = a.queue)
+                    THEN a.queue
+                ELSE ''
+            END AS queue,
+            pg_catalog.min(a.available_at) AS available_at
         FROM (
             SELECT b.queue, b.available_at FROM oldest_by_priority AS b
             UNION ALL
@@ -4895,7 +5096,7 @@ BEGIN
             UNION ALL
             SELECT l.queue, l.available_at FROM limited AS l
         ) AS a
-        GROUP BY a.queue
+        GROUP BY 1
     )
 
     SELECT s.metric, s.labels, s.value
@@ -5000,6 +5201,11 @@ available) and jobq_metrics_counting (1 while the functions count, 0 while count
 as on a new installation: jobq_configure(metrics => true)). Histograms per queue and job_type, as _bucket (label le, cumulative, +Inf last),
 _sum and _count rows: jobq_wait_seconds (available_at to claim) and jobq_run_seconds (claim to
 completion or failure).
+Label sets: at most jobq_settings.metrics_label_sets (queue, job_type) pairs (default 1000,
+jobq_configure(metrics_label_sets => ...)) are counted under their own names, first come
+first served; the others are counted under the overflow label set, queue "" and job_type ""
+(for the per-queue gauges, queue ""), so a scrape holds at most that many label sets plus
+one; jobq_metrics_forget() removes those without jobs.
 Cost: the rows of jobq_metric_counters (about one per live backend per queue and job type)
 and a few index probes per (job_type, queue, priority) with jobs available; finished jobs are
 never read. Each call first folds the rows of transactions that counted several statements
@@ -5010,6 +5216,91 @@ Result: rows (metric, labels, value): the metric name as Prometheus shows it, th
 JSON object of strings, the value.
 Errors: none.
 Concurrency: reads without waiting; the fold skips rows another session holds.';
+
+CREATE FUNCTION public.jobq_metrics_forget() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_forgotten bigint;
+BEGIN
+    LOCK TABLE jobq_jobs IN SHARE MODE;
+    LOCK TABLE jobq_metric_counters, jobq_metric_deltas, jobq_metric_labels
+    IN SHARE ROW EXCLUSIVE MODE;
+
+    WITH present AS MATERIALIZED (
+        SELECT DISTINCT j.queue, j.job_type FROM jobq_jobs AS j
+    ),
+
+    labels AS MATERIALIZED (
+        SELECT DISTINCT c.queue, c.job_type
+        FROM (
+            SELECT l.queue, l.job_type FROM jobq_metric_labels AS l
+            UNION ALL
+            SELECT x.queue, x.job_type FROM jobq_metric_counters AS x
+            UNION ALL
+            SELECT d.queue, d.job_type FROM jobq_metric_deltas AS d
+        ) AS c
+    ),
+
+    gone AS MATERIALIZED (
+        SELECT l.queue, l.job_type
+        FROM labels AS l
+        WHERE NOT (l.queue = '' AND l.job_type = '')
+          AND NOT EXISTS (
+              SELECT FROM present AS p WHERE p.queue = l.queue AND p.job_type = l.job_type
+          )
+        UNION ALL
+        SELECT o.queue, o.job_type
+        FROM labels AS o
+        WHERE o.queue = '' AND o.job_type = ''
+          AND NOT EXISTS (
+              SELECT FROM present AS p
+              WHERE NOT EXISTS (
+                  SELECT FROM jobq_metric_labels AS m
+                  WHERE m.queue = p.queue AND m.job_type = p.job_type
+              )
+          )
+    ),
+
+    forgot_labels AS (
+        DELETE FROM jobq_metric_labels AS m
+        USING gone AS g
+        WHERE m.queue = g.queue AND m.job_type = g.job_type
+        RETURNING 1
+    ),
+
+    forgot_counters AS (
+        DELETE FROM jobq_metric_counters AS c
+        USING gone AS g
+        WHERE c.queue = g.queue AND c.job_type = g.job_type
+        RETURNING 1
+    ),
+
+    forgot_deltas AS (
+        DELETE FROM jobq_metric_deltas AS d
+        USING gone AS g
+        WHERE d.queue = g.queue AND d.job_type = g.job_type
+        RETURNING 1
+    )
+
+    SELECT pg_catalog.count(*) INTO v_forgotten FROM gone;
+    RETURN v_forgotten;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_metrics_forget() IS 'Admin only. Removes from jobq_metrics() every (queue, job_type) label set that has no job
+left, in any status: its counters, histograms and gauge rows, and its admission under the
+bound jobq_settings.metrics_label_sets, so that new label sets are counted under their own
+names again; the overflow label set (queue '''', job_type '''') goes too when no job left is
+counted under it. The removed series end, as a restarted target''s do.
+Arguments: none.
+Result: how many label sets were removed.
+Errors: none.
+Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE (waits for the transactions writing jobs at
+that moment, blocks writers until the caller''s transaction ends) and the metric tables in
+SHARE ROW EXCLUSIVE MODE; reads jobq_jobs whole, once. Run it when the queue is quiet, in a
+transaction of its own.';
 
 CREATE FUNCTION public.jobq_metrics_recount() RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5032,7 +5323,7 @@ BEGIN
     WHERE c.jobs_pending <> 0 OR c.jobs_processing <> 0 OR c.jobs_succeeded <> 0
        OR c.jobs_failed <> 0 OR c.jobs_dead_letter <> 0 OR c.jobs_cancelled <> 0;
 
-    WITH counts AS (
+    WITH raw AS MATERIALIZED (
         SELECT
             j.queue, j.job_type,
             pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending,
@@ -5043,6 +5334,28 @@ BEGIN
             pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled
         FROM jobq_jobs AS j
         GROUP BY j.queue, j.job_type
+    ),
+
+    labels AS MATERIALIZED (
+        SELECT m.queue, m.job_type, m.label_queue, m.label_job_type
+        FROM jobq__metric_labels(
+            ARRAY(SELECT r.queue FROM raw AS r ORDER BY r.queue, r.job_type),
+            ARRAY(SELECT r.job_type FROM raw AS r ORDER BY r.queue, r.job_type)
+        ) AS m
+    ),
+
+    counts AS (
+        SELECT
+            l.label_queue AS queue, l.label_job_type AS job_type,
+            pg_catalog.sum(r.pending)::bigint AS pending,
+            pg_catalog.sum(r.processing)::bigint AS processing,
+            pg_catalog.sum(r.succeeded)::bigint AS succeeded,
+            pg_catalog.sum(r.failed)::bigint AS failed,
+            pg_catalog.sum(r.dead_letter)::bigint AS dead_letter,
+            pg_catalog.sum(r.cancelled)::bigint AS cancelled
+        FROM raw AS r
+        INNER JOIN labels AS l ON l.queue = r.queue AND l.job_type = r.job_type
+        GROUP BY l.label_queue, l.label_job_type
     ),
 
     written AS (
@@ -6173,6 +6486,20 @@ COMMENT ON COLUMN public.jobq_metric_deltas.run_buckets IS 'As in jobq_metric_co
 
 COMMENT ON COLUMN public.jobq_metric_deltas.run_sum IS 'As in jobq_metric_counters.';
 
+CREATE TABLE public.jobq_metric_labels (
+    queue text NOT NULL,
+    job_type text NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_metric_labels IS 'jobq: the (queue, job_type) label sets that jobq_metrics() counts under their own names, at
+most jobq_settings.metrics_label_sets distinct pairs (a pair admitted by two sessions at once
+may have two rows). Written by jobq__metrics_count when it meets a new pair while there is
+room, emptied of pairs without jobs by jobq_metrics_forget().';
+
+COMMENT ON COLUMN public.jobq_metric_labels.queue IS 'The label set''s queue.';
+
+COMMENT ON COLUMN public.jobq_metric_labels.job_type IS 'The label set''s job_type.';
+
 CREATE TABLE public.jobq_migrations (
     version text NOT NULL,
     checksum text NOT NULL,
@@ -6252,7 +6579,9 @@ CREATE TABLE public.jobq_settings (
     max_payload_bytes integer DEFAULT 1048576 NOT NULL,
     metrics boolean DEFAULT false NOT NULL,
     lock_seed bigint DEFAULT 0 NOT NULL,
+    metrics_label_sets integer DEFAULT 1000 NOT NULL,
     CONSTRAINT jobq_settings_max_payload_bytes_check CHECK ((max_payload_bytes > 0)),
+    CONSTRAINT jobq_settings_metrics_label_sets_check CHECK (((metrics_label_sets >= 0) AND (metrics_label_sets <= 1000000))),
     CONSTRAINT jobq_settings_singleton_check CHECK (singleton)
 );
 
@@ -6273,7 +6602,13 @@ that numbers the advisory lock of each limit key (jobq__claim_limited), so that 
 knows a group and key cannot compute the lock''s number and hold it. Readable by jobq''s owner
 and admins only; never returned by jobq_configure.';
 
+COMMENT ON COLUMN public.jobq_settings.metrics_label_sets IS 'How many (queue, job_type) label sets jobq_metrics() counts under their own names (admitted to
+jobq_metric_labels, first come first served); the counts of the others go to the overflow label
+set, queue '''' and job_type ''''. Default 1000; jobq_configure(metrics_label_sets => ...).';
+
 COMMENT ON CONSTRAINT jobq_settings_max_payload_bytes_check ON public.jobq_settings IS 'The payload limit is positive.';
+
+COMMENT ON CONSTRAINT jobq_settings_metrics_label_sets_check ON public.jobq_settings IS 'The label-set bound is 0 (everything in the overflow label set) to 1,000,000.';
 
 COMMENT ON CONSTRAINT jobq_settings_singleton_check ON public.jobq_settings IS 'singleton is true, so no second row can be added.';
 
@@ -6409,6 +6744,11 @@ COMMENT ON INDEX public.jobq_limits_pkey IS 'The index of jobq_limits_pkey: the 
 
 COMMENT ON INDEX public.jobq_metric_counters_pkey IS 'The index of jobq_metric_counters_pkey, for the upserts of jobq__metrics_count.';
 
+CREATE INDEX jobq_metric_labels_idx ON public.jobq_metric_labels USING btree (queue, job_type);
+
+COMMENT ON INDEX public.jobq_metric_labels_idx IS 'Whether a pair is admitted: one probe by jobq__metrics_count for a pair its backend has not
+counted yet.';
+
 COMMENT ON INDEX public.jobq_migrations_pkey IS 'The index of jobq_migrations_pkey.';
 
 CREATE INDEX jobq_schedules_due_idx ON public.jobq_schedules USING btree (next_run_at) WHERE (NOT paused);
@@ -6455,6 +6795,8 @@ REVOKE ALL ON FUNCTION public.jobq__metric_bucket(seconds double precision) FROM
 
 REVOKE ALL ON FUNCTION public.jobq__metric_histogram(buckets integer[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__metric_labels(queues text[], job_types text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[], seconds double precision[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__metrics_fold() FROM PUBLIC;
@@ -6485,7 +6827,7 @@ REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt
 
 REVOKE ALL ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[], results jsonb[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean, metrics_label_sets integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) FROM PUBLIC;
 
@@ -6516,6 +6858,8 @@ REVOKE ALL ON FUNCTION public.jobq_limits() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_metrics_forget() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics_recount() FROM PUBLIC;
 

@@ -131,3 +131,69 @@ BEGIN
     END LOOP;
 END;
 $jobq$;
+
+-- 4. A bounded metrics label space. Every (queue, job_type) that jobq__metrics_count met got
+--    its rows in jobq_metric_counters, so producers chose the label cardinality of every
+--    scrape forever (20,000 queue names in one enqueue made a 315 MB scrape). Now a label set
+--    is counted under its own names only once admitted to jobq_metric_labels, which admits at
+--    most jobq_settings.metrics_label_sets of them (default 1,000, jobq_configure
+--    (metrics_label_sets => ...)); the counts of any other go to the overflow label set
+--    (queue '' and job_type '': no real queue or job type is blank), and
+--    jobq_metrics_forget() removes label sets that have no jobs. The label sets counted so far
+--    are admitted here, all of them (an installation over the bound keeps them until they are
+--    forgotten).
+
+ALTER TABLE jobq_settings ADD COLUMN metrics_label_sets integer NOT NULL DEFAULT 1000;
+
+ALTER TABLE jobq_settings ADD CONSTRAINT jobq_settings_metrics_label_sets_check CHECK (
+    metrics_label_sets BETWEEN 0 AND 1000000
+);
+
+COMMENT ON COLUMN jobq_settings.metrics_label_sets IS
+'How many (queue, job_type) label sets jobq_metrics() counts under their own names (admitted to
+jobq_metric_labels, first come first served); the counts of the others go to the overflow label
+set, queue '''' and job_type ''''. Default 1000; jobq_configure(metrics_label_sets => ...).';
+
+COMMENT ON CONSTRAINT jobq_settings_metrics_label_sets_check ON jobq_settings IS
+'The label-set bound is 0 (everything in the overflow label set) to 1,000,000.';
+
+-- No unique index: two sessions admitting the same new label set at once must not wait for
+-- one another (counting never waits for another session's transaction), so each inserts a
+-- row and the set is counted once, as the distinct pairs.
+CREATE TABLE jobq_metric_labels (
+    queue text NOT NULL,
+    job_type text NOT NULL
+);
+
+CREATE INDEX jobq_metric_labels_idx ON jobq_metric_labels (queue, job_type);
+
+COMMENT ON TABLE jobq_metric_labels IS
+'jobq: the (queue, job_type) label sets that jobq_metrics() counts under their own names, at
+most jobq_settings.metrics_label_sets distinct pairs (a pair admitted by two sessions at once
+may have two rows). Written by jobq__metrics_count when it meets a new pair while there is
+room, emptied of pairs without jobs by jobq_metrics_forget().';
+COMMENT ON COLUMN jobq_metric_labels.queue IS 'The label set''s queue.';
+COMMENT ON COLUMN jobq_metric_labels.job_type IS 'The label set''s job_type.';
+COMMENT ON INDEX jobq_metric_labels_idx IS
+'Whether a pair is admitted: one probe by jobq__metrics_count for a pair its backend has not
+counted yet.';
+
+REVOKE ALL ON TABLE jobq_metric_labels FROM PUBLIC;
+
+INSERT INTO jobq_metric_labels (queue, job_type)
+SELECT DISTINCT
+    c.queue,
+    c.job_type
+FROM (
+    SELECT
+        x.queue,
+        x.job_type
+    FROM jobq_metric_counters AS x
+    UNION ALL
+    SELECT
+        d.queue,
+        d.job_type
+    FROM jobq_metric_deltas AS d
+) AS c
+WHERE NOT (c.queue = '' AND c.job_type = '')
+ORDER BY c.queue, c.job_type;

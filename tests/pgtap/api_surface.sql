@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(176);
+SELECT plan(178);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -26,7 +26,7 @@ SELECT functions_are('public', ARRAY[
     -- schedules (admin manages them; workers tick)
     'jobq_schedule', 'jobq_unschedule', 'jobq_schedules', 'jobq_tick',
     -- metrics
-    'jobq_metrics', 'jobq_metrics_recount',
+    'jobq_metrics', 'jobq_metrics_recount', 'jobq_metrics_forget',
     -- concurrency and rate limits (admin sets and reads them; the claim applies them)
     'jobq_set_limit', 'jobq_limits', 'jobq_limit_usage',
     -- private helpers (granted to nobody)
@@ -35,6 +35,7 @@ SELECT functions_are('public', ARRAY[
     'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
     'jobq__event_channel', 'jobq__notify_events', 'jobq__metric_bounds', 'jobq__metric_bucket',
     'jobq__metric_add', 'jobq__metric_histogram', 'jobq__metrics_count', 'jobq__metrics_fold',
+    'jobq__metric_labels',
     'jobq__error_entry', 'jobq__limit_argument_problem', 'jobq__claim_limited', 'jobq__available'
 ], 'schema public has exactly the jobq functions and private helpers');
 
@@ -78,6 +79,8 @@ SELECT results_eq(
     ('jobq__metric_bounds', '', 'double precision[]'),
     ('jobq__metric_bucket', 'seconds double precision', 'integer'),
     ('jobq__metric_histogram', 'buckets integer[]', 'bigint[]'),
+    ('jobq__metric_labels', 'queues text[], job_types text[]',
+     'TABLE(queue text, job_type text, label_queue text, label_job_type text)'),
     ('jobq__metrics_count', 'kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], '
                             'seconds double precision[] DEFAULT NULL::double precision[]', 'integer'),
     ('jobq__metrics_fold', '', 'bigint'),
@@ -99,7 +102,8 @@ SELECT results_eq(
                       'result jsonb DEFAULT NULL::jsonb', 'boolean'),
     ('jobq_complete_many', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], '
                            'results jsonb[] DEFAULT NULL::jsonb[]', 'integer'),
-    ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean', 'jsonb'),
+    ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean, '
+                       'metrics_label_sets integer DEFAULT NULL::integer', 'jsonb'),
     ('jobq_dequeue', 'worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, '
                      'lock_timeout interval DEFAULT ''00:05:00''::interval, queues text[] DEFAULT NULL::text[]',
                      'SETOF jobq_jobs'),
@@ -135,6 +139,7 @@ SELECT results_eq(
     ('jobq_list_jobs', 'statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, '
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
     ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
+    ('jobq_metrics_forget', '', 'bigint'),
     ('jobq_metrics_recount', '', 'bigint'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
     ('jobq_queue_summary', 'recent interval DEFAULT ''00:05:00''::interval',
@@ -183,7 +188,8 @@ SELECT function_returns('public', 'jobq_requeue_dead_letter', ARRAY['uuid'], 'bo
 SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_stats', ARRAY[]::text[], 'setof record');
 SELECT function_returns('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer'], 'bigint');
-SELECT function_returns('public', 'jobq_configure', ARRAY['integer', 'boolean'], 'jsonb');
+SELECT function_returns('public', 'jobq_configure', ARRAY['integer', 'boolean', 'integer'], 'jsonb');
+SELECT function_returns('public', 'jobq_metrics_forget', ARRAY[]::text[], 'bigint');
 SELECT function_returns('public', 'jobq_metrics', ARRAY[]::text[], 'setof record');
 SELECT function_returns('public', 'jobq_metrics_recount', ARRAY[]::text[], 'bigint');
 SELECT function_returns('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer'], 'setof jobq_jobs');
@@ -211,7 +217,8 @@ SELECT is_definer('public', 'jobq_requeue_dead_letter', ARRAY['uuid']);
 SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text']);
 SELECT is_definer('public', 'jobq_stats', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer']);
-SELECT is_definer('public', 'jobq_configure', ARRAY['integer', 'boolean']);
+SELECT is_definer('public', 'jobq_configure', ARRAY['integer', 'boolean', 'integer']);
+SELECT is_definer('public', 'jobq_metrics_forget', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_metrics', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_metrics_recount', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer']);
@@ -280,8 +287,9 @@ SELECT is_empty(
 
 SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
                                  'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
+                                 'jobq_metric_labels',
                                  'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts'],
-                  'schema public has exactly the ten jobq tables');
+                  'schema public has exactly the eleven jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
 SELECT hasnt_pk('public', 'jobq_metric_deltas', 'jobq_metric_deltas is appended to, never looked up');
@@ -308,7 +316,8 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
     'cancel_reason', 'awaited', 'limit_group', 'limit_key', 'claimed_at'
 ]);
-SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics', 'lock_seed']);
+SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics', 'lock_seed',
+                                                  'metrics_label_sets']);
 SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at', 'breaking']);
 
 -- jobq_jobs, as in contract section 2: type, NOT NULL, default
@@ -427,6 +436,7 @@ SELECT set_eq(
              ('jobq_jobs', 'jobq_jobs_limit_key_needs_group'),
              ('jobq_settings', 'jobq_settings_pkey'), ('jobq_settings', 'jobq_settings_singleton_check'),
              ('jobq_settings', 'jobq_settings_max_payload_bytes_check'),
+             ('jobq_settings', 'jobq_settings_metrics_label_sets_check'),
              ('jobq_migrations', 'jobq_migrations_pkey')$$,
     'every constraint has its documented name'
 );

@@ -112,7 +112,7 @@ GRANT EXECUTE ON FUNCTION
     jobq_requeue_dead_letters(text, text),
     jobq_stats(),
     jobq_prune(interval, text[], integer),
-    jobq_configure(integer, boolean),
+    jobq_configure(integer, boolean, integer),
     jobq_metrics(),
     jobq_metrics_recount(),
     jobq_list_jobs(text[], text, text, integer),

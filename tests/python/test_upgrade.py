@@ -230,7 +230,7 @@ def snapshot_with_now(dsn: str) -> dict[str, Any]:
 ADDED_COLUMNS = {"result": None, "cancel_requested_at": None, "cancel_reason": None,
                  "awaited": False, "limit_group": None, "limit_key": None, "claimed_at": None}
 # Settings that migration 0010 added, with their default.
-ADDED_SETTINGS = {"metrics": True}
+ADDED_SETTINGS = {"metrics": True, "metrics_label_sets": 1000}
 
 
 def without_added_columns(jobs: dict[str, Any]) -> dict[str, Any]:
