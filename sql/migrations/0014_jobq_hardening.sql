@@ -12,11 +12,11 @@
 --    bytes beside job types of multi-byte characters can) makes the build fail with 54000;
 --    shorten that key and migrate again.
 --
--- The rebuild reads the table and blocks writes to jobq_jobs until the
--- migration commits. The functions of this release name the new index in ON CONFLICT; the
--- previous jobq_enqueue(_many, _arrays) named the former one, so an enqueue with a key that
--- runs between the commit of this migration and that of the function files (the same
--- `jobq migrate`, right after) fails with 42P10 and can be retried.
+-- The rebuild reads the table and blocks writes to jobq_jobs until the migration commits. The
+-- functions of this release name the new index in ON CONFLICT, those of the previous release
+-- the former one, so an enqueue with a key that runs between the commit of this migration and
+-- that of the function files (the same `jobq migrate`, right after) fails with 42P10 and can
+-- be retried.
 
 DROP INDEX jobq_jobs_idempotency_key_key;
 
@@ -38,8 +38,8 @@ dedupe; NULLs never collide.';
 --    schema, group and key seeded with a secret of the installation, lock_seed: 64 random bits
 --    (an MD5 of two gen_random_uuid(), whose bits come from pg_strong_random), made here once
 --    per installation. jobq_settings is readable by jobq's owner and admins alone, so no other
---    role can compute a key's lock number from the names it knows and hold it (which made
---    every claim of that key skip it). A held lock still shows in pg_locks while a claim holds
+--    role can compute a key's lock number from the names it knows and hold it (a claim skips
+--    a key whose lock another session holds). A held lock still shows in pg_locks while a claim holds
 --    it; docs/security.md says how to close that view to other roles.
 
 -- The seed is drawn into a variable and written as a constant: Citus refuses a volatile
