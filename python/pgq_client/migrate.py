@@ -144,6 +144,7 @@ ADMIN_TABLES = (
     "jobq_metric_counters",
     "jobq_metric_deltas",
     "jobq_cancel_requests",
+    "jobq_metric_labels",
 )
 _BREAKING = "breaking-change"
 HISTORY_FILE = "history.sha256"

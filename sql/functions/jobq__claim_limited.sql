@@ -11,8 +11,11 @@
 -- was released (PostgreSQL makes a transaction visible before it releases its locks). An
 -- advisory lock rather than a row lock: a key needs no row before its first start (an INSERT
 -- of a new key's row would wait for a concurrent one), and a transaction-level advisory lock
--- costs no write. The lock's number is a hash of the schema, group and key; two keys whose
--- hashes collide only skip each other now and then, never count wrong. Every start also
+-- costs no write. The lock's number is a hash of the schema, group and key seeded with the
+-- installation's secret jobq_settings.lock_seed (read once per statement that takes locks),
+-- so a role that knows a group and key cannot compute the number and hold it to stop the
+-- key's claims; two keys whose hashes collide only skip each other now and then, never count
+-- wrong. Every start also
 -- writes the key's row in jobq_limit_keys: under REPEATABLE READ, whose snapshot is the
 -- transaction's first, a claim that could have missed a concurrent start fails with 40001
 -- when it writes that row, instead of starting one job too many.
@@ -331,7 +334,7 @@ BEGIN
                     pg_catalog.hashtextextended(
                         pg_catalog.format('jobq limit %L %L %L', pg_catalog.current_schema(),
                                           k_group[u.k], k_key[u.k]),
-                        0
+                        (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
                     )
                 ) ORDER BY u.k
             )

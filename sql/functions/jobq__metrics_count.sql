@@ -23,6 +23,16 @@
 --   requeued      statuses[i] -> pending
 --   pruned        statuses[i] -> (deleted)
 -- dead_lettered and cancelled count the jobs that entered those statuses, whatever the kind.
+--
+-- Label sets are bounded (jobq__metric_labels): a (queue, job_type) is counted under its own
+-- names once admitted to jobq_metric_labels, else under the overflow label set ('', ''). A
+-- counter row of this backend for a pair proves it admitted (jobq_metrics_forget removes a
+-- pair's rows with its admission), so the hot case, one job of a pair this backend has
+-- counted before in the first counted statement of a transaction (an enqueue in autocommit,
+-- a claim or completion of one job), updates that row and asks nothing else: an UPDATE of an
+-- existing row costs no more than the upsert it replaces. Every other call looks its
+-- distinct pairs up in jobq_metric_labels (one index probe each) and calls
+-- jobq__metric_labels when one is not admitted.
 -- Does nothing when jobq_configure(metrics => false) turned metrics off. Returns the number of
 -- counter rows written (0 when none): an integer, not void, because the callers call it in a
 -- CTE of their statement, and Citus cannot carry a void column between the steps of a plan.
@@ -51,6 +61,9 @@ DECLARE
     v_list integer[];
     v_fast boolean := TRUE;
     v_written integer;  -- counter rows written by the fast path
+    v_pid integer;  -- this backend's shard, read only where a statement needs it
+    v_unknown boolean;  -- a pair of the call is not admitted
+    v_pair text;  -- the one pair of a call of one job, as jobq.metrics_pair holds it
 BEGIN
     -- Counting off (a new installation's default): one read of the setting, nothing else.
     -- Read on its own, never in the WHERE of an upsert below: a SELECT that reads a table
@@ -63,6 +76,98 @@ BEGIN
     -- session compiled it (20 ms or more each).
     IF NOT (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton) THEN
         RETURN 0;
+    END IF;
+
+    -- The hot case: one job of a hot kind, the first counted statement of a transaction, of a
+    -- pair this backend counts already (see the header): its row is updated, nothing else.
+    IF pg_catalog.cardinality(queues) = 1
+       AND kind IN ('enqueued', 'started', 'succeeded')
+       AND pg_catalog.current_setting('jobq.metrics_counted', TRUE) IS DISTINCT FROM 'on' THEN
+        v_pid := pg_catalog.pg_backend_pid();
+        IF kind = 'enqueued' THEN
+            UPDATE jobq_metric_counters AS c
+            SET enqueued = c.enqueued + 1, jobs_pending = c.jobs_pending + 1
+            WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
+        ELSE
+            v_seconds := CASE WHEN seconds[1] IS NOT NULL THEN greatest(seconds[1], 0) END;
+            IF v_seconds IS NOT NULL THEN
+                v_buckets := pg_catalog.array_fill(0::bigint, ARRAY[22]);
+                v_buckets[jobq__metric_bucket(v_seconds)] := 1;
+            END IF;
+            IF kind = 'started' THEN
+                UPDATE jobq_metric_counters AS c
+                SET
+                    started = c.started + 1,
+                    jobs_pending = c.jobs_pending - 1,
+                    jobs_processing = c.jobs_processing + 1,
+                    wait_buckets = jobq__metric_add(c.wait_buckets, v_buckets),
+                    wait_sum = c.wait_sum + coalesce(v_seconds, 0)
+                WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
+            ELSE
+                UPDATE jobq_metric_counters AS c
+                SET
+                    succeeded = c.succeeded + 1,
+                    jobs_processing = c.jobs_processing - 1,
+                    jobs_succeeded = c.jobs_succeeded + 1,
+                    run_buckets = jobq__metric_add(c.run_buckets, v_buckets),
+                    run_sum = c.run_sum + coalesce(v_seconds, 0)
+                WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
+            END IF;
+            v_buckets := '{}'::bigint[];
+            v_seconds := NULL;
+        END IF;
+        IF FOUND THEN
+            PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
+            RETURN 1;
+        END IF;
+    END IF;
+
+    -- Any other call: a pair not admitted (one index probe per distinct pair) sends its jobs
+    -- to the label set jobq__metric_labels gives it.
+    -- One job: the pair last found admitted in this transaction (jobq.metrics_pair, reset at
+    -- its end; no jobq_metrics_forget can run while it writes jobs) needs no probe, so a
+    -- transaction that counts one pair statement after statement probes once.
+    IF pg_catalog.cardinality(queues) = 1 THEN
+        v_pair := pg_catalog.length(queues[1])::text || ':' || queues[1] || job_types[1];
+        IF pg_catalog.current_setting('jobq.metrics_pair', TRUE) IS NOT DISTINCT FROM v_pair THEN
+            v_unknown := FALSE;
+        ELSE
+            v_unknown := NOT (queues[1] = '' AND job_types[1] = '') AND NOT EXISTS (
+                SELECT FROM jobq_metric_labels AS l
+                WHERE l.queue = queues[1] AND l.job_type = job_types[1]
+            );
+            IF NOT v_unknown THEN
+                PERFORM pg_catalog.set_config('jobq.metrics_pair', v_pair, TRUE);
+            END IF;
+        END IF;
+    ELSE
+        v_unknown := EXISTS (
+            SELECT
+            FROM (
+                SELECT DISTINCT r.queue, r.job_type
+                FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(job_types))
+                    AS r (queue, job_type)
+            ) AS p
+            WHERE NOT (p.queue = '' AND p.job_type = '')
+              AND NOT EXISTS (
+                  SELECT FROM jobq_metric_labels AS l
+                  WHERE l.queue = p.queue AND l.job_type = p.job_type
+              )
+        );
+    END IF;
+    IF v_unknown THEN
+        SELECT
+            pg_catalog.array_agg(m.label_queue ORDER BY r.ord),
+            pg_catalog.array_agg(m.label_job_type ORDER BY r.ord),
+            pg_catalog.array_agg(r.status ORDER BY r.ord),
+            pg_catalog.array_agg(r.seconds ORDER BY r.ord)
+        INTO queues, job_types, statuses, seconds
+        FROM ROWS FROM (
+            pg_catalog.unnest(queues), pg_catalog.unnest(job_types),
+            pg_catalog.unnest(statuses), pg_catalog.unnest(seconds)
+        ) WITH ORDINALITY AS r (queue, job_type, status, seconds, ord)
+        INNER JOIN jobq__metric_labels(queues, job_types) AS m
+            ON m.queue = r.queue AND m.job_type = r.job_type;
     END IF;
 
     -- The hot kinds, counted by the first counted statement of a transaction (every claim and

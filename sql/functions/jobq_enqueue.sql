@@ -1,7 +1,9 @@
 -- jobq_enqueue: adds one pending job, in the caller's transaction, and returns its id; an
--- existing idempotency key returns the existing job's id instead (see the loop below for why
--- that is race-free). Wakes idle workers with a NOTIFY on the installation's channel
--- (jobq__channel) when the job is available now.
+-- existing idempotency key of the same job type returns the existing job's id instead (see
+-- the loop below for why that is race-free). A key is unique per job type (the unique index
+-- is (job_type, idempotency_key)): a producer of one job type can neither read nor cancel the
+-- job of another type by guessing its key. Wakes idle workers with a NOTIFY on the
+-- installation's channel (jobq__channel) when the job is available now.
 --
 -- The validation is jobq__job_argument_problem's, shared with jobq_enqueue_many. The payload
 -- limit is read from jobq_settings, so a producer cannot raise it for itself. limit_group and
@@ -25,7 +27,7 @@ VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
--- In ON CONFLICT (idempotency_key) the name must mean the column; every reference to a
+-- In ON CONFLICT (job_type, idempotency_key) the names must mean the columns; every reference to a
 -- parameter in this function is qualified (jobq_enqueue.idempotency_key).
 #variable_conflict use_column
 DECLARE
@@ -107,13 +109,15 @@ BEGIN
                 coalesce(jobq_enqueue.run_at > v_now, FALSE),
                 jobq_enqueue.limit_group, jobq_enqueue.limit_key
             )
-            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
             EXIT WHEN v_id IS NOT NULL;
 
             SELECT j.id INTO v_id
             FROM jobq_jobs AS j
-            WHERE j.idempotency_key = jobq_enqueue.idempotency_key;
+            WHERE
+                j.job_type = jobq_enqueue.job_type
+                AND j.idempotency_key = jobq_enqueue.idempotency_key;
             IF v_id IS NOT NULL THEN
                 -- A duplicate: nothing was added, so nobody needs waking.
                 RETURN v_id;
@@ -144,17 +148,18 @@ COMMENT ON FUNCTION jobq_enqueue(
 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
 max_payload_bytes bytes in its text form, default 1 MiB), idempotency_key (NULL or 1-1000
-chars and at most 2000 bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
+chars and at most 1800 bytes; unique per job_type), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
 priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
 limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
 the whole group shares one limit, else 1-200 chars: each key of the group has the group''s
 limits for itself; needs a limit_group).
-Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
-is added or changed and that job''s id is returned.
+Result: the new job''s id; if a job with the same job_type and idempotency_key exists, in any
+status, nothing is added or changed and that job''s id is returned (the same key under another
+job_type is another job).
 Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at/limit_group/
 limit_key (blank, too long, a limit_key without a limit_group) or a payload
 that is not a JSON object, 22004 NULL payload, 54000 payload too large.
-Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
+Concurrency: N sessions enqueuing one key (of one job_type) at once make one row and all get its id. Runs in the
 caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
 in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
 now (delivered at commit).';

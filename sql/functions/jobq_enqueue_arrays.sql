@@ -36,6 +36,7 @@ DECLARE
     v_bad record;
     v_limit integer;
     v_ids uuid[];
+    v_types text[];
     v_keys text[];
     v_missing integer;
     v_metrics boolean;
@@ -103,7 +104,7 @@ BEGIN
             SELECT FROM pg_catalog.unnest(idempotency_keys) AS k (v)
             WHERE k.v IS NOT NULL AND (
                 jobq__blank(k.v) OR pg_catalog.length(k.v) > 1000
-                OR pg_catalog.octet_length(k.v) > 2000
+                OR pg_catalog.octet_length(k.v) > 1800
             )
         ))
         AND (jobq_enqueue_arrays.max_attempts IS NULL OR (
@@ -275,7 +276,7 @@ BEGIN
             CASE
                 WHEN u.idempotency_key IS NULL THEN u.id
                 ELSE pg_catalog.first_value(u.id) OVER (
-                    PARTITION BY u.idempotency_key ORDER BY u.ord
+                    PARTITION BY u.job_type, u.idempotency_key ORDER BY u.ord
                 )
             END AS first_id
         FROM ROWS FROM (
@@ -300,7 +301,7 @@ BEGIN
         FROM input AS i
         WHERE i.new_id = i.first_id
         ORDER BY i.ord
-        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.job_type, j.available_at
     ),
 
@@ -320,8 +321,9 @@ BEGIN
 
     SELECT
         pg_catalog.array_agg(ins.id ORDER BY i.ord),
+        pg_catalog.array_agg(i.job_type ORDER BY i.ord),
         pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-    INTO v_ids, v_keys
+    INTO v_ids, v_types, v_keys
     FROM input AS i
     LEFT JOIN inserted AS ins ON ins.id = i.first_id
     CROSS JOIN woken
@@ -334,9 +336,11 @@ BEGIN
             pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
             (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
         INTO v_ids, v_missing
-        FROM ROWS FROM (pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys))
-            WITH ORDINALITY AS r (id, key, ord)
-        LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types), pg_catalog.unnest(v_keys)
+        ) WITH ORDINALITY AS r (id, job_type, key, ord)
+        LEFT JOIN jobq_jobs AS j
+            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 
         -- The row of a key vanished between our insert and our read (pruned): enqueue those
@@ -367,10 +371,10 @@ COMMENT ON FUNCTION jobq_enqueue_arrays(
     text[], jsonb[], text[], integer[], timestamptz[], integer[], text[]
 ) IS
 'Adds many jobs in one statement, given one array per column (element i of each array is job
-i), each job with jobq_enqueue''s semantics: an existing idempotency key returns the existing
-id; two jobs with the same key get the same id (the first is inserted). The same jobs as
-jobq_enqueue_many, without a JSON document to parse; send the arrays in binary where the
-driver can.
+i), each job with jobq_enqueue''s semantics: an existing idempotency key of the same job type
+returns the existing id; two jobs with the same job type and key get the same id (the first is
+inserted). The same jobs as jobq_enqueue_many, without a JSON document to parse; send the
+arrays in binary where the driver can.
 Arguments: job_types (one per job, 1-200 chars; its length is the number of jobs);
 payloads (JSON objects), idempotency_keys, max_attempts, run_ats, priorities, queues: each
 NULL (the default of jobq_enqueue for every job) or with one element per job, bounded as in

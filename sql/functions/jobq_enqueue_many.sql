@@ -15,6 +15,7 @@ DECLARE
     v_limit integer;
     v_ords integer[];
     v_ids uuid[];
+    v_types text[];
     v_keys text[];
     v_missing integer;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -203,14 +204,15 @@ BEGIN
             FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
         ),
 
-        -- first_id: the id of the first element with the same key (its own id without one).
+        -- first_id: the id of the first element with the same job_type and key (its own id
+        -- without a key).
         input AS MATERIALIZED (
             SELECT
                 p.*,
                 CASE
                     WHEN p.idempotency_key IS NULL THEN p.new_id
                     ELSE pg_catalog.first_value(p.new_id) OVER (
-                        PARTITION BY p.idempotency_key ORDER BY p.ord
+                        PARTITION BY p.job_type, p.idempotency_key ORDER BY p.ord
                     )
                 END AS first_id
             FROM parsed AS p
@@ -228,7 +230,8 @@ BEGIN
             FROM input AS i
             WHERE i.new_id = i.first_id
             ORDER BY i.ord
-            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL
+            DO NOTHING
             RETURNING j.id, j.queue, j.job_type, j.available_at
         ),
 
@@ -249,8 +252,9 @@ BEGIN
         SELECT
             pg_catalog.array_agg(i.ord ORDER BY i.ord),
             pg_catalog.array_agg(ins.id ORDER BY i.ord),
+            pg_catalog.array_agg(i.job_type ORDER BY i.ord),
             pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-        INTO v_ords, v_ids, v_keys
+        INTO v_ords, v_ids, v_types, v_keys
         FROM input AS i
         LEFT JOIN inserted AS ins ON ins.id = i.first_id
         CROSS JOIN woken
@@ -288,9 +292,11 @@ BEGIN
         INTO v_ids, v_missing
         -- ROWS FROM (unnest, ...): the multi-array unnest() shorthand exists only unqualified.
         FROM ROWS FROM (
-            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys)
-        ) AS r (ord, id, key)
-        LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
+            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types),
+            pg_catalog.unnest(v_keys)
+        ) AS r (ord, id, job_type, key)
+        LEFT JOIN jobq_jobs AS j
+            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 
         -- The row of a key vanished between our insert and our read (pruned): enqueue those
@@ -321,8 +327,8 @@ $$;
 
 COMMENT ON FUNCTION jobq_enqueue_many(jsonb) IS
 'Adds many jobs in one statement, each with jobq_enqueue''s semantics: an existing
-idempotency_key returns the existing id; two elements with the same key get the same id (the
-first is inserted). Built for 10,000+ jobs per call.
+idempotency_key of the same job_type returns the existing id; two elements with the same
+job_type and key get the same id (the first is inserted). Built for 10,000+ jobs per call.
 Arguments: jobs (a JSON array of objects with the keys of jobq_enqueue: job_type required;
 payload, idempotency_key, max_attempts, run_at as ISO 8601 text with an offset, priority,
 queue, limit_group, limit_key optional).

@@ -1,7 +1,9 @@
 -- jobq_job_status: the state of given jobs, without their payloads, for producers that want
--- to know how their jobs ended (and for monitors). One index probe per id.
---! levels: producer, worker, monitor, admin
---! granted-as: jobq_enqueue, jobq_stats
+-- to know how their jobs ended. One index probe per id. Not for monitors: it returns results
+-- and error texts, which the monitor level never sees (migration 0014 takes it back from the
+-- roles that had it only as monitors).
+--! levels: producer, worker, admin
+--! granted-as: jobq_enqueue
 
 CREATE OR REPLACE FUNCTION jobq_job_status(job_ids uuid[]) RETURNS TABLE (
     id uuid,
@@ -26,8 +28,8 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION jobq_job_status(uuid[]) IS
-'How the given jobs stand, without their payloads: for producers that want to know how
-their jobs ended, and for monitors.
+'How the given jobs stand, without their payloads: for producers and workers that want to
+know how their jobs ended (not granted to the monitor level: it returns results and errors).
 Arguments: job_ids (the jobs; NULL = none).
 Result: one row per known id (unknown ids are left out), in id order: id, status, attempts,
 result (what the handler returned, for a succeeded job), last_error, finished_at (NULL while

@@ -14,8 +14,17 @@
 -- false, the last job examined) whose sort_at and id are where the next call searches on.
 -- (An index by queue and job type would avoid this, at the price of one more entry written by
 -- every completion, the most frequent write of a queue.)
--- No payload, result or error history: the monitor level may list jobs, as it may ask
--- jobq_job_status; payloads stay with admins (jobq_get_job).
+-- No payload, result or error history; last_error only for a caller that may read whole jobs
+-- (EXECUTE on jobq_get_job: the admin level), NULL for the monitor level, which sees counts,
+-- statuses, timings and job metadata, never a payload, a result or an error text.
+--
+-- Who the caller is: inside a SECURITY DEFINER function current_user is jobq's owner, so the
+-- function asks for the role the session acts as: the role set by SET ROLE (the setting
+-- `role`, which a SECURITY DEFINER call leaves as it is, and which only a member of a role can
+-- set), else session_user (the login role; SET ROLE does not change it, so it alone would let
+-- an admin login that did SET ROLE to a monitor see errors). A SECURITY DEFINER function of
+-- another role that calls this one in an admin's session is answered as that admin: an admin
+-- who runs another role's code trusts it.
 --! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_jobs_page(
@@ -42,6 +51,15 @@ DECLARE
     v_job jobq_job_summary;
     v_examined integer := 0;
     v_found integer := 0;
+    -- Whether the session's role may read error texts (see above).
+    v_errors CONSTANT boolean := pg_catalog.has_function_privilege(
+        CASE
+            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
+            ELSE pg_catalog.current_setting('role')::name
+        END,
+        'jobq_get_job(uuid)'::pg_catalog.regprocedure::pg_catalog.oid,
+        'EXECUTE'
+    );
 BEGIN
     IF status IS NULL OR status <> ALL (jobq__statuses(NULL::boolean)) THEN
         RAISE EXCEPTION 'jobq_jobs_page: status must be one of %, got %',
@@ -91,7 +109,8 @@ BEGIN
         SELECT p.* FROM (
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL,
                    j.available_at AS sort_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
@@ -101,7 +120,8 @@ BEGIN
             UNION ALL
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL,
                    j.available_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
@@ -111,7 +131,8 @@ BEGIN
             UNION ALL
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL,
                    j.available_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND j.scheduled
@@ -125,7 +146,8 @@ BEGIN
         RETURN QUERY
         SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-               j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.locked_at,
+               j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+               j.cancel_requested_at IS NOT NULL, j.locked_at,
                true
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
@@ -144,7 +166,8 @@ BEGIN
             OPEN v_jobs FOR
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
             FROM jobq_jobs AS j
             WHERE j.status = 'succeeded'
@@ -155,7 +178,8 @@ BEGIN
             OPEN v_jobs FOR
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
             FROM jobq_jobs AS j
             WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
@@ -187,7 +211,9 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_jobs_page(text, text, text, timestamptz, uuid, integer, integer) IS
-'Admin and monitor. One page of the jobs of one status, without payloads, with keyset paging:
+'Admin and monitor. One page of the jobs of one status, without payloads, results or error
+texts for a monitor (last_error is NULL unless the session''s role, the role set by SET ROLE or
+else the login role, may call jobq_get_job), with keyset paging:
 pass the sort_at and id of the last row of a page as after_at and after_id to get the next one.
 Pending jobs are listed oldest available first (sort_at = available_at), processing jobs oldest
 claim first (locked_at), finished ones newest first (finished_at). Each status is read through
@@ -202,7 +228,8 @@ after_id (both NULL for the first page, both given for the next ones), max_rows 
 default 50), scan_limit (how many finished jobs a page examines at most, 1 to 1000000,
 default 10000).
 Result: rows of jobq_job_summary (the columns of jobq_jobs without payload, result and
-errors, cancel_requested, sort_at, and matches: true on every job listed, false on the marker
+errors, last_error NULL for a role that may not call jobq_get_job, cancel_requested, sort_at,
+and matches: true on every job listed, false on the marker
 of a search stopped by scan_limit).
 Errors: 22023 an unknown or NULL status, a queue or job_type longer than 200 characters,
 max_rows outside 1..1000, scan_limit outside 1..1000000, only one of after_at and after_id.

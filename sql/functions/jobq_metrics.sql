@@ -11,6 +11,11 @@
 -- shard 0 (jobq__metrics_fold; in READ COMMITTED and writable transactions only: a scrape on
 -- a standby just reads both tables), so that neither grows with every transaction and
 -- connection that ever counted something.
+--
+-- SET jit = off: the per-queue gauges ask jobq_metric_labels whether each queue is admitted,
+-- and with the estimates of the recursive reads of the claim index the planner costed the
+-- statement past jit_above_cost, so each scrape compiled it (over 200 ms) to read a few
+-- hundred rows.
 --! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_metrics() RETURNS TABLE (
@@ -23,6 +28,7 @@ VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 SET enable_bitmapscan = off
+SET jit = off
 AS $$
 DECLARE
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -216,8 +222,16 @@ BEGIN
         LIMIT 1000
     ),
 
+    -- Per queue of an admitted label set; the queues of the others under the overflow
+    -- label set's queue '' (the label sets of a scrape are bounded, jobq__metric_labels).
     oldest AS (
-        SELECT a.queue, pg_catalog.min(a.available_at) AS available_at
+        SELECT
+            CASE
+                WHEN EXISTS (SELECT FROM jobq_metric_labels AS m WHERE m.queue = a.queue)
+                    THEN a.queue
+                ELSE ''
+            END AS queue,
+            pg_catalog.min(a.available_at) AS available_at
         FROM (
             SELECT b.queue, b.available_at FROM oldest_by_priority AS b
             UNION ALL
@@ -225,7 +239,7 @@ BEGIN
             UNION ALL
             SELECT l.queue, l.available_at FROM limited AS l
         ) AS a
-        GROUP BY a.queue
+        GROUP BY 1
     )
 
     SELECT s.metric, s.labels, s.value
@@ -331,6 +345,11 @@ available) and jobq_metrics_counting (1 while the functions count, 0 while count
 as on a new installation: jobq_configure(metrics => true)). Histograms per queue and job_type, as _bucket (label le, cumulative, +Inf last),
 _sum and _count rows: jobq_wait_seconds (available_at to claim) and jobq_run_seconds (claim to
 completion or failure).
+Label sets: at most jobq_settings.metrics_label_sets (queue, job_type) pairs (default 1000,
+jobq_configure(metrics_label_sets => ...)) are counted under their own names, first come
+first served; the others are counted under the overflow label set, queue "" and job_type ""
+(for the per-queue gauges, queue ""), so a scrape holds at most that many label sets plus
+one; jobq_metrics_forget() removes those without jobs.
 Cost: the rows of jobq_metric_counters (about one per live backend per queue and job type)
 and a few index probes per (job_type, queue, priority) with jobs available; finished jobs are
 never read. Each call first folds the rows of transactions that counted several statements

@@ -7,7 +7,9 @@
 -- It reads the whole table, once, with writes blocked (LOCK ... IN SHARE MODE: it waits for
 -- the writing transactions of the moment, whose changes are then in the count, and new writers
 -- wait until its transaction commits): run it when the queue is quiet. Counters and histograms
--- are left as they are: they count events, which cannot be counted again afterwards.
+-- are left as they are: they count events, which cannot be counted again afterwards. Each
+-- (queue, job_type) is counted under its label set (jobq__metric_labels: its own while the
+-- bound of label sets allows, else the overflow label set), as the functions count it.
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_metrics_recount() RETURNS bigint
@@ -33,7 +35,7 @@ BEGIN
     WHERE c.jobs_pending <> 0 OR c.jobs_processing <> 0 OR c.jobs_succeeded <> 0
        OR c.jobs_failed <> 0 OR c.jobs_dead_letter <> 0 OR c.jobs_cancelled <> 0;
 
-    WITH counts AS (
+    WITH raw AS MATERIALIZED (
         SELECT
             j.queue, j.job_type,
             pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending,
@@ -44,6 +46,28 @@ BEGIN
             pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled
         FROM jobq_jobs AS j
         GROUP BY j.queue, j.job_type
+    ),
+
+    labels AS MATERIALIZED (
+        SELECT m.queue, m.job_type, m.label_queue, m.label_job_type
+        FROM jobq__metric_labels(
+            ARRAY(SELECT r.queue FROM raw AS r ORDER BY r.queue, r.job_type),
+            ARRAY(SELECT r.job_type FROM raw AS r ORDER BY r.queue, r.job_type)
+        ) AS m
+    ),
+
+    counts AS (
+        SELECT
+            l.label_queue AS queue, l.label_job_type AS job_type,
+            pg_catalog.sum(r.pending)::bigint AS pending,
+            pg_catalog.sum(r.processing)::bigint AS processing,
+            pg_catalog.sum(r.succeeded)::bigint AS succeeded,
+            pg_catalog.sum(r.failed)::bigint AS failed,
+            pg_catalog.sum(r.dead_letter)::bigint AS dead_letter,
+            pg_catalog.sum(r.cancelled)::bigint AS cancelled
+        FROM raw AS r
+        INNER JOIN labels AS l ON l.queue = r.queue AND l.job_type = r.job_type
+        GROUP BY l.label_queue, l.label_job_type
     ),
 
     written AS (

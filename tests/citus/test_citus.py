@@ -598,8 +598,9 @@ def test_an_install_of_an_older_jobq_is_upgraded_then_distributed_by_the_next_mi
         versions = [r[0] for r in conn.execute(
             f"SELECT version FROM {schema}.jobq_migrations WHERE version NOT LIKE 'functions/%%'"
             " ORDER BY version")]
-        assert versions[-5:] == ["0009_jobq_limits", "0010_jobq_metrics", "0011_jobq_dashboard",
-                                 "0012_jobq_metrics_opt_in", "0013_jobq_claim_index_hashes"]
+        assert versions[-5:] == ["0010_jobq_metrics", "0011_jobq_dashboard",
+                                 "0012_jobq_metrics_opt_in", "0013_jobq_claim_index_hashes",
+                                 "0014_jobq_hardening"]
         undelegated = conn.execute(
             "SELECT pg_catalog.array_agg(p.proname) FROM pg_proc AS p"
             " LEFT JOIN pg_dist_object AS o ON o.classid = 'pg_proc'::regclass AND o.objid = p.oid"

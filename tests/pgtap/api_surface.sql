@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(176);
+SELECT plan(179);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -55,6 +55,8 @@ SELECT results_eq(
     ('jobq__metric_bounds', '', 'double precision[]'),
     ('jobq__metric_bucket', 'seconds double precision', 'integer'),
     ('jobq__metric_histogram', 'buckets integer[]', 'bigint[]'),
+    ('jobq__metric_labels', 'queues text[], job_types text[]',
+     'TABLE(queue text, job_type text, label_queue text, label_job_type text)'),
     ('jobq__metrics_count', 'kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], '
                             'seconds double precision[] DEFAULT NULL::double precision[]', 'integer'),
     ('jobq__metrics_fold', '', 'bigint'),
@@ -76,7 +78,8 @@ SELECT results_eq(
                       'result jsonb DEFAULT NULL::jsonb', 'boolean'),
     ('jobq_complete_many', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], '
                            'results jsonb[] DEFAULT NULL::jsonb[]', 'integer'),
-    ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean', 'jsonb'),
+    ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean, '
+                       'metrics_label_sets integer DEFAULT NULL::integer', 'jsonb'),
     ('jobq_dequeue', 'worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, '
                      'lock_timeout interval DEFAULT ''00:05:00''::interval, queues text[] DEFAULT NULL::text[]',
                      'SETOF jobq_jobs'),
@@ -112,6 +115,7 @@ SELECT results_eq(
     ('jobq_list_jobs', 'statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, '
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
     ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
+    ('jobq_metrics_forget', '', 'bigint'),
     ('jobq_metrics_recount', '', 'bigint'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
     ('jobq_queue_summary', 'recent interval DEFAULT ''00:05:00''::interval',
@@ -160,7 +164,8 @@ SELECT function_returns('public', 'jobq_requeue_dead_letter', ARRAY['uuid'], 'bo
 SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_stats', ARRAY[]::text[], 'setof record');
 SELECT function_returns('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer'], 'bigint');
-SELECT function_returns('public', 'jobq_configure', ARRAY['integer', 'boolean'], 'jsonb');
+SELECT function_returns('public', 'jobq_configure', ARRAY['integer', 'boolean', 'integer'], 'jsonb');
+SELECT function_returns('public', 'jobq_metrics_forget', ARRAY[]::text[], 'bigint');
 SELECT function_returns('public', 'jobq_metrics', ARRAY[]::text[], 'setof record');
 SELECT function_returns('public', 'jobq_metrics_recount', ARRAY[]::text[], 'bigint');
 SELECT function_returns('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer'], 'setof jobq_jobs');
@@ -190,7 +195,8 @@ SELECT is_definer('public', 'jobq_requeue_dead_letter', ARRAY['uuid']);
 SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text']);
 SELECT is_definer('public', 'jobq_stats', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer']);
-SELECT is_definer('public', 'jobq_configure', ARRAY['integer', 'boolean']);
+SELECT is_definer('public', 'jobq_configure', ARRAY['integer', 'boolean', 'integer']);
+SELECT is_definer('public', 'jobq_metrics_forget', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_metrics', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_metrics_recount', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'text', 'integer']);
@@ -259,7 +265,7 @@ SELECT is_empty(
 
 SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
                                  'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
-                                 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
+                                 'jobq_metric_labels', 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
                                  'jobq_cancel_requests', 'jobq__migrate_lock'],
                   'schema public has exactly the jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
@@ -288,7 +294,8 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
     'cancel_reason', 'awaited', 'limit_group', 'limit_key', 'claimed_at'
 ]);
-SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics']);
+SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics', 'lock_seed',
+                                                  'metrics_label_sets']);
 SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at', 'breaking']);
 
 -- jobq_jobs: each column's type, NOT NULL and default, which callers rely on
@@ -376,8 +383,8 @@ SELECT col_default_is('public', 'jobq_jobs', 'max_attempts', 5, 'jobq_jobs.max_a
 SELECT col_default_is('public', 'jobq_jobs', 'queue', 'default'::text, 'jobq_jobs.queue defaults to default');
 SELECT is(
     (SELECT pg_get_indexdef('jobq_jobs_idempotency_key_key'::regclass)),
-    'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL)',
-    'jobq_jobs.idempotency_key is unique (a partial unique index: NULLs never collide, keyless jobs cost no entry)');
+    'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL)',
+    'jobq_jobs.idempotency_key is unique per job_type (a partial unique index: NULLs never collide, keyless jobs cost no entry)');
 SELECT col_is_null('public', 'jobq_jobs', 'idempotency_key', 'jobq_jobs.idempotency_key is nullable (NULLs never collide)');
 
 SELECT col_type_is('public', 'jobq_settings', 'max_payload_bytes', 'integer', 'jobq_settings.max_payload_bytes is integer');
@@ -407,6 +414,7 @@ SELECT set_eq(
              ('jobq_jobs', 'jobq_jobs_limit_key_needs_group'),
              ('jobq_settings', 'jobq_settings_pkey'), ('jobq_settings', 'jobq_settings_singleton_check'),
              ('jobq_settings', 'jobq_settings_max_payload_bytes_check'),
+             ('jobq_settings', 'jobq_settings_metrics_label_sets_check'),
              ('jobq_migrations', 'jobq_migrations_pkey')$$,
     'every constraint has its documented name'
 );
@@ -451,7 +459,9 @@ SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, finished_at) VALUES ('t', no
     'jobq_jobs_finished_check: an unfinished job has none');
 SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t', 'k'), ('t', 'k')$$, '23505',
     'duplicate key value violates unique constraint "jobq_jobs_idempotency_key_key"',
-    'jobq_jobs_idempotency_key_key: one job per key');
+    'jobq_jobs_idempotency_key_key: one job per key of one job type');
+SELECT lives_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t', 'k2'), ('u', 'k2')$$,
+    'the same key under two job types is two jobs');
 SELECT lives_ok($$INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES ('t', NULL), ('t', NULL)$$,
     'NULL keys never collide');
 SELECT throws_ok($$INSERT INTO jobq_jobs (job_type, limit_key) VALUES ('t', 'k')$$, '23514',
@@ -514,7 +524,7 @@ SELECT results_eq(
     ('jobq_jobs_failed_idx',
      'CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY[''failed''::text, ''dead_letter''::text, ''cancelled''::text]))'),
     ('jobq_jobs_idempotency_key_key',
-     'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
+     'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
     ('jobq_jobs_limit_running_idx',
      'CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''''::text)) WHERE ((status = ''processing''::text) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_limited_idx',

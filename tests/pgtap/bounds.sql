@@ -26,7 +26,7 @@
 --     function's own file); the table of docs/sql-api.md lists them all.
 -- Every refused call changes nothing: the table is compared with a snapshot after them.
 BEGIN;
-SELECT plan(124);
+SELECT plan(125);
 
 DELETE FROM jobq_jobs;
 
@@ -155,16 +155,25 @@ FROM (VALUES ('null', 'null'), ('[1]', 'array'), ('"s"', 'string'), ('1.5', 'num
 SELECT string_agg(chr(19968 + (g * 7919) % 20000), '' ORDER BY g) AS cjk_key
 FROM generate_series(1, 1000) AS g \gset
 SELECT throws_ok(format('SELECT jobq_enqueue(''a'', idempotency_key => %L)', :'cjk_key'), '22023',
-    'jobq_enqueue: idempotency_key is 3000 bytes long, at most 2000 are allowed',
+    'jobq_enqueue: idempotency_key is 3000 bytes long, at most 1800 are allowed',
     'a key of 1,000 three-byte characters: 22023 naming idempotency_key, not an index error');
 SELECT throws_ok(
     format('SELECT * FROM jobq_enqueue_many(%L)',
            jsonb_build_array(jsonb_build_object('job_type', 'a', 'idempotency_key', :'cjk_key'))),
     '22023',
-    'jobq_enqueue_many: jobs element 1 (counting from 1) idempotency_key is 3000 bytes long, at most 2000 are allowed',
+    'jobq_enqueue_many: jobs element 1 (counting from 1) idempotency_key is 3000 bytes long, at most 1800 are allowed',
     'jobq_enqueue_many refuses it the same way');
-SELECT ok(jobq_enqueue('a', idempotency_key => left(:'cjk_key', 666)) IS NOT NULL,
-          'a key of 1,998 bytes fits its index');
+-- The index entry holds the job type too: the longest key beside the longest job type of
+-- four-byte characters (800 bytes) still fits.
+SELECT string_agg(chr(128512 + g), '' ORDER BY g) AS wide_type
+FROM generate_series(1, 200) AS g \gset
+SELECT ok(jobq_enqueue(:'wide_type', idempotency_key => left(:'cjk_key', 600)) IS NOT NULL,
+          'a key of 1,800 bytes beside a job type of 800 bytes fits its index');
+SELECT throws_ok(
+    format('SELECT jobq_enqueue(%L, idempotency_key => %L)', :'wide_type',
+           left(:'cjk_key', 601)),
+    '22023', 'jobq_enqueue: idempotency_key is 1803 bytes long, at most 1800 are allowed',
+    'a key of 1,803 bytes is refused before the index');
 DELETE FROM jobq_jobs WHERE idempotency_key IS NOT NULL;
 
 SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',

@@ -1,14 +1,14 @@
 -- jobq_enqueue(job_type, payload, idempotency_key, max_attempts, run_at, priority, queue)
 --
 -- A pending job available at run_at (NULL = now); dedupe by
--- idempotency_key in any status (nothing added or changed, the existing id returned); every
+-- (job_type, idempotency_key) in any status (nothing added or changed, the existing id returned); every
 -- bad argument raises 22023 / 22004 / 54000 with a message that names it, and changes nothing.
 --
 -- Not covered here: NOTIFY jobq. Notifications are queued only at commit and this file always
 -- rolls back, so the wake-up is tested by the Python suite. Concurrent enqueues of one key are
 -- likewise a Python (threads + barrier) test.
 BEGIN;
-SELECT plan(48);
+SELECT plan(53);
 
 DELETE FROM jobq_jobs;  -- a known start; the ROLLBACK at the end restores everything
 
@@ -104,15 +104,41 @@ SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'rolled_back'), 
 CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
 
 SELECT is(
-    jobq_enqueue(job_type => 'other', payload => '{"different": true}', idempotency_key => 'mail:1',
+    jobq_enqueue(job_type => 'mail', payload => '{"different": true}', idempotency_key => 'mail:1',
                  max_attempts => 9, run_at => now(), priority => -5, queue => 'elsewhere'),
     :'named'::uuid,
-    'an existing key returns the existing id, whatever the other arguments'
+    'an existing key of the same job type returns the existing id, whatever the other arguments'
 );
 SELECT results_eq(
     'SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
     'a duplicate enqueue adds and changes nothing'
 );
+
+-- Keys are per job type: the same key under another type is another job, whose id is all its
+-- producer gets, so it can neither read nor cancel the first.
+SELECT jobq_enqueue(job_type => 'other', payload => '{"different": true}',
+                    idempotency_key => 'mail:1', queue => 'elsewhere') AS other \gset
+SELECT isnt(:'other'::uuid, :'named'::uuid,
+            'the same key under another job type makes another job');
+SELECT results_eq(
+    format($$SELECT job_type, payload, queue, status FROM jobq_jobs
+             WHERE idempotency_key = 'mail:1' ORDER BY id = %L$$, :'other'),
+    $$VALUES ('mail'::text, '{"to": "a@example.org", "n": [1, 2]}'::jsonb, 'outbound'::text,
+              'pending'::text),
+             ('other', '{"different": true}', 'elsewhere', 'pending')$$,
+    'each job type has its own job under the key, the first one unchanged'
+);
+SELECT is(jobq_enqueue('other', idempotency_key => 'mail:1'), :'other'::uuid,
+          'the other job type dedupes on its own job');
+SELECT results_eq(
+    format('SELECT job_id, status FROM jobq_cancel(ARRAY[%L]::uuid[])',
+           jobq_enqueue('other', idempotency_key => 'mail:1')),
+    format($$VALUES (%L::uuid, 'cancelled'::text)$$, :'other'),
+    'a cancel through the id the other type''s enqueue returned cancels that job alone'
+);
+SELECT is((SELECT status FROM jobq_jobs WHERE id = :'named'), 'pending',
+          'the first job type''s job is still pending');
+DELETE FROM jobq_jobs WHERE id = :'other';
 SELECT isnt(jobq_enqueue('mail', idempotency_key => 'MAIL:1'), :'named'::uuid,
             'keys are compared exactly (case-sensitive)');
 

@@ -11,7 +11,7 @@
 --
 -- Not covered here: NOTIFY and concurrency (see tests/python/test_enqueue_speed.py).
 BEGIN;
-SELECT plan(48);
+SELECT plan(50);
 
 DELETE FROM jobq_jobs;
 
@@ -62,36 +62,44 @@ SELECT is_empty($$SELECT * FROM jobq_enqueue_arrays('{}', '{}', '{}', '{}', '{}'
                 'no jobs, every array empty: nothing enqueued');
 SELECT is((SELECT count(*)::int FROM jobq_jobs), 5, 'five jobs so far');
 
--- dedupe: an existing key, and one key repeated within the batch
+-- dedupe: an existing key, and one key repeated within the batch; keys are per job type
 CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
 CREATE TEMP TABLE res2 AS
 SELECT * FROM jobq_enqueue_arrays(
-    ARRAY['x', 'y', 'z', 'x', 'x'],
-    ARRAY['{"first": true}', '{"ignored": true}', '{}', '{"first": false}', '{}']::jsonb[],
-    ARRAY['new:1', 'b:2', NULL, 'new:1', 'b:2']
+    ARRAY['x', 'b', 'z', 'x', 'b', 'y', 'y', 'w'],
+    ARRAY['{"first": true}', '{"ignored": true}', '{}', '{"first": false}', '{}', '{}', '{}',
+          '{}']::jsonb[],
+    ARRAY['new:1', 'b:2', NULL, 'new:1', 'b:2', 'b:2', 'b:2', 'new:1']
 );
-SELECT results_eq('SELECT ord FROM res2 ORDER BY ord', ARRAY[1, 2, 3, 4, 5],
+SELECT results_eq('SELECT ord FROM res2 ORDER BY ord', ARRAY[1, 2, 3, 4, 5, 6, 7, 8],
                   'one row per job, duplicates included');
 SELECT is((SELECT id FROM res2 WHERE ord = 2), (SELECT id FROM res WHERE ord = 2),
-          'a key that exists returns the existing id');
+          'a key that exists under the same job type returns the existing id');
 SELECT is((SELECT id FROM res2 WHERE ord = 5), (SELECT id FROM res WHERE ord = 2),
           'an existing key repeated in the batch returns the existing id again');
 SELECT is((SELECT id FROM res2 WHERE ord = 4), (SELECT id FROM res2 WHERE ord = 1),
           'two jobs with one new key get the same id');
-SELECT is((SELECT payload FROM jobq_jobs WHERE idempotency_key = 'new:1'), '{"first": true}',
-          'of jobs sharing a key, the first is inserted');
-SELECT is((SELECT count(*)::int FROM jobq_jobs), 7, 'two rows added: new:1 and the keyless z');
+SELECT ok((SELECT id FROM res2 WHERE ord = 6) NOT IN (SELECT id FROM res)
+          AND (SELECT id FROM res2 WHERE ord = 7) = (SELECT id FROM res2 WHERE ord = 6),
+          'an existing key under another job type is another job (once, however often repeated)');
+SELECT isnt((SELECT id FROM res2 WHERE ord = 8), (SELECT id FROM res2 WHERE ord = 1),
+            'a new key under two job types in one batch makes two jobs');
+SELECT is((SELECT payload FROM jobq_jobs WHERE idempotency_key = 'new:1' AND job_type = 'x'),
+          '{"first": true}', 'of jobs sharing a key, the first is inserted');
+SELECT is((SELECT count(*)::int FROM jobq_jobs), 9,
+          'four rows added: x new:1, the keyless z, y b:2 and w new:1');
 SELECT results_eq(
     'SELECT * FROM jobq_jobs WHERE id IN (SELECT id FROM snap) ORDER BY id',
     'SELECT * FROM snap ORDER BY id',
     'the existing jobs are unchanged'
 );
 
-UPDATE jobq_jobs SET status = 'dead_letter', finished_at = now() WHERE idempotency_key = 'b:2';
+UPDATE jobq_jobs SET status = 'dead_letter', finished_at = now()
+WHERE idempotency_key = 'b:2' AND job_type = 'b';
 SELECT is((SELECT id FROM jobq_enqueue_arrays(ARRAY['b'], idempotency_keys => ARRAY['b:2'])),
           (SELECT id FROM res WHERE ord = 2), 'an existing key in dead_letter returns its id');
-SELECT is((SELECT status FROM jobq_jobs WHERE idempotency_key = 'b:2'), 'dead_letter',
-          '... and does not revive it');
+SELECT is((SELECT status FROM jobq_jobs WHERE idempotency_key = 'b:2' AND job_type = 'b'),
+          'dead_letter', '... and does not revive it');
 
 -- the same jobs through jobq_enqueue_many and jobq_enqueue_arrays are the same rows
 CREATE TEMP TABLE twin_many AS SELECT * FROM jobq_enqueue_many(

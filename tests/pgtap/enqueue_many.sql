@@ -11,7 +11,7 @@
 --
 -- Not covered here: NOTIFY (delivered at commit; see the Python suite).
 BEGIN;
-SELECT plan(53);
+SELECT plan(55);
 
 DELETE FROM jobq_jobs;
 
@@ -46,30 +46,39 @@ SELECT results_eq(
 SELECT is_empty($$SELECT * FROM jobq_enqueue_many('[]')$$, 'an empty array enqueues nothing');
 SELECT is((SELECT count(*)::int FROM jobq_jobs), 3, 'still three jobs');
 
--- dedupe: an existing key, and one key repeated within the array
+-- dedupe: an existing key, and one key repeated within the array; keys are per job type
 CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
 CREATE TEMP TABLE res2 AS
 SELECT * FROM jobq_enqueue_many($j$[
     {"job_type": "x", "idempotency_key": "new:1", "payload": {"first": true}},
-    {"job_type": "y", "idempotency_key": "b:2", "payload": {"ignored": true}},
+    {"job_type": "b", "idempotency_key": "b:2", "payload": {"ignored": true}},
     {"job_type": "z"},
     {"job_type": "x", "idempotency_key": "new:1", "payload": {"first": false}},
-    {"job_type": "x", "idempotency_key": "b:2"}
+    {"job_type": "b", "idempotency_key": "b:2"},
+    {"job_type": "y", "idempotency_key": "b:2", "payload": {"own": true}},
+    {"job_type": "y", "idempotency_key": "b:2"},
+    {"job_type": "w", "idempotency_key": "new:1"}
 ]$j$);
 
 SELECT results_eq(
-    'SELECT ord FROM res2 ORDER BY ord', ARRAY[1, 2, 3, 4, 5],
+    'SELECT ord FROM res2 ORDER BY ord', ARRAY[1, 2, 3, 4, 5, 6, 7, 8],
     'one row per element, duplicates included'
 );
 SELECT is((SELECT id FROM res2 WHERE ord = 2), (SELECT id FROM res WHERE ord = 2),
-          'a key that exists returns the existing id');
+          'a key that exists under the same job type returns the existing id');
 SELECT is((SELECT id FROM res2 WHERE ord = 5), (SELECT id FROM res WHERE ord = 2),
           'an existing key repeated in the array returns the existing id again');
 SELECT is((SELECT id FROM res2 WHERE ord = 4), (SELECT id FROM res2 WHERE ord = 1),
           'two elements with one new key get the same id');
-SELECT is((SELECT payload FROM jobq_jobs WHERE idempotency_key = 'new:1'), '{"first": true}',
-          'of elements sharing a key, the first is inserted');
-SELECT is((SELECT count(*)::int FROM jobq_jobs), 5, 'two rows added: new:1 and the keyless z');
+SELECT ok((SELECT id FROM res2 WHERE ord = 6) NOT IN (SELECT id FROM res)
+          AND (SELECT id FROM res2 WHERE ord = 7) = (SELECT id FROM res2 WHERE ord = 6),
+          'an existing key under another job type is another job (once, however often repeated)');
+SELECT isnt((SELECT id FROM res2 WHERE ord = 8), (SELECT id FROM res2 WHERE ord = 1),
+            'a new key under two job types in one array makes two jobs');
+SELECT is((SELECT payload FROM jobq_jobs WHERE idempotency_key = 'new:1' AND job_type = 'x'),
+          '{"first": true}', 'of elements sharing a key, the first is inserted');
+SELECT is((SELECT count(*)::int FROM jobq_jobs), 7,
+          'four rows added: x new:1, the keyless z, y b:2 and w new:1');
 SELECT results_eq(
     'SELECT * FROM jobq_jobs WHERE id IN (SELECT id FROM snap) ORDER BY id',
     'SELECT * FROM snap ORDER BY id',
@@ -77,11 +86,12 @@ SELECT results_eq(
 );
 
 -- the existing key dedupes in any status
-UPDATE jobq_jobs SET status = 'dead_letter', finished_at = now() WHERE idempotency_key = 'b:2';
+UPDATE jobq_jobs SET status = 'dead_letter', finished_at = now()
+WHERE idempotency_key = 'b:2' AND job_type = 'b';
 SELECT is((SELECT id FROM jobq_enqueue_many('[{"job_type": "b", "idempotency_key": "b:2"}]')),
           (SELECT id FROM res WHERE ord = 2), 'an existing key in dead_letter returns its id');
-SELECT is((SELECT status FROM jobq_jobs WHERE idempotency_key = 'b:2'), 'dead_letter',
-          '... and does not revive it');
+SELECT is((SELECT status FROM jobq_jobs WHERE idempotency_key = 'b:2' AND job_type = 'b'),
+          'dead_letter', '... and does not revive it');
 
 -- bounds are the same as jobq_enqueue's
 SELECT lives_ok(

@@ -11,11 +11,12 @@
 -- backdating available_at and claimed_at. Every counted statement after the first of this
 -- transaction goes to jobq_metric_deltas: jobq_metrics() reads (and folds) both.
 BEGIN;
-SELECT plan(82);
+SELECT plan(97);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_metric_counters;
 DELETE FROM jobq_metric_deltas;
+DELETE FROM jobq_metric_labels;
 
 -- One sample: NULL when there is no such row.
 CREATE FUNCTION pg_temp.v(m text, l jsonb) RETURNS double precision
@@ -331,6 +332,59 @@ SELECT results_eq($$SELECT * FROM pg_temp.gauge() WHERE queue = 'lq'$$,
                   'and moves the gauge as the table moved');
 SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE queue = 'lq' AND claimed_at IS NULL
            AND status = 'processing'), 0, 'and sets claimed_at');
+
+------------------------------------------------------------------------------------------
+-- a bounded label space: at most metrics_label_sets (queue, job_type) label sets under their
+-- own names, the others under the overflow label set ('', ''); jobq_metrics_forget()
+DELETE FROM jobq_jobs;
+DELETE FROM jobq_metric_counters;
+DELETE FROM jobq_metric_deltas;
+DELETE FROM jobq_metric_labels;
+SELECT is(jobq_configure(metrics_label_sets => 2) ->> 'metrics_label_sets', '2', 'a bound of 2');
+SELECT jobq_enqueue('bt', queue => q) FROM (VALUES ('b1'), ('b2'), ('b3'), ('b4'), ('b1')) AS v (q);
+SELECT count(*) FROM jobq_enqueue_many(
+    '[{"job_type": "bt", "queue": "b5"}, {"job_type": "bt", "queue": "b2"},
+      {"job_type": "bt", "queue": "b6"}]');
+SELECT results_eq(
+    $$SELECT labels ->> 'queue', value FROM jobq_metrics()
+      WHERE metric = 'jobq_enqueued_total' ORDER BY 1$$,
+    $$VALUES (''::text, 4::double precision), ('b1', 2), ('b2', 2)$$,
+    'the first two label sets under their names, the next four jobs under the overflow set');
+SELECT is((SELECT count(DISTINCT (labels ->> 'queue', labels ->> 'job_type')) FROM jobq_metrics()
+           WHERE labels ? 'job_type'),
+          3::bigint, 'three label sets (the bound and the overflow) in every per-type metric');
+SELECT is((SELECT count(DISTINCT labels ->> 'queue') FROM jobq_metrics() WHERE labels ? 'queue'),
+          3::bigint, 'and three queue labels in the per-queue gauges');
+SELECT is(pg_temp.v('jobq_enqueued_total', pg_temp.l('', '')) + 4, 8::double precision,
+          'every enqueue is counted once: 4 + 2 + 2');
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('wb', ARRAY['bt'], batch_size => 5)), 5,
+          'five jobs claimed');
+SELECT is((SELECT sum(value) FROM jobq_metrics() WHERE metric = 'jobq_started_total'),
+          5::double precision, 'the claims are counted, over the label sets');
+SELECT results_eq(
+    $$SELECT queue, status, jobs FROM pg_temp.gauge()$$,
+    $$SELECT CASE WHEN j.queue IN ('b1', 'b2') THEN j.queue ELSE '' END, j.status, count(*)
+      FROM jobq_jobs AS j GROUP BY 1, 2 ORDER BY 1, 2$$,
+    'the gauge jobq_jobs is the jobs present, those of other label sets under queue ""');
+SELECT is((SELECT value FROM jobq_metrics() WHERE metric = 'jobq_oldest_available_age_seconds'
+           AND labels = '{"queue": ""}'), 0::double precision,
+          'the oldest-age gauge of the other queues is under queue ""');
+-- forget: b1 and b3 have no jobs left; b3 was never admitted, so only b1 goes
+DELETE FROM jobq_jobs WHERE queue IN ('b1', 'b3');
+SELECT is(jobq_metrics_forget(), 1::bigint, 'jobq_metrics_forget removes the label set b1');
+SELECT results_eq(
+    $$SELECT DISTINCT labels ->> 'queue' FROM jobq_metrics()
+      WHERE metric = 'jobq_enqueued_total' ORDER BY 1$$,
+    $$VALUES (''::text), ('b2')$$, 'b1 is gone; b2 and the overflow set (its jobs remain) stay');
+SELECT jobq_enqueue('bt', queue => 'b7');
+SELECT is(pg_temp.v('jobq_enqueued_total', pg_temp.l('b7', 'bt')), 1::double precision,
+          'the room made is taken by the next new label set');
+DELETE FROM jobq_jobs;
+SELECT is(jobq_metrics_forget(), 3::bigint, 'with no job left, every label set goes: b2, b7, ""');
+SELECT results_eq($$SELECT metric FROM jobq_metrics()$$, $$VALUES ('jobq_metrics_counting'::text)$$,
+                  'nothing left but the counting gauge');
+SELECT is((SELECT count(*)::int FROM jobq_metric_labels), 0, 'no admission left');
+SELECT jobq_configure(metrics_label_sets => 1000);
 
 SELECT * FROM finish();
 ROLLBACK;

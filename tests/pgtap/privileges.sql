@@ -7,12 +7,15 @@
 --     fails with 42501 and changes nothing. A role with USAGE only (tn) cannot enqueue.
 --  3. A caller's search_path or own objects (a schema placed first, a temp table named like
 --     a jobq table) never redirect a jobq function.
+--  4. The monitor level (tm) sees no payload, result or error text through any function it may
+--     call, and jobq_job_status is denied to it; jobq_jobs_page's last_error follows the role
+--     the session acts as (SET ROLE), not its login role.
 --
 -- The roles are created inside this transaction and vanish with its ROLLBACK. pgTAP runs as
 -- the current role, so each test role gets USAGE on schema tap and the use of pgTAP's
 -- temporary tables of this session.
 BEGIN;
-SELECT plan(98);
+SELECT plan(108);
 
 DELETE FROM jobq_jobs;
 
@@ -109,7 +112,7 @@ GRANT EXECUTE ON FUNCTION
     jobq_requeue_dead_letters(text, text),
     jobq_stats(),
     jobq_prune(interval, text[], integer),
-    jobq_configure(integer, boolean),
+    jobq_configure(integer, boolean, integer),
     jobq_metrics(),
     jobq_metrics_recount(),
     jobq_list_jobs(text[], text, text, integer),
@@ -324,6 +327,69 @@ DROP TABLE pg_temp.jobq_jobs, pg_temp.jobq_settings;
 RESET ROLE;
 SELECT is((SELECT job_type FROM public.jobq_jobs WHERE id = :'temp_shadow'), 'temp_shadow',
           'the job went to public.jobq_jobs');
+
+------------------------------------------------------------------------------------------
+-- 4. monitor: counts, statuses, timings and metadata, never a payload, a result or an error
+------------------------------------------------------------------------------------------
+
+CREATE ROLE tm;   -- monitor
+CREATE ROLE tf;   -- an admin that reads whole jobs (jobq_get_job) and lists them
+GRANT USAGE ON SCHEMA public, tap TO tm, tf;
+GRANT ALL ON TABLE __tcache__ TO tm, tf;
+GRANT ALL ON SEQUENCE __tcache___id_seq, __tresults___numb_seq TO tm, tf;
+GRANT EXECUTE ON FUNCTION
+    jobq_stats(), jobq_health(interval, interval, interval), jobq_metrics(),
+    jobq_queue_summary(interval),
+    jobq_jobs_page(text, text, text, timestamptz, uuid, integer, integer)
+TO tm, tf;
+GRANT EXECUTE ON FUNCTION jobq_get_job(uuid) TO tf;
+
+-- a job of each kind that carries a secret: payload, result, error text
+SELECT jobq_enqueue('mon', '{"k": "secret-payload"}', max_attempts => 1) AS mon_dead \gset
+SELECT jobq_enqueue('mon', '{"k": "secret-payload"}') AS mon_done \gset
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('wm', job_types => '{mon}', batch_size => 2)), 2,
+          'monitor fixtures claimed');
+SELECT is(jobq_fail(:'mon_dead', 'wm', 'secret-error-text'), 'dead_letter', 'one dead letter');
+SELECT ok(jobq_complete(:'mon_done', 'wm', result => '{"r": "secret-result"}'), 'one with a result');
+SELECT jobq_enqueue('mon', '{"k": "secret-payload"}') AS mon_pending \gset
+
+SET ROLE tm;
+SELECT throws_ok(format('SELECT * FROM jobq_job_status(ARRAY[%L]::uuid[])', :'mon_dead'), '42501',
+    NULL, 'monitor: jobq_job_status (results, errors) is denied');
+SELECT throws_ok(format('SELECT * FROM jobq_get_job(%L)', :'mon_dead'), '42501', NULL,
+    'monitor: jobq_get_job is denied');
+SELECT is_empty($$
+    SELECT t FROM (
+        SELECT s::text AS t FROM jobq_stats() AS s
+        UNION ALL SELECT h::text FROM jobq_health() AS h
+        UNION ALL SELECT m::text FROM jobq_metrics() AS m
+        UNION ALL SELECT q::text FROM jobq_queue_summary() AS q
+        UNION ALL SELECT p::text FROM unnest(ARRAY['pending', 'processing', 'succeeded', 'failed',
+                                                   'dead_letter', 'cancelled']) AS st (status)
+                  CROSS JOIN LATERAL jobq_jobs_page(st.status) AS p
+    ) AS every_row WHERE t LIKE '%secret%'$$,
+    'monitor: no row of any function it may call holds a payload, a result or an error text');
+SELECT results_eq(
+    format($$SELECT id, status, attempts, last_error FROM jobq_jobs_page('dead_letter')
+             WHERE id = %L$$, :'mon_dead'),
+    format($$VALUES (%L::uuid, 'dead_letter'::text, 1, NULL::text)$$, :'mon_dead'),
+    'monitor: the dead letter is listed with its metadata, last_error NULL'
+);
+RESET ROLE;
+
+-- Inside SECURITY DEFINER current_user is the owner: the level is the session's role, the one
+-- SET ROLE chose (above: tm, in a superuser's session) or else the login role.
+SELECT is((SELECT last_error FROM jobq_jobs_page('dead_letter') WHERE id = :'mon_dead'),
+          'secret-error-text', 'the superuser session itself (no SET ROLE) sees the error text');
+SET ROLE tf;
+SELECT is((SELECT last_error FROM jobq_jobs_page('dead_letter') WHERE id = :'mon_dead'),
+          'secret-error-text', 'a role that may call jobq_get_job sees the error text');
+RESET ROLE;
+SET ROLE tf;
+SET ROLE tm;
+SELECT is((SELECT last_error FROM jobq_jobs_page('dead_letter') WHERE id = :'mon_dead'),
+          NULL, 'a SET ROLE from that admin to a monitor sees none');
+RESET ROLE;
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1054,7 +1054,9 @@ def test_json_output_has_the_documented_keys(dsn: str) -> None:
     assert {tuple(sorted(c)) for c in health["checks"]} == {
         ("check_name", "detail", "queue", "severity", "value")
     }
-    assert _json("configure", dsn=dsn) == {"max_payload_bytes": 1048576, "metrics": False}
+    assert _json("configure", dsn=dsn) == {
+        "max_payload_bytes": 1048576, "metrics": False, "metrics_label_sets": 1000
+    }
     assert _json("prune", dsn=dsn) == {"pruned": 0}
     assert _json("dead-letter", "requeue", "--all", dsn=dsn) == {"requeued": 2}
     assert _json("migrate", dsn=dsn) == {"schema": "public", "applied": []}

@@ -29,6 +29,7 @@ from click.testing import CliRunner, Result
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from psycopg.conninfo import make_conninfo
+from psycopg.types.json import Jsonb
 
 from pgq_client import AsyncQueue, MetricSample, PermissionDenied, Queue, grants
 from pgq_client.cli import cli
@@ -211,13 +212,17 @@ async def test_async_queue_metrics_and_configure(dsn: str, some_work: None) -> N
 
 def test_configure_metrics_off_and_on_and_bad_values(dsn: str) -> None:
     with Queue(dsn) as q:
-        assert q.configure() == {"max_payload_bytes": 1048576, "metrics": True}
+        assert q.configure() == {
+            "max_payload_bytes": 1048576, "metrics": True, "metrics_label_sets": 1000
+        }
         assert q.configure(metrics=False)["metrics"] is False
         q.enqueue("t")
         assert value(q, "jobq_enqueued_total", queue="default", job_type="t") is None
         assert q.configure(metrics=True)["metrics"] is True
         assert value(q, "jobq_jobs", queue="default", status="pending") == 1.0, "recounted"
-        assert q.configure(max_payload_bytes=2048) == {"max_payload_bytes": 2048, "metrics": True}
+        assert q.configure(max_payload_bytes=2048) == {
+            "max_payload_bytes": 2048, "metrics": True, "metrics_label_sets": 1000
+        }
         with pytest.raises(TypeError, match="metrics must be True, False or None"):
             q.configure(metrics="no")  # type: ignore[arg-type]
         assert q.configure()["metrics"] is True
@@ -261,7 +266,12 @@ def test_an_upgrade_keeps_counting_where_it_counted(empty_dsn: str, tmp_path: Pa
         migrate(empty_dsn, schema=schema, migrations_dir=before)
     with psycopg.connect(empty_dsn, autocommit=True) as c:
         assert c.execute("SELECT metrics FROM counted.jobq_settings").fetchone() == (True,)
-        c.execute("SELECT counted.jobq_enqueue('t')")
+        # What an installation of 0010/0011 counted (written as its functions wrote it: the
+        # function files here are the newest, which need the tables of every migration).
+        c.execute(
+            "INSERT INTO counted.jobq_metric_counters (shard, queue, job_type, enqueued)"
+            " VALUES (0, 'default', 't', 1)"
+        )
         for schema in ("counted", "idle"):
             applied = migrate(empty_dsn, schema=schema)
             assert "0012_jobq_metrics_opt_in" in applied
@@ -450,3 +460,36 @@ def test_grafana_dashboard_parses_and_names_only_metrics_jobq_exports() -> None:
         used |= names
     assert {"jobq_jobs", "jobq_oldest_available_age_seconds", "jobq_wait_seconds_bucket",
             "jobq_run_seconds_bucket", "jobq_dead_lettered_total"} <= used
+
+
+# -- a bounded label space (contract section 12, amended turn 3) -------------------------------
+
+
+def test_twenty_thousand_queue_names_leave_a_bounded_scrape_until_forgotten(dsn: str) -> None:
+    """One enqueue_many of 20,000 queue names (315 MB of scrape before the bound) leaves at
+    most 1,000 label sets plus the overflow one, every job counted once; once the jobs are
+    gone, jobq_metrics_forget() removes them all."""
+    jobs = [{"job_type": "flood", "queue": f"q{i:05}"} for i in range(20_000)]
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SELECT jobq_configure(metrics => true)")
+        c.execute("SELECT count(*) FROM jobq_enqueue_many(%s)", [Jsonb(jobs)])
+        rows = c.execute("SELECT metric, labels, value FROM jobq_metrics()").fetchall()
+        per_type = {(lb["queue"], lb["job_type"]) for _, lb, _ in rows if "job_type" in lb}
+        assert len(per_type) == 1_001 and ("", "") in per_type
+        assert len({lb["queue"] for _, lb, _ in rows if "queue" in lb}) == 1_001
+        assert sum(v for m, _, v in rows if m == "jobq_enqueued_total") == 20_000
+        overflow = {"queue": "", "job_type": ""}
+        assert [v for m, lb, v in rows if m == "jobq_enqueued_total" and lb == overflow] == [
+            19_000.0
+        ]
+    result = run("metrics", "--dsn", dsn)
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout) < 8_000_000, "a scrape of bounded size"
+    assert len(samples(result.stdout)) == len(rows) + 1  # and jobq_up
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("DELETE FROM jobq_jobs")
+        assert c.execute("SELECT jobq_metrics_forget()").fetchone() == (1_001,)
+        assert c.execute("SELECT metric FROM jobq_metrics()").fetchall() == [
+            ("jobq_metrics_counting",)
+        ]
+        assert c.execute("SELECT count(*) FROM jobq_metric_labels").fetchone() == (0,)

@@ -6,6 +6,7 @@ from `jobq grant`), whatever ALTER DEFAULT PRIVILEGES the installing role has.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -13,13 +14,14 @@ import pytest
 from click.testing import CliRunner, Result
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from tests.helpers import MakeRole
+from tests.helpers import MakeRole, unique_name
 
 from pgq_client import InvalidArgument, PermissionDenied, Queue, grants
 from pgq_client.cli import cli
 from pgq_client.grants import declared_functions
 from pgq_client.migrate import audit, function_files, migrate, render_dry_run
 
+ROOT = Path(__file__).resolve().parents[2]
 Conn = psycopg.Connection[Any]
 
 
@@ -153,8 +155,7 @@ EXPECTED = {
                "jobq_release", "jobq_release_orphans", "jobq_tick", "jobq_job_status",
                "jobq_await", "jobq_cancel", "jobq_cancel_requested"},
     "monitor": {
-        "jobq_stats", "jobq_health", "jobq_metrics", "jobq_job_status",
-        "jobq_queue_summary", "jobq_jobs_page",
+        "jobq_stats", "jobq_health", "jobq_metrics", "jobq_queue_summary", "jobq_jobs_page",
     },
 }
 
@@ -185,7 +186,7 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
     ).fetchall()
     every_table = [("jobq_cancel_requests",), ("jobq_jobs",), ("jobq_limit_keys",),
                    ("jobq_limit_starts",), ("jobq_limits",),
-                   ("jobq_metric_counters",), ("jobq_metric_deltas",), ("jobq_migrations",),
+                   ("jobq_metric_counters",), ("jobq_metric_deltas",), ("jobq_metric_labels",), ("jobq_migrations",),
                    ("jobq_schedules",), ("jobq_settings",), ("jobq_workers",)]
     assert reads == (every_table if level == "admin" else [])
 
@@ -266,7 +267,7 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     assert online.exit_code == 0, online.output
     tables = ('"public"."jobq_cancel_requests", "public"."jobq_jobs", "public"."jobq_limit_keys", '
               '"public"."jobq_limit_starts", "public"."jobq_limits", '
-              '"public"."jobq_metric_counters", "public"."jobq_metric_deltas", '
+              '"public"."jobq_metric_counters", "public"."jobq_metric_deltas", "public"."jobq_metric_labels", '
               '"public"."jobq_migrations", '
               '"public"."jobq_schedules", "public"."jobq_settings", "public"."jobq_workers"')
     assert f'REVOKE ALL ON TABLE {tables} FROM "{role}";' in online.stdout
@@ -397,3 +398,144 @@ def test_doctor_finds_an_edited_body_a_half_applied_upgrade_and_a_stranger_funct
     assert "jobq_release not installed as jobq_release(uuid[], text) " \
         "(sql/functions/jobq_release.sql)" in text
     assert len(findings) == 4, findings
+
+
+# -- the monitor level sees no payload, result or error text (contract section 6, turn 3) ------
+
+SECRET = "secret-7f3a"
+# Every function of the monitor level, called as a dashboard or an exporter would.
+MONITOR_CALLS = {
+    "jobq_stats": ["SELECT s::text FROM jobq_stats() AS s"],
+    "jobq_health": ["SELECT h::text FROM jobq_health() AS h"],
+    "jobq_metrics": ["SELECT m::text FROM jobq_metrics() AS m"],
+    "jobq_queue_summary": ["SELECT q::text FROM jobq_queue_summary() AS q"],
+    "jobq_jobs_page": [
+        f"SELECT p::text FROM jobq_jobs_page('{status}') AS p"
+        for status in ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled")
+    ],
+}
+
+
+def _secret_jobs(dsn: str) -> dict[str, Any]:
+    """One job in each state that can carry a secret: payload, result, last error, errors."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SELECT jobq_configure(metrics => true)")
+        ids: dict[str, Any] = {}
+        for name in ("dead", "done", "retry", "pending"):
+            row = c.execute(
+                "SELECT jobq_enqueue('mon', jsonb_build_object('k', %s::text),"
+                " max_attempts => %s)",
+                (SECRET, 1 if name == "dead" else 5),
+            ).fetchone()
+            assert row is not None
+            ids[name] = row[0]
+        claimed = c.execute(
+            "SELECT id FROM jobq_dequeue('w', job_types => '{mon}', batch_size => 3)"
+        ).fetchall()
+        assert {r[0] for r in claimed} == {ids["dead"], ids["done"], ids["retry"]}
+        c.execute("SELECT jobq_fail(%s, 'w', %s)", (ids["dead"], f"{SECRET} error"))
+        c.execute("SELECT jobq_fail(%s, 'w', %s)", (ids["retry"], f"{SECRET} error"))
+        c.execute(
+            "SELECT jobq_complete(%s, 'w', result => jsonb_build_object('r', %s::text))",
+            (ids["done"], SECRET),
+        )
+    return ids
+
+
+def test_a_monitor_gets_no_payload_result_or_error_from_any_function_it_may_call(
+    dsn: str, role: str
+) -> None:
+    assert set(MONITOR_CALLS) == set(declared_functions("monitor")), "a call for each"
+    ids = _secret_jobs(dsn)
+    assert run("--dsn", dsn, "grant", role, "--as", "monitor").exit_code == 0
+    with psycopg.connect(make_conninfo(dsn, user=role), autocommit=True) as c:
+        seen = 0
+        for name, calls in MONITOR_CALLS.items():
+            for call in calls:
+                rows = c.execute(call).fetchall()
+                seen += len(rows)
+                assert not [r for r in rows if SECRET in r[0]], (name, call)
+        assert seen > 0
+        page = c.execute(
+            "SELECT id, status, last_error FROM jobq_jobs_page('dead_letter')"
+        ).fetchall()
+        assert page == [(ids["dead"], "dead_letter", None)], "listed, without its error"
+        for denied in (
+            "SELECT * FROM jobq_job_status(ARRAY[%s]::uuid[])",
+            "SELECT * FROM jobq_get_job(%s)",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                c.execute(denied, (ids["dead"],))
+    with Queue(make_conninfo(dsn, user=role)) as q, pytest.raises(PermissionDenied):
+        q.status([ids["done"]])
+
+
+def test_the_level_that_sees_errors_is_the_role_set_by_set_role(dsn: str, role: str) -> None:
+    """Inside jobq_jobs_page (SECURITY DEFINER) current_user is jobq's owner: the error text
+    goes to the role the session acts as, the one SET ROLE chose, else the login role."""
+    ids = _secret_jobs(dsn)
+    assert run("--dsn", dsn, "grant", role, "--as", "monitor").exit_code == 0
+    query = "SELECT last_error FROM jobq_jobs_page('dead_letter') WHERE id = %s"
+    with psycopg.connect(dsn, autocommit=True) as c:  # a superuser login
+        assert c.execute(query, (ids["dead"],)).fetchone() == (f"{SECRET} error",)
+        c.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+        assert c.execute(query, (ids["dead"],)).fetchone() == (None,)
+        c.execute("RESET ROLE")
+        assert c.execute(query, (ids["dead"],)).fetchone() == (f"{SECRET} error",)
+
+
+def test_the_dashboard_shows_a_monitor_no_payload_result_or_error(
+    admin_dsn: str, dsn: str, role: str
+) -> None:
+    from starlette.testclient import TestClient
+
+    from pgq_client.web import create_app
+
+    ids = _secret_jobs(dsn)
+    assert run("--dsn", dsn, "grant", role, "--as", "monitor").exit_code == 0
+    pages = ["/", "/jobs", "/dead-letters"] + [
+        f"/jobs?status={s}" for s in ("processing", "succeeded", "failed", "cancelled")
+    ] + [f"/jobs/{i}" for i in ids.values()]
+    with TestClient(create_app(make_conninfo(dsn, user=role)), base_url="http://127.0.0.1") as c:
+        listed = c.get("/dead-letters").text
+        assert str(ids["dead"]) in listed, "the dead letter is listed"
+        for path in pages:
+            assert SECRET not in c.get(path).text, path
+    with TestClient(create_app(dsn), base_url="http://127.0.0.1") as c:
+        assert SECRET in c.get("/dead-letters").text, "an admin sees the error text"
+
+
+def test_migrate_takes_jobq_job_status_back_from_monitors_granted_before(
+    empty_dsn: str, tmp_path: Path
+) -> None:
+    """A monitor granted before migration 0014 (jobq_job_status was in its level) keeps the
+    monitor level without it; producers, and a role that is both, keep it."""
+    before = tmp_path / "migrations"
+    before.mkdir()
+    for f in sorted((ROOT / "sql" / "migrations").glob("00*.sql")):
+        if f.name < "0014":
+            (before / f.name).write_bytes(f.read_bytes())
+    migrate(empty_dsn, migrations_dir=before)
+    tag = unique_name("old")
+    names = {k: f"jobq_old_{k}_{tag}" for k in ("monitor", "producer", "both")}
+    old_monitor = EXPECTED["monitor"] | {"jobq_job_status"}
+    with psycopg.connect(empty_dsn, autocommit=True) as c:
+        try:
+            for level, name in names.items():
+                c.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(name)))
+                functions = {
+                    "monitor": old_monitor,
+                    "producer": EXPECTED["producer"],
+                    "both": old_monitor | EXPECTED["producer"],
+                }[level]
+                for f in sorted(functions):
+                    c.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(
+                        sql.Identifier(f), sql.Identifier(name)))
+            assert "0014_jobq_hardening" in migrate(empty_dsn)
+            assert _executable(c, names["monitor"]) == EXPECTED["monitor"]
+            assert _executable(c, names["producer"]) == EXPECTED["producer"]
+            assert _executable(c, names["both"]) == old_monitor | EXPECTED["producer"]
+        finally:
+            for name in names.values():
+                c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+                c.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))

@@ -183,7 +183,7 @@ def test_two_schemas_are_independent_queues(empty_dsn: str) -> None:
         c.execute("SELECT \"tenant b\".jobq_enqueue(job_type => 'y')")
         c.execute('SELECT "tenant b".jobq_configure(max_payload_bytes => 100)')
         assert c.execute("SELECT jobq_configure()").fetchone() == (
-            {"max_payload_bytes": 1048576, "metrics": False},
+            {"max_payload_bytes": 1048576, "metrics": False, "metrics_label_sets": 1000},
         )
         assert c.execute("SELECT job_type FROM tenant_a.jobq_jobs").fetchall() == [("x",)]
         assert c.execute('SELECT job_type FROM "tenant b".jobq_jobs').fetchall() == [("y",)]

@@ -202,7 +202,7 @@ def snapshot_with_now(dsn: str) -> dict[str, Any]:
 ADDED_COLUMNS = {"result": None, "cancel_requested_at": None, "cancel_reason": None,
                  "awaited": False, "limit_group": None, "limit_key": None, "claimed_at": None}
 # Settings that migration 0010 added, with their default.
-ADDED_SETTINGS = {"metrics": True}
+ADDED_SETTINGS = {"metrics": True, "metrics_label_sets": 1000}
 
 
 def without_added_columns(jobs: dict[str, Any]) -> dict[str, Any]:
@@ -216,6 +216,9 @@ def without_added_columns(jobs: dict[str, Any]) -> dict[str, Any]:
     for setting in settings:
         for column, value in ADDED_SETTINGS.items():
             assert setting.pop(column) == value, (column, setting)
+        # the installation's secret (migration 0014): random, made once
+        seed = setting.pop("lock_seed")
+        assert isinstance(seed, int) and seed != 0, setting
     return {**jobs, "jobs": [(job,) for job in rows], "settings": [(s,) for s in settings]}
 
 
@@ -581,6 +584,7 @@ MAIN_INSTALLS = {
             "0011_jobq_dashboard",
             "0012_jobq_metrics_opt_in",
             "0013_jobq_claim_index_hashes",
+            "0014_jobq_hardening",
             "0015_jobq_cancel_requests",
         ],
     ),
@@ -597,6 +601,7 @@ MAIN_INSTALLS = {
             "0011_jobq_dashboard",
             "0012_jobq_metrics_opt_in",
             "0013_jobq_claim_index_hashes",
+            "0014_jobq_hardening",
             "0015_jobq_cancel_requests",
         ],
     ),
