@@ -198,7 +198,7 @@ SELECT is_empty($$SELECT fn, dep FROM resolved WHERE planted$$,
 -- The lifecycle, every call written with exact types
 ------------------------------------------------------------------------------------------
 
-SELECT lives_ok($$SELECT jobq_configure(NULL::integer, TRUE)$$, 'configure: metrics on');
+SELECT lives_ok($$SELECT jobq_configure(NULL::integer, TRUE, NULL::integer)$$, 'configure: metrics on');
 SELECT lives_ok(
     $$SELECT jobq_set_limit('lg'::text, 1, NULL::integer, NULL::interval)$$, 'set_limit'
 );
