@@ -39,8 +39,8 @@ dedupe; NULLs never collide.';
 --    (an MD5 of two gen_random_uuid(), whose bits come from pg_strong_random), made here once
 --    per installation. jobq_settings is readable by jobq's owner and admins alone, so no other
 --    role can compute a key's lock number from the names it knows and hold it (a claim skips
---    a key whose lock another session holds). A held lock still shows in pg_locks while a claim holds
---    it; docs/security.md says how to close that view to other roles.
+--    a key whose lock another session holds). A held lock still shows in pg_locks while a
+--    claim holds it; docs/security.md says how to close that view to other roles.
 
 -- The seed is drawn into a variable and written as a constant: Citus refuses a volatile
 -- function in an UPDATE or a column default of a distributed table. The default 0 only fills
