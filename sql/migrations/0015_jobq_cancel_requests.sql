@@ -37,13 +37,21 @@ COMMENT ON COLUMN jobq_cancel_requests.requested_at IS
 
 REVOKE ALL ON TABLE jobq_cancel_requests FROM PUBLIC;
 
-CREATE FUNCTION jobq__cancel_apply() RETURNS trigger
-LANGUAGE plpgsql
-AS $$
+-- Created only where it does not exist yet: a run that applies a newer function file first
+-- (an install of these migrations with later function files) keeps that body.
+DO $do$
 BEGIN
-    RETURN NULL;
+    IF pg_catalog.to_regprocedure('jobq__cancel_apply()') IS NULL THEN
+        CREATE FUNCTION jobq__cancel_apply() RETURNS trigger
+        LANGUAGE plpgsql
+        AS $f$
+        BEGIN
+            RETURN NULL;
+        END;
+        $f$;
+    END IF;
 END;
-$$;
+$do$;
 
 REVOKE EXECUTE ON FUNCTION jobq__cancel_apply() FROM PUBLIC;
 
