@@ -3,16 +3,18 @@
 -- lose work, so those are refused rather than ignored. The age is capped at 1000 years so that
 -- now() - older_than cannot overflow.
 --
--- At volume: with batch_size, one call deletes at most that many jobs, the oldest first, and a
--- caller loops (Queue.prune and `jobq prune` do) until a call deletes fewer: each batch is a
--- short transaction with a bounded amount of WAL, the rows it deletes are locked with SKIP
--- LOCKED (never waiting for a worker or an operator), and VACUUM can reclaim the first batches
--- while the next ones run. Without batch_size (NULL), one statement deletes them all, as before.
+-- At volume: with batch_size, one call deletes at most that many jobs, the oldest first across
+-- the statuses (by finished_at, whatever the status), and a caller loops (Queue.prune and
+-- `jobq prune` do) until a call deletes fewer: each batch is a short transaction with a
+-- bounded amount of WAL, the rows it deletes are locked with SKIP LOCKED (never waiting for a
+-- worker or an operator), and VACUUM can reclaim the first batches while the next ones run.
+-- Each status gives its oldest batch_size ids, and the oldest batch_size of those are deleted.
+-- Without batch_size (NULL), one statement per status deletes them all.
 -- Succeeded jobs are found through jobq_jobs_succeeded_idx (finished_at), failed, dead-letter
 -- and cancelled jobs through jobq_jobs_failed_idx (status, finished_at): no batch scans the
 -- table. One statement per status, each naming its status as a literal, so that even a
 -- generic plan can prove the partial index's predicate; a finished status added later without
--- an index of its own is deleted by a statement of its own too.
+-- an index of its own is read by a statement of its own too.
 --
 --! replaces: jobq_prune(interval, text[])
 --! levels: admin
@@ -32,8 +34,8 @@ DECLARE
     v_hint text;
     v_status text;
     v_before timestamptz;
-    v_left bigint;
     v_count bigint;
+    v_ids uuid[];
     v_deleted bigint := 0::bigint;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
@@ -71,105 +73,170 @@ BEGIN
     END IF;
 
     v_before := v_now - least(older_than, interval '1000 years');
-    FOR v_status IN
-        SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s DESC
-    LOOP
-        v_left := batch_size - v_deleted;  -- NULL: no limit
-        EXIT WHEN v_left = 0;
-        IF v_status = 'succeeded' THEN
-            WITH doomed AS MATERIALIZED (
-                SELECT j.id
-                FROM jobq_jobs AS j
-                WHERE j.status = 'succeeded' AND j.finished_at < v_before
-                ORDER BY j.finished_at
-                LIMIT v_left
-                FOR UPDATE SKIP LOCKED
-            ),
+    IF batch_size IS NOT NULL THEN
+        -- The oldest batch_size across the statuses: each status gives its oldest batch_size
+        -- ids (read in finished_at order from its index, without locks); the merged ids are
+        -- then locked in finished_at order with SKIP LOCKED, up to batch_size, and deleted.
+        v_ids := '{}'::uuid[];
+        FOR v_status IN
+            SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s
+        LOOP
+            IF v_status = 'succeeded' THEN
+                v_ids := v_ids || ARRAY(
+                    SELECT j.id
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'succeeded' AND j.finished_at < v_before
+                    ORDER BY j.finished_at
+                    LIMIT jobq_prune.batch_size
+                );
+            ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
+                -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status
+                -- is a parameter) can use that index.
+                v_ids := v_ids || ARRAY(
+                    SELECT j.id
+                    FROM jobq_jobs AS j
+                    WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+                      AND j.status = v_status
+                      AND j.finished_at < v_before
+                    ORDER BY j.finished_at
+                    LIMIT jobq_prune.batch_size
+                );
+            ELSE
+                v_ids := v_ids || ARRAY(
+                    SELECT j.id
+                    FROM jobq_jobs AS j
+                    WHERE j.status = v_status AND j.finished_at < v_before
+                    ORDER BY j.finished_at
+                    LIMIT jobq_prune.batch_size
+                );
+            END IF;
+        END LOOP;
 
-            pruned AS (
-                DELETE FROM jobq_jobs AS j
-                USING doomed
-                WHERE j.id = doomed.id
-                RETURNING j.queue, j.job_type
-            ),
+        WITH doomed AS MATERIALIZED (
+            SELECT j.id
+            FROM jobq_jobs AS j
+            WHERE j.id = ANY (v_ids)
+              AND j.status = ANY (jobq_prune.statuses)
+              AND j.finished_at < v_before
+            ORDER BY j.finished_at, j.id
+            LIMIT jobq_prune.batch_size
+            FOR UPDATE SKIP LOCKED
+        ),
 
-            counted AS MATERIALIZED (
-                SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
-                ) AS n
-                FROM pruned AS c
-                HAVING pg_catalog.count(*) > 0
-            )
+        pruned AS (
+            DELETE FROM jobq_jobs AS j
+            WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed))
+            RETURNING j.queue, j.job_type, j.status
+        ),
 
-            SELECT pg_catalog.count(*) INTO v_count
-            FROM pruned AS p
-            LEFT JOIN counted ON TRUE;
-        ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
-            -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status is a
-            -- parameter) can use that index.
-            WITH doomed AS MATERIALIZED (
-                SELECT j.id
-                FROM jobq_jobs AS j
-                WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
-                  AND j.status = v_status
-                  AND j.finished_at < v_before
-                ORDER BY j.finished_at
-                LIMIT v_left
-                FOR UPDATE SKIP LOCKED
-            ),
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                pg_catalog.array_agg(c.status)
+            ) AS n
+            FROM pruned AS c
+            HAVING pg_catalog.count(*) > 0
+        )
 
-            pruned AS (
-                DELETE FROM jobq_jobs AS j
-                USING doomed
-                WHERE j.id = doomed.id
-                RETURNING j.queue, j.job_type
-            ),
+        SELECT pg_catalog.count(*) INTO v_deleted
+        FROM pruned AS p
+        LEFT JOIN counted ON TRUE;
+    ELSE
+        FOR v_status IN
+            SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s
+        LOOP
+            IF v_status = 'succeeded' THEN
+                WITH doomed AS MATERIALIZED (
+                    SELECT j.id
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'succeeded' AND j.finished_at < v_before
+                    FOR UPDATE SKIP LOCKED
+                ),
 
-            counted AS MATERIALIZED (
-                SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
-                ) AS n
-                FROM pruned AS c
-                HAVING pg_catalog.count(*) > 0
-            )
+                pruned AS (
+                    DELETE FROM jobq_jobs AS j
+                    USING doomed
+                    WHERE j.id = doomed.id
+                    RETURNING j.queue, j.job_type
+                ),
 
-            SELECT pg_catalog.count(*) INTO v_count
-            FROM pruned AS p
-            LEFT JOIN counted ON TRUE;
-        ELSE
-            WITH doomed AS MATERIALIZED (
-                SELECT j.id
-                FROM jobq_jobs AS j
-                WHERE j.status = v_status AND j.finished_at < v_before
-                ORDER BY j.finished_at
-                LIMIT v_left
-                FOR UPDATE SKIP LOCKED
-            ),
+                counted AS MATERIALIZED (
+                    SELECT jobq__metrics_count(
+                        'pruned', pg_catalog.array_agg(c.queue),
+                        pg_catalog.array_agg(c.job_type),
+                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    ) AS n
+                    FROM pruned AS c
+                    HAVING pg_catalog.count(*) > 0
+                )
 
-            pruned AS (
-                DELETE FROM jobq_jobs AS j
-                USING doomed
-                WHERE j.id = doomed.id
-                RETURNING j.queue, j.job_type
-            ),
+                SELECT pg_catalog.count(*) INTO v_count
+                FROM pruned AS p
+                LEFT JOIN counted ON TRUE;
+            ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
+                -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status
+                -- is a parameter) can use that index.
+                WITH doomed AS MATERIALIZED (
+                    SELECT j.id
+                    FROM jobq_jobs AS j
+                    WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+                      AND j.status = v_status
+                      AND j.finished_at < v_before
+                    FOR UPDATE SKIP LOCKED
+                ),
 
-            counted AS MATERIALIZED (
-                SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
-                ) AS n
-                FROM pruned AS c
-                HAVING pg_catalog.count(*) > 0
-            )
+                pruned AS (
+                    DELETE FROM jobq_jobs AS j
+                    USING doomed
+                    WHERE j.id = doomed.id
+                    RETURNING j.queue, j.job_type
+                ),
 
-            SELECT pg_catalog.count(*) INTO v_count
-            FROM pruned AS p
-            LEFT JOIN counted ON TRUE;
-        END IF;
-        v_deleted := v_deleted + v_count;
-    END LOOP;
+                counted AS MATERIALIZED (
+                    SELECT jobq__metrics_count(
+                        'pruned', pg_catalog.array_agg(c.queue),
+                        pg_catalog.array_agg(c.job_type),
+                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    ) AS n
+                    FROM pruned AS c
+                    HAVING pg_catalog.count(*) > 0
+                )
+
+                SELECT pg_catalog.count(*) INTO v_count
+                FROM pruned AS p
+                LEFT JOIN counted ON TRUE;
+            ELSE
+                WITH doomed AS MATERIALIZED (
+                    SELECT j.id
+                    FROM jobq_jobs AS j
+                    WHERE j.status = v_status AND j.finished_at < v_before
+                    FOR UPDATE SKIP LOCKED
+                ),
+
+                pruned AS (
+                    DELETE FROM jobq_jobs AS j
+                    USING doomed
+                    WHERE j.id = doomed.id
+                    RETURNING j.queue, j.job_type
+                ),
+
+                counted AS MATERIALIZED (
+                    SELECT jobq__metrics_count(
+                        'pruned', pg_catalog.array_agg(c.queue),
+                        pg_catalog.array_agg(c.job_type),
+                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    ) AS n
+                    FROM pruned AS c
+                    HAVING pg_catalog.count(*) > 0
+                )
+
+                SELECT pg_catalog.count(*) INTO v_count
+                FROM pruned AS p
+                LEFT JOIN counted ON TRUE;
+            END IF;
+            v_deleted := v_deleted + v_count;
+        END LOOP;
+    END IF;
     -- Regular maintenance: keeps jobq_metric_deltas short where nothing scrapes jobq_metrics().
     IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM jobq__metrics_fold();
