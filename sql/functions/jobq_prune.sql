@@ -8,13 +8,13 @@
 -- `jobq prune` do) until a call deletes fewer: each batch is a short transaction with a
 -- bounded amount of WAL, the rows it deletes are locked with SKIP LOCKED (never waiting for a
 -- worker or an operator), and VACUUM can reclaim the first batches while the next ones run.
--- Each status gives its oldest batch_size ids, and the oldest batch_size of those are deleted.
--- Without batch_size (NULL), one statement per status deletes them all.
+-- Each status gives its oldest batch_size ids, and the oldest batch_size of those are deleted,
+-- in one statement. Without batch_size (NULL), one statement per status deletes them all.
 -- Succeeded jobs are found through jobq_jobs_succeeded_idx (finished_at), failed, dead-letter
 -- and cancelled jobs through jobq_jobs_failed_idx (status, finished_at): no batch scans the
--- table. One statement per status, each naming its status as a literal, so that even a
--- generic plan can prove the partial index's predicate; a finished status added later without
--- an index of its own is read by a statement of its own too.
+-- table. Each read names its index's statuses as literals, so that even a generic plan can
+-- prove the partial index's predicate (a finished status added later needs an index, and a
+-- read, of its own in the batch's statement; without batch_size it is read on its own).
 --
 --! replaces: jobq_prune(interval, text[])
 --! levels: admin
@@ -35,7 +35,6 @@ DECLARE
     v_status text;
     v_before timestamptz;
     v_count bigint;
-    v_ids uuid[];
     v_deleted bigint := 0::bigint;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
@@ -74,48 +73,51 @@ BEGIN
 
     v_before := v_now - least(older_than, interval '1000 years');
     IF batch_size IS NOT NULL THEN
-        -- The oldest batch_size across the statuses: each status gives its oldest batch_size
-        -- ids (read in finished_at order from its index, without locks); the merged ids are
-        -- then locked in finished_at order with SKIP LOCKED, up to batch_size, and deleted.
-        v_ids := '{}'::uuid[];
-        FOR v_status IN
-            SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s
-        LOOP
-            IF v_status = 'succeeded' THEN
-                v_ids := v_ids || ARRAY(
-                    SELECT j.id
-                    FROM jobq_jobs AS j
-                    WHERE j.status = 'succeeded' AND j.finished_at < v_before
-                    ORDER BY j.finished_at
-                    LIMIT jobq_prune.batch_size
-                );
-            ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
-                -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status
-                -- is a parameter) can use that index.
-                v_ids := v_ids || ARRAY(
-                    SELECT j.id
-                    FROM jobq_jobs AS j
-                    WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
-                      AND j.status = v_status
-                      AND j.finished_at < v_before
-                    ORDER BY j.finished_at
-                    LIMIT jobq_prune.batch_size
-                );
-            ELSE
-                v_ids := v_ids || ARRAY(
-                    SELECT j.id
-                    FROM jobq_jobs AS j
-                    WHERE j.status = v_status AND j.finished_at < v_before
-                    ORDER BY j.finished_at
-                    LIMIT jobq_prune.batch_size
-                );
-            END IF;
-        END LOOP;
+        -- The oldest batch_size across the statuses, in one statement: each status gives its
+        -- oldest batch_size (read in finished_at order from its index, without locks); the
+        -- oldest batch_size of those are locked with SKIP LOCKED and deleted. Succeeded jobs
+        -- are read with the predicate of jobq_jobs_succeeded_idx, the others with that of
+        -- jobq_jobs_failed_idx, so that even a generic plan can prove each index's predicate.
+        WITH candidates AS MATERIALIZED (
+            (
+                SELECT j.id, j.finished_at
+                FROM jobq_jobs AS j
+                WHERE 'succeeded' = ANY (jobq_prune.statuses)
+                  AND j.status = 'succeeded'
+                  AND j.finished_at < v_before
+                ORDER BY j.finished_at
+                LIMIT jobq_prune.batch_size
+            )
 
-        WITH doomed AS MATERIALIZED (
+            UNION ALL
+
+            SELECT f.id, f.finished_at
+            FROM (
+                SELECT DISTINCT u.s
+                FROM pg_catalog.unnest(jobq_prune.statuses) AS u (s)
+                WHERE u.s IN ('failed', 'dead_letter', 'cancelled')
+            ) AS st
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.finished_at
+                FROM jobq_jobs AS j
+                WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+                  AND j.status = st.s
+                  AND j.finished_at < v_before
+                ORDER BY j.finished_at
+                LIMIT jobq_prune.batch_size
+            ) AS f
+
+        ),
+
+        doomed AS MATERIALIZED (
             SELECT j.id
             FROM jobq_jobs AS j
-            WHERE j.id = ANY (v_ids)
+            WHERE j.id = ANY (ARRAY(
+                SELECT c.id
+                FROM candidates AS c
+                ORDER BY c.finished_at, c.id
+                LIMIT jobq_prune.batch_size
+            ))
               AND j.status = ANY (jobq_prune.statuses)
               AND j.finished_at < v_before
             ORDER BY j.finished_at, j.id
