@@ -139,7 +139,8 @@ BEGIN
     --    jobs that ended and that a client awaits are announced on the done channel.
     --    The texts of the record are made in the SELECT: Citus refuses a STABLE function
     --    (format, jsonb_build_object) over columns in the SET list of an UPDATE.
-    WITH ending AS MATERIALIZED (
+    -- stale: the stale claims that end here; rerun: those that go back to pending.
+    WITH stale AS MATERIALIZED (
         SELECT
             j.id,
             pg_catalog.format(
@@ -184,8 +185,8 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     ),
 
-    stale AS (
-        SELECT * FROM ending
+    taken_back AS (
+        SELECT * FROM stale
         UNION ALL
         SELECT * FROM rerun
     ),
@@ -201,7 +202,7 @@ BEGIN
                 'error', stale.message,
                 'kind', 'lock_expired'
             ) AS entry
-        FROM stale
+        FROM taken_back AS stale
     ),
 
     taken AS (
@@ -229,7 +230,7 @@ BEGIN
         -- by id alone, the generic plan made with statistics that counted many processing
         -- jobs (a burst claimed on a small table, then analyzed) hashed the whole of jobq_jobs
         -- on every claim that took a stale job back.
-        WHERE j.id = ANY (ARRAY(SELECT s.id FROM stale AS s))
+        WHERE j.id = ANY (ARRAY(SELECT s.id FROM taken_back AS s))
           AND j.id = r.id
         RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
     ),
