@@ -84,6 +84,30 @@ COMMENT ON FUNCTION public.jobq__available(limited boolean) IS 'Private. The pen
 and the oldest available_at, read from the partial indexes of pending jobs only (never a
 finished job). limited: NULL every such job, true those with a limit_group, false the others.';
 
+CREATE FUNCTION public.jobq__awaits_end(job_ids uuid[]) RETURNS text[]
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_awaited text[];
+BEGIN
+    IF job_ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+    WITH gone AS (
+        DELETE FROM jobq_awaits AS a
+        WHERE a.job_id = ANY (jobq__awaits_end.job_ids)
+        RETURNING a.job_id
+    )
+
+    SELECT pg_catalog.array_agg(DISTINCT g.job_id::text) INTO v_awaited
+    FROM gone AS g;
+    RETURN v_awaited;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__awaits_end(job_ids uuid[]) IS 'Private. Of the given jobs (which the calling statement ended), returns those a client awaits
+(jobq_awaits), as text, and deletes their rows; NULL when none is awaited.';
+
 CREATE FUNCTION public.jobq__blank(value text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -157,7 +181,6 @@ CREATE TABLE public.jobq_jobs (
     result jsonb,
     cancel_requested_at timestamp with time zone,
     cancel_reason text,
-    awaited boolean DEFAULT false NOT NULL,
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
@@ -264,10 +287,6 @@ notification.';
 
 COMMENT ON COLUMN public.jobq_jobs.cancel_reason IS 'The reason given to jobq_cancel() for a processing job (cut to 10,000 characters), if any. A
 job cancelled while pending has its reason in last_error instead.';
-
-COMMENT ON COLUMN public.jobq_jobs.awaited IS 'True once a client asked to be notified of the job''s end (jobq_await with timeout 0): its
-completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel
-with the job id as payload. Jobs nobody waits for cost no notification.';
 
 COMMENT ON COLUMN public.jobq_jobs.limit_group IS 'The limit group the job counts against (jobq_set_limit sets the group''s limits); NULL: no
 limit. A group with no limit set is unlimited.';
@@ -2063,12 +2082,13 @@ BEGIN
     END IF;
 
     IF jobq_await.timeout = interval '0' THEN
-        -- Only unfinished jobs not marked yet are written: a repeated call writes nothing.
-        UPDATE jobq_jobs AS j
-        SET awaited = TRUE
+        -- Only unfinished jobs not registered yet are written: a repeated call writes nothing.
+        INSERT INTO jobq_awaits (job_id)
+        SELECT j.id
+        FROM jobq_jobs AS j
         WHERE j.id = ANY (jobq_await.job_ids)
           AND j.finished_at IS NULL
-          AND NOT j.awaited;
+          AND NOT EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id);
     ELSIF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'jobq_await: cannot wait in a % transaction: it would see no commit made '
                         'while it waits',
@@ -2106,13 +2126,14 @@ $$;
 COMMENT ON FUNCTION public.jobq_await(job_ids uuid[], timeout interval) IS 'Waits until every given job has finished (succeeded, failed, dead_letter, cancelled), or
 until the timeout has passed, and returns their statuses at that moment. It sees commits made
 while it waits (under READ COMMITTED it polls, each check a new statement with a new snapshot:
-every 10 ms at first, every 500 ms at most). With timeout 0 it returns at once and marks the
-unfinished jobs as awaited: their end is then announced by a NOTIFY on the done channel
-(jobq-done:<schema>, payload the job id) to a client that LISTENs there, as Queue.wait does;
-call it so in a transaction of its own. Cost: while it waits, its statement holds a snapshot,
-so VACUUM cannot remove rows that died after the wait began; prefer LISTEN for long waits. A
-job whose row the caller''s transaction has locked or enqueued cannot finish before that
-transaction ends: the wait then lasts until the timeout.
+every 10 ms at first, every 500 ms at most). With timeout 0 it returns at once and registers
+interest in the unfinished jobs (jobq_awaits): their end is then announced by a NOTIFY on the
+done channel (jobq-done:<schema>, payload the job id) to a client that LISTENs there, as
+Queue.wait does, which also re-reads the statuses now and then; call it so in a transaction of
+its own. Registering locks no job and waits for no lock. Cost: while it waits, its statement
+holds a snapshot, so VACUUM cannot remove rows that died after the wait began; prefer LISTEN
+for long waits. A job whose row the caller''s transaction has locked or enqueued cannot finish
+before that transaction ends: the wait then lasts until the timeout.
 Arguments: job_ids (the jobs; at most 10,000; unknown ids are left out and not waited for),
 timeout (0 to 5 minutes, default 30 seconds).
 Result: the rows of jobq_job_status (id, status, attempts, result, last_error, finished_at,
@@ -2166,7 +2187,7 @@ BEGIN
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job completed while we waited for its lock is finished.
           AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
-        RETURNING j.id, j.status, j.locked_by, j.awaited, j.queue, j.job_type
+        RETURNING j.id, j.status, j.locked_by, j.queue, j.job_type
     ),
 
     -- Only the pending jobs changed status; the running ones got a request.
@@ -2180,12 +2201,12 @@ BEGIN
     )
 
     SELECT
-        pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled' AND c.awaited),
+        pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled'),
         pg_catalog.array_agg(c.locked_by) FILTER (WHERE c.status = 'processing')
     INTO v_ended, v_workers
     FROM changed AS c
     LEFT JOIN counted ON TRUE;
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
     PERFORM jobq__notify_events('cancel', v_workers);
 
     RETURN QUERY
@@ -2283,7 +2304,11 @@ BEGIN
     WHERE j.id = jobq_complete.job_id
       AND j.locked_by = jobq_complete.worker_id
       AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
-    RETURNING j.awaited, j.queue, j.job_type, j.claimed_at
+    -- Whether a client awaits the job is read in the same statement: a probe of an index that
+    -- is empty unless someone waits, with no statement of its own.
+    RETURNING
+        EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id),
+        j.queue, j.job_type, j.claimed_at
     INTO v_awaited, v_queue, v_job_type, v_claimed_at;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
@@ -2291,7 +2316,7 @@ BEGIN
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
-    IF v_awaited THEN
+    IF v_awaited AND jobq__awaits_end(ARRAY[jobq_complete.job_id]) IS NOT NULL THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
     END IF;
     RETURN v_awaited IS NOT NULL;
@@ -2319,6 +2344,7 @@ CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attemp
 DECLARE
     v_done integer;
     v_awaited text[];
+    v_ids uuid[];
     v_error text;
     v_limit integer;
     v_big record;
@@ -2395,7 +2421,9 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING j.id, j.awaited, j.queue, j.job_type, j.claimed_at
+        RETURNING
+            j.id, j.queue, j.job_type, j.claimed_at,
+            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id) AS awaited
     ),
 
     counted AS MATERIALIZED (
@@ -2409,10 +2437,13 @@ BEGIN
 
     SELECT
         pg_catalog.count(*)::integer,
-        pg_catalog.array_agg(done.id::text) FILTER (WHERE done.awaited)
-    INTO v_done, v_awaited
+        pg_catalog.array_agg(done.id) FILTER (WHERE done.awaited)
+    INTO v_done, v_ids
     FROM done
     LEFT JOIN counted ON TRUE;
+    IF v_ids IS NOT NULL THEN
+        v_awaited := jobq__awaits_end(v_ids);
+    END IF;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_awaited);
     END IF;
@@ -2650,7 +2681,7 @@ BEGIN
         -- on every claim that took a stale job back.
         WHERE j.id = ANY (ARRAY(SELECT s.id FROM taken_back AS s))
           AND j.id = r.id
-        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+        RETURNING j.id, j.status, j.queue, j.job_type
     ),
 
     counted AS MATERIALIZED (
@@ -2662,12 +2693,12 @@ BEGIN
         HAVING pg_catalog.count(*) > 0
     )
 
-    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
+    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.status <> 'pending')
     INTO v_ended
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
     END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by
@@ -3798,11 +3829,11 @@ CREATE FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry 
     AS $$
 DECLARE
     v_status text;
+    v_awaited boolean;
     v_queue text;
     v_available_at timestamptz;
     v_error text;
     v_error_text text;
-    v_awaited boolean;
     v_job_type text;
     v_claimed_at timestamptz;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -3862,7 +3893,11 @@ BEGIN
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
-    RETURNING j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+    -- Whether a client awaits the job is read in the same statement (jobq_awaits).
+    RETURNING
+        j.status, j.queue, j.available_at,
+        EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id),
+        j.job_type, j.claimed_at
     INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
     IF v_status IS NOT NULL THEN
         PERFORM jobq__metrics_count(
@@ -3872,7 +3907,8 @@ BEGIN
     END IF;
     IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
-    ELSIF v_awaited AND v_status <> 'pending' THEN
+    ELSIF v_awaited AND v_status <> 'pending'
+          AND jobq__awaits_end(ARRAY[jobq_fail.job_id]) IS NOT NULL THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
     END IF;
     RETURN v_status;
@@ -4034,7 +4070,7 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_fail_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.job_type, j.claimed_at
     ),
 
     counted AS MATERIALIZED (
@@ -4053,14 +4089,14 @@ BEGIN
         pg_catalog.array_agg(DISTINCT x.queue) FILTER (
             WHERE x.status = 'pending' AND x.available_at <= v_now
         ),
-        pg_catalog.array_agg(x.id::text) FILTER (WHERE x.awaited AND x.status <> 'pending')
+        pg_catalog.array_agg(x.id::text) FILTER (WHERE x.status <> 'pending')
     INTO v_ords, v_statuses, v_wake, v_ended
     FROM failed AS x
     LEFT JOIN counted ON TRUE;
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
 
     RETURN QUERY
     SELECT e.i::integer, e.job_id, r.status
@@ -5195,23 +5231,24 @@ BEGIN
     v_before := v_now - least(older_than, interval '1000 years');
     IF batch_size IS NOT NULL THEN
         -- The oldest batch_size across the statuses, in one statement: each status gives its
-        -- oldest batch_size (read in finished_at order from its index, without locks); the
-        -- oldest batch_size of those are locked with SKIP LOCKED and deleted. Succeeded jobs
-        -- are read with the predicate of jobq_jobs_succeeded_idx, the others with that of
-        -- jobq_jobs_failed_idx, so that even a generic plan can prove each index's predicate.
-        WITH candidates AS MATERIALIZED (
-            (
-                SELECT j.id, j.finished_at
-                FROM jobq_jobs AS j
-                WHERE 'succeeded' = ANY (jobq_prune.statuses)
-                  AND j.status = 'succeeded'
-                  AND j.finished_at < v_before
-                ORDER BY j.finished_at
-                LIMIT jobq_prune.batch_size
-            )
+        -- oldest batch_size that no other transaction holds (read in finished_at order from its
+        -- index, locked with SKIP LOCKED as they are read), and the oldest batch_size of those
+        -- are deleted; the others stay locked only until this call's transaction ends.
+        -- Succeeded jobs are read with the predicate of jobq_jobs_succeeded_idx, the others
+        -- with that of jobq_jobs_failed_idx, so that even a generic plan can prove each
+        -- index's predicate.
+        WITH succeeded AS MATERIALIZED (
+            SELECT j.id, j.finished_at
+            FROM jobq_jobs AS j
+            WHERE 'succeeded' = ANY (jobq_prune.statuses)
+              AND j.status = 'succeeded'
+              AND j.finished_at < v_before
+            ORDER BY j.finished_at, j.id
+            LIMIT jobq_prune.batch_size
+            FOR UPDATE SKIP LOCKED
+        ),
 
-            UNION ALL
-
+        ended AS MATERIALIZED (
             SELECT f.id, f.finished_at
             FROM (
                 SELECT DISTINCT u.s
@@ -5224,26 +5261,21 @@ BEGIN
                 WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
                   AND j.status = st.s
                   AND j.finished_at < v_before
-                ORDER BY j.finished_at
+                ORDER BY j.finished_at, j.id
                 LIMIT jobq_prune.batch_size
+                FOR UPDATE SKIP LOCKED
             ) AS f
-
         ),
 
         doomed AS MATERIALIZED (
-            SELECT j.id
-            FROM jobq_jobs AS j
-            WHERE j.id = ANY (ARRAY(
-                SELECT c.id
-                FROM candidates AS c
-                ORDER BY c.finished_at, c.id
-                LIMIT jobq_prune.batch_size
-            ))
-              AND j.status = ANY (jobq_prune.statuses)
-              AND j.finished_at < v_before
-            ORDER BY j.finished_at, j.id
+            SELECT c.id
+            FROM (
+                SELECT s.id, s.finished_at FROM succeeded AS s
+                UNION ALL
+                SELECT e.id, e.finished_at FROM ended AS e
+            ) AS c
+            ORDER BY c.finished_at, c.id
             LIMIT jobq_prune.batch_size
-            FOR UPDATE SKIP LOCKED
         ),
 
         pruned AS (
@@ -5360,6 +5392,18 @@ BEGIN
             v_deleted := v_deleted + v_count;
         END LOOP;
     END IF;
+    -- Registrations of jobq_await whose job has ended or is gone: the ending statement deletes
+    -- a job's rows, but not those registered after it read them. Rows another transaction
+    -- holds are left for a later call.
+    DELETE FROM jobq_awaits AS a
+    WHERE a.ctid = ANY (ARRAY(
+        SELECT w.ctid
+        FROM jobq_awaits AS w
+        WHERE NOT EXISTS (
+            SELECT FROM jobq_jobs AS j WHERE j.id = w.job_id AND j.finished_at IS NULL
+        )
+        FOR UPDATE SKIP LOCKED
+    ));
     -- Regular maintenance: keeps jobq_metric_deltas short where nothing scrapes jobq_metrics().
     IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM jobq__metrics_fold();
@@ -5477,7 +5521,7 @@ BEGIN
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
         WHERE j.id = ANY (jobq_release.job_ids)
           AND j.locked_by = jobq_release.worker_id
-        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+        RETURNING j.id, j.status, j.queue, j.job_type
     ),
 
     counted AS MATERIALIZED (
@@ -5491,12 +5535,12 @@ BEGIN
 
     SELECT
         pg_catalog.count(*)::integer,
-        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
+        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.status = 'cancelled')
     INTO v_released, v_ended
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
     END IF;
     IF v_released > 0 THEN
         PERFORM jobq__notify(ARRAY(
@@ -5568,7 +5612,7 @@ BEGIN
             locked_by = NULL,
             updated_at = v_now
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
-        RETURNING j.id, j.queue, j.status, j.awaited, j.job_type
+        RETURNING j.id, j.queue, j.status, j.job_type
     ),
 
     counted AS MATERIALIZED (
@@ -5583,12 +5627,12 @@ BEGIN
     SELECT
         pg_catalog.count(*)::integer,
         pg_catalog.array_agg(DISTINCT r.queue) FILTER (WHERE r.status = 'pending'),
-        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
+        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.status = 'cancelled')
     INTO v_released, v_queues, v_ended
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
     RETURN v_released;
 END;
 $$;
@@ -5638,7 +5682,6 @@ BEGIN
         finished_at = NULL,
         cancel_requested_at = NULL,
         cancel_reason = NULL,
-        awaited = FALSE,
         updated_at = v_now
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed', 'cancelled')
@@ -5696,7 +5739,6 @@ BEGIN
             finished_at = NULL,
             cancel_requested_at = NULL,
             cancel_reason = NULL,
-            awaited = FALSE,
             updated_at = v_now
         FROM old
         WHERE j.id = old.id
@@ -6071,6 +6113,22 @@ default 15 minutes; > 0).
 Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, and the oldest
 available_at among them.
 Errors: 22023 a NULL or non-positive idle.';
+
+CREATE TABLE public.jobq_awaits (
+    job_id uuid NOT NULL,
+    awaited_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_awaits IS 'Jobs whose end a client waits to be told of (jobq_await with timeout 0, as Queue.wait calls
+it): the statement that ends such a job (completion, failure, cancel, release, takeover)
+deletes its rows and sends a NOTIFY on the done channel. Registering takes no lock on the
+job: no unique index, no foreign key. Empty unless someone waits; jobq_prune removes the rows
+of jobs that ended or are gone.';
+
+COMMENT ON COLUMN public.jobq_awaits.job_id IS 'The awaited job (not a foreign key: its check would lock the job''s row). Two clients waiting
+for one job may give it two rows.';
+
+COMMENT ON COLUMN public.jobq_awaits.awaited_at IS 'When jobq_await registered the interest.';
 
 CREATE TABLE public.jobq_limit_keys (
     limit_group text NOT NULL,
@@ -6471,6 +6529,11 @@ ALTER TABLE ONLY public.jobq_workers
 
 COMMENT ON CONSTRAINT jobq_workers_pkey ON public.jobq_workers IS 'One row per worker_id: a claim refreshes its worker''s row instead of adding one.';
 
+CREATE INDEX jobq_awaits_job_idx ON public.jobq_awaits USING btree (job_id);
+
+COMMENT ON INDEX public.jobq_awaits_job_idx IS 'The rows of a job: one probe per ending statement (an empty index when nobody waits). Not
+unique, so that registering never waits for another transaction.';
+
 CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (hashtextextended(job_type, (0)::bigint), hashtextextended(queue, (0)::bigint), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NULL));
 
 COMMENT ON INDEX public.jobq_jobs_claim_idx IS 'The claim: pending jobs available now (not scheduled) without a limit, one range per
@@ -6548,6 +6611,8 @@ COMMENT ON INDEX public.jobq_workers_pkey IS 'The index of jobq_workers_pkey: jo
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__available(limited boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__awaits_end(job_ids uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
 

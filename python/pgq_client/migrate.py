@@ -141,6 +141,7 @@ ADMIN_TABLES = (
     "jobq_limit_starts",
     "jobq_metric_counters",
     "jobq_metric_deltas",
+    "jobq_awaits",
 )
 _LOCK_NAMESPACE = "jobq.migrate:"
 _BREAKING = "breaking-change"

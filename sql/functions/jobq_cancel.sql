@@ -65,7 +65,7 @@ BEGIN
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job completed while we waited for its lock is finished.
           AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
-        RETURNING j.id, j.status, j.locked_by, j.awaited, j.queue, j.job_type
+        RETURNING j.id, j.status, j.locked_by, j.queue, j.job_type
     ),
 
     -- Only the pending jobs changed status; the running ones got a request.
@@ -79,12 +79,12 @@ BEGIN
     )
 
     SELECT
-        pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled' AND c.awaited),
+        pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled'),
         pg_catalog.array_agg(c.locked_by) FILTER (WHERE c.status = 'processing')
     INTO v_ended, v_workers
     FROM changed AS c
     LEFT JOIN counted ON TRUE;
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
     PERFORM jobq__notify_events('cancel', v_workers);
 
     RETURN QUERY

@@ -232,7 +232,7 @@ BEGIN
         -- on every claim that took a stale job back.
         WHERE j.id = ANY (ARRAY(SELECT s.id FROM taken_back AS s))
           AND j.id = r.id
-        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+        RETURNING j.id, j.status, j.queue, j.job_type
     ),
 
     counted AS MATERIALIZED (
@@ -244,12 +244,12 @@ BEGIN
         HAVING pg_catalog.count(*) > 0
     )
 
-    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
+    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.status <> 'pending')
     INTO v_ended
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
     END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by

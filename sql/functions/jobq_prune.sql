@@ -74,23 +74,24 @@ BEGIN
     v_before := v_now - least(older_than, interval '1000 years');
     IF batch_size IS NOT NULL THEN
         -- The oldest batch_size across the statuses, in one statement: each status gives its
-        -- oldest batch_size (read in finished_at order from its index, without locks); the
-        -- oldest batch_size of those are locked with SKIP LOCKED and deleted. Succeeded jobs
-        -- are read with the predicate of jobq_jobs_succeeded_idx, the others with that of
-        -- jobq_jobs_failed_idx, so that even a generic plan can prove each index's predicate.
-        WITH candidates AS MATERIALIZED (
-            (
-                SELECT j.id, j.finished_at
-                FROM jobq_jobs AS j
-                WHERE 'succeeded' = ANY (jobq_prune.statuses)
-                  AND j.status = 'succeeded'
-                  AND j.finished_at < v_before
-                ORDER BY j.finished_at
-                LIMIT jobq_prune.batch_size
-            )
+        -- oldest batch_size that no other transaction holds (read in finished_at order from its
+        -- index, locked with SKIP LOCKED as they are read), and the oldest batch_size of those
+        -- are deleted; the others stay locked only until this call's transaction ends.
+        -- Succeeded jobs are read with the predicate of jobq_jobs_succeeded_idx, the others
+        -- with that of jobq_jobs_failed_idx, so that even a generic plan can prove each
+        -- index's predicate.
+        WITH succeeded AS MATERIALIZED (
+            SELECT j.id, j.finished_at
+            FROM jobq_jobs AS j
+            WHERE 'succeeded' = ANY (jobq_prune.statuses)
+              AND j.status = 'succeeded'
+              AND j.finished_at < v_before
+            ORDER BY j.finished_at, j.id
+            LIMIT jobq_prune.batch_size
+            FOR UPDATE SKIP LOCKED
+        ),
 
-            UNION ALL
-
+        ended AS MATERIALIZED (
             SELECT f.id, f.finished_at
             FROM (
                 SELECT DISTINCT u.s
@@ -103,26 +104,21 @@ BEGIN
                 WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
                   AND j.status = st.s
                   AND j.finished_at < v_before
-                ORDER BY j.finished_at
+                ORDER BY j.finished_at, j.id
                 LIMIT jobq_prune.batch_size
+                FOR UPDATE SKIP LOCKED
             ) AS f
-
         ),
 
         doomed AS MATERIALIZED (
-            SELECT j.id
-            FROM jobq_jobs AS j
-            WHERE j.id = ANY (ARRAY(
-                SELECT c.id
-                FROM candidates AS c
-                ORDER BY c.finished_at, c.id
-                LIMIT jobq_prune.batch_size
-            ))
-              AND j.status = ANY (jobq_prune.statuses)
-              AND j.finished_at < v_before
-            ORDER BY j.finished_at, j.id
+            SELECT c.id
+            FROM (
+                SELECT s.id, s.finished_at FROM succeeded AS s
+                UNION ALL
+                SELECT e.id, e.finished_at FROM ended AS e
+            ) AS c
+            ORDER BY c.finished_at, c.id
             LIMIT jobq_prune.batch_size
-            FOR UPDATE SKIP LOCKED
         ),
 
         pruned AS (
@@ -239,6 +235,18 @@ BEGIN
             v_deleted := v_deleted + v_count;
         END LOOP;
     END IF;
+    -- Registrations of jobq_await whose job has ended or is gone: the ending statement deletes
+    -- a job's rows, but not those registered after it read them. Rows another transaction
+    -- holds are left for a later call.
+    DELETE FROM jobq_awaits AS a
+    WHERE a.ctid = ANY (ARRAY(
+        SELECT w.ctid
+        FROM jobq_awaits AS w
+        WHERE NOT EXISTS (
+            SELECT FROM jobq_jobs AS j WHERE j.id = w.job_id AND j.finished_at IS NULL
+        )
+        FOR UPDATE SKIP LOCKED
+    ));
     -- Regular maintenance: keeps jobq_metric_deltas short where nothing scrapes jobq_metrics().
     IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM jobq__metrics_fold();

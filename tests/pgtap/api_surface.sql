@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path; section 6). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(175);
+SELECT plan(177);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -31,7 +31,7 @@ SELECT functions_are('public', ARRAY[
     'jobq_set_limit', 'jobq_limits', 'jobq_limit_usage',
     -- private helpers (granted to nobody)
     'jobq__job_argument_problem', 'jobq__retry_at', 'jobq__blank', 'jobq__worker_id_error',
-    'jobq__append_error', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__uuid_v7_many', 'jobq__cron_parse',
+    'jobq__append_error', 'jobq__awaits_end', 'jobq__channel', 'jobq__notify', 'jobq__uuid_v7', 'jobq__uuid_v7_many', 'jobq__cron_parse',
     'jobq__cron_next', 'jobq__cron_fires', 'jobq__tick', 'jobq__statuses', 'jobq__worker_seen',
     'jobq__event_channel', 'jobq__notify_events', 'jobq__metric_bounds', 'jobq__metric_bucket',
     'jobq__metric_add', 'jobq__metric_histogram', 'jobq__metrics_count', 'jobq__metrics_fold',
@@ -62,6 +62,7 @@ SELECT results_eq(
     ('jobq__append_error'::text, 'errors jsonb, entry jsonb'::text, 'jsonb'::text),
     ('jobq__available', 'limited boolean DEFAULT NULL::boolean',
                         'TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)'),
+    ('jobq__awaits_end', 'job_ids uuid[]', 'text[]'),
     ('jobq__blank', 'value text', 'boolean'),
     ('jobq__channel', '', 'text'),
     ('jobq__claim_limited', 'worker_id text, job_types text[], queues text[], batch_size integer, '
@@ -280,8 +281,9 @@ SELECT is_empty(
 
 SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
                                  'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
-                                 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts'],
-                  'schema public has exactly the ten jobq tables');
+                                 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
+                                 'jobq_awaits'],
+                  'schema public has exactly the eleven jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
 SELECT hasnt_pk('public', 'jobq_metric_deltas', 'jobq_metric_deltas is appended to, never looked up');
@@ -294,6 +296,8 @@ SELECT columns_are('public', 'jobq_limit_keys', ARRAY[
 SELECT columns_are('public', 'jobq_limit_starts', ARRAY[
     'limit_group', 'limit_key', 'total', 'started', 'started_at'
 ]);
+SELECT columns_are('public', 'jobq_awaits', ARRAY['job_id', 'awaited_at']);
+SELECT hasnt_pk('public', 'jobq_awaits', 'jobq_awaits has no key: registering never waits for another transaction');
 SELECT columns_are('public', 'jobq_workers', ARRAY[
     'worker_id', 'job_types', 'queues', 'first_claim_at', 'last_claim_at'
 ]);
@@ -306,7 +310,7 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'id', 'queue', 'job_type', 'payload', 'idempotency_key', 'status', 'priority', 'attempts',
     'max_attempts', 'available_at', 'locked_at', 'locked_by', 'last_error', 'errors',
     'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
-    'cancel_reason', 'awaited', 'limit_group', 'limit_key', 'claimed_at'
+    'cancel_reason', 'limit_group', 'limit_key', 'claimed_at'
 ]);
 SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics']);
 SELECT columns_are('public', 'jobq_migrations', ARRAY['version', 'checksum', 'applied_at', 'breaking']);
@@ -341,7 +345,6 @@ SELECT results_eq(
     ('result',          'jsonb',                          false, NULL),
     ('cancel_requested_at', 'timestamp with time zone',   false, NULL),
     ('cancel_reason',   'text',                           false, NULL),
-    ('awaited',         'boolean',                        true,  'false'),
     ('limit_group',     'text',                           false, NULL),
     ('limit_key',       'text',                           false, NULL),
     ('claimed_at',      'timestamp with time zone',       false, NULL)

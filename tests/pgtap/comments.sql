@@ -76,8 +76,8 @@ WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r';
 SELECT set_eq('SELECT relname::text FROM jobq_tables',
               $$VALUES ('jobq_jobs'), ('jobq_settings'), ('jobq_schedules'), ('jobq_workers'),
                        ('jobq_migrations'), ('jobq_metric_counters'), ('jobq_metric_deltas'),
-                       ('jobq_limits'), ('jobq_limit_keys'), ('jobq_limit_starts')$$,
-              'the ten jobq tables (so that the checks below see them all)');
+                       ('jobq_limits'), ('jobq_limit_keys'), ('jobq_limit_starts'), ('jobq_awaits')$$,
+              'the eleven jobq tables (so that the checks below see them all)');
 
 SELECT is_empty(
     $$SELECT relname FROM jobq_tables WHERE coalesce(btrim(obj_description(oid, 'pg_class')), '') = ''$$,

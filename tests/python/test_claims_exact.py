@@ -6,6 +6,7 @@ prune.sql); the model-based test of the whole API is tests/python/test_model.py.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
@@ -49,3 +50,88 @@ def test_limited_claim_takes_a_keys_next_job_when_its_first_is_held(dsn: str, co
         got = [r[0] for r in conn.execute("SELECT id FROM jobq_dequeue('wA', batch_size => 5)")]
         assert got == [l2]
         b.rollback()
+
+
+def test_await_with_timeout_zero_never_waits_for_a_row_lock(dsn: str, conn: Conn) -> None:
+    """Issue 41, item 4: a worker's acknowledgement in flight holds the job's row; jobq_await
+    (ids, '0') returns at once all the same (it used to wait for that transaction)."""
+    job = enqueue(conn, "t")
+    conn.execute("SELECT id FROM jobq_dequeue('w1')")
+    with psycopg.connect(dsn) as worker:
+        worker.execute("SELECT jobq_heartbeat('w1', ARRAY[%s]::uuid[])", (job,))  # holds the row
+        with psycopg.connect(dsn, autocommit=True) as producer:
+            producer.execute("SET lock_timeout = '2s'")
+            rows = producer.execute(
+                "SELECT id, status FROM jobq_await(ARRAY[%s]::uuid[], '0')", (job,)
+            ).fetchall()
+            assert rows == [(job, "processing")]
+        worker.rollback()
+
+
+def test_open_await_holds_no_lock_a_completion_waits_for(dsn: str, conn: Conn) -> None:
+    """Issue 41, item 4: jobq_await(ids, '0') left open in a producer's transaction; the
+    worker's completion does not wait for it, and once the producer commits, the job's next
+    end is announced on the done channel."""
+    job = enqueue(conn, "t")
+    conn.execute("SELECT id FROM jobq_dequeue('w1')")
+    with psycopg.connect(dsn) as producer:
+        producer.execute("SELECT * FROM jobq_await(ARRAY[%s]::uuid[], '0')", (job,)).fetchall()
+        with psycopg.connect(dsn, autocommit=True) as worker:
+            worker.execute("SET lock_timeout = '2s'")
+            done = worker.execute("SELECT jobq_complete(%s, 'w1')", (job,)).fetchone()
+            assert done == (True,)
+        producer.commit()
+
+    # Registered and committed: the end of a job is notified once.
+    other = enqueue(conn, "t")
+    conn.execute("SELECT id FROM jobq_dequeue('w1')")
+    channel = conn.execute("SELECT jobq__event_channel('done')").fetchone()
+    assert channel is not None
+    with psycopg.connect(dsn, autocommit=True) as listener:
+        listener.execute(f'LISTEN "{channel[0]}"')
+        conn.execute("SELECT * FROM jobq_await(ARRAY[%s]::uuid[], '0')", (other,)).fetchall()
+        got: list[str] = []
+
+        def listen() -> None:
+            for note in listener.notifies(timeout=5.0, stop_after=1):
+                got.append(note.payload)
+
+        t = threading.Thread(target=listen)
+        t.start()
+        assert conn.execute("SELECT jobq_complete(%s, 'w1')", (other,)).fetchone() == (True,)
+        t.join()
+        assert len(got) == 1
+        left = conn.execute(
+            "SELECT count(*) FROM jobq_awaits WHERE job_id = %s", (other,)
+        ).fetchone()
+        assert left == (0,)  # the completion that announced it removed the registration
+
+    # The first registration committed after its job had ended: jobq_prune removes it.
+    stale = conn.execute("SELECT count(*) FROM jobq_awaits WHERE job_id = %s", (job,)).fetchone()
+    assert stale == (1,)
+    conn.execute("SELECT jobq_prune()")
+    assert conn.execute("SELECT count(*) FROM jobq_awaits").fetchone() == (0,)
+
+
+def test_prune_batch_reads_past_a_row_another_transaction_holds(dsn: str, conn: Conn) -> None:
+    """The oldest finished job is held by another session: a batch of one deletes the next
+    oldest (of whichever status), not nothing."""
+    ids = [
+        r[0]
+        for r in conn.execute(
+            """INSERT INTO jobq_jobs (job_type, status, finished_at)
+               VALUES ('t', 'succeeded', now() - interval '3 days'),
+                      ('t', 'failed', now() - interval '2 days'),
+                      ('t', 'succeeded', now() - interval '1 day')
+               RETURNING id"""
+        )
+    ]
+    with psycopg.connect(dsn) as other:
+        other.execute("SELECT 1 FROM jobq_jobs WHERE id = %s FOR UPDATE", (ids[0],))
+        got = conn.execute(
+            "SELECT jobq_prune('0', '{succeeded,failed}', batch_size => 1)"
+        ).fetchone()
+        assert got == (1,)
+        left = {r[0] for r in conn.execute("SELECT id FROM jobq_jobs")}
+        assert left == {ids[0], ids[2]}
+        other.rollback()

@@ -303,7 +303,7 @@ class JobqModel(RuleBasedStateMachine):
             (worker, job_types, batch, queues),
         ).fetchall()
         expected = self.predict_claim(self.jobs, worker, job_types, queues, batch, self.b_locked)
-        assert [r[0] for r in rows] == expected, "the claim's jobs, in claim order"
+        assert [r[0] for r in rows] == expected, self.describe("the claim's jobs, in order")
         for r in rows:
             assert (r[1], r[2]) == (self.jobs[r[0]].attempts, worker)
 
@@ -341,6 +341,20 @@ class JobqModel(RuleBasedStateMachine):
         worker = data.draw(st.sampled_from([job.locked_by or "w1", "w1", "w2"]))
         attempt = data.draw(st.sampled_from([None, job.attempts, job.attempts - 1]))
         return job, worker, attempt
+
+    def describe(self, what: str) -> str:
+        """The model's jobs, for a failure's message."""
+        lines = [
+            what,
+            f"max_running={self.max_running} held by B={sorted(map(str, self.b_locked))}",
+        ]
+        for j in self.jobs.values():
+            lines.append(
+                f"  {j.id} {j.job_type}/{j.queue}/{j.limit_key} p{j.priority} {j.status}"
+                f" a{j.attempts}/{j.max_attempts} by={j.locked_by} stale={j.stale}"
+                f" sched={j.scheduled} future={j.future} at={j.available_at.isoformat()}"
+            )
+        return "\n".join(lines)
 
     def holds(self, job: Job, worker: str, attempt: int | None) -> bool:
         return (

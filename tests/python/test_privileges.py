@@ -208,7 +208,8 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
         "SELECT c.relname::text FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace "
         "AND c.relkind = 'r' AND has_table_privilege(%s, c.oid, 'SELECT') ORDER BY 1", (role,)
     ).fetchall()
-    every_table = [("jobq_jobs",), ("jobq_limit_keys",), ("jobq_limit_starts",), ("jobq_limits",),
+    every_table = [("jobq_awaits",), ("jobq_jobs",), ("jobq_limit_keys",), ("jobq_limit_starts",),
+                   ("jobq_limits",),
                    ("jobq_metric_counters",), ("jobq_metric_deltas",), ("jobq_migrations",),
                    ("jobq_schedules",), ("jobq_settings",), ("jobq_workers",)]
     assert reads == (every_table if level == "admin" else [])
@@ -286,7 +287,8 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     assert lines[-1] == f'REVOKE USAGE ON SCHEMA "tenant" FROM "{role}";'
     online = run("--dsn", dsn, "revoke", role, "--dry-run")
     assert online.exit_code == 0, online.output
-    tables = ('"public"."jobq_jobs", "public"."jobq_limit_keys", "public"."jobq_limit_starts", '
+    tables = ('"public"."jobq_awaits", "public"."jobq_jobs", "public"."jobq_limit_keys", '
+              '"public"."jobq_limit_starts", '
               '"public"."jobq_limits", "public"."jobq_metric_counters", '
               '"public"."jobq_metric_deltas", "public"."jobq_migrations", '
               '"public"."jobq_schedules", "public"."jobq_settings", "public"."jobq_workers"')

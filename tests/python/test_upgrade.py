@@ -228,14 +228,14 @@ def snapshot_with_now(dsn: str) -> dict[str, Any]:
 # Columns that migrations 0006, 0009 and 0010 added, with the value every job that existed
 # before has.
 ADDED_COLUMNS = {"result": None, "cancel_requested_at": None, "cancel_reason": None,
-                 "awaited": False, "limit_group": None, "limit_key": None, "claimed_at": None}
+                 "limit_group": None, "limit_key": None, "claimed_at": None}
 # Settings that migration 0010 added, with their default.
 ADDED_SETTINGS = {"metrics": True}
 
 
 def without_added_columns(jobs: dict[str, Any]) -> dict[str, Any]:
     """A snapshot without the columns added since the legacy install, which checks them: every
-    job that existed before has their defaults (no result, no cancel request, not awaited)."""
+    job that existed before has their defaults (no result, no cancel request, no limit)."""
     rows = [row[0] for row in jobs["jobs"]]
     for job in rows:
         for column, value in ADDED_COLUMNS.items():
@@ -614,6 +614,7 @@ MAIN_INSTALLS = {
             "0011_jobq_dashboard",
             "0012_jobq_metrics_opt_in",
             "0013_jobq_claim_index_hashes",
+            "0016_jobq_claims_exact",
         ],
     ),
     "8ef85fb": (
@@ -629,6 +630,7 @@ MAIN_INSTALLS = {
             "0011_jobq_dashboard",
             "0012_jobq_metrics_opt_in",
             "0013_jobq_claim_index_hashes",
+            "0016_jobq_claims_exact",
         ],
     ),
 }
