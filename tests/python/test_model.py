@@ -4,7 +4,8 @@ against the table after every step (statuses, attempts, claims and their holders
 results, error records, claim order, filters and limits).
 
 The calls: enqueue (idempotency keys, priorities, run_at in the future, queues, job types,
-limit groups and keys), claims with filters and batch sizes, complete and fail by the holder,
+limit groups and keys), claims with filters and batch sizes, jobq_await at once (which never
+waits for the second session's locks), complete and fail by the holder,
 by another worker and with a stale attempt, heartbeat, release, expiry and takeover (time is
 moved by backdating ``locked_at`` and ``available_at``, never by sleeping), cancel, requeue,
 limits (max_running), prune, and a second session that holds row locks or an open claim while
@@ -398,7 +399,7 @@ class JobqModel(RuleBasedStateMachine):
         elif job.attempts >= job.max_attempts:
             job.status = "dead_letter"
         else:
-            job.status, job.scheduled = "pending", True
+            job.status, job.scheduled = "pending", False  # backoff 0: claimable at once
             self.reread_available_at(job)
         assert got == job.status
 
@@ -425,6 +426,21 @@ class JobqModel(RuleBasedStateMachine):
             job.scheduled = False
             job.status = "cancelled" if job.cancel_requested else "pending"
             self.reread_available_at(job)
+
+    @precondition(lambda self: bool(self.jobs))
+    @rule(data=st.data())
+    def await_at_once(self, data: st.DataObject) -> None:
+        """jobq_await(ids, '0'): the statuses at once, whatever the second session holds (it
+        never waits for a row lock)."""
+        ids = data.draw(st.lists(st.sampled_from(self.ids_where(lambda j: True)), max_size=4))
+        rows = self.a.execute(
+            "SELECT id, status, attempts FROM jobq_await(%s::uuid[], '0')", (ids,)
+        ).fetchall()
+        expected = sorted(
+            ((i, self.jobs[i].status, self.jobs[i].attempts) for i in set(ids)),
+            key=lambda r: str(r[0]),
+        )
+        assert rows == expected
 
     # -- operators ----------------------------------------------------------------------------
 
@@ -544,7 +560,7 @@ class JobqModel(RuleBasedStateMachine):
         rows = self.a.execute(
             """SELECT id, status, attempts, locked_by, cancel_requested_at IS NOT NULL,
                       jsonb_array_length(errors), available_at, job_type, queue, priority,
-                      limit_key
+                      limit_key, status = 'pending' AND scheduled
                FROM jobq_jobs"""
         ).fetchall()
         got = {r[0]: r[1:] for r in rows}
@@ -561,6 +577,7 @@ class JobqModel(RuleBasedStateMachine):
                 j.queue,
                 j.priority,
                 j.limit_key,
+                j.status == "pending" and j.scheduled,
             )
             assert got[i] == expected, f"job {i}"
 
