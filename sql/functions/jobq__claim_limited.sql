@@ -36,6 +36,14 @@
 -- statement locks the candidates, one claims them, and one (three for rate limits) records the
 -- starts. A key that is full costs its probe, never the jobs it holds back.
 --
+-- Rows another transaction holds: the candidates are read without locks and then locked with
+-- SKIP LOCKED, so some may be passed over. Only candidates the claim can take count towards
+-- the batch (a key's jobs beyond its room do not, whatever their job type or queue), and when
+-- the lock comes back short, another round reads past the rows it passed over and those it
+-- has locked, with each key's room less what it took: the claim never comes back short while
+-- jobs it could claim wait unlocked. A round costs the reads above again; it happens only when
+-- a candidate was passed over.
+--
 -- Not SECURITY DEFINER and no SET clause: it runs inside jobq_dequeue, with its search_path
 -- and settings, and is granted to nobody.
 --! replaces: jobq__claim_limited(text, text[], text[], integer, text[], text[])
