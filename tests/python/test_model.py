@@ -124,8 +124,11 @@ class JobqModel(RuleBasedStateMachine):
         queues: list[str] | None,
         batch: int,
         locked: set[uuid.UUID],
+        got: list[uuid.UUID] | None = None,
     ) -> list[uuid.UUID]:
-        """Applies a claim to ``jobs`` (the model) and returns the ids it claims, in order."""
+        """Applies a claim to ``jobs`` (the model) and returns the ids it claims, in order.
+        ``got``: what the database's claim returned, checked and applied where the model
+        cannot choose alone."""
 
         def in_filters(j: Job) -> bool:
             return (job_types is None or j.job_type in job_types) and (
@@ -177,6 +180,21 @@ class JobqModel(RuleBasedStateMachine):
                     continue
                 running[j.limit_key] = running.get(j.limit_key, 0) + 1
             taken.append(j.id)
+        if got is not None and locked & {j.id for j in jobs.values() if j.status == "pending"}:
+            # Pending rows held elsewhere: the claim is exact in number, not in which jobs
+            # (docs/guarantees.md). The jobs it took must be claimable, in claim order, within
+            # the caps, and as many as the model's choice.
+            assert len(got) == len(taken), "a claim beside held rows is never short"
+            allowed = {j.id for j in candidates}
+            assert set(got) <= allowed, "a claim takes only claimable jobs"
+            assert got == [j.id for j in sorted((jobs[i] for i in got), key=Job.order)]
+            held: dict[str | None, int] = {}
+            for j in jobs.values():
+                if j.limited and (j.status == "processing" or j.id in got):
+                    held[j.limit_key] = held.get(j.limit_key, 0) + 1
+            if self.max_running is not None:
+                assert all(n <= self.max_running for n in held.values()), "max_running holds"
+            taken = list(got)
         for i in taken:
             j = jobs[i]
             j.status, j.locked_by, j.attempts = "processing", worker, j.attempts + 1
@@ -303,7 +321,10 @@ class JobqModel(RuleBasedStateMachine):
             "SELECT id, attempts, locked_by FROM jobq_dequeue(%s, %s, %s, queues => %s)",
             (worker, job_types, batch, queues),
         ).fetchall()
-        expected = self.predict_claim(self.jobs, worker, job_types, queues, batch, self.b_locked)
+        got = [r[0] for r in rows]
+        expected = self.predict_claim(
+            self.jobs, worker, job_types, queues, batch, self.b_locked, got
+        )
         assert [r[0] for r in rows] == expected, self.describe("the claim's jobs, in order")
         for r in rows:
             assert (r[1], r[2]) == (self.jobs[r[0]].attempts, worker)
