@@ -188,12 +188,17 @@ class JobqModel(RuleBasedStateMachine):
             allowed = {j.id for j in candidates}
             assert set(got) <= allowed, "a claim takes only claimable jobs"
             assert got == [j.id for j in sorted((jobs[i] for i in got), key=Job.order)]
-            held: dict[str | None, int] = {}
-            for j in jobs.values():
-                if j.limited and (j.status == "processing" or j.id in got):
-                    held[j.limit_key] = held.get(j.limit_key, 0) + 1
             if self.max_running is not None:
-                assert all(n <= self.max_running for n in held.values()), "max_running holds"
+                before: dict[str | None, int] = {}
+                added: dict[str | None, int] = {}
+                for j in jobs.values():
+                    if j.limited and j.status == "processing":
+                        before[j.limit_key] = before.get(j.limit_key, 0) + 1
+                    if j.limited and j.id in got:
+                        added[j.limit_key] = added.get(j.limit_key, 0) + 1
+                for key, n in added.items():
+                    # a cap lowered below the running jobs admits none until they end
+                    assert before.get(key, 0) + n <= self.max_running, "max_running holds"
             taken = list(got)
         for i in taken:
             j = jobs[i]
