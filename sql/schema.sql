@@ -84,6 +84,30 @@ COMMENT ON FUNCTION public.jobq__available(limited boolean) IS 'Private. The pen
 and the oldest available_at, read from the partial indexes of pending jobs only (never a
 finished job). limited: NULL every such job, true those with a limit_group, false the others.';
 
+CREATE FUNCTION public.jobq__awaits_end(job_ids uuid[]) RETURNS text[]
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_awaited text[];
+BEGIN
+    IF job_ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+    WITH gone AS (
+        DELETE FROM jobq_awaits AS a
+        WHERE a.job_id = ANY (jobq__awaits_end.job_ids)
+        RETURNING a.job_id
+    )
+
+    SELECT pg_catalog.array_agg(DISTINCT g.job_id::text) INTO v_awaited
+    FROM gone AS g;
+    RETURN v_awaited;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__awaits_end(job_ids uuid[]) IS 'Private. Of the given jobs (which the calling statement ended), returns those a client awaits
+(jobq_awaits), as text, and deletes their rows; NULL when none is awaited.';
+
 CREATE FUNCTION public.jobq__blank(value text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -157,7 +181,6 @@ CREATE TABLE public.jobq_jobs (
     result jsonb,
     cancel_requested_at timestamp with time zone,
     cancel_reason text,
-    awaited boolean DEFAULT false NOT NULL,
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
@@ -207,10 +230,8 @@ handlers for (jobq_dequeue job_types).';
 COMMENT ON COLUMN public.jobq_jobs.payload IS 'The job''s arguments, a JSON object handed to the handler; at most
 jobq_settings.max_payload_bytes of jsonb.';
 
-COMMENT ON COLUMN public.jobq_jobs.idempotency_key IS 'Dedupe of one logical task of one job type: enqueuing a key that exists with the same
-job_type, in any status, adds nothing and returns that job''s id
-(jobq_jobs_idempotency_key_key). The same key under another job_type is another job. NULL: no
-dedupe; NULLs never collide.';
+COMMENT ON COLUMN public.jobq_jobs.idempotency_key IS 'Dedupe of one logical task: enqueuing a key that exists, in any status, adds nothing and
+returns that job''s id (jobq_jobs_idempotency_key_key). NULL: no dedupe; NULLs never collide.';
 
 COMMENT ON COLUMN public.jobq_jobs.status IS 'pending: waits (also between retries); processing: claimed; succeeded: done; failed: a
 permanent failure the worker asked for (no retry); dead_letter: used all its attempts;
@@ -266,10 +287,6 @@ notification.';
 
 COMMENT ON COLUMN public.jobq_jobs.cancel_reason IS 'The reason given to jobq_cancel() for a processing job (cut to 10,000 characters), if any. A
 job cancelled while pending has its reason in last_error instead.';
-
-COMMENT ON COLUMN public.jobq_jobs.awaited IS 'True once a client asked to be notified of the job''s end (jobq_await with timeout 0): its
-completion, failure, cancel or takeover then sends a NOTIFY on the installation''s done channel
-with the job id as payload. Jobs nobody waits for cost no notification.';
 
 COMMENT ON COLUMN public.jobq_jobs.limit_group IS 'The limit group the job counts against (jobq_set_limit sets the group''s limits); NULL: no
 limit. A group with no limit set is unlimited.';
@@ -354,51 +371,15 @@ DECLARE
     v_latest bigint;
     v_before bigint;
     v_drop_below bigint;
-    v_ids uuid[];
+    v_ids uuid[] := '{}'::uuid[];  -- locked so far, to claim
+    v_round uuid[];  -- locked by this round
+    v_passed uuid[];  -- candidates of this round it could not lock
+    v_exclude uuid[] := '{}'::uuid[];  -- left out of later rounds' reads
+    v_want integer;  -- still to lock
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
-    -- 1. Jobs without a limit: the first 2 x batch_size of the ranges of jobq_jobs_claim_idx
-    --    that jobq_dequeue found (by the hashes of their names, whose rows' names are compared
-    --    with the filters), merged in claim order (extra ones stand in for rows that
-    --    concurrent claims hold).
-    IF range_type_hashes IS NOT NULL THEN
-        SELECT
-            pg_catalog.array_agg(u.id ORDER BY u.priority DESC, u.available_at, u.id),
-            pg_catalog.array_agg(u.priority ORDER BY u.priority DESC, u.available_at, u.id),
-            pg_catalog.array_agg(u.available_at ORDER BY u.priority DESC, u.available_at, u.id),
-            pg_catalog.array_agg(0)
-        INTO c_ids, c_prio, c_avail, c_key
-        FROM (
-            SELECT r.id, r.priority, r.available_at
-            FROM ROWS FROM (pg_catalog.unnest(range_type_hashes),
-                            pg_catalog.unnest(range_queue_hashes)) AS p (ht, hq)
-            CROSS JOIN LATERAL (
-                SELECT j.id, j.priority, j.available_at
-                FROM jobq_jobs AS j
-                WHERE pg_catalog.hashtextextended(j.job_type, 0) = p.ht
-                  AND pg_catalog.hashtextextended(j.queue, 0) = p.hq
-                  AND (jobq__claim_limited.job_types IS NULL
-                       OR j.job_type = ANY (jobq__claim_limited.job_types))
-                  AND (jobq__claim_limited.queues IS NULL
-                       OR j.queue = ANY (jobq__claim_limited.queues))
-                  AND j.status = 'pending'
-                  AND NOT j.scheduled
-                  AND j.limit_group IS NULL
-                  AND j.available_at <= v_now
-                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-                LIMIT 2 * jobq__claim_limited.batch_size
-            ) AS r
-            ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
-            LIMIT 2 * jobq__claim_limited.batch_size
-        ) AS u;
-        c_ids := coalesce(c_ids, '{}'::uuid[]);
-        c_prio := coalesce(c_prio, '{}'::integer[]);
-        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
-        c_key := coalesce(c_key, '{}'::integer[]);
-    END IF;
-
     -- 2. Limited jobs: the ranges of jobq_jobs_limited_idx, one per (job_type, queue,
     --    limit_group, limit_key) with pending jobs, found by a skip scan whose every probe
     --    also returns the range's first job (each range is in claim order in the index).
@@ -529,199 +510,306 @@ BEGIN
     v_ranges := coalesce(pg_catalog.cardinality(l_ids), 0);
     l_key := pg_catalog.array_fill(0, ARRAY[v_ranges]);
 
-    -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
-    --    are still missing (each key with room gives at least one). For the new keys of a
-    --    chunk: their locks (one statement), their processing jobs (one statement, after the
-    --    locks: its snapshot sees every claim of those keys that committed before), their rate
-    --    windows; then the chunk's candidates (one statement): each range's first jobs, as
-    --    many as its key may start. The visit stops when batch_size candidates come before the
-    --    next range's first job, so that keys this claim could not use are not locked.
-    v_pos := 1;
-    v_need := jobq__claim_limited.batch_size;
-    WHILE v_pos <= v_ranges LOOP
-        IF pg_catalog.cardinality(c_ids) >= jobq__claim_limited.batch_size THEN
-            SELECT pg_catalog.count(*) INTO v_ahead
-            FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
-                            pg_catalog.unnest(c_ids)) AS a (priority, available_at, id)
-            WHERE a.priority > l_prio[v_pos]
-               OR (a.priority = l_prio[v_pos]
-                   AND (a.available_at, a.id) < (l_avail[v_pos], l_ids[v_pos]));
-            EXIT WHEN v_ahead >= jobq__claim_limited.batch_size;
-            v_need := jobq__claim_limited.batch_size - v_ahead::integer;
+    -- Rounds: each reads the candidates (1 and 3) and locks them (4); another round runs only
+    -- when some were passed over (held by other transactions), reading past them, so that a
+    -- claim never comes back short while jobs it could claim are waiting unlocked.
+    v_want := jobq__claim_limited.batch_size;
+    LOOP
+        c_ids := '{}'::uuid[];
+        c_prio := '{}'::integer[];
+        c_avail := '{}'::timestamptz[];
+        c_key := '{}'::integer[];
+        -- 1. Jobs without a limit: the first 2 x v_want of the ranges of jobq_jobs_claim_idx
+        --    that jobq_dequeue found (by the hashes of their names, whose rows' names are
+        --    compared with the filters), merged in claim order (extra ones stand in for rows
+        --    that concurrent claims hold), leaving out the rows of v_exclude.
+        IF range_type_hashes IS NOT NULL THEN
+            SELECT
+                pg_catalog.array_agg(u.id ORDER BY u.priority DESC, u.available_at, u.id),
+                pg_catalog.array_agg(u.priority ORDER BY u.priority DESC, u.available_at, u.id),
+                pg_catalog.array_agg(u.available_at ORDER BY u.priority DESC, u.available_at, u.id),
+                pg_catalog.array_agg(0)
+            INTO c_ids, c_prio, c_avail, c_key
+            FROM (
+                SELECT r.id, r.priority, r.available_at
+                FROM ROWS FROM (pg_catalog.unnest(range_type_hashes),
+                                pg_catalog.unnest(range_queue_hashes)) AS p (ht, hq)
+                CROSS JOIN LATERAL (
+                    SELECT j.id, j.priority, j.available_at
+                    FROM jobq_jobs AS j
+                    WHERE pg_catalog.hashtextextended(j.job_type, 0) = p.ht
+                      AND pg_catalog.hashtextextended(j.queue, 0) = p.hq
+                      AND (jobq__claim_limited.job_types IS NULL
+                           OR j.job_type = ANY (jobq__claim_limited.job_types))
+                      AND (jobq__claim_limited.queues IS NULL
+                           OR j.queue = ANY (jobq__claim_limited.queues))
+                      AND j.status = 'pending'
+                      AND NOT j.scheduled
+                      AND j.limit_group IS NULL
+                      AND j.available_at <= v_now
+                      AND j.id <> ALL (v_exclude)
+                    ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                    LIMIT 2 * v_want
+                ) AS r
+                ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
+                LIMIT 2 * v_want
+            ) AS u;
+            c_ids := coalesce(c_ids, '{}'::uuid[]);
+            c_prio := coalesce(c_prio, '{}'::integer[]);
+            c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+            c_key := coalesce(c_key, '{}'::integer[]);
         END IF;
-        v_end := least(v_ranges, v_pos + v_need - 1);
 
-        -- the chunk's keys: known ones by their index, new ones appended (room unknown)
-        v_first_new := pg_catalog.cardinality(k_group) + 1;
-        FOR i IN v_pos .. v_end LOOP
-            v_ki := pg_catalog.array_position(
-                k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
-            );
-            IF v_ki IS NULL THEN
-                v_gi := pg_catalog.array_position(g_names, l_groups[i]);
-                k_id := pg_catalog.array_append(
+        -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
+        --    are still missing (each key with room gives at least one). For the new keys of a
+        --    chunk: their locks (one statement), their processing jobs (one statement, after the
+        --    locks: its snapshot sees every claim of those keys that committed before), their rate
+        --    windows; then the chunk's candidates (one statement): each range's first jobs, as
+        --    many as its key may start. The visit stops when v_want candidates that the claim can
+        --    take (a key's first ones, up to its room) come before the next range's first job, so
+        --    that keys this claim could not use are not locked.
+        v_pos := 1;
+        v_need := v_want;
+        WHILE v_pos <= v_ranges LOOP
+            IF pg_catalog.cardinality(c_ids) >= v_want THEN
+                -- Only candidates the claim can take count: a key's beyond its room do not.
+                SELECT pg_catalog.count(*) INTO v_ahead
+                FROM (
+                    SELECT
+                        a.*,
+                        pg_catalog.count(*) OVER (
+                            PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                        ) AS nth
+                    FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
+                                    pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key))
+                        AS a (priority, available_at, id, k)
+                ) AS a
+                WHERE (a.k = 0 OR a.nth <= k_room[a.k])
+                  AND (a.priority > l_prio[v_pos]
+                       OR (a.priority = l_prio[v_pos]
+                           AND (a.available_at, a.id) < (l_avail[v_pos], l_ids[v_pos])));
+                EXIT WHEN v_ahead >= v_want;
+                v_need := v_want - v_ahead::integer;
+            END IF;
+            v_end := least(v_ranges, v_pos + v_need - 1);
+
+            -- the chunk's keys: known ones by their index, new ones appended (room unknown)
+            v_first_new := pg_catalog.cardinality(k_group) + 1;
+            FOR i IN v_pos .. v_end LOOP
+                v_ki := pg_catalog.array_position(
                     k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
                 );
-                k_group := pg_catalog.array_append(k_group, l_groups[i]);
-                k_key := pg_catalog.array_append(k_key, l_keys[i]);
-                k_limited := pg_catalog.array_append(k_limited, v_gi IS NOT NULL);
-                k_room := pg_catalog.array_append(k_room, jobq__claim_limited.batch_size);
-                k_n := pg_catalog.array_append(k_n, 0);
-                k_rate := pg_catalog.array_append(k_rate, g_starts[v_gi] IS NOT NULL);
-                k_at := pg_catalog.array_append(k_at, NULL::timestamptz);
-                k_latest := pg_catalog.array_append(k_latest, 0::bigint);
-                k_drop_below := pg_catalog.array_append(k_drop_below, NULL::bigint);
-                k_gi := pg_catalog.array_append(k_gi, v_gi);
-                v_ki := pg_catalog.cardinality(k_group);
+                IF v_ki IS NULL THEN
+                    v_gi := pg_catalog.array_position(g_names, l_groups[i]);
+                    k_id := pg_catalog.array_append(
+                        k_id,
+                        pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
+                    );
+                    k_group := pg_catalog.array_append(k_group, l_groups[i]);
+                    k_key := pg_catalog.array_append(k_key, l_keys[i]);
+                    k_limited := pg_catalog.array_append(k_limited, v_gi IS NOT NULL);
+                    k_room := pg_catalog.array_append(k_room, jobq__claim_limited.batch_size);
+                    k_n := pg_catalog.array_append(k_n, 0);
+                    k_rate := pg_catalog.array_append(k_rate, g_starts[v_gi] IS NOT NULL);
+                    k_at := pg_catalog.array_append(k_at, NULL::timestamptz);
+                    k_latest := pg_catalog.array_append(k_latest, 0::bigint);
+                    k_drop_below := pg_catalog.array_append(k_drop_below, NULL::bigint);
+                    k_gi := pg_catalog.array_append(k_gi, v_gi);
+                    v_ki := pg_catalog.cardinality(k_group);
+                END IF;
+                l_key[i] := v_ki;
+            END LOOP;
+
+            IF v_first_new <= pg_catalog.cardinality(k_group) THEN
+                -- Locks of the new limited keys: never waited for; one held by another
+                -- transaction (a claim of that key not yet committed) leaves the key no room.
+                SELECT pg_catalog.array_agg(
+                    NOT k_limited[u.k] OR pg_catalog.pg_try_advisory_xact_lock(
+                        pg_catalog.hashtextextended(
+                            pg_catalog.format('jobq limit %L %L %L', pg_catalog.current_schema(),
+                                              k_group[u.k], k_key[u.k]),
+                            0
+                        )
+                    ) ORDER BY u.k
+                )
+                INTO v_locked
+                FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group))
+                    AS u (k);
+
+                -- Their processing jobs, counted after the locks were taken.
+                SELECT pg_catalog.array_agg(c.n ORDER BY u.k)
+                INTO v_counts
+                FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group))
+                    AS u (k)
+                CROSS JOIN LATERAL (
+                    SELECT pg_catalog.count(*)::integer AS n
+                    FROM jobq_jobs AS j
+                    WHERE k_limited[u.k]
+                      AND g_running[k_gi[u.k]] IS NOT NULL
+                      AND j.limit_group = k_group[u.k]
+                      AND coalesce(j.limit_key, '') = k_key[u.k]
+                      AND j.status = 'processing'
+                ) AS c;
+
+                FOR i IN v_first_new .. pg_catalog.cardinality(k_group) LOOP
+                    CONTINUE WHEN NOT k_limited[i];
+                    IF NOT v_locked[i - v_first_new + 1] THEN
+                        k_room[i] := 0;  -- another transaction is claiming this key
+                        CONTINUE;
+                    END IF;
+                    v_gi := k_gi[i];
+                    v_room := jobq__claim_limited.batch_size;
+                    IF g_running[v_gi] IS NOT NULL THEN
+                        v_room := least(v_room, g_running[v_gi] - v_counts[i - v_first_new + 1]);
+                    END IF;
+                    IF g_starts[v_gi] IS NOT NULL THEN
+                        v_at := NULL;
+                        v_latest := NULL;
+                        v_drop_below := NULL;
+                        SELECT k.last_start_at INTO v_at
+                        FROM jobq_limit_keys AS k
+                        WHERE k.limit_group = k_group[i] AND k.limit_key = k_key[i];
+                        v_at := greatest(pg_catalog.clock_timestamp(), v_at);
+                        SELECT s.total INTO v_latest
+                        FROM jobq_limit_starts AS s
+                        WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
+                        ORDER BY s.total DESC
+                        LIMIT 1;
+                        IF v_latest IS NOT NULL THEN
+                            -- The last row at or before the window's start: starts since are in it.
+                            SELECT s.total INTO v_before
+                            FROM jobq_limit_starts AS s
+                            WHERE s.limit_group = k_group[i]
+                              AND s.limit_key = k_key[i]
+                              AND s.started_at <= v_at - g_per[v_gi]
+                            ORDER BY s.started_at DESC, s.total DESC
+                            LIMIT 1;
+                            v_drop_below := v_before;
+                            IF v_before IS NULL THEN
+                                -- Every recorded start is in the window.
+                                SELECT s.total - s.started INTO v_before
+                                FROM jobq_limit_starts AS s
+                                WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
+                                ORDER BY s.total
+                                LIMIT 1;
+                            END IF;
+                            v_room := least(
+                                v_room, g_starts[v_gi] - (v_latest - v_before)::integer
+                            );
+                        ELSE
+                            v_room := least(v_room, g_starts[v_gi]);  -- no start recorded yet
+                        END IF;
+                        k_at[i] := v_at;
+                        k_latest[i] := coalesce(v_latest, 0);
+                        k_drop_below[i] := v_drop_below;
+                    END IF;
+                    k_room[i] := greatest(v_room, 0);
+                END LOOP;
             END IF;
-            l_key[i] := v_ki;
+
+            -- The chunk's candidates: each range's first jobs, as many as its key may start.
+            SELECT
+                pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
+                pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
+                pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
+                pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
+            INTO c_ids, c_prio, c_avail, c_key
+            FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
+                FROM jobq_jobs AS j
+                WHERE k_room[l_key[r.i]] > 0
+                  AND j.job_type = l_types[r.i]
+                  AND j.queue = l_queues[r.i]
+                  AND j.limit_group = l_groups[r.i]
+                  AND coalesce(j.limit_key, '') = l_keys[r.i]
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                  AND j.available_at <= v_now
+                  AND j.id <> ALL (v_exclude)
+                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                LIMIT least(k_room[l_key[r.i]], v_want)
+            ) AS f;
+            c_ids := coalesce(c_ids, '{}'::uuid[]);
+            c_prio := coalesce(c_prio, '{}'::integer[]);
+            c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+            c_key := coalesce(c_key, '{}'::integer[]);
+
+            v_pos := v_end + 1;
         END LOOP;
 
-        IF v_first_new <= pg_catalog.cardinality(k_group) THEN
-            -- Locks of the new limited keys: never waited for; one held by another
-            -- transaction (a claim of that key not yet committed) leaves the key no room.
-            SELECT pg_catalog.array_agg(
-                NOT k_limited[u.k] OR pg_catalog.pg_try_advisory_xact_lock(
-                    pg_catalog.hashtextextended(
-                        pg_catalog.format('jobq limit %L %L %L', pg_catalog.current_schema(),
-                                          k_group[u.k], k_key[u.k]),
-                        (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
-                    )
-                ) ORDER BY u.k
-            )
-            INTO v_locked
-            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k);
-
-            -- Their processing jobs, counted after the locks were taken.
-            SELECT pg_catalog.array_agg(c.n ORDER BY u.k)
-            INTO v_counts
-            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k)
-            CROSS JOIN LATERAL (
-                SELECT pg_catalog.count(*)::integer AS n
-                FROM jobq_jobs AS j
-                WHERE k_limited[u.k]
-                  AND g_running[k_gi[u.k]] IS NOT NULL
-                  AND j.limit_group = k_group[u.k]
-                  AND coalesce(j.limit_key, '') = k_key[u.k]
-                  AND j.status = 'processing'
-            ) AS c;
-
-            FOR i IN v_first_new .. pg_catalog.cardinality(k_group) LOOP
-                CONTINUE WHEN NOT k_limited[i];
-                IF NOT v_locked[i - v_first_new + 1] THEN
-                    k_room[i] := 0;  -- another transaction is claiming this key
-                    CONTINUE;
-                END IF;
-                v_gi := k_gi[i];
-                v_room := jobq__claim_limited.batch_size;
-                IF g_running[v_gi] IS NOT NULL THEN
-                    v_room := least(v_room, g_running[v_gi] - v_counts[i - v_first_new + 1]);
-                END IF;
-                IF g_starts[v_gi] IS NOT NULL THEN
-                    v_at := NULL;
-                    v_latest := NULL;
-                    v_drop_below := NULL;
-                    SELECT k.last_start_at INTO v_at
-                    FROM jobq_limit_keys AS k
-                    WHERE k.limit_group = k_group[i] AND k.limit_key = k_key[i];
-                    v_at := greatest(pg_catalog.clock_timestamp(), v_at);
-                    SELECT s.total INTO v_latest
-                    FROM jobq_limit_starts AS s
-                    WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
-                    ORDER BY s.total DESC
-                    LIMIT 1;
-                    IF v_latest IS NOT NULL THEN
-                        -- The last row at or before the window's start: starts since are in it.
-                        SELECT s.total INTO v_before
-                        FROM jobq_limit_starts AS s
-                        WHERE s.limit_group = k_group[i]
-                          AND s.limit_key = k_key[i]
-                          AND s.started_at <= v_at - g_per[v_gi]
-                        ORDER BY s.started_at DESC, s.total DESC
-                        LIMIT 1;
-                        v_drop_below := v_before;
-                        IF v_before IS NULL THEN
-                            -- Every recorded start is in the window.
-                            SELECT s.total - s.started INTO v_before
-                            FROM jobq_limit_starts AS s
-                            WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
-                            ORDER BY s.total
-                            LIMIT 1;
-                        END IF;
-                        v_room := least(v_room, g_starts[v_gi] - (v_latest - v_before)::integer);
-                    ELSE
-                        v_room := least(v_room, g_starts[v_gi]);  -- no start recorded yet
-                    END IF;
-                    k_at[i] := v_at;
-                    k_latest[i] := coalesce(v_latest, 0);
-                    k_drop_below[i] := v_drop_below;
-                END IF;
-                k_room[i] := greatest(v_room, 0);
-            END LOOP;
-        END IF;
-
-        -- The chunk's candidates: each range's first jobs, as many as its key may start.
-        SELECT
-            pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
-            pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
-            pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
-            pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
-        INTO c_ids, c_prio, c_avail, c_key
-        FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
-        CROSS JOIN LATERAL (
-            SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
+        -- 4. Lock the candidates in claim order, SKIP LOCKED, until v_want are. A key's
+        --    candidates beyond its room (it may have several ranges) are left out first, so that
+        --    whichever rows concurrent claims hold, no key gets more than its room.
+        SELECT pg_catalog.array_agg(l.id) INTO v_round
+        FROM (
+            SELECT j.id
             FROM jobq_jobs AS j
-            WHERE k_room[l_key[r.i]] > 0
-              AND j.job_type = l_types[r.i]
-              AND j.queue = l_queues[r.i]
-              AND j.limit_group = l_groups[r.i]
-              AND coalesce(j.limit_key, '') = l_keys[r.i]
+            WHERE j.id = ANY (ARRAY(
+                SELECT a.id
+                FROM (
+                    SELECT
+                        a.id, a.k,
+                        -- the place of each in its key's claim order (ids are unique: no peers)
+                        pg_catalog.count(*) OVER (
+                            PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                        ) AS nth
+                    FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                                    pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
+                        AS a (id, priority, available_at, k)
+                ) AS a
+                WHERE a.k = 0 OR a.nth <= k_room[a.k]
+            ))
               AND j.status = 'pending'
               AND NOT j.scheduled
-              AND j.limit_group IS NOT NULL
               AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-            LIMIT least(k_room[l_key[r.i]], jobq__claim_limited.batch_size)
-        ) AS f;
-        c_ids := coalesce(c_ids, '{}'::uuid[]);
-        c_prio := coalesce(c_prio, '{}'::integer[]);
-        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
-        c_key := coalesce(c_key, '{}'::integer[]);
+            LIMIT v_want
+            FOR UPDATE SKIP LOCKED
+        ) AS l;
+        v_round := coalesce(v_round, '{}'::uuid[]);
+        v_ids := v_ids || v_round;
+        v_want := v_want - pg_catalog.cardinality(v_round);
 
-        v_pos := v_end + 1;
+        -- Short: every candidate the claim could take was tried (the LIMIT was not reached), so
+        -- those not locked are held by other transactions (SKIP LOCKED) or were claimed since
+        -- they were read. Another round reads past them, and past the rows this claim has
+        -- locked; the claim is over when no candidate was passed over.
+        v_passed := '{}'::uuid[];
+        IF v_want > 0 THEN
+            v_passed := ARRAY(
+                SELECT a.id
+                FROM (
+                    SELECT
+                        a.id, a.k,
+                        pg_catalog.count(*) OVER (
+                            PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                        ) AS nth
+                    FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                                    pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
+                        AS a (id, priority, available_at, k)
+                ) AS a
+                WHERE (a.k = 0 OR a.nth <= k_room[a.k])
+                  AND a.id <> ALL (v_round)
+            );
+        END IF;
+
+        -- What each key has taken: its room shrinks for the next round, its starts are recorded.
+        FOR t IN
+            SELECT a.k, pg_catalog.count(*)::integer AS n
+            FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
+            WHERE a.k > 0 AND a.id = ANY (v_round)
+            GROUP BY a.k
+        LOOP
+            k_n[t.k] := k_n[t.k] + t.n;
+            k_room[t.k] := k_room[t.k] - t.n;
+        END LOOP;
+        EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_passed) = 0;
+        v_exclude := v_exclude || v_passed || v_round;
     END LOOP;
 
-    -- 4. Lock the candidates in claim order, SKIP LOCKED, until batch_size are. A key's
-    --    candidates beyond its room (it may have several ranges) are left out first, so that
-    --    whichever rows concurrent claims hold, no key gets more than its room.
-    SELECT pg_catalog.array_agg(l.id) INTO v_ids
-    FROM (
-        SELECT j.id
-        FROM jobq_jobs AS j
-        WHERE j.id = ANY (ARRAY(
-            SELECT a.id
-            FROM (
-                SELECT
-                    a.id, a.k,
-                    -- the place of each in its key's claim order (ids are unique: no peers)
-                    pg_catalog.count(*) OVER (
-                        PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
-                    ) AS nth
-                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
-                                pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
-                    AS a (id, priority, available_at, k)
-            ) AS a
-            WHERE a.k = 0 OR a.nth <= k_room[a.k]
-        ))
-          AND j.status = 'pending'
-          AND NOT j.scheduled
-          AND j.available_at <= v_now
-        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-        LIMIT jobq__claim_limited.batch_size
-        FOR UPDATE SKIP LOCKED
-    ) AS l;
-
-    IF v_ids IS NULL THEN
+    IF pg_catalog.cardinality(v_ids) = 0 THEN
         RETURN;
     END IF;
 
@@ -757,15 +845,6 @@ BEGIN
 
     -- 5. Record the starts of each limited key: its row (the write that fences REPEATABLE
     --    READ claims) and, for a rate limit, the window (and the rows that left it).
-    FOR t IN
-        SELECT a.k, pg_catalog.count(*)::integer AS n
-        FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
-        WHERE a.k > 0 AND a.id = ANY (v_ids)
-        GROUP BY a.k
-    LOOP
-        k_n[t.k] := t.n;
-    END LOOP;
-
     INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at)
     SELECT x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp())
     FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
@@ -1160,9 +1239,9 @@ CREATE FUNCTION public.jobq__job_argument_problem(job_type text, queue text, ide
                 'idempotency_key is %s characters long, at most 1000 are allowed',
                 pg_catalog.length(idempotency_key)
             )
-        WHEN pg_catalog.octet_length(idempotency_key) > 1800
+        WHEN pg_catalog.octet_length(idempotency_key) > 2000
             THEN pg_catalog.format(
-                'idempotency_key is %s bytes long, at most 1800 are allowed',
+                'idempotency_key is %s bytes long, at most 2000 are allowed',
                 pg_catalog.octet_length(idempotency_key)
             )
         WHEN max_attempts IS NULL OR max_attempts < 1 OR max_attempts > 1000
@@ -1259,90 +1338,6 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__metric_histogram(buckets integer[]) IS 'Private. Per-bucket counts (22 elements) of a list of bucket positions; ''{}'' for none.';
 
-CREATE FUNCTION public.jobq__metric_labels(queues text[], job_types text[]) RETURNS TABLE(queue text, job_type text, label_queue text, label_job_type text)
-    LANGUAGE plpgsql
-    AS $$
-#variable_conflict use_column
-DECLARE
-    v_pairs text[];
-    v_types text[];
-    v_known boolean[];
-    v_room bigint;
-BEGIN
-    SELECT
-        pg_catalog.array_agg(p.queue ORDER BY p.queue, p.job_type),
-        pg_catalog.array_agg(p.job_type ORDER BY p.queue, p.job_type),
-        pg_catalog.array_agg(
-            (p.queue = '' AND p.job_type = '') OR EXISTS (
-                SELECT FROM jobq_metric_labels AS l
-                WHERE l.queue = p.queue AND l.job_type = p.job_type
-            )
-            ORDER BY p.queue, p.job_type
-        )
-    INTO v_pairs, v_types, v_known
-    FROM (
-        SELECT DISTINCT r.queue, r.job_type
-        FROM ROWS FROM (
-            pg_catalog.unnest(jobq__metric_labels.queues),
-            pg_catalog.unnest(jobq__metric_labels.job_types)
-        ) AS r (queue, job_type)
-    ) AS p;
-
-    IF v_pairs IS NULL THEN
-        RETURN;
-    END IF;
-
-    IF FALSE = ANY (v_known) THEN
-        SELECT greatest(
-            s.metrics_label_sets - (
-                SELECT pg_catalog.count(*)
-                FROM (SELECT DISTINCT l.queue, l.job_type FROM jobq_metric_labels AS l) AS d
-            ),
-            0
-        )
-        INTO v_room
-        FROM jobq_settings AS s
-        WHERE s.singleton;
-
-        WITH admitted AS (
-            INSERT INTO jobq_metric_labels AS l (queue, job_type)
-            SELECT n.queue, n.job_type
-            FROM ROWS FROM (
-                pg_catalog.unnest(v_pairs), pg_catalog.unnest(v_types), pg_catalog.unnest(v_known)
-            ) WITH ORDINALITY AS n (queue, job_type, known, ord)
-            WHERE NOT n.known
-            ORDER BY n.ord
-            LIMIT v_room
-            RETURNING l.queue, l.job_type
-        )
-
-        SELECT pg_catalog.array_agg(
-            k.known OR EXISTS (
-                SELECT FROM admitted AS a WHERE a.queue = k.queue AND a.job_type = k.job_type
-            )
-            ORDER BY k.ord
-        )
-        INTO v_known
-        FROM ROWS FROM (
-            pg_catalog.unnest(v_pairs), pg_catalog.unnest(v_types), pg_catalog.unnest(v_known)
-        ) WITH ORDINALITY AS k (queue, job_type, known, ord);
-    END IF;
-
-    RETURN QUERY
-    SELECT
-        k.queue, k.job_type,
-        CASE WHEN k.known THEN k.queue ELSE '' END,
-        CASE WHEN k.known THEN k.job_type ELSE '' END
-    FROM ROWS FROM (
-        pg_catalog.unnest(v_pairs), pg_catalog.unnest(v_types), pg_catalog.unnest(v_known)
-    ) AS k (queue, job_type, known);
-END;
-$$;
-
-COMMENT ON FUNCTION public.jobq__metric_labels(queues text[], job_types text[]) IS 'Private. For each distinct (queues[i], job_types[i]): the label set jobq_metrics() counts it
-under, its own when admitted to jobq_metric_labels (admitting it while fewer than
-jobq_settings.metrics_label_sets pairs are), else the overflow label set ('''', '''').';
-
 CREATE FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], seconds double precision[] DEFAULT NULL::double precision[]) RETURNS integer
     LANGUAGE plpgsql
     AS $$
@@ -1359,9 +1354,6 @@ DECLARE
     v_list integer[];
     v_fast boolean := TRUE;
     v_written integer;  -- counter rows written by the fast path
-    v_pid integer;  -- this backend's shard, read only where a statement needs it
-    v_unknown boolean;  -- a pair of the call is not admitted
-    v_pair text;  -- the one pair of a call of one job, as jobq.metrics_pair holds it
 BEGIN
     -- Counting off (a new installation's default): one read of the setting, nothing else.
     -- Read on its own, never in the WHERE of an upsert below: a SELECT that reads a table
@@ -1374,98 +1366,6 @@ BEGIN
     -- session compiled it (20 ms or more each).
     IF NOT (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton) THEN
         RETURN 0;
-    END IF;
-
-    -- The hot case: one job of a hot kind, the first counted statement of a transaction, of a
-    -- pair this backend counts already (see the header): its row is updated, nothing else.
-    IF pg_catalog.cardinality(queues) = 1
-       AND kind IN ('enqueued', 'started', 'succeeded')
-       AND pg_catalog.current_setting('jobq.metrics_counted', TRUE) IS DISTINCT FROM 'on' THEN
-        v_pid := pg_catalog.pg_backend_pid();
-        IF kind = 'enqueued' THEN
-            UPDATE jobq_metric_counters AS c
-            SET enqueued = c.enqueued + 1, jobs_pending = c.jobs_pending + 1
-            WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
-        ELSE
-            v_seconds := CASE WHEN seconds[1] IS NOT NULL THEN greatest(seconds[1], 0) END;
-            IF v_seconds IS NOT NULL THEN
-                v_buckets := pg_catalog.array_fill(0::bigint, ARRAY[22]);
-                v_buckets[jobq__metric_bucket(v_seconds)] := 1;
-            END IF;
-            IF kind = 'started' THEN
-                UPDATE jobq_metric_counters AS c
-                SET
-                    started = c.started + 1,
-                    jobs_pending = c.jobs_pending - 1,
-                    jobs_processing = c.jobs_processing + 1,
-                    wait_buckets = jobq__metric_add(c.wait_buckets, v_buckets),
-                    wait_sum = c.wait_sum + coalesce(v_seconds, 0)
-                WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
-            ELSE
-                UPDATE jobq_metric_counters AS c
-                SET
-                    succeeded = c.succeeded + 1,
-                    jobs_processing = c.jobs_processing - 1,
-                    jobs_succeeded = c.jobs_succeeded + 1,
-                    run_buckets = jobq__metric_add(c.run_buckets, v_buckets),
-                    run_sum = c.run_sum + coalesce(v_seconds, 0)
-                WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
-            END IF;
-            v_buckets := '{}'::bigint[];
-            v_seconds := NULL;
-        END IF;
-        IF FOUND THEN
-            PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
-            RETURN 1;
-        END IF;
-    END IF;
-
-    -- Any other call: a pair not admitted (one index probe per distinct pair) sends its jobs
-    -- to the label set jobq__metric_labels gives it.
-    -- One job: the pair last found admitted in this transaction (jobq.metrics_pair, reset at
-    -- its end; no jobq_metrics_forget can run while it writes jobs) needs no probe, so a
-    -- transaction that counts one pair statement after statement probes once.
-    IF pg_catalog.cardinality(queues) = 1 THEN
-        v_pair := pg_catalog.length(queues[1])::text || ':' || queues[1] || job_types[1];
-        IF pg_catalog.current_setting('jobq.metrics_pair', TRUE) IS NOT DISTINCT FROM v_pair THEN
-            v_unknown := FALSE;
-        ELSE
-            v_unknown := NOT (queues[1] = '' AND job_types[1] = '') AND NOT EXISTS (
-                SELECT FROM jobq_metric_labels AS l
-                WHERE l.queue = queues[1] AND l.job_type = job_types[1]
-            );
-            IF NOT v_unknown THEN
-                PERFORM pg_catalog.set_config('jobq.metrics_pair', v_pair, TRUE);
-            END IF;
-        END IF;
-    ELSE
-        v_unknown := EXISTS (
-            SELECT
-            FROM (
-                SELECT DISTINCT r.queue, r.job_type
-                FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(job_types))
-                    AS r (queue, job_type)
-            ) AS p
-            WHERE NOT (p.queue = '' AND p.job_type = '')
-              AND NOT EXISTS (
-                  SELECT FROM jobq_metric_labels AS l
-                  WHERE l.queue = p.queue AND l.job_type = p.job_type
-              )
-        );
-    END IF;
-    IF v_unknown THEN
-        SELECT
-            pg_catalog.array_agg(m.label_queue ORDER BY r.ord),
-            pg_catalog.array_agg(m.label_job_type ORDER BY r.ord),
-            pg_catalog.array_agg(r.status ORDER BY r.ord),
-            pg_catalog.array_agg(r.seconds ORDER BY r.ord)
-        INTO queues, job_types, statuses, seconds
-        FROM ROWS FROM (
-            pg_catalog.unnest(queues), pg_catalog.unnest(job_types),
-            pg_catalog.unnest(statuses), pg_catalog.unnest(seconds)
-        ) WITH ORDINALITY AS r (queue, job_type, status, seconds, ord)
-        INNER JOIN jobq__metric_labels(queues, job_types) AS m
-            ON m.queue = r.queue AND m.job_type = r.job_type;
     END IF;
 
     -- The hot kinds, counted by the first counted statement of a transaction (every claim and
@@ -2182,12 +2082,13 @@ BEGIN
     END IF;
 
     IF jobq_await.timeout = interval '0' THEN
-        -- Only unfinished jobs not marked yet are written: a repeated call writes nothing.
-        UPDATE jobq_jobs AS j
-        SET awaited = TRUE
+        -- Only unfinished jobs not registered yet are written: a repeated call writes nothing.
+        INSERT INTO jobq_awaits (job_id)
+        SELECT j.id
+        FROM jobq_jobs AS j
         WHERE j.id = ANY (jobq_await.job_ids)
           AND j.finished_at IS NULL
-          AND NOT j.awaited;
+          AND NOT EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id);
     ELSIF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'jobq_await: cannot wait in a % transaction: it would see no commit made '
                         'while it waits',
@@ -2225,13 +2126,14 @@ $$;
 COMMENT ON FUNCTION public.jobq_await(job_ids uuid[], timeout interval) IS 'Waits until every given job has finished (succeeded, failed, dead_letter, cancelled), or
 until the timeout has passed, and returns their statuses at that moment. It sees commits made
 while it waits (under READ COMMITTED it polls, each check a new statement with a new snapshot:
-every 10 ms at first, every 500 ms at most). With timeout 0 it returns at once and marks the
-unfinished jobs as awaited: their end is then announced by a NOTIFY on the done channel
-(jobq-done:<schema>, payload the job id) to a client that LISTENs there, as Queue.wait does;
-call it so in a transaction of its own. Cost: while it waits, its statement holds a snapshot,
-so VACUUM cannot remove rows that died after the wait began; prefer LISTEN for long waits. A
-job whose row the caller''s transaction has locked or enqueued cannot finish before that
-transaction ends: the wait then lasts until the timeout.
+every 10 ms at first, every 500 ms at most). With timeout 0 it returns at once and registers
+interest in the unfinished jobs (jobq_awaits): their end is then announced by a NOTIFY on the
+done channel (jobq-done:<schema>, payload the job id) to a client that LISTENs there, as
+Queue.wait does, which also re-reads the statuses now and then; call it so in a transaction of
+its own. Registering locks no job and waits for no lock. Cost: while it waits, its statement
+holds a snapshot, so VACUUM cannot remove rows that died after the wait began; prefer LISTEN
+for long waits. A job whose row the caller''s transaction has locked or enqueued cannot finish
+before that transaction ends: the wait then lasts until the timeout.
 Arguments: job_ids (the jobs; at most 10,000; unknown ids are left out and not waited for),
 timeout (0 to 5 minutes, default 30 seconds).
 Result: the rows of jobq_job_status (id, status, attempts, result, last_error, finished_at,
@@ -2285,7 +2187,7 @@ BEGIN
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job completed while we waited for its lock is finished.
           AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
-        RETURNING j.id, j.status, j.locked_by, j.awaited, j.queue, j.job_type
+        RETURNING j.id, j.status, j.locked_by, j.queue, j.job_type
     ),
 
     -- Only the pending jobs changed status; the running ones got a request.
@@ -2299,12 +2201,12 @@ BEGIN
     )
 
     SELECT
-        pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled' AND c.awaited),
+        pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled'),
         pg_catalog.array_agg(c.locked_by) FILTER (WHERE c.status = 'processing')
     INTO v_ended, v_workers
     FROM changed AS c
     LEFT JOIN counted ON TRUE;
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
     PERFORM jobq__notify_events('cancel', v_workers);
 
     RETURN QUERY
@@ -2402,7 +2304,11 @@ BEGIN
     WHERE j.id = jobq_complete.job_id
       AND j.locked_by = jobq_complete.worker_id
       AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
-    RETURNING j.awaited, j.queue, j.job_type, j.claimed_at
+    -- Whether a client awaits the job is read in the same statement: a probe of an index that
+    -- is empty unless someone waits, with no statement of its own.
+    RETURNING
+        EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id),
+        j.queue, j.job_type, j.claimed_at
     INTO v_awaited, v_queue, v_job_type, v_claimed_at;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
@@ -2410,7 +2316,7 @@ BEGIN
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
-    IF v_awaited THEN
+    IF v_awaited AND jobq__awaits_end(ARRAY[jobq_complete.job_id]) IS NOT NULL THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
     END IF;
     RETURN v_awaited IS NOT NULL;
@@ -2438,6 +2344,7 @@ CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attemp
 DECLARE
     v_done integer;
     v_awaited text[];
+    v_ids uuid[];
     v_error text;
     v_limit integer;
     v_big record;
@@ -2514,7 +2421,9 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING j.id, j.awaited, j.queue, j.job_type, j.claimed_at
+        RETURNING
+            j.id, j.queue, j.job_type, j.claimed_at,
+            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id) AS awaited
     ),
 
     counted AS MATERIALIZED (
@@ -2528,10 +2437,13 @@ BEGIN
 
     SELECT
         pg_catalog.count(*)::integer,
-        pg_catalog.array_agg(done.id::text) FILTER (WHERE done.awaited)
-    INTO v_done, v_awaited
+        pg_catalog.array_agg(done.id) FILTER (WHERE done.awaited)
+    INTO v_done, v_ids
     FROM done
     LEFT JOIN counted ON TRUE;
+    IF v_ids IS NOT NULL THEN
+        v_awaited := jobq__awaits_end(v_ids);
+    END IF;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__notify_events('done', v_awaited);
     END IF;
@@ -2554,14 +2466,13 @@ Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do 
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
 the installation''s done channel (payload: the job id) for each completed job a client awaits.';
 
-CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean, metrics_label_sets integer DEFAULT NULL::integer) RETURNS jsonb
+CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_max_payload_bytes integer;
     v_metrics boolean;
-    v_metrics_label_sets integer;
     v_settings jsonb;
     v_was boolean;
 BEGIN
@@ -2570,25 +2481,18 @@ BEGIN
             jobq_configure.max_payload_bytes
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF jobq_configure.metrics_label_sets NOT BETWEEN 0 AND 1000000 THEN
-        RAISE EXCEPTION 'jobq_configure: metrics_label_sets must be between 0 and 1000000, got %',
-            jobq_configure.metrics_label_sets
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
     SELECT s.metrics INTO v_was FROM jobq_settings AS s FOR UPDATE;
     UPDATE jobq_settings AS s
     SET
         max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes),
-        metrics = coalesce(jobq_configure.metrics, s.metrics),
-        metrics_label_sets = coalesce(jobq_configure.metrics_label_sets, s.metrics_label_sets)
+        metrics = coalesce(jobq_configure.metrics, s.metrics)
     -- The settings are returned as columns and made into jsonb here: Citus refuses a STABLE
     -- function (jsonb_build_object) in RETURNING.
-    RETURNING s.max_payload_bytes, s.metrics, s.metrics_label_sets
-    INTO v_max_payload_bytes, v_metrics, v_metrics_label_sets;
+    RETURNING s.max_payload_bytes, s.metrics
+    INTO v_max_payload_bytes, v_metrics;
     v_settings := pg_catalog.jsonb_build_object(
         'max_payload_bytes', v_max_payload_bytes,
-        'metrics', v_metrics,
-        'metrics_label_sets', v_metrics_label_sets
+        'metrics', v_metrics
     );
     IF jobq_configure.metrics AND NOT v_was THEN
         PERFORM jobq_metrics_recount();
@@ -2597,20 +2501,15 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean, metrics_label_sets integer) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
+COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
 live in this schema''s jobq_settings, so each tenant schema has its own.
 Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
 in bytes of jsonb; default 1048576; NULL leaves it as it is), metrics (whether the jobq
 functions count what they do for jobq_metrics(); off on a new installation, since counting
 costs a write in every counted call; false stops the counters, and true after false counts
-the jobs again as jobq_metrics_recount() does; NULL leaves it), metrics_label_sets (how many
-(queue, job_type) label sets jobq_metrics() counts under their own names, 0 to 1000000,
-default 1000; the others are counted under the overflow label set, queue '''' and job_type
-''''; lowering it keeps the label sets already admitted until jobq_metrics_forget() removes
-them; NULL leaves it).
-Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": false,
-"metrics_label_sets": 1000}).
-Errors: 22023 max_payload_bytes < 1, metrics_label_sets outside 0..1000000.
+the jobs again as jobq_metrics_recount() does; NULL leaves it).
+Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": false}).
+Errors: 22023 max_payload_bytes < 1.
 Concurrency: turning metrics on again waits for the writers of jobq_jobs of the moment, and
 blocks new ones while it counts (see jobq_metrics_recount).';
 
@@ -2678,13 +2577,18 @@ BEGIN
 
     -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
     --    Each is recorded in errors (which worker lost it). One with a cancel request is not
-    --    run again: cancelled. One that has attempts left goes back to pending with its
-    --    original available_at, so that step 3 ranks it like any other pending job; one that
-    --    has used all its attempts is not run again: dead_letter. The index
-    --    jobq_jobs_locked_idx makes this a short range scan that finds nothing in the common
-    --    case; the jobs that ended and that a client awaits are announced on the done channel.
+    --    run again: cancelled; one that has used all its attempts is not run again:
+    --    dead_letter. Those end here, whatever their priority, up to 1,000 per claim (the
+    --    oldest locks first), and take no place in the batch. One that has attempts left goes
+    --    back to pending with its original available_at, so that step 3 ranks it like any
+    --    other pending job: the first batch_size of those in claim order (priority DESC,
+    --    available_at, id) are taken back, which holds every one that the claim can take
+    --    ahead of a pending job. The index jobq_jobs_locked_idx makes both a short range scan
+    --    that finds nothing in the common case (the stale rows it finds are then sorted); the
+    --    jobs that ended and that a client awaits are announced on the done channel.
     --    The texts of the record are made in the SELECT: Citus refuses a STABLE function
     --    (format, jsonb_build_object) over columns in the SET list of an UPDATE.
+    -- stale: the stale claims that end here; rerun: those that go back to pending.
     WITH stale AS MATERIALIZED (
         SELECT
             j.id,
@@ -2701,9 +2605,39 @@ BEGIN
               < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+          AND (j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts)
         ORDER BY j.locked_at
+        LIMIT 1000
+        FOR UPDATE SKIP LOCKED
+    ),
+
+    rerun AS MATERIALIZED (
+        SELECT
+            j.id,
+            pg_catalog.format(
+                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                jobq_dequeue.lock_timeout
+            ) AS message,
+            pg_catalog.substr(j.locked_by, 1, 200) AS worker,
+            j.attempts
+        FROM jobq_jobs AS j
+        WHERE j.status = 'processing'
+          AND j.locked_at
+              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
+          AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
+          AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+          AND j.cancel_requested_at IS NULL
+          AND j.attempts < j.max_attempts
+        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
         LIMIT jobq_dequeue.batch_size
         FOR UPDATE SKIP LOCKED
+    ),
+
+    taken_back AS (
+        SELECT * FROM stale
+        UNION ALL
+        SELECT * FROM rerun
     ),
 
     record AS (
@@ -2717,7 +2651,7 @@ BEGIN
                 'error', stale.message,
                 'kind', 'lock_expired'
             ) AS entry
-        FROM stale
+        FROM taken_back AS stale
     ),
 
     taken AS (
@@ -2745,9 +2679,9 @@ BEGIN
         -- by id alone, the generic plan made with statistics that counted many processing
         -- jobs (a burst claimed on a small table, then analyzed) hashed the whole of jobq_jobs
         -- on every claim that took a stale job back.
-        WHERE j.id = ANY (ARRAY(SELECT s.id FROM stale AS s))
+        WHERE j.id = ANY (ARRAY(SELECT s.id FROM taken_back AS s))
           AND j.id = r.id
-        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+        RETURNING j.id, j.status, j.queue, j.job_type
     ),
 
     counted AS MATERIALIZED (
@@ -2759,12 +2693,12 @@ BEGIN
         HAVING pg_catalog.count(*) > 0
     )
 
-    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
+    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.status <> 'pending')
     INTO v_ended
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
     END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by
@@ -3167,15 +3101,13 @@ BEGIN
                 coalesce(jobq_enqueue.run_at > v_now, FALSE),
                 jobq_enqueue.limit_group, jobq_enqueue.limit_key
             )
-            ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
             EXIT WHEN v_id IS NOT NULL;
 
             SELECT j.id INTO v_id
             FROM jobq_jobs AS j
-            WHERE
-                j.job_type = jobq_enqueue.job_type
-                AND j.idempotency_key = jobq_enqueue.idempotency_key;
+            WHERE j.idempotency_key = jobq_enqueue.idempotency_key;
             IF v_id IS NOT NULL THEN
                 -- A duplicate: nothing was added, so nobody needs waking.
                 RETURN v_id;
@@ -3201,19 +3133,18 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) IS 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
-max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 1800
-bytes; unique per job_type), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
+max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
+bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
 priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
 limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
 the whole group shares one limit, else 1-200 chars: each key of the group has the group''s
 limits for itself; needs a limit_group).
-Result: the new job''s id; if a job with the same job_type and idempotency_key exists, in any
-status, nothing is added or changed and that job''s id is returned (the same key under another
-job_type is another job).
+Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
+is added or changed and that job''s id is returned.
 Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at/limit_group/
 limit_key (blank, too long, a limit_key without a limit_group) or a payload
 that is not a JSON object, 22004 NULL payload, 54000 payload too large.
-Concurrency: N sessions enqueuing one key (of one job_type) at once make one row and all get its id. Runs in the
+Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
 caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
 in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
 now (delivered at commit).';
@@ -3227,7 +3158,6 @@ DECLARE
     v_bad record;
     v_limit integer;
     v_ids uuid[];
-    v_types text[];
     v_keys text[];
     v_missing integer;
     v_metrics boolean;
@@ -3295,7 +3225,7 @@ BEGIN
             SELECT FROM pg_catalog.unnest(idempotency_keys) AS k (v)
             WHERE k.v IS NOT NULL AND (
                 jobq__blank(k.v) OR pg_catalog.length(k.v) > 1000
-                OR pg_catalog.octet_length(k.v) > 1800
+                OR pg_catalog.octet_length(k.v) > 2000
             )
         ))
         AND (jobq_enqueue_arrays.max_attempts IS NULL OR (
@@ -3466,7 +3396,7 @@ BEGIN
             CASE
                 WHEN u.idempotency_key IS NULL THEN u.id
                 ELSE pg_catalog.first_value(u.id) OVER (
-                    PARTITION BY u.job_type, u.idempotency_key ORDER BY u.ord
+                    PARTITION BY u.idempotency_key ORDER BY u.ord
                 )
             END AS first_id
         FROM ROWS FROM (
@@ -3491,7 +3421,7 @@ BEGIN
         FROM input AS i
         WHERE i.new_id = i.first_id
         ORDER BY i.ord
-        ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.job_type, j.available_at
     ),
 
@@ -3510,9 +3440,8 @@ BEGIN
 
     SELECT
         pg_catalog.array_agg(ins.id ORDER BY i.ord),
-        pg_catalog.array_agg(i.job_type ORDER BY i.ord),
         pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-    INTO v_ids, v_types, v_keys
+    INTO v_ids, v_keys
     FROM input AS i
     LEFT JOIN inserted AS ins ON ins.id = i.first_id
     CROSS JOIN woken
@@ -3525,11 +3454,9 @@ BEGIN
             pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
             (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
         INTO v_ids, v_missing
-        FROM ROWS FROM (
-            pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types), pg_catalog.unnest(v_keys)
-        ) WITH ORDINALITY AS r (id, job_type, key, ord)
-        LEFT JOIN jobq_jobs AS j
-            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
+        FROM ROWS FROM (pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys))
+            WITH ORDINALITY AS r (id, key, ord)
+        LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 
         -- The row of a key vanished between our insert and our read (pruned): enqueue those
@@ -3555,10 +3482,10 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[]) IS 'Adds many jobs in one statement, given one array per column (element i of each array is job
-i), each job with jobq_enqueue''s semantics: an existing idempotency key of the same job type
-returns the existing id; two jobs with the same job type and key get the same id (the first is
-inserted). The same jobs as jobq_enqueue_many, without a JSON document to parse; send the
-arrays in binary where the driver can.
+i), each job with jobq_enqueue''s semantics: an existing idempotency key returns the existing
+id; two jobs with the same key get the same id (the first is inserted). The same jobs as
+jobq_enqueue_many, without a JSON document to parse; send the arrays in binary where the
+driver can.
 Arguments: job_types (one per job, 1-200 chars; its length is the number of jobs);
 payloads (JSON objects), idempotency_keys, max_attempts, run_ats, priorities, queues: each
 NULL (the default of jobq_enqueue for every job) or with one element per job, bounded as in
@@ -3581,7 +3508,6 @@ DECLARE
     v_limit integer;
     v_ords integer[];
     v_ids uuid[];
-    v_types text[];
     v_keys text[];
     v_missing integer;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -3768,15 +3694,14 @@ BEGIN
             FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
         ),
 
-        -- first_id: the id of the first element with the same job_type and key (its own id
-        -- without a key).
+        -- first_id: the id of the first element with the same key (its own id without one).
         input AS MATERIALIZED (
             SELECT
                 p.*,
                 CASE
                     WHEN p.idempotency_key IS NULL THEN p.new_id
                     ELSE pg_catalog.first_value(p.new_id) OVER (
-                        PARTITION BY p.job_type, p.idempotency_key ORDER BY p.ord
+                        PARTITION BY p.idempotency_key ORDER BY p.ord
                     )
                 END AS first_id
             FROM parsed AS p
@@ -3794,8 +3719,7 @@ BEGIN
             FROM input AS i
             WHERE i.new_id = i.first_id
             ORDER BY i.ord
-            ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL
-            DO NOTHING
+            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id, j.queue, j.job_type, j.available_at
         ),
 
@@ -3815,9 +3739,8 @@ BEGIN
         SELECT
             pg_catalog.array_agg(i.ord ORDER BY i.ord),
             pg_catalog.array_agg(ins.id ORDER BY i.ord),
-            pg_catalog.array_agg(i.job_type ORDER BY i.ord),
             pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-        INTO v_ords, v_ids, v_types, v_keys
+        INTO v_ords, v_ids, v_keys
         FROM input AS i
         LEFT JOIN inserted AS ins ON ins.id = i.first_id
         CROSS JOIN woken
@@ -3855,11 +3778,9 @@ BEGIN
         INTO v_ids, v_missing
         -- ROWS FROM (unnest, ...): the multi-array unnest() shorthand exists only unqualified.
         FROM ROWS FROM (
-            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types),
-            pg_catalog.unnest(v_keys)
-        ) AS r (ord, id, job_type, key)
-        LEFT JOIN jobq_jobs AS j
-            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
+            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys)
+        ) AS r (ord, id, key)
+        LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 
         -- The row of a key vanished between our insert and our read (pruned): enqueue those
@@ -3889,8 +3810,8 @@ END;
 $_$;
 
 COMMENT ON FUNCTION public.jobq_enqueue_many(jobs jsonb) IS 'Adds many jobs in one statement, each with jobq_enqueue''s semantics: an existing
-idempotency_key of the same job_type returns the existing id; two elements with the same
-job_type and key get the same id (the first is inserted). Built for 10,000+ jobs per call.
+idempotency_key returns the existing id; two elements with the same key get the same id (the
+first is inserted). Built for 10,000+ jobs per call.
 Arguments: jobs (a JSON array of objects with the keys of jobq_enqueue: job_type required;
 payload, idempotency_key, max_attempts, run_at as ISO 8601 text with an offset, priority,
 queue, limit_group, limit_key optional).
@@ -3908,11 +3829,11 @@ CREATE FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry 
     AS $$
 DECLARE
     v_status text;
+    v_awaited boolean;
     v_queue text;
     v_available_at timestamptz;
     v_error text;
     v_error_text text;
-    v_awaited boolean;
     v_job_type text;
     v_claimed_at timestamptz;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -3972,7 +3893,11 @@ BEGIN
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
-    RETURNING j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+    -- Whether a client awaits the job is read in the same statement (jobq_awaits).
+    RETURNING
+        j.status, j.queue, j.available_at,
+        EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id),
+        j.job_type, j.claimed_at
     INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
     IF v_status IS NOT NULL THEN
         PERFORM jobq__metrics_count(
@@ -3982,7 +3907,8 @@ BEGIN
     END IF;
     IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
-    ELSIF v_awaited AND v_status <> 'pending' THEN
+    ELSIF v_awaited AND v_status <> 'pending'
+          AND jobq__awaits_end(ARRAY[jobq_fail.job_id]) IS NOT NULL THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
     END IF;
     RETURN v_status;
@@ -4144,7 +4070,7 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_fail_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.job_type, j.claimed_at
     ),
 
     counted AS MATERIALIZED (
@@ -4163,14 +4089,14 @@ BEGIN
         pg_catalog.array_agg(DISTINCT x.queue) FILTER (
             WHERE x.status = 'pending' AND x.available_at <= v_now
         ),
-        pg_catalog.array_agg(x.id::text) FILTER (WHERE x.awaited AND x.status <> 'pending')
+        pg_catalog.array_agg(x.id::text) FILTER (WHERE x.status <> 'pending')
     INTO v_ords, v_statuses, v_wake, v_ended
     FROM failed AS x
     LEFT JOIN counted ON TRUE;
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
 
     RETURN QUERY
     SELECT e.i::integer, e.job_id, r.status
@@ -4555,8 +4481,8 @@ CREATE FUNCTION public.jobq_job_status(job_ids uuid[]) RETURNS TABLE(id uuid, st
     ORDER BY j.id
 $$;
 
-COMMENT ON FUNCTION public.jobq_job_status(job_ids uuid[]) IS 'How the given jobs stand, without their payloads: for producers and workers that want to
-know how their jobs ended (not granted to the monitor level: it returns results and errors).
+COMMENT ON FUNCTION public.jobq_job_status(job_ids uuid[]) IS 'How the given jobs stand, without their payloads: for producers that want to know how
+their jobs ended, and for monitors.
 Arguments: job_ids (the jobs; NULL = none).
 Result: one row per known id (unknown ids are left out), in id order: id, status, attempts,
 result (what the handler returned, for a succeeded job), last_error, finished_at (NULL while
@@ -4578,15 +4504,6 @@ DECLARE
     v_job jobq_job_summary;
     v_examined integer := 0;
     v_found integer := 0;
-    -- Whether the session's role may read error texts (see above).
-    v_errors CONSTANT boolean := pg_catalog.has_function_privilege(
-        CASE
-            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
-            ELSE pg_catalog.current_setting('role')::name
-        END,
-        'jobq_get_job(uuid)'::pg_catalog.regprocedure::pg_catalog.oid,
-        'EXECUTE'
-    );
 BEGIN
     IF status IS NULL OR status <> ALL (jobq__statuses()) THEN
         RAISE EXCEPTION 'jobq_jobs_page: status must be one of %, got %',
@@ -4626,8 +4543,7 @@ BEGIN
         SELECT p.* FROM (
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
-                   j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
                    j.available_at AS sort_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
@@ -4637,8 +4553,7 @@ BEGIN
             UNION ALL
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
-                   j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
                    j.available_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
@@ -4648,8 +4563,7 @@ BEGIN
             UNION ALL
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
-                   j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
                    j.available_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND j.scheduled
@@ -4663,8 +4577,7 @@ BEGIN
         RETURN QUERY
         SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-               j.finished_at, CASE WHEN v_errors THEN j.last_error END,
-               j.cancel_requested_at IS NOT NULL, j.locked_at,
+               j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.locked_at,
                true
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
@@ -4683,8 +4596,7 @@ BEGIN
             OPEN v_jobs FOR
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
-                   j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
             FROM jobq_jobs AS j
             WHERE j.status = 'succeeded'
@@ -4695,8 +4607,7 @@ BEGIN
             OPEN v_jobs FOR
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
-                   j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
             FROM jobq_jobs AS j
             WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
@@ -4727,9 +4638,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) IS 'Admin and monitor. One page of the jobs of one status, without payloads, results or error
-texts for a monitor (last_error is NULL unless the session''s role, the role set by SET ROLE or
-else the login role, may call jobq_get_job), with keyset paging:
+COMMENT ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) IS 'Admin and monitor. One page of the jobs of one status, without payloads, with keyset paging:
 pass the sort_at and id of the last row of a page as after_at and after_id to get the next one.
 Pending jobs are listed oldest available first (sort_at = available_at), processing jobs oldest
 claim first (locked_at), finished ones newest first (finished_at). Each status is read through
@@ -4743,8 +4652,7 @@ after_id (both NULL for the first page, both given for the next ones), max_rows 
 default 50), scan_limit (how many finished jobs a page examines at most, 1 to 1000000,
 default 10000).
 Result: rows of jobq_job_summary (the columns of jobq_jobs without payload, result and
-errors, last_error NULL for a role that may not call jobq_get_job, cancel_requested, sort_at,
-and matches: true on every job listed, false on the marker
+errors, cancel_requested, sort_at, and matches: true on every job listed, false on the marker
 of a search stopped by scan_limit).
 Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, scan_limit outside
 1..1000000, only one of after_at and after_id.
@@ -4885,7 +4793,6 @@ CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, v
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_bitmapscan TO 'off'
-    SET jit TO 'off'
     AS $$
 DECLARE
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -5079,16 +4986,8 @@ BEGIN
         LIMIT 1000
     ),
 
-    -- Per queue of an admitted label set; the queues of the others under the overflow
-    -- label set's queue '' (the label sets of a scrape are bounded, jobq__metric_labels).
     oldest AS (
-        SELECT
-            CASE
-                WHEN EXISTS (SELECT FROM jobq_metric_labels AS m WHERE m.queue = a.queue)
-                    THEN a.queue
-                ELSE ''
-            END AS queue,
-            pg_catalog.min(a.available_at) AS available_at
+        SELECT a.queue, pg_catalog.min(a.available_at) AS available_at
         FROM (
             SELECT b.queue, b.available_at FROM oldest_by_priority AS b
             UNION ALL
@@ -5096,7 +4995,7 @@ BEGIN
             UNION ALL
             SELECT l.queue, l.available_at FROM limited AS l
         ) AS a
-        GROUP BY 1
+        GROUP BY a.queue
     )
 
     SELECT s.metric, s.labels, s.value
@@ -5201,11 +5100,6 @@ available) and jobq_metrics_counting (1 while the functions count, 0 while count
 as on a new installation: jobq_configure(metrics => true)). Histograms per queue and job_type, as _bucket (label le, cumulative, +Inf last),
 _sum and _count rows: jobq_wait_seconds (available_at to claim) and jobq_run_seconds (claim to
 completion or failure).
-Label sets: at most jobq_settings.metrics_label_sets (queue, job_type) pairs (default 1000,
-jobq_configure(metrics_label_sets => ...)) are counted under their own names, first come
-first served; the others are counted under the overflow label set, queue "" and job_type ""
-(for the per-queue gauges, queue ""), so a scrape holds at most that many label sets plus
-one; jobq_metrics_forget() removes those without jobs.
 Cost: the rows of jobq_metric_counters (about one per live backend per queue and job type)
 and a few index probes per (job_type, queue, priority) with jobs available; finished jobs are
 never read. Each call first folds the rows of transactions that counted several statements
@@ -5216,91 +5110,6 @@ Result: rows (metric, labels, value): the metric name as Prometheus shows it, th
 JSON object of strings, the value.
 Errors: none.
 Concurrency: reads without waiting; the fold skips rows another session holds.';
-
-CREATE FUNCTION public.jobq_metrics_forget() RETURNS bigint
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_forgotten bigint;
-BEGIN
-    LOCK TABLE jobq_jobs IN SHARE MODE;
-    LOCK TABLE jobq_metric_counters, jobq_metric_deltas, jobq_metric_labels
-    IN SHARE ROW EXCLUSIVE MODE;
-
-    WITH present AS MATERIALIZED (
-        SELECT DISTINCT j.queue, j.job_type FROM jobq_jobs AS j
-    ),
-
-    labels AS MATERIALIZED (
-        SELECT DISTINCT c.queue, c.job_type
-        FROM (
-            SELECT l.queue, l.job_type FROM jobq_metric_labels AS l
-            UNION ALL
-            SELECT x.queue, x.job_type FROM jobq_metric_counters AS x
-            UNION ALL
-            SELECT d.queue, d.job_type FROM jobq_metric_deltas AS d
-        ) AS c
-    ),
-
-    gone AS MATERIALIZED (
-        SELECT l.queue, l.job_type
-        FROM labels AS l
-        WHERE NOT (l.queue = '' AND l.job_type = '')
-          AND NOT EXISTS (
-              SELECT FROM present AS p WHERE p.queue = l.queue AND p.job_type = l.job_type
-          )
-        UNION ALL
-        SELECT o.queue, o.job_type
-        FROM labels AS o
-        WHERE o.queue = '' AND o.job_type = ''
-          AND NOT EXISTS (
-              SELECT FROM present AS p
-              WHERE NOT EXISTS (
-                  SELECT FROM jobq_metric_labels AS m
-                  WHERE m.queue = p.queue AND m.job_type = p.job_type
-              )
-          )
-    ),
-
-    forgot_labels AS (
-        DELETE FROM jobq_metric_labels AS m
-        USING gone AS g
-        WHERE m.queue = g.queue AND m.job_type = g.job_type
-        RETURNING 1
-    ),
-
-    forgot_counters AS (
-        DELETE FROM jobq_metric_counters AS c
-        USING gone AS g
-        WHERE c.queue = g.queue AND c.job_type = g.job_type
-        RETURNING 1
-    ),
-
-    forgot_deltas AS (
-        DELETE FROM jobq_metric_deltas AS d
-        USING gone AS g
-        WHERE d.queue = g.queue AND d.job_type = g.job_type
-        RETURNING 1
-    )
-
-    SELECT pg_catalog.count(*) INTO v_forgotten FROM gone;
-    RETURN v_forgotten;
-END;
-$$;
-
-COMMENT ON FUNCTION public.jobq_metrics_forget() IS 'Admin only. Removes from jobq_metrics() every (queue, job_type) label set that has no job
-left, in any status: its counters, histograms and gauge rows, and its admission under the
-bound jobq_settings.metrics_label_sets, so that new label sets are counted under their own
-names again; the overflow label set (queue '''', job_type '''') goes too when no job left is
-counted under it. The removed series end, as a restarted target''s do.
-Arguments: none.
-Result: how many label sets were removed.
-Errors: none.
-Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE (waits for the transactions writing jobs at
-that moment, blocks writers until the caller''s transaction ends) and the metric tables in
-SHARE ROW EXCLUSIVE MODE; reads jobq_jobs whole, once. Run it when the queue is quiet, in a
-transaction of its own.';
 
 CREATE FUNCTION public.jobq_metrics_recount() RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5323,7 +5132,7 @@ BEGIN
     WHERE c.jobs_pending <> 0 OR c.jobs_processing <> 0 OR c.jobs_succeeded <> 0
        OR c.jobs_failed <> 0 OR c.jobs_dead_letter <> 0 OR c.jobs_cancelled <> 0;
 
-    WITH raw AS MATERIALIZED (
+    WITH counts AS (
         SELECT
             j.queue, j.job_type,
             pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending,
@@ -5334,28 +5143,6 @@ BEGIN
             pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled
         FROM jobq_jobs AS j
         GROUP BY j.queue, j.job_type
-    ),
-
-    labels AS MATERIALIZED (
-        SELECT m.queue, m.job_type, m.label_queue, m.label_job_type
-        FROM jobq__metric_labels(
-            ARRAY(SELECT r.queue FROM raw AS r ORDER BY r.queue, r.job_type),
-            ARRAY(SELECT r.job_type FROM raw AS r ORDER BY r.queue, r.job_type)
-        ) AS m
-    ),
-
-    counts AS (
-        SELECT
-            l.label_queue AS queue, l.label_job_type AS job_type,
-            pg_catalog.sum(r.pending)::bigint AS pending,
-            pg_catalog.sum(r.processing)::bigint AS processing,
-            pg_catalog.sum(r.succeeded)::bigint AS succeeded,
-            pg_catalog.sum(r.failed)::bigint AS failed,
-            pg_catalog.sum(r.dead_letter)::bigint AS dead_letter,
-            pg_catalog.sum(r.cancelled)::bigint AS cancelled
-        FROM raw AS r
-        INNER JOIN labels AS l ON l.queue = r.queue AND l.job_type = r.job_type
-        GROUP BY l.label_queue, l.label_job_type
     ),
 
     written AS (
@@ -5404,7 +5191,6 @@ DECLARE
     v_hint text;
     v_status text;
     v_before timestamptz;
-    v_left bigint;
     v_count bigint;
     v_deleted bigint := 0::bigint;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -5443,105 +5229,181 @@ BEGIN
     END IF;
 
     v_before := v_now - least(older_than, interval '1000 years');
-    FOR v_status IN
-        SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s DESC
-    LOOP
-        v_left := batch_size - v_deleted;  -- NULL: no limit
-        EXIT WHEN v_left = 0;
-        IF v_status = 'succeeded' THEN
-            WITH doomed AS MATERIALIZED (
-                SELECT j.id
-                FROM jobq_jobs AS j
-                WHERE j.status = 'succeeded' AND j.finished_at < v_before
-                ORDER BY j.finished_at
-                LIMIT v_left
-                FOR UPDATE SKIP LOCKED
-            ),
+    IF batch_size IS NOT NULL THEN
+        -- The oldest batch_size across the statuses, in one statement: each status gives its
+        -- oldest batch_size that no other transaction holds (read in finished_at order from its
+        -- index, locked with SKIP LOCKED as they are read), and the oldest batch_size of those
+        -- are deleted; the others stay locked only until this call's transaction ends.
+        -- Succeeded jobs are read with the predicate of jobq_jobs_succeeded_idx, the others
+        -- with that of jobq_jobs_failed_idx, so that even a generic plan can prove each
+        -- index's predicate.
+        WITH succeeded AS MATERIALIZED (
+            SELECT j.id, j.finished_at
+            FROM jobq_jobs AS j
+            WHERE 'succeeded' = ANY (jobq_prune.statuses)
+              AND j.status = 'succeeded'
+              AND j.finished_at < v_before
+            ORDER BY j.finished_at, j.id
+            LIMIT jobq_prune.batch_size
+            FOR UPDATE SKIP LOCKED
+        ),
 
-            pruned AS (
-                DELETE FROM jobq_jobs AS j
-                USING doomed
-                WHERE j.id = doomed.id
-                RETURNING j.queue, j.job_type
-            ),
-
-            counted AS MATERIALIZED (
-                SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
-                ) AS n
-                FROM pruned AS c
-                HAVING pg_catalog.count(*) > 0
-            )
-
-            SELECT pg_catalog.count(*) INTO v_count
-            FROM pruned AS p
-            LEFT JOIN counted ON TRUE;
-        ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
-            -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status is a
-            -- parameter) can use that index.
-            WITH doomed AS MATERIALIZED (
-                SELECT j.id
+        ended AS MATERIALIZED (
+            SELECT f.id, f.finished_at
+            FROM (
+                SELECT DISTINCT u.s
+                FROM pg_catalog.unnest(jobq_prune.statuses) AS u (s)
+                WHERE u.s IN ('failed', 'dead_letter', 'cancelled')
+            ) AS st
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.finished_at
                 FROM jobq_jobs AS j
                 WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
-                  AND j.status = v_status
+                  AND j.status = st.s
                   AND j.finished_at < v_before
-                ORDER BY j.finished_at
-                LIMIT v_left
+                ORDER BY j.finished_at, j.id
+                LIMIT jobq_prune.batch_size
                 FOR UPDATE SKIP LOCKED
-            ),
+            ) AS f
+        ),
 
-            pruned AS (
-                DELETE FROM jobq_jobs AS j
-                USING doomed
-                WHERE j.id = doomed.id
-                RETURNING j.queue, j.job_type
-            ),
+        doomed AS MATERIALIZED (
+            SELECT c.id
+            FROM (
+                SELECT s.id, s.finished_at FROM succeeded AS s
+                UNION ALL
+                SELECT e.id, e.finished_at FROM ended AS e
+            ) AS c
+            ORDER BY c.finished_at, c.id
+            LIMIT jobq_prune.batch_size
+        ),
 
-            counted AS MATERIALIZED (
-                SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
-                ) AS n
-                FROM pruned AS c
-                HAVING pg_catalog.count(*) > 0
-            )
+        pruned AS (
+            DELETE FROM jobq_jobs AS j
+            WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed))
+            RETURNING j.queue, j.job_type, j.status
+        ),
 
-            SELECT pg_catalog.count(*) INTO v_count
-            FROM pruned AS p
-            LEFT JOIN counted ON TRUE;
-        ELSE
-            WITH doomed AS MATERIALIZED (
-                SELECT j.id
-                FROM jobq_jobs AS j
-                WHERE j.status = v_status AND j.finished_at < v_before
-                ORDER BY j.finished_at
-                LIMIT v_left
-                FOR UPDATE SKIP LOCKED
-            ),
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                pg_catalog.array_agg(c.status)
+            ) AS n
+            FROM pruned AS c
+            HAVING pg_catalog.count(*) > 0
+        )
 
-            pruned AS (
-                DELETE FROM jobq_jobs AS j
-                USING doomed
-                WHERE j.id = doomed.id
-                RETURNING j.queue, j.job_type
-            ),
+        SELECT pg_catalog.count(*) INTO v_deleted
+        FROM pruned AS p
+        LEFT JOIN counted ON TRUE;
+    ELSE
+        FOR v_status IN
+            SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s
+        LOOP
+            IF v_status = 'succeeded' THEN
+                WITH doomed AS MATERIALIZED (
+                    SELECT j.id
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'succeeded' AND j.finished_at < v_before
+                    FOR UPDATE SKIP LOCKED
+                ),
 
-            counted AS MATERIALIZED (
-                SELECT jobq__metrics_count(
-                    'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
-                ) AS n
-                FROM pruned AS c
-                HAVING pg_catalog.count(*) > 0
-            )
+                pruned AS (
+                    DELETE FROM jobq_jobs AS j
+                    USING doomed
+                    WHERE j.id = doomed.id
+                    RETURNING j.queue, j.job_type
+                ),
 
-            SELECT pg_catalog.count(*) INTO v_count
-            FROM pruned AS p
-            LEFT JOIN counted ON TRUE;
-        END IF;
-        v_deleted := v_deleted + v_count;
-    END LOOP;
+                counted AS MATERIALIZED (
+                    SELECT jobq__metrics_count(
+                        'pruned', pg_catalog.array_agg(c.queue),
+                        pg_catalog.array_agg(c.job_type),
+                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    ) AS n
+                    FROM pruned AS c
+                    HAVING pg_catalog.count(*) > 0
+                )
+
+                SELECT pg_catalog.count(*) INTO v_count
+                FROM pruned AS p
+                LEFT JOIN counted ON TRUE;
+            ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
+                -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status
+                -- is a parameter) can use that index.
+                WITH doomed AS MATERIALIZED (
+                    SELECT j.id
+                    FROM jobq_jobs AS j
+                    WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+                      AND j.status = v_status
+                      AND j.finished_at < v_before
+                    FOR UPDATE SKIP LOCKED
+                ),
+
+                pruned AS (
+                    DELETE FROM jobq_jobs AS j
+                    USING doomed
+                    WHERE j.id = doomed.id
+                    RETURNING j.queue, j.job_type
+                ),
+
+                counted AS MATERIALIZED (
+                    SELECT jobq__metrics_count(
+                        'pruned', pg_catalog.array_agg(c.queue),
+                        pg_catalog.array_agg(c.job_type),
+                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    ) AS n
+                    FROM pruned AS c
+                    HAVING pg_catalog.count(*) > 0
+                )
+
+                SELECT pg_catalog.count(*) INTO v_count
+                FROM pruned AS p
+                LEFT JOIN counted ON TRUE;
+            ELSE
+                WITH doomed AS MATERIALIZED (
+                    SELECT j.id
+                    FROM jobq_jobs AS j
+                    WHERE j.status = v_status AND j.finished_at < v_before
+                    FOR UPDATE SKIP LOCKED
+                ),
+
+                pruned AS (
+                    DELETE FROM jobq_jobs AS j
+                    USING doomed
+                    WHERE j.id = doomed.id
+                    RETURNING j.queue, j.job_type
+                ),
+
+                counted AS MATERIALIZED (
+                    SELECT jobq__metrics_count(
+                        'pruned', pg_catalog.array_agg(c.queue),
+                        pg_catalog.array_agg(c.job_type),
+                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                    ) AS n
+                    FROM pruned AS c
+                    HAVING pg_catalog.count(*) > 0
+                )
+
+                SELECT pg_catalog.count(*) INTO v_count
+                FROM pruned AS p
+                LEFT JOIN counted ON TRUE;
+            END IF;
+            v_deleted := v_deleted + v_count;
+        END LOOP;
+    END IF;
+    -- Registrations of jobq_await whose job has ended or is gone: the ending statement deletes
+    -- a job's rows, but not those registered after it read them. Rows another transaction
+    -- holds are left for a later call.
+    DELETE FROM jobq_awaits AS a
+    WHERE a.ctid = ANY (ARRAY(
+        SELECT w.ctid
+        FROM jobq_awaits AS w
+        WHERE NOT EXISTS (
+            SELECT FROM jobq_jobs AS j WHERE j.id = w.job_id AND j.finished_at IS NULL
+        )
+        FOR UPDATE SKIP LOCKED
+    ));
     -- Regular maintenance: keeps jobq_metric_deltas short where nothing scrapes jobq_metrics().
     IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM jobq__metrics_fold();
@@ -5659,7 +5521,7 @@ BEGIN
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
         WHERE j.id = ANY (jobq_release.job_ids)
           AND j.locked_by = jobq_release.worker_id
-        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+        RETURNING j.id, j.status, j.queue, j.job_type
     ),
 
     counted AS MATERIALIZED (
@@ -5673,12 +5535,12 @@ BEGIN
 
     SELECT
         pg_catalog.count(*)::integer,
-        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
+        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.status = 'cancelled')
     INTO v_released, v_ended
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_ended);
+        PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
     END IF;
     IF v_released > 0 THEN
         PERFORM jobq__notify(ARRAY(
@@ -5750,7 +5612,7 @@ BEGIN
             locked_by = NULL,
             updated_at = v_now
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
-        RETURNING j.id, j.queue, j.status, j.awaited, j.job_type
+        RETURNING j.id, j.queue, j.status, j.job_type
     ),
 
     counted AS MATERIALIZED (
@@ -5765,12 +5627,12 @@ BEGIN
     SELECT
         pg_catalog.count(*)::integer,
         pg_catalog.array_agg(DISTINCT r.queue) FILTER (WHERE r.status = 'pending'),
-        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
+        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.status = 'cancelled')
     INTO v_released, v_queues, v_ended
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
-    PERFORM jobq__notify_events('done', v_ended);
+    PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
     RETURN v_released;
 END;
 $$;
@@ -5820,7 +5682,6 @@ BEGIN
         finished_at = NULL,
         cancel_requested_at = NULL,
         cancel_reason = NULL,
-        awaited = FALSE,
         updated_at = v_now
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed', 'cancelled')
@@ -5878,7 +5739,6 @@ BEGIN
             finished_at = NULL,
             cancel_requested_at = NULL,
             cancel_reason = NULL,
-            awaited = FALSE,
             updated_at = v_now
         FROM old
         WHERE j.id = old.id
@@ -6254,6 +6114,22 @@ Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, a
 available_at among them.
 Errors: 22023 a NULL or non-positive idle.';
 
+CREATE TABLE public.jobq_awaits (
+    job_id uuid NOT NULL,
+    awaited_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_awaits IS 'Jobs whose end a client waits to be told of (jobq_await with timeout 0, as Queue.wait calls
+it): the statement that ends such a job (completion, failure, cancel, release, takeover)
+deletes its rows and sends a NOTIFY on the done channel. Registering takes no lock on the
+job: no unique index, no foreign key. Empty unless someone waits; jobq_prune removes the rows
+of jobs that ended or are gone.';
+
+COMMENT ON COLUMN public.jobq_awaits.job_id IS 'The awaited job (not a foreign key: its check would lock the job''s row). Two clients waiting
+for one job may give it two rows.';
+
+COMMENT ON COLUMN public.jobq_awaits.awaited_at IS 'When jobq_await registered the interest.';
+
 CREATE TABLE public.jobq_limit_keys (
     limit_group text NOT NULL,
     limit_key text NOT NULL,
@@ -6486,20 +6362,6 @@ COMMENT ON COLUMN public.jobq_metric_deltas.run_buckets IS 'As in jobq_metric_co
 
 COMMENT ON COLUMN public.jobq_metric_deltas.run_sum IS 'As in jobq_metric_counters.';
 
-CREATE TABLE public.jobq_metric_labels (
-    queue text NOT NULL,
-    job_type text NOT NULL
-);
-
-COMMENT ON TABLE public.jobq_metric_labels IS 'jobq: the (queue, job_type) label sets that jobq_metrics() counts under their own names, at
-most jobq_settings.metrics_label_sets distinct pairs (a pair admitted by two sessions at once
-may have two rows). Written by jobq__metrics_count when it meets a new pair while there is
-room, emptied of pairs without jobs by jobq_metrics_forget().';
-
-COMMENT ON COLUMN public.jobq_metric_labels.queue IS 'The label set''s queue.';
-
-COMMENT ON COLUMN public.jobq_metric_labels.job_type IS 'The label set''s job_type.';
-
 CREATE TABLE public.jobq_migrations (
     version text NOT NULL,
     checksum text NOT NULL,
@@ -6578,10 +6440,7 @@ CREATE TABLE public.jobq_settings (
     singleton boolean DEFAULT true NOT NULL,
     max_payload_bytes integer DEFAULT 1048576 NOT NULL,
     metrics boolean DEFAULT false NOT NULL,
-    lock_seed bigint DEFAULT 0 NOT NULL,
-    metrics_label_sets integer DEFAULT 1000 NOT NULL,
     CONSTRAINT jobq_settings_max_payload_bytes_check CHECK ((max_payload_bytes > 0)),
-    CONSTRAINT jobq_settings_metrics_label_sets_check CHECK (((metrics_label_sets >= 0) AND (metrics_label_sets <= 1000000))),
     CONSTRAINT jobq_settings_singleton_check CHECK (singleton)
 );
 
@@ -6597,18 +6456,7 @@ COMMENT ON COLUMN public.jobq_settings.metrics IS 'Whether the jobq functions co
 ...)); false on a new installation. While false, the counters stand still, and the gauge
 jobq_jobs is recounted when it is turned on again.';
 
-COMMENT ON COLUMN public.jobq_settings.lock_seed IS 'A secret of this installation (64 random bits, made by migration 0014): the seed of the hash
-that numbers the advisory lock of each limit key (jobq__claim_limited), so that a role that
-knows a group and key cannot compute the lock''s number and hold it. Readable by jobq''s owner
-and admins only; never returned by jobq_configure.';
-
-COMMENT ON COLUMN public.jobq_settings.metrics_label_sets IS 'How many (queue, job_type) label sets jobq_metrics() counts under their own names (admitted to
-jobq_metric_labels, first come first served); the counts of the others go to the overflow label
-set, queue '''' and job_type ''''. Default 1000; jobq_configure(metrics_label_sets => ...).';
-
 COMMENT ON CONSTRAINT jobq_settings_max_payload_bytes_check ON public.jobq_settings IS 'The payload limit is positive.';
-
-COMMENT ON CONSTRAINT jobq_settings_metrics_label_sets_check ON public.jobq_settings IS 'The label-set bound is 0 (everything in the overflow label set) to 1,000,000.';
 
 COMMENT ON CONSTRAINT jobq_settings_singleton_check ON public.jobq_settings IS 'singleton is true, so no second row can be added.';
 
@@ -6681,6 +6529,11 @@ ALTER TABLE ONLY public.jobq_workers
 
 COMMENT ON CONSTRAINT jobq_workers_pkey ON public.jobq_workers IS 'One row per worker_id: a claim refreshes its worker''s row instead of adding one.';
 
+CREATE INDEX jobq_awaits_job_idx ON public.jobq_awaits USING btree (job_id);
+
+COMMENT ON INDEX public.jobq_awaits_job_idx IS 'The rows of a job: one probe per ending statement (an empty index when nobody waits). Not
+unique, so that registering never waits for another transaction.';
+
 CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (hashtextextended(job_type, (0)::bigint), hashtextextended(queue, (0)::bigint), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NULL));
 
 COMMENT ON INDEX public.jobq_jobs_claim_idx IS 'The claim: pending jobs available now (not scheduled) without a limit, one range per
@@ -6695,11 +6548,10 @@ CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finis
 COMMENT ON INDEX public.jobq_jobs_failed_idx IS 'Failed, dead_letter and cancelled jobs by finished_at, for operators (listing, health, requeue,
 prune). Succeeded jobs are left out, so that a completion writes no entry here.';
 
-CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
-COMMENT ON INDEX public.jobq_jobs_idempotency_key_key IS 'One job per (job_type, idempotency_key): the same key under another job type is another job.
-Partial (only non-NULL keys): NULLs never collide, and a job without a key, the common case,
-costs no entry here, when inserted or on any update.';
+COMMENT ON INDEX public.jobq_jobs_idempotency_key_key IS 'One job per idempotency_key. Partial (only non-NULL keys): NULLs never collide, and a job
+without a key, the common case, costs no entry here, when inserted or on any update.';
 
 CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''::text)) WHERE ((status = 'processing'::text) AND (limit_group IS NOT NULL));
 
@@ -6744,11 +6596,6 @@ COMMENT ON INDEX public.jobq_limits_pkey IS 'The index of jobq_limits_pkey: the 
 
 COMMENT ON INDEX public.jobq_metric_counters_pkey IS 'The index of jobq_metric_counters_pkey, for the upserts of jobq__metrics_count.';
 
-CREATE INDEX jobq_metric_labels_idx ON public.jobq_metric_labels USING btree (queue, job_type);
-
-COMMENT ON INDEX public.jobq_metric_labels_idx IS 'Whether a pair is admitted: one probe by jobq__metrics_count for a pair its backend has not
-counted yet.';
-
 COMMENT ON INDEX public.jobq_migrations_pkey IS 'The index of jobq_migrations_pkey.';
 
 CREATE INDEX jobq_schedules_due_idx ON public.jobq_schedules USING btree (next_run_at) WHERE (NOT paused);
@@ -6764,6 +6611,8 @@ COMMENT ON INDEX public.jobq_workers_pkey IS 'The index of jobq_workers_pkey: jo
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__available(limited boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__awaits_end(job_ids uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
 
@@ -6795,8 +6644,6 @@ REVOKE ALL ON FUNCTION public.jobq__metric_bucket(seconds double precision) FROM
 
 REVOKE ALL ON FUNCTION public.jobq__metric_histogram(buckets integer[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq__metric_labels(queues text[], job_types text[]) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[], seconds double precision[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__metrics_fold() FROM PUBLIC;
@@ -6827,7 +6674,7 @@ REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt
 
 REVOKE ALL ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[], results jsonb[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean, metrics_label_sets integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) FROM PUBLIC;
 
@@ -6858,8 +6705,6 @@ REVOKE ALL ON FUNCTION public.jobq_limits() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics() FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION public.jobq_metrics_forget() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics_recount() FROM PUBLIC;
 

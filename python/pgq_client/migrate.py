@@ -143,6 +143,7 @@ ADMIN_TABLES = (
     "jobq_limit_starts",
     "jobq_metric_counters",
     "jobq_metric_deltas",
+    "jobq_awaits",
     "jobq_cancel_requests",
     "jobq_metric_labels",
 )

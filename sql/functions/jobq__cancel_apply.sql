@@ -28,7 +28,6 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_status text;
-    v_awaited boolean;
     v_queue text;
     v_job_type text;
     v_worker text;
@@ -49,8 +48,8 @@ BEGIN
         updated_at = v_now
     WHERE j.id = new.job_id
       AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
-    RETURNING j.status, j.awaited, j.queue, j.job_type, j.locked_by
-    INTO v_status, v_awaited, v_queue, v_job_type, v_worker;
+    RETURNING j.status, j.queue, j.job_type, j.locked_by
+    INTO v_status, v_queue, v_job_type, v_worker;
 
     -- Every row of the table is this transaction's own until it commits, and none outlives it.
     DELETE FROM jobq_cancel_requests AS r WHERE r.job_id = new.job_id;
@@ -60,9 +59,8 @@ BEGIN
             'cancelled'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
             NULL::double precision[]
         );
-        IF v_awaited THEN
-            PERFORM jobq__notify_events('done'::text, ARRAY[new.job_id::text]);
-        END IF;
+        -- announced on the done channel when a client awaits it (jobq_awaits)
+        PERFORM jobq__notify_events('done'::text, jobq__awaits_end(ARRAY[new.job_id]));
     ELSIF v_status = 'processing' THEN
         PERFORM jobq__notify_events('cancel'::text, ARRAY[v_worker]);
     END IF;

@@ -39,6 +39,14 @@
 -- statement locks the candidates, one claims them, and one (three for rate limits) records the
 -- starts. A key that is full costs its probe, never the jobs it holds back.
 --
+-- Rows another transaction holds: the candidates are read without locks and then locked with
+-- SKIP LOCKED, so some may be passed over. Only candidates the claim can take count towards
+-- the batch (a key's jobs beyond its room do not, whatever their job type or queue), and when
+-- the lock comes back short, another round reads past the rows it passed over and those it
+-- has locked, with each key's room less what it took: the claim never comes back short while
+-- jobs it could claim wait unlocked. A round costs the reads above again; it happens only when
+-- a candidate was passed over.
+--
 -- Not SECURITY DEFINER and no SET clause: it runs inside jobq_dequeue, with its search_path
 -- and settings, and is granted to nobody.
 --! replaces: jobq__claim_limited(text, text[], text[], integer, text[], text[])
@@ -103,51 +111,15 @@ DECLARE
     v_latest bigint;
     v_before bigint;
     v_drop_below bigint;
-    v_ids uuid[];
+    v_ids uuid[] := '{}'::uuid[];  -- locked so far, to claim
+    v_round uuid[];  -- locked by this round
+    v_passed uuid[];  -- candidates of this round it could not lock
+    v_exclude uuid[] := '{}'::uuid[];  -- left out of later rounds' reads
+    v_want integer;  -- still to lock
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
-    -- 1. Jobs without a limit: the first 2 x batch_size of the ranges of jobq_jobs_claim_idx
-    --    that jobq_dequeue found (by the hashes of their names, whose rows' names are compared
-    --    with the filters), merged in claim order (extra ones stand in for rows that
-    --    concurrent claims hold).
-    IF range_type_hashes IS NOT NULL THEN
-        SELECT
-            pg_catalog.array_agg(u.id ORDER BY u.priority DESC, u.available_at, u.id),
-            pg_catalog.array_agg(u.priority ORDER BY u.priority DESC, u.available_at, u.id),
-            pg_catalog.array_agg(u.available_at ORDER BY u.priority DESC, u.available_at, u.id),
-            pg_catalog.array_agg(0)
-        INTO c_ids, c_prio, c_avail, c_key
-        FROM (
-            SELECT r.id, r.priority, r.available_at
-            FROM ROWS FROM (pg_catalog.unnest(range_type_hashes),
-                            pg_catalog.unnest(range_queue_hashes)) AS p (ht, hq)
-            CROSS JOIN LATERAL (
-                SELECT j.id, j.priority, j.available_at
-                FROM jobq_jobs AS j
-                WHERE pg_catalog.hashtextextended(j.job_type, 0) = p.ht
-                  AND pg_catalog.hashtextextended(j.queue, 0) = p.hq
-                  AND (jobq__claim_limited.job_types IS NULL
-                       OR j.job_type = ANY (jobq__claim_limited.job_types))
-                  AND (jobq__claim_limited.queues IS NULL
-                       OR j.queue = ANY (jobq__claim_limited.queues))
-                  AND j.status = 'pending'
-                  AND NOT j.scheduled
-                  AND j.limit_group IS NULL
-                  AND j.available_at <= v_now
-                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-                LIMIT 2 * jobq__claim_limited.batch_size
-            ) AS r
-            ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
-            LIMIT 2 * jobq__claim_limited.batch_size
-        ) AS u;
-        c_ids := coalesce(c_ids, '{}'::uuid[]);
-        c_prio := coalesce(c_prio, '{}'::integer[]);
-        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
-        c_key := coalesce(c_key, '{}'::integer[]);
-    END IF;
-
     -- 2. Limited jobs: the ranges of jobq_jobs_limited_idx, one per (job_type, queue,
     --    limit_group, limit_key) with pending jobs, found by a skip scan whose every probe
     --    also returns the range's first job (each range is in claim order in the index).
@@ -278,199 +250,306 @@ BEGIN
     v_ranges := coalesce(pg_catalog.cardinality(l_ids), 0);
     l_key := pg_catalog.array_fill(0, ARRAY[v_ranges]);
 
-    -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
-    --    are still missing (each key with room gives at least one). For the new keys of a
-    --    chunk: their locks (one statement), their processing jobs (one statement, after the
-    --    locks: its snapshot sees every claim of those keys that committed before), their rate
-    --    windows; then the chunk's candidates (one statement): each range's first jobs, as
-    --    many as its key may start. The visit stops when batch_size candidates come before the
-    --    next range's first job, so that keys this claim could not use are not locked.
-    v_pos := 1;
-    v_need := jobq__claim_limited.batch_size;
-    WHILE v_pos <= v_ranges LOOP
-        IF pg_catalog.cardinality(c_ids) >= jobq__claim_limited.batch_size THEN
-            SELECT pg_catalog.count(*) INTO v_ahead
-            FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
-                            pg_catalog.unnest(c_ids)) AS a (priority, available_at, id)
-            WHERE a.priority > l_prio[v_pos]
-               OR (a.priority = l_prio[v_pos]
-                   AND (a.available_at, a.id) < (l_avail[v_pos], l_ids[v_pos]));
-            EXIT WHEN v_ahead >= jobq__claim_limited.batch_size;
-            v_need := jobq__claim_limited.batch_size - v_ahead::integer;
+    -- Rounds: each reads the candidates (1 and 3) and locks them (4); another round runs only
+    -- when some were passed over (held by other transactions), reading past them, so that a
+    -- claim never comes back short while jobs it could claim are waiting unlocked.
+    v_want := jobq__claim_limited.batch_size;
+    LOOP
+        c_ids := '{}'::uuid[];
+        c_prio := '{}'::integer[];
+        c_avail := '{}'::timestamptz[];
+        c_key := '{}'::integer[];
+        -- 1. Jobs without a limit: the first 2 x v_want of the ranges of jobq_jobs_claim_idx
+        --    that jobq_dequeue found (by the hashes of their names, whose rows' names are
+        --    compared with the filters), merged in claim order (extra ones stand in for rows
+        --    that concurrent claims hold), leaving out the rows of v_exclude.
+        IF range_type_hashes IS NOT NULL THEN
+            SELECT
+                pg_catalog.array_agg(u.id ORDER BY u.priority DESC, u.available_at, u.id),
+                pg_catalog.array_agg(u.priority ORDER BY u.priority DESC, u.available_at, u.id),
+                pg_catalog.array_agg(u.available_at ORDER BY u.priority DESC, u.available_at, u.id),
+                pg_catalog.array_agg(0)
+            INTO c_ids, c_prio, c_avail, c_key
+            FROM (
+                SELECT r.id, r.priority, r.available_at
+                FROM ROWS FROM (pg_catalog.unnest(range_type_hashes),
+                                pg_catalog.unnest(range_queue_hashes)) AS p (ht, hq)
+                CROSS JOIN LATERAL (
+                    SELECT j.id, j.priority, j.available_at
+                    FROM jobq_jobs AS j
+                    WHERE pg_catalog.hashtextextended(j.job_type, 0) = p.ht
+                      AND pg_catalog.hashtextextended(j.queue, 0) = p.hq
+                      AND (jobq__claim_limited.job_types IS NULL
+                           OR j.job_type = ANY (jobq__claim_limited.job_types))
+                      AND (jobq__claim_limited.queues IS NULL
+                           OR j.queue = ANY (jobq__claim_limited.queues))
+                      AND j.status = 'pending'
+                      AND NOT j.scheduled
+                      AND j.limit_group IS NULL
+                      AND j.available_at <= v_now
+                      AND j.id <> ALL (v_exclude)
+                    ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                    LIMIT 2 * v_want
+                ) AS r
+                ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
+                LIMIT 2 * v_want
+            ) AS u;
+            c_ids := coalesce(c_ids, '{}'::uuid[]);
+            c_prio := coalesce(c_prio, '{}'::integer[]);
+            c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+            c_key := coalesce(c_key, '{}'::integer[]);
         END IF;
-        v_end := least(v_ranges, v_pos + v_need - 1);
 
-        -- the chunk's keys: known ones by their index, new ones appended (room unknown)
-        v_first_new := pg_catalog.cardinality(k_group) + 1;
-        FOR i IN v_pos .. v_end LOOP
-            v_ki := pg_catalog.array_position(
-                k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
-            );
-            IF v_ki IS NULL THEN
-                v_gi := pg_catalog.array_position(g_names, l_groups[i]);
-                k_id := pg_catalog.array_append(
+        -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
+        --    are still missing (each key with room gives at least one). For the new keys of a
+        --    chunk: their locks (one statement), their processing jobs (one statement, after the
+        --    locks: its snapshot sees every claim of those keys that committed before), their rate
+        --    windows; then the chunk's candidates (one statement): each range's first jobs, as
+        --    many as its key may start. The visit stops when v_want candidates that the claim can
+        --    take (a key's first ones, up to its room) come before the next range's first job, so
+        --    that keys this claim could not use are not locked.
+        v_pos := 1;
+        v_need := v_want;
+        WHILE v_pos <= v_ranges LOOP
+            IF pg_catalog.cardinality(c_ids) >= v_want THEN
+                -- Only candidates the claim can take count: a key's beyond its room do not.
+                SELECT pg_catalog.count(*) INTO v_ahead
+                FROM (
+                    SELECT
+                        a.*,
+                        pg_catalog.count(*) OVER (
+                            PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                        ) AS nth
+                    FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
+                                    pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key))
+                        AS a (priority, available_at, id, k)
+                ) AS a
+                WHERE (a.k = 0 OR a.nth <= k_room[a.k])
+                  AND (a.priority > l_prio[v_pos]
+                       OR (a.priority = l_prio[v_pos]
+                           AND (a.available_at, a.id) < (l_avail[v_pos], l_ids[v_pos])));
+                EXIT WHEN v_ahead >= v_want;
+                v_need := v_want - v_ahead::integer;
+            END IF;
+            v_end := least(v_ranges, v_pos + v_need - 1);
+
+            -- the chunk's keys: known ones by their index, new ones appended (room unknown)
+            v_first_new := pg_catalog.cardinality(k_group) + 1;
+            FOR i IN v_pos .. v_end LOOP
+                v_ki := pg_catalog.array_position(
                     k_id, pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
                 );
-                k_group := pg_catalog.array_append(k_group, l_groups[i]);
-                k_key := pg_catalog.array_append(k_key, l_keys[i]);
-                k_limited := pg_catalog.array_append(k_limited, v_gi IS NOT NULL);
-                k_room := pg_catalog.array_append(k_room, jobq__claim_limited.batch_size);
-                k_n := pg_catalog.array_append(k_n, 0);
-                k_rate := pg_catalog.array_append(k_rate, g_starts[v_gi] IS NOT NULL);
-                k_at := pg_catalog.array_append(k_at, NULL::timestamptz);
-                k_latest := pg_catalog.array_append(k_latest, 0::bigint);
-                k_drop_below := pg_catalog.array_append(k_drop_below, NULL::bigint);
-                k_gi := pg_catalog.array_append(k_gi, v_gi);
-                v_ki := pg_catalog.cardinality(k_group);
+                IF v_ki IS NULL THEN
+                    v_gi := pg_catalog.array_position(g_names, l_groups[i]);
+                    k_id := pg_catalog.array_append(
+                        k_id,
+                        pg_catalog.length(l_groups[i])::text || ':' || l_groups[i] || l_keys[i]
+                    );
+                    k_group := pg_catalog.array_append(k_group, l_groups[i]);
+                    k_key := pg_catalog.array_append(k_key, l_keys[i]);
+                    k_limited := pg_catalog.array_append(k_limited, v_gi IS NOT NULL);
+                    k_room := pg_catalog.array_append(k_room, jobq__claim_limited.batch_size);
+                    k_n := pg_catalog.array_append(k_n, 0);
+                    k_rate := pg_catalog.array_append(k_rate, g_starts[v_gi] IS NOT NULL);
+                    k_at := pg_catalog.array_append(k_at, NULL::timestamptz);
+                    k_latest := pg_catalog.array_append(k_latest, 0::bigint);
+                    k_drop_below := pg_catalog.array_append(k_drop_below, NULL::bigint);
+                    k_gi := pg_catalog.array_append(k_gi, v_gi);
+                    v_ki := pg_catalog.cardinality(k_group);
+                END IF;
+                l_key[i] := v_ki;
+            END LOOP;
+
+            IF v_first_new <= pg_catalog.cardinality(k_group) THEN
+                -- Locks of the new limited keys: never waited for; one held by another
+                -- transaction (a claim of that key not yet committed) leaves the key no room.
+                SELECT pg_catalog.array_agg(
+                    NOT k_limited[u.k] OR pg_catalog.pg_try_advisory_xact_lock(
+                        pg_catalog.hashtextextended(
+                            pg_catalog.format('jobq limit %L %L %L', pg_catalog.current_schema(),
+                                              k_group[u.k], k_key[u.k]),
+                            (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
+                        )
+                    ) ORDER BY u.k
+                )
+                INTO v_locked
+                FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group))
+                    AS u (k);
+
+                -- Their processing jobs, counted after the locks were taken.
+                SELECT pg_catalog.array_agg(c.n ORDER BY u.k)
+                INTO v_counts
+                FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group))
+                    AS u (k)
+                CROSS JOIN LATERAL (
+                    SELECT pg_catalog.count(*)::integer AS n
+                    FROM jobq_jobs AS j
+                    WHERE k_limited[u.k]
+                      AND g_running[k_gi[u.k]] IS NOT NULL
+                      AND j.limit_group = k_group[u.k]
+                      AND coalesce(j.limit_key, '') = k_key[u.k]
+                      AND j.status = 'processing'
+                ) AS c;
+
+                FOR i IN v_first_new .. pg_catalog.cardinality(k_group) LOOP
+                    CONTINUE WHEN NOT k_limited[i];
+                    IF NOT v_locked[i - v_first_new + 1] THEN
+                        k_room[i] := 0;  -- another transaction is claiming this key
+                        CONTINUE;
+                    END IF;
+                    v_gi := k_gi[i];
+                    v_room := jobq__claim_limited.batch_size;
+                    IF g_running[v_gi] IS NOT NULL THEN
+                        v_room := least(v_room, g_running[v_gi] - v_counts[i - v_first_new + 1]);
+                    END IF;
+                    IF g_starts[v_gi] IS NOT NULL THEN
+                        v_at := NULL;
+                        v_latest := NULL;
+                        v_drop_below := NULL;
+                        SELECT k.last_start_at INTO v_at
+                        FROM jobq_limit_keys AS k
+                        WHERE k.limit_group = k_group[i] AND k.limit_key = k_key[i];
+                        v_at := greatest(pg_catalog.clock_timestamp(), v_at);
+                        SELECT s.total INTO v_latest
+                        FROM jobq_limit_starts AS s
+                        WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
+                        ORDER BY s.total DESC
+                        LIMIT 1;
+                        IF v_latest IS NOT NULL THEN
+                            -- The last row at or before the window's start: starts since are in it.
+                            SELECT s.total INTO v_before
+                            FROM jobq_limit_starts AS s
+                            WHERE s.limit_group = k_group[i]
+                              AND s.limit_key = k_key[i]
+                              AND s.started_at <= v_at - g_per[v_gi]
+                            ORDER BY s.started_at DESC, s.total DESC
+                            LIMIT 1;
+                            v_drop_below := v_before;
+                            IF v_before IS NULL THEN
+                                -- Every recorded start is in the window.
+                                SELECT s.total - s.started INTO v_before
+                                FROM jobq_limit_starts AS s
+                                WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
+                                ORDER BY s.total
+                                LIMIT 1;
+                            END IF;
+                            v_room := least(
+                                v_room, g_starts[v_gi] - (v_latest - v_before)::integer
+                            );
+                        ELSE
+                            v_room := least(v_room, g_starts[v_gi]);  -- no start recorded yet
+                        END IF;
+                        k_at[i] := v_at;
+                        k_latest[i] := coalesce(v_latest, 0);
+                        k_drop_below[i] := v_drop_below;
+                    END IF;
+                    k_room[i] := greatest(v_room, 0);
+                END LOOP;
             END IF;
-            l_key[i] := v_ki;
+
+            -- The chunk's candidates: each range's first jobs, as many as its key may start.
+            SELECT
+                pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
+                pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
+                pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
+                pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
+            INTO c_ids, c_prio, c_avail, c_key
+            FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
+                FROM jobq_jobs AS j
+                WHERE k_room[l_key[r.i]] > 0
+                  AND j.job_type = l_types[r.i]
+                  AND j.queue = l_queues[r.i]
+                  AND j.limit_group = l_groups[r.i]
+                  AND coalesce(j.limit_key, '') = l_keys[r.i]
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.limit_group IS NOT NULL
+                  AND j.available_at <= v_now
+                  AND j.id <> ALL (v_exclude)
+                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                LIMIT least(k_room[l_key[r.i]], v_want)
+            ) AS f;
+            c_ids := coalesce(c_ids, '{}'::uuid[]);
+            c_prio := coalesce(c_prio, '{}'::integer[]);
+            c_avail := coalesce(c_avail, '{}'::timestamptz[]);
+            c_key := coalesce(c_key, '{}'::integer[]);
+
+            v_pos := v_end + 1;
         END LOOP;
 
-        IF v_first_new <= pg_catalog.cardinality(k_group) THEN
-            -- Locks of the new limited keys: never waited for; one held by another
-            -- transaction (a claim of that key not yet committed) leaves the key no room.
-            SELECT pg_catalog.array_agg(
-                NOT k_limited[u.k] OR pg_catalog.pg_try_advisory_xact_lock(
-                    pg_catalog.hashtextextended(
-                        pg_catalog.format('jobq limit %L %L %L', pg_catalog.current_schema(),
-                                          k_group[u.k], k_key[u.k]),
-                        (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
-                    )
-                ) ORDER BY u.k
-            )
-            INTO v_locked
-            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k);
-
-            -- Their processing jobs, counted after the locks were taken.
-            SELECT pg_catalog.array_agg(c.n ORDER BY u.k)
-            INTO v_counts
-            FROM pg_catalog.generate_series(v_first_new, pg_catalog.cardinality(k_group)) AS u (k)
-            CROSS JOIN LATERAL (
-                SELECT pg_catalog.count(*)::integer AS n
-                FROM jobq_jobs AS j
-                WHERE k_limited[u.k]
-                  AND g_running[k_gi[u.k]] IS NOT NULL
-                  AND j.limit_group = k_group[u.k]
-                  AND coalesce(j.limit_key, '') = k_key[u.k]
-                  AND j.status = 'processing'
-            ) AS c;
-
-            FOR i IN v_first_new .. pg_catalog.cardinality(k_group) LOOP
-                CONTINUE WHEN NOT k_limited[i];
-                IF NOT v_locked[i - v_first_new + 1] THEN
-                    k_room[i] := 0;  -- another transaction is claiming this key
-                    CONTINUE;
-                END IF;
-                v_gi := k_gi[i];
-                v_room := jobq__claim_limited.batch_size;
-                IF g_running[v_gi] IS NOT NULL THEN
-                    v_room := least(v_room, g_running[v_gi] - v_counts[i - v_first_new + 1]);
-                END IF;
-                IF g_starts[v_gi] IS NOT NULL THEN
-                    v_at := NULL;
-                    v_latest := NULL;
-                    v_drop_below := NULL;
-                    SELECT k.last_start_at INTO v_at
-                    FROM jobq_limit_keys AS k
-                    WHERE k.limit_group = k_group[i] AND k.limit_key = k_key[i];
-                    v_at := greatest(pg_catalog.clock_timestamp(), v_at);
-                    SELECT s.total INTO v_latest
-                    FROM jobq_limit_starts AS s
-                    WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
-                    ORDER BY s.total DESC
-                    LIMIT 1;
-                    IF v_latest IS NOT NULL THEN
-                        -- The last row at or before the window's start: starts since are in it.
-                        SELECT s.total INTO v_before
-                        FROM jobq_limit_starts AS s
-                        WHERE s.limit_group = k_group[i]
-                          AND s.limit_key = k_key[i]
-                          AND s.started_at <= v_at - g_per[v_gi]
-                        ORDER BY s.started_at DESC, s.total DESC
-                        LIMIT 1;
-                        v_drop_below := v_before;
-                        IF v_before IS NULL THEN
-                            -- Every recorded start is in the window.
-                            SELECT s.total - s.started INTO v_before
-                            FROM jobq_limit_starts AS s
-                            WHERE s.limit_group = k_group[i] AND s.limit_key = k_key[i]
-                            ORDER BY s.total
-                            LIMIT 1;
-                        END IF;
-                        v_room := least(v_room, g_starts[v_gi] - (v_latest - v_before)::integer);
-                    ELSE
-                        v_room := least(v_room, g_starts[v_gi]);  -- no start recorded yet
-                    END IF;
-                    k_at[i] := v_at;
-                    k_latest[i] := coalesce(v_latest, 0);
-                    k_drop_below[i] := v_drop_below;
-                END IF;
-                k_room[i] := greatest(v_room, 0);
-            END LOOP;
-        END IF;
-
-        -- The chunk's candidates: each range's first jobs, as many as its key may start.
-        SELECT
-            pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
-            pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
-            pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
-            pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
-        INTO c_ids, c_prio, c_avail, c_key
-        FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
-        CROSS JOIN LATERAL (
-            SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
+        -- 4. Lock the candidates in claim order, SKIP LOCKED, until v_want are. A key's
+        --    candidates beyond its room (it may have several ranges) are left out first, so that
+        --    whichever rows concurrent claims hold, no key gets more than its room.
+        SELECT pg_catalog.array_agg(l.id) INTO v_round
+        FROM (
+            SELECT j.id
             FROM jobq_jobs AS j
-            WHERE k_room[l_key[r.i]] > 0
-              AND j.job_type = l_types[r.i]
-              AND j.queue = l_queues[r.i]
-              AND j.limit_group = l_groups[r.i]
-              AND coalesce(j.limit_key, '') = l_keys[r.i]
+            WHERE j.id = ANY (ARRAY(
+                SELECT a.id
+                FROM (
+                    SELECT
+                        a.id, a.k,
+                        -- the place of each in its key's claim order (ids are unique: no peers)
+                        pg_catalog.count(*) OVER (
+                            PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                        ) AS nth
+                    FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                                    pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
+                        AS a (id, priority, available_at, k)
+                ) AS a
+                WHERE a.k = 0 OR a.nth <= k_room[a.k]
+            ))
               AND j.status = 'pending'
               AND NOT j.scheduled
-              AND j.limit_group IS NOT NULL
               AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-            LIMIT least(k_room[l_key[r.i]], jobq__claim_limited.batch_size)
-        ) AS f;
-        c_ids := coalesce(c_ids, '{}'::uuid[]);
-        c_prio := coalesce(c_prio, '{}'::integer[]);
-        c_avail := coalesce(c_avail, '{}'::timestamptz[]);
-        c_key := coalesce(c_key, '{}'::integer[]);
+            LIMIT v_want
+            FOR UPDATE SKIP LOCKED
+        ) AS l;
+        v_round := coalesce(v_round, '{}'::uuid[]);
+        v_ids := v_ids || v_round;
+        v_want := v_want - pg_catalog.cardinality(v_round);
 
-        v_pos := v_end + 1;
+        -- Short: every candidate the claim could take was tried (the LIMIT was not reached), so
+        -- those not locked are held by other transactions (SKIP LOCKED) or were claimed since
+        -- they were read. Another round reads past them, and past the rows this claim has
+        -- locked; the claim is over when no candidate was passed over.
+        v_passed := '{}'::uuid[];
+        IF v_want > 0 THEN
+            v_passed := ARRAY(
+                SELECT a.id
+                FROM (
+                    SELECT
+                        a.id, a.k,
+                        pg_catalog.count(*) OVER (
+                            PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                        ) AS nth
+                    FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                                    pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
+                        AS a (id, priority, available_at, k)
+                ) AS a
+                WHERE (a.k = 0 OR a.nth <= k_room[a.k])
+                  AND a.id <> ALL (v_round)
+            );
+        END IF;
+
+        -- What each key has taken: its room shrinks for the next round, its starts are recorded.
+        FOR t IN
+            SELECT a.k, pg_catalog.count(*)::integer AS n
+            FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
+            WHERE a.k > 0 AND a.id = ANY (v_round)
+            GROUP BY a.k
+        LOOP
+            k_n[t.k] := k_n[t.k] + t.n;
+            k_room[t.k] := k_room[t.k] - t.n;
+        END LOOP;
+        EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_passed) = 0;
+        v_exclude := v_exclude || v_passed || v_round;
     END LOOP;
 
-    -- 4. Lock the candidates in claim order, SKIP LOCKED, until batch_size are. A key's
-    --    candidates beyond its room (it may have several ranges) are left out first, so that
-    --    whichever rows concurrent claims hold, no key gets more than its room.
-    SELECT pg_catalog.array_agg(l.id) INTO v_ids
-    FROM (
-        SELECT j.id
-        FROM jobq_jobs AS j
-        WHERE j.id = ANY (ARRAY(
-            SELECT a.id
-            FROM (
-                SELECT
-                    a.id, a.k,
-                    -- the place of each in its key's claim order (ids are unique: no peers)
-                    pg_catalog.count(*) OVER (
-                        PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
-                    ) AS nth
-                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
-                                pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
-                    AS a (id, priority, available_at, k)
-            ) AS a
-            WHERE a.k = 0 OR a.nth <= k_room[a.k]
-        ))
-          AND j.status = 'pending'
-          AND NOT j.scheduled
-          AND j.available_at <= v_now
-        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-        LIMIT jobq__claim_limited.batch_size
-        FOR UPDATE SKIP LOCKED
-    ) AS l;
-
-    IF v_ids IS NULL THEN
+    IF pg_catalog.cardinality(v_ids) = 0 THEN
         RETURN;
     END IF;
 
@@ -506,15 +585,6 @@ BEGIN
 
     -- 5. Record the starts of each limited key: its row (the write that fences REPEATABLE
     --    READ claims) and, for a rate limit, the window (and the rows that left it).
-    FOR t IN
-        SELECT a.k, pg_catalog.count(*)::integer AS n
-        FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
-        WHERE a.k > 0 AND a.id = ANY (v_ids)
-        GROUP BY a.k
-    LOOP
-        k_n[t.k] := t.n;
-    END LOOP;
-
     INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at)
     SELECT x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp())
     FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),

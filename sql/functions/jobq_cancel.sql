@@ -68,7 +68,7 @@ BEGIN
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job claimed while we waited for its lock is processing.
           AND j.status = 'pending'
-        RETURNING j.id, j.awaited, j.queue, j.job_type
+        RETURNING j.id, j.queue, j.job_type
     ),
 
     counted AS MATERIALIZED (
@@ -80,11 +80,14 @@ BEGIN
         HAVING pg_catalog.count(*) > 0
     )
 
-    SELECT pg_catalog.array_agg(c.id::text) FILTER (WHERE c.awaited)
+    SELECT pg_catalog.array_agg(c.id::text)
     INTO v_ended
     FROM changed AS c
     LEFT JOIN counted ON TRUE;
-    PERFORM jobq__notify_events('done'::text, v_ended);
+    -- The cancelled jobs that a client awaits (jobq_awaits) are announced on the done channel.
+    IF v_ended IS NOT NULL THEN
+        PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
+    END IF;
 
     SET CONSTRAINTS jobq_cancel_requests_apply DEFERRED;
     INSERT INTO jobq_cancel_requests (job_id, reason, requested_at)

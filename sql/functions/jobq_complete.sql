@@ -6,9 +6,10 @@
 -- job is processing, and a status test would let the planner scan every claimed job).
 --
 -- Without a result this is the same one statement as before results existed: the size limit
--- is read from jobq_settings only when there is a result to check. The job's awaited flag
--- comes back from the UPDATE itself (RETURNING), so a job nobody waits for sends no
--- notification and costs no extra read.
+-- is read from jobq_settings only when there is a result to check. Whether a client awaits
+-- the job comes back from the UPDATE itself (RETURNING): one probe of jobq_awaits_job_idx,
+-- an index that is empty unless someone waits (jobq_await registers there, never on the
+-- job's row), so a job nobody waits for sends no notification and costs no statement more.
 --! levels: worker, admin
 --! replaces: jobq_complete(uuid, text, integer)
 
@@ -64,7 +65,11 @@ BEGIN
     WHERE j.id = jobq_complete.job_id
       AND j.locked_by = jobq_complete.worker_id
       AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
-    RETURNING j.awaited, j.queue, j.job_type, j.claimed_at 
+    -- Whether a client awaits the job is read in the same statement: a probe of an index that
+    -- is empty unless someone waits, with no statement of its own.
+    RETURNING
+        EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id),
+        j.queue, j.job_type, j.claimed_at
     INTO v_awaited, v_queue, v_job_type, v_claimed_at;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
@@ -72,7 +77,7 @@ BEGIN
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
-    IF v_awaited THEN
+    IF v_awaited AND jobq__awaits_end(ARRAY[jobq_complete.job_id]) IS NOT NULL THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'::text), '');  -- no id: see jobq__notify_events
     END IF;
     RETURN v_awaited IS NOT NULL;

@@ -4,9 +4,11 @@
 -- The WHERE clause finds the jobs by their primary key and tests no status: see the note on
 -- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
 --
--- Without results this is the same one statement as before results existed, with the
--- completed jobs' awaited flags read back through RETURNING: the size limit is read from
--- jobq_settings only when there are results to check, and only awaited jobs are notified.
+-- Without results this is the same one statement as before results existed: the size limit
+-- is read from jobq_settings only when there are results to check. Only awaited jobs are
+-- notified: whether a client awaits a job comes back from the UPDATE itself (RETURNING), one
+-- probe of jobq_awaits_job_idx per completed job, an index that is empty unless someone
+-- waits (jobq_await registers there, never on the jobs' rows).
 --! levels: worker, admin
 --! replaces: jobq_complete_many(uuid[], text, integer[])
 
@@ -24,6 +26,7 @@ AS $$
 DECLARE
     v_done integer;
     v_awaited text[];
+    v_ids uuid[];
     v_error text;
     v_limit integer;
     v_big record;
@@ -94,7 +97,9 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING j.id, j.awaited, j.queue, j.job_type, j.claimed_at
+        RETURNING
+            j.id, j.queue, j.job_type, j.claimed_at,
+            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id) AS awaited
     ),
 
     counted AS MATERIALIZED (
@@ -109,10 +114,13 @@ BEGIN
 
     SELECT
         pg_catalog.count(*)::integer,
-        pg_catalog.array_agg(done.id::text) FILTER (WHERE done.awaited)
-    INTO v_done, v_awaited
+        pg_catalog.array_agg(done.id) FILTER (WHERE done.awaited)
+    INTO v_done, v_ids
     FROM done
     LEFT JOIN counted ON TRUE;
+    IF v_ids IS NOT NULL THEN
+        v_awaited := jobq__awaits_end(v_ids);
+    END IF;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__notify_events('done'::text, v_awaited);
     END IF;

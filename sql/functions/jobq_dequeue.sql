@@ -160,13 +160,18 @@ BEGIN
 
     -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
     --    Each is recorded in errors (which worker lost it). One with a cancel request is not
-    --    run again: cancelled. One that has attempts left goes back to pending with its
-    --    original available_at, so that step 3 ranks it like any other pending job; one that
-    --    has used all its attempts is not run again: dead_letter. The index
-    --    jobq_jobs_locked_idx makes this a short range scan that finds nothing in the common
-    --    case; the jobs that ended and that a client awaits are announced on the done channel.
+    --    run again: cancelled; one that has used all its attempts is not run again:
+    --    dead_letter. Those end here, whatever their priority, up to 1,000 per claim (the
+    --    oldest locks first), and take no place in the batch. One that has attempts left goes
+    --    back to pending with its original available_at, so that step 3 ranks it like any
+    --    other pending job: the first batch_size of those in claim order (priority DESC,
+    --    available_at, id) are taken back, which holds every one that the claim can take
+    --    ahead of a pending job. The index jobq_jobs_locked_idx makes both a short range scan
+    --    that finds nothing in the common case (the stale rows it finds are then sorted); the
+    --    jobs that ended and that a client awaits are announced on the done channel.
     --    The texts of the record are made in the SELECT: Citus refuses a STABLE function
     --    (format, jsonb_build_object) over columns in the SET list of an UPDATE.
+    -- stale: the stale claims that end here; rerun: those that go back to pending.
     WITH stale AS MATERIALIZED (
         SELECT
             j.id,
@@ -183,9 +188,39 @@ BEGIN
               < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+          AND (j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts)
         ORDER BY j.locked_at
+        LIMIT 1000
+        FOR UPDATE SKIP LOCKED
+    ),
+
+    rerun AS MATERIALIZED (
+        SELECT
+            j.id,
+            pg_catalog.format(
+                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                jobq_dequeue.lock_timeout
+            ) AS message,
+            pg_catalog.substr(j.locked_by, 1, 200) AS worker,
+            j.attempts
+        FROM jobq_jobs AS j
+        WHERE j.status = 'processing'
+          AND j.locked_at
+              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
+          AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
+          AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+          AND j.cancel_requested_at IS NULL
+          AND j.attempts < j.max_attempts
+        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
         LIMIT jobq_dequeue.batch_size
         FOR UPDATE SKIP LOCKED
+    ),
+
+    taken_back AS (
+        SELECT * FROM stale
+        UNION ALL
+        SELECT * FROM rerun
     ),
 
     record AS (
@@ -199,7 +234,7 @@ BEGIN
                 'error', stale.message,
                 'kind', 'lock_expired'
             ) AS entry
-        FROM stale
+        FROM taken_back AS stale
     ),
 
     taken AS (
@@ -227,9 +262,9 @@ BEGIN
         -- by id alone, the generic plan made with statistics that counted many processing
         -- jobs (a burst claimed on a small table, then analyzed) hashed the whole of jobq_jobs
         -- on every claim that took a stale job back.
-        WHERE j.id = ANY (ARRAY(SELECT s.id FROM stale AS s))
+        WHERE j.id = ANY (ARRAY(SELECT s.id FROM taken_back AS s))
           AND j.id = r.id
-        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+        RETURNING j.id, j.status, j.queue, j.job_type
     ),
 
     counted AS MATERIALIZED (
@@ -241,12 +276,12 @@ BEGIN
         HAVING pg_catalog.count(*) > 0
     )
 
-    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.awaited AND t.status <> 'pending')
+    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.status <> 'pending')
     INTO v_ended
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done'::text, v_ended);
+        PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by

@@ -22,11 +22,11 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_status text;
+    v_awaited boolean;
     v_queue text;
     v_available_at timestamptz;
     v_error text;
     v_error_text text;
-    v_awaited boolean;
     v_job_type text;
     v_claimed_at timestamptz;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -86,7 +86,11 @@ BEGIN
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
-    RETURNING j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+    -- Whether a client awaits the job is read in the same statement (jobq_awaits).
+    RETURNING
+        j.status, j.queue, j.available_at,
+        EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id),
+        j.job_type, j.claimed_at
     INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
     IF v_status IS NOT NULL THEN
         PERFORM jobq__metrics_count(
@@ -96,7 +100,8 @@ BEGIN
     END IF;
     IF v_status = 'pending' AND v_available_at <= v_now THEN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
-    ELSIF v_awaited AND v_status <> 'pending' THEN
+    ELSIF v_awaited AND v_status <> 'pending'
+          AND jobq__awaits_end(ARRAY[jobq_fail.job_id]) IS NOT NULL THEN
         PERFORM pg_catalog.pg_notify(jobq__event_channel('done'::text), '');  -- no id: see jobq__notify_events
     END IF;
     RETURN v_status;

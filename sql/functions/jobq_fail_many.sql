@@ -188,7 +188,7 @@ BEGIN
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_fail_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.awaited, j.job_type, j.claimed_at
+        RETURNING d.i, j.id, j.status, j.queue, j.available_at, j.job_type, j.claimed_at
     ),
 
     counted AS MATERIALIZED (
@@ -207,14 +207,14 @@ BEGIN
         pg_catalog.array_agg(DISTINCT x.queue) FILTER (
             WHERE x.status = 'pending' AND x.available_at <= v_now
         ),
-        pg_catalog.array_agg(x.id::text) FILTER (WHERE x.awaited AND x.status <> 'pending')
+        pg_catalog.array_agg(x.id::text) FILTER (WHERE x.status <> 'pending')
     INTO v_ords, v_statuses, v_wake, v_ended
     FROM failed AS x
     LEFT JOIN counted ON TRUE;
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
-    PERFORM jobq__notify_events('done'::text, v_ended);
+    PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
 
     RETURN QUERY
     SELECT e.i::integer, e.job_id, r.status

@@ -40,7 +40,7 @@ BEGIN
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
         WHERE j.id = ANY (jobq_release.job_ids)
           AND j.locked_by = jobq_release.worker_id
-        RETURNING j.id, j.status, j.awaited, j.queue, j.job_type
+        RETURNING j.id, j.status, j.queue, j.job_type
     ),
 
     counted AS MATERIALIZED (
@@ -54,12 +54,12 @@ BEGIN
 
     SELECT
         pg_catalog.count(*)::integer,
-        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
+        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.status = 'cancelled')
     INTO v_released, v_ended
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done'::text, v_ended);
+        PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     END IF;
     IF v_released > 0 THEN
         PERFORM jobq__notify(ARRAY(

@@ -82,7 +82,7 @@ BEGIN
             locked_by = NULL,
             updated_at = v_now
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
-        RETURNING j.id, j.queue, j.status, j.awaited, j.job_type
+        RETURNING j.id, j.queue, j.status, j.job_type
     ),
 
     counted AS MATERIALIZED (
@@ -97,12 +97,12 @@ BEGIN
     SELECT
         pg_catalog.count(*)::integer,
         pg_catalog.array_agg(DISTINCT r.queue) FILTER (WHERE r.status = 'pending'),
-        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.awaited AND r.status = 'cancelled')
+        pg_catalog.array_agg(r.id::text) FILTER (WHERE r.status = 'cancelled')
     INTO v_released, v_queues, v_ended
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
-    PERFORM jobq__notify_events('done'::text, v_ended);
+    PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     RETURN v_released;
 END;
 $$;

@@ -34,7 +34,6 @@ BEGIN
         finished_at = NULL,
         cancel_requested_at = NULL,
         cancel_reason = NULL,
-        awaited = FALSE,
         updated_at = v_now
     WHERE j.id = jobq_requeue_dead_letter.job_id
       AND j.status IN ('dead_letter', 'failed', 'cancelled')

@@ -53,7 +53,6 @@ BEGIN
             finished_at = NULL,
             cancel_requested_at = NULL,
             cancel_reason = NULL,
-            awaited = FALSE,
             updated_at = v_now
         FROM old
         WHERE j.id = old.id

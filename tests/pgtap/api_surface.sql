@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(179);
+SELECT plan(181);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -38,6 +38,7 @@ SELECT results_eq(
     ('jobq__append_error'::text, 'errors jsonb, entry jsonb'::text, 'jsonb'::text),
     ('jobq__available', 'limited boolean DEFAULT NULL::boolean',
                         'TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)'),
+    ('jobq__awaits_end', 'job_ids uuid[]', 'text[]'),
     ('jobq__blank', 'value text', 'boolean'),
     ('jobq__cancel_apply', '', 'trigger'),
     ('jobq__channel', '', 'text'),
@@ -266,7 +267,7 @@ SELECT is_empty(
 SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
                                  'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
                                  'jobq_metric_labels', 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
-                                 'jobq_cancel_requests', 'jobq__migrate_lock'],
+                                 'jobq_cancel_requests', 'jobq__migrate_lock', 'jobq_awaits'],
                   'schema public has exactly the jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
@@ -280,6 +281,8 @@ SELECT columns_are('public', 'jobq_limit_keys', ARRAY[
 SELECT columns_are('public', 'jobq_limit_starts', ARRAY[
     'limit_group', 'limit_key', 'total', 'started', 'started_at'
 ]);
+SELECT columns_are('public', 'jobq_awaits', ARRAY['job_id', 'awaited_at']);
+SELECT hasnt_pk('public', 'jobq_awaits', 'jobq_awaits has no key: registering never waits for another transaction');
 SELECT columns_are('public', 'jobq_workers', ARRAY[
     'worker_id', 'job_types', 'queues', 'first_claim_at', 'last_claim_at'
 ]);
@@ -292,7 +295,7 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'id', 'queue', 'job_type', 'payload', 'idempotency_key', 'status', 'priority', 'attempts',
     'max_attempts', 'available_at', 'locked_at', 'locked_by', 'last_error', 'errors',
     'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
-    'cancel_reason', 'awaited', 'limit_group', 'limit_key', 'claimed_at'
+    'cancel_reason', 'limit_group', 'limit_key', 'claimed_at'
 ]);
 SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics', 'lock_seed',
                                                   'metrics_label_sets']);
@@ -328,7 +331,6 @@ SELECT results_eq(
     ('result',          'jsonb',                          false, NULL),
     ('cancel_requested_at', 'timestamp with time zone',   false, NULL),
     ('cancel_reason',   'text',                           false, NULL),
-    ('awaited',         'boolean',                        true,  'false'),
     ('limit_group',     'text',                           false, NULL),
     ('limit_key',       'text',                           false, NULL),
     ('claimed_at',      'timestamp with time zone',       false, NULL)

@@ -2,12 +2,12 @@
 --
 -- Returns as soon as every given job is finished, or when timeout (at
 -- most 5 minutes, else 22023) has passed, with the statuses at that moment. With timeout 0 it
--- returns at once and marks the unfinished jobs as awaited (their end is then notified: see
+-- returns at once and registers interest in the unfinished jobs (their end is then notified: see
 -- tests/python/test_results.py, NOTIFY is delivered at commit and these files roll back).
 -- Seeing commits made while it waits, and the refusal under REPEATABLE READ, need other
 -- sessions or a transaction of their own: tests/python/test_results.py.
 BEGIN;
-SELECT plan(14);
+SELECT plan(18);
 
 DELETE FROM jobq_jobs;
 
@@ -38,9 +38,9 @@ SELECT results_eq(
     $$VALUES ('pending'::text), ('processing'), ('succeeded')$$,
     'not all finished: after the timeout, the statuses at that moment'
 );
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE awaited), 0, 'a wait with a timeout marks nothing');
+SELECT is((SELECT count(*)::int FROM jobq_awaits), 0, 'a wait with a timeout registers nothing');
 
--- timeout 0: at once, and the unfinished jobs are marked as awaited
+-- timeout 0: at once, and interest in the unfinished jobs is registered (jobq_awaits)
 SELECT results_eq(
     format($$SELECT status FROM jobq_await(ARRAY[%L, %L, %L]::uuid[], '0') ORDER BY status$$,
            :'done', :'running', :'pending'),
@@ -48,12 +48,14 @@ SELECT results_eq(
     'timeout 0: the statuses at once'
 );
 SELECT results_eq(
-    'SELECT status, awaited FROM jobq_jobs ORDER BY status',
-    $$VALUES ('pending'::text, true), ('processing', true), ('succeeded', false)$$,
-    'timeout 0 marks the unfinished jobs as awaited, not the finished one'
+    'SELECT j.status, count(a.job_id)::int FROM jobq_jobs AS j LEFT JOIN jobq_awaits AS a ON a.job_id = j.id GROUP BY j.status ORDER BY j.status',
+    $$VALUES ('pending'::text, 1), ('processing', 1), ('succeeded', 0)$$,
+    'timeout 0 registers the unfinished jobs, not the finished one'
 );
 SELECT is((SELECT count(*)::int FROM jobq_await(job_ids => ARRAY[:'pending']::uuid[], timeout => '0')), 1,
-          'named arguments; a repeated mark is harmless');
+          'named arguments; a repeated registration is harmless');
+SELECT is((SELECT count(*)::int FROM jobq_awaits WHERE job_id = :'pending'), 1,
+          '... and writes nothing: one row per job');
 SELECT is_empty($$SELECT * FROM jobq_await(NULL, '0')$$, 'job_ids NULL: no rows');
 SELECT is_empty($$SELECT * FROM jobq_await('{}')$$, 'an empty array: no rows, at once (nothing to wait for)');
 
@@ -68,7 +70,13 @@ SELECT throws_ok(format($$SELECT * FROM jobq_await(ARRAY[%L]::uuid[], '5 minutes
 SELECT throws_ok($$SELECT * FROM jobq_await(ARRAY(SELECT gen_random_uuid() FROM generate_series(1, 10001)), '0')$$,
     '54000', 'jobq_await: job_ids has 10001 elements, at most 10000 are allowed', 'more than 10,000 ids: 54000');
 SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
-                  'refused calls changed nothing (no mark either)');
+                  'refused calls changed nothing');
+SELECT is((SELECT count(*)::int FROM jobq_awaits), 2, '... and registered nothing');
+
+-- the statement that ends an awaited job removes its registration (and notifies)
+SELECT ok(jobq_complete(:'running', 'w1'), 'the awaited running job completes');
+SELECT is((SELECT count(*)::int FROM jobq_awaits WHERE job_id = :'running'), 0,
+          '... its registration is gone with it');
 
 SELECT * FROM finish();
 ROLLBACK;

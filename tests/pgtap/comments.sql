@@ -77,7 +77,8 @@ SELECT set_eq('SELECT relname::text FROM jobq_tables',
               $$VALUES ('jobq_jobs'), ('jobq_settings'), ('jobq_schedules'), ('jobq_workers'),
                        ('jobq_migrations'), ('jobq_metric_counters'), ('jobq_metric_deltas'),
                        ('jobq_limits'), ('jobq_limit_keys'), ('jobq_limit_starts'),
-                       ('jobq_cancel_requests'), ('jobq__migrate_lock'), ('jobq_metric_labels')$$,
+                       ('jobq_cancel_requests'), ('jobq__migrate_lock'), ('jobq_metric_labels'),
+                       ('jobq_awaits')$$,
               'the eleven jobq tables (so that the checks below see them all)');
 
 SELECT is_empty(

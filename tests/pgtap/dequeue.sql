@@ -10,7 +10,7 @@
 -- Not covered here: two concurrent callers never get the same job (SKIP LOCKED needs two
 -- sessions: see tests/python/test_sql_core.py).
 BEGIN;
-SELECT plan(73);
+SELECT plan(78);
 
 DELETE FROM jobq_jobs;
 
@@ -375,6 +375,38 @@ SELECT results_eq($$SELECT id, locked_at FROM jobq_dequeue('w', batch_size => 10
                   format('VALUES (%L::uuid, now())', :'tz_now'),
                   'under another session time zone: the same choice, locked_at = now()');
 RESET timezone;
+
+------------------------------------------------------------------------------------------
+-- Expired claims are candidates in claim order beside pending jobs, and a stale job that
+-- ends (dead_letter) takes no place of the batch (issue 41)
+------------------------------------------------------------------------------------------
+
+DELETE FROM jobq_jobs;
+SELECT jobq_enqueue('exp', priority => 0) AS a \gset exp_
+SELECT id FROM jobq_dequeue('w1');
+SELECT jobq_enqueue('exp', priority => 9) AS b \gset exp_
+SELECT id FROM jobq_dequeue('w1');
+UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = :'exp_a';
+UPDATE jobq_jobs SET locked_at = now() - interval '59 minutes' WHERE id = :'exp_b';
+SAVEPOINT expired;
+SELECT results_eq(
+    $$SELECT priority FROM jobq_dequeue('w2', batch_size => 1, lock_timeout => '1 minute')$$,
+    $$VALUES (9)$$,
+    'two expired claims, batch_size 1: the higher priority one, not the older lock'
+);
+SELECT is((SELECT status FROM jobq_jobs WHERE id = :'exp_a'), 'processing',
+          '... the other stays as it was, for a later claim');
+ROLLBACK TO SAVEPOINT expired;
+UPDATE jobq_jobs SET max_attempts = 1 WHERE id = :'exp_a';
+SELECT results_eq(
+    $$SELECT id FROM jobq_dequeue('w2', batch_size => 1, lock_timeout => '1 minute')$$,
+    ARRAY[:'exp_b'::uuid],
+    'the older one has no attempt left: it ends, and the other is claimed all the same'
+);
+SELECT is((SELECT status FROM jobq_jobs WHERE id = :'exp_a'), 'dead_letter',
+          '... the one with no attempt left is dead_letter');
+SELECT is((SELECT attempts FROM jobq_jobs WHERE id = :'exp_b'), 2,
+          '... the one taken over has its second attempt');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -12,7 +12,7 @@
 -- Not covered here: concurrent sessions (an open transaction holding a key, 32 sessions with
 -- kills and lock expiries, a rate over wall-clock time): tests/faults/test_limits.py.
 BEGIN;
-SELECT plan(57);
+SELECT plan(59);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_limits;
@@ -244,6 +244,29 @@ SELECT jobq_set_limit('rate');
 SELECT is((SELECT count(*)::int FROM jobq_limit_starts WHERE limit_group = 'rate')
           + (SELECT count(*)::int FROM jobq_limit_keys WHERE limit_group = 'rate'), 0,
           'removing the limit removes its bookkeeping');
+
+------------------------------------------------------------------------------------------
+-- No head-of-line blocking when a key has jobs under two job types: its second job, beyond
+-- its room, takes no place of the batch, so the claim reads on to the next key (issue 41).
+------------------------------------------------------------------------------------------
+DELETE FROM jobq_jobs;
+SELECT jobq_set_limit('hol', max_running => 1);
+SELECT jobq_enqueue('hol_t1', priority => 10, limit_group => 'hol') AS a \gset hol_
+SELECT jobq_enqueue('hol_t2', priority => 9, limit_group => 'hol') AS b \gset hol_
+SELECT jobq_enqueue('hol_t1', priority => 8, limit_group => 'hol', limit_key => 'x') AS c \gset hol_
+SAVEPOINT hol;
+SELECT results_eq(
+    $$SELECT id FROM jobq_dequeue('w1', batch_size => 2)$$,
+    ARRAY[:'hol_a'::uuid, :'hol_c'::uuid],
+    'a key full after its first job: the claim takes the free key''s job next (a and c)'
+);
+ROLLBACK TO SAVEPOINT hol;
+SELECT jobq_enqueue('hol_t3', priority => 0) AS u \gset hol_
+SELECT results_eq(
+    $$SELECT id FROM jobq_dequeue('w1', batch_size => 2)$$,
+    ARRAY[:'hol_a'::uuid, :'hol_c'::uuid],
+    '... and ahead of an unlimited job of lower priority (a and c, not a and it)'
+);
 
 SELECT * FROM finish();
 ROLLBACK;

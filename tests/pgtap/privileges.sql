@@ -180,7 +180,7 @@ SELECT is((SELECT status FROM jobq_cancel(ARRAY[:'to_cancel']::uuid[])), 'cancel
 SELECT throws_ok(format($$SELECT jobq_cancel_requested(ARRAY[%L]::uuid[])$$, :'seed'), '42501',
     'permission denied for function jobq_cancel_requested', 'producer: cannot call jobq_cancel_requested');
 RESET ROLE;
-UPDATE jobq_jobs SET awaited = false WHERE id = :'seed';
+DELETE FROM jobq_awaits WHERE job_id = :'seed';
 
 -- worker --------------------------------------------------------------------------------
 DELETE FROM jobq_jobs WHERE job_type = 'p';

@@ -7,7 +7,7 @@
 -- the oldest first (random ids of installs before migration 0005 included). Jobs are inserted directly with
 -- finished_at in the past (the table's CHECKs keep them consistent).
 BEGIN;
-SELECT plan(35);
+SELECT plan(39);
 
 DELETE FROM jobq_jobs;
 
@@ -120,6 +120,24 @@ SELECT is(jobq_prune('7 days', '{succeeded,failed,dead_letter}', batch_size => 5
           '... the rest of them');
 SELECT results_eq($$SELECT job_type FROM jobq_jobs$$, $$VALUES ('recent')$$,
                   'random (version 4) ids of installs before 0005 are pruned like the new ones; a recent job stays');
+
+-- The oldest first across statuses (by finished_at): a failed job that finished before a
+-- succeeded one goes first, whatever the names of their statuses.
+DELETE FROM jobq_jobs;
+INSERT INTO jobq_jobs (job_type, status, finished_at) VALUES
+    ('succeeded_9d', 'succeeded',   now() - interval '9 days'),
+    ('failed_10d',   'failed',      now() - interval '10 days'),
+    ('dead_12d',     'dead_letter', now() - interval '12 days'),
+    ('cancel_11d',   'cancelled',   now() - interval '11 days');
+SELECT is(jobq_prune('7 days', '{succeeded,failed}', batch_size => 1), 1::bigint,
+          'across succeeded and failed, batch_size => 1: one job');
+SELECT results_eq($$SELECT job_type FROM jobq_jobs ORDER BY job_type$$,
+                  $$VALUES ('cancel_11d'), ('dead_12d'), ('succeeded_9d')$$,
+                  '... the failed one, which finished before the succeeded one');
+SELECT is(jobq_prune('7 days', '{succeeded,failed,dead_letter,cancelled}', batch_size => 2), 2::bigint,
+          'every finished status, batch_size => 2: two jobs');
+SELECT results_eq($$SELECT job_type FROM jobq_jobs$$, $$VALUES ('succeeded_9d')$$,
+                  '... the dead_letter (12 days) and the cancelled (11 days), not the newer succeeded one');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -527,16 +527,18 @@ async def _claim(q: AsyncQueue, n: int = 1) -> list[uuid.UUID]:
 
 
 async def _until_awaited(conn: Conn, *jobs: uuid.UUID) -> None:
-    """Until the waiter has marked the jobs as awaited (it LISTENs first: from then on no
-    notification of their end can be missed)."""
+    """Until the waiter has registered its interest in the jobs (jobq_awaits; it LISTENs first:
+    from then on no notification of their end can be missed)."""
     for _ in range(3000):
         row = conn.execute(
-            "SELECT bool_and(awaited) FROM jobq_jobs WHERE id = ANY(%s)", (list(jobs),)
+            "SELECT bool_and(EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id))"
+            " FROM jobq_jobs AS j WHERE j.id = ANY(%s)",
+            (list(jobs),),
         ).fetchone()
         if row and row[0]:
             return
         await asyncio.sleep(0.01)
-    raise AssertionError("the waiter never marked the jobs")
+    raise AssertionError("the waiter never registered the jobs")
 
 
 async def test_cancel_and_status_as_queue_does(dsn: str, conn: Conn) -> None:
@@ -616,7 +618,7 @@ async def test_a_lost_notification_is_made_up_for_by_the_poll(dsn: str, conn: Co
         await _claim(q)
         waiting = asyncio.ensure_future(q.wait([job], timeout=60, poll_interval=0.1))
         await _until_awaited(conn, job)
-        conn.execute("UPDATE jobq_jobs SET awaited = false WHERE id = %s", (job,))
+        conn.execute("DELETE FROM jobq_awaits WHERE job_id = %s", (job,))
         await asyncio.to_thread(Queue(dsn).complete, job, "w1")
         assert (await waiting)[job].status == "succeeded"
 

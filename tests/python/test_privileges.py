@@ -184,7 +184,7 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
         "SELECT c.relname::text FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace "
         "AND c.relkind = 'r' AND has_table_privilege(%s, c.oid, 'SELECT') ORDER BY 1", (role,)
     ).fetchall()
-    every_table = [("jobq_cancel_requests",), ("jobq_jobs",), ("jobq_limit_keys",),
+    every_table = [("jobq_awaits",), ("jobq_cancel_requests",), ("jobq_jobs",), ("jobq_limit_keys",),
                    ("jobq_limit_starts",), ("jobq_limits",),
                    ("jobq_metric_counters",), ("jobq_metric_deltas",), ("jobq_metric_labels",),
                    ("jobq_migrations",),
@@ -266,7 +266,8 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     assert lines[-1] == f'REVOKE USAGE ON SCHEMA "tenant" FROM "{role}";'
     online = run("--dsn", dsn, "revoke", role, "--dry-run")
     assert online.exit_code == 0, online.output
-    tables = ('"public"."jobq_cancel_requests", "public"."jobq_jobs", "public"."jobq_limit_keys", '
+    tables = ('"public"."jobq_awaits", "public"."jobq_cancel_requests", '
+              '"public"."jobq_jobs", "public"."jobq_limit_keys", '
               '"public"."jobq_limit_starts", "public"."jobq_limits", '
               '"public"."jobq_metric_counters", "public"."jobq_metric_deltas", '
               '"public"."jobq_metric_labels", '

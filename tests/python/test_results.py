@@ -66,13 +66,17 @@ def in_thread(body: Callable[[], Any]) -> Iterator[list[Any]]:
 
 
 def waiting_on(dsn: str, *jobs: uuid.UUID) -> Callable[[], bool]:
-    """True once every job is marked as awaited: the waiter marks them after it LISTENs, so a
-    notification of their end can no longer be missed (the waiter listens, or reads it)."""
+    """True once every job is registered as awaited (jobq_awaits): the waiter registers them
+    after it LISTENs, so a notification of their end can no longer be missed (the waiter
+    listens, or reads it)."""
 
     def check() -> bool:
         with psycopg.connect(dsn, autocommit=True) as c:
-            row = c.execute("SELECT bool_and(awaited) FROM jobq_jobs WHERE id = ANY(%s)",
-                            (list(jobs),)).fetchone()
+            row = c.execute(
+                "SELECT bool_and(EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id))"
+                " FROM jobq_jobs AS j WHERE j.id = ANY(%s)",
+                (list(jobs),),
+            ).fetchone()
         return bool(row and row[0])
 
     return check
@@ -239,8 +243,8 @@ def test_a_lost_notification_is_made_up_for_by_the_poll(dsn: str, conn: Conn) ->
     claim(dsn)
     with in_thread(lambda: q.wait([job], timeout=60, poll_interval=0.1)) as out:
         wait_for("the wait to listen", waiting_on(dsn, job))
-        # unmark it, so that the completion sends nothing: only a poll can see it
-        conn.execute("UPDATE jobq_jobs SET awaited = false WHERE id = %s", (job,))
+        # unregister it, so that the completion sends nothing: only a poll can see it
+        conn.execute("DELETE FROM jobq_awaits WHERE job_id = %s", (job,))
         Queue(dsn).complete(job, "w1")
     assert out[0][job].status == "succeeded"
 

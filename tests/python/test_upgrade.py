@@ -200,14 +200,14 @@ def snapshot_with_now(dsn: str) -> dict[str, Any]:
 # Columns that migrations 0006, 0009 and 0010 added, with the value every job that existed
 # before has.
 ADDED_COLUMNS = {"result": None, "cancel_requested_at": None, "cancel_reason": None,
-                 "awaited": False, "limit_group": None, "limit_key": None, "claimed_at": None}
+                 "limit_group": None, "limit_key": None, "claimed_at": None}
 # Settings that migration 0010 added, with their default.
 ADDED_SETTINGS = {"metrics": True, "metrics_label_sets": 1000}
 
 
 def without_added_columns(jobs: dict[str, Any]) -> dict[str, Any]:
     """A snapshot without the columns added since the legacy install, which checks them: every
-    job that existed before has their defaults (no result, no cancel request, not awaited)."""
+    job that existed before has their defaults (no result, no cancel request, no limit)."""
     rows = [row[0] for row in jobs["jobs"]]
     for job in rows:
         for column, value in ADDED_COLUMNS.items():
@@ -586,6 +586,7 @@ MAIN_INSTALLS = {
             "0013_jobq_claim_index_hashes",
             "0014_jobq_hardening",
             "0015_jobq_cancel_requests",
+            "0016_jobq_claims_exact",
         ],
     ),
     "8ef85fb": (
@@ -603,6 +604,7 @@ MAIN_INSTALLS = {
             "0013_jobq_claim_index_hashes",
             "0014_jobq_hardening",
             "0015_jobq_cancel_requests",
+            "0016_jobq_claims_exact",
         ],
     ),
 }
