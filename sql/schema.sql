@@ -120,6 +120,56 @@ $$;
 COMMENT ON FUNCTION public.jobq__blank(value text) IS 'Private. True when value is NULL or made only of Unicode white space and invisible characters
 (zero-width spaces and joiners, direction marks, U+FEFF, Hangul fillers).';
 
+CREATE FUNCTION public.jobq__cancel_apply() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_status text;
+    v_queue text;
+    v_job_type text;
+    v_worker text;
+    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
+    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    UPDATE jobq_jobs AS j
+    SET
+        status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
+        finished_at = CASE WHEN j.status = 'pending' THEN v_now END,
+        last_error = CASE
+            WHEN j.status = 'pending' THEN coalesce(new.reason, 'cancelled')
+            ELSE j.last_error
+        END,
+        cancel_requested_at = CASE WHEN j.status = 'processing' THEN new.requested_at END,
+        cancel_reason = CASE WHEN j.status = 'processing' THEN new.reason END,
+        updated_at = v_now
+    WHERE j.id = new.job_id
+      AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
+    RETURNING j.status, j.queue, j.job_type, j.locked_by
+    INTO v_status, v_queue, v_job_type, v_worker;
+
+    -- Every row of the table is this transaction's own until it commits, and none outlives it.
+    DELETE FROM jobq_cancel_requests AS r WHERE r.job_id = new.job_id;
+
+    IF v_status = 'cancelled' THEN
+        PERFORM jobq__metrics_count(
+            'cancelled'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
+            NULL::double precision[]
+        );
+        -- announced on the done channel when a client awaits it (jobq_awaits)
+        PERFORM jobq__notify_events('done'::text, jobq__awaits_end(ARRAY[new.job_id]));
+    ELSIF v_status = 'processing' THEN
+        PERFORM jobq__notify_events('cancel'::text, ARRAY[v_worker]);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__cancel_apply() IS 'Private. Trigger of jobq_cancel_requests (deferred, at the commit of a jobq_cancel() call''s
+transaction): sets the cancel request on the job if it is still processing, cancels it if it
+is pending again, leaves a finished one alone, and deletes the staged row.';
+
 CREATE FUNCTION public.jobq__channel() RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -230,8 +280,10 @@ handlers for (jobq_dequeue job_types).';
 COMMENT ON COLUMN public.jobq_jobs.payload IS 'The job''s arguments, a JSON object handed to the handler; at most
 jobq_settings.max_payload_bytes of jsonb.';
 
-COMMENT ON COLUMN public.jobq_jobs.idempotency_key IS 'Dedupe of one logical task: enqueuing a key that exists, in any status, adds nothing and
-returns that job''s id (jobq_jobs_idempotency_key_key). NULL: no dedupe; NULLs never collide.';
+COMMENT ON COLUMN public.jobq_jobs.idempotency_key IS 'Dedupe of one logical task of one job type: enqueuing a key that exists with the same
+job_type, in any status, adds nothing and returns that job''s id
+(jobq_jobs_idempotency_key_key). The same key under another job_type is another job. NULL: no
+dedupe; NULLs never collide.';
 
 COMMENT ON COLUMN public.jobq_jobs.status IS 'pending: waits (also between retries); processing: claimed; succeeded: done; failed: a
 permanent failure the worker asked for (no retry); dead_letter: used all its attempts;
@@ -280,7 +332,8 @@ COMMENT ON COLUMN public.jobq_jobs.result IS 'What the handler returned (any JSO
 jobq_complete_many(results => ...) when the job succeeded; NULL otherwise. At most
 max_payload_bytes (jobq_settings).';
 
-COMMENT ON COLUMN public.jobq_jobs.cancel_requested_at IS 'When jobq_cancel() asked a processing job to stop; NULL without a request. The job keeps
+COMMENT ON COLUMN public.jobq_jobs.cancel_requested_at IS 'When jobq_cancel() asked a processing job to stop (its transaction''s time), set on the row
+when that transaction commits (jobq_cancel_requests); NULL without a request. The job keeps
 running: one that then fails, is released or is taken over ends cancelled, one that completes
 ends succeeded. Workers learn of it through jobq_cancel_requested() (with their heartbeat) and a
 notification.';
@@ -628,7 +681,7 @@ BEGIN
                         pg_catalog.hashtextextended(
                             pg_catalog.format('jobq limit %L %L %L', pg_catalog.current_schema(),
                                               k_group[u.k], k_key[u.k]),
-                            0
+                            (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
                         )
                     ) ORDER BY u.k
                 )
@@ -830,8 +883,8 @@ BEGIN
     -- Counted for jobq_metrics() as jobq_dequeue counts its own claims: started, the wait.
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            NULL,
+            'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[],
             pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
         ) AS n
         FROM claimed AS c
@@ -1239,9 +1292,9 @@ CREATE FUNCTION public.jobq__job_argument_problem(job_type text, queue text, ide
                 'idempotency_key is %s characters long, at most 1000 are allowed',
                 pg_catalog.length(idempotency_key)
             )
-        WHEN pg_catalog.octet_length(idempotency_key) > 2000
+        WHEN pg_catalog.octet_length(idempotency_key) > 1800
             THEN pg_catalog.format(
-                'idempotency_key is %s bytes long, at most 2000 are allowed',
+                'idempotency_key is %s bytes long, at most 1800 are allowed',
                 pg_catalog.octet_length(idempotency_key)
             )
         WHEN max_attempts IS NULL OR max_attempts < 1 OR max_attempts > 1000
@@ -1338,6 +1391,90 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__metric_histogram(buckets integer[]) IS 'Private. Per-bucket counts (22 elements) of a list of bucket positions; ''{}'' for none.';
 
+CREATE FUNCTION public.jobq__metric_labels(queues text[], job_types text[]) RETURNS TABLE(queue text, job_type text, label_queue text, label_job_type text)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_pairs text[];
+    v_types text[];
+    v_known boolean[];
+    v_room bigint;
+BEGIN
+    SELECT
+        pg_catalog.array_agg(p.queue ORDER BY p.queue, p.job_type),
+        pg_catalog.array_agg(p.job_type ORDER BY p.queue, p.job_type),
+        pg_catalog.array_agg(
+            (p.queue = '' AND p.job_type = '') OR EXISTS (
+                SELECT FROM jobq_metric_labels AS l
+                WHERE l.queue = p.queue AND l.job_type = p.job_type
+            )
+            ORDER BY p.queue, p.job_type
+        )
+    INTO v_pairs, v_types, v_known
+    FROM (
+        SELECT DISTINCT r.queue, r.job_type
+        FROM ROWS FROM (
+            pg_catalog.unnest(jobq__metric_labels.queues),
+            pg_catalog.unnest(jobq__metric_labels.job_types)
+        ) AS r (queue, job_type)
+    ) AS p;
+
+    IF v_pairs IS NULL THEN
+        RETURN;
+    END IF;
+
+    IF FALSE = ANY (v_known) THEN
+        SELECT greatest(
+            s.metrics_label_sets - (
+                SELECT pg_catalog.count(*)
+                FROM (SELECT DISTINCT l.queue, l.job_type FROM jobq_metric_labels AS l) AS d
+            ),
+            0
+        )
+        INTO v_room
+        FROM jobq_settings AS s
+        WHERE s.singleton;
+
+        WITH admitted AS (
+            INSERT INTO jobq_metric_labels AS l (queue, job_type)
+            SELECT n.queue, n.job_type
+            FROM ROWS FROM (
+                pg_catalog.unnest(v_pairs), pg_catalog.unnest(v_types), pg_catalog.unnest(v_known)
+            ) WITH ORDINALITY AS n (queue, job_type, known, ord)
+            WHERE NOT n.known
+            ORDER BY n.ord
+            LIMIT v_room
+            RETURNING l.queue, l.job_type
+        )
+
+        SELECT pg_catalog.array_agg(
+            k.known OR EXISTS (
+                SELECT FROM admitted AS a WHERE a.queue = k.queue AND a.job_type = k.job_type
+            )
+            ORDER BY k.ord
+        )
+        INTO v_known
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_pairs), pg_catalog.unnest(v_types), pg_catalog.unnest(v_known)
+        ) WITH ORDINALITY AS k (queue, job_type, known, ord);
+    END IF;
+
+    RETURN QUERY
+    SELECT
+        k.queue, k.job_type,
+        CASE WHEN k.known THEN k.queue ELSE '' END,
+        CASE WHEN k.known THEN k.job_type ELSE '' END
+    FROM ROWS FROM (
+        pg_catalog.unnest(v_pairs), pg_catalog.unnest(v_types), pg_catalog.unnest(v_known)
+    ) AS k (queue, job_type, known);
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__metric_labels(queues text[], job_types text[]) IS 'Private. For each distinct (queues[i], job_types[i]): the label set jobq_metrics() counts it
+under, its own when admitted to jobq_metric_labels (admitting it while fewer than
+jobq_settings.metrics_label_sets pairs are), else the overflow label set ('''', '''').';
+
 CREATE FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[] DEFAULT NULL::text[], seconds double precision[] DEFAULT NULL::double precision[]) RETURNS integer
     LANGUAGE plpgsql
     AS $$
@@ -1354,6 +1491,9 @@ DECLARE
     v_list integer[];
     v_fast boolean := TRUE;
     v_written integer;  -- counter rows written by the fast path
+    v_pid integer;  -- this backend's shard, read only where a statement needs it
+    v_unknown boolean;  -- a pair of the call is not admitted
+    v_pair text;  -- the one pair of a call of one job, as jobq.metrics_pair holds it
 BEGIN
     -- Counting off (a new installation's default): one read of the setting, nothing else.
     -- Read on its own, never in the WHERE of an upsert below: a SELECT that reads a table
@@ -1366,6 +1506,98 @@ BEGIN
     -- session compiled it (20 ms or more each).
     IF NOT (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton) THEN
         RETURN 0;
+    END IF;
+
+    -- The hot case: one job of a hot kind, the first counted statement of a transaction, of a
+    -- pair this backend counts already (see the header): its row is updated, nothing else.
+    IF pg_catalog.cardinality(queues) = 1
+       AND kind IN ('enqueued', 'started', 'succeeded')
+       AND pg_catalog.current_setting('jobq.metrics_counted', TRUE) IS DISTINCT FROM 'on' THEN
+        v_pid := pg_catalog.pg_backend_pid();
+        IF kind = 'enqueued' THEN
+            UPDATE jobq_metric_counters AS c
+            SET enqueued = c.enqueued + 1, jobs_pending = c.jobs_pending + 1
+            WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
+        ELSE
+            v_seconds := CASE WHEN seconds[1] IS NOT NULL THEN greatest(seconds[1], 0) END;
+            IF v_seconds IS NOT NULL THEN
+                v_buckets := pg_catalog.array_fill(0::bigint, ARRAY[22]);
+                v_buckets[jobq__metric_bucket(v_seconds)] := 1;
+            END IF;
+            IF kind = 'started' THEN
+                UPDATE jobq_metric_counters AS c
+                SET
+                    started = c.started + 1,
+                    jobs_pending = c.jobs_pending - 1,
+                    jobs_processing = c.jobs_processing + 1,
+                    wait_buckets = jobq__metric_add(c.wait_buckets, v_buckets),
+                    wait_sum = c.wait_sum + coalesce(v_seconds, 0)
+                WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
+            ELSE
+                UPDATE jobq_metric_counters AS c
+                SET
+                    succeeded = c.succeeded + 1,
+                    jobs_processing = c.jobs_processing - 1,
+                    jobs_succeeded = c.jobs_succeeded + 1,
+                    run_buckets = jobq__metric_add(c.run_buckets, v_buckets),
+                    run_sum = c.run_sum + coalesce(v_seconds, 0)
+                WHERE c.queue = queues[1] AND c.job_type = job_types[1] AND c.shard = v_pid;
+            END IF;
+            v_buckets := '{}'::bigint[];
+            v_seconds := NULL;
+        END IF;
+        IF FOUND THEN
+            PERFORM pg_catalog.set_config('jobq.metrics_counted', 'on', TRUE);
+            RETURN 1;
+        END IF;
+    END IF;
+
+    -- Any other call: a pair not admitted (one index probe per distinct pair) sends its jobs
+    -- to the label set jobq__metric_labels gives it.
+    -- One job: the pair last found admitted in this transaction (jobq.metrics_pair, reset at
+    -- its end; no jobq_metrics_forget can run while it writes jobs) needs no probe, so a
+    -- transaction that counts one pair statement after statement probes once.
+    IF pg_catalog.cardinality(queues) = 1 THEN
+        v_pair := pg_catalog.length(queues[1])::text || ':' || queues[1] || job_types[1];
+        IF pg_catalog.current_setting('jobq.metrics_pair', TRUE) IS NOT DISTINCT FROM v_pair THEN
+            v_unknown := FALSE;
+        ELSE
+            v_unknown := NOT (queues[1] = '' AND job_types[1] = '') AND NOT EXISTS (
+                SELECT FROM jobq_metric_labels AS l
+                WHERE l.queue = queues[1] AND l.job_type = job_types[1]
+            );
+            IF NOT v_unknown THEN
+                PERFORM pg_catalog.set_config('jobq.metrics_pair', v_pair, TRUE);
+            END IF;
+        END IF;
+    ELSE
+        v_unknown := EXISTS (
+            SELECT
+            FROM (
+                SELECT DISTINCT r.queue, r.job_type
+                FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(job_types))
+                    AS r (queue, job_type)
+            ) AS p
+            WHERE NOT (p.queue = '' AND p.job_type = '')
+              AND NOT EXISTS (
+                  SELECT FROM jobq_metric_labels AS l
+                  WHERE l.queue = p.queue AND l.job_type = p.job_type
+              )
+        );
+    END IF;
+    IF v_unknown THEN
+        SELECT
+            pg_catalog.array_agg(m.label_queue ORDER BY r.ord),
+            pg_catalog.array_agg(m.label_job_type ORDER BY r.ord),
+            pg_catalog.array_agg(r.status ORDER BY r.ord),
+            pg_catalog.array_agg(r.seconds ORDER BY r.ord)
+        INTO queues, job_types, statuses, seconds
+        FROM ROWS FROM (
+            pg_catalog.unnest(queues), pg_catalog.unnest(job_types),
+            pg_catalog.unnest(statuses), pg_catalog.unnest(seconds)
+        ) WITH ORDINALITY AS r (queue, job_type, status, seconds, ord)
+        INNER JOIN jobq__metric_labels(queues, job_types) AS m
+            ON m.queue = r.queue AND m.job_type = r.job_type;
     END IF;
 
     -- The hot kinds, counted by the first counted statement of a transaction (every claim and
@@ -1821,31 +2053,20 @@ CREATE FUNCTION public.jobq__notify_events(kind text, payloads text[]) RETURNS i
     LANGUAGE plpgsql
     SET search_path TO 'public', 'pg_temp'
     AS $$
-DECLARE
-    v_channel text;
-    v_distinct text[];
 BEGIN
-    IF coalesce(pg_catalog.cardinality(payloads), 0) = 0 THEN
+    IF NOT EXISTS (SELECT FROM pg_catalog.unnest(payloads) AS p (payload) WHERE p.payload IS NOT NULL)
+    THEN
         RETURN 0;
     END IF;
-    v_channel := jobq__event_channel(kind);
-    v_distinct := ARRAY(
-        SELECT DISTINCT p.payload FROM pg_catalog.unnest(payloads) AS p (payload)
-        WHERE p.payload IS NOT NULL
-    );
-    IF pg_catalog.cardinality(v_distinct) > 100 THEN
-        PERFORM pg_catalog.pg_notify(v_channel, '');
-        RETURN 1;
-    END IF;
-    PERFORM pg_catalog.pg_notify(v_channel, p.payload)
-    FROM pg_catalog.unnest(v_distinct) AS p (payload);
-    RETURN pg_catalog.cardinality(v_distinct);
+    PERFORM pg_catalog.pg_notify(jobq__event_channel(kind), '');
+    RETURN 1;
 END;
 $$;
 
 COMMENT ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) IS 'Private. NOTIFY on this installation''s channel for events of kind (jobq__event_channel): one
-notification per distinct non-NULL payload, or, for more than 100, one with an empty payload
-that means "check everything". Result: how many notifications were sent.';
+notification with an empty payload when payloads has a non-NULL element (no id is sent:
+listeners re-check with the functions they are granted). Result: how many notifications were
+sent (0 or 1).';
 
 CREATE FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) RETURNS timestamp with time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -1910,7 +2131,9 @@ BEGIN
                     max_attempts => v_row.max_attempts,
                     run_at => v_fire,
                     priority => v_row.priority,
-                    queue => v_row.queue
+                    queue => v_row.queue,
+                    limit_group => NULL::text,
+                    limit_key => NULL::text
                 );
                 v_ids := pg_catalog.array_append(v_ids, v_id);
             END LOOP;
@@ -2128,7 +2351,7 @@ until the timeout has passed, and returns their statuses at that moment. It sees
 while it waits (under READ COMMITTED it polls, each check a new statement with a new snapshot:
 every 10 ms at first, every 500 ms at most). With timeout 0 it returns at once and registers
 interest in the unfinished jobs (jobq_awaits): their end is then announced by a NOTIFY on the
-done channel (jobq-done:<schema>, payload the job id) to a client that LISTENs there, as
+done channel (jobq-done:<schema>, with an empty payload) to a client that LISTENs there, as
 Queue.wait does, which also re-reads the statuses now and then; call it so in a transaction of
 its own. Registering locks no job and waits for no lock. Cost: while it waits, its statement
 holds a snapshot, so VACUUM cannot remove rows that died after the wait began; prefer LISTEN
@@ -2148,7 +2371,6 @@ CREATE FUNCTION public.jobq_cancel(job_ids uuid[], reason text DEFAULT NULL::tex
 DECLARE
     v_reason text := pg_catalog.substr(jobq_cancel.reason, 1, 10000);
     v_ended text[];
-    v_workers text[];
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -2164,7 +2386,7 @@ BEGIN
         SELECT j.id
         FROM jobq_jobs AS j
         WHERE j.id = ANY (jobq_cancel.job_ids)
-          AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
+          AND j.status = 'pending'
         ORDER BY j.id
         FOR UPDATE
     ),
@@ -2172,48 +2394,52 @@ BEGIN
     changed AS (
         UPDATE jobq_jobs AS j
         SET
-            status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
-            finished_at = CASE WHEN j.status = 'pending' THEN v_now END,
-            last_error = CASE
-                WHEN j.status = 'pending' THEN coalesce(v_reason, 'cancelled')
-                ELSE j.last_error
-            END,
-            cancel_requested_at = CASE
-                WHEN j.status = 'processing' THEN v_now
-            END,
-            cancel_reason = CASE WHEN j.status = 'processing' THEN v_reason END,
+            status = 'cancelled',
+            finished_at = v_now,
+            last_error = coalesce(v_reason, 'cancelled'),
             updated_at = v_now
         FROM locked
         WHERE j.id = locked.id
-          -- Locked rows were re-read: a job completed while we waited for its lock is finished.
-          AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
-        RETURNING j.id, j.status, j.locked_by, j.queue, j.job_type
+          -- Locked rows were re-read: a job claimed while we waited for its lock is processing.
+          AND j.status = 'pending'
+        RETURNING j.id, j.queue, j.job_type
     ),
 
-    -- Only the pending jobs changed status; the running ones got a request.
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'cancelled', pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type)
+            'cancelled'::text, pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type),
+            NULL::text[], NULL::double precision[]
         ) AS n
         FROM changed AS k
-        WHERE k.status = 'cancelled'
         HAVING pg_catalog.count(*) > 0
     )
 
-    SELECT
-        pg_catalog.array_agg(c.id::text) FILTER (WHERE c.status = 'cancelled'),
-        pg_catalog.array_agg(c.locked_by) FILTER (WHERE c.status = 'processing')
-    INTO v_ended, v_workers
+    SELECT pg_catalog.array_agg(c.id::text)
+    INTO v_ended
     FROM changed AS c
     LEFT JOIN counted ON TRUE;
-    PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
-    PERFORM jobq__notify_events('cancel', v_workers);
+    -- The cancelled jobs that a client awaits (jobq_awaits) are announced on the done channel.
+    IF v_ended IS NOT NULL THEN
+        PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
+    END IF;
+
+    SET CONSTRAINTS jobq_cancel_requests_apply DEFERRED;
+    INSERT INTO jobq_cancel_requests (job_id, reason, requested_at)
+    SELECT j.id, v_reason, v_now
+    FROM jobq_jobs AS j
+    WHERE j.id = ANY (jobq_cancel.job_ids)
+      AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
+      AND NOT EXISTS (SELECT FROM jobq_cancel_requests AS r WHERE r.job_id = j.id)
+    ORDER BY j.id;
 
     RETURN QUERY
     SELECT
         j.id,
         CASE
             WHEN j.status = 'processing' AND j.cancel_requested_at IS NOT NULL
+                THEN 'cancel_requested'
+            WHEN j.status IN ('pending', 'processing')
+                 AND EXISTS (SELECT FROM jobq_cancel_requests AS r WHERE r.job_id = j.id)
                 THEN 'cancel_requested'
             ELSE j.status
         END
@@ -2224,21 +2450,24 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_cancel(job_ids uuid[], reason text) IS 'Cancels jobs. A pending job becomes cancelled at once (finished_at set, the reason as
-last_error). A processing job keeps running and gets cancel_requested_at (and the reason in
-cancel_reason); its worker is told by a NOTIFY on the cancel channel (payload: the worker id)
-and by jobq_cancel_requested(); if that attempt then fails, is released or is taken over, the
-job ends cancelled and never runs again; if it completes, it ends succeeded. A finished job, or
-a processing one already asked, is left alone.
+last_error). A processing job keeps running and gets a cancel request: cancel_requested_at
+(and the reason in cancel_reason), set on its row when the caller''s transaction commits; its
+worker is then told by a NOTIFY on the cancel channel and by jobq_cancel_requested(); if that
+attempt then fails, is released or is taken over, the job ends cancelled and never runs again;
+if it completes, it ends succeeded. A finished job, or a processing one already asked, is left
+alone.
 Arguments: job_ids (the jobs; at most 100,000), reason (why; cut to its first 10,000
 characters; NULL: last_error says cancelled).
 Result: one row per known id (unknown ids are left out), in id order: job_id and its status
-after the call: cancelled, cancel_requested (processing with a request), or the finished status
-it already had.
+after the call: cancelled, cancel_requested (processing with a request, or a request that this
+transaction applies at its commit), or the finished status it already had.
 Errors: 54000 job_ids with more than 100,000 elements.
-Concurrency: it locks the rows it changes in id order, waiting for concurrent claims and
-completions, then acts on what they left: a job claimed meanwhile gets a request, one completed
-meanwhile is left alone. A NOTIFY on the done channel for each job it cancelled that a client
-awaits.';
+Concurrency: it locks the pending rows it cancels, in id order, waiting for concurrent claims;
+it takes no lock on a processing job''s row, so a transaction left open after it never holds
+up that job''s worker. At commit, a deferred trigger locks each processing job asked, waits for
+a worker statement in flight on it, and then sets the request, or cancels the job if its
+attempt has ended with it pending again, or leaves it alone if it finished. A NOTIFY on the
+done channel for each job it cancelled that a client awaits.';
 
 CREATE FUNCTION public.jobq_cancel_requested(job_ids uuid[]) RETURNS SETOF uuid
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -2280,7 +2509,7 @@ BEGIN
         RAISE EXCEPTION 'jobq_complete: %', v_error USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jobq_complete.result IS NOT NULL THEN
-        v_size := pg_catalog.pg_column_size(jobq_complete.result);
+        v_size := pg_catalog.octet_length(jobq_complete.result::text);  -- as jobq_enqueue
         SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
         IF v_size > v_limit THEN
             RAISE EXCEPTION 'jobq_complete: result is % bytes, the limit is % bytes',
@@ -2312,12 +2541,12 @@ BEGIN
     INTO v_awaited, v_queue, v_job_type, v_claimed_at;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
-            'succeeded', ARRAY[v_queue], ARRAY[v_job_type], NULL,
+            'succeeded'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
     IF v_awaited AND jobq__awaits_end(ARRAY[jobq_complete.job_id]) IS NOT NULL THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_complete.job_id::text);
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'::text), '');  -- no id: see jobq__notify_events
     END IF;
     RETURN v_awaited IS NOT NULL;
 END;
@@ -2335,7 +2564,7 @@ Errors: 22023 worker_id NULL, blank or longer than 200 characters; 54000 result 
 max_payload_bytes (nothing changes).
 Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
 first wins, and a taken-over claim can no longer complete. A NOTIFY on the installation''s done
-channel (payload: the job id) when a client awaits the job (jobq_await).';
+channel (an empty payload: listeners re-check) when a client awaits the job (jobq_await).';
 
 CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], results jsonb[] DEFAULT NULL::jsonb[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2371,19 +2600,13 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = 'Pass one result (or NULL) per job id, in the same order, or NULL.';
         END IF;
-        -- Sizes as jobq_complete (and jobq_enqueue) measure them, that of the jsonb value with
-        -- a 4-byte header. An array stores its elements of up to 127 bytes with a 1-byte
-        -- header, 3 bytes less: those are measured on a copy made outside the array.
+        -- Sizes as jobq_complete (and jobq_enqueue) measure them: the text form.
         SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
         SELECT r.ord, r.size INTO v_big
         FROM (
             SELECT
                 e.ord,
-                CASE
-                    WHEN pg_catalog.pg_column_size(e.result) <= 127
-                        THEN pg_catalog.pg_column_size(e.result::text::jsonb)
-                    ELSE pg_catalog.pg_column_size(e.result)
-                END AS size
+                pg_catalog.octet_length(e.result::text) AS size
             FROM pg_catalog.unnest(jobq_complete_many.results) WITH ORDINALITY AS e (result, ord)
         ) AS r
         WHERE r.size > v_limit
@@ -2428,7 +2651,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'succeeded', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type), NULL,
+            'succeeded'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[],
             pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
         ) AS n
         FROM done AS c
@@ -2445,7 +2669,7 @@ BEGIN
         v_awaited := jobq__awaits_end(v_ids);
     END IF;
     IF v_awaited IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', v_awaited);
+        PERFORM jobq__notify_events('done'::text, v_awaited);
     END IF;
     RETURN v_done;
 END;
@@ -2464,15 +2688,17 @@ longer than 200 characters; 54000 when a result is larger than max_payload_bytes
 names its position; nothing changes).
 Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
-the installation''s done channel (payload: the job id) for each completed job a client awaits.';
+the installation''s done channel (an empty payload, one per transaction) when it completed a
+job a client awaits.';
 
-CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean) RETURNS jsonb
+CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean, metrics_label_sets integer DEFAULT NULL::integer) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_max_payload_bytes integer;
     v_metrics boolean;
+    v_metrics_label_sets integer;
     v_settings jsonb;
     v_was boolean;
 BEGIN
@@ -2481,18 +2707,25 @@ BEGIN
             jobq_configure.max_payload_bytes
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF jobq_configure.metrics_label_sets NOT BETWEEN 0 AND 1000000 THEN
+        RAISE EXCEPTION 'jobq_configure: metrics_label_sets must be between 0 and 1000000, got %',
+            jobq_configure.metrics_label_sets
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     SELECT s.metrics INTO v_was FROM jobq_settings AS s FOR UPDATE;
     UPDATE jobq_settings AS s
     SET
         max_payload_bytes = coalesce(jobq_configure.max_payload_bytes, s.max_payload_bytes),
-        metrics = coalesce(jobq_configure.metrics, s.metrics)
+        metrics = coalesce(jobq_configure.metrics, s.metrics),
+        metrics_label_sets = coalesce(jobq_configure.metrics_label_sets, s.metrics_label_sets)
     -- The settings are returned as columns and made into jsonb here: Citus refuses a STABLE
     -- function (jsonb_build_object) in RETURNING.
-    RETURNING s.max_payload_bytes, s.metrics
-    INTO v_max_payload_bytes, v_metrics;
+    RETURNING s.max_payload_bytes, s.metrics, s.metrics_label_sets
+    INTO v_max_payload_bytes, v_metrics, v_metrics_label_sets;
     v_settings := pg_catalog.jsonb_build_object(
         'max_payload_bytes', v_max_payload_bytes,
-        'metrics', v_metrics
+        'metrics', v_metrics,
+        'metrics_label_sets', v_metrics_label_sets
     );
     IF jobq_configure.metrics AND NOT v_was THEN
         PERFORM jobq_metrics_recount();
@@ -2501,15 +2734,22 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
+COMMENT ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean, metrics_label_sets integer) IS 'Admin only. Changes the settings of this installation and returns them all. Settings
 live in this schema''s jobq_settings, so each tenant schema has its own.
-Arguments: max_payload_bytes (the largest payload jobq_enqueue and jobq_enqueue_many accept,
-in bytes of jsonb; default 1048576; NULL leaves it as it is), metrics (whether the jobq
+Arguments: max_payload_bytes (the largest payload that jobq_enqueue, jobq_enqueue_many,
+jobq_enqueue_arrays and jobq_schedule accept, and result that jobq_complete(_many) stores, in
+bytes of its text form (octet_length(value::text), however compressed it is stored);
+default 1048576; NULL leaves it as it is), metrics (whether the jobq
 functions count what they do for jobq_metrics(); off on a new installation, since counting
 costs a write in every counted call; false stops the counters, and true after false counts
-the jobs again as jobq_metrics_recount() does; NULL leaves it).
-Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": false}).
-Errors: 22023 max_payload_bytes < 1.
+the jobs again as jobq_metrics_recount() does; NULL leaves it), metrics_label_sets (how many
+(queue, job_type) label sets jobq_metrics() counts under their own names, 0 to 1000000,
+default 1000; the others are counted under the overflow label set, queue '''' and job_type
+''''; lowering it keeps the label sets already admitted until jobq_metrics_forget() removes
+them; NULL leaves it).
+Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": false,
+"metrics_label_sets": 1000}).
+Errors: 22023 max_payload_bytes < 1, metrics_label_sets outside 0..1000000.
 Concurrency: turning metrics on again waits for the writers of jobq_jobs of the moment, and
 blocks new ones while it counts (see jobq_metrics_recount).';
 
@@ -2535,6 +2775,7 @@ DECLARE
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited boolean;
+    v_longest integer;
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -2551,6 +2792,37 @@ BEGIN
         RAISE EXCEPTION 'jobq_dequeue: lock_timeout must be a positive interval, got %',
             coalesce(lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The filters are stored in jobq_workers and read by every jobq_health: at most 1,000
+    -- names each, of at most 200 characters (no job_type or queue is longer). The names are
+    -- looked at one by one only when their total length could hide a longer one.
+    IF pg_catalog.cardinality(jobq_dequeue.job_types) > 1000 THEN
+        RAISE EXCEPTION 'jobq_dequeue: job_types has % names, at most 1000 are allowed',
+            pg_catalog.cardinality(jobq_dequeue.job_types)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.cardinality(jobq_dequeue.queues) > 1000 THEN
+        RAISE EXCEPTION 'jobq_dequeue: queues has % names, at most 1000 are allowed',
+            pg_catalog.cardinality(jobq_dequeue.queues)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(pg_catalog.array_to_string(jobq_dequeue.job_types, '')) > 200 THEN
+        SELECT pg_catalog.max(pg_catalog.length(t.name)) INTO v_longest
+        FROM pg_catalog.unnest(jobq_dequeue.job_types) AS t (name);
+        IF v_longest > 200 THEN
+            RAISE EXCEPTION 'jobq_dequeue: job_types has a name of % characters, at most 200 '
+                'are allowed', v_longest
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+    IF pg_catalog.length(pg_catalog.array_to_string(jobq_dequeue.queues, '')) > 200 THEN
+        SELECT pg_catalog.max(pg_catalog.length(q.name)) INTO v_longest
+        FROM pg_catalog.unnest(jobq_dequeue.queues) AS q (name);
+        IF v_longest > 200 THEN
+            RAISE EXCEPTION 'jobq_dequeue: queues has a name of % characters, at most 200 '
+                'are allowed', v_longest
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
     END IF;
     -- What this worker asks for, for jobq_unserved_job_types (one look-up; a write at most
     -- every 5 seconds per worker).
@@ -2686,8 +2958,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'lock_expired', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'lock_expired'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM taken AS c
         HAVING pg_catalog.count(*) > 0
@@ -2698,7 +2970,7 @@ BEGIN
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
+        PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by
@@ -2897,8 +3169,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL,
+                'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[],
                 pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c
@@ -2973,8 +3245,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'started', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL,
+                'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[],
                 pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
             ) AS n
             FROM claimed AS c
@@ -3010,16 +3282,17 @@ other types or queues and jobs scheduled for later (whatever their priority) are
 Runs with enable_bitmapscan = off, plan_cache_mode = force_generic_plan and jit = off (for
 this function only; the caller keeps its own settings): index scans in claim order that stop
 after batch_size rows, planned once per session, never compiled.
-Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all),
-batch_size (1-10000), lock_timeout (> 0; beyond 1000 years it means never), queues (NULL =
-all).
+Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all;
+at most 1000 names of at most 200 characters), batch_size (1-10000), lock_timeout (> 0; beyond
+1000 years it means never), queues (NULL = all; at most 1000 names of at most 200 characters).
 Result: the claimed rows of jobq_jobs, highest priority first, then available_at, then id.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
-lock_timeout <= 0.
+lock_timeout <= 0, job_types or queues of more than 1000 names or with a name longer than 200
+characters.
 Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
 same job, one call never locks or claims more than batch_size pending rows, and it never comes
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
-awaits sends a NOTIFY on the done channel (payload: the job id).';
+awaits sends a NOTIFY on the done channel (an empty payload).';
 
 CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text, limit_group text DEFAULT NULL::text, limit_key text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
@@ -3063,7 +3336,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    v_size := pg_catalog.pg_column_size(jobq_enqueue.payload);
+    -- The logical size, that of the text form a worker receives: pg_column_size gives the
+    -- compressed size of a value passed from a table column (85 MB of repeated text is
+    -- stored in less than 1 MiB), and a number of a few stored bytes prints as up to 131,072
+    -- digits. Every size limit of jobq (payloads, results, schedule payloads) measures so.
+    v_size := pg_catalog.octet_length(jobq_enqueue.payload::text);
     SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_enqueue: payload is % bytes, the limit is % bytes', v_size, v_limit
@@ -3101,13 +3378,15 @@ BEGIN
                 coalesce(jobq_enqueue.run_at > v_now, FALSE),
                 jobq_enqueue.limit_group, jobq_enqueue.limit_key
             )
-            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
             EXIT WHEN v_id IS NOT NULL;
 
             SELECT j.id INTO v_id
             FROM jobq_jobs AS j
-            WHERE j.idempotency_key = jobq_enqueue.idempotency_key;
+            WHERE
+                j.job_type = jobq_enqueue.job_type
+                AND j.idempotency_key = jobq_enqueue.idempotency_key;
             IF v_id IS NOT NULL THEN
                 -- A duplicate: nothing was added, so nobody needs waking.
                 RETURN v_id;
@@ -3117,7 +3396,8 @@ BEGIN
 
     IF v_metrics THEN  -- read with the limit: no call at all while counting is off
         PERFORM jobq__metrics_count(
-            'enqueued', ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type]
+            'enqueued'::text, ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type],
+            NULL::text[], NULL::double precision[]
         );
     END IF;
 
@@ -3133,18 +3413,19 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) IS 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
-max_payload_bytes, default 1 MiB), idempotency_key (NULL or 1-1000 chars and at most 2000
-bytes), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
+max_payload_bytes bytes in its text form, default 1 MiB), idempotency_key (NULL or 1-1000
+chars and at most 1800 bytes; unique per job_type), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
 priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
 limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
 the whole group shares one limit, else 1-200 chars: each key of the group has the group''s
 limits for itself; needs a limit_group).
-Result: the new job''s id; if a job with the same idempotency_key exists, in any status, nothing
-is added or changed and that job''s id is returned.
+Result: the new job''s id; if a job with the same job_type and idempotency_key exists, in any
+status, nothing is added or changed and that job''s id is returned (the same key under another
+job_type is another job).
 Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at/limit_group/
 limit_key (blank, too long, a limit_key without a limit_group) or a payload
 that is not a JSON object, 22004 NULL payload, 54000 payload too large.
-Concurrency: N sessions enqueuing one key at once make one row and all get its id. Runs in the
+Concurrency: N sessions enqueuing one key (of one job_type) at once make one row and all get its id. Runs in the
 caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
 in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
 now (delivered at commit).';
@@ -3158,6 +3439,7 @@ DECLARE
     v_bad record;
     v_limit integer;
     v_ids uuid[];
+    v_types text[];
     v_keys text[];
     v_missing integer;
     v_metrics boolean;
@@ -3225,7 +3507,7 @@ BEGIN
             SELECT FROM pg_catalog.unnest(idempotency_keys) AS k (v)
             WHERE k.v IS NOT NULL AND (
                 jobq__blank(k.v) OR pg_catalog.length(k.v) > 1000
-                OR pg_catalog.octet_length(k.v) > 2000
+                OR pg_catalog.octet_length(k.v) > 1800
             )
         ))
         AND (jobq_enqueue_arrays.max_attempts IS NULL OR (
@@ -3244,7 +3526,8 @@ BEGIN
         AND (payloads IS NULL OR NOT EXISTS (
             SELECT FROM pg_catalog.unnest(payloads) AS p (v)
             WHERE p.v IS NULL OR pg_catalog.jsonb_typeof(p.v) <> 'object'
-                OR pg_catalog.pg_column_size(p.v) > v_limit
+                -- the logical size, as jobq_enqueue measures it
+                OR pg_catalog.octet_length(p.v::text) > v_limit
         ))
     ), FALSE) THEN
         -- The first bad job, in input order.
@@ -3259,10 +3542,10 @@ BEGIN
                             'payload must be a JSON object, got a JSON %s',
                             pg_catalog.jsonb_typeof(e.payload)
                         )
-                    WHEN pg_catalog.pg_column_size(e.payload) > v_limit
+                    WHEN pg_catalog.octet_length(e.payload::text) > v_limit
                         THEN pg_catalog.format(
                             'payload is %s bytes, the limit is %s bytes',
-                            pg_catalog.pg_column_size(e.payload), v_limit
+                            pg_catalog.octet_length(e.payload::text), v_limit
                         )
                     WHEN NOT pg_catalog.isfinite(e.run_at)
                         THEN pg_catalog.format('run_at must be a finite time, got %s', e.run_at)
@@ -3273,7 +3556,7 @@ BEGIN
                 CASE
                     WHEN e.payload IS NULL THEN 'null_value_not_allowed'
                     WHEN pg_catalog.jsonb_typeof(e.payload) = 'object'
-                        AND pg_catalog.pg_column_size(e.payload) > v_limit
+                        AND pg_catalog.octet_length(e.payload::text) > v_limit
                         THEN 'program_limit_exceeded'
                     ELSE 'invalid_parameter_value'
                 END AS code
@@ -3349,7 +3632,7 @@ BEGIN
         ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue);
 
         IF queues IS NULL AND run_ats IS NULL THEN
-            PERFORM jobq__notify(ARRAY['default']);
+            PERFORM jobq__notify(ARRAY['default'::text]);
         ELSE
             -- job_types gives every job its row when queues or run_ats is NULL.
             PERFORM jobq__notify(ARRAY(
@@ -3367,9 +3650,9 @@ BEGIN
         -- above.)
         IF v_metrics THEN
             PERFORM jobq__metrics_count(
-                'enqueued',
+                'enqueued'::text,
                 coalesce(queues, pg_catalog.array_fill('default'::text, ARRAY[v_n])),
-                job_types
+                job_types, NULL::text[], NULL::double precision[]
             );
         END IF;
 
@@ -3396,7 +3679,7 @@ BEGIN
             CASE
                 WHEN u.idempotency_key IS NULL THEN u.id
                 ELSE pg_catalog.first_value(u.id) OVER (
-                    PARTITION BY u.idempotency_key ORDER BY u.ord
+                    PARTITION BY u.job_type, u.idempotency_key ORDER BY u.ord
                 )
             END AS first_id
         FROM ROWS FROM (
@@ -3421,7 +3704,7 @@ BEGIN
         FROM input AS i
         WHERE i.new_id = i.first_id
         ORDER BY i.ord
-        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.job_type, j.available_at
     ),
 
@@ -3433,15 +3716,17 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+            'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[], NULL::double precision[]
         ) AS n
         FROM inserted AS c
     )
 
     SELECT
         pg_catalog.array_agg(ins.id ORDER BY i.ord),
+        pg_catalog.array_agg(i.job_type ORDER BY i.ord),
         pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-    INTO v_ids, v_keys
+    INTO v_ids, v_types, v_keys
     FROM input AS i
     LEFT JOIN inserted AS ins ON ins.id = i.first_id
     CROSS JOIN woken
@@ -3454,9 +3739,11 @@ BEGIN
             pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
             (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
         INTO v_ids, v_missing
-        FROM ROWS FROM (pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys))
-            WITH ORDINALITY AS r (id, key, ord)
-        LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types), pg_catalog.unnest(v_keys)
+        ) WITH ORDINALITY AS r (id, job_type, key, ord)
+        LEFT JOIN jobq_jobs AS j
+            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 
         -- The row of a key vanished between our insert and our read (pruned): enqueue those
@@ -3469,7 +3756,9 @@ BEGIN
                 max_attempts => coalesce(jobq_enqueue_arrays.max_attempts[r.ord], 5),
                 run_at => run_ats[r.ord],
                 priority => coalesce(priorities[r.ord], 0),
-                queue => coalesce(queues[r.ord], 'default')
+                queue => coalesce(queues[r.ord], 'default'::text),
+                limit_group => NULL::text,
+                limit_key => NULL::text
             ) END ORDER BY r.ord)
         INTO v_ids
         FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
@@ -3482,10 +3771,10 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[]) IS 'Adds many jobs in one statement, given one array per column (element i of each array is job
-i), each job with jobq_enqueue''s semantics: an existing idempotency key returns the existing
-id; two jobs with the same key get the same id (the first is inserted). The same jobs as
-jobq_enqueue_many, without a JSON document to parse; send the arrays in binary where the
-driver can.
+i), each job with jobq_enqueue''s semantics: an existing idempotency key of the same job type
+returns the existing id; two jobs with the same job type and key get the same id (the first is
+inserted). The same jobs as jobq_enqueue_many, without a JSON document to parse; send the
+arrays in binary where the driver can.
 Arguments: job_types (one per job, 1-200 chars; its length is the number of jobs);
 payloads (JSON objects), idempotency_keys, max_attempts, run_ats, priorities, queues: each
 NULL (the default of jobq_enqueue for every job) or with one element per job, bounded as in
@@ -3508,6 +3797,7 @@ DECLARE
     v_limit integer;
     v_ords integer[];
     v_ids uuid[];
+    v_types text[];
     v_keys text[];
     v_missing integer;
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -3537,7 +3827,8 @@ BEGIN
     FROM (
         SELECT
             x.ord::integer AS ord,
-            pg_catalog.pg_column_size(x.elem -> 'payload') AS payload_size,
+            -- the logical size, as jobq_enqueue measures it
+            pg_catalog.octet_length((x.elem -> 'payload')::text) AS payload_size,
             CASE
                 WHEN pg_catalog.jsonb_typeof(x.elem) <> 'object'
                     THEN pg_catalog.format(
@@ -3665,7 +3956,8 @@ BEGIN
 
             counted AS MATERIALIZED (
                 SELECT jobq__metrics_count(
-                    'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                    'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                    NULL::text[], NULL::double precision[]
                 ) AS n
                 FROM inserted AS c
             )
@@ -3694,14 +3986,15 @@ BEGIN
             FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
         ),
 
-        -- first_id: the id of the first element with the same key (its own id without one).
+        -- first_id: the id of the first element with the same job_type and key (its own id
+        -- without a key).
         input AS MATERIALIZED (
             SELECT
                 p.*,
                 CASE
                     WHEN p.idempotency_key IS NULL THEN p.new_id
                     ELSE pg_catalog.first_value(p.new_id) OVER (
-                        PARTITION BY p.idempotency_key ORDER BY p.ord
+                        PARTITION BY p.job_type, p.idempotency_key ORDER BY p.ord
                     )
                 END AS first_id
             FROM parsed AS p
@@ -3719,7 +4012,8 @@ BEGIN
             FROM input AS i
             WHERE i.new_id = i.first_id
             ORDER BY i.ord
-            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL
+            DO NOTHING
             RETURNING j.id, j.queue, j.job_type, j.available_at
         ),
 
@@ -3731,7 +4025,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'enqueued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type)
+                'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[], NULL::double precision[]
             ) AS n
             FROM inserted AS c
         )
@@ -3739,8 +4034,9 @@ BEGIN
         SELECT
             pg_catalog.array_agg(i.ord ORDER BY i.ord),
             pg_catalog.array_agg(ins.id ORDER BY i.ord),
+            pg_catalog.array_agg(i.job_type ORDER BY i.ord),
             pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-        INTO v_ords, v_ids, v_keys
+        INTO v_ords, v_ids, v_types, v_keys
         FROM input AS i
         LEFT JOIN inserted AS ins ON ins.id = i.first_id
         CROSS JOIN woken
@@ -3778,9 +4074,11 @@ BEGIN
         INTO v_ids, v_missing
         -- ROWS FROM (unnest, ...): the multi-array unnest() shorthand exists only unqualified.
         FROM ROWS FROM (
-            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_keys)
-        ) AS r (ord, id, key)
-        LEFT JOIN jobq_jobs AS j ON r.id IS NULL AND j.idempotency_key = r.key;
+            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types),
+            pg_catalog.unnest(v_keys)
+        ) AS r (ord, id, job_type, key)
+        LEFT JOIN jobq_jobs AS j
+            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 
         -- The row of a key vanished between our insert and our read (pruned): enqueue those
@@ -3810,8 +4108,8 @@ END;
 $_$;
 
 COMMENT ON FUNCTION public.jobq_enqueue_many(jobs jsonb) IS 'Adds many jobs in one statement, each with jobq_enqueue''s semantics: an existing
-idempotency_key returns the existing id; two elements with the same key get the same id (the
-first is inserted). Built for 10,000+ jobs per call.
+idempotency_key of the same job_type returns the existing id; two elements with the same
+job_type and key get the same id (the first is inserted). Built for 10,000+ jobs per call.
 Arguments: jobs (a JSON array of objects with the keys of jobq_enqueue: job_type required;
 payload, idempotency_key, max_attempts, run_at as ISO 8601 text with an offset, priority,
 queue, limit_group, limit_key optional).
@@ -3883,7 +4181,7 @@ BEGIN
             AND jobq_fail.backoff > interval '0',
         last_error = v_error_text,
         errors = jobq__append_error(
-            j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, v_error_text)
+            j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, v_error_text, NULL::text)
         ),
         locked_at = NULL,
         locked_by = NULL,
@@ -3901,7 +4199,7 @@ BEGIN
     INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
     IF v_status IS NOT NULL THEN
         PERFORM jobq__metrics_count(
-            'failed', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
+            'failed'::text, ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
             ARRAY[extract(epoch FROM v_now - v_claimed_at)::double precision]
         );
     END IF;
@@ -3909,7 +4207,7 @@ BEGIN
         PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);  -- a retry without backoff
     ELSIF v_awaited AND v_status <> 'pending'
           AND jobq__awaits_end(ARRAY[jobq_fail.job_id]) IS NOT NULL THEN
-        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'), jobq_fail.job_id::text);
+        PERFORM pg_catalog.pg_notify(jobq__event_channel('done'::text), '');  -- no id: see jobq__notify_events
     END IF;
     RETURN v_status;
 END;
@@ -3930,7 +4228,7 @@ Errors: 22023 NULL retry, NULL or negative backoff, worker_id NULL, blank or lon
 characters.
 Concurrency: the row lock orders it against a concurrent takeover or cancel, as jobq_complete.
 A NOTIFY on the installation''s channel when the job is available again at once (backoff 0),
-and on its done channel (payload: the job id) when the job ended and a client awaits it.';
+and on its done channel (an empty payload) when the job ended and a client awaits it.';
 
 CREATE FUNCTION public.jobq_fail_many(job_ids uuid[], worker_id text, errors text[], retries boolean[] DEFAULT NULL::boolean[], backoffs interval[] DEFAULT NULL::interval[], attempts integer[] DEFAULT NULL::integer[]) RETURNS TABLE(ord integer, job_id uuid, status text)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4061,7 +4359,7 @@ BEGIN
                 AND d.backoff > interval '0',
             last_error = d.error,
             errors = jobq__append_error(
-                j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error)
+                j.errors, jobq__error_entry(j.attempts, v_at, j.locked_by, d.error, NULL::text)
             ),
             locked_at = NULL,
             locked_by = NULL,
@@ -4075,7 +4373,7 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'failed', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            'failed'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
             pg_catalog.array_agg(c.status),
             pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
         ) AS n
@@ -4096,7 +4394,7 @@ BEGIN
 
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
-    PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
+    PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
 
     RETURN QUERY
     SELECT e.i::integer, e.job_id, r.status
@@ -4126,7 +4424,8 @@ or a NULL or negative backoff (naming the element); nothing changes then.
 Concurrency: as jobq_fail, job by job. It waits for the rows it changes: do not send two calls
 over the same jobs at once; send them in id order, as jobq_cancel locks them. One NOTIFY on the
 installation''s channel per queue that got a job back available now (one that wakes every
-worker beyond 100 queues), and one on the done channel per ended job that a client awaits.';
+worker beyond 100 queues), and one on the done channel (an empty payload) when a job that a
+client awaits ended.';
 
 CREATE FUNCTION public.jobq_get_job(job_id uuid) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -4229,7 +4528,7 @@ BEGIN
             pg_catalog.sum(a.jobs),
             pg_catalog.date_trunc('second', v_now - pg_catalog.min(a.oldest_available_at))
         )
-    FROM jobq__available() AS a
+    FROM jobq__available(NULL::boolean) AS a
     GROUP BY a.queue;
 
     -- Per queue and job type: available jobs that no worker asked for within max_pending_age
@@ -4481,8 +4780,8 @@ CREATE FUNCTION public.jobq_job_status(job_ids uuid[]) RETURNS TABLE(id uuid, st
     ORDER BY j.id
 $$;
 
-COMMENT ON FUNCTION public.jobq_job_status(job_ids uuid[]) IS 'How the given jobs stand, without their payloads: for producers that want to know how
-their jobs ended, and for monitors.
+COMMENT ON FUNCTION public.jobq_job_status(job_ids uuid[]) IS 'How the given jobs stand, without their payloads: for producers and workers that want to
+know how their jobs ended (not granted to the monitor level: it returns results and errors).
 Arguments: job_ids (the jobs; NULL = none).
 Result: one row per known id (unknown ids are left out), in id order: id, status, attempts,
 result (what the handler returned, for a succeeded job), last_error, finished_at (NULL while
@@ -4504,11 +4803,30 @@ DECLARE
     v_job jobq_job_summary;
     v_examined integer := 0;
     v_found integer := 0;
+    -- Whether the session's role may read error texts (see above).
+    v_errors CONSTANT boolean := pg_catalog.has_function_privilege(
+        CASE
+            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
+            ELSE pg_catalog.current_setting('role')::name
+        END,
+        'jobq_get_job(uuid)'::pg_catalog.regprocedure::pg_catalog.oid,
+        'EXECUTE'
+    );
 BEGIN
-    IF status IS NULL OR status <> ALL (jobq__statuses()) THEN
+    IF status IS NULL OR status <> ALL (jobq__statuses(NULL::boolean)) THEN
         RAISE EXCEPTION 'jobq_jobs_page: status must be one of %, got %',
-            pg_catalog.array_to_string(jobq__statuses(), ', '),
+            pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', '),
             coalesce(pg_catalog.quote_literal(status), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_jobs_page.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_jobs_page.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_jobs_page.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_jobs_page: job_type is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_jobs_page.job_type)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
@@ -4543,7 +4861,8 @@ BEGIN
         SELECT p.* FROM (
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL,
                    j.available_at AS sort_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
@@ -4553,7 +4872,8 @@ BEGIN
             UNION ALL
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL,
                    j.available_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
@@ -4563,7 +4883,8 @@ BEGIN
             UNION ALL
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL,
                    j.available_at, true
             FROM jobq_jobs AS j
             WHERE j.status = 'pending' AND j.scheduled
@@ -4577,7 +4898,8 @@ BEGIN
         RETURN QUERY
         SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-               j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.locked_at,
+               j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+               j.cancel_requested_at IS NOT NULL, j.locked_at,
                true
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
@@ -4596,7 +4918,8 @@ BEGIN
             OPEN v_jobs FOR
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
             FROM jobq_jobs AS j
             WHERE j.status = 'succeeded'
@@ -4607,7 +4930,8 @@ BEGIN
             OPEN v_jobs FOR
             SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                    j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
-                   j.finished_at, j.last_error, j.cancel_requested_at IS NOT NULL, j.finished_at,
+                   j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+                   j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
             FROM jobq_jobs AS j
             WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
@@ -4638,7 +4962,9 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) IS 'Admin and monitor. One page of the jobs of one status, without payloads, with keyset paging:
+COMMENT ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text, after_at timestamp with time zone, after_id uuid, max_rows integer, scan_limit integer) IS 'Admin and monitor. One page of the jobs of one status, without payloads, results or error
+texts for a monitor (last_error is NULL unless the session''s role, the role set by SET ROLE or
+else the login role, may call jobq_get_job), with keyset paging:
 pass the sort_at and id of the last row of a page as after_at and after_id to get the next one.
 Pending jobs are listed oldest available first (sort_at = available_at), processing jobs oldest
 claim first (locked_at), finished ones newest first (finished_at). Each status is read through
@@ -4647,15 +4973,17 @@ of jobs in other statuses; a queue or job_type filter is applied to the rows of 
 A page of finished jobs examines at most scan_limit jobs: when it stops there short of max_rows
 matches, its last row has matches = false and is only the last job examined, whose sort_at and
 id are the cursor to search on (pending and processing jobs, the backlog, are searched whole).
-Arguments: status (one status), queue (NULL = any), job_type (NULL = any), after_at and
+Arguments: status (one status), queue (NULL = any; at most 200 characters), job_type (NULL =
+any; at most 200 characters), after_at and
 after_id (both NULL for the first page, both given for the next ones), max_rows (1 to 1000,
 default 50), scan_limit (how many finished jobs a page examines at most, 1 to 1000000,
 default 10000).
 Result: rows of jobq_job_summary (the columns of jobq_jobs without payload, result and
-errors, cancel_requested, sort_at, and matches: true on every job listed, false on the marker
+errors, last_error NULL for a role that may not call jobq_get_job, cancel_requested, sort_at,
+and matches: true on every job listed, false on the marker
 of a search stopped by scan_limit).
-Errors: 22023 an unknown or NULL status, max_rows outside 1..1000, scan_limit outside
-1..1000000, only one of after_at and after_id.
+Errors: 22023 an unknown or NULL status, a queue or job_type longer than 200 characters,
+max_rows outside 1..1000, scan_limit outside 1..1000000, only one of after_at and after_id.
 Concurrency: a snapshot, as any query; it takes no lock. A job that changes status between two
 pages leaves one listing and may appear in another.';
 
@@ -4761,14 +5089,29 @@ BEGIN
             coalesce(max_rows::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF pg_catalog.cardinality(jobq_list_jobs.statuses) > 100 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: statuses has % elements, at most 100 are allowed',
+            pg_catalog.cardinality(jobq_list_jobs.statuses)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_list_jobs.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: job_type is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_list_jobs.job_type)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_list_jobs.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_list_jobs: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_list_jobs.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
-    WHERE s IS NULL OR s <> ALL (jobq__statuses())
+    WHERE s IS NULL OR s <> ALL (jobq__statuses(NULL::boolean))
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'jobq_list_jobs: statuses contains %, which is not a status',
             coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(), ', ') || '.';
+                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', ') || '.';
     END IF;
 
     RETURN QUERY
@@ -4784,15 +5127,18 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) IS 'Admin. Lists jobs, most recently changed first. Shows payloads, so it is granted to
 admins only.
-Arguments: statuses (NULL = all), job_type (NULL = any), queue (NULL = any), max_rows (at
-most this many rows, default 100).
+Arguments: statuses (NULL = all; at most 100 status names), job_type (NULL = any; at most 200
+characters), queue (NULL = any; at most 200 characters), max_rows (at most this many rows,
+default 100).
 Result: rows of jobq_jobs.
-Errors: 22023 an unknown status, max_rows < 1.';
+Errors: 22023 an unknown status, more than 100 statuses, a job_type or queue longer than 200
+characters, max_rows < 1.';
 
 CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, value double precision)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_bitmapscan TO 'off'
+    SET jit TO 'off'
     AS $$
 DECLARE
     -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
@@ -4986,8 +5332,16 @@ BEGIN
         LIMIT 1000
     ),
 
+    -- Per queue of an admitted label set; the queues of the others under the overflow
+    -- label set's queue '' (the label sets of a scrape are bounded, jobq__metric_labels).
     oldest AS (
-        SELECT a.queue, pg_catalog.min(a.available_at) AS available_at
+        SELECT
+            CASE
+                WHEN EXISTS (SELECT FROM jobq_metric_labels AS m WHERE m.queue = a.queue)
+                    THEN a.queue
+                ELSE ''
+            END AS queue,
+            pg_catalog.min(a.available_at) AS available_at
         FROM (
             SELECT b.queue, b.available_at FROM oldest_by_priority AS b
             UNION ALL
@@ -4995,7 +5349,7 @@ BEGIN
             UNION ALL
             SELECT l.queue, l.available_at FROM limited AS l
         ) AS a
-        GROUP BY a.queue
+        GROUP BY 1
     )
 
     SELECT s.metric, s.labels, s.value
@@ -5100,6 +5454,11 @@ available) and jobq_metrics_counting (1 while the functions count, 0 while count
 as on a new installation: jobq_configure(metrics => true)). Histograms per queue and job_type, as _bucket (label le, cumulative, +Inf last),
 _sum and _count rows: jobq_wait_seconds (available_at to claim) and jobq_run_seconds (claim to
 completion or failure).
+Label sets: at most jobq_settings.metrics_label_sets (queue, job_type) pairs (default 1000,
+jobq_configure(metrics_label_sets => ...)) are counted under their own names, first come
+first served; the others are counted under the overflow label set, queue "" and job_type ""
+(for the per-queue gauges, queue ""), so a scrape holds at most that many label sets plus
+one; jobq_metrics_forget() removes those without jobs.
 Cost: the rows of jobq_metric_counters (about one per live backend per queue and job type)
 and a few index probes per (job_type, queue, priority) with jobs available; finished jobs are
 never read. Each call first folds the rows of transactions that counted several statements
@@ -5110,6 +5469,91 @@ Result: rows (metric, labels, value): the metric name as Prometheus shows it, th
 JSON object of strings, the value.
 Errors: none.
 Concurrency: reads without waiting; the fold skips rows another session holds.';
+
+CREATE FUNCTION public.jobq_metrics_forget() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_forgotten bigint;
+BEGIN
+    LOCK TABLE jobq_jobs IN SHARE MODE;
+    LOCK TABLE jobq_metric_counters, jobq_metric_deltas, jobq_metric_labels
+    IN SHARE ROW EXCLUSIVE MODE;
+
+    WITH present AS MATERIALIZED (
+        SELECT DISTINCT j.queue, j.job_type FROM jobq_jobs AS j
+    ),
+
+    labels AS MATERIALIZED (
+        SELECT DISTINCT c.queue, c.job_type
+        FROM (
+            SELECT l.queue, l.job_type FROM jobq_metric_labels AS l
+            UNION ALL
+            SELECT x.queue, x.job_type FROM jobq_metric_counters AS x
+            UNION ALL
+            SELECT d.queue, d.job_type FROM jobq_metric_deltas AS d
+        ) AS c
+    ),
+
+    gone AS MATERIALIZED (
+        SELECT l.queue, l.job_type
+        FROM labels AS l
+        WHERE NOT (l.queue = '' AND l.job_type = '')
+          AND NOT EXISTS (
+              SELECT FROM present AS p WHERE p.queue = l.queue AND p.job_type = l.job_type
+          )
+        UNION ALL
+        SELECT o.queue, o.job_type
+        FROM labels AS o
+        WHERE o.queue = '' AND o.job_type = ''
+          AND NOT EXISTS (
+              SELECT FROM present AS p
+              WHERE NOT EXISTS (
+                  SELECT FROM jobq_metric_labels AS m
+                  WHERE m.queue = p.queue AND m.job_type = p.job_type
+              )
+          )
+    ),
+
+    forgot_labels AS (
+        DELETE FROM jobq_metric_labels AS m
+        USING gone AS g
+        WHERE m.queue = g.queue AND m.job_type = g.job_type
+        RETURNING 1
+    ),
+
+    forgot_counters AS (
+        DELETE FROM jobq_metric_counters AS c
+        USING gone AS g
+        WHERE c.queue = g.queue AND c.job_type = g.job_type
+        RETURNING 1
+    ),
+
+    forgot_deltas AS (
+        DELETE FROM jobq_metric_deltas AS d
+        USING gone AS g
+        WHERE d.queue = g.queue AND d.job_type = g.job_type
+        RETURNING 1
+    )
+
+    SELECT pg_catalog.count(*) INTO v_forgotten FROM gone;
+    RETURN v_forgotten;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_metrics_forget() IS 'Admin only. Removes from jobq_metrics() every (queue, job_type) label set that has no job
+left, in any status: its counters, histograms and gauge rows, and its admission under the
+bound jobq_settings.metrics_label_sets, so that new label sets are counted under their own
+names again; the overflow label set (queue '''', job_type '''') goes too when no job left is
+counted under it. The removed series end, as a restarted target''s do.
+Arguments: none.
+Result: how many label sets were removed.
+Errors: none.
+Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE (waits for the transactions writing jobs at
+that moment, blocks writers until the caller''s transaction ends) and the metric tables in
+SHARE ROW EXCLUSIVE MODE; reads jobq_jobs whole, once. Run it when the queue is quiet, in a
+transaction of its own.';
 
 CREATE FUNCTION public.jobq_metrics_recount() RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5132,7 +5576,7 @@ BEGIN
     WHERE c.jobs_pending <> 0 OR c.jobs_processing <> 0 OR c.jobs_succeeded <> 0
        OR c.jobs_failed <> 0 OR c.jobs_dead_letter <> 0 OR c.jobs_cancelled <> 0;
 
-    WITH counts AS (
+    WITH raw AS MATERIALIZED (
         SELECT
             j.queue, j.job_type,
             pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending,
@@ -5143,6 +5587,28 @@ BEGIN
             pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled
         FROM jobq_jobs AS j
         GROUP BY j.queue, j.job_type
+    ),
+
+    labels AS MATERIALIZED (
+        SELECT m.queue, m.job_type, m.label_queue, m.label_job_type
+        FROM jobq__metric_labels(
+            ARRAY(SELECT r.queue FROM raw AS r ORDER BY r.queue, r.job_type),
+            ARRAY(SELECT r.job_type FROM raw AS r ORDER BY r.queue, r.job_type)
+        ) AS m
+    ),
+
+    counts AS (
+        SELECT
+            l.label_queue AS queue, l.label_job_type AS job_type,
+            pg_catalog.sum(r.pending)::bigint AS pending,
+            pg_catalog.sum(r.processing)::bigint AS processing,
+            pg_catalog.sum(r.succeeded)::bigint AS succeeded,
+            pg_catalog.sum(r.failed)::bigint AS failed,
+            pg_catalog.sum(r.dead_letter)::bigint AS dead_letter,
+            pg_catalog.sum(r.cancelled)::bigint AS cancelled
+        FROM raw AS r
+        INNER JOIN labels AS l ON l.queue = r.queue AND l.job_type = r.job_type
+        GROUP BY l.label_queue, l.label_job_type
     ),
 
     written AS (
@@ -5206,6 +5672,11 @@ BEGIN
         || pg_catalog.array_to_string(jobq__statuses(finished => TRUE), ', ') || '.';
     IF statuses IS NULL OR pg_catalog.cardinality(statuses) = 0 THEN
         RAISE EXCEPTION 'jobq_prune: statuses must name at least one finished status'
+            USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
+    END IF;
+    IF pg_catalog.cardinality(statuses) > 100 THEN
+        RAISE EXCEPTION 'jobq_prune: statuses has % elements, at most 100 are allowed',
+            pg_catalog.cardinality(statuses)
             USING ERRCODE = 'invalid_parameter_value', HINT = v_hint;
     END IF;
     SELECT s INTO v_bad FROM pg_catalog.unnest(statuses) AS s
@@ -5286,8 +5757,8 @@ BEGIN
 
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
-                'pruned', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                pg_catalog.array_agg(c.status)
+                'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                pg_catalog.array_agg(c.status), NULL::double precision[]
             ) AS n
             FROM pruned AS c
             HAVING pg_catalog.count(*) > 0
@@ -5317,9 +5788,10 @@ BEGIN
 
                 counted AS MATERIALIZED (
                     SELECT jobq__metrics_count(
-                        'pruned', pg_catalog.array_agg(c.queue),
+                        'pruned'::text, pg_catalog.array_agg(c.queue),
                         pg_catalog.array_agg(c.job_type),
-                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                        NULL::double precision[]
                     ) AS n
                     FROM pruned AS c
                     HAVING pg_catalog.count(*) > 0
@@ -5349,9 +5821,10 @@ BEGIN
 
                 counted AS MATERIALIZED (
                     SELECT jobq__metrics_count(
-                        'pruned', pg_catalog.array_agg(c.queue),
+                        'pruned'::text, pg_catalog.array_agg(c.queue),
                         pg_catalog.array_agg(c.job_type),
-                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                        NULL::double precision[]
                     ) AS n
                     FROM pruned AS c
                     HAVING pg_catalog.count(*) > 0
@@ -5377,9 +5850,10 @@ BEGIN
 
                 counted AS MATERIALIZED (
                     SELECT jobq__metrics_count(
-                        'pruned', pg_catalog.array_agg(c.queue),
+                        'pruned'::text, pg_catalog.array_agg(c.queue),
                         pg_catalog.array_agg(c.job_type),
-                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer])
+                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
+                        NULL::double precision[]
                     ) AS n
                     FROM pruned AS c
                     HAVING pg_catalog.count(*) > 0
@@ -5415,11 +5889,12 @@ $$;
 COMMENT ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) IS 'Deletes finished jobs that finished long enough ago, the oldest first, all at once or in
 batches (each call then a short transaction: loop until a call deletes fewer than batch_size).
 Arguments: older_than (>= 0: jobs whose finished_at is older than this), statuses (finished
-statuses only: succeeded, failed, dead_letter, cancelled; default succeeded), batch_size (at most that
+statuses only: succeeded, failed, dead_letter, cancelled; at most 100 names; default
+succeeded), batch_size (at most that
 many per call; NULL, the default: all of them in one statement).
 Result: how many jobs were deleted.
 Errors: 22023 for pending or processing in statuses (refused), an unknown status, an empty
-list, a NULL or negative older_than, a batch_size below 1.
+list or one of more than 100 names, a NULL or negative older_than, a batch_size below 1.
 Concurrency: rows locked by another transaction at that moment are skipped (SKIP LOCKED), not
 waited for; a later call prunes them.';
 
@@ -5526,8 +6001,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'released'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM released AS c
         HAVING pg_catalog.count(*) > 0
@@ -5540,7 +6015,7 @@ BEGIN
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
+        PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     END IF;
     IF v_released > 0 THEN
         PERFORM jobq__notify(ARRAY(
@@ -5561,7 +6036,7 @@ Arguments: job_ids (the jobs), worker_id (the worker that claimed them: non-blan
 Result: how many jobs were released (cancelled ones included).
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.
 Concurrency: it waits for the rows it changes, as jobq_complete_many. A NOTIFY on the done
-channel (payload: the job id) for each job it cancelled that a client awaits.';
+channel (an empty payload) when it cancelled a job that a client awaits.';
 
 CREATE FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5617,8 +6092,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'released', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'released'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM released AS c
         HAVING pg_catalog.count(*) > 0
@@ -5632,7 +6107,7 @@ BEGIN
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
-    PERFORM jobq__notify_events('done', jobq__awaits_end(v_ended::uuid[]));
+    PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     RETURN v_released;
 END;
 $$;
@@ -5690,7 +6165,8 @@ BEGIN
         RETURN false;
     END IF;
     PERFORM jobq__metrics_count(
-        'requeued', ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status]
+        'requeued'::text, ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_old_status],
+        NULL::double precision[]
     );
     PERFORM pg_catalog.pg_notify(jobq__channel(), v_queue);
     RETURN true;
@@ -5715,6 +6191,16 @@ DECLARE
     -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
+    IF pg_catalog.length(jobq_requeue_dead_letters.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: job_type is % characters long, at most 200 '
+            'are allowed', pg_catalog.length(jobq_requeue_dead_letters.job_type)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_requeue_dead_letters.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: queue is % characters long, at most 200 are '
+            'allowed', pg_catalog.length(jobq_requeue_dead_letters.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     -- old: the status each job leaves, for jobq_metrics' gauge (locked until the UPDATE).
     WITH old AS MATERIALIZED (
         SELECT j.id, j.status
@@ -5747,8 +6233,8 @@ BEGIN
 
     counted AS MATERIALIZED (
         SELECT jobq__metrics_count(
-            'requeued', pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status)
+            'requeued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
         ) AS n
         FROM requeued AS c
         HAVING pg_catalog.count(*) > 0
@@ -5766,9 +6252,10 @@ $$;
 COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) IS 'Makes every dead_letter, failed or cancelled job pending again, as jobq_requeue_dead_letter
 does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
 back (a single one that wakes every worker when more than 100 queues did).
-Arguments: job_type (NULL = any), queue (NULL = any).
+Arguments: job_type (NULL = any; at most 200 characters), queue (NULL = any; at most 200
+characters).
 Result: how many jobs were requeued.
-Errors: none.';
+Errors: 22023 a job_type or queue longer than 200 characters.';
 
 CREATE FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, max_attempts integer DEFAULT 5, catch_up text DEFAULT 'latest'::text, paused boolean DEFAULT false) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5794,8 +6281,24 @@ BEGIN
             pg_catalog.length(jobq_schedule.name)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- cron is parsed again on every tick, and timezone looked up: both are short.
+    IF pg_catalog.length(jobq_schedule.cron) > 1000 THEN
+        RAISE EXCEPTION 'jobq_schedule: cron is % characters long, at most 1000 are allowed',
+            pg_catalog.length(jobq_schedule.cron)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_schedule.timezone) > 100 THEN
+        RAISE EXCEPTION 'jobq_schedule: timezone is % characters long, at most 100 are allowed',
+            pg_catalog.length(jobq_schedule.timezone)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_schedule.catch_up) > 100 THEN
+        RAISE EXCEPTION 'jobq_schedule: catch_up must be skip, latest or all, got a string of % '
+            'characters', pg_catalog.length(jobq_schedule.catch_up)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     v_error := jobq__job_argument_problem(
-        jobq_schedule.job_type, jobq_schedule.queue, NULL,
+        jobq_schedule.job_type, jobq_schedule.queue, NULL::text,
         jobq_schedule.max_attempts, jobq_schedule.priority
     );
     IF v_error IS NOT NULL THEN
@@ -5812,7 +6315,7 @@ BEGIN
             pg_catalog.jsonb_typeof(jobq_schedule.payload)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    v_size := pg_catalog.pg_column_size(jobq_schedule.payload);
+    v_size := pg_catalog.octet_length(jobq_schedule.payload::text);  -- as jobq_enqueue
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
     IF v_size > v_limit THEN
         RAISE EXCEPTION 'jobq_schedule: payload is % bytes, the limit is % bytes', v_size, v_limit
@@ -5877,11 +6380,13 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) IS 'Creates or replaces the schedule `name` and returns its next fire time.
-Arguments: name (1-200 chars), cron (five fields: minute hour day-of-month month day-of-week,
-with *, lists, ranges, steps, month and weekday names; or @hourly, @daily, @weekly, @monthly,
-@yearly), job_type, payload, queue, priority, max_attempts (those of each job a fire enqueues,
-checked as jobq_enqueue does), timezone (IANA name; the cron fields are wall-clock times there:
-a time skipped by daylight saving fires at the end of the gap, a repeated one once), catch_up
+Arguments: name (1-200 chars), cron (at most 1000 chars; five fields: minute hour
+day-of-month month day-of-week, with *, lists, ranges, steps, month and weekday names; or
+@hourly, @daily, @weekly, @monthly, @yearly), job_type, payload, queue, priority, max_attempts
+(those of each job a fire enqueues, checked as jobq_enqueue does: job_type and queue 1-200
+chars, payload at most max_payload_bytes bytes in its text form), timezone (IANA name, at most
+100 chars; the cron fields are wall-clock times there: a time skipped by daylight saving fires
+at the end of the gap, a repeated one once), catch_up
 (skip, latest or all: what a tick does with fires nobody ticked in time), paused (fires nothing
 while true).
 Result: next_run_at. Replacing keeps it when cron and timezone are unchanged and the schedule
@@ -5924,7 +6429,7 @@ BEGIN
     IF jobq_set_limit.limit_group IS NULL THEN
         v_error := 'limit_group must be a non-blank string';
     ELSE
-        v_error := jobq__limit_argument_problem(jobq_set_limit.limit_group, NULL);
+        v_error := jobq__limit_argument_problem(jobq_set_limit.limit_group, NULL::text);
     END IF;
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_set_limit: %', v_error USING ERRCODE = 'invalid_parameter_value';
@@ -6045,6 +6550,11 @@ BEGIN
         RAISE EXCEPTION 'jobq_unschedule: name must not be NULL'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF pg_catalog.length(jobq_unschedule.name) > 200 THEN
+        RAISE EXCEPTION 'jobq_unschedule: name is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_unschedule.name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     DELETE FROM jobq_schedules AS s WHERE s.name = jobq_unschedule.name;
     RETURN FOUND;
 END;
@@ -6052,9 +6562,9 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_unschedule(name text) IS 'Deletes a schedule. Jobs already enqueued by its fires are kept (they are jobs like any
 other).
-Arguments: name (the schedule''s name).
+Arguments: name (the schedule''s name, at most 200 characters).
 Result: whether it existed (false: nothing changed).
-Errors: 22023 NULL name.
+Errors: 22023 NULL name, or one longer than 200 characters.
 Concurrency: waits for a tick that holds the schedule.';
 
 CREATE FUNCTION public.jobq_unserved_job_types(idle interval DEFAULT '00:15:00'::interval) RETURNS TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)
@@ -6083,7 +6593,7 @@ BEGIN
         pg_catalog.array_agg(a.queue), pg_catalog.array_agg(a.job_type),
         pg_catalog.array_agg(a.jobs), pg_catalog.array_agg(a.oldest_available_at)
     INTO v_queues, v_types, v_jobs, v_oldest
-    FROM jobq__available() AS a;
+    FROM jobq__available(NULL::boolean) AS a;
 
     RETURN QUERY
     SELECT w.queue, w.job_type, w.jobs, w.oldest_available_at
@@ -6114,6 +6624,20 @@ Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, a
 available_at among them.
 Errors: 22023 a NULL or non-positive idle.';
 
+CREATE TABLE public.jobq__migrate_lock (
+    singleton boolean DEFAULT true NOT NULL,
+    key bigint NOT NULL,
+    CONSTRAINT jobq__migrate_lock_singleton CHECK (singleton)
+);
+
+COMMENT ON TABLE public.jobq__migrate_lock IS 'Private. The key of the advisory lock that jobq migrate holds while it runs: random, readable only by jobq''s owner, so that no other role can take the lock and hold deploys up.';
+
+COMMENT ON COLUMN public.jobq__migrate_lock.singleton IS 'Always true: the table has one row.';
+
+COMMENT ON COLUMN public.jobq__migrate_lock.key IS 'The advisory lock''s key, drawn at random when the table was made.';
+
+COMMENT ON CONSTRAINT jobq__migrate_lock_singleton ON public.jobq__migrate_lock IS 'One row.';
+
 CREATE TABLE public.jobq_awaits (
     job_id uuid NOT NULL,
     awaited_at timestamp with time zone DEFAULT now() NOT NULL
@@ -6129,6 +6653,24 @@ COMMENT ON COLUMN public.jobq_awaits.job_id IS 'The awaited job (not a foreign k
 for one job may give it two rows.';
 
 COMMENT ON COLUMN public.jobq_awaits.awaited_at IS 'When jobq_await registered the interest.';
+
+CREATE TABLE public.jobq_cancel_requests (
+    job_id uuid NOT NULL,
+    reason text,
+    requested_at timestamp with time zone NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_cancel_requests IS 'Cancel requests for processing jobs, staged by jobq_cancel() in the caller''s transaction and
+applied to jobq_jobs (cancel_requested_at, cancel_reason) by the deferred trigger
+jobq_cancel_requests_apply while that transaction commits, which deletes them: the table is
+empty outside an open jobq_cancel() transaction. No key: two transactions that cancel the same
+job never wait for each other here.';
+
+COMMENT ON COLUMN public.jobq_cancel_requests.job_id IS 'The processing job to ask to stop.';
+
+COMMENT ON COLUMN public.jobq_cancel_requests.reason IS 'The reason given to jobq_cancel(), cut to 10,000 characters; NULL: none.';
+
+COMMENT ON COLUMN public.jobq_cancel_requests.requested_at IS 'When jobq_cancel() was called (the transaction''s time): becomes the job''s cancel_requested_at.';
 
 CREATE TABLE public.jobq_limit_keys (
     limit_group text NOT NULL,
@@ -6362,6 +6904,20 @@ COMMENT ON COLUMN public.jobq_metric_deltas.run_buckets IS 'As in jobq_metric_co
 
 COMMENT ON COLUMN public.jobq_metric_deltas.run_sum IS 'As in jobq_metric_counters.';
 
+CREATE TABLE public.jobq_metric_labels (
+    queue text NOT NULL,
+    job_type text NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_metric_labels IS 'jobq: the (queue, job_type) label sets that jobq_metrics() counts under their own names, at
+most jobq_settings.metrics_label_sets distinct pairs (a pair admitted by two sessions at once
+may have two rows). Written by jobq__metrics_count when it meets a new pair while there is
+room, emptied of pairs without jobs by jobq_metrics_forget().';
+
+COMMENT ON COLUMN public.jobq_metric_labels.queue IS 'The label set''s queue.';
+
+COMMENT ON COLUMN public.jobq_metric_labels.job_type IS 'The label set''s job_type.';
+
 CREATE TABLE public.jobq_migrations (
     version text NOT NULL,
     checksum text NOT NULL,
@@ -6440,7 +6996,10 @@ CREATE TABLE public.jobq_settings (
     singleton boolean DEFAULT true NOT NULL,
     max_payload_bytes integer DEFAULT 1048576 NOT NULL,
     metrics boolean DEFAULT false NOT NULL,
+    lock_seed bigint DEFAULT 0 NOT NULL,
+    metrics_label_sets integer DEFAULT 1000 NOT NULL,
     CONSTRAINT jobq_settings_max_payload_bytes_check CHECK ((max_payload_bytes > 0)),
+    CONSTRAINT jobq_settings_metrics_label_sets_check CHECK (((metrics_label_sets >= 0) AND (metrics_label_sets <= 1000000))),
     CONSTRAINT jobq_settings_singleton_check CHECK (singleton)
 );
 
@@ -6456,7 +7015,18 @@ COMMENT ON COLUMN public.jobq_settings.metrics IS 'Whether the jobq functions co
 ...)); false on a new installation. While false, the counters stand still, and the gauge
 jobq_jobs is recounted when it is turned on again.';
 
+COMMENT ON COLUMN public.jobq_settings.lock_seed IS 'A secret of this installation (64 random bits, made by migration 0014): the seed of the hash
+that numbers the advisory lock of each limit key (jobq__claim_limited), so that a role that
+knows a group and key cannot compute the lock''s number and hold it. Readable by jobq''s owner
+and admins only; never returned by jobq_configure.';
+
+COMMENT ON COLUMN public.jobq_settings.metrics_label_sets IS 'How many (queue, job_type) label sets jobq_metrics() counts under their own names (admitted to
+jobq_metric_labels, first come first served); the counts of the others go to the overflow label
+set, queue '''' and job_type ''''. Default 1000; jobq_configure(metrics_label_sets => ...).';
+
 COMMENT ON CONSTRAINT jobq_settings_max_payload_bytes_check ON public.jobq_settings IS 'The payload limit is positive.';
+
+COMMENT ON CONSTRAINT jobq_settings_metrics_label_sets_check ON public.jobq_settings IS 'The label-set bound is 0 (everything in the overflow label set) to 1,000,000.';
 
 COMMENT ON CONSTRAINT jobq_settings_singleton_check ON public.jobq_settings IS 'singleton is true, so no second row can be added.';
 
@@ -6482,6 +7052,11 @@ COMMENT ON COLUMN public.jobq_workers.first_claim_at IS 'When this worker_id was
 
 COMMENT ON COLUMN public.jobq_workers.last_claim_at IS 'When a claim last recorded it (at most a few seconds old while the worker claims, since
 records are refreshed only when older than that or when the filters change).';
+
+ALTER TABLE ONLY public.jobq__migrate_lock
+    ADD CONSTRAINT jobq__migrate_lock_pkey PRIMARY KEY (singleton);
+
+COMMENT ON CONSTRAINT jobq__migrate_lock_pkey ON public.jobq__migrate_lock IS 'One row.';
 
 ALTER TABLE ONLY public.jobq_jobs
     ADD CONSTRAINT jobq_jobs_pkey PRIMARY KEY (id);
@@ -6529,6 +7104,8 @@ ALTER TABLE ONLY public.jobq_workers
 
 COMMENT ON CONSTRAINT jobq_workers_pkey ON public.jobq_workers IS 'One row per worker_id: a claim refreshes its worker''s row instead of adding one.';
 
+COMMENT ON INDEX public.jobq__migrate_lock_pkey IS 'One row.';
+
 CREATE INDEX jobq_awaits_job_idx ON public.jobq_awaits USING btree (job_id);
 
 COMMENT ON INDEX public.jobq_awaits_job_idx IS 'The rows of a job: one probe per ending statement (an empty index when nobody waits). Not
@@ -6548,10 +7125,11 @@ CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finis
 COMMENT ON INDEX public.jobq_jobs_failed_idx IS 'Failed, dead_letter and cancelled jobs by finished_at, for operators (listing, health, requeue,
 prune). Succeeded jobs are left out, so that a completion writes no entry here.';
 
-CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (idempotency_key) WHERE (idempotency_key IS NOT NULL);
+CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
-COMMENT ON INDEX public.jobq_jobs_idempotency_key_key IS 'One job per idempotency_key. Partial (only non-NULL keys): NULLs never collide, and a job
-without a key, the common case, costs no entry here, when inserted or on any update.';
+COMMENT ON INDEX public.jobq_jobs_idempotency_key_key IS 'One job per (job_type, idempotency_key): the same key under another job type is another job.
+Partial (only non-NULL keys): NULLs never collide, and a job without a key, the common case,
+costs no entry here, when inserted or on any update.';
 
 CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''::text)) WHERE ((status = 'processing'::text) AND (limit_group IS NOT NULL));
 
@@ -6596,6 +7174,11 @@ COMMENT ON INDEX public.jobq_limits_pkey IS 'The index of jobq_limits_pkey: the 
 
 COMMENT ON INDEX public.jobq_metric_counters_pkey IS 'The index of jobq_metric_counters_pkey, for the upserts of jobq__metrics_count.';
 
+CREATE INDEX jobq_metric_labels_idx ON public.jobq_metric_labels USING btree (queue, job_type);
+
+COMMENT ON INDEX public.jobq_metric_labels_idx IS 'Whether a pair is admitted: one probe by jobq__metrics_count for a pair its backend has not
+counted yet.';
+
 COMMENT ON INDEX public.jobq_migrations_pkey IS 'The index of jobq_migrations_pkey.';
 
 CREATE INDEX jobq_schedules_due_idx ON public.jobq_schedules USING btree (next_run_at) WHERE (NOT paused);
@@ -6608,6 +7191,11 @@ COMMENT ON INDEX public.jobq_settings_pkey IS 'The index of jobq_settings_pkey (
 
 COMMENT ON INDEX public.jobq_workers_pkey IS 'The index of jobq_workers_pkey: jobq__worker_seen finds its worker''s row by worker_id.';
 
+CREATE CONSTRAINT TRIGGER jobq_cancel_requests_apply AFTER INSERT ON public.jobq_cancel_requests DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.jobq__cancel_apply();
+
+COMMENT ON TRIGGER jobq_cancel_requests_apply ON public.jobq_cancel_requests IS 'Applies a staged cancel request to its job while the cancelling transaction commits
+(jobq__cancel_apply).';
+
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__available(limited boolean) FROM PUBLIC;
@@ -6615,6 +7203,8 @@ REVOKE ALL ON FUNCTION public.jobq__available(limited boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq__awaits_end(job_ids uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__blank(value text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__cancel_apply() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
 
@@ -6643,6 +7233,8 @@ REVOKE ALL ON FUNCTION public.jobq__metric_bounds() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq__metric_bucket(seconds double precision) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__metric_histogram(buckets integer[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__metric_labels(queues text[], job_types text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__metrics_count(kind text, queues text[], job_types text[], statuses text[], seconds double precision[]) FROM PUBLIC;
 
@@ -6674,7 +7266,7 @@ REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt
 
 REVOKE ALL ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[], results jsonb[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean, metrics_label_sets integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) FROM PUBLIC;
 
@@ -6705,6 +7297,8 @@ REVOKE ALL ON FUNCTION public.jobq_limits() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_metrics_forget() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics_recount() FROM PUBLIC;
 
