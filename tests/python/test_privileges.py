@@ -184,8 +184,8 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
         "SELECT c.relname::text FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace "
         "AND c.relkind = 'r' AND has_table_privilege(%s, c.oid, 'SELECT') ORDER BY 1", (role,)
     ).fetchall()
-    every_table = [("jobq_awaits",), ("jobq_cancel_requests",), ("jobq_jobs",), ("jobq_limit_keys",),
-                   ("jobq_limit_starts",), ("jobq_limits",),
+    every_table = [("jobq_awaits",), ("jobq_cancel_requests",), ("jobq_jobs",),
+                   ("jobq_limit_keys",), ("jobq_limit_starts",), ("jobq_limits",),
                    ("jobq_metric_counters",), ("jobq_metric_deltas",), ("jobq_metric_labels",),
                    ("jobq_migrations",),
                    ("jobq_schedules",), ("jobq_settings",), ("jobq_workers",)]
