@@ -1,5 +1,5 @@
 -- No function another role creates is chosen by a jobq function's call of another jobq
--- function or helper, nor makes that call fail as ambiguous (contract section 6, turn 3).
+-- function or helper, nor makes that call fail as ambiguous (docs/security.md).
 --
 -- The functions call each other unqualified through their pinned search_path (<schema>,
 -- pg_temp), and PostgreSQL chooses among every function of that name in the schema the one

@@ -1,4 +1,4 @@
-"""Claims that return exactly what the contract promises beside another session's open
+"""Claims that return exactly what docs/sql-api.md promises beside another session's open
 transaction (issue 41): a limited claim reads past the rows another transaction holds, and
 jobq_await registers interest without waiting on, or holding, a row lock a worker needs. The
 reproductions that need one session only are in tests/pgtap (dequeue.sql, limits.sql,

@@ -1,4 +1,4 @@
-"""Idempotency keys are unique per job type (contract sections 2 and 3, amended turn 3).
+"""Idempotency keys are unique per job type: the same key under another job type is another job.
 
 What one session shows (each enqueue path, each status, the index) is in tests/pgtap/enqueue*.sql.
 Here: concurrent sessions enqueuing one key under two job types at once (each type dedupes on

@@ -1,4 +1,4 @@
-"""Nobody else can hold jobq up (contract section 6, turn 3): a transaction that a producer
+"""Nobody else can hold jobq up: a transaction that a producer
 keeps open after its calls never stalls a worker's completion, failure, heartbeat or release.
 
 Each test runs the producer as a real role of the producer level, in a real second session

@@ -462,7 +462,7 @@ def test_grafana_dashboard_parses_and_names_only_metrics_jobq_exports() -> None:
             "jobq_run_seconds_bucket", "jobq_dead_lettered_total"} <= used
 
 
-# -- a bounded label space (contract section 12, amended turn 3) -------------------------------
+# -- a bounded label space -------------------------------------------------------------------
 
 
 def test_twenty_thousand_queue_names_leave_a_bounded_scrape_until_forgotten(dsn: str) -> None:

@@ -1,5 +1,5 @@
 """A model-based test of the SQL API: a ``hypothesis`` state machine drives the jobq functions
-against a real database and keeps an in-memory model of what the contract promises, checked
+against a real database and keeps an in-memory model of what the documented API promises, checked
 against the table after every step (statuses, attempts, claims and their holders, fencing
 results, error records, claim order, filters and limits).
 
@@ -9,7 +9,7 @@ waits for the second session's locks), complete and fail by the holder,
 by another worker and with a stale attempt, heartbeat, release, expiry and takeover (time is
 moved by backdating ``locked_at`` and ``available_at``, never by sleeping), cancel, requeue,
 limits (max_running), prune, and a second session that holds row locks or an open claim while
-the first goes on. Where the contract is silent, the model follows docs/guarantees.md
+the first goes on. Where the reference (docs/sql-api.md) is silent, the model follows docs/guarantees.md
 ("Claims, exactly").
 
 The normal run is bounded (``JOBQ_MODEL_EXAMPLES`` examples, default 25, of up to

@@ -403,7 +403,7 @@ def test_doctor_finds_an_edited_body_a_half_applied_upgrade_and_a_stranger_funct
     assert len(findings) == 4, findings
 
 
-# -- the monitor level sees no payload, result or error text (contract section 6, turn 3) ------
+# -- the monitor level sees no payload, result or error text ----------------------------------
 
 SECRET = "secret-7f3a"
 # Every function of the monitor level, called as a dashboard or an exporter would.

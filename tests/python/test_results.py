@@ -383,7 +383,7 @@ def test_a_cancel_of_running_jobs_notifies_the_workers_without_naming_them(dsn: 
 def test_no_notification_carries_a_job_id_or_a_worker_id(dsn: str, conn: Conn) -> None:
     """Anyone may LISTEN: a payload is readable by roles that may not read the jobs. Every end
     of an awaited job and every cancel request is announced with an empty payload; the
-    wake-ups carry the queue name (contract section 3) and nothing else."""
+    wake-ups carry the queue name (docs/sql-api.md, jobq_enqueue) and nothing else."""
     q = Queue(dsn)
     jobs = q.enqueue_many([{"job_type": "t", "queue": "qn"} for _ in range(6)])
     conn.execute("SELECT * FROM jobq_await(%s, '0')", (jobs,))
