@@ -582,8 +582,11 @@ def _lock(conn: psycopg.Connection[Any], schema: str) -> None:
     conn.execute("SELECT pg_catalog.pg_advisory_lock(%(key)s::pg_catalog.int8)", {"key": row[0]})
 
 
-def _bootstrap(schema: str) -> sql.Composed:
-    # ADD COLUMN IF NOT EXISTS: a table made before `breaking` existed gets it.
+def _bootstrap(schema: str, *, lock_table: bool = False) -> sql.Composed:
+    # ADD COLUMN IF NOT EXISTS: a table made before `breaking` existed gets it. The lock table is
+    # made by _lock before the lock is taken, and left alone here: a concurrent run's first
+    # step may still be writing its ACL and comment ("tuple concurrently updated");
+    # only the dry-run script, which takes no lock, makes it here (lock_table).
     return sql.Composed(
         [
             sql.SQL(
@@ -600,7 +603,7 @@ def _bootstrap(schema: str) -> sql.Composed:
                 "    ADD COLUMN IF NOT EXISTS breaking boolean NOT NULL DEFAULT false;\n"
                 "REVOKE ALL ON TABLE {s}.jobq_migrations FROM PUBLIC;\n"
             ).format(s=sql.Identifier(schema), note=_note_existing(schema)),
-            _lock_table(schema),
+            _lock_table(schema) if lock_table else sql.SQL(""),
             _search_path(schema),
             _describe(),
             _exact_privileges(schema),
@@ -1607,7 +1610,7 @@ def render_dry_run(
         "-- schema on it can be chosen by this script (each transaction then sets its own).",
         "SET search_path = pg_catalog, pg_temp;",
         "BEGIN;",
-        _bootstrap(schema).as_string(None),
+        _bootstrap(schema, lock_table=True).as_string(None),
         "COMMIT;",
     ]
     if todo.adopt:
