@@ -9,8 +9,8 @@ waits for the second session's locks), complete and fail by the holder,
 by another worker and with a stale attempt, heartbeat, release, expiry and takeover (time is
 moved by backdating ``locked_at`` and ``available_at``, never by sleeping), cancel, requeue,
 limits (max_running), prune, and a second session that holds row locks or an open claim while
-the first goes on. Where the reference (docs/sql-api.md) is silent, the model follows docs/guarantees.md
-("Claims, exactly").
+the first goes on. Where the reference (docs/sql-api.md) is silent, the model follows
+docs/guarantees.md ("Claims, exactly").
 
 The normal run is bounded (``JOBQ_MODEL_EXAMPLES`` examples, default 25, of up to
 ``JOBQ_MODEL_STEPS`` steps, default 50); ``JOBQ_MODEL_EXAMPLES=10000`` is the long run
