@@ -822,7 +822,7 @@ BEGIN
             FOR UPDATE SKIP LOCKED
         ) AS l;
         v_round := coalesce(v_round, '{}'::uuid[]);
-        v_ids := v_ids || v_round;
+        v_ids := pg_catalog.array_cat(v_ids, v_round);
         v_want := v_want - pg_catalog.cardinality(v_round);
 
         -- Short: every candidate the claim could take was tried (the LIMIT was not reached), so
@@ -859,7 +859,7 @@ BEGIN
             k_room[t.k] := k_room[t.k] - t.n;
         END LOOP;
         EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_passed) = 0;
-        v_exclude := v_exclude || v_passed || v_round;
+        v_exclude := pg_catalog.array_cat(pg_catalog.array_cat(v_exclude, v_passed), v_round);
     END LOOP;
 
     IF pg_catalog.cardinality(v_ids) = 0 THEN
