@@ -268,8 +268,7 @@ autovacuum_vacuum_cost_delay=0: VACUUM of this table is never throttled, so that
 before new dead entries pile up.';
 
 COMMENT ON COLUMN public.jobq_jobs.id IS 'The job''s id, made by jobq: a UUID version 7 (time-ordered: 48 bits of Unix time in
-milliseconds, then random bits) since migration 0005, random (version 4) before. Callers rely
-on neither.';
+milliseconds, then random bits). Callers rely on no order of ids.';
 
 COMMENT ON COLUMN public.jobq_jobs.queue IS 'The queue the job belongs to (default ''default''; 1-200 characters): a worker may serve
 some queues only (jobq_dequeue queues).';
@@ -348,8 +347,7 @@ COMMENT ON COLUMN public.jobq_jobs.limit_key IS 'Within limit_group, the key who
 group''s limits for itself, such as one customer); NULL: the whole group shares one.';
 
 COMMENT ON COLUMN public.jobq_jobs.claimed_at IS 'When the latest claim was made (jobq_dequeue); heartbeats do not move it, unlike locked_at.
-jobq_run_seconds measures from here to the end of the attempt. NULL for a job never claimed
-(and for claims made before migration 0010).';
+jobq_run_seconds measures from here to the end of the attempt. NULL for a job never claimed.';
 
 COMMENT ON CONSTRAINT jobq_jobs_attempts_check ON public.jobq_jobs IS 'attempts is never negative (jobq_release gives an attempt back down to 0 at most).';
 
@@ -359,9 +357,8 @@ effect.';
 COMMENT ON CONSTRAINT jobq_jobs_claim_check ON public.jobq_jobs IS 'A claim (locked_at and locked_by) exists exactly while the job is processing. The fenced
 functions rely on it: they find a claim by id and locked_by = worker_id alone, which implies
 processing. Testing the status as well would match the predicate of jobq_jobs_locked_idx, and
-with a generic plan and statistics gathered while few jobs were processing the planner chose
-that index over the primary key, scanning every claimed job on each call (4,000 failures in
-one statement: 2.3 s instead of 0.25 s).';
+with a generic plan and statistics gathered while few jobs are processing the planner may
+choose that index over the primary key, scanning every claimed job on each call.';
 
 COMMENT ON CONSTRAINT jobq_jobs_finished_check ON public.jobq_jobs IS 'finished_at is set exactly for the finished statuses, jobq__statuses(finished => true).';
 
@@ -7015,7 +7012,7 @@ COMMENT ON COLUMN public.jobq_settings.metrics IS 'Whether the jobq functions co
 ...)); false on a new installation. While false, the counters stand still, and the gauge
 jobq_jobs is recounted when it is turned on again.';
 
-COMMENT ON COLUMN public.jobq_settings.lock_seed IS 'A secret of this installation (64 random bits, made by migration 0014): the seed of the hash
+COMMENT ON COLUMN public.jobq_settings.lock_seed IS 'A secret of this installation (64 random bits, drawn at install): the seed of the hash
 that numbers the advisory lock of each limit key (jobq__claim_limited), so that a role that
 knows a group and key cannot compute the lock''s number and hold it. Readable by jobq''s owner
 and admins only; never returned by jobq_configure.';

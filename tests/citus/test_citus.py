@@ -572,54 +572,6 @@ def test_the_dashboard_reads_a_distributed_schema(cluster: Cluster) -> None:
                                                           re.DOTALL)][2] == "2 / 2"
 
 
-def test_an_install_of_an_older_jobq_is_upgraded_then_distributed_by_the_next_migrate(
-    cluster: Cluster,
-) -> None:
-    """A single-node install of an older jobq (the files of tests/fixtures/8ef85fb: migrations
-    0001, 0002 and 0007), with jobs: the next `jobq migrate` on the coordinator runs every
-    later migration (status names, limits, metrics, the dashboard's type, the claim index by
-    hashes; metrics stay on,
-    since 0010 counted the jobs present) while the schema is
-    still local, then distributes it and delegates every function; the old jobs and a limited
-    job then run on its node, and are counted."""
-    schema = "tenant_upgrade"
-    old = ROOT / "tests" / "fixtures" / "8ef85fb"
-    local = psycopg.conninfo.make_conninfo(
-        cluster.dsn, options="-c citus.enable_schema_based_sharding=off")
-    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-    migrate(local, schema, migrations_dir=old / "migrations", functions_dir=old / "functions")
-    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
-        for i in range(20):
-            conn.execute(f"SELECT {schema}.jobq_enqueue('t', %(p)s::jsonb)", {"p": f'{{"i": {i}}}'})
-    migrate(cluster.dsn, schema)
-    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
-        assert placement(conn, schema) in cluster.worker_ports, "moved to a worker node"
-        versions = [r[0] for r in conn.execute(
-            f"SELECT version FROM {schema}.jobq_migrations WHERE version NOT LIKE 'functions/%%'"
-            " ORDER BY version")]
-        assert versions[-5:] == ["0010_jobq_metrics", "0011_jobq_dashboard",
-                                 "0012_jobq_metrics_opt_in", "0013_jobq_claim_index_hashes",
-                                 "0014_jobq_hardening"]
-        undelegated = conn.execute(
-            "SELECT pg_catalog.array_agg(p.proname) FROM pg_proc AS p"
-            " LEFT JOIN pg_dist_object AS o ON o.classid = 'pg_proc'::regclass AND o.objid = p.oid"
-            " WHERE p.pronamespace = %(s)s::text::regnamespace AND o.colocationid IS NULL",
-            {"s": schema},
-        ).fetchone()
-        assert undelegated == (None,), "every function is delegated"
-    q = Queue(cluster.dsn, schema=schema)
-    q.set_limit("g", max_running=1)
-    limited = q.enqueue("t", {"limited": True}, limit_group="g", limit_key="a")
-    ledger = Ledger.new()
-    Worker(cluster.dsn, handlers={"t": ledger.handler()}, schema=schema).run(burst=True)
-    assert len(ledger.starts) == 21 and str(limited) in ledger.starts
-    assert counts(cluster.dsn, schema) == {"succeeded": 21}
-    metrics = q.metrics()
-    assert sample(metrics, "jobq_jobs", status="succeeded") == 21, "counted from the jobs present"
-    assert sample(metrics, "jobq_succeeded_total") == 21
-
-
 def test_the_newest_migration_applies_to_a_schema_already_distributed(
     cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -629,6 +581,8 @@ def test_the_newest_migration_applies_to_a_schema_already_distributed(
     Every new migration must pass this."""
     schema = "tenant_previous"
     shipped = sorted((ROOT / "sql" / "migrations").glob("*.sql"))
+    if len(shipped) < 2:
+        pytest.skip("no migration after the baseline yet: nothing to upgrade in place")
     older = tmp_path / "migrations"
     older.mkdir()
     for path in shipped[:-1]:

@@ -398,8 +398,8 @@ SELECT col_type_is('public', 'jobq_migrations', 'applied_at', 'timestamp with ti
 SELECT col_type_is('public', 'jobq_migrations', 'breaking', 'boolean', 'jobq_migrations.breaking is boolean');
 SELECT col_default_is('public', 'jobq_migrations', 'breaking', false, 'jobq_migrations.breaking defaults to false');
 SELECT ok((SELECT bool_and(checksum ~ '^[0-9a-f]{64}$') FROM jobq_migrations)
-          AND EXISTS (SELECT 1 FROM jobq_migrations WHERE version = '0001_jobq_core'),
-          'jobq_migrations records 0001_jobq_core, each migration with a sha256');
+          AND EXISTS (SELECT 1 FROM jobq_migrations WHERE version = '0001_jobq_baseline'),
+          'jobq_migrations records 0001_jobq_baseline, each migration with a sha256');
 
 ------------------------------------------------------------------------------------------
 -- Named constraints, and that they hold

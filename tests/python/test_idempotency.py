@@ -2,24 +2,19 @@
 
 What one session shows (each enqueue path, each status, the index) is in tests/pgtap/enqueue*.sql.
 Here: concurrent sessions enqueuing one key under two job types at once (each type dedupes on
-its own job, through jobq_enqueue, jobq_enqueue_many and jobq_enqueue_arrays), a producer of
-one type that cannot reach the other type's job through its key, and the upgrade of an install
-made before migration 0014 (existing keys keep their jobs; the wider unique index is built).
+its own job, through jobq_enqueue, jobq_enqueue_many and jobq_enqueue_arrays), and a producer of
+one type that cannot reach the other type's job through its key.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
-from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pgq_client.migrate import migrate
-
-ROOT = Path(__file__).resolve().parents[2]
 Conn = psycopg.Connection[Any]
 
 ENQUEUE = {
@@ -110,44 +105,3 @@ def test_a_producer_of_another_type_cannot_reach_a_job_through_its_key(dsn: str)
         finally:
             c.execute(f"DROP OWNED BY {role}")
             c.execute(f"DROP ROLE {role}")
-
-
-def test_an_install_before_0014_upgrades_keeping_its_keys_per_job_type(
-    empty_dsn: str, tmp_path: Path
-) -> None:
-    """Keys enqueued before the upgrade (unique across job types then) keep their jobs: the
-    same type still gets the existing id, another type now gets a job of its own."""
-    before = tmp_path / "migrations"
-    before.mkdir()
-    for f in sorted((ROOT / "sql" / "migrations").glob("00*.sql")):
-        if f.name < "0014":
-            (before / f.name).write_bytes(f.read_bytes())
-    migrate(empty_dsn, migrations_dir=before)
-    with psycopg.connect(empty_dsn, autocommit=True) as c:
-        old_index = c.execute(
-            "SELECT pg_get_indexdef('jobq_jobs_idempotency_key_key'::regclass)"
-        ).fetchone()
-        assert old_index is not None and "(idempotency_key)" in old_index[0]
-        # The rows an older jobq wrote: keys unique across types, one without a key.
-        existing = dict(
-            c.execute(
-                "INSERT INTO jobq_jobs (job_type, idempotency_key) VALUES"
-                " ('a', 'k1'), ('b', 'k2'), ('a', NULL), ('a', NULL)"
-                " RETURNING coalesce(idempotency_key, id::text), id"
-            ).fetchall()
-        )
-        assert "0014_jobq_hardening" in migrate(empty_dsn)
-        index = c.execute(
-            "SELECT pg_get_indexdef('jobq_jobs_idempotency_key_key'::regclass)"
-        ).fetchone()
-        assert index is not None
-        assert "(job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL)" in index[0]
-        assert c.execute("SELECT jobq_enqueue('a', idempotency_key => 'k1')").fetchone() == (
-            existing["k1"],
-        )
-        assert c.execute("SELECT jobq_enqueue('b', idempotency_key => 'k2')").fetchone() == (
-            existing["k2"],
-        )
-        row = c.execute("SELECT jobq_enqueue('b', idempotency_key => 'k1')").fetchone()
-        assert row is not None and row[0] not in existing.values()
-        assert c.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (5,)

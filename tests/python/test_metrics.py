@@ -254,34 +254,6 @@ def test_a_new_installation_does_not_count_until_turned_on(empty_dsn: str) -> No
     assert result.exit_code == 0 and "counting is off" not in result.stderr
 
 
-def test_an_upgrade_keeps_counting_where_it_counted(empty_dsn: str, tmp_path: Path) -> None:
-    """Migration 0012 turns counting off only where nothing was ever counted: an installation
-    that counted (0010 and 0011 counted by default) keeps its metrics across the upgrade."""
-    before = tmp_path / "migrations"
-    before.mkdir()
-    for f in sorted((ROOT / "sql" / "migrations").glob("00*.sql")):
-        if f.name < "0012":
-            (before / f.name).write_bytes(f.read_bytes())
-    for schema in ("counted", "idle"):
-        migrate(empty_dsn, schema=schema, migrations_dir=before)
-    with psycopg.connect(empty_dsn, autocommit=True) as c:
-        assert c.execute("SELECT metrics FROM counted.jobq_settings").fetchone() == (True,)
-        # What an installation of 0010/0011 counted (written as its functions wrote it: the
-        # function files here are the newest, which need the tables of every migration).
-        c.execute(
-            "INSERT INTO counted.jobq_metric_counters (shard, queue, job_type, enqueued)"
-            " VALUES (0, 'default', 't', 1)"
-        )
-        for schema in ("counted", "idle"):
-            applied = migrate(empty_dsn, schema=schema)
-            assert "0012_jobq_metrics_opt_in" in applied
-        assert c.execute("SELECT metrics FROM counted.jobq_settings").fetchone() == (True,)
-        assert c.execute("SELECT metrics FROM idle.jobq_settings").fetchone() == (False,)
-        assert c.execute(
-            "SELECT value FROM counted.jobq_metrics() WHERE metric = 'jobq_enqueued_total'"
-        ).fetchone() == (1.0,)
-
-
 # -- the command line ---------------------------------------------------------------------------
 
 

@@ -176,14 +176,6 @@ def test_the_history_knows_every_function_file_as_it_is_now() -> None:
         assert f.checksum in history[f.name]
 
 
-def test_the_history_knows_the_function_files_of_main_at_ad0bb0d() -> None:
-    """Installs made by main at ad0bb0d (the first with function files) must upgrade."""
-    history = function_history()
-    for path in sorted((ROOT / "tests" / "fixtures" / "ad0bb0d" / "functions").glob("*.sql")):
-        checksum = hashlib.sha256(path.read_bytes()).hexdigest()
-        assert checksum in history.get(path.stem, ()), path.name
-
-
 def test_a_malformed_history_line_is_refused(tmp_path: Path) -> None:
     functions = copy_functions(tmp_path)
     with (functions / HISTORY_FILE).open("a") as history:
@@ -197,10 +189,10 @@ def test_an_edited_numbered_migration_is_still_refused_and_nothing_changes(
 ) -> None:
     migrations = tmp_path / "migrations"
     shutil.copytree(MIGRATIONS, migrations)
-    core = migrations / "0001_jobq_core.sql"
+    core = migrations / "0001_jobq_baseline.sql"
     core.write_text(core.read_text() + "\n-- an innocent-looking edit\n")
     before = records(dsn)
-    with pytest.raises(MigrationError, match="0001_jobq_core was edited after it was applied"):
+    with pytest.raises(MigrationError, match="0001_jobq_baseline was edited after it was applied"):
         migrate(dsn, migrations_dir=migrations)
     with pytest.raises(MigrationError, match="edited after it was applied"):
         render_dry_run(dsn, migrations_dir=migrations)
@@ -296,21 +288,27 @@ def test_a_new_signature_replaces_the_old_one_and_roles_keep_their_grants(
 
 
 def test_a_migration_without_function_files_gives_an_admin_select_on_the_table_it_adds(
-    empty_dsn: str, role: str
+    empty_dsn: str, role: str, tmp_path: Path
 ) -> None:
     """The levels are carried over when only migrations are pending too: an admin granted
     before a migration that adds a jobq table can read it after (functions unchanged)."""
-    # an install from before 0007, but with today's function files
+    # An install that lacks one of the tables an admin reads, which the next migration adds.
     migrate(empty_dsn)
     with psycopg.connect(empty_dsn, autocommit=True) as c:
-        c.execute("DROP TABLE jobq_workers")
-        c.execute("DELETE FROM jobq_migrations WHERE version = '0007_jobq_workers'")
+        c.execute("DROP TABLE jobq_metric_labels")
     grants.grant(empty_dsn, role, "admin")
-    assert "-- the grants of the levels of roles granted before" in render_dry_run(empty_dsn)
+    migrations = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS, migrations)
+    (migrations / "0098_jobq_labels_again.sql").write_text(
+        "CREATE TABLE jobq_metric_labels (queue text NOT NULL, job_type text NOT NULL);\n"
+        "REVOKE ALL ON TABLE jobq_metric_labels FROM PUBLIC;\n"
+    )
+    script = render_dry_run(empty_dsn, migrations_dir=migrations)
+    assert "-- the grants of the levels of roles granted before" in script
 
-    assert migrate(empty_dsn) == ["0007_jobq_workers"]
+    assert migrate(empty_dsn, migrations_dir=migrations) == ["0098_jobq_labels_again"]
     with psycopg.connect(empty_dsn) as c:
-        readable = one(c, "SELECT has_table_privilege(%s, 'jobq_workers', 'SELECT')", role)
+        readable = one(c, "SELECT has_table_privilege(%s, 'jobq_metric_labels', 'SELECT')", role)
     assert readable is True
 
 
@@ -469,7 +467,7 @@ def test_a_failing_migration_names_itself_and_applies_nothing(
     with psycopg.connect(empty_dsn) as c:
         assert one(c, "SELECT to_regclass('jobq_extra') IS NULL") is True
         assert "0099_broken" not in records(empty_dsn)
-        assert "0001_jobq_core" in records(empty_dsn)  # the migrations before it stay applied
+        assert "0001_jobq_baseline" in records(empty_dsn)  # the migrations before it stay applied
 
 
 def test_a_failing_function_file_names_itself_and_leaves_the_previous_bodies(

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from tests.helpers import MakeRole, unique_name
+from tests.helpers import MakeRole
 
 from pgq_client import InvalidArgument, PermissionDenied, Queue, grants
 from pgq_client.cli import cli
@@ -506,39 +506,3 @@ def test_the_dashboard_shows_a_monitor_no_payload_result_or_error(
             assert SECRET not in c.get(path).text, path
     with TestClient(create_app(dsn), base_url="http://127.0.0.1") as c:
         assert SECRET in c.get("/dead-letters").text, "an admin sees the error text"
-
-
-def test_migrate_takes_jobq_job_status_back_from_monitors_granted_before(
-    empty_dsn: str, tmp_path: Path
-) -> None:
-    """A monitor granted before migration 0014 (jobq_job_status was in its level) keeps the
-    monitor level without it; producers, and a role that is both, keep it."""
-    before = tmp_path / "migrations"
-    before.mkdir()
-    for f in sorted((ROOT / "sql" / "migrations").glob("00*.sql")):
-        if f.name < "0014":
-            (before / f.name).write_bytes(f.read_bytes())
-    migrate(empty_dsn, migrations_dir=before)
-    tag = unique_name("old")
-    names = {k: f"jobq_old_{k}_{tag}" for k in ("monitor", "producer", "both")}
-    old_monitor = EXPECTED["monitor"] | {"jobq_job_status"}
-    with psycopg.connect(empty_dsn, autocommit=True) as c:
-        try:
-            for level, name in names.items():
-                c.execute(sql.SQL("CREATE ROLE {}").format(sql.Identifier(name)))
-                functions = {
-                    "monitor": old_monitor,
-                    "producer": EXPECTED["producer"],
-                    "both": old_monitor | EXPECTED["producer"],
-                }[level]
-                for f in sorted(functions):
-                    c.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(
-                        sql.Identifier(f), sql.Identifier(name)))
-            assert "0014_jobq_hardening" in migrate(empty_dsn)
-            assert _executable(c, names["monitor"]) == EXPECTED["monitor"]
-            assert _executable(c, names["producer"]) == EXPECTED["producer"]
-            assert _executable(c, names["both"]) == old_monitor | EXPECTED["producer"]
-        finally:
-            for name in names.values():
-                c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-                c.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))

@@ -159,7 +159,7 @@ def test_edited_applied_migration_is_refused(empty_dsn: str) -> None:
     migrate(empty_dsn)
     with psycopg.connect(empty_dsn, autocommit=True) as c:
         c.execute(
-            "UPDATE jobq_migrations SET checksum = 'deadbeef' WHERE version = '0001_jobq_core'"
+            "UPDATE jobq_migrations SET checksum = 'deadbeef' WHERE version = '0001_jobq_baseline'"
         )
     with pytest.raises(MigrationError, match="edited after it was applied"):
         migrate(empty_dsn)
