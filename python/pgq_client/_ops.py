@@ -73,6 +73,99 @@ WAIT_POLL_INTERVAL = 1.0
 
 
 # -- working ------------------------------------------------------------------------------------
+# The ``*_call`` functions build the statements the Worker sends on its own cursors, in its own
+# batches and pipelines; the operations of Queue and AsyncQueue below send the same ones. Rows
+# come back as tuples, whatever row factory a pool's connection kwargs set.
+
+
+def claim_call(
+    s: Statements,
+    worker_id: str,
+    job_types: Sequence[str] | None,
+    batch_size: int,
+    lock_timeout: timedelta | float,
+    queues: Sequence[str] | None,
+) -> Call:
+    """A claim (``jobq_dequeue``), its rows :class:`Job`. The Worker builds it once and sets
+    ``params["batch_size"]`` before each claim."""
+    params = {
+        "worker_id": worker_id,
+        "job_types": None if job_types is None else list(job_types),
+        "batch_size": batch_size,
+        "lock_timeout": interval(lock_timeout, "lock_timeout"),
+        "queues": None if queues is None else list(queues),
+    }
+    return Call(s.dequeue, params, job_row)
+
+
+def complete_call(
+    s: Statements, job_id: uuid.UUID, worker_id: str, attempt: int | None, result: str | None
+) -> Call:
+    """``jobq_complete`` of one job, ``result`` already JSON text; one row: whether it was."""
+    params = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt, "result": result}
+    return Call(s.complete, params, tuple_row)
+
+
+def complete_many_call(
+    s: Statements,
+    job_ids: list[uuid.UUID],
+    worker_id: str,
+    attempts: list[int] | None,
+    results: list[str | None] | None,
+) -> Call:
+    """``jobq_complete_many``, results already JSON text; one row: how many were completed."""
+    params = {"job_ids": job_ids, "worker_id": worker_id, "attempts": attempts, "results": results}
+    return Call(s.complete_many, params, tuple_row)
+
+
+def fail_many_call(
+    s: Statements,
+    job_ids: list[uuid.UUID],
+    worker_id: str,
+    errors: list[str],
+    retries: list[bool] | None,
+    backoffs: list[timedelta] | None,
+    attempts: list[int | None] | None,
+) -> Call:
+    """``jobq_fail_many``: a row (ord, job_id, status) per job, in order."""
+    params = {
+        "job_ids": job_ids,
+        "worker_id": worker_id,
+        "errors": errors,
+        "retries": retries,
+        "backoffs": backoffs,
+        "attempts": attempts,
+    }
+    return Call(s.fail_many, params, tuple_row)
+
+
+def heartbeat_call(
+    s: Statements, worker_id: str, job_ids: list[uuid.UUID], cancels: bool = False
+) -> Call:
+    """``jobq_heartbeat``: one row, how many claims were renewed, and with ``cancels`` the ids
+    among ``job_ids`` that have a cancel request, in the same statement."""
+    query = s.heartbeat_cancels if cancels else s.heartbeat
+    return Call(query, {"worker_id": worker_id, "job_ids": job_ids}, tuple_row)
+
+
+def cancel_requested_call(s: Statements, job_ids: list[uuid.UUID]) -> Call:
+    """``jobq_cancel_requested``: a row per job of ``job_ids`` with a cancel request."""
+    return Call(s.cancel_requested, {"job_ids": job_ids}, tuple_row)
+
+
+def release_call(s: Statements, job_ids: list[uuid.UUID], worker_id: str) -> Call:
+    """``jobq_release``: one row, how many jobs were released."""
+    return Call(s.release, {"job_ids": job_ids, "worker_id": worker_id}, tuple_row)
+
+
+def tick_call(s: Statements) -> Call:
+    """``jobq_tick``: a row (schedule, fire_at, job_id) per fire."""
+    return Call(s.tick, {}, tuple_row)
+
+
+def unserved_call(s: Statements, idle: timedelta | float) -> Call:
+    """``jobq_unserved_job_types``: rows of :class:`UnservedJobType`'s fields, in order."""
+    return Call(s.unserved, {"idle": interval(idle, "idle")}, tuple_row)
 
 
 def dequeue(
@@ -83,28 +176,15 @@ def dequeue(
     lock_timeout: timedelta | float,
     queues: Sequence[str] | None,
 ) -> Op[list[Job]]:
-    params = {
-        "worker_id": worker_id,
-        "job_types": None if job_types is None else list(job_types),
-        "batch_size": batch_size,
-        "lock_timeout": interval(lock_timeout, "lock_timeout"),
-        "queues": None if queues is None else list(queues),
-    }
-    jobs: list[Job] = yield Call(s.dequeue, params, job_row)
+    jobs: list[Job] = yield claim_call(s, worker_id, job_types, batch_size, lock_timeout, queues)
     return jobs
 
 
 def complete(
     s: Statements, job_id: uuid.UUID, worker_id: str, attempt: int | None, result: Any
 ) -> Op[bool]:
-    params = {
-        "job_id": job_id,
-        "worker_id": worker_id,
-        "attempt": attempt,
-        "result": dump_result(result),
-    }
-    rows = yield Call(s.complete, params)
-    return bool(rows[0]["completed"])
+    rows = yield complete_call(s, job_id, worker_id, attempt, dump_result(result))
+    return bool(rows[0][0])
 
 
 def complete_many(
@@ -118,14 +198,14 @@ def complete_many(
         raise ValueError("attempts must have one entry per job id")
     if results is not None and len(results) != len(job_ids):
         raise ValueError("results must have one entry per job id")
-    params = {
-        "job_ids": list(job_ids),
-        "worker_id": worker_id,
-        "attempts": None if attempts is None else list(attempts),
-        "results": None if results is None else [dump_result(r) for r in results],
-    }
-    rows = yield Call(s.complete_many, params)
-    return int(rows[0]["completed"])
+    rows = yield complete_many_call(
+        s,
+        list(job_ids),
+        worker_id,
+        None if attempts is None else list(attempts),
+        None if results is None else [dump_result(r) for r in results],
+    )
+    return int(rows[0][0])
 
 
 def fail(
@@ -167,28 +247,29 @@ def fail_many(
     ):
         if values is not None and len(values) != len(job_ids):
             raise ValueError(f"{name} must have one entry per job id")
-    params = {
-        "job_ids": list(job_ids),
-        "worker_id": worker_id,
-        "errors": list(errors),
-        "retries": None if retries is None else list(retries),
-        "backoffs": None
-        if backoffs is None
-        else [interval(b, f"backoffs[{i}]") for i, b in enumerate(backoffs)],
-        "attempts": None if attempts is None else list(attempts),
-    }
-    rows = yield Call(s.fail_many, params)
-    return [row["status"] for row in rows]
+    waits = None
+    if backoffs is not None:
+        waits = [interval(b, f"backoffs[{i}]") for i, b in enumerate(backoffs)]
+    rows = yield fail_many_call(
+        s,
+        list(job_ids),
+        worker_id,
+        list(errors),
+        None if retries is None else list(retries),
+        waits,
+        None if attempts is None else list(attempts),
+    )
+    return [row[2] for row in rows]
 
 
 def heartbeat(s: Statements, worker_id: str, job_ids: Sequence[uuid.UUID]) -> Op[int]:
-    rows = yield Call(s.heartbeat, {"worker_id": worker_id, "job_ids": list(job_ids)})
-    return int(rows[0]["renewed"])
+    rows = yield heartbeat_call(s, worker_id, list(job_ids))
+    return int(rows[0][0])
 
 
 def release(s: Statements, job_ids: Sequence[uuid.UUID], worker_id: str) -> Op[int]:
-    rows = yield Call(s.release, {"job_ids": list(job_ids), "worker_id": worker_id})
-    return int(rows[0]["released"])
+    rows = yield release_call(s, list(job_ids), worker_id)
+    return int(rows[0][0])
 
 
 # -- cancellation, results and waiting ---------------------------------------------------------
@@ -369,8 +450,8 @@ def health(s: Statements) -> Op[list[HealthRow]]:
 
 
 def unserved_job_types(s: Statements, idle: timedelta | float) -> Op[list[UnservedJobType]]:
-    rows = yield Call(s.unserved, {"idle": interval(idle, "idle")})
-    return [UnservedJobType(**row) for row in rows]
+    rows = yield unserved_call(s, idle)
+    return [UnservedJobType(*row) for row in rows]
 
 
 # -- schedules ----------------------------------------------------------------------------------
@@ -420,8 +501,8 @@ def schedules(s: Statements) -> Op[list[Schedule]]:
 
 
 def tick(s: Statements) -> Op[list[Fire]]:
-    rows = yield Call(s.tick, {})
-    return [Fire(**row) for row in rows]
+    rows = yield tick_call(s)
+    return [Fire(*row) for row in rows]
 
 
 # -- limits -------------------------------------------------------------------------------------

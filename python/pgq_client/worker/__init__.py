@@ -33,7 +33,7 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
-from .. import _sql
+from .. import _ops, _sql
 from .._citus import node_conninfo, schema_node
 from .._secrets import is_conninfo_error
 from ..errors import IncompatibleSchema, PermissionDenied, from_psycopg
@@ -472,11 +472,11 @@ class Worker:
     def _check_database(self, link: Link) -> None:
         """Fail fast when the database is unreachable, not migrated, not ours to work, or has a
         breaking change that this client does not know."""
-        sql = _sql.statements(self.config.schema)
+        beat = _ops.heartbeat_call(_sql.statements(self.config.schema), self.worker_id, [])
         try:
             conn = link.get()
             check_compatible(conn, self.config.schema)
-            conn.execute(sql.heartbeat, {"worker_id": self.worker_id, "job_ids": []})
+            conn.execute(beat.query, beat.params)
         except IncompatibleSchema:
             link.close()
             raise
