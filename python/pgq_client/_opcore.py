@@ -1,4 +1,4 @@
-"""What each method of ``Queue`` and ``AsyncQueue`` does, written once for both.
+"""How an operation of :mod:`._ops` is written and run, and the argument checks they share.
 
 An operation is a generator: it checks its arguments (raising before anything is sent), yields
 the :class:`Call` (statement, parameters, row factory) it needs, receives the rows, and returns

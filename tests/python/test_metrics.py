@@ -156,6 +156,7 @@ def _metrics_buffers(c: Conn) -> int:
     return int(plan["Shared Hit Blocks"]) + int(plan["Shared Read Blocks"])
 
 
+@pytest.mark.slow
 def test_reading_metrics_does_not_grow_with_finished_jobs(dsn: str, conn: Conn) -> None:
     """jobq_metrics() reads the counters and a few index probes, never jobq_jobs row by row:
     200,000 finished jobs (and 20,000 pending ones in the same queues) change what it reads
@@ -254,6 +255,7 @@ def test_a_new_installation_does_not_count_until_turned_on(empty_dsn: str) -> No
     assert result.exit_code == 0 and "counting is off" not in result.stderr
 
 
+@pytest.mark.slow
 def test_an_upgrade_keeps_counting_where_it_counted(empty_dsn: str, tmp_path: Path) -> None:
     """Migration 0012 turns counting off only where nothing was ever counted: an installation
     that counted (0010 and 0011 counted by default) keeps its metrics across the upgrade."""
@@ -465,6 +467,7 @@ def test_grafana_dashboard_parses_and_names_only_metrics_jobq_exports() -> None:
 # -- a bounded label space -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_twenty_thousand_queue_names_leave_a_bounded_scrape_until_forgotten(dsn: str) -> None:
     """One enqueue_many of 20,000 queue names (315 MB of scrape before the bound) leaves at
     most 1,000 label sets plus the overflow one, every job counted once; once the jobs are

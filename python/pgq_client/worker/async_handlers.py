@@ -126,9 +126,9 @@ class AsyncHandlerPool(HandlerPool):
         """Take a slot, then the next claimed job. Async jobs go to the loop a run at a time:
         while some wait to be sent, the slot and the job are taken without blocking, and the
         first that is not there sends the run in one ``call_soon_threadsafe``, which writes to
-        the loop's wake-up pipe once for all of them (one write and one wake-up per job cost
-        about a tenth of an async drain). A plain job first sends the run before it, then runs
-        here, so jobs still start in the order they were claimed in."""
+        the loop's wake-up pipe once for all of them, not once per job. A plain job first sends
+        the run before it, then runs here, so jobs still start in the order they were claimed
+        in."""
         work, slots, asynchronous = self._shared.work, self._slots, self._config.asynchronous
         run: list[Job] = []  # async jobs taken, not yet sent to the loop
         while True:
