@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from psycopg.rows import tuple_row
 
+from . import _sql
 from ._opcore import (
     Call,
     Op,
@@ -166,6 +167,21 @@ def tick_call(s: Statements) -> Call:
 def unserved_call(s: Statements, idle: timedelta | float) -> Call:
     """``jobq_unserved_job_types``: rows of :class:`UnservedJobType`'s fields, in order."""
     return Call(s.unserved, {"idle": interval(idle, "idle")}, tuple_row)
+
+
+_CHANNEL, _EVENT_CHANNEL = _sql.CHANNEL.encode(), _sql.EVENT_CHANNEL.encode()
+
+
+def channel_call(schema: str | None) -> Call:
+    """The wake-up channel of the installation in ``schema``, named by the server as jobq's
+    functions name it; one row, the name (none when ``schema`` is not known)."""
+    return Call(_CHANNEL, {"schema": schema}, tuple_row)
+
+
+def event_channel_call(schema: str | None, kind: str) -> Call:
+    """The channel of ``kind`` events (``_sql.CANCEL_EVENT``, ``_sql.DONE``) in ``schema``, as
+    :func:`channel_call` names the wake-up channel."""
+    return Call(_EVENT_CHANNEL, {"schema": schema, "kind": kind}, tuple_row)
 
 
 def dequeue(

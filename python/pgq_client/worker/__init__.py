@@ -215,12 +215,11 @@ class Worker:
         ``public``, ``jobq.<schema>`` otherwise) and its cancel requests
         (``jobq-cancel:<schema>``), named by the server as jobq's functions name them. The
         wake-up channel comes last, in the same round trip."""
-        # tuple rows whatever row factory a given pool's kwargs set
+        wake_call = _ops.channel_call(self.config.schema)
+        cancel_call = _ops.event_channel_call(self.config.schema, _sql.CANCEL_EVENT)
         with conn.cursor(row_factory=tuple_row) as cur:
-            row = cur.execute(_sql.CHANNEL, {"schema": self.config.schema}).fetchone()
-            cancels = cur.execute(
-                _sql.EVENT_CHANNEL, {"schema": self.config.schema, "kind": _sql.CANCEL_EVENT}
-            ).fetchone()
+            row = cur.execute(wake_call.query, wake_call.params).fetchone()
+            cancels = cur.execute(cancel_call.query, cancel_call.params).fetchone()
         wake = row[0] if row else _sql.NOTIFY_CHANNEL
         cancel = cancels[0] if cancels else _sql.event_channel("public", _sql.CANCEL_EVENT)
         conn.execute(_sql.listen(cancel, wake))
