@@ -8,11 +8,12 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.types.json import set_json_loads
+
+from .statuses import FINISHED_STATUSES, STATUS_IS_FINISHED, STATUSES
 
 if TYPE_CHECKING:
     from psycopg._cursor_base import BaseCursor
@@ -38,21 +39,6 @@ __all__ = [
     "load_json",
     "use_fast_json",
 ]
-
-# Every job status, in the order of a job's life, and whether it is finished: the names of the
-# SQL function jobq__statuses(), which a test compares with this. Add a status here and there.
-STATUS_IS_FINISHED: Mapping[str, bool] = MappingProxyType(
-    {
-        "pending": False,  # waits (also between retries)
-        "processing": False,  # claimed
-        "succeeded": True,
-        "failed": True,  # a permanent failure the worker asked for
-        "dead_letter": True,  # used all its attempts
-        "cancelled": True,  # cancelled (jobq_cancel)
-    }
-)
-STATUSES: tuple[str, ...] = tuple(STATUS_IS_FINISHED)
-FINISHED_STATUSES: tuple[str, ...] = tuple(s for s, done in STATUS_IS_FINISHED.items() if done)
 
 # What a tick does with fires nobody ticked in time (jobq_schedule's catch_up).
 CATCH_UP = ("skip", "latest", "all")

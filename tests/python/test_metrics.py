@@ -156,6 +156,7 @@ def _metrics_buffers(c: Conn) -> int:
     return int(plan["Shared Hit Blocks"]) + int(plan["Shared Read Blocks"])
 
 
+@pytest.mark.slow
 def test_reading_metrics_does_not_grow_with_finished_jobs(dsn: str, conn: Conn) -> None:
     """jobq_metrics() reads the counters and a few index probes, never jobq_jobs row by row:
     200,000 finished jobs (and 20,000 pending ones in the same queues) change what it reads
@@ -437,6 +438,7 @@ def test_grafana_dashboard_parses_and_names_only_metrics_jobq_exports() -> None:
 # -- a bounded label space -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_twenty_thousand_queue_names_leave_a_bounded_scrape_until_forgotten(dsn: str) -> None:
     """One enqueue_many of 20,000 queue names (315 MB of scrape before the bound) leaves at
     most 1,000 label sets plus the overflow one, every job counted once; once the jobs are

@@ -348,6 +348,7 @@ def test_plain_and_async_transactional_handlers_in_one_worker(dsn: str, conn: Co
 # -- heartbeats and shutdown -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_heartbeats_keep_a_long_async_job_from_being_taken_over(dsn: str, conn: Conn) -> None:
     job_id = Queue(dsn).enqueue("t")
     started = threading.Event()
@@ -479,6 +480,7 @@ HANDLERS = {"slow": slow, "plain": plain}
 """
 
 
+@pytest.mark.slow
 def test_sigterm_with_async_jobs_in_flight_finishes_them_cancels_the_late_and_exits_zero(
     dsn: str, conn: Conn, tmp_path: Path
 ) -> None:

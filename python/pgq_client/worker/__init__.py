@@ -33,7 +33,7 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
-from .. import _sql
+from .. import _ops, _sql
 from .._citus import node_conninfo, schema_node
 from .._secrets import is_conninfo_error
 from ..errors import IncompatibleSchema, PermissionDenied, from_psycopg
@@ -215,12 +215,11 @@ class Worker:
         ``public``, ``jobq.<schema>`` otherwise) and its cancel requests
         (``jobq-cancel:<schema>``), named by the server as jobq's functions name them. The
         wake-up channel comes last, in the same round trip."""
-        # tuple rows whatever row factory a given pool's kwargs set
+        wake_call = _ops.channel_call(self.config.schema)
+        cancel_call = _ops.event_channel_call(self.config.schema, _sql.CANCEL_EVENT)
         with conn.cursor(row_factory=tuple_row) as cur:
-            row = cur.execute(_sql.CHANNEL, {"schema": self.config.schema}).fetchone()
-            cancels = cur.execute(
-                _sql.EVENT_CHANNEL, {"schema": self.config.schema, "kind": _sql.CANCEL_EVENT}
-            ).fetchone()
+            row = cur.execute(wake_call.query, wake_call.params).fetchone()
+            cancels = cur.execute(cancel_call.query, cancel_call.params).fetchone()
         wake = row[0] if row else _sql.NOTIFY_CHANNEL
         cancel = cancels[0] if cancels else _sql.event_channel("public", _sql.CANCEL_EVENT)
         conn.execute(_sql.listen(cancel, wake))
@@ -472,11 +471,11 @@ class Worker:
     def _check_database(self, link: Link) -> None:
         """Fail fast when the database is unreachable, not migrated, not ours to work, or has a
         breaking change that this client does not know."""
-        sql = _sql.statements(self.config.schema)
+        beat = _ops.heartbeat_call(_sql.statements(self.config.schema), self.worker_id, [])
         try:
             conn = link.get()
             check_compatible(conn, self.config.schema)
-            conn.execute(sql.heartbeat, {"worker_id": self.worker_id, "job_ids": []})
+            conn.execute(beat.query, beat.params)
         except IncompatibleSchema:
             link.close()
             raise

@@ -12,9 +12,8 @@ from datetime import timedelta
 from typing import Any
 
 import psycopg
-from psycopg.rows import tuple_row
 
-from .. import _sql
+from .. import _ops, _sql
 from ..errors import JobqError, PayloadTooLarge, PermissionDenied
 from ..models import Job, UnservedJobType, mark_cancel_requested
 from .config import WorkerConfig
@@ -23,7 +22,7 @@ from .retry import GaveUp, Link, reconnecting
 from .state import Failure, Shared
 from .stuck import LOCKED_RETRY_FIRST, Locked, Stuck
 
-__all__ = ["Acknowledger", "complete_many_params"]
+__all__ = ["Acknowledger", "complete_many_call"]
 
 ACK_LINGER = 0.005
 """Seconds a result may wait for others to share its round trip (and its commit)."""
@@ -202,7 +201,7 @@ class Acknowledger:
                 shared.results = {}
             return batch
 
-    def _send(self, query: Any, params: dict[str, Any], doing: str) -> tuple[list[Any], bool]:
+    def _send(self, statement: _ops.Call, doing: str) -> tuple[list[Any], bool]:
         """Run one statement through lost connections; its rows, and whether it was retried
         (then an earlier try may have been applied, its reply lost)."""
         retried = False
@@ -213,10 +212,9 @@ class Acknowledger:
             self._link.drop_if_broken()
 
         def call() -> list[Any]:
-            # Tuples whatever row factory a given pool's kwargs set.
-            with self._link.get().cursor(row_factory=tuple_row) as cur:
+            with self._link.get().cursor(row_factory=statement.row_factory) as cur:
                 try:
-                    return cur.execute(query, params).fetchall()
+                    return cur.execute(statement.query, statement.params).fetchall()
                 except psycopg.errors.LockNotAvailable as exc:
                     # Not retried here: waiting for that row would hold up every other job.
                     raise Locked(doing) from exc
@@ -234,8 +232,7 @@ class Acknowledger:
     def _release(self, jobs: list[Job]) -> None:
         try:
             rows, _ = self._send(
-                self._sql.release,
-                {"job_ids": [job.id for job in jobs], "worker_id": self._config.worker_id},
+                _ops.release_call(self._sql, [job.id for job in jobs], self._config.worker_id),
                 f"releasing {len(jobs)} unstarted jobs",
             )
         except Locked:
@@ -261,8 +258,7 @@ class Acknowledger:
         jobs = sorted(jobs, key=_job_id)
         try:
             rows, retried = self._send(
-                self._sql.complete_many,
-                complete_many_params(jobs, self._config.worker_id, results),
+                complete_many_call(self._sql, jobs, self._config.worker_id, results),
                 f"acknowledging {len(jobs)} jobs",
             )
         except PayloadTooLarge:
@@ -295,16 +291,10 @@ class Acknowledger:
             if job.id not in results:
                 continue
             try:
-                rows, retried = self._send(
-                    self._sql.complete,
-                    {
-                        "job_id": job.id,
-                        "worker_id": self._config.worker_id,
-                        "attempt": job.attempts,
-                        "result": results[job.id],
-                    },
-                    "acknowledging a job with its result",
+                call = _ops.complete_call(
+                    self._sql, job.id, self._config.worker_id, job.attempts, results[job.id]
                 )
+                rows, retried = self._send(call, "acknowledging a job with its result")
             except PayloadTooLarge as exc:
                 message = f"the handler's result cannot be stored: {exc}"
                 too_large.append(Failure(job, message, message, False, timedelta(0)))
@@ -322,18 +312,16 @@ class Acknowledger:
     def _fail(self, failures: list[Failure]) -> None:
         failures = sorted(failures, key=lambda f: f.job.id)  # id order: see _complete
         try:
-            rows, retried = self._send(
-                self._sql.fail_many,
-                {
-                    "worker_id": self._config.worker_id,
-                    "job_ids": [f.job.id for f in failures],
-                    "errors": [_storable(f.error) for f in failures],
-                    "retries": [f.retry for f in failures],
-                    "backoffs": [f.backoff for f in failures],
-                    "attempts": [f.job.attempts for f in failures],
-                },
-                f"reporting {len(failures)} failed jobs",
+            call = _ops.fail_many_call(
+                self._sql,
+                [f.job.id for f in failures],
+                self._config.worker_id,
+                [_storable(f.error) for f in failures],
+                [f.retry for f in failures],
+                [f.backoff for f in failures],
+                [f.job.attempts for f in failures],
             )
+            rows, retried = self._send(call, f"reporting {len(failures)} failed jobs")
         except Locked:  # as in _complete
             if len(failures) == 1:
                 self._defer(failures=failures)
@@ -353,16 +341,15 @@ class Acknowledger:
             self._shared.cancel_check = False  # this heartbeat asks
         if not ids:
             return
-        params = {"worker_id": self._config.worker_id, "job_ids": ids}
         rows: list[Any] = []
         try:
             if self._cancels_allowed:
                 try:
-                    rows, _ = self._send(self._sql.heartbeat_cancels, params, "renewing claims")
+                    rows, _ = self._send(self._beat(ids, cancels=True), "renewing claims")
                 except PermissionDenied as exc:
                     self._cancels_denied(exc)
             if not rows:
-                rows, _ = self._send(self._sql.heartbeat, params, "renewing claims")
+                rows, _ = self._send(self._beat(ids), "renewing claims")
         except Locked:  # the heartbeat skips locked rows: not expected; the next one renews
             log.warning("%s: a heartbeat waited for a lock past lock_wait; retried", self._who)
             self._next_beat = time.monotonic() + LOCKED_RETRY_FIRST
@@ -387,6 +374,9 @@ class Acknowledger:
         else:
             log.debug("%s renewed %d claims", self._who, renewed)
 
+    def _beat(self, ids: list[uuid.UUID], cancels: bool = False) -> _ops.Call:
+        return _ops.heartbeat_call(self._sql, self._config.worker_id, ids, cancels)
+
     def _check_cancels(self) -> None:
         """A notification said a job of this worker got a cancel request: ask which."""
         with self._shared.lock:
@@ -396,7 +386,7 @@ class Acknowledger:
             return
         try:
             rows, _ = self._send(
-                self._sql.cancel_requested, {"job_ids": ids}, "asking for cancel requests"
+                _ops.cancel_requested_call(self._sql, ids), "asking for cancel requests"
             )
         except PermissionDenied as exc:
             self._cancels_denied(exc)
@@ -431,7 +421,7 @@ class Acknowledger:
         if self._giving_up() or self._shared.acks_closed:
             return
         try:
-            rows, _ = self._send(self._sql.tick, {}, "firing schedules")
+            rows, _ = self._send(_ops.tick_call(self._sql), "firing schedules")
         except Locked:
             log.debug("%s: firing schedules waited for a lock past lock_wait; next tick", self._who)
             return
@@ -461,7 +451,7 @@ class Acknowledger:
             return
         try:
             rows, _ = self._send(
-                self._sql.unserved, {"idle": UNSERVED_IDLE}, "looking for jobs nobody serves"
+                _ops.unserved_call(self._sql, UNSERVED_IDLE), "looking for jobs nobody serves"
             )
         except (JobqError, Locked) as exc:
             log.debug("%s: cannot look for jobs nobody serves: %s", self._who, exc)
@@ -531,17 +521,21 @@ class Acknowledger:
             )
 
 
-def complete_many_params(
-    jobs: Sequence[Job], worker_id: str, results: dict[uuid.UUID, str] | None = None
-) -> dict[str, Any]:
-    """The parameters of ``jobq_complete_many`` for ``jobs`` (in id order: see
-    Acknowledger._complete), each fenced by its claim's attempt."""
-    return {
-        "job_ids": [job.id for job in jobs],
-        "worker_id": worker_id,
-        "attempts": [job.attempts for job in jobs],
-        "results": [results.get(job.id) for job in jobs] if results else None,
-    }
+def complete_many_call(
+    s: _sql.Statements,
+    jobs: Sequence[Job],
+    worker_id: str,
+    results: dict[uuid.UUID, str] | None = None,
+) -> _ops.Call:
+    """``jobq_complete_many`` of ``jobs`` (in id order: see Acknowledger._complete), each
+    fenced by its claim's attempt."""
+    return _ops.complete_many_call(
+        s,
+        [job.id for job in jobs],
+        worker_id,
+        [job.attempts for job in jobs],
+        [results.get(job.id) for job in jobs] if results else None,
+    )
 
 
 def _job_id(job: Job) -> uuid.UUID:

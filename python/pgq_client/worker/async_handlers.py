@@ -17,17 +17,13 @@ from concurrent.futures import Future
 from typing import Any
 
 import psycopg
-from psycopg.rows import tuple_row
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool
 
 from ..models import Job
-from ..queue import dump_result
-from .config import WorkerConfig
-from .errortext import error_text
-from .handlers import HandlerPool
+from .handlers import HandlerPool, Transaction
 from .joblog import job_log, log
-from .retry import GaveUp, areconnecting, connection_lost
-from .state import Failure, Outcome, Shared, Success
+from .retry import GaveUp, areconnecting
+from .state import Failure, Outcome, Success
 
 __all__ = ["AsyncHandlerPool"]
 
@@ -54,25 +50,16 @@ class AsyncHandlerPool(HandlerPool):
     still running does.
     """
 
-    def __init__(
-        self,
-        shared: Shared,
-        config: WorkerConfig,
-        pool: ConnectionPool[Any] | None,
-        force: threading.Event,
-        who: str,
-        on_exit: Callable[[], None],
-        *,
-        dsn: str,
-        connect_kwargs: Mapping[str, Any],
-    ) -> None:
-        super().__init__(shared, config, pool, force, who, on_exit)
+    def __init__(self, *args: Any, dsn: str, connect_kwargs: Mapping[str, Any]) -> None:
+        """``args`` as :class:`HandlerPool`'s; ``dsn`` and ``connect_kwargs`` open the pool of
+        the async transactional handlers."""
+        super().__init__(*args)
+        config = self._config
         if set(config.handlers) <= config.asynchronous:
             # No plain handler: one thread hands every job to the loop.
             del self._threads[1:]
             del self._current[1:]
         self._slots = threading.Semaphore(config.concurrency)
-        self._on_exit = on_exit
         self._dsn = dsn
         self._connect_kwargs = dict(connect_kwargs)
         self._event_loop = asyncio.new_event_loop()
@@ -139,9 +126,9 @@ class AsyncHandlerPool(HandlerPool):
         """Take a slot, then the next claimed job. Async jobs go to the loop a run at a time:
         while some wait to be sent, the slot and the job are taken without blocking, and the
         first that is not there sends the run in one ``call_soon_threadsafe``, which writes to
-        the loop's wake-up pipe once for all of them (one write and one wake-up per job cost
-        about a tenth of an async drain). A plain job first sends the run before it, then runs
-        here, so jobs still start in the order they were claimed in."""
+        the loop's wake-up pipe once for all of them, not once per job. A plain job first sends
+        the run before it, then runs here, so jobs still start in the order they were claimed
+        in."""
         work, slots, asynchronous = self._shared.work, self._slots, self._config.asynchronous
         run: list[Job] = []  # async jobs taken, not yet sent to the loop
         while True:
@@ -207,11 +194,7 @@ class AsyncHandlerPool(HandlerPool):
             outcome = Outcome.DROPPED  # abandoned at shutdown: left claimed, not acknowledged
             job_log(logging.DEBUG, job, "cancelled after the shutdown grace period")
         except BaseException as exc:  # never lose a job to a bug of the worker
-            job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
-            outcome = Failure(
-                job, f"worker error: {error_text(exc)}", repr(exc), True,
-                self._config.retry_backoff,
-            )
+            outcome = self.worker_error(job, exc)
         with self._lock:
             if self._abandoned:  # whatever the handler did once cancelled: not acknowledged
                 outcome = Outcome.DROPPED
@@ -224,15 +207,13 @@ class AsyncHandlerPool(HandlerPool):
             self._on_exit()  # the run's thread waits for the last job
 
     async def _execute_async(self, job: Job) -> Outcome | Success | Failure:
-        handler = self._config.handlers.get(job.job_type)
-        refused = self.refusal(job, handler)
-        if refused is not None:
-            return refused
-        job_log(logging.DEBUG, job, "started")
+        handler = self.handler_of(job)
+        if isinstance(handler, Failure):
+            return handler
         if job.job_type in self._config.transactional:
-            return await self._in_async_transaction(job, handler)  # type: ignore[arg-type]
+            return await self._in_async_transaction(job, handler)
         try:
-            value = await handler(job)  # type: ignore[call-arg,misc]
+            value = await handler(job)
         except asyncio.CancelledError as exc:
             if self._abandoned:
                 raise
@@ -250,78 +231,41 @@ class AsyncHandlerPool(HandlerPool):
                 lambda: self._async_transaction(job, handler),
                 doing="opening a transaction",
                 who=self._who,
-                give_up=lambda: self._force.is_set() or time.monotonic() > self.deadline,
+                give_up=self._giving_up,
                 on_lost=self._check_async_pool,
             )
         except GaveUp:
-            job_log(logging.WARNING, job, "not run: database unavailable at shutdown")
-            return Outcome.DROPPED
+            return self.not_run(job)
 
     async def _async_transaction(
         self, job: Job, handler: Callable[..., Any]
     ) -> Outcome | Failure:
-        """One try; raises only while the handler has not run (the transaction could not be
-        opened), which :func:`areconnecting` then retries. The same steps as the plain
-        handlers' transaction (:meth:`HandlerPool._transaction`), awaited."""
+        """One try, as :meth:`HandlerPool._transaction`, awaited."""
         assert self._async_pool is not None
-        params = {"job_id": job.id, "worker_id": self._config.worker_id, "attempt": job.attempts,
-                  "result": None}
-        handler_called = False
-        failure: Failure | None = None
-        lost = False
+        txn = Transaction(self, job)
         try:
             async with self._async_pool.connection() as conn, conn.transaction():
-                handler_called = True
+                txn.opened = True
                 try:
                     value = await handler(job, conn)
                 except asyncio.CancelledError as exc:
                     if self._abandoned:
                         raise  # the transaction rolls back on the way out
-                    failure = self.failure_for(job, exc)
-                    raise psycopg.Rollback() from None
+                    txn.roll_back(self.failure_for(job, exc))
                 except BaseException as exc:
-                    failure = self.failure_for(job, exc)
-                    raise psycopg.Rollback() from None
-                try:
-                    params["result"] = dump_result(value)
-                except (TypeError, ValueError) as exc:
-                    failure = self.unstorable(job, exc)
-                    raise psycopg.Rollback() from None
-                async with conn.cursor(row_factory=tuple_row) as cur:  # whatever the factory
+                    txn.roll_back(self.failure_for(job, exc))
+                done = txn.completion(value)
+                async with conn.cursor(row_factory=done.row_factory) as cur:
                     try:
-                        await cur.execute(self._sql.complete, params)
+                        await cur.execute(done.query, done.params)
                     except psycopg.errors.ProgramLimitExceeded as exc:  # the result's size
-                        failure = self.unstorable(job, exc)
-                        raise psycopg.Rollback() from None
-                    row = await cur.fetchone()
-                if not (row and row[0]):
-                    lost = True
-                    raise psycopg.Rollback()
+                        txn.roll_back(self.unstorable(job, exc))
+                    txn.completed(await cur.fetchone())
         except psycopg.Rollback:
             pass
         except psycopg.Error as exc:
-            if not handler_called:
-                raise
-            if failure is None and not lost:
-                if connection_lost(exc):
-                    # Lost during the completion or the commit: whether it committed is
-                    # unknown. A fenced fail is a no-op if it did, and a retry if it did not.
-                    message = f"connection lost during transactional completion: {exc}"
-                    failure = Failure(job, message, message, True, self._config.retry_backoff)
-                else:
-                    failure = self.failure_for(job, exc)
-        if lost:
-            job_log(
-                logging.WARNING,
-                job,
-                "claim lost before completion (lock expired and taken over); the handler's "
-                "transaction was rolled back",
-            )
-            return Outcome.DROPPED
-        if failure is not None:
-            return failure
-        job_log(logging.DEBUG, job, "succeeded (transactional)")
-        return Outcome.COMMITTED
+            txn.broke(exc)
+        return txn.outcome()
 
     async def _open_pool(self) -> None:
         """The pool of async transactional handlers: the Worker's database, opened in the

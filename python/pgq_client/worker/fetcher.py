@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import tuple_row
 
-from .. import _sql
+from .. import _ops, _sql
 from ..errors import JobqError, from_psycopg
 from ..models import Job, UnservedJobType, job_row
-from .acker import complete_many_params
+from .acker import complete_many_call
 from .config import WorkerConfig
 from .joblog import UNSERVED_IDLE, log, log_completed, report_unserved
 from .retry import GaveUp, Link, connection_lost, reconnecting, transient
@@ -98,13 +98,11 @@ class Fetcher:
         # Limited jobs to complete in the round trip of the next claim (see the class).
         self._key_acks: list[Job] = []
         self._acks_retried = False  # they were sent before, and the reply was lost
-        self._params: dict[str, Any] = {
-            "worker_id": config.worker_id,
-            "job_types": config.job_types,
-            "batch_size": 0,
-            "lock_timeout": config.lock_timeout,
-            "queues": None if config.queues is None else list(config.queues),
-        }
+        claim = _ops.claim_call(
+            self._sql, config.worker_id, config.job_types, 0, config.lock_timeout, config.queues
+        )
+        # Built once: only batch_size changes, set before each claim.
+        self._claim_query, self._params = claim.query, dict(claim.params)
 
     def run(self) -> None:
         """The thread's body."""
@@ -208,7 +206,8 @@ class Fetcher:
         EXECUTE on jobq_unserved_job_types, and the run is over whatever happens)."""
         try:
             with self._link.get().cursor(row_factory=tuple_row) as cur:
-                rows = cur.execute(self._sql.unserved, {"idle": UNSERVED_IDLE}).fetchall()
+                call = _ops.unserved_call(self._sql, UNSERVED_IDLE)
+                rows = cur.execute(call.query, call.params).fetchall()
         except (psycopg.Error, JobqError, OSError) as exc:
             log.debug("%s: cannot look for jobs nobody serves: %s", self._who, exc)
             return
@@ -229,7 +228,7 @@ class Fetcher:
         try:
             if not acks:
                 with conn.cursor(row_factory=job_row) as cur:
-                    cur.execute(self._sql.dequeue, self._params)
+                    cur.execute(self._claim_query, self._params)
                     return cur.fetchall()
             # The completions, then the claim, in one transaction, so that the claim counts
             # the keys' running jobs without those it completes: in a pipeline, one implicit
@@ -237,9 +236,10 @@ class Fetcher:
             # pipelines (before 14), an explicit transaction.
             with conn.pipeline() if PIPELINE else conn.transaction():
                 done_cur = conn.cursor(row_factory=tuple_row)
-                done_cur.execute(self._sql.complete_many, self._key_ack_params(acks))
+                done = self._key_ack_call(acks)
+                done_cur.execute(done.query, done.params)
                 cur = conn.cursor(row_factory=job_row)
-                cur.execute(self._sql.dequeue, self._params)
+                cur.execute(self._claim_query, self._params)
             row = done_cur.fetchone()
             jobs = cur.fetchall()
         except psycopg.errors.LockNotAvailable:
@@ -261,7 +261,8 @@ class Fetcher:
         acks = self._key_acks
         try:
             with self._link.get().cursor(row_factory=tuple_row) as cur:
-                row = cur.execute(self._sql.complete_many, self._key_ack_params(acks)).fetchone()
+                done = self._key_ack_call(acks)
+                row = cur.execute(done.query, done.params).fetchone()
         except psycopg.errors.LockNotAvailable:
             self._hand_over_key_acks()  # as in _claim
             return
@@ -281,9 +282,9 @@ class Fetcher:
         self._shared.hand_over_key_acks(self._key_acks)
         self._key_acks, self._acks_retried = [], False
 
-    def _key_ack_params(self, acks: list[Job]) -> dict[str, Any]:
+    def _key_ack_call(self, acks: list[Job]) -> _ops.Call:
         acks.sort(key=lambda job: job.id)  # id order, as the acknowledger sends its own
-        return complete_many_params(acks, self._config.worker_id)
+        return complete_many_call(self._sql, acks, self._config.worker_id)
 
     def _key_acks_sent(self, acks: list[Job], row: Any, claimed: bool) -> None:
         done = int(row[0]) if row is not None and row[0] is not None else 0

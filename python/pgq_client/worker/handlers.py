@@ -6,23 +6,22 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import psycopg
-from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
-from .. import _sql
+from .. import _ops, _sql
+from .._ops import dump_result
 from ..errors import PermanentError, Retry
 from ..models import Job
-from ..queue import dump_result
 from .config import WorkerConfig
 from .errortext import error_text
 from .joblog import job_log, log
 from .retry import GaveUp, connection_lost, reconnecting
 from .state import Failure, Outcome, Shared, Success
 
-__all__ = ["HandlerPool"]
+__all__ = ["HandlerPool", "Transaction"]
 
 
 class HandlerPool:
@@ -106,31 +105,27 @@ class HandlerPool:
         try:
             outcome = self._execute(job)
         except BaseException as exc:  # never let a handler thread die, nor a job be stranded
-            job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
-            outcome = Failure(
-                job, f"worker error: {error_text(exc)}", repr(exc), True,
-                self._config.retry_backoff,
-            )
+            outcome = self.worker_error(job, exc)
         self._current[index] = None
         self._shared.finished(job, time.perf_counter() - started, outcome)
 
     def _execute(self, job: Job) -> Outcome | Success | Failure:
-        handler = self._config.handlers.get(job.job_type)
-        refused = self.refusal(job, handler)
-        if refused is not None:
-            return refused
-        job_log(logging.DEBUG, job, "started")
+        handler = self.handler_of(job)
+        if isinstance(handler, Failure):
+            return handler
         if job.job_type in self._config.transactional:
-            return self._in_transaction(job, handler)  # type: ignore[arg-type]
+            return self._in_transaction(job, handler)
         try:
-            value = handler(job)  # type: ignore[call-arg,misc]
+            value = handler(job)
         except BaseException as exc:
             return self.failure_for(job, exc)
         return self.returned(job, value)
 
-    def refusal(self, job: Job, handler: object) -> Failure | None:
-        """Why ``job`` must not start, or None: it has no handler (the claim filters by job
-        type: only a bug gets here), or a cancel was requested before a handler took it."""
+    def handler_of(self, job: Job) -> Callable[..., Any] | Failure:
+        """The handler to start ``job`` with, or why it must not start: it has no handler (the
+        claim filters by job type: only a bug gets here), or a cancel was requested before a
+        handler took it."""
+        handler = self._config.handlers.get(job.job_type)
         if handler is None:
             message = f"no handler for job type {job.job_type!r}"
             return Failure(job, message, message, True, self._config.retry_backoff)
@@ -138,7 +133,14 @@ class HandlerPool:
             # jobq_fail ends a job with a cancel request cancelled, whatever retry says.
             message = "not started: a cancel was requested before a handler took the job"
             return Failure(job, message, message, False, self._config.retry_backoff)
-        return None
+        job_log(logging.DEBUG, job, "started")
+        return handler
+
+    def worker_error(self, job: Job, exc: BaseException) -> Failure:
+        """A bug of the worker while it ran ``job``: the job is retried, never stranded."""
+        job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
+        message = f"worker error: {error_text(exc)}"
+        return Failure(job, message, repr(exc), True, self._config.retry_backoff)
 
     def returned(self, job: Job, value: object) -> Outcome | Success | Failure:
         """The outcome of a plain handler that returned ``value`` (stored as the result)."""
@@ -179,72 +181,43 @@ class HandlerPool:
                 lambda: self._transaction(job, handler),
                 doing="opening a transaction",
                 who=self._who,
-                give_up=lambda: self._force.is_set() or time.monotonic() > self.deadline,
+                give_up=self._giving_up,
                 pause=self._force.wait,
                 on_lost=self._check_pool,
             )
         except GaveUp:
-            job_log(logging.WARNING, job, "not run: database unavailable at shutdown")
-            return Outcome.DROPPED
+            return self.not_run(job)
+
+    def _giving_up(self) -> bool:
+        return self._force.is_set() or time.monotonic() > self.deadline
+
+    def not_run(self, job: Job) -> Outcome:
+        job_log(logging.WARNING, job, "not run: database unavailable at shutdown")
+        return Outcome.DROPPED
 
     def _transaction(self, job: Job, handler: Callable[..., object]) -> Outcome | Failure:
         """One try; raises only while the handler has not run (the transaction could not be
         opened), which :func:`reconnecting` then retries."""
         assert self._pool is not None
-        params = {"job_id": job.id, "worker_id": self._config.worker_id, "attempt": job.attempts,
-                  "result": None}
-        handler_called = False
-        failure: Failure | None = None
-        lost = False
+        txn = Transaction(self, job)
         try:
             with self._pool.connection() as conn, conn.transaction():
-                handler_called = True
+                txn.opened = True
                 try:
                     value = handler(job, conn)
                 except BaseException as exc:
-                    failure = self.failure_for(job, exc)
-                    raise psycopg.Rollback() from None
-                try:
-                    params["result"] = dump_result(value)
-                except (TypeError, ValueError) as exc:
-                    failure = self.unstorable(job, exc)
-                    raise psycopg.Rollback() from None
-                with conn.cursor(row_factory=tuple_row) as cur:  # whatever the pool's factory
+                    txn.roll_back(self.failure_for(job, exc))
+                done = txn.completion(value)
+                with conn.cursor(row_factory=done.row_factory) as cur:
                     try:
-                        row = cur.execute(self._sql.complete, params).fetchone()
+                        txn.completed(cur.execute(done.query, done.params).fetchone())
                     except psycopg.errors.ProgramLimitExceeded as exc:  # the result's size
-                        failure = self.unstorable(job, exc)
-                        raise psycopg.Rollback() from None
-                if not (row and row[0]):
-                    lost = True
-                    raise psycopg.Rollback()
+                        txn.roll_back(self.unstorable(job, exc))
         except psycopg.Rollback:
-            # Re-raised when the rollback itself could not run (the connection broke): the
-            # transaction is gone either way, and failure/lost say why.
-            pass
+            pass  # see Transaction.broke
         except psycopg.Error as exc:
-            if not handler_called:
-                raise
-            if failure is None and not lost:
-                if connection_lost(exc):
-                    # Lost during the completion or the commit: whether it committed is
-                    # unknown. A fenced fail is a no-op if it did, and a retry if it did not.
-                    message = f"connection lost during transactional completion: {exc}"
-                    failure = Failure(job, message, message, True, self._config.retry_backoff)
-                else:
-                    failure = self.failure_for(job, exc)
-        if lost:
-            job_log(
-                logging.WARNING,
-                job,
-                "claim lost before completion (lock expired and taken over); the handler's "
-                "transaction was rolled back",
-            )
-            return Outcome.DROPPED
-        if failure is not None:
-            return failure
-        job_log(logging.DEBUG, job, "succeeded (transactional)")
-        return Outcome.COMMITTED
+            txn.broke(exc)
+        return txn.outcome()
 
     def _check_pool(self) -> None:
         """After a lost connection the pool's idle ones are likely dead too (a server restart,
@@ -254,3 +227,67 @@ class HandlerPool:
             self._pool.check()
         except Exception as exc:  # the pool keeps trying on its own
             log.debug("%s: pool check failed: %s", self._who, exc)
+
+
+class Transaction:
+    """What a transactional completion decides, apart from its I/O: the sync pool
+    (:meth:`HandlerPool._transaction`) and the async one run the handler and ``jobq_complete``
+    in one transaction on their own connections, and leave every decision to this."""
+
+    def __init__(self, pool: HandlerPool, job: Job) -> None:
+        self.pool, self.job = pool, job
+        self.opened = False  # the handler was called: an error is no longer retried
+        self.failure: Failure | None = None
+        self.lost = False
+
+    def roll_back(self, failure: Failure) -> NoReturn:
+        """Roll the handler's writes back; the job ends with ``failure``."""
+        self.failure = failure
+        raise psycopg.Rollback() from None
+
+    def completion(self, value: object) -> _ops.Call:
+        """``jobq_complete`` of the job with ``value`` as its result, fenced by its claim."""
+        try:
+            result = dump_result(value)
+        except (TypeError, ValueError) as exc:
+            self.roll_back(self.pool.unstorable(self.job, exc))
+        config = self.pool._config
+        return _ops.complete_call(self.pool._sql, self.job.id, config.worker_id,
+                                  self.job.attempts, result)
+
+    def completed(self, row: tuple[Any, ...] | None) -> None:
+        """``jobq_complete`` said false: the claim was lost, and nothing must commit."""
+        if not (row and row[0]):
+            self.lost = True
+            raise psycopg.Rollback()
+
+    def broke(self, exc: psycopg.Error) -> None:
+        """The transaction ended with ``exc`` (a Rollback is re-raised as an error when the
+        rollback itself could not run: the transaction is gone either way, and ``failure`` or
+        ``lost`` say why)."""
+        if not self.opened:
+            raise exc
+        if self.failure is not None or self.lost:
+            return
+        if connection_lost(exc):
+            # Lost during the completion or the commit: whether it committed is unknown. A
+            # fenced fail is a no-op if it did, and a retry if it did not.
+            message = f"connection lost during transactional completion: {exc}"
+            self.failure = Failure(self.job, message, message, True,
+                                   self.pool._config.retry_backoff)
+        else:
+            self.failure = self.pool.failure_for(self.job, exc)
+
+    def outcome(self) -> Outcome | Failure:
+        if self.lost:
+            job_log(
+                logging.WARNING,
+                self.job,
+                "claim lost before completion (lock expired and taken over); the handler's "
+                "transaction was rolled back",
+            )
+            return Outcome.DROPPED
+        if self.failure is not None:
+            return self.failure
+        job_log(logging.DEBUG, self.job, "succeeded (transactional)")
+        return Outcome.COMMITTED
