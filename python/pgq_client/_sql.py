@@ -698,3 +698,6 @@ def _render(template: str, schema: str | None) -> Query:
     prefix = LATE_SCHEMA if schema is None else '"' + schema.replace('"', '""') + '".'
     text = template.strip().replace("{schema}", prefix)
     return text.encode("ascii") if text.isascii() else sql.SQL(text)
+
+# --- web --- (added by branch web) the role whose privileges the dashboard asks for.
+CURRENT_ROLE = b"SELECT current_user::pg_catalog.text AS role"

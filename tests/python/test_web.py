@@ -390,9 +390,9 @@ def test_a_rare_filter_stops_its_search_and_offers_to_search_on(
     client: TestClient,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import pgq_client.web.app as web_app
+    import pgq_client.web.views as web_views
 
-    monkeypatch.setattr(web_app, "SCAN_LIMIT", 20)
+    monkeypatch.setattr(web_views, "SCAN_LIMIT", 20)
     # 50 succeeded jobs, newest first: one of queue "rare" at the 35th place
     conn.execute(
         "INSERT INTO jobq_jobs (job_type, queue, status, finished_at) "

@@ -1,8 +1,9 @@
 """The jobq dashboard: an ASGI application (Starlette) that shows queues, jobs, dead letters and
 schedules, and lets an operator requeue or cancel jobs.
 
-It calls only jobq's SQL functions, as the database role it connects with: what that role may
-not do is shown disabled (asked of ``has_function_privilege``), never attempted.
+It reads and acts through a :class:`~pgq_client.Queue` over its pool (the operations of
+``pgq_client._ops``), as the database role it connects with: what that role may not do is shown
+disabled (asked of ``has_function_privilege``), never attempted.
 
 ``jobq web`` serves it; an application mounts it with::
 
