@@ -211,6 +211,21 @@ def test_cancel_and_requeue_all_from_the_pages(dsn: str, client: TestClient) -> 
     assert status_of(dsn, first) == "pending" and status_of(dsn, second) == "dead_letter"
 
 
+def test_text_postgresql_cannot_store_is_refused_naming_the_field(
+    dsn: str, client: TestClient
+) -> None:
+    """A NUL in a filter or in a cancel's reason is refused (400, the field named) before
+    anything is sent, and the job stays as it was."""
+    with Queue(dsn) as q:
+        pending = q.enqueue("email", queue="mail")
+    listing = client.get("/jobs", params={"status": "pending", "queue": "ma\x00il"})
+    assert listing.status_code == 400 and "queue contains a NUL" in listing.text
+    token = _csrf(client, "/jobs")
+    refused = client.post(f"/jobs/{pending}/cancel", data={"csrf": token, "reason": "a\x00b"})
+    assert refused.status_code == 400 and "reason contains a NUL" in refused.text
+    assert status_of(dsn, pending) == "pending"
+
+
 def test_a_monitor_sees_jobs_but_every_action_disabled_and_refused(
     admin_dsn: str, dsn: str
 ) -> None:

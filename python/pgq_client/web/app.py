@@ -179,7 +179,7 @@ def create_app(
             Mount("/static", StaticFiles(packages=[("pgq_client.web", "static")]), name="static"),
         ],
         middleware=[Middleware(Guard, credentials=credentials, allowed_hosts=hosts)],
-        exception_handlers={JobqError: error_page, psycopg.Error: error_page},
+        exception_handlers={e: error_page for e in (JobqError, psycopg.Error, ValueError)},
         lifespan=lifespan,
     )
     app.state.jobq = board

@@ -127,7 +127,10 @@ def fail(
 
 
 def error_page(request: Request, exc: Exception) -> HTMLResponse:
-    """A refused or failed call: 403 for a missing privilege, 400 for a refused argument."""
+    """A refused or failed call: 403 for a missing privilege, 400 for an argument refused (by
+    the client before sending it, a ValueError, or by jobq)."""
+    if isinstance(exc, ValueError):
+        return fail(request, 400, str(exc))
     error = exc if isinstance(exc, JobqError) else from_psycopg(cast(psycopg.Error, exc))
     state = error.sqlstate
     status = 403 if state == "42501" else 400 if state and state.startswith("22") else 500
