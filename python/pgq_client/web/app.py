@@ -101,9 +101,8 @@ class Dashboard:
         return self._pool
 
     def _where(self) -> str:
-        """The schema: the given one, else the one the search_path of the DSN's own settings,
-        or of the given pool's connections, finds (the dashboard's own connections run with
-        ``search_path = pg_catalog, pg_temp``)."""
+        # Given no schema: the one the search_path of the DSN's own settings, or of the given
+        # pool's connections, finds (the dashboard's own run with pg_catalog, pg_temp).
         if self.schema is not None:
             return self.schema
         if self._dsn is not None:
@@ -113,8 +112,7 @@ class Dashboard:
             return _sql.find_schema(conn)
 
     def run(self, op: Callable[..., _ops.Op[T]], *args: Any) -> T:
-        """``op(statements, *args)``, an operation of :mod:`pgq_client._ops` that ``Queue`` has
-        no method for, run by the Queue."""
+        """An operation of :mod:`pgq_client._ops` that ``Queue`` has no method for."""
         queue = self.queue()
         return queue._drive(op(_sql.statements(queue.schema), *args))
 
@@ -146,17 +144,11 @@ def create_app(
     refresh_seconds: float = 2.0,
     allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
-    """The dashboard as an ASGI application.
-
-    ``source`` is a DSN (the app opens a small pool on first use and closes it on shutdown) or
-    a ``psycopg_pool.ConnectionPool`` of yours (the app never closes it).
-    ``schema`` qualifies every call (default: the connection's search_path).
-    ``credentials``: HTTP Basic credentials every request must present; required by
-    ``jobq web`` on any bind other than localhost. ``allowed_hosts``: the host names, besides
-    :data:`LOCAL_HOSTS`, that a request's ``Host`` (and a state-changing request's ``Origin``)
-    may name (``"*"``: any, for an application that checks ``Host`` itself); others are
-    refused (421, 403), which stops a page elsewhere that rebinds its name to this machine.
-    """
+    """The dashboard as an ASGI application, over a DSN (a pool of its own, opened on first use,
+    closed on shutdown) or a ``psycopg_pool.ConnectionPool`` of yours (left open).
+    ``credentials``: what every request must present. ``allowed_hosts``: the host names,
+    besides :data:`LOCAL_HOSTS`, that a request's ``Host`` (and a change's ``Origin``) may
+    name (``"*"``: any, for an application that checks ``Host`` itself)."""
     board = Dashboard(source, schema, refresh_seconds)
 
     @asynccontextmanager

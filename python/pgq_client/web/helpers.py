@@ -1,6 +1,5 @@
-"""What the views and actions share: the templates and their filters, the error page, the
-chart, and the parsing of what a request names (a job id, a page's cursor, a filter, where a
-form returns to)."""
+"""What the views and actions share: the templates, the error page, the chart, and the parsing
+of what a request names."""
 
 from __future__ import annotations
 
@@ -90,8 +89,7 @@ def base(request: Request) -> str:
 
 
 def render(
-    request: Request, template: str, role: Role | None = None, status_code: int = 200,
-    **context: Any,
+    request: Request, template: str, role: Role | None = None, code: int = 200, **context: Any
 ) -> HTMLResponse:
     token, fresh = csrf_token(request)
     page = ENV.get_template(template).render(
@@ -104,7 +102,7 @@ def render(
         notice=request.query_params.get("notice"),
         **context,
     )
-    response = HTMLResponse(page, status_code=status_code)
+    response = HTMLResponse(page, status_code=code)
     if fresh:
         response.set_cookie(
             CSRF_COOKIE,
@@ -117,13 +115,8 @@ def render(
     return response
 
 
-def fail(
-    request: Request, status_code: int, message: str, role: Role | None = None,
-    sqlstate: str | None = None,
-) -> HTMLResponse:
-    return render(
-        request, "error.html", role, status_code, message=message, sqlstate=sqlstate
-    )
+def fail(request: Request, status: int, message: str, role: Role | None = None) -> HTMLResponse:
+    return render(request, "error.html", role, status, message=message)
 
 
 def error_page(request: Request, exc: Exception) -> HTMLResponse:
@@ -134,17 +127,14 @@ def error_page(request: Request, exc: Exception) -> HTMLResponse:
     error = exc if isinstance(exc, JobqError) else from_psycopg(cast(psycopg.Error, exc))
     state = error.sqlstate
     status = 403 if state == "42501" else 400 if state and state.startswith("22") else 500
-    return fail(request, status, error.message, sqlstate=state)
+    return render(request, "error.html", None, status, message=error.message, sqlstate=state)
 
 
 def next_url(request: Request, value: str | None, default: str) -> str:
     """Where a POST returns to: a path of this dashboard only (never another site)."""
-    prefix = base(request)
-    if value and value.startswith(prefix + "/") and not value.startswith("//") and (
-        "\\" not in value
-    ):
-        return value
-    return default
+    if not value or value.startswith("//") or "\\" in value:
+        return default
+    return value if value.startswith(base(request) + "/") else default
 
 
 def parse_uuid(value: str) -> uuid.UUID | None:

@@ -129,25 +129,23 @@ def limits(request: Request) -> Response:
     return render(request, "limits.html", role, rows=rows, usage=usage)
 
 
-def timeline(job: Job) -> list[dict[str, Any]]:
-    """The job's life as far as its row tells it, oldest first."""
-    events = [{"at": job.created_at, "what": "enqueued", "detail": ""}]
+def timeline(job: Job) -> list[tuple[datetime | None, str, str]]:
+    """The job's life as far as its row tells it, oldest first: (when, what, detail)."""
+    events = [(job.created_at, "enqueued", "")]
     if job.available_at != job.created_at:
-        events.append({"at": job.available_at, "what": "available", "detail": ""})
+        events.append((job.available_at, "available", ""))
     for e in job.errors:
         try:
             at = datetime.fromisoformat(e["at"]) if isinstance(e.get("at"), str) else None
         except ValueError:
             at = None
         detail = f"{e.get('worker') or ''}: {e.get('error') or ''}".strip(": ")
-        events.append({"at": at, "what": f"attempt {e.get('attempt', '?')} failed",
-                       "detail": detail})
+        events.append((at, f"attempt {e.get('attempt', '?')} failed", detail))
     if job.locked_at and job.status == "processing":
-        events.append({"at": job.locked_at, "what": f"claimed (attempt {job.attempts})",
-                       "detail": job.locked_by or ""})
+        events.append((job.locked_at, f"claimed (attempt {job.attempts})", job.locked_by or ""))
     if job.cancel_requested_at:
-        events.append({"at": job.cancel_requested_at, "what": "cancel requested", "detail": ""})
+        events.append((job.cancel_requested_at, "cancel requested", ""))
     if job.finished_at:
-        events.append({"at": job.finished_at, "what": job.status, "detail": ""})
+        events.append((job.finished_at, job.status, ""))
     far = datetime.max.replace(tzinfo=timezone.utc)
-    return sorted(events, key=lambda e: e["at"] or far)
+    return sorted(events, key=lambda e: e[0] or far)
