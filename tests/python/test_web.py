@@ -374,8 +374,11 @@ def test_binds_and_credentials_are_parsed_strictly() -> None:
 
 
 def test_jobq_web_refuses_a_non_local_bind_without_a_credential(
-    dsn: str, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Without a credential, or with a malformed one or bind, `jobq web` refuses to start
+    (usage error, 2) before it connects: the database named here does not exist."""
+    dsn = "postgresql://jobq-web-test.invalid/none"
     monkeypatch.delenv("JOBQ_WEB_AUTH", raising=False)
     runner = CliRunner()
     result = runner.invoke(cli, ["web", "--dsn", dsn, "--bind", "0.0.0.0:8080"])
