@@ -1066,11 +1066,10 @@ def function_privileges(
 ) -> Op[tuple[str, dict[str, bool | None]]]:
     """The connected role, and whether it may execute each of ``functions`` (name: argument
     types) of the statements' schema; None for one that is not installed there."""
-    from ._sql import CURRENT_ROLE, FUNCTION_PRIVILEGES
+    from ._sql import ROLE_PRIVILEGES
 
     params = {
         "names": list(functions), "signatures": list(functions.values()), "schema": s.schema
     }
-    rows = yield Call(FUNCTION_PRIVILEGES.encode(), params)
-    role = yield Call(CURRENT_ROLE, {}, scalar_row)
-    return str(role[0]), {r["name"]: r["allowed"] for r in rows}
+    rows = yield Call(ROLE_PRIVILEGES, params)
+    return str(rows[0]["role"]), {r["name"]: r["allowed"] for r in rows}

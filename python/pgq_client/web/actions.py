@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from ..queue import Queue
+from .. import Queue
 from .guard import csrf_ok
 from .helpers import base, board_of, fail, next_url, parse_uuid, text_filter
 

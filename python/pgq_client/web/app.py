@@ -18,9 +18,8 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .. import _ops, _sql
+from .. import Queue, _ops, _sql
 from ..errors import JobqError
-from ..queue import Queue
 from . import actions, views
 from .guard import LOCAL_HOSTS, Credentials, Guard, is_loopback, parse_bind
 from .helpers import error_page
