@@ -699,6 +699,7 @@ def _render(template: str, schema: str | None) -> Query:
     text = template.strip().replace("{schema}", prefix)
     return text.encode("ascii") if text.isascii() else sql.SQL(text)
 
+
 # --- web --- (added by branch web) FUNCTION_PRIVILEGES with the role they are the privileges
 # of, in the one round trip the dashboard makes for them on each page.
 ROLE_PRIVILEGES = (
