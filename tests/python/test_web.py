@@ -46,6 +46,9 @@ def _ids(html: str) -> list[str]:
 
 
 def test_overview_shows_each_queue_with_its_jobs(dsn: str, client: TestClient) -> None:
+    """The overview counts each queue's available jobs and links its dead letters, the total sums
+    the queues, the live part comes alone with ?partial=1, and every response carries the security
+    headers."""
     with Queue(dsn) as q:
         for _ in range(3):
             q.enqueue("email", {"to": "a@example.com"}, queue="mail")
@@ -71,6 +74,8 @@ def test_overview_shows_each_queue_with_its_jobs(dsn: str, client: TestClient) -
 
 
 def test_the_chart_draws_the_samples_of_the_overview(dsn: str, client: TestClient) -> None:
+    """The chart appears once the overview has two samples a second apart: one polyline for
+    available jobs, one for processing ones."""
     with Queue(dsn) as q:
         q.enqueue("email")
     first = client.get("/")
@@ -85,6 +90,8 @@ def test_the_chart_draws_the_samples_of_the_overview(dsn: str, client: TestClien
 def test_jobs_are_listed_by_status_and_filtered_and_paged_without_repeats(
     dsn: str, conn: psycopg.Connection[tuple[object, ...]], client: TestClient
 ) -> None:
+    """Paging through 130 succeeded jobs shows each once, newest first, in three pages; a queue and
+    job type filter shows exactly the matching jobs; a status with no job says so once."""
     conn.execute(
         "INSERT INTO jobq_jobs (job_type, queue, status, finished_at) "
         "SELECT CASE WHEN g % 2 = 0 THEN 'even' ELSE 'odd' END, 'q' || (g % 3), 'succeeded', "
@@ -123,6 +130,8 @@ def test_jobs_are_listed_by_status_and_filtered_and_paged_without_repeats(
 
 
 def test_bad_listing_arguments_are_refused_clearly(client: TestClient) -> None:
+    """An unknown status or a malformed or naive cursor is a 400 saying what is expected; a job id
+    that is not a uuid, or of no job, is a 404."""
     bad = client.get("/jobs", params={"status": "done"})
     assert bad.status_code == 400 and "status must be one of" in bad.text
     cursor = client.get("/jobs", params={"status": "succeeded", "after": "yesterday"})
@@ -137,6 +146,8 @@ def test_bad_listing_arguments_are_refused_clearly(client: TestClient) -> None:
 
 
 def test_job_detail_shows_payload_error_history_and_timeline(dsn: str, client: TestClient) -> None:
+    """A dead letter's page shows its status, its payload (escaped), one row per failed attempt and
+    a timeline from enqueued to dead_letter."""
     job_id = dead_letter(dsn, errors=("disk full", "still full"))
     page = client.get(f"/jobs/{job_id}")
     assert page.status_code == 200
@@ -154,6 +165,9 @@ def test_job_detail_shows_payload_error_history_and_timeline(dsn: str, client: T
 
 
 def test_requeue_of_a_dead_letter_needs_the_csrf_token(dsn: str, client: TestClient) -> None:
+    """A requeue without the form's token, with a wrong one, or from another site's Origin is
+    refused (403) and changes nothing; with the token it requeues and returns to the page it
+    names."""
     job_id = dead_letter(dsn)
     token = _csrf(client, "/dead-letters")
 
@@ -179,6 +193,8 @@ def test_requeue_of_a_dead_letter_needs_the_csrf_token(dsn: str, client: TestCli
 
 
 def test_a_post_never_redirects_to_another_site(dsn: str, client: TestClient) -> None:
+    """A form's next pointing to another site (absolute, scheme-relative, backslash) is ignored: the
+    action returns to the job's own page."""
     job_id = dead_letter(dsn)
     token = _csrf(client)
     for target in ("https://evil.example/", "//evil.example/x", "/\\evil.example"):
@@ -193,6 +209,8 @@ def test_a_post_never_redirects_to_another_site(dsn: str, client: TestClient) ->
 
 
 def test_cancel_and_requeue_all_from_the_pages(dsn: str, client: TestClient) -> None:
+    """Cancel on a pending job cancels it; requeue all with a queue filter requeues that queue's
+    dead letters only."""
     with Queue(dsn) as q:
         pending = q.enqueue("email", queue="mail")
     first = dead_letter(dsn, job_type="a", queue="q1")
@@ -211,9 +229,26 @@ def test_cancel_and_requeue_all_from_the_pages(dsn: str, client: TestClient) -> 
     assert status_of(dsn, first) == "pending" and status_of(dsn, second) == "dead_letter"
 
 
+def test_text_postgresql_cannot_store_is_refused_naming_the_field(
+    dsn: str, client: TestClient
+) -> None:
+    """A NUL in a filter or in a cancel's reason is refused (400, the field named) before
+    anything is sent, and the job stays as it was."""
+    with Queue(dsn) as q:
+        pending = q.enqueue("email", queue="mail")
+    listing = client.get("/jobs", params={"status": "pending", "queue": "ma\x00il"})
+    assert listing.status_code == 400 and "queue contains a NUL" in listing.text
+    token = _csrf(client, "/jobs")
+    refused = client.post(f"/jobs/{pending}/cancel", data={"csrf": token, "reason": "a\x00b"})
+    assert refused.status_code == 400 and "reason contains a NUL" in refused.text
+    assert status_of(dsn, pending) == "pending"
+
+
 def test_a_monitor_sees_jobs_but_every_action_disabled_and_refused(
     admin_dsn: str, dsn: str
 ) -> None:
+    """A monitor sees the overview and the listings with every button disabled and its reason, gets
+    no job page (nor its payload), and a forged POST is refused (403) without changing the job."""
     job_id = dead_letter(dsn, errors=("secret detail in the error",))
     with Queue(dsn) as q:
         pending = q.enqueue("email", {"password": "hunter2"})
@@ -245,6 +280,8 @@ def test_a_monitor_sees_jobs_but_every_action_disabled_and_refused(
 
 
 def test_a_role_without_privileges_is_told_what_it_cannot_see(admin_dsn: str, dsn: str) -> None:
+    """A role without any jobq grant gets every page, each saying what it may not read, and no
+    job."""
     with login_role(admin_dsn, dsn, None) as nobody_dsn, TestClient(
         create_app(nobody_dsn), base_url="http://127.0.0.1"
     ) as c:
@@ -257,6 +294,7 @@ def test_a_role_without_privileges_is_told_what_it_cannot_see(admin_dsn: str, ds
 
 
 def test_schedules_are_listed(dsn: str, client: TestClient) -> None:
+    """A schedule is listed with its cron and its time zone."""
     with Queue(dsn) as q:
         q.schedule("nightly-report", "0 3 * * *", "report", timezone="Europe/Paris")
     page = client.get("/schedules")
@@ -265,6 +303,8 @@ def test_schedules_are_listed(dsn: str, client: TestClient) -> None:
 
 
 def test_limits_are_listed_with_what_each_key_uses(dsn: str, client: TestClient) -> None:
+    """The limits page shows each group's caps and window, and per (group, key) the jobs running,
+    the starts within the window and the jobs waiting (a job whose run_at is ahead included)."""
     assert 'id="no-limits"' in client.get("/limits").text
     with Queue(dsn) as q:
         q.set_limit("api", max_running=2, max_starts=10, per=60)
@@ -298,6 +338,9 @@ def test_limits_are_listed_with_what_each_key_uses(dsn: str, client: TestClient)
 
 
 def test_the_credential_is_required_when_set(dsn: str) -> None:
+    """With a credential set, every request without it, or with a wrong or malformed one, gets 401
+    and the Basic challenge, static files included; the right one (colons in the password, any case
+    of 'Basic') gets the page."""
     app = create_app(dsn, credentials=Credentials("ops", "s3cret:with:colons"))
     with TestClient(app, base_url="http://127.0.0.1") as c:
         assert c.get("/").status_code == 401
@@ -311,6 +354,8 @@ def test_the_credential_is_required_when_set(dsn: str) -> None:
 
 
 def test_mounted_in_another_application_its_links_keep_the_prefix(dsn: str) -> None:
+    """Mounted under /ops/jobq, its links, static files, CSRF cookie and redirects keep the prefix,
+    and its actions work."""
     with Queue(dsn) as q:
         q.enqueue("email", queue="mail")
     job_id = dead_letter(dsn)
@@ -333,6 +378,8 @@ def test_mounted_in_another_application_its_links_keep_the_prefix(dsn: str) -> N
 
 
 def test_a_pool_of_the_application_is_used_and_left_open(dsn: str) -> None:
+    """Given the application's pool, the dashboard serves from it and leaves it open at its
+    shutdown."""
     from psycopg_pool import ConnectionPool
 
     with ConnectionPool(dsn, min_size=1, max_size=2, kwargs={"autocommit": True}) as pool:
@@ -344,6 +391,8 @@ def test_a_pool_of_the_application_is_used_and_left_open(dsn: str) -> None:
 
 
 def test_binds_and_credentials_are_parsed_strictly() -> None:
+    """--bind takes HOST:PORT with a port in range (IPv6 in brackets), loopback binds are told from
+    others, and a credential needs a user and a password."""
     assert parse_bind("127.0.0.1:8080") == ("127.0.0.1", 8080)
     assert parse_bind("[::1]:9000") == ("::1", 9000)
     for bad in ("8080", "host:", "host:0", "host:70000", ":80"):
@@ -359,8 +408,11 @@ def test_binds_and_credentials_are_parsed_strictly() -> None:
 
 
 def test_jobq_web_refuses_a_non_local_bind_without_a_credential(
-    dsn: str, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Without a credential, or with a malformed one or bind, `jobq web` refuses to start
+    (usage error, 2) before it connects: the database named here does not exist."""
+    dsn = "postgresql://jobq-web-test.invalid/none"
     monkeypatch.delenv("JOBQ_WEB_AUTH", raising=False)
     runner = CliRunner()
     result = runner.invoke(cli, ["web", "--dsn", dsn, "--bind", "0.0.0.0:8080"])
@@ -376,6 +428,8 @@ def test_jobq_web_refuses_a_non_local_bind_without_a_credential(
 
 
 def test_a_schema_without_jobq_is_named(dsn: str, empty_dsn: str) -> None:
+    """Where jobq is not installed the error page names the schema given, or the connection's
+    search_path."""
     with TestClient(create_app(dsn, schema="nowhere"), base_url="http://127.0.0.1") as c:
         page = c.get("/jobs")
         assert page.status_code == 500
@@ -390,9 +444,12 @@ def test_a_rare_filter_stops_its_search_and_offers_to_search_on(
     client: TestClient,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import pgq_client.web.app as web_app
+    """A filter on finished jobs that matches none of the first scan_limit jobs says how far it
+    searched and links to search on from there, which finds the match; the end of the jobs has no
+    such link."""
+    import pgq_client.web.views as web_views
 
-    monkeypatch.setattr(web_app, "SCAN_LIMIT", 20)
+    monkeypatch.setattr(web_views, "SCAN_LIMIT", 20)
     # 50 succeeded jobs, newest first: one of queue "rare" at the 35th place
     conn.execute(
         "INSERT INTO jobq_jobs (job_type, queue, status, finished_at) "
@@ -419,6 +476,8 @@ def test_a_rare_filter_stops_its_search_and_offers_to_search_on(
 def test_jobq_web_check_says_what_the_role_may_do_without_serving(
     admin_dsn: str, dsn: str, empty_dsn: str
 ) -> None:
+    """jobq web --check lists, for a monitor, which functions it may call (summary and listing yes,
+    requeue and job detail no), and exits 1 where jobq is not installed."""
     runner = CliRunner()
     with login_role(admin_dsn, dsn, "monitor") as monitor_dsn:
         result = runner.invoke(cli, ["web", "--check", "--dsn", monitor_dsn])
@@ -479,6 +538,8 @@ def test_a_rebound_host_name_reads_nothing_and_changes_nothing(dsn: str) -> None
 def test_jobq_web_answers_to_its_bind_address_and_allowed_hosts(
     dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """jobq web answers to its --bind address, each --allowed-host and localhost, and refuses any
+    other Host (421)."""
     import uvicorn
 
     served: list[Starlette] = []

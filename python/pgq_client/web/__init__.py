@@ -1,16 +1,7 @@
-"""The jobq dashboard: an ASGI application (Starlette) that shows queues, jobs, dead letters and
-schedules, and lets an operator requeue or cancel jobs.
-
-It calls only jobq's SQL functions, as the database role it connects with: what that role may
-not do is shown disabled (asked of ``has_function_privilege``), never attempted.
-
-``jobq web`` serves it; an application mounts it with::
-
-    from pgq_client.web import create_app
-    app.mount("/jobq", create_app(dsn))         # or a psycopg_pool.ConnectionPool
-
-Needs the ``web`` extra (``pip install 'pgq-client[web]'``): Starlette, Jinja2 and, for
-``jobq web``, uvicorn.
+"""The jobq dashboard (docs/dashboard.md): a Starlette application over a Queue, as the role it
+connects with (what that role may not do is shown disabled, never attempted). ``jobq web``
+serves it; an application mounts it: ``app.mount("/jobq", create_app(dsn_or_pool))``. Needs
+the ``web`` extra (``pip install 'pgq-client[web]'``): Starlette, Jinja2, uvicorn.
 """
 
 from __future__ import annotations

@@ -1,0 +1,70 @@
+"""The POST routes: requeue, cancel, requeue all. Each checks the form's CSRF token, then that
+the role may call the function (refused with 403 without calling it otherwise), calls it
+through the dashboard's Queue and returns to the page it came from with a notice."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from .. import Queue
+from .guard import csrf_ok
+from .helpers import base, board_of, fail, next_url, parse_uuid, text_filter
+
+
+def action(function: str, act: Callable[..., str]) -> Callable[[Request], Awaitable[Response]]:
+    """The endpoint of ``act(queue, form, job_id)`` (no ``job_id`` on a bulk route), which
+    calls ``function`` and returns the notice shown on the page it returns to."""
+
+    async def endpoint(request: Request) -> Response:
+        body = (await request.body()).decode("utf-8", "replace")
+        fields = {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
+        if not csrf_ok(request, fields):
+            return fail(request, 403, "refused: the form's CSRF token is missing or wrong "
+                        "(reload the page and try again)")
+        job: dict[str, Any] = {}
+        if "job_id" in request.path_params:
+            job["job_id"] = parse_uuid(request.path_params["job_id"])
+            if job["job_id"] is None:
+                return fail(request, 404, "no such job: not a job id")
+        return await run_in_threadpool(perform, request, fields, job)
+
+    def perform(request: Request, fields: dict[str, str], job: dict[str, Any]) -> Response:
+        board = board_of(request)
+        role = board.role()
+        if not role.can[function]:
+            return fail(request, 403, f"role {role.name} may not call {function}", role)
+        notice = act(board.queue(), fields, **job)
+        back = f"/jobs/{job['job_id']}" if job else "/dead-letters"
+        target = next_url(request, fields.get("next"), base(request) + back)
+        joiner = "&" if "?" in target else "?"
+        return RedirectResponse(f"{target}{joiner}{urlencode({'notice': notice})}", 303)
+
+    return endpoint
+
+
+def _requeue(queue: Queue, fields: dict[str, str], job_id: uuid.UUID) -> str:
+    if queue.requeue_dead_letter(job_id):
+        return f"requeued {job_id}"
+    return f"{job_id} was not requeued (not finished)"
+
+
+def _cancel(queue: Queue, fields: dict[str, str], job_id: uuid.UUID) -> str:
+    done = queue.cancel([job_id], fields.get("reason") or "cancelled from jobq web")
+    return f"{job_id}: {done[job_id]}" if job_id in done else f"no job {job_id}"
+
+
+def _requeue_all(queue: Queue, fields: dict[str, str]) -> str:
+    job_type, name = text_filter(fields.get("job_type")), text_filter(fields.get("queue"))
+    return f"requeued {queue.requeue_dead_letters(job_type=job_type, queue=name)} job(s)"
+
+
+requeue = action("jobq_requeue_dead_letter", _requeue)
+cancel = action("jobq_cancel", _cancel)
+requeue_all = action("jobq_requeue_dead_letters", _requeue_all)

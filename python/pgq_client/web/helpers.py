@@ -1,0 +1,177 @@
+"""What the views and actions share: the templates, the error page, the chart, and the parsing
+of what a request names."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, cast
+
+import psycopg
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from ..errors import JobqError, from_psycopg
+from ..models import FINISHED_STATUSES, STATUSES
+from .guard import CSRF_COOKIE, csrf_token
+
+if TYPE_CHECKING:
+    from .app import Dashboard, Role, Sample
+
+
+def when(value: datetime | None) -> str:
+    if value is None:
+        return "-"
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def span(value: timedelta | None) -> str:
+    """A rate limit's window as people write it: 1s, 90s, 1m, 1h 30m, 1d."""
+    if value is None:
+        return ""
+    seconds = value.total_seconds()
+    if seconds < 60 or seconds % 60:
+        return f"{seconds:g}s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    if minutes % 1440 == 0:
+        return f"{minutes // 1440}d"
+    hours, rest = divmod(minutes, 60)
+    return f"{hours}h" + (f" {rest}m" if rest else "")
+
+
+def age(value: datetime | None) -> str:
+    if value is None:
+        return "-"
+    seconds = int((datetime.now(timezone.utc) - value).total_seconds())
+    future, seconds = seconds < 0, abs(seconds)
+    if seconds < 60:
+        text = f"{seconds}s"
+    elif seconds < 3600:
+        text = f"{seconds // 60}m {seconds % 60}s"
+    elif seconds < 86400:
+        text = f"{seconds // 3600}h {seconds % 3600 // 60}m"
+    else:
+        text = f"{seconds // 86400}d {seconds % 86400 // 3600}h"
+    return f"in {text}" if future else f"{text} ago"
+
+
+ENV = Environment(
+    loader=PackageLoader("pgq_client.web", "templates"),
+    autoescape=select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+# What the Requeue buttons are shown on (jobq_requeue_dead_letter takes any finished job but a
+# succeeded one).
+REQUEUABLE = tuple(s for s in FINISHED_STATUSES if s != "succeeded")
+ENV.globals.update(statuses=STATUSES, requeuable=REQUEUABLE)
+ENV.filters.update(
+    when=when,
+    age=age,
+    span=span,
+    pretty_json=lambda v: json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False, default=str),
+)
+
+
+def board_of(request: Request) -> Dashboard:
+    board: Dashboard = request.app.state.jobq
+    return board
+
+
+def base(request: Request) -> str:
+    """The mount's prefix, which every link carries."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+def render(
+    request: Request, template: str, role: Role | None = None, code: int = 200, **context: Any
+) -> HTMLResponse:
+    token, fresh = csrf_token(request)
+    page = ENV.get_template(template).render(
+        base=base(request),
+        csrf=token,
+        role=role.name if role else None,
+        can=role.can if role else {},
+        request=request,
+        refresh=board_of(request).refresh_seconds,
+        notice=request.query_params.get("notice"),
+        **context,
+    )
+    response = HTMLResponse(page, status_code=code)
+    if fresh:
+        response.set_cookie(
+            CSRF_COOKIE,
+            token,
+            httponly=True,
+            samesite="strict",
+            path=base(request) or "/",
+            secure=request.url.scheme == "https",
+        )
+    return response
+
+
+def fail(request: Request, status: int, message: str, role: Role | None = None) -> HTMLResponse:
+    return render(request, "error.html", role, status, message=message)
+
+
+def error_page(request: Request, exc: Exception) -> HTMLResponse:
+    """A refused or failed call: 403 for a missing privilege, 400 for an argument refused (by
+    the client before sending it, a ValueError, or by jobq)."""
+    if isinstance(exc, ValueError):
+        return fail(request, 400, str(exc))
+    error = exc if isinstance(exc, JobqError) else from_psycopg(cast(psycopg.Error, exc))
+    state = error.sqlstate
+    status = 403 if state == "42501" else 400 if state and state.startswith("22") else 500
+    return render(request, "error.html", None, status, message=error.message, sqlstate=state)
+
+
+def next_url(request: Request, value: str | None, default: str) -> str:
+    """Where a POST returns to: a path of this dashboard only (never another site)."""
+    if not value or value.startswith("//") or "\\" in value:
+        return default
+    return value if value.startswith(base(request) + "/") else default
+
+
+def parse_uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
+def parse_cursor(value: str | None) -> tuple[datetime, uuid.UUID] | None:
+    """``after`` = ``<sort_at ISO 8601 with offset>,<id>`` (the last row of the previous
+    page)."""
+    at, _, ident = (value or "").rpartition(",")
+    try:
+        when, job_id = datetime.fromisoformat(at), uuid.UUID(ident)
+    except ValueError:
+        return None
+    return (when, job_id) if when.tzinfo is not None else None
+
+
+def text_filter(value: str | None) -> str | None:
+    return (value or "").strip() or None
+
+
+def chart(samples: Sequence[Sample], width: int = 600, height: int = 120) -> dict[str, Any]:
+    """Polylines (SVG points) of available and processing jobs over the samples."""
+    if len(samples) < 2:
+        return {"width": width, "height": height, "lines": {}, "top": 0, "span": 0}
+    t0 = samples[0].at
+    span = max(samples[-1].at - t0, 1e-9)
+    top = max(1, *(max(s.available, s.processing) for s in samples))
+
+    def point(s: Sample, value: int) -> str:
+        return f"{(s.at - t0) / span * width:.1f},{height - value / top * (height - 4) - 2:.1f}"
+
+    lines = {
+        name: " ".join(point(s, getattr(s, name)) for s in samples)
+        for name in ("available", "processing")
+    }
+    return {"width": width, "height": height, "top": top, "span": int(span), "lines": lines}
