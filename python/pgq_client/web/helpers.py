@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from ..errors import JobqError, from_psycopg
-from ..models import FINISHED_STATUSES, STATUSES
+from ..statuses import FINISHED_STATUSES, STATUSES
 from .guard import CSRF_COOKIE, csrf_token
 
 if TYPE_CHECKING:

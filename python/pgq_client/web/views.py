@@ -12,7 +12,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import _ops
-from ..models import STATUSES, Job
+from ..models import Job
+from ..statuses import STATUSES
 from .helpers import base, board_of, chart, fail, parse_cursor, parse_uuid, render, text_filter
 
 PAGE_SIZE = 50
