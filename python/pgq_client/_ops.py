@@ -462,11 +462,11 @@ def _in_batch(exc: Exception, offset: int, count: int, job: int | None) -> Excep
 
 # The keys of a job in enqueue_many/enqueue_iter, and the Python types each takes on the array
 # path (jobq_enqueue_arrays). A batch with anything else (another key, a value of another type)
-# goes as one JSON document to jobq_enqueue_many, whose checks name the job and the key; so
-# does a batch with limit_group or limit_key (jobq_enqueue_arrays has no limit columns).
-_ARRAY_KEYS = frozenset(
-    ("job_type", "payload", "idempotency_key", "max_attempts", "run_at", "priority", "queue")
-)
+# goes as one JSON document to jobq_enqueue_many, whose checks name the job and the key.
+_ARRAY_KEYS = frozenset((
+    "job_type", "payload", "idempotency_key", "max_attempts", "run_at", "priority", "queue",
+    "limit_group", "limit_key",
+))
 _INT4_MIN, _INT4_MAX = -(2**31), 2**31 - 1
 _NO_PAYLOAD: dict[str, Any] = {}  # a job without "payload" (never changed: compared by identity)
 _DICT_ONLY, _STR_ONLY = frozenset((dict,)), frozenset((str,))
@@ -546,6 +546,8 @@ def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, A
     for key, name, text_default in (
         ("idempotency_key", "idempotency_keys", None),
         ("queue", "queues", "default"),
+        ("limit_group", "limit_groups", None),
+        ("limit_key", "limit_keys", None),
     ):
         if key not in present:
             params[name] = None

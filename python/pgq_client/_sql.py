@@ -115,7 +115,10 @@ _ENQUEUE_ARRAYS_ARGS = """
     run_ats => %(run_ats)b::pg_catalog.timestamptz[],
     priorities => %(priorities)b::pg_catalog.int4[],
     queues => CASE WHEN %(queue)s::pg_catalog.text IS NULL THEN %(queues)b::pg_catalog.text[]
-        ELSE pg_catalog.array_fill(%(queue)s::pg_catalog.text, ARRAY[%(jobs)s::pg_catalog.int4]) END
+        ELSE pg_catalog.array_fill(%(queue)s::pg_catalog.text, ARRAY[%(jobs)s::pg_catalog.int4])
+    END,
+    limit_groups => %(limit_groups)b::pg_catalog.text[],
+    limit_keys => %(limit_keys)b::pg_catalog.text[]
 """
 ENQUEUE_ARRAYS = (
     "SELECT pg_catalog.array_agg(id ORDER BY ord) FROM {schema}jobq_enqueue_arrays("

@@ -221,7 +221,8 @@ SELECT lives_ok($$
     SELECT 'arrays', e.id FROM jobq_enqueue_arrays(
         ARRAY['a', 'a', 'a']::text[], ARRAY['{}', '{"m": 1}', '{}']::jsonb[],
         ARRAY[NULL, 'k2', NULL]::text[], ARRAY[3, 3, 3]::integer[],
-        NULL::timestamptz[], ARRAY[0, 1, 2]::integer[], ARRAY['default', 'q2', 'default']::text[]
+        NULL::timestamptz[], ARRAY[0, 1, 2]::integer[], ARRAY['default', 'q2', 'default']::text[],
+        ARRAY[NULL, 'lg', NULL]::text[], ARRAY[NULL, 'y', NULL]::text[]
     ) AS e
 $$, 'enqueue_arrays');
 SELECT is((SELECT pg_catalog.count(*)::integer FROM jobq_jobs), 8, '8 jobs enqueued');
