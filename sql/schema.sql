@@ -129,8 +129,7 @@ DECLARE
     v_queue text;
     v_job_type text;
     v_worker text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     UPDATE jobq_jobs AS j
@@ -429,8 +428,7 @@ DECLARE
     v_passed uuid[];  -- candidates of this round it could not lock
     v_exclude uuid[] := '{}'::uuid[];  -- left out of later rounds' reads
     v_want integer;  -- still to lock
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- 2. Limited jobs: the ranges of jobq_jobs_limited_idx, one per (job_type, queue,
@@ -1699,10 +1697,10 @@ BEGIN
     -- makes Citus push such an INSERT down to the shard, and its deparse of that statement
     -- for a table without a distribution column is not valid SQL. Read through the key
     -- (WHERE s.singleton): this statement's plan is kept for the session, made by whichever
-    -- caller ran it first, and without a qual its only plan was a sequential scan; made under
-    -- the enable_seqscan = off of jobq_fail_many or jobq_release_orphans, that plan was
-    -- costed past jit_above_cost, and every later enqueue, completion or failure of the
-    -- session compiled it (20 ms or more each).
+    -- caller ran it first, and without a qual its only plan is a sequential scan; made under
+    -- the enable_seqscan = off of jobq_fail_many or jobq_release_orphans, that plan is costed
+    -- past jit_above_cost, and every later enqueue, completion or failure of the session
+    -- would compile it.
     IF NOT (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton) THEN
         RETURN 0;
     END IF;
@@ -1803,8 +1801,8 @@ BEGIN
     -- completion of a worker, every jobq_enqueue in autocommit): one statement that names
     -- only the columns the kind changes. PL/pgSQL builds again, in every transaction, the
     -- state of each expression and statement it runs, so this cost follows the size of the
-    -- code run: the general path below (a grouping, a row of every column, then the upsert)
-    -- made a counted jobq_enqueue cost about 1.5 times as much more.
+    -- code run, and the general path below (a grouping, a row of every column, then the
+    -- upsert) is several times the code of this one.
     IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) IS DISTINCT FROM 'on' THEN
         IF kind = 'enqueued' THEN
             INSERT INTO jobq_metric_counters AS c (shard, queue, job_type, enqueued, jobs_pending)
@@ -2450,8 +2448,7 @@ CREATE FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], queue
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     PERFORM
@@ -2570,8 +2567,7 @@ CREATE FUNCTION public.jobq_cancel(job_ids uuid[], reason text DEFAULT NULL::tex
 DECLARE
     v_reason text := pg_catalog.substr(jobq_cancel.reason, 1, 10000);
     v_ended text[];
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF pg_catalog.cardinality(jobq_cancel.job_ids) > 100000 THEN
@@ -2699,8 +2695,7 @@ DECLARE
     v_queue text;
     v_job_type text;
     v_claimed_at timestamptz;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete.worker_id);
@@ -2777,8 +2772,7 @@ DECLARE
     v_limit integer;
     v_big record;
     v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0);
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
@@ -2970,8 +2964,7 @@ DECLARE
     v_got integer;  -- jobs claimed by a round of 3b
     v_ended text[];
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited boolean;
     v_longest integer;
@@ -3504,8 +3497,7 @@ DECLARE
     v_limit integer;
     v_metrics boolean;
     v_id uuid;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__job_argument_problem(
@@ -4042,8 +4034,7 @@ DECLARE
     v_error_text text;
     v_job_type text;
     v_claimed_at timestamptz;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN
@@ -4152,8 +4143,7 @@ DECLARE
     v_wake text[];
     v_ended text[];
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN
@@ -4368,8 +4358,7 @@ DECLARE
     v_owner oid;
     v_schema oid;
     v_schema_name text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF stuck_after IS NULL OR stuck_after <= interval '0' THEN
@@ -4636,8 +4625,7 @@ CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS in
 DECLARE
     v_renewed integer;
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_heartbeat.worker_id);
@@ -5049,8 +5037,7 @@ CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, v
     SET jit TO 'off'
     AS $$
 DECLARE
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited_queues text[];
     v_limited_oldest timestamptz[];
@@ -5567,8 +5554,7 @@ DECLARE
     v_before timestamptz;
     v_count bigint;
     v_deleted bigint := 0::bigint;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF older_than IS NULL OR older_than < interval '0' THEN
@@ -5880,8 +5866,7 @@ DECLARE
     v_released integer;
     v_ended text[];
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_release.worker_id);
@@ -5957,8 +5942,7 @@ DECLARE
     v_queues text[];
     v_ended text[];
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_release_orphans.worker_id);
@@ -6044,8 +6028,7 @@ DECLARE
     v_queue text;
     v_old_status text;
     v_job_type text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- The status it leaves, for jobq_metrics' gauge; the lock keeps it until the UPDATE.
@@ -6095,8 +6078,7 @@ CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::tex
 DECLARE
     v_count integer;
     v_queues text[];
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF pg_catalog.length(jobq_requeue_dead_letters.job_type) > 200 THEN
@@ -6176,8 +6158,7 @@ DECLARE
     v_next timestamptz;
     v_size integer;
     v_limit integer;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobq__blank(jobq_schedule.name) THEN
@@ -6330,8 +6311,7 @@ CREATE FUNCTION public.jobq_set_limit(limit_group text, max_running integer DEFA
     AS $$
 DECLARE
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobq_set_limit.limit_group IS NULL THEN
@@ -6480,8 +6460,7 @@ CREATE FUNCTION public.jobq_unserved_job_types(idle interval DEFAULT '00:15:00':
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_queues text[];
     v_types text[];
