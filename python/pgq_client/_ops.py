@@ -475,7 +475,7 @@ _DICT_ONLY, _STR_ONLY = frozenset((dict,)), frozenset((str,))
 def _not_a_mapping(values: list[Any]) -> int | None:
     """The index of the first of ``values`` that is not a mapping, None when all are. Dicts are
     told by their type first, in C (the set of the values' types): ``isinstance(v, Mapping)``,
-    an ABC check, is ten times dearer, and a batch is thousands of dicts."""
+    an ABC check, is far dearer, and a batch is thousands of dicts."""
     if set(map(type, values)) <= _DICT_ONLY:
         return None
     return next((i for i, v in enumerate(values) if not isinstance(v, Mapping)), None)
@@ -530,7 +530,7 @@ def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, A
     no job sets), or None when a job has a key or a value type that only the JSON path takes.
 
     Column by column, in list comprehensions: at thousands of jobs per batch, a Python loop
-    that looked at each job's keys one by one cost as much as the server's insert. A column
+    over each job's keys would cost as much as the server's insert. A column
     that no job names is not looked at job by job (most batches name job_type and payload
     alone).
     """
@@ -605,8 +605,8 @@ def _one_or_each(
 ) -> None:
     """A text column as its one value when every job has the same (the statement repeats it in
     the server, array_fill), else as the list: psycopg dumps a list into a binary array in
-    Python, about 1 µs an element, a tenth of a 1,000-job batch's time. A column of NULLs goes
-    as the list, for the server to refuse by the job's index as before."""
+    Python, element by element, a noticeable share of a batch's time. A column of NULLs goes
+    as the list, for the server to refuse by the job's index."""
     if values and values[0] is not None and values.count(values[0]) == len(values):
         params[one], params[each] = values[0], None
         texts.append(values[:1])
