@@ -129,8 +129,7 @@ DECLARE
     v_queue text;
     v_job_type text;
     v_worker text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     UPDATE jobq_jobs AS j
@@ -426,8 +425,7 @@ DECLARE
     v_passed uuid[];  -- candidates of this round it could not lock
     v_exclude uuid[] := '{}'::uuid[];  -- left out of later rounds' reads
     v_want integer;  -- still to lock
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- 2. Limited jobs: the ranges of jobq_jobs_limited_idx, one per (job_type, queue,
@@ -1268,6 +1266,205 @@ COMMENT ON FUNCTION public.jobq__event_channel(kind text) IS 'Private. The NOTIF
 awaited job finished; cancel: a processing job got a cancel request): jobq-<kind>:<schema>, or
 jobq-<kind>#<hex SHA-224 of the schema name, cut to fit 63 bytes> for a long schema name.';
 
+CREATE FUNCTION public.jobq__insert_jobs(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[], limit_groups text[], limit_keys text[]) RETURNS TABLE(ord integer, id uuid)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_n integer := coalesce(pg_catalog.cardinality(job_types), 0);
+    v_ids uuid[];
+    v_types text[];
+    v_keys text[];
+    v_missing integer;
+    v_metrics boolean;
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+    v_ids := jobq__uuid_v7_many(v_n);
+
+    IF idempotency_keys IS NULL
+        OR pg_catalog.cardinality(pg_catalog.array_remove(idempotency_keys, NULL)) = 0
+    THEN
+        INSERT INTO jobq_jobs AS j (
+            id, queue, job_type, payload, max_attempts, available_at, priority, scheduled,
+            limit_group, limit_key
+        )
+        SELECT
+            u.id,
+            coalesce(u.queue, 'default'),
+            u.job_type,
+            coalesce(u.payload, '{}'::jsonb),
+            coalesce(u.max_attempts, 5),
+            coalesce(u.run_at, v_now),
+            coalesce(u.priority, 0),
+            coalesce(u.run_at > v_now, FALSE),
+            u.limit_group,
+            u.limit_key
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
+            pg_catalog.unnest(payloads),
+            pg_catalog.unnest(jobq__insert_jobs.max_attempts),
+            pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
+            pg_catalog.unnest(queues), pg_catalog.unnest(limit_groups),
+            pg_catalog.unnest(limit_keys)
+        ) AS u (
+            id, job_type, payload, max_attempts, run_at, priority, queue, limit_group, limit_key
+        );
+
+        IF queues IS NULL AND run_ats IS NULL THEN
+            PERFORM jobq__notify(ARRAY['default'::text]);
+        ELSE
+            -- job_types gives every job its row when queues or run_ats is NULL.
+            PERFORM jobq__notify(ARRAY(
+                SELECT DISTINCT coalesce(w.queue, 'default')
+                FROM ROWS FROM (
+                    pg_catalog.unnest(job_types), pg_catalog.unnest(queues),
+                    pg_catalog.unnest(run_ats)
+                ) AS w (job_type, queue, run_at)
+                WHERE coalesce(w.run_at <= v_now, TRUE)
+            ));
+        END IF;
+
+        -- jobq__metrics_count reads the setting too; not calling it when counting is off
+        -- (the default) spares building its arrays.
+        SELECT s.metrics INTO v_metrics FROM jobq_settings AS s;
+        IF v_metrics THEN
+            PERFORM jobq__metrics_count(
+                'enqueued'::text,
+                CASE
+                    WHEN queues IS NULL THEN pg_catalog.array_fill('default'::text, ARRAY[v_n])
+                    WHEN pg_catalog.array_position(queues, NULL::text) IS NULL THEN queues
+                    ELSE ARRAY(
+                        SELECT coalesce(q.v, 'default')
+                        FROM pg_catalog.unnest(queues) WITH ORDINALITY AS q (v, n)
+                        ORDER BY q.n
+                    )
+                END,
+                job_types, NULL::text[], NULL::double precision[]
+            );
+        END IF;
+
+        RETURN QUERY
+        SELECT u.ord::integer, u.id
+        FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS u (id, ord);
+        RETURN;
+    END IF;
+
+    WITH input AS MATERIALIZED (
+        SELECT
+            u.ord::integer AS ord,
+            u.id AS new_id,
+            u.job_type,
+            coalesce(u.payload, '{}'::jsonb) AS payload,
+            u.idempotency_key,
+            coalesce(u.max_attempts, 5) AS max_attempts,
+            coalesce(u.run_at, v_now) AS available_at,
+            coalesce(u.priority, 0) AS priority,
+            coalesce(u.queue, 'default') AS queue,
+            u.limit_group,
+            u.limit_key,
+            CASE
+                WHEN u.idempotency_key IS NULL THEN u.id
+                ELSE pg_catalog.first_value(u.id) OVER (
+                    PARTITION BY u.job_type, u.idempotency_key ORDER BY u.ord
+                )
+            END AS first_id
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
+            pg_catalog.unnest(payloads), pg_catalog.unnest(idempotency_keys),
+            pg_catalog.unnest(jobq__insert_jobs.max_attempts),
+            pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
+            pg_catalog.unnest(queues), pg_catalog.unnest(limit_groups),
+            pg_catalog.unnest(limit_keys)
+        ) WITH ORDINALITY AS u (
+            id, job_type, payload, idempotency_key, max_attempts, run_at, priority, queue,
+            limit_group, limit_key, ord
+        )
+    ),
+
+    inserted AS (
+        INSERT INTO jobq_jobs AS j (
+            id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
+            priority, scheduled, limit_group, limit_key
+        )
+        SELECT
+            i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
+            i.available_at, i.priority, i.available_at > v_now, i.limit_group, i.limit_key
+        FROM input AS i
+        WHERE i.new_id = i.first_id
+        ORDER BY i.ord
+        ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING j.id, j.queue, j.job_type, j.available_at
+    ),
+
+    woken AS (
+        SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
+        FROM inserted AS w
+        WHERE w.available_at <= v_now
+    ),
+
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            NULL::text[], NULL::double precision[]
+        ) AS n
+        FROM inserted AS c
+    )
+
+    SELECT
+        pg_catalog.array_agg(ins.id ORDER BY i.ord),
+        pg_catalog.array_agg(i.job_type ORDER BY i.ord),
+        pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
+    INTO v_ids, v_types, v_keys
+    FROM input AS i
+    LEFT JOIN inserted AS ins ON ins.id = i.first_id
+    CROSS JOIN woken
+    CROSS JOIN counted;
+
+    -- Jobs whose key existed already: the existing ids, read with the fresh snapshot of this
+    -- statement (it sees the rows that concurrent enqueuers committed meanwhile).
+    LOOP
+        SELECT
+            pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
+            (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
+        INTO v_ids, v_missing
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types), pg_catalog.unnest(v_keys)
+        ) WITH ORDINALITY AS r (id, job_type, key, ord)
+        LEFT JOIN jobq_jobs AS j
+            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
+        EXIT WHEN v_missing = 0;
+
+        -- The row of a key vanished between the insert and the read (pruned): those jobs go
+        -- again, one by one, through jobq_enqueue's own loop.
+        SELECT pg_catalog.array_agg(
+            CASE WHEN r.id IS NOT NULL THEN r.id ELSE jobq_enqueue(
+                job_type => job_types[r.ord],
+                payload => coalesce(payloads[r.ord], '{}'::jsonb),
+                idempotency_key => idempotency_keys[r.ord],
+                max_attempts => coalesce(jobq__insert_jobs.max_attempts[r.ord], 5),
+                run_at => run_ats[r.ord],
+                priority => coalesce(priorities[r.ord], 0),
+                queue => coalesce(queues[r.ord], 'default'::text),
+                limit_group => limit_groups[r.ord],
+                limit_key => limit_keys[r.ord]
+            ) END ORDER BY r.ord)
+        INTO v_ids
+        FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
+    END LOOP;
+
+    RETURN QUERY
+    SELECT r.ord::integer, r.id
+    FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__insert_jobs(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[], limit_groups text[], limit_keys text[]) IS 'Private. Inserts jobs that the caller has checked, one array per column (NULL: the default),
+with jobq_enqueue''s dedupe of idempotency keys; wakes workers and counts the jobs. Returns
+(ord, id) per job in input order. Shared by jobq_enqueue_many and jobq_enqueue_arrays.';
+
 CREATE FUNCTION public.jobq__job_argument_problem(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -1497,10 +1694,10 @@ BEGIN
     -- makes Citus push such an INSERT down to the shard, and its deparse of that statement
     -- for a table without a distribution column is not valid SQL. Read through the key
     -- (WHERE s.singleton): this statement's plan is kept for the session, made by whichever
-    -- caller ran it first, and without a qual its only plan was a sequential scan; made under
-    -- the enable_seqscan = off of jobq_fail_many or jobq_release_orphans, that plan was
-    -- costed past jit_above_cost, and every later enqueue, completion or failure of the
-    -- session compiled it (20 ms or more each).
+    -- caller ran it first, and without a qual its only plan is a sequential scan; made under
+    -- the enable_seqscan = off of jobq_fail_many or jobq_release_orphans, that plan is costed
+    -- past jit_above_cost, and every later enqueue, completion or failure of the session
+    -- would compile it.
     IF NOT (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton) THEN
         RETURN 0;
     END IF;
@@ -1601,8 +1798,8 @@ BEGIN
     -- completion of a worker, every jobq_enqueue in autocommit): one statement that names
     -- only the columns the kind changes. PL/pgSQL builds again, in every transaction, the
     -- state of each expression and statement it runs, so this cost follows the size of the
-    -- code run: the general path below (a grouping, a row of every column, then the upsert)
-    -- made a counted jobq_enqueue cost about 1.5 times as much more.
+    -- code run, and the general path below (a grouping, a row of every column, then the
+    -- upsert) is several times the code of this one.
     IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) IS DISTINCT FROM 'on' THEN
         IF kind = 'enqueued' THEN
             INSERT INTO jobq_metric_counters AS c (shard, queue, job_type, enqueued, jobs_pending)
@@ -2248,8 +2445,7 @@ CREATE FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], queue
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     PERFORM
@@ -2368,8 +2564,7 @@ CREATE FUNCTION public.jobq_cancel(job_ids uuid[], reason text DEFAULT NULL::tex
 DECLARE
     v_reason text := pg_catalog.substr(jobq_cancel.reason, 1, 10000);
     v_ended text[];
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF pg_catalog.cardinality(jobq_cancel.job_ids) > 100000 THEN
@@ -2497,8 +2692,7 @@ DECLARE
     v_queue text;
     v_job_type text;
     v_claimed_at timestamptz;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete.worker_id);
@@ -2575,8 +2769,7 @@ DECLARE
     v_limit integer;
     v_big record;
     v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0);
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete_many.worker_id);
@@ -2768,8 +2961,7 @@ DECLARE
     v_got integer;  -- jobs claimed by a round of 3b
     v_ended text[];
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited boolean;
     v_longest integer;
@@ -3302,8 +3494,7 @@ DECLARE
     v_limit integer;
     v_metrics boolean;
     v_id uuid;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__job_argument_problem(
@@ -3427,7 +3618,7 @@ caller''s transaction (a rollback removes the job). NOTIFY on the installation''
 in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
 now (delivered at commit).';
 
-CREATE FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[] DEFAULT NULL::jsonb[], idempotency_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], queues text[] DEFAULT NULL::text[]) RETURNS TABLE(ord integer, id uuid)
+CREATE FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[] DEFAULT NULL::jsonb[], idempotency_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], queues text[] DEFAULT NULL::text[], limit_groups text[] DEFAULT NULL::text[], limit_keys text[] DEFAULT NULL::text[]) RETURNS TABLE(ord integer, id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
@@ -3435,14 +3626,6 @@ DECLARE
     v_n integer;
     v_bad record;
     v_limit integer;
-    v_ids uuid[];
-    v_types text[];
-    v_keys text[];
-    v_missing integer;
-    v_metrics boolean;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
-    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF job_types IS NULL OR pg_catalog.array_ndims(job_types) > 1 THEN
         RAISE EXCEPTION 'jobq_enqueue_arrays: job_types must be a one-dimensional array, got %',
@@ -3466,7 +3649,10 @@ BEGIN
          pg_catalog.array_ndims(max_attempts)),
         (4, 'run_ats', pg_catalog.cardinality(run_ats), pg_catalog.array_ndims(run_ats)),
         (5, 'priorities', pg_catalog.cardinality(priorities), pg_catalog.array_ndims(priorities)),
-        (6, 'queues', pg_catalog.cardinality(queues), pg_catalog.array_ndims(queues))
+        (6, 'queues', pg_catalog.cardinality(queues), pg_catalog.array_ndims(queues)),
+        (7, 'limit_groups', pg_catalog.cardinality(limit_groups),
+         pg_catalog.array_ndims(limit_groups)),
+        (8, 'limit_keys', pg_catalog.cardinality(limit_keys), pg_catalog.array_ndims(limit_keys))
     ) AS a (pos, name, n, dims)
     WHERE a.n IS NOT NULL AND (a.n <> v_n OR a.dims > 1)
     ORDER BY a.pos
@@ -3479,7 +3665,7 @@ BEGIN
     IF v_n = 0 THEN
         RETURN;
     END IF;
-    SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
+    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
 
     -- Validation as set operations: job types and queues are checked once per distinct value
     -- (a batch usually repeats a few), numbers by their range, payloads, keys and times one by
@@ -3526,6 +3712,12 @@ BEGIN
                 -- the logical size, as jobq_enqueue measures it
                 OR pg_catalog.octet_length(p.v::text) > v_limit
         ))
+        AND (limit_groups IS NULL AND limit_keys IS NULL OR NOT EXISTS (
+            SELECT FROM ROWS FROM (
+                pg_catalog.unnest(limit_groups), pg_catalog.unnest(limit_keys)
+            ) AS l (limit_group, limit_key)
+            WHERE jobq__limit_argument_problem(l.limit_group, l.limit_key) IS NOT NULL
+        ))
     ), FALSE) THEN
         -- The first bad job, in input order.
         SELECT x.ord, x.problem, x.code INTO v_bad
@@ -3546,9 +3738,9 @@ BEGIN
                         )
                     WHEN NOT pg_catalog.isfinite(e.run_at)
                         THEN pg_catalog.format('run_at must be a finite time, got %s', e.run_at)
-                    ELSE jobq__job_argument_problem(
+                    ELSE coalesce(jobq__job_argument_problem(
                         e.job_type, e.queue, e.idempotency_key, e.max_attempts, e.priority
-                    )
+                    ), jobq__limit_argument_problem(e.limit_group, e.limit_key))
                 END AS problem,
                 CASE
                     WHEN e.payload IS NULL THEN 'null_value_not_allowed'
@@ -3567,15 +3759,19 @@ BEGIN
                          ELSE u.max_attempts END AS max_attempts,
                     u.run_at,
                     CASE WHEN priorities IS NULL THEN 0 ELSE u.priority END AS priority,
-                    CASE WHEN queues IS NULL THEN 'default' ELSE u.queue END AS queue
+                    CASE WHEN queues IS NULL THEN 'default' ELSE u.queue END AS queue,
+                    u.limit_group,
+                    u.limit_key
                 FROM ROWS FROM (
                     pg_catalog.unnest(job_types), pg_catalog.unnest(payloads),
                     pg_catalog.unnest(idempotency_keys),
                     pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
                     pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
-                    pg_catalog.unnest(queues)
+                    pg_catalog.unnest(queues), pg_catalog.unnest(limit_groups),
+                    pg_catalog.unnest(limit_keys)
                 ) WITH ORDINALITY AS u (
-                    job_type, payload, idempotency_key, max_attempts, run_at, priority, queue, ord
+                    job_type, payload, idempotency_key, max_attempts, run_at, priority, queue,
+                    limit_group, limit_key, ord
                 )
             ) AS e
         ) AS x
@@ -3600,182 +3796,26 @@ BEGIN
         END IF;
     END IF;
 
-    v_ids := jobq__uuid_v7_many(v_n);
-    IF idempotency_keys IS NULL
-        OR pg_catalog.cardinality(pg_catalog.array_remove(idempotency_keys, NULL)) = 0
-    THEN
-        -- No job has a key: every job is inserted, nothing to deduplicate or look up. The
-        -- queues to wake and the counts for jobq_metrics() come from the arguments, not from
-        -- RETURNING rows of the insert (a copy of every row to aggregate): with neither queues
-        -- nor run_ats, all the jobs are in 'default' and available now.
-        INSERT INTO jobq_jobs AS j (
-            id, queue, job_type, payload, max_attempts, available_at, priority, scheduled
-        )
-        SELECT
-            u.id,
-            coalesce(u.queue, 'default'),
-            u.job_type,
-            coalesce(u.payload, '{}'::jsonb),
-            coalesce(u.max_attempts, 5),
-            coalesce(u.run_at, v_now),
-            coalesce(u.priority, 0),
-            coalesce(u.run_at > v_now, FALSE)
-        FROM ROWS FROM (
-            pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
-            pg_catalog.unnest(payloads),
-            pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
-            pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
-            pg_catalog.unnest(queues)
-        ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue);
-
-        IF queues IS NULL AND run_ats IS NULL THEN
-            PERFORM jobq__notify(ARRAY['default'::text]);
-        ELSE
-            -- job_types gives every job its row when queues or run_ats is NULL.
-            PERFORM jobq__notify(ARRAY(
-                SELECT DISTINCT coalesce(w.queue, 'default')
-                FROM ROWS FROM (
-                    pg_catalog.unnest(job_types), pg_catalog.unnest(queues),
-                    pg_catalog.unnest(run_ats)
-                ) AS w (job_type, queue, run_at)
-                WHERE coalesce(w.run_at <= v_now, TRUE)
-            ));
-        END IF;
-
-        -- jobq__metrics_count reads the setting too; not calling it when counting is off
-        -- (the default) spares building its arrays. (A NULL element of queues was refused
-        -- above.)
-        IF v_metrics THEN
-            PERFORM jobq__metrics_count(
-                'enqueued'::text,
-                coalesce(queues, pg_catalog.array_fill('default'::text, ARRAY[v_n])),
-                job_types, NULL::text[], NULL::double precision[]
-            );
-        END IF;
-
-        RETURN QUERY
-        SELECT u.ord::integer, u.id
-        FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS u (id, ord);
-        RETURN;
-    END IF;
-
-    -- With keys: of several jobs with one key only the first is inserted (the others get its
-    -- id), and a key that exists already inserts nothing (ON CONFLICT DO NOTHING waits for a
-    -- concurrent inserter of that key, as in jobq_enqueue).
-    WITH input AS MATERIALIZED (
-        SELECT
-            u.ord::integer AS ord,
-            u.id AS new_id,
-            u.job_type,
-            coalesce(u.payload, '{}'::jsonb) AS payload,
-            u.idempotency_key,
-            coalesce(u.max_attempts, 5) AS max_attempts,
-            coalesce(u.run_at, v_now) AS available_at,
-            coalesce(u.priority, 0) AS priority,
-            coalesce(u.queue, 'default') AS queue,
-            CASE
-                WHEN u.idempotency_key IS NULL THEN u.id
-                ELSE pg_catalog.first_value(u.id) OVER (
-                    PARTITION BY u.job_type, u.idempotency_key ORDER BY u.ord
-                )
-            END AS first_id
-        FROM ROWS FROM (
-            pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
-            pg_catalog.unnest(payloads), pg_catalog.unnest(idempotency_keys),
-            pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
-            pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
-            pg_catalog.unnest(queues)
-        ) WITH ORDINALITY AS u (
-            id, job_type, payload, idempotency_key, max_attempts, run_at, priority, queue, ord
-        )
-    ),
-
-    inserted AS (
-        INSERT INTO jobq_jobs AS j (
-            id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
-            priority, scheduled
-        )
-        SELECT
-            i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-            i.available_at, i.priority, i.available_at > v_now
-        FROM input AS i
-        WHERE i.new_id = i.first_id
-        ORDER BY i.ord
-        ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING j.id, j.queue, j.job_type, j.available_at
-    ),
-
-    woken AS (
-        SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
-        FROM inserted AS w
-        WHERE w.available_at <= v_now
-    ),
-
-    counted AS MATERIALIZED (
-        SELECT jobq__metrics_count(
-            'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            NULL::text[], NULL::double precision[]
-        ) AS n
-        FROM inserted AS c
-    )
-
-    SELECT
-        pg_catalog.array_agg(ins.id ORDER BY i.ord),
-        pg_catalog.array_agg(i.job_type ORDER BY i.ord),
-        pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-    INTO v_ids, v_types, v_keys
-    FROM input AS i
-    LEFT JOIN inserted AS ins ON ins.id = i.first_id
-    CROSS JOIN woken
-    CROSS JOIN counted;
-
-    -- Jobs whose key existed already: read the existing ids with the fresh snapshot of this
-    -- statement (it sees rows that concurrent enqueuers committed meanwhile).
-    LOOP
-        SELECT
-            pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
-            (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
-        INTO v_ids, v_missing
-        FROM ROWS FROM (
-            pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types), pg_catalog.unnest(v_keys)
-        ) WITH ORDINALITY AS r (id, job_type, key, ord)
-        LEFT JOIN jobq_jobs AS j
-            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
-        EXIT WHEN v_missing = 0;
-
-        -- The row of a key vanished between our insert and our read (pruned): enqueue those
-        -- jobs again, one by one, through jobq_enqueue's own loop.
-        SELECT pg_catalog.array_agg(
-            CASE WHEN r.id IS NOT NULL THEN r.id ELSE jobq_enqueue(
-                job_type => job_types[r.ord],
-                payload => coalesce(payloads[r.ord], '{}'::jsonb),
-                idempotency_key => idempotency_keys[r.ord],
-                max_attempts => coalesce(jobq_enqueue_arrays.max_attempts[r.ord], 5),
-                run_at => run_ats[r.ord],
-                priority => coalesce(priorities[r.ord], 0),
-                queue => coalesce(queues[r.ord], 'default'::text),
-                limit_group => NULL::text,
-                limit_key => NULL::text
-            ) END ORDER BY r.ord)
-        INTO v_ids
-        FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
-    END LOOP;
-
     RETURN QUERY
-    SELECT r.ord::integer, r.id
-    FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
+    SELECT r.ord, r.id
+    FROM jobq__insert_jobs(
+        job_types, payloads, idempotency_keys, jobq_enqueue_arrays.max_attempts, run_ats,
+        priorities, queues, limit_groups, limit_keys
+    ) AS r;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[]) IS 'Adds many jobs in one statement, given one array per column (element i of each array is job
+COMMENT ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[], limit_groups text[], limit_keys text[]) IS 'Adds many jobs in one statement, given one array per column (element i of each array is job
 i), each job with jobq_enqueue''s semantics: an existing idempotency key of the same job type
 returns the existing id; two jobs with the same job type and key get the same id (the first is
 inserted). The same jobs as jobq_enqueue_many, without a JSON document to parse; send the
 arrays in binary where the driver can.
 Arguments: job_types (one per job, 1-200 chars; its length is the number of jobs);
-payloads (JSON objects), idempotency_keys, max_attempts, run_ats, priorities, queues: each
-NULL (the default of jobq_enqueue for every job) or with one element per job, bounded as in
-jobq_enqueue. A NULL element of idempotency_keys is no key, of run_ats now.
+payloads (JSON objects), idempotency_keys, max_attempts, run_ats, priorities, queues,
+limit_groups, limit_keys: each NULL (the default of jobq_enqueue for every job) or with one
+element per job, bounded as in jobq_enqueue. A NULL element of idempotency_keys is no key, of
+run_ats now, of limit_groups and limit_keys no limit (a limit_key needs its job''s
+limit_group).
 Result: one row per job, (ord, id), ord counting from 1 in array order.
 Errors: 22023 job_types NULL or multidimensional, an array whose length differs from
 job_types'', a bad element (the message names the element, counting from 1 like ord, and the
@@ -3792,14 +3832,15 @@ CREATE FUNCTION public.jobq_enqueue_many(jobs jsonb) RETURNS TABLE(ord integer, 
 DECLARE
     v_bad record;
     v_limit integer;
-    v_ords integer[];
-    v_ids uuid[];
-    v_types text[];
+    v_job_types text[];
+    v_payloads jsonb[];
     v_keys text[];
-    v_missing integer;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
-    v_now CONSTANT timestamptz := pg_catalog.now();
+    v_max_attempts integer[];
+    v_run_ats timestamptz[];
+    v_priorities integer[];
+    v_queues text[];
+    v_limit_groups text[];
+    v_limit_keys text[];
 BEGIN
     IF jobs IS NULL OR pg_catalog.jsonb_typeof(jobs) <> 'array' THEN
         RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
@@ -3907,137 +3948,33 @@ BEGIN
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
 
-    -- Insert. Ids are drawn before the insert so that each element keeps its id in input
-    -- order; of several elements with one idempotency key only the first is inserted, and a
-    -- key that already exists inserts nothing (ON CONFLICT DO NOTHING waits for a concurrent
-    -- inserter of that key, as in jobq_enqueue).
+    -- The elements as one array per column, for jobq__insert_jobs (absent keys are NULL: its
+    -- defaults). jsonb_to_recordset converts each element in C; the checks above make every
+    -- conversion succeed but that of a run_at of the right shape that is no real time.
     BEGIN
-        IF NOT pg_catalog.jsonb_path_exists(jobs, '$[*].idempotency_key ? (@ != null)') THEN
-            -- No element has a key: every element is inserted, nothing to deduplicate or
-            -- look up.
-            RETURN QUERY
-            WITH parsed AS MATERIALIZED (
-                SELECT
-                    x.ord::integer AS ord,
-                    jobq__uuid_v7() AS new_id,
-                    x.elem ->> 'job_type' AS job_type,
-                    coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
-                    coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                    coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
-                    coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
-                    coalesce(x.elem ->> 'queue', 'default') AS queue,
-                    x.elem ->> 'limit_group' AS limit_group,
-                    x.elem ->> 'limit_key' AS limit_key
-                FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
-            ),
-
-            inserted AS (
-                INSERT INTO jobq_jobs AS j (
-                    id, queue, job_type, payload, max_attempts, available_at, priority, scheduled,
-                    limit_group, limit_key
-                )
-                SELECT
-                    p.new_id, p.queue, p.job_type, p.payload, p.max_attempts,
-                    p.available_at, p.priority, p.available_at > v_now,
-                    p.limit_group, p.limit_key
-                FROM parsed AS p
-                ORDER BY p.ord
-                RETURNING j.queue, j.job_type, j.available_at
-            ),
-
-            woken AS (
-                SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
-                FROM inserted AS w
-                WHERE w.available_at <= v_now
-            ),
-
-            counted AS MATERIALIZED (
-                SELECT jobq__metrics_count(
-                    'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    NULL::text[], NULL::double precision[]
-                ) AS n
-                FROM inserted AS c
-            )
-
-            SELECT p.ord, p.new_id
-            FROM parsed AS p
-            CROSS JOIN woken
-            CROSS JOIN counted
-            ORDER BY p.ord;
-            RETURN;
-        END IF;
-
-        WITH parsed AS MATERIALIZED (
-            SELECT
-                x.ord::integer AS ord,
-                jobq__uuid_v7() AS new_id,
-                x.elem ->> 'job_type' AS job_type,
-                coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
-                x.elem ->> 'idempotency_key' AS idempotency_key,
-                coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
-                coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
-                coalesce(x.elem ->> 'queue', 'default') AS queue,
-                x.elem ->> 'limit_group' AS limit_group,
-                x.elem ->> 'limit_key' AS limit_key
-            FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
-        ),
-
-        -- first_id: the id of the first element with the same job_type and key (its own id
-        -- without a key).
-        input AS MATERIALIZED (
-            SELECT
-                p.*,
-                CASE
-                    WHEN p.idempotency_key IS NULL THEN p.new_id
-                    ELSE pg_catalog.first_value(p.new_id) OVER (
-                        PARTITION BY p.job_type, p.idempotency_key ORDER BY p.ord
-                    )
-                END AS first_id
-            FROM parsed AS p
-        ),
-
-        inserted AS (
-            INSERT INTO jobq_jobs AS j (
-                id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
-                priority, scheduled, limit_group, limit_key
-            )
-            SELECT
-                i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-                i.available_at, i.priority, i.available_at > v_now,
-                i.limit_group, i.limit_key
-            FROM input AS i
-            WHERE i.new_id = i.first_id
-            ORDER BY i.ord
-            ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL
-            DO NOTHING
-            RETURNING j.id, j.queue, j.job_type, j.available_at
-        ),
-
-        woken AS (
-            SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
-            FROM inserted AS w
-            WHERE w.available_at <= v_now
-        ),
-
-        counted AS MATERIALIZED (
-            SELECT jobq__metrics_count(
-                'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL::text[], NULL::double precision[]
-            ) AS n
-            FROM inserted AS c
-        )
-
         SELECT
-            pg_catalog.array_agg(i.ord ORDER BY i.ord),
-            pg_catalog.array_agg(ins.id ORDER BY i.ord),
-            pg_catalog.array_agg(i.job_type ORDER BY i.ord),
-            pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-        INTO v_ords, v_ids, v_types, v_keys
-        FROM input AS i
-        LEFT JOIN inserted AS ins ON ins.id = i.first_id
-        CROSS JOIN woken
-        CROSS JOIN counted;
+            pg_catalog.array_agg(r.job_type ORDER BY r.ord),
+            pg_catalog.array_agg(r.payload ORDER BY r.ord),
+            pg_catalog.array_agg(r.idempotency_key ORDER BY r.ord),
+            pg_catalog.array_agg(r.max_attempts ORDER BY r.ord),
+            pg_catalog.array_agg(r.run_at ORDER BY r.ord),
+            pg_catalog.array_agg(r.priority ORDER BY r.ord),
+            pg_catalog.array_agg(r.queue ORDER BY r.ord),
+            pg_catalog.array_agg(r.limit_group ORDER BY r.ord),
+            pg_catalog.array_agg(r.limit_key ORDER BY r.ord)
+        INTO
+            v_job_types, v_payloads, v_keys, v_max_attempts, v_run_ats, v_priorities,
+            v_queues, v_limit_groups, v_limit_keys
+        FROM ROWS FROM (
+            pg_catalog.jsonb_to_recordset(jobs) AS (
+                job_type text, payload jsonb, idempotency_key text, max_attempts integer,
+                run_at timestamptz, priority integer, queue text, limit_group text,
+                limit_key text
+            )
+        ) WITH ORDINALITY AS r (
+            job_type, payload, idempotency_key, max_attempts, run_at, priority, queue,
+            limit_group, limit_key, ord
+        );
     EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
         -- A run_at of the right shape but no real time (30 February): name the element.
         FOR v_bad IN
@@ -4058,49 +3995,12 @@ BEGIN
         RAISE;  -- not a run_at after all
     END;
 
-    IF v_ords IS NULL THEN
-        RETURN;  -- an empty array
-    END IF;
-
-    -- Elements whose key already existed: read the existing ids with the fresh snapshot of
-    -- this statement (it sees rows that concurrent enqueuers committed meanwhile).
-    LOOP
-        SELECT
-            pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
-            (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
-        INTO v_ids, v_missing
-        -- ROWS FROM (unnest, ...): the multi-array unnest() shorthand exists only unqualified.
-        FROM ROWS FROM (
-            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types),
-            pg_catalog.unnest(v_keys)
-        ) AS r (ord, id, job_type, key)
-        LEFT JOIN jobq_jobs AS j
-            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
-        EXIT WHEN v_missing = 0;
-
-        -- The row of a key vanished between our insert and our read (pruned): enqueue those
-        -- elements again, one by one, through jobq_enqueue's own loop.
-        SELECT pg_catalog.array_agg(
-            CASE WHEN r.id IS NOT NULL THEN r.id ELSE jobq_enqueue(
-                job_type => x.elem ->> 'job_type',
-                payload => coalesce(x.elem -> 'payload', '{}'::jsonb),
-                idempotency_key => x.elem ->> 'idempotency_key',
-                max_attempts => coalesce((x.elem ->> 'max_attempts')::integer, 5),
-                run_at => (x.elem ->> 'run_at')::timestamptz,
-                priority => coalesce((x.elem ->> 'priority')::integer, 0),
-                queue => coalesce(x.elem ->> 'queue', 'default'),
-                limit_group => x.elem ->> 'limit_group',
-                limit_key => x.elem ->> 'limit_key'
-            ) END ORDER BY r.ord)
-        INTO v_ids
-        FROM ROWS FROM (pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids)) AS r (ord, id)
-        INNER JOIN LATERAL (SELECT jobs -> (r.ord - 1) AS elem) AS x ON true;
-    END LOOP;
-
     RETURN QUERY
     SELECT r.ord, r.id
-    FROM ROWS FROM (pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids)) AS r (ord, id)
-    ORDER BY r.ord;
+    FROM jobq__insert_jobs(
+        v_job_types, v_payloads, v_keys, v_max_attempts, v_run_ats, v_priorities, v_queues,
+        v_limit_groups, v_limit_keys
+    ) AS r;
 END;
 $_$;
 
@@ -4131,8 +4031,7 @@ DECLARE
     v_error_text text;
     v_job_type text;
     v_claimed_at timestamptz;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN
@@ -4241,8 +4140,7 @@ DECLARE
     v_wake text[];
     v_ended text[];
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN
@@ -4457,8 +4355,7 @@ DECLARE
     v_owner oid;
     v_schema oid;
     v_schema_name text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF stuck_after IS NULL OR stuck_after <= interval '0' THEN
@@ -4725,8 +4622,7 @@ CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS in
 DECLARE
     v_renewed integer;
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_heartbeat.worker_id);
@@ -5138,8 +5034,7 @@ CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, v
     SET jit TO 'off'
     AS $$
 DECLARE
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited_queues text[];
     v_limited_oldest timestamptz[];
@@ -5656,8 +5551,7 @@ DECLARE
     v_before timestamptz;
     v_count bigint;
     v_deleted bigint := 0::bigint;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF older_than IS NULL OR older_than < interval '0' THEN
@@ -5969,8 +5863,7 @@ DECLARE
     v_released integer;
     v_ended text[];
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_release.worker_id);
@@ -6046,8 +5939,7 @@ DECLARE
     v_queues text[];
     v_ended text[];
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_release_orphans.worker_id);
@@ -6133,8 +6025,7 @@ DECLARE
     v_queue text;
     v_old_status text;
     v_job_type text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- The status it leaves, for jobq_metrics' gauge; the lock keeps it until the UPDATE.
@@ -6184,8 +6075,7 @@ CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::tex
 DECLARE
     v_count integer;
     v_queues text[];
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF pg_catalog.length(jobq_requeue_dead_letters.job_type) > 200 THEN
@@ -6265,8 +6155,7 @@ DECLARE
     v_next timestamptz;
     v_size integer;
     v_limit integer;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobq__blank(jobq_schedule.name) THEN
@@ -6419,8 +6308,7 @@ CREATE FUNCTION public.jobq_set_limit(limit_group text, max_running integer DEFA
     AS $$
 DECLARE
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF jobq_set_limit.limit_group IS NULL THEN
@@ -6569,8 +6457,7 @@ CREATE FUNCTION public.jobq_unserved_job_types(idle interval DEFAULT '00:15:00':
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_queues text[];
     v_types text[];
@@ -7219,6 +7106,8 @@ REVOKE ALL ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worke
 
 REVOKE ALL ON FUNCTION public.jobq__event_channel(kind text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__insert_jobs(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[], limit_groups text[], limit_keys text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__job_argument_problem(job_type text, queue text, idempotency_key text, max_attempts integer, priority integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__limit_argument_problem(limit_group text, limit_key text) FROM PUBLIC;
@@ -7269,7 +7158,7 @@ REVOKE ALL ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], bat
 
 REVOKE ALL ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[], limit_groups text[], limit_keys text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_enqueue_many(jobs jsonb) FROM PUBLIC;
 

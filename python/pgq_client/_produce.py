@@ -215,11 +215,11 @@ def _in_batch(exc: Exception, offset: int, count: int, job: int | None) -> Excep
 
 # The keys of a job in enqueue_many/enqueue_iter, and the Python types each takes on the array
 # path (jobq_enqueue_arrays). A batch with anything else (another key, a value of another type)
-# goes as one JSON document to jobq_enqueue_many, whose checks name the job and the key; so
-# does a batch with limit_group or limit_key (jobq_enqueue_arrays has no limit columns).
-_ARRAY_KEYS = frozenset(
-    ("job_type", "payload", "idempotency_key", "max_attempts", "run_at", "priority", "queue")
-)
+# goes as one JSON document to jobq_enqueue_many, whose checks name the job and the key.
+_ARRAY_KEYS = frozenset((
+    "job_type", "payload", "idempotency_key", "max_attempts", "run_at", "priority", "queue",
+    "limit_group", "limit_key",
+))
 _INT4_MIN, _INT4_MAX = -(2**31), 2**31 - 1
 _NO_PAYLOAD: dict[str, Any] = {}  # a job without "payload" (never changed: compared by identity)
 _DICT_ONLY, _STR_ONLY = frozenset((dict,)), frozenset((str,))
@@ -228,7 +228,7 @@ _DICT_ONLY, _STR_ONLY = frozenset((dict,)), frozenset((str,))
 def _not_a_mapping(values: list[Any]) -> int | None:
     """The index of the first of ``values`` that is not a mapping, None when all are. Dicts are
     told by their type first, in C (the set of the values' types): ``isinstance(v, Mapping)``,
-    an ABC check, is ten times dearer, and a batch is thousands of dicts."""
+    an ABC check, is far dearer, and a batch is thousands of dicts."""
     if set(map(type, values)) <= _DICT_ONLY:
         return None
     return next((i for i, v in enumerate(values) if not isinstance(v, Mapping)), None)
@@ -283,7 +283,7 @@ def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, A
     no job sets), or None when a job has a key or a value type that only the JSON path takes.
 
     Column by column, in list comprehensions: at thousands of jobs per batch, a Python loop
-    that looked at each job's keys one by one cost as much as the server's insert. A column
+    over each job's keys would cost as much as the server's insert. A column
     that no job names is not looked at job by job (most batches name job_type and payload
     alone).
     """
@@ -299,6 +299,8 @@ def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, A
     for key, name, text_default in (
         ("idempotency_key", "idempotency_keys", None),
         ("queue", "queues", "default"),
+        ("limit_group", "limit_groups", None),
+        ("limit_key", "limit_keys", None),
     ):
         if key not in present:
             params[name] = None
@@ -356,8 +358,8 @@ def _one_or_each(
 ) -> None:
     """A text column as its one value when every job has the same (the statement repeats it in
     the server, array_fill), else as the list: psycopg dumps a list into a binary array in
-    Python, about 1 µs an element, a tenth of a 1,000-job batch's time. A column of NULLs goes
-    as the list, for the server to refuse by the job's index as before."""
+    Python, element by element, a noticeable share of a batch's time. A column of NULLs goes
+    as the list, for the server to refuse by the job's index."""
     if values and values[0] is not None and values.count(values[0]) == len(values):
         params[one], params[each] = values[0], None
         texts.append(values[:1])

@@ -92,11 +92,11 @@ SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_many(jobs => %(jobs)s::pg_c
 
 # A batch as one array per column, sent in binary (%b): no quoting or escaping of thousands of
 # values in the client, no parsing of numbers and times in the server. The payloads travel as
-# one JSON array, encoded in one pass by the client and split in the server, which measured
-# faster than one JSON text per job; split into ARRAY(... ORDER BY), not an ordered array_agg:
-# 0.8 against 0.9-1.3 ms for 1,000 payloads. A NULL array is the default for every job: when no
-# job has a payload the JSON is NULL, its ARRAY() empty, and NULLIF makes that NULL (a batch
-# sent is never empty). A job type or queue that every job of the batch has goes once
+# one JSON array, encoded in one pass by the client and split in the server, which is faster
+# than one JSON text per job; split into ARRAY(... ORDER BY), which is cheaper than an ordered
+# array_agg (docs/decisions/0004-one-producer-path.md). A NULL array is the default for every
+# job: when no job has a payload the JSON is NULL, its ARRAY() empty, and NULLIF makes that
+# NULL (a batch sent is never empty). A job type or queue that every job of the batch has goes once
 # (%(job_type)s, %(queue)s), repeated by array_fill in the server, and its list is NULL. The
 # arguments are written once, for the statement that returns the ids and the one that counts.
 _ENQUEUE_ARRAYS_ARGS = """
@@ -115,7 +115,10 @@ _ENQUEUE_ARRAYS_ARGS = """
     run_ats => %(run_ats)b::pg_catalog.timestamptz[],
     priorities => %(priorities)b::pg_catalog.int4[],
     queues => CASE WHEN %(queue)s::pg_catalog.text IS NULL THEN %(queues)b::pg_catalog.text[]
-        ELSE pg_catalog.array_fill(%(queue)s::pg_catalog.text, ARRAY[%(jobs)s::pg_catalog.int4]) END
+        ELSE pg_catalog.array_fill(%(queue)s::pg_catalog.text, ARRAY[%(jobs)s::pg_catalog.int4])
+    END,
+    limit_groups => %(limit_groups)b::pg_catalog.text[],
+    limit_keys => %(limit_keys)b::pg_catalog.text[]
 """
 ENQUEUE_ARRAYS = (
     "SELECT pg_catalog.array_agg(id ORDER BY ord) FROM {schema}jobq_enqueue_arrays("
@@ -123,7 +126,7 @@ ENQUEUE_ARRAYS = (
 )
 
 # The same, for a bulk load that keeps no ids: one row back instead of one per job (parsing
-# thousands of UUIDs in the client cost more than the rest of its work on a batch).
+# thousands of UUIDs would cost the client more than the rest of its work on a batch).
 ENQUEUE_ARRAYS_COUNT = (
     "SELECT pg_catalog.count(*) FROM {schema}jobq_enqueue_arrays(" + _ENQUEUE_ARRAYS_ARGS + ")"
 )

@@ -13,11 +13,10 @@
 -- finished jobs included, on every later call. The setting applies while this function runs
 -- (a function SET clause), to its one statement and not to its caller's.
 --
--- SET search_path: under Citus a statement that calls it may run whole on the schema's node,
--- in Citus's own session, whose search_path does not name the schema of jobq_jobs. Its
--- callers call it in a statement of its own: inside one that also reads another jobq table,
--- which Citus runs on the node, its read would be a distributed query nested in a shard's,
--- which Citus refuses.
+-- SET search_path, and its callers call it in a statement of its own: both for Citus, which
+-- may run the calling statement on the schema's node in a session of its own, and refuses a
+-- read of jobq_jobs nested in a statement it runs there
+-- (docs/decisions/0002-sql-that-citus-can-run.md).
 --
 -- limited => NULL: every available job; true: the limited ones only; false: the others.
 -- Not SECURITY DEFINER: it runs as its callers, SECURITY DEFINER functions with a fixed

@@ -1,16 +1,14 @@
 -- jobq__job_argument_problem (private): the first thing wrong with one job's arguments, as a
--- message that names the argument, or NULL when all is well. Shared by jobq_enqueue (one job)
--- and jobq_enqueue_many (the set-based check of every element), so both refuse the same values
--- with the same words.
---
--- The replaces line drops its former name, jobq__job_error, where an install still has it.
+-- message that names the argument, or NULL when all is well. Shared by jobq_enqueue (one job),
+-- jobq_enqueue_many and jobq_enqueue_arrays (the set-based check of every element), so all
+-- refuse the same values with the same words.
 --! replaces: jobq__job_error(text, text, text, integer, integer)
 --
 -- A single-expression LANGUAGE sql function, so that the planner inlines it into its callers.
 -- It is STABLE, not IMMUTABLE, on purpose: its body calls format(), which is STABLE, and
 -- PostgreSQL refuses to inline an IMMUTABLE function whose body is not. A call that is not
--- inlined goes through the SQL-function executor, and PL/pgSQL builds that state anew in each
--- transaction: it cost a single enqueue about a third of its server time. Not SECURITY
+-- inlined goes through the SQL-function executor, whose state PL/pgSQL builds anew in each
+-- transaction, a large part of a single enqueue's server time. Not SECURITY
 -- DEFINER and no SET clause, for the same reason (either would stop the inlining); it reads
 -- no table, and is granted to nobody.
 --

@@ -1,6 +1,6 @@
 -- jobq__limit_argument_problem (private): the first thing wrong with a job's limit_group and
 -- limit_key, as a message that names the argument, or NULL when all is well. Shared by
--- jobq_enqueue, jobq_enqueue_many and (for the group) jobq_set_limit.
+-- jobq_enqueue, jobq_enqueue_many, jobq_enqueue_arrays and (for the group) jobq_set_limit.
 --
 -- Both are bounded like job_type (200 characters) so that index entries stay small, and
 -- neither may be blank: jobq_jobs_limited_idx and jobq_limit_keys let the empty string stand

@@ -7,9 +7,9 @@
 -- never waits for another session's transaction. Later ones in the same transaction append
 -- to jobq_metric_deltas instead: each update of a row that the transaction already updated
 -- walks every version it made of it (none can be removed before it ends), so a transaction
--- enqueuing 20,000 jobs one by one spent most of its time there. A transaction-local setting
--- (jobq.metrics_counted, reset at the end of every transaction, and by a rollback to a
--- savepoint) remembers the first upsert.
+-- that enqueues thousands of jobs one by one would spend most of its time there. A
+-- transaction-local setting (jobq.metrics_counted, reset at the end of every transaction, and
+-- by a rollback to a savepoint) remembers the first upsert.
 --
 -- kind says what happened to each job (queues[i], job_types[i]), and so the status it left
 -- and the one it entered:
@@ -70,10 +70,10 @@ BEGIN
     -- makes Citus push such an INSERT down to the shard, and its deparse of that statement
     -- for a table without a distribution column is not valid SQL. Read through the key
     -- (WHERE s.singleton): this statement's plan is kept for the session, made by whichever
-    -- caller ran it first, and without a qual its only plan was a sequential scan; made under
-    -- the enable_seqscan = off of jobq_fail_many or jobq_release_orphans, that plan was
-    -- costed past jit_above_cost, and every later enqueue, completion or failure of the
-    -- session compiled it (20 ms or more each).
+    -- caller ran it first, and without a qual its only plan is a sequential scan; made under
+    -- the enable_seqscan = off of jobq_fail_many or jobq_release_orphans, that plan is costed
+    -- past jit_above_cost, and every later enqueue, completion or failure of the session
+    -- would compile it.
     IF NOT (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton) THEN
         RETURN 0;
     END IF;
@@ -174,8 +174,8 @@ BEGIN
     -- completion of a worker, every jobq_enqueue in autocommit): one statement that names
     -- only the columns the kind changes. PL/pgSQL builds again, in every transaction, the
     -- state of each expression and statement it runs, so this cost follows the size of the
-    -- code run: the general path below (a grouping, a row of every column, then the upsert)
-    -- made a counted jobq_enqueue cost about 1.5 times as much more.
+    -- code run, and the general path below (a grouping, a row of every column, then the
+    -- upsert) is several times the code of this one.
     IF pg_catalog.current_setting('jobq.metrics_counted', TRUE) IS DISTINCT FROM 'on' THEN
         IF kind = 'enqueued' THEN
             INSERT INTO jobq_metric_counters AS c (shard, queue, job_type, enqueued, jobs_pending)

@@ -9,9 +9,8 @@
 -- elements). Returns how many notifications it sent (0 or 1).
 --! requires: jobq__event_channel
 
--- SET search_path: it names the channel helper, and under Citus a statement that calls it and
--- reads jobq_jobs runs whole on the node that holds the schema, in Citus's own session; its
--- channel is then this schema's, there too.
+-- SET search_path: it names the channel helper, also where Citus runs the calling statement
+-- on the schema's node in a session of its own (docs/decisions/0002-sql-that-citus-can-run.md).
 CREATE OR REPLACE FUNCTION jobq__notify_events(kind text, payloads text[]) RETURNS integer
 LANGUAGE plpgsql
 VOLATILE

@@ -10,8 +10,8 @@
 -- jobq_jobs (the constraint then compares with a constant array, as a literal list would).
 -- Statuses are only ever added, never removed: rows checked against an older list stay valid
 -- under a newer one. PL/pgSQL rather than SQL: a SQL function in a CHECK constraint is parsed
--- again each time a statement is prepared, which measured twice as slow per single-row
--- INSERT as a PL/pgSQL function, whose body is compiled once per session.
+-- again each time a statement is prepared, which makes every single-row INSERT dearer; a
+-- PL/pgSQL body is compiled once per session.
 
 CREATE OR REPLACE FUNCTION jobq__statuses(finished boolean DEFAULT NULL) RETURNS text[]
 LANGUAGE plpgsql

@@ -5,11 +5,11 @@
 --
 -- Why: ids made at about the same time sort together, so a new job's primary-key entry lands
 -- on the same few leaf pages as the other recent ones instead of on a random page of the whole
--- index (measured: 283 against 399-407 bytes of WAL per enqueued row into a 200,000-row table
--- with full_page_writes on). Callers rely on no property of the ids.
+-- index, which writes less WAL per enqueued job (docs/decisions/0004-one-producer-path.md).
+-- Callers rely on no property of the ids.
 --
--- jobq_jobs.id has the same expression as its default (migration 0005); jobq_enqueue_many
--- calls this to draw its ids before inserting. A single-expression LANGUAGE sql function
+-- jobq_jobs.id has the same expression as its default; the batch enqueues draw theirs with
+-- jobq__uuid_v7_many. A single-expression LANGUAGE sql function
 -- without SET clauses, so that the planner inlines it, and its calls are qualified for that
 -- reason (it is then parsed with its caller's search_path).
 

@@ -1,21 +1,21 @@
 -- jobq__uuid_v7_many: the ids of one batch of new jobs, as UUID version 7 values that increase
 -- in input order.
 --
--- jobq__uuid_v7 per row draws a random UUID, reads the clock and rebuilds the bytes: about
--- 2.5 µs a row, a quarter of a 1,000-job insert. A batch needs one draw and one clock
--- reading: the first 64 bits (48 bits of Unix milliseconds, the version, 12 random bits) are
--- shared, and the last 64 bits (the variant, then a random start of 56 bits with room above
--- it) count up, one per job. The ids stay version 7 (time-ordered
--- across batches, so the primary key grows at its right edge as before), follow each other
+-- jobq__uuid_v7 per row draws a random UUID, reads the clock and rebuilds the bytes, a large
+-- part of a batch insert's time. A batch needs one draw and one clock reading: the first 64
+-- bits (48 bits of Unix milliseconds, the version, 12 random bits) are shared, and the last
+-- 64 bits (the variant, then a random start of 56 bits with room above it) count up, one per
+-- job. The ids stay version 7 (time-ordered
+-- across batches, so the primary key grows at its right edge), follow each other
 -- in input order within a batch (claims of equal priority and available_at take them in that
 -- order), and are unique unless two batches in the same millisecond draw the same 68 random
 -- bits, near enough to overlap: the primary key would then refuse the second (never a silent
 -- duplicate).
 --
 -- PL/pgSQL, so that the shared half is computed once into variables and each id is one
--- expression over a plain scan of generate_series: as one SQL statement (the shared half in a
--- subquery joined to the series, an ordered array_agg) it took 1.4-1.5 ms for 1,000 ids,
--- this 0.5-0.8 ms.
+-- expression over a plain scan of generate_series, about half the time of one SQL statement
+-- (the shared half in a subquery joined to the series, an ordered array_agg); figures in
+-- docs/decisions/0004-one-producer-path.md.
 
 CREATE OR REPLACE FUNCTION jobq__uuid_v7_many(count integer) RETURNS uuid[]
 LANGUAGE plpgsql

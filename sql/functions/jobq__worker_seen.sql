@@ -14,8 +14,7 @@ LANGUAGE plpgsql
 VOLATILE
 AS $$
 DECLARE
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     PERFORM

@@ -33,7 +33,7 @@
 -- transaction, holds a lock the worker's completion waits for. Only the ending statement
 -- deletes rows, and the ending statements of one job are ordered by the job's own row lock.
 --
--- The price is a narrow race that a row lock used to close: an ending statement that ran
+-- The price is a narrow race that a row lock would close: an ending statement that ran
 -- before the registration committed does not see it, and when that job's transaction commits
 -- after the registration read the statuses (it is read in this function, before its commit),
 -- the end is seen by no one at once. A client that LISTENs therefore re-reads the statuses now

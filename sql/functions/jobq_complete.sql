@@ -2,7 +2,7 @@
 -- worker_id, and by the claim's attempt when given), and keeps what the handler returned.
 --
 -- The WHERE clause finds the job by its primary key and tests no status: see the note on
--- jobq_jobs_claim_check in migrations/0001_jobq_core.sql (locked_by is set exactly while a
+-- jobq_jobs_claim_check in sql/migrations/ (locked_by is set exactly while a
 -- job is processing, and a status test would let the planner scan every claimed job).
 --
 -- Without a result this is the same one statement as before results existed: the size limit
@@ -32,8 +32,7 @@ DECLARE
     v_queue text;
     v_job_type text;
     v_claimed_at timestamptz;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete.worker_id);

@@ -2,7 +2,7 @@
 -- acknowledgements), each optionally fenced by its own attempt and with its own result.
 --
 -- The WHERE clause finds the jobs by their primary key and tests no status: see the note on
--- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+-- jobq_jobs_claim_check in sql/migrations/.
 --
 -- Without results this is the same one statement as before results existed: the size limit
 -- is read from jobq_settings only when there are results to check. Only awaited jobs are
@@ -31,8 +31,7 @@ DECLARE
     v_limit integer;
     v_big record;
     v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0);
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_complete_many.worker_id);

@@ -21,37 +21,27 @@
 --
 -- SET enable_bitmapscan = off: every claim leaves a dead entry at the head of
 -- jobq_jobs_claim_idx (the job's pending version), and every completion one in
--- jobq_jobs_locked_idx (its processing version), until VACUUM removes them; autovacuum visits
--- a database at most once per autovacuum_naptime (one minute by default). When the statistics
--- say that few jobs are pending (gathered on a quiet or new queue, the usual case), the
--- planner's generic plan for the claim is a bitmap scan of jobq_jobs_claim_idx followed by a
--- sort: it visits every entry, dead ones included, and their heap rows, on every call.
--- Measured (claims of 50 jobs, medians): 1.2 ms with no dead entries, 3.6 ms with 50,000,
--- 11 ms with 200,000, 28 ms with 500,000; under a steady load of 8,400 jobs/s on a new table,
--- completions fell from 8,300 to 1,000 jobs/s within 70 seconds, before autovacuum's first
--- visit. With bitmap scans off, the claim is an index scan in the order of the ORDER BY that
--- stops at batch_size rows, and the stale-claim step an index scan of jobq_jobs_locked_idx in
--- locked_at order. A plain index scan also marks the entries of dead rows as dead in the index
--- as it passes them (a bitmap scan does not), so later claims skip them without visiting the
--- heap: 0.65, 0.80, 1.7 and 3.6 ms in the same measurement. The claim still steps over dead
--- entries until VACUUM removes them: see docs/operations.md on autovacuum_naptime for queues
--- that run thousands of jobs a second.
+-- jobq_jobs_locked_idx, until VACUUM removes them. When the statistics say that few jobs are
+-- pending (a quiet or new queue), the generic plan for the claim would be a bitmap scan and a
+-- sort, which visits every entry, dead ones included, and their heap rows on every call, so
+-- a busy queue slows down until autovacuum's next visit. Without bitmap scans the claim is an
+-- index scan in ORDER BY order that stops at batch_size rows, and it marks the entries of
+-- dead rows as dead as it passes them, so later claims skip them without visiting the heap
+-- (docs/operations.md on autovacuum_naptime for queues of thousands of jobs a second).
 --
--- SET plan_cache_mode = force_generic_plan: each statement is planned once per session. With
--- the default, PL/pgSQL replans a statement on every call while its generic plan looks dearer
--- than a custom one, which for the recursive search of the ranges was always (0.23 ms per call,
--- against 0.03 ms generic). Every statement is written so that its generic plan is the right
+-- SET plan_cache_mode = force_generic_plan: each statement is planned once per session, not
+-- on every call while a generic plan looks dearer than a custom one (the recursive search of
+-- the ranges always does). Every statement is written so that its generic plan is the right
 -- one whatever the estimates: rows are found through an index and the UPDATEs find them by
 -- primary key (id = ANY (ARRAY(...))), never through a join whose method depends on the
--- estimated LIMIT (a generic plan estimates LIMIT $n at a tenth of the table, and joined the
--- candidates to a sequential scan of jobq_jobs by hash).
+-- estimated LIMIT (a generic plan estimates LIMIT $n at a tenth of the table).
 --
--- SET jit = off: a generic plan's estimates can pass jit_above_cost (100,000 by default) where
--- a statement joins a set of unknown size (generate_series, unnest) to index scans: seen in
--- jobq__claim_limited with statistics from a backlog of limited jobs, whose candidates
--- statement (cost 207,000 for an actual 0.02 ms) then spent 8 ms compiling on every claim. A
--- claim reads a few index entries per job; compiling its expressions never pays.
+-- SET jit = off: a generic plan's estimates can pass jit_above_cost where a statement joins a
+-- set of unknown size (generate_series, unnest) to index scans (jobq__claim_limited's
+-- candidates, with statistics from a backlog of limited jobs). A claim reads a few index
+-- entries per job; compiling its expressions never pays.
 --
+-- The figures behind these settings: docs/decisions/0003-planner-settings-of-hot-functions.md.
 -- The settings apply only while jobq_dequeue runs (function SET clauses), to the statements of
 -- the functions it calls too: the caller's session and transaction keep their own.
 --! levels: worker, admin
@@ -82,8 +72,7 @@ DECLARE
     v_got integer;  -- jobs claimed by a round of 3b
     v_ended text[];
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited boolean;
     v_longest integer;

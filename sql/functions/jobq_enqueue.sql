@@ -36,8 +36,7 @@ DECLARE
     v_limit integer;
     v_metrics boolean;
     v_id uuid;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__job_argument_problem(

@@ -1,21 +1,17 @@
 -- jobq_enqueue_arrays: jobq_enqueue_many with one array per column instead of one JSON
--- document: the fast path for batches and bulk loads.
---
--- Why a second batch function: jobq_enqueue_many receives one JSON text, which the server
--- parses whole, then takes apart element by element (->, ->>, casts, type checks) before it
--- can insert. Here each column arrives as an array of its own type, which a driver can send
--- in binary (no quoting, no parsing of numbers, times or keys), and only the payloads are
--- parsed, each on its own. The checks are the same set operation over the arrays as in
--- jobq_enqueue_many (one pass, the first bad element named), the ids are drawn once per batch
--- (jobq__uuid_v7_many), and the workers are woken with one notification per queue for the
--- whole statement.
+-- document, the fast path for batches and bulk loads. Each column arrives as an array of its
+-- own type, which a driver can send in binary (no quoting, no parsing of numbers, times or
+-- keys); only the payloads are parsed, each on its own. The checks are set operations over the
+-- arrays, and a pass to name the first bad job runs only when one is wrong; the insert, wake-up
+-- and counting are jobq__insert_jobs', shared with jobq_enqueue_many.
 --
 -- NULL as a whole array means the default for every job (payloads '{}', no idempotency key,
--- max_attempts 5, run_at now, priority 0, queue 'default'); a NULL element is what jobq_enqueue
--- does with a NULL argument: none / now for idempotency_keys and run_ats, 22004 for a payload,
--- 22023 for the others.
+-- max_attempts 5, run_at now, priority 0, queue 'default', no limit); a NULL element is what
+-- jobq_enqueue does with a NULL argument: none / now for idempotency_keys, run_ats,
+-- limit_groups and limit_keys, 22004 for a payload, 22023 for the others.
 --! levels: producer, worker, admin
 --! granted-as: jobq_enqueue_many
+--! replaces: jobq_enqueue_arrays(text[], jsonb[], text[], int[], timestamptz[], int[], text[])
 
 CREATE OR REPLACE FUNCTION jobq_enqueue_arrays(
     job_types text[],
@@ -24,7 +20,9 @@ CREATE OR REPLACE FUNCTION jobq_enqueue_arrays(
     max_attempts integer[] DEFAULT NULL,
     run_ats timestamptz[] DEFAULT NULL,
     priorities integer[] DEFAULT NULL,
-    queues text[] DEFAULT NULL
+    queues text[] DEFAULT NULL,
+    limit_groups text[] DEFAULT NULL,
+    limit_keys text[] DEFAULT NULL
 ) RETURNS TABLE (ord integer, id uuid)
 LANGUAGE plpgsql
 VOLATILE
@@ -35,14 +33,6 @@ DECLARE
     v_n integer;
     v_bad record;
     v_limit integer;
-    v_ids uuid[];
-    v_types text[];
-    v_keys text[];
-    v_missing integer;
-    v_metrics boolean;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
-    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF job_types IS NULL OR pg_catalog.array_ndims(job_types) > 1 THEN
         RAISE EXCEPTION 'jobq_enqueue_arrays: job_types must be a one-dimensional array, got %',
@@ -66,7 +56,10 @@ BEGIN
          pg_catalog.array_ndims(max_attempts)),
         (4, 'run_ats', pg_catalog.cardinality(run_ats), pg_catalog.array_ndims(run_ats)),
         (5, 'priorities', pg_catalog.cardinality(priorities), pg_catalog.array_ndims(priorities)),
-        (6, 'queues', pg_catalog.cardinality(queues), pg_catalog.array_ndims(queues))
+        (6, 'queues', pg_catalog.cardinality(queues), pg_catalog.array_ndims(queues)),
+        (7, 'limit_groups', pg_catalog.cardinality(limit_groups),
+         pg_catalog.array_ndims(limit_groups)),
+        (8, 'limit_keys', pg_catalog.cardinality(limit_keys), pg_catalog.array_ndims(limit_keys))
     ) AS a (pos, name, n, dims)
     WHERE a.n IS NOT NULL AND (a.n <> v_n OR a.dims > 1)
     ORDER BY a.pos
@@ -79,7 +72,7 @@ BEGIN
     IF v_n = 0 THEN
         RETURN;
     END IF;
-    SELECT s.max_payload_bytes, s.metrics INTO v_limit, v_metrics FROM jobq_settings AS s;
+    SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
 
     -- Validation as set operations: job types and queues are checked once per distinct value
     -- (a batch usually repeats a few), numbers by their range, payloads, keys and times one by
@@ -126,6 +119,12 @@ BEGIN
                 -- the logical size, as jobq_enqueue measures it
                 OR pg_catalog.octet_length(p.v::text) > v_limit
         ))
+        AND (limit_groups IS NULL AND limit_keys IS NULL OR NOT EXISTS (
+            SELECT FROM ROWS FROM (
+                pg_catalog.unnest(limit_groups), pg_catalog.unnest(limit_keys)
+            ) AS l (limit_group, limit_key)
+            WHERE jobq__limit_argument_problem(l.limit_group, l.limit_key) IS NOT NULL
+        ))
     ), FALSE) THEN
         -- The first bad job, in input order.
         SELECT x.ord, x.problem, x.code INTO v_bad
@@ -146,9 +145,9 @@ BEGIN
                         )
                     WHEN NOT pg_catalog.isfinite(e.run_at)
                         THEN pg_catalog.format('run_at must be a finite time, got %s', e.run_at)
-                    ELSE jobq__job_argument_problem(
+                    ELSE coalesce(jobq__job_argument_problem(
                         e.job_type, e.queue, e.idempotency_key, e.max_attempts, e.priority
-                    )
+                    ), jobq__limit_argument_problem(e.limit_group, e.limit_key))
                 END AS problem,
                 CASE
                     WHEN e.payload IS NULL THEN 'null_value_not_allowed'
@@ -167,15 +166,19 @@ BEGIN
                          ELSE u.max_attempts END AS max_attempts,
                     u.run_at,
                     CASE WHEN priorities IS NULL THEN 0 ELSE u.priority END AS priority,
-                    CASE WHEN queues IS NULL THEN 'default' ELSE u.queue END AS queue
+                    CASE WHEN queues IS NULL THEN 'default' ELSE u.queue END AS queue,
+                    u.limit_group,
+                    u.limit_key
                 FROM ROWS FROM (
                     pg_catalog.unnest(job_types), pg_catalog.unnest(payloads),
                     pg_catalog.unnest(idempotency_keys),
                     pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
                     pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
-                    pg_catalog.unnest(queues)
+                    pg_catalog.unnest(queues), pg_catalog.unnest(limit_groups),
+                    pg_catalog.unnest(limit_keys)
                 ) WITH ORDINALITY AS u (
-                    job_type, payload, idempotency_key, max_attempts, run_at, priority, queue, ord
+                    job_type, payload, idempotency_key, max_attempts, run_at, priority, queue,
+                    limit_group, limit_key, ord
                 )
             ) AS e
         ) AS x
@@ -200,175 +203,17 @@ BEGIN
         END IF;
     END IF;
 
-    v_ids := jobq__uuid_v7_many(v_n);
-    IF idempotency_keys IS NULL
-        OR pg_catalog.cardinality(pg_catalog.array_remove(idempotency_keys, NULL)) = 0
-    THEN
-        -- No job has a key: every job is inserted, nothing to deduplicate or look up. The
-        -- queues to wake and the counts for jobq_metrics() come from the arguments, not from
-        -- RETURNING rows of the insert (a copy of every row to aggregate): with neither queues
-        -- nor run_ats, all the jobs are in 'default' and available now.
-        INSERT INTO jobq_jobs AS j (
-            id, queue, job_type, payload, max_attempts, available_at, priority, scheduled
-        )
-        SELECT
-            u.id,
-            coalesce(u.queue, 'default'),
-            u.job_type,
-            coalesce(u.payload, '{}'::jsonb),
-            coalesce(u.max_attempts, 5),
-            coalesce(u.run_at, v_now),
-            coalesce(u.priority, 0),
-            coalesce(u.run_at > v_now, FALSE)
-        FROM ROWS FROM (
-            pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
-            pg_catalog.unnest(payloads),
-            pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
-            pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
-            pg_catalog.unnest(queues)
-        ) AS u (id, job_type, payload, max_attempts, run_at, priority, queue);
-
-        IF queues IS NULL AND run_ats IS NULL THEN
-            PERFORM jobq__notify(ARRAY['default'::text]);
-        ELSE
-            -- job_types gives every job its row when queues or run_ats is NULL.
-            PERFORM jobq__notify(ARRAY(
-                SELECT DISTINCT coalesce(w.queue, 'default')
-                FROM ROWS FROM (
-                    pg_catalog.unnest(job_types), pg_catalog.unnest(queues),
-                    pg_catalog.unnest(run_ats)
-                ) AS w (job_type, queue, run_at)
-                WHERE coalesce(w.run_at <= v_now, TRUE)
-            ));
-        END IF;
-
-        -- jobq__metrics_count reads the setting too; not calling it when counting is off
-        -- (the default) spares building its arrays. (A NULL element of queues was refused
-        -- above.)
-        IF v_metrics THEN
-            PERFORM jobq__metrics_count(
-                'enqueued'::text,
-                coalesce(queues, pg_catalog.array_fill('default'::text, ARRAY[v_n])),
-                job_types, NULL::text[], NULL::double precision[]
-            );
-        END IF;
-
-        RETURN QUERY
-        SELECT u.ord::integer, u.id
-        FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS u (id, ord);
-        RETURN;
-    END IF;
-
-    -- With keys: of several jobs with one key only the first is inserted (the others get its
-    -- id), and a key that exists already inserts nothing (ON CONFLICT DO NOTHING waits for a
-    -- concurrent inserter of that key, as in jobq_enqueue).
-    WITH input AS MATERIALIZED (
-        SELECT
-            u.ord::integer AS ord,
-            u.id AS new_id,
-            u.job_type,
-            coalesce(u.payload, '{}'::jsonb) AS payload,
-            u.idempotency_key,
-            coalesce(u.max_attempts, 5) AS max_attempts,
-            coalesce(u.run_at, v_now) AS available_at,
-            coalesce(u.priority, 0) AS priority,
-            coalesce(u.queue, 'default') AS queue,
-            CASE
-                WHEN u.idempotency_key IS NULL THEN u.id
-                ELSE pg_catalog.first_value(u.id) OVER (
-                    PARTITION BY u.job_type, u.idempotency_key ORDER BY u.ord
-                )
-            END AS first_id
-        FROM ROWS FROM (
-            pg_catalog.unnest(v_ids), pg_catalog.unnest(job_types),
-            pg_catalog.unnest(payloads), pg_catalog.unnest(idempotency_keys),
-            pg_catalog.unnest(jobq_enqueue_arrays.max_attempts),
-            pg_catalog.unnest(run_ats), pg_catalog.unnest(priorities),
-            pg_catalog.unnest(queues)
-        ) WITH ORDINALITY AS u (
-            id, job_type, payload, idempotency_key, max_attempts, run_at, priority, queue, ord
-        )
-    ),
-
-    inserted AS (
-        INSERT INTO jobq_jobs AS j (
-            id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
-            priority, scheduled
-        )
-        SELECT
-            i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-            i.available_at, i.priority, i.available_at > v_now
-        FROM input AS i
-        WHERE i.new_id = i.first_id
-        ORDER BY i.ord
-        ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING j.id, j.queue, j.job_type, j.available_at
-    ),
-
-    woken AS (
-        SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
-        FROM inserted AS w
-        WHERE w.available_at <= v_now
-    ),
-
-    counted AS MATERIALIZED (
-        SELECT jobq__metrics_count(
-            'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            NULL::text[], NULL::double precision[]
-        ) AS n
-        FROM inserted AS c
-    )
-
-    SELECT
-        pg_catalog.array_agg(ins.id ORDER BY i.ord),
-        pg_catalog.array_agg(i.job_type ORDER BY i.ord),
-        pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-    INTO v_ids, v_types, v_keys
-    FROM input AS i
-    LEFT JOIN inserted AS ins ON ins.id = i.first_id
-    CROSS JOIN woken
-    CROSS JOIN counted;
-
-    -- Jobs whose key existed already: read the existing ids with the fresh snapshot of this
-    -- statement (it sees rows that concurrent enqueuers committed meanwhile).
-    LOOP
-        SELECT
-            pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
-            (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
-        INTO v_ids, v_missing
-        FROM ROWS FROM (
-            pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types), pg_catalog.unnest(v_keys)
-        ) WITH ORDINALITY AS r (id, job_type, key, ord)
-        LEFT JOIN jobq_jobs AS j
-            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
-        EXIT WHEN v_missing = 0;
-
-        -- The row of a key vanished between our insert and our read (pruned): enqueue those
-        -- jobs again, one by one, through jobq_enqueue's own loop.
-        SELECT pg_catalog.array_agg(
-            CASE WHEN r.id IS NOT NULL THEN r.id ELSE jobq_enqueue(
-                job_type => job_types[r.ord],
-                payload => coalesce(payloads[r.ord], '{}'::jsonb),
-                idempotency_key => idempotency_keys[r.ord],
-                max_attempts => coalesce(jobq_enqueue_arrays.max_attempts[r.ord], 5),
-                run_at => run_ats[r.ord],
-                priority => coalesce(priorities[r.ord], 0),
-                queue => coalesce(queues[r.ord], 'default'::text),
-                limit_group => NULL::text,
-                limit_key => NULL::text
-            ) END ORDER BY r.ord)
-        INTO v_ids
-        FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
-    END LOOP;
-
     RETURN QUERY
-    SELECT r.ord::integer, r.id
-    FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
+    SELECT r.ord, r.id
+    FROM jobq__insert_jobs(
+        job_types, payloads, idempotency_keys, jobq_enqueue_arrays.max_attempts, run_ats,
+        priorities, queues, limit_groups, limit_keys
+    ) AS r;
 END;
 $$;
 
 COMMENT ON FUNCTION jobq_enqueue_arrays(
-    text[], jsonb[], text[], integer[], timestamptz[], integer[], text[]
+    text[], jsonb[], text[], integer[], timestamptz[], integer[], text[], text[], text[]
 ) IS
 'Adds many jobs in one statement, given one array per column (element i of each array is job
 i), each job with jobq_enqueue''s semantics: an existing idempotency key of the same job type
@@ -376,9 +221,11 @@ returns the existing id; two jobs with the same job type and key get the same id
 inserted). The same jobs as jobq_enqueue_many, without a JSON document to parse; send the
 arrays in binary where the driver can.
 Arguments: job_types (one per job, 1-200 chars; its length is the number of jobs);
-payloads (JSON objects), idempotency_keys, max_attempts, run_ats, priorities, queues: each
-NULL (the default of jobq_enqueue for every job) or with one element per job, bounded as in
-jobq_enqueue. A NULL element of idempotency_keys is no key, of run_ats now.
+payloads (JSON objects), idempotency_keys, max_attempts, run_ats, priorities, queues,
+limit_groups, limit_keys: each NULL (the default of jobq_enqueue for every job) or with one
+element per job, bounded as in jobq_enqueue. A NULL element of idempotency_keys is no key, of
+run_ats now, of limit_groups and limit_keys no limit (a limit_key needs its job''s
+limit_group).
 Result: one row per job, (ord, id), ord counting from 1 in array order.
 Errors: 22023 job_types NULL or multidimensional, an array whose length differs from
 job_types'', a bad element (the message names the element, counting from 1 like ord, and the
@@ -389,5 +236,5 @@ with an empty payload (wake every worker) when more than 100 queues did. The job
 counted in jobq_metrics() (jobq_enqueued_total), in the caller''s transaction.';
 
 REVOKE EXECUTE ON FUNCTION jobq_enqueue_arrays(
-    text[], jsonb[], text[], integer[], timestamptz[], integer[], text[]
+    text[], jsonb[], text[], integer[], timestamptz[], integer[], text[], text[], text[]
 ) FROM PUBLIC;

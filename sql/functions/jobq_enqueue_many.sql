@@ -1,7 +1,8 @@
 -- jobq_enqueue_many: adds many jobs in one statement, ids in input order, with jobq_enqueue's
 -- semantics for each element. Built for 10,000+ jobs per call: one validation pass over the
--- array, one INSERT, no per-element lookup of keys (the first element of a key is found by a
--- window function), and a fast path for arrays without any idempotency key.
+-- array that names the first bad element, one conversion of the elements into one array per
+-- column, then jobq__insert_jobs (shared with jobq_enqueue_arrays) inserts them, with no
+-- lookup per element.
 --! levels: producer, worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_enqueue_many(jobs jsonb) RETURNS TABLE (ord integer, id uuid)
@@ -13,14 +14,15 @@ AS $$
 DECLARE
     v_bad record;
     v_limit integer;
-    v_ords integer[];
-    v_ids uuid[];
-    v_types text[];
+    v_job_types text[];
+    v_payloads jsonb[];
     v_keys text[];
-    v_missing integer;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
-    v_now CONSTANT timestamptz := pg_catalog.now();
+    v_max_attempts integer[];
+    v_run_ats timestamptz[];
+    v_priorities integer[];
+    v_queues text[];
+    v_limit_groups text[];
+    v_limit_keys text[];
 BEGIN
     IF jobs IS NULL OR pg_catalog.jsonb_typeof(jobs) <> 'array' THEN
         RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
@@ -128,137 +130,33 @@ BEGIN
             USING ERRCODE = 'program_limit_exceeded';
     END IF;
 
-    -- Insert. Ids are drawn before the insert so that each element keeps its id in input
-    -- order; of several elements with one idempotency key only the first is inserted, and a
-    -- key that already exists inserts nothing (ON CONFLICT DO NOTHING waits for a concurrent
-    -- inserter of that key, as in jobq_enqueue).
+    -- The elements as one array per column, for jobq__insert_jobs (absent keys are NULL: its
+    -- defaults). jsonb_to_recordset converts each element in C; the checks above make every
+    -- conversion succeed but that of a run_at of the right shape that is no real time.
     BEGIN
-        IF NOT pg_catalog.jsonb_path_exists(jobs, '$[*].idempotency_key ? (@ != null)') THEN
-            -- No element has a key: every element is inserted, nothing to deduplicate or
-            -- look up.
-            RETURN QUERY
-            WITH parsed AS MATERIALIZED (
-                SELECT
-                    x.ord::integer AS ord,
-                    jobq__uuid_v7() AS new_id,
-                    x.elem ->> 'job_type' AS job_type,
-                    coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
-                    coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                    coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
-                    coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
-                    coalesce(x.elem ->> 'queue', 'default') AS queue,
-                    x.elem ->> 'limit_group' AS limit_group,
-                    x.elem ->> 'limit_key' AS limit_key
-                FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
-            ),
-
-            inserted AS (
-                INSERT INTO jobq_jobs AS j (
-                    id, queue, job_type, payload, max_attempts, available_at, priority, scheduled,
-                    limit_group, limit_key
-                )
-                SELECT
-                    p.new_id, p.queue, p.job_type, p.payload, p.max_attempts,
-                    p.available_at, p.priority, p.available_at > v_now,
-                    p.limit_group, p.limit_key
-                FROM parsed AS p
-                ORDER BY p.ord
-                RETURNING j.queue, j.job_type, j.available_at
-            ),
-
-            woken AS (
-                SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
-                FROM inserted AS w
-                WHERE w.available_at <= v_now
-            ),
-
-            counted AS MATERIALIZED (
-                SELECT jobq__metrics_count(
-                    'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                    NULL::text[], NULL::double precision[]
-                ) AS n
-                FROM inserted AS c
-            )
-
-            SELECT p.ord, p.new_id
-            FROM parsed AS p
-            CROSS JOIN woken
-            CROSS JOIN counted
-            ORDER BY p.ord;
-            RETURN;
-        END IF;
-
-        WITH parsed AS MATERIALIZED (
-            SELECT
-                x.ord::integer AS ord,
-                jobq__uuid_v7() AS new_id,
-                x.elem ->> 'job_type' AS job_type,
-                coalesce(x.elem -> 'payload', '{}'::jsonb) AS payload,
-                x.elem ->> 'idempotency_key' AS idempotency_key,
-                coalesce((x.elem ->> 'max_attempts')::integer, 5) AS max_attempts,
-                coalesce((x.elem ->> 'run_at')::timestamptz, v_now) AS available_at,
-                coalesce((x.elem ->> 'priority')::integer, 0) AS priority,
-                coalesce(x.elem ->> 'queue', 'default') AS queue,
-                x.elem ->> 'limit_group' AS limit_group,
-                x.elem ->> 'limit_key' AS limit_key
-            FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
-        ),
-
-        -- first_id: the id of the first element with the same job_type and key (its own id
-        -- without a key).
-        input AS MATERIALIZED (
-            SELECT
-                p.*,
-                CASE
-                    WHEN p.idempotency_key IS NULL THEN p.new_id
-                    ELSE pg_catalog.first_value(p.new_id) OVER (
-                        PARTITION BY p.job_type, p.idempotency_key ORDER BY p.ord
-                    )
-                END AS first_id
-            FROM parsed AS p
-        ),
-
-        inserted AS (
-            INSERT INTO jobq_jobs AS j (
-                id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
-                priority, scheduled, limit_group, limit_key
-            )
-            SELECT
-                i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
-                i.available_at, i.priority, i.available_at > v_now,
-                i.limit_group, i.limit_key
-            FROM input AS i
-            WHERE i.new_id = i.first_id
-            ORDER BY i.ord
-            ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL
-            DO NOTHING
-            RETURNING j.id, j.queue, j.job_type, j.available_at
-        ),
-
-        woken AS (
-            SELECT jobq__notify(pg_catalog.array_agg(DISTINCT w.queue)) AS n
-            FROM inserted AS w
-            WHERE w.available_at <= v_now
-        ),
-
-        counted AS MATERIALIZED (
-            SELECT jobq__metrics_count(
-                'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL::text[], NULL::double precision[]
-            ) AS n
-            FROM inserted AS c
-        )
-
         SELECT
-            pg_catalog.array_agg(i.ord ORDER BY i.ord),
-            pg_catalog.array_agg(ins.id ORDER BY i.ord),
-            pg_catalog.array_agg(i.job_type ORDER BY i.ord),
-            pg_catalog.array_agg(i.idempotency_key ORDER BY i.ord)
-        INTO v_ords, v_ids, v_types, v_keys
-        FROM input AS i
-        LEFT JOIN inserted AS ins ON ins.id = i.first_id
-        CROSS JOIN woken
-        CROSS JOIN counted;
+            pg_catalog.array_agg(r.job_type ORDER BY r.ord),
+            pg_catalog.array_agg(r.payload ORDER BY r.ord),
+            pg_catalog.array_agg(r.idempotency_key ORDER BY r.ord),
+            pg_catalog.array_agg(r.max_attempts ORDER BY r.ord),
+            pg_catalog.array_agg(r.run_at ORDER BY r.ord),
+            pg_catalog.array_agg(r.priority ORDER BY r.ord),
+            pg_catalog.array_agg(r.queue ORDER BY r.ord),
+            pg_catalog.array_agg(r.limit_group ORDER BY r.ord),
+            pg_catalog.array_agg(r.limit_key ORDER BY r.ord)
+        INTO
+            v_job_types, v_payloads, v_keys, v_max_attempts, v_run_ats, v_priorities,
+            v_queues, v_limit_groups, v_limit_keys
+        FROM ROWS FROM (
+            pg_catalog.jsonb_to_recordset(jobs) AS (
+                job_type text, payload jsonb, idempotency_key text, max_attempts integer,
+                run_at timestamptz, priority integer, queue text, limit_group text,
+                limit_key text
+            )
+        ) WITH ORDINALITY AS r (
+            job_type, payload, idempotency_key, max_attempts, run_at, priority, queue,
+            limit_group, limit_key, ord
+        );
     EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
         -- A run_at of the right shape but no real time (30 February): name the element.
         FOR v_bad IN
@@ -279,49 +177,12 @@ BEGIN
         RAISE;  -- not a run_at after all
     END;
 
-    IF v_ords IS NULL THEN
-        RETURN;  -- an empty array
-    END IF;
-
-    -- Elements whose key already existed: read the existing ids with the fresh snapshot of
-    -- this statement (it sees rows that concurrent enqueuers committed meanwhile).
-    LOOP
-        SELECT
-            pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
-            (pg_catalog.count(*) FILTER (WHERE coalesce(r.id, j.id) IS NULL))::integer
-        INTO v_ids, v_missing
-        -- ROWS FROM (unnest, ...): the multi-array unnest() shorthand exists only unqualified.
-        FROM ROWS FROM (
-            pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types),
-            pg_catalog.unnest(v_keys)
-        ) AS r (ord, id, job_type, key)
-        LEFT JOIN jobq_jobs AS j
-            ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
-        EXIT WHEN v_missing = 0;
-
-        -- The row of a key vanished between our insert and our read (pruned): enqueue those
-        -- elements again, one by one, through jobq_enqueue's own loop.
-        SELECT pg_catalog.array_agg(
-            CASE WHEN r.id IS NOT NULL THEN r.id ELSE jobq_enqueue(
-                job_type => x.elem ->> 'job_type',
-                payload => coalesce(x.elem -> 'payload', '{}'::jsonb),
-                idempotency_key => x.elem ->> 'idempotency_key',
-                max_attempts => coalesce((x.elem ->> 'max_attempts')::integer, 5),
-                run_at => (x.elem ->> 'run_at')::timestamptz,
-                priority => coalesce((x.elem ->> 'priority')::integer, 0),
-                queue => coalesce(x.elem ->> 'queue', 'default'),
-                limit_group => x.elem ->> 'limit_group',
-                limit_key => x.elem ->> 'limit_key'
-            ) END ORDER BY r.ord)
-        INTO v_ids
-        FROM ROWS FROM (pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids)) AS r (ord, id)
-        INNER JOIN LATERAL (SELECT jobs -> (r.ord - 1) AS elem) AS x ON true;
-    END LOOP;
-
     RETURN QUERY
     SELECT r.ord, r.id
-    FROM ROWS FROM (pg_catalog.unnest(v_ords), pg_catalog.unnest(v_ids)) AS r (ord, id)
-    ORDER BY r.ord;
+    FROM jobq__insert_jobs(
+        v_job_types, v_payloads, v_keys, v_max_attempts, v_run_ats, v_priorities, v_queues,
+        v_limit_groups, v_limit_keys
+    ) AS r;
 END;
 $$;
 

@@ -4,7 +4,7 @@
 -- worker asked for no retry.
 --
 -- The WHERE clause finds the job by its primary key and tests no status: see the note on
--- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+-- jobq_jobs_claim_check in sql/migrations/.
 --! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_fail(
@@ -29,8 +29,7 @@ DECLARE
     v_error_text text;
     v_job_type text;
     v_claimed_at timestamptz;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN

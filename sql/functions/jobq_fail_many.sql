@@ -7,15 +7,15 @@
 -- was requested), pending (after attempts × backoff), dead_letter or failed exactly as
 -- jobq_fail decides; the error goes to last_error and errors; an ended job that a client
 -- awaits is announced on the done channel. One UPDATE for all, found by the primary key (no
--- status test: see the note on jobq_jobs_claim_check in migrations/0001_jobq_core.sql),
+-- status test: see the note on jobq_jobs_claim_check in sql/migrations/),
 -- instead of one call of jobq_fail per job: one plan, one pass.
 --
 -- SET enable_seqscan = off: the fence `locked_by = worker_id` is selective only when the
 -- statistics know how many jobs are processing. Gathered on a quiet queue (few or none), they
--- make the planner scan the whole table for the worker's rows and join them to the elements:
--- 300 failures beside 20,000 jobs took 395 ms that way, 32 to 77 ms (on a busy machine)
--- through the primary key, one probe per element. Without sequential scans, the primary key
--- is the only way left. The setting applies while this function runs (a function SET
+-- make the planner scan the whole table for the worker's rows and join them to the elements,
+-- several times slower than one primary-key probe per element
+-- (docs/decisions/0003-planner-settings-of-hot-functions.md). Without sequential scans, the
+-- primary key is the only way left. The setting applies while this function runs (a function SET
 -- clause), not to the caller.
 --
 -- SET jit = off, beside it: plans made while this function runs (its own, and those of the
@@ -64,8 +64,7 @@ DECLARE
     v_wake text[];
     v_ended text[];
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_at CONSTANT jsonb := pg_catalog.to_jsonb(v_now);  -- `at` of an errors entry
 BEGIN

@@ -5,12 +5,13 @@
 -- Its reads of jobq_jobs go through partial indexes: processing jobs (jobq_jobs_locked_idx),
 -- available ones (jobq__available), dead letters (jobq_jobs_failed_idx), so that its cost
 -- follows the unfinished and failed jobs, never the succeeded ones kept: it is meant to be
--- polled. SET enable_seqscan = off: statistics gathered while most rows were dead letters
--- (or processing) made the planner read the whole table instead, on every call. And SET jit
--- = off: under that setting the one small table still read whole, jobq_workers (by
+-- polled. SET enable_seqscan = off: with statistics gathered while most rows were dead
+-- letters (or processing), the planner would read the whole table instead, on every call.
+-- SET jit = off: under that setting the one small table still read whole, jobq_workers (by
 -- jobq_unserved_job_types, whose plans are then made under these settings), is costed past
--- jit_above_cost, and each call compiled that read (about 100 ms). The settings apply while
--- this function runs (function SET clauses), not to the caller.
+-- jit_above_cost, and compiling that read costs more than the call. The settings apply while
+-- this function runs (function SET clauses), not to the caller (figures:
+-- docs/decisions/0003-planner-settings-of-hot-functions.md).
 --! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_health(
@@ -38,8 +39,7 @@ DECLARE
     v_owner oid;
     v_schema oid;
     v_schema_name text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF stuck_after IS NULL OR stuck_after <= interval '0' THEN

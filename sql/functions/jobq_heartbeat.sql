@@ -5,10 +5,10 @@
 -- job it holds while, on another connection, it acknowledges some of them
 -- (jobq_complete_many, jobq_fail, jobq_release); two such statements over overlapping rows
 -- that lock them as the plan reaches them lock them in different orders, and PostgreSQL aborts
--- one with 40P01 a deadlock_timeout later (a heartbeat of 2,000 held jobs repeated beside
--- jobq_complete_many of the same jobs in batches of 50 met 34 deadlocks in three rounds).
--- So the heartbeat first locks the held rows with FOR UPDATE SKIP LOCKED and renews those it
--- got. A row locked by someone else is not renewed this time and not counted:
+-- one with 40P01 a deadlock_timeout later; beside batched acknowledgements this is frequent,
+-- not rare (docs/decisions/0005-heartbeat-never-waits.md). So the heartbeat first locks the
+-- held rows with FOR UPDATE SKIP LOCKED and renews those it got. A row locked by someone
+-- else is not renewed this time and not counted:
 --   * by an acknowledgement of the same worker: the claim is ending anyway;
 --   * by a takeover in jobq_dequeue: the claim is ending anyway (it was stale);
 --   * by any other transaction (an operator's UPDATE left open): the next heartbeat renews
@@ -17,7 +17,7 @@
 -- beat leaves two thirds of the timeout.
 --
 -- Both statements find the rows by the primary key and test no status: see the note on
--- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+-- jobq_jobs_claim_check in sql/migrations/.
 --
 -- Cancel requests: the result stays a count, so a worker learns of the cancel requests for the
 -- jobs it holds by calling jobq_cancel_requested with the same ids in the same statement
@@ -34,8 +34,7 @@ AS $$
 DECLARE
     v_renewed integer;
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_heartbeat.worker_id);

@@ -1,7 +1,6 @@
 -- jobq_job_status: the state of given jobs, without their payloads, for producers that want
 -- to know how their jobs ended. One index probe per id. Not for monitors: it returns results
--- and error texts, which the monitor level never sees (migration 0014 takes it back from the
--- roles that had it only as monitors).
+-- and error texts, which the monitor level never sees.
 --! levels: producer, worker, admin
 --! granted-as: jobq_enqueue
 

@@ -13,9 +13,9 @@
 -- connection that ever counted something.
 --
 -- SET jit = off: the per-queue gauges ask jobq_metric_labels whether each queue is admitted,
--- and with the estimates of the recursive reads of the claim index the planner costed the
--- statement past jit_above_cost, so each scrape compiled it (over 200 ms) to read a few
--- hundred rows.
+-- and with the estimates of the recursive reads of the claim index the statement is costed
+-- past jit_above_cost: each scrape would compile it, which costs far more than reading the
+-- few hundred rows (docs/decisions/0003-planner-settings-of-hot-functions.md).
 --! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_metrics() RETURNS TABLE (
@@ -31,8 +31,7 @@ SET enable_bitmapscan = off
 SET jit = off
 AS $$
 DECLARE
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited_queues text[];
     v_limited_oldest timestamptz[];

@@ -2,7 +2,7 @@
 -- counted once. The gauge is kept by the jobq functions as they change jobs (in their own
 -- transactions, so it stays exact); this is for what they did not see: writes to jobq_jobs by
 -- hand, status changes made while metrics were off (jobq_configure calls it when they are
--- turned on again) or by an older jobq during an upgrade to migration 0010.
+-- turned on again) or by an older jobq during an upgrade.
 --
 -- It reads the whole table, once, with writes blocked (LOCK ... IN SHARE MODE: it waits for
 -- the writing transactions of the moment, whose changes are then in the count, and new writers

@@ -3,7 +3,7 @@
 -- a cancel request is not given back but cancelled: it must never run again.
 --
 -- The WHERE clause finds the jobs by their primary key and tests no status: see the note on
--- jobq_jobs_claim_check in migrations/0001_jobq_core.sql.
+-- jobq_jobs_claim_check in sql/migrations/.
 --! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_release(job_ids uuid[], worker_id text) RETURNS integer
@@ -16,8 +16,7 @@ DECLARE
     v_released integer;
     v_ended text[];
     v_error text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     v_error := jobq__worker_id_error(jobq_release.worker_id);

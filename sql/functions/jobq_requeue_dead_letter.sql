@@ -13,8 +13,7 @@ DECLARE
     v_queue text;
     v_old_status text;
     v_job_type text;
-    -- The transaction's time, as a value: Citus refuses now() in a CASE, a COALESCE,
-    -- RETURNING or ON CONFLICT DO UPDATE; a value is the same for PostgreSQL.
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     -- The status it leaves, for jobq_metrics' gauge; the lock keeps it until the UPDATE.

@@ -1,6 +1,7 @@
 -- jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[],
 --                     max_attempts int[], run_ats timestamptz[], priorities int[],
---                     queues text[]) RETURNS TABLE(ord int, id uuid)
+--                     queues text[], limit_groups text[], limit_keys text[])
+--                     RETURNS TABLE(ord int, id uuid)
 --
 -- The jobs of jobq_enqueue_many given one array per column: one row per job, ids in array
 -- order (ord from 1); jobq_enqueue's semantics per job (defaults for NULL arrays, dedupe of
@@ -11,7 +12,7 @@
 --
 -- Not covered here: NOTIFY and concurrency (see tests/python/test_enqueue_speed.py).
 BEGIN;
-SELECT plan(50);
+SELECT plan(66);
 
 DELETE FROM jobq_jobs;
 
@@ -118,6 +119,43 @@ SELECT results_eq(
     'a job given as arrays is the row jobq_enqueue_many makes of it'
 );
 
+-- limit_groups and limit_keys: stored per job, with and without idempotency keys; a NULL
+-- element (or array) is no limit
+CREATE TEMP TABLE lim AS SELECT * FROM jobq_enqueue_arrays(
+    ARRAY['lim', 'lim', 'lim'], limit_groups => ARRAY['cust', 'cust', NULL],
+    limit_keys => ARRAY['acme', NULL, NULL]);
+SELECT results_eq(
+    $$SELECT j.limit_group, j.limit_key FROM lim JOIN jobq_jobs AS j USING (id) ORDER BY lim.ord$$,
+    $$VALUES ('cust'::text, 'acme'::text), ('cust', NULL), (NULL, NULL)$$,
+    'limit_groups and limit_keys are stored per job (no keys): a NULL element is no limit'
+);
+CREATE TEMP TABLE lim_keyed AS SELECT * FROM jobq_enqueue_arrays(
+    ARRAY['limk', 'limk', 'limk'], idempotency_keys => ARRAY['l1', NULL, 'l1'],
+    limit_groups => ARRAY['cust', 'api', 'other'], limit_keys => ARRAY['zeta', NULL, 'x']);
+SELECT results_eq(
+    $$SELECT lk.ord, j.limit_group, j.limit_key FROM lim_keyed AS lk JOIN jobq_jobs AS j USING (id)
+      ORDER BY lk.ord$$,
+    $$VALUES (1, 'cust'::text, 'zeta'::text), (2, 'api', NULL), (3, 'cust', 'zeta')$$,
+    'with idempotency keys too; a repeated key keeps the first job''s limit'
+);
+SELECT is((SELECT count(*)::int FROM lim_keyed AS lk JOIN jobq_jobs AS j USING (id)
+           WHERE j.limit_group IS NULL), 0, 'no limited job lost its limit');
+CREATE TEMP TABLE lim_many AS SELECT * FROM jobq_enqueue_many(
+    '[{"job_type": "lim", "limit_group": "cust", "limit_key": "acme"},
+      {"job_type": "lim", "limit_group": "cust", "idempotency_key": "lm"}]');
+SELECT results_eq(
+    $$SELECT j.limit_group, j.limit_key FROM lim_many JOIN jobq_jobs AS j USING (id) ORDER BY lim_many.ord$$,
+    $$SELECT j.limit_group, j.limit_key FROM lim JOIN jobq_jobs AS j USING (id) WHERE lim.ord <= 2
+      ORDER BY lim.ord$$,
+    'limited jobs given as arrays are the rows jobq_enqueue_many makes of them'
+);
+SELECT lives_ok(
+    format($$SELECT * FROM jobq_enqueue_arrays(ARRAY['lim'], limit_groups => ARRAY[%L],
+                                               limit_keys => ARRAY[%L])$$,
+           repeat('g', 200), repeat('k', 200)),
+    'a limit_group and a limit_key of 200 characters are accepted'
+);
+
 -- bounds are the same as jobq_enqueue's
 SELECT lives_ok(
     format($$SELECT * FROM jobq_enqueue_arrays(ARRAY[%L], NULL, ARRAY[%L], ARRAY[1000], NULL,
@@ -152,6 +190,59 @@ SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a', 'b'], priorities
     'jobq_enqueue_arrays: priorities has 2 elements, job_types has 2: each array has one element '
     || 'per job (or is NULL for the default)',
     'a two-dimensional priorities: 22023 naming priorities');
+
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a', 'b'], limit_groups => ARRAY['g'])$$,
+    '22023',
+    'jobq_enqueue_arrays: limit_groups has 1 elements, job_types has 2: each array has one element '
+    || 'per job (or is NULL for the default)',
+    'limit_groups shorter than job_types: 22023 naming limit_groups');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a'], limit_groups => ARRAY['g'],
+                                                       limit_keys => ARRAY['k', 'l'])$$,
+    '22023',
+    'jobq_enqueue_arrays: limit_keys has 2 elements, job_types has 1: each array has one element '
+    || 'per job (or is NULL for the default)',
+    'limit_keys longer than job_types: 22023 naming limit_keys');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a', 'b'], limit_groups => ARRAY[['g'], ['h']])$$,
+    '22023',
+    'jobq_enqueue_arrays: limit_groups has 2 elements, job_types has 2: each array has one element '
+    || 'per job (or is NULL for the default)',
+    'a two-dimensional limit_groups: 22023 naming limit_groups');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a', 'b'], limit_keys => ARRAY[NULL, 'k'])$$,
+    '22023',
+    'jobq_enqueue_arrays: element 2 (counting from 1): limit_key needs a limit_group',
+    'a limit_key without its limit_group (a NULL limit_groups): 22023 naming the element');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a', 'b'], limit_groups => ARRAY['g', NULL],
+                                                       limit_keys => ARRAY['k', 'k'])$$,
+    '22023',
+    'jobq_enqueue_arrays: element 2 (counting from 1): limit_key needs a limit_group',
+    'a limit_key beside a NULL limit_groups element: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a', 'b'], limit_groups => ARRAY['g', E' \u200b'])$$,
+    '22023',
+    'jobq_enqueue_arrays: element 2 (counting from 1): limit_group must be NULL or a non-blank string',
+    'a blank limit_group: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a'], limit_groups => ARRAY['g'],
+                                                       limit_keys => ARRAY[' '])$$,
+    '22023',
+    'jobq_enqueue_arrays: element 1 (counting from 1): limit_key must be NULL or a non-blank string',
+    'a blank limit_key: 22023');
+SELECT throws_ok(format($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a'], limit_groups => ARRAY[%L])$$,
+                        repeat('g', 201)),
+    '22023',
+    'jobq_enqueue_arrays: element 1 (counting from 1): limit_group is 201 characters long, at most 200 are allowed',
+    'a limit_group of 201 characters: 22023');
+SELECT throws_ok(format($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a'], limit_groups => ARRAY['g'],
+                                                              limit_keys => ARRAY[%L])$$,
+                        repeat('k', 201)),
+    '22023',
+    'jobq_enqueue_arrays: element 1 (counting from 1): limit_key is 201 characters long, at most 200 are allowed',
+    'a limit_key of 201 characters: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a', 'b'], priorities => ARRAY[0, NULL])$$, '22023',
+    'jobq_enqueue_arrays: element 2 (counting from 1): priority must be between -1000000 and 1000000, got NULL',
+    'a NULL priorities element: 22023');
+SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a', ' '], limit_groups => ARRAY[' ', 'g'])$$,
+    '22023',
+    'jobq_enqueue_arrays: element 1 (counting from 1): limit_group must be NULL or a non-blank string',
+    'a bad limit in an earlier job is named before a bad job type in a later one');
 
 SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a', NULL])$$, '22023',
     'jobq_enqueue_arrays: element 2 (counting from 1): job_type must be a non-blank string',

@@ -133,8 +133,8 @@ SELECT is(
     0,
     'each jobq function, public and private, has look-alikes'
 );
--- The look-alikes catch what the issue found: a call that relies on a DEFAULT, or that gives
--- a bare NULL, no longer resolves to jobq's function.
+-- The look-alikes make a call that relies on a DEFAULT, or that gives a bare NULL, resolve to
+-- something else than jobq's function: these calls show that they are in place.
 SELECT throws_ok('SELECT jobq__statuses()', '42725', NULL,
                  'a call that leaves an argument to its DEFAULT is now ambiguous');
 SELECT jobq__metrics_count('x'::text, '{}'::text[], '{}'::text[], NULL, NULL::float8[]);
@@ -221,7 +221,8 @@ SELECT lives_ok($$
     SELECT 'arrays', e.id FROM jobq_enqueue_arrays(
         ARRAY['a', 'a', 'a']::text[], ARRAY['{}', '{"m": 1}', '{}']::jsonb[],
         ARRAY[NULL, 'k2', NULL]::text[], ARRAY[3, 3, 3]::integer[],
-        NULL::timestamptz[], ARRAY[0, 1, 2]::integer[], ARRAY['default', 'q2', 'default']::text[]
+        NULL::timestamptz[], ARRAY[0, 1, 2]::integer[], ARRAY['default', 'q2', 'default']::text[],
+        ARRAY[NULL, 'lg', NULL]::text[], ARRAY[NULL, 'y', NULL]::text[]
     ) AS e
 $$, 'enqueue_arrays');
 SELECT is((SELECT pg_catalog.count(*)::integer FROM jobq_jobs), 8, '8 jobs enqueued');

@@ -15,7 +15,7 @@
 -- the current role, so each test role gets USAGE on schema tap and the use of pgTAP's
 -- temporary tables of this session.
 BEGIN;
-SELECT plan(108);
+SELECT plan(109);
 
 DELETE FROM jobq_jobs;
 
@@ -74,7 +74,9 @@ GRANT USAGE ON SCHEMA public TO tp, tw, ta, tn;
 GRANT EXECUTE ON FUNCTION
     jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text),
     jobq_enqueue_many(jsonb),
-    jobq_enqueue_arrays(text[], jsonb[], text[], integer[], timestamptz[], integer[], text[]),
+    jobq_enqueue_arrays(
+        text[], jsonb[], text[], integer[], timestamptz[], integer[], text[], text[], text[]
+    ),
     jobq_cancel(uuid[], text),
     jobq_job_status(uuid[]),
     jobq_await(uuid[], interval)
@@ -95,7 +97,9 @@ TO tw;
 GRANT EXECUTE ON FUNCTION
     jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text),
     jobq_enqueue_many(jsonb),
-    jobq_enqueue_arrays(text[], jsonb[], text[], integer[], timestamptz[], integer[], text[]),
+    jobq_enqueue_arrays(
+        text[], jsonb[], text[], integer[], timestamptz[], integer[], text[], text[], text[]
+    ),
     jobq_dequeue(text, text[], integer, interval, text[]),
     jobq_complete(uuid, text, integer, jsonb),
     jobq_complete_many(uuid[], text, integer[], jsonb[]),
@@ -158,6 +162,12 @@ SELECT throws_ok($$SELECT jobq_release_orphans('x', '{}')$$, '42501', NULL,
     'producer: cannot release a worker''s claims');
 SELECT throws_ok($$SELECT jobq__retry_at(now(), 1, '1 second')$$, '42501',
     'permission denied for function jobq__retry_at', 'producer: cannot call a private helper');
+SELECT throws_ok(
+    $$SELECT * FROM jobq__insert_jobs(ARRAY['p'], NULL::jsonb[], NULL::text[], NULL::integer[],
+                                      NULL::timestamptz[], NULL::integer[], NULL::text[],
+                                      NULL::text[], NULL::text[])$$,
+    '42501', 'permission denied for function jobq__insert_jobs',
+    'producer: cannot call the insert core of the batch enqueues (it skips their checks)');
 SELECT throws_ok($$INSERT INTO jobq_jobs (job_type) VALUES ('direct')$$, '42501', NULL,
     'producer: cannot insert into jobq_jobs directly');
 SELECT throws_ok($$SELECT jobq_set_limit('g', max_running => 100)$$, '42501',

@@ -101,8 +101,8 @@ GRANT ALL ON SEQUENCE __tcache___id_seq, __tresults___numb_seq TO t_producer;
 SET ROLE t_mallory;
 CREATE TABLE public.shadow_calls (fn text, run_as text);
 GRANT INSERT ON public.shadow_calls TO PUBLIC;
--- The issue's exploit ran ALTER ROLE ... SUPERUSER when its caller was a superuser; this one
--- records who ran it and reports every payload as 0 bytes.
+-- A shadowing function could run ALTER ROLE ... SUPERUSER when its caller is a superuser;
+-- this one records who ran it and reports every payload as 0 bytes.
 CREATE FUNCTION public.pg_column_size(jsonb) RETURNS integer
 LANGUAGE sql AS $$
     INSERT INTO public.shadow_calls VALUES ('pg_column_size(jsonb)', current_user) RETURNING 0
