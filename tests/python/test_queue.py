@@ -374,6 +374,32 @@ def test_queue_without_dsn_falls_back_to_database_url(
         assert isinstance(q.enqueue("t"), uuid.UUID)
 
 
+def test_queue_without_any_dsn_says_how_to_give_one_and_starts_no_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no DSN, JOBQ_DSN or DATABASE_URL, a Queue refuses at its first statement with a
+    message naming each way to give a database, and never starts the embedded server."""
+    for name in ("JOBQ_DSN", "DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    started: list[object] = []
+    monkeypatch.setattr("pgq_client.embedded.start", lambda *a, **k: started.append(a) or "")
+    with Queue() as q, pytest.raises(JobqError) as caught:
+        q.enqueue("t")
+    for fix in ("JOBQ_DSN", "DATABASE_URL", "Queue.embedded()", "pgq_client.embedded.start()"):
+        assert fix in str(caught.value)
+    assert started == []
+
+
+def test_queue_embedded_uses_the_dsn_of_the_embedded_server(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queue.embedded() connects to what pgq_client.embedded.start() returns."""
+    monkeypatch.setattr("pgq_client.embedded.start", lambda home=None: dsn)
+    with Queue.embedded() as q:
+        assert q.dsn == dsn
+        assert isinstance(q.enqueue("t"), uuid.UUID)
+
+
 def test_queue_reconnects_after_its_connection_is_terminated(dsn: str, conn: Conn) -> None:
     with Queue(dsn) as q:
         q.enqueue("t")
