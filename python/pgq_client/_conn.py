@@ -8,24 +8,31 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Generator, Iterator
-from contextlib import contextmanager
+import threading
+import time
+import uuid
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import psycopg
 from psycopg.rows import scalar_row, tuple_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from . import _ops, _sql
 from ._secrets import is_conninfo_error
 from .errors import JobqError, from_psycopg
 from .migrate import breaking_change_in, incompatibility
-from .models import use_fast_json
+from .models import JobStatus, use_fast_json
 
 __all__ = [
     "DSN_SOURCES",
     "SERIALIZATION_RETRIES",
     "Client",
+    "Connectable",
+    "Statuses",
+    "SyncClient",
     "aconnect",
     "connect",
     "resolve_dsn",
@@ -47,6 +54,7 @@ NO_DSN = (
 C = TypeVar("C", psycopg.Connection[Any], psycopg.AsyncConnection[Any])
 P = TypeVar("P")
 S = TypeVar("S", bound="Client[Any, Any]")
+T = TypeVar("T")
 
 
 def serialization_pause(attempt: int) -> float:
@@ -274,3 +282,192 @@ class Client(Generic[C, P]):
 
 def type_name_of(kind: type) -> str:
     return f"psycopg {kind.__name__}"
+
+
+def execute(conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call) -> list[Any]:
+    """Execute ``call`` on ``conn`` and return its rows; with ``own_tx``, on a connection
+    outside autocommit, in a short transaction of its own, committed, so that the connection
+    is idle again (notifications arrive only between transactions)."""
+    # The cursor is not closed by a `with`: its close() is a measurable share of a single
+    # enqueue, and a cursor whose rows are read holds nothing that its release does not free
+    # (psycopg's conn.execute() leaves its cursor so too).
+    try:
+        if own_tx and not conn.autocommit:
+            with conn.transaction():
+                cur = conn.cursor(row_factory=call.row_factory)
+                cur.execute(call.query, call.params, binary=call.binary)
+                return cur.fetchall()
+        cur = conn.cursor(row_factory=call.row_factory)
+        cur.execute(call.query, call.params, binary=call.binary)
+        return cur.fetchall()
+    except psycopg.Error as exc:
+        raise from_psycopg(exc) from exc
+
+
+def command(conn: psycopg.Connection[Any], query: psycopg.sql.Composed) -> None:
+    """LISTEN or UNLISTEN, leaving ``conn`` idle when it was."""
+    with translate_errors(), conn.transaction() if own_transaction(conn) else nullcontext():
+        conn.execute(query)
+
+
+def next_wake(conn: psycopg.Connection[Any], channel: str, seconds: float) -> None:
+    """Until a notification on ``channel`` (some awaited job ended: the caller reads the
+    statuses again), or ``seconds``."""
+    with translate_errors():
+        # Notifications that came while a statement ran are kept by psycopg and come first.
+        for note in conn.notifies(timeout=max(seconds, 0.0)):
+            if note.channel == channel:
+                return
+
+
+async def aexecute(
+    conn: psycopg.AsyncConnection[Any], own_tx: bool, call: _ops.Call
+) -> list[Any]:
+    """As :func:`execute`, on an AsyncConnection."""
+    try:
+        async with (
+            conn.transaction() if own_tx and not conn.autocommit else nullcontext(),
+            conn.cursor(row_factory=call.row_factory) as cur,
+        ):
+            await cur.execute(call.query, call.params, binary=call.binary)
+            return await cur.fetchall()
+    except psycopg.Error as exc:
+        raise from_psycopg(exc) from exc
+
+
+async def acommand(conn: psycopg.AsyncConnection[Any], query: psycopg.sql.Composed) -> None:
+    """LISTEN or UNLISTEN, leaving ``conn`` idle when it was."""
+    with translate_errors():
+        async with conn.transaction() if own_transaction(conn) else nullcontext():
+            await conn.execute(query)
+
+
+async def anext_wake(conn: psycopg.AsyncConnection[Any], channel: str, seconds: float) -> None:
+    """As :func:`next_wake`."""
+    with translate_errors():
+        notes = conn.notifies(timeout=max(seconds, 0.0))
+        try:
+            async for note in notes:
+                if note.channel == channel:
+                    return
+        finally:
+            await notes.aclose()
+
+
+Connectable = str | psycopg.Connection[Any] | ConnectionPool[Any] | None
+Statuses = dict[uuid.UUID, JobStatus]
+
+
+class SyncClient(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
+    """The connections of a :class:`~pgq_client.Queue`: one at a time under a lock (a
+    given one or its own), a pool's, and those it listens on for a wait."""
+
+    _kinds = (psycopg.Connection, ConnectionPool)
+    _other = (psycopg.AsyncConnection, AsyncConnectionPool)
+    _other_hint = " (use AsyncQueue with an AsyncConnection)"
+
+    def __init__(self, dsn: Connectable = None, *, schema: str | None = None) -> None:
+        super().__init__(dsn, schema=schema)
+        self._lock = threading.RLock()
+
+    def _held(self) -> tuple[psycopg.Connection[Any], bool]:
+        """Under ``self._lock``: the connection for one call (the caller's, or the one this
+        client owns, opened or reopened here), and whether the client owns the transaction
+        around it."""
+        if self._conn is not None:
+            conn, owns_tx = self._conn, idle(self._conn)
+        else:
+            stale, self._owned = self._unusable_owned()
+            if stale is not None:
+                stale.close()
+            conn, owns_tx = self._owned or connect(self.dsn), True
+            self._owned = conn
+        self._check_compatible(conn)
+        return conn, owns_tx
+
+    def _check_compatible(self, conn: psycopg.Connection[Any]) -> None:
+        """Once per client: find the schema, refuse one with a breaking change this client
+        does not know."""
+        if self._compatible:
+            return
+        if self._needs_dsn_schema(conn):
+            self.schema = _sql.schema_of_dsn(self.dsn)
+        own = own_transaction(conn)
+        found = _ops.drive(compatibility(self.schema), lambda call: execute(conn, own, call))
+        self._compatible_as(found)
+
+    def close(self) -> None:
+        """Close the connections this client opened (not one it was given)."""
+        with self._lock:
+            opened = self._detach()
+        for conn in opened:
+            conn.close()
+
+    def __enter__(self: S) -> S:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _waited(
+        self, ids: list[uuid.UUID], deadline: float | None, poll: float,
+        finish: Callable[[Statuses], T],
+    ) -> T:
+        """The I/O of :meth:`wait`: ``finish`` of the statuses the wait ends with."""
+        if not ids:
+            return finish({})
+        with self._listener() as (conn, channel):
+
+            def pause(p: _ops.Pause) -> None:
+                if channel is None:
+                    time.sleep(p.seconds)
+                else:
+                    next_wake(conn, channel, p.seconds)
+
+            op = _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None)
+            run: Callable[[_ops.Call], list[Any]] = lambda call: execute(  # noqa: E731
+                conn, own_transaction(conn), self._bound(call)
+            )
+            return finish(_ops.drive(op, run, pause))
+
+    @contextmanager
+    def _listener(self) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
+        """A connection for one wait, and the done channel it LISTENs on (None: it polls)."""
+        self._check_open()
+        if self._pool is not None:
+            with self._pool.connection() as conn:
+                yield from self._listening(conn)
+            return
+        if self._conn is not None:
+            with self._lock:
+                if not idle(self._conn):
+                    self._check_compatible(self._conn)
+                    yield self._conn, None  # LISTEN would take effect only at the caller's commit
+                else:
+                    yield from self._listening(self._conn)
+            return
+        with self._lock:
+            conn = self._take_listener() or connect(self.dsn)
+        try:
+            yield from self._listening(conn)
+        except BaseException:
+            conn.close()
+            raise
+        with self._lock:
+            kept = self._keep_listener(conn)
+        if not kept:
+            conn.close()
+
+    def _listening(
+        self, conn: psycopg.Connection[Any]
+    ) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
+        self._check_compatible(conn)
+        channel = self._done_channel or self._channel_of(
+            execute(conn, own_transaction(conn), done_channel(self.schema))
+        )
+        command(conn, _sql.listen(channel))
+        try:
+            yield conn, channel
+        finally:
+            if not conn.closed and not conn.broken:
+                command(conn, _sql.unlisten(channel))

@@ -12,7 +12,7 @@ import asyncio
 import functools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar, cast
 
 import psycopg
@@ -22,16 +22,19 @@ from . import _ops, _sql
 from ._conn import (
     SERIALIZATION_RETRIES,
     Client,
+    Statuses,
+    acommand,
     aconnect,
+    aexecute,
+    anext_wake,
     compatibility,
     done_channel,
     idle,
     own_transaction,
     serialization_pause,
-    translate_errors,
 )
-from .errors import SerializationFailure, from_psycopg
-from .queue import Queue, Statuses, TxConnection, log
+from .errors import SerializationFailure
+from .queue import Queue, TxConnection, log
 
 __all__ = ["AsyncConnectable", "AsyncQueue", "aconnect"]
 
@@ -111,7 +114,7 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
             self.schema = await asyncio.to_thread(_sql.schema_of_dsn, self.dsn)
         own = own_transaction(conn)
         found = await _ops.adrive(
-            compatibility(self.schema), lambda call: _execute(conn, own, call)
+            compatibility(self.schema), lambda call: aexecute(conn, own, call)
         )
         self._compatible_as(found)
 
@@ -131,13 +134,13 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             await self._check_compatible(conn)
-            return await _execute(conn, False, self._bound(call))
+            return await aexecute(conn, False, self._bound(call))
         tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
         for attempt in range(1, tries + 1):
             owns_tx = True
             try:
                 async with self._connection() as (c, owns_tx):
-                    return await _execute(c, owns_tx, self._bound(call))
+                    return await aexecute(c, owns_tx, self._bound(call))
             except SerializationFailure:
                 if attempt == tries or not owns_tx:
                     raise
@@ -169,12 +172,12 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
                 if channel is None:
                     await asyncio.sleep(p.seconds)
                 else:
-                    await _next_wake(conn, channel, p.seconds)
+                    await anext_wake(conn, channel, p.seconds)
 
             op = _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None)
             return finish(
                 await _ops.adrive(
-                    op, lambda call: _execute(conn, own_transaction(conn), self._bound(call)),
+                    op, lambda call: aexecute(conn, own_transaction(conn), self._bound(call)),
                     pause,
                 )
             )
@@ -215,16 +218,16 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
         await self._check_compatible(conn)
         if self._done_channel is None:
             self._channel_of(
-                await _execute(conn, own_transaction(conn), done_channel(self.schema))
+                await aexecute(conn, own_transaction(conn), done_channel(self.schema))
             )
         channel = self._done_channel
         assert channel is not None
-        await _command(conn, _sql.listen(channel))
+        await acommand(conn, _sql.listen(channel))
         try:
             yield conn, channel
         finally:
             if not conn.closed and not conn.broken:
-                await _command(conn, _sql.unlisten(channel))
+                await acommand(conn, _sql.unlisten(channel))
 
     # -- Queue's methods, awaited -------------------------------------------------------------
 
@@ -261,36 +264,3 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
     limits = _awaited(Queue.limits)
     limit_usage = _awaited(Queue.limit_usage)
 
-
-async def _execute(
-    conn: psycopg.AsyncConnection[Any], own_tx: bool, call: _ops.Call
-) -> list[Any]:
-    """As queue._execute, on an AsyncConnection."""
-    try:
-        async with (
-            conn.transaction() if own_tx and not conn.autocommit else nullcontext(),
-            conn.cursor(row_factory=call.row_factory) as cur,
-        ):
-            await cur.execute(call.query, call.params, binary=call.binary)
-            return await cur.fetchall()
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
-
-
-async def _command(conn: psycopg.AsyncConnection[Any], query: psycopg.sql.Composed) -> None:
-    """LISTEN or UNLISTEN, leaving ``conn`` idle when it was."""
-    with translate_errors():
-        async with conn.transaction() if own_transaction(conn) else nullcontext():
-            await conn.execute(query)
-
-
-async def _next_wake(conn: psycopg.AsyncConnection[Any], channel: str, seconds: float) -> None:
-    """As queue._next_wake."""
-    with translate_errors():
-        notes = conn.notifies(timeout=max(seconds, 0.0))
-        try:
-            async for note in notes:
-                if note.channel == channel:
-                    return
-        finally:
-            await notes.aclose()

@@ -8,27 +8,23 @@ own connection.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Literal, TypeVar
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from . import _ops, _sql
+from . import _ops
 from ._conn import (
     DSN_SOURCES,
     SERIALIZATION_RETRIES,
-    Client,
-    compatibility,
+    Connectable,
+    Statuses,
+    SyncClient,
     connect,
-    done_channel,
-    idle,
-    own_transaction,
+    execute,
     resolve_dsn,
     serialization_pause,
     translate_errors,
@@ -41,13 +37,12 @@ from ._ops import (
     dump_result,
     job_ids_of,
 )
-from .errors import JobqError, SerializationFailure, from_psycopg
+from .errors import JobqError, SerializationFailure
 from .models import (
     BulkSummary,
     Fire,
     HealthRow,
     Job,
-    JobStatus,
     Limit,
     LimitUsage,
     MetricSample,
@@ -77,13 +72,11 @@ T = TypeVar("T")
 
 log = logging.getLogger("pgq_client.queue")
 
-Connectable = str | psycopg.Connection[Any] | ConnectionPool[Any] | None
 # ``conn=``: the caller's connection, a Connection for Queue, an AsyncConnection for AsyncQueue.
 TxConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
-Statuses = dict[uuid.UUID, JobStatus]
 
 
-class Queue(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
+class Queue(SyncClient):
     """Enqueue jobs and administer a jobq installation.
 
     ``Queue(dsn)`` opens (lazily) and owns one autocommit connection, shared by threads under a
@@ -99,42 +92,9 @@ class Queue(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
     this client does not know (:class:`~pgq_client.errors.IncompatibleSchema` otherwise).
     """
 
-    _kinds = (psycopg.Connection, ConnectionPool)
-    _other = (psycopg.AsyncConnection, AsyncConnectionPool)
-    _other_hint = " (use AsyncQueue with an AsyncConnection)"
     _read_ahead: ClassVar[bool] = True  # enqueue_iter reads the next batch in a thread
 
-    def __init__(self, dsn: Connectable = None, *, schema: str | None = None) -> None:
-        super().__init__(dsn, schema=schema)
-        self._lock = threading.RLock()
-
     # -- connection handling ------------------------------------------------------------------
-
-    def _held(self) -> tuple[psycopg.Connection[Any], bool]:
-        """Under ``self._lock``: the connection for one call (the caller's, or the one this
-        Queue owns, opened or reopened here), and whether the Queue owns the transaction
-        around it."""
-        if self._conn is not None:
-            conn, owns_tx = self._conn, idle(self._conn)
-        else:
-            stale, self._owned = self._unusable_owned()
-            if stale is not None:
-                stale.close()
-            conn, owns_tx = self._owned or connect(self.dsn), True
-            self._owned = conn
-        self._check_compatible(conn)
-        return conn, owns_tx
-
-    def _check_compatible(self, conn: psycopg.Connection[Any]) -> None:
-        """Once per Queue: find the schema, refuse one with a breaking change this client
-        does not know."""
-        if self._compatible:
-            return
-        if self._needs_dsn_schema(conn):
-            self.schema = _sql.schema_of_dsn(self.dsn)
-        own = own_transaction(conn)
-        found = _ops.drive(compatibility(self.schema), lambda call: _execute(conn, own, call))
-        self._compatible_as(found)
 
     def _drive(self, op: _ops.Op[T], conn: TxConnection | None = None) -> T:
         """Run one operation of :mod:`._ops` on this Queue's connection (or ``conn``)."""
@@ -151,7 +111,7 @@ class Queue(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             self._check_compatible(conn)
-            return _execute(conn, False, self._bound(call))
+            return execute(conn, False, self._bound(call))
         tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
         for attempt in range(1, tries + 1):
             owns_tx = True
@@ -163,93 +123,16 @@ class Queue(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
                 if self._pool is not None:
                     with self._pool.connection() as c:
                         self._check_compatible(c)
-                        return _execute(c, True, self._bound(call) if self._late else call)
+                        return execute(c, True, self._bound(call) if self._late else call)
                 with self._lock:
                     c, owns_tx = self._held()
-                    return _execute(c, owns_tx, self._bound(call) if self._late else call)
+                    return execute(c, owns_tx, self._bound(call) if self._late else call)
             except SerializationFailure:
                 if attempt == tries or not owns_tx:
                     raise
                 log.debug("serialization failure, retrying (%d/%d)", attempt, tries)
                 time.sleep(serialization_pause(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def close(self) -> None:
-        """Close the connections this Queue opened (not one it was given)."""
-        with self._lock:
-            opened = self._detach()
-        for conn in opened:
-            conn.close()
-
-    def __enter__(self) -> Queue:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _waited(
-        self, ids: list[uuid.UUID], deadline: float | None, poll: float,
-        finish: Callable[[Statuses], T],
-    ) -> T:
-        """The I/O of :meth:`wait`: ``finish`` of the statuses the wait ends with."""
-        if not ids:
-            return finish({})
-        with self._listener() as (conn, channel):
-
-            def pause(p: _ops.Pause) -> None:
-                if channel is None:
-                    time.sleep(p.seconds)
-                else:
-                    _next_wake(conn, channel, p.seconds)
-
-            op = _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None)
-            run: Callable[[_ops.Call], list[Any]] = lambda call: _execute(  # noqa: E731
-                conn, own_transaction(conn), self._bound(call)
-            )
-            return finish(_ops.drive(op, run, pause))
-
-    @contextmanager
-    def _listener(self) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
-        """A connection for one wait, and the done channel it LISTENs on (None: it polls)."""
-        self._check_open()
-        if self._pool is not None:
-            with self._pool.connection() as conn:
-                yield from self._listening(conn)
-            return
-        if self._conn is not None:
-            with self._lock:
-                if not idle(self._conn):
-                    self._check_compatible(self._conn)
-                    yield self._conn, None  # LISTEN would take effect only at the caller's commit
-                else:
-                    yield from self._listening(self._conn)
-            return
-        with self._lock:
-            conn = self._take_listener() or connect(self.dsn)
-        try:
-            yield from self._listening(conn)
-        except BaseException:
-            conn.close()
-            raise
-        with self._lock:
-            kept = self._keep_listener(conn)
-        if not kept:
-            conn.close()
-
-    def _listening(
-        self, conn: psycopg.Connection[Any]
-    ) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
-        self._check_compatible(conn)
-        channel = self._done_channel or self._channel_of(
-            _execute(conn, own_transaction(conn), done_channel(self.schema))
-        )
-        _command(conn, _sql.listen(channel))
-        try:
-            yield conn, channel
-        finally:
-            if not conn.closed and not conn.broken:
-                _command(conn, _sql.unlisten(channel))
-
 
     # -- producing ----------------------------------------------------------------------------
 
@@ -640,38 +523,3 @@ def _check_skip_refused(skip_refused: bool, conn: object) -> None:
             "(a refused batch aborts the caller's transaction)"
         )
 
-
-def _execute(conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call) -> list[Any]:
-    """Execute ``call`` on ``conn`` and return its rows; with ``own_tx``, on a connection
-    outside autocommit, in a short transaction of its own, committed, so that the connection
-    is idle again (notifications arrive only between transactions)."""
-    # The cursor is not closed by a `with`: its close() is a measurable share of a single
-    # enqueue, and a cursor whose rows are read holds nothing that its release does not free
-    # (psycopg's conn.execute() leaves its cursor so too).
-    try:
-        if own_tx and not conn.autocommit:
-            with conn.transaction():
-                cur = conn.cursor(row_factory=call.row_factory)
-                cur.execute(call.query, call.params, binary=call.binary)
-                return cur.fetchall()
-        cur = conn.cursor(row_factory=call.row_factory)
-        cur.execute(call.query, call.params, binary=call.binary)
-        return cur.fetchall()
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
-
-
-def _command(conn: psycopg.Connection[Any], query: psycopg.sql.Composed) -> None:
-    """LISTEN or UNLISTEN, leaving ``conn`` idle when it was."""
-    with translate_errors(), conn.transaction() if own_transaction(conn) else nullcontext():
-        conn.execute(query)
-
-
-def _next_wake(conn: psycopg.Connection[Any], channel: str, seconds: float) -> None:
-    """Until a notification on ``channel`` (some awaited job ended: the caller reads the
-    statuses again), or ``seconds``."""
-    with translate_errors():
-        # Notifications that came while a statement ran are kept by psycopg and come first.
-        for note in conn.notifies(timeout=max(seconds, 0.0)):
-            if note.channel == channel:
-                return
