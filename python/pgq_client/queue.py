@@ -504,7 +504,7 @@ class Queue(SyncClient):
         jobs never has more than ``max_running`` jobs processing at once, nor more than
         ``max_starts`` started within any window of ``per`` (a timedelta or seconds). Both None
         removes the group's limit: its waiting jobs are claimed at once."""
-        self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
+        return self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
 
     def limits(self) -> list[Limit]:
         """The limits set, one per limited group, by group (admin)."""

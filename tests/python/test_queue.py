@@ -34,6 +34,7 @@ from pgq_client import (
     JobFailed,
     JobNotFound,
     JobqError,
+    Limit,
     NotMigrated,
     NullValue,
     PayloadTooLarge,
@@ -923,6 +924,21 @@ def test_schedules(client: Client, dsn: str, conn: Conn) -> None:
         assert q.unschedule("nightly") is True
         assert q.unschedule("nightly") is False
     assert job_row(conn, fires[0].job_id)["payload"] == {"k": 1}
+
+
+def test_limits_are_set_listed_used_and_removed(client: Client, dsn: str, conn: Conn) -> None:
+    """set_limit sets a group's limits (returning None), limits lists them, limit_usage
+    shows a key's use, and set_limit with no limit removes them."""
+    with client.queue(dsn) as q:
+        assert q.set_limit("cust", max_running=2, max_starts=5, per=60) is None
+        job_id = q.enqueue("t", limit_group="cust", limit_key="k")
+        [other] = q.enqueue_many([{"job_type": "t", "limit_group": "cust", "limit_key": "k"}])
+        assert q.limits() == [Limit("cust", 2, 5, timedelta(minutes=1))]
+        assert {j.id for j in q.dequeue("w", batch_size=10)} == {job_id, other}
+        [usage] = q.limit_usage()
+        assert (usage.running, usage.starts_in_window, usage.pending) == (2, 2, 0)
+        q.set_limit("cust")
+        assert q.limits() == []
 
 
 # -- cancellation, results and waiting ----------------------------------------------------------
