@@ -1,7 +1,10 @@
-"""What ``Queue`` and ``AsyncQueue`` share beside the operations of :mod:`._ops`: where the DSN
-comes from, opening a connection, the state of a client (the connection or pool it uses, its
-schema, the connections it listens on), the check of the schema before the first statement,
-and the typed errors. The classes themselves only do the I/O of their kind of connection.
+"""The connections of ``Queue`` and ``AsyncQueue``, beside the operations of :mod:`._ops`.
+
+Both share where the DSN comes from, opening a connection, the state of a client
+(:class:`Client`: the connection or pool it uses, its schema, the connections it listens on),
+the check of the schema before the first statement (itself an operation) and the typed errors.
+:class:`SyncClient` does the blocking I/O of a Queue apart from its hot path (``Queue._run``);
+``AsyncQueue`` does the asyncio I/O in its own module, with :func:`aexecute` and its siblings.
 """
 
 from __future__ import annotations
