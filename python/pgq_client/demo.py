@@ -311,7 +311,7 @@ def run_demo(out: Callable[[str], None] = print) -> None:
     """Run the whole story, printing it through ``out``."""
     started = time.monotonic()
     jobq = jobq_command()
-    dsn, source = resolve_dsn(None)
+    dsn, source = resolve_dsn(None, embedded=True)
     out(f"using {_describe_database(dsn, source)}")
     applied = _reset_schema(dsn)
     out(f"schema {SCHEMA}: dropped and recreated by the migrations ({', '.join(applied)})")

@@ -1,12 +1,12 @@
 """The embedded PostgreSQL that jobq starts for itself when no database is given.
 
-With no ``--dsn``, ``JOBQ_DSN`` or ``DATABASE_URL``, the CLI and ``Queue()`` call
-:func:`get_embedded_dsn`: it starts (or reuses) a PostgreSQL server of the ``pgserver`` package
-in a per-user data directory, creates the database ``jobq`` in it, migrates it and returns a
-connection string. The server listens on a Unix socket in its data directory only, outlives the
-process that started it and is shared by every jobq command of the user; ``jobq embedded
-status|dsn|psql|stop|reset`` manages it. It is for trying jobq and for development: production
-passes ``--dsn``. docs/embedded.md says more.
+With no ``--dsn``, ``JOBQ_DSN`` or ``DATABASE_URL``, the CLI calls :func:`start` (a library
+user asks with ``Queue.embedded()`` or ``Queue(start())``): it starts (or reuses) a PostgreSQL
+server of the ``pgserver`` package in a per-user data directory, creates the database ``jobq``
+in it, migrates it and returns a connection string. The server listens on a Unix socket in its
+data directory only, outlives the process that started it and is shared by every jobq command
+of the user; ``jobq embedded status|dsn|psql|stop|reset`` manages it. It is for trying jobq and
+for development: production passes ``--dsn``. docs/embedded.md says more.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ __all__ = [
     "get_embedded_dsn",
     "psql_path",
     "reset_embedded",
+    "start",
     "stop_embedded",
 ]
 
@@ -270,8 +271,9 @@ def _start(pgdata: Path) -> None:
         ) from None
 
 
-def get_embedded_dsn(home: Path | None = None, *, migrate: bool = True) -> str:
-    """Start (or reuse) the embedded PostgreSQL, migrate its ``jobq`` database, return its DSN.
+def start(home: Path | None = None, *, migrate: bool = True) -> str:
+    """Start (or reuse) the embedded PostgreSQL, migrate its ``jobq`` database, return its DSN
+    (``Queue(pgq_client.embedded.start())``, or ``Queue.embedded()``).
 
     Safe to call from several processes at once: they share one server. The server keeps
     running after this process exits. ``home`` overrides ``$JOBQ_HOME``.
@@ -303,6 +305,10 @@ def get_embedded_dsn(home: Path | None = None, *, migrate: bool = True) -> str:
     if applied:
         logger.info("embedded database: applied migrations %s", ", ".join(applied))
     return dsn
+
+
+# The name the CLI uses.
+get_embedded_dsn = start
 
 
 def describe_embedded(home: Path | None = None) -> str:

@@ -1,24 +1,34 @@
-"""The producer/admin side of the client: a thin wrapper over the ``jobq_*`` functions."""
+"""``Queue``: enqueue jobs and administer a jobq installation, over psycopg's ``Connection``.
+
+Each method builds the operation of :mod:`._ops` (arguments checked, statement, rows mapped)
+and drives it on this class's connection; ``AsyncQueue`` reuses these methods unchanged, on its
+own connection.
+"""
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import psycopg
-from psycopg import sql
-from psycopg.rows import dict_row, tuple_row
-from psycopg_pool import ConnectionPool
 
-from . import _ops, _sql
+from . import _ops
+from ._conn import (
+    DSN_SOURCES,
+    SERIALIZATION_RETRIES,
+    Connectable,
+    Statuses,
+    SyncClient,
+    connect,
+    execute,
+    resolve_dsn,
+    serialization_pause,
+    translate_errors,
+)
 from ._ops import (
     WAIT_POLL_INTERVAL,
     check_aware,
@@ -27,30 +37,29 @@ from ._ops import (
     dump_result,
     job_ids_of,
 )
-from ._secrets import is_conninfo_error
-from .errors import JobqError, SerializationFailure, from_psycopg
-from .migrate import check_compatible
+from .errors import JobqError, SerializationFailure
 from .models import (
     BulkSummary,
     Fire,
     HealthRow,
     Job,
-    JobStatus,
     Limit,
     LimitUsage,
     MetricSample,
     Schedule,
     StatsRow,
     UnservedJobType,
-    use_fast_json,
 )
 
 __all__ = [
+    "DSN_SOURCES",
     "WAIT_POLL_INTERVAL",
     "Connectable",
     "Queue",
+    "TxConnection",
     "check_aware",
     "check_text",
+    "connect",
     "dump_json",
     "dump_result",
     "job_ids_of",
@@ -63,181 +72,38 @@ T = TypeVar("T")
 
 log = logging.getLogger("pgq_client.queue")
 
-Connectable = str | psycopg.Connection[Any] | ConnectionPool[Any] | None
-
-DSN_SOURCES = ("JOBQ_DSN", "DATABASE_URL")
-
-# How often an enqueue in a transaction the Queue owns is retried on a serialization failure.
-SERIALIZATION_RETRIES = 5
+# ``conn=``: the caller's connection, a Connection for Queue, an AsyncConnection for AsyncQueue.
+TxConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
 
 
-def serialization_pause(attempt: int) -> float:
-    """Seconds to wait before trying a transaction again after its ``attempt``-th
-    serialization failure."""
-    return 0.01 * 2.0**attempt
-
-
-def resolve_dsn(dsn: str | None = None) -> tuple[str, str]:
-    """The DSN to use and where it came from: ``dsn`` itself, ``JOBQ_DSN``, ``DATABASE_URL``,
-    else the embedded PostgreSQL (started if needed)."""
-    if dsn:
-        return dsn, "argument"
-    for name in DSN_SOURCES:
-        value = os.environ.get(name)
-        if value:
-            return value, name
-    try:
-        embedded = importlib.import_module("pgq_client.embedded")
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise JobqError(
-            "no database given (set JOBQ_DSN or DATABASE_URL, or pass a DSN), and the embedded "
-            f"PostgreSQL is not available: {exc}"
-        ) from exc
-    return str(embedded.get_embedded_dsn()), "embedded"
-
-
-@contextmanager
-def translate_errors() -> Iterator[None]:
-    """Re-raise psycopg errors as the typed jobq exceptions (the original is ``__cause__``)."""
-    try:
-        yield
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
-
-
-def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
-    """``psycopg.connect(dsn, autocommit=True)`` raising the typed jobq errors, decoding jsonb
-    with :func:`~pgq_client.models.load_json`. A DSN that libpq cannot parse is refused without
-    chaining libpq's error, which may quote the password."""
-    try:
-        conn = psycopg.connect(dsn, autocommit=True, **{**_sql.connect_kwargs(dsn), **kwargs})
-    except psycopg.Error as exc:
-        if is_conninfo_error(exc):
-            raise from_psycopg(exc) from None
-        raise from_psycopg(exc) from exc
-    use_fast_json(conn)
-    return conn
-
-
-class Queue:
+class Queue(SyncClient):
     """Enqueue jobs and administer a jobq installation.
 
     ``Queue(dsn)`` opens (lazily) and owns one autocommit connection, shared by threads under a
     lock; ``Queue(connection)`` and ``Queue(pool)`` use the caller's, which stays theirs to close.
-    ``Queue()`` takes ``JOBQ_DSN``, else ``DATABASE_URL``, else the embedded PostgreSQL.
-    ``schema`` qualifies every call (``"tenant".jobq_enqueue``); None: the schema where the
-    search_path of the given connection or pool, or of the DSN's own settings, finds jobq,
-    asked once (:data:`~pgq_client._sql.FIND_SCHEMA`); the calls are qualified with it. Each
-    call is its own short transaction, except with ``conn=`` (the caller's transaction) or on
-    a borrowed connection that is inside a transaction already.
+    ``Queue()`` takes ``JOBQ_DSN``, else ``DATABASE_URL``, else says how to give a database;
+    ``Queue.embedded()`` uses the embedded PostgreSQL, started if needed. ``schema`` qualifies
+    every call (``"tenant".jobq_enqueue``); None: the schema where the search_path of the given
+    connection or pool, or of the DSN's own settings, finds jobq, asked once. Each call is its
+    own short transaction, except with ``conn=`` (the caller's transaction) or on a borrowed
+    connection that is inside a transaction already.
 
     Before its first statement, a Queue checks once that the schema has no breaking change
     this client does not know (:class:`~pgq_client.errors.IncompatibleSchema` otherwise).
     """
 
-    def __init__(self, dsn: Connectable = None, *, schema: str | None = None) -> None:
-        self._sql = _sql.statements(schema)
-        self.schema = schema
-        self._late = schema is None  # the schema is found before the first statement
-        self._lock = threading.RLock()
-        self._owned: psycopg.Connection[Any] | None = None
-        self._conn: psycopg.Connection[Any] | None = None
-        self._pool: ConnectionPool[Any] | None = None
-        self._dsn: str | None = None
-        if isinstance(dsn, psycopg.Connection):
-            self._conn = dsn
-        elif isinstance(dsn, ConnectionPool):
-            self._pool = dsn
-        elif dsn is None or isinstance(dsn, str):
-            self._dsn = dsn
-        else:
-            raise TypeError(
-                f"Queue() takes a DSN, a psycopg Connection or a ConnectionPool, got {dsn!r}"
-            )
-        self._closed = False
-        self._compatible = False  # checked once, before the first statement
-        # Connections of their own for Queue.wait (LISTEN), kept for the next wait.
-        self._listeners: list[psycopg.Connection[Any]] = []
-        self._done_channel: str | None = None
+    _read_ahead: ClassVar[bool] = True  # enqueue_iter reads the next batch in a thread
 
     # -- connection handling ------------------------------------------------------------------
 
-    @property
-    def dsn(self) -> str:
-        """The DSN this Queue connects to (resolved on first use when none was given)."""
-        if self._conn is not None:
-            return self._conn.info.dsn
-        if self._pool is not None:
-            conninfo = self._pool.conninfo
-            return conninfo() if callable(conninfo) else conninfo
-        if self._dsn is None:
-            self._dsn, _ = resolve_dsn(None)
-        return self._dsn
-
-    def _held(self) -> tuple[psycopg.Connection[Any], bool]:
-        """Under ``self._lock``: the connection for one call (the caller's, or the one this
-        Queue owns, opened or reopened here), and whether the Queue owns the transaction
-        around it."""
-        if self._conn is not None:
-            conn = self._conn
-            # pgconn's status, not conn.info's: conn.info builds an object per call
-            owns_tx = conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        else:
-            if self._owned is None or self._owned.closed or self._owned.broken:
-                if self._owned is not None:
-                    self._owned.close()
-                    self._owned = None
-                self._owned = connect(self.dsn)
-            conn, owns_tx = self._owned, True
-        self._check_compatible(conn)
-        return conn, owns_tx
-
-    def _check_compatible(self, conn: psycopg.Connection[Any]) -> None:
-        """Once per Queue: refuse a schema with a breaking change this client does not know."""
-        if self._compatible:
-            return
-        idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        with translate_errors():
-            if idle and not conn.autocommit:  # leave the connection as it was: idle
-                with conn.transaction():
-                    self._find_schema(conn)
-                    check_compatible(conn, self.schema)
-            else:
-                self._find_schema(conn)
-                check_compatible(conn, self.schema)
-        self._compatible = True
-
-    def _find_schema(self, conn: psycopg.Connection[Any]) -> None:
-        """Given no schema: the one the application's search_path finds, asked on its own
-        connection or pool, or on a connection with the DSN's own settings (the Queue's own
-        connections run with ``search_path = pg_catalog, pg_temp``)."""
-        if self.schema is not None:
-            return
-        if _sql.opened_by_jobq(conn):
-            self.schema = _sql.schema_of_dsn(self.dsn)
-        else:  # the application's connection: a given one, a pool's, or a call's conn=
-            self.schema = _sql.find_schema(conn)
-        self._sql = _sql.statements(self.schema)
-
-    def _bound(self, call: _ops.Call) -> _ops.Call:
-        """``call`` with the schema put in, for an operation made before it was found."""
-        assert self.schema is not None
-        return call._replace(query=_sql.bind_schema(call.query, self.schema))
-
-    def _drive(self, op: _ops.Op[T], conn: psycopg.Connection[Any] | None = None) -> T:
+    def _drive(self, op: _ops.Op[T], conn: TxConnection | None = None) -> T:
         """Run one operation of :mod:`._ops` on this Queue's connection (or ``conn``)."""
         self._check_conn(conn)
-        return _ops.drive(op, lambda call: self._run(call, conn))
+        return _ops.drive(op, lambda call: self._run(call, conn))  # type: ignore[arg-type]
 
-    @staticmethod
-    def _check_conn(conn: Any) -> None:
-        """Refuse a ``conn=`` that is not a psycopg (synchronous) Connection."""
-        if conn is not None and not isinstance(conn, psycopg.Connection):
-            raise TypeError(
-                f"conn must be a psycopg Connection, got {_type_name(conn)}"
-                + (" (use AsyncQueue with an AsyncConnection)"
-                   if isinstance(conn, psycopg.AsyncConnection) else "")
-            )
+    def _first(self, call: _ops.Call, conn: psycopg.Connection[Any] | None) -> Any:
+        # One statement, run without _drive: every single enqueue's path.
+        return self._run(call, conn)[0]
 
     def _run(self, call: _ops.Call, conn: psycopg.Connection[Any] | None) -> list[Any]:
         """Execute one statement and return its rows, as one short transaction unless
@@ -245,74 +111,28 @@ class Queue:
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             self._check_compatible(conn)
-            if self._late:
-                call = self._bound(call)
-            with translate_errors(), conn.cursor(row_factory=call.row_factory) as cur:
-                cur.execute(call.query, call.params, binary=call.binary)
-                return cur.fetchall()
+            return execute(conn, False, self._bound(call))
         tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
         for attempt in range(1, tries + 1):
             owns_tx = True
             # Written out rather than through a context manager yielding the connection: this
-            # is every enqueue's path, where each layer of Python shows in the latency
-            # (docs/performance.md); psycopg's errors become jobq's here for the same reason.
+            # is every enqueue's path, where each layer of Python shows in the latency.
             try:
                 if self._closed:
                     raise JobqError("this Queue is closed")
                 if self._pool is not None:
                     with self._pool.connection() as c:
                         self._check_compatible(c)
-                        if self._late:
-                            call = self._bound(call)
-                        return self._execute_call(c, True, call)
+                        return execute(c, True, self._bound(call) if self._late else call)
                 with self._lock:
                     c, owns_tx = self._held()
-                    if self._late:
-                        call = self._bound(call)
-                    return self._execute_call(c, owns_tx, call)
+                    return execute(c, owns_tx, self._bound(call) if self._late else call)
             except SerializationFailure:
                 if attempt == tries or not owns_tx:
                     raise
                 log.debug("serialization failure, retrying (%d/%d)", attempt, tries)
                 time.sleep(serialization_pause(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
-
-    @staticmethod
-    def _execute_call(c: psycopg.Connection[Any], owns_tx: bool, call: _ops.Call) -> list[Any]:
-        """Execute ``call`` on ``c`` and return its rows, in one short transaction of its own
-        when the Queue owns the transaction on a connection that is not in autocommit."""
-        # The cursor is not closed by a `with`: its close() cost a single enqueue 6,000 of
-        # 155,000 instructions (callgrind), and a cursor whose rows are read holds nothing
-        # that its release does not free (psycopg's conn.execute() leaves its cursor so too).
-        try:
-            if owns_tx and not c.autocommit:
-                # A borrowed idle connection: one short transaction, committed.
-                with c.transaction():
-                    cur = c.cursor(row_factory=call.row_factory)
-                    cur.execute(call.query, call.params, binary=call.binary)
-                    return cur.fetchall()
-            cur = c.cursor(row_factory=call.row_factory)
-            cur.execute(call.query, call.params, binary=call.binary)
-            return cur.fetchall()
-        except psycopg.Error as exc:
-            raise from_psycopg(exc) from exc
-
-    def close(self) -> None:
-        """Close the connections this Queue opened (not one it was given)."""
-        with self._lock:
-            self._closed = True
-            if self._owned is not None:
-                self._owned.close()
-                self._owned = None
-            listeners, self._listeners = self._listeners, []
-        for conn in listeners:
-            conn.close()
-
-    def __enter__(self) -> Queue:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- producing ----------------------------------------------------------------------------
 
@@ -326,7 +146,7 @@ class Queue:
         priority: int = 0,
         max_attempts: int = 5,
         queue: str = "default",
-        conn: psycopg.Connection[Any] | None = None,
+        conn: TxConnection | None = None,
         limit_group: str | None = None,
         limit_key: str | None = None,
     ) -> uuid.UUID:
@@ -337,21 +157,21 @@ class Queue:
         ``limit_key`` name the concurrency and rate limits it counts against
         (:meth:`set_limit`): each key of a group has the group's limits for itself.
         """
-        # One statement: run directly, not through _drive (see _ops.enqueue_call).
         if conn is not None:
             self._check_conn(conn)
-        call = _ops.enqueue_call(
-            self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
-            queue, limit_group, limit_key,
+        return self._first(  # type: ignore[no-any-return]
+            _ops.enqueue_call(
+                self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
+                queue, limit_group, limit_key,
+            ),
+            conn,  # type: ignore[arg-type]
         )
-        job_id: uuid.UUID = self._run(call, conn)[0]
-        return job_id
 
     def enqueue_many(
         self,
         jobs: Sequence[Mapping[str, Any]],
         *,
-        conn: psycopg.Connection[Any] | None = None,
+        conn: TxConnection | None = None,
     ) -> list[uuid.UUID]:
         """Add many jobs in one statement; returns their ids in input order.
 
@@ -367,7 +187,7 @@ class Queue:
         batch_size: int = 5000,
         skip_refused: bool = False,
         progress: Callable[[int], None] | None = None,
-        conn: psycopg.Connection[Any] | None = None,
+        conn: TxConnection | None = None,
     ) -> BulkSummary:
         """Add any number of jobs, read lazily from ``jobs`` (dicts with the keys of
         :meth:`enqueue_many`), in batches of ``batch_size`` (1 to 100,000): one statement and
@@ -385,7 +205,10 @@ class Queue:
         """
         _check_skip_refused(skip_refused, conn)
         return self._drive(
-            _ops.enqueue_iter(self._sql, jobs, batch_size, skip_refused, progress, True), conn
+            _ops.enqueue_iter(
+                self._sql, jobs, batch_size, skip_refused, progress, self._read_ahead
+            ),
+            conn,
         )
 
     # -- working (thin wrappers; the Worker is the usual way to consume) ----------------------
@@ -474,7 +297,7 @@ class Queue:
         job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
         reason: str | None = None,
         *,
-        conn: psycopg.Connection[Any] | None = None,
+        conn: TxConnection | None = None,
     ) -> dict[uuid.UUID, str]:
         """Cancel jobs (``jobq_cancel``). A pending job is cancelled at once; a running one is
         asked to stop (its handler sees ``job.cancel_requested()`` turn true) and ends
@@ -489,7 +312,7 @@ class Queue:
 
     def status(
         self, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
-    ) -> dict[uuid.UUID, JobStatus]:
+    ) -> Statuses:
         """How each known job stands now (``jobq_job_status``: status, attempts, result,
         last_error, finished_at, cancel_requested; no payload), in the order given; unknown ids
         are left out."""
@@ -501,7 +324,7 @@ class Queue:
         timeout: timedelta | float | None = 30.0,
         *,
         poll_interval: timedelta | float = WAIT_POLL_INTERVAL,
-    ) -> dict[uuid.UUID, JobStatus]:
+    ) -> Statuses:
         """Wait until every known job of ``job_ids`` has finished (succeeded, failed,
         dead_letter, cancelled), or until ``timeout`` seconds have passed (None: no limit), and
         return their statuses at that moment, as :meth:`status` does. It never raises for a
@@ -516,22 +339,7 @@ class Queue:
         pool for the wait; ``Queue(connection)`` waits on that connection (holding the Queue's
         lock), and polls only when the connection is inside a transaction.
         """
-        ids, deadline, poll = _ops.wait_args(job_ids, timeout, poll_interval)
-        if not ids:
-            return {}
-        with self._listener() as (conn, channel):
-
-            def pause(p: _ops.Pause) -> None:
-                if channel is None:
-                    time.sleep(p.seconds)
-                else:
-                    _next_wake(conn, channel, p.unfinished, p.seconds)
-
-            return _ops.drive(
-                _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None),
-                lambda call: _execute(conn, self._bound(call).query, call.params),
-                pause,
-            )
+        return self._waited(*_ops.wait_args(job_ids, timeout, poll_interval), lambda st: st)
 
     def result(
         self,
@@ -546,67 +354,10 @@ class Queue:
         ``TimeoutError`` when it has not finished within ``timeout``, and
         :class:`~pgq_client.JobNotFound` for an unknown id."""
         (wanted,) = job_ids_of(job_id, "job_id")
-        found = self.wait([wanted], timeout, poll_interval=poll_interval).get(wanted)
-        return _ops.result(wanted, found, timeout)
-
-    @contextmanager
-    def _listener(self) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
-        """A connection for one wait, and the done channel it LISTENs on (None: it polls)."""
-        if self._closed:
-            raise JobqError("this Queue is closed")
-        if self._pool is not None:
-            with self._pool.connection() as conn:
-                yield from self._listening(conn)
-            return
-        if self._conn is not None:
-            with self._lock:
-                conn = self._conn
-                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                    self._check_compatible(conn)
-                    yield conn, None  # LISTEN would take effect only at the caller's commit
-                else:
-                    yield from self._listening(conn)
-            return
-        with self._lock:
-            conn = self._listeners.pop() if self._listeners else None
-        if conn is None or conn.closed or conn.broken:
-            conn = connect(self.dsn)
-        try:
-            yield from self._listening(conn)
-        except BaseException:
-            conn.close()
-            raise
-        with self._lock:
-            if self._closed:
-                conn.close()
-            else:
-                self._listeners.append(conn)
-
-    def _listening(
-        self, conn: psycopg.Connection[Any]
-    ) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
-        self._check_compatible(conn)
-        channel = self._channel(conn)
-        _execute(conn, _sql.listen(channel))
-        try:
-            yield conn, channel
-        finally:
-            if not conn.closed and not conn.broken:
-                with translate_errors():
-                    _execute(conn, _sql.unlisten(channel))
-
-    def _channel(self, conn: psycopg.Connection[Any]) -> str:
-        if self._done_channel is None:
-            with translate_errors(), conn.cursor(row_factory=tuple_row) as cur:
-                row = cur.execute(
-                    _sql.EVENT_CHANNEL, {"schema": self.schema, "kind": _sql.DONE}
-                ).fetchone()
-                if not conn.autocommit and conn.info.transaction_status == (
-                    psycopg.pq.TransactionStatus.INTRANS
-                ):
-                    conn.commit()
-            self._done_channel = str(row[0]) if row else _sql.event_channel("public", _sql.DONE)
-        return self._done_channel
+        ids, deadline, poll = _ops.wait_args([wanted], timeout, poll_interval)
+        return self._waited(
+            ids, deadline, poll, lambda found: _ops.result(wanted, found.get(wanted), timeout)
+        )
 
     # -- administration -----------------------------------------------------------------------
 
@@ -753,7 +504,7 @@ class Queue:
         jobs never has more than ``max_running`` jobs processing at once, nor more than
         ``max_starts`` started within any window of ``per`` (a timedelta or seconds). Both None
         removes the group's limit: its waiting jobs are claimed at once."""
-        self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
+        return self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
 
     def limits(self) -> list[Limit]:
         """The limits set, one per limited group, by group (admin)."""
@@ -765,12 +516,6 @@ class Queue:
         return self._drive(_ops.limit_usage(self._sql))
 
 
-def _type_name(value: object) -> str:
-    """``module.Class`` of a value: ``sqlalchemy.engine.base.Connection`` is not psycopg's."""
-    kind = type(value)
-    return f"{kind.__module__}.{kind.__qualname__}"
-
-
 def _check_skip_refused(skip_refused: bool, conn: object) -> None:
     if skip_refused and conn is not None:
         raise ValueError(
@@ -778,32 +523,3 @@ def _check_skip_refused(skip_refused: bool, conn: object) -> None:
             "(a refused batch aborts the caller's transaction)"
         )
 
-
-def _execute(
-    conn: psycopg.Connection[Any],
-    query: _sql.Query | sql.Composed,
-    params: Mapping[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    """One statement on a connection that may be outside autocommit: then in a transaction of
-    its own, committed, so that the connection is idle again (notifications arrive only
-    between transactions). Its rows as dicts."""
-    with translate_errors():
-        if conn.autocommit or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            with conn.cursor(row_factory=dict_row) as cur:
-                cur.execute(query, params)
-                return cur.fetchall() if cur.description is not None else []
-        with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(query, params)
-            return cur.fetchall() if cur.description is not None else []
-
-
-def _next_wake(
-    conn: psycopg.Connection[Any], channel: str, unfinished: frozenset[str], seconds: float
-) -> None:
-    """Until a notification on ``channel`` (some awaited job ended: the caller re-reads the
-    statuses of its ``unfinished`` jobs), or ``seconds``."""
-    with translate_errors():
-        # Notifications that came while a statement ran are kept by psycopg and come first.
-        for note in conn.notifies(timeout=max(seconds, 0.0)):
-            if note.channel == channel:
-                return

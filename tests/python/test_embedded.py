@@ -150,11 +150,10 @@ def test_embedded_server_starts_migrated_and_listens_on_a_private_socket_only(
 
 
 def test_embedded_server_survives_the_process_that_started_it(jobq_home: Path) -> None:
-    # Process 1 starts the server (via Queue(), which falls back to the embedded database
-    # when no DSN is configured), enqueues a job and exits.
+    # Process 1 starts the server (via Queue.embedded()), enqueues a job and exits.
     produce = """
         from pgq_client import Queue
-        with Queue() as q:
+        with Queue.embedded() as q:
             print(q.enqueue("thumbnail", {"image": "cat.png"}, idempotency_key="survive:1"))
     """
     job_id = _ok(_python(produce, jobq_home)).strip()
