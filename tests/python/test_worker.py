@@ -1257,3 +1257,19 @@ def test_cli_worker_interrupted_twice_says_so_and_exits_non_zero(
     assert proc.returncode == 130, lines
     assert not any("Traceback" in line for line in lines), lines
     assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 1
+
+
+def test_a_worker_without_any_dsn_says_how_to_give_one_and_starts_no_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no DSN, JOBQ_DSN or DATABASE_URL, a Worker refuses to run with the message naming
+    each way to give a database, and never starts the embedded server (the CLI does that)."""
+    for name in ("JOBQ_DSN", "DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    started: list[object] = []
+    monkeypatch.setattr("pgq_client.embedded.start", lambda *a, **k: started.append(a) or "")
+    with pytest.raises(JobqError) as caught:
+        Worker(handlers={"t": lambda job: None}).run(burst=True)
+    for fix in ("JOBQ_DSN", "DATABASE_URL", "pgq_client.embedded.start()"):
+        assert fix in str(caught.value)
+    assert started == []

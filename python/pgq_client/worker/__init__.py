@@ -383,7 +383,7 @@ class Worker:
             conninfo = self._given_pool.conninfo
             return (conninfo() if callable(conninfo) else conninfo), "the given pool"
         if self._dsn is None:
-            return resolve_dsn(None)
+            return resolve_dsn(None, embedded=False)
         return self._dsn, "the given DSN"
 
     def _find_schema(self, dsn: str) -> str:
