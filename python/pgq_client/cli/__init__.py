@@ -41,7 +41,7 @@ Examples:
 @click.group(
     cls=JobqGroup,
     help=MAIN_HELP,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
 )
 @click.version_option(
     package_name=DIST_NAME, prog_name="jobq", message="%(prog)s %(version)s (" + DIST_NAME + ")"

@@ -10,7 +10,7 @@ import click
 
 from ..models import STATUSES, JobStatus
 from .base import command, fail, group, settings
-from .output import compact, echo_json, error_line, jobs_table, show_job, table, when
+from .output import compact, echo_json, error_line, jobs_table, show_job, table
 from .parsing import Duration, parse_ids
 
 _IDS = click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
@@ -40,7 +40,7 @@ def jobs(_ctx: click.Context) -> None:
 )
 @click.option("--queue", metavar="Q", help="Only jobs of this queue.")
 @click.option("--type", "job_type", metavar="T", help="Only jobs of this job type.")
-@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=100)
 def jobs_list(
     ctx: click.Context,
     statuses: tuple[str, ...],
@@ -119,7 +119,7 @@ def _print_statuses(
                 st.id,
                 st.status,
                 st.attempts,
-                when(st.finished_at),
+                st.finished_at,
                 "yes" if st.cancel_requested else "",
                 compact(st.result),
                 error_line(st.last_error, 60),
@@ -150,7 +150,6 @@ def jobs_status(ctx: click.Context, job_ids: tuple[str, ...], as_json: bool) -> 
     "--timeout",
     type=Duration(),
     default="30s",
-    show_default=True,
     metavar="DURATION",
     help="Give up after this long: seconds, or 90s, 30m, 12h, 1h30m.",
 )
@@ -219,7 +218,7 @@ def dead_letter(_ctx: click.Context) -> None:
 @command(dead_letter, "list", json=True)
 @click.option("--job-type", metavar="T")
 @click.option("--queue", metavar="Q")
-@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=100)
 def dead_letter_list(
     ctx: click.Context, job_type: str | None, queue: str | None, limit: int, as_json: bool
 ) -> None:

@@ -12,13 +12,17 @@ import click
 
 from ..models import FINISHED_STATUSES, MetricSample
 from .base import Settings, command, fail, group, settings
-from .output import echo_json, table, when
+from .output import cell, echo_json, table
 from .parsing import Duration, parse_payload
 
 if TYPE_CHECKING:
     from ..metrics import ListenAddress
 
 _UTC = timezone.utc
+
+
+def _fields(row: object, names: list[str]) -> dict[str, object]:
+    return {name: getattr(row, name) for name in names}
 
 
 @command(json=True, examples="jobq stats\njobq stats --schema tenant_a --json")
@@ -32,8 +36,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
         click.echo("no jobs")
     else:
         headers = ["queue", "job_type", "status", "jobs", "oldest_available_at"]
-        cells = [(r.queue, r.job_type, r.status, r.jobs, when(r.oldest_available_at)) for r in rows]
-        click.echo(table(headers, cells))
+        click.echo(table(headers, [[getattr(r, h) for h in headers] for r in rows]))
 
 
 @command(None, "metrics", examples="jobq metrics\njobq metrics --serve 127.0.0.1:9187")
@@ -141,7 +144,6 @@ def configure(
     "--older-than",
     type=Duration(),
     default="7d",
-    show_default=True,
     metavar="DURATION",
     help="Only jobs finished longer ago than this: seconds, or 90s, 30m, 12h, 7d, 1w, 1h30m.",
 )
@@ -156,7 +158,6 @@ def configure(
     "--batch-size",
     type=click.IntRange(min=1),
     default=10_000,
-    show_default=True,
     help="Jobs deleted per transaction (the oldest first), until none is left.",
 )
 def prune(
@@ -192,15 +193,14 @@ def schedule(_ctx: click.Context) -> None:
 @click.argument("cron")
 @click.argument("job_type", metavar="TYPE")
 @click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
-@click.option("--timezone", default="UTC", show_default=True, help="IANA zone of the cron times.")
-@click.option("--queue", default="default", show_default=True)
-@click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
-@click.option("--max-attempts", type=int, default=5, show_default=True)
+@click.option("--timezone", default="UTC", help="IANA zone of the cron times.")
+@click.option("--queue", default="default")
+@click.option("--priority", type=int, default=0, help="Higher runs first.")
+@click.option("--max-attempts", type=int, default=5)
 @click.option(
     "--catch-up",
     type=click.Choice(["skip", "latest", "all"]),
     default="latest",
-    show_default=True,
     help="Fires nobody ticked in time: none, the most recent, or each (1,000 at most).",
 )
 @click.option("--paused", is_flag=True, help="Create or keep it paused (fires nothing).")
@@ -236,7 +236,7 @@ def schedule_set(
             catch_up=catch_up,
             paused=paused,
         )
-    click.echo(f"{name}: next fire {when(next_run_at.astimezone(_UTC))}")
+    click.echo(f"{name}: next fire {cell(next_run_at.astimezone(_UTC))}")
 
 
 @command(schedule, "list", json=True)
@@ -248,8 +248,7 @@ def schedule_list(ctx: click.Context, as_json: bool) -> None:
         fields = ["name", "cron", "timezone", "job_type", "payload", "queue", "priority"]
         fields += ["max_attempts", "catch_up", "paused", "next_run_local"]
         echo_json([
-            {**{f: getattr(r, f) for f in fields}, "next_run_utc": r.next_run_at.astimezone(_UTC)}
-            for r in rows
+            {**_fields(r, fields), "next_run_utc": r.next_run_at.astimezone(_UTC)} for r in rows
         ])
         return
     if not rows:
@@ -264,8 +263,8 @@ def schedule_list(ctx: click.Context, as_json: bool) -> None:
             r.job_type,
             r.catch_up,
             "yes" if r.paused else "",
-            r.next_run_local.isoformat(sep=" ", timespec="seconds"),
-            when(r.next_run_at.astimezone(_UTC)),
+            r.next_run_local,
+            r.next_run_at.astimezone(_UTC),
         )
         for r in rows
     ]
@@ -288,7 +287,7 @@ def tick(ctx: click.Context) -> None:
     with settings(ctx).queue() as q:
         fires = q.tick()
     for f in fires:
-        click.echo(f"{f.schedule}  {when(f.fire_at.astimezone(_UTC))}  {f.job_id}")
+        click.echo(f"{f.schedule}  {cell(f.fire_at.astimezone(_UTC))}  {f.job_id}")
     click.echo(f"{len(fires)} fires enqueued")
 
 
@@ -359,22 +358,11 @@ def limit_list(ctx: click.Context, as_json: bool) -> None:
         limits = q.limits()
         usage = q.limit_usage()
     if as_json:
-        keys = ["limit_group", "limit_key", "running", "max_running", "starts_in_window"]
-        keys += ["max_starts", "pending"]
+        keys = ["limit_group", "max_running", "max_starts"]
+        used = [*keys, "limit_key", "running", "starts_in_window", "pending"]
         echo_json({
-            "limits": [
-                {
-                    "limit_group": r.limit_group,
-                    "max_running": r.max_running,
-                    "max_starts": r.max_starts,
-                    "per_seconds": _seconds(r.per),
-                }
-                for r in limits
-            ],
-            "usage": [
-                {**{k: getattr(u, k) for k in keys}, "per_seconds": _seconds(u.per)}
-                for u in usage
-            ],
+            "limits": [{**_fields(r, keys), "per_seconds": _seconds(r.per)} for r in limits],
+            "usage": [{**_fields(u, used), "per_seconds": _seconds(u.per)} for u in usage],
         })
         return
     if not limits:
@@ -385,18 +373,18 @@ def limit_list(ctx: click.Context, as_json: bool) -> None:
     cells = [(r.limit_group, r.max_running, r.max_starts, p) for r, p in rows]
     click.echo(table(["limit_group", "max_running", "max_starts", "per"], cells))
     if usage:
-        used = [
+        now = [
             (
                 u.limit_group,
                 u.limit_key,
-                f"{u.running}/{u.max_running}" if u.max_running else str(u.running),
+                f"{u.running}/{u.max_running}" if u.max_running else u.running,
                 f"{u.starts_in_window}/{u.max_starts}" if u.max_starts else "",
-                str(u.pending),
+                u.pending,
             )
             for u in usage
         ]
         headers = ["limit_group", "limit_key", "running", "starts_in_window", "pending"]
-        click.echo("\n" + table(headers, used))
+        click.echo("\n" + table(headers, now))
 
 
 @command(limit, "delete")

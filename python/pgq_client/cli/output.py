@@ -15,17 +15,20 @@ from ..errors import error_summary
 from ..models import Job
 
 
+def cell(value: object) -> str:
+    """A value as a table shows it: nothing for None, times to the second."""
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    return "" if value is None else str(value)
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    cells = [[cell(v) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     return "\n".join(lines)
-
-
-def when(value: datetime | None) -> str:
-    return "" if value is None else value.isoformat(sep=" ", timespec="seconds")
 
 
 def error_line(text: str | None, width: int = 80) -> str:
@@ -68,7 +71,7 @@ def jobs_table(jobs: Sequence[Job], time_column: str = "updated_at") -> str:
             job.queue,
             job.status,
             f"{job.attempts}/{job.max_attempts}",
-            when(getattr(job, time_column)),
+            getattr(job, time_column),
             error_line(job.last_error),
         )
         for job in jobs
@@ -78,26 +81,14 @@ def jobs_table(jobs: Sequence[Job], time_column: str = "updated_at") -> str:
 
 
 def show_job(job: Job) -> str:
-    fields = [
-        ("id", job.id),
-        ("job_type", job.job_type),
-        ("queue", job.queue),
-        ("status", job.status),
-        ("attempts", f"{job.attempts}/{job.max_attempts}"),
-        ("priority", job.priority),
-        ("idempotency_key", job.idempotency_key),
-        ("created_at", when(job.created_at)),
-        ("available_at", when(job.available_at)),
-        ("updated_at", when(job.updated_at)),
-        ("locked_at", when(job.locked_at)),
-        ("locked_by", job.locked_by),
-        ("finished_at", when(job.finished_at)),
-    ]
+    names = ["id", "job_type", "queue", "status", "attempts", "priority", "idempotency_key"]
+    names += ["created_at", "available_at", "updated_at", "locked_at", "locked_by", "finished_at"]
     if job.cancel_requested_at is not None:
-        fields.append(("cancel_requested_at", when(job.cancel_requested_at)))
-        fields.append(("cancel_reason", job.cancel_reason))
-    width = max(len(name) for name, _ in fields)
-    lines = [f"{n.ljust(width)}  {'' if v is None else v}".rstrip() for n, v in fields]
+        names += ["cancel_requested_at", "cancel_reason"]
+    fields = {name: getattr(job, name) for name in names}
+    fields["attempts"] = f"{job.attempts}/{job.max_attempts}"
+    width = max(map(len, names))
+    lines = [f"{n.ljust(width)}  {cell(v)}".rstrip() for n, v in fields.items()]
 
     def block(title: str, value: Any) -> None:
         lines.append(title)

@@ -41,7 +41,6 @@ from .parsing import kind, parse_payload, parse_run_at
     "--batch-size",
     type=click.IntRange(1, 100_000),
     default=5000,
-    show_default=True,
     help="With --from: jobs per statement and transaction.",
 )
 @click.option("--idempotency-key", metavar="K", help="Dedupe key: the same key, the same job.")
@@ -50,9 +49,9 @@ from .parsing import kind, parse_payload, parse_run_at
     metavar="T",
     help="Not before this time: ISO 8601 with a UTC offset or Z (2030-01-31T09:00:00+01:00).",
 )
-@click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
-@click.option("--max-attempts", type=int, default=5, show_default=True)
-@click.option("--queue", default="default", show_default=True)
+@click.option("--priority", type=int, default=0, help="Higher runs first.")
+@click.option("--max-attempts", type=int, default=5)
+@click.option("--queue", default="default")
 @click.option(
     "--limit-group", metavar="G", help="Count against the limits of group G (jobq limit set)."
 )

@@ -54,7 +54,7 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     """,
 )
 @click.argument("handlers_spec", metavar="MODULE:HANDLERS")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--concurrency", type=click.IntRange(min=1), default=8)
 @click.option(
     "--queue", "queues", multiple=True, metavar="Q", help="Serve this queue only (repeatable)."
 )
@@ -76,7 +76,6 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     "--lock-timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=300.0,
-    show_default=True,
     metavar="SECONDS",
     help="Claims not renewed for this long are taken over.",
 )
@@ -84,7 +83,6 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     "--shutdown-grace",
     type=click.FloatRange(min=0),
     default=30.0,
-    show_default=True,
     metavar="SECONDS",
     help="On SIGTERM/SIGINT, how long running jobs may take to finish.",
 )
@@ -92,7 +90,6 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     "--poll-interval",
     type=click.FloatRange(min=0, min_open=True),
     default=1.0,
-    show_default=True,
     metavar="SECONDS",
 )
 @click.option("--worker-id", metavar="ID", help="Default: host:pid:random.")
@@ -100,7 +97,6 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     "--log-level",
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
     default="INFO",
-    show_default=True,
 )
 def worker(
     ctx: click.Context,
@@ -148,7 +144,6 @@ def worker(
     "--bind",
     metavar="HOST:PORT",
     default="127.0.0.1:8080",
-    show_default=True,
     help="Where to listen. Any host other than localhost needs a credential.",
 )
 @click.option(
