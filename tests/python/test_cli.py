@@ -145,6 +145,32 @@ def test_cli_runner_in_process_enqueue(dsn: str, conn: Conn) -> None:
     assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s", job_id) == 1
 
 
+def test_the_embedded_server_is_resolved_once_and_passed_to_every_client(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no database configured, the CLI resolves the embedded server itself and hands its
+    DSN to Queue and Worker: no library constructor is left to start a server."""
+    import pgq_client.cli.base
+    import pgq_client.queue
+    import pgq_client.worker
+
+    def refuse(given: str | None = None) -> tuple[str, str]:
+        raise AssertionError(f"a client resolved the DSN itself (given {given!r})")
+
+    monkeypatch.setattr(pgq_client.cli.base, "resolve_dsn", lambda _: (dsn, "embedded"))
+    monkeypatch.setattr(pgq_client.queue, "resolve_dsn", refuse)
+    monkeypatch.setattr(pgq_client.worker, "resolve_dsn", refuse, raising=False)
+    (tmp_path / "embedded_jobs.py").write_text("HANDLERS = {'t': lambda job: None}\n")
+    for argv in (["enqueue", "t"], ["stats"], ["jobs", "list"], ["migrate"], ["doctor"],
+                 ["worker", "embedded_jobs:HANDLERS", "--burst"]):  # fmt: skip
+        result = jobq(*argv, cwd=tmp_path)
+        assert result.returncode in (0, 1), (argv, result.stderr)
+        assert "jobq: error" not in result.stderr, (argv, result.stderr)
+        assert "jobq: using embedded PostgreSQL at " in result.stderr, argv
+    with Queue(dsn) as q:
+        assert q.stats()[0].status == "succeeded"
+
+
 # -- migrate -----------------------------------------------------------------------------------
 
 
