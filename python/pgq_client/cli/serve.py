@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from .. import embedded
 from .base import command, fail, settings
 
 WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
@@ -255,8 +256,6 @@ def embedded_status(ctx: click.Context, home: Path | None) -> None:
 
     Prints its connection string too when it runs.
     """
-    from .. import embedded
-
     home = _home(ctx, home)
     st = embedded.embedded_status(home)
     state = "running" if st.running else ("stopped" if st.initialized else "not created")
@@ -271,8 +270,6 @@ def embedded_status(ctx: click.Context, home: Path | None) -> None:
 @click.pass_context
 def embedded_dsn(ctx: click.Context, home: Path | None) -> None:
     """Print its connection string, starting it if needed."""
-    from .. import embedded
-
     click.echo(embedded.get_embedded_dsn(_home(ctx, home)))
 
 
@@ -287,8 +284,6 @@ def embedded_psql(ctx: click.Context, home: Path | None, psql_args: tuple[str, .
 
     Arguments after the options are psql's: `jobq embedded psql -c 'TABLE jobq_jobs'`.
     """
-    from .. import embedded
-
     dsn = embedded.get_embedded_dsn(_home(ctx, home))
     psql = embedded.psql_path()
     if psql is None:
@@ -305,8 +300,6 @@ def embedded_stop(ctx: click.Context, home: Path | None) -> None:
 
     The next jobq command that needs it starts it again.
     """
-    from .. import embedded
-
     home = _home(ctx, home)
     stopped = embedded.stop_embedded(home)
     click.echo(("stopped " if stopped else "not running: ") + embedded.describe_embedded(home))
@@ -318,8 +311,6 @@ def embedded_stop(ctx: click.Context, home: Path | None) -> None:
 @click.pass_context
 def embedded_reset(ctx: click.Context, home: Path | None, yes: bool) -> None:
     """Stop the server and DELETE its data, every job in it."""
-    from .. import embedded
-
     home = _home(ctx, home)
     pgdata = embedded.embedded_status(home).pgdata
     if not yes:
