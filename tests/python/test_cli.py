@@ -1,4 +1,6 @@
-"""The `jobq` command line, run as a real process against a real PostgreSQL."""
+"""The `jobq` command line against a real PostgreSQL: in-process through click's runner, and
+as a real process where the process is what is tested (the entry points, exit codes, signals,
+a worker running handlers)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,12 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import textwrap
 import uuid
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,19 +24,43 @@ import pytest
 from click.testing import CliRunner
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from tests.helpers import count
+from tests.conftest import _create_db, _drop_db
+from tests.helpers import count, unique_name, wait_for
 
 from pgq_client import PermissionDenied, Queue
 from pgq_client.cli import cli
 
 Conn = psycopg.Connection[Any]
+Ran = subprocess.CompletedProcess[str]
 UNREACHABLE = "postgresql://127.0.0.1:1/x?connect_timeout=3"
 
 
 def jobq(
+    *args: str,
+    dsn: str | None = None,
+    cwd: Path | None = None,
+    input: str | None = None,
+    **env: str,
+) -> Ran:
+    """Run ``jobq ARGS`` in this process, in ``cwd``, with JOBQ_DSN=dsn and no other database
+    setting; a traceback (an exception the CLI let through) fails the test."""
+    environ: dict[str, str | None] = {"JOBQ_DSN": dsn, "DATABASE_URL": None, **env}
+    here = os.getcwd()
+    os.chdir(cwd or here)
+    try:
+        result = CliRunner().invoke(cli, list(args), env=environ, input=input, prog_name="jobq")
+    finally:
+        os.chdir(here)
+    if not isinstance(result.exception, SystemExit | None):
+        raise AssertionError(f"jobq {shlex.join(args)} raised") from result.exception
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
+
+
+def jobq_process(
     *args: str, dsn: str | None = None, cwd: Path | None = None, **env: str
-) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m pgq_client ARGS`` with JOBQ_DSN=dsn and no other database setting."""
+) -> Ran:
+    """Run ``python -m pgq_client ARGS`` as a process with JOBQ_DSN=dsn and no other database
+    setting."""
     environ = {k: v for k, v in os.environ.items() if k not in ("JOBQ_DSN", "DATABASE_URL")}
     if dsn is not None:
         environ["JOBQ_DSN"] = dsn
@@ -47,7 +75,7 @@ def jobq(
     )
 
 
-def assert_user_error(result: subprocess.CompletedProcess[str], code: int, fragment: str) -> None:
+def assert_user_error(result: Ran, code: int, fragment: str) -> None:
     assert result.returncode == code, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("jobq: error: ")]
@@ -81,12 +109,17 @@ def test_jobq_script_is_the_same_as_python_m() -> None:
         pytest.skip("the jobq script is not installed next to this interpreter")
     result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0
-    assert result.stdout == jobq("--help").stdout
+    assert result.stdout == jobq_process("--help").stdout
+
+
+def test_a_process_exits_1_on_an_error_and_2_on_a_usage_error_with_one_line() -> None:
+    """The exit status and the single stderr line are those of a real process."""
+    assert_user_error(jobq_process("--dsn", UNREACHABLE, "stats"), 1, "connection failed")
+    assert_user_error(jobq_process("prune", "--older-than", "soon"), 2, "--older-than")
 
 
 def test_unreachable_server_is_one_error_line_and_exit_1() -> None:
-    result = jobq("--dsn", UNREACHABLE, "stats")
-    assert_user_error(result, 1, "connection failed")
+    assert_user_error(jobq("--dsn", UNREACHABLE, "stats"), 1, "connection failed")
 
 
 def test_database_url_is_used_when_jobq_dsn_is_not_set(dsn: str) -> None:
@@ -110,6 +143,32 @@ def test_cli_runner_in_process_enqueue(dsn: str, conn: Conn) -> None:
     assert result.exit_code == 0, result.output
     job_id = uuid.UUID(result.stdout.strip())
     assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s", job_id) == 1
+
+
+def test_the_embedded_server_is_resolved_once_and_passed_to_every_client(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no database configured, the CLI resolves the embedded server itself and hands its
+    DSN to Queue and Worker: no library constructor is left to start a server."""
+    import pgq_client.cli.base
+    import pgq_client.queue
+    import pgq_client.worker
+
+    def refuse(given: str | None = None) -> tuple[str, str]:
+        raise AssertionError(f"a client resolved the DSN itself (given {given!r})")
+
+    monkeypatch.setattr(pgq_client.cli.base, "resolve_dsn", lambda _: (dsn, "embedded"))
+    monkeypatch.setattr(pgq_client.queue, "resolve_dsn", refuse)
+    monkeypatch.setattr(pgq_client.worker, "resolve_dsn", refuse, raising=False)
+    (tmp_path / "embedded_jobs.py").write_text("HANDLERS = {'t': lambda job: None}\n")
+    for argv in (["enqueue", "t"], ["stats"], ["jobs", "list"], ["migrate"], ["doctor"],
+                 ["worker", "embedded_jobs:HANDLERS", "--burst"]):  # fmt: skip
+        result = jobq(*argv, cwd=tmp_path)
+        assert result.returncode in (0, 1), (argv, result.stderr)
+        assert "jobq: error" not in result.stderr, (argv, result.stderr)
+        assert "jobq: using embedded PostgreSQL at " in result.stderr, argv
+    with Queue(dsn) as q:
+        assert q.stats()[0].status == "succeeded"
 
 
 # -- migrate -----------------------------------------------------------------------------------
@@ -340,12 +399,38 @@ def test_worker_burst_runs_the_jobs_and_exits_zero(dsn: str, conn: Conn, tmp_pat
         )
     )
     Queue(dsn).enqueue_many([{"job_type": "add", "payload": {"n": i}} for i in range(20)])
-    result = jobq(
+    result = jobq_process(
         "worker", "cli_jobs:HANDLERS", "--burst", "--concurrency", "3", dsn=dsn, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
     assert count(conn, "SELECT count(DISTINCT n) FROM done") == 20
     assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == 20
+
+
+@pytest.mark.slow  # a worker process runs until it is signalled
+def test_worker_process_stops_on_sigterm_and_exits_zero(
+    dsn: str, conn: Conn, tmp_path: Path
+) -> None:
+    """A worker serving (not --burst) finishes and exits 0 on SIGTERM, as a service manager
+    expects."""
+    (tmp_path / "sig_jobs.py").write_text("HANDLERS = {'t': lambda job: {'ok': True}}\n")
+    job_id = Queue(dsn).enqueue("t")
+    environ = {k: v for k, v in os.environ.items() if k not in ("JOBQ_DSN", "DATABASE_URL")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgq_client", "worker", "sig_jobs:HANDLERS"],
+        cwd=tmp_path, env={**environ, "JOBQ_DSN": dsn}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for("the job to succeed", lambda: Queue(dsn).status([job_id])[job_id].finished)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
 
 
 def test_worker_with_an_unknown_module_is_an_error(dsn: str, tmp_path: Path) -> None:
@@ -488,19 +573,30 @@ def test_every_command_and_group_takes_dsn_and_schema() -> None:
         assert {"--dsn", "--schema"} <= options, command.name
 
 
-@pytest.fixture
-def tenant_dsn(empty_dsn: str) -> str:
-    """A database where jobq lives only in schema tenant_x, with one dead_letter job and one
-    schedule."""
+@pytest.fixture(scope="module")
+def tenant_template(admin_dsn: str) -> Iterator[str]:
+    """A database where jobq lives only in schema tenant_x, migrated once per test process."""
     from pgq_client.migrate import migrate
 
-    migrate(empty_dsn, schema="tenant_x")
-    with Queue(empty_dsn, schema="tenant_x") as q:
+    name = unique_name("jobq_tenant_tpl")
+    migrate(_create_db(admin_dsn, name), schema="tenant_x")
+    yield name
+    _drop_db(admin_dsn, name)
+
+
+@pytest.fixture
+def tenant_dsn(admin_dsn: str, tenant_template: str) -> Iterator[str]:
+    """A copy of the tenant_x database for this test, with one dead_letter job and one
+    schedule."""
+    name = unique_name("jobq_tenant")
+    dsn = _create_db(admin_dsn, name, template=tenant_template)
+    with Queue(dsn, schema="tenant_x") as q:
         q.schedule("nightly", "30 2 * * *", "report")  # for `schedule delete`
         q.enqueue("ocr", {"n": 1}, max_attempts=1)
         (job,) = q.dequeue("w")
         q.fail(job.id, "w", "boom")
-    return empty_dsn
+    yield dsn
+    _drop_db(admin_dsn, name)
 
 
 def _dead_id(dsn: str, schema: str = "tenant_x") -> str:
@@ -550,7 +646,6 @@ def test_command_args_cover_every_command() -> None:
     assert set(COMMAND_ARGS) == set(_leaf_commands(cli))
 
 
-@pytest.mark.slow  # a new process for each command
 @pytest.mark.parametrize("where", ["before", "after", "both"])
 @pytest.mark.parametrize("name", sorted(COMMAND_ARGS))
 def test_dsn_and_schema_work_before_and_after_the_command(
@@ -645,11 +740,7 @@ BIG = {"blob": "x" * 2_500_000, "n": 1}
 def test_large_payload_from_stdin_and_from_a_file(dsn: str, conn: Conn, tmp_path: Path) -> None:
     assert jobq("configure", "--max-payload-bytes", str(4 << 20), dsn=dsn).returncode == 0
     text = json.dumps(BIG)
-    environ = {k: v for k, v in os.environ.items() if k not in ("JOBQ_DSN", "DATABASE_URL")}
-    piped = subprocess.run(
-        [sys.executable, "-m", "pgq_client", "enqueue", "big", "-"],
-        input=text, capture_output=True, text=True, env={**environ, "JOBQ_DSN": dsn}, timeout=120,
-    )  # fmt: skip
+    piped = jobq("enqueue", "big", "-", dsn=dsn, input=text)
     assert piped.returncode == 0, piped.stderr
     (tmp_path / "big.json").write_text(text)
     filed = jobq("enqueue", "big", "@big.json", dsn=dsn, cwd=tmp_path)
@@ -704,7 +795,7 @@ def test_payload_from_stdin_in_process(dsn: str, conn: Conn) -> None:
 def test_version_names_the_installed_distribution() -> None:
     from importlib.metadata import version
 
-    result = jobq("--version")
+    result = jobq_process("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"jobq {version('pgq-client')} (pgq-client)"
 
@@ -793,34 +884,30 @@ def _no_secret(text: str) -> None:
         assert part not in text, text
 
 
-def _in_process(argv: list[str], env: dict[str, str | None]) -> tuple[int, str]:
-    base: dict[str, str | None] = {"JOBQ_DSN": None, "DATABASE_URL": None}
-    result = CliRunner().invoke(cli, argv, env={**base, **env})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    return result.exit_code, result.stdout + result.stderr
-
-
 @pytest.mark.parametrize("source", ["--dsn before", "--dsn after", "JOBQ_DSN", "DATABASE_URL"])
 @pytest.mark.parametrize("bad", BAD_DSNS)
 def test_no_command_shows_the_password_of_an_unparsable_dsn(source: str, bad: str) -> None:
     for name, args in COMMAND_ARGS.items():
         if name == "worker":
-            continue  # a process of its own: see the next test
+            continue  # see the next test
         words = name.split()
         args = [a.replace("{dead}", str(uuid.uuid4())) for a in args]
         if name == "migrate":
             args = [*args, "--dry-run"]  # the path that reads the DSN without connecting
-        env: dict[str, str | None] = {}
         if source == "--dsn before":
             argv = ["--dsn", bad, *words, *args]
         elif source == "--dsn after":
             argv = [*words, *args, "--dsn", bad]
         else:
-            argv, env = [*words, *args], {source: bad}
+            argv = [*words, *args]
         if name == "grant":
             argv = [a for a in argv if a != "--dry-run"] + ["--dry-run"]
-        code, output = _in_process(argv, env)
-        assert code == 1, (name, output)
+        if source == "DATABASE_URL":
+            result = jobq(*argv, DATABASE_URL=bad)
+        else:
+            result = jobq(*argv, dsn=bad if source == "JOBQ_DSN" else None)
+        output = result.stdout + result.stderr
+        assert result.returncode == 1, (name, output)
         assert "jobq: error: the connection string from " in output, (name, output)
         _no_secret(output)
 
@@ -840,8 +927,9 @@ def test_worker_does_not_show_the_password_of_an_unparsable_dsn(bad: str, tmp_pa
 def test_no_message_shows_the_password_of_an_unreachable_server() -> None:
     dsn = "postgresql://app:SuperSecret@127.0.0.1:1/app?connect_timeout=3"
     for argv in (["stats"], ["migrate"], ["grant", "x", "--as", "worker"], ["jobs", "list"]):
-        code, output = _in_process(["--dsn", dsn, *argv], {})
-        assert code == 1 and "connection failed" in output, output
+        result = jobq("--dsn", dsn, *argv)
+        output = result.stdout + result.stderr
+        assert result.returncode == 1 and "connection failed" in output, output
         _no_secret(output)
 
 
@@ -1032,7 +1120,6 @@ def _json(*args: str, dsn: str, code: int = 0) -> Any:
     return json.loads(result.stdout)
 
 
-@pytest.mark.slow  # a new process for each command
 def test_json_output_has_the_documented_keys(dsn: str) -> None:
     dead, _ = _dead_jobs(dsn)
     added = _json("enqueue", "ocr", '{"n": 1}', dsn=dsn)
@@ -1091,3 +1178,93 @@ def test_bash_completion_script_and_completions() -> None:
     sub = jobq(_JOBQ_COMPLETE="bash_complete", COMP_WORDS="jobq jobs ", COMP_CWORD="2")
     assert set(sub.stdout.split()) == {
         "plain,list", "plain,show", "plain,retry", "plain,status", "plain,wait"}
+
+
+# -- one command per action, one JSON style ------------------------------------------------------
+
+
+def test_health_is_doctor_under_a_name_left_out_of_help(dsn: str) -> None:
+    """`jobq health` runs doctor's checks and says the same; `--help` lists only doctor."""
+    listed = re.findall(r"^  (\S+)", jobq("--help").stdout, re.MULTILINE)
+    assert "doctor" in listed and "health" not in listed
+    doctor, health = (json.loads(jobq(c, "--json", dsn=dsn).stdout) for c in ("doctor", "health"))
+    assert [(c["check_name"], c["severity"]) for c in health["checks"]] == [
+        (c["check_name"], c["severity"]) for c in doctor["checks"]
+    ]
+    assert jobq("health", "--help").stdout == jobq("doctor", "--help").stdout.replace(
+        "jobq doctor [", "jobq health ["
+    )
+
+
+def test_dead_letter_requeue_of_ids_is_jobs_retry(dsn: str, conn: Conn) -> None:
+    """`dead-letter requeue ID...` and `jobs retry ID...` requeue, print, refuse and exit alike."""
+    dead, failed = _dead_jobs(dsn)
+    requeued = jobq("dead-letter", "requeue", str(dead), str(failed), "--json", dsn=dsn)
+    assert requeued.returncode == 0, requeued.stderr
+    assert json.loads(requeued.stdout) == {
+        "requeued": [str(dead), str(failed)], "not_requeued": []}  # fmt: skip
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'pending'") == 2
+    for args in ([str(dead)], [str(dead), "--json"]):  # pending now: not requeued
+        by_requeue = jobq("dead-letter", "requeue", *args, dsn=dsn)
+        by_retry = jobq("jobs", "retry", *args, dsn=dsn)
+        assert by_requeue.returncode == by_retry.returncode == 1
+        assert (by_requeue.stdout, by_requeue.stderr) == (by_retry.stdout, by_retry.stderr)
+    for command in (["dead-letter", "requeue"], ["jobs", "retry"]):
+        assert_user_error(jobq(*command, "nope", dsn=dsn), 2, "'nope' is not a job id")
+    assert_user_error(
+        jobq("dead-letter", "requeue", str(dead), "--queue", "q", dsn=dsn), 2, "with --all"
+    )
+
+
+def _json_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> set[str]:
+    """Every command that takes --json, aliases left out."""
+    found: set[str] = set()
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found |= _json_commands(command, (*prefix, name))
+        elif not command.hidden and any("--json" in p.opts for p in command.params):
+            found.add(" ".join((*prefix, name)))
+    return found
+
+
+# Arguments that make each command with --json print something on a database with a dead_letter
+# job, a failed job, a schedule and a limit; and the exit status expected.
+JSON_ARGS: dict[str, tuple[list[str], int]] = {
+    "migrate": ([], 0),
+    "enqueue": (["t", '{"text": "caf\u00e9"}'], 0),
+    "stats": ([], 0),
+    "doctor": ([], 1),  # a dead_letter job: the check warns
+    "jobs list": ([], 0),
+    "jobs show": (["{dead}"], 0),
+    "jobs retry": (["{dead}"], 0),
+    "jobs status": (["{dead}"], 0),
+    "jobs wait": (["{dead}"], 0),
+    "cancel": (["{dead}"], 0),
+    "dead-letter list": ([], 0),
+    "dead-letter requeue": (["--all"], 0),
+    "prune": ([], 0),
+    "configure": ([], 0),
+    "schedule list": ([], 0),
+    "limit list": ([], 0),
+}
+
+
+def test_json_args_cover_every_json_command() -> None:
+    assert set(JSON_ARGS) == _json_commands(cli)
+
+
+@pytest.mark.parametrize("name", sorted(JSON_ARGS))
+def test_every_json_output_is_one_compact_line(dsn: str, name: str) -> None:
+    """Every --json prints the same way: one line of JSON, keys sorted, text as UTF-8."""
+    dead, _ = _dead_jobs(dsn)
+    with Queue(dsn) as q:
+        q.schedule("nightly", "30 2 * * *", "report", {"note": "caf\u00e9"})
+        q.set_limit("per-customer", max_running=2)
+        q.enqueue("t", limit_group="per-customer", limit_key="acme")
+    args, code = JSON_ARGS[name]
+    argv = [*name.split(), *(a.replace("{dead}", str(dead)) for a in args), "--json"]
+    result = jobq(*argv, dsn=dsn)
+    assert result.returncode == code, result.stderr
+    assert result.stdout.count("\n") == 1 and result.stdout.endswith("\n"), result.stdout
+    value = json.loads(result.stdout)
+    assert result.stdout == json.dumps(value, ensure_ascii=False, sort_keys=True) + "\n"

@@ -137,7 +137,7 @@ def extract_help() -> list[DocCommand]:
                 found.append(DocCommand(" ".join(["jobq", *path, "--help"]), raw.strip()))
         if isinstance(command, click.Group):
             for name, sub in command.commands.items():
-                if name != "health":  # an alias of doctor: the same help
+                if not sub.hidden:  # an alias: the help of the command it names
                     walk(sub, [*path, name])
 
     walk(cli, [])

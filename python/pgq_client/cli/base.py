@@ -1,0 +1,169 @@
+"""What every command shares: where the database is, ``--dsn``/``--schema``/``--json``, and
+the decorators that give each command those options."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+import click
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from .. import _secrets
+from ..queue import DSN_SOURCES, Queue, resolve_dsn
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def describe(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "(unparsable DSN)"
+    shown = [f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if params.get(k)]
+    return " ".join(shown) or "(libpq defaults)"
+
+
+def _check_dsn(dsn: str, source: str) -> str:
+    """Refuse a DSN libpq cannot parse, naming where it came from, without its password."""
+    try:
+        conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        reason = _secrets.scrub(_secrets.mask_quoted(str(exc).strip()), [dsn])
+        raise click.ClickException(
+            f"the connection string from {source} is not valid: {reason}"
+        ) from None
+    return dsn
+
+
+class Settings:
+    """What ``--dsn`` and ``--schema`` say (wherever given); the DSN is resolved on first use."""
+
+    def __init__(self) -> None:
+        self.given_dsn: str | None = None
+        self.given_schema: str | None = None
+        self._dsn: str | None = None
+        self._warned = False
+
+    def _given(self, dsn: str) -> str:
+        """``--dsn``, checked; a warning, once, when it carries a password: a command line is
+        visible to every user of the machine (``ps``), a file or the environment is not."""
+        dsn = _check_dsn(dsn, "--dsn")
+        if not self._warned and conninfo_to_dict(dsn).get("password"):
+            self._warned = True
+            click.echo(
+                "jobq: warning: the password in --dsn is visible to other users of this "
+                "machine (ps); put it in a password file (PGPASSFILE, ~/.pgpass) or give the "
+                "connection string in JOBQ_DSN instead",
+                err=True,
+            )
+        return dsn
+
+    def configured_dsn(self, announce: bool = False) -> str | None:
+        """--dsn or the environment, without starting the embedded server."""
+        if self.given_dsn:
+            return self._given(self.given_dsn)
+        for name in DSN_SOURCES:
+            if os.environ.get(name):
+                dsn = _check_dsn(os.environ[name], name)
+                if announce:
+                    click.echo(f"jobq: using {name} ({describe(dsn)})", err=True)
+                return dsn
+        return None
+
+    def dsn(self) -> str:
+        """The DSN every connection of this command uses; the embedded server's when nothing
+        else is configured (passed on explicitly: library code never starts that server)."""
+        if self._dsn is None:
+            self._dsn = self.configured_dsn(announce=True)
+            if self._dsn is None:
+                self._dsn, _ = resolve_dsn(None)
+                click.echo(f"jobq: using embedded PostgreSQL at {describe(self._dsn)}", err=True)
+        return self._dsn
+
+    def schema(self, default: str | None = None) -> str | None:
+        return self.given_schema if self.given_schema is not None else default
+
+    def queue(self) -> Queue:
+        return Queue(self.dsn(), schema=self.schema())
+
+    def known_dsns(self) -> list[str | None]:
+        """Every DSN whose password must not appear in a message."""
+        return [self.given_dsn, self._dsn, *(os.environ.get(n) for n in DSN_SOURCES)]
+
+
+def settings(ctx: click.Context) -> Settings:
+    return ctx.ensure_object(Settings)
+
+
+def fail(message: str) -> NoReturn:
+    raise click.ClickException(message)
+
+
+def _store_dsn(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        settings(ctx).given_dsn = value
+
+
+def _store_schema(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        if not value.strip():
+            raise click.BadParameter("must not be blank", param_hint="--schema")
+        settings(ctx).given_schema = value
+
+
+def connection_options(schema_default: str | None) -> Callable[[F], F]:
+    """``--dsn URL`` and ``--schema NAME``, stored in the shared settings (the innermost wins)."""
+    where = schema_default or "the connection's search_path"
+    schema = click.option(
+        "--schema",
+        metavar="NAME",
+        expose_value=False,
+        callback=_store_schema,
+        help=f"Schema jobq is installed in (default: {where}).",
+    )
+    dsn = click.option(
+        "--dsn",
+        metavar="URL",
+        expose_value=False,
+        callback=_store_dsn,
+        help="PostgreSQL connection string (default: $JOBQ_DSN, else $DATABASE_URL, else "
+        "an embedded PostgreSQL started on demand).",
+    )
+    return lambda f: dsn(schema(f))
+
+
+def command(
+    parent: click.Group | None = None,
+    name: str | None = None,
+    *,
+    json: bool = False,
+    schema_default: str | None = None,
+    examples: str | None = None,
+    **attrs: Any,
+) -> Callable[[Callable[..., Any]], click.Command]:
+    """A command that takes ``--dsn`` and ``--schema`` (and ``--json`` when ``json``), gets the
+    click context first, and shows ``examples`` (one command a line) after its help."""
+    if examples:
+        lines = "".join(f"  {line.strip()}\n" for line in examples.strip().splitlines())
+        attrs["epilog"] = f"\b\nExamples:\n{lines}"
+
+    def decorate(f: Callable[..., Any]) -> click.Command:
+        f = click.pass_context(f)
+        if json:
+            f = click.option(
+                "--json", "as_json", is_flag=True, help="Print JSON (keys in docs/cli.md)."
+            )(f)
+        f = connection_options(schema_default)(f)
+        make = parent.command if parent is not None else click.command
+        return make(name, **attrs)(f)
+
+    return decorate
+
+
+def group(name: str, examples: str | None = None) -> Callable[[Callable[..., Any]], click.Group]:
+    """A group of commands that takes ``--dsn`` and ``--schema`` for all of them."""
+    return command(None, name, examples=examples, cls=click.Group)  # type: ignore[return-value]

@@ -1,0 +1,113 @@
+"""How commands print: aligned tables for people, one compact JSON line for scripts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import click
+
+from ..errors import error_summary
+from ..models import Job
+
+
+def cell(value: object) -> str:
+    """A value as a table shows it: nothing for None, times to the second."""
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    return "" if value is None else str(value)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines)
+
+
+def error_line(text: str | None, width: int = 80) -> str:
+    """The exception line of a job's error (errors.error_summary), cut to ``width``."""
+    return error_summary(text)[:width]
+
+
+def compact(value: Any, width: int = 60) -> str:
+    if value is None:
+        return ""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON types: dataclasses as objects, times as ISO 8601, ids as strings."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID | timedelta):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def echo_json(value: Any) -> None:
+    """The one JSON writer of every ``--json``: one line, keys sorted, UTF-8 as is."""
+    click.echo(json.dumps(jsonable(value), ensure_ascii=False, sort_keys=True))
+
+
+def jobs_table(jobs: Sequence[Job], time_column: str = "updated_at") -> str:
+    rows = [
+        (
+            job.id,
+            job.job_type,
+            job.queue,
+            job.status,
+            f"{job.attempts}/{job.max_attempts}",
+            getattr(job, time_column),
+            error_line(job.last_error),
+        )
+        for job in jobs
+    ]
+    headers = ["id", "job_type", "queue", "status", "attempts", time_column, "last_error"]
+    return table(headers, rows)
+
+
+def show_job(job: Job) -> str:
+    names = ["id", "job_type", "queue", "status", "attempts", "priority", "idempotency_key"]
+    names += ["created_at", "available_at", "updated_at", "locked_at", "locked_by", "finished_at"]
+    if job.cancel_requested_at is not None:
+        names += ["cancel_requested_at", "cancel_reason"]
+    fields = {name: getattr(job, name) for name in names}
+    fields["attempts"] = f"{job.attempts}/{job.max_attempts}"
+    width = max(map(len, names))
+    lines = [f"{n.ljust(width)}  {cell(v)}".rstrip() for n, v in fields.items()]
+
+    def block(title: str, value: Any) -> None:
+        lines.append(title)
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+        lines.extend("  " + line for line in text.splitlines())
+
+    block("payload:", job.payload)
+    if job.result is not None:
+        block("result:", job.result)
+    lines.append(f"errors ({len(job.errors)}):")
+    for entry in job.errors:
+        head = f"  attempt {entry.get('attempt', '?')} at {entry.get('at', '?')}"
+        if entry.get("worker"):
+            head += f" by {entry['worker']}"
+        if entry.get("kind"):
+            head += f" ({entry['kind']})"
+        lines.append(head + ":")
+        lines += ["    " + line for line in str(entry.get("error", "")).splitlines()]
+    if job.last_error and not job.errors:
+        lines.append("last_error:")
+        lines += ["    " + line for line in job.last_error.splitlines()]
+    return "\n".join(lines)

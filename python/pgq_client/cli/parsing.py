@@ -1,0 +1,140 @@
+"""What the commands read from their arguments: payloads, times, durations, job ids."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+import click
+
+from ..queue import check_aware
+
+
+def kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    return "a number"
+
+
+def parse_payload(value: str | None) -> dict[str, Any]:
+    """PAYLOAD_JSON: JSON text, ``-`` (read stdin) or ``@FILE``; it must be a JSON object."""
+    if value is None:
+        return {}
+    source, text = "PAYLOAD_JSON", value
+    if value == "-":
+        source, text = "PAYLOAD_JSON (stdin)", sys.stdin.read()
+    elif value.startswith("@"):
+        path = value[1:]
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise click.BadParameter(
+                f"cannot read {path!r}: {reason}", param_hint="PAYLOAD_JSON"
+            ) from None
+        source = f"PAYLOAD_JSON ({path})"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint=source) from None
+    if not isinstance(data, dict):
+        raise click.BadParameter(
+            f'must be a JSON object (e.g. \'{{"to": "a@example.com"}}\'), got {kind(data)}',
+            param_hint=source,
+        )
+    return data
+
+
+def parse_run_at(value: str | None) -> datetime | None:
+    """``--run-at``: ISO 8601 with a UTC offset or ``Z``; a time without an offset is refused
+    (its instant would depend on a time zone jobq cannot know)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not an ISO 8601 time (e.g. 2030-01-31T09:00:00+01:00 or "
+            "2030-01-31T08:00:00Z)",
+            param_hint="--run-at",
+        ) from None
+    try:
+        check_aware(when, "--run-at")
+    except ValueError:
+        local = when.isoformat(timespec="seconds")
+        raise click.BadParameter(
+            f"{value!r} has no UTC offset; give one, e.g. {local}+00:00 or {local}Z",
+            param_hint="--run-at",
+        ) from None
+    return when
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90``, ``90s``, ``30m``, ``12h``, ``7d``, ``1w``, or a sum such as ``1h30m``."""
+    value = text.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pos = 0
+        seconds = 0.0
+        for match in _DURATION_PART.finditer(value):
+            if match.start() != pos:
+                break
+            seconds += float(match.group(1)) * _UNITS[match.group(2).lower()]
+            pos = match.end()
+        if pos == 0 or value[pos:].strip():
+            raise ValueError(
+                f"{text!r} is not a duration (e.g. 90, 90s, 30m, 12h, 7d, 1w, 1h30m)"
+            ) from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{text!r} is not a duration: it must be a finite, non-negative time")
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        raise ValueError(f"{text!r} is too long a duration") from None
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> timedelta:
+        if isinstance(value, timedelta):
+            return value
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def parse_ids(values: Iterable[str]) -> list[uuid.UUID]:
+    ids: list[uuid.UUID] = []
+    for value in values:
+        try:
+            ids.append(uuid.UUID(value))
+        except ValueError:
+            raise click.BadParameter(
+                f"{value!r} is not a job id (a UUID)", param_hint="ID"
+            ) from None
+    return ids

@@ -1,0 +1,324 @@
+"""Long-running processes: the worker, the dashboard, and the embedded server they may use."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import embedded
+from .base import command, fail, settings
+
+WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
+
+
+def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise click.BadParameter(
+            f"{spec!r}: expected MODULE:HANDLERS, e.g. myapp.jobs:HANDLERS",
+            param_hint="MODULE:HANDLERS",
+        )
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        fail(f"cannot import handler module {module_name!r}: {exc}")
+    except Exception as exc:
+        fail(f"importing handler module {module_name!r} failed: {type(exc).__name__}: {exc}")
+    try:
+        handlers = getattr(module, attribute)
+    except AttributeError:
+        fail(f"module {module_name!r} has no attribute {attribute!r}")
+    if not isinstance(handlers, Mapping) or not handlers:
+        kind = type(handlers).__name__
+        fail(f"{spec} must be a non-empty dict of job type -> handler, got {kind}")
+    bad = [k for k, v in handlers.items() if not isinstance(k, str) or not callable(v)]
+    if bad:
+        fail(f"{spec}: these entries are not job type -> callable: {bad!r}")
+    return dict(handlers)
+
+
+@command(
+    examples="""
+        jobq worker examples.handlers:HANDLERS --concurrency 8
+        jobq worker examples.handlers:HANDLERS --queue emails --burst
+        jobq --dsn postgresql://app_worker@db/app worker myapp.jobs:HANDLERS
+    """,
+)
+@click.argument("handlers_spec", metavar="MODULE:HANDLERS")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8)
+@click.option(
+    "--queue", "queues", multiple=True, metavar="Q", help="Serve this queue only (repeatable)."
+)
+@click.option("--burst", is_flag=True, help="Exit when no job is available now.")
+@click.option(
+    "--prefetch",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Jobs claimed ahead of a free handler thread [default: sized to how fast jobs finish, "
+    "at most 16 x concurrency; 0 for long jobs].",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Most jobs per claim [default: the free slots, concurrency + prefetch at most].",
+)
+@click.option(
+    "--lock-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    metavar="SECONDS",
+    help="Claims not renewed for this long are taken over.",
+)
+@click.option(
+    "--shutdown-grace",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    metavar="SECONDS",
+    help="On SIGTERM/SIGINT, how long running jobs may take to finish.",
+)
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    metavar="SECONDS",
+)
+@click.option("--worker-id", metavar="ID", help="Default: host:pid:random.")
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="INFO",
+)
+def worker(
+    ctx: click.Context,
+    handlers_spec: str,
+    queues: tuple[str, ...],
+    burst: bool,
+    lock_timeout: float,
+    log_level: str,
+    **options: Any,
+) -> None:
+    """Run the handlers of MODULE:HANDLERS (a dict job type -> function) until SIGTERM."""
+    from ..worker import Worker
+
+    handlers = _load_handlers(handlers_spec)
+    logging.basicConfig(
+        level=getattr(logging, log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    s = settings(ctx)
+    w = Worker(
+        s.dsn(),
+        handlers,
+        queues=list(queues) or None,
+        lock_timeout=timedelta(seconds=lock_timeout),
+        schema=s.schema(),
+        **options,
+    )
+    w.run(burst=burst)
+    if w.aborted:  # a second Ctrl-C or SIGTERM cut the shutdown short
+        ctx.exit(130)
+
+
+@command(
+    None,
+    "web",
+    examples="""
+        jobq web
+        jobq web --bind 127.0.0.1:9000 --schema tenant_a
+        jobq web --check --dsn postgresql://exporter@db/app
+        JOBQ_WEB_AUTH=ops:s3cret jobq web --bind 0.0.0.0:8080
+    """,
+)
+@click.option(
+    "--bind",
+    metavar="HOST:PORT",
+    default="127.0.0.1:8080",
+    help="Where to listen. Any host other than localhost needs a credential.",
+)
+@click.option(
+    "--auth",
+    metavar="USER:PASSWORD",
+    help=f"HTTP Basic credential every request must present (default: ${WEB_AUTH_ENV}; "
+    "prefer the variable: a command line is visible to other users of the machine).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Print the role and which of the dashboard's functions it may call, then exit "
+    "without serving (1 when jobq is not installed there).",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    metavar="NAME",
+    multiple=True,
+    help="A host name the dashboard answers to besides localhost, 127.0.0.1 and ::1 (and the "
+    "--bind host); repeatable. Requests naming any other host (Host, or Origin of a change) "
+    "are refused, which stops DNS rebinding.",
+)
+def web(
+    ctx: click.Context, bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
+) -> None:
+    """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules.
+
+    It calls jobq's functions as the role it connects with: actions that role may not take are
+    shown disabled.
+    """
+    # Every use of pgq_client.web is here.
+    try:
+        import uvicorn
+
+        from ..web import Credentials, create_app, is_loopback, parse_bind
+        from ..web.app import FUNCTIONS, Dashboard, NotInstalled
+    except ImportError as exc:
+        fail(f"jobq web needs the web extra ({exc.name} is missing): pip install 'pgq-client[web]'")
+    try:
+        host, port = parse_bind(bind)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bind") from None
+    given = auth if auth is not None else os.environ.get(WEB_AUTH_ENV)
+    credentials = None
+    if given:
+        try:
+            credentials = Credentials.parse(given)
+        except ValueError as exc:
+            source = "--auth" if auth is not None else WEB_AUTH_ENV
+            raise click.BadParameter(str(exc), param_hint=source) from None
+    if credentials is None and not is_loopback(host):
+        raise click.UsageError(
+            f"--bind {bind} serves other machines: give a credential with --auth USER:PASSWORD "
+            f"or ${WEB_AUTH_ENV} (and put TLS in front of it)"
+        )
+    s = settings(ctx)
+    if check:
+        board = Dashboard(s.dsn(), s.schema(), refresh_seconds=2.0)
+        try:
+            role, allowed = board.role()
+        except NotInstalled as exc:
+            fail(str(exc))
+        finally:
+            board.close()
+        click.echo(f"role {role} may call:")
+        for name in FUNCTIONS:
+            click.echo(f"  {name:28} {'yes' if allowed.get(name) else 'no'}")
+        return
+    # the bound address names this server; a wildcard bind names none of its own
+    named = [] if host in ("0.0.0.0", "::", "") else [host]
+    app = create_app(
+        s.dsn(), schema=s.schema(), credentials=credentials, allowed_hosts=[*named, *allowed_hosts]
+    )
+    shown = f"[{host}]" if ":" in host else host
+    note = " (credential required)" if credentials else ""
+    click.echo(f"jobq web: http://{shown}:{port}/{note}", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+# `jobq embedded ...` manages the server used when no database is given: it takes --home
+# (where that server lives), on the group or on a subcommand; --dsn or --schema would mean
+# nothing there.
+_HOME = click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Where its data lives (default: $JOBQ_HOME, else a per-user directory).",
+)
+
+
+@click.group("embedded")
+@_HOME
+@click.pass_context
+def embedded_group(ctx: click.Context, home: Path | None) -> None:
+    """The PostgreSQL that jobq starts itself when no database is given."""
+    ctx.meta["jobq.embedded.home"] = home
+
+
+def _home(ctx: click.Context, home: Path | None) -> Path | None:
+    return home if home is not None else ctx.meta.get("jobq.embedded.home")
+
+
+@embedded_group.command("status")
+@_HOME
+@click.pass_context
+def embedded_status(ctx: click.Context, home: Path | None) -> None:
+    """Say whether it exists and runs; starts nothing.
+
+    Prints its connection string too when it runs.
+    """
+    home = _home(ctx, home)
+    st = embedded.embedded_status(home)
+    state = "running" if st.running else ("stopped" if st.initialized else "not created")
+    pid = f" (pid {st.pid})" if st.pid else ""
+    click.echo(f"{embedded.describe_embedded(home)}: {state}{pid}")
+    if st.running:
+        click.echo(st.dsn)
+
+
+@embedded_group.command("dsn")
+@_HOME
+@click.pass_context
+def embedded_dsn(ctx: click.Context, home: Path | None) -> None:
+    """Print its connection string, starting it if needed."""
+    click.echo(embedded.get_embedded_dsn(_home(ctx, home)))
+
+
+@embedded_group.command(
+    "psql", context_settings={"ignore_unknown_options": True, "help_option_names": ["--help"]}
+)
+@_HOME
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED, metavar="[PSQL ARGS]...")
+@click.pass_context
+def embedded_psql(ctx: click.Context, home: Path | None, psql_args: tuple[str, ...]) -> None:
+    """Run psql on its jobq database, starting it if needed.
+
+    Arguments after the options are psql's: `jobq embedded psql -c 'TABLE jobq_jobs'`.
+    """
+    dsn = embedded.get_embedded_dsn(_home(ctx, home))
+    psql = embedded.psql_path()
+    if psql is None:
+        fail(f"psql not found; connect with: {dsn}")
+    sys.stdout.flush()
+    os.execv(psql, [psql, "--dbname", dsn, *psql_args])
+
+
+@embedded_group.command("stop")
+@_HOME
+@click.pass_context
+def embedded_stop(ctx: click.Context, home: Path | None) -> None:
+    """Stop the server; the data stays.
+
+    The next jobq command that needs it starts it again.
+    """
+    home = _home(ctx, home)
+    stopped = embedded.stop_embedded(home)
+    click.echo(("stopped " if stopped else "not running: ") + embedded.describe_embedded(home))
+
+
+@embedded_group.command("reset")
+@_HOME
+@click.option("--yes", is_flag=True, help="Confirm that every job in it is to be deleted.")
+@click.pass_context
+def embedded_reset(ctx: click.Context, home: Path | None, yes: bool) -> None:
+    """Stop the server and DELETE its data, every job in it."""
+    home = _home(ctx, home)
+    pgdata = embedded.embedded_status(home).pgdata
+    if not yes:
+        raise click.UsageError(f"this deletes {pgdata} and every job in it; add --yes to confirm")
+    if embedded.reset_embedded(home):
+        click.echo(f"deleted {pgdata}")
+    else:
+        click.echo(f"nothing to delete: {pgdata} does not exist")
+
+
+COMMANDS = [worker, web, embedded_group]
