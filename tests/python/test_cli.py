@@ -150,16 +150,16 @@ def test_the_embedded_server_is_resolved_once_and_passed_to_every_client(
 ) -> None:
     """With no database configured, the CLI resolves the embedded server itself and hands its
     DSN to Queue and Worker: no library constructor is left to start a server."""
+    import pgq_client._conn
     import pgq_client.cli.base
-    import pgq_client.queue
     import pgq_client.worker
 
-    def refuse(given: str | None = None) -> tuple[str, str]:
+    def refuse(given: str | None = None, **_: object) -> tuple[str, str]:
         raise AssertionError(f"a client resolved the DSN itself (given {given!r})")
 
     monkeypatch.setattr(pgq_client.cli.base, "resolve_dsn", lambda _: (dsn, "embedded"))
-    monkeypatch.setattr(pgq_client.queue, "resolve_dsn", refuse)
-    monkeypatch.setattr(pgq_client.worker, "resolve_dsn", refuse, raising=False)
+    monkeypatch.setattr(pgq_client._conn, "resolve_dsn", refuse)
+    monkeypatch.setattr(pgq_client.worker, "resolve_dsn", refuse)
     (tmp_path / "embedded_jobs.py").write_text("HANDLERS = {'t': lambda job: None}\n")
     for argv in (["enqueue", "t"], ["stats"], ["jobs", "list"], ["migrate"], ["doctor"],
                  ["worker", "embedded_jobs:HANDLERS", "--burst"]):  # fmt: skip
