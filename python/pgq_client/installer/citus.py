@@ -41,10 +41,14 @@ def _ident(conn: psycopg.Connection[Any] | None, schema: str) -> sql.Literal:
     return sql.Literal(sql.Identifier(schema).as_string(conn))
 
 
+def _has_citus(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute(_HAS_CITUS).fetchone()
+    return bool(row and row[0])
+
+
 def distributed(conn: psycopg.Connection[Any], schema: str) -> bool:
     """Whether ``schema`` is a Citus distributed schema (False without Citus)."""
-    row = conn.execute(_HAS_CITUS).fetchone()
-    if not row or not row[0]:
+    if not _has_citus(conn):
         return False
     row = conn.execute(
         sql.SQL(
@@ -142,8 +146,7 @@ def schema_node(conn: psycopg.Connection[Any], schema: str | None) -> tuple[str,
     that is not distributed)."""
     if schema is None:
         return None  # public cannot be a distributed schema
-    has_citus = conn.execute(_HAS_CITUS).fetchone()
-    if not has_citus or not has_citus[0]:
+    if not _has_citus(conn):
         return None
     row = conn.execute(statement("citus_node", schema_ident=_ident(conn, schema))).fetchone()
     if row is None:
