@@ -26,7 +26,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from . import _ops, _sql
 from ._secrets import is_conninfo_error
 from .errors import JobqError, from_psycopg
-from .migrate import breaking_change_in, incompatibility
+from .installer.compat import breaking_change_in, incompatibility
 from .models import JobStatus, use_fast_json
 
 __all__ = [

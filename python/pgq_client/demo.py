@@ -39,7 +39,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from pgq_client import Job, JobFailed, PermanentError, Queue, Worker, _sql
 from pgq_client.errors import JobqError, error_summary
-from pgq_client.migrate import migrate
+from pgq_client.installer.runner import migrate
 from pgq_client.models import STATUSES
 from pgq_client.queue import resolve_dsn
 

@@ -279,8 +279,8 @@ def start(home: Path | None = None, *, migrate: bool = True) -> str:
     running after this process exits. ``home`` overrides ``$JOBQ_HOME``.
     Raises :class:`EmbeddedError` with a message that says what to install or change.
     """
-    from pgq_client.migrate import MigrationError
-    from pgq_client.migrate import migrate as run_migrations
+    from pgq_client.installer.files import MigrationError
+    from pgq_client.installer.runner import migrate as run_migrations
 
     pgdata = _pgdata(home)
     with _locked(pgdata):

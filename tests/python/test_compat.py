@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -21,14 +23,10 @@ from tests.helpers import MakeRole
 
 from pgq_client import Queue, Worker
 from pgq_client.errors import IncompatibleSchema
-from pgq_client.migrate import (
-    MigrationError,
-    available_migrations,
-    check_compatible,
-    latest_breaking_change,
-    migrate,
-    render_dry_run,
-)
+from pgq_client.installer.compat import check_compatible, latest_breaking_change
+from pgq_client.installer.files import MigrationError, available_migrations
+from pgq_client.installer.runner import migrate
+from pgq_client.installer.script import render_dry_run
 
 ROOT = Path(__file__).resolve().parents[2]
 MIGRATIONS = ROOT / "sql" / "migrations"
@@ -202,3 +200,21 @@ def test_the_check_is_made_once_per_queue_not_per_call(dsn: str, tmp_path: Path)
     with Queue(dsn) as q, pytest.raises(IncompatibleSchema):
         q.enqueue("t")
     assert jobs(dsn) == 2
+
+
+def test_importing_the_client_loads_the_compatibility_check_alone_of_the_installer() -> None:
+    """Queue, AsyncQueue and Worker need only the compatibility check: importing them loads
+    neither sqlparse nor the runner, the dry run, the planner, grants or drift."""
+    probe = (
+        "import sys, pgq_client\n"
+        "from pgq_client import AsyncQueue, Queue, Worker\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], check=True, capture_output=True, text=True
+    ).stdout.split()
+    assert "pgq_client.installer.compat" in loaded
+    heavy = {"sqlparse"} | {
+        f"pgq_client.installer.{m}" for m in ("runner", "script", "plan", "privileges", "drift")
+    }
+    assert heavy.isdisjoint(loaded), sorted(heavy.intersection(loaded))

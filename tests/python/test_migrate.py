@@ -14,17 +14,17 @@ from psycopg import sql
 from tests.function_history import missing as function_history_missing
 from tests.function_history import update as function_history_update
 
-from pgq_client import grants
 from pgq_client.cli import cli
-from pgq_client.migrate import (
+from pgq_client.installer import privileges
+from pgq_client.installer.files import (
     HISTORY_FILE,
     FunctionFile,
     MigrationError,
     function_files,
     function_history,
-    migrate,
-    render_dry_run,
 )
+from pgq_client.installer.runner import migrate, run_script
+from pgq_client.installer.script import render_dry_run
 
 ROOT = Path(__file__).resolve().parents[2]
 FUNCTIONS = ROOT / "sql" / "functions"
@@ -234,7 +234,7 @@ def _complete_with_a_note(functions: Path, *, replaces: bool) -> None:
 def test_a_new_signature_replaces_the_old_one_and_roles_keep_their_grants(
     dsn: str, role: str, tmp_path: Path
 ) -> None:
-    grants.grant(dsn, role, "worker")
+    privileges.grant(dsn, role, "worker")
     functions = copy_functions(tmp_path)
     _complete_with_a_note(functions, replaces=True)
     with psycopg.connect(dsn) as c:
@@ -296,7 +296,7 @@ def test_a_migration_without_function_files_gives_an_admin_select_on_the_table_i
     migrate(empty_dsn)
     with psycopg.connect(empty_dsn, autocommit=True) as c:
         c.execute("DROP TABLE jobq_metric_labels")
-    grants.grant(empty_dsn, role, "admin")
+    privileges.grant(empty_dsn, role, "admin")
     migrations = tmp_path / "migrations"
     shutil.copytree(MIGRATIONS, migrations)
     (migrations / "0098_jobq_labels_again.sql").write_text(
@@ -421,7 +421,7 @@ def test_the_dry_run_prints_every_function_file_and_its_record() -> None:
 def test_a_changed_result_type_named_with_the_same_arguments_is_created_again_with_its_grants(
     dsn: str, role: str, tmp_path: Path
 ) -> None:
-    grants.grant(dsn, role, "worker")
+    privileges.grant(dsn, role, "worker")
     functions = copy_functions(tmp_path)
     path = functions / "jobq_heartbeat.sql"
     text = path.read_text()
@@ -512,10 +512,6 @@ def test_a_script_is_run_one_statement_at_a_time_dollar_quotes_and_comments_incl
 ) -> None:
     """Citus refuses a DDL script sent as one query; the runner splits it. Semicolons inside
     dollar quotes, strings and comments do not split, and a comment-only tail runs as nothing."""
-    from psycopg import sql
-
-    from pgq_client.migrate import _run_script
-
     script = sql.SQL(
         "CREATE TEMP TABLE split_probe (a text);\n"
         "-- a comment; with a semicolon\n"
@@ -524,6 +520,35 @@ def test_a_script_is_run_one_statement_at_a_time_dollar_quotes_and_comments_incl
         "/* a block comment; */\n"
     )
     with psycopg.connect(dsn, autocommit=True) as conn:
-        _run_script(conn, script)
+        run_script(conn, script)
         rows = [r[0] for r in conn.execute("SELECT a FROM split_probe ORDER BY a")]
     assert rows == ["in; a body", "x;y"]
+
+
+def test_a_development_install_is_refused_before_anything_is_written(empty_dsn: str) -> None:
+    """A schema recording a migration this tree does not have (a development build before
+    0.1.0, or a newer jobq) is refused with that reason, and neither migrate nor its dry run
+    writes anything there: no lock table, no comment, no record."""
+    with psycopg.connect(empty_dsn, autocommit=True) as c:
+        c.execute("CREATE SCHEMA devbuild")
+        c.execute(
+            "CREATE TABLE devbuild.jobq_migrations (version text PRIMARY KEY, checksum text"
+            " NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        c.execute("INSERT INTO devbuild.jobq_migrations VALUES ('0002_jobq_operations', 'x')")
+    catalogue = (
+        "SELECT c.relname, obj_description(c.oid, 'pg_class') FROM pg_class AS c"
+        " WHERE c.relnamespace = 'devbuild'::regnamespace ORDER BY 1"
+    )
+    with psycopg.connect(empty_dsn) as c:
+        before = c.execute(catalogue).fetchall()
+    reason = "installed by a newer jobq or by a development build before 0.1.0"
+    with pytest.raises(MigrationError, match=reason) as refused:
+        migrate(empty_dsn, schema="devbuild")
+    assert "migration 0002_jobq_operations" in str(refused.value)
+    with pytest.raises(MigrationError, match=reason):
+        render_dry_run(empty_dsn, schema="devbuild")
+    with psycopg.connect(empty_dsn) as c:
+        assert c.execute(catalogue).fetchall() == before
+        rows = c.execute("SELECT version, checksum FROM devbuild.jobq_migrations").fetchall()
+    assert rows == [("0002_jobq_operations", "x")]

@@ -16,10 +16,14 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from tests.helpers import MakeRole
 
-from pgq_client import InvalidArgument, PermissionDenied, Queue, grants
+from pgq_client import InvalidArgument, PermissionDenied, Queue
 from pgq_client.cli import cli
-from pgq_client.grants import declared_functions
-from pgq_client.migrate import audit, function_files, migrate, render_dry_run
+from pgq_client.installer import privileges
+from pgq_client.installer.drift import audit
+from pgq_client.installer.files import function_files
+from pgq_client.installer.privileges import declared_functions
+from pgq_client.installer.runner import migrate
+from pgq_client.installer.script import render_dry_run
 
 ROOT = Path(__file__).resolve().parents[2]
 Conn = psycopg.Connection[Any]
@@ -224,7 +228,7 @@ def test_grant_to_public_is_refused_in_any_case(dsn: str, conn: Conn) -> None:
         dry = run("grant", spelling, "--as", "worker", "--dry-run")
         assert dry.exit_code == 2, dry.output
     with pytest.raises(InvalidArgument):
-        grants.grant(dsn, "PUBLIC", "producer")
+        privileges.grant(dsn, "PUBLIC", "producer")
     assert _executable(conn, "public") == set()  # nothing for PUBLIC
 
 
@@ -247,8 +251,8 @@ def test_revoke_takes_schema_usage_back_only_where_jobq_lives_alone(
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE shared.app_table (x int)")
         for schema in ("alone", "shared"):
-            grants.grant(empty_dsn, stranger, "worker", schema)
-            grants.revoke(empty_dsn, stranger, schema)
+            privileges.grant(empty_dsn, stranger, "worker", schema)
+            privileges.revoke(empty_dsn, stranger, schema)
             assert _executable(conn, stranger, schema) == set()
         usage = conn.execute(
             "SELECT n.nspname::text, has_schema_privilege(%s, n.oid, 'USAGE') FROM pg_namespace n "

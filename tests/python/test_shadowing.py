@@ -36,7 +36,7 @@ import pytest
 from psycopg import sql
 from tests.helpers import MakeRole
 
-from pgq_client.migrate import migrate
+from pgq_client.installer.runner import migrate
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 

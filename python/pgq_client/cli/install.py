@@ -1,6 +1,6 @@
 """Installing jobq and checking the installation: migrate, grant, revoke, doctor.
 
-Every use of the installer (``pgq_client.migrate``, ``pgq_client.grants``) is in this module.
+Every use of the installer (``pgq_client.installer``) is in this module.
 """
 
 from __future__ import annotations
@@ -14,20 +14,19 @@ from typing import Any
 import click
 import psycopg
 
-from .. import _sql, grants
-from .. import migrate as runner
+from .. import _sql
 from ..errors import JobqError, from_psycopg
+from ..installer import drift as checks
+from ..installer import levels, runner
+from ..installer import privileges as grants
+from ..installer.script import render_dry_run
 from ..models import HealthRow
 from ..queue import Queue
 from .base import Settings, command, settings
 from .output import echo_json, table
 
-LEVELS = grants.LEVELS
-
-
-def level_for(function: str) -> str:
-    """The narrowest level whose grant includes ``function`` (as its file declares)."""
-    return next((lv for lv in LEVELS if function in grants.declared_functions(lv)), "admin")
+LEVELS = levels.LEVELS
+level_for = grants.narrowest_level
 
 
 @contextmanager
@@ -97,7 +96,7 @@ def migrate(ctx: click.Context, dry_run: bool, force: bool, as_json: bool) -> No
     s = settings(ctx)
     schema = s.schema("public") or "public"
     if dry_run:
-        click.echo(runner.render_dry_run(s.configured_dsn(), schema), nl=False)
+        click.echo(render_dry_run(s.configured_dsn(), schema), nl=False)
         return
     with _runner_messages():
         applied = runner.migrate(s.dsn(), schema=schema, force=force)
@@ -124,11 +123,10 @@ def migrate(ctx: click.Context, dry_run: bool, force: bool, as_json: bool) -> No
     "level",
     type=click.Choice(LEVELS),
     required=True,
-    help="producer: enqueue; worker: + claim and acknowledge; monitor: stats and health, "
-    "read-only; admin: every public function and SELECT on the tables.",
+    help=levels.help_text(),
 )
 @click.option("--dry-run", is_flag=True, help="Print the GRANT statements instead.")
-def grant(ctx: click.Context, role: str, level: grants.Level, dry_run: bool) -> None:
+def grant(ctx: click.Context, role: str, level: levels.Level, dry_run: bool) -> None:
     """Grant an existing ROLE what a producer, worker, monitor or admin of jobq needs."""
     if role.strip().lower() == "public":
         raise click.BadParameter(
@@ -204,8 +202,8 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     # what another role planted (or be made ambiguous by it).
     with _catalogue(dsn) as conn:
         where = s.schema() or _sql.schema_of_dsn(dsn)
-        control = runner.control_findings(conn, where)
-        drift = runner.function_drift(conn, where)
+        control = checks.control_findings(conn, where)
+        drift = checks.function_drift(conn, where)
     rows = [_warning("schema_control", finding) for finding in control]
     try:
         with Queue(dsn, schema=where) as q:

@@ -34,10 +34,10 @@ from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from .. import _ops, _sql
-from .._citus import node_conninfo, schema_node
 from .._secrets import is_conninfo_error
 from ..errors import IncompatibleSchema, PermissionDenied, from_psycopg
-from ..migrate import check_compatible
+from ..installer.citus import node_conninfo, schema_node
+from ..installer.compat import check_compatible
 from ..models import Job, use_fast_json
 from ..queue import resolve_dsn
 from .acker import Acknowledger
@@ -404,7 +404,8 @@ class Worker:
     def _citus_node(self, dsn: str, source: str) -> tuple[str, str]:
         """On a Citus coordinator where the schema is a distributed schema, the DSN of the node
         that holds it: the schema's functions run there and their NOTIFYs are sent there (see
-        pgq_client._citus). Unchanged without Citus, with a given pool, or when the node cannot
+        pgq_client.installer.citus).
+        Unchanged without Citus, with a given pool, or when the node cannot
         be reached from here (then claims go through the coordinator, which delegates them,
         and the worker wakes by its poll)."""
         if self._given_pool is not None or self.config.schema is None:

@@ -1,0 +1,162 @@
+"""jobq on a Citus cluster (docs/scaling.md).
+
+On a coordinator with schema-based sharding, ``jobq migrate --schema S`` builds ``S`` as on
+PostgreSQL and then makes it a distributed schema: its tables live whole on one worker node and
+its functions run there (calls from the coordinator are delegated). NOTIFY is per node, so a
+Worker asks the coordinator once where its schema lives and opens its own connections to that
+node (same credentials and database). Without Citus, or for a schema that is not distributed,
+nothing changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from .files import literals, statement
+
+if TYPE_CHECKING:
+    from .files import FunctionFile
+
+logger = logging.getLogger("pgq_client.installer")
+
+_HAS_CITUS = "SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_schema') IS NOT NULL"
+# A function's own `SET plan_cache_mode = force_generic_plan` defeats the custom plan Citus
+# forces for a statement with parameters ("could not create distributed plan"): reset there.
+RESET = "plan_cache_mode"
+# jobq__metrics_count writes the counters from inside its callers' statements on the schema's
+# shard, a nested distributed statement that Citus refuses unless allowed. It is safe: the
+# tables are colocated and the statement runs locally, in the same transaction. Where the call
+# is not delegated, the node runs it in a session of its own: it needs its own search_path.
+NESTED = ("jobq__metrics_count",)
+NESTED_SETTING = "citus.allow_nested_distributed_execution"
+
+
+def _ident(conn: psycopg.Connection[Any] | None, schema: str) -> sql.Literal:
+    """The schema's name quoted as an identifier, as a text value (for to_regnamespace)."""
+    return sql.Literal(sql.Identifier(schema).as_string(conn))
+
+
+def _has_citus(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute(_HAS_CITUS).fetchone()
+    return bool(row and row[0])
+
+
+def distributed(conn: psycopg.Connection[Any], schema: str) -> bool:
+    """Whether ``schema`` is a Citus distributed schema (False without Citus)."""
+    if not _has_citus(conn):
+        return False
+    row = conn.execute(
+        sql.SQL(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_schema"
+            " WHERE schemaid = pg_catalog.to_regnamespace({}::text))"
+        ).format(_ident(conn, schema))
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def expected_settings(name: str, settings: set[str]) -> set[str]:
+    """The settings ``jobq doctor`` expects of function ``name`` on Citus, given its file's."""
+    wanted = {item for item in settings if not item.startswith(RESET + "=")}
+    if name in NESTED:
+        wanted |= {f"{NESTED_SETTING}=on", "search_path"}
+    return wanted
+
+
+def schema_sharding(conn: psycopg.Connection[Any]) -> bool:
+    """Whether to distribute the schema (a coordinator with schema-based sharding on). Citus
+    restricts DDL on distributed tables, and CREATE SCHEMA (IF NOT EXISTS) distributes a schema
+    with the setting on: the runner turns it off for its session and distributes at the end."""
+    setting = conn.execute(
+        "SELECT pg_catalog.current_setting('citus.enable_schema_based_sharding', true)"
+    ).fetchone()
+    if setting is None or setting[0] != "on":
+        return False
+    conn.execute("SET citus.enable_schema_based_sharding = off")
+    return True
+
+
+def _functions(
+    conn: psycopg.Connection[Any], schema: str, *, setting: str | None = None,
+    names: tuple[str, ...] = (),
+) -> list[str]:
+    query = statement(
+        "citus_functions",
+        schema_ident=_ident(conn, schema),
+        setting=sql.Literal(setting),
+        names=literals(names),
+    )
+    return [str(row[0]) for row in conn.execute(query)]
+
+
+def distribute(conn: psycopg.Connection[Any], schema: str, functions: list[FunctionFile]) -> None:
+    """Make ``schema`` a distributed schema (its tables, whole, on one node) and each function
+    a distributed function colocated with ``jobq_jobs``, so that a call from the coordinator
+    outside a transaction block runs on that node; in the order the files are applied (a node
+    checks a SQL body against the functions it calls). What is distributed is left alone."""
+    if schema == "public":
+        logger.warning("schema 'public' cannot be a Citus distributed schema: jobq stays on "
+                       "the coordinator (install it with --schema NAME to distribute it)")
+        return
+    ident = _ident(conn, schema)
+    if not distributed(conn, schema):
+        logger.info("schema %r: distributing it over the Citus cluster", schema)
+        conn.execute(sql.SQL(
+            "SELECT pg_catalog.citus_schema_distribute({}::text::pg_catalog.regnamespace)"
+        ).format(ident))
+    jobs = sql.Identifier(schema, "jobq_jobs").as_string(conn)
+    with conn.transaction():
+        # A node creates the function with Citus's own search_path, where the helpers that a
+        # SQL function's body names are not found: it checks no body (each was checked here).
+        conn.execute("SET LOCAL citus.propagate_set_commands TO 'local'")
+        conn.execute("SET LOCAL check_function_bodies TO off")
+        for f in functions:
+            rows = conn.execute(
+                statement("citus_undistributed", schema_ident=ident, name=sql.Literal(f.name))
+            ).fetchall()
+            for row in rows:
+                conn.execute(
+                    "SELECT pg_catalog.create_distributed_function("
+                    "%(f)s::pg_catalog.regprocedure, colocate_with => %(t)s::text)",
+                    {"f": row[0], "t": jobs},
+                )
+        for signature in _functions(conn, schema, setting=RESET):
+            conn.execute(sql.SQL("ALTER FUNCTION {} RESET {}").format(
+                sql.SQL(signature), sql.Identifier(RESET)
+            ))
+        for signature in _functions(conn, schema, names=NESTED):
+            conn.execute(sql.SQL("ALTER FUNCTION {} SET {} = on").format(
+                sql.SQL(signature), sql.SQL(NESTED_SETTING)
+            ))
+            conn.execute(sql.SQL("ALTER FUNCTION {} SET search_path = {}, pg_temp").format(
+                sql.SQL(signature), sql.Identifier(schema)
+            ))
+        # citus_schema_move copies the schema by logical replication, which needs every
+        # table's rows identified: jobq_metric_deltas (no key) gets REPLICA IDENTITY FULL.
+        for row in conn.execute(statement("citus_tables", schema_ident=ident)).fetchall():
+            conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(sql.SQL(row[0])))
+
+
+def schema_node(conn: psycopg.Connection[Any], schema: str | None) -> tuple[str, int] | None:
+    """(host, port) of the Citus node that holds ``schema``, or None (no Citus, or a schema
+    that is not distributed)."""
+    if schema is None:
+        return None  # public cannot be a distributed schema
+    if not _has_citus(conn):
+        return None
+    row = conn.execute(statement("citus_node", schema_ident=_ident(conn, schema))).fetchone()
+    if row is None:
+        return None
+    return str(row[0]), int(row[1])
+
+
+def node_conninfo(conninfo: str, node: tuple[str, int]) -> str:
+    """``conninfo`` with its host and port replaced by the node's."""
+    params = conninfo_to_dict(conninfo)
+    params.pop("hostaddr", None)
+    params["host"], params["port"] = node[0], str(node[1])
+    return make_conninfo("", **params)

@@ -1,0 +1,187 @@
+"""Whether a schema holds what the files define, and who else controls it (``jobq doctor``;
+``jobq migrate`` refuses or warns). Reads the catalogue, never a jobq function that another
+role could have planted, except ``jobq_health`` after a run."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from .. import _sql
+from . import citus
+from .files import FunctionFile, MigrationError, file_signature, function_files, literals, statement
+from .plan import validate_schema
+
+_VOLATILITY = {"VOLATILE": "v", "STABLE": "s", "IMMUTABLE": "i"}
+
+
+def control_findings(conn: psycopg.Connection[Any], schema: str) -> list[str]:
+    """Who else controls ``schema`` (``sql/control.sql``): objects there that jobq's owner does
+    not own, and roles other than it (or its members, or superusers) that may CREATE there.
+    Empty for a schema that does not exist yet."""
+    query = statement("control", schema_name=sql.Literal(schema))
+    return [str(row[1]) for row in conn.execute(query)]
+
+
+def audit_findings(conn: psycopg.Connection[Any], schema: str) -> list[str]:
+    present = conn.execute(
+        "SELECT pg_catalog.to_regproc(pg_catalog.format('%%I.jobq_health', %(s)s::text))",
+        {"s": schema},
+    ).fetchone()
+    if not present or present[0] is None:
+        return []  # an install without jobq_health (a test's own function files)
+    rows = conn.execute(statement("audit", schema=sql.Identifier(schema))).fetchall()
+    return [
+        f"{row[0]}: anyone who controls the schema can run code as jobq's owner (see "
+        "docs/security.md, 'Install safely')"
+        for row in rows
+    ]
+
+
+def audit(conninfo: str, schema: str = "public") -> list[str]:
+    """Warnings about who else controls ``schema``: its owner, when that is not the owner of
+    jobq's objects (nor a superuser), and roles other than that owner that may CREATE in it.
+    :func:`~.runner.migrate` logs them after each run; ``jobq doctor`` reports them too."""
+    validate_schema(schema)
+    with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
+        return audit_findings(conn, schema)
+
+
+@dataclass(frozen=True)
+class _Expected:
+    body: str
+    definer: bool
+    volatility: str
+    language: str
+    settings: frozenset[str]  # "name=value", and "search_path" for SET search_path FROM CURRENT
+
+
+def _expected(f: FunctionFile) -> _Expected:
+    found = re.search(r"CREATE OR REPLACE FUNCTION(.*?)\bAS \$\$(.*?)\$\$;", f.sql, re.S)
+    if found is None:  # pragma: no cover - files.py checked the CREATE
+        raise MigrationError(f"function file {f.path.name}: no `AS $$ ... $$;` body")
+    header, body = found.group(1), found.group(2)
+    volatility = re.search(r"^(VOLATILE|STABLE|IMMUTABLE)\s*$", header, re.M)
+    language = re.search(r"^LANGUAGE (\w+)", header, re.M)
+    settings = {
+        f"{m.group(1)}={m.group(2).strip()}"
+        for m in re.finditer(r"^SET (\w+) = (.+?)\s*$", header, re.M)
+    }
+    if re.search(r"^SET search_path FROM CURRENT\s*$", header, re.M):
+        settings.add("search_path")
+    return _Expected(
+        body=body,
+        definer=re.search(r"^SECURITY DEFINER\s*$", header, re.M) is not None,
+        volatility=_VOLATILITY[volatility.group(1)] if volatility else "v",
+        language=language.group(1).lower() if language else "sql",
+        settings=frozenset(settings),
+    )
+
+
+def _search_path_items(value: str) -> list[str]:
+    items = []
+    for item in value.split(","):
+        item = item.strip()
+        if len(item) >= 2 and item[0] == item[-1] == '"':
+            item = item[1:-1].replace('""', '"')
+        items.append(item)
+    return items
+
+
+def _differences(
+    f: FunctionFile, installed: tuple[Any, ...], schema: str, on_citus: bool
+) -> list[str]:
+    """How one installed function differs from its file."""
+    prosrc, definer, volatility, language, config = installed
+    want = _expected(f)
+    found: list[str] = []
+    if prosrc != want.body:
+        found.append(f"its body differs from sql/functions/{f.path.name}")
+    if definer != want.definer:
+        found.append(
+            "is not SECURITY DEFINER, as its file says it is" if want.definer
+            else "is SECURITY DEFINER, which its file does not say"
+        )
+    if volatility != want.volatility or language != want.language:
+        found.append(
+            f"is {language} {volatility}, its file says {want.language} {want.volatility}"
+        )
+    have: set[str] = set()
+    for item in config:
+        name, _, value = item.partition("=")
+        if name == "search_path":
+            have.add("search_path")
+            if _search_path_items(value) != [schema, "pg_temp"]:
+                found.append(f"runs with search_path {value!r}, not the schema's")
+        else:
+            have.add(item)
+    wanted = set(want.settings)
+    if on_citus:
+        wanted = citus.expected_settings(f.name, wanted)
+    if have != wanted:
+        found.append(
+            f"its settings differ from its file: {sorted(have)} instead of "
+            f"{sorted(want.settings)}"
+        )
+    return found
+
+
+def function_drift(
+    conn: psycopg.Connection[Any], schema: str, files: list[FunctionFile] | None = None
+) -> list[tuple[str, str]]:
+    """How the functions installed in ``schema`` differ from this jobq's files, as
+    (function, what differs): a body or a setting changed by hand (a ``CREATE OR REPLACE``
+    without ``SECURITY DEFINER``, another search_path), a file not applied or half applied, a
+    jobq function no file defines. Empty when the schema holds exactly what the files define.
+    Reads only the catalogue, and ``jobq_migrations`` when the role may (an admin may)."""
+    files = function_files() if files is None else files
+    name = sql.Literal(schema)
+    installed = {
+        row[0]: row[2:]
+        for row in conn.execute(statement("installed_functions", schema_name=name))
+    }
+    expected: dict[str, str | None] = dict(conn.execute(statement(
+        "file_signatures",
+        schema_name=name,
+        names=literals([f.name for f in files]),
+        signatures=literals([file_signature(f) for f in files]),
+    )).fetchall())
+    on_citus = citus.distributed(conn, schema)
+    found: list[tuple[str, str]] = []
+    for f in files:
+        signature = expected.get(f.name)
+        if signature is None or signature not in installed:
+            found.append((
+                f.name,
+                f"not installed as {file_signature(f)} (sql/functions/{f.path.name}): run "
+                "jobq migrate",
+            ))
+            continue
+        found += [(f.name, d) for d in _differences(f, installed[signature], schema, on_citus)]
+    known = {signature for signature in expected.values() if signature is not None}
+    found += [
+        (signature, "no file of this jobq defines it (made by hand, an overload planted beside "
+                    "jobq's, or a function of a newer jobq)")
+        for signature in installed
+        if signature not in known
+    ]
+    try:
+        with conn.transaction():
+            recorded = dict(conn.execute(
+                sql.SQL("SELECT version, checksum FROM {}.jobq_migrations").format(
+                    sql.Identifier(schema)
+                )
+            ).fetchall())
+    except psycopg.errors.InsufficientPrivilege:
+        return found
+    found += [
+        (f.name, f"sql/functions/{f.path.name} is not applied in its current version: run "
+                 "jobq migrate")
+        for f in files
+        if expected.get(f.name) in installed and recorded.get(f.version) != f.checksum
+    ]
+    return found

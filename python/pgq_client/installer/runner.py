@@ -1,0 +1,166 @@
+"""``jobq migrate``: apply what is pending, each migration in its own transaction, the function
+files in one more (a failure leaves the previous set of bodies in place, never half of each).
+
+A session-level advisory lock per schema serialises concurrent runs: the second waits, then
+finds nothing to do. Its key is random and kept in a table only jobq's owner may read
+(``sql/lock_table.sql``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import sqlparse
+from psycopg import sql
+
+from .. import _sql
+from . import citus
+from .drift import audit_findings, control_findings
+from .files import MigrationError, available_migrations, function_files, function_history, statement
+from .plan import applied, check, validate_schema
+from .script import bootstrap, schema_statement, transactions
+
+logger = logging.getLogger("pgq_client.installer")
+# The grants that carry a level over to the functions an upgrade adds, one INFO line each.
+grant_logger = logging.getLogger("pgq_client.installer.grants")
+_GRANT_NOTICE = "jobq migrate: granted "
+
+
+def run_script(conn: psycopg.Connection[Any], script: sql.Composed) -> None:
+    """Run a script one statement at a time (sqlparse splits, minding dollar quotes and
+    comments): Citus propagates some DDL to its nodes as one prepared statement of the whole
+    query, which a node refuses when it holds several commands."""
+    for text in sqlparse.split(script.as_string(conn)):
+        if text.strip():
+            conn.execute(text.encode())
+
+
+def _execute(conn: psycopg.Connection[Any], step: sql.Composed, what: str, schema: str) -> None:
+    """Run one step of a migration; an error names the step (the file) and the schema."""
+    try:
+        run_script(conn, step)
+    except psycopg.Error as exc:
+        diag = exc.diag
+        message = diag.message_primary or str(exc).strip()
+        detail = f" ({diag.message_detail})" if diag.message_detail else ""
+        context = diag.context.strip().splitlines()[0] if diag.context else ""
+        where = "" if not context or "inline_code_block" in context else f"; {context}"
+        hint = f" Hint: {diag.message_hint}" if diag.message_hint else ""
+        raise MigrationError(
+            f"{what} failed in schema {schema!r}: {message}{detail}"
+            f" [SQLSTATE {exc.sqlstate}]{where}; nothing of it was applied.{hint}"
+        ) from exc
+
+
+def _lock(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Take the migrate lock of ``schema``, making its table first if needed: on a first
+    install nothing else exists to lock, and two first installs that race there fail on the
+    catalogue's unique indexes, which this retries."""
+    owner = statement("lock_owner", schema_name=sql.Literal(schema))
+
+    def present() -> bool:
+        row = conn.execute(owner).fetchone()
+        if row is not None and not row[0]:
+            raise MigrationError(
+                f"{schema}.jobq__migrate_lock does not belong to jobq's owner: another role "
+                "made it and may know the key of the migrate lock. Drop it after checking who "
+                "made it."
+            )
+        return row is not None
+
+    for attempt in range(1, 6):
+        if present():
+            break
+        try:
+            with conn.transaction():
+                run_script(conn, sql.Composed([
+                    schema_statement("note_existing", schema),
+                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {};\n").format(sql.Identifier(schema)),
+                    schema_statement("lock_table", schema),
+                    schema_statement("exact_privileges", schema),
+                ]))
+        except (psycopg.errors.UniqueViolation, psycopg.errors.InternalError_) as exc:
+            # a concurrent first run made the same object, or changed its ACL or comment
+            # ("tuple concurrently updated"): the next try finds it made
+            if attempt == 5 or (
+                isinstance(exc, psycopg.errors.InternalError_) and "concurrently" not in str(exc)
+            ):
+                raise
+            time.sleep(0.05 * attempt)
+    present()
+    row = conn.execute(
+        sql.SQL("SELECT l.key FROM {}.jobq__migrate_lock AS l").format(sql.Identifier(schema))
+    ).fetchone()
+    assert row is not None  # the script inserts it
+    conn.execute("SELECT pg_catalog.pg_advisory_lock(%(key)s::pg_catalog.int8)", {"key": row[0]})
+
+
+def _log_grant(diag: psycopg.errors.Diagnostic) -> None:
+    """A NOTICE of the grants of the levels, as one INFO line of ``grant_logger``."""
+    message = diag.message_primary or ""
+    if message.startswith(_GRANT_NOTICE):
+        grant_logger.info("%s", message[len("jobq migrate: "):])
+
+
+def migrate(
+    conninfo: str,
+    schema: str = "public",
+    dry_run: bool = False,
+    *,
+    force: bool = False,
+    migrations_dir: Path | None = None,
+    functions_dir: Path | None = None,
+) -> list[str]:
+    """Apply what is pending in ``schema`` and return the versions applied, in order.
+
+    The versions are those of the numbered migrations, then ``functions/<name>`` for each
+    function file applied. Idempotent: a second run applies nothing and returns ``[]``. With
+    ``dry_run`` nothing is changed and the versions that would be applied are returned.
+    ``migrations_dir`` and ``functions_dir`` replace the shipped files (for tests). It refuses
+    a schema that another role controls (:func:`~.drift.control_findings`) unless ``force``,
+    and one whose records this jobq cannot build on, before it writes anything.
+    """
+    validate_schema(schema)
+    known = available_migrations(migrations_dir)
+    functions = function_files(functions_dir)
+    history = function_history(functions_dir)
+    with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
+        todo = check(applied(conn, schema), known, functions, schema, history)
+        if dry_run:
+            return todo.versions
+        findings = control_findings(conn, schema)
+        if findings and not force:
+            raise MigrationError(
+                f"schema {schema!r} is not under jobq's owner's control alone, so an upgrade "
+                "could run what another role planted there: " + "; ".join(findings)
+                + ". Fix it (docs/security.md, 'Install safely'), or run with --force"
+            )
+        for finding in findings:
+            logger.warning("%s (migrating anyway: --force)", finding)
+        _lock(conn, schema)
+        try:
+            distribute = citus.schema_sharding(conn)
+            # Verify again under the lock, before the bootstrap rewrites the table's comment.
+            check(applied(conn, schema), known, functions, schema, history)
+            with conn.transaction():
+                run_script(conn, bootstrap(schema))
+            todo = check(applied(conn, schema), known, functions, schema, history)
+            conn.add_notice_handler(_log_grant)
+            try:
+                for _, steps in transactions(schema, todo, functions):
+                    with conn.transaction():
+                        for what, step in steps:
+                            _execute(conn, step, what, schema)
+            finally:
+                conn.remove_notice_handler(_log_grant)
+            if distribute:
+                citus.distribute(conn, schema, functions)
+            for finding in audit_findings(conn, schema):
+                logger.warning("%s", finding)
+            return todo.versions
+        finally:
+            conn.execute("SELECT pg_catalog.pg_advisory_unlock_all()")

@@ -1,0 +1,216 @@
+"""The statements of each transaction of a run, shared by the runner and ``--dry-run``.
+
+Every step runs with ``search_path`` set to the target schema (then ``pg_temp``), so every
+object lands in that schema and every function captures it (``SET search_path FROM CURRENT``).
+Each transaction notes the objects that exist when it starts and ends by giving those it
+created exactly jobq's privileges (``sql/exact_privileges.sql``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from .. import _sql
+from .files import (
+    FUNCTIONS_PREFIX,
+    FunctionFile,
+    Migration,
+    available_migrations,
+    function_files,
+    function_history,
+    literals,
+    statement,
+)
+from .levels import ADMIN_TABLES, LEVELS
+from .plan import Plan, applied, check, validate_schema
+
+Step = tuple[str, sql.Composed]
+
+
+def search_path(schema: str) -> sql.Composed:
+    return sql.SQL("SET LOCAL search_path = {}, pg_temp;\n").format(sql.Identifier(schema))
+
+
+def schema_statement(name: str, schema: str, **parts: sql.Composable) -> sql.Composed:
+    """A statement of ``installer/sql`` with the schema as ``{schema}`` and ``{schema_name}``."""
+    return statement(name, schema=sql.Identifier(schema), schema_name=sql.Literal(schema), **parts)
+
+
+def bootstrap(schema: str, *, with_lock_table: bool = False) -> sql.Composed:
+    """jobq_migrations and its comment. The runner makes the lock table before it takes the
+    lock (a concurrent run may still be writing its ACL here); only the dry-run script, which
+    takes no lock, makes it here."""
+    return sql.Composed([
+        schema_statement("note_existing", schema),
+        schema_statement("bootstrap", schema),
+        schema_statement("lock_table", schema) if with_lock_table else sql.SQL(""),
+        search_path(schema),
+        statement("describe"),
+        schema_statement("exact_privileges", schema),
+    ])
+
+
+def _migration(schema: str, migration: Migration) -> sql.Composed:
+    """One migration's transaction: the file, its record (and, for a breaking change, the
+    comment that tells clients about it), the privileges of new objects."""
+    record = sql.SQL(
+        "\nINSERT INTO {}.jobq_migrations (version, checksum, breaking) VALUES ({}, {}, {});\n"
+    ).format(
+        sql.Identifier(schema),
+        sql.Literal(migration.version),
+        sql.Literal(migration.checksum),
+        sql.Literal(migration.breaking),
+    )
+    return sql.Composed([
+        search_path(schema),
+        schema_statement("note_existing", schema),
+        sql.SQL(migration.sql),  # trusted: our own file
+        record,
+        *([statement("describe")] if migration.breaking else []),
+        schema_statement("exact_privileges", schema),
+    ])
+
+
+def _levels(name: str, schema: str, files: list[FunctionFile]) -> sql.Composed:
+    """note_levels.sql or grant_levels.sql, with each level and its public functions (admin:
+    NULL, every public function) in the order of :data:`.levels.LEVELS`."""
+    rows = sql.SQL(",\n        ").join(
+        sql.SQL("({}, NULL::text[])").format(sql.Literal(level)) if level == "admin"
+        else sql.SQL("({}, ARRAY[{}]::text[])").format(
+            sql.Literal(level),
+            literals([f.name for f in files if level in f.levels and not f.private]),
+        )
+        for level in LEVELS
+    )
+    return schema_statement(
+        name, schema, levels=rows, level_order=literals(LEVELS), tables=literals(ADMIN_TABLES)
+    )
+
+
+def _file(schema: str, f: FunctionFile) -> sql.Composed:
+    """One function file with its record, after dropping the signatures it replaces."""
+    parts: list[sql.Composable] = [sql.SQL(f"-- {f.version} (sha256 {f.checksum})\n")]
+    if f.replaces:
+        parts.append(statement(
+            "drop_replaced",
+            signatures=literals(f.replaces),
+            setting=sql.Literal("jobq.replaced_acl_" + f.name),
+        ))
+    if f.granted_as:
+        parts.append(statement(
+            "note_new", name=sql.Literal(f.name), setting=sql.Literal("jobq.new_" + f.name)
+        ))
+    parts.append(sql.SQL(f.sql))  # trusted: our own file
+    parts.append(sql.SQL(
+        "\nINSERT INTO {}.jobq_migrations (version, checksum, applied_at)"
+        " VALUES ({}, {}, pg_catalog.now())\n"
+        "ON CONFLICT (version) DO UPDATE SET checksum = excluded.checksum, "
+        "applied_at = excluded.applied_at;\n"
+    ).format(sql.Identifier(schema), sql.Literal(f.version), sql.Literal(f.checksum)))
+    if f.renamed_from:
+        parts.append(sql.SQL("DELETE FROM {}.jobq_migrations WHERE version IN ({});\n").format(
+            sql.Identifier(schema), literals([FUNCTIONS_PREFIX + n for n in f.renamed_from])
+        ))
+    return sql.Composed(parts)
+
+
+def _function_steps(
+    schema: str, files: list[FunctionFile], every: list[FunctionFile]
+) -> list[Step]:
+    """The function files' transaction: the setup, each file, the privileges of new objects,
+    the check (which gives a function the grants of the signatures it replaced), then the
+    grants of ``--! granted-as`` (a new function granted as one this run replaced gets that
+    one's grantees too) and those that carry roles' levels over (read from ``every``)."""
+    granted_as = [
+        statement(
+            "grant_as",
+            name=sql.Literal(f.name),
+            setting=sql.Literal("jobq.new_" + f.name),
+            sources=literals(f.granted_as),
+        )
+        for f in files
+        if f.granted_as
+    ]
+    setup = search_path(schema) + schema_statement("note_existing", schema)
+    return [
+        ("the setup of the function files", setup + _levels("note_levels", schema, every)),
+        *((f"function file {f.path.name}", _file(schema, f)) for f in files),
+        ("the privileges of the new functions", schema_statement("exact_privileges", schema)),
+        (
+            "the check of the function files",
+            statement("check_functions", names=literals([f.name for f in files])),
+        ),
+        *([("the grants of the new functions (--! granted-as)", sql.Composed(granted_as))]
+          if granted_as else []),
+        ("the grants of the levels", _levels("grant_levels", schema, every)),
+    ]
+
+
+def transactions(
+    schema: str, todo: Plan, every_file: list[FunctionFile]
+) -> list[tuple[str, list[Step]]]:
+    """Each transaction of a run after the bootstrap, as its steps (each named for an error)
+    with the line that heads it in a script: one per migration, then one for the function
+    files, or, when only migrations ran, one for the grants of the levels (an admin gets
+    SELECT on a table a migration added)."""
+    done = [
+        (
+            f"-- migration {m.version} (sha256 {m.checksum})",
+            [(f"migration {m.version}.sql", _migration(schema, m))],
+        )
+        for m in todo.migrations
+    ]
+    if todo.functions:
+        done.append((
+            f"-- {len(todo.functions)} function file(s), in one transaction",
+            _function_steps(schema, todo.functions, every_file),
+        ))
+    elif todo.migrations:
+        done.append(("-- the grants of the levels of roles granted before", [
+            ("the setup of the grants",
+             search_path(schema) + _levels("note_levels", schema, every_file)),
+            ("the grants of the levels", _levels("grant_levels", schema, every_file)),
+        ]))
+    return done
+
+
+def render_dry_run(
+    conninfo: str | None,
+    schema: str = "public",
+    *,
+    migrations_dir: Path | None = None,
+    functions_dir: Path | None = None,
+) -> str:
+    """The SQL that :func:`~.runner.migrate` would run, as a psql script: with a connection,
+    only what is pending; without one, everything (for a new database)."""
+    validate_schema(schema)
+    known = available_migrations(migrations_dir)
+    functions = function_files(functions_dir)
+    if conninfo is None:
+        todo = Plan(migrations=known, functions=functions)
+        header = "everything (no database was asked what is applied)"
+    else:
+        with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
+            recorded = applied(conn, schema)
+        todo = check(recorded, known, functions, schema, function_history(functions_dir))
+        header = (
+            f"{len(todo.migrations)} pending migration(s), "
+            f"{len(todo.functions)} function file(s) to apply"
+        )
+    parts = [
+        f"-- jobq migrate --dry-run: {header} for schema {schema!r}.",
+        "-- Apply with: psql -v ON_ERROR_STOP=1 -f this_file.sql",
+        "\\set ON_ERROR_STOP on",
+        "-- Only built-ins, whatever search_path psql has: nothing another role created in a",
+        "-- schema on it can be chosen by this script (each transaction then sets its own).",
+        "SET search_path = pg_catalog, pg_temp;",
+        "BEGIN;",
+        bootstrap(schema, with_lock_table=True).as_string(None),
+        "COMMIT;",
+    ]
+    for heading, steps in transactions(schema, todo, functions):
+        parts += [heading, "BEGIN;", sql.Composed([s for _, s in steps]).as_string(None), "COMMIT;"]
+    return "\n".join(parts) + "\n"
