@@ -1,7 +1,7 @@
 """``async def`` handlers: one event loop, on a thread of the Worker's own, runs all their jobs.
 
 Used instead of :class:`~.handlers.HandlerPool` when a Worker has at least one ``async def``
-handler, so that a Worker of plain handlers alone does exactly what it did before.
+handler, so that a Worker of plain handlers alone runs no event loop.
 """
 
 from __future__ import annotations
