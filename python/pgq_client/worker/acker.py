@@ -272,7 +272,7 @@ class Acknowledger:
         In id order: jobq_cancel locks the rows it changes in id order too, so a completion and
         a cancel of overlapping jobs wait for each other instead of deadlocking (which
         PostgreSQL would break after deadlock_timeout, a second by default)."""
-        batch = sorted(jobs, key=_job_id)
+        batch = sorted(jobs, key=lambda job: job.id)
 
         def results_of(some: list[Job]) -> dict[uuid.UUID, str]:
             if some is batch or not results:
@@ -559,10 +559,6 @@ def complete_many_call(
         [job.attempts for job in jobs],
         [results.get(job.id) for job in jobs] if results else None,
     )
-
-
-def _job_id(job: Job) -> uuid.UUID:
-    return job.id
 
 
 
