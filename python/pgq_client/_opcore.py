@@ -79,41 +79,14 @@ Op = Generator["Call | Pause", list[Any], T]
 result."""
 
 
-def _no_pause(pause: Pause) -> None:
+async def _no_pause(pause: Pause) -> None:
     raise AssertionError(f"this operation does not pause: {pause}")  # pragma: no cover
-
-
-async def _no_apause(pause: Pause) -> None:
-    raise AssertionError(f"this operation does not pause: {pause}")  # pragma: no cover
-
-
-def drive(
-    op: Op[T], run: Callable[[Call], list[Any]], pause: Callable[[Pause], None] = _no_pause
-) -> T:
-    """Run ``op`` to its result, each call with ``run`` and each pause with ``pause`` (the
-    synchronous executor)."""
-    try:
-        step = next(op)
-        while True:
-            if isinstance(step, Pause):
-                pause(step)
-                step = op.send([])
-                continue
-            try:
-                rows = run(step)
-            except JobqError as exc:
-                step = op.throw(exc)
-            else:
-                step = op.send(rows)
-    except StopIteration as done:
-        result: T = done.value
-        return result
 
 
 async def adrive(
     op: Op[T],
     run: Callable[[Call], Awaitable[list[Any]]],
-    pause: Callable[[Pause], Awaitable[None]] = _no_apause,
+    pause: Callable[[Pause], Awaitable[None]] = _no_pause,
 ) -> T:
     """Run ``op`` to its result, each call and pause awaited (the asyncio executor)."""
     try:
@@ -132,6 +105,32 @@ async def adrive(
     except StopIteration as done:
         result: T = done.value
         return result
+
+
+def drive(
+    op: Op[T], run: Callable[[Call], list[Any]], pause: Callable[[Pause], None] | None = None
+) -> T:
+    """Run ``op`` to its result, each call with ``run`` and each pause with ``pause`` (the
+    synchronous executor): :func:`adrive`'s loop, stepped without an event loop, since
+    nothing it awaits here ever suspends."""
+
+    async def arun(call: Call) -> list[Any]:
+        return run(call)
+
+    async def apause(step: Pause) -> None:
+        if pause is None:
+            await _no_pause(step)  # pragma: no cover
+        else:
+            pause(step)
+
+    coroutine = adrive(op, arun, apause)
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    coroutine.close()  # pragma: no cover
+    raise AssertionError("a synchronous executor suspended")  # pragma: no cover
 
 
 # -- argument checks, done in the client before anything is sent ------------------------------

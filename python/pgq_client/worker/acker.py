@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -26,6 +26,8 @@ __all__ = ["Acknowledger", "complete_many_call"]
 
 ACK_LINGER = 0.005
 """Seconds a result may wait for others to share its round trip (and its commit)."""
+
+Item = TypeVar("Item", Job, Failure)  # what an acknowledgement carries: a job, or its failure
 
 UNSERVED_AFTER = 3.0
 """Seconds after start when the worker looks for available jobs that no worker serves."""
@@ -229,19 +231,34 @@ class Acknowledger:
         )
         return rows, retried
 
-    def _release(self, jobs: list[Job]) -> None:
+    def _apart(
+        self,
+        items: list[Item],
+        send: Callable[[list[Item]], list[Failure] | None],
+        defer: Callable[[list[Item]], None],
+    ) -> list[Failure]:
+        """``send(items)`` in one statement; when a row of theirs is locked by another session
+        past lock_wait, each item alone, so that only that one waits: set aside by
+        ``defer([item])``, to be sent again when due. The failures ``send`` reports instead."""
         try:
-            rows, _ = self._send(
-                _ops.release_call(self._sql, [job.id for job in jobs], self._config.worker_id),
-                f"releasing {len(jobs)} unstarted jobs",
-            )
+            return send(items) or []
         except Locked:
-            if len(jobs) == 1:
-                self._defer(releases=jobs)
-            else:
-                for job in jobs:
-                    self._release([job])
-            return
+            if len(items) == 1:
+                defer(items)
+                return []
+        failures: list[Failure] = []
+        for item in items:
+            failures += self._apart([item], send, defer)
+        return failures
+
+    def _release(self, jobs: list[Job]) -> None:
+        self._apart(jobs, self._send_release, lambda alone: self._defer(releases=alone))
+
+    def _send_release(self, jobs: list[Job]) -> None:
+        rows, _ = self._send(
+            _ops.release_call(self._sql, [job.id for job in jobs], self._config.worker_id),
+            f"releasing {len(jobs)} unstarted jobs",
+        )
         log.info("%s released %d unstarted jobs", self._who, rows[0][0])
         for job in jobs:
             job_log(logging.DEBUG, job, "released (never started)")
@@ -255,7 +272,22 @@ class Acknowledger:
         In id order: jobq_cancel locks the rows it changes in id order too, so a completion and
         a cancel of overlapping jobs wait for each other instead of deadlocking (which
         PostgreSQL would break after deadlock_timeout, a second by default)."""
-        jobs = sorted(jobs, key=_job_id)
+        batch = sorted(jobs, key=lambda job: job.id)
+
+        def results_of(some: list[Job]) -> dict[uuid.UUID, str]:
+            if some is batch or not results:
+                return results
+            return {job.id: results[job.id] for job in some if job.id in results}
+
+        return self._apart(
+            batch,
+            lambda some: self._send_completions(some, results_of(some)),
+            lambda alone: self._defer(completions=alone, results=results_of(alone)),
+        )
+
+    def _send_completions(
+        self, jobs: list[Job], results: dict[uuid.UUID, str]
+    ) -> list[Failure]:
         try:
             rows, retried = self._send(
                 complete_many_call(self._sql, jobs, self._config.worker_id, results),
@@ -265,16 +297,6 @@ class Acknowledger:
             if not results:
                 raise
             return self._complete_one_by_one(jobs, results)
-        except Locked:
-            # A row locked elsewhere: each job alone, so that only that one waits.
-            if len(jobs) == 1:
-                self._defer(completions=jobs, results=results)
-                return []
-            failures: list[Failure] = []
-            for job in jobs:
-                alone = {job.id: results[job.id]} if job.id in results else {}
-                failures += self._complete([job], alone)
-            return failures
         self._completed(jobs, int(rows[0][0]), retried)
         return []
 
@@ -284,51 +306,52 @@ class Acknowledger:
         """A batch whose results include one over the size limit (54000): the jobs without a
         result together, each other one alone; a result that is refused fails its job."""
         plain = [job for job in jobs if job.id not in results]
-        too_large: list[Failure] = []
         if plain:
             self._complete(plain, {})
+        too_large: list[Failure] = []
         for job in jobs:
-            if job.id not in results:
-                continue
-            try:
-                call = _ops.complete_call(
-                    self._sql, job.id, self._config.worker_id, job.attempts, results[job.id]
+            if job.id in results:
+                too_large += self._apart(
+                    [job],
+                    lambda alone: self._send_result(alone[0], results[alone[0].id]),
+                    lambda alone: self._defer(
+                        completions=alone, results={alone[0].id: results[alone[0].id]}
+                    ),
                 )
-                rows, retried = self._send(call, "acknowledging a job with its result")
-            except PayloadTooLarge as exc:
-                message = f"the handler's result cannot be stored: {exc}"
-                too_large.append(Failure(job, message, message, False, timedelta(0)))
-                continue
-            except Locked:
-                self._defer(completions=[job], results={job.id: results[job.id]})
-                continue
-            self._completed([job], int(bool(rows[0][0])), retried)
         return too_large
+
+    def _send_result(self, job: Job, result: str) -> list[Failure]:
+        call = _ops.complete_call(self._sql, job.id, self._config.worker_id, job.attempts, result)
+        try:
+            rows, retried = self._send(call, "acknowledging a job with its result")
+        except PayloadTooLarge as exc:
+            message = f"the handler's result cannot be stored: {exc}"
+            return [Failure(job, message, message, False, timedelta(0))]
+        self._completed([job], int(bool(rows[0][0])), retried)
+        return []
 
     def _completed(self, jobs: list[Job], done: int, retried: bool) -> None:
         log_completed(self._who, jobs, done, retried)
         self._shared.settled(jobs, done=done)
 
     def _fail(self, failures: list[Failure]) -> None:
-        failures = sorted(failures, key=lambda f: f.job.id)  # id order: see _complete
-        try:
-            call = _ops.fail_many_call(
-                self._sql,
-                [f.job.id for f in failures],
-                self._config.worker_id,
-                [_storable(f.error) for f in failures],
-                [f.retry for f in failures],
-                [f.backoff for f in failures],
-                [f.job.attempts for f in failures],
-            )
-            rows, retried = self._send(call, f"reporting {len(failures)} failed jobs")
-        except Locked:  # as in _complete
-            if len(failures) == 1:
-                self._defer(failures=failures)
-            else:
-                for failure in failures:
-                    self._fail([failure])
-            return
+        self._apart(
+            sorted(failures, key=lambda f: f.job.id),  # id order: see _complete
+            self._send_failures,
+            lambda alone: self._defer(failures=alone),
+        )
+
+    def _send_failures(self, failures: list[Failure]) -> None:
+        call = _ops.fail_many_call(
+            self._sql,
+            [f.job.id for f in failures],
+            self._config.worker_id,
+            [_storable(f.error) for f in failures],
+            [f.retry for f in failures],
+            [f.backoff for f in failures],
+            [f.job.attempts for f in failures],
+        )
+        rows, retried = self._send(call, f"reporting {len(failures)} failed jobs")
         recorded = 0
         for failure, (_, _, status) in zip(failures, rows, strict=True):
             recorded += status is not None
@@ -537,9 +560,6 @@ def complete_many_call(
         [results.get(job.id) for job in jobs] if results else None,
     )
 
-
-def _job_id(job: Job) -> uuid.UUID:
-    return job.id
 
 
 _OUTCOMES = {

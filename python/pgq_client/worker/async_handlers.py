@@ -1,7 +1,7 @@
 """``async def`` handlers: one event loop, on a thread of the Worker's own, runs all their jobs.
 
 Used instead of :class:`~.handlers.HandlerPool` when a Worker has at least one ``async def``
-handler, so that a Worker of plain handlers alone does exactly what it did before.
+handler, so that a Worker of plain handlers alone runs no event loop.
 """
 
 from __future__ import annotations
@@ -242,8 +242,7 @@ class AsyncHandlerPool(HandlerPool):
     ) -> Outcome | Failure:
         """One try, as :meth:`HandlerPool._transaction`, awaited."""
         assert self._async_pool is not None
-        txn = Transaction(self, job)
-        try:
+        with Transaction(self, job) as txn:
             async with self._async_pool.connection() as conn, conn.transaction():
                 txn.opened = True
                 try:
@@ -261,10 +260,6 @@ class AsyncHandlerPool(HandlerPool):
                     except psycopg.errors.ProgramLimitExceeded as exc:  # the result's size
                         txn.roll_back(self.unstorable(job, exc))
                     txn.completed(await cur.fetchone())
-        except psycopg.Rollback:
-            pass
-        except psycopg.Error as exc:
-            txn.broke(exc)
         return txn.outcome()
 
     async def _open_pool(self) -> None:

@@ -68,8 +68,8 @@ Handler = Union[  # noqa: UP007 (a runtime alias on 3.10)
 def takes_connection(handler: Callable[..., object]) -> bool:
     """True for a handler with two positional parameters: ``handler(job, conn)``.
 
-    The contract tells the two kinds apart by their parameters, so a plain function needs no
-    marking; this is the one place that looks, once per handler, when the Worker is made.
+    The parameters tell the two kinds apart, so a plain function needs no marking; this is the
+    one place that looks, once per handler, when the Worker is made.
     """
     try:
         params = inspect.signature(handler).parameters.values()

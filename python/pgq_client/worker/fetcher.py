@@ -317,7 +317,7 @@ class Fetcher:
                 raise
             # Not installed (jobq migrate not run) or not granted (a role granted only part of
             # the worker level, which jobq migrate does not extend): those jobs wait for
-            # lock_timeout, as they used to.
+            # lock_timeout.
             log.warning(
                 "%s could not release the jobs of a claim whose reply may have been lost (%s); "
                 "if it had claimed any, they run again after lock_timeout",

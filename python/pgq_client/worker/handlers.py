@@ -199,24 +199,18 @@ class HandlerPool:
         """One try; raises only while the handler has not run (the transaction could not be
         opened), which :func:`reconnecting` then retries."""
         assert self._pool is not None
-        txn = Transaction(self, job)
-        try:
-            with self._pool.connection() as conn, conn.transaction():
-                txn.opened = True
+        with Transaction(self, job) as txn, self._pool.connection() as conn, conn.transaction():
+            txn.opened = True
+            try:
+                value = handler(job, conn)
+            except BaseException as exc:
+                txn.roll_back(self.failure_for(job, exc))
+            done = txn.completion(value)
+            with conn.cursor(row_factory=done.row_factory) as cur:
                 try:
-                    value = handler(job, conn)
-                except BaseException as exc:
-                    txn.roll_back(self.failure_for(job, exc))
-                done = txn.completion(value)
-                with conn.cursor(row_factory=done.row_factory) as cur:
-                    try:
-                        txn.completed(cur.execute(done.query, done.params).fetchone())
-                    except psycopg.errors.ProgramLimitExceeded as exc:  # the result's size
-                        txn.roll_back(self.unstorable(job, exc))
-        except psycopg.Rollback:
-            pass  # see Transaction.broke
-        except psycopg.Error as exc:
-            txn.broke(exc)
+                    txn.completed(cur.execute(done.query, done.params).fetchone())
+                except psycopg.errors.ProgramLimitExceeded as exc:  # the result's size
+                    txn.roll_back(self.unstorable(job, exc))
         return txn.outcome()
 
     def _check_pool(self) -> None:
@@ -232,13 +226,27 @@ class HandlerPool:
 class Transaction:
     """What a transactional completion decides, apart from its I/O: the sync pool
     (:meth:`HandlerPool._transaction`) and the async one run the handler and ``jobq_complete``
-    in one transaction on their own connections, and leave every decision to this."""
+    in one transaction on their own connections, inside ``with Transaction(...)``, and leave
+    every decision to this."""
 
     def __init__(self, pool: HandlerPool, job: Job) -> None:
         self.pool, self.job = pool, job
         self.opened = False  # the handler was called: an error is no longer retried
         self.failure: Failure | None = None
         self.lost = False
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+        """The transaction is over: a Rollback was decided here already; another psycopg
+        error goes to :meth:`broke`; anything else propagates."""
+        if isinstance(exc, psycopg.Rollback):
+            return True
+        if isinstance(exc, psycopg.Error):
+            self.broke(exc)
+            return True
+        return False
 
     def roll_back(self, failure: Failure) -> NoReturn:
         """Roll the handler's writes back; the job ends with ``failure``."""

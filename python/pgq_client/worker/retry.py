@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import psycopg
@@ -79,29 +79,29 @@ def reconnecting(
 ) -> T:
     """``call()``, tried again after each transient error until it succeeds.
 
-    The first retry comes at once, after ``on_lost()`` (which drops a broken connection, or
-    lets a pool discard its dead ones: after a server restart every idle connection is dead,
-    and trying them one by one with a backoff each would stall for minutes); later ones after
-    a capped exponential backoff with jitter, slept by ``pause(seconds)`` (an ``Event.wait``
-    that shutdown can cut short). The first error of a run is logged at WARNING, the rest at
-    DEBUG, the recovery at INFO. Raises :class:`GaveUp` once ``give_up()`` is true after a
-    failure, and a :class:`~pgq_client.JobqError` at once for an error that is not transient.
+    ``on_lost()`` runs after each failure (it drops a broken connection, or lets a pool discard
+    its dead ones: after a server restart every idle connection is dead, and trying them one by
+    one with a backoff each would stall for minutes), so the first retry comes at once; later
+    ones after a capped exponential backoff with jitter, slept by ``pause(seconds)`` (an
+    ``Event.wait`` that shutdown can cut short). The first error of a run is logged at WARNING,
+    the rest at DEBUG, the recovery at INFO. Raises :class:`GaveUp` once ``give_up()`` is true
+    after a failure, and a :class:`~pgq_client.JobqError` at once for an error that is not
+    transient.
     """
-    failures = 0
+    tries = _Tries(doing, who, give_up)
     while True:
         try:
-            result = call()
+            return tries.succeeded(call())
         except psycopg.Error as exc:
-            wait = _after_failure(exc, failures, doing, who, give_up, on_lost)
-            if wait:
-                pause(wait)
-                if give_up():
-                    raise GaveUp(doing) from exc
-            failures += 1
-            continue
-        if failures:
-            log.info("%s: database reachable again (%s)", who, doing)
-        return result
+            for wait in tries.after(exc):
+                if wait is None:
+                    on_lost()
+                else:
+                    pause(wait)
+
+
+async def _nothing() -> None:
+    pass
 
 
 async def areconnecting(
@@ -110,58 +110,52 @@ async def areconnecting(
     doing: str,
     who: str,
     give_up: Callable[[], bool],
-    on_lost: Callable[[], Awaitable[None]] | None = None,
+    on_lost: Callable[[], Awaitable[None]] = _nothing,
 ) -> T:
-    """:func:`reconnecting` for a coroutine: ``await call()``, tried again after each transient
-    error, the same way (the pauses are ``asyncio.sleep``, which cancelling the task cuts
-    short; ``on_lost`` is awaited)."""
-    failures = 0
+    """:func:`reconnecting` for a coroutine: ``await call()``, ``on_lost`` awaited, the pauses
+    ``asyncio.sleep`` (which cancelling the task cuts short)."""
+    tries = _Tries(doing, who, give_up)
     while True:
         try:
-            result = await call()
+            return tries.succeeded(await call())
         except psycopg.Error as exc:
-            wait = _after_failure(exc, failures, doing, who, give_up, lambda: None)
-            if on_lost is not None:
-                await on_lost()
-            if wait:
-                await asyncio.sleep(wait)
-                if give_up():
-                    raise GaveUp(doing) from exc
-            failures += 1
-            continue
-        if failures:
-            log.info("%s: database reachable again (%s)", who, doing)
+            for wait in tries.after(exc):
+                await (on_lost() if wait is None else asyncio.sleep(wait))
+
+
+class _Tries:
+    """The retry loop of :func:`reconnecting` and :func:`areconnecting`, without its I/O."""
+
+    def __init__(self, doing: str, who: str, give_up: Callable[[], bool]) -> None:
+        self.doing, self.who, self.give_up = doing, who, give_up
+        self.failures = 0  # in a row
+
+    def succeeded(self, result: T) -> T:
+        if self.failures:
+            log.info("%s: database reachable again (%s)", self.who, self.doing)
         return result
 
-
-def _after_failure(
-    exc: psycopg.Error,
-    failures: int,
-    doing: str,
-    who: str,
-    give_up: Callable[[], bool],
-    on_lost: Callable[[], None],
-) -> float:
-    """What a retry loop does after ``exc``, its ``failures + 1``-th failure in a row: raise the
-    typed error when it is not transient, log it, call ``on_lost()``, raise :class:`GaveUp`
-    when giving up; else the seconds to pause before the next try (none before the first)."""
-    if not transient(exc):
-        raise from_psycopg(exc) from exc
-    log.log(
-        logging.WARNING if failures == 0 else logging.DEBUG,
-        "%s: %s while %s (%s); retrying",
-        who,
-        "database unavailable" if connection_lost(exc) else "transient error",
-        doing,
-        describe(exc),
-    )
-    on_lost()
-    if give_up():
-        raise GaveUp(doing) from exc
-    if not failures:
-        return 0.0
-    ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (failures - 1))
-    return random.uniform(ceiling / 2, ceiling)
+    def after(self, exc: psycopg.Error) -> Iterator[float | None]:
+        """What follows the failure ``exc``: its typed error, raised when it is not transient;
+        else None (run ``on_lost``), then the seconds to pause before the next try (none before
+        the first), and :class:`GaveUp` raised once ``give_up()`` is true."""
+        if not transient(exc):
+            raise from_psycopg(exc) from exc
+        log.log(
+            logging.WARNING if self.failures == 0 else logging.DEBUG,
+            "%s: %s while %s (%s); retrying",
+            self.who,
+            "database unavailable" if connection_lost(exc) else "transient error",
+            self.doing,
+            describe(exc),
+        )
+        yield None
+        if self.failures and not self.give_up():
+            ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (self.failures - 1))
+            yield random.uniform(ceiling / 2, ceiling)
+        self.failures += 1
+        if self.give_up():
+            raise GaveUp(self.doing) from exc
 
 
 class Link:
