@@ -23,6 +23,23 @@ def enqueue(conn: Conn, job_type: str, **kw: object) -> uuid.UUID:
     return uuid.UUID(str(row[0]))
 
 
+def test_a_claim_of_one_range_reads_past_a_row_another_transaction_holds(
+    dsn: str, conn: Conn
+) -> None:
+    """Another session holds the first job's row (FOR UPDATE, its transaction open): a claim
+    of that job type takes the next job at once instead of waiting for that transaction, and
+    the held job is claimed once it is released."""
+    first = enqueue(conn, "t", priority=5)
+    second = enqueue(conn, "t", priority=4)
+    conn.execute("SET lock_timeout = '2s'")  # a claim that waited would fail with 55P03
+    claim = "SELECT id FROM jobq_dequeue('wA', job_types => ARRAY['t'], batch_size => 1)"
+    with psycopg.connect(dsn) as other:
+        other.execute("SELECT 1 FROM jobq_jobs WHERE id = %s FOR UPDATE", (first,))
+        assert [r[0] for r in conn.execute(claim)] == [second]
+        other.rollback()
+    assert [r[0] for r in conn.execute(claim)] == [first]
+
+
 def test_limited_claim_reads_past_rows_another_transaction_holds(dsn: str, conn: Conn) -> None:
     """Session B's open claim holds u1 and u2; with a limited job waiting, a claim of one job
     in session A returns u3, not nothing."""
