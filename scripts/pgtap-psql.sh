@@ -19,6 +19,6 @@ db="${JOBQ_PGTAP_TEMPLATE}_${base:0:30}_$$"
 dsn=$("$PY" -c 'import sys; from psycopg.conninfo import make_conninfo; print(make_conninfo(sys.argv[1], dbname=sys.argv[2]))' \
     "$JOBQ_PGTAP_ADMIN_DSN" "$db")
 admin() { psql "$JOBQ_PGTAP_ADMIN_DSN" -X -q -v ON_ERROR_STOP=1 -c "$1" >/dev/null; }
-admin "CREATE DATABASE \"$db\" TEMPLATE \"$JOBQ_PGTAP_TEMPLATE\""
+admin "CREATE DATABASE \"$db\" TEMPLATE \"$JOBQ_PGTAP_TEMPLATE\" ${JOBQ_PGTAP_STRATEGY:-}"
 trap 'admin "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" || true' EXIT
 psql "$@" --dbname "$dsn"

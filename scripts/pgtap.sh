@@ -32,7 +32,12 @@ if [ ${#files[@]} -eq 0 ]; then
 fi
 # api_surface.sql checks the catalogue against the files' names (comma-separated).
 function_files=$(cd sql/functions && ls -- *.sql | sed 's/\.sql$//' | paste -sd, -)
-export JOBQ_PGTAP_ADMIN_DSN=$JOBQ_TEST_DSN JOBQ_PGTAP_TEMPLATE=$db PY
+# Copies by file where the server can (see _create_db in tests/conftest.py).
+JOBQ_PGTAP_STRATEGY=
+if [ "$(psql "$JOBQ_TEST_DSN" -X -tA -c "SHOW server_version_num")" -ge 150000 ]; then
+    JOBQ_PGTAP_STRATEGY="STRATEGY FILE_COPY"
+fi
+export JOBQ_PGTAP_ADMIN_DSN=$JOBQ_TEST_DSN JOBQ_PGTAP_TEMPLATE=$db JOBQ_PGTAP_STRATEGY PY
 PGOPTIONS="-c search_path=public,tap" pg_prove --psql-bin scripts/pgtap-psql.sh \
     --set "function_files=$function_files" \
     --jobs "${JOBQ_TEST_JOBS:-$(nproc)}" --failures "${files[@]}"

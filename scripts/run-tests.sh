@@ -7,8 +7,9 @@
 #
 # Exits non-zero if any step fails; every step runs even after a failure, so one run shows all.
 # The linters run while the server starts and beside the tests; pgTAP runs its files
-# JOBQ_TEST_JOBS at a time, then pytest runs on JOBQ_TEST_JOBS pytest-xdist workers (default for
-# both: the number of cores), then, alone, the tests marked serial (they restart the server).
+# JOBQ_TEST_JOBS at a time (default: the number of cores) beside pytest on JOBQ_TEST_WORKERS
+# pytest-xdist workers (default: JOBQ_TEST_JOBS), then, alone, the tests marked serial (they
+# restart the server).
 #
 # JOBQ_TEST_DSN set: use that server (a superuser DSN) instead of starting one.
 set -uo pipefail
@@ -17,6 +18,9 @@ PY=${PY:-.venv/bin/python}
 BIN=$(dirname "$PY")
 JOBS=${JOBQ_TEST_JOBS:-$(nproc)}
 export JOBQ_TEST_JOBS=$JOBS
+# Most tests wait (on the server, on a worker's sleep, on a subprocess) more than they compute:
+# JOBQ_TEST_WORKERS runs more pytest workers than cores (docs/DEVELOPING.md).
+WORKERS=${JOBQ_TEST_WORKERS:-$JOBS}
 
 mode=test
 if [ "${1:-}" = --check ]; then mode=check; shift; fi
@@ -74,6 +78,8 @@ if [ -z "${JOBQ_TEST_DSN:-}" ]; then
     server_pid=$!
 fi
 bg_step "sqlfluff (sql/)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres sql/
+bg_step "sqlfluff (the installer's statements)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres \
+    --templater python python/pgq_client/installer/sql/
 step "ruff" "$BIN/ruff" check python tests bench examples
 step "mypy --strict" "$BIN/mypy"
 if [ -n "$own_server" ]; then
@@ -89,16 +95,18 @@ if [ -n "$own_server" ]; then
 fi
 export JOBQ_TEST_DSN
 
-step "pgTAP (${JOBS} files at a time)" scripts/pgtap.sh
-xdist=(-n "$JOBS" --dist worksteal)
+# pgTAP runs beside pytest: both spend most of their time waiting on the server.
+bg_step "pgTAP (${JOBS} files at a time)" scripts/pgtap.sh
+xdist=(-n "$WORKERS" --dist worksteal)
 if [ "$mode" = check ]; then
-    step "pytest, not slow (${JOBS} workers)" "$PY" -m pytest "${xdist[@]}" -m "not slow and not serial" "$@"
+    step "pytest, not slow (${WORKERS} workers)" "$PY" -m pytest "${xdist[@]}" -m "not slow and not serial" "$@"
+    bg_wait
 else
-    step "pytest (${JOBS} workers)" "$PY" -m pytest "${xdist[@]}" -m "not serial" "$@"
+    step "pytest (${WORKERS} workers)" "$PY" -m pytest "${xdist[@]}" -m "not serial" "$@"
+    bg_wait  # a restart would break pgTAP's sessions
     # exit status 5: no test selected (arguments that name no serial test)
     step "pytest, serial" bash -c '"$0" -m pytest -p no:xdist -m serial "$@"; rc=$?; [ $rc = 5 ] && rc=0; exit $rc' "$PY" "$@"
 fi
-bg_wait
 
 if [ ${#failed[@]} -gt 0 ]; then
     echo "make $mode: FAILED: ${failed[*]} ($((SECONDS - start))s)"

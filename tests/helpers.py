@@ -11,6 +11,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import psycopg
@@ -144,3 +145,29 @@ def job_row(conn: Conn, job_id: uuid.UUID) -> dict[str, Any]:
     row = cur.fetchone()
     assert row is not None, f"job {job_id} not found"
     return dict(zip(names, row, strict=True))
+
+
+# -- the jobq command ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a ``jobq`` command did: its exit status and what it wrote."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def jobq(*args: str, input: str | None = None) -> Ran:
+    """``jobq ARGS...`` run in this process (click's CliRunner), as the ``jobq`` script runs
+    it, without starting an interpreter for each command. An exception that the command does
+    not turn into a message fails the test (no traceback is ever the user's answer)."""
+    from click.testing import CliRunner
+
+    from pgq_client.cli import cli
+
+    result = CliRunner().invoke(
+        cli, list(args), input=input, prog_name="jobq", catch_exceptions=False
+    )
+    return Ran(result.exit_code, result.stdout, result.stderr)

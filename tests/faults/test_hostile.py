@@ -24,12 +24,9 @@ every call between jobq's functions is typed so that no overload can be chosen (
 from __future__ import annotations
 
 import ast
-import itertools
-import os
 import re
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -46,9 +43,9 @@ from pgq_client import Queue, Worker
 from pgq_client.cli import cli
 from pgq_client.migrate import migrate
 from pgq_client.web import create_app
+from tests.helpers import MakeRole
 
 SCHEMA = "hostile_jobq"
-_roles = itertools.count()
 _CALL = re.compile(r"\b([a-z_][a-z0-9_]*)\s*\(", re.I)
 _SWAPS = ("text", "name", "integer")
 
@@ -134,29 +131,6 @@ def _plants(conn: psycopg.Connection[Any], helpers: bool) -> list[tuple[str, str
                 plants.add((target, name, args(types)))  # an exact copy elsewhere
             plants.add((target, name, "VARIADIC x text[]"))
     return sorted(plants)
-
-
-@contextmanager
-def _role(admin_dsn: str, prefix: str, login: bool = True) -> Iterator[str]:
-    name = f"jobq_{prefix}_{os.getpid()}_{next(_roles)}"
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} " + ("LOGIN" if login else "NOLOGIN")).format(
-            sql.Identifier(name)))
-    try:
-        yield name
-    finally:
-        with psycopg.connect(admin_dsn, autocommit=True) as c:
-            for (db,) in c.execute(
-                "SELECT datname FROM pg_database WHERE datname LIKE 'jobq%%' AND datallowconn"
-            ).fetchall():
-                try:
-                    with psycopg.connect(make_conninfo(admin_dsn, dbname=db),
-                                         autocommit=True) as d:
-                        d.execute(sql.SQL("DROP OWNED BY {} CASCADE").format(
-                            sql.Identifier(name)))
-                except psycopg.Error:
-                    pass
-            c.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
 
 
 def _plant(dsn: str, planter: str, helpers: bool) -> int:
@@ -317,40 +291,42 @@ def _lifecycle(steps: _Steps, who: str, dsn: str) -> None:
     _cli(steps, who, dsn, "health", ok=(0, 1))
 
 
-def _hostile_run(admin_dsn: str, dsn: str, helpers: bool) -> tuple[_Steps, list[str], int]:
+def _hostile_run(
+    make_role: MakeRole, dsn: str, helpers: bool
+) -> tuple[_Steps, list[str], int]:
     migrate(dsn, schema=SCHEMA)
-    with _role(admin_dsn, "planter") as planter:
-        planted = _plant(dsn, planter, helpers)
-        steps = _Steps()
-        # the administration, as the superuser: migrate (refused without --force: the schema
-        # is no longer jobq's owner's alone), doctor (fails for the same reason), grant, revoke
-        _cli(steps, "superuser", dsn, "migrate", ok=(1,))
-        _cli(steps, "superuser", dsn, "migrate", "--force")
-        _cli(steps, "superuser", dsn, "doctor", ok=(1,))
-        _lifecycle(steps, "superuser", dsn)
-        for level in ("producer", "worker", "admin", "monitor"):
-            with _role(admin_dsn, level) as role:
-                _cli(steps, "superuser", dsn, "grant", role, "--as", level)
-                _lifecycle(steps, level, make_conninfo(dsn, user=role))
-                _cli(steps, "superuser", dsn, "revoke", role)
-                with _safe(dsn) as c:
-                    left = c.execute(
-                        "SELECT count(*) FROM pg_proc p WHERE p.pronamespace = "
-                        "%s::regnamespace AND p.proowner = (SELECT relowner FROM pg_class "
-                        "WHERE oid = %s::regclass) AND has_function_privilege(%s, p.oid, "
-                        "'EXECUTE')",
-                        (SCHEMA, f"{SCHEMA}.jobq_migrations", role),
-                    ).fetchone()
-                    if left != (0,):
-                        steps.failures.append(f"revoke {level}: {left} functions left")
-        ran = _ran(dsn)
+    planter = make_role(prefix="jobq_planter")
+    planted = _plant(dsn, planter, helpers)
+    steps = _Steps()
+    # the administration, as the superuser: migrate (refused without --force: the schema
+    # is no longer jobq's owner's alone), doctor (fails for the same reason), grant, revoke
+    _cli(steps, "superuser", dsn, "migrate", ok=(1,))
+    _cli(steps, "superuser", dsn, "migrate", "--force")
+    _cli(steps, "superuser", dsn, "doctor", ok=(1,))
+    _lifecycle(steps, "superuser", dsn)
+    for level in ("producer", "worker", "admin", "monitor"):
+        role = make_role(prefix=f"jobq_{level}")
+        _cli(steps, "superuser", dsn, "grant", role, "--as", level)
+        _lifecycle(steps, level, make_conninfo(dsn, user=role))
+        _cli(steps, "superuser", dsn, "revoke", role)
         with _safe(dsn) as c:
-            c.execute("DROP SCHEMA planted CASCADE")
+            left = c.execute(
+                "SELECT count(*) FROM pg_proc p WHERE p.pronamespace = "
+                "%s::regnamespace AND p.proowner = (SELECT relowner FROM pg_class "
+                "WHERE oid = %s::regclass) AND has_function_privilege(%s, p.oid, "
+                "'EXECUTE')",
+                (SCHEMA, f"{SCHEMA}.jobq_migrations", role),
+            ).fetchone()
+            if left != (0,):
+                steps.failures.append(f"revoke {level}: {left} functions left")
+    ran = _ran(dsn)
+    with _safe(dsn) as c:
+        c.execute("DROP SCHEMA planted CASCADE")
     return steps, ran, planted
 
 
-def test_the_client_chooses_nothing_planted(admin_dsn: str, empty_dsn: str) -> None:
-    steps, ran, planted = _hostile_run(admin_dsn, empty_dsn, helpers=False)
+def test_the_client_chooses_nothing_planted(empty_dsn: str, make_role: MakeRole) -> None:
+    steps, ran, planted = _hostile_run(make_role, empty_dsn, helpers=False)
     assert planted > 500, planted
     assert ran == [], f"a planted function ran: {ran}"
     assert steps.ambiguous() == [], "\n".join(steps.ambiguous())
@@ -358,8 +334,8 @@ def test_the_client_chooses_nothing_planted(admin_dsn: str, empty_dsn: str) -> N
 
 
 @pytest.mark.timeout(900)
-def test_jobq_functions_choose_nothing_planted(admin_dsn: str, empty_dsn: str) -> None:
-    steps, ran, _ = _hostile_run(admin_dsn, empty_dsn, helpers=True)
+def test_jobq_functions_choose_nothing_planted(empty_dsn: str, make_role: MakeRole) -> None:
+    steps, ran, _ = _hostile_run(make_role, empty_dsn, helpers=True)
     assert ran == [], f"a planted function ran: {ran}"
     assert steps.ambiguous() == [], "\n".join(steps.ambiguous())
     assert steps.other_than_denied() == [], "\n".join(steps.other_than_denied())

@@ -1,5 +1,5 @@
 """Claims that return exactly what docs/sql-api.md promises beside another session's open
-transaction (issue 41): a limited claim reads past the rows another transaction holds, and
+transaction: a limited claim reads past the rows another transaction holds, and
 jobq_await registers interest without waiting on, or holding, a row lock a worker needs. The
 reproductions that need one session only are in tests/pgtap (dequeue.sql, limits.sql,
 prune.sql); the model-based test of the whole API is tests/python/test_model.py."""
@@ -23,9 +23,26 @@ def enqueue(conn: Conn, job_type: str, **kw: object) -> uuid.UUID:
     return uuid.UUID(str(row[0]))
 
 
+def test_a_claim_of_one_range_reads_past_a_row_another_transaction_holds(
+    dsn: str, conn: Conn
+) -> None:
+    """Another session holds the first job's row (FOR UPDATE, its transaction open): a claim
+    of that job type takes the next job at once instead of waiting for that transaction, and
+    the held job is claimed once it is released."""
+    first = enqueue(conn, "t", priority=5)
+    second = enqueue(conn, "t", priority=4)
+    conn.execute("SET lock_timeout = '2s'")  # a claim that waited would fail with 55P03
+    claim = "SELECT id FROM jobq_dequeue('wA', job_types => ARRAY['t'], batch_size => 1)"
+    with psycopg.connect(dsn) as other:
+        other.execute("SELECT 1 FROM jobq_jobs WHERE id = %s FOR UPDATE", (first,))
+        assert [r[0] for r in conn.execute(claim)] == [second]
+        other.rollback()
+    assert [r[0] for r in conn.execute(claim)] == [first]
+
+
 def test_limited_claim_reads_past_rows_another_transaction_holds(dsn: str, conn: Conn) -> None:
-    """Issue 41, item 2: session B's open claim holds u1 and u2; with a limited job waiting, a
-    claim of one job in session A returns u3, not nothing."""
+    """Session B's open claim holds u1 and u2; with a limited job waiting, a claim of one job
+    in session A returns u3, not nothing."""
     u1 = enqueue(conn, "t", priority=5)
     u2 = enqueue(conn, "t", priority=4)
     u3 = enqueue(conn, "t", priority=3)
@@ -53,8 +70,8 @@ def test_limited_claim_takes_a_keys_next_job_when_its_first_is_held(dsn: str, co
 
 
 def test_await_with_timeout_zero_never_waits_for_a_row_lock(dsn: str, conn: Conn) -> None:
-    """Issue 41, item 4: a worker's acknowledgement in flight holds the job's row; jobq_await
-    (ids, '0') returns at once all the same (it used to wait for that transaction)."""
+    """A worker's acknowledgement in flight holds the job's row; jobq_await(ids, '0') returns
+    at once all the same, without waiting for that transaction."""
     job = enqueue(conn, "t")
     conn.execute("SELECT id FROM jobq_dequeue('w1')")
     with psycopg.connect(dsn) as worker:
@@ -69,7 +86,7 @@ def test_await_with_timeout_zero_never_waits_for_a_row_lock(dsn: str, conn: Conn
 
 
 def test_open_await_holds_no_lock_a_completion_waits_for(dsn: str, conn: Conn) -> None:
-    """Issue 41, item 4: jobq_await(ids, '0') left open in a producer's transaction; the
+    """jobq_await(ids, '0') left open in a producer's transaction; the
     worker's completion does not wait for it, and once the producer commits, the job's next
     end is announced on the done channel."""
     job = enqueue(conn, "t")

@@ -13,7 +13,9 @@ import uuid
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
+from tests.helpers import MakeRole
 
 Conn = psycopg.Connection[Any]
 
@@ -67,41 +69,34 @@ def test_concurrent_enqueues_of_one_key_under_two_job_types_make_one_job_per_typ
     assert sorted(got) == sorted((t, rows[t]) for t, _ in callers)
 
 
-def test_a_producer_of_another_type_cannot_reach_a_job_through_its_key(dsn: str) -> None:
+def test_a_producer_of_another_type_cannot_reach_a_job_through_its_key(
+    dsn: str, make_role: MakeRole
+) -> None:
     """A producer (the level of `jobq grant --as producer`) that enqueues another type with
     the key of an existing job gets its own job: the first job's status, result and pending
     state are out of its reach."""
-    role = f"jobq_idem_{uuid.uuid4().hex[:12]}"
+    role = make_role("producer", dsn=dsn, login=False, prefix="jobq_idem")
     with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(f"CREATE ROLE {role}")
-        try:
-            c.execute(
-                f"GRANT EXECUTE ON FUNCTION jobq_enqueue(text, jsonb, text, integer, timestamptz,"
-                f" integer, text, text, text), jobq_job_status(uuid[]),"
-                f" jobq_cancel(uuid[], text) TO {role}"
-            )
+        row = c.execute(
+            "SELECT jobq_enqueue('invoice', %s, idempotency_key => 'order:42')",
+            [Jsonb({"secret": 1})],
+        ).fetchone()
+        assert row is not None
+        first = row[0]
+        with c.transaction():
+            c.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
             row = c.execute(
-                "SELECT jobq_enqueue('invoice', %s, idempotency_key => 'order:42')",
-                [Jsonb({"secret": 1})],
+                "SELECT jobq_enqueue('probe', idempotency_key => 'order:42')"
             ).fetchone()
-            assert row is not None
-            first = row[0]
-            with c.transaction():
-                c.execute(f"SET LOCAL ROLE {role}")
-                row = c.execute(
-                    "SELECT jobq_enqueue('probe', idempotency_key => 'order:42')"
-                ).fetchone()
-                assert row is not None and row[0] != first
-                mine = row[0]
-                assert c.execute(
-                    "SELECT id FROM jobq_job_status(ARRAY[%s]::uuid[])", [mine]
-                ).fetchall() == [(mine,)]
-                assert c.execute(
-                    "SELECT job_id, status FROM jobq_cancel(ARRAY[%s]::uuid[])", [mine]
-                ).fetchall() == [(mine, "cancelled")]
+            assert row is not None and row[0] != first
+            mine = row[0]
             assert c.execute(
-                "SELECT status, payload FROM jobq_jobs WHERE id = %s", [first]
-            ).fetchone() == ("pending", {"secret": 1})
-        finally:
-            c.execute(f"DROP OWNED BY {role}")
-            c.execute(f"DROP ROLE {role}")
+                "SELECT id FROM jobq_job_status(ARRAY[%s]::uuid[])", [mine]
+            ).fetchall() == [(mine,)]
+            assert c.execute(
+                "SELECT job_id, status FROM jobq_cancel(ARRAY[%s]::uuid[])", [mine]
+            ).fetchall() == [(mine, "cancelled")]
+        assert c.execute(
+            "SELECT status, payload FROM jobq_jobs WHERE id = %s", [first]
+        ).fetchone() == ("pending", {"secret": 1})
+

@@ -1,26 +1,27 @@
-"""The advisory locks of limit keys cannot be computed by another role (issue 34, medium #9).
+"""The advisory locks of limit keys cannot be computed by another role.
 
 jobq__claim_limited locks each limited (group, key) it considers with
-pg_try_advisory_xact_lock and skips a key whose lock another session holds. The lock's number
-was a hash of public names, so any role could take it and stop every claim of that key; it is
-now seeded with a secret of the installation (jobq_settings.lock_seed), readable by jobq's owner
-and admins only.
+pg_try_advisory_xact_lock and skips a key whose lock another session holds. Were the lock's
+number a hash of public names alone, any role could take it and stop every claim of that key:
+it is seeded with a secret of the installation (jobq_settings.lock_seed), readable by jobq's
+owner and admins only.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
+from tests.helpers import MakeRole
 
 from pgq_client.migrate import migrate
 
 Conn = psycopg.Connection[Any]
 
-# The lock number a role could compute from the names alone (what the claim used before).
+# The lock number a role could compute from the names alone.
 OLD_KEY = (
     "SELECT pg_advisory_lock(hashtextextended("
     "format('jobq limit %%L %%L %%L', %s::text, %s::text, %s::text), 0))"
@@ -28,17 +29,11 @@ OLD_KEY = (
 
 
 @pytest.fixture
-def outsider(dsn: str) -> Iterator[Conn]:
+def outsider(dsn: str, make_role: MakeRole) -> Iterator[Conn]:
     """A session of a role without any jobq grant."""
-    role = f"jobq_outsider_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f"CREATE ROLE {role}")
-        try:
-            with psycopg.connect(dsn, autocommit=True) as c:
-                c.execute(f"SET ROLE {role}")
-                yield c
-        finally:
-            admin.execute(f"DROP ROLE {role}")
+    role = make_role(prefix="jobq_outsider")
+    with psycopg.connect(make_conninfo(dsn, user=role), autocommit=True) as c:
+        yield c
 
 
 def test_a_role_without_grants_holding_the_names_lock_does_not_stop_a_keys_claims(

@@ -7,8 +7,6 @@ tests/faults/test_limits.py."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from datetime import timedelta
 from typing import Any
@@ -17,6 +15,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from tests import helpers
 from tests.helpers import MakeRole
 
 from pgq_client import (
@@ -34,11 +33,8 @@ from pgq_client.worker import fetcher
 Conn = psycopg.Connection[Any]
 
 
-def jobq(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pgq_client", *args, "--dsn", dsn],
-        capture_output=True, text=True, timeout=120,
-    )
+def jobq(dsn: str, *args: str) -> helpers.Ran:
+    return helpers.jobq(*args, "--dsn", dsn)
 
 
 def test_queue_enqueues_with_limits_and_the_claim_returns_them(dsn: str, conn: Conn) -> None:
@@ -114,11 +110,7 @@ def test_cli_limit_set_list_delete_with_options_before_or_after(dsn: str, conn: 
     done = jobq(dsn, "limit", "set", "cust", "--max-running", "2")
     assert done.returncode == 0, done.stderr
     assert "cust: at most 2 running per key" in done.stdout
-    done = subprocess.run(
-        [sys.executable, "-m", "pgq_client", "--dsn", dsn, "limit", "set", "api",
-         "--max-starts", "100", "--per", "60"],
-        capture_output=True, text=True, timeout=120,
-    )
+    done = helpers.jobq("--dsn", dsn, "limit", "set", "api", "--max-starts", "100", "--per", "60")
     assert done.returncode == 0, done.stderr
     done = jobq(dsn, "enqueue", "t", "--limit-group", "cust", "--limit-key", "acme")
     assert done.returncode == 0, done.stderr

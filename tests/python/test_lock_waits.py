@@ -7,11 +7,9 @@ statement that waited for the producer's row lock would fail with 55P03 instead 
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,24 +17,17 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from tests.helpers import MakeRole, count, wait_for
 
-from pgq_client import Job, Queue, Worker, grants
+from pgq_client import Job, Queue, Worker
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
 
 @pytest.fixture
-def producer(admin_dsn: str, dsn: str) -> Iterator[str]:
-    """The DSN of a login role granted the producer level, unique to this process."""
-    name = f"jobq_producer_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
-    grants.grant(dsn, name, "producer")
-    yield make_conninfo(dsn, user=name)
-    with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-    with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+def producer(dsn: str, make_role: MakeRole) -> str:
+    """The DSN of a login role granted the producer level."""
+    return make_conninfo(dsn, user=make_role("producer", dsn=dsn))
 
 
 def _worker(dsn: str) -> Conn:
@@ -161,14 +152,6 @@ def test_open_cancel_of_a_pending_job_holds_up_no_claim_and_no_worker_call(
 # -- the Worker bounds its lock waits ---------------------------------------------------------
 
 
-def _wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
-
-
 @contextmanager
 def _running(worker: Worker) -> Iterator[Worker]:
     errors: list[BaseException] = []
@@ -189,12 +172,6 @@ def _running(worker: Worker) -> Iterator[Worker]:
     assert not thread.is_alive(), "worker did not stop"
     if errors:
         raise errors[0]
-
-
-def _count(conn: Conn, query: str, *params: object) -> int:
-    row = conn.execute(query, params).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 @pytest.mark.parametrize("outcome", ["complete", "fail"])
@@ -222,19 +199,21 @@ def test_a_row_locked_by_another_session_holds_up_only_its_own_acknowledgement(
         locker.execute("SELECT 1 FROM jobq_jobs WHERE id = %s FOR UPDATE", (held,))
         go.set()  # its acknowledgement now meets the lock
         others = q.enqueue_many([{"job_type": "t"} for _ in range(30)])
-        _wait_until(
-            lambda: _count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = ANY(%s) "
-                           "AND status = 'succeeded'", others) == len(others),
-            30, "the other jobs' completions while one row is locked",
+        wait_for(
+            "the other jobs' completions while one row is locked",
+            lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = ANY(%s) "
+                          "AND status = 'succeeded'", others) == len(others),
+            30,
         )
-        assert _count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = "
-                      "'processing'", held) == 1, "the held job waits for its lock"
+        assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = "
+                     "'processing'", held) == 1, "the held job waits for its lock"
         locker.rollback()
         final = "succeeded" if outcome == "complete" else "dead_letter"
-        _wait_until(
-            lambda: _count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = %s",
-                           held, final) == 1,
-            30, "the held job's acknowledgement after the lock is released",
+        wait_for(
+            "the held job's acknowledgement after the lock is released",
+            lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = %s",
+                          held, final) == 1,
+            30,
         )
 
 
@@ -262,7 +241,7 @@ def _dequeue_calls(conn: Conn, function: str = "jobq_dequeue") -> int:
 
 
 def test_a_flood_of_notifications_from_a_role_without_grants_makes_few_claims(
-    admin_dsn: str, dsn: str, conn: Conn
+    admin_dsn: str, dsn: str, conn: Conn, make_role: MakeRole
 ) -> None:
     """Anyone may NOTIFY on a worker's channel. A role without any jobq grant sends 200
     notifications, each in its own transaction; the Worker's claims are counted by the server
@@ -271,10 +250,9 @@ def test_a_flood_of_notifications_from_a_role_without_grants_makes_few_claims(
     it is still claimed at once (the poll interval is far longer)."""
     from pgq_client.worker.fetcher import EMPTY_CLAIM_PAUSE
 
-    name = f"jobq_nobody_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    name = make_role(prefix="jobq_nobody")
     db = conn.info.dbname
     with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
         c.execute(sql.SQL("ALTER DATABASE {} SET track_functions = 'pl'").format(
             sql.Identifier(db)))
     try:
@@ -283,8 +261,8 @@ def test_a_flood_of_notifications_from_a_role_without_grants_makes_few_claims(
                         tick_interval=None, summary_interval=None)
         with _running(worker), psycopg.connect(make_conninfo(dsn, user=name),
                                                autocommit=True) as nobody:
-            _wait_until(lambda: _count(conn, "SELECT count(*) FROM jobq_workers") == 1, 30,
-                        "the worker's first claim")
+            wait_for("the worker's first claim",
+                     lambda: count(conn, "SELECT count(*) FROM jobq_workers") == 1, 30)
             time.sleep(0.2)
             flood = 200
             started = time.monotonic()
@@ -299,9 +277,9 @@ def test_a_flood_of_notifications_from_a_role_without_grants_makes_few_claims(
             assert done.wait(5), "a real enqueue after the flood is claimed"
             assert time.monotonic() - enqueued < 2.0, "at once, not at the next poll (30 s)"
         # Every worker backend has exited (its counts flushed) once the Worker has stopped.
-        _wait_until(lambda: _count(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                                   "current_database() AND pid <> pg_backend_pid()") == 0,
-                    30, "the worker's sessions to end")
+        wait_for("the worker's sessions to end",
+                 lambda: count(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                               "current_database() AND pid <> pg_backend_pid()") == 0, 30)
         calls = _dequeue_calls(conn)
         bound = 3 + took / EMPTY_CLAIM_PAUSE + 2
         assert calls <= bound, f"{calls} claims for {flood} notifications over {took:.2f} s"
@@ -310,21 +288,19 @@ def test_a_flood_of_notifications_from_a_role_without_grants_makes_few_claims(
         with psycopg.connect(admin_dsn, autocommit=True) as c:
             c.execute(sql.SQL("ALTER DATABASE {} RESET track_functions").format(
                 sql.Identifier(db)))
-            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
 
 
 def test_a_flood_on_the_cancel_channel_makes_few_cancel_checks(
-    admin_dsn: str, dsn: str, conn: Conn
+    admin_dsn: str, dsn: str, conn: Conn, make_role: MakeRole
 ) -> None:
     """The same on the cancel channel, while the Worker holds a job: at most one
     jobq_cancel_requested per CANCEL_CHECK_PAUSE (its heartbeat is minutes away), and a real
     cancel still reaches the handler at once."""
     from pgq_client.worker.acker import CANCEL_CHECK_PAUSE
 
-    name = f"jobq_nobody_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    name = make_role(prefix="jobq_nobody")
     db = conn.info.dbname
     with psycopg.connect(admin_dsn, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
         c.execute(sql.SQL("ALTER DATABASE {} SET track_functions = 'all'").format(
             sql.Identifier(db)))
     try:
@@ -355,9 +331,9 @@ def test_a_flood_on_the_cancel_channel_makes_few_cancel_checks(
             assert not asked.is_set()
             Queue(dsn).cancel([job])
             assert asked.wait(5), "a real cancel still reaches the handler"
-        _wait_until(lambda: _count(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                                   "current_database() AND pid <> pg_backend_pid()") == 0,
-                    30, "the worker's sessions to end")
+        wait_for("the worker's sessions to end",
+                 lambda: count(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                               "current_database() AND pid <> pg_backend_pid()") == 0, 30)
         calls = _dequeue_calls(conn, "jobq_cancel_requested")
         bound = 2 + took / CANCEL_CHECK_PAUSE + 2
         assert calls <= bound, f"{calls} cancel checks for {flood} notifications over {took:.2f} s"
@@ -366,4 +342,3 @@ def test_a_flood_on_the_cancel_channel_makes_few_cancel_checks(
         with psycopg.connect(admin_dsn, autocommit=True) as c:
             c.execute(sql.SQL("ALTER DATABASE {} RESET track_functions").format(
                 sql.Identifier(db)))
-            c.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))

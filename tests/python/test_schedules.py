@@ -8,8 +8,6 @@ import base64
 import json
 import logging
 import os
-import subprocess
-import sys
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -18,6 +16,7 @@ from typing import Any
 import psycopg
 import psycopg.conninfo
 import pytest
+from tests import helpers
 from tests.helpers import MakeRole
 
 from pgq_client import InvalidArgument, Queue, Worker
@@ -26,11 +25,8 @@ Conn = psycopg.Connection[Any]
 T0 = datetime(2026, 3, 7, 12, 0, tzinfo=timezone.utc)
 
 
-def jobq(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pgq_client", "--dsn", dsn, *args],
-        capture_output=True, text=True, timeout=120,
-    )
+def jobq(dsn: str, *args: str) -> helpers.Ran:
+    return helpers.jobq("--dsn", dsn, *args)
 
 
 def backdate(conn: Conn, name: str, next_run_at: datetime) -> None:
