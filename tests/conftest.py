@@ -1,14 +1,17 @@
 """Fixtures shared by tests/python and tests/faults: a clean database for every test.
 
 The server is the one `make test` started (``JOBQ_TEST_DSN``, a superuser DSN). Once per run a
-template database is built by the migrations; each test gets its own copy and drops it after,
-so no state survives from one test, or one run, to the next.
+template database is built by the migrations; each test gets a database that is exactly that
+template: a copy, or the database of an earlier test of the same process brought back to it
+(see ``_Recycler``), so no state survives from one test, or one run, to the next.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -93,12 +96,194 @@ def template_db(admin_dsn: str) -> Iterator[str]:
     _drop_db(admin_dsn, name)
 
 
+# What a test may have changed in its database besides rows: every object (by oid, so that a
+# dropped and re-made one differs too), its owner, ACL, options and settings, the source of
+# every function, comments, and the database's own ACL and settings. Temporary schemas are left
+# out: they and their objects end with the sessions that made them, which a recycle ends first.
+_FINGERPRINT = """
+SELECT pg_catalog.md5(pg_catalog.string_agg(x, ',' ORDER BY x)) FROM (
+    SELECT pg_catalog.concat_ws('|', 'c', c.oid, c.relname, c.relowner, c.relkind, c.relacl,
+                                c.reloptions, c.relpersistence, c.relrowsecurity)
+    FROM pg_catalog.pg_class c
+    WHERE c.relnamespace NOT IN (SELECT oid FROM pg_catalog.pg_namespace
+                                 WHERE nspname ~ '^pg_(toast_)?temp_')
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'a', a.attrelid, a.attnum, a.attname, a.atttypid,
+                                a.attnotnull, a.attisdropped, a.atthasdef, a.attacl,
+                                a.attoptions)
+    FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+    WHERE a.attrelid >= 16384 AND c.relnamespace NOT IN (
+        SELECT oid FROM pg_catalog.pg_namespace WHERE nspname ~ '^pg_(toast_)?temp_')
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'p', p.oid, p.proname, p.proowner, p.proacl, p.proconfig,
+                                p.prosecdef, p.provolatile, pg_catalog.md5(p.prosrc))
+    FROM pg_catalog.pg_proc p
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'n', oid, nspname, nspowner, nspacl)
+    FROM pg_catalog.pg_namespace WHERE nspname !~ '^pg_(toast_)?temp_'
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 't', t.oid, t.typname, t.typowner, t.typacl)
+    FROM pg_catalog.pg_type t
+    WHERE t.typnamespace NOT IN (SELECT oid FROM pg_catalog.pg_namespace
+                                 WHERE nspname ~ '^pg_(toast_)?temp_')
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'd', classoid, objoid, objsubid,
+                                pg_catalog.md5(description))
+    FROM pg_catalog.pg_description
+    UNION ALL SELECT pg_catalog.concat_ws('|', 'tg', oid, tgenabled) FROM pg_catalog.pg_trigger
+    UNION ALL SELECT pg_catalog.concat_ws('|', 'k', oid) FROM pg_catalog.pg_constraint
+    UNION ALL SELECT pg_catalog.concat_ws('|', 'r', oid) FROM pg_catalog.pg_rewrite
+    UNION ALL SELECT pg_catalog.concat_ws('|', 'o', oid) FROM pg_catalog.pg_operator
+    UNION ALL SELECT pg_catalog.concat_ws('|', 'x', oid) FROM pg_catalog.pg_extension
+    UNION ALL SELECT pg_catalog.concat_ws('|', 'ev', oid) FROM pg_catalog.pg_event_trigger
+    UNION ALL SELECT pg_catalog.concat_ws('|', 'pol', oid) FROM pg_catalog.pg_policy
+    UNION ALL SELECT pg_catalog.concat_ws('|', 'pub', oid) FROM pg_catalog.pg_publication
+    UNION ALL SELECT pg_catalog.concat_ws('|', 'cast', oid) FROM pg_catalog.pg_cast
+    UNION ALL SELECT pg_catalog.concat_ws('|', 'conv', oid) FROM pg_catalog.pg_conversion
+    UNION ALL SELECT pg_catalog.concat_ws('|', 'lo', oid) FROM pg_catalog.pg_largeobject_metadata
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'dacl', oid, defaclrole, defaclacl)
+    FROM pg_catalog.pg_default_acl
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'db', datacl, datallowconn, datconnlimit)
+    FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'set', setrole, setconfig)
+    FROM pg_catalog.pg_db_role_setting
+    WHERE setdatabase = (SELECT oid FROM pg_catalog.pg_database
+                         WHERE datname = pg_catalog.current_database())
+) AS s (x)
+"""
+
+# The tables of the template and the rows of those that have any (the migrations' records,
+# the settings row), to put back after emptying them.
+_TABLES = """
+SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname !~ '^pg_(toast_)?temp_' AND c.relispartition IS NOT TRUE
+ORDER BY 1
+"""
+
+
+# End every other session of this database; count those left and the prepared transactions
+# (which no session ends).
+_OTHERS = """
+SELECT count(*) FILTER (WHERE NOT pg_catalog.pg_terminate_backend(pid))
+       + (SELECT count(*) FROM pg_catalog.pg_prepared_xacts
+          WHERE database = pg_catalog.current_database())
+       + count(*)
+FROM pg_catalog.pg_stat_activity
+WHERE datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid()
+"""
+
+
+class _Recycler:
+    """Gives each test a database equal to the template, copying the template only when the
+    database of the previous test of this process cannot be brought back to it.
+
+    Copying a database costs the server about 0.3 s of CPU, more than most tests; bringing one
+    back costs a few statements: end its other sessions (and with them their locks, LISTENs,
+    temporary objects), check that its catalogue is the template's (``_FINGERPRINT``: any
+    object made, dropped, altered, granted or commented marks the database as changed, and it
+    is dropped instead), empty every table and put the template's rows back, drop the
+    planner's statistics and reset the statistics counters. ``JOBQ_TEST_RECYCLE=0`` copies
+    the template for every test.
+    """
+
+    def __init__(self, admin_dsn: str, template: str) -> None:
+        self.admin_dsn = admin_dsn
+        self.template = template
+        self.spare: str | None = None
+        self.enabled = os.environ.get("JOBQ_TEST_RECYCLE", "1") != "0"
+        with psycopg.connect(make_conninfo(admin_dsn, dbname=template), autocommit=True) as c:
+            row = c.execute(_FINGERPRINT).fetchone()
+            assert row is not None
+            self.fingerprint = row[0]
+            self.tables = [t for (t,) in c.execute(_TABLES).fetchall()]
+            self.rows: dict[str, str] = {}
+            for table in self.tables:
+                data = c.execute(
+                    sql.SQL("SELECT pg_catalog.json_agg(t) FROM {} AS t").format(
+                        sql.SQL(table)
+                    )
+                ).fetchone()
+                if data is not None and data[0] is not None:
+                    self.rows[table] = json.dumps(data[0])
+
+    def take(self) -> str:
+        """The name of a database equal to the template, for one test."""
+        if self.spare is not None:
+            name, self.spare = self.spare, None
+            return name
+        name = unique_name("jobq_t")
+        _create_db(self.admin_dsn, name, template=self.template)
+        return name
+
+    def give_back(self, name: str) -> None:
+        """After the test: keep ``name`` for the next test if it can be brought back to the
+        template, else drop it."""
+        if self.enabled and self.spare is None and self._recycle(name):
+            self.spare = name
+        else:
+            _drop_db(self.admin_dsn, name)
+
+    def _recycle(self, name: str) -> bool:
+        try:
+            with psycopg.connect(make_conninfo(self.admin_dsn, dbname=name)) as c:
+                c.autocommit = True
+                deadline = time.monotonic() + 5
+                while True:
+                    busy = c.execute(_OTHERS).fetchone()
+                    if busy is not None and busy[0] == 0:
+                        break
+                    if time.monotonic() > deadline:
+                        return False
+                    time.sleep(0.01)
+                row = c.execute(_FINGERPRINT).fetchone()
+                if row is None or row[0] != self.fingerprint:
+                    return False
+                with c.transaction():
+                    c.execute("SET LOCAL lock_timeout = '5s'")
+                    c.execute(
+                        sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
+                            sql.SQL(", ").join(sql.SQL(t) for t in self.tables)
+                        )
+                    )
+                    for table, rows in self.rows.items():
+                        c.execute(
+                            sql.SQL(
+                                "INSERT INTO {0} OVERRIDING SYSTEM VALUE SELECT * FROM"
+                                " pg_catalog.json_populate_recordset(NULL::{0}, %s::json)"
+                            ).format(sql.SQL(table)),
+                            [rows],
+                        )
+                    c.execute(
+                        "DELETE FROM pg_catalog.pg_statistic WHERE starelid >= 16384"
+                    )
+                c.execute("SELECT pg_catalog.pg_stat_reset()")
+                # The truncation itself makes new objects (none) and no catalogue change a
+                # test could see; checked again so that a reset that failed to reset is seen.
+                row = c.execute(_FINGERPRINT).fetchone()
+                return row is not None and row[0] == self.fingerprint
+        except psycopg.Error:
+            return False
+
+
+@pytest.fixture(scope="session")
+def recycler(admin_dsn: str, template_db: str) -> Iterator[_Recycler]:
+    r = _Recycler(admin_dsn, template_db)
+    yield r
+    if r.spare is not None:
+        _drop_db(admin_dsn, r.spare)
+
+
 @pytest.fixture
-def dsn(admin_dsn: str, template_db: str) -> Iterator[str]:
-    """A fresh database, migrated, for this test alone (dropped afterwards)."""
-    name = unique_name("jobq_t")
-    yield _create_db(admin_dsn, name, template=template_db)
-    _drop_db(admin_dsn, name)
+def dsn(admin_dsn: str, recycler: _Recycler) -> Iterator[str]:
+    """A database equal to a fresh migrated one, for this test alone."""
+    name = recycler.take()
+    yield make_conninfo(admin_dsn, dbname=name)
+    recycler.give_back(name)
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 -- The status names, written once: jobq__statuses() lists them, and the CHECK constraints of
 -- jobq_jobs and the functions that take status names (jobq_prune, jobq_list_jobs) ask it,
 -- so that adding a status is one edit of sql/functions/jobq__statuses.sql (and of
--- pgq_client.models.STATUS_IS_FINISHED, which tests/python compares with it).
+-- pgq_client.statuses.STATUS_IS_FINISHED, which tests/python compares with it).
 BEGIN;
 SELECT plan(9);
 

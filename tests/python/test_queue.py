@@ -42,8 +42,8 @@ from pgq_client import (
     SerializationFailure,
     Worker,
     _sql,
-    cli,
 )
+from pgq_client.cli import operations as cli_operations
 from pgq_client.errors import ConnectionFailed, from_psycopg
 from pgq_client.migrate import migrate
 from pgq_client.models import FINISHED_STATUSES, STATUSES
@@ -880,7 +880,7 @@ def test_the_client_statuses_are_those_of_the_sql(conn: Conn) -> None:
     finished = conn.execute("SELECT jobq__statuses(finished => true)").fetchone()
     assert everything == (list(STATUSES),), "the same names, in the same order"
     assert finished == (list(FINISHED_STATUSES),)
-    prune_status = next(p for p in cli.prune.params if p.name == "statuses")
+    prune_status = next(p for p in cli_operations.prune.params if p.name == "statuses")
     assert isinstance(prune_status.type, click.Choice)
     assert tuple(prune_status.type.choices) == FINISHED_STATUSES
 
