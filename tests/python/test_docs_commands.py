@@ -128,19 +128,24 @@ def extract_help() -> list[DocCommand]:
     """The `Examples:` lines of `jobq --help` and of every command's and group's --help."""
     found: list[DocCommand] = []
 
-    def walk(command: click.Command, path: list[str]) -> None:
-        with click.Context(command, info_name=" ".join(["jobq", *path])) as ctx:
+    def walk(command: click.Command, path: list[str], parent: click.Context | None) -> None:
+        # Each command's context under its group's, with its settings, as `jobq ... --help`
+        # makes it: click keeps the help option a command first made (a context without the
+        # group's settings would make it without `-h`, for the rest of the process).
+        name = " ".join(["jobq", *path]) if parent is None else path[-1]
+        settings = command.context_settings
+        with click.Context(command, info_name=name, parent=parent, **settings) as ctx:
             text = command.get_help(ctx)
+            if isinstance(command, click.Group):
+                for sub_name, sub in command.commands.items():
+                    if not sub.hidden:  # an alias: the help of the command it names
+                        walk(sub, [*path, sub_name], ctx)
         examples = text.split("Examples:", 1)[1] if "Examples:" in text else ""
         for raw in examples.splitlines():
             if raw.strip().startswith("jobq "):
                 found.append(DocCommand(" ".join(["jobq", *path, "--help"]), raw.strip()))
-        if isinstance(command, click.Group):
-            for name, sub in command.commands.items():
-                if not sub.hidden:  # an alias: the help of the command it names
-                    walk(sub, [*path, name])
 
-    walk(cli, [])
+    walk(cli, [], None)
     return found
 
 
