@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from psycopg.rows import tuple_row
 
@@ -32,6 +32,7 @@ from ._opcore import (
     payload_json,
     seconds_or_none,
 )
+from ._pages import JobsPage, function_privileges, jobs_page, queue_summary
 from ._produce import MAX_BATCH, enqueue_call, enqueue_iter, enqueue_many
 from ._sql import Statements
 from .errors import JobFailed, JobNotFound, NotMigrated
@@ -53,6 +54,7 @@ __all__ = [
     "MAX_BATCH",
     "WAIT_POLL_INTERVAL",
     "Call",
+    "JobsPage",
     "Op",
     "Pause",
     "adrive",
@@ -64,8 +66,11 @@ __all__ = [
     "enqueue_call",
     "enqueue_iter",
     "enqueue_many",
+    "function_privileges",
     "interval",
     "job_ids_of",
+    "jobs_page",
+    "queue_summary",
 ]
 
 # Queue.wait: seconds between two looks at the jobs when no notification came (a notification
@@ -549,70 +554,3 @@ def limits(s: Statements) -> Op[list[Limit]]:
 def limit_usage(s: Statements) -> Op[list[LimitUsage]]:
     rows = yield Call(s.limit_usage, {})
     return [LimitUsage(**row) for row in rows]
-
-
-# --- web --- (the dashboard's reads; added by branch web) ---------------------------------------
-
-
-class JobsPage(NamedTuple):
-    """One page of ``jobq_jobs_page``: its rows (dicts), the cursor (``sort_at``, ``id``) of the
-    next page when there is one, and, when a filtered search of finished jobs stopped at its
-    ``scan_limit``, the cursor to search on from and the time it reached."""
-
-    rows: list[dict[str, Any]]
-    next_after: tuple[datetime, uuid.UUID] | None
-    stopped_after: tuple[datetime, uuid.UUID] | None
-
-
-def jobs_page(
-    s: Statements,
-    status: str,
-    queue: str | None,
-    job_type: str | None,
-    after: tuple[datetime, uuid.UUID] | None,
-    size: int,
-    scan_limit: int,
-) -> Op[JobsPage]:
-    check_text(queue, "queue")
-    check_text(job_type, "job_type")
-    params = {
-        "status": status,
-        "queue": queue,
-        "job_type": job_type,
-        "after_at": after[0] if after else None,
-        "after_id": after[1] if after else None,
-        "max_rows": size + 1,  # one more than shown: whether a next page exists
-        "scan_limit": scan_limit,
-    }
-    rows = yield Call(s.jobs_page, params)
-    # A last row that does not match marks where a filtered search stopped.
-    stopped = rows.pop() if rows and not rows[-1]["matches"] else None
-    more = len(rows) > size
-    rows = rows[:size]
-    last = rows[-1] if more and rows else None
-    return JobsPage(
-        rows,
-        (last["sort_at"], last["id"]) if last else None,
-        (stopped["sort_at"], stopped["id"]) if stopped else None,
-    )
-
-
-def queue_summary(s: Statements, recent: timedelta) -> Op[list[dict[str, Any]]]:
-    """Per queue: jobs available, scheduled, processing, failed, dead-letter, cancelled, and
-    how many succeeded within ``recent``."""
-    rows: list[dict[str, Any]] = yield Call(s.queue_summary, {"recent": recent})
-    return rows
-
-
-def function_privileges(
-    s: Statements, functions: Mapping[str, str]
-) -> Op[tuple[str, dict[str, bool | None]]]:
-    """The connected role, and whether it may execute each of ``functions`` (name: argument
-    types) of the statements' schema; None for one that is not installed there."""
-    from ._sql import ROLE_PRIVILEGES
-
-    params = {
-        "names": list(functions), "signatures": list(functions.values()), "schema": s.schema
-    }
-    rows = yield Call(ROLE_PRIVILEGES, params)
-    return str(rows[0]["role"]), {r["name"]: r["allowed"] for r in rows}

@@ -495,8 +495,8 @@ def _render(template: str, schema: str | None) -> Query:
     return text.encode("ascii") if text.isascii() else sql.SQL(text)
 
 
-# --- web --- (added by branch web) FUNCTION_PRIVILEGES with the role they are the privileges
-# of, in the one round trip the dashboard makes for them on each page.
+# FUNCTION_PRIVILEGES with the role they are the privileges of, in the one round trip the
+# dashboard makes for them on each page.
 ROLE_PRIVILEGES = (
     "SELECT current_user::pg_catalog.text AS role, f.name, f.allowed FROM ("
     + FUNCTION_PRIVILEGES
