@@ -96,16 +96,18 @@ def template_db(admin_dsn: str) -> Iterator[str]:
     _drop_db(admin_dsn, name)
 
 
-# What a test may have changed in its database besides rows: every object (by oid, so that a
-# dropped and re-made one differs too), its owner, ACL, options and settings, the source of
-# every function, comments, and the database's own ACL and settings. Temporary schemas are left
+# What a test may have changed in its database besides rows: every object made after initdb (by
+# oid, so that a dropped and re-made one differs too; built-in objects by their ACL alone), its
+# owner, ACL, options and settings, the source of every function, comments, and the database's
+# own ACL and settings. Temporary schemas are left
 # out: they and their objects end with the sessions that made them, which a recycle ends first.
 _FINGERPRINT = """
 SELECT pg_catalog.md5(pg_catalog.string_agg(x, ',' ORDER BY x)) FROM (
     SELECT pg_catalog.concat_ws('|', 'c', c.oid, c.relname, c.relowner, c.relkind, c.relacl,
                                 c.reloptions, c.relpersistence, c.relrowsecurity)
     FROM pg_catalog.pg_class c
-    WHERE c.relnamespace NOT IN (SELECT oid FROM pg_catalog.pg_namespace
+    WHERE (c.oid >= 16384 OR c.relacl IS NOT NULL)
+      AND c.relnamespace NOT IN (SELECT oid FROM pg_catalog.pg_namespace
                                  WHERE nspname ~ '^pg_(toast_)?temp_')
     UNION ALL
     SELECT pg_catalog.concat_ws('|', 'a', a.attrelid, a.attnum, a.attname, a.atttypid,
@@ -117,29 +119,35 @@ SELECT pg_catalog.md5(pg_catalog.string_agg(x, ',' ORDER BY x)) FROM (
     UNION ALL
     SELECT pg_catalog.concat_ws('|', 'p', p.oid, p.proname, p.proowner, p.proacl, p.proconfig,
                                 p.prosecdef, p.provolatile, pg_catalog.md5(p.prosrc))
-    FROM pg_catalog.pg_proc p
+    FROM pg_catalog.pg_proc p WHERE p.oid >= 16384 OR p.proacl IS NOT NULL
     UNION ALL
     SELECT pg_catalog.concat_ws('|', 'n', oid, nspname, nspowner, nspacl)
     FROM pg_catalog.pg_namespace WHERE nspname !~ '^pg_(toast_)?temp_'
     UNION ALL
     SELECT pg_catalog.concat_ws('|', 't', t.oid, t.typname, t.typowner, t.typacl)
     FROM pg_catalog.pg_type t
-    WHERE t.typnamespace NOT IN (SELECT oid FROM pg_catalog.pg_namespace
+    WHERE (t.oid >= 16384 OR t.typacl IS NOT NULL)
+      AND t.typnamespace NOT IN (SELECT oid FROM pg_catalog.pg_namespace
                                  WHERE nspname ~ '^pg_(toast_)?temp_')
     UNION ALL
     SELECT pg_catalog.concat_ws('|', 'd', classoid, objoid, objsubid,
                                 pg_catalog.md5(description))
-    FROM pg_catalog.pg_description
+    FROM pg_catalog.pg_description WHERE objoid >= 16384
     UNION ALL SELECT pg_catalog.concat_ws('|', 'tg', oid, tgenabled) FROM pg_catalog.pg_trigger
-    UNION ALL SELECT pg_catalog.concat_ws('|', 'k', oid) FROM pg_catalog.pg_constraint
-    UNION ALL SELECT pg_catalog.concat_ws('|', 'r', oid) FROM pg_catalog.pg_rewrite
-    UNION ALL SELECT pg_catalog.concat_ws('|', 'o', oid) FROM pg_catalog.pg_operator
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'k', oid) FROM pg_catalog.pg_constraint WHERE oid >= 16384
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'r', oid) FROM pg_catalog.pg_rewrite WHERE oid >= 16384
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'o', oid) FROM pg_catalog.pg_operator WHERE oid >= 16384
     UNION ALL SELECT pg_catalog.concat_ws('|', 'x', oid) FROM pg_catalog.pg_extension
     UNION ALL SELECT pg_catalog.concat_ws('|', 'ev', oid) FROM pg_catalog.pg_event_trigger
     UNION ALL SELECT pg_catalog.concat_ws('|', 'pol', oid) FROM pg_catalog.pg_policy
     UNION ALL SELECT pg_catalog.concat_ws('|', 'pub', oid) FROM pg_catalog.pg_publication
-    UNION ALL SELECT pg_catalog.concat_ws('|', 'cast', oid) FROM pg_catalog.pg_cast
-    UNION ALL SELECT pg_catalog.concat_ws('|', 'conv', oid) FROM pg_catalog.pg_conversion
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'cast', oid) FROM pg_catalog.pg_cast WHERE oid >= 16384
+    UNION ALL
+    SELECT pg_catalog.concat_ws('|', 'conv', oid) FROM pg_catalog.pg_conversion WHERE oid >= 16384
     UNION ALL SELECT pg_catalog.concat_ws('|', 'lo', oid) FROM pg_catalog.pg_largeobject_metadata
     UNION ALL
     SELECT pg_catalog.concat_ws('|', 'dacl', oid, defaclrole, defaclacl)
@@ -186,8 +194,8 @@ class _Recycler:
     back costs a few statements: end its other sessions (and with them their locks, LISTENs,
     temporary objects), check that its catalogue is the template's (``_FINGERPRINT``: any
     object made, dropped, altered, granted or commented marks the database as changed, and it
-    is dropped instead), empty every table and put the template's rows back, drop the
-    planner's statistics and reset the statistics counters. ``JOBQ_TEST_RECYCLE=0`` copies
+    is dropped instead), empty every table the test wrote and put the template's rows back,
+    drop the planner's statistics and reset the statistics counters. ``JOBQ_TEST_RECYCLE=0`` copies
     the template for every test.
     """
 
@@ -210,6 +218,22 @@ class _Recycler:
                 ).fetchone()
                 if data is not None and data[0] is not None:
                     self.rows[table] = json.dumps(data[0])
+            # What tells that a test wrote a table: its size (the tables a fresh install leaves
+            # empty have no page), and for those with rows, what the rows are.
+            self.state_query = sql.SQL("SELECT {}").format(
+                sql.SQL(", ").join(
+                    sql.SQL(
+                        "(SELECT pg_catalog.md5(pg_catalog.json_agg(t)::pg_catalog.text)"
+                        " FROM {} AS t)"
+                        if table in self.rows
+                        else "pg_catalog.pg_relation_size({}::pg_catalog.regclass)"
+                    ).format(sql.SQL(table) if table in self.rows else sql.Literal(table))
+                    for table in self.tables
+                )
+            )
+            state = c.execute(self.state_query).fetchone()
+            assert state is not None
+            self.state = tuple(state)
 
     def take(self) -> str:
         """The name of a database equal to the template, for one test."""
@@ -243,29 +267,45 @@ class _Recycler:
                 row = c.execute(_FINGERPRINT).fetchone()
                 if row is None or row[0] != self.fingerprint:
                     return False
+                state = c.execute(self.state_query).fetchone()
+                if state is None:
+                    return False
+                changed = [
+                    t
+                    for t, now, then in zip(self.tables, state, self.state, strict=True)
+                    if now != then
+                ]
                 with c.transaction():
-                    c.execute("SET LOCAL lock_timeout = '5s'")
-                    c.execute(
-                        sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
-                            sql.SQL(", ").join(sql.SQL(t) for t in self.tables)
-                        )
-                    )
-                    for table, rows in self.rows.items():
+                    if changed:
+                        c.execute("SET LOCAL lock_timeout = '5s'")
                         c.execute(
-                            sql.SQL(
-                                "INSERT INTO {0} OVERRIDING SYSTEM VALUE SELECT * FROM"
-                                " pg_catalog.json_populate_recordset(NULL::{0}, %s::json)"
-                            ).format(sql.SQL(table)),
-                            [rows],
+                            sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
+                                sql.SQL(", ").join(sql.SQL(t) for t in changed)
+                            )
                         )
-                    c.execute(
-                        "DELETE FROM pg_catalog.pg_statistic WHERE starelid >= 16384"
-                    )
-                c.execute("SELECT pg_catalog.pg_stat_reset()")
-                # The truncation itself makes new objects (none) and no catalogue change a
-                # test could see; checked again so that a reset that failed to reset is seen.
-                row = c.execute(_FINGERPRINT).fetchone()
-                return row is not None and row[0] == self.fingerprint
+                    for table in changed:
+                        if table in self.rows:
+                            c.execute(
+                                sql.SQL(
+                                    "INSERT INTO {0} OVERRIDING SYSTEM VALUE SELECT * FROM"
+                                    " pg_catalog.json_populate_recordset(NULL::{0}, %s::json)"
+                                ).format(sql.SQL(table)),
+                                [self.rows[table]],
+                            )
+                    c.execute("DELETE FROM pg_catalog.pg_statistic WHERE starelid >= 16384")
+                # An ended session reports its counts as it exits, which may be after it left
+                # pg_stat_activity: reset until no function counts are left.
+                for _ in range(50):
+                    c.execute("SELECT pg_catalog.pg_stat_reset()")
+                    c.execute("SELECT pg_catalog.pg_stat_clear_snapshot()")
+                    left = c.execute(
+                        "SELECT count(*) FROM pg_catalog.pg_stat_user_functions WHERE calls > 0"
+                    ).fetchone()
+                    if left == (0,):
+                        break
+                    time.sleep(0.01)
+                # A TRUNCATE gives the tables new files, which the fingerprint leaves out.
+                return True
         except psycopg.Error:
             return False
 
