@@ -19,8 +19,8 @@ BIN=$(dirname "$PY")
 JOBS=${JOBQ_TEST_JOBS:-$(nproc)}
 export JOBQ_TEST_JOBS=$JOBS
 # Most tests wait (on the server, on a worker's sleep, on a subprocess) more than they compute:
-# JOBQ_TEST_WORKERS runs more pytest workers than cores (docs/DEVELOPING.md).
-WORKERS=${JOBQ_TEST_WORKERS:-$JOBS}
+# JOBQ_TEST_WORKERS pytest workers, one more than the cores by default (docs/DEVELOPING.md).
+WORKERS=${JOBQ_TEST_WORKERS:-$((JOBS + 1))}
 
 mode=test
 if [ "${1:-}" = --check ]; then mode=check; shift; fi

@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from tests.conftest import _create_db, _drop_db
+from tests.conftest import _create_db, _drop_db, _Recycler
 from tests.helpers import count, unique_name, wait_for
 
 from pgq_client import PermissionDenied, Queue
@@ -574,29 +574,32 @@ def test_every_command_and_group_takes_dsn_and_schema() -> None:
 
 
 @pytest.fixture(scope="module")
-def tenant_template(admin_dsn: str) -> Iterator[str]:
-    """A database where jobq lives only in schema tenant_x, migrated once per test process."""
+def tenant_databases(admin_dsn: str) -> Iterator[_Recycler]:
+    """Databases where jobq lives only in schema tenant_x (migrated once per test process),
+    each test's brought back to that state for the next (tests/conftest.py, ``_Recycler``)."""
     from pgq_client.migrate import migrate
 
     name = unique_name("jobq_tenant_tpl")
     migrate(_create_db(admin_dsn, name), schema="tenant_x")
-    yield name
+    recycler = _Recycler(admin_dsn, name)
+    yield recycler
+    if recycler.spare is not None:
+        _drop_db(admin_dsn, recycler.spare)
     _drop_db(admin_dsn, name)
 
 
 @pytest.fixture
-def tenant_dsn(admin_dsn: str, tenant_template: str) -> Iterator[str]:
-    """A copy of the tenant_x database for this test, with one dead_letter job and one
-    schedule."""
-    name = unique_name("jobq_tenant")
-    dsn = _create_db(admin_dsn, name, template=tenant_template)
+def tenant_dsn(admin_dsn: str, tenant_databases: _Recycler) -> Iterator[str]:
+    """The tenant_x database for this test, with one dead_letter job and one schedule."""
+    name = tenant_databases.take()
+    dsn = make_conninfo(admin_dsn, dbname=name)
     with Queue(dsn, schema="tenant_x") as q:
         q.schedule("nightly", "30 2 * * *", "report")  # for `schedule delete`
         q.enqueue("ocr", {"n": 1}, max_attempts=1)
         (job,) = q.dequeue("w")
         q.fail(job.id, "w", "boom")
     yield dsn
-    _drop_db(admin_dsn, name)
+    tenant_databases.give_back(name)
 
 
 def _dead_id(dsn: str, schema: str = "tenant_x") -> str:

@@ -4,6 +4,7 @@ whether it was copied from the template or brought back from an earlier test."""
 from __future__ import annotations
 
 import psycopg
+import pytest
 from psycopg.conninfo import make_conninfo
 from tests.conftest import _drop_db, _Recycler
 
@@ -55,6 +56,7 @@ def _ended(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
     return False
 
 
+@pytest.mark.slow  # seconds of waiting
 def test_a_database_whose_catalogue_a_test_changed_is_dropped_not_kept(
     admin_dsn: str, template_db: str
 ) -> None:

@@ -66,6 +66,7 @@ def test_the_channel_rule_is_the_same_in_sql_in_the_client_and_in_its_query(
         assert _sql.find_schema(conn) == "Tenant B"
 
 
+@pytest.mark.slow  # seconds of waiting
 def test_each_installation_notifies_on_its_own_channel(empty_dsn: str) -> None:
     migrate(empty_dsn)
     migrate(empty_dsn, schema="tenant_a")

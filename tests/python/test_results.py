@@ -335,6 +335,7 @@ def test_only_jobs_someone_awaits_are_notified_when_they_end(dsn: str) -> None:
     assert set(ids) == set(claimed)
 
 
+@pytest.mark.slow  # seconds of waiting
 def test_every_end_of_an_awaited_job_is_notified_and_a_retry_is_not(dsn: str, conn: Conn) -> None:
     q = Queue(dsn)
     jobs = q.enqueue_many([{"job_type": "t", "max_attempts": 2} for _ in range(5)])

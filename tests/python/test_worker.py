@@ -261,6 +261,7 @@ def test_handler_signals_are_not_database_errors_and_migration_errors_are() -> N
     assert issubclass(MigrationError, JobqError)
 
 
+@pytest.mark.slow  # seconds of waiting
 def test_slow_jobs_are_not_prefetched_by_default(dsn: str, conn: Conn) -> None:
     Queue(dsn).enqueue_many([{"job_type": "t", "payload": {"n": i}} for i in range(12)])
     done = threading.Event()
@@ -321,6 +322,7 @@ def test_a_burst_run_names_the_jobs_that_no_worker_serves(
     assert [u.job_type for u in q.unserved_job_types()] == ["send_emial"]
 
 
+@pytest.mark.slow  # seconds of waiting
 def test_a_worker_says_at_start_which_jobs_no_worker_serves(
     dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
 ) -> None:

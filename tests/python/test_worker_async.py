@@ -372,6 +372,7 @@ def test_heartbeats_keep_a_long_async_job_from_being_taken_over(dsn: str, conn: 
         wait_for("completion", lambda: job_row(conn, job_id)["status"] == "succeeded")
 
 
+@pytest.mark.slow  # seconds of waiting
 def test_stop_lets_async_jobs_finish_within_the_grace_then_cancels_them_unacknowledged(
     dsn: str, conn: Conn
 ) -> None:
