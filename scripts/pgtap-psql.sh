@@ -3,10 +3,10 @@
 # its own, copied from the template pgtap.sh built, so that files run in parallel (pg_prove -j)
 # never meet (roles and counters they change in their transactions included).
 #
-# Needs JOBQ_PGTAP_ADMIN_DSN (a superuser DSN) and JOBQ_PGTAP_TEMPLATE (the template's name).
+# Needs JOBQ_PGTAP_ADMIN_DSN (a superuser DSN), JOBQ_PGTAP_TEMPLATE (the template's name) and
+# JOBQ_PGTAP_DSN_OF (the server's connection string with dbname @DB@).
 set -euo pipefail
 : "${JOBQ_PGTAP_ADMIN_DSN:?}" "${JOBQ_PGTAP_TEMPLATE:?}"
-PY=${PY:-.venv/bin/python}
 
 file=
 prev=
@@ -16,8 +16,8 @@ for arg in "$@"; do
 done
 base=$(basename "${file:-stdin}" .sql | tr -c 'a-z0-9_\n' '_')
 db="${JOBQ_PGTAP_TEMPLATE}_${base:0:30}_$$"
-dsn=$("$PY" -c 'import sys; from psycopg.conninfo import make_conninfo; print(make_conninfo(sys.argv[1], dbname=sys.argv[2]))' \
-    "$JOBQ_PGTAP_ADMIN_DSN" "$db")
+dsn=${JOBQ_PGTAP_DSN_OF:?}
+dsn=${dsn//@DB@/$db}
 admin() { psql "$JOBQ_PGTAP_ADMIN_DSN" -X -q -v ON_ERROR_STOP=1 -c "$1" >/dev/null; }
 admin "CREATE DATABASE \"$db\" TEMPLATE \"$JOBQ_PGTAP_TEMPLATE\" ${JOBQ_PGTAP_STRATEGY:-}"
 trap 'admin "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" || true' EXIT

@@ -37,7 +37,10 @@ JOBQ_PGTAP_STRATEGY=
 if [ "$(psql "$JOBQ_TEST_DSN" -X -tA -c "SHOW server_version_num")" -ge 150000 ]; then
     JOBQ_PGTAP_STRATEGY="STRATEGY FILE_COPY"
 fi
-export JOBQ_PGTAP_ADMIN_DSN=$JOBQ_TEST_DSN JOBQ_PGTAP_TEMPLATE=$db JOBQ_PGTAP_STRATEGY PY
+# The connection string of a file's database is the server's with another dbname: made here
+# once, as a template with the name left to fill (a process per file would cost more CPU).
+JOBQ_PGTAP_DSN_OF=$("$PY" -c 'import sys; from psycopg.conninfo import make_conninfo; print(make_conninfo(sys.argv[1], dbname="@DB@"))' "$JOBQ_TEST_DSN")
+export JOBQ_PGTAP_ADMIN_DSN=$JOBQ_TEST_DSN JOBQ_PGTAP_TEMPLATE=$db JOBQ_PGTAP_STRATEGY PY JOBQ_PGTAP_DSN_OF
 PGOPTIONS="-c search_path=public,tap" pg_prove --psql-bin scripts/pgtap-psql.sh \
     --set "function_files=$function_files" \
     --jobs "${JOBQ_TEST_JOBS:-$(nproc)}" --failures "${files[@]}"
