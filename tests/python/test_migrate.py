@@ -415,7 +415,7 @@ def test_the_dry_run_prints_every_function_file_and_its_record() -> None:
     positions = [script.index(f.sql) for f in files]
     assert positions == sorted(positions), "in the order they are applied"
     for f in files:
-        assert f"('{f.version}', '{f.checksum}', pg_catalog.now())" in script
+        assert f"('{f.version}', '{f.checksum}', false)" in script
 
 
 def test_a_changed_result_type_named_with_the_same_arguments_is_created_again_with_its_grants(

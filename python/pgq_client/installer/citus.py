@@ -24,14 +24,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("pgq_client.installer")
 
-_HAS_CITUS = "SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_schema') IS NOT NULL"
-# A function's own `SET plan_cache_mode = force_generic_plan` defeats the custom plan Citus
-# forces for a statement with parameters ("could not create distributed plan"): reset there.
+# The setting a distributed function loses, and the functions that may run nested distributed
+# statements (why: sql/citus_distribute.sql).
 RESET = "plan_cache_mode"
-# jobq__metrics_count writes the counters from inside its callers' statements on the schema's
-# shard, a nested distributed statement that Citus refuses unless allowed. It is safe: the
-# tables are colocated and the statement runs locally, in the same transaction. Where the call
-# is not delegated, the node runs it in a session of its own: it needs its own search_path.
 NESTED = ("jobq__metrics_count",)
 NESTED_SETTING = "citus.allow_nested_distributed_execution"
 
@@ -42,7 +37,9 @@ def _ident(conn: psycopg.Connection[Any] | None, schema: str) -> sql.Literal:
 
 
 def _has_citus(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute(_HAS_CITUS).fetchone()
+    row = conn.execute(
+        "SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_schema') IS NOT NULL"
+    ).fetchone()
     return bool(row and row[0])
 
 
@@ -80,24 +77,10 @@ def schema_sharding(conn: psycopg.Connection[Any]) -> bool:
     return True
 
 
-def _functions(
-    conn: psycopg.Connection[Any], schema: str, *, setting: str | None = None,
-    names: tuple[str, ...] = (),
-) -> list[str]:
-    query = statement(
-        "citus_functions",
-        schema_ident=_ident(conn, schema),
-        setting=sql.Literal(setting),
-        names=literals(names),
-    )
-    return [str(row[0]) for row in conn.execute(query)]
-
-
 def distribute(conn: psycopg.Connection[Any], schema: str, functions: list[FunctionFile]) -> None:
     """Make ``schema`` a distributed schema (its tables, whole, on one node) and each function
     a distributed function colocated with ``jobq_jobs``, so that a call from the coordinator
-    outside a transaction block runs on that node; in the order the files are applied (a node
-    checks a SQL body against the functions it calls). What is distributed is left alone."""
+    outside a transaction block runs on that node. What is distributed is left alone."""
     if schema == "public":
         logger.warning("schema 'public' cannot be a Citus distributed schema: jobq stays on "
                        "the coordinator (install it with --schema NAME to distribute it)")
@@ -108,50 +91,30 @@ def distribute(conn: psycopg.Connection[Any], schema: str, functions: list[Funct
         conn.execute(sql.SQL(
             "SELECT pg_catalog.citus_schema_distribute({}::text::pg_catalog.regnamespace)"
         ).format(ident))
-    jobs = sql.Identifier(schema, "jobq_jobs").as_string(conn)
+    commands = statement(
+        "citus_distribute",
+        schema_ident=ident,
+        names=literals([f.name for f in functions]),
+        setting=sql.Literal(RESET),
+        nested=literals(NESTED),
+        nested_setting=sql.Literal(NESTED_SETTING),
+    )
     with conn.transaction():
         # A node creates the function with Citus's own search_path, where the helpers that a
         # SQL function's body names are not found: it checks no body (each was checked here).
         conn.execute("SET LOCAL citus.propagate_set_commands TO 'local'")
         conn.execute("SET LOCAL check_function_bodies TO off")
-        for f in functions:
-            rows = conn.execute(
-                statement("citus_undistributed", schema_ident=ident, name=sql.Literal(f.name))
-            ).fetchall()
-            for row in rows:
-                conn.execute(
-                    "SELECT pg_catalog.create_distributed_function("
-                    "%(f)s::pg_catalog.regprocedure, colocate_with => %(t)s::text)",
-                    {"f": row[0], "t": jobs},
-                )
-        for signature in _functions(conn, schema, setting=RESET):
-            conn.execute(sql.SQL("ALTER FUNCTION {} RESET {}").format(
-                sql.SQL(signature), sql.Identifier(RESET)
-            ))
-        for signature in _functions(conn, schema, names=NESTED):
-            conn.execute(sql.SQL("ALTER FUNCTION {} SET {} = on").format(
-                sql.SQL(signature), sql.SQL(NESTED_SETTING)
-            ))
-            conn.execute(sql.SQL("ALTER FUNCTION {} SET search_path = {}, pg_temp").format(
-                sql.SQL(signature), sql.Identifier(schema)
-            ))
-        # citus_schema_move copies the schema by logical replication, which needs every
-        # table's rows identified: jobq_metric_deltas (no key) gets REPLICA IDENTITY FULL.
-        for row in conn.execute(statement("citus_tables", schema_ident=ident)).fetchall():
-            conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(sql.SQL(row[0])))
+        for (command,) in conn.execute(commands).fetchall():
+            conn.execute(command.encode())
 
 
 def schema_node(conn: psycopg.Connection[Any], schema: str | None) -> tuple[str, int] | None:
     """(host, port) of the Citus node that holds ``schema``, or None (no Citus, or a schema
-    that is not distributed)."""
-    if schema is None:
-        return None  # public cannot be a distributed schema
-    if not _has_citus(conn):
+    that is not distributed; public cannot be one)."""
+    if schema is None or not _has_citus(conn):
         return None
     row = conn.execute(statement("citus_node", schema_ident=_ident(conn, schema))).fetchone()
-    if row is None:
-        return None
-    return str(row[0]), int(row[1])
+    return None if row is None else (str(row[0]), int(row[1]))
 
 
 def node_conninfo(conninfo: str, node: tuple[str, int]) -> str:

@@ -26,16 +26,14 @@ def _shipped_versions() -> frozenset[str]:
 
 
 def breaking_change_in(description: str | None) -> str | None:
-    """The latest breaking change named in a comment of ``jobq_migrations``
-    (``_sql.MIGRATIONS_COMMENT``), or None."""
+    """The latest breaking change named in a comment of ``jobq_migrations``, or None."""
     match = _LATEST_BREAKING.search(description or "")
     return match.group(1) if match else None
 
 
 def latest_breaking_change(conn: psycopg.Connection[Any], schema: str | None) -> str | None:
-    """The version of the latest breaking change applied to ``schema`` (None: the schema the
-    search_path finds), or None when it has none (or has no jobq at all). Read from the
-    comment of ``jobq_migrations`` in the catalogue, so that any role can ask."""
+    """The latest breaking change applied to ``schema`` (None: the one the search_path finds),
+    or None; read from the comment of ``jobq_migrations``, so that any role can ask."""
     with conn.cursor(row_factory=scalar_row) as cur:
         description = cur.execute(_sql.MIGRATIONS_COMMENT, {"schema": schema}).fetchone()
     return breaking_change_in(description)
@@ -65,8 +63,7 @@ def check_compatible(
     conn: psycopg.Connection[Any], schema: str | None, *, known: Iterable[str] | None = None
 ) -> None:
     """Raise :class:`~pgq_client.errors.IncompatibleSchema` when ``schema``'s latest breaking
-    change is a migration that this jobq (or ``known``) does not have. One catalogue query:
-    Queue and Worker call it once, before their first statement."""
+    change is a migration that this jobq (or ``known``) does not have (one catalogue query)."""
     error = incompatibility(latest_breaking_change(conn, schema), schema, known=known)
     if error is not None:
         raise error

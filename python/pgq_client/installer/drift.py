@@ -5,7 +5,6 @@ role could have planted, except ``jobq_health`` after a run."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -51,16 +50,9 @@ def audit(conninfo: str, schema: str = "public") -> list[str]:
         return audit_findings(conn, schema)
 
 
-@dataclass(frozen=True)
-class _Expected:
-    body: str
-    definer: bool
-    volatility: str
-    language: str
-    settings: frozenset[str]  # "name=value", and "search_path" for SET search_path FROM CURRENT
-
-
-def _expected(f: FunctionFile) -> _Expected:
+def _expected(f: FunctionFile) -> tuple[str, bool, str, str, set[str]]:
+    """What the catalogue holds of a file's function: its body, SECURITY DEFINER, volatility,
+    language and settings ("name=value", and "search_path" for SET search_path FROM CURRENT)."""
     found = re.search(r"CREATE OR REPLACE FUNCTION(.*?)\bAS \$\$(.*?)\$\$;", f.sql, re.S)
     if found is None:  # pragma: no cover - files.py checked the CREATE
         raise MigrationError(f"function file {f.path.name}: no `AS $$ ... $$;` body")
@@ -73,23 +65,19 @@ def _expected(f: FunctionFile) -> _Expected:
     }
     if re.search(r"^SET search_path FROM CURRENT\s*$", header, re.M):
         settings.add("search_path")
-    return _Expected(
-        body=body,
-        definer=re.search(r"^SECURITY DEFINER\s*$", header, re.M) is not None,
-        volatility=_VOLATILITY[volatility.group(1)] if volatility else "v",
-        language=language.group(1).lower() if language else "sql",
-        settings=frozenset(settings),
+    return (
+        body,
+        re.search(r"^SECURITY DEFINER\s*$", header, re.M) is not None,
+        _VOLATILITY[volatility.group(1)] if volatility else "v",
+        language.group(1).lower() if language else "sql",
+        settings,
     )
 
 
-def _search_path_items(value: str) -> list[str]:
-    items = []
-    for item in value.split(","):
-        item = item.strip()
-        if len(item) >= 2 and item[0] == item[-1] == '"':
-            item = item[1:-1].replace('""', '"')
-        items.append(item)
-    return items
+def _unquote(item: str) -> str:
+    item = item.strip()
+    quoted = len(item) >= 2 and item[0] == item[-1] == '"'
+    return item[1:-1].replace('""', '"') if quoted else item
 
 
 def _differences(
@@ -97,35 +85,27 @@ def _differences(
 ) -> list[str]:
     """How one installed function differs from its file."""
     prosrc, definer, volatility, language, config = installed
-    want = _expected(f)
+    body, want_definer, want_volatility, want_language, settings = _expected(f)
     found: list[str] = []
-    if prosrc != want.body:
+    if prosrc != body:
         found.append(f"its body differs from sql/functions/{f.path.name}")
-    if definer != want.definer:
+    if definer != want_definer:
         found.append(
-            "is not SECURITY DEFINER, as its file says it is" if want.definer
+            "is not SECURITY DEFINER, as its file says it is" if want_definer
             else "is SECURITY DEFINER, which its file does not say"
         )
-    if volatility != want.volatility or language != want.language:
-        found.append(
-            f"is {language} {volatility}, its file says {want.language} {want.volatility}"
-        )
-    have: set[str] = set()
+    if (language, volatility) != (want_language, want_volatility):
+        found.append(f"is {language} {volatility}, its file says {want_language} {want_volatility}")
+    have = {item for item in config if not item.startswith("search_path=")}
     for item in config:
-        name, _, value = item.partition("=")
-        if name == "search_path":
+        if item.startswith("search_path="):
             have.add("search_path")
-            if _search_path_items(value) != [schema, "pg_temp"]:
+            value = item.partition("=")[2]
+            if [_unquote(i) for i in value.split(",")] != [schema, "pg_temp"]:
                 found.append(f"runs with search_path {value!r}, not the schema's")
-        else:
-            have.add(item)
-    wanted = set(want.settings)
-    if on_citus:
-        wanted = citus.expected_settings(f.name, wanted)
-    if have != wanted:
+    if have != (citus.expected_settings(f.name, settings) if on_citus else settings):
         found.append(
-            f"its settings differ from its file: {sorted(have)} instead of "
-            f"{sorted(want.settings)}"
+            f"its settings differ from its file: {sorted(have)} instead of {sorted(settings)}"
         )
     return found
 
@@ -144,31 +124,12 @@ def function_drift(
         row[0]: row[2:]
         for row in conn.execute(statement("installed_functions", schema_name=name))
     }
-    expected: dict[str, str | None] = dict(conn.execute(statement(
+    signatures: dict[str, str | None] = dict(conn.execute(statement(
         "file_signatures",
         schema_name=name,
         names=literals([f.name for f in files]),
         signatures=literals([file_signature(f) for f in files]),
     )).fetchall())
-    on_citus = citus.distributed(conn, schema)
-    found: list[tuple[str, str]] = []
-    for f in files:
-        signature = expected.get(f.name)
-        if signature is None or signature not in installed:
-            found.append((
-                f.name,
-                f"not installed as {file_signature(f)} (sql/functions/{f.path.name}): run "
-                "jobq migrate",
-            ))
-            continue
-        found += [(f.name, d) for d in _differences(f, installed[signature], schema, on_citus)]
-    known = {signature for signature in expected.values() if signature is not None}
-    found += [
-        (signature, "no file of this jobq defines it (made by hand, an overload planted beside "
-                    "jobq's, or a function of a newer jobq)")
-        for signature in installed
-        if signature not in known
-    ]
     try:
         with conn.transaction():
             recorded = dict(conn.execute(
@@ -177,11 +138,26 @@ def function_drift(
                 )
             ).fetchall())
     except psycopg.errors.InsufficientPrivilege:
-        return found
+        recorded = None
+    on_citus = citus.distributed(conn, schema)
+    found: list[tuple[str, str]] = []
+    for f in files:
+        signature = signatures[f.name]
+        if signature not in installed:
+            found.append((
+                f.name,
+                f"not installed as {file_signature(f)} (sql/functions/{f.path.name}): run "
+                "jobq migrate",
+            ))
+            continue
+        found += [(f.name, d) for d in _differences(f, installed[signature], schema, on_citus)]
+        if recorded is not None and recorded.get(f.version) != f.checksum:
+            found.append((f.name, f"sql/functions/{f.path.name} is not applied in its current "
+                                  "version: run jobq migrate"))
     found += [
-        (f.name, f"sql/functions/{f.path.name} is not applied in its current version: run "
-                 "jobq migrate")
-        for f in files
-        if expected.get(f.name) in installed and recorded.get(f.version) != f.checksum
+        (signature, "no file of this jobq defines it (made by hand, an overload planted beside "
+                    "jobq's, or a function of a newer jobq)")
+        for signature in installed
+        if signature not in signatures.values()
     ]
     return found

@@ -96,11 +96,10 @@ class FunctionFile:
 def _sql_dir(kind: str) -> Path:
     """``migrations`` or ``functions``: shipped in the wheel, else those of the source tree."""
     shipped = Path(str(importlib.resources.files("pgq_client"))) / kind
-    if shipped.is_dir():
-        return shipped
     source = Path(__file__).resolve().parents[3] / "sql" / kind
-    if source.is_dir():
-        return source
+    for found in (shipped, source):
+        if found.is_dir():
+            return found
     raise MigrationError(f"no {kind} found (looked in {shipped} and {source})")
 
 
@@ -123,9 +122,7 @@ def literals(values: list[str] | tuple[str, ...]) -> sql.Composed:
 def available_migrations(directory: Path | None = None) -> list[Migration]:
     """Every migration file, in order. Refuses files that do not follow ``NNNN_name.sql``."""
     found: list[Migration] = []
-    for path in sorted((directory or _sql_dir("migrations")).iterdir()):
-        if path.suffix != ".sql":
-            continue
+    for path in sorted((directory or _sql_dir("migrations")).glob("*.sql")):
         if not _NAME.match(path.name):
             raise MigrationError(
                 f"migration file {path.name!r} does not follow NNNN_lowercase_name.sql"
@@ -195,15 +192,7 @@ def _read_function_file(path: Path) -> FunctionFile:
             if item:
                 _check_item(path, name, key, item)
                 found[key].append(item)
-    return FunctionFile(
-        name=name,
-        path=path,
-        sql=text,
-        requires=tuple(found["requires"]),
-        replaces=tuple(found["replaces"]),
-        levels=tuple(found["levels"]),
-        granted_as=tuple(found["granted-as"]),
-    )
+    return FunctionFile(name, path, text, *(tuple(found[key]) for key in _KEYS))
 
 
 def function_files(directory: Path | None = None) -> list[FunctionFile]:
@@ -213,14 +202,8 @@ def function_files(directory: Path | None = None) -> list[FunctionFile]:
     names others comes after them. Refuses unknown names in ``requires``, cycles, bad file
     names, and files that do not ``CREATE OR REPLACE`` their own function.
     """
-    files = {
-        f.name: f
-        for f in (
-            _read_function_file(path)
-            for path in sorted((directory or _sql_dir("functions")).iterdir())
-            if path.suffix == ".sql"
-        )
-    }
+    paths = sorted((directory or _sql_dir("functions")).glob("*.sql"))
+    files = {f.name: f for f in map(_read_function_file, paths)}
     for f in files.values():
         for required in f.requires:
             if required not in files:

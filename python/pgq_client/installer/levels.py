@@ -7,12 +7,12 @@ here, and the CLI's choices and help, the files' check and the SQL of the grants
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 Level = Literal["producer", "worker", "monitor", "admin"]
 
 # Narrowest first: a function granted to several of a role's levels is logged for the first.
-LEVELS: tuple[Level, ...] = ("producer", "worker", "monitor", "admin")
+LEVELS: tuple[Level, ...] = get_args(Level)
 
 LEVEL_HELP: dict[Level, str] = {
     "producer": "enqueue",
@@ -23,19 +23,9 @@ LEVEL_HELP: dict[Level, str] = {
 
 # The tables an admin may read (SELECT on those installed).
 ADMIN_TABLES = (
-    "jobq_jobs",
-    "jobq_settings",
-    "jobq_migrations",
-    "jobq_schedules",
-    "jobq_workers",
-    "jobq_limits",
-    "jobq_limit_keys",
-    "jobq_limit_starts",
-    "jobq_metric_counters",
-    "jobq_metric_deltas",
-    "jobq_awaits",
-    "jobq_cancel_requests",
-    "jobq_metric_labels",
+    "jobq_jobs", "jobq_settings", "jobq_migrations", "jobq_schedules", "jobq_workers",
+    "jobq_limits", "jobq_limit_keys", "jobq_limit_starts", "jobq_metric_counters",
+    "jobq_metric_deltas", "jobq_awaits", "jobq_cancel_requests", "jobq_metric_labels",
 )
 
 

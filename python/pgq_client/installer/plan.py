@@ -1,16 +1,27 @@
-"""What a schema records against the files: what :func:`~.runner.migrate` would do, or why
-it refuses the schema."""
+"""What a schema records in ``jobq_migrations`` (each version with the SHA-256 of its file)
+against the files: what :func:`~.runner.migrate` would do, or why it refuses the schema (an
+applied migration whose file changed, a record this jobq does not know, a function file
+applied from a version that ``history.sha256`` does not list)."""
 
 from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from .files import FUNCTIONS_PREFIX, FunctionFile, Migration, MigrationError
+from .files import (
+    FUNCTIONS_PREFIX,
+    FunctionFile,
+    Migration,
+    MigrationError,
+    available_migrations,
+    function_files,
+    function_history,
+)
 
 _UNKNOWN = (
     "schema {schema!r} has {what} {version} applied, which this jobq does not know: it was "
@@ -22,10 +33,12 @@ _UNKNOWN = (
 
 @dataclass(frozen=True)
 class Plan:
-    """The migrations and function files pending in a schema, in order."""
+    """Migrations and function files in the order they are applied: those a run finds, or
+    those pending in a schema."""
 
     migrations: list[Migration]
     functions: list[FunctionFile]
+    history: dict[str, frozenset[str]]
 
     @property
     def versions(self) -> list[str]:
@@ -47,47 +60,44 @@ def validate_schema(schema: str) -> None:
         )
 
 
+def load(schema: str, migrations_dir: Path | None, functions_dir: Path | None) -> Plan:
+    """Everything a run over ``schema`` would apply to an empty one (the directories replace
+    the shipped files, for tests)."""
+    validate_schema(schema)
+    return Plan(
+        available_migrations(migrations_dir),
+        function_files(functions_dir),
+        function_history(functions_dir),
+    )
+
+
 def applied(conn: psycopg.Connection[Any], schema: str) -> dict[str, str]:
     """The versions ``schema`` records, with their checksums (empty: no jobq there)."""
+    table = sql.Identifier(schema, "jobq_migrations")
     exists = conn.execute(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_class AS c"
-        " JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
-        " WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name"
-        " AND c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'::pg_catalog.name)",
-        {"schema": schema},
+        sql.SQL("SELECT pg_catalog.to_regclass({}) IS NOT NULL").format(
+            sql.Literal(table.as_string(conn))
+        )
     ).fetchone()
     if not exists or not exists[0]:
         return {}
-    rows = conn.execute(
-        sql.SQL("SELECT version, checksum FROM {}.jobq_migrations ORDER BY version").format(
-            sql.Identifier(schema)
-        )
-    ).fetchall()
+    rows = conn.execute(sql.SQL("SELECT version, checksum FROM {}").format(table)).fetchall()
     return {str(version): str(checksum) for version, checksum in rows}
 
 
-def check(
-    recorded: dict[str, str],
-    known: list[Migration],
-    functions: list[FunctionFile],
-    schema: str,
-    history: dict[str, frozenset[str]],
-) -> Plan:
-    """Verify what ``schema`` records against the files; the plan, or :class:`MigrationError`
-    for a record this jobq cannot build on."""
-    by_version = {m.version: m for m in known}
-    by_file = {f.version: f for f in functions}
-    renamed = {FUNCTIONS_PREFIX + old for f in functions for old in f.renamed_from}
+def check(recorded: dict[str, str], files: Plan, schema: str) -> Plan:
+    """Verify what ``schema`` records against the files; what is pending, or
+    :class:`MigrationError` for a record this jobq cannot build on."""
+    by_version = {m.version: m for m in files.migrations}
+    known = {f.version for f in files.functions}
+    known |= {FUNCTIONS_PREFIX + old for f in files.functions for old in f.renamed_from}
     for version, checksum in recorded.items():
-        if version.startswith(FUNCTIONS_PREFIX):
-            if version not in by_file and version not in renamed:
-                raise MigrationError(
-                    _UNKNOWN.format(schema=schema, what="function file", version=version)
-                )
-            continue
         migration = by_version.get(version)
+        if version.startswith(FUNCTIONS_PREFIX) and version in known:
+            continue
         if migration is None:
-            raise MigrationError(_UNKNOWN.format(schema=schema, what="migration", version=version))
+            what = "function file" if version.startswith(FUNCTIONS_PREFIX) else "migration"
+            raise MigrationError(_UNKNOWN.format(schema=schema, what=what, version=version))
         if migration.checksum != checksum:
             raise MigrationError(
                 f"migration {version} was edited after it was applied to schema {schema!r} "
@@ -98,8 +108,8 @@ def check(
     # put older bodies back.
     unknown = [
         f.version
-        for f in functions
-        if recorded.get(f.version) not in (None, f.checksum, *history.get(f.name, ()))
+        for f in files.functions
+        if recorded.get(f.version) not in (None, f.checksum, *files.history.get(f.name, ()))
     ]
     if unknown:
         raise MigrationError(
@@ -111,12 +121,12 @@ def check(
             ".jobq_migrations WHERE version LIKE 'functions/%'.)"
         )
     return Plan(
-        migrations=[m for m in known if m.version not in recorded],
-        functions=[
+        [m for m in files.migrations if m.version not in recorded],
+        [
             f
-            for f in functions
+            for f in files.functions
             if recorded.get(f.version) != f.checksum
             or any(FUNCTIONS_PREFIX + old in recorded for old in f.renamed_from)
         ],
+        files.history,
     )
-

@@ -1,17 +1,16 @@
 """``jobq grant`` and ``jobq revoke``: give an existing role one of the levels of jobq
-(:mod:`.levels`), or take back everything jobq granted it.
+(:mod:`.levels`, with USAGE on the schema), or take back everything jobq granted it.
 
-A level gets the functions whose file declares it (``--! levels:``), an admin every public
-function and SELECT on the tables, each grant with USAGE on the schema. With a connection, only
-what is installed in the schema and owned by jobq's owner, named by signature as the catalogue
-spells it, so that an overload another role planted beside a jobq function is never named for
-it; without one (``--dry-run`` with no database), what the files declare. PUBLIC is refused as
-a role to grant to: a level is for one role, and PUBLIC is every role.
+With a connection, only what is installed in the schema and owned by jobq's owner is named, by
+signature as the catalogue spells it, so that an overload another role planted beside a jobq
+function is never named for it; without one (``--dry-run``), what the files declare. PUBLIC is
+refused as a grantee: a level is for one role, and PUBLIC is every role.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -44,10 +43,6 @@ def narrowest_level(function: str) -> Level:
     return next((lv for lv in LEVELS if function in declared_functions(lv, files)), "admin")
 
 
-def _qualified(schema: str, names: Sequence[str]) -> sql.Composed:
-    return sql.SQL(", ").join(sql.Identifier(schema, name) for name in names)
-
-
 def _file_signatures(schema: str, level: Level | None = None) -> list[sql.Composable]:
     """``"schema".name(types)`` of the files' functions (the public ones of ``level``)."""
     return [
@@ -55,6 +50,10 @@ def _file_signatures(schema: str, level: Level | None = None) -> list[sql.Compos
         for f in function_files()
         if level is None or (level in f.levels and not f.private)
     ]
+
+
+def _tables_list(schema: str, names: Sequence[str]) -> sql.Composed:
+    return sql.SQL(", ").join(sql.Identifier(schema, name) for name in names)
 
 
 def _check_role(role: str, *, public: bool = False) -> sql.Composable:
@@ -89,7 +88,7 @@ def grant_statements(
     ]
     if level == "admin" and tables:
         statements.append(
-            sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(_qualified(schema, tables), grantee)
+            sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(_tables_list(schema, tables), grantee)
         )
     return statements
 
@@ -136,23 +135,27 @@ def plan(
         sql.SQL(sig) for name, sig in _installed(conn, schema)
         if not name.startswith("jobq__") and (declared is None or name in declared)
     ]
-    present = set(_tables(conn, schema))
-    tables = [t for t in ADMIN_TABLES if t in present]
+    tables = [t for t in ADMIN_TABLES if t in set(_tables(conn, schema))]
     return grant_statements(role, level, schema, functions, tables)
+
+
+@contextmanager
+def _connect(conninfo: str) -> Iterator[psycopg.Connection[Any]]:
+    """An autocommit connection whose errors are raised as jobq's typed ones."""
+    try:
+        with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
+            yield conn
+    except psycopg.Error as exc:
+        raise from_psycopg(exc) from exc
 
 
 def grant(conninfo: str, role: str, level: Level, schema: str = "public") -> list[str]:
     """Grant ``level`` to ``role`` in one transaction; returns the statements it ran."""
-    try:
-        with psycopg.connect(conninfo, **_sql.connect_kwargs(conninfo)) as conn:
-            statements = plan(role, level, schema, conn)
-            for statement in statements:
-                conn.execute(statement)
-            done = [s.as_string(conn) for s in statements]
-            conn.commit()
-            return done
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
+    with _connect(conninfo) as conn, conn.transaction():
+        statements = plan(role, level, schema, conn)
+        for statement in statements:
+            conn.execute(statement)
+        return [s.as_string(conn) for s in statements]
 
 
 def revoke_statements(
@@ -174,10 +177,9 @@ def revoke_statements(
     ]
     if tables:
         statements.append(
-            sql.SQL("REVOKE ALL ON TABLE {} FROM {}").format(_qualified(schema, tables), grantee)
+            sql.SQL("REVOKE ALL ON TABLE {} FROM {}").format(_tables_list(schema, tables), grantee)
         )
-    usage = schema != "public" if schema_usage is None else schema_usage
-    if usage:
+    if schema != "public" if schema_usage is None else schema_usage:
         statements.append(
             sql.SQL("REVOKE USAGE ON SCHEMA {} FROM {}").format(sql.Identifier(schema), grantee)
         )
@@ -205,18 +207,15 @@ def revoke(conninfo: str, role: str, schema: str = "public") -> list[str]:
     names those that failed."""
     done: list[str] = []
     failed: list[str] = []
-    try:
-        with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
-            for statement in revoke_plan(role, schema, conn):
-                text = statement.as_string(conn)
-                try:
-                    conn.execute(statement)
-                except psycopg.Error as exc:
-                    failed.append(f"{text}: {str(exc).strip().splitlines()[0]}")
-                else:
-                    done.append(text)
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
+    with _connect(conninfo) as conn:
+        for statement in revoke_plan(role, schema, conn):
+            text = statement.as_string(conn)
+            try:
+                conn.execute(statement)
+            except psycopg.Error as exc:
+                failed.append(f"{text}: {str(exc).strip().splitlines()[0]}")
+            else:
+                done.append(text)
     if failed:
         raise RevokeIncomplete(
             f"{len(failed)} of {len(done) + len(failed)} statements failed (the others were "

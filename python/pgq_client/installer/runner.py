@@ -20,8 +20,8 @@ from psycopg import sql
 from .. import _sql
 from . import citus
 from .drift import audit_findings, control_findings
-from .files import MigrationError, available_migrations, function_files, function_history, statement
-from .plan import applied, check, validate_schema
+from .files import MigrationError, statement
+from .plan import applied, check, load
 from .script import bootstrap, schema_statement, transactions
 
 logger = logging.getLogger("pgq_client.installer")
@@ -61,19 +61,9 @@ def _lock(conn: psycopg.Connection[Any], schema: str) -> None:
     install nothing else exists to lock, and two first installs that race there fail on the
     catalogue's unique indexes, which this retries."""
     owner = statement("lock_owner", schema_name=sql.Literal(schema))
-
-    def present() -> bool:
-        row = conn.execute(owner).fetchone()
-        if row is not None and not row[0]:
-            raise MigrationError(
-                f"{schema}.jobq__migrate_lock does not belong to jobq's owner: another role "
-                "made it and may know the key of the migrate lock. Drop it after checking who "
-                "made it."
-            )
-        return row is not None
-
     for attempt in range(1, 6):
-        if present():
+        row = conn.execute(owner).fetchone()
+        if row is not None:
             break
         try:
             with conn.transaction():
@@ -91,12 +81,16 @@ def _lock(conn: psycopg.Connection[Any], schema: str) -> None:
             ):
                 raise
             time.sleep(0.05 * attempt)
-    present()
-    row = conn.execute(
-        sql.SQL("SELECT l.key FROM {}.jobq__migrate_lock AS l").format(sql.Identifier(schema))
-    ).fetchone()
-    assert row is not None  # the script inserts it
-    conn.execute("SELECT pg_catalog.pg_advisory_lock(%(key)s::pg_catalog.int8)", {"key": row[0]})
+    else:
+        row = conn.execute(owner).fetchone()
+    if not (row and row[0]):
+        raise MigrationError(
+            f"{schema}.jobq__migrate_lock does not belong to jobq's owner: another role made it "
+            "and may know the key of the migrate lock. Drop it after checking who made it."
+        )
+    conn.execute(sql.SQL(
+        "SELECT pg_catalog.pg_advisory_lock(l.key) FROM {}.jobq__migrate_lock AS l"
+    ).format(sql.Identifier(schema)))
 
 
 def _log_grant(diag: psycopg.errors.Diagnostic) -> None:
@@ -124,12 +118,9 @@ def migrate(
     a schema that another role controls (:func:`~.drift.control_findings`) unless ``force``,
     and one whose records this jobq cannot build on, before it writes anything.
     """
-    validate_schema(schema)
-    known = available_migrations(migrations_dir)
-    functions = function_files(functions_dir)
-    history = function_history(functions_dir)
+    files = load(schema, migrations_dir, functions_dir)
     with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
-        todo = check(applied(conn, schema), known, functions, schema, history)
+        todo = check(applied(conn, schema), files, schema)
         if dry_run:
             return todo.versions
         findings = control_findings(conn, schema)
@@ -144,21 +135,21 @@ def migrate(
         _lock(conn, schema)
         try:
             distribute = citus.schema_sharding(conn)
-            # Verify again under the lock, before the bootstrap rewrites the table's comment.
-            check(applied(conn, schema), known, functions, schema, history)
+            # Again under the lock (a concurrent run may have applied some), before the
+            # bootstrap rewrites the table's comment; the bootstrap records nothing.
+            todo = check(applied(conn, schema), files, schema)
             with conn.transaction():
                 run_script(conn, bootstrap(schema))
-            todo = check(applied(conn, schema), known, functions, schema, history)
             conn.add_notice_handler(_log_grant)
             try:
-                for _, steps in transactions(schema, todo, functions):
+                for _, steps in transactions(schema, todo, files.functions):
                     with conn.transaction():
                         for what, step in steps:
                             _execute(conn, step, what, schema)
             finally:
                 conn.remove_notice_handler(_log_grant)
             if distribute:
-                citus.distribute(conn, schema, functions)
+                citus.distribute(conn, schema, files.functions)
             for finding in audit_findings(conn, schema):
                 logger.warning("%s", finding)
             return todo.versions

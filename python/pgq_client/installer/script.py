@@ -14,29 +14,24 @@ import psycopg
 from psycopg import sql
 
 from .. import _sql
-from .files import (
-    FUNCTIONS_PREFIX,
-    FunctionFile,
-    Migration,
-    available_migrations,
-    function_files,
-    function_history,
-    literals,
-    statement,
-)
+from .files import FUNCTIONS_PREFIX, FunctionFile, Migration, literals, statement
 from .levels import ADMIN_TABLES, LEVELS
-from .plan import Plan, applied, check, validate_schema
+from .plan import Plan, applied, check, load
 
 Step = tuple[str, sql.Composed]
+
+
+def schema_statement(name: str, schema: str, **parts: sql.Composable) -> sql.Composed:
+    """A statement of ``installer/sql`` with the schema as ``{schema}`` and ``{schema_name}``."""
+    return statement(name, schema=sql.Identifier(schema), schema_name=sql.Literal(schema), **parts)
 
 
 def search_path(schema: str) -> sql.Composed:
     return sql.SQL("SET LOCAL search_path = {}, pg_temp;\n").format(sql.Identifier(schema))
 
 
-def schema_statement(name: str, schema: str, **parts: sql.Composable) -> sql.Composed:
-    """A statement of ``installer/sql`` with the schema as ``{schema}`` and ``{schema_name}``."""
-    return statement(name, schema=sql.Identifier(schema), schema_name=sql.Literal(schema), **parts)
+def _setup(schema: str) -> sql.Composed:
+    return search_path(schema) + schema_statement("note_existing", schema)
 
 
 def bootstrap(schema: str, *, with_lock_table: bool = False) -> sql.Composed:
@@ -53,22 +48,21 @@ def bootstrap(schema: str, *, with_lock_table: bool = False) -> sql.Composed:
     ])
 
 
+def _record(schema: str, version: str, checksum: str, breaking: bool = False) -> sql.Composed:
+    return sql.SQL(
+        "\nINSERT INTO {}.jobq_migrations (version, checksum, breaking) VALUES ({}, {}, {})\n"
+        "ON CONFLICT (version) DO UPDATE SET checksum = excluded.checksum, "
+        "applied_at = pg_catalog.now();\n"
+    ).format(sql.Identifier(schema), *map(sql.Literal, (version, checksum, breaking)))
+
+
 def _migration(schema: str, migration: Migration) -> sql.Composed:
     """One migration's transaction: the file, its record (and, for a breaking change, the
     comment that tells clients about it), the privileges of new objects."""
-    record = sql.SQL(
-        "\nINSERT INTO {}.jobq_migrations (version, checksum, breaking) VALUES ({}, {}, {});\n"
-    ).format(
-        sql.Identifier(schema),
-        sql.Literal(migration.version),
-        sql.Literal(migration.checksum),
-        sql.Literal(migration.breaking),
-    )
     return sql.Composed([
-        search_path(schema),
-        schema_statement("note_existing", schema),
+        _setup(schema),
         sql.SQL(migration.sql),  # trusted: our own file
-        record,
+        _record(schema, migration.version, migration.checksum, migration.breaking),
         *([statement("describe")] if migration.breaking else []),
         schema_statement("exact_privileges", schema),
     ])
@@ -103,13 +97,7 @@ def _file(schema: str, f: FunctionFile) -> sql.Composed:
         parts.append(statement(
             "note_new", name=sql.Literal(f.name), setting=sql.Literal("jobq.new_" + f.name)
         ))
-    parts.append(sql.SQL(f.sql))  # trusted: our own file
-    parts.append(sql.SQL(
-        "\nINSERT INTO {}.jobq_migrations (version, checksum, applied_at)"
-        " VALUES ({}, {}, pg_catalog.now())\n"
-        "ON CONFLICT (version) DO UPDATE SET checksum = excluded.checksum, "
-        "applied_at = excluded.applied_at;\n"
-    ).format(sql.Identifier(schema), sql.Literal(f.version), sql.Literal(f.checksum)))
+    parts += [sql.SQL(f.sql), _record(schema, f.version, f.checksum)]  # trusted: our own file
     if f.renamed_from:
         parts.append(sql.SQL("DELETE FROM {}.jobq_migrations WHERE version IN ({});\n").format(
             sql.Identifier(schema), literals([FUNCTIONS_PREFIX + n for n in f.renamed_from])
@@ -117,13 +105,40 @@ def _file(schema: str, f: FunctionFile) -> sql.Composed:
     return sql.Composed(parts)
 
 
-def _function_steps(
-    schema: str, files: list[FunctionFile], every: list[FunctionFile]
-) -> list[Step]:
-    """The function files' transaction: the setup, each file, the privileges of new objects,
-    the check (which gives a function the grants of the signatures it replaced), then the
-    grants of ``--! granted-as`` (a new function granted as one this run replaced gets that
-    one's grantees too) and those that carry roles' levels over (read from ``every``)."""
+def transactions(
+    schema: str, todo: Plan, every: list[FunctionFile]
+) -> list[tuple[str, list[Step]]]:
+    """Each transaction of a run after the bootstrap, as its steps (each named for an error)
+    with the line that heads it in a script: one per migration, then one for the function
+    files, which ends with the grants that carry roles' levels over (read from ``every``; an
+    admin also gets SELECT on a table a migration added).
+
+    The function files' transaction, after the files, gives new objects exactly jobq's
+    privileges, checks the files (a function gets the grants of the signatures it replaced)
+    and grants the functions of ``--! granted-as`` (a new function granted as one this run
+    replaced gets that one's grantees too)."""
+    done = [
+        (
+            f"-- migration {m.version} (sha256 {m.checksum})",
+            [(f"migration {m.version}.sql", _migration(schema, m))],
+        )
+        for m in todo.migrations
+    ]
+    files = todo.functions
+    if not (files or todo.migrations):
+        return done
+    steps = [
+        ("the setup of the transaction", _setup(schema) + _levels("note_levels", schema, every)),
+        *((f"function file {f.path.name}", _file(schema, f)) for f in files),
+    ]
+    if files:
+        steps += [
+            ("the privileges of the new functions", schema_statement("exact_privileges", schema)),
+            (
+                "the check of the function files",
+                statement("check_functions", names=literals([f.name for f in files])),
+            ),
+        ]
     granted_as = [
         statement(
             "grant_as",
@@ -134,47 +149,14 @@ def _function_steps(
         for f in files
         if f.granted_as
     ]
-    setup = search_path(schema) + schema_statement("note_existing", schema)
-    return [
-        ("the setup of the function files", setup + _levels("note_levels", schema, every)),
-        *((f"function file {f.path.name}", _file(schema, f)) for f in files),
-        ("the privileges of the new functions", schema_statement("exact_privileges", schema)),
-        (
-            "the check of the function files",
-            statement("check_functions", names=literals([f.name for f in files])),
-        ),
-        *([("the grants of the new functions (--! granted-as)", sql.Composed(granted_as))]
-          if granted_as else []),
-        ("the grants of the levels", _levels("grant_levels", schema, every)),
-    ]
-
-
-def transactions(
-    schema: str, todo: Plan, every_file: list[FunctionFile]
-) -> list[tuple[str, list[Step]]]:
-    """Each transaction of a run after the bootstrap, as its steps (each named for an error)
-    with the line that heads it in a script: one per migration, then one for the function
-    files, or, when only migrations ran, one for the grants of the levels (an admin gets
-    SELECT on a table a migration added)."""
-    done = [
-        (
-            f"-- migration {m.version} (sha256 {m.checksum})",
-            [(f"migration {m.version}.sql", _migration(schema, m))],
-        )
-        for m in todo.migrations
-    ]
-    if todo.functions:
-        done.append((
-            f"-- {len(todo.functions)} function file(s), in one transaction",
-            _function_steps(schema, todo.functions, every_file),
-        ))
-    elif todo.migrations:
-        done.append(("-- the grants of the levels of roles granted before", [
-            ("the setup of the grants",
-             search_path(schema) + _levels("note_levels", schema, every_file)),
-            ("the grants of the levels", _levels("grant_levels", schema, every_file)),
-        ]))
-    return done
+    if granted_as:
+        steps.append(("the grants of the new functions (--! granted-as)", sql.Composed(granted_as)))
+    steps.append(("the grants of the levels", _levels("grant_levels", schema, every)))
+    heading = (
+        f"-- {len(files)} function file(s), in one transaction" if files
+        else "-- the grants of the levels of roles granted before"
+    )
+    return [*done, (heading, steps)]
 
 
 def render_dry_run(
@@ -186,16 +168,11 @@ def render_dry_run(
 ) -> str:
     """The SQL that :func:`~.runner.migrate` would run, as a psql script: with a connection,
     only what is pending; without one, everything (for a new database)."""
-    validate_schema(schema)
-    known = available_migrations(migrations_dir)
-    functions = function_files(functions_dir)
-    if conninfo is None:
-        todo = Plan(migrations=known, functions=functions)
-        header = "everything (no database was asked what is applied)"
-    else:
+    files = load(schema, migrations_dir, functions_dir)
+    todo, header = files, "everything (no database was asked what is applied)"
+    if conninfo is not None:
         with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
-            recorded = applied(conn, schema)
-        todo = check(recorded, known, functions, schema, function_history(functions_dir))
+            todo = check(applied(conn, schema), files, schema)
         header = (
             f"{len(todo.migrations)} pending migration(s), "
             f"{len(todo.functions)} function file(s) to apply"
@@ -211,6 +188,6 @@ def render_dry_run(
         bootstrap(schema, with_lock_table=True).as_string(None),
         "COMMIT;",
     ]
-    for heading, steps in transactions(schema, todo, functions):
+    for heading, steps in transactions(schema, todo, files.functions):
         parts += [heading, "BEGIN;", sql.Composed([s for _, s in steps]).as_string(None), "COMMIT;"]
     return "\n".join(parts) + "\n"
