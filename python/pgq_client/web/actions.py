@@ -1,6 +1,4 @@
-"""The POST routes: requeue, cancel, requeue all. Each checks the form's CSRF token, then that
-the role may call the function (refused with 403 without calling it otherwise), calls it
-through the dashboard's Queue and returns to the page it came from with a notice."""
+"""The POST routes: requeue, cancel, requeue all, each made by :func:`action`."""
 
 from __future__ import annotations
 
@@ -15,12 +13,14 @@ from starlette.responses import RedirectResponse, Response
 
 from .. import Queue
 from .guard import csrf_ok
-from .helpers import base, board_of, fail, next_url, parse_uuid, text_filter
+from .helpers import base, board_of, fail, next_url, text_filter
 
 
 def action(function: str, act: Callable[..., str]) -> Callable[[Request], Awaitable[Response]]:
     """The endpoint of ``act(queue, form, job_id)`` (no ``job_id`` on a bulk route), which
-    calls ``function`` and returns the notice shown on the page it returns to."""
+    calls ``function`` and returns the notice shown on the page it returns to: it checks the
+    form's CSRF token, then that the role may call ``function`` (refused with 403 without
+    calling it otherwise), and redirects to the page the form came from."""
 
     async def endpoint(request: Request) -> Response:
         body = (await request.body()).decode("utf-8", "replace")
@@ -28,12 +28,7 @@ def action(function: str, act: Callable[..., str]) -> Callable[[Request], Awaita
         if not csrf_ok(request, fields):
             return fail(request, 403, "refused: the form's CSRF token is missing or wrong "
                         "(reload the page and try again)")
-        job: dict[str, Any] = {}
-        if "job_id" in request.path_params:
-            job["job_id"] = parse_uuid(request.path_params["job_id"])
-            if job["job_id"] is None:
-                return fail(request, 404, "no such job: not a job id")
-        return await run_in_threadpool(perform, request, fields, job)
+        return await run_in_threadpool(perform, request, fields, dict(request.path_params))
 
     def perform(request: Request, fields: dict[str, str], job: dict[str, Any]) -> Response:
         board = board_of(request)

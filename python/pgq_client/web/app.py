@@ -62,7 +62,7 @@ class Role(NamedTuple):
 
 @dataclass
 class Sample:
-    """One look at the queues, kept for the overview's chart."""
+    """One look at the queues (when, jobs available, jobs processing), for the chart."""
 
     at: float
     available: int
@@ -87,17 +87,14 @@ class Dashboard:
     def queue(self) -> Queue:
         with self._lock:
             if self._queue is None:
-                self._queue = Queue(self._pool or self._open(), schema=self._where())
+                # The pool is opened on first use rather than in a lifespan handler: a Starlette
+                # app mounted in another one never sees its own lifespan events.
+                if self._dsn is not None:
+                    kwargs = {"autocommit": True, **_sql.connect_kwargs(self._dsn)}
+                    self._pool = ConnectionPool(self._dsn, min_size=1, max_size=4, kwargs=kwargs,
+                                                open=True, name="jobq-web")
+                self._queue = Queue(self._pool, schema=self._where())
             return self._queue
-
-    def _open(self) -> ConnectionPool:
-        # Opened on first use rather than in a lifespan handler: a Starlette app mounted in
-        # another one never sees its own lifespan events.
-        assert self._dsn is not None
-        kwargs = {"autocommit": True, **_sql.connect_kwargs(self._dsn)}
-        self._pool = ConnectionPool(self._dsn, min_size=1, max_size=4, kwargs=kwargs,
-                                    open=True, name="jobq-web")
-        return self._pool
 
     def _where(self) -> str:
         # Given no schema: the one the search_path of the DSN's own settings, or of the given
@@ -106,8 +103,7 @@ class Dashboard:
             return self.schema
         if self._dsn is not None:
             return _sql.schema_of_dsn(self._dsn)
-        assert self._pool is not None
-        with self._pool.connection() as conn:
+        with self._pool.connection() as conn:  # type: ignore[union-attr]
             return _sql.find_schema(conn)
 
     def run(self, op: Callable[..., _ops.Op[T]], *args: Any) -> T:
@@ -160,9 +156,9 @@ def create_app(
         routes=[
             Route("/", views.overview, name="overview"),
             Route("/jobs", views.jobs, name="jobs"),
-            Route("/jobs/{job_id}", views.job, name="job"),
-            Route("/jobs/{job_id}/requeue", actions.requeue, methods=["POST"]),
-            Route("/jobs/{job_id}/cancel", actions.cancel, methods=["POST"]),
+            Route("/jobs/{job_id:uuid}", views.job, name="job"),
+            Route("/jobs/{job_id:uuid}/requeue", actions.requeue, methods=["POST"]),
+            Route("/jobs/{job_id:uuid}/cancel", actions.cancel, methods=["POST"]),
             Route("/dead-letters", views.dead_letters, name="dead_letters"),
             Route("/dead-letters/requeue", actions.requeue_all, methods=["POST"]),
             Route("/schedules", views.schedules, name="schedules"),
@@ -170,7 +166,7 @@ def create_app(
             Mount("/static", StaticFiles(packages=[("pgq_client.web", "static")]), name="static"),
         ],
         middleware=[Middleware(Guard, credentials=credentials, allowed_hosts=hosts)],
-        exception_handlers={e: error_page for e in (JobqError, psycopg.Error, ValueError)},
+        exception_handlers={e: error_page for e in (404, JobqError, psycopg.Error, ValueError)},
         lifespan=lifespan,
     )
     app.state.jobq = board

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
@@ -29,35 +30,26 @@ def when(value: datetime | None) -> str:
 
 
 def span(value: timedelta | None) -> str:
-    """A rate limit's window as people write it: 1s, 90s, 1m, 1h 30m, 1d."""
+    """A duration in its two largest units, as people write it: 0.5s, 45s, 1m 30s, 1h, 2d 3h."""
     if value is None:
         return ""
     seconds = value.total_seconds()
-    if seconds < 60 or seconds % 60:
+    if seconds < 60:
         return f"{seconds:g}s"
-    minutes = int(seconds // 60)
-    if minutes < 60:
-        return f"{minutes}m"
-    if minutes % 1440 == 0:
-        return f"{minutes // 1440}d"
-    hours, rest = divmod(minutes, 60)
-    return f"{hours}h" + (f" {rest}m" if rest else "")
+    rest, parts = int(seconds), list[str]()
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        amount, rest = divmod(rest, size)
+        if amount or parts:
+            parts.append(f"{amount}{unit}")
+    return " ".join(p for p in parts[:2] if not p.startswith("0"))
 
 
 def age(value: datetime | None) -> str:
     if value is None:
         return "-"
-    seconds = int((datetime.now(timezone.utc) - value).total_seconds())
-    future, seconds = seconds < 0, abs(seconds)
-    if seconds < 60:
-        text = f"{seconds}s"
-    elif seconds < 3600:
-        text = f"{seconds // 60}m {seconds % 60}s"
-    elif seconds < 86400:
-        text = f"{seconds // 3600}h {seconds % 3600 // 60}m"
-    else:
-        text = f"{seconds // 86400}d {seconds % 86400 // 3600}h"
-    return f"in {text}" if future else f"{text} ago"
+    seconds = (datetime.now(timezone.utc) - value).total_seconds() // 1
+    text = span(timedelta(seconds=abs(seconds)))
+    return f"in {text}" if seconds < 0 else f"{text} ago"
 
 
 ENV = Environment(
@@ -70,17 +62,13 @@ ENV = Environment(
 # succeeded one).
 REQUEUABLE = tuple(s for s in FINISHED_STATUSES if s != "succeeded")
 ENV.globals.update(statuses=STATUSES, requeuable=REQUEUABLE)
-ENV.filters.update(
-    when=when,
-    age=age,
-    span=span,
-    pretty_json=lambda v: json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False, default=str),
-)
+ENV.filters.update(when=when, age=age, span=span, pretty_json=lambda v: json.dumps(
+    v, indent=2, sort_keys=True, ensure_ascii=False, default=str
+))
 
 
 def board_of(request: Request) -> Dashboard:
-    board: Dashboard = request.app.state.jobq
-    return board
+    return cast("Dashboard", request.app.state.jobq)
 
 
 def base(request: Request) -> str:
@@ -104,14 +92,8 @@ def render(
     )
     response = HTMLResponse(page, status_code=code)
     if fresh:
-        response.set_cookie(
-            CSRF_COOKIE,
-            token,
-            httponly=True,
-            samesite="strict",
-            path=base(request) or "/",
-            secure=request.url.scheme == "https",
-        )
+        response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict",
+                            path=base(request) or "/", secure=request.url.scheme == "https")
     return response
 
 
@@ -120,8 +102,11 @@ def fail(request: Request, status: int, message: str, role: Role | None = None) 
 
 
 def error_page(request: Request, exc: Exception) -> HTMLResponse:
-    """A refused or failed call: 403 for a missing privilege, 400 for an argument refused (by
-    the client before sending it, a ValueError, or by jobq)."""
+    """A page not found (a job id that is not a uuid among them), or a refused or failed call:
+    403 for a missing privilege, 400 for an argument refused (by the client before sending it,
+    a ValueError, or by jobq)."""
+    if isinstance(exc, HTTPException):
+        return fail(request, exc.status_code, f"no such page: {request.url.path}")
     if isinstance(exc, ValueError):
         return fail(request, 400, str(exc))
     error = exc if isinstance(exc, JobqError) else from_psycopg(cast(psycopg.Error, exc))
@@ -135,13 +120,6 @@ def next_url(request: Request, value: str | None, default: str) -> str:
     if not value or value.startswith("//") or "\\" in value:
         return default
     return value if value.startswith(base(request) + "/") else default
-
-
-def parse_uuid(value: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        return None
 
 
 def parse_cursor(value: str | None) -> tuple[datetime, uuid.UUID] | None:
