@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from .files import literals, statement
+from .files import statement
 
 if TYPE_CHECKING:
     from .files import FunctionFile
@@ -31,11 +31,6 @@ NESTED = ("jobq__metrics_count",)
 NESTED_SETTING = "citus.allow_nested_distributed_execution"
 
 
-def _ident(conn: psycopg.Connection[Any] | None, schema: str) -> sql.Literal:
-    """The schema's name quoted as an identifier, as a text value (for to_regnamespace)."""
-    return sql.Literal(sql.Identifier(schema).as_string(conn))
-
-
 def _has_citus(conn: psycopg.Connection[Any]) -> bool:
     row = conn.execute(
         "SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_schema') IS NOT NULL"
@@ -47,12 +42,7 @@ def distributed(conn: psycopg.Connection[Any], schema: str) -> bool:
     """Whether ``schema`` is a Citus distributed schema (False without Citus)."""
     if not _has_citus(conn):
         return False
-    row = conn.execute(
-        sql.SQL(
-            "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_schema"
-            " WHERE schemaid = pg_catalog.to_regnamespace({}::text))"
-        ).format(_ident(conn, schema))
-    ).fetchone()
+    row = conn.execute(statement("citus_distributed", schema)).fetchone()
     return bool(row and row[0])
 
 
@@ -85,19 +75,18 @@ def distribute(conn: psycopg.Connection[Any], schema: str, functions: list[Funct
         logger.warning("schema 'public' cannot be a Citus distributed schema: jobq stays on "
                        "the coordinator (install it with --schema NAME to distribute it)")
         return
-    ident = _ident(conn, schema)
     if not distributed(conn, schema):
         logger.info("schema %r: distributing it over the Citus cluster", schema)
         conn.execute(sql.SQL(
             "SELECT pg_catalog.citus_schema_distribute({}::text::pg_catalog.regnamespace)"
-        ).format(ident))
+        ).format(sql.Literal(sql.Identifier(schema).as_string(conn))))
     commands = statement(
         "citus_distribute",
-        schema_ident=ident,
-        names=literals([f.name for f in functions]),
-        setting=sql.Literal(RESET),
-        nested=literals(NESTED),
-        nested_setting=sql.Literal(NESTED_SETTING),
+        schema,
+        names=[f.name for f in functions],
+        setting=RESET,
+        nested=NESTED,
+        nested_setting=NESTED_SETTING,
     )
     with conn.transaction():
         # A node creates the function with Citus's own search_path, where the helpers that a
@@ -113,7 +102,7 @@ def schema_node(conn: psycopg.Connection[Any], schema: str | None) -> tuple[str,
     that is not distributed; public cannot be one)."""
     if schema is None or not _has_citus(conn):
         return None
-    row = conn.execute(statement("citus_node", schema_ident=_ident(conn, schema))).fetchone()
+    row = conn.execute(statement("citus_node", schema)).fetchone()
     return None if row is None else (str(row[0]), int(row[1]))
 
 

@@ -12,7 +12,7 @@ from psycopg import sql
 
 from .. import _sql
 from . import citus
-from .files import FunctionFile, MigrationError, file_signature, function_files, literals, statement
+from .files import FunctionFile, MigrationError, file_signature, function_files, statement
 from .plan import validate_schema
 
 _VOLATILITY = {"VOLATILE": "v", "STABLE": "s", "IMMUTABLE": "i"}
@@ -22,7 +22,7 @@ def control_findings(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     """Who else controls ``schema`` (``sql/control.sql``): objects there that jobq's owner does
     not own, and roles other than it (or its members, or superusers) that may CREATE there.
     Empty for a schema that does not exist yet."""
-    query = statement("control", schema_name=sql.Literal(schema))
+    query = statement("control", schema)
     return [str(row[1]) for row in conn.execute(query)]
 
 
@@ -33,7 +33,7 @@ def audit_findings(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     ).fetchone()
     if not present or present[0] is None:
         return []  # an install without jobq_health (a test's own function files)
-    rows = conn.execute(statement("audit", schema=sql.Identifier(schema))).fetchall()
+    rows = conn.execute(statement("audit", schema)).fetchall()
     return [
         f"{row[0]}: anyone who controls the schema can run code as jobq's owner (see "
         "docs/security.md, 'Install safely')"
@@ -119,16 +119,12 @@ def function_drift(
     jobq function no file defines. Empty when the schema holds exactly what the files define.
     Reads only the catalogue, and ``jobq_migrations`` when the role may (an admin may)."""
     files = function_files() if files is None else files
-    name = sql.Literal(schema)
-    installed = {
-        row[0]: row[2:]
-        for row in conn.execute(statement("installed_functions", schema_name=name))
-    }
+    installed = {row[0]: row[2:] for row in conn.execute(statement("installed_functions", schema))}
     signatures: dict[str, str | None] = dict(conn.execute(statement(
         "file_signatures",
-        schema_name=name,
-        names=literals([f.name for f in files]),
-        signatures=literals([file_signature(f) for f in files]),
+        schema,
+        names=[f.name for f in files],
+        signatures=[file_signature(f) for f in files],
     )).fetchall())
     try:
         with conn.transaction():

@@ -108,15 +108,25 @@ def _statement_text(name: str) -> str:
     return (Path(__file__).with_name("sql") / f"{name}.sql").read_text(encoding="utf-8")
 
 
-def statement(name: str, /, **parts: sql.Composable) -> sql.Composed:
+def statement(name: str, schema: str | None = None, /, **parts: object) -> sql.Composed:
     """The installer's statement ``installer/sql/<name>.sql`` with its ``{placeholders}``
-    filled by psycopg.sql (identifiers as Identifier, values as Literal)."""
-    return sql.SQL(_statement_text(name)).format(**parts)
+    filled by psycopg.sql: SQL as it is, a list or tuple as its items (``'a', 'b'``, for an
+    ``ARRAY[...]`` or ``IN (...)``), any other value as a Literal. ``schema`` fills
+    ``{schema}`` (an identifier), ``{schema_name}`` (its name as a value) and ``{schema_ident}``
+    (its quoted name as a value, for to_regnamespace)."""
+    if schema is not None:
+        ident = sql.Identifier(schema)
+        parts = {"schema": ident, "schema_name": schema, "schema_ident": ident.as_string(None),
+                 **parts}
+    return sql.SQL(_statement_text(name)).format(**{k: literal(v) for k, v in parts.items()})
 
 
-def literals(values: list[str] | tuple[str, ...]) -> sql.Composed:
-    """``'a', 'b'``: the items of an ``ARRAY[...]`` or ``IN (...)``."""
-    return sql.SQL(", ").join(sql.Literal(v) for v in values)
+def literal(value: object) -> sql.Composable:
+    if isinstance(value, sql.Composable):
+        return value
+    if isinstance(value, (list, tuple)):
+        return sql.SQL(", ").join(sql.Literal(v) for v in value)
+    return sql.Literal(value)
 
 
 def available_migrations(directory: Path | None = None) -> list[Migration]:

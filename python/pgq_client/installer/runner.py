@@ -22,7 +22,7 @@ from . import citus
 from .drift import audit_findings, control_findings
 from .files import MigrationError, statement
 from .plan import applied, check, load
-from .script import bootstrap, schema_statement, transactions
+from .script import bootstrap, transactions
 
 logger = logging.getLogger("pgq_client.installer")
 # The grants that carry a level over to the functions an upgrade adds, one INFO line each.
@@ -60,7 +60,7 @@ def _lock(conn: psycopg.Connection[Any], schema: str) -> None:
     """Take the migrate lock of ``schema``, making its table first if needed: on a first
     install nothing else exists to lock, and two first installs that race there fail on the
     catalogue's unique indexes, which this retries."""
-    owner = statement("lock_owner", schema_name=sql.Literal(schema))
+    owner = statement("lock_owner", schema)
     for attempt in range(1, 6):
         row = conn.execute(owner).fetchone()
         if row is not None:
@@ -68,10 +68,10 @@ def _lock(conn: psycopg.Connection[Any], schema: str) -> None:
         try:
             with conn.transaction():
                 run_script(conn, sql.Composed([
-                    schema_statement("note_existing", schema),
+                    statement("note_existing", schema),
                     sql.SQL("CREATE SCHEMA IF NOT EXISTS {};\n").format(sql.Identifier(schema)),
-                    schema_statement("lock_table", schema),
-                    schema_statement("exact_privileges", schema),
+                    statement("lock_table", schema),
+                    statement("exact_privileges", schema),
                 ]))
         except (psycopg.errors.UniqueViolation, psycopg.errors.InternalError_) as exc:
             # a concurrent first run made the same object, or changed its ACL or comment
@@ -141,13 +141,10 @@ def migrate(
             with conn.transaction():
                 run_script(conn, bootstrap(schema))
             conn.add_notice_handler(_log_grant)
-            try:
-                for _, steps in transactions(schema, todo, files.functions):
-                    with conn.transaction():
-                        for what, step in steps:
-                            _execute(conn, step, what, schema)
-            finally:
-                conn.remove_notice_handler(_log_grant)
+            for _, steps in transactions(schema, todo, files.functions):
+                with conn.transaction():
+                    for what, step in steps:
+                        _execute(conn, step, what, schema)
             if distribute:
                 citus.distribute(conn, schema, files.functions)
             for finding in audit_findings(conn, schema):

@@ -14,24 +14,15 @@ import psycopg
 from psycopg import sql
 
 from .. import _sql
-from .files import FUNCTIONS_PREFIX, FunctionFile, Migration, literals, statement
+from .files import FUNCTIONS_PREFIX, FunctionFile, Migration, literal, statement
 from .levels import ADMIN_TABLES, LEVELS
 from .plan import Plan, applied, check, load
 
 Step = tuple[str, sql.Composed]
 
 
-def schema_statement(name: str, schema: str, **parts: sql.Composable) -> sql.Composed:
-    """A statement of ``installer/sql`` with the schema as ``{schema}`` and ``{schema_name}``."""
-    return statement(name, schema=sql.Identifier(schema), schema_name=sql.Literal(schema), **parts)
-
-
-def search_path(schema: str) -> sql.Composed:
-    return sql.SQL("SET LOCAL search_path = {}, pg_temp;\n").format(sql.Identifier(schema))
-
-
 def _setup(schema: str) -> sql.Composed:
-    return search_path(schema) + schema_statement("note_existing", schema)
+    return statement("search_path", schema) + statement("note_existing", schema)
 
 
 def bootstrap(schema: str, *, with_lock_table: bool = False) -> sql.Composed:
@@ -39,21 +30,17 @@ def bootstrap(schema: str, *, with_lock_table: bool = False) -> sql.Composed:
     lock (a concurrent run may still be writing its ACL here); only the dry-run script, which
     takes no lock, makes it here."""
     return sql.Composed([
-        schema_statement("note_existing", schema),
-        schema_statement("bootstrap", schema),
-        schema_statement("lock_table", schema) if with_lock_table else sql.SQL(""),
-        search_path(schema),
+        statement("note_existing", schema),
+        statement("bootstrap", schema),
+        statement("lock_table", schema) if with_lock_table else sql.SQL(""),
+        statement("search_path", schema),
         statement("describe"),
-        schema_statement("exact_privileges", schema),
+        statement("exact_privileges", schema),
     ])
 
 
 def _record(schema: str, version: str, checksum: str, breaking: bool = False) -> sql.Composed:
-    return sql.SQL(
-        "\nINSERT INTO {}.jobq_migrations (version, checksum, breaking) VALUES ({}, {}, {})\n"
-        "ON CONFLICT (version) DO UPDATE SET checksum = excluded.checksum, "
-        "applied_at = pg_catalog.now();\n"
-    ).format(sql.Identifier(schema), *map(sql.Literal, (version, checksum, breaking)))
+    return statement("record", schema, version=version, checksum=checksum, breaking=breaking)
 
 
 def _migration(schema: str, migration: Migration) -> sql.Composed:
@@ -64,7 +51,7 @@ def _migration(schema: str, migration: Migration) -> sql.Composed:
         sql.SQL(migration.sql),  # trusted: our own file
         _record(schema, migration.version, migration.checksum, migration.breaking),
         *([statement("describe")] if migration.breaking else []),
-        schema_statement("exact_privileges", schema),
+        statement("exact_privileges", schema),
     ])
 
 
@@ -72,36 +59,27 @@ def _levels(name: str, schema: str, files: list[FunctionFile]) -> sql.Composed:
     """note_levels.sql or grant_levels.sql, with each level and its public functions (admin:
     NULL, every public function) in the order of :data:`.levels.LEVELS`."""
     rows = sql.SQL(",\n        ").join(
-        sql.SQL("({}, NULL::text[])").format(sql.Literal(level)) if level == "admin"
+        sql.SQL("({}, NULL::text[])").format(literal(level)) if level == "admin"
         else sql.SQL("({}, ARRAY[{}]::text[])").format(
-            sql.Literal(level),
-            literals([f.name for f in files if level in f.levels and not f.private]),
+            literal(level), literal([f.name for f in files if level in f.levels and not f.private])
         )
         for level in LEVELS
     )
-    return schema_statement(
-        name, schema, levels=rows, level_order=literals(LEVELS), tables=literals(ADMIN_TABLES)
-    )
+    return statement(name, schema, levels=rows, level_order=LEVELS, tables=ADMIN_TABLES)
 
 
 def _file(schema: str, f: FunctionFile) -> sql.Composed:
     """One function file with its record, after dropping the signatures it replaces."""
     parts: list[sql.Composable] = [sql.SQL(f"-- {f.version} (sha256 {f.checksum})\n")]
     if f.replaces:
-        parts.append(statement(
-            "drop_replaced",
-            signatures=literals(f.replaces),
-            setting=sql.Literal("jobq.replaced_acl_" + f.name),
-        ))
+        setting = "jobq.replaced_acl_" + f.name
+        parts.append(statement("drop_replaced", signatures=f.replaces, setting=setting))
     if f.granted_as:
-        parts.append(statement(
-            "note_new", name=sql.Literal(f.name), setting=sql.Literal("jobq.new_" + f.name)
-        ))
+        parts.append(statement("note_new", name=f.name, setting="jobq.new_" + f.name))
     parts += [sql.SQL(f.sql), _record(schema, f.version, f.checksum)]  # trusted: our own file
     if f.renamed_from:
-        parts.append(sql.SQL("DELETE FROM {}.jobq_migrations WHERE version IN ({});\n").format(
-            sql.Identifier(schema), literals([FUNCTIONS_PREFIX + n for n in f.renamed_from])
-        ))
+        versions = [FUNCTIONS_PREFIX + name for name in f.renamed_from]
+        parts.append(statement("forget_renamed", schema, versions=versions))
     return sql.Composed(parts)
 
 
@@ -118,10 +96,8 @@ def transactions(
     and grants the functions of ``--! granted-as`` (a new function granted as one this run
     replaced gets that one's grantees too)."""
     done = [
-        (
-            f"-- migration {m.version} (sha256 {m.checksum})",
-            [(f"migration {m.version}.sql", _migration(schema, m))],
-        )
+        (f"-- migration {m.version} (sha256 {m.checksum})",
+         [(f"migration {m.version}.sql", _migration(schema, m))])
         for m in todo.migrations
     ]
     files = todo.functions
@@ -132,25 +108,18 @@ def transactions(
         *((f"function file {f.path.name}", _file(schema, f)) for f in files),
     ]
     if files:
+        names = [f.name for f in files]
         steps += [
-            ("the privileges of the new functions", schema_statement("exact_privileges", schema)),
-            (
-                "the check of the function files",
-                statement("check_functions", names=literals([f.name for f in files])),
+            ("the privileges of the new functions", statement("exact_privileges", schema)),
+            ("the check of the function files", statement("check_functions", names=names)),
+            *(
+                (f"the grants of {f.name} (--! granted-as)", statement(
+                    "grant_as", name=f.name, setting="jobq.new_" + f.name, sources=f.granted_as
+                ))
+                for f in files
+                if f.granted_as
             ),
         ]
-    granted_as = [
-        statement(
-            "grant_as",
-            name=sql.Literal(f.name),
-            setting=sql.Literal("jobq.new_" + f.name),
-            sources=literals(f.granted_as),
-        )
-        for f in files
-        if f.granted_as
-    ]
-    if granted_as:
-        steps.append(("the grants of the new functions (--! granted-as)", sql.Composed(granted_as)))
     steps.append(("the grants of the levels", _levels("grant_levels", schema, every)))
     heading = (
         f"-- {len(files)} function file(s), in one transaction" if files
