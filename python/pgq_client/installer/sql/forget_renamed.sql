@@ -1,2 +1,3 @@
 -- A renamed function's file is recorded under its new name only.
-DELETE FROM {schema}.jobq_migrations WHERE version IN ({versions});
+DELETE FROM {schema}.jobq_migrations
+WHERE version IN ({versions});
