@@ -8,7 +8,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from functools import cache
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import psycopg
 from psycopg.types.json import set_json_loads
@@ -43,9 +44,26 @@ __all__ = [
 # What a tick does with fires nobody ticked in time (jobq_schedule's catch_up).
 CATCH_UP = ("skip", "latest", "all")
 
+R = TypeVar("R", bound="_Row")
+
+
+@cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
+class _Row:
+    """What every row type shares: it is built from a row of its function by column name."""
+
+    @classmethod
+    def from_row(cls: type[R], row: Mapping[str, Any]) -> R:
+        """Build one from a row (a dict); columns this client does not know are ignored."""
+        names = _field_names(cast(type, cls))
+        return cls(**{k: v for k, v in row.items() if k in names})
+
 
 @dataclass(frozen=True)
-class Job:
+class Job(_Row):
     """One row of ``jobq_jobs``, as ``jobq_dequeue`` returns it.
 
     ``attempts`` counts the claims so far, this one included: it is the attempt number a worker
@@ -76,11 +94,6 @@ class Job:
     cancel_reason: str | None = None
     limit_group: str | None = None
     limit_key: str | None = None
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Job:
-        """Build a Job from a ``jobq_jobs`` row; columns this client does not know are ignored."""
-        return cls(**{k: v for k, v in row.items() if k in _JOB_FIELDS})
 
     def cancel_requested(self) -> bool:
         """True once ``jobq_cancel`` (``Queue.cancel``, ``jobq cancel``) asked this job to stop.
@@ -144,7 +157,7 @@ def job_row(cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
 
 
 @dataclass(frozen=True)
-class JobStatus:
+class JobStatus(_Row):
     """One row of ``jobq_job_status()`` / ``jobq_await()``: how a job stands, without its payload.
 
     ``result`` is what the handler returned (a succeeded job's), ``cancel_requested`` whether
@@ -164,13 +177,10 @@ class JobStatus:
         """succeeded, failed, dead_letter or cancelled: nothing will change it by itself."""
         return STATUS_IS_FINISHED.get(self.status, False)
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> JobStatus:
-        return cls(**{k: v for k, v in row.items() if k in _JOB_STATUS_FIELDS})
 
 
 @dataclass(frozen=True)
-class StatsRow:
+class StatsRow(_Row):
     """One row of ``jobq_stats()``: how many jobs of a type are in a status, in a queue."""
 
     queue: str
@@ -179,13 +189,10 @@ class StatsRow:
     jobs: int
     oldest_available_at: datetime | None
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> StatsRow:
-        return cls(**{k: v for k, v in row.items() if k in _STATS_FIELDS})
 
 
 @dataclass(frozen=True)
-class MetricSample:
+class MetricSample(_Row):
     """One row of ``jobq_metrics()``: a Prometheus sample (name as exposed, labels, value)."""
 
     metric: str
@@ -202,7 +209,7 @@ class MetricSample:
 
 
 @dataclass(frozen=True)
-class HealthRow:
+class HealthRow(_Row):
     """One finding of ``jobq_health()``: a check, its queue (if per queue), ok or warning."""
 
     check_name: str
@@ -211,13 +218,10 @@ class HealthRow:
     value: float
     detail: str
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> HealthRow:
-        return cls(**{k: v for k, v in row.items() if k in _HEALTH_FIELDS})
 
 
 @dataclass(frozen=True)
-class Schedule:
+class Schedule(_Row):
     """One row of ``jobq_schedules()``: a periodic job and its next fire.
 
     ``next_run_at`` is the next fire as an instant (UTC-aware); ``next_run_local`` is the same
@@ -239,13 +243,10 @@ class Schedule:
     created_at: datetime
     updated_at: datetime
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Schedule:
-        return cls(**{k: v for k, v in row.items() if k in _SCHEDULE_FIELDS})
 
 
 @dataclass(frozen=True)
-class Limit:
+class Limit(_Row):
     """One row of ``jobq_limits()``: the limits of a limit group, which each (limit_group,
     limit_key) pair of its jobs has for itself. ``max_running`` None: no concurrency limit;
     ``max_starts`` and ``per`` None: no rate limit."""
@@ -257,7 +258,7 @@ class Limit:
 
 
 @dataclass(frozen=True)
-class LimitUsage:
+class LimitUsage(_Row):
     """One row of ``jobq_limit_usage()``: what one key of a limited group uses now.
 
     ``limit_key`` None: the group's jobs without a key. ``running``: jobs processing;
@@ -276,7 +277,7 @@ class LimitUsage:
 
 
 @dataclass(frozen=True)
-class Fire:
+class Fire(_Row):
     """One row of ``jobq_tick()``: a schedule's fire and the job it enqueued."""
 
     schedule: str
@@ -285,7 +286,7 @@ class Fire:
 
 
 @dataclass(frozen=True)
-class UnservedJobType:
+class UnservedJobType(_Row):
     """One row of ``jobq_unserved_job_types()``: available jobs of a queue and job type that no
     worker asked for recently (a misspelt job type, a queue nobody serves)."""
 
@@ -299,12 +300,6 @@ class UnservedJobType:
             f"{self.jobs} job(s) of type {self.job_type!r} in queue {self.queue!r}, "
             f"available since {self.oldest_available_at.isoformat(sep=' ', timespec='seconds')}"
         )
-
-
-_SCHEDULE_FIELDS = frozenset(f.name for f in fields(Schedule))
-_JOB_STATUS_FIELDS = frozenset(f.name for f in fields(JobStatus))
-_STATS_FIELDS = frozenset(f.name for f in fields(StatsRow))
-_HEALTH_FIELDS = frozenset(f.name for f in fields(HealthRow))
 
 
 @dataclass(frozen=True)
