@@ -5,8 +5,7 @@ the schema a client given none finds (:data:`FIND_SCHEMA`), the NOTIFY channels 
 installation, and the catalogue queries of administration (grant, revoke, doctor, the
 dashboard's privileges). These may run on a connection the application hands in, which keeps
 its own search_path, so each names every function, operator and type in ``pg_catalog``.
-:mod:`pgq_client._sql` re-exports every name, so that all SQL the client sends is reached
-from there.
+:mod:`pgq_client._sql` re-exports every name.
 """
 
 from __future__ import annotations
@@ -23,17 +22,14 @@ from psycopg.rows import tuple_row
 
 # Every connection jobq opens speaks UTF-8, whatever PGCLIENTENCODING or the DSN say (given as a
 # connection argument, it wins over both): jobq decodes jsonb as UTF-8 (models.load_json) and
-# sends its SQL files, whose comments are not all ASCII, as text. With a LATIN1 client encoding
-# a claim could not read back a payload with an accented letter, an enqueue could not send a
-# euro sign, and `jobq migrate` stopped with a traceback. The server converts to and from the
-# database's encoding. A connection or pool that the application gives jobq keeps its own.
+# sends its SQL files, not all ASCII, as text; the server converts to and from the database's
+# encoding. A connection or pool that the application gives jobq keeps its own.
 CLIENT_ENCODING: dict[str, Any] = {"client_encoding": "UTF8"}
 
-# The search_path of every connection jobq opens for its own statements, given as a startup
-# option so that it holds from the first statement and survives RESET ALL and DISCARD ALL (a
-# pool's reset): built-ins are then found in pg_catalog alone, operators too (pg_temp is never
-# searched for functions or operators), and no look-alike that another role plants in public or
-# in jobq's schema can be chosen for a call that needs an implicit coercion.
+# The search_path of every connection jobq opens for its own statements, a startup option so
+# that it holds from the first statement and survives RESET ALL and DISCARD ALL (a pool's
+# reset): built-ins and operators are found in pg_catalog alone, and no look-alike another role
+# plants in public or jobq's schema can be chosen for a call that needs an implicit coercion.
 SEARCH_PATH_OPTION = "-c search_path=pg_catalog,pg_temp"
 
 
@@ -54,9 +50,8 @@ def connect_kwargs(dsn: str | None = None) -> dict[str, Any]:
 
 
 # The schema of the installation for a client given none: the first schema of the connection's
-# search_path that holds jobq_enqueue. It runs with the search_path of the application (its
-# connection, or its DSN's own settings), so it names every function, operator and type it uses
-# in pg_catalog: nothing planted on that search_path can be chosen by it.
+# search_path that holds jobq_enqueue. It runs with the application's search_path, so it names
+# every function, operator and type it uses in pg_catalog.
 FIND_SCHEMA = """
 SELECT s.name::pg_catalog.text AS schema
 FROM pg_catalog.unnest(pg_catalog.current_schemas(false)) WITH ORDINALITY AS s (name, position)
@@ -109,25 +104,21 @@ def schema_of_dsn(dsn: str) -> str:
     return found
 
 
-# NOTIFY: each installation has its own channels. The workers' wake-ups (jobq__channel in SQL):
-# jobq for schema public, jobq.<schema> for a schema of at most 58 bytes (a channel name holds
-# 63), else jobq# and the hex SHA-224 of the schema name in UTF-8. The payload is a queue name,
-# or WAKE_ALL when one statement made jobs available in more than 100 queues.
+# NOTIFY: each installation has its own channels, named as jobq__channel and
+# jobq__event_channel name them in SQL. The workers' wake-ups: the payload is a queue name, or
+# WAKE_ALL when one statement made jobs available in more than 100 queues.
 NOTIFY_CHANNEL = "jobq"
 WAKE_ALL = ""
 
-# The other events (jobq__event_channel in SQL), one channel per kind: "done" (an awaited job
-# finished) and "cancel" (a running job got a cancel request): jobq-<kind>:<schema> when that
-# fits in 63 bytes, else jobq-<kind># and the hex SHA-224 of the schema name cut to fit. Their
-# payload is always CHECK_ALL (empty): a channel is readable by any role that LISTENs, so it
-# names no job nor worker, and a listener re-checks what it waits for.
+# The other events, one channel per kind: "done" (an awaited job finished) and "cancel" (a
+# running job got a cancel request). Their payload is always CHECK_ALL (empty): any role may
+# LISTEN, so it names no job nor worker, and a listener re-checks what it waits for.
 DONE = "done"
 CANCEL_EVENT = "cancel"
 CHECK_ALL = ""
 
-# The channel of the installation in %(schema)s (see above), computed by the server so that the
-# bytes of the name are counted in the database's encoding, as jobq__channel counts them. It may
-# run on the application's connection: every operator is named in pg_catalog.
+# The channel of the installation in %(schema)s, computed by the server so that the bytes of
+# the name are counted in the database's encoding, as jobq__channel counts them.
 CHANNEL = """
 SELECT CASE
     WHEN s.name OPERATOR(pg_catalog.=) 'public' THEN 'jobq'
@@ -140,8 +131,7 @@ FROM (SELECT %(schema)s::pg_catalog.text AS name) AS s
 """
 
 
-# The channel of %(kind)s events (see above) of the installation in %(schema)s, computed by the
-# server as jobq__event_channel computes it.
+# The channel of %(kind)s events of the installation in %(schema)s, as jobq__event_channel.
 EVENT_CHANNEL = """
 SELECT CASE
     WHEN pg_catalog.octet_length(
@@ -158,7 +148,8 @@ FROM (SELECT %(schema)s::pg_catalog.text AS name) AS s,
 
 
 def channel(schema: str) -> str:
-    """The NOTIFY channel of the installation in ``schema`` (in a UTF-8 database)."""
+    """The NOTIFY channel of the installation in ``schema`` (in a UTF-8 database): ``jobq``
+    for public, ``jobq.<schema>`` up to 58 bytes, else ``jobq#`` and its SHA-224."""
     if schema == "public":
         return NOTIFY_CHANNEL
     raw = schema.encode("utf-8")
@@ -168,7 +159,8 @@ def channel(schema: str) -> str:
 
 
 def event_channel(schema: str, kind: str) -> str:
-    """The NOTIFY channel of ``kind`` events of the installation in ``schema`` (UTF-8)."""
+    """The NOTIFY channel of ``kind`` events of the installation in ``schema`` (UTF-8):
+    ``jobq-<kind>:<schema>`` up to 63 bytes, else ``jobq-<kind>#`` and its SHA-224 cut to fit."""
     raw = f"jobq-{kind}:{schema}".encode()
     if len(raw) <= 63:
         return f"jobq-{kind}:{schema}"
@@ -186,11 +178,10 @@ def listen(*channel_names: str) -> sql.Composed:
 def unlisten(channel_name: str) -> sql.Composed:
     return sql.SQL("UNLISTEN {}").format(sql.Identifier(channel_name))
 
-# Administration (jobq grant, jobq revoke): jobq's functions and tables in a schema, those that
-# jobq's owner owns only (an object that another role planted there is never granted or
-# revoked: doctor reports it). jobq's owner is the owner of jobq_migrations, or the connected
-# role when there is none. Functions come by signature (regprocedure, schema-qualified under
-# the search_path of jobq's own connections), so that an overload is never named for another.
+# Administration (jobq grant, jobq revoke): jobq's functions and tables in a schema that jobq's
+# owner (jobq_migrations' owner, else the connected role) owns, so that an object another role
+# planted there is never granted or revoked. Functions come by signature (regprocedure), so
+# that an overload is never named for another.
 _JOBQ_OWNER = """(
     SELECT coalesce(
         (SELECT c.relowner FROM pg_catalog.pg_class AS c
@@ -241,9 +232,8 @@ SELECT EXISTS (
 ) AS others
 """
 
-# The comment of jobq_migrations, where the runner names the schema's latest breaking change.
-# Read from the catalogue, which every role may read (the table itself only admins may): in the
-# given schema, or the one the search_path finds.
+# The comment of jobq_migrations, where the runner names the schema's latest breaking change,
+# read from the catalogue, which every role may read: in the given schema, or the search_path's.
 MIGRATIONS_COMMENT = """
 SELECT pg_catalog.obj_description(c.oid, 'pg_class'::pg_catalog.name) AS description
 FROM pg_catalog.pg_class AS c
@@ -265,9 +255,8 @@ SELECT EXISTS (
 """
 
 
-# Which of the given functions (name, argument types) the connected role may execute: NULL for
-# one that is not installed (an older jobq). The dashboard shows what it may not do disabled
-# rather than trying it. The schema is the given one, else what the search_path finds.
+# Which of the given functions (name, argument types) the connected role may execute, NULL for
+# one that is not installed: the dashboard shows what it may not do disabled.
 FUNCTION_PRIVILEGES = """
 SELECT f.name,
        CASE WHEN p.oid IS NULL THEN NULL
