@@ -17,12 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator
-from contextlib import (
-    AbstractAsyncContextManager,
-    asynccontextmanager,
-    contextmanager,
-    nullcontext,
-)
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
@@ -157,11 +152,6 @@ def compatibility(schema: str | None) -> Generator[_ops.Call, list[Any], str]:
     if error is not None:
         raise error
     return schema
-
-
-def done_channel(schema: str | None) -> _ops.Call:
-    """The statement that names the installation's channel for finished jobs."""
-    return _ops.Call(_sql.EVENT_CHANNEL.encode(), {"schema": schema, "kind": _sql.DONE}, tuple_row)
 
 
 def execute(conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call) -> list[Any]:
@@ -403,7 +393,8 @@ class Client(Generic[C, P]):
     async def _listening(self, conn: C) -> AsyncIterator[tuple[C, str | None]]:
         await self._check_compatible(conn)
         if self._done_channel is None:
-            rows = await self._execute(conn, own_transaction(conn), done_channel(self.schema))
+            done = _ops.event_channel_call(self.schema, _sql.DONE)
+            rows = await self._execute(conn, own_transaction(conn), done)
             self._done_channel = (
                 str(rows[0][0]) if rows else _sql.event_channel("public", _sql.DONE)
             )

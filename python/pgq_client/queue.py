@@ -28,14 +28,7 @@ from ._conn import (
     serialization_pause,
     translate_errors,
 )
-from ._ops import (
-    WAIT_POLL_INTERVAL,
-    check_aware,
-    check_text,
-    dump_json,
-    dump_result,
-    job_ids_of,
-)
+from ._ops import WAIT_POLL_INTERVAL, check_aware, check_text, dump_json, dump_result, job_ids_of
 from .errors import JobqError, SerializationFailure
 from .models import (
     BulkSummary,
