@@ -128,10 +128,7 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
 
     # -- the I/O primitives of Client ---------------------------------------------------------
 
-    async def _execute(
-        self, conn: psycopg.AsyncConnection[Any], own_tx: bool, call: _ops.Call
-    ) -> list[Any]:
-        return await aexecute(conn, own_tx, call)
+    _execute = staticmethod(aexecute)
 
     async def _command(
         self, conn: psycopg.AsyncConnection[Any], query: psycopg.sql.Composed
@@ -152,8 +149,7 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
             finally:
                 await notes.aclose()
 
-    async def _sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
+    _sleep = staticmethod(asyncio.sleep)
 
     async def _open(self) -> psycopg.AsyncConnection[Any]:
         return await aconnect(self.dsn)
