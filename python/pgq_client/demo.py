@@ -7,9 +7,8 @@ Everything else goes through the public API: :class:`~pgq_client.Queue`,
 :class:`~pgq_client.Worker` and the ``jobq_*`` SQL functions.
 
 The story: thumbnails, OCR and e-mails, some failing for a moment and succeeding on retry, one
-corrupt image (``PermanentError``), one e-mail whose relay is down until its attempts are used
-up (``dead_letter``; then requeued and delivered), a schedule fired by a tick, a handler's
-result, and reports cancelled while running and before starting.
+corrupt image (``PermanentError``: failed at once), OCR results kept, and one e-mail whose relay
+is down until its attempts are used up (``dead_letter``), then requeued and delivered.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import os
 import shlex
 import shutil
 import sys
-import threading
 import time
 import uuid
 from collections import Counter
@@ -36,7 +34,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from pgq_client import Job, JobFailed, PermanentError, Queue, Worker, _sql
+from pgq_client import Job, PermanentError, Queue, Worker, _sql
 from pgq_client.errors import JobqError, error_summary
 from pgq_client.installer.runner import migrate
 from pgq_client.models import STATUS_IS_FINISHED, STATUSES
@@ -50,9 +48,6 @@ QUEUE = "demo"
 BACKOFF = timedelta(milliseconds=500)
 #: How long the worker may take to drain the queue before the demo gives up.
 QUIET_TIMEOUT = 30.0
-#: How long the report handler runs when nobody cancels it.
-REPORT_SECONDS = 20.0
-
 Out = Callable[[str], None]
 
 # The jobs the "app" enqueues: (job type, label, payload, max_attempts). A handler's failures
@@ -81,11 +76,9 @@ class _World:
     def __init__(self) -> None:
         self.relay_up = False
         self.sent: list[str] = []
-        self.report_started = threading.Event()
 
     def handlers(self) -> dict[str, Callable[[Job], object]]:
-        return {"thumbnail": self.thumbnail, "ocr": self.ocr, "send_email": self.send_email,
-                "report": self.report}
+        return {"thumbnail": self.thumbnail, "ocr": self.ocr, "send_email": self.send_email}
 
     def thumbnail(self, job: Job) -> None:
         if job.payload.get("corrupt"):
@@ -108,17 +101,6 @@ class _World:
         if job.attempts <= int(job.payload.get("greylisted_attempts", 0)):
             raise SmtpTemporaryError("421 4.7.0 greylisted, try again later")
         self.sent.append(str(job.payload["to"]))  # one worker thread at a time appends
-
-    def report(self, job: Job) -> str:
-        """A long job that checks, between its parts, whether it was asked to stop."""
-        self.report_started.set()
-        deadline = time.monotonic() + REPORT_SECONDS
-        while time.monotonic() < deadline:
-            if job.cancel_requested():
-                raise RuntimeError("report stopped: a cancel was requested")
-            time.sleep(0.01)  # "render a part"
-        return "report done"
-
 
 def jobq_command() -> str:
     """How the user's shell runs this installation's ``jobq``, so that hints work as printed
@@ -211,59 +193,6 @@ def _print_stats(q: Queue, out: Out) -> None:
     out("   by type: " + "; ".join(f"{r.job_type} {r.status} {r.jobs}" for r in rows))
 
 
-def _schedule_and_tick(dsn: str, q: Queue, world: _World, out: Out) -> None:
-    next_fire = q.schedule("digest", "@hourly", "send_email", {"to": "team@example.com"},
-                           timezone="Europe/London", queue=QUEUE, catch_up="latest")
-    [digest] = q.schedules()
-    out("   jobq schedule set digest @hourly send_email --timezone Europe/London")
-    out(f"   next fire: {digest.next_run_local.isoformat(sep=' ')} Europe/London "
-        f"= {next_fire.astimezone(timezone.utc).isoformat(sep=' ')}")
-    # The demo cannot wait for the hour: it pretends the schedule has existed for two hours
-    # with nobody ticking (catch_up 'latest' then enqueues the most recent missed fire only).
-    _execute(dsn, sql.SQL(
-        "UPDATE {}.jobq_schedules SET next_run_at ="
-        " pg_catalog.date_trunc('hour', pg_catalog.now()) - interval '1 hour'"
-    ).format(sql.Identifier(SCHEMA)))
-    fired, repeated = q.tick(), q.tick()
-    out(f"   two fires missed, catch_up 'latest': jobq_tick enqueued {len(fired)} job "
-        f"(idempotency key jobq:schedule:digest:<fire time>), a second tick {len(repeated)}")
-    _drain(dsn, q, world)
-    job = _jobs(q)[fired[0].job_id]
-    out(f"   a worker ran it: {job.status} (e-mail delivered to {world.sent[-1]})")
-    q.unschedule("digest")
-
-
-def _cancel_reports(dsn: str, q: Queue, world: _World, jobq: str, out: Out) -> None:
-    """A long report is cancelled while it runs, another before it starts."""
-    worker = Worker(dsn, handlers=world.handlers(), concurrency=2, queues=[QUEUE],
-                    poll_interval=0.2, shutdown_grace=5.0, schema=SCHEMA,
-                    worker_id="demo-worker-cancel")
-    thread = threading.Thread(target=worker.run, name="demo-worker", daemon=True)
-    running = q.enqueue("report", {"month": "2024-05"}, queue=QUEUE)
-    later = q.enqueue("report", {"month": "2024-06"}, queue=QUEUE,
-                      run_at=datetime.now(timezone.utc) + timedelta(days=1))
-    thread.start()
-    try:
-        if not world.report_started.wait(QUIET_TIMEOUT):
-            raise JobqError("the demo's report job did not start")
-        out(f"   a report runs (a long job); the user cancels it: Queue.cancel -> "
-            f"{q.cancel([running], reason='not needed any more')[running]}")
-        statuses = q.wait([running], timeout=QUIET_TIMEOUT)
-        out(f"   its handler saw job.cancel_requested() and stopped; Queue.wait -> "
-            f"{statuses[running].status}")
-        out(f"   a report due tomorrow, cancelled before it starts: Queue.cancel -> "
-            f"{q.cancel([later])[later]}")
-    finally:
-        worker.stop()
-        thread.join(QUIET_TIMEOUT)
-    try:
-        q.result(running, timeout=0)
-    except JobFailed as exc:
-        out(f"   Queue.result(<the first report>) raises JobFailed: ended {exc.status}")
-    out(f"   from a shell: {jobq} cancel <id> --schema {SCHEMA}; "
-        f"{jobq} jobs wait <id> --schema {SCHEMA}")
-
-
 def run_demo(out: Out = print) -> None:
     """Run the whole story, printing it through ``out``."""
     started = time.monotonic()
@@ -328,15 +257,7 @@ def run_demo(out: Out = print) -> None:
         out(f"   after another worker run: {final.status} on attempt {final.attempts} "
             f"(e-mail delivered to {world.sent[-1]})")
 
-        out("\n6. A periodic job: a schedule in the database, fired by every worker's tick")
-        _schedule_and_tick(dsn, q, world, out)
-
-        out("\n7. Results, waiting and cancels")
-        out(f"   Queue.result(<{labels[order[3]]}>) -> "
-            f"{json.dumps(q.result(order[3], timeout=10))}  (the OCR handler's return value)")
-        _cancel_reports(dsn, q, world, jobq, out)
-
-        out("\n8. Final counts")
+        out("\n6. Final counts")
         _print_stats(q, out)
 
     out(f"\nDone in {time.monotonic() - started:.1f}s. Look around:")
