@@ -1,10 +1,12 @@
 """The connections of ``Queue`` and ``AsyncQueue``, beside the operations of :mod:`._ops`.
 
-Both share where the DSN comes from, opening a connection, the state of a client
-(:class:`Client`: the connection or pool it uses, its schema, the connections it listens on),
-the check of the schema before the first statement (itself an operation) and the typed errors.
-:class:`SyncClient` does the blocking I/O of a Queue apart from its hot path (``Queue._run``);
-``AsyncQueue`` does the asyncio I/O in its own module, with :func:`aexecute` and its siblings.
+Both share where the DSN comes from, opening a connection, and :class:`Client`: the connection
+or pool a client uses, its schema, the check of that schema before the first statement and the
+connections it listens on for a wait. That plumbing is written once, as coroutines over a few
+I/O primitives (:meth:`Client._execute` and its siblings): ``AsyncQueue`` awaits them on
+asyncio connections; :class:`SyncClient` implements them with blocking calls, which never
+suspend, and runs the same coroutines to their end without an event loop (:func:`blocking`).
+Only a Queue's hot path (``Queue._run``) is written out as plain blocking code.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Generator, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
@@ -30,17 +32,8 @@ from .installer.compat import breaking_change_in, incompatibility
 from .models import JobStatus, use_fast_json
 
 __all__ = [
-    "DSN_SOURCES",
-    "SERIALIZATION_RETRIES",
-    "Client",
-    "Connectable",
-    "Statuses",
-    "SyncClient",
-    "aconnect",
-    "connect",
-    "resolve_dsn",
-    "serialization_pause",
-    "translate_errors",
+    "DSN_SOURCES", "SERIALIZATION_RETRIES", "Client", "Connectable", "Statuses", "SyncClient",
+    "aconnect", "blocking", "connect", "resolve_dsn", "serialization_pause", "translate_errors",
 ]
 
 DSN_SOURCES = ("JOBQ_DSN", "DATABASE_URL")
@@ -58,6 +51,9 @@ C = TypeVar("C", psycopg.Connection[Any], psycopg.AsyncConnection[Any])
 P = TypeVar("P")
 S = TypeVar("S", bound="Client[Any, Any]")
 T = TypeVar("T")
+
+Connectable = str | psycopg.Connection[Any] | ConnectionPool[Any] | None
+Statuses = dict[uuid.UUID, JobStatus]
 
 
 def serialization_pause(attempt: int) -> float:
@@ -158,13 +154,55 @@ def compatibility(schema: str | None) -> Generator[_ops.Call, list[Any], str]:
     return schema
 
 
-def done_channel(schema: str | None) -> _ops.Call:
-    """The statement that names the installation's channel for finished jobs."""
-    return _ops.Call(_sql.EVENT_CHANNEL.encode(), {"schema": schema, "kind": _sql.DONE}, tuple_row)
+def execute(conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call) -> list[Any]:
+    """Execute ``call`` on ``conn`` and return its rows; with ``own_tx``, on a connection
+    outside autocommit, in a short transaction of its own, committed, so that the connection
+    is idle again (notifications arrive only between transactions)."""
+    # The cursor is not closed by a `with`: its close() is a measurable share of a single
+    # enqueue, and a cursor whose rows are read holds nothing that its release does not free
+    # (psycopg's conn.execute() leaves its cursor so too).
+    try:
+        if own_tx and not conn.autocommit:
+            with conn.transaction():
+                cur = conn.cursor(row_factory=call.row_factory)
+                cur.execute(call.query, call.params, binary=call.binary)
+                return cur.fetchall()
+        cur = conn.cursor(row_factory=call.row_factory)
+        cur.execute(call.query, call.params, binary=call.binary)
+        return cur.fetchall()
+    except psycopg.Error as exc:
+        raise from_psycopg(exc) from exc
+
+
+async def aexecute(
+    conn: psycopg.AsyncConnection[Any], own_tx: bool, call: _ops.Call
+) -> list[Any]:
+    """As :func:`execute`, on an AsyncConnection."""
+    try:
+        async with (
+            conn.transaction() if own_tx and not conn.autocommit else nullcontext(),
+            conn.cursor(row_factory=call.row_factory) as cur,
+        ):
+            await cur.execute(call.query, call.params, binary=call.binary)
+            return await cur.fetchall()
+    except psycopg.Error as exc:
+        raise from_psycopg(exc) from exc
+
+
+def blocking(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro``, whose every await is a blocking call that never suspends (SyncClient's
+    I/O), to its result without an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return cast(T, done.value)
+    coro.close()
+    raise AssertionError("a blocking client's coroutine suspended")  # pragma: no cover
 
 
 class Client(Generic[C, P]):
-    """The state of a Queue (``C``: its connection type, ``P``: its pool type) or AsyncQueue.
+    """The state of a Queue (``C``: its connection type, ``P``: its pool type) or AsyncQueue,
+    and the plumbing both share.
 
     It uses a DSN (its own connection, opened lazily), a connection or a pool given to it
     (theirs to close). ``schema`` None: the schema is the one the search_path of a given
@@ -190,7 +228,7 @@ class Client(Generic[C, P]):
         elif dsn is None or isinstance(dsn, str):
             self._dsn = dsn  # None: resolved when first needed (a Queue used with conn= only)
         else:
-            kinds = " or ".join(f"a {type_name_of(k)}" for k in self._kinds)
+            kinds = " or ".join(f"a psycopg {k.__name__}" for k in self._kinds)
             raise TypeError(
                 f"{type(self).__name__}() takes a DSN, {kinds}, got {dsn!r}"
                 + (self._other_hint if isinstance(dsn, self._other) else "")
@@ -232,38 +270,15 @@ class Client(Generic[C, P]):
         """Refuse a ``conn=`` that is not this client's kind of connection."""
         if conn is not None and not isinstance(conn, self._kinds[0]):
             raise TypeError(
-                f"conn must be a {type_name_of(self._kinds[0])}, got {type_name(conn)}"
+                f"conn must be a psycopg {self._kinds[0].__name__}, got {type_name(conn)}"
                 + (self._other_hint if isinstance(conn, self._other) else "")
             )
-
-    def _needs_dsn_schema(self, conn: C) -> bool:
-        """Whether the schema is to be asked on a connection with the DSN's own settings:
-        ``conn`` is one jobq opened, whose ``search_path = pg_catalog, pg_temp`` finds no jobq.
-        On an application's connection (a given one, a pool's or a call's ``conn=``) it is
-        asked on that connection (:func:`compatibility`)."""
-        return self.schema is None and _sql.opened_by_jobq(conn)
-
-    def _compatible_as(self, schema: str) -> None:
-        self.schema, self._compatible = schema, True
-        self._sql = _sql.statements(schema)
 
     def _bound(self, call: _ops.Call) -> _ops.Call:
         """``call`` with the schema put in, for an operation made before it was found."""
         if not self._late:
             return call
         return call._replace(query=_sql.bind_schema(call.query, self.schema or "public"))
-
-    def _channel_of(self, rows: list[Any]) -> str:
-        self._done_channel = str(rows[0][0]) if rows else _sql.event_channel("public", _sql.DONE)
-        return self._done_channel
-
-    def _unusable_owned(self) -> tuple[C | None, C | None]:
-        """The connection this client opened: (it, None) when it is closed or broken (to
-        close and open again), else (None, it)."""
-        owned = self._owned
-        if owned is not None and (owned.closed or owned.broken):
-            return owned, None
-        return None, owned
 
     def _detach(self) -> list[C]:
         """Mark the client closed; the connections it opened, to close."""
@@ -272,98 +287,130 @@ class Client(Generic[C, P]):
         self._owned, self._listeners = None, []
         return opened
 
-    def _take_listener(self) -> C | None:
-        conn = self._listeners.pop() if self._listeners else None
-        return None if conn is None or conn.closed or conn.broken else conn
+    # The I/O primitives, each a coroutine (SyncClient's never suspend): run a call; LISTEN
+    # or UNLISTEN, leaving the connection idle when it was; wait for a notification on a
+    # channel or some seconds; sleep; open and close a connection of the client's own; the
+    # schema the DSN's own settings find (_sql.schema_of_dsn); the client's lock; a pool's
+    # connection.
+    _execute: Callable[[C, bool, _ops.Call], Awaitable[list[Any]]]
+    _command: Callable[[C, psycopg.sql.Composed], Awaitable[None]]
+    _next_wake: Callable[[C, str, float], Awaitable[None]]
+    _sleep: Callable[[float], Awaitable[None]]
+    _open: Callable[[], Awaitable[C]]
+    _close: Callable[[C], Awaitable[None]]
+    _dsn_schema: Callable[[], Awaitable[str]]
+    _locked: Callable[[], AbstractAsyncContextManager[Any]]
+    _pooled: Callable[[], AbstractAsyncContextManager[C]]
 
-    def _keep_listener(self, conn: C) -> bool:
-        """Keep ``conn`` for the next wait; False when the client is closed (close it)."""
-        if not self._closed:
-            self._listeners.append(conn)
-        return not self._closed
+    # -- the plumbing, written once --------------------------------------------------------
 
+    async def _check_compatible(self, conn: C) -> None:
+        """Once per client: find the schema, refuse one with a breaking change this client
+        does not know. On a connection jobq opened, whose ``search_path = pg_catalog,
+        pg_temp`` finds no jobq, the schema is asked with the DSN's own settings; on an
+        application's connection, on that connection."""
+        if self._compatible:
+            return
+        if self.schema is None and _sql.opened_by_jobq(conn):
+            self.schema = await self._dsn_schema()
+        own = own_transaction(conn)
+        found = await _ops.adrive(
+            compatibility(self.schema), lambda call: self._execute(conn, own, call)
+        )
+        self.schema, self._compatible = found, True
+        self._sql = _sql.statements(found)
 
-def type_name_of(kind: type) -> str:
-    return f"psycopg {kind.__name__}"
+    async def _held(self) -> tuple[C, bool]:
+        """Under the client's lock: the connection for one call (the given one, or the one
+        this client owns, opened or reopened here), and whether the client owns the
+        transaction around it."""
+        if self._conn is not None:
+            conn, owns_tx = self._conn, idle(self._conn)
+        else:
+            owned = self._owned
+            if owned is not None and (owned.closed or owned.broken):
+                self._owned = None
+                await self._close(owned)
+            conn, owns_tx = self._owned or await self._open(), True
+            self._owned = conn
+        await self._check_compatible(conn)
+        return conn, owns_tx
 
+    async def _wait_io(
+        self, ids: list[uuid.UUID], deadline: float | None, poll: float,
+        finish: Callable[[Statuses], T],
+    ) -> T:
+        """The I/O of :meth:`wait`: ``finish`` of the statuses the wait ends with."""
+        if not ids:
+            return finish({})
+        async with self._listener() as (conn, channel):
 
-def execute(conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call) -> list[Any]:
-    """Execute ``call`` on ``conn`` and return its rows; with ``own_tx``, on a connection
-    outside autocommit, in a short transaction of its own, committed, so that the connection
-    is idle again (notifications arrive only between transactions)."""
-    # The cursor is not closed by a `with`: its close() is a measurable share of a single
-    # enqueue, and a cursor whose rows are read holds nothing that its release does not free
-    # (psycopg's conn.execute() leaves its cursor so too).
-    try:
-        if own_tx and not conn.autocommit:
-            with conn.transaction():
-                cur = conn.cursor(row_factory=call.row_factory)
-                cur.execute(call.query, call.params, binary=call.binary)
-                return cur.fetchall()
-        cur = conn.cursor(row_factory=call.row_factory)
-        cur.execute(call.query, call.params, binary=call.binary)
-        return cur.fetchall()
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
+            async def pause(p: _ops.Pause) -> None:
+                if channel is None:
+                    await self._sleep(p.seconds)
+                else:
+                    await self._next_wake(conn, channel, p.seconds)
 
+            op = _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None)
+            return finish(await _ops.adrive(
+                op, lambda call: self._execute(conn, own_transaction(conn), self._bound(call)),
+                pause,
+            ))
 
-def command(conn: psycopg.Connection[Any], query: psycopg.sql.Composed) -> None:
-    """LISTEN or UNLISTEN, leaving ``conn`` idle when it was."""
-    with translate_errors(), conn.transaction() if own_transaction(conn) else nullcontext():
-        conn.execute(query)
-
-
-def next_wake(conn: psycopg.Connection[Any], channel: str, seconds: float) -> None:
-    """Until a notification on ``channel`` (some awaited job ended: the caller reads the
-    statuses again), or ``seconds``."""
-    with translate_errors():
-        # Notifications that came while a statement ran are kept by psycopg and come first.
-        for note in conn.notifies(timeout=max(seconds, 0.0)):
-            if note.channel == channel:
-                return
-
-
-async def aexecute(
-    conn: psycopg.AsyncConnection[Any], own_tx: bool, call: _ops.Call
-) -> list[Any]:
-    """As :func:`execute`, on an AsyncConnection."""
-    try:
-        async with (
-            conn.transaction() if own_tx and not conn.autocommit else nullcontext(),
-            conn.cursor(row_factory=call.row_factory) as cur,
-        ):
-            await cur.execute(call.query, call.params, binary=call.binary)
-            return await cur.fetchall()
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
-
-
-async def acommand(conn: psycopg.AsyncConnection[Any], query: psycopg.sql.Composed) -> None:
-    """LISTEN or UNLISTEN, leaving ``conn`` idle when it was."""
-    with translate_errors():
-        async with conn.transaction() if own_transaction(conn) else nullcontext():
-            await conn.execute(query)
-
-
-async def anext_wake(conn: psycopg.AsyncConnection[Any], channel: str, seconds: float) -> None:
-    """As :func:`next_wake`."""
-    with translate_errors():
-        notes = conn.notifies(timeout=max(seconds, 0.0))
+    @asynccontextmanager
+    async def _listener(self) -> AsyncIterator[tuple[C, str | None]]:
+        """A connection for one wait, and the done channel it LISTENs on (None: it polls)."""
+        self._check_open()
+        if self._pool is not None:
+            async with self._pooled() as conn, self._listening(conn) as pair:
+                yield pair
+            return
+        if self._conn is not None:
+            async with self._locked():
+                if idle(self._conn):
+                    async with self._listening(self._conn) as pair:
+                        yield pair
+                else:
+                    await self._check_compatible(self._conn)
+                    yield self._conn, None  # LISTEN would take effect only at the caller's commit
+            return
+        async with self._locked():
+            kept = self._listeners.pop() if self._listeners else None
+        conn = kept if kept and not (kept.closed or kept.broken) else await self._open()
         try:
-            async for note in notes:
-                if note.channel == channel:
-                    return
+            async with self._listening(conn) as pair:
+                yield pair
+        except BaseException:
+            await self._close(conn)
+            raise
+        async with self._locked():
+            if not self._closed:
+                self._listeners.append(conn)  # for the next wait
+                return
+        await self._close(conn)
+
+    @asynccontextmanager
+    async def _listening(self, conn: C) -> AsyncIterator[tuple[C, str | None]]:
+        await self._check_compatible(conn)
+        if self._done_channel is None:
+            done = _ops.event_channel_call(self.schema, _sql.DONE)
+            rows = await self._execute(conn, own_transaction(conn), done)
+            self._done_channel = (
+                str(rows[0][0]) if rows else _sql.event_channel("public", _sql.DONE)
+            )
+        channel = self._done_channel
+        await self._command(conn, _sql.listen(channel))
+        try:
+            yield conn, channel
         finally:
-            await notes.aclose()
-
-
-Connectable = str | psycopg.Connection[Any] | ConnectionPool[Any] | None
-Statuses = dict[uuid.UUID, JobStatus]
+            if not conn.closed and not conn.broken:
+                await self._command(conn, _sql.unlisten(channel))
 
 
 class SyncClient(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
     """The connections of a :class:`~pgq_client.Queue`: one at a time under a lock (a
-    given one or its own), a pool's, and those it listens on for a wait."""
+    given one or its own), a pool's, and those it listens on for a wait; the plumbing of
+    :class:`Client` run with :func:`blocking`."""
 
     _kinds = (psycopg.Connection, ConnectionPool)
     _other = (psycopg.AsyncConnection, AsyncConnectionPool)
@@ -372,32 +419,6 @@ class SyncClient(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
     def __init__(self, dsn: Connectable = None, *, schema: str | None = None) -> None:
         super().__init__(dsn, schema=schema)
         self._lock = threading.RLock()
-
-    def _held(self) -> tuple[psycopg.Connection[Any], bool]:
-        """Under ``self._lock``: the connection for one call (the caller's, or the one this
-        client owns, opened or reopened here), and whether the client owns the transaction
-        around it."""
-        if self._conn is not None:
-            conn, owns_tx = self._conn, idle(self._conn)
-        else:
-            stale, self._owned = self._unusable_owned()
-            if stale is not None:
-                stale.close()
-            conn, owns_tx = self._owned or connect(self.dsn), True
-            self._owned = conn
-        self._check_compatible(conn)
-        return conn, owns_tx
-
-    def _check_compatible(self, conn: psycopg.Connection[Any]) -> None:
-        """Once per client: find the schema, refuse one with a breaking change this client
-        does not know."""
-        if self._compatible:
-            return
-        if self._needs_dsn_schema(conn):
-            self.schema = _sql.schema_of_dsn(self.dsn)
-        own = own_transaction(conn)
-        found = _ops.drive(compatibility(self.schema), lambda call: execute(conn, own, call))
-        self._compatible_as(found)
 
     def close(self) -> None:
         """Close the connections this client opened (not one it was given)."""
@@ -412,65 +433,62 @@ class SyncClient(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _held_now(self) -> tuple[psycopg.Connection[Any], bool]:
+        """:meth:`_held`, without a coroutine once the schema is checked and the connection
+        open: every enqueue's path."""
+        if self._compatible:
+            if self._conn is not None:
+                return self._conn, idle(self._conn)
+            owned = self._owned
+            if owned is not None and not owned.closed and not owned.broken:
+                return owned, True
+        return blocking(self._held())
+
+    def _check_now(self, conn: psycopg.Connection[Any]) -> None:
+        if not self._compatible:
+            blocking(self._check_compatible(conn))
+
     def _waited(
         self, ids: list[uuid.UUID], deadline: float | None, poll: float,
         finish: Callable[[Statuses], T],
     ) -> T:
-        """The I/O of :meth:`wait`: ``finish`` of the statuses the wait ends with."""
-        if not ids:
-            return finish({})
-        with self._listener() as (conn, channel):
+        return blocking(self._wait_io(ids, deadline, poll, finish))
 
-            def pause(p: _ops.Pause) -> None:
-                if channel is None:
-                    time.sleep(p.seconds)
-                else:
-                    next_wake(conn, channel, p.seconds)
+    async def _execute(
+        self, conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call
+    ) -> list[Any]:
+        return execute(conn, own_tx, call)
 
-            op = _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None)
-            run: Callable[[_ops.Call], list[Any]] = lambda call: execute(  # noqa: E731
-                conn, own_transaction(conn), self._bound(call)
-            )
-            return finish(_ops.drive(op, run, pause))
+    async def _command(self, conn: psycopg.Connection[Any], query: psycopg.sql.Composed) -> None:
+        with translate_errors(), conn.transaction() if own_transaction(conn) else nullcontext():
+            conn.execute(query)
 
-    @contextmanager
-    def _listener(self) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
-        """A connection for one wait, and the done channel it LISTENs on (None: it polls)."""
-        self._check_open()
-        if self._pool is not None:
-            with self._pool.connection() as conn:
-                yield from self._listening(conn)
-            return
-        if self._conn is not None:
-            with self._lock:
-                if not idle(self._conn):
-                    self._check_compatible(self._conn)
-                    yield self._conn, None  # LISTEN would take effect only at the caller's commit
-                else:
-                    yield from self._listening(self._conn)
-            return
+    async def _next_wake(self, conn: psycopg.Connection[Any], channel: str, seconds: float) -> None:
+        with translate_errors():
+            # Notifications that came while a statement ran are kept by psycopg and come first.
+            for note in conn.notifies(timeout=max(seconds, 0.0)):
+                if note.channel == channel:
+                    return
+
+    async def _sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    async def _open(self) -> psycopg.Connection[Any]:
+        return connect(self.dsn)
+
+    async def _close(self, conn: psycopg.Connection[Any]) -> None:
+        conn.close()
+
+    async def _dsn_schema(self) -> str:
+        return _sql.schema_of_dsn(self.dsn)
+
+    @asynccontextmanager
+    async def _locked(self) -> AsyncIterator[None]:
         with self._lock:
-            conn = self._take_listener() or connect(self.dsn)
-        try:
-            yield from self._listening(conn)
-        except BaseException:
-            conn.close()
-            raise
-        with self._lock:
-            kept = self._keep_listener(conn)
-        if not kept:
-            conn.close()
+            yield
 
-    def _listening(
-        self, conn: psycopg.Connection[Any]
-    ) -> Iterator[tuple[psycopg.Connection[Any], str | None]]:
-        self._check_compatible(conn)
-        channel = self._done_channel or self._channel_of(
-            execute(conn, own_transaction(conn), done_channel(self.schema))
-        )
-        command(conn, _sql.listen(channel))
-        try:
-            yield conn, channel
-        finally:
-            if not conn.closed and not conn.broken:
-                command(conn, _sql.unlisten(channel))
+    @asynccontextmanager
+    async def _pooled(self) -> AsyncIterator[psycopg.Connection[Any]]:
+        assert self._pool is not None
+        with self._pool.connection() as conn:
+            yield conn

@@ -9,7 +9,7 @@ import itertools
 import re
 import threading
 import uuid
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -37,13 +37,11 @@ def enqueue_call(
     limit_key: str | None = None,
 ) -> Call:
     """The one statement of an enqueue (the client's checks raise here, before anything is
-    sent); its one row is the id. Not an operation (a generator run by :func:`drive`) like the
-    others: one statement needs no driver, and this is the path of every single enqueue,
-    where each layer of Python adds to the latency (docs/performance.md)."""
+    sent); its one row is the id. Not an operation like the others: one statement needs no
+    driver, and this is every single enqueue's path, where each layer of Python shows."""
     check_text(job_type, "job_type")
-    # Only the arguments that differ from jobq_enqueue's defaults are sent (see
-    # _sql.ENQUEUE_ARGUMENTS), and only they are checked (None and the defaults need no
-    # check); the id comes back as a plain value, not a dict.
+    # Only the arguments that differ from jobq_enqueue's defaults are sent and checked (see
+    # _sql.ENQUEUE_ARGUMENTS); the id comes back as a plain value, not a dict.
     params: dict[str, Any] = {"job_type": job_type, "payload": _payload(payload)}
     if idempotency_key is not None:
         check_text(idempotency_key, "idempotency_key")
@@ -79,7 +77,10 @@ def enqueue_many(s: Statements, jobs: Sequence[Mapping[str, Any]]) -> Op[list[uu
     bad = _not_a_mapping(elements)
     if bad is not None:
         raise TypeError(f"enqueue_many(): element {bad} is not a dict: {elements[bad]!r}")
-    ids: list[uuid.UUID] = yield from _enqueue_batch(s, elements, 0, True)
+    if not elements:
+        return []
+    rows = yield _batch_call(s, elements, 0, True)
+    ids: list[uuid.UUID] = rows[0]  # one row: the ids as one array, in input order
     return ids
 
 
@@ -94,11 +95,10 @@ def enqueue_iter(
     """Enqueue ``jobs`` (any iterable, read lazily) in batches of ``batch_size``, each batch one
     statement and all-or-nothing; see Queue.enqueue_iter.
 
-    With ``read_ahead`` (the sync client), the next batch is read from ``jobs`` and its
-    statement built in a thread of its own while the server inserts the current one: a batch
-    of 5,000 takes the client about as long to build as the server to insert, so overlapping
-    them is most of what a bulk load can gain. Everything else is as without it: batches go
-    in input order, one at a time, each error raised (or recorded) at its batch's turn."""
+    With ``read_ahead`` (the sync client), the next batch is read and its statement built in a
+    thread while the server inserts the current one: a batch takes the client about as long to
+    build as the server to insert. Batches still go in input order, one at a time, each error
+    raised (or recorded) at its batch's turn."""
     if isinstance(jobs, Mapping | str | bytes):
         raise TypeError("enqueue_iter() takes an iterable of job dicts")
     if type(batch_size) is not int or not 1 <= batch_size <= MAX_BATCH:
@@ -157,9 +157,8 @@ _R = TypeVar("_R")
 
 def _in_thread(fn: Callable[[int], _R], arg: int) -> Callable[[], _R]:
     """Start ``fn(arg)`` in a daemon thread; the function returned waits for it and returns
-    its result or raises its exception. A daemon thread, not an executor's: a read that
-    blocks (``jobq enqueue --from -`` on a terminal) must not keep Ctrl-C from ending the
-    process."""
+    its result or raises its exception. A daemon thread, not an executor's: a read that blocks
+    (``jobq enqueue --from -`` on a terminal) must not keep Ctrl-C from ending the process."""
     outcome: list[tuple[bool, Any]] = []
 
     def run() -> None:
@@ -213,9 +212,9 @@ def _in_batch(exc: Exception, offset: int, count: int, job: int | None) -> Excep
     return type(exc)(message)
 
 
-# The keys of a job in enqueue_many/enqueue_iter, and the Python types each takes on the array
-# path (jobq_enqueue_arrays). A batch with anything else (another key, a value of another type)
-# goes as one JSON document to jobq_enqueue_many, whose checks name the job and the key.
+# The keys of a job on the array path (jobq_enqueue_arrays). A batch with anything else
+# (another key, a value of another type) goes as one JSON document to jobq_enqueue_many, whose
+# checks name the job and the key.
 _ARRAY_KEYS = frozenset((
     "job_type", "payload", "idempotency_key", "max_attempts", "run_at", "priority", "queue",
     "limit_group", "limit_key",
@@ -227,33 +226,18 @@ _DICT_ONLY, _STR_ONLY = frozenset((dict,)), frozenset((str,))
 
 def _not_a_mapping(values: list[Any]) -> int | None:
     """The index of the first of ``values`` that is not a mapping, None when all are. Dicts are
-    told by their type first, in C (the set of the values' types): ``isinstance(v, Mapping)``,
-    an ABC check, is far dearer, and a batch is thousands of dicts."""
+    told by their type first, in C: ``isinstance(v, Mapping)``, an ABC check, is far dearer."""
     if set(map(type, values)) <= _DICT_ONLY:
         return None
     return next((i for i, v in enumerate(values) if not isinstance(v, Mapping)), None)
 
 
-def _enqueue_batch(
-    s: Statements, elements: list[Mapping[str, Any]], offset: int, with_ids: bool
-) -> Generator[Call, list[Any], list[Any]]:
-    """One batch (one statement, one transaction unless the caller holds one): its ids in
-    input order, or (``with_ids`` false) one row, how many jobs. Errors name jobs by their
-    index in the whole input (``offset`` + index)."""
-    if not elements:
-        return []
-    rows: list[Any] = yield _batch_call(s, elements, offset, with_ids)
-    if with_ids:
-        ids: list[uuid.UUID] = rows[0]  # one row: the ids as one array, in input order
-        return ids
-    return rows
-
-
 def _batch_call(
     s: Statements, elements: list[Mapping[str, Any]], offset: int, with_ids: bool
 ) -> Call:
-    """The statement of one batch of :func:`_enqueue_batch` (the client's checks raise here,
-    before anything is sent)."""
+    """The statement of one batch: one row, its ids in input order, or (``with_ids`` false)
+    how many jobs. The client's checks raise here, before anything is sent, naming jobs by
+    their index in the whole input (``offset`` + index)."""
     params = _array_params(elements, offset)
     if params is not None:
         query = s.enqueue_arrays if with_ids else s.enqueue_arrays_count
@@ -279,14 +263,10 @@ def _batch_call(
 
 
 def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, Any] | None:
-    """The parameters of ENQUEUE_ARRAYS for these jobs, one list per column (None for a column
-    no job sets), or None when a job has a key or a value type that only the JSON path takes.
-
-    Column by column, in list comprehensions: at thousands of jobs per batch, a Python loop
-    over each job's keys would cost as much as the server's insert. A column
-    that no job names is not looked at job by job (most batches name job_type and payload
-    alone).
-    """
+    """The parameters of jobq_enqueue_arrays for these jobs, one list per column (None for a
+    column no job sets), or None when a job has a key or a value type that only the JSON path
+    takes. Column by column, and a column no job names is not looked at job by job: a Python
+    loop over each job's keys would cost as much as the server's insert."""
     present: set[Any] = set().union(*elements)  # every key any job names
     if not present <= _ARRAY_KEYS:
         return None
@@ -356,10 +336,9 @@ def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, A
 def _one_or_each(
     params: dict[str, Any], one: str, each: str, values: list[Any], texts: list[list[Any]]
 ) -> None:
-    """A text column as its one value when every job has the same (the statement repeats it in
-    the server, array_fill), else as the list: psycopg dumps a list into a binary array in
-    Python, element by element, a noticeable share of a batch's time. A column of NULLs goes
-    as the list, for the server to refuse by the job's index."""
+    """A text column as its one value when every job has the same (repeated in the server by
+    array_fill: psycopg dumps a list element by element, in Python), else as the list. A
+    column of NULLs goes as the list, for the server to refuse by the job's index."""
     if values and values[0] is not None and values.count(values[0]) == len(values):
         params[one], params[each] = values[0], None
         texts.append(values[:1])

@@ -15,14 +15,7 @@ from urllib.parse import unquote
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-__all__ = [
-    "MASK",
-    "is_conninfo_error",
-    "mask_dsn",
-    "mask_quoted",
-    "passwords",
-    "scrub",
-]
+__all__ = ["MASK", "is_conninfo_error", "mask_dsn", "mask_quoted", "passwords", "scrub"]
 
 MASK = "****"
 

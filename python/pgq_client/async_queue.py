@@ -3,16 +3,16 @@
 
 Its public methods are Queue's own, awaited (:func:`_awaited`): each builds the same operation
 of :mod:`pgq_client._ops` and hands it to ``self._drive``, which here is a coroutine that runs
-it on an asyncio connection. This module holds only that I/O.
+it on an asyncio connection, through the plumbing of :class:`~pgq_client._conn.Client`. This
+module holds only the asyncio I/O primitives.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar, cast
 
 import psycopg
@@ -22,16 +22,11 @@ from . import _ops, _sql
 from ._conn import (
     SERIALIZATION_RETRIES,
     Client,
-    Statuses,
-    acommand,
     aconnect,
     aexecute,
-    anext_wake,
-    compatibility,
-    done_channel,
-    idle,
     own_transaction,
     serialization_pause,
+    translate_errors,
 )
 from .errors import SerializationFailure
 from .queue import Queue, TxConnection, log
@@ -82,41 +77,16 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
         super().__init__(dsn, schema=schema)
         self._lock = asyncio.Lock()
 
-    # -- connection handling ------------------------------------------------------------------
+    async def close(self) -> None:
+        """Close the connections this AsyncQueue opened (not one it was given)."""
+        for conn in self._detach():
+            await conn.close()
 
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[tuple[psycopg.AsyncConnection[Any], bool]]:
-        """A connection for one call, and whether the AsyncQueue owns the transaction around
-        it."""
-        self._check_open()
-        if self._pool is not None:
-            async with self._pool.connection() as conn:
-                await self._check_compatible(conn)
-                yield conn, True
-            return
-        async with self._lock:
-            if self._conn is not None:
-                conn, owns_tx = self._conn, idle(self._conn)
-            else:
-                stale, self._owned = self._unusable_owned()
-                if stale is not None:
-                    await stale.close()
-                conn, owns_tx = self._owned or await aconnect(self.dsn), True
-                self._owned = conn
-            await self._check_compatible(conn)
-            yield conn, owns_tx
+    async def __aenter__(self) -> AsyncQueue:
+        return self
 
-    async def _check_compatible(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        """As Queue._check_compatible."""
-        if self._compatible:
-            return
-        if self._needs_dsn_schema(conn):
-            self.schema = await asyncio.to_thread(_sql.schema_of_dsn, self.dsn)
-        own = own_transaction(conn)
-        found = await _ops.adrive(
-            compatibility(self.schema), lambda call: aexecute(conn, own, call)
-        )
-        self._compatible_as(found)
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     async def _drive(self, op: _ops.Op[T], conn: TxConnection | None = None) -> T:
         """Run one operation of :mod:`._ops` on this AsyncQueue's connection (or ``conn``)."""
@@ -139,7 +109,13 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
         for attempt in range(1, tries + 1):
             owns_tx = True
             try:
-                async with self._connection() as (c, owns_tx):
+                self._check_open()
+                if self._pool is not None:
+                    async with self._pool.connection() as c:
+                        await self._check_compatible(c)
+                        return await aexecute(c, True, self._bound(call))
+                async with self._lock:
+                    c, owns_tx = await self._held()
                     return await aexecute(c, owns_tx, self._bound(call))
             except SerializationFailure:
                 if attempt == tries or not owns_tx:
@@ -148,86 +124,50 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
                 await asyncio.sleep(serialization_pause(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def close(self) -> None:
-        """Close the connections this AsyncQueue opened (not one it was given)."""
-        for conn in self._detach():
-            await conn.close()
+    _waited = Client._wait_io
 
-    async def __aenter__(self) -> AsyncQueue:
-        return self
+    # -- the I/O primitives of Client ---------------------------------------------------------
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+    _execute = staticmethod(aexecute)
 
-    async def _waited(
-        self, ids: list[uuid.UUID], deadline: float | None, poll: float,
-        finish: Callable[[Statuses], T],
-    ) -> T:
-        """As Queue._waited."""
-        if not ids:
-            return finish({})
-        async with self._listener() as (conn, channel):
+    async def _command(
+        self, conn: psycopg.AsyncConnection[Any], query: psycopg.sql.Composed
+    ) -> None:
+        with translate_errors():
+            async with conn.transaction() if own_transaction(conn) else nullcontext():
+                await conn.execute(query)
 
-            async def pause(p: _ops.Pause) -> None:
-                if channel is None:
-                    await asyncio.sleep(p.seconds)
-                else:
-                    await anext_wake(conn, channel, p.seconds)
+    async def _next_wake(
+        self, conn: psycopg.AsyncConnection[Any], channel: str, seconds: float
+    ) -> None:
+        with translate_errors():
+            notes = conn.notifies(timeout=max(seconds, 0.0))
+            try:
+                async for note in notes:
+                    if note.channel == channel:
+                        return
+            finally:
+                await notes.aclose()
 
-            op = _ops.wait(self._sql, ids, deadline, poll, listening=channel is not None)
-            return finish(
-                await _ops.adrive(
-                    op, lambda call: aexecute(conn, own_transaction(conn), self._bound(call)),
-                    pause,
-                )
-            )
+    _sleep = staticmethod(asyncio.sleep)
 
-    @asynccontextmanager
-    async def _listener(
-        self,
-    ) -> AsyncIterator[tuple[psycopg.AsyncConnection[Any], str | None]]:
-        """As Queue._listener."""
-        self._check_open()
-        if self._pool is not None:
-            async with self._pool.connection() as conn, self._listening(conn) as pair:
-                yield pair
-            return
-        if self._conn is not None:
-            async with self._lock:
-                if idle(self._conn):
-                    async with self._listening(self._conn) as pair:
-                        yield pair
-                else:
-                    await self._check_compatible(self._conn)
-                    yield self._conn, None  # LISTEN would take effect only at the caller's commit
-            return
-        conn = self._take_listener() or await aconnect(self.dsn)
-        try:
-            async with self._listening(conn) as pair:
-                yield pair
-        except BaseException:
-            await conn.close()
-            raise
-        if not self._keep_listener(conn):
-            await conn.close()
+    async def _open(self) -> psycopg.AsyncConnection[Any]:
+        return await aconnect(self.dsn)
+
+    async def _close(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.close()
+
+    async def _dsn_schema(self) -> str:
+        return await asyncio.to_thread(_sql.schema_of_dsn, self.dsn)
+
+    def _locked(self) -> AbstractAsyncContextManager[Any]:
+        return self._lock
 
     @asynccontextmanager
-    async def _listening(
-        self, conn: psycopg.AsyncConnection[Any]
-    ) -> AsyncIterator[tuple[psycopg.AsyncConnection[Any], str | None]]:
-        await self._check_compatible(conn)
-        if self._done_channel is None:
-            self._channel_of(
-                await aexecute(conn, own_transaction(conn), done_channel(self.schema))
-            )
-        channel = self._done_channel
-        assert channel is not None
-        await acommand(conn, _sql.listen(channel))
-        try:
-            yield conn, channel
-        finally:
-            if not conn.closed and not conn.broken:
-                await acommand(conn, _sql.unlisten(channel))
+    async def _pooled(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        assert self._pool is not None
+        async with self._pool.connection() as conn:
+            yield conn
 
     # -- Queue's methods, awaited -------------------------------------------------------------
 
@@ -263,4 +203,3 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
     set_limit = _awaited(Queue.set_limit)
     limits = _awaited(Queue.limits)
     limit_usage = _awaited(Queue.limit_usage)
-

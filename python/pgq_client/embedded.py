@@ -34,16 +34,8 @@ from pgq_client import _sql
 from pgq_client.errors import JobqError
 
 __all__ = [
-    "DATABASE",
-    "EmbeddedError",
-    "EmbeddedStatus",
-    "describe_embedded",
-    "embedded_home",
-    "embedded_status",
-    "get_embedded_dsn",
-    "psql_path",
-    "reset_embedded",
-    "start",
+    "DATABASE", "EmbeddedError", "EmbeddedStatus", "describe_embedded", "embedded_home",
+    "embedded_status", "get_embedded_dsn", "psql_path", "reset_embedded", "start",
     "stop_embedded",
 ]
 
@@ -122,7 +114,7 @@ def _drop_groups(command: Callable[..., str]) -> Callable[..., str]:
 @contextlib.contextmanager
 def _locked(pgdata: Path) -> Iterator[None]:
     """An exclusive lock beside the data, so that jobq commands started at once create, start,
-    migrate and stop one server, one at a time (pgserver's own lock covers only the start)."""
+    migrate and stop one server (pgserver's own lock covers only the start)."""
     if sys.platform == "win32":
         raise EmbeddedError("the embedded database needs a POSIX system; pass --dsn")
     import fcntl
@@ -150,13 +142,9 @@ def _pid_file(pgdata: Path) -> list[str]:
 
 
 def _postmaster_pid(pgdata: Path) -> int | None:
-    """The pid of the live server of ``pgdata``, if there is one.
-
-    pgserver takes any live process whose pid is in postmaster.pid for the server, and then
-    hands out the socket of a dead one: a killed server left as a zombie where nothing reaps
-    orphans (containers whose init does not), or an unrelated process that got the pid after
-    a reboot. So only a process that is not a zombie and was started on ``pgdata`` counts.
-    """
+    """The pid of the live server of ``pgdata``, if there is one: a process that is not a
+    zombie (a killed server where nothing reaps orphans) and was started on ``pgdata`` (not
+    one that got the pid after a reboot), which pgserver's own check does not tell apart."""
     _pgserver()
     import psutil
 
@@ -275,9 +263,8 @@ def start(home: Path | None = None, *, migrate: bool = True) -> str:
     """Start (or reuse) the embedded PostgreSQL, migrate its ``jobq`` database, return its DSN
     (``Queue(pgq_client.embedded.start())``, or ``Queue.embedded()``).
 
-    Safe to call from several processes at once: they share one server. The server keeps
-    running after this process exits. ``home`` overrides ``$JOBQ_HOME``.
-    Raises :class:`EmbeddedError` with a message that says what to install or change.
+    Processes that call it at once share one server, which keeps running after they exit.
+    ``home`` overrides ``$JOBQ_HOME``. :class:`EmbeddedError` says what to install or change.
     """
     from pgq_client.installer.files import MigrationError
     from pgq_client.installer.runner import migrate as run_migrations
@@ -340,10 +327,7 @@ def embedded_status(home: Path | None = None) -> EmbeddedStatus:
 
 def stop_embedded(home: Path | None = None, *, timeout: float = _STOP_TIMEOUT) -> bool:
     """Stop the embedded server (fast shutdown: sessions end, data stays); whether it ran.
-
-    It signals the server as ``pg_ctl stop -m fast`` does, so it works as any user that may
-    signal the server, and needs no PostgreSQL programs.
-    """
+    It signals the server as ``pg_ctl stop -m fast`` does, needing no PostgreSQL programs."""
     pgdata = _pgdata(home)
     if not pgdata.exists():
         return False
@@ -366,19 +350,14 @@ def stop_embedded(home: Path | None = None, *, timeout: float = _STOP_TIMEOUT) -
 
 def _gone(pid: int) -> bool:
     """Whether process ``pid`` has exited (a zombie has: only its parent can reap it)."""
+    import psutil  # pgserver's, imported by _postmaster_pid before
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.NoSuchProcess:
         return True
-    except PermissionError:
-        pass  # alive, another user's
-    if not Path("/proc/self/stat").exists():
-        return True  # no /proc: the pid file was the only sign, and it is gone
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in ("Z", "X")
+    except psutil.AccessDenied:
+        return False  # alive, another user's
 
 
 def reset_embedded(home: Path | None = None) -> bool:

@@ -19,21 +19,9 @@ import psycopg
 from ._secrets import is_conninfo_error, mask_quoted
 
 __all__ = [
-    "ConnectionFailed",
-    "IncompatibleSchema",
-    "InvalidArgument",
-    "JobFailed",
-    "JobNotFound",
-    "JobqError",
-    "NotMigrated",
-    "NullValue",
-    "PayloadTooLarge",
-    "PermanentError",
-    "PermissionDenied",
-    "Retry",
-    "SerializationFailure",
-    "error_summary",
-    "from_psycopg",
+    "ConnectionFailed", "IncompatibleSchema", "InvalidArgument", "JobFailed", "JobNotFound",
+    "JobqError", "NotMigrated", "NullValue", "PayloadTooLarge", "PermanentError",
+    "PermissionDenied", "Retry", "SerializationFailure", "error_summary", "from_psycopg",
 ]
 
 
@@ -77,11 +65,8 @@ class PermissionDenied(JobqError):
 
 
 class NotMigrated(JobqError):
-    """jobq is not installed (or not up to date) in this database/schema: run ``jobq migrate``.
-
-    Raised for SQLSTATE 42883 (undefined function), 42P01 (undefined table) and 3F000 (invalid
-    schema name).
-    """
+    """jobq is not installed (or not up to date) in this database/schema: run ``jobq migrate``
+    (SQLSTATE 42883 undefined function, 42P01 undefined table, 3F000 invalid schema name)."""
 
     sqlstate = "42883"
 
@@ -155,19 +140,17 @@ _NOT_MIGRATED_HINT = (
     "run `jobq migrate`"
 )
 
+# Each class by its SQLSTATE, and the others it stands for: 22P02 invalid_text_representation
+# (bad JSON), 22P05 untranslatable_character (\u0000 in jsonb), 22021 character_not_in_repertoire.
 _BY_SQLSTATE: dict[str, type[JobqError]] = {
-    "22023": InvalidArgument,
-    "22004": NullValue,
-    "22P02": InvalidArgument,  # invalid_text_representation (e.g. bad JSON)
-    "22P05": InvalidArgument,  # untranslatable_character (e.g. \u0000 in jsonb)
-    "22021": InvalidArgument,  # character_not_in_repertoire
-    "54000": PayloadTooLarge,
-    "42501": PermissionDenied,
-    "42883": NotMigrated,
-    "42P01": NotMigrated,
-    "3F000": NotMigrated,
-    "40001": SerializationFailure,
-    "40P01": SerializationFailure,
+    code: cls
+    for cls, others in (
+        (InvalidArgument, ("22P02", "22P05", "22021")), (NullValue, ()), (PayloadTooLarge, ()),
+        (PermissionDenied, ()), (NotMigrated, ("42P01", "3F000")),
+        (SerializationFailure, ("40P01",)),
+    )
+    for code in (cls.sqlstate, *others)
+    if code is not None
 }
 
 

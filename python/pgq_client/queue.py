@@ -1,8 +1,7 @@
 """``Queue``: enqueue jobs and administer a jobq installation, over psycopg's ``Connection``.
 
-Each method builds the operation of :mod:`._ops` (arguments checked, statement, rows mapped)
-and drives it on this class's connection; ``AsyncQueue`` reuses these methods unchanged, on its
-own connection.
+Each method builds the operation of :mod:`._ops` and drives it on this class's connection;
+``AsyncQueue`` reuses these methods unchanged, on its own connection.
 """
 
 from __future__ import annotations
@@ -29,14 +28,7 @@ from ._conn import (
     serialization_pause,
     translate_errors,
 )
-from ._ops import (
-    WAIT_POLL_INTERVAL,
-    check_aware,
-    check_text,
-    dump_json,
-    dump_result,
-    job_ids_of,
-)
+from ._ops import WAIT_POLL_INTERVAL, check_aware, check_text, dump_json, dump_result, job_ids_of
 from .errors import JobqError, SerializationFailure
 from .models import (
     BulkSummary,
@@ -51,21 +43,10 @@ from .models import (
     UnservedJobType,
 )
 
-__all__ = [
-    "DSN_SOURCES",
-    "WAIT_POLL_INTERVAL",
-    "Connectable",
-    "Queue",
-    "TxConnection",
-    "check_aware",
-    "check_text",
-    "connect",
-    "dump_json",
-    "dump_result",
-    "job_ids_of",
-    "resolve_dsn",
-    "serialization_pause",
-    "translate_errors",
+__all__ = [  # the connection helpers too, where the CLI and the Worker import them from
+    "DSN_SOURCES", "WAIT_POLL_INTERVAL", "Connectable", "Queue", "TxConnection", "check_aware",
+    "check_text", "connect", "dump_json", "dump_result", "job_ids_of", "resolve_dsn",
+    "serialization_pause", "translate_errors",
 ]
 
 T = TypeVar("T")
@@ -81,15 +62,12 @@ class Queue(SyncClient):
 
     ``Queue(dsn)`` opens (lazily) and owns one autocommit connection, shared by threads under a
     lock; ``Queue(connection)`` and ``Queue(pool)`` use the caller's, which stays theirs to close.
-    ``Queue()`` takes ``JOBQ_DSN``, else ``DATABASE_URL``, else says how to give a database;
-    ``Queue.embedded()`` uses the embedded PostgreSQL, started if needed. ``schema`` qualifies
-    every call (``"tenant".jobq_enqueue``); None: the schema where the search_path of the given
-    connection or pool, or of the DSN's own settings, finds jobq, asked once. Each call is its
-    own short transaction, except with ``conn=`` (the caller's transaction) or on a borrowed
-    connection that is inside a transaction already.
-
-    Before its first statement, a Queue checks once that the schema has no breaking change
-    this client does not know (:class:`~pgq_client.errors.IncompatibleSchema` otherwise).
+    ``Queue()`` takes ``JOBQ_DSN``, else ``DATABASE_URL``; ``Queue.embedded()`` uses the
+    embedded PostgreSQL. ``schema`` qualifies every call; None: the schema where the
+    search_path finds jobq, asked once. Each call is its own short transaction, except with
+    ``conn=`` (the caller's transaction) or on a given connection already in one. The first
+    statement is preceded by a check that the schema has no breaking change this client does
+    not know (:class:`~pgq_client.errors.IncompatibleSchema`).
     """
 
     _read_ahead: ClassVar[bool] = True  # enqueue_iter reads the next batch in a thread
@@ -110,22 +88,22 @@ class Queue(SyncClient):
         ``conn`` (the caller's transaction) is given."""
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
-            self._check_compatible(conn)
+            self._check_now(conn)
             return execute(conn, False, self._bound(call))
         tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
         for attempt in range(1, tries + 1):
             owns_tx = True
-            # Written out rather than through a context manager yielding the connection: this
-            # is every enqueue's path, where each layer of Python shows in the latency.
+            # Written out, not a context manager yielding the connection: this is every
+            # enqueue's path, where each layer of Python shows in the latency.
             try:
                 if self._closed:
                     raise JobqError("this Queue is closed")
                 if self._pool is not None:
                     with self._pool.connection() as c:
-                        self._check_compatible(c)
+                        self._check_now(c)
                         return execute(c, True, self._bound(call) if self._late else call)
                 with self._lock:
-                    c, owns_tx = self._held()
+                    c, owns_tx = self._held_now()
                     return execute(c, owns_tx, self._bound(call) if self._late else call)
             except SerializationFailure:
                 if attempt == tries or not owns_tx:
@@ -153,9 +131,8 @@ class Queue(SyncClient):
         """Add a job and return its id (the existing job's id for a known idempotency key).
 
         ``run_at`` must be timezone-aware. With ``conn``, the job is added in the caller's
-        transaction: it exists only if that transaction commits. ``limit_group`` and
-        ``limit_key`` name the concurrency and rate limits it counts against
-        (:meth:`set_limit`): each key of a group has the group's limits for itself.
+        transaction. ``limit_group`` and ``limit_key`` name the limits it counts against
+        (:meth:`set_limit`).
         """
         if conn is not None:
             self._check_conn(conn)
@@ -173,11 +150,8 @@ class Queue(SyncClient):
         *,
         conn: TxConnection | None = None,
     ) -> list[uuid.UUID]:
-        """Add many jobs in one statement; returns their ids in input order.
-
-        Each element has the keys of :meth:`enqueue` (``job_type`` required; ``limit_group``
-        and ``limit_key`` included).
-        """
+        """Add many jobs in one statement, each a dict with the keys of :meth:`enqueue`;
+        returns their ids in input order."""
         return self._drive(_ops.enqueue_many(self._sql, jobs), conn)
 
     def enqueue_iter(
@@ -190,20 +164,19 @@ class Queue(SyncClient):
         conn: TxConnection | None = None,
     ) -> BulkSummary:
         """Add any number of jobs, read lazily from ``jobs`` (dicts with the keys of
-        :meth:`enqueue_many`), in batches of ``batch_size`` (1 to 100,000): one statement and
-        one transaction per batch, all of it or nothing. Returns a :class:`BulkSummary` (no
-        ids: a bulk load may be millions of jobs).
+        :meth:`enqueue_many`), in batches of ``batch_size`` (1 to 100,000), one statement and
+        one transaction each; returns a :class:`BulkSummary`.
 
-        A refused batch (a bad job: the error names it by its index in ``jobs``, counting from
-        0) raises, the batches before it staying enqueued; with ``skip_refused=True`` it is
-        recorded in the summary instead and the load goes on. ``progress(n)`` is called with
-        the running total after each batch. With ``conn``, every batch is in the caller's
-        transaction (and ``skip_refused`` is refused: a refusal aborts that transaction).
-
-        The next batch is read from ``jobs`` (in a thread of its own) while the server inserts
-        the current one, so ``jobs`` is read up to one batch ahead of what is enqueued.
+        A refused batch raises (its error names the job by its index in ``jobs``), the batches
+        before it staying enqueued; ``skip_refused=True`` records it and goes on.
+        ``progress(n)`` gets the running total after each batch. ``jobs`` is read up to one
+        batch ahead, in a thread, while the server inserts the current one.
         """
-        _check_skip_refused(skip_refused, conn)
+        if skip_refused and conn is not None:
+            raise ValueError(
+                "skip_refused=True needs a transaction per batch: it cannot be used with conn= "
+                "(a refused batch aborts the caller's transaction)"
+            )
         return self._drive(
             _ops.enqueue_iter(
                 self._sql, jobs, batch_size, skip_refused, progress, self._read_ahead
@@ -211,7 +184,7 @@ class Queue(SyncClient):
             conn,
         )
 
-    # -- working (thin wrappers; the Worker is the usual way to consume) ----------------------
+    # -- working (the Worker is the usual way to consume) --------------------------------------
 
     def dequeue(
         self,
@@ -234,8 +207,8 @@ class Queue(SyncClient):
         *,
         result: Any = None,
     ) -> bool:
-        """Mark a claimed job succeeded, keeping ``result`` (any JSON-serialisable value; None
-        stores none); False when ``worker_id`` no longer holds the claim (nothing is stored)."""
+        """Mark a claimed job succeeded, keeping ``result`` (JSON-serialisable, None for
+        none); False when ``worker_id`` no longer holds the claim."""
         return self._drive(_ops.complete(self._sql, job_id, worker_id, attempt, result))
 
     def complete_many(
@@ -275,9 +248,8 @@ class Queue(SyncClient):
         backoffs: Sequence[timedelta | float] | None = None,
         attempts: Sequence[int | None] | None = None,
     ) -> list[str | None]:
-        """Record a failed attempt of many claimed jobs in one statement (one error, and
-        optionally one retry flag, backoff and attempt, per job); returns the new status of
-        each, in order, None where the claim was lost."""
+        """Record a failed attempt of many claimed jobs in one statement; returns the new
+        status of each, in order, None where the claim was lost."""
         return self._drive(
             _ops.fail_many(self._sql, job_ids, worker_id, errors, retries, backoffs, attempts)
         )
@@ -299,23 +271,16 @@ class Queue(SyncClient):
         *,
         conn: TxConnection | None = None,
     ) -> dict[uuid.UUID, str]:
-        """Cancel jobs (``jobq_cancel``). A pending job is cancelled at once; a running one is
-        asked to stop (its handler sees ``job.cancel_requested()`` turn true) and ends
-        ``cancelled`` unless it completes first; a finished job is left alone.
-
-        Returns the status of each known job after the call, in the order given:
-        ``cancelled``, ``cancel_requested`` (running) or the finished status it already had;
-        unknown ids are left out. ``reason`` is kept (``last_error`` of a job cancelled while
-        pending). With ``conn``, in the caller's transaction.
-        """
+        """Cancel jobs (``jobq_cancel``): a pending one at once, a running one is asked to
+        stop (``job.cancel_requested()``); returns the status of each known job after the
+        call, in the order given. With ``conn``, in the caller's transaction."""
         return self._drive(_ops.cancel(self._sql, job_ids, reason), conn)
 
     def status(
         self, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
     ) -> Statuses:
-        """How each known job stands now (``jobq_job_status``: status, attempts, result,
-        last_error, finished_at, cancel_requested; no payload), in the order given; unknown ids
-        are left out."""
+        """How each known job stands now (``jobq_job_status``), in the order given; unknown
+        ids are left out."""
         return self._drive(_ops.status(self._sql, job_ids))
 
     def wait(
@@ -325,19 +290,12 @@ class Queue(SyncClient):
         *,
         poll_interval: timedelta | float = WAIT_POLL_INTERVAL,
     ) -> Statuses:
-        """Wait until every known job of ``job_ids`` has finished (succeeded, failed,
-        dead_letter, cancelled), or until ``timeout`` seconds have passed (None: no limit), and
-        return their statuses at that moment, as :meth:`status` does. It never raises for a
-        job that has not finished: look at ``status.finished``.
+        """Wait until every known job of ``job_ids`` has finished, or ``timeout`` seconds
+        (None: no limit), and return their statuses then, as :meth:`status` does; it never
+        raises for an unfinished job (see ``status.finished``).
 
-        It LISTENs on the installation's done channel, marks the jobs as awaited (so that
-        their end is notified: ``jobq_await(ids, timeout => 0)``) and then reads the statuses;
-        a job that finished before it listened is seen by that first read. It is woken by the
-        notification of a job's end, and looks again every ``poll_interval`` seconds in case a
-        notification was lost. It holds no transaction (nor any snapshot) while it waits. A
-        DSN-made Queue waits on a connection of its own; ``Queue(pool)`` borrows one from the
-        pool for the wait; ``Queue(connection)`` waits on that connection (holding the Queue's
-        lock), and polls only when the connection is inside a transaction.
+        It LISTENs on the done channel (``jobq_await``), looks again every ``poll_interval``
+        seconds in case a notification was lost, and holds no transaction while it waits.
         """
         return self._waited(*_ops.wait_args(job_ids, timeout, poll_interval), lambda st: st)
 
@@ -348,11 +306,9 @@ class Queue(SyncClient):
         *,
         poll_interval: timedelta | float = WAIT_POLL_INTERVAL,
     ) -> Any:
-        """Wait for the job (as :meth:`wait` does) and return what its handler returned (None
-        when it returned nothing). Raises :class:`~pgq_client.JobFailed` (``status``,
-        ``last_error``) when the job ended ``failed``, ``dead_letter`` or ``cancelled``,
-        ``TimeoutError`` when it has not finished within ``timeout``, and
-        :class:`~pgq_client.JobNotFound` for an unknown id."""
+        """Wait for the job as :meth:`wait` does and return what its handler returned.
+        Raises :class:`~pgq_client.JobFailed` when it ended without a result, ``TimeoutError``
+        and :class:`~pgq_client.JobNotFound`."""
         (wanted,) = job_ids_of(job_id, "job_id")
         ids, deadline, poll = _ops.wait_args([wanted], timeout, poll_interval)
         return self._waited(
@@ -410,27 +366,20 @@ class Queue(SyncClient):
         *,
         batch_size: int | None = 10_000,
     ) -> int:
-        """Delete finished jobs older than ``older_than``, in ``statuses`` (some of
-        :data:`~pgq_client.models.FINISHED_STATUSES`); returns how many.
-
-        In batches of ``batch_size`` (the oldest first), one statement each, until a batch
-        comes back short: on a queue of its own connection each batch is a short transaction,
-        so a prune of millions of jobs neither holds one long transaction nor writes its WAL in
-        one burst. ``batch_size=None``: one statement for all of them.
-        """
+        """Delete finished jobs older than ``older_than`` in ``statuses`` (``jobq_prune``);
+        returns how many. In batches of ``batch_size``, each its own short transaction
+        (``None``: one statement for all)."""
         return self._drive(_ops.prune(self._sql, older_than, statuses, batch_size))
 
     def configure(
         self, *, max_payload_bytes: int | None = None, metrics: bool | None = None
     ) -> dict[str, Any]:
-        """Change this installation's settings (None leaves one as it is); returns them all.
-        ``metrics=False`` stops the counting behind :meth:`metrics`; ``True`` after ``False``
-        counts the jobs again (reads the whole table, blocking writers meanwhile)."""
+        """Change this installation's settings (``jobq_configure``; None leaves one as it
+        is); returns them all."""
         return self._drive(_ops.configure(self._sql, max_payload_bytes, metrics))
 
     def metrics(self) -> list[MetricSample]:
-        """The Prometheus samples of ``jobq_metrics()`` (monitor, admin): counters, gauges and
-        histograms per queue and job type, kept by the database. Reads no job row."""
+        """The Prometheus samples of ``jobq_metrics()`` (monitor, admin)."""
         return self._drive(_ops.metrics(self._sql))
 
     def health(self) -> list[HealthRow]:
@@ -441,8 +390,7 @@ class Queue(SyncClient):
         self, idle: timedelta | float = timedelta(minutes=15)
     ) -> list[UnservedJobType]:
         """Available jobs, per queue and job type, that no worker asked for within ``idle``
-        (``jobq_unserved_job_types``): a misspelt job type, a queue no worker serves. Workers
-        ask through their claims, in any language. Reads every available pending job."""
+        (``jobq_unserved_job_types``): a misspelt job type, a queue no worker serves."""
         return self._drive(_ops.unserved_job_types(self._sql, idle))
 
     # -- schedules ----------------------------------------------------------------------------
@@ -461,13 +409,9 @@ class Queue(SyncClient):
         catch_up: Literal["skip", "latest", "all"] = "latest",
         paused: bool = False,
     ) -> datetime:
-        """Create or replace the periodic job ``name`` and return its next fire time.
-
-        ``cron`` has five fields (minute hour day-of-month month day-of-week) or is an
-        ``@hourly``/``@daily``/``@weekly``/``@monthly``/``@yearly`` shortcut, read as wall-clock
-        time in the IANA ``timezone``. ``catch_up`` says what a tick does with fires nobody
-        ticked in time: ``skip`` none, ``latest`` the most recent, ``all`` each (1,000 at most).
-        A bad cron, zone or policy raises :class:`InvalidArgument` (22023) naming it.
+        """Create or replace the periodic job ``name`` (``jobq_schedule``: five cron fields
+        or ``@daily`` and the like, in the IANA ``timezone``) and return its next fire time.
+        ``catch_up`` says what a tick does with missed fires: ``skip``, ``latest`` or ``all``.
         """
         return self._drive(
             _ops.schedule(
@@ -485,10 +429,8 @@ class Queue(SyncClient):
         return self._drive(_ops.schedules(self._sql))
 
     def tick(self) -> list[Fire]:
-        """Fire the due schedules now (``jobq_tick``): one row per fire enqueued.
-
-        Workers tick by themselves; this is for setups without a Worker (cron, a system timer).
-        """
+        """Fire the due schedules now (``jobq_tick``), one row per fire enqueued: for setups
+        without a Worker, which ticks by itself."""
         return self._drive(_ops.tick(self._sql))
 
     # -- limits -------------------------------------------------------------------------------
@@ -500,10 +442,9 @@ class Queue(SyncClient):
         max_starts: int | None = None,
         per: timedelta | float | None = None,
     ) -> None:
-        """Set the limits of ``limit_group`` (admin): each (limit_group, limit_key) pair of its
-        jobs never has more than ``max_running`` jobs processing at once, nor more than
-        ``max_starts`` started within any window of ``per`` (a timedelta or seconds). Both None
-        removes the group's limit: its waiting jobs are claimed at once."""
+        """Set the limits of ``limit_group`` (``jobq_set_limit``, admin): per limit_key, at
+        most ``max_running`` jobs at once and ``max_starts`` started within any ``per``; all
+        None removes them."""
         return self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
 
     def limits(self) -> list[Limit]:
@@ -511,15 +452,7 @@ class Queue(SyncClient):
         return self._drive(_ops.limits(self._sql))
 
     def limit_usage(self) -> list[LimitUsage]:
-        """What each key of a limited group uses now: jobs running, starts within the rate
-        window, jobs pending (admin)."""
+        """What each key of a limited group uses now (``jobq_limit_usage``, admin)."""
         return self._drive(_ops.limit_usage(self._sql))
 
-
-def _check_skip_refused(skip_refused: bool, conn: object) -> None:
-    if skip_refused and conn is not None:
-        raise ValueError(
-            "skip_refused=True needs a transaction per batch: it cannot be used with conn= "
-            "(a refused batch aborts the caller's transaction)"
-        )
 
