@@ -8,6 +8,7 @@ template: a copy, or the database of an earlier test of the same process brought
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import sqlparse
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
@@ -25,6 +27,7 @@ from pgq_client.migrate import migrate
 from tests.helpers import MakeRole, create_role, drop_role, unique_name
 
 FAULTS = Path(__file__).resolve().parent / "faults"
+_sqlparse_split = sqlparse.split
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -46,6 +49,22 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         (title, text.encode("utf-8", "backslashreplace").decode("utf-8"))
         for title, text in report.sections
     ]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _split_once() -> Iterator[None]:
+    """The installer splits every script into statements with ``sqlparse.split``, a pure
+    function and most of what ``jobq migrate`` costs the test process; the tests install jobq
+    many times a run, mostly from the same scripts, so each test process keeps each text's
+    split. The installer still runs every statement it would."""
+
+    @functools.cache
+    def split(text: str) -> tuple[str, ...]:
+        return tuple(_sqlparse_split(text))
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sqlparse, "split", lambda text: list(split(text)))
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -96,72 +115,9 @@ def template_db(admin_dsn: str) -> Iterator[str]:
     _drop_db(admin_dsn, name)
 
 
-# What a test may have changed in its database besides rows: every object made after initdb (by
-# oid, so that a dropped and re-made one differs too; built-in objects by their ACL alone), its
-# owner, ACL, options and settings, the source of every function, comments, and the database's
-# own ACL and settings. Temporary schemas are left
-# out: they and their objects end with the sessions that made them, which a recycle ends first.
-_FINGERPRINT = """
-SELECT pg_catalog.md5(pg_catalog.string_agg(x, ',' ORDER BY x)) FROM (
-    SELECT pg_catalog.concat_ws('|', 'c', c.oid, c.relname, c.relowner, c.relkind, c.relacl,
-                                c.reloptions, c.relpersistence, c.relrowsecurity)
-    FROM pg_catalog.pg_class c
-    WHERE (c.oid >= 16384 OR c.relacl IS NOT NULL)
-      AND c.relnamespace NOT IN (SELECT oid FROM pg_catalog.pg_namespace
-                                 WHERE nspname ~ '^pg_(toast_)?temp_')
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'a', a.attrelid, a.attnum, a.attname, a.atttypid,
-                                a.attnotnull, a.attisdropped, a.atthasdef, a.attacl,
-                                a.attoptions)
-    FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
-    WHERE a.attrelid >= 16384 AND c.relnamespace NOT IN (
-        SELECT oid FROM pg_catalog.pg_namespace WHERE nspname ~ '^pg_(toast_)?temp_')
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'p', p.oid, p.proname, p.proowner, p.proacl, p.proconfig,
-                                p.prosecdef, p.provolatile, pg_catalog.md5(p.prosrc))
-    FROM pg_catalog.pg_proc p WHERE p.oid >= 16384 OR p.proacl IS NOT NULL
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'n', oid, nspname, nspowner, nspacl)
-    FROM pg_catalog.pg_namespace WHERE nspname !~ '^pg_(toast_)?temp_'
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 't', t.oid, t.typname, t.typowner, t.typacl)
-    FROM pg_catalog.pg_type t
-    WHERE (t.oid >= 16384 OR t.typacl IS NOT NULL)
-      AND t.typnamespace NOT IN (SELECT oid FROM pg_catalog.pg_namespace
-                                 WHERE nspname ~ '^pg_(toast_)?temp_')
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'd', classoid, objoid, objsubid,
-                                pg_catalog.md5(description))
-    FROM pg_catalog.pg_description WHERE objoid >= 16384
-    UNION ALL SELECT pg_catalog.concat_ws('|', 'tg', oid, tgenabled) FROM pg_catalog.pg_trigger
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'k', oid) FROM pg_catalog.pg_constraint WHERE oid >= 16384
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'r', oid) FROM pg_catalog.pg_rewrite WHERE oid >= 16384
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'o', oid) FROM pg_catalog.pg_operator WHERE oid >= 16384
-    UNION ALL SELECT pg_catalog.concat_ws('|', 'x', oid) FROM pg_catalog.pg_extension
-    UNION ALL SELECT pg_catalog.concat_ws('|', 'ev', oid) FROM pg_catalog.pg_event_trigger
-    UNION ALL SELECT pg_catalog.concat_ws('|', 'pol', oid) FROM pg_catalog.pg_policy
-    UNION ALL SELECT pg_catalog.concat_ws('|', 'pub', oid) FROM pg_catalog.pg_publication
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'cast', oid) FROM pg_catalog.pg_cast WHERE oid >= 16384
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'conv', oid) FROM pg_catalog.pg_conversion WHERE oid >= 16384
-    UNION ALL SELECT pg_catalog.concat_ws('|', 'lo', oid) FROM pg_catalog.pg_largeobject_metadata
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'dacl', oid, defaclrole, defaclacl)
-    FROM pg_catalog.pg_default_acl
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'db', datacl, datallowconn, datconnlimit)
-    FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()
-    UNION ALL
-    SELECT pg_catalog.concat_ws('|', 'set', setrole, setconfig)
-    FROM pg_catalog.pg_db_role_setting
-    WHERE setdatabase = (SELECT oid FROM pg_catalog.pg_database
-                         WHERE datname = pg_catalog.current_database())
-) AS s (x)
-"""
+# What a test may have changed in its database besides rows (scripts/pgtap-psql.sh reads it too).
+_FINGERPRINT = (Path(__file__).resolve().parent / "fingerprint.sql").read_text()
+
 
 # The tables of the template and the rows of those that have any (the migrations' records,
 # the settings row), to put back after emptying them.
@@ -318,11 +274,20 @@ def recycler(admin_dsn: str, template_db: str) -> Iterator[_Recycler]:
         _drop_db(admin_dsn, r.spare)
 
 
+# The roles a test made with ``make_role`` that are still to be dropped.
+_ROLES = pytest.StashKey[list[str]]()
+
+
 @pytest.fixture
-def dsn(admin_dsn: str, recycler: _Recycler) -> Iterator[str]:
+def dsn(request: pytest.FixtureRequest, admin_dsn: str, recycler: _Recycler) -> Iterator[str]:
     """A database equal to a fresh migrated one, for this test alone."""
     name = recycler.take()
     yield make_conninfo(admin_dsn, dbname=name)
+    # The test's roles hold grants in this database: dropped first (whichever fixture pytest
+    # ends first), the database's ACLs are the template's again and it is recycled, not copied.
+    made = request.node.stash.get(_ROLES, [])
+    while made:
+        drop_role(admin_dsn, made.pop())
     recycler.give_back(name)
 
 
@@ -342,13 +307,13 @@ def conn(dsn: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
 
 
 @pytest.fixture
-def make_role(admin_dsn: str) -> Iterator[MakeRole]:
+def make_role(request: pytest.FixtureRequest, admin_dsn: str) -> Iterator[MakeRole]:
     """Make roles for this test: ``make_role("worker", dsn=dsn)`` is a login role granted the
     worker level in that database (``jobq grant``); ``make_role()`` one with no privileges.
     Returns the role's name, unique per test process; every role made is dropped after the
     test, with whatever it owns or was granted, in whichever database.
     """
-    made: list[str] = []
+    made = request.node.stash.setdefault(_ROLES, [])
 
     def make(
         level: grants.Level | None = None,
@@ -365,8 +330,8 @@ def make_role(admin_dsn: str) -> Iterator[MakeRole]:
     try:
         yield make
     finally:
-        for name in reversed(made):
-            drop_role(admin_dsn, name)
+        while made:
+            drop_role(admin_dsn, made.pop())
 
 
 @pytest.fixture
