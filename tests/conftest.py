@@ -8,7 +8,6 @@ template: a copy, or the database of an earlier test of the same process brought
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -18,7 +17,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-import sqlparse
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
@@ -27,7 +25,6 @@ from pgq_client.migrate import migrate
 from tests.helpers import MakeRole, create_role, drop_role, unique_name
 
 FAULTS = Path(__file__).resolve().parent / "faults"
-_sqlparse_split = sqlparse.split
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -49,22 +46,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         (title, text.encode("utf-8", "backslashreplace").decode("utf-8"))
         for title, text in report.sections
     ]
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _split_once() -> Iterator[None]:
-    """The installer splits every script into statements with ``sqlparse.split``, a pure
-    function and most of what ``jobq migrate`` costs the test process; the tests install jobq
-    many times a run, mostly from the same scripts, so each test process keeps each text's
-    split. The installer still runs every statement it would."""
-
-    @functools.cache
-    def split(text: str) -> tuple[str, ...]:
-        return tuple(_sqlparse_split(text))
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sqlparse, "split", lambda text: list(split(text)))
-        yield
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ finds nothing to do. Its key is random and kept in a table only jobq's owner may
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from pathlib import Path
@@ -30,13 +31,20 @@ grant_logger = logging.getLogger("pgq_client.installer.grants")
 _GRANT_NOTICE = "jobq migrate: granted "
 
 
+@functools.lru_cache(maxsize=256)
+def _split(text: str) -> tuple[str, ...]:
+    """A script's statements. Splitting is most of what a migrate costs the client, and a
+    process that installs many schemas (tenants, tests) splits the same texts again and
+    again; the split is a pure function of the text."""
+    return tuple(part for part in sqlparse.split(text) if part.strip())
+
+
 def run_script(conn: psycopg.Connection[Any], script: sql.Composed) -> None:
     """Run a script one statement at a time (sqlparse splits, minding dollar quotes and
     comments): Citus propagates some DDL to its nodes as one prepared statement of the whole
     query, which a node refuses when it holds several commands."""
-    for text in sqlparse.split(script.as_string(conn)):
-        if text.strip():
-            conn.execute(text.encode())
+    for text in _split(script.as_string(conn)):
+        conn.execute(text.encode())
 
 
 def _execute(conn: psycopg.Connection[Any], step: sql.Composed, what: str, schema: str) -> None:
