@@ -47,9 +47,8 @@ Examples:
     package_name=DIST_NAME, prog_name="jobq", message="%(prog)s %(version)s (" + DIST_NAME + ")"
 )
 @connection_options(None)
-@click.pass_context
-def cli(ctx: click.Context) -> None:
-    settings(ctx)
+def cli() -> None:
+    settings()
 
 
 def alias(command: click.Command, name: str) -> click.Command:

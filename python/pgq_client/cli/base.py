@@ -1,5 +1,5 @@
-"""What every command shares: where the database is, ``--dsn``/``--schema``/``--json``, and
-the decorators that give each command those options."""
+"""What every command shares: where the database is, and the options that more than one command
+takes, each declared once."""
 
 from __future__ import annotations
 
@@ -33,18 +33,18 @@ def _check_dsn(dsn: str, source: str) -> str:
         conninfo_to_dict(dsn)
     except psycopg.Error as exc:
         reason = _secrets.scrub(_secrets.mask_quoted(str(exc).strip()), [dsn])
-        raise click.ClickException(
-            f"the connection string from {source} is not valid: {reason}"
-        ) from None
+        fail(f"the connection string from {source} is not valid: {reason}")
     return dsn
 
 
 class Settings:
-    """What ``--dsn`` and ``--schema`` say (wherever given); the DSN is resolved on first use."""
+    """What ``--dsn``, ``--schema`` and ``--json`` say (wherever given); the DSN is resolved on
+    first use."""
 
     def __init__(self) -> None:
         self.given_dsn: str | None = None
         self.given_schema: str | None = None
+        self.as_json = False
         self._dsn: str | None = None
         self._warned = False
 
@@ -95,41 +95,42 @@ class Settings:
         return [self.given_dsn, self._dsn, *(os.environ.get(n) for n in DSN_SOURCES)]
 
 
-def settings(ctx: click.Context) -> Settings:
-    return ctx.ensure_object(Settings)
+def settings() -> Settings:
+    """The settings of the command being run (one object for the group and its commands)."""
+    return click.get_current_context().ensure_object(Settings)
 
 
 def fail(message: str) -> NoReturn:
     raise click.ClickException(message)
 
 
-def _store_dsn(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    if value is not None:
-        settings(ctx).given_dsn = value
-
-
-def _store_schema(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    if value is not None:
-        if not value.strip():
-            raise click.BadParameter("must not be blank", param_hint="--schema")
-        settings(ctx).given_schema = value
+def _store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """Keep ``--dsn``, ``--schema`` or ``--json`` in the shared settings; given before and after
+    the command name, the innermost (the last one parsed) wins."""
+    if value is None or value is False:
+        return
+    if param.name == "schema" and not value.strip():
+        raise click.BadParameter("must not be blank", param_hint="--schema")
+    s = ctx.ensure_object(Settings)
+    attribute = {"dsn": "given_dsn", "schema": "given_schema"}.get(str(param.name), "as_json")
+    setattr(s, attribute, value)
 
 
 def connection_options(schema_default: str | None) -> Callable[[F], F]:
-    """``--dsn URL`` and ``--schema NAME``, stored in the shared settings (the innermost wins)."""
+    """``--dsn URL`` and ``--schema NAME``, kept in the shared settings."""
     where = schema_default or "the connection's search_path"
     schema = click.option(
         "--schema",
         metavar="NAME",
         expose_value=False,
-        callback=_store_schema,
+        callback=_store,
         help=f"Schema jobq is installed in (default: {where}).",
     )
     dsn = click.option(
         "--dsn",
         metavar="URL",
         expose_value=False,
-        callback=_store_dsn,
+        callback=_store,
         help="PostgreSQL connection string (default: $JOBQ_DSN, else $DATABASE_URL, else "
         "an embedded PostgreSQL started on demand).",
     )
@@ -145,17 +146,20 @@ def command(
     examples: str | None = None,
     **attrs: Any,
 ) -> Callable[[Callable[..., Any]], click.Command]:
-    """A command that takes ``--dsn`` and ``--schema`` (and ``--json`` when ``json``), gets the
-    click context first, and shows ``examples`` (one command a line) after its help."""
+    """A command that takes ``--dsn`` and ``--schema`` (and ``--json`` when ``json``) and shows
+    ``examples`` (one command a line) after its help."""
     if examples:
         lines = "".join(f"  {line.strip()}\n" for line in examples.strip().splitlines())
         attrs["epilog"] = f"\b\nExamples:\n{lines}"
 
     def decorate(f: Callable[..., Any]) -> click.Command:
-        f = click.pass_context(f)
         if json:
             f = click.option(
-                "--json", "as_json", is_flag=True, help="Print JSON (keys in docs/cli.md)."
+                "--json",
+                is_flag=True,
+                expose_value=False,
+                callback=_store,
+                help="Print JSON (keys in docs/cli.md).",
             )(f)
         f = connection_options(schema_default)(f)
         make = parent.command if parent is not None else click.command

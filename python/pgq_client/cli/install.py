@@ -22,8 +22,9 @@ from ..installer import privileges as grants
 from ..installer.script import render_dry_run
 from ..models import HealthRow
 from ..queue import Queue
-from .base import Settings, command, settings
-from .output import echo_json, table
+from .base import command, settings
+from .options import dry_run
+from .output import emit, table
 
 LEVELS = levels.LEVELS
 level_for = grants.narrowest_level
@@ -40,13 +41,11 @@ def _catalogue(dsn: str) -> Iterator[psycopg.Connection[Any]]:
 
 
 def _print_plan(
-    s: Settings,
-    offline: Callable[[], list[Any]],
-    online: Callable[[psycopg.Connection[Any]], list[Any]],
+    offline: Callable[[], list[Any]], online: Callable[[psycopg.Connection[Any]], list[Any]]
 ) -> None:
     """The statements of a dry run: read from the database when one is configured, else as the
     files declare them (a DBA may review them before any database exists)."""
-    dsn = s.configured_dsn()
+    dsn = settings().configured_dsn()
     if dsn is None:
         click.echo(grants.render(offline()), nl=False)
         return
@@ -75,6 +74,10 @@ def _runner_messages() -> Iterator[None]:
         runner.grant_logger.setLevel(level)
 
 
+def _schema() -> str:
+    return settings().schema("public") or "public"
+
+
 @command(
     json=True,
     schema_default="public",
@@ -84,29 +87,24 @@ def _runner_messages() -> Iterator[None]:
         jobq migrate --dry-run > jobq.sql
     """,
 )
-@click.option("--dry-run", is_flag=True, help="Print the SQL it would run instead (for psql).")
+@dry_run("SQL it would run (for psql)")
 @click.option(
     "--force",
     is_flag=True,
     help="Migrate even a schema that another role controls (objects jobq's owner does not "
     "own, or other roles that may CREATE there); it refuses one otherwise.",
 )
-def migrate(ctx: click.Context, dry_run: bool, force: bool, as_json: bool) -> None:
+def migrate(dry_run: bool, force: bool) -> None:
     """Install or upgrade jobq in the database (idempotent)."""
-    s = settings(ctx)
-    schema = s.schema("public") or "public"
+    s, schema = settings(), _schema()
     if dry_run:
         click.echo(render_dry_run(s.configured_dsn(), schema), nl=False)
         return
     with _runner_messages():
         applied = runner.migrate(s.dsn(), schema=schema, force=force)
-    if as_json:
-        echo_json({"schema": schema, "applied": applied})
-        return
-    if not applied:
+    if not applied and not s.as_json:
         click.echo(f'jobq: schema "{schema}" is up to date, nothing to apply', err=True)
-    for name in applied:
-        click.echo(f"applied {name}")
+    emit({"schema": schema, "applied": applied}, "\n".join(f"applied {n}" for n in applied))
 
 
 @command(
@@ -118,30 +116,22 @@ def migrate(ctx: click.Context, dry_run: bool, force: bool, as_json: bool) -> No
     """,
 )
 @click.argument("role")
-@click.option(
-    "--as",
-    "level",
-    type=click.Choice(LEVELS),
-    required=True,
-    help=levels.help_text(),
-)
-@click.option("--dry-run", is_flag=True, help="Print the GRANT statements instead.")
-def grant(ctx: click.Context, role: str, level: levels.Level, dry_run: bool) -> None:
+@click.option("--as", "level", type=click.Choice(LEVELS), required=True, help=levels.help_text())
+@dry_run("GRANT statements")
+def grant(role: str, level: levels.Level, dry_run: bool) -> None:
     """Grant an existing ROLE what a producer, worker, monitor or admin of jobq needs."""
     if role.strip().lower() == "public":
         raise click.BadParameter(
             "PUBLIC is every role: grant a level to one role", param_hint="ROLE"
         )
-    s = settings(ctx)
-    schema = s.schema("public") or "public"
+    schema = _schema()
     if dry_run:
         _print_plan(
-            s,
             lambda: grants.grant_statements(role, level, schema),
             lambda conn: grants.plan(role, level, schema, conn),
         )
         return
-    done = grants.grant(s.dsn(), role, level, schema)
+    done = grants.grant(settings().dsn(), role, level, schema)
     click.echo(
         f'jobq: granted {level} to "{role}" in schema "{schema}" ({len(done)} statements)', err=True
     )
@@ -155,24 +145,22 @@ def grant(ctx: click.Context, role: str, level: levels.Level, dry_run: bool) -> 
     """,
 )
 @click.argument("role")
-@click.option("--dry-run", is_flag=True, help="Print the REVOKE statements instead.")
-def revoke(ctx: click.Context, role: str, dry_run: bool) -> None:
+@dry_run("REVOKE statements")
+def revoke(role: str, dry_run: bool) -> None:
     """Take back from ROLE everything jobq grants in the schema (any level).
 
     EXECUTE on every jobq function and every privilege on the jobq tables; USAGE on the schema
     too when nothing but jobq lives in it. PUBLIC is accepted: it takes back what an older jobq
     granted to PUBLIC.
     """
-    s = settings(ctx)
-    schema = s.schema("public") or "public"
+    schema = _schema()
     if dry_run:
         _print_plan(
-            s,
             lambda: grants.revoke_statements(role, schema),
             lambda conn: grants.revoke_plan(role, schema, conn),
         )
         return
-    done = grants.revoke(s.dsn(), role, schema)
+    done = grants.revoke(settings().dsn(), role, schema)
     click.echo(
         f'jobq: revoked everything jobq grants from "{role}" in schema "{schema}" '
         f"({len(done)} statements)",
@@ -185,17 +173,15 @@ def _warning(check: str, detail: str) -> HealthRow:
 
 
 @command(json=True, examples="jobq doctor\njobq doctor --json")
-def doctor(ctx: click.Context, as_json: bool) -> None:
+def doctor() -> int:
     """Health checks (jobq_health) and an audit of the installation; exits 1 when one of them
     warns, for monitoring.
 
-    Beyond jobq_health's checks: who else controls the schema (objects in it that jobq's owner
-    does not own, roles other than it that may CREATE there), and whether the functions
-    installed are exactly those of this jobq's files, compared by signature (a body or a
-    setting changed by hand, a CREATE OR REPLACE without SECURITY DEFINER, a half-applied
-    upgrade, a jobq function or overload no file defines).
+    Beyond jobq_health: who else controls the schema (objects jobq's owner does not own, other
+    roles that may CREATE there), and whether the installed functions are exactly those of
+    this jobq's files, compared by signature.
     """
-    s = settings(ctx)
+    s = settings()
     dsn = s.dsn()
     # The catalogue first, on a connection of its own (search_path = pg_catalog, pg_temp): who
     # else controls the schema is read without calling a jobq function, one of which could be
@@ -212,23 +198,13 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         if not control:
             raise
         rows.append(_warning("health", f"jobq_health failed: {exc}"))
-    rows += [_warning("function_definition", f"{name} {what}") for name, what in drift] or [
-        HealthRow(
-            "function_definition",
-            None,
-            "ok",
-            0.0,
-            f"the functions in schema {where} are those of this jobq's files",
-        )
-    ]
+    same = f"the functions in schema {where} are those of this jobq's files"
+    drifted = [_warning("function_definition", f"{name} {what}") for name, what in drift]
+    rows += drifted or [HealthRow("function_definition", None, "ok", 0.0, same)]
     ok = all(r.severity == "ok" for r in rows)
-    if as_json:
-        echo_json({"ok": ok, "checks": rows})
-    else:
-        cells = [(r.check_name, r.queue, r.severity, r.detail) for r in rows]
-        click.echo(table(["check", "queue", "severity", "detail"], cells))
-    if not ok:
-        ctx.exit(1)
+    cells = [(r.check_name, r.queue, r.severity, r.detail) for r in rows]
+    emit({"ok": ok, "checks": rows}, table(["check", "queue", "severity", "detail"], cells))
+    return 0 if ok else 1
 
 
 COMMANDS = [migrate, grant, revoke, doctor]

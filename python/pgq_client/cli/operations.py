@@ -6,14 +6,15 @@ import signal
 import threading
 from collections.abc import Sequence
 from datetime import timedelta, timezone
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..models import FINISHED_STATUSES, MetricSample
+from . import options as opt
 from .base import Settings, command, fail, group, settings
-from .output import cell, echo_json, table
-from .parsing import Duration, parse_payload
+from .output import cell, columns, echo_json, emit, table
+from .parsing import parse_payload
 
 if TYPE_CHECKING:
     from ..metrics import ListenAddress
@@ -26,17 +27,12 @@ def _fields(row: object, names: list[str]) -> dict[str, object]:
 
 
 @command(json=True, examples="jobq stats\njobq stats --schema tenant_a --json")
-def stats(ctx: click.Context, as_json: bool) -> None:
+def stats() -> None:
     """Job counts per queue, type and status."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         rows = q.stats()
-    if as_json:
-        echo_json(rows)
-    elif not rows:
-        click.echo("no jobs")
-    else:
-        headers = ["queue", "job_type", "status", "jobs", "oldest_available_at"]
-        click.echo(table(headers, [[getattr(r, h) for h in headers] for r in rows]))
+    names = ["queue", "job_type", "status", "jobs", "oldest_available_at"]
+    emit(rows, lambda: columns(rows, names, "no jobs"))
 
 
 @command(None, "metrics", examples="jobq metrics\njobq metrics --serve 127.0.0.1:9187")
@@ -47,17 +43,13 @@ def stats(ctx: click.Context, as_json: bool) -> None:
     "reading jobq_metrics() on every scrape. [::1]:PORT for IPv6, :PORT for every interface, "
     "port 0 for any free one.",
 )
-def metrics_command(ctx: click.Context, serve: str | None) -> None:
-    """Prometheus metrics kept by the database (jobq_metrics; monitor or admin): counters,
-    gauges and histograms per queue and job type, in the Prometheus text format.
-
-    See docs/metrics.md for each metric, and docs/grafana/ and docs/prometheus/ for a
-    dashboard and alert rules.
-    """
+def metrics_command(serve: str | None) -> None:
+    """Prometheus metrics kept by the database (jobq_metrics; monitor or admin), in the
+    Prometheus text format. docs/metrics.md describes each metric."""
     from .. import metrics as exporter
 
     if serve is None:
-        with settings(ctx).queue() as q:
+        with settings().queue() as q:
             samples = q.metrics()
         click.echo(exporter.render(samples), nl=False)
         _say_if_not_counting(samples)
@@ -66,7 +58,7 @@ def metrics_command(ctx: click.Context, serve: str | None) -> None:
         address = exporter.parse_listen_address(serve)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--serve") from None
-    _serve_metrics(settings(ctx), address)
+    _serve_metrics(settings(), address)
 
 
 def _say_if_not_counting(samples: Sequence[MetricSample]) -> None:
@@ -113,7 +105,7 @@ def _serve_metrics(s: Settings, address: ListenAddress) -> None:
 
 
 @command(examples="jobq configure\njobq configure --max-payload-bytes 4194304", json=True)
-@click.option("--max-payload-bytes", type=click.IntRange(min=1), help="Largest payload (jsonb).")
+@click.option("--max-payload-bytes", type=opt.POSITIVE, help="Largest payload (jsonb).")
 @click.option(
     "--metrics/--no-metrics",
     default=None,
@@ -121,16 +113,11 @@ def _serve_metrics(s: Settings, address: ListenAddress) -> None:
     "costs a write in every counted call). Turning it on counts the jobs present (reads the "
     "whole table, blocking writers meanwhile).",
 )
-def configure(
-    ctx: click.Context, max_payload_bytes: int | None, metrics: bool | None, as_json: bool
-) -> None:
+def configure(**changes: Any) -> None:
     """Show (and change) this installation's settings (admin)."""
-    with settings(ctx).queue() as q:
-        values = q.configure(max_payload_bytes=max_payload_bytes, metrics=metrics)
-    if as_json:
-        echo_json(values)
-    else:
-        click.echo(table(["setting", "value"], sorted(values.items())))
+    with settings().queue() as q:
+        values = q.configure(**changes)
+    emit(values, lambda: table(["setting", "value"], sorted(values.items())))
 
 
 @command(
@@ -140,13 +127,7 @@ def configure(
         jobq prune --older-than 12h --status failed --status dead_letter
     """,
 )
-@click.option(
-    "--older-than",
-    type=Duration(),
-    default="7d",
-    metavar="DURATION",
-    help="Only jobs finished longer ago than this: seconds, or 90s, 30m, 12h, 7d, 1w, 1h30m.",
-)
+@opt.duration("--older-than", "7d", "Only jobs finished longer ago than this")
 @click.option(
     "--status",
     "statuses",
@@ -156,24 +137,15 @@ def configure(
 )
 @click.option(
     "--batch-size",
-    type=click.IntRange(min=1),
+    type=opt.POSITIVE,
     default=10_000,
     help="Jobs deleted per transaction (the oldest first), until none is left.",
 )
-def prune(
-    ctx: click.Context,
-    older_than: timedelta,
-    statuses: tuple[str, ...],
-    batch_size: int,
-    as_json: bool,
-) -> None:
+def prune(older_than: timedelta, statuses: tuple[str, ...], batch_size: int) -> None:
     """Delete finished jobs."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         count = q.prune(older_than, list(statuses) or ["succeeded"], batch_size=batch_size)
-    if as_json:
-        echo_json({"pruned": count})
-    else:
-        click.echo(f"pruned {count} jobs")
+    emit({"pruned": count}, f"pruned {count} jobs")
 
 
 @group(
@@ -184,7 +156,7 @@ def prune(
         jobq schedule delete nightly-report
     """,
 )
-def schedule(_ctx: click.Context) -> None:
+def schedule() -> None:
     """Periodic jobs: cron schedules kept in the database, fired by every Worker's tick."""
 
 
@@ -194,9 +166,7 @@ def schedule(_ctx: click.Context) -> None:
 @click.argument("job_type", metavar="TYPE")
 @click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
 @click.option("--timezone", default="UTC", help="IANA zone of the cron times.")
-@click.option("--queue", default="default")
-@click.option("--priority", type=int, default=0, help="Higher runs first.")
-@click.option("--max-attempts", type=int, default=5)
+@opt.new_job_options
 @click.option(
     "--catch-up",
     type=click.Choice(["skip", "latest", "all"]),
@@ -204,56 +174,26 @@ def schedule(_ctx: click.Context) -> None:
     help="Fires nobody ticked in time: none, the most recent, or each (1,000 at most).",
 )
 @click.option("--paused", is_flag=True, help="Create or keep it paused (fires nothing).")
-def schedule_set(
-    ctx: click.Context,
-    name: str,
-    cron: str,
-    job_type: str,
-    payload: str | None,
-    timezone: str,
-    queue: str,
-    priority: int,
-    max_attempts: int,
-    catch_up: Literal["skip", "latest", "all"],
-    paused: bool,
-) -> None:
+def schedule_set(name: str, cron: str, job_type: str, payload: str | None, **job: Any) -> None:
     """Create or replace schedule NAME: a job of TYPE at each CRON time; prints the next fire.
 
     CRON is five fields (minute hour day-of-month month day-of-week), quoted, or @hourly,
     @daily, @weekly, @monthly, @yearly.
     """
     data = parse_payload(payload)
-    with settings(ctx).queue() as q:
-        next_run_at = q.schedule(
-            name,
-            cron,
-            job_type,
-            data,
-            timezone=timezone,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            catch_up=catch_up,
-            paused=paused,
-        )
+    with settings().queue() as q:
+        next_run_at = q.schedule(name, cron, job_type, data, **job)
     click.echo(f"{name}: next fire {cell(next_run_at.astimezone(_UTC))}")
 
 
 @command(schedule, "list", json=True)
-def schedule_list(ctx: click.Context, as_json: bool) -> None:
+def schedule_list() -> None:
     """List the schedules with their next fire, in their own time zone and in UTC."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         rows = q.schedules()
-    if as_json:
-        fields = ["name", "cron", "timezone", "job_type", "payload", "queue", "priority"]
-        fields += ["max_attempts", "catch_up", "paused", "next_run_local"]
-        echo_json([
-            {**_fields(r, fields), "next_run_utc": r.next_run_at.astimezone(_UTC)} for r in rows
-        ])
-        return
-    if not rows:
-        click.echo("no schedules")
-        return
+    fields = ["name", "cron", "timezone", "job_type", "payload", "queue", "priority"]
+    fields += ["max_attempts", "catch_up", "paused", "next_run_local"]
+    found = [{**_fields(r, fields), "next_run_utc": r.next_run_at.astimezone(_UTC)} for r in rows]
     headers = ["name", "cron", "timezone", "job_type", "catch_up", "paused"]
     cells = [
         (
@@ -268,23 +208,23 @@ def schedule_list(ctx: click.Context, as_json: bool) -> None:
         )
         for r in rows
     ]
-    click.echo(table([*headers, "next (local)", "next (UTC)"], cells))
+    emit(found, table([*headers, "next (local)", "next (UTC)"], cells, "no schedules"))
 
 
 @command(schedule, "delete")
 @click.argument("name")
-def schedule_delete(ctx: click.Context, name: str) -> None:
+def schedule_delete(name: str) -> None:
     """Delete schedule NAME (jobs it already enqueued stay)."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         if not q.unschedule(name):
             fail(f"no schedule named {name!r}; nothing changed")
     click.echo(f"deleted {name}")
 
 
 @command()
-def tick(ctx: click.Context) -> None:
+def tick() -> None:
     """Fire the due schedules now, for pg_cron or a system timer (Workers tick by themselves)."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         fires = q.tick()
     for f in fires:
         click.echo(f"{f.schedule}  {cell(f.fire_at.astimezone(_UTC))}  {f.job_id}")
@@ -300,36 +240,17 @@ def tick(ctx: click.Context) -> None:
         jobq limit delete per-customer
     """,
 )
-def limit(_ctx: click.Context) -> None:
+def limit() -> None:
     """Concurrency and rate limits per (limit group, limit key), enforced by every claim."""
 
 
 @command(limit, "set")
 @click.argument("group")
-@click.option(
-    "--max-running",
-    type=click.IntRange(min=1),
-    help="At most N jobs of one key processing at once.",
-    metavar="N",
-)
-@click.option(
-    "--max-starts",
-    type=click.IntRange(min=1),
-    help="At most N jobs of one key started within any --per window.",
-    metavar="N",
-)
-@click.option(
-    "--per",
-    type=click.FloatRange(min=0, min_open=True),
-    help="The window of --max-starts, in seconds.",
-    metavar="SECONDS",
-)
+@click.option("--max-running", type=opt.POSITIVE, metavar="N", help="Running at once, per key.")
+@click.option("--max-starts", type=opt.POSITIVE, metavar="N", help="Started per --per, per key.")
+@click.option("--per", type=opt.SECONDS, metavar="SECONDS", help="The window of --max-starts.")
 def limit_set(
-    ctx: click.Context,
-    group: str,
-    max_running: int | None,
-    max_starts: int | None,
-    per: float | None,
+    group: str, max_running: int | None, max_starts: int | None, per: float | None
 ) -> None:
     """Set the limits of GROUP; each key of the group has them for itself.
 
@@ -337,7 +258,7 @@ def limit_set(
     """
     if (max_starts is None) != (per is None):
         raise click.UsageError("--max-starts and --per go together (N jobs per SECONDS)")
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         q.set_limit(group, max_running=max_running, max_starts=max_starts, per=per)
     parts = []
     if max_running is not None:
@@ -352,12 +273,12 @@ def _seconds(per: timedelta | None) -> float | None:
 
 
 @command(limit, "list", json=True)
-def limit_list(ctx: click.Context, as_json: bool) -> None:
+def limit_list() -> None:
     """List the limits and what each key uses now (running, starts in the window, pending)."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         limits = q.limits()
         usage = q.limit_usage()
-    if as_json:
+    if settings().as_json:
         keys = ["limit_group", "max_running", "max_starts"]
         used = [*keys, "limit_key", "running", "starts_in_window", "pending"]
         echo_json({
@@ -389,9 +310,9 @@ def limit_list(ctx: click.Context, as_json: bool) -> None:
 
 @command(limit, "delete")
 @click.argument("group")
-def limit_delete(ctx: click.Context, group: str) -> None:
+def limit_delete(group: str) -> None:
     """Remove the limits of GROUP: its waiting jobs are claimed at once."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         q.set_limit(group)
     click.echo(f"removed the limit of {group}")
 

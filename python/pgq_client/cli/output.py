@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -13,6 +13,7 @@ import click
 
 from ..errors import error_summary
 from ..models import Job
+from .base import settings
 
 
 def cell(value: object) -> str:
@@ -22,13 +23,21 @@ def cell(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], empty: str = "") -> str:
+    """The one table writer: aligned columns under a header; ``empty`` when there is no row."""
+    if empty and not rows:
+        return empty
     cells = [[cell(v) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     return "\n".join(lines)
+
+
+def columns(rows: Sequence[object], names: Sequence[str], empty: str = "") -> str:
+    """A table of the attributes ``names`` of each row."""
+    return table(names, [[getattr(r, n) for n in names] for r in rows], empty)
 
 
 def error_line(text: str | None, width: int = 80) -> str:
@@ -63,7 +72,18 @@ def echo_json(value: Any) -> None:
     click.echo(json.dumps(jsonable(value), ensure_ascii=False, sort_keys=True))
 
 
-def jobs_table(jobs: Sequence[Job], time_column: str = "updated_at") -> str:
+def emit(value: Any, text: str | Callable[[], str]) -> None:
+    """``value`` as JSON under ``--json``; else ``text`` (a function: rendered only then), when
+    there is any."""
+    if settings().as_json:
+        echo_json(value)
+        return
+    shown = text if isinstance(text, str) else text()
+    if shown:
+        click.echo(shown)
+
+
+def jobs_table(jobs: Sequence[Job], time_column: str, empty: str) -> str:
     rows = [
         (
             job.id,
@@ -77,7 +97,7 @@ def jobs_table(jobs: Sequence[Job], time_column: str = "updated_at") -> str:
         for job in jobs
     ]
     headers = ["id", "job_type", "queue", "status", "attempts", time_column, "last_error"]
-    return table(headers, rows)
+    return table(headers, rows, empty)
 
 
 def show_job(job: Job) -> str:

@@ -11,8 +11,9 @@ from typing import Any
 
 import click
 
+from . import options as opt
 from .base import command, settings
-from .output import echo_json
+from .output import echo_json, emit
 from .parsing import kind, parse_payload, parse_run_at
 
 
@@ -49,9 +50,7 @@ from .parsing import kind, parse_payload, parse_run_at
     metavar="T",
     help="Not before this time: ISO 8601 with a UTC offset or Z (2030-01-31T09:00:00+01:00).",
 )
-@click.option("--priority", type=int, default=0, help="Higher runs first.")
-@click.option("--max-attempts", type=int, default=5)
-@click.option("--queue", default="default")
+@opt.new_job_options
 @click.option(
     "--limit-group", metavar="G", help="Count against the limits of group G (jobq limit set)."
 )
@@ -59,14 +58,12 @@ from .parsing import kind, parse_payload, parse_run_at
     "--limit-key", metavar="K", help="Within --limit-group, the key with limits of its own."
 )
 def enqueue(
-    ctx: click.Context,
     job_type: str | None,
     payload: str | None,
     from_file: str | None,
     batch_size: int,
     idempotency_key: str | None,
     run_at: str | None,
-    as_json: bool,
     **options: Any,
 ) -> int:
     """Add a job of TYPE and print its id; or, with --from, load many jobs.
@@ -74,12 +71,10 @@ def enqueue(
     PAYLOAD_JSON is a JSON object: the text itself, - to read it from stdin, or @FILE to read
     it from a file (for payloads too large for a command line).
 
-    --from FILE reads one JSON object per line ({"job_type": ..., "payload": ..., and any of
-    idempotency_key, max_attempts, run_at, priority, queue}; blank lines are skipped) and
-    enqueues them in batches, each all or nothing. A line that is not such an object is
-    reported with its line number and skipped; a batch that the database refuses is reported
-    with the line at fault and skipped as a whole; the others go in. A progress bar shows on
-    a terminal. Prints a summary; exits 1 if any line was not enqueued.
+    --from FILE reads one JSON object per line (the keys of enqueue_many) and enqueues them in
+    batches, each all or nothing. A line that is not such an object, or a batch the database
+    refuses, is reported and skipped; the others go in. Prints a summary; exits 1 if any line
+    was not enqueued.
     """
     if from_file is not None:
         if payload is not None or idempotency_key is not None:
@@ -88,7 +83,7 @@ def enqueue(
                 "PAYLOAD_JSON and --idempotency-key do not apply"
             )
         # The options given on the command line are the defaults of lines that leave them out.
-        source = ctx.get_parameter_source
+        source = click.get_current_context().get_parameter_source
         defaults: dict[str, Any] = {
             k: v
             for k, v in options.items()
@@ -99,19 +94,14 @@ def enqueue(
             defaults["job_type"] = job_type
         if run_at is not None:
             defaults["run_at"] = parse_run_at(run_at)
-        return _bulk_enqueue(ctx, from_file, batch_size, defaults, as_json)
+        return _bulk_enqueue(from_file, batch_size, defaults)
     if job_type is None:
         raise click.UsageError("Missing argument 'TYPE' (or give --from FILE)")
     data = parse_payload(payload)
     when = parse_run_at(run_at)
-    with settings(ctx).queue() as q:
-        job_id = q.enqueue(
-            job_type, data, idempotency_key=idempotency_key, run_at=when, **options
-        )
-    if as_json:
-        echo_json({"id": job_id})
-    else:
-        click.echo(str(job_id))
+    with settings().queue() as q:
+        job_id = q.enqueue(job_type, data, idempotency_key=idempotency_key, run_at=when, **options)
+    emit({"id": job_id}, str(job_id))
     return 0
 
 
@@ -178,9 +168,7 @@ class _Progress:
             click.echo("", file=sys.stderr)
 
 
-def _bulk_enqueue(
-    ctx: click.Context, source: str, batch_size: int, defaults: Mapping[str, Any], as_json: bool
-) -> int:
+def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> int:
     stream: Any = sys.stdin.buffer
     total = None
     if source != "-":
@@ -195,7 +183,7 @@ def _bulk_enqueue(
     progress = _Progress(lines, total)
     started = time.monotonic()
     try:
-        with settings(ctx).queue() as q:
+        with settings().queue() as q:
             summary = q.enqueue_iter(
                 lines, batch_size=batch_size, skip_refused=True, progress=progress
             )
@@ -215,7 +203,7 @@ def _bulk_enqueue(
         }
         for r in summary.refused
     ]
-    if as_json:
+    if settings().as_json:
         bad = [{"line": n, "error": e} for n, e in lines.bad]
         echo_json({
             "jobs": summary.jobs,

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from .. import embedded
+from . import options as opt
 from .base import command, fail, settings
 
 WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
@@ -55,7 +56,7 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     """,
 )
 @click.argument("handlers_spec", metavar="MODULE:HANDLERS")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8)
+@click.option("--concurrency", type=opt.POSITIVE, default=8)
 @click.option(
     "--queue", "queues", multiple=True, metavar="Q", help="Serve this queue only (repeatable)."
 )
@@ -69,13 +70,13 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
 )
 @click.option(
     "--batch-size",
-    type=click.IntRange(min=1),
+    type=opt.POSITIVE,
     metavar="N",
     help="Most jobs per claim [default: the free slots, concurrency + prefetch at most].",
 )
 @click.option(
     "--lock-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=opt.SECONDS,
     default=300.0,
     metavar="SECONDS",
     help="Claims not renewed for this long are taken over.",
@@ -87,12 +88,7 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     metavar="SECONDS",
     help="On SIGTERM/SIGINT, how long running jobs may take to finish.",
 )
-@click.option(
-    "--poll-interval",
-    type=click.FloatRange(min=0, min_open=True),
-    default=1.0,
-    metavar="SECONDS",
-)
+@click.option("--poll-interval", type=opt.SECONDS, default=1.0, metavar="SECONDS")
 @click.option("--worker-id", metavar="ID", help="Default: host:pid:random.")
 @click.option(
     "--log-level",
@@ -100,14 +96,13 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     default="INFO",
 )
 def worker(
-    ctx: click.Context,
     handlers_spec: str,
     queues: tuple[str, ...],
     burst: bool,
     lock_timeout: float,
     log_level: str,
     **options: Any,
-) -> None:
+) -> int:
     """Run the handlers of MODULE:HANDLERS (a dict job type -> function) until SIGTERM."""
     from ..worker import Worker
 
@@ -117,7 +112,7 @@ def worker(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    s = settings(ctx)
+    s = settings()
     w = Worker(
         s.dsn(),
         handlers,
@@ -127,8 +122,7 @@ def worker(
         **options,
     )
     w.run(burst=burst)
-    if w.aborted:  # a second Ctrl-C or SIGTERM cut the shutdown short
-        ctx.exit(130)
+    return 130 if w.aborted else 0  # aborted: a second Ctrl-C or SIGTERM cut the shutdown short
 
 
 @command(
@@ -164,18 +158,12 @@ def worker(
     "allowed_hosts",
     metavar="NAME",
     multiple=True,
-    help="A host name the dashboard answers to besides localhost, 127.0.0.1 and ::1 (and the "
-    "--bind host); repeatable. Requests naming any other host (Host, or Origin of a change) "
-    "are refused, which stops DNS rebinding.",
+    help="Another host name it answers to (repeatable); requests naming an unknown host are "
+    "refused, which stops DNS rebinding.",
 )
-def web(
-    ctx: click.Context, bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
-) -> None:
-    """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules.
-
-    It calls jobq's functions as the role it connects with: actions that role may not take are
-    shown disabled.
-    """
+def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]) -> None:
+    """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules, as the
+    role it connects with (what that role may not do is shown disabled)."""
     # Every use of pgq_client.web is here.
     try:
         import uvicorn
@@ -201,7 +189,7 @@ def web(
             f"--bind {bind} serves other machines: give a credential with --auth USER:PASSWORD "
             f"or ${WEB_AUTH_ENV} (and put TLS in front of it)"
         )
-    s = settings(ctx)
+    s = settings()
     if check:
         board = Dashboard(s.dsn(), s.schema(), refresh_seconds=2.0)
         try:
@@ -228,35 +216,37 @@ def web(
 # `jobq embedded ...` manages the server used when no database is given: it takes --home
 # (where that server lives), on the group or on a subcommand; --dsn or --schema would mean
 # nothing there.
+def _keep_home(ctx: click.Context, _param: click.Parameter, home: Path | None) -> None:
+    if home is not None:
+        ctx.meta["jobq.embedded.home"] = home
+
+
 _HOME = click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
+    expose_value=False,
+    callback=_keep_home,
     help="Where its data lives (default: $JOBQ_HOME, else a per-user directory).",
 )
 
 
+def _home() -> Path | None:
+    home: Path | None = click.get_current_context().meta.get("jobq.embedded.home")
+    return home
+
+
 @click.group("embedded")
 @_HOME
-@click.pass_context
-def embedded_group(ctx: click.Context, home: Path | None) -> None:
+def embedded_group() -> None:
     """The PostgreSQL that jobq starts itself when no database is given."""
-    ctx.meta["jobq.embedded.home"] = home
-
-
-def _home(ctx: click.Context, home: Path | None) -> Path | None:
-    return home if home is not None else ctx.meta.get("jobq.embedded.home")
 
 
 @embedded_group.command("status")
 @_HOME
-@click.pass_context
-def embedded_status(ctx: click.Context, home: Path | None) -> None:
-    """Say whether it exists and runs; starts nothing.
-
-    Prints its connection string too when it runs.
-    """
-    home = _home(ctx, home)
+def embedded_status() -> None:
+    """Say whether it exists and runs, with its connection string when it runs; starts nothing."""
+    home = _home()
     st = embedded.embedded_status(home)
     state = "running" if st.running else ("stopped" if st.initialized else "not created")
     pid = f" (pid {st.pid})" if st.pid else ""
@@ -267,10 +257,9 @@ def embedded_status(ctx: click.Context, home: Path | None) -> None:
 
 @embedded_group.command("dsn")
 @_HOME
-@click.pass_context
-def embedded_dsn(ctx: click.Context, home: Path | None) -> None:
+def embedded_dsn() -> None:
     """Print its connection string, starting it if needed."""
-    click.echo(embedded.get_embedded_dsn(_home(ctx, home)))
+    click.echo(embedded.get_embedded_dsn(_home()))
 
 
 @embedded_group.command(
@@ -278,13 +267,12 @@ def embedded_dsn(ctx: click.Context, home: Path | None) -> None:
 )
 @_HOME
 @click.argument("psql_args", nargs=-1, type=click.UNPROCESSED, metavar="[PSQL ARGS]...")
-@click.pass_context
-def embedded_psql(ctx: click.Context, home: Path | None, psql_args: tuple[str, ...]) -> None:
+def embedded_psql(psql_args: tuple[str, ...]) -> None:
     """Run psql on its jobq database, starting it if needed.
 
     Arguments after the options are psql's: `jobq embedded psql -c 'TABLE jobq_jobs'`.
     """
-    dsn = embedded.get_embedded_dsn(_home(ctx, home))
+    dsn = embedded.get_embedded_dsn(_home())
     psql = embedded.psql_path()
     if psql is None:
         fail(f"psql not found; connect with: {dsn}")
@@ -294,13 +282,9 @@ def embedded_psql(ctx: click.Context, home: Path | None, psql_args: tuple[str, .
 
 @embedded_group.command("stop")
 @_HOME
-@click.pass_context
-def embedded_stop(ctx: click.Context, home: Path | None) -> None:
-    """Stop the server; the data stays.
-
-    The next jobq command that needs it starts it again.
-    """
-    home = _home(ctx, home)
+def embedded_stop() -> None:
+    """Stop the server; the data stays (the next jobq command that needs it starts it)."""
+    home = _home()
     stopped = embedded.stop_embedded(home)
     click.echo(("stopped " if stopped else "not running: ") + embedded.describe_embedded(home))
 
@@ -308,10 +292,9 @@ def embedded_stop(ctx: click.Context, home: Path | None) -> None:
 @embedded_group.command("reset")
 @_HOME
 @click.option("--yes", is_flag=True, help="Confirm that every job in it is to be deleted.")
-@click.pass_context
-def embedded_reset(ctx: click.Context, home: Path | None, yes: bool) -> None:
+def embedded_reset(yes: bool) -> None:
     """Stop the server and DELETE its data, every job in it."""
-    home = _home(ctx, home)
+    home = _home()
     pgdata = embedded.embedded_status(home).pgdata
     if not yes:
         raise click.UsageError(f"this deletes {pgdata} and every job in it; add --yes to confirm")
