@@ -15,26 +15,34 @@ from .. import _secrets
 from ..queue import DSN_SOURCES, Queue, resolve_dsn
 
 F = TypeVar("F", bound=Callable[..., Any])
+_DSN_HELP = (
+    "PostgreSQL connection string (default: $JOBQ_DSN, else $DATABASE_URL, else an embedded "
+    "PostgreSQL started on demand)."
+)
 
 
-def describe(dsn: str) -> str:
-    """The DSN without its password, for messages."""
+_PASSWORD_WARNING = (
+    "jobq: warning: the password in --dsn is visible to other users of this machine (ps); put "
+    "it in a password file (PGPASSFILE, ~/.pgpass) or give the connection string in JOBQ_DSN "
+    "instead"
+)
+
+
+def _check_dsn(dsn: str, source: str) -> dict[str, Any]:
+    """The parts of a DSN; one that libpq cannot parse is refused, naming where it came from,
+    without its password."""
     try:
-        params = conninfo_to_dict(dsn)
-    except psycopg.Error:
-        return "(unparsable DSN)"
-    shown = [f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if params.get(k)]
-    return " ".join(shown) or "(libpq defaults)"
-
-
-def _check_dsn(dsn: str, source: str) -> str:
-    """Refuse a DSN libpq cannot parse, naming where it came from, without its password."""
-    try:
-        conninfo_to_dict(dsn)
+        return conninfo_to_dict(dsn)
     except psycopg.Error as exc:
         reason = _secrets.scrub(_secrets.mask_quoted(str(exc).strip()), [dsn])
         fail(f"the connection string from {source} is not valid: {reason}")
-    return dsn
+
+
+def describe(dsn: str) -> str:
+    """A DSN that has been checked, without its password, for messages."""
+    params = conninfo_to_dict(dsn)
+    shown = [f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if params.get(k)]
+    return " ".join(shown) or "(libpq defaults)"
 
 
 class Settings:
@@ -48,27 +56,19 @@ class Settings:
         self._dsn: str | None = None
         self._warned = False
 
-    def _given(self, dsn: str) -> str:
-        """``--dsn``, checked; a warning, once, when it carries a password: a command line is
-        visible to every user of the machine (``ps``), a file or the environment is not."""
-        dsn = _check_dsn(dsn, "--dsn")
-        if not self._warned and conninfo_to_dict(dsn).get("password"):
-            self._warned = True
-            click.echo(
-                "jobq: warning: the password in --dsn is visible to other users of this "
-                "machine (ps); put it in a password file (PGPASSFILE, ~/.pgpass) or give the "
-                "connection string in JOBQ_DSN instead",
-                err=True,
-            )
-        return dsn
-
     def configured_dsn(self, announce: bool = False) -> str | None:
-        """--dsn or the environment, without starting the embedded server."""
+        """--dsn or the environment, without starting the embedded server. A password in --dsn
+        is warned of, once: a command line is visible to every user of the machine (``ps``), a
+        file or the environment is not."""
         if self.given_dsn:
-            return self._given(self.given_dsn)
+            if _check_dsn(self.given_dsn, "--dsn").get("password") and not self._warned:
+                self._warned = True
+                click.echo(_PASSWORD_WARNING, err=True)
+            return self.given_dsn
         for name in DSN_SOURCES:
-            if os.environ.get(name):
-                dsn = _check_dsn(os.environ[name], name)
+            dsn = os.environ.get(name)
+            if dsn:
+                _check_dsn(dsn, name)
                 if announce:
                     click.echo(f"jobq: using {name} ({describe(dsn)})", err=True)
                 return dsn
@@ -116,24 +116,15 @@ def _store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
     setattr(s, attribute, value)
 
 
+def _kept(*decls: str, **attrs: Any) -> Callable[[F], F]:
+    return click.option(*decls, expose_value=False, callback=_store, **attrs)
+
+
 def connection_options(schema_default: str | None) -> Callable[[F], F]:
     """``--dsn URL`` and ``--schema NAME``, kept in the shared settings."""
     where = schema_default or "the connection's search_path"
-    schema = click.option(
-        "--schema",
-        metavar="NAME",
-        expose_value=False,
-        callback=_store,
-        help=f"Schema jobq is installed in (default: {where}).",
-    )
-    dsn = click.option(
-        "--dsn",
-        metavar="URL",
-        expose_value=False,
-        callback=_store,
-        help="PostgreSQL connection string (default: $JOBQ_DSN, else $DATABASE_URL, else "
-        "an embedded PostgreSQL started on demand).",
-    )
+    schema = _kept("--schema", metavar="NAME", help=f"Schema jobq is in (default: {where}).")
+    dsn = _kept("--dsn", metavar="URL", help=_DSN_HELP)
     return lambda f: dsn(schema(f))
 
 
@@ -154,13 +145,7 @@ def command(
 
     def decorate(f: Callable[..., Any]) -> click.Command:
         if json:
-            f = click.option(
-                "--json",
-                is_flag=True,
-                expose_value=False,
-                callback=_store,
-                help="Print JSON (keys in docs/cli.md).",
-            )(f)
+            f = _kept("--json", is_flag=True, help="Print JSON (keys in docs/cli.md).")(f)
         f = connection_options(schema_default)(f)
         make = parent.command if parent is not None else click.command
         return make(name, **attrs)(f)

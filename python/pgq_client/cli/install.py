@@ -24,7 +24,7 @@ from ..models import HealthRow
 from ..queue import Queue
 from .base import command, settings
 from .options import dry_run
-from .output import emit, table
+from .output import columns, emit
 
 LEVELS = levels.LEVELS
 level_for = grants.narrowest_level
@@ -38,19 +38,6 @@ def _catalogue(dsn: str) -> Iterator[psycopg.Connection[Any]]:
             yield conn
     except psycopg.Error as exc:
         raise from_psycopg(exc) from exc
-
-
-def _print_plan(
-    offline: Callable[[], list[Any]], online: Callable[[psycopg.Connection[Any]], list[Any]]
-) -> None:
-    """The statements of a dry run: read from the database when one is configured, else as the
-    files declare them (a DBA may review them before any database exists)."""
-    dsn = settings().configured_dsn()
-    if dsn is None:
-        click.echo(grants.render(offline()), nl=False)
-        return
-    with _catalogue(dsn) as conn:
-        click.echo(grants.render(online(conn), conn), nl=False)
 
 
 @contextmanager
@@ -107,6 +94,28 @@ def migrate(dry_run: bool, force: bool) -> None:
     emit({"schema": schema, "applied": applied}, "\n".join(f"applied {n}" for n in applied))
 
 
+def _privileges(
+    dry_run: bool,
+    offline: Callable[[str], list[Any]],
+    online: Callable[[str, psycopg.Connection[Any]], list[Any]],
+    run: Callable[[str, str], list[str]],
+    done: str,
+) -> None:
+    """Run a grant or revoke (``done`` says what it did); under --dry-run print its statements
+    instead, read from the database when one is configured, else as the files declare them (a
+    DBA may review them before any database exists)."""
+    schema = _schema()
+    dsn = settings().configured_dsn() if dry_run else None
+    if dry_run and dsn is None:
+        click.echo(grants.render(offline(schema)), nl=False)
+    elif dsn is not None:
+        with _catalogue(dsn) as conn:
+            click.echo(grants.render(online(schema, conn), conn), nl=False)
+    else:
+        ran = run(settings().dsn(), schema)
+        click.echo(f'jobq: {done} in schema "{schema}" ({len(ran)} statements)', err=True)
+
+
 @command(
     schema_default="public",
     examples="""
@@ -121,19 +130,14 @@ def migrate(dry_run: bool, force: bool) -> None:
 def grant(role: str, level: levels.Level, dry_run: bool) -> None:
     """Grant an existing ROLE what a producer, worker, monitor or admin of jobq needs."""
     if role.strip().lower() == "public":
-        raise click.BadParameter(
-            "PUBLIC is every role: grant a level to one role", param_hint="ROLE"
-        )
-    schema = _schema()
-    if dry_run:
-        _print_plan(
-            lambda: grants.grant_statements(role, level, schema),
-            lambda conn: grants.plan(role, level, schema, conn),
-        )
-        return
-    done = grants.grant(settings().dsn(), role, level, schema)
-    click.echo(
-        f'jobq: granted {level} to "{role}" in schema "{schema}" ({len(done)} statements)', err=True
+        message = "PUBLIC is every role: grant a level to one role"
+        raise click.BadParameter(message, param_hint="ROLE")
+    _privileges(
+        dry_run,
+        lambda schema: grants.grant_statements(role, level, schema),
+        lambda schema, conn: grants.plan(role, level, schema, conn),
+        lambda dsn, schema: grants.grant(dsn, role, level, schema),
+        f'granted {level} to "{role}"',
     )
 
 
@@ -147,24 +151,14 @@ def grant(role: str, level: levels.Level, dry_run: bool) -> None:
 @click.argument("role")
 @dry_run("REVOKE statements")
 def revoke(role: str, dry_run: bool) -> None:
-    """Take back from ROLE everything jobq grants in the schema (any level).
-
-    EXECUTE on every jobq function and every privilege on the jobq tables; USAGE on the schema
-    too when nothing but jobq lives in it. PUBLIC is accepted: it takes back what an older jobq
-    granted to PUBLIC.
-    """
-    schema = _schema()
-    if dry_run:
-        _print_plan(
-            lambda: grants.revoke_statements(role, schema),
-            lambda conn: grants.revoke_plan(role, schema, conn),
-        )
-        return
-    done = grants.revoke(settings().dsn(), role, schema)
-    click.echo(
-        f'jobq: revoked everything jobq grants from "{role}" in schema "{schema}" '
-        f"({len(done)} statements)",
-        err=True,
+    """Take back from ROLE everything jobq grants in the schema, whatever the level (PUBLIC:
+    what an older jobq granted to PUBLIC)."""
+    _privileges(
+        dry_run,
+        lambda schema: grants.revoke_statements(role, schema),
+        lambda schema, conn: grants.revoke_plan(role, schema, conn),
+        lambda dsn, schema: grants.revoke(dsn, role, schema),
+        f'revoked everything jobq grants from "{role}"',
     )
 
 
@@ -174,13 +168,8 @@ def _warning(check: str, detail: str) -> HealthRow:
 
 @command(json=True, examples="jobq doctor\njobq doctor --json")
 def doctor() -> int:
-    """Health checks (jobq_health) and an audit of the installation; exits 1 when one of them
-    warns, for monitoring.
-
-    Beyond jobq_health: who else controls the schema (objects jobq's owner does not own, other
-    roles that may CREATE there), and whether the installed functions are exactly those of
-    this jobq's files, compared by signature.
-    """
+    """Health checks (jobq_health), who else controls the schema, and whether the installed
+    functions are those of this jobq's files; exits 1 when one of them warns."""
     s = settings()
     dsn = s.dsn()
     # The catalogue first, on a connection of its own (search_path = pg_catalog, pg_temp): who
@@ -202,8 +191,8 @@ def doctor() -> int:
     drifted = [_warning("function_definition", f"{name} {what}") for name, what in drift]
     rows += drifted or [HealthRow("function_definition", None, "ok", 0.0, same)]
     ok = all(r.severity == "ok" for r in rows)
-    cells = [(r.check_name, r.queue, r.severity, r.detail) for r in rows]
-    emit({"ok": ok, "checks": rows}, table(["check", "queue", "severity", "detail"], cells))
+    names = ["check", "queue", "severity", "detail"]
+    emit({"ok": ok, "checks": rows}, columns(rows, names, check=lambda r: r.check_name))
     return 0 if ok else 1
 
 

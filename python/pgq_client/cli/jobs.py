@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -12,7 +12,7 @@ import click
 from ..models import STATUSES, JobStatus
 from . import options as opt
 from .base import command, fail, group, settings
-from .output import compact, emit, error_line, jobs_table, show_job, table
+from .output import columns, compact, emit, error_line, jobs_table, show_job, yes
 
 
 @group(
@@ -86,25 +86,16 @@ def jobs_retry(job_ids: list[uuid.UUID]) -> None:
     _retry(job_ids)
 
 
-def _print_statuses(ids: Sequence[uuid.UUID], found: dict[uuid.UUID, JobStatus]) -> None:
+def _print_statuses(ids: Sequence[uuid.UUID], found: Mapping[uuid.UUID, JobStatus]) -> None:
     unknown = [i for i in dict.fromkeys(ids) if i not in found]
-    headers = ["id", "status", "attempts", "finished_at", "cancel_requested", "result"]
-    rows = [
-        (
-            st.id,
-            st.status,
-            st.attempts,
-            st.finished_at,
-            "yes" if st.cancel_requested else "",
-            compact(st.result),
-            error_line(st.last_error, 60),
-        )
-        for st in found.values()
-    ]
-    emit(
-        {"jobs": list(found.values()), "unknown": unknown},
-        lambda: table([*headers, "last_error"], rows) if rows else "",
+    text = columns(
+        found.values(),
+        ["id", "status", "attempts", "finished_at", "cancel_requested", "result", "last_error"],
+        cancel_requested=lambda st: yes(st.cancel_requested),
+        result=lambda st: compact(st.result),
+        last_error=lambda st: error_line(st.last_error, 60),
     )
+    emit({"jobs": list(found.values()), "unknown": unknown}, text if found else "")
     if not settings().as_json:
         for job_id in unknown:
             click.echo(f"jobq: no job {job_id}", err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 from collections.abc import Sequence
@@ -10,20 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..models import FINISHED_STATUSES, MetricSample
+from ..models import FINISHED_STATUSES, Limit, LimitUsage, MetricSample
 from . import options as opt
 from .base import Settings, command, fail, group, settings
-from .output import cell, columns, echo_json, emit, table
+from .output import cell, columns, emit, fields, table, yes
 from .parsing import parse_payload
 
 if TYPE_CHECKING:
     from ..metrics import ListenAddress
 
 _UTC = timezone.utc
-
-
-def _fields(row: object, names: list[str]) -> dict[str, object]:
-    return {name: getattr(row, name) for name in names}
 
 
 @command(json=True, examples="jobq stats\njobq stats --schema tenant_a --json")
@@ -39,9 +36,8 @@ def stats() -> None:
 @click.option(
     "--serve",
     metavar="HOST:PORT",
-    help="Serve the metrics at http://HOST:PORT/metrics until stopped (Ctrl-C, SIGTERM), "
-    "reading jobq_metrics() on every scrape. [::1]:PORT for IPv6, :PORT for every interface, "
-    "port 0 for any free one.",
+    help="Serve them at http://HOST:PORT/metrics until stopped ([::1]:PORT for IPv6, :PORT "
+    "for every interface, port 0 for any free one).",
 )
 def metrics_command(serve: str | None) -> None:
     """Prometheus metrics kept by the database (jobq_metrics; monitor or admin), in the
@@ -54,11 +50,7 @@ def metrics_command(serve: str | None) -> None:
         click.echo(exporter.render(samples), nl=False)
         _say_if_not_counting(samples)
         return
-    try:
-        address = exporter.parse_listen_address(serve)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--serve") from None
-    _serve_metrics(settings(), address)
+    _serve_metrics(settings(), opt.parsed(exporter.parse_listen_address, serve, "--serve"))
 
 
 def _say_if_not_counting(samples: Sequence[MetricSample]) -> None:
@@ -109,9 +101,8 @@ def _serve_metrics(s: Settings, address: ListenAddress) -> None:
 @click.option(
     "--metrics/--no-metrics",
     default=None,
-    help="Count what the jobq functions do for `jobq metrics` (off on a new installation: it "
-    "costs a write in every counted call). Turning it on counts the jobs present (reads the "
-    "whole table, blocking writers meanwhile).",
+    help="Count what jobq does, for `jobq metrics` (off on a new installation: a write per "
+    "counted call; turning it on reads the whole table, blocking writers meanwhile).",
 )
 def configure(**changes: Any) -> None:
     """Show (and change) this installation's settings (admin)."""
@@ -135,12 +126,7 @@ def configure(**changes: Any) -> None:
     type=click.Choice(FINISHED_STATUSES),
     help="Finished status to prune (repeatable; default: succeeded).",
 )
-@click.option(
-    "--batch-size",
-    type=opt.POSITIVE,
-    default=10_000,
-    help="Jobs deleted per transaction (the oldest first), until none is left.",
-)
+@click.option("--batch-size", type=opt.POSITIVE, default=10_000, help="Jobs per transaction.")
 def prune(older_than: timedelta, statuses: tuple[str, ...], batch_size: int) -> None:
     """Delete finished jobs."""
     with settings().queue() as q:
@@ -175,11 +161,8 @@ def schedule() -> None:
 )
 @click.option("--paused", is_flag=True, help="Create or keep it paused (fires nothing).")
 def schedule_set(name: str, cron: str, job_type: str, payload: str | None, **job: Any) -> None:
-    """Create or replace schedule NAME: a job of TYPE at each CRON time; prints the next fire.
-
-    CRON is five fields (minute hour day-of-month month day-of-week), quoted, or @hourly,
-    @daily, @weekly, @monthly, @yearly.
-    """
+    """Create or replace schedule NAME: a job of TYPE at each CRON time (five fields, quoted,
+    or @hourly, @daily, @weekly, @monthly, @yearly); prints the next fire."""
     data = parse_payload(payload)
     with settings().queue() as q:
         next_run_at = q.schedule(name, cron, job_type, data, **job)
@@ -191,24 +174,13 @@ def schedule_list() -> None:
     """List the schedules with their next fire, in their own time zone and in UTC."""
     with settings().queue() as q:
         rows = q.schedules()
-    fields = ["name", "cron", "timezone", "job_type", "payload", "queue", "priority"]
-    fields += ["max_attempts", "catch_up", "paused", "next_run_local"]
-    found = [{**_fields(r, fields), "next_run_utc": r.next_run_at.astimezone(_UTC)} for r in rows]
-    headers = ["name", "cron", "timezone", "job_type", "catch_up", "paused"]
-    cells = [
-        (
-            r.name,
-            r.cron,
-            r.timezone,
-            r.job_type,
-            r.catch_up,
-            "yes" if r.paused else "",
-            r.next_run_local,
-            r.next_run_at.astimezone(_UTC),
-        )
-        for r in rows
-    ]
-    emit(found, table([*headers, "next (local)", "next (UTC)"], cells, "no schedules"))
+    shown = ["name", "cron", "timezone", "job_type", "payload", "queue", "priority"]
+    shown += ["max_attempts", "catch_up", "paused", "next_run_local"]
+    found = [{**fields(r, shown), "next_run_utc": r.next_run_at.astimezone(_UTC)} for r in rows]
+    names = ["name", "cron", "timezone", "job_type", "catch_up", "paused", "next_run_local"]
+    marked = [{**f, "paused": yes(f["paused"])} for f in found]
+    cells = [[f[n] for n in [*names, "next_run_utc"]] for f in marked]
+    emit(found, table([*names[:6], "next (local)", "next (UTC)"], cells, "no schedules"))
 
 
 @command(schedule, "delete")
@@ -268,8 +240,15 @@ def limit_set(
     click.echo(f"{group}: {', '.join(parts)} per key" if parts else f"removed the limit of {group}")
 
 
-def _seconds(per: timedelta | None) -> float | None:
-    return None if per is None else per.total_seconds()
+def _per_seconds(row: Limit | LimitUsage) -> dict[str, Any]:
+    """A limit's row as JSON shows it: its window in seconds."""
+    found = {f.name: getattr(row, f.name) for f in dataclasses.fields(row) if f.name != "per"}
+    return {**found, "per_seconds": None if row.per is None else row.per.total_seconds()}
+
+
+def _of(used: int | None, most: int | None) -> object:
+    """What a key uses of its limit: ``used/most``, or ``used`` alone without a limit."""
+    return f"{used}/{most}" if most else used
 
 
 @command(limit, "list", json=True)
@@ -278,34 +257,21 @@ def limit_list() -> None:
     with settings().queue() as q:
         limits = q.limits()
         usage = q.limit_usage()
-    if settings().as_json:
-        keys = ["limit_group", "max_running", "max_starts"]
-        used = [*keys, "limit_key", "running", "starts_in_window", "pending"]
-        echo_json({
-            "limits": [{**_fields(r, keys), "per_seconds": _seconds(r.per)} for r in limits],
-            "usage": [{**_fields(u, used), "per_seconds": _seconds(u.per)} for u in usage],
-        })
-        return
-    if not limits:
-        click.echo("no limits")
-        return
-    per = ["" if r.per is None else f"{r.per.total_seconds():g} s" for r in limits]
-    rows = zip(limits, per, strict=True)
-    cells = [(r.limit_group, r.max_running, r.max_starts, p) for r, p in rows]
-    click.echo(table(["limit_group", "max_running", "max_starts", "per"], cells))
-    if usage:
-        now = [
-            (
-                u.limit_group,
-                u.limit_key,
-                f"{u.running}/{u.max_running}" if u.max_running else u.running,
-                f"{u.starts_in_window}/{u.max_starts}" if u.max_starts else "",
-                u.pending,
-            )
-            for u in usage
-        ]
-        headers = ["limit_group", "limit_key", "running", "starts_in_window", "pending"]
-        click.echo("\n" + table(headers, now))
+    as_json = {"limits": [*map(_per_seconds, limits)], "usage": [*map(_per_seconds, usage)]}
+    text = columns(
+        limits,
+        ["limit_group", "max_running", "max_starts", "per"],
+        "no limits",
+        per=lambda r: "" if r.per is None else f"{r.per.total_seconds():g} s",
+    )
+    if limits and usage:
+        text += "\n\n" + columns(
+            usage,
+            ["limit_group", "limit_key", "running", "starts_in_window", "pending"],
+            running=lambda u: _of(u.running, u.max_running),
+            starts_in_window=lambda u: _of(u.starts_in_window, u.max_starts),
+        )
+    emit(as_json, text)
 
 
 @command(limit, "delete")

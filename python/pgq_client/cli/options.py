@@ -10,6 +10,7 @@ import click
 from .parsing import Duration, parse_ids
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 POSITIVE = click.IntRange(min=1)
@@ -48,3 +49,11 @@ def new_job_options(f: F) -> F:
     f = click.option("--max-attempts", type=int, default=5)(f)
     f = click.option("--priority", type=int, default=0, help="Higher runs first.")(f)
     return click.option("--queue", default="default")(f)
+
+
+def parsed(parse: Callable[[str], T], value: str, hint: str) -> T:
+    """``parse(value)``, its ValueError a usage error that names ``hint``."""
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -35,9 +36,20 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], empty: str =
     return "\n".join(lines)
 
 
-def columns(rows: Sequence[object], names: Sequence[str], empty: str = "") -> str:
-    """A table of the attributes ``names`` of each row."""
-    return table(names, [[getattr(r, n) for n in names] for r in rows], empty)
+def fields(row: object, names: Sequence[str]) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in names}
+
+
+def yes(flag: bool) -> str:
+    return "yes" if flag else ""
+
+
+def columns(
+    rows: Iterable[object], names: Sequence[str], empty: str = "", **shown: Callable[[Any], object]
+) -> str:
+    """A table of the attributes ``names`` of each row; ``shown`` renders a column its own way."""
+    get = {n: shown.get(n) or operator.attrgetter(n) for n in names}
+    return table(names, [[get[n](row) for n in names] for row in rows], empty)
 
 
 def error_line(text: str | None, width: int = 80) -> str:
@@ -84,20 +96,13 @@ def emit(value: Any, text: str | Callable[[], str]) -> None:
 
 
 def jobs_table(jobs: Sequence[Job], time_column: str, empty: str) -> str:
-    rows = [
-        (
-            job.id,
-            job.job_type,
-            job.queue,
-            job.status,
-            f"{job.attempts}/{job.max_attempts}",
-            getattr(job, time_column),
-            error_line(job.last_error),
-        )
-        for job in jobs
-    ]
-    headers = ["id", "job_type", "queue", "status", "attempts", time_column, "last_error"]
-    return table(headers, rows, empty)
+    return columns(
+        jobs,
+        ["id", "job_type", "queue", "status", "attempts", time_column, "last_error"],
+        empty,
+        attempts=lambda job: f"{job.attempts}/{job.max_attempts}",
+        last_error=lambda job: error_line(job.last_error),
+    )
 
 
 def show_job(job: Job) -> str:
@@ -105,10 +110,9 @@ def show_job(job: Job) -> str:
     names += ["created_at", "available_at", "updated_at", "locked_at", "locked_by", "finished_at"]
     if job.cancel_requested_at is not None:
         names += ["cancel_requested_at", "cancel_reason"]
-    fields = {name: getattr(job, name) for name in names}
-    fields["attempts"] = f"{job.attempts}/{job.max_attempts}"
+    shown = {**fields(job, names), "attempts": f"{job.attempts}/{job.max_attempts}"}
     width = max(map(len, names))
-    lines = [f"{n.ljust(width)}  {cell(v)}".rstrip() for n, v in fields.items()]
+    lines = [f"{n.ljust(width)}  {cell(v)}".rstrip() for n, v in shown.items()]
 
     def block(title: str, value: Any) -> None:
         lines.append(title)

@@ -17,15 +17,9 @@ from ..queue import check_aware
 
 
 def kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    return "a number"
+    """What a JSON value is, for a message that says it is not an object."""
+    names = {type(None): "null", bool: "a boolean", list: "an array", str: "a string"}
+    return names.get(type(value), "a number")
 
 
 def parse_payload(value: str | None) -> dict[str, Any]:
@@ -134,7 +128,6 @@ def parse_ids(values: Iterable[str]) -> list[uuid.UUID]:
         try:
             ids.append(uuid.UUID(value))
         except ValueError:
-            raise click.BadParameter(
-                f"{value!r} is not a job id (a UUID)", param_hint="ID"
-            ) from None
+            message = f"{value!r} is not a job id (a UUID)"
+            raise click.BadParameter(message, param_hint="ID") from None
     return ids

@@ -7,7 +7,6 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from . import options as opt
 from .base import command, fail, settings
 
 WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
+LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
 def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
@@ -57,70 +57,40 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
 )
 @click.argument("handlers_spec", metavar="MODULE:HANDLERS")
 @click.option("--concurrency", type=opt.POSITIVE, default=8)
-@click.option(
-    "--queue", "queues", multiple=True, metavar="Q", help="Serve this queue only (repeatable)."
-)
+@click.option("--queue", "queues", multiple=True, metavar="Q", help="Serve only this queue.")
 @click.option("--burst", is_flag=True, help="Exit when no job is available now.")
 @click.option(
     "--prefetch",
     type=click.IntRange(min=0),
     metavar="N",
-    help="Jobs claimed ahead of a free handler thread [default: sized to how fast jobs finish, "
-    "at most 16 x concurrency; 0 for long jobs].",
+    help="Jobs claimed ahead of a free thread [default: sized to the job rate; 0: long jobs].",
 )
+@click.option("--batch-size", type=opt.POSITIVE, metavar="N", help="Most jobs per claim.")
 @click.option(
-    "--batch-size",
-    type=opt.POSITIVE,
-    metavar="N",
-    help="Most jobs per claim [default: the free slots, concurrency + prefetch at most].",
-)
-@click.option(
-    "--lock-timeout",
-    type=opt.SECONDS,
-    default=300.0,
-    metavar="SECONDS",
-    help="Claims not renewed for this long are taken over.",
+    "--lock-timeout", type=opt.SECONDS, default=300.0, metavar="SECONDS", help="Claim lifetime."
 )
 @click.option(
     "--shutdown-grace",
     type=click.FloatRange(min=0),
     default=30.0,
     metavar="SECONDS",
-    help="On SIGTERM/SIGINT, how long running jobs may take to finish.",
+    help="On SIGTERM/SIGINT, how long running jobs may take.",
 )
 @click.option("--poll-interval", type=opt.SECONDS, default=1.0, metavar="SECONDS")
 @click.option("--worker-id", metavar="ID", help="Default: host:pid:random.")
-@click.option(
-    "--log-level",
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-    default="INFO",
-)
+@click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="INFO")
 def worker(
-    handlers_spec: str,
-    queues: tuple[str, ...],
-    burst: bool,
-    lock_timeout: float,
-    log_level: str,
-    **options: Any,
+    handlers_spec: str, queues: tuple[str, ...], burst: bool, log_level: str, **options: Any
 ) -> int:
     """Run the handlers of MODULE:HANDLERS (a dict job type -> function) until SIGTERM."""
     from ..worker import Worker
 
     handlers = _load_handlers(handlers_spec)
     logging.basicConfig(
-        level=getattr(logging, log_level.upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     s = settings()
-    w = Worker(
-        s.dsn(),
-        handlers,
-        queues=list(queues) or None,
-        lock_timeout=timedelta(seconds=lock_timeout),
-        schema=s.schema(),
-        **options,
-    )
+    w = Worker(s.dsn(), handlers, queues=list(queues) or None, schema=s.schema(), **options)
     w.run(burst=burst)
     return 130 if w.aborted else 0  # aborted: a second Ctrl-C or SIGTERM cut the shutdown short
 
@@ -136,30 +106,20 @@ def worker(
     """,
 )
 @click.option(
-    "--bind",
-    metavar="HOST:PORT",
-    default="127.0.0.1:8080",
-    help="Where to listen. Any host other than localhost needs a credential.",
+    "--bind", metavar="HOST:PORT", default="127.0.0.1:8080", help="Where (not local: --auth too)."
 )
 @click.option(
     "--auth",
     metavar="USER:PASSWORD",
-    help=f"HTTP Basic credential every request must present (default: ${WEB_AUTH_ENV}; "
-    "prefer the variable: a command line is visible to other users of the machine).",
+    help=f"HTTP Basic credential (default: ${WEB_AUTH_ENV}, which ps does not show).",
 )
-@click.option(
-    "--check",
-    is_flag=True,
-    help="Print the role and which of the dashboard's functions it may call, then exit "
-    "without serving (1 when jobq is not installed there).",
-)
+@click.option("--check", is_flag=True, help="Print which functions the role may call; exit.")
 @click.option(
     "--allowed-host",
     "allowed_hosts",
     metavar="NAME",
     multiple=True,
-    help="Another host name it answers to (repeatable); requests naming an unknown host are "
-    "refused, which stops DNS rebinding.",
+    help="Another host name to answer to (repeatable; any other is refused).",
 )
 def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]) -> None:
     """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules, as the
@@ -172,18 +132,10 @@ def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
         from ..web.app import FUNCTIONS, Dashboard, NotInstalled
     except ImportError as exc:
         fail(f"jobq web needs the web extra ({exc.name} is missing): pip install 'pgq-client[web]'")
-    try:
-        host, port = parse_bind(bind)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--bind") from None
+    host, port = opt.parsed(parse_bind, bind, "--bind")
     given = auth if auth is not None else os.environ.get(WEB_AUTH_ENV)
-    credentials = None
-    if given:
-        try:
-            credentials = Credentials.parse(given)
-        except ValueError as exc:
-            source = "--auth" if auth is not None else WEB_AUTH_ENV
-            raise click.BadParameter(str(exc), param_hint=source) from None
+    source = "--auth" if auth is not None else WEB_AUTH_ENV
+    credentials = opt.parsed(Credentials.parse, given, source) if given else None
     if credentials is None and not is_loopback(host):
         raise click.UsageError(
             f"--bind {bind} serves other machines: give a credential with --auth USER:PASSWORD "
@@ -204,9 +156,8 @@ def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
         return
     # the bound address names this server; a wildcard bind names none of its own
     named = [] if host in ("0.0.0.0", "::", "") else [host]
-    app = create_app(
-        s.dsn(), schema=s.schema(), credentials=credentials, allowed_hosts=[*named, *allowed_hosts]
-    )
+    hosts = [*named, *allowed_hosts]
+    app = create_app(s.dsn(), schema=s.schema(), credentials=credentials, allowed_hosts=hosts)
     shown = f"[{host}]" if ":" in host else host
     note = " (credential required)" if credentials else ""
     click.echo(f"jobq web: http://{shown}:{port}/{note}", err=True)
