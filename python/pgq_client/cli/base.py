@@ -1,5 +1,5 @@
-"""What every command shares: where the database is, and the options that more than one command
-takes, each declared once."""
+"""What every command shares: where the database is, ``--dsn``/``--schema``/``--json``, and
+the decorators that give each command those options."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def _store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
     if param.name == "schema" and not value.strip():
         raise click.BadParameter("must not be blank", param_hint="--schema")
     s = ctx.ensure_object(Settings)
-    attribute = {"dsn": "given_dsn", "schema": "given_schema"}.get(str(param.name), "as_json")
+    attribute = {"dsn": "given_dsn", "schema": "given_schema", "json": "as_json"}[str(param.name)]
     setattr(s, attribute, value)
 
 

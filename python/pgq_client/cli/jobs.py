@@ -79,14 +79,15 @@ def _retry(ids: Sequence[uuid.UUID]) -> None:
 @command(jobs, "retry", json=True)
 @opt.IDS
 def jobs_retry(job_ids: list[uuid.UUID]) -> None:
-    """Make dead_letter, failed or cancelled jobs pending again (attempts 0, history kept).
-
-    Exits 1 when one of them was not requeued (another status, or unknown); the others are.
-    """
+    """Make dead_letter, failed or cancelled jobs pending again (attempts 0, history kept);
+    exits 1 when one of them was not requeued (another status, or unknown)."""
     _retry(job_ids)
 
 
-def _print_statuses(ids: Sequence[uuid.UUID], found: Mapping[uuid.UUID, JobStatus]) -> None:
+def _print_statuses(
+    ids: Sequence[uuid.UUID], found: Mapping[uuid.UUID, JobStatus], finished: bool = False
+) -> int:
+    """Print how the jobs stand; 1 when one is unknown (or, with ``finished``, unfinished)."""
     unknown = [i for i in dict.fromkeys(ids) if i not in found]
     text = columns(
         found.values(),
@@ -99,6 +100,8 @@ def _print_statuses(ids: Sequence[uuid.UUID], found: Mapping[uuid.UUID, JobStatu
     if not settings().as_json:
         for job_id in unknown:
             click.echo(f"jobq: no job {job_id}", err=True)
+    done = not unknown and (not finished or all(st.finished for st in found.values()))
+    return 0 if done else 1
 
 
 @command(jobs, "status", json=True)
@@ -108,8 +111,7 @@ def jobs_status(job_ids: list[uuid.UUID]) -> int:
     producer may ask). Exits 1 when one of them is unknown."""
     with settings().queue() as q:
         found = q.status(job_ids)
-    _print_statuses(job_ids, found)
-    return 1 if len(found) < len(set(job_ids)) else 0
+    return _print_statuses(job_ids, found)
 
 
 @command(jobs, "wait", json=True)
@@ -120,9 +122,7 @@ def jobs_wait(job_ids: list[uuid.UUID], timeout: timedelta) -> int:
     their statuses. Exits 1 when one has not finished within --timeout or is unknown."""
     with settings().queue() as q:
         found = q.wait(job_ids, timeout)
-    _print_statuses(job_ids, found)
-    done = len(found) == len(set(job_ids)) and all(st.finished for st in found.values())
-    return 0 if done else 1
+    return _print_statuses(job_ids, found, finished=True)
 
 
 def _cancelled(job_id: uuid.UUID, status: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import signal
 import threading
@@ -13,7 +14,7 @@ import click
 
 from ..models import FINISHED_STATUSES, Limit, LimitUsage, MetricSample
 from . import options as opt
-from .base import Settings, command, fail, group, settings
+from .base import command, fail, group, settings
 from .output import cell, columns, emit, fields, table, yes
 from .parsing import parse_payload
 
@@ -50,7 +51,7 @@ def metrics_command(serve: str | None) -> None:
         click.echo(exporter.render(samples), nl=False)
         _say_if_not_counting(samples)
         return
-    _serve_metrics(settings(), opt.parsed(exporter.parse_listen_address, serve, "--serve"))
+    _serve_metrics(opt.parsed(exporter.parse_listen_address, serve, "--serve"))
 
 
 def _say_if_not_counting(samples: Sequence[MetricSample]) -> None:
@@ -64,14 +65,14 @@ def _say_if_not_counting(samples: Sequence[MetricSample]) -> None:
         )
 
 
-def _serve_metrics(s: Settings, address: ListenAddress) -> None:
+def _serve_metrics(address: ListenAddress) -> None:
     """Serve /metrics until SIGTERM or SIGINT; one read of jobq_metrics() first, so that a
     wrong DSN or a role without access fails here rather than on every scrape."""
     from prometheus_client import CollectorRegistry, start_http_server
 
     from .. import metrics as exporter
 
-    with s.queue() as q:
+    with settings().queue() as q:
         _say_if_not_counting(q.metrics())
         registry = CollectorRegistry(auto_describe=False)
         registry.register(exporter.JobqCollector(q.metrics))
@@ -84,10 +85,9 @@ def _serve_metrics(s: Settings, address: ListenAddress) -> None:
         stop = threading.Event()
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            while not stop.wait(1.0):
-                pass
-        except KeyboardInterrupt:
-            pass
+            with contextlib.suppress(KeyboardInterrupt):
+                while not stop.wait(1.0):
+                    pass
         finally:
             signal.signal(signal.SIGTERM, previous)
             server.shutdown()

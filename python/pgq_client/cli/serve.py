@@ -21,12 +21,12 @@ LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
 def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise click.BadParameter(
-            f"{spec!r}: expected MODULE:HANDLERS, e.g. myapp.jobs:HANDLERS",
-            param_hint="MODULE:HANDLERS",
-        )
+    """The handlers that MODULE:HANDLERS names, the module imported from the current directory
+    too (where a project's code is when its worker is started by hand)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        message = f"{spec!r}: expected MODULE:HANDLERS, e.g. myapp.jobs:HANDLERS"
+        raise click.BadParameter(message, param_hint="MODULE:HANDLERS")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
