@@ -69,12 +69,8 @@ def enqueue(
     """Add a job of TYPE and print its id; or, with --from, load many jobs.
 
     PAYLOAD_JSON is a JSON object: the text itself, - to read it from stdin, or @FILE to read
-    it from a file (for payloads too large for a command line).
-
-    --from FILE reads one JSON object per line (the keys of enqueue_many) and enqueues them in
-    batches, each all or nothing. A line that is not such an object, or a batch the database
-    refuses, is reported and skipped; the others go in. Prints a summary; exits 1 if any line
-    was not enqueued.
+    it from a file. --from loads in batches, each all or nothing; a bad line or a refused batch
+    is reported and skipped, and the exit status is then 1.
     """
     if from_file is not None:
         if payload is not None or idempotency_key is not None:

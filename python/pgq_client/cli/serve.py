@@ -57,7 +57,9 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
 )
 @click.argument("handlers_spec", metavar="MODULE:HANDLERS")
 @click.option("--concurrency", type=opt.POSITIVE, default=8)
-@click.option("--queue", "queues", multiple=True, metavar="Q", help="Serve only this queue.")
+@click.option(
+    "--queue", "queues", multiple=True, metavar="Q", help="Serve this queue only (repeatable)."
+)
 @click.option("--burst", is_flag=True, help="Exit when no job is available now.")
 @click.option(
     "--prefetch",
@@ -67,7 +69,11 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
 )
 @click.option("--batch-size", type=opt.POSITIVE, metavar="N", help="Most jobs per claim.")
 @click.option(
-    "--lock-timeout", type=opt.SECONDS, default=300.0, metavar="SECONDS", help="Claim lifetime."
+    "--lock-timeout",
+    type=opt.SECONDS,
+    default=300.0,
+    metavar="SECONDS",
+    help="Claims not renewed for this long are taken over.",
 )
 @click.option(
     "--shutdown-grace",
@@ -106,14 +112,19 @@ def worker(
     """,
 )
 @click.option(
-    "--bind", metavar="HOST:PORT", default="127.0.0.1:8080", help="Where (not local: --auth too)."
+    "--bind",
+    metavar="HOST:PORT",
+    default="127.0.0.1:8080",
+    help="Where to listen; any host but localhost needs a credential.",
 )
 @click.option(
     "--auth",
     metavar="USER:PASSWORD",
     help=f"HTTP Basic credential (default: ${WEB_AUTH_ENV}, which ps does not show).",
 )
-@click.option("--check", is_flag=True, help="Print which functions the role may call; exit.")
+@click.option(
+    "--check", is_flag=True, help="Print which of the dashboard's functions the role may call."
+)
 @click.option(
     "--allowed-host",
     "allowed_hosts",
