@@ -1,10 +1,5 @@
-"""The ``jobq`` command line (also ``python -m pgq_client``), one module per concern.
-
-The database comes from ``--dsn``, else ``JOBQ_DSN``, else ``DATABASE_URL``, else a local
-embedded PostgreSQL that the CLI starts itself; which one is used is said on stderr (except for
-an explicit ``--dsn``). ``--dsn`` and ``--schema`` are taken before and after the command name;
-given in both places, the one after the command wins. Errors: see :mod:`.errors`.
-"""
+"""The ``jobq`` command line (also ``python -m pgq_client``), one module per concern: where
+the database is in :mod:`.base`, how a command fails in :mod:`.errors`."""
 
 from __future__ import annotations
 
@@ -14,7 +9,7 @@ from collections.abc import Sequence
 import click
 
 from . import install, jobs, operations, produce, serve
-from .base import connection_options, settings
+from .base import connection_options
 from .errors import JobqGroup
 from .parsing import parse_duration, parse_run_at
 
@@ -47,9 +42,8 @@ Examples:
     package_name=DIST_NAME, prog_name="jobq", message="%(prog)s %(version)s (" + DIST_NAME + ")"
 )
 @connection_options(None)
-@click.pass_context
-def cli(ctx: click.Context) -> None:
-    settings(ctx)
+def cli() -> None:
+    pass
 
 
 def alias(command: click.Command, name: str) -> click.Command:

@@ -15,60 +15,60 @@ from .. import _secrets
 from ..queue import DSN_SOURCES, Queue, resolve_dsn
 
 F = TypeVar("F", bound=Callable[..., Any])
+_DSN_HELP = (
+    "PostgreSQL connection string (default: $JOBQ_DSN, else $DATABASE_URL, else an embedded "
+    "PostgreSQL started on demand)."
+)
+
+
+_PASSWORD_WARNING = (
+    "jobq: warning: the password in --dsn is visible to other users of this machine (ps); put "
+    "it in a password file (PGPASSFILE, ~/.pgpass) or give the connection string in JOBQ_DSN "
+    "instead"
+)
+
+
+def _check_dsn(dsn: str, source: str) -> dict[str, Any]:
+    """The parts of a DSN; one that libpq cannot parse is refused, naming where it came from,
+    without its password."""
+    try:
+        return conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        reason = _secrets.scrub(_secrets.mask_quoted(str(exc).strip()), [dsn])
+        fail(f"the connection string from {source} is not valid: {reason}")
 
 
 def describe(dsn: str) -> str:
-    """The DSN without its password, for messages."""
-    try:
-        params = conninfo_to_dict(dsn)
-    except psycopg.Error:
-        return "(unparsable DSN)"
+    """A DSN that has been checked, without its password, for messages."""
+    params = conninfo_to_dict(dsn)
     shown = [f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if params.get(k)]
     return " ".join(shown) or "(libpq defaults)"
 
 
-def _check_dsn(dsn: str, source: str) -> str:
-    """Refuse a DSN libpq cannot parse, naming where it came from, without its password."""
-    try:
-        conninfo_to_dict(dsn)
-    except psycopg.Error as exc:
-        reason = _secrets.scrub(_secrets.mask_quoted(str(exc).strip()), [dsn])
-        raise click.ClickException(
-            f"the connection string from {source} is not valid: {reason}"
-        ) from None
-    return dsn
-
-
 class Settings:
-    """What ``--dsn`` and ``--schema`` say (wherever given); the DSN is resolved on first use."""
+    """What ``--dsn``, ``--schema`` and ``--json`` say (wherever given); the DSN is resolved on
+    first use."""
 
     def __init__(self) -> None:
         self.given_dsn: str | None = None
         self.given_schema: str | None = None
+        self.as_json = False
         self._dsn: str | None = None
         self._warned = False
 
-    def _given(self, dsn: str) -> str:
-        """``--dsn``, checked; a warning, once, when it carries a password: a command line is
-        visible to every user of the machine (``ps``), a file or the environment is not."""
-        dsn = _check_dsn(dsn, "--dsn")
-        if not self._warned and conninfo_to_dict(dsn).get("password"):
-            self._warned = True
-            click.echo(
-                "jobq: warning: the password in --dsn is visible to other users of this "
-                "machine (ps); put it in a password file (PGPASSFILE, ~/.pgpass) or give the "
-                "connection string in JOBQ_DSN instead",
-                err=True,
-            )
-        return dsn
-
     def configured_dsn(self, announce: bool = False) -> str | None:
-        """--dsn or the environment, without starting the embedded server."""
+        """--dsn or the environment, without starting the embedded server. A password in --dsn
+        is warned of, once: a command line is visible to every user of the machine (``ps``), a
+        file or the environment is not."""
         if self.given_dsn:
-            return self._given(self.given_dsn)
+            if _check_dsn(self.given_dsn, "--dsn").get("password") and not self._warned:
+                self._warned = True
+                click.echo(_PASSWORD_WARNING, err=True)
+            return self.given_dsn
         for name in DSN_SOURCES:
-            if os.environ.get(name):
-                dsn = _check_dsn(os.environ[name], name)
+            dsn = os.environ.get(name)
+            if dsn:
+                _check_dsn(dsn, name)
                 if announce:
                     click.echo(f"jobq: using {name} ({describe(dsn)})", err=True)
                 return dsn
@@ -95,44 +95,36 @@ class Settings:
         return [self.given_dsn, self._dsn, *(os.environ.get(n) for n in DSN_SOURCES)]
 
 
-def settings(ctx: click.Context) -> Settings:
-    return ctx.ensure_object(Settings)
+def settings() -> Settings:
+    """The settings of the command being run (one object for the group and its commands)."""
+    return click.get_current_context().ensure_object(Settings)
 
 
 def fail(message: str) -> NoReturn:
     raise click.ClickException(message)
 
 
-def _store_dsn(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    if value is not None:
-        settings(ctx).given_dsn = value
+def _store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """Keep ``--dsn``, ``--schema`` or ``--json`` in the shared settings; given before and after
+    the command name, the innermost (the last one parsed) wins."""
+    if value is None or value is False:
+        return
+    if param.name == "schema" and not value.strip():
+        raise click.BadParameter("must not be blank", param_hint="--schema")
+    s = ctx.ensure_object(Settings)
+    attribute = {"dsn": "given_dsn", "schema": "given_schema", "json": "as_json"}[str(param.name)]
+    setattr(s, attribute, value)
 
 
-def _store_schema(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    if value is not None:
-        if not value.strip():
-            raise click.BadParameter("must not be blank", param_hint="--schema")
-        settings(ctx).given_schema = value
+def _kept(*decls: str, **attrs: Any) -> Callable[[F], F]:
+    return click.option(*decls, expose_value=False, callback=_store, **attrs)
 
 
 def connection_options(schema_default: str | None) -> Callable[[F], F]:
-    """``--dsn URL`` and ``--schema NAME``, stored in the shared settings (the innermost wins)."""
+    """``--dsn URL`` and ``--schema NAME``, kept in the shared settings."""
     where = schema_default or "the connection's search_path"
-    schema = click.option(
-        "--schema",
-        metavar="NAME",
-        expose_value=False,
-        callback=_store_schema,
-        help=f"Schema jobq is installed in (default: {where}).",
-    )
-    dsn = click.option(
-        "--dsn",
-        metavar="URL",
-        expose_value=False,
-        callback=_store_dsn,
-        help="PostgreSQL connection string (default: $JOBQ_DSN, else $DATABASE_URL, else "
-        "an embedded PostgreSQL started on demand).",
-    )
+    schema = _kept("--schema", metavar="NAME", help=f"Schema jobq is in (default: {where}).")
+    dsn = _kept("--dsn", metavar="URL", help=_DSN_HELP)
     return lambda f: dsn(schema(f))
 
 
@@ -145,18 +137,15 @@ def command(
     examples: str | None = None,
     **attrs: Any,
 ) -> Callable[[Callable[..., Any]], click.Command]:
-    """A command that takes ``--dsn`` and ``--schema`` (and ``--json`` when ``json``), gets the
-    click context first, and shows ``examples`` (one command a line) after its help."""
+    """A command that takes ``--dsn`` and ``--schema`` (and ``--json`` when ``json``) and shows
+    ``examples`` (one command a line) after its help."""
     if examples:
         lines = "".join(f"  {line.strip()}\n" for line in examples.strip().splitlines())
         attrs["epilog"] = f"\b\nExamples:\n{lines}"
 
     def decorate(f: Callable[..., Any]) -> click.Command:
-        f = click.pass_context(f)
         if json:
-            f = click.option(
-                "--json", "as_json", is_flag=True, help="Print JSON (keys in docs/cli.md)."
-            )(f)
+            f = _kept("--json", is_flag=True, help="Print JSON (keys in docs/cli.md).")(f)
         f = connection_options(schema_default)(f)
         make = parent.command if parent is not None else click.command
         return make(name, **attrs)(f)

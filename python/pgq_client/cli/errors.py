@@ -7,7 +7,8 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import click
@@ -24,14 +25,11 @@ _RUN_MIGRATE = re.compile(r"[:;,]?\s*run `jobq migrate[^`]*`(?: first)?")
 
 
 def _role_of(dsn: str | None) -> str:
-    if dsn:
-        try:
-            user = conninfo_to_dict(dsn).get("user")
-        except psycopg.Error:
-            user = None
-        if user:
-            return str(user)
-    return os.environ.get("PGUSER") or "ROLE"
+    try:
+        user = conninfo_to_dict(dsn).get("user") if dsn else None
+    except psycopg.Error:
+        user = None
+    return str(user) if user else os.environ.get("PGUSER") or "ROLE"
 
 
 def explain(exc: JobqError, settings: Settings) -> str:
@@ -40,16 +38,14 @@ def explain(exc: JobqError, settings: Settings) -> str:
     while cause is not None and not isinstance(cause, psycopg.Error):
         cause = cause.__cause__
     message = exc.message
-    if isinstance(cause, psycopg.Error):
-        hint = cause.diag.message_hint
-        if hint and hint not in message:
-            message = f"{message} (hint: {hint})"
+    hint = cause.diag.message_hint if isinstance(cause, psycopg.Error) else None
+    if hint and hint not in message:
+        message = f"{message} (hint: {hint})"
     schema = settings.given_schema
     schema_arg = f" --schema {shlex.quote(schema)}" if schema is not None else ""
     if isinstance(exc, NotMigrated):
-        dsn_arg = ""
-        if settings.given_dsn:
-            dsn_arg = f" --dsn {shlex.quote(_secrets.mask_dsn(settings.given_dsn))}"
+        dsn = settings.given_dsn
+        dsn_arg = f" --dsn {shlex.quote(_secrets.mask_dsn(dsn))}" if dsn else ""
         if isinstance(cause, psycopg.Error) and cause.diag.message_primary:
             where = f"schema {schema!r} of this database" if schema is not None else "this database"
             reason = (
@@ -79,23 +75,25 @@ def explain(exc: JobqError, settings: Settings) -> str:
     return message
 
 
-def _dsns_in_argv(argv: Iterable[str]) -> list[str]:
-    found: list[str] = []
-    previous = ""
-    for arg in argv:
-        if previous == "--dsn":
-            found.append(arg)
-        elif arg.startswith("--dsn="):
-            found.append(arg[len("--dsn=") :])
-        previous = arg
-    return found
+def _message(exc: click.ClickException | JobqError | psycopg.Error, s: Settings) -> tuple[str, int]:
+    """What to say about ``exc`` and the exit code."""
+    if isinstance(exc, click.UsageError):
+        hint = ""
+        if exc.ctx is not None and exc.cmd is not None:
+            hint = f" (see `{exc.ctx.command_path} --help`)"
+        return f"{exc.format_message()}{hint}", 2
+    if isinstance(exc, click.ClickException):
+        return exc.format_message(), exc.exit_code
+    if isinstance(exc, JobqError):
+        return explain(exc, s), 1
+    mapped = from_psycopg(exc)
+    mapped.__cause__ = exc
+    return explain(mapped, s), 1
 
 
-def _error(message: str, settings: Settings, argv: Sequence[str], code: int) -> int:
-    """Print ``jobq: error: MESSAGE`` (one line, no password) and return the exit code."""
-    text = _secrets.scrub(message, [*settings.known_dsns(), *_dsns_in_argv(argv)])
-    click.echo(f"jobq: error: {' '.join(text.splitlines())}", err=True)
-    return code
+def _dsns_in_argv(argv: Sequence[str]) -> list[str]:
+    after_flag = [arg for flag, arg in pairwise(argv) if flag == "--dsn"]
+    return after_flag + [arg[len("--dsn=") :] for arg in argv if arg.startswith("--dsn=")]
 
 
 class JobqGroup(click.Group):
@@ -124,25 +122,15 @@ class JobqGroup(click.Group):
             code = rv if isinstance(rv, int) else 0
         except click.exceptions.Exit as exc:
             code = exc.exit_code
-        except click.exceptions.Abort:
-            click.echo("jobq: aborted", err=True)
+        except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+            stopped = "aborted" if isinstance(exc, click.exceptions.Abort) else "interrupted"
+            click.echo(f"jobq: {stopped}", err=True)
             code = 130
-        except click.UsageError as exc:
-            hint = ""
-            if exc.ctx is not None and exc.cmd is not None:
-                hint = f" (see `{exc.ctx.command_path} --help`)"
-            code = _error(f"{exc.format_message()}{hint}", settings, argv, 2)
-        except click.ClickException as exc:
-            code = _error(exc.format_message(), settings, argv, exc.exit_code)
-        except JobqError as exc:
-            code = _error(explain(exc, settings), settings, argv, 1)
-        except psycopg.Error as exc:
-            mapped = from_psycopg(exc)
-            mapped.__cause__ = exc
-            code = _error(explain(mapped, settings), settings, argv, 1)
-        except KeyboardInterrupt:
-            click.echo("jobq: interrupted", err=True)
-            code = 130
+        except (click.ClickException, JobqError, psycopg.Error) as exc:
+            message, code = _message(exc, settings)
+            known = [*settings.known_dsns(), *_dsns_in_argv(argv)]
+            text = _secrets.scrub(message, known)
+            click.echo(f"jobq: error: {' '.join(text.splitlines())}", err=True)
         if standalone_mode:
             sys.exit(code)
         return code

@@ -22,8 +22,9 @@ from ..installer import privileges as grants
 from ..installer.script import render_dry_run
 from ..models import HealthRow
 from ..queue import Queue
-from .base import Settings, command, settings
-from .output import echo_json, table
+from .base import command, settings
+from .options import dry_run
+from .output import columns, emit
 
 LEVELS = levels.LEVELS
 level_for = grants.narrowest_level
@@ -37,21 +38,6 @@ def _catalogue(dsn: str) -> Iterator[psycopg.Connection[Any]]:
             yield conn
     except psycopg.Error as exc:
         raise from_psycopg(exc) from exc
-
-
-def _print_plan(
-    s: Settings,
-    offline: Callable[[], list[Any]],
-    online: Callable[[psycopg.Connection[Any]], list[Any]],
-) -> None:
-    """The statements of a dry run: read from the database when one is configured, else as the
-    files declare them (a DBA may review them before any database exists)."""
-    dsn = s.configured_dsn()
-    if dsn is None:
-        click.echo(grants.render(offline()), nl=False)
-        return
-    with _catalogue(dsn) as conn:
-        click.echo(grants.render(online(conn), conn), nl=False)
 
 
 @contextmanager
@@ -75,6 +61,10 @@ def _runner_messages() -> Iterator[None]:
         runner.grant_logger.setLevel(level)
 
 
+def _schema() -> str:
+    return settings().schema("public") or "public"
+
+
 @command(
     json=True,
     schema_default="public",
@@ -84,29 +74,46 @@ def _runner_messages() -> Iterator[None]:
         jobq migrate --dry-run > jobq.sql
     """,
 )
-@click.option("--dry-run", is_flag=True, help="Print the SQL it would run instead (for psql).")
+@dry_run("SQL it would run (for psql)")
 @click.option(
     "--force",
     is_flag=True,
     help="Migrate even a schema that another role controls (objects jobq's owner does not "
     "own, or other roles that may CREATE there); it refuses one otherwise.",
 )
-def migrate(ctx: click.Context, dry_run: bool, force: bool, as_json: bool) -> None:
+def migrate(dry_run: bool, force: bool) -> None:
     """Install or upgrade jobq in the database (idempotent)."""
-    s = settings(ctx)
-    schema = s.schema("public") or "public"
+    s, schema = settings(), _schema()
     if dry_run:
         click.echo(render_dry_run(s.configured_dsn(), schema), nl=False)
         return
     with _runner_messages():
         applied = runner.migrate(s.dsn(), schema=schema, force=force)
-    if as_json:
-        echo_json({"schema": schema, "applied": applied})
-        return
-    if not applied:
+    if not applied and not s.as_json:
         click.echo(f'jobq: schema "{schema}" is up to date, nothing to apply', err=True)
-    for name in applied:
-        click.echo(f"applied {name}")
+    emit({"schema": schema, "applied": applied}, "\n".join(f"applied {n}" for n in applied))
+
+
+def _privileges(
+    dry_run: bool,
+    offline: Callable[[str], list[Any]],
+    online: Callable[[str, psycopg.Connection[Any]], list[Any]],
+    run: Callable[[str, str], list[str]],
+    done: str,
+) -> None:
+    """Run a grant or revoke (``done`` says what it did); under --dry-run print its statements
+    instead, read from the database when one is configured, else as the files declare them (a
+    DBA may review them before any database exists)."""
+    schema = _schema()
+    dsn = settings().configured_dsn() if dry_run else None
+    if dry_run and dsn is None:
+        click.echo(grants.render(offline(schema)), nl=False)
+    elif dsn is not None:
+        with _catalogue(dsn) as conn:
+            click.echo(grants.render(online(schema, conn), conn), nl=False)
+    else:
+        ran = run(settings().dsn(), schema)
+        click.echo(f'jobq: {done} in schema "{schema}" ({len(ran)} statements)', err=True)
 
 
 @command(
@@ -118,32 +125,19 @@ def migrate(ctx: click.Context, dry_run: bool, force: bool, as_json: bool) -> No
     """,
 )
 @click.argument("role")
-@click.option(
-    "--as",
-    "level",
-    type=click.Choice(LEVELS),
-    required=True,
-    help=levels.help_text(),
-)
-@click.option("--dry-run", is_flag=True, help="Print the GRANT statements instead.")
-def grant(ctx: click.Context, role: str, level: levels.Level, dry_run: bool) -> None:
+@click.option("--as", "level", type=click.Choice(LEVELS), required=True, help=levels.help_text())
+@dry_run("GRANT statements")
+def grant(role: str, level: levels.Level, dry_run: bool) -> None:
     """Grant an existing ROLE what a producer, worker, monitor or admin of jobq needs."""
     if role.strip().lower() == "public":
-        raise click.BadParameter(
-            "PUBLIC is every role: grant a level to one role", param_hint="ROLE"
-        )
-    s = settings(ctx)
-    schema = s.schema("public") or "public"
-    if dry_run:
-        _print_plan(
-            s,
-            lambda: grants.grant_statements(role, level, schema),
-            lambda conn: grants.plan(role, level, schema, conn),
-        )
-        return
-    done = grants.grant(s.dsn(), role, level, schema)
-    click.echo(
-        f'jobq: granted {level} to "{role}" in schema "{schema}" ({len(done)} statements)', err=True
+        message = "PUBLIC is every role: grant a level to one role"
+        raise click.BadParameter(message, param_hint="ROLE")
+    _privileges(
+        dry_run,
+        lambda schema: grants.grant_statements(role, level, schema),
+        lambda schema, conn: grants.plan(role, level, schema, conn),
+        lambda dsn, schema: grants.grant(dsn, role, level, schema),
+        f'granted {level} to "{role}"',
     )
 
 
@@ -155,28 +149,16 @@ def grant(ctx: click.Context, role: str, level: levels.Level, dry_run: bool) -> 
     """,
 )
 @click.argument("role")
-@click.option("--dry-run", is_flag=True, help="Print the REVOKE statements instead.")
-def revoke(ctx: click.Context, role: str, dry_run: bool) -> None:
-    """Take back from ROLE everything jobq grants in the schema (any level).
-
-    EXECUTE on every jobq function and every privilege on the jobq tables; USAGE on the schema
-    too when nothing but jobq lives in it. PUBLIC is accepted: it takes back what an older jobq
-    granted to PUBLIC.
-    """
-    s = settings(ctx)
-    schema = s.schema("public") or "public"
-    if dry_run:
-        _print_plan(
-            s,
-            lambda: grants.revoke_statements(role, schema),
-            lambda conn: grants.revoke_plan(role, schema, conn),
-        )
-        return
-    done = grants.revoke(s.dsn(), role, schema)
-    click.echo(
-        f'jobq: revoked everything jobq grants from "{role}" in schema "{schema}" '
-        f"({len(done)} statements)",
-        err=True,
+@dry_run("REVOKE statements")
+def revoke(role: str, dry_run: bool) -> None:
+    """Take back from ROLE everything jobq grants in the schema, whatever the level (PUBLIC:
+    what an older jobq granted to PUBLIC)."""
+    _privileges(
+        dry_run,
+        lambda schema: grants.revoke_statements(role, schema),
+        lambda schema, conn: grants.revoke_plan(role, schema, conn),
+        lambda dsn, schema: grants.revoke(dsn, role, schema),
+        f'revoked everything jobq grants from "{role}"',
     )
 
 
@@ -185,17 +167,10 @@ def _warning(check: str, detail: str) -> HealthRow:
 
 
 @command(json=True, examples="jobq doctor\njobq doctor --json")
-def doctor(ctx: click.Context, as_json: bool) -> None:
-    """Health checks (jobq_health) and an audit of the installation; exits 1 when one of them
-    warns, for monitoring.
-
-    Beyond jobq_health's checks: who else controls the schema (objects in it that jobq's owner
-    does not own, roles other than it that may CREATE there), and whether the functions
-    installed are exactly those of this jobq's files, compared by signature (a body or a
-    setting changed by hand, a CREATE OR REPLACE without SECURITY DEFINER, a half-applied
-    upgrade, a jobq function or overload no file defines).
-    """
-    s = settings(ctx)
+def doctor() -> int:
+    """Health checks (jobq_health), who else controls the schema, and whether the installed
+    functions are those of this jobq's files; exits 1 when one of them warns."""
+    s = settings()
     dsn = s.dsn()
     # The catalogue first, on a connection of its own (search_path = pg_catalog, pg_temp): who
     # else controls the schema is read without calling a jobq function, one of which could be
@@ -212,23 +187,13 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         if not control:
             raise
         rows.append(_warning("health", f"jobq_health failed: {exc}"))
-    rows += [_warning("function_definition", f"{name} {what}") for name, what in drift] or [
-        HealthRow(
-            "function_definition",
-            None,
-            "ok",
-            0.0,
-            f"the functions in schema {where} are those of this jobq's files",
-        )
-    ]
+    same = f"the functions in schema {where} are those of this jobq's files"
+    drifted = [_warning("function_definition", f"{name} {what}") for name, what in drift]
+    rows += drifted or [HealthRow("function_definition", None, "ok", 0.0, same)]
     ok = all(r.severity == "ok" for r in rows)
-    if as_json:
-        echo_json({"ok": ok, "checks": rows})
-    else:
-        cells = [(r.check_name, r.queue, r.severity, r.detail) for r in rows]
-        click.echo(table(["check", "queue", "severity", "detail"], cells))
-    if not ok:
-        ctx.exit(1)
+    names = ["check", "queue", "severity", "detail"]
+    emit({"ok": ok, "checks": rows}, columns(rows, names, check=lambda r: r.check_name))
+    return 0 if ok else 1
 
 
 COMMANDS = [migrate, grant, revoke, doctor]

@@ -5,15 +5,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from typing import Any
 
 import click
 
 from ..models import STATUSES, JobStatus
+from . import options as opt
 from .base import command, fail, group, settings
-from .output import compact, echo_json, error_line, jobs_table, show_job, table
-from .parsing import Duration, parse_ids
-
-_IDS = click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
+from .output import columns, compact, emit, error_line, jobs_table, show_job, yes
 
 
 @group(
@@ -26,7 +25,7 @@ _IDS = click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
         jobq jobs wait 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55 --timeout 5m
     """,
 )
-def jobs(_ctx: click.Context) -> None:
+def jobs() -> None:
     """Look at jobs one by one and retry them (admin); follow them (status, wait: producer)."""
 
 
@@ -38,56 +37,38 @@ def jobs(_ctx: click.Context) -> None:
     metavar="S",
     help=f"Only jobs in this status (repeatable): {', '.join(STATUSES)}.",
 )
-@click.option("--queue", metavar="Q", help="Only jobs of this queue.")
+@opt.QUEUE
 @click.option("--type", "job_type", metavar="T", help="Only jobs of this job type.")
-@click.option("--limit", type=click.IntRange(min=1), default=100)
-def jobs_list(
-    ctx: click.Context,
-    statuses: tuple[str, ...],
-    queue: str | None,
-    job_type: str | None,
-    limit: int,
-    as_json: bool,
-) -> None:
+@opt.LIMIT
+def jobs_list(statuses: tuple[str, ...], **filters: Any) -> None:
     """List jobs, most recently changed first."""
-    with settings(ctx).queue() as q:
-        found = q.list_jobs(
-            statuses=list(statuses) or None, job_type=job_type, queue=queue, limit=limit
-        )
-    if as_json:
-        echo_json(found)
-    else:
-        click.echo(jobs_table(found) if found else "no jobs")
+    with settings().queue() as q:
+        found = q.list_jobs(statuses=list(statuses) or None, **filters)
+    emit(found, lambda: jobs_table(found, "updated_at", "no jobs"))
 
 
 @command(jobs, "show", json=True)
-@click.argument("job_id", metavar="ID")
-def jobs_show(ctx: click.Context, job_id: str, as_json: bool) -> None:
+@opt.ID
+def jobs_show(job_id: uuid.UUID) -> None:
     """A job's payload, result, attempts, error history, cancel request and times."""
-    (parsed,) = parse_ids([job_id])
-    with settings(ctx).queue() as q:
-        job = q.get_job(parsed)
+    with settings().queue() as q:
+        job = q.get_job(job_id)
     if job is None:
-        fail(f"no job {parsed}")
-    if as_json:
-        echo_json(job)
-    else:
-        click.echo(show_job(job))
+        fail(f"no job {job_id}")
+    emit(job, lambda: show_job(job))
 
 
-def _retry(ctx: click.Context, job_ids: Sequence[str], as_json: bool) -> None:
+def _retry(ids: Sequence[uuid.UUID]) -> None:
     """`jobs retry ID...` and `dead-letter requeue ID...`: each job requeued on its own."""
-    ids = parse_ids(job_ids)
     requeued: list[uuid.UUID] = []
     left: list[uuid.UUID] = []
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         for job_id in dict.fromkeys(ids):
             (requeued if q.requeue_dead_letter(job_id) else left).append(job_id)
-    if as_json:
-        echo_json({"requeued": requeued, "not_requeued": left})
-    else:
-        for job_id in requeued:
-            click.echo(f"requeued {job_id}")
+    emit(
+        {"requeued": requeued, "not_requeued": left},
+        lambda: "\n".join(f"requeued {job_id}" for job_id in requeued),
+    )
     if left:
         fail(
             "not requeued (not dead_letter, failed or cancelled, or unknown; nothing changed "
@@ -96,75 +77,63 @@ def _retry(ctx: click.Context, job_ids: Sequence[str], as_json: bool) -> None:
 
 
 @command(jobs, "retry", json=True)
-@_IDS
-def jobs_retry(ctx: click.Context, job_ids: tuple[str, ...], as_json: bool) -> None:
-    """Make dead_letter, failed or cancelled jobs pending again (attempts 0, history kept).
-
-    Exits 1 when one of them was not requeued (another status, or unknown); the others are.
-    """
-    _retry(ctx, job_ids, as_json)
+@opt.IDS
+def jobs_retry(job_ids: list[uuid.UUID]) -> None:
+    """Make dead_letter, failed or cancelled jobs pending again (attempts 0, history kept);
+    exits 1 when one of them was not requeued (another status, or unknown)."""
+    _retry(job_ids)
 
 
 def _print_statuses(
-    ids: Sequence[uuid.UUID], found: Mapping[uuid.UUID, JobStatus], as_json: bool
-) -> None:
+    ids: Sequence[uuid.UUID], found: Mapping[uuid.UUID, JobStatus], finished: bool = False
+) -> int:
+    """Print how the jobs stand; 1 when one is unknown (or, with ``finished``, unfinished)."""
     unknown = [i for i in dict.fromkeys(ids) if i not in found]
-    if as_json:
-        echo_json({"jobs": list(found.values()), "unknown": unknown})
-        return
-    if found:
-        headers = ["id", "status", "attempts", "finished_at", "cancel_requested", "result"]
-        rows = [
-            (
-                st.id,
-                st.status,
-                st.attempts,
-                st.finished_at,
-                "yes" if st.cancel_requested else "",
-                compact(st.result),
-                error_line(st.last_error, 60),
-            )
-            for st in found.values()
-        ]
-        click.echo(table([*headers, "last_error"], rows))
-    for job_id in unknown:
-        click.echo(f"jobq: no job {job_id}", err=True)
+    text = columns(
+        found.values(),
+        ["id", "status", "attempts", "finished_at", "cancel_requested", "result", "last_error"],
+        cancel_requested=lambda st: yes(st.cancel_requested),
+        result=lambda st: compact(st.result),
+        last_error=lambda st: error_line(st.last_error, 60),
+    )
+    emit({"jobs": list(found.values()), "unknown": unknown}, text if found else "")
+    if not settings().as_json:
+        for job_id in unknown:
+            click.echo(f"jobq: no job {job_id}", err=True)
+    done = not unknown and (not finished or all(st.finished for st in found.values()))
+    return 0 if done else 1
 
 
 @command(jobs, "status", json=True)
-@_IDS
-def jobs_status(ctx: click.Context, job_ids: tuple[str, ...], as_json: bool) -> None:
+@opt.IDS
+def jobs_status(job_ids: list[uuid.UUID]) -> int:
     """How jobs stand: status, attempts, result, last error, cancel request (no payload; a
     producer may ask). Exits 1 when one of them is unknown."""
-    ids = parse_ids(job_ids)
-    with settings(ctx).queue() as q:
-        found = q.status(ids)
-    _print_statuses(ids, found, as_json)
-    if len(found) < len(set(ids)):
-        ctx.exit(1)
+    with settings().queue() as q:
+        found = q.status(job_ids)
+    return _print_statuses(job_ids, found)
 
 
 @command(jobs, "wait", json=True)
-@_IDS
-@click.option(
-    "--timeout",
-    type=Duration(),
-    default="30s",
-    metavar="DURATION",
-    help="Give up after this long: seconds, or 90s, 30m, 12h, 1h30m.",
-)
-def jobs_wait(
-    ctx: click.Context, job_ids: tuple[str, ...], timeout: timedelta, as_json: bool
-) -> None:
+@opt.IDS
+@opt.duration("--timeout", "30s", "Give up after this long")
+def jobs_wait(job_ids: list[uuid.UUID], timeout: timedelta) -> int:
     """Wait until the jobs have finished (succeeded, failed, dead_letter, cancelled), then print
-    their statuses. Woken by a notification, not by polling. Exits 1 when one has not finished
-    within --timeout or is unknown, 0 otherwise (whatever status they ended in)."""
-    ids = parse_ids(job_ids)
-    with settings(ctx).queue() as q:
-        found = q.wait(ids, timeout)
-    _print_statuses(ids, found, as_json)
-    if len(found) < len(set(ids)) or not all(st.finished for st in found.values()):
-        ctx.exit(1)
+    their statuses. Exits 1 when one has not finished within --timeout or is unknown."""
+    with settings().queue() as q:
+        found = q.wait(job_ids, timeout)
+    return _print_statuses(job_ids, found, finished=True)
+
+
+def _cancelled(job_id: uuid.UUID, status: str) -> str:
+    if status == "cancelled":
+        return f"cancelled {job_id}"
+    if status == "cancel_requested":
+        return (
+            f"cancel requested {job_id} (running: it stops when its handler sees the request, "
+            "or ends succeeded if it completes first)"
+        )
+    return f"left alone {job_id} (already {status})"
 
 
 @command(
@@ -174,32 +143,20 @@ def jobs_wait(
         jobq cancel 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55 --reason 'customer withdrew the order'
     """,
 )
-@_IDS
+@opt.IDS
 @click.option(
     "--reason", metavar="TEXT", help="Why; kept with the job (its last_error when it was pending)."
 )
-def cancel(ctx: click.Context, job_ids: tuple[str, ...], reason: str | None, as_json: bool) -> None:
-    """Cancel jobs: a pending job is cancelled at once; a running one is asked to stop (its
-    handler sees job.cancel_requested()) and ends cancelled unless it completes first; a
-    finished job is left alone. A producer may cancel. Exits 1 when one of them is unknown."""
-    ids = parse_ids(job_ids)
-    with settings(ctx).queue() as q:
-        statuses = q.cancel(ids, reason)
-    unknown = [i for i in dict.fromkeys(ids) if i not in statuses]
-    if as_json:
-        rows = [{"id": i, "status": st} for i, st in statuses.items()]
-        echo_json({"jobs": rows, "unknown": unknown})
-    else:
-        for job_id, status in statuses.items():
-            if status == "cancelled":
-                click.echo(f"cancelled {job_id}")
-            elif status == "cancel_requested":
-                click.echo(
-                    f"cancel requested {job_id} (running: it stops when its handler sees the "
-                    "request, or ends succeeded if it completes first)"
-                )
-            else:
-                click.echo(f"left alone {job_id} (already {status})")
+def cancel(job_ids: list[uuid.UUID], reason: str | None) -> None:
+    """Cancel jobs: a pending job at once; a running one is asked to stop and ends cancelled
+    unless it completes first; a finished one is left alone. Exits 1 when one is unknown."""
+    with settings().queue() as q:
+        statuses = q.cancel(job_ids, reason)
+    unknown = [i for i in dict.fromkeys(job_ids) if i not in statuses]
+    emit(
+        {"jobs": [{"id": i, "status": st} for i, st in statuses.items()], "unknown": unknown},
+        lambda: "\n".join(_cancelled(i, st) for i, st in statuses.items()),
+    )
     if unknown:
         fail(f"no job {', '.join(map(str, unknown))} (nothing changed for it)")
 
@@ -211,54 +168,39 @@ def cancel(ctx: click.Context, job_ids: tuple[str, ...], reason: str | None, as_
         jobq dead-letter requeue --all --job-type send_email
     """,
 )
-def dead_letter(_ctx: click.Context) -> None:
+def dead_letter() -> None:
     """Jobs that used all their attempts (dead_letter) or failed permanently (failed)."""
 
 
 @command(dead_letter, "list", json=True)
-@click.option("--job-type", metavar="T")
-@click.option("--queue", metavar="Q")
-@click.option("--limit", type=click.IntRange(min=1), default=100)
-def dead_letter_list(
-    ctx: click.Context, job_type: str | None, queue: str | None, limit: int, as_json: bool
-) -> None:
+@opt.JOB_TYPE
+@opt.QUEUE
+@opt.LIMIT
+def dead_letter_list(**filters: Any) -> None:
     """List dead_letter and failed jobs, most recent first."""
-    with settings(ctx).queue() as q:
-        found = q.dead_letters(job_type=job_type, queue=queue, limit=limit)
-    if as_json:
-        echo_json(found)
-    else:
-        click.echo(jobs_table(found, "finished_at") if found else "no dead-letter or failed jobs")
+    with settings().queue() as q:
+        found = q.dead_letters(**filters)
+    emit(found, lambda: jobs_table(found, "finished_at", "no dead-letter or failed jobs"))
 
 
 @command(dead_letter, "requeue", json=True)
-@click.argument("job_ids", metavar="[ID]...", nargs=-1)
+@opt.ids("[ID]...", required=False)
 @click.option("--all", "all_", is_flag=True, help="Requeue every dead_letter and failed job.")
-@click.option("--job-type", metavar="T", help="With --all: only jobs of this type.")
-@click.option("--queue", metavar="Q", help="With --all: only jobs of this queue.")
-def dead_letter_requeue(
-    ctx: click.Context,
-    job_ids: tuple[str, ...],
-    all_: bool,
-    job_type: str | None,
-    queue: str | None,
-    as_json: bool,
-) -> None:
+@opt.JOB_TYPE
+@opt.QUEUE
+def dead_letter_requeue(job_ids: list[uuid.UUID], all_: bool, **filters: Any) -> None:
     """Make dead_letter, failed or cancelled jobs (ID..., as `jobq jobs retry`) or every
-    dead_letter and failed job (--all) pending again."""
+    dead_letter and failed job (--all; of a job type, of a queue) pending again."""
     if bool(job_ids) == all_:
         raise click.UsageError("give either a job ID or --all")
     if job_ids:
-        if job_type or queue:
+        if any(filters.values()):
             raise click.UsageError("--job-type and --queue go with --all, not with an ID")
-        _retry(ctx, job_ids, as_json)
+        _retry(job_ids)
         return
-    with settings(ctx).queue() as q:
-        count = q.requeue_dead_letters(job_type=job_type, queue=queue)
-    if as_json:
-        echo_json({"requeued": count})
-    else:
-        click.echo(f"requeued {count} jobs")
+    with settings().queue() as q:
+        count = q.requeue_dead_letters(**filters)
+    emit({"requeued": count}, f"requeued {count} jobs")
 
 
 COMMANDS = [jobs, cancel, dead_letter]

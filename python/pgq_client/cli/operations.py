@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import signal
 import threading
 from collections.abc import Sequence
 from datetime import timedelta, timezone
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..models import FINISHED_STATUSES, MetricSample
-from .base import Settings, command, fail, group, settings
-from .output import cell, echo_json, table
-from .parsing import Duration, parse_payload
+from ..models import FINISHED_STATUSES, Limit, LimitUsage, MetricSample
+from . import options as opt
+from .base import command, fail, group, settings
+from .output import cell, columns, emit, fields, table, yes
+from .parsing import parse_payload
 
 if TYPE_CHECKING:
     from ..metrics import ListenAddress
@@ -21,52 +24,34 @@ if TYPE_CHECKING:
 _UTC = timezone.utc
 
 
-def _fields(row: object, names: list[str]) -> dict[str, object]:
-    return {name: getattr(row, name) for name in names}
-
-
 @command(json=True, examples="jobq stats\njobq stats --schema tenant_a --json")
-def stats(ctx: click.Context, as_json: bool) -> None:
+def stats() -> None:
     """Job counts per queue, type and status."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         rows = q.stats()
-    if as_json:
-        echo_json(rows)
-    elif not rows:
-        click.echo("no jobs")
-    else:
-        headers = ["queue", "job_type", "status", "jobs", "oldest_available_at"]
-        click.echo(table(headers, [[getattr(r, h) for h in headers] for r in rows]))
+    names = ["queue", "job_type", "status", "jobs", "oldest_available_at"]
+    emit(rows, lambda: columns(rows, names, "no jobs"))
 
 
 @command(None, "metrics", examples="jobq metrics\njobq metrics --serve 127.0.0.1:9187")
 @click.option(
     "--serve",
     metavar="HOST:PORT",
-    help="Serve the metrics at http://HOST:PORT/metrics until stopped (Ctrl-C, SIGTERM), "
-    "reading jobq_metrics() on every scrape. [::1]:PORT for IPv6, :PORT for every interface, "
-    "port 0 for any free one.",
+    help="Serve them at http://HOST:PORT/metrics until stopped ([::1]:PORT for IPv6, :PORT "
+    "for every interface, port 0 for any free one).",
 )
-def metrics_command(ctx: click.Context, serve: str | None) -> None:
-    """Prometheus metrics kept by the database (jobq_metrics; monitor or admin): counters,
-    gauges and histograms per queue and job type, in the Prometheus text format.
-
-    See docs/metrics.md for each metric, and docs/grafana/ and docs/prometheus/ for a
-    dashboard and alert rules.
-    """
+def metrics_command(serve: str | None) -> None:
+    """Prometheus metrics kept by the database (jobq_metrics; monitor or admin), in the
+    Prometheus text format. docs/metrics.md describes each metric."""
     from .. import metrics as exporter
 
     if serve is None:
-        with settings(ctx).queue() as q:
+        with settings().queue() as q:
             samples = q.metrics()
         click.echo(exporter.render(samples), nl=False)
         _say_if_not_counting(samples)
         return
-    try:
-        address = exporter.parse_listen_address(serve)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--serve") from None
-    _serve_metrics(settings(ctx), address)
+    _serve_metrics(opt.parsed(exporter.parse_listen_address, serve, "--serve"))
 
 
 def _say_if_not_counting(samples: Sequence[MetricSample]) -> None:
@@ -80,14 +65,14 @@ def _say_if_not_counting(samples: Sequence[MetricSample]) -> None:
         )
 
 
-def _serve_metrics(s: Settings, address: ListenAddress) -> None:
+def _serve_metrics(address: ListenAddress) -> None:
     """Serve /metrics until SIGTERM or SIGINT; one read of jobq_metrics() first, so that a
     wrong DSN or a role without access fails here rather than on every scrape."""
     from prometheus_client import CollectorRegistry, start_http_server
 
     from .. import metrics as exporter
 
-    with s.queue() as q:
+    with settings().queue() as q:
         _say_if_not_counting(q.metrics())
         registry = CollectorRegistry(auto_describe=False)
         registry.register(exporter.JobqCollector(q.metrics))
@@ -100,10 +85,9 @@ def _serve_metrics(s: Settings, address: ListenAddress) -> None:
         stop = threading.Event()
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            while not stop.wait(1.0):
-                pass
-        except KeyboardInterrupt:
-            pass
+            with contextlib.suppress(KeyboardInterrupt):
+                while not stop.wait(1.0):
+                    pass
         finally:
             signal.signal(signal.SIGTERM, previous)
             server.shutdown()
@@ -113,24 +97,18 @@ def _serve_metrics(s: Settings, address: ListenAddress) -> None:
 
 
 @command(examples="jobq configure\njobq configure --max-payload-bytes 4194304", json=True)
-@click.option("--max-payload-bytes", type=click.IntRange(min=1), help="Largest payload (jsonb).")
+@click.option("--max-payload-bytes", type=opt.POSITIVE, help="Largest payload (jsonb).")
 @click.option(
     "--metrics/--no-metrics",
     default=None,
-    help="Count what the jobq functions do for `jobq metrics` (off on a new installation: it "
-    "costs a write in every counted call). Turning it on counts the jobs present (reads the "
-    "whole table, blocking writers meanwhile).",
+    help="Count what jobq does, for `jobq metrics` (off on a new installation: a write per "
+    "counted call; turning it on reads the whole table, blocking writers meanwhile).",
 )
-def configure(
-    ctx: click.Context, max_payload_bytes: int | None, metrics: bool | None, as_json: bool
-) -> None:
+def configure(**changes: Any) -> None:
     """Show (and change) this installation's settings (admin)."""
-    with settings(ctx).queue() as q:
-        values = q.configure(max_payload_bytes=max_payload_bytes, metrics=metrics)
-    if as_json:
-        echo_json(values)
-    else:
-        click.echo(table(["setting", "value"], sorted(values.items())))
+    with settings().queue() as q:
+        values = q.configure(**changes)
+    emit(values, lambda: table(["setting", "value"], sorted(values.items())))
 
 
 @command(
@@ -140,13 +118,7 @@ def configure(
         jobq prune --older-than 12h --status failed --status dead_letter
     """,
 )
-@click.option(
-    "--older-than",
-    type=Duration(),
-    default="7d",
-    metavar="DURATION",
-    help="Only jobs finished longer ago than this: seconds, or 90s, 30m, 12h, 7d, 1w, 1h30m.",
-)
+@opt.duration("--older-than", "7d", "Only jobs finished longer ago than this")
 @click.option(
     "--status",
     "statuses",
@@ -154,26 +126,12 @@ def configure(
     type=click.Choice(FINISHED_STATUSES),
     help="Finished status to prune (repeatable; default: succeeded).",
 )
-@click.option(
-    "--batch-size",
-    type=click.IntRange(min=1),
-    default=10_000,
-    help="Jobs deleted per transaction (the oldest first), until none is left.",
-)
-def prune(
-    ctx: click.Context,
-    older_than: timedelta,
-    statuses: tuple[str, ...],
-    batch_size: int,
-    as_json: bool,
-) -> None:
+@click.option("--batch-size", type=opt.POSITIVE, default=10_000, help="Jobs per transaction.")
+def prune(older_than: timedelta, statuses: tuple[str, ...], batch_size: int) -> None:
     """Delete finished jobs."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         count = q.prune(older_than, list(statuses) or ["succeeded"], batch_size=batch_size)
-    if as_json:
-        echo_json({"pruned": count})
-    else:
-        click.echo(f"pruned {count} jobs")
+    emit({"pruned": count}, f"pruned {count} jobs")
 
 
 @group(
@@ -184,7 +142,7 @@ def prune(
         jobq schedule delete nightly-report
     """,
 )
-def schedule(_ctx: click.Context) -> None:
+def schedule() -> None:
     """Periodic jobs: cron schedules kept in the database, fired by every Worker's tick."""
 
 
@@ -194,9 +152,7 @@ def schedule(_ctx: click.Context) -> None:
 @click.argument("job_type", metavar="TYPE")
 @click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
 @click.option("--timezone", default="UTC", help="IANA zone of the cron times.")
-@click.option("--queue", default="default")
-@click.option("--priority", type=int, default=0, help="Higher runs first.")
-@click.option("--max-attempts", type=int, default=5)
+@opt.new_job_options
 @click.option(
     "--catch-up",
     type=click.Choice(["skip", "latest", "all"]),
@@ -204,87 +160,43 @@ def schedule(_ctx: click.Context) -> None:
     help="Fires nobody ticked in time: none, the most recent, or each (1,000 at most).",
 )
 @click.option("--paused", is_flag=True, help="Create or keep it paused (fires nothing).")
-def schedule_set(
-    ctx: click.Context,
-    name: str,
-    cron: str,
-    job_type: str,
-    payload: str | None,
-    timezone: str,
-    queue: str,
-    priority: int,
-    max_attempts: int,
-    catch_up: Literal["skip", "latest", "all"],
-    paused: bool,
-) -> None:
-    """Create or replace schedule NAME: a job of TYPE at each CRON time; prints the next fire.
-
-    CRON is five fields (minute hour day-of-month month day-of-week), quoted, or @hourly,
-    @daily, @weekly, @monthly, @yearly.
-    """
+def schedule_set(name: str, cron: str, job_type: str, payload: str | None, **job: Any) -> None:
+    """Create or replace schedule NAME: a job of TYPE at each CRON time (five fields, quoted,
+    or @hourly, @daily, @weekly, @monthly, @yearly); prints the next fire."""
     data = parse_payload(payload)
-    with settings(ctx).queue() as q:
-        next_run_at = q.schedule(
-            name,
-            cron,
-            job_type,
-            data,
-            timezone=timezone,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            catch_up=catch_up,
-            paused=paused,
-        )
+    with settings().queue() as q:
+        next_run_at = q.schedule(name, cron, job_type, data, **job)
     click.echo(f"{name}: next fire {cell(next_run_at.astimezone(_UTC))}")
 
 
 @command(schedule, "list", json=True)
-def schedule_list(ctx: click.Context, as_json: bool) -> None:
+def schedule_list() -> None:
     """List the schedules with their next fire, in their own time zone and in UTC."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         rows = q.schedules()
-    if as_json:
-        fields = ["name", "cron", "timezone", "job_type", "payload", "queue", "priority"]
-        fields += ["max_attempts", "catch_up", "paused", "next_run_local"]
-        echo_json([
-            {**_fields(r, fields), "next_run_utc": r.next_run_at.astimezone(_UTC)} for r in rows
-        ])
-        return
-    if not rows:
-        click.echo("no schedules")
-        return
-    headers = ["name", "cron", "timezone", "job_type", "catch_up", "paused"]
-    cells = [
-        (
-            r.name,
-            r.cron,
-            r.timezone,
-            r.job_type,
-            r.catch_up,
-            "yes" if r.paused else "",
-            r.next_run_local,
-            r.next_run_at.astimezone(_UTC),
-        )
-        for r in rows
-    ]
-    click.echo(table([*headers, "next (local)", "next (UTC)"], cells))
+    shown = ["name", "cron", "timezone", "job_type", "payload", "queue", "priority"]
+    shown += ["max_attempts", "catch_up", "paused", "next_run_local"]
+    found = [{**fields(r, shown), "next_run_utc": r.next_run_at.astimezone(_UTC)} for r in rows]
+    names = ["name", "cron", "timezone", "job_type", "catch_up", "paused", "next_run_local"]
+    marked = [{**f, "paused": yes(f["paused"])} for f in found]
+    cells = [[f[n] for n in [*names, "next_run_utc"]] for f in marked]
+    emit(found, table([*names[:6], "next (local)", "next (UTC)"], cells, "no schedules"))
 
 
 @command(schedule, "delete")
 @click.argument("name")
-def schedule_delete(ctx: click.Context, name: str) -> None:
+def schedule_delete(name: str) -> None:
     """Delete schedule NAME (jobs it already enqueued stay)."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         if not q.unschedule(name):
             fail(f"no schedule named {name!r}; nothing changed")
     click.echo(f"deleted {name}")
 
 
 @command()
-def tick(ctx: click.Context) -> None:
+def tick() -> None:
     """Fire the due schedules now, for pg_cron or a system timer (Workers tick by themselves)."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         fires = q.tick()
     for f in fires:
         click.echo(f"{f.schedule}  {cell(f.fire_at.astimezone(_UTC))}  {f.job_id}")
@@ -300,36 +212,17 @@ def tick(ctx: click.Context) -> None:
         jobq limit delete per-customer
     """,
 )
-def limit(_ctx: click.Context) -> None:
+def limit() -> None:
     """Concurrency and rate limits per (limit group, limit key), enforced by every claim."""
 
 
 @command(limit, "set")
 @click.argument("group")
-@click.option(
-    "--max-running",
-    type=click.IntRange(min=1),
-    help="At most N jobs of one key processing at once.",
-    metavar="N",
-)
-@click.option(
-    "--max-starts",
-    type=click.IntRange(min=1),
-    help="At most N jobs of one key started within any --per window.",
-    metavar="N",
-)
-@click.option(
-    "--per",
-    type=click.FloatRange(min=0, min_open=True),
-    help="The window of --max-starts, in seconds.",
-    metavar="SECONDS",
-)
+@click.option("--max-running", type=opt.POSITIVE, metavar="N", help="Running at once, per key.")
+@click.option("--max-starts", type=opt.POSITIVE, metavar="N", help="Started per --per, per key.")
+@click.option("--per", type=opt.SECONDS, metavar="SECONDS", help="The window of --max-starts.")
 def limit_set(
-    ctx: click.Context,
-    group: str,
-    max_running: int | None,
-    max_starts: int | None,
-    per: float | None,
+    group: str, max_running: int | None, max_starts: int | None, per: float | None
 ) -> None:
     """Set the limits of GROUP; each key of the group has them for itself.
 
@@ -337,7 +230,7 @@ def limit_set(
     """
     if (max_starts is None) != (per is None):
         raise click.UsageError("--max-starts and --per go together (N jobs per SECONDS)")
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         q.set_limit(group, max_running=max_running, max_starts=max_starts, per=per)
     parts = []
     if max_running is not None:
@@ -347,51 +240,45 @@ def limit_set(
     click.echo(f"{group}: {', '.join(parts)} per key" if parts else f"removed the limit of {group}")
 
 
-def _seconds(per: timedelta | None) -> float | None:
-    return None if per is None else per.total_seconds()
+def _per_seconds(row: Limit | LimitUsage) -> dict[str, Any]:
+    """A limit's row as JSON shows it: its window in seconds."""
+    found = {f.name: getattr(row, f.name) for f in dataclasses.fields(row) if f.name != "per"}
+    return {**found, "per_seconds": None if row.per is None else row.per.total_seconds()}
+
+
+def _of(used: int | None, most: int | None) -> object:
+    """What a key uses of its limit: ``used/most``, or ``used`` alone without a limit."""
+    return f"{used}/{most}" if most else used
 
 
 @command(limit, "list", json=True)
-def limit_list(ctx: click.Context, as_json: bool) -> None:
+def limit_list() -> None:
     """List the limits and what each key uses now (running, starts in the window, pending)."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         limits = q.limits()
         usage = q.limit_usage()
-    if as_json:
-        keys = ["limit_group", "max_running", "max_starts"]
-        used = [*keys, "limit_key", "running", "starts_in_window", "pending"]
-        echo_json({
-            "limits": [{**_fields(r, keys), "per_seconds": _seconds(r.per)} for r in limits],
-            "usage": [{**_fields(u, used), "per_seconds": _seconds(u.per)} for u in usage],
-        })
-        return
-    if not limits:
-        click.echo("no limits")
-        return
-    per = ["" if r.per is None else f"{r.per.total_seconds():g} s" for r in limits]
-    rows = zip(limits, per, strict=True)
-    cells = [(r.limit_group, r.max_running, r.max_starts, p) for r, p in rows]
-    click.echo(table(["limit_group", "max_running", "max_starts", "per"], cells))
-    if usage:
-        now = [
-            (
-                u.limit_group,
-                u.limit_key,
-                f"{u.running}/{u.max_running}" if u.max_running else u.running,
-                f"{u.starts_in_window}/{u.max_starts}" if u.max_starts else "",
-                u.pending,
-            )
-            for u in usage
-        ]
-        headers = ["limit_group", "limit_key", "running", "starts_in_window", "pending"]
-        click.echo("\n" + table(headers, now))
+    as_json = {"limits": [*map(_per_seconds, limits)], "usage": [*map(_per_seconds, usage)]}
+    text = columns(
+        limits,
+        ["limit_group", "max_running", "max_starts", "per"],
+        "no limits",
+        per=lambda r: "" if r.per is None else f"{r.per.total_seconds():g} s",
+    )
+    if limits and usage:
+        text += "\n\n" + columns(
+            usage,
+            ["limit_group", "limit_key", "running", "starts_in_window", "pending"],
+            running=lambda u: _of(u.running, u.max_running),
+            starts_in_window=lambda u: _of(u.starts_in_window, u.max_starts),
+        )
+    emit(as_json, text)
 
 
 @command(limit, "delete")
 @click.argument("group")
-def limit_delete(ctx: click.Context, group: str) -> None:
+def limit_delete(group: str) -> None:
     """Remove the limits of GROUP: its waiting jobs are claimed at once."""
-    with settings(ctx).queue() as q:
+    with settings().queue() as q:
         q.set_limit(group)
     click.echo(f"removed the limit of {group}")
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -13,6 +14,7 @@ import click
 
 from ..errors import error_summary
 from ..models import Job
+from .base import settings
 
 
 def cell(value: object) -> str:
@@ -22,13 +24,32 @@ def cell(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], empty: str = "") -> str:
+    """The one table writer: aligned columns under a header; ``empty`` when there is no row."""
+    if empty and not rows:
+        return empty
     cells = [[cell(v) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     return "\n".join(lines)
+
+
+def fields(row: object, names: Sequence[str]) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in names}
+
+
+def yes(flag: bool) -> str:
+    return "yes" if flag else ""
+
+
+def columns(
+    rows: Iterable[object], names: Sequence[str], empty: str = "", **shown: Callable[[Any], object]
+) -> str:
+    """A table of the attributes ``names`` of each row; ``shown`` renders a column its own way."""
+    get = {n: shown.get(n) or operator.attrgetter(n) for n in names}
+    return table(names, [[get[n](row) for n in names] for row in rows], empty)
 
 
 def error_line(text: str | None, width: int = 80) -> str:
@@ -63,21 +84,25 @@ def echo_json(value: Any) -> None:
     click.echo(json.dumps(jsonable(value), ensure_ascii=False, sort_keys=True))
 
 
-def jobs_table(jobs: Sequence[Job], time_column: str = "updated_at") -> str:
-    rows = [
-        (
-            job.id,
-            job.job_type,
-            job.queue,
-            job.status,
-            f"{job.attempts}/{job.max_attempts}",
-            getattr(job, time_column),
-            error_line(job.last_error),
-        )
-        for job in jobs
-    ]
-    headers = ["id", "job_type", "queue", "status", "attempts", time_column, "last_error"]
-    return table(headers, rows)
+def emit(value: Any, text: str | Callable[[], str]) -> None:
+    """``value`` as JSON under ``--json``; else ``text`` (a function: rendered only then), when
+    there is any."""
+    if settings().as_json:
+        echo_json(value)
+        return
+    shown = text if isinstance(text, str) else text()
+    if shown:
+        click.echo(shown)
+
+
+def jobs_table(jobs: Sequence[Job], time_column: str, empty: str) -> str:
+    return columns(
+        jobs,
+        ["id", "job_type", "queue", "status", "attempts", time_column, "last_error"],
+        empty,
+        attempts=lambda job: f"{job.attempts}/{job.max_attempts}",
+        last_error=lambda job: error_line(job.last_error),
+    )
 
 
 def show_job(job: Job) -> str:
@@ -85,10 +110,9 @@ def show_job(job: Job) -> str:
     names += ["created_at", "available_at", "updated_at", "locked_at", "locked_by", "finished_at"]
     if job.cancel_requested_at is not None:
         names += ["cancel_requested_at", "cancel_reason"]
-    fields = {name: getattr(job, name) for name in names}
-    fields["attempts"] = f"{job.attempts}/{job.max_attempts}"
+    shown = {**fields(job, names), "attempts": f"{job.attempts}/{job.max_attempts}"}
     width = max(map(len, names))
-    lines = [f"{n.ljust(width)}  {cell(v)}".rstrip() for n, v in fields.items()]
+    lines = [f"{n.ljust(width)}  {cell(v)}".rstrip() for n, v in shown.items()]
 
     def block(title: str, value: Any) -> None:
         lines.append(title)

@@ -17,15 +17,9 @@ from ..queue import check_aware
 
 
 def kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    return "a number"
+    """What a JSON value is, for a message that says it is not an object."""
+    names = {type(None): "null", bool: "a boolean", list: "an array", str: "a string"}
+    return names.get(type(value), "a number")
 
 
 def parse_payload(value: str | None) -> dict[str, Any]:
@@ -87,6 +81,7 @@ def parse_run_at(value: str | None) -> datetime | None:
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
+_DURATION = re.compile(rf"(?:{_DURATION_PART.pattern})+\s*", re.IGNORECASE)
 
 
 def parse_duration(text: str) -> timedelta:
@@ -95,17 +90,10 @@ def parse_duration(text: str) -> timedelta:
     try:
         seconds = float(value)
     except ValueError:
-        pos = 0
-        seconds = 0.0
-        for match in _DURATION_PART.finditer(value):
-            if match.start() != pos:
-                break
-            seconds += float(match.group(1)) * _UNITS[match.group(2).lower()]
-            pos = match.end()
-        if pos == 0 or value[pos:].strip():
-            raise ValueError(
-                f"{text!r} is not a duration (e.g. 90, 90s, 30m, 12h, 7d, 1w, 1h30m)"
-            ) from None
+        if not _DURATION.fullmatch(value):
+            example = "e.g. 90, 90s, 30m, 12h, 7d, 1w, 1h30m"
+            raise ValueError(f"{text!r} is not a duration ({example})") from None
+        seconds = sum(float(n) * _UNITS[u.lower()] for n, u in _DURATION_PART.findall(value))
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"{text!r} is not a duration: it must be a finite, non-negative time")
     try:
@@ -134,7 +122,6 @@ def parse_ids(values: Iterable[str]) -> list[uuid.UUID]:
         try:
             ids.append(uuid.UUID(value))
         except ValueError:
-            raise click.BadParameter(
-                f"{value!r} is not a job id (a UUID)", param_hint="ID"
-            ) from None
+            message = f"{value!r} is not a job id (a UUID)"
+            raise click.BadParameter(message, param_hint="ID") from None
     return ids

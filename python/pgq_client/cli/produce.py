@@ -6,14 +6,19 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import click
 
+from . import options as opt
 from .base import command, settings
-from .output import echo_json
+from .output import emit
 from .parsing import kind, parse_payload, parse_run_at
+
+_LINE_DEFAULTS = ("priority", "max_attempts", "queue", "run_at")
+_UNSET = click.core.ParameterSource.DEFAULT
 
 
 @command(
@@ -47,39 +52,25 @@ from .parsing import kind, parse_payload, parse_run_at
 @click.option(
     "--run-at",
     metavar="T",
+    callback=lambda _c, _p, value: parse_run_at(value),
     help="Not before this time: ISO 8601 with a UTC offset or Z (2030-01-31T09:00:00+01:00).",
 )
-@click.option("--priority", type=int, default=0, help="Higher runs first.")
-@click.option("--max-attempts", type=int, default=5)
-@click.option("--queue", default="default")
-@click.option(
-    "--limit-group", metavar="G", help="Count against the limits of group G (jobq limit set)."
-)
-@click.option(
-    "--limit-key", metavar="K", help="Within --limit-group, the key with limits of its own."
-)
+@opt.new_job_options
+@click.option("--limit-group", metavar="G", help="Count against the limits of group G.")
+@click.option("--limit-key", metavar="K", help="Within --limit-group, a key with its own limits.")
 def enqueue(
-    ctx: click.Context,
     job_type: str | None,
     payload: str | None,
     from_file: str | None,
     batch_size: int,
     idempotency_key: str | None,
-    run_at: str | None,
-    as_json: bool,
     **options: Any,
 ) -> int:
     """Add a job of TYPE and print its id; or, with --from, load many jobs.
 
     PAYLOAD_JSON is a JSON object: the text itself, - to read it from stdin, or @FILE to read
-    it from a file (for payloads too large for a command line).
-
-    --from FILE reads one JSON object per line ({"job_type": ..., "payload": ..., and any of
-    idempotency_key, max_attempts, run_at, priority, queue}; blank lines are skipped) and
-    enqueues them in batches, each all or nothing. A line that is not such an object is
-    reported with its line number and skipped; a batch that the database refuses is reported
-    with the line at fault and skipped as a whole; the others go in. A progress bar shows on
-    a terminal. Prints a summary; exits 1 if any line was not enqueued.
+    it from a file. --from loads in batches, each all or nothing; a bad line or a refused batch
+    is reported and skipped, and the exit status is then 1.
     """
     if from_file is not None:
         if payload is not None or idempotency_key is not None:
@@ -88,31 +79,34 @@ def enqueue(
                 "PAYLOAD_JSON and --idempotency-key do not apply"
             )
         # The options given on the command line are the defaults of lines that leave them out.
-        source = ctx.get_parameter_source
-        defaults: dict[str, Any] = {
-            k: v
-            for k, v in options.items()
-            if k in ("priority", "max_attempts", "queue")
-            and source(k) is not click.core.ParameterSource.DEFAULT
-        }
+        source = click.get_current_context().get_parameter_source
+        defaults = {k: v for k, v in options.items() if k in _LINE_DEFAULTS and source(k) != _UNSET}
         if job_type is not None:
             defaults["job_type"] = job_type
-        if run_at is not None:
-            defaults["run_at"] = parse_run_at(run_at)
-        return _bulk_enqueue(ctx, from_file, batch_size, defaults, as_json)
+        return _bulk_enqueue(from_file, batch_size, defaults)
     if job_type is None:
         raise click.UsageError("Missing argument 'TYPE' (or give --from FILE)")
     data = parse_payload(payload)
-    when = parse_run_at(run_at)
-    with settings(ctx).queue() as q:
-        job_id = q.enqueue(
-            job_type, data, idempotency_key=idempotency_key, run_at=when, **options
-        )
-    if as_json:
-        echo_json({"id": job_id})
-    else:
-        click.echo(str(job_id))
+    with settings().queue() as q:
+        job_id = q.enqueue(job_type, data, idempotency_key=idempotency_key, **options)
+    emit({"id": job_id}, str(job_id))
     return 0
+
+
+def _job(raw: bytes) -> dict[str, Any] | str:
+    """The job on one line of the stream, or what is wrong with the line."""
+    try:
+        job = json.loads(raw)
+    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+        return f"not valid JSON: {exc}"
+    if not isinstance(job, dict):
+        return f"must be a JSON object, got {kind(job)}"
+    if isinstance(job.get("run_at"), str):
+        try:
+            job["run_at"] = parse_run_at(job["run_at"])
+        except click.BadParameter as exc:
+            return f"run_at {exc.message}"
+    return job
 
 
 class _Lines:
@@ -129,78 +123,51 @@ class _Lines:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for number, raw in enumerate(self._stream, 1):
             self.bytes_read += len(raw)
-            if not raw.strip():
-                continue
-            try:
-                job = json.loads(raw)
-            except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
-                self.bad.append((number, f"not valid JSON: {exc}"))
-                continue
-            if not isinstance(job, dict):
-                self.bad.append((number, f"must be a JSON object, got {kind(job)}"))
-                continue
-            if isinstance(job.get("run_at"), str):
-                try:
-                    job["run_at"] = parse_run_at(job["run_at"])
-                except click.BadParameter as exc:
-                    self.bad.append((number, f"run_at {exc.message}"))
-                    continue
-            self.line_of.append(number)
-            yield {**self._defaults, **job}
+            job = _job(raw) if raw.strip() else None
+            if isinstance(job, str):
+                self.bad.append((number, job))
+            elif job is not None:
+                self.line_of.append(number)
+                yield {**self._defaults, **job}
 
 
-class _Progress:
+@contextmanager
+def _progress(lines: _Lines, total_bytes: int | None) -> Iterator[Callable[[int], None]]:
     """A progress bar on stderr while it is a terminal (bytes of a file, else a job count);
     nothing otherwise, so that logs and pipes stay clean."""
-
-    def __init__(self, lines: _Lines, total_bytes: int | None) -> None:
-        self._lines = lines
-        self._bar: Any = None
-        self._shown = 0
-        self._tty = sys.stderr.isatty()
-        if self._tty and total_bytes:
-            self._bar = click.progressbar(
-                length=total_bytes, label="enqueueing", file=sys.stderr, show_pos=False
-            )
-            self._bar.__enter__()
-
-    def __call__(self, jobs: int) -> None:
-        if self._bar is not None:
-            self._bar.update(self._lines.bytes_read - self._shown)
-            self._shown = self._lines.bytes_read
-        elif self._tty:
-            click.echo(f"\renqueued {jobs:,} jobs", file=sys.stderr, nl=False)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-        elif self._tty:
+    if not sys.stderr.isatty():
+        yield lambda jobs: None
+    elif total_bytes:
+        bar = click.progressbar(
+            length=total_bytes, label="enqueueing", file=sys.stderr, show_pos=False
+        )
+        with bar:
+            yield lambda jobs: bar.update(lines.bytes_read - bar.pos)
+    else:
+        try:
+            yield lambda jobs: click.echo(f"\renqueued {jobs:,} jobs", file=sys.stderr, nl=False)
+        finally:
             click.echo("", file=sys.stderr)
 
 
-def _bulk_enqueue(
-    ctx: click.Context, source: str, batch_size: int, defaults: Mapping[str, Any], as_json: bool
-) -> int:
+def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> int:
     stream: Any = sys.stdin.buffer
     total = None
     if source != "-":
         try:
             stream = open(source, "rb")  # noqa: SIM115 - closed below, after the load
         except OSError as exc:
-            raise click.BadParameter(
-                f"cannot read {source!r}: {exc.strerror or exc}", param_hint="--from"
-            ) from None
+            reason = f"cannot read {source!r}: {exc.strerror or exc}"
+            raise click.BadParameter(reason, param_hint="--from") from None
         total = os.fstat(stream.fileno()).st_size
     lines = _Lines(stream, defaults)
-    progress = _Progress(lines, total)
     started = time.monotonic()
     try:
-        with settings(ctx).queue() as q:
+        with _progress(lines, total) as progress, settings().queue() as q:
             summary = q.enqueue_iter(
                 lines, batch_size=batch_size, skip_refused=True, progress=progress
             )
     finally:
-        progress.close()
         if stream is not sys.stdin.buffer:
             stream.close()
     seconds = time.monotonic() - started
@@ -215,32 +182,22 @@ def _bulk_enqueue(
         }
         for r in summary.refused
     ]
-    if as_json:
-        bad = [{"line": n, "error": e} for n, e in lines.bad]
-        echo_json({
-            "jobs": summary.jobs,
-            "batches": summary.batches,
-            "seconds": round(seconds, 3),
-            "bad_lines": bad,
-            "refused": refused,
-        })
-        return 1 if lines.bad or refused else 0
-    for number, error in lines.bad:
-        click.echo(f"line {number}: {error}; skipped", err=True)
-    for r in refused:
-        at = "" if r["line"] is None else f"line {r['line']}: "
-        (first, last) = r["lines"]
-        click.echo(
-            f"{at}{r['error']}; lines {first} to {last} ({r['jobs']} jobs) were not enqueued",
-            err=True,
-        )
+    if not settings().as_json:
+        for number, error in lines.bad:
+            click.echo(f"line {number}: {error}; skipped", err=True)
+        for r in refused:
+            at = "" if r["line"] is None else f"line {r['line']}: "
+            first, last = r["lines"]
+            where = f"lines {first} to {last} ({r['jobs']} jobs)"
+            click.echo(f"{at}{r['error']}; {where} were not enqueued", err=True)
     rate = summary.jobs / seconds if seconds > 0 else 0.0
     skipped = len(lines.bad) + sum(r.count for r in summary.refused)
-    click.echo(
-        f"enqueued {summary.jobs:,} jobs in {summary.batches:,} batches, "
-        f"{seconds:.1f} s ({rate:,.0f} jobs/s)"
-        + (f"; {skipped:,} lines not enqueued" if skipped else "")
-    )
+    done = f"enqueued {summary.jobs:,} jobs in {summary.batches:,} batches"
+    text = f"{done}, {seconds:.1f} s ({rate:,.0f} jobs/s)"
+    bad = [{"line": n, "error": e} for n, e in lines.bad]
+    counts = {"jobs": summary.jobs, "batches": summary.batches, "seconds": round(seconds, 3)}
+    text += f"; {skipped:,} lines not enqueued" if skipped else ""
+    emit({**counts, "bad_lines": bad, "refused": refused}, text)
     return 1 if lines.bad or refused else 0
 
 

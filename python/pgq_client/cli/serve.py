@@ -7,25 +7,26 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import click
 
 from .. import embedded
+from . import options as opt
 from .base import command, fail, settings
 
 WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
+LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
 def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise click.BadParameter(
-            f"{spec!r}: expected MODULE:HANDLERS, e.g. myapp.jobs:HANDLERS",
-            param_hint="MODULE:HANDLERS",
-        )
+    """The handlers that MODULE:HANDLERS names, the module imported from the current directory
+    too (where a project's code is when its worker is started by hand)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        message = f"{spec!r}: expected MODULE:HANDLERS, e.g. myapp.jobs:HANDLERS"
+        raise click.BadParameter(message, param_hint="MODULE:HANDLERS")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
@@ -55,7 +56,7 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     """,
 )
 @click.argument("handlers_spec", metavar="MODULE:HANDLERS")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8)
+@click.option("--concurrency", type=opt.POSITIVE, default=8)
 @click.option(
     "--queue", "queues", multiple=True, metavar="Q", help="Serve this queue only (repeatable)."
 )
@@ -64,18 +65,12 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     "--prefetch",
     type=click.IntRange(min=0),
     metavar="N",
-    help="Jobs claimed ahead of a free handler thread [default: sized to how fast jobs finish, "
-    "at most 16 x concurrency; 0 for long jobs].",
+    help="Jobs claimed ahead of a free thread [default: sized to the job rate; 0: long jobs].",
 )
-@click.option(
-    "--batch-size",
-    type=click.IntRange(min=1),
-    metavar="N",
-    help="Most jobs per claim [default: the free slots, concurrency + prefetch at most].",
-)
+@click.option("--batch-size", type=opt.POSITIVE, metavar="N", help="Most jobs per claim.")
 @click.option(
     "--lock-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=opt.SECONDS,
     default=300.0,
     metavar="SECONDS",
     help="Claims not renewed for this long are taken over.",
@@ -85,50 +80,25 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     type=click.FloatRange(min=0),
     default=30.0,
     metavar="SECONDS",
-    help="On SIGTERM/SIGINT, how long running jobs may take to finish.",
+    help="On SIGTERM/SIGINT, how long running jobs may take.",
 )
-@click.option(
-    "--poll-interval",
-    type=click.FloatRange(min=0, min_open=True),
-    default=1.0,
-    metavar="SECONDS",
-)
+@click.option("--poll-interval", type=opt.SECONDS, default=1.0, metavar="SECONDS")
 @click.option("--worker-id", metavar="ID", help="Default: host:pid:random.")
-@click.option(
-    "--log-level",
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-    default="INFO",
-)
+@click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="INFO")
 def worker(
-    ctx: click.Context,
-    handlers_spec: str,
-    queues: tuple[str, ...],
-    burst: bool,
-    lock_timeout: float,
-    log_level: str,
-    **options: Any,
-) -> None:
+    handlers_spec: str, queues: tuple[str, ...], burst: bool, log_level: str, **options: Any
+) -> int:
     """Run the handlers of MODULE:HANDLERS (a dict job type -> function) until SIGTERM."""
     from ..worker import Worker
 
     handlers = _load_handlers(handlers_spec)
     logging.basicConfig(
-        level=getattr(logging, log_level.upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    s = settings(ctx)
-    w = Worker(
-        s.dsn(),
-        handlers,
-        queues=list(queues) or None,
-        lock_timeout=timedelta(seconds=lock_timeout),
-        schema=s.schema(),
-        **options,
-    )
+    s = settings()
+    w = Worker(s.dsn(), handlers, queues=list(queues) or None, schema=s.schema(), **options)
     w.run(burst=burst)
-    if w.aborted:  # a second Ctrl-C or SIGTERM cut the shutdown short
-        ctx.exit(130)
+    return 130 if w.aborted else 0  # aborted: a second Ctrl-C or SIGTERM cut the shutdown short
 
 
 @command(
@@ -145,37 +115,26 @@ def worker(
     "--bind",
     metavar="HOST:PORT",
     default="127.0.0.1:8080",
-    help="Where to listen. Any host other than localhost needs a credential.",
+    help="Where to listen; any host but localhost needs a credential.",
 )
 @click.option(
     "--auth",
     metavar="USER:PASSWORD",
-    help=f"HTTP Basic credential every request must present (default: ${WEB_AUTH_ENV}; "
-    "prefer the variable: a command line is visible to other users of the machine).",
+    help=f"HTTP Basic credential (default: ${WEB_AUTH_ENV}, which ps does not show).",
 )
 @click.option(
-    "--check",
-    is_flag=True,
-    help="Print the role and which of the dashboard's functions it may call, then exit "
-    "without serving (1 when jobq is not installed there).",
+    "--check", is_flag=True, help="Print which of the dashboard's functions the role may call."
 )
 @click.option(
     "--allowed-host",
     "allowed_hosts",
     metavar="NAME",
     multiple=True,
-    help="A host name the dashboard answers to besides localhost, 127.0.0.1 and ::1 (and the "
-    "--bind host); repeatable. Requests naming any other host (Host, or Origin of a change) "
-    "are refused, which stops DNS rebinding.",
+    help="Another host name to answer to (repeatable; any other is refused).",
 )
-def web(
-    ctx: click.Context, bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
-) -> None:
-    """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules.
-
-    It calls jobq's functions as the role it connects with: actions that role may not take are
-    shown disabled.
-    """
+def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]) -> None:
+    """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules, as the
+    role it connects with (what that role may not do is shown disabled)."""
     # Every use of pgq_client.web is here.
     try:
         import uvicorn
@@ -184,24 +143,16 @@ def web(
         from ..web.app import FUNCTIONS, Dashboard, NotInstalled
     except ImportError as exc:
         fail(f"jobq web needs the web extra ({exc.name} is missing): pip install 'pgq-client[web]'")
-    try:
-        host, port = parse_bind(bind)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--bind") from None
+    host, port = opt.parsed(parse_bind, bind, "--bind")
     given = auth if auth is not None else os.environ.get(WEB_AUTH_ENV)
-    credentials = None
-    if given:
-        try:
-            credentials = Credentials.parse(given)
-        except ValueError as exc:
-            source = "--auth" if auth is not None else WEB_AUTH_ENV
-            raise click.BadParameter(str(exc), param_hint=source) from None
+    source = "--auth" if auth is not None else WEB_AUTH_ENV
+    credentials = opt.parsed(Credentials.parse, given, source) if given else None
     if credentials is None and not is_loopback(host):
         raise click.UsageError(
             f"--bind {bind} serves other machines: give a credential with --auth USER:PASSWORD "
             f"or ${WEB_AUTH_ENV} (and put TLS in front of it)"
         )
-    s = settings(ctx)
+    s = settings()
     if check:
         board = Dashboard(s.dsn(), s.schema(), refresh_seconds=2.0)
         try:
@@ -216,9 +167,8 @@ def web(
         return
     # the bound address names this server; a wildcard bind names none of its own
     named = [] if host in ("0.0.0.0", "::", "") else [host]
-    app = create_app(
-        s.dsn(), schema=s.schema(), credentials=credentials, allowed_hosts=[*named, *allowed_hosts]
-    )
+    hosts = [*named, *allowed_hosts]
+    app = create_app(s.dsn(), schema=s.schema(), credentials=credentials, allowed_hosts=hosts)
     shown = f"[{host}]" if ":" in host else host
     note = " (credential required)" if credentials else ""
     click.echo(f"jobq web: http://{shown}:{port}/{note}", err=True)
@@ -228,35 +178,37 @@ def web(
 # `jobq embedded ...` manages the server used when no database is given: it takes --home
 # (where that server lives), on the group or on a subcommand; --dsn or --schema would mean
 # nothing there.
+def _keep_home(ctx: click.Context, _param: click.Parameter, home: Path | None) -> None:
+    if home is not None:
+        ctx.meta["jobq.embedded.home"] = home
+
+
 _HOME = click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
+    expose_value=False,
+    callback=_keep_home,
     help="Where its data lives (default: $JOBQ_HOME, else a per-user directory).",
 )
 
 
+def _home() -> Path | None:
+    home: Path | None = click.get_current_context().meta.get("jobq.embedded.home")
+    return home
+
+
 @click.group("embedded")
 @_HOME
-@click.pass_context
-def embedded_group(ctx: click.Context, home: Path | None) -> None:
+def embedded_group() -> None:
     """The PostgreSQL that jobq starts itself when no database is given."""
-    ctx.meta["jobq.embedded.home"] = home
-
-
-def _home(ctx: click.Context, home: Path | None) -> Path | None:
-    return home if home is not None else ctx.meta.get("jobq.embedded.home")
 
 
 @embedded_group.command("status")
 @_HOME
-@click.pass_context
-def embedded_status(ctx: click.Context, home: Path | None) -> None:
-    """Say whether it exists and runs; starts nothing.
-
-    Prints its connection string too when it runs.
-    """
-    home = _home(ctx, home)
+def embedded_status() -> None:
+    """Say whether it exists and runs, with its connection string when it runs; starts nothing."""
+    home = _home()
     st = embedded.embedded_status(home)
     state = "running" if st.running else ("stopped" if st.initialized else "not created")
     pid = f" (pid {st.pid})" if st.pid else ""
@@ -267,10 +219,9 @@ def embedded_status(ctx: click.Context, home: Path | None) -> None:
 
 @embedded_group.command("dsn")
 @_HOME
-@click.pass_context
-def embedded_dsn(ctx: click.Context, home: Path | None) -> None:
+def embedded_dsn() -> None:
     """Print its connection string, starting it if needed."""
-    click.echo(embedded.get_embedded_dsn(_home(ctx, home)))
+    click.echo(embedded.get_embedded_dsn(_home()))
 
 
 @embedded_group.command(
@@ -278,13 +229,12 @@ def embedded_dsn(ctx: click.Context, home: Path | None) -> None:
 )
 @_HOME
 @click.argument("psql_args", nargs=-1, type=click.UNPROCESSED, metavar="[PSQL ARGS]...")
-@click.pass_context
-def embedded_psql(ctx: click.Context, home: Path | None, psql_args: tuple[str, ...]) -> None:
+def embedded_psql(psql_args: tuple[str, ...]) -> None:
     """Run psql on its jobq database, starting it if needed.
 
     Arguments after the options are psql's: `jobq embedded psql -c 'TABLE jobq_jobs'`.
     """
-    dsn = embedded.get_embedded_dsn(_home(ctx, home))
+    dsn = embedded.get_embedded_dsn(_home())
     psql = embedded.psql_path()
     if psql is None:
         fail(f"psql not found; connect with: {dsn}")
@@ -294,13 +244,9 @@ def embedded_psql(ctx: click.Context, home: Path | None, psql_args: tuple[str, .
 
 @embedded_group.command("stop")
 @_HOME
-@click.pass_context
-def embedded_stop(ctx: click.Context, home: Path | None) -> None:
-    """Stop the server; the data stays.
-
-    The next jobq command that needs it starts it again.
-    """
-    home = _home(ctx, home)
+def embedded_stop() -> None:
+    """Stop the server; the data stays (the next jobq command that needs it starts it)."""
+    home = _home()
     stopped = embedded.stop_embedded(home)
     click.echo(("stopped " if stopped else "not running: ") + embedded.describe_embedded(home))
 
@@ -308,10 +254,9 @@ def embedded_stop(ctx: click.Context, home: Path | None) -> None:
 @embedded_group.command("reset")
 @_HOME
 @click.option("--yes", is_flag=True, help="Confirm that every job in it is to be deleted.")
-@click.pass_context
-def embedded_reset(ctx: click.Context, home: Path | None, yes: bool) -> None:
+def embedded_reset(yes: bool) -> None:
     """Stop the server and DELETE its data, every job in it."""
-    home = _home(ctx, home)
+    home = _home()
     pgdata = embedded.embedded_status(home).pgdata
     if not yes:
         raise click.UsageError(f"this deletes {pgdata} and every job in it; add --yes to confirm")
