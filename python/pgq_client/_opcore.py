@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
@@ -41,6 +41,7 @@ __all__ = [
     "job_ids_of",
     "payload_json",
     "seconds_or_none",
+    "step",
 ]
 
 T = TypeVar("T")
@@ -111,19 +112,23 @@ def drive(
     op: Op[T], run: Callable[[Call], list[Any]], pause: Callable[[Pause], None] | None = None
 ) -> T:
     """Run ``op`` to its result, each call with ``run`` and each pause with ``pause`` (the
-    synchronous executor): :func:`adrive`'s loop, stepped without an event loop, since
-    nothing it awaits here ever suspends."""
+    synchronous executor): :func:`adrive`'s loop, stepped by :func:`step`."""
 
     async def arun(call: Call) -> list[Any]:
         return run(call)
 
-    async def apause(step: Pause) -> None:
+    async def apause(paused: Pause) -> None:
         if pause is None:
-            await _no_pause(step)  # pragma: no cover
+            await _no_pause(paused)  # pragma: no cover
         else:
-            pause(step)
+            pause(paused)
 
-    coroutine = adrive(op, arun, apause)
+    return step(adrive(op, arun, apause))
+
+
+def step(coroutine: Coroutine[Any, Any, T]) -> T:
+    """The result of a coroutine that never suspends (everything it awaits is synchronous),
+    without an event loop: how one piece of code serves a blocking and an asyncio caller."""
     try:
         coroutine.send(None)
     except StopIteration as done:

@@ -2,11 +2,10 @@
 
 ``concurrency + 2`` threads besides the one in :meth:`Worker.run`: the fetcher
 (:mod:`.fetcher`: LISTEN and claims, with the completions of limited jobs), the handler
-threads (:mod:`.handlers`) and the acknowledger (:mod:`.acker`: release, the other
-completions, failures, heartbeats); with ``async def``
-handlers, one more runs the event loop they run on (:mod:`.async_handlers`). They share one lock
-(:class:`.state.Shared`); :mod:`.policy` sizes the claims, :mod:`.config` checks the
-arguments, :func:`.retry.reconnecting` is every retry. ``run()`` starts them, waits for a stop
+threads (:mod:`.handlers`, with one more for the event loop of ``async def`` handlers) and the
+acknowledger (:mod:`.acker`: release, the other completions, failures, heartbeats). They
+share one lock (:class:`.state.Shared`); :mod:`.policy` sizes the claims, :mod:`.config`
+checks the arguments, :mod:`.retry` is every retry. ``run()`` starts them, waits for a stop
 (``stop()``, SIGTERM/SIGINT, a burst run's end or an error no retry can fix) and shuts them
 down in order: claiming stops, unstarted jobs are released, running handlers get
 ``shutdown_grace``, results are sent. A second stop aborts the wait.
@@ -41,7 +40,6 @@ from ..installer.compat import check_compatible
 from ..models import Job, use_fast_json
 from ..queue import resolve_dsn
 from .acker import Acknowledger
-from .async_handlers import AsyncHandlerPool
 from .config import (
     AsyncPlainHandler,
     AsyncTransactionalHandler,
@@ -248,15 +246,9 @@ class Worker:
             PrefetchPolicy(config.concurrency, config.prefetch, config.batch_size), burst
         )
         pool = self._transaction_pool(dsn)
-        handlers = (
-            AsyncHandlerPool(
-                shared, config, pool, self._force, self._who, self._wake_up,
-                # the async transactional handlers' pool: their own statements run there, with
-                # the application's search_path (see _transaction_pool)
-                dsn=dsn, connect_kwargs=self._connect_kwargs(dsn, own=False),
-            )
-            if config.asynchronous
-            else HandlerPool(shared, config, pool, self._force, self._who, self._wake_up)
+        handlers = HandlerPool(
+            shared, config, pool, self._force, self._who, self._wake_up,
+            dsn=dsn, connect_kwargs=self._connect_kwargs(dsn, own=False),
         )
         acker = Acknowledger(shared, config, Link(connect), self._force, self._who, self._end)
         fetcher = Fetcher(shared, config, listen, self._who, self._end)

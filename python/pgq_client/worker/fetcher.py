@@ -121,7 +121,7 @@ class Fetcher:
         finally:
             # Completions of limited jobs that this thread took and did not send, and those
             # that handlers finish from now on, go to the acknowledger.
-            self._shared.close_key_acks(self._key_acks)
+            self._shared.hand_over_key_acks(self._key_acks, close=True)
             self._key_acks = []
             self._link.close()
 
