@@ -54,22 +54,18 @@ class _Path(NamedTuple):
 
 
 class Acknowledger:
-    """Sends, in this order each round: the release of unstarted jobs (at shutdown), every
-    completion so far in one ``jobq_complete_many`` (with the results of those that have one;
-    limited jobs without a result are completed by the fetcher while it runs, see Fetcher),
-    every failure so far in one ``jobq_fail_many`` (a row per job, in order), and the heartbeat
-    of every held job when one is due, which also asks which of them have a cancel request
-    (``jobq_cancel_requested`` in the same statement); when a notification said a cancel
-    concerns this worker, it asks that at once. Held jobs with a request are marked, so that
-    ``job.cancel_requested()`` turns true in their handlers.
+    """Sends, in this order each round: releases of unstarted jobs (at shutdown), completions
+    in one ``jobq_complete_many`` (limited jobs without a result are completed by the fetcher
+    while it runs), failures in one ``jobq_fail_many``, and when one is due the heartbeat of
+    every held job, which also asks which of them have a cancel request; when a notification
+    said a cancel concerns this worker, it asks that at once. Held jobs with a request are
+    marked, so that ``job.cancel_requested()`` turns true in their handlers.
 
-    One thread doing all of them one after the other is what keeps a heartbeat from meeting an
-    acknowledgement of the same rows (a heartbeat skips rows locked by others, and then a
-    smaller count would no longer mean lost claims). Every call is fenced by the claim's
-    attempt, so a batch whose reply was lost with the connection is simply sent again. Each
-    batch goes in id order: jobq_cancel locks the rows it changes in id order too, so that the
-    two wait for each other instead of deadlocking. It also logs how each failure ended and,
-    every ``summary_interval``, what the worker has done.
+    One thread doing all of them one after the other keeps a heartbeat from meeting an
+    acknowledgement of the same rows (a heartbeat skips rows locked by others, and a smaller
+    count would no longer mean lost claims). Every call is fenced by the claim's attempt, so a
+    batch whose reply was lost with the connection is simply sent again. Batches go in id
+    order: jobq_cancel locks rows in id order too, so the two wait instead of deadlocking.
     """
 
     def __init__(
@@ -88,7 +84,7 @@ class Acknowledger:
         self._link = link
         self._force = force
         self._who = who
-        self._deadline = math.inf  # after close(): stop retrying then
+        self._deadline = math.inf
         now = time.monotonic()
         self._next_beat = now + config.heartbeat_seconds
         self._next_summary = now + (config.summary_interval or math.inf)
@@ -116,7 +112,6 @@ class Acknowledger:
             self._shared.acks_ready.notify()
 
     def run(self) -> None:
-        """The thread's body."""
         try:
             self._loop()
         except Exception as exc:  # a bug; the worker stops rather than lose results silently
@@ -126,7 +121,7 @@ class Acknowledger:
         finally:
             self._link.close()
 
-    def _giving_up(self) -> bool:
+    def _giving_up(self) -> bool:  # after close(), past the deadline; or aborting
         return self._force.is_set() or time.monotonic() > self._deadline
 
     def _loop(self) -> None:
@@ -145,7 +140,7 @@ class Acknowledger:
                     self._heartbeat()
                     self._next_beat = time.monotonic() + config.heartbeat_seconds
                 elif self._shared.cancel_check and now >= self._next_cancel_check:
-                    self._check_cancels()
+                    self._heartbeat(renew=False)
                     self._next_cancel_check = time.monotonic() + CANCEL_CHECK_PAUSE
                 if now >= self._next_tick:
                     self._tick()
@@ -198,9 +193,8 @@ class Acknowledger:
             return batch
 
     def _acknowledge(self, batch: list[Ack]) -> bool:
-        """Send ``batch``: releases, then completions, then failures (with those of results
-        that could not be stored), each in one statement. False when it stopped on an error
-        that no retry gets past (what is left is logged)."""
+        """Send ``batch``, each kind in one statement (the failures last, with those of results
+        that could not be stored). False on an error no retry gets past."""
         groups: dict[_Path, list[Any]] = {RELEASE: [], COMPLETE: [], FAIL: []}
         for ack in batch:
             groups[_PATHS.get(type(ack), COMPLETE)].append(ack)
@@ -235,8 +229,8 @@ class Acknowledger:
         return []
 
     def _send(self, statement: _ops.Call, doing: str) -> tuple[list[Any], bool]:
-        """Run one statement through lost connections; its rows, and whether it was retried
-        (then an earlier try may have been applied, its reply lost)."""
+        """The rows of ``statement``, sent through lost connections, and whether it was
+        retried (then an earlier try may have been applied, its reply lost)."""
         retried = False
 
         def on_lost() -> None:
@@ -305,23 +299,36 @@ class Acknowledger:
 
     # -- heartbeats, cancels, schedules --------------------------------------------------------
 
-    def _heartbeat(self) -> None:
+    def _heartbeat(self, renew: bool = True) -> None:
+        """Renew the claims of the held jobs and learn which have a cancel request, in one
+        statement; without ``renew`` (a notification said a job of this worker got a cancel
+        request), only the latter."""
         with self._shared.lock:
             ids = list(self._shared.held)
-            self._shared.cancel_check = False  # this heartbeat asks
-        if not ids:
+            self._shared.cancel_check = False  # this statement asks
+        if not ids or not (renew or self._cancels_allowed):
             return
         rows: list[Any] = []
+        doing = "renewing claims" if renew else "asking for cancel requests"
+        worker_id = self._config.worker_id
         try:
             if self._cancels_allowed:
                 try:
-                    rows, _ = self._send(self._beat(ids, cancels=True), "renewing claims")
+                    rows, _ = self._send(
+                        _ops.heartbeat_call(self._sql, worker_id, ids, cancels=True)
+                        if renew
+                        else _ops.cancel_requested_call(self._sql, ids),
+                        doing,
+                    )
                 except PermissionDenied as exc:
                     self._cancels_denied(exc)
+            if not renew:
+                self._mark_cancelled([row[0] for row in rows])
+                return
             if not rows:
-                rows, _ = self._send(self._beat(ids, cancels=False), "renewing claims")
-        except Locked:  # the heartbeat skips locked rows: not expected; the next one renews
-            log.warning("%s: a heartbeat waited for a lock past lock_wait; retried", self._who)
+                rows, _ = self._send(_ops.heartbeat_call(self._sql, worker_id, ids), doing)
+        except Locked:  # a heartbeat skips locked rows: not expected; the next one renews
+            log.warning("%s: %s waited for a lock past lock_wait; retried", self._who, doing)
             self._next_beat = time.monotonic() + LOCKED_RETRY_FIRST
             return
         renewed = int(rows[0][0])
@@ -343,27 +350,6 @@ class Acknowledger:
             )
         else:
             log.debug("%s renewed %d claims", self._who, renewed)
-
-    def _beat(self, ids: list[uuid.UUID], cancels: bool) -> _ops.Call:
-        return _ops.heartbeat_call(self._sql, self._config.worker_id, ids, cancels)
-
-    def _check_cancels(self) -> None:
-        """A notification said a job of this worker got a cancel request: ask which."""
-        with self._shared.lock:
-            ids = list(self._shared.held)
-            self._shared.cancel_check = False
-        if not ids or not self._cancels_allowed:
-            return
-        try:
-            rows, _ = self._send(
-                _ops.cancel_requested_call(self._sql, ids), "asking for cancel requests"
-            )
-        except PermissionDenied as exc:
-            self._cancels_denied(exc)
-            return
-        except Locked:
-            return  # a read: not expected; the next heartbeat asks
-        self._mark_cancelled([row[0] for row in rows])
 
     def _mark_cancelled(self, ids: Sequence[uuid.UUID]) -> None:
         """Tell the handlers of these held jobs that a cancel was requested."""
