@@ -189,14 +189,12 @@ def channel_call(schema: str | None, kind: str | None = None) -> Call:
 _CHANNEL, _EVENT_CHANNEL = _sql.CHANNEL.encode(), _sql.EVENT_CHANNEL.encode()
 
 
-def _rows(call: Call, convert: Callable[[Any], T]) -> Op[list[T]]:
-    """The operation of one statement: each row, converted."""
+def _rows(call: Call, convert: Callable[[Any], T]) -> Op[list[T]]:  # each row, converted
     rows = yield call
     return [convert(row) for row in rows]
 
 
-def _value(call: Call, convert: Callable[[Any], T]) -> Op[T]:
-    """The operation of one statement that returns one value: it, converted."""
+def _value(call: Call, convert: Callable[[Any], T]) -> Op[T]:  # its one value, converted
     rows = yield call._replace(row_factory=tuple_row)
     return convert(rows[0][0])
 

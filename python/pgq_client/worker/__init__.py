@@ -244,8 +244,8 @@ class Worker:
         restore = self._install_signal_handlers()
         try:
             handlers.start()
-            self._start(acker.run, ACKNOWLEDGER)
-            self._start(fetcher.run, FETCHER)
+            self._start(acker.run, ACKNOWLEDGER, shared)
+            self._start(fetcher.run, FETCHER, shared)
             while not (self._stop_requests or self._ended):
                 self._sleep(1.0)
             self._shutdown(shared, handlers, acker, fetcher)
@@ -350,10 +350,14 @@ class Worker:
         self._ended = True
         poke(self._stop_w)
 
-    def _start(self, body: Callable[[], None], name: str) -> None:
+    def _start(self, body: Callable[[], None], name: str, shared: Shared) -> None:
         def target() -> None:
             try:
                 body()
+            except Exception as exc:  # a bug: the worker stops rather than lose jobs silently
+                log.exception("%s: %s failed", self._who, name)
+                shared.fail(exc)
+                self._end()
             finally:
                 self._ended_threads.add(name)  # before the wake-up: is_alive() may lag
                 self._wake_up()

@@ -114,10 +114,6 @@ class Acknowledger:
     def run(self) -> None:
         try:
             self._loop()
-        except Exception as exc:  # a bug; the worker stops rather than lose results silently
-            log.exception("%s: the acknowledger failed", self._who)
-            self._shared.fail(exc)
-            self._on_end()
         finally:
             self._link.close()
 
@@ -351,8 +347,7 @@ class Acknowledger:
         else:
             log.debug("%s renewed %d claims", self._who, renewed)
 
-    def _mark_cancelled(self, ids: Sequence[uuid.UUID]) -> None:
-        """Tell the handlers of these held jobs that a cancel was requested."""
+    def _mark_cancelled(self, ids: Sequence[uuid.UUID]) -> None:  # job.cancel_requested()
         with self._shared.lock:
             jobs = [self._shared.held[i] for i in ids if i in self._shared.held]
         for job in jobs:
@@ -417,8 +412,8 @@ class Acknowledger:
     # -- what is set aside or given up on -------------------------------------------------------
 
     def _defer(self, acks: list[Ack]) -> None:
-        """Set aside an acknowledgement whose row another session keeps locked, due after the
-        current delay (which then doubles)."""
+        """Set aside ``acks``, whose row another session keeps locked, due after the current
+        delay (which then doubles)."""
         if self._giving_up():  # shutting down, past the deadline: stop waiting for that lock
             raise GaveUp("waiting for a row lock that another session holds")
         self._stuck += acks

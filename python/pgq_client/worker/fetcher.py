@@ -98,17 +98,12 @@ class Fetcher:
         self._claim_query, self._params = claim.query, dict(claim.params)
 
     def run(self) -> None:
-        """The thread's body."""
         try:
             self._loop()
         except GaveUp:
             pass  # stopping while the database was away
         except JobqError as exc:  # a claim that will never work: stop, and say why
             log.error("%s: claiming jobs failed, stopping: %s", self._who, exc)
-            self._shared.fail(exc)
-            self._on_end()
-        except Exception as exc:  # a bug: never leave the worker claiming nothing, silently
-            log.exception("%s: a fetcher failed", self._who)
             self._shared.fail(exc)
             self._on_end()
         finally:
@@ -118,8 +113,7 @@ class Fetcher:
             self._key_acks = []
             self._link.close()
 
-    def stop(self) -> None:
-        """Stop claiming (a claim under way is finished and its jobs handed on)."""
+    def stop(self) -> None:  # a claim under way is finished and its jobs handed on
         self._stopping.set()
         poke(self._wake)
 
@@ -182,8 +176,7 @@ class Fetcher:
                     self._on_end()
                     return
 
-    def _reconnecting(self, call: Callable[[], T], doing: str) -> T:
-        """``call`` through lost connections, until it works or the fetcher stops."""
+    def _reconnecting(self, call: Callable[[], T], doing: str) -> T:  # until it stops
         return reconnecting(
             call,
             doing=doing,
@@ -270,13 +263,11 @@ class Fetcher:
 
     def _release_orphans(self, conn: psycopg.Connection[Any]) -> None:
         """After a claim that failed with the connection: release the jobs locked by this
-        worker's id that it does not hold (a claim that committed and whose reply was lost), so
-        that they run now, as the same attempt, rather than after ``lock_timeout``. Claims are
-        made by this thread only, one at a time, so every job of a claim that did come back is
-        in ``held``. Worker ids must be unique per process: the default is.
-
-        A transient error leaves the question open and propagates: ``reconnecting()`` retries
-        this, then the claim."""
+        worker's id that it does not hold (a claim that committed, its reply lost), so that
+        they run now, as the same attempt, rather than after ``lock_timeout``. Claims are made
+        by this thread alone, one at a time, so every job of a claim that came back is
+        ``held``; worker ids are unique per process. A transient error propagates: the claim's
+        retry retries this too."""
         with self._shared.lock:
             held = list(self._shared.held)
         try:

@@ -3,18 +3,14 @@
 ``concurrency`` threads take the jobs from the worker's buffer. With ``async def`` handlers, an
 event loop on a thread of its own runs their jobs, and both kinds share a semaphore of
 ``concurrency`` slots: a thread (one alone when every handler is async) takes a slot, then the
-next job; a plain job runs on the thread, an async one goes to the loop, which gives the slot
-back when the job ends. A Worker of plain handlers alone runs no event loop.
-
-How a job ends is decided once for both kinds (:meth:`HandlerPool._begin`): a plain handler's
-return value is its result and an exception's :func:`.errortext.error_text` its error, both
-sent by the acknowledger in batches; a transactional handler, ``handler(job, conn)``, runs in
-a transaction that also completes the job, fenced by its claim, and commits
-(:meth:`HandlerPool._transaction`, a coroutine: on the loop for an async handler, stepped on
-the thread for a plain one, where nothing it awaits suspends). A job whose cancel was
-requested before a handler took it is failed without starting, which ends it ``cancelled``.
-After the shutdown grace, async jobs are cancelled and not acknowledged: they stay claimed
-until their lock expires, as a plain handler that is still running does.
+next job; a plain job runs on the thread, an async one on the loop, which gives the slot back
+when the job ends. How a job ends is decided once for both kinds (:meth:`HandlerPool._begin`):
+a plain handler's return value is its result and its exception's
+:func:`.errortext.error_text` its error, sent by the acknowledger; a transactional handler,
+``handler(job, conn)``, runs in a transaction that also completes the job, fenced by its
+claim. A job whose cancel was requested before it started is failed, which ends it
+``cancelled``. After the shutdown grace, async jobs are cancelled and not acknowledged: they
+stay claimed until their lock expires, as a plain handler that still runs does.
 """
 
 from __future__ import annotations
@@ -53,12 +49,9 @@ Run = Callable[[_ops.Call], Awaitable[list[Any]]]  # runs a statement in the ope
 
 
 class HandlerPool:
-    """The handler threads, and the event loop when some handlers are ``async def``.
-
-    ``pool``: the connections of plain transactional handlers; ``dsn`` and ``connect_kwargs``
-    open the pool of async ones, on the loop. ``on_exit`` is called when a thread ends, and at
-    shutdown when a job on the loop ends, so that the Worker looks at :meth:`alive` again.
-    """
+    """``pool``: the connections of plain transactional handlers; ``dsn`` and
+    ``connect_kwargs`` open the pool of async ones, on the loop. ``on_exit``: a thread ended,
+    or at shutdown a job on the loop (the Worker looks at :meth:`alive` again)."""
 
     def __init__(
         self,
@@ -162,11 +155,10 @@ class HandlerPool:
             self._on_exit()
 
     def _take_slots(self, index: int) -> None:
-        """Take a slot, then the next claimed job. Async jobs go to the loop a run at a time:
-        while some wait to be sent, the slot and the job are taken without blocking, and the
-        first that is not there sends the run in one ``call_soon_threadsafe`` (one write to the
-        loop's wake-up pipe for all of them). A plain job sends the run before it first, so
-        that jobs still start in claim order."""
+        """Take a slot, then the next job. Async jobs go to the loop a run at a time: while
+        some wait to be sent, slots and jobs are taken without blocking, and the first that is
+        not there sends the run in one ``call_soon_threadsafe`` (one wake-up of the loop for
+        all). A plain job sends the run before it first: jobs start in claim order."""
         work, slots, asynchronous = self._shared.work, self._slots, self._config.asynchronous
         run: list[Job] = []  # async jobs taken, not yet sent to the loop
         while True:
@@ -194,14 +186,12 @@ class HandlerPool:
             finally:
                 slots.release()
 
-    def _send_to_loop(self, jobs: list[Job]) -> list[Job]:
-        """Have the loop start ``jobs`` (if any); a new empty run."""
+    def _send_to_loop(self, jobs: list[Job]) -> list[Job]:  # a new empty run
         if jobs and self._loop is not None:
             self._loop.call_soon_threadsafe(self._start_tasks, jobs)
         return []
 
     def _run_one(self, index: int, job: Job) -> None:
-        """Run a plain handler's ``job`` on this thread (number ``index``), hand on its end."""
         self._current[index] = job
         started = time.perf_counter()
         try:
@@ -303,8 +293,8 @@ class HandlerPool:
     async def _transaction(
         self, job: Job, handler: Callable[..., Any], asynchronous: bool
     ) -> Result:
-        """One try: raises only while the handler has not run. Anything but a completion that
-        said true rolls the handler's writes back."""
+        """One try, which raises only while the handler has not run. Anything but a
+        completion that said true rolls the handler's writes back."""
         opened, outcome = False, None
         try:
             async with self._connection(asynchronous) as (conn, run):
@@ -386,8 +376,7 @@ class HandlerPool:
 
             yield aconn, arun
 
-    async def _pause(self, seconds: float) -> None:
-        """A retry's pause on a handler thread: one that shutdown can cut short."""
+    async def _pause(self, seconds: float) -> None:  # on a handler thread: shutdown cuts it short
         self._force.wait(seconds)
 
     async def _check_pool(self, asynchronous: bool) -> None:

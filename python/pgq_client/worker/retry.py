@@ -13,7 +13,9 @@ from .._opcore import step
 from ..errors import from_psycopg
 from .joblog import log
 
-__all__ = ["GaveUp", "Link", "areconnecting", "connection_lost", "reconnecting", "transient"]
+__all__ = [
+    "GaveUp", "Link", "areconnecting", "connection_lost", "describe", "reconnecting", "transient",
+]
 
 T = TypeVar("T")
 

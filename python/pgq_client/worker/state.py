@@ -156,8 +156,7 @@ class Shared:
             ):
                 self.wake_fetcher()
 
-    def check_cancels(self) -> None:
-        """Have the acknowledger ask now which held jobs have a cancel request."""
+    def check_cancels(self) -> None:  # the acknowledger asks which held jobs have one, now
         with self.lock:
             if self.held:
                 self.cancel_check = True
@@ -193,8 +192,7 @@ class Shared:
             self.woken = True
             self.wake_fetcher()
 
-    def take_key_acks(self) -> list[Job]:
-        """For the fetcher: the limited jobs to complete with its next claim."""
+    def take_key_acks(self) -> list[Job]:  # the fetcher completes them with its next claim
         with self.lock:
             jobs, self.key_acks = self.key_acks, []
             return jobs
@@ -211,8 +209,7 @@ class Shared:
             if jobs:
                 self._add_acks(jobs)
 
-    def fail(self, exc: BaseException) -> None:
-        """Record the error that stops the worker (the first one wins)."""
+    def fail(self, exc: BaseException) -> None:  # the error that stops the worker: the first
         with self.lock:
             if self.fatal is None:
                 self.fatal = exc
