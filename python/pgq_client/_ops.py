@@ -167,6 +167,12 @@ def release_call(s: Statements, job_ids: list[uuid.UUID], worker_id: str) -> Cal
     return Call(s.release, {"job_ids": job_ids, "worker_id": worker_id}, tuple_row)
 
 
+def release_orphans_call(s: Statements, worker_id: str, held: list[uuid.UUID]) -> Call:
+    """``jobq_release_orphans``: one row, how many jobs locked by ``worker_id`` and not in
+    ``held`` were released."""
+    return Call(s.release_orphans, {"worker_id": worker_id, "job_ids": held}, tuple_row)
+
+
 def tick_call(s: Statements) -> Call:
     """``jobq_tick``: a row (schedule, fire_at, job_id) per fire."""
     return Call(s.tick, {}, tuple_row)

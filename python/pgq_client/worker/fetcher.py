@@ -270,13 +270,10 @@ class Fetcher:
         retry retries this too."""
         with self._shared.lock:
             held = list(self._shared.held)
+        call = _ops.release_orphans_call(self._sql, self._config.worker_id, held)
         try:
-            with conn.cursor(row_factory=tuple_row) as cur:
-                cur.execute(
-                    self._sql.release_orphans,
-                    {"worker_id": self._config.worker_id, "job_ids": held},
-                )
-                row = cur.fetchone()
+            with conn.cursor(row_factory=call.row_factory) as cur:
+                row = cur.execute(call.query, call.params).fetchone()
         except psycopg.Error as exc:
             if transient(exc):
                 raise
