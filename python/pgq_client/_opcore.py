@@ -1,15 +1,11 @@
 """How an operation of :mod:`._ops` is written and run, and the argument checks they share.
 
 An operation is a generator: it checks its arguments (raising before anything is sent), yields
-the :class:`Call` (statement, parameters, row factory) it needs, receives the rows, and returns
-the method's result, mapped into the client's types. It does no I/O of its own: ``Queue`` runs
-its calls on a psycopg ``Connection`` and ``AsyncQueue`` on an ``AsyncConnection``, each with
-:func:`drive` or :func:`adrive`, so that the argument checks, the statements and the mapping
-of rows (and of errors an operation rewords) are the same code for both.
-
-An operation may yield several calls (``prune`` in batches); an error of a call is thrown into
-the generator, which may reword it or let it through. ``wait`` also yields :class:`Pause`: the
-executor then waits for a notification on its listening connection (or sleeps).
+each :class:`Call` it needs (``prune``: one per batch) and is sent its rows, or thrown its
+error (which it may reword), and returns the method's result in the client's types. It does no
+I/O: ``Queue`` runs it with :func:`drive` on a ``Connection``, ``AsyncQueue`` with
+:func:`adrive` on an ``AsyncConnection``, so checks, statements and mapping are one code for
+both. ``wait`` also yields :class:`Pause`: wait for a notification (or sleep).
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, TypeVar
@@ -41,20 +37,20 @@ __all__ = [
     "job_ids_of",
     "payload_json",
     "seconds_or_none",
+    "step",
 ]
 
 T = TypeVar("T")
 
 
 class Call(NamedTuple):
-    """One statement an operation needs run, and how.
+    """One statement an operation needs run, and how (a named tuple: one is built on every
+    enqueue's path, and a frozen dataclass costs a setattr per field).
 
     ``retry_serialization``: when the executor owns the transaction, a serialization failure
     is retried (an enqueue that met a concurrent one with the same idempotency key); in the
-    caller's transaction (``conn=``) it never is. ``binary``: the rows come back in binary
-    (psycopg's ``execute(binary=True)``), for results that are large arrays. A named tuple:
-    one is built per call, on every enqueue's path, and a frozen dataclass's constructor
-    costs a setattr per field.
+    caller's transaction (``conn=``) it never is. ``binary``: the rows come back in binary,
+    for results that are large arrays.
     """
 
     query: Query
@@ -111,19 +107,23 @@ def drive(
     op: Op[T], run: Callable[[Call], list[Any]], pause: Callable[[Pause], None] | None = None
 ) -> T:
     """Run ``op`` to its result, each call with ``run`` and each pause with ``pause`` (the
-    synchronous executor): :func:`adrive`'s loop, stepped without an event loop, since
-    nothing it awaits here ever suspends."""
+    synchronous executor): :func:`adrive`'s loop, stepped by :func:`step`."""
 
     async def arun(call: Call) -> list[Any]:
         return run(call)
 
-    async def apause(step: Pause) -> None:
+    async def apause(paused: Pause) -> None:
         if pause is None:
-            await _no_pause(step)  # pragma: no cover
+            await _no_pause(paused)  # pragma: no cover
         else:
-            pause(step)
+            pause(paused)
 
-    coroutine = adrive(op, arun, apause)
+    return step(adrive(op, arun, apause))
+
+
+def step(coroutine: Coroutine[Any, Any, T]) -> T:
+    """The result of a coroutine that never suspends (everything it awaits is synchronous),
+    without an event loop: how one piece of code serves a blocking and an asyncio caller."""
     try:
         coroutine.send(None)
     except StopIteration as done:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from psycopg.rows import tuple_row
 
@@ -73,6 +73,8 @@ __all__ = [
     "queue_summary",
 ]
 
+T = TypeVar("T")
+
 # Queue.wait: seconds between two looks at the jobs when no notification came (a notification
 # lost with a connection, a job pruned meanwhile), unless the caller says otherwise.
 WAIT_POLL_INTERVAL = 1.0
@@ -80,8 +82,9 @@ WAIT_POLL_INTERVAL = 1.0
 
 # -- working ------------------------------------------------------------------------------------
 # The ``*_call`` functions build the statements the Worker sends on its own cursors, in its own
-# batches and pipelines; the operations of Queue and AsyncQueue below send the same ones. Rows
-# come back as tuples, whatever row factory a pool's connection kwargs set.
+# batches and pipelines, with values it has already encoded; the operations of Queue and
+# AsyncQueue below send the same ones. Rows come back as tuples, whatever row factory a pool's
+# connection kwargs set.
 
 
 def claim_call(
@@ -164,6 +167,12 @@ def release_call(s: Statements, job_ids: list[uuid.UUID], worker_id: str) -> Cal
     return Call(s.release, {"job_ids": job_ids, "worker_id": worker_id}, tuple_row)
 
 
+def release_orphans_call(s: Statements, worker_id: str, held: list[uuid.UUID]) -> Call:
+    """``jobq_release_orphans``: one row, how many jobs locked by ``worker_id`` and not in
+    ``held`` were released."""
+    return Call(s.release_orphans, {"worker_id": worker_id, "job_ids": held}, tuple_row)
+
+
 def tick_call(s: Statements) -> Call:
     """``jobq_tick``: a row (schedule, fire_at, job_id) per fire."""
     return Call(s.tick, {}, tuple_row)
@@ -174,19 +183,36 @@ def unserved_call(s: Statements, idle: timedelta | float) -> Call:
     return Call(s.unserved, {"idle": interval(idle, "idle")}, tuple_row)
 
 
+def channel_call(schema: str | None, kind: str | None = None) -> Call:
+    """The channel of the installation in ``schema``, named by the server as jobq's functions
+    name it: its wake-up channel, or that of ``kind`` events (``_sql.CANCEL_EVENT``,
+    ``_sql.DONE``). One row, the name (none when ``schema`` is not known)."""
+    if kind is None:
+        return Call(_CHANNEL, {"schema": schema}, tuple_row)
+    return Call(_EVENT_CHANNEL, {"schema": schema, "kind": kind}, tuple_row)
+
+
 _CHANNEL, _EVENT_CHANNEL = _sql.CHANNEL.encode(), _sql.EVENT_CHANNEL.encode()
 
 
-def channel_call(schema: str | None) -> Call:
-    """The wake-up channel of the installation in ``schema``, named by the server as jobq's
-    functions name it; one row, the name (none when ``schema`` is not known)."""
-    return Call(_CHANNEL, {"schema": schema}, tuple_row)
+def _rows(call: Call, convert: Callable[[Any], T]) -> Op[list[T]]:  # each row, converted
+    rows = yield call
+    return [convert(row) for row in rows]
 
 
-def event_channel_call(schema: str | None, kind: str) -> Call:
-    """The channel of ``kind`` events (``_sql.CANCEL_EVENT``, ``_sql.DONE``) in ``schema``, as
-    :func:`channel_call` names the wake-up channel."""
-    return Call(_EVENT_CHANNEL, {"schema": schema, "kind": kind}, tuple_row)
+def _value(call: Call, convert: Callable[[Any], T]) -> Op[T]:  # its one value, converted
+    rows = yield call._replace(row_factory=tuple_row)
+    return convert(rows[0][0])
+
+
+def _listing(name: str, convert: Callable[[Any], T]) -> Callable[[Statements], Op[list[T]]]:
+    """The operation of a function without arguments that returns rows (``stats()``...)."""
+
+    def op(s: Statements) -> Op[list[T]]:
+        return _rows(Call(getattr(s, name), {}), convert)
+
+    op.__name__ = op.__qualname__ = name
+    return op
 
 
 def dequeue(
@@ -204,8 +230,7 @@ def dequeue(
 def complete(
     s: Statements, job_id: uuid.UUID, worker_id: str, attempt: int | None, result: Any
 ) -> Op[bool]:
-    rows = yield complete_call(s, job_id, worker_id, attempt, dump_result(result))
-    return bool(rows[0][0])
+    return _value(complete_call(s, job_id, worker_id, attempt, dump_result(result)), bool)
 
 
 def complete_many(
@@ -215,18 +240,17 @@ def complete_many(
     attempts: Sequence[int] | None,
     results: Sequence[Any] | None,
 ) -> Op[int]:
-    if attempts is not None and len(attempts) != len(job_ids):
-        raise ValueError("attempts must have one entry per job id")
-    if results is not None and len(results) != len(job_ids):
-        raise ValueError("results must have one entry per job id")
-    rows = yield complete_many_call(
-        s,
-        list(job_ids),
-        worker_id,
-        None if attempts is None else list(attempts),
-        None if results is None else [dump_result(r) for r in results],
+    _same_length(job_ids, attempts=attempts, results=results)
+    return _value(
+        complete_many_call(
+            s,
+            list(job_ids),
+            worker_id,
+            None if attempts is None else list(attempts),
+            None if results is None else [dump_result(r) for r in results],
+        ),
+        int,
     )
-    return int(rows[0][0])
 
 
 def fail(
@@ -260,14 +284,7 @@ def fail_many(
     backoffs: Sequence[timedelta | float] | None,
     attempts: Sequence[int | None] | None,
 ) -> Op[list[str | None]]:
-    for name, values in (
-        ("errors", errors),
-        ("retries", retries),
-        ("backoffs", backoffs),
-        ("attempts", attempts),
-    ):
-        if values is not None and len(values) != len(job_ids):
-            raise ValueError(f"{name} must have one entry per job id")
+    _same_length(job_ids, errors=errors, retries=retries, backoffs=backoffs, attempts=attempts)
     waits = None
     if backoffs is not None:
         waits = [interval(b, f"backoffs[{i}]") for i, b in enumerate(backoffs)]
@@ -283,14 +300,18 @@ def fail_many(
     return [row[2] for row in rows]
 
 
+def _same_length(job_ids: Sequence[uuid.UUID], **columns: Sequence[Any] | None) -> None:
+    for name, values in columns.items():
+        if values is not None and len(values) != len(job_ids):
+            raise ValueError(f"{name} must have one entry per job id")
+
+
 def heartbeat(s: Statements, worker_id: str, job_ids: Sequence[uuid.UUID]) -> Op[int]:
-    rows = yield heartbeat_call(s, worker_id, list(job_ids))
-    return int(rows[0][0])
+    return _value(heartbeat_call(s, worker_id, list(job_ids)), int)
 
 
 def release(s: Statements, job_ids: Sequence[uuid.UUID], worker_id: str) -> Op[int]:
-    rows = yield release_call(s, list(job_ids), worker_id)
-    return int(rows[0][0])
+    return _value(release_call(s, list(job_ids), worker_id), int)
 
 
 # -- cancellation, results and waiting ---------------------------------------------------------
@@ -386,13 +407,11 @@ def _in_order(ids: list[uuid.UUID], rows: list[dict[str, Any]]) -> dict[uuid.UUI
 
 
 def requeue_dead_letter(s: Statements, job_id: uuid.UUID) -> Op[bool]:
-    rows = yield Call(s.requeue_dead_letter, {"job_id": job_id})
-    return bool(rows[0]["requeued"])
+    return _value(Call(s.requeue_dead_letter, {"job_id": job_id}), bool)
 
 
 def requeue_dead_letters(s: Statements, job_type: str | None, queue: str | None) -> Op[int]:
-    rows = yield Call(s.requeue_dead_letters, {"job_type": job_type, "queue": queue})
-    return int(rows[0]["requeued"])
+    return _value(Call(s.requeue_dead_letters, {"job_type": job_type, "queue": queue}), int)
 
 
 def list_jobs(
@@ -423,9 +442,12 @@ def get_job(s: Statements, job_id: uuid.UUID) -> Op[Job | None]:
     return Job.from_row(rows[0]) if rows else None
 
 
-def stats(s: Statements) -> Op[list[StatsRow]]:
-    rows = yield Call(s.stats, {})
-    return [StatsRow.from_row(row) for row in rows]
+stats = _listing("stats", StatsRow.from_row)
+metrics = _listing("metrics", MetricSample.from_row)
+health = _listing("health", HealthRow.from_row)
+schedules = _listing("schedules", Schedule.from_row)
+limits = _listing("limits", lambda row: Limit(**row))
+limit_usage = _listing("limit_usage", lambda row: LimitUsage(**row))
 
 
 def prune(
@@ -460,19 +482,8 @@ def configure(
     return settings
 
 
-def metrics(s: Statements) -> Op[list[MetricSample]]:
-    rows = yield Call(s.metrics, {})
-    return [MetricSample.from_row(row) for row in rows]
-
-
-def health(s: Statements) -> Op[list[HealthRow]]:
-    rows = yield Call(s.health, {})
-    return [HealthRow.from_row(row) for row in rows]
-
-
 def unserved_job_types(s: Statements, idle: timedelta | float) -> Op[list[UnservedJobType]]:
-    rows = yield unserved_call(s, idle)
-    return [UnservedJobType(*row) for row in rows]
+    return _rows(unserved_call(s, idle), lambda row: UnservedJobType(*row))
 
 
 # -- schedules ----------------------------------------------------------------------------------
@@ -512,18 +523,11 @@ def schedule(
 
 
 def unschedule(s: Statements, name: str) -> Op[bool]:
-    rows = yield Call(s.unschedule, {"name": name})
-    return bool(rows[0]["deleted"])
-
-
-def schedules(s: Statements) -> Op[list[Schedule]]:
-    rows = yield Call(s.schedules, {})
-    return [Schedule.from_row(row) for row in rows]
+    return _value(Call(s.unschedule, {"name": name}), bool)
 
 
 def tick(s: Statements) -> Op[list[Fire]]:
-    rows = yield tick_call(s)
-    return [Fire(*row) for row in rows]
+    return _rows(tick_call(s), lambda row: Fire(*row))
 
 
 # -- limits -------------------------------------------------------------------------------------
@@ -545,12 +549,3 @@ def set_limit(
     }
     yield Call(s.set_limit, params, tuple_row)
 
-
-def limits(s: Statements) -> Op[list[Limit]]:
-    rows = yield Call(s.limits, {})
-    return [Limit(**row) for row in rows]
-
-
-def limit_usage(s: Statements) -> Op[list[LimitUsage]]:
-    rows = yield Call(s.limit_usage, {})
-    return [LimitUsage(**row) for row in rows]

@@ -12,6 +12,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -56,57 +57,36 @@ HELP = {
     "jobq_up": "1 if jobq_metrics() could be read on this scrape, else 0.",
 }
 
-_HISTOGRAM_PARTS = ("_bucket", "_sum", "_count")
-
-
 def families(samples: Sequence[MetricSample]) -> list[Metric]:
     """The metric families of ``jobq_metrics()`` rows: names ending in ``_total`` are counters,
     a name with ``_bucket`` rows (label ``le``) is a histogram with its ``_sum`` and ``_count``,
     anything else a gauge. Label names come from the rows (queue, job_type, status)."""
-    histograms = {
-        s.metric[: -len("_bucket")] for s in samples if s.metric.endswith("_bucket")
-    }
-    counters: dict[str, CounterMetricFamily] = {}
-    gauges: dict[str, GaugeMetricFamily] = {}
-    # histogram name -> label values -> (buckets, sum)
-    hist: dict[str, dict[tuple[str, ...], tuple[list[tuple[str, float]], float]]] = {}
-    hist_labels: dict[str, list[str]] = {}
+    histograms = {s.metric[: -len("_bucket")] for s in samples if s.metric.endswith("_bucket")}
+    out: dict[str, Any] = {}
+    # histogram name -> label values -> (buckets, [sum])
+    series: dict[str, dict[tuple[str, ...], tuple[list[tuple[str, float]], list[float]]]] = {}
     for s in samples:
-        base = next(
-            (s.metric[: -len(p)] for p in _HISTOGRAM_PARTS
-             if s.metric.endswith(p) and s.metric[: -len(p)] in histograms),
-            None,
-        )
-        if base is not None:
-            names = sorted(k for k in s.labels if k != "le")
-            hist_labels.setdefault(base, names)
-            key = tuple(s.labels[k] for k in hist_labels[base])
-            buckets, total = hist.setdefault(base, {}).get(key, ([], 0.0))
-            if s.metric.endswith("_bucket"):
+        base, _, part = s.metric.rpartition("_")
+        names = sorted(k for k in s.labels if k != "le")
+        values = tuple(s.labels[k] for k in names)
+        kind: Any = GaugeMetricFamily
+        name = s.metric
+        if base in histograms and part in ("bucket", "sum", "count"):
+            kind, name = HistogramMetricFamily, base
+            buckets, total = series.setdefault(base, {}).setdefault(values, ([], [0.0]))
+            if part == "bucket":
                 buckets.append((s.labels["le"], s.value))
-            elif s.metric.endswith("_sum"):
-                total = s.value
-            hist[base][key] = (buckets, total)
-            continue
-        names = sorted(s.labels)
-        values = [s.labels[k] for k in names]
-        if s.metric.endswith("_total"):
-            name = s.metric[: -len("_total")]
-            if name not in counters:
-                counters[name] = CounterMetricFamily(name, HELP.get(name, name), labels=names)
-            counters[name].add_metric(values, s.value)
-        else:
-            if s.metric not in gauges:
-                gauges[s.metric] = GaugeMetricFamily(
-                    s.metric, HELP.get(s.metric, s.metric), labels=names
-                )
-            gauges[s.metric].add_metric(values, s.value)
-    out: dict[str, Metric] = {**counters, **gauges}
-    for base, series in hist.items():
-        family = HistogramMetricFamily(base, HELP.get(base, base), labels=hist_labels[base])
-        for key, (buckets, total) in series.items():
-            family.add_metric(list(key), buckets=buckets, sum_value=total)
-        out[base] = family
+            elif part == "sum":
+                total[0] = s.value
+        elif part == "total":
+            kind, name = CounterMetricFamily, base
+        if name not in out:
+            out[name] = kind(name, HELP.get(name, name), labels=names)
+        if kind is not HistogramMetricFamily:
+            out[name].add_metric(list(values), s.value)
+    for base, by_labels in series.items():
+        for values, (buckets, total) in by_labels.items():
+            out[base].add_metric(list(values), buckets=buckets, sum_value=total[0])
     return [out[name] for name in sorted(out)]
 
 

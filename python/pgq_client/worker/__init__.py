@@ -2,11 +2,10 @@
 
 ``concurrency + 2`` threads besides the one in :meth:`Worker.run`: the fetcher
 (:mod:`.fetcher`: LISTEN and claims, with the completions of limited jobs), the handler
-threads (:mod:`.handlers`) and the acknowledger (:mod:`.acker`: release, the other
-completions, failures, heartbeats); with ``async def``
-handlers, one more runs the event loop they run on (:mod:`.async_handlers`). They share one lock
-(:class:`.state.Shared`); :mod:`.policy` sizes the claims, :mod:`.config` checks the
-arguments, :func:`.retry.reconnecting` is every retry. ``run()`` starts them, waits for a stop
+threads (:mod:`.handlers`, with one more for the event loop of ``async def`` handlers) and the
+acknowledger (:mod:`.acker`: release, the other completions, failures, heartbeats). They
+share one lock (:class:`.state.Shared`); :mod:`.policy` sizes the claims, :mod:`.config`
+checks the arguments, :mod:`.retry` is every retry. ``run()`` starts them, waits for a stop
 (``stop()``, SIGTERM/SIGINT, a burst run's end or an error no retry can fix) and shuts them
 down in order: claiming stops, unstarted jobs are released, running handlers get
 ``shutdown_grace``, results are sent. A second stop aborts the wait.
@@ -27,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -41,7 +40,6 @@ from ..installer.compat import check_compatible
 from ..models import Job, use_fast_json
 from ..queue import resolve_dsn
 from .acker import Acknowledger
-from .async_handlers import AsyncHandlerPool
 from .config import (
     AsyncPlainHandler,
     AsyncTransactionalHandler,
@@ -56,7 +54,7 @@ from .fetcher import Fetcher
 from .handlers import HandlerPool
 from .joblog import database_name, job_log, log
 from .policy import PrefetchPolicy
-from .retry import Link
+from .retry import Link, describe
 from .state import Shared, poke
 
 __all__ = [
@@ -106,31 +104,24 @@ class Worker:
         tick_interval: timedelta | float | None = 5.0,
         lock_wait: timedelta | float = 0.5,
     ) -> None:
-        if isinstance(queues, str):
-            raise TypeError("queues must be a list of queue names, not a string")
+        def span(value: timedelta | float | None, name: str) -> float | None:
+            return None if value is None else seconds(value, name)
+
         self.config = WorkerConfig(
             handlers=handlers or {},
             concurrency=concurrency,
-            queues=None if queues is None else tuple(queues),
+            queues=queues,
             lock_timeout=timedelta(seconds=seconds(lock_timeout, "lock_timeout")),
             batch_size=batch_size,
             prefetch=prefetch,
             poll_interval=seconds(poll_interval, "poll_interval"),
-            heartbeat_interval=(
-                None
-                if heartbeat_interval is None
-                else seconds(heartbeat_interval, "heartbeat_interval")
-            ),
+            heartbeat_interval=span(heartbeat_interval, "heartbeat_interval"),
             shutdown_grace=seconds(shutdown_grace, "shutdown_grace"),
             retry_backoff=timedelta(seconds=seconds(retry_backoff, "retry_backoff")),
             worker_id=worker_id or default_worker_id(),
             schema=schema,
-            summary_interval=(
-                None if summary_interval is None else seconds(summary_interval, "summary_interval")
-            ),
-            tick_interval=(
-                None if tick_interval is None else seconds(tick_interval, "tick_interval")
-            ),
+            summary_interval=span(summary_interval, "summary_interval"),
+            tick_interval=span(tick_interval, "tick_interval"),
             lock_wait=seconds(lock_wait, "lock_wait"),
         )
         self._given_pool: ConnectionPool[Any] | None = None
@@ -162,8 +153,6 @@ class Worker:
     @property
     def worker_id(self) -> str:
         return self.config.worker_id
-
-    # -- public API ------------------------------------------------------------------------
 
     def stop(self) -> None:
         """Ask the worker to shut down (thread-safe; also what SIGTERM/SIGINT do). A second call
@@ -208,21 +197,19 @@ class Worker:
             self._stop_r.close()
             self._stop_w.close()
 
-    # -- orchestration -------------------------------------------------------------------------
-
     def _listen(self, conn: psycopg.Connection[Any]) -> None:
-        """LISTEN on the channels of this worker's installation: its wake-ups (``jobq`` in
-        ``public``, ``jobq.<schema>`` otherwise) and its cancel requests
-        (``jobq-cancel:<schema>``), named by the server as jobq's functions name them. The
-        wake-up channel comes last, in the same round trip."""
-        wake_call = _ops.channel_call(self.config.schema)
-        cancel_call = _ops.event_channel_call(self.config.schema, _sql.CANCEL_EVENT)
+        """LISTEN on the wake-up and cancel channels of this worker's installation, named by
+        the server as jobq's functions name them (the wake-up channel last)."""
+        names = []
         with conn.cursor(row_factory=tuple_row) as cur:
-            row = cur.execute(wake_call.query, wake_call.params).fetchone()
-            cancels = cur.execute(cancel_call.query, cancel_call.params).fetchone()
-        wake = row[0] if row else _sql.NOTIFY_CHANNEL
-        cancel = cancels[0] if cancels else _sql.event_channel("public", _sql.CANCEL_EVENT)
-        conn.execute(_sql.listen(cancel, wake))
+            for kind, default in (
+                (_sql.CANCEL_EVENT, _sql.event_channel("public", _sql.CANCEL_EVENT)),
+                (None, _sql.NOTIFY_CHANNEL),
+            ):
+                call = _ops.channel_call(self.config.schema, kind)
+                row = cur.execute(call.query, call.params).fetchone()
+                names.append(row[0] if row else default)
+        conn.execute(_sql.listen(*names))
 
     def _run(self, burst: bool) -> None:
         dsn, source = self._resolve_dsn()
@@ -248,23 +235,17 @@ class Worker:
             PrefetchPolicy(config.concurrency, config.prefetch, config.batch_size), burst
         )
         pool = self._transaction_pool(dsn)
-        handlers = (
-            AsyncHandlerPool(
-                shared, config, pool, self._force, self._who, self._wake_up,
-                # the async transactional handlers' pool: their own statements run there, with
-                # the application's search_path (see _transaction_pool)
-                dsn=dsn, connect_kwargs=self._connect_kwargs(dsn, own=False),
-            )
-            if config.asynchronous
-            else HandlerPool(shared, config, pool, self._force, self._who, self._wake_up)
+        handlers = HandlerPool(
+            shared, config, pool, self._force, self._who, self._wake_up,
+            dsn=dsn, connect_kwargs=self._connect_kwargs(dsn, own=False),
         )
         acker = Acknowledger(shared, config, Link(connect), self._force, self._who, self._end)
         fetcher = Fetcher(shared, config, listen, self._who, self._end)
         restore = self._install_signal_handlers()
         try:
             handlers.start()
-            self._start(acker.run, ACKNOWLEDGER)
-            self._start(fetcher.run, FETCHER)
+            self._start(acker.run, ACKNOWLEDGER, shared)
+            self._start(fetcher.run, FETCHER, shared)
             while not (self._stop_requests or self._ended):
                 self._sleep(1.0)
             self._shutdown(shared, handlers, acker, fetcher)
@@ -363,20 +344,25 @@ class Worker:
         """Have the thread of ``run()`` look again (a thread it waits for has ended)."""
         poke(self._stop_w)
 
-    def _start(self, body: Callable[[], None], name: str) -> None:
+    def _end(self) -> None:
+        """End the run: burst done, or an error that claims or acknowledgements cannot get
+        past."""
+        self._ended = True
+        poke(self._stop_w)
+
+    def _start(self, body: Callable[[], None], name: str, shared: Shared) -> None:
         def target() -> None:
             try:
                 body()
+            except Exception as exc:  # a bug: the worker stops rather than lose jobs silently
+                log.exception("%s: %s failed", self._who, name)
+                shared.fail(exc)
+                self._end()
             finally:
                 self._ended_threads.add(name)  # before the wake-up: is_alive() may lag
                 self._wake_up()
 
         threading.Thread(target=target, name=name, daemon=True).start()
-
-    def _end(self) -> None:
-        """The fetcher ends the run (burst done, or an error that claims cannot get past)."""
-        self._ended = True
-        poke(self._stop_w)
 
     def _resolve_dsn(self) -> tuple[str, str]:
         if self._given_pool is not None:
@@ -396,18 +382,13 @@ class Worker:
                     return _sql.find_schema(conn)
             return _sql.schema_of_dsn(dsn)
         except psycopg.Error as exc:
-            error = from_psycopg(exc)
-            if is_conninfo_error(exc):
-                raise error from None  # libpq's own message may quote the password
-            raise error from exc
+            _raise_from(exc)
 
     def _citus_node(self, dsn: str, source: str) -> tuple[str, str]:
         """On a Citus coordinator where the schema is a distributed schema, the DSN of the node
-        that holds it: the schema's functions run there and their NOTIFYs are sent there (see
-        pgq_client.installer.citus).
-        Unchanged without Citus, with a given pool, or when the node cannot
-        be reached from here (then claims go through the coordinator, which delegates them,
-        and the worker wakes by its poll)."""
+        that holds it, where its functions run and NOTIFY (see pgq_client.installer.citus).
+        Unchanged without Citus, with a given pool, or when the node cannot be reached from
+        here (claims then go through the coordinator, and the worker wakes by its poll)."""
         if self._given_pool is not None or self.config.schema is None:
             return dsn, source
         kwargs = self._connect_kwargs(dsn)
@@ -425,8 +406,7 @@ class Worker:
             log.warning(
                 "%s: schema %s lives on Citus node %s:%s, which cannot be reached from here "
                 "(%s); working through the coordinator, waking by poll",
-                self._who, self.config.schema, node[0], node[1],
-                str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+                self._who, self.config.schema, node[0], node[1], describe(exc),
             )
             return dsn, source
         return node_dsn, f"{source}, on the Citus node {node[0]}:{node[1]} that holds the schema"
@@ -482,14 +462,7 @@ class Worker:
             raise
         except psycopg.Error as exc:
             link.close()
-            error = from_psycopg(exc)
-            if isinstance(error, PermissionDenied):
-                error = PermissionDenied(
-                    f"{error} (a worker's role needs `jobq grant ROLE --as worker`)"
-                )
-            if is_conninfo_error(exc):
-                raise error from None  # libpq's own message may quote the password
-            raise error from exc
+            _raise_from(exc, "a worker's role needs `jobq grant ROLE --as worker`")
 
     def _transaction_pool(self, dsn: str) -> ConnectionPool[Any] | None:
         """The pool plain transactional handlers take their connections from (none without
@@ -531,6 +504,16 @@ class Worker:
                 signal.signal(signum, handler)
 
         return restore
+
+
+def _raise_from(exc: psycopg.Error, denied: str | None = None) -> NoReturn:
+    """Raise the JobqError of ``exc`` (a PermissionDenied says what ``denied`` says)."""
+    error = from_psycopg(exc)
+    if denied is not None and isinstance(error, PermissionDenied):
+        error = PermissionDenied(f"{error} ({denied})")
+    if is_conninfo_error(exc):
+        raise error from None  # libpq's own message may quote the password
+    raise error from exc
 
 
 def _capacity(config: WorkerConfig) -> str:

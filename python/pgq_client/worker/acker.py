@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -19,15 +19,12 @@ from ..models import Job, UnservedJobType, mark_cancel_requested
 from .config import WorkerConfig
 from .joblog import UNSERVED_IDLE, duration, job_log, log, log_completed, report_unserved
 from .retry import GaveUp, Link, reconnecting
-from .state import Failure, Shared
-from .stuck import LOCKED_RETRY_FIRST, Locked, Stuck
+from .state import Ack, Failure, Release, Shared, Success
 
 __all__ = ["Acknowledger", "complete_many_call"]
 
 ACK_LINGER = 0.005
 """Seconds a result may wait for others to share its round trip (and its commit)."""
-
-Item = TypeVar("Item", Job, Failure)  # what an acknowledgement carries: a job, or its failure
 
 UNSERVED_AFTER = 3.0
 """Seconds after start when the worker looks for available jobs that no worker serves."""
@@ -36,23 +33,39 @@ CANCEL_CHECK_PAUSE = 0.05
 """Seconds between two cancel checks that notifications ask for: anyone may NOTIFY on the
 cancel channel, and a flood of notifications must not turn into as many statements."""
 
+LOCKED_RETRY_FIRST = 0.2
+LOCKED_RETRY_CAP = 5.0
+"""Seconds before an acknowledgement that found its row locked is tried again; doubles each
+time it is locked again, up to the cap."""
+
+
+class Locked(Exception):
+    """A statement gave up waiting for a row lock another session holds (55P03, after the
+    connection's lock_timeout): the call is retried later, apart from the other jobs."""
+
+
+class _Path(NamedTuple):
+    """How one kind of acknowledgement is sent: its statement for a batch, and what its rows
+    say (logged, and the jobs settled)."""
+
+    doing: str
+    call: Callable[[Acknowledger, list[Any]], _ops.Call]
+    done: Callable[[Acknowledger, list[Any], list[Any], bool], None]
+
 
 class Acknowledger:
-    """Sends, in this order each round: the release of unstarted jobs (at shutdown), every
-    completion so far in one ``jobq_complete_many`` (with the results of those that have one;
-    limited jobs without a result are completed by the fetcher while it runs, see Fetcher),
-    every failure so far in one ``jobq_fail_many`` (a row per job, in order), and the heartbeat
-    of every held job when one is due, which also asks which of them have a cancel request
-    (``jobq_cancel_requested`` in the same statement); when a notification said a cancel
-    concerns this worker, it asks that at once. Held jobs with a request are marked, so that
-    ``job.cancel_requested()`` turns true in their handlers.
+    """Sends, in this order each round: releases of unstarted jobs (at shutdown), completions
+    in one ``jobq_complete_many`` (limited jobs without a result are completed by the fetcher
+    while it runs), failures in one ``jobq_fail_many``, and when one is due the heartbeat of
+    every held job, which also asks which of them have a cancel request; when a notification
+    said a cancel concerns this worker, it asks that at once. Held jobs with a request are
+    marked, so that ``job.cancel_requested()`` turns true in their handlers.
 
-    One thread doing all of them one after the other is what keeps a heartbeat from meeting an
-    acknowledgement of the same rows (a heartbeat skips rows locked by others, and then a
-    smaller count would no longer mean lost claims). Every call is fenced by the claim's
-    attempt, so a batch whose reply was lost with the connection is simply sent again. It also
-    logs how each failure ended (from ``jobq_fail_many``'s result) and, every
-    ``summary_interval``, what the worker has done.
+    One thread doing all of them one after the other keeps a heartbeat from meeting an
+    acknowledgement of the same rows (a heartbeat skips rows locked by others, and a smaller
+    count would no longer mean lost claims). Every call is fenced by the claim's attempt, so a
+    batch whose reply was lost with the connection is simply sent again. Batches go in id
+    order: jobq_cancel locks rows in id order too, so the two wait instead of deadlocking.
     """
 
     def __init__(
@@ -71,20 +84,25 @@ class Acknowledger:
         self._link = link
         self._force = force
         self._who = who
-        self._deadline = math.inf  # after close(): stop retrying then
-        self._next_beat = math.inf
-        self._next_summary = math.inf
-        self._next_tick = math.inf
+        self._deadline = math.inf
+        now = time.monotonic()
+        self._next_beat = now + config.heartbeat_seconds
+        self._next_summary = now + (config.summary_interval or math.inf)
+        self._next_tick = now + (config.tick_interval or math.inf)  # claims first
+        # After this worker's first claims have recorded what it serves (a burst run says it
+        # at its end instead).
+        self._next_unserved = math.inf if shared.burst else now + UNSERVED_AFTER
+        self._next_cancel_check = 0.0
         self._tick_failed = False  # a failing tick is logged once, until it works again
         # False once jobq_cancel_requested was denied (a role granted before the function
         # existed): the heartbeat then goes alone, and running handlers are not told of cancels.
         self._cancels_allowed = True
-        self._next_unserved = math.inf  # the start-up look for jobs nobody serves, once
-        self._counted = (0, 0, time.monotonic())  # done, failed, when: at the last summary
+        self._counted = (0, 0, now)  # done, failed, when: at the last summary
         # Acknowledgements whose row another session kept locked past lock_wait: sent again,
-        # apart, when due (never holding up the others meanwhile).
-        self._stuck = Stuck()
-        self._next_cancel_check = 0.0
+        # apart, at _stuck_at (never holding up the others meanwhile).
+        self._stuck: list[Ack] = []
+        self._stuck_at = math.inf
+        self._stuck_delay = LOCKED_RETRY_FIRST
 
     def close(self, deadline: float) -> None:
         """Send what is left, retrying through connection losses until ``deadline``; then end."""
@@ -94,76 +112,48 @@ class Acknowledger:
             self._shared.acks_ready.notify()
 
     def run(self) -> None:
-        """The thread's body."""
         try:
             self._loop()
-        except Exception as exc:  # a bug; the worker stops rather than lose results silently
-            log.exception("%s: the acknowledger failed", self._who)
-            self._shared.fail(exc)
-            self._on_end()
         finally:
             self._link.close()
 
-    def _giving_up(self) -> bool:
+    def _giving_up(self) -> bool:  # after close(), past the deadline; or aborting
         return self._force.is_set() or time.monotonic() > self._deadline
 
     def _loop(self) -> None:
-        heartbeat = self._config.heartbeat_seconds
-        summary = self._config.summary_interval or math.inf
-        tick = self._config.tick_interval or math.inf
-        self._next_beat = time.monotonic() + heartbeat
-        self._next_summary = time.monotonic() + summary
-        self._next_tick = time.monotonic() + tick  # one interval after start: claims first
-        # after this worker's first claims have recorded what it serves (a burst run says it
-        # at its end instead)
-        if not self._shared.burst:
-            self._next_unserved = time.monotonic() + UNSERVED_AFTER
-        while True:
-            batch = self._next_batch()
-            if batch is None:
-                return  # closed, and everything sent
-            releases, completions, results, failures = batch
-            retrying = time.monotonic() >= self._stuck.at
+        config = self._config
+        while (batch := self._next_batch()) is not None:
+            retrying = time.monotonic() >= self._stuck_at
             if retrying:
-                releases, completions, results, failures = self._stuck.take(
-                    releases, completions, results, failures
-                )
+                batch, self._stuck, self._stuck_at = [*batch, *self._stuck], [], math.inf
+            if not self._acknowledge(batch):
+                return
+            if retrying and self._stuck_at == math.inf:
+                self._stuck_delay = LOCKED_RETRY_FIRST  # they all went through
             try:
-                if releases:
-                    self._release(releases)
-                    releases = []
-                if completions:
-                    failures = [*self._complete(completions, results), *failures]
-                    completions = []
-                if failures:
-                    self._fail(failures)
-                    failures = []
-                if time.monotonic() >= self._next_beat:
+                now = time.monotonic()
+                if now >= self._next_beat:
                     self._heartbeat()
-                    self._next_beat = time.monotonic() + heartbeat
-                elif self._shared.cancel_check and time.monotonic() >= self._next_cancel_check:
-                    self._check_cancels()
+                    self._next_beat = time.monotonic() + config.heartbeat_seconds
+                elif self._shared.cancel_check and now >= self._next_cancel_check:
+                    self._heartbeat(renew=False)
                     self._next_cancel_check = time.monotonic() + CANCEL_CHECK_PAUSE
-                if time.monotonic() >= self._next_tick:
+                if now >= self._next_tick:
                     self._tick()
-                    self._next_tick = time.monotonic() + tick
-                if time.monotonic() >= self._next_unserved:
+                    self._next_tick = time.monotonic() + (config.tick_interval or math.inf)
+                if now >= self._next_unserved:
                     self._next_unserved = math.inf
                     self._unserved()
             except (GaveUp, JobqError) as exc:
-                self._abandon(releases, completions, failures, exc)
+                self._abandon([], exc)
                 return
-            if retrying and self._stuck.at == math.inf:
-                self._stuck.delay = LOCKED_RETRY_FIRST  # they all went through
-            if time.monotonic() >= self._next_summary:
+            if now >= self._next_summary:
                 self._summary()
-                self._next_summary = time.monotonic() + summary
+                self._next_summary = time.monotonic() + (config.summary_interval or math.inf)
 
-    def _next_batch(
-        self,
-    ) -> tuple[list[Job], list[Job], dict[uuid.UUID, str], list[Failure]] | None:
-        """Wait until something is to be sent (or a heartbeat, a cancel check or a summary is
-        due), and take it.
+    def _next_batch(self) -> list[Ack] | None:
+        """Wait until something is to be sent (or a heartbeat, a tick, a cancel check or a
+        summary is due), and take it; None once closed and everything is sent.
 
         Results wait up to ``ACK_LINGER`` for others to join them, and go at once when a
         claim's worth has gathered, when no job is left running (nothing else is coming soon:
@@ -174,38 +164,69 @@ class Acknowledger:
         with shared.lock:
             while True:
                 now = time.monotonic()
-                pending = len(shared.completions) + len(shared.failures)
+                pending = len(shared.acks)
                 check = shared.cancel_check and now >= self._next_cancel_check
-                if shared.releases or (pending and shared.acks_closed) or check:
+                if (pending and shared.acks_closed) or check:
                     break
                 if pending:
                     flush_at = min(flush_at, now + ACK_LINGER)
-                    if now >= flush_at or not shared.unfinished:
+                    if now >= flush_at or not shared.unfinished or pending >= shared.ack_batch():
                         break
-                    if pending >= shared.ack_batch():
-                        break
-                elif shared.acks_closed and self._stuck.at == math.inf:
+                elif shared.acks_closed and self._stuck_at == math.inf:
                     return None
                 timer = min(
                     self._next_beat,
                     self._next_summary,
                     self._next_tick,
                     self._next_unserved,
-                    self._stuck.at,
+                    self._stuck_at,
                     self._next_cancel_check if shared.cancel_check else math.inf,
                 )
                 if now >= timer:
                     break
                 shared.acks_ready.wait(min(timer, flush_at) - now)
-            batch = (shared.releases, shared.completions, shared.results, shared.failures)
-            shared.releases, shared.completions, shared.failures = [], [], []
-            if shared.results:
-                shared.results = {}
+            batch, shared.acks = shared.acks, []
             return batch
 
+    def _acknowledge(self, batch: list[Ack]) -> bool:
+        """Send ``batch``, each kind in one statement (the failures last, with those of results
+        that could not be stored). False on an error no retry gets past."""
+        groups: dict[_Path, list[Any]] = {RELEASE: [], COMPLETE: [], FAIL: []}
+        for ack in batch:
+            groups[_PATHS.get(type(ack), COMPLETE)].append(ack)
+        for path, acks in groups.items():
+            try:
+                if acks:
+                    groups[FAIL] += self._send_apart(path, sorted(acks, key=_job_id))
+            except (GaveUp, JobqError) as exc:
+                self._abandon([ack for group in groups.values() for ack in group], exc)
+                return False
+            acks.clear()
+        return True
+
+    def _send_apart(self, path: _Path, acks: list[Any]) -> list[Failure]:
+        """``acks`` in one statement; when a row of theirs is locked by another session past
+        lock_wait, or a result is over the installation's size limit (54000), each alone: a
+        locked one is set aside and sent again when due, a result that is refused fails its
+        job. Returns those failures."""
+        try:
+            rows, retried = self._send(path.call(self, acks), path.doing % len(acks))
+        except (Locked, PayloadTooLarge) as exc:
+            if len(acks) > 1:
+                return [failure for ack in acks for failure in self._send_apart(path, [ack])]
+            if isinstance(exc, Locked):
+                self._defer(acks)
+                return []
+            if not isinstance(acks[0], Success):
+                raise
+            message = f"the handler's result cannot be stored: {exc}"
+            return [Failure(acks[0].job, message, message, False, timedelta(0))]
+        path.done(self, acks, rows, retried)
+        return []
+
     def _send(self, statement: _ops.Call, doing: str) -> tuple[list[Any], bool]:
-        """Run one statement through lost connections; its rows, and whether it was retried
-        (then an earlier try may have been applied, its reply lost)."""
+        """The rows of ``statement``, sent through lost connections, and whether it was
+        retried (then an earlier try may have been applied, its reply lost)."""
         retried = False
 
         def on_lost() -> None:
@@ -231,118 +252,31 @@ class Acknowledger:
         )
         return rows, retried
 
-    def _apart(
-        self,
-        items: list[Item],
-        send: Callable[[list[Item]], list[Failure] | None],
-        defer: Callable[[list[Item]], None],
-    ) -> list[Failure]:
-        """``send(items)`` in one statement; when a row of theirs is locked by another session
-        past lock_wait, each item alone, so that only that one waits: set aside by
-        ``defer([item])``, to be sent again when due. The failures ``send`` reports instead."""
-        try:
-            return send(items) or []
-        except Locked:
-            if len(items) == 1:
-                defer(items)
-                return []
-        failures: list[Failure] = []
-        for item in items:
-            failures += self._apart([item], send, defer)
-        return failures
+    # -- what each path sends, and what its rows say ---------------------------------------------
 
-    def _release(self, jobs: list[Job]) -> None:
-        self._apart(jobs, self._send_release, lambda alone: self._defer(releases=alone))
+    def _release_call(self, acks: list[Release]) -> _ops.Call:
+        return _ops.release_call(self._sql, [a.job.id for a in acks], self._config.worker_id)
 
-    def _send_release(self, jobs: list[Job]) -> None:
-        rows, _ = self._send(
-            _ops.release_call(self._sql, [job.id for job in jobs], self._config.worker_id),
-            f"releasing {len(jobs)} unstarted jobs",
-        )
+    def _released(self, acks: list[Release], rows: list[Any], retried: bool) -> None:
         log.info("%s released %d unstarted jobs", self._who, rows[0][0])
-        for job in jobs:
-            job_log(logging.DEBUG, job, "released (never started)")
-        self._shared.settled(jobs)
+        for ack in acks:
+            job_log(logging.DEBUG, ack.job, "released (never started)")
+        self._shared.settled([a.job for a in acks])
 
-    def _complete(self, jobs: list[Job], results: dict[uuid.UUID, str]) -> list[Failure]:
-        """Complete ``jobs``, with their results; returns the failures to report instead: the
-        jobs whose result is over the installation's size limit (then each job with a result is
-        completed on its own, to tell which).
+    def _complete_call(self, acks: list[Job | Success]) -> _ops.Call:
+        if len(acks) == 1 and isinstance(acks[0], Success):  # its error names the result alone
+            job, result = acks[0]
+            return _ops.complete_call(self._sql, job.id, self._config.worker_id, job.attempts,
+                                      result)
+        return complete_many_call(self._sql, acks, self._config.worker_id)
 
-        In id order: jobq_cancel locks the rows it changes in id order too, so a completion and
-        a cancel of overlapping jobs wait for each other instead of deadlocking (which
-        PostgreSQL would break after deadlock_timeout, a second by default)."""
-        batch = sorted(jobs, key=lambda job: job.id)
-
-        def results_of(some: list[Job]) -> dict[uuid.UUID, str]:
-            if some is batch or not results:
-                return results
-            return {job.id: results[job.id] for job in some if job.id in results}
-
-        return self._apart(
-            batch,
-            lambda some: self._send_completions(some, results_of(some)),
-            lambda alone: self._defer(completions=alone, results=results_of(alone)),
-        )
-
-    def _send_completions(
-        self, jobs: list[Job], results: dict[uuid.UUID, str]
-    ) -> list[Failure]:
-        try:
-            rows, retried = self._send(
-                complete_many_call(self._sql, jobs, self._config.worker_id, results),
-                f"acknowledging {len(jobs)} jobs",
-            )
-        except PayloadTooLarge:
-            if not results:
-                raise
-            return self._complete_one_by_one(jobs, results)
-        self._completed(jobs, int(rows[0][0]), retried)
-        return []
-
-    def _complete_one_by_one(
-        self, jobs: list[Job], results: dict[uuid.UUID, str]
-    ) -> list[Failure]:
-        """A batch whose results include one over the size limit (54000): the jobs without a
-        result together, each other one alone; a result that is refused fails its job."""
-        plain = [job for job in jobs if job.id not in results]
-        if plain:
-            self._complete(plain, {})
-        too_large: list[Failure] = []
-        for job in jobs:
-            if job.id in results:
-                too_large += self._apart(
-                    [job],
-                    lambda alone: self._send_result(alone[0], results[alone[0].id]),
-                    lambda alone: self._defer(
-                        completions=alone, results={alone[0].id: results[alone[0].id]}
-                    ),
-                )
-        return too_large
-
-    def _send_result(self, job: Job, result: str) -> list[Failure]:
-        call = _ops.complete_call(self._sql, job.id, self._config.worker_id, job.attempts, result)
-        try:
-            rows, retried = self._send(call, "acknowledging a job with its result")
-        except PayloadTooLarge as exc:
-            message = f"the handler's result cannot be stored: {exc}"
-            return [Failure(job, message, message, False, timedelta(0))]
-        self._completed([job], int(bool(rows[0][0])), retried)
-        return []
-
-    def _completed(self, jobs: list[Job], done: int, retried: bool) -> None:
+    def _completed(self, acks: list[Job | Success], rows: list[Any], retried: bool) -> None:
+        jobs, done = [_job(a) for a in acks], int(rows[0][0])  # a count, or jobq_complete's bool
         log_completed(self._who, jobs, done, retried)
         self._shared.settled(jobs, done=done)
 
-    def _fail(self, failures: list[Failure]) -> None:
-        self._apart(
-            sorted(failures, key=lambda f: f.job.id),  # id order: see _complete
-            self._send_failures,
-            lambda alone: self._defer(failures=alone),
-        )
-
-    def _send_failures(self, failures: list[Failure]) -> None:
-        call = _ops.fail_many_call(
+    def _fail_call(self, failures: list[Failure]) -> _ops.Call:
+        return _ops.fail_many_call(
             self._sql,
             [f.job.id for f in failures],
             self._config.worker_id,
@@ -351,30 +285,46 @@ class Acknowledger:
             [f.backoff for f in failures],
             [f.job.attempts for f in failures],
         )
-        rows, retried = self._send(call, f"reporting {len(failures)} failed jobs")
+
+    def _failed(self, failures: list[Failure], rows: list[Any], retried: bool) -> None:
         recorded = 0
         for failure, (_, _, status) in zip(failures, rows, strict=True):
             recorded += status is not None
             _log_failure(failure, status, retried)
         self._shared.settled([f.job for f in failures], failed=recorded)
 
-    def _heartbeat(self) -> None:
+    # -- heartbeats, cancels, schedules --------------------------------------------------------
+
+    def _heartbeat(self, renew: bool = True) -> None:
+        """Renew the claims of the held jobs and learn which have a cancel request, in one
+        statement; without ``renew`` (a notification said a job of this worker got a cancel
+        request), only the latter."""
         with self._shared.lock:
             ids = list(self._shared.held)
-            self._shared.cancel_check = False  # this heartbeat asks
-        if not ids:
+            self._shared.cancel_check = False  # this statement asks
+        if not ids or not (renew or self._cancels_allowed):
             return
         rows: list[Any] = []
+        doing = "renewing claims" if renew else "asking for cancel requests"
+        worker_id = self._config.worker_id
         try:
             if self._cancels_allowed:
                 try:
-                    rows, _ = self._send(self._beat(ids, cancels=True), "renewing claims")
+                    rows, _ = self._send(
+                        _ops.heartbeat_call(self._sql, worker_id, ids, cancels=True)
+                        if renew
+                        else _ops.cancel_requested_call(self._sql, ids),
+                        doing,
+                    )
                 except PermissionDenied as exc:
                     self._cancels_denied(exc)
+            if not renew:
+                self._mark_cancelled([row[0] for row in rows])
+                return
             if not rows:
-                rows, _ = self._send(self._beat(ids), "renewing claims")
-        except Locked:  # the heartbeat skips locked rows: not expected; the next one renews
-            log.warning("%s: a heartbeat waited for a lock past lock_wait; retried", self._who)
+                rows, _ = self._send(_ops.heartbeat_call(self._sql, worker_id, ids), doing)
+        except Locked:  # a heartbeat skips locked rows: not expected; the next one renews
+            log.warning("%s: %s waited for a lock past lock_wait; retried", self._who, doing)
             self._next_beat = time.monotonic() + LOCKED_RETRY_FIRST
             return
         renewed = int(rows[0][0])
@@ -397,29 +347,7 @@ class Acknowledger:
         else:
             log.debug("%s renewed %d claims", self._who, renewed)
 
-    def _beat(self, ids: list[uuid.UUID], cancels: bool = False) -> _ops.Call:
-        return _ops.heartbeat_call(self._sql, self._config.worker_id, ids, cancels)
-
-    def _check_cancels(self) -> None:
-        """A notification said a job of this worker got a cancel request: ask which."""
-        with self._shared.lock:
-            ids = list(self._shared.held)
-            self._shared.cancel_check = False
-        if not ids or not self._cancels_allowed:
-            return
-        try:
-            rows, _ = self._send(
-                _ops.cancel_requested_call(self._sql, ids), "asking for cancel requests"
-            )
-        except PermissionDenied as exc:
-            self._cancels_denied(exc)
-            return
-        except Locked:
-            return  # a read: not expected; the next heartbeat asks
-        self._mark_cancelled([row[0] for row in rows])
-
-    def _mark_cancelled(self, ids: Sequence[uuid.UUID]) -> None:
-        """Tell the handlers of these held jobs that a cancel was requested."""
+    def _mark_cancelled(self, ids: Sequence[uuid.UUID]) -> None:  # job.cancel_requested()
         with self._shared.lock:
             jobs = [self._shared.held[i] for i in ids if i in self._shared.held]
         for job in jobs:
@@ -481,34 +409,33 @@ class Acknowledger:
             return
         report_unserved(self._who, [UnservedJobType(*row) for row in rows])
 
-    def _defer(
-        self,
-        releases: Sequence[Job] = (),
-        completions: Sequence[Job] = (),
-        results: dict[uuid.UUID, str] | None = None,
-        failures: Sequence[Failure] = (),
-    ) -> None:
-        """Set aside an acknowledgement whose row another session keeps locked."""
+    # -- what is set aside or given up on -------------------------------------------------------
+
+    def _defer(self, acks: list[Ack]) -> None:
+        """Set aside ``acks``, whose row another session keeps locked, due after the current
+        delay (which then doubles)."""
         if self._giving_up():  # shutting down, past the deadline: stop waiting for that lock
             raise GaveUp("waiting for a row lock that another session holds")
-        self._stuck.defer(releases, completions, results or {}, failures)
+        self._stuck += acks
+        self._stuck_at = min(self._stuck_at, time.monotonic() + self._stuck_delay)
+        for ack in acks:
+            job_log(
+                logging.WARNING,
+                _job(ack),
+                "acknowledgement waits for a row lock another session holds; tried again in %s",
+                duration(timedelta(seconds=self._stuck_delay)),
+            )
+        self._stuck_delay = min(self._stuck_delay * 2, LOCKED_RETRY_CAP)
 
-    def _abandon(
-        self,
-        releases: Sequence[Job],
-        completions: Sequence[Job],
-        failures: Sequence[Failure],
-        why: BaseException,
-    ) -> None:
+    def _abandon(self, acks: list[Ack], why: BaseException) -> None:
         """Log what could not be sent, and let the worker stop (on a permanent error)."""
         if isinstance(why, JobqError):
             log.error("%s: acknowledging failed, stopping: %s", self._who, why)
             self._shared.fail(why)
             self._on_end()
         with self._shared.lock:  # what came in meanwhile is not sent either
-            releases = [*releases, *self._shared.releases]
-            completions = [*completions, *self._shared.completions]
-            failures = [*failures, *self._shared.failures]
+            acks, self._shared.acks = [*acks, *self._shared.acks], []
+        releases = [a for a in acks if isinstance(a, Release)]
         if releases:
             log.warning(
                 "%s could not release %d unstarted jobs (%s); they are taken over when their "
@@ -517,13 +444,14 @@ class Acknowledger:
                 len(releases),
                 why,
             )
-        for job in (*completions, *(f.job for f in failures)):
-            job_log(
-                logging.ERROR,
-                job,
-                "result not recorded (%s); the job runs again after its lock expires",
-                "database unavailable at shutdown" if isinstance(why, GaveUp) else why,
-            )
+        for ack in acks:
+            if not isinstance(ack, Release):
+                job_log(
+                    logging.ERROR,
+                    _job(ack),
+                    "result not recorded (%s); the job runs again after its lock expires",
+                    "database unavailable at shutdown" if isinstance(why, GaveUp) else why,
+                )
 
     def _summary(self) -> None:
         with self._shared.lock:
@@ -544,22 +472,34 @@ class Acknowledger:
             )
 
 
+RELEASE = _Path("releasing %d unstarted jobs", Acknowledger._release_call, Acknowledger._released)
+COMPLETE = _Path("acknowledging %d jobs", Acknowledger._complete_call, Acknowledger._completed)
+FAIL = _Path("reporting %d failed jobs", Acknowledger._fail_call, Acknowledger._failed)
+_PATHS: dict[type, _Path] = {Release: RELEASE, Failure: FAIL}  # jobs and Successes: COMPLETE
+
+
+def _job(ack: Ack) -> Job:
+    return ack if isinstance(ack, Job) else ack.job
+
+
+def _job_id(ack: Ack) -> uuid.UUID:
+    return _job(ack).id
+
+
 def complete_many_call(
-    s: _sql.Statements,
-    jobs: Sequence[Job],
-    worker_id: str,
-    results: dict[uuid.UUID, str] | None = None,
+    s: _sql.Statements, acks: Sequence[Job | Success], worker_id: str
 ) -> _ops.Call:
-    """``jobq_complete_many`` of ``jobs`` (in id order: see Acknowledger._complete), each
-    fenced by its claim's attempt."""
+    """``jobq_complete_many`` of these jobs, each fenced by its claim's attempt, with the
+    results of those that have one."""
+    jobs = [_job(a) for a in acks]
+    results = [a.result if isinstance(a, Success) else None for a in acks]
     return _ops.complete_many_call(
         s,
         [job.id for job in jobs],
         worker_id,
         [job.attempts for job in jobs],
-        [results.get(job.id) for job in jobs] if results else None,
+        results if any(r is not None for r in results) else None,
     )
-
 
 
 _OUTCOMES = {
@@ -593,4 +533,3 @@ def _storable(text: str) -> str:
     may hold anything, and must not make its own failure unrecordable)."""
     text = text.replace("\x00", "\\x00")
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
-

@@ -100,6 +100,23 @@ def seconds(value: timedelta | float, name: str) -> float:
     return result
 
 
+_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("concurrency", lambda v: v >= 1, "be at least 1"),
+    ("lock_timeout", lambda v: v > timedelta(0), "be positive"),
+    ("prefetch", lambda v: v is None or v >= 0, "not be negative"),
+    ("batch_size", lambda v: v is None or 1 <= v <= 10_000, "be between 1 and 10000"),
+    ("poll_interval", lambda v: v > 0, "be positive"),
+    ("shutdown_grace", lambda v: v >= 0, "not be negative"),
+    ("retry_backoff", lambda v: v >= timedelta(0), "not be negative"),
+    ("tick_interval", lambda v: v is None or v > 0, "be positive (or None: no ticking)"),
+    ("lock_wait", lambda v: 0 < v <= 3600, "be positive and at most 3600 s"),
+    ("summary_interval", lambda v: v is None or v > 0, "be positive (or None: no summary)"),
+    ("worker_id", lambda v: isinstance(v, str) and bool(v.strip()) and len(v) <= MAX_WORKER_ID,
+     f"be a non-blank string of at most {MAX_WORKER_ID} characters"),
+)
+"""What each setting must be: a ValueError naming it otherwise."""
+
+
 @dataclass(frozen=True)
 class WorkerConfig:
     """Everything a :class:`~pgq_client.Worker` was told, validated when made.
@@ -138,39 +155,16 @@ class WorkerConfig:
                 raise ValueError(f"job types must be non-blank strings, got {job_type!r}")
             if not callable(handler):
                 raise TypeError(f"handler for {job_type!r} is not callable: {handler!r}")
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
         if isinstance(self.queues, str) or not all(isinstance(q, str) for q in self.queues or ()):
             raise TypeError("queues must be a list of queue names, not a string")
-        if self.lock_timeout <= timedelta(0):
-            raise ValueError("lock_timeout must be positive")
-        if self.prefetch is not None and self.prefetch < 0:
-            raise ValueError(f"prefetch must not be negative, got {self.prefetch}")
-        if self.batch_size is not None and not 1 <= self.batch_size <= 10_000:
-            raise ValueError(f"batch_size must be between 1 and 10000, got {self.batch_size}")
-        if self.poll_interval <= 0:
-            raise ValueError(f"poll_interval must be positive, got {self.poll_interval}")
+        for name, valid, rule in _RULES:
+            value = getattr(self, name)
+            if not valid(value):
+                raise ValueError(f"{name} must {rule}, got {value!r}")
         lock_seconds = self.lock_timeout.total_seconds()
         heartbeat = lock_seconds / 3 if self.heartbeat_interval is None else self.heartbeat_interval
         if not 0 < heartbeat < lock_seconds:
             raise ValueError("heartbeat_interval must be positive and shorter than lock_timeout")
-        if self.shutdown_grace < 0:
-            raise ValueError(f"shutdown_grace must not be negative, got {self.shutdown_grace}")
-        if self.retry_backoff < timedelta(0):
-            raise ValueError(f"retry_backoff must not be negative, got {self.retry_backoff}")
-        if self.tick_interval is not None and self.tick_interval <= 0:
-            raise ValueError(
-                f"tick_interval must be positive (or None: no ticking), got {self.tick_interval}"
-            )
-        if not 0 < self.lock_wait <= 3600:
-            raise ValueError(f"lock_wait must be positive and at most 3600 s, got {self.lock_wait}")
-        if self.summary_interval is not None and self.summary_interval <= 0:
-            raise ValueError(f"summary_interval must be positive, got {self.summary_interval}")
-        worker_id = self.worker_id
-        if not (isinstance(worker_id, str) and worker_id.strip()) or len(worker_id) > MAX_WORKER_ID:
-            raise ValueError(
-                f"worker_id must be a non-blank string of at most {MAX_WORKER_ID} characters"
-            )
         set_ = object.__setattr__  # the dataclass is frozen: normalise once, here
         set_(self, "handlers", MappingProxyType(dict(self.handlers)))
         set_(self, "queues", None if self.queues is None else tuple(self.queues))

@@ -45,32 +45,25 @@ _CANCEL_CHANNELS = (f"jobq-{_sql.CANCEL_EVENT}:", f"jobq-{_sql.CANCEL_EVENT}#")
 class Fetcher:
     """Claims jobs into the worker's buffer, on the connection that also LISTENs.
 
-    A claim asks for what :class:`~pgq_client.worker.policy.PrefetchPolicy` says, when a claim
-    is due: at once after a claim that came back full (more is waiting), after a notification
-    for one of the worker's queues, and every ``poll_interval`` otherwise (jobs whose time has
-    come, retries, a notification lost while disconnected).
+    A claim asks for what :class:`~pgq_client.worker.policy.PrefetchPolicy` says, when one is
+    due: at once after a claim that came back full (more is waiting), after a notification for
+    one of the worker's queues, and every ``poll_interval`` otherwise (jobs whose time has
+    come, retries, a notification lost while disconnected). One claim at a time: the policy
+    sizes the buffer so that it lasts while the next claim is under way.
 
     Between claims it sleeps in ``select()`` on the connection's socket (notifications) and on
     a wake-up socket, written to when a handler thread frees the slots a due claim waits for,
-    when the acknowledger settles jobs in a burst run, and when the Worker stops. Notifications
-    arrive on the connection the claims use, so one that comes during a claim is kept by
-    psycopg and read right after it: none is missed in between.
+    when jobs are settled in a burst run, and when the Worker stops. A notification that comes
+    during a claim is kept by psycopg and read right after it: none is missed.
 
-    One claim at a time: the prefetch policy sizes the buffer so that it lasts while the next
-    claim is under way, and for jobs shorter than that, claims wait for an empty buffer anyway.
-
-    Limited jobs (``limit_group`` set) whose handler returned None are completed here, not by
-    the acknowledger: the fetcher is woken, and sends ``jobq_complete_many`` for them and its
-    next claim in one round trip and one transaction (a pipeline; an explicit transaction
-    where libpq has no pipeline mode). The claim counts each key's running jobs after those
-    completions, so a slot that a job frees is taken again by the same round trip instead of
-    one completion and one claim after it; for a key with ``max_running = 1`` that is its
-    whole turnover. When no claim is worth its round trip (the buffer still holds jobs), the
-    completions go alone, at once (a finished job must not keep its slot), and make a claim
-    due. Nothing else changes: the completion is fenced by the attempt as the acknowledger's
-    is (sent again after a lost connection, it records nothing twice), the jobs stay held
-    (heartbeats) until it has committed, and when the fetcher ends, what it has not
-    completed goes to the acknowledger.
+    Limited jobs (``limit_group`` set) whose handler returned None are completed here: their
+    ``jobq_complete_many`` and the next claim go in one round trip and one transaction (a
+    pipeline; an explicit transaction where libpq has none), so the claim counts each key's
+    running jobs without them and takes a freed slot again at once (for ``max_running = 1``,
+    the key's whole turnover). When no claim is worth its round trip, the completions go
+    alone, at once, and make a claim due. They are fenced by the attempt as the
+    acknowledger's are, the jobs stay held (heartbeats) until they have committed, and what
+    the fetcher has not completed when it ends goes to the acknowledger.
     """
 
     def __init__(
@@ -105,7 +98,6 @@ class Fetcher:
         self._claim_query, self._params = claim.query, dict(claim.params)
 
     def run(self) -> None:
-        """The thread's body."""
         try:
             self._loop()
         except GaveUp:
@@ -114,19 +106,14 @@ class Fetcher:
             log.error("%s: claiming jobs failed, stopping: %s", self._who, exc)
             self._shared.fail(exc)
             self._on_end()
-        except Exception as exc:  # a bug: never leave the worker claiming nothing, silently
-            log.exception("%s: a fetcher failed", self._who)
-            self._shared.fail(exc)
-            self._on_end()
         finally:
             # Completions of limited jobs that this thread took and did not send, and those
             # that handlers finish from now on, go to the acknowledger.
-            self._shared.close_key_acks(self._key_acks)
+            self._shared.hand_over_key_acks(self._key_acks, close=True)
             self._key_acks = []
             self._link.close()
 
-    def stop(self) -> None:
-        """Stop claiming (a claim under way is finished and its jobs handed on)."""
+    def stop(self) -> None:  # a claim under way is finished and its jobs handed on
         self._stopping.set()
         poke(self._wake)
 
@@ -158,7 +145,7 @@ class Fetcher:
                 # No room for a claim: the completions go alone.
                 self._key_acks += shared.take_key_acks()
                 self._reconnecting(
-                    self._complete_key_acks, f"acknowledging {len(self._key_acks)} jobs"
+                    lambda: self._claim(claim=False), f"acknowledging {len(self._key_acks)} jobs"
                 )
                 continue
             if not go:
@@ -189,8 +176,7 @@ class Fetcher:
                     self._on_end()
                     return
 
-    def _reconnecting(self, call: Callable[[], T], doing: str) -> T:
-        """``call`` through lost connections, until it works or the fetcher stops."""
+    def _reconnecting(self, call: Callable[[], T], doing: str) -> T:  # until it stops
         return reconnecting(
             call,
             doing=doing,
@@ -220,13 +206,15 @@ class Fetcher:
         with self._shared.lock:
             return not (self._shared.held or self._shared.woken)
 
-    def _claim(self) -> list[Job]:
+    def _claim(self, claim: bool = True) -> list[Job]:
+        """Claim (``claim``) and complete the limited jobs taken, in one round trip; the
+        claimed jobs."""
         conn = self._link.get()
-        if self._orphans_unknown:
+        if claim and self._orphans_unknown:
             self._release_orphans(conn)
         acks = self._key_acks
         try:
-            if not acks:
+            if claim and not acks:
                 with conn.cursor(row_factory=job_row) as cur:
                     cur.execute(self._claim_query, self._params)
                     return cur.fetchall()
@@ -236,41 +224,32 @@ class Fetcher:
             # pipelines (before 14), an explicit transaction.
             with conn.pipeline() if PIPELINE else conn.transaction():
                 done_cur = conn.cursor(row_factory=tuple_row)
-                done = self._key_ack_call(acks)
+                acks.sort(key=lambda job: job.id)  # id order, as the acknowledger's
+                done = complete_many_call(self._sql, acks, self._config.worker_id)
                 done_cur.execute(done.query, done.params)
-                cur = conn.cursor(row_factory=job_row)
-                cur.execute(self._claim_query, self._params)
+                if claim:
+                    cur = conn.cursor(row_factory=job_row)
+                    cur.execute(self._claim_query, self._params)
             row = done_cur.fetchone()
-            jobs = cur.fetchall()
+            jobs = cur.fetchall() if claim else []
         except psycopg.errors.LockNotAvailable:
             # A completion waited past lock_wait for a row another session holds (the claim
             # never waits: SKIP LOCKED): the acknowledger completes those jobs, and the claim
             # goes alone.
             self._hand_over_key_acks()
-            return self._claim()
+            return self._claim() if claim else []
         except psycopg.Error as exc:
             if connection_lost(exc):
-                self._orphans_unknown = True  # it may have committed, its reply lost
+                self._orphans_unknown |= claim  # it may have committed, its reply lost
                 self._acks_retried = True
             raise
-        self._key_acks_sent(acks, row, claimed=True)
+        done_count = int(row[0]) if row is not None and row[0] is not None else 0
+        log_completed(self._who, acks, done_count, self._acks_retried)
+        self._key_acks, self._acks_retried = [], False
+        # A claim in the same transaction had the slots they freed: no wake-up for them.
+        # Without one, the slots make a claim due, as the acknowledger's completions do.
+        self._shared.settled(acks, done=done_count, wake=not claim)
         return jobs
-
-    def _complete_key_acks(self) -> None:
-        """Complete the limited jobs taken, without a claim (the buffer is full)."""
-        acks = self._key_acks
-        try:
-            with self._link.get().cursor(row_factory=tuple_row) as cur:
-                done = self._key_ack_call(acks)
-                row = cur.execute(done.query, done.params).fetchone()
-        except psycopg.errors.LockNotAvailable:
-            self._hand_over_key_acks()  # as in _claim
-            return
-        except psycopg.Error as exc:
-            if connection_lost(exc):
-                self._acks_retried = True
-            raise
-        self._key_acks_sent(acks, row, claimed=False)
 
     def _hand_over_key_acks(self) -> None:
         log.warning(
@@ -282,36 +261,19 @@ class Fetcher:
         self._shared.hand_over_key_acks(self._key_acks)
         self._key_acks, self._acks_retried = [], False
 
-    def _key_ack_call(self, acks: list[Job]) -> _ops.Call:
-        acks.sort(key=lambda job: job.id)  # id order, as the acknowledger sends its own
-        return complete_many_call(self._sql, acks, self._config.worker_id)
-
-    def _key_acks_sent(self, acks: list[Job], row: Any, claimed: bool) -> None:
-        done = int(row[0]) if row is not None and row[0] is not None else 0
-        log_completed(self._who, acks, done, self._acks_retried)
-        self._key_acks, self._acks_retried = [], False
-        # A claim in the same transaction had the slots they freed: no wake-up for them.
-        # Without one, the slots make a claim due, as the acknowledger's completions do.
-        self._shared.settled(acks, done=done, wake=not claimed)
-
     def _release_orphans(self, conn: psycopg.Connection[Any]) -> None:
         """After a claim that failed with the connection: release the jobs locked by this
-        worker's id that it does not hold (a claim that committed and whose reply was lost), so
-        that they run now, as the same attempt, rather than after ``lock_timeout``. Claims are
-        made by this thread only, one at a time, so every job of a claim that did come back is
-        in ``held``. Worker ids must be unique per process: the default is.
-
-        A transient error leaves the question open and propagates: ``reconnecting()`` retries
-        this, then the claim."""
+        worker's id that it does not hold (a claim that committed, its reply lost), so that
+        they run now, as the same attempt, rather than after ``lock_timeout``. Claims are made
+        by this thread alone, one at a time, so every job of a claim that came back is
+        ``held``; worker ids are unique per process. A transient error propagates: the claim's
+        retry retries this too."""
         with self._shared.lock:
             held = list(self._shared.held)
+        call = _ops.release_orphans_call(self._sql, self._config.worker_id, held)
         try:
-            with conn.cursor(row_factory=tuple_row) as cur:
-                cur.execute(
-                    self._sql.release_orphans,
-                    {"worker_id": self._config.worker_id, "job_ids": held},
-                )
-                row = cur.fetchone()
+            with conn.cursor(row_factory=call.row_factory) as cur:
+                row = cur.execute(call.query, call.params).fetchone()
         except psycopg.Error as exc:
             if transient(exc):
                 raise

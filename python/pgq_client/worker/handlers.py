@@ -1,42 +1,57 @@
-"""The handler threads: ``concurrency`` of them run the jobs, in the order they were claimed."""
+"""The handler pool: runs the claimed jobs, ``concurrency`` at most at once, in claim order.
+
+``concurrency`` threads take the jobs from the worker's buffer. With ``async def`` handlers, an
+event loop on a thread of its own runs their jobs, and both kinds share a semaphore of
+``concurrency`` slots: a thread (one alone when every handler is async) takes a slot, then the
+next job; a plain job runs on the thread, an async one on the loop, which gives the slot back
+when the job ends. How a job ends is decided once for both kinds (:meth:`HandlerPool._begin`):
+a plain handler's return value is its result and its exception's
+:func:`.errortext.error_text` its error, sent by the acknowledger; a transactional handler,
+``handler(job, conn)``, runs in a transaction that also completes the job, fenced by its
+claim. A job whose cancel was requested before it started is failed, which ends it
+``cancelled``. After the shutdown grace, async jobs are cancelled and not acknowledged: they
+stay claimed until their lock expires, as a plain handler that still runs does.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import math
+import queue
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, NoReturn
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from typing import Any, cast
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from .. import _ops, _sql
-from .._ops import dump_result
+from .._opcore import step
 from ..errors import PermanentError, Retry
 from ..models import Job
 from .config import WorkerConfig
 from .errortext import error_text
 from .joblog import job_log, log
-from .retry import GaveUp, connection_lost, reconnecting
+from .retry import GaveUp, areconnecting, connection_lost
 from .state import Failure, Outcome, Shared, Success
 
-__all__ = ["HandlerPool", "Transaction"]
+__all__ = ["HandlerPool"]
+
+LOOP = "jobq-asyncio"  # the event loop's thread
+CLOSE_SECONDS = 5.0  # at the end of a run, how long cancelled jobs and the async pool may take
+
+Result = Outcome | Success | Failure
+Run = Callable[[_ops.Call], Awaitable[list[Any]]]  # runs a statement in the open transaction
 
 
 class HandlerPool:
-    """``concurrency`` threads, each taking the next claimed job from the worker's buffer: the
-    pool is the semaphore that lets at most ``concurrency`` jobs run at once.
-
-    A plain handler's success is left to the acknowledger (batched), with what it returned as
-    the job's result (None: no result); a failure is too, with ``errortext.error_text`` of the
-    exception as the error text.
-    A transactional handler, ``handler(job, conn)``, runs in a transaction on a connection of
-    ``pool`` that also completes the job (fenced by its claim, with its result) and commits: the
-    handler's writes and the completion commit together or not at all. A job that was asked to
-    stop before a thread took it is not started: it is reported failed, which ends it
-    ``cancelled``.
-    """
+    """``pool``: the connections of plain transactional handlers; ``dsn`` and
+    ``connect_kwargs`` open the pool of async ones, on the loop. ``on_exit``: a thread ended,
+    or at shutdown a job on the loop (the Worker looks at :meth:`alive` again)."""
 
     def __init__(
         self,
@@ -46,256 +61,407 @@ class HandlerPool:
         force: threading.Event,
         who: str,
         on_exit: Callable[[], None],
+        *,
+        dsn: str,
+        connect_kwargs: Mapping[str, Any],
     ) -> None:
-        self._shared = shared
-        self._on_exit = on_exit  # each thread calls it when it ends
-        self._config = config
+        self._shared, self._config, self._pool = shared, config, pool
+        self._force, self._who, self._on_exit = force, who, on_exit
         self._sql = _sql.statements(config.schema)
-        self._pool = pool
-        self._force = force
-        self._who = who
-        self.deadline = float("inf")  # set at shutdown: opening a transaction stops retrying
-        self._current: list[Job | None] = [None] * config.concurrency
+        self.deadline = math.inf  # set at shutdown: opening a transaction stops retrying then
+        threads = 1 if set(config.handlers) <= config.asynchronous else config.concurrency
+        self._current: list[Job | None] = [None] * threads
         self._exited: list[int] = []
         self._threads = [
-            threading.Thread(target=self._loop, args=(i,), name=f"jobq-handler-{i}", daemon=True)
-            for i in range(config.concurrency)
+            threading.Thread(target=self._thread, args=(i,), name=f"jobq-handler-{i}", daemon=True)
+            for i in range(threads)
         ]
+        # The event loop's share; its jobs are written on its thread, read by others under _lock.
+        self._loop = asyncio.new_event_loop() if config.asynchronous else None
+        self._loop_thread = threading.Thread(target=self._run_loop, name=LOOP, daemon=True)
+        self._slots = threading.Semaphore(config.concurrency)
+        self._lock = threading.Lock()
+        self._async_jobs: dict[uuid.UUID, Job] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._finishing = self._abandoned = False
+        self._dsn, self._connect_kwargs = dsn, dict(connect_kwargs)
+        self._async_pool: AsyncConnectionPool[Any] | None = None
+
+    # -- what the Worker calls ----------------------------------------------------------------
 
     def start(self) -> None:
+        if self._loop is not None:
+            self._loop_thread.start()
+            if self._config.transactional & self._config.asynchronous:
+                # Before any job: its connections open in the background.
+                self._call(self._open_pool()).result(CLOSE_SECONDS)
         for thread in self._threads:
             thread.start()
 
     def finish(self) -> None:
-        """Let each thread end once the jobs it took are done."""
+        """Let each thread end once the jobs it took are done (jobs on the loop go on)."""
+        with self._lock:
+            self._finishing = True
         for _ in self._threads:
             self._shared.work.put(None)
+            self._slots.release()  # a thread waiting for a slot takes its None at once
 
     def alive(self) -> bool:
-        return len(self._exited) < len(self._threads)
+        with self._lock:
+            on_loop = bool(self._async_jobs)
+        return on_loop or len(self._exited) < len(self._threads)
 
     def running(self) -> list[Job]:
-        return [job for job in self._current if job is not None]
+        with self._lock:
+            on_loop = list(self._async_jobs.values())
+        return [job for job in self._current if job is not None] + on_loop
 
     def abandon(self) -> None:
-        """After the grace period: stop what can be stopped (a thread cannot be)."""
+        """After the grace period: cancel the async jobs, which are then not acknowledged (a
+        thread cannot be stopped)."""
+        with self._lock:
+            self._abandoned = True
+            cancelled = len(self._async_jobs)
+        if cancelled and self._loop is not None:
+            log.info("%s: cancelling %d running async jobs", self._who, cancelled)
+            self._loop.call_soon_threadsafe(self._cancel_tasks)
 
     def close(self) -> None:
-        """Free what the handlers hold once the run is over."""
-
-    def _loop(self, index: int) -> None:
+        """Cancel what still runs on the loop, close its pool, stop it."""
+        if self._loop is None:
+            return
+        if not self._loop_thread.is_alive():
+            self._loop.close()
+            return
         try:
-            self._run_jobs(index)
+            self._call(self._close()).result(CLOSE_SECONDS + 1)
+        except Exception as exc:  # a handler that ignores its cancellation; the run is over
+            log.warning("%s: the event loop did not stop cleanly: %s", self._who, exc)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._loop_thread.join(CLOSE_SECONDS)
+
+    # -- the handler threads ------------------------------------------------------------------
+
+    def _thread(self, index: int) -> None:
+        try:
+            if self._loop is None:
+                work, run_one = self._shared.work, self._run_one
+                while (job := work.get()) is not None:
+                    run_one(index, job)
+            else:
+                self._take_slots(index)
         finally:
             self._exited.append(index)  # before the wake-up, so that alive() is already false
             self._on_exit()
 
-    def _run_jobs(self, index: int) -> None:
-        work, run_one = self._shared.work, self._run_one
+    def _take_slots(self, index: int) -> None:
+        """Take a slot, then the next job. Async jobs go to the loop a run at a time: while
+        some wait to be sent, slots and jobs are taken without blocking, and the first that is
+        not there sends the run in one ``call_soon_threadsafe`` (one wake-up of the loop for
+        all). A plain job sends the run before it first: jobs start in claim order."""
+        work, slots, asynchronous = self._shared.work, self._slots, self._config.asynchronous
+        run: list[Job] = []  # async jobs taken, not yet sent to the loop
         while True:
-            job = work.get()
+            if not slots.acquire(blocking=not run):
+                run = self._send_to_loop(run)
+                continue
+            try:
+                job = work.get(block=not run)
+            except queue.Empty:
+                slots.release()
+                run = self._send_to_loop(run)
+                continue
             if job is None:
+                slots.release()
+                self._send_to_loop(run)
                 return
-            run_one(index, job)
+            if job.job_type in asynchronous:
+                with self._lock:
+                    self._async_jobs[job.id] = job
+                run.append(job)
+                continue
+            run = self._send_to_loop(run)
+            try:
+                self._run_one(index, job)
+            finally:
+                slots.release()
+
+    def _send_to_loop(self, jobs: list[Job]) -> list[Job]:  # a new empty run
+        if jobs and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._start_tasks, jobs)
+        return []
 
     def _run_one(self, index: int, job: Job) -> None:
-        """Run ``job`` on this thread (number ``index``) and hand on how it ended."""
         self._current[index] = job
         started = time.perf_counter()
         try:
-            outcome = self._execute(job)
+            outcome = cast(Result, self._begin(job))  # a plain job's end, never a coroutine
         except BaseException as exc:  # never let a handler thread die, nor a job be stranded
-            outcome = self.worker_error(job, exc)
+            outcome = self._worker_error(job, exc)
         self._current[index] = None
         self._shared.finished(job, time.perf_counter() - started, outcome)
 
-    def _execute(self, job: Job) -> Outcome | Success | Failure:
-        handler = self.handler_of(job)
-        if isinstance(handler, Failure):
-            return handler
-        if job.job_type in self._config.transactional:
-            return self._in_transaction(job, handler)
-        try:
-            value = handler(job)
-        except BaseException as exc:
-            return self.failure_for(job, exc)
-        return self.returned(job, value)
+    # -- how a job ends, for both kinds ---------------------------------------------------------
 
-    def handler_of(self, job: Job) -> Callable[..., Any] | Failure:
-        """The handler to start ``job`` with, or why it must not start: it has no handler (the
-        claim filters by job type: only a bug gets here), or a cancel was requested before a
-        handler took it."""
-        handler = self._config.handlers.get(job.job_type)
-        if handler is None:
+    def _begin(self, job: Job) -> Result | Coroutine[Any, Any, Result]:
+        """Start ``job``: how it ended, or for an async handler the coroutine that says so."""
+        handler: Callable[..., Any] | None = self._config.handlers.get(job.job_type)
+        if handler is None:  # the claim filters by job type: only a bug gets here
             message = f"no handler for job type {job.job_type!r}"
             return Failure(job, message, message, True, self._config.retry_backoff)
-        if job.cancel_requested():
-            # jobq_fail ends a job with a cancel request cancelled, whatever retry says.
+        if job.cancel_requested():  # jobq_fail then ends it cancelled, whatever retry says
             message = "not started: a cancel was requested before a handler took the job"
             return Failure(job, message, message, False, self._config.retry_backoff)
         job_log(logging.DEBUG, job, "started")
-        return handler
+        asynchronous = job.job_type in self._config.asynchronous
+        if job.job_type in self._config.transactional:
+            transaction = self._in_transaction(job, handler, asynchronous)
+            return transaction if asynchronous else step(transaction)
+        try:
+            value = handler(job)  # an async handler's coroutine, awaited below
+        except BaseException as exc:
+            return self._failure_for(job, exc)
+        return self._awaited(job, value) if asynchronous else self._returned(job, value)
 
-    def worker_error(self, job: Job, exc: BaseException) -> Failure:
-        """A bug of the worker while it ran ``job``: the job is retried, never stranded."""
-        job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
-        message = f"worker error: {error_text(exc)}"
-        return Failure(job, message, repr(exc), True, self._config.retry_backoff)
+    async def _awaited(self, job: Job, coroutine: Awaitable[object]) -> Result:
+        try:
+            value = await coroutine
+        except BaseException as exc:
+            return self._failure_for(job, exc)
+        return self._returned(job, value)
 
-    def returned(self, job: Job, value: object) -> Outcome | Success | Failure:
-        """The outcome of a plain handler that returned ``value`` (stored as the result)."""
+    def _returned(self, job: Job, value: object) -> Result:
+        """A plain handler returned ``value``: the job's result (None: no result)."""
         if value is None:
             return Outcome.ACK
         try:
-            return Success(dump_result(value) or "null")
+            return Success(job, _ops.dump_result(value) or "null")
         except (TypeError, ValueError) as exc:
-            return self.unstorable(job, exc)
+            return self._unstorable(job, exc)
 
-    def unstorable(self, job: Job, exc: BaseException) -> Failure:
-        """The handler returned a value jobq cannot store as the job's result: a bug of the
-        handler that another attempt would repeat, so no retry."""
+    def _unstorable(self, job: Job, exc: BaseException) -> Failure:
+        """A result jobq cannot store (not JSON, over the size limit): a bug of the handler that
+        another attempt would repeat, so no retry."""
         message = f"the handler returned a value that cannot be stored as the job's result: {exc}"
         return Failure(job, message, message, False, self._config.retry_backoff)
 
-    def failure_for(self, job: Job, exc: BaseException) -> Failure:
+    def _failure_for(self, job: Job, exc: BaseException) -> Failure:
+        """The handler raised ``exc``. An async job cancelled after the grace period is not a
+        failure: its cancellation goes on up, and nothing is acknowledged."""
+        if self._abandoned and isinstance(exc, asyncio.CancelledError):
+            raise exc
         backoff = self._config.retry_backoff
         if isinstance(exc, Retry):
             if exc.after is not None:
                 # jobq_fail waits attempts x backoff: divide, so that the wait is `after`.
                 backoff = exc.after / max(job.attempts, 1)
             return Failure(job, f"Retry: {exc}", str(exc), True, backoff, requested=True)
-        # The job's errors get the exception and the traceback's last frames (errortext), which
-        # producers and monitors read; the whole traceback goes to the log, at DEBUG.
+        # The job's errors get the exception and the traceback's last frames, which producers
+        # and monitors read; the whole traceback goes to the log, at DEBUG.
         job_log(logging.DEBUG, job, "the handler raised", exc=exc)
         error = error_text(exc)
         if isinstance(exc, PermanentError):
             return Failure(job, error, str(exc), False, backoff)
         return Failure(job, error, repr(exc), True, backoff)
 
-    def _in_transaction(
-        self, job: Job, handler: Callable[..., object]
-    ) -> Outcome | Success | Failure:
-        """Run ``handler(job, conn)`` and ``jobq_complete`` in one transaction."""
+    def _worker_error(self, job: Job, exc: BaseException) -> Failure:
+        """A bug of the worker while it ran ``job``: the job is retried, never stranded."""
+        job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
+        message = f"worker error: {error_text(exc)}"
+        return Failure(job, message, repr(exc), True, self._config.retry_backoff)
+
+    # -- transactional completion, for both kinds ----------------------------------------------
+
+    async def _in_transaction(
+        self, job: Job, handler: Callable[..., Any], asynchronous: bool
+    ) -> Result:
+        """``handler(job, conn)`` and ``jobq_complete`` in one transaction, tried again while
+        the transaction cannot be opened (and the handler has not run)."""
         try:
-            return reconnecting(
-                lambda: self._transaction(job, handler),
+            return await areconnecting(
+                lambda: self._transaction(job, handler, asynchronous),
                 doing="opening a transaction",
                 who=self._who,
-                give_up=self._giving_up,
-                pause=self._force.wait,
-                on_lost=self._check_pool,
+                give_up=lambda: self._force.is_set() or time.monotonic() > self.deadline,
+                pause=asyncio.sleep if asynchronous else self._pause,
+                on_lost=lambda: self._check_pool(asynchronous),
             )
         except GaveUp:
-            return self.not_run(job)
+            job_log(logging.WARNING, job, "not run: database unavailable at shutdown")
+            return Outcome.DROPPED
 
-    def _giving_up(self) -> bool:
-        return self._force.is_set() or time.monotonic() > self.deadline
+    async def _transaction(
+        self, job: Job, handler: Callable[..., Any], asynchronous: bool
+    ) -> Result:
+        """One try, which raises only while the handler has not run. Anything but a
+        completion that said true rolls the handler's writes back."""
+        opened, outcome = False, None
+        try:
+            async with self._connection(asynchronous) as (conn, run):
+                opened = True
+                outcome = await self._attempt(job, handler, conn, run, asynchronous)
+                if outcome is not Outcome.COMMITTED:
+                    raise psycopg.Rollback()
+        except psycopg.Rollback:
+            pass  # its rollback could not run: the transaction is gone either way
+        except psycopg.Error as exc:
+            if not opened:
+                raise
+            if outcome in (None, Outcome.COMMITTED):  # else the rollback of a decided end failed
+                outcome = self._broken(job, exc)
+        assert outcome is not None
+        if outcome is Outcome.COMMITTED:
+            job_log(logging.DEBUG, job, "succeeded (transactional)")
+        return outcome
 
-    def not_run(self, job: Job) -> Outcome:
-        job_log(logging.WARNING, job, "not run: database unavailable at shutdown")
+    async def _attempt(
+        self, job: Job, handler: Callable[..., Any], conn: Any, run: Run, asynchronous: bool
+    ) -> Result:
+        try:
+            value = handler(job, conn)
+            if asynchronous:
+                value = await value
+        except BaseException as exc:
+            return self._failure_for(job, exc)
+        try:
+            result = _ops.dump_result(value)
+            rows = await run(_ops.complete_call(
+                self._sql, job.id, self._config.worker_id, job.attempts, result
+            ))
+        except (TypeError, ValueError, psycopg.errors.ProgramLimitExceeded) as exc:
+            return self._unstorable(job, exc)
+        if rows and rows[0][0]:
+            return Outcome.COMMITTED
+        job_log(
+            logging.WARNING,
+            job,
+            "claim lost before completion (lock expired and taken over); the handler's "
+            "transaction was rolled back",
+        )
         return Outcome.DROPPED
 
-    def _transaction(self, job: Job, handler: Callable[..., object]) -> Outcome | Failure:
-        """One try; raises only while the handler has not run (the transaction could not be
-        opened), which :func:`reconnecting` then retries."""
-        assert self._pool is not None
-        with Transaction(self, job) as txn, self._pool.connection() as conn, conn.transaction():
-            txn.opened = True
-            try:
-                value = handler(job, conn)
-            except BaseException as exc:
-                txn.roll_back(self.failure_for(job, exc))
-            done = txn.completion(value)
-            with conn.cursor(row_factory=done.row_factory) as cur:
-                try:
-                    txn.completed(cur.execute(done.query, done.params).fetchone())
-                except psycopg.errors.ProgramLimitExceeded as exc:  # the result's size
-                    txn.roll_back(self.unstorable(job, exc))
-        return txn.outcome()
-
-    def _check_pool(self) -> None:
-        """After a lost connection the pool's idle ones are likely dead too (a server restart,
-        terminated backends): let the pool test them all at once."""
-        assert self._pool is not None
-        try:
-            self._pool.check()
-        except Exception as exc:  # the pool keeps trying on its own
-            log.debug("%s: pool check failed: %s", self._who, exc)
-
-
-class Transaction:
-    """What a transactional completion decides, apart from its I/O: the sync pool
-    (:meth:`HandlerPool._transaction`) and the async one run the handler and ``jobq_complete``
-    in one transaction on their own connections, inside ``with Transaction(...)``, and leave
-    every decision to this."""
-
-    def __init__(self, pool: HandlerPool, job: Job) -> None:
-        self.pool, self.job = pool, job
-        self.opened = False  # the handler was called: an error is no longer retried
-        self.failure: Failure | None = None
-        self.lost = False
-
-    def __enter__(self) -> Transaction:
-        return self
-
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
-        """The transaction is over: a Rollback was decided here already; another psycopg
-        error goes to :meth:`broke`; anything else propagates."""
-        if isinstance(exc, psycopg.Rollback):
-            return True
-        if isinstance(exc, psycopg.Error):
-            self.broke(exc)
-            return True
-        return False
-
-    def roll_back(self, failure: Failure) -> NoReturn:
-        """Roll the handler's writes back; the job ends with ``failure``."""
-        self.failure = failure
-        raise psycopg.Rollback() from None
-
-    def completion(self, value: object) -> _ops.Call:
-        """``jobq_complete`` of the job with ``value`` as its result, fenced by its claim."""
-        try:
-            result = dump_result(value)
-        except (TypeError, ValueError) as exc:
-            self.roll_back(self.pool.unstorable(self.job, exc))
-        config = self.pool._config
-        return _ops.complete_call(self.pool._sql, self.job.id, config.worker_id,
-                                  self.job.attempts, result)
-
-    def completed(self, row: tuple[Any, ...] | None) -> None:
-        """``jobq_complete`` said false: the claim was lost, and nothing must commit."""
-        if not (row and row[0]):
-            self.lost = True
-            raise psycopg.Rollback()
-
-    def broke(self, exc: psycopg.Error) -> None:
-        """The transaction ended with ``exc`` (a Rollback is re-raised as an error when the
-        rollback itself could not run: the transaction is gone either way, and ``failure`` or
-        ``lost`` say why)."""
-        if not self.opened:
-            raise exc
-        if self.failure is not None or self.lost:
-            return
+    def _broken(self, job: Job, exc: psycopg.Error) -> Failure:
+        """The transaction of a handler that ran ended with ``exc``."""
         if connection_lost(exc):
             # Lost during the completion or the commit: whether it committed is unknown. A
             # fenced fail is a no-op if it did, and a retry if it did not.
             message = f"connection lost during transactional completion: {exc}"
-            self.failure = Failure(self.job, message, message, True,
-                                   self.pool._config.retry_backoff)
-        else:
-            self.failure = self.pool.failure_for(self.job, exc)
+            return Failure(job, message, message, True, self._config.retry_backoff)
+        return self._failure_for(job, exc)
 
-    def outcome(self) -> Outcome | Failure:
-        if self.lost:
-            job_log(
-                logging.WARNING,
-                self.job,
-                "claim lost before completion (lock expired and taken over); the handler's "
-                "transaction was rolled back",
-            )
-            return Outcome.DROPPED
-        if self.failure is not None:
-            return self.failure
-        job_log(logging.DEBUG, self.job, "succeeded (transactional)")
-        return Outcome.COMMITTED
+    @contextlib.asynccontextmanager
+    async def _connection(self, asynchronous: bool) -> AsyncIterator[tuple[Any, Run]]:
+        """A connection in a transaction, and how to run a statement in it: of the async pool
+        for an async handler, else of the worker's pool (each keeps the application's
+        search_path; jobq's completion on it is qualified and typed, see _sql)."""
+        if not asynchronous:
+            assert self._pool is not None
+            with self._pool.connection() as conn, conn.transaction():
+
+                async def run(call: _ops.Call) -> list[Any]:
+                    with conn.cursor(row_factory=call.row_factory) as cur:
+                        rows: list[Any] = cur.execute(call.query, call.params).fetchall()
+                        return rows
+
+                yield conn, run
+            return
+        assert self._async_pool is not None
+        async with self._async_pool.connection() as aconn, aconn.transaction():
+
+            async def arun(call: _ops.Call) -> list[Any]:
+                async with aconn.cursor(row_factory=call.row_factory) as cur:
+                    await cur.execute(call.query, call.params)
+                    rows: list[Any] = await cur.fetchall()
+                    return rows
+
+            yield aconn, arun
+
+    async def _pause(self, seconds: float) -> None:  # on a handler thread: shutdown cuts it short
+        self._force.wait(seconds)
+
+    async def _check_pool(self, asynchronous: bool) -> None:
+        """After a lost connection the pool's idle ones are likely dead too (a server restart,
+        terminated backends): let the pool test them all at once."""
+        try:
+            if asynchronous and self._async_pool is not None:
+                await self._async_pool.check()
+            elif self._pool is not None:
+                self._pool.check()
+        except Exception as exc:  # the pool keeps trying on its own
+            log.debug("%s: pool check failed: %s", self._who, exc)
+
+    # -- the event loop -------------------------------------------------------------------------
+
+    def _run_loop(self) -> None:
+        assert self._loop is not None
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
+
+    def _call(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
+    def _start_tasks(self, jobs: list[Job]) -> None:
+        assert self._loop is not None
+        for job in jobs:
+            task = self._loop.create_task(self._run_async(job), name=f"jobq-job-{job.id}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _cancel_tasks(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+
+    async def _run_async(self, job: Job) -> None:
+        started = time.perf_counter()
+        outcome: Result
+        try:
+            begun = self._begin(job)
+            outcome = begun if isinstance(begun, Outcome | Success | Failure) else await begun
+        except asyncio.CancelledError:
+            outcome = Outcome.DROPPED  # abandoned at shutdown: left claimed, not acknowledged
+            job_log(logging.DEBUG, job, "cancelled after the shutdown grace period")
+        except BaseException as exc:  # never lose a job to a bug of the worker
+            outcome = self._worker_error(job, exc)
+        with self._lock:
+            if self._abandoned:  # whatever the handler did once cancelled: not acknowledged
+                outcome = Outcome.DROPPED
+        self._shared.finished(job, time.perf_counter() - started, outcome)
+        with self._lock:
+            self._async_jobs.pop(job.id, None)
+            finishing = self._finishing
+        self._slots.release()
+        if finishing:
+            self._on_exit()  # the run's thread waits for the last job
+
+    async def _open_pool(self) -> None:
+        """The async transactional handlers' pool: the Worker's database, at most
+        ``concurrency`` connections, opened in the background."""
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            self._dsn,
+            min_size=min(self._config.concurrency, 4),
+            max_size=self._config.concurrency,
+            kwargs={**self._connect_kwargs, "autocommit": True},
+            name=f"jobq-worker-{self._config.worker_id}-async",
+            timeout=5.0,
+            open=False,
+        )
+        await pool.open(wait=False)
+        self._async_pool = pool
+
+    async def _close(self) -> None:
+        tasks = list(self._tasks)
+        if tasks:
+            if not self._abandoned:
+                self._cancel_tasks()
+            # Cancelled already: let them run their cleanup (a rollback, a log line) before
+            # they are cancelled again.
+            _, pending = await asyncio.wait(tasks, timeout=CLOSE_SECONDS)
+            for task in pending:
+                task.cancel()
+        if self._async_pool is not None:
+            await self._async_pool.close(timeout=CLOSE_SECONDS)

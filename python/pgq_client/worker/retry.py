@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import psycopg
 
+from .._opcore import step
 from ..errors import from_psycopg
 from .joblog import log
 
 __all__ = [
-    "GaveUp",
-    "Link",
-    "areconnecting",
-    "connection_lost",
-    "describe",
-    "reconnecting",
-    "transient",
+    "GaveUp", "Link", "areconnecting", "connection_lost", "describe", "reconnecting", "transient",
 ]
 
 T = TypeVar("T")
@@ -68,38 +62,6 @@ def describe(exc: BaseException) -> str:
     return f"{first} [{state}]" if state else first
 
 
-def reconnecting(
-    call: Callable[[], T],
-    *,
-    doing: str,
-    who: str,
-    give_up: Callable[[], bool],
-    pause: Callable[[float], object],
-    on_lost: Callable[[], None] = lambda: None,
-) -> T:
-    """``call()``, tried again after each transient error until it succeeds.
-
-    ``on_lost()`` runs after each failure (it drops a broken connection, or lets a pool discard
-    its dead ones: after a server restart every idle connection is dead, and trying them one by
-    one with a backoff each would stall for minutes), so the first retry comes at once; later
-    ones after a capped exponential backoff with jitter, slept by ``pause(seconds)`` (an
-    ``Event.wait`` that shutdown can cut short). The first error of a run is logged at WARNING,
-    the rest at DEBUG, the recovery at INFO. Raises :class:`GaveUp` once ``give_up()`` is true
-    after a failure, and a :class:`~pgq_client.JobqError` at once for an error that is not
-    transient.
-    """
-    tries = _Tries(doing, who, give_up)
-    while True:
-        try:
-            return tries.succeeded(call())
-        except psycopg.Error as exc:
-            for wait in tries.after(exc):
-                if wait is None:
-                    on_lost()
-                else:
-                    pause(wait)
-
-
 async def _nothing() -> None:
     pass
 
@@ -110,52 +72,71 @@ async def areconnecting(
     doing: str,
     who: str,
     give_up: Callable[[], bool],
+    pause: Callable[[float], Awaitable[object]],
     on_lost: Callable[[], Awaitable[None]] = _nothing,
 ) -> T:
-    """:func:`reconnecting` for a coroutine: ``await call()``, ``on_lost`` awaited, the pauses
-    ``asyncio.sleep`` (which cancelling the task cuts short)."""
-    tries = _Tries(doing, who, give_up)
+    """``await call()``, tried again after each transient error until it succeeds.
+
+    ``on_lost()`` runs after each failure (it drops a broken connection, or lets a pool discard
+    its dead ones: after a server restart every idle connection is dead, and trying them one by
+    one with a backoff each would stall for minutes), so the first retry comes at once; later
+    ones after a capped exponential backoff with jitter, waited by ``pause(seconds)`` (which
+    shutdown can cut short). The first error of a run is logged at WARNING, the rest at DEBUG,
+    the recovery at INFO. Raises :class:`GaveUp` once ``give_up()`` is true after a failure,
+    and a :class:`~pgq_client.JobqError` at once for an error that is not transient.
+    """
+    failures = 0  # in a row
     while True:
         try:
-            return tries.succeeded(await call())
+            result = await call()
         except psycopg.Error as exc:
-            for wait in tries.after(exc):
-                await (on_lost() if wait is None else asyncio.sleep(wait))
-
-
-class _Tries:
-    """The retry loop of :func:`reconnecting` and :func:`areconnecting`, without its I/O."""
-
-    def __init__(self, doing: str, who: str, give_up: Callable[[], bool]) -> None:
-        self.doing, self.who, self.give_up = doing, who, give_up
-        self.failures = 0  # in a row
-
-    def succeeded(self, result: T) -> T:
-        if self.failures:
-            log.info("%s: database reachable again (%s)", self.who, self.doing)
+            if not transient(exc):
+                raise from_psycopg(exc) from exc
+            log.log(
+                logging.WARNING if failures == 0 else logging.DEBUG,
+                "%s: %s while %s (%s); retrying",
+                who,
+                "database unavailable" if connection_lost(exc) else "transient error",
+                doing,
+                describe(exc),
+            )
+            await on_lost()
+            if failures and not give_up():
+                ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (failures - 1))
+                await pause(random.uniform(ceiling / 2, ceiling))
+            failures += 1
+            if give_up():
+                raise GaveUp(doing) from exc
+            continue
+        if failures:
+            log.info("%s: database reachable again (%s)", who, doing)
         return result
 
-    def after(self, exc: psycopg.Error) -> Iterator[float | None]:
-        """What follows the failure ``exc``: its typed error, raised when it is not transient;
-        else None (run ``on_lost``), then the seconds to pause before the next try (none before
-        the first), and :class:`GaveUp` raised once ``give_up()`` is true."""
-        if not transient(exc):
-            raise from_psycopg(exc) from exc
-        log.log(
-            logging.WARNING if self.failures == 0 else logging.DEBUG,
-            "%s: %s while %s (%s); retrying",
-            self.who,
-            "database unavailable" if connection_lost(exc) else "transient error",
-            self.doing,
-            describe(exc),
-        )
-        yield None
-        if self.failures and not self.give_up():
-            ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (self.failures - 1))
-            yield random.uniform(ceiling / 2, ceiling)
-        self.failures += 1
-        if self.give_up():
-            raise GaveUp(self.doing) from exc
+
+def reconnecting(
+    call: Callable[[], T],
+    *,
+    doing: str,
+    who: str,
+    give_up: Callable[[], bool],
+    pause: Callable[[float], object],
+    on_lost: Callable[[], None] = lambda: None,
+) -> T:
+    """:func:`areconnecting` of a blocking ``call``, on the calling thread (``pause`` an
+    ``Event.wait``): nothing it awaits suspends, so it is stepped without an event loop."""
+
+    async def acall() -> T:
+        return call()
+
+    async def apause(seconds: float) -> None:
+        pause(seconds)
+
+    async def alost() -> None:
+        on_lost()
+
+    return step(
+        areconnecting(acall, doing=doing, who=who, give_up=give_up, pause=apause, on_lost=alost)
+    )
 
 
 class Link:
@@ -170,7 +151,6 @@ class Link:
         self._connect = connect
         self._setup = setup
         self.conn: psycopg.Connection[Any] | None = None
-        self.opened = 0  # how many connections it has opened, for "was this a retry?"
 
     def get(self) -> psycopg.Connection[Any]:
         conn = self.conn
@@ -183,7 +163,6 @@ class Link:
                 conn.close()
                 raise
             self.conn = conn
-            self.opened += 1
         return conn
 
     def drop_if_broken(self) -> None:

@@ -11,27 +11,27 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import NamedTuple
 
 from ..models import Job
 from .policy import PrefetchPolicy
 
-__all__ = ["Failure", "Outcome", "Shared", "Success", "poke"]
+__all__ = ["Ack", "Failure", "Outcome", "Release", "Shared", "Success", "poke"]
 
 
 class Outcome(enum.Enum):
     """How a handler thread finished a job (a :class:`Success` with a result and a
     :class:`Failure` are the other ways)."""
 
-    ACK = "ack"  # the handler returned None: the acknowledger completes the job
+    ACK = "ack"  # the handler returned None: the job is completed without a result
     COMMITTED = "committed"  # completed in the handler's own transaction
     DROPPED = "dropped"  # nothing to send: the claim was lost, or the job could not run
 
 
-@dataclass(frozen=True)
-class Success:
-    """The handler returned a value: the acknowledger completes the job with it as the result
-    (``result``: the value as JSON text)."""
+class Success(NamedTuple):
+    """The handler returned a value: the job is completed with it (JSON text) as its result."""
 
+    job: Job
     result: str
 
 
@@ -47,6 +47,16 @@ class Failure:
     requested: bool = False  # the handler raised Retry: a retry it asked for, not a failure
 
 
+class Release(NamedTuple):
+    """A claimed job that no handler started, given back at shutdown."""
+
+    job: Job
+
+
+Ack = Job | Success | Failure | Release
+"""What the acknowledger sends about a job: a bare job is completed without a result."""
+
+
 def poke(sock: socket.socket) -> None:
     """Write a byte to a wake-up socket (a full buffer already holds a wake-up)."""
     with contextlib.suppress(OSError):  # BlockingIOError included
@@ -60,7 +70,8 @@ class Shared:
     A claimed job is ``held`` until the database has been told how it ended (or it was
     released), so heartbeats renew it and a burst run does not end before a retry it made is
     claimable; it is ``unfinished`` until a handler thread is done with it, which is what the
-    prefetch policy counts. Jobs waiting for a handler thread are in ``work``, in claim order.
+    prefetch policy counts. Jobs waiting for a handler thread are in ``work``, in claim order;
+    what the acknowledger is to send is in ``acks``, in the order it came.
     """
 
     def __init__(self, policy: PrefetchPolicy, burst: bool) -> None:
@@ -71,21 +82,15 @@ class Shared:
         self.burst = burst
         self.held: dict[uuid.UUID, Job] = {}
         self.unfinished = 0
-        # For the acknowledger, in the order they came; results: the JSON text of the results
-        # of those completions that have one, by job id.
-        self.completions: list[Job] = []
-        self.results: dict[uuid.UUID, str] = {}
+        self.acks: list[Ack] = []
+        self.acks_closed = False
         # Limited jobs whose handler returned None, while the fetcher runs: it completes them
         # in the round trip of its next claim, whose count of the key's running jobs then no
-        # longer includes them (see Fetcher). At its end they go to the acknowledger.
-        # key_completing: their ids, and those of such completions under way (heartbeats
-        # skip them when counting lost claims).
+        # longer includes them (see Fetcher). key_completing: their ids, and those of such
+        # completions under way (heartbeats skip them when counting lost claims).
         self.key_acks: list[Job] = []
         self.key_acks_open = True
         self.key_completing: set[uuid.UUID] = set()
-        self.failures: list[Failure] = []
-        self.releases: list[Job] = []
-        self.acks_closed = False
         # A notification said that a job of this worker got a cancel request: the acknowledger
         # asks which ones (jobq_cancel_requested) before its next heartbeat is due.
         self.cancel_check = False
@@ -94,8 +99,7 @@ class Shared:
         self.woken = False
         self.fetcher_asleep: socket.socket | None = None
         self.slots_awaited = False
-        # Totals, for the log.
-        self.done = 0
+        self.done = 0  # totals, for the log
         self.failed = 0
         self.fatal: BaseException | None = None
 
@@ -105,6 +109,73 @@ class Shared:
         if self.fetcher_asleep is not None:
             poke(self.fetcher_asleep)
             self.fetcher_asleep = None
+
+    def ack_batch(self) -> int:
+        """Results worth a round trip of their own: as many as a claim brings at most."""
+        return self.policy.concurrency + self.policy.prefetch_now()
+
+    def _add_acks(self, acks: Sequence[Ack]) -> None:
+        """Wake the acknowledger when a result starts its wait, fills a batch, or is the last
+        one for now (between those it waits for the batch to grow, see ACK_LINGER)."""
+        self.acks += acks
+        pending = len(self.acks)
+        if pending == len(acks) or not self.unfinished or pending >= self.ack_batch():
+            self.acks_ready.notify()
+
+    # -- called without it --------------------------------------------------------------------
+
+    def claimed(self, jobs: Sequence[Job], claim_seconds: float) -> None:
+        """A claim brought ``jobs``: they wait for a handler thread, in claim order."""
+        with self.lock:
+            self.policy.claim_took(claim_seconds)
+            self.unfinished += len(jobs)
+            for job in jobs:
+                self.held[job.id] = job
+                self.work.put(job)
+
+    def finished(self, job: Job, run_seconds: float, outcome: Outcome | Success | Failure) -> None:
+        """A handler thread is done with ``job`` (the hot path: one lock round per job)."""
+        with self.lock:
+            self.policy.job_took(run_seconds)
+            self.unfinished -= 1
+            if outcome is Outcome.ACK and job.limit_group is not None and self.key_acks_open:
+                self.key_acks.append(job)
+                self.key_completing.add(job.id)
+                self.wake_fetcher()
+            elif outcome is Outcome.ACK:
+                self._add_acks((job,))
+            elif isinstance(outcome, Outcome):
+                self.done += outcome is Outcome.COMMITTED
+                self._settled((job,))
+            else:
+                self._add_acks((outcome,))
+            if (
+                self.slots_awaited
+                and self.fetcher_asleep is not None
+                and self.policy.claim_size(self.unfinished, self.work.qsize())
+            ):
+                self.wake_fetcher()
+
+    def check_cancels(self) -> None:  # the acknowledger asks which held jobs have one, now
+        with self.lock:
+            if self.held:
+                self.cancel_check = True
+                self.acks_ready.notify()
+
+    def release(self, jobs: Sequence[Job]) -> None:
+        """Give back claimed jobs no handler started (at shutdown)."""
+        with self.lock:
+            self.unfinished -= len(jobs)
+            self._add_acks([Release(job) for job in jobs])
+
+    def settled(
+        self, jobs: Sequence[Job], done: int = 0, failed: int = 0, wake: bool = True
+    ) -> None:
+        """The database knows how ``jobs`` ended (or they are given up on)."""
+        with self.lock:
+            self.done += done
+            self.failed += failed
+            self._settled(jobs, wake)
 
     def _settled(self, jobs: Sequence[Job], wake: bool = True) -> None:
         limited = False
@@ -121,112 +192,24 @@ class Shared:
             self.woken = True
             self.wake_fetcher()
 
-    def ack_batch(self) -> int:
-        """Results worth a round trip of their own: as many as a claim brings at most."""
-        return self.policy.concurrency + self.policy.prefetch_now()
-
-    def _result_ready(self) -> None:
-        """Wake the acknowledger when a result starts its wait, fills a batch, or is the last
-        one for now (between those it waits for the batch to grow, see ACK_LINGER)."""
-        pending = len(self.completions) + len(self.failures)
-        if pending == 1 or not self.unfinished or pending >= self.ack_batch():
-            self.acks_ready.notify()
-
-    # -- called without it --------------------------------------------------------------------
-
-    def claimed(self, jobs: Sequence[Job], claim_seconds: float) -> None:
-        """A claim brought ``jobs``: they wait for a handler thread, in claim order."""
-        with self.lock:
-            self.policy.claim_took(claim_seconds)
-            self.unfinished += len(jobs)
-            for job in jobs:
-                self.held[job.id] = job
-                self.work.put(job)
-
-    def finished(
-        self, job: Job, run_seconds: float, outcome: Outcome | Success | Failure
-    ) -> None:
-        """A handler thread is done with ``job`` (the hot path: one lock round per job)."""
-        with self.lock:
-            self.policy.job_took(run_seconds)
-            self.unfinished -= 1
-            if outcome is Outcome.ACK and job.limit_group is not None and self.key_acks_open:
-                self.key_acks.append(job)
-                self.key_completing.add(job.id)
-                self.wake_fetcher()
-            elif outcome is Outcome.ACK:
-                self.completions.append(job)
-                self._result_ready()
-            elif isinstance(outcome, Success):
-                self.completions.append(job)
-                self.results[job.id] = outcome.result
-                self._result_ready()
-            elif isinstance(outcome, Failure):
-                self.failures.append(outcome)
-                self._result_ready()
-            else:
-                self.done += outcome is Outcome.COMMITTED
-                self._settled((job,))
-            if (
-                self.slots_awaited
-                and self.fetcher_asleep is not None
-                and self.policy.claim_size(self.unfinished, self.work.qsize())
-            ):
-                self.wake_fetcher()
-
-    def check_cancels(self) -> None:
-        """Have the acknowledger ask now which held jobs have a cancel request."""
-        with self.lock:
-            if self.held:
-                self.cancel_check = True
-                self.acks_ready.notify()
-
-    def release(self, jobs: Sequence[Job]) -> None:
-        """Give back claimed jobs no handler started (at shutdown)."""
-        with self.lock:
-            self.unfinished -= len(jobs)
-            self.releases.extend(jobs)
-            self.acks_ready.notify()
-
-    def settled(
-        self, jobs: Sequence[Job], done: int = 0, failed: int = 0, wake: bool = True
-    ) -> None:
-        """The database knows how ``jobs`` ended (or they are given up on)."""
-        with self.lock:
-            self.done += done
-            self.failed += failed
-            self._settled(jobs, wake)
-
-    def take_key_acks(self) -> list[Job]:
-        """For the fetcher: the limited jobs to complete with its next claim."""
+    def take_key_acks(self) -> list[Job]:  # the fetcher completes them with its next claim
         with self.lock:
             jobs, self.key_acks = self.key_acks, []
             return jobs
 
-    def close_key_acks(self, unsent: Sequence[Job]) -> None:
-        """The fetcher ends: what it did not complete (``unsent``, and what handlers finish
-        from now on) goes to the acknowledger."""
+    def hand_over_key_acks(self, jobs: Sequence[Job], close: bool = False) -> None:
+        """The acknowledger completes these limited jobs instead of the fetcher: a row lock
+        held elsewhere stopped it, or (``close``) it ends, and so do those finished later."""
         with self.lock:
-            self.key_acks_open = False
-            jobs = [*unsent, *self.key_acks]
-            self.key_acks = []
+            if close:
+                self.key_acks_open = False
+                jobs, self.key_acks = [*jobs, *self.key_acks], []
             for job in jobs:
                 self.key_completing.discard(job.id)
             if jobs:
-                self.completions.extend(jobs)
-                self.acks_ready.notify()
+                self._add_acks(jobs)
 
-    def hand_over_key_acks(self, jobs: Sequence[Job]) -> None:
-        """The fetcher could not complete these (a row lock held elsewhere): the acknowledger
-        completes them, retrying apart, so that the fetcher's claims go on."""
-        with self.lock:
-            for job in jobs:
-                self.key_completing.discard(job.id)
-            self.completions.extend(jobs)
-            self.acks_ready.notify()
-
-    def fail(self, exc: BaseException) -> None:
-        """Record the error that stops the worker (the first one wins)."""
+    def fail(self, exc: BaseException) -> None:  # the error that stops the worker: the first
         with self.lock:
             if self.fatal is None:
                 self.fatal = exc
