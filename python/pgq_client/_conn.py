@@ -393,7 +393,7 @@ class Client(Generic[C, P]):
     async def _listening(self, conn: C) -> AsyncIterator[tuple[C, str | None]]:
         await self._check_compatible(conn)
         if self._done_channel is None:
-            done = _ops.event_channel_call(self.schema, _sql.DONE)
+            done = _ops.channel_call(self.schema, _sql.DONE)
             rows = await self._execute(conn, own_transaction(conn), done)
             self._done_channel = (
                 str(rows[0][0]) if rows else _sql.event_channel("public", _sql.DONE)
