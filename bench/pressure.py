@@ -15,6 +15,7 @@ offered rate), table and indexes within 2x their size before the disturbance.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import threading
@@ -81,7 +82,7 @@ def _raw_consume(dsn: str, stop: threading.Event, done: Callable[[float], None],
 
     def loop() -> None:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            while True:
+            while burst or not stop.is_set():
                 rows = conn.execute(RAW_CLAIM, (BATCH,)).fetchall()
                 if not rows:
                     if burst or stop.wait(0.02):
@@ -284,7 +285,8 @@ def run_side(dsn: str, side: Side, phase_seconds: tuple[float, float, float], re
             edge += seconds
             result.samples.append(sample(mon, side, t0))
             log(f"  {side.name} {name}: {result.rate(name):,.0f} jobs/s "
-                f"({result.rate(name) / result.offered:.2f} of the offered rate)")
+                f"({result.rate(name) / result.offered:.2f} of the offered rate), "
+                f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         stop.set()
         for t in threads:
             t.join(60)
@@ -303,15 +305,25 @@ def explain_claim(conn: psycopg.Connection[Any], side: Side) -> str:
                  " AND j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL"
                  " AND j.available_at <= now()"
                  " ORDER BY j.priority DESC, j.available_at, j.id LIMIT 10 FOR UPDATE SKIP LOCKED")
+    passed = "SELECT pg_stat_get_xact_tuples_returned(%s::regclass)"
+    lines = [f"{side.name} claim at the end of the disturbance:"]
     with conn.transaction(force_rollback=True):
         conn.execute("SET LOCAL enable_bitmapscan = off")
+        before, = conn.execute(passed, (side.claim_index,)).fetchone()  # type: ignore[misc]
         plan = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS) {query}").fetchall()
-        start = time.perf_counter()
-        if side.name == "jobq":
+        after, = conn.execute(passed, (side.claim_index,)).fetchone()  # type: ignore[misc]
+        lines += [f"    {r[0]}" for r in plan]
+        lines.append(f"  entries of {side.claim_index} passed: {after - before:,}")
+        # jobq_dequeue twice: a full scan (this session has no marks), then what follows it.
+        for call in ("first", "second") if side.name == "jobq" else ():
+            start = time.perf_counter()
             conn.execute("SELECT count(*) FROM jobq_dequeue('explain', %s, 10)", ([JOB_TYPE],))
-        call = (time.perf_counter() - start) * 1e3
-    return "\n".join([f"{side.name} claim at the end of the disturbance "
-                      f"(jobq_dequeue call {call:.1f} ms):", *(f"    {r[0]}" for r in plan)])
+            ms = (time.perf_counter() - start) * 1e3
+            before, after = after, conn.execute(  # type: ignore[index]
+                passed, (side.claim_index,)).fetchone()[0]
+            lines.append(f"  jobq_dequeue, {call} call of a session: {ms:.1f} ms, "
+                         f"{after - before:,} index entries passed")
+    return "\n".join(lines)
 
 
 def measurements(results: list[Result]) -> list[Measurement]:
