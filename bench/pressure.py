@@ -81,7 +81,11 @@ def _raw_consume(dsn: str, stop: threading.Event, done: Callable[[float], None],
     burst = stop.is_set()
 
     def loop() -> None:
+        # The claim is an index scan in id order whatever the statistics say: planned while
+        # the table was empty (after the maximum's drain), it was a sequential scan and a sort,
+        # which slowed as the backlog grew until the raw side stopped.
         with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SET enable_seqscan = off")
             while burst or not stop.is_set():
                 rows = conn.execute(RAW_CLAIM, (BATCH,)).fetchall()
                 if not rows:
