@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
 .DEFAULT_GOAL := help
-.PHONY: help venv deps check test test-citus lint pgtap pytest demo bench bench-quick soak schema-dump docs clean
+.PHONY: help venv deps check test test-citus lint pgtap pytest demo bench bench-quick pressure soak schema-dump docs clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -59,6 +59,9 @@ bench-quick: deps ## A one-minute version of `make bench`
 # autovacuum_naptime=10s: what docs/operations.md recommends for thousands of jobs a second
 # (with the default minute, the soak's 17,500 jobs/s built a backlog; see docs/guarantees.md).
 SOAK_SETTINGS ?= --set autovacuum_naptime=10s
+
+pressure: deps ## The pressure scenario alone: a snapshot held 3 minutes, jobq and raw SQL
+	$(PY) -m bench.pressure
 
 soak: deps ## Soak: 10 minutes at 60 % load, then 10 more with a snapshot held 3 minutes (not in CI)
 	$(PY) -m bench.soak $(SOAK_SETTINGS)

@@ -22,12 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import pressure
 from .cluster import ROOT, SETTINGS, Cluster
 from .harness import Measurement, Target
 from .scenarios import Bench, Config
 
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
-SCENARIOS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14", "15", "16")
+SCENARIOS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14", "15", "16", "17")
 BUSY_LOAD = 0.7  # 1-minute load average per core above which the machine counts as busy
 
 
@@ -139,6 +140,8 @@ def targets(results: list[Measurement]) -> list[Target]:
                value("s16.jobq.queue.iter"), ">=", 70_000.0),
         Target("bulk load: jobq enqueue --from >= 70,000 jobs/s",
                value("s16.jobq.cli"), ">=", 70_000.0),
+        Target("held snapshot: Worker completions during it >= 0.7x the offered rate",
+               extra("s17.jobq.hold", "ratio_to_offered"), ">=", 0.7),
     ]
     return out
 
@@ -222,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             "14": bench.scenario_limits_rate,
             "15": bench.scenario_producer,
             "16": bench.scenario_bulk,
+            "17": lambda: bench.results.extend(pressure.scenario(cluster, config.quick, log)),
         }
         for s in SCENARIOS:
             if s in only:

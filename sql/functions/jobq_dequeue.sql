@@ -19,6 +19,23 @@
 -- Locking while merging (a cursor per range, FOR UPDATE SKIP LOCKED) would leave the head row
 -- of every other range locked until the claim commits, hidden from every other worker.
 --
+-- Under a held horizon: while a snapshot older than the claims (a REPEATABLE READ transaction,
+-- a long query, a standby's feedback) holds the xmin horizon back, no scan can mark the
+-- entries of claimed rows dead, and a full scan of a range passes every job claimed since the
+-- horizon stopped, visiting its heap row: the cost of a claim grows with the time the snapshot
+-- is held. A full scan therefore counts the index entries it passed beyond the jobs it claimed
+-- (pg_stat_get_xact_tuples_returned of jobq_jobs_claim_idx); past 10,000, the session keeps a
+-- mark per range (custom setting jobq.claim_marks: no row is written, so no dead version is
+-- made), the claim-order key where the range's live jobs began, and its next claims read each
+-- range from its mark (3b) and move it on. What a mark can miss, a full scan finds: the next
+-- comes when the marks' time is up, ten times what the last full scan took (so that full
+-- scans take at most a tenth of the claims' time), at least a second, at most a minute.
+-- Until then a job that becomes pending behind a mark other than by this claim (an enqueue
+-- with an earlier run_at, a late commit, a release or takeover by another session) and a new
+-- (job_type, queue) range wait; higher priorities are read from the head of their range, and
+-- what this claim promotes (step 0) or takes back (step 1) is ranked as a full scan ranks it.
+-- docs/decisions/0007-claims-under-a-held-horizon.md has the figures.
+--
 -- SET enable_bitmapscan = off: every claim leaves a dead entry at the head of
 -- jobq_jobs_claim_idx (the job's pending version), and every completion one in
 -- jobq_jobs_locked_idx, until VACUUM removes them. When the statistics say that few jobs are
@@ -76,6 +93,31 @@ DECLARE
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_limited boolean;
     v_longest integer;
+    -- The session's marks (see "Under a held horizon" above): per range of v_hts/v_hqs, the
+    -- claim-order key (priority, available_at, id) from which the range is read.
+    v_state text;
+    v_fkey bigint;
+    v_marked boolean := FALSE;  -- this claim reads the ranges from the marks
+    v_until timestamptz;  -- the next full scan
+    v_mprio integer[];
+    v_mavail timestamptz[];
+    v_mids uuid[];
+    o_hts bigint[];  -- the ranges of the marks last kept (for a full scan that finds none)
+    o_hqs bigint[];
+    v_started timestamptz;
+    v_read bigint;  -- entries of jobq_jobs_claim_idx returned to the full scan
+    v_claimed integer := 0;
+    c_i integer[];
+    c_prio integer[];
+    c_avail timestamptz[];
+    v_seen integer[];
+    v_round integer;
+    -- keys that steps 0 and 1 make claimable (they lower the marks)
+    p_ht bigint[];
+    p_hq bigint[];
+    p_prio integer[];
+    p_avail timestamptz[];
+    p_ids uuid[];
 BEGIN
     v_error := jobq__worker_id_error(jobq_dequeue.worker_id);
     IF v_error IS NOT NULL THEN
@@ -128,6 +170,42 @@ BEGIN
     -- every 5 seconds per worker).
     PERFORM jobq__worker_seen(jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues);
 
+    -- The marks of an earlier claim of this session with the same filters, in this schema.
+    -- A value this function did not write, or one whose next full scan is more than a minute
+    -- away, is ignored: it can only delay this session's own claims, never anyone else's.
+    v_state := pg_catalog.current_setting('jobq.claim_marks', TRUE);
+    IF v_state IS NOT NULL AND v_state <> '' THEN
+        v_fkey := pg_catalog.hashtextextended(pg_catalog.format(
+            '%L %L %L', pg_catalog.current_schema(), jobq_dequeue.job_types, jobq_dequeue.queues
+        ), 0);
+        BEGIN
+            SELECT
+                pg_catalog.array_agg((r.e ->> 0)::bigint ORDER BY r.n),
+                pg_catalog.array_agg((r.e ->> 1)::bigint ORDER BY r.n),
+                pg_catalog.array_agg((r.e ->> 2)::integer ORDER BY r.n),
+                pg_catalog.array_agg(coalesce(
+                    timestamptz '1970-01-01 00:00:00+00'
+                    + (r.e ->> 3)::bigint * interval '1 microsecond',
+                    timestamptz '-infinity'
+                ) ORDER BY r.n),
+                pg_catalog.array_agg((r.e ->> 4)::uuid ORDER BY r.n),
+                pg_catalog.min(timestamptz '1970-01-01 00:00:00+00'
+                               + (m.m ->> 'until')::bigint * interval '1 microsecond')
+            INTO v_hts, v_hqs, v_mprio, v_mavail, v_mids, v_until
+            FROM (SELECT v_state::jsonb AS m) AS m
+            CROSS JOIN LATERAL pg_catalog.jsonb_array_elements(m.m -> 'r')
+                WITH ORDINALITY AS r (e, n)
+            WHERE (m.m ->> 'k')::bigint = v_fkey;
+            v_marked := v_until > pg_catalog.clock_timestamp()
+                AND v_until <= pg_catalog.clock_timestamp() + interval '1 minute';
+        EXCEPTION WHEN data_exception THEN
+            v_hts := NULL;
+        END;
+        o_hts := v_hts;
+        o_hqs := v_hqs;
+        v_marked := coalesce(v_marked, FALSE) AND v_hts IS NOT NULL;
+    END IF;
+
     -- 0. Promote the scheduled jobs that have come due (at most 1,000 per claim): they enter
     --    jobq_jobs_claim_idx, and this claim can take them. One probe of
     --    jobq_jobs_scheduled_idx when none has. SKIP LOCKED: a concurrent claim promotes
@@ -143,9 +221,21 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     )
 
-    UPDATE jobq_jobs AS j
-    SET scheduled = FALSE
-    WHERE j.id = ANY (ARRAY(SELECT due.id FROM due));
+    , promoted AS (
+        UPDATE jobq_jobs AS j
+        SET scheduled = FALSE
+        WHERE j.id = ANY (ARRAY(SELECT due.id FROM due))
+        RETURNING j.id, j.job_type, j.queue, j.priority, j.available_at, j.limit_group
+    )
+
+    SELECT
+        pg_catalog.array_agg(pg_catalog.hashtextextended(c.job_type, 0)),
+        pg_catalog.array_agg(pg_catalog.hashtextextended(c.queue, 0)),
+        pg_catalog.array_agg(c.priority), pg_catalog.array_agg(c.available_at),
+        pg_catalog.array_agg(c.id)
+    INTO p_ht, p_hq, p_prio, p_avail, p_ids
+    FROM promoted AS c
+    WHERE v_marked AND c.limit_group IS NULL;
 
     -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
     --    Each is recorded in errors (which worker lost it). One with a cancel request is not
@@ -265,12 +355,47 @@ BEGIN
         HAVING pg_catalog.count(*) > 0
     )
 
-    SELECT pg_catalog.array_agg(t.id::text) FILTER (WHERE t.status <> 'pending')
-    INTO v_ended
+    SELECT
+        pg_catalog.array_agg(t.id::text) FILTER (WHERE t.status <> 'pending'),
+        (pg_catalog.count(*) FILTER (WHERE t.status = 'pending'))::integer
+    INTO v_ended, v_round
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
         PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
+    END IF;
+    -- A job taken back keeps its available_at, ahead of the marks: this claim scans in full.
+    IF v_round > 0 THEN
+        v_marked := FALSE;
+    END IF;
+
+    -- With marks, the jobs promoted by step 0 lower the marks of their ranges (or add their
+    -- ranges), so that this claim ranks them as a full scan would.
+    IF v_marked AND p_ids IS NOT NULL THEN
+        SELECT
+            pg_catalog.array_agg(m.ht ORDER BY m.ht, m.hq),
+            pg_catalog.array_agg(m.hq ORDER BY m.ht, m.hq),
+            pg_catalog.array_agg(m.prio ORDER BY m.ht, m.hq),
+            pg_catalog.array_agg(m.avail ORDER BY m.ht, m.hq),
+            pg_catalog.array_agg(m.id ORDER BY m.ht, m.hq)
+        INTO v_hts, v_hqs, v_mprio, v_mavail, v_mids
+        FROM (
+            SELECT DISTINCT ON (x.ht, x.hq) x.ht, x.hq, x.prio, x.avail, x.id
+            FROM (
+                SELECT * FROM ROWS FROM (
+                    pg_catalog.unnest(v_hts), pg_catalog.unnest(v_hqs),
+                    pg_catalog.unnest(v_mprio), pg_catalog.unnest(v_mavail),
+                    pg_catalog.unnest(v_mids)
+                ) AS a (ht, hq, prio, avail, id)
+                UNION ALL
+                SELECT * FROM ROWS FROM (
+                    pg_catalog.unnest(p_ht), pg_catalog.unnest(p_hq),
+                    pg_catalog.unnest(p_prio), pg_catalog.unnest(p_avail),
+                    pg_catalog.unnest(p_ids)
+                ) AS b (ht, hq, prio, avail, id)
+            ) AS x (ht, hq, prio, avail, id)
+            ORDER BY x.ht, x.hq, x.prio DESC, x.avail ASC, x.id ASC
+        ) AS m;
     END IF;
 
     -- 2. The ranges of jobq_jobs_claim_idx to read: one per (job_type, queue) pair, keyed by
@@ -281,7 +406,15 @@ BEGIN
     --    with no filter, every range with pending jobs is visited once. Two names whose hashes
     --    collide share a range: step 3 compares each row's names with the filters, so a range
     --    never gives a job the filters leave out.
-    IF jobq_dequeue.job_types IS NOT NULL AND jobq_dequeue.queues IS NOT NULL THEN
+    IF NOT v_marked THEN
+        v_started := pg_catalog.clock_timestamp();
+        v_read := pg_catalog.pg_stat_get_xact_tuples_returned('jobq_jobs_claim_idx'::regclass);
+        v_hts := NULL;
+        v_hqs := NULL;
+    END IF;
+    IF v_marked THEN
+        NULL;  -- the ranges are the marks'
+    ELSIF jobq_dequeue.job_types IS NOT NULL AND jobq_dequeue.queues IS NOT NULL THEN
         SELECT pg_catalog.array_agg(p.ht), pg_catalog.array_agg(p.hq)
         INTO v_hts, v_hqs
         FROM (
@@ -429,14 +562,13 @@ BEGIN
     END IF;
 
     IF v_hts IS NULL THEN
-        RETURN;  -- no pending job in the filters
-    END IF;
+        NULL;  -- no pending job in the filters
 
     -- 3a. One range (the common case: a worker of one job type, or one type in one queue):
     --     the claim in one statement. The candidates, in the order of the range, are locked
     --     with SKIP LOCKED in a MATERIALIZED CTE, so the LIMIT is applied once and no plan can
     --     lock or return more than batch_size rows; the UPDATE is joined to them.
-    IF pg_catalog.cardinality(v_hts) = 1 THEN
+    ELSIF pg_catalog.cardinality(v_hts) = 1 AND NOT v_marked THEN
         RETURN QUERY
         WITH candidates AS MATERIALIZED (
             SELECT j.id
@@ -481,90 +613,282 @@ BEGIN
         FROM claimed AS c
         LEFT JOIN counted ON TRUE
         ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
-        RETURN;
-    END IF;
+        GET DIAGNOSTICS v_claimed = ROW_COUNT;
+    ELSE
+        -- 3b. Several ranges, or any with marks: the first v_k rows of each range, merged,
+        --     first v_k of those (read without locks, so that no row is locked that is not
+        --     claimed); then those are locked in claim order with SKIP LOCKED until
+        --     batch_size are. When concurrent claims hold some of them and there may be more
+        --     beyond the first v_k, again with 4 x v_k: a claim never comes back short while
+        --     jobs it could claim are waiting. With marks, each range is read in three index
+        --     ranges: the priorities above its mark's, its mark's from the mark on, those
+        --     below; the first round moves each range's mark to the first row it read there
+        --     at or below the mark's priority (the rows before it were claimed or finished: a
+        --     row held by a concurrent claim is read, so a mark never passes a job that claim
+        --     may give back; a burst of higher priority leaves the mark where it was).
+        v_want := jobq_dequeue.batch_size;
+        v_k := jobq_dequeue.batch_size::bigint * 2;
+        v_round := 0;
+        LOOP
+            v_round := v_round + 1;
+            IF v_marked THEN
+                SELECT
+                    pg_catalog.array_agg(c.id ORDER BY c.priority DESC, c.available_at, c.id),
+                    pg_catalog.array_agg(c.i ORDER BY c.priority DESC, c.available_at, c.id),
+                    pg_catalog.array_agg(
+                        c.priority ORDER BY c.priority DESC, c.available_at, c.id
+                    ),
+                    pg_catalog.array_agg(
+                        c.available_at ORDER BY c.priority DESC, c.available_at, c.id
+                    )
+                INTO v_ids, c_i, c_prio, c_avail
+                FROM (
+                    SELECT r.i, r.id, r.priority, r.available_at
+                    FROM pg_catalog.generate_series(1, pg_catalog.cardinality(v_hts)) AS p (i)
+                    CROSS JOIN LATERAL (
+                        (
+                            SELECT p.i, j.id, j.priority, j.available_at
+                            FROM jobq_jobs AS j
+                            WHERE pg_catalog.hashtextextended(j.job_type, 0) = v_hts[p.i]
+                              AND pg_catalog.hashtextextended(j.queue, 0) = v_hqs[p.i]
+                              AND j.priority > v_mprio[p.i]
+                              AND (jobq_dequeue.job_types IS NULL
+                                   OR j.job_type = ANY (jobq_dequeue.job_types))
+                              AND (jobq_dequeue.queues IS NULL
+                                   OR j.queue = ANY (jobq_dequeue.queues))
+                              AND j.status = 'pending'
+                              AND NOT j.scheduled
+                              AND j.limit_group IS NULL
+                              AND j.available_at <= v_now
+                            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                            LIMIT v_k
+                        )
 
-    -- 3b. Several ranges: the first v_k rows of each range, merged, first v_k of those (read
-    --     without locks, so that no row is locked that is not claimed); then those are locked
-    --     in claim order with SKIP LOCKED until batch_size are. When concurrent claims hold
-    --     some of them and there may be more beyond the first v_k, again with 4 × v_k: a
-    --     claim never comes back short while jobs it could claim are waiting.
-    v_want := jobq_dequeue.batch_size;
-    v_k := jobq_dequeue.batch_size::bigint * 2;
-    LOOP
-        SELECT pg_catalog.array_agg(c.id ORDER BY c.priority DESC, c.available_at, c.id)
-        INTO v_ids
-        FROM (
-            SELECT r.id, r.priority, r.available_at
-            FROM ROWS FROM (pg_catalog.unnest(v_hts), pg_catalog.unnest(v_hqs)) AS p (ht, hq)
-            CROSS JOIN LATERAL (
-                SELECT j.id, j.priority, j.available_at
+                        UNION ALL
+
+                        (
+                            SELECT p.i, j.id, j.priority, j.available_at
+                            FROM jobq_jobs AS j
+                            WHERE pg_catalog.hashtextextended(j.job_type, 0) = v_hts[p.i]
+                              AND pg_catalog.hashtextextended(j.queue, 0) = v_hqs[p.i]
+                              AND j.priority = v_mprio[p.i]
+                              AND (j.available_at, j.id) >= (v_mavail[p.i], v_mids[p.i])
+                              AND (jobq_dequeue.job_types IS NULL
+                                   OR j.job_type = ANY (jobq_dequeue.job_types))
+                              AND (jobq_dequeue.queues IS NULL
+                                   OR j.queue = ANY (jobq_dequeue.queues))
+                              AND j.status = 'pending'
+                              AND NOT j.scheduled
+                              AND j.limit_group IS NULL
+                              AND j.available_at <= v_now
+                            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                            LIMIT v_k
+                        )
+
+                        UNION ALL
+
+                        (
+                            SELECT p.i, j.id, j.priority, j.available_at
+                            FROM jobq_jobs AS j
+                            WHERE pg_catalog.hashtextextended(j.job_type, 0) = v_hts[p.i]
+                              AND pg_catalog.hashtextextended(j.queue, 0) = v_hqs[p.i]
+                              AND j.priority < v_mprio[p.i]
+                              AND (jobq_dequeue.job_types IS NULL
+                                   OR j.job_type = ANY (jobq_dequeue.job_types))
+                              AND (jobq_dequeue.queues IS NULL
+                                   OR j.queue = ANY (jobq_dequeue.queues))
+                              AND j.status = 'pending'
+                              AND NOT j.scheduled
+                              AND j.limit_group IS NULL
+                              AND j.available_at <= v_now
+                            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                            LIMIT v_k
+                        )
+                    ) AS r
+                    ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
+                    LIMIT v_k
+                ) AS c;
+                IF v_round = 1 AND v_ids IS NOT NULL THEN
+                    v_seen := '{}';
+                    FOR x IN 1 .. pg_catalog.cardinality(v_ids) LOOP
+                        CONTINUE WHEN c_i[x] = ANY (v_seen) OR c_prio[x] > v_mprio[c_i[x]];
+                        v_seen := pg_catalog.array_append(v_seen, c_i[x]);
+                        v_mprio[c_i[x]] := c_prio[x];
+                        v_mavail[c_i[x]] := c_avail[x];
+                        v_mids[c_i[x]] := v_ids[x];
+                    END LOOP;
+                END IF;
+            ELSE
+                SELECT pg_catalog.array_agg(c.id ORDER BY c.priority DESC, c.available_at, c.id)
+                INTO v_ids
+                FROM (
+                    SELECT r.id, r.priority, r.available_at
+                    FROM ROWS FROM (pg_catalog.unnest(v_hts), pg_catalog.unnest(v_hqs))
+                        AS p (ht, hq)
+                    CROSS JOIN LATERAL (
+                        SELECT j.id, j.priority, j.available_at
+                        FROM jobq_jobs AS j
+                        WHERE pg_catalog.hashtextextended(j.job_type, 0) = p.ht
+                          AND pg_catalog.hashtextextended(j.queue, 0) = p.hq
+                          AND (jobq_dequeue.job_types IS NULL
+                               OR j.job_type = ANY (jobq_dequeue.job_types))
+                          AND (jobq_dequeue.queues IS NULL
+                               OR j.queue = ANY (jobq_dequeue.queues))
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NULL
+                          AND j.available_at <= v_now
+                        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                        LIMIT v_k
+                    ) AS r
+                    ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
+                    LIMIT v_k
+                ) AS c;
+            END IF;
+            EXIT WHEN v_ids IS NULL;
+
+            RETURN QUERY
+            WITH locked AS MATERIALIZED (
+                SELECT j.id
                 FROM jobq_jobs AS j
-                WHERE pg_catalog.hashtextextended(j.job_type, 0) = p.ht
-                  AND pg_catalog.hashtextextended(j.queue, 0) = p.hq
-                  AND (jobq_dequeue.job_types IS NULL
-                       OR j.job_type = ANY (jobq_dequeue.job_types))
-                  AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+                WHERE j.id = ANY (v_ids)
                   AND j.status = 'pending'
                   AND NOT j.scheduled
-                  AND j.limit_group IS NULL
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-                LIMIT v_k
-            ) AS r
-            ORDER BY r.priority DESC, r.available_at ASC, r.id ASC
-            LIMIT v_k
-        ) AS c;
-        EXIT WHEN v_ids IS NULL;
+                LIMIT v_want
+                FOR UPDATE SKIP LOCKED
+            ),
 
-        RETURN QUERY
-        WITH locked AS MATERIALIZED (
-            SELECT j.id
-            FROM jobq_jobs AS j
-            WHERE j.id = ANY (v_ids)
-              AND j.status = 'pending'
-              AND NOT j.scheduled
-              AND j.available_at <= v_now
-            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-            LIMIT v_want
-            FOR UPDATE SKIP LOCKED
-        ),
+            claimed AS (
+                UPDATE jobq_jobs AS j
+                SET
+                    status = 'processing',
+                    attempts = j.attempts + 1,
+                    locked_at = v_now,
+                    locked_by = jobq_dequeue.worker_id,
+                    claimed_at = v_now,
+                    updated_at = v_now
+                WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
+                RETURNING j.*
+            ),
 
-        claimed AS (
-            UPDATE jobq_jobs AS j
-            SET
-                status = 'processing',
-                attempts = j.attempts + 1,
-                locked_at = v_now,
-                locked_by = jobq_dequeue.worker_id,
-                claimed_at = v_now,
-                updated_at = v_now
-            WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
-            RETURNING j.*
-        ),
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'started'::text, pg_catalog.array_agg(c.queue),
+                    pg_catalog.array_agg(c.job_type), NULL::text[],
+                    pg_catalog.array_agg(
+                        extract(epoch FROM c.claimed_at - c.available_at)::double precision
+                    )
+                ) AS n
+                FROM claimed AS c
+                HAVING pg_catalog.count(*) > 0
+            )
 
-        counted AS MATERIALIZED (
-            SELECT jobq__metrics_count(
-                'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                NULL::text[],
-                pg_catalog.array_agg(extract(epoch FROM c.claimed_at - c.available_at)::double precision)
-            ) AS n
+            -- Each round's jobs are returned as they are claimed, in claim order (a later
+            -- round's after them). No array of jobq_jobs rows is kept: under Citus the
+            -- statement runs on a shard, whose row type is not jobq_jobs.
+            SELECT c.*
             FROM claimed AS c
-            HAVING pg_catalog.count(*) > 0
-        )
+            LEFT JOIN counted ON TRUE
+            ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
+            GET DIAGNOSTICS v_got = ROW_COUNT;
+            v_claimed := v_claimed + v_got;
+            v_want := v_want - v_got;
+            EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;
+            v_k := v_k * 4;
+        END LOOP;
+    END IF;
 
-        -- Each round's jobs are returned as they are claimed, in claim order (a later round's
-        -- after them). No array of jobq_jobs rows is kept: under Citus the statement runs on
-        -- a shard, whose row type is not jobq_jobs.
-        SELECT c.*
-        FROM claimed AS c
-        LEFT JOIN counted ON TRUE
-        ORDER BY c.priority DESC, c.available_at ASC, c.id ASC;
-        GET DIAGNOSTICS v_got = ROW_COUNT;
-        v_want := v_want - v_got;
-        EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_ids) < v_k;
-        v_k := v_k * 4;
-    END LOOP;
+    -- 4. The marks. A claim with marks keeps them (moved on by step 3b) until their time is up.
+    --    A full scan that passed more than 10,000 (and 10 x batch_size) entries of
+    --    jobq_jobs_claim_idx beyond the jobs it claimed (entries of rows claimed or finished
+    --    that no scan could mark dead: a held xmin horizon) sets them: per range, the first
+    --    job it claimed there, else the mark that range had, else the range's head. They
+    --    last until the next full scan: ten times what this full scan took (so that full
+    --    scans cost at most a tenth of the claims' time), at least a second, at most a
+    --    minute. A full scan that passed few such entries clears them.
+    IF v_marked THEN
+        NULL;  -- moved on by step 3b, same time
+    ELSIF pg_catalog.pg_stat_get_xact_tuples_returned('jobq_jobs_claim_idx'::regclass)
+            - v_read - v_claimed
+          > greatest(10000, 10 * jobq_dequeue.batch_size) THEN
+        v_fkey := pg_catalog.hashtextextended(pg_catalog.format(
+            '%L %L %L', pg_catalog.current_schema(), jobq_dequeue.job_types, jobq_dequeue.queues
+        ), 0);
+        v_until := pg_catalog.clock_timestamp() + least(
+            interval '1 minute',
+            greatest(interval '1 second', 10 * (pg_catalog.clock_timestamp() - v_started))
+        );
+        SELECT
+            pg_catalog.array_agg(r.ht ORDER BY r.ht, r.hq),
+            pg_catalog.array_agg(r.hq ORDER BY r.ht, r.hq),
+            pg_catalog.array_agg(coalesce(f.priority, o.prio, 2147483647) ORDER BY r.ht, r.hq),
+            pg_catalog.array_agg(
+                coalesce(f.available_at, o.avail, timestamptz '-infinity') ORDER BY r.ht, r.hq
+            ),
+            pg_catalog.array_agg(
+                coalesce(f.id, o.id, '00000000-0000-0000-0000-000000000000'::uuid)
+                ORDER BY r.ht, r.hq
+            )
+        INTO v_hts, v_hqs, v_mprio, v_mavail, v_mids
+        FROM (
+            SELECT a.ht, a.hq
+            FROM ROWS FROM (pg_catalog.unnest(v_hts), pg_catalog.unnest(v_hqs)) AS a (ht, hq)
+            UNION
+            SELECT b.ht, b.hq
+            FROM ROWS FROM (pg_catalog.unnest(o_hts), pg_catalog.unnest(o_hqs)) AS b (ht, hq)
+        ) AS r
+        LEFT JOIN LATERAL (
+            SELECT j.priority, j.available_at, j.id
+            FROM jobq_jobs AS j
+            WHERE j.status = 'processing'
+              AND j.locked_at = v_now
+              AND j.locked_by = jobq_dequeue.worker_id
+              AND j.limit_group IS NULL
+              AND pg_catalog.hashtextextended(j.job_type, 0) = r.ht
+              AND pg_catalog.hashtextextended(j.queue, 0) = r.hq
+            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+            LIMIT 1
+        ) AS f ON TRUE
+        LEFT JOIN LATERAL (
+            SELECT
+                (e.e ->> 2)::integer AS prio,
+                timestamptz '1970-01-01 00:00:00+00'
+                + (e.e ->> 3)::bigint * interval '1 microsecond' AS avail,
+                (e.e ->> 4)::uuid AS id
+            FROM pg_catalog.jsonb_array_elements(
+                CASE WHEN o_hts IS NOT NULL THEN v_state::jsonb -> 'r' END
+            ) AS e (e)
+            WHERE (e.e ->> 0)::bigint = r.ht AND (e.e ->> 1)::bigint = r.hq
+            LIMIT 1
+        ) AS o ON TRUE;
+    ELSE
+        IF v_state IS NOT NULL AND v_state <> '' THEN
+            PERFORM pg_catalog.set_config('jobq.claim_marks', '', FALSE);
+        END IF;
+        RETURN;
+    END IF;
+    IF v_hts IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('jobq.claim_marks', pg_catalog.jsonb_build_object(
+            'k', v_fkey,
+            'until', (extract(epoch FROM v_until) * 1000000)::bigint,
+            'r', (
+                SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(
+                    m.ht, m.hq, m.prio,
+                    CASE WHEN pg_catalog.isfinite(m.avail)
+                        THEN (extract(epoch FROM m.avail) * 1000000)::bigint
+                    END,
+                    m.id
+                ) ORDER BY m.n)
+                FROM ROWS FROM (
+                    pg_catalog.unnest(v_hts), pg_catalog.unnest(v_hqs),
+                    pg_catalog.unnest(v_mprio), pg_catalog.unnest(v_mavail),
+                    pg_catalog.unnest(v_mids)
+                ) WITH ORDINALITY AS m (ht, hq, prio, avail, id, n)
+            )
+        )::text, FALSE);
+    END IF;
 END;
 $$;
 
@@ -580,6 +904,11 @@ Cost: each call first promotes up to 1,000 scheduled jobs that have come due (on
 when none has), then reads only the (job_type, queue) ranges of jobq_jobs_claim_idx that its
 filters select, plus one probe per pair with pending jobs to find them; finished jobs, jobs of
 other types or queues and jobs scheduled for later (whatever their priority) are never read.
+Under a held xmin horizon (a claim passes more than 10,000 index entries of rows already
+claimed), the session keeps a mark per range in the setting jobq.claim_marks and reads each
+range from it, with a full scan at least every minute (at least a second apart): until then a
+job made pending behind a mark other than by the session''s claims, or in a new (job_type,
+queue) pair, waits.
 Runs with enable_bitmapscan = off, plan_cache_mode = force_generic_plan and jit = off (for
 this function only; the caller keeps its own settings): index scans in claim order that stop
 after batch_size rows, planned once per session, never compiled.
