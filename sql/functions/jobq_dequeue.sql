@@ -403,7 +403,10 @@ BEGIN
     --    both filters they are known; otherwise the ranges that hold pending jobs are found in
     --    the index itself (a skip scan: one probe per range, whatever the number of rows in
     --    it). By job type, the probes stay inside the ranges of those types; by queue alone or
-    --    with no filter, every range with pending jobs is visited once. Two names whose hashes
+    --    with no filter, every range with pending jobs is visited once. Both filters name their
+    --    pairs only while there are few of them: 1,000 types by 1,000 queues would be a million
+    --    ranges to read, where the probes by type visit only the ranges that hold jobs, and
+    --    the queue filter then keeps those of its queues. Two names whose hashes
     --    collide share a range: step 3 compares each row's names with the filters, so a range
     --    never gives a job the filters leave out.
     IF NOT v_marked THEN
@@ -414,7 +417,9 @@ BEGIN
     END IF;
     IF v_marked THEN
         NULL;  -- the ranges are the marks'
-    ELSIF jobq_dequeue.job_types IS NOT NULL AND jobq_dequeue.queues IS NOT NULL THEN
+    ELSIF jobq_dequeue.job_types IS NOT NULL AND jobq_dequeue.queues IS NOT NULL
+          AND pg_catalog.cardinality(jobq_dequeue.job_types)
+              * pg_catalog.cardinality(jobq_dequeue.queues) <= 64 THEN
         SELECT pg_catalog.array_agg(p.ht), pg_catalog.array_agg(p.hq)
         INTO v_hts, v_hqs
         FROM (
@@ -467,7 +472,11 @@ BEGIN
         SELECT pg_catalog.array_agg(r.ht), pg_catalog.array_agg(r.hq)
         INTO v_hts, v_hqs
         FROM ranges AS r
-        WHERE r.hq IS NOT NULL;
+        WHERE r.hq IS NOT NULL
+          AND (jobq_dequeue.queues IS NULL OR r.hq = ANY (ARRAY(
+              SELECT pg_catalog.hashtextextended(q.queue, 0)
+              FROM pg_catalog.unnest(jobq_dequeue.queues) AS q (queue)
+          )));
     ELSE
         WITH RECURSIVE ranges (ht, hq) AS (
             (

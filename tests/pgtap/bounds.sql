@@ -26,7 +26,7 @@
 --     function's own file); the table of docs/sql-api.md lists them all.
 -- Every refused call changes nothing: the table is compared with a snapshot after them.
 BEGIN;
-SELECT plan(125);
+SELECT plan(127);
 
 DELETE FROM jobq_jobs;
 
@@ -394,6 +394,18 @@ SELECT lives_ok(
     'filters of 200 characters and 100 statuses are accepted');
 SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'none of the refused calls changed a job');
+
+-- Both filters at their bound: the claim finds the pairs that hold jobs, not every pair.
+SELECT jobq_enqueue('t7', queue => repeat('n', 196) || '7') AS in_filters \gset
+SELECT jobq_enqueue('t7', queue => 'elsewhere') AS outside_queues \gset
+SELECT is(
+    (SELECT array_agg(id) FROM jobq_dequeue('w8', job_types => (:'names_1001'::text[])[1:1000],
+                                            queues => :'names_long_ok'::text[], batch_size => 10)),
+    ARRAY[:'in_filters'::uuid],
+    'filters of 1,000 types and 1,000 queues claim the job of a listed pair, and only it'
+);
+SELECT is((SELECT status FROM jobq_jobs WHERE id = :'outside_queues'), 'pending',
+          'a job of a listed type in a queue not listed stays pending');
 
 SELECT * FROM finish();
 ROLLBACK;
