@@ -5,8 +5,11 @@ request's transaction.
 request's, on a connection of the app's ``AsyncConnectionPool``): an error after the enqueue
 rolls both back. The Worker that runs the job has an ``async def`` handler.
 
-    JOBQ_DSN=postgresql://app@db/app uvicorn examples.fastapi_app:app
+    JOBQ_DSN=postgresql://app_api@db/app uvicorn examples.fastapi_app:app
     jobq worker examples.fastapi_app:HANDLERS
+
+Its role enqueues (``jobq grant app_api --as producer``) and reads every job's counts for
+``/stats`` (``jobq_stats``: ``--as monitor``).
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ async def place_order(order: Order, db: Transaction, queue: Jobs) -> Placed:
 
 @app.get("/stats")
 async def stats(queue: Jobs) -> list[dict[str, Any]]:
-    """Any AsyncQueue method, outside a transaction of the request's."""
+    """Any AsyncQueue method, outside a transaction of the request's (``stats``: a monitor's)."""
     return [row.__dict__ for row in await queue.stats()]
 
 

@@ -8,6 +8,7 @@ a process, and each test has a database of its own); the rest in this process.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,9 +18,11 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from tests.helpers import create_role, drop_role
 
-from pgq_client import Worker
+from pgq_client import Worker, grants
 
 pytestmark = pytest.mark.slow  # the recipes' frameworks and their processes
 
@@ -246,6 +249,36 @@ def test_fastapi_request_transaction_commit_and_rollback(
     _run_jobs(orders, conn, HANDLERS)  # an async def handler
     row = conn.execute("SELECT id FROM jobq_jobs").fetchone()
     assert row is not None and str(row[0]) == body["job_id"]
+
+
+def test_fastapi_app_runs_under_the_roles_its_recipe_names(
+    admin_dsn: str, orders: str, conn: Conn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a role granted only what docs/recipes.md's FastAPI section names (its `jobq grant`
+    lines and its GRANT on orders), every route of the app answers."""
+    from fastapi.testclient import TestClient
+
+    from examples.fastapi_app import app
+
+    section = (REPO / "docs" / "recipes.md").read_text().split("## FastAPI", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    levels = re.findall(r"^jobq grant app_api --as (\w+)", section, re.M)
+    table = re.search(r"^psql -c '(GRANT [^']+) TO app_api'$", section, re.M)
+    assert levels and table, "the FastAPI recipe names no grant"
+    role = create_role(admin_dsn, prefix="jobq_fastapi")
+    try:
+        for level in levels:
+            grants.grant(orders, role, level, "public")
+        conn.execute(sql.SQL(table.group(1) + " TO {}").format(sql.Identifier(role)))
+        monkeypatch.setenv("JOBQ_DSN", make_conninfo(orders, user=role))
+        with TestClient(app) as client:
+            placed = client.post("/orders", json={"item": "book", "email": "a@example.com"})
+            assert placed.status_code == 201, placed.text
+            stats = client.get("/stats")
+            assert stats.status_code == 200, stats.text
+            assert [(s["job_type"], s["jobs"]) for s in stats.json()] == [("send_email", 1)]
+    finally:
+        drop_role(admin_dsn, role)
 
 
 # -- asyncpg --------------------------------------------------------------------------------------

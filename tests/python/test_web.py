@@ -542,8 +542,11 @@ def test_jobq_web_answers_to_its_bind_address_and_allowed_hosts(
     other Host (421)."""
     import uvicorn
 
+    import pgq_client.cli.serve as serve
+
     served: list[Starlette] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **_: served.append(app))
+    monkeypatch.setattr(serve, "_listen", lambda host, port: None)  # 10.1.2.3 is not this host's
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, **_: served.append(self.config.app))
     monkeypatch.setenv("JOBQ_WEB_AUTH", "ops:s3cret")
     result = CliRunner().invoke(cli, [
         "--dsn", dsn, "web", "--bind", "10.1.2.3:8080", "--allowed-host", "jobq.example",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import signal
+import socket
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -12,7 +14,7 @@ from typing import Any
 
 import click
 
-from .. import embedded
+from .. import _conn, embedded
 from . import options as opt
 from .base import command, fail, settings
 
@@ -153,6 +155,9 @@ def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
             f"or ${WEB_AUTH_ENV} (and put TLS in front of it)"
         )
     s = settings()
+    # One connection first: a wrong password or an unreachable server ends the command with the
+    # server's own message, where the dashboard's pool would wait 30 s on every page.
+    _conn.connect(s.dsn(), connect_timeout=10).close()
     if check:
         board = Dashboard(s.dsn(), s.schema(), refresh_seconds=2.0)
         try:
@@ -169,10 +174,31 @@ def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
     named = [] if host in ("0.0.0.0", "::", "") else [host]
     hosts = [*named, *allowed_hosts]
     app = create_app(s.dsn(), schema=s.schema(), credentials=credentials, allowed_hosts=hosts)
+    listening = _listen(host, port)
     shown = f"[{host}]" if ":" in host else host
     note = " (credential required)" if credentials else ""
     click.echo(f"jobq web: http://{shown}:{port}/{note}", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    # uvicorn stops on SIGTERM, puts back the handler it found and raises the signal again; this
+    # handler lets that pass, so that a clean stop exits 0 as a service manager expects.
+    found = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        server.run(sockets=[listening])
+    finally:
+        signal.signal(signal.SIGTERM, found)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The dashboard's socket, bound before its URL is printed: a port in use ends the command
+    with a message naming it."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    return sock
 
 
 # `jobq embedded ...` manages the server used when no database is given: it takes --home

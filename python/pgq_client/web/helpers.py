@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from ..errors import JobqError, from_psycopg
+from ..errors import JobqError, error_summary, from_psycopg
 from ..statuses import FINISHED_STATUSES, STATUSES
 from .guard import CSRF_COOKIE, csrf_token
 
@@ -62,9 +62,12 @@ ENV = Environment(
 # succeeded one).
 REQUEUABLE = tuple(s for s in FINISHED_STATUSES if s != "succeeded")
 ENV.globals.update(statuses=STATUSES, requeuable=REQUEUABLE)
-ENV.filters.update(when=when, age=age, span=span, pretty_json=lambda v: json.dumps(
-    v, indent=2, sort_keys=True, ensure_ascii=False, default=str
-))
+# error_line: what a list shows of a job's error, the exception line, as the CLI does (a
+# traceback's first line is the same for every failure).
+ENV.filters.update(
+    when=when, age=age, span=span, error_line=error_summary,
+    pretty_json=lambda v: json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False, default=str),
+)
 
 
 def board_of(request: Request) -> Dashboard:

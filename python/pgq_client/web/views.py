@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import _ops
+from ..errors import error_summary
 from ..models import Job
 from ..statuses import STATUSES
 from .helpers import base, board_of, chart, fail, parse_cursor, render, text_filter
@@ -138,7 +139,7 @@ def timeline(job: Job) -> list[tuple[datetime | None, str, str]]:
             at = datetime.fromisoformat(e["at"]) if isinstance(e.get("at"), str) else None
         except ValueError:
             at = None
-        detail = f"{e.get('worker') or ''}: {e.get('error') or ''}".strip(": ")
+        detail = f"{e.get('worker') or ''}: {error_summary(e.get('error'))}".strip(": ")
         events.append((at, f"attempt {e.get('attempt', '?')} failed", detail))
     if job.locked_at and job.status == "processing":
         events.append((job.locked_at, f"claimed (attempt {job.attempts})", job.locked_by or ""))
