@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from psycopg.conninfo import conninfo_to_dict
 
 from .. import _conn, embedded
 from . import options as opt
@@ -156,8 +157,11 @@ def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
         )
     s = settings()
     # One connection first: a wrong password or an unreachable server ends the command with the
-    # server's own message, where the dashboard's pool would wait 30 s on every page.
-    _conn.connect(s.dsn(), connect_timeout=10).close()
+    # server's own message, where the dashboard's pool would wait 30 s on every page. A
+    # connect_timeout the user set (in the DSN or PGCONNECT_TIMEOUT) is theirs to keep.
+    dsn = s.dsn()
+    own = "connect_timeout" in conninfo_to_dict(dsn) or "PGCONNECT_TIMEOUT" in os.environ
+    _conn.connect(dsn, **({} if own else {"connect_timeout": 10})).close()
     if check:
         board = Dashboard(s.dsn(), s.schema(), refresh_seconds=2.0)
         try:
