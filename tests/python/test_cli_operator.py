@@ -1,0 +1,112 @@
+"""What an operator meets at the command line: bulk loads that say what they added and where
+to resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+from tests.helpers import wait_for
+from tests.python.test_cli import jobq
+
+from pgq_client import Queue
+
+Conn = psycopg.Connection[Any]
+MakeRole = Any
+
+
+def _lines(*jobs: dict[str, Any]) -> str:
+    return "".join(json.dumps(job) + "\n" for job in jobs)
+
+
+# -- enqueue --from ----------------------------------------------------------------------------
+
+
+def test_enqueue_from_says_what_it_added_and_what_was_already_there(
+    dsn: str, conn: Conn, make_role: MakeRole
+) -> None:
+    """A key that has a job adds nothing: the summary says so, under a producer's grants, and
+    the job stays in its own queue whatever --queue says."""
+    producer = make_conninfo(dsn, user=make_role("producer", dsn=dsn))
+    with Queue(dsn) as q:
+        first = q.enqueue("mail", idempotency_key="k0")
+    keyed = _lines(*({"job_type": "mail", "idempotency_key": f"k{i}"} for i in range(5)))
+    repeated = keyed + _lines({"job_type": "mail", "idempotency_key": "k1"})
+    result = jobq("enqueue", "--from", "-", "--queue", "bulk", "--batch-size", "2",
+                  dsn=producer, input=repeated)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert ": 4 added, 2 already there (a job of the same job type and idempotency key" in (
+        result.stdout
+    )
+    assert "left as it is, in its own queue" in result.stdout
+    rows = conn.execute(
+        "SELECT idempotency_key, queue FROM jobq_jobs ORDER BY idempotency_key"
+    ).fetchall()
+    assert rows == [("k0", "default"), *((f"k{i}", "bulk") for i in range(1, 5))]
+    assert conn.execute("SELECT id FROM jobq_jobs WHERE idempotency_key = 'k0'").fetchone() == (
+        first,
+    )
+    again = jobq("enqueue", "--from", "-", "--json", dsn=producer, input=keyed)
+    summary = json.loads(again.stdout)
+    assert (summary["jobs"], summary["added"], summary["existing"]) == (5, 0, 5)
+
+
+def test_enqueue_from_skips_a_refused_line_alone_and_names_it(dsn: str, conn: Conn) -> None:
+    """A line the database refuses (a blank job type) or the client refuses (a NUL in the
+    payload) costs only itself: the rest of its batch goes in."""
+    text = _lines(
+        {"job_type": "a", "payload": {"n": 1}},
+        {"job_type": " "},
+        {"job_type": "a", "payload": {"n": 3}},
+        {"job_type": "a", "payload": {"bad": "\u0000"}},
+        {"job_type": "a", "payload": {"n": 5}},
+    )
+    result = jobq("enqueue", "--from", "-", "--batch-size", "5", dsn=dsn, input=text)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    reported = [line for line in result.stderr.splitlines() if line.startswith("line ")]
+    assert reported == [
+        "line 2: jobq_enqueue_arrays: job_type must be a non-blank string; skipped",
+        "line 4: payload contains a NUL (0x00) character, which jsonb cannot store; skipped",
+    ]
+    assert result.stdout.startswith("enqueued 3 jobs in 1 batch, ")
+    assert result.stdout.rstrip().endswith(": 3 added; 2 lines not enqueued")
+    assert [r[0] for r in conn.execute("SELECT payload FROM jobq_jobs ORDER BY id")] == [
+        {"n": 1}, {"n": 3}, {"n": 5},
+    ]  # fmt: skip
+    as_json = jobq("enqueue", "--from", "-", "--batch-size", "5", "--json", dsn=dsn, input=text)
+    refused = json.loads(as_json.stdout)["refused"]
+    assert [(r["lines"], r["line"], r["jobs"]) for r in refused] == [([2, 2], 2, 1), ([4, 4], 4, 1)]
+
+
+def test_enqueue_from_interrupted_says_up_to_which_line_it_committed(dsn: str, conn: Conn) -> None:
+    """Ctrl-C in a load from a pipe that is still open: the message names the last line
+    committed, and exactly the lines up to it are in the database."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("JOBQ_DSN", "DATABASE_URL")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgq_client", "enqueue", "t", "--from", "-", "--batch-size", "10"],
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**environ, "JOBQ_DSN": dsn},
+    )  # fmt: skip
+    assert proc.stdin is not None
+    proc.stdin.write(_lines(*({"payload": {"n": i}} for i in range(35))))
+    proc.stdin.flush()
+    count = lambda: conn.execute("SELECT count(*) FROM jobq_jobs").fetchone()[0]  # noqa: E731
+    wait_for("three batches", lambda: count() == 30)
+    time.sleep(0.3)  # the 5 lines left wait for a batch of 10: the load waits on stdin
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert (
+        "jobq: stopped after line 30: every line up to it is committed (or reported as not "
+        "enqueued), none after it; resume from line 31" in stderr
+    ), stderr
+    assert "Traceback" not in stderr
+    assert count() == 30
