@@ -1,5 +1,5 @@
 """What an operator meets at the command line: bulk loads that say what they added and where
-to resume."""
+to resume, refusals that name what to do."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 from tests.helpers import wait_for
-from tests.python.test_cli import jobq
+from tests.python.test_cli import assert_user_error, jobq
 
 from pgq_client import Queue
 
@@ -110,3 +110,27 @@ def test_enqueue_from_interrupted_says_up_to_which_line_it_committed(dsn: str, c
     ), stderr
     assert "Traceback" not in stderr
     assert count() == 30
+
+
+# -- migrate as a role that cannot -------------------------------------------------------------
+
+
+def test_migrate_as_a_non_owner_names_the_owner_not_jobq_grant(
+    dsn: str, make_role: MakeRole
+) -> None:
+    other = make_role("admin", dsn=dsn)
+    result = jobq("migrate", dsn=make_conninfo(dsn, user=other))
+    assert_user_error(result, 1, "permission denied")
+    assert "jobq in schema 'public' belongs to the role" in result.stderr
+    assert "run `jobq migrate` as that role" in result.stderr
+    assert "`jobq migrate --schema NAME`" in result.stderr
+    assert "jobq grant" not in result.stderr
+
+
+def test_migrate_of_a_new_schema_without_create_says_who_may(dsn: str, role: str) -> None:
+    result = jobq("migrate", "--schema", "mine", dsn=make_conninfo(dsn, user=role))
+    assert_user_error(result, 1, "permission denied for database")
+    assert f"`CREATE SCHEMA mine AUTHORIZATION {role}`, then `jobq migrate --schema mine`" in (
+        result.stderr
+    )
+    assert "jobq grant" not in result.stderr
