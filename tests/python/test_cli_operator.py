@@ -1,22 +1,28 @@
 """What an operator meets at the command line: bulk loads that say what they added and where
-to resume, refusals that name what to do."""
+to resume, refusals that name what to do, one line for bad input, counts in plain words."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg.conninfo import make_conninfo
 from tests.helpers import wait_for
 from tests.python.test_cli import assert_user_error, jobq
 
 from pgq_client import Queue
+from pgq_client.models import UnservedJobType
+from pgq_client.worker.joblog import report_unserved
 
 Conn = psycopg.Connection[Any]
 MakeRole = Any
@@ -134,3 +140,77 @@ def test_migrate_of_a_new_schema_without_create_says_who_may(dsn: str, role: str
         result.stderr
     )
     assert "jobq grant" not in result.stderr
+
+
+# -- limits, schedules, bad input --------------------------------------------------------------
+
+
+def test_limit_delete_of_an_unknown_group_exits_1_and_per_takes_a_duration(dsn: str) -> None:
+    result = jobq("limit", "delete", "per-customr", dsn=dsn)
+    assert_user_error(result, 1, "no limit for group 'per-customr'; nothing changed")
+    set_ = jobq("limit", "set", "api", "--max-starts", "100", "--per", "1h", dsn=dsn)
+    assert set_.returncode == 0, set_.stderr
+    assert set_.stdout.strip() == "api: at most 100 starts per 3600 s per key"
+    with Queue(dsn) as q:
+        assert [(lim.limit_group, lim.per.total_seconds()) for lim in q.limits() if lim.per] == [
+            ("api", 3600.0)
+        ]
+    assert jobq("limit", "delete", "api", dsn=dsn).stdout.strip() == "removed the limit of api"
+    assert_user_error(jobq("limit", "set", "api", "--max-starts", "1", "--per", "0", dsn=dsn),
+                      2, "the window must be longer than 0 s")  # fmt: skip
+
+
+def test_bad_input_is_one_line_that_says_what_to_do(dsn: str, conn: Conn, tmp_path: Path) -> None:
+    nul = jobq("enqueue", "t", '{"note": "a\\u0000b"}', dsn=dsn)
+    assert_user_error(nul, 2, "PAYLOAD_JSON: it contains a NUL (0x00) character")
+    scheduled = jobq("schedule", "set", "nul", "@daily", "t", '{"k": "\\u0000"}', dsn=dsn)
+    assert_user_error(scheduled, 2, "contains a NUL (0x00) character")
+    url = "postgresql+psycopg://app:s3cret@db.example/app"
+    sqlalchemy = jobq("stats", "--dsn", url)
+    assert_user_error(sqlalchemy, 1, "(drop '+psycopg': libpq takes postgresql://...)")
+    assert "s3cret" not in sqlalchemy.stderr
+    # `jobq schedule set x 30 2 * * * t` with files beside: what the shell passes on.
+    (tmp_path / "notes.txt").write_text("")
+    split = jobq("schedule", "set", "x", "30", "2", "notes.txt", "notes.txt", "notes.txt", "t",
+                 dsn=dsn, cwd=tmp_path)  # fmt: skip
+    assert_user_error(split, 2, "'30' is not a cron expression: quote all five fields")
+    assert "notes.txt" not in split.stderr
+    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM jobq_schedules").fetchone() == (0,)
+
+
+# -- words and exit codes ----------------------------------------------------------------------
+
+
+def test_counts_of_one_are_singular(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        job = q.enqueue("t")
+    conn.execute(
+        "UPDATE jobq_jobs SET status = 'dead_letter', finished_at = now() - '1 day'::interval"
+    )
+    assert jobq("dead-letter", "requeue", "--all", dsn=dsn).stdout.strip() == "requeued 1 job"
+    conn.execute(
+        "UPDATE jobq_jobs SET status = 'succeeded', finished_at = now() - '2 days'::interval"
+    )
+    assert jobq("prune", "--older-than", "1d", dsn=dsn).stdout.strip() == "pruned 1 job"
+    assert jobq("jobs", "status", str(job), dsn=dsn).returncode == 1  # pruned: unknown now
+
+
+def test_embedded_status_exits_3_when_it_does_not_run(tmp_path: Path) -> None:
+    result = jobq("embedded", "status", "--home", str(tmp_path / "none"))
+    assert result.returncode == 3, result.stderr
+    assert result.stdout.rstrip().endswith(": not created")
+
+
+def test_the_unserved_warning_says_no_worker_asked_not_that_jobs_waited(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    since = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    with caplog.at_level(logging.WARNING, logger="pgq_client.worker"):
+        report_unserved("w1", [UnservedJobType("mail", "send_emial", 1, since)])
+    [message] = [r.getMessage() for r in caplog.records]
+    assert message.startswith(
+        "w1: jobs waiting for a queue and job type that no worker has asked for in the last "
+        "15 minutes"
+    )
+    assert "claimed within" not in message
