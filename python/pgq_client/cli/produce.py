@@ -11,6 +11,7 @@ import shlex
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -180,17 +181,21 @@ class _Load:
         self.added = self.existing = self.batches = 0
         self.refused: list[tuple[int, str]] = []
 
+    def _insert(self, jobs: list[dict[str, Any]]) -> tuple[list[uuid.UUID], set[uuid.UUID]]:
+        """The ids of ``jobs``, once committed, and those of them that were there before."""
+        if not any("idempotency_key" in job for job in jobs):
+            return self._q.enqueue_many(jobs), set()  # each one new: one statement, no look
+        with self._conn.transaction():
+            ids = self._q.enqueue_many(jobs, conn=self._conn)
+            keyed = {i for i, job in zip(ids, jobs, strict=True) if "idempotency_key" in job}
+            return ids, set(self._q.status(keyed))
+
     def put(self, batch: _Batch) -> None:
         parts = [batch]
         while parts:
             part = parts.pop()
             try:
-                with self._conn.transaction():
-                    ids = self._q.enqueue_many([job for _, job in part], conn=self._conn)
-                    keyed = {
-                        i for i, (_, job) in zip(ids, part, strict=True) if "idempotency_key" in job
-                    }
-                    there = set(self._q.status(keyed)) if keyed else set()
+                ids, there = self._insert([job for _, job in part])
             except _REFUSED as exc:
                 at = _job_named(exc, 0)
                 if at is None and len(part) > 1:
