@@ -365,8 +365,8 @@ def test_dead_letter_requeue_one_by_id(dsn: str, conn: Conn) -> None:
 def test_dead_letter_requeue_all_of_a_type(dsn: str, conn: Conn) -> None:
     _dead_jobs(dsn)
     result = jobq("dead-letter", "requeue", "--all", "--job-type", "mail", dsn=dsn)
-    assert result.stdout.strip() == "requeued 1 jobs"
-    assert jobq("dead-letter", "requeue", "--all", dsn=dsn).stdout.strip() == "requeued 1 jobs"
+    assert result.stdout.strip() == "requeued 1 job"
+    assert jobq("dead-letter", "requeue", "--all", dsn=dsn).stdout.strip() == "requeued 1 job"
     assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'pending'") == 2
 
 
@@ -375,7 +375,7 @@ def test_prune_deletes_old_finished_jobs_only(dsn: str, conn: Conn) -> None:
     conn.execute("UPDATE jobq_jobs SET finished_at = now() - interval '2 hours'")
     assert jobq("prune", dsn=dsn).stdout.strip() == "pruned 0 jobs"  # default: succeeded, 7 days
     result = jobq("prune", "--older-than", "3600", "--status", "failed", dsn=dsn)
-    assert result.stdout.strip() == "pruned 1 jobs"
+    assert result.stdout.strip() == "pruned 1 job"
     assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s", failed) == 0
     assert_user_error(jobq("prune", "--status", "pending", dsn=dsn), 2, "pending")
 
@@ -590,11 +590,13 @@ def tenant_databases(admin_dsn: str) -> Iterator[_Recycler]:
 
 @pytest.fixture
 def tenant_dsn(admin_dsn: str, tenant_databases: _Recycler) -> Iterator[str]:
-    """The tenant_x database for this test, with one dead_letter job and one schedule."""
+    """The tenant_x database for this test, with one dead_letter job, one schedule and one
+    limit."""
     name = tenant_databases.take()
     dsn = make_conninfo(admin_dsn, dbname=name)
     with Queue(dsn, schema="tenant_x") as q:
         q.schedule("nightly", "30 2 * * *", "report")  # for `schedule delete`
+        q.set_limit("per-customer", max_running=2)  # for `limit delete`
         q.enqueue("ocr", {"n": 1}, max_attempts=1)
         (job,) = q.dequeue("w")
         q.fail(job.id, "w", "boom")
@@ -1096,7 +1098,7 @@ def test_jobs_list_and_prune_know_cancelled_jobs(dsn: str, conn: Conn) -> None:
     assert jobq("jobs", "retry", str(job), dsn=dsn).returncode == 0
     q.cancel([job])
     conn.execute("UPDATE jobq_jobs SET finished_at = now() - interval '8 days'")
-    assert jobq("prune", "--status", "cancelled", dsn=dsn).stdout.strip() == "pruned 1 jobs"
+    assert jobq("prune", "--status", "cancelled", dsn=dsn).stdout.strip() == "pruned 1 job"
 
 
 def test_jobs_retry_with_a_malformed_id_changes_nothing(dsn: str, conn: Conn) -> None:

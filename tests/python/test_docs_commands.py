@@ -241,6 +241,7 @@ def _seed(dsn: str, schema: str) -> None:
         # the schedules that the docs' `jobq schedule delete` lines delete
         q.schedule("nightly-backup", "0 3 * * *", "backup")
         q.schedule("nightly-report", "30 2 * * *", "report")
+        q.set_limit("per-customer", max_running=2)  # what `jobq limit delete` lines delete
         q.enqueue("send_email", {"to": "a@example.com", "subject": "hi"})
         q.enqueue("thumbnail", {"image": "cat.png"})
         done = q.enqueue("ocr", {"rev": 1})
@@ -499,5 +500,8 @@ def test_documented_command_runs_as_written(
     doctor = re.match(r"jobq (?:\S+ )*(doctor|health)\b", command.line)
     if doctor and result.returncode == 1:
         assert "warning" in result.stdout, report  # documented: exit 1 when a check warns
+    elif command.line.startswith("jobq embedded status") and result.returncode == 3:
+        # documented: exit 3 when it does not run
+        assert re.search(r": (not created|stopped)$", result.stdout.strip()), report
     else:
         assert result.returncode == 0, report

@@ -472,7 +472,7 @@ NDJSON = "\n".join([
 ]) + "\n"
 
 
-def test_enqueue_from_a_file_reports_bad_lines_and_refused_batches_by_line(
+def test_enqueue_from_a_file_reports_bad_and_refused_lines_by_number(
     dsn: str, conn: Conn, tmp_path: Path
 ) -> None:
     path = tmp_path / "jobs.ndjson"
@@ -484,13 +484,13 @@ def test_enqueue_from_a_file_reports_bad_lines_and_refused_batches_by_line(
     assert reported == [
         "line 3: not valid JSON: Expecting value: line 1 column 1 (char 0); skipped",
         "line 4: must be a JSON object, got an array; skipped",
+        "line 9: jobq_enqueue_arrays: job_type must be a non-blank string; skipped",
         "line 11: run_at '2031-01-02' has no UTC offset; give one, e.g. 2031-01-02T00:00:00+00:00 "
         "or 2031-01-02T00:00:00Z; skipped",
-        "line 9: jobq_enqueue_arrays: element 2 (counting from 1): job_type must be a "
-        "non-blank string; lines 8 to 9 (2 jobs) were not enqueued",
     ]
     assert re.fullmatch(
-        r"enqueued 5 jobs in 3 batches, [0-9.]+ s \([0-9,]+ jobs/s\); 5 lines not enqueued\n",
+        r"enqueued 6 jobs in 4 batches, [0-9.]+ s \([0-9,]+ jobs/s\): 5 added, 1 already there "
+        r"\(.*\); 4 lines not enqueued\n",
         result.stdout,
     )
     rows = conn.execute(
@@ -501,9 +501,10 @@ def test_enqueue_from_a_file_reports_bad_lines_and_refused_batches_by_line(
         ("a", {"n": 1}, None, 0, "default"),
         ("t", {"n": 2}, None, 0, "default"),  # TYPE is the default job type
         ("b", {}, "k1", 3, "default"),
+        ("x", {"lost": True}, None, 0, "default"),  # the refused line 9 costs only itself
         ("c", {}, None, 0, "later"),
     ]
-    assert rows[3][5] == datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert rows[4][5] == datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
 
 def test_enqueue_from_stdin_with_json_output_and_options_as_defaults(

@@ -4,6 +4,7 @@ the decorators that give each command those options."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -21,6 +22,7 @@ _DSN_HELP = (
 )
 
 
+_DRIVER_URL = re.compile(r"postgres(?:ql)?(\+\w+)://", re.IGNORECASE)
 _PASSWORD_WARNING = (
     "jobq: warning: the password in --dsn is visible to other users of this machine (ps); put "
     "it in a password file (PGPASSFILE, ~/.pgpass) or give the connection string in JOBQ_DSN "
@@ -35,6 +37,9 @@ def _check_dsn(dsn: str, source: str) -> dict[str, Any]:
         return conninfo_to_dict(dsn)
     except psycopg.Error as exc:
         reason = _secrets.scrub(_secrets.mask_quoted(str(exc).strip()), [dsn])
+        driver = _DRIVER_URL.match(dsn)
+        if driver:  # SQLAlchemy's form; libpq knows postgresql:// and postgres:// only
+            reason += f" (drop {driver.group(1)!r}: libpq takes postgresql://...)"
         fail(f"the connection string from {source} is not valid: {reason}")
 
 

@@ -15,14 +15,15 @@ import click
 import psycopg
 
 from .. import _sql
-from ..errors import JobqError, from_psycopg
+from ..errors import JobqError, PermissionDenied, from_psycopg
 from ..installer import drift as checks
 from ..installer import levels, runner
 from ..installer import privileges as grants
 from ..installer.script import render_dry_run
 from ..models import HealthRow
 from ..queue import Queue
-from .base import command, settings
+from .base import command, fail, settings
+from .errors import _role_of
 from .options import dry_run
 from .output import columns, emit
 
@@ -87,11 +88,40 @@ def migrate(dry_run: bool, force: bool) -> None:
     if dry_run:
         click.echo(render_dry_run(s.configured_dsn(), schema), nl=False)
         return
-    with _runner_messages():
-        applied = runner.migrate(s.dsn(), schema=schema, force=force)
+    try:
+        with _runner_messages():
+            applied = runner.migrate(s.dsn(), schema=schema, force=force)
+    except (psycopg.errors.InsufficientPrivilege, PermissionDenied) as exc:
+        fail(_who_migrates(s.dsn(), schema, str(exc).strip()))
     if not applied and not s.as_json:
         click.echo(f'jobq: schema "{schema}" is up to date, nothing to apply', err=True)
     emit({"schema": schema, "applied": applied}, "\n".join(f"applied {n}" for n in applied))
+
+
+def _who_migrates(dsn: str, schema: str, denied: str) -> str:
+    """What to do when migrate is denied: only the role that owns an installation can upgrade
+    it (no ``jobq grant`` level can), and a new one needs CREATE where its schema goes."""
+    role = _role_of(dsn)
+    with _catalogue(dsn) as conn:
+        owner = conn.execute(
+            "SELECT c.relowner::pg_catalog.regrole::pg_catalog.text FROM pg_catalog.pg_class c"
+            " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+            " WHERE n.nspname OPERATOR(pg_catalog.=) %s"
+            " AND c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'",
+            [schema],
+        ).fetchone()
+    if owner is not None:
+        return (
+            f"{denied}; jobq in schema {schema!r} belongs to the role {owner[0]!r}: run `jobq "
+            f"migrate` as that role (grants to {role!r} cannot let it upgrade), or install a "
+            "jobq of your own with `jobq migrate --schema NAME`"
+        )
+    own = "jobq" if schema == "public" else schema
+    return (
+        f"{denied}; installing jobq into schema {schema!r} needs a role that may create it or "
+        "create in it: run `jobq migrate` as the database's owner, or have that owner run "
+        f"`CREATE SCHEMA {own} AUTHORIZATION {role}`, then `jobq migrate --schema {own}`"
+    )
 
 
 def _privileges(

@@ -12,7 +12,7 @@ import click
 from ..models import STATUSES, JobStatus
 from . import options as opt
 from .base import command, fail, group, settings
-from .output import columns, compact, emit, error_line, jobs_table, show_job, yes
+from .output import columns, compact, counted, emit, error_line, jobs_table, show_job, yes
 
 
 @group(
@@ -200,7 +200,7 @@ def dead_letter_requeue(job_ids: list[uuid.UUID], all_: bool, **filters: Any) ->
         return
     with settings().queue() as q:
         count = q.requeue_dead_letters(**filters)
-    emit({"requeued": count}, f"requeued {count} jobs")
+    emit({"requeued": count}, f"requeued {counted(count, 'job')}")
 
 
 COMMANDS = [jobs, cancel, dead_letter]

@@ -15,8 +15,8 @@ import click
 from ..models import FINISHED_STATUSES, Limit, LimitUsage, MetricSample
 from . import options as opt
 from .base import command, fail, group, settings
-from .output import cell, columns, emit, fields, table, yes
-from .parsing import parse_payload
+from .output import cell, columns, counted, emit, fields, table, yes
+from .parsing import Duration, parse_payload
 
 if TYPE_CHECKING:
     from ..metrics import ListenAddress
@@ -131,7 +131,7 @@ def prune(older_than: timedelta, statuses: tuple[str, ...], batch_size: int) -> 
     """Delete finished jobs."""
     with settings().queue() as q:
         count = q.prune(older_than, list(statuses) or ["succeeded"], batch_size=batch_size)
-    emit({"pruned": count}, f"pruned {count} jobs")
+    emit({"pruned": count}, f"pruned {counted(count, 'job')}")
 
 
 @group(
@@ -146,9 +146,21 @@ def schedule() -> None:
     """Periodic jobs: cron schedules kept in the database, fired by every Worker's tick."""
 
 
+def _one_cron(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """CRON as one argument: an unquoted expression reaches jobq split into its fields, each
+    ``*`` already replaced by the shell with the names of files."""
+    if len(value.split()) < 2 and not value.startswith("@"):
+        raise click.BadParameter(
+            f"{value!r} is not a cron expression: quote all five fields as one argument, "
+            "e.g. '30 2 * * *' (unquoted, the shell splits it and expands each * to file names)",
+            param_hint="CRON",
+        )
+    return value
+
+
 @command(schedule, "set")
 @click.argument("name")
-@click.argument("cron")
+@click.argument("cron", callback=_one_cron)
 @click.argument("job_type", metavar="TYPE")
 @click.argument("payload", metavar="[PAYLOAD_JSON]", required=False)
 @click.option("--timezone", default="UTC", help="IANA zone of the cron times.")
@@ -200,7 +212,7 @@ def tick() -> None:
         fires = q.tick()
     for f in fires:
         click.echo(f"{f.schedule}  {cell(f.fire_at.astimezone(_UTC))}  {f.job_id}")
-    click.echo(f"{len(fires)} fires enqueued")
+    click.echo(f"{counted(len(fires), 'fire')} enqueued")
 
 
 @group(
@@ -220,23 +232,30 @@ def limit() -> None:
 @click.argument("group")
 @click.option("--max-running", type=opt.POSITIVE, metavar="N", help="Running at once, per key.")
 @click.option("--max-starts", type=opt.POSITIVE, metavar="N", help="Started per --per, per key.")
-@click.option("--per", type=opt.SECONDS, metavar="SECONDS", help="The window of --max-starts.")
+@click.option(
+    "--per",
+    type=Duration(),
+    metavar="DURATION",
+    help="The window of --max-starts: seconds, or 90s, 30m, 12h, 7d, 1w, 1h30m.",
+)
 def limit_set(
-    group: str, max_running: int | None, max_starts: int | None, per: float | None
+    group: str, max_running: int | None, max_starts: int | None, per: timedelta | None
 ) -> None:
     """Set the limits of GROUP; each key of the group has them for itself.
 
     With neither --max-running nor --max-starts, the limit is removed (as jobq limit delete).
     """
     if (max_starts is None) != (per is None):
-        raise click.UsageError("--max-starts and --per go together (N jobs per SECONDS)")
+        raise click.UsageError("--max-starts and --per go together (N jobs per DURATION)")
+    if per is not None and not per:
+        raise click.BadParameter("the window must be longer than 0 s", param_hint="--per")
     with settings().queue() as q:
         q.set_limit(group, max_running=max_running, max_starts=max_starts, per=per)
     parts = []
     if max_running is not None:
         parts.append(f"at most {max_running} running")
-    if max_starts is not None:
-        parts.append(f"at most {max_starts} starts per {per:g} s")
+    if max_starts is not None and per is not None:
+        parts.append(f"at most {max_starts} starts per {per.total_seconds():g} s")
     click.echo(f"{group}: {', '.join(parts)} per key" if parts else f"removed the limit of {group}")
 
 
@@ -279,6 +298,8 @@ def limit_list() -> None:
 def limit_delete(group: str) -> None:
     """Remove the limits of GROUP: its waiting jobs are claimed at once."""
     with settings().queue() as q:
+        if group not in {row.limit_group for row in q.limits()}:
+            fail(f"no limit for group {group!r}; nothing changed")
         q.set_limit(group)
     click.echo(f"removed the limit of {group}")
 

@@ -40,6 +40,11 @@ def fields(row: object, names: Sequence[str]) -> dict[str, Any]:
     return {name: getattr(row, name) for name in names}
 
 
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """``1 job``, ``2 jobs``: a count as a sentence says it, thousands separated."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {plural or noun + 's'}"
+
+
 def yes(flag: bool) -> str:
     return "yes" if flag else ""
 

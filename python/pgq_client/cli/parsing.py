@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from .._opcore import dump_json
 from ..queue import check_aware
 
 
@@ -49,6 +50,10 @@ def parse_payload(value: str | None) -> dict[str, Any]:
             f'must be a JSON object (e.g. \'{{"to": "a@example.com"}}\'), got {kind(data)}',
             param_hint=source,
         )
+    try:
+        dump_json(data, "it")  # what jsonb cannot store (NUL, lone surrogates), said here
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=source) from None
     return data
 
 

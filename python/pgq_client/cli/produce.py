@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import queue
+import re
+import shlex
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import click
+import psycopg
 
+from .. import _sql
+from .._produce import _job_named
+from ..errors import InvalidArgument
+from ..queue import Queue
 from . import options as opt
 from .base import command, settings
-from .output import emit
+from .output import counted, emit
 from .parsing import kind, parse_payload, parse_run_at
 
 _LINE_DEFAULTS = ("priority", "max_attempts", "queue", "run_at")
@@ -69,8 +80,9 @@ def enqueue(
     """Add a job of TYPE and print its id; or, with --from, load many jobs.
 
     PAYLOAD_JSON is a JSON object: the text itself, - to read it from stdin, or @FILE to read
-    it from a file. --from loads in batches, each all or nothing; a bad line or a refused batch
-    is reported and skipped, and the exit status is then 1.
+    it from a file. --from loads in batches, each one transaction; a bad line, or one the
+    database refuses, is reported by its number and skipped alone, and the exit status is
+    then 1.
     """
     if from_file is not None:
         if payload is not None or idempotency_key is not None:
@@ -110,25 +122,100 @@ def _job(raw: bytes) -> dict[str, Any] | str:
 
 
 class _Lines:
-    """The jobs of an NDJSON stream, read lazily: each line's number is kept for the jobs
-    that are enqueued (to name the line of a refused job), bad lines are collected."""
+    """The jobs of an NDJSON stream, read lazily, each with its line number; bad lines are
+    collected."""
 
     def __init__(self, stream: Iterable[bytes], defaults: Mapping[str, Any]) -> None:
         self._stream = stream
         self._defaults = defaults
-        self.line_of: list[int] = []  # line number of each job, by its index
         self.bad: list[tuple[int, str]] = []
         self.bytes_read = 0
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
         for number, raw in enumerate(self._stream, 1):
             self.bytes_read += len(raw)
             job = _job(raw) if raw.strip() else None
             if isinstance(job, str):
                 self.bad.append((number, job))
             elif job is not None:
-                self.line_of.append(number)
-                yield {**self._defaults, **job}
+                yield number, {**self._defaults, **job}
+
+
+_Batch = list[tuple[int, dict[str, Any]]]
+
+
+def _read_ahead(lines: _Lines, size: int) -> Iterator[_Batch]:
+    """The batches of ``lines``, read and parsed in a thread while the database inserts the
+    one before (parsing a batch takes about as long as inserting it). A daemon thread: a read
+    that blocks (``--from -`` on a terminal) must not keep Ctrl-C from ending the process."""
+    ready: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+
+    def read() -> None:
+        try:
+            jobs = iter(lines)
+            while batch := list(itertools.islice(jobs, size)):
+                ready.put((True, batch))
+            ready.put((True, None))
+        except BaseException as exc:  # handed to the loading thread, whatever it is
+            ready.put((False, exc))
+
+    threading.Thread(target=read, name="jobq-enqueue-read-ahead", daemon=True).start()
+    while True:
+        ok, batch = ready.get()
+        if not ok:
+            raise batch
+        if batch is None:
+            return
+        yield batch
+
+
+class _Load:
+    """Batches into the database, each one transaction on a connection of its own. A job whose
+    idempotency key is new is not visible yet to the Queue's own connection when the batch's
+    transaction is about to commit, one whose key was there is: that tells what was added. A
+    refused batch goes again without the job its error names (halved when it names none), so
+    that a bad line costs only itself."""
+
+    def __init__(self, q: Queue, conn: psycopg.Connection[Any]) -> None:
+        self._q, self._conn = q, conn
+        self.added = self.existing = self.batches = 0
+        self.refused: list[tuple[int, str]] = []
+
+    def _insert(self, jobs: list[dict[str, Any]]) -> tuple[list[uuid.UUID], set[uuid.UUID]]:
+        """The ids of ``jobs``, once committed, and those of them that were there before."""
+        if not any("idempotency_key" in job for job in jobs):
+            return self._q.enqueue_many(jobs), set()  # each one new: one statement, no look
+        with self._conn.transaction():
+            ids = self._q.enqueue_many(jobs, conn=self._conn)
+            keyed = {i for i, job in zip(ids, jobs, strict=True) if "idempotency_key" in job}
+            return ids, set(self._q.status(keyed))
+
+    def put(self, batch: _Batch) -> None:
+        parts = [batch]
+        while parts:
+            part = parts.pop()
+            try:
+                ids, there = self._insert([job for _, job in part])
+            except _REFUSED as exc:
+                at = _job_named(exc, 0)
+                if at is None and len(part) > 1:
+                    parts += [part[len(part) // 2 :], part[: len(part) // 2]]
+                    continue
+                at = at or 0
+                error = _JOB.sub("the job", _ELEMENT.sub("", str(exc)))
+                self.refused.append((part[at][0], error))
+                parts += [part[:at] + part[at + 1 :]] if len(part) > 1 else []
+                continue
+            added = len(set(ids) - there)
+            self.added += added
+            self.existing += len(ids) - added
+            self.batches += 1
+
+
+_REFUSED = (InvalidArgument, TypeError, ValueError)
+# How an error names the job at fault within the batch: said by its line instead.
+_ELEMENT = re.compile(r"element \d+ \(counting from 1\): |jobs\[\d+\]\.")
+_JOB = re.compile(r"jobs\[\d+\]")
 
 
 @contextmanager
@@ -150,8 +237,30 @@ def _progress(lines: _Lines, total_bytes: int | None) -> Iterator[Callable[[int]
             click.echo("", file=sys.stderr)
 
 
+def _stdin() -> Any:
+    """Standard input for the reading thread, as a file object of its own: at exit after
+    Ctrl-C, that thread may still be blocked in a read, and Python could not close the
+    sys.stdin it holds the lock of."""
+    try:
+        return open(sys.stdin.fileno(), "rb", closefd=False)
+    except (AttributeError, OSError, ValueError):  # a stand-in without a descriptor (tests)
+        return sys.stdin.buffer
+
+
+def _say_where_to_resume(source: str, done_through: int) -> None:
+    """After a load that stopped (Ctrl-C, a lost connection): which lines are in."""
+    again = done_through + 1
+    example = f" (tail -n +{again} {shlex.quote(source)} | jobq enqueue --from - ...)"
+    click.echo(
+        f"jobq: stopped after line {done_through:,}: every line up to it is committed (or "
+        f"reported as not enqueued), none after it; resume from line {again:,}"
+        f"{'' if source == '-' else example}",
+        err=True,
+    )
+
+
 def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> int:
-    stream: Any = sys.stdin.buffer
+    stream: Any = _stdin()
     total = None
     if source != "-":
         try:
@@ -162,43 +271,55 @@ def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> 
         total = os.fstat(stream.fileno()).st_size
     lines = _Lines(stream, defaults)
     started = time.monotonic()
+    done_through = 0  # every line up to this one is committed, or reported as not enqueued
+    dsn = settings().dsn()
     try:
-        with _progress(lines, total) as progress, settings().queue() as q:
-            summary = q.enqueue_iter(
-                lines, batch_size=batch_size, skip_refused=True, progress=progress
-            )
+        with (
+            _progress(lines, total) as progress,
+            settings().queue() as q,
+            psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn,
+        ):
+            load = _Load(q, conn)
+            for batch in _read_ahead(lines, batch_size):
+                load.put(batch)
+                done_through = batch[-1][0]
+                progress(load.added + load.existing)
+    except BaseException as exc:
+        if done_through or isinstance(exc, KeyboardInterrupt):
+            _say_where_to_resume(source, done_through)
+        raise
     finally:
-        if stream is not sys.stdin.buffer:
+        if source != "-":
             stream.close()
     seconds = time.monotonic() - started
-    # Each refused batch by its lines: the first, the last, the one at fault (when the error
-    # names a job).
-    refused: list[dict[str, Any]] = [
-        {
-            "lines": [lines.line_of[r.first], lines.line_of[r.first + r.count - 1]],
-            "line": None if r.job is None else lines.line_of[r.job],
-            "jobs": r.count,
-            "error": str(r.error),
-        }
-        for r in summary.refused
-    ]
+    bad = sorted([*lines.bad, *load.refused])
     if not settings().as_json:
-        for number, error in lines.bad:
+        for number, error in bad:
             click.echo(f"line {number}: {error}; skipped", err=True)
-        for r in refused:
-            at = "" if r["line"] is None else f"line {r['line']}: "
-            first, last = r["lines"]
-            where = f"lines {first} to {last} ({r['jobs']} jobs)"
-            click.echo(f"{at}{r['error']}; {where} were not enqueued", err=True)
-    rate = summary.jobs / seconds if seconds > 0 else 0.0
-    skipped = len(lines.bad) + sum(r.count for r in summary.refused)
-    done = f"enqueued {summary.jobs:,} jobs in {summary.batches:,} batches"
-    text = f"{done}, {seconds:.1f} s ({rate:,.0f} jobs/s)"
-    bad = [{"line": n, "error": e} for n, e in lines.bad]
-    counts = {"jobs": summary.jobs, "batches": summary.batches, "seconds": round(seconds, 3)}
-    text += f"; {skipped:,} lines not enqueued" if skipped else ""
-    emit({**counts, "bad_lines": bad, "refused": refused}, text)
-    return 1 if lines.bad or refused else 0
+    jobs = load.added + load.existing
+    rate = jobs / seconds if seconds > 0 else 0.0
+    text = f"enqueued {counted(jobs, 'job')} in {counted(load.batches, 'batch', 'batches')}, "
+    text += f"{seconds:.1f} s ({rate:,.0f} jobs/s): {load.added:,} added"
+    if load.existing:
+        text += (
+            f", {load.existing:,} already there (a job of the same job type and idempotency "
+            "key, from before or from an earlier line, is left as it is, in its own queue)"
+        )
+    text += f"; {counted(len(bad), 'line')} not enqueued" if bad else ""
+    counts = {"jobs": jobs, "batches": load.batches, "seconds": round(seconds, 3)}
+    emit(
+        {
+            **counts,
+            "added": load.added,
+            "existing": load.existing,
+            "bad_lines": [{"line": n, "error": e} for n, e in lines.bad],
+            "refused": [
+                {"lines": [n, n], "line": n, "jobs": 1, "error": e} for n, e in sorted(load.refused)
+            ],
+        },
+        text,
+    )
+    return 1 if bad else 0
 
 
 COMMANDS = [enqueue]

@@ -237,14 +237,16 @@ def embedded_group() -> None:
 @embedded_group.command("status")
 @_HOME
 def embedded_status() -> None:
-    """Say whether it exists and runs, with its connection string when it runs; starts nothing."""
+    """Say whether it exists and runs, with its connection string when it runs; starts nothing.
+    Exits 3 when it does not run (as the status of an init script: scripts can test it)."""
     home = _home()
     st = embedded.embedded_status(home)
     state = "running" if st.running else ("stopped" if st.initialized else "not created")
     pid = f" (pid {st.pid})" if st.pid else ""
     click.echo(f"{embedded.describe_embedded(home)}: {state}{pid}")
-    if st.running:
-        click.echo(st.dsn)
+    if not st.running:
+        click.get_current_context().exit(3)
+    click.echo(st.dsn)
 
 
 @embedded_group.command("dsn")

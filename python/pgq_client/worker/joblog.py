@@ -63,8 +63,9 @@ def report_unserved(who: str, rows: Sequence[UnservedJobType]) -> None:
     """One warning for the available jobs that no worker serves, naming each queue and type."""
     if rows:
         log.warning(
-            "%s: available jobs that no worker claimed within %s (a misspelt job type, or a "
-            "queue or job type no running worker handles): %s",
+            "%s: jobs waiting for a queue and job type that no worker has asked for in the "
+            "last %s (a misspelt job type, or a queue or job type no running worker "
+            "handles): %s",
             who,
             f"{UNSERVED_IDLE.total_seconds() / 60:g} minutes",
             "; ".join(row.describe() for row in rows),
