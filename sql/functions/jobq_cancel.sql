@@ -85,6 +85,7 @@ BEGIN
     LEFT JOIN counted ON TRUE;
     -- The cancelled jobs that a client awaits (jobq_awaits) are announced on the done channel.
     IF v_ended IS NOT NULL THEN
+        PERFORM jobq__retire(v_ended::uuid[]);  -- cancelled: to the history
         PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     END IF;
 
@@ -108,7 +109,7 @@ BEGIN
                 THEN 'cancel_requested'
             ELSE j.status
         END
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j  -- finished jobs are reported too, with their status
     WHERE j.id = ANY (jobq_cancel.job_ids)
     ORDER BY j.id;
 END;

@@ -139,7 +139,7 @@ BEGIN
         pg_catalog.count(*)::double precision,
         pg_catalog.format('%s job(s) in dead_letter: see jobq dead-letter list',
                           pg_catalog.count(*))
-    FROM jobq_jobs AS j
+    FROM jobq_jobs_history AS j
     WHERE j.status = 'dead_letter';
 
     -- Dead tuples of the jobs table: a queue table that VACUUM cannot keep clean slows down.

@@ -169,7 +169,7 @@ BEGIN
                    j.finished_at, CASE WHEN v_errors THEN j.last_error END,
                    j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
-            FROM jobq_jobs AS j
+            FROM jobq_jobs_history AS j
             WHERE j.status = 'succeeded'
               AND (j.finished_at, j.id) < (v_at, v_id)
             ORDER BY j.finished_at DESC, j.id DESC
@@ -181,7 +181,7 @@ BEGIN
                    j.finished_at, CASE WHEN v_errors THEN j.last_error END,
                    j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
-            FROM jobq_jobs AS j
+            FROM jobq_jobs_history AS j
             WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
               AND j.status = jobq_jobs_page.status
               AND (j.finished_at, j.id) < (v_at, v_id)

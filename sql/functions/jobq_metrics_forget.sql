@@ -21,12 +21,12 @@ AS $$
 DECLARE
     v_forgotten bigint;
 BEGIN
-    LOCK TABLE jobq_jobs IN SHARE MODE;
+    LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE;
     LOCK TABLE jobq_metric_counters, jobq_metric_deltas, jobq_metric_labels
     IN SHARE ROW EXCLUSIVE MODE;
 
     WITH present AS MATERIALIZED (
-        SELECT DISTINCT j.queue, j.job_type FROM jobq_jobs AS j
+        SELECT DISTINCT j.queue, j.job_type FROM jobq_all_jobs AS j
     ),
 
     labels AS MATERIALIZED (

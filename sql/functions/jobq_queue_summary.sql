@@ -74,10 +74,10 @@ BEGIN
         FROM jobq_jobs AS j WHERE j.status = 'processing'
         UNION ALL
         SELECT j.queue, j.status, j.available_at
-        FROM jobq_jobs AS j WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+        FROM jobq_jobs_history AS j WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
         UNION ALL
         SELECT j.queue, j.status, j.available_at
-        FROM jobq_jobs AS j WHERE j.status = 'succeeded' AND j.finished_at >= v_now - recent
+        FROM jobq_jobs_history AS j WHERE j.status = 'succeeded' AND j.finished_at >= v_now - recent
     ) AS p
     GROUP BY p.queue
     ORDER BY p.queue;

@@ -24,6 +24,9 @@ LEVEL_HELP: dict[Level, str] = {
 # The tables an admin may read (SELECT on those installed).
 ADMIN_TABLES = (
     "jobq_jobs",
+    "jobq_jobs_history",
+    "jobq_all_jobs",
+    "jobq_retention",
     "jobq_settings",
     "jobq_migrations",
     "jobq_schedules",
