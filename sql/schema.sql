@@ -5033,8 +5033,8 @@ BEGIN
         ORDER BY j.locked_at, j.id
         LIMIT max_rows;
     ELSE
-        -- Finished: newest first, through jobq_jobs_succeeded_idx or jobq_jobs_failed_idx (one
-        -- query each, whose predicate implies the index's), examined one by one. The LIMIT says
+        -- Finished: newest first, from the partitions of the status in jobq_jobs_history
+        -- (jobq_jobs_history_finished_idx of each), examined one by one. The LIMIT says
         -- what the loop reads at most: without it, the plan is costed for every finished job,
         -- and a cost in the millions has PostgreSQL JIT-compile it (half a second, per call,
         -- until the plan is cached) to return 51 rows.
@@ -5261,8 +5261,7 @@ characters, max_rows < 1.';
 CREATE FUNCTION public.jobq_maintain_history(lock_timeout interval DEFAULT '00:00:00.1'::interval) RETURNS TABLE(action text, partition_name text, detail text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
-    SET lock_timeout TO '100ms'
-    SET "DateStyle" TO 'ISO, YMD'
+    SET lock_timeout TO '100'
     AS $_$
 DECLARE
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -5285,6 +5284,15 @@ BEGIN
         RAISE EXCEPTION 'jobq_maintain_history: lock_timeout must be more than 0 and at most '
                         '1 minute, got %', coalesce(jobq_maintain_history.lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- One session maintains at a time: a concurrent call (another tick) returns at once
+    -- rather than make or drop the same partition. The key is made from the installation's
+    -- secret lock_seed, as the limit keys' (jobq__claim_limited), so no other role can hold it.
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
+        pg_catalog.format('jobq maintain_history %L', pg_catalog.current_schema()),
+        (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
+    )) THEN
+        RETURN;
     END IF;
     -- Local to this call: the SET clause above restores the caller's value on return.
     PERFORM pg_catalog.set_config(
@@ -5423,8 +5431,9 @@ minute; default 100 ms).
 Result: one row per step: action (created, dropped, deleted, or skipped when its lock was not
 granted in time: the next call retries it), partition_name, detail.
 Errors: 22023 lock_timeout NULL, not positive or above 1 minute.
-Concurrency: each step waits at most lock_timeout for its lock, so that completions never queue
-behind it for longer; the locks taken are held until the caller''s transaction ends (commit at
+Concurrency: one call at a time per installation (a concurrent call returns no row at once);
+each step waits at most lock_timeout for its lock, so that completions never queue behind it for
+longer; the locks taken are held until the caller''s transaction ends (commit at
 once). A DROP holds ACCESS EXCLUSIVE on its status''s partitioned table, which completions of
 that status wait for until then.';
 
@@ -5843,9 +5852,9 @@ counted under it. The removed series end, as a restarted target''s do.
 Arguments: none.
 Result: how many label sets were removed.
 Errors: none.
-Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE (waits for the transactions writing jobs at
-that moment, blocks writers until the caller''s transaction ends) and the metric tables in
-SHARE ROW EXCLUSIVE MODE; reads jobq_jobs whole, once. Run it when the queue is quiet, in a
+Concurrency: LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE (waits for the
+transactions writing jobs at that moment, blocks writers until the caller''s transaction ends) and the metric tables in
+SHARE ROW EXCLUSIVE MODE; reads jobq_all_jobs whole, once. Run it when the queue is quiet, in a
 transaction of its own.';
 
 CREATE FUNCTION public.jobq_metrics_recount() RETURNS bigint
@@ -5937,8 +5946,8 @@ Counters and histograms are left as they are. Reads the whole table.
 Arguments: none.
 Result: how many jobs were counted.
 Errors: none.
-Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE: waits for the transactions writing jobs at
-that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
+Concurrency: LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE: waits for the
+transactions writing jobs at that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
 quiet, in a transaction of its own.';
 
 CREATE FUNCTION public.jobq_prune(older_than interval DEFAULT '7 days'::interval, statuses text[] DEFAULT '{succeeded}'::text[], batch_size integer DEFAULT NULL::integer) RETURNS bigint
@@ -6730,7 +6739,8 @@ and advances its next_run_at, in the caller''s transaction. Each job has run_at 
 time and the idempotency key jobq:schedule:<name>:<fire time in UTC, ISO 8601, e.g.
 2026-03-08T07:00:00Z>. Fires nobody ticked in time follow the schedule''s catch_up: skip
 (none; a fire more than a minute old is missed), latest (the most recent), all (each, the
-1,000 most recent at most).
+1,000 most recent at most). Then runs jobq_maintain_history() (partitions of the finished
+jobs made ahead and dropped per jobq_retention, each step waiting at most 100 ms for its lock).
 Arguments: none.
 Result: one row per fire enqueued: schedule, fire_at, job_id (the existing job when another
 tick enqueued that fire already).

@@ -30,8 +30,7 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
-SET lock_timeout = '100ms'
-SET datestyle = 'ISO, YMD'
+SET lock_timeout = 100
 AS $$
 DECLARE
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -54,6 +53,15 @@ BEGIN
         RAISE EXCEPTION 'jobq_maintain_history: lock_timeout must be more than 0 and at most '
                         '1 minute, got %', coalesce(jobq_maintain_history.lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- One session maintains at a time: a concurrent call (another tick) returns at once
+    -- rather than make or drop the same partition. The key is made from the installation's
+    -- secret lock_seed, as the limit keys' (jobq__claim_limited), so no other role can hold it.
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
+        pg_catalog.format('jobq maintain_history %L', pg_catalog.current_schema()),
+        (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
+    )) THEN
+        RETURN;
     END IF;
     -- Local to this call: the SET clause above restores the caller's value on return.
     PERFORM pg_catalog.set_config(
@@ -193,8 +201,9 @@ minute; default 100 ms).
 Result: one row per step: action (created, dropped, deleted, or skipped when its lock was not
 granted in time: the next call retries it), partition_name, detail.
 Errors: 22023 lock_timeout NULL, not positive or above 1 minute.
-Concurrency: each step waits at most lock_timeout for its lock, so that completions never queue
-behind it for longer; the locks taken are held until the caller''s transaction ends (commit at
+Concurrency: one call at a time per installation (a concurrent call returns no row at once);
+each step waits at most lock_timeout for its lock, so that completions never queue behind it for
+longer; the locks taken are held until the caller''s transaction ends (commit at
 once). A DROP holds ACCESS EXCLUSIVE on its status''s partitioned table, which completions of
 that status wait for until then.';
 

@@ -104,8 +104,8 @@ Counters and histograms are left as they are. Reads the whole table.
 Arguments: none.
 Result: how many jobs were counted.
 Errors: none.
-Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE: waits for the transactions writing jobs at
-that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
+Concurrency: LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE: waits for the
+transactions writing jobs at that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
 quiet, in a transaction of its own.';
 
 REVOKE EXECUTE ON FUNCTION jobq_metrics_recount() FROM PUBLIC;

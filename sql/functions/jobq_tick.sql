@@ -28,7 +28,8 @@ and advances its next_run_at, in the caller''s transaction. Each job has run_at 
 time and the idempotency key jobq:schedule:<name>:<fire time in UTC, ISO 8601, e.g.
 2026-03-08T07:00:00Z>. Fires nobody ticked in time follow the schedule''s catch_up: skip
 (none; a fire more than a minute old is missed), latest (the most recent), all (each, the
-1,000 most recent at most).
+1,000 most recent at most). Then runs jobq_maintain_history() (partitions of the finished
+jobs made ahead and dropped per jobq_retention, each step waiting at most 100 ms for its lock).
 Arguments: none.
 Result: one row per fire enqueued: schedule, fire_at, job_id (the existing job when another
 tick enqueued that fire already).

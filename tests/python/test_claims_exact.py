@@ -149,6 +149,6 @@ def test_prune_batch_reads_past_a_row_another_transaction_holds(dsn: str, conn: 
             "SELECT jobq_prune('0', '{succeeded,failed}', batch_size => 1)"
         ).fetchone()
         assert got == (1,)
-        left = {r[0] for r in conn.execute("SELECT id FROM jobq_jobs")}
+        left = {r[0] for r in conn.execute("SELECT id FROM jobq_all_jobs")}
         assert left == {ids[0], ids[2]}
         other.rollback()

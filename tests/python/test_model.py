@@ -107,7 +107,8 @@ class JobqModel(RuleBasedStateMachine):
         return row[0]
 
     def reread_available_at(self, job: Job) -> None:
-        job.available_at = self.one("SELECT available_at FROM jobq_jobs WHERE id = %s", (job.id,))
+        job.available_at = self.one("SELECT available_at"
+                                    " FROM jobq_all_jobs WHERE id = %s", (job.id,))
 
     def free(self, job: Job) -> bool:
         return job.id not in self.b_locked
@@ -521,7 +522,7 @@ class JobqModel(RuleBasedStateMachine):
         finished = {
             r[0]: r[1]
             for r in self.a.execute(
-                "SELECT id, finished_at FROM jobq_jobs WHERE finished_at IS NOT NULL"
+                "SELECT id, finished_at FROM jobq_all_jobs WHERE finished_at IS NOT NULL"
             ).fetchall()
         }
         doomed = sorted(
@@ -587,7 +588,7 @@ class JobqModel(RuleBasedStateMachine):
             """SELECT id, status, attempts, locked_by, cancel_requested_at IS NOT NULL,
                       jsonb_array_length(errors), available_at, job_type, queue, priority,
                       limit_key, status = 'pending' AND scheduled
-               FROM jobq_jobs"""
+               FROM jobq_all_jobs"""
         ).fetchall()
         got = {r[0]: r[1:] for r in rows}
         assert set(got) == set(self.jobs), "the jobs in the table are those of the model"
