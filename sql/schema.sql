@@ -152,7 +152,6 @@ BEGIN
     DELETE FROM jobq_cancel_requests AS r WHERE r.job_id = new.job_id;
 
     IF v_status = 'cancelled' THEN
-        PERFORM jobq__retire(ARRAY[new.job_id]);  -- to the history
         PERFORM jobq__metrics_count(
             'cancelled'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
             NULL::double precision[]
@@ -2385,8 +2384,21 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq__retire(job_ids uuid[]) IS 'Private. Moves the finished jobs among job_ids from jobq_jobs to jobq_jobs_history (one
-DELETE ... RETURNING feeding one INSERT); returns how many moved. Called by the functions that
-finish jobs by an UPDATE, in the same transaction, while they hold the rows'' locks.';
+DELETE ... RETURNING feeding one INSERT); returns how many moved. Called by the trigger
+jobq_jobs_retire at the end of the statement that finished them.';
+
+CREATE FUNCTION public.jobq__retire_row() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM jobq__retire(ARRAY[new.id]);
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__retire_row() IS 'Private. Trigger of jobq_jobs (jobq_jobs_retire, AFTER INSERT OR UPDATE of a row that is
+finished): moves the row to jobq_jobs_history at the end of the statement.';
 
 CREATE FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) RETURNS timestamp with time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -2760,7 +2772,6 @@ BEGIN
     LEFT JOIN counted ON TRUE;
     -- The cancelled jobs that a client awaits (jobq_awaits) are announced on the done channel.
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__retire(v_ended::uuid[]);  -- cancelled: to the history
         PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     END IF;
 
@@ -3341,7 +3352,6 @@ BEGIN
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__retire(v_ended::uuid[]);  -- ended: to jobq_jobs_history
         PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     END IF;
 
@@ -4320,9 +4330,6 @@ BEGIN
         EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id),
         j.job_type, j.claimed_at
     INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
-    IF v_status IS NOT NULL AND v_status <> 'pending' THEN
-        PERFORM jobq__retire(ARRAY[jobq_fail.job_id]);  -- finished: to the history
-    END IF;
     IF v_status IS NOT NULL THEN
         PERFORM jobq__metrics_count(
             'failed'::text, ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],
@@ -4517,7 +4524,6 @@ BEGIN
     FROM failed AS x
     LEFT JOIN counted ON TRUE;
 
-    PERFORM jobq__retire(v_ended::uuid[]);  -- the finished ones go to the history
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
     PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
@@ -6181,7 +6187,6 @@ BEGIN
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__retire(v_ended::uuid[]);  -- cancelled: to the history
         PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     END IF;
     IF v_released > 0 THEN
@@ -6272,7 +6277,6 @@ BEGIN
     INTO v_released, v_queues, v_ended
     FROM released AS r
     LEFT JOIN counted ON TRUE;
-    PERFORM jobq__retire(v_ended::uuid[]);  -- cancelled: to the history
     PERFORM jobq__notify(v_queues);
     PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     RETURN v_released;
@@ -7907,6 +7911,12 @@ CREATE CONSTRAINT TRIGGER jobq_cancel_requests_apply AFTER INSERT ON public.jobq
 COMMENT ON TRIGGER jobq_cancel_requests_apply ON public.jobq_cancel_requests IS 'Applies a staged cancel request to its job while the cancelling transaction commits
 (jobq__cancel_apply).';
 
+CREATE TRIGGER jobq_jobs_retire AFTER INSERT OR UPDATE ON public.jobq_jobs FOR EACH ROW WHEN ((new.finished_at IS NOT NULL)) EXECUTE FUNCTION public.jobq__retire_row();
+
+COMMENT ON TRIGGER jobq_jobs_retire ON public.jobq_jobs IS 'Moves a job that a statement finished (failure, cancel, release, takeover, or any other write)
+to jobq_jobs_history at the end of that statement (jobq__retire_row): jobq_jobs holds live jobs
+only.';
+
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__available(limited boolean) FROM PUBLIC;
@@ -7960,6 +7970,8 @@ REVOKE ALL ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) FR
 REVOKE ALL ON FUNCTION public.jobq__requeue(job_ids uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__retire(job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__retire_row() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) FROM PUBLIC;
 

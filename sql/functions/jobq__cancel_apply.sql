@@ -54,7 +54,6 @@ BEGIN
     DELETE FROM jobq_cancel_requests AS r WHERE r.job_id = new.job_id;
 
     IF v_status = 'cancelled' THEN
-        PERFORM jobq__retire(ARRAY[new.job_id]);  -- to the history
         PERFORM jobq__metrics_count(
             'cancelled'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
             NULL::double precision[]

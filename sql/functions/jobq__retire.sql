@@ -1,15 +1,16 @@
 -- jobq__retire (private): moves the finished ones among the given jobs from jobq_jobs to
 -- jobq_jobs_history, in one statement (a DELETE whose rows the INSERT takes: no UPDATE of a
 -- partition key, so no row ever moves between partitions and no 40001 can come of it). The
--- functions that finish jobs by an UPDATE (failure, cancel, release, takeover) call it right
--- after, in their own transaction, with the ids they finished; the completion, the hot path,
--- moves its row itself in the statement that finishes it (jobq_complete).
+-- trigger jobq_jobs_retire (jobq__retire_row) calls it at the end of each statement that
+-- made a row finished by an UPDATE or an INSERT (failure, cancel, release, takeover); the
+-- completion, the hot path, moves its row itself in the statement that finishes it
+-- (jobq_complete).
 --
--- The row locks the UPDATE took are still held, so nothing else can change these rows
--- between the two statements, and no other transaction ever sees a finished job in jobq_jobs.
--- A job with an idempotency key needs nothing more: an enqueue of its key that runs meanwhile
--- finds the row in jobq_jobs, or waits for this transaction and then finds it here
--- (jobq_enqueue). No SET clause: it runs inside its callers, with their search_path.
+-- The statement that finished the rows still holds their locks, so nothing else can change
+-- them before they move, and no other transaction ever sees a finished job in jobq_jobs. A job
+-- with an idempotency key needs nothing more: an enqueue of its key that runs meanwhile finds
+-- the row in jobq_jobs, or waits for this transaction and then finds it here (jobq_enqueue).
+-- No SET clause: it runs inside its callers, with their search_path.
 
 CREATE OR REPLACE FUNCTION jobq__retire(job_ids uuid[]) RETURNS integer
 LANGUAGE plpgsql
@@ -51,7 +52,7 @@ $$;
 
 COMMENT ON FUNCTION jobq__retire(uuid[]) IS
 'Private. Moves the finished jobs among job_ids from jobq_jobs to jobq_jobs_history (one
-DELETE ... RETURNING feeding one INSERT); returns how many moved. Called by the functions that
-finish jobs by an UPDATE, in the same transaction, while they hold the rows'' locks.';
+DELETE ... RETURNING feeding one INSERT); returns how many moved. Called by the trigger
+jobq_jobs_retire at the end of the statement that finished them.';
 
 REVOKE EXECUTE ON FUNCTION jobq__retire(uuid[]) FROM PUBLIC;

@@ -85,7 +85,6 @@ BEGIN
     LEFT JOIN counted ON TRUE;
     -- The cancelled jobs that a client awaits (jobq_awaits) are announced on the done channel.
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__retire(v_ended::uuid[]);  -- cancelled: to the history
         PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     END IF;
 

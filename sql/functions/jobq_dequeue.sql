@@ -270,7 +270,6 @@ BEGIN
     FROM taken AS t
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__retire(v_ended::uuid[]);  -- ended: to jobq_jobs_history
         PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     END IF;
 

@@ -91,9 +91,6 @@ BEGIN
         EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id),
         j.job_type, j.claimed_at
     INTO v_status, v_queue, v_available_at, v_awaited, v_job_type, v_claimed_at;
-    IF v_status IS NOT NULL AND v_status <> 'pending' THEN
-        PERFORM jobq__retire(ARRAY[jobq_fail.job_id]);  -- finished: to the history
-    END IF;
     IF v_status IS NOT NULL THEN
         PERFORM jobq__metrics_count(
             'failed'::text, ARRAY[v_queue], ARRAY[v_job_type], ARRAY[v_status],

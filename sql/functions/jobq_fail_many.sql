@@ -211,7 +211,6 @@ BEGIN
     FROM failed AS x
     LEFT JOIN counted ON TRUE;
 
-    PERFORM jobq__retire(v_ended::uuid[]);  -- the finished ones go to the history
     -- Retries without backoff are available at once: wake a worker of each such queue.
     PERFORM jobq__notify(v_wake);
     PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));

@@ -58,7 +58,6 @@ BEGIN
     FROM released AS r
     LEFT JOIN counted ON TRUE;
     IF v_ended IS NOT NULL THEN
-        PERFORM jobq__retire(v_ended::uuid[]);  -- cancelled: to the history
         PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     END IF;
     IF v_released > 0 THEN

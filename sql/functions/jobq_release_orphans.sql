@@ -100,7 +100,6 @@ BEGIN
     INTO v_released, v_queues, v_ended
     FROM released AS r
     LEFT JOIN counted ON TRUE;
-    PERFORM jobq__retire(v_ended::uuid[]);  -- cancelled: to the history
     PERFORM jobq__notify(v_queues);
     PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
     RETURN v_released;

@@ -238,6 +238,36 @@ SELECT
     m.claimed_at
 FROM moved AS m;
 
+-- A row of jobq_jobs that a statement makes finished moves to the history at the end of that
+-- statement: the trigger's body is jobq__retire_row (sql/functions/jobq__retire_row.sql), whose
+-- placeholder below is created only where the function is missing and replaced by its file
+-- in the same `jobq migrate`. The WHEN clause keeps every other write from queuing an event.
+DO $do$
+BEGIN
+    IF pg_catalog.to_regprocedure('jobq__retire_row()') IS NULL THEN
+        CREATE FUNCTION jobq__retire_row() RETURNS trigger
+        LANGUAGE plpgsql
+        AS $f$
+        BEGIN
+            RETURN NULL;
+        END;
+        $f$;
+    END IF;
+END;
+$do$;
+
+REVOKE EXECUTE ON FUNCTION jobq__retire_row() FROM PUBLIC;
+
+CREATE TRIGGER jobq_jobs_retire
+AFTER INSERT OR UPDATE ON jobq_jobs
+FOR EACH ROW WHEN (new.finished_at IS NOT NULL)
+EXECUTE FUNCTION jobq__retire_row();
+
+COMMENT ON TRIGGER jobq_jobs_retire ON jobq_jobs IS
+'Moves a job that a statement finished (failure, cancel, release, takeover, or any other write)
+to jobq_jobs_history at the end of that statement (jobq__retire_row): jobq_jobs holds live jobs
+only.';
+
 -- The status CHECKs of jobq_jobs call jobq__statuses(), which is granted to nobody. Planning
 -- a query of jobq_all_jobs that has a condition tries to leave out its UNION ALL branches by
 -- their tables' CHECK constraints, which evaluates that function as the querying role: an

@@ -70,6 +70,7 @@ SELECT results_eq(
     ('jobq__notify_events', 'kind text, payloads text[]', 'integer'),
     ('jobq__requeue', 'job_ids uuid[]', 'TABLE(queue text, job_type text, old_status text)'),
     ('jobq__retire', 'job_ids uuid[]', 'integer'),
+    ('jobq__retire_row', '', 'trigger'),
     ('jobq__retry_at', 'failed_at timestamp with time zone, attempts integer, backoff interval', 'timestamp with time zone'),
     ('jobq__statuses', 'finished boolean DEFAULT NULL::boolean', 'text[]'),
     ('jobq__tick', 'at timestamp with time zone', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),

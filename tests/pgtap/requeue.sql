@@ -114,9 +114,8 @@ SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'dead_letter' 
 
 -- processing jobs are never touched, even when they match the filters
 WITH m AS (DELETE FROM jobq_jobs_history WHERE job_type = 'a' AND status = 'dead_letter' RETURNING *)
-INSERT INTO jobq_jobs SELECT * FROM m;
-UPDATE jobq_jobs SET status = 'processing', locked_at = now(), locked_by = 'w', finished_at = NULL
-WHERE job_type = 'a' AND status = 'dead_letter';
+INSERT INTO jobq_jobs (id, job_type, queue, status, attempts, locked_at, locked_by)
+SELECT m.id, m.job_type, m.queue, 'processing', 1, now(), 'w' FROM m;
 SELECT is(jobq_requeue_dead_letters('a'), 0, 'processing jobs are not requeued');
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'processing'), 3, '... and stay processing');
 

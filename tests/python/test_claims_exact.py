@@ -144,7 +144,7 @@ def test_prune_batch_reads_past_a_row_another_transaction_holds(dsn: str, conn: 
         )
     ]
     with psycopg.connect(dsn) as other:
-        other.execute("SELECT 1 FROM jobq_jobs WHERE id = %s FOR UPDATE", (ids[0],))
+        other.execute("SELECT 1 FROM jobq_jobs_history WHERE id = %s FOR UPDATE", (ids[0],))
         got = conn.execute(
             "SELECT jobq_prune('0', '{succeeded,failed}', batch_size => 1)"
         ).fetchone()

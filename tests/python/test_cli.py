@@ -373,7 +373,7 @@ def test_dead_letter_requeue_all_of_a_type(dsn: str, conn: Conn) -> None:
 
 def test_prune_deletes_old_finished_jobs_only(dsn: str, conn: Conn) -> None:
     _, failed = _dead_jobs(dsn)
-    conn.execute("UPDATE jobq_jobs SET finished_at = now() - interval '2 hours'")
+    conn.execute("UPDATE jobq_jobs_history SET finished_at = now() - interval '2 hours'")
     assert jobq("prune", dsn=dsn).stdout.strip() == "pruned 0 jobs"  # default: succeeded, 7 days
     result = jobq("prune", "--older-than", "3600", "--status", "failed", dsn=dsn)
     assert result.stdout.strip() == "pruned 1 jobs"
@@ -822,7 +822,7 @@ def test_prune_refuses_what_is_not_a_duration(dsn: str, text: str) -> None:
 
 def test_prune_older_than_in_hours_and_days(dsn: str, conn: Conn) -> None:
     _dead_jobs(dsn)
-    conn.execute("UPDATE jobq_jobs SET finished_at = now() - interval '2 hours'")
+    conn.execute("UPDATE jobq_jobs_history SET finished_at = now() - interval '2 hours'")
     args = ("--status", "failed", "--status", "dead_letter")
     assert jobq("prune", "--older-than", "1d", *args, dsn=dsn).stdout.strip() == "pruned 0 jobs"
     assert jobq("prune", "--older-than", "3h", *args, dsn=dsn).stdout.strip() == "pruned 0 jobs"
@@ -1096,7 +1096,7 @@ def test_jobs_list_and_prune_know_cancelled_jobs(dsn: str, conn: Conn) -> None:
     assert [j["id"] for j in listed] == [str(job)]
     assert jobq("jobs", "retry", str(job), dsn=dsn).returncode == 0
     q.cancel([job])
-    conn.execute("UPDATE jobq_jobs SET finished_at = now() - interval '8 days'")
+    conn.execute("UPDATE jobq_jobs_history SET finished_at = now() - interval '8 days'")
     assert jobq("prune", "--status", "cancelled", dsn=dsn).stdout.strip() == "pruned 1 jobs"
 
 

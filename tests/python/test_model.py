@@ -50,7 +50,9 @@ LIMITED_TYPE = "tl"  # every limited job has this type (limit group "g")
 QUEUES = ["q1", "q2"]
 WORKERS = ["w1", "w2"]
 FINISHED = ("succeeded", "failed", "dead_letter", "cancelled")
-TABLES = "jobq_jobs, jobq_limits, jobq_limit_keys, jobq_limit_starts, jobq_workers"
+TABLES = (
+    "jobq_jobs, jobq_jobs_history, jobq_limits, jobq_limit_keys, jobq_limit_starts, jobq_workers"
+)
 
 
 @dataclasses.dataclass
@@ -547,6 +549,7 @@ class JobqModel(RuleBasedStateMachine):
     def b_holds_rows(self, data: st.DataObject) -> None:
         ids = data.draw(st.lists(st.sampled_from(self.ids_where(lambda j: True)), min_size=1))
         self.b.execute("SELECT id FROM jobq_jobs WHERE id = ANY(%s) FOR UPDATE", (ids,))
+        self.b.execute("SELECT id FROM jobq_jobs_history WHERE id = ANY(%s) FOR UPDATE", (ids,))
         self.b_locked = set(ids)
 
     @precondition(lambda self: self.b_idle())

@@ -896,7 +896,7 @@ def test_stats_prune_health_and_unserved(client: Client, dsn: str, conn: Conn) -
         assert rows == {("default", "t", "succeeded"): 2, ("default", "t", "pending"): 1}
         assert q.prune(older_than=timedelta(hours=1)) == 0
         conn.execute(
-            "UPDATE jobq_jobs SET finished_at = now() - interval '2 hours' "
+            "UPDATE jobq_jobs_history SET finished_at = now() - interval '2 hours' "
             "WHERE finished_at IS NOT NULL"
         )
         with pytest.raises(ValueError, match="batch_size"):

@@ -500,7 +500,7 @@ def test_transactional_handler_commits_its_writes_with_the_completion(dsn: str, 
     assert count(conn, "SELECT count(*) FROM results WHERE job_id = %s", job_id) == 1
     row = conn.execute(
         "SELECT (r.txid % 4294967296)::text::xid = j.xmin "
-        "FROM results r JOIN jobq_all_jobs j ON j.id = r.job_id"
+        "FROM results r JOIN jobq_jobs_history j ON j.id = r.job_id"
     ).fetchone()
     assert row == (True,)
 

@@ -269,7 +269,7 @@ def test_async_transactional_handler_commits_its_writes_with_the_completion(
     assert job_row(conn, job_id)["status"] == "succeeded"
     row = conn.execute(
         "SELECT (r.txid % 4294967296)::text::xid = j.xmin "
-        "FROM results r JOIN jobq_all_jobs j ON j.id = r.job_id"
+        "FROM results r JOIN jobq_jobs_history j ON j.id = r.job_id"
     ).fetchone()
     assert row == (True,)  # the completion happened in the handler's transaction
 
