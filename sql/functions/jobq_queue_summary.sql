@@ -1,8 +1,9 @@
 -- jobq_queue_summary: per queue, what waits, what runs and what went wrong, for dashboards
 -- (`jobq web`'s overview) and operators. Unlike jobq_stats, which counts every row, it reads
 -- only the partial indexes of unfinished jobs, the partitions of failed, dead-letter and
--- cancelled jobs in jobq_jobs_history, and the recent end of the succeeded ones: its cost follows the backlog, the jobs kept for an
--- operator and the recent throughput, never the number of succeeded jobs kept.
+-- cancelled jobs in jobq_jobs_history, and the recent end of the succeeded ones: its cost
+-- follows the backlog, the jobs kept for an operator and the recent throughput, never the
+-- number of succeeded jobs kept.
 --
 -- SET enable_seqscan = off: each read has the predicate of a partial index, but with
 -- statistics gathered while most rows were pending, limited or dead-letter jobs the planner
