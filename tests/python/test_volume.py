@@ -222,8 +222,9 @@ def test_eight_threads_claiming_from_six_ranges_never_share_a_job_and_drain_them
 
 
 def test_prune_in_batches_reads_the_indexes_of_finished_jobs_never_the_table(dsn: str) -> None:
-    """With generic plans and 20,000 unfinished jobs, each batch finds its rows through
-    jobq_jobs_succeeded_idx or jobq_jobs_failed_idx (auto_explain of the nested statements)."""
+    """With generic plans and 20,000 unfinished jobs, each batch finds its rows in
+    jobq_jobs_history through the partitions' indexes (auto_explain of the nested
+    statements)."""
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute(
             """INSERT INTO jobq_jobs (job_type, status, attempts, finished_at)
@@ -233,6 +234,7 @@ def test_prune_in_batches_reads_the_indexes_of_finished_jobs_never_the_table(dsn
         )
         c.execute("INSERT INTO jobq_jobs (job_type) SELECT 'p' FROM generate_series(1, 20000)")
         c.execute("VACUUM ANALYZE jobq_jobs")
+        c.execute("VACUUM ANALYZE jobq_jobs_history")  # autovacuum analyzes each partition
         plans = log_plans(c, "plan_cache_mode = force_generic_plan")
         total = 0
         for _ in range(20):
@@ -244,13 +246,13 @@ def test_prune_in_batches_reads_the_indexes_of_finished_jobs_never_the_table(dsn
             if row[0] < 400:
                 break
         assert total == 3000
-        deletes = [p for p in plans if "DELETE FROM jobq_jobs" in p]
+        deletes = [p for p in plans if "DELETE FROM jobq_jobs_history" in p]
         assert deletes, plans
         for plan in deletes:
-            assert "Seq Scan" not in plan, plan
-            assert (
-                "jobq_jobs_succeeded_idx" in plan or "jobq_jobs_failed_idx" in plan
-            ), plan
+            # an empty partition (no page: cost 0) may be "scanned"; no partition with rows is
+            seqs = [ln for ln in plan.splitlines() if "Seq Scan" in ln]
+            assert all("cost=0.00..0.00 " in ln for ln in seqs), plan
+            assert "_id_idx" in plan, plan
         assert c.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (20000,)
 
 

@@ -116,8 +116,7 @@ def test_no_page_scans_jobq_jobs_with_a_million_finished_jobs(
     # the functions' inner statements were explained, through the indexes of each status
     joined = "\n".join(plans)
     for index in (
-        "jobq_jobs_succeeded_idx",
-        "jobq_jobs_failed_idx",
+        "finished_at_id_idx",  # the partitions of jobq_jobs_history, for finished jobs
         "jobq_jobs_claim_idx",
         "jobq_jobs_limited_idx",
         "jobq_jobs_locked_idx",
