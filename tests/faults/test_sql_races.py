@@ -48,7 +48,7 @@ SELECT
                        AND j.status = 'pending'),
     count(*) FILTER (WHERE j.xmax::text = me.xid AND j.xmin::text <> me.xid
                        AND j.status <> 'pending')
-FROM jobq_all_jobs AS j, me
+FROM jobq_jobs AS j, me
 """
 
 
