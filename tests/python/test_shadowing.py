@@ -313,8 +313,8 @@ def run_core_operations(conn: Conn, schema: str) -> None:
     assert _q(conn, schema, "SELECT pg_catalog.count(*) FROM {s}.jobq_stats()")[0][0] > 0
     assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_list_jobs(statuses => '{{pending}}')")) > 0
     assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_health()")) >= 5
-    _q(conn, schema, "UPDATE {s}.jobq_jobs SET finished_at = pg_catalog.now() - interval '30 days' "
-       "WHERE status = 'succeeded'")
+    _q(conn, schema, "UPDATE {s}.jobq_jobs_history"
+       " SET finished_at = pg_catalog.now() - interval '30 days' WHERE status = 'succeeded'")
     # one batch of one (through the indexes of finished jobs), then the rest in one statement
     assert _q(conn, schema, "SELECT {s}.jobq_prune(statuses => '{{succeeded,failed,dead_letter}}',"
               " batch_size => 1)")[0][0] == 1

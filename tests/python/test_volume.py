@@ -263,7 +263,7 @@ def test_prune_skips_a_row_another_transaction_holds_and_takes_it_next_time(dsn:
                SELECT 't' || g, 'succeeded', 1, now() - interval '8 days'
                FROM generate_series(1, 5) AS g"""
         )
-        other.execute("SELECT 1 FROM jobq_jobs WHERE job_type = 't3' FOR UPDATE")
+        other.execute("SELECT 1 FROM jobq_jobs_history WHERE job_type = 't3' FOR UPDATE")
         c.execute("SET lock_timeout = '5s'")  # waiting would fail the test, not hang it
         assert c.execute("SELECT jobq_prune('7 days', batch_size => 10)").fetchone() == (4,)
         other.rollback()
@@ -293,7 +293,7 @@ def test_queue_prune_deletes_in_batches_of_short_transactions_and_returns_the_to
                END $$"""
         )
         c.execute(
-            "CREATE TRIGGER note_delete AFTER DELETE ON jobq_jobs"
+            "CREATE TRIGGER note_delete AFTER DELETE ON jobq_jobs_history"
             " FOR EACH ROW EXECUTE FUNCTION note_delete()"
         )
         with Queue(dsn) as q:
