@@ -398,7 +398,7 @@ class Bench:
 
     def jobq_done(self) -> Callable[[], int]:
         return lambda: count(
-            self.cluster, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'"
+            self.cluster, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'"
         )
 
     def left_note(self, query: str, what: str) -> Callable[[], str]:
@@ -750,7 +750,7 @@ class Bench:
             "SELECT count(*) FROM jobq_jobs WHERE status IN ('pending', 'processing')", "jobq")
 
         def recent() -> int:  # the drained jobs (the pruned ones finished 8 days ago)
-            return count(self.cluster, "SELECT count(*) FROM jobq_jobs WHERE status = "
+            return count(self.cluster, "SELECT count(*) FROM jobq_all_jobs WHERE status = "
                          "'succeeded' AND finished_at > now() - interval '1 day'")
 
         variants = [
@@ -821,7 +821,7 @@ class Bench:
         t = math.ceil(2 * n / (b * c))
         raw_left = self.left_note("SELECT count(*) FROM raw_jobs", "raw")
         jobq_left = self.left_note(
-            "SELECT count(*) FROM jobq_jobs WHERE status <> 'succeeded'", "jobq")
+            "SELECT count(*) FROM jobq_all_jobs WHERE status <> 'succeeded'", "jobq")
         self.measure(
             "6",
             [

@@ -186,28 +186,6 @@ $$;
 COMMENT ON FUNCTION public.jobq__channel() IS 'Private. The NOTIFY channel of this installation: jobq for schema public, jobq.<schema> for a
 schema of at most 58 bytes, else jobq#<hex SHA-224 of the schema name>.';
 
-CREATE FUNCTION public.jobq__statuses(finished boolean DEFAULT NULL::boolean) RETURNS text[]
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    AS $$
-DECLARE
-    -- pending waits (also between retries); processing is claimed.
-    v_unfinished CONSTANT text[] := ARRAY['pending', 'processing'];
-    -- succeeded is done; failed is a permanent failure the worker asked for; dead_letter has
-    -- used all its attempts; cancelled was cancelled (jobq_cancel).
-    v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'];
-BEGIN
-    RETURN CASE jobq__statuses.finished
-        WHEN TRUE THEN v_finished
-        WHEN FALSE THEN v_unfinished
-        ELSE pg_catalog.array_cat(v_unfinished, v_finished)
-    END;
-END;
-$$;
-
-COMMENT ON FUNCTION public.jobq__statuses(finished boolean) IS 'Private. The job statuses: every one (finished NULL, in the order of a job''s life), the
-finished ones (finished true) or the others (finished false). Used by the CHECK constraints of
-jobq_jobs and by the functions that take status names.';
-
 CREATE TABLE public.jobq_jobs (
     id uuid DEFAULT (encode(set_bit(set_bit("overlay"(uuid_send(gen_random_uuid()), substr(int8send((floor((date_part('epoch'::text, clock_timestamp()) * (1000)::double precision)))::bigint), 3), 1, 6), (52)::bigint, 1), (53)::bigint, 1), 'hex'::text))::uuid NOT NULL,
     queue text DEFAULT 'default'::text NOT NULL,
@@ -236,10 +214,8 @@ CREATE TABLE public.jobq_jobs (
     CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobq_jobs_cancel_check CHECK (((status <> 'pending'::text) OR ((cancel_requested_at IS NULL) AND (cancel_reason IS NULL)))),
     CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
-    CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (public.jobq__statuses(finished => true))) = (finished_at IS NOT NULL))),
     CONSTRAINT jobq_jobs_limit_key_needs_group CHECK (((limit_key IS NULL) OR (limit_group IS NOT NULL))),
-    CONSTRAINT jobq_jobs_max_attempts_check CHECK ((max_attempts >= 1)),
-    CONSTRAINT jobq_jobs_status_check CHECK ((status = ANY (public.jobq__statuses())))
+    CONSTRAINT jobq_jobs_max_attempts_check CHECK ((max_attempts >= 1))
 )
 WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0.0', autovacuum_vacuum_insert_threshold='20000', autovacuum_analyze_scale_factor='0.0', autovacuum_analyze_threshold='10000', autovacuum_vacuum_cost_delay='0');
 
@@ -359,14 +335,9 @@ processing. Testing the status as well would match the predicate of jobq_jobs_lo
 with a generic plan and statistics gathered while few jobs are processing the planner may
 choose that index over the primary key, scanning every claimed job on each call.';
 
-COMMENT ON CONSTRAINT jobq_jobs_finished_check ON public.jobq_jobs IS 'finished_at is set exactly for the finished statuses, jobq__statuses(finished => true).';
-
 COMMENT ON CONSTRAINT jobq_jobs_limit_key_needs_group ON public.jobq_jobs IS 'A limit_key means something only within a limit_group.';
 
 COMMENT ON CONSTRAINT jobq_jobs_max_attempts_check ON public.jobq_jobs IS 'A job may be claimed at least once (jobq_enqueue also refuses more than 1000).';
-
-COMMENT ON CONSTRAINT jobq_jobs_status_check ON public.jobq_jobs IS 'status is one of jobq__statuses(). Text with a CHECK rather than an enum, whose values could
-never be dropped.';
 
 CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[]) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql
@@ -1266,6 +1237,32 @@ COMMENT ON FUNCTION public.jobq__event_channel(kind text) IS 'Private. The NOTIF
 awaited job finished; cancel: a processing job got a cancel request): jobq-<kind>:<schema>, or
 jobq-<kind>#<hex SHA-224 of the schema name, cut to fit 63 bytes> for a long schema name.';
 
+CREATE FUNCTION public.jobq__history_partitions(status text) RETURNS TABLE(name text, lower_at timestamp with time zone, upper_at timestamp with time zone)
+    LANGUAGE sql STABLE
+    AS $_$
+    SELECT
+        c.relname::text,
+        b.m[1]::timestamptz,
+        b.m[2]::timestamptz
+    FROM pg_catalog.pg_inherits AS i
+    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
+    CROSS JOIN LATERAL (
+        SELECT pg_catalog.regexp_match(
+            pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+            '^FOR VALUES FROM \(''([^'']+)''\) TO \(''([^'']+)''\)$'
+        ) AS m
+    ) AS b
+    WHERE i.inhparent OPERATOR(pg_catalog.=) pg_catalog.to_regclass(
+        'jobq__history_' OPERATOR(pg_catalog.||) jobq__history_partitions.status
+    )::oid
+      AND b.m IS NOT NULL
+    ORDER BY 2
+$_$;
+
+COMMENT ON FUNCTION public.jobq__history_partitions(status text) IS 'Private. The range partitions of jobq_jobs_history for one finished status: name, lower_at
+(inclusive) and upper_at (exclusive) bounds of finished_at, oldest first; the DEFAULT
+partition is not listed.';
+
 CREATE FUNCTION public.jobq__insert_jobs(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[], limit_groups text[], limit_keys text[]) RETURNS TABLE(ord integer, id uuid)
     LANGUAGE plpgsql
     AS $$
@@ -1275,6 +1272,7 @@ DECLARE
     v_types text[];
     v_keys text[];
     v_missing integer;
+    v_stale boolean;
     v_metrics boolean;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -1394,6 +1392,10 @@ BEGIN
             i.available_at, i.priority, i.available_at > v_now, i.limit_group, i.limit_key
         FROM input AS i
         WHERE i.new_id = i.first_id
+          AND NOT EXISTS (
+              SELECT FROM jobq_jobs_history AS h
+              WHERE h.job_type = i.job_type AND h.idempotency_key = i.idempotency_key
+          )
         ORDER BY i.ord
         ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.job_type, j.available_at
@@ -1423,8 +1425,48 @@ BEGIN
     CROSS JOIN woken
     CROSS JOIN counted;
 
+    -- Keys whose job moved to jobq_jobs_history while the insert ran (as in jobq_enqueue):
+    -- that job's id, and our row goes; under REPEATABLE READ, 40001 when the snapshot still
+    -- sees such a job in jobq_jobs.
+    WITH r AS MATERIALIZED (
+        SELECT
+            x.ord, x.id,
+            CASE WHEN x.id IS NOT NULL AND x.key IS NOT NULL THEN (
+                SELECT h.id FROM jobq_jobs_history AS h
+                WHERE h.job_type = x.job_type AND h.idempotency_key = x.key
+                LIMIT 1
+            ) END AS moved_id,
+            x.id IS NOT NULL AND x.key IS NOT NULL AND EXISTS (
+                SELECT FROM jobq_jobs AS j
+                WHERE j.job_type = x.job_type AND j.idempotency_key = x.key AND j.id <> x.id
+            ) AS stale
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types), pg_catalog.unnest(v_keys)
+        ) WITH ORDINALITY AS x (id, job_type, key, ord)
+    ),
+
+    gone AS (
+        DELETE FROM jobq_jobs AS j
+        WHERE j.id = ANY (ARRAY(SELECT r.id FROM r WHERE r.moved_id IS NOT NULL))
+        RETURNING j.id
+    )
+
+    SELECT
+        pg_catalog.array_agg(coalesce(r.moved_id, r.id) ORDER BY r.ord),
+        pg_catalog.bool_or(r.stale)
+    INTO v_ids, v_stale
+    FROM r
+    LEFT JOIN (SELECT pg_catalog.count(*) AS n FROM gone) AS g ON TRUE;
+    IF v_stale THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: the job of an idempotency key finished while this '
+                        'transaction enqueued it again'
+            USING ERRCODE = 'serialization_failure',
+                  HINT = 'Retry the transaction: it then returns that job''s id.';
+    END IF;
+
     -- Jobs whose key existed already: the existing ids, read with the fresh snapshot of this
-    -- statement (it sees the rows that concurrent enqueuers committed meanwhile).
+    -- statement (it sees the rows that concurrent enqueuers committed meanwhile), live or
+    -- finished.
     LOOP
         SELECT
             pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
@@ -1433,7 +1475,7 @@ BEGIN
         FROM ROWS FROM (
             pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types), pg_catalog.unnest(v_keys)
         ) WITH ORDINALITY AS r (id, job_type, key, ord)
-        LEFT JOIN jobq_jobs AS j
+        LEFT JOIN jobq_all_jobs AS j
             ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 
@@ -2262,6 +2304,102 @@ notification with an empty payload when payloads has a non-NULL element (no id i
 listeners re-check with the functions they are granted). Result: how many notifications were
 sent (0 or 1).';
 
+CREATE FUNCTION public.jobq__requeue(job_ids uuid[]) RETURNS TABLE(queue text, job_type text, old_status text)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    RETURN QUERY
+    WITH moved AS (
+        DELETE FROM jobq_jobs_history AS h
+        WHERE h.id = ANY (jobq__requeue.job_ids)
+          AND h.status IN ('dead_letter', 'failed', 'cancelled')
+        RETURNING
+            h.id, h.queue, h.job_type, h.payload, h.idempotency_key, h.status, h.priority,
+            h.max_attempts, h.last_error, h.errors, h.created_at, h.result, h.limit_group,
+            h.limit_key, h.claimed_at
+    ),
+
+    back AS (
+        INSERT INTO jobq_jobs AS j (
+            id, queue, job_type, payload, idempotency_key, status, priority, attempts,
+            max_attempts, available_at, last_error, errors, created_at, updated_at, scheduled,
+            result, limit_group, limit_key, claimed_at
+        )
+        SELECT
+            m.id, m.queue, m.job_type, m.payload, m.idempotency_key, 'pending', m.priority, 0,
+            m.max_attempts, v_now, m.last_error, m.errors, m.created_at, v_now, FALSE,
+            m.result, m.limit_group, m.limit_key, m.claimed_at
+        FROM moved AS m
+        RETURNING j.id
+    )
+
+    SELECT m.queue, m.job_type, m.status
+    FROM moved AS m
+    JOIN back AS b ON b.id = m.id;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__requeue(job_ids uuid[]) IS 'Private. Moves the dead_letter, failed and cancelled jobs among job_ids from
+jobq_jobs_history back to jobq_jobs, pending and available now (attempts 0, claim and cancel
+request cleared, error history kept); returns the queue, job type and former status of each.';
+
+CREATE FUNCTION public.jobq__retire(job_ids uuid[]) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_moved integer;
+BEGIN
+    IF job_ids IS NULL OR pg_catalog.cardinality(job_ids) = 0 THEN
+        RETURN 0;
+    END IF;
+    WITH moved AS (
+        DELETE FROM jobq_jobs AS j
+        WHERE j.id = ANY (jobq__retire.job_ids) AND j.finished_at IS NOT NULL
+        RETURNING
+            j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.status, j.priority,
+            j.attempts, j.max_attempts, j.available_at, j.locked_at, j.locked_by,
+            j.last_error, j.errors, j.created_at, j.updated_at, j.finished_at, j.scheduled,
+            j.result, j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key,
+            j.claimed_at
+    )
+
+    INSERT INTO jobq_jobs_history (
+        id, queue, job_type, payload, idempotency_key, status, priority, attempts,
+        max_attempts, available_at, locked_at, locked_by, last_error, errors, created_at,
+        updated_at, finished_at, scheduled, result, cancel_requested_at, cancel_reason,
+        limit_group, limit_key, claimed_at
+    )
+    SELECT
+        m.id, m.queue, m.job_type, m.payload, m.idempotency_key, m.status, m.priority,
+        m.attempts, m.max_attempts, m.available_at, m.locked_at, m.locked_by, m.last_error,
+        m.errors, m.created_at, m.updated_at, m.finished_at, m.scheduled, m.result,
+        m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
+    FROM moved AS m;
+    GET DIAGNOSTICS v_moved = ROW_COUNT;
+    RETURN v_moved;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__retire(job_ids uuid[]) IS 'Private. Moves the finished jobs among job_ids from jobq_jobs to jobq_jobs_history (one
+DELETE ... RETURNING feeding one INSERT); returns how many moved. Called by the trigger
+jobq_jobs_retire at the end of the statement that finished them.';
+
+CREATE FUNCTION public.jobq__retire_row() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM jobq__retire(ARRAY[new.id]);
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__retire_row() IS 'Private. Trigger of jobq_jobs (jobq_jobs_retire, AFTER INSERT OR UPDATE of a row that is
+finished): moves the row to jobq_jobs_history at the end of the statement.';
+
 CREATE FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) RETURNS timestamp with time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -2278,6 +2416,28 @@ $$;
 
 COMMENT ON FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) IS 'Private. failed_at + attempts × backoff (a number of seconds; a month is 30 days), capped at
 365 days: when a failed attempt may run again. Never overflows.';
+
+CREATE FUNCTION public.jobq__statuses(finished boolean DEFAULT NULL::boolean) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+DECLARE
+    -- pending waits (also between retries); processing is claimed.
+    v_unfinished CONSTANT text[] := ARRAY['pending', 'processing'];
+    -- succeeded is done; failed is a permanent failure the worker asked for; dead_letter has
+    -- used all its attempts; cancelled was cancelled (jobq_cancel).
+    v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'];
+BEGIN
+    RETURN CASE jobq__statuses.finished
+        WHEN TRUE THEN v_finished
+        WHEN FALSE THEN v_unfinished
+        ELSE pg_catalog.array_cat(v_unfinished, v_finished)
+    END;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__statuses(finished boolean) IS 'Private. The job statuses: every one (finished NULL, in the order of a job''s life), the
+finished ones (finished true) or the others (finished false). Used by the CHECK constraints of
+jobq_jobs and by the functions that take status names.';
 
 CREATE FUNCTION public.jobq__tick(at timestamp with time zone) RETURNS TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)
     LANGUAGE plpgsql
@@ -2533,7 +2693,7 @@ BEGIN
     SELECT
         j.id, j.status, j.attempts, j.result, j.last_error, j.finished_at,
         j.cancel_requested_at IS NOT NULL
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j
     WHERE j.id = ANY (jobq_await.job_ids)
     ORDER BY j.id;
 END;
@@ -2635,7 +2795,7 @@ BEGIN
                 THEN 'cancel_requested'
             ELSE j.status
         END
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j  -- finished jobs are reported too, with their status
     WHERE j.id = ANY (jobq_cancel.job_ids)
     ORDER BY j.id;
 END;
@@ -2711,25 +2871,44 @@ BEGIN
         END IF;
     END IF;
 
-    UPDATE jobq_jobs AS j
-    SET
-        status = 'succeeded',
-        result = jobq_complete.result,
-        finished_at = v_now,
-        locked_at = NULL,
-        locked_by = NULL,
-        updated_at = v_now
-    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
-    WHERE j.id = jobq_complete.job_id
-      AND j.locked_by = jobq_complete.worker_id
-      AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
+    -- The job leaves jobq_jobs for the history in this one statement: the row the DELETE takes
+    -- is inserted there succeeded, so a completion writes no new version into jobq_jobs.
+    WITH moved AS (
+        DELETE FROM jobq_jobs AS j
+        -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        WHERE j.id = jobq_complete.job_id
+          AND j.locked_by = jobq_complete.worker_id
+          AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
+        RETURNING
+            j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.priority, j.attempts,
+            j.max_attempts, j.available_at, j.last_error, j.errors, j.created_at, j.scheduled,
+            j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at
+    ),
+
+    kept AS (
+        INSERT INTO jobq_jobs_history AS h (
+            id, queue, job_type, payload, idempotency_key, status, priority, attempts,
+            max_attempts, available_at, locked_at, locked_by, last_error, errors, created_at,
+            updated_at, finished_at, scheduled, result, cancel_requested_at, cancel_reason,
+            limit_group, limit_key, claimed_at
+        )
+        SELECT
+            m.id, m.queue, m.job_type, m.payload, m.idempotency_key, 'succeeded', m.priority,
+            m.attempts, m.max_attempts, m.available_at, NULL, NULL, m.last_error, m.errors,
+            m.created_at, v_now, v_now, m.scheduled, jobq_complete.result,
+            m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
+        FROM moved AS m
+        RETURNING h.id, h.queue, h.job_type, h.claimed_at
+    )
+
     -- Whether a client awaits the job is read in the same statement: a probe of an index that
     -- is empty unless someone waits, with no statement of its own.
-    RETURNING
-        EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id),
-        j.queue, j.job_type, j.claimed_at
-    INTO v_awaited, v_queue, v_job_type, v_claimed_at;
+    SELECT
+        EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = k.id),
+        k.queue, k.job_type, k.claimed_at
+    INTO v_awaited, v_queue, v_job_type, v_claimed_at
+    FROM kept AS k;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
             'succeeded'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
@@ -2811,20 +2990,14 @@ BEGIN
         END IF;
     END IF;
 
-    WITH done AS (
-        UPDATE jobq_jobs AS j
-        SET
-            status = 'succeeded',
-            result = d.result,
-            finished_at = v_now,
-            locked_at = NULL,
-            locked_by = NULL,
-            updated_at = v_now
+    -- Each job leaves jobq_jobs for the history in this one statement (as in jobq_complete).
+    WITH moved AS (
+        DELETE FROM jobq_jobs AS j
         -- ROWS FROM (unnest, unnest, unnest) is what a three-array unnest() in FROM means; it
         -- is written out because that shorthand exists only for the unqualified name. It pads
         -- a shorter function with NULLs: a NULL attempts or results (no row) means NULL for
         -- every job, at no cost (their lengths were checked above).
-        FROM ROWS FROM (
+        USING ROWS FROM (
             pg_catalog.unnest(jobq_complete_many.job_ids),
             pg_catalog.unnest(jobq_complete_many.attempts),
             pg_catalog.unnest(jobq_complete_many.results)
@@ -2835,8 +3008,28 @@ BEGIN
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
         RETURNING
-            j.id, j.queue, j.job_type, j.claimed_at,
-            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id) AS awaited
+            j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.priority, j.attempts,
+            j.max_attempts, j.available_at, j.last_error, j.errors, j.created_at, j.scheduled,
+            j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at,
+            d.result
+    ),
+
+    done AS (
+        INSERT INTO jobq_jobs_history AS h (
+            id, queue, job_type, payload, idempotency_key, status, priority, attempts,
+            max_attempts, available_at, locked_at, locked_by, last_error, errors, created_at,
+            updated_at, finished_at, scheduled, result, cancel_requested_at, cancel_reason,
+            limit_group, limit_key, claimed_at
+        )
+        SELECT
+            m.id, m.queue, m.job_type, m.payload, m.idempotency_key, 'succeeded', m.priority,
+            m.attempts, m.max_attempts, m.available_at, NULL, NULL, m.last_error, m.errors,
+            m.created_at, v_now, v_now, m.scheduled, m.result,
+            m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
+        FROM moved AS m
+        RETURNING
+            h.id, h.queue, h.job_type, h.claimed_at,
+            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = h.id) AS awaited
     ),
 
     counted AS MATERIALIZED (
@@ -3815,6 +4008,7 @@ DECLARE
     v_limit integer;
     v_metrics boolean;
     v_id uuid;
+    v_moved uuid;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -3871,11 +4065,28 @@ BEGIN
         )
         RETURNING j.id INTO v_id;
     ELSE
-        -- Race-free dedupe: ON CONFLICT DO NOTHING waits for a concurrent inserter of the same
-        -- key. If it committed, we insert nothing and read its row with the fresh snapshot of
-        -- the next statement; if it rolled back, our insert goes through. The loop covers the
-        -- (rare) case of the row being deleted between the two statements.
+        -- Race-free dedupe across jobq_jobs and jobq_jobs_history. A finished job of the key
+        -- is found first (its id, nothing added). Else ON CONFLICT DO NOTHING waits for a
+        -- concurrent inserter of the same key, or for the transaction that moves the key's
+        -- job to the history: if the row is still there we insert nothing and read its id
+        -- with the fresh snapshot of the next statement (in either table). If our row went
+        -- in, the key's job may have moved to the history between the look-up and the
+        -- insert: read again with a fresh snapshot, and if it is there our row goes and its
+        -- id is returned. Under REPEATABLE READ the snapshot is the transaction's: a job of
+        -- the key that it still sees in jobq_jobs has been moved since, and the caller must
+        -- retry (40001), as ON CONFLICT itself would say. The loop covers a key whose job
+        -- was deleted between the two statements.
         LOOP
+            SELECT h.id INTO v_id
+            FROM jobq_jobs_history AS h
+            WHERE
+                h.job_type = jobq_enqueue.job_type
+                AND h.idempotency_key = jobq_enqueue.idempotency_key
+            LIMIT 1;
+            IF v_id IS NOT NULL THEN
+                RETURN v_id;  -- a duplicate of a finished job: nobody needs waking
+            END IF;
+
             INSERT INTO jobq_jobs AS j (
                 queue, job_type, payload, idempotency_key, max_attempts, available_at, priority,
                 scheduled, limit_group, limit_key
@@ -3889,10 +4100,36 @@ BEGIN
             )
             ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
-            EXIT WHEN v_id IS NOT NULL;
+
+            IF v_id IS NOT NULL THEN
+                SELECT h.id INTO v_moved
+                FROM jobq_jobs_history AS h
+                WHERE
+                    h.job_type = jobq_enqueue.job_type
+                    AND h.idempotency_key = jobq_enqueue.idempotency_key
+                LIMIT 1;
+                IF v_moved IS NOT NULL THEN
+                    DELETE FROM jobq_jobs AS j WHERE j.id = v_id;
+                    RETURN v_moved;
+                END IF;
+                IF EXISTS (
+                    SELECT FROM jobq_jobs AS j
+                    WHERE
+                        j.job_type = jobq_enqueue.job_type
+                        AND j.idempotency_key = jobq_enqueue.idempotency_key
+                        AND j.id <> v_id
+                ) THEN
+                    RAISE EXCEPTION 'jobq_enqueue: the job of idempotency_key % finished while '
+                                    'this transaction enqueued it again',
+                        pg_catalog.quote_literal(jobq_enqueue.idempotency_key)
+                        USING ERRCODE = 'serialization_failure',
+                              HINT = 'Retry the transaction: it then returns that job''s id.';
+                END IF;
+                EXIT;
+            END IF;
 
             SELECT j.id INTO v_id
-            FROM jobq_jobs AS j
+            FROM jobq_all_jobs AS j
             WHERE
                 j.job_type = jobq_enqueue.job_type
                 AND j.idempotency_key = jobq_enqueue.idempotency_key;
@@ -4653,7 +4890,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN QUERY
-    SELECT j.* FROM jobq_jobs AS j WHERE j.id = jobq_get_job.job_id;
+    SELECT j.* FROM jobq_all_jobs AS j WHERE j.id = jobq_get_job.job_id;
 END;
 $$;
 
@@ -4776,7 +5013,7 @@ BEGIN
         pg_catalog.count(*)::double precision,
         pg_catalog.format('%s job(s) in dead_letter: see jobq dead-letter list',
                           pg_catalog.count(*))
-    FROM jobq_jobs AS j
+    FROM jobq_jobs_history AS j
     WHERE j.status = 'dead_letter';
 
     -- Dead tuples of the jobs table: a queue table that VACUUM cannot keep clean slows down.
@@ -4989,7 +5226,7 @@ CREATE FUNCTION public.jobq_job_status(job_ids uuid[]) RETURNS TABLE(id uuid, st
     SELECT
         j.id, j.status, j.attempts, j.result, j.last_error, j.finished_at,
         j.cancel_requested_at IS NOT NULL
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j
     WHERE j.id = ANY (jobq_job_status.job_ids)
     ORDER BY j.id
 $$;
@@ -5123,8 +5360,8 @@ BEGIN
         ORDER BY j.locked_at, j.id
         LIMIT max_rows;
     ELSE
-        -- Finished: newest first, through jobq_jobs_succeeded_idx or jobq_jobs_failed_idx (one
-        -- query each, whose predicate implies the index's), examined one by one. The LIMIT says
+        -- Finished: newest first, from the partitions of the status in jobq_jobs_history
+        -- (jobq_jobs_history_finished_idx of each), examined one by one. The LIMIT says
         -- what the loop reads at most: without it, the plan is costed for every finished job,
         -- and a cost in the millions has PostgreSQL JIT-compile it (half a second, per call,
         -- until the plan is cached) to return 51 rows.
@@ -5135,7 +5372,7 @@ BEGIN
                    j.finished_at, CASE WHEN v_errors THEN j.last_error END,
                    j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
-            FROM jobq_jobs AS j
+            FROM jobq_jobs_history AS j
             WHERE j.status = 'succeeded'
               AND (j.finished_at, j.id) < (v_at, v_id)
             ORDER BY j.finished_at DESC, j.id DESC
@@ -5147,7 +5384,7 @@ BEGIN
                    j.finished_at, CASE WHEN v_errors THEN j.last_error END,
                    j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
-            FROM jobq_jobs AS j
+            FROM jobq_jobs_history AS j
             WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
               AND j.status = jobq_jobs_page.status
               AND (j.finished_at, j.id) < (v_at, v_id)
@@ -5330,7 +5567,7 @@ BEGIN
 
     RETURN QUERY
     SELECT j.*
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j
     WHERE (jobq_list_jobs.statuses IS NULL OR j.status = ANY (jobq_list_jobs.statuses))
       AND (jobq_list_jobs.job_type IS NULL OR j.job_type = jobq_list_jobs.job_type)
       AND (jobq_list_jobs.queue IS NULL OR j.queue = jobq_list_jobs.queue)
@@ -5347,6 +5584,185 @@ default 100).
 Result: rows of jobq_jobs.
 Errors: 22023 an unknown status, more than 100 statuses, a job_type or queue longer than 200
 characters, max_rows < 1.';
+
+CREATE FUNCTION public.jobq_maintain_history(lock_timeout interval DEFAULT '00:00:00.1'::interval) RETURNS TABLE(action text, partition_name text, detail text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    SET lock_timeout TO '100'
+    AS $_$
+DECLARE
+    v_now CONSTANT timestamptz := pg_catalog.now();
+    v_today CONSTANT date := (v_now AT TIME ZONE 'UTC')::date;
+    v_status text;
+    v_keep interval;
+    v_days integer;
+    v_parent text;
+    v_day date;
+    v_lower timestamptz;
+    v_upper timestamptz;
+    v_name text;
+    v_grantee text;
+    v_rows bigint;
+BEGIN
+    IF jobq_maintain_history.lock_timeout IS NULL
+        OR jobq_maintain_history.lock_timeout <= interval '0'
+        OR jobq_maintain_history.lock_timeout > interval '1 minute'
+    THEN
+        RAISE EXCEPTION 'jobq_maintain_history: lock_timeout must be more than 0 and at most '
+                        '1 minute, got %', coalesce(jobq_maintain_history.lock_timeout::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- One session maintains at a time: a concurrent call (another tick) returns at once
+    -- rather than make or drop the same partition. The key is made from the installation's
+    -- secret lock_seed, as the limit keys' (jobq__claim_limited), so no other role can hold it.
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
+        pg_catalog.format('jobq maintain_history %L', pg_catalog.current_schema()),
+        (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
+    )) THEN
+        RETURN;
+    END IF;
+    -- Local to this call: the SET clause above restores the caller's value on return.
+    PERFORM pg_catalog.set_config(
+        'lock_timeout',
+        pg_catalog.ceil(
+            extract(EPOCH FROM jobq_maintain_history.lock_timeout) * 1000
+        )::bigint::text || 'ms',
+        TRUE
+    );
+
+    FOR v_status, v_keep, v_days IN
+        SELECT r.status, r.keep, r.partition_days FROM jobq_retention AS r ORDER BY r.status
+    LOOP
+        v_parent := 'jobq__history_' || v_status;
+
+        -- Ahead: a partition covering each of today and the next two days (UTC). A new one
+        -- starts at its period (partition_days since 1970-01-01) and is cut short where a
+        -- partition made with another partition_days already covers the time.
+        v_day := v_today;
+        <<ahead>>
+        WHILE v_day <= v_today + 2 LOOP
+            IF NOT EXISTS (
+                SELECT FROM jobq__history_partitions(v_status) AS p
+                WHERE p.lower_at <= v_day::timestamp AT TIME ZONE 'UTC'
+                  AND p.upper_at > v_day::timestamp AT TIME ZONE 'UTC'
+            ) THEN
+                v_lower := (DATE '1970-01-01' + ((v_day - DATE '1970-01-01') / v_days) * v_days)
+                    ::timestamp AT TIME ZONE 'UTC';
+                v_upper := v_lower + pg_catalog.make_interval(days => v_days);
+                SELECT
+                    greatest(v_lower, pg_catalog.max(p.upper_at) FILTER (
+                        WHERE p.upper_at <= v_day::timestamp AT TIME ZONE 'UTC'
+                    )),
+                    least(v_upper, pg_catalog.min(p.lower_at) FILTER (
+                        WHERE p.lower_at > v_day::timestamp AT TIME ZONE 'UTC'
+                    ))
+                INTO v_lower, v_upper
+                FROM jobq__history_partitions(v_status) AS p;
+                v_name := v_parent || '_'
+                    || pg_catalog.to_char(v_lower AT TIME ZONE 'UTC', 'YYYYMMDD');
+                BEGIN
+                    EXECUTE pg_catalog.format(
+                        'CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS)', v_name, v_parent
+                    );
+                    EXECUTE pg_catalog.format(
+                        'WITH m AS (DELETE FROM %I AS d WHERE d.finished_at >= $1 '
+                        'AND d.finished_at < $2 RETURNING d.*) INSERT INTO %I SELECT * FROM m',
+                        v_parent || '_default', v_name
+                    ) USING v_lower, v_upper;
+                    EXECUTE pg_catalog.format(
+                        'ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
+                        v_parent, v_name, v_lower, v_upper
+                    );
+                    -- Exactly the privileges of a migrated table (none: the parent's apply),
+                    -- whatever default privileges jobq's owner has.
+                    EXECUTE pg_catalog.format('REVOKE ALL ON TABLE %I FROM PUBLIC', v_name);
+                    FOR v_grantee IN
+                        SELECT DISTINCT pg_catalog.pg_get_userbyid(a.grantee)::text
+                        FROM pg_catalog.pg_class AS c
+                        CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) AS a
+                        WHERE c.oid OPERATOR(pg_catalog.=) v_name::regclass::oid
+                          AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+                          AND a.grantee OPERATOR(pg_catalog.<>) 0::oid
+                    LOOP
+                        EXECUTE pg_catalog.format(
+                            'REVOKE ALL ON TABLE %I FROM %I', v_name, v_grantee
+                        );
+                    END LOOP;
+                    action := 'created';
+                    partition_name := v_name;
+                    detail := pg_catalog.format('finished_at from %s to %s', v_lower, v_upper);
+                    RETURN NEXT;
+                EXCEPTION WHEN lock_not_available THEN
+                    action := 'skipped';
+                    partition_name := v_name;
+                    detail := 'lock not granted within lock_timeout: retried by the next call';
+                    RETURN NEXT;
+                    EXIT ahead;
+                END;
+            END IF;
+            v_day := v_day + 1;
+        END LOOP;
+
+        CONTINUE WHEN v_keep IS NULL;
+
+        -- Expired: every row finished more than keep ago.
+        FOR v_name, v_upper IN
+            SELECT p.name, p.upper_at FROM jobq__history_partitions(v_status) AS p
+            WHERE p.upper_at <= v_now - v_keep
+            ORDER BY p.lower_at
+        LOOP
+            BEGIN
+                EXECUTE pg_catalog.format('DROP TABLE %I', v_name);
+                action := 'dropped';
+                partition_name := v_name;
+                detail := pg_catalog.format('finished_at before %s', v_upper);
+                RETURN NEXT;
+            EXCEPTION WHEN lock_not_available THEN
+                action := 'skipped';
+                partition_name := v_name;
+                detail := 'lock not granted within lock_timeout: retried by the next call';
+                RETURN NEXT;
+                EXIT;
+            END;
+        END LOOP;
+
+        BEGIN
+            EXECUTE pg_catalog.format(
+                'DELETE FROM %I AS d WHERE d.finished_at < $1', v_parent || '_default'
+            ) USING v_now - v_keep;
+            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            IF v_rows > 0 THEN
+                action := 'deleted';
+                partition_name := v_parent || '_default';
+                detail := pg_catalog.format('%s row(s) finished before %s', v_rows, v_now - v_keep);
+                RETURN NEXT;
+            END IF;
+        EXCEPTION WHEN lock_not_available THEN
+            action := 'skipped';
+            partition_name := v_parent || '_default';
+            detail := 'lock not granted within lock_timeout: retried by the next call';
+            RETURN NEXT;
+        END;
+    END LOOP;
+END;
+$_$;
+
+COMMENT ON FUNCTION public.jobq_maintain_history(lock_timeout interval) IS 'Admin (and run by every jobq_tick). Keeps jobq_jobs_history: makes the partitions of today and
+the next two days (UTC) for each finished status, and drops each partition whose jobs all
+finished more than the status''s keep ago (jobq_retention, jobq_set_retention): constant time
+whatever the rows. Jobs in a status''s DEFAULT partition (finished when no partition covered
+their time) move to the partition made for their days, and are deleted there once older than
+keep. Nothing live is ever dropped: the history holds finished jobs only.
+Arguments: lock_timeout (how long each step may wait for its lock: more than 0, at most 1
+minute; default 100 ms).
+Result: one row per step: action (created, dropped, deleted, or skipped when its lock was not
+granted in time: the next call retries it), partition_name, detail.
+Errors: 22023 lock_timeout NULL, not positive or above 1 minute.
+Concurrency: one call at a time per installation (a concurrent call returns no row at once);
+each step waits at most lock_timeout for its lock, so that completions never queue behind it for
+longer; the locks taken are held until the caller''s transaction ends (commit at
+once). A DROP holds ACCESS EXCLUSIVE on its status''s partitioned table, which completions of
+that status wait for until then.';
 
 CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, value double precision)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5690,12 +6106,12 @@ CREATE FUNCTION public.jobq_metrics_forget() RETURNS bigint
 DECLARE
     v_forgotten bigint;
 BEGIN
-    LOCK TABLE jobq_jobs IN SHARE MODE;
+    LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE;
     LOCK TABLE jobq_metric_counters, jobq_metric_deltas, jobq_metric_labels
     IN SHARE ROW EXCLUSIVE MODE;
 
     WITH present AS MATERIALIZED (
-        SELECT DISTINCT j.queue, j.job_type FROM jobq_jobs AS j
+        SELECT DISTINCT j.queue, j.job_type FROM jobq_all_jobs AS j
     ),
 
     labels AS MATERIALIZED (
@@ -5763,9 +6179,9 @@ counted under it. The removed series end, as a restarted target''s do.
 Arguments: none.
 Result: how many label sets were removed.
 Errors: none.
-Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE (waits for the transactions writing jobs at
-that moment, blocks writers until the caller''s transaction ends) and the metric tables in
-SHARE ROW EXCLUSIVE MODE; reads jobq_jobs whole, once. Run it when the queue is quiet, in a
+Concurrency: LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE (waits for the
+transactions writing jobs at that moment, blocks writers until the caller''s transaction ends) and the metric tables in
+SHARE ROW EXCLUSIVE MODE; reads jobq_all_jobs whole, once. Run it when the queue is quiet, in a
 transaction of its own.';
 
 CREATE FUNCTION public.jobq_metrics_recount() RETURNS bigint
@@ -5775,7 +6191,7 @@ CREATE FUNCTION public.jobq_metrics_recount() RETURNS bigint
 DECLARE
     v_jobs bigint;
 BEGIN
-    LOCK TABLE jobq_jobs IN SHARE MODE;
+    LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE;
     UPDATE jobq_metric_counters AS c
     SET
         jobs_pending = 0, jobs_processing = 0, jobs_succeeded = 0, jobs_failed = 0,
@@ -5798,7 +6214,7 @@ BEGIN
             pg_catalog.count(*) FILTER (WHERE j.status = 'failed') AS failed,
             pg_catalog.count(*) FILTER (WHERE j.status = 'dead_letter') AS dead_letter,
             pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled
-        FROM jobq_jobs AS j
+        FROM jobq_all_jobs AS j
         GROUP BY j.queue, j.job_type
     ),
 
@@ -5857,8 +6273,8 @@ Counters and histograms are left as they are. Reads the whole table.
 Arguments: none.
 Result: how many jobs were counted.
 Errors: none.
-Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE: waits for the transactions writing jobs at
-that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
+Concurrency: LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE: waits for the
+transactions writing jobs at that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
 quiet, in a transaction of its own.';
 
 CREATE FUNCTION public.jobq_prune(older_than interval DEFAULT '7 days'::interval, statuses text[] DEFAULT '{succeeded}'::text[], batch_size integer DEFAULT NULL::integer) RETURNS bigint
@@ -5868,9 +6284,7 @@ CREATE FUNCTION public.jobq_prune(older_than interval DEFAULT '7 days'::interval
 DECLARE
     v_bad text;
     v_hint text;
-    v_status text;
     v_before timestamptz;
-    v_count bigint;
     v_deleted bigint := 0::bigint;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -5912,172 +6326,40 @@ BEGIN
     END IF;
 
     v_before := v_now - least(older_than, interval '1000 years');
-    IF batch_size IS NOT NULL THEN
-        -- The oldest batch_size across the statuses, in one statement: each status gives its
-        -- oldest batch_size that no other transaction holds (read in finished_at order from its
-        -- index, locked with SKIP LOCKED as they are read), and the oldest batch_size of those
-        -- are deleted; the others stay locked only until this call's transaction ends.
-        -- Succeeded jobs are read with the predicate of jobq_jobs_succeeded_idx, the others
-        -- with that of jobq_jobs_failed_idx, so that even a generic plan can prove each
-        -- index's predicate.
-        WITH succeeded AS MATERIALIZED (
-            SELECT j.id, j.finished_at
-            FROM jobq_jobs AS j
-            WHERE 'succeeded' = ANY (jobq_prune.statuses)
-              AND j.status = 'succeeded'
-              AND j.finished_at < v_before
-            ORDER BY j.finished_at, j.id
-            LIMIT jobq_prune.batch_size
-            FOR UPDATE SKIP LOCKED
-        ),
+    -- The oldest first (by finished_at, whatever the status), batch_size of them or all; rows
+    -- another transaction holds are skipped. The status and finished_at tests of the DELETE
+    -- leave out the partitions that cannot hold such a job, and the ids are found in the
+    -- others through jobq_jobs_history_id_idx.
+    WITH doomed AS MATERIALIZED (
+        SELECT h.id
+        FROM jobq_jobs_history AS h
+        WHERE h.status = ANY (jobq_prune.statuses)
+          AND h.finished_at < v_before
+        ORDER BY h.finished_at, h.id
+        LIMIT jobq_prune.batch_size
+        FOR UPDATE SKIP LOCKED
+    ),
 
-        ended AS MATERIALIZED (
-            SELECT f.id, f.finished_at
-            FROM (
-                SELECT DISTINCT u.s
-                FROM pg_catalog.unnest(jobq_prune.statuses) AS u (s)
-                WHERE u.s IN ('failed', 'dead_letter', 'cancelled')
-            ) AS st
-            CROSS JOIN LATERAL (
-                SELECT j.id, j.finished_at
-                FROM jobq_jobs AS j
-                WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
-                  AND j.status = st.s
-                  AND j.finished_at < v_before
-                ORDER BY j.finished_at, j.id
-                LIMIT jobq_prune.batch_size
-                FOR UPDATE SKIP LOCKED
-            ) AS f
-        ),
+    pruned AS (
+        DELETE FROM jobq_jobs_history AS h
+        WHERE h.status = ANY (jobq_prune.statuses)
+          AND h.finished_at < v_before
+          AND h.id = ANY (ARRAY(SELECT d.id FROM doomed AS d))
+        RETURNING h.queue, h.job_type, h.status
+    ),
 
-        doomed AS MATERIALIZED (
-            SELECT c.id
-            FROM (
-                SELECT s.id, s.finished_at FROM succeeded AS s
-                UNION ALL
-                SELECT e.id, e.finished_at FROM ended AS e
-            ) AS c
-            ORDER BY c.finished_at, c.id
-            LIMIT jobq_prune.batch_size
-        ),
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
+        ) AS n
+        FROM pruned AS c
+        HAVING pg_catalog.count(*) > 0
+    )
 
-        pruned AS (
-            DELETE FROM jobq_jobs AS j
-            WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed))
-            RETURNING j.queue, j.job_type, j.status
-        ),
-
-        counted AS MATERIALIZED (
-            SELECT jobq__metrics_count(
-                'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                pg_catalog.array_agg(c.status), NULL::double precision[]
-            ) AS n
-            FROM pruned AS c
-            HAVING pg_catalog.count(*) > 0
-        )
-
-        SELECT pg_catalog.count(*) INTO v_deleted
-        FROM pruned AS p
-        LEFT JOIN counted ON TRUE;
-    ELSE
-        FOR v_status IN
-            SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s
-        LOOP
-            IF v_status = 'succeeded' THEN
-                WITH doomed AS MATERIALIZED (
-                    SELECT j.id
-                    FROM jobq_jobs AS j
-                    WHERE j.status = 'succeeded' AND j.finished_at < v_before
-                    FOR UPDATE SKIP LOCKED
-                ),
-
-                pruned AS (
-                    DELETE FROM jobq_jobs AS j
-                    USING doomed
-                    WHERE j.id = doomed.id
-                    RETURNING j.queue, j.job_type
-                ),
-
-                counted AS MATERIALIZED (
-                    SELECT jobq__metrics_count(
-                        'pruned'::text, pg_catalog.array_agg(c.queue),
-                        pg_catalog.array_agg(c.job_type),
-                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
-                        NULL::double precision[]
-                    ) AS n
-                    FROM pruned AS c
-                    HAVING pg_catalog.count(*) > 0
-                )
-
-                SELECT pg_catalog.count(*) INTO v_count
-                FROM pruned AS p
-                LEFT JOIN counted ON TRUE;
-            ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
-                -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status
-                -- is a parameter) can use that index.
-                WITH doomed AS MATERIALIZED (
-                    SELECT j.id
-                    FROM jobq_jobs AS j
-                    WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
-                      AND j.status = v_status
-                      AND j.finished_at < v_before
-                    FOR UPDATE SKIP LOCKED
-                ),
-
-                pruned AS (
-                    DELETE FROM jobq_jobs AS j
-                    USING doomed
-                    WHERE j.id = doomed.id
-                    RETURNING j.queue, j.job_type
-                ),
-
-                counted AS MATERIALIZED (
-                    SELECT jobq__metrics_count(
-                        'pruned'::text, pg_catalog.array_agg(c.queue),
-                        pg_catalog.array_agg(c.job_type),
-                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
-                        NULL::double precision[]
-                    ) AS n
-                    FROM pruned AS c
-                    HAVING pg_catalog.count(*) > 0
-                )
-
-                SELECT pg_catalog.count(*) INTO v_count
-                FROM pruned AS p
-                LEFT JOIN counted ON TRUE;
-            ELSE
-                WITH doomed AS MATERIALIZED (
-                    SELECT j.id
-                    FROM jobq_jobs AS j
-                    WHERE j.status = v_status AND j.finished_at < v_before
-                    FOR UPDATE SKIP LOCKED
-                ),
-
-                pruned AS (
-                    DELETE FROM jobq_jobs AS j
-                    USING doomed
-                    WHERE j.id = doomed.id
-                    RETURNING j.queue, j.job_type
-                ),
-
-                counted AS MATERIALIZED (
-                    SELECT jobq__metrics_count(
-                        'pruned'::text, pg_catalog.array_agg(c.queue),
-                        pg_catalog.array_agg(c.job_type),
-                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
-                        NULL::double precision[]
-                    ) AS n
-                    FROM pruned AS c
-                    HAVING pg_catalog.count(*) > 0
-                )
-
-                SELECT pg_catalog.count(*) INTO v_count
-                FROM pruned AS p
-                LEFT JOIN counted ON TRUE;
-            END IF;
-            v_deleted := v_deleted + v_count;
-        END LOOP;
-    END IF;
+    SELECT pg_catalog.count(*) INTO v_deleted
+    FROM pruned AS p
+    LEFT JOIN counted ON TRUE;
     -- Registrations of jobq_await whose job has ended or is gone: the ending statement deletes
     -- a job's rows, but not those registered after it read them. Rows another transaction
     -- holds are left for a later call.
@@ -6154,10 +6436,10 @@ BEGIN
         FROM jobq_jobs AS j WHERE j.status = 'processing'
         UNION ALL
         SELECT j.queue, j.status, j.available_at
-        FROM jobq_jobs AS j WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+        FROM jobq_jobs_history AS j WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
         UNION ALL
         SELECT j.queue, j.status, j.available_at
-        FROM jobq_jobs AS j WHERE j.status = 'succeeded' AND j.finished_at >= v_now - recent
+        FROM jobq_jobs_history AS j WHERE j.status = 'succeeded' AND j.finished_at >= v_now - recent
     ) AS p
     GROUP BY p.queue
     ORDER BY p.queue;
@@ -6346,30 +6628,11 @@ DECLARE
     v_queue text;
     v_old_status text;
     v_job_type text;
-    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
-    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
-    -- The status it leaves, for jobq_metrics' gauge; the lock keeps it until the UPDATE.
-    SELECT j.status INTO v_old_status
-    FROM jobq_jobs AS j
-    WHERE j.id = jobq_requeue_dead_letter.job_id
-    FOR UPDATE;
-
-    UPDATE jobq_jobs AS j
-    SET
-        status = 'pending',
-        available_at = v_now,
-        attempts = 0,
-        scheduled = FALSE,
-        locked_at = NULL,
-        locked_by = NULL,
-        finished_at = NULL,
-        cancel_requested_at = NULL,
-        cancel_reason = NULL,
-        updated_at = v_now
-    WHERE j.id = jobq_requeue_dead_letter.job_id
-      AND j.status IN ('dead_letter', 'failed', 'cancelled')
-    RETURNING j.queue, j.job_type INTO v_queue, v_job_type;
+    -- Back from jobq_jobs_history to jobq_jobs (jobq__requeue), with the status it leaves,
+    -- for jobq_metrics' gauge.
+    SELECT r.queue, r.job_type, r.old_status INTO v_queue, v_job_type, v_old_status
+    FROM jobq__requeue(ARRAY[jobq_requeue_dead_letter.job_id]) AS r;
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;
@@ -6396,8 +6659,6 @@ CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::tex
 DECLARE
     v_count integer;
     v_queues text[];
-    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
-    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF pg_catalog.length(jobq_requeue_dead_letters.job_type) > 200 THEN
         RAISE EXCEPTION 'jobq_requeue_dead_letters: job_type is % characters long, at most 200 '
@@ -6409,34 +6670,19 @@ BEGIN
             'allowed', pg_catalog.length(jobq_requeue_dead_letters.queue)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- old: the status each job leaves, for jobq_metrics' gauge (locked until the UPDATE).
-    WITH old AS MATERIALIZED (
-        SELECT j.id, j.status
-        FROM jobq_jobs AS j
-        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
-          AND (jobq_requeue_dead_letters.job_type IS NULL
-               OR j.job_type = jobq_requeue_dead_letters.job_type)
-          AND (jobq_requeue_dead_letters.queue IS NULL
-               OR j.queue = jobq_requeue_dead_letters.queue)
-        FOR UPDATE
-    ),
-
-    requeued AS (
-        UPDATE jobq_jobs AS j
-        SET
-            status = 'pending',
-            available_at = v_now,
-            attempts = 0,
-            scheduled = FALSE,
-            locked_at = NULL,
-            locked_by = NULL,
-            finished_at = NULL,
-            cancel_requested_at = NULL,
-            cancel_reason = NULL,
-            updated_at = v_now
-        FROM old
-        WHERE j.id = old.id
-        RETURNING j.queue, j.job_type, old.status
+    -- Back from jobq_jobs_history to jobq_jobs (jobq__requeue), each with the status it
+    -- leaves, for jobq_metrics' gauge.
+    WITH requeued AS MATERIALIZED (
+        SELECT r.queue, r.job_type, r.old_status AS status
+        FROM jobq__requeue(ARRAY(
+            SELECT h.id
+            FROM jobq_jobs_history AS h
+            WHERE h.status IN ('dead_letter', 'failed', 'cancelled')
+              AND (jobq_requeue_dead_letters.job_type IS NULL
+                   OR h.job_type = jobq_requeue_dead_letters.job_type)
+              AND (jobq_requeue_dead_letters.queue IS NULL
+                   OR h.queue = jobq_requeue_dead_letters.queue)
+        )) AS r
     ),
 
     counted AS MATERIALIZED (
@@ -6707,6 +6953,80 @@ Concurrency: the change applies to claims that start after it commits; a claim r
 meanwhile uses the limits it read. Wakes idle workers (NOTIFY with an empty payload on the
 installation''s channel, at commit).';
 
+CREATE TABLE public.jobq_retention (
+    status text NOT NULL,
+    keep interval,
+    partition_days integer NOT NULL,
+    CONSTRAINT jobq_retention_keep_check CHECK ((keep > '00:00:00'::interval)),
+    CONSTRAINT jobq_retention_partition_days_check CHECK (((partition_days >= 1) AND (partition_days <= 31))),
+    CONSTRAINT jobq_retention_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'dead_letter'::text, 'cancelled'::text])))
+);
+
+COMMENT ON TABLE public.jobq_retention IS 'How long finished jobs are kept, per status: jobq_maintain_history (run by jobq_tick) drops
+each partition of jobq_jobs_history whose every row finished more than keep ago. Changed only
+through jobq_set_retention() (admin).';
+
+COMMENT ON COLUMN public.jobq_retention.status IS 'A finished status.';
+
+COMMENT ON COLUMN public.jobq_retention.keep IS 'How long jobs of this status are kept after finished_at; NULL: until jobq_prune deletes them
+or they are requeued. A partition is dropped once its upper bound is older than keep, so a job
+stays up to partition_days longer than keep.';
+
+COMMENT ON COLUMN public.jobq_retention.partition_days IS 'The days of finished_at one partition of this status spans (1-31): the granularity of
+retention. New partitions take it; existing ones keep their bounds.';
+
+COMMENT ON CONSTRAINT jobq_retention_keep_check ON public.jobq_retention IS 'A retention is positive (NULL: kept until pruned).';
+
+COMMENT ON CONSTRAINT jobq_retention_partition_days_check ON public.jobq_retention IS 'A partition spans 1 to 31 days.';
+
+COMMENT ON CONSTRAINT jobq_retention_status_check ON public.jobq_retention IS 'Only finished statuses have a retention: live jobs are never in the history.';
+
+CREATE FUNCTION public.jobq_set_retention(status text, keep interval DEFAULT NULL::interval, partition_days integer DEFAULT NULL::integer) RETURNS SETOF public.jobq_retention
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF jobq_set_retention.status IS NULL
+        OR jobq_set_retention.status <> ALL (jobq__statuses(finished => TRUE))
+    THEN
+        RAISE EXCEPTION 'jobq_set_retention: status must be a finished status, got %',
+            coalesce(pg_catalog.quote_literal(jobq_set_retention.status), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Finished statuses: '
+                      || pg_catalog.array_to_string(jobq__statuses(finished => TRUE), ', ')
+                      || '.';
+    END IF;
+    IF jobq_set_retention.keep <= interval '0' THEN
+        RAISE EXCEPTION 'jobq_set_retention: keep must be a positive interval or NULL, got %',
+            jobq_set_retention.keep
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_set_retention.partition_days NOT BETWEEN 1 AND 31 THEN
+        RAISE EXCEPTION 'jobq_set_retention: partition_days must be 1 to 31, got %',
+            jobq_set_retention.partition_days
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE jobq_retention AS r
+    SET
+        keep = jobq_set_retention.keep,
+        partition_days = coalesce(jobq_set_retention.partition_days, r.partition_days)
+    WHERE r.status = jobq_set_retention.status;
+    RETURN QUERY
+    SELECT r.* FROM jobq_retention AS r ORDER BY r.status;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_set_retention(status text, keep interval, partition_days integer) IS 'Admin only. Sets how long finished jobs of one status are kept: jobq_maintain_history (run
+by every jobq_tick) then drops each partition of that status whose jobs all finished more than
+keep ago, so a job stays between keep and keep + partition_days.
+Arguments: status (succeeded, failed, dead_letter or cancelled), keep (a positive interval;
+NULL: kept until jobq_prune deletes them or they are requeued), partition_days (1-31: the days
+a new partition of this status spans; NULL leaves it; existing partitions keep their bounds).
+Result: the rows of jobq_retention (status, keep, partition_days), after the change.
+Errors: 22023 for a status that is not a finished one, a keep that is not positive, a
+partition_days outside 1-31; nothing changes then.
+Concurrency: a row update of jobq_retention; takes no lock on jobs.';
+
 CREATE FUNCTION public.jobq_stats() RETURNS TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -6714,7 +7034,7 @@ CREATE FUNCTION public.jobq_stats() RETURNS TABLE(queue text, job_type text, sta
     SELECT
         j.queue, j.job_type, j.status, pg_catalog.count(*) AS jobs,
         pg_catalog.min(j.available_at)
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j
     GROUP BY j.queue, j.job_type, j.status
     ORDER BY j.queue, j.job_type, j.status
 $$;
@@ -6727,10 +7047,16 @@ oldest available_at among them (for pending jobs: how long the oldest has been w
 Errors: none.';
 
 CREATE FUNCTION public.jobq_tick() RETURNS TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-    SELECT t.schedule, t.fire_at, t.job_id FROM jobq__tick(pg_catalog.now()) AS t
+BEGIN
+    RETURN QUERY
+    SELECT t.schedule, t.fire_at, t.job_id FROM jobq__tick(pg_catalog.now()) AS t;
+    -- Then the history's partitions: last, so that the locks its DDL may take are held for
+    -- the shortest time (until the commit that follows); its report is left to a direct call.
+    PERFORM jobq_maintain_history('100 milliseconds'::interval);
+END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_tick() IS 'Enqueues one job for each fire of each active schedule that is due by the database''s clock,
@@ -6738,7 +7064,8 @@ and advances its next_run_at, in the caller''s transaction. Each job has run_at 
 time and the idempotency key jobq:schedule:<name>:<fire time in UTC, ISO 8601, e.g.
 2026-03-08T07:00:00Z>. Fires nobody ticked in time follow the schedule''s catch_up: skip
 (none; a fire more than a minute old is missed), latest (the most recent), all (each, the
-1,000 most recent at most).
+1,000 most recent at most). Then runs jobq_maintain_history() (partitions of the finished
+jobs made ahead and dropped per jobq_retention, each step waiting at most 100 ms for its lock).
 Arguments: none.
 Result: one row per fire enqueued: schedule, fire_at, job_id (the existing job when another
 tick enqueued that fire already).
@@ -6829,6 +7156,307 @@ Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, a
 available_at among them.
 Errors: 22023 a NULL or non-positive idle.';
 
+CREATE TABLE public.jobq_jobs_history (
+    id uuid NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb NOT NULL,
+    idempotency_key text,
+    status text NOT NULL,
+    priority integer NOT NULL,
+    attempts integer NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    scheduled boolean NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    limit_group text,
+    limit_key text,
+    claimed_at timestamp with time zone
+)
+PARTITION BY LIST (status);
+
+COMMENT ON TABLE public.jobq_jobs_history IS 'jobq finished jobs (succeeded, failed, dead_letter, cancelled), moved here from jobq_jobs by
+the statement that finished them; the columns of jobq_jobs. Partitioned by status, then by
+finished_at (partitions jobq__history_<status>_<YYYYMMDD>, made ahead and dropped by
+jobq_maintain_history per jobq_retention). Change it only through the jobq_* functions.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.id IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.queue IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.job_type IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.payload IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.idempotency_key IS 'As in jobq_jobs: a key stays taken while its job is here (jobq_enqueue looks here too).';
+
+COMMENT ON COLUMN public.jobq_jobs_history.status IS 'A finished status: the key of the first level of partitions.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.priority IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.attempts IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.max_attempts IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.available_at IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.locked_at IS 'As in jobq_jobs (NULL: finished jobs hold no claim).';
+
+COMMENT ON COLUMN public.jobq_jobs_history.locked_by IS 'As in jobq_jobs (NULL: finished jobs hold no claim).';
+
+COMMENT ON COLUMN public.jobq_jobs_history.last_error IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.errors IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.created_at IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.updated_at IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.finished_at IS 'When the job finished: the key of the second level of partitions, which retention drops.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.scheduled IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.result IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.cancel_requested_at IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.cancel_reason IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.limit_group IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.limit_key IS 'As in jobq_jobs.';
+
+COMMENT ON COLUMN public.jobq_jobs_history.claimed_at IS 'As in jobq_jobs.';
+
+CREATE TABLE public.jobq__history_cancelled (
+    id uuid NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb NOT NULL,
+    idempotency_key text,
+    status text NOT NULL,
+    priority integer NOT NULL,
+    attempts integer NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    scheduled boolean NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    limit_group text,
+    limit_key text,
+    claimed_at timestamp with time zone
+)
+PARTITION BY RANGE (finished_at);
+
+CREATE TABLE public.jobq__history_cancelled_default (
+    id uuid NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb NOT NULL,
+    idempotency_key text,
+    status text NOT NULL,
+    priority integer NOT NULL,
+    attempts integer NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    scheduled boolean NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    limit_group text,
+    limit_key text,
+    claimed_at timestamp with time zone
+);
+
+CREATE TABLE public.jobq__history_dead_letter (
+    id uuid NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb NOT NULL,
+    idempotency_key text,
+    status text NOT NULL,
+    priority integer NOT NULL,
+    attempts integer NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    scheduled boolean NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    limit_group text,
+    limit_key text,
+    claimed_at timestamp with time zone
+)
+PARTITION BY RANGE (finished_at);
+
+CREATE TABLE public.jobq__history_dead_letter_default (
+    id uuid NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb NOT NULL,
+    idempotency_key text,
+    status text NOT NULL,
+    priority integer NOT NULL,
+    attempts integer NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    scheduled boolean NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    limit_group text,
+    limit_key text,
+    claimed_at timestamp with time zone
+);
+
+CREATE TABLE public.jobq__history_failed (
+    id uuid NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb NOT NULL,
+    idempotency_key text,
+    status text NOT NULL,
+    priority integer NOT NULL,
+    attempts integer NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    scheduled boolean NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    limit_group text,
+    limit_key text,
+    claimed_at timestamp with time zone
+)
+PARTITION BY RANGE (finished_at);
+
+CREATE TABLE public.jobq__history_failed_default (
+    id uuid NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb NOT NULL,
+    idempotency_key text,
+    status text NOT NULL,
+    priority integer NOT NULL,
+    attempts integer NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    scheduled boolean NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    limit_group text,
+    limit_key text,
+    claimed_at timestamp with time zone
+);
+
+CREATE TABLE public.jobq__history_succeeded (
+    id uuid NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb NOT NULL,
+    idempotency_key text,
+    status text NOT NULL,
+    priority integer NOT NULL,
+    attempts integer NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    scheduled boolean NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    limit_group text,
+    limit_key text,
+    claimed_at timestamp with time zone
+)
+PARTITION BY RANGE (finished_at);
+
+CREATE TABLE public.jobq__history_succeeded_default (
+    id uuid NOT NULL,
+    queue text NOT NULL,
+    job_type text NOT NULL,
+    payload jsonb NOT NULL,
+    idempotency_key text,
+    status text NOT NULL,
+    priority integer NOT NULL,
+    attempts integer NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone NOT NULL,
+    locked_at timestamp with time zone,
+    locked_by text,
+    last_error text,
+    errors jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    scheduled boolean NOT NULL,
+    result jsonb,
+    cancel_requested_at timestamp with time zone,
+    cancel_reason text,
+    limit_group text,
+    limit_key text,
+    claimed_at timestamp with time zone
+);
+
 CREATE TABLE public.jobq__migrate_lock (
     singleton boolean DEFAULT true NOT NULL,
     key bigint NOT NULL,
@@ -6842,6 +7470,63 @@ COMMENT ON COLUMN public.jobq__migrate_lock.singleton IS 'Always true: the table
 COMMENT ON COLUMN public.jobq__migrate_lock.key IS 'The advisory lock''s key, drawn at random when the table was made.';
 
 COMMENT ON CONSTRAINT jobq__migrate_lock_singleton ON public.jobq__migrate_lock IS 'One row.';
+
+CREATE VIEW public.jobq_all_jobs AS
+ SELECT j.id,
+    j.queue,
+    j.job_type,
+    j.payload,
+    j.idempotency_key,
+    j.status,
+    j.priority,
+    j.attempts,
+    j.max_attempts,
+    j.available_at,
+    j.locked_at,
+    j.locked_by,
+    j.last_error,
+    j.errors,
+    j.created_at,
+    j.updated_at,
+    j.finished_at,
+    j.scheduled,
+    j.result,
+    j.cancel_requested_at,
+    j.cancel_reason,
+    j.limit_group,
+    j.limit_key,
+    j.claimed_at
+   FROM public.jobq_jobs j
+UNION ALL
+ SELECT h.id,
+    h.queue,
+    h.job_type,
+    h.payload,
+    h.idempotency_key,
+    h.status,
+    h.priority,
+    h.attempts,
+    h.max_attempts,
+    h.available_at,
+    h.locked_at,
+    h.locked_by,
+    h.last_error,
+    h.errors,
+    h.created_at,
+    h.updated_at,
+    h.finished_at,
+    h.scheduled,
+    h.result,
+    h.cancel_requested_at,
+    h.cancel_reason,
+    h.limit_group,
+    h.limit_key,
+    h.claimed_at
+   FROM public.jobq_jobs_history h;
+
+COMMENT ON VIEW public.jobq_all_jobs IS 'Every job, live (jobq_jobs) or finished (jobq_jobs_history), with the columns of jobq_jobs.
+A job is in exactly one of the two at any snapshot: a row moves by a DELETE and an INSERT in
+one transaction. A filter on status reaches only the table (and partitions) that can hold it.';
 
 CREATE TABLE public.jobq_awaits (
     job_id uuid NOT NULL,
@@ -7258,15 +7943,44 @@ COMMENT ON COLUMN public.jobq_workers.first_claim_at IS 'When this worker_id was
 COMMENT ON COLUMN public.jobq_workers.last_claim_at IS 'When a claim last recorded it (at most a few seconds old while the worker claims, since
 records are refreshed only when older than that or when the filters change).';
 
+ALTER TABLE ONLY public.jobq_jobs_history ATTACH PARTITION public.jobq__history_cancelled FOR VALUES IN ('cancelled');
+
+ALTER TABLE ONLY public.jobq__history_cancelled ATTACH PARTITION public.jobq__history_cancelled_default DEFAULT;
+
+ALTER TABLE ONLY public.jobq_jobs_history ATTACH PARTITION public.jobq__history_dead_letter FOR VALUES IN ('dead_letter');
+
+ALTER TABLE ONLY public.jobq__history_dead_letter ATTACH PARTITION public.jobq__history_dead_letter_default DEFAULT;
+
+ALTER TABLE ONLY public.jobq_jobs_history ATTACH PARTITION public.jobq__history_failed FOR VALUES IN ('failed');
+
+ALTER TABLE ONLY public.jobq__history_failed ATTACH PARTITION public.jobq__history_failed_default DEFAULT;
+
+ALTER TABLE ONLY public.jobq_jobs_history ATTACH PARTITION public.jobq__history_succeeded FOR VALUES IN ('succeeded');
+
+ALTER TABLE ONLY public.jobq__history_succeeded ATTACH PARTITION public.jobq__history_succeeded_default DEFAULT;
+
 ALTER TABLE ONLY public.jobq__migrate_lock
     ADD CONSTRAINT jobq__migrate_lock_pkey PRIMARY KEY (singleton);
 
 COMMENT ON CONSTRAINT jobq__migrate_lock_pkey ON public.jobq__migrate_lock IS 'One row.';
 
+ALTER TABLE public.jobq_jobs
+    ADD CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (public.jobq__statuses(finished => true))) = (finished_at IS NOT NULL))) NOT VALID;
+
+COMMENT ON CONSTRAINT jobq_jobs_finished_check ON public.jobq_jobs IS 'finished_at is set exactly for the finished statuses, jobq__statuses(finished => true). NOT
+VALID, as jobq_jobs_status_check.';
+
 ALTER TABLE ONLY public.jobq_jobs
     ADD CONSTRAINT jobq_jobs_pkey PRIMARY KEY (id);
 
 COMMENT ON CONSTRAINT jobq_jobs_pkey ON public.jobq_jobs IS 'A job is identified by its id.';
+
+ALTER TABLE public.jobq_jobs
+    ADD CONSTRAINT jobq_jobs_status_check CHECK ((status = ANY (public.jobq__statuses()))) NOT VALID;
+
+COMMENT ON CONSTRAINT jobq_jobs_status_check ON public.jobq_jobs IS 'status is one of jobq__statuses(). Text with a CHECK rather than an enum, whose values could
+never be dropped. NOT VALID: enforced on every write, never read by the planner (which would
+call jobq__statuses as the role that queries jobq_all_jobs).';
 
 ALTER TABLE ONLY public.jobq_limit_keys
     ADD CONSTRAINT jobq_limit_keys_pkey PRIMARY KEY (limit_group, limit_key);
@@ -7293,6 +8007,11 @@ ALTER TABLE ONLY public.jobq_migrations
 
 COMMENT ON CONSTRAINT jobq_migrations_pkey ON public.jobq_migrations IS 'One record per migration or function file.';
 
+ALTER TABLE ONLY public.jobq_retention
+    ADD CONSTRAINT jobq_retention_pkey PRIMARY KEY (status);
+
+COMMENT ON CONSTRAINT jobq_retention_pkey ON public.jobq_retention IS 'One row per finished status.';
+
 ALTER TABLE ONLY public.jobq_schedules
     ADD CONSTRAINT jobq_schedules_pkey PRIMARY KEY (name);
 
@@ -7308,6 +8027,68 @@ ALTER TABLE ONLY public.jobq_workers
     ADD CONSTRAINT jobq_workers_pkey PRIMARY KEY (worker_id);
 
 COMMENT ON CONSTRAINT jobq_workers_pkey ON public.jobq_workers IS 'One row per worker_id: a claim refreshes its worker''s row instead of adding one.';
+
+CREATE INDEX jobq_jobs_history_finished_idx ON ONLY public.jobq_jobs_history USING btree (finished_at, id);
+
+COMMENT ON INDEX public.jobq_jobs_history_finished_idx IS 'Finished jobs by finished_at: jobq_prune and the listings of finished jobs (newest first).';
+
+CREATE INDEX jobq__history_cancelled_finished_at_id_idx ON ONLY public.jobq__history_cancelled USING btree (finished_at, id);
+
+CREATE INDEX jobq__history_cancelled_default_finished_at_id_idx ON public.jobq__history_cancelled_default USING btree (finished_at, id);
+
+CREATE INDEX jobq_jobs_history_id_idx ON ONLY public.jobq_jobs_history USING btree (id);
+
+COMMENT ON INDEX public.jobq_jobs_history_id_idx IS 'A finished job by id: jobq_job_status, jobq_await, jobq_get_job and the requeue find it.';
+
+CREATE INDEX jobq__history_cancelled_id_idx ON ONLY public.jobq__history_cancelled USING btree (id);
+
+CREATE INDEX jobq__history_cancelled_default_id_idx ON public.jobq__history_cancelled_default USING btree (id);
+
+CREATE INDEX jobq_jobs_history_idempotency_key_idx ON ONLY public.jobq_jobs_history USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+COMMENT ON INDEX public.jobq_jobs_history_idempotency_key_idx IS 'Keys of finished jobs: jobq_enqueue returns such a job''s id. Not unique (a partitioned
+index cannot be without finished_at); the enqueue protocol keeps a key on one job. Partial:
+jobs without a key cost no entry.';
+
+CREATE INDEX jobq__history_cancelled_job_type_idempotency_key_idx ON ONLY public.jobq__history_cancelled USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX jobq__history_cancelled_default_job_type_idempotency_key_idx ON public.jobq__history_cancelled_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX jobq__history_dead_letter_finished_at_id_idx ON ONLY public.jobq__history_dead_letter USING btree (finished_at, id);
+
+CREATE INDEX jobq__history_dead_letter_default_finished_at_id_idx ON public.jobq__history_dead_letter_default USING btree (finished_at, id);
+
+CREATE INDEX jobq__history_dead_letter_id_idx ON ONLY public.jobq__history_dead_letter USING btree (id);
+
+CREATE INDEX jobq__history_dead_letter_default_id_idx ON public.jobq__history_dead_letter_default USING btree (id);
+
+CREATE INDEX jobq__history_dead_letter_job_type_idempotency_key_idx ON ONLY public.jobq__history_dead_letter USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX jobq__history_dead_letter_default_job_type_idempotency_key_idx ON public.jobq__history_dead_letter_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX jobq__history_failed_finished_at_id_idx ON ONLY public.jobq__history_failed USING btree (finished_at, id);
+
+CREATE INDEX jobq__history_failed_default_finished_at_id_idx ON public.jobq__history_failed_default USING btree (finished_at, id);
+
+CREATE INDEX jobq__history_failed_id_idx ON ONLY public.jobq__history_failed USING btree (id);
+
+CREATE INDEX jobq__history_failed_default_id_idx ON public.jobq__history_failed_default USING btree (id);
+
+CREATE INDEX jobq__history_failed_job_type_idempotency_key_idx ON ONLY public.jobq__history_failed USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX jobq__history_failed_default_job_type_idempotency_key_idx ON public.jobq__history_failed_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX jobq__history_succeeded_finished_at_id_idx ON ONLY public.jobq__history_succeeded USING btree (finished_at, id);
+
+CREATE INDEX jobq__history_succeeded_default_finished_at_id_idx ON public.jobq__history_succeeded_default USING btree (finished_at, id);
+
+CREATE INDEX jobq__history_succeeded_id_idx ON ONLY public.jobq__history_succeeded USING btree (id);
+
+CREATE INDEX jobq__history_succeeded_default_id_idx ON public.jobq__history_succeeded_default USING btree (id);
+
+CREATE INDEX jobq__history_succeeded_job_type_idempotency_key_idx ON ONLY public.jobq__history_succeeded USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX jobq__history_succeeded_default_job_type_idempotency_key_idx ON public.jobq__history_succeeded_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 COMMENT ON INDEX public.jobq__migrate_lock_pkey IS 'One row.';
 
@@ -7386,6 +8167,8 @@ counted yet.';
 
 COMMENT ON INDEX public.jobq_migrations_pkey IS 'The index of jobq_migrations_pkey.';
 
+COMMENT ON INDEX public.jobq_retention_pkey IS 'The index of jobq_retention_pkey.';
+
 CREATE INDEX jobq_schedules_due_idx ON public.jobq_schedules USING btree (next_run_at) WHERE (NOT paused);
 
 COMMENT ON INDEX public.jobq_schedules_due_idx IS 'Due schedules for jobq_tick: a tick with nothing due reads one entry of this index.';
@@ -7396,10 +8179,64 @@ COMMENT ON INDEX public.jobq_settings_pkey IS 'The index of jobq_settings_pkey (
 
 COMMENT ON INDEX public.jobq_workers_pkey IS 'The index of jobq_workers_pkey: jobq__worker_seen finds its worker''s row by worker_id.';
 
+ALTER INDEX public.jobq__history_cancelled_finished_at_id_idx ATTACH PARTITION public.jobq__history_cancelled_default_finished_at_id_idx;
+
+ALTER INDEX public.jobq__history_cancelled_id_idx ATTACH PARTITION public.jobq__history_cancelled_default_id_idx;
+
+ALTER INDEX public.jobq__history_cancelled_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_cancelled_default_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_cancelled_finished_at_id_idx;
+
+ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_cancelled_id_idx;
+
+ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_cancelled_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq__history_dead_letter_finished_at_id_idx ATTACH PARTITION public.jobq__history_dead_letter_default_finished_at_id_idx;
+
+ALTER INDEX public.jobq__history_dead_letter_id_idx ATTACH PARTITION public.jobq__history_dead_letter_default_id_idx;
+
+ALTER INDEX public.jobq__history_dead_letter_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_dead_letter_default_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_dead_letter_finished_at_id_idx;
+
+ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_dead_letter_id_idx;
+
+ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_dead_letter_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq__history_failed_finished_at_id_idx ATTACH PARTITION public.jobq__history_failed_default_finished_at_id_idx;
+
+ALTER INDEX public.jobq__history_failed_id_idx ATTACH PARTITION public.jobq__history_failed_default_id_idx;
+
+ALTER INDEX public.jobq__history_failed_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_failed_default_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_failed_finished_at_id_idx;
+
+ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_failed_id_idx;
+
+ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_failed_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq__history_succeeded_finished_at_id_idx ATTACH PARTITION public.jobq__history_succeeded_default_finished_at_id_idx;
+
+ALTER INDEX public.jobq__history_succeeded_id_idx ATTACH PARTITION public.jobq__history_succeeded_default_id_idx;
+
+ALTER INDEX public.jobq__history_succeeded_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_succeeded_default_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_succeeded_finished_at_id_idx;
+
+ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_succeeded_id_idx;
+
+ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_succeeded_job_type_idempotency_key_idx;
+
 CREATE CONSTRAINT TRIGGER jobq_cancel_requests_apply AFTER INSERT ON public.jobq_cancel_requests DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.jobq__cancel_apply();
 
 COMMENT ON TRIGGER jobq_cancel_requests_apply ON public.jobq_cancel_requests IS 'Applies a staged cancel request to its job while the cancelling transaction commits
 (jobq__cancel_apply).';
+
+CREATE TRIGGER jobq_jobs_retire AFTER INSERT OR UPDATE ON public.jobq_jobs FOR EACH ROW WHEN ((new.finished_at IS NOT NULL)) EXECUTE FUNCTION public.jobq__retire_row();
+
+COMMENT ON TRIGGER jobq_jobs_retire ON public.jobq_jobs IS 'Moves a job that a statement finished (failure, cancel, release, takeover, or any other write)
+to jobq_jobs_history at the end of that statement (jobq__retire_row): jobq_jobs holds live jobs
+only.';
 
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
 
@@ -7413,8 +8250,6 @@ REVOKE ALL ON FUNCTION public.jobq__cancel_apply() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq__statuses(finished boolean) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) FROM PUBLIC;
@@ -7426,6 +8261,8 @@ REVOKE ALL ON FUNCTION public.jobq__cron_parse(cron text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__event_channel(kind text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__history_partitions(status text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__insert_jobs(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[], limit_groups text[], limit_keys text[]) FROM PUBLIC;
 
@@ -7451,7 +8288,15 @@ REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__requeue(job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__retire(job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__retire_row() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__statuses(finished boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__tick(at timestamp with time zone) FROM PUBLIC;
 
@@ -7503,6 +8348,8 @@ REVOKE ALL ON FUNCTION public.jobq_limits() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_maintain_history(lock_timeout interval) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_metrics() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics_forget() FROM PUBLIC;
@@ -7526,6 +8373,8 @@ REVOKE ALL ON FUNCTION public.jobq_schedule(name text, cron text, job_type text,
 REVOKE ALL ON FUNCTION public.jobq_schedules() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_set_limit(limit_group text, max_running integer, max_starts integer, per interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_set_retention(status text, keep interval, partition_days integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_stats() FROM PUBLIC;
 

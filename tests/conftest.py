@@ -156,14 +156,18 @@ class _Recycler:
                 if data is not None and data[0] is not None:
                     self.rows[table] = json.dumps(data[0])
             # What tells that a test wrote a table: its size (the tables a fresh install leaves
-            # empty have no page), and for those with rows, what the rows are.
+            # empty have no page; a partitioned table's is that of its partitions), and for
+            # those with rows, what the rows are.
             self.state_query = sql.SQL("SELECT {}").format(
                 sql.SQL(", ").join(
                     sql.SQL(
                         "(SELECT pg_catalog.md5(pg_catalog.json_agg(t)::pg_catalog.text)"
                         " FROM {} AS t)"
                         if table in self.rows
-                        else "pg_catalog.pg_relation_size({}::pg_catalog.regclass)"
+                        else "pg_catalog.pg_relation_size({0}::pg_catalog.regclass)"
+                        " + (SELECT coalesce(pg_catalog.sum("
+                        "pg_catalog.pg_relation_size(p.relid)), 0)::bigint"
+                        " FROM pg_catalog.pg_partition_tree({0}::pg_catalog.regclass) AS p)"
                     ).format(sql.SQL(table) if table in self.rows else sql.Literal(table))
                     for table in self.tables
                 )

@@ -138,8 +138,9 @@ def count(conn: Conn, query: str, *params: object) -> int:
 
 
 def job_row(conn: Conn, job_id: uuid.UUID) -> dict[str, Any]:
-    """The job's row of ``jobq_jobs`` as a dict of columns (an assertion error if it is gone)."""
-    cur = conn.execute("SELECT * FROM jobq_jobs WHERE id = %s", (job_id,))
+    """The job's row of ``jobq_all_jobs`` (live or finished) as a dict of columns (an assertion
+    error if it is gone)."""
+    cur = conn.execute("SELECT * FROM jobq_all_jobs WHERE id = %s", (job_id,))
     assert cur.description is not None
     names = [d.name for d in cur.description]
     row = cur.fetchone()

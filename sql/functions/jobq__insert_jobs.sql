@@ -36,6 +36,7 @@ DECLARE
     v_types text[];
     v_keys text[];
     v_missing integer;
+    v_stale boolean;
     v_metrics boolean;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -155,6 +156,10 @@ BEGIN
             i.available_at, i.priority, i.available_at > v_now, i.limit_group, i.limit_key
         FROM input AS i
         WHERE i.new_id = i.first_id
+          AND NOT EXISTS (
+              SELECT FROM jobq_jobs_history AS h
+              WHERE h.job_type = i.job_type AND h.idempotency_key = i.idempotency_key
+          )
         ORDER BY i.ord
         ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.job_type, j.available_at
@@ -184,8 +189,48 @@ BEGIN
     CROSS JOIN woken
     CROSS JOIN counted;
 
+    -- Keys whose job moved to jobq_jobs_history while the insert ran (as in jobq_enqueue):
+    -- that job's id, and our row goes; under REPEATABLE READ, 40001 when the snapshot still
+    -- sees such a job in jobq_jobs.
+    WITH r AS MATERIALIZED (
+        SELECT
+            x.ord, x.id,
+            CASE WHEN x.id IS NOT NULL AND x.key IS NOT NULL THEN (
+                SELECT h.id FROM jobq_jobs_history AS h
+                WHERE h.job_type = x.job_type AND h.idempotency_key = x.key
+                LIMIT 1
+            ) END AS moved_id,
+            x.id IS NOT NULL AND x.key IS NOT NULL AND EXISTS (
+                SELECT FROM jobq_jobs AS j
+                WHERE j.job_type = x.job_type AND j.idempotency_key = x.key AND j.id <> x.id
+            ) AS stale
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types), pg_catalog.unnest(v_keys)
+        ) WITH ORDINALITY AS x (id, job_type, key, ord)
+    ),
+
+    gone AS (
+        DELETE FROM jobq_jobs AS j
+        WHERE j.id = ANY (ARRAY(SELECT r.id FROM r WHERE r.moved_id IS NOT NULL))
+        RETURNING j.id
+    )
+
+    SELECT
+        pg_catalog.array_agg(coalesce(r.moved_id, r.id) ORDER BY r.ord),
+        pg_catalog.bool_or(r.stale)
+    INTO v_ids, v_stale
+    FROM r
+    LEFT JOIN (SELECT pg_catalog.count(*) AS n FROM gone) AS g ON TRUE;
+    IF v_stale THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: the job of an idempotency key finished while this '
+                        'transaction enqueued it again'
+            USING ERRCODE = 'serialization_failure',
+                  HINT = 'Retry the transaction: it then returns that job''s id.';
+    END IF;
+
     -- Jobs whose key existed already: the existing ids, read with the fresh snapshot of this
-    -- statement (it sees the rows that concurrent enqueuers committed meanwhile).
+    -- statement (it sees the rows that concurrent enqueuers committed meanwhile), live or
+    -- finished.
     LOOP
         SELECT
             pg_catalog.array_agg(coalesce(r.id, j.id) ORDER BY r.ord),
@@ -194,7 +239,7 @@ BEGIN
         FROM ROWS FROM (
             pg_catalog.unnest(v_ids), pg_catalog.unnest(v_types), pg_catalog.unnest(v_keys)
         ) WITH ORDINALITY AS r (id, job_type, key, ord)
-        LEFT JOIN jobq_jobs AS j
+        LEFT JOIN jobq_all_jobs AS j
             ON r.id IS NULL AND j.job_type = r.job_type AND j.idempotency_key = r.key;
         EXIT WHEN v_missing = 0;
 

@@ -112,7 +112,7 @@ BEGIN
     SELECT
         j.id, j.status, j.attempts, j.result, j.last_error, j.finished_at,
         j.cancel_requested_at IS NOT NULL
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j
     WHERE j.id = ANY (jobq_await.job_ids)
     ORDER BY j.id;
 END;

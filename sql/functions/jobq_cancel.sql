@@ -108,7 +108,7 @@ BEGIN
                 THEN 'cancel_requested'
             ELSE j.status
         END
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j  -- finished jobs are reported too, with their status
     WHERE j.id = ANY (jobq_cancel.job_ids)
     ORDER BY j.id;
 END;

@@ -5,9 +5,10 @@
 -- jobq_jobs_claim_check in sql/migrations/ (locked_by is set exactly while a
 -- job is processing, and a status test would let the planner scan every claimed job).
 --
--- Without a result this is the same one statement as before results existed: the size limit
--- is read from jobq_settings only when there is a result to check. Whether a client awaits
--- the job comes back from the UPDATE itself (RETURNING): one probe of jobq_awaits_job_idx,
+-- The size limit is read from jobq_settings only when there is a result to check. The job
+-- moves to jobq_jobs_history in the statement that completes it (a DELETE feeding an INSERT:
+-- cheaper than an UPDATE followed by the move). Whether a client awaits the job comes back
+-- from that statement: one probe of jobq_awaits_job_idx,
 -- an index that is empty unless someone waits (jobq_await registers there, never on the
 -- job's row), so a job nobody waits for sends no notification and costs no statement more.
 --! levels: worker, admin
@@ -51,25 +52,44 @@ BEGIN
         END IF;
     END IF;
 
-    UPDATE jobq_jobs AS j
-    SET
-        status = 'succeeded',
-        result = jobq_complete.result,
-        finished_at = v_now,
-        locked_at = NULL,
-        locked_by = NULL,
-        updated_at = v_now
-    -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
-    WHERE j.id = jobq_complete.job_id
-      AND j.locked_by = jobq_complete.worker_id
-      AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
+    -- The job leaves jobq_jobs for the history in this one statement: the row the DELETE takes
+    -- is inserted there succeeded, so a completion writes no new version into jobq_jobs.
+    WITH moved AS (
+        DELETE FROM jobq_jobs AS j
+        -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        WHERE j.id = jobq_complete.job_id
+          AND j.locked_by = jobq_complete.worker_id
+          AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
+        RETURNING
+            j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.priority, j.attempts,
+            j.max_attempts, j.available_at, j.last_error, j.errors, j.created_at, j.scheduled,
+            j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at
+    ),
+
+    kept AS (
+        INSERT INTO jobq_jobs_history AS h (
+            id, queue, job_type, payload, idempotency_key, status, priority, attempts,
+            max_attempts, available_at, locked_at, locked_by, last_error, errors, created_at,
+            updated_at, finished_at, scheduled, result, cancel_requested_at, cancel_reason,
+            limit_group, limit_key, claimed_at
+        )
+        SELECT
+            m.id, m.queue, m.job_type, m.payload, m.idempotency_key, 'succeeded', m.priority,
+            m.attempts, m.max_attempts, m.available_at, NULL, NULL, m.last_error, m.errors,
+            m.created_at, v_now, v_now, m.scheduled, jobq_complete.result,
+            m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
+        FROM moved AS m
+        RETURNING h.id, h.queue, h.job_type, h.claimed_at
+    )
+
     -- Whether a client awaits the job is read in the same statement: a probe of an index that
     -- is empty unless someone waits, with no statement of its own.
-    RETURNING
-        EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id),
-        j.queue, j.job_type, j.claimed_at
-    INTO v_awaited, v_queue, v_job_type, v_claimed_at;
+    SELECT
+        EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = k.id),
+        k.queue, k.job_type, k.claimed_at
+    INTO v_awaited, v_queue, v_job_type, v_claimed_at
+    FROM kept AS k;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
             'succeeded'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],

@@ -73,20 +73,14 @@ BEGIN
         END IF;
     END IF;
 
-    WITH done AS (
-        UPDATE jobq_jobs AS j
-        SET
-            status = 'succeeded',
-            result = d.result,
-            finished_at = v_now,
-            locked_at = NULL,
-            locked_by = NULL,
-            updated_at = v_now
+    -- Each job leaves jobq_jobs for the history in this one statement (as in jobq_complete).
+    WITH moved AS (
+        DELETE FROM jobq_jobs AS j
         -- ROWS FROM (unnest, unnest, unnest) is what a three-array unnest() in FROM means; it
         -- is written out because that shorthand exists only for the unqualified name. It pads
         -- a shorter function with NULLs: a NULL attempts or results (no row) means NULL for
         -- every job, at no cost (their lengths were checked above).
-        FROM ROWS FROM (
+        USING ROWS FROM (
             pg_catalog.unnest(jobq_complete_many.job_ids),
             pg_catalog.unnest(jobq_complete_many.attempts),
             pg_catalog.unnest(jobq_complete_many.results)
@@ -97,8 +91,28 @@ BEGIN
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
         RETURNING
-            j.id, j.queue, j.job_type, j.claimed_at,
-            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id) AS awaited
+            j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.priority, j.attempts,
+            j.max_attempts, j.available_at, j.last_error, j.errors, j.created_at, j.scheduled,
+            j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at,
+            d.result
+    ),
+
+    done AS (
+        INSERT INTO jobq_jobs_history AS h (
+            id, queue, job_type, payload, idempotency_key, status, priority, attempts,
+            max_attempts, available_at, locked_at, locked_by, last_error, errors, created_at,
+            updated_at, finished_at, scheduled, result, cancel_requested_at, cancel_reason,
+            limit_group, limit_key, claimed_at
+        )
+        SELECT
+            m.id, m.queue, m.job_type, m.payload, m.idempotency_key, 'succeeded', m.priority,
+            m.attempts, m.max_attempts, m.available_at, NULL, NULL, m.last_error, m.errors,
+            m.created_at, v_now, v_now, m.scheduled, m.result,
+            m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
+        FROM moved AS m
+        RETURNING
+            h.id, h.queue, h.job_type, h.claimed_at,
+            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = h.id) AS awaited
     ),
 
     counted AS MATERIALIZED (

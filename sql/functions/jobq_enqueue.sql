@@ -36,6 +36,7 @@ DECLARE
     v_limit integer;
     v_metrics boolean;
     v_id uuid;
+    v_moved uuid;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -92,11 +93,28 @@ BEGIN
         )
         RETURNING j.id INTO v_id;
     ELSE
-        -- Race-free dedupe: ON CONFLICT DO NOTHING waits for a concurrent inserter of the same
-        -- key. If it committed, we insert nothing and read its row with the fresh snapshot of
-        -- the next statement; if it rolled back, our insert goes through. The loop covers the
-        -- (rare) case of the row being deleted between the two statements.
+        -- Race-free dedupe across jobq_jobs and jobq_jobs_history. A finished job of the key
+        -- is found first (its id, nothing added). Else ON CONFLICT DO NOTHING waits for a
+        -- concurrent inserter of the same key, or for the transaction that moves the key's
+        -- job to the history: if the row is still there we insert nothing and read its id
+        -- with the fresh snapshot of the next statement (in either table). If our row went
+        -- in, the key's job may have moved to the history between the look-up and the
+        -- insert: read again with a fresh snapshot, and if it is there our row goes and its
+        -- id is returned. Under REPEATABLE READ the snapshot is the transaction's: a job of
+        -- the key that it still sees in jobq_jobs has been moved since, and the caller must
+        -- retry (40001), as ON CONFLICT itself would say. The loop covers a key whose job
+        -- was deleted between the two statements.
         LOOP
+            SELECT h.id INTO v_id
+            FROM jobq_jobs_history AS h
+            WHERE
+                h.job_type = jobq_enqueue.job_type
+                AND h.idempotency_key = jobq_enqueue.idempotency_key
+            LIMIT 1;
+            IF v_id IS NOT NULL THEN
+                RETURN v_id;  -- a duplicate of a finished job: nobody needs waking
+            END IF;
+
             INSERT INTO jobq_jobs AS j (
                 queue, job_type, payload, idempotency_key, max_attempts, available_at, priority,
                 scheduled, limit_group, limit_key
@@ -110,10 +128,36 @@ BEGIN
             )
             ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id INTO v_id;
-            EXIT WHEN v_id IS NOT NULL;
+
+            IF v_id IS NOT NULL THEN
+                SELECT h.id INTO v_moved
+                FROM jobq_jobs_history AS h
+                WHERE
+                    h.job_type = jobq_enqueue.job_type
+                    AND h.idempotency_key = jobq_enqueue.idempotency_key
+                LIMIT 1;
+                IF v_moved IS NOT NULL THEN
+                    DELETE FROM jobq_jobs AS j WHERE j.id = v_id;
+                    RETURN v_moved;
+                END IF;
+                IF EXISTS (
+                    SELECT FROM jobq_jobs AS j
+                    WHERE
+                        j.job_type = jobq_enqueue.job_type
+                        AND j.idempotency_key = jobq_enqueue.idempotency_key
+                        AND j.id <> v_id
+                ) THEN
+                    RAISE EXCEPTION 'jobq_enqueue: the job of idempotency_key % finished while '
+                                    'this transaction enqueued it again',
+                        pg_catalog.quote_literal(jobq_enqueue.idempotency_key)
+                        USING ERRCODE = 'serialization_failure',
+                              HINT = 'Retry the transaction: it then returns that job''s id.';
+                END IF;
+                EXIT;
+            END IF;
 
             SELECT j.id INTO v_id
-            FROM jobq_jobs AS j
+            FROM jobq_all_jobs AS j
             WHERE
                 j.job_type = jobq_enqueue.job_type
                 AND j.idempotency_key = jobq_enqueue.idempotency_key;

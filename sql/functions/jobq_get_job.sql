@@ -14,7 +14,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN QUERY
-    SELECT j.* FROM jobq_jobs AS j WHERE j.id = jobq_get_job.job_id;
+    SELECT j.* FROM jobq_all_jobs AS j WHERE j.id = jobq_get_job.job_id;
 END;
 $$;
 

@@ -3,9 +3,9 @@
 -- docs/operations.md says what to do about each warning.
 --
 -- Its reads of jobq_jobs go through partial indexes: processing jobs (jobq_jobs_locked_idx),
--- available ones (jobq__available), dead letters (jobq_jobs_failed_idx), so that its cost
--- follows the unfinished and failed jobs, never the succeeded ones kept: it is meant to be
--- polled. SET enable_seqscan = off: with statistics gathered while most rows were dead
+-- available ones (jobq__available), dead letters (their partitions of jobq_jobs_history), so
+-- that its cost follows the unfinished and failed jobs, never the succeeded ones kept: it is
+-- meant to be polled. SET enable_seqscan = off: with statistics gathered while most rows were dead
 -- letters (or processing), the planner would read the whole table instead, on every call.
 -- SET jit = off: under that setting the one small table still read whole, jobq_workers (by
 -- jobq_unserved_job_types, whose plans are then made under these settings), is costed past
@@ -139,7 +139,7 @@ BEGIN
         pg_catalog.count(*)::double precision,
         pg_catalog.format('%s job(s) in dead_letter: see jobq dead-letter list',
                           pg_catalog.count(*))
-    FROM jobq_jobs AS j
+    FROM jobq_jobs_history AS j
     WHERE j.status = 'dead_letter';
 
     -- Dead tuples of the jobs table: a queue table that VACUUM cannot keep clean slows down.

@@ -21,7 +21,7 @@ AS $$
     SELECT
         j.id, j.status, j.attempts, j.result, j.last_error, j.finished_at,
         j.cancel_requested_at IS NOT NULL
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j
     WHERE j.id = ANY (jobq_job_status.job_ids)
     ORDER BY j.id
 $$;

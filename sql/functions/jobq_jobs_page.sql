@@ -5,8 +5,9 @@
 --   pending     oldest available first (available_at, id): jobq_jobs_claim_idx,
 --               jobq_jobs_limited_idx and jobq_jobs_scheduled_idx hold the pending jobs;
 --   processing  oldest claim first (locked_at, id): jobq_jobs_locked_idx;
---   succeeded   newest first (finished_at DESC, id DESC): jobq_jobs_succeeded_idx;
---   failed, dead_letter, cancelled  newest first: jobq_jobs_failed_idx.
+--   succeeded, failed, dead_letter, cancelled  newest first (finished_at DESC, id DESC): the
+--               partitions of that status in jobq_jobs_history, through
+--               jobq_jobs_history_finished_idx.
 -- The queue and job_type filters are applied to the rows the index yields. Pending and
 -- processing jobs are the backlog; finished jobs are kept by the million, and a filter that
 -- matches few of them would read the whole index to fill a page, so a page of finished jobs
@@ -157,8 +158,8 @@ BEGIN
         ORDER BY j.locked_at, j.id
         LIMIT max_rows;
     ELSE
-        -- Finished: newest first, through jobq_jobs_succeeded_idx or jobq_jobs_failed_idx (one
-        -- query each, whose predicate implies the index's), examined one by one. The LIMIT says
+        -- Finished: newest first, from the partitions of the status in jobq_jobs_history
+        -- (jobq_jobs_history_finished_idx of each), examined one by one. The LIMIT says
         -- what the loop reads at most: without it, the plan is costed for every finished job,
         -- and a cost in the millions has PostgreSQL JIT-compile it (half a second, per call,
         -- until the plan is cached) to return 51 rows.
@@ -169,7 +170,7 @@ BEGIN
                    j.finished_at, CASE WHEN v_errors THEN j.last_error END,
                    j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
-            FROM jobq_jobs AS j
+            FROM jobq_jobs_history AS j
             WHERE j.status = 'succeeded'
               AND (j.finished_at, j.id) < (v_at, v_id)
             ORDER BY j.finished_at DESC, j.id DESC
@@ -181,7 +182,7 @@ BEGIN
                    j.finished_at, CASE WHEN v_errors THEN j.last_error END,
                    j.cancel_requested_at IS NOT NULL, j.finished_at,
                    true
-            FROM jobq_jobs AS j
+            FROM jobq_jobs_history AS j
             WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
               AND j.status = jobq_jobs_page.status
               AND (j.finished_at, j.id) < (v_at, v_id)

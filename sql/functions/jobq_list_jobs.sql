@@ -48,7 +48,7 @@ BEGIN
 
     RETURN QUERY
     SELECT j.*
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j
     WHERE (jobq_list_jobs.statuses IS NULL OR j.status = ANY (jobq_list_jobs.statuses))
       AND (jobq_list_jobs.job_type IS NULL OR j.job_type = jobq_list_jobs.job_type)
       AND (jobq_list_jobs.queue IS NULL OR j.queue = jobq_list_jobs.queue)

@@ -5,7 +5,7 @@
 -- used once. The overflow label set ('', '') goes too when every job left is counted under
 -- its own label set. Prometheus sees a removed series end, as when a target restarts.
 --
--- It reads jobq_jobs whole, once (its distinct pairs: no index holds every job by queue and
+-- It reads jobq_all_jobs whole, once (its distinct pairs: no index holds every job by queue and
 -- job type), with writes to jobq_jobs blocked (LOCK ... IN SHARE MODE, as
 -- jobq_metrics_recount) so that no job of a pair it removes is being added meanwhile, and
 -- the metric tables locked against folds and counts (SHARE ROW EXCLUSIVE) until it commits:
@@ -21,12 +21,12 @@ AS $$
 DECLARE
     v_forgotten bigint;
 BEGIN
-    LOCK TABLE jobq_jobs IN SHARE MODE;
+    LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE;
     LOCK TABLE jobq_metric_counters, jobq_metric_deltas, jobq_metric_labels
     IN SHARE ROW EXCLUSIVE MODE;
 
     WITH present AS MATERIALIZED (
-        SELECT DISTINCT j.queue, j.job_type FROM jobq_jobs AS j
+        SELECT DISTINCT j.queue, j.job_type FROM jobq_all_jobs AS j
     ),
 
     labels AS MATERIALIZED (
@@ -95,9 +95,9 @@ counted under it. The removed series end, as a restarted target''s do.
 Arguments: none.
 Result: how many label sets were removed.
 Errors: none.
-Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE (waits for the transactions writing jobs at
-that moment, blocks writers until the caller''s transaction ends) and the metric tables in
-SHARE ROW EXCLUSIVE MODE; reads jobq_jobs whole, once. Run it when the queue is quiet, in a
+Concurrency: LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE (waits for the
+transactions writing jobs at that moment, blocks writers until the caller''s transaction ends) and the metric tables in
+SHARE ROW EXCLUSIVE MODE; reads jobq_all_jobs whole, once. Run it when the queue is quiet, in a
 transaction of its own.';
 
 REVOKE EXECUTE ON FUNCTION jobq_metrics_forget() FROM PUBLIC;

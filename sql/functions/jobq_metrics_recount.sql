@@ -21,7 +21,7 @@ AS $$
 DECLARE
     v_jobs bigint;
 BEGIN
-    LOCK TABLE jobq_jobs IN SHARE MODE;
+    LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE;
     UPDATE jobq_metric_counters AS c
     SET
         jobs_pending = 0, jobs_processing = 0, jobs_succeeded = 0, jobs_failed = 0,
@@ -44,7 +44,7 @@ BEGIN
             pg_catalog.count(*) FILTER (WHERE j.status = 'failed') AS failed,
             pg_catalog.count(*) FILTER (WHERE j.status = 'dead_letter') AS dead_letter,
             pg_catalog.count(*) FILTER (WHERE j.status = 'cancelled') AS cancelled
-        FROM jobq_jobs AS j
+        FROM jobq_all_jobs AS j
         GROUP BY j.queue, j.job_type
     ),
 
@@ -104,8 +104,8 @@ Counters and histograms are left as they are. Reads the whole table.
 Arguments: none.
 Result: how many jobs were counted.
 Errors: none.
-Concurrency: LOCK TABLE jobq_jobs IN SHARE MODE: waits for the transactions writing jobs at
-that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
+Concurrency: LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE: waits for the
+transactions writing jobs at that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
 quiet, in a transaction of its own.';
 
 REVOKE EXECUTE ON FUNCTION jobq_metrics_recount() FROM PUBLIC;

@@ -3,18 +3,13 @@
 -- lose work, so those are refused rather than ignored. The age is capped at 1000 years so that
 -- now() - older_than cannot overflow.
 --
--- At volume: with batch_size, one call deletes at most that many jobs, the oldest first across
--- the statuses (by finished_at, whatever the status), and a caller loops (Queue.prune and
--- `jobq prune` do) until a call deletes fewer: each batch is a short transaction with a
--- bounded amount of WAL, the rows it deletes are locked with SKIP LOCKED (never waiting for a
--- worker or an operator), and VACUUM can reclaim the first batches while the next ones run.
--- Each status gives its oldest batch_size ids, and the oldest batch_size of those are deleted,
--- in one statement. Without batch_size (NULL), one statement per status deletes them all.
--- Succeeded jobs are found through jobq_jobs_succeeded_idx (finished_at), failed, dead-letter
--- and cancelled jobs through jobq_jobs_failed_idx (status, finished_at): no batch scans the
--- table. Each read names its index's statuses as literals, so that even a generic plan can
--- prove the partial index's predicate (a finished status added later needs an index, and a
--- read, of its own in the batch's statement; without batch_size it is read on its own).
+-- Finished jobs live in jobq_jobs_history, which retention empties by dropping whole
+-- partitions (jobq_maintain_history); jobq_prune deletes row by row, for an age or a status
+-- that the retention does not cover. With batch_size, one call deletes at most that many
+-- jobs, the oldest first across the statuses, and a caller loops (Queue.prune and `jobq
+-- prune` do) until a call deletes fewer: each batch is a short transaction with a bounded
+-- amount of WAL, and the rows it deletes are locked with SKIP LOCKED (never waiting for an
+-- operator's requeue). Without batch_size (NULL), one statement deletes them all.
 --
 --! replaces: jobq_prune(interval, text[])
 --! levels: admin
@@ -32,9 +27,7 @@ AS $$
 DECLARE
     v_bad text;
     v_hint text;
-    v_status text;
     v_before timestamptz;
-    v_count bigint;
     v_deleted bigint := 0::bigint;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -76,172 +69,40 @@ BEGIN
     END IF;
 
     v_before := v_now - least(older_than, interval '1000 years');
-    IF batch_size IS NOT NULL THEN
-        -- The oldest batch_size across the statuses, in one statement: each status gives its
-        -- oldest batch_size that no other transaction holds (read in finished_at order from its
-        -- index, locked with SKIP LOCKED as they are read), and the oldest batch_size of those
-        -- are deleted; the others stay locked only until this call's transaction ends.
-        -- Succeeded jobs are read with the predicate of jobq_jobs_succeeded_idx, the others
-        -- with that of jobq_jobs_failed_idx, so that even a generic plan can prove each
-        -- index's predicate.
-        WITH succeeded AS MATERIALIZED (
-            SELECT j.id, j.finished_at
-            FROM jobq_jobs AS j
-            WHERE 'succeeded' = ANY (jobq_prune.statuses)
-              AND j.status = 'succeeded'
-              AND j.finished_at < v_before
-            ORDER BY j.finished_at, j.id
-            LIMIT jobq_prune.batch_size
-            FOR UPDATE SKIP LOCKED
-        ),
+    -- The oldest first (by finished_at, whatever the status), batch_size of them or all; rows
+    -- another transaction holds are skipped. The status and finished_at tests of the DELETE
+    -- leave out the partitions that cannot hold such a job, and the ids are found in the
+    -- others through jobq_jobs_history_id_idx.
+    WITH doomed AS MATERIALIZED (
+        SELECT h.id
+        FROM jobq_jobs_history AS h
+        WHERE h.status = ANY (jobq_prune.statuses)
+          AND h.finished_at < v_before
+        ORDER BY h.finished_at, h.id
+        LIMIT jobq_prune.batch_size
+        FOR UPDATE SKIP LOCKED
+    ),
 
-        ended AS MATERIALIZED (
-            SELECT f.id, f.finished_at
-            FROM (
-                SELECT DISTINCT u.s
-                FROM pg_catalog.unnest(jobq_prune.statuses) AS u (s)
-                WHERE u.s IN ('failed', 'dead_letter', 'cancelled')
-            ) AS st
-            CROSS JOIN LATERAL (
-                SELECT j.id, j.finished_at
-                FROM jobq_jobs AS j
-                WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
-                  AND j.status = st.s
-                  AND j.finished_at < v_before
-                ORDER BY j.finished_at, j.id
-                LIMIT jobq_prune.batch_size
-                FOR UPDATE SKIP LOCKED
-            ) AS f
-        ),
+    pruned AS (
+        DELETE FROM jobq_jobs_history AS h
+        WHERE h.status = ANY (jobq_prune.statuses)
+          AND h.finished_at < v_before
+          AND h.id = ANY (ARRAY(SELECT d.id FROM doomed AS d))
+        RETURNING h.queue, h.job_type, h.status
+    ),
 
-        doomed AS MATERIALIZED (
-            SELECT c.id
-            FROM (
-                SELECT s.id, s.finished_at FROM succeeded AS s
-                UNION ALL
-                SELECT e.id, e.finished_at FROM ended AS e
-            ) AS c
-            ORDER BY c.finished_at, c.id
-            LIMIT jobq_prune.batch_size
-        ),
+    counted AS MATERIALIZED (
+        SELECT jobq__metrics_count(
+            'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+            pg_catalog.array_agg(c.status), NULL::double precision[]
+        ) AS n
+        FROM pruned AS c
+        HAVING pg_catalog.count(*) > 0
+    )
 
-        pruned AS (
-            DELETE FROM jobq_jobs AS j
-            WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed))
-            RETURNING j.queue, j.job_type, j.status
-        ),
-
-        counted AS MATERIALIZED (
-            SELECT jobq__metrics_count(
-                'pruned'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-                pg_catalog.array_agg(c.status), NULL::double precision[]
-            ) AS n
-            FROM pruned AS c
-            HAVING pg_catalog.count(*) > 0
-        )
-
-        SELECT pg_catalog.count(*) INTO v_deleted
-        FROM pruned AS p
-        LEFT JOIN counted ON TRUE;
-    ELSE
-        FOR v_status IN
-            SELECT DISTINCT s FROM pg_catalog.unnest(statuses) AS s ORDER BY s
-        LOOP
-            IF v_status = 'succeeded' THEN
-                WITH doomed AS MATERIALIZED (
-                    SELECT j.id
-                    FROM jobq_jobs AS j
-                    WHERE j.status = 'succeeded' AND j.finished_at < v_before
-                    FOR UPDATE SKIP LOCKED
-                ),
-
-                pruned AS (
-                    DELETE FROM jobq_jobs AS j
-                    USING doomed
-                    WHERE j.id = doomed.id
-                    RETURNING j.queue, j.job_type
-                ),
-
-                counted AS MATERIALIZED (
-                    SELECT jobq__metrics_count(
-                        'pruned'::text, pg_catalog.array_agg(c.queue),
-                        pg_catalog.array_agg(c.job_type),
-                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
-                        NULL::double precision[]
-                    ) AS n
-                    FROM pruned AS c
-                    HAVING pg_catalog.count(*) > 0
-                )
-
-                SELECT pg_catalog.count(*) INTO v_count
-                FROM pruned AS p
-                LEFT JOIN counted ON TRUE;
-            ELSIF v_status IN ('failed', 'dead_letter', 'cancelled') THEN
-                -- The predicate of jobq_jobs_failed_idx, so that the plan (generic: v_status
-                -- is a parameter) can use that index.
-                WITH doomed AS MATERIALIZED (
-                    SELECT j.id
-                    FROM jobq_jobs AS j
-                    WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
-                      AND j.status = v_status
-                      AND j.finished_at < v_before
-                    FOR UPDATE SKIP LOCKED
-                ),
-
-                pruned AS (
-                    DELETE FROM jobq_jobs AS j
-                    USING doomed
-                    WHERE j.id = doomed.id
-                    RETURNING j.queue, j.job_type
-                ),
-
-                counted AS MATERIALIZED (
-                    SELECT jobq__metrics_count(
-                        'pruned'::text, pg_catalog.array_agg(c.queue),
-                        pg_catalog.array_agg(c.job_type),
-                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
-                        NULL::double precision[]
-                    ) AS n
-                    FROM pruned AS c
-                    HAVING pg_catalog.count(*) > 0
-                )
-
-                SELECT pg_catalog.count(*) INTO v_count
-                FROM pruned AS p
-                LEFT JOIN counted ON TRUE;
-            ELSE
-                WITH doomed AS MATERIALIZED (
-                    SELECT j.id
-                    FROM jobq_jobs AS j
-                    WHERE j.status = v_status AND j.finished_at < v_before
-                    FOR UPDATE SKIP LOCKED
-                ),
-
-                pruned AS (
-                    DELETE FROM jobq_jobs AS j
-                    USING doomed
-                    WHERE j.id = doomed.id
-                    RETURNING j.queue, j.job_type
-                ),
-
-                counted AS MATERIALIZED (
-                    SELECT jobq__metrics_count(
-                        'pruned'::text, pg_catalog.array_agg(c.queue),
-                        pg_catalog.array_agg(c.job_type),
-                        pg_catalog.array_fill(v_status, ARRAY[pg_catalog.count(*)::integer]),
-                        NULL::double precision[]
-                    ) AS n
-                    FROM pruned AS c
-                    HAVING pg_catalog.count(*) > 0
-                )
-
-                SELECT pg_catalog.count(*) INTO v_count
-                FROM pruned AS p
-                LEFT JOIN counted ON TRUE;
-            END IF;
-            v_deleted := v_deleted + v_count;
-        END LOOP;
-    END IF;
+    SELECT pg_catalog.count(*) INTO v_deleted
+    FROM pruned AS p
+    LEFT JOIN counted ON TRUE;
     -- Registrations of jobq_await whose job has ended or is gone: the ending statement deletes
     -- a job's rows, but not those registered after it read them. Rows another transaction
     -- holds are left for a later call.

@@ -1,8 +1,9 @@
 -- jobq_queue_summary: per queue, what waits, what runs and what went wrong, for dashboards
 -- (`jobq web`'s overview) and operators. Unlike jobq_stats, which counts every row, it reads
--- only the partial indexes of unfinished, failed, dead-letter and cancelled jobs, and the
--- recent end of jobq_jobs_succeeded_idx: its cost follows the backlog, the jobs kept for an
--- operator and the recent throughput, never the number of succeeded jobs kept.
+-- only the partial indexes of unfinished jobs, the partitions of failed, dead-letter and
+-- cancelled jobs in jobq_jobs_history, and the recent end of the succeeded ones: its cost
+-- follows the backlog, the jobs kept for an operator and the recent throughput, never the
+-- number of succeeded jobs kept.
 --
 -- SET enable_seqscan = off: each read has the predicate of a partial index, but with
 -- statistics gathered while most rows were pending, limited or dead-letter jobs the planner
@@ -74,10 +75,10 @@ BEGIN
         FROM jobq_jobs AS j WHERE j.status = 'processing'
         UNION ALL
         SELECT j.queue, j.status, j.available_at
-        FROM jobq_jobs AS j WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
+        FROM jobq_jobs_history AS j WHERE j.status IN ('failed', 'dead_letter', 'cancelled')
         UNION ALL
         SELECT j.queue, j.status, j.available_at
-        FROM jobq_jobs AS j WHERE j.status = 'succeeded' AND j.finished_at >= v_now - recent
+        FROM jobq_jobs_history AS j WHERE j.status = 'succeeded' AND j.finished_at >= v_now - recent
     ) AS p
     GROUP BY p.queue
     ORDER BY p.queue;

@@ -13,30 +13,11 @@ DECLARE
     v_queue text;
     v_old_status text;
     v_job_type text;
-    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
-    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
-    -- The status it leaves, for jobq_metrics' gauge; the lock keeps it until the UPDATE.
-    SELECT j.status INTO v_old_status
-    FROM jobq_jobs AS j
-    WHERE j.id = jobq_requeue_dead_letter.job_id
-    FOR UPDATE;
-
-    UPDATE jobq_jobs AS j
-    SET
-        status = 'pending',
-        available_at = v_now,
-        attempts = 0,
-        scheduled = FALSE,
-        locked_at = NULL,
-        locked_by = NULL,
-        finished_at = NULL,
-        cancel_requested_at = NULL,
-        cancel_reason = NULL,
-        updated_at = v_now
-    WHERE j.id = jobq_requeue_dead_letter.job_id
-      AND j.status IN ('dead_letter', 'failed', 'cancelled')
-    RETURNING j.queue, j.job_type INTO v_queue, v_job_type;
+    -- Back from jobq_jobs_history to jobq_jobs (jobq__requeue), with the status it leaves,
+    -- for jobq_metrics' gauge.
+    SELECT r.queue, r.job_type, r.old_status INTO v_queue, v_job_type, v_old_status
+    FROM jobq__requeue(ARRAY[jobq_requeue_dead_letter.job_id]) AS r;
     IF v_queue IS NULL THEN
         RETURN false;
     END IF;

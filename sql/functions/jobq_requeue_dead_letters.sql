@@ -15,8 +15,6 @@ AS $$
 DECLARE
     v_count integer;
     v_queues text[];
-    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
-    v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
     IF pg_catalog.length(jobq_requeue_dead_letters.job_type) > 200 THEN
         RAISE EXCEPTION 'jobq_requeue_dead_letters: job_type is % characters long, at most 200 '
@@ -28,34 +26,19 @@ BEGIN
             'allowed', pg_catalog.length(jobq_requeue_dead_letters.queue)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- old: the status each job leaves, for jobq_metrics' gauge (locked until the UPDATE).
-    WITH old AS MATERIALIZED (
-        SELECT j.id, j.status
-        FROM jobq_jobs AS j
-        WHERE j.status IN ('dead_letter', 'failed', 'cancelled')
-          AND (jobq_requeue_dead_letters.job_type IS NULL
-               OR j.job_type = jobq_requeue_dead_letters.job_type)
-          AND (jobq_requeue_dead_letters.queue IS NULL
-               OR j.queue = jobq_requeue_dead_letters.queue)
-        FOR UPDATE
-    ),
-
-    requeued AS (
-        UPDATE jobq_jobs AS j
-        SET
-            status = 'pending',
-            available_at = v_now,
-            attempts = 0,
-            scheduled = FALSE,
-            locked_at = NULL,
-            locked_by = NULL,
-            finished_at = NULL,
-            cancel_requested_at = NULL,
-            cancel_reason = NULL,
-            updated_at = v_now
-        FROM old
-        WHERE j.id = old.id
-        RETURNING j.queue, j.job_type, old.status
+    -- Back from jobq_jobs_history to jobq_jobs (jobq__requeue), each with the status it
+    -- leaves, for jobq_metrics' gauge.
+    WITH requeued AS MATERIALIZED (
+        SELECT r.queue, r.job_type, r.old_status AS status
+        FROM jobq__requeue(ARRAY(
+            SELECT h.id
+            FROM jobq_jobs_history AS h
+            WHERE h.status IN ('dead_letter', 'failed', 'cancelled')
+              AND (jobq_requeue_dead_letters.job_type IS NULL
+                   OR h.job_type = jobq_requeue_dead_letters.job_type)
+              AND (jobq_requeue_dead_letters.queue IS NULL
+                   OR h.queue = jobq_requeue_dead_letters.queue)
+        )) AS r
     ),
 
     counted AS MATERIALIZED (

@@ -17,7 +17,7 @@ AS $$
     SELECT
         j.queue, j.job_type, j.status, pg_catalog.count(*) AS jobs,
         pg_catalog.min(j.available_at)
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j
     GROUP BY j.queue, j.job_type, j.status
     ORDER BY j.queue, j.job_type, j.status
 $$;

@@ -197,14 +197,14 @@ class Fx:
 
     def job(self, job_id: uuid.UUID) -> dict[str, Any]:
         rows = self.conn.cursor(row_factory=psycopg.rows.dict_row).execute(
-            "SELECT * FROM jobq_jobs WHERE id = %(id)s", {"id": job_id}
+            "SELECT * FROM jobq_all_jobs WHERE id = %(id)s", {"id": job_id}
         ).fetchall()
         assert rows, f"job {job_id} does not exist"
         return rows[0]
 
     def status_counts(self) -> Counter[str]:
         return Counter(
-            {r[0]: r[1] for r in self.sql("SELECT status, count(*) FROM jobq_jobs GROUP BY 1")}
+            {r[0]: r[1] for r in self.sql("SELECT status, count(*) FROM jobq_all_jobs GROUP BY 1")}
         )
 
     def wait_all_finished(self, expected: int, timeout: float = 120.0) -> None:
@@ -310,7 +310,7 @@ class Fx:
         jobs = {
             r[0]: {"status": r[1], "attempts": r[2], "max_attempts": r[3], "job_type": r[4]}
             for r in self.sql(
-                "SELECT id, status, attempts, max_attempts, job_type FROM jobq_jobs"
+                "SELECT id, status, attempts, max_attempts, job_type FROM jobq_all_jobs"
             )
         }
         effects: dict[uuid.UUID, list[tuple[int, str]]] = defaultdict(list)

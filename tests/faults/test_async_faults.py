@@ -101,7 +101,7 @@ def test_terminating_every_connection_with_async_jobs_loses_and_repeats_no_effec
     assert fx.stop_all() == {"w0": 0, "w1": 0}
     fx.check_invariants([*ids, *fresh])
     ran_async = fx.one(
-        "SELECT count(*) FROM jobq_jobs WHERE job_type IN ('afx', 'afx_plain')"
+        "SELECT count(*) FROM jobq_all_jobs WHERE job_type IN ('afx', 'afx_plain')"
         " AND status = 'succeeded'"
     )
     assert ran_async >= 200
@@ -126,7 +126,7 @@ def test_sigterm_with_async_jobs_in_flight_releases_the_unstarted_and_finishes_t
     fx.wait_for(
         "A to prefetch the 4 waiting jobs",
         lambda: fx.one(
-            "SELECT count(*) FROM jobq_jobs WHERE id = ANY(%(i)s) AND locked_by = 'A'",
+            "SELECT count(*) FROM jobq_all_jobs WHERE id = ANY(%(i)s) AND locked_by = 'A'",
             {"i": waiting},
         ) == 4,
     )
@@ -134,7 +134,7 @@ def test_sigterm_with_async_jobs_in_flight_releases_the_unstarted_and_finishes_t
     fx.wait_for(
         "the unstarted jobs to be released",
         lambda: fx.one(
-            "SELECT count(*) FROM jobq_jobs WHERE id = ANY(%(i)s) AND status = 'pending'"
+            "SELECT count(*) FROM jobq_all_jobs WHERE id = ANY(%(i)s) AND status = 'pending'"
             " AND attempts = 0 AND locked_by IS NULL AND errors = '[]'",
             {"i": waiting},
         ) == 4,

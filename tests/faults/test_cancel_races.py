@@ -58,7 +58,7 @@ def test_cancel_racing_claims_completions_and_takeovers(fx: Fx) -> None:
                 ).fetchall()
                 if not rows:
                     left = c.execute(
-                        "SELECT count(*) FROM jobq_jobs WHERE finished_at IS NULL"
+                        "SELECT count(*) FROM jobq_all_jobs WHERE finished_at IS NULL"
                     ).fetchone()
                     if cancelled_all.is_set() and left == (0,):
                         return
@@ -123,18 +123,18 @@ def test_cancel_racing_claims_completions_and_takeovers(fx: Fx) -> None:
     assert not problems, problems[:5]
 
     # The dead claimers come back: every late completion is fenced off and changes nothing.
-    before = fx.sql("SELECT * FROM jobq_jobs ORDER BY id")
+    before = fx.sql("SELECT * FROM jobq_all_jobs ORDER BY id")
     for job_id, attempt, worker in abandoned:
         late = fx.one("SELECT jobq_complete(%(j)s, %(w)s, %(a)s, '{\"late\": true}')",
                       {"j": job_id, "w": worker, "a": attempt})
         assert late is False, f"a late completion of {job_id} (attempt {attempt}) went through"
-    assert fx.sql("SELECT * FROM jobq_jobs ORDER BY id") == before
+    assert fx.sql("SELECT * FROM jobq_all_jobs ORDER BY id") == before
 
     jobs: dict[uuid.UUID, dict[str, Any]] = {
         r[0]: {"status": r[1], "attempts": r[2], "result": r[3], "last_error": r[4],
                "asked": r[5]}
         for r in fx.sql("SELECT id, status, attempts, result, last_error,"
-                        " cancel_requested_at IS NOT NULL FROM jobq_jobs")
+                        " cancel_requested_at IS NOT NULL FROM jobq_all_jobs")
     }
     starts = {(r[0], r[1]): r[2] for r in fx.sql("SELECT job_id, attempt, worker FROM fx_starts")}
     assert len(starts) == fx.one("SELECT count(*) FROM fx_starts"), "a claim was made twice"

@@ -220,7 +220,7 @@ def test_terminating_every_worker_connection_every_2s_loses_and_repeats_no_effec
     # The kills did land inside handlers' transactions (each handler takes 30 ms, 8 run at
     # once): attempts were cut and retried, so the exactly-once check above was exercised.
     cut = fx.one(
-        "SELECT count(*) FROM jobq_jobs, jsonb_array_elements(errors) AS e"
+        "SELECT count(*) FROM jobq_all_jobs, jsonb_array_elements(errors) AS e"
         " WHERE e ->> 'error' ILIKE '%%connection%%' OR e ->> 'error' ILIKE '%%terminat%%'"
     )
     assert cut > 0, f"no kill hit a running job (terminated per round: {killed})"
@@ -307,7 +307,7 @@ def test_two_immediate_restarts_lose_no_job_and_duplicate_no_key(fx: Fx, pg_rest
     assert not errors, f"producer failed: {errors}"
     assert min(retries) > 0, f"a producer never saw the restarts: retries {retries}"
 
-    rows = fx.sql("SELECT idempotency_key, id FROM jobq_jobs")
+    rows = fx.sql("SELECT idempotency_key, id FROM jobq_all_jobs")
     assert len(rows) == len(keys) and {k for k, _ in rows} == set(keys), "not one job per key"
     by_key = dict(rows)
     assert got[0] == by_key and got[1] == by_key, "a producer got an id that is not its key's job"

@@ -54,7 +54,7 @@ def _sql_enqueue(fx: Fx, **override: Any) -> Any:
 
 
 def _count(fx: Fx) -> int:
-    return int(fx.one("SELECT count(*) FROM jobq_jobs"))
+    return int(fx.one("SELECT count(*) FROM jobq_all_jobs"))
 
 
 @pytest.mark.parametrize(("argument", "ok", "bad"), BOUNDS)
@@ -62,7 +62,7 @@ def test_bounds_through_sql_accept_the_bound_and_refuse_past_it(
     fx: Fx, argument: str, ok: Any, bad: Any
 ) -> None:
     job_id = _sql_enqueue(fx, **{argument: ok})
-    assert fx.one(f"SELECT {argument} FROM jobq_jobs WHERE id = %(i)s", {"i": job_id}) == ok
+    assert fx.one(f"SELECT {argument} FROM jobq_all_jobs WHERE id = %(i)s", {"i": job_id}) == ok
     with pytest.raises(psycopg.errors.InvalidParameterValue, match=argument):
         _sql_enqueue(fx, **{argument: bad})
     with pytest.raises(psycopg.errors.InvalidParameterValue, match=argument):
@@ -191,7 +191,9 @@ def test_arithmetic_backoff_cannot_overflow_at_any_attempt(fx: Fx) -> None:
             "SELECT jobq_fail(%(i)s, 'w', 'boom', backoff => '100 years', attempt => %(a)s)",
             {"i": job_id, "a": attempt},
         )
-        delay = fx.one("SELECT available_at - now() FROM jobq_jobs WHERE id = %(i)s", {"i": job_id})
+        delay = fx.one(
+            "SELECT available_at - now() FROM jobq_all_jobs WHERE id = %(i)s", {"i": job_id}
+        )
         if attempt < 1000:
             assert status == "pending"
             assert timedelta(0) < delay <= timedelta(days=365), f"attempt {attempt}: {delay}"
@@ -231,7 +233,7 @@ def test_session_time_zone_changes_no_stored_time_and_no_availability(fx: Fx) ->
             later.append(q.enqueue("t", run_at=run_at.astimezone(timezone(timedelta(hours=-9)))))
             now_ids.append(q.enqueue("t"))
     stored = {r[0] for r in fx.sql(
-        "SELECT available_at FROM jobq_jobs WHERE id = ANY(%(i)s)", {"i": later})}
+        "SELECT available_at FROM jobq_all_jobs WHERE id = ANY(%(i)s)", {"i": later})}
     assert stored == {run_at}
     # Claimed from a session far east: exactly the jobs available now, none of the later ones.
     east = make_conninfo(fx.dsn, options="-c TimeZone=Pacific/Kiritimati")
@@ -268,19 +270,19 @@ def test_worker_with_a_wrong_wall_clock_changes_nothing(fx: Fx, skew: int) -> No
     ready = fx.enqueue_many([{"job_type": "fx"} for _ in range(20)])
     scheduled = fx.one("SELECT jobq_enqueue('fx', run_at => now() + interval '2 seconds')")
     fx.wait_for("S to run the jobs available now", lambda: fx.one(
-        "SELECT count(*) FROM jobq_jobs WHERE id = ANY(%(i)s) AND status = 'succeeded'",
+        "SELECT count(*) FROM jobq_all_jobs WHERE id = ANY(%(i)s) AND status = 'succeeded'",
         {"i": ready}) == 20)
     # Still pending while the server's clock has not reached its run_at (on a loaded machine
     # the 20 jobs can take longer than 2 s; then the ledger check below is the one that counts).
     ((status, early),) = fx.sql(
-        "SELECT status, now() < available_at FROM jobq_jobs WHERE id = %(i)s", {"i": scheduled}
+        "SELECT status, now() < available_at FROM jobq_all_jobs WHERE id = %(i)s", {"i": scheduled}
     )
     assert status == "pending" or not early, f"the scheduled job is {status} before its run_at"
     fx.wait_for("the scheduled job, once due", lambda: fx.job(scheduled)["status"] == "succeeded",
                 timeout=30)
     assert fx.one(
         "SELECT started.at >= j.available_at FROM fx_ledger AS started"
-        " JOIN jobq_jobs AS j ON j.id = started.job_id WHERE started.job_id = %(i)s",
+        " JOIN jobq_all_jobs AS j ON j.id = started.job_id WHERE started.job_id = %(i)s",
         {"i": scheduled},
     ), "the scheduled job ran before its run_at"
     time.sleep(1.0)  # S polls every 0.2 s: five chances to steal the held claim

@@ -71,7 +71,7 @@ def test_an_open_claim_that_rolls_back_frees_its_key(dsn: str, conn: Conn) -> No
         assert claim_ids(b, "b") == []
         a.rollback()
         assert claim_ids(b, "b") == [job]
-        row = conn.execute("SELECT attempts FROM jobq_jobs WHERE id = %s", (job,)).fetchone()
+        row = conn.execute("SELECT attempts FROM jobq_all_jobs WHERE id = %s", (job,)).fetchone()
         assert row == (1,), "the rolled-back claim spent no attempt"
 
 
@@ -84,12 +84,12 @@ def test_repeatable_read_claim_that_missed_a_concurrent_start_fails_rather_than_
     with session(dsn) as a, session(dsn) as b:
         b.autocommit = False
         b.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        b.execute("SELECT count(*) FROM jobq_jobs").fetchone()  # B's snapshot, before A's claim
+        b.execute("SELECT count(*) FROM jobq_all_jobs").fetchone()  # B's snapshot, before A's claim
         assert len(claim_ids(a, "a")) == 1  # committed after B's snapshot
         with pytest.raises(psycopg.errors.SerializationFailure):
             claim_ids(b, "b")
         b.rollback()
-    row = conn.execute("SELECT count(*) FROM jobq_jobs WHERE status = 'processing'").fetchone()
+    row = conn.execute("SELECT count(*) FROM jobq_all_jobs WHERE status = 'processing'").fetchone()
     assert row == (1,)
 
 
@@ -196,11 +196,11 @@ def test_32_sessions_with_kills_and_lock_expiries_never_run_more_than_2_per_key(
                 else:  # a lock expires: the next claim takes it over
                     c.execute(
                         "UPDATE jobq_jobs SET locked_at = now() - interval '1 hour'"
-                        " WHERE id = (SELECT id FROM jobq_jobs WHERE status = 'processing'"
+                        " WHERE id = (SELECT id FROM jobq_all_jobs WHERE status = 'processing'"
                         "             ORDER BY random() LIMIT 1)"
                     )
                 row = c.execute(
-                    "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM jobq_jobs"
+                    "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM jobq_all_jobs"
                     " WHERE status = 'processing' GROUP BY limit_key) AS p"
                 ).fetchone()
                 assert row is not None
@@ -214,7 +214,7 @@ def test_32_sessions_with_kills_and_lock_expiries_never_run_more_than_2_per_key(
         wait_for(
             "every job to succeed",
             lambda: conn.execute(
-                "SELECT count(*) = %s FROM jobq_jobs WHERE status = 'succeeded'", (total,)
+                "SELECT count(*) = %s FROM jobq_all_jobs WHERE status = 'succeeded'", (total,)
             ).fetchone()[0],
             timeout=240,
         )
@@ -229,7 +229,7 @@ def test_32_sessions_with_kills_and_lock_expiries_never_run_more_than_2_per_key(
     assert max(peaks, default=0) <= 2
     assert len(most) == 50
     kills_and_takeovers = conn.execute(
-        "SELECT count(*) FROM jobq_jobs WHERE jsonb_array_length(errors) > 0"
+        "SELECT count(*) FROM jobq_all_jobs WHERE jsonb_array_length(errors) > 0"
     ).fetchone()[0]
     assert kills_and_takeovers > 0, "no lock expired: the test did not test takeovers"
 
@@ -303,7 +303,7 @@ def test_a_saturated_top_priority_key_does_not_stop_other_keys(dsn: str, conn: C
         got |= set(claim_ids(a, "a", batch=10))
         holder.commit()
         assert got == others | plain
-        row = conn.execute("SELECT count(*) FROM jobq_jobs WHERE limit_key = 'big'"
+        row = conn.execute("SELECT count(*) FROM jobq_all_jobs WHERE limit_key = 'big'"
                            " AND status = 'processing'").fetchone()
         assert row == (1,)
 
@@ -324,7 +324,7 @@ def test_removing_a_limit_releases_the_waiting_jobs_at_once(dsn: str, conn: Conn
     runner.start()
     try:
         assert started.wait(60)
-        processing = "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'"
+        processing = "SELECT count(*) FROM jobq_all_jobs WHERE status = 'processing'"
         assert conn.execute(processing).fetchone() == (1,)
         with Queue(dsn) as q:
             q.set_limit("cust")  # its NOTIFY wakes the worker, whose next poll is an hour away
@@ -332,7 +332,7 @@ def test_removing_a_limit_releases_the_waiting_jobs_at_once(dsn: str, conn: Conn
                  lambda: conn.execute(processing).fetchone()[0] >= 8)
         gate.set()
         wait_for("every job to succeed", lambda: conn.execute(
-            "SELECT count(*) = 30 FROM jobq_jobs WHERE status = 'succeeded'").fetchone()[0])
+            "SELECT count(*) = 30 FROM jobq_all_jobs WHERE status = 'succeeded'").fetchone()[0])
     finally:
         gate.set()
         worker.stop()

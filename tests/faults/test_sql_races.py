@@ -156,7 +156,7 @@ def _rounds(
 
 
 def _one_row_per_key(fx: Fx, got: dict[str, list[uuid.UUID]], rounds: int = ROUNDS) -> None:
-    rows = fx.sql("SELECT idempotency_key, id FROM jobq_jobs")
+    rows = fx.sql("SELECT idempotency_key, id FROM jobq_all_jobs")
     by_key = dict(rows)
     assert len(rows) == len(by_key) == rounds, f"{len(rows)} rows for {rounds} keys"
     wrong = {k: set(ids) - {by_key.get(k)} for k, ids in got.items() if set(ids) != {by_key.get(k)}}

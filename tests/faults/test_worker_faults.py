@@ -75,12 +75,12 @@ def test_four_processes_of_four_threads_run_20000_jobs_enqueued_while_running(fx
                for n in range(4)}
     by_queue = fx.sql(
         "SELECT j.queue, array_agg(DISTINCT l.worker) FROM fx_ledger AS l"
-        " JOIN jobq_jobs AS j ON j.id = l.job_id GROUP BY j.queue"
+        " JOIN jobq_all_jobs AS j ON j.id = l.job_id GROUP BY j.queue"
     )
     for queue, workers in by_queue:
         assert set(workers) <= serving[queue], f"queue {queue} run by {workers}"
     # Nothing was retried: no claim was lost without a fault.
-    assert fx.one("SELECT max(attempts) FROM jobq_jobs") == 1
+    assert fx.one("SELECT max(attempts) FROM jobq_all_jobs") == 1
 
 
 def test_sigkilled_worker_job_is_taken_over_after_lock_timeout_with_attempt_2(fx: Fx) -> None:
@@ -299,7 +299,7 @@ def test_poison_job_that_kills_its_worker_is_dead_lettered_after_max_attempts(fx
     def finished() -> bool:
         return bool(
             fx.one(
-                "SELECT count(*) = 0 FROM jobq_jobs WHERE status IN ('pending', 'processing')"
+                "SELECT count(*) = 0 FROM jobq_all_jobs WHERE status IN ('pending', 'processing')"
             )
         )
 
@@ -349,7 +349,7 @@ def test_sigterm_releases_unstarted_jobs_at_once_and_finishes_in_flight_ones(fx:
     fx.wait_for(
         "A to prefetch the 4 waiting jobs",
         lambda: fx.one(
-            "SELECT count(*) FROM jobq_jobs WHERE id = ANY(%(i)s) AND locked_by = 'A'",
+            "SELECT count(*) FROM jobq_all_jobs WHERE id = ANY(%(i)s) AND locked_by = 'A'",
             {"i": waiting},
         ) == 4,
     )
@@ -358,7 +358,7 @@ def test_sigterm_releases_unstarted_jobs_at_once_and_finishes_in_flight_ones(fx:
     fx.wait_for(
         "the unstarted jobs to be released",
         lambda: fx.one(
-            "SELECT count(*) FROM jobq_jobs WHERE id = ANY(%(i)s) AND status = 'pending'"
+            "SELECT count(*) FROM jobq_all_jobs WHERE id = ANY(%(i)s) AND status = 'pending'"
             " AND attempts = 0 AND locked_by IS NULL AND errors = '[]' AND last_error IS NULL",
             {"i": waiting},
         ) == 4,
@@ -369,7 +369,7 @@ def test_sigterm_releases_unstarted_jobs_at_once_and_finishes_in_flight_ones(fx:
     fx.wait_for(
         "B to run the released jobs",
         lambda: fx.one(
-            "SELECT count(*) FROM jobq_jobs WHERE id = ANY(%(i)s) AND status = 'succeeded'",
+            "SELECT count(*) FROM jobq_all_jobs WHERE id = ANY(%(i)s) AND status = 'succeeded'",
             {"i": waiting},
         ) == 4,
         timeout=30,
@@ -426,7 +426,7 @@ def test_serial_keys_under_connection_kills_lose_no_completion_and_never_overlap
     assert fx.stop_all() == {"w0": 0, "w1": 0}
     fx.check_invariants(ids)
     rows = fx.sql(
-        "SELECT j.limit_key, l.at, e.at FROM jobq_jobs AS j"
+        "SELECT j.limit_key, l.at, e.at FROM jobq_all_jobs AS j"
         " JOIN fx_ledger AS l ON l.job_id = j.id AND l.event = 'start'"
         " JOIN fx_effects AS e ON e.job_id = l.job_id AND e.attempt = l.attempt"
         "  AND e.worker = l.worker"

@@ -50,6 +50,8 @@ SELECT results_eq(
     ('jobq__cron_parse', 'cron text', 'bigint[]'),
     ('jobq__error_entry', 'attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text', 'jsonb'),
     ('jobq__event_channel', 'kind text', 'text'),
+    ('jobq__history_partitions', 'status text',
+                                 'TABLE(name text, lower_at timestamp with time zone, upper_at timestamp with time zone)'),
     ('jobq__insert_jobs', 'job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], '
                           'run_ats timestamp with time zone[], priorities integer[], queues text[], '
                           'limit_groups text[], limit_keys text[]', 'TABLE(ord integer, id uuid)'),
@@ -66,6 +68,9 @@ SELECT results_eq(
     ('jobq__metrics_fold', '', 'bigint'),
     ('jobq__notify', 'queues text[]', 'integer'),
     ('jobq__notify_events', 'kind text, payloads text[]', 'integer'),
+    ('jobq__requeue', 'job_ids uuid[]', 'TABLE(queue text, job_type text, old_status text)'),
+    ('jobq__retire', 'job_ids uuid[]', 'integer'),
+    ('jobq__retire_row', '', 'trigger'),
     ('jobq__retry_at', 'failed_at timestamp with time zone, attempts integer, backoff interval', 'timestamp with time zone'),
     ('jobq__statuses', 'finished boolean DEFAULT NULL::boolean', 'text[]'),
     ('jobq__tick', 'at timestamp with time zone', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
@@ -119,6 +124,8 @@ SELECT results_eq(
     ('jobq_limits', '', 'TABLE(limit_group text, max_running integer, max_starts integer, per interval)'),
     ('jobq_list_jobs', 'statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, '
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
+    ('jobq_maintain_history', 'lock_timeout interval DEFAULT ''00:00:00.1''::interval',
+                              'TABLE(action text, partition_name text, detail text)'),
     ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
     ('jobq_metrics_forget', '', 'bigint'),
     ('jobq_metrics_recount', '', 'bigint'),
@@ -141,6 +148,8 @@ SELECT results_eq(
                        'created_at timestamp with time zone, updated_at timestamp with time zone)'),
     ('jobq_set_limit', 'limit_group text, max_running integer DEFAULT NULL::integer, '
                        'max_starts integer DEFAULT NULL::integer, per interval DEFAULT NULL::interval', 'void'),
+    ('jobq_set_retention', 'status text, keep interval DEFAULT NULL::interval, partition_days integer DEFAULT NULL::integer',
+                           'SETOF jobq_retention'),
     ('jobq_stats', '', 'TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)'),
     ('jobq_tick', '', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq_unschedule', 'name text', 'boolean'),
@@ -269,11 +278,18 @@ SELECT is_empty(
 -- Tables and columns
 ------------------------------------------------------------------------------------------
 
-SELECT tables_are('public', ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
-                                 'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
-                                 'jobq_metric_labels', 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
-                                 'jobq_cancel_requests', 'jobq__migrate_lock', 'jobq_awaits'],
-                  'schema public has exactly the jobq tables');
+-- The partitions of jobq_jobs_history (jobq__history_*) come and go with the days
+-- (jobq_maintain_history): they are its parts, not tables of the API.
+SELECT set_eq(
+    $$SELECT c.relname::text FROM pg_class AS c
+      WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p')
+        AND NOT c.relispartition$$,
+    ARRAY['jobq_jobs', 'jobq_settings', 'jobq_migrations', 'jobq_schedules',
+          'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
+          'jobq_metric_labels', 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
+          'jobq_cancel_requests', 'jobq__migrate_lock', 'jobq_awaits', 'jobq_jobs_history',
+          'jobq_retention'],
+    'schema public has exactly the jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
 SELECT hasnt_pk('public', 'jobq_metric_deltas', 'jobq_metric_deltas is appended to, never looked up');

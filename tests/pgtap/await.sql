@@ -48,7 +48,7 @@ SELECT results_eq(
     'timeout 0: the statuses at once'
 );
 SELECT results_eq(
-    'SELECT j.status, count(a.job_id)::int FROM jobq_jobs AS j LEFT JOIN jobq_awaits AS a ON a.job_id = j.id GROUP BY j.status ORDER BY j.status',
+    'SELECT j.status, count(a.job_id)::int FROM jobq_all_jobs AS j LEFT JOIN jobq_awaits AS a ON a.job_id = j.id GROUP BY j.status ORDER BY j.status',
     $$VALUES ('pending'::text, 1), ('processing', 1), ('succeeded', 0)$$,
     'timeout 0 registers the unfinished jobs, not the finished one'
 );

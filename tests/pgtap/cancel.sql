@@ -10,6 +10,7 @@ BEGIN;
 SELECT plan(49);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 ------------------------------------------------------------------------------------------
 -- pending, processing, finished, unknown
@@ -19,6 +20,7 @@ SELECT jobq_enqueue('c') AS running \gset
 SELECT id AS claimed FROM jobq_dequeue('w1') \gset
 SELECT jobq_enqueue('c') AS pending, jobq_enqueue('c') AS done \gset
 UPDATE jobq_jobs SET status = 'succeeded', finished_at = now() - interval '1 hour' WHERE id = :'done';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT gen_random_uuid() AS unknown \gset
 
 SELECT results_eq(
@@ -31,24 +33,24 @@ SELECT results_eq(
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
 SELECT results_eq(
     format($$SELECT status, finished_at, last_error, cancel_requested_at, cancel_reason, updated_at
-             FROM jobq_jobs WHERE id = %L$$, :'pending'),
+             FROM jobq_all_jobs WHERE id = %L$$, :'pending'),
     $$VALUES ('cancelled'::text, now(), 'user asked'::text, NULL::timestamptz, NULL::text, now())$$,
     'a pending job: cancelled at once, finished_at = now(), the reason as last_error'
 );
 SELECT results_eq(
     format($$SELECT status, locked_by, attempts, finished_at, cancel_requested_at, cancel_reason
-             FROM jobq_jobs WHERE id = %L$$, :'running'),
+             FROM jobq_all_jobs WHERE id = %L$$, :'running'),
     $$VALUES ('processing'::text, 'w1'::text, 1, NULL::timestamptz, now(), 'user asked'::text)$$,
     'a processing job keeps running (claim kept) and gets cancel_requested_at and the reason'
 );
 SELECT results_eq(
-    format($$SELECT status, finished_at, cancel_requested_at FROM jobq_jobs WHERE id = %L$$, :'done'),
+    format($$SELECT status, finished_at, cancel_requested_at FROM jobq_all_jobs WHERE id = %L$$, :'done'),
     $$VALUES ('succeeded'::text, now() - interval '1 hour', NULL::timestamptz)$$,
     'a finished job is left alone'
 );
 
 -- a second cancel changes nothing and reports the same statuses
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 SELECT results_eq(
     format($$SELECT job_id, status FROM jobq_cancel(job_ids => ARRAY[%L, %L]::uuid[], reason => 'again')
              ORDER BY status$$, :'pending', :'running'),
@@ -56,7 +58,7 @@ SELECT results_eq(
     'a repeated cancel (named arguments): the same statuses'
 );
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
-SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'a repeated cancel changes nothing (the first request and its reason stay)');
 SELECT is_empty($$SELECT * FROM jobq_cancel(NULL)$$, 'job_ids NULL: no rows');
 SELECT is_empty($$SELECT * FROM jobq_cancel('{}')$$, 'an empty array: no rows');
@@ -66,19 +68,19 @@ SELECT throws_ok(
     '54000', 'jobq_cancel: job_ids has 100001 elements, at most 100000 are allowed',
     'more than 100,000 ids: 54000'
 );
-SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'none of these changed anything');
 
 -- without a reason
 SELECT jobq_enqueue('c') AS quiet \gset
 SELECT is((SELECT status FROM jobq_cancel(ARRAY[:'quiet']::uuid[])), 'cancelled', 'no reason: cancelled');
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
-SELECT is((SELECT last_error FROM jobq_jobs WHERE id = :'quiet'), 'cancelled',
+SELECT is((SELECT last_error FROM jobq_all_jobs WHERE id = :'quiet'), 'cancelled',
           'no reason: last_error says cancelled');
 SELECT jobq_enqueue('c') AS long_reason \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'long_reason']::uuid[], repeat('r', 20000)) \gset
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
-SELECT is((SELECT length(last_error) FROM jobq_jobs WHERE id = :'long_reason'), 10000,
+SELECT is((SELECT length(last_error) FROM jobq_all_jobs WHERE id = :'long_reason'), 10000,
           'a reason is cut to its first 10,000 characters');
 
 ------------------------------------------------------------------------------------------
@@ -99,7 +101,7 @@ SELECT throws_ok(format($$UPDATE jobq_jobs SET status = 'pending', locked_at = N
 SELECT is(jobq_fail(:'running', 'w1', 'stopped by request'), 'cancelled', 'jobq_fail returns cancelled');
 SELECT results_eq(
     format($$SELECT status, finished_at, last_error, locked_by, jsonb_array_length(errors), cancel_reason
-             FROM jobq_jobs WHERE id = %L$$, :'running'),
+             FROM jobq_all_jobs WHERE id = %L$$, :'running'),
     $$VALUES ('cancelled'::text, now(), 'stopped by request'::text, NULL::text, 1, 'user asked'::text)$$,
     'failed with a request: cancelled, finished, the error recorded, the reason kept'
 );
@@ -121,7 +123,7 @@ SELECT status AS ignored FROM jobq_cancel(ARRAY[:'finishes']::uuid[]) \gset
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
 SELECT is(jobq_complete(:'finishes', 'w1', result => '"done anyway"'), true, 'a job asked to stop may still complete');
 SELECT results_eq(
-    format($$SELECT status, result, cancel_requested_at IS NOT NULL FROM jobq_jobs WHERE id = %L$$, :'finishes'),
+    format($$SELECT status, result, cancel_requested_at IS NOT NULL FROM jobq_all_jobs WHERE id = %L$$, :'finishes'),
     $$VALUES ('succeeded'::text, '"done anyway"'::jsonb, true)$$,
     'completed with a request: succeeded, with its result; the request stays on record'
 );
@@ -133,7 +135,7 @@ SELECT status AS ignored FROM jobq_cancel(ARRAY[:'released']::uuid[]) \gset
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
 SELECT is(jobq_release(ARRAY[:'released']::uuid[], 'w1'), 1, 'jobq_release counts it');
 SELECT results_eq(
-    format($$SELECT status, attempts, finished_at, locked_by FROM jobq_jobs WHERE id = %L$$, :'released'),
+    format($$SELECT status, attempts, finished_at, locked_by FROM jobq_all_jobs WHERE id = %L$$, :'released'),
     $$VALUES ('cancelled'::text, 0, now(), NULL::text)$$,
     'released with a request: cancelled (never started, attempt not counted), not pending'
 );
@@ -145,7 +147,7 @@ SELECT status AS ignored FROM jobq_cancel(ARRAY[:'orphan']::uuid[]) \gset
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
 SELECT is(jobq_release_orphans('w9', '{}'), 1, 'jobq_release_orphans counts it');
 SELECT results_eq(
-    format($$SELECT status, attempts, finished_at, locked_by FROM jobq_jobs WHERE id = %L$$, :'orphan'),
+    format($$SELECT status, attempts, finished_at, locked_by FROM jobq_all_jobs WHERE id = %L$$, :'orphan'),
     $$VALUES ('cancelled'::text, 0, now(), NULL::text)$$,
     'an orphan with a request: cancelled, not pending'
 );
@@ -156,17 +158,18 @@ SELECT id AS claimed6 FROM jobq_dequeue('w1') \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'stale']::uuid[]) \gset
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
 UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = :'stale';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w2', lock_timeout => '5 minutes')$$,
                 'a stale claim with a request is not taken over to run again');
 SELECT results_eq(
     format($$SELECT status, finished_at, locked_by, errors -> 0 ->> 'kind', errors -> 0 ->> 'worker'
-             FROM jobq_jobs WHERE id = %L$$, :'stale'),
+             FROM jobq_all_jobs WHERE id = %L$$, :'stale'),
     $$VALUES ('cancelled'::text, now(), NULL::text, 'lock_expired'::text, 'w1'::text)$$,
     'taken over with a request: cancelled, the lost lock recorded in errors'
 );
 SELECT is(jobq_complete(:'stale', 'w1'), false, 'the old worker''s late completion is fenced off');
 SELECT is(jobq_fail(:'stale', 'w1', 'late'), NULL, 'and so is its late failure');
-SELECT is((SELECT status FROM jobq_jobs WHERE id = :'stale'), 'cancelled', 'the job stays cancelled');
+SELECT is((SELECT status FROM jobq_all_jobs WHERE id = :'stale'), 'cancelled', 'the job stays cancelled');
 
 ------------------------------------------------------------------------------------------
 -- Requeue and prune accept cancelled jobs
@@ -175,27 +178,28 @@ SELECT is((SELECT status FROM jobq_jobs WHERE id = :'stale'), 'cancelled', 'the 
 SELECT is(jobq_requeue_dead_letter(:'running'), true, 'jobq_requeue_dead_letter requeues a cancelled job');
 SELECT results_eq(
     format($$SELECT status, attempts, finished_at, cancel_requested_at, cancel_reason, last_error
-             FROM jobq_jobs WHERE id = %L$$, :'running'),
+             FROM jobq_all_jobs WHERE id = %L$$, :'running'),
     $$VALUES ('pending'::text, 0, NULL::timestamptz, NULL::timestamptz, NULL::text, 'stopped by request'::text)$$,
     'requeued: pending, attempts 0, the cancel request cleared, the error history kept'
 );
 SELECT is(jobq_requeue_dead_letters(job_type => 'c'), 8, 'jobq_requeue_dead_letters requeues every cancelled job');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'cancelled'), 0, 'none is left cancelled');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'pending' AND cancel_requested_at IS NOT NULL), 0,
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'cancelled'), 0, 'none is left cancelled');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'pending' AND cancel_requested_at IS NOT NULL), 0,
           'no pending job carries a request');
 
 SELECT jobq_enqueue('old') AS old \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'old']::uuid[]) \gset
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
-UPDATE jobq_jobs SET finished_at = now() - interval '8 days' WHERE id = :'old';
+UPDATE jobq_jobs_history SET finished_at = now() - interval '8 days' WHERE id = :'old';
 SELECT is(jobq_prune(statuses => '{cancelled}'), 1::bigint, 'jobq_prune deletes cancelled jobs older than 7 days');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE id = :'old'), 0, '... that one is gone');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE id = :'old'), 0, '... that one is gone');
 
 ------------------------------------------------------------------------------------------
 -- A cancel racing a claim in the same transaction order: claimed first, then cancelled
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('r') AS raced \gset
 SELECT id AS claimed7 FROM jobq_dequeue('w3') \gset
 SELECT is((SELECT status FROM jobq_cancel(ARRAY[:'raced']::uuid[])), 'cancel_requested',
@@ -208,7 +212,7 @@ SELECT is(jobq_heartbeat('w3', ARRAY[:'raced']::uuid[]), 1, 'the claim is still 
 -- statuses are reported under odd session settings too
 SET LOCAL TimeZone = 'Pacific/Chatham';
 SET LOCAL DateStyle = 'SQL, DMY';
-SELECT is((SELECT cancel_requested_at FROM jobq_jobs WHERE id = :'raced'), now(),
+SELECT is((SELECT cancel_requested_at FROM jobq_all_jobs WHERE id = :'raced'), now(),
           'cancel_requested_at is now(), whatever the session time zone');
 
 ------------------------------------------------------------------------------------------
@@ -218,12 +222,13 @@ SELECT is((SELECT cancel_requested_at FROM jobq_jobs WHERE id = :'raced'), now()
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('s1') AS s_running, jobq_enqueue('s2') AS s_released, jobq_enqueue('s3') AS s_done \gset
 SELECT count(*) AS ignored FROM jobq_dequeue('w5', job_types => '{s1,s2,s3}', batch_size => 3) \gset
 SELECT is((SELECT count(*)::int FROM jobq_cancel(ARRAY[:'s_running', :'s_released', :'s_done']::uuid[], 'staged')
            WHERE status = 'cancel_requested'), 3, 'three processing jobs: cancel_requested');
 SELECT results_eq(
-    'SELECT count(*)::int, count(cancel_requested_at)::int FROM jobq_jobs',
+    'SELECT count(*)::int, count(cancel_requested_at)::int FROM jobq_all_jobs',
     'VALUES (3, 0)',
     'before the commit, no job row is changed (no row lock for a worker to wait on)'
 );
@@ -234,7 +239,7 @@ SELECT is(jobq_complete(:'s_done', 'w5'), true, 'a completion before the commit 
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;
 SELECT results_eq(
     format($$SELECT id, status, cancel_requested_at, cancel_reason, last_error, finished_at
-             FROM jobq_jobs ORDER BY status$$),
+             FROM jobq_all_jobs ORDER BY status$$),
     format($$VALUES (%L::uuid, 'cancelled'::text, NULL::timestamptz, NULL::text, 'staged'::text, now()),
                     (%L::uuid, 'processing', now(), 'staged', NULL, NULL),
                     (%L::uuid, 'succeeded', NULL, NULL, NULL, now())$$,

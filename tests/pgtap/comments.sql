@@ -68,18 +68,21 @@ SELECT is_empty(
 );
 
 -- Tables, columns, indexes, constraints, storage -------------------------------------------
+-- The partitions of jobq_jobs_history are its parts (made and dropped by
+-- jobq_maintain_history): the partitioned table's comments explain them.
 
 CREATE TEMP VIEW jobq_tables AS
 SELECT c.oid, c.relname FROM pg_class AS c
-WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r';
+WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p')
+  AND NOT c.relispartition;
 
 SELECT set_eq('SELECT relname::text FROM jobq_tables',
               $$VALUES ('jobq_jobs'), ('jobq_settings'), ('jobq_schedules'), ('jobq_workers'),
                        ('jobq_migrations'), ('jobq_metric_counters'), ('jobq_metric_deltas'),
                        ('jobq_limits'), ('jobq_limit_keys'), ('jobq_limit_starts'),
                        ('jobq_cancel_requests'), ('jobq__migrate_lock'), ('jobq_metric_labels'),
-                       ('jobq_awaits')$$,
-              'the eleven jobq tables (so that the checks below see them all)');
+                       ('jobq_awaits'), ('jobq_jobs_history'), ('jobq_retention')$$,
+              'the jobq tables (so that the checks below see them all)');
 
 SELECT is_empty(
     $$SELECT relname FROM jobq_tables WHERE coalesce(btrim(obj_description(oid, 'pg_class')), '') = ''$$,

@@ -13,13 +13,14 @@ BEGIN;
 SELECT plan(78);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 ------------------------------------------------------------------------------------------
 -- Bad input
 ------------------------------------------------------------------------------------------
 
 SELECT jobq_enqueue('t') AS untouched \gset
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
 SELECT throws_ok($$SELECT * FROM jobq_dequeue(NULL)$$, '22023',
     'jobq_dequeue: worker_id must be a non-blank string', 'worker_id NULL: 22023');
@@ -38,7 +39,7 @@ SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', lock_timeout => '-1 minute')$
     'lock_timeout negative: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_dequeue('w', lock_timeout => NULL)$$, '22023',
     'jobq_dequeue: lock_timeout must be a positive interval, got NULL', 'lock_timeout NULL: 22023');
-SELECT results_eq('SELECT * FROM jobq_jobs', 'SELECT * FROM snap',
+SELECT results_eq('SELECT * FROM jobq_all_jobs', 'SELECT * FROM snap',
                   'no bad call claimed or changed anything');
 
 ------------------------------------------------------------------------------------------
@@ -51,7 +52,7 @@ SELECT results_eq(
     format($$VALUES (%L::uuid, 'processing'::text, 1, 'w1'::text, now(), now())$$, :'untouched'),
     'a claim: status processing, attempts + 1, locked_by = worker_id, locked_at = now()'
 );
-SELECT results_eq('SELECT * FROM got', 'SELECT * FROM jobq_jobs',
+SELECT results_eq('SELECT * FROM got', 'SELECT * FROM jobq_all_jobs',
                   'the row returned is the row as stored after the claim');
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w2')$$,
                 'a job claimed (and not stale) is not claimed again');
@@ -63,6 +64,7 @@ SELECT is_empty($$SELECT * FROM jobq_dequeue('w1')$$,
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 CREATE TEMP TABLE o (name text PRIMARY KEY, id uuid);
 INSERT INTO o VALUES
     ('p5_old',    jobq_enqueue('o', priority => 5,  run_at => now() - interval '2 minutes')),
@@ -76,7 +78,7 @@ INSERT INTO o VALUES
 -- the expected order, the tie of p0_tie_1/p0_tie_2 broken by id
 CREATE TEMP TABLE expected AS
 SELECT row_number() OVER (ORDER BY j.priority DESC, j.available_at, j.id) AS pos, j.id
-FROM jobq_jobs AS j WHERE j.id <> (SELECT id FROM o WHERE name = 'future');
+FROM jobq_all_jobs AS j WHERE j.id <> (SELECT id FROM o WHERE name = 'future');
 
 SAVEPOINT order_test;
 SELECT results_eq(
@@ -89,7 +91,7 @@ SELECT results_eq(
     $$VALUES ('p5_old'), ('p5_new')$$,
     'same priority: the older available_at first'
 );
-SELECT is((SELECT status FROM jobq_jobs WHERE id = (SELECT id FROM o WHERE name = 'future')),
+SELECT is((SELECT status FROM jobq_all_jobs WHERE id = (SELECT id FROM o WHERE name = 'future')),
           'pending', 'a job available in the future is not claimed, whatever its priority');
 ROLLBACK TO SAVEPOINT order_test;
 
@@ -103,7 +105,7 @@ SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 2)$$,
 SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 1)$$,
                   'SELECT id FROM expected WHERE pos = 5',
                   'batch_size 1: exactly one, the next');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'processing'), 5,
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'processing'), 5,
           'never more than batch_size claimed: 2 + 2 + 1');
 SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 10)$$,
                   'SELECT id FROM expected WHERE pos = 6',
@@ -116,6 +118,7 @@ SELECT is_empty($$SELECT * FROM jobq_dequeue('w', batch_size => 10)$$,
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('x', queue => 'q1') AS x_q1, jobq_enqueue('y', queue => 'q1') AS y_q1,
        jobq_enqueue('x', queue => 'q2') AS x_q2, jobq_enqueue('y', queue => 'q2') AS y_q2 \gset
 
@@ -133,11 +136,11 @@ SELECT set_eq($$SELECT id FROM jobq_dequeue('w', job_types => '{y}', queues => '
               'both filters: the intersection');
 ROLLBACK TO SAVEPOINT filters;
 SELECT set_eq($$SELECT id FROM jobq_dequeue('w', job_types => '{x,y}', queues => '{q1,q2}', batch_size => 10)$$,
-              'SELECT id FROM jobq_jobs',
+              'SELECT id FROM jobq_all_jobs',
               'several types and queues: any of them');
 ROLLBACK TO SAVEPOINT filters;
 SELECT set_eq($$SELECT id FROM jobq_dequeue('w', job_types => NULL, batch_size => 10, queues => NULL)$$,
-              'SELECT id FROM jobq_jobs',
+              'SELECT id FROM jobq_all_jobs',
               'NULL filters: all types and all queues');
 ROLLBACK TO SAVEPOINT filters;
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w', job_types => '{}', batch_size => 10)$$,
@@ -150,19 +153,22 @@ SELECT is_empty($$SELECT * FROM jobq_dequeue('w', job_types => '{nope}', batch_s
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('s', max_attempts => 3) AS stale \gset
 SELECT is((SELECT id FROM jobq_dequeue('w-old')), :'stale'::uuid, 'w-old claims the job');
 
 UPDATE jobq_jobs SET locked_at = now() - interval '4 minutes 59 seconds' WHERE id = :'stale';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w-new')$$,
                 'a lock younger than lock_timeout (default 5 minutes) is not taken over');
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w-new', lock_timeout => '5 minutes')$$,
                 '... nor with lock_timeout given explicitly');
 
 UPDATE jobq_jobs SET locked_at = now() - interval '6 minutes' WHERE id = :'stale';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w-new', job_types => '{other}')$$,
                 'a stale job outside the filters is left alone');
-SELECT is((SELECT locked_by FROM jobq_jobs WHERE id = :'stale'), 'w-old',
+SELECT is((SELECT locked_by FROM jobq_all_jobs WHERE id = :'stale'), 'w-old',
           '... and keeps its claim');
 
 CREATE TEMP TABLE taken AS SELECT * FROM jobq_dequeue('w-new');
@@ -171,20 +177,21 @@ SELECT results_eq(
     format($$VALUES (%L::uuid, 'processing'::text, 2, 'w-new'::text, now())$$, :'stale'),
     'a lock older than lock_timeout is taken over: new claim, attempts + 1'
 );
-SELECT is(jsonb_array_length((SELECT errors FROM jobq_jobs WHERE id = :'stale')), 1,
+SELECT is(jsonb_array_length((SELECT errors FROM jobq_all_jobs WHERE id = :'stale')), 1,
           'the takeover adds one entry to errors');
 SELECT results_eq(
     format($$SELECT e ->> 'attempt', e ->> 'worker', e ->> 'kind', (e ->> 'at')::timestamptz
-             FROM jobq_jobs AS j, jsonb_array_elements(j.errors) AS e WHERE j.id = %L$$, :'stale'),
+             FROM jobq_all_jobs AS j, jsonb_array_elements(j.errors) AS e WHERE j.id = %L$$, :'stale'),
     $$VALUES ('1'::text, 'w-old'::text, 'lock_expired'::text, now())$$,
     'the entry names the attempt and the worker that lost the claim'
 );
-SELECT matches((SELECT last_error FROM jobq_jobs WHERE id = :'stale'),
+SELECT matches((SELECT last_error FROM jobq_all_jobs WHERE id = :'stale'),
                '^lock expired: worker w-old held attempt 1 since ',
                'last_error says the lock expired and whose it was');
 
 -- a custom lock_timeout
 UPDATE jobq_jobs SET locked_at = now() - interval '2 minutes' WHERE id = :'stale';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is((SELECT locked_by FROM jobq_dequeue('w-fast', lock_timeout => '1 minute')), 'w-fast',
           'lock_timeout => 1 minute takes over a 2-minute-old lock');
 
@@ -193,26 +200,29 @@ SELECT lives_ok($$SELECT * FROM jobq_dequeue('w-patient', lock_timeout => '10000
                 'lock_timeout => 10000 years works (no "timestamp out of range")');
 
 -- attempts used up: dead_letter, not returned
-SELECT is((SELECT attempts FROM jobq_jobs WHERE id = :'stale'), 3, 'the job is at its last attempt');
+SELECT is((SELECT attempts FROM jobq_all_jobs WHERE id = :'stale'), 3, 'the job is at its last attempt');
 UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = :'stale';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w-late', batch_size => 10)$$,
                 'a stale job with attempts = max_attempts is not returned');
 SELECT results_eq(
     format($$SELECT status, attempts, locked_at, locked_by, finished_at, jsonb_array_length(errors),
                     errors -> -1 ->> 'worker'
-             FROM jobq_jobs WHERE id = %L$$, :'stale'),
+             FROM jobq_all_jobs WHERE id = %L$$, :'stale'),
     $$VALUES ('dead_letter'::text, 3, NULL::timestamptz, NULL::text, now(), 3, 'w-fast'::text)$$,
     '... it goes to dead_letter, claim cleared, finished now, its expiry recorded'
 );
-SELECT matches((SELECT last_error FROM jobq_jobs WHERE id = :'stale'), '^lock expired: worker w-fast',
+SELECT matches((SELECT last_error FROM jobq_all_jobs WHERE id = :'stale'), '^lock expired: worker w-fast',
                '... with last_error saying its lock expired');
 
 -- a stale job and a pending one: both are candidates, in claim order
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('m', run_at => now() - interval '1 hour') AS old_job,
        jobq_enqueue('m', run_at => now() - interval '1 minute') AS new_job \gset
 SELECT is((SELECT id FROM jobq_dequeue('w-dead')), :'old_job'::uuid, 'the older job is claimed first');
 UPDATE jobq_jobs SET locked_at = now() - interval '10 minutes' WHERE id = :'old_job';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 2)$$,
                   format('VALUES (%L::uuid), (%L::uuid)', :'old_job', :'new_job'),
                   'a taken-over job keeps its place (its available_at) in the claim order');
@@ -222,6 +232,7 @@ SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 2)$$,
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 CREATE TEMP TABLE m (name text PRIMARY KEY, id uuid);
 INSERT INTO m VALUES
     ('x_q1_p5',       jobq_enqueue('x', priority => 5, queue => 'q1', run_at => now() - interval '5 minutes')),
@@ -242,7 +253,7 @@ DECLARE
     v_batch uuid[];
 BEGIN
     SELECT array_agg(j.id ORDER BY j.priority DESC, j.available_at, j.id) INTO v_expected
-    FROM jobq_jobs AS j
+    FROM jobq_all_jobs AS j
     WHERE j.available_at <= now()
       AND (types IS NULL OR j.job_type = ANY (types))
       AND (queues IS NULL OR j.queue = ANY (queues));
@@ -275,7 +286,7 @@ SELECT results_eq(
       ORDER BY array_position(ARRAY['y_q2_p5_older', 'x_q1_p5', 'y_q1_p1'], name)$$,
     'one claim of several ranges returns its rows in claim order'
 );
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'processing'), 3,
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'processing'), 3,
           '... and claims exactly batch_size of them');
 ROLLBACK TO SAVEPOINT ranges;
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w', job_types => '{x}', queues => '{q9}', batch_size => 10)$$,
@@ -294,13 +305,14 @@ ROLLBACK TO SAVEPOINT ranges;
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('s', priority => 1000000, run_at => now() + interval '1 year') AS s_future,
        jobq_enqueue('s', run_at => now() + interval '1 second') AS s_soon,
        jobq_enqueue('s', run_at => now()) AS s_now,
        jobq_enqueue('s') AS s_null,
        jobq_enqueue('s', run_at => now() - interval '1 hour') AS s_past \gset
 SELECT results_eq(
-    format($$SELECT id, scheduled FROM jobq_jobs WHERE id IN (%L, %L, %L, %L, %L) ORDER BY id$$,
+    format($$SELECT id, scheduled FROM jobq_all_jobs WHERE id IN (%L, %L, %L, %L, %L) ORDER BY id$$,
            :'s_future', :'s_soon', :'s_now', :'s_null', :'s_past'),
     format($$SELECT * FROM (VALUES (%L::uuid, true), (%L::uuid, true), (%L::uuid, false),
                                    (%L::uuid, false), (%L::uuid, false)) AS v ORDER BY 1$$,
@@ -322,29 +334,32 @@ SELECT results_eq(
 DELETE FROM jobq_jobs WHERE job_type = 'm';
 
 SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 10)$$,
-                  format('SELECT id FROM jobq_jobs WHERE id IN (%L, %L, %L) ORDER BY available_at, id',
+                  format('SELECT id FROM jobq_all_jobs WHERE id IN (%L, %L, %L) ORDER BY available_at, id',
                          :'s_past', :'s_now', :'s_null'),
                   'scheduled jobs are not claimed before they are due, whatever their priority');
 UPDATE jobq_jobs SET available_at = now() - interval '1 second' WHERE id = :'s_future';
-SELECT is((SELECT scheduled FROM jobq_jobs WHERE id = :'s_future'), true,
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
+SELECT is((SELECT scheduled FROM jobq_all_jobs WHERE id = :'s_future'), true,
           'a scheduled job that has come due is still marked (a claim promotes it) ...');
 SELECT results_eq($$SELECT id, status, attempts FROM jobq_dequeue('w', batch_size => 10)$$,
                   format($$VALUES (%L::uuid, 'processing'::text, 1)$$, :'s_future'),
                   '... the next claim promotes and claims it');
-SELECT is((SELECT scheduled FROM jobq_jobs WHERE id = :'s_soon'), true,
+SELECT is((SELECT scheduled FROM jobq_all_jobs WHERE id = :'s_soon'), true,
           'a job not yet due stays scheduled');
 
 -- The promotion is bounded: at most 1,000 per claim, the earliest first; the rest next time.
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 INSERT INTO jobq_jobs (job_type, available_at, scheduled)
 SELECT 'due', now() - interval '1 hour' + g * interval '1 second', true
 FROM generate_series(1, 1001) AS g;
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 1)), 1,
           '1,001 due scheduled jobs: a claim of one takes one');
 SELECT results_eq(
     $$SELECT (count(*) FILTER (WHERE scheduled))::int,
              max(available_at) FILTER (WHERE scheduled) = now() - interval '1 hour' + interval '1001 seconds'
-      FROM jobq_jobs$$,
+      FROM jobq_all_jobs$$,
     $$VALUES (1, true)$$,
     '... after promoting the 1,000 earliest: the latest is still scheduled'
 );
@@ -353,21 +368,23 @@ SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', batch_size => 10000)), 10
 
 -- Every other way back to pending clears the mark.
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('r', max_attempts => 3) AS r1, jobq_enqueue('r', max_attempts => 3) AS r2 \gset
 SELECT count(*) FROM jobq_dequeue('w', batch_size => 2);
 SELECT is(jobq_fail(:'r1', 'w', 'again', backoff => '10 seconds'), 'pending', 'a retry with a backoff ...');
-SELECT is((SELECT scheduled FROM jobq_jobs WHERE id = :'r1'), true, '... waits scheduled');
+SELECT is((SELECT scheduled FROM jobq_all_jobs WHERE id = :'r1'), true, '... waits scheduled');
 SELECT is(jobq_fail(:'r2', 'w', 'again', backoff => '0'), 'pending', 'a retry without backoff ...');
-SELECT is((SELECT scheduled FROM jobq_jobs WHERE id = :'r2'), false, '... is claimable at once');
+SELECT is((SELECT scheduled FROM jobq_all_jobs WHERE id = :'r2'), false, '... is claimable at once');
 SELECT is((SELECT id FROM jobq_dequeue('w')), :'r2'::uuid, '... and claimed');
 SELECT is(jobq_release(ARRAY[:'r2'::uuid], 'w'), 1, 'a released job ...');
-SELECT is((SELECT scheduled FROM jobq_jobs WHERE id = :'r2'), false, '... is not scheduled');
+SELECT is((SELECT scheduled FROM jobq_all_jobs WHERE id = :'r2'), false, '... is not scheduled');
 
 ------------------------------------------------------------------------------------------
 -- Time zones
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SET LOCAL timezone = 'Asia/Kathmandu';   -- UTC+05:45
 SELECT jobq_enqueue('tz', run_at => now() + interval '1 minute') AS tz_future,
        jobq_enqueue('tz', run_at => now()) AS tz_now \gset
@@ -382,30 +399,34 @@ RESET timezone;
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('exp', priority => 0) AS a \gset exp_
 SELECT id FROM jobq_dequeue('w1');
 SELECT jobq_enqueue('exp', priority => 9) AS b \gset exp_
 SELECT id FROM jobq_dequeue('w1');
 UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = :'exp_a';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 UPDATE jobq_jobs SET locked_at = now() - interval '59 minutes' WHERE id = :'exp_b';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SAVEPOINT expired;
 SELECT results_eq(
     $$SELECT priority FROM jobq_dequeue('w2', batch_size => 1, lock_timeout => '1 minute')$$,
     $$VALUES (9)$$,
     'two expired claims, batch_size 1: the higher priority one, not the older lock'
 );
-SELECT is((SELECT status FROM jobq_jobs WHERE id = :'exp_a'), 'processing',
+SELECT is((SELECT status FROM jobq_all_jobs WHERE id = :'exp_a'), 'processing',
           '... the other stays as it was, for a later claim');
 ROLLBACK TO SAVEPOINT expired;
 UPDATE jobq_jobs SET max_attempts = 1 WHERE id = :'exp_a';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT results_eq(
     $$SELECT id FROM jobq_dequeue('w2', batch_size => 1, lock_timeout => '1 minute')$$,
     ARRAY[:'exp_b'::uuid],
     'the older one has no attempt left: it ends, and the other is claimed all the same'
 );
-SELECT is((SELECT status FROM jobq_jobs WHERE id = :'exp_a'), 'dead_letter',
+SELECT is((SELECT status FROM jobq_all_jobs WHERE id = :'exp_a'), 'dead_letter',
           '... the one with no attempt left is dead_letter');
-SELECT is((SELECT attempts FROM jobq_jobs WHERE id = :'exp_b'), 2,
+SELECT is((SELECT attempts FROM jobq_all_jobs WHERE id = :'exp_b'), 2,
           '... the one taken over has its second attempt');
 
 SELECT * FROM finish();

@@ -22,7 +22,7 @@ SELECT results_eq(
     format($$SELECT queue, job_type, payload, idempotency_key, status, priority, attempts,
                     max_attempts, available_at, locked_at, locked_by, last_error, errors,
                     created_at, updated_at, finished_at
-             FROM jobq_jobs WHERE id = %L$$, :'minimal'),
+             FROM jobq_all_jobs WHERE id = %L$$, :'minimal'),
     $$VALUES ('default'::text, 'ocr'::text, '{}'::jsonb, NULL::text, 'pending'::text, 0, 0, 5,
               now(), NULL::timestamptz, NULL::text, NULL::text, '[]'::jsonb,
               now(), now(), NULL::timestamptz)$$,
@@ -42,7 +42,7 @@ SELECT jobq_enqueue(
 SELECT results_eq(
     format($$SELECT queue, job_type, payload, idempotency_key, status, priority, attempts,
                     max_attempts, available_at
-             FROM jobq_jobs WHERE id = %L$$, :'named'),
+             FROM jobq_all_jobs WHERE id = %L$$, :'named'),
     $$VALUES ('outbound'::text, 'mail'::text, '{"to": "a@example.org", "n": [1, 2]}'::jsonb,
               'mail:1'::text, 'pending'::text, 7, 0, 3, now() + interval '1 hour')$$,
     'a call with every argument named stores every argument'
@@ -53,7 +53,7 @@ SELECT jobq_enqueue('pos', '{"p": 1}', 'pos:1', 2, now() - interval '1 day', -3,
 SELECT results_eq(
     format($$SELECT queue, job_type, payload, idempotency_key, priority, max_attempts,
                     available_at
-             FROM jobq_jobs WHERE id = %L$$, :'positional'),
+             FROM jobq_all_jobs WHERE id = %L$$, :'positional'),
     $$VALUES ('q2'::text, 'pos'::text, '{"p": 1}'::jsonb, 'pos:1'::text, -3, 2,
               now() - interval '1 day')$$,
     'a positional call works the same; a run_at in the past is kept as given'
@@ -64,7 +64,7 @@ SELECT ok(
     'run_at => NULL means now'
 );
 SELECT is(
-    (SELECT available_at FROM jobq_jobs WHERE job_type = 'x'), now(),
+    (SELECT available_at FROM jobq_all_jobs WHERE job_type = 'x'), now(),
     'run_at => NULL: available_at = now()'
 );
 
@@ -88,20 +88,20 @@ SELECT isnt(
     jobq_enqueue('nokey'), jobq_enqueue('nokey'),
     'NULL idempotency keys never collide: two calls make two jobs'
 );
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'nokey'), 2,
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE job_type = 'nokey'), 2,
           'two rows for two keyless enqueues');
 
 SAVEPOINT before_rollback;
 SELECT jobq_enqueue('rolled_back') AS rolled_back \gset
 ROLLBACK TO SAVEPOINT before_rollback;
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'rolled_back'), 0,
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE job_type = 'rolled_back'), 0,
           'enqueue runs in the caller''s transaction: a rollback removes the job');
 
 ------------------------------------------------------------------------------------------
 -- Dedupe by idempotency_key: same id, nothing added or changed, in any status
 ------------------------------------------------------------------------------------------
 
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
 SELECT is(
     jobq_enqueue(job_type => 'mail', payload => '{"different": true}', idempotency_key => 'mail:1',
@@ -110,7 +110,7 @@ SELECT is(
     'an existing key of the same job type returns the existing id, whatever the other arguments'
 );
 SELECT results_eq(
-    'SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+    'SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
     'a duplicate enqueue adds and changes nothing'
 );
 
@@ -121,7 +121,7 @@ SELECT jobq_enqueue(job_type => 'other', payload => '{"different": true}',
 SELECT isnt(:'other'::uuid, :'named'::uuid,
             'the same key under another job type makes another job');
 SELECT results_eq(
-    format($$SELECT job_type, payload, queue, status FROM jobq_jobs
+    format($$SELECT job_type, payload, queue, status FROM jobq_all_jobs
              WHERE idempotency_key = 'mail:1' ORDER BY id = %L$$, :'other'),
     $$VALUES ('mail'::text, '{"to": "a@example.org", "n": [1, 2]}'::jsonb, 'outbound'::text,
               'pending'::text),
@@ -136,7 +136,7 @@ SELECT results_eq(
     format($$VALUES (%L::uuid, 'cancelled'::text)$$, :'other'),
     'a cancel through the id the other type''s enqueue returned cancels that job alone'
 );
-SELECT is((SELECT status FROM jobq_jobs WHERE id = :'named'), 'pending',
+SELECT is((SELECT status FROM jobq_all_jobs WHERE id = :'named'), 'pending',
           'the first job type''s job is still pending');
 DELETE FROM jobq_jobs WHERE id = :'other';
 SELECT isnt(jobq_enqueue('mail', idempotency_key => 'MAIL:1'), :'named'::uuid,
@@ -150,14 +150,14 @@ SELECT is(jobq_enqueue('life', idempotency_key => 'life:1'), :'life'::uuid,
 SELECT is(jobq_complete(:'life', 'w1'), true, 'life:1 completed');
 SELECT is(jobq_enqueue('life', idempotency_key => 'life:1'), :'life'::uuid,
           'dedupe once succeeded');
-UPDATE jobq_jobs SET status = 'failed' WHERE id = :'life';
+UPDATE jobq_jobs_history SET status = 'failed' WHERE id = :'life';
 SELECT is(jobq_enqueue('life', idempotency_key => 'life:1'), :'life'::uuid,
           'dedupe once failed');
-UPDATE jobq_jobs SET status = 'dead_letter' WHERE id = :'life';
+UPDATE jobq_jobs_history SET status = 'dead_letter' WHERE id = :'life';
 SELECT is(jobq_enqueue('life', idempotency_key => 'life:1'), :'life'::uuid,
           'dedupe once dead_letter');
 SELECT is(
-    (SELECT status FROM jobq_jobs WHERE id = :'life'), 'dead_letter',
+    (SELECT status FROM jobq_all_jobs WHERE id = :'life'), 'dead_letter',
     'a duplicate enqueue does not revive a finished job'
 );
 
@@ -166,7 +166,7 @@ SELECT is(
 ------------------------------------------------------------------------------------------
 
 DROP TABLE snap;
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
 SELECT throws_ok($$SELECT jobq_enqueue(NULL)$$, '22023',
     'jobq_enqueue: job_type must be a non-blank string', 'job_type NULL: 22023');
@@ -231,7 +231,7 @@ SELECT throws_ok($$SELECT jobq_enqueue('t', idempotency_key => 'mail:1', priorit
     '22023', NULL, 'validation happens before dedupe');
 
 SELECT results_eq(
-    'SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+    'SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
     'none of the bad calls added or changed a row'
 );
 
@@ -245,10 +245,10 @@ SELECT jobq_enqueue('tz', run_at => '2031-03-04 05:06:07+00') AS tz_job \gset
 SELECT jobq_enqueue('tz_now') AS tz_now \gset
 RESET timezone;
 RESET datestyle;
-SELECT is((SELECT available_at FROM jobq_jobs WHERE id = :'tz_job'),
+SELECT is((SELECT available_at FROM jobq_all_jobs WHERE id = :'tz_job'),
           '2031-03-04 05:06:07+00'::timestamptz,
           'run_at given with an offset is stored as that instant under any session time zone');
-SELECT is((SELECT available_at FROM jobq_jobs WHERE id = :'tz_now'), now(),
+SELECT is((SELECT available_at FROM jobq_all_jobs WHERE id = :'tz_now'), now(),
           'run_at NULL is now() under any session time zone');
 
 ------------------------------------------------------------------------------------------
@@ -271,7 +271,7 @@ FOR EACH ROW EXECUTE FUNCTION pg_temp.enqueue_receipt();
 
 INSERT INTO pg_temp.orders VALUES (1, 'a@example.com'), (2, 'b@example.com');
 SELECT bag_eq(
-    $$SELECT idempotency_key, payload FROM jobq_jobs WHERE job_type = 'send_receipt'$$,
+    $$SELECT idempotency_key, payload FROM jobq_all_jobs WHERE job_type = 'send_receipt'$$,
     $$VALUES ('receipt:1', '{"order": 1, "to": "a@example.com"}'::jsonb),
              ('receipt:2', '{"order": 2, "to": "b@example.com"}'::jsonb)$$,
     'a trigger enqueues one job per inserted row, in the inserting transaction'
@@ -279,10 +279,10 @@ SELECT bag_eq(
 
 SAVEPOINT before_order_3;
 INSERT INTO pg_temp.orders VALUES (3, 'c@example.com');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE idempotency_key = 'receipt:3'), 1,
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE idempotency_key = 'receipt:3'), 1,
           'the trigger''s job is there before the rollback');
 ROLLBACK TO SAVEPOINT before_order_3;
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE idempotency_key = 'receipt:3'), 0,
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE idempotency_key = 'receipt:3'), 0,
           'rolling back the application''s insert removes the job it enqueued');
 
 SELECT * FROM finish();

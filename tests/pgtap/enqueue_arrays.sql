@@ -15,6 +15,7 @@ BEGIN;
 SELECT plan(66);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 ------------------------------------------------------------------------------------------
 -- Happy paths
@@ -61,10 +62,10 @@ SELECT results_eq(
 SELECT is_empty($$SELECT * FROM jobq_enqueue_arrays('{}')$$, 'no jobs: nothing enqueued');
 SELECT is_empty($$SELECT * FROM jobq_enqueue_arrays('{}', '{}', '{}', '{}', '{}', '{}', '{}')$$,
                 'no jobs, every array empty: nothing enqueued');
-SELECT is((SELECT count(*)::int FROM jobq_jobs), 5, 'five jobs so far');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs), 5, 'five jobs so far');
 
 -- dedupe: an existing key, and one key repeated within the batch; keys are per job type
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 CREATE TEMP TABLE res2 AS
 SELECT * FROM jobq_enqueue_arrays(
     ARRAY['x', 'b', 'z', 'x', 'b', 'y', 'y', 'w'],
@@ -85,12 +86,12 @@ SELECT ok((SELECT id FROM res2 WHERE ord = 6) NOT IN (SELECT id FROM res)
           'an existing key under another job type is another job (once, however often repeated)');
 SELECT isnt((SELECT id FROM res2 WHERE ord = 8), (SELECT id FROM res2 WHERE ord = 1),
             'a new key under two job types in one batch makes two jobs');
-SELECT is((SELECT payload FROM jobq_jobs WHERE idempotency_key = 'new:1' AND job_type = 'x'),
+SELECT is((SELECT payload FROM jobq_all_jobs WHERE idempotency_key = 'new:1' AND job_type = 'x'),
           '{"first": true}', 'of jobs sharing a key, the first is inserted');
-SELECT is((SELECT count(*)::int FROM jobq_jobs), 9,
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs), 9,
           'four rows added: x new:1, the keyless z, y b:2 and w new:1');
 SELECT results_eq(
-    'SELECT * FROM jobq_jobs WHERE id IN (SELECT id FROM snap) ORDER BY id',
+    'SELECT * FROM jobq_all_jobs WHERE id IN (SELECT id FROM snap) ORDER BY id',
     'SELECT * FROM snap ORDER BY id',
     'the existing jobs are unchanged'
 );
@@ -99,7 +100,7 @@ UPDATE jobq_jobs SET status = 'dead_letter', finished_at = now()
 WHERE idempotency_key = 'b:2' AND job_type = 'b';
 SELECT is((SELECT id FROM jobq_enqueue_arrays(ARRAY['b'], idempotency_keys => ARRAY['b:2'])),
           (SELECT id FROM res WHERE ord = 2), 'an existing key in dead_letter returns its id');
-SELECT is((SELECT status FROM jobq_jobs WHERE idempotency_key = 'b:2' AND job_type = 'b'),
+SELECT is((SELECT status FROM jobq_all_jobs WHERE idempotency_key = 'b:2' AND job_type = 'b'),
           'dead_letter', '... and does not revive it');
 
 -- the same jobs through jobq_enqueue_many and jobq_enqueue_arrays are the same rows
@@ -169,7 +170,7 @@ SELECT lives_ok(
 ------------------------------------------------------------------------------------------
 
 DROP TABLE snap;
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
 SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(NULL)$$, '22023',
     'jobq_enqueue_arrays: job_types must be a one-dimensional array, got NULL',
@@ -306,7 +307,7 @@ SELECT throws_ok($$SELECT * FROM jobq_enqueue_arrays(ARRAY['a', ' ', 'c'], prior
     'of several bad jobs, the first is named');
 
 SELECT results_eq(
-    'SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+    'SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
     'no bad call inserted or changed anything (good jobs before a bad one included)'
 );
 
@@ -315,6 +316,7 @@ SELECT results_eq(
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 CREATE TEMP TABLE plain AS
 SELECT * FROM jobq_enqueue_arrays(
@@ -332,7 +334,7 @@ CREATE TEMP TABLE keyed AS
 SELECT * FROM jobq_enqueue_arrays(
     array_fill('bulk'::text, ARRAY[10000]), NULL,
     (SELECT array_agg('bulk:' || g ORDER BY g) FROM generate_series(1, 10000) AS g));
-SELECT is((SELECT count(*)::int FROM jobq_jobs), 20000, '10,000 keyed jobs: 10,000 more rows');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs), 20000, '10,000 keyed jobs: 10,000 more rows');
 SELECT is(
     (SELECT count(*)::int FROM keyed AS k JOIN jobq_jobs AS j USING (id)
      WHERE j.idempotency_key = 'bulk:' || k.ord),
@@ -346,7 +348,7 @@ SELECT bag_eq(
     'SELECT ord, id FROM keyed',
     'the same 10,000 keys again: the same ids, in input order'
 );
-SELECT is((SELECT count(*)::int FROM jobq_jobs), 20000, '... and nothing added');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs), 20000, '... and nothing added');
 
 SELECT * FROM finish();
 ROLLBACK;

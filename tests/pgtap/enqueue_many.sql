@@ -14,6 +14,7 @@ BEGIN;
 SELECT plan(55);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 ------------------------------------------------------------------------------------------
 -- Happy paths
@@ -44,10 +45,10 @@ SELECT results_eq(
 );
 
 SELECT is_empty($$SELECT * FROM jobq_enqueue_many('[]')$$, 'an empty array enqueues nothing');
-SELECT is((SELECT count(*)::int FROM jobq_jobs), 3, 'still three jobs');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs), 3, 'still three jobs');
 
 -- dedupe: an existing key, and one key repeated within the array; keys are per job type
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 CREATE TEMP TABLE res2 AS
 SELECT * FROM jobq_enqueue_many($j$[
     {"job_type": "x", "idempotency_key": "new:1", "payload": {"first": true}},
@@ -75,12 +76,12 @@ SELECT ok((SELECT id FROM res2 WHERE ord = 6) NOT IN (SELECT id FROM res)
           'an existing key under another job type is another job (once, however often repeated)');
 SELECT isnt((SELECT id FROM res2 WHERE ord = 8), (SELECT id FROM res2 WHERE ord = 1),
             'a new key under two job types in one array makes two jobs');
-SELECT is((SELECT payload FROM jobq_jobs WHERE idempotency_key = 'new:1' AND job_type = 'x'),
+SELECT is((SELECT payload FROM jobq_all_jobs WHERE idempotency_key = 'new:1' AND job_type = 'x'),
           '{"first": true}', 'of elements sharing a key, the first is inserted');
-SELECT is((SELECT count(*)::int FROM jobq_jobs), 7,
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs), 7,
           'four rows added: x new:1, the keyless z, y b:2 and w new:1');
 SELECT results_eq(
-    'SELECT * FROM jobq_jobs WHERE id IN (SELECT id FROM snap) ORDER BY id',
+    'SELECT * FROM jobq_all_jobs WHERE id IN (SELECT id FROM snap) ORDER BY id',
     'SELECT * FROM snap ORDER BY id',
     'the existing jobs are unchanged'
 );
@@ -90,7 +91,7 @@ UPDATE jobq_jobs SET status = 'dead_letter', finished_at = now()
 WHERE idempotency_key = 'b:2' AND job_type = 'b';
 SELECT is((SELECT id FROM jobq_enqueue_many('[{"job_type": "b", "idempotency_key": "b:2"}]')),
           (SELECT id FROM res WHERE ord = 2), 'an existing key in dead_letter returns its id');
-SELECT is((SELECT status FROM jobq_jobs WHERE idempotency_key = 'b:2' AND job_type = 'b'),
+SELECT is((SELECT status FROM jobq_all_jobs WHERE idempotency_key = 'b:2' AND job_type = 'b'),
           'dead_letter', '... and does not revive it');
 
 -- bounds are the same as jobq_enqueue's
@@ -106,7 +107,7 @@ SELECT lives_ok(
 ------------------------------------------------------------------------------------------
 
 DROP TABLE snap;
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
 SELECT throws_ok($$SELECT * FROM jobq_enqueue_many(NULL)$$, '22023',
     'jobq_enqueue_many: jobs must be a JSON array of job objects, got NULL', 'jobs NULL: 22023');
@@ -218,7 +219,7 @@ SELECT throws_ok(
 );
 
 SELECT results_eq(
-    'SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+    'SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
     'no bad call inserted or changed anything (good elements before a bad one included)'
 );
 
@@ -256,6 +257,7 @@ SELECT results_eq(
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 CREATE TEMP TABLE plain AS
 SELECT * FROM jobq_enqueue_many((
@@ -277,7 +279,7 @@ SELECT * FROM jobq_enqueue_many((
                      ORDER BY g)
     FROM generate_series(1, 10000) AS g));
 
-SELECT is((SELECT count(*)::int FROM jobq_jobs), 20000, '10,000 keyed elements: 10,000 more jobs');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs), 20000, '10,000 keyed elements: 10,000 more jobs');
 SELECT is(
     (SELECT count(*)::int FROM keyed AS k JOIN jobq_jobs AS j USING (id)
      WHERE j.idempotency_key = 'bulk:' || k.ord),
@@ -292,7 +294,7 @@ SELECT bag_eq(
     'SELECT ord, id FROM keyed',
     'the same 10,000 keys again: the same ids, in input order'
 );
-SELECT is((SELECT count(*)::int FROM jobq_jobs), 20000, '... and nothing added');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs), 20000, '... and nothing added');
 
 SELECT * FROM finish();
 ROLLBACK;

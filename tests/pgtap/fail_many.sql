@@ -9,6 +9,7 @@ BEGIN;
 SELECT plan(30);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 ------------------------------------------------------------------------------------------
 -- Bad input: 22023, naming the argument (and the element), nothing changed
@@ -16,7 +17,7 @@ DELETE FROM jobq_jobs;
 
 SELECT jobq_enqueue('f') AS bad \gset
 SELECT id AS claimed_bad FROM jobq_dequeue('w1') \gset
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
 SELECT throws_ok(format($$SELECT * FROM jobq_fail_many(ARRAY[%L]::uuid[], 'w1', NULL)$$, :'bad'),
     '22023', 'jobq_fail_many: errors must not be NULL', 'errors NULL: 22023');
@@ -41,7 +42,7 @@ SELECT throws_ok(format($$SELECT * FROM jobq_fail_many(ARRAY[%L]::uuid[], 'w1', 
 SELECT throws_ok(format($$SELECT * FROM jobq_fail_many(ARRAY[%L]::uuid[], 'w1', '{e}',
                                                        attempts => '{1,2}')$$, :'bad'),
     '22023', 'jobq_fail_many: attempts has 2 elements, job_ids has 1', 'attempts of another length: 22023');
-SELECT results_eq('SELECT * FROM jobq_jobs', 'SELECT * FROM snap', 'bad calls changed nothing');
+SELECT results_eq('SELECT * FROM jobq_all_jobs', 'SELECT * FROM snap', 'bad calls changed nothing');
 
 SELECT is_empty($$SELECT * FROM jobq_fail_many('{}', 'w1', '{}')$$, 'no jobs: no rows');
 SELECT is_empty($$SELECT * FROM jobq_fail_many(NULL, 'w1', '{}')$$, 'job_ids NULL: no rows');
@@ -51,6 +52,7 @@ SELECT is_empty($$SELECT * FROM jobq_fail_many(NULL, 'w1', '{}')$$, 'job_ids NUL
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 CREATE TEMP TABLE cases (n integer, max_attempts integer, claimer text, error text, retry boolean,
                          backoff interval, attempt integer);
 INSERT INTO cases VALUES
@@ -94,33 +96,34 @@ SELECT results_eq('SELECT ord::integer, status FROM in_one ORDER BY ord',
                   'the statuses jobq_fail returns, job by job');
 SELECT results_eq(
     $$SELECT i.job_id FROM in_one AS i ORDER BY i.ord$$,
-    $$SELECT j.id FROM cases AS c JOIN jobq_jobs AS j ON j.job_type = 'b' || c.n ORDER BY c.n$$,
+    $$SELECT j.id FROM cases AS c JOIN jobq_all_jobs AS j ON j.job_type = 'b' || c.n ORDER BY c.n$$,
     'each row names its job'
 );
 SELECT results_eq(
     $$SELECT substr(job_type, 2), status, attempts, max_attempts, available_at, scheduled,
              locked_at, locked_by, finished_at, last_error, errors, updated_at
-      FROM jobq_jobs WHERE job_type LIKE 'b%' ORDER BY 1$$,
+      FROM jobq_all_jobs WHERE job_type LIKE 'b%' ORDER BY 1$$,
     $$SELECT substr(job_type, 2), status, attempts, max_attempts, available_at, scheduled,
              locked_at, locked_by, finished_at, last_error, errors, updated_at
-      FROM jobq_jobs WHERE job_type LIKE 'a%' ORDER BY 1$$,
+      FROM jobq_all_jobs WHERE job_type LIKE 'a%' ORDER BY 1$$,
     'every row is what jobq_fail made of its twin: status, available_at, scheduled, claim, '
     'last_error, errors'
 );
 SELECT results_eq(
-    $$SELECT status, available_at, last_error, errors FROM jobq_jobs WHERE job_type IN ('b1', 'b4') ORDER BY job_type$$,
+    $$SELECT status, available_at, last_error, errors FROM jobq_all_jobs WHERE job_type IN ('b1', 'b4') ORDER BY job_type$$,
     $$VALUES ('pending'::text, now() + interval '10 seconds', 'boom'::text,
               jsonb_build_array(jsonb_build_object('attempt', 1, 'at', now(), 'worker', 'w1', 'error', 'boom'))),
              ('pending', now(), '', jsonb_build_array(jsonb_build_object('attempt', 1, 'at', now(), 'worker', 'w1', 'error', '')))$$,
     'pending after attempts × backoff; a NULL error is recorded as an empty string'
 );
-SELECT is((SELECT locked_by FROM jobq_jobs WHERE job_type = 'b6'), 'w2', 'another worker''s claim is untouched');
+SELECT is((SELECT locked_by FROM jobq_all_jobs WHERE job_type = 'b6'), 'w2', 'another worker''s claim is untouched');
 
 ------------------------------------------------------------------------------------------
 -- Defaults: retries NULL = all true, backoffs NULL = all 10 seconds, attempts NULL = any
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('d') AS d1, jobq_enqueue('d') AS d2 \gset
 SELECT count(*) AS claimed FROM jobq_dequeue('w1', batch_size => 2) \gset
 SELECT results_eq(
@@ -128,7 +131,7 @@ SELECT results_eq(
     $$VALUES (1::integer, 'pending'::text), (2, 'pending')$$,
     'without retries, backoffs and attempts: both retried'
 );
-SELECT is((SELECT count(*)::integer FROM jobq_jobs WHERE available_at = now() + interval '10 seconds'), 2,
+SELECT is((SELECT count(*)::integer FROM jobq_all_jobs WHERE available_at = now() + interval '10 seconds'), 2,
           '... after 1 × the default backoff of 10 seconds');
 
 ------------------------------------------------------------------------------------------
@@ -136,6 +139,7 @@ SELECT is((SELECT count(*)::integer FROM jobq_jobs WHERE available_at = now() + 
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('r') AS r \gset
 SELECT id AS claimed_r FROM jobq_dequeue('w1') \gset
 SELECT results_eq(
@@ -148,7 +152,7 @@ SELECT results_eq(
     'a repeated id: its first element applies (failed), the second finds no claim; NULL ids: NULL'
 );
 SELECT results_eq(
-    format($$SELECT status, last_error, jsonb_array_length(errors) FROM jobq_jobs WHERE id = %L$$, :'r'),
+    format($$SELECT status, last_error, jsonb_array_length(errors) FROM jobq_all_jobs WHERE id = %L$$, :'r'),
     $$VALUES ('failed'::text, 'first'::text, 1)$$,
     '... one failure recorded, the first one'
 );
@@ -158,12 +162,14 @@ SELECT results_eq(
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('h') AS h \gset
 SELECT id AS claimed_h FROM jobq_dequeue('w1') \gset
 UPDATE jobq_jobs SET locked_at = now() - interval '6 minutes' WHERE id = :'h';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is((SELECT locked_by FROM jobq_dequeue('w2')), 'w2', 'w2 takes over the stale claim of w1');
 DROP TABLE snap;
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'h']::uuid[], 'w1', '{late}')), NULL,
           'the old worker cannot fail the job after a takeover');
 SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'h']::uuid[], 'w1', '{late}', attempts => '{1}')), NULL,
@@ -172,13 +178,14 @@ SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'h']::uuid[], 'w2', '{late}'
           'the new worker naming the old attempt cannot either');
 SELECT throws_ok(format($$SELECT * FROM jobq_fail_many(ARRAY[%L]::uuid[], NULL, '{late}')$$, :'h'),
     '22023', 'jobq_fail_many: worker_id must be a non-blank string', 'worker_id NULL: 22023');
-SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   '... and none of these changed anything');
 SELECT is((SELECT status FROM jobq_fail_many(ARRAY[:'h']::uuid[], 'w2', '{now}', attempts => '{2}')),
           'pending', 'the holder of attempt 2 can');
 
 -- A job with a cancel request ends cancelled, whatever retry says
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('c') AS c1 \gset
 SELECT jobq_enqueue('c') AS c2 \gset
 SELECT jobq_enqueue('c') AS c3 \gset
@@ -194,7 +201,7 @@ SELECT results_eq(
     'with a request: cancelled (retry or not); without: as before'
 );
 SELECT results_eq(
-    format($$SELECT status, finished_at, last_error FROM jobq_jobs WHERE id IN (%L, %L) ORDER BY last_error$$,
+    format($$SELECT status, finished_at, last_error FROM jobq_all_jobs WHERE id IN (%L, %L) ORDER BY last_error$$,
            :'c1', :'c2'),
     $$VALUES ('cancelled'::text, now(), 'a'::text), ('cancelled', now(), 'b')$$,
     'cancelled, finished, the error recorded'

@@ -9,6 +9,7 @@ BEGIN;
 SELECT plan(15);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 SELECT throws_ok($$SELECT * FROM jobq_health(stuck_after => '0')$$, '22023',
     'jobq_health: stuck_after must be a positive interval, got 00:00:00',
@@ -44,10 +45,12 @@ INSERT INTO jobq_jobs (job_type, queue, status, available_at, locked_at, locked_
     ('t', 'q2', 'pending',     now() - interval '1 minute',   NULL, NULL, NULL),
     ('t', 'q2', 'pending',     now() + interval '1 day',      NULL, NULL, NULL),
     ('t', 'q2', 'dead_letter', now() - interval '1 day',      NULL, NULL, now());
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 -- two running jobs asked to stop, 2 hours and 5 minutes ago
 INSERT INTO jobq_jobs (job_type, queue, status, locked_at, locked_by, cancel_requested_at) VALUES
     ('t', 'q3', 'processing', now(), 'w', now() - interval '2 hours'),
     ('t', 'q3', 'processing', now(), 'w', now() - interval '5 minutes');
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 
 SELECT results_eq(
     $$SELECT severity, value FROM jobq_health() WHERE check_name = 'stuck_processing'$$,

@@ -11,6 +11,7 @@ BEGIN;
 SELECT plan(28);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 -- Five succeeded jobs, two of them finished at the same instant (the id breaks the tie), in
 -- queues q1/q2; pending jobs available now and later (scheduled); a processing job; one of each
@@ -21,19 +22,23 @@ INSERT INTO jobq_jobs (id, job_type, queue, status, finished_at, payload) VALUES
     ('00000000-0000-0000-0000-000000000003', 'a', 'q1', 'succeeded', now() - interval '3 min', '{}'),
     ('00000000-0000-0000-0000-000000000004', 'a', 'q2', 'succeeded', now() - interval '3 min', '{}'),
     ('00000000-0000-0000-0000-000000000005', 'b', 'q1', 'succeeded', now() - interval '1 min', '{}');
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 INSERT INTO jobq_jobs (id, job_type, queue, status, available_at, scheduled) VALUES
     ('00000000-0000-0000-0000-000000000011', 'a', 'q1', 'pending', now() - interval '2 min', false),
     ('00000000-0000-0000-0000-000000000012', 'a', 'q1', 'pending', now() + interval '1 hour', true),
     ('00000000-0000-0000-0000-000000000013', 'b', 'q2', 'pending', now() - interval '3 min', false);
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 INSERT INTO jobq_jobs (id, job_type, queue, status, locked_at, locked_by, attempts, cancel_requested_at) VALUES
     ('00000000-0000-0000-0000-000000000021', 'a', 'q1', 'processing', now() - interval '1 min', 'w1', 1, now());
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 INSERT INTO jobq_jobs (id, job_type, queue, status, finished_at, last_error) VALUES
     ('00000000-0000-0000-0000-000000000031', 'a', 'q1', 'failed', now() - interval '2 min', 'no'),
     ('00000000-0000-0000-0000-000000000032', 'a', 'q1', 'dead_letter', now() - interval '2 min', 'boom'),
     ('00000000-0000-0000-0000-000000000033', 'a', 'q2', 'dead_letter', now() - interval '1 min', 'bang'),
     ('00000000-0000-0000-0000-000000000034', 'b', 'q2', 'cancelled', now() - interval '1 min', 'stop');
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
 SELECT throws_ok($$SELECT * FROM jobq_jobs_page(status => 'done')$$, '22023',
     'jobq_jobs_page: status must be one of pending, processing, succeeded, failed, dead_letter, cancelled, got ''done''',
@@ -131,7 +136,7 @@ SELECT columns_are(current_schema(), 'jobq_job_summary', ARRAY[
     'cancel_requested', 'sort_at', 'matches'], 'the row type has no payload, result or errors');
 SELECT is((SELECT count(*)::int FROM jobq_jobs_page('succeeded', 'q2', NULL, NULL, NULL, 10)), 2,
           'positional call');
-SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'listing, and the refused calls, change nothing');
 
 SELECT * FROM finish();

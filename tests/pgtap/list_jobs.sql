@@ -16,7 +16,7 @@ INSERT INTO jobq_jobs (job_type, queue, status, finished_at, locked_at, locked_b
     ('a', 'q2', 'failed',      now(), NULL,  NULL, now() - interval '2 minutes'),
     ('b', 'q2', 'dead_letter', now(), NULL,  NULL, now() - interval '1 minute');
 
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
 SELECT throws_ok($$SELECT * FROM jobq_list_jobs(max_rows => 0)$$, '22023',
     'jobq_list_jobs: max_rows must be at least 1, got 0', 'max_rows 0: 22023');
@@ -44,7 +44,7 @@ SELECT results_eq($$SELECT status FROM jobq_list_jobs(max_rows => 2)$$,
                   $$VALUES ('dead_letter'::text), ('failed')$$, 'max_rows: the most recent ones');
 SELECT is_empty($$SELECT * FROM jobq_list_jobs(statuses => '{}')$$, 'an empty statuses list: nothing');
 SELECT is((SELECT count(*)::int FROM jobq_list_jobs('{pending}', 'a', 'q1', 100)), 1, 'positional call');
-SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'listing changes nothing');
 
 SELECT * FROM finish();

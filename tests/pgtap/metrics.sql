@@ -14,6 +14,7 @@ BEGIN;
 SELECT plan(97);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 DELETE FROM jobq_metric_counters;
 DELETE FROM jobq_metric_deltas;
 DELETE FROM jobq_metric_labels;
@@ -32,7 +33,7 @@ LANGUAGE sql AS $$
 $$;
 CREATE FUNCTION pg_temp.counted() RETURNS TABLE (queue text, status text, jobs bigint)
 LANGUAGE sql AS $$
-    SELECT j.queue, j.status, count(*) FROM jobq_jobs AS j GROUP BY 1, 2 ORDER BY 1, 2
+    SELECT j.queue, j.status, count(*) FROM jobq_all_jobs AS j GROUP BY 1, 2 ORDER BY 1, 2
 $$;
 
 -- A new installation does not count (migration 0012): jobq_metrics() says so and nothing else.
@@ -44,6 +45,7 @@ SELECT jobq_enqueue('a', queue => 'q') AS uncounted \gset
 SELECT is(pg_temp.v('jobq_enqueued_total', pg_temp.l('q', 'a')), NULL,
           'while counting is off an enqueue adds no counter');
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT is(jobq_configure(metrics => true) ->> 'metrics', 'true', 'metrics => true turns it on');
 SELECT results_eq(
     'SELECT metric, labels, value FROM jobq_metrics()',
@@ -133,6 +135,7 @@ SELECT results_eq('SELECT * FROM pg_temp.gauge()', 'SELECT * FROM pg_temp.counte
                   'the gauge follows the claim');
 
 UPDATE jobq_jobs SET claimed_at = now() - interval '2.5 seconds' WHERE id = :'a1';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT ok(jobq_complete(:'a1', 'w1'), 'completed');
 SELECT is(pg_temp.v('jobq_succeeded_total', pg_temp.l('q', 'a')), 1::double precision,
           'jobq_complete: succeeded 1');
@@ -159,6 +162,7 @@ SELECT is(pg_temp.v('jobq_succeeded_total', pg_temp.l('q', 'a')), 3::double prec
 SELECT jobq_enqueue('a', queue => 'q') AS m3 \gset
 SELECT count(*) AS n FROM jobq_dequeue('w1') \gset
 UPDATE jobq_jobs SET claimed_at = NULL WHERE id = :'m3';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT ok(jobq_complete(:'m3', 'w1'), 'a job claimed before claimed_at existed completes');
 SELECT is(pg_temp.v('jobq_succeeded_total', pg_temp.l('q', 'a')), 4::double precision,
           'it counts as succeeded');
@@ -189,6 +193,7 @@ SELECT is(pg_temp.v('jobq_dead_lettered_total', pg_temp.l('q', 'f')), 1::double 
 SELECT jobq_enqueue('t', queue => 'q') AS t1, jobq_enqueue('t', queue => 'q', max_attempts => 1) AS t2 \gset
 SELECT count(*) AS n FROM jobq_dequeue('w1', job_types => '{t}', batch_size => 2) \gset
 UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE job_type = 't';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT count(*) AS n FROM jobq_dequeue('w2', job_types => '{t}', batch_size => 2,
                                         lock_timeout => '5 minutes') \gset
 SELECT is(pg_temp.v('jobq_lock_expired_total', pg_temp.l('q', 't')), 2::double precision,
@@ -232,9 +237,9 @@ SELECT results_eq('SELECT * FROM pg_temp.gauge()', 'SELECT * FROM pg_temp.counte
 
 CREATE TEMP TABLE before_prune AS
 SELECT metric, labels, value FROM jobq_metrics() WHERE metric <> 'jobq_jobs' AND metric NOT LIKE 'jobq_oldest%';
-UPDATE jobq_jobs SET finished_at = now() - interval '30 days' WHERE finished_at IS NOT NULL;
+UPDATE jobq_jobs_history SET finished_at = now() - interval '30 days';
 SELECT ok(jobq_prune('7 days', '{succeeded,failed,dead_letter,cancelled}') > 0, 'pruned');
-SELECT is_empty($$SELECT * FROM jobq_jobs WHERE finished_at IS NOT NULL$$, 'no finished job left');
+SELECT is_empty($$SELECT * FROM jobq_all_jobs WHERE finished_at IS NOT NULL$$, 'no finished job left');
 SELECT set_eq(
     $$SELECT metric, labels, value FROM jobq_metrics() WHERE metric <> 'jobq_jobs' AND metric NOT LIKE 'jobq_oldest%'$$,
     'SELECT * FROM before_prune',
@@ -268,6 +273,7 @@ SELECT is(
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('o', queue => 'old', run_at => now() - interval '90 seconds', priority => 5) AS o1,
        jobq_enqueue('o', queue => 'old', run_at => now() - interval '60 seconds') AS o2,
        jobq_enqueue('o', queue => 'later', run_at => now() + interval '1 hour') AS o3 \gset
@@ -276,6 +282,7 @@ SELECT is(pg_temp.v('jobq_oldest_available_age_seconds', '{"queue": "old"}'), 90
 SELECT is(pg_temp.v('jobq_oldest_available_age_seconds', '{"queue": "later"}'), 0::double precision,
           'a queue with only a job for later: 0');
 UPDATE jobq_jobs SET available_at = now() - interval '2 hours' WHERE id = :'o3';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is(pg_temp.v('jobq_oldest_available_age_seconds', '{"queue": "later"}'), 7200::double precision,
           'a scheduled job that came due and that no claim promoted yet counts');
 SELECT jobq_set_limit('olim', max_running => 1);
@@ -330,13 +337,14 @@ SELECT is(pg_temp.v('jobq_started_total', pg_temp.l('lq', 'lt')), 3::double prec
 SELECT results_eq($$SELECT * FROM pg_temp.gauge() WHERE queue = 'lq'$$,
                   $$SELECT * FROM pg_temp.counted() WHERE queue = 'lq'$$,
                   'and moves the gauge as the table moved');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE queue = 'lq' AND claimed_at IS NULL
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE queue = 'lq' AND claimed_at IS NULL
            AND status = 'processing'), 0, 'and sets claimed_at');
 
 ------------------------------------------------------------------------------------------
 -- a bounded label space: at most metrics_label_sets (queue, job_type) label sets under their
 -- own names, the others under the overflow label set ('', ''); jobq_metrics_forget()
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 DELETE FROM jobq_metric_counters;
 DELETE FROM jobq_metric_deltas;
 DELETE FROM jobq_metric_labels;
@@ -364,7 +372,7 @@ SELECT is((SELECT sum(value) FROM jobq_metrics() WHERE metric = 'jobq_started_to
 SELECT results_eq(
     $$SELECT queue, status, jobs FROM pg_temp.gauge()$$,
     $$SELECT CASE WHEN j.queue IN ('b1', 'b2') THEN j.queue ELSE '' END, j.status, count(*)
-      FROM jobq_jobs AS j GROUP BY 1, 2 ORDER BY 1, 2$$,
+      FROM jobq_all_jobs AS j GROUP BY 1, 2 ORDER BY 1, 2$$,
     'the gauge jobq_jobs is the jobs present, those of other label sets under queue ""');
 SELECT is((SELECT value FROM jobq_metrics() WHERE metric = 'jobq_oldest_available_age_seconds'
            AND labels = '{"queue": ""}'), 0::double precision,
@@ -380,6 +388,7 @@ SELECT jobq_enqueue('bt', queue => 'b7');
 SELECT is(pg_temp.v('jobq_enqueued_total', pg_temp.l('b7', 'bt')), 1::double precision,
           'the room made is taken by the next new label set');
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT is(jobq_metrics_forget(), 3::bigint, 'with no job left, every label set goes: b2, b7, ""');
 SELECT results_eq($$SELECT metric FROM jobq_metrics()$$, $$VALUES ('jobq_metrics_counting'::text)$$,
                   'nothing left but the counting gauge');

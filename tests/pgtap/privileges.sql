@@ -18,6 +18,7 @@ BEGIN;
 SELECT plan(109);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 ------------------------------------------------------------------------------------------
 -- 1. Nothing for PUBLIC, helpers for nobody
@@ -125,7 +126,7 @@ GRANT EXECUTE ON FUNCTION
     jobq_limits(),
     jobq_limit_usage()
 TO ta;
-GRANT SELECT ON TABLE jobq_jobs, jobq_settings, jobq_migrations TO ta;
+GRANT SELECT ON TABLE jobq_jobs, jobq_jobs_history, jobq_all_jobs, jobq_settings, jobq_migrations TO ta;
 
 -- what pgTAP itself needs, as each role
 GRANT USAGE ON SCHEMA tap TO tp, tw, ta, tn;
@@ -133,7 +134,7 @@ GRANT ALL ON TABLE __tcache__ TO tp, tw, ta, tn;
 GRANT ALL ON SEQUENCE __tcache___id_seq, __tresults___numb_seq TO tp, tw, ta, tn;
 
 SELECT jobq_enqueue('seed', '{"secret": "payload"}') AS seed \gset
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 GRANT SELECT ON snap TO tp, tw, ta, tn;
 
 -- producer ------------------------------------------------------------------------------
@@ -174,8 +175,8 @@ SELECT throws_ok($$SELECT jobq_set_limit('g', max_running => 100)$$, '42501',
     'permission denied for function jobq_set_limit', 'producer: cannot set a limit (nor lift one for itself)');
 SELECT throws_ok($$SELECT * FROM jobq_limits()$$, '42501', NULL, 'producer: cannot read the limits');
 RESET ROLE;
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'p'), 5, 'the producer''s 5 jobs are there');
-SELECT results_eq(format('SELECT * FROM jobq_jobs WHERE id = %L', :'seed'), 'SELECT * FROM snap',
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE job_type = 'p'), 5, 'the producer''s 5 jobs are there');
+SELECT results_eq(format('SELECT * FROM jobq_all_jobs WHERE id = %L', :'seed'), 'SELECT * FROM snap',
                   'the producer''s denied calls changed nothing');
 
 -- a producer follows and cancels jobs (jobq_job_status, jobq_await,
@@ -194,6 +195,7 @@ DELETE FROM jobq_awaits WHERE job_id = :'seed';
 
 -- worker --------------------------------------------------------------------------------
 DELETE FROM jobq_jobs WHERE job_type = 'p';
+DELETE FROM jobq_jobs_history WHERE job_type = 'p';
 SET ROLE tw;
 SELECT ok(jobq_enqueue('w', run_at => now() + interval '1 hour') IS NOT NULL, 'worker: can enqueue');
 SELECT is((SELECT id FROM jobq_dequeue('tw')), :'seed'::uuid, 'worker: can dequeue (and sees the payload of its job)');
@@ -231,10 +233,10 @@ SELECT throws_ok($$SELECT * FROM jobq_limit_usage()$$, '42501',
 SELECT throws_ok($$SELECT * FROM jobq_limit_keys$$, '42501', NULL, 'worker: cannot read the limits'' bookkeeping');
 SELECT throws_ok($$UPDATE jobq_jobs SET status = 'pending'$$, '42501', NULL, 'worker: cannot update the table');
 RESET ROLE;
-SELECT is((SELECT status FROM jobq_jobs WHERE id = :'seed'), 'succeeded', 'the worker''s calls took effect');
+SELECT is((SELECT status FROM jobq_all_jobs WHERE id = :'seed'), 'succeeded', 'the worker''s calls took effect');
 
 -- admin ---------------------------------------------------------------------------------
-UPDATE jobq_jobs SET status = 'dead_letter' WHERE id = :'seed';
+UPDATE jobq_jobs_history SET status = 'dead_letter' WHERE id = :'seed';
 SET ROLE ta;
 SELECT is(jobq_requeue_dead_letter(:'seed'), true, 'admin: can requeue one job');
 SELECT is(jobq_requeue_dead_letters(), 0, 'admin: can requeue in bulk');
@@ -253,7 +255,7 @@ SELECT lives_ok($$SELECT * FROM jobq_enqueue_many('[]')$$, 'admin: can enqueue_m
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('ta', batch_size => 10)), 2, 'admin: can dequeue');
 SELECT is(jobq_heartbeat('ta', ARRAY[:'seed']::uuid[]), 1, 'admin: can heartbeat');
 SELECT is(jobq_fail(:'seed', 'ta', 'e', retry => false), 'failed', 'admin: can fail');
-SELECT is(jobq_complete_many((SELECT array_agg(id) FROM jobq_jobs WHERE locked_by = 'ta'), 'ta'), 1,
+SELECT is(jobq_complete_many((SELECT array_agg(id) FROM jobq_all_jobs WHERE locked_by = 'ta'), 'ta'), 1,
           'admin: can complete_many');
 SELECT is(jobq_complete(:'seed', 'ta'), false, 'admin: can call complete');
 SELECT is(jobq_release(ARRAY[:'seed']::uuid[], 'ta'), 0, 'admin: can call release');
@@ -261,7 +263,7 @@ SELECT is(jobq_release_orphans('ta', '{}'), 0, 'admin: can call release_orphans'
 SELECT is((SELECT status FROM jobq_cancel(ARRAY[:'seed']::uuid[])), 'failed', 'admin: can cancel (a finished job is left alone)');
 SELECT is((SELECT count(*)::int FROM jobq_cancel_requested(ARRAY[:'seed']::uuid[])), 0, 'admin: can ask for cancel requests');
 SELECT is((SELECT status FROM jobq_await(ARRAY[:'seed']::uuid[], '1 second')), 'failed', 'admin: can await');
-SELECT ok((SELECT count(*) FROM jobq_jobs) > 0, 'admin: can read jobq_jobs');
+SELECT ok((SELECT count(*) FROM jobq_all_jobs) > 0, 'admin: can read jobq_jobs');
 SELECT ok((SELECT count(*) FROM jobq_settings) = 1, 'admin: can read jobq_settings');
 SELECT ok((SELECT count(*) FROM jobq_migrations) > 0, 'admin: can read jobq_migrations');
 SELECT throws_ok($$UPDATE jobq_jobs SET priority = 1$$, '42501', NULL, 'admin: reads the tables but cannot write them');
@@ -271,7 +273,7 @@ RESET ROLE;
 
 -- no grant --------------------------------------------------------------------------------
 DROP TABLE snap;
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 GRANT SELECT ON snap TO tn;
 SET ROLE tn;
 SELECT throws_ok($$SELECT jobq_enqueue('n')$$, '42501',
@@ -279,7 +281,7 @@ SELECT throws_ok($$SELECT jobq_enqueue('n')$$, '42501',
 SELECT throws_ok($$SELECT * FROM jobq_enqueue_many('[{"job_type": "n"}]')$$, '42501', NULL,
     'a role with no grant cannot enqueue_many');
 RESET ROLE;
-SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'denied calls changed nothing');
 
 ------------------------------------------------------------------------------------------
@@ -287,6 +289,7 @@ SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORD
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 SELECT jobq_configure(max_payload_bytes => 100) AS configured \gset
 
 -- a schema of look-alikes, placed first, before pg_catalog, in the caller's search_path

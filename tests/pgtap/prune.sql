@@ -10,6 +10,7 @@ BEGIN;
 SELECT plan(39);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 INSERT INTO jobq_jobs (job_type, status, finished_at, locked_at, locked_by) VALUES
     ('succeeded_8d',   'succeeded',   now() - interval '8 days',   NULL, NULL),
@@ -20,13 +21,15 @@ INSERT INTO jobq_jobs (job_type, status, finished_at, locked_at, locked_by) VALU
     ('dead_10d',       'dead_letter', now() - interval '10 days',  NULL, NULL),
     ('pending',        'pending',     NULL,                        NULL, NULL),
     ('processing',     'processing',  NULL,  now() - interval '30 days', 'w');
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 UPDATE jobq_jobs SET created_at = now() - interval '60 days', updated_at = now() - interval '60 days';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 
 ------------------------------------------------------------------------------------------
 -- Bad input: 22023, nothing deleted
 ------------------------------------------------------------------------------------------
 
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
 SELECT throws_ok($$SELECT jobq_prune(statuses => '{pending}')$$, '22023',
     'jobq_prune: statuses may not include ''pending'': only finished jobs are pruned',
@@ -57,7 +60,7 @@ SELECT throws_ok($$SELECT jobq_prune('0', batch_size => 0)$$, '22023',
     'jobq_prune: batch_size must be at least 1 or NULL (all at once), got 0', 'batch_size 0: 22023');
 SELECT throws_ok($$SELECT jobq_prune('0', batch_size => -5)$$, '22023',
     'jobq_prune: batch_size must be at least 1 or NULL (all at once), got -5', 'batch_size negative: 22023');
-SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'no bad call deleted anything');
 
 ------------------------------------------------------------------------------------------
@@ -65,24 +68,24 @@ SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORD
 ------------------------------------------------------------------------------------------
 
 SELECT is(jobq_prune(), 1::bigint, 'defaults: succeeded jobs finished more than 7 days ago (1)');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'succeeded_8d'), 0, '... the 8-day-old one is gone');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE job_type = 'succeeded_8d'), 0, '... the 8-day-old one is gone');
 SELECT is(jobq_prune(), 0::bigint, 'a second run deletes nothing');
 
 SELECT is(jobq_prune(older_than => '5 days'), 1::bigint, 'older_than => 5 days: the 6-day-old one');
 SELECT is(jobq_prune('0'), 1::bigint, 'older_than 0: finished before now (the one a second old)');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'succeeded_now'), 1,
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE job_type = 'succeeded_now'), 1,
           '... a job finished exactly now is not older than 0, and stays');
 
 SELECT is(jobq_prune(older_than => '11 days', statuses => '{failed,dead_letter}'), 0::bigint,
           'failed and dead_letter jobs younger than older_than stay');
 SELECT is(jobq_prune(older_than => '1 day', statuses => '{failed}'), 1::bigint,
           'statuses => {failed}: only failed jobs');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'dead_letter'), 1, '... the dead_letter job stays');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'dead_letter'), 1, '... the dead_letter job stays');
 SELECT is(jobq_prune('1 day', '{dead_letter,dead_letter}'), 1::bigint, 'a status listed twice is fine');
 
 SELECT is(jobq_prune('0', '{succeeded,failed,dead_letter}'), 0::bigint,
           'every finished status, older than 0: nothing left to prune');
-SELECT results_eq('SELECT job_type FROM jobq_jobs ORDER BY job_type',
+SELECT results_eq('SELECT job_type FROM jobq_all_jobs ORDER BY job_type',
                   $$VALUES ('pending'), ('processing'), ('succeeded_now')$$,
                   'pending and processing jobs are never pruned, however old');
 
@@ -98,17 +101,20 @@ RESET timezone;
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 INSERT INTO jobq_jobs (id, job_type, status, finished_at)
 SELECT CASE WHEN g % 2 = 0 THEN gen_random_uuid() ELSE jobq__uuid_v7() END,  -- ids of before 0005, and new ones
        's' || g, 'succeeded', now() - interval '1 day' * (20 - g)
 FROM generate_series(1, 5) AS g;
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 INSERT INTO jobq_jobs (id, job_type, status, finished_at) VALUES
     (gen_random_uuid(), 'f', 'failed',      now() - interval '30 days'),
     (gen_random_uuid(), 'd', 'dead_letter', now() - interval '30 days'),
     (gen_random_uuid(), 'recent', 'succeeded', now() - interval '1 hour');
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 
 SELECT is(jobq_prune('7 days', batch_size => 2), 2::bigint, 'batch_size => 2: two jobs');
-SELECT results_eq($$SELECT job_type FROM jobq_jobs WHERE status = 'succeeded' ORDER BY finished_at$$,
+SELECT results_eq($$SELECT job_type FROM jobq_all_jobs WHERE status = 'succeeded' ORDER BY finished_at$$,
                   $$VALUES ('s3'), ('s4'), ('s5'), ('recent')$$,
                   '... the two that finished first');
 SELECT is(jobq_prune('7 days', batch_size => 2), 2::bigint, 'the next batch: two more');
@@ -118,25 +124,27 @@ SELECT is(jobq_prune('7 days', '{succeeded,failed,dead_letter}', batch_size => 1
           'several statuses: batch_size counts them together');
 SELECT is(jobq_prune('7 days', '{succeeded,failed,dead_letter}', batch_size => 5), 1::bigint,
           '... the rest of them');
-SELECT results_eq($$SELECT job_type FROM jobq_jobs$$, $$VALUES ('recent')$$,
+SELECT results_eq($$SELECT job_type FROM jobq_all_jobs$$, $$VALUES ('recent')$$,
                   'random (version 4) ids of installs before 0005 are pruned like the new ones; a recent job stays');
 
 -- The oldest first across statuses (by finished_at): a failed job that finished before a
 -- succeeded one goes first, whatever the names of their statuses.
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 INSERT INTO jobq_jobs (job_type, status, finished_at) VALUES
     ('succeeded_9d', 'succeeded',   now() - interval '9 days'),
     ('failed_10d',   'failed',      now() - interval '10 days'),
     ('dead_12d',     'dead_letter', now() - interval '12 days'),
     ('cancel_11d',   'cancelled',   now() - interval '11 days');
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is(jobq_prune('7 days', '{succeeded,failed}', batch_size => 1), 1::bigint,
           'across succeeded and failed, batch_size => 1: one job');
-SELECT results_eq($$SELECT job_type FROM jobq_jobs ORDER BY job_type$$,
+SELECT results_eq($$SELECT job_type FROM jobq_all_jobs ORDER BY job_type$$,
                   $$VALUES ('cancel_11d'), ('dead_12d'), ('succeeded_9d')$$,
                   '... the failed one, which finished before the succeeded one');
 SELECT is(jobq_prune('7 days', '{succeeded,failed,dead_letter,cancelled}', batch_size => 2), 2::bigint,
           'every finished status, batch_size => 2: two jobs');
-SELECT results_eq($$SELECT job_type FROM jobq_jobs$$, $$VALUES ('succeeded_9d')$$,
+SELECT results_eq($$SELECT job_type FROM jobq_all_jobs$$, $$VALUES ('succeeded_9d')$$,
                   '... the dead_letter (12 days) and the cancelled (11 days), not the newer succeeded one');
 
 SELECT * FROM finish();

@@ -8,6 +8,7 @@ BEGIN;
 SELECT plan(9);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 INSERT INTO jobq_jobs (job_type, queue, status, available_at, scheduled) VALUES
     ('a', 'q1', 'pending', now() - interval '10 min', false),
@@ -15,8 +16,10 @@ INSERT INTO jobq_jobs (job_type, queue, status, available_at, scheduled) VALUES
     ('a', 'q1', 'pending', now() + interval '1 hour', true),
     -- scheduled, come due, not promoted by a claim yet: available
     ('b', 'q1', 'pending', now() - interval '20 min', true);
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 INSERT INTO jobq_jobs (job_type, queue, status, locked_at, locked_by) VALUES
     ('a', 'q2', 'processing', now(), 'w');
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 INSERT INTO jobq_jobs (job_type, queue, status, finished_at) VALUES
     ('a', 'q2', 'failed', now()),
     ('a', 'q2', 'dead_letter', now()),
@@ -27,8 +30,9 @@ INSERT INTO jobq_jobs (job_type, queue, status, finished_at) VALUES
     ('a', 'q2', 'succeeded', now() - interval '10 min'),
     -- only old succeeded jobs: no row for q4
     ('a', 'q4', 'succeeded', now() - interval '1 day');
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
 SELECT throws_ok($$SELECT * FROM jobq_queue_summary(recent => NULL)$$, '22023',
     'jobq_queue_summary: recent must be between 0 and 1 day, got NULL', 'recent NULL: 22023');
@@ -59,7 +63,7 @@ SELECT results_eq(
 SELECT is_empty($$SELECT * FROM jobq_queue_summary() WHERE queue = 'q4'$$,
                 'a queue with only old succeeded jobs has no row');
 SELECT is((SELECT count(*)::int FROM jobq_queue_summary('1 day')), 4, 'positional call; 1 day is allowed');
-SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'the summary, and the refused calls, change nothing');
 
 SELECT * FROM finish();

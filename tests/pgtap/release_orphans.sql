@@ -27,7 +27,7 @@ SELECT jobq_complete(:'done', 'w1') AS completed \gset
 -- Bad input: 22023, nothing changed
 ------------------------------------------------------------------------------------------
 
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 SELECT throws_ok($$SELECT jobq_release_orphans(NULL, '{}')$$, '22023',
     'jobq_release_orphans: worker_id must be a non-blank string', 'worker_id NULL: 22023');
 SELECT throws_ok($$SELECT jobq_release_orphans(' ', '{}')$$, '22023',
@@ -35,7 +35,7 @@ SELECT throws_ok($$SELECT jobq_release_orphans(' ', '{}')$$, '22023',
 SELECT throws_ok($$SELECT jobq_release_orphans('w1', NULL)$$, '22023',
     'jobq_release_orphans: job_ids must be an array of the jobs the worker holds, not NULL',
     'job_ids NULL: 22023 (it would mean "release everything")');
-SELECT results_eq('SELECT * FROM jobq_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
+SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'no bad call changed anything');
 
 ------------------------------------------------------------------------------------------
@@ -47,7 +47,7 @@ SELECT is(jobq_release_orphans('w1', ARRAY[:'held', gen_random_uuid()]::uuid[]),
 SELECT results_eq(
     format($$SELECT id, status, attempts, available_at, locked_at, locked_by, scheduled, last_error,
                     errors
-             FROM jobq_jobs WHERE id IN (%L, %L) ORDER BY id$$, :'lost1', :'lost2'),
+             FROM jobq_all_jobs WHERE id IN (%L, %L) ORDER BY id$$, :'lost1', :'lost2'),
     format($$SELECT * FROM (VALUES
              (%L::uuid, 'pending'::text, 0, now(), NULL::timestamptz, NULL::text, false, NULL::text, '[]'::jsonb),
              (%L::uuid, 'pending'::text, 0, now(), NULL::timestamptz, NULL::text, false, NULL::text, '[]'::jsonb)
@@ -55,7 +55,7 @@ SELECT results_eq(
     'released as jobq_release does: pending, available now, attempt not counted, no error'
 );
 SELECT results_eq(
-    format($$SELECT id, status, locked_by FROM jobq_jobs WHERE id IN (%L, %L, %L, %L) ORDER BY id$$,
+    format($$SELECT id, status, locked_by FROM jobq_all_jobs WHERE id IN (%L, %L, %L, %L) ORDER BY id$$,
            :'held', :'other', :'pend', :'done'),
     format($$SELECT * FROM (VALUES (%L::uuid, 'processing'::text, 'w1'::text),
                                    (%L::uuid, 'processing', 'w2'),
@@ -70,11 +70,11 @@ SELECT is(jobq_release_orphans(worker_id => 'w2', job_ids => '{}'), 1,
 SELECT is(jobq_release_orphans('nobody', '{}'), 0, 'a worker with no claim: 0');
 SELECT results_eq(
     $$SELECT id FROM jobq_dequeue('w3', batch_size => 10)$$,
-    format('SELECT id FROM jobq_jobs WHERE id IN (%L, %L, %L) ORDER BY available_at, id',
+    format('SELECT id FROM jobq_all_jobs WHERE id IN (%L, %L, %L) ORDER BY available_at, id',
            :'lost1', :'lost2', :'other'),
     'the released jobs are claimed again at once, in claim order'
 );
-SELECT is((SELECT max(attempts) FROM jobq_jobs WHERE id IN (:'lost1', :'lost2', :'other')), 1,
+SELECT is((SELECT max(attempts) FROM jobq_all_jobs WHERE id IN (:'lost1', :'lost2', :'other')), 1,
           '... as attempt 1: the lost claim did not count');
 
 SELECT * FROM finish();

@@ -10,6 +10,7 @@ BEGIN;
 SELECT plan(27);
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 
 -- One job in each status, made through the API (job_type = the status it ends in).
 SELECT jobq_enqueue('dead_letter', max_attempts => 1, run_at => now() - interval '5 minutes') AS dl,
@@ -23,7 +24,7 @@ SELECT jobq_fail(:'dl', 'w', 'out of attempts') AS dl_status,
        jobq_enqueue('pending') AS pe \gset
 
 SELECT results_eq(
-    'SELECT job_type, status FROM jobq_jobs ORDER BY job_type',
+    'SELECT job_type, status FROM jobq_all_jobs ORDER BY job_type',
     $$VALUES ('dead_letter'::text, 'dead_letter'::text), ('failed', 'failed'), ('pending', 'pending'),
              ('processing', 'processing'), ('succeeded', 'succeeded')$$,
     'one job in each status'
@@ -33,19 +34,19 @@ SELECT results_eq(
 -- jobq_requeue_dead_letter
 ------------------------------------------------------------------------------------------
 
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs WHERE job_type NOT IN ('dead_letter', 'failed');
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs WHERE job_type NOT IN ('dead_letter', 'failed');
 
 SELECT is(jobq_requeue_dead_letter(:'dl'), true, 'a dead_letter job is requeued: true');
 SELECT results_eq(
     format($$SELECT status, attempts, available_at, locked_at, locked_by, finished_at, updated_at,
                     last_error, jsonb_array_length(errors), errors -> 0 ->> 'error'
-             FROM jobq_jobs WHERE id = %L$$, :'dl'),
+             FROM jobq_all_jobs WHERE id = %L$$, :'dl'),
     $$VALUES ('pending'::text, 0, now(), NULL::timestamptz, NULL::text, NULL::timestamptz, now(),
               'out of attempts'::text, 1, 'out of attempts'::text)$$,
     'pending, available now, attempts 0, not finished; last_error and errors kept'
 );
 SELECT is(jobq_requeue_dead_letter(job_id => :'fl'), true, 'a failed job is requeued (named argument): true');
-SELECT is((SELECT status || '/' || attempts FROM jobq_jobs WHERE id = :'fl'), 'pending/0', '... pending, attempts 0');
+SELECT is((SELECT status || '/' || attempts FROM jobq_all_jobs WHERE id = :'fl'), 'pending/0', '... pending, attempts 0');
 
 SELECT is(jobq_requeue_dead_letter(:'sc'), false, 'a succeeded job: false');
 SELECT is(jobq_requeue_dead_letter(:'pr'), false, 'a processing job: false');
@@ -54,7 +55,7 @@ SELECT is(jobq_requeue_dead_letter(:'dl'), false, 'a job already requeued: false
 SELECT is(jobq_requeue_dead_letter(gen_random_uuid()), false, 'an unknown id: false');
 SELECT is(jobq_requeue_dead_letter(NULL), false, 'NULL: false');
 SELECT results_eq(
-    'SELECT * FROM jobq_jobs WHERE id IN (SELECT id FROM snap) ORDER BY id',
+    'SELECT * FROM jobq_all_jobs WHERE id IN (SELECT id FROM snap) ORDER BY id',
     'SELECT * FROM snap ORDER BY id',
     'jobs in other statuses are unchanged'
 );
@@ -64,7 +65,7 @@ SELECT is((SELECT attempts FROM jobq_dequeue('w2', job_types => '{dead_letter}')
           'the requeued job is claimed again as attempt 1');
 SELECT is(jobq_fail(:'dl', 'w2', 'still failing'), 'dead_letter', 'it uses up its attempts again');
 SELECT is(
-    (SELECT jsonb_agg(e ->> 'error') FROM jobq_jobs AS j, jsonb_array_elements(j.errors) AS e WHERE j.id = :'dl'),
+    (SELECT jsonb_agg(e ->> 'error') FROM jobq_all_jobs AS j, jsonb_array_elements(j.errors) AS e WHERE j.id = :'dl'),
     '["out of attempts", "still failing"]'::jsonb,
     'errors holds the history of both runs'
 );
@@ -74,15 +75,17 @@ SELECT is(
 ------------------------------------------------------------------------------------------
 
 DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
 -- six finished-unsuccessfully jobs: types a/b, queues q1/q2, and one job of each other status
 INSERT INTO jobq_jobs (job_type, queue, status, attempts, finished_at, last_error, errors)
 SELECT t, q, s, 5, now() - interval '1 hour', 'e', '[{"attempt": 5}]'
 FROM (VALUES ('a', 'q1', 'dead_letter'), ('a', 'q2', 'dead_letter'), ('b', 'q1', 'dead_letter'),
              ('a', 'q1', 'failed'), ('b', 'q2', 'failed'), ('b', 'q2', 'dead_letter'),
              ('a', 'q1', 'succeeded')) AS v (t, q, s);
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT jobq_enqueue('a', queue => 'q1') AS pend \gset
 DROP TABLE snap;
-CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs WHERE status NOT IN ('dead_letter', 'failed');
+CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs WHERE status NOT IN ('dead_letter', 'failed');
 
 SELECT is(jobq_requeue_dead_letters(job_type => 'a', queue => 'q1'), 2,
           'job_type and queue: dead_letter and failed jobs of both (2)');
@@ -90,29 +93,31 @@ SELECT is(jobq_requeue_dead_letters(queue => 'q2'), 3, 'queue only: of every typ
 SELECT is(jobq_requeue_dead_letters(job_type => 'nope'), 0, 'an unknown job type: 0');
 SELECT is(jobq_requeue_dead_letters(), 1, 'no filter: the rest (1)');
 SELECT is(jobq_requeue_dead_letters(), 0, 'nothing left: 0');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'pending' AND attempts = 0
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'pending' AND attempts = 0
            AND available_at = now() AND finished_at IS NULL AND locked_by IS NULL), 7,
           'all six are pending, attempts 0, available now (plus the pending job)');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE id NOT IN (SELECT id FROM snap)
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE id NOT IN (SELECT id FROM snap)
            AND last_error = 'e' AND errors = '[{"attempt": 5}]'), 6,
           'their error history is kept');
 SELECT results_eq(
-    'SELECT * FROM jobq_jobs WHERE id IN (SELECT id FROM snap) ORDER BY id',
+    'SELECT * FROM jobq_all_jobs WHERE id IN (SELECT id FROM snap) ORDER BY id',
     'SELECT * FROM snap ORDER BY id',
     'the succeeded and pending jobs are unchanged'
 );
 
 -- a job type filter alone
 UPDATE jobq_jobs SET status = 'dead_letter', finished_at = now() WHERE id <> :'pend' AND status = 'pending';
+SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is(jobq_requeue_dead_letters('b'), 3, 'job_type only (positional): of every queue (3)');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'dead_letter' AND job_type = 'a'), 3,
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'dead_letter' AND job_type = 'a'), 3,
           '... the other type is left in dead_letter');
 
 -- processing jobs are never touched, even when they match the filters
-UPDATE jobq_jobs SET status = 'processing', locked_at = now(), locked_by = 'w', finished_at = NULL
-WHERE job_type = 'a' AND status = 'dead_letter';
+WITH m AS (DELETE FROM jobq_jobs_history WHERE job_type = 'a' AND status = 'dead_letter' RETURNING *)
+INSERT INTO jobq_jobs (id, job_type, queue, status, attempts, locked_at, locked_by)
+SELECT m.id, m.job_type, m.queue, 'processing', 1, now(), 'w' FROM m;
 SELECT is(jobq_requeue_dead_letters('a'), 0, 'processing jobs are not requeued');
-SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE status = 'processing'), 3, '... and stay processing');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'processing'), 3, '... and stay processing');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -33,7 +33,7 @@ SELECT results_eq(
         ('q2',       'a',       'failed',            1,         now() - interval '4 hours')$$,
     'one row per (queue, job_type, status), ordered so, with counts and the oldest available_at'
 );
-SELECT is((SELECT sum(jobs)::int FROM jobq_stats()), (SELECT count(*)::int FROM jobq_jobs),
+SELECT is((SELECT sum(jobs)::int FROM jobq_stats()), (SELECT count(*)::int FROM jobq_all_jobs),
           'the counts add up to the number of jobs');
 
 -- statuses with no job are not listed; a new queue appears as soon as it has a job
@@ -46,7 +46,7 @@ SELECT results_eq($$SELECT job_type, status, jobs FROM jobq_stats() WHERE queue 
 SET LOCAL timezone = 'Pacific/Marquesas';   -- UTC-09:30
 SELECT results_eq('SELECT * FROM jobq_stats() ORDER BY 1, 2, 3',
                   $$SELECT queue, job_type, status, count(*), min(available_at)
-                    FROM jobq_jobs GROUP BY 1, 2, 3 ORDER BY 1, 2, 3$$,
+                    FROM jobq_all_jobs GROUP BY 1, 2, 3 ORDER BY 1, 2, 3$$,
                   'the same figures under another session time zone');
 RESET timezone;
 

@@ -88,7 +88,7 @@ SELECT results_eq(
              format('2 job(s) of type ''emial'' available, the oldest waiting for %s: no worker '
                     'claimed this job type in this queue within 00:15:00',
                     date_trunc('second', now() - min(available_at)))
-      FROM jobq_jobs WHERE job_type = 'emial' AND status = 'pending'$$,
+      FROM jobq_all_jobs WHERE job_type = 'emial' AND status = 'pending'$$,
     'jobq_health: one warning per unserved queue and job type, naming the type'
 );
 
@@ -110,14 +110,14 @@ SELECT is((SELECT count(*)::int FROM jobq_workers WHERE worker_id = 'w-all-q2'),
 
 -- jobq_get_job
 SELECT results_eq(
-    $$SELECT g.id, g.job_type, g.queue FROM jobq_jobs AS j, jobq_get_job(j.id) AS g
+    $$SELECT g.id, g.job_type, g.queue FROM jobq_all_jobs AS j, jobq_get_job(j.id) AS g
       WHERE j.job_type = 'emial' ORDER BY g.id$$,
-    $$SELECT id, job_type, queue FROM jobq_jobs WHERE job_type = 'emial' ORDER BY id$$,
+    $$SELECT id, job_type, queue FROM jobq_all_jobs WHERE job_type = 'emial' ORDER BY id$$,
     'jobq_get_job returns the job with that id'
 );
 SELECT is_empty($$SELECT * FROM jobq_get_job(gen_random_uuid())$$, 'an unknown id: no row');
 SELECT results_eq(
-    $$SELECT count(*)::int FROM jobq_jobs$$, $$VALUES (7)$$,
+    $$SELECT count(*)::int FROM jobq_all_jobs$$, $$VALUES (7)$$,
     'nothing was lost or added by the reads'
 );
 

@@ -144,11 +144,11 @@ def test_prune_batch_reads_past_a_row_another_transaction_holds(dsn: str, conn: 
         )
     ]
     with psycopg.connect(dsn) as other:
-        other.execute("SELECT 1 FROM jobq_jobs WHERE id = %s FOR UPDATE", (ids[0],))
+        other.execute("SELECT 1 FROM jobq_jobs_history WHERE id = %s FOR UPDATE", (ids[0],))
         got = conn.execute(
             "SELECT jobq_prune('0', '{succeeded,failed}', batch_size => 1)"
         ).fetchone()
         assert got == (1,)
-        left = {r[0] for r in conn.execute("SELECT id FROM jobq_jobs")}
+        left = {r[0] for r in conn.execute("SELECT id FROM jobq_all_jobs")}
         assert left == {ids[0], ids[2]}
         other.rollback()

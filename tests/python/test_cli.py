@@ -142,7 +142,7 @@ def test_cli_runner_in_process_enqueue(dsn: str, conn: Conn) -> None:
     result = CliRunner().invoke(cli, ["--dsn", dsn, "enqueue", "t", '{"k": 1}'])
     assert result.exit_code == 0, result.output
     job_id = uuid.UUID(result.stdout.strip())
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s", job_id) == 1
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE id = %s", job_id) == 1
 
 
 def test_the_embedded_server_is_resolved_once_and_passed_to_every_client(
@@ -226,7 +226,7 @@ def test_enqueue_prints_the_id_of_the_stored_job(dsn: str, conn: Conn) -> None:
     assert result.returncode == 0, result.stderr
     job_id = uuid.UUID(result.stdout.strip())
     row = conn.execute(
-        "SELECT job_type, payload, priority, max_attempts, queue, available_at FROM jobq_jobs "
+        "SELECT job_type, payload, priority, max_attempts, queue, available_at FROM jobq_all_jobs "
         "WHERE id = %s",
         (job_id,),
     ).fetchone()
@@ -238,25 +238,25 @@ def test_enqueue_with_the_same_idempotency_key_prints_the_same_id(dsn: str, conn
     b = jobq("enqueue", "t", '{"other": true}', "--idempotency-key", "k1", dsn=dsn)
     assert a.returncode == b.returncode == 0
     assert a.stdout == b.stdout
-    assert count(conn, "SELECT count(*) FROM jobq_jobs") == 1
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs") == 1
 
 
 def test_enqueue_bad_json_is_a_usage_error(dsn: str, conn: Conn) -> None:
     assert_user_error(jobq("enqueue", "t", "{not json", dsn=dsn), 2, "not valid JSON")
-    assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs") == 0
 
 
 def test_enqueue_payload_that_is_not_an_object_is_a_usage_error(dsn: str, conn: Conn) -> None:
     for payload in ("null", "[1]", '"s"', "3"):
         assert_user_error(jobq("enqueue", "t", payload, dsn=dsn), 2, "must be a JSON object")
-    assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs") == 0
 
 
 def test_enqueue_naive_run_at_is_a_usage_error(dsn: str, conn: Conn) -> None:
     result = jobq("enqueue", "t", "--run-at", "2030-01-01T00:00:00", dsn=dsn)
     assert_user_error(result, 2, "offset")
     assert_user_error(jobq("enqueue", "t", "--run-at", "tomorrow", dsn=dsn), 2, "ISO 8601")
-    assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs") == 0
 
 
 def test_enqueue_refused_by_sql_reports_the_argument(dsn: str) -> None:
@@ -323,7 +323,8 @@ def test_doctor_names_the_job_types_that_no_worker_serves(dsn: str, conn: Conn) 
 def test_doctor_exits_one_when_a_check_warns(dsn: str, conn: Conn) -> None:
     conn.execute("SELECT jobq_enqueue(job_type => 'x', max_attempts => 1)")
     conn.execute("SELECT * FROM jobq_dequeue(worker_id => 'w')")
-    conn.execute("SELECT jobq_fail(job_id => id, worker_id => 'w', error => 'boom') FROM jobq_jobs")
+    conn.execute("SELECT jobq_fail(job_id => id, worker_id => 'w', error => 'boom')"
+                 " FROM jobq_all_jobs")
     # A claim not renewed for two hours: its worker is gone.
     conn.execute("SELECT jobq_enqueue(job_type => 'y')")
     conn.execute("SELECT * FROM jobq_dequeue(worker_id => 'w2', job_types => '{y}')")
@@ -355,7 +356,7 @@ def test_dead_letter_requeue_one_by_id(dsn: str, conn: Conn) -> None:
     dead, _ = _dead_jobs(dsn)
     result = jobq("dead-letter", "requeue", str(dead), dsn=dsn)
     assert result.returncode == 0, result.stderr
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'pending'") == 1
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'pending'") == 1
     again = jobq("dead-letter", "requeue", str(dead), dsn=dsn)
     assert_user_error(again, 1, "not dead_letter, failed or cancelled")
     assert_user_error(jobq("dead-letter", "requeue", "nope", dsn=dsn), 2, "UUID")
@@ -367,16 +368,16 @@ def test_dead_letter_requeue_all_of_a_type(dsn: str, conn: Conn) -> None:
     result = jobq("dead-letter", "requeue", "--all", "--job-type", "mail", dsn=dsn)
     assert result.stdout.strip() == "requeued 1 job"
     assert jobq("dead-letter", "requeue", "--all", dsn=dsn).stdout.strip() == "requeued 1 job"
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'pending'") == 2
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'pending'") == 2
 
 
 def test_prune_deletes_old_finished_jobs_only(dsn: str, conn: Conn) -> None:
     _, failed = _dead_jobs(dsn)
-    conn.execute("UPDATE jobq_jobs SET finished_at = now() - interval '2 hours'")
+    conn.execute("UPDATE jobq_jobs_history SET finished_at = now() - interval '2 hours'")
     assert jobq("prune", dsn=dsn).stdout.strip() == "pruned 0 jobs"  # default: succeeded, 7 days
     result = jobq("prune", "--older-than", "3600", "--status", "failed", dsn=dsn)
     assert result.stdout.strip() == "pruned 1 job"
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s", failed) == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE id = %s", failed) == 0
     assert_user_error(jobq("prune", "--status", "pending", dsn=dsn), 2, "pending")
 
 
@@ -404,7 +405,7 @@ def test_worker_burst_runs_the_jobs_and_exits_zero(dsn: str, conn: Conn, tmp_pat
     )
     assert result.returncode == 0, result.stderr
     assert count(conn, "SELECT count(DISTINCT n) FROM done") == 20
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == 20
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") == 20
 
 
 @pytest.mark.slow  # a worker process runs until it is signalled
@@ -607,7 +608,7 @@ def tenant_dsn(admin_dsn: str, tenant_databases: _Recycler) -> Iterator[str]:
 def _dead_id(dsn: str, schema: str = "tenant_x") -> str:
     with psycopg.connect(dsn) as c:
         row = c.execute(
-            sql.SQL("SELECT id FROM {}.jobq_jobs WHERE status = 'dead_letter'").format(
+            sql.SQL("SELECT id FROM {}.jobq_all_jobs WHERE status = 'dead_letter'").format(
                 sql.Identifier(schema)
             )
         ).fetchone()
@@ -700,7 +701,7 @@ def test_run_at_without_offset_is_refused_with_examples_that_work(
 ) -> None:
     result = jobq("enqueue", "t", "--run-at", value, dsn=dsn)
     assert_user_error(result, 2, "has no UTC offset")
-    assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs") == 0
     message = result.stderr.split("e.g. ", 1)[1].strip()
     examples = message.split(" or ")
     assert len(examples) == 2
@@ -709,7 +710,7 @@ def test_run_at_without_offset_is_refused_with_examples_that_work(
         ok = jobq("enqueue", "t", "--run-at", example, dsn=dsn)
         assert ok.returncode == 0, (example, ok.stderr)
         stored = conn.execute(
-            "SELECT available_at FROM jobq_jobs WHERE id = %s", (uuid.UUID(ok.stdout.strip()),)
+            "SELECT available_at FROM jobq_all_jobs WHERE id = %s", (uuid.UUID(ok.stdout.strip()),)
         ).fetchone()
         assert stored == (naive.replace(tzinfo=timezone.utc),)
 
@@ -752,7 +753,7 @@ def test_large_payload_from_stdin_and_from_a_file(dsn: str, conn: Conn, tmp_path
     assert filed.returncode == 0, filed.stderr
     for out in (piped.stdout, filed.stdout):
         row = conn.execute(
-            "SELECT payload FROM jobq_jobs WHERE id = %s", (uuid.UUID(out.strip()),)
+            "SELECT payload FROM jobq_all_jobs WHERE id = %s", (uuid.UUID(out.strip()),)
         ).fetchone()
         assert row == (BIG,)
 
@@ -765,7 +766,7 @@ def test_payload_over_the_limit_shows_the_database_hint(
     assert_user_error(result, 1, "the limit is 1048576 bytes")
     assert "hint: Store large data elsewhere" in result.stderr
     assert "jobq_configure(max_payload_bytes" in result.stderr
-    assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs") == 0
 
 
 @pytest.mark.parametrize(
@@ -780,7 +781,7 @@ def test_payload_must_be_a_json_object(
     (tmp_path / "p.json").write_text(payload)
     result = jobq("enqueue", "t", "@p.json", dsn=dsn, cwd=tmp_path)
     assert_user_error(result, 2, f"got {kind}")
-    assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs") == 0
 
 
 def test_payload_file_that_cannot_be_read_is_a_usage_error(dsn: str, tmp_path: Path) -> None:
@@ -791,7 +792,7 @@ def test_payload_file_that_cannot_be_read_is_a_usage_error(dsn: str, tmp_path: P
 def test_payload_from_stdin_in_process(dsn: str, conn: Conn) -> None:
     result = CliRunner().invoke(cli, ["--dsn", dsn, "enqueue", "t", "-"], input='{"a": [1]}')
     assert result.exit_code == 0, result.output
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE payload = '{\"a\": [1]}'") == 1
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE payload = '{\"a\": [1]}'") == 1
 
 
 # -- --version, durations, hints ----------------------------------------------------------------
@@ -823,7 +824,7 @@ def test_prune_refuses_what_is_not_a_duration(dsn: str, text: str) -> None:
 
 def test_prune_older_than_in_hours_and_days(dsn: str, conn: Conn) -> None:
     _dead_jobs(dsn)
-    conn.execute("UPDATE jobq_jobs SET finished_at = now() - interval '2 hours'")
+    conn.execute("UPDATE jobq_jobs_history SET finished_at = now() - interval '2 hours'")
     args = ("--status", "failed", "--status", "dead_letter")
     assert jobq("prune", "--older-than", "1d", *args, dsn=dsn).stdout.strip() == "pruned 0 jobs"
     assert jobq("prune", "--older-than", "3h", *args, dsn=dsn).stdout.strip() == "pruned 0 jobs"
@@ -1010,7 +1011,7 @@ def test_jobs_retry_requeues_each_and_reports_the_others(dsn: str, conn: Conn) -
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"requeued {dead}", f"requeued {failed}"]
     rows = conn.execute(
-        "SELECT status, attempts, jsonb_array_length(errors) FROM jobq_jobs WHERE id = ANY(%s)",
+        "SELECT status, attempts, jsonb_array_length(errors) FROM jobq_all_jobs WHERE id = ANY(%s)",
         ([dead, failed],),
     ).fetchall()
     assert rows == [("pending", 0, 1), ("pending", 0, 1)]  # history kept
@@ -1044,7 +1045,7 @@ def test_cancel_says_what_became_of_each_job(dsn: str, conn: Conn) -> None:
     assert json.loads(again.stdout) == {
         "jobs": [{"id": str(pending), "status": "cancelled"}], "unknown": [str(unknown)]}
     assert_user_error(jobq("cancel", "nope", dsn=dsn), 2, "'nope'")
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'cancelled'") == 1
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'cancelled'") == 1
 
 
 def test_jobs_status_and_wait_show_results_and_cancel_requests(dsn: str) -> None:
@@ -1097,14 +1098,14 @@ def test_jobs_list_and_prune_know_cancelled_jobs(dsn: str, conn: Conn) -> None:
     assert [j["id"] for j in listed] == [str(job)]
     assert jobq("jobs", "retry", str(job), dsn=dsn).returncode == 0
     q.cancel([job])
-    conn.execute("UPDATE jobq_jobs SET finished_at = now() - interval '8 days'")
+    conn.execute("UPDATE jobq_jobs_history SET finished_at = now() - interval '8 days'")
     assert jobq("prune", "--status", "cancelled", dsn=dsn).stdout.strip() == "pruned 1 job"
 
 
 def test_jobs_retry_with_a_malformed_id_changes_nothing(dsn: str, conn: Conn) -> None:
     dead, _ = _dead_jobs(dsn)
     assert_user_error(jobq("jobs", "retry", str(dead), "nope", dsn=dsn), 2, "'nope'")
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'pending'") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'pending'") == 0
 
 
 # -- --json -------------------------------------------------------------------------------------
@@ -1208,7 +1209,7 @@ def test_dead_letter_requeue_of_ids_is_jobs_retry(dsn: str, conn: Conn) -> None:
     assert requeued.returncode == 0, requeued.stderr
     assert json.loads(requeued.stdout) == {
         "requeued": [str(dead), str(failed)], "not_requeued": []}  # fmt: skip
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'pending'") == 2
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'pending'") == 2
     for args in ([str(dead)], [str(dead), "--json"]):  # pending now: not requeued
         by_requeue = jobq("dead-letter", "requeue", *args, dsn=dsn)
         by_retry = jobq("jobs", "retry", *args, dsn=dsn)

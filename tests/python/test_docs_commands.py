@@ -276,7 +276,9 @@ def scene(world: World, tmp_path: Path) -> Iterator[Scene]:
         )
     dsn = make_conninfo(world.admin_dsn, dbname=name)
     with psycopg.connect(dsn) as c:
-        row = c.execute("SELECT id FROM public.jobq_jobs WHERE status = 'dead_letter'").fetchone()
+        row = c.execute(
+            "SELECT id FROM public.jobq_all_jobs WHERE status = 'dead_letter'"
+        ).fetchone()
     assert row is not None
     # The commands run where a user would have copied the examples and their payload files.
     shutil.copytree(REPO / "examples", tmp_path / "examples")

@@ -28,7 +28,7 @@ ROW = "job_type, payload, idempotency_key, limit_group, limit_key"
 
 def _rows(conn: Conn, ids: list[uuid.UUID]) -> list[tuple[Any, ...]]:
     return [
-        tuple(conn.execute(f"SELECT {ROW} FROM jobq_jobs WHERE id = %s", (i,)).fetchone() or ())
+        tuple(conn.execute(f"SELECT {ROW} FROM jobq_all_jobs WHERE id = %s", (i,)).fetchone() or ())
         for i in ids
     ]
 
@@ -81,4 +81,4 @@ def test_a_bad_limit_on_the_array_path_names_the_job(dsn: str, conn: Conn) -> No
             q.enqueue_many(jobs)
         with pytest.raises(ValueError, match=re.escape("jobs[1] contains a NUL")):
             q.enqueue_many([{"job_type": "t"}, {"job_type": "t", "limit_group": "a\x00b"}])
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (0,)

@@ -43,7 +43,7 @@ COLUMNS = "job_type, payload, idempotency_key, max_attempts, available_at, prior
 
 
 def _columns(conn: Conn, job_id: uuid.UUID) -> tuple[Any, ...]:
-    row = conn.execute(f"SELECT {COLUMNS} FROM jobq_jobs WHERE id = %s", (job_id,)).fetchone()
+    row = conn.execute(f"SELECT {COLUMNS} FROM jobq_all_jobs WHERE id = %s", (job_id,)).fetchone()
     assert row is not None
     return tuple(row)
 
@@ -108,7 +108,7 @@ async def test_async_enqueue_sends_the_same_combinations(dsn: str, conn: Conn) -
             job_id = await q.enqueue("t", {"i": 1}, **args)
             got = _columns(conn, job_id)
             created = conn.execute(
-                "SELECT created_at FROM jobq_jobs WHERE id = %s", (job_id,)
+                "SELECT created_at FROM jobq_all_jobs WHERE id = %s", (job_id,)
             ).fetchone()
             assert created is not None
             assert got == _expected(args, created[0]), names
@@ -144,7 +144,7 @@ ROW = "job_type, queue, payload, idempotency_key, max_attempts, available_at, pr
 
 def _rows(conn: Conn, ids: list[uuid.UUID]) -> list[tuple[Any, ...]]:
     return [
-        tuple(conn.execute(f"SELECT {ROW} FROM jobq_jobs WHERE id = %s", (i,)).fetchone() or ())
+        tuple(conn.execute(f"SELECT {ROW} FROM jobq_all_jobs WHERE id = %s", (i,)).fetchone() or ())
         for i in ids
     ]
 
@@ -203,7 +203,7 @@ def test_a_column_every_job_shares_is_checked_as_a_list_is(dsn: str, conn: Conn)
             q.enqueue_many([{"job_type": "t", "queue": None}] * 3)
         with pytest.raises(InvalidArgument, match=r"element 1 .*job_type must be a non-blank"):
             q.enqueue_many([{"job_type": " "}] * 3)
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (0,)
 
 
 def test_enqueue_many_of_odd_values_still_names_the_job_and_the_key(dsn: str, conn: Conn) -> None:
@@ -224,7 +224,7 @@ def test_enqueue_many_of_odd_values_still_names_the_job_and_the_key(dsn: str, co
             q.enqueue_many([{"job_type": "t", "idempotency_key": "k\ud800"}])
         with pytest.raises(ValueError, match=re.escape("jobs[1].run_at must be timezone-aware")):
             q.enqueue_many([{"job_type": "t"}, {"job_type": "t", "run_at": datetime(2030, 1, 1)}])
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (0,)
 
 
 def test_arrays_racing_on_the_same_keys_make_one_row_per_key(dsn: str) -> None:
@@ -254,9 +254,10 @@ def test_arrays_racing_on_the_same_keys_make_one_row_per_key(dsn: str) -> None:
     assert not errors
     assert len(results) == sessions and all(r == results[0] for r in results)
     with psycopg.connect(dsn, autocommit=True) as c:
-        n = c.execute("SELECT count(*), count(DISTINCT idempotency_key) FROM jobq_jobs").fetchone()
+        n = c.execute("SELECT count(*), count(DISTINCT idempotency_key)"
+                      " FROM jobq_all_jobs").fetchone()
         assert n == (len(keys), len(keys))
-        stored = dict(c.execute("SELECT idempotency_key, id FROM jobq_jobs").fetchall())
+        stored = dict(c.execute("SELECT idempotency_key, id FROM jobq_all_jobs").fetchall())
     assert results[0] == [stored[k] for k in keys]
 
 
@@ -289,7 +290,7 @@ def test_arrays_wake_and_count_the_queues_of_what_they_insert(dsn: str, conn: Co
     assert rows == [("default", "a", 1), ("default", "c", 2), ("q1", "a", 2), ("q2", "b", 1),
                     ("q3", "a", 1)]
     stored = conn.execute(
-        "SELECT queue, job_type, scheduled, count(*) FROM jobq_jobs"
+        "SELECT queue, job_type, scheduled, count(*) FROM jobq_all_jobs"
         " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
     ).fetchall()
     assert stored == [("default", "a", False, 1), ("default", "c", False, 2),
@@ -322,7 +323,7 @@ def test_enqueue_iter_loads_a_generator_in_batches(dsn: str, conn: Conn) -> None
     assert seen == [*range(1000, 12_001, 1000), 12_345]
     got = conn.execute(
         "SELECT count(*), count(DISTINCT payload ->> 'n'), min((payload ->> 'n')::int), "
-        "max((payload ->> 'n')::int) FROM jobq_jobs"
+        "max((payload ->> 'n')::int) FROM jobq_all_jobs"
     ).fetchone()
     assert got == (12_345, 12_345, 0, 12_344)
 
@@ -336,7 +337,7 @@ def test_enqueue_iter_honours_idempotency_keys_across_batches(dsn: str, conn: Co
         again = q.enqueue_iter(jobs, batch_size=1000)
         assert again.jobs == 2000
     rows = conn.execute("SELECT count(*), min((payload ->> 'n')::int), max((payload ->> 'n')::int) "
-                        "FROM jobq_jobs").fetchone()
+                        "FROM jobq_all_jobs").fetchone()
     assert rows == (700, 0, 699), "the first job of each key is the one stored"
 
 
@@ -351,7 +352,7 @@ def test_a_refused_batch_raises_naming_the_job_and_keeps_the_batches_before(
     assert "the batch of jobs 200 to 299 (counting from 0) was refused at job 250" in message
     assert "the 200 jobs before it are enqueued" in message
     assert refused.value.sqlstate == "22023"
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (200,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (200,)
 
 
 def test_enqueue_iter_reads_at_most_one_batch_ahead_and_raises_a_source_error_in_turn(
@@ -371,11 +372,11 @@ def test_enqueue_iter_reads_at_most_one_batch_ahead_and_raises_a_source_error_in
     with Queue(dsn) as q, pytest.raises(InvalidArgument, match="refused at job 120"):
         q.enqueue_iter(source(), batch_size=100)
     assert len(taken) <= 300, "at most the refused batch and the one after it were read"
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (100,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (100,)
     taken.clear()
     with Queue(dsn) as q, pytest.raises(OSError, match="went away"):
         q.enqueue_iter(source(), batch_size=100, skip_refused=True)
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (100 + 200,), (
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (100 + 200,), (
         "batches 0 and 2 enqueued (1 refused), then the source failed while batch 3 was read"
     )
 
@@ -398,7 +399,7 @@ def test_enqueue_iter_stops_reading_ahead_before_it_raises(dsn: str, conn: Conn)
         q.enqueue_iter(jobs, batch_size=100)
     assert inspect.getgeneratorstate(jobs) == inspect.GEN_SUSPENDED, "no thread reads it now"
     assert taken[-1] == 299, "the batch read ahead was read whole, and nothing after it"
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (100,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (100,)
 
 
 def test_skip_refused_goes_on_and_reports_each_refused_batch(dsn: str, conn: Conn) -> None:
@@ -410,7 +411,7 @@ def test_skip_refused_goes_on_and_reports_each_refused_batch(dsn: str, conn: Con
     assert [(r.first, r.count, r.job) for r in summary.refused] == [(100, 100, 150), (200, 72, 271)]
     assert isinstance(summary.refused[0].error, InvalidArgument)
     assert isinstance(summary.refused[1].error, TypeError)
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (100,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (100,)
 
 
 def test_enqueue_iter_refuses_bad_arguments_before_sending_anything(dsn: str, conn: Conn) -> None:
@@ -422,14 +423,14 @@ def test_enqueue_iter_refuses_bad_arguments_before_sending_anything(dsn: str, co
             q.enqueue_iter({"job_type": "t"})
         with pytest.raises(ValueError, match="skip_refused"), conn.transaction():
             q.enqueue_iter(_jobs(3), skip_refused=True, conn=conn)
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (0,)
 
 
 def test_enqueue_iter_in_the_callers_transaction_rolls_back_with_it(dsn: str, conn: Conn) -> None:
     with Queue(dsn) as q, pytest.raises(RuntimeError), conn.transaction():
         assert q.enqueue_iter(_jobs(500), batch_size=200, conn=conn).jobs == 500
         raise RuntimeError("roll back")
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (0,)
 
 
 async def test_async_enqueue_iter_is_the_same_operation(dsn: str, conn: Conn) -> None:
@@ -442,7 +443,7 @@ async def test_async_enqueue_iter_is_the_same_operation(dsn: str, conn: Conn) ->
         assert ids[3] == ids[1]
         with pytest.raises(InvalidArgument, match="refused at job 1"):
             await q.enqueue_iter([{"job_type": "t"}, {"job_type": ""}])
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (2503,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (2503,)
 
 
 # -- bulk load from the command line: jobq enqueue --from ----------------------------------------
@@ -495,7 +496,7 @@ def test_enqueue_from_a_file_reports_bad_and_refused_lines_by_number(
     )
     rows = conn.execute(
         "SELECT job_type, payload, idempotency_key, priority, queue, available_at "
-        "FROM jobq_jobs ORDER BY id"
+        "FROM jobq_all_jobs ORDER BY id"
     ).fetchall()
     assert [r[:5] for r in rows] == [
         ("a", {"n": 1}, None, 0, "default"),
@@ -522,7 +523,7 @@ def test_enqueue_from_stdin_with_json_output_and_options_as_defaults(
         "jobs": 100, "batches": 1, "bad_lines": [], "refused": []
     }
     assert conn.execute(
-        "SELECT count(*), min(queue), max(queue), min(priority), max(priority) FROM jobq_jobs"
+        "SELECT count(*), min(queue), max(queue), min(priority), max(priority) FROM jobq_all_jobs"
     ).fetchone() == (40, "bulk", "bulk", 2, 2)
     assert "enqueueing" not in result.stderr and "\r" not in result.stderr, (
         "no progress bar when stderr is not a terminal"
@@ -539,7 +540,7 @@ def test_enqueue_from_refuses_arguments_that_do_not_apply(dsn: str, conn: Conn) 
         result = _jobq("enqueue", *args, dsn=dsn, stdin="")
         assert result.returncode == 2, (args, result.stderr)
         assert fragment in result.stderr and "Traceback" not in result.stderr
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (0,)
 
 
 def test_batches_and_bulk_loads_are_counted_in_the_metrics(dsn: str, conn: Conn) -> None:
@@ -571,12 +572,12 @@ def test_an_element_that_is_not_a_mapping_is_named_and_nothing_of_its_batch_is_s
     with Queue(dsn) as q:
         with pytest.raises(TypeError, match=r"element 1 is not a dict: \['t'\]"):
             q.enqueue_many([{"job_type": "t"}, ["t"]])  # type: ignore[list-item]
-        assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (0,)
         jobs: list[Any] = [*_jobs(3), ("t",)]
         with pytest.raises(TypeError, match=r"jobs\[3\] is not a dict: \('t',\)"):
             q.enqueue_iter(jobs, batch_size=2)
-        assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (2,)
+        assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (2,)
         view = MappingProxyType({"job_type": "v", "payload": {"n": 1}})
         [job_id] = q.enqueue_many([view])
-    row = conn.execute("SELECT job_type, payload FROM jobq_jobs WHERE id = %s", (job_id,))
+    row = conn.execute("SELECT job_type, payload FROM jobq_all_jobs WHERE id = %s", (job_id,))
     assert row.fetchone() == ("v", {"n": 1})

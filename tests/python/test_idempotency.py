@@ -62,7 +62,7 @@ def test_concurrent_enqueues_of_one_key_under_two_job_types_make_one_job_per_typ
     assert errors == []
     rows = dict(
         conn.execute(
-            "SELECT job_type, id FROM jobq_jobs WHERE idempotency_key = 'k'"
+            "SELECT job_type, id FROM jobq_all_jobs WHERE idempotency_key = 'k'"
         ).fetchall()
     )
     assert set(rows) == {"a", "b"} and rows["a"] != rows["b"]
@@ -97,6 +97,6 @@ def test_a_producer_of_another_type_cannot_reach_a_job_through_its_key(
                 "SELECT job_id, status FROM jobq_cancel(ARRAY[%s]::uuid[])", [mine]
             ).fetchall() == [(mine, "cancelled")]
         assert c.execute(
-            "SELECT status, payload FROM jobq_jobs WHERE id = %s", [first]
+            "SELECT status, payload FROM jobq_all_jobs WHERE id = %s", [first]
         ).fetchone() == ("pending", {"secret": 1})
 

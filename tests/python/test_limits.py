@@ -53,7 +53,7 @@ def test_queue_enqueues_with_limits_and_the_claim_returns_them(dsn: str, conn: C
         assert {(j.limit_group, j.limit_key) for j in claimed} == {
             ("cust", "acme"), ("cust", "zeta"), ("cust", None)
         }
-        assert conn.execute("SELECT status, attempts FROM jobq_jobs WHERE id = %s",
+        assert conn.execute("SELECT status, attempts FROM jobq_all_jobs WHERE id = %s",
                             (b,)).fetchone() == ("pending", 0)
         usage = {u.limit_key: u for u in q.limit_usage()}
         assert usage["acme"] == LimitUsage("cust", "acme", 1, 1, None, None, None, 1)
@@ -87,7 +87,7 @@ def test_bad_limit_arguments_raise_invalid_argument_naming_them(dsn: str, conn: 
         with pytest.raises(ValueError, match="limit_group contains a NUL"):
             q.enqueue("t", limit_group="a\x00b")
         assert q.limits() == []
-    assert conn.execute("SELECT count(*) FROM jobq_jobs").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (0,)
 
 
 async def test_async_queue_has_the_limit_operations(dsn: str, conn: Conn) -> None:
@@ -114,7 +114,7 @@ def test_cli_limit_set_list_delete_with_options_before_or_after(dsn: str, conn: 
     assert done.returncode == 0, done.stderr
     done = jobq(dsn, "enqueue", "t", "--limit-group", "cust", "--limit-key", "acme")
     assert done.returncode == 0, done.stderr
-    row = conn.execute("SELECT limit_group, limit_key FROM jobq_jobs").fetchone()
+    row = conn.execute("SELECT limit_group, limit_key FROM jobq_all_jobs").fetchone()
     assert row == ("cust", "acme")
 
     listed = jobq(dsn, "limit", "list", "--json")
@@ -167,7 +167,7 @@ def test_worker_runs_a_serial_key_one_job_at_a_time_in_priority_order(
                 return
             with lock:
                 row = look.execute(
-                    "SELECT count(*) FROM jobq_jobs"
+                    "SELECT count(*) FROM jobq_all_jobs"
                     " WHERE limit_group = 'serial' AND status = 'processing'"
                 ).fetchone()
                 assert row is not None
@@ -178,7 +178,7 @@ def test_worker_runs_a_serial_key_one_job_at_a_time_in_priority_order(
         worker.run(burst=True)
     assert seen == [1] * 20
     assert order == list(range(19, -1, -1))
-    done = conn.execute("SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'").fetchone()
+    done = conn.execute("SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'").fetchone()
     assert done == (40,)
 
 
@@ -204,7 +204,7 @@ def test_a_serial_keys_next_job_is_claimed_by_the_completion_of_the_one_before(
     worker = Worker(dsn, handlers={"s": lambda job: None}, concurrency=4, poll_interval=3600)
     worker.run(burst=True)
     rows = conn.execute(
-        "SELECT status, claimed_at, finished_at FROM jobq_jobs ORDER BY priority DESC"
+        "SELECT status, claimed_at, finished_at FROM jobq_all_jobs ORDER BY priority DESC"
     ).fetchall()
     assert [r[0] for r in rows] == ["succeeded"] * 10
     assert [r[1] for r in rows[1:]] == [r[2] for r in rows[:-1]]
@@ -241,7 +241,7 @@ def test_a_limited_completion_sent_without_a_claim_still_frees_its_slot(
     try:
         for _ in range(300):
             done = conn.execute(
-                "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'"
+                "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'"
             ).fetchone()
             if done == (8,):
                 break
@@ -252,7 +252,7 @@ def test_a_limited_completion_sent_without_a_claim_still_frees_its_slot(
         worker.stop()
         runner.join(30)
     rows = conn.execute(
-        "SELECT status, claimed_at, finished_at FROM jobq_jobs WHERE job_type = 's'"
+        "SELECT status, claimed_at, finished_at FROM jobq_all_jobs WHERE job_type = 's'"
         " ORDER BY priority DESC"
     ).fetchall()
     assert [r[0] for r in rows] == ["succeeded"] * 3
@@ -284,7 +284,7 @@ def test_a_limited_job_that_ends_after_the_fetcher_stopped_is_completed(
     worker = Worker(dsn, handlers={"t": handle}, concurrency=2, poll_interval=3600)
     worker.run()
     assert stopped.is_set()
-    assert conn.execute("SELECT status FROM jobq_jobs").fetchall() == [("succeeded",)]
+    assert conn.execute("SELECT status FROM jobq_all_jobs").fetchall() == [("succeeded",)]
 
 
 def test_a_limited_completion_survives_a_claim_that_fails_for_good(
@@ -312,6 +312,6 @@ def test_a_limited_completion_survives_a_claim_that_fails_for_good(
     )
     with pytest.raises(PermissionDenied):
         worker.run()
-    assert conn.execute("SELECT status, attempts FROM jobq_jobs").fetchall() == [
+    assert conn.execute("SELECT status, attempts FROM jobq_all_jobs").fetchall() == [
         ("succeeded", 1)
     ]

@@ -46,7 +46,8 @@ def _claim(conn: Conn, worker: str, job_type: str) -> tuple[str, int]:
 
 def _status(conn: Conn, job: str) -> tuple[Any, ...]:
     row = conn.execute(
-        "SELECT status, cancel_requested_at IS NOT NULL, last_error FROM jobq_jobs WHERE id = %s",
+        "SELECT status, cancel_requested_at IS NOT NULL, last_error"
+        " FROM jobq_all_jobs WHERE id = %s",
         (job,),
     ).fetchone()
     assert row is not None
@@ -201,17 +202,17 @@ def test_a_row_locked_by_another_session_holds_up_only_its_own_acknowledgement(
         others = q.enqueue_many([{"job_type": "t"} for _ in range(30)])
         wait_for(
             "the other jobs' completions while one row is locked",
-            lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = ANY(%s) "
+            lambda: count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE id = ANY(%s) "
                           "AND status = 'succeeded'", others) == len(others),
             30,
         )
-        assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = "
+        assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE id = %s AND status = "
                      "'processing'", held) == 1, "the held job waits for its lock"
         locker.rollback()
         final = "succeeded" if outcome == "complete" else "dead_letter"
         wait_for(
             "the held job's acknowledgement after the lock is released",
-            lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = %s",
+            lambda: count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE id = %s AND status = %s",
                           held, final) == 1,
             30,
         )

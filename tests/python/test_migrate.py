@@ -475,7 +475,9 @@ def test_a_failing_function_file_names_itself_and_leaves_the_previous_bodies(
 ) -> None:
     functions = copy_functions(tmp_path)
     stats = functions / "jobq_stats.sql"
-    stats.write_text(stats.read_text().replace("FROM jobq_jobs AS j", "FROM jobq_nowhere AS j"))
+    stats.write_text(
+        stats.read_text().replace("FROM jobq_all_jobs AS j", "FROM jobq_nowhere AS j")
+    )
     before = records(dsn)
     with pytest.raises(MigrationError, match=r"^function file jobq_stats\.sql failed") as exc:
         migrate(dsn, functions_dir=functions)

@@ -50,7 +50,9 @@ LIMITED_TYPE = "tl"  # every limited job has this type (limit group "g")
 QUEUES = ["q1", "q2"]
 WORKERS = ["w1", "w2"]
 FINISHED = ("succeeded", "failed", "dead_letter", "cancelled")
-TABLES = "jobq_jobs, jobq_limits, jobq_limit_keys, jobq_limit_starts, jobq_workers"
+TABLES = (
+    "jobq_jobs, jobq_jobs_history, jobq_limits, jobq_limit_keys, jobq_limit_starts, jobq_workers"
+)
 
 
 @dataclasses.dataclass
@@ -107,7 +109,8 @@ class JobqModel(RuleBasedStateMachine):
         return row[0]
 
     def reread_available_at(self, job: Job) -> None:
-        job.available_at = self.one("SELECT available_at FROM jobq_jobs WHERE id = %s", (job.id,))
+        job.available_at = self.one("SELECT available_at"
+                                    " FROM jobq_all_jobs WHERE id = %s", (job.id,))
 
     def free(self, job: Job) -> bool:
         return job.id not in self.b_locked
@@ -521,7 +524,7 @@ class JobqModel(RuleBasedStateMachine):
         finished = {
             r[0]: r[1]
             for r in self.a.execute(
-                "SELECT id, finished_at FROM jobq_jobs WHERE finished_at IS NOT NULL"
+                "SELECT id, finished_at FROM jobq_all_jobs WHERE finished_at IS NOT NULL"
             ).fetchall()
         }
         doomed = sorted(
@@ -546,6 +549,7 @@ class JobqModel(RuleBasedStateMachine):
     def b_holds_rows(self, data: st.DataObject) -> None:
         ids = data.draw(st.lists(st.sampled_from(self.ids_where(lambda j: True)), min_size=1))
         self.b.execute("SELECT id FROM jobq_jobs WHERE id = ANY(%s) FOR UPDATE", (ids,))
+        self.b.execute("SELECT id FROM jobq_jobs_history WHERE id = ANY(%s) FOR UPDATE", (ids,))
         self.b_locked = set(ids)
 
     @precondition(lambda self: self.b_idle())
@@ -587,7 +591,7 @@ class JobqModel(RuleBasedStateMachine):
             """SELECT id, status, attempts, locked_by, cancel_requested_at IS NOT NULL,
                       jsonb_array_length(errors), available_at, job_type, queue, priority,
                       limit_key, status = 'pending' AND scheduled
-               FROM jobq_jobs"""
+               FROM jobq_all_jobs"""
         ).fetchall()
         got = {r[0]: r[1:] for r in rows}
         assert set(got) == set(self.jobs), "the jobs in the table are those of the model"

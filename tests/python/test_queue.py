@@ -52,7 +52,7 @@ Conn = psycopg.Connection[Any]
 
 
 def _count(conn: Conn, where: str = "true") -> int:
-    row = conn.execute(f"SELECT count(*) FROM jobq_jobs WHERE {where}").fetchone()
+    row = conn.execute(f"SELECT count(*) FROM jobq_all_jobs WHERE {where}").fetchone()
     assert row is not None
     return int(row[0])
 
@@ -337,7 +337,7 @@ async def test_enqueue_inside_an_async_transaction_block(dsn: str, conn: Conn) -
         assert _count(conn) == 0
         async with caller.transaction():
             kept = await q.enqueue("t", conn=caller)
-    assert [row[0] for row in conn.execute("SELECT id FROM jobq_jobs")] == [kept]
+    assert [row[0] for row in conn.execute("SELECT id FROM jobq_all_jobs")] == [kept]
 
 
 def test_enqueue_many_returns_ids_in_input_order(client: Client, dsn: str, conn: Conn) -> None:
@@ -399,7 +399,7 @@ def test_bad_arguments_raise_typed_errors_naming_the_argument(
             q.prune(older_than="a week")
         with pytest.raises(InvalidArgument, match="cron"):
             q.schedule("nightly", "61 * * * *", "t")
-    assert [row[0] for row in conn.execute("SELECT job_type FROM jobq_jobs")] == ["kept"]
+    assert [row[0] for row in conn.execute("SELECT job_type FROM jobq_all_jobs")] == ["kept"]
     assert conn.execute("SELECT count(*) FROM jobq_schedules").fetchone() == (0,)
 
 
@@ -441,7 +441,7 @@ def test_payload_must_be_a_json_object_in_the_client_as_in_sql(
             q.enqueue_many([{"job_type": "t"}, {"job_type": "t", "payload": [1]}])
         assert exc.value.sqlstate == "22023" and "element 2" in str(exc.value)
         q.enqueue("t")  # no payload: {}
-    assert conn.execute("SELECT payload FROM jobq_jobs").fetchall() == [({},)]
+    assert conn.execute("SELECT payload FROM jobq_all_jobs").fetchall() == [({},)]
 
 
 def test_null_value_maps_from_sqlstate_22004(conn: Conn) -> None:
@@ -479,7 +479,7 @@ def test_text_postgresql_cannot_store_is_refused_before_sending(
             call(q)
         assert "NUL" in str(refused.value) or "surrogate" in str(refused.value)
         q.enqueue("t", {"text": "a literal \\u0000 is fine"})  # escaped backslash: not a NUL
-    assert conn.execute("SELECT payload FROM jobq_jobs").fetchall() == [
+    assert conn.execute("SELECT payload FROM jobq_all_jobs").fetchall() == [
         ({"text": "a literal \\u0000 is fine"},)
     ]
 
@@ -601,7 +601,7 @@ def test_a_closed_queue_refuses_every_call_and_changes_nothing(
             with pytest.raises(JobqError, match=closed):
                 q.dequeue("w")
     assert conn.execute("SELECT count(*), count(*) FILTER (WHERE status = 'pending') "
-                        "FROM jobq_jobs").fetchone() == (3, 3)
+                        "FROM jobq_all_jobs").fetchone() == (3, 3)
 
 
 def test_without_dsn_it_uses_jobq_dsn(
@@ -868,7 +868,7 @@ def test_heartbeat_and_release_act_only_on_the_workers_own_claims(
         assert q.heartbeat("w1", [a, b]) == 1
         assert q.heartbeat("other", [a, b]) == 0
         assert q.release([a, b], "w1") == 1
-    held_by = dict(conn.execute("SELECT id, locked_by FROM jobq_jobs").fetchall())
+    held_by = dict(conn.execute("SELECT id, locked_by FROM jobq_all_jobs").fetchall())
     released = a if held_by[a] is None else b
     assert job_row(conn, released)["attempts"] == 0
     assert job_row(conn, released)["status"] == "pending"
@@ -896,7 +896,7 @@ def test_stats_prune_health_and_unserved(client: Client, dsn: str, conn: Conn) -
         assert rows == {("default", "t", "succeeded"): 2, ("default", "t", "pending"): 1}
         assert q.prune(older_than=timedelta(hours=1)) == 0
         conn.execute(
-            "UPDATE jobq_jobs SET finished_at = now() - interval '2 hours' "
+            "UPDATE jobq_jobs_history SET finished_at = now() - interval '2 hours' "
             "WHERE finished_at IS NOT NULL"
         )
         with pytest.raises(ValueError, match="batch_size"):
@@ -909,7 +909,7 @@ def test_stats_prune_health_and_unserved(client: Client, dsn: str, conn: Conn) -
         conn.execute("UPDATE jobq_workers SET last_claim_at = now() - interval '1 hour'")
         unserved = q.unserved_job_types(idle=60)
         assert [(u.job_type, u.jobs) for u in unserved] == [("t", 1)]
-    assert [row[0] for row in conn.execute("SELECT id FROM jobq_jobs")] == [
+    assert [row[0] for row in conn.execute("SELECT id FROM jobq_all_jobs")] == [
         i for i in ids if i not in {j.id for j in claimed}
     ]
 
@@ -1019,7 +1019,7 @@ async def _until_awaited(conn: Conn, *jobs: uuid.UUID) -> None:
     for _ in range(3000):
         row = conn.execute(
             "SELECT bool_and(EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id))"
-            " FROM jobq_jobs AS j WHERE j.id = ANY(%s)",
+            " FROM jobq_all_jobs AS j WHERE j.id = ANY(%s)",
             (list(jobs),),
         ).fetchone()
         if row and row[0]:

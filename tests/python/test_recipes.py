@@ -52,7 +52,7 @@ def _state(conn: Conn) -> tuple[int, list[tuple[str, Any, str]]]:
     orders = conn.execute("SELECT count(*) FROM orders").fetchone()
     assert orders is not None
     jobs = conn.execute(
-        "SELECT job_type, payload, status FROM jobq_jobs ORDER BY payload ->> 'subject'"
+        "SELECT job_type, payload, status FROM jobq_all_jobs ORDER BY payload ->> 'subject'"
     ).fetchall()
     return int(orders[0]), jobs
 
@@ -64,7 +64,7 @@ def _run_jobs(dsn: str, conn: Conn, handlers: dict[str, Any] | None = None) -> N
 
         handlers = dict(HANDLERS)
     Worker(dsn, handlers, concurrency=2).run(burst=True)
-    statuses = [row[0] for row in conn.execute("SELECT status FROM jobq_jobs")]
+    statuses = [row[0] for row in conn.execute("SELECT status FROM jobq_all_jobs")]
     assert statuses and set(statuses) == {"succeeded"}, statuses
 
 
@@ -247,7 +247,7 @@ def test_fastapi_request_transaction_commit_and_rollback(
             ("send_email", "pending", 1)
         ]
     _run_jobs(orders, conn, HANDLERS)  # an async def handler
-    row = conn.execute("SELECT id FROM jobq_jobs").fetchone()
+    row = conn.execute("SELECT id FROM jobq_all_jobs").fetchone()
     assert row is not None and str(row[0]) == body["job_id"]
 
 
@@ -297,7 +297,7 @@ async def test_asyncpg_transaction_commit_makes_a_job(orders: str, conn: Conn) -
 
     order_id, job_id = await run(_uri(orders), "book", "a@example.com")
     assert _state(conn) == (1, [("send_email", _confirmation(order_id), "pending")])
-    row = conn.execute("SELECT id FROM jobq_jobs").fetchone()
+    row = conn.execute("SELECT id FROM jobq_all_jobs").fetchone()
     assert row == (job_id,)
 
 

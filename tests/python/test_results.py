@@ -74,7 +74,7 @@ def waiting_on(dsn: str, *jobs: uuid.UUID) -> Callable[[], bool]:
         with psycopg.connect(dsn, autocommit=True) as c:
             row = c.execute(
                 "SELECT bool_and(EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id))"
-                " FROM jobq_jobs AS j WHERE j.id = ANY(%s)",
+                " FROM jobq_all_jobs AS j WHERE j.id = ANY(%s)",
                 (list(jobs),),
             ).fetchone()
         return bool(row and row[0])

@@ -105,7 +105,7 @@ def test_job_row_builds_the_job_that_job_builds(dsn: str, conn: Conn) -> None:
     [claimed] = q.dequeue("w-rows", batch_size=1)
     assert claimed.id == job_id
     with conn.cursor() as cur:
-        cur.execute("SELECT * FROM jobq_jobs WHERE id = %s", (job_id,))
+        cur.execute("SELECT * FROM jobq_all_jobs WHERE id = %s", (job_id,))
         assert cur.description is not None
         names = [d.name for d in cur.description]
         row = cur.fetchone()
@@ -118,7 +118,7 @@ def test_job_row_builds_the_job_that_job_builds(dsn: str, conn: Conn) -> None:
     with conn.cursor(row_factory=job_row) as cur:
         cur.execute(
             "SELECT " + ", ".join(f.name for f in dataclasses.fields(Job))
-            + " FROM jobq_jobs WHERE id = %s",
+            + " FROM jobq_all_jobs WHERE id = %s",
             (job_id,),
         )
         assert cur.fetchone() == built
@@ -156,7 +156,8 @@ def test_a_worker_hands_its_handlers_the_payloads_and_errors_as_stored(
     for job_id, payload in zip(ids, payloads, strict=True):
         first, second = seen[job_id]
         assert first == (payload, [])
-        stored = conn.execute("SELECT errors FROM jobq_jobs WHERE id = %s", (job_id,)).fetchone()
+        stored = conn.execute("SELECT errors"
+                              " FROM jobq_all_jobs WHERE id = %s", (job_id,)).fetchone()
         assert stored is not None
         assert second[0] == payload
         assert second[1] == stored[0][:1]

@@ -35,7 +35,7 @@ def backdate(conn: Conn, name: str, next_run_at: datetime) -> None:
 
 
 def keys(conn: Conn) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT idempotency_key FROM jobq_jobs ORDER BY 1")]
+    return [r[0] for r in conn.execute("SELECT idempotency_key FROM jobq_all_jobs ORDER BY 1")]
 
 
 def test_32_sessions_ticking_at_once_enqueue_each_fire_exactly_once(conn: Conn, dsn: str) -> None:
@@ -101,7 +101,8 @@ def test_schedule_waiting_for_a_tick_applies_from_the_next_tick(conn: Conn, dsn:
         t.join()
     assert done.is_set()
     conn.execute("SELECT * FROM jobq__tick(%s)", (T0 + timedelta(hours=1, minutes=1),))
-    payloads = [r[0] for r in conn.execute("SELECT payload FROM jobq_jobs ORDER BY available_at")]
+    payloads = [r[0] for r in conn.execute("SELECT payload"
+                                           " FROM jobq_all_jobs ORDER BY available_at")]
     assert payloads == [{"v": 1}, {"v": 2}]
 
 
@@ -117,7 +118,7 @@ def test_tick_passes_over_a_schedule_being_redefined_and_the_next_uses_it(
         assert skipped.fetchall() == []
         editor.commit()
     conn.execute("SELECT * FROM jobq__tick(%s)", (T0 + timedelta(minutes=1),))
-    assert [r[0] for r in conn.execute("SELECT payload FROM jobq_jobs")] == [{"v": 2}]
+    assert [r[0] for r in conn.execute("SELECT payload FROM jobq_all_jobs")] == [{"v": 2}]
 
 
 def test_an_error_while_enqueuing_rolls_back_the_advance_and_others_still_fire(
@@ -186,7 +187,7 @@ def test_cli_schedule_set_list_delete_and_tick(dsn: str, conn: Conn) -> None:
     ticked = jobq(dsn, "tick")
     assert ticked.returncode == 0, ticked.stderr
     assert "1 fires enqueued" in ticked.stdout
-    assert conn.execute("SELECT job_type, payload, priority FROM jobq_jobs").fetchall() == [
+    assert conn.execute("SELECT job_type, payload, priority FROM jobq_all_jobs").fetchall() == [
         ("ping", {"a": 1}, 2)
     ]
     assert jobq(dsn, "schedule", "delete", "every").returncode == 0
@@ -227,7 +228,8 @@ def test_a_fire_that_is_due_when_ticked_is_claimable_at_once(conn: Conn) -> None
     conn.execute("UPDATE jobq_schedules SET next_run_at = date_trunc('minute', now())")
     [(job_id,)] = conn.execute("SELECT job_id FROM jobq_tick()").fetchall()
     row = conn.execute(
-        "SELECT status, scheduled, available_at <= now() FROM jobq_jobs WHERE id = %s", (job_id,)
+        "SELECT status, scheduled, available_at <= now()"
+        " FROM jobq_all_jobs WHERE id = %s", (job_id,)
     ).fetchone()
     assert row == ("pending", False, True)
     claimed = conn.execute("SELECT id FROM jobq_dequeue('w', '{report}')").fetchall()
@@ -250,7 +252,7 @@ def test_a_fire_ahead_of_the_server_clock_waits_as_scheduled_and_is_claimed_once
 
     def state() -> tuple[Any, ...] | None:
         return conn.execute(
-            "SELECT status, scheduled, available_at FROM jobq_jobs WHERE id = %s", (job_id,)
+            "SELECT status, scheduled, available_at FROM jobq_all_jobs WHERE id = %s", (job_id,)
         ).fetchone()
 
     assert state() == ("pending", True, fire)
@@ -293,7 +295,7 @@ def test_worker_without_tick_privilege_logs_once_and_keeps_running_jobs(
                 conn.execute("SELECT jobq_enqueue('t')")
                 time.sleep(0.1)
             while conn.execute(
-                "SELECT count(*) FROM jobq_jobs WHERE status <> 'succeeded'"
+                "SELECT count(*) FROM jobq_all_jobs WHERE status <> 'succeeded'"
             ).fetchone() != (0,):
                 time.sleep(0.05)
         finally:

@@ -300,7 +300,8 @@ def run_core_operations(conn: Conn, schema: str) -> None:
     _q(conn, schema, "UPDATE {s}.jobq_jobs SET locked_at = pg_catalog.now() - interval '1 hour' "
        "WHERE id = %(id)s", {"id": stale[1]})
     _q(conn, schema, "SELECT * FROM {s}.jobq_dequeue('w3', lock_timeout => '1 minute')")
-    statuses = dict(_q(conn, schema, "SELECT id, status FROM {s}.jobq_jobs WHERE id = ANY(%(ids)s)",
+    statuses = dict(_q(conn, schema,
+                       "SELECT id, status FROM {s}.jobq_all_jobs WHERE id = ANY(%(ids)s)",
                        {"ids": stale}))
     assert statuses[stale[0]] == "dead_letter"
     assert _q(conn, schema, "SELECT {s}.jobq_requeue_dead_letter(%(id)s)", {"id": stale[0]})[0][0]
@@ -312,8 +313,8 @@ def run_core_operations(conn: Conn, schema: str) -> None:
     assert _q(conn, schema, "SELECT pg_catalog.count(*) FROM {s}.jobq_stats()")[0][0] > 0
     assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_list_jobs(statuses => '{{pending}}')")) > 0
     assert len(_q(conn, schema, "SELECT * FROM {s}.jobq_health()")) >= 5
-    _q(conn, schema, "UPDATE {s}.jobq_jobs SET finished_at = pg_catalog.now() - interval '30 days' "
-       "WHERE status = 'succeeded'")
+    _q(conn, schema, "UPDATE {s}.jobq_jobs_history"
+       " SET finished_at = pg_catalog.now() - interval '30 days' WHERE status = 'succeeded'")
     # one batch of one (through the indexes of finished jobs), then the rest in one statement
     assert _q(conn, schema, "SELECT {s}.jobq_prune(statuses => '{{succeeded,failed,dead_letter}}',"
               " batch_size => 1)")[0][0] == 1
@@ -567,7 +568,9 @@ def test_no_look_alike_of_a_builtin_is_ever_called(
         assert unknown < len(sites) // 10, (unknown, len(sites))
 
         # a fresh start, so that the operations below create their jobs anew
-        conn.execute(sql.SQL("TRUNCATE {}.jobq_jobs").format(sql.Identifier(schema)))
+        conn.execute(
+            sql.SQL("TRUNCATE {0}.jobq_jobs, {0}.jobq_jobs_history").format(sql.Identifier(schema))
+        )
         schemas = [schema] if schema == "public" else [schema, "public"]
         made = plant(conn, intruder, schemas, shadows)
         assert made == len(shadows) * len(schemas)

@@ -84,7 +84,7 @@ def test_eight_threads_drain_3000_jobs_with_no_job_claimed_twice(dsn: str) -> No
     assert completed == 3000
     with psycopg.connect(dsn) as c:
         rows = c.execute(
-            "SELECT status, count(*), max(attempts) FROM jobq_jobs GROUP BY status"
+            "SELECT status, count(*), max(attempts) FROM jobq_all_jobs GROUP BY status"
         ).fetchall()
     assert rows == [("succeeded", 3000, 1)]
 
@@ -295,14 +295,15 @@ def test_fenced_calls_find_the_job_by_primary_key_when_statistics_say_nothing_is
         for query, params in calls:
             for _ in range(3):  # and again, with the cached plan
                 c.execute(query, params)
-        updates = [p for p in plans if "UPDATE jobq_jobs" in p]
+        # A completion finds its row by a DELETE (its move to jobq_jobs_history).
+        updates = [p for p in plans if "UPDATE jobq_jobs" in p or "DELETE FROM jobq_jobs" in p]
         assert len(updates) >= len(calls) * 3, plans
         on_locked_idx = [
             p for p in updates if re.search(r"(Scan using|Index Scan on) jobq_jobs_locked_idx", p)
         ]
         assert not on_locked_idx, on_locked_idx[0]
         done = c.execute(
-            "SELECT status, count(*) FROM jobq_jobs WHERE id = ANY(%s) GROUP BY 1 ORDER BY 1",
+            "SELECT status, count(*) FROM jobq_all_jobs WHERE id = ANY(%s) GROUP BY 1 ORDER BY 1",
             (ids[:12],),
         ).fetchall()
         assert done == [("failed", 1), ("pending", 3), ("processing", 2), ("succeeded", 6)]
@@ -440,7 +441,7 @@ def test_a_claim_takes_stale_jobs_back_by_primary_key_whatever_the_statistics_sa
         ]
         assert sorted(taken) == sorted(lost)  # taken back, then claimed again, in claim order
         kinds = c.execute(
-            "SELECT DISTINCT errors -> -1 ->> 'kind' FROM jobq_jobs WHERE id = ANY(%s)", (lost,)
+            "SELECT DISTINCT errors -> -1 ->> 'kind' FROM jobq_all_jobs WHERE id = ANY(%s)", (lost,)
         ).fetchall()
         assert kinds == [("lock_expired",)]
         takeovers = [p for p in plans if "WITH stale AS MATERIALIZED" in p]
@@ -563,7 +564,7 @@ def test_no_later_call_compiles_whichever_function_a_session_calls_first(
         s.execute("SELECT s.metrics FROM jobq_settings AS s")
         assert "JIT:" in plans[-1], "the session's own statement was compiled"
         statuses = s.execute(
-            "SELECT status, count(*) FROM jobq_jobs WHERE id = ANY(%s) GROUP BY status"
+            "SELECT status, count(*) FROM jobq_all_jobs WHERE id = ANY(%s) GROUP BY status"
             " ORDER BY status",
             (held,),
         ).fetchall()
@@ -601,7 +602,9 @@ def test_a_heartbeat_skips_rows_locked_by_another_transaction_instead_of_waiting
         ages = {r[0]: r[1] for r in rows}
         assert ages == {ids[0]: False, ids[1]: True, ids[2]: True}
         ack.commit()
-        status = beat.execute("SELECT status FROM jobq_jobs WHERE id = %s", (ids[0],)).fetchone()
+        status = beat.execute(
+            "SELECT status FROM jobq_all_jobs WHERE id = %s", (ids[0],)
+        ).fetchone()
         assert status == ("succeeded",)
         assert beat.execute("SELECT jobq_heartbeat('w', %s)", (ids,)).fetchone() == (2,)
 

@@ -100,7 +100,8 @@ def test_jobs_are_listed_by_status_and_filtered_and_paged_without_repeats(
     expected = [
         str(r[0])
         for r in conn.execute(
-            "SELECT id FROM jobq_jobs WHERE status = 'succeeded' ORDER BY finished_at DESC, id DESC"
+            "SELECT id"
+            " FROM jobq_all_jobs WHERE status = 'succeeded' ORDER BY finished_at DESC, id DESC"
         )
     ]
     seen: list[str] = []
@@ -121,7 +122,7 @@ def test_jobs_are_listed_by_status_and_filtered_and_paged_without_repeats(
     want = [
         str(r[0])
         for r in conn.execute(
-            "SELECT id FROM jobq_jobs WHERE queue = 'q1' AND job_type = 'odd' "
+            "SELECT id FROM jobq_all_jobs WHERE queue = 'q1' AND job_type = 'odd' "
             "ORDER BY finished_at DESC, id DESC LIMIT 50"
         )
     ]
@@ -463,7 +464,7 @@ def test_a_rare_filter_stops_its_search_and_offers_to_search_on(
     further = re.search(r'<a href="([^"]+)" id="search-further"', first.text)
     assert further
     second = client.get(further.group(1).replace("&amp;", "&"))
-    (rare,) = conn.execute("SELECT id::text FROM jobq_jobs WHERE queue = 'rare'").fetchone()
+    (rare,) = conn.execute("SELECT id::text FROM jobq_all_jobs WHERE queue = 'rare'").fetchone()
     assert _ids(second.text) == [rare]
     assert 'id="search-further"' in second.text  # 20 more examined, up to the 40th
     third = client.get(

@@ -107,8 +107,8 @@ def test_burst_runs_every_available_job_once_and_returns(dsn: str, conn: Conn) -
 
     Worker(dsn, {"t": handler}, concurrency=4).run(burst=True)
     assert sorted(seen) == list(range(300))
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == len(ids)
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE attempts <> 1") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") == len(ids)
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE attempts <> 1") == 0
 
 
 def test_default_prefetch_follows_how_fast_jobs_finish() -> None:
@@ -272,10 +272,10 @@ def test_slow_jobs_are_not_prefetched_by_default(dsn: str, conn: Conn) -> None:
         with psycopg.connect(dsn, autocommit=True) as c:
             while not done.is_set():
                 # Once the first claim's jobs (prefetched before any run time was known) ran.
-                if count(c, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") >= 6:
+                if count(c, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") >= 6:
                     most_processing = max(
                         most_processing,
-                        count(c, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'"),
+                        count(c, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'processing'"),
                     )
                 time.sleep(0.02)
 
@@ -286,7 +286,7 @@ def test_slow_jobs_are_not_prefetched_by_default(dsn: str, conn: Conn) -> None:
     finally:
         done.set()
         watcher.join()
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == 12
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") == 12
     # The running job and one finished but not yet acknowledged; a third only if a claim
     # round trip took over 0.15 s on average. A fixed 4 x concurrency prefetch would hold 5.
     assert 1 <= most_processing <= 3
@@ -474,7 +474,7 @@ def test_worker_on_a_given_pool_with_its_own_row_factory(dsn: str, conn: Conn) -
     with ConnectionPool(dsn, min_size=1, max_size=4, kwargs=kwargs, open=True) as pool:
         Worker(pool, {"plain": _noop, "tx": tx}, concurrency=3).run(burst=True)
         assert not pool.closed  # the caller's pool is left open
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == len(ids)
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") == len(ids)
     assert count(conn, "SELECT count(*) FROM results") == 10
 
 
@@ -500,7 +500,7 @@ def test_transactional_handler_commits_its_writes_with_the_completion(dsn: str, 
     assert count(conn, "SELECT count(*) FROM results WHERE job_id = %s", job_id) == 1
     row = conn.execute(
         "SELECT (r.txid % 4294967296)::text::xid = j.xmin "
-        "FROM results r JOIN jobq_jobs j ON j.id = r.job_id"
+        "FROM results r JOIN jobq_jobs_history j ON j.id = r.job_id"
     ).fetchone()
     assert row == (True,)
 
@@ -633,7 +633,7 @@ def test_heartbeats_and_acknowledgements_never_deadlock(
         Worker(
             dsn, {"t": lambda job: None}, concurrency=8, lock_timeout=3, heartbeat_interval=0.01
         ).run(burst=True)
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == 20000
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") == 20000
     trouble = [r.getMessage() for r in caplog.records if "unavailable" in r.getMessage()]
     assert not trouble, trouble[:3]
 
@@ -658,7 +658,7 @@ def test_heartbeats_keep_a_long_job_from_being_taken_over(dsn: str, conn: Conn) 
             time.sleep(0.25)
         row = job_row(conn, job_id)
         assert (row["status"], row["locked_by"]) == ("processing", "alive")
-        lock_age = conn.execute("SELECT now() - locked_at FROM jobq_jobs").fetchone()
+        lock_age = conn.execute("SELECT now() - locked_at FROM jobq_all_jobs").fetchone()
         assert lock_age is not None and lock_age[0] < timedelta(seconds=1.5)
         release.set()
         wait_for("completion", lambda: job_row(conn, job_id)["status"] == "succeeded")
@@ -688,7 +688,7 @@ def test_concurrent_workers_never_run_a_job_twice(dsn: str, conn: Conn) -> None:
         t.join(120)
     assert set(ran) == set(ids)
     assert max(ran.values()) == 1
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status <> 'succeeded'") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status <> 'succeeded'") == 0
 
 
 def test_stop_releases_prefetched_jobs_and_lets_the_running_one_finish(
@@ -710,12 +710,12 @@ def test_stop_releases_prefetched_jobs_and_lets_the_running_one_finish(
     assert started.wait(10)
     wait_for(
         "one running and one prefetched job",
-        lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 2,
+        lambda: count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'processing'") == 2,
     )
     worker.stop()
     wait_for(
         "the prefetched job to be released while the other still runs",
-        lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 1,
+        lambda: count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'processing'") == 1,
     )
     assert thread.is_alive()
     release.set()
@@ -861,7 +861,7 @@ def test_worker_keeps_running_through_a_restart_and_terminated_backends(
 
     def succeeded() -> int:
         with psycopg.connect(dsn, autocommit=True) as c:
-            return count(c, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'")
+            return count(c, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'")
 
     ids = enqueue(400)
     worker = Worker(
@@ -889,24 +889,24 @@ def test_worker_keeps_running_through_a_restart_and_terminated_backends(
         wait_for("every job to succeed", lambda: succeeded() == len(ids), 90)
 
     with psycopg.connect(dsn, autocommit=True) as c:
-        assert count(c, "SELECT count(*) FROM jobq_jobs WHERE status <> 'succeeded'") == 0
-        tx_jobs = count(c, "SELECT count(*) FROM jobq_jobs WHERE job_type = 'tx'")
+        assert count(c, "SELECT count(*) FROM jobq_all_jobs WHERE status <> 'succeeded'") == 0
+        tx_jobs = count(c, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'tx'")
         # Every transactional job ran and committed exactly once, by the claim that completed it.
         per_job = c.execute(
             "SELECT j.id, count(l.job_id), bool_and(l.attempt = j.attempts) "
-            "FROM jobq_jobs j LEFT JOIN ledger l ON l.job_id = j.id "
+            "FROM jobq_all_jobs j LEFT JOIN ledger l ON l.job_id = j.id "
             "WHERE j.job_type = 'tx' GROUP BY j.id"
         ).fetchall()
         assert len(per_job) == tx_jobs
         assert [r for r in per_job if r[1] != 1 or not r[2]] == []
         # Every plain job ran, and ran for the claim that completed it.
         missing = c.execute(
-            "SELECT j.id FROM jobq_jobs j WHERE j.job_type = 'plain' AND NOT EXISTS ("
+            "SELECT j.id FROM jobq_all_jobs j WHERE j.job_type = 'plain' AND NOT EXISTS ("
             "SELECT FROM ledger l WHERE l.job_id = j.id AND l.attempt = j.attempts)"
         ).fetchall()
         assert missing == []
         # Nothing got stuck behind the outage for want of an acknowledgement.
-        assert count(c, "SELECT count(*) FROM jobq_jobs WHERE locked_by IS NOT NULL") == 0
+        assert count(c, "SELECT count(*) FROM jobq_all_jobs WHERE locked_by IS NOT NULL") == 0
 
 
 # -- errors a retry cannot fix -----------------------------------------------------------------
@@ -1057,7 +1057,7 @@ def test_a_claim_that_fails_for_good_stops_the_worker_not_retried_as_an_outage(
     assert raised.value.sqlstate == sqlstate
     assert any("claiming jobs failed, stopping" in m for m in caplog.messages), caplog.messages
     assert not any("unavailable" in m or "retrying" in m for m in caplog.messages)
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'pending'") == 1
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'pending'") == 1
 
 
 @pytest.mark.parametrize(
@@ -1258,7 +1258,7 @@ def test_cli_worker_interrupted_twice_says_so_and_exits_non_zero(
         reader.join(10)
     assert proc.returncode == 130, lines
     assert not any("Traceback" in line for line in lines), lines
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 1
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'processing'") == 1
 
 
 def test_a_worker_without_any_dsn_says_how_to_give_one_and_starts_no_server(

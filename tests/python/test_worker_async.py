@@ -87,7 +87,7 @@ def test_async_jobs_run_at_once_on_one_event_loop_thread(dsn: str, conn: Conn) -
         await asyncio.wait_for(state["all_started"].wait(), 30)
 
     Worker(dsn, {"a": handler}, concurrency=n).run(burst=True)
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == len(ids)
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") == len(ids)
     assert {name for name, _ in where} == {"jobq-asyncio"}
     assert len({ident for _, ident in where}) == 1 and len(loops) == 1
 
@@ -106,7 +106,7 @@ def test_async_jobs_start_in_claim_order_when_handed_to_the_loop_in_runs(
         await asyncio.sleep(0.001)
 
     Worker(dsn, {"a": handler}, concurrency=8).run(burst=True)
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == n
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") == n
     assert started == sorted(range(n), reverse=True)
 
 
@@ -151,7 +151,7 @@ def test_concurrency_limits_sync_and_async_jobs_together(dsn: str, conn: Conn) -
         gate.set()  # from now on every job passes at once
         wait_for(
             "every job",
-            lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'")
+            lambda: count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'")
             == 12,
         )
     assert now["most"] == limit, now
@@ -248,7 +248,7 @@ def test_plain_and_async_handlers_mix_in_one_worker(dsn: str, conn: Conn) -> Non
 
     Worker(dsn, {"a": a, "s": s}, concurrency=4).run(burst=True)
     assert sorted(n for _, n in ran) == list(range(len(ids)))
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == len(ids)
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") == len(ids)
 
 
 # -- transactional completion on an AsyncConnection --------------------------------------------
@@ -269,7 +269,7 @@ def test_async_transactional_handler_commits_its_writes_with_the_completion(
     assert job_row(conn, job_id)["status"] == "succeeded"
     row = conn.execute(
         "SELECT (r.txid % 4294967296)::text::xid = j.xmin "
-        "FROM results r JOIN jobq_jobs j ON j.id = r.job_id"
+        "FROM results r JOIN jobq_jobs_history j ON j.id = r.job_id"
     ).fetchone()
     assert row == (True,)  # the completion happened in the handler's transaction
 
@@ -338,7 +338,7 @@ def test_plain_and_async_transactional_handlers_in_one_worker(dsn: str, conn: Co
         tx.execute("INSERT INTO results VALUES (%s, 'sync')", (job.id,))
 
     Worker(dsn, {"atx": atx, "stx": stx}, concurrency=4).run(burst=True)
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'") == len(ids)
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") == len(ids)
     assert conn.execute("SELECT kind, count(*) FROM results GROUP BY 1 ORDER BY 1").fetchall() == [
         ("async", 20),
         ("sync", 20),
@@ -431,12 +431,12 @@ def test_stop_releases_prefetched_jobs_while_async_ones_run(dsn: str, conn: Conn
     thread.start()
     wait_for(
         "one running and one prefetched job",
-        lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 2,
+        lambda: count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'processing'") == 2,
     )
     worker.stop()
     wait_for(
         "the prefetched job to be released while the other still runs",
-        lambda: count(conn, "SELECT count(*) FROM jobq_jobs WHERE status = 'processing'") == 1,
+        lambda: count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'processing'") == 1,
     )
     release.set()
     thread.join(30)
@@ -532,7 +532,7 @@ def test_an_async_handler_enqueues_follow_ups_in_its_transaction(dsn: str, conn:
     Worker(dsn, {"t": handler}).run(burst=True)
     assert job_row(conn, ok)["status"] == "succeeded"
     assert job_row(conn, failing)["status"] == "failed"
-    rows = conn.execute("SELECT payload FROM jobq_jobs WHERE job_type = 'next'").fetchall()
+    rows = conn.execute("SELECT payload FROM jobq_all_jobs WHERE job_type = 'next'").fetchall()
     assert rows == [({"after": str(ok)},)]
 
 

@@ -23,7 +23,7 @@ Conn = psycopg.Connection[Any]
 
 
 def statuses(conn: Conn, ids: list[uuid.UUID]) -> list[str]:
-    rows = dict(conn.execute("SELECT id, status FROM jobq_jobs WHERE id = ANY(%s)", (ids,)))
+    rows = dict(conn.execute("SELECT id, status FROM jobq_all_jobs WHERE id = ANY(%s)", (ids,)))
     return [rows[i] for i in ids]
 
 
@@ -46,7 +46,7 @@ def test_a_handlers_return_value_is_the_jobs_result(
     Worker(dsn, {"t": in_tx if transactional else plain}, concurrency=3).run(burst=True)
     q = Queue(dsn)
     assert [q.result(i, timeout=0) for i in ids] == values
-    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE result IS NULL") == 1, (
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE result IS NULL") == 1, (
         "None stores no result")
 
 

@@ -53,7 +53,8 @@ def dead_letter(dsn: str, job_type: str = "flaky", queue: str = "default",
 
 def status_of(dsn: str, job_id: uuid.UUID) -> str:
     with psycopg.connect(dsn, autocommit=True) as c:
-        row = c.execute("SELECT status FROM jobq_jobs WHERE id = %s::uuid", (job_id,)).fetchone()
+        row = c.execute("SELECT status"
+                        " FROM jobq_all_jobs WHERE id = %s::uuid", (job_id,)).fetchone()
     assert row is not None
     return str(row[0])
 

@@ -1,0 +1,210 @@
+-- jobq_maintain_history: the upkeep of jobq_jobs_history, run by every jobq_tick and callable
+-- alone (pg_cron, `jobq tick`). For each finished status (jobq_retention) it makes the
+-- partitions of today and of the next two days ahead of need, and drops each partition whose
+-- every row finished more than the status's keep ago: retention in constant time, whatever
+-- the rows (a DROP TABLE, never a DELETE of rows).
+--
+-- Nothing live is ever dropped: jobq_jobs_history holds finished jobs only (its partitions
+-- are by finished status, with no DEFAULT at the top), and a partition is dropped only once its
+-- upper bound is older than keep.
+--
+-- The DDL never queues the hot path behind it for long. A new partition is made as a table of
+-- its own and then attached (ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on the parent, which
+-- completions' inserts do not conflict with); a DROP needs ACCESS EXCLUSIVE on the status's
+-- parent, which completions of that status wait for. Each waits at most lock_timeout for its
+-- lock (the function's own setting; the caller's is restored on return): when the lock is not
+-- granted in time, the step is skipped, reported ('skipped'), and retried by the next call.
+-- The locks a step took are held until the caller's transaction ends: jobq_tick calls this
+-- last, and a caller of its own should commit at once.
+--
+-- Rows whose finished_at no partition covered (the ticks stopped for days) wait in the
+-- status's DEFAULT partition: the partition made for their days takes them over first, so
+-- that ATTACH finds none left there; rows of the DEFAULT partition older than keep are
+-- deleted (row by row: the only O(rows) step, and only for such rows).
+--! levels: admin
+
+CREATE OR REPLACE FUNCTION jobq_maintain_history(
+    lock_timeout interval DEFAULT '100 milliseconds'
+) RETURNS TABLE (action text, partition_name text, detail text)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path FROM CURRENT
+SET lock_timeout = 100
+AS $$
+DECLARE
+    v_now CONSTANT timestamptz := pg_catalog.now();
+    v_today CONSTANT date := (v_now AT TIME ZONE 'UTC')::date;
+    v_status text;
+    v_keep interval;
+    v_days integer;
+    v_parent text;
+    v_day date;
+    v_lower timestamptz;
+    v_upper timestamptz;
+    v_name text;
+    v_grantee text;
+    v_rows bigint;
+BEGIN
+    IF jobq_maintain_history.lock_timeout IS NULL
+        OR jobq_maintain_history.lock_timeout <= interval '0'
+        OR jobq_maintain_history.lock_timeout > interval '1 minute'
+    THEN
+        RAISE EXCEPTION 'jobq_maintain_history: lock_timeout must be more than 0 and at most '
+                        '1 minute, got %', coalesce(jobq_maintain_history.lock_timeout::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- One session maintains at a time: a concurrent call (another tick) returns at once
+    -- rather than make or drop the same partition. The key is made from the installation's
+    -- secret lock_seed, as the limit keys' (jobq__claim_limited), so no other role can hold it.
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
+        pg_catalog.format('jobq maintain_history %L', pg_catalog.current_schema()),
+        (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
+    )) THEN
+        RETURN;
+    END IF;
+    -- Local to this call: the SET clause above restores the caller's value on return.
+    PERFORM pg_catalog.set_config(
+        'lock_timeout',
+        pg_catalog.ceil(
+            extract(EPOCH FROM jobq_maintain_history.lock_timeout) * 1000
+        )::bigint::text || 'ms',
+        TRUE
+    );
+
+    FOR v_status, v_keep, v_days IN
+        SELECT r.status, r.keep, r.partition_days FROM jobq_retention AS r ORDER BY r.status
+    LOOP
+        v_parent := 'jobq__history_' || v_status;
+
+        -- Ahead: a partition covering each of today and the next two days (UTC). A new one
+        -- starts at its period (partition_days since 1970-01-01) and is cut short where a
+        -- partition made with another partition_days already covers the time.
+        v_day := v_today;
+        <<ahead>>
+        WHILE v_day <= v_today + 2 LOOP
+            IF NOT EXISTS (
+                SELECT FROM jobq__history_partitions(v_status) AS p
+                WHERE p.lower_at <= v_day::timestamp AT TIME ZONE 'UTC'
+                  AND p.upper_at > v_day::timestamp AT TIME ZONE 'UTC'
+            ) THEN
+                v_lower := (DATE '1970-01-01' + ((v_day - DATE '1970-01-01') / v_days) * v_days)
+                    ::timestamp AT TIME ZONE 'UTC';
+                v_upper := v_lower + pg_catalog.make_interval(days => v_days);
+                SELECT
+                    greatest(v_lower, pg_catalog.max(p.upper_at) FILTER (
+                        WHERE p.upper_at <= v_day::timestamp AT TIME ZONE 'UTC'
+                    )),
+                    least(v_upper, pg_catalog.min(p.lower_at) FILTER (
+                        WHERE p.lower_at > v_day::timestamp AT TIME ZONE 'UTC'
+                    ))
+                INTO v_lower, v_upper
+                FROM jobq__history_partitions(v_status) AS p;
+                v_name := v_parent || '_'
+                    || pg_catalog.to_char(v_lower AT TIME ZONE 'UTC', 'YYYYMMDD');
+                BEGIN
+                    EXECUTE pg_catalog.format(
+                        'CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS)', v_name, v_parent
+                    );
+                    EXECUTE pg_catalog.format(
+                        'WITH m AS (DELETE FROM %I AS d WHERE d.finished_at >= $1 '
+                        'AND d.finished_at < $2 RETURNING d.*) INSERT INTO %I SELECT * FROM m',
+                        v_parent || '_default', v_name
+                    ) USING v_lower, v_upper;
+                    EXECUTE pg_catalog.format(
+                        'ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
+                        v_parent, v_name, v_lower, v_upper
+                    );
+                    -- Exactly the privileges of a migrated table (none: the parent's apply),
+                    -- whatever default privileges jobq's owner has.
+                    EXECUTE pg_catalog.format('REVOKE ALL ON TABLE %I FROM PUBLIC', v_name);
+                    FOR v_grantee IN
+                        SELECT DISTINCT pg_catalog.pg_get_userbyid(a.grantee)::text
+                        FROM pg_catalog.pg_class AS c
+                        CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) AS a
+                        WHERE c.oid OPERATOR(pg_catalog.=) v_name::regclass::oid
+                          AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+                          AND a.grantee OPERATOR(pg_catalog.<>) 0::oid
+                    LOOP
+                        EXECUTE pg_catalog.format(
+                            'REVOKE ALL ON TABLE %I FROM %I', v_name, v_grantee
+                        );
+                    END LOOP;
+                    action := 'created';
+                    partition_name := v_name;
+                    detail := pg_catalog.format('finished_at from %s to %s', v_lower, v_upper);
+                    RETURN NEXT;
+                EXCEPTION WHEN lock_not_available THEN
+                    action := 'skipped';
+                    partition_name := v_name;
+                    detail := 'lock not granted within lock_timeout: retried by the next call';
+                    RETURN NEXT;
+                    EXIT ahead;
+                END;
+            END IF;
+            v_day := v_day + 1;
+        END LOOP;
+
+        CONTINUE WHEN v_keep IS NULL;
+
+        -- Expired: every row finished more than keep ago.
+        FOR v_name, v_upper IN
+            SELECT p.name, p.upper_at FROM jobq__history_partitions(v_status) AS p
+            WHERE p.upper_at <= v_now - v_keep
+            ORDER BY p.lower_at
+        LOOP
+            BEGIN
+                EXECUTE pg_catalog.format('DROP TABLE %I', v_name);
+                action := 'dropped';
+                partition_name := v_name;
+                detail := pg_catalog.format('finished_at before %s', v_upper);
+                RETURN NEXT;
+            EXCEPTION WHEN lock_not_available THEN
+                action := 'skipped';
+                partition_name := v_name;
+                detail := 'lock not granted within lock_timeout: retried by the next call';
+                RETURN NEXT;
+                EXIT;
+            END;
+        END LOOP;
+
+        BEGIN
+            EXECUTE pg_catalog.format(
+                'DELETE FROM %I AS d WHERE d.finished_at < $1', v_parent || '_default'
+            ) USING v_now - v_keep;
+            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            IF v_rows > 0 THEN
+                action := 'deleted';
+                partition_name := v_parent || '_default';
+                detail := pg_catalog.format('%s row(s) finished before %s', v_rows, v_now - v_keep);
+                RETURN NEXT;
+            END IF;
+        EXCEPTION WHEN lock_not_available THEN
+            action := 'skipped';
+            partition_name := v_parent || '_default';
+            detail := 'lock not granted within lock_timeout: retried by the next call';
+            RETURN NEXT;
+        END;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION jobq_maintain_history(interval) IS
+'Admin (and run by every jobq_tick). Keeps jobq_jobs_history: makes the partitions of today and
+the next two days (UTC) for each finished status, and drops each partition whose jobs all
+finished more than the status''s keep ago (jobq_retention, jobq_set_retention): constant time
+whatever the rows. Jobs in a status''s DEFAULT partition (finished when no partition covered
+their time) move to the partition made for their days, and are deleted there once older than
+keep. Nothing live is ever dropped: the history holds finished jobs only.
+Arguments: lock_timeout (how long each step may wait for its lock: more than 0, at most 1
+minute; default 100 ms).
+Result: one row per step: action (created, dropped, deleted, or skipped when its lock was not
+granted in time: the next call retries it), partition_name, detail.
+Errors: 22023 lock_timeout NULL, not positive or above 1 minute.
+Concurrency: one call at a time per installation (a concurrent call returns no row at once);
+each step waits at most lock_timeout for its lock, so that completions never queue behind it for
+longer; the locks taken are held until the caller''s transaction ends (commit at
+once). A DROP holds ACCESS EXCLUSIVE on its status''s partitioned table, which completions of
+that status wait for until then.';
+
+REVOKE EXECUTE ON FUNCTION jobq_maintain_history(interval) FROM PUBLIC;
