@@ -189,10 +189,14 @@ def pgbench(
 def reset(cluster: Cluster) -> None:
     """Empty both queues (a clean table for each measurement), jobq's finished jobs too."""
     with cluster.connect() as conn:
-        conn.execute("TRUNCATE jobq_jobs, raw_jobs RESTART IDENTITY")
-        row = conn.execute("SELECT to_regclass('jobq_jobs_history') IS NOT NULL").fetchone()
-        if row and row[0]:
-            conn.execute("TRUNCATE jobq_jobs_history")
+        reset_tables(conn)
+
+
+def reset_tables(conn: psycopg.Connection[Any]) -> None:
+    conn.execute("TRUNCATE jobq_jobs, raw_jobs RESTART IDENTITY")
+    row = conn.execute("SELECT to_regclass('jobq_jobs_history') IS NOT NULL").fetchone()
+    if row and row[0]:
+        conn.execute("TRUNCATE jobq_jobs_history")
 
 
 def settle(cluster: Cluster) -> None:

@@ -28,6 +28,7 @@ import psycopg
 
 from pgq_client import Job, Queue, Worker
 
+from . import harness
 from .cluster import Cluster
 from .harness import Measurement
 from .scenarios import RAW_CLAIM, RAW_DELETE
@@ -358,7 +359,7 @@ def scenario(cluster: Cluster, quick: bool, log: Callable[[str], None]) -> list[
     results = []
     for side in ("jobq", "raw"):
         with cluster.connect() as conn:
-            conn.execute("TRUNCATE jobq_jobs, raw_jobs RESTART IDENTITY")
+            harness.reset_tables(conn)
         r = run_side(cluster.dsn, SIDES[side], phases, False, 5000 if quick else 20000, log)
         log(r.render())
         results.append(r)
@@ -389,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"cluster: {', '.join(f'{k}={v}' for k, v in sorted(cluster.settings.items()))}")
         for side in (("jobq", "raw") if args.side == "both" else (args.side,)):
             with cluster.connect() as conn:
-                conn.execute("TRUNCATE jobq_jobs, raw_jobs RESTART IDENTITY")
+                harness.reset_tables(conn)
             r = run_side(cluster.dsn, SIDES[side], phases, args.reader, args.backlog, log,
                          args.explain)
             print(r.render())

@@ -72,5 +72,5 @@ def test_four_sessions_drain_beside_a_held_snapshot_each_job_once_in_claim_order
         # before the drain, no claim can find a job before one the session already had
         ends = [(key(c[0]), key(c[-1])) for c in session]
         assert all(prev[1] < nxt[0] for prev, nxt in itertools.pairwise(ends))
-    row = conn.execute("SELECT count(*) FROM jobq_jobs WHERE status = 'succeeded'").fetchone()
+    row = conn.execute("SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'").fetchone()
     assert row is not None and row[0] == JOBS
