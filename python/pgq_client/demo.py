@@ -265,9 +265,9 @@ def run_demo(out: Out = print) -> None:
     out(f"   {jobq} dead-letter list --schema {SCHEMA}")
     out(f"   {jobq} web --schema {SCHEMA}    # the dashboard, at http://127.0.0.1:8080/")
     if source == "embedded":
-        table = f"{SCHEMA}.jobq_jobs"
+        table = f"{SCHEMA}.jobq_all_jobs"
         out(f"   {jobq} embedded psql -c 'SELECT id, job_type, status, attempts FROM {table}'")
-        out(f"   {jobq} embedded psql    # then: SET search_path = {SCHEMA}; TABLE jobq_jobs;")
+        out(f"   {jobq} embedded psql    # then: SET search_path = {SCHEMA}; TABLE jobq_all_jobs;")
         out(f"   {jobq} embedded stop    # stops the embedded server; jobq starts it when needed")
     out(f"   (each run of the demo drops and recreates schema {SCHEMA})")
 

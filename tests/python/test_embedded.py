@@ -102,9 +102,14 @@ def _python(code: str, home: Path, **extra: str) -> subprocess.CompletedProcess[
     )
 
 
-def _ok(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+def _ok(result: subprocess.CompletedProcess[str], code: int = 0) -> str:
+    assert result.returncode == code, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
     return result.stdout
+
+
+def _down(result: subprocess.CompletedProcess[str]) -> str:
+    """The output of ``embedded status`` of a server that does not run, which exits 3."""
+    return _ok(result, 3)
 
 
 _PRINT_DSN = """
@@ -439,7 +444,7 @@ def test_every_embedded_subcommand_takes_home_before_or_after_its_name(
         return _jobq("embedded", *where, *rest, env=env)
 
     pgdata = jobq_home / "pgdata"
-    assert _ok(run("status")) == f"embedded PostgreSQL at {pgdata} (database jobq): not created\n"
+    assert _down(run("status")) == f"embedded PostgreSQL at {pgdata} (database jobq): not created\n"
     dsn = _ok(run("dsn")).strip()
     assert f"host={pgdata} " in dsn and "dbname=jobq" in dsn
     [postmaster] = _postmasters(pgdata)
@@ -452,7 +457,7 @@ def test_every_embedded_subcommand_takes_home_before_or_after_its_name(
         rf"stopped embedded PostgreSQL \d+ at {re.escape(str(pgdata))} ", _ok(run("stop"))
     )
     assert _postmasters(pgdata) == []
-    assert _ok(run("status")).strip().endswith(": stopped")
+    assert _down(run("status")).strip().endswith(": stopped")
     refused = run("reset")
     assert refused.returncode == 2 and "add --yes" in refused.stderr
     assert (pgdata / "PG_VERSION").exists()
@@ -471,7 +476,7 @@ def test_python_m_pgq_client_embedded_is_jobq_embedded(jobq_home: Path) -> None:
         check=False,
     )
     assert (
-        _ok(result)
+        _down(result)
         == f"embedded PostgreSQL at {jobq_home / 'pgdata'} (database jobq): not created\n"
     )
 
@@ -568,9 +573,10 @@ def test_demo_hints_work_as_printed_from_a_shell_without_the_venv(jobq_home: Pat
     job_id = shlex.split(requeue)[-3]
     with psycopg.connect(get_embedded_dsn(jobq_home), autocommit=True) as conn:
         conn.execute(
-            "UPDATE jobq_demo.jobq_jobs SET status = 'dead_letter' WHERE id = %s::uuid", (job_id,)
+            "UPDATE jobq_demo.jobq_jobs_history SET status = 'dead_letter' WHERE id = %s::uuid",
+            (job_id,),
         )
-        jobs = conn.execute("SELECT count(*) FROM jobq_demo.jobq_jobs").fetchone()
+        jobs = conn.execute("SELECT count(*) FROM jobq_demo.jobq_all_jobs").fetchone()
     # the story's jobs, one per line of the demo's step 1
     assert jobs is not None and jobs[0] == 8
     assert shell(requeue).strip() == f"requeued {job_id}"

@@ -186,7 +186,7 @@ def test_cli_schedule_set_list_delete_and_tick(dsn: str, conn: Conn) -> None:
     )
     ticked = jobq(dsn, "tick")
     assert ticked.returncode == 0, ticked.stderr
-    assert "1 fires enqueued" in ticked.stdout
+    assert "1 fire enqueued" in ticked.stdout
     assert conn.execute("SELECT job_type, payload, priority FROM jobq_all_jobs").fetchall() == [
         ("ping", {"a": 1}, 2)
     ]
