@@ -22,10 +22,12 @@ export JOBQ_TEST_JOBS=$JOBS
 # JOBQ_TEST_WORKERS pytest workers, one more than the cores by default (docs/DEVELOPING.md).
 WORKERS=${JOBQ_TEST_WORKERS:-$((JOBS + 1))}
 
-# Python keeps the bytecode it compiles (__pycache__, ignored by git) even where the
-# environment asks it not to: otherwise every pytest worker compiles and assertion-rewrites
-# every test module again, and every `python -m pgq_client` a test starts compiles the client.
+# Python keeps the bytecode it compiles even where the environment asks it not to: otherwise
+# every pytest worker compiles and assertion-rewrites every test module again, and every
+# `python -m pgq_client` a test starts compiles the client. It goes under .venv, not beside
+# the sources, so that the work tree holds only what git tracks.
 unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
 
 mode=test
 if [ "${1:-}" = --check ]; then mode=check; shift; fi
