@@ -3140,6 +3140,7 @@ CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NUL
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_bitmapscan TO 'off'
+    SET enable_seqscan TO 'off'
     SET plan_cache_mode TO 'force_generic_plan'
     SET jit TO 'off'
     AS $$
@@ -3982,9 +3983,10 @@ claimed), the session keeps a mark per range in the setting jobq.claim_marks and
 range from it, with a full scan at least every minute (at least a second apart): until then a
 job made pending behind a mark other than by the session''s claims, or in a new (job_type,
 queue) pair, waits.
-Runs with enable_bitmapscan = off, plan_cache_mode = force_generic_plan and jit = off (for
-this function only; the caller keeps its own settings): index scans in claim order that stop
-after batch_size rows, planned once per session, never compiled.
+Runs with enable_bitmapscan = off, enable_seqscan = off, plan_cache_mode =
+force_generic_plan and jit = off (for this function only; the caller keeps its own settings):
+index scans in claim order that stop after batch_size rows, whatever the statistics say,
+planned once per session, never compiled.
 Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all;
 at most 1000 names of at most 200 characters), batch_size (1-10000), lock_timeout (> 0; beyond
 1000 years it means never), queues (NULL = all; at most 1000 names of at most 200 characters).

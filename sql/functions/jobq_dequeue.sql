@@ -46,6 +46,13 @@
 -- dead rows as dead as it passes them, so later claims skip them without visiting the heap
 -- (docs/operations.md on autovacuum_naptime for queues of thousands of jobs a second).
 --
+-- SET enable_seqscan = off: finished jobs leave jobq_jobs (for jobq_jobs_history), so a queue
+-- that has drained is an empty table, and statistics gathered then say so. A plan made on
+-- them, generic and kept for the session, reads the whole table in every statement of the
+-- claim (the search of the ranges, the promotion, the takeover, the claim itself): a Worker
+-- that starts on an empty queue then scans a whole backlog on every claim until autovacuum's
+-- next analyze invalidates the plans. Without sequential scans each statement reads its index.
+--
 -- SET plan_cache_mode = force_generic_plan: each statement is planned once per session, not
 -- on every call while a generic plan looks dearer than a custom one (the recursive search of
 -- the ranges always does). Every statement is written so that its generic plan is the right
@@ -75,6 +82,7 @@ VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 SET enable_bitmapscan = off
+SET enable_seqscan = off
 SET plan_cache_mode = force_generic_plan
 SET jit = off
 AS $$
@@ -918,9 +926,10 @@ claimed), the session keeps a mark per range in the setting jobq.claim_marks and
 range from it, with a full scan at least every minute (at least a second apart): until then a
 job made pending behind a mark other than by the session''s claims, or in a new (job_type,
 queue) pair, waits.
-Runs with enable_bitmapscan = off, plan_cache_mode = force_generic_plan and jit = off (for
-this function only; the caller keeps its own settings): index scans in claim order that stop
-after batch_size rows, planned once per session, never compiled.
+Runs with enable_bitmapscan = off, enable_seqscan = off, plan_cache_mode =
+force_generic_plan and jit = off (for this function only; the caller keeps its own settings):
+index scans in claim order that stop after batch_size rows, whatever the statistics say,
+planned once per session, never compiled.
 Arguments: worker_id (who claims: non-blank, at most 200 characters), job_types (NULL = all;
 at most 1000 names of at most 200 characters), batch_size (1-10000), lock_timeout (> 0; beyond
 1000 years it means never), queues (NULL = all; at most 1000 names of at most 200 characters).

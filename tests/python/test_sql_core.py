@@ -409,6 +409,31 @@ def test_a_limited_claim_never_reads_the_table_when_statistics_come_from_a_backl
         assert scans == [], scans[0]
 
 
+def test_a_claim_reads_its_indexes_when_statistics_come_from_an_empty_queue(dsn: str) -> None:
+    """Statistics gathered on an empty jobq_jobs (a drained queue: finished jobs live in the
+    history), the session's plans made on them, then a backlog. Every statement of the claim
+    must read its index: planned on those statistics, the generic plans of the range search,
+    the promotion, the takeover and the claim read the whole table on every claim of the
+    session, 16 sequential scans for a claim of 10 from 20,000 pending jobs."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("ALTER TABLE jobq_jobs SET (autovacuum_enabled = off)")
+        c.execute("VACUUM ANALYZE jobq_jobs")  # the statistics of an empty queue
+        assert c.execute("SELECT count(*) FROM jobq_dequeue('w', ARRAY['t'], 10)").fetchone() == (
+            0,
+        )
+        jobs = Jsonb([{"job_type": "t"} for _ in range(20000)])
+        c.execute("SELECT count(*) FROM jobq_enqueue_many(%s)", (jobs,))
+        plans = log_generic_plans(c)
+        with c.transaction():
+            claimed = c.execute("SELECT id FROM jobq_dequeue('w', ARRAY['t'], 10)").fetchall()
+            read = c.execute(
+                "SELECT seq_scan, seq_tup_read FROM pg_stat_xact_user_tables"
+                " WHERE relid = 'jobq_jobs'::regclass"
+            ).fetchone()
+        assert len(claimed) == 10
+        assert read == (0, 0), [p for p in plans if "Seq Scan on jobq_jobs" in p][:1]
+
+
 def test_a_claim_takes_stale_jobs_back_by_primary_key_whatever_the_statistics_say(
     dsn: str,
 ) -> None:
