@@ -6,12 +6,10 @@ could do the same with the same calls. They are written below as SQL whose ``job
 carry their signature (``jobq_release(job_ids uuid[], worker_id text)``), which
 :func:`_render` turns into ``"<schema>".jobq_release(job_ids => %(job_ids)s::pg_catalog.uuid[],
 ...)``; a client given no schema renders :data:`LATE_SCHEMA` there and puts the schema in once
-:data:`FIND_SCHEMA` has found it (see :class:`Statements`).
-
-Then what the client asks about an installation rather than its jobs, and how it connects:
-the settings of every connection jobq opens for its own statements (:func:`connect_kwargs`),
-the schema a client given none finds, the NOTIFY channels of an installation, and the
-catalogue queries of administration (grant, revoke, doctor, the dashboard's privileges).
+:data:`FIND_SCHEMA` has found it (see :class:`Statements`). Then how the client connects
+(:func:`connect_kwargs`) and the NOTIFY channels; what it asks the catalogue (the schema a
+client given none finds, the channels, grant, revoke, the dashboard's privileges) is in
+``sql/*.sql`` beside this module, linted by sqlfluff.
 
 Nothing another role creates can be chosen by these statements (docs/security.md): every
 connection jobq opens for its own statements runs with ``search_path = pg_catalog, pg_temp``,
@@ -26,6 +24,7 @@ import os
 import re
 import threading
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -37,6 +36,19 @@ from psycopg.rows import tuple_row
 Query = bytes | sql.SQL
 
 _IDS = "SELECT pg_catalog.array_agg(id ORDER BY ord)"
+
+
+class _Placeholders(dict[str, str]):
+    def __missing__(self, name: str) -> str:
+        return f"%({name})s"
+
+
+def _load(name: str, **parts: str) -> str:
+    """The statement of ``sql/<name>.sql`` without its header comment, each ``{placeholder}``
+    (what sqlfluff's python templater fills in to lint it) made psycopg's ``%(placeholder)s``,
+    except ``parts``, put in as they are."""
+    text = (Path(__file__).with_name("sql") / f"{name}.sql").read_text(encoding="utf-8")
+    return re.sub(r"\A(--.*\n)+", "", text).format_map(_Placeholders(parts))
 
 # One statement per attribute of Statements. The ids of a batch come back as one uuid[] in
 # input order, read in binary (Call.binary): parsing a thousand UUIDs from text, a row each,
@@ -259,21 +271,7 @@ def connect_kwargs(dsn: str | None = None) -> dict[str, Any]:
     return {**CLIENT_ENCODING, "options": f"{options} {SEARCH_PATH_OPTION}".strip()}
 
 
-# The schema of the installation for a client given none: the first schema of the connection's
-# search_path that holds jobq_enqueue. It runs with the application's search_path, so it names
-# every function, operator and type it uses in pg_catalog.
-FIND_SCHEMA = """
-SELECT s.name::pg_catalog.text AS schema
-FROM pg_catalog.unnest(pg_catalog.current_schemas(false)) WITH ORDINALITY AS s (name, position)
-WHERE EXISTS (
-    SELECT FROM pg_catalog.pg_proc AS p
-    JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-    WHERE n.nspname OPERATOR(pg_catalog.=) s.name
-      AND p.proname OPERATOR(pg_catalog.=) 'jobq_enqueue'::pg_catalog.name
-)
-ORDER BY s.position
-LIMIT 1
-"""
+FIND_SCHEMA = _load("find_schema")
 
 _found: dict[str, str] = {}
 _found_lock = threading.Lock()
@@ -327,34 +325,8 @@ DONE = "done"
 CANCEL_EVENT = "cancel"
 CHECK_ALL = ""
 
-# The channel of the installation in %(schema)s, computed by the server so that the bytes of
-# the name are counted in the database's encoding, as jobq__channel counts them.
-CHANNEL = """
-SELECT CASE
-    WHEN s.name OPERATOR(pg_catalog.=) 'public' THEN 'jobq'
-    WHEN pg_catalog.octet_length(s.name) OPERATOR(pg_catalog.<=) 58
-        THEN 'jobq.' OPERATOR(pg_catalog.||) s.name
-    ELSE 'jobq#' OPERATOR(pg_catalog.||) pg_catalog.encode(
-        pg_catalog.sha224(pg_catalog.convert_to(s.name, 'UTF8')), 'hex')
-END AS channel
-FROM (SELECT %(schema)s::pg_catalog.text AS name) AS s
-"""
-
-
-# The channel of %(kind)s events of the installation in %(schema)s, as jobq__event_channel.
-EVENT_CHANNEL = """
-SELECT CASE
-    WHEN pg_catalog.octet_length(
-            c.prefix OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) s.name
-        ) OPERATOR(pg_catalog.<=) 63
-        THEN c.prefix OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) s.name
-    ELSE c.prefix OPERATOR(pg_catalog.||) '#' OPERATOR(pg_catalog.||) pg_catalog.left(
-        pg_catalog.encode(pg_catalog.sha224(pg_catalog.convert_to(s.name, 'UTF8')), 'hex'),
-        63 OPERATOR(pg_catalog.-) pg_catalog.octet_length(c.prefix OPERATOR(pg_catalog.||) '#'))
-END AS channel
-FROM (SELECT %(schema)s::pg_catalog.text AS name) AS s,
-    (SELECT 'jobq-' OPERATOR(pg_catalog.||) %(kind)s::pg_catalog.text AS prefix) AS c
-"""
+# The channels of the installation in %(schema)s (of %(kind)s events), computed by the server.
+CHANNEL, EVENT_CHANNEL = _load("channel"), _load("event_channel")
 
 
 def channel(schema: str) -> str:
@@ -388,105 +360,12 @@ def listen(*channel_names: str) -> sql.Composed:
 def unlisten(channel_name: str) -> sql.Composed:
     return sql.SQL("UNLISTEN {}").format(sql.Identifier(channel_name))
 
-# Administration (jobq grant, jobq revoke): jobq's functions and tables in a schema that jobq's
-# owner (jobq_migrations' owner, else the connected role) owns, so that an object another role
-# planted there is never granted or revoked. Functions come by signature (regprocedure), so
-# that an overload is never named for another.
-_JOBQ_OWNER = """(
-    SELECT coalesce(
-        (SELECT c.relowner FROM pg_catalog.pg_class AS c
-         JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-         WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-           AND c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'::pg_catalog.name),
-        (SELECT r.oid FROM pg_catalog.pg_roles AS r
-         WHERE r.rolname OPERATOR(pg_catalog.=) current_user)
-    )
-)"""
 
-JOBQ_FUNCTIONS = """
-SELECT p.proname::pg_catalog.text AS name,
-       p.oid::pg_catalog.regprocedure::pg_catalog.text AS signature
-FROM pg_catalog.pg_proc AS p
-JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-  AND p.prokind OPERATOR(pg_catalog.=) 'f'::pg_catalog."char"
-  AND pg_catalog.starts_with(p.proname::pg_catalog.text, 'jobq_'::pg_catalog.text)
-  AND p.proowner OPERATOR(pg_catalog.=) """ + _JOBQ_OWNER + """
-ORDER BY 1, 2
-"""
-
-JOBQ_TABLES = """
-SELECT c.relname::pg_catalog.text AS name
-FROM pg_catalog.pg_class AS c
-JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-  AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,S,f}'::pg_catalog."char"[])
-  AND pg_catalog.starts_with(c.relname::pg_catalog.text, 'jobq_'::pg_catalog.text)
-  AND NOT pg_catalog.starts_with(c.relname::pg_catalog.text, 'jobq__'::pg_catalog.text)
-  AND c.relowner OPERATOR(pg_catalog.=) """ + _JOBQ_OWNER + """
-ORDER BY 1
-"""
-
-# jobq revoke: whether anything but jobq lives in the schema (then USAGE stays).
-SCHEMA_HAS_OTHERS = """
-SELECT EXISTS (
-    SELECT FROM pg_catalog.pg_class AS c
-    JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-      AND NOT pg_catalog.starts_with(c.relname::pg_catalog.text, 'jobq_'::pg_catalog.text)
-    UNION ALL
-    SELECT FROM pg_catalog.pg_proc AS p
-    JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-      AND NOT pg_catalog.starts_with(p.proname::pg_catalog.text, 'jobq_'::pg_catalog.text)
-) AS others
-"""
-
-# The comment of jobq_migrations, where the runner names the schema's latest breaking change,
-# read from the catalogue, which every role may read: in the given schema, or the search_path's.
-MIGRATIONS_COMMENT = """
-SELECT pg_catalog.obj_description(c.oid, 'pg_class'::pg_catalog.name) AS description
-FROM pg_catalog.pg_class AS c
-JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-WHERE c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'::pg_catalog.name
-  AND CASE
-      WHEN %(schema)s::pg_catalog.text IS NULL
-          THEN c.oid OPERATOR(pg_catalog.=)
-              pg_catalog.to_regclass('jobq_migrations'::pg_catalog.text)
-      ELSE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-  END
-"""
-
-SCHEMA_EXISTS = """
-SELECT EXISTS (
-    SELECT FROM pg_catalog.pg_namespace AS n
-    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-) AS present
-"""
-
-
-# Which of the given functions (name, argument types) the connected role may execute, NULL for
-# one that is not installed: the dashboard shows what it may not do disabled.
-FUNCTION_PRIVILEGES = """
-SELECT f.name,
-       CASE WHEN p.oid IS NULL THEN NULL
-            ELSE pg_catalog.has_function_privilege(p.oid, 'EXECUTE'::pg_catalog.text) END AS allowed
-FROM ROWS FROM (
-    pg_catalog.unnest(%(names)s::pg_catalog.text[]),
-    pg_catalog.unnest(%(signatures)s::pg_catalog.text[])
-) AS f (name, signature)
-CROSS JOIN LATERAL (
-    SELECT pg_catalog.to_regprocedure(pg_catalog.concat(
-        pg_catalog.quote_ident(%(schema)s::pg_catalog.text), '.', f.name, f.signature
-    ))::pg_catalog.oid AS oid
-) AS p
-"""
-
-
-# FUNCTION_PRIVILEGES with the role they are the privileges of, in the one round trip the
-# dashboard makes for them on each page.
-ROLE_PRIVILEGES = (
-    "SELECT current_user::pg_catalog.text AS role, f.name, f.allowed FROM ("
-    + FUNCTION_PRIVILEGES
-    + ") AS f"
-).encode("ascii")
+# The catalogue queries of jobq grant and revoke and of the dashboard's privileges.
+_JOBQ_OWNER = _load("jobq_owner")
+JOBQ_FUNCTIONS = _load("jobq_functions", jobq_owner=_JOBQ_OWNER)
+JOBQ_TABLES = _load("jobq_tables", jobq_owner=_JOBQ_OWNER)
+SCHEMA_HAS_OTHERS = _load("schema_has_others")
+SCHEMA_EXISTS = _load("schema_exists")
+MIGRATIONS_COMMENT = _load("migrations_comment")
+ROLE_PRIVILEGES = _load("role_privileges").encode("ascii")
