@@ -1,4 +1,4 @@
--- The wake-up channel of the installation in {schema}, computed by the server so that the
+-- The wake-up channel of the installation in %(schema)s, computed by the server so that the
 -- bytes of the name are counted in the database's encoding, as jobq__channel counts them.
 -- (noqa LT01: sqlfluff reads || and <= inside OPERATOR () as two operators.)
 SELECT
@@ -10,4 +10,4 @@ SELECT
             pg_catalog.sha224(pg_catalog.convert_to(s.name, 'UTF8')), 'hex'
         )
     END AS channel  -- noqa: RF04
-FROM (SELECT {schema}::pg_catalog.text AS name) AS s  -- noqa: RF04
+FROM (SELECT %(schema)s::pg_catalog.text AS name) AS s  -- noqa: RF04

@@ -1,4 +1,4 @@
--- The channel of {kind} events of the installation in {schema}, as jobq__event_channel
+-- The channel of %(kind)s events of the installation in %(schema)s, as jobq__event_channel
 -- names it. (noqa LT01: sqlfluff reads || and <= inside OPERATOR () as two operators.)
 SELECT
     CASE
@@ -16,8 +16,8 @@ SELECT
 FROM (
     SELECT
         s.name,
-        'jobq-' OPERATOR (pg_catalog.||) {kind}::pg_catalog.text AS prefix,  -- noqa: LT01, RF04
-        'jobq-' OPERATOR (pg_catalog.||) {kind}::pg_catalog.text  -- noqa: LT01
+        'jobq-' OPERATOR (pg_catalog.||) %(kind)s::pg_catalog.text AS prefix,  -- noqa: LT01, RF04
+        'jobq-' OPERATOR (pg_catalog.||) %(kind)s::pg_catalog.text  -- noqa: LT01
         OPERATOR (pg_catalog.||) ':' OPERATOR (pg_catalog.||) s.name AS full_name  -- noqa: LT01
-    FROM (SELECT {schema}::pg_catalog.text AS name) AS s  -- noqa: ST05, RF04
+    FROM (SELECT %(schema)s::pg_catalog.text AS name) AS s  -- noqa: ST05, RF04
 ) AS c  -- noqa: ST05

@@ -7,9 +7,9 @@ INNER JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR (pg_catalog.=) c.relna
 WHERE
     c.relname OPERATOR (pg_catalog.=) 'jobq_migrations'::pg_catalog.name
     AND CASE
-        WHEN {schema}::pg_catalog.text IS NULL
+        WHEN %(schema)s::pg_catalog.text IS NULL
             THEN
                 c.oid OPERATOR (pg_catalog.=)
                 pg_catalog.to_regclass('jobq_migrations'::pg_catalog.text)
-        ELSE n.nspname OPERATOR (pg_catalog.=) {schema}::pg_catalog.name
+        ELSE n.nspname OPERATOR (pg_catalog.=) %(schema)s::pg_catalog.name
     END

@@ -1,5 +1,5 @@
--- Whether {schema} exists.
+-- Whether %(schema)s exists.
 SELECT EXISTS (  -- noqa: CP03, LT01, LT06
     SELECT FROM pg_catalog.pg_namespace AS n
-    WHERE n.nspname OPERATOR (pg_catalog.=) {schema}::pg_catalog.name
+    WHERE n.nspname OPERATOR (pg_catalog.=) %(schema)s::pg_catalog.name
 ) AS present
