@@ -44,6 +44,7 @@ test-citus: deps ## Build Citus once (cached), start a 3-node cluster on localho
 lint: $(STAMP) ## sqlfluff, ruff, mypy --strict
 	$(VENV)/bin/sqlfluff lint --dialect postgres sql/
 	$(VENV)/bin/sqlfluff lint --dialect postgres --templater python python/pgq_client/installer/sql/
+	$(VENV)/bin/sqlfluff lint --dialect postgres --templater placeholder python/pgq_client/sql/
 	$(VENV)/bin/ruff check python tests bench examples
 	$(VENV)/bin/mypy
 

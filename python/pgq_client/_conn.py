@@ -1,12 +1,10 @@
-"""The connections of ``Queue`` and ``AsyncQueue``, beside the operations of :mod:`._ops`.
-
-Both share where the DSN comes from, opening a connection, and :class:`Client`: the connection
-or pool a client uses, its schema, the check of that schema before the first statement and the
-connections it listens on for a wait. That plumbing is written once, as coroutines over a few
-I/O primitives (:meth:`Client._execute` and its siblings): ``AsyncQueue`` awaits them on
-asyncio connections; :class:`SyncClient` implements them with blocking calls, which never
-suspend, and runs the same coroutines to their end without an event loop (:func:`blocking`).
-Only a Queue's hot path (``Queue._run``) is written out as plain blocking code.
+"""The connections of ``Queue`` and ``AsyncQueue``: where the DSN comes from, opening a
+connection, and :class:`Client`, the connection or pool a client uses, its schema and its
+check, and the connections it listens on for a wait. That plumbing is written once, as
+coroutines over a few I/O primitives (:meth:`Client._execute` and its siblings): ``AsyncQueue``
+awaits them; :class:`SyncClient` implements them with blocking calls, which never suspend, and
+runs the coroutines without an event loop (:func:`~._opcore.step`). Only a Queue's hot path
+(``Queue._run``) is written out as plain blocking code.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, cast
@@ -26,6 +24,7 @@ from psycopg.rows import scalar_row, tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from . import _ops, _sql
+from ._opcore import step
 from ._secrets import is_conninfo_error
 from .errors import JobqError, from_psycopg
 from .installer.compat import breaking_change_in, incompatibility
@@ -33,7 +32,7 @@ from .models import JobStatus, use_fast_json
 
 __all__ = [
     "DSN_SOURCES", "SERIALIZATION_RETRIES", "Client", "Connectable", "Statuses", "SyncClient",
-    "aconnect", "blocking", "connect", "resolve_dsn", "serialization_pause", "translate_errors",
+    "aconnect", "connect", "resolve_dsn", "serialization_pause", "translate_errors",
 ]
 
 DSN_SOURCES = ("JOBQ_DSN", "DATABASE_URL")
@@ -122,12 +121,6 @@ async def aconnect(dsn: str, **kwargs: Any) -> psycopg.AsyncConnection[Any]:
     return conn
 
 
-def type_name(value: object) -> str:
-    """``module.Class`` of a value: ``sqlalchemy.engine.base.Connection`` is not psycopg's."""
-    kind = type(value)
-    return f"{kind.__module__}.{kind.__qualname__}"
-
-
 def idle(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
     """Whether ``conn`` is outside a transaction (pgconn's status: conn.info builds an object
     per call)."""
@@ -187,17 +180,6 @@ async def aexecute(
             return await cur.fetchall()
     except psycopg.Error as exc:
         raise from_psycopg(exc) from exc
-
-
-def blocking(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro``, whose every await is a blocking call that never suspends (SyncClient's
-    I/O), to its result without an event loop."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return cast(T, done.value)
-    coro.close()
-    raise AssertionError("a blocking client's coroutine suspended")  # pragma: no cover
 
 
 class Client(Generic[C, P]):
@@ -269,8 +251,10 @@ class Client(Generic[C, P]):
     def _check_conn(self, conn: object) -> None:
         """Refuse a ``conn=`` that is not this client's kind of connection."""
         if conn is not None and not isinstance(conn, self._kinds[0]):
+            kind = type(conn)  # sqlalchemy.engine.base.Connection is not psycopg's
             raise TypeError(
-                f"conn must be a psycopg {self._kinds[0].__name__}, got {type_name(conn)}"
+                f"conn must be a psycopg {self._kinds[0].__name__}, got "
+                f"{kind.__module__}.{kind.__qualname__}"
                 + (self._other_hint if isinstance(conn, self._other) else "")
             )
 
@@ -410,7 +394,7 @@ class Client(Generic[C, P]):
 class SyncClient(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
     """The connections of a :class:`~pgq_client.Queue`: one at a time under a lock (a
     given one or its own), a pool's, and those it listens on for a wait; the plumbing of
-    :class:`Client` run with :func:`blocking`."""
+    :class:`Client` run with :func:`~._opcore.step`."""
 
     _kinds = (psycopg.Connection, ConnectionPool)
     _other = (psycopg.AsyncConnection, AsyncConnectionPool)
@@ -442,17 +426,17 @@ class SyncClient(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
             owned = self._owned
             if owned is not None and not owned.closed and not owned.broken:
                 return owned, True
-        return blocking(self._held())
+        return step(self._held())
 
     def _check_now(self, conn: psycopg.Connection[Any]) -> None:
         if not self._compatible:
-            blocking(self._check_compatible(conn))
+            step(self._check_compatible(conn))
 
     def _waited(
         self, ids: list[uuid.UUID], deadline: float | None, poll: float,
         finish: Callable[[Statuses], T],
     ) -> T:
-        return blocking(self._wait_io(ids, deadline, poll, finish))
+        return step(self._wait_io(ids, deadline, poll, finish))
 
     async def _execute(
         self, conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call

@@ -36,12 +36,10 @@ def enqueue_call(
     limit_group: str | None = None,
     limit_key: str | None = None,
 ) -> Call:
-    """The one statement of an enqueue (the client's checks raise here, before anything is
-    sent); its one row is the id. Not an operation like the others: one statement needs no
-    driver, and this is every single enqueue's path, where each layer of Python shows."""
+    """The one statement of an enqueue, its one row the id, after the client's checks: not an
+    operation, which needs a driver, on every single enqueue's path. Only the arguments that
+    differ from jobq_enqueue's defaults are sent and checked (_sql.ENQUEUE_ARGUMENTS)."""
     check_text(job_type, "job_type")
-    # Only the arguments that differ from jobq_enqueue's defaults are sent and checked (see
-    # _sql.ENQUEUE_ARGUMENTS); the id comes back as a plain value, not a dict.
     params: dict[str, Any] = {"job_type": job_type, "payload": _payload(payload)}
     if idempotency_key is not None:
         check_text(idempotency_key, "idempotency_key")
@@ -92,13 +90,10 @@ def enqueue_iter(
     progress: Callable[[int], None] | None,
     read_ahead: bool = False,
 ) -> Op[BulkSummary]:
-    """Enqueue ``jobs`` (any iterable, read lazily) in batches of ``batch_size``, each batch one
-    statement and all-or-nothing; see Queue.enqueue_iter.
-
-    With ``read_ahead`` (the sync client), the next batch is read and its statement built in a
-    thread while the server inserts the current one: a batch takes the client about as long to
-    build as the server to insert. Batches still go in input order, one at a time, each error
-    raised (or recorded) at its batch's turn."""
+    """Queue.enqueue_iter. With ``read_ahead`` (the sync client), the next batch is read and
+    its statement built in a thread while the server inserts the current one (a batch takes the
+    client about as long to build as the server to insert); batches still go in input order,
+    each error raised (or recorded) at its batch's turn."""
     if isinstance(jobs, Mapping | str | bytes):
         raise TypeError("enqueue_iter() takes an iterable of job dicts")
     if type(batch_size) is not int or not 1 <= batch_size <= MAX_BATCH:
@@ -156,9 +151,9 @@ _R = TypeVar("_R")
 
 
 def _in_thread(fn: Callable[[int], _R], arg: int) -> Callable[[], _R]:
-    """Start ``fn(arg)`` in a daemon thread; the function returned waits for it and returns
-    its result or raises its exception. A daemon thread, not an executor's: a read that blocks
-    (``jobq enqueue --from -`` on a terminal) must not keep Ctrl-C from ending the process."""
+    """Start ``fn(arg)`` in a daemon thread (a read that blocks, ``jobq enqueue --from -`` on a
+    terminal, must not keep Ctrl-C from ending the process); the function returned waits for
+    it and returns its result or raises its exception."""
     outcome: list[tuple[bool, Any]] = []
 
     def run() -> None:
@@ -235,9 +230,8 @@ def _not_a_mapping(values: list[Any]) -> int | None:
 def _batch_call(
     s: Statements, elements: list[Mapping[str, Any]], offset: int, with_ids: bool
 ) -> Call:
-    """The statement of one batch: one row, its ids in input order, or (``with_ids`` false)
-    how many jobs. The client's checks raise here, before anything is sent, naming jobs by
-    their index in the whole input (``offset`` + index)."""
+    """The statement of one batch (one row: its ids, or without ``with_ids`` how many jobs),
+    after the client's checks, which name jobs by their index in the whole input."""
     params = _array_params(elements, offset)
     if params is not None:
         query = s.enqueue_arrays if with_ids else s.enqueue_arrays_count
@@ -263,10 +257,9 @@ def _batch_call(
 
 
 def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, Any] | None:
-    """The parameters of jobq_enqueue_arrays for these jobs, one list per column (None for a
-    column no job sets), or None when a job has a key or a value type that only the JSON path
-    takes. Column by column, and a column no job names is not looked at job by job: a Python
-    loop over each job's keys would cost as much as the server's insert."""
+    """The parameters of jobq_enqueue_arrays, one list per column (None for a column no job
+    sets), or None when a job has a key or a value type that only the JSON path takes. Column
+    by column: a Python loop over each job's keys would cost as much as the server's insert."""
     present: set[Any] = set().union(*elements)  # every key any job names
     if not present <= _ARRAY_KEYS:
         return None
@@ -336,9 +329,8 @@ def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, A
 def _one_or_each(
     params: dict[str, Any], one: str, each: str, values: list[Any], texts: list[list[Any]]
 ) -> None:
-    """A text column as its one value when every job has the same (repeated in the server by
-    array_fill: psycopg dumps a list element by element, in Python), else as the list. A
-    column of NULLs goes as the list, for the server to refuse by the job's index."""
+    """A text column as its one value when every job has the same (psycopg dumps a list element
+    by element, in Python), else as the list, NULLs included, for the server to name."""
     if values and values[0] is not None and values.count(values[0]) == len(values):
         params[one], params[each] = values[0], None
         texts.append(values[:1])

@@ -1,17 +1,12 @@
-"""Every SQL statement the client sends, in one place.
+"""Every SQL statement the client sends, in one place: the files of ``sql/`` beside this
+module (linted by sqlfluff), read once, and how the client connects.
 
-The queue statements call only the public ``jobq_*`` functions, schema-qualified, with named
-arguments and every parameter cast to its ``pg_catalog``-qualified type, so another language
-could do the same with the same calls. They are written below as SQL whose ``jobq_*`` calls
-carry their signature (``jobq_release(job_ids uuid[], worker_id text)``), which
-:func:`_render` turns into ``"<schema>".jobq_release(job_ids => %(job_ids)s::pg_catalog.uuid[],
-...)``; a client given no schema renders :data:`LATE_SCHEMA` there and puts the schema in once
-:data:`FIND_SCHEMA` has found it (see :class:`Statements`).
-
-Then what the client asks about an installation rather than its jobs, and how it connects:
-the settings of every connection jobq opens for its own statements (:func:`connect_kwargs`),
-the schema a client given none finds, the NOTIFY channels of an installation, and the
-catalogue queries of administration (grant, revoke, doctor, the dashboard's privileges).
+``sql/calls.sql`` holds every call of a jobq function, each an attribute of
+:class:`Statements`, which puts the installation's schema before each ``jobq_*`` name; a
+client given no schema renders :data:`LATE_SCHEMA` there and puts the schema in once
+:data:`FIND_SCHEMA` has found it. The other files are what the client asks the catalogue: the
+schema a client given none finds, the NOTIFY channels, grant, revoke and the dashboard's
+privileges.
 
 Nothing another role creates can be chosen by these statements (docs/security.md): every
 connection jobq opens for its own statements runs with ``search_path = pg_catalog, pg_temp``,
@@ -26,6 +21,7 @@ import os
 import re
 import threading
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -36,132 +32,46 @@ from psycopg.rows import tuple_row
 # A statement of Statements: bytes when its text is ASCII, else an sql.SQL (see _render).
 Query = bytes | sql.SQL
 
+
+def _load(name: str, **parts: str) -> str:
+    """The text of ``sql/<name>.sql`` without its header comment, each ``{part}`` of ``parts``
+    put in."""
+    text = (Path(__file__).with_name("sql") / f"{name}.sql").read_text(encoding="utf-8")
+    text = re.sub(r"\A(--.*\n)+", "", text)
+    for part, value in parts.items():
+        text = text.replace(f"{{{part}}}", value)
+    return text
+
+
+# The statements of calls.sql by name (a statement ends with a line that ends with ";"), and
+# the *_count forms of a bulk load that keeps no ids: the same call returning how many jobs.
 _IDS = "SELECT pg_catalog.array_agg(id ORDER BY ord)"
-
-# One statement per attribute of Statements. The ids of a batch come back as one uuid[] in
-# input order, read in binary (Call.binary): parsing a thousand UUIDs from text, a row each,
-# costs more than the array's binary elements; the *_count forms, for a bulk load that keeps
-# no ids, return one row instead. The Worker's heartbeat_cancels renews the claims and reads
-# the cancel requests of the same jobs in one statement, so that a worker learns of a cancel
-# within one heartbeat interval at no extra round trip. jobs_page is the dashboard's keyset
-# page (after_at, after_id: the previous page's last row; a last row with matches false marks
-# where a filtered search of finished jobs stopped).
-_TEMPLATES = {
-    "enqueue_many": _IDS + " FROM jobq_enqueue_many(jobs jsonb)",
-    "enqueue_many_count": "SELECT pg_catalog.count(*) FROM jobq_enqueue_many(jobs jsonb)",
-    "dequeue": "SELECT * FROM jobq_dequeue(worker_id text, job_types text[], batch_size int4,"
-    " lock_timeout interval, queues text[])",
-    "complete": "SELECT jobq_complete(job_id uuid, worker_id text, attempt int4, result jsonb)"
-    " AS completed",
-    "complete_many": "SELECT jobq_complete_many(job_ids uuid[], worker_id text, attempts int4[],"
-    " results jsonb[]) AS completed",
-    "fail": "SELECT jobq_fail(job_id uuid, worker_id text, error text, retry bool,"
-    " backoff interval, attempt int4) AS status",
-    "fail_many": "SELECT ord, job_id, status FROM jobq_fail_many(job_ids uuid[], worker_id text,"
-    " errors text[], retries bool[], backoffs interval[], attempts int4[]) ORDER BY ord",
-    "heartbeat": "SELECT jobq_heartbeat(worker_id text, job_ids uuid[]) AS renewed",
-    "heartbeat_cancels": "SELECT jobq_heartbeat(worker_id text, job_ids uuid[]) AS renewed,"
-    " ARRAY(SELECT jobq_cancel_requested(job_ids uuid[])) AS cancel_requested",
-    "cancel_requested": "SELECT jobq_cancel_requested(job_ids uuid[]) AS id",
-    "cancel": "SELECT job_id, status FROM jobq_cancel(job_ids uuid[], reason text)",
-    "job_status": "SELECT id, status, attempts, result, last_error, finished_at,"
-    " cancel_requested FROM jobq_job_status(job_ids uuid[])",
-    "await_": "SELECT id, status, attempts, result, last_error, finished_at, cancel_requested"
-    " FROM jobq_await(job_ids uuid[], timeout interval)",
-    "release": "SELECT jobq_release(job_ids uuid[], worker_id text) AS released",
-    "release_orphans": "SELECT jobq_release_orphans(worker_id text, job_ids uuid[]) AS released",
-    "requeue_dead_letter": "SELECT jobq_requeue_dead_letter(job_id uuid) AS requeued",
-    "requeue_dead_letters": "SELECT jobq_requeue_dead_letters(job_type text, queue text)"
-    " AS requeued",
-    "list_jobs": "SELECT * FROM jobq_list_jobs(statuses text[], job_type text, queue text,"
-    " max_rows int4)",
-    "get_job": "SELECT * FROM jobq_get_job(job_id uuid)",
-    "stats": "SELECT queue, job_type, status, jobs, oldest_available_at FROM jobq_stats()"
-    " ORDER BY queue, job_type, status",
-    "prune": "SELECT jobq_prune(older_than interval, statuses text[], batch_size int4)"
-    " AS pruned",
-    "configure": "SELECT jobq_configure(max_payload_bytes int4, metrics bool) AS settings",
-    "metrics": "SELECT metric, labels, value FROM jobq_metrics()",
-    "health": "SELECT check_name, queue, severity, value, detail FROM jobq_health()",
-    "unserved": "SELECT queue, job_type, jobs, oldest_available_at"
-    " FROM jobq_unserved_job_types(idle interval)",
-    "schedule": "SELECT jobq_schedule(name text, cron text, job_type text, payload jsonb,"
-    " timezone text, queue text, priority int4, max_attempts int4, catch_up text, paused bool)"
-    " AS next_run_at",
-    "unschedule": "SELECT jobq_unschedule(name text) AS deleted",
-    "schedules": "SELECT name, cron, timezone, job_type, payload, queue, priority, max_attempts,"
-    " catch_up, paused, next_run_at, next_run_local, created_at, updated_at"
-    " FROM jobq_schedules() ORDER BY name",
-    "tick": "SELECT schedule, fire_at, job_id FROM jobq_tick() ORDER BY schedule, fire_at",
-    "jobs_page": "SELECT id, queue, job_type, status, priority, attempts, max_attempts,"
-    " available_at, created_at, updated_at, locked_at, locked_by, finished_at, last_error,"
-    " cancel_requested, sort_at, matches FROM jobq_jobs_page(status text, queue text,"
-    " job_type text, after_at timestamptz, after_id uuid, max_rows int4, scan_limit int4)",
-    "queue_summary": "SELECT queue, available, scheduled, processing, failed, dead_letter,"
-    " cancelled, oldest_available_at, succeeded_recent"
-    " FROM jobq_queue_summary(recent interval)",
-    "set_limit": "SELECT jobq_set_limit(limit_group text, max_running int4, max_starts int4,"
-    " per interval)",
-    "limits": "SELECT limit_group, max_running, max_starts, per FROM jobq_limits()"
-    " ORDER BY limit_group",
-    "limit_usage": "SELECT limit_group, limit_key, running, max_running, starts_in_window,"
-    " max_starts, per, pending FROM jobq_limit_usage()",
+_STATEMENT = re.compile(r"^-- name: (\w+)\n(.*?);[ \t]*(?:--[^\n]*)?$", re.MULTILINE | re.DOTALL)
+_CALLS = {
+    name: re.sub(r"\A(--.*\n)+", "", body)  # (its comment says why, and may hold a %)
+    for name, body in _STATEMENT.findall(_load("calls"))
 }
-
-# A batch as one array per column, sent in binary (%b): no quoting or escaping of thousands of
-# values in the client, no parsing of numbers and times in the server. The payloads travel as
-# one JSON array, encoded in one pass by the client and split in the server into ARRAY(...
-# ORDER BY), cheaper than an ordered array_agg (docs/decisions/0004-one-producer-path.md). A
-# NULL array is the default for every job: when no job has a payload the JSON is NULL, its
-# ARRAY() empty, and NULLIF makes that NULL (a batch sent is never empty). A job type or queue
-# that every job of the batch has goes once (%(job_type)s, %(queue)s), repeated by array_fill
-# in the server, and its list is NULL.
-_ENQUEUE_ARRAYS = """ FROM {schema}jobq_enqueue_arrays(
-    job_types => CASE WHEN %(job_type)s::pg_catalog.text IS NULL
-        THEN %(job_types)b::pg_catalog.text[]
-        ELSE pg_catalog.array_fill(%(job_type)s::pg_catalog.text, ARRAY[%(jobs)s::pg_catalog.int4])
-    END,
-    payloads => NULLIF(ARRAY(
-        SELECT e.payload
-        FROM pg_catalog.jsonb_array_elements(%(payloads)s::pg_catalog.jsonb)
-            WITH ORDINALITY AS e (payload, n)
-        ORDER BY e.n
-    ), '{}'::pg_catalog.jsonb[]),
-    idempotency_keys => %(idempotency_keys)b::pg_catalog.text[],
-    max_attempts => %(max_attempts)b::pg_catalog.int4[],
-    run_ats => %(run_ats)b::pg_catalog.timestamptz[],
-    priorities => %(priorities)b::pg_catalog.int4[],
-    queues => CASE WHEN %(queue)s::pg_catalog.text IS NULL THEN %(queues)b::pg_catalog.text[]
-        ELSE pg_catalog.array_fill(%(queue)s::pg_catalog.text, ARRAY[%(jobs)s::pg_catalog.int4])
-    END,
-    limit_groups => %(limit_groups)b::pg_catalog.text[],
-    limit_keys => %(limit_keys)b::pg_catalog.text[]
-)"""
+for _bulk in ("enqueue_many", "enqueue_arrays"):
+    _CALLS[f"{_bulk}_count"] = _CALLS[_bulk].replace(_IDS, "SELECT pg_catalog.count(*)", 1)
 
 # jobq_enqueue's arguments, each as the client passes it. A single enqueue sends only the
 # arguments that differ from the function's defaults (Statements.enqueue_with): every parameter
 # costs a bind and a coercion in the server and a field in libpq's message, and the usual call
 # (a job type and a payload) is then the same two-parameter statement a hand-written client
 # would prepare.
-_ENQUEUE_SIGNATURE = (
-    "job_type text, payload jsonb, idempotency_key text, max_attempts int4, run_at timestamptz,"
-    " priority int4, queue text, limit_group text, limit_key text"
-)
-
-_CALL = re.compile(r"\b(jobq_\w+)\(([^()]*)\)")
-
-
-def _arguments(signature: str) -> dict[str, str]:
-    """``name type, ...`` as {name: its named argument, the parameter cast to the type}."""
-    pairs = (argument.split() for argument in signature.split(",") if argument.strip())
-    return {name: f"{name} => %({name})s::pg_catalog.{kind}" for name, kind in pairs}
-
-
-ENQUEUE_ARGUMENTS = _arguments(_ENQUEUE_SIGNATURE)
+ENQUEUE_ARGUMENTS = {
+    name: f"{name} => %({name})s::pg_catalog.{kind}"
+    for name, kind in (
+        ("job_type", "text"), ("payload", "jsonb"), ("idempotency_key", "text"),
+        ("max_attempts", "int4"), ("run_at", "timestamptz"), ("priority", "int4"),
+        ("queue", "text"), ("limit_group", "text"), ("limit_key", "text"),
+    )
+}
 
 # Where a client given no schema renders the schema's prefix (a comment, so that a statement
 # whose schema is not yet put in is still valid SQL; it is never sent so).
 LATE_SCHEMA = "/*jobq:schema*/"
+_CALL = re.compile(r"\b(?=jobq_\w+\()")
 
 
 def _prefix(schema: str) -> str:
@@ -187,29 +97,23 @@ def _render(template: str, schema: str | None) -> Query:
     # encoded again on every call), and ASCII is the same bytes in every client encoding
     # PostgreSQL has. A schema name beyond ASCII keeps the sql.SQL.
     prefix = LATE_SCHEMA if schema is None else _prefix(schema)
-    text = _CALL.sub(
-        lambda m: f"{{schema}}{m[1]}({', '.join(_arguments(m[2]).values())})", template
-    )
-    text = text.strip().replace("{schema}", prefix)
+    text = _CALL.sub(lambda _: prefix, template.strip())
     return text.encode("ascii") if text.isascii() else sql.SQL(text)
 
 
 class Statements:
-    """The statements above, rendered once for one schema (or, with None, with
-    :data:`LATE_SCHEMA` where the schema goes: see :func:`bind_schema`), one attribute per
-    entry of the table."""
+    """The statements of calls.sql, rendered once for one schema (or, with None, with
+    :data:`LATE_SCHEMA` where the schema goes: see :func:`bind_schema`), one attribute each."""
 
-    if TYPE_CHECKING:  # the attributes are made from _TEMPLATES
+    if TYPE_CHECKING:  # the attributes are made from _CALLS
 
         def __getattr__(self, name: str) -> Query: ...
 
     def __init__(self, schema: str | None = None) -> None:
         self.schema = schema
         self._enqueue_with: dict[tuple[str, ...], Query] = {}
-        for name, template in _TEMPLATES.items():
+        for name, template in _CALLS.items():
             setattr(self, name, _render(template, schema))
-        self.enqueue_arrays = _render(_IDS + _ENQUEUE_ARRAYS, schema)
-        self.enqueue_arrays_count = _render("SELECT pg_catalog.count(*)" + _ENQUEUE_ARRAYS, schema)
 
     def enqueue_with(self, names: tuple[str, ...]) -> Query:
         """``jobq_enqueue`` called with the arguments ``names`` only (in ENQUEUE_ARGUMENTS'
@@ -217,7 +121,7 @@ class Statements:
         query = self._enqueue_with.get(names)
         if query is None:
             args = ", ".join(ENQUEUE_ARGUMENTS[name] for name in names)
-            query = _render(f"SELECT {{schema}}jobq_enqueue({args}) AS id", self.schema)
+            query = _render(f"SELECT jobq_enqueue({args}) AS id", self.schema)
             self._enqueue_with[names] = query
         return query
 
@@ -259,21 +163,7 @@ def connect_kwargs(dsn: str | None = None) -> dict[str, Any]:
     return {**CLIENT_ENCODING, "options": f"{options} {SEARCH_PATH_OPTION}".strip()}
 
 
-# The schema of the installation for a client given none: the first schema of the connection's
-# search_path that holds jobq_enqueue. It runs with the application's search_path, so it names
-# every function, operator and type it uses in pg_catalog.
-FIND_SCHEMA = """
-SELECT s.name::pg_catalog.text AS schema
-FROM pg_catalog.unnest(pg_catalog.current_schemas(false)) WITH ORDINALITY AS s (name, position)
-WHERE EXISTS (
-    SELECT FROM pg_catalog.pg_proc AS p
-    JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-    WHERE n.nspname OPERATOR(pg_catalog.=) s.name
-      AND p.proname OPERATOR(pg_catalog.=) 'jobq_enqueue'::pg_catalog.name
-)
-ORDER BY s.position
-LIMIT 1
-"""
+FIND_SCHEMA = _load("find_schema")
 
 _found: dict[str, str] = {}
 _found_lock = threading.Lock()
@@ -327,34 +217,8 @@ DONE = "done"
 CANCEL_EVENT = "cancel"
 CHECK_ALL = ""
 
-# The channel of the installation in %(schema)s, computed by the server so that the bytes of
-# the name are counted in the database's encoding, as jobq__channel counts them.
-CHANNEL = """
-SELECT CASE
-    WHEN s.name OPERATOR(pg_catalog.=) 'public' THEN 'jobq'
-    WHEN pg_catalog.octet_length(s.name) OPERATOR(pg_catalog.<=) 58
-        THEN 'jobq.' OPERATOR(pg_catalog.||) s.name
-    ELSE 'jobq#' OPERATOR(pg_catalog.||) pg_catalog.encode(
-        pg_catalog.sha224(pg_catalog.convert_to(s.name, 'UTF8')), 'hex')
-END AS channel
-FROM (SELECT %(schema)s::pg_catalog.text AS name) AS s
-"""
-
-
-# The channel of %(kind)s events of the installation in %(schema)s, as jobq__event_channel.
-EVENT_CHANNEL = """
-SELECT CASE
-    WHEN pg_catalog.octet_length(
-            c.prefix OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) s.name
-        ) OPERATOR(pg_catalog.<=) 63
-        THEN c.prefix OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) s.name
-    ELSE c.prefix OPERATOR(pg_catalog.||) '#' OPERATOR(pg_catalog.||) pg_catalog.left(
-        pg_catalog.encode(pg_catalog.sha224(pg_catalog.convert_to(s.name, 'UTF8')), 'hex'),
-        63 OPERATOR(pg_catalog.-) pg_catalog.octet_length(c.prefix OPERATOR(pg_catalog.||) '#'))
-END AS channel
-FROM (SELECT %(schema)s::pg_catalog.text AS name) AS s,
-    (SELECT 'jobq-' OPERATOR(pg_catalog.||) %(kind)s::pg_catalog.text AS prefix) AS c
-"""
+# The channels of the installation in %(schema)s (of %(kind)s events), computed by the server.
+CHANNEL, EVENT_CHANNEL = _load("channel"), _load("event_channel")
 
 
 def channel(schema: str) -> str:
@@ -388,105 +252,12 @@ def listen(*channel_names: str) -> sql.Composed:
 def unlisten(channel_name: str) -> sql.Composed:
     return sql.SQL("UNLISTEN {}").format(sql.Identifier(channel_name))
 
-# Administration (jobq grant, jobq revoke): jobq's functions and tables in a schema that jobq's
-# owner (jobq_migrations' owner, else the connected role) owns, so that an object another role
-# planted there is never granted or revoked. Functions come by signature (regprocedure), so
-# that an overload is never named for another.
-_JOBQ_OWNER = """(
-    SELECT coalesce(
-        (SELECT c.relowner FROM pg_catalog.pg_class AS c
-         JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-         WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-           AND c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'::pg_catalog.name),
-        (SELECT r.oid FROM pg_catalog.pg_roles AS r
-         WHERE r.rolname OPERATOR(pg_catalog.=) current_user)
-    )
-)"""
 
-JOBQ_FUNCTIONS = """
-SELECT p.proname::pg_catalog.text AS name,
-       p.oid::pg_catalog.regprocedure::pg_catalog.text AS signature
-FROM pg_catalog.pg_proc AS p
-JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-  AND p.prokind OPERATOR(pg_catalog.=) 'f'::pg_catalog."char"
-  AND pg_catalog.starts_with(p.proname::pg_catalog.text, 'jobq_'::pg_catalog.text)
-  AND p.proowner OPERATOR(pg_catalog.=) """ + _JOBQ_OWNER + """
-ORDER BY 1, 2
-"""
-
-JOBQ_TABLES = """
-SELECT c.relname::pg_catalog.text AS name
-FROM pg_catalog.pg_class AS c
-JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-  AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,S,f}'::pg_catalog."char"[])
-  AND pg_catalog.starts_with(c.relname::pg_catalog.text, 'jobq_'::pg_catalog.text)
-  AND NOT pg_catalog.starts_with(c.relname::pg_catalog.text, 'jobq__'::pg_catalog.text)
-  AND c.relowner OPERATOR(pg_catalog.=) """ + _JOBQ_OWNER + """
-ORDER BY 1
-"""
-
-# jobq revoke: whether anything but jobq lives in the schema (then USAGE stays).
-SCHEMA_HAS_OTHERS = """
-SELECT EXISTS (
-    SELECT FROM pg_catalog.pg_class AS c
-    JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-      AND NOT pg_catalog.starts_with(c.relname::pg_catalog.text, 'jobq_'::pg_catalog.text)
-    UNION ALL
-    SELECT FROM pg_catalog.pg_proc AS p
-    JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-      AND NOT pg_catalog.starts_with(p.proname::pg_catalog.text, 'jobq_'::pg_catalog.text)
-) AS others
-"""
-
-# The comment of jobq_migrations, where the runner names the schema's latest breaking change,
-# read from the catalogue, which every role may read: in the given schema, or the search_path's.
-MIGRATIONS_COMMENT = """
-SELECT pg_catalog.obj_description(c.oid, 'pg_class'::pg_catalog.name) AS description
-FROM pg_catalog.pg_class AS c
-JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-WHERE c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'::pg_catalog.name
-  AND CASE
-      WHEN %(schema)s::pg_catalog.text IS NULL
-          THEN c.oid OPERATOR(pg_catalog.=)
-              pg_catalog.to_regclass('jobq_migrations'::pg_catalog.text)
-      ELSE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-  END
-"""
-
-SCHEMA_EXISTS = """
-SELECT EXISTS (
-    SELECT FROM pg_catalog.pg_namespace AS n
-    WHERE n.nspname OPERATOR(pg_catalog.=) %(schema)s::pg_catalog.name
-) AS present
-"""
-
-
-# Which of the given functions (name, argument types) the connected role may execute, NULL for
-# one that is not installed: the dashboard shows what it may not do disabled.
-FUNCTION_PRIVILEGES = """
-SELECT f.name,
-       CASE WHEN p.oid IS NULL THEN NULL
-            ELSE pg_catalog.has_function_privilege(p.oid, 'EXECUTE'::pg_catalog.text) END AS allowed
-FROM ROWS FROM (
-    pg_catalog.unnest(%(names)s::pg_catalog.text[]),
-    pg_catalog.unnest(%(signatures)s::pg_catalog.text[])
-) AS f (name, signature)
-CROSS JOIN LATERAL (
-    SELECT pg_catalog.to_regprocedure(pg_catalog.concat(
-        pg_catalog.quote_ident(%(schema)s::pg_catalog.text), '.', f.name, f.signature
-    ))::pg_catalog.oid AS oid
-) AS p
-"""
-
-
-# FUNCTION_PRIVILEGES with the role they are the privileges of, in the one round trip the
-# dashboard makes for them on each page.
-ROLE_PRIVILEGES = (
-    "SELECT current_user::pg_catalog.text AS role, f.name, f.allowed FROM ("
-    + FUNCTION_PRIVILEGES
-    + ") AS f"
-).encode("ascii")
+# The catalogue queries of jobq grant and revoke and of the dashboard's privileges.
+_JOBQ_OWNER = f"({_load('jobq_owner')})"
+JOBQ_FUNCTIONS = _load("jobq_functions", jobq_owner=_JOBQ_OWNER)
+JOBQ_TABLES = _load("jobq_tables", jobq_owner=_JOBQ_OWNER)
+SCHEMA_HAS_OTHERS = _load("schema_has_others")
+SCHEMA_EXISTS = _load("schema_exists")
+MIGRATIONS_COMMENT = _load("migrations_comment")
+ROLE_PRIVILEGES = _load("role_privileges").encode("ascii")

@@ -1,11 +1,7 @@
-"""``AsyncQueue``: the :class:`~pgq_client.Queue` API for asyncio, over psycopg's
-``AsyncConnection`` and ``AsyncConnectionPool``.
-
-Its public methods are Queue's own, awaited (:func:`_awaited`): each builds the same operation
-of :mod:`pgq_client._ops` and hands it to ``self._drive``, which here is a coroutine that runs
-it on an asyncio connection, through the plumbing of :class:`~pgq_client._conn.Client`. This
-module holds only the asyncio I/O primitives.
-"""
+"""``AsyncQueue``: the :class:`~pgq_client.Queue` API for asyncio. Its public methods are
+Queue's own, awaited (:func:`_awaited`), whose ``self._drive`` here runs the operation on an
+``AsyncConnection``; this module holds only the asyncio I/O primitives of
+:class:`~pgq_client._conn.Client`."""
 
 from __future__ import annotations
 
@@ -89,7 +85,6 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
         await self.close()
 
     async def _drive(self, op: _ops.Op[T], conn: TxConnection | None = None) -> T:
-        """Run one operation of :mod:`._ops` on this AsyncQueue's connection (or ``conn``)."""
         self._check_conn(conn)
         return await _ops.adrive(op, lambda call: self._run(call, conn))  # type: ignore[arg-type]
 
@@ -99,11 +94,8 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
     async def _run(
         self, call: _ops.Call, conn: psycopg.AsyncConnection[Any] | None
     ) -> list[Any]:
-        """Execute one statement and return its rows, as one short transaction unless
-        ``conn`` (the caller's transaction) is given."""
         if conn is not None:
-            # The caller's transaction: no commit, and a serialization failure is theirs to retry.
-            await self._check_compatible(conn)
+            await self._check_compatible(conn)  # the caller's transaction, as in Queue._run
             return await aexecute(conn, False, self._bound(call))
         tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
         for attempt in range(1, tries + 1):

@@ -1,14 +1,10 @@
 """A short tour of jobq on a real database: ``python -m pgq_client.demo`` (``make demo``).
 
-It uses ``JOBQ_DSN`` (or ``DATABASE_URL``) when set, else the embedded PostgreSQL, and works in
-a schema of its own, ``jobq_demo``, which it drops and recreates with the migrations on every
-run, so that a rerun tells the same story and the ``public`` installation is never touched.
-Everything else goes through the public API: :class:`~pgq_client.Queue`,
-:class:`~pgq_client.Worker` and the ``jobq_*`` SQL functions.
-
-The story: thumbnails, OCR and e-mails, some failing for a moment and succeeding on retry, one
-corrupt image (``PermanentError``: failed at once), OCR results kept, and one e-mail whose relay
-is down until its attempts are used up (``dead_letter``), then requeued and delivered.
+On ``JOBQ_DSN`` (or ``DATABASE_URL``), else the embedded PostgreSQL, in a schema of its own,
+``jobq_demo``, dropped and migrated again on every run, so that a rerun tells the same story:
+thumbnails, OCR and e-mails, some failing for a moment and succeeding on retry, one corrupt
+image (``PermanentError``), OCR results kept, and one e-mail whose relay is down until its
+attempts are used up (``dead_letter``), then requeued and delivered. docs/embedded.md.
 """
 
 from __future__ import annotations
@@ -24,7 +20,6 @@ import shutil
 import sys
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -44,14 +39,12 @@ __all__ = ["main", "run_demo"]
 
 SCHEMA = "jobq_demo"
 QUEUE = "demo"
-#: jobq waits attempts x backoff before a retry: 0.5 s, then 1 s, ... (production: seconds).
-BACKOFF = timedelta(milliseconds=500)
-#: How long the worker may take to drain the queue before the demo gives up.
-QUIET_TIMEOUT = 30.0
+BACKOFF = timedelta(milliseconds=500)  # a retry waits attempts x BACKOFF
+QUIET_TIMEOUT = 30.0  # how long the worker may take to drain the queue
 Out = Callable[[str], None]
 
-# The jobs the "app" enqueues: (job type, label, payload, max_attempts). A handler's failures
-# depend only on the payload and the attempt number, so every run fails and recovers alike.
+# (job type, label, payload, max_attempts). A handler's failures depend only on the payload and
+# the attempt number, so every run fails and recovers alike.
 _JOBS: list[tuple[str, str, dict[str, Any], int]] = [
     ("thumbnail", "cat.png", {"image": "cat.png"}, 5),
     ("thumbnail", "beach-2024.jpg", {"image": "beach-2024.jpg"}, 5),
@@ -100,7 +93,8 @@ class _World:
             raise ConnectionRefusedError(f"SMTP relay {relay}:25 refused the connection")
         if job.attempts <= int(job.payload.get("greylisted_attempts", 0)):
             raise SmtpTemporaryError("421 4.7.0 greylisted, try again later")
-        self.sent.append(str(job.payload["to"]))  # one worker thread at a time appends
+        self.sent.append(str(job.payload["to"]))
+
 
 def jobq_command() -> str:
     """How the user's shell runs this installation's ``jobq``, so that hints work as printed
@@ -128,15 +122,9 @@ def _describe_database(dsn: str, source: str) -> str:
     return f"PostgreSQL {params.get('dbname') or ''} on {where} (from {source})"
 
 
-def _execute(dsn: str, statement: sql.Composed) -> None:
-    with psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn:
-        conn.execute(statement)
-
-
 def _drain(dsn: str, q: Queue, world: _World) -> None:
-    """Run burst workers until no demo job is pending or processing. A burst run returns as
-    soon as no job is available *now*; retries wait out their backoff, so between runs it
-    sleeps until the next one is due (``jobq_stats``)."""
+    """Run burst workers until no demo job is pending or processing, sleeping between runs
+    until the next retry is due."""
     deadline = time.monotonic() + QUIET_TIMEOUT
     for run in itertools.count(1):
         Worker(dsn, handlers=world.handlers(), concurrency=4, queues=[QUEUE],
@@ -156,7 +144,6 @@ def _drain(dsn: str, q: Queue, world: _World) -> None:
 
 
 def _jobs(q: Queue) -> dict[uuid.UUID, Job]:
-    """Every job of the demo queue by id, through the public jobq_list_jobs."""
     return {job.id: job for job in q.list_jobs(queue=QUEUE, limit=1000)}
 
 
@@ -184,13 +171,8 @@ def _print_job(job: Job, label: str, out: Out) -> None:
 def _print_stats(q: Queue, out: Out) -> None:
     rows = sorted((r for r in q.stats() if r.queue == QUEUE),
                   key=lambda r: (r.job_type, STATUSES.index(r.status)))
-    by_status: Counter[str] = Counter()
     for row in rows:
-        by_status[row.status] += row.jobs
-    out("   status        jobs")
-    for status in (s for s in STATUSES if by_status[s]):
-        out(f"   {status:<12}  {by_status[status]:>4}")
-    out("   by type: " + "; ".join(f"{r.job_type} {r.status} {r.jobs}" for r in rows))
+        out(f"   {row.job_type:<10}  {row.status:<12}  {row.jobs:>4}")
 
 
 def run_demo(out: Out = print) -> None:
@@ -199,7 +181,8 @@ def run_demo(out: Out = print) -> None:
     jobq = jobq_command()
     dsn, source = resolve_dsn(None, embedded=True)
     out(f"using {_describe_database(dsn, source)}")
-    _execute(dsn, sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(SCHEMA)))
+    with psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(SCHEMA)))
     applied = migrate(dsn, schema=SCHEMA)
     out(f"schema {SCHEMA}: dropped and recreated by the migrations ({len(applied)} files)")
     world = _World()
@@ -233,11 +216,9 @@ def run_demo(out: Out = print) -> None:
             raise JobqError(f"the demo expected one dead letter, found {len(dead)}")
         target = dead[0]
         out("\n4. The dead letter, with its error history")
-        out(f"   id           {target.id}")
-        out(f"   job          {target.job_type} {labels.get(target.id, '')}")
-        out(f"   attempts     {target.attempts} of {target.max_attempts}")
-        out(f"   last_error   {_error_line(target.last_error)}")
-        out("   errors       (one entry per failed attempt, kept across requeues)")
+        out(f"   {target.id}  {target.job_type} {labels.get(target.id, '')}, "
+            f"attempts {target.attempts} of {target.max_attempts}")
+        out("   errors (one entry per failed attempt, kept across requeues):")
         for entry in target.errors:
             out(f"     attempt {entry.get('attempt')}: {_error_line(entry.get('error'))}")
 

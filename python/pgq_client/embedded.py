@@ -1,12 +1,8 @@
-"""The embedded PostgreSQL that jobq starts for itself when no database is given.
-
-With no ``--dsn``, ``JOBQ_DSN`` or ``DATABASE_URL``, the CLI calls :func:`start` (a library
-user asks with ``Queue.embedded()`` or ``Queue(start())``): it starts (or reuses) a PostgreSQL
-server of the ``pgserver`` package in a per-user data directory, creates the database ``jobq``
-in it, migrates it and returns a connection string. The server listens on a Unix socket in its
-data directory only, outlives the process that started it and is shared by every jobq command
-of the user; ``jobq embedded status|dsn|psql|stop|reset`` manages it. It is for trying jobq and
-for development: production passes ``--dsn``. docs/embedded.md says more.
+"""The embedded PostgreSQL that jobq starts for itself when no database is given
+(docs/embedded.md): :func:`start` starts (or reuses) a server of the ``pgserver`` package in a
+per-user data directory, on a Unix socket in that directory only, creates and migrates the
+database ``jobq`` in it and returns its DSN. The server outlives the process that started it
+and is shared by every jobq command of the user; ``jobq embedded`` manages it.
 """
 
 from __future__ import annotations
@@ -41,12 +37,9 @@ __all__ = [
 
 logger = logging.getLogger("pgq_client.embedded")
 
-#: The database jobq uses inside the embedded server.
 DATABASE = "jobq"
-#: The superuser role that pgserver's initdb creates (a PostgreSQL role, not a system user).
-SUPERUSER = "postgres"
-#: What pgserver runs the server as when started by root (PostgreSQL refuses to run as root).
-ROOT_RUNS_AS = "pgserver"
+SUPERUSER = "postgres"  # the role that pgserver's initdb creates
+ROOT_RUNS_AS = "pgserver"  # the system user pgserver runs the server as, for root
 INSTALL_HINT = "pip install pgserver (from a jobq checkout: pip install '.[embedded]')"
 _STOP_TIMEOUT = 60.0
 # sun_path holds 104 bytes with its NUL on macOS (108 on Linux).
@@ -113,8 +106,8 @@ def _drop_groups(command: Callable[..., str]) -> Callable[..., str]:
 
 @contextlib.contextmanager
 def _locked(pgdata: Path) -> Iterator[None]:
-    """An exclusive lock beside the data, so that jobq commands started at once create, start,
-    migrate and stop one server (pgserver's own lock covers only the start)."""
+    """An exclusive lock beside the data, so that commands started at once create, start,
+    migrate and stop one server (pgserver's lock covers only the start)."""
     if sys.platform == "win32":
         raise EmbeddedError("the embedded database needs a POSIX system; pass --dsn")
     import fcntl
@@ -142,9 +135,8 @@ def _pid_file(pgdata: Path) -> list[str]:
 
 
 def _postmaster_pid(pgdata: Path) -> int | None:
-    """The pid of the live server of ``pgdata``, if there is one: a process that is not a
-    zombie (a killed server where nothing reaps orphans) and was started on ``pgdata`` (not
-    one that got the pid after a reboot), which pgserver's own check does not tell apart."""
+    """The pid of the live server of ``pgdata``: not a zombie, and started on ``pgdata`` (not
+    a process that got the pid after a reboot), which pgserver's own check does not tell."""
     _pgserver()
     import psutil
 
@@ -261,11 +253,8 @@ def _start(pgdata: Path) -> None:
 
 def start(home: Path | None = None, *, migrate: bool = True) -> str:
     """Start (or reuse) the embedded PostgreSQL, migrate its ``jobq`` database, return its DSN
-    (``Queue(pgq_client.embedded.start())``, or ``Queue.embedded()``).
-
-    Processes that call it at once share one server, which keeps running after they exit.
-    ``home`` overrides ``$JOBQ_HOME``. :class:`EmbeddedError` says what to install or change.
-    """
+    (``Queue(start())``, or ``Queue.embedded()``). ``home`` overrides ``$JOBQ_HOME``.
+    :class:`EmbeddedError` says what to install or change."""
     from pgq_client.installer.files import MigrationError
     from pgq_client.installer.runner import migrate as run_migrations
 
@@ -326,8 +315,8 @@ def embedded_status(home: Path | None = None) -> EmbeddedStatus:
 
 
 def stop_embedded(home: Path | None = None, *, timeout: float = _STOP_TIMEOUT) -> bool:
-    """Stop the embedded server (fast shutdown: sessions end, data stays); whether it ran.
-    It signals the server as ``pg_ctl stop -m fast`` does, needing no PostgreSQL programs."""
+    """Stop the embedded server as ``pg_ctl stop -m fast`` does, needing no PostgreSQL
+    programs (sessions end, data stays); whether it ran."""
     pgdata = _pgdata(home)
     if not pgdata.exists():
         return False

@@ -1,12 +1,7 @@
-"""Typed exceptions of the jobq client.
-
-Every error that comes from the database is mapped from its SQLSTATE to one class of this
-module (:func:`from_psycopg`), rooted at :class:`JobqError`, so callers can catch what they
-mean (``except InvalidArgument``) and still read the SQLSTATE (``exc.sqlstate``).
-
-:class:`PermanentError` and :class:`Retry` are not errors of jobq and do not derive from
-:class:`JobqError`: a job handler raises them to tell the worker how to fail its job, and an
-``except JobqError`` around database calls never catches them by accident.
+"""Typed exceptions of the jobq client: every error from the database is mapped from its
+SQLSTATE to a class rooted at :class:`JobqError` (:func:`from_psycopg`), which keeps it in
+``exc.sqlstate``. :class:`PermanentError` and :class:`Retry` are not jobq's errors: a handler
+raises them to tell the worker how to fail its job, and ``except JobqError`` never catches them.
 """
 
 from __future__ import annotations
@@ -87,9 +82,8 @@ class ConnectionFailed(JobqError):
 
 
 class JobFailed(JobqError):
-    """``Queue.result()``: the job ended without a result, ``failed``, ``dead_letter`` or
-    ``cancelled``. ``status`` is that status, ``last_error`` the job's last error (for a job
-    cancelled while pending, the cancel's reason), ``job_id`` the job."""
+    """``Queue.result()``: the job ``job_id`` ended ``status`` (``failed``, ``dead_letter`` or
+    ``cancelled``) without a result; ``last_error``: its error, or the cancel's reason."""
 
     def __init__(self, job_id: uuid.UUID, status: str, last_error: str | None) -> None:
         detail = error_summary(last_error)
@@ -105,8 +99,7 @@ class JobNotFound(JobqError, LookupError):
 
 def error_summary(text: str | None) -> str:
     """The line of a job's error that says what failed: its first (a Worker stores the
-    exception first, then the traceback's last frames), or the last of an error stored whole
-    by an older Worker (a Python traceback ends with the exception itself)."""
+    exception, then the traceback's last frames), or the last of a whole Python traceback."""
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
     if not lines:
         return ""

@@ -48,13 +48,8 @@ class _Row:
 
 @dataclass(frozen=True)
 class Job(_Row):
-    """One row of ``jobq_jobs``, as ``jobq_dequeue`` returns it.
-
-    ``attempts`` counts the claims so far, this one included: it is the attempt number a worker
-    passes back to ``jobq_complete``/``jobq_fail`` to fence its claim. ``result`` is what the
-    handler returned (a succeeded job's), ``cancel_requested_at`` when ``jobq_cancel`` asked the
-    job to stop while it was processing, with ``cancel_reason``.
-    """
+    """One row of ``jobq_jobs``, as ``jobq_dequeue`` returns it. ``attempts`` counts the claims
+    so far, this one included: the attempt that ``jobq_complete``/``jobq_fail`` fence."""
 
     id: uuid.UUID
     queue: str
@@ -80,13 +75,9 @@ class Job(_Row):
     limit_key: str | None = None
 
     def cancel_requested(self) -> bool:
-        """True once ``jobq_cancel`` (``Queue.cancel``, ``jobq cancel``) asked this job to stop.
-
-        In a handler run by a :class:`~pgq_client.Worker` it turns true while the handler runs,
-        within one heartbeat interval of the request (at once when the worker hears the
-        notification). A handler that sees it should stop and raise: the job then ends
-        ``cancelled``. Returning completes it as usual (``succeeded``).
-        """
+        """True once ``jobq_cancel`` asked this job to stop; in a running handler it turns true
+        within one heartbeat interval. A handler that sees it should raise: the job then ends
+        ``cancelled`` (returning completes it as usual)."""
         return self.cancel_requested_at is not None or _CANCEL_SEEN in self.__dict__
 
     def __str__(self) -> str:
@@ -113,23 +104,17 @@ _new = object.__new__
 
 
 def _job_of(values: Sequence[Any]) -> Job:
-    """The Job of one value per field, in field order: what ``Job(*values)`` makes, without
-    the frozen dataclass's ``__init__``, which sets each of the 22 fields through
-    ``object.__setattr__``, more than doubling the cost of decoding every job a worker claims.
-    It relies on Job having no ``__post_init__`` and no ``__slots__``
-    (tests/python/test_rows.py checks that both give the same Job)."""
+    """``Job(*values)``, without the frozen dataclass's ``__init__`` and its
+    ``object.__setattr__`` per field, the larger part of decoding a claimed job. It relies on
+    Job having no ``__post_init__`` and no ``__slots__`` (tests/python/test_rows.py)."""
     job: Job = _new(Job)
     job.__dict__.update(zip(_JOB_FIELDS, values, strict=True))
     return job
 
 
 def job_row(cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
-    """psycopg row factory: each row of ``jobq_jobs`` columns straight into a :class:`Job`.
-
-    The column positions are looked up once per result, not per row (the worker's claim
-    decodes every job it runs); columns this client does not know (``scheduled``, internal to
-    the claim, and any a newer schema adds) are ignored.
-    """
+    """psycopg row factory: each row of ``jobq_jobs`` columns straight into a :class:`Job`, the
+    columns looked up once per result; columns this client does not know are ignored."""
     names = [c.name for c in cursor.description or ()]
     if tuple(names) == _JOB_FIELDS:
         return _job_of
@@ -142,11 +127,7 @@ def job_row(cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
 
 @dataclass(frozen=True)
 class JobStatus(_Row):
-    """One row of ``jobq_job_status()`` / ``jobq_await()``: how a job stands, without its payload.
-
-    ``result`` is what the handler returned (a succeeded job's), ``cancel_requested`` whether
-    ``jobq_cancel`` asked the job to stop while it was processing.
-    """
+    """One row of ``jobq_job_status()`` / ``jobq_await()``: a job, without its payload."""
 
     id: uuid.UUID
     status: str
@@ -203,11 +184,8 @@ class HealthRow(_Row):
 
 @dataclass(frozen=True)
 class Schedule(_Row):
-    """One row of ``jobq_schedules()``: a periodic job and its next fire.
-
-    ``next_run_at`` is the next fire as an instant (UTC-aware); ``next_run_local`` is the same
-    fire as a naive wall-clock time in the schedule's ``timezone``.
-    """
+    """One row of ``jobq_schedules()``: a periodic job and its next fire, as an instant and as a
+    naive wall-clock time in the schedule's ``timezone`` (``next_run_local``)."""
 
     name: str
     cron: str
@@ -227,8 +205,7 @@ class Schedule(_Row):
 
 @dataclass(frozen=True)
 class Limit(_Row):
-    """One row of ``jobq_limits()``: the limits each (limit_group, limit_key) pair of a group
-    has for itself; None: no such limit."""
+    """One row of ``jobq_limits()``: the limits of each key of a group; None: no such limit."""
 
     limit_group: str
     max_running: int | None
@@ -238,9 +215,7 @@ class Limit(_Row):
 
 @dataclass(frozen=True)
 class LimitUsage(_Row):
-    """One row of ``jobq_limit_usage()``: what one key of a limited group uses now
-    (``limit_key`` None: the group's jobs without a key; ``starts_in_window``: jobs started
-    within the last ``per``, None without a rate limit)."""
+    """One row of ``jobq_limit_usage()``: what one key of a limited group uses now."""
 
     limit_group: str
     limit_key: str | None
@@ -263,8 +238,7 @@ class Fire(_Row):
 
 @dataclass(frozen=True)
 class UnservedJobType(_Row):
-    """One row of ``jobq_unserved_job_types()``: available jobs of a queue and job type that no
-    worker asked for recently (a misspelt job type, a queue nobody serves)."""
+    """One row of ``jobq_unserved_job_types()``: available jobs no worker asked for recently."""
 
     queue: str
     job_type: str
@@ -280,9 +254,8 @@ class UnservedJobType(_Row):
 
 @dataclass(frozen=True)
 class RefusedBatch:
-    """A batch of :meth:`Queue.enqueue_iter` that was refused as a whole (nothing of it was
-    enqueued): the jobs ``first`` to ``first + count - 1`` (counting from 0 in the input), the
-    error, and ``job``, the input index of the job the error names, when it names one."""
+    """A batch of :meth:`Queue.enqueue_iter` refused as a whole: the jobs ``first`` to ``first +
+    count - 1`` of the input, the error, and the input index of the ``job`` it names, if any."""
 
     first: int
     count: int
@@ -292,10 +265,8 @@ class RefusedBatch:
 
 @dataclass(frozen=True)
 class BulkSummary:
-    """What :meth:`Queue.enqueue_iter` did: ``jobs`` enqueued (an idempotency key that
-    existed counts, with the existing job's id) in ``batches`` committed batches, and the
-    batches ``refused`` (only with ``skip_refused=True``; otherwise the first refusal
-    raises)."""
+    """What :meth:`Queue.enqueue_iter` did: ``jobs`` enqueued in ``batches`` committed batches,
+    and the batches ``refused`` (with ``skip_refused=True``)."""
 
     jobs: int
     batches: int
@@ -308,14 +279,10 @@ _raw_decode = json.JSONDecoder().raw_decode
 
 
 def load_json(data: str | bytes) -> Any:
-    """What ``json.loads(data)`` returns for the JSON text of a PostgreSQL ``json`` or
-    ``jsonb`` value, faster: a claim decodes a payload and ``errors`` per job. psycopg's
-    default, ``json.loads`` on bytes, first guesses the encoding and matches whitespace around
-    the value; here the bytes are UTF-8 (what that guess gives for any text PostgreSQL sends)
-    and a ``jsonb`` value starts and ends at the text's ends. ``[]`` and ``{}`` are answered
-    without parsing, each time with a new object. Anything else goes to ``json.loads`` as it
-    came: the same value, the same error.
-    """
+    """``json.loads(data)`` of a ``json`` or ``jsonb`` value, faster (a claim decodes a payload
+    and ``errors`` per job): the bytes are UTF-8, as the encoding guess of ``json.loads`` finds
+    for any text PostgreSQL sends, and a ``jsonb`` value fills its text; ``[]`` and ``{}`` are
+    not parsed. Anything else goes to ``json.loads``: the same value, the same error."""
     if data == b"[]":
         return []
     if data == b"{}":
@@ -331,10 +298,9 @@ def load_json(data: str | bytes) -> Any:
 
 
 def use_fast_json(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
-    """Have ``conn`` (one that jobq opened: never a caller's) decode ``json`` and ``jsonb``
-    with :func:`load_json`, unless the application chose its own function for psycopg
-    (``psycopg.types.json.set_json_loads(...)`` globally, say one that reads floats as
-    ``Decimal``): then handlers get what it returns, as before."""
+    """Have ``conn`` (one that jobq opened) decode ``json`` and ``jsonb`` with
+    :func:`load_json`, unless the application set its own function globally with psycopg's
+    ``set_json_loads`` (one that reads floats as ``Decimal``, say)."""
     jsonb = conn.adapters.types["jsonb"].oid
     chosen = getattr(conn.adapters.get_loader(jsonb, psycopg.pq.Format.TEXT), "_loads", None)
     if chosen is json.loads:  # psycopg's default (the attribute is psycopg's own)

@@ -1,8 +1,6 @@
 """``Queue``: enqueue jobs and administer a jobq installation, over psycopg's ``Connection``.
-
 Each method builds the operation of :mod:`._ops` and drives it on this class's connection;
-``AsyncQueue`` reuses these methods unchanged, on its own connection.
-"""
+``AsyncQueue`` reuses these methods unchanged, on its own connection."""
 
 from __future__ import annotations
 
@@ -58,24 +56,19 @@ TxConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
 
 
 class Queue(SyncClient):
-    """Enqueue jobs and administer a jobq installation.
+    """Enqueue jobs and administer a jobq installation (docs/python-api.md).
 
     ``Queue(dsn)`` opens (lazily) and owns one autocommit connection, shared by threads under a
     lock; ``Queue(connection)`` and ``Queue(pool)`` use the caller's, which stays theirs to close.
     ``Queue()`` takes ``JOBQ_DSN``, else ``DATABASE_URL``; ``Queue.embedded()`` uses the
-    embedded PostgreSQL. ``schema`` qualifies every call; None: the schema where the
-    search_path finds jobq, asked once. Each call is its own short transaction, except with
-    ``conn=`` (the caller's transaction) or on a given connection already in one. The first
-    statement is preceded by a check that the schema has no breaking change this client does
-    not know (:class:`~pgq_client.errors.IncompatibleSchema`).
+    embedded PostgreSQL. ``schema`` None: the schema where the search_path finds jobq. Each call
+    is its own short transaction, except with ``conn=`` (the caller's transaction) or on a given
+    connection already in one.
     """
 
     _read_ahead: ClassVar[bool] = True  # enqueue_iter reads the next batch in a thread
 
-    # -- connection handling ------------------------------------------------------------------
-
     def _drive(self, op: _ops.Op[T], conn: TxConnection | None = None) -> T:
-        """Run one operation of :mod:`._ops` on this Queue's connection (or ``conn``)."""
         self._check_conn(conn)
         return _ops.drive(op, lambda call: self._run(call, conn))  # type: ignore[arg-type]
 
@@ -84,8 +77,6 @@ class Queue(SyncClient):
         return self._run(call, conn)[0]
 
     def _run(self, call: _ops.Call, conn: psycopg.Connection[Any] | None) -> list[Any]:
-        """Execute one statement and return its rows, as one short transaction unless
-        ``conn`` (the caller's transaction) is given."""
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             self._check_now(conn)
@@ -128,12 +119,8 @@ class Queue(SyncClient):
         limit_group: str | None = None,
         limit_key: str | None = None,
     ) -> uuid.UUID:
-        """Add a job and return its id (the existing job's id for a known idempotency key).
-
-        ``run_at`` must be timezone-aware. With ``conn``, the job is added in the caller's
-        transaction. ``limit_group`` and ``limit_key`` name the limits it counts against
-        (:meth:`set_limit`).
-        """
+        """Add a job and return its id (the existing job's id for a known idempotency key);
+        with ``conn``, in the caller's transaction. ``run_at`` must be timezone-aware."""
         if conn is not None:
             self._check_conn(conn)
         return self._first(  # type: ignore[no-any-return]
@@ -163,15 +150,9 @@ class Queue(SyncClient):
         progress: Callable[[int], None] | None = None,
         conn: TxConnection | None = None,
     ) -> BulkSummary:
-        """Add any number of jobs, read lazily from ``jobs`` (dicts with the keys of
-        :meth:`enqueue_many`), in batches of ``batch_size`` (1 to 100,000), one statement and
-        one transaction each; returns a :class:`BulkSummary`.
-
-        A refused batch raises (its error names the job by its index in ``jobs``), the batches
-        before it staying enqueued; ``skip_refused=True`` records it and goes on.
-        ``progress(n)`` gets the running total after each batch. ``jobs`` is read up to one
-        batch ahead, in a thread, while the server inserts the current one.
-        """
+        """Add any number of jobs, read lazily from ``jobs``, in batches of ``batch_size`` (1 to
+        100,000), one transaction each; a refused batch raises, unless ``skip_refused=True``
+        records it in the :class:`BulkSummary` returned. ``progress(n)``: the running total."""
         if skip_refused and conn is not None:
             raise ValueError(
                 "skip_refused=True needs a transaction per batch: it cannot be used with conn= "
@@ -184,7 +165,7 @@ class Queue(SyncClient):
             conn,
         )
 
-    # -- working (the Worker is the usual way to consume) --------------------------------------
+    # -- working (the Worker is the usual way to consume) -------------------------------------
 
     def dequeue(
         self,
@@ -271,16 +252,14 @@ class Queue(SyncClient):
         *,
         conn: TxConnection | None = None,
     ) -> dict[uuid.UUID, str]:
-        """Cancel jobs (``jobq_cancel``): a pending one at once, a running one is asked to
-        stop (``job.cancel_requested()``); returns the status of each known job after the
-        call, in the order given. With ``conn``, in the caller's transaction."""
+        """Cancel jobs: a pending one at once, a running one is asked to stop; returns the status
+        of each known job after the call. With ``conn``, in the caller's transaction."""
         return self._drive(_ops.cancel(self._sql, job_ids, reason), conn)
 
     def status(
         self, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
     ) -> Statuses:
-        """How each known job stands now (``jobq_job_status``), in the order given; unknown
-        ids are left out."""
+        """How each known job stands now, in the order given; unknown ids are left out."""
         return self._drive(_ops.status(self._sql, job_ids))
 
     def wait(
@@ -290,13 +269,9 @@ class Queue(SyncClient):
         *,
         poll_interval: timedelta | float = WAIT_POLL_INTERVAL,
     ) -> Statuses:
-        """Wait until every known job of ``job_ids`` has finished, or ``timeout`` seconds
-        (None: no limit), and return their statuses then, as :meth:`status` does; it never
-        raises for an unfinished job (see ``status.finished``).
-
-        It LISTENs on the done channel (``jobq_await``), looks again every ``poll_interval``
-        seconds in case a notification was lost, and holds no transaction while it waits.
-        """
+        """Wait until every known job of ``job_ids`` has finished, or ``timeout`` seconds (None:
+        no limit), and return their statuses then, as :meth:`status` does; woken by a
+        notification, it looks again every ``poll_interval`` seconds and holds no transaction."""
         return self._waited(*_ops.wait_args(job_ids, timeout, poll_interval), lambda st: st)
 
     def result(
@@ -306,9 +281,8 @@ class Queue(SyncClient):
         *,
         poll_interval: timedelta | float = WAIT_POLL_INTERVAL,
     ) -> Any:
-        """Wait for the job as :meth:`wait` does and return what its handler returned.
-        Raises :class:`~pgq_client.JobFailed` when it ended without a result, ``TimeoutError``
-        and :class:`~pgq_client.JobNotFound`."""
+        """Wait for the job as :meth:`wait` does and return what its handler returned; raises
+        :class:`~pgq_client.JobFailed`, ``TimeoutError`` or :class:`~pgq_client.JobNotFound`."""
         (wanted,) = job_ids_of(job_id, "job_id")
         ids, deadline, poll = _ops.wait_args([wanted], timeout, poll_interval)
         return self._waited(
@@ -346,13 +320,11 @@ class Queue(SyncClient):
         queue: str | None = None,
         limit: int = 100,
     ) -> list[Job]:
-        """Jobs in ``statuses`` (None: all), of a type and queue, most recently changed first
-        (``jobq_list_jobs``, admin)."""
+        """Jobs in ``statuses`` (None: all), most recently changed first (admin)."""
         return self._drive(_ops.list_jobs(self._sql, statuses, job_type, queue, limit))
 
     def get_job(self, job_id: uuid.UUID) -> Job | None:
-        """The job with this id, or None (admin): one primary-key look-up
-        (``jobq_get_job``)."""
+        """The job with this id, or None (admin)."""
         return self._drive(_ops.get_job(self._sql, job_id))
 
     def stats(self) -> list[StatsRow]:
@@ -366,16 +338,14 @@ class Queue(SyncClient):
         *,
         batch_size: int | None = 10_000,
     ) -> int:
-        """Delete finished jobs older than ``older_than`` in ``statuses`` (``jobq_prune``);
-        returns how many. In batches of ``batch_size``, each its own short transaction
-        (``None``: one statement for all)."""
+        """Delete finished jobs older than ``older_than`` in ``statuses``; returns how many. In
+        batches of ``batch_size``, each its own transaction (None: one statement)."""
         return self._drive(_ops.prune(self._sql, older_than, statuses, batch_size))
 
     def configure(
         self, *, max_payload_bytes: int | None = None, metrics: bool | None = None
     ) -> dict[str, Any]:
-        """Change this installation's settings (``jobq_configure``; None leaves one as it
-        is); returns them all."""
+        """Change this installation's settings (None leaves one as it is); returns them all."""
         return self._drive(_ops.configure(self._sql, max_payload_bytes, metrics))
 
     def metrics(self) -> list[MetricSample]:
@@ -389,8 +359,7 @@ class Queue(SyncClient):
     def unserved_job_types(
         self, idle: timedelta | float = timedelta(minutes=15)
     ) -> list[UnservedJobType]:
-        """Available jobs, per queue and job type, that no worker asked for within ``idle``
-        (``jobq_unserved_job_types``): a misspelt job type, a queue no worker serves."""
+        """Available jobs, per queue and job type, that no worker asked for within ``idle``."""
         return self._drive(_ops.unserved_job_types(self._sql, idle))
 
     # -- schedules ----------------------------------------------------------------------------
@@ -409,10 +378,8 @@ class Queue(SyncClient):
         catch_up: Literal["skip", "latest", "all"] = "latest",
         paused: bool = False,
     ) -> datetime:
-        """Create or replace the periodic job ``name`` (``jobq_schedule``: five cron fields
-        or ``@daily`` and the like, in the IANA ``timezone``) and return its next fire time.
-        ``catch_up`` says what a tick does with missed fires: ``skip``, ``latest`` or ``all``.
-        """
+        """Create or replace the periodic job ``name`` (five cron fields or ``@daily`` and the
+        like, in the IANA ``timezone``) and return its next fire time."""
         return self._drive(
             _ops.schedule(
                 self._sql, name, cron, job_type, payload, timezone, queue, priority,
@@ -429,8 +396,7 @@ class Queue(SyncClient):
         return self._drive(_ops.schedules(self._sql))
 
     def tick(self) -> list[Fire]:
-        """Fire the due schedules now (``jobq_tick``), one row per fire enqueued: for setups
-        without a Worker, which ticks by itself."""
+        """Fire the due schedules now (a Worker ticks by itself), one row per fire enqueued."""
         return self._drive(_ops.tick(self._sql))
 
     # -- limits -------------------------------------------------------------------------------
@@ -442,9 +408,8 @@ class Queue(SyncClient):
         max_starts: int | None = None,
         per: timedelta | float | None = None,
     ) -> None:
-        """Set the limits of ``limit_group`` (``jobq_set_limit``, admin): per limit_key, at
-        most ``max_running`` jobs at once and ``max_starts`` started within any ``per``; all
-        None removes them."""
+        """Set the limits of ``limit_group`` (admin): per limit_key, at most ``max_running`` jobs
+        at once and ``max_starts`` started within any ``per``; all None removes them."""
         return self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
 
     def limits(self) -> list[Limit]:
@@ -452,7 +417,7 @@ class Queue(SyncClient):
         return self._drive(_ops.limits(self._sql))
 
     def limit_usage(self) -> list[LimitUsage]:
-        """What each key of a limited group uses now (``jobq_limit_usage``, admin)."""
+        """What each key of a limited group uses now (admin)."""
         return self._drive(_ops.limit_usage(self._sql))
 
 
