@@ -140,7 +140,7 @@ def plan(
 
 
 @contextmanager
-def _connect(conninfo: str) -> Iterator[psycopg.Connection[Any]]:
+def connect(conninfo: str) -> Iterator[psycopg.Connection[Any]]:
     """An autocommit connection whose errors are raised as jobq's typed ones."""
     try:
         with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
@@ -151,7 +151,7 @@ def _connect(conninfo: str) -> Iterator[psycopg.Connection[Any]]:
 
 def grant(conninfo: str, role: str, level: Level, schema: str = "public") -> list[str]:
     """Grant ``level`` to ``role`` in one transaction; returns the statements it ran."""
-    with _connect(conninfo) as conn, conn.transaction():
+    with connect(conninfo) as conn, conn.transaction():
         statements = plan(role, level, schema, conn)
         for statement in statements:
             conn.execute(statement)
@@ -207,7 +207,7 @@ def revoke(conninfo: str, role: str, schema: str = "public") -> list[str]:
     names those that failed."""
     done: list[str] = []
     failed: list[str] = []
-    with _connect(conninfo) as conn:
+    with connect(conninfo) as conn:
         for statement in revoke_plan(role, schema, conn):
             text = statement.as_string(conn)
             try:
