@@ -59,11 +59,7 @@ def _schema() -> str:
 @command(
     json=True,
     schema_default="public",
-    examples="""
-        jobq migrate --dsn postgresql://app@db/app
-        jobq migrate --dsn postgresql://app@db/app --schema tenant_a
-        jobq migrate --dry-run > jobq.sql
-    """,
+    examples="jobq migrate --dsn postgresql://app@db/app\njobq migrate --dry-run > jobq.sql",
 )
 @dry_run("SQL it would run (for psql)")
 @click.option(
@@ -135,11 +131,7 @@ def _privileges(
 
 @command(
     schema_default="public",
-    examples="""
-        jobq grant app_producer --as producer
-        jobq grant app_worker --as worker --schema tenant_a
-        jobq grant app_admin --as admin --dry-run
-    """,
+    examples="jobq grant app_producer --as producer\njobq grant app_admin --as admin --dry-run",
 )
 @click.argument("role")
 @click.option(
@@ -159,13 +151,7 @@ def grant(role: str, level: levels.Level, dry_run: bool) -> None:
     )
 
 
-@command(
-    schema_default="public",
-    examples="""
-        jobq revoke app_worker
-        jobq revoke app_worker --schema tenant_a --dry-run
-    """,
-)
+@command(schema_default="public")
 @click.argument("role")
 @dry_run("REVOKE statements")
 def revoke(role: str, dry_run: bool) -> None:

@@ -18,13 +18,7 @@ from .output import columns, compact, counted, emit, error_line, jobs_table, sho
 
 @group(
     "jobs",
-    examples="""
-        jobq jobs list --status dead_letter --type send_email
-        jobq jobs show 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
-        jobq jobs retry 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
-        jobq jobs status 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
-        jobq jobs wait 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55 --timeout 5m
-    """,
+    examples="jobq jobs list --status dead_letter --type send_email",
 )
 def jobs() -> None:
     """Look at jobs one by one and retry them (admin); follow them (status, wait: producer)."""

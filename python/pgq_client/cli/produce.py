@@ -34,12 +34,7 @@ _UNSET = click.core.ParameterSource.DEFAULT
     json=True,
     examples="""
         jobq enqueue send_email '{"to": "a@example.com"}' --idempotency-key welcome:42
-        jobq enqueue report --run-at 2030-01-31T09:00:00+01:00 --priority 5
-        jobq enqueue import - < big-payload.json
-        jobq enqueue import @big-payload.json --queue bulk
-        jobq enqueue sync '{"account": 7}' --limit-group per-customer --limit-key acme
         jobq enqueue --from jobs.ndjson
-        jobq enqueue reindex --from - --queue bulk --batch-size 10000 < jobs.ndjson
     """,
 )
 @click.argument("job_type", metavar="[TYPE]", required=False)

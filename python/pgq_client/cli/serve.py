@@ -51,13 +51,7 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     return dict(handlers)
 
 
-@command(
-    examples="""
-        jobq worker examples.handlers:HANDLERS --concurrency 8
-        jobq worker examples.handlers:HANDLERS --queue emails --burst
-        jobq --dsn postgresql://app_worker@db/app worker myapp.jobs:HANDLERS
-    """,
-)
+@command(examples="jobq worker examples.handlers:HANDLERS --concurrency 8")
 @click.argument("handlers_spec", metavar="MODULE:HANDLERS")
 @click.option("--concurrency", type=opt.POSITIVE, default=8)
 @click.option(
@@ -104,16 +98,7 @@ def worker(
     return 130 if w.aborted else 0  # aborted: a second Ctrl-C or SIGTERM cut the shutdown short
 
 
-@command(
-    None,
-    "web",
-    examples="""
-        jobq web
-        jobq web --bind 127.0.0.1:9000 --schema tenant_a
-        jobq web --check --dsn postgresql://exporter@db/app
-        JOBQ_WEB_AUTH=ops:s3cret jobq web --bind 0.0.0.0:8080
-    """,
-)
+@command(None, "web")
 @click.option(
     "--bind",
     metavar="HOST:PORT",
@@ -136,8 +121,7 @@ def worker(
     help="Another host name to answer to (repeatable; any other is refused).",
 )
 def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]) -> None:
-    """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules, as the
-    role it connects with (what that role may not do is shown disabled)."""
+    """Serve the dashboard, as the role it connects with (what it may not do: disabled)."""
     # Every use of pgq_client.web is here.
     try:
         import uvicorn

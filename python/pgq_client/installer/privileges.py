@@ -52,10 +52,6 @@ def _file_signatures(schema: str, level: Level | None = None) -> list[sql.Compos
     ]
 
 
-def _tables_list(schema: str, names: Sequence[str]) -> sql.Composed:
-    return sql.SQL(", ").join(sql.Identifier(schema, name) for name in names)
-
-
 def _check_role(role: str, *, public: bool = False) -> sql.Composable:
     if not role or not role.strip():
         raise InvalidArgument("ROLE must name a role")
@@ -87,9 +83,9 @@ def grant_statements(
         for f in (_file_signatures(schema, level) if functions is None else functions)
     ]
     if level == "admin" and tables:
-        statements.append(
-            sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(_tables_list(schema, tables), grantee)
-        )
+        statements.append(sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(
+            sql.SQL(", ").join(sql.Identifier(schema, name) for name in tables), grantee
+        ))
     return statements
 
 
@@ -176,9 +172,9 @@ def revoke_statements(
         for f in (_file_signatures(schema) if functions is None else functions)
     ]
     if tables:
-        statements.append(
-            sql.SQL("REVOKE ALL ON TABLE {} FROM {}").format(_tables_list(schema, tables), grantee)
-        )
+        statements.append(sql.SQL("REVOKE ALL ON TABLE {} FROM {}").format(
+            sql.SQL(", ").join(sql.Identifier(schema, name) for name in tables), grantee
+        ))
     if schema != "public" if schema_usage is None else schema_usage:
         statements.append(
             sql.SQL("REVOKE USAGE ON SCHEMA {} FROM {}").format(sql.Identifier(schema), grantee)
