@@ -16,7 +16,7 @@ from ..queue import Queue
 from . import options as opt
 from .base import call, command, fail, group, settings
 from .output import cell, columns, counted, emit, fields, table, yes
-from .parsing import Duration, parse_payload
+from .parsing import parse_payload
 
 if TYPE_CHECKING:
     from ..metrics import ListenAddress
@@ -201,12 +201,7 @@ def limit() -> None:
 @click.argument("group")
 @click.option("--max-running", type=opt.POSITIVE, metavar="N", help="Running at once, per key.")
 @click.option("--max-starts", type=opt.POSITIVE, metavar="N", help="Started per --per, per key.")
-@click.option(
-    "--per",
-    type=Duration(),
-    metavar="DURATION",
-    help="The window of --max-starts: seconds, or 90s, 30m, 12h, 7d, 1w, 1h30m.",
-)
+@opt.duration("--per", None, "The window of --max-starts")
 def limit_set(
     group: str, max_running: int | None, max_starts: int | None, per: timedelta | None
 ) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import click
 import psycopg
 
-from .. import _sql
+from .. import _conn
 from .._produce import _in_thread, _job_named
 from ..errors import InvalidArgument
 from ..queue import Queue
@@ -227,12 +227,11 @@ def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> 
     lines = _Lines(stream, defaults)
     started = time.monotonic()
     done_through = 0  # every line up to this one is committed, or reported as not enqueued
-    dsn = settings().dsn()
     try:
         with (
             _progress(lines, None if source == "-" else os.fstat(stream.fileno()).st_size) as bar,
             settings().queue() as q,
-            psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn,
+            _conn.connect(settings().dsn()) as conn,
         ):
             load = _Load(q, conn)
             for batch in lines.batches(batch_size):

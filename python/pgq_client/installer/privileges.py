@@ -16,8 +16,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from .. import _sql
-from ..errors import InvalidArgument, JobqError, NotMigrated, from_psycopg
+from .. import _conn, _sql
+from .._conn import translate_errors
+from ..errors import InvalidArgument, JobqError, NotMigrated
 from .files import FunctionFile, file_signature, function_files
 from .levels import ADMIN_TABLES, LEVELS, Level
 
@@ -137,12 +138,9 @@ def plan(
 
 @contextmanager
 def connect(conninfo: str) -> Iterator[psycopg.Connection[Any]]:
-    """An autocommit connection whose errors are raised as jobq's typed ones."""
-    try:
-        with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
-            yield conn
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
+    """An autocommit connection whose errors, its statements' too, are jobq's typed ones."""
+    with translate_errors(), _conn.connect(conninfo) as conn:
+        yield conn
 
 
 def grant(conninfo: str, role: str, level: Level, schema: str = "public") -> list[str]:
