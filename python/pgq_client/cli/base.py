@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 import click
 import psycopg
@@ -16,6 +16,8 @@ from .. import _secrets
 from ..queue import DSN_SOURCES, Queue, resolve_dsn
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+T = TypeVar("T")
 _DSN_HELP = (
     "PostgreSQL connection string (default: $JOBQ_DSN, else $DATABASE_URL, else an embedded "
     "PostgreSQL started on demand)."
@@ -103,6 +105,12 @@ class Settings:
 def settings() -> Settings:
     """The settings of the command being run (one object for the group and its commands)."""
     return click.get_current_context().ensure_object(Settings)
+
+
+def call(method: Callable[Concatenate[Queue, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``method`` of a Queue on the command's database, the Queue closed afterwards."""
+    with settings().queue() as q:
+        return method(q, *args, **kwargs)
 
 
 def fail(message: str) -> NoReturn:

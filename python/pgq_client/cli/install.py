@@ -5,6 +5,7 @@ Every use of the installer (``pgq_client.installer``) is in this module.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ import click
 import psycopg
 
 from .. import _sql
-from ..errors import JobqError, PermissionDenied, from_psycopg
+from ..errors import JobqError, PermissionDenied
 from ..installer import drift as checks
 from ..installer import levels, runner
 from ..installer import privileges as grants
@@ -27,38 +28,27 @@ from .errors import _role_of
 from .options import dry_run
 from .output import columns, emit
 
-LEVELS = levels.LEVELS
 level_for = grants.narrowest_level
-
-
-@contextmanager
-def _catalogue(dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    """A connection for reading the catalogue, raising the typed jobq errors."""
-    try:
-        with psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn:
-            yield conn
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
 
 
 @contextmanager
 def _runner_messages() -> Iterator[None]:
     """The runner's warnings (who else controls the schema) and the grants that carry roles'
     levels over to new functions, one line each on stderr."""
-    warned = logging.StreamHandler(sys.stderr)
-    warned.setFormatter(logging.Formatter("jobq: warning: %(message)s"))
-    warned.setLevel(logging.WARNING)
-    granted = logging.StreamHandler(sys.stderr)
-    granted.setFormatter(logging.Formatter("jobq: %(message)s"))
+    shown = [(runner.logger, "jobq: warning: ", logging.WARNING),
+             (runner.grant_logger, "jobq: ", logging.INFO)]  # fmt: skip
+    handlers = [logging.StreamHandler(sys.stderr) for _ in shown]
     level = runner.grant_logger.level
     runner.grant_logger.setLevel(logging.INFO)
-    runner.grant_logger.addHandler(granted)
-    runner.logger.addHandler(warned)
+    for (logger, prefix, least), handler in zip(shown, handlers, strict=True):
+        handler.setFormatter(logging.Formatter(prefix + "%(message)s"))
+        handler.setLevel(least)
+        logger.addHandler(handler)
     try:
         yield
     finally:
-        runner.logger.removeHandler(warned)
-        runner.grant_logger.removeHandler(granted)
+        for (logger, _, _), handler in zip(shown, handlers, strict=True):
+            logger.removeHandler(handler)
         runner.grant_logger.setLevel(level)
 
 
@@ -69,11 +59,7 @@ def _schema() -> str:
 @command(
     json=True,
     schema_default="public",
-    examples="""
-        jobq migrate --dsn postgresql://app@db/app
-        jobq migrate --dsn postgresql://app@db/app --schema tenant_a
-        jobq migrate --dry-run > jobq.sql
-    """,
+    examples="jobq migrate --dsn postgresql://app@db/app\njobq migrate --dry-run > jobq.sql",
 )
 @dry_run("SQL it would run (for psql)")
 @click.option(
@@ -102,7 +88,7 @@ def _who_migrates(dsn: str, schema: str, denied: str) -> str:
     """What to do when migrate is denied: only the role that owns an installation can upgrade
     it (no ``jobq grant`` level can), and a new one needs CREATE where its schema goes."""
     role = _role_of(dsn)
-    with _catalogue(dsn) as conn:
+    with grants.connect(dsn) as conn:
         owner = conn.execute(
             "SELECT c.relowner::pg_catalog.regrole::pg_catalog.text FROM pg_catalog.pg_class c"
             " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
@@ -126,8 +112,7 @@ def _who_migrates(dsn: str, schema: str, denied: str) -> str:
 
 def _privileges(
     dry_run: bool,
-    offline: Callable[[str], list[Any]],
-    online: Callable[[str, psycopg.Connection[Any]], list[Any]],
+    plan: Callable[[str, psycopg.Connection[Any] | None], list[Any]],
     run: Callable[[str, str], list[str]],
     done: str,
 ) -> None:
@@ -135,27 +120,23 @@ def _privileges(
     instead, read from the database when one is configured, else as the files declare them (a
     DBA may review them before any database exists)."""
     schema = _schema()
-    dsn = settings().configured_dsn() if dry_run else None
-    if dry_run and dsn is None:
-        click.echo(grants.render(offline(schema)), nl=False)
-    elif dsn is not None:
-        with _catalogue(dsn) as conn:
-            click.echo(grants.render(online(schema, conn), conn), nl=False)
-    else:
+    if not dry_run:
         ran = run(settings().dsn(), schema)
         click.echo(f'jobq: {done} in schema "{schema}" ({len(ran)} statements)', err=True)
+        return
+    dsn = settings().configured_dsn()
+    with grants.connect(dsn) if dsn else contextlib.nullcontext() as conn:
+        click.echo(grants.render(plan(schema, conn), conn), nl=False)
 
 
 @command(
     schema_default="public",
-    examples="""
-        jobq grant app_producer --as producer
-        jobq grant app_worker --as worker --schema tenant_a
-        jobq grant app_admin --as admin --dry-run
-    """,
+    examples="jobq grant app_producer --as producer\njobq grant app_admin --as admin --dry-run",
 )
 @click.argument("role")
-@click.option("--as", "level", type=click.Choice(LEVELS), required=True, help=levels.help_text())
+@click.option(
+    "--as", "level", type=click.Choice(levels.LEVELS), required=True, help=levels.help_text()
+)
 @dry_run("GRANT statements")
 def grant(role: str, level: levels.Level, dry_run: bool) -> None:
     """Grant an existing ROLE what a producer, worker, monitor or admin of jobq needs."""
@@ -164,28 +145,19 @@ def grant(role: str, level: levels.Level, dry_run: bool) -> None:
         raise click.BadParameter(message, param_hint="ROLE")
     _privileges(
         dry_run,
-        lambda schema: grants.grant_statements(role, level, schema),
         lambda schema, conn: grants.plan(role, level, schema, conn),
         lambda dsn, schema: grants.grant(dsn, role, level, schema),
         f'granted {level} to "{role}"',
     )
 
 
-@command(
-    schema_default="public",
-    examples="""
-        jobq revoke app_worker
-        jobq revoke app_worker --schema tenant_a --dry-run
-    """,
-)
+@command(schema_default="public")
 @click.argument("role")
 @dry_run("REVOKE statements")
 def revoke(role: str, dry_run: bool) -> None:
-    """Take back from ROLE everything jobq grants in the schema, whatever the level (PUBLIC:
-    what an older jobq granted to PUBLIC)."""
+    """Take back from ROLE everything jobq grants in the schema, whatever the level."""
     _privileges(
         dry_run,
-        lambda schema: grants.revoke_statements(role, schema),
         lambda schema, conn: grants.revoke_plan(role, schema, conn),
         lambda dsn, schema: grants.revoke(dsn, role, schema),
         f'revoked everything jobq grants from "{role}"',
@@ -198,14 +170,13 @@ def _warning(check: str, detail: str) -> HealthRow:
 
 @command(json=True, examples="jobq doctor\njobq doctor --json")
 def doctor() -> int:
-    """Health checks (jobq_health), who else controls the schema, and whether the installed
-    functions are those of this jobq's files; exits 1 when one of them warns."""
+    """Health checks, who else controls the schema, drift from the files (exit 1: a warning)."""
     s = settings()
     dsn = s.dsn()
     # The catalogue first, on a connection of its own (search_path = pg_catalog, pg_temp): who
     # else controls the schema is read without calling a jobq function, one of which could be
     # what another role planted (or be made ambiguous by it).
-    with _catalogue(dsn) as conn:
+    with grants.connect(dsn) as conn:
         where = s.schema() or _sql.schema_of_dsn(dsn)
         control = checks.control_findings(conn, where)
         drift = checks.function_drift(conn, where)

@@ -10,20 +10,15 @@ from typing import Any
 import click
 
 from ..models import STATUSES, JobStatus
+from ..queue import Queue
 from . import options as opt
-from .base import command, fail, group, settings
+from .base import call, command, fail, group, settings
 from .output import columns, compact, counted, emit, error_line, jobs_table, show_job, yes
 
 
 @group(
     "jobs",
-    examples="""
-        jobq jobs list --status dead_letter --type send_email
-        jobq jobs show 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
-        jobq jobs retry 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
-        jobq jobs status 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55
-        jobq jobs wait 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55 --timeout 5m
-    """,
+    examples="jobq jobs list --status dead_letter --type send_email",
 )
 def jobs() -> None:
     """Look at jobs one by one and retry them (admin); follow them (status, wait: producer)."""
@@ -42,8 +37,7 @@ def jobs() -> None:
 @opt.LIMIT
 def jobs_list(statuses: tuple[str, ...], **filters: Any) -> None:
     """List jobs, most recently changed first."""
-    with settings().queue() as q:
-        found = q.list_jobs(statuses=list(statuses) or None, **filters)
+    found = call(Queue.list_jobs, statuses=list(statuses) or None, **filters)
     emit(found, lambda: jobs_table(found, "updated_at", "no jobs"))
 
 
@@ -51,8 +45,7 @@ def jobs_list(statuses: tuple[str, ...], **filters: Any) -> None:
 @opt.ID
 def jobs_show(job_id: uuid.UUID) -> None:
     """A job's payload, result, attempts, error history, cancel request and times."""
-    with settings().queue() as q:
-        job = q.get_job(job_id)
+    job = call(Queue.get_job, job_id)
     if job is None:
         fail(f"no job {job_id}")
     emit(job, lambda: show_job(job))
@@ -60,11 +53,10 @@ def jobs_show(job_id: uuid.UUID) -> None:
 
 def _retry(ids: Sequence[uuid.UUID]) -> None:
     """`jobs retry ID...` and `dead-letter requeue ID...`: each job requeued on its own."""
-    requeued: list[uuid.UUID] = []
-    left: list[uuid.UUID] = []
     with settings().queue() as q:
-        for job_id in dict.fromkeys(ids):
-            (requeued if q.requeue_dead_letter(job_id) else left).append(job_id)
+        done = {job_id: q.requeue_dead_letter(job_id) for job_id in dict.fromkeys(ids)}
+    requeued = [job_id for job_id, ok in done.items() if ok]
+    left = [job_id for job_id, ok in done.items() if not ok]
     emit(
         {"requeued": requeued, "not_requeued": left},
         lambda: "\n".join(f"requeued {job_id}" for job_id in requeued),
@@ -79,8 +71,7 @@ def _retry(ids: Sequence[uuid.UUID]) -> None:
 @command(jobs, "retry", json=True)
 @opt.IDS
 def jobs_retry(job_ids: list[uuid.UUID]) -> None:
-    """Make dead_letter, failed or cancelled jobs pending again (attempts 0, history kept);
-    exits 1 when one of them was not requeued (another status, or unknown)."""
+    """Make dead_letter, failed or cancelled jobs pending again (exit 1: one was not)."""
     _retry(job_ids)
 
 
@@ -107,22 +98,16 @@ def _print_statuses(
 @command(jobs, "status", json=True)
 @opt.IDS
 def jobs_status(job_ids: list[uuid.UUID]) -> int:
-    """How jobs stand: status, attempts, result, last error, cancel request (no payload; a
-    producer may ask). Exits 1 when one of them is unknown."""
-    with settings().queue() as q:
-        found = q.status(job_ids)
-    return _print_statuses(job_ids, found)
+    """How jobs stand, without their payload (a producer may ask); exit 1: one is unknown."""
+    return _print_statuses(job_ids, call(Queue.status, job_ids))
 
 
 @command(jobs, "wait", json=True)
 @opt.IDS
 @opt.duration("--timeout", "30s", "Give up after this long")
 def jobs_wait(job_ids: list[uuid.UUID], timeout: timedelta) -> int:
-    """Wait until the jobs have finished (succeeded, failed, dead_letter, cancelled), then print
-    their statuses. Exits 1 when one has not finished within --timeout or is unknown."""
-    with settings().queue() as q:
-        found = q.wait(job_ids, timeout)
-    return _print_statuses(job_ids, found, finished=True)
+    """Wait until the jobs have finished, then print their statuses (exit 1: one has not)."""
+    return _print_statuses(job_ids, call(Queue.wait, job_ids, timeout), finished=True)
 
 
 def _cancelled(job_id: uuid.UUID, status: str) -> str:
@@ -148,10 +133,8 @@ def _cancelled(job_id: uuid.UUID, status: str) -> str:
     "--reason", metavar="TEXT", help="Why; kept with the job (its last_error when it was pending)."
 )
 def cancel(job_ids: list[uuid.UUID], reason: str | None) -> None:
-    """Cancel jobs: a pending job at once; a running one is asked to stop and ends cancelled
-    unless it completes first; a finished one is left alone. Exits 1 when one is unknown."""
-    with settings().queue() as q:
-        statuses = q.cancel(job_ids, reason)
+    """Cancel jobs: pending ones at once, running ones when they stop (exit 1: one unknown)."""
+    statuses = call(Queue.cancel, job_ids, reason)
     unknown = [i for i in dict.fromkeys(job_ids) if i not in statuses]
     emit(
         {"jobs": [{"id": i, "status": st} for i, st in statuses.items()], "unknown": unknown},
@@ -178,8 +161,7 @@ def dead_letter() -> None:
 @opt.LIMIT
 def dead_letter_list(**filters: Any) -> None:
     """List dead_letter and failed jobs, most recent first."""
-    with settings().queue() as q:
-        found = q.dead_letters(**filters)
+    found = call(Queue.dead_letters, **filters)
     emit(found, lambda: jobs_table(found, "finished_at", "no dead-letter or failed jobs"))
 
 
@@ -189,8 +171,7 @@ def dead_letter_list(**filters: Any) -> None:
 @opt.JOB_TYPE
 @opt.QUEUE
 def dead_letter_requeue(job_ids: list[uuid.UUID], all_: bool, **filters: Any) -> None:
-    """Make dead_letter, failed or cancelled jobs (ID..., as `jobq jobs retry`) or every
-    dead_letter and failed job (--all; of a job type, of a queue) pending again."""
+    """Requeue jobs as `jobq jobs retry ID...`, or every dead_letter and failed one (--all)."""
     if bool(job_ids) == all_:
         raise click.UsageError("give either a job ID or --all")
     if job_ids:
@@ -198,8 +179,7 @@ def dead_letter_requeue(job_ids: list[uuid.UUID], all_: bool, **filters: Any) ->
             raise click.UsageError("--job-type and --queue go with --all, not with an ID")
         _retry(job_ids)
         return
-    with settings().queue() as q:
-        count = q.requeue_dead_letters(**filters)
+    count = call(Queue.requeue_dead_letters, **filters)
     emit({"requeued": count}, f"requeued {counted(count, 'job')}")
 
 

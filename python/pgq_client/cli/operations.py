@@ -6,17 +6,17 @@ import contextlib
 import dataclasses
 import signal
 import threading
-from collections.abc import Sequence
 from datetime import timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..models import FINISHED_STATUSES, Limit, LimitUsage, MetricSample
+from ..models import FINISHED_STATUSES, Limit, LimitUsage
+from ..queue import Queue
 from . import options as opt
-from .base import command, fail, group, settings
+from .base import call, command, fail, group, settings
 from .output import cell, columns, counted, emit, fields, table, yes
-from .parsing import Duration, parse_payload
+from .parsing import parse_payload
 
 if TYPE_CHECKING:
     from ..metrics import ListenAddress
@@ -27,13 +27,12 @@ _UTC = timezone.utc
 @command(json=True, examples="jobq stats\njobq stats --schema tenant_a --json")
 def stats() -> None:
     """Job counts per queue, type and status."""
-    with settings().queue() as q:
-        rows = q.stats()
+    rows = call(Queue.stats)
     names = ["queue", "job_type", "status", "jobs", "oldest_available_at"]
     emit(rows, lambda: columns(rows, names, "no jobs"))
 
 
-@command(None, "metrics", examples="jobq metrics\njobq metrics --serve 127.0.0.1:9187")
+@command(None, "metrics")
 @click.option(
     "--serve",
     metavar="HOST:PORT",
@@ -41,59 +40,52 @@ def stats() -> None:
     "for every interface, port 0 for any free one).",
 )
 def metrics_command(serve: str | None) -> None:
-    """Prometheus metrics kept by the database (jobq_metrics; monitor or admin), in the
-    Prometheus text format. docs/metrics.md describes each metric."""
+    """Prometheus metrics kept by the database (monitor or admin; docs/metrics.md)."""
     from .. import metrics as exporter
 
-    if serve is None:
-        with settings().queue() as q:
-            samples = q.metrics()
-        click.echo(exporter.render(samples), nl=False)
-        _say_if_not_counting(samples)
-        return
-    _serve_metrics(opt.parsed(exporter.parse_listen_address, serve, "--serve"))
+    address = None if serve is None else opt.parsed(exporter.parse_listen_address, serve, "--serve")
+    with settings().queue() as q:
+        # Read once under --serve too: a wrong DSN or a role without access fails here, not on
+        # every scrape.
+        samples = q.metrics()
+        if address is None:
+            click.echo(exporter.render(samples), nl=False)
+        if any(s.metric == "jobq_metrics_counting" and s.value == 0 for s in samples):
+            click.echo(
+                "jobq: counting is off (jobq_metrics_counting 0): counters, histograms and "
+                "jobq_jobs stand still; `jobq configure --metrics` (admin) turns it on",
+                err=True,
+            )
+        if address is not None:
+            _serve_metrics(q, address)
 
 
-def _say_if_not_counting(samples: Sequence[MetricSample]) -> None:
-    """A note on stderr when the functions do not count (a new installation), since the
-    counters then read 0 or stand still whatever the queue does."""
-    if any(s.metric == "jobq_metrics_counting" and s.value == 0 for s in samples):
-        click.echo(
-            "jobq: counting is off (jobq_metrics_counting 0): counters, histograms and "
-            "jobq_jobs stand still; `jobq configure --metrics` (admin) turns it on",
-            err=True,
-        )
-
-
-def _serve_metrics(address: ListenAddress) -> None:
-    """Serve /metrics until SIGTERM or SIGINT; one read of jobq_metrics() first, so that a
-    wrong DSN or a role without access fails here rather than on every scrape."""
+def _serve_metrics(q: Queue, address: ListenAddress) -> None:
+    """Serve /metrics, read through ``q`` at each scrape, until SIGTERM or SIGINT."""
     from prometheus_client import CollectorRegistry, start_http_server
 
     from .. import metrics as exporter
 
-    with settings().queue() as q:
-        _say_if_not_counting(q.metrics())
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(exporter.JobqCollector(q.metrics))
-        try:
-            server, thread = start_http_server(address.port, addr=address.host, registry=registry)
-        except OSError as exc:
-            fail(f"cannot listen on {address}: {exc.strerror or exc}")
-        bound = exporter.ListenAddress(address.host, int(server.server_port))
-        click.echo(f"jobq: serving metrics at http://{bound}/metrics (Ctrl-C to stop)", err=True)
-        stop = threading.Event()
-        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        try:
-            with contextlib.suppress(KeyboardInterrupt):
-                while not stop.wait(1.0):
-                    pass
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-            server.shutdown()
-            server.server_close()
-            thread.join(5)
-        click.echo("jobq: stopped serving metrics", err=True)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(exporter.JobqCollector(q.metrics))
+    try:
+        server, thread = start_http_server(address.port, addr=address.host, registry=registry)
+    except OSError as exc:
+        fail(f"cannot listen on {address}: {exc.strerror or exc}")
+    bound = exporter.ListenAddress(address.host, int(server.server_port))
+    click.echo(f"jobq: serving metrics at http://{bound}/metrics (Ctrl-C to stop)", err=True)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            while not stop.wait(1.0):
+                pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    click.echo("jobq: stopped serving metrics", err=True)
 
 
 @command(examples="jobq configure\njobq configure --max-payload-bytes 4194304", json=True)
@@ -106,8 +98,7 @@ def _serve_metrics(address: ListenAddress) -> None:
 )
 def configure(**changes: Any) -> None:
     """Show (and change) this installation's settings (admin)."""
-    with settings().queue() as q:
-        values = q.configure(**changes)
+    values = call(Queue.configure, **changes)
     emit(values, lambda: table(["setting", "value"], sorted(values.items())))
 
 
@@ -129,19 +120,11 @@ def configure(**changes: Any) -> None:
 @click.option("--batch-size", type=opt.POSITIVE, default=10_000, help="Jobs per transaction.")
 def prune(older_than: timedelta, statuses: tuple[str, ...], batch_size: int) -> None:
     """Delete finished jobs."""
-    with settings().queue() as q:
-        count = q.prune(older_than, list(statuses) or ["succeeded"], batch_size=batch_size)
+    count = call(Queue.prune, older_than, list(statuses) or ["succeeded"], batch_size=batch_size)
     emit({"pruned": count}, f"pruned {counted(count, 'job')}")
 
 
-@group(
-    "schedule",
-    examples="""
-        jobq schedule set nightly-report '30 2 * * *' report --timezone America/New_York
-        jobq schedule list --json
-        jobq schedule delete nightly-report
-    """,
-)
+@group("schedule")
 def schedule() -> None:
     """Periodic jobs: cron schedules kept in the database, fired by every Worker's tick."""
 
@@ -173,19 +156,15 @@ def _one_cron(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
 )
 @click.option("--paused", is_flag=True, help="Create or keep it paused (fires nothing).")
 def schedule_set(name: str, cron: str, job_type: str, payload: str | None, **job: Any) -> None:
-    """Create or replace schedule NAME: a job of TYPE at each CRON time (five fields, quoted,
-    or @hourly, @daily, @weekly, @monthly, @yearly); prints the next fire."""
-    data = parse_payload(payload)
-    with settings().queue() as q:
-        next_run_at = q.schedule(name, cron, job_type, data, **job)
+    """Create or replace schedule NAME: a job of TYPE at each CRON time ('30 2 * * *', @daily)."""
+    next_run_at = call(Queue.schedule, name, cron, job_type, parse_payload(payload), **job)
     click.echo(f"{name}: next fire {cell(next_run_at.astimezone(_UTC))}")
 
 
 @command(schedule, "list", json=True)
 def schedule_list() -> None:
     """List the schedules with their next fire, in their own time zone and in UTC."""
-    with settings().queue() as q:
-        rows = q.schedules()
+    rows = call(Queue.schedules)
     shown = ["name", "cron", "timezone", "job_type", "payload", "queue", "priority"]
     shown += ["max_attempts", "catch_up", "paused", "next_run_local"]
     found = [{**fields(r, shown), "next_run_utc": r.next_run_at.astimezone(_UTC)} for r in rows]
@@ -199,31 +178,21 @@ def schedule_list() -> None:
 @click.argument("name")
 def schedule_delete(name: str) -> None:
     """Delete schedule NAME (jobs it already enqueued stay)."""
-    with settings().queue() as q:
-        if not q.unschedule(name):
-            fail(f"no schedule named {name!r}; nothing changed")
+    if not call(Queue.unschedule, name):
+        fail(f"no schedule named {name!r}; nothing changed")
     click.echo(f"deleted {name}")
 
 
 @command()
 def tick() -> None:
     """Fire the due schedules now, for pg_cron or a system timer (Workers tick by themselves)."""
-    with settings().queue() as q:
-        fires = q.tick()
+    fires = call(Queue.tick)
     for f in fires:
         click.echo(f"{f.schedule}  {cell(f.fire_at.astimezone(_UTC))}  {f.job_id}")
     click.echo(f"{counted(len(fires), 'fire')} enqueued")
 
 
-@group(
-    "limit",
-    examples="""
-        jobq limit set per-customer --max-running 2
-        jobq limit set partner-api --max-starts 100 --per 60
-        jobq limit list --json
-        jobq limit delete per-customer
-    """,
-)
+@group("limit")
 def limit() -> None:
     """Concurrency and rate limits per (limit group, limit key), enforced by every claim."""
 
@@ -232,25 +201,16 @@ def limit() -> None:
 @click.argument("group")
 @click.option("--max-running", type=opt.POSITIVE, metavar="N", help="Running at once, per key.")
 @click.option("--max-starts", type=opt.POSITIVE, metavar="N", help="Started per --per, per key.")
-@click.option(
-    "--per",
-    type=Duration(),
-    metavar="DURATION",
-    help="The window of --max-starts: seconds, or 90s, 30m, 12h, 7d, 1w, 1h30m.",
-)
+@opt.duration("--per", None, "The window of --max-starts")
 def limit_set(
     group: str, max_running: int | None, max_starts: int | None, per: timedelta | None
 ) -> None:
-    """Set the limits of GROUP; each key of the group has them for itself.
-
-    With neither --max-running nor --max-starts, the limit is removed (as jobq limit delete).
-    """
+    """Set the limits each key of GROUP has (neither option: remove them)."""
     if (max_starts is None) != (per is None):
         raise click.UsageError("--max-starts and --per go together (N jobs per DURATION)")
     if per is not None and not per:
         raise click.BadParameter("the window must be longer than 0 s", param_hint="--per")
-    with settings().queue() as q:
-        q.set_limit(group, max_running=max_running, max_starts=max_starts, per=per)
+    call(Queue.set_limit, group, max_running=max_running, max_starts=max_starts, per=per)
     parts = []
     if max_running is not None:
         parts.append(f"at most {max_running} running")

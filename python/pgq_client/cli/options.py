@@ -34,7 +34,7 @@ def dry_run(what: str) -> Callable[[F], F]:
     return click.option("--dry-run", is_flag=True, help=f"Print the {what} instead.")
 
 
-def duration(name: str, default: str, what: str) -> Callable[[F], F]:
+def duration(name: str, default: str | None, what: str) -> Callable[[F], F]:
     return click.option(
         name,
         type=Duration(),

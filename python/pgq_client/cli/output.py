@@ -84,16 +84,11 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def echo_json(value: Any) -> None:
-    """The one JSON writer of every ``--json``: one line, keys sorted, UTF-8 as is."""
-    click.echo(json.dumps(jsonable(value), ensure_ascii=False, sort_keys=True))
-
-
 def emit(value: Any, text: str | Callable[[], str]) -> None:
-    """``value`` as JSON under ``--json``; else ``text`` (a function: rendered only then), when
-    there is any."""
+    """``value`` as JSON under ``--json``, the one JSON writer of every command (one line, keys
+    sorted, UTF-8 as is); else ``text`` (a function: rendered only then), when there is any."""
     if settings().as_json:
-        echo_json(value)
+        click.echo(json.dumps(jsonable(value), ensure_ascii=False, sort_keys=True))
         return
     shown = text if isinstance(text, str) else text()
     if shown:

@@ -5,11 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import queue
 import re
 import shlex
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -19,8 +17,8 @@ from typing import Any
 import click
 import psycopg
 
-from .. import _sql
-from .._produce import _job_named
+from .. import _conn
+from .._produce import _in_thread, _job_named
 from ..errors import InvalidArgument
 from ..queue import Queue
 from . import options as opt
@@ -36,12 +34,7 @@ _UNSET = click.core.ParameterSource.DEFAULT
     json=True,
     examples="""
         jobq enqueue send_email '{"to": "a@example.com"}' --idempotency-key welcome:42
-        jobq enqueue report --run-at 2030-01-31T09:00:00+01:00 --priority 5
-        jobq enqueue import - < big-payload.json
-        jobq enqueue import @big-payload.json --queue bulk
-        jobq enqueue sync '{"account": 7}' --limit-group per-customer --limit-key acme
         jobq enqueue --from jobs.ndjson
-        jobq enqueue reindex --from - --queue bulk --batch-size 10000 < jobs.ndjson
     """,
 )
 @click.argument("job_type", metavar="[TYPE]", required=False)
@@ -77,13 +70,7 @@ def enqueue(
     idempotency_key: str | None,
     **options: Any,
 ) -> int:
-    """Add a job of TYPE and print its id; or, with --from, load many jobs.
-
-    PAYLOAD_JSON is a JSON object: the text itself, - to read it from stdin, or @FILE to read
-    it from a file. --from loads in batches, each one transaction; a bad line, or one the
-    database refuses, is reported by its number and skipped alone, and the exit status is
-    then 1.
-    """
+    """Add a job of TYPE (PAYLOAD_JSON: JSON text, - for stdin, @FILE) or, with --from, many."""
     if from_file is not None:
         if payload is not None or idempotency_key is not None:
             raise click.UsageError(
@@ -121,52 +108,36 @@ def _job(raw: bytes) -> dict[str, Any] | str:
     return job
 
 
+_Batch = list[tuple[int, dict[str, Any]]]
+
+
 class _Lines:
-    """The jobs of an NDJSON stream, read lazily, each with its line number; bad lines are
-    collected."""
+    """The jobs of an NDJSON stream with their line numbers, in batches read and parsed in a
+    thread while the database inserts the batch before (parsing takes about as long as
+    inserting); bad lines are collected."""
 
     def __init__(self, stream: Iterable[bytes], defaults: Mapping[str, Any]) -> None:
-        self._stream = stream
-        self._defaults = defaults
         self.bad: list[tuple[int, str]] = []
         self.bytes_read = 0
+        self._jobs = self._parse(stream, defaults)
 
-    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        for number, raw in enumerate(self._stream, 1):
+    def _parse(
+        self, stream: Iterable[bytes], defaults: Mapping[str, Any]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        for number, raw in enumerate(stream, 1):
             self.bytes_read += len(raw)
             job = _job(raw) if raw.strip() else None
             if isinstance(job, str):
                 self.bad.append((number, job))
             elif job is not None:
-                yield number, {**self._defaults, **job}
+                yield number, {**defaults, **job}
 
-
-_Batch = list[tuple[int, dict[str, Any]]]
-
-
-def _read_ahead(lines: _Lines, size: int) -> Iterator[_Batch]:
-    """The batches of ``lines``, read and parsed in a thread while the database inserts the
-    one before (parsing a batch takes about as long as inserting it). A daemon thread: a read
-    that blocks (``--from -`` on a terminal) must not keep Ctrl-C from ending the process."""
-    ready: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
-
-    def read() -> None:
-        try:
-            jobs = iter(lines)
-            while batch := list(itertools.islice(jobs, size)):
-                ready.put((True, batch))
-            ready.put((True, None))
-        except BaseException as exc:  # handed to the loading thread, whatever it is
-            ready.put((False, exc))
-
-    threading.Thread(target=read, name="jobq-enqueue-read-ahead", daemon=True).start()
-    while True:
-        ok, batch = ready.get()
-        if not ok:
-            raise batch
-        if batch is None:
-            return
-        yield batch
+    def batches(self, size: int) -> Iterator[_Batch]:
+        read = lambda _: list(itertools.islice(self._jobs, size))  # noqa: E731
+        upcoming = _in_thread(read, 0)
+        while batch := upcoming():
+            upcoming = _in_thread(read, 0)
+            yield batch
 
 
 class _Load:
@@ -196,14 +167,13 @@ class _Load:
             part = parts.pop()
             try:
                 ids, there = self._insert([job for _, job in part])
-            except _REFUSED as exc:
+            except (InvalidArgument, TypeError, ValueError) as exc:
                 at = _job_named(exc, 0)
                 if at is None and len(part) > 1:
                     parts += [part[len(part) // 2 :], part[: len(part) // 2]]
                     continue
                 at = at or 0
-                error = _JOB.sub("the job", _ELEMENT.sub("", str(exc)))
-                self.refused.append((part[at][0], error))
+                self.refused.append((part[at][0], _JOB.sub("the job", _ELEMENT.sub("", str(exc)))))
                 parts += [part[:at] + part[at + 1 :]] if len(part) > 1 else []
                 continue
             added = len(set(ids) - there)
@@ -212,7 +182,6 @@ class _Load:
             self.batches += 1
 
 
-_REFUSED = (InvalidArgument, TypeError, ValueError)
 # How an error names the job at fault within the batch: said by its line instead.
 _ELEMENT = re.compile(r"element \d+ \(counting from 1\): |jobs\[\d+\]\.")
 _JOB = re.compile(r"jobs\[\d+\]")
@@ -237,56 +206,48 @@ def _progress(lines: _Lines, total_bytes: int | None) -> Iterator[Callable[[int]
             click.echo("", file=sys.stderr)
 
 
-def _stdin() -> Any:
-    """Standard input for the reading thread, as a file object of its own: at exit after
-    Ctrl-C, that thread may still be blocked in a read, and Python could not close the
-    sys.stdin it holds the lock of."""
+def _open(source: str) -> Any:
+    """The stream of ``--from``. Standard input is opened as a file object of its own: at exit
+    after Ctrl-C, the reading thread may still be blocked in a read, and Python could not close
+    the sys.stdin it holds the lock of."""
+    if source != "-":
+        try:
+            return open(source, "rb")  # closed by the caller, after the load
+        except OSError as exc:
+            reason = f"cannot read {source!r}: {exc.strerror or exc}"
+            raise click.BadParameter(reason, param_hint="--from") from None
     try:
         return open(sys.stdin.fileno(), "rb", closefd=False)
     except (AttributeError, OSError, ValueError):  # a stand-in without a descriptor (tests)
         return sys.stdin.buffer
 
 
-def _say_where_to_resume(source: str, done_through: int) -> None:
-    """After a load that stopped (Ctrl-C, a lost connection): which lines are in."""
-    again = done_through + 1
-    example = f" (tail -n +{again} {shlex.quote(source)} | jobq enqueue --from - ...)"
-    click.echo(
-        f"jobq: stopped after line {done_through:,}: every line up to it is committed (or "
-        f"reported as not enqueued), none after it; resume from line {again:,}"
-        f"{'' if source == '-' else example}",
-        err=True,
-    )
-
-
 def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> int:
-    stream: Any = _stdin()
-    total = None
-    if source != "-":
-        try:
-            stream = open(source, "rb")  # noqa: SIM115 - closed below, after the load
-        except OSError as exc:
-            reason = f"cannot read {source!r}: {exc.strerror or exc}"
-            raise click.BadParameter(reason, param_hint="--from") from None
-        total = os.fstat(stream.fileno()).st_size
+    stream = _open(source)
     lines = _Lines(stream, defaults)
     started = time.monotonic()
     done_through = 0  # every line up to this one is committed, or reported as not enqueued
-    dsn = settings().dsn()
     try:
         with (
-            _progress(lines, total) as progress,
+            _progress(lines, None if source == "-" else os.fstat(stream.fileno()).st_size) as bar,
             settings().queue() as q,
-            psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn,
+            _conn.connect(settings().dsn()) as conn,
         ):
             load = _Load(q, conn)
-            for batch in _read_ahead(lines, batch_size):
+            for batch in lines.batches(batch_size):
                 load.put(batch)
                 done_through = batch[-1][0]
-                progress(load.added + load.existing)
-    except BaseException as exc:
+                bar(load.added + load.existing)
+    except BaseException as exc:  # a load that stopped (Ctrl-C, a lost connection)
         if done_through or isinstance(exc, KeyboardInterrupt):
-            _say_where_to_resume(source, done_through)
+            again = done_through + 1
+            how = f" (tail -n +{again} {shlex.quote(source)} | jobq enqueue --from - ...)"
+            click.echo(
+                f"jobq: stopped after line {done_through:,}: every line up to it is committed "
+                f"(or reported as not enqueued), none after it; resume from line {again:,}"
+                f"{'' if source == '-' else how}",
+                err=True,
+            )
         raise
     finally:
         if source != "-":
@@ -306,19 +267,13 @@ def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> 
             "key, from before or from an earlier line, is left as it is, in its own queue)"
         )
     text += f"; {counted(len(bad), 'line')} not enqueued" if bad else ""
-    counts = {"jobs": jobs, "batches": load.batches, "seconds": round(seconds, 3)}
-    emit(
-        {
-            **counts,
-            "added": load.added,
-            "existing": load.existing,
-            "bad_lines": [{"line": n, "error": e} for n, e in lines.bad],
-            "refused": [
-                {"lines": [n, n], "line": n, "jobs": 1, "error": e} for n, e in sorted(load.refused)
-            ],
-        },
-        text,
-    )
+    summary: dict[str, Any] = {"jobs": jobs, "batches": load.batches, "seconds": round(seconds, 3)}
+    summary |= {"added": load.added, "existing": load.existing}
+    summary["bad_lines"] = [{"line": n, "error": e} for n, e in lines.bad]
+    summary["refused"] = [
+        {"lines": [n, n], "line": n, "jobs": 1, "error": e} for n, e in sorted(load.refused)
+    ]
+    emit(summary, text)
     return 1 if bad else 0
 
 

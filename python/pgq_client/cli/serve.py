@@ -51,13 +51,7 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     return dict(handlers)
 
 
-@command(
-    examples="""
-        jobq worker examples.handlers:HANDLERS --concurrency 8
-        jobq worker examples.handlers:HANDLERS --queue emails --burst
-        jobq --dsn postgresql://app_worker@db/app worker myapp.jobs:HANDLERS
-    """,
-)
+@command(examples="jobq worker examples.handlers:HANDLERS --concurrency 8")
 @click.argument("handlers_spec", metavar="MODULE:HANDLERS")
 @click.option("--concurrency", type=opt.POSITIVE, default=8)
 @click.option(
@@ -104,16 +98,7 @@ def worker(
     return 130 if w.aborted else 0  # aborted: a second Ctrl-C or SIGTERM cut the shutdown short
 
 
-@command(
-    None,
-    "web",
-    examples="""
-        jobq web
-        jobq web --bind 127.0.0.1:9000 --schema tenant_a
-        jobq web --check --dsn postgresql://exporter@db/app
-        JOBQ_WEB_AUTH=ops:s3cret jobq web --bind 0.0.0.0:8080
-    """,
-)
+@command(None, "web")
 @click.option(
     "--bind",
     metavar="HOST:PORT",
@@ -136,8 +121,7 @@ def worker(
     help="Another host name to answer to (repeatable; any other is refused).",
 )
 def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]) -> None:
-    """Serve the dashboard: queues, jobs, dead letters (requeue, cancel), schedules, as the
-    role it connects with (what that role may not do is shown disabled)."""
+    """Serve the dashboard, as the role it connects with (what it may not do: disabled)."""
     # Every use of pgq_client.web is here.
     try:
         import uvicorn
@@ -234,11 +218,14 @@ def embedded_group() -> None:
     """The PostgreSQL that jobq starts itself when no database is given."""
 
 
-@embedded_group.command("status")
-@_HOME
+def _embedded(name: str, **attrs: Any) -> Callable[[Callable[..., Any]], click.Command]:
+    """A subcommand of ``jobq embedded``, which takes --home too."""
+    return lambda f: embedded_group.command(name, **attrs)(_HOME(f))
+
+
+@_embedded("status")
 def embedded_status() -> None:
-    """Say whether it exists and runs, with its connection string when it runs; starts nothing.
-    Exits 3 when it does not run (as the status of an init script: scripts can test it)."""
+    """Say whether it runs (exit 3 when not, as an init script's status), with its DSN if so."""
     home = _home()
     st = embedded.embedded_status(home)
     state = "running" if st.running else ("stopped" if st.initialized else "not created")
@@ -249,23 +236,20 @@ def embedded_status() -> None:
     click.echo(st.dsn)
 
 
-@embedded_group.command("dsn")
-@_HOME
+@_embedded("dsn")
 def embedded_dsn() -> None:
     """Print its connection string, starting it if needed."""
     click.echo(embedded.get_embedded_dsn(_home()))
 
 
-@embedded_group.command(
-    "psql", context_settings={"ignore_unknown_options": True, "help_option_names": ["--help"]}
-)
-@_HOME
+_PSQL_SETTINGS = {"ignore_unknown_options": True, "help_option_names": ["--help"]}
+
+
+@_embedded("psql", context_settings=_PSQL_SETTINGS)
 @click.argument("psql_args", nargs=-1, type=click.UNPROCESSED, metavar="[PSQL ARGS]...")
 def embedded_psql(psql_args: tuple[str, ...]) -> None:
-    """Run psql on its jobq database, starting it if needed.
-
-    Arguments after the options are psql's: `jobq embedded psql -c 'TABLE jobq_jobs'`.
-    """
+    """Run psql on its jobq database, starting it if needed (arguments after the options are
+    psql's)."""
     dsn = embedded.get_embedded_dsn(_home())
     psql = embedded.psql_path()
     if psql is None:
@@ -274,8 +258,7 @@ def embedded_psql(psql_args: tuple[str, ...]) -> None:
     os.execv(psql, [psql, "--dbname", dsn, *psql_args])
 
 
-@embedded_group.command("stop")
-@_HOME
+@_embedded("stop")
 def embedded_stop() -> None:
     """Stop the server; the data stays (the next jobq command that needs it starts it)."""
     home = _home()
@@ -283,19 +266,15 @@ def embedded_stop() -> None:
     click.echo(("stopped " if stopped else "not running: ") + embedded.describe_embedded(home))
 
 
-@embedded_group.command("reset")
-@_HOME
+@_embedded("reset")
 @click.option("--yes", is_flag=True, help="Confirm that every job in it is to be deleted.")
 def embedded_reset(yes: bool) -> None:
     """Stop the server and DELETE its data, every job in it."""
-    home = _home()
-    pgdata = embedded.embedded_status(home).pgdata
+    pgdata = embedded.embedded_status(_home()).pgdata
     if not yes:
         raise click.UsageError(f"this deletes {pgdata} and every job in it; add --yes to confirm")
-    if embedded.reset_embedded(home):
-        click.echo(f"deleted {pgdata}")
-    else:
-        click.echo(f"nothing to delete: {pgdata} does not exist")
+    deleted = embedded.reset_embedded(_home())
+    click.echo(f"deleted {pgdata}" if deleted else f"nothing to delete: {pgdata} does not exist")
 
 
 COMMANDS = [worker, web, embedded_group]

@@ -16,8 +16,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from .. import _sql
-from ..errors import InvalidArgument, JobqError, NotMigrated, from_psycopg
+from .. import _conn, _sql
+from .._conn import translate_errors
+from ..errors import InvalidArgument, JobqError, NotMigrated
 from .files import FunctionFile, file_signature, function_files
 from .levels import ADMIN_TABLES, LEVELS, Level
 
@@ -52,10 +53,6 @@ def _file_signatures(schema: str, level: Level | None = None) -> list[sql.Compos
     ]
 
 
-def _tables_list(schema: str, names: Sequence[str]) -> sql.Composed:
-    return sql.SQL(", ").join(sql.Identifier(schema, name) for name in names)
-
-
 def _check_role(role: str, *, public: bool = False) -> sql.Composable:
     if not role or not role.strip():
         raise InvalidArgument("ROLE must name a role")
@@ -87,9 +84,9 @@ def grant_statements(
         for f in (_file_signatures(schema, level) if functions is None else functions)
     ]
     if level == "admin" and tables:
-        statements.append(
-            sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(_tables_list(schema, tables), grantee)
-        )
+        statements.append(sql.SQL("GRANT SELECT ON TABLE {} TO {}").format(
+            sql.SQL(", ").join(sql.Identifier(schema, name) for name in tables), grantee
+        ))
     return statements
 
 
@@ -140,18 +137,15 @@ def plan(
 
 
 @contextmanager
-def _connect(conninfo: str) -> Iterator[psycopg.Connection[Any]]:
-    """An autocommit connection whose errors are raised as jobq's typed ones."""
-    try:
-        with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
-            yield conn
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
+def connect(conninfo: str) -> Iterator[psycopg.Connection[Any]]:
+    """An autocommit connection whose errors, its statements' too, are jobq's typed ones."""
+    with translate_errors(), _conn.connect(conninfo) as conn:
+        yield conn
 
 
 def grant(conninfo: str, role: str, level: Level, schema: str = "public") -> list[str]:
     """Grant ``level`` to ``role`` in one transaction; returns the statements it ran."""
-    with _connect(conninfo) as conn, conn.transaction():
+    with connect(conninfo) as conn, conn.transaction():
         statements = plan(role, level, schema, conn)
         for statement in statements:
             conn.execute(statement)
@@ -176,9 +170,9 @@ def revoke_statements(
         for f in (_file_signatures(schema) if functions is None else functions)
     ]
     if tables:
-        statements.append(
-            sql.SQL("REVOKE ALL ON TABLE {} FROM {}").format(_tables_list(schema, tables), grantee)
-        )
+        statements.append(sql.SQL("REVOKE ALL ON TABLE {} FROM {}").format(
+            sql.SQL(", ").join(sql.Identifier(schema, name) for name in tables), grantee
+        ))
     if schema != "public" if schema_usage is None else schema_usage:
         statements.append(
             sql.SQL("REVOKE USAGE ON SCHEMA {} FROM {}").format(sql.Identifier(schema), grantee)
@@ -207,7 +201,7 @@ def revoke(conninfo: str, role: str, schema: str = "public") -> list[str]:
     names those that failed."""
     done: list[str] = []
     failed: list[str] = []
-    with _connect(conninfo) as conn:
+    with connect(conninfo) as conn:
         for statement in revoke_plan(role, schema, conn):
             text = statement.as_string(conn)
             try:

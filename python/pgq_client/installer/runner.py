@@ -117,15 +117,11 @@ def migrate(
     migrations_dir: Path | None = None,
     functions_dir: Path | None = None,
 ) -> list[str]:
-    """Apply what is pending in ``schema`` and return the versions applied, in order.
-
-    The versions are those of the numbered migrations, then ``functions/<name>`` for each
-    function file applied. Idempotent: a second run applies nothing and returns ``[]``. With
-    ``dry_run`` nothing is changed and the versions that would be applied are returned.
-    ``migrations_dir`` and ``functions_dir`` replace the shipped files (for tests). It refuses
-    a schema that another role controls (:func:`~.drift.control_findings`) unless ``force``,
-    and one whose records this jobq cannot build on, before it writes anything.
-    """
+    """Apply what is pending in ``schema`` (``dry_run``: nothing) and return the versions
+    applied, in order: the numbered migrations, then ``functions/<name>`` for each function
+    file. ``migrations_dir`` and ``functions_dir`` replace the shipped files (for tests). A
+    schema that another role controls is refused unless ``force``, as is one whose records this
+    jobq cannot build on, before anything is written."""
     files = load(schema, migrations_dir, functions_dir)
     with psycopg.connect(conninfo, autocommit=True, **_sql.connect_kwargs(conninfo)) as conn:
         todo = check(applied(conn, schema), files, schema)

@@ -86,15 +86,10 @@ def _file(schema: str, f: FunctionFile) -> sql.Composed:
 def transactions(
     schema: str, todo: Plan, every: list[FunctionFile]
 ) -> list[tuple[str, list[Step]]]:
-    """Each transaction of a run after the bootstrap, as its steps (each named for an error)
-    with the line that heads it in a script: one per migration, then one for the function
-    files, which ends with the grants that carry roles' levels over (read from ``every``; an
-    admin also gets SELECT on a table a migration added).
-
-    The function files' transaction, after the files, gives new objects exactly jobq's
-    privileges, checks the files (a function gets the grants of the signatures it replaced)
-    and grants the functions of ``--! granted-as`` (a new function granted as one this run
-    replaced gets that one's grantees too)."""
+    """Each transaction of a run after the bootstrap, with the line that heads it in a script,
+    as its steps (each named for an error): one per migration, then one for the function
+    files, which ends with the grants that carry roles' levels over to new functions (read
+    from ``every``) and new tables."""
     done = [
         (f"-- migration {m.version} (sha256 {m.checksum})",
          [(f"migration {m.version}.sql", _migration(schema, m))])
