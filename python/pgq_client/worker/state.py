@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import queue
+import select
 import socket
 import threading
 import uuid
@@ -16,7 +17,7 @@ from typing import NamedTuple
 from ..models import Job
 from .policy import PrefetchPolicy
 
-__all__ = ["Ack", "Failure", "Outcome", "Release", "Shared", "Success", "poke"]
+__all__ = ["Ack", "Failure", "Outcome", "Release", "Shared", "Success", "Waker"]
 
 
 class Outcome(enum.Enum):
@@ -57,10 +58,38 @@ Ack = Job | Success | Failure | Release
 """What the acknowledger sends about a job: a bare job is completed without a result."""
 
 
-def poke(sock: socket.socket) -> None:
-    """Write a byte to a wake-up socket (a full buffer already holds a wake-up)."""
-    with contextlib.suppress(OSError):  # BlockingIOError included
-        sock.send(b"\0")
+class Waker:
+    """A wake-up for a thread in ``select()`` on :meth:`fileno`: :meth:`poke` writes a byte
+    (from any thread, or a signal handler: it takes no lock), :meth:`drain` reads them."""
+
+    def __init__(self) -> None:
+        self._read, self._write = socket.socketpair()
+        self._read.setblocking(False)
+        self._write.setblocking(False)
+
+    def fileno(self) -> int:
+        return self._read.fileno()
+
+    def poke(self) -> None:
+        with contextlib.suppress(OSError):  # a full buffer already holds a wake-up
+            self._write.send(b"\0")
+
+    def drain(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while self._read.recv(4096):
+                pass
+
+    def sleep(self, timeout: float, *others: int) -> list[int]:
+        """Until a poke, one of the ``others`` file descriptors is readable, or ``timeout``;
+        those of them that are."""
+        ready, _, _ = select.select([self._read.fileno(), *others], [], [], max(timeout, 0.0))
+        if self._read.fileno() in ready:
+            self.drain()
+        return [fd for fd in ready if fd in others]
+
+    def close(self) -> None:
+        self._read.close()
+        self._write.close()
 
 
 class Shared:
@@ -97,7 +126,7 @@ class Shared:
         # The fetcher: woken by something that may have made jobs claimable; the wake-up
         # socket it sleeps on (None while it is awake); whether a due claim waits for slots.
         self.woken = False
-        self.fetcher_asleep: socket.socket | None = None
+        self.fetcher_asleep: Waker | None = None
         self.slots_awaited = False
         self.done = 0  # totals, for the log
         self.failed = 0
@@ -107,7 +136,7 @@ class Shared:
 
     def wake_fetcher(self) -> None:
         if self.fetcher_asleep is not None:
-            poke(self.fetcher_asleep)
+            self.fetcher_asleep.poke()
             self.fetcher_asleep = None
 
     def ack_batch(self) -> int:
