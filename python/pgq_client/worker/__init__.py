@@ -46,7 +46,6 @@ from .config import (
 from .fetcher import Fetcher
 from .handlers import HandlerPool
 from .joblog import database_name, job_log, log
-from .policy import PrefetchPolicy
 from .retry import Link, describe, execute
 from .state import Shared, Waker
 
@@ -216,15 +215,13 @@ class Worker:
             "" if config.schema is None else f", schema {config.schema}",
             ", burst run" if burst else "",
         )
-        shared = self._shared = Shared(
-            PrefetchPolicy(config.concurrency, config.prefetch, config.batch_size), burst
-        )
+        shared = self._shared = Shared(config, burst, self._who, self._force, self._end)
         handlers = HandlerPool(
-            shared, config, self._given_pool, self._force, self._who, self._wake_up,
+            shared, self._given_pool, self._wake_up,
             dsn=dsn, connect_kwargs=self._connect_kwargs(dsn, own=False),
         )
-        acker = Acknowledger(shared, config, Link(connect), self._force, self._who, self._end)
-        fetcher = Fetcher(shared, config, listen, self._who, self._end)
+        acker = Acknowledger(shared, Link(connect))
+        fetcher = Fetcher(shared, listen)
         restore = self._install_signal_handlers()
         try:
             handlers.start()
@@ -335,8 +332,7 @@ class Worker:
                 body()
             except Exception as exc:  # a bug: the worker stops rather than lose jobs silently
                 log.exception("%s: %s failed", self._who, name)
-                shared.fail(exc)
-                self._end()
+                shared.stop_with(exc)
             finally:
                 self._ended_threads.add(name)  # before the wake-up: is_alive() may lag
                 self._wake_up()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -16,7 +15,6 @@ import psycopg
 from .. import _ops, _sql
 from ..errors import JobqError, PayloadTooLarge, PermissionDenied
 from ..models import Job, mark_cancel_requested
-from .config import WorkerConfig
 from .joblog import UNSERVED_IDLE, duration, job_log, log, log_completed, report_unserved
 from .retry import GaveUp, Link, execute, reconnecting
 from .state import Ack, Failure, Release, Shared, Success
@@ -65,22 +63,10 @@ class Acknowledger:
     order: jobq_cancel locks rows in id order too, so the two wait instead of deadlocking.
     """
 
-    def __init__(
-        self,
-        shared: Shared,
-        config: WorkerConfig,
-        link: Link,
-        force: threading.Event,
-        who: str,
-        on_end: Callable[[], None],
-    ) -> None:
-        self._shared = shared
-        self._on_end = on_end  # ends the run: an error acknowledgements cannot get past
-        self._config = config
-        self._sql = _sql.statements(config.schema)
-        self._link = link
-        self._force = force
-        self._who = who
+    def __init__(self, shared: Shared, link: Link) -> None:
+        self._shared, self._link = shared, link
+        config = self._config = shared.config
+        self._sql, self._force, self._who = shared.sql, shared.force, shared.who
         self._deadline = math.inf
         now = time.monotonic()
         self._next_beat = now + config.heartbeat_seconds
@@ -428,8 +414,7 @@ class Acknowledger:
         """Log what could not be sent, and let the worker stop (on a permanent error)."""
         if isinstance(why, JobqError):
             log.error("%s: acknowledging failed, stopping: %s", self._who, why)
-            self._shared.fail(why)
-            self._on_end()
+            self._shared.stop_with(why)
         with self._shared.lock:  # what came in meanwhile is not sent either
             acks, self._shared.acks = [*acks, *self._shared.acks], []
         releases = [a for a in acks if isinstance(a, Release)]

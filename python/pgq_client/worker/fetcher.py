@@ -15,7 +15,6 @@ from .. import _ops, _sql
 from ..errors import JobqError, from_psycopg
 from ..models import Job, job_row
 from .acker import complete_many_call, look_for_unserved
-from .config import WorkerConfig
 from .joblog import log, log_completed
 from .retry import GaveUp, Link, connection_lost, execute, reconnecting, transient
 from .state import Shared, Waker
@@ -55,21 +54,11 @@ class Fetcher:
     has committed.
     """
 
-    def __init__(
-        self,
-        shared: Shared,
-        config: WorkerConfig,
-        link: Link,
-        who: str,
-        on_end: Callable[[], None],
-    ) -> None:
-        self._shared = shared
-        self._config = config
-        self._sql = _sql.statements(config.schema)
-        self._link = link
+    def __init__(self, shared: Shared, link: Link) -> None:
+        self._shared, self._link = shared, link
+        config = self._config = shared.config
+        self._sql, self._who = shared.sql, shared.who
         self._stopping = threading.Event()
-        self._who = who
-        self._on_end = on_end  # ends the run: burst done, or an error claims cannot get past
         self._wake = Waker()
         # A claim failed with the connection: it may have committed, its jobs locked by this
         # worker's id and unknown to it. Before the next claim, jobq_release_orphans gives back
@@ -95,8 +84,7 @@ class Fetcher:
             pass  # stopping while the database was away
         except JobqError as exc:  # a claim that will never work: stop, and say why
             log.error("%s: claiming jobs failed, stopping: %s", self._who, exc)
-            self._shared.fail(exc)
-            self._on_end()
+            self._shared.stop_with(exc)
         finally:
             # Completions of limited jobs that this thread took and did not send, and those
             # that handlers finish from now on, go to the acknowledger.
@@ -163,7 +151,7 @@ class Fetcher:
                 if shared.burst and not jobs and self._burst_done():
                     log.info("%s: no job available, burst run done", self._who)
                     self._report_unserved()
-                    self._on_end()
+                    shared.end()
                     return
 
     def _reconnecting(self, call: Callable[[], T], doing: str) -> T:  # until it stops

@@ -24,11 +24,10 @@ from typing import Any, TypeVar, cast
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from .. import _ops, _sql
+from .. import _ops
 from .._opcore import step
 from ..errors import PermanentError, Retry
 from ..models import Job
-from .config import WorkerConfig
 from .errortext import error_text
 from .joblog import job_log, log
 from .retry import GaveUp, areconnecting, connection_lost, execute
@@ -53,18 +52,15 @@ class HandlerPool:
     def __init__(
         self,
         shared: Shared,
-        config: WorkerConfig,
         pool: ConnectionPool[Any] | None,
-        force: threading.Event,
-        who: str,
         on_exit: Callable[[], None],
         *,
         dsn: str,
         connect_kwargs: Mapping[str, Any],
     ) -> None:
-        self._shared, self._config, self._given_pool = shared, config, pool
-        self._force, self._who, self._on_exit = force, who, on_exit
-        self._sql = _sql.statements(config.schema)
+        self._shared, self._given_pool, self._on_exit = shared, pool, on_exit
+        config = self._config = shared.config
+        self._sql, self._force, self._who = shared.sql, shared.force, shared.who
         self.deadline = math.inf  # set at shutdown: opening a transaction stops retrying then
         threads = 1 if set(config.handlers) <= config.asynchronous else config.concurrency
         self._current: list[Job | None] = [None] * threads

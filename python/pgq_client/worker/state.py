@@ -9,12 +9,14 @@ import select
 import socket
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import NamedTuple
 
+from .. import _sql
 from ..models import Job
+from .config import WorkerConfig
 from .policy import PrefetchPolicy
 
 __all__ = ["Ack", "Failure", "Outcome", "Release", "Shared", "Success", "Waker"]
@@ -101,14 +103,26 @@ class Shared:
     claimable; it is ``unfinished`` until a handler thread is done with it, which is what the
     prefetch policy counts. Jobs waiting for a handler thread are in ``work``, in claim order;
     what the acknowledger is to send is in ``acks``, in the order it came.
+
+    It also carries what the threads are given and never change: the Worker's ``config``,
+    its statements, the name it logs as (``who``), ``force`` (set when a second stop aborts
+    the shutdown: every retry gives up) and how a thread ends the run (:meth:`stop_with`).
     """
 
-    def __init__(self, policy: PrefetchPolicy, burst: bool) -> None:
+    def __init__(
+        self,
+        config: WorkerConfig,
+        burst: bool,
+        who: str,
+        force: threading.Event,
+        end: Callable[[], None],
+    ) -> None:
+        self.config, self.burst, self.who, self.force, self._end = config, burst, who, force, end
+        self.sql = _sql.statements(config.schema)
         self.lock = threading.Lock()
         self.acks_ready = threading.Condition(self.lock)  # the acknowledger waits on it
         self.work: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
-        self.policy = policy
-        self.burst = burst
+        self.policy = PrefetchPolicy(config.concurrency, config.prefetch, config.batch_size)
         self.held: dict[uuid.UUID, Job] = {}
         self.unfinished = 0
         self.acks: list[Ack] = []
@@ -242,6 +256,14 @@ class Shared:
         with self.lock:
             if self.fatal is None:
                 self.fatal = exc
+
+    def stop_with(self, exc: BaseException) -> None:
+        """End the run on an error no retry gets past; ``run()`` raises it."""
+        self.fail(exc)
+        self._end()
+
+    def end(self) -> None:  # end the run (a burst run is done)
+        self._end()
 
     @property
     def in_flight(self) -> int:
