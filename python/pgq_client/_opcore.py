@@ -36,6 +36,7 @@ __all__ = [
     "interval",
     "job_ids_of",
     "payload_json",
+    "seconds",
     "seconds_or_none",
     "step",
 ]
@@ -47,10 +48,9 @@ class Call(NamedTuple):
     """One statement an operation needs run, and how (a named tuple: one is built on every
     enqueue's path, and a frozen dataclass costs a setattr per field).
 
-    ``retry_serialization``: when the executor owns the transaction, a serialization failure
-    is retried (an enqueue that met a concurrent one with the same idempotency key); in the
-    caller's transaction (``conn=``) it never is. ``binary``: the rows come back in binary,
-    for results that are large arrays.
+    ``retry_serialization``: a serialization failure is retried when the executor owns the
+    transaction (an enqueue that met a concurrent one with the same idempotency key), never in
+    the caller's (``conn=``). ``binary``: rows in binary, for results that are large arrays.
     """
 
     query: Query
@@ -71,8 +71,6 @@ class Pause:
 
 
 Op = Generator["Call | Pause", list[Any], T]
-"""An operation: yields calls (and pauses), is sent each call's rows, returns the method's
-result."""
 
 
 async def _no_pause(pause: Pause) -> None:
@@ -106,8 +104,7 @@ async def adrive(
 def drive(
     op: Op[T], run: Callable[[Call], list[Any]], pause: Callable[[Pause], None] | None = None
 ) -> T:
-    """Run ``op`` to its result, each call with ``run`` and each pause with ``pause`` (the
-    synchronous executor): :func:`adrive`'s loop, stepped by :func:`step`."""
+    """:func:`adrive` with a blocking ``run`` and ``pause``, stepped by :func:`step`."""
 
     async def arun(call: Call) -> list[Any]:
         return run(call)
@@ -189,11 +186,13 @@ def dump_json(value: Any, name: str) -> str:
 
 def interval(value: timedelta | float | int, name: str) -> timedelta:
     """A duration for an ``::interval`` parameter: a timedelta, or a number of seconds."""
-    if isinstance(value, timedelta):
-        return value
+    return value if isinstance(value, timedelta) else timedelta(seconds=_number(value, name))
+
+
+def _number(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a timedelta or a number of seconds, got {value!r}")
-    return timedelta(seconds=value)
+    return float(value)
 
 
 def dump_result(value: Any) -> str | None:
@@ -222,14 +221,12 @@ def job_ids_of(value: uuid.UUID | str | Iterable[uuid.UUID | str], name: str) ->
 
 
 def seconds_or_none(value: timedelta | float | None, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        result = value.total_seconds()
-    elif isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a timedelta, a number of seconds or None, got {value!r}")
-    else:
-        result = float(value)
+    return None if value is None else seconds(value, name)
+
+
+def seconds(value: timedelta | float, name: str) -> float:
+    """A duration, a timedelta or a number of seconds, in seconds; a negative one is refused."""
+    result = value.total_seconds() if isinstance(value, timedelta) else _number(value, name)
     if result < 0:
         raise ValueError(f"{name} must not be negative, got {value!r}")
     return result

@@ -12,9 +12,9 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
-from psycopg.rows import tuple_row
+from psycopg.rows import BaseRowFactory, dict_row, tuple_row
 
 from . import _sql
 from ._opcore import (
@@ -34,7 +34,7 @@ from ._opcore import (
 )
 from ._pages import JobsPage, function_privileges, jobs_page, queue_summary
 from ._produce import MAX_BATCH, enqueue_call, enqueue_iter, enqueue_many
-from ._sql import Statements
+from ._sql import Query, Statements
 from .errors import JobFailed, JobNotFound, NotMigrated
 from .models import (
     Fire,
@@ -81,106 +81,14 @@ WAIT_POLL_INTERVAL = 1.0
 
 
 # -- working ------------------------------------------------------------------------------------
-# The ``*_call`` functions build the statements the Worker sends on its own cursors, in its own
-# batches and pipelines, with values it has already encoded; the operations of Queue and
-# AsyncQueue below send the same ones. Rows come back as tuples, whatever row factory a pool's
-# connection kwargs set.
 
 
-def claim_call(
-    s: Statements,
-    worker_id: str,
-    job_types: Sequence[str] | None,
-    batch_size: int,
-    lock_timeout: timedelta | float,
-    queues: Sequence[str] | None,
-) -> Call:
-    """A claim (``jobq_dequeue``), its rows :class:`Job`. The Worker builds it once and sets
-    ``params["batch_size"]`` before each claim."""
-    params = {
-        "worker_id": worker_id,
-        "job_types": None if job_types is None else list(job_types),
-        "batch_size": batch_size,
-        "lock_timeout": interval(lock_timeout, "lock_timeout"),
-        "queues": None if queues is None else list(queues),
-    }
-    return Call(s.dequeue, params, job_row)
-
-
-def complete_call(
-    s: Statements, job_id: uuid.UUID, worker_id: str, attempt: int | None, result: str | None
-) -> Call:
-    """``jobq_complete`` of one job, ``result`` already JSON text; one row: whether it was."""
-    params = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt, "result": result}
-    return Call(s.complete, params, tuple_row)
-
-
-def complete_many_call(
-    s: Statements,
-    job_ids: list[uuid.UUID],
-    worker_id: str,
-    attempts: list[int] | None,
-    results: list[str | None] | None,
-) -> Call:
-    """``jobq_complete_many``, results already JSON text; one row: how many were completed."""
-    params = {"job_ids": job_ids, "worker_id": worker_id, "attempts": attempts, "results": results}
-    return Call(s.complete_many, params, tuple_row)
-
-
-def fail_many_call(
-    s: Statements,
-    job_ids: list[uuid.UUID],
-    worker_id: str,
-    errors: list[str],
-    retries: list[bool] | None,
-    backoffs: list[timedelta] | None,
-    attempts: list[int | None] | None,
-) -> Call:
-    """``jobq_fail_many``: a row (ord, job_id, status) per job, in order."""
-    params = {
-        "job_ids": job_ids,
-        "worker_id": worker_id,
-        "errors": errors,
-        "retries": retries,
-        "backoffs": backoffs,
-        "attempts": attempts,
-    }
-    return Call(s.fail_many, params, tuple_row)
-
-
-def heartbeat_call(
-    s: Statements, worker_id: str, job_ids: list[uuid.UUID], cancels: bool = False
-) -> Call:
-    """``jobq_heartbeat``: one row, how many claims were renewed, and with ``cancels`` the ids
-    among ``job_ids`` that have a cancel request, in the same statement."""
-    query = s.heartbeat_cancels if cancels else s.heartbeat
-    return Call(query, {"worker_id": worker_id, "job_ids": job_ids}, tuple_row)
-
-
-def cancel_requested_call(s: Statements, job_ids: list[uuid.UUID]) -> Call:
-    """``jobq_cancel_requested``: a row per job of ``job_ids`` with a cancel request."""
-    return Call(s.cancel_requested, {"job_ids": job_ids}, tuple_row)
-
-
-def release_call(s: Statements, job_ids: list[uuid.UUID], worker_id: str) -> Call:
-    """``jobq_release``: one row, how many jobs were released."""
-    return Call(s.release, {"job_ids": job_ids, "worker_id": worker_id}, tuple_row)
-
-
-def release_orphans_call(s: Statements, worker_id: str, held: list[uuid.UUID]) -> Call:
-    """``jobq_release_orphans``: one row, how many jobs locked by ``worker_id`` and not in
-    ``held`` were released."""
-    return Call(s.release_orphans, {"worker_id": worker_id, "job_ids": held}, tuple_row)
-
-
-def tick_call(s: Statements) -> Call:
-    """``jobq_tick``: a row (schedule, fire_at, job_id) per fire."""
-    return Call(s.tick, {}, tuple_row)
-
-
-def unserved_call(s: Statements, idle: timedelta | float) -> Call:
-    """``jobq_unserved_job_types``: rows of :class:`UnservedJobType`'s fields, in order."""
-    return Call(s.unserved, {"idle": interval(idle, "idle")}, tuple_row)
+def call(query: Query, row_factory: BaseRowFactory[Any] = tuple_row, /, **params: Any) -> Call:
+    """A statement of :class:`~._sql.Statements` with its named arguments, as its template
+    names them (``call(s.release, job_ids=ids, worker_id=me)``): how the Worker builds the
+    statements it sends on its own cursors, batches and pipelines. Rows come back as tuples
+    unless said otherwise, whatever row factory a pool's connections set."""
+    return Call(query, params, row_factory)
 
 
 def channel_call(schema: str | None, kind: str | None = None) -> Call:
@@ -188,49 +96,88 @@ def channel_call(schema: str | None, kind: str | None = None) -> Call:
     name it: its wake-up channel, or that of ``kind`` events (``_sql.CANCEL_EVENT``,
     ``_sql.DONE``). One row, the name (none when ``schema`` is not known)."""
     if kind is None:
-        return Call(_CHANNEL, {"schema": schema}, tuple_row)
-    return Call(_EVENT_CHANNEL, {"schema": schema, "kind": kind}, tuple_row)
+        return call(_CHANNEL, schema=schema)
+    return call(_EVENT_CHANNEL, schema=schema, kind=kind)
 
 
 _CHANNEL, _EVENT_CHANNEL = _sql.CHANNEL.encode(), _sql.EVENT_CHANNEL.encode()
 
-
-def _rows(call: Call, convert: Callable[[Any], T]) -> Op[list[T]]:  # each row, converted
-    rows = yield call
-    return [convert(row) for row in rows]
+Shape = tuple[BaseRowFactory[Any], Callable[[list[Any]], T]]
+"""How an operation reads its statement's rows: their row factory, and its result of them."""
 
 
-def _value(call: Call, convert: Callable[[Any], T]) -> Op[T]:  # its one value, converted
-    rows = yield call._replace(row_factory=tuple_row)
-    return convert(rows[0][0])
+def _value(convert: Callable[[Any], T]) -> Shape[T]:  # the one value of the one row
+    return tuple_row, lambda rows: convert(rows[0][0])
 
 
-def _listing(name: str, convert: Callable[[Any], T]) -> Callable[[Statements], Op[list[T]]]:
-    """The operation of a function without arguments that returns rows (``stats()``...)."""
+def _each(convert: Callable[[Any], T]) -> Shape[list[T]]:  # each row, by column name
+    return dict_row, lambda rows: [convert(row) for row in rows]
 
-    def op(s: Statements) -> Op[list[T]]:
-        return _rows(Call(getattr(s, name), {}), convert)
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _as_list(values: Iterable[Any], name: str) -> list[Any]:  # psycopg adapts lists to arrays
+    return list(values)
+
+
+def _result(value: Any, name: str) -> str | None:
+    return dump_result(value)
+
+
+def _text(value: str, name: str) -> str:
+    check_text(value, name)
+    return value
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True, False or None, got {type(value).__name__}")
+    return value
+
+
+def _settings(value: Any) -> dict[str, Any]:
+    return dict(value)
+
+
+def _statement(
+    name: str, shape: Shape[T], *params: str, **checks: Callable[[Any, str], Any]
+) -> Callable[..., Op[T]]:
+    """The operation that sends statement ``name`` with its arguments, given in ``params``'
+    order: each one named in ``checks`` is first checked (or converted) by it unless it is
+    None; the result is the rows read as ``shape`` says."""
+    row_factory, read = shape
+
+    def op(s: Statements, *args: Any) -> Op[T]:
+        values = dict(zip(params, args, strict=True))
+        for key, check in checks.items():
+            if values[key] is not None:
+                values[key] = check(values[key], key)
+        rows = yield Call(getattr(s, name), values, row_factory)
+        return read(rows)
 
     op.__name__ = op.__qualname__ = name
     return op
 
 
-def dequeue(
-    s: Statements,
-    worker_id: str,
-    job_types: Sequence[str] | None,
-    batch_size: int,
-    lock_timeout: timedelta | float,
-    queues: Sequence[str] | None,
-) -> Op[list[Job]]:
-    jobs: list[Job] = yield claim_call(s, worker_id, job_types, batch_size, lock_timeout, queues)
-    return jobs
-
-
-def complete(
-    s: Statements, job_id: uuid.UUID, worker_id: str, attempt: int | None, result: Any
-) -> Op[bool]:
-    return _value(complete_call(s, job_id, worker_id, attempt, dump_result(result)), bool)
+dequeue = _statement(
+    "dequeue",
+    (job_row, lambda rows: cast(list[Job], rows)),
+    "worker_id", "job_types", "batch_size", "lock_timeout", "queues",
+    job_types=_as_list, lock_timeout=interval, queues=_as_list,
+)
+complete = _statement(
+    "complete", _value(bool), "job_id", "worker_id", "attempt", "result", result=_result
+)
+fail = _statement(
+    "fail",
+    _value(_optional_text),
+    "job_id", "worker_id", "error", "retry", "backoff", "attempt",
+    backoff=interval,
+)
+heartbeat = _statement("heartbeat", _value(int), "worker_id", "job_ids", job_ids=_as_list)
+release = _statement("release", _value(int), "job_ids", "worker_id", job_ids=_as_list)
 
 
 def complete_many(
@@ -241,38 +188,14 @@ def complete_many(
     results: Sequence[Any] | None,
 ) -> Op[int]:
     _same_length(job_ids, attempts=attempts, results=results)
-    return _value(
-        complete_many_call(
-            s,
-            list(job_ids),
-            worker_id,
-            None if attempts is None else list(attempts),
-            None if results is None else [dump_result(r) for r in results],
-        ),
-        int,
+    rows = yield call(
+        s.complete_many,
+        job_ids=list(job_ids),
+        worker_id=worker_id,
+        attempts=None if attempts is None else list(attempts),
+        results=None if results is None else [dump_result(r) for r in results],
     )
-
-
-def fail(
-    s: Statements,
-    job_id: uuid.UUID,
-    worker_id: str,
-    error: str,
-    retry: bool,
-    backoff: timedelta | float,
-    attempt: int | None,
-) -> Op[str | None]:
-    params = {
-        "job_id": job_id,
-        "worker_id": worker_id,
-        "error": error,
-        "retry": retry,
-        "backoff": interval(backoff, "backoff"),
-        "attempt": attempt,
-    }
-    rows = yield Call(s.fail, params)
-    status: str | None = rows[0]["status"]
-    return status
+    return int(rows[0][0])
 
 
 def fail_many(
@@ -285,17 +208,16 @@ def fail_many(
     attempts: Sequence[int | None] | None,
 ) -> Op[list[str | None]]:
     _same_length(job_ids, errors=errors, retries=retries, backoffs=backoffs, attempts=attempts)
-    waits = None
-    if backoffs is not None:
-        waits = [interval(b, f"backoffs[{i}]") for i, b in enumerate(backoffs)]
-    rows = yield fail_many_call(
-        s,
-        list(job_ids),
-        worker_id,
-        list(errors),
-        None if retries is None else list(retries),
-        waits,
-        None if attempts is None else list(attempts),
+    rows = yield call(
+        s.fail_many,
+        job_ids=list(job_ids),
+        worker_id=worker_id,
+        errors=list(errors),
+        retries=None if retries is None else list(retries),
+        backoffs=None
+        if backoffs is None
+        else [interval(b, f"backoffs[{i}]") for i, b in enumerate(backoffs)],
+        attempts=None if attempts is None else list(attempts),
     )
     return [row[2] for row in rows]
 
@@ -304,14 +226,6 @@ def _same_length(job_ids: Sequence[uuid.UUID], **columns: Sequence[Any] | None) 
     for name, values in columns.items():
         if values is not None and len(values) != len(job_ids):
             raise ValueError(f"{name} must have one entry per job id")
-
-
-def heartbeat(s: Statements, worker_id: str, job_ids: Sequence[uuid.UUID]) -> Op[int]:
-    return _value(heartbeat_call(s, worker_id, list(job_ids)), int)
-
-
-def release(s: Statements, job_ids: Sequence[uuid.UUID], worker_id: str) -> Op[int]:
-    return _value(release_call(s, list(job_ids), worker_id), int)
 
 
 # -- cancellation, results and waiting ---------------------------------------------------------
@@ -406,12 +320,8 @@ def _in_order(ids: list[uuid.UUID], rows: list[dict[str, Any]]) -> dict[uuid.UUI
 # -- administration -----------------------------------------------------------------------------
 
 
-def requeue_dead_letter(s: Statements, job_id: uuid.UUID) -> Op[bool]:
-    return _value(Call(s.requeue_dead_letter, {"job_id": job_id}), bool)
-
-
-def requeue_dead_letters(s: Statements, job_type: str | None, queue: str | None) -> Op[int]:
-    return _value(Call(s.requeue_dead_letters, {"job_type": job_type, "queue": queue}), int)
+requeue_dead_letter = _statement("requeue_dead_letter", _value(bool), "job_id")
+requeue_dead_letters = _statement("requeue_dead_letters", _value(int), "job_type", "queue")
 
 
 def list_jobs(
@@ -437,17 +347,29 @@ def list_jobs(
     return [Job.from_row(row) for row in rows]
 
 
-def get_job(s: Statements, job_id: uuid.UUID) -> Op[Job | None]:
-    rows = yield Call(s.get_job, {"job_id": job_id})
-    return Job.from_row(rows[0]) if rows else None
-
-
-stats = _listing("stats", StatsRow.from_row)
-metrics = _listing("metrics", MetricSample.from_row)
-health = _listing("health", HealthRow.from_row)
-schedules = _listing("schedules", Schedule.from_row)
-limits = _listing("limits", lambda row: Limit(**row))
-limit_usage = _listing("limit_usage", lambda row: LimitUsage(**row))
+configure = _statement(
+    "configure", _value(_settings), "max_payload_bytes", "metrics", metrics=_flag
+)
+get_job = _statement(
+    "get_job", (dict_row, lambda rows: Job.from_row(rows[0]) if rows else None), "job_id"
+)
+stats = _statement("stats", _each(StatsRow.from_row))
+metrics = _statement("metrics", _each(MetricSample.from_row))
+health = _statement("health", _each(HealthRow.from_row))
+schedules = _statement("schedules", _each(Schedule.from_row))
+limits = _statement("limits", _each(Limit.from_row))
+limit_usage = _statement("limit_usage", _each(LimitUsage.from_row))
+unserved_job_types = _statement(
+    "unserved", _each(UnservedJobType.from_row), "idle", idle=interval
+)
+tick = _statement("tick", _each(Fire.from_row))
+unschedule = _statement("unschedule", _value(bool), "name")
+set_limit = _statement(
+    "set_limit",
+    (tuple_row, lambda rows: None),
+    "limit_group", "max_running", "max_starts", "per",
+    limit_group=_text, per=interval,
+)
 
 
 def prune(
@@ -470,20 +392,6 @@ def prune(
         total += pruned
         if batch_size is None or pruned < batch_size:
             return total
-
-
-def configure(
-    s: Statements, max_payload_bytes: int | None, metrics: bool | None = None
-) -> Op[dict[str, Any]]:
-    if metrics is not None and not isinstance(metrics, bool):
-        raise TypeError(f"metrics must be True, False or None, got {type(metrics).__name__}")
-    rows = yield Call(s.configure, {"max_payload_bytes": max_payload_bytes, "metrics": metrics})
-    settings: dict[str, Any] = rows[0]["settings"]
-    return settings
-
-
-def unserved_job_types(s: Statements, idle: timedelta | float) -> Op[list[UnservedJobType]]:
-    return _rows(unserved_call(s, idle), lambda row: UnservedJobType(*row))
 
 
 # -- schedules ----------------------------------------------------------------------------------
@@ -520,32 +428,3 @@ def schedule(
     rows = yield Call(s.schedule, params)
     next_run_at: datetime = rows[0]["next_run_at"]
     return next_run_at
-
-
-def unschedule(s: Statements, name: str) -> Op[bool]:
-    return _value(Call(s.unschedule, {"name": name}), bool)
-
-
-def tick(s: Statements) -> Op[list[Fire]]:
-    return _rows(tick_call(s), lambda row: Fire(*row))
-
-
-# -- limits -------------------------------------------------------------------------------------
-
-
-def set_limit(
-    s: Statements,
-    limit_group: str,
-    max_running: int | None,
-    max_starts: int | None,
-    per: timedelta | float | None,
-) -> Op[None]:
-    check_text(limit_group, "limit_group")
-    params = {
-        "limit_group": limit_group,
-        "max_running": max_running,
-        "max_starts": max_starts,
-        "per": None if per is None else interval(per, "per"),
-    }
-    yield Call(s.set_limit, params, tuple_row)
-

@@ -1,14 +1,10 @@
 """The Worker: claims jobs in batches, runs their handlers on threads, acknowledges them.
 
-``concurrency + 2`` threads besides the one in :meth:`Worker.run`: the fetcher
-(:mod:`.fetcher`: LISTEN and claims, with the completions of limited jobs), the handler
-threads (:mod:`.handlers`, with one more for the event loop of ``async def`` handlers) and the
-acknowledger (:mod:`.acker`: release, the other completions, failures, heartbeats). They
-share one lock (:class:`.state.Shared`); :mod:`.policy` sizes the claims, :mod:`.config`
-checks the arguments, :mod:`.retry` is every retry. ``run()`` starts them, waits for a stop
-(``stop()``, SIGTERM/SIGINT, a burst run's end or an error no retry can fix) and shuts them
-down in order: claiming stops, unstarted jobs are released, running handlers get
-``shutdown_grace``, results are sent. A second stop aborts the wait.
+``run()`` starts the fetcher (:mod:`.fetcher`), the handler threads (:mod:`.handlers`) and the
+acknowledger (:mod:`.acker`), waits for a stop (``stop()``, SIGTERM/SIGINT, a burst run's end
+or an error no retry can fix) and shuts them down in order: claiming stops, unstarted jobs are
+released, running handlers get ``shutdown_grace``, results are sent. A second stop aborts the
+wait.
 """
 
 from __future__ import annotations
@@ -17,9 +13,7 @@ import contextlib
 import logging
 import math
 import queue
-import select
 import signal
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,10 +23,10 @@ from types import FrameType, TracebackType
 from typing import Any, NoReturn
 
 import psycopg
-from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from .. import _ops, _sql
+from .._opcore import seconds, seconds_or_none
 from .._secrets import is_conninfo_error
 from ..errors import IncompatibleSchema, PermissionDenied, from_psycopg
 from ..installer.citus import node_conninfo, schema_node
@@ -48,14 +42,12 @@ from .config import (
     TransactionalHandler,
     WorkerConfig,
     default_worker_id,
-    seconds,
 )
 from .fetcher import Fetcher
 from .handlers import HandlerPool
 from .joblog import database_name, job_log, log
-from .policy import PrefetchPolicy
-from .retry import Link, describe
-from .state import Shared, poke
+from .retry import Link, describe, execute
+from .state import Shared, Waker
 
 __all__ = [
     "AsyncPlainHandler",
@@ -104,9 +96,6 @@ class Worker:
         tick_interval: timedelta | float | None = 5.0,
         lock_wait: timedelta | float = 0.5,
     ) -> None:
-        def span(value: timedelta | float | None, name: str) -> float | None:
-            return None if value is None else seconds(value, name)
-
         self.config = WorkerConfig(
             handlers=handlers or {},
             concurrency=concurrency,
@@ -115,13 +104,13 @@ class Worker:
             batch_size=batch_size,
             prefetch=prefetch,
             poll_interval=seconds(poll_interval, "poll_interval"),
-            heartbeat_interval=span(heartbeat_interval, "heartbeat_interval"),
+            heartbeat_interval=seconds_or_none(heartbeat_interval, "heartbeat_interval"),
             shutdown_grace=seconds(shutdown_grace, "shutdown_grace"),
             retry_backoff=timedelta(seconds=seconds(retry_backoff, "retry_backoff")),
             worker_id=worker_id or default_worker_id(),
             schema=schema,
-            summary_interval=span(summary_interval, "summary_interval"),
-            tick_interval=span(tick_interval, "tick_interval"),
+            summary_interval=seconds_or_none(summary_interval, "summary_interval"),
+            tick_interval=seconds_or_none(tick_interval, "tick_interval"),
             lock_wait=seconds(lock_wait, "lock_wait"),
         )
         self._given_pool: ConnectionPool[Any] | None = None
@@ -139,9 +128,7 @@ class Worker:
         self._ended = False  # the run ended by itself (burst done, fatal error)
         self._ended_threads: set[str] = set()
         self._patience = 1  # stop requests the shutdown takes before it aborts
-        self._stop_r, self._stop_w = socket.socketpair()
-        self._stop_r.setblocking(False)
-        self._stop_w.setblocking(False)
+        self._waker = Waker()
         self._force = threading.Event()
         self._done = threading.Event()
         self._started = False
@@ -158,7 +145,7 @@ class Worker:
         """Ask the worker to shut down (thread-safe; also what SIGTERM/SIGINT do). A second call
         while it shuts down stops waiting for running handlers."""
         self._stop_requests += 1
-        poke(self._stop_w)
+        self._waker.poke()
 
     def __enter__(self) -> Worker:
         return self
@@ -194,21 +181,18 @@ class Worker:
             self._run(burst)
         finally:
             self._done.set()
-            self._stop_r.close()
-            self._stop_w.close()
+            self._waker.close()
 
     def _listen(self, conn: psycopg.Connection[Any]) -> None:
         """LISTEN on the wake-up and cancel channels of this worker's installation, named by
         the server as jobq's functions name them (the wake-up channel last)."""
         names = []
-        with conn.cursor(row_factory=tuple_row) as cur:
-            for kind, default in (
-                (_sql.CANCEL_EVENT, _sql.event_channel("public", _sql.CANCEL_EVENT)),
-                (None, _sql.NOTIFY_CHANNEL),
-            ):
-                call = _ops.channel_call(self.config.schema, kind)
-                row = cur.execute(call.query, call.params).fetchone()
-                names.append(row[0] if row else default)
+        for kind, default in (
+            (_sql.CANCEL_EVENT, _sql.event_channel("public", _sql.CANCEL_EVENT)),
+            (None, _sql.NOTIFY_CHANNEL),
+        ):
+            rows = execute(conn, _ops.channel_call(self.config.schema, kind))
+            names.append(rows[0][0] if rows else default)
         conn.execute(_sql.listen(*names))
 
     def _run(self, burst: bool) -> None:
@@ -231,16 +215,13 @@ class Worker:
             "" if config.schema is None else f", schema {config.schema}",
             ", burst run" if burst else "",
         )
-        shared = self._shared = Shared(
-            PrefetchPolicy(config.concurrency, config.prefetch, config.batch_size), burst
-        )
-        pool = self._transaction_pool(dsn)
+        shared = self._shared = Shared(config, burst, self._who, self._force, self._end)
         handlers = HandlerPool(
-            shared, config, pool, self._force, self._who, self._wake_up,
+            shared, self._given_pool, self._wake_up,
             dsn=dsn, connect_kwargs=self._connect_kwargs(dsn, own=False),
         )
-        acker = Acknowledger(shared, config, Link(connect), self._force, self._who, self._end)
-        fetcher = Fetcher(shared, config, listen, self._who, self._end)
+        acker = Acknowledger(shared, Link(connect))
+        fetcher = Fetcher(shared, listen)
         restore = self._install_signal_handlers()
         try:
             handlers.start()
@@ -254,8 +235,6 @@ class Worker:
             listen.close()
             fetcher.close()
             handlers.close()
-            if pool is not None and pool is not self._given_pool:
-                pool.close(timeout=5)
         if shared.fatal is not None:
             raise shared.fatal
         log.info(
@@ -335,20 +314,17 @@ class Worker:
 
     def _sleep(self, timeout: float) -> None:
         """Until a stop request, the end of the run or of a thread, or ``timeout``."""
-        select.select([self._stop_r], [], [], max(timeout, 0.0))
-        with contextlib.suppress(BlockingIOError):
-            while self._stop_r.recv(4096):
-                pass
+        self._waker.sleep(timeout)
 
     def _wake_up(self) -> None:
         """Have the thread of ``run()`` look again (a thread it waits for has ended)."""
-        poke(self._stop_w)
+        self._waker.poke()
 
     def _end(self) -> None:
         """End the run: burst done, or an error that claims or acknowledgements cannot get
         past."""
         self._ended = True
-        poke(self._stop_w)
+        self._waker.poke()
 
     def _start(self, body: Callable[[], None], name: str, shared: Shared) -> None:
         def target() -> None:
@@ -356,8 +332,7 @@ class Worker:
                 body()
             except Exception as exc:  # a bug: the worker stops rather than lose jobs silently
                 log.exception("%s: %s failed", self._who, name)
-                shared.fail(exc)
-                self._end()
+                shared.stop_with(exc)
             finally:
                 self._ended_threads.add(name)  # before the wake-up: is_alive() may lag
                 self._wake_up()
@@ -452,38 +427,17 @@ class Worker:
     def _check_database(self, link: Link) -> None:
         """Fail fast when the database is unreachable, not migrated, not ours to work, or has a
         breaking change that this client does not know."""
-        beat = _ops.heartbeat_call(_sql.statements(self.config.schema), self.worker_id, [])
+        beat = _sql.statements(self.config.schema).heartbeat
         try:
             conn = link.get()
             check_compatible(conn, self.config.schema)
-            conn.execute(beat.query, beat.params)
+            execute(conn, _ops.call(beat, worker_id=self.worker_id, job_ids=[]))
         except IncompatibleSchema:
             link.close()
             raise
         except psycopg.Error as exc:
             link.close()
             _raise_from(exc, "a worker's role needs `jobq grant ROLE --as worker`")
-
-    def _transaction_pool(self, dsn: str) -> ConnectionPool[Any] | None:
-        """The pool plain transactional handlers take their connections from (none without
-        any; async ones have a pool of their own, on the event loop)."""
-        if not self.config.transactional - self.config.asynchronous:
-            return None
-        if self._given_pool is not None:
-            return self._given_pool
-        pool: ConnectionPool[Any] = ConnectionPool(
-            dsn,
-            min_size=min(self.config.concurrency, 4),  # opened in the background, at start
-            max_size=self.config.concurrency,
-            # The handlers' own statements run here: the connections keep the application's
-            # search_path, and jobq's completion on them is qualified and typed (_sql).
-            kwargs={"autocommit": True, **_sql.CLIENT_ENCODING},
-            name=f"jobq-worker-{self.worker_id}",
-            timeout=5.0,
-            open=False,
-        )
-        pool.open(wait=False)
-        return pool
 
     def _install_signal_handlers(self) -> Callable[[], None]:
         if threading.current_thread() is not threading.main_thread():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -15,13 +14,12 @@ import psycopg
 
 from .. import _ops, _sql
 from ..errors import JobqError, PayloadTooLarge, PermissionDenied
-from ..models import Job, UnservedJobType, mark_cancel_requested
-from .config import WorkerConfig
+from ..models import Job, mark_cancel_requested
 from .joblog import UNSERVED_IDLE, duration, job_log, log, log_completed, report_unserved
-from .retry import GaveUp, Link, reconnecting
+from .retry import GaveUp, Link, execute, reconnecting
 from .state import Ack, Failure, Release, Shared, Success
 
-__all__ = ["Acknowledger", "complete_many_call"]
+__all__ = ["Acknowledger", "complete_many_call", "look_for_unserved"]
 
 ACK_LINGER = 0.005
 """Seconds a result may wait for others to share its round trip (and its commit)."""
@@ -54,12 +52,9 @@ class _Path(NamedTuple):
 
 
 class Acknowledger:
-    """Sends, in this order each round: releases of unstarted jobs (at shutdown), completions
-    in one ``jobq_complete_many`` (limited jobs without a result are completed by the fetcher
-    while it runs), failures in one ``jobq_fail_many``, and when one is due the heartbeat of
-    every held job, which also asks which of them have a cancel request; when a notification
-    said a cancel concerns this worker, it asks that at once. Held jobs with a request are
-    marked, so that ``job.cancel_requested()`` turns true in their handlers.
+    """Sends releases, completions and failures, each kind in one statement, then the due
+    heartbeat (which also asks which held jobs have a cancel request, and marks them for
+    ``job.cancel_requested()``), tick and cancel check.
 
     One thread doing all of them one after the other keeps a heartbeat from meeting an
     acknowledgement of the same rows (a heartbeat skips rows locked by others, and a smaller
@@ -68,22 +63,10 @@ class Acknowledger:
     order: jobq_cancel locks rows in id order too, so the two wait instead of deadlocking.
     """
 
-    def __init__(
-        self,
-        shared: Shared,
-        config: WorkerConfig,
-        link: Link,
-        force: threading.Event,
-        who: str,
-        on_end: Callable[[], None],
-    ) -> None:
-        self._shared = shared
-        self._on_end = on_end  # ends the run: an error acknowledgements cannot get past
-        self._config = config
-        self._sql = _sql.statements(config.schema)
-        self._link = link
-        self._force = force
-        self._who = who
+    def __init__(self, shared: Shared, link: Link) -> None:
+        self._shared, self._link = shared, link
+        config = self._config = shared.config
+        self._sql, self._force, self._who = shared.sql, shared.force, shared.who
         self._deadline = math.inf
         now = time.monotonic()
         self._next_beat = now + config.heartbeat_seconds
@@ -235,12 +218,11 @@ class Acknowledger:
             self._link.drop_if_broken()
 
         def call() -> list[Any]:
-            with self._link.get().cursor(row_factory=statement.row_factory) as cur:
-                try:
-                    return cur.execute(statement.query, statement.params).fetchall()
-                except psycopg.errors.LockNotAvailable as exc:
-                    # Not retried here: waiting for that row would hold up every other job.
-                    raise Locked(doing) from exc
+            try:
+                return execute(self._link.get(), statement)
+            except psycopg.errors.LockNotAvailable as exc:
+                # Not retried here: waiting for that row would hold up every other job.
+                raise Locked(doing) from exc
 
         rows = reconnecting(
             call,
@@ -255,7 +237,8 @@ class Acknowledger:
     # -- what each path sends, and what its rows say ---------------------------------------------
 
     def _release_call(self, acks: list[Release]) -> _ops.Call:
-        return _ops.release_call(self._sql, [a.job.id for a in acks], self._config.worker_id)
+        job_ids = [a.job.id for a in acks]
+        return _ops.call(self._sql.release, job_ids=job_ids, worker_id=self._config.worker_id)
 
     def _released(self, acks: list[Release], rows: list[Any], retried: bool) -> None:
         log.info("%s released %d unstarted jobs", self._who, rows[0][0])
@@ -266,8 +249,13 @@ class Acknowledger:
     def _complete_call(self, acks: list[Job | Success]) -> _ops.Call:
         if len(acks) == 1 and isinstance(acks[0], Success):  # its error names the result alone
             job, result = acks[0]
-            return _ops.complete_call(self._sql, job.id, self._config.worker_id, job.attempts,
-                                      result)
+            return _ops.call(
+                self._sql.complete,
+                job_id=job.id,
+                worker_id=self._config.worker_id,
+                attempt=job.attempts,
+                result=result,
+            )
         return complete_many_call(self._sql, acks, self._config.worker_id)
 
     def _completed(self, acks: list[Job | Success], rows: list[Any], retried: bool) -> None:
@@ -276,14 +264,14 @@ class Acknowledger:
         self._shared.settled(jobs, done=done)
 
     def _fail_call(self, failures: list[Failure]) -> _ops.Call:
-        return _ops.fail_many_call(
-            self._sql,
-            [f.job.id for f in failures],
-            self._config.worker_id,
-            [_storable(f.error) for f in failures],
-            [f.retry for f in failures],
-            [f.backoff for f in failures],
-            [f.job.attempts for f in failures],
+        return _ops.call(
+            self._sql.fail_many,
+            job_ids=[f.job.id for f in failures],
+            worker_id=self._config.worker_id,
+            errors=[_storable(f.error) for f in failures],
+            retries=[f.retry for f in failures],
+            backoffs=[f.backoff for f in failures],
+            attempts=[f.job.attempts for f in failures],
         )
 
     def _failed(self, failures: list[Failure], rows: list[Any], retried: bool) -> None:
@@ -306,14 +294,14 @@ class Acknowledger:
             return
         rows: list[Any] = []
         doing = "renewing claims" if renew else "asking for cancel requests"
-        worker_id = self._config.worker_id
+        s, worker_id = self._sql, self._config.worker_id
         try:
             if self._cancels_allowed:
                 try:
                     rows, _ = self._send(
-                        _ops.heartbeat_call(self._sql, worker_id, ids, cancels=True)
+                        _ops.call(s.heartbeat_cancels, worker_id=worker_id, job_ids=ids)
                         if renew
-                        else _ops.cancel_requested_call(self._sql, ids),
+                        else _ops.call(s.cancel_requested, job_ids=ids),
                         doing,
                     )
                 except PermissionDenied as exc:
@@ -321,8 +309,9 @@ class Acknowledger:
             if not renew:
                 self._mark_cancelled([row[0] for row in rows])
                 return
-            if not rows:
-                rows, _ = self._send(_ops.heartbeat_call(self._sql, worker_id, ids), doing)
+            if not rows:  # cancels not allowed
+                beat = _ops.call(s.heartbeat, worker_id=worker_id, job_ids=ids)
+                rows, _ = self._send(beat, doing)
         except Locked:  # a heartbeat skips locked rows: not expected; the next one renews
             log.warning("%s: %s waited for a lock past lock_wait; retried", self._who, doing)
             self._next_beat = time.monotonic() + LOCKED_RETRY_FIRST
@@ -372,7 +361,7 @@ class Acknowledger:
         if self._giving_up() or self._shared.acks_closed:
             return
         try:
-            rows, _ = self._send(_ops.tick_call(self._sql), "firing schedules")
+            fires = _ops.drive(_ops.tick(self._sql), lambda c: self._send(c, "firing schedules")[0])
         except Locked:
             log.debug("%s: firing schedules waited for a lock past lock_wait; next tick", self._who)
             return
@@ -390,24 +379,18 @@ class Acknowledger:
         if self._tick_failed:
             log.info("%s: firing schedules works again", self._who)
             self._tick_failed = False
-        for schedule, fire_at, job_id in rows:
-            log.info("%s: schedule %s fired for %s: job %s", self._who, schedule,
-                     fire_at.isoformat(), job_id)
+        for fire in fires:
+            log.info(
+                "%s: schedule %s fired for %s: job %s",
+                self._who, fire.schedule, fire.fire_at.isoformat(), fire.job_id,
+            )
 
     def _unserved(self) -> None:
-        """Say once, soon after start, which available jobs no worker serves (a misspelt job
-        type, a queue nobody serves): they would otherwise wait silently. Needs EXECUTE on
-        jobq_unserved_job_types (admin); without it the worker says so at DEBUG only."""
-        if self._giving_up() or self._shared.acks_closed:
-            return
-        try:
-            rows, _ = self._send(
-                _ops.unserved_call(self._sql, UNSERVED_IDLE), "looking for jobs nobody serves"
+        """Say once, soon after start, which available jobs no worker serves."""
+        if not (self._giving_up() or self._shared.acks_closed):
+            look_for_unserved(
+                self._sql, self._who, lambda c: self._send(c, "looking for jobs nobody serves")[0]
             )
-        except (JobqError, Locked) as exc:
-            log.debug("%s: cannot look for jobs nobody serves: %s", self._who, exc)
-            return
-        report_unserved(self._who, [UnservedJobType(*row) for row in rows])
 
     # -- what is set aside or given up on -------------------------------------------------------
 
@@ -431,8 +414,7 @@ class Acknowledger:
         """Log what could not be sent, and let the worker stop (on a permanent error)."""
         if isinstance(why, JobqError):
             log.error("%s: acknowledging failed, stopping: %s", self._who, why)
-            self._shared.fail(why)
-            self._on_end()
+            self._shared.stop_with(why)
         with self._shared.lock:  # what came in meanwhile is not sent either
             acks, self._shared.acks = [*acks, *self._shared.acks], []
         releases = [a for a in acks if isinstance(a, Release)]
@@ -493,13 +475,27 @@ def complete_many_call(
     results of those that have one."""
     jobs = [_job(a) for a in acks]
     results = [a.result if isinstance(a, Success) else None for a in acks]
-    return _ops.complete_many_call(
-        s,
-        [job.id for job in jobs],
-        worker_id,
-        [job.attempts for job in jobs],
-        results if any(r is not None for r in results) else None,
+    return _ops.call(
+        s.complete_many,
+        job_ids=[job.id for job in jobs],
+        worker_id=worker_id,
+        attempts=[job.attempts for job in jobs],
+        results=results if any(r is not None for r in results) else None,
     )
+
+
+def look_for_unserved(
+    s: _sql.Statements, who: str, run: Callable[[_ops.Call], list[Any]]
+) -> None:
+    """Warn of the available jobs that no worker serves (a misspelt job type, a queue nobody
+    serves), which would otherwise wait silently. Best effort: it needs EXECUTE on
+    jobq_unserved_job_types (admin); without it the worker says so at DEBUG only."""
+    try:
+        rows = _ops.drive(_ops.unserved_job_types(s, UNSERVED_IDLE), run)
+    except (psycopg.Error, JobqError, Locked, OSError) as exc:
+        log.debug("%s: cannot look for jobs nobody serves: %s", who, exc)
+        return
+    report_unserved(who, rows)
 
 
 _OUTCOMES = {

@@ -25,7 +25,6 @@ __all__ = [
     "WorkerConfig",
     "default_worker_id",
     "is_async",
-    "seconds",
     "takes_connection",
 ]
 
@@ -90,14 +89,6 @@ def is_async(handler: Callable[..., object]) -> bool:
 def default_worker_id() -> str:
     """``host:pid:random``: unique per process, readable in ``locked_by``."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-
-
-def seconds(value: timedelta | float, name: str) -> float:
-    """A duration given as a timedelta or in seconds, in seconds; negative ones are refused."""
-    result = value.total_seconds() if isinstance(value, timedelta) else float(value)
-    if result < 0:
-        raise ValueError(f"{name} must not be negative, got {value!r}")
-    return result
 
 
 _RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (

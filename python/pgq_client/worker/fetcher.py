@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import select
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -16,12 +13,11 @@ from psycopg.rows import tuple_row
 
 from .. import _ops, _sql
 from ..errors import JobqError, from_psycopg
-from ..models import Job, UnservedJobType, job_row
-from .acker import complete_many_call
-from .config import WorkerConfig
-from .joblog import UNSERVED_IDLE, log, log_completed, report_unserved
-from .retry import GaveUp, Link, connection_lost, reconnecting, transient
-from .state import Shared, poke
+from ..models import Job, job_row
+from .acker import complete_many_call, look_for_unserved
+from .joblog import log, log_completed
+from .retry import GaveUp, Link, connection_lost, execute, reconnecting, transient
+from .state import Shared, Waker
 
 __all__ = ["Fetcher"]
 
@@ -45,45 +41,25 @@ _CANCEL_CHANNELS = (f"jobq-{_sql.CANCEL_EVENT}:", f"jobq-{_sql.CANCEL_EVENT}#")
 class Fetcher:
     """Claims jobs into the worker's buffer, on the connection that also LISTENs.
 
-    A claim asks for what :class:`~pgq_client.worker.policy.PrefetchPolicy` says, when one is
-    due: at once after a claim that came back full (more is waiting), after a notification for
-    one of the worker's queues, and every ``poll_interval`` otherwise (jobs whose time has
-    come, retries, a notification lost while disconnected). One claim at a time: the policy
-    sizes the buffer so that it lasts while the next claim is under way.
+    A claim asks for what :class:`~pgq_client.worker.policy.PrefetchPolicy` says, one at a
+    time, when one is due: at once after a full claim (more is waiting), after a notification
+    for one of the worker's queues, else every ``poll_interval`` (jobs whose time has come, a
+    notification lost while disconnected). A notification that comes during a claim is kept
+    by psycopg and read right after it.
 
-    Between claims it sleeps in ``select()`` on the connection's socket (notifications) and on
-    a wake-up socket, written to when a handler thread frees the slots a due claim waits for,
-    when jobs are settled in a burst run, and when the Worker stops. A notification that comes
-    during a claim is kept by psycopg and read right after it: none is missed.
-
-    Limited jobs (``limit_group`` set) whose handler returned None are completed here: their
-    ``jobq_complete_many`` and the next claim go in one round trip and one transaction (a
-    pipeline; an explicit transaction where libpq has none), so the claim counts each key's
-    running jobs without them and takes a freed slot again at once (for ``max_running = 1``,
-    the key's whole turnover). When no claim is worth its round trip, the completions go
-    alone, at once, and make a claim due. They are fenced by the attempt as the
-    acknowledger's are, the jobs stay held (heartbeats) until they have committed, and what
-    the fetcher has not completed when it ends goes to the acknowledger.
+    Limited jobs whose handler returned None are completed in the transaction and round trip
+    of the next claim, so that it counts each key's running jobs without them and takes a
+    freed slot again at once (for ``max_running = 1``, the key's whole turnover); when no
+    claim is worth its round trip they go alone. The jobs stay held (heartbeats) until that
+    has committed.
     """
 
-    def __init__(
-        self,
-        shared: Shared,
-        config: WorkerConfig,
-        link: Link,
-        who: str,
-        on_end: Callable[[], None],
-    ) -> None:
-        self._shared = shared
-        self._config = config
-        self._sql = _sql.statements(config.schema)
-        self._link = link
+    def __init__(self, shared: Shared, link: Link) -> None:
+        self._shared, self._link = shared, link
+        config = self._config = shared.config
+        self._sql, self._who = shared.sql, shared.who
         self._stopping = threading.Event()
-        self._who = who
-        self._on_end = on_end  # ends the run: burst done, or an error claims cannot get past
-        self._wake_r, self._wake = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake.setblocking(False)
+        self._wake = Waker()
         # A claim failed with the connection: it may have committed, its jobs locked by this
         # worker's id and unknown to it. Before the next claim, jobq_release_orphans gives back
         # every job locked by this id that the worker does not hold (see _release_orphans).
@@ -91,11 +67,15 @@ class Fetcher:
         # Limited jobs to complete in the round trip of the next claim (see the class).
         self._key_acks: list[Job] = []
         self._acks_retried = False  # they were sent before, and the reply was lost
-        claim = _ops.claim_call(
-            self._sql, config.worker_id, config.job_types, 0, config.lock_timeout, config.queues
-        )
         # Built once: only batch_size changes, set before each claim.
-        self._claim_query, self._params = claim.query, dict(claim.params)
+        self._claim_query = self._sql.dequeue
+        self._params = {
+            "worker_id": config.worker_id,
+            "job_types": config.job_types,
+            "batch_size": 0,
+            "lock_timeout": config.lock_timeout,
+            "queues": None if config.queues is None else list(config.queues),
+        }
 
     def run(self) -> None:
         try:
@@ -104,8 +84,7 @@ class Fetcher:
             pass  # stopping while the database was away
         except JobqError as exc:  # a claim that will never work: stop, and say why
             log.error("%s: claiming jobs failed, stopping: %s", self._who, exc)
-            self._shared.fail(exc)
-            self._on_end()
+            self._shared.stop_with(exc)
         finally:
             # Completions of limited jobs that this thread took and did not send, and those
             # that handlers finish from now on, go to the acknowledger.
@@ -115,10 +94,9 @@ class Fetcher:
 
     def stop(self) -> None:  # a claim under way is finished and its jobs handed on
         self._stopping.set()
-        poke(self._wake)
+        self._wake.poke()
 
     def close(self) -> None:
-        self._wake_r.close()
         self._wake.close()
 
     def _loop(self) -> None:
@@ -173,7 +151,7 @@ class Fetcher:
                 if shared.burst and not jobs and self._burst_done():
                     log.info("%s: no job available, burst run done", self._who)
                     self._report_unserved()
-                    self._on_end()
+                    shared.end()
                     return
 
     def _reconnecting(self, call: Callable[[], T], doing: str) -> T:  # until it stops
@@ -187,17 +165,9 @@ class Fetcher:
         )
 
     def _report_unserved(self) -> None:
-        """At the end of a burst run: "no job available" is true only for this worker's job
-        types and queues; name the available jobs that no worker serves (best effort: it needs
-        EXECUTE on jobq_unserved_job_types, and the run is over whatever happens)."""
-        try:
-            with self._link.get().cursor(row_factory=tuple_row) as cur:
-                call = _ops.unserved_call(self._sql, UNSERVED_IDLE)
-                rows = cur.execute(call.query, call.params).fetchall()
-        except (psycopg.Error, JobqError, OSError) as exc:
-            log.debug("%s: cannot look for jobs nobody serves: %s", self._who, exc)
-            return
-        report_unserved(self._who, [UnservedJobType(*row) for row in rows])
+        """At the end of a burst run "no job available" is true only of this worker's job
+        types and queues: name the available jobs that no worker serves."""
+        look_for_unserved(self._sql, self._who, lambda call: execute(self._link.get(), call))
 
     def _burst_done(self) -> bool:
         """Nothing claimable now, and nothing held that could make a job claimable again: no
@@ -270,10 +240,9 @@ class Fetcher:
         retry retries this too."""
         with self._shared.lock:
             held = list(self._shared.held)
-        call = _ops.release_orphans_call(self._sql, self._config.worker_id, held)
+        call = _ops.call(self._sql.release_orphans, worker_id=self._config.worker_id, job_ids=held)
         try:
-            with conn.cursor(row_factory=call.row_factory) as cur:
-                row = cur.execute(call.query, call.params).fetchone()
+            [row] = execute(conn, call)
         except psycopg.Error as exc:
             if transient(exc):
                 raise
@@ -288,7 +257,7 @@ class Fetcher:
             )
             released = 0
         else:
-            released = int(row[0]) if row is not None and row[0] is not None else 0
+            released = int(row[0] or 0)
         self._orphans_unknown = False
         if released:
             log.warning(
@@ -299,22 +268,15 @@ class Fetcher:
             )
 
     def _sleep(self, timeout: float) -> None:
-        sockets: list[Any] = [self._wake_r]
         conn = self._link.conn
-        if conn is not None and not conn.closed:
-            sockets.append(conn.fileno())
+        listening = [conn.fileno()] if conn is not None and not conn.closed else []
         try:
-            ready, _, _ = select.select(sockets, [], [], max(timeout, 0.0))
+            notified = self._wake.sleep(timeout, *listening)
         finally:
             with self._shared.lock:
                 self._shared.fetcher_asleep = None
-        for ready_one in ready:
-            if ready_one is self._wake_r:
-                with contextlib.suppress(BlockingIOError):
-                    while self._wake_r.recv(4096):
-                        pass
-            else:
-                self._read_notifications()
+        if notified:
+            self._read_notifications()
 
     def _read_notifications(self) -> None:
         """Read the notifications that arrived; one for a queue of this worker makes a claim

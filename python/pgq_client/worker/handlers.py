@@ -3,14 +3,9 @@
 ``concurrency`` threads take the jobs from the worker's buffer. With ``async def`` handlers, an
 event loop on a thread of its own runs their jobs, and both kinds share a semaphore of
 ``concurrency`` slots: a thread (one alone when every handler is async) takes a slot, then the
-next job; a plain job runs on the thread, an async one on the loop, which gives the slot back
-when the job ends. How a job ends is decided once for both kinds (:meth:`HandlerPool._begin`):
-a plain handler's return value is its result and its exception's
-:func:`.errortext.error_text` its error, sent by the acknowledger; a transactional handler,
-``handler(job, conn)``, runs in a transaction that also completes the job, fenced by its
-claim. A job whose cancel was requested before it started is failed, which ends it
-``cancelled``. After the shutdown grace, async jobs are cancelled and not acknowledged: they
-stay claimed until their lock expires, as a plain handler that still runs does.
+next job, which runs on the thread or on the loop. How a job ends is decided once for both
+kinds (:meth:`HandlerPool._begin`). After the shutdown grace, async jobs are cancelled and not
+acknowledged: they stay claimed until their lock expires, as a plain handler that still runs.
 """
 
 from __future__ import annotations
@@ -24,19 +19,18 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from .. import _ops, _sql
+from .. import _ops
 from .._opcore import step
 from ..errors import PermanentError, Retry
 from ..models import Job
-from .config import WorkerConfig
 from .errortext import error_text
 from .joblog import job_log, log
-from .retry import GaveUp, areconnecting, connection_lost
+from .retry import GaveUp, areconnecting, connection_lost, execute
 from .state import Failure, Outcome, Shared, Success
 
 __all__ = ["HandlerPool"]
@@ -44,30 +38,29 @@ __all__ = ["HandlerPool"]
 LOOP = "jobq-asyncio"  # the event loop's thread
 CLOSE_SECONDS = 5.0  # at the end of a run, how long cancelled jobs and the async pool may take
 
+P = TypeVar("P", ConnectionPool[Any], AsyncConnectionPool[Any])
 Result = Outcome | Success | Failure
 Run = Callable[[_ops.Call], Awaitable[list[Any]]]  # runs a statement in the open transaction
 
 
 class HandlerPool:
-    """``pool``: the connections of plain transactional handlers; ``dsn`` and
-    ``connect_kwargs`` open the pool of async ones, on the loop. ``on_exit``: a thread ended,
-    or at shutdown a job on the loop (the Worker looks at :meth:`alive` again)."""
+    """``pool``: the application's pool, which plain transactional handlers take their
+    connections from; without one, ``dsn`` and ``connect_kwargs`` open a pool for them, and
+    one for async ones on the loop. ``on_exit``: a thread ended, or at shutdown a job on the
+    loop (the Worker looks at :meth:`alive` again)."""
 
     def __init__(
         self,
         shared: Shared,
-        config: WorkerConfig,
         pool: ConnectionPool[Any] | None,
-        force: threading.Event,
-        who: str,
         on_exit: Callable[[], None],
         *,
         dsn: str,
         connect_kwargs: Mapping[str, Any],
     ) -> None:
-        self._shared, self._config, self._pool = shared, config, pool
-        self._force, self._who, self._on_exit = force, who, on_exit
-        self._sql = _sql.statements(config.schema)
+        self._shared, self._given_pool, self._on_exit = shared, pool, on_exit
+        config = self._config = shared.config
+        self._sql, self._force, self._who = shared.sql, shared.force, shared.who
         self.deadline = math.inf  # set at shutdown: opening a transaction stops retrying then
         threads = 1 if set(config.handlers) <= config.asynchronous else config.concurrency
         self._current: list[Job | None] = [None] * threads
@@ -85,11 +78,16 @@ class HandlerPool:
         self._tasks: set[asyncio.Task[None]] = set()
         self._finishing = self._abandoned = False
         self._dsn, self._connect_kwargs = dsn, dict(connect_kwargs)
+        self._pool = pool
+        if pool is None and config.transactional - config.asynchronous:
+            self._pool = self._new_pool(ConnectionPool)
         self._async_pool: AsyncConnectionPool[Any] | None = None
 
     # -- what the Worker calls ----------------------------------------------------------------
 
     def start(self) -> None:
+        if self._pool is not None and self._pool is not self._given_pool:
+            self._pool.open(wait=False)
         if self._loop is not None:
             self._loop_thread.start()
             if self._config.transactional & self._config.asynchronous:
@@ -127,7 +125,10 @@ class HandlerPool:
             self._loop.call_soon_threadsafe(self._cancel_tasks)
 
     def close(self) -> None:
-        """Cancel what still runs on the loop, close its pool, stop it."""
+        """Close the pool opened for plain handlers; cancel what still runs on the loop, close
+        its pool, stop it."""
+        if self._pool is not None and self._pool is not self._given_pool:
+            self._pool.close(timeout=CLOSE_SECONDS)
         if self._loop is None:
             return
         if not self._loop_thread.is_alive():
@@ -207,11 +208,10 @@ class HandlerPool:
         """Start ``job``: how it ended, or for an async handler the coroutine that says so."""
         handler: Callable[..., Any] | None = self._config.handlers.get(job.job_type)
         if handler is None:  # the claim filters by job type: only a bug gets here
-            message = f"no handler for job type {job.job_type!r}"
-            return Failure(job, message, message, True, self._config.retry_backoff)
+            return self._failure(job, f"no handler for job type {job.job_type!r}")
         if job.cancel_requested():  # jobq_fail then ends it cancelled, whatever retry says
             message = "not started: a cancel was requested before a handler took the job"
-            return Failure(job, message, message, False, self._config.retry_backoff)
+            return self._failure(job, message, retry=False)
         job_log(logging.DEBUG, job, "started")
         asynchronous = job.job_type in self._config.asynchronous
         if job.job_type in self._config.transactional:
@@ -243,7 +243,10 @@ class HandlerPool:
         """A result jobq cannot store (not JSON, over the size limit): a bug of the handler that
         another attempt would repeat, so no retry."""
         message = f"the handler returned a value that cannot be stored as the job's result: {exc}"
-        return Failure(job, message, message, False, self._config.retry_backoff)
+        return self._failure(job, message, retry=False)
+
+    def _failure(self, job: Job, message: str, retry: bool = True) -> Failure:
+        return Failure(job, message, message, retry, self._config.retry_backoff)
 
     def _failure_for(self, job: Job, exc: BaseException) -> Failure:
         """The handler raised ``exc``. An async job cancelled after the grace period is not a
@@ -323,15 +326,12 @@ class HandlerPool:
                 value = await value
         except BaseException as exc:
             return self._failure_for(job, exc)
+        completion = _ops.complete(self._sql, job.id, self._config.worker_id, job.attempts, value)
         try:
-            result = _ops.dump_result(value)
-            rows = await run(_ops.complete_call(
-                self._sql, job.id, self._config.worker_id, job.attempts, result
-            ))
+            if await _ops.adrive(completion, run):
+                return Outcome.COMMITTED
         except (TypeError, ValueError, psycopg.errors.ProgramLimitExceeded) as exc:
             return self._unstorable(job, exc)
-        if rows and rows[0][0]:
-            return Outcome.COMMITTED
         job_log(
             logging.WARNING,
             job,
@@ -345,8 +345,7 @@ class HandlerPool:
         if connection_lost(exc):
             # Lost during the completion or the commit: whether it committed is unknown. A
             # fenced fail is a no-op if it did, and a retry if it did not.
-            message = f"connection lost during transactional completion: {exc}"
-            return Failure(job, message, message, True, self._config.retry_backoff)
+            return self._failure(job, f"connection lost during transactional completion: {exc}")
         return self._failure_for(job, exc)
 
     @contextlib.asynccontextmanager
@@ -359,9 +358,7 @@ class HandlerPool:
             with self._pool.connection() as conn, conn.transaction():
 
                 async def run(call: _ops.Call) -> list[Any]:
-                    with conn.cursor(row_factory=call.row_factory) as cur:
-                        rows: list[Any] = cur.execute(call.query, call.params).fetchall()
-                        return rows
+                    return execute(conn, call)
 
                 yield conn, run
             return
@@ -438,18 +435,22 @@ class HandlerPool:
         if finishing:
             self._on_exit()  # the run's thread waits for the last job
 
-    async def _open_pool(self) -> None:
-        """The async transactional handlers' pool: the Worker's database, at most
-        ``concurrency`` connections, opened in the background."""
-        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+    def _new_pool(self, kind: type[P], suffix: str = "") -> P:
+        """A pool of transactional handlers' connections to the Worker's database, at most
+        ``concurrency``, opened in the background when opened. They keep the application's
+        search_path: jobq's completion on them is qualified and typed (_sql)."""
+        return kind(
             self._dsn,
             min_size=min(self._config.concurrency, 4),
             max_size=self._config.concurrency,
-            kwargs={**self._connect_kwargs, "autocommit": True},
-            name=f"jobq-worker-{self._config.worker_id}-async",
+            kwargs=self._connect_kwargs,
+            name=f"jobq-worker-{self._config.worker_id}{suffix}",
             timeout=5.0,
             open=False,
         )
+
+    async def _open_pool(self) -> None:  # the async handlers' pool, on the loop
+        pool = self._new_pool(AsyncConnectionPool[Any], "-async")
         await pool.open(wait=False)
         self._async_pool = pool
 

@@ -9,12 +9,19 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from .._opcore import step
+from .._opcore import Call, step
 from ..errors import from_psycopg
 from .joblog import log
 
 __all__ = [
-    "GaveUp", "Link", "areconnecting", "connection_lost", "describe", "reconnecting", "transient",
+    "GaveUp",
+    "Link",
+    "areconnecting",
+    "connection_lost",
+    "describe",
+    "execute",
+    "reconnecting",
+    "transient",
 ]
 
 T = TypeVar("T")
@@ -137,6 +144,13 @@ def reconnecting(
     return step(
         areconnecting(acall, doing=doing, who=who, give_up=give_up, pause=apause, on_lost=alost)
     )
+
+
+def execute(conn: psycopg.Connection[Any], call: Call) -> list[Any]:
+    """The rows of ``call`` run on ``conn`` (autocommit: its own transaction)."""
+    with conn.cursor(row_factory=call.row_factory) as cur:
+        rows: list[Any] = cur.execute(call.query, call.params).fetchall()
+        return rows
 
 
 class Link:

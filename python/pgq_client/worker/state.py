@@ -5,18 +5,21 @@ from __future__ import annotations
 import contextlib
 import enum
 import queue
+import select
 import socket
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import NamedTuple
 
+from .. import _sql
 from ..models import Job
+from .config import WorkerConfig
 from .policy import PrefetchPolicy
 
-__all__ = ["Ack", "Failure", "Outcome", "Release", "Shared", "Success", "poke"]
+__all__ = ["Ack", "Failure", "Outcome", "Release", "Shared", "Success", "Waker"]
 
 
 class Outcome(enum.Enum):
@@ -57,10 +60,38 @@ Ack = Job | Success | Failure | Release
 """What the acknowledger sends about a job: a bare job is completed without a result."""
 
 
-def poke(sock: socket.socket) -> None:
-    """Write a byte to a wake-up socket (a full buffer already holds a wake-up)."""
-    with contextlib.suppress(OSError):  # BlockingIOError included
-        sock.send(b"\0")
+class Waker:
+    """A wake-up for a thread in ``select()`` on :meth:`fileno`: :meth:`poke` writes a byte
+    (from any thread, or a signal handler: it takes no lock), :meth:`drain` reads them."""
+
+    def __init__(self) -> None:
+        self._read, self._write = socket.socketpair()
+        self._read.setblocking(False)
+        self._write.setblocking(False)
+
+    def fileno(self) -> int:
+        return self._read.fileno()
+
+    def poke(self) -> None:
+        with contextlib.suppress(OSError):  # a full buffer already holds a wake-up
+            self._write.send(b"\0")
+
+    def drain(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while self._read.recv(4096):
+                pass
+
+    def sleep(self, timeout: float, *others: int) -> list[int]:
+        """Until a poke, one of the ``others`` file descriptors is readable, or ``timeout``;
+        those of them that are."""
+        ready, _, _ = select.select([self._read.fileno(), *others], [], [], max(timeout, 0.0))
+        if self._read.fileno() in ready:
+            self.drain()
+        return [fd for fd in ready if fd in others]
+
+    def close(self) -> None:
+        self._read.close()
+        self._write.close()
 
 
 class Shared:
@@ -72,14 +103,26 @@ class Shared:
     claimable; it is ``unfinished`` until a handler thread is done with it, which is what the
     prefetch policy counts. Jobs waiting for a handler thread are in ``work``, in claim order;
     what the acknowledger is to send is in ``acks``, in the order it came.
+
+    It also carries what the threads are given and never change: the Worker's ``config``,
+    its statements, the name it logs as (``who``), ``force`` (set when a second stop aborts
+    the shutdown: every retry gives up) and how a thread ends the run (:meth:`stop_with`).
     """
 
-    def __init__(self, policy: PrefetchPolicy, burst: bool) -> None:
+    def __init__(
+        self,
+        config: WorkerConfig,
+        burst: bool,
+        who: str,
+        force: threading.Event,
+        end: Callable[[], None],
+    ) -> None:
+        self.config, self.burst, self.who, self.force, self._end = config, burst, who, force, end
+        self.sql = _sql.statements(config.schema)
         self.lock = threading.Lock()
         self.acks_ready = threading.Condition(self.lock)  # the acknowledger waits on it
         self.work: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
-        self.policy = policy
-        self.burst = burst
+        self.policy = PrefetchPolicy(config.concurrency, config.prefetch, config.batch_size)
         self.held: dict[uuid.UUID, Job] = {}
         self.unfinished = 0
         self.acks: list[Ack] = []
@@ -97,7 +140,7 @@ class Shared:
         # The fetcher: woken by something that may have made jobs claimable; the wake-up
         # socket it sleeps on (None while it is awake); whether a due claim waits for slots.
         self.woken = False
-        self.fetcher_asleep: socket.socket | None = None
+        self.fetcher_asleep: Waker | None = None
         self.slots_awaited = False
         self.done = 0  # totals, for the log
         self.failed = 0
@@ -107,7 +150,7 @@ class Shared:
 
     def wake_fetcher(self) -> None:
         if self.fetcher_asleep is not None:
-            poke(self.fetcher_asleep)
+            self.fetcher_asleep.poke()
             self.fetcher_asleep = None
 
     def ack_batch(self) -> int:
@@ -213,6 +256,14 @@ class Shared:
         with self.lock:
             if self.fatal is None:
                 self.fatal = exc
+
+    def stop_with(self, exc: BaseException) -> None:
+        """End the run on an error no retry gets past; ``run()`` raises it."""
+        self.fail(exc)
+        self._end()
+
+    def end(self) -> None:  # end the run (a burst run is done)
+        self._end()
 
     @property
     def in_flight(self) -> int:
