@@ -5,7 +5,7 @@
 
 CREATE OR REPLACE FUNCTION jobq__history_filled(partition_name text) RETURNS boolean
 LANGUAGE plpgsql
-VOLATILE
+STABLE
 AS $$
 DECLARE
     v_filled boolean;

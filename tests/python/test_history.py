@@ -274,7 +274,9 @@ def test_results_and_waits_read_the_history(dsn: str, conn: Conn) -> None:
     worker.run(burst=True)
     statuses = queue.wait([plain, tx, bad], timeout=10)
     assert {i: s.status for i, s in statuses.items()} == {
-        plain: "succeeded", tx: "succeeded", bad: "dead_letter",
+        plain: "succeeded",
+        tx: "succeeded",
+        bad: "dead_letter",
     }
     assert queue.result(plain, timeout=1) == {"double": 4}
     assert queue.result(tx, timeout=1) == {"triple": 9}
@@ -282,3 +284,52 @@ def test_results_and_waits_read_the_history(dsn: str, conn: Conn) -> None:
     assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
     assert count(conn, "SELECT count(*) FROM jobq_jobs_history") == 3
     queue.close()
+
+
+def test_no_read_of_finished_jobs_would_use_the_dropped_finished_indexes(conn: Conn) -> None:
+    """Migration 0004 dropped jobq_jobs_succeeded_idx and jobq_jobs_failed_idx (finished jobs
+    live in the history). Put back, with live and finished jobs present and analysed, no plan
+    of the functions that read finished jobs (the dashboard's pages, listings, stats, summary,
+    health, status, prune) uses them: auto_explain reports every nested statement's plan."""
+    conn.execute(
+        "CREATE INDEX jobq_jobs_succeeded_idx ON jobq_jobs (finished_at) WHERE status = 'succeeded'"
+    )
+    conn.execute(
+        "CREATE INDEX jobq_jobs_failed_idx ON jobq_jobs (status, finished_at)"
+        " WHERE status IN ('failed', 'dead_letter', 'cancelled')"
+    )
+    conn.execute(
+        "SELECT jobq_enqueue_many(jsonb_agg(jsonb_build_object('job_type', 'p')))"
+        " FROM generate_series(1, 2000)"
+    )
+    conn.execute("SELECT jobq_enqueue('f', max_attempts => 1) FROM generate_series(1, 200)")
+    conn.execute("SELECT jobq_enqueue('s') FROM generate_series(1, 200)")
+    for job_id, job_type in conn.execute(
+        "SELECT id, job_type FROM jobq_dequeue('w1', '{f,s}', batch_size => 400)"
+    ).fetchall():
+        call = "jobq_complete(%s, 'w1')" if job_type == "s" else "jobq_fail(%s, 'w1', 'x')"
+        conn.execute(f"SELECT {call}", (job_id,))
+    conn.execute("ANALYZE")
+    plans: list[str] = []
+    conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    conn.execute("LOAD 'auto_explain'")
+    conn.execute("SET auto_explain.log_min_duration = 0")
+    conn.execute("SET auto_explain.log_nested_statements = on")
+    conn.execute("SET auto_explain.log_level = notice")
+    one = conn.execute("SELECT id FROM jobq_jobs_history LIMIT 1").fetchone()
+    assert one is not None
+    for status in ("succeeded", "failed", "dead_letter", "cancelled"):
+        conn.execute("SELECT * FROM jobq_jobs_page(%s)", (status,)).fetchall()
+        conn.execute("SELECT * FROM jobq_list_jobs(ARRAY[%s])", (status,)).fetchall()
+    for call in (
+        "jobq_stats()",
+        "jobq_queue_summary()",
+        "jobq_health()",
+        "jobq_prune('1 hour', '{succeeded,failed,dead_letter,cancelled}')",
+    ):
+        conn.execute(f"SELECT * FROM {call}").fetchall()
+    conn.execute("SELECT * FROM jobq_job_status(ARRAY[%s]::uuid[])", (one[0],)).fetchall()
+    text = "\n".join(plans)
+    assert text.count("Query Text:") >= 10 and "jobq_jobs_history" in text
+    assert "jobq_jobs_succeeded_idx" not in text
+    assert "jobq_jobs_failed_idx" not in text
