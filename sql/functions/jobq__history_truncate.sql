@@ -1,7 +1,7 @@
 -- jobq__history_truncate (private): empties one partition of jobq_jobs_history whole, in
 -- constant time whatever its rows (TRUNCATE: no row deleted one by one, no dead row left for
--- VACUUM), for jobq_maintain_history (an expired partition) and jobq_prune (a partition that
--- lies wholly in the range it was asked to delete).
+-- VACUUM), for jobq_maintain_history (an expired partition whose DROP must wait) and
+-- jobq_prune (a partition that lies wholly in the range it was asked to delete).
 --
 -- TRUNCATE locks the partition alone (ACCESS EXCLUSIVE), not its parents: completions, which
 -- insert into the partition of the present, never wait for it; only readers of every partition

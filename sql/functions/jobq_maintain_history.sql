@@ -1,25 +1,26 @@
 -- jobq_maintain_history: the upkeep of jobq_jobs_history, run by every jobq_tick and callable
 -- alone (pg_cron, `jobq tick`). For each finished status (jobq_retention) it makes the
--- partitions of today and of the next two days ahead of need, empties each partition whose
--- every row finished more than the status's keep ago, and drops the empty partitions of the
--- past: retention in constant time, whatever the rows (TRUNCATE and DROP TABLE, never a DELETE
--- of rows, but for the DEFAULT partition's stragglers below).
+-- partitions of today and of the next two days ahead of need, and drops each partition whose
+-- every row finished more than the status's keep ago, and the empty partitions of the past:
+-- retention in constant time, whatever the rows (DROP TABLE, or TRUNCATE while the DROP's locks
+-- are taken; never a DELETE of rows, but for the DEFAULT partition's stragglers below).
 --
 -- Nothing live is ever dropped: jobq_jobs_history holds finished jobs only (its partitions
--- are by finished status, with no DEFAULT at the top), and a partition is emptied only once its
--- upper bound is older than keep. A requeue of one of its jobs that runs meanwhile holds the
--- partition: the TRUNCATE waits for its commit (the job is then live, in jobq_jobs) or gives up.
+-- are by finished status, with no DEFAULT at the top), and a partition is dropped or emptied
+-- only once its upper bound is older than keep. A requeue of one of its jobs that runs
+-- meanwhile holds the partition: the DROP gives way and the TRUNCATE waits for the requeue's
+-- commit (the job is then live, in jobq_jobs) or gives up.
 --
 -- The DDL never queues the hot path behind it. A new partition is made as a table of its own
 -- and then attached (ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on the parent, which
--- completions' inserts do not conflict with); TRUNCATE locks the expired partition alone,
--- which no completion or claim touches. Each of these waits at most lock_timeout for its lock
--- (the function's own setting; the caller's is restored on return), and only readers of every
+-- completions' inserts do not conflict with); TRUNCATE locks an expired partition alone, which
+-- no completion or claim writes. Each of these waits at most lock_timeout for its lock (the
+-- function's own setting; the caller's is restored on return), and only readers of every
 -- partition (a look-up by id or key) may queue behind it meanwhile: when the lock is not
 -- granted in time, the step is skipped, reported ('skipped'), and retried by the next call.
--- The DROP, which locks the status's partitioned table that completions write through, comes
--- last and never waits (NOWAIT). The locks taken are held until the caller's transaction
--- ends: jobq_tick calls this last, and a caller of its own should commit at once.
+-- The DROP, which locks the status's partitioned table that completions write through, never
+-- waits (NOWAIT). The locks taken are held until the caller's transaction ends: jobq_tick
+-- calls this last, and a caller of its own should commit at once.
 --
 -- Rows whose finished_at no partition covered (the ticks stopped for days) wait in the
 -- status's DEFAULT partition: the partition made for their days takes them over first, so
@@ -50,6 +51,9 @@ DECLARE
     v_name text;
     v_grantee text;
     v_rows bigint;
+    v_filled boolean;
+    v_metrics boolean;
+    v_holding boolean;
 BEGIN
     IF jobq_maintain_history.lock_timeout IS NULL
         OR jobq_maintain_history.lock_timeout <= interval '0'
@@ -152,32 +156,6 @@ BEGIN
 
         CONTINUE WHEN v_keep IS NULL;
 
-        -- Expired: every row finished more than keep ago. Emptied at once (TRUNCATE locks the
-        -- partition only, which completions do not touch); dropped below.
-        FOR v_name, v_upper IN
-            SELECT p.name, p.upper_at FROM jobq__history_partitions(v_status) AS p
-            WHERE p.upper_at <= v_now - v_keep
-            ORDER BY p.lower_at
-        LOOP
-            CONTINUE WHEN NOT jobq__history_filled(v_name);
-            BEGIN
-                v_rows := jobq__history_truncate(v_name, FALSE);
-                action := 'truncated';
-                partition_name := v_name;
-                detail := pg_catalog.format(
-                    'finished_at before %s%s', v_upper,
-                    CASE WHEN v_rows IS NOT NULL THEN pg_catalog.format(': %s row(s)', v_rows) END
-                );
-                RETURN NEXT;
-            EXCEPTION WHEN lock_not_available THEN
-                action := 'skipped';
-                partition_name := v_name;
-                detail := 'lock not granted within lock_timeout: retried by the next call';
-                RETURN NEXT;
-                EXIT;
-            END;
-        END LOOP;
-
         -- The DEFAULT partition: emptied whole when its newest row has expired, else its
         -- expired rows deleted (row by row: the one O(rows) step, only for jobs that finished
         -- while no partition covered their day). Its oldest row is read first, through its
@@ -216,35 +194,59 @@ BEGIN
         END;
     END LOOP;
 
-    -- Last, the DROP of the partitions of the past that are empty (expired and emptied above;
-    -- of a status kept until pruned, emptied by jobq_prune). A DROP locks the status's partitioned table, which every
-    -- completion of that status writes through, so it never waits: NOWAIT takes the locks at
-    -- once or not at all (no completion ever queues behind a waiting DROP), and an empty
-    -- partition left for a later call costs nothing. Once taken, the locks are held until the
-    -- caller commits: nothing here waits after that. The DEFAULT partition is locked with
-    -- them because a DROP changes the bounds of what it may hold.
-    FOR v_status, v_name IN
-        SELECT r.status, p.name
+    -- Last, the expired partitions (every row finished more than keep ago) and the empty ones
+    -- of the past (of a status kept until pruned, emptied by jobq_prune), each dropped whole.
+    -- A DROP locks the status's partitioned table, which every completion of that status
+    -- writes through (and its DEFAULT partition, whose bounds it changes), so it never waits:
+    -- NOWAIT takes the locks at once or not at all, and no completion ever queues behind a
+    -- waiting DROP. When they are not free, an expired partition is emptied instead
+    -- (TRUNCATE locks that partition alone, which no completion or claim writes) and dropped
+    -- by a later call. Once a DROP holds a partitioned table, until the caller commits,
+    -- nothing here waits any more; succeeded, whose completions are the hot path, comes last.
+    -- With metrics on, the rows are first counted as they are emptied (jobq__history_truncate),
+    -- not while a DROP holds the partitioned table.
+    v_metrics := (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton);
+    v_holding := FALSE;
+    FOR v_status, v_keep, v_name, v_upper IN
+        SELECT r.status, r.keep, p.name, p.upper_at
         FROM jobq_retention AS r
         CROSS JOIN LATERAL jobq__history_partitions(r.status) AS p
         WHERE p.upper_at <= v_now - coalesce(r.keep, interval '0')
-        ORDER BY r.status, p.lower_at
+        ORDER BY r.status = 'succeeded', r.status, p.lower_at
     LOOP
-        CONTINUE WHEN jobq__history_filled(v_name);
-        BEGIN
-            EXECUTE pg_catalog.format(
-                'LOCK TABLE ONLY %I, %I, %I IN ACCESS EXCLUSIVE MODE NOWAIT',
-                'jobq__history_' || v_status, 'jobq__history_' || v_status || '_default', v_name
-            );
-            CONTINUE WHEN jobq__history_filled(v_name);
-            EXECUTE pg_catalog.format('DROP TABLE %I', v_name);
-            action := 'dropped';
-            detail := 'empty';
-        EXCEPTION WHEN lock_not_available THEN
-            action := 'skipped';
-            detail := 'empty; its table was in use: dropped by a later call';
-        END;
+        v_filled := jobq__history_filled(v_name);
+        CONTINUE WHEN v_filled AND v_keep IS NULL;
         partition_name := v_name;
+        detail := pg_catalog.format('finished_at before %s', v_upper);
+        action := 'skipped';
+        IF NOT (v_filled AND v_metrics) THEN
+            BEGIN
+                EXECUTE pg_catalog.format(
+                    'LOCK TABLE ONLY %I, %I, %I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                    'jobq__history_' || v_status, 'jobq__history_' || v_status || '_default',
+                    v_name
+                );
+                EXECUTE pg_catalog.format('DROP TABLE %I', v_name);
+                action := 'dropped';
+                v_holding := TRUE;
+            EXCEPTION WHEN lock_not_available THEN
+                NULL;
+            END;
+        END IF;
+        IF action = 'skipped' AND v_filled AND NOT v_holding THEN
+            BEGIN
+                v_rows := jobq__history_truncate(v_name, FALSE);
+                action := 'truncated';
+                IF v_rows IS NOT NULL THEN
+                    detail := detail || pg_catalog.format(': %s row(s)', v_rows);
+                END IF;
+            EXCEPTION WHEN lock_not_available THEN
+                NULL;
+            END;
+        END IF;
+        IF action = 'skipped' THEN
+            detail := 'lock not granted: retried by the next call';
+        END IF;
         RETURN NEXT;
     END LOOP;
 END;
@@ -252,17 +254,17 @@ $$;
 
 COMMENT ON FUNCTION jobq_maintain_history(interval) IS
 'Admin (and run by every jobq_tick). Keeps jobq_jobs_history: makes the partitions of today and
-the next two days (UTC) for each finished status, empties each partition whose jobs all
-finished more than the status''s keep ago (jobq_retention, jobq_set_retention) and drops the
-empty partitions of the past: constant time whatever the rows (TRUNCATE, DROP TABLE). Jobs in
-a status''s DEFAULT partition (finished when no partition covered their time) move to the
-partition made for their days; the DEFAULT partition is emptied once its newest job is older
-than keep, and its older jobs deleted until then. Nothing live is ever dropped: the history
-holds finished jobs only.
+the next two days (UTC) for each finished status, and drops each partition whose jobs all
+finished more than the status''s keep ago (jobq_retention, jobq_set_retention), and the empty
+partitions of the past: constant time whatever the rows (DROP TABLE; TRUNCATE when the DROP''s
+locks are not free at once, the DROP then left to a later call). Jobs in a status''s DEFAULT
+partition (finished when no partition covered their time) move to the partition made for their
+days; the DEFAULT partition is emptied once its newest job is older than keep, and its older
+jobs deleted until then. Nothing live is ever dropped: the history holds finished jobs only.
 Arguments: lock_timeout (how long each step may wait for its lock: more than 0, at most 1
 minute; default 100 ms).
-Result: one row per step: action (created, truncated, deleted, dropped, or skipped when its lock
-was not granted in time: the next call retries it), partition_name, detail.
+Result: one row per step: action (created, dropped, truncated, deleted, or skipped when its lock
+was not granted: the next call retries it), partition_name, detail.
 Errors: 22023 lock_timeout NULL, not positive or above 1 minute.
 Concurrency: one call at a time per installation (a concurrent call returns no row at once).
 Claims and completions never queue behind it: the partitions it creates, attaches and empties

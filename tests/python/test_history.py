@@ -185,7 +185,7 @@ def test_maintenance_gives_up_on_a_held_lock_and_never_blocks_the_hot_path(
         assert out[1] < 10, "the maintenance waits about lock_timeout, not for the reader"
         assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'gone'") == 1
         reader.commit()
-    assert maintain(conn) == [("truncated", old), ("dropped", old)]
+    assert maintain(conn) == [("dropped", old)]
     assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'gone'") == 0
     assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'hot'") == 1
 
@@ -203,7 +203,7 @@ def test_the_drop_never_waits_for_a_completion(dsn: str, conn: Conn) -> None:
     with psycopg.connect(dsn) as completer:
         completer.execute("SELECT jobq_complete(%s, 'w1')", (job[0],))  # not committed yet
         started = time.monotonic()
-        assert maintain(conn, "5 s") == [("truncated", old), ("skipped", old)]
+        assert maintain(conn, "5 s") == [("truncated", old)]
         assert time.monotonic() - started < 2.5, "the DROP waited for the completion"
         completer.commit()
     assert maintain(conn) == [("dropped", old)]
@@ -230,7 +230,7 @@ def test_a_dead_letter_requeued_from_an_expiring_partition_is_never_lost(
     assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = 'pending'", kept)
     with psycopg.connect(dsn) as admin, psycopg.connect(dsn, autocommit=True) as operator:
         rows = admin.execute("SELECT action, partition_name FROM jobq_maintain_history()")
-        assert rows.fetchall() == [("truncated", old), ("dropped", old)]
+        assert rows.fetchall() == [("dropped", old)]
         pid = operator.info.backend_pid
         out: list[Any] = []
 
