@@ -5,10 +5,13 @@ Two measurements on a throwaway durable cluster (bench.cluster):
 1. The retention step at several sizes (``--rows``, default 1 and 10 million): that many
    succeeded jobs are loaded straight into ten expired day partitions of jobq_jobs_history
    (INSERT ... SELECT generate_series into a table of its own, then ATTACH PARTITION, which
-   builds its indexes), and one ``jobq_maintain_history()`` (commit included) empties and drops
-   them all. It prints the milliseconds per size: the step is constant if they do not grow
-   with the rows. For scale, it also times a row-by-row ``DELETE`` of one partition of
-   ``--delete-rows`` jobs (what retention would cost without partitions).
+   builds its indexes), and one ``jobq_maintain_history()`` drops them all, in a transaction
+   of its own. It prints, per size, the milliseconds of the call, of its commit, and how long
+   a session that takes a completion's lock (ROW EXCLUSIVE on the status's table, asked for
+   before the commit) waited from the commit on: PostgreSQL removes a dropped table's files
+   after it releases the locks, so a completion that arrives during the call waits at most the
+   call's time and that wait. For scale, it also times a row-by-row ``DELETE`` of one partition
+   of ``--delete-rows`` jobs (what retention would cost without partitions).
 2. The hot path beside the DDL: ``--threads`` sessions claim (``jobq_dequeue``, one job) and
    complete (``jobq_complete``) jobs from a backlog, in phases of ``--seconds`` that alternate
    quiet and churn (``--rounds`` of each). During a churn phase another session keeps creating
@@ -69,7 +72,8 @@ def load_partition(conn: psycopg.Connection[Any], day: dt.date, rows: int) -> st
 
 
 def retention_step(cluster: Cluster, total: int, days: int) -> dict[str, float]:
-    """Load ``total`` jobs over ``days`` expired day partitions; time one maintenance call."""
+    """Load ``total`` jobs over ``days`` expired day partitions; time one maintenance call,
+    its commit, and the wait of a completion's lock from the commit on."""
     first = dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=10 + days)
     started = time.perf_counter()
     with cluster.connect() as conn:
@@ -78,17 +82,38 @@ def retention_step(cluster: Cluster, total: int, days: int) -> dict[str, float]:
         conn.execute("VACUUM ANALYZE jobq__history_succeeded")
         conn.execute("CHECKPOINT")
     loaded = time.perf_counter() - started
-    with cluster.connect() as conn:
+    with cluster.connect() as conn, cluster.connect() as probe:
+        conn.execute("BEGIN")
         started = time.perf_counter()
         steps = conn.execute("SELECT action FROM jobq_maintain_history()").fetchall()
-        ms = (time.perf_counter() - started) * 1000
+        in_tx = time.perf_counter() - started
+        granted: list[float] = []
+
+        def complete_like() -> None:  # the lock a completion of a succeeded job takes
+            probe.execute("BEGIN")
+            probe.execute("LOCK TABLE jobq__history_succeeded IN ROW EXCLUSIVE MODE")
+            granted.append(time.perf_counter())
+            probe.execute("ROLLBACK")
+
+        waiter = threading.Thread(target=complete_like)
+        waiter.start()
+        pid = probe.info.backend_pid
+        waiting = "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s"
+        while conn.execute(waiting, (pid,)).fetchone() != (True,):
+            time.sleep(0.01)
+        committing = time.perf_counter()
+        conn.execute("COMMIT")
+        committed = time.perf_counter()
+        waiter.join(60)
         left = conn.execute("SELECT count(*) FROM jobq_jobs_history").fetchone()
     actions = [a for (a,) in steps]
     assert left == (0,), f"{left} jobs left after the retention step"
     return {
         "rows": total,
         "load_s": loaded,
-        "ms": ms,
+        "in_tx_ms": in_tx * 1000,
+        "commit_ms": (committed - committing) * 1000,
+        "waited_ms": (granted[0] - committing) * 1000,
         "truncated": actions.count("truncated"),
         "dropped": actions.count("dropped"),
     }
@@ -224,8 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         for total in args.rows:
             r = retention_step(cluster, total, args.days)
             log(f"loaded {total:,} jobs in {args.days} partitions in {r['load_s']:.0f} s")
-            print(f"retention of {total:,} jobs over {args.days} day partitions:"
-                  f" {r['ms']:.1f} ms ({r['truncated']} truncated, {r['dropped']} dropped)")
+            print(f"retention of {total:,} jobs over {args.days} day partitions"
+                  f" ({r['truncated']} truncated, {r['dropped']} dropped):"
+                  f" {r['in_tx_ms']:.1f} ms in the call, then commit {r['commit_ms']:.1f} ms,"
+                  f" of which a completion waiting on the locks waited {r['waited_ms']:.1f} ms"
+                  " (the files are removed after the locks are released)")
         if args.delete_rows:
             ms = delete_rows(cluster, args.delete_rows)
             print(f"for scale, a row-by-row DELETE of {args.delete_rows:,} jobs: {ms:.0f} ms")
