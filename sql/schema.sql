@@ -5615,8 +5615,8 @@ BEGIN
     -- Live jobs are in jobq_jobs, finished ones in jobq_jobs_history (the same columns, in
     -- the same order): each table is read only when a status it can hold is asked for, so a
     -- listing of finished jobs never reads the backlog, nor one of live jobs the history.
-    v_live := statuses IS NULL OR statuses && jobq__statuses(finished => FALSE);
-    v_finished := statuses IS NULL OR statuses && jobq__statuses(finished => TRUE);
+    v_live := statuses IS NULL OR statuses OPERATOR(pg_catalog.&&) jobq__statuses(finished => FALSE);
+    v_finished := statuses IS NULL OR statuses OPERATOR(pg_catalog.&&) jobq__statuses(finished => TRUE);
     RETURN QUERY
     SELECT j.*
     FROM jobq_jobs AS j
