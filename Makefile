@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
 .DEFAULT_GOAL := help
-.PHONY: help venv deps check test test-citus lint pgtap pytest demo bench bench-quick pressure soak schema-dump docs clean
+.PHONY: help venv deps check test test-citus lint pgtap pytest demo bench bench-quick pressure soak retention schema-dump docs clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -67,6 +67,9 @@ pressure: deps ## The pressure scenario alone: a snapshot held 3 minutes, jobq a
 soak: deps ## Soak: 10 minutes at 60 % load, then 10 more with a snapshot held 3 minutes (not in CI)
 	$(PY) -m bench.soak $(SOAK_SETTINGS)
 	$(PY) -m bench.soak --snapshot-hold $(SOAK_SETTINGS)
+
+retention: deps ## Retention of 1M and 10M finished jobs timed, and claim/complete p99 beside the DDL
+	$(PY) -m bench.retention
 
 schema-dump: deps ## Rewrite sql/schema.sql from the migrations; list new function files in history.sha256
 	@scripts/schema-dump.sh > sql/schema.sql

@@ -1237,6 +1237,20 @@ COMMENT ON FUNCTION public.jobq__event_channel(kind text) IS 'Private. The NOTIF
 awaited job finished; cancel: a processing job got a cancel request): jobq-<kind>:<schema>, or
 jobq-<kind>#<hex SHA-224 of the schema name, cut to fit 63 bytes> for a long schema name.';
 
+CREATE FUNCTION public.jobq__history_filled(partition_name text) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    v_filled boolean;
+BEGIN
+    EXECUTE pg_catalog.format('SELECT EXISTS (SELECT FROM %I)', partition_name) INTO v_filled;
+    RETURN v_filled;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__history_filled(partition_name text) IS 'Private. Whether the partition of jobq_jobs_history named partition_name holds a row.
+Arguments: partition_name. Result: true when it holds one. Errors: none of its own.';
+
 CREATE FUNCTION public.jobq__history_partitions(status text) RETURNS TABLE(name text, lower_at timestamp with time zone, upper_at timestamp with time zone)
     LANGUAGE sql STABLE
     AS $_$
@@ -1262,6 +1276,37 @@ $_$;
 COMMENT ON FUNCTION public.jobq__history_partitions(status text) IS 'Private. The range partitions of jobq_jobs_history for one finished status: name, lower_at
 (inclusive) and upper_at (exclusive) bounds of finished_at, oldest first; the DEFAULT
 partition is not listed.';
+
+CREATE FUNCTION public.jobq__history_truncate(partition_name text, count_rows boolean) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_rows bigint;
+BEGIN
+    IF (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton) THEN
+        EXECUTE pg_catalog.format('LOCK TABLE %I IN SHARE MODE', partition_name);
+        EXECUTE pg_catalog.format(
+            'SELECT pg_catalog.count(*), jobq__metrics_count(''pruned''::text, '
+            'pg_catalog.array_agg(h.queue), pg_catalog.array_agg(h.job_type), '
+            'pg_catalog.array_agg(h.status), NULL::double precision[]) '
+            'FROM %I AS h HAVING pg_catalog.count(*) > 0', partition_name
+        ) INTO v_rows;
+        v_rows := coalesce(v_rows, 0::bigint);
+    ELSIF count_rows THEN
+        EXECUTE pg_catalog.format('LOCK TABLE %I IN SHARE MODE', partition_name);
+        EXECUTE pg_catalog.format('SELECT pg_catalog.count(*) FROM %I', partition_name)
+        INTO v_rows;
+    END IF;
+    EXECUTE pg_catalog.format('TRUNCATE TABLE %I', partition_name);
+    RETURN v_rows;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__history_truncate(partition_name text, count_rows boolean) IS 'Private. Empties one partition of jobq_jobs_history by TRUNCATE (constant time; locks that
+partition only). Arguments: partition_name, count_rows (count the rows first). Rows are read
+once, under SHARE, when count_rows is true or metrics are on (the jobq_jobs gauge counts them
+as pruned). Result: the rows emptied, or NULL when not counted. Errors: lock_not_available
+(55P03) when the caller''s lock_timeout passes.';
 
 CREATE FUNCTION public.jobq__insert_jobs(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[], limit_groups text[], limit_keys text[]) RETURNS TABLE(ord integer, id uuid)
     LANGUAGE plpgsql
@@ -5536,6 +5581,8 @@ CREATE FUNCTION public.jobq_list_jobs(statuses text[] DEFAULT NULL::text[], job_
     AS $$
 DECLARE
     v_bad text;
+    v_live boolean;
+    v_finished boolean;
 BEGIN
     IF max_rows IS NULL OR max_rows < 1 THEN
         RAISE EXCEPTION 'jobq_list_jobs: max_rows must be at least 1, got %',
@@ -5567,13 +5614,26 @@ BEGIN
                   HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', ') || '.';
     END IF;
 
+    -- Live jobs are in jobq_jobs, finished ones in jobq_jobs_history (the same columns, in
+    -- the same order): each table is read only when a status it can hold is asked for, so a
+    -- listing of finished jobs never reads the backlog, nor one of live jobs the history.
+    v_live := statuses IS NULL OR statuses OPERATOR(pg_catalog.&&) jobq__statuses(finished => FALSE);
+    v_finished := statuses IS NULL OR statuses OPERATOR(pg_catalog.&&) jobq__statuses(finished => TRUE);
     RETURN QUERY
     SELECT j.*
-    FROM jobq_all_jobs AS j
-    WHERE (jobq_list_jobs.statuses IS NULL OR j.status = ANY (jobq_list_jobs.statuses))
+    FROM jobq_jobs AS j
+    WHERE v_live
+      AND (jobq_list_jobs.statuses IS NULL OR j.status = ANY (jobq_list_jobs.statuses))
       AND (jobq_list_jobs.job_type IS NULL OR j.job_type = jobq_list_jobs.job_type)
       AND (jobq_list_jobs.queue IS NULL OR j.queue = jobq_list_jobs.queue)
-    ORDER BY j.updated_at DESC, j.id
+    UNION ALL
+    SELECT h.*
+    FROM jobq_jobs_history AS h
+    WHERE v_finished
+      AND (jobq_list_jobs.statuses IS NULL OR h.status = ANY (jobq_list_jobs.statuses))
+      AND (jobq_list_jobs.job_type IS NULL OR h.job_type = jobq_list_jobs.job_type)
+      AND (jobq_list_jobs.queue IS NULL OR h.queue = jobq_list_jobs.queue)
+    ORDER BY updated_at DESC, id
     LIMIT jobq_list_jobs.max_rows;
 END;
 $$;
@@ -5605,6 +5665,9 @@ DECLARE
     v_name text;
     v_grantee text;
     v_rows bigint;
+    v_filled boolean;
+    v_metrics boolean;
+    v_holding boolean;
 BEGIN
     IF jobq_maintain_history.lock_timeout IS NULL
         OR jobq_maintain_history.lock_timeout <= interval '0'
@@ -5707,64 +5770,121 @@ BEGIN
 
         CONTINUE WHEN v_keep IS NULL;
 
-        -- Expired: every row finished more than keep ago.
-        FOR v_name, v_upper IN
-            SELECT p.name, p.upper_at FROM jobq__history_partitions(v_status) AS p
-            WHERE p.upper_at <= v_now - v_keep
-            ORDER BY p.lower_at
-        LOOP
-            BEGIN
-                EXECUTE pg_catalog.format('DROP TABLE %I', v_name);
-                action := 'dropped';
-                partition_name := v_name;
-                detail := pg_catalog.format('finished_at before %s', v_upper);
-                RETURN NEXT;
-            EXCEPTION WHEN lock_not_available THEN
-                action := 'skipped';
-                partition_name := v_name;
-                detail := 'lock not granted within lock_timeout: retried by the next call';
-                RETURN NEXT;
-                EXIT;
-            END;
-        END LOOP;
-
+        -- The DEFAULT partition: emptied whole when its newest row has expired, else its
+        -- expired rows deleted (row by row: the one O(rows) step, only for jobs that finished
+        -- while no partition covered their day). Its oldest row is read first, through its
+        -- index and without a lock; EXCLUSIVE then keeps writers out, not readers.
+        v_name := v_parent || '_default';
+        v_rows := NULL;
         BEGIN
-            EXECUTE pg_catalog.format(
-                'DELETE FROM %I AS d WHERE d.finished_at < $1', v_parent || '_default'
-            ) USING v_now - v_keep;
-            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            EXECUTE pg_catalog.format('SELECT pg_catalog.min(d.finished_at) FROM %I AS d', v_name)
+            INTO v_upper;
+            IF v_upper < v_now - v_keep THEN
+                EXECUTE pg_catalog.format('LOCK TABLE %I IN EXCLUSIVE MODE', v_name);
+                EXECUTE pg_catalog.format(
+                    'SELECT pg_catalog.max(d.finished_at) FROM %I AS d', v_name
+                ) INTO v_upper;
+                IF v_upper < v_now - v_keep THEN
+                    v_rows := jobq__history_truncate(v_name, TRUE);
+                    action := 'truncated';
+                ELSE
+                    EXECUTE pg_catalog.format(
+                        'DELETE FROM %I AS d WHERE d.finished_at < $1', v_name
+                    ) USING v_now - v_keep;
+                    GET DIAGNOSTICS v_rows = ROW_COUNT;
+                    action := 'deleted';
+                END IF;
+            END IF;
             IF v_rows > 0 THEN
-                action := 'deleted';
-                partition_name := v_parent || '_default';
+                partition_name := v_name;
                 detail := pg_catalog.format('%s row(s) finished before %s', v_rows, v_now - v_keep);
                 RETURN NEXT;
             END IF;
         EXCEPTION WHEN lock_not_available THEN
             action := 'skipped';
-            partition_name := v_parent || '_default';
+            partition_name := v_name;
             detail := 'lock not granted within lock_timeout: retried by the next call';
             RETURN NEXT;
         END;
+    END LOOP;
+
+    -- Last, the expired partitions (every row finished more than keep ago) and the empty ones
+    -- of the past (of a status kept until pruned, emptied by jobq_prune), each dropped whole.
+    -- A DROP locks the status's partitioned table, which every completion of that status
+    -- writes through (and its DEFAULT partition, whose bounds it changes), so it never waits:
+    -- NOWAIT takes the locks at once or not at all, and no completion ever queues behind a
+    -- waiting DROP. When they are not free, an expired partition is emptied instead
+    -- (TRUNCATE locks that partition alone, which no completion or claim writes) and dropped
+    -- by a later call. Once a DROP holds a partitioned table, until the caller commits,
+    -- nothing here waits any more; succeeded, whose completions are the hot path, comes last.
+    -- With metrics on, the rows are first counted as they are emptied (jobq__history_truncate),
+    -- not while a DROP holds the partitioned table.
+    v_metrics := (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton);
+    v_holding := FALSE;
+    FOR v_status, v_keep, v_name, v_upper IN
+        SELECT r.status, r.keep, p.name, p.upper_at
+        FROM jobq_retention AS r
+        CROSS JOIN LATERAL jobq__history_partitions(r.status) AS p
+        WHERE p.upper_at <= v_now - coalesce(r.keep, interval '0')
+        ORDER BY r.status = 'succeeded', r.status, p.lower_at
+    LOOP
+        v_filled := jobq__history_filled(v_name);
+        CONTINUE WHEN v_filled AND v_keep IS NULL;
+        partition_name := v_name;
+        detail := pg_catalog.format('finished_at before %s', v_upper);
+        action := 'skipped';
+        IF NOT (v_filled AND v_metrics) THEN
+            BEGIN
+                EXECUTE pg_catalog.format(
+                    'LOCK TABLE ONLY %I, %I, %I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                    'jobq__history_' || v_status, 'jobq__history_' || v_status || '_default',
+                    v_name
+                );
+                EXECUTE pg_catalog.format('DROP TABLE %I', v_name);
+                action := 'dropped';
+                v_holding := TRUE;
+            EXCEPTION WHEN lock_not_available THEN
+                NULL;
+            END;
+        END IF;
+        IF action = 'skipped' AND v_filled AND NOT v_holding THEN
+            BEGIN
+                v_rows := jobq__history_truncate(v_name, FALSE);
+                action := 'truncated';
+                IF v_rows IS NOT NULL THEN
+                    detail := detail || pg_catalog.format(': %s row(s)', v_rows);
+                END IF;
+            EXCEPTION WHEN lock_not_available THEN
+                NULL;
+            END;
+        END IF;
+        IF action = 'skipped' THEN
+            detail := 'lock not granted: retried by the next call';
+        END IF;
+        RETURN NEXT;
     END LOOP;
 END;
 $_$;
 
 COMMENT ON FUNCTION public.jobq_maintain_history(lock_timeout interval) IS 'Admin (and run by every jobq_tick). Keeps jobq_jobs_history: makes the partitions of today and
 the next two days (UTC) for each finished status, and drops each partition whose jobs all
-finished more than the status''s keep ago (jobq_retention, jobq_set_retention): constant time
-whatever the rows. Jobs in a status''s DEFAULT partition (finished when no partition covered
-their time) move to the partition made for their days, and are deleted there once older than
-keep. Nothing live is ever dropped: the history holds finished jobs only.
+finished more than the status''s keep ago (jobq_retention, jobq_set_retention), and the empty
+partitions of the past: constant time whatever the rows (DROP TABLE; TRUNCATE when the DROP''s
+locks are not free at once, the DROP then left to a later call). Jobs in a status''s DEFAULT
+partition (finished when no partition covered their time) move to the partition made for their
+days; the DEFAULT partition is emptied once its newest job is older than keep, and its older
+jobs deleted until then. Nothing live is ever dropped: the history holds finished jobs only.
 Arguments: lock_timeout (how long each step may wait for its lock: more than 0, at most 1
 minute; default 100 ms).
-Result: one row per step: action (created, dropped, deleted, or skipped when its lock was not
-granted in time: the next call retries it), partition_name, detail.
+Result: one row per step: action (created, dropped, truncated, deleted, or skipped when its lock
+was not granted: the next call retries it), partition_name, detail.
 Errors: 22023 lock_timeout NULL, not positive or above 1 minute.
-Concurrency: one call at a time per installation (a concurrent call returns no row at once);
-each step waits at most lock_timeout for its lock, so that completions never queue behind it for
-longer; the locks taken are held until the caller''s transaction ends (commit at
-once). A DROP holds ACCESS EXCLUSIVE on its status''s partitioned table, which completions of
-that status wait for until then.';
+Concurrency: one call at a time per installation (a concurrent call returns no row at once).
+Claims and completions never queue behind it: the partitions it creates, attaches and empties
+are not the ones they write, and each of those steps waits at most lock_timeout (look-ups by id
+or key may wait that long behind it); a DROP takes its locks at once or is left to a later call.
+The locks taken are held until the caller''s transaction ends (commit at once: completions of a
+status whose partition was dropped wait for that commit).';
 
 CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, value double precision)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6288,6 +6408,8 @@ DECLARE
     v_hint text;
     v_before timestamptz;
     v_deleted bigint := 0::bigint;
+    v_name text;
+    v_lock_timeout text;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -6328,6 +6450,25 @@ BEGIN
     END IF;
 
     v_before := v_now - least(older_than, interval '1000 years');
+    -- Whole partitions first, under a lock_timeout of their own: the caller's applies again to
+    -- the rows (set back transaction-locally, to the value it had).
+    v_lock_timeout := pg_catalog.current_setting('lock_timeout');
+    PERFORM pg_catalog.set_config('lock_timeout', '100ms', TRUE);
+    FOR v_name IN
+        SELECT p.name
+        FROM pg_catalog.unnest(jobq_prune.statuses) AS s (status)
+        CROSS JOIN LATERAL jobq__history_partitions(s.status) AS p
+        WHERE p.upper_at <= v_before
+        ORDER BY p.lower_at
+    LOOP
+        CONTINUE WHEN NOT jobq__history_filled(v_name);
+        BEGIN
+            v_deleted := v_deleted + jobq__history_truncate(v_name, TRUE);
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;  -- left to the DELETE below
+        END;
+    END LOOP;
+    PERFORM pg_catalog.set_config('lock_timeout', v_lock_timeout, TRUE);
     -- The oldest first (by finished_at, whatever the status), batch_size of them or all; rows
     -- another transaction holds are skipped. The status and finished_at tests of the DELETE
     -- leave out the partitions that cannot hold such a job, and the ids are found in the
@@ -6359,7 +6500,7 @@ BEGIN
         HAVING pg_catalog.count(*) > 0
     )
 
-    SELECT pg_catalog.count(*) INTO v_deleted
+    SELECT v_deleted + pg_catalog.count(*) INTO v_deleted
     FROM pruned AS p
     LEFT JOIN counted ON TRUE;
     -- Registrations of jobq_await whose job has ended or is gone: the ending statement deletes
@@ -6384,6 +6525,9 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) IS 'Deletes finished jobs that finished long enough ago, the oldest first, all at once or in
 batches (each call then a short transaction: loop until a call deletes fewer than batch_size).
+A partition of the history that lies wholly in the range is emptied whole (TRUNCATE, constant
+time; its jobs count in the result, whatever batch_size), unless its lock is not granted within
+100 ms (then its jobs are deleted row by row).
 Arguments: older_than (>= 0: jobs whose finished_at is older than this), statuses (finished
 statuses only: succeeded, failed, dead_letter, cancelled; at most 100 names; default
 succeeded), batch_size (at most that
@@ -8108,11 +8252,6 @@ order (priority DESC, available_at, id). jobq_dequeue reads the ranges its filte
 comparing the names of the rows it reads (two pairs whose hashes collide share a range), and
 merges them when there are several.';
 
-CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY['failed'::text, 'dead_letter'::text, 'cancelled'::text]));
-
-COMMENT ON INDEX public.jobq_jobs_failed_idx IS 'Failed, dead_letter and cancelled jobs by finished_at, for operators (listing, health, requeue,
-prune). Succeeded jobs are left out, so that a completion writes no entry here.';
-
 CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 COMMENT ON INDEX public.jobq_jobs_idempotency_key_key IS 'One job per (job_type, idempotency_key): the same key under another job type is another job.
@@ -8144,11 +8283,6 @@ CREATE INDEX jobq_jobs_scheduled_idx ON public.jobq_jobs USING btree (available_
 
 COMMENT ON INDEX public.jobq_jobs_scheduled_idx IS 'Scheduled jobs by the time they come due: every claim promotes the due ones (clears
 scheduled), so that they enter jobq_jobs_claim_idx.';
-
-CREATE INDEX jobq_jobs_succeeded_idx ON public.jobq_jobs USING btree (finished_at) WHERE (status = 'succeeded'::text);
-
-COMMENT ON INDEX public.jobq_jobs_succeeded_idx IS 'Succeeded jobs by finished_at, for jobq_prune (the oldest first, in batches). A completion
-appends one entry at its right-hand end.';
 
 COMMENT ON INDEX public.jobq_limit_keys_pkey IS 'The index of jobq_limit_keys_pkey.';
 
@@ -8264,7 +8398,11 @@ REVOKE ALL ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worke
 
 REVOKE ALL ON FUNCTION public.jobq__event_channel(kind text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__history_filled(partition_name text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__history_partitions(status text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__history_truncate(partition_name text, count_rows boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__insert_jobs(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[], limit_groups text[], limit_keys text[]) FROM PUBLIC;
 

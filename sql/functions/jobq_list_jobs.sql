@@ -15,6 +15,8 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_bad text;
+    v_live boolean;
+    v_finished boolean;
 BEGIN
     IF max_rows IS NULL OR max_rows < 1 THEN
         RAISE EXCEPTION 'jobq_list_jobs: max_rows must be at least 1, got %',
@@ -46,13 +48,26 @@ BEGIN
                   HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', ') || '.';
     END IF;
 
+    -- Live jobs are in jobq_jobs, finished ones in jobq_jobs_history (the same columns, in
+    -- the same order): each table is read only when a status it can hold is asked for, so a
+    -- listing of finished jobs never reads the backlog, nor one of live jobs the history.
+    v_live := statuses IS NULL OR statuses OPERATOR(pg_catalog.&&) jobq__statuses(finished => FALSE);
+    v_finished := statuses IS NULL OR statuses OPERATOR(pg_catalog.&&) jobq__statuses(finished => TRUE);
     RETURN QUERY
     SELECT j.*
-    FROM jobq_all_jobs AS j
-    WHERE (jobq_list_jobs.statuses IS NULL OR j.status = ANY (jobq_list_jobs.statuses))
+    FROM jobq_jobs AS j
+    WHERE v_live
+      AND (jobq_list_jobs.statuses IS NULL OR j.status = ANY (jobq_list_jobs.statuses))
       AND (jobq_list_jobs.job_type IS NULL OR j.job_type = jobq_list_jobs.job_type)
       AND (jobq_list_jobs.queue IS NULL OR j.queue = jobq_list_jobs.queue)
-    ORDER BY j.updated_at DESC, j.id
+    UNION ALL
+    SELECT h.*
+    FROM jobq_jobs_history AS h
+    WHERE v_finished
+      AND (jobq_list_jobs.statuses IS NULL OR h.status = ANY (jobq_list_jobs.statuses))
+      AND (jobq_list_jobs.job_type IS NULL OR h.job_type = jobq_list_jobs.job_type)
+      AND (jobq_list_jobs.queue IS NULL OR h.queue = jobq_list_jobs.queue)
+    ORDER BY updated_at DESC, id
     LIMIT jobq_list_jobs.max_rows;
 END;
 $$;

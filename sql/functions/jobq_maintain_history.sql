@@ -1,26 +1,32 @@
 -- jobq_maintain_history: the upkeep of jobq_jobs_history, run by every jobq_tick and callable
 -- alone (pg_cron, `jobq tick`). For each finished status (jobq_retention) it makes the
 -- partitions of today and of the next two days ahead of need, and drops each partition whose
--- every row finished more than the status's keep ago: retention in constant time, whatever
--- the rows (a DROP TABLE, never a DELETE of rows).
+-- every row finished more than the status's keep ago, and the empty partitions of the past:
+-- retention in constant time, whatever the rows (DROP TABLE, or TRUNCATE while the DROP's locks
+-- are taken; never a DELETE of rows, but for the DEFAULT partition's stragglers below).
 --
 -- Nothing live is ever dropped: jobq_jobs_history holds finished jobs only (its partitions
--- are by finished status, with no DEFAULT at the top), and a partition is dropped only once its
--- upper bound is older than keep.
+-- are by finished status, with no DEFAULT at the top), and a partition is dropped or emptied
+-- only once its upper bound is older than keep. A requeue of one of its jobs that runs
+-- meanwhile holds the partition: the DROP gives way and the TRUNCATE waits for the requeue's
+-- commit (the job is then live, in jobq_jobs) or gives up.
 --
--- The DDL never queues the hot path behind it for long. A new partition is made as a table of
--- its own and then attached (ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on the parent, which
--- completions' inserts do not conflict with); a DROP needs ACCESS EXCLUSIVE on the status's
--- parent, which completions of that status wait for. Each waits at most lock_timeout for its
--- lock (the function's own setting; the caller's is restored on return): when the lock is not
+-- The DDL never queues the hot path behind it. A new partition is made as a table of its own
+-- and then attached (ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on the parent, which
+-- completions' inserts do not conflict with); TRUNCATE locks an expired partition alone, which
+-- no completion or claim writes. Each of these waits at most lock_timeout for its lock (the
+-- function's own setting; the caller's is restored on return), and only readers of every
+-- partition (a look-up by id or key) may queue behind it meanwhile: when the lock is not
 -- granted in time, the step is skipped, reported ('skipped'), and retried by the next call.
--- The locks a step took are held until the caller's transaction ends: jobq_tick calls this
--- last, and a caller of its own should commit at once.
+-- The DROP, which locks the status's partitioned table that completions write through, never
+-- waits (NOWAIT). The locks taken are held until the caller's transaction ends: jobq_tick
+-- calls this last, and a caller of its own should commit at once.
 --
 -- Rows whose finished_at no partition covered (the ticks stopped for days) wait in the
 -- status's DEFAULT partition: the partition made for their days takes them over first, so
--- that ATTACH finds none left there; rows of the DEFAULT partition older than keep are
--- deleted (row by row: the only O(rows) step, and only for such rows).
+-- that ATTACH finds none left there; the DEFAULT partition is emptied whole once its newest
+-- row has expired, and until then its expired rows are deleted (row by row: the only O(rows)
+-- step, and only for such rows).
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_maintain_history(
@@ -45,6 +51,9 @@ DECLARE
     v_name text;
     v_grantee text;
     v_rows bigint;
+    v_filled boolean;
+    v_metrics boolean;
+    v_holding boolean;
 BEGIN
     IF jobq_maintain_history.lock_timeout IS NULL
         OR jobq_maintain_history.lock_timeout <= interval '0'
@@ -147,44 +156,98 @@ BEGIN
 
         CONTINUE WHEN v_keep IS NULL;
 
-        -- Expired: every row finished more than keep ago.
-        FOR v_name, v_upper IN
-            SELECT p.name, p.upper_at FROM jobq__history_partitions(v_status) AS p
-            WHERE p.upper_at <= v_now - v_keep
-            ORDER BY p.lower_at
-        LOOP
-            BEGIN
-                EXECUTE pg_catalog.format('DROP TABLE %I', v_name);
-                action := 'dropped';
-                partition_name := v_name;
-                detail := pg_catalog.format('finished_at before %s', v_upper);
-                RETURN NEXT;
-            EXCEPTION WHEN lock_not_available THEN
-                action := 'skipped';
-                partition_name := v_name;
-                detail := 'lock not granted within lock_timeout: retried by the next call';
-                RETURN NEXT;
-                EXIT;
-            END;
-        END LOOP;
-
+        -- The DEFAULT partition: emptied whole when its newest row has expired, else its
+        -- expired rows deleted (row by row: the one O(rows) step, only for jobs that finished
+        -- while no partition covered their day). Its oldest row is read first, through its
+        -- index and without a lock; EXCLUSIVE then keeps writers out, not readers.
+        v_name := v_parent || '_default';
+        v_rows := NULL;
         BEGIN
-            EXECUTE pg_catalog.format(
-                'DELETE FROM %I AS d WHERE d.finished_at < $1', v_parent || '_default'
-            ) USING v_now - v_keep;
-            GET DIAGNOSTICS v_rows = ROW_COUNT;
+            EXECUTE pg_catalog.format('SELECT pg_catalog.min(d.finished_at) FROM %I AS d', v_name)
+            INTO v_upper;
+            IF v_upper < v_now - v_keep THEN
+                EXECUTE pg_catalog.format('LOCK TABLE %I IN EXCLUSIVE MODE', v_name);
+                EXECUTE pg_catalog.format(
+                    'SELECT pg_catalog.max(d.finished_at) FROM %I AS d', v_name
+                ) INTO v_upper;
+                IF v_upper < v_now - v_keep THEN
+                    v_rows := jobq__history_truncate(v_name, TRUE);
+                    action := 'truncated';
+                ELSE
+                    EXECUTE pg_catalog.format(
+                        'DELETE FROM %I AS d WHERE d.finished_at < $1', v_name
+                    ) USING v_now - v_keep;
+                    GET DIAGNOSTICS v_rows = ROW_COUNT;
+                    action := 'deleted';
+                END IF;
+            END IF;
             IF v_rows > 0 THEN
-                action := 'deleted';
-                partition_name := v_parent || '_default';
+                partition_name := v_name;
                 detail := pg_catalog.format('%s row(s) finished before %s', v_rows, v_now - v_keep);
                 RETURN NEXT;
             END IF;
         EXCEPTION WHEN lock_not_available THEN
             action := 'skipped';
-            partition_name := v_parent || '_default';
+            partition_name := v_name;
             detail := 'lock not granted within lock_timeout: retried by the next call';
             RETURN NEXT;
         END;
+    END LOOP;
+
+    -- Last, the expired partitions (every row finished more than keep ago) and the empty ones
+    -- of the past (of a status kept until pruned, emptied by jobq_prune), each dropped whole.
+    -- A DROP locks the status's partitioned table, which every completion of that status
+    -- writes through (and its DEFAULT partition, whose bounds it changes), so it never waits:
+    -- NOWAIT takes the locks at once or not at all, and no completion ever queues behind a
+    -- waiting DROP. When they are not free, an expired partition is emptied instead
+    -- (TRUNCATE locks that partition alone, which no completion or claim writes) and dropped
+    -- by a later call. Once a DROP holds a partitioned table, until the caller commits,
+    -- nothing here waits any more; succeeded, whose completions are the hot path, comes last.
+    -- With metrics on, the rows are first counted as they are emptied (jobq__history_truncate),
+    -- not while a DROP holds the partitioned table.
+    v_metrics := (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton);
+    v_holding := FALSE;
+    FOR v_status, v_keep, v_name, v_upper IN
+        SELECT r.status, r.keep, p.name, p.upper_at
+        FROM jobq_retention AS r
+        CROSS JOIN LATERAL jobq__history_partitions(r.status) AS p
+        WHERE p.upper_at <= v_now - coalesce(r.keep, interval '0')
+        ORDER BY r.status = 'succeeded', r.status, p.lower_at
+    LOOP
+        v_filled := jobq__history_filled(v_name);
+        CONTINUE WHEN v_filled AND v_keep IS NULL;
+        partition_name := v_name;
+        detail := pg_catalog.format('finished_at before %s', v_upper);
+        action := 'skipped';
+        IF NOT (v_filled AND v_metrics) THEN
+            BEGIN
+                EXECUTE pg_catalog.format(
+                    'LOCK TABLE ONLY %I, %I, %I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                    'jobq__history_' || v_status, 'jobq__history_' || v_status || '_default',
+                    v_name
+                );
+                EXECUTE pg_catalog.format('DROP TABLE %I', v_name);
+                action := 'dropped';
+                v_holding := TRUE;
+            EXCEPTION WHEN lock_not_available THEN
+                NULL;
+            END;
+        END IF;
+        IF action = 'skipped' AND v_filled AND NOT v_holding THEN
+            BEGIN
+                v_rows := jobq__history_truncate(v_name, FALSE);
+                action := 'truncated';
+                IF v_rows IS NOT NULL THEN
+                    detail := detail || pg_catalog.format(': %s row(s)', v_rows);
+                END IF;
+            EXCEPTION WHEN lock_not_available THEN
+                NULL;
+            END;
+        END IF;
+        IF action = 'skipped' THEN
+            detail := 'lock not granted: retried by the next call';
+        END IF;
+        RETURN NEXT;
     END LOOP;
 END;
 $$;
@@ -192,19 +255,22 @@ $$;
 COMMENT ON FUNCTION jobq_maintain_history(interval) IS
 'Admin (and run by every jobq_tick). Keeps jobq_jobs_history: makes the partitions of today and
 the next two days (UTC) for each finished status, and drops each partition whose jobs all
-finished more than the status''s keep ago (jobq_retention, jobq_set_retention): constant time
-whatever the rows. Jobs in a status''s DEFAULT partition (finished when no partition covered
-their time) move to the partition made for their days, and are deleted there once older than
-keep. Nothing live is ever dropped: the history holds finished jobs only.
+finished more than the status''s keep ago (jobq_retention, jobq_set_retention), and the empty
+partitions of the past: constant time whatever the rows (DROP TABLE; TRUNCATE when the DROP''s
+locks are not free at once, the DROP then left to a later call). Jobs in a status''s DEFAULT
+partition (finished when no partition covered their time) move to the partition made for their
+days; the DEFAULT partition is emptied once its newest job is older than keep, and its older
+jobs deleted until then. Nothing live is ever dropped: the history holds finished jobs only.
 Arguments: lock_timeout (how long each step may wait for its lock: more than 0, at most 1
 minute; default 100 ms).
-Result: one row per step: action (created, dropped, deleted, or skipped when its lock was not
-granted in time: the next call retries it), partition_name, detail.
+Result: one row per step: action (created, dropped, truncated, deleted, or skipped when its lock
+was not granted: the next call retries it), partition_name, detail.
 Errors: 22023 lock_timeout NULL, not positive or above 1 minute.
-Concurrency: one call at a time per installation (a concurrent call returns no row at once);
-each step waits at most lock_timeout for its lock, so that completions never queue behind it for
-longer; the locks taken are held until the caller''s transaction ends (commit at
-once). A DROP holds ACCESS EXCLUSIVE on its status''s partitioned table, which completions of
-that status wait for until then.';
+Concurrency: one call at a time per installation (a concurrent call returns no row at once).
+Claims and completions never queue behind it: the partitions it creates, attaches and empties
+are not the ones they write, and each of those steps waits at most lock_timeout (look-ups by id
+or key may wait that long behind it); a DROP takes its locks at once or is left to a later call.
+The locks taken are held until the caller''s transaction ends (commit at once: completions of a
+status whose partition was dropped wait for that commit).';
 
 REVOKE EXECUTE ON FUNCTION jobq_maintain_history(interval) FROM PUBLIC;

@@ -3,13 +3,18 @@
 -- lose work, so those are refused rather than ignored. The age is capped at 1000 years so that
 -- now() - older_than cannot overflow.
 --
--- Finished jobs live in jobq_jobs_history, which retention empties by dropping whole
--- partitions (jobq_maintain_history); jobq_prune deletes row by row, for an age or a status
--- that the retention does not cover. With batch_size, one call deletes at most that many
--- jobs, the oldest first across the statuses, and a caller loops (Queue.prune and `jobq
--- prune` do) until a call deletes fewer: each batch is a short transaction with a bounded
--- amount of WAL, and the rows it deletes are locked with SKIP LOCKED (never waiting for an
--- operator's requeue). Without batch_size (NULL), one statement deletes them all.
+-- Finished jobs live in jobq_jobs_history, which retention empties by whole partitions
+-- (jobq_maintain_history); jobq_prune is for an age or a status that the retention does not
+-- cover. A partition of the statuses asked that lies wholly in the range (its every job
+-- finished before older_than) is emptied at once (jobq__history_truncate: constant time and
+-- WAL, no dead row for VACUUM; its rows are counted, for the result), whatever batch_size;
+-- jobq_maintain_history drops it later. Its lock is waited for 100 ms at most (a requeue of one
+-- of its jobs holds it): past that, its rows are left to the row-by-row DELETE.
+-- The rest is deleted row by row. With batch_size, one call deletes at most that many jobs
+-- so, the oldest first across the statuses, and a caller loops (Queue.prune and `jobq prune`
+-- do) until a call deletes fewer: each batch is a short transaction with a bounded amount of
+-- WAL, and the rows it deletes are locked with SKIP LOCKED (never waiting for an operator's
+-- requeue). Without batch_size (NULL), one statement deletes them all.
 --
 --! replaces: jobq_prune(interval, text[])
 --! levels: admin
@@ -29,6 +34,8 @@ DECLARE
     v_hint text;
     v_before timestamptz;
     v_deleted bigint := 0::bigint;
+    v_name text;
+    v_lock_timeout text;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -69,6 +76,25 @@ BEGIN
     END IF;
 
     v_before := v_now - least(older_than, interval '1000 years');
+    -- Whole partitions first, under a lock_timeout of their own: the caller's applies again to
+    -- the rows (set back transaction-locally, to the value it had).
+    v_lock_timeout := pg_catalog.current_setting('lock_timeout');
+    PERFORM pg_catalog.set_config('lock_timeout', '100ms', TRUE);
+    FOR v_name IN
+        SELECT p.name
+        FROM pg_catalog.unnest(jobq_prune.statuses) AS s (status)
+        CROSS JOIN LATERAL jobq__history_partitions(s.status) AS p
+        WHERE p.upper_at <= v_before
+        ORDER BY p.lower_at
+    LOOP
+        CONTINUE WHEN NOT jobq__history_filled(v_name);
+        BEGIN
+            v_deleted := v_deleted + jobq__history_truncate(v_name, TRUE);
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;  -- left to the DELETE below
+        END;
+    END LOOP;
+    PERFORM pg_catalog.set_config('lock_timeout', v_lock_timeout, TRUE);
     -- The oldest first (by finished_at, whatever the status), batch_size of them or all; rows
     -- another transaction holds are skipped. The status and finished_at tests of the DELETE
     -- leave out the partitions that cannot hold such a job, and the ids are found in the
@@ -100,7 +126,7 @@ BEGIN
         HAVING pg_catalog.count(*) > 0
     )
 
-    SELECT pg_catalog.count(*) INTO v_deleted
+    SELECT v_deleted + pg_catalog.count(*) INTO v_deleted
     FROM pruned AS p
     LEFT JOIN counted ON TRUE;
     -- Registrations of jobq_await whose job has ended or is gone: the ending statement deletes
@@ -126,6 +152,9 @@ $$;
 COMMENT ON FUNCTION jobq_prune(interval, text[], integer) IS
 'Deletes finished jobs that finished long enough ago, the oldest first, all at once or in
 batches (each call then a short transaction: loop until a call deletes fewer than batch_size).
+A partition of the history that lies wholly in the range is emptied whole (TRUNCATE, constant
+time; its jobs count in the result, whatever batch_size), unless its lock is not granted within
+100 ms (then its jobs are deleted row by row).
 Arguments: older_than (>= 0: jobs whose finished_at is older than this), statuses (finished
 statuses only: succeeded, failed, dead_letter, cancelled; at most 100 names; default
 succeeded), batch_size (at most that

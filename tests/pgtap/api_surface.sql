@@ -50,8 +50,10 @@ SELECT results_eq(
     ('jobq__cron_parse', 'cron text', 'bigint[]'),
     ('jobq__error_entry', 'attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text', 'jsonb'),
     ('jobq__event_channel', 'kind text', 'text'),
+    ('jobq__history_filled', 'partition_name text', 'boolean'),
     ('jobq__history_partitions', 'status text',
                                  'TABLE(name text, lower_at timestamp with time zone, upper_at timestamp with time zone)'),
+    ('jobq__history_truncate', 'partition_name text, count_rows boolean', 'bigint'),
     ('jobq__insert_jobs', 'job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], '
                           'run_ats timestamp with time zone[], priorities integer[], queues text[], '
                           'limit_groups text[], limit_keys text[]', 'TABLE(ord integer, id uuid)'),
@@ -517,13 +519,13 @@ SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 0$$, '23514',
     'jobq_settings_max_payload_bytes_check: the limit is positive');
 
 ------------------------------------------------------------------------------------------
--- Indexes: the partial indexes match what the claim, the recovery and pruning filter on
+-- Indexes: the partial indexes match what the claim and the recovery filter on
 ------------------------------------------------------------------------------------------
 
 SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
-    'jobq_jobs_scheduled_idx', 'jobq_jobs_locked_idx', 'jobq_jobs_failed_idx',
-    'jobq_jobs_succeeded_idx', 'jobq_jobs_limited_idx', 'jobq_jobs_limit_running_idx'
+    'jobq_jobs_scheduled_idx', 'jobq_jobs_locked_idx', 'jobq_jobs_limited_idx',
+    'jobq_jobs_limit_running_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
                  ARRAY['hashtextextended(job_type, (0)::bigint)',
@@ -531,12 +533,12 @@ SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
                  'jobq_jobs_claim_idx on the hashes of (job_type, queue), priority, available_at, id');
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_scheduled_idx', 'available_at',
                  'jobq_jobs_scheduled_idx on (available_at)');
-SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_succeeded_idx', 'finished_at',
-                 'jobq_jobs_succeeded_idx on (finished_at)');
+SELECT hasnt_index('public', 'jobq_jobs', 'jobq_jobs_succeeded_idx',
+                   'no index of succeeded jobs on jobq_jobs: they live in jobq_jobs_history');
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_locked_idx', 'locked_at',
                  'jobq_jobs_locked_idx on (locked_at)');
-SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_failed_idx', ARRAY['status', 'finished_at'],
-                 'jobq_jobs_failed_idx on (status, finished_at)');
+SELECT hasnt_index('public', 'jobq_jobs', 'jobq_jobs_failed_idx',
+                   'no index of failed jobs on jobq_jobs: they live in jobq_jobs_history');
 SELECT results_eq(
     $$SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid)
       FROM pg_index WHERE indrelid = 'jobq_jobs'::regclass AND indpred IS NOT NULL
@@ -544,8 +546,6 @@ SELECT results_eq(
     $$VALUES
     ('jobq_jobs_claim_idx'::text,
      'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (hashtextextended(job_type, (0)::bigint), hashtextextended(queue, (0)::bigint), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NULL))'::text),
-    ('jobq_jobs_failed_idx',
-     'CREATE INDEX jobq_jobs_failed_idx ON public.jobq_jobs USING btree (status, finished_at) WHERE (status = ANY (ARRAY[''failed''::text, ''dead_letter''::text, ''cancelled''::text]))'),
     ('jobq_jobs_idempotency_key_key',
      'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
     ('jobq_jobs_limit_running_idx',
@@ -555,11 +555,9 @@ SELECT results_eq(
     ('jobq_jobs_locked_idx',
      'CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = ''processing''::text)'),
     ('jobq_jobs_scheduled_idx',
-     'CREATE INDEX jobq_jobs_scheduled_idx ON public.jobq_jobs USING btree (available_at) WHERE ((status = ''pending''::text) AND scheduled)'),
-    ('jobq_jobs_succeeded_idx',
-     'CREATE INDEX jobq_jobs_succeeded_idx ON public.jobq_jobs USING btree (finished_at) WHERE (status = ''succeeded''::text)')
+     'CREATE INDEX jobq_jobs_scheduled_idx ON public.jobq_jobs USING btree (available_at) WHERE ((status = ''pending''::text) AND scheduled)')
     $$,
-    'the partial indexes: the claim order per (job_type, queue) over pending jobs that are not scheduled, scheduled jobs by due time, locks of processing jobs, finished jobs by status and time, keys'
+    'the partial indexes: the claim order per (job_type, queue) over pending jobs that are not scheduled, scheduled jobs by due time, locks of processing jobs, keys'
 );
 
 ------------------------------------------------------------------------------------------

@@ -6,11 +6,12 @@
 --   * a requeue moves the row back; jobq_prune deletes from the history; an idempotency key
 --     still returns its job's id while the job is in the history;
 --   * jobq_all_jobs shows every job with the columns of jobq_jobs;
---   * jobq_maintain_history (and jobq_tick) makes partitions ahead, drops expired ones, never a
---     live job, and moves rows out of a DEFAULT partition into the partition made for them.
+--   * jobq_maintain_history (and jobq_tick) makes partitions ahead, empties expired ones whole
+--     and drops them, never a live job, and moves rows out of a DEFAULT partition into the
+--     partition made for them; jobq_prune empties a partition wholly in its range at once.
 -- A lock held by another session (lock_timeout) is in tests/python/test_history.py.
 BEGIN;
-SELECT plan(47);
+SELECT plan(53);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -148,10 +149,56 @@ SELECT results_eq($$SELECT r.keep, r.partition_days FROM jobq_set_retention('suc
                   $$VALUES ('1 day'::interval, 1)$$, 'jobq_set_retention: succeeded jobs are kept 1 day');
 SELECT results_eq($$SELECT action, partition_name FROM jobq_maintain_history()$$,
                   $$VALUES ('dropped', 'jobq__history_succeeded_20000101')$$,
-                  'jobq_maintain_history drops the expired partition, and only it');
+                  'jobq_maintain_history drops the expired partition whole, and only it');
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE id = :'c'), 0, '... its job is gone with it');
 SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE id IN (:'live', :'r')), 2, 'live jobs are never dropped');
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE id = :'m2'), 1, 'a recent finished job stays');
+
+-- A DEFAULT partition whose every job has expired is emptied whole; one with a recent job
+-- loses only its expired rows.
+CREATE TEMP TABLE strays AS
+SELECT h.* FROM jobq_jobs_history AS h WHERE h.id = :'m2';
+INSERT INTO jobq_jobs_history
+SELECT gen_random_uuid(), s.queue, 'stray', s.payload, NULL, s.status, s.priority, s.attempts, s.max_attempts,
+       s.available_at, s.locked_at, s.locked_by, s.last_error, s.errors, s.created_at, s.updated_at,
+       '2000-02-01 00:00+00'::timestamptz + g * interval '1 hour', s.scheduled, s.result,
+       s.cancel_requested_at, s.cancel_reason, s.limit_group, s.limit_key, s.claimed_at
+FROM strays AS s CROSS JOIN generate_series(1, 3) AS g;
+SELECT results_eq($$SELECT action, partition_name, detail FROM jobq_maintain_history()$$,
+                  $$VALUES ('truncated', 'jobq__history_succeeded_default',
+                            '3 row(s) finished before ' || (now() - interval '1 day')::text)$$,
+                  'a DEFAULT partition whose jobs all expired is emptied whole (TRUNCATE)');
+INSERT INTO jobq_jobs_history
+SELECT gen_random_uuid(), s.queue, 'stray', s.payload, NULL, s.status, s.priority, s.attempts, s.max_attempts,
+       s.available_at, s.locked_at, s.locked_by, s.last_error, s.errors, s.created_at, s.updated_at,
+       f, s.scheduled, s.result, s.cancel_requested_at, s.cancel_reason, s.limit_group, s.limit_key, s.claimed_at
+FROM strays AS s CROSS JOIN (VALUES ('2000-02-01 00:00+00'::timestamptz), (now() + interval '1 year')) AS v (f);
+SELECT results_eq($$SELECT action, detail FROM jobq_maintain_history()$$,
+                  $$VALUES ('deleted', '1 row(s) finished before ' || (now() - interval '1 day')::text)$$,
+                  '... one that holds a job not yet expired loses only its expired jobs');
+SELECT is((SELECT count(*)::int FROM jobq_jobs_history WHERE job_type = 'stray'), 1, '... the recent one stays');
+
+-- jobq_prune empties a partition that lies wholly in its range at once, whatever batch_size,
+-- and deletes the rest row by row, batch_size of them.
+CREATE TABLE jobq__history_succeeded_20000301 PARTITION OF jobq__history_succeeded
+FOR VALUES FROM ('2000-03-01 00:00+00') TO ('2000-03-02 00:00+00');
+CREATE TABLE jobq__history_succeeded_20000302 PARTITION OF jobq__history_succeeded
+FOR VALUES FROM ('2000-03-02 00:00+00') TO ('2000-03-03 00:00+00');
+INSERT INTO jobq_jobs_history
+SELECT gen_random_uuid(), s.queue, 'old', s.payload, NULL, s.status, s.priority, s.attempts, s.max_attempts,
+       s.available_at, s.locked_at, s.locked_by, s.last_error, s.errors, s.created_at, s.updated_at,
+       '2000-03-01 00:00+00'::timestamptz + g * interval '1 hour', s.scheduled, s.result,
+       s.cancel_requested_at, s.cancel_reason, s.limit_group, s.limit_key, s.claimed_at
+FROM strays AS s CROSS JOIN generate_series(0, 47) AS g;
+SELECT is(jobq_prune(now() - '2000-03-02 12:00+00'::timestamptz, batch_size => 5), 29::bigint,
+          'jobq_prune: the 24 jobs of the partition wholly in range at once, then 5 row by row');
+SELECT results_eq($$SELECT tableoid::regclass::text, count(*)::int FROM jobq_jobs_history WHERE job_type = 'old' GROUP BY 1$$,
+                  $$VALUES ('jobq__history_succeeded_20000302', 19)$$,
+                  '... the partition in range is empty, the other lost its 5 oldest jobs');
+SELECT results_eq($$SELECT action, partition_name FROM jobq_maintain_history() WHERE partition_name LIKE '%200003%'$$,
+                  $$VALUES ('dropped', 'jobq__history_succeeded_20000301'),
+                           ('dropped', 'jobq__history_succeeded_20000302')$$,
+                  'the maintenance drops the partition jobq_prune emptied, with the expired one');
 
 SELECT throws_ok($$SELECT * FROM jobq_maintain_history(lock_timeout => '0')$$, '22023', NULL,
                  'lock_timeout 0 (which would mean wait for ever) is refused');

@@ -17,8 +17,6 @@ from pgq_client import Queue, Worker
 
 Conn = psycopg.Connection[Any]
 
-OLD = "jobq__history_succeeded_20000101"  # a partition of long-expired succeeded jobs
-
 
 def claim_one(conn: Conn, job_type: str) -> uuid.UUID:
     row = conn.execute(
@@ -119,34 +117,138 @@ def test_a_repeatable_read_enqueue_racing_the_move_is_a_serialization_failure(
     assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE idempotency_key = 'rr'") == 1
 
 
-def test_maintenance_gives_up_on_a_held_lock_and_the_next_call_drops(dsn: str, conn: Conn) -> None:
-    """An expired partition whose parent another session holds (a reader of the history in an
-    open transaction): the maintenance waits at most its lock_timeout, reports the drop as
-    skipped and leaves the partition; a completion meanwhile goes through; once the reader
-    commits, the next call drops it."""
+def old_partition(conn: Conn, status: str = "succeeded", days: int = 1) -> str:
+    """An expired partition of ``status`` (2000-01-01, ``days`` long), its retention 1 day."""
+    name = f"jobq__history_{status}_20000101"
     conn.execute(
-        "CREATE TABLE jobq__history_succeeded_20000101 PARTITION OF jobq__history_succeeded"
-        " FOR VALUES FROM ('2000-01-01 00:00+00') TO ('2000-01-02 00:00+00')"
+        f"CREATE TABLE {name} PARTITION OF jobq__history_{status}"
+        f" FOR VALUES FROM ('2000-01-01 00:00+00') TO ('2000-01-{1 + days:02d} 00:00+00')"
     )
-    conn.execute("SELECT * FROM jobq_set_retention('succeeded', interval '1 day')")
-    with psycopg.connect(dsn) as reader:
-        reader.execute("SELECT count(*) FROM jobq_jobs_history")  # holds ACCESS SHARE
+    conn.execute("SELECT * FROM jobq_set_retention(%s, interval '1 day')", (status,))
+    return name
+
+
+def finish_in(conn: Conn, job_type: str, status: str = "succeeded") -> Any:
+    """A job of ``job_type`` finished with ``status``, its finished_at moved to 2000-01-01."""
+    row = conn.execute("SELECT jobq_enqueue(%s, max_attempts => 1)", (job_type,)).fetchone()
+    assert row is not None
+    claim_one(conn, job_type)
+    if status == "succeeded":
+        conn.execute("SELECT jobq_complete(%s, 'w1')", (row[0],))
+    else:
+        conn.execute("SELECT jobq_fail(%s, 'w1', 'boom')", (row[0],))
+    conn.execute(
+        "UPDATE jobq_jobs_history SET finished_at = '2000-01-01 12:00+00' WHERE id = %s", (row[0],)
+    )
+    return row[0]
+
+
+def maintain(conn: Conn, lock_timeout: str = "100 ms") -> list[tuple[Any, ...]]:
+    return conn.execute(
+        "SELECT action, partition_name FROM jobq_maintain_history(lock_timeout => %s)",
+        (lock_timeout,),
+    ).fetchall()
+
+
+def test_maintenance_gives_up_on_a_held_lock_and_never_blocks_the_hot_path(
+    dsn: str, conn: Conn
+) -> None:
+    """An expired partition that another session reads in an open transaction: the
+    maintenance waits at most its lock_timeout for it (2 s here) and reports the step skipped;
+    meanwhile an enqueue, a claim and a completion in a third session go through at once,
+    not after the maintenance; once the reader commits, the next call empties and drops it."""
+    old = old_partition(conn)
+    finish_in(conn, "gone")
+    with psycopg.connect(dsn) as reader, psycopg.connect(dsn, autocommit=True) as admin:
+        reader.execute(f"SELECT count(*) FROM {old}")  # holds ACCESS SHARE until it commits
+        pid = admin.info.backend_pid
+        out: list[Any] = []
+
+        def run() -> None:
+            started = time.monotonic()
+            out.append(maintain(admin, "2 s"))
+            out.append(time.monotonic() - started)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        wait_for("the maintenance to wait for its lock", lambda: waiting_on_lock(conn, pid))
         started = time.monotonic()
-        rows = conn.execute(
-            "SELECT action, partition_name FROM jobq_maintain_history(lock_timeout => '50 ms')"
-        ).fetchall()
-        waited = time.monotonic() - started
-        assert rows == [("skipped", OLD)]
-        assert waited < 5, "the maintenance waits about lock_timeout, not for the reader"
-        job = conn.execute("SELECT jobq_enqueue('after')").fetchone()
+        job = conn.execute("SELECT jobq_enqueue('hot')").fetchone()
         assert job is not None
-        claim_one(conn, "after")
+        claim_one(conn, "hot")
         assert conn.execute("SELECT jobq_complete(%s, 'w1')", (job[0],)).fetchone() == (True,)
-        assert count(conn, "SELECT count(*) FROM pg_class WHERE relname = %s", OLD) == 1
+        hot = time.monotonic() - started
+        assert thread.is_alive(), "the hot path finished while the maintenance still waited"
+        thread.join(30)
+        assert hot < 1.5, f"enqueue, claim and complete took {hot:.2f} s behind the maintenance"
+        assert out[0] == [("skipped", old)]
+        assert out[1] < 10, "the maintenance waits about lock_timeout, not for the reader"
+        assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'gone'") == 1
         reader.commit()
-    rows = conn.execute("SELECT action, partition_name FROM jobq_maintain_history()").fetchall()
-    assert rows == [("dropped", OLD)]
-    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'after'") == 1
+    assert maintain(conn) == [("dropped", old)]
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'gone'") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'hot'") == 1
+
+
+def test_the_drop_never_waits_for_a_completion(dsn: str, conn: Conn) -> None:
+    """A completion of a succeeded job in an open transaction holds the status's partitioned
+    table: the maintenance empties the expired partition (which the completion does not
+    touch) and leaves its DROP at once, without waiting its lock_timeout; after the commit,
+    the next call drops it."""
+    old = old_partition(conn)
+    finish_in(conn, "gone")
+    job = conn.execute("SELECT jobq_enqueue('hot')").fetchone()
+    assert job is not None
+    claim_one(conn, "hot")
+    with psycopg.connect(dsn) as completer:
+        completer.execute("SELECT jobq_complete(%s, 'w1')", (job[0],))  # not committed yet
+        started = time.monotonic()
+        assert maintain(conn, "5 s") == [("truncated", old)]
+        assert time.monotonic() - started < 2.5, "the DROP waited for the completion"
+        completer.commit()
+    assert maintain(conn) == [("dropped", old)]
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'hot'") == 1
+
+
+def test_a_dead_letter_requeued_from_an_expiring_partition_is_never_lost(
+    dsn: str, conn: Conn
+) -> None:
+    """A requeue of a dead letter whose partition has expired, in a transaction still open:
+    the maintenance cannot empty that partition meanwhile (skipped, no error), and after the
+    commit the job is live; the next call empties and drops the partition and the job stays.
+    The other order: a maintenance not yet committed makes the requeue wait, which then finds
+    the job gone with its partition and returns false, without an error."""
+    old = old_partition(conn, "dead_letter", days=7)
+    kept = finish_in(conn, "kept", "dead_letter")
+    lost = finish_in(conn, "lost", "dead_letter")
+    assert count(conn, f"SELECT count(*) FROM {old}") == 2
+    with psycopg.connect(dsn) as operator:
+        row = operator.execute("SELECT jobq_requeue_dead_letter(%s)", (kept,)).fetchone()
+        assert row == (True,)
+        assert maintain(conn, "50 ms") == [("skipped", old)]
+        operator.commit()
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = 'pending'", kept)
+    with psycopg.connect(dsn) as admin, psycopg.connect(dsn, autocommit=True) as operator:
+        rows = admin.execute("SELECT action, partition_name FROM jobq_maintain_history()")
+        assert rows.fetchall() == [("dropped", old)]
+        pid = operator.info.backend_pid
+        out: list[Any] = []
+
+        def requeue() -> None:
+            try:
+                got = operator.execute("SELECT jobq_requeue_dead_letter(%s)", (lost,)).fetchone()
+                out.append(got)
+            except psycopg.Error as exc:
+                out.append(exc)
+
+        thread = threading.Thread(target=requeue)
+        thread.start()
+        wait_for("the requeue to wait for the maintenance", lambda: waiting_on_lock(conn, pid))
+        admin.commit()
+        thread.join(30)
+    assert out == [(False,)]
+    assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = 'pending'", kept)
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE id = %s", lost) == 0
 
 
 def test_results_and_waits_read_the_history(dsn: str, conn: Conn) -> None:
@@ -172,7 +274,9 @@ def test_results_and_waits_read_the_history(dsn: str, conn: Conn) -> None:
     worker.run(burst=True)
     statuses = queue.wait([plain, tx, bad], timeout=10)
     assert {i: s.status for i, s in statuses.items()} == {
-        plain: "succeeded", tx: "succeeded", bad: "dead_letter",
+        plain: "succeeded",
+        tx: "succeeded",
+        bad: "dead_letter",
     }
     assert queue.result(plain, timeout=1) == {"double": 4}
     assert queue.result(tx, timeout=1) == {"triple": 9}
@@ -180,3 +284,52 @@ def test_results_and_waits_read_the_history(dsn: str, conn: Conn) -> None:
     assert count(conn, "SELECT count(*) FROM jobq_jobs") == 0
     assert count(conn, "SELECT count(*) FROM jobq_jobs_history") == 3
     queue.close()
+
+
+def test_no_read_of_finished_jobs_would_use_the_dropped_finished_indexes(conn: Conn) -> None:
+    """Migration 0004 dropped jobq_jobs_succeeded_idx and jobq_jobs_failed_idx (finished jobs
+    live in the history). Put back, with live and finished jobs present and analysed, no plan
+    of the functions that read finished jobs (the dashboard's pages, listings, stats, summary,
+    health, status, prune) uses them: auto_explain reports every nested statement's plan."""
+    conn.execute(
+        "CREATE INDEX jobq_jobs_succeeded_idx ON jobq_jobs (finished_at) WHERE status = 'succeeded'"
+    )
+    conn.execute(
+        "CREATE INDEX jobq_jobs_failed_idx ON jobq_jobs (status, finished_at)"
+        " WHERE status IN ('failed', 'dead_letter', 'cancelled')"
+    )
+    conn.execute(
+        "SELECT jobq_enqueue_many(jsonb_agg(jsonb_build_object('job_type', 'p')))"
+        " FROM generate_series(1, 2000)"
+    )
+    conn.execute("SELECT jobq_enqueue('f', max_attempts => 1) FROM generate_series(1, 200)")
+    conn.execute("SELECT jobq_enqueue('s') FROM generate_series(1, 200)")
+    for job_id, job_type in conn.execute(
+        "SELECT id, job_type FROM jobq_dequeue('w1', '{f,s}', batch_size => 400)"
+    ).fetchall():
+        call = "jobq_complete(%s, 'w1')" if job_type == "s" else "jobq_fail(%s, 'w1', 'x')"
+        conn.execute(f"SELECT {call}", (job_id,))
+    conn.execute("ANALYZE")
+    plans: list[str] = []
+    conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    conn.execute("LOAD 'auto_explain'")
+    conn.execute("SET auto_explain.log_min_duration = 0")
+    conn.execute("SET auto_explain.log_nested_statements = on")
+    conn.execute("SET auto_explain.log_level = notice")
+    one = conn.execute("SELECT id FROM jobq_jobs_history LIMIT 1").fetchone()
+    assert one is not None
+    for status in ("succeeded", "failed", "dead_letter", "cancelled"):
+        conn.execute("SELECT * FROM jobq_jobs_page(%s)", (status,)).fetchall()
+        conn.execute("SELECT * FROM jobq_list_jobs(ARRAY[%s])", (status,)).fetchall()
+    for call in (
+        "jobq_stats()",
+        "jobq_queue_summary()",
+        "jobq_health()",
+        "jobq_prune('1 hour', '{succeeded,failed,dead_letter,cancelled}')",
+    ):
+        conn.execute(f"SELECT * FROM {call}").fetchall()
+    conn.execute("SELECT * FROM jobq_job_status(ARRAY[%s]::uuid[])", (one[0],)).fetchall()
+    text = "\n".join(plans)
+    assert text.count("Query Text:") >= 10 and "jobq_jobs_history" in text
+    assert "jobq_jobs_succeeded_idx" not in text
+    assert "jobq_jobs_failed_idx" not in text

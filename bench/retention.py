@@ -1,0 +1,274 @@
+"""Retention: ``python -m bench.retention`` (``make retention``).
+
+Two measurements on a throwaway durable cluster (bench.cluster):
+
+1. The retention step at several sizes (``--rows``, default 1 and 10 million): that many
+   succeeded jobs are loaded straight into ten expired day partitions of jobq_jobs_history
+   (INSERT ... SELECT generate_series into a table of its own, then ATTACH PARTITION, which
+   builds its indexes), and one ``jobq_maintain_history()`` drops them all, in a transaction
+   of its own. It prints, per size, the milliseconds of the call, of its commit, and how long
+   a session that takes a completion's lock (ROW EXCLUSIVE on the status's table, asked for
+   before the commit) waited from the commit on: PostgreSQL removes a dropped table's files
+   after it releases the locks, so a completion that arrives during the call waits at most the
+   call's time and that wait. For scale, it also times a row-by-row ``DELETE`` of one partition
+   of ``--delete-rows`` jobs (what retention would cost without partitions).
+2. The hot path beside the DDL: ``--threads`` sessions claim (``jobq_dequeue``, one job) and
+   complete (``jobq_complete``) jobs from a backlog, in phases of ``--seconds`` that alternate
+   quiet and churn (``--rounds`` of each). During a churn phase another session keeps creating
+   an expired partition of ``--churn-rows`` succeeded jobs (CREATE TABLE, INSERT, ATTACH
+   PARTITION under a 100 ms lock_timeout, as the maintenance makes partitions ahead) and
+   calling ``jobq_maintain_history()``, which empties and drops it. It prints the claim and
+   completion p50/p99 per kind of phase and how many partitions were created and dropped.
+
+The machine is shared during development: ``--rows 1000000`` alone takes a minute or two;
+the default (1 and 10 million) several minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import threading
+import time
+from typing import Any
+
+import psycopg
+
+from . import harness
+from .cluster import Cluster
+
+JOB_TYPE = "bench"
+COLUMNS = (
+    "id, queue, job_type, payload, status, priority, attempts, max_attempts, available_at,"
+    " errors, created_at, updated_at, finished_at, scheduled, claimed_at"
+)
+
+
+def log(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
+
+
+def load_partition(conn: psycopg.Connection[Any], day: dt.date, rows: int) -> str:
+    """An expired partition of succeeded jobs for ``day`` holding ``rows`` jobs, attached."""
+    name = f"jobq__history_succeeded_{day:%Y%m%d}"
+    lower = dt.datetime.combine(day, dt.time(), dt.timezone.utc)
+    conn.execute(f"CREATE TABLE {name} (LIKE jobq__history_succeeded INCLUDING DEFAULTS)")
+    conn.execute(
+        f"INSERT INTO {name} ({COLUMNS})"
+        " SELECT gen_random_uuid(), 'default', %(t)s, jsonb_build_object('n', g), 'succeeded',"
+        "  0, 1, 5, f, '[]', f, f, f, false, f"
+        " FROM generate_series(1, %(n)s) AS g,"
+        "  LATERAL (SELECT %(lower)s::timestamptz + g * (interval '1 day' / %(n)s)"
+        "   - interval '1 microsecond') AS x (f)",
+        {"t": JOB_TYPE, "n": rows, "lower": lower},
+    )
+    upper = lower + dt.timedelta(days=1)
+    conn.execute(
+        f"ALTER TABLE jobq__history_succeeded ATTACH PARTITION {name}"
+        f" FOR VALUES FROM ('{lower.isoformat()}') TO ('{upper.isoformat()}')"
+    )
+    return name
+
+
+def retention_step(cluster: Cluster, total: int, days: int) -> dict[str, float]:
+    """Load ``total`` jobs over ``days`` expired day partitions; time one maintenance call,
+    its commit, and the wait of a completion's lock from the commit on."""
+    first = dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=10 + days)
+    started = time.perf_counter()
+    with cluster.connect() as conn:
+        for i in range(days):
+            load_partition(conn, first + dt.timedelta(days=i), total // days)
+        conn.execute("VACUUM ANALYZE jobq__history_succeeded")
+        conn.execute("CHECKPOINT")
+    loaded = time.perf_counter() - started
+    with cluster.connect() as conn, cluster.connect() as probe:
+        conn.execute("BEGIN")
+        started = time.perf_counter()
+        steps = conn.execute("SELECT action FROM jobq_maintain_history()").fetchall()
+        in_tx = time.perf_counter() - started
+        granted: list[float] = []
+
+        def complete_like() -> None:  # the lock a completion of a succeeded job takes
+            probe.execute("BEGIN")
+            probe.execute("LOCK TABLE jobq__history_succeeded IN ROW EXCLUSIVE MODE")
+            granted.append(time.perf_counter())
+            probe.execute("ROLLBACK")
+
+        waiter = threading.Thread(target=complete_like)
+        waiter.start()
+        pid = probe.info.backend_pid
+        waiting = "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s"
+        while conn.execute(waiting, (pid,)).fetchone() != (True,):
+            time.sleep(0.01)
+        committing = time.perf_counter()
+        conn.execute("COMMIT")
+        committed = time.perf_counter()
+        waiter.join(60)
+        left = conn.execute("SELECT count(*) FROM jobq_jobs_history").fetchone()
+    actions = [a for (a,) in steps]
+    assert left == (0,), f"{left} jobs left after the retention step"
+    return {
+        "rows": total,
+        "load_s": loaded,
+        "in_tx_ms": in_tx * 1000,
+        "commit_ms": (committed - committing) * 1000,
+        "waited_ms": (granted[0] - committing) * 1000,
+        "truncated": actions.count("truncated"),
+        "dropped": actions.count("dropped"),
+    }
+
+
+def delete_rows(cluster: Cluster, rows: int) -> float:
+    """Milliseconds of a row-by-row DELETE of one partition of ``rows`` jobs (committed)."""
+    day = dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=40)
+    with cluster.connect() as conn:
+        name = load_partition(conn, day, rows)
+        conn.execute("CHECKPOINT")
+        started = time.perf_counter()
+        conn.execute(f"DELETE FROM {name}")
+        ms = (time.perf_counter() - started) * 1000
+        conn.execute(f"DROP TABLE {name}")
+    return ms
+
+
+class Churn(threading.Thread):
+    """Creates an expired partition of ``rows`` jobs and runs the maintenance, in a loop,
+    while ``on`` is set: partitions created and dropped beside the hot path."""
+
+    def __init__(self, cluster: Cluster, rows: int, stop: threading.Event) -> None:
+        super().__init__(daemon=True)
+        self.cluster, self.rows, self.stop = cluster, rows, stop
+        self.on = threading.Event()
+        self.created = self.dropped = self.skipped = 0
+        self.day = dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=400)
+
+    def run(self) -> None:
+        with self.cluster.connect() as conn:
+            conn.execute("SET lock_timeout = '100ms'")
+            while not self.stop.is_set():
+                if not self.on.wait(0.1):
+                    continue
+                try:
+                    load_partition(conn, self.day, self.rows)
+                    self.created += 1
+                    self.day += dt.timedelta(days=1)
+                except psycopg.errors.LockNotAvailable:
+                    conn.execute(f"DROP TABLE IF EXISTS jobq__history_succeeded_{self.day:%Y%m%d}")
+                    self.skipped += 1
+                for (action,) in conn.execute(
+                    "SELECT action FROM jobq_maintain_history()"
+                ).fetchall():
+                    self.dropped += action == "dropped"
+                    self.skipped += action == "skipped"
+                time.sleep(0.2)
+
+
+def drain(
+    cluster: Cluster, worker: str, stop: threading.Event, phase: list[str],
+    out: dict[str, list[tuple[float, float]]],
+) -> None:
+    """Claim one job and complete it, again and again, recording both latencies (ms) under
+    the phase of the moment."""
+    with cluster.connect() as conn:
+        claim = "SELECT id FROM jobq_dequeue(%s, ARRAY[%s])"
+        complete = "SELECT jobq_complete(%s, %s)"
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            row = conn.execute(claim, (worker, JOB_TYPE)).fetchone()
+            t1 = time.perf_counter()
+            if row is None:
+                raise RuntimeError("the backlog ran out: raise --backlog")
+            conn.execute(complete, (row[0], worker))
+            t2 = time.perf_counter()
+            out.setdefault(phase[0], []).append(((t1 - t0) * 1000, (t2 - t1) * 1000))
+
+
+def hot_path(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
+    harness.fill_jobq(cluster, args.backlog, job_type=JOB_TYPE)
+    harness.settle(cluster)
+    stop = threading.Event()
+    phase = ["warm-up"]
+    out: dict[str, list[tuple[float, float]]] = {}
+    churn = Churn(cluster, args.churn_rows, stop)
+    churn.start()
+    threads = [
+        threading.Thread(target=drain, args=(cluster, f"w{i}", stop, phase, out), daemon=True)
+        for i in range(args.threads)
+    ]
+    for t in threads:
+        t.start()
+    time.sleep(3)
+    for _ in range(args.rounds):
+        for name in ("quiet", "churn"):
+            phase[0] = name
+            if name == "churn":
+                churn.on.set()
+            log(f"phase {name}, {args.seconds:.0f} s")
+            time.sleep(args.seconds)
+            churn.on.clear()
+    stop.set()
+    for t in threads:
+        t.join(60)
+    churn.join(60)
+    result: dict[str, Any] = {
+        "created": churn.created, "dropped": churn.dropped, "skipped": churn.skipped,
+    }
+    for name in ("quiet", "churn"):
+        samples = out.get(name, [])
+        claims = harness.percentiles([c for c, _ in samples])
+        completes = harness.percentiles([c for _, c in samples])
+        result[name] = {
+            "jobs_s": len(samples) / (args.seconds * args.rounds),
+            "claim_p50": claims["p50"], "claim_p99": claims["p99"],
+            "complete_p50": completes["p50"], "complete_p99": completes["p99"],
+        }
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.retention", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000],
+                   help="finished jobs loaded before each retention step (default 1M 10M)")
+    p.add_argument("--days", type=int, default=10, help="day partitions they span (default 10)")
+    p.add_argument("--delete-rows", type=int, default=100_000,
+                   help="rows of the row-by-row DELETE timed for scale (0: skip; default 100000)")
+    p.add_argument("--threads", type=int, default=4, help="claim/complete sessions (default 4)")
+    p.add_argument("--seconds", type=float, default=15.0, help="length of a phase (default 15)")
+    p.add_argument("--rounds", type=int, default=2, help="quiet/churn rounds (default 2)")
+    p.add_argument("--churn-rows", type=int, default=1000,
+                   help="jobs in each partition the churn creates (default 1000)")
+    p.add_argument("--backlog", type=int, default=300_000,
+                   help="pending jobs the hot path drains (default 300000)")
+    p.add_argument("--skip-hot-path", action="store_true", help="only the retention step")
+    args = p.parse_args(argv)
+
+    with Cluster() as cluster:
+        log(f"cluster: {', '.join(f'{k}={v}' for k, v in sorted(cluster.settings.items()))}")
+        for total in args.rows:
+            r = retention_step(cluster, total, args.days)
+            log(f"loaded {total:,} jobs in {args.days} partitions in {r['load_s']:.0f} s")
+            print(f"retention of {total:,} jobs over {args.days} day partitions"
+                  f" ({r['truncated']} truncated, {r['dropped']} dropped):"
+                  f" {r['in_tx_ms']:.1f} ms in the call, then commit {r['commit_ms']:.1f} ms,"
+                  f" of which a completion waiting on the locks waited {r['waited_ms']:.1f} ms"
+                  " (the files are removed after the locks are released)")
+        if args.delete_rows:
+            ms = delete_rows(cluster, args.delete_rows)
+            print(f"for scale, a row-by-row DELETE of {args.delete_rows:,} jobs: {ms:.0f} ms")
+        if not args.skip_hot_path:
+            hot = hot_path(cluster, args)
+            print(f"hot path, {args.threads} sessions, {args.rounds} x {args.seconds:.0f} s"
+                  f" per kind of phase; churn: {hot['created']} partitions created,"
+                  f" {hot['dropped']} dropped, {hot['skipped']} steps skipped")
+            for name in ("quiet", "churn"):
+                m = hot[name]
+                print(f"  {name:6} {m['jobs_s']:8.0f} jobs/s   claim p50 {m['claim_p50']:6.2f}"
+                      f" p99 {m['claim_p99']:6.2f} ms   complete p50 {m['complete_p50']:6.2f}"
+                      f" p99 {m['complete_p99']:6.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
