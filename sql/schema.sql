@@ -6652,7 +6652,7 @@ Arguments: job_id (the job).
 Result: true if it did; false for any other status or an unknown id (nothing changes then).
 Errors: none.';
 
-CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text) RETURNS integer
+CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
@@ -6670,6 +6670,11 @@ BEGIN
             'allowed', pg_catalog.length(jobq_requeue_dead_letters.queue)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF jobq_requeue_dead_letters.include_cancelled IS NULL THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: include_cancelled must be true or false, '
+            'got NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     -- Back from jobq_jobs_history to jobq_jobs (jobq__requeue), each with the status it
     -- leaves, for jobq_metrics' gauge.
     WITH requeued AS MATERIALIZED (
@@ -6677,7 +6682,8 @@ BEGIN
         FROM jobq__requeue(ARRAY(
             SELECT h.id
             FROM jobq_jobs_history AS h
-            WHERE h.status IN ('dead_letter', 'failed', 'cancelled')
+            WHERE (h.status IN ('dead_letter', 'failed')
+                   OR (jobq_requeue_dead_letters.include_cancelled AND h.status = 'cancelled'))
               AND (jobq_requeue_dead_letters.job_type IS NULL
                    OR h.job_type = jobq_requeue_dead_letters.job_type)
               AND (jobq_requeue_dead_letters.queue IS NULL
@@ -6703,13 +6709,14 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) IS 'Makes every dead_letter, failed or cancelled job pending again, as jobq_requeue_dead_letter
-does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
+COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean) IS 'Makes every dead_letter or failed job (and cancelled one, with include_cancelled) pending
+again, as jobq_requeue_dead_letter does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
 back (a single one that wakes every worker when more than 100 queues did).
 Arguments: job_type (NULL = any; at most 200 characters), queue (NULL = any; at most 200
-characters).
+characters), include_cancelled (false, the default: cancelled jobs stay cancelled; true:
+they are requeued too).
 Result: how many jobs were requeued.
-Errors: 22023 a job_type or queue longer than 200 characters.';
+Errors: 22023 a job_type or queue longer than 200 characters, include_cancelled NULL.';
 
 CREATE FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, max_attempts integer DEFAULT 5, catch_up text DEFAULT 'latest'::text, paused boolean DEFAULT false) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8366,7 +8373,7 @@ REVOKE ALL ON FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[
 
 REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) FROM PUBLIC;
 

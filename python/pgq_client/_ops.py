@@ -410,8 +410,11 @@ def requeue_dead_letter(s: Statements, job_id: uuid.UUID) -> Op[bool]:
     return _value(Call(s.requeue_dead_letter, {"job_id": job_id}), bool)
 
 
-def requeue_dead_letters(s: Statements, job_type: str | None, queue: str | None) -> Op[int]:
-    return _value(Call(s.requeue_dead_letters, {"job_type": job_type, "queue": queue}), int)
+def requeue_dead_letters(
+    s: Statements, job_type: str | None, queue: str | None, include_cancelled: bool
+) -> Op[int]:
+    args = {"job_type": job_type, "queue": queue, "include_cancelled": include_cancelled}
+    return _value(Call(s.requeue_dead_letters, args), int)
 
 
 def list_jobs(

@@ -71,8 +71,8 @@ _TEMPLATES = {
     "release": "SELECT jobq_release(job_ids uuid[], worker_id text) AS released",
     "release_orphans": "SELECT jobq_release_orphans(worker_id text, job_ids uuid[]) AS released",
     "requeue_dead_letter": "SELECT jobq_requeue_dead_letter(job_id uuid) AS requeued",
-    "requeue_dead_letters": "SELECT jobq_requeue_dead_letters(job_type text, queue text)"
-    " AS requeued",
+    "requeue_dead_letters": "SELECT jobq_requeue_dead_letters(job_type text, queue text,"
+    " include_cancelled bool) AS requeued",
     "list_jobs": "SELECT * FROM jobq_list_jobs(statuses text[], job_type text, queue text,"
     " max_rows int4)",
     "get_job": "SELECT * FROM jobq_get_job(job_id uuid)",

@@ -322,10 +322,14 @@ class Queue(SyncClient):
         other job."""
         return self._drive(_ops.requeue_dead_letter(self._sql, job_id))
 
-    def requeue_dead_letters(self, job_type: str | None = None, queue: str | None = None) -> int:
-        """Requeue every ``dead_letter``/``failed``/``cancelled`` job (of a type, queue); returns
-        how many."""
-        return self._drive(_ops.requeue_dead_letters(self._sql, job_type, queue))
+    def requeue_dead_letters(
+        self, job_type: str | None = None, queue: str | None = None, include_cancelled: bool = False
+    ) -> int:
+        """Requeue every ``dead_letter``/``failed`` job (of a type, queue), ``cancelled`` ones
+        too with ``include_cancelled``; returns how many."""
+        return self._drive(
+            _ops.requeue_dead_letters(self._sql, job_type, queue, include_cancelled)
+        )
 
     def dead_letters(
         self,

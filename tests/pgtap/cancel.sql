@@ -7,7 +7,7 @@
 -- cancelled and is never claimed again; one that completes ends succeeded. Requeue and prune
 -- accept cancelled jobs.
 BEGIN;
-SELECT plan(49);
+SELECT plan(51);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -182,7 +182,10 @@ SELECT results_eq(
     $$VALUES ('pending'::text, 0, NULL::timestamptz, NULL::timestamptz, NULL::text, 'stopped by request'::text)$$,
     'requeued: pending, attempts 0, the cancel request cleared, the error history kept'
 );
-SELECT is(jobq_requeue_dead_letters(job_type => 'c'), 8, 'jobq_requeue_dead_letters requeues every cancelled job');
+SELECT is(jobq_requeue_dead_letters(job_type => 'c'), 0, 'jobq_requeue_dead_letters leaves cancelled jobs alone by default');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'cancelled'), 8, '... all eight stay cancelled');
+SELECT is(jobq_requeue_dead_letters(job_type => 'c', include_cancelled => true), 8,
+          'jobq_requeue_dead_letters(include_cancelled => true) requeues every cancelled job');
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'cancelled'), 0, 'none is left cancelled');
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'pending' AND cancel_requested_at IS NOT NULL), 0,
           'no pending job carries a request');

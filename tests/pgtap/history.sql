@@ -93,7 +93,7 @@ SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'c'), 0, '... an
 SELECT is(jobq_requeue_dead_letter(:'d'), true, 'requeue one dead letter');
 SELECT results_eq(format('SELECT place, status, attempts, last_error FROM place JOIN jobq_all_jobs USING (id, status) WHERE id = %L', :'d'),
                   $$VALUES ('live', 'pending', 0, 'last')$$, '... back in jobq_jobs, pending, attempts 0, error kept');
-SELECT is(jobq_requeue_dead_letters(), 4, 'the bulk requeue moves the failed, cancelled and dead_letter ones back');
+SELECT is(jobq_requeue_dead_letters(include_cancelled => true), 4, 'the bulk requeue moves the failed, cancelled and dead_letter ones back');
 SELECT is((SELECT count(*)::int FROM jobq_jobs_history WHERE status <> 'succeeded'), 0, '... none is left in the history');
 
 UPDATE jobq_jobs_history SET finished_at = now() - interval '8 days' WHERE id = :'m1';

@@ -225,7 +225,7 @@ SELECT is(pg_temp.v('jobq_released_total', pg_temp.l('q', 'r')), 1::double preci
           'released 1');
 
 SELECT ok(jobq_requeue_dead_letter(:'f1'), 'the dead letter is requeued');
-SELECT is(jobq_requeue_dead_letters(job_type => 'c'), 3, 'the cancelled ones too');
+SELECT is(jobq_requeue_dead_letters(job_type => 'c', include_cancelled => true), 3, 'the cancelled ones too');
 SELECT is(pg_temp.v('jobq_requeued_total', pg_temp.l('q', 'f')) + pg_temp.v('jobq_requeued_total', pg_temp.l('q', 'c')),
           4::double precision, 'requeued 4');
 SELECT results_eq('SELECT * FROM pg_temp.gauge()', 'SELECT * FROM pg_temp.counted()',

@@ -371,6 +371,22 @@ def test_dead_letter_requeue_all_of_a_type(dsn: str, conn: Conn) -> None:
     assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'pending'") == 2
 
 
+def test_dead_letter_requeue_all_leaves_cancelled_jobs_unless_asked(dsn: str, conn: Conn) -> None:
+    """`--all` requeues the failed job of a type and not its cancelled one, whose reason
+    stays; `--include-cancelled` brings that one back too."""
+    _dead_jobs(dsn)
+    withdrawn = Queue(dsn).enqueue("mail")
+    assert jobq("cancel", str(withdrawn), "--reason", "customer withdrew", dsn=dsn).returncode == 0
+    result = jobq("dead-letter", "requeue", "--all", "--job-type", "mail", dsn=dsn)
+    assert result.stdout.strip() == "requeued 1 job"
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'cancelled'") == 1
+    again = jobq("dead-letter", "requeue", "--all", "--include-cancelled", dsn=dsn)
+    assert again.stdout.strip() == "requeued 2 jobs"  # the dead letter and the cancelled one
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'pending'") == 3
+    mixed = jobq("dead-letter", "requeue", str(withdrawn), "--include-cancelled", dsn=dsn)
+    assert_user_error(mixed, 2, "go with --all")
+
+
 def test_prune_deletes_old_finished_jobs_only(dsn: str, conn: Conn) -> None:
     _, failed = _dead_jobs(dsn)
     conn.execute("UPDATE jobq_jobs_history SET finished_at = now() - interval '2 hours'")

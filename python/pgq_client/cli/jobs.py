@@ -188,14 +188,18 @@ def dead_letter_list(**filters: Any) -> None:
 @click.option("--all", "all_", is_flag=True, help="Requeue every dead_letter and failed job.")
 @opt.JOB_TYPE
 @opt.QUEUE
+@click.option("--include-cancelled", is_flag=True, help="With --all: cancelled jobs too.")
 def dead_letter_requeue(job_ids: list[uuid.UUID], all_: bool, **filters: Any) -> None:
     """Make dead_letter, failed or cancelled jobs (ID..., as `jobq jobs retry`) or every
-    dead_letter and failed job (--all; of a job type, of a queue) pending again."""
+    dead_letter and failed job (--all; of a job type, of a queue; --include-cancelled: and
+    every cancelled one) pending again."""
     if bool(job_ids) == all_:
         raise click.UsageError("give either a job ID or --all")
     if job_ids:
         if any(filters.values()):
-            raise click.UsageError("--job-type and --queue go with --all, not with an ID")
+            raise click.UsageError(
+                "--job-type, --queue and --include-cancelled go with --all, not with an ID"
+            )
         _retry(job_ids)
         return
     with settings().queue() as q:
