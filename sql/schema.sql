@@ -211,6 +211,7 @@ CREATE TABLE public.jobq_jobs (
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
+    locked_until timestamp with time zone,
     CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobq_jobs_cancel_check CHECK (((status <> 'pending'::text) OR ((cancel_requested_at IS NULL) AND (cancel_reason IS NULL)))),
     CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
@@ -324,6 +325,11 @@ group''s limits for itself, such as one customer); NULL: the whole group shares 
 COMMENT ON COLUMN public.jobq_jobs.claimed_at IS 'When the latest claim was made (jobq_dequeue); heartbeats do not move it, unlike locked_at.
 jobq_run_seconds measures from here to the end of the attempt. NULL for a job never claimed.';
 
+COMMENT ON COLUMN public.jobq_jobs.locked_until IS 'When the current claim''s lock expires: the claim sets it to locked_at + its own lock_timeout
+(jobq_dequeue), each jobq_heartbeat moves it by the same length from the renewal. Any claim
+takes over a processing job whose locked_until has passed, whatever its own lock_timeout. NULL
+unless processing.';
+
 COMMENT ON CONSTRAINT jobq_jobs_attempts_check ON public.jobq_jobs IS 'attempts is never negative (jobq_release gives an attempt back down to 0 at most).';
 
 COMMENT ON CONSTRAINT jobq_jobs_cancel_check ON public.jobq_jobs IS 'A pending job has no cancel request, so a job is never claimed again after its cancel took
@@ -339,7 +345,7 @@ COMMENT ON CONSTRAINT jobq_jobs_limit_key_needs_group ON public.jobq_jobs IS 'A 
 
 COMMENT ON CONSTRAINT jobq_jobs_max_attempts_check ON public.jobq_jobs IS 'A job may be claimed at least once (jobq_enqueue also refuses more than 1000).';
 
-CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[]) RETURNS SETOF public.jobq_jobs
+CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -840,6 +846,7 @@ BEGIN
             attempts = j.attempts + 1,
             locked_at = v_now,
             locked_by = jobq__claim_limited.worker_id,
+            locked_until = jobq__claim_limited.lock_until,
             claimed_at = v_now,
             updated_at = v_now
         WHERE j.id = ANY (v_ids)
@@ -897,10 +904,10 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[]) IS 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
+COMMENT ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone) IS 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
 batch_size jobs in claim order, never more than each (limit_group, limit_key) may start
 (max_running, max_starts per per), skipping keys that a concurrent claim holds, and records
-the starts.';
+the starts; the locks of its claims expire at lock_until.';
 
 CREATE FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) RETURNS timestamp with time zone[]
     LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -3156,6 +3163,7 @@ DECLARE
     v_error text;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
+    v_lock_until timestamptz;  -- when this claim's locks expire (beyond 1000 years: never)
     v_limited boolean;
     v_longest integer;
     -- The session's marks (see "Under a held horizon" above): per range of v_hts/v_hqs, the
@@ -3200,6 +3208,7 @@ BEGIN
             coalesce(lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    v_lock_until := v_now + least(jobq_dequeue.lock_timeout, interval '1000 years');
     -- The filters are stored in jobq_workers and read by every jobq_health: at most 1,000
     -- names each, of at most 200 characters (no job_type or queue is longer). The names are
     -- looked at one by one only when their total length could hide a longer one.
@@ -3302,15 +3311,17 @@ BEGIN
     FROM promoted AS c
     WHERE v_marked AND c.limit_group IS NULL;
 
-    -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
-    --    Each is recorded in errors (which worker lost it). One with a cancel request is not
+    -- 1. Take back stale claims within the caller's filters: their lock expired (locked_until,
+    --    set by the claim that made it from its own lock_timeout, whatever this claim's), so
+    --    their worker is presumed dead. Each is recorded in errors (which worker lost it, and
+    --    the lock length it had). One with a cancel request is not
     --    run again: cancelled; one that has used all its attempts is not run again:
     --    dead_letter. Those end here, whatever their priority, up to 1,000 per claim (the
     --    oldest locks first), and take no place in the batch. One that has attempts left goes
     --    back to pending with its original available_at, so that step 3 ranks it like any
     --    other pending job: the first batch_size of those in claim order (priority DESC,
     --    available_at, id) are taken back, which holds every one that the claim can take
-    --    ahead of a pending job. The index jobq_jobs_locked_idx makes both a short range scan
+    --    ahead of a pending job. The index jobq_jobs_locked_until_idx makes both a short range scan
     --    that finds nothing in the common case (the stale rows it finds are then sorted); the
     --    jobs that ended and that a client awaits are announced on the done channel.
     --    The texts of the record are made in the SELECT: Citus refuses a STABLE function
@@ -3322,18 +3333,17 @@ BEGIN
             pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                jobq_dequeue.lock_timeout
+                j.locked_until - j.locked_at
             ) AS message,
             pg_catalog.substr(j.locked_by, 1, 200) AS worker,
             j.attempts
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND j.locked_at
-              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
+          AND j.locked_until < v_now
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
           AND (j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts)
-        ORDER BY j.locked_at
+        ORDER BY j.locked_until
         LIMIT 1000
         FOR UPDATE SKIP LOCKED
     ),
@@ -3344,14 +3354,13 @@ BEGIN
             pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                jobq_dequeue.lock_timeout
+                j.locked_until - j.locked_at
             ) AS message,
             pg_catalog.substr(j.locked_by, 1, 200) AS worker,
             j.attempts
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND j.locked_at
-              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
+          AND j.locked_until < v_now
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
           AND j.cancel_requested_at IS NULL
@@ -3400,6 +3409,7 @@ BEGIN
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
+            locked_until = NULL,
             updated_at = v_now
         FROM record AS r
         -- The rows are found by primary key, as an array, whatever the join's method: joined
@@ -3630,7 +3640,7 @@ BEGIN
         RETURN QUERY
         SELECT * FROM jobq__claim_limited(
             jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues,
-            jobq_dequeue.batch_size, v_hts, v_hqs
+            jobq_dequeue.batch_size, v_hts, v_hqs, v_lock_until
         );
         RETURN;
     END IF;
@@ -3667,6 +3677,7 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
+                locked_until = v_lock_until,
                 claimed_at = v_now,
                 updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
@@ -3841,6 +3852,7 @@ BEGIN
                     attempts = j.attempts + 1,
                     locked_at = v_now,
                     locked_by = jobq_dequeue.worker_id,
+                    locked_until = v_lock_until,
                     claimed_at = v_now,
                     updated_at = v_now
                 WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
@@ -3967,9 +3979,10 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) IS 'Claims up to batch_size jobs for a worker and returns them: status processing, locked_at
-now, locked_by the worker, attempts + 1. Candidates: pending jobs whose available_at has
-come, and processing jobs whose lock is older than lock_timeout (their worker is presumed
-dead): such a takeover is recorded in errors (kind lock_expired, the worker that lost it),
+now, locked_until now + lock_timeout, locked_by the worker, attempts + 1. Candidates: pending
+jobs whose available_at has come, and processing jobs whose locked_until has passed (their
+worker is presumed dead; the claim that locked them set it, whatever this call''s
+lock_timeout): such a takeover is recorded in errors (kind lock_expired, the worker that lost it),
 and a stale job with a cancel request (jobq_cancel) goes to cancelled, one with no attempts
 left to dead_letter, instead of running again. Each call also records the worker''s filters in
 jobq_workers (written at most every 5 seconds per worker), for jobq_unserved_job_types.
@@ -4639,6 +4652,7 @@ BEGIN
         ),
         locked_at = NULL,
         locked_by = NULL,
+        locked_until = NULL,
         updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
@@ -4816,6 +4830,7 @@ BEGIN
             ),
             locked_at = NULL,
             locked_by = NULL,
+            locked_until = NULL,
             updated_at = v_now
         FROM d
         WHERE j.id = d.job_id
@@ -5192,7 +5207,10 @@ BEGIN
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
     -- rows by the primary key (no status test: locked_by implies processing).
     UPDATE jobq_jobs AS j
-    SET locked_at = v_now
+    SET
+        locked_at = v_now,
+        -- a claim written without locked_until (by hand) gets jobq_dequeue's default length
+        locked_until = v_now + coalesce(j.locked_until - j.locked_at, interval '5 minutes')
     WHERE j.id = ANY (ARRAY(
         SELECT h.id
         FROM jobq_jobs AS h
@@ -5206,7 +5224,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) IS 'Renews locked_at (to now) of the jobs that the worker still holds, so that a long job of a
+COMMENT ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) IS 'Renews the claims of the jobs that the worker still holds (locked_at to now, locked_until to
+now + the claim''s own lock length), so that a long job of a
 live worker is never taken over. Never waits: a held job whose row another transaction has
 locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
 this time. A worker learns of cancel requests in the same statement with
@@ -6484,6 +6503,7 @@ BEGIN
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
+            locked_until = NULL,
             updated_at = v_now
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
@@ -6577,6 +6597,7 @@ BEGIN
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
+            locked_until = NULL,
             updated_at = v_now
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
         RETURNING j.id, j.queue, j.status, j.job_type
@@ -7187,7 +7208,8 @@ CREATE TABLE public.jobq_jobs_history (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 )
 PARTITION BY LIST (status);
 
@@ -7244,6 +7266,8 @@ COMMENT ON COLUMN public.jobq_jobs_history.limit_key IS 'As in jobq_jobs.';
 
 COMMENT ON COLUMN public.jobq_jobs_history.claimed_at IS 'As in jobq_jobs.';
 
+COMMENT ON COLUMN public.jobq_jobs_history.locked_until IS 'As in jobq_jobs (NULL: finished jobs hold no claim).';
+
 CREATE TABLE public.jobq__history_cancelled (
     id uuid NOT NULL,
     queue text NOT NULL,
@@ -7268,7 +7292,8 @@ CREATE TABLE public.jobq__history_cancelled (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7296,7 +7321,8 @@ CREATE TABLE public.jobq__history_cancelled_default (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 );
 
 CREATE TABLE public.jobq__history_dead_letter (
@@ -7323,7 +7349,8 @@ CREATE TABLE public.jobq__history_dead_letter (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7351,7 +7378,8 @@ CREATE TABLE public.jobq__history_dead_letter_default (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 );
 
 CREATE TABLE public.jobq__history_failed (
@@ -7378,7 +7406,8 @@ CREATE TABLE public.jobq__history_failed (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7406,7 +7435,8 @@ CREATE TABLE public.jobq__history_failed_default (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 );
 
 CREATE TABLE public.jobq__history_succeeded (
@@ -7433,7 +7463,8 @@ CREATE TABLE public.jobq__history_succeeded (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7461,7 +7492,8 @@ CREATE TABLE public.jobq__history_succeeded_default (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 );
 
 CREATE TABLE public.jobq__migrate_lock (
@@ -7502,7 +7534,8 @@ CREATE VIEW public.jobq_all_jobs AS
     j.cancel_reason,
     j.limit_group,
     j.limit_key,
-    j.claimed_at
+    j.claimed_at,
+    j.locked_until
    FROM public.jobq_jobs j
 UNION ALL
  SELECT h.id,
@@ -7528,7 +7561,8 @@ UNION ALL
     h.cancel_reason,
     h.limit_group,
     h.limit_key,
-    h.claimed_at
+    h.claimed_at,
+    h.locked_until
    FROM public.jobq_jobs_history h;
 
 COMMENT ON VIEW public.jobq_all_jobs IS 'Every job, live (jobq_jobs) or finished (jobq_jobs_history), with the columns of jobq_jobs.
@@ -8139,8 +8173,13 @@ limit_key cannot be enqueued, so the empty string stands for NULL.';
 
 CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = 'processing'::text);
 
-COMMENT ON INDEX public.jobq_jobs_locked_idx IS 'Stale claims: processing jobs by the age of their lock, so that jobq_dequeue finds the
-claims older than lock_timeout with a short range scan (usually empty).';
+COMMENT ON INDEX public.jobq_jobs_locked_idx IS 'Processing jobs by the time of their claim or last renewal: the listings of processing jobs
+(oldest claim first), jobq_health''s stuck claims and jobq_release_orphans.';
+
+CREATE INDEX jobq_jobs_locked_until_idx ON public.jobq_jobs USING btree (locked_until) WHERE (status = 'processing'::text);
+
+COMMENT ON INDEX public.jobq_jobs_locked_until_idx IS 'Stale claims: processing jobs by the expiry of their lock, so that jobq_dequeue finds the
+expired ones with a short range scan (usually empty).';
 
 COMMENT ON INDEX public.jobq_jobs_pkey IS 'The primary key: jobq_complete, jobq_fail, jobq_heartbeat and jobq_release find their jobs
 by id.';
@@ -8257,7 +8296,7 @@ REVOKE ALL ON FUNCTION public.jobq__cancel_apply() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) FROM PUBLIC;
 

@@ -50,6 +50,7 @@
 -- Not SECURITY DEFINER and no SET clause: it runs inside jobq_dequeue, with its search_path
 -- and settings, and is granted to nobody.
 --! replaces: jobq__claim_limited(text, text[], text[], integer, text[], text[])
+--! replaces: jobq__claim_limited(text, text[], text[], integer, bigint[], bigint[])
 
 CREATE OR REPLACE FUNCTION jobq__claim_limited(
     worker_id text,
@@ -57,7 +58,8 @@ CREATE OR REPLACE FUNCTION jobq__claim_limited(
     queues text[],
     batch_size integer,
     range_type_hashes bigint[],
-    range_queue_hashes bigint[]
+    range_queue_hashes bigint[],
+    lock_until timestamptz
 ) RETURNS SETOF jobq_jobs
 LANGUAGE plpgsql
 VOLATILE
@@ -560,6 +562,7 @@ BEGIN
             attempts = j.attempts + 1,
             locked_at = v_now,
             locked_by = jobq__claim_limited.worker_id,
+            locked_until = jobq__claim_limited.lock_until,
             claimed_at = v_now,
             updated_at = v_now
         WHERE j.id = ANY (v_ids)
@@ -617,11 +620,14 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobq__claim_limited(text, text[], text[], integer, bigint[], bigint[]) IS
+COMMENT ON FUNCTION jobq__claim_limited(
+    text, text[], text[], integer, bigint[], bigint[], timestamptz
+) IS
 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
 batch_size jobs in claim order, never more than each (limit_group, limit_key) may start
 (max_running, max_starts per per), skipping keys that a concurrent claim holds, and records
-the starts.';
+the starts; the locks of its claims expire at lock_until.';
 
-REVOKE EXECUTE ON FUNCTION jobq__claim_limited(text, text[], text[], integer, bigint[], bigint[])
-FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq__claim_limited(
+    text, text[], text[], integer, bigint[], bigint[], timestamptz
+) FROM PUBLIC;

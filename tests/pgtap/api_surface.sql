@@ -43,7 +43,8 @@ SELECT results_eq(
     ('jobq__cancel_apply', '', 'trigger'),
     ('jobq__channel', '', 'text'),
     ('jobq__claim_limited', 'worker_id text, job_types text[], queues text[], batch_size integer, '
-                            'range_type_hashes bigint[], range_queue_hashes bigint[]', 'SETOF jobq_jobs'),
+                            'range_type_hashes bigint[], range_queue_hashes bigint[], '
+                            'lock_until timestamp with time zone', 'SETOF jobq_jobs'),
     ('jobq__cron_fires', 'masks bigint[], timezone text, first timestamp with time zone, '
                          'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
@@ -247,7 +248,7 @@ SELECT function_returns('public', 'jobq_limits', ARRAY[]::text[], 'setof record'
 SELECT function_returns('public', 'jobq_limit_usage', ARRAY[]::text[], 'setof record');
 SELECT isnt_definer('public', 'jobq__worker_seen', ARRAY['text', 'text[]', 'text[]']);
 SELECT isnt_definer('public', 'jobq__limit_argument_problem', ARRAY['text', 'text']);
-SELECT isnt_definer('public', 'jobq__claim_limited', ARRAY['text', 'text[]', 'text[]', 'integer', 'bigint[]', 'bigint[]']);
+SELECT isnt_definer('public', 'jobq__claim_limited', ARRAY['text', 'text[]', 'text[]', 'integer', 'bigint[]', 'bigint[]', 'timestamp with time zone']);
 SELECT isnt_definer('public', 'jobq__available', ARRAY['boolean']);
 
 SELECT is_empty(
@@ -316,7 +317,7 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'id', 'queue', 'job_type', 'payload', 'idempotency_key', 'status', 'priority', 'attempts',
     'max_attempts', 'available_at', 'locked_at', 'locked_by', 'last_error', 'errors',
     'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
-    'cancel_reason', 'limit_group', 'limit_key', 'claimed_at'
+    'cancel_reason', 'limit_group', 'limit_key', 'claimed_at', 'locked_until'
 ]);
 SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics', 'lock_seed',
                                                   'metrics_label_sets']);
@@ -354,7 +355,8 @@ SELECT results_eq(
     ('cancel_reason',   'text',                           false, NULL),
     ('limit_group',     'text',                           false, NULL),
     ('limit_key',       'text',                           false, NULL),
-    ('claimed_at',      'timestamp with time zone',       false, NULL)
+    ('claimed_at',      'timestamp with time zone',       false, NULL),
+    ('locked_until',    'timestamp with time zone',       false, NULL)
     $$,
     'jobq_jobs columns: type, NOT NULL and default as documented'
 );
@@ -523,7 +525,8 @@ SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 0$$, '23514',
 SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
     'jobq_jobs_scheduled_idx', 'jobq_jobs_locked_idx', 'jobq_jobs_failed_idx',
-    'jobq_jobs_succeeded_idx', 'jobq_jobs_limited_idx', 'jobq_jobs_limit_running_idx'
+    'jobq_jobs_succeeded_idx', 'jobq_jobs_limited_idx', 'jobq_jobs_limit_running_idx',
+    'jobq_jobs_locked_until_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
                  ARRAY['hashtextextended(job_type, (0)::bigint)',
@@ -554,6 +557,8 @@ SELECT results_eq(
      'CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''''::text), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_locked_idx',
      'CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = ''processing''::text)'),
+    ('jobq_jobs_locked_until_idx',
+     'CREATE INDEX jobq_jobs_locked_until_idx ON public.jobq_jobs USING btree (locked_until) WHERE (status = ''processing''::text)'),
     ('jobq_jobs_scheduled_idx',
      'CREATE INDEX jobq_jobs_scheduled_idx ON public.jobq_jobs USING btree (available_at) WHERE ((status = ''pending''::text) AND scheduled)'),
     ('jobq_jobs_succeeded_idx',

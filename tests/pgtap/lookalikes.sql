@@ -270,7 +270,7 @@ $$, 'release');
 SELECT lives_ok($$
     SELECT * FROM jobq_dequeue('w2'::text, NULL::text[], 10, '5 minutes'::interval, NULL::text[])
 $$, 'dequeue again');
-UPDATE jobq_jobs SET locked_at = pg_catalog.now() - interval '1 hour' WHERE locked_by = 'w2';
+UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE locked_by = 'w2';
 SELECT lives_ok($$
     SELECT * FROM jobq_dequeue('w3'::text, NULL::text[], 10, '1 minute'::interval, NULL::text[])
 $$, 'dequeue: stale takeover');

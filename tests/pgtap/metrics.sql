@@ -192,7 +192,7 @@ SELECT is(pg_temp.v('jobq_dead_lettered_total', pg_temp.l('q', 'f')), 1::double 
 -- takeovers: one with attempts left (back to pending), one exhausted (dead_letter)
 SELECT jobq_enqueue('t', queue => 'q') AS t1, jobq_enqueue('t', queue => 'q', max_attempts => 1) AS t2 \gset
 SELECT count(*) AS n FROM jobq_dequeue('w1', job_types => '{t}', batch_size => 2) \gset
-UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE job_type = 't';
+UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE job_type = 't';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT count(*) AS n FROM jobq_dequeue('w2', job_types => '{t}', batch_size => 2,
                                         lock_timeout => '5 minutes') \gset

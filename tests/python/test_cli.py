@@ -328,7 +328,8 @@ def test_doctor_exits_one_when_a_check_warns(dsn: str, conn: Conn) -> None:
     # A claim not renewed for two hours: its worker is gone.
     conn.execute("SELECT jobq_enqueue(job_type => 'y')")
     conn.execute("SELECT * FROM jobq_dequeue(worker_id => 'w2', job_types => '{y}')")
-    conn.execute("UPDATE jobq_jobs SET locked_at = now() - interval '2 hours' WHERE job_type = 'y'")
+    conn.execute("UPDATE jobq_jobs SET locked_at = locked_at - interval '2 hours',"
+        " locked_until = locked_until - interval '2 hours' WHERE job_type = 'y'")
     for command in ("doctor", "health"):
         result = jobq(command, dsn=dsn)
         assert result.returncode == 1, (result.stdout, result.stderr)

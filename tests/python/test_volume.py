@@ -380,7 +380,8 @@ def test_no_call_of_a_worker_producer_or_dashboard_reads_the_whole_table_whateve
         plans = log_plans(s)
         stale = [r[0] for r in s.execute("SELECT id FROM jobq_dequeue('s', batch_size => 4)")]
         s.execute(
-            "UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = ANY(%s)",
+            "UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+            " locked_until = locked_until - interval '1 hour' WHERE id = ANY(%s)",
             (stale,),
         )
         claimed = 0
