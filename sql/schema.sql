@@ -345,7 +345,7 @@ COMMENT ON CONSTRAINT jobq_jobs_limit_key_needs_group ON public.jobq_jobs IS 'A 
 
 COMMENT ON CONSTRAINT jobq_jobs_max_attempts_check ON public.jobq_jobs IS 'A job may be claimed at least once (jobq_enqueue also refuses more than 1000).';
 
-CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone) RETURNS SETOF public.jobq_jobs
+CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone, paused_queues text[]) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -452,7 +452,9 @@ BEGIN
             pg_catalog.array_agg(r.id)
         INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
         FROM ranges AS r
-        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+        WHERE (jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues))
+          AND (jobq__claim_limited.paused_queues IS NULL
+               OR r.queue <> ALL (jobq__claim_limited.paused_queues));
     ELSE
         WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
             SELECT ty.job_type, f.*
@@ -505,7 +507,9 @@ BEGIN
             pg_catalog.array_agg(r.id)
         INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
         FROM ranges AS r
-        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+        WHERE (jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues))
+          AND (jobq__claim_limited.paused_queues IS NULL
+               OR r.queue <> ALL (jobq__claim_limited.paused_queues));
     END IF;
 
     -- The limits of the groups met, read once.
@@ -904,10 +908,11 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone) IS 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
+COMMENT ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone, paused_queues text[]) IS 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
 batch_size jobs in claim order, never more than each (limit_group, limit_key) may start
 (max_running, max_starts per per), skipping keys that a concurrent claim holds, and records
-the starts; the locks of its claims expire at lock_until.';
+the starts; the locks of its claims expire at lock_until; the limited jobs of paused_queues
+are left pending.';
 
 CREATE FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) RETURNS timestamp with time zone[]
     LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -3164,6 +3169,8 @@ DECLARE
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_lock_until timestamptz;  -- when this claim's locks expire (beyond 1000 years: never)
+    v_paused text[];  -- the paused queues (NULL: none), and the hashes of their names
+    v_paused_hqs bigint[];
     v_limited boolean;
     v_longest integer;
     -- The session's marks (see "Under a held horizon" above): per range of v_hts/v_hqs, the
@@ -3444,6 +3451,21 @@ BEGIN
         v_marked := FALSE;
     END IF;
 
+    -- Paused queues (jobq_pause): one read of jobq_paused_queues, an empty table unless an
+    -- operator paused a queue. While one is, the claim scans in full and leaves out the ranges
+    -- of the paused queues (by the hash of their names, the key of jobq_jobs_claim_idx; a queue
+    -- whose name has the same 64-bit hash as a paused one waits with it), and jobq__claim_limited
+    -- their limited jobs: their jobs stay pending, spend no attempt and keep their order.
+    -- Steps 0 and 1 still promote their due jobs and take back their expired claims.
+    SELECT
+        pg_catalog.array_agg(p.queue),
+        pg_catalog.array_agg(pg_catalog.hashtextextended(p.queue, 0))
+    INTO v_paused, v_paused_hqs
+    FROM jobq_paused_queues AS p;
+    IF v_paused IS NOT NULL THEN
+        v_marked := FALSE;
+    END IF;
+
     -- With marks, the jobs promoted by step 0 lower the marks of their ranges (or add their
     -- ranges), so that this claim ranks them as a full scan would.
     IF v_marked AND p_ids IS NOT NULL THEN
@@ -3595,6 +3617,13 @@ BEGIN
             FROM pg_catalog.unnest(jobq_dequeue.queues) AS q (queue)
         ));
     END IF;
+    IF v_paused IS NOT NULL THEN
+        SELECT pg_catalog.array_agg(r.ht ORDER BY r.n), pg_catalog.array_agg(r.hq ORDER BY r.n)
+        INTO v_hts, v_hqs
+        FROM ROWS FROM (pg_catalog.unnest(v_hts), pg_catalog.unnest(v_hqs))
+            WITH ORDINALITY AS r (ht, hq, n)
+        WHERE r.hq <> ALL (v_paused_hqs);
+    END IF;
 
     -- 2b. Limited jobs (limit_group set) are in jobq_jobs_limited_idx, not in the ranges
     --     above: when some wait within the filters (one probe per job type, or of the whole
@@ -3640,7 +3669,7 @@ BEGIN
         RETURN QUERY
         SELECT * FROM jobq__claim_limited(
             jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues,
-            jobq_dequeue.batch_size, v_hts, v_hqs, v_lock_until
+            jobq_dequeue.batch_size, v_hts, v_hqs, v_lock_until, v_paused
         );
         RETURN;
     END IF;
@@ -3995,6 +4024,8 @@ claimed), the session keeps a mark per range in the setting jobq.claim_marks and
 range from it, with a full scan at least every minute (at least a second apart): until then a
 job made pending behind a mark other than by the session''s claims, or in a new (job_type,
 queue) pair, waits.
+Paused queues (jobq_pause): their jobs are not claimed (they stay pending, attempts unspent);
+while none is paused this costs one read of the empty jobq_paused_queues.
 Runs with enable_bitmapscan = off, plan_cache_mode = force_generic_plan and jit = off (for
 this function only; the caller keeps its own settings): index scans in claim order that stop
 after batch_size rows, planned once per session, never compiled.
@@ -6296,6 +6327,47 @@ Concurrency: LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE: waits for th
 transactions writing jobs at that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
 quiet, in a transaction of its own.';
 
+CREATE FUNCTION public.jobq_pause(queue text, reason text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_added integer;
+BEGIN
+    IF jobq__blank(jobq_pause.queue) THEN
+        RAISE EXCEPTION 'jobq_pause: queue must be a non-blank string'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_pause.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_pause: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_pause.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_pause.reason) > 1000 THEN
+        RAISE EXCEPTION 'jobq_pause: reason is % characters long, at most 1000 are allowed',
+            pg_catalog.length(jobq_pause.reason)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO jobq_paused_queues AS p (queue, paused_at, reason)
+    VALUES (jobq_pause.queue, pg_catalog.now(), jobq_pause.reason)
+    ON CONFLICT ON CONSTRAINT jobq_paused_queues_pkey DO NOTHING;
+    GET DIAGNOSTICS v_added = ROW_COUNT;
+    RETURN v_added > 0;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_pause(queue text, reason text) IS 'Admin only. Pauses a queue: from the commit on, no jobq_dequeue claims its jobs (they stay
+pending, spend no attempt and keep their order); jobs already running finish normally and
+enqueues still succeed. Durable and shared by every worker, until jobq_resume.
+Arguments: queue (non-blank, at most 200 characters; it need not have jobs yet), reason (why,
+shown by jobq_queues; at most 1000 characters; NULL: none).
+Result: true if it paused the queue, false if it was paused already (its pause, reason
+included, is left as it was).
+Errors: 22023 queue NULL, blank or longer than 200 characters, reason longer than 1000
+characters; nothing changes then.
+Concurrency: one row of jobq_paused_queues; a claim that started before the commit may still
+take the queue''s jobs.';
+
 CREATE FUNCTION public.jobq_prune(older_than interval DEFAULT '7 days'::interval, statuses text[] DEFAULT '{succeeded}'::text[], batch_size integer DEFAULT NULL::integer) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -6476,6 +6548,38 @@ Result: rows (queue, available, scheduled, processing, failed, dead_letter, canc
 oldest_available_at, succeeded_recent), by queue.
 Errors: 22023 a NULL or negative recent, or one over 1 day.
 Concurrency: a snapshot, as any query; it takes no lock.';
+
+CREATE FUNCTION public.jobq_queues() RETURNS TABLE(queue text, paused boolean, paused_at timestamp with time zone, reason text, pending bigint, processing bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT
+        coalesce(c.queue, p.queue),
+        p.queue IS NOT NULL,
+        p.paused_at,
+        p.reason,
+        coalesce(c.pending, 0),
+        coalesce(c.processing, 0)
+    FROM (
+        SELECT
+            j.queue,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'processing') AS processing
+        FROM jobq_jobs AS j
+        GROUP BY j.queue
+    ) AS c
+    FULL JOIN jobq_paused_queues AS p ON p.queue = c.queue
+    ORDER BY 1
+$$;
+
+COMMENT ON FUNCTION public.jobq_queues() IS 'Admin only. Every queue that has pending or processing jobs or is paused (jobq_pause), one row
+each, by name.
+Arguments: none.
+Result: queue, paused (true while jobq_pause holds it), paused_at and reason (NULL unless
+paused), pending and processing (its jobs in those statuses; pending includes jobs scheduled
+for later).
+Errors: none.
+Concurrency: reads only; counts every live job once.';
 
 CREATE FUNCTION public.jobq_release(job_ids uuid[], worker_id text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6738,6 +6842,41 @@ characters), include_cancelled (false, the default: cancelled jobs stay cancelle
 they are requeued too).
 Result: how many jobs were requeued.
 Errors: 22023 a job_type or queue longer than 200 characters, include_cancelled NULL.';
+
+CREATE FUNCTION public.jobq_resume(queue text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_removed integer;
+BEGIN
+    IF jobq__blank(jobq_resume.queue) THEN
+        RAISE EXCEPTION 'jobq_resume: queue must be a non-blank string'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_resume.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_resume: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_resume.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM jobq_paused_queues AS p
+    WHERE p.queue = jobq_resume.queue;
+    GET DIAGNOSTICS v_removed = ROW_COUNT;
+    IF v_removed = 0 THEN
+        RETURN FALSE;
+    END IF;
+    PERFORM pg_catalog.pg_notify(jobq__channel(), jobq_resume.queue);
+    RETURN TRUE;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_resume(queue text) IS 'Admin only. Resumes a queue paused by jobq_pause: claims take its jobs again, and idle workers
+are woken at once (a NOTIFY on the installation''s channel with the queue''s name, as an
+enqueue sends, delivered at commit).
+Arguments: queue (non-blank, at most 200 characters).
+Result: true if the queue was paused, false if it was not (nothing changes then).
+Errors: 22023 queue NULL, blank or longer than 200 characters.
+Concurrency: deletes one row of jobq_paused_queues.';
 
 CREATE FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, max_attempts integer DEFAULT 5, catch_up text DEFAULT 'latest'::text, paused boolean DEFAULT false) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7869,6 +8008,21 @@ COMMENT ON COLUMN public.jobq_migrations.applied_at IS 'When the file was applie
 COMMENT ON COLUMN public.jobq_migrations.breaking IS 'True for a migration marked --! breaking-change: a client of an older jobq, which does not
 have that migration, refuses this schema.';
 
+CREATE TABLE public.jobq_paused_queues (
+    queue text NOT NULL,
+    paused_at timestamp with time zone NOT NULL,
+    reason text
+);
+
+COMMENT ON TABLE public.jobq_paused_queues IS 'The paused queues: no jobq_dequeue claims their jobs while their row is here. Changed only
+through jobq_pause() and jobq_resume() (admin); read by jobq_queues().';
+
+COMMENT ON COLUMN public.jobq_paused_queues.queue IS 'The paused queue.';
+
+COMMENT ON COLUMN public.jobq_paused_queues.paused_at IS 'When jobq_pause paused it.';
+
+COMMENT ON COLUMN public.jobq_paused_queues.reason IS 'Why, as given to jobq_pause (NULL: none).';
+
 CREATE TABLE public.jobq_schedules (
     name text NOT NULL,
     cron text NOT NULL,
@@ -8048,6 +8202,11 @@ ALTER TABLE ONLY public.jobq_migrations
 
 COMMENT ON CONSTRAINT jobq_migrations_pkey ON public.jobq_migrations IS 'One record per migration or function file.';
 
+ALTER TABLE ONLY public.jobq_paused_queues
+    ADD CONSTRAINT jobq_paused_queues_pkey PRIMARY KEY (queue);
+
+COMMENT ON CONSTRAINT jobq_paused_queues_pkey ON public.jobq_paused_queues IS 'A queue is paused once: a second jobq_pause leaves the first pause as it was.';
+
 ALTER TABLE ONLY public.jobq_retention
     ADD CONSTRAINT jobq_retention_pkey PRIMARY KEY (status);
 
@@ -8213,6 +8372,8 @@ counted yet.';
 
 COMMENT ON INDEX public.jobq_migrations_pkey IS 'The index of jobq_migrations_pkey.';
 
+COMMENT ON INDEX public.jobq_paused_queues_pkey IS 'The index of jobq_paused_queues_pkey.';
+
 COMMENT ON INDEX public.jobq_retention_pkey IS 'The index of jobq_retention_pkey.';
 
 CREATE INDEX jobq_schedules_due_idx ON public.jobq_schedules USING btree (next_run_at) WHERE (NOT paused);
@@ -8296,7 +8457,7 @@ REVOKE ALL ON FUNCTION public.jobq__cancel_apply() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone, paused_queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) FROM PUBLIC;
 
@@ -8402,9 +8563,13 @@ REVOKE ALL ON FUNCTION public.jobq_metrics_forget() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics_recount() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_pause(queue text, reason text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_queue_summary(recent interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_queues() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) FROM PUBLIC;
 
@@ -8413,6 +8578,8 @@ REVOKE ALL ON FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[
 REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_resume(queue text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) FROM PUBLIC;
 

@@ -451,6 +451,15 @@ health = _listing("health", HealthRow.from_row)
 schedules = _listing("schedules", Schedule.from_row)
 limits = _listing("limits", lambda row: Limit(**row))
 limit_usage = _listing("limit_usage", lambda row: LimitUsage(**row))
+queues = _listing("queues", dict)
+
+
+def pause(s: Statements, queue: str, reason: str | None) -> Op[bool]:
+    return _value(Call(s.pause, {"queue": queue, "reason": reason}), bool)
+
+
+def resume(s: Statements, queue: str) -> Op[bool]:
+    return _value(Call(s.resume, {"queue": queue}), bool)
 
 
 def prune(

@@ -106,6 +106,9 @@ _TEMPLATES = {
     " ORDER BY limit_group",
     "limit_usage": "SELECT limit_group, limit_key, running, max_running, starts_in_window,"
     " max_starts, per, pending FROM jobq_limit_usage()",
+    "pause": "SELECT jobq_pause(queue text, reason text) AS paused",
+    "resume": "SELECT jobq_resume(queue text) AS resumed",
+    "queues": "SELECT queue, paused, paused_at, reason, pending, processing FROM jobq_queues()",
 }
 
 # A batch as one array per column, sent in binary (%b): no quoting or escaping of thousands of

@@ -459,4 +459,19 @@ class Queue(SyncClient):
         """What each key of a limited group uses now (``jobq_limit_usage``, admin)."""
         return self._drive(_ops.limit_usage(self._sql))
 
+    def pause(self, queue: str, reason: str | None = None) -> bool:
+        """Stop the claims of ``queue`` until :meth:`resume` (``jobq_pause``, admin); False when
+        it was paused already."""
+        return self._drive(_ops.pause(self._sql, queue, reason))
+
+    def resume(self, queue: str) -> bool:
+        """Let ``queue`` be claimed again and wake the workers (``jobq_resume``, admin); False
+        when it was not paused."""
+        return self._drive(_ops.resume(self._sql, queue))
+
+    def queues(self) -> list[dict[str, Any]]:
+        """Each queue with live jobs or a pause: ``queue``, ``paused``, ``paused_at``,
+        ``reason``, ``pending``, ``processing`` (``jobq_queues``, admin)."""
+        return self._drive(_ops.queues(self._sql))
+
 

@@ -92,6 +92,8 @@ DECLARE
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_lock_until timestamptz;  -- when this claim's locks expire (beyond 1000 years: never)
+    v_paused text[];  -- the paused queues (NULL: none), and the hashes of their names
+    v_paused_hqs bigint[];
     v_limited boolean;
     v_longest integer;
     -- The session's marks (see "Under a held horizon" above): per range of v_hts/v_hqs, the
@@ -372,6 +374,21 @@ BEGIN
         v_marked := FALSE;
     END IF;
 
+    -- Paused queues (jobq_pause): one read of jobq_paused_queues, an empty table unless an
+    -- operator paused a queue. While one is, the claim scans in full and leaves out the ranges
+    -- of the paused queues (by the hash of their names, the key of jobq_jobs_claim_idx; a queue
+    -- whose name has the same 64-bit hash as a paused one waits with it), and jobq__claim_limited
+    -- their limited jobs: their jobs stay pending, spend no attempt and keep their order.
+    -- Steps 0 and 1 still promote their due jobs and take back their expired claims.
+    SELECT
+        pg_catalog.array_agg(p.queue),
+        pg_catalog.array_agg(pg_catalog.hashtextextended(p.queue, 0))
+    INTO v_paused, v_paused_hqs
+    FROM jobq_paused_queues AS p;
+    IF v_paused IS NOT NULL THEN
+        v_marked := FALSE;
+    END IF;
+
     -- With marks, the jobs promoted by step 0 lower the marks of their ranges (or add their
     -- ranges), so that this claim ranks them as a full scan would.
     IF v_marked AND p_ids IS NOT NULL THEN
@@ -523,6 +540,13 @@ BEGIN
             FROM pg_catalog.unnest(jobq_dequeue.queues) AS q (queue)
         ));
     END IF;
+    IF v_paused IS NOT NULL THEN
+        SELECT pg_catalog.array_agg(r.ht ORDER BY r.n), pg_catalog.array_agg(r.hq ORDER BY r.n)
+        INTO v_hts, v_hqs
+        FROM ROWS FROM (pg_catalog.unnest(v_hts), pg_catalog.unnest(v_hqs))
+            WITH ORDINALITY AS r (ht, hq, n)
+        WHERE r.hq <> ALL (v_paused_hqs);
+    END IF;
 
     -- 2b. Limited jobs (limit_group set) are in jobq_jobs_limited_idx, not in the ranges
     --     above: when some wait within the filters (one probe per job type, or of the whole
@@ -568,7 +592,7 @@ BEGIN
         RETURN QUERY
         SELECT * FROM jobq__claim_limited(
             jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues,
-            jobq_dequeue.batch_size, v_hts, v_hqs, v_lock_until
+            jobq_dequeue.batch_size, v_hts, v_hqs, v_lock_until, v_paused
         );
         RETURN;
     END IF;
@@ -924,6 +948,8 @@ claimed), the session keeps a mark per range in the setting jobq.claim_marks and
 range from it, with a full scan at least every minute (at least a second apart): until then a
 job made pending behind a mark other than by the session''s claims, or in a new (job_type,
 queue) pair, waits.
+Paused queues (jobq_pause): their jobs are not claimed (they stay pending, attempts unspent);
+while none is paused this costs one read of the empty jobq_paused_queues.
 Runs with enable_bitmapscan = off, plan_cache_mode = force_generic_plan and jit = off (for
 this function only; the caller keeps its own settings): index scans in claim order that stop
 after batch_size rows, planned once per session, never compiled.

@@ -44,7 +44,7 @@ SELECT results_eq(
     ('jobq__channel', '', 'text'),
     ('jobq__claim_limited', 'worker_id text, job_types text[], queues text[], batch_size integer, '
                             'range_type_hashes bigint[], range_queue_hashes bigint[], '
-                            'lock_until timestamp with time zone', 'SETOF jobq_jobs'),
+                            'lock_until timestamp with time zone, paused_queues text[]', 'SETOF jobq_jobs'),
     ('jobq__cron_fires', 'masks bigint[], timezone text, first timestamp with time zone, '
                          'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
@@ -130,15 +130,19 @@ SELECT results_eq(
     ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
     ('jobq_metrics_forget', '', 'bigint'),
     ('jobq_metrics_recount', '', 'bigint'),
+    ('jobq_pause', 'queue text, reason text DEFAULT NULL::text', 'boolean'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
     ('jobq_queue_summary', 'recent interval DEFAULT ''00:05:00''::interval',
                            'TABLE(queue text, available bigint, scheduled bigint, processing bigint, failed bigint, '
                            'dead_letter bigint, cancelled bigint, oldest_available_at timestamp with time zone, '
                            'succeeded_recent bigint)'),
+    ('jobq_queues', '', 'TABLE(queue text, paused boolean, paused_at timestamp with time zone, '
+                    'reason text, pending bigint, processing bigint)'),
     ('jobq_release', 'job_ids uuid[], worker_id text', 'integer'),
     ('jobq_release_orphans', 'worker_id text, job_ids uuid[]', 'integer'),
     ('jobq_requeue_dead_letter', 'job_id uuid', 'boolean'),
     ('jobq_requeue_dead_letters', 'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false', 'integer'),
+    ('jobq_resume', 'queue text', 'boolean'),
     ('jobq_schedule', 'name text, cron text, job_type text, payload jsonb DEFAULT ''{}''::jsonb, '
                       'timezone text DEFAULT ''UTC''::text, queue text DEFAULT ''default''::text, '
                       'priority integer DEFAULT 0, max_attempts integer DEFAULT 5, '
@@ -248,7 +252,7 @@ SELECT function_returns('public', 'jobq_limits', ARRAY[]::text[], 'setof record'
 SELECT function_returns('public', 'jobq_limit_usage', ARRAY[]::text[], 'setof record');
 SELECT isnt_definer('public', 'jobq__worker_seen', ARRAY['text', 'text[]', 'text[]']);
 SELECT isnt_definer('public', 'jobq__limit_argument_problem', ARRAY['text', 'text']);
-SELECT isnt_definer('public', 'jobq__claim_limited', ARRAY['text', 'text[]', 'text[]', 'integer', 'bigint[]', 'bigint[]', 'timestamp with time zone']);
+SELECT isnt_definer('public', 'jobq__claim_limited', ARRAY['text', 'text[]', 'text[]', 'integer', 'bigint[]', 'bigint[]', 'timestamp with time zone', 'text[]']);
 SELECT isnt_definer('public', 'jobq__available', ARRAY['boolean']);
 
 SELECT is_empty(
@@ -289,7 +293,7 @@ SELECT set_eq(
           'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
           'jobq_metric_labels', 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
           'jobq_cancel_requests', 'jobq__migrate_lock', 'jobq_awaits', 'jobq_jobs_history',
-          'jobq_retention'],
+          'jobq_retention', 'jobq_paused_queues'],
     'schema public has exactly the jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');

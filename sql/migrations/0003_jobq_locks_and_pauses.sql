@@ -1,4 +1,4 @@
--- 0003_jobq_locked_until.sql — a claim records when its lock expires (locked_until), so that
+-- 0003_jobq_locks_and_pauses.sql — a claim records when its lock expires (locked_until), so that
 -- a takeover goes by the claiming worker's lock_timeout, not by the one of the worker that
 -- looks: a worker with a 20-second lock that dies is taken over after 20 seconds by a worker
 -- that uses the default 5 minutes, and a worker with a 1-hour lock is never taken over after 5
@@ -95,3 +95,26 @@ SELECT
     h.claimed_at,
     h.locked_until
 FROM jobq_jobs_history AS h;
+
+-- Paused queues -------------------------------------------------------------------------------
+-- One row per paused queue (jobq_pause, jobq_resume): durable and shared by every worker. The
+-- claim reads it on every call, which costs one look at an empty table while nothing is paused.
+
+CREATE TABLE jobq_paused_queues (
+    queue text NOT NULL,
+    paused_at timestamptz NOT NULL,
+    reason text,
+    CONSTRAINT jobq_paused_queues_pkey PRIMARY KEY (queue)
+);
+
+COMMENT ON TABLE jobq_paused_queues IS
+'The paused queues: no jobq_dequeue claims their jobs while their row is here. Changed only
+through jobq_pause() and jobq_resume() (admin); read by jobq_queues().';
+COMMENT ON COLUMN jobq_paused_queues.queue IS 'The paused queue.';
+COMMENT ON COLUMN jobq_paused_queues.paused_at IS 'When jobq_pause paused it.';
+COMMENT ON COLUMN jobq_paused_queues.reason IS 'Why, as given to jobq_pause (NULL: none).';
+COMMENT ON CONSTRAINT jobq_paused_queues_pkey ON jobq_paused_queues IS
+'A queue is paused once: a second jobq_pause leaves the first pause as it was.';
+COMMENT ON INDEX jobq_paused_queues_pkey IS 'The index of jobq_paused_queues_pkey.';
+
+REVOKE ALL ON TABLE jobq_paused_queues FROM PUBLIC;
