@@ -660,6 +660,9 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "limit set": ["per-customer", "--max-running", "2"],
     "limit list": [],
     "limit delete": ["per-customer"],
+    "queue pause": ["mail"],
+    "queue resume": ["mail"],
+    "queue list": [],
     "worker": ["cli_tenant_jobs:HANDLERS", "--burst"],
     "web": ["--check"],
 }
@@ -1269,6 +1272,9 @@ JSON_ARGS: dict[str, tuple[list[str], int]] = {
     "configure": ([], 0),
     "schedule list": ([], 0),
     "limit list": ([], 0),
+    "queue pause": (["mail", "--reason", "caf\u00e9"], 0),
+    "queue resume": (["mail"], 0),
+    "queue list": ([], 0),
 }
 
 

@@ -317,15 +317,18 @@ SHAPES: dict[str, str] = {
     "empty": "",
     "pending": "INSERT INTO jobq_jobs (job_type) SELECT 't' FROM generate_series(1, 2000)",
     "processing": """
-        INSERT INTO jobq_jobs (job_type, status, attempts, locked_at, locked_by, claimed_at)
-        SELECT 't', 'processing', 1, now(), 'x', now() FROM generate_series(1, 2000)""",
+        INSERT INTO jobq_jobs (job_type, status, attempts, locked_at, locked_by, claimed_at,
+                               locked_until)
+        SELECT 't', 'processing', 1, now(), 'x', now(), now() + interval '5 minutes'
+        FROM generate_series(1, 2000)""",
     "pending limited": """
         INSERT INTO jobq_jobs (job_type, limit_group, limit_key)
         SELECT 't', 'g', 'k' || g % 3 FROM generate_series(1, 2000) AS g""",
     "processing limited": """
         INSERT INTO jobq_jobs (job_type, limit_group, limit_key, status, attempts, locked_at,
-                               locked_by, claimed_at)
-        SELECT 't', 'g', 'k' || g % 3, 'processing', 1, now(), 'x', now()
+                               locked_by, claimed_at, locked_until)
+        SELECT 't', 'g', 'k' || g % 3, 'processing', 1, now(), 'x', now(),
+               now() + interval '5 minutes'
         FROM generate_series(1, 2000) AS g""",
     "scheduled": """
         INSERT INTO jobq_jobs (job_type, available_at, scheduled)

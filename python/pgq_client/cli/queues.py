@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .base import command, fail, group, settings
+from .base import command, group, settings
 from .output import emit, table, yes
 
 
@@ -33,13 +33,11 @@ def pause(name: str, reason: str | None) -> None:
 @command(queue, "resume", json=True)
 @click.argument("name", metavar="QUEUE")
 def resume(name: str) -> None:
-    """Let QUEUE be claimed again; idle workers wake at once (admin). Exit 1 when it was not
-    paused."""
+    """Let QUEUE be claimed again; idle workers wake at once (admin)."""
     with settings().queue() as q:
         resumed = q.resume(name)
-    if not resumed:
-        fail(f"{name} is not paused")
-    emit({"queue": name, "resumed": True}, f"resumed {name}")
+    emit({"queue": name, "resumed": resumed}, f"resumed {name}" if resumed else (
+        f"{name} was not paused"))
 
 
 @command(queue, "list", json=True)
