@@ -211,6 +211,7 @@ CREATE TABLE public.jobq_jobs (
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
+    locked_until timestamp with time zone,
     CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobq_jobs_cancel_check CHECK (((status <> 'pending'::text) OR ((cancel_requested_at IS NULL) AND (cancel_reason IS NULL)))),
     CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
@@ -324,6 +325,11 @@ group''s limits for itself, such as one customer); NULL: the whole group shares 
 COMMENT ON COLUMN public.jobq_jobs.claimed_at IS 'When the latest claim was made (jobq_dequeue); heartbeats do not move it, unlike locked_at.
 jobq_run_seconds measures from here to the end of the attempt. NULL for a job never claimed.';
 
+COMMENT ON COLUMN public.jobq_jobs.locked_until IS 'When the current claim''s lock expires: the claim sets it to locked_at + its own lock_timeout
+(jobq_dequeue), each jobq_heartbeat moves it by the same length from the renewal. Any claim
+takes over a processing job whose locked_until has passed, whatever its own lock_timeout. NULL
+unless processing.';
+
 COMMENT ON CONSTRAINT jobq_jobs_attempts_check ON public.jobq_jobs IS 'attempts is never negative (jobq_release gives an attempt back down to 0 at most).';
 
 COMMENT ON CONSTRAINT jobq_jobs_cancel_check ON public.jobq_jobs IS 'A pending job has no cancel request, so a job is never claimed again after its cancel took
@@ -339,7 +345,7 @@ COMMENT ON CONSTRAINT jobq_jobs_limit_key_needs_group ON public.jobq_jobs IS 'A 
 
 COMMENT ON CONSTRAINT jobq_jobs_max_attempts_check ON public.jobq_jobs IS 'A job may be claimed at least once (jobq_enqueue also refuses more than 1000).';
 
-CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[]) RETURNS SETOF public.jobq_jobs
+CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone, paused_queues text[]) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -446,7 +452,9 @@ BEGIN
             pg_catalog.array_agg(r.id)
         INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
         FROM ranges AS r
-        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+        WHERE (jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues))
+          AND (jobq__claim_limited.paused_queues IS NULL
+               OR r.queue <> ALL (jobq__claim_limited.paused_queues));
     ELSE
         WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
             SELECT ty.job_type, f.*
@@ -499,7 +507,9 @@ BEGIN
             pg_catalog.array_agg(r.id)
         INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
         FROM ranges AS r
-        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+        WHERE (jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues))
+          AND (jobq__claim_limited.paused_queues IS NULL
+               OR r.queue <> ALL (jobq__claim_limited.paused_queues));
     END IF;
 
     -- The limits of the groups met, read once.
@@ -840,6 +850,7 @@ BEGIN
             attempts = j.attempts + 1,
             locked_at = v_now,
             locked_by = jobq__claim_limited.worker_id,
+            locked_until = jobq__claim_limited.lock_until,
             claimed_at = v_now,
             updated_at = v_now
         WHERE j.id = ANY (v_ids)
@@ -897,10 +908,11 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[]) IS 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
+COMMENT ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone, paused_queues text[]) IS 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
 batch_size jobs in claim order, never more than each (limit_group, limit_key) may start
 (max_running, max_starts per per), skipping keys that a concurrent claim holds, and records
-the starts.';
+the starts; the locks of its claims expire at lock_until; the limited jobs of paused_queues
+are left pending.';
 
 CREATE FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) RETURNS timestamp with time zone[]
     LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -3202,6 +3214,9 @@ DECLARE
     v_error text;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
+    v_lock_until timestamptz;  -- when this claim's locks expire (beyond 1000 years: never)
+    v_paused text[];  -- the paused queues (NULL: none), and the hashes of their names
+    v_paused_hqs bigint[];
     v_limited boolean;
     v_longest integer;
     -- The session's marks (see "Under a held horizon" above): per range of v_hts/v_hqs, the
@@ -3246,6 +3261,7 @@ BEGIN
             coalesce(lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    v_lock_until := v_now + least(jobq_dequeue.lock_timeout, interval '1000 years');
     -- The filters are stored in jobq_workers and read by every jobq_health: at most 1,000
     -- names each, of at most 200 characters (no job_type or queue is longer). The names are
     -- looked at one by one only when their total length could hide a longer one.
@@ -3348,15 +3364,17 @@ BEGIN
     FROM promoted AS c
     WHERE v_marked AND c.limit_group IS NULL;
 
-    -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
-    --    Each is recorded in errors (which worker lost it). One with a cancel request is not
+    -- 1. Take back stale claims within the caller's filters: their lock expired (locked_until,
+    --    set by the claim that made it from its own lock_timeout, whatever this claim's), so
+    --    their worker is presumed dead. Each is recorded in errors (which worker lost it, and
+    --    the lock length it had). One with a cancel request is not
     --    run again: cancelled; one that has used all its attempts is not run again:
     --    dead_letter. Those end here, whatever their priority, up to 1,000 per claim (the
     --    oldest locks first), and take no place in the batch. One that has attempts left goes
     --    back to pending with its original available_at, so that step 3 ranks it like any
     --    other pending job: the first batch_size of those in claim order (priority DESC,
     --    available_at, id) are taken back, which holds every one that the claim can take
-    --    ahead of a pending job. The index jobq_jobs_locked_idx makes both a short range scan
+    --    ahead of a pending job. The index jobq_jobs_locked_until_idx makes both a short range scan
     --    that finds nothing in the common case (the stale rows it finds are then sorted); the
     --    jobs that ended and that a client awaits are announced on the done channel.
     --    The texts of the record are made in the SELECT: Citus refuses a STABLE function
@@ -3368,18 +3386,17 @@ BEGIN
             pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                jobq_dequeue.lock_timeout
+                j.locked_until - j.locked_at
             ) AS message,
             pg_catalog.substr(j.locked_by, 1, 200) AS worker,
             j.attempts
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND j.locked_at
-              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
+          AND j.locked_until < v_now
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
           AND (j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts)
-        ORDER BY j.locked_at
+        ORDER BY j.locked_until
         LIMIT 1000
         FOR UPDATE SKIP LOCKED
     ),
@@ -3390,14 +3407,13 @@ BEGIN
             pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                jobq_dequeue.lock_timeout
+                j.locked_until - j.locked_at
             ) AS message,
             pg_catalog.substr(j.locked_by, 1, 200) AS worker,
             j.attempts
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND j.locked_at
-              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
+          AND j.locked_until < v_now
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
           AND j.cancel_requested_at IS NULL
@@ -3446,6 +3462,7 @@ BEGIN
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
+            locked_until = NULL,
             updated_at = v_now
         FROM record AS r
         -- The rows are found by primary key, as an array, whatever the join's method: joined
@@ -3477,6 +3494,21 @@ BEGIN
     END IF;
     -- A job taken back keeps its available_at, ahead of the marks: this claim scans in full.
     IF v_round > 0 THEN
+        v_marked := FALSE;
+    END IF;
+
+    -- Paused queues (jobq_pause): one read of jobq_paused_queues, an empty table unless an
+    -- operator paused a queue. While one is, the claim scans in full and leaves out the ranges
+    -- of the paused queues (by the hash of their names, the key of jobq_jobs_claim_idx; a queue
+    -- whose name has the same 64-bit hash as a paused one waits with it), and jobq__claim_limited
+    -- their limited jobs: their jobs stay pending, spend no attempt and keep their order.
+    -- Steps 0 and 1 still promote their due jobs and take back their expired claims.
+    SELECT
+        pg_catalog.array_agg(p.queue),
+        pg_catalog.array_agg(pg_catalog.hashtextextended(p.queue, 0))
+    INTO v_paused, v_paused_hqs
+    FROM jobq_paused_queues AS p;
+    IF v_paused IS NOT NULL THEN
         v_marked := FALSE;
     END IF;
 
@@ -3631,6 +3663,13 @@ BEGIN
             FROM pg_catalog.unnest(jobq_dequeue.queues) AS q (queue)
         ));
     END IF;
+    IF v_paused IS NOT NULL THEN
+        SELECT pg_catalog.array_agg(r.ht ORDER BY r.n), pg_catalog.array_agg(r.hq ORDER BY r.n)
+        INTO v_hts, v_hqs
+        FROM ROWS FROM (pg_catalog.unnest(v_hts), pg_catalog.unnest(v_hqs))
+            WITH ORDINALITY AS r (ht, hq, n)
+        WHERE r.hq <> ALL (v_paused_hqs);
+    END IF;
 
     -- 2b. Limited jobs (limit_group set) are in jobq_jobs_limited_idx, not in the ranges
     --     above: when some wait within the filters (one probe per job type, or of the whole
@@ -3676,7 +3715,7 @@ BEGIN
         RETURN QUERY
         SELECT * FROM jobq__claim_limited(
             jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues,
-            jobq_dequeue.batch_size, v_hts, v_hqs
+            jobq_dequeue.batch_size, v_hts, v_hqs, v_lock_until, v_paused
         );
         RETURN;
     END IF;
@@ -3713,6 +3752,7 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
+                locked_until = v_lock_until,
                 claimed_at = v_now,
                 updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
@@ -3887,6 +3927,7 @@ BEGIN
                     attempts = j.attempts + 1,
                     locked_at = v_now,
                     locked_by = jobq_dequeue.worker_id,
+                    locked_until = v_lock_until,
                     claimed_at = v_now,
                     updated_at = v_now
                 WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
@@ -4013,9 +4054,10 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) IS 'Claims up to batch_size jobs for a worker and returns them: status processing, locked_at
-now, locked_by the worker, attempts + 1. Candidates: pending jobs whose available_at has
-come, and processing jobs whose lock is older than lock_timeout (their worker is presumed
-dead): such a takeover is recorded in errors (kind lock_expired, the worker that lost it),
+now, locked_until now + lock_timeout, locked_by the worker, attempts + 1. Candidates: pending
+jobs whose available_at has come, and processing jobs whose locked_until has passed (their
+worker is presumed dead; the claim that locked them set it, whatever this call''s
+lock_timeout): such a takeover is recorded in errors (kind lock_expired, the worker that lost it),
 and a stale job with a cancel request (jobq_cancel) goes to cancelled, one with no attempts
 left to dead_letter, instead of running again. Each call also records the worker''s filters in
 jobq_workers (written at most every 5 seconds per worker), for jobq_unserved_job_types.
@@ -4028,6 +4070,8 @@ claimed), the session keeps a mark per range in the setting jobq.claim_marks and
 range from it, with a full scan at least every minute (at least a second apart): until then a
 job made pending behind a mark other than by the session''s claims, or in a new (job_type,
 queue) pair, waits.
+Paused queues (jobq_pause): their jobs are not claimed (they stay pending, attempts unspent);
+while none is paused this costs one read of the empty jobq_paused_queues.
 Runs with enable_bitmapscan = off, enable_seqscan = off, plan_cache_mode =
 force_generic_plan and jit = off (for this function only; the caller keeps its own settings):
 index scans in claim order that stop after batch_size rows, whatever the statistics say,
@@ -4686,6 +4730,7 @@ BEGIN
         ),
         locked_at = NULL,
         locked_by = NULL,
+        locked_until = NULL,
         updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
@@ -4863,6 +4908,7 @@ BEGIN
             ),
             locked_at = NULL,
             locked_by = NULL,
+            locked_until = NULL,
             updated_at = v_now
         FROM d
         WHERE j.id = d.job_id
@@ -5239,7 +5285,10 @@ BEGIN
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
     -- rows by the primary key (no status test: locked_by implies processing).
     UPDATE jobq_jobs AS j
-    SET locked_at = v_now
+    SET
+        locked_at = v_now,
+        -- a claim written without locked_until (by hand) gets jobq_dequeue's default length
+        locked_until = v_now + coalesce(j.locked_until - j.locked_at, interval '5 minutes')
     WHERE j.id = ANY (ARRAY(
         SELECT h.id
         FROM jobq_jobs AS h
@@ -5253,7 +5302,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) IS 'Renews locked_at (to now) of the jobs that the worker still holds, so that a long job of a
+COMMENT ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) IS 'Renews the claims of the jobs that the worker still holds (locked_at to now, locked_until to
+now + the claim''s own lock length), so that a long job of a
 live worker is never taken over. Never waits: a held job whose row another transaction has
 locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
 this time. A worker learns of cancel requests in the same statement with
@@ -6399,6 +6449,47 @@ Concurrency: LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE: waits for th
 transactions writing jobs at that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
 quiet, in a transaction of its own.';
 
+CREATE FUNCTION public.jobq_pause(queue text, reason text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_added integer;
+BEGIN
+    IF jobq__blank(jobq_pause.queue) THEN
+        RAISE EXCEPTION 'jobq_pause: queue must be a non-blank string'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_pause.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_pause: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_pause.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_pause.reason) > 1000 THEN
+        RAISE EXCEPTION 'jobq_pause: reason is % characters long, at most 1000 are allowed',
+            pg_catalog.length(jobq_pause.reason)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO jobq_paused_queues AS p (queue, paused_at, reason)
+    VALUES (jobq_pause.queue, pg_catalog.now(), jobq_pause.reason)
+    ON CONFLICT ON CONSTRAINT jobq_paused_queues_pkey DO NOTHING;
+    GET DIAGNOSTICS v_added = ROW_COUNT;
+    RETURN v_added > 0;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_pause(queue text, reason text) IS 'Admin only. Pauses a queue: from the commit on, no jobq_dequeue claims its jobs (they stay
+pending, spend no attempt and keep their order); jobs already running finish normally and
+enqueues still succeed. Durable and shared by every worker, until jobq_resume.
+Arguments: queue (non-blank, at most 200 characters; it need not have jobs yet), reason (why,
+shown by jobq_queues; at most 1000 characters; NULL: none).
+Result: true if it paused the queue, false if it was paused already (its pause, reason
+included, is left as it was).
+Errors: 22023 queue NULL, blank or longer than 200 characters, reason longer than 1000
+characters; nothing changes then.
+Concurrency: one row of jobq_paused_queues; a claim that started before the commit may still
+take the queue''s jobs.';
+
 CREATE FUNCTION public.jobq_prune(older_than interval DEFAULT '7 days'::interval, statuses text[] DEFAULT '{succeeded}'::text[], batch_size integer DEFAULT NULL::integer) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -6604,6 +6695,38 @@ oldest_available_at, succeeded_recent), by queue.
 Errors: 22023 a NULL or negative recent, or one over 1 day.
 Concurrency: a snapshot, as any query; it takes no lock.';
 
+CREATE FUNCTION public.jobq_queues() RETURNS TABLE(queue text, paused boolean, paused_at timestamp with time zone, reason text, pending bigint, processing bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT
+        coalesce(c.queue, p.queue),
+        p.queue IS NOT NULL,
+        p.paused_at,
+        p.reason,
+        coalesce(c.pending, 0),
+        coalesce(c.processing, 0)
+    FROM (
+        SELECT
+            j.queue,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending,
+            pg_catalog.count(*) FILTER (WHERE j.status = 'processing') AS processing
+        FROM jobq_jobs AS j
+        GROUP BY j.queue
+    ) AS c
+    FULL JOIN jobq_paused_queues AS p ON p.queue = c.queue
+    ORDER BY 1
+$$;
+
+COMMENT ON FUNCTION public.jobq_queues() IS 'Admin only. Every queue that has pending or processing jobs or is paused (jobq_pause), one row
+each, by name.
+Arguments: none.
+Result: queue, paused (true while jobq_pause holds it), paused_at and reason (NULL unless
+paused), pending and processing (its jobs in those statuses; pending includes jobs scheduled
+for later).
+Errors: none.
+Concurrency: reads only; counts every live job once.';
+
 CREATE FUNCTION public.jobq_release(job_ids uuid[], worker_id text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -6630,6 +6753,7 @@ BEGIN
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
+            locked_until = NULL,
             updated_at = v_now
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
         -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
@@ -6723,6 +6847,7 @@ BEGIN
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
+            locked_until = NULL,
             updated_at = v_now
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
         RETURNING j.id, j.queue, j.status, j.job_type
@@ -6798,7 +6923,7 @@ Arguments: job_id (the job).
 Result: true if it did; false for any other status or an unknown id (nothing changes then).
 Errors: none.';
 
-CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text) RETURNS integer
+CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
@@ -6816,6 +6941,11 @@ BEGIN
             'allowed', pg_catalog.length(jobq_requeue_dead_letters.queue)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF jobq_requeue_dead_letters.include_cancelled IS NULL THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: include_cancelled must be true or false, '
+            'got NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     -- Back from jobq_jobs_history to jobq_jobs (jobq__requeue), each with the status it
     -- leaves, for jobq_metrics' gauge.
     WITH requeued AS MATERIALIZED (
@@ -6823,7 +6953,8 @@ BEGIN
         FROM jobq__requeue(ARRAY(
             SELECT h.id
             FROM jobq_jobs_history AS h
-            WHERE h.status IN ('dead_letter', 'failed', 'cancelled')
+            WHERE (h.status IN ('dead_letter', 'failed')
+                   OR (jobq_requeue_dead_letters.include_cancelled AND h.status = 'cancelled'))
               AND (jobq_requeue_dead_letters.job_type IS NULL
                    OR h.job_type = jobq_requeue_dead_letters.job_type)
               AND (jobq_requeue_dead_letters.queue IS NULL
@@ -6849,13 +6980,49 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) IS 'Makes every dead_letter, failed or cancelled job pending again, as jobq_requeue_dead_letter
-does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
+COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean) IS 'Makes every dead_letter or failed job (and cancelled one, with include_cancelled) pending
+again, as jobq_requeue_dead_letter does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
 back (a single one that wakes every worker when more than 100 queues did).
 Arguments: job_type (NULL = any; at most 200 characters), queue (NULL = any; at most 200
-characters).
+characters), include_cancelled (false, the default: cancelled jobs stay cancelled; true:
+they are requeued too).
 Result: how many jobs were requeued.
-Errors: 22023 a job_type or queue longer than 200 characters.';
+Errors: 22023 a job_type or queue longer than 200 characters, include_cancelled NULL.';
+
+CREATE FUNCTION public.jobq_resume(queue text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_removed integer;
+BEGIN
+    IF jobq__blank(jobq_resume.queue) THEN
+        RAISE EXCEPTION 'jobq_resume: queue must be a non-blank string'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_resume.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_resume: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_resume.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    DELETE FROM jobq_paused_queues AS p
+    WHERE p.queue = jobq_resume.queue;
+    GET DIAGNOSTICS v_removed = ROW_COUNT;
+    IF v_removed = 0 THEN
+        RETURN FALSE;
+    END IF;
+    PERFORM pg_catalog.pg_notify(jobq__channel(), jobq_resume.queue);
+    RETURN TRUE;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_resume(queue text) IS 'Admin only. Resumes a queue paused by jobq_pause: claims take its jobs again, and idle workers
+are woken at once (a NOTIFY on the installation''s channel with the queue''s name, as an
+enqueue sends, delivered at commit).
+Arguments: queue (non-blank, at most 200 characters).
+Result: true if the queue was paused, false if it was not (nothing changes then).
+Errors: 22023 queue NULL, blank or longer than 200 characters.
+Concurrency: deletes one row of jobq_paused_queues.';
 
 CREATE FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, queue text DEFAULT 'default'::text, priority integer DEFAULT 0, max_attempts integer DEFAULT 5, catch_up text DEFAULT 'latest'::text, paused boolean DEFAULT false) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7326,7 +7493,8 @@ CREATE TABLE public.jobq_jobs_history (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 )
 PARTITION BY LIST (status);
 
@@ -7383,6 +7551,8 @@ COMMENT ON COLUMN public.jobq_jobs_history.limit_key IS 'As in jobq_jobs.';
 
 COMMENT ON COLUMN public.jobq_jobs_history.claimed_at IS 'As in jobq_jobs.';
 
+COMMENT ON COLUMN public.jobq_jobs_history.locked_until IS 'As in jobq_jobs (NULL: finished jobs hold no claim).';
+
 CREATE TABLE public.jobq__history_cancelled (
     id uuid NOT NULL,
     queue text NOT NULL,
@@ -7407,7 +7577,8 @@ CREATE TABLE public.jobq__history_cancelled (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7435,7 +7606,8 @@ CREATE TABLE public.jobq__history_cancelled_default (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 );
 
 CREATE TABLE public.jobq__history_dead_letter (
@@ -7462,7 +7634,8 @@ CREATE TABLE public.jobq__history_dead_letter (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7490,7 +7663,8 @@ CREATE TABLE public.jobq__history_dead_letter_default (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 );
 
 CREATE TABLE public.jobq__history_failed (
@@ -7517,7 +7691,8 @@ CREATE TABLE public.jobq__history_failed (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7545,7 +7720,8 @@ CREATE TABLE public.jobq__history_failed_default (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 );
 
 CREATE TABLE public.jobq__history_succeeded (
@@ -7572,7 +7748,8 @@ CREATE TABLE public.jobq__history_succeeded (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7600,7 +7777,8 @@ CREATE TABLE public.jobq__history_succeeded_default (
     cancel_reason text,
     limit_group text,
     limit_key text,
-    claimed_at timestamp with time zone
+    claimed_at timestamp with time zone,
+    locked_until timestamp with time zone
 );
 
 CREATE TABLE public.jobq__migrate_lock (
@@ -7641,7 +7819,8 @@ CREATE VIEW public.jobq_all_jobs AS
     j.cancel_reason,
     j.limit_group,
     j.limit_key,
-    j.claimed_at
+    j.claimed_at,
+    j.locked_until
    FROM public.jobq_jobs j
 UNION ALL
  SELECT h.id,
@@ -7667,7 +7846,8 @@ UNION ALL
     h.cancel_reason,
     h.limit_group,
     h.limit_key,
-    h.claimed_at
+    h.claimed_at,
+    h.locked_until
    FROM public.jobq_jobs_history h;
 
 COMMENT ON VIEW public.jobq_all_jobs IS 'Every job, live (jobq_jobs) or finished (jobq_jobs_history), with the columns of jobq_jobs.
@@ -7974,6 +8154,21 @@ COMMENT ON COLUMN public.jobq_migrations.applied_at IS 'When the file was applie
 COMMENT ON COLUMN public.jobq_migrations.breaking IS 'True for a migration marked --! breaking-change: a client of an older jobq, which does not
 have that migration, refuses this schema.';
 
+CREATE TABLE public.jobq_paused_queues (
+    queue text NOT NULL,
+    paused_at timestamp with time zone NOT NULL,
+    reason text
+);
+
+COMMENT ON TABLE public.jobq_paused_queues IS 'The paused queues: no jobq_dequeue claims their jobs while their row is here. Changed only
+through jobq_pause() and jobq_resume() (admin); read by jobq_queues().';
+
+COMMENT ON COLUMN public.jobq_paused_queues.queue IS 'The paused queue.';
+
+COMMENT ON COLUMN public.jobq_paused_queues.paused_at IS 'When jobq_pause paused it.';
+
+COMMENT ON COLUMN public.jobq_paused_queues.reason IS 'Why, as given to jobq_pause (NULL: none).';
+
 CREATE TABLE public.jobq_schedules (
     name text NOT NULL,
     cron text NOT NULL,
@@ -8153,6 +8348,11 @@ ALTER TABLE ONLY public.jobq_migrations
 
 COMMENT ON CONSTRAINT jobq_migrations_pkey ON public.jobq_migrations IS 'One record per migration or function file.';
 
+ALTER TABLE ONLY public.jobq_paused_queues
+    ADD CONSTRAINT jobq_paused_queues_pkey PRIMARY KEY (queue);
+
+COMMENT ON CONSTRAINT jobq_paused_queues_pkey ON public.jobq_paused_queues IS 'A queue is paused once: a second jobq_pause leaves the first pause as it was.';
+
 ALTER TABLE ONLY public.jobq_retention
     ADD CONSTRAINT jobq_retention_pkey PRIMARY KEY (status);
 
@@ -8273,8 +8473,13 @@ limit_key cannot be enqueued, so the empty string stands for NULL.';
 
 CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = 'processing'::text);
 
-COMMENT ON INDEX public.jobq_jobs_locked_idx IS 'Stale claims: processing jobs by the age of their lock, so that jobq_dequeue finds the
-claims older than lock_timeout with a short range scan (usually empty).';
+COMMENT ON INDEX public.jobq_jobs_locked_idx IS 'Processing jobs by the time of their claim or last renewal: the listings of processing jobs
+(oldest claim first), jobq_health''s stuck claims and jobq_release_orphans.';
+
+CREATE INDEX jobq_jobs_locked_until_idx ON public.jobq_jobs USING btree (locked_until) WHERE (status = 'processing'::text);
+
+COMMENT ON INDEX public.jobq_jobs_locked_until_idx IS 'Stale claims: processing jobs by the expiry of their lock, so that jobq_dequeue finds the
+expired ones with a short range scan (usually empty).';
 
 COMMENT ON INDEX public.jobq_jobs_pkey IS 'The primary key: jobq_complete, jobq_fail, jobq_heartbeat and jobq_release find their jobs
 by id.';
@@ -8302,6 +8507,8 @@ COMMENT ON INDEX public.jobq_metric_labels_idx IS 'Whether a pair is admitted: o
 counted yet.';
 
 COMMENT ON INDEX public.jobq_migrations_pkey IS 'The index of jobq_migrations_pkey.';
+
+COMMENT ON INDEX public.jobq_paused_queues_pkey IS 'The index of jobq_paused_queues_pkey.';
 
 COMMENT ON INDEX public.jobq_retention_pkey IS 'The index of jobq_retention_pkey.';
 
@@ -8386,7 +8593,7 @@ REVOKE ALL ON FUNCTION public.jobq__cancel_apply() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__channel() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone, paused_queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, first timestamp with time zone, until timestamp with time zone, max_fires integer) FROM PUBLIC;
 
@@ -8496,9 +8703,13 @@ REVOKE ALL ON FUNCTION public.jobq_metrics_forget() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics_recount() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_pause(queue text, reason text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_queue_summary(recent interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_queues() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_release(job_ids uuid[], worker_id text) FROM PUBLIC;
 
@@ -8506,7 +8717,9 @@ REVOKE ALL ON FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[
 
 REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_resume(queue text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) FROM PUBLIC;
 

@@ -321,7 +321,10 @@ def _in_order(ids: list[uuid.UUID], rows: list[dict[str, Any]]) -> dict[uuid.UUI
 
 
 requeue_dead_letter = _statement("requeue_dead_letter", _value(bool), "job_id")
-requeue_dead_letters = _statement("requeue_dead_letters", _value(int), "job_type", "queue")
+requeue_dead_letters = _statement(
+    "requeue_dead_letters", _value(int), "job_type", "queue", "include_cancelled",
+    include_cancelled=_flag,
+)
 
 
 def list_jobs(
@@ -370,6 +373,9 @@ set_limit = _statement(
     "limit_group", "max_running", "max_starts", "per",
     limit_group=_text, per=interval,
 )
+queues = _statement("queues", _each(dict))
+pause = _statement("pause", _value(bool), "queue", "reason")
+resume = _statement("resume", _value(bool), "queue")
 
 
 def prune(

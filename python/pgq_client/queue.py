@@ -296,10 +296,14 @@ class Queue(SyncClient):
         other job."""
         return self._drive(_ops.requeue_dead_letter(self._sql, job_id))
 
-    def requeue_dead_letters(self, job_type: str | None = None, queue: str | None = None) -> int:
-        """Requeue every ``dead_letter``/``failed``/``cancelled`` job (of a type, queue); returns
-        how many."""
-        return self._drive(_ops.requeue_dead_letters(self._sql, job_type, queue))
+    def requeue_dead_letters(
+        self, job_type: str | None = None, queue: str | None = None, include_cancelled: bool = False
+    ) -> int:
+        """Requeue every ``dead_letter``/``failed`` job (of a type, queue), ``cancelled`` ones
+        too with ``include_cancelled``; returns how many."""
+        return self._drive(
+            _ops.requeue_dead_letters(self._sql, job_type, queue, include_cancelled)
+        )
 
     def dead_letters(
         self,
@@ -419,5 +423,20 @@ class Queue(SyncClient):
     def limit_usage(self) -> list[LimitUsage]:
         """What each key of a limited group uses now (admin)."""
         return self._drive(_ops.limit_usage(self._sql))
+
+    def pause(self, queue: str, reason: str | None = None) -> bool:
+        """Stop the claims of ``queue`` until :meth:`resume` (``jobq_pause``, admin); False when
+        it was paused already."""
+        return self._drive(_ops.pause(self._sql, queue, reason))
+
+    def resume(self, queue: str) -> bool:
+        """Let ``queue`` be claimed again and wake the workers (``jobq_resume``, admin); False
+        when it was not paused."""
+        return self._drive(_ops.resume(self._sql, queue))
+
+    def queues(self) -> list[dict[str, Any]]:
+        """Each queue with live jobs or a pause: ``queue``, ``paused``, ``paused_at``,
+        ``reason``, ``pending``, ``processing`` (``jobq_queues``, admin)."""
+        return self._drive(_ops.queues(self._sql))
 
 

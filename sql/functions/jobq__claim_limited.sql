@@ -47,9 +47,13 @@
 -- jobs it could claim wait unlocked. A round costs the reads above again; it happens only when
 -- a candidate was passed over.
 --
+-- The limited jobs of paused queues (jobq_pause: paused_queues, NULL when none is) are left out
+-- with their ranges; jobq_dequeue leaves the ranges of their other jobs out of range_*_hashes.
+--
 -- Not SECURITY DEFINER and no SET clause: it runs inside jobq_dequeue, with its search_path
 -- and settings, and is granted to nobody.
 --! replaces: jobq__claim_limited(text, text[], text[], integer, text[], text[])
+--! replaces: jobq__claim_limited(text, text[], text[], integer, bigint[], bigint[])
 
 CREATE OR REPLACE FUNCTION jobq__claim_limited(
     worker_id text,
@@ -57,7 +61,9 @@ CREATE OR REPLACE FUNCTION jobq__claim_limited(
     queues text[],
     batch_size integer,
     range_type_hashes bigint[],
-    range_queue_hashes bigint[]
+    range_queue_hashes bigint[],
+    lock_until timestamptz,
+    paused_queues text[]
 ) RETURNS SETOF jobq_jobs
 LANGUAGE plpgsql
 VOLATILE
@@ -166,7 +172,9 @@ BEGIN
             pg_catalog.array_agg(r.id)
         INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
         FROM ranges AS r
-        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+        WHERE (jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues))
+          AND (jobq__claim_limited.paused_queues IS NULL
+               OR r.queue <> ALL (jobq__claim_limited.paused_queues));
     ELSE
         WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
             SELECT ty.job_type, f.*
@@ -219,7 +227,9 @@ BEGIN
             pg_catalog.array_agg(r.id)
         INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
         FROM ranges AS r
-        WHERE jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues);
+        WHERE (jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues))
+          AND (jobq__claim_limited.paused_queues IS NULL
+               OR r.queue <> ALL (jobq__claim_limited.paused_queues));
     END IF;
 
     -- The limits of the groups met, read once.
@@ -560,6 +570,7 @@ BEGIN
             attempts = j.attempts + 1,
             locked_at = v_now,
             locked_by = jobq__claim_limited.worker_id,
+            locked_until = jobq__claim_limited.lock_until,
             claimed_at = v_now,
             updated_at = v_now
         WHERE j.id = ANY (v_ids)
@@ -617,11 +628,15 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobq__claim_limited(text, text[], text[], integer, bigint[], bigint[]) IS
+COMMENT ON FUNCTION jobq__claim_limited(
+    text, text[], text[], integer, bigint[], bigint[], timestamptz, text[]
+) IS
 'Private. The claim of jobq_dequeue when limited jobs wait within its filters: claims up to
 batch_size jobs in claim order, never more than each (limit_group, limit_key) may start
 (max_running, max_starts per per), skipping keys that a concurrent claim holds, and records
-the starts.';
+the starts; the locks of its claims expire at lock_until; the limited jobs of paused_queues
+are left pending.';
 
-REVOKE EXECUTE ON FUNCTION jobq__claim_limited(text, text[], text[], integer, bigint[], bigint[])
-FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq__claim_limited(
+    text, text[], text[], integer, bigint[], bigint[], timestamptz, text[]
+) FROM PUBLIC;

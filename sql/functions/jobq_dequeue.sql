@@ -36,14 +36,14 @@
 -- what this claim promotes (step 0) or takes back (step 1) is ranked as a full scan ranks it.
 -- docs/decisions/0007-claims-under-a-held-horizon.md has the figures.
 --
--- SET enable_bitmapscan = off: every claim leaves a dead entry at the head of
--- jobq_jobs_claim_idx (the job's pending version), and every completion one in
--- jobq_jobs_locked_idx, until VACUUM removes them. When the statistics say that few jobs are
--- pending (a quiet or new queue), the generic plan for the claim would be a bitmap scan and a
--- sort, which visits every entry, dead ones included, and their heap rows on every call, so
--- a busy queue slows down until autovacuum's next visit. Without bitmap scans the claim is an
--- index scan in ORDER BY order that stops at batch_size rows, and it marks the entries of
--- dead rows as dead as it passes them, so later claims skip them without visiting the heap
+-- SET enable_bitmapscan = off: every claim leaves a dead entry at the head of jobq_jobs_claim_idx
+-- (the job's pending version), and every completion one in jobq_jobs_locked_idx and
+-- jobq_jobs_locked_until_idx, until VACUUM removes them. When the statistics say that few jobs are
+-- pending (a quiet or new queue), the generic plan for the claim would be a bitmap scan and a sort,
+-- which visits every entry, dead ones included, and their heap rows on every call, so a busy queue
+-- slows down until autovacuum's next visit. Without bitmap scans the claim is an index scan in
+-- ORDER BY order that stops at batch_size rows, and it marks the entries of dead rows as dead as it
+-- passes them, so later claims skip them without visiting the heap
 -- (docs/operations.md on autovacuum_naptime for queues of thousands of jobs a second).
 --
 -- SET enable_seqscan = off: finished jobs leave jobq_jobs (for jobq_jobs_history), so a queue
@@ -99,6 +99,9 @@ DECLARE
     v_error text;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
+    v_lock_until timestamptz;  -- when this claim's locks expire (beyond 1000 years: never)
+    v_paused text[];  -- the paused queues (NULL: none), and the hashes of their names
+    v_paused_hqs bigint[];
     v_limited boolean;
     v_longest integer;
     -- The session's marks (see "Under a held horizon" above): per range of v_hts/v_hqs, the
@@ -143,6 +146,7 @@ BEGIN
             coalesce(lock_timeout::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    v_lock_until := v_now + least(jobq_dequeue.lock_timeout, interval '1000 years');
     -- The filters are stored in jobq_workers and read by every jobq_health: at most 1,000
     -- names each, of at most 200 characters (no job_type or queue is longer). The names are
     -- looked at one by one only when their total length could hide a longer one.
@@ -245,15 +249,17 @@ BEGIN
     FROM promoted AS c
     WHERE v_marked AND c.limit_group IS NULL;
 
-    -- 1. Take back stale claims within the caller's filters: their worker is presumed dead.
-    --    Each is recorded in errors (which worker lost it). One with a cancel request is not
+    -- 1. Take back stale claims within the caller's filters: their lock expired (locked_until,
+    --    set by the claim that made it from its own lock_timeout, whatever this claim's), so
+    --    their worker is presumed dead. Each is recorded in errors (which worker lost it, and
+    --    the lock length it had). One with a cancel request is not
     --    run again: cancelled; one that has used all its attempts is not run again:
     --    dead_letter. Those end here, whatever their priority, up to 1,000 per claim (the
     --    oldest locks first), and take no place in the batch. One that has attempts left goes
     --    back to pending with its original available_at, so that step 3 ranks it like any
     --    other pending job: the first batch_size of those in claim order (priority DESC,
     --    available_at, id) are taken back, which holds every one that the claim can take
-    --    ahead of a pending job. The index jobq_jobs_locked_idx makes both a short range scan
+    --    ahead of a pending job. The index jobq_jobs_locked_until_idx makes both a short range scan
     --    that finds nothing in the common case (the stale rows it finds are then sorted); the
     --    jobs that ended and that a client awaits are announced on the done channel.
     --    The texts of the record are made in the SELECT: Citus refuses a STABLE function
@@ -265,18 +271,17 @@ BEGIN
             pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                jobq_dequeue.lock_timeout
+                j.locked_until - j.locked_at
             ) AS message,
             pg_catalog.substr(j.locked_by, 1, 200) AS worker,
             j.attempts
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND j.locked_at
-              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
+          AND j.locked_until < v_now
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
           AND (j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts)
-        ORDER BY j.locked_at
+        ORDER BY j.locked_until
         LIMIT 1000
         FOR UPDATE SKIP LOCKED
     ),
@@ -287,14 +292,13 @@ BEGIN
             pg_catalog.format(
                 'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
                 pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                jobq_dequeue.lock_timeout
+                j.locked_until - j.locked_at
             ) AS message,
             pg_catalog.substr(j.locked_by, 1, 200) AS worker,
             j.attempts
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND j.locked_at
-              < v_now - least(jobq_dequeue.lock_timeout, interval '1000 years')
+          AND j.locked_until < v_now
           AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
           AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
           AND j.cancel_requested_at IS NULL
@@ -343,6 +347,7 @@ BEGIN
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
+            locked_until = NULL,
             updated_at = v_now
         FROM record AS r
         -- The rows are found by primary key, as an array, whatever the join's method: joined
@@ -374,6 +379,21 @@ BEGIN
     END IF;
     -- A job taken back keeps its available_at, ahead of the marks: this claim scans in full.
     IF v_round > 0 THEN
+        v_marked := FALSE;
+    END IF;
+
+    -- Paused queues (jobq_pause): one read of jobq_paused_queues, an empty table unless an
+    -- operator paused a queue. While one is, the claim scans in full and leaves out the ranges
+    -- of the paused queues (by the hash of their names, the key of jobq_jobs_claim_idx; a queue
+    -- whose name has the same 64-bit hash as a paused one waits with it), and jobq__claim_limited
+    -- their limited jobs: their jobs stay pending, spend no attempt and keep their order.
+    -- Steps 0 and 1 still promote their due jobs and take back their expired claims.
+    SELECT
+        pg_catalog.array_agg(p.queue),
+        pg_catalog.array_agg(pg_catalog.hashtextextended(p.queue, 0))
+    INTO v_paused, v_paused_hqs
+    FROM jobq_paused_queues AS p;
+    IF v_paused IS NOT NULL THEN
         v_marked := FALSE;
     END IF;
 
@@ -528,6 +548,13 @@ BEGIN
             FROM pg_catalog.unnest(jobq_dequeue.queues) AS q (queue)
         ));
     END IF;
+    IF v_paused IS NOT NULL THEN
+        SELECT pg_catalog.array_agg(r.ht ORDER BY r.n), pg_catalog.array_agg(r.hq ORDER BY r.n)
+        INTO v_hts, v_hqs
+        FROM ROWS FROM (pg_catalog.unnest(v_hts), pg_catalog.unnest(v_hqs))
+            WITH ORDINALITY AS r (ht, hq, n)
+        WHERE r.hq <> ALL (v_paused_hqs);
+    END IF;
 
     -- 2b. Limited jobs (limit_group set) are in jobq_jobs_limited_idx, not in the ranges
     --     above: when some wait within the filters (one probe per job type, or of the whole
@@ -573,7 +600,7 @@ BEGIN
         RETURN QUERY
         SELECT * FROM jobq__claim_limited(
             jobq_dequeue.worker_id, jobq_dequeue.job_types, jobq_dequeue.queues,
-            jobq_dequeue.batch_size, v_hts, v_hqs
+            jobq_dequeue.batch_size, v_hts, v_hqs, v_lock_until, v_paused
         );
         RETURN;
     END IF;
@@ -610,6 +637,7 @@ BEGIN
                 attempts = j.attempts + 1,
                 locked_at = v_now,
                 locked_by = jobq_dequeue.worker_id,
+                locked_until = v_lock_until,
                 claimed_at = v_now,
                 updated_at = v_now
             WHERE j.id = ANY (ARRAY(SELECT c.id FROM candidates AS c))
@@ -784,6 +812,7 @@ BEGIN
                     attempts = j.attempts + 1,
                     locked_at = v_now,
                     locked_by = jobq_dequeue.worker_id,
+                    locked_until = v_lock_until,
                     claimed_at = v_now,
                     updated_at = v_now
                 WHERE j.id = ANY (ARRAY(SELECT l.id FROM locked AS l))
@@ -911,9 +940,10 @@ $$;
 
 COMMENT ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) IS
 'Claims up to batch_size jobs for a worker and returns them: status processing, locked_at
-now, locked_by the worker, attempts + 1. Candidates: pending jobs whose available_at has
-come, and processing jobs whose lock is older than lock_timeout (their worker is presumed
-dead): such a takeover is recorded in errors (kind lock_expired, the worker that lost it),
+now, locked_until now + lock_timeout, locked_by the worker, attempts + 1. Candidates: pending
+jobs whose available_at has come, and processing jobs whose locked_until has passed (their
+worker is presumed dead; the claim that locked them set it, whatever this call''s
+lock_timeout): such a takeover is recorded in errors (kind lock_expired, the worker that lost it),
 and a stale job with a cancel request (jobq_cancel) goes to cancelled, one with no attempts
 left to dead_letter, instead of running again. Each call also records the worker''s filters in
 jobq_workers (written at most every 5 seconds per worker), for jobq_unserved_job_types.
@@ -926,6 +956,8 @@ claimed), the session keeps a mark per range in the setting jobq.claim_marks and
 range from it, with a full scan at least every minute (at least a second apart): until then a
 job made pending behind a mark other than by the session''s claims, or in a new (job_type,
 queue) pair, waits.
+Paused queues (jobq_pause): their jobs are not claimed (they stay pending, attempts unspent);
+while none is paused this costs one read of the empty jobq_paused_queues.
 Runs with enable_bitmapscan = off, enable_seqscan = off, plan_cache_mode =
 force_generic_plan and jit = off (for this function only; the caller keeps its own settings):
 index scans in claim order that stop after batch_size rows, whatever the statistics say,

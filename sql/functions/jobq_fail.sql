@@ -79,6 +79,7 @@ BEGIN
         ),
         locked_at = NULL,
         locked_by = NULL,
+        locked_until = NULL,
         updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
     -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.

@@ -182,6 +182,7 @@ BEGIN
             ),
             locked_at = NULL,
             locked_by = NULL,
+            locked_until = NULL,
             updated_at = v_now
         FROM d
         WHERE j.id = d.job_id

@@ -1,5 +1,7 @@
 -- jobq_heartbeat: renews the claims a worker still holds, so that a long job of a live worker
--- is never taken over.
+-- is never taken over. A renewal moves locked_until by the claim's own lock length
+-- (locked_until - locked_at, set by the claim from its lock_timeout), so a claim keeps the lock
+-- length it was made with whoever renews it, and no heartbeat needs to know it.
 --
 -- It never waits for a row lock, so it can never be part of a deadlock. A worker renews every
 -- job it holds while, on another connection, it acknowledges some of them
@@ -46,7 +48,10 @@ BEGIN
     -- is evaluated once (an InitPlan); the UPDATE then renews exactly those. Both find the
     -- rows by the primary key (no status test: locked_by implies processing).
     UPDATE jobq_jobs AS j
-    SET locked_at = v_now
+    SET
+        locked_at = v_now,
+        -- a claim written without locked_until (by hand) gets jobq_dequeue's default length
+        locked_until = v_now + coalesce(j.locked_until - j.locked_at, interval '5 minutes')
     WHERE j.id = ANY (ARRAY(
         SELECT h.id
         FROM jobq_jobs AS h
@@ -61,7 +66,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_heartbeat(text, uuid[]) IS
-'Renews locked_at (to now) of the jobs that the worker still holds, so that a long job of a
+'Renews the claims of the jobs that the worker still holds (locked_at to now, locked_until to
+now + the claim''s own lock length), so that a long job of a
 live worker is never taken over. Never waits: a held job whose row another transaction has
 locked at that moment (an acknowledgement in flight, a takeover, an open UPDATE) is skipped
 this time. A worker learns of cancel requests in the same statement with

@@ -79,6 +79,7 @@ BEGIN
             scheduled = FALSE,
             locked_at = NULL,
             locked_by = NULL,
+            locked_until = NULL,
             updated_at = v_now
         WHERE j.id = ANY (ARRAY(SELECT o.id FROM orphans AS o))
         RETURNING j.id, j.queue, j.status, j.job_type

@@ -1,11 +1,15 @@
--- jobq_requeue_dead_letters: jobq_requeue_dead_letter for every dead_letter, failed or
--- cancelled job of a job type and/or queue, in one statement, with one NOTIFY per queue that
--- got jobs back (at most 100: jobq__notify).
+-- jobq_requeue_dead_letters: jobq_requeue_dead_letter for every dead_letter or failed job of a
+-- job type and/or queue, in one statement, with one NOTIFY per queue that got jobs back (at
+-- most 100: jobq__notify). Cancelled jobs only with include_cancelled: a cancel is someone's
+-- decision about that job, which a sweep over the failures must not undo by the way; the
+-- single-job form requeues one, because naming the job is that explicit choice.
 --! levels: admin
+--! replaces: jobq_requeue_dead_letters(text, text)
 
 CREATE OR REPLACE FUNCTION jobq_requeue_dead_letters(
     job_type text DEFAULT NULL,
-    queue text DEFAULT NULL
+    queue text DEFAULT NULL,
+    include_cancelled boolean DEFAULT FALSE
 ) RETURNS integer
 LANGUAGE plpgsql
 VOLATILE
@@ -26,6 +30,11 @@ BEGIN
             'allowed', pg_catalog.length(jobq_requeue_dead_letters.queue)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF jobq_requeue_dead_letters.include_cancelled IS NULL THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: include_cancelled must be true or false, '
+            'got NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     -- Back from jobq_jobs_history to jobq_jobs (jobq__requeue), each with the status it
     -- leaves, for jobq_metrics' gauge.
     WITH requeued AS MATERIALIZED (
@@ -33,7 +42,8 @@ BEGIN
         FROM jobq__requeue(ARRAY(
             SELECT h.id
             FROM jobq_jobs_history AS h
-            WHERE h.status IN ('dead_letter', 'failed', 'cancelled')
+            WHERE (h.status IN ('dead_letter', 'failed')
+                   OR (jobq_requeue_dead_letters.include_cancelled AND h.status = 'cancelled'))
               AND (jobq_requeue_dead_letters.job_type IS NULL
                    OR h.job_type = jobq_requeue_dead_letters.job_type)
               AND (jobq_requeue_dead_letters.queue IS NULL
@@ -59,13 +69,14 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION jobq_requeue_dead_letters(text, text) IS
-'Makes every dead_letter, failed or cancelled job pending again, as jobq_requeue_dead_letter
-does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
+COMMENT ON FUNCTION jobq_requeue_dead_letters(text, text, boolean) IS
+'Makes every dead_letter or failed job (and cancelled one, with include_cancelled) pending
+again, as jobq_requeue_dead_letter does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
 back (a single one that wakes every worker when more than 100 queues did).
 Arguments: job_type (NULL = any; at most 200 characters), queue (NULL = any; at most 200
-characters).
+characters), include_cancelled (false, the default: cancelled jobs stay cancelled; true:
+they are requeued too).
 Result: how many jobs were requeued.
-Errors: 22023 a job_type or queue longer than 200 characters.';
+Errors: 22023 a job_type or queue longer than 200 characters, include_cancelled NULL.';
 
-REVOKE EXECUTE ON FUNCTION jobq_requeue_dead_letters(text, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION jobq_requeue_dead_letters(text, text, boolean) FROM PUBLIC;

@@ -222,7 +222,8 @@ class Fx:
     def backdate_locks(self, worker_id: str | None = None, by: str = "1 hour") -> int:
         """Age the claims (of ``worker_id``, or all) instead of waiting for their lock timeout."""
         rows = self.sql(
-            "UPDATE jobq_jobs SET locked_at = locked_at - %(by)s::interval"
+            "UPDATE jobq_jobs SET locked_at = locked_at - %(by)s::interval,"
+            " locked_until = locked_until - %(by)s::interval"
             " WHERE status = 'processing' AND (%(w)s::text IS NULL OR locked_by = %(w)s)"
             " RETURNING id",
             {"by": by, "w": worker_id},

@@ -195,7 +195,8 @@ def test_32_sessions_with_kills_and_lock_expiries_never_run_more_than_2_per_key(
                     )
                 else:  # a lock expires: the next claim takes it over
                     c.execute(
-                        "UPDATE jobq_jobs SET locked_at = now() - interval '1 hour'"
+                        "UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+                        " locked_until = locked_until - interval '1 hour'"
                         " WHERE id = (SELECT id FROM jobq_all_jobs WHERE status = 'processing'"
                         "             ORDER BY random() LIMIT 1)"
                     )
@@ -240,7 +241,8 @@ def test_a_takeover_of_an_expired_claim_lets_no_extra_job_in(dsn: str, conn: Con
                         (p,)).fetchone()[0] for p in (5, 4, 3, 2)]
     with session(dsn) as a, session(dsn) as b:
         assert claim_ids(a, "a") == ids[:2]
-        a.execute("UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = %s",
+        a.execute("UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+            " locked_until = locked_until - interval '1 hour' WHERE id = %s",
                   (ids[0],))
         got = b.execute(CLAIM, {"worker": "b", "batch": 10}).fetchall()
         assert [(r[0], r[1]) for r in got] == [(ids[0], 2)], "the expired job again, no other"

@@ -43,7 +43,8 @@ SELECT results_eq(
     ('jobq__cancel_apply', '', 'trigger'),
     ('jobq__channel', '', 'text'),
     ('jobq__claim_limited', 'worker_id text, job_types text[], queues text[], batch_size integer, '
-                            'range_type_hashes bigint[], range_queue_hashes bigint[]', 'SETOF jobq_jobs'),
+                            'range_type_hashes bigint[], range_queue_hashes bigint[], '
+                            'lock_until timestamp with time zone, paused_queues text[]', 'SETOF jobq_jobs'),
     ('jobq__cron_fires', 'masks bigint[], timezone text, first timestamp with time zone, '
                          'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
@@ -131,15 +132,19 @@ SELECT results_eq(
     ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
     ('jobq_metrics_forget', '', 'bigint'),
     ('jobq_metrics_recount', '', 'bigint'),
+    ('jobq_pause', 'queue text, reason text DEFAULT NULL::text', 'boolean'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
     ('jobq_queue_summary', 'recent interval DEFAULT ''00:05:00''::interval',
                            'TABLE(queue text, available bigint, scheduled bigint, processing bigint, failed bigint, '
                            'dead_letter bigint, cancelled bigint, oldest_available_at timestamp with time zone, '
                            'succeeded_recent bigint)'),
+    ('jobq_queues', '', 'TABLE(queue text, paused boolean, paused_at timestamp with time zone, '
+                    'reason text, pending bigint, processing bigint)'),
     ('jobq_release', 'job_ids uuid[], worker_id text', 'integer'),
     ('jobq_release_orphans', 'worker_id text, job_ids uuid[]', 'integer'),
     ('jobq_requeue_dead_letter', 'job_id uuid', 'boolean'),
-    ('jobq_requeue_dead_letters', 'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text', 'integer'),
+    ('jobq_requeue_dead_letters', 'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false', 'integer'),
+    ('jobq_resume', 'queue text', 'boolean'),
     ('jobq_schedule', 'name text, cron text, job_type text, payload jsonb DEFAULT ''{}''::jsonb, '
                       'timezone text DEFAULT ''UTC''::text, queue text DEFAULT ''default''::text, '
                       'priority integer DEFAULT 0, max_attempts integer DEFAULT 5, '
@@ -177,7 +182,7 @@ SELECT function_returns('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]'], 'in
 SELECT function_returns('public', 'jobq_release', ARRAY['uuid[]', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_release_orphans', ARRAY['text', 'uuid[]'], 'integer');
 SELECT function_returns('public', 'jobq_requeue_dead_letter', ARRAY['uuid'], 'boolean');
-SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text'], 'integer');
+SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text', 'boolean'], 'integer');
 SELECT function_returns('public', 'jobq_stats', ARRAY[]::text[], 'setof record');
 SELECT function_returns('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer'], 'bigint');
 SELECT function_returns('public', 'jobq_configure', ARRAY['integer', 'boolean', 'integer'], 'jsonb');
@@ -208,7 +213,7 @@ SELECT is_definer('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]']);
 SELECT is_definer('public', 'jobq_release', ARRAY['uuid[]', 'text']);
 SELECT is_definer('public', 'jobq_release_orphans', ARRAY['text', 'uuid[]']);
 SELECT is_definer('public', 'jobq_requeue_dead_letter', ARRAY['uuid']);
-SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text']);
+SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text', 'boolean']);
 SELECT is_definer('public', 'jobq_stats', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer']);
 SELECT is_definer('public', 'jobq_configure', ARRAY['integer', 'boolean', 'integer']);
@@ -249,7 +254,7 @@ SELECT function_returns('public', 'jobq_limits', ARRAY[]::text[], 'setof record'
 SELECT function_returns('public', 'jobq_limit_usage', ARRAY[]::text[], 'setof record');
 SELECT isnt_definer('public', 'jobq__worker_seen', ARRAY['text', 'text[]', 'text[]']);
 SELECT isnt_definer('public', 'jobq__limit_argument_problem', ARRAY['text', 'text']);
-SELECT isnt_definer('public', 'jobq__claim_limited', ARRAY['text', 'text[]', 'text[]', 'integer', 'bigint[]', 'bigint[]']);
+SELECT isnt_definer('public', 'jobq__claim_limited', ARRAY['text', 'text[]', 'text[]', 'integer', 'bigint[]', 'bigint[]', 'timestamp with time zone', 'text[]']);
 SELECT isnt_definer('public', 'jobq__available', ARRAY['boolean']);
 
 SELECT is_empty(
@@ -290,7 +295,7 @@ SELECT set_eq(
           'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
           'jobq_metric_labels', 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
           'jobq_cancel_requests', 'jobq__migrate_lock', 'jobq_awaits', 'jobq_jobs_history',
-          'jobq_retention'],
+          'jobq_retention', 'jobq_paused_queues'],
     'schema public has exactly the jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
@@ -318,7 +323,7 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'id', 'queue', 'job_type', 'payload', 'idempotency_key', 'status', 'priority', 'attempts',
     'max_attempts', 'available_at', 'locked_at', 'locked_by', 'last_error', 'errors',
     'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
-    'cancel_reason', 'limit_group', 'limit_key', 'claimed_at'
+    'cancel_reason', 'limit_group', 'limit_key', 'claimed_at', 'locked_until'
 ]);
 SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics', 'lock_seed',
                                                   'metrics_label_sets']);
@@ -356,7 +361,8 @@ SELECT results_eq(
     ('cancel_reason',   'text',                           false, NULL),
     ('limit_group',     'text',                           false, NULL),
     ('limit_key',       'text',                           false, NULL),
-    ('claimed_at',      'timestamp with time zone',       false, NULL)
+    ('claimed_at',      'timestamp with time zone',       false, NULL),
+    ('locked_until',    'timestamp with time zone',       false, NULL)
     $$,
     'jobq_jobs columns: type, NOT NULL and default as documented'
 );
@@ -525,7 +531,7 @@ SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 0$$, '23514',
 SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
     'jobq_jobs_scheduled_idx', 'jobq_jobs_locked_idx', 'jobq_jobs_limited_idx',
-    'jobq_jobs_limit_running_idx'
+    'jobq_jobs_limit_running_idx', 'jobq_jobs_locked_until_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
                  ARRAY['hashtextextended(job_type, (0)::bigint)',
@@ -554,6 +560,8 @@ SELECT results_eq(
      'CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''''::text), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_locked_idx',
      'CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = ''processing''::text)'),
+    ('jobq_jobs_locked_until_idx',
+     'CREATE INDEX jobq_jobs_locked_until_idx ON public.jobq_jobs USING btree (locked_until) WHERE (status = ''processing''::text)'),
     ('jobq_jobs_scheduled_idx',
      'CREATE INDEX jobq_jobs_scheduled_idx ON public.jobq_jobs USING btree (available_at) WHERE ((status = ''pending''::text) AND scheduled)')
     $$,

@@ -7,7 +7,7 @@
 -- cancelled and is never claimed again; one that completes ends succeeded. Requeue and prune
 -- accept cancelled jobs.
 BEGIN;
-SELECT plan(49);
+SELECT plan(51);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -157,7 +157,7 @@ SELECT jobq_enqueue('c') AS stale \gset
 SELECT id AS claimed6 FROM jobq_dequeue('w1') \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'stale']::uuid[]) \gset
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
-UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = :'stale';
+UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE id = :'stale';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w2', lock_timeout => '5 minutes')$$,
                 'a stale claim with a request is not taken over to run again');
@@ -182,7 +182,10 @@ SELECT results_eq(
     $$VALUES ('pending'::text, 0, NULL::timestamptz, NULL::timestamptz, NULL::text, 'stopped by request'::text)$$,
     'requeued: pending, attempts 0, the cancel request cleared, the error history kept'
 );
-SELECT is(jobq_requeue_dead_letters(job_type => 'c'), 8, 'jobq_requeue_dead_letters requeues every cancelled job');
+SELECT is(jobq_requeue_dead_letters(job_type => 'c'), 0, 'jobq_requeue_dead_letters leaves cancelled jobs alone by default');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'cancelled'), 8, '... all eight stay cancelled');
+SELECT is(jobq_requeue_dead_letters(job_type => 'c', include_cancelled => true), 8,
+          'jobq_requeue_dead_letters(include_cancelled => true) requeues every cancelled job');
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'cancelled'), 0, 'none is left cancelled');
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'pending' AND cancel_requested_at IS NOT NULL), 0,
           'no pending job carries a request');

@@ -1,10 +1,10 @@
 -- jobq_heartbeat(worker_id, job_ids) RETURNS int
 --
--- Renews locked_at of those jobs that worker_id still holds; returns how
--- many. A long job whose worker is alive is never taken over. Locks are aged by backdating
--- locked_at.
+-- Renews the claims of those jobs that worker_id still holds (locked_at to now, locked_until
+-- by the claim's own lock length); returns how many. A long job whose worker is alive is never
+-- taken over. Locks are aged by backdating locked_at and locked_until.
 BEGIN;
-SELECT plan(15);
+SELECT plan(17);
 
 DELETE FROM jobq_jobs;
 
@@ -22,7 +22,7 @@ SELECT results_eq('SELECT id, locked_by FROM jobq_jobs WHERE status = ''processi
                   format($$VALUES (%L::uuid, 'w1'::text), (%L::uuid, 'w1'), (%L::uuid, 'w2')$$, :'a', :'b', :'c'),
                   'w1 holds a and b, w2 holds c');
 
-UPDATE jobq_jobs SET locked_at = now() - interval '4 minutes' WHERE status = 'processing';
+UPDATE jobq_jobs SET locked_at = locked_at - interval '4 minutes', locked_until = locked_until - interval '4 minutes' WHERE status = 'processing';
 CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
 
 SELECT is(
@@ -37,13 +37,19 @@ SELECT results_eq(
     'a and b renewed to now(); c (held by w2) untouched'
 );
 SELECT results_eq(
+    'SELECT id, locked_until FROM jobq_jobs WHERE status = ''processing'' ORDER BY available_at',
+    format($$VALUES (%L::uuid, now() + interval '5 minutes'), (%L::uuid, now() + interval '5 minutes'),
+                    (%L::uuid, now() + interval '1 minute')$$, :'a', :'b', :'c'),
+    'their locks now expire one lock length (5 minutes, the claim''s) from now; c''s is as it was'
+);
+SELECT results_eq(
     $$SELECT id, queue, job_type, payload, idempotency_key, status, priority, attempts, max_attempts,
              available_at, locked_by, last_error, errors, created_at, updated_at, finished_at
       FROM jobq_jobs ORDER BY id$$,
     $$SELECT id, queue, job_type, payload, idempotency_key, status, priority, attempts, max_attempts,
              available_at, locked_by, last_error, errors, created_at, updated_at, finished_at
       FROM snap ORDER BY id$$,
-    'a heartbeat changes nothing but locked_at'
+    'a heartbeat changes nothing but locked_at and locked_until'
 );
 
 SELECT is(jobq_heartbeat(worker_id => 'w2', job_ids => ARRAY[:'c']::uuid[]), 1, 'named arguments');
@@ -54,21 +60,30 @@ SELECT throws_ok(format($$SELECT jobq_heartbeat(NULL, ARRAY[%L]::uuid[])$$, :'a'
 SELECT is(jobq_heartbeat('w1', ARRAY[:'a', :'a']::uuid[]), 1, 'an id given twice counts once');
 
 -- A live worker is never taken over: its heartbeats keep the lock younger than lock_timeout.
-UPDATE jobq_jobs SET locked_at = now() - interval '4 minutes 30 seconds' WHERE locked_by = 'w1';
+UPDATE jobq_jobs SET locked_at = locked_at - interval '4 minutes 30 seconds', locked_until = locked_until - interval '4 minutes 30 seconds' WHERE locked_by = 'w1';
 SELECT is(jobq_heartbeat('w1', ARRAY[:'a', :'b']::uuid[]), 2, 'w1 heartbeats before its locks expire');
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w9', lock_timeout => '5 minutes', batch_size => 10)$$,
                 'so no other worker takes its jobs');
 
 -- A lock that has expired but was not yet taken over can still be renewed: the claim is held.
-UPDATE jobq_jobs SET locked_at = now() - interval '10 minutes' WHERE id = :'a';
+UPDATE jobq_jobs SET locked_at = locked_at - interval '10 minutes', locked_until = locked_until - interval '10 minutes' WHERE id = :'a';
 SELECT is(jobq_heartbeat('w1', ARRAY[:'a']::uuid[]), 1, 'an expired but still held claim is renewed');
 
 -- After a takeover the old worker's heartbeat renews nothing, and tells it so.
-UPDATE jobq_jobs SET locked_at = now() - interval '10 minutes' WHERE id = :'b';
+UPDATE jobq_jobs SET locked_at = locked_at - interval '10 minutes', locked_until = locked_until - interval '10 minutes' WHERE id = :'b';
 SELECT is((SELECT id FROM jobq_dequeue('w9', batch_size => 10)), :'b'::uuid, 'w9 takes over b');
 SELECT is(jobq_heartbeat('w1', ARRAY[:'a', :'b']::uuid[]), 1,
           'the old holder renews only a: the smaller count tells it that b is lost');
 SELECT is((SELECT locked_by FROM jobq_jobs WHERE id = :'b'), 'w9', 'b stays with w9');
+
+-- A claim keeps the lock length it was made with: a 20-second claim is renewed by 20 seconds.
+SELECT jobq_enqueue('short') AS short \gset
+SELECT count(*) AS n4 FROM jobq_dequeue('w4', '{short}', lock_timeout => '20 seconds') \gset
+UPDATE jobq_jobs SET locked_at = locked_at - interval '15 seconds', locked_until = locked_until - interval '15 seconds'
+WHERE id = :'short';
+SELECT jobq_heartbeat('w4', ARRAY[:'short']::uuid[]) AS renewed \gset
+SELECT is((SELECT locked_until FROM jobq_jobs WHERE id = :'short'), now() + interval '20 seconds',
+          'a 20-second claim renewed expires 20 seconds from now');
 
 SELECT * FROM finish();
 ROLLBACK;

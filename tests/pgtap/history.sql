@@ -76,7 +76,7 @@ SELECT results_eq(format('SELECT place, status FROM place WHERE id = %L', :'y'),
 -- a stale claim with no attempt left: the takeover dead-letters it
 SELECT jobq_enqueue('s', max_attempts => 1) AS s \gset
 SELECT is((SELECT id FROM jobq_dequeue('w-old', '{s}')), :'s'::uuid, 's claimed');
-UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = :'s';
+UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE id = :'s';
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('w-new', '{s}')), 0, 'the takeover claims nothing');
 SELECT results_eq(format('SELECT place, status FROM place WHERE id = %L', :'s'),
                   $$VALUES ('history', 'dead_letter')$$, 'a stale job without attempts is dead-lettered into the history');
@@ -94,7 +94,7 @@ SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'c'), 0, '... an
 SELECT is(jobq_requeue_dead_letter(:'d'), true, 'requeue one dead letter');
 SELECT results_eq(format('SELECT place, status, attempts, last_error FROM place JOIN jobq_all_jobs USING (id, status) WHERE id = %L', :'d'),
                   $$VALUES ('live', 'pending', 0, 'last')$$, '... back in jobq_jobs, pending, attempts 0, error kept');
-SELECT is(jobq_requeue_dead_letters(), 4, 'the bulk requeue moves the failed, cancelled and dead_letter ones back');
+SELECT is(jobq_requeue_dead_letters(include_cancelled => true), 4, 'the bulk requeue moves the failed, cancelled and dead_letter ones back');
 SELECT is((SELECT count(*)::int FROM jobq_jobs_history WHERE status <> 'succeeded'), 0, '... none is left in the history');
 
 UPDATE jobq_jobs_history SET finished_at = now() - interval '8 days' WHERE id = :'m1';

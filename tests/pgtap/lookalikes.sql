@@ -270,7 +270,7 @@ $$, 'release');
 SELECT lives_ok($$
     SELECT * FROM jobq_dequeue('w2'::text, NULL::text[], 10, '5 minutes'::interval, NULL::text[])
 $$, 'dequeue again');
-UPDATE jobq_jobs SET locked_at = pg_catalog.now() - interval '1 hour' WHERE locked_by = 'w2';
+UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE locked_by = 'w2';
 SELECT lives_ok($$
     SELECT * FROM jobq_dequeue('w3'::text, NULL::text[], 10, '1 minute'::interval, NULL::text[])
 $$, 'dequeue: stale takeover');
@@ -287,7 +287,7 @@ SELECT lives_ok($$
     SELECT jobq_requeue_dead_letter(j.id)
     FROM (SELECT id FROM jobq_jobs WHERE status = 'cancelled' ORDER BY id LIMIT 1) AS j
 $$, 'requeue_dead_letter');
-SELECT lives_ok($$SELECT jobq_requeue_dead_letters('a'::text, NULL::text)$$, 'requeue_dead_letters');
+SELECT lives_ok($$SELECT jobq_requeue_dead_letters('a'::text, NULL::text, FALSE)$$, 'requeue_dead_letters');
 
 SELECT lives_ok($$
     SELECT jobq_schedule('s1'::text, '* * * * *'::text, 'c'::text, '{}'::jsonb, 'UTC'::text,

@@ -192,7 +192,7 @@ SELECT is(pg_temp.v('jobq_dead_lettered_total', pg_temp.l('q', 'f')), 1::double 
 -- takeovers: one with attempts left (back to pending), one exhausted (dead_letter)
 SELECT jobq_enqueue('t', queue => 'q') AS t1, jobq_enqueue('t', queue => 'q', max_attempts => 1) AS t2 \gset
 SELECT count(*) AS n FROM jobq_dequeue('w1', job_types => '{t}', batch_size => 2) \gset
-UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE job_type = 't';
+UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE job_type = 't';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT count(*) AS n FROM jobq_dequeue('w2', job_types => '{t}', batch_size => 2,
                                         lock_timeout => '5 minutes') \gset
@@ -225,7 +225,7 @@ SELECT is(pg_temp.v('jobq_released_total', pg_temp.l('q', 'r')), 1::double preci
           'released 1');
 
 SELECT ok(jobq_requeue_dead_letter(:'f1'), 'the dead letter is requeued');
-SELECT is(jobq_requeue_dead_letters(job_type => 'c'), 3, 'the cancelled ones too');
+SELECT is(jobq_requeue_dead_letters(job_type => 'c', include_cancelled => true), 3, 'the cancelled ones too');
 SELECT is(pg_temp.v('jobq_requeued_total', pg_temp.l('q', 'f')) + pg_temp.v('jobq_requeued_total', pg_temp.l('q', 'c')),
           4::double precision, 'requeued 4');
 SELECT results_eq('SELECT * FROM pg_temp.gauge()', 'SELECT * FROM pg_temp.counted()',

@@ -1,13 +1,14 @@
 -- jobq_requeue_dead_letter(job_id) RETURNS boolean
--- jobq_requeue_dead_letters(job_type, queue) RETURNS int
+-- jobq_requeue_dead_letters(job_type, queue, include_cancelled) RETURNS int
 --
 -- A dead_letter or failed job becomes pending again, available now,
 -- attempts 0, claim cleared, error history (last_error, errors) kept. Anything else is left
--- alone (false / not counted).
+-- alone (false / not counted). A cancelled job: the single form requeues it, the bulk form
+-- only with include_cancelled => true.
 --
 -- Not covered here: NOTIFY (delivered at commit; see the Python suite).
 BEGIN;
-SELECT plan(27);
+SELECT plan(34);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -118,6 +119,26 @@ INSERT INTO jobq_jobs (id, job_type, queue, status, attempts, locked_at, locked_
 SELECT m.id, m.job_type, m.queue, 'processing', 1, now(), 'w' FROM m;
 SELECT is(jobq_requeue_dead_letters('a'), 0, 'processing jobs are not requeued');
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'processing'), 3, '... and stay processing');
+
+-- cancelled jobs: left alone by the bulk form unless asked, requeued by the single form
+DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
+SELECT jobq_enqueue('c', queue => 'q1') AS c1, jobq_enqueue('c', queue => 'q1') AS c2,
+       jobq_enqueue('c', queue => 'q2') AS c3, jobq_enqueue('c', queue => 'q1') AS cd \gset
+SELECT count(*) AS cancelled FROM jobq_cancel(ARRAY[:'c1', :'c2', :'c3']::uuid[], 'customer withdrew') \gset
+UPDATE jobq_jobs SET status = 'dead_letter', finished_at = now() WHERE id = :'cd';
+SELECT is(jobq_requeue_dead_letters(), 1, 'the bulk form requeues the dead letter only');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'cancelled' AND last_error = 'customer withdrew'), 3,
+          '... the cancelled jobs stay cancelled, their reason kept');
+SELECT is(jobq_requeue_dead_letters(job_type => 'c', queue => 'q1', include_cancelled => false), 0,
+          'include_cancelled => false: none');
+SELECT is(jobq_requeue_dead_letters(queue => 'q1', include_cancelled => true), 2,
+          'include_cancelled => true: the cancelled jobs of the filters');
+SELECT is(jobq_requeue_dead_letter(:'c3'), true, 'the single form requeues a cancelled job');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'pending'), 4, '... all four pending now');
+SELECT throws_ok($$SELECT jobq_requeue_dead_letters(include_cancelled => NULL)$$, '22023',
+    'jobq_requeue_dead_letters: include_cancelled must be true or false, got NULL',
+    'include_cancelled NULL is 22023, naming it');
 
 SELECT * FROM finish();
 ROLLBACK;

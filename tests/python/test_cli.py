@@ -328,7 +328,8 @@ def test_doctor_exits_one_when_a_check_warns(dsn: str, conn: Conn) -> None:
     # A claim not renewed for two hours: its worker is gone.
     conn.execute("SELECT jobq_enqueue(job_type => 'y')")
     conn.execute("SELECT * FROM jobq_dequeue(worker_id => 'w2', job_types => '{y}')")
-    conn.execute("UPDATE jobq_jobs SET locked_at = now() - interval '2 hours' WHERE job_type = 'y'")
+    conn.execute("UPDATE jobq_jobs SET locked_at = locked_at - interval '2 hours',"
+        " locked_until = locked_until - interval '2 hours' WHERE job_type = 'y'")
     for command in ("doctor", "health"):
         result = jobq(command, dsn=dsn)
         assert result.returncode == 1, (result.stdout, result.stderr)
@@ -369,6 +370,22 @@ def test_dead_letter_requeue_all_of_a_type(dsn: str, conn: Conn) -> None:
     assert result.stdout.strip() == "requeued 1 job"
     assert jobq("dead-letter", "requeue", "--all", dsn=dsn).stdout.strip() == "requeued 1 job"
     assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'pending'") == 2
+
+
+def test_dead_letter_requeue_all_leaves_cancelled_jobs_unless_asked(dsn: str, conn: Conn) -> None:
+    """`--all` requeues the failed job of a type and not its cancelled one, whose reason
+    stays; `--include-cancelled` brings that one back too."""
+    _dead_jobs(dsn)
+    withdrawn = Queue(dsn).enqueue("mail")
+    assert jobq("cancel", str(withdrawn), "--reason", "customer withdrew", dsn=dsn).returncode == 0
+    result = jobq("dead-letter", "requeue", "--all", "--job-type", "mail", dsn=dsn)
+    assert result.stdout.strip() == "requeued 1 job"
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'cancelled'") == 1
+    again = jobq("dead-letter", "requeue", "--all", "--include-cancelled", dsn=dsn)
+    assert again.stdout.strip() == "requeued 2 jobs"  # the dead letter and the cancelled one
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'pending'") == 3
+    mixed = jobq("dead-letter", "requeue", str(withdrawn), "--include-cancelled", dsn=dsn)
+    assert_user_error(mixed, 2, "go with --all")
 
 
 def test_prune_deletes_old_finished_jobs_only(dsn: str, conn: Conn) -> None:
@@ -643,6 +660,9 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "limit set": ["per-customer", "--max-running", "2"],
     "limit list": [],
     "limit delete": ["per-customer"],
+    "queue pause": ["mail"],
+    "queue resume": ["mail"],
+    "queue list": [],
     "worker": ["cli_tenant_jobs:HANDLERS", "--burst"],
     "web": ["--check"],
 }
@@ -1252,6 +1272,9 @@ JSON_ARGS: dict[str, tuple[list[str], int]] = {
     "configure": ([], 0),
     "schedule list": ([], 0),
     "limit list": ([], 0),
+    "queue pause": (["mail", "--reason", "caf\u00e9"], 0),
+    "queue resume": (["mail"], 0),
+    "queue list": ([], 0),
 }
 
 

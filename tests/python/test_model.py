@@ -342,7 +342,8 @@ class JobqModel(RuleBasedStateMachine):
     def every_lock_expires(self) -> None:
         ids = self.ids_where(lambda j: j.status == "processing" and not j.stale and self.free(j))
         self.a.execute(
-            "UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour' WHERE id = ANY(%s)",
+            "UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+            " locked_until = locked_until - interval '1 hour' WHERE id = ANY(%s)",
             (ids,),
         )
         for i in ids:
@@ -356,7 +357,8 @@ class JobqModel(RuleBasedStateMachine):
             return
         job = self.jobs[data.draw(st.sampled_from(ids))]
         self.a.execute(
-            "UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour' WHERE id = %s",
+            "UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+            " locked_until = locked_until - interval '1 hour' WHERE id = %s",
             (job.id,),
         )
         job.stale = True

@@ -191,7 +191,7 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
     every_table = [("jobq_awaits",), ("jobq_cancel_requests",), ("jobq_jobs",),
                    ("jobq_limit_keys",), ("jobq_limit_starts",), ("jobq_limits",),
                    ("jobq_metric_counters",), ("jobq_metric_deltas",), ("jobq_metric_labels",),
-                   ("jobq_migrations",), ("jobq_retention",),
+                   ("jobq_migrations",), ("jobq_paused_queues",), ("jobq_retention",),
                    ("jobq_schedules",), ("jobq_settings",), ("jobq_workers",)]
     assert reads == (every_table if level == "admin" else [])
 
@@ -276,7 +276,8 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
               '"public"."jobq_limit_starts", "public"."jobq_limits", '
               '"public"."jobq_metric_counters", "public"."jobq_metric_deltas", '
               '"public"."jobq_metric_labels", '
-              '"public"."jobq_migrations", "public"."jobq_retention", '
+              '"public"."jobq_migrations", "public"."jobq_paused_queues", '
+              '"public"."jobq_retention", '
               '"public"."jobq_schedules", "public"."jobq_settings", "public"."jobq_workers"')
     assert f'REVOKE ALL ON TABLE {tables} FROM "{role}";' in online.stdout
     # nothing but jobq in this database's schema public: its USAGE is taken back too

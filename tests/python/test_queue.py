@@ -864,7 +864,8 @@ def test_heartbeat_and_release_act_only_on_the_workers_own_claims(
         a, b = q.enqueue_many([{"job_type": "t"}, {"job_type": "t"}])
         q.dequeue("w1", batch_size=1)
         q.dequeue("w2", batch_size=1)
-        conn.execute("UPDATE jobq_jobs SET locked_at = now() - interval '1 hour'")
+        conn.execute("UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+            " locked_until = locked_until - interval '1 hour'")
         assert q.heartbeat("w1", [a, b]) == 1
         assert q.heartbeat("other", [a, b]) == 0
         assert q.release([a, b], "w1") == 1

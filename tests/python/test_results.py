@@ -352,7 +352,8 @@ def test_every_end_of_an_awaited_job_is_notified_and_a_retry_is_not(dsn: str, co
         assert q.release([c_], "w1") == 1  # released with a request: cancelled
         assert payloads(c) == [_sql.CHECK_ALL]
         conn.execute("SELECT jobq_cancel(ARRAY[%s]::uuid[])", (d,))
-        conn.execute("UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = %s",
+        conn.execute("UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+            " locked_until = locked_until - interval '1 hour' WHERE id = %s",
                      (d,))
         conn.execute("SELECT * FROM jobq_dequeue('w2', lock_timeout => '1 minute')")
         assert payloads(c) == [_sql.CHECK_ALL], "a takeover that ends the job"

@@ -295,9 +295,11 @@ def run_core_operations(conn: Conn, schema: str) -> None:
     # a stale claim taken over, and one with no attempts left sent to dead_letter
     stale = [r[0] for r in _q(
         conn, schema, "SELECT id FROM {s}.jobq_dequeue('w2', batch_size => 2)")]
-    _q(conn, schema, "UPDATE {s}.jobq_jobs SET locked_at = pg_catalog.now() - interval '1 hour', "
+    _q(conn, schema, "UPDATE {s}.jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+       " locked_until = locked_until - interval '1 hour', "
        "max_attempts = attempts WHERE id = %(id)s", {"id": stale[0]})
-    _q(conn, schema, "UPDATE {s}.jobq_jobs SET locked_at = pg_catalog.now() - interval '1 hour' "
+    _q(conn, schema, "UPDATE {s}.jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+       " locked_until = locked_until - interval '1 hour' "
        "WHERE id = %(id)s", {"id": stale[1]})
     _q(conn, schema, "SELECT * FROM {s}.jobq_dequeue('w3', lock_timeout => '1 minute')")
     statuses = dict(_q(conn, schema,
@@ -338,7 +340,8 @@ def run_core_operations(conn: Conn, schema: str) -> None:
               {"id": claimed[0]})[0][0] == "cancelled"
     assert _q(conn, schema, "SELECT {s}.jobq_release(%(ids)s, 'w4')",
               {"ids": claimed[1:2]})[0][0] == 1
-    _q(conn, schema, "UPDATE {s}.jobq_jobs SET locked_at = pg_catalog.now() - interval '1 hour' "
+    _q(conn, schema, "UPDATE {s}.jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+       " locked_until = locked_until - interval '1 hour' "
        "WHERE id = %(id)s", {"id": claimed[2]})
     _q(conn, schema, "SELECT * FROM {s}.jobq_dequeue('w5', '{{c}}', lock_timeout => '1 minute')")
     assert _q(conn, schema, "SELECT {s}.jobq_complete(%(id)s, 'w4', result => '{{\"n\": 1}}')",

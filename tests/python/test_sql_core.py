@@ -346,7 +346,7 @@ def test_the_claim_reads_its_indexes_in_order_when_statistics_say_the_queue_is_e
     index entries dead, not yet vacuumed), a generic plan. The claim must be an index scan of
     jobq_jobs_claim_idx in its order, stopping at batch_size: the bitmap scan + sort chosen
     before 0005 visited every dead entry and its heap row on every call (28 ms per claim with
-    500,000 of them). The stale-claim step likewise reads jobq_jobs_locked_idx in order."""
+    500,000 of them). The stale-claim step likewise reads jobq_jobs_locked_until_idx in order."""
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("ALTER TABLE jobq_jobs SET (autovacuum_enabled = off)")
         c.execute("VACUUM ANALYZE jobq_jobs")  # the statistics of an empty queue
@@ -368,7 +368,7 @@ def test_the_claim_reads_its_indexes_in_order_when_statistics_say_the_queue_is_e
             assert "Index Scan using jobq_jobs_claim_idx" in plan, plan
             assert "Bitmap" not in plan and "Sort Key: j.priority" not in plan, plan
         for plan in stale:
-            assert "Index Scan using jobq_jobs_locked_idx" in plan, plan
+            assert "Index Scan using jobq_jobs_locked_until_idx" in plan, plan
             assert "Bitmap" not in plan, plan
         setting = c.execute("SELECT current_setting('enable_bitmapscan')").fetchone()
         assert setting == ("on",), "the function's setting leaked into the session"
@@ -454,7 +454,8 @@ def test_a_claim_takes_stale_jobs_back_by_primary_key_whatever_the_statistics_sa
         )
         lost = [r[0] for r in c.execute("SELECT id FROM jobq_dequeue('b', batch_size => 20)")]
         c.execute(
-            "UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = ANY(%s)",
+            "UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+            " locked_until = locked_until - interval '1 hour' WHERE id = ANY(%s)",
             (lost,),
         )
         plans = log_generic_plans(c)
@@ -614,7 +615,8 @@ def test_a_heartbeat_skips_rows_locked_by_another_transaction_instead_of_waiting
             (psycopg.types.json.Jsonb([{"job_type": "t"}] * 3),),
         )
         ids = [r[0] for r in beat.execute("SELECT id FROM jobq_dequeue('w', batch_size => 3)")]
-        beat.execute("UPDATE jobq_jobs SET locked_at = now() - interval '1 minute'")
+        beat.execute("UPDATE jobq_jobs SET locked_at = locked_at - interval '1 minute',"
+            " locked_until = locked_until - interval '1 minute'")
         assert ack.execute("SELECT jobq_complete(%s, 'w')", (ids[0],)).fetchone() == (True,)
         # ack's transaction is open: it holds ids[0]
         beat.execute("SET lock_timeout = '2s'")

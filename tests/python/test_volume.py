@@ -317,15 +317,18 @@ SHAPES: dict[str, str] = {
     "empty": "",
     "pending": "INSERT INTO jobq_jobs (job_type) SELECT 't' FROM generate_series(1, 2000)",
     "processing": """
-        INSERT INTO jobq_jobs (job_type, status, attempts, locked_at, locked_by, claimed_at)
-        SELECT 't', 'processing', 1, now(), 'x', now() FROM generate_series(1, 2000)""",
+        INSERT INTO jobq_jobs (job_type, status, attempts, locked_at, locked_by, claimed_at,
+                               locked_until)
+        SELECT 't', 'processing', 1, now(), 'x', now(), now() + interval '5 minutes'
+        FROM generate_series(1, 2000)""",
     "pending limited": """
         INSERT INTO jobq_jobs (job_type, limit_group, limit_key)
         SELECT 't', 'g', 'k' || g % 3 FROM generate_series(1, 2000) AS g""",
     "processing limited": """
         INSERT INTO jobq_jobs (job_type, limit_group, limit_key, status, attempts, locked_at,
-                               locked_by, claimed_at)
-        SELECT 't', 'g', 'k' || g % 3, 'processing', 1, now(), 'x', now()
+                               locked_by, claimed_at, locked_until)
+        SELECT 't', 'g', 'k' || g % 3, 'processing', 1, now(), 'x', now(),
+               now() + interval '5 minutes'
         FROM generate_series(1, 2000) AS g""",
     "scheduled": """
         INSERT INTO jobq_jobs (job_type, available_at, scheduled)
@@ -380,7 +383,8 @@ def test_no_call_of_a_worker_producer_or_dashboard_reads_the_whole_table_whateve
         plans = log_plans(s)
         stale = [r[0] for r in s.execute("SELECT id FROM jobq_dequeue('s', batch_size => 4)")]
         s.execute(
-            "UPDATE jobq_jobs SET locked_at = now() - interval '1 hour' WHERE id = ANY(%s)",
+            "UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour',"
+            " locked_until = locked_until - interval '1 hour' WHERE id = ANY(%s)",
             (stale,),
         )
         claimed = 0

@@ -211,7 +211,7 @@ def test_a_post_never_redirects_to_another_site(dsn: str, client: TestClient) ->
 
 def test_cancel_and_requeue_all_from_the_pages(dsn: str, client: TestClient) -> None:
     """Cancel on a pending job cancels it; requeue all with a queue filter requeues that queue's
-    dead letters only."""
+    dead letters only, and leaves its cancelled job cancelled."""
     with Queue(dsn) as q:
         pending = q.enqueue("email", queue="mail")
     first = dead_letter(dsn, job_type="a", queue="q1")
@@ -225,9 +225,13 @@ def test_cancel_and_requeue_all_from_the_pages(dsn: str, client: TestClient) -> 
     assert "cancelled" in done.text
     assert status_of(dsn, pending) == "cancelled"
 
+    with Queue(dsn) as q:
+        withdrawn = q.enqueue("a", queue="q1")
+        q.cancel([withdrawn])
     only_q1 = client.post("/dead-letters/requeue", data={"csrf": token, "queue": "q1"})
     assert "requeued 1 job(s)" in only_q1.text
     assert status_of(dsn, first) == "pending" and status_of(dsn, second) == "dead_letter"
+    assert status_of(dsn, withdrawn) == "cancelled"
 
 
 def test_text_postgresql_cannot_store_is_refused_naming_the_field(

@@ -226,6 +226,35 @@ def test_a_monitor_sees_every_action_disabled(
     assert status_of(dsn, job_id) == "dead_letter" and status_of(dsn, pending) == "pending"
 
 
+def test_an_admin_pauses_and_resumes_a_queue_from_the_overview(
+    admin_dsn: str, dsn: str, page: Any
+) -> None:
+    """Pause on a queue's row of the overview (confirmed) marks the queue paused and stops its
+    claims; Resume lets them go on; a monitor's overview shows the queue with no button."""
+    with Queue(dsn) as q:
+        job_id = q.enqueue("email", queue="mail")
+    page.on("dialog", lambda dialog: dialog.accept())
+    with serving(create_app(dsn, refresh_seconds=60)) as url:
+        page.goto(f"{url}/")
+        page.locator('tr[data-queue="mail"]').get_by_role("button", name="Pause").click()
+        expect(page.locator("#notice")).to_have_text("paused mail")
+        expect(page.locator('tr[data-queue="mail"] .paused')).to_have_text("paused")
+        with Queue(dsn) as q:
+            assert q.dequeue("w", queues=["mail"]) == []
+        page.locator('tr[data-queue="mail"]').get_by_role("button", name="Resume").click()
+        expect(page.locator("#notice")).to_have_text("resumed mail")
+        expect(page.locator('tr[data-queue="mail"] .paused')).to_have_count(0)
+    with Queue(dsn) as q:
+        q.pause("mail")
+    with login_role(admin_dsn, dsn, "monitor") as monitor_dsn, serving(
+        create_app(monitor_dsn)
+    ) as url:
+        page.goto(f"{url}/")
+        expect(page.locator('tr[data-queue="mail"]')).to_be_visible()
+        expect(page.get_by_role("button", name=re.compile("Pause|Resume"))).to_have_count(0)
+    assert status_of(dsn, job_id) == "pending"
+
+
 def _listening(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0

@@ -80,11 +80,13 @@ def running(worker: Worker) -> Iterator[Worker]:
 
 
 def steal(dsn: str, job_id: uuid.UUID, thief: str = "thief") -> None:
-    """Make the job's claim stale for a thief with a 1-minute lock timeout, and let it take the
-    job over. (The victim runs with a longer lock timeout, so that it does not take it back.)"""
+    """Make the job's claim stale (its 1-hour lock expired an hour ago), and let a thief with a
+    1-minute lock timeout take the job over. (The victim runs with a longer lock timeout, so
+    that it does not take it back.)"""
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute(
-            "UPDATE jobq_jobs SET locked_at = now() - interval '10 minutes' WHERE id = %s",
+            "UPDATE jobq_jobs SET locked_at = locked_at - interval '2 hours',"
+            " locked_until = locked_until - interval '2 hours' WHERE id = %s",
             (job_id,),
         )
         taken = c.execute(
@@ -820,7 +822,8 @@ def test_job_of_a_sigkilled_worker_is_finished_by_another_after_its_lock_expires
     row = job_row(conn, job_id)
     assert (row["status"], row["locked_by"]) == ("processing", "doomed")
     # Its lock expires (no more heartbeats): move time instead of waiting five minutes.
-    conn.execute("UPDATE jobq_jobs SET locked_at = now() - interval '6 minutes'")
+    conn.execute("UPDATE jobq_jobs SET locked_at = locked_at - interval '6 minutes',"
+        " locked_until = locked_until - interval '6 minutes'")
     Worker(dsn, {"slow": lambda job: None}, worker_id="rescuer").run(burst=True)
     row = job_row(conn, job_id)
     assert (row["status"], row["attempts"]) == ("succeeded", 2)

@@ -170,13 +170,17 @@ def dead_letter_list(**filters: Any) -> None:
 @click.option("--all", "all_", is_flag=True, help="Requeue every dead_letter and failed job.")
 @opt.JOB_TYPE
 @opt.QUEUE
+@click.option("--include-cancelled", is_flag=True, help="With --all: cancelled jobs too.")
 def dead_letter_requeue(job_ids: list[uuid.UUID], all_: bool, **filters: Any) -> None:
-    """Requeue jobs as `jobq jobs retry ID...`, or every dead_letter and failed one (--all)."""
+    """Requeue jobs as `jobq jobs retry ID...`, or every dead_letter and failed one (--all;
+    --include-cancelled: cancelled ones too)."""
     if bool(job_ids) == all_:
         raise click.UsageError("give either a job ID or --all")
     if job_ids:
         if any(filters.values()):
-            raise click.UsageError("--job-type and --queue go with --all, not with an ID")
+            raise click.UsageError(
+                "--job-type, --queue and --include-cancelled go with --all, not with an ID"
+            )
         _retry(job_ids)
         return
     count = call(Queue.requeue_dead_letters, **filters)

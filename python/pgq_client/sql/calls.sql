@@ -183,7 +183,8 @@ SELECT jobq_requeue_dead_letter(
 -- name: requeue_dead_letters
 SELECT jobq_requeue_dead_letters(
     job_type => %(job_type)s::pg_catalog.text,
-    queue => %(queue)s::pg_catalog.text
+    queue => %(queue)s::pg_catalog.text,
+    include_cancelled => %(include_cancelled)s::pg_catalog.bool
 ) AS requeued;
 
 -- name: list_jobs
@@ -370,3 +371,24 @@ SELECT
     per,
     pending
 FROM jobq_limit_usage();
+
+-- name: pause
+SELECT jobq_pause(
+    queue => %(queue)s::pg_catalog.text,
+    reason => %(reason)s::pg_catalog.text
+) AS paused;
+
+-- name: resume
+SELECT jobq_resume(
+    queue => %(queue)s::pg_catalog.text
+) AS resumed;
+
+-- name: queues
+SELECT
+    queue,
+    paused,
+    paused_at,
+    reason,
+    pending,
+    processing
+FROM jobq_queues();

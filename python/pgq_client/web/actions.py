@@ -1,4 +1,5 @@
-"""The POST routes: requeue, cancel, requeue all, each made by :func:`action`."""
+"""The POST routes: requeue, cancel, requeue all, pause and resume a queue, each made by
+:func:`action`."""
 
 from __future__ import annotations
 
@@ -60,6 +61,19 @@ def _requeue_all(queue: Queue, fields: dict[str, str]) -> str:
     return f"requeued {queue.requeue_dead_letters(job_type=job_type, queue=name)} job(s)"
 
 
+def _pause(queue: Queue, fields: dict[str, str]) -> str:
+    name = fields.get("queue", "")
+    return f"paused {name}" if queue.pause(name, fields.get("reason") or None) else (
+        f"{name} was paused already")
+
+
+def _resume(queue: Queue, fields: dict[str, str]) -> str:
+    name = fields.get("queue", "")
+    return f"resumed {name}" if queue.resume(name) else f"{name} was not paused"
+
+
 requeue = action("jobq_requeue_dead_letter", _requeue)
 cancel = action("jobq_cancel", _cancel)
 requeue_all = action("jobq_requeue_dead_letters", _requeue_all)
+pause = action("jobq_pause", _pause)
+resume = action("jobq_resume", _resume)

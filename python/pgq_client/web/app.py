@@ -37,11 +37,14 @@ FUNCTIONS: dict[str, str] = {
     "jobq_get_job": "(uuid)",
     "jobq_job_status": "(uuid[])",
     "jobq_requeue_dead_letter": "(uuid)",
-    "jobq_requeue_dead_letters": "(text, text)",
+    "jobq_requeue_dead_letters": "(text, text, boolean)",
     "jobq_cancel": "(uuid[], text)",
     "jobq_schedules": "()",
     "jobq_limits": "()",
     "jobq_limit_usage": "()",
+    "jobq_queues": "()",
+    "jobq_pause": "(text, text)",
+    "jobq_resume": "(text)",
 }
 
 
@@ -161,6 +164,8 @@ def create_app(
             Route("/jobs/{job_id:uuid}/cancel", actions.cancel, methods=["POST"]),
             Route("/dead-letters", views.dead_letters, name="dead_letters"),
             Route("/dead-letters/requeue", actions.requeue_all, methods=["POST"]),
+            Route("/queues/pause", actions.pause, methods=["POST"]),
+            Route("/queues/resume", actions.resume, methods=["POST"]),
             Route("/schedules", views.schedules, name="schedules"),
             Route("/limits", views.limits, name="limits"),
             Mount("/static", StaticFiles(packages=[("pgq_client.web", "static")]), name="static"),

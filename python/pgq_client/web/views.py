@@ -32,11 +32,16 @@ def overview(request: Request) -> Response:
     if role.can["jobq_queue_summary"]:
         rows = board.run(_ops.queue_summary, RECENT)
         board.record(rows)
+    paused: dict[str, Any] = {}
+    if role.can["jobq_queues"]:  # an admin's to see (jobq_queues), as the buttons are
+        paused = {q["queue"]: q for q in board.queue().queues() if q["paused"]}
     return render(
         request,
         "overview_live.html" if request.query_params.get("partial") else "overview.html",
         role,
         rows=rows,
+        paused=paused,
+        here=base(request) + "/",
         window_minutes=int(RECENT.total_seconds() // 60),
         chart=chart(list(board.samples)),
     )
