@@ -6629,7 +6629,7 @@ list or one of more than 100 names, a NULL or negative older_than, a batch_size 
 Concurrency: rows locked by another transaction at that moment are skipped (SKIP LOCKED), not
 waited for; a later call prunes them.';
 
-CREATE FUNCTION public.jobq_queue_summary(recent interval DEFAULT '00:05:00'::interval) RETURNS TABLE(queue text, available bigint, scheduled bigint, processing bigint, failed bigint, dead_letter bigint, cancelled bigint, oldest_available_at timestamp with time zone, succeeded_recent bigint)
+CREATE FUNCTION public.jobq_queue_summary(recent interval DEFAULT '00:05:00'::interval) RETURNS TABLE(queue text, available bigint, scheduled bigint, processing bigint, failed bigint, dead_letter bigint, cancelled bigint, oldest_available_at timestamp with time zone, succeeded_recent bigint, paused boolean)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -6655,7 +6655,9 @@ BEGIN
         pg_catalog.count(*) FILTER (WHERE p.status = 'cancelled'),
         pg_catalog.min(p.available_at) FILTER (WHERE p.status = 'pending'
                                                AND p.available_at <= v_now),
-        pg_catalog.count(*) FILTER (WHERE p.status = 'succeeded')
+        pg_catalog.count(*) FILTER (WHERE p.status = 'succeeded'),
+        EXISTS (SELECT FROM jobq_paused_queues AS pq
+                WHERE pq.queue OPERATOR(pg_catalog.=) p.queue)
     FROM (
         -- One branch per partial index, each matching its predicate exactly.
         SELECT j.queue, j.status, j.available_at
@@ -6685,13 +6687,14 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_queue_summary(recent interval) IS 'Admin and monitor. Per queue: jobs available now, scheduled for later, processing, failed,
 dead_letter and cancelled, the oldest available_at among the available ones, and the jobs that
-succeeded within recent. Reads only the partial indexes of those jobs (never the succeeded
+succeeded within recent, and whether the queue is paused (jobq_pause). Reads only the partial indexes of those jobs (never the succeeded
 jobs older than recent), so it stays cheap however many finished jobs are kept; it runs with
 enable_seqscan = off and jit = off (for this function only) so that no statistics make it
 read the table instead. A queue with none of these jobs has no row.
 Arguments: recent (how far back succeeded jobs are counted, 0 to 1 day, default 5 minutes).
 Result: rows (queue, available, scheduled, processing, failed, dead_letter, cancelled,
-oldest_available_at, succeeded_recent), by queue.
+oldest_available_at, succeeded_recent, paused), by queue. A paused queue with none of these
+jobs has no row either (jobq_queues, admin, lists every pause).
 Errors: 22023 a NULL or negative recent, or one over 1 day.
 Concurrency: a snapshot, as any query; it takes no lock.';
 

@@ -56,8 +56,8 @@ def jobs_page(
 
 
 def queue_summary(s: Statements, recent: timedelta) -> Op[list[dict[str, Any]]]:
-    """Per queue: jobs available, scheduled, processing, failed, dead-letter, cancelled, and
-    how many succeeded within ``recent``."""
+    """Per queue: jobs available, scheduled, processing, failed, dead-letter, cancelled, how
+    many succeeded within ``recent``, and whether the queue is paused."""
     rows: list[dict[str, Any]] = yield Call(s.queue_summary, {"recent": recent})
     return rows
 

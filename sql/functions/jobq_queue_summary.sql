@@ -16,7 +16,12 @@
 -- table, passes jit_above_cost. Made with jit off, such a plan is never compiled, here or in
 -- a later caller of the helper: jobq__metrics_count's read of its setting, made so, was
 -- compiled in every later enqueue and completion of the session.
+--
+-- paused: whether jobq_pause holds the queue, so that a monitor, which may not call the
+-- admin-only jobq_queues, sees a pause on the dashboard overview. One primary-key
+-- probe of jobq_paused_queues per queue row.
 --! levels: monitor, admin
+--! replaces: jobq_queue_summary(interval)
 
 CREATE OR REPLACE FUNCTION jobq_queue_summary(recent interval DEFAULT '5 minutes')
 RETURNS TABLE (
@@ -28,7 +33,8 @@ RETURNS TABLE (
     dead_letter bigint,
     cancelled bigint,
     oldest_available_at timestamptz,
-    succeeded_recent bigint
+    succeeded_recent bigint,
+    paused boolean
 )
 LANGUAGE plpgsql
 STABLE
@@ -57,7 +63,9 @@ BEGIN
         pg_catalog.count(*) FILTER (WHERE p.status = 'cancelled'),
         pg_catalog.min(p.available_at) FILTER (WHERE p.status = 'pending'
                                                AND p.available_at <= v_now),
-        pg_catalog.count(*) FILTER (WHERE p.status = 'succeeded')
+        pg_catalog.count(*) FILTER (WHERE p.status = 'succeeded'),
+        EXISTS (SELECT FROM jobq_paused_queues AS pq
+                WHERE pq.queue OPERATOR(pg_catalog.=) p.queue)
     FROM (
         -- One branch per partial index, each matching its predicate exactly.
         SELECT j.queue, j.status, j.available_at
@@ -88,13 +96,14 @@ $$;
 COMMENT ON FUNCTION jobq_queue_summary(interval) IS
 'Admin and monitor. Per queue: jobs available now, scheduled for later, processing, failed,
 dead_letter and cancelled, the oldest available_at among the available ones, and the jobs that
-succeeded within recent. Reads only the partial indexes of those jobs (never the succeeded
+succeeded within recent, and whether the queue is paused (jobq_pause). Reads only the partial indexes of those jobs (never the succeeded
 jobs older than recent), so it stays cheap however many finished jobs are kept; it runs with
 enable_seqscan = off and jit = off (for this function only) so that no statistics make it
 read the table instead. A queue with none of these jobs has no row.
 Arguments: recent (how far back succeeded jobs are counted, 0 to 1 day, default 5 minutes).
 Result: rows (queue, available, scheduled, processing, failed, dead_letter, cancelled,
-oldest_available_at, succeeded_recent), by queue.
+oldest_available_at, succeeded_recent, paused), by queue. A paused queue with none of these
+jobs has no row either (jobq_queues, admin, lists every pause).
 Errors: 22023 a NULL or negative recent, or one over 1 day.
 Concurrency: a snapshot, as any query; it takes no lock.';
 

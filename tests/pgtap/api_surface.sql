@@ -137,7 +137,7 @@ SELECT results_eq(
     ('jobq_queue_summary', 'recent interval DEFAULT ''00:05:00''::interval',
                            'TABLE(queue text, available bigint, scheduled bigint, processing bigint, failed bigint, '
                            'dead_letter bigint, cancelled bigint, oldest_available_at timestamp with time zone, '
-                           'succeeded_recent bigint)'),
+                           'succeeded_recent bigint, paused boolean)'),
     ('jobq_queues', '', 'TABLE(queue text, paused boolean, paused_at timestamp with time zone, '
                     'reason text, pending bigint, processing bigint)'),
     ('jobq_release', 'job_ids uuid[], worker_id text', 'integer'),

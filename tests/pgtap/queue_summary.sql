@@ -1,11 +1,13 @@
 -- jobq_queue_summary(recent) RETURNS TABLE(queue, available, scheduled, processing, failed,
---                                          dead_letter, cancelled, oldest_available_at, succeeded_recent)
+--                                          dead_letter, cancelled, oldest_available_at, succeeded_recent,
+--                                          paused)
 --
 -- Per queue: pending jobs available now and later, processing, failed, dead_letter, cancelled,
--- the oldest available_at of the available ones, and the jobs that succeeded within recent.
+-- the oldest available_at of the available ones, the jobs that succeeded within recent, and
+-- whether the queue is paused.
 -- Queues with none of these have no row. 22023 for a NULL, negative or over-a-day recent.
 BEGIN;
-SELECT plan(9);
+SELECT plan(10);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -31,6 +33,10 @@ INSERT INTO jobq_jobs (job_type, queue, status, finished_at) VALUES
     -- only old succeeded jobs: no row for q4
     ('a', 'q4', 'succeeded', now() - interval '1 day');
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
+
+DELETE FROM jobq_paused_queues;
+-- q2 paused; q5 paused with no job: still no row
+INSERT INTO jobq_paused_queues (queue, paused_at) VALUES ('q2', now()), ('q5', now());
 
 CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
@@ -62,6 +68,11 @@ SELECT results_eq(
 );
 SELECT is_empty($$SELECT * FROM jobq_queue_summary() WHERE queue = 'q4'$$,
                 'a queue with only old succeeded jobs has no row');
+SELECT results_eq(
+    $$SELECT queue, paused FROM jobq_queue_summary()$$,
+    $$VALUES ('q1'::text, false), ('q2', true), ('q3', false)$$,
+    'paused: true for a queue jobq_pause holds, false otherwise; a paused queue without jobs has no row'
+);
 SELECT is((SELECT count(*)::int FROM jobq_queue_summary('1 day')), 4, 'positional call; 1 day is allowed');
 SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'the summary, and the refused calls, change nothing');

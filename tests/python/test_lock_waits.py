@@ -7,6 +7,7 @@ statement that waited for the producer's row lock would fail with 55P03 instead 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -216,6 +217,45 @@ def test_a_row_locked_by_another_session_holds_up_only_its_own_acknowledgement(
                           held, final) == 1,
             30,
         )
+
+
+def test_a_heartbeat_that_met_a_table_lock_is_retried_soon(
+    dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A session holds jobq_jobs in SHARE mode (as DDL would hold a stronger lock): the
+    Worker's heartbeat gives up after lock_wait and is retried within a fraction of a second,
+    so the claim is renewed soon after the lock goes, not a whole heartbeat interval later."""
+    caplog.set_level(logging.WARNING, logger="pgq_client")
+    started, go = threading.Event(), threading.Event()
+
+    def handler(job: Job) -> None:
+        started.set()
+        assert go.wait(60)
+
+    job = Queue(dsn).enqueue("t")
+    interval = 8.0
+    worker = Worker(dsn, {"t": handler}, concurrency=1, heartbeat_interval=interval,
+                    lock_timeout=60, lock_wait=0.2, poll_interval=0.1, tick_interval=None,
+                    summary_interval=None)
+
+    def locked_until() -> Any:
+        return conn.execute("SELECT locked_until FROM jobq_jobs WHERE id = %s",
+                            (job,)).fetchone()[0]  # type: ignore[index]
+
+    with _running(worker), psycopg.connect(dsn) as locker:
+        try:
+            assert started.wait(30)
+            claimed = locked_until()
+            locker.execute("LOCK TABLE jobq_jobs IN SHARE MODE")  # blocks UPDATEs, not reads
+            wait_for("the heartbeat to give up on the lock",
+                     lambda: "waited for a lock past lock_wait" in caplog.text, 3 * interval)
+            locker.rollback()
+            released = time.monotonic()
+            wait_for("the claim's renewal", lambda: locked_until() > claimed, 3 * interval)
+            took = time.monotonic() - released
+        finally:
+            go.set()
+    assert took < 3.0, f"renewed {took:.1f} s after the lock went (heartbeat every {interval} s)"
 
 
 def test_the_workers_own_connections_carry_lock_wait_as_lock_timeout(dsn: str) -> None:

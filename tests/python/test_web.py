@@ -284,6 +284,22 @@ def test_a_monitor_sees_jobs_but_every_action_disabled_and_refused(
     assert status_of(dsn, job_id) == "dead_letter" and status_of(dsn, pending) == "pending"
 
 
+def test_a_monitor_sees_which_queues_are_paused(admin_dsn: str, dsn: str) -> None:
+    """The overview marks a paused queue for a monitor too (from jobq_queue_summary), without
+    the pause's reason, which only jobq_queues (admin) reads."""
+    with Queue(dsn) as q:
+        q.enqueue("email", queue="mail")
+        q.enqueue("email", queue="other")
+        q.pause("mail", "disk full")
+    with login_role(admin_dsn, dsn, "monitor") as monitor_dsn, TestClient(
+        create_app(monitor_dsn), base_url="http://127.0.0.1"
+    ) as c:
+        page = c.get("/").text
+    rows = dict(re.findall(r'<tr data-queue="([^"]+)">(.*?)</tr>', page, re.S))
+    assert '<span class="paused">paused</span>' in rows["mail"]
+    assert "paused" not in rows["other"] and "disk full" not in page
+
+
 def test_a_role_without_privileges_is_told_what_it_cannot_see(admin_dsn: str, dsn: str) -> None:
     """A role without any jobq grant gets every page, each saying what it may not read, and no
     job."""

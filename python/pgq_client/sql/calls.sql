@@ -338,7 +338,8 @@ SELECT
     dead_letter,
     cancelled,
     oldest_available_at,
-    succeeded_recent
+    succeeded_recent,
+    paused
 FROM jobq_queue_summary(
     recent => %(recent)s::pg_catalog.interval
 );

@@ -33,7 +33,9 @@ def overview(request: Request) -> Response:
         rows = board.run(_ops.queue_summary, RECENT)
         board.record(rows)
     paused: dict[str, Any] = {}
-    if role.can["jobq_queues"]:  # an admin's to see (jobq_queues), as the buttons are
+    # Every role sees the marker (the summary's paused); when and why are an admin's to see
+    # (jobq_queues), as the buttons are.
+    if role.can["jobq_queues"]:
         paused = {q["queue"]: q for q in board.queue().queues() if q["paused"]}
     return render(
         request,

@@ -116,8 +116,10 @@ class Acknowledger:
             try:
                 now = time.monotonic()
                 if now >= self._next_beat:
-                    self._heartbeat()
+                    # Set before the call: a heartbeat that met a lock brings the next one
+                    # forward.
                     self._next_beat = time.monotonic() + config.heartbeat_seconds
+                    self._heartbeat()
                 elif self._shared.cancel_check and now >= self._next_cancel_check:
                     self._heartbeat(renew=False)
                     self._next_cancel_check = time.monotonic() + CANCEL_CHECK_PAUSE
@@ -312,7 +314,7 @@ class Acknowledger:
             if not rows:  # cancels not allowed
                 beat = _ops.call(s.heartbeat, worker_id=worker_id, job_ids=ids)
                 rows, _ = self._send(beat, doing)
-        except Locked:  # a heartbeat skips locked rows: not expected; the next one renews
+        except Locked:  # a table lock (DDL): the claims' locks run out meanwhile, so retry soon
             log.warning("%s: %s waited for a lock past lock_wait; retried", self._who, doing)
             self._next_beat = time.monotonic() + LOCKED_RETRY_FIRST
             return
