@@ -219,6 +219,7 @@ def test_a_row_locked_by_another_session_holds_up_only_its_own_acknowledgement(
         )
 
 
+@pytest.mark.slow
 def test_a_heartbeat_that_met_a_table_lock_is_retried_soon(
     dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
 ) -> None:
