@@ -29,6 +29,19 @@ WORKERS=${JOBQ_TEST_WORKERS:-$((JOBS + 1))}
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
 
+# The throwaway cluster's data directory in memory (scripts/testdb.sh, JOBQ_TEST_RAMDIR) when
+# /dev/shm is a tmpfs and the machine has room for the largest tables the tests build;
+# JOBQ_TEST_RAMDIR= (empty) keeps it on disk.
+if [ -z "${JOBQ_TEST_RAMDIR+set}" ]; then
+    JOBQ_TEST_RAMDIR=
+    avail_kb=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo 2>/dev/null)
+    if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && [ -w /dev/shm ] \
+        && [ "${avail_kb:-0}" -ge $((4 * 1024 * 1024)) ]; then
+        JOBQ_TEST_RAMDIR=/dev/shm
+    fi
+fi
+export JOBQ_TEST_RAMDIR
+
 mode=test
 if [ "${1:-}" = --check ]; then mode=check; shift; fi
 

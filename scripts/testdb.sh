@@ -9,6 +9,13 @@
 # pgTAP and plpgsql_check the tests need, else initdb on PATH), and as root the cluster belongs
 # to and runs as the system user `pgserver`, as the embedded server does (PostgreSQL refuses
 # root). JOBQ_PG_BINDIR is the deprecated former name of JOBQ_PG_BIN.
+#
+# JOBQ_TEST_RAMDIR names a directory on a memory file system (tmpfs) to hold the data directory
+# instead of DIR (DIR/data is then a link to it, removed with it by stop): the tests create and
+# remove thousands of files (a database copied per test that changes its catalogue, new files
+# for every table a TRUNCATE empties), and on a disk file system finding a free inode for each
+# is the server's largest single cost. scripts/run-tests.sh sets it; a benchmark must not
+# (its fsync would reach no disk).
 set -euo pipefail
 
 cmd=${1:?usage: testdb.sh start|stop DIR}
@@ -47,14 +54,19 @@ start)
         echo "testdb.sh: $owner cannot reach $dir (make its parent directories traversable, chmod o+x)" >&2
         exit 1
     fi
+    if [ -n "${JOBQ_TEST_RAMDIR:-}" ]; then
+        data=$(mktemp -d "$JOBQ_TEST_RAMDIR/jobq-pgdata.XXXXXX")
+        chown "$owner" "$data"
+        ln -sfn "$data" "$dir/data"
+    fi
     "${run_as[@]}" "$bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 \
-        --locale=C >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+        --locale=C >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; rm -rf "${data:-}"; exit 1; }
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     opts="-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300"
     opts="$opts -c shared_buffers=256MB -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     for extra in "$@"; do opts="$opts -c $extra"; done
     "${run_as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "$opts" -w -t 60 start >/dev/null \
-        || { cat "$dir/server.log" >&2; exit 1; }
+        || { cat "$dir/server.log" >&2; rm -rf "${data:-}"; exit 1; }
     cat <<ENV
 export JOBQ_TEST_DSN='postgresql://postgres@127.0.0.1:$port/postgres'
 export JOBQ_TEST_PGDATA='$dir/data'
@@ -67,9 +79,10 @@ stop)
     bin=$(bindir)
     if [ -f "$dir/data/postmaster.pid" ]; then
         # As whoever owns the cluster: the one that started it may predate a change of owner.
-        [ "$(id -u)" = 0 ] && run_as=(runuser -u "$(stat -c %U "$dir/data")" --)
+        [ "$(id -u)" = 0 ] && run_as=(runuser -u "$(stat -L -c %U "$dir/data")" --)
         "${run_as[@]}" "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
     fi
+    if [ -L "$dir/data" ]; then rm -rf "$(readlink "$dir/data")"; fi
     rm -rf "$dir"
     ;;
 *) echo "usage: testdb.sh start|stop DIR" >&2; exit 2 ;;
