@@ -6701,6 +6701,8 @@ Concurrency: a snapshot, as any query; it takes no lock.';
 CREATE FUNCTION public.jobq_queues() RETURNS TABLE(queue text, paused boolean, paused_at timestamp with time zone, reason text, pending bigint, processing bigint)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
     SELECT
         coalesce(c.queue, p.queue),
@@ -6714,7 +6716,23 @@ CREATE FUNCTION public.jobq_queues() RETURNS TABLE(queue text, paused boolean, p
             j.queue,
             pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending,
             pg_catalog.count(*) FILTER (WHERE j.status = 'processing') AS processing
-        FROM jobq_jobs AS j
+        FROM (
+            SELECT j.queue, j.status
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+            UNION ALL
+            SELECT j.queue, j.status
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+            UNION ALL
+            SELECT j.queue, j.status
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND j.scheduled
+            UNION ALL
+            SELECT j.queue, j.status
+            FROM jobq_jobs AS j
+            WHERE j.status = 'processing'
+        ) AS j
         GROUP BY j.queue
     ) AS c
     FULL JOIN jobq_paused_queues AS p ON p.queue = c.queue

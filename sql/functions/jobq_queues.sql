@@ -1,6 +1,12 @@
 -- jobq_queues: every queue that has live jobs or is paused, with its pause and its counts of
 -- pending and processing jobs, for the CLI's `jobq queue list` and the dashboard. It counts the
--- live jobs (jobq_jobs: finished ones are in the history), one pass over them.
+-- live jobs (jobq_jobs: finished ones are in the history) through the partial indexes that hold
+-- them, one branch per index with its predicate exactly, as jobq_queue_summary does.
+--
+-- SET enable_seqscan = off, SET jit = off: as in jobq_queue_summary, statistics gathered while
+-- the table looked different (empty, or mostly of one kind) would otherwise make the planner
+-- read the whole table; without sequential scans the branches read their indexes, and a plan
+-- costed so is never compiled.
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_queues()
@@ -16,6 +22,8 @@ LANGUAGE sql
 STABLE
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET enable_seqscan = off
+SET jit = off
 AS $$
     SELECT
         coalesce(c.queue, p.queue),
@@ -29,7 +37,23 @@ AS $$
             j.queue,
             pg_catalog.count(*) FILTER (WHERE j.status = 'pending') AS pending,
             pg_catalog.count(*) FILTER (WHERE j.status = 'processing') AS processing
-        FROM jobq_jobs AS j
+        FROM (
+            SELECT j.queue, j.status
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+            UNION ALL
+            SELECT j.queue, j.status
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+            UNION ALL
+            SELECT j.queue, j.status
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND j.scheduled
+            UNION ALL
+            SELECT j.queue, j.status
+            FROM jobq_jobs AS j
+            WHERE j.status = 'processing'
+        ) AS j
         GROUP BY j.queue
     ) AS c
     FULL JOIN jobq_paused_queues AS p ON p.queue = c.queue
