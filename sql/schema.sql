@@ -7490,6 +7490,57 @@ Result: rows (queue, job_type, jobs, oldest_available_at): how many such jobs, a
 available_at among them.
 Errors: 22023 a NULL or non-positive idle.';
 
+CREATE FUNCTION public.jobq_workers_summary() RETURNS TABLE(worker_id text, job_types text[], queues text[], first_claim_at timestamp with time zone, last_claim_at timestamp with time zone, jobs_held bigint, stale_jobs bigint, last_heartbeat_at timestamp with time zone, lock_expires_at timestamp with time zone, held_job_ids uuid[])
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+    WITH held AS (
+        SELECT
+            j.locked_by,
+            pg_catalog.count(*) AS jobs_held,
+            pg_catalog.count(*) FILTER (
+                WHERE j.locked_until OPERATOR(pg_catalog.<) pg_catalog.now()
+            ) AS stale_jobs,
+            pg_catalog.max(j.locked_at) AS last_heartbeat_at,
+            pg_catalog.min(j.locked_until) AS lock_expires_at,
+            -- the 100 held longest since their last renewal: enough to act on, bounded in size
+            (pg_catalog.array_agg(j.id ORDER BY j.locked_at, j.id))[1:100] AS held_job_ids
+        FROM jobq_jobs AS j
+        WHERE j.status = 'processing'
+        GROUP BY j.locked_by
+    )
+
+    SELECT
+        coalesce(w.worker_id, h.locked_by),
+        w.job_types,
+        w.queues,
+        w.first_claim_at,
+        w.last_claim_at,
+        coalesce(h.jobs_held, 0),
+        coalesce(h.stale_jobs, 0),
+        h.last_heartbeat_at,
+        h.lock_expires_at,
+        coalesce(h.held_job_ids, '{}')
+    FROM jobq_workers AS w
+    FULL JOIN held AS h ON h.locked_by OPERATOR(pg_catalog.=) w.worker_id
+    ORDER BY 1
+$$;
+
+COMMENT ON FUNCTION public.jobq_workers_summary() IS 'Admin and monitor. One row per worker: each worker_id that claimed within the last day or
+holds a processing job now.
+Arguments: none.
+Result: worker_id, job_types and queues (the filters of its last claim; NULL: all, or unknown
+for a worker that holds jobs but has no record), first_claim_at and last_claim_at (its claims,
+recorded at most every 5 seconds; NULL without a record), jobs_held (processing jobs it holds),
+stale_jobs (of those, the ones whose locked_until has passed: the next claim within their
+filters takes them over), last_heartbeat_at (the latest claim or heartbeat of its jobs),
+lock_expires_at (the earliest locked_until of its jobs), held_job_ids (up to 100 of its jobs,
+least recently renewed first), by worker_id. No payload, result or error text.
+Errors: none.
+Concurrency: a snapshot, as any query; it takes no lock.';
+
 CREATE TABLE public.jobq_jobs_history (
     id uuid NOT NULL,
     queue text NOT NULL,
@@ -8757,3 +8808,5 @@ REVOKE ALL ON FUNCTION public.jobq_tick() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_unschedule(name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_unserved_job_types(idle interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_workers_summary() FROM PUBLIC;

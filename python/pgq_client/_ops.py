@@ -376,6 +376,7 @@ set_limit = _statement(
 queues = _statement("queues", _each(dict))
 pause = _statement("pause", _value(bool), "queue", "reason")
 resume = _statement("resume", _value(bool), "queue")
+workers_summary = _statement("workers_summary", _each(dict))
 
 
 def prune(

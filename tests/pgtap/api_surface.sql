@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(182);
+SELECT plan(183);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -161,7 +161,11 @@ SELECT results_eq(
     ('jobq_tick', '', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq_unschedule', 'name text', 'boolean'),
     ('jobq_unserved_job_types', 'idle interval DEFAULT ''00:15:00''::interval',
-                                'TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)')
+                                'TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)'),
+    ('jobq_workers_summary', '', 'TABLE(worker_id text, job_types text[], queues text[], '
+                             'first_claim_at timestamp with time zone, last_claim_at timestamp with time zone, '
+                             'jobs_held bigint, stale_jobs bigint, last_heartbeat_at timestamp with time zone, '
+                             'lock_expires_at timestamp with time zone, held_job_ids uuid[])')
     $$,
     'every function has the documented argument names, defaults and result'
 );
@@ -246,6 +250,7 @@ SELECT isnt_definer('public', 'jobq__cron_fires', ARRAY['bigint[]', 'text', 'tim
 SELECT isnt_definer('public', 'jobq__tick', ARRAY['timestamp with time zone']);
 SELECT is_definer('public', 'jobq_get_job', ARRAY['uuid']);
 SELECT is_definer('public', 'jobq_unserved_job_types', ARRAY['interval']);
+SELECT is_definer('public', 'jobq_workers_summary', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_set_limit', ARRAY['text', 'integer', 'integer', 'interval']);
 SELECT is_definer('public', 'jobq_limits', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_limit_usage', ARRAY[]::name[]);

@@ -663,6 +663,7 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "queue pause": ["mail"],
     "queue resume": ["mail"],
     "queue list": [],
+    "workers": [],
     "worker": ["cli_tenant_jobs:HANDLERS", "--burst"],
     "web": ["--check"],
 }
@@ -1275,6 +1276,7 @@ JSON_ARGS: dict[str, tuple[list[str], int]] = {
     "queue pause": (["mail", "--reason", "caf\u00e9"], 0),
     "queue resume": (["mail"], 0),
     "queue list": ([], 0),
+    "workers": ([], 0),
 }
 
 

@@ -160,6 +160,7 @@ EXPECTED = {
                "jobq_await", "jobq_cancel", "jobq_cancel_requested"},
     "monitor": {
         "jobq_stats", "jobq_health", "jobq_metrics", "jobq_queue_summary", "jobq_jobs_page",
+        "jobq_workers_summary",
     },
 }
 
@@ -418,6 +419,7 @@ MONITOR_CALLS = {
     "jobq_health": ["SELECT h::text FROM jobq_health() AS h"],
     "jobq_metrics": ["SELECT m::text FROM jobq_metrics() AS m"],
     "jobq_queue_summary": ["SELECT q::text FROM jobq_queue_summary() AS q"],
+    "jobq_workers_summary": ["SELECT w::text FROM jobq_workers_summary() AS w"],
     "jobq_jobs_page": [
         f"SELECT p::text FROM jobq_jobs_page('{status}') AS p"
         for status in ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled")

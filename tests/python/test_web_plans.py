@@ -95,7 +95,7 @@ def test_no_page_scans_jobq_jobs_with_a_million_finished_jobs(
     sequential scan, the functions' own statements included."""
     client, plans = explained
     pages = ["/", "/?partial=1", "/dead-letters", "/dead-letters?queue=q1", "/schedules",
-             "/limits"]
+             "/limits", "/workers"]
     for status in ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled"):
         pages += [
             f"/jobs?status={status}",

@@ -373,6 +373,20 @@ SELECT
     pending
 FROM jobq_limit_usage();
 
+-- name: workers_summary
+SELECT
+    worker_id,
+    job_types,
+    queues,
+    first_claim_at,
+    last_claim_at,
+    jobs_held,
+    stale_jobs,
+    last_heartbeat_at,
+    lock_expires_at,
+    held_job_ids
+FROM jobq_workers_summary();
+
 -- name: pause
 SELECT jobq_pause(
     queue => %(queue)s::pg_catalog.text,

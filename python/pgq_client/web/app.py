@@ -45,6 +45,7 @@ FUNCTIONS: dict[str, str] = {
     "jobq_queues": "()",
     "jobq_pause": "(text, text)",
     "jobq_resume": "(text)",
+    "jobq_workers_summary": "()",
 }
 
 
@@ -168,6 +169,7 @@ def create_app(
             Route("/queues/resume", actions.resume, methods=["POST"]),
             Route("/schedules", views.schedules, name="schedules"),
             Route("/limits", views.limits, name="limits"),
+            Route("/workers", views.workers, name="workers"),
             Mount("/static", StaticFiles(packages=[("pgq_client.web", "static")]), name="static"),
         ],
         middleware=[Middleware(Guard, credentials=credentials, allowed_hosts=hosts)],

@@ -136,6 +136,13 @@ def limits(request: Request) -> Response:
     return render(request, "limits.html", role, rows=rows, usage=usage)
 
 
+def workers(request: Request) -> Response:
+    board = board_of(request)
+    role = board.role()
+    rows = board.run(_ops.workers_summary) if role.can["jobq_workers_summary"] else []
+    return render(request, "workers.html", role, rows=rows)
+
+
 def timeline(job: Job) -> list[tuple[datetime | None, str, str]]:
     """The job's life as far as its row tells it, oldest first: (when, what, detail)."""
     events = [(job.created_at, "enqueued", "")]
