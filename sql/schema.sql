@@ -337,8 +337,8 @@ effect.';
 
 COMMENT ON CONSTRAINT jobq_jobs_claim_check ON public.jobq_jobs IS 'A claim (locked_at and locked_by) exists exactly while the job is processing. The fenced
 functions rely on it: they find a claim by id and locked_by = worker_id alone, which implies
-processing. Testing the status as well would match the predicate of jobq_jobs_locked_idx, and
-with a generic plan and statistics gathered while few jobs are processing the planner may
+processing. Testing the status as well would match the predicate of jobq_jobs_locked_until_idx,
+and with a generic plan and statistics gathered while few jobs are processing the planner may
 choose that index over the primary key, scanning every claimed job on each call.';
 
 COMMENT ON CONSTRAINT jobq_jobs_limit_key_needs_group ON public.jobq_jobs IS 'A limit_key means something only within a limit_group.';
@@ -2933,7 +2933,7 @@ BEGIN
     WITH moved AS (
         DELETE FROM jobq_jobs AS j
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
         WHERE j.id = jobq_complete.job_id
           AND j.locked_by = jobq_complete.worker_id
           AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)
@@ -3060,7 +3060,7 @@ BEGIN
             pg_catalog.unnest(jobq_complete_many.results)
         ) AS d (job_id, attempt, result)
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
@@ -4733,7 +4733,7 @@ BEGIN
         locked_until = NULL,
         updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+    -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)
@@ -5447,14 +5447,14 @@ BEGIN
         SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
                j.finished_at, CASE WHEN v_errors THEN j.last_error END,
-               j.cancel_requested_at IS NOT NULL, j.locked_at,
+               j.cancel_requested_at IS NOT NULL, j.locked_until,
                true
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND (j.locked_at, j.id) > (v_at, v_id)
+          AND (j.locked_until, j.id) > (v_at, v_id)
           AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
           AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
-        ORDER BY j.locked_at, j.id
+        ORDER BY j.locked_until, j.id
         LIMIT max_rows;
     ELSE
         -- Finished: newest first, from the partitions of the status in jobq_jobs_history
@@ -5514,8 +5514,10 @@ COMMENT ON FUNCTION public.jobq_jobs_page(status text, queue text, job_type text
 texts for a monitor (last_error is NULL unless the session''s role, the role set by SET ROLE or
 else the login role, may call jobq_get_job), with keyset paging:
 pass the sort_at and id of the last row of a page as after_at and after_id to get the next one.
-Pending jobs are listed oldest available first (sort_at = available_at), processing jobs oldest
-claim first (locked_at), finished ones newest first (finished_at). Each status is read through
+Pending jobs are listed oldest available first (sort_at = available_at), processing jobs
+soonest lock expiry first (sort_at = locked_until: with one
+lock_timeout for every worker, oldest claim or heartbeat first), finished ones newest first
+(finished_at). Each status is read through
 the partial index that holds it, so a page costs the same at any depth and whatever the number
 of jobs in other statuses; a queue or job_type filter is applied to the rows of that index.
 A page of finished jobs examines at most scan_limit jobs: when it stops there short of max_rows
@@ -6777,7 +6779,7 @@ BEGIN
             locked_until = NULL,
             updated_at = v_now
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
         WHERE j.id = ANY (jobq_release.job_ids)
           AND j.locked_by = jobq_release.worker_id
         RETURNING j.id, j.status, j.queue, j.job_type
@@ -6906,7 +6908,7 @@ Arguments: worker_id (non-blank; must be unique per worker process), job_ids (ev
 worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
 Result: how many jobs were released (cancelled ones included).
 Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
-settings): the processing jobs are read through jobq_jobs_locked_idx whatever the statistics
+settings): the processing jobs are read through jobq_jobs_locked_until_idx whatever the statistics
 say.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; NULL job_ids.
 Concurrency: skips rows locked by another transaction (never waits). Call it only while no
@@ -8543,15 +8545,11 @@ it once to learn whether its filters hold limited jobs, and then reads the head 
 key''s range (a key that is full is skipped whole, whatever it holds back). An empty
 limit_key cannot be enqueued, so the empty string stands for NULL.';
 
-CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = 'processing'::text);
-
-COMMENT ON INDEX public.jobq_jobs_locked_idx IS 'Processing jobs by the time of their claim or last renewal: the listings of processing jobs
-(oldest claim first), jobq_health''s stuck claims and jobq_release_orphans.';
-
 CREATE INDEX jobq_jobs_locked_until_idx ON public.jobq_jobs USING btree (locked_until) WHERE (status = 'processing'::text);
 
-COMMENT ON INDEX public.jobq_jobs_locked_until_idx IS 'Stale claims: processing jobs by the expiry of their lock, so that jobq_dequeue finds the
-expired ones with a short range scan (usually empty).';
+COMMENT ON INDEX public.jobq_jobs_locked_until_idx IS 'Processing jobs by the expiry of their lock: jobq_dequeue finds the expired claims with a short
+range scan (usually empty), jobq_jobs_page lists processing jobs in this order, jobq_health and
+jobq_release_orphans read the processing jobs through it.';
 
 COMMENT ON INDEX public.jobq_jobs_pkey IS 'The primary key: jobq_complete, jobq_fail, jobq_heartbeat and jobq_release find their jobs
 by id.';

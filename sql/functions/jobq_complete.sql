@@ -57,7 +57,7 @@ BEGIN
     WITH moved AS (
         DELETE FROM jobq_jobs AS j
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
         WHERE j.id = jobq_complete.job_id
           AND j.locked_by = jobq_complete.worker_id
           AND (jobq_complete.attempt IS NULL OR j.attempts = jobq_complete.attempt)

@@ -86,7 +86,7 @@ BEGIN
             pg_catalog.unnest(jobq_complete_many.results)
         ) AS d (job_id, attempt, result)
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
         WHERE j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)

@@ -37,8 +37,8 @@
 -- docs/decisions/0007-claims-under-a-held-horizon.md has the figures.
 --
 -- SET enable_bitmapscan = off: every claim leaves a dead entry at the head of jobq_jobs_claim_idx
--- (the job's pending version), and every completion one in jobq_jobs_locked_idx and
--- jobq_jobs_locked_until_idx, until VACUUM removes them. When the statistics say that few jobs are
+-- (the job's pending version), and every completion one in jobq_jobs_locked_until_idx, until
+-- VACUUM removes them. When the statistics say that few jobs are
 -- pending (a quiet or new queue), the generic plan for the claim would be a bitmap scan and a sort,
 -- which visits every entry, dead ones included, and their heap rows on every call, so a busy queue
 -- slows down until autovacuum's next visit. Without bitmap scans the claim is an index scan in

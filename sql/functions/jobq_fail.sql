@@ -82,7 +82,7 @@ BEGIN
         locked_until = NULL,
         updated_at = v_now
     -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-    -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+    -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
     WHERE j.id = jobq_fail.job_id
       AND j.locked_by = jobq_fail.worker_id
       AND (jobq_fail.attempt IS NULL OR j.attempts = jobq_fail.attempt)

@@ -2,7 +2,7 @@
 -- per queue for oldest_pending_age, per queue and job type for unserved_job_types).
 -- docs/operations.md says what to do about each warning.
 --
--- Its reads of jobq_jobs go through partial indexes: processing jobs (jobq_jobs_locked_idx),
+-- Its reads of jobq_jobs go through partial indexes: processing jobs (jobq_jobs_locked_until_idx),
 -- available ones (jobq__available), dead letters (their partitions of jobq_jobs_history), so
 -- that its cost follows the unfinished and failed jobs, never the succeeded ones kept: it is
 -- meant to be polled. SET enable_seqscan = off: with statistics gathered while most rows were dead

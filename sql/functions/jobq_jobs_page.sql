@@ -4,7 +4,10 @@
 -- partial index that holds it, in that index's order, never by a scan of jobq_jobs:
 --   pending     oldest available first (available_at, id): jobq_jobs_claim_idx,
 --               jobq_jobs_limited_idx and jobq_jobs_scheduled_idx hold the pending jobs;
---   processing  oldest claim first (locked_at, id): jobq_jobs_locked_idx;
+--   processing  soonest lock expiry first (locked_until, id):
+--               jobq_jobs_locked_until_idx, the one index of processing jobs, which
+--               jobq_dequeue's takeover step reads; with one lock_timeout for every worker
+--               this is the order of the last claim or heartbeat (locked_at), oldest first;
 --   succeeded, failed, dead_letter, cancelled  newest first (finished_at DESC, id DESC): the
 --               partitions of that status in jobq_jobs_history, through
 --               jobq_jobs_history_finished_idx.
@@ -148,14 +151,14 @@ BEGIN
         SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
                j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
                j.finished_at, CASE WHEN v_errors THEN j.last_error END,
-               j.cancel_requested_at IS NOT NULL, j.locked_at,
+               j.cancel_requested_at IS NOT NULL, j.locked_until,
                true
         FROM jobq_jobs AS j
         WHERE j.status = 'processing'
-          AND (j.locked_at, j.id) > (v_at, v_id)
+          AND (j.locked_until, j.id) > (v_at, v_id)
           AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
           AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
-        ORDER BY j.locked_at, j.id
+        ORDER BY j.locked_until, j.id
         LIMIT max_rows;
     ELSE
         -- Finished: newest first, from the partitions of the status in jobq_jobs_history
@@ -216,8 +219,10 @@ COMMENT ON FUNCTION jobq_jobs_page(text, text, text, timestamptz, uuid, integer,
 texts for a monitor (last_error is NULL unless the session''s role, the role set by SET ROLE or
 else the login role, may call jobq_get_job), with keyset paging:
 pass the sort_at and id of the last row of a page as after_at and after_id to get the next one.
-Pending jobs are listed oldest available first (sort_at = available_at), processing jobs oldest
-claim first (locked_at), finished ones newest first (finished_at). Each status is read through
+Pending jobs are listed oldest available first (sort_at = available_at), processing jobs
+soonest lock expiry first (sort_at = locked_until: with one
+lock_timeout for every worker, oldest claim or heartbeat first), finished ones newest first
+(finished_at). Each status is read through
 the partial index that holds it, so a page costs the same at any depth and whatever the number
 of jobs in other statuses; a queue or job_type filter is applied to the rows of that index.
 A page of finished jobs examines at most scan_limit jobs: when it stops there short of max_rows

@@ -37,7 +37,7 @@ BEGIN
             locked_until = NULL,
             updated_at = v_now
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
-        -- test would let the planner scan jobq_jobs_locked_idx instead of the primary key.
+        -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
         WHERE j.id = ANY (jobq_release.job_ids)
           AND j.locked_by = jobq_release.worker_id
         RETURNING j.id, j.status, j.queue, j.job_type

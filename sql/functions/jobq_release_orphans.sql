@@ -14,13 +14,13 @@
 -- The worker must not call it while one of its own claims is in flight, whose jobs it does not
 -- know yet (the Python Worker waits until none is).
 --
--- The jobs are found among the processing ones (jobq_jobs_locked_idx), since no index leads
+-- The jobs are found among the processing ones (jobq_jobs_locked_until_idx), since no index leads
 -- with locked_by: the cost is that of reading the claims of every worker, paid once per lost
 -- claim. Rows another transaction has locked are skipped (SKIP LOCKED): the call never waits.
 --
 -- SET enable_seqscan = off: with statistics gathered while most rows were processing (a burst
 -- claimed on a small table), the planner read the whole of jobq_jobs for the worker's rows,
--- finished jobs included, instead of the processing ones in jobq_jobs_locked_idx. The setting
+-- finished jobs included, instead of the processing ones in jobq_jobs_locked_until_idx. The setting
 -- applies while this function runs (a function SET clause), not to the caller.
 --
 -- SET jit = off, beside it: plans made while this function runs (its own, and those of the
@@ -118,7 +118,7 @@ Arguments: worker_id (non-blank; must be unique per worker process), job_ids (ev
 worker still holds: claimed, running or not yet acknowledged; ''{}'' for none).
 Result: how many jobs were released (cancelled ones included).
 Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
-settings): the processing jobs are read through jobq_jobs_locked_idx whatever the statistics
+settings): the processing jobs are read through jobq_jobs_locked_until_idx whatever the statistics
 say.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; NULL job_ids.
 Concurrency: skips rows locked by another transaction (never waits). Call it only while no

@@ -535,7 +535,7 @@ SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 0$$, '23514',
 
 SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
-    'jobq_jobs_scheduled_idx', 'jobq_jobs_locked_idx', 'jobq_jobs_limited_idx',
+    'jobq_jobs_scheduled_idx', 'jobq_jobs_limited_idx',
     'jobq_jobs_limit_running_idx', 'jobq_jobs_locked_until_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
@@ -546,8 +546,10 @@ SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_scheduled_idx', 'available_at
                  'jobq_jobs_scheduled_idx on (available_at)');
 SELECT hasnt_index('public', 'jobq_jobs', 'jobq_jobs_succeeded_idx',
                    'no index of succeeded jobs on jobq_jobs: they live in jobq_jobs_history');
-SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_locked_idx', 'locked_at',
-                 'jobq_jobs_locked_idx on (locked_at)');
+SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_locked_until_idx', 'locked_until',
+                 'jobq_jobs_locked_until_idx on (locked_until)');
+SELECT hasnt_index('public', 'jobq_jobs', 'jobq_jobs_locked_idx',
+                   'one index of processing jobs: no second one by locked_at');
 SELECT hasnt_index('public', 'jobq_jobs', 'jobq_jobs_failed_idx',
                    'no index of failed jobs on jobq_jobs: they live in jobq_jobs_history');
 SELECT results_eq(
@@ -563,8 +565,6 @@ SELECT results_eq(
      'CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''''::text)) WHERE ((status = ''processing''::text) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_limited_idx',
      'CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''''::text), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
-    ('jobq_jobs_locked_idx',
-     'CREATE INDEX jobq_jobs_locked_idx ON public.jobq_jobs USING btree (locked_at) WHERE (status = ''processing''::text)'),
     ('jobq_jobs_locked_until_idx',
      'CREATE INDEX jobq_jobs_locked_until_idx ON public.jobq_jobs USING btree (locked_until) WHERE (status = ''processing''::text)'),
     ('jobq_jobs_scheduled_idx',

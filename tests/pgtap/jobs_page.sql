@@ -2,20 +2,20 @@
 --     RETURNS SETOF jobq_job_summary
 --
 -- One page of the jobs of one status, without payloads: pending by (available_at, id),
--- processing by (locked_at, id), finished statuses newest first by (finished_at, id); the next
+-- processing by (locked_until, id), soonest lock expiry first, finished statuses newest first by (finished_at, id); the next
 -- page starts after the (sort_at, id) of the previous page's last row. A page of finished jobs
 -- examines at most scan_limit of them and, stopped there short of max_rows matches, ends with
 -- a marker row (matches false: the last job examined). 22023 for an unknown or NULL status,
 -- max_rows outside 1..1000, scan_limit outside 1..1000000, only one of after_at and after_id.
 BEGIN;
-SELECT plan(28);
+SELECT plan(30);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
 
 -- Five succeeded jobs, two of them finished at the same instant (the id breaks the tie), in
--- queues q1/q2; pending jobs available now and later (scheduled); a processing job; one of each
--- other finished status.
+-- queues q1/q2; pending jobs available now and later (scheduled); two processing jobs, the later
+-- claim holding the shorter lock; one of each other finished status.
 INSERT INTO jobq_jobs (id, job_type, queue, status, finished_at, payload) VALUES
     ('00000000-0000-0000-0000-000000000001', 'a', 'q1', 'succeeded', now() - interval '5 min', '{"secret": 1}'),
     ('00000000-0000-0000-0000-000000000002', 'b', 'q2', 'succeeded', now() - interval '4 min', '{}'),
@@ -28,8 +28,9 @@ INSERT INTO jobq_jobs (id, job_type, queue, status, available_at, scheduled) VAL
     ('00000000-0000-0000-0000-000000000012', 'a', 'q1', 'pending', now() + interval '1 hour', true),
     ('00000000-0000-0000-0000-000000000013', 'b', 'q2', 'pending', now() - interval '3 min', false);
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
-INSERT INTO jobq_jobs (id, job_type, queue, status, locked_at, locked_by, attempts, cancel_requested_at) VALUES
-    ('00000000-0000-0000-0000-000000000021', 'a', 'q1', 'processing', now() - interval '1 min', 'w1', 1, now());
+INSERT INTO jobq_jobs (id, job_type, queue, status, locked_at, locked_until, locked_by, attempts, cancel_requested_at) VALUES
+    ('00000000-0000-0000-0000-000000000021', 'a', 'q1', 'processing', now() - interval '1 min', now() + interval '4 min', 'w1', 1, now()),
+    ('00000000-0000-0000-0000-000000000022', 'b', 'q2', 'processing', now(), now() + interval '20 seconds', 'w2', 1, NULL);
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 INSERT INTO jobq_jobs (id, job_type, queue, status, finished_at, last_error) VALUES
     ('00000000-0000-0000-0000-000000000031', 'a', 'q1', 'failed', now() - interval '2 min', 'no'),
@@ -102,8 +103,18 @@ SELECT results_eq(
     'pending: the next page');
 SELECT results_eq(
     $$SELECT id::text, sort_at, cancel_requested, locked_by FROM jobq_jobs_page('processing')$$,
-    $$SELECT id::text, locked_at, true, locked_by FROM snap WHERE status = 'processing'$$,
-    'processing: sort_at is locked_at; cancel_requested reports the request');
+    $$SELECT id::text, locked_until, cancel_requested_at IS NOT NULL, locked_by FROM snap
+      WHERE status = 'processing' ORDER BY locked_until, id$$,
+    'processing: soonest lock expiry first, not oldest claim; sort_at is locked_until; cancel_requested reports the request');
+SELECT results_eq(
+    $$SELECT p.id::text FROM jobq_jobs_page('processing', max_rows => 1) AS first
+      JOIN LATERAL jobq_jobs_page('processing', after_at => first.sort_at, after_id => first.id) AS p ON true$$,
+    $$VALUES ('00000000-0000-0000-0000-000000000021')$$,
+    'processing: the next page starts after the last row');
+SELECT results_eq(
+    $$SELECT id::text FROM jobq_jobs_page('processing', queue => 'q1')$$,
+    $$VALUES ('00000000-0000-0000-0000-000000000021')$$,
+    'processing: the queue filter');
 SELECT results_eq(
     $$SELECT id::text, last_error FROM jobq_jobs_page('dead_letter')$$,
     $$VALUES ('00000000-0000-0000-0000-000000000033', 'bang'), ('00000000-0000-0000-0000-000000000032', 'boom')$$,

@@ -51,8 +51,10 @@ def big_dsn(dsn: str) -> str:
             "SELECT 't2', 'q2', 'api' FROM generate_series(1, 100)"
         )
         c.execute(
-            "INSERT INTO jobq_jobs (job_type, queue, status, attempts, locked_at, locked_by) "
-            "SELECT 't1', 'q1', 'processing', 1, now(), 'w' FROM generate_series(1, 50)"
+            "INSERT INTO jobq_jobs (job_type, queue, status, attempts, locked_at, locked_by, "
+            "locked_until) "
+            "SELECT 't1', 'q1', 'processing', 1, now(), 'w', now() + interval '5 min' "
+            "FROM generate_series(1, 50)"
         )
         c.execute("SELECT jobq_schedule('nightly', '0 3 * * *', 't1')")
         c.execute("ALTER TABLE jobq_jobs ENABLE TRIGGER jobq_jobs_retire")
@@ -127,7 +129,7 @@ def test_no_page_scans_jobq_jobs_with_a_million_finished_jobs(
         "finished_at_id_idx",  # the partitions of jobq_jobs_history, for finished jobs
         "jobq_jobs_claim_idx",
         "jobq_jobs_limited_idx",
-        "jobq_jobs_locked_idx",
+        "jobq_jobs_locked_until_idx",
         "jobq_jobs_pkey",
     ):
         assert index in joined, f"no plan used {index}"
