@@ -51,9 +51,11 @@ _SWAPS = ("text", "name", "integer")
 
 
 def _client_texts() -> list[str]:
-    """Every string constant of the client's modules: its SQL, among other things."""
-    texts = []
-    for path in Path(pgq_client.__file__).parent.rglob("*.py"):
+    """Every string constant of the client's modules and every SQL file of the package (the
+    statements it sends live in python/pgq_client/sql/ and installer/sql/)."""
+    package = Path(pgq_client.__file__).parent
+    texts = [path.read_text(encoding="utf-8") for path in package.rglob("*.sql")]
+    for path in package.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 texts.append(node.value)
