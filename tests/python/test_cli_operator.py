@@ -100,6 +100,9 @@ def test_enqueue_from_interrupted_says_up_to_which_line_it_committed(dsn: str, c
         [sys.executable, "-m", "pgq_client", "enqueue", "t", "--from", "-", "--batch-size", "10"],
         stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         env={**environ, "JOBQ_DSN": dsn},
+        # A run started in the background (nohup, `&`) ignores SIGINT, and its children inherit
+        # that: then no Ctrl-C can stop the load. The test wants a terminal's Ctrl-C.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     assert proc.stdin is not None
     proc.stdin.write(_lines(*({"payload": {"n": i}} for i in range(35))))
@@ -108,6 +111,10 @@ def test_enqueue_from_interrupted_says_up_to_which_line_it_committed(dsn: str, c
     wait_for("three batches", lambda: count() == 30)
     time.sleep(0.3)  # the 5 lines left wait for a batch of 10: the load waits on stdin
     proc.send_signal(signal.SIGINT)
+    # Its stdin stays open until it exits, as a terminal's would: communicate() closes it, and
+    # the end of input, if it came before a loaded machine delivered the signal, would end the
+    # load normally (exit 0, 35 jobs).
+    proc.wait(timeout=60)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert (
