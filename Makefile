@@ -49,7 +49,7 @@ lint: $(STAMP) ## sqlfluff, ruff, mypy --strict
 	$(VENV)/bin/mypy
 
 demo: $(DEMO_STAMP) ## Run the demo: a real queue and worker on the embedded database (installs only what it needs)
-	$(PY) -m pgq_client.demo
+	$(PY) examples/demo.py
 
 bench: deps ## Benchmarks against a raw-SQL ceiling (several minutes; never in CI)
 	$(PY) -m bench.run
