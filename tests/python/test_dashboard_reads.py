@@ -5,17 +5,21 @@ workers_summary, function_privileges), and that the dashboard uses nothing but p
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
+import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
 from pgq_client import AsyncQueue, InvalidArgument, JobsPage, Queue, connect_kwargs
+from pgq_client.cli import cli
 
-DASHBOARD = "pgq_client.web"
+DASHBOARD = "jobq_web"
 
 PRIVILEGES = {
     "jobq_queue_summary": "(interval)",
@@ -173,3 +177,24 @@ def test_a_monitor_never_sees_a_payload_through_jobs_page(dsn: str, make_role: o
         failed = q.jobs_page("failed").rows
     assert [r["id"] for r in failed] == [claimed.id] and failed[0]["last_error"] is None
     assert "s3cret" not in repr(failed)
+
+
+def test_jobq_web_without_the_dashboard_says_what_to_install(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`jobq web` is the client's command, the dashboard another distribution: without it the
+    command says which package to install, and so does the client's old import path."""
+    monkeypatch.setitem(sys.modules, "jobq_web", None)
+    monkeypatch.delitem(sys.modules, "pgq_client.web", raising=False)
+    result = CliRunner().invoke(cli, ["web", "--dsn", dsn, "--check"])
+    assert result.exit_code == 1
+    assert "the dashboard is the jobq-web package: pip install jobq-web" in result.output
+    with pytest.raises(ImportError, match="pip install jobq-web"):
+        importlib.import_module("pgq_client.web")
+
+
+def test_the_client_package_passes_the_dashboard_on() -> None:
+    import jobq_web
+    import pgq_client.web
+
+    assert pgq_client.web.create_app is jobq_web.create_app

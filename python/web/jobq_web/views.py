@@ -11,9 +11,10 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .. import Job, JobsPage
-from ..errors import error_summary
-from ..statuses import STATUSES
+from pgq_client import Job, JobsPage
+from pgq_client.errors import error_summary
+from pgq_client.statuses import STATUSES
+
 from .helpers import base, board_of, chart, fail, parse_cursor, render, text_filter
 
 PAGE_SIZE = 50

@@ -18,12 +18,13 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .. import JobqError, Queue, connect_kwargs
+from pgq_client import JobqError, Queue, connect_kwargs
+
 from . import actions, views
 from .guard import LOCAL_HOSTS, Credentials, Guard, is_loopback, parse_bind
 from .helpers import error_page
 
-# Dashboard, FUNCTIONS and NotInstalled serve `jobq web --check`.
+# Dashboard, FUNCTIONS and NotInstalled serve `jobq web --check` (serve.role_report).
 __all__ = ["FUNCTIONS", "Credentials", "Dashboard", "NotInstalled", "create_app", "is_loopback",
            "parse_bind"]
 
@@ -153,7 +154,7 @@ def create_app(
             Route("/schedules", views.schedules, name="schedules"),
             Route("/limits", views.limits, name="limits"),
             Route("/workers", views.workers, name="workers"),
-            Mount("/static", StaticFiles(packages=[("pgq_client.web", "static")]), name="static"),
+            Mount("/static", StaticFiles(packages=[("jobq_web", "static")]), name="static"),
         ],
         middleware=[Middleware(Guard, credentials=credentials, allowed_hosts=hosts)],
         exception_handlers={e: error_page for e in (404, JobqError, psycopg.Error, ValueError)},
