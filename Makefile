@@ -12,20 +12,21 @@ DEMO_STAMP := $(VENV)/.installed-demo
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+# The dashboard is its own distribution (python/web), installed editable beside the client.
+$(STAMP): pyproject.toml python/web/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev,examples]'
+	$(PY) -m pip install --quiet -e '.[dev,examples]' -e python/web
 	touch $(STAMP)
 
 # What the demo runs and nothing more (jobq, psycopg's bundled libpq, the embedded PostgreSQL,
-# the dashboard's libraries for `jobq web`),
+# the dashboard for `jobq web`),
 # so that a first `make demo` does not wait for the linters and test tools. A venv made by
 # `make venv` has all of it already.
-$(DEMO_STAMP): pyproject.toml
-	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then touch $@; else \
+$(DEMO_STAMP): pyproject.toml python/web/pyproject.toml
+	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ] && [ $(STAMP) -nt python/web/pyproject.toml ]; then touch $@; else \
 	    set -e; test -x $(PY) || $(PYTHON) -m venv $(VENV); \
 	    echo "installing jobq and the embedded PostgreSQL into $(VENV) (once)"; \
-	    $(PY) -m pip install --quiet -e '.[binary,embedded,web]'; touch $@; fi
+	    $(PY) -m pip install --quiet -e '.[binary,embedded]' -e python/web; touch $@; fi
 
 venv: $(STAMP) ## Create .venv with jobq, its development tools and what examples/ uses
 
@@ -49,7 +50,7 @@ lint: $(STAMP) ## sqlfluff, ruff, mypy --strict
 	$(VENV)/bin/mypy
 
 demo: $(DEMO_STAMP) ## Run the demo: a real queue and worker on the embedded database (installs only what it needs)
-	$(PY) -m pgq_client.demo
+	$(PY) examples/demo.py
 
 bench: deps ## Benchmarks against a raw-SQL ceiling (several minutes; never in CI)
 	$(PY) -m bench.run

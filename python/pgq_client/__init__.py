@@ -6,6 +6,7 @@ await AsyncQueue(dsn).enqueue("ocr", {"rev": 1})        # in asyncio code
 Worker(dsn, handlers={"ocr": handle_ocr}).run()         # def or async def handlers
 """
 
+from ._sql import connect_kwargs
 from .async_queue import AsyncQueue
 from .errors import (
     ConnectionFailed,
@@ -26,6 +27,7 @@ from .models import (
     BulkSummary,
     Fire,
     Job,
+    JobsPage,
     JobStatus,
     Limit,
     LimitUsage,
@@ -39,8 +41,8 @@ from .worker import Worker
 
 __all__ = [
     "AsyncQueue", "BulkSummary", "ConnectionFailed", "Fire", "IncompatibleSchema",
-    "InvalidArgument", "Job", "JobFailed", "JobNotFound", "JobStatus", "JobqError", "Limit",
-    "LimitUsage", "MetricSample", "NotMigrated", "NullValue", "PayloadTooLarge",
+    "InvalidArgument", "Job", "JobFailed", "JobNotFound", "JobStatus", "JobqError", "JobsPage",
+    "Limit", "LimitUsage", "MetricSample", "NotMigrated", "NullValue", "PayloadTooLarge",
     "PermanentError", "PermissionDenied", "Queue", "RefusedBatch", "Retry", "Schedule",
-    "SerializationFailure", "StatsRow", "Worker",
+    "SerializationFailure", "StatsRow", "Worker", "connect_kwargs",
 ]

@@ -259,10 +259,14 @@ class Client(Generic[C, P]):
             )
 
     def _bound(self, call: _ops.Call) -> _ops.Call:
-        """``call`` with the schema put in, for an operation made before it was found."""
+        """``call`` with the schema put in, for an operation made before it was found: in its
+        statement, and as its ``schema`` argument where that is None (a catalogue query)."""
         if not self._late:
             return call
-        return call._replace(query=_sql.bind_schema(call.query, self.schema or "public"))
+        schema = self.schema or "public"
+        if call.params.get("schema", "") is None:
+            call = call._replace(params={**call.params, "schema": schema})
+        return call._replace(query=_sql.bind_schema(call.query, schema))
 
     def _detach(self) -> list[C]:
         """Mark the client closed; the connections it opened, to close."""

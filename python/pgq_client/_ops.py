@@ -32,7 +32,7 @@ from ._opcore import (
     payload_json,
     seconds_or_none,
 )
-from ._pages import JobsPage, function_privileges, jobs_page, queue_summary
+from ._pages import function_privileges, jobs_page, queue_summary
 from ._produce import MAX_BATCH, enqueue_call, enqueue_iter, enqueue_many
 from ._sql import Query, Statements
 from .errors import JobFailed, JobNotFound, NotMigrated
@@ -54,7 +54,6 @@ __all__ = [
     "MAX_BATCH",
     "WAIT_POLL_INTERVAL",
     "Call",
-    "JobsPage",
     "Op",
     "Pause",
     "adrive",

@@ -6,20 +6,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
-from ._opcore import Call, Op, check_text
+from ._opcore import Call, Op, check_text, interval
 from ._sql import ROLE_PRIVILEGES, Statements
-
-
-class JobsPage(NamedTuple):
-    """One page of ``jobq_jobs_page``: its rows (dicts), the cursor (``sort_at``, ``id``) of the
-    next page when there is one, and, when a filtered search of finished jobs stopped at its
-    ``scan_limit``, the cursor to search on from and the time it reached."""
-
-    rows: list[dict[str, Any]]
-    next_after: tuple[datetime, uuid.UUID] | None
-    stopped_after: tuple[datetime, uuid.UUID] | None
+from .models import JobsPage
 
 
 def jobs_page(
@@ -55,18 +46,17 @@ def jobs_page(
     )
 
 
-def queue_summary(s: Statements, recent: timedelta) -> Op[list[dict[str, Any]]]:
-    """Per queue: jobs available, scheduled, processing, failed, dead-letter, cancelled, how
-    many succeeded within ``recent``, and whether the queue is paused."""
-    rows: list[dict[str, Any]] = yield Call(s.queue_summary, {"recent": recent})
+def queue_summary(s: Statements, recent: timedelta | float) -> Op[list[dict[str, Any]]]:
+    rows: list[dict[str, Any]] = yield Call(
+        s.queue_summary, {"recent": interval(recent, "recent")}
+    )
     return rows
 
 
 def function_privileges(
     s: Statements, functions: Mapping[str, str]
 ) -> Op[tuple[str, dict[str, bool | None]]]:
-    """The connected role, and whether it may execute each of ``functions`` (name: argument
-    types) of the statements' schema; None for one that is not installed there."""
+    # The schema None (a client that has not found it yet) is put in by the client.
     params = {
         "names": list(functions), "signatures": list(functions.values()), "schema": s.schema
     }

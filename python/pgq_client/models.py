@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import psycopg
 from psycopg.types.json import set_json_loads
@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATCH_UP", "FINISHED_STATUSES", "STATUSES", "STATUS_IS_FINISHED", "BulkSummary", "Fire",
-    "HealthRow", "Job", "JobStatus", "Limit", "LimitUsage", "MetricSample", "RefusedBatch",
-    "Schedule", "StatsRow", "UnservedJobType", "job_row", "load_json", "use_fast_json",
+    "HealthRow", "Job", "JobStatus", "JobsPage", "Limit", "LimitUsage", "MetricSample",
+    "RefusedBatch", "Schedule", "StatsRow", "UnservedJobType", "job_row", "load_json",
+    "use_fast_json",
 ]
 
 # What a tick does with fires nobody ticked in time (jobq_schedule's catch_up).
@@ -271,6 +272,17 @@ class BulkSummary:
     jobs: int
     batches: int
     refused: tuple[RefusedBatch, ...] = ()
+
+
+class JobsPage(NamedTuple):
+    """One page of :meth:`Queue.jobs_page`: its rows (dicts, as ``jobq_jobs_page`` returns
+    them), the cursor (``sort_at``, ``id``) of the next page when there is one, and, when a
+    filtered search of finished jobs stopped at its ``scan_limit``, the cursor to search on
+    from (its ``sort_at``: how far back it searched)."""
+
+    rows: list[dict[str, Any]]
+    next_after: tuple[datetime, uuid.UUID] | None
+    stopped_after: tuple[datetime, uuid.UUID] | None
 
 
 # -- decoding jsonb -------------------------------------------------------------------------------

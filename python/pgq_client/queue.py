@@ -33,6 +33,7 @@ from .models import (
     Fire,
     HealthRow,
     Job,
+    JobsPage,
     Limit,
     LimitUsage,
     MetricSample,
@@ -439,4 +440,43 @@ class Queue(SyncClient):
         ``reason``, ``pending``, ``processing`` (``jobq_queues``, admin)."""
         return self._drive(_ops.queues(self._sql))
 
+    # -- what a dashboard reads ---------------------------------------------------------------
 
+    def queue_summary(
+        self, recent: timedelta | float = timedelta(minutes=5)
+    ) -> list[dict[str, Any]]:
+        """Per queue: jobs ``available``, ``scheduled``, ``processing``, ``failed``,
+        ``dead_letter``, ``cancelled``, ``oldest_available_at``, how many succeeded within
+        ``recent`` (``succeeded_recent``) and ``paused`` (``jobq_queue_summary``, monitor)."""
+        return self._drive(_ops.queue_summary(self._sql, recent))
+
+    def jobs_page(
+        self,
+        status: str,
+        *,
+        queue: str | None = None,
+        job_type: str | None = None,
+        after: tuple[datetime, uuid.UUID] | None = None,
+        size: int = 50,
+        scan_limit: int = 10_000,
+    ) -> JobsPage:
+        """One page of at most ``size`` jobs in ``status`` (``jobq_jobs_page``, monitor; no
+        payload, result or error text for a monitor), after the cursor ``after`` (the
+        ``next_after`` of the page before). A filtered search of finished jobs examines at most
+        ``scan_limit`` of them and says where it stopped."""
+        return self._drive(
+            _ops.jobs_page(self._sql, status, queue, job_type, after, size, scan_limit)
+        )
+
+    def workers_summary(self) -> list[dict[str, Any]]:
+        """One dict per worker that claimed within a day or holds jobs: its filters, claims,
+        jobs held and stale, heartbeat and lock expiry (``jobq_workers_summary``, monitor)."""
+        return self._drive(_ops.workers_summary(self._sql))
+
+    def function_privileges(
+        self, functions: Mapping[str, str]
+    ) -> tuple[str, dict[str, bool | None]]:
+        """The connected role, and whether it may execute each of ``functions`` (a name and its
+        argument types, ``{"jobq_stats": "()"}``) of this installation; None for one that is
+        not installed there. What a front end asks to show what a role may not do."""
+        return self._drive(_ops.function_privileges(self._sql, functions))

@@ -517,7 +517,7 @@ def test_the_dashboard_reads_a_distributed_schema(cluster: Cluster) -> None:
     pending job once over the pages, and the Limits page's usage of a key."""
     from starlette.testclient import TestClient  # the dashboard's extra, installed for tests
 
-    from pgq_client.web import create_app
+    from jobq_web import create_app
 
     schema = "tenant_web"
     fresh(cluster, schema)

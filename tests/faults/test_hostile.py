@@ -39,10 +39,10 @@ from psycopg.conninfo import make_conninfo
 from starlette.testclient import TestClient
 
 import pgq_client
+from jobq_web import create_app
 from pgq_client import Queue, Worker
 from pgq_client.cli import cli
 from pgq_client.migrate import migrate
-from pgq_client.web import create_app
 from tests.helpers import MakeRole
 
 SCHEMA = "hostile_jobq"

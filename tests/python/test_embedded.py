@@ -486,9 +486,12 @@ def test_python_m_pgq_client_embedded_is_jobq_embedded(jobq_home: Path) -> None:
 # --------------------------------------------------------------------------------------
 
 
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.py"
+
+
 def _run_demo(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pgq_client.demo"],
+        [sys.executable, str(DEMO)],
         env=env,
         capture_output=True,
         text=True,
@@ -539,7 +542,7 @@ def test_demo_hints_work_as_printed_from_a_shell_without_the_venv(jobq_home: Pat
     env.pop("VIRTUAL_ENV", None)
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != venv_bin)
     demo = subprocess.run(
-        [sys.executable, "-m", "pgq_client.demo"],
+        [sys.executable, str(DEMO)],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -105,7 +105,7 @@ def test_a_connection_given_to_jobq_keeps_its_own_client_encoding(dsn: str) -> N
 def test_the_dashboard_shows_any_text_on_a_dsn_that_asks_for_latin1(dsn: str) -> None:
     from starlette.testclient import TestClient
 
-    from pgq_client.web import create_app
+    from jobq_web import create_app
 
     with Queue(dsn) as q:
         job_id = q.enqueue("enc", PAYLOAD)

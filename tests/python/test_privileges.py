@@ -500,7 +500,7 @@ def test_the_dashboard_shows_a_monitor_no_payload_result_or_error(
 ) -> None:
     from starlette.testclient import TestClient
 
-    from pgq_client.web import create_app
+    from jobq_web import create_app
 
     ids = _secret_jobs(dsn)
     assert run("--dsn", dsn, "grant", role, "--as", "monitor").exit_code == 0

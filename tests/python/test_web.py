@@ -1,4 +1,4 @@
-"""The dashboard (pgq_client.web) over HTTP, against a real database: pages, paging, actions,
+"""The dashboard (jobq_web) over HTTP, against a real database: pages, paging, actions,
 CSRF, the role's privileges, the credential, and `jobq web`'s refusals."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from starlette.routing import Mount
 from starlette.testclient import TestClient
 from webtools import dead_letter, login_role, status_of
 
+from jobq_web import Credentials, create_app, is_loopback, parse_bind
 from pgq_client import Queue
 from pgq_client.cli import cli
-from pgq_client.web import Credentials, create_app, is_loopback, parse_bind
 
 _HIDDEN_CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
@@ -468,7 +468,7 @@ def test_a_rare_filter_stops_its_search_and_offers_to_search_on(
     """A filter on finished jobs that matches none of the first scan_limit jobs says how far it
     searched and links to search on from there, which finds the match; the end of the jobs has no
     such link."""
-    import pgq_client.web.views as web_views
+    import jobq_web.views as web_views
 
     monkeypatch.setattr(web_views, "SCAN_LIMIT", 20)
     # 50 succeeded jobs, newest first: one of queue "rare" at the 35th place
@@ -563,7 +563,7 @@ def test_jobq_web_answers_to_its_bind_address_and_allowed_hosts(
     other Host (421)."""
     import uvicorn
 
-    import pgq_client.cli.serve as serve
+    import jobq_web.serve as serve
 
     served: list[Starlette] = []
     monkeypatch.setattr(serve, "_listen", lambda host, port: None)  # 10.1.2.3 is not this host's

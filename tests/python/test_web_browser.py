@@ -23,8 +23,8 @@ import psycopg
 import pytest
 from webtools import dead_letter, free_port, login_role, serving, status_of
 
+from jobq_web import create_app
 from pgq_client import Queue, Worker
-from pgq_client.web import create_app
 
 pytestmark = pytest.mark.slow  # a browser
 

@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 from webtools import dead_letter
 
-from pgq_client.web import create_app
+from jobq_web import create_app
 
 # A traceback stored whole (an older Worker, or SQL's jobq_fail called by hand), and the text a
 # Worker stores now: the exception first, then the last frames.

@@ -13,7 +13,7 @@ import pytest
 from psycopg_pool import ConnectionPool
 from starlette.testclient import TestClient
 
-from pgq_client.web import create_app
+from jobq_web import create_app
 
 pytestmark = pytest.mark.slow  # a million finished jobs
 

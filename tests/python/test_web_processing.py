@@ -12,8 +12,8 @@ import psycopg
 import pytest
 from starlette.testclient import TestClient
 
+from jobq_web import create_app
 from pgq_client import Queue
-from pgq_client.web import create_app
 
 
 @pytest.fixture

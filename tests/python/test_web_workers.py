@@ -14,9 +14,9 @@ import pytest
 from starlette.testclient import TestClient
 from webtools import login_role, status_of
 
+from jobq_web import create_app
 from pgq_client import Queue, Worker
 from pgq_client.models import Job
-from pgq_client.web import create_app
 
 
 @pytest.fixture

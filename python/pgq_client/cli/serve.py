@@ -5,8 +5,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import signal
-import socket
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,6 +18,7 @@ from . import options as opt
 from .base import command, fail, settings
 
 WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
+DASHBOARD_MISSING = "the dashboard is the jobq-web package: pip install jobq-web"
 LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
@@ -121,15 +120,12 @@ def worker(
     help="Another host name to answer to (repeatable; any other is refused).",
 )
 def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]) -> None:
-    """Serve the dashboard, as the role it connects with (what it may not do: disabled)."""
-    # Every use of pgq_client.web is here.
+    """Serve the dashboard (the jobq-web package), as the role it connects with (what it may
+    not do: disabled)."""
     try:
-        import uvicorn
-
-        from ..web import Credentials, create_app, is_loopback, parse_bind
-        from ..web.app import FUNCTIONS, Dashboard, NotInstalled
+        from jobq_web import Credentials, is_loopback, parse_bind, serve
     except ImportError as exc:
-        fail(f"jobq web needs the web extra ({exc.name} is missing): pip install 'pgq-client[web]'")
+        fail(f"{DASHBOARD_MISSING} ({exc.name} is missing)")
     host, port = opt.parsed(parse_bind, bind, "--bind")
     given = auth if auth is not None else os.environ.get(WEB_AUTH_ENV)
     source = "--auth" if auth is not None else WEB_AUTH_ENV
@@ -147,46 +143,10 @@ def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
     own = "connect_timeout" in conninfo_to_dict(dsn) or "PGCONNECT_TIMEOUT" in os.environ
     _conn.connect(dsn, **({} if own else {"connect_timeout": 10})).close()
     if check:
-        board = Dashboard(s.dsn(), s.schema(), refresh_seconds=2.0)
-        try:
-            role, allowed = board.role()
-        except NotInstalled as exc:
-            fail(str(exc))
-        finally:
-            board.close()
-        click.echo(f"role {role} may call:")
-        for name in FUNCTIONS:
-            click.echo(f"  {name:28} {'yes' if allowed.get(name) else 'no'}")
+        for line in serve.role_report(dsn, s.schema()):
+            click.echo(line)
         return
-    # the bound address names this server; a wildcard bind names none of its own
-    named = [] if host in ("0.0.0.0", "::", "") else [host]
-    hosts = [*named, *allowed_hosts]
-    app = create_app(s.dsn(), schema=s.schema(), credentials=credentials, allowed_hosts=hosts)
-    listening = _listen(host, port)
-    shown = f"[{host}]" if ":" in host else host
-    note = " (credential required)" if credentials else ""
-    click.echo(f"jobq web: http://{shown}:{port}/{note}", err=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    # uvicorn stops on SIGTERM, puts back the handler it found and raises the signal again; this
-    # handler lets that pass, so that a clean stop exits 0 as a service manager expects.
-    found = signal.signal(signal.SIGTERM, lambda *_: None)
-    try:
-        server.run(sockets=[listening])
-    finally:
-        signal.signal(signal.SIGTERM, found)
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """The dashboard's socket, bound before its URL is printed: a port in use ends the command
-    with a message naming it."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
-    return sock
+    serve.serve(dsn, s.schema(), host, port, credentials=credentials, allowed_hosts=allowed_hosts)
 
 
 # `jobq embedded ...` manages the server used when no database is given: it takes --home

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from .. import _ops, _sql
 from .base import command, settings
 from .output import emit, table
 
@@ -20,7 +19,7 @@ def workers() -> None:
     """Each worker that claimed within the last day or holds a job: its filters, last claim,
     jobs held and how many are stale (lock expired), last heartbeat (monitor)."""
     with settings().queue() as q:
-        rows = q._drive(_ops.workers_summary(_sql.statements(q.schema)))
+        rows = q.workers_summary()
     cells = [
         [_filter(r[n], r["first_claim_at"] is not None) if n in ("job_types", "queues") else r[n]
          for n in COLUMNS]

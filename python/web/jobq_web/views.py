@@ -11,10 +11,10 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .. import _ops
-from ..errors import error_summary
-from ..models import Job
-from ..statuses import STATUSES
+from pgq_client import Job, JobsPage
+from pgq_client.errors import error_summary
+from pgq_client.statuses import STATUSES
+
 from .helpers import base, board_of, chart, fail, parse_cursor, render, text_filter
 
 PAGE_SIZE = 50
@@ -30,7 +30,7 @@ def overview(request: Request) -> Response:
     role = board.role()
     rows: list[dict[str, Any]] = []
     if role.can["jobq_queue_summary"]:
-        rows = board.run(_ops.queue_summary, RECENT)
+        rows = board.queue().queue_summary(RECENT)
         board.record(rows)
     paused: dict[str, Any] = {}
     # Every role sees the marker (the summary's paused); when and why are an admin's to see
@@ -60,9 +60,12 @@ def jobs(request: Request, dead_letters: bool = False) -> Response:
         return fail(request, 400, "after must be <sort_at ISO 8601 with offset>,<job id>")
     board = board_of(request)
     role = board.role()
-    page = _ops.JobsPage([], None, None)
+    page = JobsPage([], None, None)
     if role.can["jobq_jobs_page"]:
-        page = board.run(_ops.jobs_page, status, queue, job_type, cursor, PAGE_SIZE, SCAN_LIMIT)
+        page = board.queue().jobs_page(
+            status, queue=queue, job_type=job_type, after=cursor, size=PAGE_SIZE,
+            scan_limit=SCAN_LIMIT,
+        )
     path = base(request) + ("/dead-letters" if dead_letters else "/jobs")
     first = {} if dead_letters else {"status": status}
     first.update({k: v for k, v in (("queue", queue), ("job_type", job_type)) if v})
@@ -139,7 +142,7 @@ def limits(request: Request) -> Response:
 def workers(request: Request) -> Response:
     board = board_of(request)
     role = board.role()
-    rows = board.run(_ops.workers_summary) if role.can["jobq_workers_summary"] else []
+    rows = board.queue().workers_summary() if role.can["jobq_workers_summary"] else []
     return render(request, "workers.html", role, rows=rows)
 
 

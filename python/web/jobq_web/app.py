@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -18,17 +18,15 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .. import Queue, _ops, _sql
-from ..errors import JobqError
+from pgq_client import JobqError, Queue, connect_kwargs
+
 from . import actions, views
 from .guard import LOCAL_HOSTS, Credentials, Guard, is_loopback, parse_bind
 from .helpers import error_page
 
-# Dashboard, FUNCTIONS and NotInstalled serve `jobq web --check`.
+# Dashboard, FUNCTIONS and NotInstalled serve `jobq web --check` (serve.role_report).
 __all__ = ["FUNCTIONS", "Credentials", "Dashboard", "NotInstalled", "create_app", "is_loopback",
            "parse_bind"]
-
-T = TypeVar("T")
 
 # The functions the pages call, with their argument types: the privilege check asks for each.
 FUNCTIONS: dict[str, str] = {
@@ -75,7 +73,8 @@ class Sample:
 
 class Dashboard:
     """The pool (the given one, or one opened on first use from the DSN), the Queue that runs
-    every call on it, and the chart's samples."""
+    every call on it (given no schema, the Queue finds the one the search_path of the DSN's
+    own settings, or of the given pool's connections, finds), and the chart's samples."""
 
     def __init__(
         self, source: str | ConnectionPool, schema: str | None, refresh_seconds: float = 2.0
@@ -94,30 +93,15 @@ class Dashboard:
                 # The pool is opened on first use rather than in a lifespan handler: a Starlette
                 # app mounted in another one never sees its own lifespan events.
                 if self._dsn is not None:
-                    kwargs = {"autocommit": True, **_sql.connect_kwargs(self._dsn)}
+                    kwargs = {"autocommit": True, **connect_kwargs(self._dsn)}
                     self._pool = ConnectionPool(self._dsn, min_size=1, max_size=4, kwargs=kwargs,
                                                 open=True, name="jobq-web")
-                self._queue = Queue(self._pool, schema=self._where())
+                self._queue = Queue(self._pool, schema=self.schema)
             return self._queue
-
-    def _where(self) -> str:
-        # Given no schema: the one the search_path of the DSN's own settings, or of the given
-        # pool's connections, finds (the dashboard's own run with pg_catalog, pg_temp).
-        if self.schema is not None:
-            return self.schema
-        if self._dsn is not None:
-            return _sql.schema_of_dsn(self._dsn)
-        with self._pool.connection() as conn:  # type: ignore[union-attr]
-            return _sql.find_schema(conn)
-
-    def run(self, op: Callable[..., _ops.Op[T]], *args: Any) -> T:
-        """An operation of :mod:`pgq_client._ops` that ``Queue`` has no method for."""
-        queue = self.queue()
-        return queue._drive(op(_sql.statements(queue.schema), *args))
 
     def role(self) -> Role:
         """:class:`NotInstalled` when none of the functions exists."""
-        name, found = self.run(_ops.function_privileges, FUNCTIONS)
+        name, found = self.queue().function_privileges(FUNCTIONS)
         if all(allowed is None for allowed in found.values()):
             raise NotInstalled(self.schema)
         return Role(name, {function: bool(allowed) for function, allowed in found.items()})
@@ -170,7 +154,7 @@ def create_app(
             Route("/schedules", views.schedules, name="schedules"),
             Route("/limits", views.limits, name="limits"),
             Route("/workers", views.workers, name="workers"),
-            Mount("/static", StaticFiles(packages=[("pgq_client.web", "static")]), name="static"),
+            Mount("/static", StaticFiles(packages=[("jobq_web", "static")]), name="static"),
         ],
         middleware=[Middleware(Guard, credentials=credentials, allowed_hosts=hosts)],
         exception_handlers={e: error_page for e in (404, JobqError, psycopg.Error, ValueError)},

@@ -1,4 +1,4 @@
-"""A short tour of jobq on a real database: ``python -m pgq_client.demo`` (``make demo``).
+"""A short tour of jobq on a real database: ``python examples/demo.py`` (``make demo``).
 
 On ``JOBQ_DSN`` (or ``DATABASE_URL``), else the embedded PostgreSQL, in a schema of its own,
 ``jobq_demo``, dropped and migrated again on every run, so that a rerun tells the same story:
@@ -29,7 +29,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from pgq_client import Job, PermanentError, Queue, Worker, _sql
+from pgq_client import Job, PermanentError, Queue, Worker, connect_kwargs
 from pgq_client.errors import JobqError, error_summary
 from pgq_client.installer.runner import migrate
 from pgq_client.models import STATUS_IS_FINISHED, STATUSES
@@ -181,7 +181,7 @@ def run_demo(out: Out = print) -> None:
     jobq = jobq_command()
     dsn, source = resolve_dsn(None, embedded=True)
     out(f"using {_describe_database(dsn, source)}")
-    with psycopg.connect(dsn, autocommit=True, **_sql.connect_kwargs(dsn)) as conn:
+    with psycopg.connect(dsn, autocommit=True, **connect_kwargs(dsn)) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(SCHEMA)))
     applied = migrate(dsn, schema=SCHEMA)
     out(f"schema {SCHEMA}: dropped and recreated by the migrations ({len(applied)} files)")
@@ -255,7 +255,7 @@ def run_demo(out: Out = print) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pgq_client.demo",
+        prog="python examples/demo.py",
         description="Run a short, self-contained jobq demo (schema jobq_demo).",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="show the worker's logs")

@@ -15,8 +15,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from ..errors import JobqError, error_summary, from_psycopg
-from ..statuses import FINISHED_STATUSES, STATUSES
+from pgq_client.errors import JobqError, error_summary, from_psycopg
+from pgq_client.statuses import FINISHED_STATUSES, STATUSES
+
 from .guard import CSRF_COOKIE, csrf_token
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def age(value: datetime | None) -> str:
 
 
 ENV = Environment(
-    loader=PackageLoader("pgq_client.web", "templates"),
+    loader=PackageLoader("jobq_web", "templates"),
     autoescape=select_autoescape(["html"]),
     trim_blocks=True,
     lstrip_blocks=True,

@@ -12,7 +12,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from .. import Queue
+from pgq_client import Queue
+
 from .guard import csrf_ok
 from .helpers import base, board_of, fail, next_url, text_filter
 
