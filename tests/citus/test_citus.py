@@ -1,7 +1,7 @@
 """jobq on a real Citus cluster: a coordinator and two worker nodes (`make test-citus`).
 
 Eight tenants, each installed by `jobq migrate --schema tenant_N` on the coordinator, each a
-distributed schema that lives whole on one node. The contract's pgTAP suite runs for every
+distributed schema that lives whole on one node. The pgTAP suite of the SQL API runs for every
 tenant on its node; a Python Worker per tenant drains 20,000 jobs; a node restarted mid-drain
 loses no job; a tenant moved to the other node while producers and workers run loses no job
 and runs none twice. The features on a tenant: concurrency and rate limits under a Worker, the
@@ -36,7 +36,8 @@ DRAIN_JOBS = int(os.environ.get("JOBQ_CITUS_DRAIN_JOBS", "20000"))
 
 # pgTAP files that check the install in schema public itself, create roles or functions
 # (which Citus allows only on the coordinator), or run plpgsql_check over public: they run in
-# `make test`. Every other file is the contract of the functions, and runs for every tenant.
+# `make test`. Every other file tests the functions' documented behaviour and runs for every
+# tenant.
 INSTALL_ONLY = {"api_surface.sql", "comments.sql", "privileges.sql", "shadowing.sql",
                 "plpgsql_check.sql"}
 
@@ -139,7 +140,7 @@ def pgtap_files() -> list[Path]:
 
 
 @pytest.mark.parametrize("schema", TENANTS)
-def test_the_contract_pgtap_suite_passes_for_every_tenant_on_its_node(
+def test_the_pgtap_suite_passes_for_every_tenant_on_its_node(
     cluster: Cluster, tenants: list[str], schema: str
 ) -> None:
     """On the node, where the functions run when called from the coordinator: each statement
