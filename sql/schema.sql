@@ -1419,20 +1419,24 @@ DECLARE
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
-    WITH RECURSIVE ended AS (
-        SELECT f.id
+    WITH RECURSIVE ended (id, status) AS (
+        SELECT f.id, f.status
         FROM ROWS FROM (
             pg_catalog.unnest(jobq__dependents_finished.job_ids),
             pg_catalog.unnest(jobq__dependents_finished.statuses)
         ) AS f (id, status)
         WHERE f.status OPERATOR(pg_catalog.<>) 'succeeded'
         UNION
-        SELECT e.job_id
+        SELECT e.job_id, 'cancelled'::text
         FROM ended AS d
         JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) d.id
         JOIN jobq_jobs AS c ON c.id OPERATOR(pg_catalog.=) e.job_id
-        WHERE e.on_failure OPERATOR(pg_catalog.=) 'cancel'
-          AND c.status OPERATOR(pg_catalog.=) 'waiting'
+        WHERE c.status OPERATOR(pg_catalog.=) 'waiting'
+          AND (
+              e.on_failure OPERATOR(pg_catalog.=) 'cancel'
+              OR (e.on_failure OPERATOR(pg_catalog.=) 'wait'
+                  AND d.status OPERATOR(pg_catalog.=) 'pruned')
+          )
     ),
 
     locked AS MATERIALIZED (
@@ -1498,7 +1502,8 @@ BEGIN
         ) AS f (id, status)
         JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) f.id
         WHERE f.status OPERATOR(pg_catalog.=) 'succeeded'
-           OR e.on_failure OPERATOR(pg_catalog.=) 'run'
+           OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
+               AND f.status OPERATOR(pg_catalog.<>) 'pruned')
         GROUP BY e.job_id
     ),
 
@@ -1547,7 +1552,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) IS 'Private. Applies the end of job_ids (each with its final status in statuses) to their
-waiting dependents: cancels those with rule cancel of a job that did not succeed, transitively;
+waiting dependents: cancels those with rule cancel of a job that did not succeed (and with rule
+wait of a job that is gone, status pruned), transitively;
 decrements waiting_on of the others that the end frees and makes pending those left with none.
 Returns how many dependents were released or cancelled.';
 
@@ -7222,6 +7228,7 @@ DECLARE
     v_hint text;
     v_before timestamptz;
     v_deleted bigint := 0::bigint;
+    v_gone uuid[];
     v_name text;
     v_lock_timeout text;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
@@ -7302,7 +7309,14 @@ BEGIN
         WHERE h.status = ANY (jobq_prune.statuses)
           AND h.finished_at < v_before
           AND h.id = ANY (ARRAY(SELECT d.id FROM doomed AS d))
-        RETURNING h.queue, h.job_type, h.status
+        RETURNING h.id, h.queue, h.job_type, h.status
+    ),
+
+    -- The dependencies of the jobs deleted go with them (those of jobs in partitions emptied
+    -- whole stay, and are read as gone: jobq_dependencies and jobq_job_graph join the jobs).
+    unlinked AS (
+        DELETE FROM jobq_job_dependencies AS e
+        WHERE e.job_id = ANY (ARRAY(SELECT p.id FROM pruned AS p))
     ),
 
     counted AS MATERIALIZED (
@@ -7329,6 +7343,19 @@ BEGIN
         )
         FOR UPDATE SKIP LOCKED
     ));
+    -- A waiting job under rule wait whose dependency is gone (pruned here, or dropped with a
+    -- partition by the retention) can never be released: it is cancelled, and its dependents
+    -- follow their rules. Only waiting jobs with such edges are looked at.
+    SELECT pg_catalog.array_agg(DISTINCT e.depends_on) INTO v_gone
+    FROM jobq_jobs AS c
+    JOIN jobq_job_dependencies AS e ON e.job_id = c.id
+    WHERE c.status = 'waiting' AND e.on_failure = 'wait'
+      AND NOT EXISTS (SELECT FROM jobq_all_jobs AS a WHERE a.id = e.depends_on);
+    IF v_gone IS NOT NULL THEN
+        PERFORM jobq__dependents_finished(
+            v_gone, pg_catalog.array_fill('pruned'::text, ARRAY[pg_catalog.cardinality(v_gone)])
+        );
+    END IF;
     -- Regular maintenance: keeps jobq_metric_deltas short where nothing scrapes jobq_metrics().
     IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM jobq__metrics_fold();

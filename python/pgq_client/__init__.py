@@ -24,7 +24,9 @@ from .errors import (
 )
 from .models import (
     BulkSummary,
+    Dependency,
     Fire,
+    GraphNode,
     Job,
     JobStatus,
     Limit,
@@ -38,9 +40,10 @@ from .queue import Queue
 from .worker import Worker
 
 __all__ = [
-    "AsyncQueue", "BulkSummary", "ConnectionFailed", "Fire", "IncompatibleSchema",
-    "InvalidArgument", "Job", "JobFailed", "JobNotFound", "JobStatus", "JobqError", "Limit",
-    "LimitUsage", "MetricSample", "NotMigrated", "NullValue", "PayloadTooLarge",
+    "AsyncQueue", "BulkSummary", "ConnectionFailed", "Dependency", "Fire", "GraphNode",
+    "IncompatibleSchema", "InvalidArgument", "Job", "JobFailed", "JobNotFound", "JobStatus",
+    "JobqError", "Limit", "LimitUsage", "MetricSample", "NotMigrated", "NullValue",
+    "PayloadTooLarge",
     "PermanentError", "PermissionDenied", "Queue", "RefusedBatch", "Retry", "Schedule",
     "SerializationFailure", "StatsRow", "Worker",
 ]

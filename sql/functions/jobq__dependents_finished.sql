@@ -14,6 +14,9 @@
 --     holding it back (from a succeeded job, or with rule run from any finished one); the
 --     one that reaches 0 becomes pending, available at its run_at or now. The row lock of the
 --     dependent orders concurrent parents: whichever decrements last releases it, once.
+-- The status 'pruned' (jobq_prune) stands for a dependency that no longer exists: it can never
+-- succeed, so its waiting dependents under rule wait are cancelled too; those under rule run
+-- were freed when it finished.
 -- Rows are locked in id order, as jobq_cancel locks its rows, so that two transactions
 -- ending parents of the same dependents never deadlock on them. Rule wait: nothing changes
 -- (the job keeps waiting for a requeue of the dependency and its success).
@@ -35,20 +38,24 @@ DECLARE
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
-    WITH RECURSIVE ended AS (
-        SELECT f.id
+    WITH RECURSIVE ended (id, status) AS (
+        SELECT f.id, f.status
         FROM ROWS FROM (
             pg_catalog.unnest(jobq__dependents_finished.job_ids),
             pg_catalog.unnest(jobq__dependents_finished.statuses)
         ) AS f (id, status)
         WHERE f.status OPERATOR(pg_catalog.<>) 'succeeded'
         UNION
-        SELECT e.job_id
+        SELECT e.job_id, 'cancelled'::text
         FROM ended AS d
         JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) d.id
         JOIN jobq_jobs AS c ON c.id OPERATOR(pg_catalog.=) e.job_id
-        WHERE e.on_failure OPERATOR(pg_catalog.=) 'cancel'
-          AND c.status OPERATOR(pg_catalog.=) 'waiting'
+        WHERE c.status OPERATOR(pg_catalog.=) 'waiting'
+          AND (
+              e.on_failure OPERATOR(pg_catalog.=) 'cancel'
+              OR (e.on_failure OPERATOR(pg_catalog.=) 'wait'
+                  AND d.status OPERATOR(pg_catalog.=) 'pruned')
+          )
     ),
 
     locked AS MATERIALIZED (
@@ -114,7 +121,8 @@ BEGIN
         ) AS f (id, status)
         JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) f.id
         WHERE f.status OPERATOR(pg_catalog.=) 'succeeded'
-           OR e.on_failure OPERATOR(pg_catalog.=) 'run'
+           OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
+               AND f.status OPERATOR(pg_catalog.<>) 'pruned')
         GROUP BY e.job_id
     ),
 
@@ -164,7 +172,8 @@ $$;
 
 COMMENT ON FUNCTION jobq__dependents_finished(uuid[], text[]) IS
 'Private. Applies the end of job_ids (each with its final status in statuses) to their
-waiting dependents: cancels those with rule cancel of a job that did not succeed, transitively;
+waiting dependents: cancels those with rule cancel of a job that did not succeed (and with rule
+wait of a job that is gone, status pruned), transitively;
 decrements waiting_on of the others that the end frees and makes pending those left with none.
 Returns how many dependents were released or cancelled.';
 

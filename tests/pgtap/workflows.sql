@@ -9,7 +9,7 @@
 -- keeps it waiting until the dependency is requeued and succeeds. Bad input is 22023 and
 -- changes nothing.
 BEGIN;
-SELECT plan(67);
+SELECT plan(75);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -130,6 +130,24 @@ SELECT is(pg_temp.run(:'q2'), 'succeeded', 'the other succeeds');
 SELECT is(pg_temp.st(:'qr'), 'waiting', 'run: the requeued dependency holds it back again');
 SELECT is(pg_temp.run(:'q1'), 'succeeded', 'the requeued one succeeds');
 SELECT is(pg_temp.st(:'qr'), 'pending', 'run: released');
+
+-- prune of a failed dependency: a job waiting for it under rule wait can never run and is
+-- cancelled (its dependents follow); the pruned jobs' own edges go with them
+SELECT jobq_enqueue('p') AS z \gset
+SELECT jobq_enqueue('c', depends_on => ARRAY[:'z']::uuid[], on_dependency_failure => 'wait') AS zw \gset
+SELECT jobq_enqueue('c', depends_on => ARRAY[:'zw']::uuid[], on_dependency_failure => 'run') AS zwr \gset
+SELECT is(pg_temp.run(:'z', 'fail'), 'failed', 'the dependency of a wait job fails');
+SELECT is(pg_temp.st(:'zw'), 'waiting', 'wait: waiting');
+SELECT jobq_enqueue('c', depends_on => ARRAY[:'p1']::uuid[]) AS zf \gset
+SELECT is(pg_temp.run(:'zf', 'fail'), 'failed', 'a job with a dependency fails too');
+UPDATE jobq_jobs_history SET finished_at = finished_at - interval '1 hour' WHERE id IN (:'z', :'zf');
+SELECT cmp_ok(jobq_prune(interval '1 minute', ARRAY['failed']), '>=', 2::bigint, 'both are pruned');
+SELECT is(pg_temp.st(:'zw'), 'cancelled', 'wait: cancelled once its dependency is gone');
+SELECT is((SELECT last_error FROM jobq_all_jobs WHERE id = :'zw'), format('dependency %s ended pruned', :'z'),
+          'the reason says the dependency was pruned');
+SELECT is(pg_temp.st(:'zwr'), 'pending', 'run below it: released');
+SELECT is((SELECT count(*)::int FROM jobq_job_dependencies WHERE job_id = :'zf'), 0,
+          'no edge is left of the pruned jobs');
 
 ------------------------------------------------------------------------------------------
 -- a whole graph in one jobq_enqueue_many; grafts

@@ -1,0 +1,237 @@
+"""Dependencies between jobs with real sessions, threads and Workers: what pgTAP cannot see
+(concurrent completions of one fan-in's dependencies, a dependent enqueued while its
+dependency completes, a handler that grafts work in front of a job that waits for it, a
+rolled-back graph, the Python API). The rules themselves are in tests/pgtap/workflows.sql."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import psycopg
+import pytest
+
+from pgq_client import InvalidArgument, Job, Queue, Worker
+
+Conn = psycopg.Connection[Any]
+
+
+def _status(conn: Conn, job_id: uuid.UUID) -> str:
+    row = conn.execute("SELECT status FROM jobq_all_jobs WHERE id = %s", (job_id,)).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _drain(dsn: str, workers: int, job_type: str, finish: Callable[[Conn, uuid.UUID, str], None],
+           barrier: threading.Barrier | None = None) -> list[BaseException]:
+    """``workers`` threads, each on its own connection, claim jobs of ``job_type`` one at a
+    time and end each with ``finish`` (its own transaction) until none is left."""
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                if barrier is not None:
+                    barrier.wait()
+                while True:
+                    row = c.execute(
+                        "SELECT id FROM jobq_dequeue(%s, ARRAY[%s])", (f"w{n}", job_type)
+                    ).fetchone()
+                    if row is None:
+                        return
+                    finish(c, row[0], f"w{n}")
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def _complete(c: Conn, job_id: uuid.UUID, worker: str) -> None:
+    assert c.execute("SELECT jobq_complete(%s, %s)", (job_id, worker)).fetchone() == (True,)
+
+
+def test_a_fan_in_is_released_once_when_concurrent_workers_complete_its_dependencies(
+    dsn: str, conn: Conn
+) -> None:
+    """32 sessions complete the 2,000 dependencies of one job, each completion its own
+    transaction; a watcher reads the job and its succeeded dependencies in one snapshot all
+    along: the job is never pending while one of them has not succeeded, and ends pending with
+    nothing left to wait for (a second release would take waiting_on below zero)."""
+    n = 2000
+    q = Queue(dsn)
+    parents = q.enqueue_many([{"job_type": "part"}] * n)
+    child = q.enqueue("sum", depends_on=parents)
+    assert _status(conn, child) == "waiting"
+    seen: list[tuple[str, int]] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            while not done.is_set():
+                row = c.execute(
+                    "SELECT (SELECT status FROM jobq_all_jobs WHERE id = %s),"
+                    " (SELECT count(*)::int FROM jobq_all_jobs"
+                    "  WHERE id = ANY(%s) AND status = 'succeeded')",
+                    (child, parents),
+                ).fetchone()
+                assert row is not None
+                seen.append((row[0], row[1]))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        errors = _drain(dsn, 32, "part", _complete, threading.Barrier(32))
+    finally:
+        done.set()
+        watcher.join()
+    assert errors == []
+    assert [s for s in seen if s[0] != "waiting" and s[1] < n] == [], "released early"
+    assert conn.execute(
+        "SELECT status, waiting_on FROM jobq_jobs WHERE id = %s", (child,)
+    ).fetchone() == ("pending", 0)
+    claimed = conn.execute("SELECT id FROM jobq_dequeue('w', ARRAY['sum'], 10)").fetchall()
+    assert claimed == [(child,)]
+
+
+def test_a_dependent_enqueued_while_its_dependency_completes_is_released(
+    dsn: str, conn: Conn
+) -> None:
+    """The enqueue of a dependent and the completion of its dependency race, in 40 rounds: the
+    dependent is pending at the end of each, whichever committed first."""
+    q = Queue(dsn)
+    for _ in range(40):
+        parent = q.enqueue("p")
+        assert conn.execute("SELECT count(*) FROM jobq_dequeue('w', ARRAY['p'])").fetchone() == (1,)
+        child = _race(partial(_enqueue_after, parent), partial(_complete_as_w, parent), dsn)
+        assert _status(conn, child) == "pending"
+        conn.execute("SELECT jobq_cancel(ARRAY[%s]::uuid[])", (child,))
+
+
+def _enqueue_after(parent: uuid.UUID, q: Queue) -> uuid.UUID:
+    return q.enqueue("c", depends_on=[parent])
+
+
+def _complete_as_w(job_id: uuid.UUID, q: Queue) -> bool:
+    return q.complete(job_id, "w")
+
+
+def _race(first: Callable[[Queue], Any], second: Callable[[Queue], Any], dsn: str) -> Any:
+    """Run ``first`` and ``second`` at once, each with a Queue of its own; ``first``'s result."""
+    barrier = threading.Barrier(2)
+    results: list[Any] = [None, None]
+
+    def run(i: int, call: Callable[[Queue], Any]) -> None:
+        with Queue(dsn) as own:
+            own.status([])  # connected before the start
+            barrier.wait()
+            results[i] = call(own)
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate((first, second))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results[0]
+
+
+def test_a_graft_by_a_running_dependency_is_awaited_downstream(dsn: str) -> None:
+    """oban#1472's shape: ``stage`` runs, grafts a two-step sub-workflow in front of the job
+    that waits for it (found through jobq_job_graph) and returns before the sub-workflow ran;
+    ``final`` runs only after the sub-workflow's last step."""
+    ran: list[str] = []
+    lock = threading.Lock()
+    q = Queue(dsn)
+
+    def stage(job: Job) -> None:
+        with lock:
+            ran.append("stage")
+        waiting = [n.id for n in q.job_graph(job.id) if job.id in n.depends_on]
+        first = q.enqueue("step", {"n": 1})
+        second = q.enqueue("step", {"n": 2}, depends_on=[first])
+        assert q.add_dependencies(waiting[0], [second]) == 1
+
+    def step(job: Job) -> None:
+        with lock:
+            ran.append(f"step{job.payload['n']}")
+
+    def final(job: Job) -> list[str]:
+        with lock:
+            ran.append("final")
+        return sorted(d.job_type for d in job.dependencies())
+
+    stage_id = q.enqueue("stage")
+    final_id = q.enqueue("final", depends_on=[stage_id])
+    Worker(dsn, {"stage": stage, "step": step, "final": final}, concurrency=2).run(burst=True)
+    assert ran == ["stage", "step1", "step2", "final"]
+    assert q.result(final_id, timeout=0) == ["stage", "step"]
+
+
+def test_a_handler_reads_its_dependencies_results(dsn: str) -> None:
+    q = Queue(dsn)
+    ids = q.enqueue_many([
+        {"job_type": "num", "payload": {"n": 1}},
+        {"job_type": "num", "payload": {"n": 2}},
+        {"job_type": "total", "after": [1, 2]},
+    ])
+    Worker(
+        dsn,
+        {
+            "num": lambda job: job.payload["n"] * 10,
+            "total": lambda job: sum(d.result for d in job.dependencies()),
+        },
+        concurrency=2,
+    ).run(burst=True)
+    assert q.result(ids[2], timeout=0) == 30
+    deps = q.dependencies(ids[2])
+    assert sorted((d.id, d.status, d.result) for d in deps) == sorted(
+        [(ids[0], "succeeded", 10), (ids[1], "succeeded", 20)]
+    )
+    graph = {node.id: node for node in q.job_graph(ids[0])}
+    assert set(graph) == {ids[0], ids[2]}
+    assert sorted(graph[ids[2]].depends_on) == sorted(ids[:2])
+
+
+def test_a_rolled_back_graph_leaves_nothing(dsn: str, conn: Conn) -> None:
+    q = Queue(dsn)
+    outside = q.enqueue("p")
+    with psycopg.connect(dsn) as tx:
+        q.enqueue_many(
+            [{"job_type": "a", "depends_on": [outside]}, {"job_type": "b", "after": [1]}],
+            conn=tx,
+        )
+        q.enqueue("c", depends_on=[outside], conn=tx)
+        tx.rollback()
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (1,)
+    assert conn.execute("SELECT count(*) FROM jobq_job_dependencies").fetchone() == (0,)
+    assert conn.execute(
+        "SELECT has_dependents FROM jobq_jobs WHERE id = %s", (outside,)
+    ).fetchone() == (False,)
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda q: q.enqueue("x", depends_on=[uuid.uuid4()]), "depends_on"),
+        (lambda q: q.enqueue("x", on_dependency_failure="skip"), "on_dependency_failure"),
+        (lambda q: q.enqueue_many([{"job_type": "a", "after": [1]}]), "after"),
+        (lambda q: q.enqueue_many([{"job_type": "a", "after": [2]},
+                                   {"job_type": "b", "after": [1]}]), "cycle"),
+        (lambda q: q.add_dependencies(uuid.uuid4(), [uuid.uuid4()]), "depends_on"),
+    ],
+)
+def test_bad_dependencies_are_refused_with_22023(
+    dsn: str, conn: Conn, call: Callable[[Queue], object], argument: str
+) -> None:
+    with Queue(dsn) as q, pytest.raises(InvalidArgument) as raised:
+        call(q)
+    assert raised.value.sqlstate == "22023"
+    assert argument in str(raised.value)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (0,)
