@@ -5,6 +5,7 @@ rolled-back graph, the Python API). The rules themselves are in tests/pgtap/work
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Callable
@@ -235,3 +236,26 @@ def test_bad_dependencies_are_refused_with_22023(
     assert raised.value.sqlstate == "22023"
     assert argument in str(raised.value)
     assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (0,)
+
+
+def test_the_cli_enqueues_after_a_job_and_shows_the_graph(dsn: str, conn: Conn) -> None:
+    from click.testing import CliRunner
+
+    from pgq_client.cli import cli
+
+    first = Queue(dsn).enqueue("a")
+    made = CliRunner().invoke(
+        cli, ["--dsn", dsn, "enqueue", "b", "--json", "--after", str(first),
+              "--on-dependency-failure", "run"],
+    )
+    assert made.exit_code == 0, made.output
+    second = uuid.UUID(json.loads(made.output)["id"])
+    assert _status(conn, second) == "waiting"
+    shown = CliRunner().invoke(cli, ["--dsn", dsn, "jobs", "graph", str(first)])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[0].split() == ["id", "job_type", "status", "depends_on"]
+    assert lines[2].split() == [str(first), "a", "pending"]
+    assert lines[3].split() == [str(second), "b", "waiting", str(first)]
+    missing = CliRunner().invoke(cli, ["--dsn", dsn, "jobs", "graph", str(uuid.uuid4())])
+    assert missing.exit_code == 1 and "no job" in missing.output
