@@ -259,3 +259,32 @@ def test_the_cli_enqueues_after_a_job_and_shows_the_graph(dsn: str, conn: Conn) 
     assert lines[3].split() == [str(second), "b", "waiting", str(first)]
     missing = CliRunner().invoke(cli, ["--dsn", dsn, "jobs", "graph", str(uuid.uuid4())])
     assert missing.exit_code == 1 and "no job" in missing.output
+
+
+@pytest.mark.parametrize("level", ["admin", "producer"])
+def test_the_job_page_shows_its_dependencies_and_dependents_linked(
+    admin_dsn: str, dsn: str, level: str
+) -> None:
+    from starlette.testclient import TestClient
+    from webtools import login_role
+
+    from pgq_client.web import create_app
+
+    ids = Queue(dsn).enqueue_many([
+        {"job_type": "a"}, {"job_type": "b", "after": [1]}, {"job_type": "c", "after": [2]},
+    ])
+    with (
+        login_role(admin_dsn, dsn, level) as role_dsn,
+        TestClient(create_app(role_dsn), base_url="http://127.0.0.1") as client,
+    ):
+        page = client.get(f"/jobs/{ids[1]}")
+        lone = client.get(f"/jobs/{Queue(dsn).enqueue('alone')}")
+    assert page.status_code == 200, page.text
+    assert "3 jobs in its graph" in page.text
+    parents = page.text[page.text.index('id="graph-parents"'):]
+    parents = parents[: parents.index("</table>")]
+    assert f'href="/jobs/{ids[0]}"' in parents and ">pending<" in parents
+    children = page.text[page.text.index('id="graph-children"'):]
+    children = children[: children.index("</table>")]
+    assert f'href="/jobs/{ids[2]}"' in children and ">waiting<" in children
+    assert lone.status_code == 200 and "Workflow" not in lone.text
