@@ -6,14 +6,25 @@ rolled-back graph, the Python API). The rules themselves are in tests/pgtap/work
 from __future__ import annotations
 
 import json
+import os
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from pgq_client import InvalidArgument, Job, Queue, Worker
 
@@ -288,3 +299,160 @@ def test_the_job_page_shows_its_dependencies_and_dependents_linked(
     children = children[: children.index("</table>")]
     assert f'href="/jobs/{ids[2]}"' in children and ">waiting<" in children
     assert lone.status_code == 200 and "Workflow" not in lone.text
+
+
+# -- a model of the rules ---------------------------------------------------------------------
+
+BAD = ("failed", "dead_letter", "cancelled")
+UNFINISHED = ("waiting", "pending", "processing")
+
+
+@dataclass
+class Node:
+    rule: str
+    deps: set[uuid.UUID] = field(default_factory=set)
+    status: str = "pending"
+
+
+class WorkflowModel(RuleBasedStateMachine):
+    """Random graphs with random outcomes (success, failure, retry, dead letter, cancel,
+    requeue, graft) against a model of the rules; after every step each job's status, and the
+    count of dependencies that hold each waiting job back, are the model's. So no job is ever
+    waiting without a dependency that holds it back, and none is released before all its
+    dependencies succeeded (or finished, under rule run)."""
+
+    conn: Conn
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conn.execute("TRUNCATE jobq_jobs, jobq_jobs_history, jobq_job_dependencies")
+        self.jobs: dict[uuid.UUID, Node] = {}
+
+    def _holds(self, node: Node, parent: uuid.UUID) -> bool:
+        status = self.jobs[parent].status
+        return status in UNFINISHED or (status in BAD and node.rule == "wait")
+
+    def _start(self, node: Node) -> str:  # as at an enqueue (or a requeue)
+        if node.rule == "cancel" and any(self.jobs[p].status in BAD for p in node.deps):
+            return "cancelled"
+        return "waiting" if any(self._holds(node, p) for p in node.deps) else "pending"
+
+    def _settle(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for node in self.jobs.values():
+                if node.status == "waiting":
+                    new = self._start(node)
+                    changed |= new != node.status
+                    node.status = new
+
+    def _ids(self, statuses: tuple[str, ...]) -> list[uuid.UUID]:
+        return sorted(i for i, n in self.jobs.items() if n.status in statuses)
+
+    @rule(data=st.data(), rule_name=st.sampled_from(["cancel", "run", "wait"]))
+    def enqueue(self, data: st.DataObject, rule_name: str) -> None:
+        known = sorted(self.jobs)
+        deps = data.draw(st.sets(st.sampled_from(known), max_size=3)) if known else set()
+        row = self.conn.execute(
+            "SELECT jobq_enqueue('m', depends_on => %s::uuid[], on_dependency_failure => %s)",
+            (sorted(deps), rule_name),
+        ).fetchone()
+        assert row is not None
+        node = self.jobs[row[0]] = Node(rule_name, set(deps))
+        node.status = self._start(node)
+
+    @precondition(lambda self: self._ids(("pending",)))
+    @rule(data=st.data(), outcome=st.sampled_from(["succeeded", "failed", "retry", "dead"]))
+    def run(self, data: st.DataObject, outcome: str) -> None:
+        job = data.draw(st.sampled_from(self._ids(("pending",))))
+        c = self.conn
+        c.execute(
+            "UPDATE jobq_jobs SET available_at = now(), scheduled = false, max_attempts = 1000,"
+            " priority = (SELECT max(priority) + 1 FROM jobq_jobs) WHERE id = %s", (job,)
+        )
+        claimed = c.execute("SELECT id, attempts FROM jobq_dequeue('w')").fetchone()
+        assert claimed is not None and claimed[0] == job
+        if outcome == "succeeded":
+            c.execute("SELECT jobq_complete(%s, 'w')", (job,))
+        elif outcome == "dead":
+            c.execute("UPDATE jobq_jobs SET max_attempts = attempts WHERE id = %s", (job,))
+            c.execute("SELECT jobq_fail(%s, 'w', 'x')", (job,))
+        else:
+            c.execute("SELECT jobq_fail(%s, 'w', 'x', retry => %s)", (job, outcome == "retry"))
+        self.jobs[job].status = {"dead": "dead_letter", "retry": "pending"}.get(outcome, outcome)
+        self._settle()
+
+    @precondition(lambda self: self._ids(("pending", "waiting")))
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        job = data.draw(st.sampled_from(self._ids(("pending", "waiting"))))
+        self.conn.execute("SELECT jobq_cancel(ARRAY[%s]::uuid[])", (job,))
+        self.jobs[job].status = "cancelled"
+        self._settle()
+
+    @precondition(lambda self: self._ids(BAD))
+    @rule(data=st.data())
+    def requeue(self, data: st.DataObject) -> None:
+        job = data.draw(st.sampled_from(self._ids(BAD)))
+        self.conn.execute("SELECT jobq_requeue_dead_letter(%s)", (job,))
+        node = self.jobs[job]
+        node.status = "pending"
+        node.status = self._start(node)
+        self._settle()
+
+    @precondition(lambda self: self._ids(("waiting",)) and len(self.jobs) > 1)
+    @rule(data=st.data())
+    def graft(self, data: st.DataObject) -> None:
+        job = data.draw(st.sampled_from(self._ids(("waiting",))))
+        parent = data.draw(st.sampled_from(sorted(set(self.jobs) - {job})))
+        node = self.jobs[job]
+        if job in self._ancestors(parent):
+            with pytest.raises(psycopg.errors.InvalidParameterValue):
+                self.conn.execute("SELECT jobq_add_dependencies(%s, ARRAY[%s])", (job, parent))
+            return
+        added = self.conn.execute(
+            "SELECT jobq_add_dependencies(%s, ARRAY[%s])", (job, parent)
+        ).fetchone()
+        assert added == ((0,) if parent in node.deps else (1,))
+        node.deps.add(parent)
+        node.status = self._start(node)
+        self._settle()
+
+    def _ancestors(self, job: uuid.UUID) -> set[uuid.UUID]:
+        seen, todo = set(), [job]
+        while todo:
+            j = todo.pop()
+            if j not in seen:
+                seen.add(j)
+                todo.extend(self.jobs[j].deps)
+        return seen
+
+    @invariant()
+    def the_database_follows_the_model(self) -> None:
+        rows = self.conn.execute(
+            "SELECT a.id, a.status, coalesce(j.waiting_on, 0) FROM jobq_all_jobs AS a"
+            " LEFT JOIN jobq_jobs AS j ON j.id = a.id"
+        ).fetchall()
+        got = {r[0]: (r[1], r[2]) for r in rows}
+        expected = {
+            i: (n.status, sum(self._holds(n, p) for p in n.deps) if n.status == "waiting" else 0)
+            for i, n in self.jobs.items()
+        }
+        assert got == expected
+
+
+@pytest.mark.timeout(600)
+def test_random_workflows_follow_the_model(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SET lock_timeout = '3s'")
+        WorkflowModel.conn = c
+        run_state_machine_as_test(
+            WorkflowModel,
+            settings=settings(
+                max_examples=int(os.environ.get("JOBQ_MODEL_EXAMPLES", "25")),
+                stateful_step_count=40,
+                deadline=None,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
