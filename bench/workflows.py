@@ -76,7 +76,7 @@ def _drain_jobq(cluster: Cluster, sessions: int, total: int) -> Run:
                 with lock:
                     if done[0] >= total:
                         return mine
-                time.sleep(0.0005)  # a dependent is released by another session's commit
+                time.sleep(0.002)  # a dependent is released by another session's commit
 
     return harness.run_threads(cluster, sessions, body)
 

@@ -38,79 +38,84 @@ DECLARE
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
-    WITH RECURSIVE ended (id, status) AS (
-        SELECT f.id, f.status
-        FROM ROWS FROM (
-            pg_catalog.unnest(jobq__dependents_finished.job_ids),
-            pg_catalog.unnest(jobq__dependents_finished.statuses)
-        ) AS f (id, status)
-        WHERE f.status OPERATOR(pg_catalog.<>) 'succeeded'
-        UNION
-        SELECT e.job_id, 'cancelled'::text
-        FROM ended AS d
-        JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) d.id
-        JOIN jobq_jobs AS c ON c.id OPERATOR(pg_catalog.=) e.job_id
-        WHERE c.status OPERATOR(pg_catalog.=) 'waiting'
-          AND (
-              e.on_failure OPERATOR(pg_catalog.=) 'cancel'
-              OR (e.on_failure OPERATOR(pg_catalog.=) 'wait'
-                  AND d.status OPERATOR(pg_catalog.=) 'pruned')
-          )
-    ),
+    -- Only ends other than success cancel anything: a completion skips this statement.
+    IF pg_catalog.array_remove(jobq__dependents_finished.statuses, 'succeeded'::text)
+        OPERATOR(pg_catalog.<>) '{}'::text[]
+    THEN
+        WITH RECURSIVE ended (id, status) AS (
+            SELECT f.id, f.status
+            FROM ROWS FROM (
+                pg_catalog.unnest(jobq__dependents_finished.job_ids),
+                pg_catalog.unnest(jobq__dependents_finished.statuses)
+            ) AS f (id, status)
+            WHERE f.status OPERATOR(pg_catalog.<>) 'succeeded'
+            UNION
+            SELECT e.job_id, 'cancelled'::text
+            FROM ended AS d
+            JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) d.id
+            JOIN jobq_jobs AS c ON c.id OPERATOR(pg_catalog.=) e.job_id
+            WHERE c.status OPERATOR(pg_catalog.=) 'waiting'
+              AND (
+                  e.on_failure OPERATOR(pg_catalog.=) 'cancel'
+                  OR (e.on_failure OPERATOR(pg_catalog.=) 'wait'
+                      AND d.status OPERATOR(pg_catalog.=) 'pruned')
+              )
+        ),
 
-    locked AS MATERIALIZED (
-        SELECT j.id
-        FROM jobq_jobs AS j
-        WHERE j.id = ANY (ARRAY(SELECT d.id FROM ended AS d))
-          AND j.status OPERATOR(pg_catalog.=) 'waiting'
-        ORDER BY j.id
-        FOR UPDATE
-    ),
+        locked AS MATERIALIZED (
+            SELECT j.id
+            FROM jobq_jobs AS j
+            WHERE j.id = ANY (ARRAY(SELECT d.id FROM ended AS d))
+              AND j.status OPERATOR(pg_catalog.=) 'waiting'
+            ORDER BY j.id
+            FOR UPDATE
+        ),
 
-    changed AS (
-        UPDATE jobq_jobs AS j
-        SET
-            status = 'cancelled',
-            finished_at = v_now,
-            waiting_on = 0,
-            last_error = (
-                SELECT pg_catalog.format(
-                    'dependency %s ended %s', e.depends_on,
-                    coalesce(p.status, 'cancelled')
-                )
-                FROM jobq_job_dependencies AS e
-                LEFT JOIN ROWS FROM (
-                    pg_catalog.unnest(jobq__dependents_finished.job_ids),
-                    pg_catalog.unnest(jobq__dependents_finished.statuses)
-                ) AS p (id, status)
-                    ON p.id OPERATOR(pg_catalog.=) e.depends_on
-                WHERE e.job_id OPERATOR(pg_catalog.=) j.id
-                  AND e.depends_on = ANY (ARRAY(SELECT d.id FROM ended AS d))
-                ORDER BY p.status NULLS LAST, e.depends_on
-                LIMIT 1
-            ),
-            updated_at = v_now
-        FROM locked
-        WHERE j.id OPERATOR(pg_catalog.=) locked.id
-          AND j.status OPERATOR(pg_catalog.=) 'waiting'
-        RETURNING j.id, j.queue, j.job_type
-    ),
+        changed AS (
+            UPDATE jobq_jobs AS j
+            SET
+                status = 'cancelled',
+                finished_at = v_now,
+                waiting_on = 0,
+                last_error = (
+                    SELECT pg_catalog.format(
+                        'dependency %s ended %s', e.depends_on,
+                        coalesce(p.status, 'cancelled')
+                    )
+                    FROM jobq_job_dependencies AS e
+                    LEFT JOIN ROWS FROM (
+                        pg_catalog.unnest(jobq__dependents_finished.job_ids),
+                        pg_catalog.unnest(jobq__dependents_finished.statuses)
+                    ) AS p (id, status)
+                        ON p.id OPERATOR(pg_catalog.=) e.depends_on
+                    WHERE e.job_id OPERATOR(pg_catalog.=) j.id
+                      AND e.depends_on = ANY (ARRAY(SELECT d.id FROM ended AS d))
+                    ORDER BY p.status NULLS LAST, e.depends_on
+                    LIMIT 1
+                ),
+                updated_at = v_now
+            FROM locked
+            WHERE j.id OPERATOR(pg_catalog.=) locked.id
+              AND j.status OPERATOR(pg_catalog.=) 'waiting'
+            RETURNING j.id, j.queue, j.job_type
+        ),
 
-    counted AS MATERIALIZED (
-        SELECT jobq__metrics_count(
-            'cancelled'::text, pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type),
-            NULL::text[], NULL::double precision[]
-        ) AS n
-        FROM changed AS k
-        HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0
-    )
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'cancelled'::text, pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type),
+                NULL::text[], NULL::double precision[]
+            ) AS n
+            FROM changed AS k
+            HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0
+        )
 
-    SELECT pg_catalog.array_agg(c.id)
-    INTO v_cancelled
-    FROM changed AS c
-    LEFT JOIN counted ON TRUE;
-    IF v_cancelled IS NOT NULL THEN
-        PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_cancelled));
+        SELECT pg_catalog.array_agg(c.id)
+        INTO v_cancelled
+        FROM changed AS c
+        LEFT JOIN counted ON TRUE;
+        IF v_cancelled IS NOT NULL THEN
+            PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_cancelled));
+        END IF;
     END IF;
 
     WITH freed AS (
