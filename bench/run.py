@@ -22,13 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import pressure
+from . import pressure, workflows
 from .cluster import ROOT, SETTINGS, Cluster
 from .harness import Measurement, Target
 from .scenarios import Bench, Config
 
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
-SCENARIOS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14", "15", "16", "17")
+SCENARIOS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14", "15", "16", "17",
+             "18")
 BUSY_LOAD = 0.7  # 1-minute load average per core above which the machine counts as busy
 
 
@@ -226,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             "15": bench.scenario_producer,
             "16": bench.scenario_bulk,
             "17": lambda: bench.results.extend(pressure.scenario(cluster, config.quick, log)),
+            "18": lambda: bench.results.extend(workflows.scenario(cluster, config.quick, log)),
         }
         for s in SCENARIOS:
             if s in only:

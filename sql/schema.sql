@@ -29,6 +29,163 @@ locked_at for processing ones, finished_at for finished ones), which with id is 
 the next page; matches, false only on the row that marks where a filtered search of finished
 jobs stopped (the last job it examined: not one of the jobs listed, the cursor to search on).';
 
+CREATE FUNCTION public.jobq__add_edges(children uuid[], parents uuid[], rules text[], argument text, graft boolean DEFAULT false) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_parents uuid[];
+    v_known uuid[];
+    v_statuses text[];
+    v_unknown uuid;
+    v_children uuid[];
+    v_added integer;
+    v_cycle boolean;
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    v_parents := ARRAY(SELECT DISTINCT p.id FROM pg_catalog.unnest(parents) AS p (id));
+    IF pg_catalog.cardinality(v_parents) OPERATOR(pg_catalog.=) 0 THEN
+        RETURN 0;
+    END IF;
+
+    -- Lock and mark the live parents, then find every parent's status: live ones hold the
+    -- child back whatever their status ('live').
+    WITH locked AS MATERIALIZED (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.id = ANY (v_parents)
+        ORDER BY j.id
+        FOR NO KEY UPDATE
+    ),
+
+    marked AS (
+        UPDATE jobq_jobs AS j
+        SET has_dependents = TRUE
+        FROM locked
+        WHERE j.id OPERATOR(pg_catalog.=) locked.id AND NOT j.has_dependents
+    )
+
+    SELECT pg_catalog.array_agg(l.id), pg_catalog.array_agg('live'::text)
+    INTO v_known, v_statuses
+    FROM locked AS l;
+    v_known := coalesce(v_known, '{}');
+    v_statuses := coalesce(v_statuses, '{}');
+    IF pg_catalog.cardinality(v_known) OPERATOR(pg_catalog.<) pg_catalog.cardinality(v_parents)
+    THEN
+        -- The finished ones, with the fresh snapshot of this statement.
+        SELECT
+            v_known OPERATOR(pg_catalog.||) coalesce(pg_catalog.array_agg(h.id), '{}'),
+            v_statuses OPERATOR(pg_catalog.||) coalesce(pg_catalog.array_agg(h.status), '{}')
+        INTO v_known, v_statuses
+        FROM jobq_jobs_history AS h
+        WHERE h.id = ANY (v_parents) AND NOT h.id = ANY (v_known);
+    END IF;
+
+    SELECT p.id INTO v_unknown
+    FROM pg_catalog.unnest(v_parents) AS p (id)
+    WHERE NOT p.id = ANY (v_known)
+    LIMIT 1;
+    IF v_unknown IS NOT NULL THEN
+        RAISE EXCEPTION '%: no job has the id %', argument, v_unknown
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A job depends only on jobs that exist (or that the same call enqueues).';
+    END IF;
+
+    IF graft THEN
+        -- The waiting children, locked after their parents; the others get nothing.
+        v_children := ARRAY(
+            SELECT j.id
+            FROM jobq_jobs AS j
+            WHERE j.id = ANY (children) AND j.status OPERATOR(pg_catalog.=) 'waiting'
+            ORDER BY j.id
+            FOR UPDATE
+        );
+        -- A child that is one of its new parents' ancestors (or one of them) closes a cycle.
+        WITH RECURSIVE up (id) AS (
+            SELECT p.id FROM pg_catalog.unnest(v_parents) AS p (id)
+            UNION
+            SELECT e.depends_on
+            FROM up
+            JOIN jobq_job_dependencies AS e ON e.job_id OPERATOR(pg_catalog.=) up.id
+        )
+
+        SELECT EXISTS (SELECT FROM up WHERE up.id = ANY (children)) INTO v_cycle;
+        IF v_cycle THEN
+            RAISE EXCEPTION '%: the dependency would close a cycle', argument
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'A job cannot wait for a job that waits for it.';
+        END IF;
+    ELSE
+        v_children := children;
+    END IF;
+
+    -- The new edges, and what they do to each child.
+    WITH added AS (
+        INSERT INTO jobq_job_dependencies AS e (job_id, depends_on, on_failure)
+        SELECT DISTINCT ON (x.child, x.parent) x.child, x.parent, coalesce(x.rule, 'cancel')
+        FROM ROWS FROM (
+            pg_catalog.unnest(jobq__add_edges.children),
+            pg_catalog.unnest(jobq__add_edges.parents),
+            pg_catalog.unnest(jobq__add_edges.rules)
+        ) AS x (child, parent, rule)
+        WHERE x.child = ANY (v_children)
+        ORDER BY x.child, x.parent
+        ON CONFLICT (job_id, depends_on) DO NOTHING
+        RETURNING e.job_id, e.depends_on, e.on_failure
+    ),
+
+    effect AS (
+        SELECT
+            a.job_id,
+            pg_catalog.count(*) FILTER (
+                WHERE p.status OPERATOR(pg_catalog.=) 'live'
+                   OR (p.status OPERATOR(pg_catalog.<>) 'succeeded'
+                       AND a.on_failure OPERATOR(pg_catalog.=) 'wait')
+            )::integer AS holding,
+            pg_catalog.min(pg_catalog.format('dependency %s ended %s', a.depends_on, p.status))
+                FILTER (
+                    WHERE p.status IN ('failed', 'dead_letter', 'cancelled')
+                      AND a.on_failure OPERATOR(pg_catalog.=) 'cancel'
+                ) AS cancel_reason,
+            pg_catalog.count(*)::integer AS n
+        FROM added AS a
+        JOIN ROWS FROM (pg_catalog.unnest(v_known), pg_catalog.unnest(v_statuses)) AS p (id, status)
+            ON p.id OPERATOR(pg_catalog.=) a.depends_on
+        GROUP BY a.job_id
+    ),
+
+    changed AS (
+        UPDATE jobq_jobs AS j
+        SET
+            status = CASE
+                WHEN f.cancel_reason IS NOT NULL THEN 'cancelled'
+                WHEN j.waiting_on OPERATOR(pg_catalog.+) f.holding OPERATOR(pg_catalog.>) 0
+                    THEN 'waiting'
+                ELSE j.status
+            END,
+            waiting_on = CASE
+                WHEN f.cancel_reason IS NOT NULL THEN 0
+                ELSE j.waiting_on OPERATOR(pg_catalog.+) f.holding
+            END,
+            finished_at = CASE WHEN f.cancel_reason IS NOT NULL THEN v_now END,
+            last_error = coalesce(f.cancel_reason, j.last_error),
+            updated_at = v_now
+        FROM effect AS f
+        WHERE j.id OPERATOR(pg_catalog.=) f.job_id
+          AND (f.cancel_reason IS NOT NULL OR f.holding OPERATOR(pg_catalog.>) 0)
+    )
+
+    SELECT coalesce(pg_catalog.sum(f.n), 0)::integer INTO v_added FROM effect AS f;
+    RETURN v_added;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__add_edges(children uuid[], parents uuid[], rules text[], argument text, graft boolean) IS 'Private. Records that children[i] depends on parents[i] under rules[i] and sets each child''s
+status and waiting_on from its parents'' (a cancel rule and a parent that ended failed,
+dead_letter or cancelled: the child is cancelled). graft: the children exist; only the waiting
+ones get edges, and a cycle is refused. Returns how many edges were added. 22023 naming
+argument for an unknown parent or a cycle.';
+
 CREATE FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $_$
@@ -134,17 +291,21 @@ DECLARE
 BEGIN
     UPDATE jobq_jobs AS j
     SET
-        status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
-        finished_at = CASE WHEN j.status = 'pending' THEN v_now END,
+        status = CASE WHEN j.status IN ('pending', 'waiting') THEN 'cancelled' ELSE j.status END,
+        finished_at = CASE WHEN j.status IN ('pending', 'waiting') THEN v_now END,
+        waiting_on = 0,
         last_error = CASE
-            WHEN j.status = 'pending' THEN coalesce(new.reason, 'cancelled')
+            WHEN j.status IN ('pending', 'waiting') THEN coalesce(new.reason, 'cancelled')
             ELSE j.last_error
         END,
         cancel_requested_at = CASE WHEN j.status = 'processing' THEN new.requested_at END,
         cancel_reason = CASE WHEN j.status = 'processing' THEN new.reason END,
         updated_at = v_now
     WHERE j.id = new.job_id
-      AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
+      AND (
+          j.status IN ('pending', 'waiting')
+          OR (j.status = 'processing' AND j.cancel_requested_at IS NULL)
+      )
     RETURNING j.status, j.queue, j.job_type, j.locked_by
     INTO v_status, v_queue, v_job_type, v_worker;
 
@@ -212,11 +373,14 @@ CREATE TABLE public.jobq_jobs (
     limit_key text,
     claimed_at timestamp with time zone,
     locked_until timestamp with time zone,
+    waiting_on integer DEFAULT 0 NOT NULL,
+    has_dependents boolean DEFAULT false NOT NULL,
     CONSTRAINT jobq_jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobq_jobs_cancel_check CHECK (((status <> 'pending'::text) OR ((cancel_requested_at IS NULL) AND (cancel_reason IS NULL)))),
     CONSTRAINT jobq_jobs_claim_check CHECK (((status = 'processing'::text) = ((locked_at IS NOT NULL) AND (locked_by IS NOT NULL)))),
     CONSTRAINT jobq_jobs_limit_key_needs_group CHECK (((limit_key IS NULL) OR (limit_group IS NOT NULL))),
-    CONSTRAINT jobq_jobs_max_attempts_check CHECK ((max_attempts >= 1))
+    CONSTRAINT jobq_jobs_max_attempts_check CHECK ((max_attempts >= 1)),
+    CONSTRAINT jobq_jobs_waiting_check CHECK (((status <> 'waiting'::text) OR (waiting_on > 0)))
 )
 WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0.0', autovacuum_vacuum_insert_threshold='20000', autovacuum_analyze_scale_factor='0.0', autovacuum_analyze_threshold='10000', autovacuum_vacuum_cost_delay='0');
 
@@ -330,6 +494,15 @@ COMMENT ON COLUMN public.jobq_jobs.locked_until IS 'When the current claim''s lo
 takes over a processing job whose locked_until has passed, whatever its own lock_timeout. NULL
 unless processing.';
 
+COMMENT ON COLUMN public.jobq_jobs.waiting_on IS 'How many of the job''s dependencies still hold it back: those that have not succeeded (for
+on_dependency_failure run: not finished). The finishing transaction of a dependency
+decrements it under the job''s row lock; the one that brings it to 0 makes the job pending,
+so concurrent dependencies release it exactly once. 0 for a job without dependencies.';
+
+COMMENT ON COLUMN public.jobq_jobs.has_dependents IS 'Whether another job depends on this one (set under this row''s lock when a dependent is
+enqueued or grafted). The statements that finish a job read it with the row they finish: a
+job without dependents costs no look-up of jobq_job_dependencies.';
+
 COMMENT ON CONSTRAINT jobq_jobs_attempts_check ON public.jobq_jobs IS 'attempts is never negative (jobq_release gives an attempt back down to 0 at most).';
 
 COMMENT ON CONSTRAINT jobq_jobs_cancel_check ON public.jobq_jobs IS 'A pending job has no cancel request, so a job is never claimed again after its cancel took
@@ -344,6 +517,8 @@ choose that index over the primary key, scanning every claimed job on each call.
 COMMENT ON CONSTRAINT jobq_jobs_limit_key_needs_group ON public.jobq_jobs IS 'A limit_key means something only within a limit_group.';
 
 COMMENT ON CONSTRAINT jobq_jobs_max_attempts_check ON public.jobq_jobs IS 'A job may be claimed at least once (jobq_enqueue also refuses more than 1000).';
+
+COMMENT ON CONSTRAINT jobq_jobs_waiting_check ON public.jobq_jobs IS 'A waiting job has a dependency that holds it back; a job with none left is pending.';
 
 CREATE FUNCTION public.jobq__claim_limited(worker_id text, job_types text[], queues text[], batch_size integer, range_type_hashes bigint[], range_queue_hashes bigint[], lock_until timestamp with time zone, paused_queues text[]) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql
@@ -1209,6 +1384,184 @@ COMMENT ON FUNCTION public.jobq__cron_parse(cron text) IS 'Private. Parses a fiv
 minutes, hours, days of month, months, days of week (Sunday 0), then 1/0 for a day-of-month
 and a day-of-week field starting with *. Errors: 22023 naming the field that is wrong.';
 
+CREATE FUNCTION public.jobq__dependency_argument_problem(depends_on uuid[], on_dependency_failure text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN on_dependency_failure IS NULL
+            OR on_dependency_failure NOT IN ('cancel', 'run', 'wait')
+            THEN pg_catalog.format(
+                'on_dependency_failure must be cancel, run or wait, got %s',
+                coalesce(pg_catalog.quote_literal(on_dependency_failure), 'NULL')
+            )
+        WHEN depends_on IS NULL
+            THEN 'depends_on must be an array of job ids'
+        WHEN pg_catalog.cardinality(depends_on) > 10000
+            THEN pg_catalog.format(
+                'depends_on has %s elements, at most 10000 are allowed',
+                pg_catalog.cardinality(depends_on)
+            )
+        WHEN pg_catalog.array_position(depends_on, NULL) IS NOT NULL
+            THEN 'depends_on must not contain NULL'
+    END
+$$;
+
+COMMENT ON FUNCTION public.jobq__dependency_argument_problem(depends_on uuid[], on_dependency_failure text) IS 'Private. Returns the first problem with a job''s depends_on and on_dependency_failure (a
+message naming the argument), or NULL.';
+
+CREATE FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_cancelled uuid[];
+    v_released integer;
+    v_queues text[];
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    -- Only ends other than success cancel anything: a completion skips this statement.
+    IF pg_catalog.array_remove(jobq__dependents_finished.statuses, 'succeeded'::text)
+        OPERATOR(pg_catalog.<>) '{}'::text[]
+    THEN
+        WITH RECURSIVE ended (id, status) AS (
+            SELECT f.id, f.status
+            FROM ROWS FROM (
+                pg_catalog.unnest(jobq__dependents_finished.job_ids),
+                pg_catalog.unnest(jobq__dependents_finished.statuses)
+            ) AS f (id, status)
+            WHERE f.status OPERATOR(pg_catalog.<>) 'succeeded'
+            UNION
+            SELECT e.job_id, 'cancelled'::text
+            FROM ended AS d
+            JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) d.id
+            JOIN jobq_jobs AS c ON c.id OPERATOR(pg_catalog.=) e.job_id
+            WHERE c.status OPERATOR(pg_catalog.=) 'waiting'
+              AND (
+                  e.on_failure OPERATOR(pg_catalog.=) 'cancel'
+                  OR (e.on_failure OPERATOR(pg_catalog.=) 'wait'
+                      AND d.status OPERATOR(pg_catalog.=) 'pruned')
+              )
+        ),
+
+        locked AS MATERIALIZED (
+            SELECT j.id
+            FROM jobq_jobs AS j
+            WHERE j.id = ANY (ARRAY(SELECT d.id FROM ended AS d))
+              AND j.status OPERATOR(pg_catalog.=) 'waiting'
+            ORDER BY j.id
+            FOR UPDATE
+        ),
+
+        changed AS (
+            UPDATE jobq_jobs AS j
+            SET
+                status = 'cancelled',
+                finished_at = v_now,
+                waiting_on = 0,
+                last_error = (
+                    SELECT pg_catalog.format(
+                        'dependency %s ended %s', e.depends_on,
+                        coalesce(p.status, 'cancelled')
+                    )
+                    FROM jobq_job_dependencies AS e
+                    LEFT JOIN ROWS FROM (
+                        pg_catalog.unnest(jobq__dependents_finished.job_ids),
+                        pg_catalog.unnest(jobq__dependents_finished.statuses)
+                    ) AS p (id, status)
+                        ON p.id OPERATOR(pg_catalog.=) e.depends_on
+                    WHERE e.job_id OPERATOR(pg_catalog.=) j.id
+                      AND e.depends_on = ANY (ARRAY(SELECT d.id FROM ended AS d))
+                    ORDER BY p.status NULLS LAST, e.depends_on
+                    LIMIT 1
+                ),
+                updated_at = v_now
+            FROM locked
+            WHERE j.id OPERATOR(pg_catalog.=) locked.id
+              AND j.status OPERATOR(pg_catalog.=) 'waiting'
+            RETURNING j.id, j.queue, j.job_type
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'cancelled'::text, pg_catalog.array_agg(k.queue), pg_catalog.array_agg(k.job_type),
+                NULL::text[], NULL::double precision[]
+            ) AS n
+            FROM changed AS k
+            HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0
+        )
+
+        SELECT pg_catalog.array_agg(c.id)
+        INTO v_cancelled
+        FROM changed AS c
+        LEFT JOIN counted ON TRUE;
+        IF v_cancelled IS NOT NULL THEN
+            PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_cancelled));
+        END IF;
+    END IF;
+
+    WITH freed AS (
+        SELECT e.job_id, pg_catalog.count(*)::integer AS n
+        FROM ROWS FROM (
+            pg_catalog.unnest(jobq__dependents_finished.job_ids),
+            pg_catalog.unnest(jobq__dependents_finished.statuses)
+        ) AS f (id, status)
+        JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) f.id
+        WHERE f.status OPERATOR(pg_catalog.=) 'succeeded'
+           OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
+               AND f.status OPERATOR(pg_catalog.<>) 'pruned')
+        GROUP BY e.job_id
+    ),
+
+    locked AS MATERIALIZED (
+        SELECT j.id, freed.n
+        FROM jobq_jobs AS j
+        JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) j.id
+        WHERE j.status OPERATOR(pg_catalog.=) 'waiting'
+        ORDER BY j.id
+        FOR UPDATE OF j
+    ),
+
+    released AS (
+        UPDATE jobq_jobs AS j
+        SET
+            waiting_on = j.waiting_on OPERATOR(pg_catalog.-) locked.n,
+            status = CASE
+                WHEN j.waiting_on OPERATOR(pg_catalog.<=) locked.n THEN 'pending'
+                ELSE 'waiting'
+            END,
+            available_at = CASE
+                WHEN j.waiting_on OPERATOR(pg_catalog.<=) locked.n AND NOT j.scheduled
+                    THEN v_now
+                ELSE j.available_at
+            END,
+            updated_at = v_now
+        FROM locked
+        WHERE j.id OPERATOR(pg_catalog.=) locked.id
+          AND j.status OPERATOR(pg_catalog.=) 'waiting'
+        RETURNING j.status, j.queue, j.available_at
+    )
+
+    SELECT
+        (pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'pending'))::integer,
+        pg_catalog.array_agg(DISTINCT r.queue) FILTER (
+            WHERE r.status OPERATOR(pg_catalog.=) 'pending'
+              AND r.available_at OPERATOR(pg_catalog.<=) v_now
+        )
+    INTO v_released, v_queues
+    FROM released AS r;
+    IF v_queues IS NOT NULL THEN
+        PERFORM jobq__notify(v_queues);
+    END IF;
+    RETURN v_released OPERATOR(pg_catalog.+) coalesce(pg_catalog.cardinality(v_cancelled), 0);
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) IS 'Private. Applies the end of job_ids (each with its final status in statuses) to their
+waiting dependents: cancels those with rule cancel of a job that did not succeed (and with rule
+wait of a job that is gone, status pruned), transitively;
+decrements waiting_on of the others that the end frees and makes pending those left with none.
+Returns how many dependents were released or cancelled.';
+
 CREATE FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -1548,7 +1901,9 @@ BEGIN
                 priority => coalesce(priorities[r.ord], 0),
                 queue => coalesce(queues[r.ord], 'default'::text),
                 limit_group => limit_groups[r.ord],
-                limit_key => limit_keys[r.ord]
+                limit_key => limit_keys[r.ord],
+                depends_on => NULL::uuid[],
+                on_dependency_failure => 'cancel'::text
             ) END ORDER BY r.ord)
         INTO v_ids
         FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);
@@ -2367,8 +2722,12 @@ CREATE FUNCTION public.jobq__requeue(job_ids uuid[]) RETURNS TABLE(queue text, j
 DECLARE
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
+    v_ids uuid[];
+    v_queues text[];
+    v_job_types text[];
+    v_statuses text[];
+    v_edges record;
 BEGIN
-    RETURN QUERY
     WITH moved AS (
         DELETE FROM jobq_jobs_history AS h
         WHERE h.id = ANY (jobq__requeue.job_ids)
@@ -2393,21 +2752,86 @@ BEGIN
         RETURNING j.id
     )
 
-    SELECT m.queue, m.job_type, m.status
+    SELECT
+        pg_catalog.array_agg(m.id), pg_catalog.array_agg(m.queue),
+        pg_catalog.array_agg(m.job_type), pg_catalog.array_agg(m.status)
+    INTO v_ids, v_queues, v_job_types, v_statuses
     FROM moved AS m
     JOIN back AS b ON b.id = m.id;
+    IF v_ids IS NULL THEN
+        RETURN;
+    END IF;
+
+    -- As dependencies: unfinished again, for their waiting dependents of rule run.
+    IF EXISTS (SELECT FROM jobq_job_dependencies AS e WHERE e.depends_on = ANY (v_ids)) THEN
+        UPDATE jobq_jobs AS j SET has_dependents = TRUE
+        WHERE j.id = ANY (v_ids)
+          AND EXISTS (SELECT FROM jobq_job_dependencies AS e WHERE e.depends_on = j.id);
+        WITH held AS (
+            SELECT e.job_id, pg_catalog.count(*)::integer AS n
+            FROM jobq_job_dependencies AS e
+            WHERE e.depends_on = ANY (v_ids) AND e.on_failure = 'run'
+            GROUP BY e.job_id
+        ),
+
+        locked AS MATERIALIZED (
+            SELECT j.id, held.n
+            FROM jobq_jobs AS j
+            JOIN held ON held.job_id = j.id
+            WHERE j.status = 'waiting'
+            ORDER BY j.id
+            FOR UPDATE OF j
+        )
+
+        UPDATE jobq_jobs AS j
+        SET waiting_on = j.waiting_on + locked.n, updated_at = v_now
+        FROM locked
+        WHERE j.id = locked.id AND j.status = 'waiting';
+    END IF;
+
+    -- As dependents: their dependencies that still exist apply again, as at an enqueue.
+    WITH gone AS (
+        DELETE FROM jobq_job_dependencies AS e
+        WHERE e.job_id = ANY (v_ids)
+        RETURNING e.job_id, e.depends_on, e.on_failure
+    )
+
+    SELECT
+        pg_catalog.array_agg(g.job_id) AS children,
+        pg_catalog.array_agg(g.depends_on) AS parents,
+        pg_catalog.array_agg(g.on_failure) AS rules
+    INTO v_edges
+    FROM gone AS g
+    WHERE EXISTS (SELECT FROM jobq_all_jobs AS a WHERE a.id = g.depends_on);
+    IF v_edges.children IS NOT NULL THEN
+        PERFORM jobq__add_edges(
+            v_edges.children, v_edges.parents, v_edges.rules, 'job_ids'::text, FALSE
+        );
+    END IF;
+
+    RETURN QUERY
+    SELECT r.queue, r.job_type, r.status
+    FROM ROWS FROM (
+        pg_catalog.unnest(v_queues),
+        pg_catalog.unnest(v_job_types),
+        pg_catalog.unnest(v_statuses)
+    ) AS r (queue, job_type, status);
 END;
 $$;
 
 COMMENT ON FUNCTION public.jobq__requeue(job_ids uuid[]) IS 'Private. Moves the dead_letter, failed and cancelled jobs among job_ids from
 jobq_jobs_history back to jobq_jobs, pending and available now (attempts 0, claim and cancel
-request cleared, error history kept); returns the queue, job type and former status of each.';
+request cleared, error history kept); returns the queue, job type and former status of each.
+Their dependencies apply again (waiting or cancelled again), and their waiting dependents of
+rule run wait for them again.';
 
 CREATE FUNCTION public.jobq__retire(job_ids uuid[]) RETURNS integer
     LANGUAGE plpgsql
     AS $$
 DECLARE
     v_moved integer;
+    v_parents uuid[];
+    v_statuses text[];
 BEGIN
     IF job_ids IS NULL OR pg_catalog.cardinality(job_ids) = 0 THEN
         RETURN 0;
@@ -2420,29 +2844,42 @@ BEGIN
             j.attempts, j.max_attempts, j.available_at, j.locked_at, j.locked_by,
             j.last_error, j.errors, j.created_at, j.updated_at, j.finished_at, j.scheduled,
             j.result, j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key,
-            j.claimed_at
+            j.claimed_at, j.has_dependents
+    ),
+
+    kept AS (
+        INSERT INTO jobq_jobs_history (
+            id, queue, job_type, payload, idempotency_key, status, priority, attempts,
+            max_attempts, available_at, locked_at, locked_by, last_error, errors, created_at,
+            updated_at, finished_at, scheduled, result, cancel_requested_at, cancel_reason,
+            limit_group, limit_key, claimed_at
+        )
+        SELECT
+            m.id, m.queue, m.job_type, m.payload, m.idempotency_key, m.status, m.priority,
+            m.attempts, m.max_attempts, m.available_at, m.locked_at, m.locked_by, m.last_error,
+            m.errors, m.created_at, m.updated_at, m.finished_at, m.scheduled, m.result,
+            m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
+        FROM moved AS m
+        RETURNING 1
     )
 
-    INSERT INTO jobq_jobs_history (
-        id, queue, job_type, payload, idempotency_key, status, priority, attempts,
-        max_attempts, available_at, locked_at, locked_by, last_error, errors, created_at,
-        updated_at, finished_at, scheduled, result, cancel_requested_at, cancel_reason,
-        limit_group, limit_key, claimed_at
-    )
     SELECT
-        m.id, m.queue, m.job_type, m.payload, m.idempotency_key, m.status, m.priority,
-        m.attempts, m.max_attempts, m.available_at, m.locked_at, m.locked_by, m.last_error,
-        m.errors, m.created_at, m.updated_at, m.finished_at, m.scheduled, m.result,
-        m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
+        (SELECT pg_catalog.count(*) FROM kept)::integer,
+        pg_catalog.array_agg(m.id) FILTER (WHERE m.has_dependents),
+        pg_catalog.array_agg(m.status) FILTER (WHERE m.has_dependents)
+    INTO v_moved, v_parents, v_statuses
     FROM moved AS m;
-    GET DIAGNOSTICS v_moved = ROW_COUNT;
+    IF v_parents IS NOT NULL THEN
+        PERFORM jobq__dependents_finished(v_parents, v_statuses);
+    END IF;
     RETURN v_moved;
 END;
 $$;
 
 COMMENT ON FUNCTION public.jobq__retire(job_ids uuid[]) IS 'Private. Moves the finished jobs among job_ids from jobq_jobs to jobq_jobs_history (one
 DELETE ... RETURNING feeding one INSERT); returns how many moved. Called by the trigger
-jobq_jobs_retire at the end of the statement that finished them.';
+jobq_jobs_retire at the end of the statement that finished them. Passes the end of those
+with dependents on to them (jobq__dependents_finished).';
 
 CREATE FUNCTION public.jobq__retire_row() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2478,8 +2915,9 @@ CREATE FUNCTION public.jobq__statuses(finished boolean DEFAULT NULL::boolean) RE
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $$
 DECLARE
-    -- pending waits (also between retries); processing is claimed.
-    v_unfinished CONSTANT text[] := ARRAY['pending', 'processing'];
+    -- waiting has a dependency that has not succeeded (never claimed); pending waits (also
+    -- between retries); processing is claimed.
+    v_unfinished CONSTANT text[] := ARRAY['waiting', 'pending', 'processing'];
     -- succeeded is done; failed is a permanent failure the worker asked for; dead_letter has
     -- used all its attempts; cancelled was cancelled (jobq_cancel).
     v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'];
@@ -2544,7 +2982,9 @@ BEGIN
                     priority => v_row.priority,
                     queue => v_row.queue,
                     limit_group => NULL::text,
-                    limit_key => NULL::text
+                    limit_key => NULL::text,
+                    depends_on => NULL::uuid[],
+                    on_dependency_failure => 'cancel'::text
                 );
                 v_ids := pg_catalog.array_append(v_ids, v_id);
             END LOOP;
@@ -2693,6 +3133,61 @@ COMMENT ON FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], q
 filters (NULL: all); writes only when its row is older than 5 seconds or the filters changed.
 Called by jobq_dequeue.';
 
+CREATE FUNCTION public.jobq_add_dependencies(job_id uuid, depends_on uuid[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_error text;
+BEGIN
+    IF jobq_add_dependencies.job_id IS NULL THEN
+        RAISE EXCEPTION 'jobq_add_dependencies: job_id must not be NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_error := jobq__dependency_argument_problem(
+        jobq_add_dependencies.depends_on, 'cancel'::text
+    );
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_add_dependencies: %', v_error
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_add_dependencies.job_id = ANY (jobq_add_dependencies.depends_on) THEN
+        RAISE EXCEPTION 'jobq_add_dependencies: depends_on would close a cycle: a job cannot '
+                        'wait for itself'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The new edges take the rule the job already waits under (each job has one).
+    RETURN jobq__add_edges(
+        pg_catalog.array_fill(
+            jobq_add_dependencies.job_id,
+            ARRAY[pg_catalog.cardinality(jobq_add_dependencies.depends_on)]
+        ),
+        jobq_add_dependencies.depends_on,
+        pg_catalog.array_fill(
+            coalesce((
+                SELECT e.on_failure FROM jobq_job_dependencies AS e
+                WHERE e.job_id = jobq_add_dependencies.job_id
+                LIMIT 1
+            ), 'cancel'),
+            ARRAY[pg_catalog.cardinality(jobq_add_dependencies.depends_on)]
+        ),
+        'jobq_add_dependencies: depends_on'::text,
+        TRUE
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_add_dependencies(job_id uuid, depends_on uuid[]) IS 'Adds dependencies to a job that is still waiting: it then also waits for these (with the
+on_dependency_failure it was enqueued with). A dependency that has already succeeded adds an
+edge but holds nothing back.
+Arguments: job_id (the waiting job), depends_on (up to 10,000 ids of existing jobs, no NULL).
+Result: how many dependencies were added (ones already there count 0); 0 when the job is not
+waiting (unknown, pending, running or finished: nothing changes).
+Errors: 22023 NULL job_id, NULL or too many ids, an unknown id, or a dependency that would
+close a cycle (the job itself, or a job that waits for it); nothing changes.
+Concurrency: locks the dependencies still running (until commit: their completion waits for
+it), then the job; a dependency that finishes concurrently is seen finished or sees the edge.';
+
 CREATE FUNCTION public.jobq_await(job_ids uuid[], timeout interval DEFAULT '00:00:30'::interval) RETURNS TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, finished_at timestamp with time zone, cancel_requested boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -2795,7 +3290,7 @@ BEGIN
         SELECT j.id
         FROM jobq_jobs AS j
         WHERE j.id = ANY (jobq_cancel.job_ids)
-          AND j.status = 'pending'
+          AND j.status IN ('pending', 'waiting')
         ORDER BY j.id
         FOR UPDATE
     ),
@@ -2805,12 +3300,13 @@ BEGIN
         SET
             status = 'cancelled',
             finished_at = v_now,
+            waiting_on = 0,
             last_error = coalesce(v_reason, 'cancelled'),
             updated_at = v_now
         FROM locked
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job claimed while we waited for its lock is processing.
-          AND j.status = 'pending'
+          AND j.status IN ('pending', 'waiting')
         RETURNING j.id, j.queue, j.job_type
     ),
 
@@ -2858,8 +3354,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_cancel(job_ids uuid[], reason text) IS 'Cancels jobs. A pending job becomes cancelled at once (finished_at set, the reason as
-last_error). A processing job keeps running and gets a cancel request: cancel_requested_at
+COMMENT ON FUNCTION public.jobq_cancel(job_ids uuid[], reason text) IS 'Cancels jobs. A pending or waiting job becomes cancelled at once (finished_at set, the
+reason as last_error), and its dependents follow their on_dependency_failure rules. A processing job keeps running and gets a cancel request: cancel_requested_at
 (and the reason in cancel_reason), set on its row when the caller''s transaction commits; its
 worker is then told by a NOTIFY on the cancel channel and by jobq_cancel_requested(); if that
 attempt then fails, is released or is taken over, the job ends cancelled and never runs again;
@@ -2909,6 +3405,7 @@ DECLARE
     v_queue text;
     v_job_type text;
     v_claimed_at timestamptz;
+    v_has_dependents boolean;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -2940,7 +3437,8 @@ BEGIN
         RETURNING
             j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.priority, j.attempts,
             j.max_attempts, j.available_at, j.last_error, j.errors, j.created_at, j.scheduled,
-            j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at
+            j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at,
+            j.has_dependents
     ),
 
     kept AS (
@@ -2963,9 +3461,14 @@ BEGIN
     -- is empty unless someone waits, with no statement of its own.
     SELECT
         EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = k.id),
-        k.queue, k.job_type, k.claimed_at
-    INTO v_awaited, v_queue, v_job_type, v_claimed_at
-    FROM kept AS k;
+        k.queue, k.job_type, k.claimed_at, m.has_dependents
+    INTO v_awaited, v_queue, v_job_type, v_claimed_at, v_has_dependents
+    FROM kept AS k
+    JOIN moved AS m ON m.id = k.id;
+    -- Its dependents, only when the row says it has some: no statement for the others.
+    IF v_has_dependents THEN
+        PERFORM jobq__dependents_finished(ARRAY[jobq_complete.job_id], ARRAY['succeeded'::text]);
+    END IF;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
             'succeeded'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
@@ -2989,6 +3492,7 @@ Result: true if it completed the job; false otherwise (unknown job, not processi
 taken over or of another attempt), and nothing changes then: no result is stored.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; 54000 result larger than
 max_payload_bytes (nothing changes).
+A dependent whose last dependency this was becomes pending in the same transaction.
 Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
 first wins, and a taken-over claim can no longer complete. A NOTIFY on the installation''s done
 channel (an empty payload: listeners re-check) when a client awaits the job (jobq_await).';
@@ -3001,6 +3505,7 @@ DECLARE
     v_done integer;
     v_awaited text[];
     v_ids uuid[];
+    v_parents uuid[];
     v_error text;
     v_limit integer;
     v_big record;
@@ -3068,7 +3573,7 @@ BEGIN
             j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.priority, j.attempts,
             j.max_attempts, j.available_at, j.last_error, j.errors, j.created_at, j.scheduled,
             j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at,
-            d.result
+            j.has_dependents, d.result
     ),
 
     done AS (
@@ -3101,10 +3606,18 @@ BEGIN
 
     SELECT
         pg_catalog.count(*)::integer,
-        pg_catalog.array_agg(done.id) FILTER (WHERE done.awaited)
-    INTO v_done, v_ids
+        pg_catalog.array_agg(done.id) FILTER (WHERE done.awaited),
+        -- jobs with dependents (read with their rows: nothing more for the others)
+        (SELECT pg_catalog.array_agg(m.id) FROM moved AS m WHERE m.has_dependents)
+    INTO v_done, v_ids, v_parents
     FROM done
     LEFT JOIN counted ON TRUE;
+    IF v_parents IS NOT NULL THEN
+        PERFORM jobq__dependents_finished(
+            v_parents,
+            pg_catalog.array_fill('succeeded'::text, ARRAY[pg_catalog.cardinality(v_parents)])
+        );
+    END IF;
     IF v_ids IS NOT NULL THEN
         v_awaited := jobq__awaits_end(v_ids);
     END IF;
@@ -3126,6 +3639,8 @@ Result: how many jobs were completed; the others (not held, another attempt) are
 Errors: 22023 when attempts or results and job_ids differ in length, worker_id NULL, blank or
 longer than 200 characters; 54000 when a result is larger than max_payload_bytes (the message
 names its position; nothing changes).
+A job''s dependents that this completion frees are released in the same transaction
+(jobq__dependents_finished).
 Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
 the installation''s done channel (an empty payload, one per transaction) when it completed a
@@ -3192,6 +3707,24 @@ Result: every setting, as a JSON object ({"max_payload_bytes": n, "metrics": fal
 Errors: 22023 max_payload_bytes < 1, metrics_label_sets outside 0..1000000.
 Concurrency: turning metrics on again waits for the writers of jobq_jobs of the moment, and
 blocks new ones while it counts (see jobq_metrics_recount).';
+
+CREATE FUNCTION public.jobq_dependencies(job_id uuid) RETURNS TABLE(id uuid, job_type text, status text, result jsonb)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT a.id, a.job_type, a.status, a.result
+    FROM jobq_job_dependencies AS e
+    JOIN jobq_all_jobs AS a ON a.id = e.depends_on
+    WHERE e.job_id = jobq_dependencies.job_id
+    ORDER BY a.id
+$$;
+
+COMMENT ON FUNCTION public.jobq_dependencies(job_id uuid) IS 'The jobs that a job depends on (its direct dependencies), each with its job_type, status
+and result (NULL until it succeeds with one).
+Arguments: job_id (any job; NULL or unknown: no rows).
+Result: one row per dependency that still exists, by id.
+Errors: none.
+Concurrency: a plain read; takes no lock.';
 
 CREATE FUNCTION public.jobq_dequeue(worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, lock_timeout interval DEFAULT '00:05:00'::interval, queues text[] DEFAULT NULL::text[]) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4088,7 +4621,7 @@ same job, one call never locks or claims more than batch_size pending rows, and 
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
 awaits sends a NOTIFY on the done channel (an empty payload).';
 
-CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text, limit_group text DEFAULT NULL::text, limit_key text DEFAULT NULL::text) RETURNS uuid
+CREATE FUNCTION public.jobq_enqueue(job_type text, payload jsonb DEFAULT '{}'::jsonb, idempotency_key text DEFAULT NULL::text, max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, priority integer DEFAULT 0, queue text DEFAULT 'default'::text, limit_group text DEFAULT NULL::text, limit_key text DEFAULT NULL::text, depends_on uuid[] DEFAULT NULL::uuid[], on_dependency_failure text DEFAULT 'cancel'::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
@@ -4113,6 +4646,17 @@ BEGIN
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_enqueue: %', v_error
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_enqueue.depends_on IS NOT NULL
+        OR jobq_enqueue.on_dependency_failure IS DISTINCT FROM 'cancel'
+    THEN
+        v_error := jobq__dependency_argument_problem(
+            coalesce(jobq_enqueue.depends_on, '{}'::uuid[]), jobq_enqueue.on_dependency_failure
+        );
+        IF v_error IS NOT NULL THEN
+            RAISE EXCEPTION 'jobq_enqueue: %', v_error
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
     END IF;
     IF jobq_enqueue.payload IS NULL THEN
         RAISE EXCEPTION 'jobq_enqueue: payload must not be NULL'
@@ -4231,6 +4775,19 @@ BEGIN
         END LOOP;
     END IF;
 
+    IF pg_catalog.cardinality(jobq_enqueue.depends_on) > 0 THEN
+        PERFORM jobq__add_edges(
+            pg_catalog.array_fill(v_id, ARRAY[pg_catalog.cardinality(jobq_enqueue.depends_on)]),
+            jobq_enqueue.depends_on,
+            pg_catalog.array_fill(
+                jobq_enqueue.on_dependency_failure,
+                ARRAY[pg_catalog.cardinality(jobq_enqueue.depends_on)]
+            ),
+            'jobq_enqueue: depends_on'::text,
+            FALSE
+        );
+    END IF;
+
     IF v_metrics THEN  -- read with the limit: no call at all while counting is off
         PERFORM jobq__metrics_count(
             'enqueued'::text, ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type],
@@ -4248,24 +4805,31 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) IS 'Adds a pending job.
+COMMENT ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text, depends_on uuid[], on_dependency_failure text) IS 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
 max_payload_bytes bytes in its text form, default 1 MiB), idempotency_key (NULL or 1-1000
 chars and at most 1800 bytes; unique per job_type), max_attempts (1-1000), run_at (not claimed before; NULL = now; must be finite),
 priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
 limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
 the whole group shares one limit, else 1-200 chars: each key of the group has the group''s
-limits for itself; needs a limit_group).
+limits for itself; needs a limit_group), depends_on (NULL or up to 10,000 ids of jobs this
+one waits for: it is enqueued waiting and becomes pending in the transaction in which the last
+of them succeeds), on_dependency_failure (what a dependency that ends failed, dead_letter or
+cancelled does: cancel, the default, cancels this job and its own dependents by their rules;
+run makes it pending once every dependency has finished; wait keeps it waiting until the
+dependency is requeued and succeeds).
 Result: the new job''s id; if a job with the same job_type and idempotency_key exists, in any
 status, nothing is added or changed and that job''s id is returned (the same key under another
 job_type is another job).
 Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at/limit_group/
-limit_key (blank, too long, a limit_key without a limit_group) or a payload
+limit_key (blank, too long, a limit_key without a limit_group), an unknown id or NULL in
+depends_on, a bad on_dependency_failure, or a payload
 that is not a JSON object, 22004 NULL payload, 54000 payload too large.
 Concurrency: N sessions enqueuing one key (of one job_type) at once make one row and all get its id. Runs in the
 caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
 in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
-now (delivered at commit).';
+now (delivered at commit). With depends_on, the dependencies still running are locked until
+the caller commits (their completion waits that long).';
 
 CREATE FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[] DEFAULT NULL::jsonb[], idempotency_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], priorities integer[] DEFAULT NULL::integer[], queues text[] DEFAULT NULL::text[], limit_groups text[] DEFAULT NULL::text[], limit_keys text[] DEFAULT NULL::text[]) RETURNS TABLE(ord integer, id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4490,6 +5054,10 @@ DECLARE
     v_queues text[];
     v_limit_groups text[];
     v_limit_keys text[];
+    v_graph boolean;
+    v_n integer;
+    v_ids uuid[];
+    v_edges record;
 BEGIN
     IF jobs IS NULL OR pg_catalog.jsonb_typeof(jobs) <> 'array' THEN
         RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
@@ -4505,6 +5073,7 @@ BEGIN
                   HINT = 'Enqueue in batches of at most 100000 jobs.';
     END IF;
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+    v_n := pg_catalog.jsonb_array_length(jobs);
 
     -- One pass over the elements finds the first bad one: an object, known keys only, each
     -- value of the right JSON type and within the bounds of jobq_enqueue, and the payload
@@ -4523,16 +5092,19 @@ BEGIN
                     )
                 WHEN x.elem - ARRAY[
                     'job_type', 'payload', 'idempotency_key', 'max_attempts', 'run_at',
-                    'priority', 'queue', 'limit_group', 'limit_key'
+                    'priority', 'queue', 'limit_group', 'limit_key', 'depends_on', 'after',
+                    'on_dependency_failure'
                 ] <> '{}'::jsonb
                     THEN pg_catalog.format(
                         'has unknown key(s) %s; allowed: job_type, payload, idempotency_key, '
-                        'max_attempts, run_at, priority, queue, limit_group, limit_key',
+                        'max_attempts, run_at, priority, queue, limit_group, limit_key, '
+                        'depends_on, after, on_dependency_failure',
                         (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k.key), ', ')
                          FROM pg_catalog.jsonb_object_keys(x.elem) AS k (key)
                          WHERE k.key NOT IN (
                              'job_type', 'payload', 'idempotency_key', 'max_attempts',
-                             'run_at', 'priority', 'queue', 'limit_group', 'limit_key'
+                             'run_at', 'priority', 'queue', 'limit_group', 'limit_key',
+                             'depends_on', 'after', 'on_dependency_failure'
                          ))
                     )
                 WHEN pg_catalog.jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
@@ -4571,6 +5143,43 @@ BEGIN
                 WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'limit_key'), 'null')
                     NOT IN ('string', 'null')
                     THEN 'limit_key must be a string or null'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'depends_on'), 'array')
+                    <> 'array'
+                    OR EXISTS (
+                        SELECT FROM pg_catalog.jsonb_array_elements(x.elem -> 'depends_on') AS d
+                        WHERE CASE
+                            WHEN pg_catalog.jsonb_typeof(d.value) IS DISTINCT FROM 'string'
+                                THEN TRUE
+                            ELSE (d.value #>> '{}') !~* (
+                                '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?'
+                                '[0-9a-f]{12}$'
+                            )
+                        END
+                    )
+                    THEN 'depends_on must be an array of job ids (UUID strings)'
+                WHEN pg_catalog.jsonb_array_length(coalesce(x.elem -> 'depends_on', '[]'))
+                    + pg_catalog.jsonb_array_length(coalesce(x.elem -> 'after', '[]')) > 10000
+                    THEN 'depends_on and after have more than 10000 elements together'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'after'), 'array') <> 'array'
+                    OR EXISTS (
+                        SELECT FROM pg_catalog.jsonb_array_elements(x.elem -> 'after') AS a
+                        WHERE CASE
+                            WHEN pg_catalog.jsonb_typeof(a.value) IS DISTINCT FROM 'number'
+                                OR (a.value #>> '{}') !~ '^[0-9]{1,9}$' THEN TRUE
+                            ELSE (a.value #>> '{}')::integer NOT BETWEEN 1 AND v_n
+                                OR (a.value #>> '{}')::integer = x.ord
+                        END
+                    )
+                    THEN pg_catalog.format(
+                        'after must be an array of the ords (1 to %s) of other elements, got %s',
+                        v_n, x.elem -> 'after'
+                    )
+                WHEN coalesce(x.elem ->> 'on_dependency_failure', 'cancel')
+                    NOT IN ('cancel', 'run', 'wait')
+                    THEN pg_catalog.format(
+                        'on_dependency_failure must be cancel, run or wait, got %s',
+                        x.elem -> 'on_dependency_failure'
+                    )
                 ELSE coalesce(jobq__job_argument_problem(
                     x.elem ->> 'job_type',
                     coalesce(x.elem ->> 'queue', 'default'),
@@ -4644,12 +5253,82 @@ BEGIN
         RAISE;  -- not a run_at after all
     END;
 
-    RETURN QUERY
-    SELECT r.ord, r.id
+    -- A graph: the jobs first, then their edges. jsonb_path_exists runs in C over the array.
+    v_graph := pg_catalog.jsonb_path_exists(jobs, '$[*] ? (exists(@.depends_on) || exists(@.after))');
+    IF NOT v_graph THEN
+        RETURN QUERY
+        SELECT r.ord, r.id
+        FROM jobq__insert_jobs(
+            v_job_types, v_payloads, v_keys, v_max_attempts, v_run_ats, v_priorities, v_queues,
+            v_limit_groups, v_limit_keys
+        ) AS r;
+        RETURN;
+    END IF;
+
+    -- A cycle can only run through after (a job that exists depends on none of these): none
+    -- when every element names earlier ones only, else a walk from each element that comes
+    -- back to it.
+    IF EXISTS (
+        WITH RECURSIVE edge (ord, after) AS (
+            SELECT x.ord::integer, (a.value #>> '{}')::integer
+            FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+            CROSS JOIN pg_catalog.jsonb_array_elements(x.elem -> 'after') AS a
+        ),
+
+        walk (start, ord) AS (
+            SELECT e.ord, e.after FROM edge AS e
+            WHERE EXISTS (SELECT FROM edge AS f WHERE f.after > f.ord)
+            UNION
+            SELECT w.start, e.after FROM walk AS w JOIN edge AS e ON e.ord = w.ord
+        )
+
+        SELECT FROM walk AS w WHERE w.start = w.ord
+    ) THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: the after references of jobs form a cycle'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A job cannot wait for a job that waits for it.';
+    END IF;
+
+    SELECT pg_catalog.array_agg(r.id ORDER BY r.ord) INTO v_ids
     FROM jobq__insert_jobs(
         v_job_types, v_payloads, v_keys, v_max_attempts, v_run_ats, v_priorities, v_queues,
         v_limit_groups, v_limit_keys
     ) AS r;
+
+    -- The edges of the jobs this call inserted (a job whose idempotency key existed already
+    -- is left as it was): depends_on ids as given, after ords as the ids returned for them.
+    SELECT
+        pg_catalog.array_agg(g.child ORDER BY g.child, g.parent) AS children,
+        pg_catalog.array_agg(g.parent ORDER BY g.child, g.parent) AS parents,
+        pg_catalog.array_agg(g.rule ORDER BY g.child, g.parent) AS rules
+    INTO v_edges
+    FROM (
+        SELECT
+            v_ids[x.ord] AS child,
+            (d.value #>> '{}')::uuid AS parent,
+            coalesce(x.elem ->> 'on_dependency_failure', 'cancel') AS rule
+        FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+        CROSS JOIN LATERAL (
+            SELECT u.value FROM pg_catalog.jsonb_array_elements(x.elem -> 'depends_on') AS u
+            UNION ALL
+            SELECT pg_catalog.to_jsonb(v_ids[(a.value #>> '{}')::integer]::text)
+            FROM pg_catalog.jsonb_array_elements(x.elem -> 'after') AS a
+        ) AS d (value)
+        WHERE EXISTS (
+            SELECT FROM jobq_jobs AS j
+            WHERE j.id = v_ids[x.ord] AND j.created_at = pg_catalog.now()
+              AND j.status = 'pending' AND j.waiting_on = 0
+        )
+    ) AS g;
+    IF v_edges.children IS NOT NULL THEN
+        PERFORM jobq__add_edges(
+            v_edges.children, v_edges.parents, v_edges.rules,
+            'jobq_enqueue_many: depends_on'::text, FALSE
+        );
+    END IF;
+
+    RETURN QUERY
+    SELECT u.ord::integer, u.id FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS u (id, ord);
 END;
 $_$;
 
@@ -4658,11 +5337,14 @@ idempotency_key of the same job_type returns the existing id; two elements with 
 job_type and key get the same id (the first is inserted). Built for 10,000+ jobs per call.
 Arguments: jobs (a JSON array of objects with the keys of jobq_enqueue: job_type required;
 payload, idempotency_key, max_attempts, run_at as ISO 8601 text with an offset, priority,
-queue, limit_group, limit_key optional).
+queue, limit_group, limit_key optional; depends_on, an array of ids of jobs it waits for, and
+after, an array of the ords of other elements of this array that it waits for, with
+on_dependency_failure as in jobq_enqueue: a whole graph in one call).
 Result: one row per element, (ord, id), ord counting from 1 in input order.
 Errors: 22023 when jobs is not an array, an element is not an object, has an unknown key or a
 bad value (a payload that is not a JSON object included; the message names the element,
-counting from 1 like ord, and the key); 54000 a payload too large, or more than 100,000
+counting from 1 like ord, and the key), an after outside the array or naming the element
+itself, a cycle of after references, an unknown id in depends_on; 54000 a payload too large, or more than 100,000
 elements. Nothing is inserted when any element is bad.
 Concurrency: as jobq_enqueue; one NOTIFY per queue that got jobs available now, or a single one
 with an empty payload (wake every worker) when more than 100 queues did.';
@@ -5315,6 +5997,56 @@ or were being acknowledged at that moment.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.
 Concurrency: it cannot deadlock with the same worker''s jobq_complete_many, jobq_fail_many or
 jobq_release on another connection (it skips the rows they hold).';
+
+CREATE FUNCTION public.jobq_job_graph(job_id uuid) RETURNS TABLE(id uuid, job_type text, status text, depends_on uuid[])
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    WITH RECURSIVE up (id, depth) AS (
+        SELECT jobq_job_graph.job_id, 0
+        UNION
+        SELECT e.depends_on, u.depth + 1
+        FROM up AS u
+        JOIN jobq_job_dependencies AS e ON e.job_id = u.id
+        WHERE u.depth < 10000
+    ),
+
+    down (id, depth) AS (
+        SELECT jobq_job_graph.job_id, 0
+        UNION
+        SELECT e.job_id, d.depth + 1
+        FROM down AS d
+        JOIN jobq_job_dependencies AS e ON e.depends_on = d.id
+        WHERE d.depth < 10000
+    ),
+
+    near AS (
+        SELECT g.id, pg_catalog.min(g.depth) AS depth
+        FROM (SELECT u.id, u.depth FROM up AS u UNION ALL SELECT d.id, d.depth FROM down AS d) AS g
+        GROUP BY g.id
+        ORDER BY pg_catalog.min(g.depth), g.id
+        LIMIT 10000
+    )
+
+    SELECT
+        a.id, a.job_type, a.status,
+        ARRAY(
+            SELECT e.depends_on FROM jobq_job_dependencies AS e
+            WHERE e.job_id = a.id ORDER BY e.depends_on
+        )
+    FROM near AS n
+    JOIN jobq_all_jobs AS a ON a.id = n.id
+    ORDER BY n.depth, a.id
+$$;
+
+COMMENT ON FUNCTION public.jobq_job_graph(job_id uuid) IS 'The workflow around a job: the job, the jobs it depends on and the jobs that depend on it,
+transitively, each with its job_type, status and depends_on (the ids of its direct
+dependencies, which may include jobs outside the result). No payload, result or error.
+Arguments: job_id (any job; unknown: no rows).
+Result: at most 10,000 rows, the nearest jobs first (by number of edges from job_id), then by
+id; a job that no longer exists (pruned) has no row.
+Errors: none.
+Concurrency: a plain read; takes no lock.';
 
 CREATE FUNCTION public.jobq_job_status(job_ids uuid[]) RETURNS TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, finished_at timestamp with time zone, cancel_requested boolean)
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -6501,6 +7233,7 @@ DECLARE
     v_hint text;
     v_before timestamptz;
     v_deleted bigint := 0::bigint;
+    v_gone uuid[];
     v_name text;
     v_lock_timeout text;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
@@ -6581,7 +7314,14 @@ BEGIN
         WHERE h.status = ANY (jobq_prune.statuses)
           AND h.finished_at < v_before
           AND h.id = ANY (ARRAY(SELECT d.id FROM doomed AS d))
-        RETURNING h.queue, h.job_type, h.status
+        RETURNING h.id, h.queue, h.job_type, h.status
+    ),
+
+    -- The dependencies of the jobs deleted go with them (those of jobs in partitions emptied
+    -- whole stay, and are read as gone: jobq_dependencies and jobq_job_graph join the jobs).
+    unlinked AS (
+        DELETE FROM jobq_job_dependencies AS e
+        WHERE e.job_id = ANY (ARRAY(SELECT p.id FROM pruned AS p))
     ),
 
     counted AS MATERIALIZED (
@@ -6608,6 +7348,19 @@ BEGIN
         )
         FOR UPDATE SKIP LOCKED
     ));
+    -- A waiting job under rule wait whose dependency is gone (pruned here, or dropped with a
+    -- partition by the retention) can never be released: it is cancelled, and its dependents
+    -- follow their rules. Only waiting jobs with such edges are looked at.
+    SELECT pg_catalog.array_agg(DISTINCT e.depends_on) INTO v_gone
+    FROM jobq_jobs AS c
+    JOIN jobq_job_dependencies AS e ON e.job_id = c.id
+    WHERE c.status = 'waiting' AND e.on_failure = 'wait'
+      AND NOT EXISTS (SELECT FROM jobq_all_jobs AS a WHERE a.id = e.depends_on);
+    IF v_gone IS NOT NULL THEN
+        PERFORM jobq__dependents_finished(
+            v_gone, pg_catalog.array_fill('pruned'::text, ARRAY[pg_catalog.cardinality(v_gone)])
+        );
+    END IF;
     -- Regular maintenance: keeps jobq_metric_deltas short where nothing scrapes jobq_metrics().
     IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM jobq__metrics_fold();
@@ -7568,7 +8321,9 @@ CREATE TABLE public.jobq_jobs_history (
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
-    locked_until timestamp with time zone
+    locked_until timestamp with time zone,
+    waiting_on integer DEFAULT 0 NOT NULL,
+    has_dependents boolean DEFAULT false NOT NULL
 )
 PARTITION BY LIST (status);
 
@@ -7627,6 +8382,10 @@ COMMENT ON COLUMN public.jobq_jobs_history.claimed_at IS 'As in jobq_jobs.';
 
 COMMENT ON COLUMN public.jobq_jobs_history.locked_until IS 'As in jobq_jobs (NULL: finished jobs hold no claim).';
 
+COMMENT ON COLUMN public.jobq_jobs_history.waiting_on IS 'As in jobq_jobs (0: a finished job waits for nothing).';
+
+COMMENT ON COLUMN public.jobq_jobs_history.has_dependents IS 'As in jobq_jobs (FALSE here: jobq__requeue marks a requeued job that has dependents again).';
+
 CREATE TABLE public.jobq__history_cancelled (
     id uuid NOT NULL,
     queue text NOT NULL,
@@ -7652,7 +8411,9 @@ CREATE TABLE public.jobq__history_cancelled (
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
-    locked_until timestamp with time zone
+    locked_until timestamp with time zone,
+    waiting_on integer DEFAULT 0 NOT NULL,
+    has_dependents boolean DEFAULT false NOT NULL
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7681,7 +8442,9 @@ CREATE TABLE public.jobq__history_cancelled_default (
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
-    locked_until timestamp with time zone
+    locked_until timestamp with time zone,
+    waiting_on integer DEFAULT 0 NOT NULL,
+    has_dependents boolean DEFAULT false NOT NULL
 );
 
 CREATE TABLE public.jobq__history_dead_letter (
@@ -7709,7 +8472,9 @@ CREATE TABLE public.jobq__history_dead_letter (
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
-    locked_until timestamp with time zone
+    locked_until timestamp with time zone,
+    waiting_on integer DEFAULT 0 NOT NULL,
+    has_dependents boolean DEFAULT false NOT NULL
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7738,7 +8503,9 @@ CREATE TABLE public.jobq__history_dead_letter_default (
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
-    locked_until timestamp with time zone
+    locked_until timestamp with time zone,
+    waiting_on integer DEFAULT 0 NOT NULL,
+    has_dependents boolean DEFAULT false NOT NULL
 );
 
 CREATE TABLE public.jobq__history_failed (
@@ -7766,7 +8533,9 @@ CREATE TABLE public.jobq__history_failed (
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
-    locked_until timestamp with time zone
+    locked_until timestamp with time zone,
+    waiting_on integer DEFAULT 0 NOT NULL,
+    has_dependents boolean DEFAULT false NOT NULL
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7795,7 +8564,9 @@ CREATE TABLE public.jobq__history_failed_default (
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
-    locked_until timestamp with time zone
+    locked_until timestamp with time zone,
+    waiting_on integer DEFAULT 0 NOT NULL,
+    has_dependents boolean DEFAULT false NOT NULL
 );
 
 CREATE TABLE public.jobq__history_succeeded (
@@ -7823,7 +8594,9 @@ CREATE TABLE public.jobq__history_succeeded (
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
-    locked_until timestamp with time zone
+    locked_until timestamp with time zone,
+    waiting_on integer DEFAULT 0 NOT NULL,
+    has_dependents boolean DEFAULT false NOT NULL
 )
 PARTITION BY RANGE (finished_at);
 
@@ -7852,7 +8625,9 @@ CREATE TABLE public.jobq__history_succeeded_default (
     limit_group text,
     limit_key text,
     claimed_at timestamp with time zone,
-    locked_until timestamp with time zone
+    locked_until timestamp with time zone,
+    waiting_on integer DEFAULT 0 NOT NULL,
+    has_dependents boolean DEFAULT false NOT NULL
 );
 
 CREATE TABLE public.jobq__migrate_lock (
@@ -7894,7 +8669,9 @@ CREATE VIEW public.jobq_all_jobs AS
     j.limit_group,
     j.limit_key,
     j.claimed_at,
-    j.locked_until
+    j.locked_until,
+    j.waiting_on,
+    j.has_dependents
    FROM public.jobq_jobs j
 UNION ALL
  SELECT h.id,
@@ -7921,7 +8698,9 @@ UNION ALL
     h.limit_group,
     h.limit_key,
     h.claimed_at,
-    h.locked_until
+    h.locked_until,
+    h.waiting_on,
+    h.has_dependents
    FROM public.jobq_jobs_history h;
 
 COMMENT ON VIEW public.jobq_all_jobs IS 'Every job, live (jobq_jobs) or finished (jobq_jobs_history), with the columns of jobq_jobs.
@@ -7961,6 +8740,31 @@ COMMENT ON COLUMN public.jobq_cancel_requests.job_id IS 'The processing job to a
 COMMENT ON COLUMN public.jobq_cancel_requests.reason IS 'The reason given to jobq_cancel(), cut to 10,000 characters; NULL: none.';
 
 COMMENT ON COLUMN public.jobq_cancel_requests.requested_at IS 'When jobq_cancel() was called (the transaction''s time): becomes the job''s cancel_requested_at.';
+
+CREATE TABLE public.jobq_job_dependencies (
+    job_id uuid NOT NULL,
+    depends_on uuid NOT NULL,
+    on_failure text DEFAULT 'cancel'::text NOT NULL,
+    CONSTRAINT jobq_job_dependencies_on_failure_check CHECK ((on_failure = ANY (ARRAY['cancel'::text, 'run'::text, 'wait'::text]))),
+    CONSTRAINT jobq_job_dependencies_self_check CHECK ((job_id <> depends_on))
+);
+
+COMMENT ON TABLE public.jobq_job_dependencies IS 'The dependencies between jobs, one row per edge: job_id runs only after depends_on (its
+parent). Written by jobq_enqueue, jobq_enqueue_many and jobq_add_dependencies; read when a
+parent finishes (through jobq_job_dependencies_depends_on_idx), by jobq_dependencies and by
+jobq_job_graph. No foreign keys: a job moves between jobq_jobs and its history.';
+
+COMMENT ON COLUMN public.jobq_job_dependencies.job_id IS 'The dependent job.';
+
+COMMENT ON COLUMN public.jobq_job_dependencies.depends_on IS 'The job it waits for.';
+
+COMMENT ON COLUMN public.jobq_job_dependencies.on_failure IS 'The dependent''s on_dependency_failure: cancel (it is cancelled when this parent ends failed,
+dead_letter or cancelled), run (it runs once every parent has finished, whatever the outcome)
+or wait (it keeps waiting until this parent, requeued, succeeds).';
+
+COMMENT ON CONSTRAINT jobq_job_dependencies_on_failure_check ON public.jobq_job_dependencies IS 'The three rules of on_dependency_failure.';
+
+COMMENT ON CONSTRAINT jobq_job_dependencies_self_check ON public.jobq_job_dependencies IS 'A job never waits for itself (the functions refuse any cycle before it is written).';
 
 CREATE TABLE public.jobq_limit_keys (
     limit_group text NOT NULL,
@@ -8379,6 +9183,11 @@ ALTER TABLE ONLY public.jobq__migrate_lock
 
 COMMENT ON CONSTRAINT jobq__migrate_lock_pkey ON public.jobq__migrate_lock IS 'One row.';
 
+ALTER TABLE ONLY public.jobq_job_dependencies
+    ADD CONSTRAINT jobq_job_dependencies_pkey PRIMARY KEY (job_id, depends_on);
+
+COMMENT ON CONSTRAINT jobq_job_dependencies_pkey ON public.jobq_job_dependencies IS 'An edge is recorded once; a job''s parents are a range of this index.';
+
 ALTER TABLE public.jobq_jobs
     ADD CONSTRAINT jobq_jobs_finished_check CHECK (((status = ANY (public.jobq__statuses(finished => true))) = (finished_at IS NOT NULL))) NOT VALID;
 
@@ -8517,6 +9326,12 @@ CREATE INDEX jobq_awaits_job_idx ON public.jobq_awaits USING btree (job_id);
 COMMENT ON INDEX public.jobq_awaits_job_idx IS 'The rows of a job: one probe per ending statement (an empty index when nobody waits). Not
 unique, so that registering never waits for another transaction.';
 
+CREATE INDEX jobq_job_dependencies_depends_on_idx ON public.jobq_job_dependencies USING btree (depends_on);
+
+COMMENT ON INDEX public.jobq_job_dependencies_depends_on_idx IS 'A job''s dependents: one probe when a job that has dependents finishes or is requeued.';
+
+COMMENT ON INDEX public.jobq_job_dependencies_pkey IS 'The index of jobq_job_dependencies_pkey.';
+
 CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (hashtextextended(job_type, (0)::bigint), hashtextextended(queue, (0)::bigint), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NULL));
 
 COMMENT ON INDEX public.jobq_jobs_claim_idx IS 'The claim: pending jobs available now (not scheduled) without a limit, one range per
@@ -8651,6 +9466,8 @@ COMMENT ON TRIGGER jobq_jobs_retire ON public.jobq_jobs IS 'Moves a job that a s
 to jobq_jobs_history at the end of that statement (jobq__retire_row): jobq_jobs holds live jobs
 only.';
 
+REVOKE ALL ON FUNCTION public.jobq__add_edges(children uuid[], parents uuid[], rules text[], argument text, graft boolean) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__available(limited boolean) FROM PUBLIC;
@@ -8670,6 +9487,10 @@ REVOKE ALL ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, fi
 REVOKE ALL ON FUNCTION public.jobq__cron_next(masks bigint[], timezone text, after timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__cron_parse(cron text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__dependency_argument_problem(depends_on uuid[], on_dependency_failure text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text) FROM PUBLIC;
 
@@ -8725,6 +9546,8 @@ REVOKE ALL ON FUNCTION public.jobq__worker_id_error(worker_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], queues text[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_add_dependencies(job_id uuid, depends_on uuid[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_await(job_ids uuid[], timeout interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_cancel(job_ids uuid[], reason text) FROM PUBLIC;
@@ -8737,9 +9560,11 @@ REVOKE ALL ON FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text,
 
 REVOKE ALL ON FUNCTION public.jobq_configure(max_payload_bytes integer, metrics boolean, metrics_label_sets integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_dependencies(job_id uuid) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_dequeue(worker_id text, job_types text[], batch_size integer, lock_timeout interval, queues text[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_enqueue(job_type text, payload jsonb, idempotency_key text, max_attempts integer, run_at timestamp with time zone, priority integer, queue text, limit_group text, limit_key text, depends_on uuid[], on_dependency_failure text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jsonb[], idempotency_keys text[], max_attempts integer[], run_ats timestamp with time zone[], priorities integer[], queues text[], limit_groups text[], limit_keys text[]) FROM PUBLIC;
 
@@ -8754,6 +9579,8 @@ REVOKE ALL ON FUNCTION public.jobq_get_job(job_id uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_job_graph(job_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_job_status(job_ids uuid[]) FROM PUBLIC;
 

@@ -25,7 +25,9 @@ from .errors import (
 )
 from .models import (
     BulkSummary,
+    Dependency,
     Fire,
+    GraphNode,
     Job,
     JobsPage,
     JobStatus,
@@ -40,9 +42,10 @@ from .queue import Queue
 from .worker import Worker
 
 __all__ = [
-    "AsyncQueue", "BulkSummary", "ConnectionFailed", "Fire", "IncompatibleSchema",
-    "InvalidArgument", "Job", "JobFailed", "JobNotFound", "JobStatus", "JobqError", "JobsPage",
-    "Limit", "LimitUsage", "MetricSample", "NotMigrated", "NullValue", "PayloadTooLarge",
+    "AsyncQueue", "BulkSummary", "ConnectionFailed", "Dependency", "Fire", "GraphNode",
+    "IncompatibleSchema", "InvalidArgument", "Job", "JobFailed", "JobNotFound", "JobStatus",
+    "JobqError", "JobsPage", "Limit", "LimitUsage", "MetricSample", "NotMigrated", "NullValue",
+    "PayloadTooLarge",
     "PermanentError", "PermissionDenied", "Queue", "RefusedBatch", "Retry", "Schedule",
     "SerializationFailure", "StatsRow", "Worker", "connect_kwargs",
 ]

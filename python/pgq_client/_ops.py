@@ -37,7 +37,9 @@ from ._produce import MAX_BATCH, enqueue_call, enqueue_iter, enqueue_many
 from ._sql import Query, Statements
 from .errors import JobFailed, JobNotFound, NotMigrated
 from .models import (
+    Dependency,
     Fire,
+    GraphNode,
     HealthRow,
     Job,
     JobStatus,
@@ -314,6 +316,28 @@ def result(job_id: uuid.UUID, found: JobStatus | None, timeout: object) -> Any:
 def _in_order(ids: list[uuid.UUID], rows: list[dict[str, Any]]) -> dict[uuid.UUID, JobStatus]:
     found = {row["id"]: JobStatus.from_row(row) for row in rows}
     return {job_id: found[job_id] for job_id in ids if job_id in found}
+
+
+# -- workflows ----------------------------------------------------------------------------------
+
+
+def _one_id(value: uuid.UUID | str, name: str) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise ValueError(f"{name}: {value!r} is not a job id (a UUID)") from None
+
+
+add_dependencies = _statement(
+    "add_dependencies", _value(int), "job_id", "depends_on",
+    job_id=_one_id, depends_on=job_ids_of,
+)
+dependencies = _statement(
+    "dependencies", _each(Dependency.from_row), "job_id", job_id=_one_id
+)
+job_graph = _statement("job_graph", _each(GraphNode.from_row), "job_id", job_id=_one_id)
 
 
 # -- administration -----------------------------------------------------------------------------

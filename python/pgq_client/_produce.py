@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from psycopg.rows import scalar_row
 
-from ._opcore import Call, Op, check_aware, check_text, dump_json
+from ._opcore import Call, Op, check_aware, check_text, dump_json, job_ids_of
 from ._opcore import payload_json as _payload
 from ._sql import Statements
 from .errors import InvalidArgument, JobqError
@@ -35,6 +35,8 @@ def enqueue_call(
     queue: str,
     limit_group: str | None = None,
     limit_key: str | None = None,
+    depends_on: uuid.UUID | str | Iterable[uuid.UUID | str] | None = None,
+    on_dependency_failure: str = "cancel",
 ) -> Call:
     """The one statement of an enqueue, its one row the id, after the client's checks: not an
     operation, which needs a driver, on every single enqueue's path. Only the arguments that
@@ -60,6 +62,11 @@ def enqueue_call(
     if limit_key is not None:
         check_text(limit_key, "limit_key")
         params["limit_key"] = limit_key
+    if depends_on is not None:
+        params["depends_on"] = job_ids_of(depends_on, "depends_on")
+    if on_dependency_failure != "cancel":
+        check_text(on_dependency_failure, "on_dependency_failure")
+        params["on_dependency_failure"] = on_dependency_failure
     return Call(s.enqueue_with(tuple(params)), params, scalar_row, retry_serialization=True)
 
 
@@ -244,6 +251,9 @@ def _batch_call(
             element = {**element, "run_at": run_at.isoformat()}
         elif run_at is not None:
             raise TypeError(f"jobs[{i}].run_at must be a datetime, got {run_at!r}")
+        if element.get("depends_on") is not None:  # ids as their text, for the JSON document
+            ids = job_ids_of(element["depends_on"], f"jobs[{i}].depends_on")
+            element = {**element, "depends_on": [str(d) for d in ids]}
         json_elements.append(element)
     try:
         jobs_json = dump_json(json_elements, "jobs")  # one encoder pass for the whole batch

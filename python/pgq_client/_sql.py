@@ -65,6 +65,7 @@ ENQUEUE_ARGUMENTS = {
         ("job_type", "text"), ("payload", "jsonb"), ("idempotency_key", "text"),
         ("max_attempts", "int4"), ("run_at", "timestamptz"), ("priority", "int4"),
         ("queue", "text"), ("limit_group", "text"), ("limit_key", "text"),
+        ("depends_on", "uuid[]"), ("on_dependency_failure", "text"),
     )
 }
 

@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from psycopg._cursor_base import BaseCursor
 
 __all__ = [
-    "CATCH_UP", "FINISHED_STATUSES", "STATUSES", "STATUS_IS_FINISHED", "BulkSummary", "Fire",
-    "HealthRow", "Job", "JobStatus", "JobsPage", "Limit", "LimitUsage", "MetricSample",
-    "RefusedBatch", "Schedule", "StatsRow", "UnservedJobType", "job_row", "load_json",
-    "use_fast_json",
+    "CATCH_UP", "FINISHED_STATUSES", "STATUSES", "STATUS_IS_FINISHED", "BulkSummary",
+    "Dependency", "Fire", "GraphNode", "HealthRow", "Job", "JobStatus", "JobsPage", "Limit",
+    "LimitUsage", "MetricSample", "RefusedBatch", "Schedule", "StatsRow", "UnservedJobType",
+    "job_row", "load_json", "use_fast_json",
 ]
 
 # What a tick does with fires nobody ticked in time (jobq_schedule's catch_up).
@@ -75,6 +75,18 @@ class Job(_Row):
     limit_group: str | None = None
     limit_key: str | None = None
 
+    def dependencies(self) -> list[Dependency]:
+        """The jobs this one depends on, each with its status and result (``jobq_dependencies``),
+        read in a short transaction of its own: a fan-in handler combines what they returned.
+        Only on a Job that a Worker hands to a handler."""
+        reader = self.__dict__.get(_DEPENDENCY_READER)
+        if reader is None:
+            raise RuntimeError(
+                "job.dependencies() reads through the Worker that runs the job; elsewhere call "
+                "Queue.dependencies(job.id)"
+            )
+        return cast("list[Dependency]", reader(self.id))
+
     def cancel_requested(self) -> bool:
         """True once ``jobq_cancel`` asked this job to stop; in a running handler it turns true
         within one heartbeat interval. A handler that sees it should raise: the job then ends
@@ -90,6 +102,15 @@ _JOB_FIELDS = tuple(f.name for f in fields(Job))
 # The attribute a Worker sets on a running Job when it learns of a cancel request: the Job is
 # frozen for its data, but whether it was asked to stop changes while it runs.
 _CANCEL_SEEN = "_jobq_cancel_seen"
+
+
+# The attribute a Worker sets on a Job it hands to a handler: how job.dependencies() reads.
+_DEPENDENCY_READER = "_jobq_dependency_reader"
+
+
+def attach_dependency_reader(job: Job, reader: Callable[[uuid.UUID], list[Dependency]]) -> None:
+    """Let ``job.dependencies()`` read through ``reader`` (the Worker's connection)."""
+    object.__setattr__(job, _DEPENDENCY_READER, reader)
 
 
 def mark_cancel_requested(job: Job) -> bool:
@@ -124,6 +145,26 @@ def job_row(cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
         return lambda values: _job_of(pick(values))
     positions = [(i, name) for i, name in enumerate(names) if name in _JOB_FIELDS]
     return lambda values: Job(**{name: values[i] for i, name in positions})
+
+
+@dataclass(frozen=True)
+class Dependency(_Row):
+    """One row of ``jobq_dependencies()``: a job that another depends on, with its result."""
+
+    id: uuid.UUID
+    job_type: str
+    status: str
+    result: Any
+
+
+@dataclass(frozen=True)
+class GraphNode(_Row):
+    """One row of ``jobq_job_graph()``: a job of a workflow and the ids of its dependencies."""
+
+    id: uuid.UUID
+    job_type: str
+    status: str
+    depends_on: list[uuid.UUID]
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,9 @@ from ._ops import WAIT_POLL_INTERVAL, check_aware, check_text, dump_json, dump_r
 from .errors import JobqError, SerializationFailure
 from .models import (
     BulkSummary,
+    Dependency,
     Fire,
+    GraphNode,
     HealthRow,
     Job,
     JobsPage,
@@ -119,15 +121,19 @@ class Queue(SyncClient):
         conn: TxConnection | None = None,
         limit_group: str | None = None,
         limit_key: str | None = None,
+        depends_on: uuid.UUID | str | Iterable[uuid.UUID | str] | None = None,
+        on_dependency_failure: str = "cancel",
     ) -> uuid.UUID:
         """Add a job and return its id (the existing job's id for a known idempotency key);
-        with ``conn``, in the caller's transaction. ``run_at`` must be timezone-aware."""
+        with ``conn``, in the caller's transaction. ``run_at`` must be timezone-aware.
+        ``depends_on``: jobs it waits for (it runs once they all succeeded);
+        ``on_dependency_failure``: ``cancel``, ``run`` or ``wait`` when one of them fails."""
         if conn is not None:
             self._check_conn(conn)
         return self._first(  # type: ignore[no-any-return]
             _ops.enqueue_call(
                 self._sql, job_type, payload, idempotency_key, run_at, priority, max_attempts,
-                queue, limit_group, limit_key,
+                queue, limit_group, limit_key, depends_on, on_dependency_failure,
             ),
             conn,  # type: ignore[arg-type]
         )
@@ -139,7 +145,8 @@ class Queue(SyncClient):
         conn: TxConnection | None = None,
     ) -> list[uuid.UUID]:
         """Add many jobs in one statement, each a dict with the keys of :meth:`enqueue`;
-        returns their ids in input order."""
+        returns their ids in input order. A job's ``after`` lists the 1-based positions of
+        other jobs of the list that it waits for: a whole graph in one call."""
         return self._drive(_ops.enqueue_many(self._sql, jobs), conn)
 
     def enqueue_iter(
@@ -165,6 +172,26 @@ class Queue(SyncClient):
             ),
             conn,
         )
+
+    def add_dependencies(
+        self,
+        job_id: uuid.UUID | str,
+        depends_on: uuid.UUID | str | Iterable[uuid.UUID | str],
+        *,
+        conn: TxConnection | None = None,
+    ) -> int:
+        """Make a job that is still waiting wait for more jobs too (a handler grafting work in
+        front of a continuation); returns how many were added, 0 when it no longer waits."""
+        return self._drive(_ops.add_dependencies(self._sql, job_id, depends_on), conn)
+
+    def dependencies(self, job_id: uuid.UUID | str) -> list[Dependency]:
+        """The jobs that ``job_id`` depends on, with their status and result."""
+        return self._drive(_ops.dependencies(self._sql, job_id))
+
+    def job_graph(self, job_id: uuid.UUID | str) -> list[GraphNode]:
+        """The workflow around a job: it, what it depends on and what depends on it,
+        transitively, each with the ids of its dependencies (no payload or result)."""
+        return self._drive(_ops.job_graph(self._sql, job_id))
 
     # -- working (the Worker is the usual way to consume) -------------------------------------
 

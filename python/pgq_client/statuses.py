@@ -13,6 +13,7 @@ __all__ = ["FINISHED_STATUSES", "STATUSES", "STATUS_IS_FINISHED"]
 
 STATUS_IS_FINISHED: Mapping[str, bool] = MappingProxyType(
     {
+        "waiting": False,  # a dependency has not succeeded yet: never claimed
         "pending": False,  # waits (also between retries)
         "processing": False,  # claimed
         "succeeded": True,

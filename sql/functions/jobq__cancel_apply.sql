@@ -36,17 +36,21 @@ DECLARE
 BEGIN
     UPDATE jobq_jobs AS j
     SET
-        status = CASE WHEN j.status = 'pending' THEN 'cancelled' ELSE j.status END,
-        finished_at = CASE WHEN j.status = 'pending' THEN v_now END,
+        status = CASE WHEN j.status IN ('pending', 'waiting') THEN 'cancelled' ELSE j.status END,
+        finished_at = CASE WHEN j.status IN ('pending', 'waiting') THEN v_now END,
+        waiting_on = 0,
         last_error = CASE
-            WHEN j.status = 'pending' THEN coalesce(new.reason, 'cancelled')
+            WHEN j.status IN ('pending', 'waiting') THEN coalesce(new.reason, 'cancelled')
             ELSE j.last_error
         END,
         cancel_requested_at = CASE WHEN j.status = 'processing' THEN new.requested_at END,
         cancel_reason = CASE WHEN j.status = 'processing' THEN new.reason END,
         updated_at = v_now
     WHERE j.id = new.job_id
-      AND (j.status = 'pending' OR (j.status = 'processing' AND j.cancel_requested_at IS NULL))
+      AND (
+          j.status IN ('pending', 'waiting')
+          OR (j.status = 'processing' AND j.cancel_requested_at IS NULL)
+      )
     RETURNING j.status, j.queue, j.job_type, j.locked_by
     INTO v_status, v_queue, v_job_type, v_worker;
 

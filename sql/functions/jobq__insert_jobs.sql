@@ -255,7 +255,9 @@ BEGIN
                 priority => coalesce(priorities[r.ord], 0),
                 queue => coalesce(queues[r.ord], 'default'::text),
                 limit_group => limit_groups[r.ord],
-                limit_key => limit_keys[r.ord]
+                limit_key => limit_keys[r.ord],
+                depends_on => NULL::uuid[],
+                on_dependency_failure => 'cancel'::text
             ) END ORDER BY r.ord)
         INTO v_ids
         FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS r (id, ord);

@@ -19,8 +19,9 @@ IMMUTABLE
 PARALLEL SAFE
 AS $$
 DECLARE
-    -- pending waits (also between retries); processing is claimed.
-    v_unfinished CONSTANT text[] := ARRAY['pending', 'processing'];
+    -- waiting has a dependency that has not succeeded (never claimed); pending waits (also
+    -- between retries); processing is claimed.
+    v_unfinished CONSTANT text[] := ARRAY['waiting', 'pending', 'processing'];
     -- succeeded is done; failed is a permanent failure the worker asked for; dead_letter has
     -- used all its attempts; cancelled was cancelled (jobq_cancel).
     v_finished CONSTANT text[] := ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'];

@@ -71,7 +71,9 @@ BEGIN
                     priority => v_row.priority,
                     queue => v_row.queue,
                     limit_group => NULL::text,
-                    limit_key => NULL::text
+                    limit_key => NULL::text,
+                    depends_on => NULL::uuid[],
+                    on_dependency_failure => 'cancel'::text
                 );
                 v_ids := pg_catalog.array_append(v_ids, v_id);
             END LOOP;

@@ -1,4 +1,4 @@
--- jobq_cancel: cancels jobs. A pending job is cancelled at once; a processing job keeps
+-- jobq_cancel: cancels jobs. A pending or waiting job is cancelled at once; a processing job keeps
 -- running with a cancel request (cancel_requested_at), which its worker learns of through
 -- jobq_cancel_requested (sent with its heartbeat, so within one heartbeat interval even when
 -- it missed every notification) and, sooner, through a NOTIFY on the installation's cancel
@@ -51,7 +51,7 @@ BEGIN
         SELECT j.id
         FROM jobq_jobs AS j
         WHERE j.id = ANY (jobq_cancel.job_ids)
-          AND j.status = 'pending'
+          AND j.status IN ('pending', 'waiting')
         ORDER BY j.id
         FOR UPDATE
     ),
@@ -61,12 +61,13 @@ BEGIN
         SET
             status = 'cancelled',
             finished_at = v_now,
+            waiting_on = 0,
             last_error = coalesce(v_reason, 'cancelled'),
             updated_at = v_now
         FROM locked
         WHERE j.id = locked.id
           -- Locked rows were re-read: a job claimed while we waited for its lock is processing.
-          AND j.status = 'pending'
+          AND j.status IN ('pending', 'waiting')
         RETURNING j.id, j.queue, j.job_type
     ),
 
@@ -115,8 +116,8 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_cancel(uuid[], text) IS
-'Cancels jobs. A pending job becomes cancelled at once (finished_at set, the reason as
-last_error). A processing job keeps running and gets a cancel request: cancel_requested_at
+'Cancels jobs. A pending or waiting job becomes cancelled at once (finished_at set, the
+reason as last_error), and its dependents follow their on_dependency_failure rules. A processing job keeps running and gets a cancel request: cancel_requested_at
 (and the reason in cancel_reason), set on its row when the caller''s transaction commits; its
 worker is then told by a NOTIFY on the cancel channel and by jobq_cancel_requested(); if that
 attempt then fails, is released or is taken over, the job ends cancelled and never runs again;

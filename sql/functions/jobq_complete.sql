@@ -33,6 +33,7 @@ DECLARE
     v_queue text;
     v_job_type text;
     v_claimed_at timestamptz;
+    v_has_dependents boolean;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -64,7 +65,8 @@ BEGIN
         RETURNING
             j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.priority, j.attempts,
             j.max_attempts, j.available_at, j.last_error, j.errors, j.created_at, j.scheduled,
-            j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at
+            j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at,
+            j.has_dependents
     ),
 
     kept AS (
@@ -87,9 +89,14 @@ BEGIN
     -- is empty unless someone waits, with no statement of its own.
     SELECT
         EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = k.id),
-        k.queue, k.job_type, k.claimed_at
-    INTO v_awaited, v_queue, v_job_type, v_claimed_at
-    FROM kept AS k;
+        k.queue, k.job_type, k.claimed_at, m.has_dependents
+    INTO v_awaited, v_queue, v_job_type, v_claimed_at, v_has_dependents
+    FROM kept AS k
+    JOIN moved AS m ON m.id = k.id;
+    -- Its dependents, only when the row says it has some: no statement for the others.
+    IF v_has_dependents THEN
+        PERFORM jobq__dependents_finished(ARRAY[jobq_complete.job_id], ARRAY['succeeded'::text]);
+    END IF;
     IF v_awaited IS NOT NULL THEN
         PERFORM jobq__metrics_count(
             'succeeded'::text, ARRAY[v_queue], ARRAY[v_job_type], NULL::text[],
@@ -114,6 +121,7 @@ Result: true if it completed the job; false otherwise (unknown job, not processi
 taken over or of another attempt), and nothing changes then: no result is stored.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters; 54000 result larger than
 max_payload_bytes (nothing changes).
+A dependent whose last dependency this was becomes pending in the same transaction.
 Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
 first wins, and a taken-over claim can no longer complete. A NOTIFY on the installation''s done
 channel (an empty payload: listeners re-check) when a client awaits the job (jobq_await).';

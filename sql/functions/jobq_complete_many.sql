@@ -27,6 +27,7 @@ DECLARE
     v_done integer;
     v_awaited text[];
     v_ids uuid[];
+    v_parents uuid[];
     v_error text;
     v_limit integer;
     v_big record;
@@ -94,7 +95,7 @@ BEGIN
             j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.priority, j.attempts,
             j.max_attempts, j.available_at, j.last_error, j.errors, j.created_at, j.scheduled,
             j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at,
-            d.result
+            j.has_dependents, d.result
     ),
 
     done AS (
@@ -127,10 +128,18 @@ BEGIN
 
     SELECT
         pg_catalog.count(*)::integer,
-        pg_catalog.array_agg(done.id) FILTER (WHERE done.awaited)
-    INTO v_done, v_ids
+        pg_catalog.array_agg(done.id) FILTER (WHERE done.awaited),
+        -- jobs with dependents (read with their rows: nothing more for the others)
+        (SELECT pg_catalog.array_agg(m.id) FROM moved AS m WHERE m.has_dependents)
+    INTO v_done, v_ids, v_parents
     FROM done
     LEFT JOIN counted ON TRUE;
+    IF v_parents IS NOT NULL THEN
+        PERFORM jobq__dependents_finished(
+            v_parents,
+            pg_catalog.array_fill('succeeded'::text, ARRAY[pg_catalog.cardinality(v_parents)])
+        );
+    END IF;
     IF v_ids IS NOT NULL THEN
         v_awaited := jobq__awaits_end(v_ids);
     END IF;
@@ -153,6 +162,8 @@ Result: how many jobs were completed; the others (not held, another attempt) are
 Errors: 22023 when attempts or results and job_ids differ in length, worker_id NULL, blank or
 longer than 200 characters; 54000 when a result is larger than max_payload_bytes (the message
 names its position; nothing changes).
+A job''s dependents that this completion frees are released in the same transaction
+(jobq__dependents_finished).
 Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
 the installation''s done channel (an empty payload, one per transaction) when it completed a

@@ -8,8 +8,11 @@
 -- The validation is jobq__job_argument_problem's, shared with jobq_enqueue_many. The payload
 -- limit is read from jobq_settings, so a producer cannot raise it for itself. limit_group and
 -- limit_key (checked by jobq__limit_argument_problem) name the limit the job counts against.
+-- depends_on makes it wait for other jobs (jobq__add_edges, docs/workflows.md): a job without
+-- it runs no statement more than before.
 --! levels: producer, worker, admin
 --! replaces: jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text)
+--! replaces: jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text)
 
 CREATE OR REPLACE FUNCTION jobq_enqueue(
     job_type text,
@@ -20,7 +23,9 @@ CREATE OR REPLACE FUNCTION jobq_enqueue(
     priority integer DEFAULT 0,
     queue text DEFAULT 'default',
     limit_group text DEFAULT NULL,
-    limit_key text DEFAULT NULL
+    limit_key text DEFAULT NULL,
+    depends_on uuid[] DEFAULT NULL,
+    on_dependency_failure text DEFAULT 'cancel'
 ) RETURNS uuid
 LANGUAGE plpgsql
 VOLATILE
@@ -50,6 +55,17 @@ BEGIN
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_enqueue: %', v_error
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_enqueue.depends_on IS NOT NULL
+        OR jobq_enqueue.on_dependency_failure IS DISTINCT FROM 'cancel'
+    THEN
+        v_error := jobq__dependency_argument_problem(
+            coalesce(jobq_enqueue.depends_on, '{}'::uuid[]), jobq_enqueue.on_dependency_failure
+        );
+        IF v_error IS NOT NULL THEN
+            RAISE EXCEPTION 'jobq_enqueue: %', v_error
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
     END IF;
     IF jobq_enqueue.payload IS NULL THEN
         RAISE EXCEPTION 'jobq_enqueue: payload must not be NULL'
@@ -168,6 +184,19 @@ BEGIN
         END LOOP;
     END IF;
 
+    IF pg_catalog.cardinality(jobq_enqueue.depends_on) > 0 THEN
+        PERFORM jobq__add_edges(
+            pg_catalog.array_fill(v_id, ARRAY[pg_catalog.cardinality(jobq_enqueue.depends_on)]),
+            jobq_enqueue.depends_on,
+            pg_catalog.array_fill(
+                jobq_enqueue.on_dependency_failure,
+                ARRAY[pg_catalog.cardinality(jobq_enqueue.depends_on)]
+            ),
+            'jobq_enqueue: depends_on'::text,
+            FALSE
+        );
+    END IF;
+
     IF v_metrics THEN  -- read with the limit: no call at all while counting is off
         PERFORM jobq__metrics_count(
             'enqueued'::text, ARRAY[jobq_enqueue.queue], ARRAY[jobq_enqueue.job_type],
@@ -186,7 +215,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_enqueue(
-    text, jsonb, text, integer, timestamptz, integer, text, text, text
+    text, jsonb, text, integer, timestamptz, integer, text, text, text, uuid[], text
 ) IS
 'Adds a pending job.
 Arguments: job_type (handler name, 1-200 chars), payload (a JSON object, not NULL, at most
@@ -195,18 +224,25 @@ chars and at most 1800 bytes; unique per job_type), max_attempts (1-1000), run_a
 priority (-1000000..1000000, higher runs first), queue (1-200 chars), limit_group (NULL = no
 limit, else 1-200 chars: the limits of jobq_set_limit for that group apply), limit_key (NULL =
 the whole group shares one limit, else 1-200 chars: each key of the group has the group''s
-limits for itself; needs a limit_group).
+limits for itself; needs a limit_group), depends_on (NULL or up to 10,000 ids of jobs this
+one waits for: it is enqueued waiting and becomes pending in the transaction in which the last
+of them succeeds), on_dependency_failure (what a dependency that ends failed, dead_letter or
+cancelled does: cancel, the default, cancels this job and its own dependents by their rules;
+run makes it pending once every dependency has finished; wait keeps it waiting until the
+dependency is requeued and succeeds).
 Result: the new job''s id; if a job with the same job_type and idempotency_key exists, in any
 status, nothing is added or changed and that job''s id is returned (the same key under another
 job_type is another job).
 Errors: 22023 bad job_type/queue/idempotency_key/max_attempts/priority/run_at/limit_group/
-limit_key (blank, too long, a limit_key without a limit_group) or a payload
+limit_key (blank, too long, a limit_key without a limit_group), an unknown id or NULL in
+depends_on, a bad on_dependency_failure, or a payload
 that is not a JSON object, 22004 NULL payload, 54000 payload too large.
 Concurrency: N sessions enqueuing one key (of one job_type) at once make one row and all get its id. Runs in the
 caller''s transaction (a rollback removes the job). NOTIFY on the installation''s channel (jobq
 in schema public, jobq.<schema> otherwise), payload the queue name, when the job is available
-now (delivered at commit).';
+now (delivered at commit). With depends_on, the dependencies still running are locked until
+the caller commits (their completion waits that long).';
 
 REVOKE EXECUTE ON FUNCTION jobq_enqueue(
-    text, jsonb, text, integer, timestamptz, integer, text, text, text
+    text, jsonb, text, integer, timestamptz, integer, text, text, text, uuid[], text
 ) FROM PUBLIC;

@@ -2,7 +2,8 @@
 -- semantics for each element. Built for 10,000+ jobs per call: one validation pass over the
 -- array that names the first bad element, one conversion of the elements into one array per
 -- column, then jobq__insert_jobs (shared with jobq_enqueue_arrays) inserts them, with no
--- lookup per element.
+-- lookup per element. Elements with depends_on or after (docs/workflows.md) make the graph's
+-- edges afterwards (jobq__add_edges); a batch without them runs nothing more.
 --! levels: producer, worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_enqueue_many(jobs jsonb) RETURNS TABLE (ord integer, id uuid)
@@ -23,6 +24,10 @@ DECLARE
     v_queues text[];
     v_limit_groups text[];
     v_limit_keys text[];
+    v_graph boolean;
+    v_n integer;
+    v_ids uuid[];
+    v_edges record;
 BEGIN
     IF jobs IS NULL OR pg_catalog.jsonb_typeof(jobs) <> 'array' THEN
         RAISE EXCEPTION 'jobq_enqueue_many: jobs must be a JSON array of job objects, got %',
@@ -38,6 +43,7 @@ BEGIN
                   HINT = 'Enqueue in batches of at most 100000 jobs.';
     END IF;
     SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
+    v_n := pg_catalog.jsonb_array_length(jobs);
 
     -- One pass over the elements finds the first bad one: an object, known keys only, each
     -- value of the right JSON type and within the bounds of jobq_enqueue, and the payload
@@ -56,16 +62,19 @@ BEGIN
                     )
                 WHEN x.elem - ARRAY[
                     'job_type', 'payload', 'idempotency_key', 'max_attempts', 'run_at',
-                    'priority', 'queue', 'limit_group', 'limit_key'
+                    'priority', 'queue', 'limit_group', 'limit_key', 'depends_on', 'after',
+                    'on_dependency_failure'
                 ] <> '{}'::jsonb
                     THEN pg_catalog.format(
                         'has unknown key(s) %s; allowed: job_type, payload, idempotency_key, '
-                        'max_attempts, run_at, priority, queue, limit_group, limit_key',
+                        'max_attempts, run_at, priority, queue, limit_group, limit_key, '
+                        'depends_on, after, on_dependency_failure',
                         (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(k.key), ', ')
                          FROM pg_catalog.jsonb_object_keys(x.elem) AS k (key)
                          WHERE k.key NOT IN (
                              'job_type', 'payload', 'idempotency_key', 'max_attempts',
-                             'run_at', 'priority', 'queue', 'limit_group', 'limit_key'
+                             'run_at', 'priority', 'queue', 'limit_group', 'limit_key',
+                             'depends_on', 'after', 'on_dependency_failure'
                          ))
                     )
                 WHEN pg_catalog.jsonb_typeof(x.elem -> 'job_type') IS DISTINCT FROM 'string'
@@ -104,6 +113,43 @@ BEGIN
                 WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'limit_key'), 'null')
                     NOT IN ('string', 'null')
                     THEN 'limit_key must be a string or null'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'depends_on'), 'array')
+                    <> 'array'
+                    OR EXISTS (
+                        SELECT FROM pg_catalog.jsonb_array_elements(x.elem -> 'depends_on') AS d
+                        WHERE CASE
+                            WHEN pg_catalog.jsonb_typeof(d.value) IS DISTINCT FROM 'string'
+                                THEN TRUE
+                            ELSE (d.value #>> '{}') !~* (
+                                '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?'
+                                '[0-9a-f]{12}$'
+                            )
+                        END
+                    )
+                    THEN 'depends_on must be an array of job ids (UUID strings)'
+                WHEN pg_catalog.jsonb_array_length(coalesce(x.elem -> 'depends_on', '[]'))
+                    + pg_catalog.jsonb_array_length(coalesce(x.elem -> 'after', '[]')) > 10000
+                    THEN 'depends_on and after have more than 10000 elements together'
+                WHEN coalesce(pg_catalog.jsonb_typeof(x.elem -> 'after'), 'array') <> 'array'
+                    OR EXISTS (
+                        SELECT FROM pg_catalog.jsonb_array_elements(x.elem -> 'after') AS a
+                        WHERE CASE
+                            WHEN pg_catalog.jsonb_typeof(a.value) IS DISTINCT FROM 'number'
+                                OR (a.value #>> '{}') !~ '^[0-9]{1,9}$' THEN TRUE
+                            ELSE (a.value #>> '{}')::integer NOT BETWEEN 1 AND v_n
+                                OR (a.value #>> '{}')::integer = x.ord
+                        END
+                    )
+                    THEN pg_catalog.format(
+                        'after must be an array of the ords (1 to %s) of other elements, got %s',
+                        v_n, x.elem -> 'after'
+                    )
+                WHEN coalesce(x.elem ->> 'on_dependency_failure', 'cancel')
+                    NOT IN ('cancel', 'run', 'wait')
+                    THEN pg_catalog.format(
+                        'on_dependency_failure must be cancel, run or wait, got %s',
+                        x.elem -> 'on_dependency_failure'
+                    )
                 ELSE coalesce(jobq__job_argument_problem(
                     x.elem ->> 'job_type',
                     coalesce(x.elem ->> 'queue', 'default'),
@@ -177,12 +223,82 @@ BEGIN
         RAISE;  -- not a run_at after all
     END;
 
-    RETURN QUERY
-    SELECT r.ord, r.id
+    -- A graph: the jobs first, then their edges. jsonb_path_exists runs in C over the array.
+    v_graph := pg_catalog.jsonb_path_exists(jobs, '$[*] ? (exists(@.depends_on) || exists(@.after))');
+    IF NOT v_graph THEN
+        RETURN QUERY
+        SELECT r.ord, r.id
+        FROM jobq__insert_jobs(
+            v_job_types, v_payloads, v_keys, v_max_attempts, v_run_ats, v_priorities, v_queues,
+            v_limit_groups, v_limit_keys
+        ) AS r;
+        RETURN;
+    END IF;
+
+    -- A cycle can only run through after (a job that exists depends on none of these): none
+    -- when every element names earlier ones only, else a walk from each element that comes
+    -- back to it.
+    IF EXISTS (
+        WITH RECURSIVE edge (ord, after) AS (
+            SELECT x.ord::integer, (a.value #>> '{}')::integer
+            FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+            CROSS JOIN pg_catalog.jsonb_array_elements(x.elem -> 'after') AS a
+        ),
+
+        walk (start, ord) AS (
+            SELECT e.ord, e.after FROM edge AS e
+            WHERE EXISTS (SELECT FROM edge AS f WHERE f.after > f.ord)
+            UNION
+            SELECT w.start, e.after FROM walk AS w JOIN edge AS e ON e.ord = w.ord
+        )
+
+        SELECT FROM walk AS w WHERE w.start = w.ord
+    ) THEN
+        RAISE EXCEPTION 'jobq_enqueue_many: the after references of jobs form a cycle'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A job cannot wait for a job that waits for it.';
+    END IF;
+
+    SELECT pg_catalog.array_agg(r.id ORDER BY r.ord) INTO v_ids
     FROM jobq__insert_jobs(
         v_job_types, v_payloads, v_keys, v_max_attempts, v_run_ats, v_priorities, v_queues,
         v_limit_groups, v_limit_keys
     ) AS r;
+
+    -- The edges of the jobs this call inserted (a job whose idempotency key existed already
+    -- is left as it was): depends_on ids as given, after ords as the ids returned for them.
+    SELECT
+        pg_catalog.array_agg(g.child ORDER BY g.child, g.parent) AS children,
+        pg_catalog.array_agg(g.parent ORDER BY g.child, g.parent) AS parents,
+        pg_catalog.array_agg(g.rule ORDER BY g.child, g.parent) AS rules
+    INTO v_edges
+    FROM (
+        SELECT
+            v_ids[x.ord] AS child,
+            (d.value #>> '{}')::uuid AS parent,
+            coalesce(x.elem ->> 'on_dependency_failure', 'cancel') AS rule
+        FROM pg_catalog.jsonb_array_elements(jobs) WITH ORDINALITY AS x (elem, ord)
+        CROSS JOIN LATERAL (
+            SELECT u.value FROM pg_catalog.jsonb_array_elements(x.elem -> 'depends_on') AS u
+            UNION ALL
+            SELECT pg_catalog.to_jsonb(v_ids[(a.value #>> '{}')::integer]::text)
+            FROM pg_catalog.jsonb_array_elements(x.elem -> 'after') AS a
+        ) AS d (value)
+        WHERE EXISTS (
+            SELECT FROM jobq_jobs AS j
+            WHERE j.id = v_ids[x.ord] AND j.created_at = pg_catalog.now()
+              AND j.status = 'pending' AND j.waiting_on = 0
+        )
+    ) AS g;
+    IF v_edges.children IS NOT NULL THEN
+        PERFORM jobq__add_edges(
+            v_edges.children, v_edges.parents, v_edges.rules,
+            'jobq_enqueue_many: depends_on'::text, FALSE
+        );
+    END IF;
+
+    RETURN QUERY
+    SELECT u.ord::integer, u.id FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS u (id, ord);
 END;
 $$;
 
@@ -192,11 +308,14 @@ idempotency_key of the same job_type returns the existing id; two elements with 
 job_type and key get the same id (the first is inserted). Built for 10,000+ jobs per call.
 Arguments: jobs (a JSON array of objects with the keys of jobq_enqueue: job_type required;
 payload, idempotency_key, max_attempts, run_at as ISO 8601 text with an offset, priority,
-queue, limit_group, limit_key optional).
+queue, limit_group, limit_key optional; depends_on, an array of ids of jobs it waits for, and
+after, an array of the ords of other elements of this array that it waits for, with
+on_dependency_failure as in jobq_enqueue: a whole graph in one call).
 Result: one row per element, (ord, id), ord counting from 1 in input order.
 Errors: 22023 when jobs is not an array, an element is not an object, has an unknown key or a
 bad value (a payload that is not a JSON object included; the message names the element,
-counting from 1 like ord, and the key); 54000 a payload too large, or more than 100,000
+counting from 1 like ord, and the key), an after outside the array or naming the element
+itself, a cycle of after references, an unknown id in depends_on; 54000 a payload too large, or more than 100,000
 elements. Nothing is inserted when any element is bad.
 Concurrency: as jobq_enqueue; one NOTIFY per queue that got jobs available now, or a single one
 with an empty payload (wake every worker) when more than 100 queues did.';

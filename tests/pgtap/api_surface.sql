@@ -35,7 +35,9 @@ SELECT results_eq(
     $$SELECT p.proname::text COLLATE "default", pg_get_function_arguments(p.oid), pg_get_function_result(p.oid)
       FROM pg_proc AS p WHERE p.pronamespace = 'public'::regnamespace ORDER BY p.proname$$,
     $$VALUES
-    ('jobq__append_error'::text, 'errors jsonb, entry jsonb'::text, 'jsonb'::text),
+    ('jobq__add_edges'::text, 'children uuid[], parents uuid[], rules text[], argument text, '
+                         'graft boolean DEFAULT false'::text, 'integer'::text),
+    ('jobq__append_error', 'errors jsonb, entry jsonb', 'jsonb'),
     ('jobq__available', 'limited boolean DEFAULT NULL::boolean',
                         'TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)'),
     ('jobq__awaits_end', 'job_ids uuid[]', 'text[]'),
@@ -49,6 +51,8 @@ SELECT results_eq(
                          'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
     ('jobq__cron_parse', 'cron text', 'bigint[]'),
+    ('jobq__dependency_argument_problem', 'depends_on uuid[], on_dependency_failure text', 'text'),
+    ('jobq__dependents_finished', 'job_ids uuid[], statuses text[]', 'integer'),
     ('jobq__error_entry', 'attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text', 'jsonb'),
     ('jobq__event_channel', 'kind text', 'text'),
     ('jobq__history_filled', 'partition_name text', 'boolean'),
@@ -81,6 +85,7 @@ SELECT results_eq(
     ('jobq__uuid_v7_many', 'count integer', 'uuid[]'),
     ('jobq__worker_id_error', 'worker_id text', 'text'),
     ('jobq__worker_seen', 'worker_id text, job_types text[], queues text[]', 'void'),
+    ('jobq_add_dependencies', 'job_id uuid, depends_on uuid[]', 'integer'),
     ('jobq_await', 'job_ids uuid[], timeout interval DEFAULT ''00:00:30''::interval',
                    'TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, '
                    'finished_at timestamp with time zone, cancel_requested boolean)'),
@@ -92,13 +97,15 @@ SELECT results_eq(
                            'results jsonb[] DEFAULT NULL::jsonb[]', 'integer'),
     ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean, '
                        'metrics_label_sets integer DEFAULT NULL::integer', 'jsonb'),
+    ('jobq_dependencies', 'job_id uuid', 'TABLE(id uuid, job_type text, status text, result jsonb)'),
     ('jobq_dequeue', 'worker_id text, job_types text[] DEFAULT NULL::text[], batch_size integer DEFAULT 1, '
                      'lock_timeout interval DEFAULT ''00:05:00''::interval, queues text[] DEFAULT NULL::text[]',
                      'SETOF jobq_jobs'),
     ('jobq_enqueue', 'job_type text, payload jsonb DEFAULT ''{}''::jsonb, idempotency_key text DEFAULT NULL::text, '
                      'max_attempts integer DEFAULT 5, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, '
                      'priority integer DEFAULT 0, queue text DEFAULT ''default''::text, '
-                     'limit_group text DEFAULT NULL::text, limit_key text DEFAULT NULL::text', 'uuid'),
+                     'limit_group text DEFAULT NULL::text, limit_key text DEFAULT NULL::text, '
+                     'depends_on uuid[] DEFAULT NULL::uuid[], on_dependency_failure text DEFAULT ''cancel''::text', 'uuid'),
     ('jobq_enqueue_arrays', 'job_types text[], payloads jsonb[] DEFAULT NULL::jsonb[], '
                             'idempotency_keys text[] DEFAULT NULL::text[], max_attempts integer[] DEFAULT NULL::integer[], '
                             'run_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], '
@@ -116,6 +123,7 @@ SELECT results_eq(
                     '''00:15:00''::interval, max_transaction_age interval DEFAULT ''00:05:00''::interval',
                     'TABLE(check_name text, queue text, severity text, value double precision, detail text)'),
     ('jobq_heartbeat', 'worker_id text, job_ids uuid[]', 'integer'),
+    ('jobq_job_graph', 'job_id uuid', 'TABLE(id uuid, job_type text, status text, depends_on uuid[])'),
     ('jobq_job_status', 'job_ids uuid[]', 'TABLE(id uuid, status text, attempts integer, result jsonb, '
                         'last_error text, finished_at timestamp with time zone, cancel_requested boolean)'),
     ('jobq_jobs_page', 'status text, queue text DEFAULT NULL::text, job_type text DEFAULT NULL::text, '
@@ -170,7 +178,7 @@ SELECT results_eq(
     'every function has the documented argument names, defaults and result'
 );
 
-SELECT function_returns('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text', 'text', 'text'], 'uuid');
+SELECT function_returns('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text', 'text', 'text', 'uuid[]', 'text'], 'uuid');
 SELECT function_returns('public', 'jobq_enqueue_many', ARRAY['jsonb'], 'setof record');
 SELECT function_returns('public', 'jobq_enqueue_arrays', ARRAY['text[]', 'jsonb[]', 'text[]', 'integer[]', 'timestamp with time zone[]', 'integer[]', 'text[]', 'text[]', 'text[]'], 'setof record');
 SELECT function_returns('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]'], 'setof jobq_jobs');
@@ -197,7 +205,7 @@ SELECT function_returns('public', 'jobq_list_jobs', ARRAY['text[]', 'text', 'tex
 SELECT function_returns('public', 'jobq_health', ARRAY['interval', 'interval', 'interval'], 'setof record');
 
 -- Security: every public function runs as its owner with the search_path of its schema.
-SELECT is_definer('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text', 'text', 'text']);
+SELECT is_definer('public', 'jobq_enqueue', ARRAY['text', 'jsonb', 'text', 'integer', 'timestamp with time zone', 'integer', 'text', 'text', 'text', 'uuid[]', 'text']);
 SELECT is_definer('public', 'jobq_enqueue_many', ARRAY['jsonb']);
 SELECT is_definer('public', 'jobq_enqueue_arrays', ARRAY['text[]', 'jsonb[]', 'text[]', 'integer[]', 'timestamp with time zone[]', 'integer[]', 'text[]', 'text[]', 'text[]']);
 SELECT is_definer('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]']);
@@ -300,7 +308,7 @@ SELECT set_eq(
           'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
           'jobq_metric_labels', 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
           'jobq_cancel_requests', 'jobq__migrate_lock', 'jobq_awaits', 'jobq_jobs_history',
-          'jobq_retention', 'jobq_paused_queues'],
+          'jobq_retention', 'jobq_paused_queues', 'jobq_job_dependencies'],
     'schema public has exactly the jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
@@ -328,7 +336,8 @@ SELECT columns_are('public', 'jobq_jobs', ARRAY[
     'id', 'queue', 'job_type', 'payload', 'idempotency_key', 'status', 'priority', 'attempts',
     'max_attempts', 'available_at', 'locked_at', 'locked_by', 'last_error', 'errors',
     'created_at', 'updated_at', 'finished_at', 'scheduled', 'result', 'cancel_requested_at',
-    'cancel_reason', 'limit_group', 'limit_key', 'claimed_at', 'locked_until'
+    'cancel_reason', 'limit_group', 'limit_key', 'claimed_at', 'locked_until', 'waiting_on',
+    'has_dependents'
 ]);
 SELECT columns_are('public', 'jobq_settings', ARRAY['singleton', 'max_payload_bytes', 'metrics', 'lock_seed',
                                                   'metrics_label_sets']);
@@ -367,7 +376,9 @@ SELECT results_eq(
     ('limit_group',     'text',                           false, NULL),
     ('limit_key',       'text',                           false, NULL),
     ('claimed_at',      'timestamp with time zone',       false, NULL),
-    ('locked_until',    'timestamp with time zone',       false, NULL)
+    ('locked_until',    'timestamp with time zone',       false, NULL),
+    ('waiting_on',      'integer',                        true,  '0'),
+    ('has_dependents',  'boolean',                        true,  'false')
     $$,
     'jobq_jobs columns: type, NOT NULL and default as documented'
 );
@@ -447,7 +458,7 @@ SELECT set_eq(
              ('jobq_jobs', 'jobq_jobs_status_check'), ('jobq_jobs', 'jobq_jobs_max_attempts_check'),
              ('jobq_jobs', 'jobq_jobs_attempts_check'), ('jobq_jobs', 'jobq_jobs_claim_check'),
              ('jobq_jobs', 'jobq_jobs_finished_check'), ('jobq_jobs', 'jobq_jobs_cancel_check'),
-             ('jobq_jobs', 'jobq_jobs_limit_key_needs_group'),
+             ('jobq_jobs', 'jobq_jobs_limit_key_needs_group'), ('jobq_jobs', 'jobq_jobs_waiting_check'),
              ('jobq_settings', 'jobq_settings_pkey'), ('jobq_settings', 'jobq_settings_singleton_check'),
              ('jobq_settings', 'jobq_settings_max_payload_bytes_check'),
              ('jobq_settings', 'jobq_settings_metrics_label_sets_check'),

@@ -133,7 +133,8 @@ SELECT throws_ok($$SELECT * FROM jobq_enqueue_many('[[{"job_type": "a"}]]')$$, '
 SELECT throws_ok($$SELECT * FROM jobq_enqueue_many('[{"job_type": "a", "run_At": "x", "foo": 1}]')$$,
     '22023',
     'jobq_enqueue_many: jobs element 1 (counting from 1) has unknown key(s) foo, "run_At"; '
-    || 'allowed: job_type, payload, idempotency_key, max_attempts, run_at, priority, queue, limit_group, limit_key',
+    || 'allowed: job_type, payload, idempotency_key, max_attempts, run_at, priority, queue, limit_group, limit_key, '
+       || 'depends_on, after, on_dependency_failure',
     'unknown keys: 22023, naming them (keys are case-sensitive)');
 
 SELECT throws_ok($$SELECT * FROM jobq_enqueue_many('[{"payload": {}}]')$$, '22023',

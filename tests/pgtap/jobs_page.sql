@@ -42,10 +42,10 @@ SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL
 CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
 
 SELECT throws_ok($$SELECT * FROM jobq_jobs_page(status => 'done')$$, '22023',
-    'jobq_jobs_page: status must be one of pending, processing, succeeded, failed, dead_letter, cancelled, got ''done''',
+    'jobq_jobs_page: status must be one of waiting, pending, processing, succeeded, failed, dead_letter, cancelled, got ''done''',
     'an unknown status: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_jobs_page(status => NULL)$$, '22023',
-    'jobq_jobs_page: status must be one of pending, processing, succeeded, failed, dead_letter, cancelled, got NULL',
+    'jobq_jobs_page: status must be one of waiting, pending, processing, succeeded, failed, dead_letter, cancelled, got NULL',
     'a NULL status: 22023');
 SELECT throws_ok($$SELECT * FROM jobq_jobs_page('pending', max_rows => 0)$$, '22023',
     'jobq_jobs_page: max_rows must be between 1 and 1000, got 0', 'max_rows 0: 22023');

@@ -206,7 +206,7 @@ SELECT lives_ok($$
     CREATE TEMP TABLE ids AS
     SELECT 'one'::text AS what,
            jobq_enqueue('a'::text, '{"n": 1}'::jsonb, 'k1'::text, 2, NULL::timestamptz, 0,
-                        'default'::text, NULL::text, NULL::text) AS id
+                        'default'::text, NULL::text, NULL::text, NULL::uuid[], 'cancel'::text) AS id
 $$, 'enqueue');
 SELECT lives_ok($$
     INSERT INTO ids

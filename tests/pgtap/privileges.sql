@@ -73,7 +73,7 @@ CREATE ROLE tn;   -- schema USAGE only
 GRANT USAGE ON SCHEMA public TO tp, tw, ta, tn;
 
 GRANT EXECUTE ON FUNCTION
-    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text),
+    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text, uuid[], text),
     jobq_enqueue_many(jsonb),
     jobq_enqueue_arrays(
         text[], jsonb[], text[], integer[], timestamptz[], integer[], text[], text[], text[]
@@ -96,7 +96,7 @@ GRANT EXECUTE ON FUNCTION
 TO tw;
 
 GRANT EXECUTE ON FUNCTION
-    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text),
+    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text, uuid[], text),
     jobq_enqueue_many(jsonb),
     jobq_enqueue_arrays(
         text[], jsonb[], text[], integer[], timestamptz[], integer[], text[], text[], text[]

@@ -91,7 +91,7 @@ CREATE ROLE t_producer;
 GRANT CREATE, USAGE ON SCHEMA public TO t_mallory;   -- PostgreSQL 13/14 default, or a db owner
 GRANT USAGE ON SCHEMA public TO t_producer;
 GRANT EXECUTE ON FUNCTION
-    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text)
+    jobq_enqueue(text, jsonb, text, integer, timestamptz, integer, text, text, text, uuid[], text)
 TO t_producer;
 -- what pgTAP itself needs, as the producer
 GRANT USAGE ON SCHEMA tap TO t_producer;

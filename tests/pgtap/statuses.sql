@@ -6,11 +6,11 @@ BEGIN;
 SELECT plan(9);
 
 SELECT is(jobq__statuses(),
-          ARRAY['pending', 'processing', 'succeeded', 'failed', 'dead_letter', 'cancelled'],
+          ARRAY['waiting', 'pending', 'processing', 'succeeded', 'failed', 'dead_letter', 'cancelled'],
           'every status, in the order of a job''s life');
 SELECT is(jobq__statuses(finished => TRUE), ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'],
           'the finished statuses');
-SELECT is(jobq__statuses(finished => FALSE), ARRAY['pending', 'processing'],
+SELECT is(jobq__statuses(finished => FALSE), ARRAY['waiting', 'pending', 'processing'],
           'the unfinished statuses');
 SELECT is(
     (SELECT p.provolatile FROM pg_proc AS p WHERE p.oid = 'jobq__statuses'::regproc), 'i',

@@ -488,8 +488,9 @@ def test_grant_dry_run_without_a_database_prints_the_statements() -> None:
     assert result.stdout.splitlines() == [
         'GRANT USAGE ON SCHEMA "public" TO "app";',
         *(f'GRANT EXECUTE ON FUNCTION "public".{signatures[name]} TO "app";'
-          for name in ("jobq_await", "jobq_cancel", "jobq_enqueue", "jobq_enqueue_arrays",
-                       "jobq_enqueue_many", "jobq_job_status")),
+          for name in ("jobq_add_dependencies", "jobq_await", "jobq_cancel",
+                       "jobq_dependencies", "jobq_enqueue", "jobq_enqueue_arrays",
+                       "jobq_enqueue_many", "jobq_job_graph", "jobq_job_status")),
     ]
     assert "embedded" not in result.stderr
 
@@ -643,6 +644,7 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "health": [],
     "jobs list": [],
     "jobs show": ["{dead}"],
+    "jobs graph": ["{dead}"],
     "jobs retry": ["{dead}"],
     "jobs status": ["{dead}"],
     "jobs wait": ["{dead}"],
@@ -995,7 +997,7 @@ def test_jobs_list_filters_by_status_queue_and_type(dsn: str) -> None:
 def test_jobs_list_refuses_an_unknown_status_naming_the_known_ones(dsn: str) -> None:
     result = jobq("jobs", "list", "--status", "done", dsn=dsn)
     assert_user_error(result, 1, "statuses contains 'done'")
-    assert "hint: Statuses: pending" in result.stderr
+    assert "hint: Statuses: waiting, pending" in result.stderr
 
 
 def test_jobs_show_prints_payload_attempts_errors_and_times(dsn: str) -> None:
@@ -1204,7 +1206,7 @@ def test_bash_completion_script_and_completions() -> None:
     assert words.stdout.split() == ["plain,dead-letter"]
     sub = jobq(_JOBQ_COMPLETE="bash_complete", COMP_WORDS="jobq jobs ", COMP_CWORD="2")
     assert set(sub.stdout.split()) == {
-        "plain,list", "plain,show", "plain,retry", "plain,status", "plain,wait"}
+        "plain,list", "plain,show", "plain,retry", "plain,status", "plain,wait", "plain,graph"}
 
 
 # -- one command per action, one JSON style ------------------------------------------------------
@@ -1263,6 +1265,7 @@ JSON_ARGS: dict[str, tuple[list[str], int]] = {
     "doctor": ([], 1),  # a dead_letter job: the check warns
     "jobs list": ([], 0),
     "jobs show": (["{dead}"], 0),
+    "jobs graph": (["{dead}"], 0),
     "jobs retry": (["{dead}"], 0),
     "jobs status": (["{dead}"], 0),
     "jobs wait": (["{dead}"], 0),

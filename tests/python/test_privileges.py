@@ -152,15 +152,17 @@ def _executable(conn: Conn, role: str, schema: str = "public") -> set[str]:
 # The levels of docs/security.md, for the functions installed today.
 EXPECTED = {
     "producer": {"jobq_enqueue", "jobq_enqueue_many", "jobq_enqueue_arrays", "jobq_job_status",
-                 "jobq_await", "jobq_cancel"},
+                 "jobq_await", "jobq_cancel", "jobq_add_dependencies", "jobq_dependencies",
+                 "jobq_job_graph"},
     "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_enqueue_arrays", "jobq_dequeue",
                "jobq_complete",
                "jobq_complete_many", "jobq_fail", "jobq_fail_many", "jobq_heartbeat",
                "jobq_release", "jobq_release_orphans", "jobq_tick", "jobq_job_status",
-               "jobq_await", "jobq_cancel", "jobq_cancel_requested"},
+               "jobq_await", "jobq_cancel", "jobq_cancel_requested", "jobq_add_dependencies",
+               "jobq_dependencies", "jobq_job_graph"},
     "monitor": {
         "jobq_stats", "jobq_health", "jobq_metrics", "jobq_queue_summary", "jobq_jobs_page",
-        "jobq_workers_summary",
+        "jobq_workers_summary", "jobq_job_graph",
     },
 }
 
@@ -189,7 +191,8 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
         "SELECT c.relname::text FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace "
         "AND c.relkind = 'r' AND has_table_privilege(%s, c.oid, 'SELECT') ORDER BY 1", (role,)
     ).fetchall()
-    every_table = [("jobq_awaits",), ("jobq_cancel_requests",), ("jobq_jobs",),
+    every_table = [("jobq_awaits",), ("jobq_cancel_requests",), ("jobq_job_dependencies",),
+                   ("jobq_jobs",),
                    ("jobq_limit_keys",), ("jobq_limit_starts",), ("jobq_limits",),
                    ("jobq_metric_counters",), ("jobq_metric_deltas",), ("jobq_metric_labels",),
                    ("jobq_migrations",), ("jobq_paused_queues",), ("jobq_retention",),
@@ -272,7 +275,7 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     online = run("--dsn", dsn, "revoke", role, "--dry-run")
     assert online.exit_code == 0, online.output
     tables = ('"public"."jobq_all_jobs", "public"."jobq_awaits", '
-              '"public"."jobq_cancel_requests", '
+              '"public"."jobq_cancel_requests", "public"."jobq_job_dependencies", '
               '"public"."jobq_jobs", "public"."jobq_jobs_history", "public"."jobq_limit_keys", '
               '"public"."jobq_limit_starts", "public"."jobq_limits", '
               '"public"."jobq_metric_counters", "public"."jobq_metric_deltas", '
@@ -423,6 +426,9 @@ MONITOR_CALLS = {
     "jobq_jobs_page": [
         f"SELECT p::text FROM jobq_jobs_page('{status}') AS p"
         for status in ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled")
+    ],
+    "jobq_job_graph": [
+        "SELECT g::text FROM jobq_jobs_page('succeeded') AS p, jobq_job_graph(p.id) AS g"
     ],
 }
 

@@ -35,6 +35,7 @@ _UNSET = click.core.ParameterSource.DEFAULT
     examples="""
         jobq enqueue send_email '{"to": "a@example.com"}' --idempotency-key welcome:42
         jobq enqueue --from jobs.ndjson
+        jobq enqueue report '{}' --after 01a24ef3-3a56-7cb1-8630-82070d3a08c7
     """,
 )
 @click.argument("job_type", metavar="[TYPE]", required=False)
@@ -62,6 +63,21 @@ _UNSET = click.core.ParameterSource.DEFAULT
 @opt.new_job_options
 @click.option("--limit-group", metavar="G", help="Count against the limits of group G.")
 @click.option("--limit-key", metavar="K", help="Within --limit-group, a key with its own limits.")
+@click.option(
+    "--after",
+    "depends_on",
+    metavar="ID",
+    multiple=True,
+    help="Wait for job ID to succeed first (repeatable): the job is enqueued waiting.",
+)
+@click.option(
+    "--on-dependency-failure",
+    type=click.Choice(["cancel", "run", "wait"]),
+    default="cancel",
+    show_default=True,
+    help="With --after, when a dependency fails: cancel this job, run it anyway once all "
+    "have finished, or wait for the dependency to be requeued and succeed.",
+)
 def enqueue(
     job_type: str | None,
     payload: str | None,
@@ -71,7 +87,12 @@ def enqueue(
     **options: Any,
 ) -> int:
     """Add a job of TYPE (PAYLOAD_JSON: JSON text, - for stdin, @FILE) or, with --from, many."""
+    options["depends_on"] = list(options["depends_on"]) or None
     if from_file is not None:
+        if options["depends_on"] is not None:
+            raise click.UsageError(
+                "--after applies to one job; lines of --from take depends_on and after keys"
+            )
         if payload is not None or idempotency_key is not None:
             raise click.UsageError(
                 "--from reads payloads and idempotency keys from its lines: "

@@ -407,3 +407,29 @@ SELECT
     pending,
     processing
 FROM jobq_queues();
+
+-- name: add_dependencies
+SELECT jobq_add_dependencies(
+    job_id => %(job_id)s::pg_catalog.uuid,
+    depends_on => %(depends_on)s::pg_catalog.uuid[]
+);
+
+-- name: dependencies
+SELECT
+    id,
+    job_type,
+    status,
+    result
+FROM jobq_dependencies(
+    job_id => %(job_id)s::pg_catalog.uuid
+);
+
+-- name: job_graph
+SELECT
+    id,
+    job_type,
+    status,
+    depends_on
+FROM jobq_job_graph(
+    job_id => %(job_id)s::pg_catalog.uuid
+);

@@ -25,9 +25,9 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from .. import _ops
-from .._opcore import step
+from .._opcore import drive, step
 from ..errors import PermanentError, Retry
-from ..models import Job
+from ..models import Dependency, Job, attach_dependency_reader
 from .errortext import error_text
 from .joblog import job_log, log
 from .retry import GaveUp, areconnecting, connection_lost, execute
@@ -213,6 +213,7 @@ class HandlerPool:
             message = "not started: a cancel was requested before a handler took the job"
             return self._failure(job, message, retry=False)
         job_log(logging.DEBUG, job, "started")
+        attach_dependency_reader(job, self._dependencies)
         asynchronous = job.job_type in self._config.asynchronous
         if job.job_type in self._config.transactional:
             transaction = self._in_transaction(job, handler, asynchronous)
@@ -372,6 +373,16 @@ class HandlerPool:
                     return rows
 
             yield aconn, arun
+
+    def _dependencies(self, job_id: uuid.UUID) -> list[Dependency]:
+        """``job.dependencies()``: on a connection of the handlers' pool when there is one, else
+        on one opened for the call (a handler reads its dependencies once, at its start)."""
+        op = _ops.dependencies(self._sql, job_id)
+        if self._pool is not None:
+            with self._pool.connection() as conn:
+                return drive(op, lambda call: execute(conn, call))
+        with psycopg.connect(self._dsn, **{**self._connect_kwargs, "autocommit": True}) as own:
+            return drive(op, lambda call: execute(own, call))
 
     async def _pause(self, seconds: float) -> None:  # on a handler thread: shutdown cuts it short
         self._force.wait(seconds)

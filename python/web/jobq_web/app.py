@@ -44,6 +44,7 @@ FUNCTIONS: dict[str, str] = {
     "jobq_pause": "(text, text)",
     "jobq_resume": "(text)",
     "jobq_workers_summary": "()",
+    "jobq_job_graph": "(uuid)",
 }
 
 

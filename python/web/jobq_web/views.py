@@ -113,6 +113,8 @@ def job(request: Request) -> Response:
             else f"role {role.name} may call neither jobq_get_job nor jobq_job_status",
             role,
         )
+    graph = board.queue().job_graph(job_id) if role.can["jobq_job_graph"] else []
+    this = next((n for n in graph if n.id == job_id), None)
     return render(
         request,
         "job.html",
@@ -121,6 +123,10 @@ def job(request: Request) -> Response:
         full=full,
         timeline=timeline(found) if full else [],
         here=f"{base(request)}/jobs/{job_id}",
+        # its workflow: the jobs it waits for and those that wait for it (jobq_job_graph)
+        parents=[n for n in graph if this is not None and n.id in this.depends_on],
+        children=[n for n in graph if job_id in n.depends_on],
+        graph_size=len(graph),
     )
 
 

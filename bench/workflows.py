@@ -1,0 +1,159 @@
+"""Scenario 18: workflow shapes (docs/workflows.md): fan-out 1→N, fan-in N→1, layers, a chain.
+
+Each shape is enqueued in one ``jobq_enqueue_many`` (``after``), then drained by SQL workers
+(``jobq_dequeue`` of up to 10, ``jobq_complete_many``), 8 sessions for the wide shapes and one
+for the chain, whose jobs run one after the other anyway. Each prints its jobs/s and the time
+from the completion of a job's last dependency to the job's claim (``finished_at`` of the
+dependency to ``claimed_at`` of the job, p50/p99), beside a bare-SQL ceiling: the same number of
+jobs drained from ``raw_jobs`` with no graph by the same sessions, and for the chain one session
+that deletes a job and claims the next in one transaction.
+
+``python -m bench.run --only 18`` (``--quick``: a tenth of the sizes).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from . import harness
+from .cluster import Cluster
+from .harness import Measurement, Run
+
+BATCH = 10
+
+# name, jobs, how element i (from 0) names the elements it waits for (1-based ords)
+Shape = tuple[str, int, Callable[[int], list[int]]]
+
+
+def shapes(quick: bool) -> list[Shape]:
+    n = 1000 if quick else 10_000
+    width, layers = (50, 20) if quick else (500, 20)
+    return [
+        (f"fan-out 1→{n:,}", n + 1, lambda i: [1] if i else []),
+        (f"fan-in {n:,}→1", n + 1, lambda i: list(range(1, n + 1)) if i == n else []),
+        (f"{layers} layers of {width}", width * layers, lambda i: _two_above(i, width)),
+        (f"chain of {n:,}", n, lambda i: [i] if i else []),
+    ]
+
+
+def _two_above(i: int, width: int) -> list[int]:
+    """The ords of the jobs that job ``i`` of a layered graph waits for: the one above it and
+    the next one of the layer before (none in the first layer)."""
+    layer, k = divmod(i, width)
+    if layer == 0:
+        return []
+    above = (layer - 1) * width
+    return sorted({above + k + 1, above + (k + 1) % width + 1})
+
+
+def _enqueue(conn: psycopg.Connection[Any], jobs: int, after: Callable[[int], list[int]]) -> None:
+    elements = [{"job_type": "step", **({"after": a} if (a := after(i)) else {})}
+                for i in range(jobs)]
+    conn.execute("SELECT count(*) FROM jobq_enqueue_many(%s::jsonb)",
+                 (psycopg.types.json.Jsonb(elements),))
+
+
+def _drain_jobq(cluster: Cluster, sessions: int, total: int) -> Run:
+    done = [0]
+    lock = threading.Lock()
+
+    def body(conn: psycopg.Connection[Any], i: int) -> int:
+        mine = 0
+        while True:
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM jobq_dequeue(%s, NULL, %s)", (f"w{i}", BATCH)).fetchall()]
+            if ids:
+                conn.execute("SELECT jobq_complete_many(%s, %s)", (ids, f"w{i}"))
+                mine += len(ids)
+                with lock:
+                    done[0] += len(ids)
+            else:
+                with lock:
+                    if done[0] >= total:
+                        return mine
+                time.sleep(0.002)  # a dependent is released by another session's commit
+
+    return harness.run_threads(cluster, sessions, body)
+
+
+def _drain_raw(cluster: Cluster, sessions: int) -> Run:
+    def body(conn: psycopg.Connection[Any], _: int) -> int:
+        mine = 0
+        while True:
+            rows = conn.execute(
+                "DELETE FROM raw_jobs WHERE id = ANY (ARRAY(SELECT id FROM raw_jobs"
+                " ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)) RETURNING id", (BATCH,)
+            ).fetchall()
+            if not rows:
+                return mine
+            mine += len(rows)
+
+    return harness.run_threads(cluster, sessions, body)
+
+
+def _chain_raw(cluster: Cluster) -> Run:
+    """One session: each transaction deletes the job it ran and claims the next."""
+
+    def body(conn: psycopg.Connection[Any], _: int) -> int:
+        row = conn.execute("UPDATE raw_jobs SET status = 'processing' WHERE id = "
+                           "(SELECT min(id) FROM raw_jobs) RETURNING id").fetchone()
+        n = 0
+        while row is not None:
+            row = conn.execute(
+                "WITH gone AS (DELETE FROM raw_jobs WHERE id = %s)"
+                " UPDATE raw_jobs SET status = 'processing' WHERE id = %s + 1 RETURNING id",
+                (row[0], row[0]),
+            ).fetchone()
+            n += 1
+        return n
+
+    return harness.run_threads(cluster, 1, body)
+
+
+def _latencies(conn: psycopg.Connection[Any]) -> dict[str, float]:
+    rows = conn.execute(
+        "SELECT extract(epoch FROM c.claimed_at - max(p.finished_at)) * 1000"
+        " FROM jobq_job_dependencies AS e"
+        " JOIN jobq_all_jobs AS c ON c.id = e.job_id"
+        " JOIN jobq_all_jobs AS p ON p.id = e.depends_on"
+        " GROUP BY c.id, c.claimed_at"
+    ).fetchall()
+    samples = [max(float(r[0]), 0.0) for r in rows]
+    if len(samples) < 2:
+        samples = samples * 2 or [0.0, 0.0]
+    return harness.percentiles(samples)
+
+
+def scenario(cluster: Cluster, quick: bool, log: Callable[[str], None]) -> list[Measurement]:
+    results: list[Measurement] = []
+    for name, jobs, after in shapes(quick):
+        sessions = 1 if name.startswith("chain") else 8
+        key = "s18." + name.split()[0].replace("-", "_")
+        harness.reset(cluster)
+        with cluster.connect() as conn:
+            conn.execute("TRUNCATE jobq_job_dependencies")
+            conn.execute("INSERT INTO raw_jobs (payload) SELECT '{}' FROM generate_series(1, %s)",
+                         (jobs,))
+        harness.settle(cluster)
+        ceiling = _chain_raw(cluster) if sessions == 1 else _drain_raw(cluster, sessions)
+        with cluster.connect() as conn:
+            _enqueue(conn, jobs, after)
+        harness.settle(cluster)
+        run = _drain_jobq(cluster, sessions, jobs)
+        with cluster.connect() as conn:
+            lat = _latencies(conn)
+        log(f"  {name}: jobq {run.rate:,.0f} jobs/s, bare SQL {ceiling.rate:,.0f} jobs/s; "
+            f"last dependency to claim p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms")
+        results.append(Measurement("18", key + ".raw", f"{name}: bare SQL drain ({sessions})",
+                                   "ceiling", "jobs/s", ceiling.rate, [ceiling.rate],
+                                   ceiling.jobs, ceiling.seconds))
+        results.append(Measurement("18", key, f"{name}: jobq_dequeue/complete_many ({sessions})",
+                                   "jobq", "jobs/s", run.rate, [run.rate], run.jobs, run.seconds,
+                                   ceiling=key + ".raw",
+                                   extra={"release_to_claim_ms": lat}))
+    return results

@@ -1,0 +1,458 @@
+"""Dependencies between jobs with real sessions, threads and Workers: what pgTAP cannot see
+(concurrent completions of one fan-in's dependencies, a dependent enqueued while its
+dependency completes, a handler that grafts work in front of a job that waits for it, a
+rolled-back graph, the Python API). The rules themselves are in tests/pgtap/workflows.sql."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from pgq_client import InvalidArgument, Job, Queue, Worker
+
+Conn = psycopg.Connection[Any]
+
+
+def _status(conn: Conn, job_id: uuid.UUID) -> str:
+    row = conn.execute("SELECT status FROM jobq_all_jobs WHERE id = %s", (job_id,)).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _drain(dsn: str, workers: int, job_type: str, finish: Callable[[Conn, uuid.UUID, str], None],
+           barrier: threading.Barrier | None = None) -> list[BaseException]:
+    """``workers`` threads, each on its own connection, claim jobs of ``job_type`` one at a
+    time and end each with ``finish`` (its own transaction) until none is left."""
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                if barrier is not None:
+                    barrier.wait()
+                while True:
+                    row = c.execute(
+                        "SELECT id FROM jobq_dequeue(%s, ARRAY[%s])", (f"w{n}", job_type)
+                    ).fetchone()
+                    if row is None:
+                        return
+                    finish(c, row[0], f"w{n}")
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def _complete(c: Conn, job_id: uuid.UUID, worker: str) -> None:
+    assert c.execute("SELECT jobq_complete(%s, %s)", (job_id, worker)).fetchone() == (True,)
+
+
+def test_a_fan_in_is_released_once_when_concurrent_workers_complete_its_dependencies(
+    dsn: str, conn: Conn
+) -> None:
+    """32 sessions complete the 2,000 dependencies of one job, each completion its own
+    transaction; a watcher reads the job and its succeeded dependencies in one snapshot all
+    along: the job is never pending while one of them has not succeeded, and ends pending with
+    nothing left to wait for (a second release would take waiting_on below zero)."""
+    n = 2000
+    q = Queue(dsn)
+    parents = q.enqueue_many([{"job_type": "part"}] * n)
+    child = q.enqueue("sum", depends_on=parents)
+    assert _status(conn, child) == "waiting"
+    seen: list[tuple[str, int]] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            while not done.is_set():
+                row = c.execute(
+                    "SELECT (SELECT status FROM jobq_all_jobs WHERE id = %s),"
+                    " (SELECT count(*)::int FROM jobq_all_jobs"
+                    "  WHERE id = ANY(%s) AND status = 'succeeded')",
+                    (child, parents),
+                ).fetchone()
+                assert row is not None
+                seen.append((row[0], row[1]))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        errors = _drain(dsn, 32, "part", _complete, threading.Barrier(32))
+    finally:
+        done.set()
+        watcher.join()
+    assert errors == []
+    assert [s for s in seen if s[0] != "waiting" and s[1] < n] == [], "released early"
+    assert conn.execute(
+        "SELECT status, waiting_on FROM jobq_jobs WHERE id = %s", (child,)
+    ).fetchone() == ("pending", 0)
+    claimed = conn.execute("SELECT id FROM jobq_dequeue('w', ARRAY['sum'], 10)").fetchall()
+    assert claimed == [(child,)]
+
+
+def test_a_dependent_enqueued_while_its_dependency_completes_is_released(
+    dsn: str, conn: Conn
+) -> None:
+    """The enqueue of a dependent and the completion of its dependency race, in 40 rounds: the
+    dependent is pending at the end of each, whichever committed first."""
+    q = Queue(dsn)
+    for _ in range(40):
+        parent = q.enqueue("p")
+        assert conn.execute("SELECT count(*) FROM jobq_dequeue('w', ARRAY['p'])").fetchone() == (1,)
+        child = _race(partial(_enqueue_after, parent), partial(_complete_as_w, parent), dsn)
+        assert _status(conn, child) == "pending"
+        conn.execute("SELECT jobq_cancel(ARRAY[%s]::uuid[])", (child,))
+
+
+def _enqueue_after(parent: uuid.UUID, q: Queue) -> uuid.UUID:
+    return q.enqueue("c", depends_on=[parent])
+
+
+def _complete_as_w(job_id: uuid.UUID, q: Queue) -> bool:
+    return q.complete(job_id, "w")
+
+
+def _race(first: Callable[[Queue], Any], second: Callable[[Queue], Any], dsn: str) -> Any:
+    """Run ``first`` and ``second`` at once, each with a Queue of its own; ``first``'s result."""
+    barrier = threading.Barrier(2)
+    results: list[Any] = [None, None]
+
+    def run(i: int, call: Callable[[Queue], Any]) -> None:
+        with Queue(dsn) as own:
+            own.status([])  # connected before the start
+            barrier.wait()
+            results[i] = call(own)
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate((first, second))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results[0]
+
+
+def test_a_graft_by_a_running_dependency_is_awaited_downstream(dsn: str) -> None:
+    """oban#1472's shape: ``stage`` runs, grafts a two-step sub-workflow in front of the job
+    that waits for it (found through jobq_job_graph) and returns before the sub-workflow ran;
+    ``final`` runs only after the sub-workflow's last step."""
+    ran: list[str] = []
+    lock = threading.Lock()
+    q = Queue(dsn)
+
+    def stage(job: Job) -> None:
+        with lock:
+            ran.append("stage")
+        waiting = [n.id for n in q.job_graph(job.id) if job.id in n.depends_on]
+        first = q.enqueue("step", {"n": 1})
+        second = q.enqueue("step", {"n": 2}, depends_on=[first])
+        assert q.add_dependencies(waiting[0], [second]) == 1
+
+    def step(job: Job) -> None:
+        with lock:
+            ran.append(f"step{job.payload['n']}")
+
+    def final(job: Job) -> list[str]:
+        with lock:
+            ran.append("final")
+        return sorted(d.job_type for d in job.dependencies())
+
+    stage_id = q.enqueue("stage")
+    final_id = q.enqueue("final", depends_on=[stage_id])
+    Worker(dsn, {"stage": stage, "step": step, "final": final}, concurrency=2).run(burst=True)
+    assert ran == ["stage", "step1", "step2", "final"]
+    assert q.result(final_id, timeout=0) == ["stage", "step"]
+
+
+def test_a_handler_reads_its_dependencies_results(dsn: str) -> None:
+    q = Queue(dsn)
+    ids = q.enqueue_many([
+        {"job_type": "num", "payload": {"n": 1}},
+        {"job_type": "num", "payload": {"n": 2}},
+        {"job_type": "total", "after": [1, 2]},
+    ])
+    Worker(
+        dsn,
+        {
+            "num": lambda job: job.payload["n"] * 10,
+            "total": lambda job: sum(d.result for d in job.dependencies()),
+        },
+        concurrency=2,
+    ).run(burst=True)
+    assert q.result(ids[2], timeout=0) == 30
+    deps = q.dependencies(ids[2])
+    assert sorted((d.id, d.status, d.result) for d in deps) == sorted(
+        [(ids[0], "succeeded", 10), (ids[1], "succeeded", 20)]
+    )
+    graph = {node.id: node for node in q.job_graph(ids[0])}
+    assert set(graph) == {ids[0], ids[2]}
+    assert sorted(graph[ids[2]].depends_on) == sorted(ids[:2])
+
+
+def test_a_rolled_back_graph_leaves_nothing(dsn: str, conn: Conn) -> None:
+    q = Queue(dsn)
+    outside = q.enqueue("p")
+    with psycopg.connect(dsn) as tx:
+        q.enqueue_many(
+            [{"job_type": "a", "depends_on": [outside]}, {"job_type": "b", "after": [1]}],
+            conn=tx,
+        )
+        q.enqueue("c", depends_on=[outside], conn=tx)
+        tx.rollback()
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (1,)
+    assert conn.execute("SELECT count(*) FROM jobq_job_dependencies").fetchone() == (0,)
+    assert conn.execute(
+        "SELECT has_dependents FROM jobq_jobs WHERE id = %s", (outside,)
+    ).fetchone() == (False,)
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda q: q.enqueue("x", depends_on=[uuid.uuid4()]), "depends_on"),
+        (lambda q: q.enqueue("x", on_dependency_failure="skip"), "on_dependency_failure"),
+        (lambda q: q.enqueue_many([{"job_type": "a", "after": [1]}]), "after"),
+        (lambda q: q.enqueue_many([{"job_type": "a", "after": [2]},
+                                   {"job_type": "b", "after": [1]}]), "cycle"),
+        (lambda q: q.add_dependencies(uuid.uuid4(), [uuid.uuid4()]), "depends_on"),
+    ],
+)
+def test_bad_dependencies_are_refused_with_22023(
+    dsn: str, conn: Conn, call: Callable[[Queue], object], argument: str
+) -> None:
+    with Queue(dsn) as q, pytest.raises(InvalidArgument) as raised:
+        call(q)
+    assert raised.value.sqlstate == "22023"
+    assert argument in str(raised.value)
+    assert conn.execute("SELECT count(*) FROM jobq_all_jobs").fetchone() == (0,)
+
+
+def test_the_cli_enqueues_after_a_job_and_shows_the_graph(dsn: str, conn: Conn) -> None:
+    from click.testing import CliRunner
+
+    from pgq_client.cli import cli
+
+    first = Queue(dsn).enqueue("a")
+    made = CliRunner().invoke(
+        cli, ["--dsn", dsn, "enqueue", "b", "--json", "--after", str(first),
+              "--on-dependency-failure", "run"],
+    )
+    assert made.exit_code == 0, made.output
+    second = uuid.UUID(json.loads(made.output)["id"])
+    assert _status(conn, second) == "waiting"
+    shown = CliRunner().invoke(cli, ["--dsn", dsn, "jobs", "graph", str(first)])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[0].split() == ["id", "job_type", "status", "depends_on"]
+    assert lines[2].split() == [str(first), "a", "pending"]
+    assert lines[3].split() == [str(second), "b", "waiting", str(first)]
+    missing = CliRunner().invoke(cli, ["--dsn", dsn, "jobs", "graph", str(uuid.uuid4())])
+    assert missing.exit_code == 1 and "no job" in missing.output
+
+
+@pytest.mark.parametrize("level", ["admin", "producer"])
+def test_the_job_page_shows_its_dependencies_and_dependents_linked(
+    admin_dsn: str, dsn: str, level: str
+) -> None:
+    from starlette.testclient import TestClient
+    from webtools import login_role
+
+    from jobq_web import create_app
+
+    ids = Queue(dsn).enqueue_many([
+        {"job_type": "a"}, {"job_type": "b", "after": [1]}, {"job_type": "c", "after": [2]},
+    ])
+    with (
+        login_role(admin_dsn, dsn, level) as role_dsn,
+        TestClient(create_app(role_dsn), base_url="http://127.0.0.1") as client,
+    ):
+        page = client.get(f"/jobs/{ids[1]}")
+        lone = client.get(f"/jobs/{Queue(dsn).enqueue('alone')}")
+    assert page.status_code == 200, page.text
+    assert "3 jobs in its graph" in page.text
+    parents = page.text[page.text.index('id="graph-parents"'):]
+    parents = parents[: parents.index("</table>")]
+    assert f'href="/jobs/{ids[0]}"' in parents and ">pending<" in parents
+    children = page.text[page.text.index('id="graph-children"'):]
+    children = children[: children.index("</table>")]
+    assert f'href="/jobs/{ids[2]}"' in children and ">waiting<" in children
+    assert lone.status_code == 200 and "Workflow" not in lone.text
+
+
+# -- a model of the rules ---------------------------------------------------------------------
+
+BAD = ("failed", "dead_letter", "cancelled")
+UNFINISHED = ("waiting", "pending", "processing")
+
+
+@dataclass
+class Node:
+    rule: str
+    deps: set[uuid.UUID] = field(default_factory=set)
+    status: str = "pending"
+
+
+class WorkflowModel(RuleBasedStateMachine):
+    """Random graphs with random outcomes (success, failure, retry, dead letter, cancel,
+    requeue, graft) against a model of the rules; after every step each job's status, and the
+    count of dependencies that hold each waiting job back, are the model's. So no job is ever
+    waiting without a dependency that holds it back, and none is released before all its
+    dependencies succeeded (or finished, under rule run)."""
+
+    conn: Conn
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conn.execute("TRUNCATE jobq_jobs, jobq_jobs_history, jobq_job_dependencies")
+        self.jobs: dict[uuid.UUID, Node] = {}
+
+    def _holds(self, node: Node, parent: uuid.UUID) -> bool:
+        status = self.jobs[parent].status
+        return status in UNFINISHED or (status in BAD and node.rule == "wait")
+
+    def _start(self, node: Node) -> str:  # as at an enqueue (or a requeue)
+        if node.rule == "cancel" and any(self.jobs[p].status in BAD for p in node.deps):
+            return "cancelled"
+        return "waiting" if any(self._holds(node, p) for p in node.deps) else "pending"
+
+    def _settle(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for node in self.jobs.values():
+                if node.status == "waiting":
+                    new = self._start(node)
+                    changed |= new != node.status
+                    node.status = new
+
+    def _ids(self, statuses: tuple[str, ...]) -> list[uuid.UUID]:
+        return sorted(i for i, n in self.jobs.items() if n.status in statuses)
+
+    @rule(data=st.data(), rule_name=st.sampled_from(["cancel", "run", "wait"]))
+    def enqueue(self, data: st.DataObject, rule_name: str) -> None:
+        known = sorted(self.jobs)
+        deps = data.draw(st.sets(st.sampled_from(known), max_size=3)) if known else set()
+        row = self.conn.execute(
+            "SELECT jobq_enqueue('m', depends_on => %s::uuid[], on_dependency_failure => %s)",
+            (sorted(deps), rule_name),
+        ).fetchone()
+        assert row is not None
+        node = self.jobs[row[0]] = Node(rule_name, set(deps))
+        node.status = self._start(node)
+
+    @precondition(lambda self: self._ids(("pending",)))
+    @rule(data=st.data(), outcome=st.sampled_from(["succeeded", "failed", "retry", "dead"]))
+    def run(self, data: st.DataObject, outcome: str) -> None:
+        job = data.draw(st.sampled_from(self._ids(("pending",))))
+        c = self.conn
+        c.execute(
+            "UPDATE jobq_jobs SET available_at = now(), scheduled = false, max_attempts = 1000,"
+            " priority = (SELECT max(priority) + 1 FROM jobq_jobs) WHERE id = %s", (job,)
+        )
+        claimed = c.execute("SELECT id, attempts FROM jobq_dequeue('w')").fetchone()
+        assert claimed is not None and claimed[0] == job
+        if outcome == "succeeded":
+            c.execute("SELECT jobq_complete(%s, 'w')", (job,))
+        elif outcome == "dead":
+            c.execute("UPDATE jobq_jobs SET max_attempts = attempts WHERE id = %s", (job,))
+            c.execute("SELECT jobq_fail(%s, 'w', 'x')", (job,))
+        else:
+            c.execute("SELECT jobq_fail(%s, 'w', 'x', retry => %s)", (job, outcome == "retry"))
+        self.jobs[job].status = {"dead": "dead_letter", "retry": "pending"}.get(outcome, outcome)
+        self._settle()
+
+    @precondition(lambda self: self._ids(("pending", "waiting")))
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        job = data.draw(st.sampled_from(self._ids(("pending", "waiting"))))
+        self.conn.execute("SELECT jobq_cancel(ARRAY[%s]::uuid[])", (job,))
+        self.jobs[job].status = "cancelled"
+        self._settle()
+
+    @precondition(lambda self: self._ids(BAD))
+    @rule(data=st.data())
+    def requeue(self, data: st.DataObject) -> None:
+        job = data.draw(st.sampled_from(self._ids(BAD)))
+        self.conn.execute("SELECT jobq_requeue_dead_letter(%s)", (job,))
+        node = self.jobs[job]
+        node.status = "pending"
+        node.status = self._start(node)
+        self._settle()
+
+    @precondition(lambda self: self._ids(("waiting",)) and len(self.jobs) > 1)
+    @rule(data=st.data())
+    def graft(self, data: st.DataObject) -> None:
+        job = data.draw(st.sampled_from(self._ids(("waiting",))))
+        parent = data.draw(st.sampled_from(sorted(set(self.jobs) - {job})))
+        node = self.jobs[job]
+        if job in self._ancestors(parent):
+            with pytest.raises(psycopg.errors.InvalidParameterValue):
+                self.conn.execute("SELECT jobq_add_dependencies(%s, ARRAY[%s])", (job, parent))
+            return
+        added = self.conn.execute(
+            "SELECT jobq_add_dependencies(%s, ARRAY[%s])", (job, parent)
+        ).fetchone()
+        assert added == ((0,) if parent in node.deps else (1,))
+        node.deps.add(parent)
+        node.status = self._start(node)
+        self._settle()
+
+    def _ancestors(self, job: uuid.UUID) -> set[uuid.UUID]:
+        seen, todo = set(), [job]
+        while todo:
+            j = todo.pop()
+            if j not in seen:
+                seen.add(j)
+                todo.extend(self.jobs[j].deps)
+        return seen
+
+    @invariant()
+    def the_database_follows_the_model(self) -> None:
+        rows = self.conn.execute(
+            "SELECT a.id, a.status, coalesce(j.waiting_on, 0) FROM jobq_all_jobs AS a"
+            " LEFT JOIN jobq_jobs AS j ON j.id = a.id"
+        ).fetchall()
+        got = {r[0]: (r[1], r[2]) for r in rows}
+        expected = {
+            i: (n.status, sum(self._holds(n, p) for p in n.deps) if n.status == "waiting" else 0)
+            for i, n in self.jobs.items()
+        }
+        assert got == expected
+
+
+@pytest.mark.timeout(600)
+def test_random_workflows_follow_the_model(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SET lock_timeout = '3s'")
+        WorkflowModel.conn = c
+        run_state_machine_as_test(
+            WorkflowModel,
+            settings=settings(
+                max_examples=int(os.environ.get("JOBQ_MODEL_EXAMPLES", "25")),
+                stateful_step_count=40,
+                deadline=None,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
