@@ -81,7 +81,8 @@ SELECT set_eq('SELECT relname::text FROM jobq_tables',
                        ('jobq_migrations'), ('jobq_metric_counters'), ('jobq_metric_deltas'),
                        ('jobq_limits'), ('jobq_limit_keys'), ('jobq_limit_starts'),
                        ('jobq_cancel_requests'), ('jobq__migrate_lock'), ('jobq_metric_labels'),
-                       ('jobq_awaits'), ('jobq_jobs_history'), ('jobq_retention'), ('jobq_paused_queues')$$,
+                       ('jobq_awaits'), ('jobq_jobs_history'), ('jobq_retention'), ('jobq_paused_queues'),
+                       ('jobq_audit')$$,
               'the jobq tables (so that the checks below see them all)');
 
 SELECT is_empty(
