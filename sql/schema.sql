@@ -5341,7 +5341,9 @@ DECLARE
     v_lookup uuid[];
     v_type text;
     v_jobs refcursor;
-    v_job record;
+    v_job jobq_jobs;
+    v_read integer;
+    v_done boolean := false;
     v_row jobq_job_summary;
     v_examined integer := 0;
     v_found integer := 0;
@@ -5441,62 +5443,75 @@ BEGIN
         END LOOP;
     END IF;
 
-    -- The rows each way in yields, with whether they are past the cursor.
-    IF v_lookup IS NOT NULL THEN
-        OPEN v_jobs FOR
-        SELECT a.*, a.id < v_after AS after_cursor FROM (
-            SELECT j.* FROM jobq_jobs AS j WHERE j.id = ANY (v_lookup)
-            UNION ALL
-            SELECT h.* FROM jobq_jobs_history AS h WHERE h.id = ANY (v_lookup)
-        ) AS a
-        ORDER BY a.id DESC;
-    ELSE
-        OPEN v_jobs FOR
-        SELECT a.*, true AS after_cursor FROM (
-            SELECT j.* FROM jobq_jobs AS j WHERE v_live AND j.id < v_after
-            UNION ALL
-            SELECT h.* FROM jobq_jobs_history AS h WHERE v_finished AND h.id < v_after
-        ) AS a
-        ORDER BY a.id DESC
-        LIMIT scan_limit;
-    END IF;
-
+    -- A look-up reads its few rows at once; a search reads the jobs newest first, 500 at a
+    -- time from the last one read, the newest 500 of each table merged: each table's LIMIT
+    -- (a small constant) has it read in the order of its id index, where the union of both
+    -- under one LIMIT, or a LIMIT of scan_limit, is planned as a sort of every job.
+    <<chunks>>
     LOOP
-        FETCH v_jobs INTO v_job;
-        EXIT WHEN NOT FOUND;
-        v_examined := v_examined + 1;
-        v_row := ROW(
-            v_job.id, v_job.queue, v_job.job_type, v_job.status, v_job.priority, v_job.attempts,
-            v_job.max_attempts, v_job.available_at, v_job.created_at, v_job.updated_at,
-            v_job.locked_at, v_job.locked_by, v_job.finished_at,
-            CASE WHEN v_full THEN v_job.last_error END,
-            v_job.cancel_requested_at IS NOT NULL, v_job.created_at, true
-        );
-        IF v_job.after_cursor
-           AND (jobq_find_jobs.job_id IS NULL OR v_job.id = jobq_find_jobs.job_id)
-           AND (jobq_find_jobs.idempotency_key IS NULL
-                OR v_job.idempotency_key = jobq_find_jobs.idempotency_key)
-           AND (jobq_find_jobs.job_type IS NULL OR v_job.job_type = jobq_find_jobs.job_type)
-           AND (jobq_find_jobs.queue IS NULL OR v_job.queue = jobq_find_jobs.queue)
-           AND (jobq_find_jobs.statuses IS NULL OR v_job.status = ANY (jobq_find_jobs.statuses))
-           AND (created_after IS NULL OR v_job.created_at >= created_after)
-           AND (created_before IS NULL OR v_job.created_at < created_before)
-           AND (finished_after IS NULL OR v_job.finished_at >= finished_after)
-           AND (finished_before IS NULL OR v_job.finished_at < finished_before)
-           AND (payload_contains IS NULL
-                OR v_job.payload OPERATOR(pg_catalog.@>) payload_contains)
-        THEN
-            RETURN NEXT v_row;
-            v_found := v_found + 1;
-            EXIT WHEN v_found >= max_rows;
+        IF v_lookup IS NOT NULL THEN
+            OPEN v_jobs FOR
+            SELECT a.* FROM (
+                SELECT j.* FROM jobq_jobs AS j WHERE j.id = ANY (v_lookup)
+                UNION ALL
+                SELECT h.* FROM jobq_jobs_history AS h WHERE h.id = ANY (v_lookup)
+            ) AS a
+            WHERE a.id < v_after
+            ORDER BY a.id DESC;
+        ELSE
+            OPEN v_jobs FOR
+            SELECT a.* FROM (
+                (SELECT j.* FROM jobq_jobs AS j WHERE v_live AND j.id < v_after
+                 ORDER BY j.id DESC LIMIT 500)
+                UNION ALL
+                (SELECT h.* FROM jobq_jobs_history AS h WHERE v_finished AND h.id < v_after
+                 ORDER BY h.id DESC LIMIT 500)
+            ) AS a
+            ORDER BY a.id DESC
+            LIMIT 500;
         END IF;
-        IF v_examined >= scan_limit THEN
-            v_row.matches := false;
-            RETURN NEXT v_row;
-            EXIT;
-        END IF;
+        v_read := 0;
+        LOOP
+            FETCH v_jobs INTO v_job;
+            EXIT WHEN NOT FOUND;
+            v_read := v_read + 1;
+            v_examined := v_examined + 1;
+            v_after := v_job.id;
+            v_row := ROW(
+                v_job.id, v_job.queue, v_job.job_type, v_job.status, v_job.priority,
+                v_job.attempts, v_job.max_attempts, v_job.available_at, v_job.created_at,
+                v_job.updated_at, v_job.locked_at, v_job.locked_by, v_job.finished_at,
+                CASE WHEN v_full THEN v_job.last_error END,
+                v_job.cancel_requested_at IS NOT NULL, v_job.created_at, true
+            );
+            IF (jobq_find_jobs.job_id IS NULL OR v_job.id = jobq_find_jobs.job_id)
+               AND (jobq_find_jobs.idempotency_key IS NULL
+                    OR v_job.idempotency_key = jobq_find_jobs.idempotency_key)
+               AND (jobq_find_jobs.job_type IS NULL OR v_job.job_type = jobq_find_jobs.job_type)
+               AND (jobq_find_jobs.queue IS NULL OR v_job.queue = jobq_find_jobs.queue)
+               AND (jobq_find_jobs.statuses IS NULL
+                    OR v_job.status = ANY (jobq_find_jobs.statuses))
+               AND (created_after IS NULL OR v_job.created_at >= created_after)
+               AND (created_before IS NULL OR v_job.created_at < created_before)
+               AND (finished_after IS NULL OR v_job.finished_at >= finished_after)
+               AND (finished_before IS NULL OR v_job.finished_at < finished_before)
+               AND (payload_contains IS NULL
+                    OR v_job.payload OPERATOR(pg_catalog.@>) payload_contains)
+            THEN
+                RETURN NEXT v_row;
+                v_found := v_found + 1;
+                v_done := v_found >= max_rows;
+            END IF;
+            IF NOT v_done AND v_examined >= scan_limit THEN
+                v_row.matches := false;
+                RETURN NEXT v_row;
+                v_done := true;
+            END IF;
+            EXIT WHEN v_done;
+        END LOOP;
+        CLOSE v_jobs;
+        EXIT chunks WHEN v_done OR v_lookup IS NOT NULL OR v_read < 500;
     END LOOP;
-    CLOSE v_jobs;
 END;
 $$;
 

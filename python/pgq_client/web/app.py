@@ -46,6 +46,14 @@ FUNCTIONS: dict[str, str] = {
     "jobq_pause": "(text, text)",
     "jobq_resume": "(text)",
     "jobq_workers_summary": "()",
+    "jobq_find_jobs": "(uuid, text, text, text, text[], timestamptz, timestamptz, timestamptz,"
+                      " timestamptz, jsonb, uuid, integer, integer)",
+    "jobq_act_on_jobs": "(text, uuid[], text)",
+    "jobq_audit_log": "(bigint, integer)",
+    "jobq_error_summary": "(interval, integer)",
+    "jobq_health": "(interval, interval, interval)",
+    "jobq_schedule": "(text, text, text, jsonb, text, text, integer, integer, text, boolean)",
+    "jobq_unschedule": "(text)",
 }
 
 
@@ -170,6 +178,11 @@ def create_app(
             Route("/schedules", views.schedules, name="schedules"),
             Route("/limits", views.limits, name="limits"),
             Route("/workers", views.workers, name="workers"),
+            Route("/find", views.find, name="find"),
+            Route("/jobs/act", actions.act, methods=["POST"]),
+            Route("/audit", views.audit, name="audit"),
+            Route("/schedules/act", actions.schedule, methods=["POST"]),
+            Route("/schedules/delete", actions.unschedule, methods=["POST"]),
             Mount("/static", StaticFiles(packages=[("pgq_client.web", "static")]), name="static"),
         ],
         middleware=[Middleware(Guard, credentials=credentials, allowed_hosts=hosts)],
