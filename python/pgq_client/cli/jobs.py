@@ -262,17 +262,17 @@ def cancel(job_ids: list[uuid.UUID], reason: str | None) -> None:
 
 
 def _act(action: str, job_ids: list[uuid.UUID], reason: str | None) -> None:
-    """`jobs cancel|requeue|delete|run-now ID...`: one recorded call of jobq_act_on_jobs; exit
-    1 when a job was left alone or unknown."""
+    """`jobs cancel|requeue|delete|run-now ID...`: one recorded call of jobq_act_on_jobs; each
+    job's outcome, a job the action does not apply to "left alone" (exit 1: one is unknown,
+    as `jobq cancel`)."""
     outcomes = call(Queue.act_on_jobs, action, job_ids, reason)  # type: ignore[arg-type]
     emit(
         {"jobs": [{"id": i, "outcome": o} for i, o in outcomes.items()]},
         lambda: "\n".join(f"{i}  {o}" for i, o in outcomes.items()),
     )
-    left = [str(i) for i, o in outcomes.items() if o.startswith("left alone") or o == "unknown"]
-    if left:
-        name = action.replace("_", "-")
-        fail(f"{name}: nothing done for {counted(len(left), 'job')}: {', '.join(left)}")
+    unknown = [str(i) for i, o in outcomes.items() if o == "unknown"]
+    if unknown:
+        fail(f"no job {', '.join(unknown)} (nothing changed for it)")
 
 
 _ACTED = {
@@ -293,7 +293,7 @@ def _action_command(action: str) -> click.Command:
     def act(job_ids: list[uuid.UUID], reason: str | None) -> None:
         _act(action, job_ids, reason)
 
-    act.__doc__ = f"{_ACTED[action]} Recorded in `jobq audit` (admin; exit 1: one was not)."
+    act.__doc__ = f"{_ACTED[action]} Recorded in `jobq audit` (admin; exit 1: one is unknown)."
     name = action.replace("_", "-")
     act = click.option("--reason", metavar="TEXT", help="Why (kept in the audit log).")(act)
     act = opt.IDS(act)
