@@ -222,3 +222,16 @@ def test_schedules_are_paused_resumed_run_now_and_deleted_from_the_dashboard(
     unknown = client.post("/schedules/act", data={"csrf": token, "name": "nope",
                                                   "action": "pause"})
     assert "no schedule nope" in unknown.text
+
+
+def test_the_overview_shows_what_jobq_doctor_warns_of_beyond_health(
+    dsn: str, client: TestClient
+) -> None:
+    """A function changed by hand and another role's object in the schema are on the overview,
+    as `jobq doctor` reports them."""
+    assert 'id="findings"' not in client.get("/").text
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("ALTER FUNCTION jobq_stats() SET work_mem = '8MB'")
+    page = client.get("/").text
+    findings = re.search(r'<table id="findings">(.*?)</table>', page, re.S)
+    assert findings and "function_definition" in findings[1] and "jobq_stats" in findings[1]

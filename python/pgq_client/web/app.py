@@ -20,6 +20,8 @@ from starlette.staticfiles import StaticFiles
 
 from .. import Queue, _ops, _sql
 from ..errors import JobqError
+from ..installer import drift
+from ..models import HealthRow
 from . import actions, views
 from .guard import LOCAL_HOSTS, Credentials, Guard, is_loopback, parse_bind
 from .helpers import error_page
@@ -122,6 +124,22 @@ class Dashboard:
         """An operation of :mod:`pgq_client._ops` that ``Queue`` has no method for."""
         queue = self.queue()
         return queue._drive(op(_sql.statements(queue.schema), *args))
+
+    def doctor(self, health: bool) -> list[HealthRow]:
+        """What ``jobq doctor`` warns of: ``jobq_health``'s findings that are not ok (when
+        ``health``: the role may call it), who else controls the schema and the functions that
+        differ from this jobq's files, read from the catalogue, in a transaction of its own."""
+        queue = self.queue()
+        rows = [h for h in queue.health() if h.severity != "ok"] if health else []
+        where = queue.schema or "public"
+        assert self._pool is not None
+        with self._pool.connection() as conn, conn.transaction():
+            control = drift.control_findings(conn, where)
+            changed = drift.function_drift(conn, where)
+        rows += [HealthRow("schema_control", None, "warning", 1.0, c) for c in control]
+        rows += [HealthRow("function_definition", None, "warning", 1.0, f"{name} {what}")
+                 for name, what in changed]
+        return rows
 
     def role(self) -> Role:
         """:class:`NotInstalled` when none of the functions exists."""

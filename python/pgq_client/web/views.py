@@ -40,12 +40,11 @@ def overview(request: Request) -> Response:
         rows = board.run(_ops.queue_summary, RECENT)
         board.record(rows)
     # What an operator looks at first: the most frequent errors of the last hour (admin) and
-    # jobq doctor's health findings that are not ok (monitor).
+    # what jobq doctor warns of.
     partial = bool(request.query_params.get("partial"))
     errors = (board.queue().error_summary(ERRORS_SINCE, 3)
               if role.can["jobq_error_summary"] and not partial else [])
-    findings = ([h for h in board.queue().health() if h.severity != "ok"]
-                if role.can["jobq_health"] and not partial else [])
+    findings = [] if partial else board.doctor(role.can["jobq_health"])
     paused: dict[str, Any] = {}
     # Every role sees the marker (the summary's paused); when and why are an admin's to see
     # (jobq_queues), as the buttons are.
