@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
 .DEFAULT_GOAL := help
-.PHONY: help venv deps check test test-citus lint pgtap pytest demo bench bench-quick pressure soak retention schema-dump docs clean
+.PHONY: help venv deps check test test-citus lint pgtap pytest demo screenshots bench bench-quick pressure soak retention schema-dump docs clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ lint: $(STAMP) ## sqlfluff, ruff, mypy --strict
 
 demo: $(DEMO_STAMP) ## Run the demo: a real queue and worker on the embedded database (installs only what it needs)
 	$(PY) examples/demo.py
+
+screenshots: deps ## Regenerate docs/img/dashboard-*.png: headless chromium over a seeded throwaway database
+	$(PY) scripts/screenshots.py
 
 bench: deps ## Benchmarks against a raw-SQL ceiling (several minutes; never in CI)
 	$(PY) -m bench.run

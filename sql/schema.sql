@@ -1581,6 +1581,30 @@ $$;
 COMMENT ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text) IS 'Private. One entry of jobq_jobs.errors: {"attempt": attempt, "at": at, "worker": worker,
 "error": error} and "kind" when kind is not NULL. IMMUTABLE: at comes rendered as jsonb.';
 
+CREATE FUNCTION public.jobq__error_line(error text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN s.lines[1] IS NULL THEN ''
+        WHEN pg_catalog.regexp_replace(s.lines[1], '^worker error: ', '') LIKE 'Traceback%'
+             AND pg_catalog.cardinality(s.lines) > 1
+            THEN pg_catalog.substr(s.lines[1], 1, pg_catalog.strpos(s.lines[1], 'Traceback') - 1)
+                 || s.lines[pg_catalog.cardinality(s.lines)]
+        ELSE s.lines[1]
+    END
+    FROM (
+        SELECT ARRAY(
+            SELECT pg_catalog.btrim(l.line, E' \t\r\f\v')
+            FROM pg_catalog.regexp_split_to_table(error, E'\n') WITH ORDINALITY AS l (line, n)
+            WHERE pg_catalog.btrim(l.line, E' \t\r\f\v') <> ''
+            ORDER BY l.n
+        ) AS lines
+    ) AS s
+$$;
+
+COMMENT ON FUNCTION public.jobq__error_line(error text) IS 'Private. The exception line of a job''s error: its first non-blank line, or the last one when
+the first opens a Python traceback; '''' for NULL or a blank error.';
+
 CREATE FUNCTION public.jobq__event_channel(kind text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -3133,6 +3157,192 @@ COMMENT ON FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], q
 filters (NULL: all); writes only when its row is older than 5 seconds or the filters changed.
 Called by jobq_dequeue.';
 
+CREATE FUNCTION public.jobq_act_on_jobs(action text, job_ids uuid[], reason text DEFAULT NULL::text) RETURNS TABLE(job_id uuid, outcome text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_ids uuid[];
+    v_outcomes text[];
+    v_changed uuid[];
+    v_gone uuid[];
+    v_queues text[];
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    IF action IS NULL OR action NOT IN ('cancel', 'requeue', 'delete', 'run_now') THEN
+        RAISE EXCEPTION 'jobq_act_on_jobs: action must be one of cancel, requeue, delete, run_now, got %',
+            coalesce(pg_catalog.quote_literal(action), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF job_ids IS NULL THEN
+        RAISE EXCEPTION 'jobq_act_on_jobs: job_ids must not be NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.cardinality(job_ids) NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'jobq_act_on_jobs: job_ids must hold 1 to 1000 ids, got %',
+            pg_catalog.cardinality(job_ids)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Act on more jobs in several calls.';
+    END IF;
+    IF pg_catalog.array_position(job_ids, NULL::uuid) IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_act_on_jobs: job_ids must not contain NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_act_on_jobs.reason) > 1000 THEN
+        RAISE EXCEPTION 'jobq_act_on_jobs: reason is % characters long, at most 1000 are allowed',
+            pg_catalog.length(jobq_act_on_jobs.reason)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Each id once, in the order given.
+    v_ids := ARRAY(
+        SELECT u.id FROM pg_catalog.unnest(job_ids) WITH ORDINALITY AS u (id, n)
+        GROUP BY u.id ORDER BY pg_catalog.min(u.n)
+    );
+
+    IF action = 'cancel' THEN
+        -- The jobs a cancel can change (jobq_cancel answers the status of the others, a
+        -- cancelled one included, as it answers for those it changed).
+        v_changed := ARRAY(
+            SELECT j.id FROM jobq_jobs AS j
+            WHERE j.id = ANY (v_ids) AND j.status IN ('pending', 'processing')
+              AND j.cancel_requested_at IS NULL
+              AND NOT EXISTS (SELECT FROM jobq_cancel_requests AS r WHERE r.job_id = j.id)
+        );
+        SELECT pg_catalog.array_agg(c.status ORDER BY u.n) INTO v_outcomes
+        FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS u (id, n)
+        LEFT JOIN jobq_cancel(v_ids, jobq_act_on_jobs.reason) AS c ON c.job_id = u.id;
+        v_outcomes := ARRAY(
+            SELECT CASE
+                WHEN x.o IS NULL THEN 'unknown'
+                WHEN x.id = ANY (v_changed) AND x.o IN ('cancelled', 'cancel_requested') THEN x.o
+                ELSE 'left alone: ' || x.o
+            END
+            FROM ROWS FROM (pg_catalog.unnest(v_ids), pg_catalog.unnest(v_outcomes))
+                WITH ORDINALITY AS x (id, o, n)
+            ORDER BY x.n
+        );
+    ELSIF action = 'requeue' THEN
+        v_outcomes := ARRAY(
+            SELECT CASE
+                WHEN jobq_requeue_dead_letter(u.id) THEN 'requeued'
+                ELSE coalesce(
+                    'left alone: ' || (SELECT a.status FROM jobq_all_jobs AS a WHERE a.id = u.id),
+                    'unknown'
+                )
+            END
+            FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS u (id, n)
+            ORDER BY u.n
+        );
+    ELSIF action = 'delete' THEN
+        WITH gone AS (
+            DELETE FROM jobq_jobs_history AS h
+            WHERE h.id = ANY (v_ids)
+            RETURNING h.id, h.queue, h.job_type, h.status
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'pruned'::text, pg_catalog.array_agg(g.queue), pg_catalog.array_agg(g.job_type),
+                pg_catalog.array_agg(g.status), NULL::double precision[]
+            ) AS n
+            FROM gone AS g
+            HAVING pg_catalog.count(*) > 0
+        )
+
+        SELECT pg_catalog.array_agg(g.id) INTO v_changed
+        FROM gone AS g LEFT JOIN counted ON TRUE;
+        DELETE FROM jobq_awaits AS w WHERE w.job_id = ANY (v_changed);
+        -- As jobq_prune: a deleted job's own edges go with it, and its waiting dependents under
+        -- rule wait, which it can no longer release, are cancelled (their dependents follow).
+        DELETE FROM jobq_job_dependencies AS e WHERE e.job_id = ANY (v_changed);
+        SELECT pg_catalog.array_agg(DISTINCT e.depends_on) INTO v_gone
+        FROM jobq_job_dependencies AS e
+        JOIN jobq_jobs AS c ON c.id = e.job_id
+        WHERE e.depends_on = ANY (v_changed) AND c.status = 'waiting' AND e.on_failure = 'wait';
+        IF v_gone IS NOT NULL THEN
+            PERFORM jobq__dependents_finished(
+                v_gone,
+                pg_catalog.array_fill('pruned'::text, ARRAY[pg_catalog.cardinality(v_gone)])
+            );
+        END IF;
+        v_outcomes := ARRAY(
+            SELECT CASE
+                WHEN u.id = ANY (v_changed) THEN 'deleted'
+                ELSE coalesce(
+                    'left alone: ' || (SELECT j.status FROM jobq_jobs AS j WHERE j.id = u.id),
+                    'unknown'
+                )
+            END
+            FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS u (id, n)
+            ORDER BY u.n
+        );
+    ELSE
+        WITH due AS (
+            UPDATE jobq_jobs AS j
+            SET available_at = v_now, scheduled = false, updated_at = v_now
+            WHERE j.id = ANY (v_ids)
+              AND j.status = 'pending'
+              AND (j.scheduled OR j.available_at > v_now)
+            RETURNING j.id, j.queue
+        )
+
+        SELECT pg_catalog.array_agg(d.id), pg_catalog.array_agg(DISTINCT d.queue)
+        INTO v_changed, v_queues
+        FROM due AS d;
+        PERFORM jobq__notify(v_queues);
+        v_outcomes := ARRAY(
+            SELECT CASE
+                WHEN u.id = ANY (v_changed) THEN 'available now'
+                WHEN a.status = 'pending' THEN 'left alone: available already'
+                ELSE coalesce('left alone: ' || a.status, 'unknown')
+            END
+            FROM pg_catalog.unnest(v_ids) WITH ORDINALITY AS u (id, n)
+            LEFT JOIN jobq_all_jobs AS a ON a.id = u.id
+            ORDER BY u.n
+        );
+    END IF;
+
+    v_changed := ARRAY(
+        SELECT u.id
+        FROM ROWS FROM (pg_catalog.unnest(v_ids), pg_catalog.unnest(v_outcomes)) WITH ORDINALITY AS u (id, o, n)
+        WHERE u.o NOT LIKE 'left alone%' AND u.o <> 'unknown'
+        ORDER BY u.n
+    );
+    INSERT INTO jobq_audit (login_role, acting_role, action, job_ids, changed, reason)
+    VALUES (
+        SESSION_USER,
+        CASE
+            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
+            ELSE pg_catalog.current_setting('role')
+        END,
+        jobq_act_on_jobs.action, v_ids, v_changed, jobq_act_on_jobs.reason
+    );
+    RETURN QUERY
+    SELECT u.id, u.o
+    FROM ROWS FROM (pg_catalog.unnest(v_ids), pg_catalog.unnest(v_outcomes)) WITH ORDINALITY AS u (id, o, n)
+    ORDER BY u.n;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_act_on_jobs(action text, job_ids uuid[], reason text) IS 'Admin only. Acts on the given jobs and records the act in jobq_audit (who: session_user and
+the role set by SET ROLE; when; the action; the ids asked for and those changed; the reason),
+in the same transaction. Actions: cancel (as jobq_cancel: pending jobs at once, running ones
+when their handler sees the request), requeue (as jobq_requeue_dead_letter: failed,
+dead_letter and cancelled jobs), delete (finished jobs only, removed as jobq_prune removes
+them), run_now (a pending job waiting for its run_at or a retry''s backoff becomes available
+now; its queue''s workers are woken).
+Arguments: action, job_ids (1 to 1000 ids, no NULL; each acted on once), reason (at most 1000
+characters; kept with a cancelled job as jobq_cancel keeps it, and in the audit).
+Result: one row per distinct id, in the order given: job_id and outcome (cancelled,
+cancel_requested, requeued, deleted, available now, unknown, or ''left alone: '' and the
+reason, such as the status, when the action does not apply).
+Errors: 22023 an unknown action, job_ids NULL, empty or longer than 1000, a NULL id, a reason
+longer than 1000 characters. Nothing changes and nothing is
+recorded then.
+Concurrency: takes the locks of the function it applies (cancel and run_now wait for a claim
+in progress on the same job); a requeue or delete of a job that another session changes meanwhile
+leaves it alone.';
+
 CREATE FUNCTION public.jobq_add_dependencies(job_id uuid, depends_on uuid[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -3187,6 +3397,67 @@ Errors: 22023 NULL job_id, NULL or too many ids, an unknown id, or a dependency 
 close a cycle (the job itself, or a job that waits for it); nothing changes.
 Concurrency: locks the dependencies still running (until commit: their completion waits for
 it), then the job; a dependency that finishes concurrently is seen finished or sees the edge.';
+
+CREATE TABLE public.jobq_audit (
+    id bigint NOT NULL,
+    acted_at timestamp with time zone DEFAULT now() NOT NULL,
+    login_role text NOT NULL,
+    acting_role text NOT NULL,
+    action text NOT NULL,
+    job_ids uuid[] NOT NULL,
+    changed uuid[] NOT NULL,
+    reason text,
+    CONSTRAINT jobq_audit_action_check CHECK ((action = ANY (ARRAY['cancel'::text, 'requeue'::text, 'delete'::text, 'run_now'::text])))
+);
+
+COMMENT ON TABLE public.jobq_audit IS 'jobq: what operators did to jobs, one row per call of jobq_act_on_jobs, written in the
+transaction of the change (a rolled-back action leaves no row). Read through jobq_audit_log()
+(admin); kept until an administrator deletes rows.';
+
+COMMENT ON COLUMN public.jobq_audit.id IS 'The order of the actions: the newest has the highest id.';
+
+COMMENT ON COLUMN public.jobq_audit.acted_at IS 'When: the start of the acting transaction (now()).';
+
+COMMENT ON COLUMN public.jobq_audit.login_role IS 'Who logged in: session_user.';
+
+COMMENT ON COLUMN public.jobq_audit.acting_role IS 'The role the session acted as: the one set by SET ROLE, else the login role.';
+
+COMMENT ON COLUMN public.jobq_audit.action IS 'cancel, requeue, delete or run_now.';
+
+COMMENT ON COLUMN public.jobq_audit.job_ids IS 'The jobs asked for, as given (duplicates removed).';
+
+COMMENT ON COLUMN public.jobq_audit.changed IS 'The jobs the action changed (a subset of job_ids: the others were unknown or in a status the
+action leaves alone).';
+
+COMMENT ON COLUMN public.jobq_audit.reason IS 'Why, as given (NULL: none).';
+
+COMMENT ON CONSTRAINT jobq_audit_action_check ON public.jobq_audit IS 'The actions jobq_act_on_jobs takes.';
+
+CREATE FUNCTION public.jobq_audit_log(before_id bigint DEFAULT NULL::bigint, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_audit
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
+        RAISE EXCEPTION 'jobq_audit_log: max_rows must be between 1 and 1000, got %',
+            coalesce(max_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT a.*
+    FROM jobq_audit AS a
+    WHERE a.id < coalesce(before_id, 9223372036854775807)
+    ORDER BY a.id DESC
+    LIMIT max_rows;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_audit_log(before_id bigint, max_rows integer) IS 'Admin only. The actions recorded by jobq_act_on_jobs, newest first.
+Arguments: before_id (the id of the last row of the previous page; NULL: from the newest),
+max_rows (1 to 1000, default 100).
+Result: rows of jobq_audit (id, acted_at, login_role, acting_role, action, job_ids, changed, reason).
+Errors: 22023 max_rows out of range.
+Concurrency: a snapshot; it takes no lock.';
 
 CREATE FUNCTION public.jobq_await(job_ids uuid[], timeout interval DEFAULT '00:00:30'::interval) RETURNS TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, finished_at timestamp with time zone, cancel_requested boolean)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5349,6 +5620,95 @@ elements. Nothing is inserted when any element is bad.
 Concurrency: as jobq_enqueue; one NOTIFY per queue that got jobs available now, or a single one
 with an empty payload (wake every worker) when more than 100 queues did.';
 
+CREATE FUNCTION public.jobq_error_summary(since interval DEFAULT '01:00:00'::interval, per_type integer DEFAULT 5) RETURNS TABLE(job_type text, error text, failures bigint, jobs bigint, last_seen timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_from timestamptz;
+BEGIN
+    IF since IS NULL OR since <= interval '0' OR since > interval '31 days' THEN
+        RAISE EXCEPTION 'jobq_error_summary: since must be more than 0 and at most 31 days, got %',
+            coalesce(since::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF per_type IS NULL OR per_type < 1 OR per_type > 100 THEN
+        RAISE EXCEPTION 'jobq_error_summary: per_type must be between 1 and 100, got %',
+            coalesce(per_type::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_from := pg_catalog.now() - since;
+    RETURN QUERY
+    WITH failed AS (
+        -- One branch per partial index of live jobs (pending: available, limited, scheduled;
+        -- processing), then the failed and dead-letter partitions of the window.
+        SELECT j.id, j.job_type, j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+          AND j.attempts > 0 AND j.updated_at >= v_from
+        UNION ALL
+        SELECT j.id, j.job_type, j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+          AND j.attempts > 0 AND j.updated_at >= v_from
+        UNION ALL
+        SELECT j.id, j.job_type, j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND j.scheduled
+          AND j.attempts > 0 AND j.updated_at >= v_from
+        UNION ALL
+        SELECT j.id, j.job_type, j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'processing' AND j.attempts > 1
+        UNION ALL
+        SELECT h.id, h.job_type, h.errors FROM jobq_jobs_history AS h
+        WHERE h.status IN ('failed', 'dead_letter') AND h.finished_at >= v_from
+    ),
+
+    entries AS (
+        SELECT f.id, f.job_type, jobq__error_line(e.entry ->> 'error') AS line,
+               (e.entry ->> 'at')::timestamptz AS at
+        FROM failed AS f,
+            pg_catalog.jsonb_array_elements(
+                CASE WHEN pg_catalog.jsonb_typeof(f.errors) = 'array' THEN f.errors
+                     ELSE '[]'::jsonb END
+            ) AS e (entry)
+        WHERE pg_catalog.jsonb_typeof(e.entry -> 'at') = 'string'
+    ),
+
+    counted AS (
+        SELECT x.job_type, x.line, pg_catalog.count(*) AS failures,
+               pg_catalog.count(DISTINCT x.id) AS jobs, pg_catalog.max(x.at) AS last_seen
+        FROM entries AS x
+        WHERE x.at >= v_from
+        GROUP BY x.job_type, x.line
+    ),
+
+    types AS (
+        SELECT DISTINCT c.job_type FROM counted AS c
+    )
+
+    SELECT t.job_type, top.line, top.failures, top.jobs, top.last_seen
+    FROM types AS t
+    CROSS JOIN LATERAL (
+        SELECT c.line, c.failures, c.jobs, c.last_seen
+        FROM counted AS c
+        WHERE c.job_type = t.job_type
+        ORDER BY c.failures DESC, c.last_seen DESC, c.line
+        LIMIT per_type
+    ) AS top
+    ORDER BY t.job_type, top.failures DESC, top.last_seen DESC, top.line;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_error_summary(since interval, per_type integer) IS 'Admin only. The most frequent errors per job type within the last `since`: the failed attempts
+recorded in the error histories of live jobs that failed before (waiting to retry or running
+again) and of the jobs that ended failed or dead_letter within the window, grouped by job type
+and exception line (the first line of the error, or the last line of a Python traceback).
+Jobs that failed and then succeeded are not counted. Reads partial indexes only.
+Arguments: since (more than 0, at most 31 days; default 1 hour), per_type (the most frequent
+errors of each job type, 1 to 100, default 5).
+Result: rows (job_type, error: the exception line, failures: failed attempts, jobs: distinct
+jobs, last_seen: the latest of those attempts), by job type, most frequent first.
+Errors: 22023 since or per_type out of range.
+Concurrency: a snapshot; it takes no lock.';
+
 CREATE FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean DEFAULT true, backoff interval DEFAULT '00:00:10'::interval, attempt integer DEFAULT NULL::integer) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -5654,6 +6014,222 @@ over the same jobs at once; send them in id order, as jobq_cancel locks them. On
 installation''s channel per queue that got a job back available now (one that wakes every
 worker beyond 100 queues), and one on the done channel (an empty payload) when a job that a
 client awaits ended.';
+
+CREATE FUNCTION public.jobq_find_jobs(job_id uuid DEFAULT NULL::uuid, idempotency_key text DEFAULT NULL::text, job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, statuses text[] DEFAULT NULL::text[], created_after timestamp with time zone DEFAULT NULL::timestamp with time zone, created_before timestamp with time zone DEFAULT NULL::timestamp with time zone, finished_after timestamp with time zone DEFAULT NULL::timestamp with time zone, finished_before timestamp with time zone DEFAULT NULL::timestamp with time zone, payload_contains jsonb DEFAULT NULL::jsonb, after_id uuid DEFAULT NULL::uuid, max_rows integer DEFAULT 50, scan_limit integer DEFAULT 10000) RETURNS SETOF public.jobq_job_summary
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_full CONSTANT boolean := pg_catalog.has_function_privilege(
+        CASE
+            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
+            ELSE pg_catalog.current_setting('role')::name
+        END,
+        'jobq_get_job(uuid)'::pg_catalog.regprocedure::pg_catalog.oid,
+        'EXECUTE'
+    );
+    v_live CONSTANT boolean := statuses IS NULL
+        OR statuses OPERATOR(pg_catalog.&&) jobq__statuses(finished => FALSE);
+    v_finished CONSTANT boolean := statuses IS NULL
+        OR statuses OPERATOR(pg_catalog.&&) jobq__statuses(finished => TRUE);
+    v_after uuid := coalesce(after_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff');
+    v_bad text;
+    v_lookup uuid[];
+    v_type text;
+    v_jobs refcursor;
+    v_job jobq_jobs;
+    v_read integer;
+    v_done boolean := false;
+    v_row jobq_job_summary;
+    v_examined integer := 0;
+    v_found integer := 0;
+BEGIN
+    IF pg_catalog.length(jobq_find_jobs.idempotency_key) > 1000 THEN
+        RAISE EXCEPTION 'jobq_find_jobs: idempotency_key is % characters long, at most 1000 are allowed',
+            pg_catalog.length(jobq_find_jobs.idempotency_key)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_find_jobs.job_type) > 200 THEN
+        RAISE EXCEPTION 'jobq_find_jobs: job_type is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_find_jobs.job_type)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_find_jobs.queue) > 200 THEN
+        RAISE EXCEPTION 'jobq_find_jobs: queue is % characters long, at most 200 are allowed',
+            pg_catalog.length(jobq_find_jobs.queue)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT s INTO v_bad FROM pg_catalog.unnest(jobq_find_jobs.statuses) AS s
+    WHERE s IS NULL OR s <> ALL (jobq__statuses(NULL::boolean))
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'jobq_find_jobs: statuses contains %, which is not a status',
+            coalesce(pg_catalog.quote_literal(v_bad), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Statuses: ' || pg_catalog.array_to_string(jobq__statuses(NULL::boolean), ', ') || '.';
+    END IF;
+    IF created_after >= created_before THEN
+        RAISE EXCEPTION 'jobq_find_jobs: created_after (%) must be before created_before (%)',
+            created_after, created_before
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF finished_after >= finished_before THEN
+        RAISE EXCEPTION 'jobq_find_jobs: finished_after (%) must be before finished_before (%)',
+            finished_after, finished_before
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF payload_contains IS NOT NULL AND NOT v_full THEN
+        RAISE EXCEPTION 'jobq_find_jobs: payload_contains is for roles that may read payloads '
+            '(EXECUTE on jobq_get_job)'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF max_rows IS NULL OR max_rows < 1 OR max_rows > 1000 THEN
+        RAISE EXCEPTION 'jobq_find_jobs: max_rows must be between 1 and 1000, got %',
+            coalesce(max_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF scan_limit IS NULL OR scan_limit < 1 OR scan_limit > 1000000 THEN
+        RAISE EXCEPTION 'jobq_find_jobs: scan_limit must be between 1 and 1000000, got %',
+            coalesce(scan_limit::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    IF job_id IS NOT NULL THEN
+        v_lookup := ARRAY[job_id];
+    ELSIF idempotency_key IS NOT NULL THEN
+        -- Each (job_type, key) once in each index: the job types with keys come from the same
+        -- indexes, one probe per type (a loose index scan), unless job_type is given.
+        v_lookup := '{}';
+        FOR v_type IN
+            WITH RECURSIVE live_types (t) AS (
+                (SELECT j.job_type FROM jobq_jobs AS j
+                 WHERE j.idempotency_key IS NOT NULL AND jobq_find_jobs.job_type IS NULL
+                 ORDER BY j.job_type LIMIT 1)
+                UNION ALL
+                SELECT (SELECT j.job_type FROM jobq_jobs AS j
+                        WHERE j.idempotency_key IS NOT NULL AND j.job_type > lt.t
+                        ORDER BY j.job_type LIMIT 1)
+                FROM live_types AS lt WHERE lt.t IS NOT NULL
+            ),
+
+            finished_types (t) AS (
+                (SELECT h.job_type FROM jobq_jobs_history AS h
+                 WHERE h.idempotency_key IS NOT NULL AND jobq_find_jobs.job_type IS NULL
+                 ORDER BY h.job_type LIMIT 1)
+                UNION ALL
+                SELECT (SELECT h.job_type FROM jobq_jobs_history AS h
+                        WHERE h.idempotency_key IS NOT NULL AND h.job_type > ft.t
+                        ORDER BY h.job_type LIMIT 1)
+                FROM finished_types AS ft WHERE ft.t IS NOT NULL
+            )
+
+            SELECT jobq_find_jobs.job_type WHERE jobq_find_jobs.job_type IS NOT NULL
+            UNION
+            SELECT lt.t FROM live_types AS lt WHERE lt.t IS NOT NULL
+            UNION
+            SELECT ft.t FROM finished_types AS ft WHERE ft.t IS NOT NULL
+        LOOP
+            v_lookup := v_lookup || ARRAY(
+                SELECT j.id FROM jobq_jobs AS j
+                WHERE j.job_type = v_type AND j.idempotency_key = jobq_find_jobs.idempotency_key
+                UNION ALL
+                SELECT h.id FROM jobq_jobs_history AS h
+                WHERE h.job_type = v_type AND h.idempotency_key = jobq_find_jobs.idempotency_key
+            );
+        END LOOP;
+    END IF;
+
+    -- A look-up reads its few rows at once; a search reads the jobs newest first, 500 at a
+    -- time from the last one read, the newest 500 of each table merged: each table's LIMIT
+    -- (a small constant) has it read in the order of its id index, where the union of both
+    -- under one LIMIT, or a LIMIT of scan_limit, is planned as a sort of every job.
+    <<chunks>>
+    LOOP
+        IF v_lookup IS NOT NULL THEN
+            OPEN v_jobs FOR
+            SELECT a.* FROM (
+                SELECT j.* FROM jobq_jobs AS j WHERE j.id = ANY (v_lookup)
+                UNION ALL
+                SELECT h.* FROM jobq_jobs_history AS h WHERE h.id = ANY (v_lookup)
+            ) AS a
+            WHERE a.id < v_after
+            ORDER BY a.id DESC;
+        ELSE
+            OPEN v_jobs FOR
+            SELECT a.* FROM (
+                (SELECT j.* FROM jobq_jobs AS j WHERE v_live AND j.id < v_after
+                 ORDER BY j.id DESC LIMIT 500)
+                UNION ALL
+                (SELECT h.* FROM jobq_jobs_history AS h WHERE v_finished AND h.id < v_after
+                 ORDER BY h.id DESC LIMIT 500)
+            ) AS a
+            ORDER BY a.id DESC
+            LIMIT 500;
+        END IF;
+        v_read := 0;
+        LOOP
+            FETCH v_jobs INTO v_job;
+            EXIT WHEN NOT FOUND;
+            v_read := v_read + 1;
+            v_examined := v_examined + 1;
+            v_after := v_job.id;
+            v_row := ROW(
+                v_job.id, v_job.queue, v_job.job_type, v_job.status, v_job.priority,
+                v_job.attempts, v_job.max_attempts, v_job.available_at, v_job.created_at,
+                v_job.updated_at, v_job.locked_at, v_job.locked_by, v_job.finished_at,
+                CASE WHEN v_full THEN v_job.last_error END,
+                v_job.cancel_requested_at IS NOT NULL, v_job.created_at, true
+            );
+            IF (jobq_find_jobs.job_id IS NULL OR v_job.id = jobq_find_jobs.job_id)
+               AND (jobq_find_jobs.idempotency_key IS NULL
+                    OR v_job.idempotency_key = jobq_find_jobs.idempotency_key)
+               AND (jobq_find_jobs.job_type IS NULL OR v_job.job_type = jobq_find_jobs.job_type)
+               AND (jobq_find_jobs.queue IS NULL OR v_job.queue = jobq_find_jobs.queue)
+               AND (jobq_find_jobs.statuses IS NULL
+                    OR v_job.status = ANY (jobq_find_jobs.statuses))
+               AND (created_after IS NULL OR v_job.created_at >= created_after)
+               AND (created_before IS NULL OR v_job.created_at < created_before)
+               AND (finished_after IS NULL OR v_job.finished_at >= finished_after)
+               AND (finished_before IS NULL OR v_job.finished_at < finished_before)
+               AND (payload_contains IS NULL
+                    OR v_job.payload OPERATOR(pg_catalog.@>) payload_contains)
+            THEN
+                RETURN NEXT v_row;
+                v_found := v_found + 1;
+                v_done := v_found >= max_rows;
+            END IF;
+            IF NOT v_done AND v_examined >= scan_limit THEN
+                v_row.matches := false;
+                RETURN NEXT v_row;
+                v_done := true;
+            END IF;
+            EXIT WHEN v_done;
+        END LOOP;
+        CLOSE v_jobs;
+        EXIT chunks WHEN v_done OR v_lookup IS NOT NULL OR v_read < 500;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_find_jobs(job_id uuid, idempotency_key text, job_type text, queue text, statuses text[], created_after timestamp with time zone, created_before timestamp with time zone, finished_after timestamp with time zone, finished_before timestamp with time zone, payload_contains jsonb, after_id uuid, max_rows integer, scan_limit integer) IS 'Admin and monitor. Finds jobs, live and finished, that match every filter given (NULL: any),
+newest first (by id: jobq''s ids begin with their creation time), with keyset paging: pass the
+id of the last row as after_id for the next page. job_id and idempotency_key are looked up
+through their indexes (an idempotency_key without a job_type in every job type that has keys);
+otherwise the jobs are examined newest first, at most scan_limit of them: stopped there short
+of max_rows matches, the last row has matches = false and is only the last job examined, whose
+id is the cursor to search on.
+Arguments: job_id, idempotency_key (at most 1000 characters), job_type and queue (at most 200
+characters each), statuses (any of them), created_after and created_before (created_at in
+[after, before)), finished_after and finished_before (finished_at in [after, before): finished
+jobs only), payload_contains (payload @> this; only for a role that may call jobq_get_job),
+after_id (the cursor), max_rows (1 to 1000, default 50), scan_limit (1 to 1000000, default
+10000).
+Result: rows of jobq_job_summary (sort_at = created_at; last_error NULL for a role that may not
+call jobq_get_job).
+Errors: 22023 a text too long, an unknown or NULL status, an empty time range, max_rows or
+scan_limit out of range; 42501 payload_contains from a role that may not read payloads.
+Concurrency: a snapshot; it takes no lock. A job that finishes between two pages may be listed
+twice or not at all.';
 
 CREATE FUNCTION public.jobq_get_job(job_id uuid) RETURNS SETOF public.jobq_jobs
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -6126,7 +6702,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    IF status IN ('pending', 'processing') THEN
+    IF status IN ('waiting', 'pending', 'processing') THEN
         v_at := coalesce(after_at, '-infinity');
         v_id := coalesce(after_id, '00000000-0000-0000-0000-000000000000');
     ELSE
@@ -6173,6 +6749,20 @@ BEGIN
               AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
         ) AS p
         ORDER BY p.sort_at, p.id
+        LIMIT max_rows;
+    ELSIF status = 'waiting' THEN
+        RETURN QUERY
+        SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+               j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+               j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+               j.cancel_requested_at IS NOT NULL, j.created_at,
+               true
+        FROM jobq_jobs AS j
+        WHERE j.status = 'waiting'
+          AND (j.created_at, j.id) > (v_at, v_id)
+          AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+          AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+        ORDER BY j.created_at, j.id
         LIMIT max_rows;
     ELSIF status = 'processing' THEN
         RETURN QUERY
@@ -7434,6 +8024,11 @@ BEGIN
         UNION ALL
         SELECT j.queue, j.status, j.available_at
         FROM jobq_jobs_history AS j WHERE j.status = 'succeeded' AND j.finished_at >= v_now - recent
+        UNION ALL
+        -- Every paused queue has its row, jobs or not, so that the pause shows (and can be
+        -- lifted) wherever the summary is shown; it counts as no job (status NULL).
+        SELECT pq.queue, NULL, NULL
+        FROM jobq_paused_queues AS pq
     ) AS p
     GROUP BY p.queue
     ORDER BY p.queue;
@@ -7445,11 +8040,11 @@ dead_letter and cancelled, the oldest available_at among the available ones, and
 succeeded within recent, and whether the queue is paused (jobq_pause). Reads only the partial indexes of those jobs (never the succeeded
 jobs older than recent), so it stays cheap however many finished jobs are kept; it runs with
 enable_seqscan = off and jit = off (for this function only) so that no statistics make it
-read the table instead. A queue with none of these jobs has no row.
+read the table instead. A queue with none of these jobs and no pause has no row.
 Arguments: recent (how far back succeeded jobs are counted, 0 to 1 day, default 5 minutes).
 Result: rows (queue, available, scheduled, processing, failed, dead_letter, cancelled,
-oldest_available_at, succeeded_recent, paused), by queue. A paused queue with none of these
-jobs has no row either (jobq_queues, admin, lists every pause).
+oldest_available_at, succeeded_recent, paused), by queue; every paused queue has a row, with
+or without jobs.
 Errors: 22023 a NULL or negative recent, or one over 1 day.
 Concurrency: a snapshot, as any query; it takes no lock.';
 
@@ -8707,6 +9302,15 @@ COMMENT ON VIEW public.jobq_all_jobs IS 'Every job, live (jobq_jobs) or finished
 A job is in exactly one of the two at any snapshot: a row moves by a DELETE and an INSERT in
 one transaction. A filter on status reaches only the table (and partitions) that can hold it.';
 
+ALTER TABLE public.jobq_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.jobq_audit_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE public.jobq_awaits (
     job_id uuid NOT NULL,
     awaited_at timestamp with time zone DEFAULT now() NOT NULL
@@ -9183,6 +9787,11 @@ ALTER TABLE ONLY public.jobq__migrate_lock
 
 COMMENT ON CONSTRAINT jobq__migrate_lock_pkey ON public.jobq__migrate_lock IS 'One row.';
 
+ALTER TABLE ONLY public.jobq_audit
+    ADD CONSTRAINT jobq_audit_pkey PRIMARY KEY (id);
+
+COMMENT ON CONSTRAINT jobq_audit_pkey ON public.jobq_audit IS 'One row per action.';
+
 ALTER TABLE ONLY public.jobq_job_dependencies
     ADD CONSTRAINT jobq_job_dependencies_pkey PRIMARY KEY (job_id, depends_on);
 
@@ -9321,6 +9930,8 @@ CREATE INDEX jobq__history_succeeded_default_job_type_idempotency_key_idx ON pub
 
 COMMENT ON INDEX public.jobq__migrate_lock_pkey IS 'One row.';
 
+COMMENT ON INDEX public.jobq_audit_pkey IS 'The actions newest first: jobq_audit_log reads it backwards from its cursor.';
+
 CREATE INDEX jobq_awaits_job_idx ON public.jobq_awaits USING btree (job_id);
 
 COMMENT ON INDEX public.jobq_awaits_job_idx IS 'The rows of a job: one probe per ending statement (an empty index when nobody waits). Not
@@ -9373,6 +9984,10 @@ CREATE INDEX jobq_jobs_scheduled_idx ON public.jobq_jobs USING btree (available_
 
 COMMENT ON INDEX public.jobq_jobs_scheduled_idx IS 'Scheduled jobs by the time they come due: every claim promotes the due ones (clears
 scheduled), so that they enter jobq_jobs_claim_idx.';
+
+CREATE INDEX jobq_jobs_waiting_idx ON public.jobq_jobs USING btree (created_at, id) WHERE (status = 'waiting'::text);
+
+COMMENT ON INDEX public.jobq_jobs_waiting_idx IS 'The waiting jobs, oldest first: jobq_jobs_page(''waiting'') reads them through it.';
 
 COMMENT ON INDEX public.jobq_limit_keys_pkey IS 'The index of jobq_limit_keys_pkey.';
 
@@ -9494,6 +10109,8 @@ REVOKE ALL ON FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses
 
 REVOKE ALL ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__error_line(error text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__event_channel(kind text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__history_filled(partition_name text) FROM PUBLIC;
@@ -9546,7 +10163,11 @@ REVOKE ALL ON FUNCTION public.jobq__worker_id_error(worker_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__worker_seen(worker_id text, job_types text[], queues text[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_act_on_jobs(action text, job_ids uuid[], reason text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_add_dependencies(job_id uuid, depends_on uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_audit_log(before_id bigint, max_rows integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_await(job_ids uuid[], timeout interval) FROM PUBLIC;
 
@@ -9570,9 +10191,13 @@ REVOKE ALL ON FUNCTION public.jobq_enqueue_arrays(job_types text[], payloads jso
 
 REVOKE ALL ON FUNCTION public.jobq_enqueue_many(jobs jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_error_summary(since interval, per_type integer) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_fail(job_id uuid, worker_id text, error text, retry boolean, backoff interval, attempt integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_fail_many(job_ids uuid[], worker_id text, errors text[], retries boolean[], backoffs interval[], attempts integer[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_find_jobs(job_id uuid, idempotency_key text, job_type text, queue text, statuses text[], created_after timestamp with time zone, created_before timestamp with time zone, finished_after timestamp with time zone, finished_before timestamp with time zone, payload_contains jsonb, after_id uuid, max_rows integer, scan_limit integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_get_job(job_id uuid) FROM PUBLIC;
 

@@ -6,6 +6,7 @@ await AsyncQueue(dsn).enqueue("ocr", {"rev": 1})        # in asyncio code
 Worker(dsn, handlers={"ocr": handle_ocr}).run()         # def or async def handlers
 """
 
+from ._pages import FoundJobs
 from ._sql import connect_kwargs
 from .async_queue import AsyncQueue
 from .errors import (
@@ -24,10 +25,12 @@ from .errors import (
     SerializationFailure,
 )
 from .models import (
+    JOB_ACTIONS,
     BulkSummary,
     Dependency,
     Fire,
     GraphNode,
+    HealthRow,
     Job,
     JobsPage,
     JobStatus,
@@ -42,7 +45,8 @@ from .queue import Queue
 from .worker import Worker
 
 __all__ = [
-    "AsyncQueue", "BulkSummary", "ConnectionFailed", "Dependency", "Fire", "GraphNode",
+    "JOB_ACTIONS", "AsyncQueue", "BulkSummary", "ConnectionFailed", "Dependency", "Fire",
+    "FoundJobs", "GraphNode", "HealthRow",
     "IncompatibleSchema", "InvalidArgument", "Job", "JobFailed", "JobNotFound", "JobStatus",
     "JobqError", "JobsPage", "Limit", "LimitUsage", "MetricSample", "NotMigrated", "NullValue",
     "PayloadTooLarge",

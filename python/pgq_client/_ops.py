@@ -32,11 +32,12 @@ from ._opcore import (
     payload_json,
     seconds_or_none,
 )
-from ._pages import function_privileges, jobs_page, queue_summary
+from ._pages import FoundJobs, find_jobs, function_privileges, jobs_page, queue_summary
 from ._produce import MAX_BATCH, enqueue_call, enqueue_iter, enqueue_many
 from ._sql import Query, Statements
 from .errors import JobFailed, JobNotFound, NotMigrated
 from .models import (
+    JOB_ACTIONS,
     Dependency,
     Fire,
     GraphNode,
@@ -56,6 +57,7 @@ __all__ = [
     "MAX_BATCH",
     "WAIT_POLL_INTERVAL",
     "Call",
+    "FoundJobs",
     "Op",
     "Pause",
     "adrive",
@@ -67,6 +69,7 @@ __all__ = [
     "enqueue_call",
     "enqueue_iter",
     "enqueue_many",
+    "find_jobs",
     "function_privileges",
     "interval",
     "job_ids_of",
@@ -400,6 +403,32 @@ queues = _statement("queues", _each(dict))
 pause = _statement("pause", _value(bool), "queue", "reason")
 resume = _statement("resume", _value(bool), "queue")
 workers_summary = _statement("workers_summary", _each(dict))
+audit_log = _statement("audit_log", _each(dict), "before_id", "max_rows")
+error_summary = _statement(
+    "error_summary", _each(dict), "since", "per_type", since=interval
+)
+
+# What jobq_act_on_jobs does, by the name the CLI and the dashboard give it.
+ACTIONS = JOB_ACTIONS
+
+
+def act_on_jobs(
+    s: Statements,
+    action: str,
+    job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
+    reason: str | None,
+) -> Op[dict[uuid.UUID, str]]:
+    if action not in ACTIONS:
+        raise ValueError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
+    ids = job_ids_of(job_ids, "job_ids")
+    check_text(reason, "reason")
+    rows = yield Call(
+        s.act_on_jobs,
+        {"action": action, "job_ids": ids, "reason": reason},
+        tuple_row,
+        retry_serialization=True,  # a cancel's deadlock with a concurrent completion
+    )
+    return dict(rows)
 
 
 def prune(

@@ -1,14 +1,15 @@
 """The dashboard's reads as operations (driven like every other, see :mod:`._opcore`): a page
-of jobs, the per-queue summary, and which functions the connected role may execute."""
+of jobs, a search, the per-queue summary, and which functions the connected role may
+execute."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
-from ._opcore import Call, Op, check_text, interval
+from ._opcore import Call, Op, check_aware, check_text, dump_json, interval, job_ids_of
 from ._sql import ROLE_PRIVILEGES, Statements
 from .models import JobsPage
 
@@ -46,7 +47,57 @@ def jobs_page(
     )
 
 
+class FoundJobs(NamedTuple):
+    """One page of ``jobq_find_jobs``: its rows (dicts, newest first), the id to pass as
+    ``after_id`` for the next page when there is one, and, when the search stopped at its
+    ``scan_limit``, the id to search on from and the creation time it reached."""
+
+    rows: list[dict[str, Any]]
+    next_after: uuid.UUID | None
+    stopped_after: uuid.UUID | None
+    stopped_at: datetime | None
+
+
+def find_jobs(
+    s: Statements, filters: Mapping[str, Any], size: int, scan_limit: int
+) -> Op[FoundJobs]:
+    """``filters``: arguments of ``jobq_find_jobs`` of :data:`FIND_FILTERS`, by name (those
+    not given NULL); ``payload_contains`` any JSON value."""
+    params = dict.fromkeys(FIND_FILTERS) | dict(filters)
+    for name in ("job_id", "after_id"):
+        value = params[name]
+        if value is not None:
+            params[name] = job_ids_of(str(value), name)[0]
+    for name in ("idempotency_key", "job_type", "queue"):
+        check_text(params[name], name)
+    for name in ("created_after", "created_before", "finished_after", "finished_before"):
+        check_aware(params[name], name)
+    if params["statuses"] is not None:
+        params["statuses"] = list(params["statuses"])
+    if params["payload_contains"] is not None:
+        params["payload_contains"] = dump_json(params["payload_contains"], "payload_contains")
+    params.update(max_rows=size + 1, scan_limit=scan_limit)
+    rows = yield Call(s.find_jobs, params)
+    stopped = rows.pop() if rows and not rows[-1]["matches"] else None
+    more = len(rows) > size
+    rows = rows[:size]
+    return FoundJobs(
+        rows,
+        rows[-1]["id"] if more and rows else None,
+        stopped["id"] if stopped else None,
+        stopped["created_at"] if stopped else None,
+    )
+
+
+FIND_FILTERS = (
+    "job_id", "idempotency_key", "job_type", "queue", "statuses", "created_after",
+    "created_before", "finished_after", "finished_before", "payload_contains", "after_id",
+)
+
+
 def queue_summary(s: Statements, recent: timedelta | float) -> Op[list[dict[str, Any]]]:
+    """Per queue: jobs available, scheduled, processing, failed, dead-letter, cancelled, how
+    many succeeded within ``recent``, and whether the queue is paused."""
     rows: list[dict[str, Any]] = yield Call(
         s.queue_summary, {"recent": interval(recent, "recent")}
     )

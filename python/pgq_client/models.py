@@ -20,11 +20,14 @@ if TYPE_CHECKING:
     from psycopg._cursor_base import BaseCursor
 
 __all__ = [
-    "CATCH_UP", "FINISHED_STATUSES", "STATUSES", "STATUS_IS_FINISHED", "BulkSummary",
+    "CATCH_UP", "FINISHED_STATUSES", "JOB_ACTIONS", "STATUSES", "STATUS_IS_FINISHED", "BulkSummary",
     "Dependency", "Fire", "GraphNode", "HealthRow", "Job", "JobStatus", "JobsPage", "Limit",
     "LimitUsage", "MetricSample", "RefusedBatch", "Schedule", "StatsRow", "UnservedJobType",
     "job_row", "load_json", "use_fast_json",
 ]
+
+# What jobq_act_on_jobs does to the jobs it is given (its `action` argument).
+JOB_ACTIONS = ("cancel", "requeue", "delete", "run_now")
 
 # What a tick does with fires nobody ticked in time (jobq_schedule's catch_up).
 CATCH_UP = ("skip", "latest", "all")

@@ -359,6 +359,60 @@ class Queue(SyncClient):
         """The job with this id, or None (admin)."""
         return self._drive(_ops.get_job(self._sql, job_id))
 
+    def find_jobs(
+        self,
+        *,
+        job_id: uuid.UUID | str | None = None,
+        idempotency_key: str | None = None,
+        job_type: str | None = None,
+        queue: str | None = None,
+        statuses: Sequence[str] | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        finished_after: datetime | None = None,
+        finished_before: datetime | None = None,
+        payload_contains: Any = None,
+        after_id: uuid.UUID | str | None = None,
+        limit: int = 50,
+        scan_limit: int = 10_000,
+    ) -> _ops.FoundJobs:
+        """Jobs, live and finished, that match every filter given (``jobq_find_jobs``), newest
+        first: times as ``[after, before)``, ``payload_contains`` (admin) as ``payload @>``
+        it, ``after_id`` the previous page's ``next_after``. Beyond an id or key look-up, at
+        most ``scan_limit`` jobs are examined per page (admin, monitor)."""
+        filters = {
+            "job_id": job_id, "idempotency_key": idempotency_key, "job_type": job_type,
+            "queue": queue, "statuses": statuses, "created_after": created_after,
+            "created_before": created_before, "finished_after": finished_after,
+            "finished_before": finished_before, "payload_contains": payload_contains,
+            "after_id": after_id,
+        }
+        return self._drive(_ops.find_jobs(self._sql, filters, limit, scan_limit))
+
+    def act_on_jobs(
+        self,
+        action: Literal["cancel", "requeue", "delete", "run_now"],
+        job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
+        reason: str | None = None,
+    ) -> dict[uuid.UUID, str]:
+        """Cancel, requeue, delete (finished jobs) or run now (pending ones) the given jobs,
+        recorded in the audit log with ``reason`` (``jobq_act_on_jobs``, admin); each id's
+        outcome ("requeued", "left alone: pending", "unknown", ...)."""
+        return self._drive(_ops.act_on_jobs(self._sql, action, job_ids, reason))
+
+    def audit_log(self, before_id: int | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """The actions recorded by :meth:`act_on_jobs`, newest first (``jobq_audit_log``,
+        admin); ``before_id``: the id of the previous page's last row."""
+        return self._drive(_ops.audit_log(self._sql, before_id, limit))
+
+    def error_summary(
+        self, since: timedelta | float = timedelta(hours=1), per_type: int = 5
+    ) -> list[dict[str, Any]]:
+        """The most frequent errors of each job type within ``since``: ``job_type``,
+        ``error`` (the exception line), ``failures``, ``jobs``, ``last_seen``
+        (``jobq_error_summary``, admin)."""
+        return self._drive(_ops.error_summary(self._sql, since, per_type))
+
     def stats(self) -> list[StatsRow]:
         """Job counts per queue, type and status."""
         return self._drive(_ops.stats(self._sql))

@@ -2,6 +2,7 @@
 -- paging: the next page starts after the last row of this one (its sort_at and id), so a page
 -- deep in ten million rows costs what the first one costs. Each status is read through the
 -- partial index that holds it, in that index's order, never by a scan of jobq_jobs:
+--   waiting     oldest first (created_at, id): jobq_jobs_waiting_idx;
 --   pending     oldest available first (available_at, id): jobq_jobs_claim_idx,
 --               jobq_jobs_limited_idx and jobq_jobs_scheduled_idx hold the pending jobs;
 --   processing  soonest lock expiry first (locked_until, id):
@@ -98,7 +99,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    IF status IN ('pending', 'processing') THEN
+    IF status IN ('waiting', 'pending', 'processing') THEN
         v_at := coalesce(after_at, '-infinity');
         v_id := coalesce(after_id, '00000000-0000-0000-0000-000000000000');
     ELSE
@@ -145,6 +146,20 @@ BEGIN
               AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
         ) AS p
         ORDER BY p.sort_at, p.id
+        LIMIT max_rows;
+    ELSIF status = 'waiting' THEN
+        RETURN QUERY
+        SELECT j.id, j.queue, j.job_type, j.status, j.priority, j.attempts, j.max_attempts,
+               j.available_at, j.created_at, j.updated_at, j.locked_at, j.locked_by,
+               j.finished_at, CASE WHEN v_errors THEN j.last_error END,
+               j.cancel_requested_at IS NOT NULL, j.created_at,
+               true
+        FROM jobq_jobs AS j
+        WHERE j.status = 'waiting'
+          AND (j.created_at, j.id) > (v_at, v_id)
+          AND (jobq_jobs_page.queue IS NULL OR j.queue = jobq_jobs_page.queue)
+          AND (jobq_jobs_page.job_type IS NULL OR j.job_type = jobq_jobs_page.job_type)
+        ORDER BY j.created_at, j.id
         LIMIT max_rows;
     ELSIF status = 'processing' THEN
         RETURN QUERY

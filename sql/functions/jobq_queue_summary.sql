@@ -18,8 +18,9 @@
 -- compiled in every later enqueue and completion of the session.
 --
 -- paused: whether jobq_pause holds the queue, so that a monitor, which may not call the
--- admin-only jobq_queues, sees a pause on the dashboard overview. One primary-key
--- probe of jobq_paused_queues per queue row.
+-- admin-only jobq_queues, sees a pause on the dashboard overview and in `jobq stats`. One
+-- primary-key probe of jobq_paused_queues per queue row; a paused queue has its row even
+-- without jobs.
 --! levels: monitor, admin
 --! replaces: jobq_queue_summary(interval)
 
@@ -87,6 +88,11 @@ BEGIN
         UNION ALL
         SELECT j.queue, j.status, j.available_at
         FROM jobq_jobs_history AS j WHERE j.status = 'succeeded' AND j.finished_at >= v_now - recent
+        UNION ALL
+        -- Every paused queue has its row, jobs or not, so that the pause shows (and can be
+        -- lifted) wherever the summary is shown; it counts as no job (status NULL).
+        SELECT pq.queue, NULL, NULL
+        FROM jobq_paused_queues AS pq
     ) AS p
     GROUP BY p.queue
     ORDER BY p.queue;
@@ -99,11 +105,11 @@ dead_letter and cancelled, the oldest available_at among the available ones, and
 succeeded within recent, and whether the queue is paused (jobq_pause). Reads only the partial indexes of those jobs (never the succeeded
 jobs older than recent), so it stays cheap however many finished jobs are kept; it runs with
 enable_seqscan = off and jit = off (for this function only) so that no statistics make it
-read the table instead. A queue with none of these jobs has no row.
+read the table instead. A queue with none of these jobs and no pause has no row.
 Arguments: recent (how far back succeeded jobs are counted, 0 to 1 day, default 5 minutes).
 Result: rows (queue, available, scheduled, processing, failed, dead_letter, cancelled,
-oldest_available_at, succeeded_recent, paused), by queue. A paused queue with none of these
-jobs has no row either (jobq_queues, admin, lists every pause).
+oldest_available_at, succeeded_recent, paused), by queue; every paused queue has a row, with
+or without jobs.
 Errors: 22023 a NULL or negative recent, or one over 1 day.
 Concurrency: a snapshot, as any query; it takes no lock.';
 

@@ -127,4 +127,11 @@ CREATE INDEX jobq_job_dependencies_depends_on_idx ON jobq_job_dependencies (depe
 COMMENT ON INDEX jobq_job_dependencies_depends_on_idx IS
 'A job''s dependents: one probe when a job that has dependents finishes or is requeued.';
 
+-- The waiting jobs, for a dashboard's list of them; a job that is not waiting has no entry, so
+-- enqueues, claims and completions of jobs without dependencies never write to it.
+CREATE INDEX jobq_jobs_waiting_idx ON jobq_jobs (created_at, id) WHERE status = 'waiting';
+
+COMMENT ON INDEX jobq_jobs_waiting_idx IS
+'The waiting jobs, oldest first: jobq_jobs_page(''waiting'') reads them through it.';
+
 REVOKE ALL ON TABLE jobq_job_dependencies FROM PUBLIC;

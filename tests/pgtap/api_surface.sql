@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(184);
+SELECT plan(189);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -54,6 +54,7 @@ SELECT results_eq(
     ('jobq__dependency_argument_problem', 'depends_on uuid[], on_dependency_failure text', 'text'),
     ('jobq__dependents_finished', 'job_ids uuid[], statuses text[]', 'integer'),
     ('jobq__error_entry', 'attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text', 'jsonb'),
+    ('jobq__error_line', 'error text', 'text'),
     ('jobq__event_channel', 'kind text', 'text'),
     ('jobq__history_filled', 'partition_name text', 'boolean'),
     ('jobq__history_partitions', 'status text',
@@ -85,7 +86,10 @@ SELECT results_eq(
     ('jobq__uuid_v7_many', 'count integer', 'uuid[]'),
     ('jobq__worker_id_error', 'worker_id text', 'text'),
     ('jobq__worker_seen', 'worker_id text, job_types text[], queues text[]', 'void'),
+    ('jobq_act_on_jobs', 'action text, job_ids uuid[], reason text DEFAULT NULL::text',
+                         'TABLE(job_id uuid, outcome text)'),
     ('jobq_add_dependencies', 'job_id uuid, depends_on uuid[]', 'integer'),
+    ('jobq_audit_log', 'before_id bigint DEFAULT NULL::bigint, max_rows integer DEFAULT 100', 'SETOF jobq_audit'),
     ('jobq_await', 'job_ids uuid[], timeout interval DEFAULT ''00:00:30''::interval',
                    'TABLE(id uuid, status text, attempts integer, result jsonb, last_error text, '
                    'finished_at timestamp with time zone, cancel_requested boolean)'),
@@ -113,11 +117,23 @@ SELECT results_eq(
                             'limit_groups text[] DEFAULT NULL::text[], limit_keys text[] DEFAULT NULL::text[]',
                             'TABLE(ord integer, id uuid)'),
     ('jobq_enqueue_many', 'jobs jsonb', 'TABLE(ord integer, id uuid)'),
+    ('jobq_error_summary', 'since interval DEFAULT ''01:00:00''::interval, per_type integer DEFAULT 5',
+                           'TABLE(job_type text, error text, failures bigint, jobs bigint, '
+                           'last_seen timestamp with time zone)'),
     ('jobq_fail', 'job_id uuid, worker_id text, error text, retry boolean DEFAULT true, '
                   'backoff interval DEFAULT ''00:00:10''::interval, attempt integer DEFAULT NULL::integer', 'text'),
     ('jobq_fail_many', 'job_ids uuid[], worker_id text, errors text[], retries boolean[] DEFAULT NULL::boolean[], '
                        'backoffs interval[] DEFAULT NULL::interval[], attempts integer[] DEFAULT NULL::integer[]',
                        'TABLE(ord integer, job_id uuid, status text)'),
+    ('jobq_find_jobs', 'job_id uuid DEFAULT NULL::uuid, idempotency_key text DEFAULT NULL::text, '
+                       'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, '
+                       'statuses text[] DEFAULT NULL::text[], '
+                       'created_after timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+                       'created_before timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+                       'finished_after timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+                       'finished_before timestamp with time zone DEFAULT NULL::timestamp with time zone, '
+                       'payload_contains jsonb DEFAULT NULL::jsonb, after_id uuid DEFAULT NULL::uuid, '
+                       'max_rows integer DEFAULT 50, scan_limit integer DEFAULT 10000', 'SETOF jobq_job_summary'),
     ('jobq_get_job', 'job_id uuid', 'SETOF jobq_jobs'),
     ('jobq_health', 'stuck_after interval DEFAULT ''01:00:00''::interval, max_pending_age interval DEFAULT '
                     '''00:15:00''::interval, max_transaction_age interval DEFAULT ''00:05:00''::interval',
@@ -257,6 +273,11 @@ SELECT isnt_definer('public', 'jobq__cron_next', ARRAY['bigint[]', 'text', 'time
 SELECT isnt_definer('public', 'jobq__cron_fires', ARRAY['bigint[]', 'text', 'timestamp with time zone', 'timestamp with time zone', 'integer']);
 SELECT isnt_definer('public', 'jobq__tick', ARRAY['timestamp with time zone']);
 SELECT is_definer('public', 'jobq_get_job', ARRAY['uuid']);
+SELECT is_definer('public', 'jobq_find_jobs', ARRAY['uuid', 'text', 'text', 'text', 'text[]', 'timestamp with time zone', 'timestamp with time zone', 'timestamp with time zone', 'timestamp with time zone', 'jsonb', 'uuid', 'integer', 'integer']);
+SELECT is_definer('public', 'jobq_act_on_jobs', ARRAY['text', 'uuid[]', 'text']);
+SELECT is_definer('public', 'jobq_audit_log', ARRAY['bigint', 'integer']);
+SELECT is_definer('public', 'jobq_error_summary', ARRAY['interval', 'integer']);
+SELECT isnt_definer('public', 'jobq__error_line', ARRAY['text']);
 SELECT is_definer('public', 'jobq_unserved_job_types', ARRAY['interval']);
 SELECT is_definer('public', 'jobq_workers_summary', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_set_limit', ARRAY['text', 'integer', 'integer', 'interval']);
@@ -308,7 +329,7 @@ SELECT set_eq(
           'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
           'jobq_metric_labels', 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
           'jobq_cancel_requests', 'jobq__migrate_lock', 'jobq_awaits', 'jobq_jobs_history',
-          'jobq_retention', 'jobq_paused_queues', 'jobq_job_dependencies'],
+          'jobq_retention', 'jobq_paused_queues', 'jobq_job_dependencies', 'jobq_audit'],
     'schema public has exactly the jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
@@ -547,7 +568,7 @@ SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 0$$, '23514',
 SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
     'jobq_jobs_scheduled_idx', 'jobq_jobs_limited_idx',
-    'jobq_jobs_limit_running_idx', 'jobq_jobs_locked_until_idx'
+    'jobq_jobs_limit_running_idx', 'jobq_jobs_locked_until_idx', 'jobq_jobs_waiting_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
                  ARRAY['hashtextextended(job_type, (0)::bigint)',
@@ -579,7 +600,9 @@ SELECT results_eq(
     ('jobq_jobs_locked_until_idx',
      'CREATE INDEX jobq_jobs_locked_until_idx ON public.jobq_jobs USING btree (locked_until) WHERE (status = ''processing''::text)'),
     ('jobq_jobs_scheduled_idx',
-     'CREATE INDEX jobq_jobs_scheduled_idx ON public.jobq_jobs USING btree (available_at) WHERE ((status = ''pending''::text) AND scheduled)')
+     'CREATE INDEX jobq_jobs_scheduled_idx ON public.jobq_jobs USING btree (available_at) WHERE ((status = ''pending''::text) AND scheduled)'),
+    ('jobq_jobs_waiting_idx',
+     'CREATE INDEX jobq_jobs_waiting_idx ON public.jobq_jobs USING btree (created_at, id) WHERE (status = ''waiting''::text)')
     $$,
     'the partial indexes: the claim order per (job_type, queue) over pending jobs that are not scheduled, scheduled jobs by due time, locks of processing jobs, keys'
 );

@@ -8,7 +8,7 @@
 -- a marker row (matches false: the last job examined). 22023 for an unknown or NULL status,
 -- max_rows outside 1..1000, scan_limit outside 1..1000000, only one of after_at and after_id.
 BEGIN;
-SELECT plan(30);
+SELECT plan(31);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -101,6 +101,14 @@ SELECT results_eq(
                                             after_id => '00000000-0000-0000-0000-000000000013') AS p$$,
     $$VALUES ('00000000-0000-0000-0000-000000000011'), ('00000000-0000-0000-0000-000000000012')$$,
     'pending: the next page');
+SELECT jobq_enqueue('p', queue => 'q1') AS wparent \gset
+SELECT jobq_enqueue('w', queue => 'q1', depends_on => ARRAY[:'wparent']::uuid[]) AS w1 \gset
+SELECT jobq_enqueue('w', queue => 'q2', depends_on => ARRAY[:'wparent']::uuid[]) AS w2 \gset
+SELECT results_eq(
+    $$SELECT p.id::text, p.status FROM jobq_jobs_page('waiting', queue => 'q1') AS p$$,
+    format($$VALUES (%L, 'waiting')$$, :'w1'),
+    'waiting: the jobs that wait for a dependency, oldest first, filtered like the others');
+DELETE FROM jobq_jobs WHERE id IN (:'w1', :'w2', :'wparent');
 SELECT results_eq(
     $$SELECT id::text, sort_at, cancel_requested, locked_by FROM jobq_jobs_page('processing')$$,
     $$SELECT id::text, locked_until, cancel_requested_at IS NOT NULL, locked_by FROM snap

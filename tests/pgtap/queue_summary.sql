@@ -7,7 +7,7 @@
 -- whether the queue is paused.
 -- Queues with none of these have no row. 22023 for a NULL, negative or over-a-day recent.
 BEGIN;
-SELECT plan(10);
+SELECT plan(11);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -35,7 +35,7 @@ INSERT INTO jobq_jobs (job_type, queue, status, finished_at) VALUES
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 
 DELETE FROM jobq_paused_queues;
--- q2 paused; q5 paused with no job: still no row
+-- q2 paused; q5 paused with no job: a row of zeros
 INSERT INTO jobq_paused_queues (queue, paused_at) VALUES ('q2', now()), ('q5', now());
 
 CREATE TEMP TABLE snap AS SELECT * FROM jobq_all_jobs;
@@ -53,7 +53,8 @@ SELECT results_eq(
     $$VALUES ('q1'::text, 3::bigint, 1::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint,
               now() - interval '20 min', 0::bigint),
              ('q2', 0, 0, 1, 1, 2, 1, NULL, 1),
-             ('q3', 0, 0, 0, 0, 0, 0, NULL, 1)$$,
+             ('q3', 0, 0, 0, 0, 0, 0, NULL, 1),
+             ('q5', 0, 0, 0, 0, 0, 0, NULL, 0)$$,
     'per queue: available (a due scheduled job included), scheduled, processing, failed, dead letters, cancelled, oldest available, succeeded in the last 5 minutes'
 );
 SELECT results_eq(
@@ -63,17 +64,23 @@ SELECT results_eq(
 );
 SELECT results_eq(
     $$SELECT queue FROM jobq_queue_summary(recent => '0')$$,
-    $$VALUES ('q1'::text), ('q2')$$,
-    'recent 0: no succeeded job counts, queues with only those have no row'
+    $$VALUES ('q1'::text), ('q2'), ('q5')$$,
+    'recent 0: no succeeded job counts, queues with only those have no row (q5: its pause)'
 );
 SELECT is_empty($$SELECT * FROM jobq_queue_summary() WHERE queue = 'q4'$$,
                 'a queue with only old succeeded jobs has no row');
 SELECT results_eq(
     $$SELECT queue, paused FROM jobq_queue_summary()$$,
-    $$VALUES ('q1'::text, false), ('q2', true), ('q3', false)$$,
-    'paused: true for a queue jobq_pause holds, false otherwise; a paused queue without jobs has no row'
+    $$VALUES ('q1'::text, false), ('q2', true), ('q3', false), ('q5', true)$$,
+    'paused: true for a queue jobq_pause holds, false otherwise; a paused queue without jobs has its row'
 );
-SELECT is((SELECT count(*)::int FROM jobq_queue_summary('1 day')), 4, 'positional call; 1 day is allowed');
+SELECT results_eq(
+    $$SELECT available, scheduled, processing, failed, dead_letter, cancelled, oldest_available_at,
+             succeeded_recent FROM jobq_queue_summary() WHERE queue = 'q5'$$,
+    $$VALUES (0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, NULL::timestamptz, 0::bigint)$$,
+    'a paused queue without jobs counts none'
+);
+SELECT is((SELECT count(*)::int FROM jobq_queue_summary('1 day')), 5, 'positional call; 1 day is allowed');
 SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'the summary, and the refused calls, change nothing');
 

@@ -270,7 +270,8 @@ def test_stats_prints_a_table(dsn: str) -> None:
     assert jobq("stats", dsn=dsn).stdout.strip() == "no jobs"
     Queue(dsn).enqueue_many([{"job_type": "ocr"}, {"job_type": "ocr"}, {"job_type": "mail"}])
     lines = jobq("stats", dsn=dsn).stdout.splitlines()
-    assert lines[0].split() == ["queue", "job_type", "status", "jobs", "oldest_available_at"]
+    assert lines[0].split() == [
+        "queue", "job_type", "status", "jobs", "oldest_available_at", "paused"]
     rows = [line.split()[:4] for line in lines[2:]]
     assert rows == [["default", "mail", "pending", "1"], ["default", "ocr", "pending", "2"]]
 
@@ -648,6 +649,13 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "jobs retry": ["{dead}"],
     "jobs status": ["{dead}"],
     "jobs wait": ["{dead}"],
+    "jobs find": [],
+    "jobs cancel": ["{dead}", "--reason", "x"],
+    "jobs requeue": ["{dead}"],
+    "jobs delete": ["{dead}"],
+    "jobs run-now": ["{dead}"],
+    "audit": [],
+    "errors": [],
     "cancel": ["{dead}"],
     "dead-letter list": [],
     "dead-letter requeue": ["--all"],
@@ -1155,7 +1163,7 @@ def test_json_output_has_the_documented_keys(dsn: str) -> None:
     assert set(added) == {"id"}
     stats_rows = _json("stats", dsn=dsn)
     assert {tuple(sorted(r)) for r in stats_rows} == {
-        ("job_type", "jobs", "oldest_available_at", "queue", "status")
+        ("job_type", "jobs", "oldest_available_at", "paused", "queue", "status")
     }
     assert [(r["job_type"], r["status"], r["jobs"]) for r in stats_rows] == [
         ("mail", "failed", 1),
@@ -1206,7 +1214,8 @@ def test_bash_completion_script_and_completions() -> None:
     assert words.stdout.split() == ["plain,dead-letter"]
     sub = jobq(_JOBQ_COMPLETE="bash_complete", COMP_WORDS="jobq jobs ", COMP_CWORD="2")
     assert set(sub.stdout.split()) == {
-        "plain,list", "plain,show", "plain,retry", "plain,status", "plain,wait", "plain,graph"}
+        "plain,list", "plain,show", "plain,retry", "plain,status", "plain,wait", "plain,graph",
+        "plain,find", "plain,cancel", "plain,requeue", "plain,delete", "plain,run-now"}
 
 
 # -- one command per action, one JSON style ------------------------------------------------------
@@ -1269,6 +1278,13 @@ JSON_ARGS: dict[str, tuple[list[str], int]] = {
     "jobs retry": (["{dead}"], 0),
     "jobs status": (["{dead}"], 0),
     "jobs wait": (["{dead}"], 0),
+    "jobs find": ([], 0),
+    "jobs cancel": (["{dead}"], 0),  # a dead letter is left alone
+    "jobs requeue": (["{dead}"], 0),
+    "jobs delete": (["{dead}"], 0),
+    "jobs run-now": (["{dead}"], 0),  # not pending: left alone
+    "audit": ([], 0),
+    "errors": ([], 0),
     "cancel": (["{dead}"], 0),
     "dead-letter list": ([], 0),
     "dead-letter requeue": (["--all"], 0),

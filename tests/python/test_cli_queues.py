@@ -1,12 +1,14 @@
 """``jobq queue pause|resume|list``: a paused queue is not claimed, its jobs wait pending with no
-attempt spent, other queues run, and resuming wakes a listening worker at once."""
+attempt spent, other queues run, and resuming wakes a listening worker at once; ``jobq stats``
+marks a paused queue's rows."""
 
 from __future__ import annotations
 
 import json
 
 import psycopg
-from tests.helpers import jobq
+from psycopg.conninfo import make_conninfo
+from tests.helpers import MakeRole, jobq
 
 from pgq_client import Queue
 from pgq_client._sql import channel
@@ -48,3 +50,23 @@ def test_queue_commands_refuse_bad_input_and_say_when_nothing_changed(dsn: str) 
     assert blank.returncode != 0 and "queue must be a non-blank string" in blank.stderr
     assert "Traceback" not in blank.stderr
     assert jobq("--dsn", dsn, "queue", "list").stdout.strip() == "no queues"
+
+
+def test_stats_marks_the_rows_of_a_paused_queue_for_a_monitor_too(
+    dsn: str, make_role: MakeRole
+) -> None:
+    with Queue(dsn) as q:
+        q.enqueue("send", queue="mail")
+        q.enqueue("send", queue="other")
+        q.pause("mail", "smtp relay down")
+        q.pause("idle")  # no job at all
+    monitor = make_conninfo(dsn, user=make_role("monitor", dsn=dsn))
+    rows = json.loads(jobq("--dsn", monitor, "stats", "--json").stdout)
+    assert [(r["queue"], r["paused"]) for r in rows] == [("mail", True), ("other", False)]
+    text = jobq("--dsn", monitor, "stats")
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0].split()[-1] == "paused"
+    assert lines[2].split()[0] == "mail" and lines[2].split()[-1] == "paused"
+    assert lines[3].split()[0] == "other" and "paused" not in lines[3]
+    assert lines[-1] == "paused, without jobs: idle"

@@ -162,7 +162,7 @@ EXPECTED = {
                "jobq_dependencies", "jobq_job_graph"},
     "monitor": {
         "jobq_stats", "jobq_health", "jobq_metrics", "jobq_queue_summary", "jobq_jobs_page",
-        "jobq_workers_summary", "jobq_job_graph",
+        "jobq_workers_summary", "jobq_job_graph", "jobq_find_jobs",
     },
 }
 
@@ -191,8 +191,8 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
         "SELECT c.relname::text FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace "
         "AND c.relkind = 'r' AND has_table_privilege(%s, c.oid, 'SELECT') ORDER BY 1", (role,)
     ).fetchall()
-    every_table = [("jobq_awaits",), ("jobq_cancel_requests",), ("jobq_job_dependencies",),
-                   ("jobq_jobs",),
+    every_table = [("jobq_audit",), ("jobq_awaits",), ("jobq_cancel_requests",),
+                   ("jobq_job_dependencies",), ("jobq_jobs",),
                    ("jobq_limit_keys",), ("jobq_limit_starts",), ("jobq_limits",),
                    ("jobq_metric_counters",), ("jobq_metric_deltas",), ("jobq_metric_labels",),
                    ("jobq_migrations",), ("jobq_paused_queues",), ("jobq_retention",),
@@ -274,7 +274,8 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     assert lines[-1] == f'REVOKE USAGE ON SCHEMA "tenant" FROM "{role}";'
     online = run("--dsn", dsn, "revoke", role, "--dry-run")
     assert online.exit_code == 0, online.output
-    tables = ('"public"."jobq_all_jobs", "public"."jobq_awaits", '
+    tables = ('"public"."jobq_all_jobs", "public"."jobq_audit", "public"."jobq_audit_id_seq", '
+              '"public"."jobq_awaits", '
               '"public"."jobq_cancel_requests", "public"."jobq_job_dependencies", '
               '"public"."jobq_jobs", "public"."jobq_jobs_history", "public"."jobq_limit_keys", '
               '"public"."jobq_limit_starts", "public"."jobq_limits", '
@@ -423,6 +424,7 @@ MONITOR_CALLS = {
     "jobq_metrics": ["SELECT m::text FROM jobq_metrics() AS m"],
     "jobq_queue_summary": ["SELECT q::text FROM jobq_queue_summary() AS q"],
     "jobq_workers_summary": ["SELECT w::text FROM jobq_workers_summary() AS w"],
+    "jobq_find_jobs": ["SELECT f::text FROM jobq_find_jobs() AS f"],
     "jobq_jobs_page": [
         f"SELECT p::text FROM jobq_jobs_page('{status}') AS p"
         for status in ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled")

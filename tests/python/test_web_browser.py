@@ -153,7 +153,7 @@ def test_jobs_filters_and_paging(
     rows = page.locator("#jobs tbody tr")
     expect(rows).to_have_count(50)
     first_page = rows.evaluate_all("rs => rs.map(r => r.dataset.id)")
-    assert all(t == "q1" for t in rows.locator("td:nth-child(2)").all_inner_texts())
+    assert all(t == "q1" for t in rows.locator("td.queue").all_inner_texts())
     page.click("#next-page")
     expect(rows).to_have_count(10)  # 60 jobs in q1
     second_page = rows.evaluate_all("rs => rs.map(r => r.dataset.id)")

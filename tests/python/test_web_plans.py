@@ -97,7 +97,8 @@ def test_no_page_scans_jobq_jobs_with_a_million_finished_jobs(
     sequential scan, the functions' own statements included."""
     client, plans = explained
     pages = ["/", "/?partial=1", "/dead-letters", "/dead-letters?queue=q1", "/schedules",
-             "/limits", "/workers"]
+             "/limits", "/workers", "/audit", "/find?search=1", "/find?queue=q3&job_type=t3",
+             "/find?idempotency_key=k1", "/find?status=failed&finished_after=1h"]
     for status in ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled"):
         pages += [
             f"/jobs?status={status}",

@@ -1,19 +1,35 @@
-"""Jobs one by one: list, show, retry, follow (status, wait), cancel, and the dead letters."""
+"""Jobs: list, find, show, retry, follow (status, wait), cancel; act on many with a record
+(cancel, requeue, delete, run-now, and the audit log); the errors per job type; the dead
+letters."""
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Mapping, Sequence
-from datetime import timedelta
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any, TypeVar
 
 import click
 
+from .._ops import ACTIONS
 from ..models import STATUSES, JobStatus
 from ..queue import Queue
 from . import options as opt
 from .base import call, command, fail, group, settings
-from .output import columns, compact, counted, emit, error_line, jobs_table, show_job, yes
+from .output import (
+    cell,
+    columns,
+    compact,
+    counted,
+    emit,
+    error_line,
+    jobs_table,
+    show_job,
+    table,
+    yes,
+)
+from .parsing import parse_duration, parse_ids
 
 
 @group(
@@ -39,6 +55,107 @@ def jobs_list(statuses: tuple[str, ...], **filters: Any) -> None:
     """List jobs, most recently changed first."""
     found = call(Queue.list_jobs, statuses=list(statuses) or None, **filters)
     emit(found, lambda: jobs_table(found, "updated_at", "no jobs"))
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _when(_ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    """A time filter: a duration ago (``2h``) or ISO 8601 with a UTC offset (or ``Z``)."""
+    if value is None:
+        return None
+    try:
+        return datetime.now(timezone.utc) - parse_duration(value)
+    except ValueError:
+        pass
+    text = value.strip()
+    try:
+        when = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" else text)
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise click.BadParameter(
+            f"{value!r} is neither a duration ago (2h, 30m, 7d) nor an ISO 8601 time with a "
+            "UTC offset (2030-01-31T08:00:00Z)",
+            param=param,
+        )
+    return when
+
+
+def _json_value(_ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param=param) from None
+
+
+def _one_id(_ctx: click.Context, _param: click.Parameter, value: str | None) -> uuid.UUID | None:
+    return None if value is None else parse_ids([value])[0]
+
+
+def _time_option(name: str, what: str) -> Callable[[F], F]:
+    return click.option(
+        name, metavar="TIME", callback=_when,
+        help=f"{what}: a duration ago (2h, 30m, 7d) or ISO 8601 with an offset.",
+    )
+
+
+@command(
+    jobs,
+    "find",
+    json=True,
+    examples="""
+        jobq jobs find --key order-1234
+        jobq jobs find --type send_email --status failed --created-after 2h
+        jobq jobs find --payload '{"customer_id": 42}'
+    """,
+)
+@click.option("--id", "job_id", metavar="ID", callback=_one_id, help="The job with this id.")
+@click.option("--key", "idempotency_key", metavar="KEY", help="Jobs with this idempotency key.")
+@click.option("--type", "job_type", metavar="T", help="Only jobs of this job type.")
+@opt.QUEUE
+@click.option("--status", "statuses", multiple=True, type=click.Choice(STATUSES), metavar="S",
+              help=f"Only jobs in this status (repeatable): {', '.join(STATUSES)}.")
+@_time_option("--created-after", "Created at or after")
+@_time_option("--created-before", "Created before")
+@_time_option("--finished-after", "Finished at or after")
+@_time_option("--finished-before", "Finished before")
+@click.option("--payload", "payload_contains", metavar="JSON", callback=_json_value,
+              help="Jobs whose payload contains this JSON (@>; admin).")
+@click.option("--after", "after_id", metavar="ID",
+              callback=_one_id,
+              help="The page after this job (the last id of the previous page).")
+@click.option("--limit", type=opt.POSITIVE, default=50, help="At most N jobs (up to 1000).")
+@click.option("--scan-limit", type=opt.POSITIVE, default=10_000,
+              help="Examine at most N jobs beyond an id or key look-up.")
+def jobs_find(statuses: tuple[str, ...], limit: int, scan_limit: int, **filters: Any) -> None:
+    """Find jobs, live and finished, by id, key, type, queue, status, time or payload,
+    newest first; says where to search on when it stopped before --limit matches."""
+    found = call(Queue.find_jobs, statuses=list(statuses) or None, limit=limit,
+                 scan_limit=scan_limit, **filters)
+    names = ["id", "queue", "job_type", "status", "attempts", "created_at", "finished_at",
+             "last_error"]
+
+    def text() -> str:
+        rows = [[r[n] if n != "last_error" else error_line(r[n], 60) for n in names]
+                for r in found.rows]
+        lines = [table(names, rows, "no jobs found")]
+        if found.next_after:
+            lines.append(f"more: --after {found.next_after}")
+        if found.stopped_after:
+            lines.append(
+                f"searched {scan_limit:,} jobs back to {cell(found.stopped_at)}: "
+                f"search older ones with --after {found.stopped_after}"
+            )
+        return "\n".join(lines)
+
+    emit(
+        {"jobs": [{n: r[n] for n in names} for r in found.rows],
+         "next_after": found.next_after, "stopped_after": found.stopped_after},
+        text,
+    )
 
 
 @command(jobs, "show", json=True)
@@ -144,6 +261,75 @@ def cancel(job_ids: list[uuid.UUID], reason: str | None) -> None:
         fail(f"no job {', '.join(map(str, unknown))} (nothing changed for it)")
 
 
+def _act(action: str, job_ids: list[uuid.UUID], reason: str | None) -> None:
+    """`jobs cancel|requeue|delete|run-now ID...`: one recorded call of jobq_act_on_jobs; each
+    job's outcome, a job the action does not apply to "left alone" (exit 1: one is unknown,
+    as `jobq cancel`)."""
+    outcomes = call(Queue.act_on_jobs, action, job_ids, reason)  # type: ignore[arg-type]
+    emit(
+        {"jobs": [{"id": i, "outcome": o} for i, o in outcomes.items()]},
+        lambda: "\n".join(f"{i}  {o}" for i, o in outcomes.items()),
+    )
+    unknown = [str(i) for i, o in outcomes.items() if o == "unknown"]
+    if unknown:
+        fail(f"no job {', '.join(unknown)} (nothing changed for it)")
+
+
+_ACTED = {
+    "cancel": "Cancel jobs: pending ones at once, running ones when their handler sees it.",
+    "requeue": "Make failed, dead_letter or cancelled jobs pending again.",
+    "delete": "Delete finished jobs (live ones are left alone: cancel them first).",
+    "run_now": "Make pending jobs that wait for their run_at or a retry available now.",
+}
+
+
+_EXAMPLES = {
+    "requeue": "jobq jobs requeue 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55 --reason 'relay fixed'",
+    "delete": "jobq jobs delete 7f0c2a9e-5d1b-4c1e-9a43-2f4e1d0b8c55 --reason 'erasure request'",
+}
+
+
+def _action_command(action: str) -> click.Command:
+    def act(job_ids: list[uuid.UUID], reason: str | None) -> None:
+        _act(action, job_ids, reason)
+
+    act.__doc__ = f"{_ACTED[action]} Recorded in `jobq audit` (admin; exit 1: one is unknown)."
+    name = action.replace("_", "-")
+    act = click.option("--reason", metavar="TEXT", help="Why (kept in the audit log).")(act)
+    act = opt.IDS(act)
+    example = _EXAMPLES.get(action)
+    return command(jobs, name, json=True, examples=example)(act)
+
+
+ACTION_COMMANDS = [_action_command(action) for action in ACTIONS]
+
+
+@command(json=True, examples="jobq audit\njobq audit --limit 20 --json")
+@click.option("--before", "before_id", type=opt.POSITIVE, metavar="N",
+              help="The page before this entry (the last id of the previous page).")
+@click.option("--limit", type=click.IntRange(1, 1000), default=100, help="At most N entries.")
+def audit(before_id: int | None, limit: int) -> None:
+    """What operators did to jobs, newest first: who, when, what, which jobs, why (admin)."""
+    rows = call(Queue.audit_log, before_id, limit)
+    names = ["id", "acted_at", "acting_role", "action", "jobs", "changed", "reason"]
+    cells = [[r["id"], r["acted_at"], r["acting_role"] + (
+        "" if r["acting_role"] == r["login_role"] else f" (login {r['login_role']})"),
+        r["action"], len(r["job_ids"]), len(r["changed"]), r["reason"]] for r in rows]
+    emit(rows, lambda: table(names, cells, "no actions recorded"))
+
+
+@command(json=True, examples="jobq errors\njobq errors --since 24h --per-type 3")
+@opt.duration("--since", "1h", "How far back")
+@click.option("--per-type", type=click.IntRange(1, 100), default=5,
+              help="The N most frequent errors of each job type.")
+def errors(since: timedelta, per_type: int) -> None:
+    """The most frequent errors of each job type, as their exception line (admin)."""
+    rows = call(Queue.error_summary, since, per_type)
+    names = ["job_type", "failures", "jobs", "last_seen", "error"]
+    cells = [[r[n] for n in names] for r in rows]
+    emit(rows, lambda: table(names, cells, "no errors"))
+
+
 @group(
     "dead-letter",
     examples="""
@@ -187,4 +373,4 @@ def dead_letter_requeue(job_ids: list[uuid.UUID], all_: bool, **filters: Any) ->
     emit({"requeued": count}, f"requeued {counted(count, 'job')}")
 
 
-COMMANDS = [jobs, cancel, dead_letter]
+COMMANDS = [jobs, cancel, dead_letter, audit, errors]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .. import _ops
 from ..models import FINISHED_STATUSES, Limit, LimitUsage
 from ..queue import Queue
 from . import options as opt
@@ -26,10 +27,22 @@ _UTC = timezone.utc
 
 @command(json=True, examples="jobq stats\njobq stats --schema tenant_a --json")
 def stats() -> None:
-    """Job counts per queue, type and status."""
-    rows = call(Queue.stats)
+    """Job counts per queue, type and status; a paused queue's rows say so."""
+    with settings().queue() as q:
+        rows = q.stats()
+        # jobq_queue_summary (monitor) says which queues are paused; jobq_queues is an admin's.
+        summary = q._drive(_ops.queue_summary(q._sql, timedelta(minutes=5)))
+    paused = sorted(r["queue"] for r in summary if r["paused"])
     names = ["queue", "job_type", "status", "jobs", "oldest_available_at"]
-    emit(rows, lambda: columns(rows, names, "no jobs"))
+    found = [{**fields(r, names), "paused": r.queue in paused} for r in rows]
+
+    def text() -> str:
+        shown = columns(rows, [*names, "paused"], "no jobs",
+                        paused=lambda r: "paused" if r.queue in paused else "")
+        idle = [name for name in paused if all(r.queue != name for r in rows)]
+        return shown + (f"\npaused, without jobs: {', '.join(idle)}" if idle else "")
+
+    emit(found, text)
 
 
 @command(None, "metrics")

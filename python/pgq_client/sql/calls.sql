@@ -433,3 +433,77 @@ SELECT
 FROM jobq_job_graph(
     job_id => %(job_id)s::pg_catalog.uuid
 );
+
+-- name: find_jobs
+-- Jobs by what an operator knows of them, live and finished, newest first (after_id: the
+-- previous page's last row; a last row with matches false marks where the search stopped).
+SELECT
+    id,
+    queue,
+    job_type,
+    status,
+    priority,
+    attempts,
+    max_attempts,
+    available_at,
+    created_at,
+    updated_at,
+    locked_at,
+    locked_by,
+    finished_at,
+    last_error,
+    cancel_requested,
+    sort_at,
+    matches
+FROM jobq_find_jobs(
+    job_id => %(job_id)s::pg_catalog.uuid,
+    idempotency_key => %(idempotency_key)s::pg_catalog.text,
+    job_type => %(job_type)s::pg_catalog.text,
+    queue => %(queue)s::pg_catalog.text,
+    statuses => %(statuses)s::pg_catalog.text[],
+    created_after => %(created_after)s::pg_catalog.timestamptz,
+    created_before => %(created_before)s::pg_catalog.timestamptz,
+    finished_after => %(finished_after)s::pg_catalog.timestamptz,
+    finished_before => %(finished_before)s::pg_catalog.timestamptz,
+    payload_contains => %(payload_contains)s::pg_catalog.jsonb,
+    after_id => %(after_id)s::pg_catalog.uuid,
+    max_rows => %(max_rows)s::pg_catalog.int4,
+    scan_limit => %(scan_limit)s::pg_catalog.int4
+);
+
+-- name: act_on_jobs
+SELECT
+    job_id,
+    outcome
+FROM jobq_act_on_jobs(
+    action => %(action)s::pg_catalog.text,
+    job_ids => %(job_ids)s::pg_catalog.uuid[],
+    reason => %(reason)s::pg_catalog.text
+);
+
+-- name: audit_log
+SELECT
+    id,
+    acted_at,
+    login_role,
+    acting_role,
+    action,
+    job_ids,
+    changed,
+    reason
+FROM jobq_audit_log(
+    before_id => %(before_id)s::pg_catalog.int8,
+    max_rows => %(max_rows)s::pg_catalog.int4
+);
+
+-- name: error_summary
+SELECT
+    job_type,
+    error,
+    failures,
+    jobs,
+    last_seen
+FROM jobq_error_summary(
+    since => %(since)s::pg_catalog.interval,
+    per_type => %(per_type)s::pg_catalog.int4
+);

@@ -1,10 +1,12 @@
-"""The POST routes: requeue, cancel, requeue all, pause and resume a queue, each made by
+"""The POST routes: requeue, cancel, requeue all, pause and resume a queue, act on the
+selected jobs, and a schedule's pause, resume, run now and delete, each made by
 :func:`action`."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
@@ -12,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from pgq_client import Queue
+from pgq_client import JOB_ACTIONS, Queue
 
 from .guard import csrf_ok
 from .helpers import base, board_of, fail, next_url, text_filter
@@ -26,7 +28,10 @@ def action(function: str, act: Callable[..., str]) -> Callable[[Request], Awaita
 
     async def endpoint(request: Request) -> Response:
         body = (await request.body()).decode("utf-8", "replace")
-        fields = {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
+        parsed = parse_qs(body, keep_blank_values=True)
+        fields = {k: v[0] for k, v in parsed.items()}
+        # The selected rows' checkboxes, all named job_id.
+        fields["job_ids"] = " ".join(parsed.get("job_id", []))
         if not csrf_ok(request, fields):
             return fail(request, 403, "refused: the form's CSRF token is missing or wrong "
                         "(reload the page and try again)")
@@ -38,7 +43,7 @@ def action(function: str, act: Callable[..., str]) -> Callable[[Request], Awaita
         if not role.can[function]:
             return fail(request, 403, f"role {role.name} may not call {function}", role)
         notice = act(board.queue(), fields, **job)
-        back = f"/jobs/{job['job_id']}" if job else "/dead-letters"
+        back = f"/jobs/{job['job_id']}" if job else BACK.get(function, "/dead-letters")
         target = next_url(request, fields.get("next"), base(request) + back)
         joiner = "&" if "?" in target else "?"
         return RedirectResponse(f"{target}{joiner}{urlencode({'notice': notice})}", 303)
@@ -73,8 +78,58 @@ def _resume(queue: Queue, fields: dict[str, str]) -> str:
     return f"resumed {name}" if queue.resume(name) else f"{name} was not paused"
 
 
+def _act(queue: Queue, fields: dict[str, str]) -> str:
+    """The selected jobs' action (``jobq_act_on_jobs``: done and recorded in the audit log)."""
+    what = fields.get("action", "")
+    if what not in JOB_ACTIONS:
+        raise ValueError(f"action must be one of {', '.join(JOB_ACTIONS)}, got {what!r}")
+    ids = fields["job_ids"].split()
+    if not ids:
+        raise ValueError("job_id: select at least one job")
+    outcomes = queue.act_on_jobs(what, ids, fields.get("reason") or None)  # type: ignore[arg-type]
+    done = sum(1 for o in outcomes.values() if not o.startswith("left alone") and o != "unknown")
+    left = len(outcomes) - done
+    return f"{what.replace('_', ' ')}: {done} of {len(outcomes)} job(s)" + (
+        f" ({left} left alone or unknown)" if left else "")
+
+
+def _schedule(queue: Queue, fields: dict[str, str]) -> str:
+    """Pause, resume or run now one schedule: the first two set it again with only ``paused``
+    changed (``jobq_schedule``); running now enqueues its job as a fire at this moment, whose
+    idempotency key is the one a tick gives a fire."""
+    name, what = fields.get("name", ""), fields.get("action", "")
+    found = [s for s in queue.schedules() if s.name == name]
+    if not found:
+        return f"no schedule {name}"
+    s = found[0]
+    if what in ("pause", "resume"):
+        queue.schedule(s.name, s.cron, s.job_type, s.payload, timezone=s.timezone, queue=s.queue,
+                       priority=s.priority, max_attempts=s.max_attempts,
+                       catch_up=s.catch_up, paused=what == "pause")  # type: ignore[arg-type]
+        return f"{what}d schedule {name}"
+    if what == "run_now":
+        at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        job_id = queue.enqueue(s.job_type, s.payload, queue=s.queue, priority=s.priority,
+                               max_attempts=s.max_attempts,
+                               idempotency_key=f"jobq:schedule:{name}:{at}")
+        return f"ran schedule {name} now: job {job_id}"
+    raise ValueError(f"action must be one of pause, resume, run_now, got {what!r}")
+
+
+def _unschedule(queue: Queue, fields: dict[str, str]) -> str:
+    name = fields.get("name", "")
+    return f"deleted schedule {name}" if queue.unschedule(name) else f"no schedule {name}"
+
+
+# Where a bulk route returns when its form names no page.
+BACK = {"jobq_act_on_jobs": "/jobs", "jobq_schedule": "/schedules", "jobq_unschedule": "/schedules",
+        "jobq_pause": "/", "jobq_resume": "/"}
+
 requeue = action("jobq_requeue_dead_letter", _requeue)
 cancel = action("jobq_cancel", _cancel)
 requeue_all = action("jobq_requeue_dead_letters", _requeue_all)
 pause = action("jobq_pause", _pause)
 resume = action("jobq_resume", _resume)
+act = action("jobq_act_on_jobs", _act)
+schedule = action("jobq_schedule", _schedule)
+unschedule = action("jobq_unschedule", _unschedule)

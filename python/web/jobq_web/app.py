@@ -18,7 +18,8 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from pgq_client import JobqError, Queue, connect_kwargs
+from pgq_client import HealthRow, JobqError, Queue, connect_kwargs
+from pgq_client.installer import drift
 
 from . import actions, views
 from .guard import LOCAL_HOSTS, Credentials, Guard, is_loopback, parse_bind
@@ -45,6 +46,14 @@ FUNCTIONS: dict[str, str] = {
     "jobq_resume": "(text)",
     "jobq_workers_summary": "()",
     "jobq_job_graph": "(uuid)",
+    "jobq_find_jobs": "(uuid, text, text, text, text[], timestamptz, timestamptz, timestamptz,"
+                      " timestamptz, jsonb, uuid, integer, integer)",
+    "jobq_act_on_jobs": "(text, uuid[], text)",
+    "jobq_audit_log": "(bigint, integer)",
+    "jobq_error_summary": "(interval, integer)",
+    "jobq_health": "(interval, interval, interval)",
+    "jobq_schedule": "(text, text, text, jsonb, text, text, integer, integer, text, boolean)",
+    "jobq_unschedule": "(text)",
 }
 
 
@@ -99,6 +108,22 @@ class Dashboard:
                                                 open=True, name="jobq-web")
                 self._queue = Queue(self._pool, schema=self.schema)
             return self._queue
+
+    def doctor(self, health: bool) -> list[HealthRow]:
+        """What ``jobq doctor`` warns of: ``jobq_health``'s findings that are not ok (when
+        ``health``: the role may call it), who else controls the schema and the functions that
+        differ from this jobq's files, read from the catalogue, in a transaction of its own."""
+        queue = self.queue()
+        rows = [h for h in queue.health() if h.severity != "ok"] if health else []
+        where = queue.schema or "public"
+        assert self._pool is not None
+        with self._pool.connection() as conn, conn.transaction():
+            control = drift.control_findings(conn, where)
+            changed = drift.function_drift(conn, where)
+        rows += [HealthRow("schema_control", None, "warning", 1.0, c) for c in control]
+        rows += [HealthRow("function_definition", None, "warning", 1.0, f"{name} {what}")
+                 for name, what in changed]
+        return rows
 
     def role(self) -> Role:
         """:class:`NotInstalled` when none of the functions exists."""
@@ -155,6 +180,11 @@ def create_app(
             Route("/schedules", views.schedules, name="schedules"),
             Route("/limits", views.limits, name="limits"),
             Route("/workers", views.workers, name="workers"),
+            Route("/find", views.find, name="find"),
+            Route("/jobs/act", actions.act, methods=["POST"]),
+            Route("/audit", views.audit, name="audit"),
+            Route("/schedules/act", actions.schedule, methods=["POST"]),
+            Route("/schedules/delete", actions.unschedule, methods=["POST"]),
             Mount("/static", StaticFiles(packages=[("jobq_web", "static")]), name="static"),
         ],
         middleware=[Middleware(Guard, credentials=credentials, allowed_hosts=hosts)],

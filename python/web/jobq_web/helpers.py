@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from pgq_client.cli.parsing import parse_duration
 from pgq_client.errors import JobqError, error_summary, from_psycopg
 from pgq_client.statuses import FINISHED_STATUSES, STATUSES
 
@@ -135,6 +136,23 @@ def parse_cursor(value: str | None) -> tuple[datetime, uuid.UUID] | None:
     except ValueError:
         return None
     return (when, job_id) if when.tzinfo is not None else None
+
+
+def parse_when(value: str, name: str) -> datetime | None:
+    """A time filter of the search form: ISO 8601, its offset UTC when it has none (what a
+    browser's datetime-local field sends), or a duration ago (``2h``)."""
+    if not value:
+        return None
+    try:
+        return datetime.now(timezone.utc) - parse_duration(value)
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(value[:-1] + "+00:00" if value[-1:] in "Zz" else value)
+    except ValueError:
+        raise ValueError(f"{name}: {value!r} is neither an ISO 8601 time nor a duration ago "
+                         "(2h, 30m, 7d)") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
 
 
 def text_filter(value: str | None) -> str | None:

@@ -3,19 +3,23 @@ role may read, and renders it (what it may not read is said, not attempted)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pgq_client import Job, JobsPage
+from pgq_client import FoundJobs, Job, JobsPage
 from pgq_client.errors import error_summary
 from pgq_client.statuses import STATUSES
 
-from .helpers import base, board_of, chart, fail, parse_cursor, render, text_filter
+from .helpers import base, board_of, chart, fail, parse_cursor, parse_when, render, text_filter
+
+if TYPE_CHECKING:
+    from .app import Dashboard, Role
 
 PAGE_SIZE = 50
 # How many finished jobs a filtered page examines at most (jobq_jobs_page's scan_limit): a
@@ -23,6 +27,9 @@ PAGE_SIZE = 50
 SCAN_LIMIT = 10_000
 # How far back the overview counts succeeded jobs for its throughput.
 RECENT = timedelta(minutes=5)
+# How far back the overview's errors per job type go.
+ERRORS_SINCE = timedelta(hours=1)
+AUDIT_PAGE = 50
 
 
 def overview(request: Request) -> Response:
@@ -32,6 +39,12 @@ def overview(request: Request) -> Response:
     if role.can["jobq_queue_summary"]:
         rows = board.queue().queue_summary(RECENT)
         board.record(rows)
+    # What an operator looks at first: the most frequent errors of the last hour (admin) and
+    # what jobq doctor warns of.
+    partial = bool(request.query_params.get("partial"))
+    errors = (board.queue().error_summary(ERRORS_SINCE, 3)
+              if role.can["jobq_error_summary"] and not partial else [])
+    findings = [] if partial else board.doctor(role.can["jobq_health"])
     paused: dict[str, Any] = {}
     # Every role sees the marker (the summary's paused); when and why are an admin's to see
     # (jobq_queues), as the buttons are.
@@ -39,10 +52,12 @@ def overview(request: Request) -> Response:
         paused = {q["queue"]: q for q in board.queue().queues() if q["paused"]}
     return render(
         request,
-        "overview_live.html" if request.query_params.get("partial") else "overview.html",
+        "overview_live.html" if partial else "overview.html",
         role,
         rows=rows,
         paused=paused,
+        errors=errors,
+        findings=findings,
         here=base(request) + "/",
         window_minutes=int(RECENT.total_seconds() // 60),
         chart=chart(list(board.samples)),
@@ -150,6 +165,93 @@ def workers(request: Request) -> Response:
     role = board.role()
     rows = board.queue().workers_summary() if role.can["jobq_workers_summary"] else []
     return render(request, "workers.html", role, rows=rows)
+
+
+def find(request: Request) -> Response:
+    """The search form and its results: jobq_find_jobs with the filters given, each row
+    selectable for an action on many."""
+    params = request.query_params
+    board = board_of(request)
+    role = board.role()
+    form = {name: (params.get(name) or "").strip() for name in FIND_FIELDS}
+    statuses = [s for s in params.getlist("status") if s]
+    bad = [s for s in statuses if s not in STATUSES]
+    if bad:
+        return fail(request, 400, f"status must be one of {', '.join(STATUSES)}, got {bad[0]!r}")
+    filters: dict[str, Any] = {"statuses": statuses or None}
+    for name in ("job_id", "idempotency_key", "job_type", "queue", "after_id"):
+        filters[name] = text_filter(form[name])
+    for name in ("created_after", "created_before", "finished_after", "finished_before"):
+        filters[name] = parse_when(form[name], name)
+    if form["payload_contains"]:
+        try:
+            filters["payload_contains"] = json.loads(form["payload_contains"])
+        except json.JSONDecodeError as exc:
+            return fail(request, 400, f"payload_contains: not valid JSON ({exc})")
+    searched = any(v for v in filters.values()) or "search" in params
+    found = FoundJobs([], None, None, None)
+    if searched and role.can["jobq_find_jobs"]:
+        found = board.queue().find_jobs(**filters, limit=PAGE_SIZE, scan_limit=SCAN_LIMIT)
+    query = [(k, v) for k, v in form.items() if v and k != "after_id"]
+    query += [("status", s) for s in statuses]
+    path = base(request) + "/find"
+
+    def link(after: uuid.UUID | None) -> str:
+        return path + "?" + urlencode([*query, ("search", "1")]
+                                      + ([("after_id", str(after))] if after else []))
+
+    return render(
+        request,
+        "find.html",
+        role,
+        form=form,
+        chosen=statuses,
+        searched=searched,
+        rows=found.rows,
+        next_url=link(found.next_after) if found.next_after else None,
+        further_url=link(found.stopped_after) if found.stopped_after else None,
+        stopped_at=found.stopped_at,
+        scan_limit=SCAN_LIMIT,
+        queues=_names(board, role, "queue"),
+        job_types=_names(board, role, "job_type"),
+        here=link(filters["after_id"]) if searched else path,
+    )
+
+
+FIND_FIELDS = ("job_id", "idempotency_key", "job_type", "queue", "created_after",
+               "created_before", "finished_after", "finished_before", "payload_contains",
+               "after_id")
+
+
+def _names(board: Dashboard, role: Role, kind: str) -> list[str]:
+    """The queues or job types the search form offers: those of the queue summary and of the
+    workers' filters and the schedules, as far as the role may read them."""
+    names: set[str] = set()
+    if kind == "queue" and role.can["jobq_queue_summary"]:
+        names |= {r["queue"] for r in board.queue().queue_summary(RECENT)}
+    if role.can["jobq_workers_summary"]:
+        for w in board.queue().workers_summary():
+            names |= set(w[kind + "s"] or ())
+    if role.can["jobq_schedules"]:
+        names |= {getattr(s, kind) for s in board.queue().schedules()}
+    return sorted(names)
+
+
+def audit(request: Request) -> Response:
+    board = board_of(request)
+    role = board.role()
+    before = request.query_params.get("before")
+    if before is not None and not before.isdigit():
+        return fail(request, 400, f"before must be an entry id (a number), got {before!r}")
+    rows: list[dict[str, Any]] = []
+    if role.can["jobq_audit_log"]:
+        rows = board.queue().audit_log(int(before) if before else None, AUDIT_PAGE + 1)
+    more = len(rows) > AUDIT_PAGE
+    rows = rows[:AUDIT_PAGE]
+    return render(
+        request, "audit.html", role, rows=rows, paged=before is not None,
+        next_url=f"{base(request)}/audit?before={rows[-1]['id']}" if more else None,
+    )
 
 
 def timeline(job: Job) -> list[tuple[datetime | None, str, str]]:

@@ -1,0 +1,237 @@
+"""The dashboard's operator pages over HTTP, against a real database: the search form, actions on
+the selected jobs and the audit log, the errors and health findings on the overview, the
+schedules' buttons, and what a monitor may not do."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+
+import psycopg
+import pytest
+from starlette.testclient import TestClient
+from webtools import dead_letter, login_role, status_of
+
+from pgq_client import Queue
+from pgq_client.web import create_app
+
+_CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+@pytest.fixture
+def client(dsn: str) -> Iterator[TestClient]:
+    with TestClient(create_app(dsn), base_url="http://127.0.0.1") as c:
+        yield c
+
+
+def _ids(html: str) -> list[str]:
+    return re.findall(r'<tr data-id="([0-9a-f-]+)">', html)
+
+
+def _token(client: TestClient, path: str) -> str:
+    page = client.get(path)
+    assert page.status_code == 200, page.text
+    found = _CSRF.search(page.text)
+    assert found, page.text
+    return found.group(1)
+
+
+def test_the_search_form_finds_jobs_by_key_type_status_time_and_payload(
+    dsn: str, client: TestClient
+) -> None:
+    dead = dead_letter(dsn, job_type="send_email", queue="mail")
+    with Queue(dsn) as q:
+        keyed = q.enqueue("send_email", {"customer": 42}, idempotency_key="order-7", queue="mail")
+        other = q.enqueue("report", {"customer": 9}, queue="reports")
+        q.schedule("nightly", "0 3 * * *", "cleanup", queue="maintenance")
+
+    form = client.get("/find")
+    assert form.status_code == 200 and 'id="search"' in form.text and _ids(form.text) == []
+    # the dropdowns offer the queues and job types that exist
+    queues = re.search(r'<datalist id="queues">(.*?)</datalist>', form.text, re.S)
+    types = re.search(r'<datalist id="job-types">(.*?)</datalist>', form.text, re.S)
+    assert queues and types
+    assert {"mail", "reports", "maintenance"} <= set(re.findall(r'value="([^"]+)"', queues[1]))
+    assert "cleanup" in types[1]
+    assert 'id="find-payload"' in form.text  # an admin may search payloads
+
+    assert _ids(client.get("/find?idempotency_key=order-7").text) == [str(keyed)]
+    assert _ids(client.get(f"/find?job_id={dead}").text) == [str(dead)]
+    assert _ids(client.get("/find?job_type=send_email&status=dead_letter&finished_after=1h").text
+                ) == [str(dead)]
+    assert set(_ids(client.get("/find?search=1&status=pending&created_after=10m").text)) == {
+        str(keyed), str(other)}
+    found = client.get("/find", params={"payload_contains": '{"customer": 9}'})
+    assert _ids(found.text) == [str(other)]
+    assert _ids(client.get("/find?queue=none").text) == []
+    # paging: the next page link continues after the last row shown
+    page = client.get("/find?search=1").text
+    assert len(_ids(page)) == 3 and 'id="next-page"' not in page
+
+
+def test_the_search_form_refuses_bad_input_naming_the_field(client: TestClient) -> None:
+    for query, said in [
+        ("created_after=tomorrow", "created_after: &#39;tomorrow&#39; is neither"),
+        ("payload_contains={x", "payload_contains: not valid JSON"),
+        ("status=done", "status must be one of"),
+        ("job_id=nope", "job_id: &#39;nope&#39; is not a job id"),
+        ("queue=" + "q" * 201, "queue is 201 characters long"),
+    ]:
+        page = client.get(f"/find?{query}")
+        assert page.status_code == 400, (query, page.status_code)
+        assert said in page.text, (query, page.text)
+
+
+def test_actions_on_the_selected_jobs_are_done_and_shown_in_the_audit_log(
+    dsn: str, client: TestClient
+) -> None:
+    with Queue(dsn) as q:
+        a = q.enqueue("t", run_at=datetime.now(timezone.utc) + timedelta(hours=1))
+        b = q.enqueue("t", run_at=datetime.now(timezone.utc) + timedelta(hours=1))
+    dead = dead_letter(dsn)
+
+    page = client.get("/jobs?status=pending")
+    assert 'id="bulk"' in page.text and f'name="job_id" value="{a}" form="bulk"' in page.text
+    token = _token(client, "/jobs?status=pending")
+    ran = client.post("/jobs/act", data={"csrf": token, "next": "/jobs?status=pending",
+                                         "action": "run_now", "job_id": [str(a), str(b)]})
+    assert ran.status_code == 200
+    assert re.search(r'id="notice">run now: 2 of 2 job\(s\)<', ran.text)
+    cancelled = client.post("/jobs/act", data={"csrf": token, "action": "cancel",
+                                               "job_id": [str(a), str(dead)],
+                                               "reason": "customer withdrew"})
+    assert "cancel: 1 of 2 job(s) (1 left alone or unknown)" in cancelled.text
+    assert status_of(dsn, a) == "cancelled" and status_of(dsn, dead) == "dead_letter"
+    client.post("/jobs/act", data={"csrf": token, "action": "requeue", "job_id": str(dead)})
+    assert status_of(dsn, dead) == "pending"
+    deleted = client.post("/jobs/act", data={"csrf": token, "action": "delete", "job_id": str(a)})
+    assert "delete: 1 of 1 job(s)" in deleted.text
+    with psycopg.connect(dsn, autocommit=True) as c:
+        assert c.execute("SELECT count(*) FROM jobq_all_jobs WHERE id = %s", (a,)
+                         ).fetchone() == (0,)
+
+    audit = client.get("/audit").text
+    rows = re.findall(r'<tr data-audit="\d+">(.*?)</tr>', audit, re.S)
+    assert [re.findall(r"<td>(\w+)</td>", r)[1] for r in rows] == [
+        "delete", "requeue", "cancel", "run_now"]
+    assert "customer withdrew" in rows[2] and "1 of 2" in rows[2]
+    assert f'href="/jobs/{dead}"' in rows[1]
+
+    # refused before anything is called: no token, an unknown action, nothing selected
+    assert client.post("/jobs/act", data={"action": "cancel", "job_id": str(b)}).status_code == 403
+    for data, said in [({"action": "zap", "job_id": str(b)}, "action must be one of"),
+                       ({"action": "cancel"}, "job_id: select at least one job"),
+                       ({"action": "cancel", "job_id": "nope"}, "is not a job id")]:
+        refused = client.post("/jobs/act", data={"csrf": token, **data})
+        assert refused.status_code == 400 and said in refused.text, refused.text
+    assert status_of(dsn, b) == "pending"
+
+
+def test_a_monitor_gets_no_action_no_payload_search_and_no_audit(
+    admin_dsn: str, dsn: str
+) -> None:
+    with Queue(dsn) as q:
+        job = q.enqueue("t", {"secret": "hunter2"})
+    with login_role(admin_dsn, dsn, "monitor") as monitor_dsn, TestClient(
+        create_app(monitor_dsn), base_url="http://127.0.0.1"
+    ) as c:
+        found = c.get("/find?search=1")
+        assert found.status_code == 200 and _ids(found.text) == [str(job)]
+        assert 'id="bulk"' not in found.text and 'form="bulk"' not in found.text
+        assert 'id="find-payload"' not in found.text
+        assert 'id="bulk"' not in c.get("/jobs").text
+        searched = c.get("/find", params={"payload_contains": '{"secret": "hunter2"}'})
+        assert searched.status_code == 403
+        audit = c.get("/audit")
+        assert audit.status_code == 200 and "may not call jobq_audit_log" in audit.text
+        overview = c.get("/").text
+        assert "Errors of the last hour" not in overview
+        token = c.cookies.get("jobq_csrf")
+        assert token
+        refused = c.post("/jobs/act", data={"csrf": token, "action": "cancel",
+                                            "job_id": str(job)})
+        assert refused.status_code == 403 and "may not call jobq_act_on_jobs" in refused.text
+        schedules = c.post("/schedules/act", data={"csrf": token, "name": "x",
+                                                   "action": "pause"})
+        assert schedules.status_code == 403
+    assert status_of(dsn, job) == "pending"
+
+
+def test_the_overview_shows_the_errors_of_the_last_hour_and_the_health_findings(
+    dsn: str, client: TestClient
+) -> None:
+    traceback = "Traceback (most recent call last):\n  File \"h.py\"\nTimeoutError: smtp relay"
+    for _ in range(2):
+        dead_letter(dsn, job_type="send_email", errors=(traceback,))
+    with psycopg.connect(dsn, autocommit=True) as c:  # a claim stuck for an hour
+        c.execute("SELECT jobq_enqueue('stuck')")
+        c.execute("SELECT * FROM jobq_dequeue('w-stuck', ARRAY['stuck'])")
+        c.execute("UPDATE jobq_jobs SET locked_at = now() - interval '1 hour', "
+                  "locked_until = now() + interval '1 hour' WHERE job_type = 'stuck'")
+    page = client.get("/").text
+    errors = re.search(r'<table id="errors">(.*?)</table>', page, re.S)
+    assert errors, page
+    assert re.search(r'<td class="n">2</td><td class="n">2</td>.*TimeoutError: smtp relay',
+                     errors[1], re.S)
+    assert "Traceback" not in errors[1]
+    findings = re.search(r'<table id="findings">(.*?)</table>', page, re.S)
+    assert findings and "stuck" in findings[1]
+    assert "Errors of the last hour" not in client.get("/?partial=1").text
+
+
+def test_schedules_are_paused_resumed_run_now_and_deleted_from_the_dashboard(
+    dsn: str, client: TestClient
+) -> None:
+    with Queue(dsn) as q:
+        q.schedule("nightly", "0 3 * * *", "report", {"kind": "daily"}, timezone="Europe/Paris",
+                   queue="reports", priority=3)
+    token = _token(client, "/schedules")
+
+    def act(action: str) -> str:
+        done = client.post("/schedules/act", data={"csrf": token, "name": "nightly",
+                                                   "action": action})
+        assert done.status_code == 200, done.text
+        notice = re.search(r'id="notice">([^<]*)<', done.text)
+        assert notice
+        return notice[1]
+
+    assert act("pause") == "paused schedule nightly"
+    with Queue(dsn) as q:
+        (s,) = q.schedules()
+    assert s.paused and (s.timezone, s.queue, s.priority, s.payload) == (
+        "Europe/Paris", "reports", 3, {"kind": "daily"})
+    assert "Resume</button>" in client.get("/schedules").text
+    assert act("resume") == "resumed schedule nightly"
+    ran = act("run_now")
+    job_id = uuid.UUID(ran.rsplit(" ", 1)[1])
+    with Queue(dsn) as q:
+        assert not q.schedules()[0].paused
+        job = q.get_job(job_id)
+    assert job
+    assert (job.job_type, job.queue, job.payload) == ("report", "reports", {"kind": "daily"})
+    assert job.idempotency_key and job.idempotency_key.startswith("jobq:schedule:nightly:")
+    its_jobs = client.get("/schedules").text
+    link = re.search(r'<a href="(/find\?[^"]+)">its jobs</a>', its_jobs)
+    assert link and str(job_id) in client.get(link[1].replace("&amp;", "&")).text
+    deleted = client.post("/schedules/delete", data={"csrf": token, "name": "nightly"})
+    assert "deleted schedule nightly" in deleted.text
+    with Queue(dsn) as q:
+        assert q.schedules() == []
+    unknown = client.post("/schedules/act", data={"csrf": token, "name": "nope",
+                                                  "action": "pause"})
+    assert "no schedule nope" in unknown.text
+
+
+def test_the_overview_shows_what_jobq_doctor_warns_of_beyond_health(
+    dsn: str, client: TestClient
+) -> None:
+    """A function changed by hand and another role's object in the schema are on the overview,
+    as `jobq doctor` reports them."""
+    assert 'id="findings"' not in client.get("/").text
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("ALTER FUNCTION jobq_stats() SET work_mem = '8MB'")
+    page = client.get("/").text
+    findings = re.search(r'<table id="findings">(.*?)</table>', page, re.S)
+    assert findings and "function_definition" in findings[1] and "jobq_stats" in findings[1]
