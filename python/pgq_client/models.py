@@ -211,6 +211,7 @@ class Limit(_Row):
     max_running: int | None
     max_starts: int | None
     per: timedelta | None
+    share: str = "fifo"
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,7 @@ class LimitUsage(_Row):
     max_starts: int | None
     per: timedelta | None
     pending: int
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -659,6 +659,7 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "tick": [],
     "limit set": ["per-customer", "--max-running", "2"],
     "limit list": [],
+    "limit weight": ["per-customer", "acme", "2"],
     "limit delete": ["per-customer"],
     "queue pause": ["mail"],
     "queue resume": ["mail"],

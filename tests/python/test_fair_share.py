@@ -8,6 +8,7 @@ the ledger of tests/faults/test_limits.py.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -15,8 +16,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests import helpers
 from tests.faults.harness import wait_for
 from tests.faults.test_limits import CLAIM, Ledger, session
+
+from pgq_client import AsyncQueue, InvalidArgument, Limit, Queue
 
 Conn = psycopg.Connection[Any]
 
@@ -317,3 +321,50 @@ def test_a_share_needs_no_cap_and_removing_it_all_removes_the_group(conn: Conn) 
     conn.execute("SELECT jobq_set_limit('g')")
     assert conn.execute("SELECT * FROM jobq_limits()").fetchall() == []
     assert conn.execute("SELECT * FROM jobq_limit_keys").fetchall() == []
+
+
+def test_queue_sets_a_share_and_weights(dsn: str, conn: Conn) -> None:
+    with Queue(dsn) as q:
+        assert q.set_limit("g", max_running=3, share="weighted") is None
+        assert q.set_weight("g", "heavy", 3) is None
+        q.set_weight("g", None, 0.5)
+        assert q.limits() == [Limit("g", 3, None, None, "weighted")]
+        q.enqueue("t", limit_group="g", limit_key="heavy")
+        [usage] = q.limit_usage()
+        assert (usage.limit_key, usage.pending, usage.weight) == ("heavy", 1, 3.0)
+        with pytest.raises(InvalidArgument, match="weight must be a positive finite number"):
+            q.set_weight("g", "heavy", 0)
+        with pytest.raises(InvalidArgument, match="share must be fifo, round_robin or weighted"):
+            q.set_limit("g", share="fair")
+    rows = conn.execute("SELECT limit_key, weight FROM jobq_limit_keys ORDER BY 1").fetchall()
+    assert rows == [("", 0.5), ("heavy", 3.0)]
+
+
+async def test_async_queue_sets_a_share_and_weights(dsn: str) -> None:
+    async with AsyncQueue(dsn) as q:
+        await q.set_limit("g", share="round_robin")
+        await q.set_weight("g", "k", 2)
+        assert await q.limits() == [Limit("g", None, None, None, "round_robin")]
+        await q.set_limit("g")
+        assert await q.limits() == []
+
+
+def test_cli_limit_set_share_weight_and_list(dsn: str, conn: Conn) -> None:
+    done = helpers.jobq("--dsn", dsn, "limit", "set", "g", "--share", "round-robin")
+    assert done.returncode == 0, done.stderr
+    assert "g: shared round-robin per key" in done.stdout
+    assert conn.execute("SELECT share FROM jobq_limits").fetchone() == ("round_robin",)
+    done = helpers.jobq("--dsn", dsn, "limit", "weight", "g", "acme", "2.5")
+    assert done.returncode == 0 and "g: acme weighs 2.5" in done.stdout, done.stderr
+    conn.execute("SELECT jobq_enqueue('t', limit_group => 'g', limit_key => 'acme')")
+    listed = helpers.jobq("--dsn", dsn, "limit", "list", "--json")
+    data = json.loads(listed.stdout)
+    assert data["limits"][0]["share"] == "round_robin"
+    assert data["usage"][0]["weight"] == 2.5
+    text = helpers.jobq("--dsn", dsn, "limit", "list").stdout
+    assert "round_robin" in text and "2.5" in text
+    refused = helpers.jobq("--dsn", dsn, "limit", "weight", "g", "acme", "0")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    refused = helpers.jobq("--dsn", dsn, "limit", "set", "g", "--share", "fair")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert conn.execute("SELECT weight FROM jobq_limit_keys").fetchone() == (2.5,)
