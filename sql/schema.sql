@@ -5834,7 +5834,7 @@ CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_
     ORDER BY 1, 2 NULLS FIRST
 $$;
 
-COMMENT ON FUNCTION public.jobq_limit_usage() IS 'Admin only. What each (limit_group, limit_key) of a limited group uses of its limits now: one
+COMMENT ON FUNCTION public.jobq_limit_usage() IS 'Monitor and admin. What each (limit_group, limit_key) of a limited group uses of its limits now: one
 row per key with jobs processing or pending, or starts within its rate window.
 Arguments: none.
 Result: limit_group, limit_key (NULL: the group''s jobs without a key), running (jobs
@@ -5857,7 +5857,7 @@ CREATE FUNCTION public.jobq_limits() RETURNS TABLE(limit_group text, max_running
     ORDER BY l.limit_group
 $$;
 
-COMMENT ON FUNCTION public.jobq_limits() IS 'Admin only. The limits set with jobq_set_limit, one row per limited group, by group. A group
+COMMENT ON FUNCTION public.jobq_limits() IS 'Monitor and admin. The limits set with jobq_set_limit, one row per limited group, by group. A group
 without a row is unlimited.
 Arguments: none.
 Result: limit_group, max_running (NULL: no concurrency limit), max_starts and per (NULL: no

@@ -1,4 +1,4 @@
--- jobq_limit_usage (admin): how much of its limits each key of a limited group uses now: the
+-- jobq_limit_usage (monitor, admin; counts and names, no job data): how much of its limits each key of a limited group uses now: the
 -- jobs processing, the starts within the rate window ending now, and the jobs waiting. Read
 -- through the indexes the claim uses (jobq_jobs_limit_running_idx, jobq_jobs_limited_idx,
 -- jobq_limit_starts_pkey) and jobq_jobs_scheduled_idx, never the finished jobs, without the
@@ -15,7 +15,7 @@
 -- table, passes jit_above_cost. Made with jit off, such a plan is never compiled, here or in
 -- a later caller of the helper: jobq__metrics_count's read of its setting, made so, was
 -- compiled in every later enqueue and completion of the session.
---! levels: admin
+--! levels: monitor, admin
 --! replaces: jobq_limit_usage()
 
 CREATE OR REPLACE FUNCTION jobq_limit_usage() RETURNS TABLE (
@@ -94,7 +94,7 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION jobq_limit_usage() IS
-'Admin only. What each (limit_group, limit_key) of a limited group uses of its limits now: one
+'Monitor and admin. What each (limit_group, limit_key) of a limited group uses of its limits now: one
 row per key with jobs processing or pending, or starts within its rate window.
 Arguments: none.
 Result: limit_group, limit_key (NULL: the group''s jobs without a key), running (jobs

@@ -1,5 +1,6 @@
--- jobq_limits (admin): the limits that jobq_set_limit set, one row per limited group.
---! levels: admin
+-- jobq_limits (monitor, admin): the limits that jobq_set_limit set, one row per limited group,
+-- for the CLI and the dashboard's limits page: names and numbers, no job data.
+--! levels: monitor, admin
 --! replaces: jobq_limits()
 
 CREATE OR REPLACE FUNCTION jobq_limits() RETURNS TABLE (
@@ -20,7 +21,7 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION jobq_limits() IS
-'Admin only. The limits set with jobq_set_limit, one row per limited group, by group. A group
+'Monitor and admin. The limits set with jobq_set_limit, one row per limited group, by group. A group
 without a row is unlimited.
 Arguments: none.
 Result: limit_group, max_running (NULL: no concurrency limit), max_starts and per (NULL: no

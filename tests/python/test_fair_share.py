@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 import time
 from typing import Any
@@ -368,3 +369,36 @@ def test_cli_limit_set_share_weight_and_list(dsn: str, conn: Conn) -> None:
     refused = helpers.jobq("--dsn", dsn, "limit", "set", "g", "--share", "fair")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert conn.execute("SELECT weight FROM jobq_limit_keys").fetchone() == (2.5,)
+
+
+def test_a_monitor_sees_each_groups_share_and_each_keys_weight_on_the_dashboard(
+    admin_dsn: str, dsn: str
+) -> None:
+    from starlette.testclient import TestClient
+    from webtools import login_role
+
+    from pgq_client.web import create_app
+
+    with Queue(dsn) as q:
+        q.set_limit("tenants", share="round_robin")
+        q.set_limit("plans", max_running=2, share="weighted")
+        q.set_weight("plans", "gold", 3)
+        for key in ("gold", "gold", "tin"):
+            q.enqueue("t", limit_group="plans", limit_key=key)
+        q.dequeue("w", batch_size=1)
+    with login_role(admin_dsn, dsn, "monitor") as monitor_dsn, TestClient(
+        create_app(monitor_dsn), base_url="http://127.0.0.1"
+    ) as c:
+        page = c.get("/limits").text
+    shares = dict(re.findall(
+        r'<tr data-group="([^"]+)">.*?<td class="share">(.*?)</td>', page, re.DOTALL
+    ))
+    assert shares == {"plans": "weighted", "tenants": "round robin"}
+    keys = {
+        key: re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)[2:]
+        for key, row in re.findall(
+            r'<tr data-group="plans" data-key="([^"]*)">(.*?)</tr>', page, re.DOTALL
+        )
+    }
+    # running / cap, starts in the window (no rate limit: blank), waiting, weight
+    assert keys == {"gold": ["0 / 2", "", "2", "3"], "tin": ["1 / 2", "", "0", "1"]}

@@ -160,7 +160,7 @@ EXPECTED = {
                "jobq_await", "jobq_cancel", "jobq_cancel_requested"},
     "monitor": {
         "jobq_stats", "jobq_health", "jobq_metrics", "jobq_queue_summary", "jobq_jobs_page",
-        "jobq_workers_summary",
+        "jobq_workers_summary", "jobq_limits", "jobq_limit_usage",
     },
 }
 
@@ -420,6 +420,8 @@ MONITOR_CALLS = {
     "jobq_metrics": ["SELECT m::text FROM jobq_metrics() AS m"],
     "jobq_queue_summary": ["SELECT q::text FROM jobq_queue_summary() AS q"],
     "jobq_workers_summary": ["SELECT w::text FROM jobq_workers_summary() AS w"],
+    "jobq_limits": ["SELECT l::text FROM jobq_limits() AS l"],
+    "jobq_limit_usage": ["SELECT u::text FROM jobq_limit_usage() AS u"],
     "jobq_jobs_page": [
         f"SELECT p::text FROM jobq_jobs_page('{status}') AS p"
         for status in ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled")
