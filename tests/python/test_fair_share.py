@@ -402,3 +402,55 @@ def test_a_monitor_sees_each_groups_share_and_each_keys_weight_on_the_dashboard(
     }
     # running / cap, starts in the window (no rate limit: blank), waiting, weight
     assert keys == {"gold": ["0 / 2", "", "2", "3"], "tin": ["1 / 2", "", "0", "1"]}
+
+
+def test_an_admin_sets_and_removes_a_limit_from_the_dashboard(
+    admin_dsn: str, dsn: str, conn: Conn
+) -> None:
+    from starlette.testclient import TestClient
+    from webtools import login_role
+
+    from pgq_client.web import create_app
+
+    hidden = re.compile(r'name="csrf" value="([^"]+)"')
+    origin = {"Origin": "http://127.0.0.1"}
+    form = {"limit_group": "tenants", "max_running": "2", "max_starts": "",
+            "per_seconds": "", "share": "round_robin", "next": "/limits"}
+
+    def limits() -> list[tuple[Any, ...]]:
+        return conn.execute("SELECT * FROM jobq_limits()").fetchall()
+
+    with TestClient(create_app(dsn), base_url="http://127.0.0.1") as c:
+        found = hidden.search(c.get("/limits").text)
+        assert found
+        token = found.group(1)
+        refused = c.post("/limits/set", data=form, headers=origin)
+        assert refused.status_code == 403 and "CSRF" in refused.text
+        assert limits() == []
+        done = c.post("/limits/set", data={**form, "csrf": token}, headers=origin)
+        assert done.status_code == 200 and "set the limit of tenants" in done.text
+        assert limits() == [("tenants", 2, None, None, "round_robin")]
+        bad = c.post("/limits/set", data={**form, "csrf": token, "max_running": "0"},
+                     headers=origin)
+        assert "refused: " in bad.text and "max_running must be at least 1" in bad.text
+        bad = c.post("/limits/set", data={**form, "csrf": token, "max_starts": "ten"},
+                     headers=origin)
+        assert "max_starts must be a whole number" in bad.text
+        assert limits() == [("tenants", 2, None, None, "round_robin")], "nothing changed"
+        page = c.post("/limits/remove", data={"limit_group": "tenants", "csrf": token,
+                                              "next": "/limits"}, headers=origin)
+        assert "removed the limit of tenants" in page.text
+        assert limits() == []
+
+    conn.execute("SELECT jobq_set_limit('kept', max_running => 1)")
+    with login_role(admin_dsn, dsn, "monitor") as monitor_dsn, TestClient(
+        create_app(monitor_dsn), base_url="http://127.0.0.1"
+    ) as c:
+        page = c.get("/limits").text
+        assert 'id="set-limit"' not in page, "no form for a role that may not set limits"
+        found = hidden.search(page)
+        assert found
+        denied = c.post("/limits/remove", data={"limit_group": "kept", "csrf": found.group(1)},
+                        headers=origin)
+        assert denied.status_code == 403
+    assert limits() == [("kept", 1, None, None, "fifo")]

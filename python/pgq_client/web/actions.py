@@ -1,5 +1,5 @@
-"""The POST routes: requeue, cancel, requeue all, pause and resume a queue, each made by
-:func:`action`."""
+"""The POST routes: requeue, cancel, requeue all, pause and resume a queue, set and remove a
+limit, each made by :func:`action`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from .. import Queue
+from ..errors import InvalidArgument
 from .guard import csrf_ok
 from .helpers import base, board_of, fail, next_url, text_filter
 
@@ -72,8 +73,39 @@ def _resume(queue: Queue, fields: dict[str, str]) -> str:
     return f"resumed {name}" if queue.resume(name) else f"{name} was not paused"
 
 
+def _whole(fields: dict[str, str], name: str) -> int | None:
+    """A form's optional whole number: blank is None; anything else not a number is refused
+    as the database refuses a bad argument, naming it."""
+    text = fields.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidArgument(f"{name} must be a whole number, got {text!r}") from None
+
+
+def _set_limit(queue: Queue, fields: dict[str, str]) -> str:
+    group = fields.get("limit_group", "")
+    per = _whole(fields, "per_seconds")
+    try:
+        queue.set_limit(group, _whole(fields, "max_running"), _whole(fields, "max_starts"),
+                        per, fields.get("share") or None)
+    except InvalidArgument as exc:
+        return f"refused: {exc}"
+    return f"set the limit of {group}"
+
+
+def _remove_limit(queue: Queue, fields: dict[str, str]) -> str:
+    group = fields.get("limit_group", "")
+    queue.set_limit(group)
+    return f"removed the limit of {group}"
+
+
 requeue = action("jobq_requeue_dead_letter", _requeue)
 cancel = action("jobq_cancel", _cancel)
 requeue_all = action("jobq_requeue_dead_letters", _requeue_all)
 pause = action("jobq_pause", _pause)
 resume = action("jobq_resume", _resume)
+set_limit = action("jobq_set_limit", _set_limit)
+remove_limit = action("jobq_set_limit", _remove_limit)
