@@ -154,6 +154,10 @@ DECLARE
     v_exclude uuid[] := '{}'::uuid[];  -- left out of later rounds' reads
     v_want integer;  -- still to lock
     v_w_sums double precision[];  -- per group, the weights of the keys in a later turn
+    v_by_pass integer[];  -- the sharing ranges by group, priority and pass
+    v_by_place integer[];  -- the same by group, priority and place in the claim order
+    v_place_avail timestamptz[];  -- the ranges' own places, before the sharing ones move
+    v_place_ids uuid[];
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -308,39 +312,23 @@ BEGIN
 
         -- Each sharing range takes the place in the claim order that the ranges of its group
         -- and priority have, in the order of their passes: the lowest pass is visited first.
+        -- Both orders sort by group and priority first, so the k-th range by pass takes the
+        -- k-th place (array subscripts: a join of the two would be planned for few rows).
         SELECT
-            pg_catalog.array_agg(coalesce(p.avail, u.avail) ORDER BY u.i),
-            pg_catalog.array_agg(coalesce(p.id, u.id) ORDER BY u.i)
-        INTO l_avail, l_ids
-        FROM ROWS FROM (pg_catalog.unnest(l_avail), pg_catalog.unnest(l_ids))
-            WITH ORDINALITY AS u (avail, id, i)
-        LEFT JOIN (
-            SELECT v.i, q.avail, q.id
-            FROM (
-                SELECT
-                    a.i, a.g, a.prio,
-                    pg_catalog.count(*) OVER (
-                        PARTITION BY a.g, a.prio ORDER BY a.vp, a.avail, a.id
-                    ) AS n
-                FROM ROWS FROM (
-                    pg_catalog.unnest(l_groups), pg_catalog.unnest(l_prio),
-                    pg_catalog.unnest(l_avail), pg_catalog.unnest(l_ids), pg_catalog.unnest(l_vp)
-                ) WITH ORDINALITY AS a (g, prio, avail, id, vp, i)
-                WHERE a.vp IS NOT NULL
-            ) AS v
-            INNER JOIN (
-                SELECT
-                    a.g, a.prio, a.avail, a.id,
-                    pg_catalog.count(*) OVER (
-                        PARTITION BY a.g, a.prio ORDER BY a.avail, a.id
-                    ) AS n
-                FROM ROWS FROM (
-                    pg_catalog.unnest(l_groups), pg_catalog.unnest(l_prio),
-                    pg_catalog.unnest(l_avail), pg_catalog.unnest(l_ids), pg_catalog.unnest(l_vp)
-                ) AS a (g, prio, avail, id, vp)
-                WHERE a.vp IS NOT NULL
-            ) AS q ON q.g = v.g AND q.prio = v.prio AND q.n = v.n
-        ) AS p ON p.i = u.i;
+            pg_catalog.array_agg(a.i::integer ORDER BY a.g, a.prio, a.vp, a.avail, a.id),
+            pg_catalog.array_agg(a.i::integer ORDER BY a.g, a.prio, a.avail, a.id)
+        INTO v_by_pass, v_by_place
+        FROM ROWS FROM (
+            pg_catalog.unnest(l_groups), pg_catalog.unnest(l_prio),
+            pg_catalog.unnest(l_avail), pg_catalog.unnest(l_ids), pg_catalog.unnest(l_vp)
+        ) WITH ORDINALITY AS a (g, prio, avail, id, vp, i)
+        WHERE a.vp IS NOT NULL;
+        v_place_avail := l_avail;
+        v_place_ids := l_ids;
+        FOR x IN 1 .. coalesce(pg_catalog.cardinality(v_by_pass), 0) LOOP
+            l_avail[v_by_pass[x]] := v_place_avail[v_by_place[x]];
+            l_ids[v_by_pass[x]] := v_place_ids[v_by_place[x]];
+        END LOOP;
 
         -- The first turn of each sharing group: it starts at the lowest pass of the keys whose
         -- first job has the group's top priority (a higher priority goes first, whatever the
@@ -361,17 +349,15 @@ BEGIN
                 ) AS span
             FROM (
                 SELECT DISTINCT ON (a.lk) a.lk, a.vp, a.w
-                FROM ROWS FROM (
-                    pg_catalog.unnest(l_groups), pg_catalog.unnest(l_keys),
-                    pg_catalog.unnest(l_vp), pg_catalog.unnest(l_w), pg_catalog.unnest(l_prio)
-                ) AS a (g, lk, vp, w, prio)
-                WHERE a.g = g_names[gi.gi] AND a.vp IS NOT NULL
-                  AND a.prio = (
-                      SELECT pg_catalog.max(b.prio)
-                      FROM ROWS FROM (pg_catalog.unnest(l_groups), pg_catalog.unnest(l_prio),
-                                      pg_catalog.unnest(l_vp)) AS b (g, prio, vp)
-                      WHERE b.g = g_names[gi.gi] AND b.vp IS NOT NULL
-                  )
+                FROM (
+                    SELECT b.*, pg_catalog.max(b.prio) OVER () AS top
+                    FROM ROWS FROM (
+                        pg_catalog.unnest(l_groups), pg_catalog.unnest(l_keys),
+                        pg_catalog.unnest(l_vp), pg_catalog.unnest(l_w), pg_catalog.unnest(l_prio)
+                    ) AS b (g, lk, vp, w, prio)
+                    WHERE b.g = g_names[gi.gi] AND b.vp IS NOT NULL
+                ) AS a
+                WHERE a.prio = a.top
                 ORDER BY a.lk
             ) AS d
         ) AS tu ON TRUE;
@@ -643,45 +629,27 @@ BEGIN
                 -- claim order by their virtual start times: a key's n-th candidate starts at
                 -- its pass + (n - 1) / weight.
                 SELECT
-                    pg_catalog.array_agg(coalesce(p.sa, a.avail) ORDER BY a.i),
-                    pg_catalog.array_agg(coalesce(p.sid, a.id) ORDER BY a.i)
-                INTO c_sa, c_sid
-                FROM ROWS FROM (pg_catalog.unnest(c_avail), pg_catalog.unnest(c_ids))
-                    WITH ORDINALITY AS a (avail, id, i)
-                LEFT JOIN (
-                    SELECT v.i, q.avail AS sa, q.id AS sid
-                    FROM (
-                        SELECT
-                            b.i, b.g, b.prio,
-                            pg_catalog.count(*) OVER (
-                                PARTITION BY b.g, b.prio ORDER BY b.vt, b.avail, b.id
-                            ) AS n
-                        FROM (
-                            SELECT
-                                c.i, k_gi[c.k] AS g, c.prio, c.avail, c.id,
-                                k_vp[c.k] + (pg_catalog.count(*) OVER (
-                                    PARTITION BY c.k ORDER BY c.prio DESC, c.avail, c.id
-                                ) - 1) / k_w[c.k] AS vt
-                            FROM ROWS FROM (
-                                pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
-                                pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key)
-                            ) WITH ORDINALITY AS c (id, prio, avail, k, i)
-                            WHERE c.k > 0 AND k_share[c.k]
-                        ) AS b
-                    ) AS v
-                    INNER JOIN (
-                        SELECT
-                            k_gi[c.k] AS g, c.prio, c.avail, c.id,
-                            pg_catalog.count(*) OVER (
-                                PARTITION BY k_gi[c.k], c.prio ORDER BY c.avail, c.id
-                            ) AS n
-                        FROM ROWS FROM (
-                            pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
-                            pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key)
-                        ) AS c (id, prio, avail, k)
-                        WHERE c.k > 0 AND k_share[c.k]
-                    ) AS q ON q.g = v.g AND q.prio = v.prio AND q.n = v.n
-                ) AS p ON p.i = a.i;
+                    pg_catalog.array_agg(b.i::integer ORDER BY b.g, b.prio, b.vt, b.avail, b.id),
+                    pg_catalog.array_agg(b.i::integer ORDER BY b.g, b.prio, b.avail, b.id)
+                INTO v_by_pass, v_by_place
+                FROM (
+                    SELECT
+                        c.i, k_gi[c.k] AS g, c.prio, c.avail, c.id,
+                        k_vp[c.k] + (pg_catalog.count(*) OVER (
+                            PARTITION BY c.k ORDER BY c.prio DESC, c.avail, c.id
+                        ) - 1) / k_w[c.k] AS vt
+                    FROM ROWS FROM (
+                        pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                        pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key)
+                    ) WITH ORDINALITY AS c (id, prio, avail, k, i)
+                    WHERE c.k > 0 AND k_share[c.k]
+                ) AS b;
+                c_sa := c_avail;
+                c_sid := c_ids;
+                FOR x IN 1 .. coalesce(pg_catalog.cardinality(v_by_pass), 0) LOOP
+                    c_sa[v_by_pass[x]] := c_avail[v_by_place[x]];
+                    c_sid[v_by_pass[x]] := c_ids[v_by_place[x]];
+                END LOOP;
             ELSE
                 c_sa := c_avail;
                 c_sid := c_ids;
