@@ -5802,8 +5802,8 @@ CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_
     ORDER BY 1, 2 NULLS FIRST
 $$;
 
-COMMENT ON FUNCTION public.jobq_limit_usage() IS 'Monitor and admin. What each (limit_group, limit_key) of a limited group uses of its limits now: one
-row per key with jobs processing or pending, or starts within its rate window.
+COMMENT ON FUNCTION public.jobq_limit_usage() IS 'Monitor and admin. What each (limit_group, limit_key) of a limited group uses of its limits
+now: one row per key with jobs processing or pending, or starts within its rate window.
 Arguments: none.
 Result: limit_group, limit_key (NULL: the group''s jobs without a key), running (jobs
 processing), max_running, starts_in_window (jobs started within the window of length per

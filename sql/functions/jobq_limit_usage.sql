@@ -1,8 +1,9 @@
--- jobq_limit_usage (monitor, admin; counts and names, no job data): how much of its limits each key of a limited group uses now: the
--- jobs processing, the starts within the rate window ending now, and the jobs waiting. Read
--- through the indexes the claim uses (jobq_jobs_limit_running_idx, jobq_jobs_limited_idx,
--- jobq_limit_starts_pkey) and jobq_jobs_scheduled_idx, never the finished jobs, without the
--- keys' locks: a snapshot, not a reservation.
+-- jobq_limit_usage (monitor, admin: counts and names, no job data): how much of its limits
+-- each key of a limited group uses now: the jobs processing, the starts within the rate window
+-- ending now, the jobs waiting, and its weight. Read through the indexes the claim uses
+-- (jobq_jobs_limit_running_idx, jobq_jobs_limited_idx, jobq_limit_starts_pkey) and
+-- jobq_jobs_scheduled_idx, never the finished jobs, without the keys' locks: a snapshot, not a
+-- reservation.
 --
 -- SET enable_seqscan = off: each read has the predicate of a partial index, but with
 -- statistics gathered while most rows were pending limited jobs the planner read jobq_jobs
@@ -94,8 +95,8 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION jobq_limit_usage() IS
-'Monitor and admin. What each (limit_group, limit_key) of a limited group uses of its limits now: one
-row per key with jobs processing or pending, or starts within its rate window.
+'Monitor and admin. What each (limit_group, limit_key) of a limited group uses of its limits
+now: one row per key with jobs processing or pending, or starts within its rate window.
 Arguments: none.
 Result: limit_group, limit_key (NULL: the group''s jobs without a key), running (jobs
 processing), max_running, starts_in_window (jobs started within the window of length per
