@@ -660,6 +660,7 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "limit set": ["per-customer", "--max-running", "2"],
     "limit list": [],
     "limit weight": ["per-customer", "acme", "2"],
+    "limits": [],
     "limit delete": ["per-customer"],
     "queue pause": ["mail"],
     "queue resume": ["mail"],

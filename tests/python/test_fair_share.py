@@ -364,6 +364,7 @@ def test_cli_limit_set_share_weight_and_list(dsn: str, conn: Conn) -> None:
     assert data["usage"][0]["weight"] == 2.5
     text = helpers.jobq("--dsn", dsn, "limit", "list").stdout
     assert "round_robin" in text and "2.5" in text
+    assert helpers.jobq("--dsn", dsn, "limits").stdout == text, "jobq limits: the same list"
     refused = helpers.jobq("--dsn", dsn, "limit", "weight", "g", "acme", "0")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     refused = helpers.jobq("--dsn", dsn, "limit", "set", "g", "--share", "fair")
