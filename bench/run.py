@@ -28,8 +28,10 @@ from .harness import Measurement, Target
 from .scenarios import Bench, Config
 
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
-SCENARIOS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14", "15", "16", "17",
-             "18")
+SCENARIOS = (
+    "1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14", "15", "16", "17", "18",
+    "19",
+)
 BUSY_LOAD = 0.7  # 1-minute load average per core above which the machine counts as busy
 
 
@@ -127,6 +129,8 @@ def targets(results: list[Measurement]) -> list[Target]:
                ratio("s12.jobq.worker.k50r2"), ">=", 0.8),
         Target("8 keys x max_running 1: Worker drain >= 0.5x unlimited",
                ratio("s13.jobq.worker.k8r1"), ">=", 0.5),
+        Target("100,000 keys round_robin, no cap: Worker drain >= 0.8x unlimited",
+               ratio("s19.jobq.worker.rr100000"), ">=", 0.8),
         Target("1 key x 1,000 starts/s: Worker drain >= 0.95x the limit",
                ratio("s14.jobq.worker.rate1000"), ">=", 0.95),
         Target("1 key x 1,000 starts/s: Worker drain <= 1.05x the limit",
@@ -228,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             "16": bench.scenario_bulk,
             "17": lambda: bench.results.extend(pressure.scenario(cluster, config.quick, log)),
             "18": lambda: bench.results.extend(workflows.scenario(cluster, config.quick, log)),
+            "19": bench.scenario_fair_wide,
         }
         for s in SCENARIOS:
             if s in only:

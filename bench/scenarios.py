@@ -1077,9 +1077,9 @@ class Bench:
             conn.execute("DELETE FROM jobq_limit_starts")
             conn.execute(
                 "SELECT jobq_set_limit('bench', max_running => %(max_running)s,"
-                " max_starts => %(max_starts)s, per => %(per)s)",
+                " max_starts => %(max_starts)s, per => %(per)s, share => %(share)s)",
                 {"max_running": limits.get("max_running"), "max_starts": limits.get("max_starts"),
-                 "per": limits.get("per")},
+                 "per": limits.get("per"), "share": limits.get("share")},
             )
 
     def _limited(self, n: int, keys: int, **limits: Any) -> Callable[[], None]:
@@ -1150,6 +1150,51 @@ class Bench:
         self.log(f"scenario 13: the Worker drains {self.config.drain_jobs} jobs, unlimited and "
                  "over 8 keys x max_running 1")
         self._limits_scenario("13", 8, 1)
+
+    def scenario_fair_wide(self) -> None:
+        """100,000 keys (10,000 quick) with one job each, share round_robin and no cap, beside
+        the same drain without a limit group: what deciding the order across keys costs when
+        every key has work. Each claim probes every key's first job and reads its pass."""
+        n = 100_000 if not self.config.quick else 10_000
+        c = self.config.concurrency
+        self.log(f"scenario 19: the Worker drains {n} jobs, unlimited and over {n} keys "
+                 "sharing round_robin")
+
+        def prepare(**limits: Any) -> Callable[[], None]:
+            def fill() -> None:
+                reset(self.cluster)
+                fill_jobq(self.cluster, n)
+                with self.cluster.connect() as conn:
+                    conn.execute(
+                        "UPDATE jobq_jobs AS j SET limit_group = 'bench', limit_key = 'k' || r.n"
+                        " FROM (SELECT id, row_number() OVER (ORDER BY id) AS n"
+                        "       FROM jobq_jobs) AS r"
+                        " WHERE r.id = j.id"
+                    )
+                settle(self.cluster)
+                self.set_limit(**limits)
+
+            return fill
+
+        self.measure(
+            "19",
+            [
+                Variant("s19.jobq.worker", f"Worker(concurrency={c}), no limit (reference)",
+                        "jobq", lambda: self._worker_run(n), self.fill_jobq(n),
+                        check=self._jobq_left()),
+                Variant(f"s19.jobq.worker.rr{n}",
+                        f"Worker(concurrency={c}), {n:,} keys, round_robin, no cap", "jobq",
+                        lambda: self._worker_run(n), prepare(share="round_robin"),
+                        ceiling="s19.jobq.worker", check=self._jobq_left()),
+                # The same keys under fifo with a cap that never binds: what the limited claim
+                # costs over so many keys whatever the share.
+                Variant(f"s19.jobq.worker.fifo{n}",
+                        f"Worker(concurrency={c}), {n:,} keys, fifo, max_running 1,000",
+                        "jobq", lambda: self._worker_run(n), prepare(max_running=1000),
+                        ceiling="s19.jobq.worker", check=self._jobq_left()),
+            ],
+        )
+        self.set_limit()
 
     def scenario_limits_rate(self) -> None:
         """One key with max_starts 1,000 per second: the drain runs at the limit's rate (the

@@ -548,14 +548,32 @@ DECLARE
     l_prio integer[];
     l_avail timestamptz[];
     l_ids uuid[];
-    -- The limits of the groups met.
+    -- The limits of the groups met, and for those that share, this turn's clock and length.
     g_names text[];
     g_running integer[];
     g_starts integer[];
     g_per interval[];
+    g_share text[];
+    g_clock double precision[];
+    g_span double precision[];
+    -- Fair share: each range's key's pass and weight (NULL when its group does not share).
+    l_vp double precision[];
+    l_w double precision[];
+    v_sharing boolean;
     l_key integer[];  -- each range's key (index in the k_ arrays)
     k_id text[] := '{}'::text[];  -- each key as one text (length of the group, group, key)
     k_gi integer[] := '{}'::integer[];  -- each key's group (index in the g_ arrays)
+    -- A sharing key's weight, its pass before this claim and at the start of this turn, and
+    -- what it may still start this turn (batch_size for a key whose group does not share).
+    k_share boolean[] := '{}'::boolean[];
+    k_w double precision[] := '{}'::double precision[];
+    k_vp0 double precision[] := '{}'::double precision[];
+    k_vp double precision[] := '{}'::double precision[];
+    k_quota integer[] := '{}'::integer[];
+    -- The candidates' places in the claim order: their own, except in a sharing group, whose
+    -- candidates of one priority take its places in the order of their virtual start times.
+    c_sa timestamptz[] := '{}'::timestamptz[];
+    c_sid uuid[] := '{}'::uuid[];
     v_locked boolean[];
     v_counts integer[];
     v_ranges integer;
@@ -577,6 +595,11 @@ DECLARE
     v_passed uuid[];  -- candidates of this round it could not lock
     v_exclude uuid[] := '{}'::uuid[];  -- left out of later rounds' reads
     v_want integer;  -- still to lock
+    v_w_sums double precision[];  -- per group, the weights of the keys in a later turn
+    v_by_pass integer[];  -- the sharing ranges by group, priority and pass
+    v_by_place integer[];  -- the same by group, priority and place in the claim order
+    v_place_avail timestamptz[];  -- the ranges' own places, before the sharing ones move
+    v_place_ids uuid[];
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -690,10 +713,97 @@ BEGIN
     -- The limits of the groups met, read once.
     SELECT
         pg_catalog.array_agg(l.limit_group), pg_catalog.array_agg(l.max_running),
-        pg_catalog.array_agg(l.max_starts), pg_catalog.array_agg(l.per)
-    INTO g_names, g_running, g_starts, g_per
+        pg_catalog.array_agg(l.max_starts), pg_catalog.array_agg(l.per),
+        pg_catalog.array_agg(l.share)
+    INTO g_names, g_running, g_starts, g_per, g_share
     FROM jobq_limits AS l
     WHERE l.limit_group = ANY (l_groups);
+    v_sharing := 'round_robin' = ANY (g_share) OR 'weighted' = ANY (g_share);
+
+    IF v_sharing THEN
+        -- Fair share (docs/decisions/0011-fair-share-by-pass.md). Each range of a sharing
+        -- group gets its key's weight (1 under round_robin) and pass: the stored one, but at
+        -- least one start (1 / weight) before the lowest stored pass among the group's keys
+        -- with work here, so that a key back from idle gets a start within one turn and no
+        -- credit for the time it had none. Read without the keys' locks: it orders the claim;
+        -- the key's row is written under its lock with the starts (step 5).
+        SELECT pg_catalog.array_agg(x.w ORDER BY x.i), pg_catalog.array_agg(x.vp ORDER BY x.i)
+        INTO l_w, l_vp
+        FROM (
+            SELECT
+                r.i, r.w,
+                CASE WHEN r.share THEN greatest(
+                    r.pass,
+                    coalesce(pg_catalog.min(r.pass) OVER (PARTITION BY r.g), 0) - 1 / r.w
+                ) END AS vp
+            FROM (
+                SELECT
+                    u.i, u.g, coalesce(g_share[pg_catalog.array_position(g_names, u.g)], 'fifo')
+                    <> 'fifo' AS share,
+                    CASE WHEN g_share[pg_catalog.array_position(g_names, u.g)] = 'weighted'
+                        THEN coalesce(k.weight, 1) ELSE 1 END::double precision AS w,
+                    k.pass
+                FROM ROWS FROM (pg_catalog.unnest(l_groups), pg_catalog.unnest(l_keys))
+                    WITH ORDINALITY AS u (g, lk, i)
+                LEFT JOIN jobq_limit_keys AS k
+                    ON coalesce(g_share[pg_catalog.array_position(g_names, u.g)], 'fifo')
+                       <> 'fifo'
+                       AND k.limit_group = u.g AND k.limit_key = u.lk
+            ) AS r
+        ) AS x;
+
+        -- Each sharing range takes the place in the claim order that the ranges of its group
+        -- and priority have, in the order of their passes: the lowest pass is visited first.
+        -- Both orders sort by group and priority first, so the k-th range by pass takes the
+        -- k-th place (array subscripts: a join of the two would be planned for few rows).
+        SELECT
+            pg_catalog.array_agg(a.i::integer ORDER BY a.g, a.prio, a.vp, a.avail, a.id),
+            pg_catalog.array_agg(a.i::integer ORDER BY a.g, a.prio, a.avail, a.id)
+        INTO v_by_pass, v_by_place
+        FROM ROWS FROM (
+            pg_catalog.unnest(l_groups), pg_catalog.unnest(l_prio),
+            pg_catalog.unnest(l_avail), pg_catalog.unnest(l_ids), pg_catalog.unnest(l_vp)
+        ) WITH ORDINALITY AS a (g, prio, avail, id, vp, i)
+        WHERE a.vp IS NOT NULL;
+        v_place_avail := l_avail;
+        v_place_ids := l_ids;
+        FOR x IN 1 .. coalesce(pg_catalog.cardinality(v_by_pass), 0) LOOP
+            l_avail[v_by_pass[x]] := v_place_avail[v_by_place[x]];
+            l_ids[v_by_pass[x]] := v_place_ids[v_by_place[x]];
+        END LOOP;
+
+        -- The first turn of each sharing group: it starts at the lowest pass of the keys whose
+        -- first job has the group's top priority (a higher priority goes first, whatever the
+        -- passes) and lasts long enough for the heaviest of them to start once, or for the
+        -- batch to be shared out over their weights, whichever is longer (few keys with much
+        -- work: few turns).
+        SELECT
+            pg_catalog.array_agg(tu.clock ORDER BY gi.gi),
+            pg_catalog.array_agg(tu.span ORDER BY gi.gi)
+        INTO g_clock, g_span
+        FROM pg_catalog.generate_subscripts(g_names, 1) AS gi (gi)
+        LEFT JOIN LATERAL (
+            SELECT
+                pg_catalog.min(d.vp) AS clock,
+                greatest(
+                    1 / pg_catalog.max(d.w),
+                    jobq__claim_limited.batch_size / pg_catalog.sum(d.w)
+                ) AS span
+            FROM (
+                SELECT DISTINCT ON (a.lk) a.lk, a.vp, a.w
+                FROM (
+                    SELECT b.*, pg_catalog.max(b.prio) OVER () AS top
+                    FROM ROWS FROM (
+                        pg_catalog.unnest(l_groups), pg_catalog.unnest(l_keys),
+                        pg_catalog.unnest(l_vp), pg_catalog.unnest(l_w), pg_catalog.unnest(l_prio)
+                    ) AS b (g, lk, vp, w, prio)
+                    WHERE b.g = g_names[gi.gi] AND b.vp IS NOT NULL
+                ) AS a
+                WHERE a.prio = a.top
+                ORDER BY a.lk
+            ) AS d
+        ) AS tu ON TRUE;
+    END IF;
 
     -- The ranges in the claim order of their first job, each with the index of its key in
     -- the k_ arrays (a key may have ranges in several job types and queues).
@@ -704,13 +814,15 @@ BEGIN
         pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id),
         pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id),
         pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id),
-        pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id)
-    INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+        pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.vp ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.w ORDER BY r.priority DESC, r.available_at, r.id)
+    INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids, l_vp, l_w
     FROM ROWS FROM (
         pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues), pg_catalog.unnest(l_groups),
         pg_catalog.unnest(l_keys), pg_catalog.unnest(l_prio), pg_catalog.unnest(l_avail),
-        pg_catalog.unnest(l_ids)
-    ) AS r (job_type, queue, limit_group, lk, priority, available_at, id);
+        pg_catalog.unnest(l_ids), pg_catalog.unnest(l_vp), pg_catalog.unnest(l_w)
+    ) AS r (job_type, queue, limit_group, lk, priority, available_at, id, vp, w);
     v_ranges := coalesce(pg_catalog.cardinality(l_ids), 0);
     l_key := pg_catalog.array_fill(0, ARRAY[v_ranges]);
 
@@ -763,6 +875,8 @@ BEGIN
             c_avail := coalesce(c_avail, '{}'::timestamptz[]);
             c_key := coalesce(c_key, '{}'::integer[]);
         END IF;
+        c_sa := c_avail;
+        c_sid := c_ids;
 
         -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
         --    are still missing (each key with room gives at least one). For the new keys of a
@@ -785,13 +899,14 @@ BEGIN
                             PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
                         ) AS nth
                     FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
-                                    pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key))
-                        AS a (priority, available_at, id, k)
+                                    pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key),
+                                    pg_catalog.unnest(c_sa), pg_catalog.unnest(c_sid))
+                        AS a (priority, available_at, id, k, sa, sid)
                 ) AS a
-                WHERE (a.k = 0 OR a.nth <= k_room[a.k])
+                WHERE (a.k = 0 OR a.nth <= least(k_room[a.k], k_quota[a.k]))
                   AND (a.priority > l_prio[v_pos]
                        OR (a.priority = l_prio[v_pos]
-                           AND (a.available_at, a.id) < (l_avail[v_pos], l_ids[v_pos])));
+                           AND (a.sa, a.sid) < (l_avail[v_pos], l_ids[v_pos])));
                 EXIT WHEN v_ahead >= v_want;
                 v_need := v_want - v_ahead::integer;
             END IF;
@@ -819,6 +934,18 @@ BEGIN
                     k_latest := pg_catalog.array_append(k_latest, 0::bigint);
                     k_drop_below := pg_catalog.array_append(k_drop_below, NULL::bigint);
                     k_gi := pg_catalog.array_append(k_gi, v_gi);
+                    k_share := pg_catalog.array_append(k_share, l_vp[i] IS NOT NULL);
+                    k_w := pg_catalog.array_append(k_w, coalesce(l_w[i], 1));
+                    k_vp0 := pg_catalog.array_append(k_vp0, l_vp[i]);
+                    k_vp := pg_catalog.array_append(k_vp, l_vp[i]);
+                    -- A sharing key's starts this turn: those whose virtual start time
+                    -- (pass, then 1 / weight apart) falls within the turn.
+                    k_quota := pg_catalog.array_append(k_quota, CASE
+                        WHEN l_vp[i] IS NULL THEN jobq__claim_limited.batch_size
+                        ELSE least(jobq__claim_limited.batch_size, greatest(0, pg_catalog.ceil(
+                            (g_clock[v_gi] + g_span[v_gi] - l_vp[i]) * l_w[i] - 1e-9
+                        )))::integer
+                    END);
                     v_ki := pg_catalog.cardinality(k_group);
                 END IF;
                 l_key[i] := v_ki;
@@ -922,7 +1049,7 @@ BEGIN
             CROSS JOIN LATERAL (
                 SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
                 FROM jobq_jobs AS j
-                WHERE k_room[l_key[r.i]] > 0
+                WHERE least(k_room[l_key[r.i]], k_quota[l_key[r.i]]) > 0
                   AND j.job_type = l_types[r.i]
                   AND j.queue = l_queues[r.i]
                   AND j.limit_group = l_groups[r.i]
@@ -933,12 +1060,42 @@ BEGIN
                   AND j.available_at <= v_now
                   AND j.id <> ALL (v_exclude)
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-                LIMIT least(k_room[l_key[r.i]], v_want)
+                LIMIT greatest(0, least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want))
             ) AS f;
             c_ids := coalesce(c_ids, '{}'::uuid[]);
             c_prio := coalesce(c_prio, '{}'::integer[]);
             c_avail := coalesce(c_avail, '{}'::timestamptz[]);
             c_key := coalesce(c_key, '{}'::integer[]);
+            IF v_sharing THEN
+                -- A sharing group's candidates of one priority take the group's places in the
+                -- claim order by their virtual start times: a key's n-th candidate starts at
+                -- its pass + (n - 1) / weight.
+                SELECT
+                    pg_catalog.array_agg(b.i::integer ORDER BY b.g, b.prio, b.vt, b.avail, b.id),
+                    pg_catalog.array_agg(b.i::integer ORDER BY b.g, b.prio, b.avail, b.id)
+                INTO v_by_pass, v_by_place
+                FROM (
+                    SELECT
+                        c.i, k_gi[c.k] AS g, c.prio, c.avail, c.id,
+                        k_vp[c.k] + (pg_catalog.count(*) OVER (
+                            PARTITION BY c.k ORDER BY c.prio DESC, c.avail, c.id
+                        ) - 1) / k_w[c.k] AS vt
+                    FROM ROWS FROM (
+                        pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                        pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key)
+                    ) WITH ORDINALITY AS c (id, prio, avail, k, i)
+                    WHERE c.k > 0 AND k_share[c.k]
+                ) AS b;
+                c_sa := c_avail;
+                c_sid := c_ids;
+                FOR x IN 1 .. coalesce(pg_catalog.cardinality(v_by_pass), 0) LOOP
+                    c_sa[v_by_pass[x]] := c_avail[v_by_place[x]];
+                    c_sid[v_by_pass[x]] := c_ids[v_by_place[x]];
+                END LOOP;
+            ELSE
+                c_sa := c_avail;
+                c_sid := c_ids;
+            END IF;
 
             v_pos := v_end + 1;
         END LOOP;
@@ -949,28 +1106,26 @@ BEGIN
         SELECT pg_catalog.array_agg(l.id) INTO v_round
         FROM (
             SELECT j.id
-            FROM jobq_jobs AS j
-            WHERE j.id = ANY (ARRAY(
-                SELECT a.id
-                FROM (
-                    SELECT
-                        a.id, a.k,
-                        -- the place of each in its key's claim order (ids are unique: no peers)
-                        pg_catalog.count(*) OVER (
-                            PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
-                        ) AS nth
-                    FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
-                                    pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
-                        AS a (id, priority, available_at, k)
-                ) AS a
-                WHERE a.k = 0 OR a.nth <= k_room[a.k]
-            ))
+            FROM (
+                SELECT
+                    a.id, a.k, a.sa, a.sid,
+                    -- the place of each in its key's claim order (ids are unique: no peers)
+                    pg_catalog.count(*) OVER (
+                        PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                    ) AS nth
+                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                                pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key),
+                                pg_catalog.unnest(c_sa), pg_catalog.unnest(c_sid))
+                    AS a (id, priority, available_at, k, sa, sid)
+            ) AS a
+            INNER JOIN jobq_jobs AS j ON j.id = a.id
+            WHERE (a.k = 0 OR a.nth <= least(k_room[a.k], k_quota[a.k]))
               AND j.status = 'pending'
               AND NOT j.scheduled
               AND j.available_at <= v_now
-            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+            ORDER BY j.priority DESC, a.sa ASC, a.sid ASC
             LIMIT v_want
-            FOR UPDATE SKIP LOCKED
+            FOR UPDATE OF j SKIP LOCKED
         ) AS l;
         v_round := coalesce(v_round, '{}'::uuid[]);
         v_ids := pg_catalog.array_cat(v_ids, v_round);
@@ -994,7 +1149,7 @@ BEGIN
                                     pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
                         AS a (id, priority, available_at, k)
                 ) AS a
-                WHERE (a.k = 0 OR a.nth <= k_room[a.k])
+                WHERE (a.k = 0 OR a.nth <= least(k_room[a.k], k_quota[a.k]))
                   AND a.id <> ALL (v_round)
             );
         END IF;
@@ -1008,8 +1163,48 @@ BEGIN
         LOOP
             k_n[t.k] := k_n[t.k] + t.n;
             k_room[t.k] := k_room[t.k] - t.n;
+            k_quota[t.k] := k_quota[t.k] - t.n;
         END LOOP;
-        EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_passed) = 0;
+        EXIT WHEN v_want = 0;
+        IF pg_catalog.cardinality(v_passed) = 0 THEN
+            -- Nothing passed over, yet short: every range was visited. When a sharing key
+            -- used its turn up (or had no start in it) and may start more, the next turn
+            -- begins: the keys that did so, from their passes now; the others are out of work
+            -- or of room, and out of the claim (quota -1).
+            EXIT WHEN NOT v_sharing OR NOT EXISTS (
+                SELECT
+                FROM pg_catalog.generate_subscripts(k_share, 1) AS u (k)
+                WHERE k_share[u.k] AND k_quota[u.k] = 0 AND k_room[u.k] > 0
+            );
+            g_clock := pg_catalog.array_fill(
+                NULL::double precision, ARRAY[pg_catalog.cardinality(g_names)]
+            );
+            g_span := g_clock;
+            v_w_sums := g_clock;
+            FOR i IN 1 .. pg_catalog.cardinality(k_share) LOOP
+                CONTINUE WHEN NOT k_share[i];
+                k_vp[i] := k_vp0[i] + k_n[i] / k_w[i];
+                IF k_quota[i] = 0 AND k_room[i] > 0 THEN
+                    v_gi := k_gi[i];
+                    g_clock[v_gi] := least(g_clock[v_gi], k_vp[i]);
+                    g_span[v_gi] := greatest(g_span[v_gi], k_w[i]);  -- the heaviest weight
+                    v_w_sums[v_gi] := coalesce(v_w_sums[v_gi], 0) + k_w[i];
+                ELSE
+                    k_quota[i] := -1;
+                END IF;
+            END LOOP;
+            FOR i IN 1 .. pg_catalog.cardinality(k_share) LOOP
+                CONTINUE WHEN NOT k_share[i];
+                v_gi := k_gi[i];
+                k_quota[i] := CASE
+                    WHEN k_quota[i] < 0 THEN -1
+                    ELSE least(v_want, greatest(0, pg_catalog.ceil(
+                        (g_clock[v_gi] + greatest(1 / g_span[v_gi], v_want / v_w_sums[v_gi])
+                         - k_vp[i]) * k_w[i] - 1e-9
+                    )))::integer
+                END;
+            END LOOP;
+        END IF;
         v_exclude := pg_catalog.array_cat(pg_catalog.array_cat(v_exclude, v_passed), v_round);
     END LOOP;
 
@@ -1050,16 +1245,23 @@ BEGIN
 
     -- 5. Record the starts of each limited key: its row (the write that fences REPEATABLE
     --    READ claims) and, for a rate limit, the window (and the rows that left it).
-    INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at)
-    SELECT x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp())
+    --    A sharing key's pass moves on by its starts over its weight (never back, should a
+    --    claim that committed after this one read it have moved it further).
+    INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at, pass)
+    SELECT
+        x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp()),
+        CASE WHEN x.share THEN x.vp0 + x.n / x.w END
     FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
                     pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
-                    pg_catalog.unnest(k_limited)) AS x (g, lk, n, at, limited)
+                    pg_catalog.unnest(k_limited), pg_catalog.unnest(k_share),
+                    pg_catalog.unnest(k_vp0), pg_catalog.unnest(k_w))
+        AS x (g, lk, n, at, limited, share, vp0, w)
     WHERE x.limited AND x.n > 0
     ORDER BY x.g, x.lk
     ON CONFLICT ON CONSTRAINT jobq_limit_keys_pkey DO UPDATE
     SET started = k.started + excluded.started,
-        last_start_at = greatest(k.last_start_at, excluded.last_start_at);
+        last_start_at = greatest(k.last_start_at, excluded.last_start_at),
+        pass = greatest(k.pass, excluded.pass);
 
     IF true = ANY (k_rate) THEN
         INSERT INTO jobq_limit_starts (limit_group, limit_key, total, started, started_at)
@@ -6859,7 +7061,7 @@ max_rows outside 1..1000, scan_limit outside 1..1000000, only one of after_at an
 Concurrency: a snapshot, as any query; it takes no lock. A job that changes status between two
 pages leaves one listing and may appear in another.';
 
-CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_key text, running bigint, max_running integer, starts_in_window bigint, max_starts integer, per interval, pending bigint)
+CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_key text, running bigint, max_running integer, starts_in_window bigint, max_starts integer, per interval, pending bigint, weight real)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -6911,21 +7113,24 @@ CREATE FUNCTION public.jobq_limit_usage() RETURNS TABLE(limit_group text, limit_
         CASE WHEN l.max_starts IS NOT NULL THEN coalesce(w.starts, 0)::bigint END,
         l.max_starts,
         l.per,
-        coalesce(c.pending, 0)
+        coalesce(c.pending, 0),
+        coalesce(k.weight, 1::real)
     FROM counts AS c
     FULL JOIN windows AS w ON w.limit_group = c.limit_group AND w.lk = c.lk
     INNER JOIN jobq_limits AS l ON l.limit_group = coalesce(c.limit_group, w.limit_group)
+    LEFT JOIN jobq_limit_keys AS k
+        ON k.limit_group = l.limit_group AND k.limit_key = coalesce(c.lk, w.lk)
     WHERE coalesce(c.running, 0) > 0 OR coalesce(c.pending, 0) > 0 OR coalesce(w.starts, 0) > 0
     ORDER BY 1, 2 NULLS FIRST
 $$;
 
-COMMENT ON FUNCTION public.jobq_limit_usage() IS 'Admin only. What each (limit_group, limit_key) of a limited group uses of its limits now: one
-row per key with jobs processing or pending, or starts within its rate window.
+COMMENT ON FUNCTION public.jobq_limit_usage() IS 'Monitor and admin. What each (limit_group, limit_key) of a limited group uses of its limits
+now: one row per key with jobs processing or pending, or starts within its rate window.
 Arguments: none.
 Result: limit_group, limit_key (NULL: the group''s jobs without a key), running (jobs
 processing), max_running, starts_in_window (jobs started within the window of length per
 that ends now; NULL without a rate limit), max_starts, per, pending (jobs waiting, held back
-or not).
+or not), weight (the key''s weight, jobq_set_weight; 1 unless set).
 Reads the partial indexes of processing, pending and scheduled jobs, never the finished ones,
 with enable_seqscan = off and jit = off (for this function only) whatever the statistics
 say.
@@ -6933,20 +7138,20 @@ Errors: none.
 Concurrency: reads committed state without taking the keys'' locks: a claim under way is not
 counted until it commits.';
 
-CREATE FUNCTION public.jobq_limits() RETURNS TABLE(limit_group text, max_running integer, max_starts integer, per interval)
+CREATE FUNCTION public.jobq_limits() RETURNS TABLE(limit_group text, max_running integer, max_starts integer, per interval, share text)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-    SELECT l.limit_group, l.max_running, l.max_starts, l.per
+    SELECT l.limit_group, l.max_running, l.max_starts, l.per, l.share
     FROM jobq_limits AS l
     ORDER BY l.limit_group
 $$;
 
-COMMENT ON FUNCTION public.jobq_limits() IS 'Admin only. The limits set with jobq_set_limit, one row per limited group, by group. A group
+COMMENT ON FUNCTION public.jobq_limits() IS 'Monitor and admin. The limits set with jobq_set_limit, one row per limited group, by group. A group
 without a row is unlimited.
 Arguments: none.
 Result: limit_group, max_running (NULL: no concurrency limit), max_starts and per (NULL: no
-rate limit).
+rate limit), share (fifo, round_robin or weighted).
 Errors: none.';
 
 CREATE FUNCTION public.jobq_list_jobs(statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_jobs
@@ -8553,7 +8758,7 @@ created_at, updated_at.
 Errors: none.
 Concurrency: a snapshot, as any query; it takes no lock.';
 
-CREATE FUNCTION public.jobq_set_limit(limit_group text, max_running integer DEFAULT NULL::integer, max_starts integer DEFAULT NULL::integer, per interval DEFAULT NULL::interval) RETURNS void
+CREATE FUNCTION public.jobq_set_limit(limit_group text, max_running integer DEFAULT NULL::integer, max_starts integer DEFAULT NULL::integer, per interval DEFAULT NULL::interval, share text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
@@ -8569,6 +8774,12 @@ BEGIN
     END IF;
     IF v_error IS NOT NULL THEN
         RAISE EXCEPTION 'jobq_set_limit: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_set_limit.share IS NOT NULL
+       AND jobq_set_limit.share NOT IN ('fifo', 'round_robin', 'weighted') THEN
+        RAISE EXCEPTION 'jobq_set_limit: share must be fifo, round_robin or weighted (or NULL: '
+            'fifo), got %', jobq_set_limit.share
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF jobq_set_limit.max_running < 1 THEN
         RAISE EXCEPTION 'jobq_set_limit: max_running must be at least 1 (or NULL: no limit), got %',
@@ -8600,39 +8811,46 @@ BEGIN
                   HINT = 'Write a day as ''24 hours''.';
     END IF;
 
-    IF jobq_set_limit.max_running IS NULL AND jobq_set_limit.max_starts IS NULL THEN
+    IF jobq_set_limit.max_running IS NULL AND jobq_set_limit.max_starts IS NULL
+       AND coalesce(jobq_set_limit.share, 'fifo') = 'fifo' THEN
         DELETE FROM jobq_limits AS l WHERE l.limit_group = jobq_set_limit.limit_group;
         DELETE FROM jobq_limit_keys AS k WHERE k.limit_group = jobq_set_limit.limit_group;
         DELETE FROM jobq_limit_starts AS s WHERE s.limit_group = jobq_set_limit.limit_group;
     ELSE
-        INSERT INTO jobq_limits AS l (limit_group, max_running, max_starts, per, updated_at)
+        INSERT INTO jobq_limits AS l (
+            limit_group, max_running, max_starts, per, share, updated_at
+        )
         VALUES (
             jobq_set_limit.limit_group, jobq_set_limit.max_running, jobq_set_limit.max_starts,
-            jobq_set_limit.per, v_now
+            jobq_set_limit.per, coalesce(jobq_set_limit.share, 'fifo'), v_now
         )
         ON CONFLICT ON CONSTRAINT jobq_limits_pkey DO UPDATE
         SET max_running = excluded.max_running,
             max_starts = excluded.max_starts,
             per = excluded.per,
+            share = excluded.share,
             updated_at = excluded.updated_at;
     END IF;
     PERFORM pg_catalog.pg_notify(jobq__channel(), '');
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_set_limit(limit_group text, max_running integer, max_starts integer, per interval) IS 'Admin only. Sets the limits of a limit group; each (limit_group, limit_key) pair of its jobs
+COMMENT ON FUNCTION public.jobq_set_limit(limit_group text, max_running integer, max_starts integer, per interval, share text) IS 'Admin only. Sets the limits of a limit group; each (limit_group, limit_key) pair of its jobs
 has them for itself. Claims never make more than max_running jobs of one pair processing at
 once, and never start more than max_starts jobs of one pair within any window of length per
-(a sliding window). Held-back jobs stay pending and spend no attempt. Both NULL removes the
-group''s limit (and its bookkeeping): its jobs are claimed as unlimited from the next claim on.
+(a sliding window). Held-back jobs stay pending and spend no attempt. share orders the keys of
+the group at equal priority: fifo (claim order), round_robin (keys in turn, one start each) or
+weighted (starts in proportion to the keys'' weights, jobq_set_weight). Caps NULL and share
+NULL or fifo removes the group (its bookkeeping and weights too): its jobs are claimed as
+unlimited from the next claim on.
 Arguments: limit_group (1-200 chars, not blank), max_running (NULL = no concurrency limit, else
 at least 1), max_starts (NULL = no rate limit, else at least 1), per (the window of
 max_starts: NULL exactly when max_starts is; hours, minutes and seconds, positive, at most
-10000 hours).
+10000 hours), share (fifo, round_robin or weighted; NULL = fifo).
 Result: none.
 Errors: 22023 limit_group NULL, blank or longer than 200 characters, max_running or
 max_starts < 1, max_starts without per or per without max_starts, per not positive, with
-days, months or years, or over 10000 hours.
+days, months or years, or over 10000 hours, share not one of fifo, round_robin, weighted.
 Concurrency: the change applies to claims that start after it commits; a claim running
 meanwhile uses the limits it read. Wakes idle workers (NOTIFY with an empty payload on the
 installation''s channel, at commit).';
@@ -8710,6 +8928,51 @@ Result: the rows of jobq_retention (status, keep, partition_days), after the cha
 Errors: 22023 for a status that is not a finished one, a keep that is not positive, a
 partition_days outside 1-31; nothing changes then.
 Concurrency: a row update of jobq_retention; takes no lock on jobs.';
+
+CREATE FUNCTION public.jobq_set_weight(limit_group text, limit_key text, weight real DEFAULT 1) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_error text;
+BEGIN
+    IF jobq_set_weight.limit_group IS NULL THEN
+        v_error := 'limit_group must be a non-blank string';
+    ELSE
+        v_error := jobq__limit_argument_problem(jobq_set_weight.limit_group,
+                                                jobq_set_weight.limit_key);
+    END IF;
+    IF v_error IS NOT NULL THEN
+        RAISE EXCEPTION 'jobq_set_weight: %', v_error USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- PostgreSQL sorts NaN above Infinity: the upper bound rejects both.
+    IF jobq_set_weight.weight IS NULL
+       OR NOT (jobq_set_weight.weight > 0::real AND jobq_set_weight.weight < 'Infinity'::real) THEN
+        RAISE EXCEPTION 'jobq_set_weight: weight must be a positive finite number, got %',
+            coalesce(jobq_set_weight.weight::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, weight)
+    VALUES (
+        jobq_set_weight.limit_group, coalesce(jobq_set_weight.limit_key, ''),
+        jobq_set_weight.weight
+    )
+    ON CONFLICT ON CONSTRAINT jobq_limit_keys_pkey DO UPDATE
+    SET weight = excluded.weight;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_set_weight(limit_group text, limit_key text, weight real) IS 'Admin only. Sets the weight of one key of a limit group: under share weighted, the keys with
+work get starts in proportion to their weights (a key without one weighs 1). Applies to claims
+that start after it commits; removing the group''s limit (jobq_set_limit) removes its weights.
+Arguments: limit_group (1-200 chars, not blank), limit_key (NULL: the group''s jobs without a
+key; else 1-200 chars, not blank), weight (positive and finite; default 1).
+Result: none.
+Errors: 22023 limit_group NULL, blank or longer than 200 characters, limit_key blank or longer
+than 200 characters, weight NULL, not positive, infinite or NaN.
+Concurrency: writes the key''s row, which a claim of the key also writes: it waits for a claim
+of the key under way to commit.';
 
 CREATE FUNCTION public.jobq_stats() RETURNS TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -9374,14 +9637,17 @@ CREATE TABLE public.jobq_limit_keys (
     limit_group text NOT NULL,
     limit_key text NOT NULL,
     started bigint DEFAULT 0 NOT NULL,
-    last_start_at timestamp with time zone
+    last_start_at timestamp with time zone,
+    weight real DEFAULT 1 NOT NULL,
+    pass double precision,
+    CONSTRAINT jobq_limit_keys_weight_positive CHECK (((weight > (0)::double precision) AND (weight < 'Infinity'::real)))
 );
 
-COMMENT ON TABLE public.jobq_limit_keys IS 'jobq: one row per (limit_group, limit_key) of a limited group that has started a job, written
-by the claim under the key''s lock with every start. The write is what makes a claim in a
-REPEATABLE READ or SERIALIZABLE transaction fail (40001) rather than miss a start that a
-concurrent claim committed after its snapshot. jobq_set_limit deletes a group''s rows when it
-removes the limit.';
+COMMENT ON TABLE public.jobq_limit_keys IS 'jobq: one row per (limit_group, limit_key) of a limited group that has started a job or has a
+weight, written by the claim under the key''s lock with every start (and by jobq_set_weight).
+The write is what makes a claim in a REPEATABLE READ or SERIALIZABLE transaction fail (40001)
+rather than miss a start that a concurrent claim committed after its snapshot. jobq_set_limit
+deletes a group''s rows when it removes the limit.';
 
 COMMENT ON COLUMN public.jobq_limit_keys.limit_group IS 'The group.';
 
@@ -9392,6 +9658,16 @@ COMMENT ON COLUMN public.jobq_limit_keys.started IS 'Jobs of this key started wh
 
 COMMENT ON COLUMN public.jobq_limit_keys.last_start_at IS 'When the key last started jobs (the clock of the claim that held the key''s lock; never
 earlier than the start before it).';
+
+COMMENT ON COLUMN public.jobq_limit_keys.weight IS 'The key''s weight in a weighted group (jobq_set_weight; 1 by default): its share of the starts
+is its weight over the weights of the keys with work.';
+
+COMMENT ON COLUMN public.jobq_limit_keys.pass IS 'In a group that shares: the virtual time of the key''s next start. Each start adds 1 / weight
+(1 under round_robin); a claim takes the keys of lowest pass first, and a key that comes back
+from idle starts one turn before the lowest pass of the keys with work. NULL: no start counted
+yet.';
+
+COMMENT ON CONSTRAINT jobq_limit_keys_weight_positive ON public.jobq_limit_keys IS 'A weight is positive and finite.';
 
 CREATE TABLE public.jobq_limit_starts (
     limit_group text NOT NULL,
@@ -9422,9 +9698,11 @@ CREATE TABLE public.jobq_limits (
     max_starts integer,
     per interval,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    share text DEFAULT 'fifo'::text NOT NULL,
     CONSTRAINT jobq_limits_max_running_positive CHECK ((max_running >= 1)),
     CONSTRAINT jobq_limits_rate_complete CHECK ((((max_starts IS NULL) AND (per IS NULL)) OR ((max_starts IS NOT NULL) AND (per IS NOT NULL) AND (max_starts >= 1) AND (per > '00:00:00'::interval)))),
-    CONSTRAINT jobq_limits_some_limit CHECK (((max_running IS NOT NULL) OR (max_starts IS NOT NULL)))
+    CONSTRAINT jobq_limits_share_known CHECK ((share = ANY (ARRAY['fifo'::text, 'round_robin'::text, 'weighted'::text]))),
+    CONSTRAINT jobq_limits_some_limit CHECK (((max_running IS NOT NULL) OR (max_starts IS NOT NULL) OR (share <> 'fifo'::text)))
 );
 
 COMMENT ON TABLE public.jobq_limits IS 'jobq: the limit of each limited group, one row per limit_group, written by jobq_set_limit. A
@@ -9442,11 +9720,16 @@ COMMENT ON COLUMN public.jobq_limits.per IS 'The window of max_starts; NULL exac
 
 COMMENT ON COLUMN public.jobq_limits.updated_at IS 'When jobq_set_limit last set this limit.';
 
+COMMENT ON COLUMN public.jobq_limits.share IS 'How claims share the group among its keys at equal priority: fifo (claim order), round_robin
+(one start per key in turn) or weighted (starts in proportion to the keys'' weights).';
+
 COMMENT ON CONSTRAINT jobq_limits_max_running_positive ON public.jobq_limits IS 'max_running is at least 1 (a group that must not run is paused another way).';
 
 COMMENT ON CONSTRAINT jobq_limits_rate_complete ON public.jobq_limits IS 'A rate limit has both max_starts (at least 1) and per (positive), or neither.';
 
-COMMENT ON CONSTRAINT jobq_limits_some_limit ON public.jobq_limits IS 'A row sets at least one limit: removing both removes the row.';
+COMMENT ON CONSTRAINT jobq_limits_share_known ON public.jobq_limits IS 'share is fifo, round_robin or weighted.';
+
+COMMENT ON CONSTRAINT jobq_limits_some_limit ON public.jobq_limits IS 'A row sets a cap or a share other than fifo: removing them all removes the row.';
 
 CREATE TABLE public.jobq_metric_counters (
     shard integer NOT NULL,
@@ -10247,9 +10530,11 @@ REVOKE ALL ON FUNCTION public.jobq_schedule(name text, cron text, job_type text,
 
 REVOKE ALL ON FUNCTION public.jobq_schedules() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_set_limit(limit_group text, max_running integer, max_starts integer, per interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_set_limit(limit_group text, max_running integer, max_starts integer, per interval, share text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_set_retention(status text, keep interval, partition_days integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_set_weight(limit_group text, limit_key text, weight real) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_stats() FROM PUBLIC;
 

@@ -135,6 +135,12 @@ def _text(value: str, name: str) -> str:
     return value
 
 
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    return float(value)
+
+
 def _flag(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True, False or None, got {type(value).__name__}")
@@ -396,8 +402,14 @@ unschedule = _statement("unschedule", _value(bool), "name")
 set_limit = _statement(
     "set_limit",
     (tuple_row, lambda rows: None),
-    "limit_group", "max_running", "max_starts", "per",
-    limit_group=_text, per=interval,
+    "limit_group", "max_running", "max_starts", "per", "share",
+    limit_group=_text, per=interval, share=_text,
+)
+set_weight = _statement(
+    "set_weight",
+    (tuple_row, lambda rows: None),
+    "limit_group", "limit_key", "weight",
+    limit_group=_text, limit_key=_text, weight=_number,
 )
 queues = _statement("queues", _each(dict))
 pause = _statement("pause", _value(bool), "queue", "reason")

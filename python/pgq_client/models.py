@@ -256,6 +256,7 @@ class Limit(_Row):
     max_running: int | None
     max_starts: int | None
     per: timedelta | None
+    share: str = "fifo"
 
 
 @dataclass(frozen=True)
@@ -270,6 +271,7 @@ class LimitUsage(_Row):
     max_starts: int | None
     per: timedelta | None
     pending: int
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -493,10 +493,19 @@ class Queue(SyncClient):
         max_running: int | None = None,
         max_starts: int | None = None,
         per: timedelta | float | None = None,
+        share: str | None = None,
     ) -> None:
         """Set the limits of ``limit_group`` (admin): per limit_key, at most ``max_running`` jobs
-        at once and ``max_starts`` started within any ``per``; all None removes them."""
-        return self._drive(_ops.set_limit(self._sql, limit_group, max_running, max_starts, per))
+        at once and ``max_starts`` started within any ``per``; ``share`` orders the keys at equal
+        priority: ``"fifo"`` (None), ``"round_robin"`` or ``"weighted"``. All None removes them."""
+        return self._drive(
+            _ops.set_limit(self._sql, limit_group, max_running, max_starts, per, share)
+        )
+
+    def set_weight(self, limit_group: str, limit_key: str | None, weight: float = 1.0) -> None:
+        """Set the weight of one key of ``limit_group`` (admin; ``limit_key`` None: its jobs
+        without a key): under ``share="weighted"`` keys start jobs in proportion to weights."""
+        return self._drive(_ops.set_weight(self._sql, limit_group, limit_key, weight))
 
     def limits(self) -> list[Limit]:
         """The limits set, one per limited group, by group (admin)."""

@@ -47,6 +47,19 @@
 -- jobs it could claim wait unlocked. A round costs the reads above again; it happens only when
 -- a candidate was passed over.
 --
+-- Fair share (share round_robin or weighted; docs/decisions/0011-fair-share-by-pass.md):
+-- stride scheduling. Each key of a sharing group has a pass in its row of jobq_limit_keys, the
+-- virtual time of its next start; a start adds 1 / weight (1 under round_robin). A key back
+-- from idle starts at least one start before the lowest pass of the group's keys with work, so
+-- it is served within one turn and gets no credit for the time it had none. The claim gives a
+-- sharing group the same places in the claim order as under fifo (its jobs' priorities and
+-- available_at), and fills them by virtual start time (a key's n-th job: pass + (n - 1) /
+-- weight): its ranges are visited, and its candidates locked, in that order. The batch is cut
+-- in turns: within a turn a key starts only the jobs whose virtual start time falls in it, so
+-- one key's backlog cannot fill a batch that other keys have work for; a claim left short
+-- while a key used its turn up goes on to the next turn, so no slot stays idle. The pass is
+-- written with the starts, under the key's lock; fifo groups read and write none of this.
+--
 -- The limited jobs of paused queues (jobq_pause: paused_queues, NULL when none is) are left out
 -- with their ranges; jobq_dequeue leaves the ranges of their other jobs out of range_*_hashes.
 --
@@ -93,14 +106,32 @@ DECLARE
     l_prio integer[];
     l_avail timestamptz[];
     l_ids uuid[];
-    -- The limits of the groups met.
+    -- The limits of the groups met, and for those that share, this turn's clock and length.
     g_names text[];
     g_running integer[];
     g_starts integer[];
     g_per interval[];
+    g_share text[];
+    g_clock double precision[];
+    g_span double precision[];
+    -- Fair share: each range's key's pass and weight (NULL when its group does not share).
+    l_vp double precision[];
+    l_w double precision[];
+    v_sharing boolean;
     l_key integer[];  -- each range's key (index in the k_ arrays)
     k_id text[] := '{}'::text[];  -- each key as one text (length of the group, group, key)
     k_gi integer[] := '{}'::integer[];  -- each key's group (index in the g_ arrays)
+    -- A sharing key's weight, its pass before this claim and at the start of this turn, and
+    -- what it may still start this turn (batch_size for a key whose group does not share).
+    k_share boolean[] := '{}'::boolean[];
+    k_w double precision[] := '{}'::double precision[];
+    k_vp0 double precision[] := '{}'::double precision[];
+    k_vp double precision[] := '{}'::double precision[];
+    k_quota integer[] := '{}'::integer[];
+    -- The candidates' places in the claim order: their own, except in a sharing group, whose
+    -- candidates of one priority take its places in the order of their virtual start times.
+    c_sa timestamptz[] := '{}'::timestamptz[];
+    c_sid uuid[] := '{}'::uuid[];
     v_locked boolean[];
     v_counts integer[];
     v_ranges integer;
@@ -122,6 +153,11 @@ DECLARE
     v_passed uuid[];  -- candidates of this round it could not lock
     v_exclude uuid[] := '{}'::uuid[];  -- left out of later rounds' reads
     v_want integer;  -- still to lock
+    v_w_sums double precision[];  -- per group, the weights of the keys in a later turn
+    v_by_pass integer[];  -- the sharing ranges by group, priority and pass
+    v_by_place integer[];  -- the same by group, priority and place in the claim order
+    v_place_avail timestamptz[];  -- the ranges' own places, before the sharing ones move
+    v_place_ids uuid[];
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -235,10 +271,97 @@ BEGIN
     -- The limits of the groups met, read once.
     SELECT
         pg_catalog.array_agg(l.limit_group), pg_catalog.array_agg(l.max_running),
-        pg_catalog.array_agg(l.max_starts), pg_catalog.array_agg(l.per)
-    INTO g_names, g_running, g_starts, g_per
+        pg_catalog.array_agg(l.max_starts), pg_catalog.array_agg(l.per),
+        pg_catalog.array_agg(l.share)
+    INTO g_names, g_running, g_starts, g_per, g_share
     FROM jobq_limits AS l
     WHERE l.limit_group = ANY (l_groups);
+    v_sharing := 'round_robin' = ANY (g_share) OR 'weighted' = ANY (g_share);
+
+    IF v_sharing THEN
+        -- Fair share (docs/decisions/0011-fair-share-by-pass.md). Each range of a sharing
+        -- group gets its key's weight (1 under round_robin) and pass: the stored one, but at
+        -- least one start (1 / weight) before the lowest stored pass among the group's keys
+        -- with work here, so that a key back from idle gets a start within one turn and no
+        -- credit for the time it had none. Read without the keys' locks: it orders the claim;
+        -- the key's row is written under its lock with the starts (step 5).
+        SELECT pg_catalog.array_agg(x.w ORDER BY x.i), pg_catalog.array_agg(x.vp ORDER BY x.i)
+        INTO l_w, l_vp
+        FROM (
+            SELECT
+                r.i, r.w,
+                CASE WHEN r.share THEN greatest(
+                    r.pass,
+                    coalesce(pg_catalog.min(r.pass) OVER (PARTITION BY r.g), 0) - 1 / r.w
+                ) END AS vp
+            FROM (
+                SELECT
+                    u.i, u.g, coalesce(g_share[pg_catalog.array_position(g_names, u.g)], 'fifo')
+                    <> 'fifo' AS share,
+                    CASE WHEN g_share[pg_catalog.array_position(g_names, u.g)] = 'weighted'
+                        THEN coalesce(k.weight, 1) ELSE 1 END::double precision AS w,
+                    k.pass
+                FROM ROWS FROM (pg_catalog.unnest(l_groups), pg_catalog.unnest(l_keys))
+                    WITH ORDINALITY AS u (g, lk, i)
+                LEFT JOIN jobq_limit_keys AS k
+                    ON coalesce(g_share[pg_catalog.array_position(g_names, u.g)], 'fifo')
+                       <> 'fifo'
+                       AND k.limit_group = u.g AND k.limit_key = u.lk
+            ) AS r
+        ) AS x;
+
+        -- Each sharing range takes the place in the claim order that the ranges of its group
+        -- and priority have, in the order of their passes: the lowest pass is visited first.
+        -- Both orders sort by group and priority first, so the k-th range by pass takes the
+        -- k-th place (array subscripts: a join of the two would be planned for few rows).
+        SELECT
+            pg_catalog.array_agg(a.i::integer ORDER BY a.g, a.prio, a.vp, a.avail, a.id),
+            pg_catalog.array_agg(a.i::integer ORDER BY a.g, a.prio, a.avail, a.id)
+        INTO v_by_pass, v_by_place
+        FROM ROWS FROM (
+            pg_catalog.unnest(l_groups), pg_catalog.unnest(l_prio),
+            pg_catalog.unnest(l_avail), pg_catalog.unnest(l_ids), pg_catalog.unnest(l_vp)
+        ) WITH ORDINALITY AS a (g, prio, avail, id, vp, i)
+        WHERE a.vp IS NOT NULL;
+        v_place_avail := l_avail;
+        v_place_ids := l_ids;
+        FOR x IN 1 .. coalesce(pg_catalog.cardinality(v_by_pass), 0) LOOP
+            l_avail[v_by_pass[x]] := v_place_avail[v_by_place[x]];
+            l_ids[v_by_pass[x]] := v_place_ids[v_by_place[x]];
+        END LOOP;
+
+        -- The first turn of each sharing group: it starts at the lowest pass of the keys whose
+        -- first job has the group's top priority (a higher priority goes first, whatever the
+        -- passes) and lasts long enough for the heaviest of them to start once, or for the
+        -- batch to be shared out over their weights, whichever is longer (few keys with much
+        -- work: few turns).
+        SELECT
+            pg_catalog.array_agg(tu.clock ORDER BY gi.gi),
+            pg_catalog.array_agg(tu.span ORDER BY gi.gi)
+        INTO g_clock, g_span
+        FROM pg_catalog.generate_subscripts(g_names, 1) AS gi (gi)
+        LEFT JOIN LATERAL (
+            SELECT
+                pg_catalog.min(d.vp) AS clock,
+                greatest(
+                    1 / pg_catalog.max(d.w),
+                    jobq__claim_limited.batch_size / pg_catalog.sum(d.w)
+                ) AS span
+            FROM (
+                SELECT DISTINCT ON (a.lk) a.lk, a.vp, a.w
+                FROM (
+                    SELECT b.*, pg_catalog.max(b.prio) OVER () AS top
+                    FROM ROWS FROM (
+                        pg_catalog.unnest(l_groups), pg_catalog.unnest(l_keys),
+                        pg_catalog.unnest(l_vp), pg_catalog.unnest(l_w), pg_catalog.unnest(l_prio)
+                    ) AS b (g, lk, vp, w, prio)
+                    WHERE b.g = g_names[gi.gi] AND b.vp IS NOT NULL
+                ) AS a
+                WHERE a.prio = a.top
+                ORDER BY a.lk
+            ) AS d
+        ) AS tu ON TRUE;
+    END IF;
 
     -- The ranges in the claim order of their first job, each with the index of its key in
     -- the k_ arrays (a key may have ranges in several job types and queues).
@@ -249,13 +372,15 @@ BEGIN
         pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id),
         pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id),
         pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id),
-        pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id)
-    INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+        pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.vp ORDER BY r.priority DESC, r.available_at, r.id),
+        pg_catalog.array_agg(r.w ORDER BY r.priority DESC, r.available_at, r.id)
+    INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids, l_vp, l_w
     FROM ROWS FROM (
         pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues), pg_catalog.unnest(l_groups),
         pg_catalog.unnest(l_keys), pg_catalog.unnest(l_prio), pg_catalog.unnest(l_avail),
-        pg_catalog.unnest(l_ids)
-    ) AS r (job_type, queue, limit_group, lk, priority, available_at, id);
+        pg_catalog.unnest(l_ids), pg_catalog.unnest(l_vp), pg_catalog.unnest(l_w)
+    ) AS r (job_type, queue, limit_group, lk, priority, available_at, id, vp, w);
     v_ranges := coalesce(pg_catalog.cardinality(l_ids), 0);
     l_key := pg_catalog.array_fill(0, ARRAY[v_ranges]);
 
@@ -308,6 +433,8 @@ BEGIN
             c_avail := coalesce(c_avail, '{}'::timestamptz[]);
             c_key := coalesce(c_key, '{}'::integer[]);
         END IF;
+        c_sa := c_avail;
+        c_sid := c_ids;
 
         -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
         --    are still missing (each key with room gives at least one). For the new keys of a
@@ -330,13 +457,14 @@ BEGIN
                             PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
                         ) AS nth
                     FROM ROWS FROM (pg_catalog.unnest(c_prio), pg_catalog.unnest(c_avail),
-                                    pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key))
-                        AS a (priority, available_at, id, k)
+                                    pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key),
+                                    pg_catalog.unnest(c_sa), pg_catalog.unnest(c_sid))
+                        AS a (priority, available_at, id, k, sa, sid)
                 ) AS a
-                WHERE (a.k = 0 OR a.nth <= k_room[a.k])
+                WHERE (a.k = 0 OR a.nth <= least(k_room[a.k], k_quota[a.k]))
                   AND (a.priority > l_prio[v_pos]
                        OR (a.priority = l_prio[v_pos]
-                           AND (a.available_at, a.id) < (l_avail[v_pos], l_ids[v_pos])));
+                           AND (a.sa, a.sid) < (l_avail[v_pos], l_ids[v_pos])));
                 EXIT WHEN v_ahead >= v_want;
                 v_need := v_want - v_ahead::integer;
             END IF;
@@ -364,6 +492,18 @@ BEGIN
                     k_latest := pg_catalog.array_append(k_latest, 0::bigint);
                     k_drop_below := pg_catalog.array_append(k_drop_below, NULL::bigint);
                     k_gi := pg_catalog.array_append(k_gi, v_gi);
+                    k_share := pg_catalog.array_append(k_share, l_vp[i] IS NOT NULL);
+                    k_w := pg_catalog.array_append(k_w, coalesce(l_w[i], 1));
+                    k_vp0 := pg_catalog.array_append(k_vp0, l_vp[i]);
+                    k_vp := pg_catalog.array_append(k_vp, l_vp[i]);
+                    -- A sharing key's starts this turn: those whose virtual start time
+                    -- (pass, then 1 / weight apart) falls within the turn.
+                    k_quota := pg_catalog.array_append(k_quota, CASE
+                        WHEN l_vp[i] IS NULL THEN jobq__claim_limited.batch_size
+                        ELSE least(jobq__claim_limited.batch_size, greatest(0, pg_catalog.ceil(
+                            (g_clock[v_gi] + g_span[v_gi] - l_vp[i]) * l_w[i] - 1e-9
+                        )))::integer
+                    END);
                     v_ki := pg_catalog.cardinality(k_group);
                 END IF;
                 l_key[i] := v_ki;
@@ -467,7 +607,7 @@ BEGIN
             CROSS JOIN LATERAL (
                 SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
                 FROM jobq_jobs AS j
-                WHERE k_room[l_key[r.i]] > 0
+                WHERE least(k_room[l_key[r.i]], k_quota[l_key[r.i]]) > 0
                   AND j.job_type = l_types[r.i]
                   AND j.queue = l_queues[r.i]
                   AND j.limit_group = l_groups[r.i]
@@ -478,12 +618,42 @@ BEGIN
                   AND j.available_at <= v_now
                   AND j.id <> ALL (v_exclude)
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-                LIMIT least(k_room[l_key[r.i]], v_want)
+                LIMIT greatest(0, least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want))
             ) AS f;
             c_ids := coalesce(c_ids, '{}'::uuid[]);
             c_prio := coalesce(c_prio, '{}'::integer[]);
             c_avail := coalesce(c_avail, '{}'::timestamptz[]);
             c_key := coalesce(c_key, '{}'::integer[]);
+            IF v_sharing THEN
+                -- A sharing group's candidates of one priority take the group's places in the
+                -- claim order by their virtual start times: a key's n-th candidate starts at
+                -- its pass + (n - 1) / weight.
+                SELECT
+                    pg_catalog.array_agg(b.i::integer ORDER BY b.g, b.prio, b.vt, b.avail, b.id),
+                    pg_catalog.array_agg(b.i::integer ORDER BY b.g, b.prio, b.avail, b.id)
+                INTO v_by_pass, v_by_place
+                FROM (
+                    SELECT
+                        c.i, k_gi[c.k] AS g, c.prio, c.avail, c.id,
+                        k_vp[c.k] + (pg_catalog.count(*) OVER (
+                            PARTITION BY c.k ORDER BY c.prio DESC, c.avail, c.id
+                        ) - 1) / k_w[c.k] AS vt
+                    FROM ROWS FROM (
+                        pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                        pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key)
+                    ) WITH ORDINALITY AS c (id, prio, avail, k, i)
+                    WHERE c.k > 0 AND k_share[c.k]
+                ) AS b;
+                c_sa := c_avail;
+                c_sid := c_ids;
+                FOR x IN 1 .. coalesce(pg_catalog.cardinality(v_by_pass), 0) LOOP
+                    c_sa[v_by_pass[x]] := c_avail[v_by_place[x]];
+                    c_sid[v_by_pass[x]] := c_ids[v_by_place[x]];
+                END LOOP;
+            ELSE
+                c_sa := c_avail;
+                c_sid := c_ids;
+            END IF;
 
             v_pos := v_end + 1;
         END LOOP;
@@ -494,28 +664,26 @@ BEGIN
         SELECT pg_catalog.array_agg(l.id) INTO v_round
         FROM (
             SELECT j.id
-            FROM jobq_jobs AS j
-            WHERE j.id = ANY (ARRAY(
-                SELECT a.id
-                FROM (
-                    SELECT
-                        a.id, a.k,
-                        -- the place of each in its key's claim order (ids are unique: no peers)
-                        pg_catalog.count(*) OVER (
-                            PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
-                        ) AS nth
-                    FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
-                                    pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
-                        AS a (id, priority, available_at, k)
-                ) AS a
-                WHERE a.k = 0 OR a.nth <= k_room[a.k]
-            ))
+            FROM (
+                SELECT
+                    a.id, a.k, a.sa, a.sid,
+                    -- the place of each in its key's claim order (ids are unique: no peers)
+                    pg_catalog.count(*) OVER (
+                        PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                    ) AS nth
+                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                                pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key),
+                                pg_catalog.unnest(c_sa), pg_catalog.unnest(c_sid))
+                    AS a (id, priority, available_at, k, sa, sid)
+            ) AS a
+            INNER JOIN jobq_jobs AS j ON j.id = a.id
+            WHERE (a.k = 0 OR a.nth <= least(k_room[a.k], k_quota[a.k]))
               AND j.status = 'pending'
               AND NOT j.scheduled
               AND j.available_at <= v_now
-            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+            ORDER BY j.priority DESC, a.sa ASC, a.sid ASC
             LIMIT v_want
-            FOR UPDATE SKIP LOCKED
+            FOR UPDATE OF j SKIP LOCKED
         ) AS l;
         v_round := coalesce(v_round, '{}'::uuid[]);
         v_ids := pg_catalog.array_cat(v_ids, v_round);
@@ -539,7 +707,7 @@ BEGIN
                                     pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key))
                         AS a (id, priority, available_at, k)
                 ) AS a
-                WHERE (a.k = 0 OR a.nth <= k_room[a.k])
+                WHERE (a.k = 0 OR a.nth <= least(k_room[a.k], k_quota[a.k]))
                   AND a.id <> ALL (v_round)
             );
         END IF;
@@ -553,8 +721,48 @@ BEGIN
         LOOP
             k_n[t.k] := k_n[t.k] + t.n;
             k_room[t.k] := k_room[t.k] - t.n;
+            k_quota[t.k] := k_quota[t.k] - t.n;
         END LOOP;
-        EXIT WHEN v_want = 0 OR pg_catalog.cardinality(v_passed) = 0;
+        EXIT WHEN v_want = 0;
+        IF pg_catalog.cardinality(v_passed) = 0 THEN
+            -- Nothing passed over, yet short: every range was visited. When a sharing key
+            -- used its turn up (or had no start in it) and may start more, the next turn
+            -- begins: the keys that did so, from their passes now; the others are out of work
+            -- or of room, and out of the claim (quota -1).
+            EXIT WHEN NOT v_sharing OR NOT EXISTS (
+                SELECT
+                FROM pg_catalog.generate_subscripts(k_share, 1) AS u (k)
+                WHERE k_share[u.k] AND k_quota[u.k] = 0 AND k_room[u.k] > 0
+            );
+            g_clock := pg_catalog.array_fill(
+                NULL::double precision, ARRAY[pg_catalog.cardinality(g_names)]
+            );
+            g_span := g_clock;
+            v_w_sums := g_clock;
+            FOR i IN 1 .. pg_catalog.cardinality(k_share) LOOP
+                CONTINUE WHEN NOT k_share[i];
+                k_vp[i] := k_vp0[i] + k_n[i] / k_w[i];
+                IF k_quota[i] = 0 AND k_room[i] > 0 THEN
+                    v_gi := k_gi[i];
+                    g_clock[v_gi] := least(g_clock[v_gi], k_vp[i]);
+                    g_span[v_gi] := greatest(g_span[v_gi], k_w[i]);  -- the heaviest weight
+                    v_w_sums[v_gi] := coalesce(v_w_sums[v_gi], 0) + k_w[i];
+                ELSE
+                    k_quota[i] := -1;
+                END IF;
+            END LOOP;
+            FOR i IN 1 .. pg_catalog.cardinality(k_share) LOOP
+                CONTINUE WHEN NOT k_share[i];
+                v_gi := k_gi[i];
+                k_quota[i] := CASE
+                    WHEN k_quota[i] < 0 THEN -1
+                    ELSE least(v_want, greatest(0, pg_catalog.ceil(
+                        (g_clock[v_gi] + greatest(1 / g_span[v_gi], v_want / v_w_sums[v_gi])
+                         - k_vp[i]) * k_w[i] - 1e-9
+                    )))::integer
+                END;
+            END LOOP;
+        END IF;
         v_exclude := pg_catalog.array_cat(pg_catalog.array_cat(v_exclude, v_passed), v_round);
     END LOOP;
 
@@ -595,16 +803,23 @@ BEGIN
 
     -- 5. Record the starts of each limited key: its row (the write that fences REPEATABLE
     --    READ claims) and, for a rate limit, the window (and the rows that left it).
-    INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at)
-    SELECT x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp())
+    --    A sharing key's pass moves on by its starts over its weight (never back, should a
+    --    claim that committed after this one read it have moved it further).
+    INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at, pass)
+    SELECT
+        x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp()),
+        CASE WHEN x.share THEN x.vp0 + x.n / x.w END
     FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
                     pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
-                    pg_catalog.unnest(k_limited)) AS x (g, lk, n, at, limited)
+                    pg_catalog.unnest(k_limited), pg_catalog.unnest(k_share),
+                    pg_catalog.unnest(k_vp0), pg_catalog.unnest(k_w))
+        AS x (g, lk, n, at, limited, share, vp0, w)
     WHERE x.limited AND x.n > 0
     ORDER BY x.g, x.lk
     ON CONFLICT ON CONSTRAINT jobq_limit_keys_pkey DO UPDATE
     SET started = k.started + excluded.started,
-        last_start_at = greatest(k.last_start_at, excluded.last_start_at);
+        last_start_at = greatest(k.last_start_at, excluded.last_start_at),
+        pass = greatest(k.pass, excluded.pass);
 
     IF true = ANY (k_rate) THEN
         INSERT INTO jobq_limit_starts (limit_group, limit_key, total, started, started_at)

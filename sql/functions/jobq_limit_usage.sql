@@ -1,8 +1,9 @@
--- jobq_limit_usage (admin): how much of its limits each key of a limited group uses now: the
--- jobs processing, the starts within the rate window ending now, and the jobs waiting. Read
--- through the indexes the claim uses (jobq_jobs_limit_running_idx, jobq_jobs_limited_idx,
--- jobq_limit_starts_pkey) and jobq_jobs_scheduled_idx, never the finished jobs, without the
--- keys' locks: a snapshot, not a reservation.
+-- jobq_limit_usage (monitor, admin: counts and names, no job data): how much of its limits
+-- each key of a limited group uses now: the jobs processing, the starts within the rate window
+-- ending now, the jobs waiting, and its weight. Read through the indexes the claim uses
+-- (jobq_jobs_limit_running_idx, jobq_jobs_limited_idx, jobq_limit_starts_pkey) and
+-- jobq_jobs_scheduled_idx, never the finished jobs, without the keys' locks: a snapshot, not a
+-- reservation.
 --
 -- SET enable_seqscan = off: each read has the predicate of a partial index, but with
 -- statistics gathered while most rows were pending limited jobs the planner read jobq_jobs
@@ -15,7 +16,8 @@
 -- table, passes jit_above_cost. Made with jit off, such a plan is never compiled, here or in
 -- a later caller of the helper: jobq__metrics_count's read of its setting, made so, was
 -- compiled in every later enqueue and completion of the session.
---! levels: admin
+--! levels: monitor, admin
+--! replaces: jobq_limit_usage()
 
 CREATE OR REPLACE FUNCTION jobq_limit_usage() RETURNS TABLE (
     limit_group text,
@@ -25,7 +27,8 @@ CREATE OR REPLACE FUNCTION jobq_limit_usage() RETURNS TABLE (
     starts_in_window bigint,
     max_starts integer,
     per interval,
-    pending bigint
+    pending bigint,
+    weight real
 )
 LANGUAGE sql
 STABLE
@@ -80,22 +83,25 @@ AS $$
         CASE WHEN l.max_starts IS NOT NULL THEN coalesce(w.starts, 0)::bigint END,
         l.max_starts,
         l.per,
-        coalesce(c.pending, 0)
+        coalesce(c.pending, 0),
+        coalesce(k.weight, 1::real)
     FROM counts AS c
     FULL JOIN windows AS w ON w.limit_group = c.limit_group AND w.lk = c.lk
     INNER JOIN jobq_limits AS l ON l.limit_group = coalesce(c.limit_group, w.limit_group)
+    LEFT JOIN jobq_limit_keys AS k
+        ON k.limit_group = l.limit_group AND k.limit_key = coalesce(c.lk, w.lk)
     WHERE coalesce(c.running, 0) > 0 OR coalesce(c.pending, 0) > 0 OR coalesce(w.starts, 0) > 0
     ORDER BY 1, 2 NULLS FIRST
 $$;
 
 COMMENT ON FUNCTION jobq_limit_usage() IS
-'Admin only. What each (limit_group, limit_key) of a limited group uses of its limits now: one
-row per key with jobs processing or pending, or starts within its rate window.
+'Monitor and admin. What each (limit_group, limit_key) of a limited group uses of its limits
+now: one row per key with jobs processing or pending, or starts within its rate window.
 Arguments: none.
 Result: limit_group, limit_key (NULL: the group''s jobs without a key), running (jobs
 processing), max_running, starts_in_window (jobs started within the window of length per
 that ends now; NULL without a rate limit), max_starts, per, pending (jobs waiting, held back
-or not).
+or not), weight (the key''s weight, jobq_set_weight; 1 unless set).
 Reads the partial indexes of processing, pending and scheduled jobs, never the finished ones,
 with enable_seqscan = off and jit = off (for this function only) whatever the statistics
 say.

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(189);
+SELECT plan(191);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -147,8 +147,8 @@ SELECT results_eq(
                        'after_id uuid DEFAULT NULL::uuid, max_rows integer DEFAULT 50, '
                        'scan_limit integer DEFAULT 10000', 'SETOF jobq_job_summary'),
     ('jobq_limit_usage', '', 'TABLE(limit_group text, limit_key text, running bigint, max_running integer, '
-                         'starts_in_window bigint, max_starts integer, per interval, pending bigint)'),
-    ('jobq_limits', '', 'TABLE(limit_group text, max_running integer, max_starts integer, per interval)'),
+                         'starts_in_window bigint, max_starts integer, per interval, pending bigint, weight real)'),
+    ('jobq_limits', '', 'TABLE(limit_group text, max_running integer, max_starts integer, per interval, share text)'),
     ('jobq_list_jobs', 'statuses text[] DEFAULT NULL::text[], job_type text DEFAULT NULL::text, '
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
     ('jobq_maintain_history', 'lock_timeout interval DEFAULT ''00:00:00.1''::interval',
@@ -178,9 +178,11 @@ SELECT results_eq(
                        'next_run_at timestamp with time zone, next_run_local timestamp without time zone, '
                        'created_at timestamp with time zone, updated_at timestamp with time zone)'),
     ('jobq_set_limit', 'limit_group text, max_running integer DEFAULT NULL::integer, '
-                       'max_starts integer DEFAULT NULL::integer, per interval DEFAULT NULL::interval', 'void'),
+                       'max_starts integer DEFAULT NULL::integer, per interval DEFAULT NULL::interval, '
+                       'share text DEFAULT NULL::text', 'void'),
     ('jobq_set_retention', 'status text, keep interval DEFAULT NULL::interval, partition_days integer DEFAULT NULL::integer',
                            'SETOF jobq_retention'),
+    ('jobq_set_weight', 'limit_group text, limit_key text, weight real DEFAULT 1', 'void'),
     ('jobq_stats', '', 'TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)'),
     ('jobq_tick', '', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq_unschedule', 'name text', 'boolean'),
@@ -280,10 +282,12 @@ SELECT is_definer('public', 'jobq_error_summary', ARRAY['interval', 'integer']);
 SELECT isnt_definer('public', 'jobq__error_line', ARRAY['text']);
 SELECT is_definer('public', 'jobq_unserved_job_types', ARRAY['interval']);
 SELECT is_definer('public', 'jobq_workers_summary', ARRAY[]::name[]);
-SELECT is_definer('public', 'jobq_set_limit', ARRAY['text', 'integer', 'integer', 'interval']);
+SELECT is_definer('public', 'jobq_set_limit', ARRAY['text', 'integer', 'integer', 'interval', 'text']);
+SELECT is_definer('public', 'jobq_set_weight', ARRAY['text', 'text', 'real']);
 SELECT is_definer('public', 'jobq_limits', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_limit_usage', ARRAY[]::name[]);
-SELECT function_returns('public', 'jobq_set_limit', ARRAY['text', 'integer', 'integer', 'interval'], 'void');
+SELECT function_returns('public', 'jobq_set_limit', ARRAY['text', 'integer', 'integer', 'interval', 'text'], 'void');
+SELECT function_returns('public', 'jobq_set_weight', ARRAY['text', 'text', 'real'], 'void');
 SELECT function_returns('public', 'jobq_limits', ARRAY[]::text[], 'setof record');
 SELECT function_returns('public', 'jobq_limit_usage', ARRAY[]::text[], 'setof record');
 SELECT isnt_definer('public', 'jobq__worker_seen', ARRAY['text', 'text[]', 'text[]']);
@@ -335,10 +339,10 @@ SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 's
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
 SELECT hasnt_pk('public', 'jobq_metric_deltas', 'jobq_metric_deltas is appended to, never looked up');
 SELECT columns_are('public', 'jobq_limits', ARRAY[
-    'limit_group', 'max_running', 'max_starts', 'per', 'updated_at'
+    'limit_group', 'max_running', 'max_starts', 'per', 'updated_at', 'share'
 ]);
 SELECT columns_are('public', 'jobq_limit_keys', ARRAY[
-    'limit_group', 'limit_key', 'started', 'last_start_at'
+    'limit_group', 'limit_key', 'started', 'last_start_at', 'weight', 'pass'
 ]);
 SELECT columns_are('public', 'jobq_limit_starts', ARRAY[
     'limit_group', 'limit_key', 'total', 'started', 'started_at'
@@ -542,7 +546,8 @@ SELECT set_eq(
         AND contype <> 'n'$$,
     $$VALUES ('jobq_limits', 'jobq_limits_pkey'), ('jobq_limits', 'jobq_limits_max_running_positive'),
              ('jobq_limits', 'jobq_limits_rate_complete'), ('jobq_limits', 'jobq_limits_some_limit'),
-             ('jobq_limit_keys', 'jobq_limit_keys_pkey'), ('jobq_limit_starts', 'jobq_limit_starts_pkey')$$,
+             ('jobq_limits', 'jobq_limits_share_known'),
+             ('jobq_limit_keys', 'jobq_limit_keys_pkey'), ('jobq_limit_keys', 'jobq_limit_keys_weight_positive'), ('jobq_limit_starts', 'jobq_limit_starts_pkey')$$,
     'the limit tables'' constraints have their documented names'
 );
 SELECT throws_ok($$INSERT INTO jobq_limits (limit_group, max_running) VALUES ('g', 0)$$, '23514',

@@ -60,12 +60,12 @@ SELECT results_eq('SELECT * FROM jobq_limits', 'SELECT * FROM snap_limits',
 SELECT jobq_set_limit('api', max_starts => 100, per => '1 minute');
 SELECT jobq_set_limit(limit_group => 'cust', max_running => 2);
 SELECT results_eq('SELECT * FROM jobq_limits()',
-    $$VALUES ('api'::text, NULL::int, 100, interval '1 minute'), ('cust', 2, NULL, NULL),
-             ('kept', 4, NULL, NULL)$$,
+    $$VALUES ('api'::text, NULL::int, 100, interval '1 minute', 'fifo'::text),
+             ('cust', 2, NULL, NULL, 'fifo'), ('kept', 4, NULL, NULL, 'fifo')$$,
     'jobq_limits: one row per group, by group');
 SELECT jobq_set_limit('kept', max_running => 1, max_starts => 3, per => '1 hour');
 SELECT results_eq($$SELECT * FROM jobq_limits() WHERE limit_group = 'kept'$$,
-    $$VALUES ('kept'::text, 1, 3, interval '1 hour')$$, 'setting a group again replaces its limits');
+    $$VALUES ('kept'::text, 1, 3, interval '1 hour', 'fifo'::text)$$, 'setting a group again replaces its limits');
 SELECT jobq_set_limit('kept');
 SELECT is((SELECT count(*)::int FROM jobq_limits() WHERE limit_group = 'kept'), 0,
           'both limits NULL removes the group''s limit');

@@ -200,7 +200,7 @@ SELECT is_empty($$SELECT fn, dep FROM resolved WHERE planted$$,
 
 SELECT lives_ok($$SELECT jobq_configure(NULL::integer, TRUE, NULL::integer)$$, 'configure: metrics on');
 SELECT lives_ok(
-    $$SELECT jobq_set_limit('lg'::text, 1, NULL::integer, NULL::interval)$$, 'set_limit'
+    $$SELECT jobq_set_limit('lg'::text, 1, NULL::integer, NULL::interval, NULL::text)$$, 'set_limit'
 );
 SELECT lives_ok($$
     CREATE TEMP TABLE ids AS

@@ -122,7 +122,7 @@ GRANT EXECUTE ON FUNCTION
     jobq_metrics_recount(),
     jobq_list_jobs(text[], text, text, integer),
     jobq_health(interval, interval, interval),
-    jobq_set_limit(text, integer, integer, interval),
+    jobq_set_limit(text, integer, integer, interval, text),
     jobq_limits(),
     jobq_limit_usage()
 TO ta;

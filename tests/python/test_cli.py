@@ -669,6 +669,8 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "tick": [],
     "limit set": ["per-customer", "--max-running", "2"],
     "limit list": [],
+    "limit weight": ["per-customer", "acme", "2"],
+    "limits": [],
     "limit delete": ["per-customer"],
     "queue pause": ["mail"],
     "queue resume": ["mail"],

@@ -121,12 +121,15 @@ def test_cli_limit_set_list_delete_with_options_before_or_after(dsn: str, conn: 
     assert listed.returncode == 0, listed.stderr
     data = json.loads(listed.stdout)
     assert data["limits"] == [
-        {"limit_group": "api", "max_running": None, "max_starts": 100, "per_seconds": 60.0},
-        {"limit_group": "cust", "max_running": 2, "max_starts": None, "per_seconds": None},
+        {"limit_group": "api", "max_running": None, "max_starts": 100, "per_seconds": 60.0,
+         "share": "fifo"},
+        {"limit_group": "cust", "max_running": 2, "max_starts": None, "per_seconds": None,
+         "share": "fifo"},
     ]
     assert data["usage"] == [{
         "limit_group": "cust", "limit_key": "acme", "running": 0, "max_running": 2,
         "starts_in_window": None, "max_starts": None, "per_seconds": None, "pending": 1,
+        "weight": 1.0,
     }]
     text = jobq(dsn, "limit", "list").stdout
     assert "cust" in text and "acme" in text and "0/2" in text

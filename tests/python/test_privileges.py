@@ -162,7 +162,8 @@ EXPECTED = {
                "jobq_dependencies", "jobq_job_graph"},
     "monitor": {
         "jobq_stats", "jobq_health", "jobq_metrics", "jobq_queue_summary", "jobq_jobs_page",
-        "jobq_workers_summary", "jobq_job_graph", "jobq_find_jobs",
+        "jobq_workers_summary", "jobq_job_graph", "jobq_find_jobs", "jobq_limits",
+        "jobq_limit_usage",
     },
 }
 
@@ -425,6 +426,8 @@ MONITOR_CALLS = {
     "jobq_queue_summary": ["SELECT q::text FROM jobq_queue_summary() AS q"],
     "jobq_workers_summary": ["SELECT w::text FROM jobq_workers_summary() AS w"],
     "jobq_find_jobs": ["SELECT f::text FROM jobq_find_jobs() AS f"],
+    "jobq_limits": ["SELECT l::text FROM jobq_limits() AS l"],
+    "jobq_limit_usage": ["SELECT u::text FROM jobq_limit_usage() AS u"],
     "jobq_jobs_page": [
         f"SELECT p::text FROM jobq_jobs_page('{status}') AS p"
         for status in ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled")

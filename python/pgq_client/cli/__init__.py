@@ -57,6 +57,7 @@ for module in (install, produce, jobs, operations, queues, serve, workers, workf
     for command in module.COMMANDS:
         cli.add_command(command)
 cli.add_command(alias(install.doctor, "health"))  # the name of the SQL function it reports
+cli.add_command(alias(operations.limit_list, "limits"))  # likewise (jobq_limits)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -215,21 +215,46 @@ def limit() -> None:
 @click.option("--max-running", type=opt.POSITIVE, metavar="N", help="Running at once, per key.")
 @click.option("--max-starts", type=opt.POSITIVE, metavar="N", help="Started per --per, per key.")
 @opt.duration("--per", None, "The window of --max-starts")
+@click.option(
+    "--share",
+    type=click.Choice(["fifo", "round-robin", "weighted"]),
+    help="The order of the keys at equal priority: fifo (claim order, the default), "
+    "round-robin (keys in turn) or weighted (in proportion to `jobq limit weight`).",
+)
 def limit_set(
-    group: str, max_running: int | None, max_starts: int | None, per: timedelta | None
+    group: str,
+    max_running: int | None,
+    max_starts: int | None,
+    per: timedelta | None,
+    share: str | None,
 ) -> None:
-    """Set the limits each key of GROUP has (neither option: remove them)."""
+    """Set the limits and share each key of GROUP has (none of them: remove them)."""
     if (max_starts is None) != (per is None):
         raise click.UsageError("--max-starts and --per go together (N jobs per DURATION)")
     if per is not None and not per:
         raise click.BadParameter("the window must be longer than 0 s", param_hint="--per")
-    call(Queue.set_limit, group, max_running=max_running, max_starts=max_starts, per=per)
+    sql_share = None if share is None else share.replace("-", "_")
+    call(Queue.set_limit, group, max_running=max_running, max_starts=max_starts, per=per,
+         share=sql_share)
     parts = []
     if max_running is not None:
         parts.append(f"at most {max_running} running")
     if max_starts is not None and per is not None:
         parts.append(f"at most {max_starts} starts per {per.total_seconds():g} s")
+    if share not in (None, "fifo"):
+        parts.append(f"shared {share}")
     click.echo(f"{group}: {', '.join(parts)} per key" if parts else f"removed the limit of {group}")
+
+
+@command(limit, "weight")
+@click.argument("group")
+@click.argument("key")
+@click.argument("weight", type=click.FloatRange(min=0, min_open=True))
+def limit_weight(group: str, key: str, weight: float) -> None:
+    """Set the WEIGHT of KEY in GROUP: under --share weighted, keys with work start jobs in
+    proportion to their weights (1 unless set)."""
+    call(Queue.set_weight, group, key, weight)
+    click.echo(f"{group}: {key} weighs {weight:g}")
 
 
 def _per_seconds(row: Limit | LimitUsage) -> dict[str, Any]:
@@ -245,21 +270,22 @@ def _of(used: int | None, most: int | None) -> object:
 
 @command(limit, "list", json=True)
 def limit_list() -> None:
-    """List the limits and what each key uses now (running, starts in the window, pending)."""
+    """List the limits and what each key uses now (running, starts in the window, pending,
+    weight)."""
     with settings().queue() as q:
         limits = q.limits()
         usage = q.limit_usage()
     as_json = {"limits": [*map(_per_seconds, limits)], "usage": [*map(_per_seconds, usage)]}
     text = columns(
         limits,
-        ["limit_group", "max_running", "max_starts", "per"],
+        ["limit_group", "max_running", "max_starts", "per", "share"],
         "no limits",
         per=lambda r: "" if r.per is None else f"{r.per.total_seconds():g} s",
     )
     if limits and usage:
         text += "\n\n" + columns(
             usage,
-            ["limit_group", "limit_key", "running", "starts_in_window", "pending"],
+            ["limit_group", "limit_key", "running", "starts_in_window", "pending", "weight"],
             running=lambda u: _of(u.running, u.max_running),
             starts_in_window=lambda u: _of(u.starts_in_window, u.max_starts),
         )

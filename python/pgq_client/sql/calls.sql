@@ -349,7 +349,15 @@ SELECT jobq_set_limit(
     limit_group => %(limit_group)s::pg_catalog.text,
     max_running => %(max_running)s::pg_catalog.int4,
     max_starts => %(max_starts)s::pg_catalog.int4,
-    per => %(per)s::pg_catalog.interval
+    per => %(per)s::pg_catalog.interval,
+    share => %(share)s::pg_catalog.text
+);
+
+-- name: set_weight
+SELECT jobq_set_weight(
+    limit_group => %(limit_group)s::pg_catalog.text,
+    limit_key => %(limit_key)s::pg_catalog.text,
+    weight => %(weight)s::pg_catalog.float4
 );
 
 -- name: limits
@@ -357,7 +365,8 @@ SELECT
     limit_group,
     max_running,
     max_starts,
-    per
+    per,
+    share
 FROM jobq_limits()
 ORDER BY limit_group;
 
@@ -370,7 +379,8 @@ SELECT
     starts_in_window,
     max_starts,
     per,
-    pending
+    pending,
+    weight
 FROM jobq_limit_usage();
 
 -- name: workers_summary

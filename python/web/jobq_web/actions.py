@@ -1,6 +1,6 @@
 """The POST routes: requeue, cancel, requeue all, pause and resume a queue, act on the
-selected jobs, and a schedule's pause, resume, run now and delete, each made by
-:func:`action`."""
+selected jobs, a schedule's pause, resume, run now and delete, and set and remove a limit,
+each made by :func:`action`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from pgq_client import JOB_ACTIONS, Queue
+from pgq_client import JOB_ACTIONS, InvalidArgument, Queue
 
 from .guard import csrf_ok
 from .helpers import base, board_of, fail, next_url, text_filter
@@ -78,6 +78,35 @@ def _resume(queue: Queue, fields: dict[str, str]) -> str:
     return f"resumed {name}" if queue.resume(name) else f"{name} was not paused"
 
 
+def _whole(fields: dict[str, str], name: str) -> int | None:
+    """A form's optional whole number: blank is None; anything else not a number is refused
+    as the database refuses a bad argument, naming it."""
+    text = fields.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidArgument(f"{name} must be a whole number, got {text!r}") from None
+
+
+def _set_limit(queue: Queue, fields: dict[str, str]) -> str:
+    group = fields.get("limit_group", "")
+    per = _whole(fields, "per_seconds")
+    try:
+        queue.set_limit(group, _whole(fields, "max_running"), _whole(fields, "max_starts"),
+                        per, fields.get("share") or None)
+    except InvalidArgument as exc:
+        return f"refused: {exc}"
+    return f"set the limit of {group}"
+
+
+def _remove_limit(queue: Queue, fields: dict[str, str]) -> str:
+    group = fields.get("limit_group", "")
+    queue.set_limit(group)
+    return f"removed the limit of {group}"
+
+
 def _act(queue: Queue, fields: dict[str, str]) -> str:
     """The selected jobs' action (``jobq_act_on_jobs``: done and recorded in the audit log)."""
     what = fields.get("action", "")
@@ -123,7 +152,7 @@ def _unschedule(queue: Queue, fields: dict[str, str]) -> str:
 
 # Where a bulk route returns when its form names no page.
 BACK = {"jobq_act_on_jobs": "/jobs", "jobq_schedule": "/schedules", "jobq_unschedule": "/schedules",
-        "jobq_pause": "/", "jobq_resume": "/"}
+        "jobq_pause": "/", "jobq_resume": "/", "jobq_set_limit": "/limits"}
 
 requeue = action("jobq_requeue_dead_letter", _requeue)
 cancel = action("jobq_cancel", _cancel)
@@ -133,3 +162,5 @@ resume = action("jobq_resume", _resume)
 act = action("jobq_act_on_jobs", _act)
 schedule = action("jobq_schedule", _schedule)
 unschedule = action("jobq_unschedule", _unschedule)
+set_limit = action("jobq_set_limit", _set_limit)
+remove_limit = action("jobq_set_limit", _remove_limit)

@@ -157,7 +157,8 @@ def limits(request: Request) -> Response:
     role = board.role()
     rows = board.queue().limits() if role.can["jobq_limits"] else []
     usage = board.queue().limit_usage() if role.can["jobq_limit_usage"] else []
-    return render(request, "limits.html", role, rows=rows, usage=usage)
+    return render(request, "limits.html", role, rows=rows, usage=usage,
+                  here=f"{base(request)}/limits")
 
 
 def workers(request: Request) -> Response:
