@@ -175,6 +175,9 @@ class _Recycler:
             state = c.execute(self.state_query).fetchone()
             assert state is not None
             self.state = tuple(state)
+            paged = [t for t, size in zip(self.tables, state, strict=True)
+                     if t not in self.rows and size != 0]
+            assert not paged, f"empty tables of {template} with pages (VACUUM it): {paged}"
 
     def take(self) -> str:
         """The name of a database equal to the template, for one test."""

@@ -81,3 +81,16 @@ def test_a_database_whose_catalogue_a_test_changed_is_dropped_not_kept(
             gone = c.execute("SELECT NOT EXISTS (SELECT FROM pg_database WHERE datname = %s)",
                              [name]).fetchone()
         assert gone == (True,), change
+
+
+def test_a_template_whose_empty_table_has_a_page_is_refused(admin_dsn: str, dsn: str) -> None:
+    """The recycler tells that a test wrote a table left empty by the table's size: a template
+    where such a table holds a page (a row written and deleted, not vacuumed) would hide that
+    write, so it is refused, naming the table."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("INSERT INTO jobq_paused_queues (queue, paused_at) VALUES ('q', now())")
+        c.execute("DELETE FROM jobq_paused_queues")
+        name = c.execute("SELECT current_database()").fetchone()
+    assert name is not None
+    with pytest.raises(AssertionError, match="jobq_paused_queues"):
+        _Recycler(admin_dsn, name[0])
