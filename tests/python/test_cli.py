@@ -825,7 +825,7 @@ def test_payload_from_stdin_in_process(dsn: str, conn: Conn) -> None:
 def test_version_names_the_installed_distribution() -> None:
     from importlib.metadata import version
 
-    result = jobq_process("--version")
+    result = jobq("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"jobq {version('pgq-client')} (pgq-client)"
 
