@@ -92,6 +92,8 @@ fi
 bg_step "sqlfluff (sql/)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres sql/
 bg_step "sqlfluff (the installer's statements)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres \
     --templater python python/pgq_client/installer/sql/
+bg_step "sqlfluff (the client's statements)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres \
+    --templater placeholder python/pgq_client/sql/
 step "ruff" "$BIN/ruff" check python tests bench examples
 step "mypy --strict" "$BIN/mypy"
 if [ -n "$own_server" ]; then
