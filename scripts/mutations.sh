@@ -138,8 +138,10 @@ for entry in "${MUTATIONS[@]}"; do
     cp "$scratch/schema.sql" "$tree/sql/schema.sql"
     cp "$scratch/history.sha256" "$tree/sql/functions/history.sha256"
     if [ "$verdict" = caught ]; then
-        by=$(grep -oE '^(FAILED|ERROR) [^ ]+|^not ok [0-9]+|^tests/pgtap/[a-z_]+\.sql +[0-9]+' "$log" \
-            | sed -E 's/^(FAILED|ERROR) //' | sort -u | paste -sd, - | cut -c1-300)
+        # pytest's "FAILED <test id> - <message>" (an id may hold spaces), pgTAP's "not ok N"
+        by=$({ sed -nE '/^(FAILED|ERROR) /{s/^(FAILED|ERROR) //; s/ - .*//; p}' "$log"
+               grep -oE '^not ok [0-9]+|^tests/pgtap/[a-z_]+\.sql +[0-9]+' "$log"; } \
+            | sort -uV | paste -sd, - | cut -c1-300)
         results+=("$name ($kind): caught by ${caught_by#*:}: ${by:-see its log}")
     else
         results+=("$name ($kind): $verdict")
