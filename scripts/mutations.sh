@@ -16,7 +16,8 @@
 #          tests must fail.
 #
 # Prints one line per mutation (caught / NOT caught / did not apply) and exits non-zero unless
-# every one behaved as expected. Uses JOBQ_TEST_DSN when set, else a throwaway server. Each
+# every one behaved as expected. Uses JOBQ_TEST_DSN when set, else a throwaway server (its
+# data directory in memory where scripts/run-tests.sh would put it: JOBQ_TEST_RAMDIR). Each
 # test gets a time limit (JOBQ_MUTATION_TIMEOUT seconds; a pgTAP run, five times that): a
 # mutation that makes a test hang counts as caught by it.
 set -uo pipefail
@@ -39,6 +40,10 @@ MUTATIONS=(
     "limit-key-without-advisory-lock|test|sql/functions/jobq__claim_limited.sql|s/OR pg_catalog\.pg_try_advisory_xact_lock\(/OR TRUE OR pg_catalog.pg_try_advisory_xact_lock(/|pytest:tests/faults/test_limits.py|pgtap:tests/pgtap/limits.sql"
     "available-with-seqscan|test|sql/functions/jobq__available.sql|s/\nSET enable_seqscan = off\n/\n/|pytest:tests/python/test_volume.py|pgtap:tests/pgtap/queue_summary.sql tests/pgtap/health.sql"
 )
+
+# The throwaway cluster's data directory in memory, as for scripts/run-tests.sh.
+if [ -z "${JOBQ_TEST_RAMDIR+set}" ]; then JOBQ_TEST_RAMDIR=$(scripts/testdb.sh ramdir); fi
+export JOBQ_TEST_RAMDIR
 
 scratch=$(mktemp -d /tmp/jobq-mutations.XXXXXX)
 chmod 755 "$scratch"
@@ -133,8 +138,10 @@ for entry in "${MUTATIONS[@]}"; do
     cp "$scratch/schema.sql" "$tree/sql/schema.sql"
     cp "$scratch/history.sha256" "$tree/sql/functions/history.sha256"
     if [ "$verdict" = caught ]; then
-        by=$(grep -oE '^(FAILED|ERROR) [^ ]+|^not ok [0-9]+|^tests/pgtap/[a-z_]+\.sql +[0-9]+' "$log" \
-            | sed -E 's/^(FAILED|ERROR) //' | sort -u | paste -sd, - | cut -c1-300)
+        # pytest's "FAILED <test id> - <message>" (an id may hold spaces), pgTAP's "not ok N"
+        by=$({ sed -nE '/^(FAILED|ERROR) /{s/^(FAILED|ERROR) //; s/ - .*//; p}' "$log"
+               grep -oE '^not ok [0-9]+|^tests/pgtap/[a-z_]+\.sql +[0-9]+' "$log"; } \
+            | sort -uV | paste -sd, - | cut -c1-300)
         results+=("$name ($kind): caught by ${caught_by#*:}: ${by:-see its log}")
     else
         results+=("$name ($kind): $verdict")

@@ -30,19 +30,8 @@ unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
 
 # The throwaway cluster's data directory in memory (scripts/testdb.sh, JOBQ_TEST_RAMDIR) when
-# /dev/shm is a tmpfs with room for the largest tables the tests build (about 0.7 GB; 4 GB
-# asked) and the machine has as much memory available: a container's /dev/shm is often 64 MB.
-# JOBQ_TEST_RAMDIR= (empty) keeps it on disk.
-if [ -z "${JOBQ_TEST_RAMDIR+set}" ]; then
-    JOBQ_TEST_RAMDIR=
-    avail_kb=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo 2>/dev/null)
-    shm_kb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}')
-    if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && [ -w /dev/shm ] \
-        && [ "${avail_kb:-0}" -ge $((4 * 1024 * 1024)) ] \
-        && [ "${shm_kb:-0}" -ge $((4 * 1024 * 1024)) ]; then
-        JOBQ_TEST_RAMDIR=/dev/shm
-    fi
-fi
+# the machine has room for it; JOBQ_TEST_RAMDIR= (empty) keeps it on disk.
+if [ -z "${JOBQ_TEST_RAMDIR+set}" ]; then JOBQ_TEST_RAMDIR=$(scripts/testdb.sh ramdir); fi
 export JOBQ_TEST_RAMDIR
 
 mode=test
@@ -103,6 +92,8 @@ fi
 bg_step "sqlfluff (sql/)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres sql/
 bg_step "sqlfluff (the installer's statements)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres \
     --templater python python/pgq_client/installer/sql/
+bg_step "sqlfluff (the client's statements)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres \
+    --templater placeholder python/pgq_client/sql/
 step "ruff" "$BIN/ruff" check python tests bench examples
 step "mypy --strict" "$BIN/mypy"
 if [ -n "$own_server" ]; then

@@ -3,6 +3,7 @@
 #
 #   scripts/testdb.sh start DIR [NAME=VALUE...]   prints shell exports (JOBQ_TEST_DSN, ...)
 #   scripts/testdb.sh stop DIR
+#   scripts/testdb.sh ramdir                       prints /dev/shm if it can hold a test cluster
 #
 # The names are the embedded server's (docs/embedded.md): JOBQ_PG_BIN is the bin directory of
 # the PostgreSQL to run (default here: the newest /usr/lib/postgresql/*/bin, whose extensions
@@ -14,11 +15,27 @@
 # instead of DIR (DIR/data is then a link to it, removed with it by stop): the tests create and
 # remove thousands of files (a database copied per test that changes its catalogue, new files
 # for every table a TRUNCATE empties), and on a disk file system finding a free inode for each
-# is the server's largest single cost. scripts/run-tests.sh sets it; a benchmark must not
-# (its fsync would reach no disk).
+# is the server's largest single cost. scripts/run-tests.sh and scripts/mutations.sh set it
+# (to what `ramdir` prints, unless it is set already: empty keeps the disk); a benchmark must
+# not (its fsync would reach no disk).
 set -euo pipefail
 
-cmd=${1:?usage: testdb.sh start|stop DIR}
+cmd=${1:?usage: testdb.sh start|stop DIR | ramdir}
+
+# /dev/shm when it is a tmpfs with room for the largest tables the tests build (about 0.7 GB;
+# 4 GB asked) and the machine has as much memory available: a container's /dev/shm is often
+# 64 MB.
+if [ "$cmd" = ramdir ]; then
+    avail_kb=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo 2>/dev/null)
+    shm_kb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}')
+    if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && [ -w /dev/shm ] \
+        && [ "${avail_kb:-0}" -ge $((4 * 1024 * 1024)) ] \
+        && [ "${shm_kb:-0}" -ge $((4 * 1024 * 1024)) ]; then
+        echo /dev/shm
+    fi
+    exit 0
+fi
+
 dir=${2:?usage: testdb.sh start|stop DIR}
 shift 2
 
@@ -85,5 +102,5 @@ stop)
     if [ -L "$dir/data" ]; then rm -rf "$(readlink "$dir/data")"; fi
     rm -rf "$dir"
     ;;
-*) echo "usage: testdb.sh start|stop DIR" >&2; exit 2 ;;
+*) echo "usage: testdb.sh start|stop DIR | ramdir" >&2; exit 2 ;;
 esac

@@ -8611,6 +8611,8 @@ DECLARE
     v_next timestamptz;
     v_size integer;
     v_limit integer;
+    v_zone_known boolean := FALSE;
+    v_session_zone CONSTANT text := pg_catalog.current_setting('timezone');
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -8673,10 +8675,25 @@ BEGIN
         RAISE EXCEPTION 'jobq_schedule: paused must be true or false, got NULL'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF jobq_schedule.timezone IS NULL OR NOT EXISTS (
-        SELECT FROM pg_catalog.pg_timezone_names AS z
-        WHERE z.name OPERATOR(pg_catalog.=) jobq_schedule.timezone
-    ) THEN
+    IF jobq_schedule.timezone IS NOT NULL THEN
+        BEGIN
+            PERFORM pg_catalog.set_config('timezone', jobq_schedule.timezone, TRUE);
+            v_zone_known := pg_catalog.current_setting('timezone')
+                OPERATOR(pg_catalog.=) jobq_schedule.timezone;
+        EXCEPTION WHEN invalid_parameter_value THEN
+            v_zone_known := FALSE;
+        END;
+        -- A local setting would outlast the call: the function's SET clause undoes only its
+        -- own (search_path) when it returns.
+        PERFORM pg_catalog.set_config('timezone', v_session_zone, TRUE);
+    END IF;
+    IF v_zone_known AND jobq_schedule.timezone OPERATOR(pg_catalog.~) '[0-9]' THEN
+        v_zone_known := EXISTS (
+            SELECT FROM pg_catalog.pg_timezone_names AS z
+            WHERE z.name OPERATOR(pg_catalog.=) jobq_schedule.timezone
+        );
+    END IF;
+    IF NOT v_zone_known THEN
         RAISE EXCEPTION 'jobq_schedule: timezone % is not a known IANA time zone',
             coalesce(pg_catalog.quote_literal(jobq_schedule.timezone), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',

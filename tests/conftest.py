@@ -38,6 +38,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "long: runs for many seconds alone; started first (tests/conftest.py)"
+    )
+    config.pluginmanager.register(_StartLongTestsFirst(config), "jobq-start-long-tests-first")
+
+
+class _StartLongTestsFirst:
+    """A test marked ``long`` starts a worker's run, so that no worker is left running it
+    alone at the end. pytest-xdist (``--dist worksteal``) hands the workers contiguous shares
+    of the collection, each run in order: the long tests are dealt to the heads of the shares,
+    the rest keep their order (and their modules' fixtures their sharing)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        workerinput = getattr(config, "workerinput", None)
+        self.workers = int(workerinput["workercount"]) if workerinput else 1
+
+    @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        long = [i for i in items if i.get_closest_marker("long")]
+        rest = [i for i in items if not i.get_closest_marker("long")]
+        ordered: list[pytest.Item] = []
+        left = len(items)
+        for share in range(self.workers):  # the sizes pytest-xdist's first hand-out has
+            size = left // (self.workers - share)
+            left -= size
+            head = long[share :: self.workers]
+            taken = max(0, size - len(head))
+            ordered += head + rest[:taken]
+            rest = rest[taken:]
+        items[:] = ordered + rest
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """pytest-xdist sends each report to the controller as UTF-8: a lone surrogate in captured
@@ -175,6 +208,9 @@ class _Recycler:
             state = c.execute(self.state_query).fetchone()
             assert state is not None
             self.state = tuple(state)
+            paged = [t for t, size in zip(self.tables, state, strict=True)
+                     if t not in self.rows and size != 0]
+            assert not paged, f"empty tables of {template} with pages (VACUUM it): {paged}"
 
     def take(self) -> str:
         """The name of a database equal to the template, for one test."""

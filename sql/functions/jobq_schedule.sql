@@ -2,9 +2,15 @@
 -- fire time. Every argument is checked here, so that a tick never meets a schedule it cannot
 -- read: the cron expression (jobq__cron_parse, which also must fire within ten years), the
 -- time zone (a name of the IANA database as pg_timezone_names lists it: abbreviations such as
--- 'CEST' and POSIX strings such as 'UTC+3', which AT TIME ZONE would accept, are refused;
--- the query reads the zone files, some tens of milliseconds, here only), the job's
--- arguments with jobq_enqueue's words, and the payload limit.
+-- 'CEST' and POSIX strings such as 'UTC+3', which AT TIME ZONE would accept, are refused),
+-- the job's arguments with jobq_enqueue's words, and the payload limit.
+--
+-- The zone is looked up as the TimeZone setting looks it up: the setting takes a zone file's
+-- name in any case and shows it in the file's own, so a name shown exactly as given is a zone
+-- file's, and the setting refuses the files that pg_timezone_names leaves out (leap-second
+-- zones). A POSIX string is shown as given too, in upper case; it always holds a digit, so a
+-- name with a digit (Etc/GMT+3, EST5EDT) is looked for in pg_timezone_names, which reads
+-- every zone file: the setting reads one, once per session.
 --
 -- Replacing keeps next_run_at when the timing (cron and timezone) is unchanged and the
 -- schedule stays active, so that a fire that is due but not yet ticked still fires (with the
@@ -41,6 +47,8 @@ DECLARE
     v_next timestamptz;
     v_size integer;
     v_limit integer;
+    v_zone_known boolean := FALSE;
+    v_session_zone CONSTANT text := pg_catalog.current_setting('timezone');
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -103,10 +111,25 @@ BEGIN
         RAISE EXCEPTION 'jobq_schedule: paused must be true or false, got NULL'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF jobq_schedule.timezone IS NULL OR NOT EXISTS (
-        SELECT FROM pg_catalog.pg_timezone_names AS z
-        WHERE z.name OPERATOR(pg_catalog.=) jobq_schedule.timezone
-    ) THEN
+    IF jobq_schedule.timezone IS NOT NULL THEN
+        BEGIN
+            PERFORM pg_catalog.set_config('timezone', jobq_schedule.timezone, TRUE);
+            v_zone_known := pg_catalog.current_setting('timezone')
+                OPERATOR(pg_catalog.=) jobq_schedule.timezone;
+        EXCEPTION WHEN invalid_parameter_value THEN
+            v_zone_known := FALSE;
+        END;
+        -- A local setting would outlast the call: the function's SET clause undoes only its
+        -- own (search_path) when it returns.
+        PERFORM pg_catalog.set_config('timezone', v_session_zone, TRUE);
+    END IF;
+    IF v_zone_known AND jobq_schedule.timezone OPERATOR(pg_catalog.~) '[0-9]' THEN
+        v_zone_known := EXISTS (
+            SELECT FROM pg_catalog.pg_timezone_names AS z
+            WHERE z.name OPERATOR(pg_catalog.=) jobq_schedule.timezone
+        );
+    END IF;
+    IF NOT v_zone_known THEN
         RAISE EXCEPTION 'jobq_schedule: timezone % is not a known IANA time zone',
             coalesce(pg_catalog.quote_literal(jobq_schedule.timezone), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',

@@ -595,12 +595,22 @@ def test_every_command_and_group_takes_dsn_and_schema() -> None:
 
 @pytest.fixture(scope="module")
 def tenant_databases(admin_dsn: str) -> Iterator[_Recycler]:
-    """Databases where jobq lives only in schema tenant_x (migrated once per test process),
-    each test's brought back to that state for the next (tests/conftest.py, ``_Recycler``)."""
+    """Databases where jobq lives only in schema tenant_x (migrated once per test process), with
+    one dead_letter job, one schedule and one limit, each test's brought back to that state for
+    the next (tests/conftest.py, ``_Recycler``, puts the template's rows back)."""
     from pgq_client.migrate import migrate
 
     name = unique_name("jobq_tenant_tpl")
-    migrate(_create_db(admin_dsn, name), schema="tenant_x")
+    dsn = _create_db(admin_dsn, name)
+    migrate(dsn, schema="tenant_x")
+    with Queue(dsn, schema="tenant_x") as q:
+        q.schedule("nightly", "30 2 * * *", "report")  # for `schedule delete`
+        q.set_limit("per-customer", max_running=2)  # for `limit delete`
+        q.enqueue("ocr", {"n": 1}, max_attempts=1)
+        (job,) = q.dequeue("w")
+        q.fail(job.id, "w", "boom")
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("VACUUM")  # the tables left empty have no page again (as _Recycler asks)
     recycler = _Recycler(admin_dsn, name)
     yield recycler
     if recycler.spare is not None:
@@ -613,14 +623,7 @@ def tenant_dsn(admin_dsn: str, tenant_databases: _Recycler) -> Iterator[str]:
     """The tenant_x database for this test, with one dead_letter job, one schedule and one
     limit."""
     name = tenant_databases.take()
-    dsn = make_conninfo(admin_dsn, dbname=name)
-    with Queue(dsn, schema="tenant_x") as q:
-        q.schedule("nightly", "30 2 * * *", "report")  # for `schedule delete`
-        q.set_limit("per-customer", max_running=2)  # for `limit delete`
-        q.enqueue("ocr", {"n": 1}, max_attempts=1)
-        (job,) = q.dequeue("w")
-        q.fail(job.id, "w", "boom")
-    yield dsn
+    yield make_conninfo(admin_dsn, dbname=name)
     tenant_databases.give_back(name)
 
 
@@ -834,7 +837,7 @@ def test_payload_from_stdin_in_process(dsn: str, conn: Conn) -> None:
 def test_version_names_the_installed_distribution() -> None:
     from importlib.metadata import version
 
-    result = jobq_process("--version")
+    result = jobq("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"jobq {version('pgq-client')} (pgq-client)"
 

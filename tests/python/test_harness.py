@@ -3,10 +3,13 @@ whether it was copied from the template or brought back from an earlier test."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any, cast
+
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
-from tests.conftest import _drop_db, _Recycler
+from tests.conftest import _drop_db, _Recycler, _StartLongTestsFirst
 
 
 def _contents(dsn: str) -> tuple[object, ...]:
@@ -81,3 +84,31 @@ def test_a_database_whose_catalogue_a_test_changed_is_dropped_not_kept(
             gone = c.execute("SELECT NOT EXISTS (SELECT FROM pg_database WHERE datname = %s)",
                              [name]).fetchone()
         assert gone == (True,), change
+
+
+def test_a_template_whose_empty_table_has_a_page_is_refused(admin_dsn: str, dsn: str) -> None:
+    """The recycler tells that a test wrote a table left empty by the table's size: a template
+    where such a table holds a page (a row written and deleted, not vacuumed) would hide that
+    write, so it is refused, naming the table."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("INSERT INTO jobq_paused_queues (queue, paused_at) VALUES ('q', now())")
+        c.execute("DELETE FROM jobq_paused_queues")
+        name = c.execute("SELECT current_database()").fetchone()
+    assert name is not None
+    with pytest.raises(AssertionError, match="jobq_paused_queues"):
+        _Recycler(admin_dsn, name[0])
+
+
+class _Item(SimpleNamespace):
+    def get_closest_marker(self, name: str) -> object:
+        return self.long if name == "long" else None
+
+
+def test_long_tests_head_the_shares_that_pytest_xdist_hands_out() -> None:
+    """Ten tests on three workers are handed out as shares of 3, 3 and 4 in collection order:
+    the two long ones start the first two shares, the others keep their order."""
+    config = SimpleNamespace(workerinput={"workercount": 3})
+    items: list[Any] = [_Item(name=f"t{i}", long=i in (5, 9)) for i in range(10)]
+    _StartLongTestsFirst(cast(pytest.Config, config)).pytest_collection_modifyitems(items)
+    assert [i.name for i in items] == ["t5", "t0", "t1", "t9", "t2", "t3",
+                                       "t4", "t6", "t7", "t8"]

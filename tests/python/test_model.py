@@ -614,6 +614,7 @@ class JobqModel(RuleBasedStateMachine):
             assert got[i] == expected, f"job {i}"
 
 
+@pytest.mark.long
 @pytest.mark.timeout(max(300, EXAMPLES))
 def test_the_sql_api_follows_its_model(dsn: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as a, psycopg.connect(dsn) as b:
