@@ -157,6 +157,7 @@ def _metrics_buffers(c: Conn) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_reading_metrics_does_not_grow_with_finished_jobs(dsn: str, conn: Conn) -> None:
     """jobq_metrics() reads the counters and a few index probes, never jobq_jobs or the history
     row by row: once the pending jobs' indexes are a few levels deep (20,000 of them), twice as
