@@ -8,9 +8,8 @@
 # Exits non-zero if any step fails; every step runs even after a failure, so one run shows all.
 # The linters run while the server starts and beside the tests; pgTAP runs its files
 # JOBQ_TEST_JOBS at a time (default: the number of cores) beside pytest on JOBQ_TEST_WORKERS
-# pytest-xdist workers (default: JOBQ_TEST_JOBS), and the tests marked serial (they restart
-# the server) on a second throwaway server of their own beside them (after the others, on the
-# same server, when JOBQ_TEST_DSN names one).
+# pytest-xdist workers (default: JOBQ_TEST_JOBS), then, alone, the tests marked serial (they
+# restart the server).
 #
 # JOBQ_TEST_DSN set: use that server (a superuser DSN) instead of starting one.
 set -uo pipefail
@@ -41,10 +40,8 @@ if [ "${1:-}" = --check ]; then mode=check; shift; fi
 tmp=$(mktemp -d /tmp/jobq-test.XXXXXX)
 chmod 755 "$tmp"
 own_server=
-serial_server=
 cleanup() {
     if [ -n "$own_server" ]; then scripts/testdb.sh stop "$tmp/pg"; fi
-    if [ -n "$serial_server" ]; then scripts/testdb.sh stop "$tmp/pg2"; fi
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -91,11 +88,6 @@ if [ -z "${JOBQ_TEST_DSN:-}" ]; then
     own_server=1
     scripts/testdb.sh start "$tmp/pg" >"$tmp/pg.env" 2>"$tmp/pg.err" &
     server_pid=$!
-    if [ "$mode" = test ]; then
-        serial_server=1
-        scripts/testdb.sh start "$tmp/pg2" >"$tmp/pg2.env" 2>"$tmp/pg2.err" &
-        serial_pid=$!
-    fi
 fi
 bg_step "sqlfluff (sql/)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres sql/
 bg_step "sqlfluff (the installer's statements)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres \
@@ -119,27 +111,15 @@ export JOBQ_TEST_DSN
 
 # pgTAP runs beside pytest: both spend most of their time waiting on the server.
 bg_step "pgTAP (${JOBS} files at a time)" scripts/pgtap.sh
-# The serial tests (exit status 5: no test selected, for arguments that name no serial test).
-serial=(bash -c 'if [ -n "$1" ]; then source "$1"; export JOBQ_TEST_DSN; fi; shift
-                 "$0" -m pytest -p no:xdist -m serial "$@"; rc=$?; [ $rc = 5 ] && rc=0; exit $rc')
-if [ -n "$serial_server" ]; then
-    if wait "$serial_pid"; then
-        bg_step "pytest, serial (a server of their own)" "${serial[@]}" "$PY" "$tmp/pg2.env" "$@"
-    else
-        cat "$tmp/pg2.err" >&2
-        report "a second test PostgreSQL for the serial tests" 1 0
-    fi
-fi
 xdist=(-n "$WORKERS" --dist worksteal)
 if [ "$mode" = check ]; then
     step "pytest, not slow (${WORKERS} workers)" "$PY" -m pytest "${xdist[@]}" -m "not slow and not serial" "$@"
     bg_wait
 else
     step "pytest (${WORKERS} workers)" "$PY" -m pytest "${xdist[@]}" -m "not serial" "$@"
-    bg_wait  # on a server given by JOBQ_TEST_DSN, a restart would break pgTAP's sessions
-    if [ -z "$serial_server" ]; then
-        step "pytest, serial" "${serial[@]}" "$PY" "" "$@"
-    fi
+    bg_wait  # a restart would break pgTAP's sessions
+    # exit status 5: no test selected (arguments that name no serial test)
+    step "pytest, serial" bash -c '"$0" -m pytest -p no:xdist -m serial "$@"; rc=$?; [ $rc = 5 ] && rc=0; exit $rc' "$PY" "$@"
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then
