@@ -1586,6 +1586,33 @@ COMMENT ON FUNCTION public.jobq__cron_parse(cron text) IS 'Private. Parses a fiv
 minutes, hours, days of month, months, days of week (Sunday 0), then 1/0 for a day-of-month
 and a day-of-week field starting with *. Errors: 22023 naming the field that is wrong.';
 
+CREATE FUNCTION public.jobq__dependencies_gone() RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_gone uuid[];
+BEGIN
+    SELECT pg_catalog.array_agg(DISTINCT e.depends_on) INTO v_gone
+    FROM jobq_jobs AS c
+    JOIN jobq_job_dependencies AS e ON e.job_id OPERATOR(pg_catalog.=) c.id
+    WHERE c.status OPERATOR(pg_catalog.=) 'waiting'
+      AND e.on_failure OPERATOR(pg_catalog.=) 'wait'
+      AND NOT EXISTS (
+          SELECT FROM jobq_all_jobs AS a WHERE a.id OPERATOR(pg_catalog.=) e.depends_on
+      );
+    IF v_gone IS NULL THEN
+        RETURN 0;
+    END IF;
+    RETURN jobq__dependents_finished(
+        v_gone, pg_catalog.array_fill('pruned'::text, ARRAY[pg_catalog.cardinality(v_gone)])
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__dependencies_gone() IS 'Private. Cancels the waiting jobs under rule wait whose dependency no longer exists (and their
+dependents by their rules), as jobq_prune and jobq_act_on_jobs call it after deleting jobs.
+Returns how many dependents were cancelled or released.';
+
 CREATE FUNCTION public.jobq__dependency_argument_problem(depends_on uuid[], on_dependency_failure text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
@@ -3367,7 +3394,6 @@ DECLARE
     v_ids uuid[];
     v_outcomes text[];
     v_changed uuid[];
-    v_gone uuid[];
     v_queues text[];
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -3457,16 +3483,7 @@ BEGIN
         -- As jobq_prune: a deleted job's own edges go with it, and its waiting dependents under
         -- rule wait, which it can no longer release, are cancelled (their dependents follow).
         DELETE FROM jobq_job_dependencies AS e WHERE e.job_id = ANY (v_changed);
-        SELECT pg_catalog.array_agg(DISTINCT e.depends_on) INTO v_gone
-        FROM jobq_job_dependencies AS e
-        JOIN jobq_jobs AS c ON c.id = e.job_id
-        WHERE e.depends_on = ANY (v_changed) AND c.status = 'waiting' AND e.on_failure = 'wait';
-        IF v_gone IS NOT NULL THEN
-            PERFORM jobq__dependents_finished(
-                v_gone,
-                pg_catalog.array_fill('pruned'::text, ARRAY[pg_catalog.cardinality(v_gone)])
-            );
-        END IF;
+        PERFORM jobq__dependencies_gone();
         v_outcomes := ARRAY(
             SELECT CASE
                 WHEN u.id = ANY (v_changed) THEN 'deleted'
@@ -8036,7 +8053,6 @@ DECLARE
     v_hint text;
     v_before timestamptz;
     v_deleted bigint := 0::bigint;
-    v_gone uuid[];
     v_name text;
     v_lock_timeout text;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
@@ -8152,18 +8168,8 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     ));
     -- A waiting job under rule wait whose dependency is gone (pruned here, or dropped with a
-    -- partition by the retention) can never be released: it is cancelled, and its dependents
-    -- follow their rules. Only waiting jobs with such edges are looked at.
-    SELECT pg_catalog.array_agg(DISTINCT e.depends_on) INTO v_gone
-    FROM jobq_jobs AS c
-    JOIN jobq_job_dependencies AS e ON e.job_id = c.id
-    WHERE c.status = 'waiting' AND e.on_failure = 'wait'
-      AND NOT EXISTS (SELECT FROM jobq_all_jobs AS a WHERE a.id = e.depends_on);
-    IF v_gone IS NOT NULL THEN
-        PERFORM jobq__dependents_finished(
-            v_gone, pg_catalog.array_fill('pruned'::text, ARRAY[pg_catalog.cardinality(v_gone)])
-        );
-    END IF;
+    -- partition by the retention) can never be released.
+    PERFORM jobq__dependencies_gone();
     -- Regular maintenance: keeps jobq_metric_deltas short where nothing scrapes jobq_metrics().
     IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM jobq__metrics_fold();
@@ -10410,6 +10416,8 @@ REVOKE ALL ON FUNCTION public.jobq__cron_fires(masks bigint[], timezone text, fi
 REVOKE ALL ON FUNCTION public.jobq__cron_next(masks bigint[], timezone text, after timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__cron_parse(cron text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__dependencies_gone() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__dependency_argument_problem(depends_on uuid[], on_dependency_failure text) FROM PUBLIC;
 

@@ -27,7 +27,6 @@ DECLARE
     v_ids uuid[];
     v_outcomes text[];
     v_changed uuid[];
-    v_gone uuid[];
     v_queues text[];
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -117,16 +116,7 @@ BEGIN
         -- As jobq_prune: a deleted job's own edges go with it, and its waiting dependents under
         -- rule wait, which it can no longer release, are cancelled (their dependents follow).
         DELETE FROM jobq_job_dependencies AS e WHERE e.job_id = ANY (v_changed);
-        SELECT pg_catalog.array_agg(DISTINCT e.depends_on) INTO v_gone
-        FROM jobq_job_dependencies AS e
-        JOIN jobq_jobs AS c ON c.id = e.job_id
-        WHERE e.depends_on = ANY (v_changed) AND c.status = 'waiting' AND e.on_failure = 'wait';
-        IF v_gone IS NOT NULL THEN
-            PERFORM jobq__dependents_finished(
-                v_gone,
-                pg_catalog.array_fill('pruned'::text, ARRAY[pg_catalog.cardinality(v_gone)])
-            );
-        END IF;
+        PERFORM jobq__dependencies_gone();
         v_outcomes := ARRAY(
             SELECT CASE
                 WHEN u.id = ANY (v_changed) THEN 'deleted'

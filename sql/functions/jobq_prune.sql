@@ -34,7 +34,6 @@ DECLARE
     v_hint text;
     v_before timestamptz;
     v_deleted bigint := 0::bigint;
-    v_gone uuid[];
     v_name text;
     v_lock_timeout text;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
@@ -150,18 +149,8 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     ));
     -- A waiting job under rule wait whose dependency is gone (pruned here, or dropped with a
-    -- partition by the retention) can never be released: it is cancelled, and its dependents
-    -- follow their rules. Only waiting jobs with such edges are looked at.
-    SELECT pg_catalog.array_agg(DISTINCT e.depends_on) INTO v_gone
-    FROM jobq_jobs AS c
-    JOIN jobq_job_dependencies AS e ON e.job_id = c.id
-    WHERE c.status = 'waiting' AND e.on_failure = 'wait'
-      AND NOT EXISTS (SELECT FROM jobq_all_jobs AS a WHERE a.id = e.depends_on);
-    IF v_gone IS NOT NULL THEN
-        PERFORM jobq__dependents_finished(
-            v_gone, pg_catalog.array_fill('pruned'::text, ARRAY[pg_catalog.cardinality(v_gone)])
-        );
-    END IF;
+    -- partition by the retention) can never be released.
+    PERFORM jobq__dependencies_gone();
     -- Regular maintenance: keeps jobq_metric_deltas short where nothing scrapes jobq_metrics().
     IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
         PERFORM jobq__metrics_fold();

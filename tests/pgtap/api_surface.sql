@@ -51,6 +51,7 @@ SELECT results_eq(
                          'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
     ('jobq__cron_parse', 'cron text', 'bigint[]'),
+    ('jobq__dependencies_gone', '', 'integer'),
     ('jobq__dependency_argument_problem', 'depends_on uuid[], on_dependency_failure text', 'text'),
     ('jobq__dependents_finished', 'job_ids uuid[], statuses text[]', 'integer'),
     ('jobq__error_entry', 'attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text', 'jsonb'),
