@@ -419,9 +419,11 @@ def test_stop_lets_async_jobs_finish_within_the_grace_then_cancels_them_unacknow
 def test_stop_releases_prefetched_jobs_while_async_ones_run(dsn: str, conn: Conn) -> None:
     ids = Queue(dsn).enqueue_many([{"job_type": "a"} for _ in range(3)])
     release = threading.Event()
+    started: list[uuid.UUID] = []
     finished: list[uuid.UUID] = []
 
     async def handler(job: Job) -> None:
+        started.append(job.id)
         while not release.is_set():
             await asyncio.sleep(0.01)
         finished.append(job.id)
@@ -429,9 +431,11 @@ def test_stop_releases_prefetched_jobs_while_async_ones_run(dsn: str, conn: Conn
     worker = Worker(dsn, {"a": handler}, concurrency=1, prefetch=1, worker_id="w")
     thread = threading.Thread(target=worker.run)
     thread.start()
+    # Both claimed is not enough: the first claim may take both before a handler starts one.
     wait_for(
         "one running and one prefetched job",
-        lambda: count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'processing'") == 2,
+        lambda: len(started) == 1
+        and count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'processing'") == 2,
     )
     worker.stop()
     wait_for(
