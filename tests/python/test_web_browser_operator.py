@@ -9,10 +9,13 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
 from test_web_browser import board, browser, expect, page  # noqa: F401  (fixtures)
 from webtools import dead_letter, status_of
 
 from pgq_client import Queue
+
+pytestmark = pytest.mark.slow  # a browser
 
 
 def test_find_select_and_cancel_with_a_reason_then_read_the_audit_log(
