@@ -113,6 +113,7 @@ def test_a_batch_is_shared_between_keys_and_never_short(fair: Conn) -> None:
     assert starts(fair, 1, batch=50) == ["A"] * 50
 
 
+@pytest.mark.slow  # 20,000 jobs, 1,000 claims
 def test_weights_3_to_1_over_10000_starts_within_5_percent(fair: Conn) -> None:
     fair.execute("SELECT jobq_set_limit('g', share => 'weighted')")
     fair.execute("SELECT jobq_set_weight('g', 'heavy', 3)")
