@@ -84,16 +84,18 @@ bg_wait() {  # bg_wait: wait for every background step, in the order they starte
 # The server starts in the background (initdb is mostly disk) while ruff and mypy run; sqlfluff,
 # the slowest linter and the only one that needs neither the server nor the tests, runs beside
 # everything at a lower priority, so that it takes the cores only when the tests leave them idle.
+# Like ruff and mypy, it lints only what changed since it last passed (scripts/sqlfluff-changed.py).
 if [ -z "${JOBQ_TEST_DSN:-}" ]; then
     own_server=1
     scripts/testdb.sh start "$tmp/pg" >"$tmp/pg.env" 2>"$tmp/pg.err" &
     server_pid=$!
 fi
-bg_step "sqlfluff (sql/)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres sql/
-bg_step "sqlfluff (the installer's statements)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres \
-    --templater python python/pgq_client/installer/sql/
-bg_step "sqlfluff (the client's statements)" nice -n 10 "$BIN/sqlfluff" lint --dialect postgres \
-    --templater placeholder python/pgq_client/sql/
+sqlfluff=(nice -n 10 "$PY" scripts/sqlfluff-changed.py "$BIN/sqlfluff" --dialect postgres)
+bg_step "sqlfluff (sql/)" "${sqlfluff[@]}" sql/
+bg_step "sqlfluff (the installer's statements)" "${sqlfluff[@]}" --templater python \
+    python/pgq_client/installer/sql/
+bg_step "sqlfluff (the client's statements)" "${sqlfluff[@]}" --templater placeholder \
+    python/pgq_client/sql/
 step "ruff" "$BIN/ruff" check python tests bench examples
 step "mypy --strict" "$BIN/mypy"
 if [ -n "$own_server" ]; then
