@@ -220,6 +220,11 @@ def job_ids_of(value: uuid.UUID | str | Iterable[uuid.UUID | str], name: str) ->
     return list(ids)
 
 
+def job_id_of(value: uuid.UUID | str, name: str) -> uuid.UUID:
+    """One job id, as :func:`job_ids_of` reads it."""
+    return job_ids_of(value if isinstance(value, uuid.UUID) else str(value), name)[0]
+
+
 def seconds_or_none(value: timedelta | float | None, name: str) -> float | None:
     return None if value is None else seconds(value, name)
 
