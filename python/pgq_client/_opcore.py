@@ -23,24 +23,6 @@ from psycopg.rows import BaseRowFactory, dict_row
 from ._sql import Query
 from .errors import InvalidArgument, JobqError
 
-__all__ = [
-    "Call",
-    "Op",
-    "Pause",
-    "adrive",
-    "check_aware",
-    "check_text",
-    "drive",
-    "dump_json",
-    "dump_result",
-    "interval",
-    "job_ids_of",
-    "payload_json",
-    "seconds",
-    "seconds_or_none",
-    "step",
-]
-
 T = TypeVar("T")
 
 

@@ -128,7 +128,7 @@ class Worker:
         self._ended = False  # the run ended by itself (burst done, fatal error)
         self._ended_threads: set[str] = set()
         self._patience = 1  # stop requests the shutdown takes before it aborts
-        self._waker = Waker()
+        self._waker = Waker()  # wakes run(): a stop request, the end of the run or of a thread
         self._force = threading.Event()
         self._done = threading.Event()
         self._started = False
@@ -217,7 +217,7 @@ class Worker:
         )
         shared = self._shared = Shared(config, burst, self._who, self._force, self._end)
         handlers = HandlerPool(
-            shared, self._given_pool, self._wake_up,
+            shared, self._given_pool, self._waker.poke,
             dsn=dsn, connect_kwargs=self._connect_kwargs(dsn, own=False),
         )
         acker = Acknowledger(shared, Link(connect))
@@ -228,7 +228,7 @@ class Worker:
             self._start(acker.run, ACKNOWLEDGER, shared)
             self._start(fetcher.run, FETCHER, shared)
             while not (self._stop_requests or self._ended):
-                self._sleep(1.0)
+                self._waker.sleep(1.0)
             self._shutdown(shared, handlers, acker, fetcher)
         finally:
             restore()
@@ -310,15 +310,7 @@ class Worker:
                 log.warning("%s: stop requested again, aborting the shutdown", self._who)
             if abort and self._force.is_set():
                 return
-            self._sleep(min(until - time.monotonic(), 1.0))
-
-    def _sleep(self, timeout: float) -> None:
-        """Until a stop request, the end of the run or of a thread, or ``timeout``."""
-        self._waker.sleep(timeout)
-
-    def _wake_up(self) -> None:
-        """Have the thread of ``run()`` look again (a thread it waits for has ended)."""
-        self._waker.poke()
+            self._waker.sleep(min(until - time.monotonic(), 1.0))
 
     def _end(self) -> None:
         """End the run: burst done, or an error that claims or acknowledgements cannot get
@@ -335,7 +327,7 @@ class Worker:
                 shared.stop_with(exc)
             finally:
                 self._ended_threads.add(name)  # before the wake-up: is_alive() may lag
-                self._wake_up()
+                self._waker.poke()
 
         threading.Thread(target=target, name=name, daemon=True).start()
 

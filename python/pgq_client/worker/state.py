@@ -19,8 +19,6 @@ from ..models import Job
 from .config import WorkerConfig
 from .policy import PrefetchPolicy
 
-__all__ = ["Ack", "Failure", "Outcome", "Release", "Shared", "Success", "Waker"]
-
 
 class Outcome(enum.Enum):
     """How a handler thread finished a job (a :class:`Success` with a result and a
