@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any, NoReturn
 
 import psycopg
@@ -150,12 +150,7 @@ class Worker:
     def __enter__(self) -> Worker:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
         if self._started and threading.current_thread() is not self._run_thread:
             self._done.wait(self.config.shutdown_grace + ACK_FLUSH_SECONDS + 20)
