@@ -368,9 +368,7 @@ class Client(Generic[C, P]):
         if self._done_channel is None:
             done = _ops.channel_call(self.schema, _sql.DONE)
             rows = await self._execute(conn, own_transaction(conn), done)
-            self._done_channel = (
-                str(rows[0][0]) if rows else _sql.event_channel("public", _sql.DONE)
-            )
+            self._done_channel = str(rows[0][0])
         channel = self._done_channel
         await self._command(conn, _sql.listen(channel))
         try:

@@ -99,7 +99,7 @@ def call(query: Query, row_factory: BaseRowFactory[Any] = tuple_row, /, **params
 def channel_call(schema: str | None, kind: str | None = None) -> Call:
     """The channel of the installation in ``schema``, named by the server as jobq's functions
     name it: its wake-up channel, or that of ``kind`` events (``_sql.CANCEL_EVENT``,
-    ``_sql.DONE``). One row, the name (none when ``schema`` is not known)."""
+    ``_sql.DONE``). One row, the name."""
     if kind is None:
         return call(_CHANNEL, schema=schema)
     return call(_EVENT_CHANNEL, schema=schema, kind=kind)

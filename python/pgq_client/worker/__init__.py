@@ -181,13 +181,10 @@ class Worker:
     def _listen(self, conn: psycopg.Connection[Any]) -> None:
         """LISTEN on the wake-up and cancel channels of this worker's installation, named by
         the server as jobq's functions name them (the wake-up channel last)."""
-        names = []
-        for kind, default in (
-            (_sql.CANCEL_EVENT, _sql.event_channel("public", _sql.CANCEL_EVENT)),
-            (None, _sql.NOTIFY_CHANNEL),
-        ):
-            rows = execute(conn, _ops.channel_call(self.config.schema, kind))
-            names.append(rows[0][0] if rows else default)
+        names = [
+            execute(conn, _ops.channel_call(self.config.schema, kind))[0][0]
+            for kind in (_sql.CANCEL_EVENT, None)
+        ]
         conn.execute(_sql.listen(*names))
 
     def _run(self, burst: bool) -> None:
