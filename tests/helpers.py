@@ -6,6 +6,7 @@ own database (a role, a database, a file) carries a name from :func:`unique_name
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import time
@@ -172,3 +173,28 @@ def jobq(*args: str, input: str | None = None) -> Ran:
         cli, list(args), input=input, prog_name="jobq", catch_exceptions=False
     )
     return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+# The NOTIFY channel names, as the client's statements ask the server for them (jobq__channel,
+# jobq__event_channel): what a test listens on.
+
+
+def channel(schema: str) -> str:
+    """The NOTIFY channel of the installation in ``schema`` (in a UTF-8 database): ``jobq``
+    for public, ``jobq.<schema>`` up to 58 bytes, else ``jobq#`` and its SHA-224."""
+    if schema == "public":
+        return "jobq"
+    raw = schema.encode("utf-8")
+    if len(raw) <= 58:
+        return f"jobq.{schema}"
+    return "jobq#" + hashlib.sha224(raw).hexdigest()
+
+
+def event_channel(schema: str, kind: str) -> str:
+    """The NOTIFY channel of ``kind`` events of the installation in ``schema`` (UTF-8):
+    ``jobq-<kind>:<schema>`` up to 63 bytes, else ``jobq-<kind>#`` and its SHA-224 cut to fit."""
+    raw = f"jobq-{kind}:{schema}".encode()
+    if len(raw) <= 63:
+        return f"jobq-{kind}:{schema}"
+    prefix = f"jobq-{kind}#"
+    return prefix + hashlib.sha224(schema.encode("utf-8")).hexdigest()[: 63 - len(prefix)]

@@ -25,15 +25,9 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from . import _ops, _sql
 from ._opcore import step
-from ._secrets import is_conninfo_error
 from .errors import JobqError, from_psycopg
 from .installer.compat import breaking_change_in, incompatibility
 from .models import JobStatus, use_fast_json
-
-__all__ = [
-    "DSN_SOURCES", "SERIALIZATION_RETRIES", "Client", "Connectable", "Statuses", "SyncClient",
-    "aconnect", "connect", "resolve_dsn", "serialization_pause", "translate_errors",
-]
 
 DSN_SOURCES = ("JOBQ_DSN", "DATABASE_URL")
 
@@ -87,16 +81,6 @@ def translate_errors() -> Iterator[None]:
         raise from_psycopg(exc) from exc
 
 
-def _connect_failed(exc: psycopg.Error) -> JobqError:
-    # A DSN that libpq cannot parse: its error may quote the password, so it is not chained.
-    error = from_psycopg(exc)
-    if is_conninfo_error(exc):
-        error.__suppress_context__ = True
-    else:
-        error.__cause__ = exc
-    return error
-
-
 def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
     """``psycopg.connect(dsn, autocommit=True)`` with jobq's connection arguments
     (:func:`~pgq_client._sql.connect_kwargs`), raising the typed jobq errors, decoding jsonb
@@ -104,7 +88,8 @@ def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
     try:
         conn = psycopg.connect(dsn, autocommit=True, **{**_sql.connect_kwargs(dsn), **kwargs})
     except psycopg.Error as exc:
-        raise _connect_failed(exc) from None
+        # Not chained: libpq's message for a DSN it cannot parse may quote the password.
+        raise from_psycopg(exc) from None
     use_fast_json(conn)
     return conn
 
@@ -116,7 +101,7 @@ async def aconnect(dsn: str, **kwargs: Any) -> psycopg.AsyncConnection[Any]:
             dsn, autocommit=True, **{**_sql.connect_kwargs(dsn), **kwargs}
         )
     except psycopg.Error as exc:
-        raise _connect_failed(exc) from None
+        raise from_psycopg(exc) from None
     use_fast_json(conn)
     return conn
 
@@ -383,9 +368,7 @@ class Client(Generic[C, P]):
         if self._done_channel is None:
             done = _ops.channel_call(self.schema, _sql.DONE)
             rows = await self._execute(conn, own_transaction(conn), done)
-            self._done_channel = (
-                str(rows[0][0]) if rows else _sql.event_channel("public", _sql.DONE)
-            )
+            self._done_channel = str(rows[0][0])
         channel = self._done_channel
         await self._command(conn, _sql.listen(channel))
         try:

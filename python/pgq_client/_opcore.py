@@ -23,24 +23,6 @@ from psycopg.rows import BaseRowFactory, dict_row
 from ._sql import Query
 from .errors import InvalidArgument, JobqError
 
-__all__ = [
-    "Call",
-    "Op",
-    "Pause",
-    "adrive",
-    "check_aware",
-    "check_text",
-    "drive",
-    "dump_json",
-    "dump_result",
-    "interval",
-    "job_ids_of",
-    "payload_json",
-    "seconds",
-    "seconds_or_none",
-    "step",
-]
-
 T = TypeVar("T")
 
 
@@ -218,6 +200,11 @@ def job_ids_of(value: uuid.UUID | str | Iterable[uuid.UUID | str], name: str) ->
         except ValueError:
             raise ValueError(f"{name}: {item!r} is not a job id (a UUID)") from None
     return list(ids)
+
+
+def job_id_of(value: uuid.UUID | str, name: str) -> uuid.UUID:
+    """One job id, as :func:`job_ids_of` reads it."""
+    return job_ids_of(value if isinstance(value, uuid.UUID) else str(value), name)[0]
 
 
 def seconds_or_none(value: timedelta | float | None, name: str) -> float | None:

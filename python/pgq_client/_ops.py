@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from psycopg.rows import BaseRowFactory, dict_row, tuple_row
 
@@ -28,14 +28,15 @@ from ._opcore import (
     dump_json,
     dump_result,
     interval,
+    job_id_of,
     job_ids_of,
     payload_json,
     seconds_or_none,
 )
-from ._pages import FoundJobs, find_jobs, function_privileges, jobs_page, queue_summary
+from ._pages import FoundJobs, find_jobs, function_privileges, jobs_page
 from ._produce import MAX_BATCH, enqueue_call, enqueue_iter, enqueue_many
 from ._sql import Query, Statements
-from .errors import JobFailed, JobNotFound, NotMigrated
+from .errors import JobFailed, JobNotFound
 from .models import (
     JOB_ACTIONS,
     Dependency,
@@ -98,7 +99,7 @@ def call(query: Query, row_factory: BaseRowFactory[Any] = tuple_row, /, **params
 def channel_call(schema: str | None, kind: str | None = None) -> Call:
     """The channel of the installation in ``schema``, named by the server as jobq's functions
     name it: its wake-up channel, or that of ``kind`` events (``_sql.CANCEL_EVENT``,
-    ``_sql.DONE``). One row, the name (none when ``schema`` is not known)."""
+    ``_sql.DONE``). One row, the name."""
     if kind is None:
         return call(_CHANNEL, schema=schema)
     return call(_EVENT_CHANNEL, schema=schema, kind=kind)
@@ -147,16 +148,17 @@ def _flag(value: Any, name: str) -> bool:
     return value
 
 
-def _settings(value: Any) -> dict[str, Any]:
-    return dict(value)
-
-
 def _statement(
-    name: str, shape: Shape[T], *params: str, **checks: Callable[[Any, str], Any]
+    name: str,
+    shape: Shape[T],
+    /,
+    *params: str,
+    whole: Callable[[dict[str, Any]], None] | None = None,
+    **checks: Callable[[Any, str], Any],
 ) -> Callable[..., Op[T]]:
     """The operation that sends statement ``name`` with its arguments, given in ``params``'
     order: each one named in ``checks`` is first checked (or converted) by it unless it is
-    None; the result is the rows read as ``shape`` says."""
+    None, then ``whole`` checks them together; the result is the rows read as ``shape`` says."""
     row_factory, read = shape
 
     def op(s: Statements, *args: Any) -> Op[T]:
@@ -164,6 +166,8 @@ def _statement(
         for key, check in checks.items():
             if values[key] is not None:
                 values[key] = check(values[key], key)
+        if whole is not None:
+            whole(values)
         rows = yield Call(getattr(s, name), values, row_factory)
         return read(rows)
 
@@ -190,52 +194,34 @@ heartbeat = _statement("heartbeat", _value(int), "worker_id", "job_ids", job_ids
 release = _statement("release", _value(int), "job_ids", "worker_id", job_ids=_as_list)
 
 
-def complete_many(
-    s: Statements,
-    job_ids: Sequence[uuid.UUID],
-    worker_id: str,
-    attempts: Sequence[int] | None,
-    results: Sequence[Any] | None,
-) -> Op[int]:
-    _same_length(job_ids, attempts=attempts, results=results)
-    rows = yield call(
-        s.complete_many,
-        job_ids=list(job_ids),
-        worker_id=worker_id,
-        attempts=None if attempts is None else list(attempts),
-        results=None if results is None else [dump_result(r) for r in results],
-    )
-    return int(rows[0][0])
-
-
-def fail_many(
-    s: Statements,
-    job_ids: Sequence[uuid.UUID],
-    worker_id: str,
-    errors: Sequence[str],
-    retries: Sequence[bool] | None,
-    backoffs: Sequence[timedelta | float] | None,
-    attempts: Sequence[int | None] | None,
-) -> Op[list[str | None]]:
-    _same_length(job_ids, errors=errors, retries=retries, backoffs=backoffs, attempts=attempts)
-    rows = yield call(
-        s.fail_many,
-        job_ids=list(job_ids),
-        worker_id=worker_id,
-        errors=list(errors),
-        retries=None if retries is None else list(retries),
-        backoffs=None
-        if backoffs is None
-        else [interval(b, f"backoffs[{i}]") for i, b in enumerate(backoffs)],
-        attempts=None if attempts is None else list(attempts),
-    )
-    return [row[2] for row in rows]
-
-
-def _same_length(job_ids: Sequence[uuid.UUID], **columns: Sequence[Any] | None) -> None:
-    for name, values in columns.items():
-        if values is not None and len(values) != len(job_ids):
+def _same_length(values: dict[str, Any]) -> None:
+    """Every array of a ``*_many`` call has one entry per job id."""
+    for name, column in values.items():
+        if name != "job_ids" and isinstance(column, list) and len(column) != len(values["job_ids"]):
             raise ValueError(f"{name} must have one entry per job id")
+
+
+def _results(values: Sequence[Any], name: str) -> list[str | None]:
+    return [dump_result(value) for value in values]
+
+
+def _intervals(values: Sequence[timedelta | float], name: str) -> list[timedelta]:
+    return [interval(value, f"{name}[{i}]") for i, value in enumerate(values)]
+
+
+complete_many = _statement(
+    "complete_many",
+    _value(int),
+    "job_ids", "worker_id", "attempts", "results",
+    job_ids=_as_list, attempts=_as_list, results=_results, whole=_same_length,
+)
+fail_many = _statement(
+    "fail_many",
+    (tuple_row, lambda rows: [row[2] for row in rows]),
+    "job_ids", "worker_id", "errors", "retries", "backoffs", "attempts",
+    job_ids=_as_list, errors=_as_list, retries=_as_list, backoffs=_intervals,
+    attempts=_as_list, whole=_same_length,
+)
 
 
 # -- cancellation, results and waiting ---------------------------------------------------------
@@ -330,23 +316,14 @@ def _in_order(ids: list[uuid.UUID], rows: list[dict[str, Any]]) -> dict[uuid.UUI
 # -- workflows ----------------------------------------------------------------------------------
 
 
-def _one_id(value: uuid.UUID | str, name: str) -> uuid.UUID:
-    if isinstance(value, uuid.UUID):
-        return value
-    try:
-        return uuid.UUID(str(value))
-    except ValueError:
-        raise ValueError(f"{name}: {value!r} is not a job id (a UUID)") from None
-
-
 add_dependencies = _statement(
     "add_dependencies", _value(int), "job_id", "depends_on",
-    job_id=_one_id, depends_on=job_ids_of,
+    job_id=job_id_of, depends_on=job_ids_of,
 )
 dependencies = _statement(
-    "dependencies", _each(Dependency.from_row), "job_id", job_id=_one_id
+    "dependencies", _each(Dependency.from_row), "job_id", job_id=job_id_of
 )
-job_graph = _statement("job_graph", _each(GraphNode.from_row), "job_id", job_id=_one_id)
+job_graph = _statement("job_graph", _each(GraphNode.from_row), "job_id", job_id=job_id_of)
 
 
 # -- administration -----------------------------------------------------------------------------
@@ -359,31 +336,14 @@ requeue_dead_letters = _statement(
 )
 
 
-def list_jobs(
-    s: Statements,
-    statuses: Sequence[str] | None,
-    job_type: str | None,
-    queue: str | None,
-    limit: int,
-) -> Op[list[Job]]:
-    params = {
-        "statuses": None if statuses is None else list(statuses),
-        "job_type": job_type,
-        "queue": queue,
-        "max_rows": limit,
-    }
-    try:
-        rows = yield Call(s.list_jobs, params)
-    except NotMigrated as exc:
-        raise NotMigrated(
-            f"{exc.message} (listing jobs needs jobq_list_jobs; run `jobq migrate`)",
-            sqlstate=exc.sqlstate,
-        ) from exc
-    return [Job.from_row(row) for row in rows]
+list_jobs = _statement(
+    "list_jobs", _each(Job.from_row), "statuses", "job_type", "queue", "max_rows",
+    statuses=_as_list,
+)
 
 
 configure = _statement(
-    "configure", _value(_settings), "max_payload_bytes", "metrics", metrics=_flag
+    "configure", _value(dict), "max_payload_bytes", "metrics", metrics=_flag
 )
 get_job = _statement(
     "get_job", (dict_row, lambda rows: Job.from_row(rows[0]) if rows else None), "job_id"
@@ -415,6 +375,7 @@ queues = _statement("queues", _each(dict))
 pause = _statement("pause", _value(bool), "queue", "reason")
 resume = _statement("resume", _value(bool), "queue")
 workers_summary = _statement("workers_summary", _each(dict))
+queue_summary = _statement("queue_summary", _each(dict), "recent", recent=interval)
 audit_log = _statement("audit_log", _each(dict), "before_id", "max_rows")
 error_summary = _statement(
     "error_summary", _each(dict), "since", "per_type", since=interval
@@ -468,34 +429,17 @@ def prune(
 # -- schedules ----------------------------------------------------------------------------------
 
 
+_schedule = _statement(
+    "schedule",
+    _value(lambda next_run_at: cast(datetime, next_run_at)),
+    "name", "cron", "job_type", "payload", "timezone", "queue", "priority", "max_attempts",
+    "catch_up", "paused",
+    name=_text, job_type=_text, queue=_text, payload=lambda payload, _: payload_json(payload),
+)
+
+
 def schedule(
-    s: Statements,
-    name: str,
-    cron: str,
-    job_type: str,
-    payload: Any,
-    timezone: str,
-    queue: str,
-    priority: int,
-    max_attempts: int,
-    catch_up: Literal["skip", "latest", "all"],
-    paused: bool,
+    s: Statements, name: str, cron: str, job_type: str, payload: Any, *rest: Any
 ) -> Op[datetime]:
-    check_text(name, "name")
-    check_text(job_type, "job_type")
-    check_text(queue, "queue")
-    params = {
-        "name": name,
-        "cron": cron,
-        "job_type": job_type,
-        "payload": payload_json(payload),
-        "timezone": timezone,
-        "queue": queue,
-        "priority": priority,
-        "max_attempts": max_attempts,
-        "catch_up": catch_up,
-        "paused": paused,
-    }
-    rows = yield Call(s.schedule, params)
-    next_run_at: datetime = rows[0]["next_run_at"]
-    return next_run_at
+    """``jobq_schedule``; no payload is an empty one, as for an enqueue."""
+    return _schedule(s, name, cron, job_type, {} if payload is None else payload, *rest)

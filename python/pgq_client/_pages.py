@@ -1,17 +1,18 @@
 """The dashboard's reads as operations (driven like every other, see :mod:`._opcore`): a page
-of jobs, a search, the per-queue summary, and which functions the connected role may
-execute."""
+of jobs, a search, and which functions the connected role may execute."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, NamedTuple
 
-from ._opcore import Call, Op, check_aware, check_text, dump_json, interval, job_ids_of
+from ._opcore import Call, Op, check_aware, check_text, dump_json, job_id_of
 from ._sql import ROLE_PRIVILEGES, Statements
 from .models import JobsPage
+
+Row = dict[str, Any]
 
 
 def jobs_page(
@@ -34,17 +35,22 @@ def jobs_page(
         "max_rows": size + 1,  # one more than shown: whether a next page exists
         "scan_limit": scan_limit,
     }
-    rows = yield Call(s.jobs_page, params)
-    # A last row that does not match marks where a filtered search stopped.
-    stopped = rows.pop() if rows and not rows[-1]["matches"] else None
-    more = len(rows) > size
-    rows = rows[:size]
-    last = rows[-1] if more and rows else None
+    rows, last, stopped = _page((yield Call(s.jobs_page, params)), size)
     return JobsPage(
         rows,
         (last["sort_at"], last["id"]) if last else None,
         (stopped["sort_at"], stopped["id"]) if stopped else None,
     )
+
+
+def _page(rows: list[Row], size: int) -> tuple[list[Row], Row | None, Row | None]:
+    """A page's rows (asked for one more than ``size``: whether a next page exists), the last
+    one when there is a next page, and the row that marks where a filtered search stopped (a
+    last row that does not match)."""
+    stopped = rows.pop() if rows and not rows[-1]["matches"] else None
+    more = len(rows) > size
+    rows = rows[:size]
+    return rows, rows[-1] if more and rows else None, stopped
 
 
 class FoundJobs(NamedTuple):
@@ -67,7 +73,7 @@ def find_jobs(
     for name in ("job_id", "after_id"):
         value = params[name]
         if value is not None:
-            params[name] = job_ids_of(str(value), name)[0]
+            params[name] = job_id_of(value, name)
     for name in ("idempotency_key", "job_type", "queue"):
         check_text(params[name], name)
     for name in ("created_after", "created_before", "finished_after", "finished_before"):
@@ -77,13 +83,10 @@ def find_jobs(
     if params["payload_contains"] is not None:
         params["payload_contains"] = dump_json(params["payload_contains"], "payload_contains")
     params.update(max_rows=size + 1, scan_limit=scan_limit)
-    rows = yield Call(s.find_jobs, params)
-    stopped = rows.pop() if rows and not rows[-1]["matches"] else None
-    more = len(rows) > size
-    rows = rows[:size]
+    rows, last, stopped = _page((yield Call(s.find_jobs, params)), size)
     return FoundJobs(
         rows,
-        rows[-1]["id"] if more and rows else None,
+        last["id"] if last else None,
         stopped["id"] if stopped else None,
         stopped["created_at"] if stopped else None,
     )
@@ -93,15 +96,6 @@ FIND_FILTERS = (
     "job_id", "idempotency_key", "job_type", "queue", "statuses", "created_after",
     "created_before", "finished_after", "finished_before", "payload_contains", "after_id",
 )
-
-
-def queue_summary(s: Statements, recent: timedelta | float) -> Op[list[dict[str, Any]]]:
-    """Per queue: jobs available, scheduled, processing, failed, dead-letter, cancelled, how
-    many succeeded within ``recent``, and whether the queue is paused."""
-    rows: list[dict[str, Any]] = yield Call(
-        s.queue_summary, {"recent": interval(recent, "recent")}
-    )
-    return rows
 
 
 def function_privileges(

@@ -21,8 +21,6 @@ from ._sql import Statements
 from .errors import InvalidArgument, JobqError
 from .models import BulkSummary, RefusedBatch
 
-__all__ = ["MAX_BATCH", "enqueue_call", "enqueue_iter", "enqueue_many"]
-
 
 def enqueue_call(
     s: Statements,

@@ -16,7 +16,6 @@ its own search_path, name every function, operator and type ``pg_catalog``-quali
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import threading
@@ -220,27 +219,6 @@ CHECK_ALL = ""
 
 # The channels of the installation in %(schema)s (of %(kind)s events), computed by the server.
 CHANNEL, EVENT_CHANNEL = _load("channel"), _load("event_channel")
-
-
-def channel(schema: str) -> str:
-    """The NOTIFY channel of the installation in ``schema`` (in a UTF-8 database): ``jobq``
-    for public, ``jobq.<schema>`` up to 58 bytes, else ``jobq#`` and its SHA-224."""
-    if schema == "public":
-        return NOTIFY_CHANNEL
-    raw = schema.encode("utf-8")
-    if len(raw) <= 58:
-        return f"jobq.{schema}"
-    return "jobq#" + hashlib.sha224(raw).hexdigest()
-
-
-def event_channel(schema: str, kind: str) -> str:
-    """The NOTIFY channel of ``kind`` events of the installation in ``schema`` (UTF-8):
-    ``jobq-<kind>:<schema>`` up to 63 bytes, else ``jobq-<kind>#`` and its SHA-224 cut to fit."""
-    raw = f"jobq-{kind}:{schema}".encode()
-    if len(raw) <= 63:
-        return f"jobq-{kind}:{schema}"
-    prefix = f"jobq-{kind}#"
-    return prefix + hashlib.sha224(schema.encode("utf-8")).hexdigest()[: 63 - len(prefix)]
 
 
 def listen(*channel_names: str) -> sql.Composed:

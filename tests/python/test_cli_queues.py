@@ -8,10 +8,9 @@ import json
 
 import psycopg
 from psycopg.conninfo import make_conninfo
-from tests.helpers import MakeRole, jobq
+from tests.helpers import MakeRole, channel, jobq
 
 from pgq_client import Queue
-from pgq_client._sql import channel
 
 
 def test_a_paused_queue_waits_while_others_run_and_resume_wakes_the_workers(dsn: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+from tests.helpers import channel
 
 from pgq_client import Queue, Worker, _sql
 from pgq_client.migrate import migrate
@@ -60,12 +61,12 @@ def test_the_channel_rule_is_the_same_in_sql_in_the_client_and_in_its_query(
             in_sql = conn.execute('SELECT "Tenant B".jobq__channel()').fetchone()
             conn.execute("RESET search_path")
             query = conn.execute(_sql.CHANNEL, {"schema": name}).fetchone()
-            expected = _sql.channel(name)
+            expected = channel(name)
             assert in_sql == query == (expected,), name
             assert len(expected.encode()) <= 63
-        assert _sql.channel("public") == "jobq"
-        assert _sql.channel("tenant") == "jobq.tenant"
-        assert _sql.channel("t" * 59).startswith("jobq#")
+        assert channel("public") == "jobq"
+        assert channel("tenant") == "jobq.tenant"
+        assert channel("t" * 59).startswith("jobq#")
         # with no schema given, the client asks where the search_path finds jobq
         conn.execute('SET search_path = "Tenant B"')
         assert _sql.find_schema(conn) == "Tenant B"
@@ -77,7 +78,7 @@ def test_each_installation_notifies_on_its_own_channel(empty_dsn: str) -> None:
     migrate(empty_dsn, schema="tenant_a")
     migrate(empty_dsn, schema="tenant_b")
     public, a, b = (
-        _listener(empty_dsn, _sql.channel(s)) for s in ("public", "tenant_a", "tenant_b")
+        _listener(empty_dsn, channel(s)) for s in ("public", "tenant_a", "tenant_b")
     )
     try:
         with Queue(empty_dsn, schema="tenant_a") as q:
@@ -166,7 +167,7 @@ def test_a_worker_in_a_schema_listens_on_that_schema_s_channel(
                     break
                 threading.Event().wait(0.05)
         assert asleep, "the worker did not make its first claim"
-        assert _sql.channel(schema) != _sql.NOTIFY_CHANNEL
+        assert channel(schema) != _sql.NOTIFY_CHANNEL
         threading.Event().wait(0.3)
         with Queue(empty_dsn, schema=schema) as q:
             q.enqueue("t", {"n": 1})

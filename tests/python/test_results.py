@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
-from tests.helpers import wait_for
+from tests.helpers import channel, event_channel, wait_for
 
 from pgq_client import (
     JobFailed,
@@ -308,7 +308,7 @@ def test_wait_on_a_given_connection_or_pool(dsn: str, kind: str) -> None:
 
 def listener(dsn: str, kind: str) -> Conn:
     c = psycopg.connect(dsn, autocommit=True)
-    c.execute(_sql.listen(_sql.event_channel("public", kind)))
+    c.execute(_sql.listen(event_channel("public", kind)))
     return c
 
 
@@ -390,9 +390,9 @@ def test_no_notification_carries_a_job_id_or_a_worker_id(dsn: str, conn: Conn) -
     jobs = q.enqueue_many([{"job_type": "t", "queue": "qn"} for _ in range(6)])
     conn.execute("SELECT * FROM jobq_await(%s, '0')", (jobs,))
     with psycopg.connect(dsn, autocommit=True) as c:
-        for channel in (_sql.channel("public"), _sql.event_channel("public", _sql.DONE),
-                        _sql.event_channel("public", _sql.CANCEL_EVENT)):
-            c.execute(_sql.listen(channel))
+        for name in (channel("public"), event_channel("public", _sql.DONE),
+                        event_channel("public", _sql.CANCEL_EVENT)):
+            c.execute(_sql.listen(name))
         a, b, d, e, f = claim(dsn, "secret-worker", n=5)
         q.complete(a, "secret-worker")
         q.complete_many([b], "secret-worker")
@@ -402,8 +402,8 @@ def test_no_notification_carries_a_job_id_or_a_worker_id(dsn: str, conn: Conn) -
         q.enqueue("t", queue="qn")
         seen = [(n.channel, n.payload) for n in c.notifies(timeout=0.5)]
     assert {p for _, p in seen} <= {_sql.CHECK_ALL, "qn"}, seen
-    channels = {_sql.channel("public"), _sql.event_channel("public", _sql.DONE),
-                _sql.event_channel("public", _sql.CANCEL_EVENT)}
+    channels = {channel("public"), event_channel("public", _sql.DONE),
+                event_channel("public", _sql.CANCEL_EVENT)}
     assert {ch for ch, _ in seen} == channels
 
 
@@ -413,9 +413,9 @@ def test_the_channels_are_named_by_the_server_as_by_the_client(dsn: str) -> None
         for schema in ("public", "tenant_a", long_schema):
             for kind in (_sql.DONE, _sql.CANCEL_EVENT):
                 row = c.execute(_sql.EVENT_CHANNEL, {"schema": schema, "kind": kind}).fetchone()
-                assert row == (_sql.event_channel(schema, kind),)
+                assert row == (event_channel(schema, kind),)
                 assert len(row[0].encode()) <= 63  # type: ignore[index]
-        assert _sql.event_channel(long_schema, "done").startswith("jobq-done#")
+        assert event_channel(long_schema, "done").startswith("jobq-done#")
 
 
 # -- jobq_await in SQL ---------------------------------------------------------------------------

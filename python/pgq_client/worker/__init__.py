@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any, NoReturn
 
 import psycopg
@@ -128,7 +128,7 @@ class Worker:
         self._ended = False  # the run ended by itself (burst done, fatal error)
         self._ended_threads: set[str] = set()
         self._patience = 1  # stop requests the shutdown takes before it aborts
-        self._waker = Waker()
+        self._waker = Waker()  # wakes run(): a stop request, the end of the run or of a thread
         self._force = threading.Event()
         self._done = threading.Event()
         self._started = False
@@ -150,12 +150,7 @@ class Worker:
     def __enter__(self) -> Worker:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
         if self._started and threading.current_thread() is not self._run_thread:
             self._done.wait(self.config.shutdown_grace + ACK_FLUSH_SECONDS + 20)
@@ -186,13 +181,10 @@ class Worker:
     def _listen(self, conn: psycopg.Connection[Any]) -> None:
         """LISTEN on the wake-up and cancel channels of this worker's installation, named by
         the server as jobq's functions name them (the wake-up channel last)."""
-        names = []
-        for kind, default in (
-            (_sql.CANCEL_EVENT, _sql.event_channel("public", _sql.CANCEL_EVENT)),
-            (None, _sql.NOTIFY_CHANNEL),
-        ):
-            rows = execute(conn, _ops.channel_call(self.config.schema, kind))
-            names.append(rows[0][0] if rows else default)
+        names = [
+            execute(conn, _ops.channel_call(self.config.schema, kind))[0][0]
+            for kind in (_sql.CANCEL_EVENT, None)
+        ]
         conn.execute(_sql.listen(*names))
 
     def _run(self, burst: bool) -> None:
@@ -217,7 +209,7 @@ class Worker:
         )
         shared = self._shared = Shared(config, burst, self._who, self._force, self._end)
         handlers = HandlerPool(
-            shared, self._given_pool, self._wake_up,
+            shared, self._given_pool, self._waker.poke,
             dsn=dsn, connect_kwargs=self._connect_kwargs(dsn, own=False),
         )
         acker = Acknowledger(shared, Link(connect))
@@ -228,7 +220,7 @@ class Worker:
             self._start(acker.run, ACKNOWLEDGER, shared)
             self._start(fetcher.run, FETCHER, shared)
             while not (self._stop_requests or self._ended):
-                self._sleep(1.0)
+                self._waker.sleep(1.0)
             self._shutdown(shared, handlers, acker, fetcher)
         finally:
             restore()
@@ -310,15 +302,7 @@ class Worker:
                 log.warning("%s: stop requested again, aborting the shutdown", self._who)
             if abort and self._force.is_set():
                 return
-            self._sleep(min(until - time.monotonic(), 1.0))
-
-    def _sleep(self, timeout: float) -> None:
-        """Until a stop request, the end of the run or of a thread, or ``timeout``."""
-        self._waker.sleep(timeout)
-
-    def _wake_up(self) -> None:
-        """Have the thread of ``run()`` look again (a thread it waits for has ended)."""
-        self._waker.poke()
+            self._waker.sleep(min(until - time.monotonic(), 1.0))
 
     def _end(self) -> None:
         """End the run: burst done, or an error that claims or acknowledgements cannot get
@@ -335,7 +319,7 @@ class Worker:
                 shared.stop_with(exc)
             finally:
                 self._ended_threads.add(name)  # before the wake-up: is_alive() may lag
-                self._wake_up()
+                self._waker.poke()
 
         threading.Thread(target=target, name=name, daemon=True).start()
 

@@ -19,8 +19,6 @@ from .joblog import UNSERVED_IDLE, duration, job_log, log, log_completed, report
 from .retry import GaveUp, Link, execute, reconnecting
 from .state import Ack, Failure, Release, Shared, Success
 
-__all__ = ["Acknowledger", "complete_many_call", "look_for_unserved"]
-
 ACK_LINGER = 0.005
 """Seconds a result may wait for others to share its round trip (and its commit)."""
 

@@ -16,18 +16,6 @@ import psycopg
 
 from ..models import Job
 
-__all__ = [
-    "AsyncPlainHandler",
-    "AsyncTransactionalHandler",
-    "Handler",
-    "PlainHandler",
-    "TransactionalHandler",
-    "WorkerConfig",
-    "default_worker_id",
-    "is_async",
-    "takes_connection",
-]
-
 MAX_WORKER_ID = 200  # characters; jobq refuses longer worker ids
 
 

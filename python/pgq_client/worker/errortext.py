@@ -13,8 +13,6 @@ from __future__ import annotations
 import os
 import traceback
 
-__all__ = ["MAX_CHARS", "MAX_FRAMES", "error_text"]
-
 MAX_FRAMES = 5
 MAX_CHARS = 2000
 _MAX_HEAD = 1000  # the exception's line, so that frames always fit after it

@@ -19,8 +19,6 @@ from .joblog import log, log_completed
 from .retry import GaveUp, Link, connection_lost, execute, reconnecting, transient
 from .state import Shared, Waker
 
-__all__ = ["Fetcher"]
-
 T = TypeVar("T")
 
 MAX_SLEEP = 1.0  # seconds: a fetcher looks again at least this often, whatever woke it

@@ -33,8 +33,6 @@ from .joblog import job_log, log
 from .retry import GaveUp, areconnecting, connection_lost, execute
 from .state import Failure, Outcome, Shared, Success
 
-__all__ = ["HandlerPool"]
-
 LOOP = "jobq-asyncio"  # the event loop's thread
 CLOSE_SECONDS = 5.0  # at the end of a run, how long cancelled jobs and the async pool may take
 

@@ -10,11 +10,6 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..models import Job, UnservedJobType
 
-__all__ = [
-    "UNSERVED_IDLE", "database_name", "duration", "job_log", "log", "log_completed",
-    "report_unserved",
-]
-
 UNSERVED_IDLE = timedelta(minutes=15)
 """A queue and job type that no worker claimed for this long counts as served by nobody (the
 same window as ``jobq doctor``'s default max_pending_age)."""

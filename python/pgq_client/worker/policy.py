@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["MAX_CLAIM", "PREFETCH_MAX_FACTOR", "PrefetchPolicy"]
-
 PREFETCH_MAX_FACTOR = 16
 """With ``prefetch=None``, at most this many jobs per handler thread wait in the worker."""
 

@@ -13,17 +13,6 @@ from .._opcore import Call, step
 from ..errors import from_psycopg
 from .joblog import log
 
-__all__ = [
-    "GaveUp",
-    "Link",
-    "areconnecting",
-    "connection_lost",
-    "describe",
-    "execute",
-    "reconnecting",
-    "transient",
-]
-
 T = TypeVar("T")
 
 BACKOFF_BASE = 0.05  # seconds before the second retry; doubles each time

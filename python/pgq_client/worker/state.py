@@ -19,8 +19,6 @@ from ..models import Job
 from .config import WorkerConfig
 from .policy import PrefetchPolicy
 
-__all__ = ["Ack", "Failure", "Outcome", "Release", "Shared", "Success", "Waker"]
-
 
 class Outcome(enum.Enum):
     """How a handler thread finished a job (a :class:`Success` with a result and a
@@ -106,7 +104,8 @@ class Shared:
 
     It also carries what the threads are given and never change: the Worker's ``config``,
     its statements, the name it logs as (``who``), ``force`` (set when a second stop aborts
-    the shutdown: every retry gives up) and how a thread ends the run (:meth:`stop_with`).
+    the shutdown: every retry gives up) and how a thread ends the run (``end()``: a burst run
+    is done; :meth:`stop_with`: an error).
     """
 
     def __init__(
@@ -117,7 +116,7 @@ class Shared:
         force: threading.Event,
         end: Callable[[], None],
     ) -> None:
-        self.config, self.burst, self.who, self.force, self._end = config, burst, who, force, end
+        self.config, self.burst, self.who, self.force, self.end = config, burst, who, force, end
         self.sql = _sql.statements(config.schema)
         self.lock = threading.Lock()
         self.acks_ready = threading.Condition(self.lock)  # the acknowledger waits on it
@@ -252,18 +251,12 @@ class Shared:
             if jobs:
                 self._add_acks(jobs)
 
-    def fail(self, exc: BaseException) -> None:  # the error that stops the worker: the first
+    def stop_with(self, exc: BaseException) -> None:
+        """End the run on an error no retry gets past; ``run()`` raises the first such error."""
         with self.lock:
             if self.fatal is None:
                 self.fatal = exc
-
-    def stop_with(self, exc: BaseException) -> None:
-        """End the run on an error no retry gets past; ``run()`` raises it."""
-        self.fail(exc)
-        self._end()
-
-    def end(self) -> None:  # end the run (a burst run is done)
-        self._end()
+        self.end()
 
     @property
     def in_flight(self) -> int:
