@@ -20,6 +20,7 @@ from ..errors import JobqError, PermissionDenied
 from ..installer import drift as checks
 from ..installer import levels, runner
 from ..installer import privileges as grants
+from ..installer.files import statement
 from ..installer.script import render_dry_run
 from ..models import HealthRow
 from ..queue import Queue
@@ -89,13 +90,7 @@ def _who_migrates(dsn: str, schema: str, denied: str) -> str:
     it (no ``jobq grant`` level can), and a new one needs CREATE where its schema goes."""
     role = _role_of(dsn)
     with grants.connect(dsn) as conn:
-        owner = conn.execute(
-            "SELECT c.relowner::pg_catalog.regrole::pg_catalog.text FROM pg_catalog.pg_class c"
-            " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
-            " WHERE n.nspname OPERATOR(pg_catalog.=) %s"
-            " AND c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'",
-            [schema],
-        ).fetchone()
+        owner = conn.execute(statement("migrations_owner", schema)).fetchone()
     if owner is not None:
         return (
             f"{denied}; jobq in schema {schema!r} belongs to the role {owner[0]!r}: run `jobq "
