@@ -1,4 +1,4 @@
-"""Running a queue: stats, metrics, settings, retention, schedules and limits."""
+"""Running a queue: stats, workers, metrics, settings, retention, schedules and limits."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..models import FINISHED_STATUSES, Limit, LimitUsage
 from ..queue import Queue
 from . import options as opt
 from .base import call, command, fail, group, settings
-from .output import cell, columns, counted, emit, fields, table, yes
+from .output import cell, columns, counted, emit, fields, listing, table, yes
 from .parsing import parse_payload
 
 if TYPE_CHECKING:
@@ -303,4 +303,22 @@ def limit_delete(group: str) -> None:
     click.echo(f"removed the limit of {group}")
 
 
-COMMANDS = [stats, metrics_command, configure, prune, schedule, tick, limit]
+def _filter(names: list[str] | None, recorded: bool) -> str:
+    """A claim filter as the workers page shows it: the names, ``all``, or ``?`` unrecorded."""
+    return ",".join(names) if names is not None else ("all" if recorded else "?")
+
+
+@command(name="workers", json=True, examples="jobq workers --json")
+def workers() -> None:
+    """Each worker that claimed within the last day or holds a job: its filters, last claim,
+    jobs held and how many are stale (lock expired), last heartbeat (monitor)."""
+    names = ["worker_id", "job_types", "queues", "last_claim_at", "jobs_held", "stale_jobs",
+             "last_heartbeat_at", "lock_expires_at"]
+    listing(
+        call(Queue.workers_summary), names, "no workers",
+        job_types=lambda r: _filter(r["job_types"], r["first_claim_at"] is not None),
+        queues=lambda r: _filter(r["queues"], r["first_claim_at"] is not None),
+    )
+
+
+COMMANDS = [stats, workers, metrics_command, configure, prune, schedule, tick, limit]
