@@ -54,7 +54,7 @@ def _runner_messages() -> Iterator[None]:
 
 
 def _schema() -> str:
-    return settings().schema("public") or "public"
+    return settings().given_schema or "public"
 
 
 @command(
@@ -172,7 +172,7 @@ def doctor() -> int:
     # else controls the schema is read without calling a jobq function, one of which could be
     # what another role planted (or be made ambiguous by it).
     with grants.connect(dsn) as conn:
-        where = s.schema() or _sql.schema_of_dsn(dsn)
+        where = s.given_schema or _sql.schema_of_dsn(dsn)
         control = checks.control_findings(conn, where)
         drift = checks.function_drift(conn, where)
     rows = [_warning("schema_control", finding) for finding in control]

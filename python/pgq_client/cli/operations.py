@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import _ops
 from ..models import FINISHED_STATUSES, Limit, LimitUsage
 from ..queue import Queue
 from . import options as opt
@@ -31,7 +30,7 @@ def stats() -> None:
     with settings().queue() as q:
         rows = q.stats()
         # jobq_queue_summary (monitor) says which queues are paused; jobq_queues is an admin's.
-        summary = q._drive(_ops.queue_summary(q._sql, timedelta(minutes=5)))
+        summary = q.queue_summary()
     paused = sorted(r["queue"] for r in summary if r["paused"])
     names = ["queue", "job_type", "status", "jobs", "oldest_available_at"]
     found = [{**fields(r, names), "paused": r.queue in paused} for r in rows]

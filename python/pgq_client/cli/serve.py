@@ -92,7 +92,7 @@ def worker(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     s = settings()
-    w = Worker(s.dsn(), handlers, queues=list(queues) or None, schema=s.schema(), **options)
+    w = Worker(s.dsn(), handlers, queues=list(queues) or None, schema=s.given_schema, **options)
     w.run(burst=burst)
     return 130 if w.aborted else 0  # aborted: a second Ctrl-C or SIGTERM cut the shutdown short
 
@@ -135,18 +135,18 @@ def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
             f"--bind {bind} serves other machines: give a credential with --auth USER:PASSWORD "
             f"or ${WEB_AUTH_ENV} (and put TLS in front of it)"
         )
-    s = settings()
+    schema = settings().given_schema
     # One connection first: a wrong password or an unreachable server ends the command with the
     # server's own message, where the dashboard's pool would wait 30 s on every page. A
     # connect_timeout the user set (in the DSN or PGCONNECT_TIMEOUT) is theirs to keep.
-    dsn = s.dsn()
+    dsn = settings().dsn()
     own = "connect_timeout" in conninfo_to_dict(dsn) or "PGCONNECT_TIMEOUT" in os.environ
     _conn.connect(dsn, **({} if own else {"connect_timeout": 10})).close()
     if check:
-        for line in serve.role_report(dsn, s.schema()):
+        for line in serve.role_report(dsn, schema):
             click.echo(line)
         return
-    serve.serve(dsn, s.schema(), host, port, credentials=credentials, allowed_hosts=allowed_hosts)
+    serve.serve(dsn, schema, host, port, credentials=credentials, allowed_hosts=allowed_hosts)
 
 
 # `jobq embedded ...` manages the server used when no database is given: it takes --home
