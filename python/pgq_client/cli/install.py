@@ -36,21 +36,17 @@ level_for = grants.narrowest_level
 def _runner_messages() -> Iterator[None]:
     """The runner's warnings (who else controls the schema) and the grants that carry roles'
     levels over to new functions, one line each on stderr."""
-    shown = [(runner.logger, "jobq: warning: ", logging.WARNING),
-             (runner.grant_logger, "jobq: ", logging.INFO)]  # fmt: skip
-    handlers = [logging.StreamHandler(sys.stderr) for _ in shown]
-    level = runner.grant_logger.level
-    runner.grant_logger.setLevel(logging.INFO)
-    for (logger, prefix, least), handler in zip(shown, handlers, strict=True):
-        handler.setFormatter(logging.Formatter(prefix + "%(message)s"))
-        handler.setLevel(least)
-        logger.addHandler(handler)
-    try:
+    with contextlib.ExitStack() as undo:
+        for logger, prefix, least in ((runner.logger, "jobq: warning: ", logging.WARNING),
+                                      (runner.grant_logger, "jobq: ", logging.INFO)):
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter(prefix + "%(message)s"))
+            handler.setLevel(least)
+            logger.addHandler(handler)
+            undo.callback(logger.removeHandler, handler)
+        undo.callback(runner.grant_logger.setLevel, runner.grant_logger.level)
+        runner.grant_logger.setLevel(logging.INFO)
         yield
-    finally:
-        for (logger, _, _), handler in zip(shown, handlers, strict=True):
-            logger.removeHandler(handler)
-        runner.grant_logger.setLevel(level)
 
 
 def _schema() -> str:
