@@ -50,6 +50,13 @@ def duration(name: str, default: str | None, what: str) -> Callable[[F], F]:
     )
 
 
+def seconds(
+    name: str, default: float, what: str | None = None, kind: click.FloatRange = SECONDS
+) -> Callable[[F], F]:
+    """A time in seconds (positive unless ``kind`` says otherwise)."""
+    return click.option(name, type=kind, default=default, metavar="SECONDS", help=what)
+
+
 def new_job_options(f: F) -> F:
     """``--queue``, ``--priority`` and ``--max-attempts`` of a job to add."""
     f = click.option("--max-attempts", type=int, default=5)(f)

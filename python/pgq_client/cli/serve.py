@@ -64,21 +64,10 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     help="Jobs claimed ahead of a free thread [default: sized to the job rate; 0: long jobs].",
 )
 @click.option("--batch-size", type=opt.POSITIVE, metavar="N", help="Most jobs per claim.")
-@click.option(
-    "--lock-timeout",
-    type=opt.SECONDS,
-    default=300.0,
-    metavar="SECONDS",
-    help="Claims not renewed for this long are taken over.",
-)
-@click.option(
-    "--shutdown-grace",
-    type=click.FloatRange(min=0),
-    default=30.0,
-    metavar="SECONDS",
-    help="On SIGTERM/SIGINT, how long running jobs may take.",
-)
-@click.option("--poll-interval", type=opt.SECONDS, default=1.0, metavar="SECONDS")
+@opt.seconds("--lock-timeout", 300.0, "Claims not renewed for this long are taken over.")
+@opt.seconds("--shutdown-grace", 30.0, "On SIGTERM/SIGINT, how long running jobs may take.",
+             click.FloatRange(min=0))
+@opt.seconds("--poll-interval", 1.0)
 @click.option("--worker-id", metavar="ID", help="Default: host:pid:random.")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="INFO")
 def worker(
