@@ -254,18 +254,6 @@ def _refuse_unknown(unknown: Sequence[uuid.UUID]) -> None:
         fail(f"no job {', '.join(map(str, unknown))} (nothing changed for it)")
 
 
-def _act(action: str, job_ids: list[uuid.UUID], reason: str | None) -> None:
-    """`jobs cancel|requeue|delete|run-now ID...`: one recorded call of jobq_act_on_jobs; each
-    job's outcome, a job the action does not apply to "left alone" (exit 1: one is unknown,
-    as `jobq cancel`)."""
-    outcomes = call(Queue.act_on_jobs, action, job_ids, reason)  # type: ignore[arg-type]
-    emit(
-        {"jobs": [{"id": i, "outcome": o} for i, o in outcomes.items()]},
-        lambda: "\n".join(f"{i}  {o}" for i, o in outcomes.items()),
-    )
-    _refuse_unknown([i for i, o in outcomes.items() if o == "unknown"])
-
-
 _ACTED = {
     "cancel": "Cancel jobs: pending ones at once, running ones when their handler sees it.",
     "requeue": "Make failed, dead_letter or cancelled jobs pending again.",
@@ -281,15 +269,23 @@ _EXAMPLES = {
 
 
 def _action_command(action: str) -> click.Command:
-    def act(job_ids: list[uuid.UUID], reason: str | None) -> None:
-        _act(action, job_ids, reason)
+    """`jobs cancel|requeue|delete|run-now ID...`: one recorded call of jobq_act_on_jobs; each
+    job's outcome, a job the action does not apply to "left alone" (exit 1: one is unknown,
+    as `jobq cancel`)."""
 
-    act.__doc__ = f"{_ACTED[action]} Recorded in `jobq audit` (admin; exit 1: one is unknown)."
-    name = action.replace("_", "-")
-    act = click.option("--reason", metavar="TEXT", help="Why (kept in the audit log).")(act)
-    act = opt.IDS(act)
-    example = _EXAMPLES.get(action)
-    return command(jobs, name, json=True, examples=example)(act)
+    @command(jobs, action.replace("_", "-"), json=True, examples=_EXAMPLES.get(action),
+             help=f"{_ACTED[action]} Recorded in `jobq audit` (admin; exit 1: one is unknown).")
+    @opt.IDS
+    @click.option("--reason", metavar="TEXT", help="Why (kept in the audit log).")
+    def act(job_ids: list[uuid.UUID], reason: str | None) -> None:
+        outcomes = call(Queue.act_on_jobs, action, job_ids, reason)  # type: ignore[arg-type]
+        emit(
+            {"jobs": [{"id": i, "outcome": o} for i, o in outcomes.items()]},
+            lambda: "\n".join(f"{i}  {o}" for i, o in outcomes.items()),
+        )
+        _refuse_unknown([i for i, o in outcomes.items() if o == "unknown"])
+
+    return act
 
 
 ACTION_COMMANDS = [_action_command(action) for action in ACTIONS]
