@@ -267,7 +267,11 @@ def start(home: Path | None = None, *, migrate: bool = True) -> str:
                 make_conninfo(dsn, dbname="postgres"), autocommit=True,
                 **_sql.connect_kwargs(dsn)
             ) as conn:
-                found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+                found = conn.execute(
+                    "SELECT FROM pg_catalog.pg_database"
+                    " WHERE datname OPERATOR(pg_catalog.=) %s::pg_catalog.name",
+                    (DATABASE,),
+                )
                 if found.fetchone() is None:
                     logger.info("creating database %s in the embedded server", DATABASE)
                     conn.execute(f'CREATE DATABASE "{DATABASE}"')

@@ -91,11 +91,8 @@ class Settings:
                 click.echo(f"jobq: using embedded PostgreSQL at {describe(self._dsn)}", err=True)
         return self._dsn
 
-    def schema(self, default: str | None = None) -> str | None:
-        return self.given_schema if self.given_schema is not None else default
-
     def queue(self) -> Queue:
-        return Queue(self.dsn(), schema=self.schema())
+        return Queue(self.dsn(), schema=self.given_schema)
 
     def known_dsns(self) -> list[str | None]:
         """Every DSN whose password must not appear in a message."""

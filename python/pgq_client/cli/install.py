@@ -20,6 +20,7 @@ from ..errors import JobqError, PermissionDenied
 from ..installer import drift as checks
 from ..installer import levels, runner
 from ..installer import privileges as grants
+from ..installer.files import statement
 from ..installer.script import render_dry_run
 from ..models import HealthRow
 from ..queue import Queue
@@ -35,25 +36,21 @@ level_for = grants.narrowest_level
 def _runner_messages() -> Iterator[None]:
     """The runner's warnings (who else controls the schema) and the grants that carry roles'
     levels over to new functions, one line each on stderr."""
-    shown = [(runner.logger, "jobq: warning: ", logging.WARNING),
-             (runner.grant_logger, "jobq: ", logging.INFO)]  # fmt: skip
-    handlers = [logging.StreamHandler(sys.stderr) for _ in shown]
-    level = runner.grant_logger.level
-    runner.grant_logger.setLevel(logging.INFO)
-    for (logger, prefix, least), handler in zip(shown, handlers, strict=True):
-        handler.setFormatter(logging.Formatter(prefix + "%(message)s"))
-        handler.setLevel(least)
-        logger.addHandler(handler)
-    try:
+    with contextlib.ExitStack() as undo:
+        for logger, prefix, least in ((runner.logger, "jobq: warning: ", logging.WARNING),
+                                      (runner.grant_logger, "jobq: ", logging.INFO)):
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter(prefix + "%(message)s"))
+            handler.setLevel(least)
+            logger.addHandler(handler)
+            undo.callback(logger.removeHandler, handler)
+        undo.callback(runner.grant_logger.setLevel, runner.grant_logger.level)
+        runner.grant_logger.setLevel(logging.INFO)
         yield
-    finally:
-        for (logger, _, _), handler in zip(shown, handlers, strict=True):
-            logger.removeHandler(handler)
-        runner.grant_logger.setLevel(level)
 
 
 def _schema() -> str:
-    return settings().schema("public") or "public"
+    return settings().given_schema or "public"
 
 
 @command(
@@ -89,13 +86,7 @@ def _who_migrates(dsn: str, schema: str, denied: str) -> str:
     it (no ``jobq grant`` level can), and a new one needs CREATE where its schema goes."""
     role = _role_of(dsn)
     with grants.connect(dsn) as conn:
-        owner = conn.execute(
-            "SELECT c.relowner::pg_catalog.regrole::pg_catalog.text FROM pg_catalog.pg_class c"
-            " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
-            " WHERE n.nspname OPERATOR(pg_catalog.=) %s"
-            " AND c.relname OPERATOR(pg_catalog.=) 'jobq_migrations'",
-            [schema],
-        ).fetchone()
+        owner = conn.execute(statement("migrations_owner", schema)).fetchone()
     if owner is not None:
         return (
             f"{denied}; jobq in schema {schema!r} belongs to the role {owner[0]!r}: run `jobq "
@@ -177,7 +168,7 @@ def doctor() -> int:
     # else controls the schema is read without calling a jobq function, one of which could be
     # what another role planted (or be made ambiguous by it).
     with grants.connect(dsn) as conn:
-        where = s.schema() or _sql.schema_of_dsn(dsn)
+        where = s.given_schema or _sql.schema_of_dsn(dsn)
         control = checks.control_findings(conn, where)
         drift = checks.function_drift(conn, where)
     rows = [_warning("schema_control", finding) for finding in control]

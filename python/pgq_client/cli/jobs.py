@@ -1,14 +1,15 @@
-"""Jobs: list, find, show, retry, follow (status, wait), cancel; act on many with a record
-(cancel, requeue, delete, run-now, and the audit log); the errors per job type; the dead
-letters."""
+"""Jobs: list, find, show, retry, follow (status, wait), cancel, their workflow graph; act on
+many with a record (cancel, requeue, delete, run-now, and the audit log); the errors per job
+type; the dead letters."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
@@ -17,6 +18,7 @@ from ..models import STATUSES, JobStatus
 from ..queue import Queue
 from . import options as opt
 from .base import call, command, fail, group, settings
+from .options import F
 from .output import (
     cell,
     columns,
@@ -25,11 +27,11 @@ from .output import (
     emit,
     error_line,
     jobs_table,
+    listing,
     show_job,
-    table,
     yes,
 )
-from .parsing import parse_duration, parse_ids
+from .parsing import parse_duration, parse_run_at
 
 
 @group(
@@ -40,16 +42,18 @@ def jobs() -> None:
     """Look at jobs one by one and retry them (admin); follow them (status, wait: producer)."""
 
 
+def _statuses(**attrs: Any) -> Callable[[F], F]:
+    help = f"Only jobs in this status (repeatable): {', '.join(STATUSES)}."
+    return click.option("--status", "statuses", multiple=True, metavar="S", help=help, **attrs)
+
+
+_TYPE = click.option("--type", "job_type", metavar="T", help="Only jobs of this job type.")
+
+
 @command(jobs, "list", json=True)
-@click.option(
-    "--status",
-    "statuses",
-    multiple=True,
-    metavar="S",
-    help=f"Only jobs in this status (repeatable): {', '.join(STATUSES)}.",
-)
+@_statuses()
 @opt.QUEUE
-@click.option("--type", "job_type", metavar="T", help="Only jobs of this job type.")
+@_TYPE
 @opt.LIMIT
 def jobs_list(statuses: tuple[str, ...], **filters: Any) -> None:
     """List jobs, most recently changed first."""
@@ -57,29 +61,20 @@ def jobs_list(statuses: tuple[str, ...], **filters: Any) -> None:
     emit(found, lambda: jobs_table(found, "updated_at", "no jobs"))
 
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
 def _when(_ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
     """A time filter: a duration ago (``2h``) or ISO 8601 with a UTC offset (or ``Z``)."""
     if value is None:
         return None
-    try:
+    with contextlib.suppress(ValueError):
         return datetime.now(timezone.utc) - parse_duration(value)
-    except ValueError:
-        pass
-    text = value.strip()
     try:
-        when = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" else text)
-    except ValueError:
-        when = None
-    if when is None or when.tzinfo is None:
+        return parse_run_at(value)
+    except click.BadParameter:
         raise click.BadParameter(
             f"{value!r} is neither a duration ago (2h, 30m, 7d) nor an ISO 8601 time with a "
             "UTC offset (2030-01-31T08:00:00Z)",
             param=param,
-        )
-    return when
+        ) from None
 
 
 def _json_value(_ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
@@ -89,10 +84,6 @@ def _json_value(_ctx: click.Context, param: click.Parameter, value: str | None) 
         return json.loads(value)
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc}", param=param) from None
-
-
-def _one_id(_ctx: click.Context, _param: click.Parameter, value: str | None) -> uuid.UUID | None:
-    return None if value is None else parse_ids([value])[0]
 
 
 def _time_option(name: str, what: str) -> Callable[[F], F]:
@@ -112,20 +103,18 @@ def _time_option(name: str, what: str) -> Callable[[F], F]:
         jobq jobs find --payload '{"customer_id": 42}'
     """,
 )
-@click.option("--id", "job_id", metavar="ID", callback=_one_id, help="The job with this id.")
+@click.option("--id", "job_id", metavar="ID", callback=opt.one_id, help="The job with this id.")
 @click.option("--key", "idempotency_key", metavar="KEY", help="Jobs with this idempotency key.")
-@click.option("--type", "job_type", metavar="T", help="Only jobs of this job type.")
+@_TYPE
 @opt.QUEUE
-@click.option("--status", "statuses", multiple=True, type=click.Choice(STATUSES), metavar="S",
-              help=f"Only jobs in this status (repeatable): {', '.join(STATUSES)}.")
+@_statuses(type=click.Choice(STATUSES))
 @_time_option("--created-after", "Created at or after")
 @_time_option("--created-before", "Created before")
 @_time_option("--finished-after", "Finished at or after")
 @_time_option("--finished-before", "Finished before")
 @click.option("--payload", "payload_contains", metavar="JSON", callback=_json_value,
               help="Jobs whose payload contains this JSON (@>; admin).")
-@click.option("--after", "after_id", metavar="ID",
-              callback=_one_id,
+@click.option("--after", "after_id", metavar="ID", callback=opt.one_id,
               help="The page after this job (the last id of the previous page).")
 @click.option("--limit", type=opt.POSITIVE, default=50, help="At most N jobs (up to 1000).")
 @click.option("--scan-limit", type=opt.POSITIVE, default=10_000,
@@ -139,9 +128,9 @@ def jobs_find(statuses: tuple[str, ...], limit: int, scan_limit: int, **filters:
              "last_error"]
 
     def text() -> str:
-        rows = [[r[n] if n != "last_error" else error_line(r[n], 60) for n in names]
-                for r in found.rows]
-        lines = [table(names, rows, "no jobs found")]
+        shown = columns(found.rows, names, "no jobs found",
+                        last_error=lambda r: error_line(r["last_error"], 60))
+        lines = [shown]
         if found.next_after:
             lines.append(f"more: --after {found.next_after}")
         if found.stopped_after:
@@ -257,22 +246,12 @@ def cancel(job_ids: list[uuid.UUID], reason: str | None) -> None:
         {"jobs": [{"id": i, "status": st} for i, st in statuses.items()], "unknown": unknown},
         lambda: "\n".join(_cancelled(i, st) for i, st in statuses.items()),
     )
+    _refuse_unknown(unknown)
+
+
+def _refuse_unknown(unknown: Sequence[uuid.UUID]) -> None:
     if unknown:
         fail(f"no job {', '.join(map(str, unknown))} (nothing changed for it)")
-
-
-def _act(action: str, job_ids: list[uuid.UUID], reason: str | None) -> None:
-    """`jobs cancel|requeue|delete|run-now ID...`: one recorded call of jobq_act_on_jobs; each
-    job's outcome, a job the action does not apply to "left alone" (exit 1: one is unknown,
-    as `jobq cancel`)."""
-    outcomes = call(Queue.act_on_jobs, action, job_ids, reason)  # type: ignore[arg-type]
-    emit(
-        {"jobs": [{"id": i, "outcome": o} for i, o in outcomes.items()]},
-        lambda: "\n".join(f"{i}  {o}" for i, o in outcomes.items()),
-    )
-    unknown = [str(i) for i, o in outcomes.items() if o == "unknown"]
-    if unknown:
-        fail(f"no job {', '.join(unknown)} (nothing changed for it)")
 
 
 _ACTED = {
@@ -290,15 +269,23 @@ _EXAMPLES = {
 
 
 def _action_command(action: str) -> click.Command:
-    def act(job_ids: list[uuid.UUID], reason: str | None) -> None:
-        _act(action, job_ids, reason)
+    """`jobs cancel|requeue|delete|run-now ID...`: one recorded call of jobq_act_on_jobs; each
+    job's outcome, a job the action does not apply to "left alone" (exit 1: one is unknown,
+    as `jobq cancel`)."""
 
-    act.__doc__ = f"{_ACTED[action]} Recorded in `jobq audit` (admin; exit 1: one is unknown)."
-    name = action.replace("_", "-")
-    act = click.option("--reason", metavar="TEXT", help="Why (kept in the audit log).")(act)
-    act = opt.IDS(act)
-    example = _EXAMPLES.get(action)
-    return command(jobs, name, json=True, examples=example)(act)
+    @command(jobs, action.replace("_", "-"), json=True, examples=_EXAMPLES.get(action),
+             help=f"{_ACTED[action]} Recorded in `jobq audit` (admin; exit 1: one is unknown).")
+    @opt.IDS
+    @click.option("--reason", metavar="TEXT", help="Why (kept in the audit log).")
+    def act(job_ids: list[uuid.UUID], reason: str | None) -> None:
+        outcomes = call(Queue.act_on_jobs, action, job_ids, reason)  # type: ignore[arg-type]
+        emit(
+            {"jobs": [{"id": i, "outcome": o} for i, o in outcomes.items()]},
+            lambda: "\n".join(f"{i}  {o}" for i, o in outcomes.items()),
+        )
+        _refuse_unknown([i for i, o in outcomes.items() if o == "unknown"])
+
+    return act
 
 
 ACTION_COMMANDS = [_action_command(action) for action in ACTIONS]
@@ -311,11 +298,14 @@ ACTION_COMMANDS = [_action_command(action) for action in ACTIONS]
 def audit(before_id: int | None, limit: int) -> None:
     """What operators did to jobs, newest first: who, when, what, which jobs, why (admin)."""
     rows = call(Queue.audit_log, before_id, limit)
-    names = ["id", "acted_at", "acting_role", "action", "jobs", "changed", "reason"]
-    cells = [[r["id"], r["acted_at"], r["acting_role"] + (
-        "" if r["acting_role"] == r["login_role"] else f" (login {r['login_role']})"),
-        r["action"], len(r["job_ids"]), len(r["changed"]), r["reason"]] for r in rows]
-    emit(rows, lambda: table(names, cells, "no actions recorded"))
+    listing(
+        rows, ["id", "acted_at", "acting_role", "action", "jobs", "changed", "reason"],
+        "no actions recorded",
+        acting_role=lambda r: r["acting_role"] + (
+            "" if r["acting_role"] == r["login_role"] else f" (login {r['login_role']})"),
+        jobs=lambda r: len(r["job_ids"]),
+        changed=lambda r: len(r["changed"]),
+    )
 
 
 @command(json=True, examples="jobq errors\njobq errors --since 24h --per-type 3")
@@ -325,9 +315,7 @@ def audit(before_id: int | None, limit: int) -> None:
 def errors(since: timedelta, per_type: int) -> None:
     """The most frequent errors of each job type, as their exception line (admin)."""
     rows = call(Queue.error_summary, since, per_type)
-    names = ["job_type", "failures", "jobs", "last_seen", "error"]
-    cells = [[r[n] for n in names] for r in rows]
-    emit(rows, lambda: table(names, cells, "no errors"))
+    listing(rows, ["job_type", "failures", "jobs", "last_seen", "error"], "no errors")
 
 
 @group(
@@ -371,6 +359,18 @@ def dead_letter_requeue(job_ids: list[uuid.UUID], all_: bool, **filters: Any) ->
         return
     count = call(Queue.requeue_dead_letters, **filters)
     emit({"requeued": count}, f"requeued {counted(count, 'job')}")
+
+
+@command(jobs, "graph", json=True)
+@opt.ID
+def jobs_graph(job_id: uuid.UUID) -> None:
+    """The workflow around a job: it, the jobs it waits for and those that wait for it,
+    transitively, nearest first, each with its status and dependencies."""
+    nodes = call(Queue.job_graph, job_id)
+    if not nodes:
+        fail(f"no job {job_id}")
+    listing(nodes, ["id", "job_type", "status", "depends_on"], "",
+            depends_on=lambda n: " ".join(str(d) for d in n.depends_on))
 
 
 COMMANDS = [jobs, cancel, dead_letter, audit, errors]

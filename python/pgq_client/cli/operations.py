@@ -1,4 +1,4 @@
-"""Running a queue: stats, metrics, settings, retention, schedules and limits."""
+"""Running a queue: stats, workers, metrics, settings, retention, schedules and limits."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import _ops
 from ..models import FINISHED_STATUSES, Limit, LimitUsage
 from ..queue import Queue
 from . import options as opt
 from .base import call, command, fail, group, settings
-from .output import cell, columns, counted, emit, fields, table, yes
+from .output import cell, columns, counted, emit, fields, listing, table, yes
 from .parsing import parse_payload
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ def stats() -> None:
     with settings().queue() as q:
         rows = q.stats()
         # jobq_queue_summary (monitor) says which queues are paused; jobq_queues is an admin's.
-        summary = q._drive(_ops.queue_summary(q._sql, timedelta(minutes=5)))
+        summary = q.queue_summary()
     paused = sorted(r["queue"] for r in summary if r["paused"])
     names = ["queue", "job_type", "status", "jobs", "oldest_available_at"]
     found = [{**fields(r, names), "paused": r.queue in paused} for r in rows]
@@ -303,4 +302,22 @@ def limit_delete(group: str) -> None:
     click.echo(f"removed the limit of {group}")
 
 
-COMMANDS = [stats, metrics_command, configure, prune, schedule, tick, limit]
+def _filter(names: list[str] | None, recorded: bool) -> str:
+    """A claim filter as the workers page shows it: the names, ``all``, or ``?`` unrecorded."""
+    return ",".join(names) if names is not None else ("all" if recorded else "?")
+
+
+@command(name="workers", json=True, examples="jobq workers --json")
+def workers() -> None:
+    """Each worker that claimed within the last day or holds a job: its filters, last claim,
+    jobs held and how many are stale (lock expired), last heartbeat (monitor)."""
+    names = ["worker_id", "job_types", "queues", "last_claim_at", "jobs_held", "stale_jobs",
+             "last_heartbeat_at", "lock_expires_at"]
+    listing(
+        call(Queue.workers_summary), names, "no workers",
+        job_types=lambda r: _filter(r["job_types"], r["first_claim_at"] is not None),
+        queues=lambda r: _filter(r["queues"], r["first_claim_at"] is not None),
+    )
+
+
+COMMANDS = [stats, workers, metrics_command, configure, prune, schedule, tick, limit]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -23,8 +24,13 @@ def ids(metavar: str = "ID...", required: bool = True) -> Callable[[F], F]:
     return click.argument("job_ids", metavar=metavar, nargs=-1, required=required, callback=parse)
 
 
+def one_id(_ctx: click.Context, _param: click.Parameter, value: str | None) -> uuid.UUID | None:
+    """A job id given on its own (an argument or an option's value)."""
+    return None if value is None else parse_ids([value])[0]
+
+
 IDS = ids()
-ID = click.argument("job_id", metavar="ID", callback=lambda _c, _p, v: parse_ids([v])[0])
+ID = click.argument("job_id", metavar="ID", callback=one_id)
 QUEUE = click.option("--queue", metavar="Q", help="Only jobs of this queue.")
 JOB_TYPE = click.option("--job-type", metavar="T", help="Only jobs of this job type.")
 LIMIT = click.option("--limit", type=POSITIVE, default=100, help="At most N jobs.")
@@ -42,6 +48,13 @@ def duration(name: str, default: str | None, what: str) -> Callable[[F], F]:
         metavar="DURATION",
         help=f"{what}: seconds, or 90s, 30m, 12h, 7d, 1w, 1h30m.",
     )
+
+
+def seconds(
+    name: str, default: float, what: str | None = None, kind: click.FloatRange = SECONDS
+) -> Callable[[F], F]:
+    """A time in seconds (positive unless ``kind`` says otherwise)."""
+    return click.option(name, type=kind, default=default, metavar="SECONDS", help=what)
 
 
 def new_job_options(f: F) -> F:

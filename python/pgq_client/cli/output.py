@@ -50,11 +50,22 @@ def yes(flag: bool) -> str:
 
 
 def columns(
-    rows: Iterable[object], names: Sequence[str], empty: str = "", **shown: Callable[[Any], object]
+    rows: Iterable[Any], names: Sequence[str], empty: str = "", **shown: Callable[[Any], object]
 ) -> str:
-    """A table of the attributes ``names`` of each row; ``shown`` renders a column its own way."""
-    get = {n: shown.get(n) or operator.attrgetter(n) for n in names}
+    """A table of the fields ``names`` of each row (a dict's keys, else attributes); ``shown``
+    renders a column its own way."""
+    rows = list(rows)
+    by: Callable[[str], Callable[[Any], object]]
+    by = operator.itemgetter if rows and isinstance(rows[0], Mapping) else operator.attrgetter
+    get = {n: shown.get(n) or by(n) for n in names}
     return table(names, [[get[n](row) for n in names] for row in rows], empty)
+
+
+def listing(
+    rows: Sequence[object], names: Sequence[str], empty: str, **shown: Callable[[Any], object]
+) -> None:
+    """``rows`` as JSON under ``--json``, else as a table of ``names`` (see :func:`columns`)."""
+    emit(rows, lambda: columns(rows, names, empty, **shown))
 
 
 def error_line(text: str | None, width: int = 80) -> str:

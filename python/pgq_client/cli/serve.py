@@ -64,21 +64,10 @@ def _load_handlers(spec: str) -> dict[str, Callable[..., object]]:
     help="Jobs claimed ahead of a free thread [default: sized to the job rate; 0: long jobs].",
 )
 @click.option("--batch-size", type=opt.POSITIVE, metavar="N", help="Most jobs per claim.")
-@click.option(
-    "--lock-timeout",
-    type=opt.SECONDS,
-    default=300.0,
-    metavar="SECONDS",
-    help="Claims not renewed for this long are taken over.",
-)
-@click.option(
-    "--shutdown-grace",
-    type=click.FloatRange(min=0),
-    default=30.0,
-    metavar="SECONDS",
-    help="On SIGTERM/SIGINT, how long running jobs may take.",
-)
-@click.option("--poll-interval", type=opt.SECONDS, default=1.0, metavar="SECONDS")
+@opt.seconds("--lock-timeout", 300.0, "Claims not renewed for this long are taken over.")
+@opt.seconds("--shutdown-grace", 30.0, "On SIGTERM/SIGINT, how long running jobs may take.",
+             click.FloatRange(min=0))
+@opt.seconds("--poll-interval", 1.0)
 @click.option("--worker-id", metavar="ID", help="Default: host:pid:random.")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="INFO")
 def worker(
@@ -92,7 +81,7 @@ def worker(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     s = settings()
-    w = Worker(s.dsn(), handlers, queues=list(queues) or None, schema=s.schema(), **options)
+    w = Worker(s.dsn(), handlers, queues=list(queues) or None, schema=s.given_schema, **options)
     w.run(burst=burst)
     return 130 if w.aborted else 0  # aborted: a second Ctrl-C or SIGTERM cut the shutdown short
 
@@ -135,18 +124,18 @@ def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
             f"--bind {bind} serves other machines: give a credential with --auth USER:PASSWORD "
             f"or ${WEB_AUTH_ENV} (and put TLS in front of it)"
         )
-    s = settings()
+    schema = settings().given_schema
     # One connection first: a wrong password or an unreachable server ends the command with the
     # server's own message, where the dashboard's pool would wait 30 s on every page. A
     # connect_timeout the user set (in the DSN or PGCONNECT_TIMEOUT) is theirs to keep.
-    dsn = s.dsn()
+    dsn = settings().dsn()
     own = "connect_timeout" in conninfo_to_dict(dsn) or "PGCONNECT_TIMEOUT" in os.environ
     _conn.connect(dsn, **({} if own else {"connect_timeout": 10})).close()
     if check:
-        for line in serve.role_report(dsn, s.schema()):
+        for line in serve.role_report(dsn, schema):
             click.echo(line)
         return
-    serve.serve(dsn, s.schema(), host, port, credentials=credentials, allowed_hosts=allowed_hosts)
+    serve.serve(dsn, schema, host, port, credentials=credentials, allowed_hosts=allowed_hosts)
 
 
 # `jobq embedded ...` manages the server used when no database is given: it takes --home

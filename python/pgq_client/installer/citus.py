@@ -14,7 +14,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from .files import statement
@@ -32,9 +31,7 @@ NESTED_SETTING = "citus.allow_nested_distributed_execution"
 
 
 def _has_citus(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute(
-        "SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_schema') IS NOT NULL"
-    ).fetchone()
+    row = conn.execute(statement("has_citus")).fetchone()
     return bool(row and row[0])
 
 
@@ -77,9 +74,7 @@ def distribute(conn: psycopg.Connection[Any], schema: str, functions: list[Funct
         return
     if not distributed(conn, schema):
         logger.info("schema %r: distributing it over the Citus cluster", schema)
-        conn.execute(sql.SQL(
-            "SELECT pg_catalog.citus_schema_distribute({}::text::pg_catalog.regnamespace)"
-        ).format(sql.Literal(sql.Identifier(schema).as_string(conn))))
+        conn.execute(statement("citus_schema", schema))
     commands = statement(
         "citus_distribute",
         schema,

@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
 from .. import _sql
 from . import citus
@@ -27,11 +26,8 @@ def control_findings(conn: psycopg.Connection[Any], schema: str) -> list[str]:
 
 
 def audit_findings(conn: psycopg.Connection[Any], schema: str) -> list[str]:
-    present = conn.execute(
-        "SELECT pg_catalog.to_regproc(pg_catalog.format('%%I.jobq_health', %(s)s::text))",
-        {"s": schema},
-    ).fetchone()
-    if not present or present[0] is None:
+    present = conn.execute(statement("has_health", schema)).fetchone()
+    if not present or not present[0]:
         return []  # an install without jobq_health (a test's own function files)
     rows = conn.execute(statement("audit", schema)).fetchall()
     return [
@@ -128,11 +124,7 @@ def function_drift(
     )).fetchall())
     try:
         with conn.transaction():
-            recorded = dict(conn.execute(
-                sql.SQL("SELECT version, checksum FROM {}.jobq_migrations").format(
-                    sql.Identifier(schema)
-                )
-            ).fetchall())
+            recorded = dict(conn.execute(statement("recorded", schema)).fetchall())
     except psycopg.errors.InsufficientPrivilege:
         recorded = None
     on_citus = citus.distributed(conn, schema)

@@ -43,16 +43,21 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class Migration:
-    """One migration file: ``version`` is its name without ``.sql`` (``0001_jobq_baseline``)."""
-
-    version: str
+class _Checksummed:
     sql: str
 
     @property
     def checksum(self) -> str:
+        """The SHA-256 of the file's text, as ``jobq_migrations`` records it."""
         return sha256(self.sql)
+
+
+@dataclass(frozen=True)
+class Migration(_Checksummed):
+    """One migration file: ``version`` is its name without ``.sql`` (``0001_jobq_baseline``)."""
+
+    version: str
+    sql: str
 
     @property
     def breaking(self) -> bool:
@@ -61,7 +66,7 @@ class Migration:
 
 
 @dataclass(frozen=True)
-class FunctionFile:
+class FunctionFile(_Checksummed):
     """One function file, with its header lines; ``version`` is what ``jobq_migrations``
     records it as (``functions/jobq_dequeue``)."""
 
@@ -72,10 +77,6 @@ class FunctionFile:
     replaces: tuple[str, ...] = ()
     levels: tuple[str, ...] = ()
     granted_as: tuple[str, ...] = ()
-
-    @property
-    def checksum(self) -> str:
-        return sha256(self.sql)
 
     @property
     def version(self) -> str:

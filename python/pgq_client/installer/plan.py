@@ -21,6 +21,7 @@ from .files import (
     available_migrations,
     function_files,
     function_history,
+    statement,
 )
 
 _UNKNOWN = (
@@ -73,15 +74,10 @@ def load(schema: str, migrations_dir: Path | None, functions_dir: Path | None) -
 
 def applied(conn: psycopg.Connection[Any], schema: str) -> dict[str, str]:
     """The versions ``schema`` records, with their checksums (empty: no jobq there)."""
-    table = sql.Identifier(schema, "jobq_migrations")
-    exists = conn.execute(
-        sql.SQL("SELECT pg_catalog.to_regclass({}) IS NOT NULL").format(
-            sql.Literal(table.as_string(conn))
-        )
-    ).fetchone()
+    exists = conn.execute(statement("has_migrations", schema)).fetchone()
     if not exists or not exists[0]:
         return {}
-    rows = conn.execute(sql.SQL("SELECT version, checksum FROM {}").format(table)).fetchall()
+    rows = conn.execute(statement("recorded", schema)).fetchall()
     return {str(version): str(checksum) for version, checksum in rows}
 
 

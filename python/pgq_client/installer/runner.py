@@ -77,7 +77,7 @@ def _lock(conn: psycopg.Connection[Any], schema: str) -> None:
             with conn.transaction():
                 run_script(conn, sql.Composed([
                     statement("note_existing", schema),
-                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {};\n").format(sql.Identifier(schema)),
+                    statement("create_schema", schema),
                     statement("lock_table", schema),
                     statement("exact_privileges", schema),
                 ]))
@@ -96,9 +96,7 @@ def _lock(conn: psycopg.Connection[Any], schema: str) -> None:
             f"{schema}.jobq__migrate_lock does not belong to jobq's owner: another role made it "
             "and may know the key of the migrate lock. Drop it after checking who made it."
         )
-    conn.execute(sql.SQL(
-        "SELECT pg_catalog.pg_advisory_lock(l.key) FROM {}.jobq__migrate_lock AS l"
-    ).format(sql.Identifier(schema)))
+    conn.execute(statement("migrate_lock", schema))
 
 
 def _log_grant(diag: psycopg.errors.Diagnostic) -> None:

@@ -31,6 +31,7 @@ def bootstrap(schema: str, *, with_lock_table: bool = False) -> sql.Composed:
     takes no lock, makes it here."""
     return sql.Composed([
         statement("note_existing", schema),
+        statement("create_schema", schema),
         statement("bootstrap", schema),
         statement("lock_table", schema) if with_lock_table else sql.SQL(""),
         statement("search_path", schema),

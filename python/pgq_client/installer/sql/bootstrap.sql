@@ -1,4 +1,3 @@
-CREATE SCHEMA IF NOT EXISTS {schema};
 CREATE TABLE IF NOT EXISTS {schema}.jobq_migrations (
     version text NOT NULL,  -- noqa: RF04
     checksum text NOT NULL,  -- noqa: RF04
