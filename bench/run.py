@@ -147,6 +147,10 @@ def targets(results: list[Measurement]) -> list[Target]:
                value("s16.jobq.cli"), ">=", 70_000.0),
         Target("held snapshot: Worker completions during it >= 0.7x the offered rate",
                extra("s17.jobq.hold", "ratio_to_offered"), ">=", 0.7),
+        *(Target(f"workflow {shape}: jobq >= 0.5x its bare-SQL ceiling",
+                 ratio(f"s18.{key}"), ">=", 0.5)
+          for key, shape in (("fan_out", "fan-out"), ("fan_in", "fan-in"),
+                             ("layers", "20 layers"), ("chain", "chain"))),
     ]
     return out
 

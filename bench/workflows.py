@@ -1,12 +1,20 @@
 """Scenario 18: workflow shapes (docs/workflows.md): fan-out 1→N, fan-in N→1, layers, a chain.
 
-Each shape is enqueued in one ``jobq_enqueue_many`` (``after``), then drained by SQL workers
-(``jobq_dequeue`` of up to 10, ``jobq_complete_many``), 8 sessions for the wide shapes and one
-for the chain, whose jobs run one after the other anyway. Each prints its jobs/s and the time
-from the completion of a job's last dependency to the job's claim (``finished_at`` of the
-dependency to ``claimed_at`` of the job, p50/p99), beside a bare-SQL ceiling: the same number of
-jobs drained from ``raw_jobs`` with no graph by the same sessions, and for the chain one session
-that deletes a job and claims the next in one transaction.
+Each shape is enqueued in one ``jobq_enqueue_many`` (``after``), then drained by SQL workers,
+beside a bare-SQL ceiling that does the same work on ``raw_jobs`` without the graph:
+
+* the wide shapes, 8 sessions: jobq claims up to 10 jobs with ``jobq_dequeue`` and completes
+  them with ``jobq_complete_many``, two transactions; the ceiling claims up to 10 with
+  scenario 3's ``UPDATE ... SKIP LOCKED`` and deletes them, two transactions. A second,
+  cheaper reference is printed beside it (``.raw.delete``: each batch deleted in one
+  transaction), which compares with no ratio;
+* the chain, one session (its jobs run one after the other anyway): jobq completes a job and
+  claims the next in one transaction (``jobq_complete_many`` then ``jobq_dequeue``, sent in
+  one round trip in pipeline mode: the released job is claimable in the completing
+  transaction); the ceiling deletes a job and claims the next in one statement.
+
+Each prints its jobs/s and the time from the completion of a job's last dependency to the
+job's claim (``finished_at`` of the dependency to ``claimed_at`` of the job, p50/p99).
 
 ``python -m bench.run --only 18`` (``--quick``: a tenth of the sizes).
 """
@@ -23,21 +31,23 @@ import psycopg
 from . import harness
 from .cluster import Cluster
 from .harness import Measurement, Run
+from .scenarios import RAW_CLAIM, RAW_DELETE
 
 BATCH = 10
 
-# name, jobs, how element i (from 0) names the elements it waits for (1-based ords)
-Shape = tuple[str, int, Callable[[int], list[int]]]
+# key, name, jobs, how element i (from 0) names the elements it waits for (1-based ords)
+Shape = tuple[str, str, int, Callable[[int], list[int]]]
 
 
 def shapes(quick: bool) -> list[Shape]:
     n = 1000 if quick else 10_000
     width, layers = (50, 20) if quick else (500, 20)
     return [
-        (f"fan-out 1→{n:,}", n + 1, lambda i: [1] if i else []),
-        (f"fan-in {n:,}→1", n + 1, lambda i: list(range(1, n + 1)) if i == n else []),
-        (f"{layers} layers of {width}", width * layers, lambda i: _two_above(i, width)),
-        (f"chain of {n:,}", n, lambda i: [i] if i else []),
+        ("fan_out", f"fan-out 1→{n:,}", n + 1, lambda i: [1] if i else []),
+        ("fan_in", f"fan-in {n:,}→1", n + 1, lambda i: list(range(1, n + 1)) if i == n else []),
+        ("layers", f"{layers} layers of {width}", width * layers,
+         lambda i: _two_above(i, width)),
+        ("chain", f"chain of {n:,}", n, lambda i: [i] if i else []),
     ]
 
 
@@ -59,6 +69,7 @@ def _enqueue(conn: psycopg.Connection[Any], jobs: int, after: Callable[[int], li
 
 
 def _drain_jobq(cluster: Cluster, sessions: int, total: int) -> Run:
+    """The wide shapes: claim up to 10, then complete them, in two transactions."""
     done = [0]
     lock = threading.Lock()
 
@@ -81,7 +92,45 @@ def _drain_jobq(cluster: Cluster, sessions: int, total: int) -> Run:
     return harness.run_threads(cluster, sessions, body)
 
 
+def _chain_jobq(cluster: Cluster, total: int) -> Run:
+    """One session: each transaction completes the job it ran and claims the next, which that
+    completion released."""
+
+    def body(conn: psycopg.Connection[Any], _: int) -> int:
+        ids = [r[0] for r in conn.execute("SELECT id FROM jobq_dequeue('w0')").fetchall()]
+        n = 0
+        while ids:
+            # One round trip (pipeline mode) per transaction, as the ceiling's one statement.
+            with conn.pipeline(), conn.transaction():
+                conn.execute("SELECT jobq_complete_many(%s, 'w0')", (ids,))
+                claimed = conn.execute("SELECT id FROM jobq_dequeue('w0')")
+            ids = [r[0] for r in claimed.fetchall()]
+            n += 1
+        if n != total:
+            raise RuntimeError(f"the chain stopped after {n} of {total} jobs")
+        return n
+
+    return harness.run_threads(cluster, 1, body)
+
+
 def _drain_raw(cluster: Cluster, sessions: int) -> Run:
+    """Scenario 3's raw queue: claim up to 10, then delete them, in two transactions."""
+
+    def body(conn: psycopg.Connection[Any], _: int) -> int:
+        mine = 0
+        while True:
+            ids = [r[0] for r in conn.execute(RAW_CLAIM, (BATCH,)).fetchall()]
+            if not ids:
+                return mine
+            conn.execute(RAW_DELETE, (ids,))
+            mine += len(ids)
+
+    return harness.run_threads(cluster, sessions, body)
+
+
+def _drain_raw_delete(cluster: Cluster, sessions: int) -> Run:
+    """Each batch of 10 deleted in one transaction: no claim at all."""
+
     def body(conn: psycopg.Connection[Any], _: int) -> int:
         mine = 0
         while True:
@@ -129,30 +178,48 @@ def _latencies(conn: psycopg.Connection[Any]) -> dict[str, float]:
     return harness.percentiles(samples)
 
 
+def _fill_raw(cluster: Cluster, jobs: int) -> None:
+    with cluster.connect() as conn:
+        conn.execute("TRUNCATE raw_jobs RESTART IDENTITY")
+        conn.execute("INSERT INTO raw_jobs (payload) SELECT '{}' FROM generate_series(1, %s)",
+                     (jobs,))
+    harness.settle(cluster)
+
+
 def scenario(cluster: Cluster, quick: bool, log: Callable[[str], None]) -> list[Measurement]:
     results: list[Measurement] = []
-    for name, jobs, after in shapes(quick):
-        sessions = 1 if name.startswith("chain") else 8
-        key = "s18." + name.split()[0].replace("-", "_")
+    for short, name, jobs, after in shapes(quick):
+        chain = short == "chain"
+        sessions = 1 if chain else 8
+        key = f"s18.{short}"
         harness.reset(cluster)
         with cluster.connect() as conn:
             conn.execute("TRUNCATE jobq_job_dependencies")
-            conn.execute("INSERT INTO raw_jobs (payload) SELECT '{}' FROM generate_series(1, %s)",
-                         (jobs,))
-        harness.settle(cluster)
-        ceiling = _chain_raw(cluster) if sessions == 1 else _drain_raw(cluster, sessions)
+        _fill_raw(cluster, jobs)
+        ceiling = _chain_raw(cluster) if chain else _drain_raw(cluster, sessions)
+        how = "delete one, claim the next" if chain else "claim, then delete"
+        results.append(Measurement("18", key + ".raw", f"{name}: bare SQL, {how} ({sessions})",
+                                   "ceiling", "jobs/s", ceiling.rate, [ceiling.rate],
+                                   ceiling.jobs, ceiling.seconds))
+        line = f"  {name}: bare SQL {ceiling.rate:,.0f} jobs/s"
+        if not chain:
+            _fill_raw(cluster, jobs)
+            deleted = _drain_raw_delete(cluster, sessions)
+            results.append(Measurement(
+                "18", key + ".raw.delete", f"{name}: bare SQL, delete in one ({sessions})",
+                "ceiling", "jobs/s", deleted.rate, [deleted.rate], deleted.jobs, deleted.seconds))
+            line += f" (deleting each batch in one: {deleted.rate:,.0f})"
         with cluster.connect() as conn:
             _enqueue(conn, jobs, after)
         harness.settle(cluster)
-        run = _drain_jobq(cluster, sessions, jobs)
+        run = _chain_jobq(cluster, jobs) if chain else _drain_jobq(cluster, sessions, jobs)
         with cluster.connect() as conn:
             lat = _latencies(conn)
-        log(f"  {name}: jobq {run.rate:,.0f} jobs/s, bare SQL {ceiling.rate:,.0f} jobs/s; "
+        log(f"{line}, jobq {run.rate:,.0f} jobs/s ({run.rate / ceiling.rate:.2f}x); "
             f"last dependency to claim p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms")
-        results.append(Measurement("18", key + ".raw", f"{name}: bare SQL drain ({sessions})",
-                                   "ceiling", "jobs/s", ceiling.rate, [ceiling.rate],
-                                   ceiling.jobs, ceiling.seconds))
-        results.append(Measurement("18", key, f"{name}: jobq_dequeue/complete_many ({sessions})",
+        jobq_how = ("jobq_complete_many + jobq_dequeue in one transaction" if chain
+                    else "jobq_dequeue, then jobq_complete_many")
+        results.append(Measurement("18", key, f"{name}: {jobq_how} ({sessions})",
                                    "jobq", "jobs/s", run.rate, [run.rate], run.jobs, run.seconds,
                                    ceiling=key + ".raw",
                                    extra={"release_to_claim_ms": lat}))

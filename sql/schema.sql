@@ -1640,6 +1640,9 @@ message naming the argument), or NULL.';
 
 CREATE FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) RETURNS integer
     LANGUAGE plpgsql
+    SET enable_seqscan TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET jit TO 'off'
     AS $$
 DECLARE
     v_cancelled uuid[];
@@ -1664,7 +1667,7 @@ BEGIN
             FROM ended AS d
             JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) d.id
             JOIN jobq_jobs AS c ON c.id OPERATOR(pg_catalog.=) e.job_id
-            WHERE c.status OPERATOR(pg_catalog.=) 'waiting'
+            WHERE c.waiting_on OPERATOR(pg_catalog.>) 0
               AND (
                   e.on_failure OPERATOR(pg_catalog.=) 'cancel'
                   OR (e.on_failure OPERATOR(pg_catalog.=) 'wait'
@@ -1676,7 +1679,7 @@ BEGIN
             SELECT j.id
             FROM jobq_jobs AS j
             WHERE j.id = ANY (ARRAY(SELECT d.id FROM ended AS d))
-              AND j.status OPERATOR(pg_catalog.=) 'waiting'
+              AND j.waiting_on OPERATOR(pg_catalog.>) 0
             ORDER BY j.id
             FOR UPDATE
         ),
@@ -1706,7 +1709,7 @@ BEGIN
                 updated_at = v_now
             FROM locked
             WHERE j.id OPERATOR(pg_catalog.=) locked.id
-              AND j.status OPERATOR(pg_catalog.=) 'waiting'
+              AND j.waiting_on OPERATOR(pg_catalog.>) 0
             RETURNING j.id, j.queue, j.job_type
         ),
 
@@ -1728,45 +1731,47 @@ BEGIN
         END IF;
     END IF;
 
-    WITH freed AS (
+    WITH freed AS MATERIALIZED (
         SELECT e.job_id, pg_catalog.count(*)::integer AS n
-        FROM ROWS FROM (
+        FROM jobq_job_dependencies AS e
+        JOIN ROWS FROM (
             pg_catalog.unnest(jobq__dependents_finished.job_ids),
             pg_catalog.unnest(jobq__dependents_finished.statuses)
-        ) AS f (id, status)
-        JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) f.id
-        WHERE f.status OPERATOR(pg_catalog.=) 'succeeded'
-           OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
-               AND f.status OPERATOR(pg_catalog.<>) 'pruned')
+        ) AS f (id, status) ON f.id OPERATOR(pg_catalog.=) e.depends_on
+        WHERE e.depends_on OPERATOR(pg_catalog.=) ANY (jobq__dependents_finished.job_ids)
+          AND (f.status OPERATOR(pg_catalog.=) 'succeeded'
+               OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
+                   AND f.status OPERATOR(pg_catalog.<>) 'pruned'))
         GROUP BY e.job_id
     ),
 
     locked AS MATERIALIZED (
-        SELECT j.id, freed.n
+        SELECT j.id
         FROM jobq_jobs AS j
-        JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) j.id
-        WHERE j.status OPERATOR(pg_catalog.=) 'waiting'
+        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT freed.job_id FROM freed))
+          AND j.waiting_on OPERATOR(pg_catalog.>) 0
         ORDER BY j.id
-        FOR UPDATE OF j
+        FOR UPDATE
     ),
 
     released AS (
         UPDATE jobq_jobs AS j
         SET
-            waiting_on = j.waiting_on OPERATOR(pg_catalog.-) locked.n,
+            waiting_on = j.waiting_on OPERATOR(pg_catalog.-) freed.n,
             status = CASE
-                WHEN j.waiting_on OPERATOR(pg_catalog.<=) locked.n THEN 'pending'
+                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n THEN 'pending'
                 ELSE 'waiting'
             END,
             available_at = CASE
-                WHEN j.waiting_on OPERATOR(pg_catalog.<=) locked.n AND NOT j.scheduled
+                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n AND NOT j.scheduled
                     THEN v_now
                 ELSE j.available_at
             END,
             updated_at = v_now
         FROM locked
+        JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) locked.id
         WHERE j.id OPERATOR(pg_catalog.=) locked.id
-          AND j.status OPERATOR(pg_catalog.=) 'waiting'
+          AND j.waiting_on OPERATOR(pg_catalog.>) 0
         RETURNING j.status, j.queue, j.available_at
     )
 

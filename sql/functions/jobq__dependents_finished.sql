@@ -21,8 +21,21 @@
 -- ending parents of the same dependents never deadlock on them. Rule wait: nothing changes
 -- (the job keeps waiting for a requeue of the dependency and its success).
 --
--- Not SECURITY DEFINER and no SET clause: it runs inside its callers, with their search_path,
--- and is granted to nobody.
+-- Plans that stay right: the edges are read through jobq_job_dependencies_depends_on_idx
+-- (depends_on = ANY (job_ids)) and the dependents through the primary key (id = ANY (...)),
+-- never by a scan of a whole table, so a release costs the same whatever the size of the
+-- graphs beside it. The edge table is written in bulk by one jobq_enqueue_many and read at
+-- once, before autovacuum has analyzed it: a plan made on no statistics would read every edge
+-- for each finished job (a sequential scan and a hash join). Hence enable_seqscan off; the
+-- plans are generic (plan_cache_mode) so that they are made once per session, as
+-- jobq_dequeue's are (docs/decisions/0003-planner-settings-of-hot-functions.md).
+-- A waiting job is found by waiting_on > 0 (only a waiting job has one: jobq_jobs_waiting_check,
+-- and every writer sets waiting_on to 0 with any other status), not by its status: a status
+-- test lets a generic plan made while few jobs waited read the whole of jobq_jobs_waiting_idx
+-- for every release instead of the dependents' primary keys.
+--
+-- Not SECURITY DEFINER, and no search_path in its SET clauses: it runs inside its callers,
+-- with their search_path, and is granted to nobody.
 
 CREATE OR REPLACE FUNCTION jobq__dependents_finished(
     job_ids uuid[],
@@ -30,6 +43,9 @@ CREATE OR REPLACE FUNCTION jobq__dependents_finished(
 ) RETURNS integer
 LANGUAGE plpgsql
 VOLATILE
+SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
+SET jit = off
 AS $$
 DECLARE
     v_cancelled uuid[];
@@ -54,7 +70,7 @@ BEGIN
             FROM ended AS d
             JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) d.id
             JOIN jobq_jobs AS c ON c.id OPERATOR(pg_catalog.=) e.job_id
-            WHERE c.status OPERATOR(pg_catalog.=) 'waiting'
+            WHERE c.waiting_on OPERATOR(pg_catalog.>) 0
               AND (
                   e.on_failure OPERATOR(pg_catalog.=) 'cancel'
                   OR (e.on_failure OPERATOR(pg_catalog.=) 'wait'
@@ -66,7 +82,7 @@ BEGIN
             SELECT j.id
             FROM jobq_jobs AS j
             WHERE j.id = ANY (ARRAY(SELECT d.id FROM ended AS d))
-              AND j.status OPERATOR(pg_catalog.=) 'waiting'
+              AND j.waiting_on OPERATOR(pg_catalog.>) 0
             ORDER BY j.id
             FOR UPDATE
         ),
@@ -96,7 +112,7 @@ BEGIN
                 updated_at = v_now
             FROM locked
             WHERE j.id OPERATOR(pg_catalog.=) locked.id
-              AND j.status OPERATOR(pg_catalog.=) 'waiting'
+              AND j.waiting_on OPERATOR(pg_catalog.>) 0
             RETURNING j.id, j.queue, j.job_type
         ),
 
@@ -118,45 +134,47 @@ BEGIN
         END IF;
     END IF;
 
-    WITH freed AS (
+    WITH freed AS MATERIALIZED (
         SELECT e.job_id, pg_catalog.count(*)::integer AS n
-        FROM ROWS FROM (
+        FROM jobq_job_dependencies AS e
+        JOIN ROWS FROM (
             pg_catalog.unnest(jobq__dependents_finished.job_ids),
             pg_catalog.unnest(jobq__dependents_finished.statuses)
-        ) AS f (id, status)
-        JOIN jobq_job_dependencies AS e ON e.depends_on OPERATOR(pg_catalog.=) f.id
-        WHERE f.status OPERATOR(pg_catalog.=) 'succeeded'
-           OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
-               AND f.status OPERATOR(pg_catalog.<>) 'pruned')
+        ) AS f (id, status) ON f.id OPERATOR(pg_catalog.=) e.depends_on
+        WHERE e.depends_on OPERATOR(pg_catalog.=) ANY (jobq__dependents_finished.job_ids)
+          AND (f.status OPERATOR(pg_catalog.=) 'succeeded'
+               OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
+                   AND f.status OPERATOR(pg_catalog.<>) 'pruned'))
         GROUP BY e.job_id
     ),
 
     locked AS MATERIALIZED (
-        SELECT j.id, freed.n
+        SELECT j.id
         FROM jobq_jobs AS j
-        JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) j.id
-        WHERE j.status OPERATOR(pg_catalog.=) 'waiting'
+        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT freed.job_id FROM freed))
+          AND j.waiting_on OPERATOR(pg_catalog.>) 0
         ORDER BY j.id
-        FOR UPDATE OF j
+        FOR UPDATE
     ),
 
     released AS (
         UPDATE jobq_jobs AS j
         SET
-            waiting_on = j.waiting_on OPERATOR(pg_catalog.-) locked.n,
+            waiting_on = j.waiting_on OPERATOR(pg_catalog.-) freed.n,
             status = CASE
-                WHEN j.waiting_on OPERATOR(pg_catalog.<=) locked.n THEN 'pending'
+                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n THEN 'pending'
                 ELSE 'waiting'
             END,
             available_at = CASE
-                WHEN j.waiting_on OPERATOR(pg_catalog.<=) locked.n AND NOT j.scheduled
+                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n AND NOT j.scheduled
                     THEN v_now
                 ELSE j.available_at
             END,
             updated_at = v_now
         FROM locked
+        JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) locked.id
         WHERE j.id OPERATOR(pg_catalog.=) locked.id
-          AND j.status OPERATOR(pg_catalog.=) 'waiting'
+          AND j.waiting_on OPERATOR(pg_catalog.>) 0
         RETURNING j.status, j.queue, j.available_at
     )
 

@@ -9,7 +9,7 @@
 -- keeps it waiting until the dependency is requeued and succeeds. Bad input is 22023 and
 -- changes nothing.
 BEGIN;
-SELECT plan(75);
+SELECT plan(80);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -190,6 +190,34 @@ SELECT is(pg_temp.run(:'gr'), 'succeeded', 'graft');
 SELECT is(pg_temp.run(:'gr2'), 'succeeded', 'graft');
 SELECT is(pg_temp.st(:'fanin'), 'pending', 'released once the graft succeeded');
 SELECT is(jobq_add_dependencies(:'fanin', ARRAY[:'gr']::uuid[]), 0, 'no graft on a job no longer waiting');
+
+------------------------------------------------------------------------------------------
+-- a release reads the edges of the finished jobs and their dependents by index, whatever the
+-- statistics (none here: a graph is often enqueued and run before any ANALYZE) and beside
+-- many other waiting jobs: no scan of the edge table, no read of every waiting job
+------------------------------------------------------------------------------------------
+
+SELECT jobq_enqueue('ix') AS ixw \gset
+SELECT count(*) FROM jobq_enqueue_many(
+    (SELECT jsonb_agg(jsonb_build_object('job_type', 'ixw', 'depends_on', ARRAY[:'ixw']))
+     FROM generate_series(1, 3000))
+) \gset
+CREATE TEMP TABLE ixp AS SELECT jobq_enqueue('ix', priority => 1000000) AS id FROM generate_series(1, 10);
+SELECT count(*) FROM jobq_enqueue_many(
+    (SELECT jsonb_agg(jsonb_build_object('job_type', 'ixc', 'depends_on', ARRAY[p.id]))
+     FROM ixp AS p, generate_series(1, 20))
+) \gset
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('ixw', ARRAY['ix'], 10) AS d JOIN ixp USING (id)), 10,
+          'ten dependencies of 20 jobs each are claimed, beside 3,000 other waiting jobs');
+-- (numscans of a table counts its sequential scans)
+SELECT pg_stat_get_xact_numscans('jobq_job_dependencies'::regclass) AS edge_seqscans,
+       pg_stat_get_xact_tuples_returned('jobq_jobs_waiting_idx'::regclass) AS waiting_reads \gset
+SELECT is(jobq_complete_many(ARRAY(SELECT id FROM ixp), 'ixw'), 10, 'they succeed in one call');
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'ixc' AND status = 'pending'), 200,
+          'their 200 dependents are released');
+SELECT is(pg_stat_get_xact_numscans('jobq_job_dependencies'::regclass), :'edge_seqscans'::bigint, 'the release did not scan the edge table');
+SELECT is(pg_stat_get_xact_tuples_returned('jobq_jobs_waiting_idx'::regclass), :'waiting_reads'::bigint,
+          'nor read the waiting jobs beside its dependents');
 
 ------------------------------------------------------------------------------------------
 -- bad input: 22023, nothing changes

@@ -113,6 +113,42 @@ def test_a_fan_in_is_released_once_when_concurrent_workers_complete_its_dependen
     assert claimed == [(child,)]
 
 
+def test_the_completing_transaction_claims_the_dependent_it_released(dsn: str, conn: Conn) -> None:
+    """``jobq_complete`` then ``jobq_dequeue`` in one transaction: the dependent that the
+    completion released is claimed by that transaction, and no other session sees it (nor
+    the release) before the commit; a rollback undoes the completion, the release and the
+    claim together."""
+    q = Queue(dsn)
+    parent = q.enqueue("chain")
+    child = q.enqueue("chain", depends_on=[parent])
+    with psycopg.connect(dsn) as tx:  # not autocommit: one transaction until commit
+        for outcome in ("rollback", "commit"):
+            assert tx.execute("SELECT id FROM jobq_dequeue('w', ARRAY['chain'])").fetchall() == [
+                (parent,)
+            ]
+            tx.commit()
+            assert tx.execute("SELECT jobq_complete(%s, 'w')", (parent,)).fetchone() == (True,)
+            claimed = tx.execute("SELECT id FROM jobq_dequeue('w', ARRAY['chain'])").fetchall()
+            assert claimed == [(child,)]
+            # another session: the dependency still running, the dependent still waiting
+            assert _status(conn, parent) == "processing"
+            assert _status(conn, child) == "waiting"
+            assert conn.execute("SELECT id FROM jobq_dequeue('x', ARRAY['chain'])").fetchall() == []
+            if outcome == "rollback":
+                tx.rollback()
+                assert (_status(conn, parent), _status(conn, child)) == ("processing", "waiting")
+                # the claim is taken back so that the next round claims the dependency again
+                assert conn.execute(
+                    "SELECT jobq_release(ARRAY[%s]::uuid[], 'w')", (parent,)
+                ).fetchone() == (1,)
+            else:
+                tx.commit()
+    assert (_status(conn, parent), _status(conn, child)) == ("succeeded", "processing")
+    assert conn.execute(
+        "SELECT locked_by, attempts FROM jobq_jobs WHERE id = %s", (child,)
+    ).fetchone() == ("w", 1)
+
+
 def test_a_dependent_enqueued_while_its_dependency_completes_is_released(
     dsn: str, conn: Conn
 ) -> None:
