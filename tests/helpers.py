@@ -149,6 +149,21 @@ def job_row(conn: Conn, job_id: uuid.UUID) -> dict[str, Any]:
     return dict(zip(names, row, strict=True))
 
 
+def insert_jobs(conn: Conn, insert: str) -> None:
+    """Run ``insert`` (an INSERT of many rows into jobq_jobs, on an autocommit connection): the
+    finished rows among them move to the history in one statement (jobq__retire, as the jobq
+    functions move what they finish), not one by one through the trigger that catches any
+    other write of a finished row, which takes ten times as long for 200,000 rows."""
+    conn.execute("ALTER TABLE jobq_jobs DISABLE TRIGGER jobq_jobs_retire")
+    try:
+        conn.execute(insert.encode())
+    finally:
+        conn.execute("ALTER TABLE jobq_jobs ENABLE TRIGGER jobq_jobs_retire")
+    conn.execute(
+        "SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL))"
+    )
+
+
 # -- the jobq command ----------------------------------------------------------------------------
 
 

@@ -30,6 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
+from tests.helpers import insert_jobs
 
 from pgq_client import AsyncQueue, MetricSample, PermissionDenied, Queue, grants
 from pgq_client.cli import cli
@@ -157,7 +158,6 @@ def _metrics_buffers(c: Conn) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.long
 def test_reading_metrics_does_not_grow_with_finished_jobs(dsn: str, conn: Conn) -> None:
     """jobq_metrics() reads the counters and a few index probes, never jobq_jobs or the history
     row by row: once the pending jobs' indexes are a few levels deep (20,000 of them), twice as
@@ -174,12 +174,13 @@ def test_reading_metrics_does_not_grow_with_finished_jobs(dsn: str, conn: Conn) 
     conn.execute("VACUUM ANALYZE jobq_jobs")
     before = _metrics_buffers(conn)
     conn.execute(pending)
-    conn.execute(
+    insert_jobs(
+        conn,
         """INSERT INTO jobq_jobs (job_type, queue, status, attempts, finished_at)
            SELECT 't', (ARRAY['a', 'b', 'c'])[1 + g % 3],
                   (ARRAY['succeeded', 'failed', 'dead_letter', 'cancelled'])[1 + g % 4], 1,
                   now() - g * interval '1 second'
-           FROM generate_series(1, 200000) AS g"""
+           FROM generate_series(1, 200000) AS g""",
     )
     conn.execute("VACUUM ANALYZE")
     after = _metrics_buffers(conn)

@@ -24,6 +24,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
+from tests.helpers import insert_jobs
 from tests.plans import log_plans
 
 from pgq_client import Queue
@@ -112,7 +113,7 @@ def test_what_a_claim_reads_does_not_grow_with_200000_rows_it_cannot_claim(
     c.execute("VACUUM ANALYZE jobq_jobs")
     before = [claim_buffers(c, f) for f in claims]
 
-    c.execute(fill)
+    insert_jobs(c, fill)
     c.execute("VACUUM ANALYZE jobq_jobs")
     after = [claim_buffers(c, f) for f in claims]
 
@@ -365,9 +366,10 @@ def test_no_call_of_a_worker_producer_or_dashboard_reads_the_whole_table_whateve
         "UPDATE jobq_jobs SET status = 'succeeded', finished_at = now(), locked_at = NULL,"
         " locked_by = NULL, scheduled = false"
     )
-    c.execute(
+    insert_jobs(
+        c,
         "INSERT INTO jobq_jobs (job_type, status, attempts, finished_at)"
-        " SELECT 't', 'succeeded', 1, now() FROM generate_series(1, 30000)"
+        " SELECT 't', 'succeeded', 1, now() FROM generate_series(1, 30000)",
     )
     enqueue(
         c,

@@ -89,6 +89,7 @@ def explained(big_dsn: str) -> Iterator[tuple[TestClient, list[str]]]:
         yield client, plans
 
 
+@pytest.mark.long  # a million rows to write and analyze
 def test_no_page_scans_jobq_jobs_with_a_million_finished_jobs(
     explained: tuple[TestClient, list[str]],
 ) -> None:
