@@ -17,9 +17,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 from tests import helpers
 from tests.faults.harness import wait_for
 from tests.faults.test_limits import CLAIM, Ledger, session
+from tests.helpers import MakeRole
 
 from pgq_client import AsyncQueue, InvalidArgument, Limit, Queue
 
@@ -201,8 +203,10 @@ def test_round_robin_over_more_keys_than_a_batch_starts_every_key_before_any_twi
 
 
 def test_concurrent_round_robin_claims_without_caps_take_each_job_once(
-    dsn: str, conn: Conn
+    make_role: MakeRole, dsn: str, conn: Conn
 ) -> None:
+    # Sessions of a worker role: the claim moves the group's cursor as jobq's owner.
+    worker_dsn = make_conninfo(dsn, user=make_role("worker", dsn=dsn, prefix="jobq_fair"))
     conn.execute("SELECT jobq_set_limit('g', share => 'round_robin')")
     keys = [f"k{i:04d}" for i in range(1_000)]
     enqueue_keys(conn, keys)
@@ -213,7 +217,7 @@ def test_concurrent_round_robin_claims_without_caps_take_each_job_once(
 
     def claimer(n: int) -> None:
         try:
-            with psycopg.connect(dsn, autocommit=True) as c:
+            with psycopg.connect(worker_dsn, autocommit=True) as c:
                 barrier.wait()
                 while True:
                     ids = [str(r[0]) for r in c.execute(
@@ -233,6 +237,7 @@ def test_concurrent_round_robin_claims_without_caps_take_each_job_once(
         t.join()
     assert errors == []
     assert len(taken) == len(set(taken)) == 2_000
+    assert conn.execute("SELECT turn_key FROM jobq_limits").fetchone() != (None,)
     assert conn.execute(
         "SELECT count(*) FROM jobq_jobs WHERE status IN ('pending', 'processing')"
     ).fetchone() == (0,)
