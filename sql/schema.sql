@@ -693,7 +693,8 @@ BEGIN
                         j.priority, j.available_at, j.id
                     FROM jobq_jobs AS j
                     WHERE r.turn
-                      AND (j.job_type, j.queue, j.limit_group) > (r.job_type, r.queue, r.limit_group)
+                      AND (j.job_type, j.queue, j.limit_group)
+                          > (r.job_type, r.queue, r.limit_group)
                       AND j.status = 'pending'
                       AND NOT j.scheduled
                       AND j.limit_group IS NOT NULL
@@ -1124,25 +1125,29 @@ BEGIN
                 END IF;
             END LOOP;
         END LOOP;
-        -- Their places in the claim order: those of their own jobs, of each group and
-        -- priority, taken in turn order (so a batch cut short keeps the turn's first keys).
-        SELECT
-            pg_catalog.array_agg(f.available_at ORDER BY f.gi, f.prio DESC, f.available_at, f.id),
-            pg_catalog.array_agg(f.id ORDER BY f.gi, f.prio DESC, f.available_at, f.id)
-        INTO f_pa, f_pid
-        FROM ROWS FROM (
-            pg_catalog.unnest(f_ids), pg_catalog.unnest(f_prio), pg_catalog.unnest(f_avail),
-            pg_catalog.unnest(f_gi)
-        ) AS f (id, prio, available_at, gi);
         f_base := pg_catalog.cardinality(c_ids);
-        c_ids := pg_catalog.array_cat(c_ids, f_ids);
-        c_prio := pg_catalog.array_cat(c_prio, f_prio);
-        c_avail := pg_catalog.array_cat(c_avail, f_avail);
-        c_key := pg_catalog.array_cat(
-            c_key, pg_catalog.array_fill(0, ARRAY[pg_catalog.cardinality(f_ids)])
-        );
-        c_sa := pg_catalog.array_cat(c_sa, f_pa);
-        c_sid := pg_catalog.array_cat(c_sid, f_pid);
+        IF pg_catalog.cardinality(f_ids) > 0 THEN
+            -- Their places in the claim order: those of their own jobs, of each group and
+            -- priority, taken in turn order (so a batch cut short keeps the turn's first keys).
+            SELECT
+                pg_catalog.array_agg(
+                    f.available_at ORDER BY f.gi, f.prio DESC, f.available_at, f.id
+                ),
+                pg_catalog.array_agg(f.id ORDER BY f.gi, f.prio DESC, f.available_at, f.id)
+            INTO f_pa, f_pid
+            FROM ROWS FROM (
+                pg_catalog.unnest(f_ids), pg_catalog.unnest(f_prio), pg_catalog.unnest(f_avail),
+                pg_catalog.unnest(f_gi)
+            ) AS f (id, prio, available_at, gi);
+            c_ids := pg_catalog.array_cat(c_ids, f_ids);
+            c_prio := pg_catalog.array_cat(c_prio, f_prio);
+            c_avail := pg_catalog.array_cat(c_avail, f_avail);
+            c_key := pg_catalog.array_cat(
+                c_key, pg_catalog.array_fill(0, ARRAY[pg_catalog.cardinality(f_ids)])
+            );
+            c_sa := pg_catalog.array_cat(c_sa, f_pa);
+            c_sid := pg_catalog.array_cat(c_sid, f_pid);
+        END IF;
 
         -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
         --    are still missing (each key with room gives at least one). For the new keys of a
