@@ -600,18 +600,58 @@ DECLARE
     v_by_place integer[];  -- the same by group, priority and place in the claim order
     v_place_avail timestamptz[];  -- the ranges' own places, before the sharing ones move
     v_place_ids uuid[];
+    -- Round robin without caps (docs/decisions/0012-round-robin-by-cursor.md): the groups
+    -- claimed by their cursor, with their cursors; those met here (f_), with their cursors as
+    -- this claim moves them; and each round's candidates of theirs, in turn order, with the
+    -- places they take in the claim order.
+    v_turn_groups text[];
+    v_turn_keys text[];
+    f_groups text[];
+    f_cursor text[];
+    f_moved boolean[];
+    f_ids uuid[];
+    f_prio integer[];
+    f_avail timestamptz[];
+    f_gi integer[];
+    f_lk text[];
+    f_pa timestamptz[];
+    f_pid uuid[];
+    f_base integer;
+    v_skip uuid[];
+    v_cur text;
+    v_p integer;
+    v_ceil integer;
+    v_lo text;
+    v_lo_at timestamptz;
+    v_hi text;
+    v_got integer;
+    v_turn_start integer;
+    v_t_ids uuid[];
+    v_t_lks text[];
+    v_t_avail timestamptz[];
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
+    -- The groups that share round_robin without caps need no lock, count or pass per key: a
+    -- claim takes their keys in turn from the group's cursor (step 2b), and the skip scan
+    -- below passes over their keys rather than visit each.
+    SELECT pg_catalog.array_agg(l.limit_group), pg_catalog.array_agg(l.turn_key)
+    INTO v_turn_groups, v_turn_keys
+    FROM jobq_limits AS l
+    WHERE l.share = 'round_robin' AND l.max_running IS NULL AND l.max_starts IS NULL;
+    v_turn_groups := coalesce(v_turn_groups, '{}'::text[]);
+
     -- 2. Limited jobs: the ranges of jobq_jobs_limited_idx, one per (job_type, queue,
     --    limit_group, limit_key) with pending jobs, found by a skip scan whose every probe
     --    also returns the range's first job (each range is in claim order in the index).
     IF jobq__claim_limited.job_types IS NULL THEN
-        WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
+        WITH RECURSIVE ranges (
+            job_type, queue, limit_group, lk, priority, available_at, id, turn
+        ) AS (
             (
                 SELECT
                     j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
-                    j.priority, j.available_at, j.id
+                    j.priority, j.available_at, j.id, j.limit_group = ANY (v_turn_groups)
                 FROM jobq_jobs AS j
                 WHERE j.status = 'pending'
                   AND NOT j.scheduled
@@ -624,38 +664,67 @@ BEGIN
 
             UNION ALL
 
-            SELECT n.*
+            SELECT n.*, n.limit_group = ANY (v_turn_groups)
             FROM ranges AS r
             CROSS JOIN LATERAL (
-                SELECT
-                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
-                    j.priority, j.available_at, j.id
-                FROM jobq_jobs AS j
-                WHERE (j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''))
-                      > (r.job_type, r.queue, r.limit_group, r.lk)
-                  AND j.status = 'pending'
-                  AND NOT j.scheduled
-                  AND j.limit_group IS NOT NULL
-                ORDER BY
-                    j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
-                    j.priority DESC, j.available_at, j.id
-                LIMIT 1
+                -- the next key; past a group claimed by its cursor, the next group
+                (
+                    SELECT
+                        j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                        j.priority, j.available_at, j.id
+                    FROM jobq_jobs AS j
+                    WHERE NOT r.turn
+                      AND (j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''))
+                          > (r.job_type, r.queue, r.limit_group, r.lk)
+                      AND j.status = 'pending'
+                      AND NOT j.scheduled
+                      AND j.limit_group IS NOT NULL
+                    ORDER BY
+                        j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                        j.priority DESC, j.available_at, j.id
+                    LIMIT 1
+                )
+
+                UNION ALL
+
+                (
+                    SELECT
+                        j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                        j.priority, j.available_at, j.id
+                    FROM jobq_jobs AS j
+                    WHERE r.turn
+                      AND (j.job_type, j.queue, j.limit_group)
+                          > (r.job_type, r.queue, r.limit_group)
+                      AND j.status = 'pending'
+                      AND NOT j.scheduled
+                      AND j.limit_group IS NOT NULL
+                    ORDER BY
+                        j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                        j.priority DESC, j.available_at, j.id
+                    LIMIT 1
+                )
             ) AS n
         )
 
         SELECT
-            pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
-            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk),
-            pg_catalog.array_agg(r.priority), pg_catalog.array_agg(r.available_at),
-            pg_catalog.array_agg(r.id)
-        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+            pg_catalog.array_agg(r.job_type) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.queue) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.limit_group) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.lk) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.priority) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.available_at) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.id) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(DISTINCT r.limit_group) FILTER (WHERE r.turn)
+        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids, f_groups
         FROM ranges AS r
         WHERE (jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues))
           AND (jobq__claim_limited.paused_queues IS NULL
                OR r.queue <> ALL (jobq__claim_limited.paused_queues));
     ELSE
-        WITH RECURSIVE ranges (job_type, queue, limit_group, lk, priority, available_at, id) AS (
-            SELECT ty.job_type, f.*
+        WITH RECURSIVE ranges (
+            job_type, queue, limit_group, lk, priority, available_at, id, turn
+        ) AS (
+            SELECT ty.job_type, f.*, f.limit_group = ANY (v_turn_groups)
             FROM (
                 SELECT DISTINCT u.job_type
                 FROM pg_catalog.unnest(jobq__claim_limited.job_types) AS u (job_type)
@@ -678,47 +747,84 @@ BEGIN
 
             UNION ALL
 
-            SELECT r.job_type, n.*
+            SELECT r.job_type, n.*, n.limit_group = ANY (v_turn_groups)
             FROM ranges AS r
             CROSS JOIN LATERAL (
-                SELECT
-                    j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
-                    j.priority, j.available_at, j.id
-                FROM jobq_jobs AS j
-                WHERE j.job_type = r.job_type
-                  AND (j.queue, j.limit_group, coalesce(j.limit_key, ''))
-                      > (r.queue, r.limit_group, r.lk)
-                  AND j.status = 'pending'
-                  AND NOT j.scheduled
-                  AND j.limit_group IS NOT NULL
-                ORDER BY
-                    j.queue, j.limit_group, coalesce(j.limit_key, ''),
-                    j.priority DESC, j.available_at, j.id
-                LIMIT 1
+                -- the next key; past a group claimed by its cursor, the next group
+                (
+                    SELECT
+                        j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                        j.priority, j.available_at, j.id
+                    FROM jobq_jobs AS j
+                    WHERE NOT r.turn
+                      AND j.job_type = r.job_type
+                      AND (j.queue, j.limit_group, coalesce(j.limit_key, ''))
+                          > (r.queue, r.limit_group, r.lk)
+                      AND j.status = 'pending'
+                      AND NOT j.scheduled
+                      AND j.limit_group IS NOT NULL
+                    ORDER BY
+                        j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                        j.priority DESC, j.available_at, j.id
+                    LIMIT 1
+                )
+
+                UNION ALL
+
+                (
+                    SELECT
+                        j.queue, j.limit_group, coalesce(j.limit_key, '') AS lk,
+                        j.priority, j.available_at, j.id
+                    FROM jobq_jobs AS j
+                    WHERE r.turn
+                      AND j.job_type = r.job_type
+                      AND (j.queue, j.limit_group) > (r.queue, r.limit_group)
+                      AND j.status = 'pending'
+                      AND NOT j.scheduled
+                      AND j.limit_group IS NOT NULL
+                    ORDER BY
+                        j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                        j.priority DESC, j.available_at, j.id
+                    LIMIT 1
+                )
             ) AS n
         )
 
         SELECT
-            pg_catalog.array_agg(r.job_type), pg_catalog.array_agg(r.queue),
-            pg_catalog.array_agg(r.limit_group), pg_catalog.array_agg(r.lk),
-            pg_catalog.array_agg(r.priority), pg_catalog.array_agg(r.available_at),
-            pg_catalog.array_agg(r.id)
-        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids
+            pg_catalog.array_agg(r.job_type) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.queue) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.limit_group) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.lk) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.priority) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.available_at) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.id) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(DISTINCT r.limit_group) FILTER (WHERE r.turn)
+        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids, f_groups
         FROM ranges AS r
         WHERE (jobq__claim_limited.queues IS NULL OR r.queue = ANY (jobq__claim_limited.queues))
           AND (jobq__claim_limited.paused_queues IS NULL
                OR r.queue <> ALL (jobq__claim_limited.paused_queues));
     END IF;
 
-    -- The limits of the groups met, read once.
-    SELECT
-        pg_catalog.array_agg(l.limit_group), pg_catalog.array_agg(l.max_running),
-        pg_catalog.array_agg(l.max_starts), pg_catalog.array_agg(l.per),
-        pg_catalog.array_agg(l.share)
-    INTO g_names, g_running, g_starts, g_per, g_share
-    FROM jobq_limits AS l
-    WHERE l.limit_group = ANY (l_groups);
-    v_sharing := 'round_robin' = ANY (g_share) OR 'weighted' = ANY (g_share);
+    -- The groups claimed by their cursor met here, each from its cursor.
+    f_groups := coalesce(f_groups, '{}'::text[]);
+    f_cursor := '{}'::text[];
+    FOR i IN 1 .. pg_catalog.cardinality(f_groups) LOOP
+        f_cursor[i] := v_turn_keys[pg_catalog.array_position(v_turn_groups, f_groups[i])];
+    END LOOP;
+    f_moved := pg_catalog.array_fill(false, ARRAY[pg_catalog.cardinality(f_groups)]);
+
+    -- The limits of the groups met, read once (none but those claimed by their cursor: none).
+    IF l_groups IS NOT NULL THEN
+        SELECT
+            pg_catalog.array_agg(l.limit_group), pg_catalog.array_agg(l.max_running),
+            pg_catalog.array_agg(l.max_starts), pg_catalog.array_agg(l.per),
+            pg_catalog.array_agg(l.share)
+        INTO g_names, g_running, g_starts, g_per, g_share
+        FROM jobq_limits AS l
+        WHERE l.limit_group = ANY (l_groups);
+    END IF;
+    v_sharing := coalesce('round_robin' = ANY (g_share) OR 'weighted' = ANY (g_share), false);
 
     IF v_sharing THEN
         -- Fair share (docs/decisions/0011-fair-share-by-pass.md). Each range of a sharing
@@ -807,22 +913,24 @@ BEGIN
 
     -- The ranges in the claim order of their first job, each with the index of its key in
     -- the k_ arrays (a key may have ranges in several job types and queues).
-    SELECT
-        pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id),
-        pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id),
-        pg_catalog.array_agg(r.limit_group ORDER BY r.priority DESC, r.available_at, r.id),
-        pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id),
-        pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id),
-        pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id),
-        pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id),
-        pg_catalog.array_agg(r.vp ORDER BY r.priority DESC, r.available_at, r.id),
-        pg_catalog.array_agg(r.w ORDER BY r.priority DESC, r.available_at, r.id)
-    INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids, l_vp, l_w
-    FROM ROWS FROM (
-        pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues), pg_catalog.unnest(l_groups),
-        pg_catalog.unnest(l_keys), pg_catalog.unnest(l_prio), pg_catalog.unnest(l_avail),
-        pg_catalog.unnest(l_ids), pg_catalog.unnest(l_vp), pg_catalog.unnest(l_w)
-    ) AS r (job_type, queue, limit_group, lk, priority, available_at, id, vp, w);
+    IF l_ids IS NOT NULL THEN
+        SELECT
+            pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id),
+            pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id),
+            pg_catalog.array_agg(r.limit_group ORDER BY r.priority DESC, r.available_at, r.id),
+            pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id),
+            pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id),
+            pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id),
+            pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id),
+            pg_catalog.array_agg(r.vp ORDER BY r.priority DESC, r.available_at, r.id),
+            pg_catalog.array_agg(r.w ORDER BY r.priority DESC, r.available_at, r.id)
+        INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids, l_vp, l_w
+        FROM ROWS FROM (
+            pg_catalog.unnest(l_types), pg_catalog.unnest(l_queues), pg_catalog.unnest(l_groups),
+            pg_catalog.unnest(l_keys), pg_catalog.unnest(l_prio), pg_catalog.unnest(l_avail),
+            pg_catalog.unnest(l_ids), pg_catalog.unnest(l_vp), pg_catalog.unnest(l_w)
+        ) AS r (job_type, queue, limit_group, lk, priority, available_at, id, vp, w);
+    END IF;
     v_ranges := coalesce(pg_catalog.cardinality(l_ids), 0);
     l_key := pg_catalog.array_fill(0, ARRAY[v_ranges]);
 
@@ -877,6 +985,169 @@ BEGIN
         END IF;
         c_sa := c_avail;
         c_sid := c_ids;
+
+        -- 2b. Round robin without caps: each such group gives up to v_want candidates, its
+        --     keys in turn from its cursor, highest priority first. A turn is one statement:
+        --     the keys after the cursor, then (wrapping round) those up to it, each with its
+        --     first job the claim may take (one probe of jobq_jobs_limited_turn_idx per key);
+        --     the next turn begins after the last key of this one. No key is locked or
+        --     counted: without a cap, a concurrent claim of the same key can do no harm.
+        f_ids := '{}'::uuid[];
+        f_prio := '{}'::integer[];
+        f_avail := '{}'::timestamptz[];
+        f_gi := '{}'::integer[];
+        f_lk := '{}'::text[];
+        FOR gi IN 1 .. pg_catalog.cardinality(f_groups) LOOP
+            v_cur := f_cursor[gi];
+            v_p := NULL;
+            v_ceil := 2147483647;
+            v_got := 0;
+            WHILE v_got < v_want LOOP
+                IF v_p IS NULL THEN
+                    -- the group's highest priority at or below v_ceil among the jobs the
+                    -- claim may take
+                    SELECT j.priority INTO v_p
+                    FROM jobq_jobs AS j
+                    WHERE j.limit_group = f_groups[gi]
+                      AND j.priority <= v_ceil
+                      AND j.status = 'pending'
+                      AND NOT j.scheduled
+                      AND j.limit_group IS NOT NULL
+                      AND j.available_at <= v_now
+                      AND (jobq__claim_limited.job_types IS NULL
+                           OR j.job_type = ANY (jobq__claim_limited.job_types))
+                      AND (jobq__claim_limited.queues IS NULL
+                           OR j.queue = ANY (jobq__claim_limited.queues))
+                      AND (jobq__claim_limited.paused_queues IS NULL
+                           OR j.queue <> ALL (jobq__claim_limited.paused_queues))
+                      AND j.id <> ALL (v_exclude)
+                      AND j.id <> ALL (f_ids)
+                    ORDER BY j.priority DESC
+                    LIMIT 1;
+                    EXIT WHEN v_p IS NULL;
+                END IF;
+                v_turn_start := v_got;
+                -- The turn's keys after the cursor (a NULL cursor: from the first key), then
+                -- from the first key up to the cursor. A key's jobs all fall between
+                -- (key, -infinity) and (key, infinity) in (key, available_at).
+                FOR part IN 1 .. 2 LOOP
+                    IF part = 1 THEN
+                        v_lo := coalesce(v_cur, '');
+                        v_lo_at := CASE
+                            WHEN v_cur IS NULL THEN '-infinity'::timestamptz
+                            ELSE 'infinity'::timestamptz
+                        END;
+                        v_hi := NULL;
+                    ELSE
+                        EXIT WHEN v_cur IS NULL OR v_got >= v_want;
+                        v_lo := '';
+                        v_lo_at := '-infinity'::timestamptz;
+                        v_hi := v_cur;
+                    END IF;
+                    v_skip := pg_catalog.array_cat(v_exclude, f_ids);
+                    WITH RECURSIVE turn (lk, id, available_at, n) AS (
+                        SELECT f.*
+                        FROM (
+                            SELECT coalesce(j.limit_key, '') AS lk, j.id, j.available_at, 1
+                            FROM jobq_jobs AS j
+                            WHERE j.limit_group = f_groups[gi]
+                              AND j.priority = v_p
+                              AND (coalesce(j.limit_key, ''), j.available_at) > (v_lo, v_lo_at)
+                              AND j.status = 'pending'
+                              AND NOT j.scheduled
+                              AND j.limit_group IS NOT NULL
+                              AND j.available_at <= v_now
+                              AND (jobq__claim_limited.job_types IS NULL
+                                   OR j.job_type = ANY (jobq__claim_limited.job_types))
+                              AND (jobq__claim_limited.queues IS NULL
+                                   OR j.queue = ANY (jobq__claim_limited.queues))
+                              AND (jobq__claim_limited.paused_queues IS NULL
+                                   OR j.queue <> ALL (jobq__claim_limited.paused_queues))
+                              AND j.id <> ALL (v_skip)
+                            ORDER BY coalesce(j.limit_key, ''), j.available_at, j.id
+                            LIMIT 1
+                        ) AS f
+                        WHERE v_hi IS NULL OR f.lk <= v_hi
+
+                        UNION ALL
+
+                        SELECT x.*
+                        FROM turn AS r
+                        CROSS JOIN LATERAL (
+                            SELECT
+                                coalesce(j.limit_key, '') AS lk, j.id, j.available_at, r.n + 1
+                            FROM jobq_jobs AS j
+                            WHERE j.limit_group = f_groups[gi]
+                              AND j.priority = v_p
+                              AND (coalesce(j.limit_key, ''), j.available_at)
+                                  > (r.lk, 'infinity'::timestamptz)
+                              AND j.status = 'pending'
+                              AND NOT j.scheduled
+                              AND j.limit_group IS NOT NULL
+                              AND j.available_at <= v_now
+                              AND (jobq__claim_limited.job_types IS NULL
+                                   OR j.job_type = ANY (jobq__claim_limited.job_types))
+                              AND (jobq__claim_limited.queues IS NULL
+                                   OR j.queue = ANY (jobq__claim_limited.queues))
+                              AND (jobq__claim_limited.paused_queues IS NULL
+                                   OR j.queue <> ALL (jobq__claim_limited.paused_queues))
+                              AND j.id <> ALL (v_skip)
+                            ORDER BY coalesce(j.limit_key, ''), j.available_at, j.id
+                            LIMIT 1
+                        ) AS x
+                        WHERE r.n < v_want - v_got AND (v_hi IS NULL OR x.lk <= v_hi)
+                    )
+
+                    SELECT
+                        pg_catalog.array_agg(tu.id ORDER BY tu.n),
+                        pg_catalog.array_agg(tu.lk ORDER BY tu.n),
+                        pg_catalog.array_agg(tu.available_at ORDER BY tu.n)
+                    INTO v_t_ids, v_t_lks, v_t_avail
+                    FROM turn AS tu;
+                    CONTINUE WHEN v_t_ids IS NULL;
+                    f_ids := pg_catalog.array_cat(f_ids, v_t_ids);
+                    f_lk := pg_catalog.array_cat(f_lk, v_t_lks);
+                    f_avail := pg_catalog.array_cat(f_avail, v_t_avail);
+                    f_prio := pg_catalog.array_cat(
+                        f_prio, pg_catalog.array_fill(v_p, ARRAY[pg_catalog.cardinality(v_t_ids)])
+                    );
+                    f_gi := pg_catalog.array_cat(
+                        f_gi, pg_catalog.array_fill(gi, ARRAY[pg_catalog.cardinality(v_t_ids)])
+                    );
+                    v_got := v_got + pg_catalog.cardinality(v_t_ids);
+                    v_cur := v_t_lks[pg_catalog.cardinality(v_t_lks)];
+                END LOOP;
+                IF v_got = v_turn_start THEN
+                    -- no job of this priority left to take: the next priority down
+                    EXIT WHEN v_p = -2147483648;
+                    v_ceil := v_p - 1;
+                    v_p := NULL;
+                END IF;
+            END LOOP;
+        END LOOP;
+        f_base := pg_catalog.cardinality(c_ids);
+        IF pg_catalog.cardinality(f_ids) > 0 THEN
+            -- Their places in the claim order: those of their own jobs, of each group and
+            -- priority, taken in turn order (so a batch cut short keeps the turn's first keys).
+            SELECT
+                pg_catalog.array_agg(
+                    f.available_at ORDER BY f.gi, f.prio DESC, f.available_at, f.id
+                ),
+                pg_catalog.array_agg(f.id ORDER BY f.gi, f.prio DESC, f.available_at, f.id)
+            INTO f_pa, f_pid
+            FROM ROWS FROM (
+                pg_catalog.unnest(f_ids), pg_catalog.unnest(f_prio), pg_catalog.unnest(f_avail),
+                pg_catalog.unnest(f_gi)
+            ) AS f (id, prio, available_at, gi);
+            c_ids := pg_catalog.array_cat(c_ids, f_ids);
+            c_prio := pg_catalog.array_cat(c_prio, f_prio);
+            c_avail := pg_catalog.array_cat(c_avail, f_avail);
+            c_key := pg_catalog.array_cat(
+                c_key, pg_catalog.array_fill(0, ARRAY[pg_catalog.cardinality(f_ids)])
+            );
+            c_sa := pg_catalog.array_cat(c_sa, f_pa);
+            c_sid := pg_catalog.array_cat(c_sid, f_pid);
+        END IF;
 
         -- 3. The ranges are visited in that order, a chunk at a time: as many ranges as candidates
         --    are still missing (each key with room gives at least one). For the new keys of a
@@ -1096,6 +1367,11 @@ BEGIN
                 c_sa := c_avail;
                 c_sid := c_ids;
             END IF;
+            -- the candidates of the groups claimed by their cursor keep their places (2b)
+            FOR x IN 1 .. pg_catalog.cardinality(f_ids) LOOP
+                c_sa[f_base + x] := f_pa[x];
+                c_sid[f_base + x] := f_pid[x];
+            END LOOP;
 
             v_pos := v_end + 1;
         END LOOP;
@@ -1154,17 +1430,39 @@ BEGIN
             );
         END IF;
 
+        -- A group claimed by its cursor moves it to the key of its last candidate locked, in
+        -- turn order: the next round, and the group's next claim, begin after it.
+        IF f_ids OPERATOR(pg_catalog.<@) v_round THEN  -- all of them (no row held elsewhere)
+            FOR x IN 1 .. pg_catalog.cardinality(f_ids) LOOP
+                f_cursor[f_gi[x]] := f_lk[x];
+                f_moved[f_gi[x]] := true;
+            END LOOP;
+        ELSE
+            FOR t IN
+                SELECT DISTINCT ON (f.gi) f.gi, f.lk
+                FROM ROWS FROM (pg_catalog.unnest(f_ids), pg_catalog.unnest(f_gi),
+                                pg_catalog.unnest(f_lk)) WITH ORDINALITY AS f (id, gi, lk, n)
+                WHERE f.id = ANY (v_round)
+                ORDER BY f.gi, f.n DESC
+            LOOP
+                f_cursor[t.gi] := t.lk;
+                f_moved[t.gi] := true;
+            END LOOP;
+        END IF;
+
         -- What each key has taken: its room shrinks for the next round, its starts are recorded.
-        FOR t IN
-            SELECT a.k, pg_catalog.count(*)::integer AS n
-            FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
-            WHERE a.k > 0 AND a.id = ANY (v_round)
-            GROUP BY a.k
-        LOOP
-            k_n[t.k] := k_n[t.k] + t.n;
-            k_room[t.k] := k_room[t.k] - t.n;
-            k_quota[t.k] := k_quota[t.k] - t.n;
-        END LOOP;
+        IF pg_catalog.cardinality(k_group) > 0 THEN
+            FOR t IN
+                SELECT a.k, pg_catalog.count(*)::integer AS n
+                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
+                WHERE a.k > 0 AND a.id = ANY (v_round)
+                GROUP BY a.k
+            LOOP
+                k_n[t.k] := k_n[t.k] + t.n;
+                k_room[t.k] := k_room[t.k] - t.n;
+                k_quota[t.k] := k_quota[t.k] - t.n;
+            END LOOP;
+        END IF;
         EXIT WHEN v_want = 0;
         IF pg_catalog.cardinality(v_passed) = 0 THEN
             -- Nothing passed over, yet short: every range was visited. When a sharing key
@@ -1247,21 +1545,41 @@ BEGIN
     --    READ claims) and, for a rate limit, the window (and the rows that left it).
     --    A sharing key's pass moves on by its starts over its weight (never back, should a
     --    claim that committed after this one read it have moved it further).
-    INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at, pass)
-    SELECT
-        x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp()),
-        CASE WHEN x.share THEN x.vp0 + x.n / x.w END
-    FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
-                    pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
-                    pg_catalog.unnest(k_limited), pg_catalog.unnest(k_share),
-                    pg_catalog.unnest(k_vp0), pg_catalog.unnest(k_w))
-        AS x (g, lk, n, at, limited, share, vp0, w)
-    WHERE x.limited AND x.n > 0
-    ORDER BY x.g, x.lk
-    ON CONFLICT ON CONSTRAINT jobq_limit_keys_pkey DO UPDATE
-    SET started = k.started + excluded.started,
-        last_start_at = greatest(k.last_start_at, excluded.last_start_at),
-        pass = greatest(k.pass, excluded.pass);
+    IF pg_catalog.cardinality(k_group) > 0 THEN
+        INSERT INTO jobq_limit_keys AS k (limit_group, limit_key, started, last_start_at, pass)
+        SELECT
+            x.g, x.lk, x.n, coalesce(x.at, pg_catalog.clock_timestamp()),
+            CASE WHEN x.share THEN x.vp0 + x.n / x.w END
+        FROM ROWS FROM (pg_catalog.unnest(k_group), pg_catalog.unnest(k_key),
+                        pg_catalog.unnest(k_n), pg_catalog.unnest(k_at),
+                        pg_catalog.unnest(k_limited), pg_catalog.unnest(k_share),
+                        pg_catalog.unnest(k_vp0), pg_catalog.unnest(k_w))
+            AS x (g, lk, n, at, limited, share, vp0, w)
+        WHERE x.limited AND x.n > 0
+        ORDER BY x.g, x.lk
+        ON CONFLICT ON CONSTRAINT jobq_limit_keys_pkey DO UPDATE
+        SET started = k.started + excluded.started,
+            last_start_at = greatest(k.last_start_at, excluded.last_start_at),
+            pass = greatest(k.pass, excluded.pass);
+    END IF;
+
+    -- The cursors moved, unless a concurrent claim of the group holds the group's row (its
+    -- own cursor is then written, and each claim's keys lose at most one turn: claims never
+    -- wait).
+    IF true = ANY (f_moved) THEN
+        UPDATE jobq_limits AS l
+        SET turn_key = x.lk
+        FROM ROWS FROM (pg_catalog.unnest(f_groups), pg_catalog.unnest(f_cursor),
+                        pg_catalog.unnest(f_moved)) AS x (g, lk, moved)
+        WHERE x.moved
+          AND l.limit_group = x.g
+          AND l.limit_group IN (
+              SELECT s.limit_group
+              FROM jobq_limits AS s
+              WHERE s.limit_group = ANY (f_groups)
+              FOR NO KEY UPDATE SKIP LOCKED
+          );
+    END IF;
 
     IF true = ANY (k_rate) THEN
         INSERT INTO jobq_limit_starts (limit_group, limit_key, total, started, started_at)
@@ -9735,6 +10053,7 @@ CREATE TABLE public.jobq_limits (
     per interval,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     share text DEFAULT 'fifo'::text NOT NULL,
+    turn_key text,
     CONSTRAINT jobq_limits_max_running_positive CHECK ((max_running >= 1)),
     CONSTRAINT jobq_limits_rate_complete CHECK ((((max_starts IS NULL) AND (per IS NULL)) OR ((max_starts IS NOT NULL) AND (per IS NOT NULL) AND (max_starts >= 1) AND (per > '00:00:00'::interval)))),
     CONSTRAINT jobq_limits_share_known CHECK ((share = ANY (ARRAY['fifo'::text, 'round_robin'::text, 'weighted'::text]))),
@@ -9758,6 +10077,10 @@ COMMENT ON COLUMN public.jobq_limits.updated_at IS 'When jobq_set_limit last set
 
 COMMENT ON COLUMN public.jobq_limits.share IS 'How claims share the group among its keys at equal priority: fifo (claim order), round_robin
 (one start per key in turn) or weighted (starts in proportion to the keys'' weights).';
+
+COMMENT ON COLUMN public.jobq_limits.turn_key IS 'In a round_robin group without caps: the key that the last claim of the group started last
+(the empty string for a NULL limit_key). The next claim starts with the key after it, in the
+order of jobq_jobs_limited_turn_idx, and wraps round. NULL: from the first key.';
 
 COMMENT ON CONSTRAINT jobq_limits_max_running_positive ON public.jobq_limits IS 'max_running is at least 1 (a group that must not run is paused another way).';
 
@@ -10289,6 +10612,12 @@ range per (job_type, queue, limit_group, limit_key), each in claim order. jobq_d
 it once to learn whether its filters hold limited jobs, and then reads the head of each
 key''s range (a key that is full is skipped whole, whatever it holds back). An empty
 limit_key cannot be enqueued, so the empty string stands for NULL.';
+
+CREATE INDEX jobq_jobs_limited_turn_idx ON public.jobq_jobs USING btree (limit_group, priority DESC, COALESCE(limit_key, ''::text), available_at, id) WITH (deduplicate_items=off) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NOT NULL));
+
+COMMENT ON INDEX public.jobq_jobs_limited_turn_idx IS 'The claim of a round_robin group without caps: the group''s pending limited jobs by priority,
+each priority''s keys in order, each key''s jobs in claim order. One probe gives the group''s
+top priority, one probe per key the next key after the group''s cursor and its first job.';
 
 CREATE INDEX jobq_jobs_locked_until_idx ON public.jobq_jobs USING btree (locked_until) WHERE (status = 'processing'::text);
 

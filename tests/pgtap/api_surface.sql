@@ -340,7 +340,7 @@ SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 's
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
 SELECT hasnt_pk('public', 'jobq_metric_deltas', 'jobq_metric_deltas is appended to, never looked up');
 SELECT columns_are('public', 'jobq_limits', ARRAY[
-    'limit_group', 'max_running', 'max_starts', 'per', 'updated_at', 'share'
+    'limit_group', 'max_running', 'max_starts', 'per', 'updated_at', 'share', 'turn_key'
 ]);
 SELECT columns_are('public', 'jobq_limit_keys', ARRAY[
     'limit_group', 'limit_key', 'started', 'last_start_at', 'weight', 'pass'
@@ -574,7 +574,8 @@ SELECT throws_ok($$UPDATE jobq_settings SET max_payload_bytes = 0$$, '23514',
 SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
     'jobq_jobs_scheduled_idx', 'jobq_jobs_limited_idx',
-    'jobq_jobs_limit_running_idx', 'jobq_jobs_locked_until_idx', 'jobq_jobs_waiting_idx'
+    'jobq_jobs_limit_running_idx', 'jobq_jobs_locked_until_idx', 'jobq_jobs_waiting_idx',
+    'jobq_jobs_limited_turn_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
                  ARRAY['hashtextextended(job_type, (0)::bigint)',
@@ -603,6 +604,8 @@ SELECT results_eq(
      'CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''''::text)) WHERE ((status = ''processing''::text) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_limited_idx',
      'CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''''::text), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
+    ('jobq_jobs_limited_turn_idx',
+     'CREATE INDEX jobq_jobs_limited_turn_idx ON public.jobq_jobs USING btree (limit_group, priority DESC, COALESCE(limit_key, ''''::text), available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_locked_until_idx',
      'CREATE INDEX jobq_jobs_locked_until_idx ON public.jobq_jobs USING btree (locked_until) WHERE (status = ''processing''::text)'),
     ('jobq_jobs_scheduled_idx',

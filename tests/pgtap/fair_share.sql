@@ -103,6 +103,9 @@ SELECT is(pg_temp.keys_started(6), 'AAABBB', 'fifo: claim order');
 -- weighted 2:1
 SELECT jobq_set_limit('t', share => 'weighted');
 SELECT jobq_set_weight('t', 'A', 2);
+-- Both keys at one pass, so that the share holds from the first start (a new key would rejoin
+-- one of its own starts ahead: B one start, A half a start).
+UPDATE jobq_limit_keys SET pass = 3 WHERE limit_group = 't';
 SELECT jobq_enqueue('j', limit_group => 't', limit_key => k, run_at => now() - interval '1 s')
 FROM generate_series(1, 6), (VALUES ('A'), ('B')) AS v (k);
 SELECT is((SELECT weight FROM jobq_limit_usage() WHERE limit_key = 'A'), 2::real,

@@ -17,9 +17,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 from tests import helpers
 from tests.faults.harness import wait_for
 from tests.faults.test_limits import CLAIM, Ledger, session
+from tests.helpers import MakeRole
 
 from pgq_client import AsyncQueue, InvalidArgument, Limit, Queue
 
@@ -147,6 +149,99 @@ def test_priority_goes_first_across_keys(fair: Conn) -> None:
     assert starts(fair, 2) == ["A", "A"], "A's higher priority first, whatever the passes"
     # Then the keys take turns again: B came back one turn before A's pass.
     assert starts(fair, 4) == ["B", "A", "B", "A"]
+
+
+def enqueue_keys(conn: Conn, keys: list[str], priority: int = 0) -> None:
+    """One job per key, in the order given."""
+    conn.execute(
+        "SELECT count(*) FROM jobq_enqueue_arrays(array_fill('t'::text, ARRAY[%(n)s]),"
+        " priorities => array_fill(%(priority)s, ARRAY[%(n)s]),"
+        " limit_groups => array_fill('g'::text, ARRAY[%(n)s]), limit_keys => %(keys)s)",
+        {"n": len(keys), "priority": priority, "keys": keys},
+    )
+
+
+def test_a_round_robin_claim_without_caps_reads_its_batch_of_keys_not_every_key(
+    conn: Conn,
+) -> None:
+    conn.execute("SELECT jobq_set_limit('g', share => 'round_robin')")
+    enqueue_keys(conn, [f"k{i:05d}" for i in range(20_000)])
+    conn.execute("ANALYZE jobq_jobs")
+    for claim in range(3):
+        with conn.transaction():
+            got = conn.execute("SELECT limit_key FROM jobq_dequeue('w', NULL, 10)").fetchall()
+            row = conn.execute(  # index entries read in this transaction
+                "SELECT sum(pg_stat_get_xact_tuples_returned(indexrelid)) FROM pg_index"
+                " WHERE indrelid = 'jobq_jobs'::regclass"
+            ).fetchone()
+        first = claim * 10
+        assert sorted(k for (k,) in got) == [f"k{i:05d}" for i in range(first, first + 10)]
+        assert row is not None and row[0] < 200, f"claim {claim} read {row[0]} index entries"
+
+
+def test_round_robin_over_more_keys_than_a_batch_starts_every_key_before_any_twice(
+    fair: Conn,
+) -> None:
+    fair.execute("SELECT jobq_set_limit('g', share => 'round_robin')")
+    keys = [f"k{i:02d}" for i in range(40)]
+    random.Random(7).shuffle(keys)
+    for _ in range(3):
+        enqueue_keys(fair, keys)
+    counts = dict.fromkeys(keys, 0)
+    for _ in range(6):  # 42 starts: one turn of 40 keys and two starts into the next
+        for key in starts(fair, 1, batch=7):
+            counts[key] += 1
+        assert max(counts.values()) - min(counts.values()) <= 1, counts
+    # A key that gets work now starts within one turn: before any other key starts again.
+    enqueue_keys(fair, ["new"])
+    order = starts(fair, 41)
+    assert "new" in order, order
+    before = order[: order.index("new")]
+    assert len(before) <= 40 and len(set(before)) == len(before), order
+    # A higher priority goes first, whichever key holds it and wherever the turn is.
+    enqueue_keys(fair, ["k00"], priority=5)
+    assert starts(fair, 1) == ["k00"]
+
+
+def test_concurrent_round_robin_claims_without_caps_take_each_job_once(
+    make_role: MakeRole, dsn: str, conn: Conn
+) -> None:
+    # Sessions of a worker role: the claim moves the group's cursor as jobq's owner.
+    worker_dsn = make_conninfo(dsn, user=make_role("worker", dsn=dsn, prefix="jobq_fair"))
+    conn.execute("SELECT jobq_set_limit('g', share => 'round_robin')")
+    keys = [f"k{i:04d}" for i in range(1_000)]
+    enqueue_keys(conn, keys)
+    enqueue_keys(conn, keys)
+    taken: list[str] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def claimer(n: int) -> None:
+        try:
+            with psycopg.connect(worker_dsn, autocommit=True) as c:
+                barrier.wait()
+                while True:
+                    ids = [str(r[0]) for r in c.execute(
+                        "SELECT id FROM jobq_dequeue(%s, NULL, %s)", (f"w{n}", 1 + n % 5)
+                    )]
+                    if not ids:
+                        return
+                    taken.extend(ids)
+                    c.execute("SELECT jobq_complete_many(%s::uuid[], %s)", (ids, f"w{n}"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=claimer, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(taken) == len(set(taken)) == 2_000
+    assert conn.execute("SELECT turn_key FROM jobq_limits").fetchone() != (None,)
+    assert conn.execute(
+        "SELECT count(*) FROM jobq_jobs WHERE status IN ('pending', 'processing')"
+    ).fetchone() == (0,)
 
 
 def test_caps_stay_exact_and_a_claim_takes_every_allowed_job(fair: Conn) -> None:
