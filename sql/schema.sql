@@ -9024,6 +9024,115 @@ Result: rows (queue, job_type, status, jobs, oldest_available_at): how many jobs
 oldest available_at among them (for pending jobs: how long the oldest has been waiting).
 Errors: none.';
 
+CREATE FUNCTION public.jobq_throughput(since interval DEFAULT '01:00:00'::interval, bucket interval DEFAULT '00:01:00'::interval) RETURNS TABLE(bucket_start timestamp with time zone, succeeded bigint, failed bigint, dead_letter bigint, cancelled bigint, failed_attempts bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.now();
+    v_step double precision;
+    v_first timestamptz;
+    v_last integer;
+BEGIN
+    IF since IS NULL OR since <= interval '0' OR since > interval '7 days' THEN
+        RAISE EXCEPTION 'jobq_throughput: since must be more than 0 and at most 7 days, got %',
+            coalesce(since::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF bucket IS NULL OR bucket < interval '1 second' OR bucket > interval '1 day' THEN
+        RAISE EXCEPTION 'jobq_throughput: bucket must be between 1 second and 1 day, got %',
+            coalesce(bucket::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_step := pg_catalog.date_part('epoch', bucket);
+    IF pg_catalog.date_part('epoch', since) / v_step > 10080 THEN
+        RAISE EXCEPTION 'jobq_throughput: since / bucket must be at most 10080 buckets, got % / %',
+            since, bucket
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use a longer bucket for a longer window.';
+    END IF;
+    v_first := pg_catalog.to_timestamp(
+        pg_catalog.floor(pg_catalog.date_part('epoch', v_now - since) / v_step) * v_step
+    );
+    v_last := pg_catalog.floor(pg_catalog.date_part('epoch', v_now - v_first) / v_step)::integer;
+
+    RETURN QUERY
+    WITH finished AS (
+        SELECT h.status, h.finished_at, h.errors
+        FROM jobq_jobs_history AS h
+        WHERE h.finished_at >= v_first
+    ),
+
+    live AS (
+        -- One branch per partial index of live jobs, each matching its predicate exactly.
+        SELECT j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+          AND j.updated_at >= v_first
+        UNION ALL
+        SELECT j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+          AND j.updated_at >= v_first
+        UNION ALL
+        SELECT j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND j.scheduled AND j.updated_at >= v_first
+        UNION ALL
+        SELECT j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'processing'
+    ),
+
+    events AS (
+        SELECT f.status AS kind, f.finished_at AS at FROM finished AS f
+        UNION ALL
+        SELECT 'attempt', (e.entry ->> 'at')::timestamptz
+        FROM (SELECT f.errors FROM finished AS f UNION ALL SELECT l.errors FROM live AS l) AS x,
+            pg_catalog.jsonb_array_elements(
+                CASE WHEN pg_catalog.jsonb_typeof(x.errors) = 'array' THEN x.errors
+                     ELSE '[]'::jsonb END
+            ) AS e (entry)
+        WHERE pg_catalog.jsonb_typeof(e.entry -> 'at') = 'string'
+          AND NOT e.entry OPERATOR(pg_catalog.?) 'kind'
+    ),
+
+    counted AS (
+        SELECT
+            pg_catalog.floor(
+                pg_catalog.date_part('epoch', ev.at - v_first) / v_step
+            )::integer AS b,
+            pg_catalog.count(*) FILTER (WHERE ev.kind = 'succeeded') AS succeeded,
+            pg_catalog.count(*) FILTER (WHERE ev.kind = 'failed') AS failed,
+            pg_catalog.count(*) FILTER (WHERE ev.kind = 'dead_letter') AS dead_letter,
+            pg_catalog.count(*) FILTER (WHERE ev.kind = 'cancelled') AS cancelled,
+            pg_catalog.count(*) FILTER (WHERE ev.kind = 'attempt') AS attempts
+        FROM events AS ev
+        WHERE ev.at >= v_first AND ev.at <= v_now
+        GROUP BY 1
+    )
+
+    SELECT v_first + bucket * s.b, coalesce(c.succeeded, 0), coalesce(c.failed, 0),
+           coalesce(c.dead_letter, 0), coalesce(c.cancelled, 0), coalesce(c.attempts, 0)
+    FROM pg_catalog.generate_series(0, v_last) AS s (b)
+    LEFT JOIN counted AS c ON c.b = s.b
+    ORDER BY s.b;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_throughput(since interval, bucket interval) IS 'Admin and monitor. What finished and what failed within the last `since`, per `bucket`: the
+jobs that finished succeeded, failed, dead_letter and cancelled (by finished_at, from the
+history of finished jobs) and the failed attempts (the entries of the jobs'' error histories,
+by their time, of finished jobs and of live jobs that are retrying or running again; a takeover
+of an expired lock is not counted; a job that failed more than 50 times within the window is
+counted for its latest 50). Reads the finished jobs of the window through the finished_at
+index (never the older ones) and the partial indexes of pending and processing jobs.
+Arguments: since (more than 0, at most 7 days; default 1 hour), bucket (1 second to 1 day,
+default 1 minute; at most 10080 buckets).
+Result: one row per bucket, oldest first, zeros included: (bucket_start, succeeded, failed,
+dead_letter, cancelled, failed_attempts). Buckets are aligned to multiples of bucket since the
+Unix epoch; the first holds now() - since, the last holds now().
+Errors: 22023 since or bucket out of range, or too many buckets.
+Concurrency: a snapshot; it takes no lock.';
+
 CREATE FUNCTION public.jobq_tick() RETURNS TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -10570,6 +10679,8 @@ REVOKE ALL ON FUNCTION public.jobq_set_retention(status text, keep interval, par
 REVOKE ALL ON FUNCTION public.jobq_set_weight(limit_group text, limit_key text, weight real) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_stats() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_throughput(since interval, bucket interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_tick() FROM PUBLIC;
 

@@ -419,6 +419,9 @@ audit_log = _statement("audit_log", _each(dict), "before_id", "max_rows")
 error_summary = _statement(
     "error_summary", _each(dict), "since", "per_type", since=interval
 )
+throughput = _statement(
+    "throughput", _each(dict), "since", "bucket", since=interval, bucket=interval
+)
 
 # What jobq_act_on_jobs does, by the name the CLI and the dashboard give it.
 ACTIONS = JOB_ACTIONS

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(191);
+SELECT plan(192);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -185,6 +185,9 @@ SELECT results_eq(
                            'SETOF jobq_retention'),
     ('jobq_set_weight', 'limit_group text, limit_key text, weight real DEFAULT 1', 'void'),
     ('jobq_stats', '', 'TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)'),
+    ('jobq_throughput', 'since interval DEFAULT ''01:00:00''::interval, bucket interval DEFAULT ''00:01:00''::interval',
+                        'TABLE(bucket_start timestamp with time zone, succeeded bigint, failed bigint, '
+                        'dead_letter bigint, cancelled bigint, failed_attempts bigint)'),
     ('jobq_tick', '', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq_unschedule', 'name text', 'boolean'),
     ('jobq_unserved_job_types', 'idle interval DEFAULT ''00:15:00''::interval',
@@ -280,6 +283,7 @@ SELECT is_definer('public', 'jobq_find_jobs', ARRAY['uuid', 'text', 'text', 'tex
 SELECT is_definer('public', 'jobq_act_on_jobs', ARRAY['text', 'uuid[]', 'text']);
 SELECT is_definer('public', 'jobq_audit_log', ARRAY['bigint', 'integer']);
 SELECT is_definer('public', 'jobq_error_summary', ARRAY['interval', 'integer']);
+SELECT is_definer('public', 'jobq_throughput', ARRAY['interval', 'interval']);
 SELECT isnt_definer('public', 'jobq__error_line', ARRAY['text']);
 SELECT is_definer('public', 'jobq_unserved_job_types', ARRAY['interval']);
 SELECT is_definer('public', 'jobq_workers_summary', ARRAY[]::name[]);

@@ -1,6 +1,7 @@
 """What an operator does from the command line: find jobs (``jobq jobs find``), act on many with
-a record (``jobq jobs cancel|requeue|delete|run-now``, ``jobq audit``) and read the errors per
-job type (``jobq errors``), each through one SQL function under the connected role's grants."""
+a record (``jobq jobs cancel|requeue|delete|run-now``, ``jobq audit``), read the errors per
+job type (``jobq errors``) and the throughput of the last hour (``jobq throughput``), each
+through one SQL function under the connected role's grants."""
 
 from __future__ import annotations
 
@@ -212,3 +213,35 @@ def test_errors_per_job_type_show_the_exception_line_most_frequent_first(dsn: st
     refused = jobq("--dsn", dsn, "errors", "--since", "40d")
     assert refused.returncode != 0
     assert "since must be more than 0 and at most 31 days" in refused.stderr
+
+
+def test_throughput_counts_what_finished_and_failed_per_minute_from_the_database(
+    dsn: str, make_role: MakeRole
+) -> None:
+    dead_letter(dsn, errors=("ValueError: a", "ValueError: b"))  # 2 failed attempts, 1 dead
+    with Queue(dsn) as q:
+        done = [q.enqueue("t") for _ in range(3)]
+        q.cancel([q.enqueue("t")])
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SELECT count(*) FROM jobq_dequeue('w', job_types => '{t}', batch_size => 10)")
+        for job in done:
+            c.execute("SELECT jobq_complete(%s, 'w')", (job,))
+        c.execute("UPDATE jobq_jobs_history SET finished_at = now() - interval '2 hours'"
+                  " WHERE id = %s", (done[0],))  # outside the hour
+    monitor = psycopg.conninfo.make_conninfo(dsn, user=make_role("monitor", dsn=dsn))
+
+    ran = jobq("--dsn", monitor, "throughput", "--json")
+    assert ran.returncode == 0, ran.stderr
+    rows = json.loads(ran.stdout)
+    assert len(rows) == 61  # the minute holding an hour ago to the one holding now
+    names = ("succeeded", "failed", "dead_letter", "cancelled", "failed_attempts")
+    assert {n: sum(r[n] for r in rows) for n in names} == {
+        "succeeded": 2, "failed": 0, "dead_letter": 1, "cancelled": 1, "failed_attempts": 2}
+    hours = jobq("--dsn", monitor, "throughput", "--since", "3h", "--bucket", "1h")
+    assert hours.returncode == 0, hours.stderr
+    assert re.search(r"^total\s+3\s+0\s+1\s+1\s+2$", hours.stdout, re.M), hours.stdout
+    with Queue(monitor) as q:
+        assert sum(r["succeeded"] for r in q.throughput(3 * 3600, 3600)) == 3
+    refused = jobq("--dsn", monitor, "throughput", "--bucket", "2d")
+    assert refused.returncode != 0
+    assert "bucket must be between 1 second and 1 day" in refused.stderr

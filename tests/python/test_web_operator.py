@@ -235,3 +235,33 @@ def test_the_overview_shows_what_jobq_doctor_warns_of_beyond_health(
     page = client.get("/").text
     findings = re.search(r'<table id="findings">(.*?)</table>', page, re.S)
     assert findings and "function_definition" in findings[1] and "jobq_stats" in findings[1]
+
+
+def test_the_overview_charts_the_last_hour_from_the_database_for_a_monitor_too(
+    dsn: str, admin_dsn: str
+) -> None:
+    """The chart of finished jobs and failed attempts per minute comes from jobq_throughput,
+    whoever watched: a fresh dashboard draws what happened before it started, with the numbers
+    as each bar's title and in a table. A role without the function sees no chart."""
+    dead_letter(dsn, errors=("ValueError: a", "ValueError: b"))
+    with Queue(dsn) as q:
+        q.cancel([q.enqueue("t")])
+    with login_role(admin_dsn, dsn, "monitor") as monitor, \
+            TestClient(create_app(monitor), base_url="http://127.0.0.1") as c:
+        page = c.get("/")
+    assert page.status_code == 200, page.text
+    chart = re.search(r'<figure class="chart" id="throughput">(.*?)</figure>', page.text, re.S)
+    assert chart, page.text
+    assert chart[1].count('<g class="bucket">') == 61
+    assert chart[1].count('class="bar dead_letter"') == 1
+    assert chart[1].count('class="bar cancelled"') == 1
+    # the bar of the dead letter's minute says its numbers (its last failure is the same
+    # transaction; the first may be a minute earlier)
+    assert re.search(r"1 dead letter, [01] cancelled, [12] failed attempts</title>", chart[1])
+    totals = re.search(r'<table id="throughput-totals">(.*?)</table>', page.text, re.S)
+    assert totals
+    assert re.findall(r'<td class="n">(\d+)</td>', totals[1]) == ["0", "0", "1", "1", "2"]
+    assert "ValueError" not in page.text  # a monitor reads no error text
+    with login_role(admin_dsn, dsn, "producer") as producer, \
+            TestClient(create_app(producer), base_url="http://127.0.0.1") as c:
+        assert 'id="throughput"' not in c.get("/").text

@@ -517,3 +517,16 @@ FROM jobq_error_summary(
     since => %(since)s::pg_catalog.interval,
     per_type => %(per_type)s::pg_catalog.int4
 );
+
+-- name: throughput
+SELECT
+    bucket_start,
+    succeeded,
+    failed,
+    dead_letter,
+    cancelled,
+    failed_attempts
+FROM jobq_throughput(
+    since => %(since)s::pg_catalog.interval,
+    bucket => %(bucket)s::pg_catalog.interval
+);

@@ -52,6 +52,7 @@ FUNCTIONS: dict[str, str] = {
     "jobq_act_on_jobs": "(text, uuid[], text)",
     "jobq_audit_log": "(bigint, integer)",
     "jobq_error_summary": "(interval, integer)",
+    "jobq_throughput": "(interval, interval)",
     "jobq_health": "(interval, interval, interval)",
     "jobq_schedule": "(text, text, text, jsonb, text, text, integer, integer, text, boolean)",
     "jobq_unschedule": "(text)",

@@ -16,7 +16,17 @@ from pgq_client import FoundJobs, Job, JobsPage
 from pgq_client.errors import error_summary
 from pgq_client.statuses import STATUSES
 
-from .helpers import base, board_of, chart, fail, parse_cursor, parse_when, render, text_filter
+from .helpers import (
+    base,
+    board_of,
+    chart,
+    fail,
+    parse_cursor,
+    parse_when,
+    render,
+    text_filter,
+    throughput_chart,
+)
 
 if TYPE_CHECKING:
     from .app import Dashboard, Role
@@ -27,8 +37,10 @@ PAGE_SIZE = 50
 SCAN_LIMIT = 10_000
 # How far back the overview counts succeeded jobs for its throughput.
 RECENT = timedelta(minutes=5)
-# How far back the overview's errors per job type go.
+# How far back the overview's errors per job type and its throughput chart go, and the chart's
+# bucket.
 ERRORS_SINCE = timedelta(hours=1)
+CHART_BUCKET = timedelta(minutes=1)
 AUDIT_PAGE = 50
 
 
@@ -45,6 +57,8 @@ def overview(request: Request) -> Response:
     errors = (board.queue().error_summary(ERRORS_SINCE, 3)
               if role.can["jobq_error_summary"] and not partial else [])
     findings = [] if partial else board.doctor(role.can["jobq_health"])
+    history = (board.queue().throughput(ERRORS_SINCE, CHART_BUCKET)
+               if role.can["jobq_throughput"] and not partial else [])
     paused: dict[str, Any] = {}
     # Every role sees the marker (the summary's paused); when and why are an admin's to see
     # (jobq_queues), as the buttons are.
@@ -61,6 +75,8 @@ def overview(request: Request) -> Response:
         here=base(request) + "/",
         window_minutes=int(RECENT.total_seconds() // 60),
         chart=chart(list(board.samples)),
+        throughput=throughput_chart(history),
+        throughput_minutes=int(ERRORS_SINCE.total_seconds() // 60),
     )
 
 

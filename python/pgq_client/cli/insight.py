@@ -1,0 +1,31 @@
+"""What the database recorded over time: the throughput and failures per bucket."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ..queue import Queue
+from . import options as opt
+from .base import call, command
+from .output import emit, table
+
+COUNTS = ["succeeded", "failed", "dead_letter", "cancelled", "failed_attempts"]
+
+
+@command(json=True, examples="jobq throughput\njobq throughput --since 24h --bucket 1h --json")
+@opt.duration("--since", "1h", "How far back")
+@opt.duration("--bucket", "1m", "The length of one row")
+def throughput(since: timedelta, bucket: timedelta) -> None:
+    """Jobs finished (succeeded, failed, dead_letter, cancelled) and failed attempts per bucket
+    of time, from the jobs kept in the database (monitor)."""
+    rows = call(Queue.throughput, since, bucket)
+
+    def text() -> str:
+        cells = [[r["bucket_start"], *(r[n] for n in COUNTS)] for r in rows]
+        cells.append(["total", *(sum(r[n] for r in rows) for n in COUNTS)])
+        return table(["bucket_start", *COUNTS], cells)
+
+    emit(rows, text)
+
+
+COMMANDS = [throughput]
