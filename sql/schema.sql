@@ -3432,7 +3432,7 @@ BEGIN
         -- cancelled one included, as it answers for those it changed).
         v_changed := ARRAY(
             SELECT j.id FROM jobq_jobs AS j
-            WHERE j.id = ANY (v_ids) AND j.status IN ('pending', 'processing')
+            WHERE j.id = ANY (v_ids) AND j.status IN ('waiting', 'pending', 'processing')
               AND j.cancel_requested_at IS NULL
               AND NOT EXISTS (SELECT FROM jobq_cancel_requests AS r WHERE r.job_id = j.id)
         );
@@ -3545,8 +3545,8 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_act_on_jobs(action text, job_ids uuid[], reason text) IS 'Admin only. Acts on the given jobs and records the act in jobq_audit (who: session_user and
 the role set by SET ROLE; when; the action; the ids asked for and those changed; the reason),
-in the same transaction. Actions: cancel (as jobq_cancel: pending jobs at once, running ones
-when their handler sees the request), requeue (as jobq_requeue_dead_letter: failed,
+in the same transaction. Actions: cancel (as jobq_cancel: waiting and pending jobs at once,
+running ones when their handler sees the request), requeue (as jobq_requeue_dead_letter: failed,
 dead_letter and cancelled jobs), delete (finished jobs only, removed as jobq_prune removes
 them), run_now (a pending job waiting for its run_at or a retry''s backoff becomes available
 now; its queue''s workers are woken).

@@ -659,6 +659,7 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "jobs run-now": ["{dead}"],
     "audit": [],
     "errors": [],
+    "throughput": [],
     "cancel": ["{dead}"],
     "dead-letter list": [],
     "dead-letter requeue": ["--all"],
@@ -1290,6 +1291,7 @@ JSON_ARGS: dict[str, tuple[list[str], int]] = {
     "jobs run-now": (["{dead}"], 0),  # not pending: left alone
     "audit": ([], 0),
     "errors": ([], 0),
+    "throughput": ([], 0),
     "cancel": (["{dead}"], 0),
     "dead-letter list": ([], 0),
     "dead-letter requeue": (["--all"], 0),

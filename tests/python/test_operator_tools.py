@@ -245,3 +245,40 @@ def test_throughput_counts_what_finished_and_failed_per_minute_from_the_database
     refused = jobq("--dsn", monitor, "throughput", "--bucket", "2d")
     assert refused.returncode != 0
     assert "bucket must be between 1 second and 1 day" in refused.stderr
+
+
+def _audit_rows(dsn: str) -> list[tuple[str, list[uuid.UUID], list[uuid.UUID], str | None]]:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        return c.execute("SELECT action, job_ids, changed, reason FROM jobq_audit ORDER BY id"
+                         ).fetchall()  # type: ignore[return-value]
+
+
+def test_single_job_cancel_and_requeue_from_the_cli_are_audited(
+    dsn: str, make_role: MakeRole
+) -> None:
+    """`jobq cancel ID` and `jobq jobs retry ID` (and `dead-letter requeue ID`) by an admin
+    write one audit row each, with the same output as before; a producer's `jobq cancel`
+    (it may not call jobq_act_on_jobs) still cancels, unrecorded."""
+    dead = dead_letter(dsn)
+    with Queue(dsn) as q:
+        pending, mine = q.enqueue("t"), q.enqueue("t")
+    cancelled = jobq("--dsn", dsn, "cancel", str(pending), "--reason", "withdrawn")
+    assert (cancelled.returncode, cancelled.stdout.strip()) == (0, f"cancelled {pending}")
+    again = jobq("--dsn", dsn, "cancel", str(pending), "--json")
+    assert json.loads(again.stdout)["jobs"] == [{"id": str(pending), "status": "cancelled"}]
+    retried = jobq("--dsn", dsn, "jobs", "retry", str(dead))
+    assert (retried.returncode, retried.stdout.strip()) == (0, f"requeued {dead}")
+    assert status_of(dsn, dead) == "pending"
+    assert _audit_rows(dsn) == [
+        ("cancel", [pending], [pending], "withdrawn"),
+        ("cancel", [pending], [], None),
+        ("requeue", [dead], [dead], None),
+    ]
+    refused = jobq("--dsn", dsn, "dead-letter", "requeue", str(mine))
+    assert refused.returncode == 1 and "not requeued" in refused.stderr
+    assert _audit_rows(dsn)[-1] == ("requeue", [mine], [], None)
+
+    producer = psycopg.conninfo.make_conninfo(dsn, user=make_role("producer", dsn=dsn))
+    own = jobq("--dsn", producer, "cancel", str(mine))
+    assert (own.returncode, own.stdout.strip()) == (0, f"cancelled {mine}")
+    assert status_of(dsn, mine) == "cancelled" and len(_audit_rows(dsn)) == 4

@@ -265,3 +265,34 @@ def test_the_overview_charts_the_last_hour_from_the_database_for_a_monitor_too(
     with login_role(admin_dsn, dsn, "producer") as producer, \
             TestClient(create_app(producer), base_url="http://127.0.0.1") as c:
         assert 'id="throughput"' not in c.get("/").text
+
+
+def test_a_single_cancel_or_requeue_button_writes_one_audit_row(
+    dsn: str, client: TestClient
+) -> None:
+    """A job's own Cancel and Requeue buttons act through jobq_act_on_jobs: each writes one
+    audit row (the cancel's reason included), and the notice says what became of the job, a
+    waiting job's cancel too."""
+    dead = dead_letter(dsn)
+    with Queue(dsn) as q:
+        pending = q.enqueue("t")
+        waiting = q.enqueue("t", depends_on=[pending])
+    token = _token(client, "/jobs")
+    first = client.post(f"/jobs/{waiting}/cancel", data={"csrf": token}, follow_redirects=False)
+    assert f"{waiting}%3A+cancelled" in first.headers["location"]
+    assert status_of(dsn, waiting) == "cancelled"
+    done = client.post(f"/jobs/{pending}/cancel", data={"csrf": token, "reason": "withdrawn"},
+                       follow_redirects=False)
+    assert f"{pending}%3A+cancelled" in done.headers["location"]
+    assert status_of(dsn, pending) == "cancelled"
+    requeued = client.post(f"/jobs/{dead}/requeue", data={"csrf": token}, follow_redirects=False)
+    assert f"requeued+{dead}" in requeued.headers["location"]
+    with psycopg.connect(dsn, autocommit=True) as c:
+        rows = c.execute("SELECT action, job_ids, changed, reason FROM jobq_audit ORDER BY id"
+                         ).fetchall()
+    assert rows == [
+        ("cancel", [waiting], [waiting], "cancelled from jobq web"),
+        ("cancel", [pending], [pending], "withdrawn"),
+        ("requeue", [dead], [dead], None),
+    ]
+    assert client.get("/audit").text.count("<tr data-audit") == 3

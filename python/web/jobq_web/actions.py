@@ -51,15 +51,21 @@ def action(function: str, act: Callable[..., str]) -> Callable[[Request], Awaita
     return endpoint
 
 
+# A job's own Requeue and Cancel buttons are an operator's acts, recorded in the audit log as
+# the selected jobs' are (jobq_act_on_jobs), not the producers' and workers' jobq_cancel.
 def _requeue(queue: Queue, fields: dict[str, str], job_id: uuid.UUID) -> str:
-    if queue.requeue_dead_letter(job_id):
+    outcome = queue.act_on_jobs("requeue", [job_id], fields.get("reason") or None)[job_id]
+    if outcome == "requeued":
         return f"requeued {job_id}"
-    return f"{job_id} was not requeued (not finished)"
+    return f"{job_id} was not requeued ({outcome})"
 
 
 def _cancel(queue: Queue, fields: dict[str, str], job_id: uuid.UUID) -> str:
-    done = queue.cancel([job_id], fields.get("reason") or "cancelled from jobq web")
-    return f"{job_id}: {done[job_id]}" if job_id in done else f"no job {job_id}"
+    reason = fields.get("reason") or "cancelled from jobq web"
+    outcome = queue.act_on_jobs("cancel", [job_id], reason)[job_id]
+    if outcome == "unknown":
+        return f"no job {job_id}"
+    return f"{job_id}: {outcome.removeprefix('left alone: ')}"
 
 
 def _requeue_all(queue: Queue, fields: dict[str, str]) -> str:
@@ -154,8 +160,8 @@ def _unschedule(queue: Queue, fields: dict[str, str]) -> str:
 BACK = {"jobq_act_on_jobs": "/jobs", "jobq_schedule": "/schedules", "jobq_unschedule": "/schedules",
         "jobq_pause": "/", "jobq_resume": "/", "jobq_set_limit": "/limits"}
 
-requeue = action("jobq_requeue_dead_letter", _requeue)
-cancel = action("jobq_cancel", _cancel)
+requeue = action("jobq_act_on_jobs", _requeue)
+cancel = action("jobq_act_on_jobs", _cancel)
 requeue_all = action("jobq_requeue_dead_letters", _requeue_all)
 pause = action("jobq_pause", _pause)
 resume = action("jobq_resume", _resume)
