@@ -3241,8 +3241,12 @@ BEGIN
                 );
                 v_ids := pg_catalog.array_append(v_ids, v_id);
             END LOOP;
+            -- The latest fire (fires come oldest first) and its job, for the schedules'
+            -- listings; a tick that fires nothing keeps the previous ones.
             UPDATE jobq_schedules AS s
-            SET next_run_at = jobq__cron_next(v_masks, v_row.timezone, jobq__tick.at)
+            SET next_run_at = jobq__cron_next(v_masks, v_row.timezone, jobq__tick.at),
+                last_fired_at = coalesce(v_fires[pg_catalog.cardinality(v_fires)], s.last_fired_at),
+                last_job_id = coalesce(v_ids[pg_catalog.cardinality(v_ids)], s.last_job_id)
             WHERE s.name = v_row.name;
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'jobq_tick: schedule % not fired: % (SQLSTATE %)',
@@ -8768,13 +8772,14 @@ Errors: 22023 bad name/cron (naming the field)/timezone/catch_up/paused/job_type
 priority/max_attempts, or a cron that never fires; 22004 NULL payload; 54000 payload too large.
 Concurrency: waits for a tick that holds the schedule; a tick running meanwhile passes it over.';
 
-CREATE FUNCTION public.jobq_schedules() RETURNS TABLE(name text, cron text, timezone text, job_type text, payload jsonb, queue text, priority integer, max_attempts integer, catch_up text, paused boolean, next_run_at timestamp with time zone, next_run_local timestamp without time zone, created_at timestamp with time zone, updated_at timestamp with time zone)
+CREATE FUNCTION public.jobq_schedules() RETURNS TABLE(name text, cron text, timezone text, job_type text, payload jsonb, queue text, priority integer, max_attempts integer, catch_up text, paused boolean, next_run_at timestamp with time zone, next_run_local timestamp without time zone, created_at timestamp with time zone, updated_at timestamp with time zone, last_fired_at timestamp with time zone, last_job_id uuid)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
     SELECT s.name, s.cron, s.timezone, s.job_type, s.payload, s.queue, s.priority,
            s.max_attempts, s.catch_up, s.paused, s.next_run_at,
-           s.next_run_at AT TIME ZONE s.timezone, s.created_at, s.updated_at
+           s.next_run_at AT TIME ZONE s.timezone, s.created_at, s.updated_at,
+           s.last_fired_at, s.last_job_id
     FROM jobq_schedules AS s
     ORDER BY s.name
 $$;
@@ -8785,7 +8790,8 @@ Arguments: none.
 Result: one row per schedule, by name: its definition (name, cron, timezone, job_type,
 payload, queue, priority, max_attempts, catch_up), paused, next_run_at (the next fire, an
 instant), next_run_local (the same as wall-clock time in the schedule''s timezone),
-created_at, updated_at.
+created_at, updated_at, last_fired_at and last_job_id (the latest fire a tick enqueued and
+the id of its job; NULL before the first fire).
 Errors: none.
 Concurrency: a snapshot, as any query; it takes no lock.';
 
@@ -10088,6 +10094,8 @@ CREATE TABLE public.jobq_schedules (
     next_run_at timestamp with time zone NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_fired_at timestamp with time zone,
+    last_job_id uuid,
     CONSTRAINT jobq_schedules_catch_up_check CHECK ((catch_up = ANY (ARRAY['skip'::text, 'latest'::text, 'all'::text]))),
     CONSTRAINT jobq_schedules_max_attempts_check CHECK ((max_attempts >= 1))
 );
@@ -10122,6 +10130,13 @@ COMMENT ON COLUMN public.jobq_schedules.next_run_at IS 'The next fire time (an i
 COMMENT ON COLUMN public.jobq_schedules.created_at IS 'When the schedule was first created.';
 
 COMMENT ON COLUMN public.jobq_schedules.updated_at IS 'When jobq_schedule() last changed its definition.';
+
+COMMENT ON COLUMN public.jobq_schedules.last_fired_at IS 'The fire time of the latest fire a tick enqueued (its job''s run_at); NULL before the first.
+Written by jobq_tick with next_run_at.';
+
+COMMENT ON COLUMN public.jobq_schedules.last_job_id IS 'The id of the job that fire enqueued (or the job an earlier tick enqueued for the same fire,
+which the idempotency key returns); NULL before the first fire. The job may since have been
+pruned.';
 
 COMMENT ON CONSTRAINT jobq_schedules_catch_up_check ON public.jobq_schedules IS 'The catch-up policies: skip, latest, all.';
 

@@ -177,7 +177,8 @@ SELECT results_eq(
     ('jobq_schedules', '', 'TABLE(name text, cron text, timezone text, job_type text, payload jsonb, '
                        'queue text, priority integer, max_attempts integer, catch_up text, paused boolean, '
                        'next_run_at timestamp with time zone, next_run_local timestamp without time zone, '
-                       'created_at timestamp with time zone, updated_at timestamp with time zone)'),
+                       'created_at timestamp with time zone, updated_at timestamp with time zone, '
+                       'last_fired_at timestamp with time zone, last_job_id uuid)'),
     ('jobq_set_limit', 'limit_group text, max_running integer DEFAULT NULL::integer, '
                        'max_starts integer DEFAULT NULL::integer, per interval DEFAULT NULL::interval, '
                        'share text DEFAULT NULL::text', 'void'),

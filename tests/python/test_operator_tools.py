@@ -282,3 +282,22 @@ def test_single_job_cancel_and_requeue_from_the_cli_are_audited(
     own = jobq("--dsn", producer, "cancel", str(mine))
     assert (own.returncode, own.stdout.strip()) == (0, f"cancelled {mine}")
     assert status_of(dsn, mine) == "cancelled" and len(_audit_rows(dsn)) == 4
+
+
+def test_schedule_list_shows_the_job_of_the_latest_fire(dsn: str) -> None:
+    with Queue(dsn) as q:
+        q.schedule("minutely", "* * * * *", "cleanup")
+        q.schedule("nightly", "0 3 * * *", "report")
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("UPDATE jobq_schedules SET next_run_at = date_trunc('minute', now())"
+                  " - interval '1 minute' WHERE name = 'minutely'")
+    with Queue(dsn) as q:
+        (fire,) = q.tick()
+    listed = jobq("--dsn", dsn, "schedule", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["minutely"]["last_job_id"] == str(fire.job_id)
+    assert datetime.fromisoformat(rows["minutely"]["last_fired_at"]) == fire.fire_at
+    assert rows["nightly"]["last_job_id"] is None and rows["nightly"]["last_fired_at"] is None
+    text = jobq("--dsn", dsn, "schedule", "list").stdout
+    assert "last job" in text and str(fire.job_id) in text

@@ -296,3 +296,34 @@ def test_a_single_cancel_or_requeue_button_writes_one_audit_row(
         ("requeue", [dead], [dead], None),
     ]
     assert client.get("/audit").text.count("<tr data-audit") == 3
+
+
+def _fired(dsn: str, name: str) -> tuple[uuid.UUID, datetime]:
+    """Schedule ``name`` every minute, make its last minute due and tick: its fire's job."""
+    with Queue(dsn) as q:
+        q.schedule(name, "* * * * *", "cleanup", queue="maintenance")
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("UPDATE jobq_schedules SET next_run_at = date_trunc('minute', now())"
+                  " - interval '1 minute' WHERE name = %s", (name,))
+    with Queue(dsn) as q:
+        fired = q.tick()
+    assert [f.schedule for f in fired] == [name]
+    return fired[0].job_id, fired[0].fire_at
+
+
+def test_each_schedule_links_to_the_job_its_latest_fire_enqueued(
+    dsn: str, client: TestClient
+) -> None:
+    job_id, _ = _fired(dsn, "minutely")
+    with Queue(dsn) as q:
+        q.schedule("never-fired", "0 3 * * *", "report")
+    page = client.get("/schedules")
+    rows = dict(re.findall(r'<tr data-name="([^"]+)"[^>]*>(.*?)</tr>', page.text, re.S))
+    assert f'<a href="/jobs/{job_id}"' in rows["minutely"]
+    assert '<td class="last-fire">-</td>' in rows["never-fired"]
+    detail = client.get(f"/jobs/{job_id}")
+    assert re.search(r'id="job-schedule"><a href="/schedules#schedule-minutely">minutely</a>',
+                     detail.text)
+    with Queue(dsn) as q:
+        other = q.enqueue("cleanup", idempotency_key="jobq:schedule:")
+    assert 'id="job-schedule"' not in client.get(f"/jobs/{other}").text

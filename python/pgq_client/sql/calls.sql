@@ -285,7 +285,9 @@ SELECT
     next_run_at,
     next_run_local,
     created_at,
-    updated_at
+    updated_at,
+    last_fired_at,
+    last_job_id
 FROM jobq_schedules()
 ORDER BY name;
 

@@ -128,6 +128,20 @@ def dead_letters(request: Request) -> Response:
     return jobs(request, dead_letters=True)
 
 
+# The idempotency key a schedule's fire gives its job (jobq_tick, and the Run now button):
+# jobq:schedule:<name>:<fire time, YYYY-MM-DDTHH:MM:SSZ>.
+SCHEDULE_KEY = "jobq:schedule:"
+FIRE_TIME_LENGTH = len("2000-01-01T00:00:00Z")
+
+
+def schedule_of(key: str | None) -> str | None:
+    """The name of the schedule whose fire made a job, read from its idempotency key."""
+    if not key or not key.startswith(SCHEDULE_KEY):
+        return None
+    name = key[len(SCHEDULE_KEY):-FIRE_TIME_LENGTH - 1]
+    return name if name and key[-FIRE_TIME_LENGTH - 1] == ":" else None
+
+
 def job(request: Request) -> Response:
     job_id = request.path_params["job_id"]  # a uuid.UUID: the route takes no other
     board = board_of(request)
@@ -153,6 +167,7 @@ def job(request: Request) -> Response:
         job=found,
         full=full,
         timeline=timeline(found) if full else [],
+        schedule=schedule_of(found.idempotency_key) if full else None,
         here=f"{base(request)}/jobs/{job_id}",
         # its workflow: the jobs it waits for and those that wait for it (jobq_job_graph)
         parents=[n for n in graph if this is not None and n.id in this.depends_on],
