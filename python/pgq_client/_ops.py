@@ -422,6 +422,11 @@ error_summary = _statement(
 throughput = _statement(
     "throughput", _each(dict), "since", "bucket", since=interval, bucket=interval
 )
+# The kinds of name jobq_names lists.
+NAME_KINDS = ("queue", "job_type")
+names = _statement(
+    "names", (tuple_row, lambda rows: {k: [n for c, n in rows if c == k] for k in NAME_KINDS})
+)
 
 # What jobq_act_on_jobs does, by the name the CLI and the dashboard give it.
 ACTIONS = JOB_ACTIONS

@@ -571,6 +571,11 @@ class Queue(SyncClient):
         ``failed_attempts`` (``jobq_throughput``, monitor)."""
         return self._drive(_ops.throughput(self._sql, since, bucket))
 
+    def names(self) -> dict[str, list[str]]:
+        """The queue names and job types that exist, ``{"queue": [...], "job_type": [...]}``,
+        each sorted (``jobq_names``, monitor)."""
+        return self._drive(_ops.names(self._sql))
+
     def function_privileges(
         self, functions: Mapping[str, str]
     ) -> tuple[str, dict[str, bool | None]]:

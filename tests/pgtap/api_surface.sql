@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(192);
+SELECT plan(193);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -157,6 +157,7 @@ SELECT results_eq(
     ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
     ('jobq_metrics_forget', '', 'bigint'),
     ('jobq_metrics_recount', '', 'bigint'),
+    ('jobq_names', '', 'TABLE(kind text, name text)'),
     ('jobq_pause', 'queue text, reason text DEFAULT NULL::text', 'boolean'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
     ('jobq_queue_summary', 'recent interval DEFAULT ''00:05:00''::interval',
@@ -285,6 +286,7 @@ SELECT is_definer('public', 'jobq_act_on_jobs', ARRAY['text', 'uuid[]', 'text'])
 SELECT is_definer('public', 'jobq_audit_log', ARRAY['bigint', 'integer']);
 SELECT is_definer('public', 'jobq_error_summary', ARRAY['interval', 'integer']);
 SELECT is_definer('public', 'jobq_throughput', ARRAY['interval', 'interval']);
+SELECT is_definer('public', 'jobq_names', ARRAY[]::name[]);
 SELECT isnt_definer('public', 'jobq__error_line', ARRAY['text']);
 SELECT is_definer('public', 'jobq_unserved_job_types', ARRAY['interval']);
 SELECT is_definer('public', 'jobq_workers_summary', ARRAY[]::name[]);

@@ -301,3 +301,20 @@ def test_schedule_list_shows_the_job_of_the_latest_fire(dsn: str) -> None:
     assert rows["nightly"]["last_job_id"] is None and rows["nightly"]["last_fired_at"] is None
     text = jobq("--dsn", dsn, "schedule", "list").stdout
     assert "last job" in text and str(fire.job_id) in text
+
+
+def test_names_lists_the_queues_and_job_types_that_exist_for_a_monitor(
+    dsn: str, make_role: MakeRole
+) -> None:
+    with Queue(dsn) as q:
+        q.enqueue("send_email", queue="mail")
+        q.enqueue("report", queue="reports")
+        q.schedule("nightly", "0 3 * * *", "cleanup", queue="maintenance")
+    monitor = psycopg.conninfo.make_conninfo(dsn, user=make_role("monitor", dsn=dsn))
+    ran = jobq("--dsn", monitor, "names", "--json")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"queue": ["mail", "maintenance", "reports"],
+                                      "job_type": ["cleanup", "report", "send_email"]}
+    assert "queue  mail" in jobq("--dsn", monitor, "names").stdout
+    with Queue(monitor) as q:
+        assert q.names()["queue"] == ["mail", "maintenance", "reports"]

@@ -327,3 +327,19 @@ def test_each_schedule_links_to_the_job_its_latest_fire_enqueued(
     with Queue(dsn) as q:
         other = q.enqueue("cleanup", idempotency_key="jobq:schedule:")
     assert 'id="job-schedule"' not in client.get(f"/jobs/{other}").text
+
+
+def test_the_search_form_offers_the_names_jobq_names_lists(dsn: str, client: TestClient) -> None:
+    """The queue and job type choices come from jobq_names: a queue that is only paused and
+    the job type of a keyed job that has finished are offered too."""
+    with Queue(dsn) as q:
+        done = q.enqueue("archive", idempotency_key="a-1", queue="cold")
+        q.pause("held")
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SELECT * FROM jobq_act_on_jobs('cancel', ARRAY[%s::uuid])", (done,))
+    form = client.get("/find").text
+    queues = re.search(r'<datalist id="queues">(.*?)</datalist>', form, re.S)
+    types = re.search(r'<datalist id="job-types">(.*?)</datalist>', form, re.S)
+    assert queues and types
+    assert re.findall(r'value="([^"]+)"', queues[1]) == ["held"]
+    assert re.findall(r'value="([^"]+)"', types[1]) == ["archive"]

@@ -1,4 +1,5 @@
-"""What the database recorded over time: the throughput and failures per bucket."""
+"""What the database holds, seen from above: the throughput and failures per bucket of time,
+and the queue names and job types that exist."""
 
 from __future__ import annotations
 
@@ -28,4 +29,13 @@ def throughput(since: timedelta, bucket: timedelta) -> None:
     emit(rows, text)
 
 
-COMMANDS = [throughput]
+@command(json=True, examples="jobq names\njobq names --json")
+def names() -> None:
+    """The queue names and job types that exist: of the jobs available or running, of every job
+    with an idempotency key, of metrics, schedules, workers and pauses (monitor)."""
+    found = call(Queue.names)
+    emit(found, lambda: "\n".join(f"{kind}  {name}" for kind, all_ in found.items()
+                                   for name in all_))
+
+
+COMMANDS = [throughput, names]

@@ -532,3 +532,9 @@ FROM jobq_throughput(
     since => %(since)s::pg_catalog.interval,
     bucket => %(bucket)s::pg_catalog.interval
 );
+
+-- name: names
+SELECT
+    kind,
+    name
+FROM jobq_names();

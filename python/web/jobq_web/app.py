@@ -51,6 +51,7 @@ FUNCTIONS: dict[str, str] = {
     "jobq_audit_log": "(bigint, integer)",
     "jobq_error_summary": "(interval, integer)",
     "jobq_throughput": "(interval, interval)",
+    "jobq_names": "()",
     "jobq_health": "(interval, interval, interval)",
     "jobq_schedule": "(text, text, text, jsonb, text, text, integer, integer, text, boolean)",
     "jobq_unschedule": "(text)",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -27,9 +27,6 @@ from .helpers import (
     text_filter,
     throughput_chart,
 )
-
-if TYPE_CHECKING:
-    from .app import Dashboard, Role
 
 PAGE_SIZE = 50
 # How many finished jobs a filtered page examines at most (jobq_jobs_page's scan_limit): a
@@ -244,8 +241,8 @@ def find(request: Request) -> Response:
         further_url=link(found.stopped_after) if found.stopped_after else None,
         stopped_at=found.stopped_at,
         scan_limit=SCAN_LIMIT,
-        queues=_names(board, role, "queue"),
-        job_types=_names(board, role, "job_type"),
+        # the choices of its queue and job type fields
+        names=board.queue().names() if role.can["jobq_names"] else {},
         here=link(filters["after_id"]) if searched else path,
     )
 
@@ -253,20 +250,6 @@ def find(request: Request) -> Response:
 FIND_FIELDS = ("job_id", "idempotency_key", "job_type", "queue", "created_after",
                "created_before", "finished_after", "finished_before", "payload_contains",
                "after_id")
-
-
-def _names(board: Dashboard, role: Role, kind: str) -> list[str]:
-    """The queues or job types the search form offers: those of the queue summary and of the
-    workers' filters and the schedules, as far as the role may read them."""
-    names: set[str] = set()
-    if kind == "queue" and role.can["jobq_queue_summary"]:
-        names |= {r["queue"] for r in board.queue().queue_summary(RECENT)}
-    if role.can["jobq_workers_summary"]:
-        for w in board.queue().workers_summary():
-            names |= set(w[kind + "s"] or ())
-    if role.can["jobq_schedules"]:
-        names |= {getattr(s, kind) for s in board.queue().schedules()}
-    return sorted(names)
 
 
 def audit(request: Request) -> Response:
