@@ -320,7 +320,7 @@ def test_schedules_are_listed(dsn: str, client: TestClient) -> None:
     with Queue(dsn) as q:
         q.schedule("nightly-report", "0 3 * * *", "report", timezone="Europe/Paris")
     page = client.get("/schedules")
-    row = re.search(r'<tr data-name="nightly-report">(.*?)</tr>', page.text, re.DOTALL)
+    row = re.search(r'<tr data-name="nightly-report"[^>]*>(.*?)</tr>', page.text, re.DOTALL)
     assert row and "<code>0 3 * * *</code>" in row.group(1) and "Europe/Paris" in row.group(1)
 
 
