@@ -270,7 +270,7 @@ def test_a_monitor_sees_jobs_but_every_action_disabled_and_refused(
         assert "may not call jobq_act_on_jobs" in dead.text
         pending_page = c.get("/jobs")
         assert re.search(r'<button type="submit" class="" disabled title="role \S+ may not call '
-                         r'jobq_act_on_jobs">Cancel</button>', pending_page.text)
+                         r'jobq_cancel">Cancel</button>', pending_page.text)
         detail = c.get(f"/jobs/{pending}")
         # A monitor has neither jobq_get_job nor jobq_job_status (results and error texts).
         assert detail.status_code == 404 and "may call neither jobq_get_job" in detail.text

@@ -298,6 +298,24 @@ def test_a_single_cancel_or_requeue_button_writes_one_audit_row(
     assert client.get("/audit").text.count("<tr data-audit") == 3
 
 
+def test_a_producer_cancels_from_a_job_page_unrecorded(dsn: str, admin_dsn: str) -> None:
+    """A producer may cancel (jobq_cancel) but not call jobq_act_on_jobs: the job page's Cancel
+    still works for it, and writes no audit row."""
+    with Queue(dsn) as q:
+        job = q.enqueue("t")
+    with login_role(admin_dsn, dsn, "producer") as producer, \
+            TestClient(create_app(producer), base_url="http://127.0.0.1") as c:
+        page = c.get(f"/jobs/{job}")
+        assert re.search(r'<button type="submit" class="">Cancel</button>', page.text)
+        token = _CSRF.search(page.text)
+        assert token
+        done = c.post(f"/jobs/{job}/cancel", data={"csrf": token[1]}, follow_redirects=False)
+    assert f"{job}%3A+cancelled" in done.headers["location"]
+    assert status_of(dsn, job) == "cancelled"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM jobq_audit").fetchone() == (0,)
+
+
 def _fired(dsn: str, name: str) -> tuple[uuid.UUID, datetime]:
     """Schedule ``name`` every minute, make its last minute due and tick: its fire's job."""
     with Queue(dsn) as q:

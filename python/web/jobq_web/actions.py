@@ -52,7 +52,11 @@ def action(function: str, act: Callable[..., str]) -> Callable[[Request], Awaita
 
 
 # A job's own Requeue and Cancel buttons are an operator's acts, recorded in the audit log as
-# the selected jobs' are (jobq_act_on_jobs), not the producers' and workers' jobq_cancel.
+# the selected jobs' are (jobq_act_on_jobs). A producer or worker, which may cancel (from a job's
+# page) but not call jobq_act_on_jobs, cancels through jobq_cancel, unrecorded.
+_ACT = {"jobq_act_on_jobs": "(text, uuid[], text)"}
+
+
 def _requeue(queue: Queue, fields: dict[str, str], job_id: uuid.UUID) -> str:
     outcome = queue.act_on_jobs("requeue", [job_id], fields.get("reason") or None)[job_id]
     if outcome == "requeued":
@@ -62,7 +66,10 @@ def _requeue(queue: Queue, fields: dict[str, str], job_id: uuid.UUID) -> str:
 
 def _cancel(queue: Queue, fields: dict[str, str], job_id: uuid.UUID) -> str:
     reason = fields.get("reason") or "cancelled from jobq web"
-    outcome = queue.act_on_jobs("cancel", [job_id], reason)[job_id]
+    if queue.function_privileges(_ACT)[1]["jobq_act_on_jobs"]:
+        outcome = queue.act_on_jobs("cancel", [job_id], reason)[job_id]
+    else:
+        outcome = queue.cancel([job_id], reason).get(job_id, "unknown")
     if outcome == "unknown":
         return f"no job {job_id}"
     return f"{job_id}: {outcome.removeprefix('left alone: ')}"
@@ -161,7 +168,7 @@ BACK = {"jobq_act_on_jobs": "/jobs", "jobq_schedule": "/schedules", "jobq_unsche
         "jobq_pause": "/", "jobq_resume": "/", "jobq_set_limit": "/limits"}
 
 requeue = action("jobq_act_on_jobs", _requeue)
-cancel = action("jobq_act_on_jobs", _cancel)
+cancel = action("jobq_cancel", _cancel)
 requeue_all = action("jobq_requeue_dead_letters", _requeue_all)
 pause = action("jobq_pause", _pause)
 resume = action("jobq_resume", _resume)

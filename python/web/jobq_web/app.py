@@ -36,6 +36,7 @@ FUNCTIONS: dict[str, str] = {
     "jobq_get_job": "(uuid)",
     "jobq_job_status": "(uuid[])",
     "jobq_requeue_dead_letters": "(text, text, boolean)",
+    "jobq_cancel": "(uuid[], text)",
     "jobq_schedules": "()",
     "jobq_limits": "()",
     "jobq_limit_usage": "()",
