@@ -30,7 +30,7 @@ from .scenarios import Bench, Config
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
 SCENARIOS = (
     "1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14", "15", "16", "17", "18",
-    "19",
+    "19", "20",
 )
 BUSY_LOAD = 0.7  # 1-minute load average per core above which the machine counts as busy
 
@@ -115,6 +115,10 @@ def targets(results: list[Measurement]) -> list[Target]:
                ratio("s8.jobq.py.b100"), ">=", 0.9),
         Target("1M scheduled a year ahead: Worker drain >= 0.9x scenario 3",
                ratio("s8.jobq.worker"), ">=", 0.9),
+        Target("a paused queue beside: SQL drain b10 >= 0.95x none paused",
+               ratio("s20.jobq.py.b10.paused"), ">=", 0.95),
+        Target("a paused queue beside: SQL drain b100 >= 0.95x none paused",
+               ratio("s20.jobq.py.b100.paused"), ">=", 0.95),
         Target("pruning 1M beside: SQL drain b10 >= 0.8x scenario 3",
                ratio("s9.jobq.py.b10"), ">=", 0.8),
         Target("pruning 1M beside: SQL drain b100 >= 0.8x scenario 3",
@@ -237,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             "17": lambda: bench.results.extend(pressure.scenario(cluster, config.quick, log)),
             "18": lambda: bench.results.extend(workflows.scenario(cluster, config.quick, log)),
             "19": bench.scenario_fair_wide,
+            "20": bench.scenario_pause,
         }
         for s in SCENARIOS:
             if s in only:

@@ -3,7 +3,8 @@ scenario 3 of the same run (5, 7, 8, 9: scenario 3 among rows the claim cannot c
 scenario 11, asyncio, beside the synchronous client; 12 and 13, limits, beside the unlimited
 drain and the turnover of their keys in bare SQL; 15 and 16, the producer side: the client
 beside the same call from bare psycopg, the array batch beside a multi-row INSERT, a bulk load
-of a million jobs.
+of a million jobs; 20, the SQL drain while another queue is paused, beside the same drain with
+no pause.
 
 Naming of measurement keys: ``s<scenario>.<raw|jobq>.<py|pgbench|queue|worker|chain>[.b<batch>]``.
 "py" is the psycopg client running plain SQL (threads, one connection each); "pgbench" the
@@ -1391,3 +1392,46 @@ class Bench:
                         cli_run, write_file, ceiling="s16.raw.py"),
             ],
         )
+
+    # -- scenario 20: a paused queue beside the drain ------------------------------------------
+
+    def scenario_pause(self) -> None:
+        """Scenario 3's SQL claim loop (no queue filter) draining the queue ``default`` while
+        the queue ``held``, with as many jobs, is paused, beside the same drain with no pause
+        and no other jobs: a pause must cost an unpaused claim nothing measurable. The two
+        alternate within each repeat (Bench.measure), so the machine's drift falls on both."""
+        n, c = self.config.drain_jobs, self.config.concurrency
+        self.log(f"scenario 20: drain {n} jobs while queue held ({n} jobs) is paused, and "
+                 "while no queue is")
+
+        def prepare(paused: bool) -> Callable[[], None]:
+            def fill() -> None:
+                reset(self.cluster)
+                with self.cluster.connect() as conn:
+                    conn.execute("DELETE FROM jobq_paused_queues")
+                if paused:
+                    fill_jobq(self.cluster, n, queue="held")
+                    with self.cluster.connect() as conn:
+                        conn.execute("SELECT jobq_pause(queue => 'held', reason => 'bench')")
+                fill_jobq(self.cluster, n)
+                settle(self.cluster)
+
+            return fill
+
+        left = self.left_note("SELECT count(*) FROM jobq_jobs WHERE queue = 'default' AND "
+                              "status IN ('pending', 'processing')", "jobq")
+        variants = []
+        for b in self.config.drain_batches:
+            variants += [
+                Variant(f"s20.jobq.py.b{b}.none", f"jobq_dequeue/complete_many b{b} c{c}, "
+                        "no queue paused", "jobq",
+                        self._threads(c, self._jobq_drain_body(b, n)), prepare(False),
+                        check=left),
+                Variant(f"s20.jobq.py.b{b}.paused", f"jobq_dequeue/complete_many b{b} c{c}, "
+                        f"queue held paused ({n:,} jobs)", "jobq",
+                        self._threads(c, self._jobq_drain_body(b, n)), prepare(True),
+                        ceiling=f"s20.jobq.py.b{b}.none", check=left),
+            ]
+        self.measure("20", variants)
+        with self.cluster.connect() as conn:
+            conn.execute("DELETE FROM jobq_paused_queues")  # the scenarios after it pause nothing

@@ -54,6 +54,28 @@ def throwaway_database() -> Iterator[str]:
         subprocess.run([str(ROOT / "scripts" / "testdb.sh"), "stop", home], check=False)
 
 
+# The hour behind the overview's chart of finished jobs and failed attempts (jobq_throughput
+# reads finished_at and each job's error history): a varying rate of successes, a retry in
+# every tenth job, a dead letter in every hundredth.
+PAST_HOUR = """
+INSERT INTO jobq_jobs_history (
+    id, queue, job_type, payload, status, priority, attempts, max_attempts, available_at,
+    errors, created_at, updated_at, finished_at, scheduled
+)
+SELECT gen_random_uuid(), 'mail', 'send_email', '{}',
+       CASE WHEN n % 97 = 0 THEN 'dead_letter' ELSE 'succeeded' END, 0, 1, 5, f.at,
+       CASE WHEN n % 13 = 0 THEN jsonb_build_array(jsonb_build_object(
+           'attempt', 1, 'at', f.at - interval '5 seconds', 'worker', 'worker-2.example:977',
+           'error', 'TimeoutError: smtp relay')) ELSE '[]' END,
+       f.at, f.at, f.at, false
+FROM generate_series(1, 3000) AS n,
+     LATERAL (SELECT (n * 7919) % 59 + 1 AS minute) AS m,
+     LATERAL (SELECT now() - m.minute * interval '1 minute' - (n % 7) * interval '3 seconds'
+                     AS at) AS f
+WHERE n % (1 + m.minute % 4) = 0
+"""
+
+
 def seed(dsn: str) -> uuid.UUID:
     """Jobs in every status, failures with tracebacks, a claim, a paused queue, a schedule, an
     audited action; returns a dead letter's id (the job page's subject)."""
@@ -84,6 +106,8 @@ def seed(dsn: str) -> uuid.UUID:
         q.act_on_jobs("requeue", [dead], "smtp relay back")
         (job,) = q.dequeue("worker-2.example:977", ["send_email"], queues=["mail"])
         q.fail(job.id, "worker-2.example:977", TRACEBACK)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(PAST_HOUR)
     return dead
 
 

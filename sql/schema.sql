@@ -3564,8 +3564,12 @@ BEGIN
                 );
                 v_ids := pg_catalog.array_append(v_ids, v_id);
             END LOOP;
+            -- The latest fire (fires come oldest first) and its job, for the schedules'
+            -- listings; a tick that fires nothing keeps the previous ones.
             UPDATE jobq_schedules AS s
-            SET next_run_at = jobq__cron_next(v_masks, v_row.timezone, jobq__tick.at)
+            SET next_run_at = jobq__cron_next(v_masks, v_row.timezone, jobq__tick.at),
+                last_fired_at = coalesce(v_fires[pg_catalog.cardinality(v_fires)], s.last_fired_at),
+                last_job_id = coalesce(v_ids[pg_catalog.cardinality(v_ids)], s.last_job_id)
             WHERE s.name = v_row.name;
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'jobq_tick: schedule % not fired: % (SQLSTATE %)',
@@ -3755,7 +3759,7 @@ BEGIN
         -- cancelled one included, as it answers for those it changed).
         v_changed := ARRAY(
             SELECT j.id FROM jobq_jobs AS j
-            WHERE j.id = ANY (v_ids) AND j.status IN ('pending', 'processing')
+            WHERE j.id = ANY (v_ids) AND j.status IN ('waiting', 'pending', 'processing')
               AND j.cancel_requested_at IS NULL
               AND NOT EXISTS (SELECT FROM jobq_cancel_requests AS r WHERE r.job_id = j.id)
         );
@@ -3868,8 +3872,8 @@ $$;
 
 COMMENT ON FUNCTION public.jobq_act_on_jobs(action text, job_ids uuid[], reason text) IS 'Admin only. Acts on the given jobs and records the act in jobq_audit (who: session_user and
 the role set by SET ROLE; when; the action; the ids asked for and those changed; the reason),
-in the same transaction. Actions: cancel (as jobq_cancel: pending jobs at once, running ones
-when their handler sees the request), requeue (as jobq_requeue_dead_letter: failed,
+in the same transaction. Actions: cancel (as jobq_cancel: waiting and pending jobs at once,
+running ones when their handler sees the request), requeue (as jobq_requeue_dead_letter: failed,
 dead_letter and cancelled jobs), delete (finished jobs only, removed as jobq_prune removes
 them), run_now (a pending job waiting for its run_at or a retry''s backoff becomes available
 now; its queue''s workers are woken).
@@ -8326,6 +8330,141 @@ Concurrency: LOCK TABLE jobq_jobs, jobq_jobs_history IN SHARE MODE: waits for th
 transactions writing jobs at that moment, and blocks writers until the caller''s transaction ends; run it when the queue is
 quiet, in a transaction of its own.';
 
+CREATE FUNCTION public.jobq_names() RETURNS TABLE(kind text, name text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+    WITH RECURSIVE available AS (
+        (
+            SELECT
+                pg_catalog.hashtextextended(j.job_type, 0) AS type_hash,
+                pg_catalog.hashtextextended(j.queue, 0) AS queue_hash,
+                j.job_type,
+                j.queue
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+            ORDER BY 1, 2
+            LIMIT 1
+        )
+        UNION ALL
+        SELECT n.type_hash, n.queue_hash, n.job_type, n.queue
+        FROM available AS a
+        CROSS JOIN LATERAL (
+            SELECT
+                pg_catalog.hashtextextended(j.job_type, 0) AS type_hash,
+                pg_catalog.hashtextextended(j.queue, 0) AS queue_hash,
+                j.job_type,
+                j.queue
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+              AND (pg_catalog.hashtextextended(j.job_type, 0),
+                   pg_catalog.hashtextextended(j.queue, 0))
+                  > (a.type_hash, a.queue_hash)
+            ORDER BY 1, 2
+            LIMIT 1
+        ) AS n
+    ),
+
+    limited AS (
+        (
+            SELECT j.job_type, j.queue
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+            ORDER BY j.job_type, j.queue
+            LIMIT 1
+        )
+        UNION ALL
+        SELECT n.job_type, n.queue
+        FROM limited AS l
+        CROSS JOIN LATERAL (
+            SELECT j.job_type, j.queue
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+              AND (j.job_type, j.queue) > (l.job_type, l.queue)
+            ORDER BY j.job_type, j.queue
+            LIMIT 1
+        ) AS n
+    ),
+
+    keyed AS (
+        (
+            SELECT j.job_type FROM jobq_jobs AS j
+            WHERE j.idempotency_key IS NOT NULL
+            ORDER BY j.job_type
+            LIMIT 1
+        )
+        UNION ALL
+        SELECT n.job_type
+        FROM keyed AS k
+        CROSS JOIN LATERAL (
+            SELECT j.job_type FROM jobq_jobs AS j
+            WHERE j.idempotency_key IS NOT NULL AND j.job_type > k.job_type
+            ORDER BY j.job_type
+            LIMIT 1
+        ) AS n
+    ),
+
+    keyed_finished AS (
+        (
+            SELECT h.job_type FROM jobq_jobs_history AS h
+            WHERE h.idempotency_key IS NOT NULL
+            ORDER BY h.job_type
+            LIMIT 1
+        )
+        UNION ALL
+        SELECT n.job_type
+        FROM keyed_finished AS k
+        CROSS JOIN LATERAL (
+            SELECT h.job_type FROM jobq_jobs_history AS h
+            WHERE h.idempotency_key IS NOT NULL AND h.job_type > k.job_type
+            ORDER BY h.job_type
+            LIMIT 1
+        ) AS n
+    ),
+
+    pairs AS (
+        SELECT a.queue, a.job_type FROM available AS a
+        UNION ALL
+        SELECT l.queue, l.job_type FROM limited AS l
+        UNION ALL
+        SELECT j.queue, j.job_type FROM jobq_jobs AS j WHERE j.status = 'processing'
+        UNION ALL
+        SELECT NULL, k.job_type FROM keyed AS k
+        UNION ALL
+        SELECT NULL, k.job_type FROM keyed_finished AS k
+        UNION ALL
+        SELECT m.queue, m.job_type FROM jobq_metric_labels AS m
+        UNION ALL
+        SELECT s.queue, s.job_type FROM jobq_schedules AS s
+        UNION ALL
+        SELECT p.queue, NULL FROM jobq_paused_queues AS p
+        UNION ALL
+        SELECT q.queue, NULL FROM jobq_workers AS w, pg_catalog.unnest(w.queues) AS q (queue)
+        UNION ALL
+        SELECT NULL, t.job_type FROM jobq_workers AS w, pg_catalog.unnest(w.job_types) AS t (job_type)
+    )
+
+    SELECT DISTINCT x.kind, x.name
+    FROM pairs AS p
+    CROSS JOIN LATERAL (VALUES ('queue', p.queue), ('job_type', p.job_type)) AS x (kind, name)
+    WHERE x.name IS NOT NULL
+    ORDER BY x.kind DESC, x.name
+$$;
+
+COMMENT ON FUNCTION public.jobq_names() IS 'Admin and monitor. The queue names and job types that exist, for a search form''s choices:
+those of the jobs available now (with or without a limit) and running, the job types of every
+job with an idempotency key (live or finished), and the names in the label sets metrics
+counts (when metrics are on), the schedules, the workers'' filters and the paused queues. Each
+index of jobs is read one distinct name at a time (a skip scan), so the cost follows the
+number of names, not of jobs; finished jobs without a key and jobs waiting for their run_at or
+dependencies are named only through the other sources.
+Arguments: none.
+Result: rows (kind: queue or job_type, name), the queues first, each by name.
+Errors: none.
+Concurrency: a snapshot; it takes no lock.';
+
 CREATE FUNCTION public.jobq_pause(queue text, reason text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -9091,13 +9230,14 @@ Errors: 22023 bad name/cron (naming the field)/timezone/catch_up/paused/job_type
 priority/max_attempts, or a cron that never fires; 22004 NULL payload; 54000 payload too large.
 Concurrency: waits for a tick that holds the schedule; a tick running meanwhile passes it over.';
 
-CREATE FUNCTION public.jobq_schedules() RETURNS TABLE(name text, cron text, timezone text, job_type text, payload jsonb, queue text, priority integer, max_attempts integer, catch_up text, paused boolean, next_run_at timestamp with time zone, next_run_local timestamp without time zone, created_at timestamp with time zone, updated_at timestamp with time zone)
+CREATE FUNCTION public.jobq_schedules() RETURNS TABLE(name text, cron text, timezone text, job_type text, payload jsonb, queue text, priority integer, max_attempts integer, catch_up text, paused boolean, next_run_at timestamp with time zone, next_run_local timestamp without time zone, created_at timestamp with time zone, updated_at timestamp with time zone, last_fired_at timestamp with time zone, last_job_id uuid)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
     SELECT s.name, s.cron, s.timezone, s.job_type, s.payload, s.queue, s.priority,
            s.max_attempts, s.catch_up, s.paused, s.next_run_at,
-           s.next_run_at AT TIME ZONE s.timezone, s.created_at, s.updated_at
+           s.next_run_at AT TIME ZONE s.timezone, s.created_at, s.updated_at,
+           s.last_fired_at, s.last_job_id
     FROM jobq_schedules AS s
     ORDER BY s.name
 $$;
@@ -9108,7 +9248,8 @@ Arguments: none.
 Result: one row per schedule, by name: its definition (name, cron, timezone, job_type,
 payload, queue, priority, max_attempts, catch_up), paused, next_run_at (the next fire, an
 instant), next_run_local (the same as wall-clock time in the schedule''s timezone),
-created_at, updated_at.
+created_at, updated_at, last_fired_at and last_job_id (the latest fire a tick enqueued and
+the id of its job; NULL before the first fire).
 Errors: none.
 Concurrency: a snapshot, as any query; it takes no lock.';
 
@@ -9346,6 +9487,115 @@ Arguments: none.
 Result: rows (queue, job_type, status, jobs, oldest_available_at): how many jobs, and the
 oldest available_at among them (for pending jobs: how long the oldest has been waiting).
 Errors: none.';
+
+CREATE FUNCTION public.jobq_throughput(since interval DEFAULT '01:00:00'::interval, bucket interval DEFAULT '00:01:00'::interval) RETURNS TABLE(bucket_start timestamp with time zone, succeeded bigint, failed bigint, dead_letter bigint, cancelled bigint, failed_attempts bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.now();
+    v_step double precision;
+    v_first timestamptz;
+    v_last integer;
+BEGIN
+    IF since IS NULL OR since <= interval '0' OR since > interval '7 days' THEN
+        RAISE EXCEPTION 'jobq_throughput: since must be more than 0 and at most 7 days, got %',
+            coalesce(since::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF bucket IS NULL OR bucket < interval '1 second' OR bucket > interval '1 day' THEN
+        RAISE EXCEPTION 'jobq_throughput: bucket must be between 1 second and 1 day, got %',
+            coalesce(bucket::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_step := pg_catalog.date_part('epoch', bucket);
+    IF pg_catalog.date_part('epoch', since) / v_step > 10080 THEN
+        RAISE EXCEPTION 'jobq_throughput: since / bucket must be at most 10080 buckets, got % / %',
+            since, bucket
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use a longer bucket for a longer window.';
+    END IF;
+    v_first := pg_catalog.to_timestamp(
+        pg_catalog.floor(pg_catalog.date_part('epoch', v_now - since) / v_step) * v_step
+    );
+    v_last := pg_catalog.floor(pg_catalog.date_part('epoch', v_now - v_first) / v_step)::integer;
+
+    RETURN QUERY
+    WITH finished AS (
+        SELECT h.status, h.finished_at, h.errors
+        FROM jobq_jobs_history AS h
+        WHERE h.finished_at >= v_first
+    ),
+
+    live AS (
+        -- One branch per partial index of live jobs, each matching its predicate exactly.
+        SELECT j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+          AND j.updated_at >= v_first
+        UNION ALL
+        SELECT j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NOT NULL
+          AND j.updated_at >= v_first
+        UNION ALL
+        SELECT j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND j.scheduled AND j.updated_at >= v_first
+        UNION ALL
+        SELECT j.errors FROM jobq_jobs AS j
+        WHERE j.status = 'processing'
+    ),
+
+    events AS (
+        SELECT f.status AS kind, f.finished_at AS at FROM finished AS f
+        UNION ALL
+        SELECT 'attempt', (e.entry ->> 'at')::timestamptz
+        FROM (SELECT f.errors FROM finished AS f UNION ALL SELECT l.errors FROM live AS l) AS x,
+            pg_catalog.jsonb_array_elements(
+                CASE WHEN pg_catalog.jsonb_typeof(x.errors) = 'array' THEN x.errors
+                     ELSE '[]'::jsonb END
+            ) AS e (entry)
+        WHERE pg_catalog.jsonb_typeof(e.entry -> 'at') = 'string'
+          AND NOT e.entry OPERATOR(pg_catalog.?) 'kind'
+    ),
+
+    counted AS (
+        SELECT
+            pg_catalog.floor(
+                pg_catalog.date_part('epoch', ev.at - v_first) / v_step
+            )::integer AS b,
+            pg_catalog.count(*) FILTER (WHERE ev.kind = 'succeeded') AS succeeded,
+            pg_catalog.count(*) FILTER (WHERE ev.kind = 'failed') AS failed,
+            pg_catalog.count(*) FILTER (WHERE ev.kind = 'dead_letter') AS dead_letter,
+            pg_catalog.count(*) FILTER (WHERE ev.kind = 'cancelled') AS cancelled,
+            pg_catalog.count(*) FILTER (WHERE ev.kind = 'attempt') AS attempts
+        FROM events AS ev
+        WHERE ev.at >= v_first AND ev.at <= v_now
+        GROUP BY 1
+    )
+
+    SELECT v_first + bucket * s.b, coalesce(c.succeeded, 0), coalesce(c.failed, 0),
+           coalesce(c.dead_letter, 0), coalesce(c.cancelled, 0), coalesce(c.attempts, 0)
+    FROM pg_catalog.generate_series(0, v_last) AS s (b)
+    LEFT JOIN counted AS c ON c.b = s.b
+    ORDER BY s.b;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_throughput(since interval, bucket interval) IS 'Admin and monitor. What finished and what failed within the last `since`, per `bucket`: the
+jobs that finished succeeded, failed, dead_letter and cancelled (by finished_at, from the
+history of finished jobs) and the failed attempts (the entries of the jobs'' error histories,
+by their time, of finished jobs and of live jobs that are retrying or running again; a takeover
+of an expired lock is not counted; a job that failed more than 50 times within the window is
+counted for its latest 50). Reads the finished jobs of the window through the finished_at
+index (never the older ones) and the partial indexes of pending and processing jobs.
+Arguments: since (more than 0, at most 7 days; default 1 hour), bucket (1 second to 1 day,
+default 1 minute; at most 10080 buckets).
+Result: one row per bucket, oldest first, zeros included: (bucket_start, succeeded, failed,
+dead_letter, cancelled, failed_attempts). Buckets are aligned to multiples of bucket since the
+Unix epoch; the first holds now() - since, the last holds now().
+Errors: 22023 since or bucket out of range, or too many buckets.
+Concurrency: a snapshot; it takes no lock.';
 
 CREATE FUNCTION public.jobq_tick() RETURNS TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -10307,6 +10557,8 @@ CREATE TABLE public.jobq_schedules (
     next_run_at timestamp with time zone NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_fired_at timestamp with time zone,
+    last_job_id uuid,
     CONSTRAINT jobq_schedules_catch_up_check CHECK ((catch_up = ANY (ARRAY['skip'::text, 'latest'::text, 'all'::text]))),
     CONSTRAINT jobq_schedules_max_attempts_check CHECK ((max_attempts >= 1))
 );
@@ -10341,6 +10593,13 @@ COMMENT ON COLUMN public.jobq_schedules.next_run_at IS 'The next fire time (an i
 COMMENT ON COLUMN public.jobq_schedules.created_at IS 'When the schedule was first created.';
 
 COMMENT ON COLUMN public.jobq_schedules.updated_at IS 'When jobq_schedule() last changed its definition.';
+
+COMMENT ON COLUMN public.jobq_schedules.last_fired_at IS 'The fire time of the latest fire a tick enqueued (its job''s run_at); NULL before the first.
+Written by jobq_tick with next_run_at.';
+
+COMMENT ON COLUMN public.jobq_schedules.last_job_id IS 'The id of the job that fire enqueued (or the job an earlier tick enqueued for the same fire,
+which the idempotency key returns); NULL before the first fire. The job may since have been
+pruned.';
 
 COMMENT ON CONSTRAINT jobq_schedules_catch_up_check ON public.jobq_schedules IS 'The catch-up policies: skip, latest, all.';
 
@@ -10875,6 +11134,8 @@ REVOKE ALL ON FUNCTION public.jobq_metrics_forget() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics_recount() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq_names() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq_pause(queue text, reason text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_prune(older_than interval, statuses text[], batch_size integer) FROM PUBLIC;
@@ -10904,6 +11165,8 @@ REVOKE ALL ON FUNCTION public.jobq_set_retention(status text, keep interval, par
 REVOKE ALL ON FUNCTION public.jobq_set_weight(limit_group text, limit_key text, weight real) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_stats() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_throughput(since interval, bucket interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_tick() FROM PUBLIC;
 

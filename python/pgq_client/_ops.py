@@ -380,6 +380,14 @@ audit_log = _statement("audit_log", _each(dict), "before_id", "max_rows")
 error_summary = _statement(
     "error_summary", _each(dict), "since", "per_type", since=interval
 )
+throughput = _statement(
+    "throughput", _each(dict), "since", "bucket", since=interval, bucket=interval
+)
+# The kinds of name jobq_names lists.
+NAME_KINDS = ("queue", "job_type")
+names = _statement(
+    "names", (tuple_row, lambda rows: {k: [n for c, n in rows if c == k] for k in NAME_KINDS})
+)
 
 # What jobq_act_on_jobs does, by the name the CLI and the dashboard give it.
 ACTIONS = JOB_ACTIONS

@@ -230,7 +230,8 @@ class HealthRow(_Row):
 @dataclass(frozen=True)
 class Schedule(_Row):
     """One row of ``jobq_schedules()``: a periodic job and its next fire, as an instant and as a
-    naive wall-clock time in the schedule's ``timezone`` (``next_run_local``)."""
+    naive wall-clock time in the schedule's ``timezone`` (``next_run_local``); its latest fire
+    and the job it enqueued (None before the first)."""
 
     name: str
     cron: str
@@ -246,6 +247,8 @@ class Schedule(_Row):
     next_run_local: datetime
     created_at: datetime
     updated_at: datetime
+    last_fired_at: datetime | None = None
+    last_job_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True)

@@ -563,6 +563,19 @@ class Queue(SyncClient):
         jobs held and stale, heartbeat and lock expiry (``jobq_workers_summary``, monitor)."""
         return self._drive(_ops.workers_summary(self._sql))
 
+    def throughput(
+        self, since: timedelta | float = timedelta(hours=1), bucket: timedelta | float = 60
+    ) -> list[dict[str, Any]]:
+        """Per ``bucket`` of the last ``since``, oldest first: ``bucket_start``, the jobs that
+        finished ``succeeded``, ``failed``, ``dead_letter``, ``cancelled``, and the
+        ``failed_attempts`` (``jobq_throughput``, monitor)."""
+        return self._drive(_ops.throughput(self._sql, since, bucket))
+
+    def names(self) -> dict[str, list[str]]:
+        """The queue names and job types that exist, ``{"queue": [...], "job_type": [...]}``,
+        each sorted (``jobq_names``, monitor)."""
+        return self._drive(_ops.names(self._sql))
+
     def function_privileges(
         self, functions: Mapping[str, str]
     ) -> tuple[str, dict[str, bool | None]]:

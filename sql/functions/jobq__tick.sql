@@ -8,7 +8,7 @@
 -- idempotency key jobq:schedule:<name>:<fire time in UTC, ISO 8601>, so a fire that a
 -- concurrent or repeated tick (in any isolation level, or from a tick whose advance was lost)
 -- has enqueued already is not enqueued again. Then next_run_at becomes the first fire after
--- `at`.
+-- `at`, and last_fired_at and last_job_id name the latest fire and its job.
 --
 -- Catch-up: the fires due are those in [next_run_at, at]. `all` enqueues each of them (the
 -- 1,000 most recent at most), `latest` the most recent, `skip` the most recent only if it is
@@ -77,8 +77,12 @@ BEGIN
                 );
                 v_ids := pg_catalog.array_append(v_ids, v_id);
             END LOOP;
+            -- The latest fire (fires come oldest first) and its job, for the schedules'
+            -- listings; a tick that fires nothing keeps the previous ones.
             UPDATE jobq_schedules AS s
-            SET next_run_at = jobq__cron_next(v_masks, v_row.timezone, jobq__tick.at)
+            SET next_run_at = jobq__cron_next(v_masks, v_row.timezone, jobq__tick.at),
+                last_fired_at = coalesce(v_fires[pg_catalog.cardinality(v_fires)], s.last_fired_at),
+                last_job_id = coalesce(v_ids[pg_catalog.cardinality(v_ids)], s.last_job_id)
             WHERE s.name = v_row.name;
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'jobq_tick: schedule % not fired: % (SQLSTATE %)',

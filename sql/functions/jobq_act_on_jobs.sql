@@ -2,7 +2,8 @@
 -- `jobq jobs cancel|requeue|delete|run-now ID...`), and the act is recorded: one row of
 -- jobq_audit per call, written here in the same transaction, so that psql users are recorded
 -- as the CLI and the dashboard are. Each action is the one jobq already has for one job:
---   cancel   jobq_cancel (pending jobs at once, running ones when their handler sees it);
+--   cancel   jobq_cancel (waiting and pending jobs at once, running ones when their handler
+--            sees it);
 --   requeue  jobq_requeue_dead_letter, per job (failed, dead_letter and cancelled jobs);
 --   delete   a finished job removed from jobq_jobs_history, as jobq_prune removes old ones
 --            (live jobs are left alone: cancel them first);
@@ -65,7 +66,7 @@ BEGIN
         -- cancelled one included, as it answers for those it changed).
         v_changed := ARRAY(
             SELECT j.id FROM jobq_jobs AS j
-            WHERE j.id = ANY (v_ids) AND j.status IN ('pending', 'processing')
+            WHERE j.id = ANY (v_ids) AND j.status IN ('waiting', 'pending', 'processing')
               AND j.cancel_requested_at IS NULL
               AND NOT EXISTS (SELECT FROM jobq_cancel_requests AS r WHERE r.job_id = j.id)
         );
@@ -179,8 +180,8 @@ $$;
 COMMENT ON FUNCTION jobq_act_on_jobs(text, uuid[], text) IS
 'Admin only. Acts on the given jobs and records the act in jobq_audit (who: session_user and
 the role set by SET ROLE; when; the action; the ids asked for and those changed; the reason),
-in the same transaction. Actions: cancel (as jobq_cancel: pending jobs at once, running ones
-when their handler sees the request), requeue (as jobq_requeue_dead_letter: failed,
+in the same transaction. Actions: cancel (as jobq_cancel: waiting and pending jobs at once,
+running ones when their handler sees the request), requeue (as jobq_requeue_dead_letter: failed,
 dead_letter and cancelled jobs), delete (finished jobs only, removed as jobq_prune removes
 them), run_now (a pending job waiting for its run_at or a retry''s backoff becomes available
 now; its queue''s workers are woken).

@@ -5,7 +5,7 @@
 -- call is recorded in jobq_audit (who, what, which ids, which changed, why) in the same
 -- transaction. Bad input is 22023 naming the argument and changes and records nothing.
 BEGIN;
-SELECT plan(25);
+SELECT plan(27);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -95,6 +95,17 @@ SELECT results_eq(
 );
 SELECT is((SELECT status FROM jobq_all_jobs WHERE id = :'w1'), 'cancelled',
           'its waiting dependent is cancelled with it');
+
+-- cancel of a job waiting for a dependency: cancelled, said and recorded as changed
+SELECT jobq_enqueue('t', queue => 'q4') AS wdep \gset
+SELECT jobq_enqueue('c', depends_on => ARRAY[:'wdep']::uuid[]) AS w2 \gset
+SELECT results_eq(
+    format($$SELECT * FROM jobq_act_on_jobs('cancel', ARRAY[%L]::uuid[], 'not needed')$$, :'w2'),
+    format($$VALUES (%L::uuid, 'cancelled'::text)$$, :'w2'),
+    'cancel: a waiting job is cancelled'
+);
+SELECT is((SELECT changed FROM jobq_audit ORDER BY id DESC LIMIT 1), ARRAY[:'w2'::uuid],
+          'and recorded as changed');
 
 -- bad input: 22023, nothing changed or recorded
 CREATE TEMP TABLE snap AS SELECT id, status, available_at FROM jobq_all_jobs;

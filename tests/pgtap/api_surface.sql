@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(191);
+SELECT plan(193);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -157,6 +157,7 @@ SELECT results_eq(
     ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
     ('jobq_metrics_forget', '', 'bigint'),
     ('jobq_metrics_recount', '', 'bigint'),
+    ('jobq_names', '', 'TABLE(kind text, name text)'),
     ('jobq_pause', 'queue text, reason text DEFAULT NULL::text', 'boolean'),
     ('jobq_prune', 'older_than interval DEFAULT ''7 days''::interval, statuses text[] DEFAULT ''{succeeded}''::text[], batch_size integer DEFAULT NULL::integer', 'bigint'),
     ('jobq_queue_summary', 'recent interval DEFAULT ''00:05:00''::interval',
@@ -177,7 +178,8 @@ SELECT results_eq(
     ('jobq_schedules', '', 'TABLE(name text, cron text, timezone text, job_type text, payload jsonb, '
                        'queue text, priority integer, max_attempts integer, catch_up text, paused boolean, '
                        'next_run_at timestamp with time zone, next_run_local timestamp without time zone, '
-                       'created_at timestamp with time zone, updated_at timestamp with time zone)'),
+                       'created_at timestamp with time zone, updated_at timestamp with time zone, '
+                       'last_fired_at timestamp with time zone, last_job_id uuid)'),
     ('jobq_set_limit', 'limit_group text, max_running integer DEFAULT NULL::integer, '
                        'max_starts integer DEFAULT NULL::integer, per interval DEFAULT NULL::interval, '
                        'share text DEFAULT NULL::text', 'void'),
@@ -185,6 +187,9 @@ SELECT results_eq(
                            'SETOF jobq_retention'),
     ('jobq_set_weight', 'limit_group text, limit_key text, weight real DEFAULT 1', 'void'),
     ('jobq_stats', '', 'TABLE(queue text, job_type text, status text, jobs bigint, oldest_available_at timestamp with time zone)'),
+    ('jobq_throughput', 'since interval DEFAULT ''01:00:00''::interval, bucket interval DEFAULT ''00:01:00''::interval',
+                        'TABLE(bucket_start timestamp with time zone, succeeded bigint, failed bigint, '
+                        'dead_letter bigint, cancelled bigint, failed_attempts bigint)'),
     ('jobq_tick', '', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq_unschedule', 'name text', 'boolean'),
     ('jobq_unserved_job_types', 'idle interval DEFAULT ''00:15:00''::interval',
@@ -280,6 +285,8 @@ SELECT is_definer('public', 'jobq_find_jobs', ARRAY['uuid', 'text', 'text', 'tex
 SELECT is_definer('public', 'jobq_act_on_jobs', ARRAY['text', 'uuid[]', 'text']);
 SELECT is_definer('public', 'jobq_audit_log', ARRAY['bigint', 'integer']);
 SELECT is_definer('public', 'jobq_error_summary', ARRAY['interval', 'integer']);
+SELECT is_definer('public', 'jobq_throughput', ARRAY['interval', 'interval']);
+SELECT is_definer('public', 'jobq_names', ARRAY[]::name[]);
 SELECT isnt_definer('public', 'jobq__error_line', ARRAY['text']);
 SELECT is_definer('public', 'jobq_unserved_job_types', ARRAY['interval']);
 SELECT is_definer('public', 'jobq_workers_summary', ARRAY[]::name[]);

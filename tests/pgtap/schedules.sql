@@ -5,7 +5,7 @@
 -- Concurrency (32 ticking sessions, a definition racing a tick) is in
 -- tests/python/test_schedules.py.
 BEGIN;
-SELECT plan(68);
+SELECT plan(71);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_schedules;
@@ -199,9 +199,26 @@ SELECT is(
      FROM jobq_schedules),
     ARRAY['all 04:00', 'hourly 04:00', 'latest 04:00'],
     'every policy advances next_run_at to the first fire after the tick');
+SELECT is(
+    (SELECT array_agg(s.name || ' '
+                      || coalesce(to_char(s.last_fired_at - date_trunc('hour', now()), 'HH24:MI'), '-')
+                      || ' ' || (s.last_job_id IS NOT DISTINCT FROM (
+                          SELECT j.id FROM jobq_jobs AS j
+                          WHERE j.idempotency_key = 'jobq:schedule:' || s.name || ':'
+                                || to_char(s.last_fired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                      ))::text ORDER BY s.name)
+     FROM jobq_schedules AS s),
+    ARRAY['all 03:00 true', 'hourly - true', 'latest 03:00 true'],
+    'last_fired_at and last_job_id: the latest fire and the job it enqueued; none for a schedule that fired nothing');
+SELECT ok(
+    (SELECT f.last_job_id IS NOT NULL AND f.last_job_id = t.last_job_id AND f.last_fired_at = t.last_fired_at
+     FROM jobq_schedules() AS f JOIN jobq_schedules AS t USING (name) WHERE f.name = 'latest'),
+    'jobq_schedules() lists them');
 SELECT is_empty(
     $$SELECT * FROM jobq__tick(date_trunc('hour', now()) + interval '3 hours 20 minutes')$$,
     'a second tick finds nothing due');
+SELECT is((SELECT to_char(last_fired_at - date_trunc('hour', now()), 'HH24:MI') FROM jobq_schedules
+           WHERE name = 'all'), '03:00', 'a tick that fires nothing keeps the last fire');
 SELECT is(
     (SELECT count(*)::int FROM jobq__tick(date_trunc('hour', now()) + interval '4 hours 30 seconds')
      WHERE schedule = 'hourly'),

@@ -659,6 +659,8 @@ COMMAND_ARGS: dict[str, list[str]] = {
     "jobs run-now": ["{dead}"],
     "audit": [],
     "errors": [],
+    "throughput": [],
+    "names": [],
     "cancel": ["{dead}"],
     "dead-letter list": [],
     "dead-letter requeue": ["--all"],
@@ -1288,6 +1290,8 @@ JSON_ARGS: dict[str, tuple[list[str], int]] = {
     "jobs run-now": (["{dead}"], 0),  # not pending: left alone
     "audit": ([], 0),
     "errors": ([], 0),
+    "throughput": ([], 0),
+    "names": ([], 0),
     "cancel": (["{dead}"], 0),
     "dead-letter list": ([], 0),
     "dead-letter requeue": (["--all"], 0),

@@ -1,6 +1,7 @@
 """What an operator does from the command line: find jobs (``jobq jobs find``), act on many with
-a record (``jobq jobs cancel|requeue|delete|run-now``, ``jobq audit``) and read the errors per
-job type (``jobq errors``), each through one SQL function under the connected role's grants."""
+a record (``jobq jobs cancel|requeue|delete|run-now``, ``jobq audit``), read the errors per
+job type (``jobq errors``) and the throughput of the last hour (``jobq throughput``), each
+through one SQL function under the connected role's grants."""
 
 from __future__ import annotations
 
@@ -212,3 +213,108 @@ def test_errors_per_job_type_show_the_exception_line_most_frequent_first(dsn: st
     refused = jobq("--dsn", dsn, "errors", "--since", "40d")
     assert refused.returncode != 0
     assert "since must be more than 0 and at most 31 days" in refused.stderr
+
+
+def test_throughput_counts_what_finished_and_failed_per_minute_from_the_database(
+    dsn: str, make_role: MakeRole
+) -> None:
+    dead_letter(dsn, errors=("ValueError: a", "ValueError: b"))  # 2 failed attempts, 1 dead
+    with Queue(dsn) as q:
+        done = [q.enqueue("t") for _ in range(3)]
+        q.cancel([q.enqueue("t")])
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SELECT count(*) FROM jobq_dequeue('w', job_types => '{t}', batch_size => 10)")
+        for job in done:
+            c.execute("SELECT jobq_complete(%s, 'w')", (job,))
+        c.execute("UPDATE jobq_jobs_history SET finished_at = now() - interval '2 hours'"
+                  " WHERE id = %s", (done[0],))  # outside the hour
+    monitor = psycopg.conninfo.make_conninfo(dsn, user=make_role("monitor", dsn=dsn))
+
+    ran = jobq("--dsn", monitor, "throughput", "--json")
+    assert ran.returncode == 0, ran.stderr
+    rows = json.loads(ran.stdout)
+    assert len(rows) == 61  # the minute holding an hour ago to the one holding now
+    names = ("succeeded", "failed", "dead_letter", "cancelled", "failed_attempts")
+    assert {n: sum(r[n] for r in rows) for n in names} == {
+        "succeeded": 2, "failed": 0, "dead_letter": 1, "cancelled": 1, "failed_attempts": 2}
+    hours = jobq("--dsn", monitor, "throughput", "--since", "3h", "--bucket", "1h")
+    assert hours.returncode == 0, hours.stderr
+    assert re.search(r"^total\s+3\s+0\s+1\s+1\s+2$", hours.stdout, re.M), hours.stdout
+    with Queue(monitor) as q:
+        assert sum(r["succeeded"] for r in q.throughput(3 * 3600, 3600)) == 3
+    refused = jobq("--dsn", monitor, "throughput", "--bucket", "2d")
+    assert refused.returncode != 0
+    assert "bucket must be between 1 second and 1 day" in refused.stderr
+
+
+def _audit_rows(dsn: str) -> list[tuple[str, list[uuid.UUID], list[uuid.UUID], str | None]]:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        return c.execute("SELECT action, job_ids, changed, reason FROM jobq_audit ORDER BY id"
+                         ).fetchall()  # type: ignore[return-value]
+
+
+def test_single_job_cancel_and_requeue_from_the_cli_are_audited(
+    dsn: str, make_role: MakeRole
+) -> None:
+    """`jobq cancel ID` and `jobq jobs retry ID` (and `dead-letter requeue ID`) by an admin
+    write one audit row each, with the same output as before; a producer's `jobq cancel`
+    (it may not call jobq_act_on_jobs) still cancels, unrecorded."""
+    dead = dead_letter(dsn)
+    with Queue(dsn) as q:
+        pending, mine = q.enqueue("t"), q.enqueue("t")
+    cancelled = jobq("--dsn", dsn, "cancel", str(pending), "--reason", "withdrawn")
+    assert (cancelled.returncode, cancelled.stdout.strip()) == (0, f"cancelled {pending}")
+    again = jobq("--dsn", dsn, "cancel", str(pending), "--json")
+    assert json.loads(again.stdout)["jobs"] == [{"id": str(pending), "status": "cancelled"}]
+    retried = jobq("--dsn", dsn, "jobs", "retry", str(dead))
+    assert (retried.returncode, retried.stdout.strip()) == (0, f"requeued {dead}")
+    assert status_of(dsn, dead) == "pending"
+    assert _audit_rows(dsn) == [
+        ("cancel", [pending], [pending], "withdrawn"),
+        ("cancel", [pending], [], None),
+        ("requeue", [dead], [dead], None),
+    ]
+    refused = jobq("--dsn", dsn, "dead-letter", "requeue", str(mine))
+    assert refused.returncode == 1 and "not requeued" in refused.stderr
+    assert _audit_rows(dsn)[-1] == ("requeue", [mine], [], None)
+
+    producer = psycopg.conninfo.make_conninfo(dsn, user=make_role("producer", dsn=dsn))
+    own = jobq("--dsn", producer, "cancel", str(mine))
+    assert (own.returncode, own.stdout.strip()) == (0, f"cancelled {mine}")
+    assert status_of(dsn, mine) == "cancelled" and len(_audit_rows(dsn)) == 4
+
+
+def test_schedule_list_shows_the_job_of_the_latest_fire(dsn: str) -> None:
+    with Queue(dsn) as q:
+        q.schedule("minutely", "* * * * *", "cleanup")
+        q.schedule("nightly", "0 3 * * *", "report")
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("UPDATE jobq_schedules SET next_run_at = date_trunc('minute', now())"
+                  " - interval '1 minute' WHERE name = 'minutely'")
+    with Queue(dsn) as q:
+        (fire,) = q.tick()
+    listed = jobq("--dsn", dsn, "schedule", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["minutely"]["last_job_id"] == str(fire.job_id)
+    assert datetime.fromisoformat(rows["minutely"]["last_fired_at"]) == fire.fire_at
+    assert rows["nightly"]["last_job_id"] is None and rows["nightly"]["last_fired_at"] is None
+    text = jobq("--dsn", dsn, "schedule", "list").stdout
+    assert "last job" in text and str(fire.job_id) in text
+
+
+def test_names_lists_the_queues_and_job_types_that_exist_for_a_monitor(
+    dsn: str, make_role: MakeRole
+) -> None:
+    with Queue(dsn) as q:
+        q.enqueue("send_email", queue="mail")
+        q.enqueue("report", queue="reports")
+        q.schedule("nightly", "0 3 * * *", "cleanup", queue="maintenance")
+    monitor = psycopg.conninfo.make_conninfo(dsn, user=make_role("monitor", dsn=dsn))
+    ran = jobq("--dsn", monitor, "names", "--json")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"queue": ["mail", "maintenance", "reports"],
+                                      "job_type": ["cleanup", "report", "send_email"]}
+    assert "queue  mail" in jobq("--dsn", monitor, "names").stdout
+    with Queue(monitor) as q:
+        assert q.names()["queue"] == ["mail", "maintenance", "reports"]

@@ -163,7 +163,7 @@ EXPECTED = {
     "monitor": {
         "jobq_stats", "jobq_health", "jobq_metrics", "jobq_queue_summary", "jobq_jobs_page",
         "jobq_workers_summary", "jobq_job_graph", "jobq_find_jobs", "jobq_limits",
-        "jobq_limit_usage",
+        "jobq_limit_usage", "jobq_throughput", "jobq_names",
     },
 }
 
@@ -428,6 +428,8 @@ MONITOR_CALLS = {
     "jobq_find_jobs": ["SELECT f::text FROM jobq_find_jobs() AS f"],
     "jobq_limits": ["SELECT l::text FROM jobq_limits() AS l"],
     "jobq_limit_usage": ["SELECT u::text FROM jobq_limit_usage() AS u"],
+    "jobq_throughput": ["SELECT t::text FROM jobq_throughput() AS t"],
+    "jobq_names": ["SELECT n::text FROM jobq_names() AS n"],
     "jobq_jobs_page": [
         f"SELECT p::text FROM jobq_jobs_page('{status}') AS p"
         for status in ("pending", "processing", "succeeded", "failed", "dead_letter", "cancelled")

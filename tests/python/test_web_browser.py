@@ -212,7 +212,7 @@ def test_a_monitor_sees_every_action_disabled(
         expect(page.locator("#role")).to_contain_text("jobq_web_")
         requeue = page.locator(f'tr[data-id="{job_id}"]').get_by_role("button", name="Requeue")
         expect(requeue).to_be_disabled()
-        denied = re.compile("may not call jobq_requeue_dead_letter")
+        denied = re.compile("may not call jobq_act_on_jobs")
         expect(requeue).to_have_attribute("title", denied)
         expect(page.locator(".bulk button")).to_be_disabled()
         page.goto(f"{url}/jobs?status=pending")

@@ -76,6 +76,20 @@ def test_run_now_from_the_jobs_page_and_errors_on_the_overview(
     assert job and job.available_at <= datetime.now(timezone.utc)
 
 
+def test_the_overview_charts_the_last_hour_from_the_database(
+    dsn: str, board: str, page: Any  # noqa: F811
+) -> None:
+    dead_letter(dsn, errors=("ValueError: a", "ValueError: b"))
+    page.goto(f"{board}/")
+    expect(page.locator("#throughput svg g.bucket")).to_have_count(61)
+    bar = page.locator("#throughput rect.bar.dead_letter")
+    expect(bar).to_have_count(1)
+    expect(bar).to_be_visible()
+    expect(page.locator("#throughput-totals")).to_contain_text("total")
+    page.click("#throughput-minutes summary")
+    expect(page.locator("#throughput-minutes tbody tr").first).to_contain_text("UTC")
+
+
 def test_schedules_buttons_and_the_list_pages_refresh(
     dsn: str, board: str, page: Any  # noqa: F811
 ) -> None:

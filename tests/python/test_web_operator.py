@@ -235,3 +235,129 @@ def test_the_overview_shows_what_jobq_doctor_warns_of_beyond_health(
     page = client.get("/").text
     findings = re.search(r'<table id="findings">(.*?)</table>', page, re.S)
     assert findings and "function_definition" in findings[1] and "jobq_stats" in findings[1]
+
+
+def test_the_overview_charts_the_last_hour_from_the_database_for_a_monitor_too(
+    dsn: str, admin_dsn: str
+) -> None:
+    """The chart of finished jobs and failed attempts per minute comes from jobq_throughput,
+    whoever watched: a fresh dashboard draws what happened before it started, with the numbers
+    as each bar's title and in a table. A role without the function sees no chart."""
+    dead_letter(dsn, errors=("ValueError: a", "ValueError: b"))
+    with Queue(dsn) as q:
+        q.cancel([q.enqueue("t")])
+    with login_role(admin_dsn, dsn, "monitor") as monitor, \
+            TestClient(create_app(monitor), base_url="http://127.0.0.1") as c:
+        page = c.get("/")
+    assert page.status_code == 200, page.text
+    chart = re.search(r'<figure class="chart" id="throughput">(.*?)</figure>', page.text, re.S)
+    assert chart, page.text
+    assert chart[1].count('<g class="bucket">') == 61
+    assert chart[1].count('class="bar dead_letter"') == 1
+    assert chart[1].count('class="bar cancelled"') == 1
+    # the bar of the dead letter's minute says its numbers (its last failure is the same
+    # transaction; the first may be a minute earlier)
+    assert re.search(r"1 dead letter, [01] cancelled, [12] failed attempts</title>", chart[1])
+    totals = re.search(r'<table id="throughput-totals">(.*?)</table>', page.text, re.S)
+    assert totals
+    assert re.findall(r'<td class="n">(\d+)</td>', totals[1]) == ["0", "0", "1", "1", "2"]
+    assert "ValueError" not in page.text  # a monitor reads no error text
+    with login_role(admin_dsn, dsn, "producer") as producer, \
+            TestClient(create_app(producer), base_url="http://127.0.0.1") as c:
+        assert 'id="throughput"' not in c.get("/").text
+
+
+def test_a_single_cancel_or_requeue_button_writes_one_audit_row(
+    dsn: str, client: TestClient
+) -> None:
+    """A job's own Cancel and Requeue buttons act through jobq_act_on_jobs: each writes one
+    audit row (the cancel's reason included), and the notice says what became of the job, a
+    waiting job's cancel too."""
+    dead = dead_letter(dsn)
+    with Queue(dsn) as q:
+        pending = q.enqueue("t")
+        waiting = q.enqueue("t", depends_on=[pending])
+    token = _token(client, "/jobs")
+    first = client.post(f"/jobs/{waiting}/cancel", data={"csrf": token}, follow_redirects=False)
+    assert f"{waiting}%3A+cancelled" in first.headers["location"]
+    assert status_of(dsn, waiting) == "cancelled"
+    done = client.post(f"/jobs/{pending}/cancel", data={"csrf": token, "reason": "withdrawn"},
+                       follow_redirects=False)
+    assert f"{pending}%3A+cancelled" in done.headers["location"]
+    assert status_of(dsn, pending) == "cancelled"
+    requeued = client.post(f"/jobs/{dead}/requeue", data={"csrf": token}, follow_redirects=False)
+    assert f"requeued+{dead}" in requeued.headers["location"]
+    with psycopg.connect(dsn, autocommit=True) as c:
+        rows = c.execute("SELECT action, job_ids, changed, reason FROM jobq_audit ORDER BY id"
+                         ).fetchall()
+    assert rows == [
+        ("cancel", [waiting], [waiting], "cancelled from jobq web"),
+        ("cancel", [pending], [pending], "withdrawn"),
+        ("requeue", [dead], [dead], None),
+    ]
+    assert client.get("/audit").text.count("<tr data-audit") == 3
+
+
+def test_a_producer_cancels_from_a_job_page_unrecorded(dsn: str, admin_dsn: str) -> None:
+    """A producer may cancel (jobq_cancel) but not call jobq_act_on_jobs: the job page's Cancel
+    still works for it, and writes no audit row."""
+    with Queue(dsn) as q:
+        job = q.enqueue("t")
+    with login_role(admin_dsn, dsn, "producer") as producer, \
+            TestClient(create_app(producer), base_url="http://127.0.0.1") as c:
+        page = c.get(f"/jobs/{job}")
+        assert re.search(r'<button type="submit" class="">Cancel</button>', page.text)
+        token = _CSRF.search(page.text)
+        assert token
+        done = c.post(f"/jobs/{job}/cancel", data={"csrf": token[1]}, follow_redirects=False)
+    assert f"{job}%3A+cancelled" in done.headers["location"]
+    assert status_of(dsn, job) == "cancelled"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM jobq_audit").fetchone() == (0,)
+
+
+def _fired(dsn: str, name: str) -> tuple[uuid.UUID, datetime]:
+    """Schedule ``name`` every minute, make its last minute due and tick: its fire's job."""
+    with Queue(dsn) as q:
+        q.schedule(name, "* * * * *", "cleanup", queue="maintenance")
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("UPDATE jobq_schedules SET next_run_at = date_trunc('minute', now())"
+                  " - interval '1 minute' WHERE name = %s", (name,))
+    with Queue(dsn) as q:
+        fired = q.tick()
+    assert [f.schedule for f in fired] == [name]
+    return fired[0].job_id, fired[0].fire_at
+
+
+def test_each_schedule_links_to_the_job_its_latest_fire_enqueued(
+    dsn: str, client: TestClient
+) -> None:
+    job_id, _ = _fired(dsn, "minutely")
+    with Queue(dsn) as q:
+        q.schedule("never-fired", "0 3 * * *", "report")
+    page = client.get("/schedules")
+    rows = dict(re.findall(r'<tr data-name="([^"]+)"[^>]*>(.*?)</tr>', page.text, re.S))
+    assert f'<a href="/jobs/{job_id}"' in rows["minutely"]
+    assert '<td class="last-fire">-</td>' in rows["never-fired"]
+    detail = client.get(f"/jobs/{job_id}")
+    assert re.search(r'id="job-schedule"><a href="/schedules#schedule-minutely">minutely</a>',
+                     detail.text)
+    with Queue(dsn) as q:
+        other = q.enqueue("cleanup", idempotency_key="jobq:schedule:")
+    assert 'id="job-schedule"' not in client.get(f"/jobs/{other}").text
+
+
+def test_the_search_form_offers_the_names_jobq_names_lists(dsn: str, client: TestClient) -> None:
+    """The queue and job type choices come from jobq_names: a queue that is only paused and
+    the job type of a keyed job that has finished are offered too."""
+    with Queue(dsn) as q:
+        done = q.enqueue("archive", idempotency_key="a-1", queue="cold")
+        q.pause("held")
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SELECT * FROM jobq_act_on_jobs('cancel', ARRAY[%s::uuid])", (done,))
+    form = client.get("/find").text
+    queues = re.search(r'<datalist id="queues">(.*?)</datalist>', form, re.S)
+    types = re.search(r'<datalist id="job-types">(.*?)</datalist>', form, re.S)
+    assert queues and types
+    assert re.findall(r'value="([^"]+)"', queues[1]) == ["held"]
+    assert re.findall(r'value="([^"]+)"', types[1]) == ["archive"]

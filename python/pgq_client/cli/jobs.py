@@ -16,6 +16,7 @@ import click
 from .._ops import ACTIONS
 from ..models import STATUSES, JobStatus
 from ..queue import Queue
+from . import audited
 from . import options as opt
 from .base import call, command, fail, group, settings
 from .options import F
@@ -158,9 +159,9 @@ def jobs_show(job_id: uuid.UUID) -> None:
 
 
 def _retry(ids: Sequence[uuid.UUID]) -> None:
-    """`jobs retry ID...` and `dead-letter requeue ID...`: each job requeued on its own."""
-    with settings().queue() as q:
-        done = {job_id: q.requeue_dead_letter(job_id) for job_id in dict.fromkeys(ids)}
+    """`jobs retry ID...` and `dead-letter requeue ID...`: one requeue of the jobs, recorded
+    in the audit log."""
+    done = audited.requeue(ids)
     requeued = [job_id for job_id, ok in done.items() if ok]
     left = [job_id for job_id, ok in done.items() if not ok]
     emit(
@@ -240,7 +241,7 @@ def _cancelled(job_id: uuid.UUID, status: str) -> str:
 )
 def cancel(job_ids: list[uuid.UUID], reason: str | None) -> None:
     """Cancel jobs: pending ones at once, running ones when they stop (exit 1: one unknown)."""
-    statuses = call(Queue.cancel, job_ids, reason)
+    statuses = audited.cancel(job_ids, reason)
     unknown = [i for i in dict.fromkeys(job_ids) if i not in statuses]
     emit(
         {"jobs": [{"id": i, "status": st} for i, st in statuses.items()], "unknown": unknown},

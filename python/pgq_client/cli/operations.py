@@ -175,15 +175,18 @@ def schedule_set(name: str, cron: str, job_type: str, payload: str | None, **job
 
 @command(schedule, "list", json=True)
 def schedule_list() -> None:
-    """List the schedules with their next fire, in their own time zone and in UTC."""
+    """List the schedules with their next fire, in their own time zone and in UTC, and the job
+    their latest fire enqueued."""
     rows = call(Queue.schedules)
     shown = ["name", "cron", "timezone", "job_type", "payload", "queue", "priority"]
     shown += ["max_attempts", "catch_up", "paused", "next_run_local"]
+    shown += ["last_fired_at", "last_job_id"]
     found = [{**fields(r, shown), "next_run_utc": r.next_run_at.astimezone(_UTC)} for r in rows]
     names = ["name", "cron", "timezone", "job_type", "catch_up", "paused", "next_run_local"]
     marked = [{**f, "paused": yes(f["paused"])} for f in found]
-    cells = [[f[n] for n in [*names, "next_run_utc"]] for f in marked]
-    emit(found, table([*names[:6], "next (local)", "next (UTC)"], cells, "no schedules"))
+    cells = [[f[n] for n in [*names, "next_run_utc", "last_job_id"]] for f in marked]
+    heads = [*names[:6], "next (local)", "next (UTC)", "last job"]
+    emit(found, table(heads, cells, "no schedules"))
 
 
 @command(schedule, "delete")

@@ -285,7 +285,9 @@ SELECT
     next_run_at,
     next_run_local,
     created_at,
-    updated_at
+    updated_at,
+    last_fired_at,
+    last_job_id
 FROM jobq_schedules()
 ORDER BY name;
 
@@ -517,3 +519,22 @@ FROM jobq_error_summary(
     since => %(since)s::pg_catalog.interval,
     per_type => %(per_type)s::pg_catalog.int4
 );
+
+-- name: throughput
+SELECT
+    bucket_start,
+    succeeded,
+    failed,
+    dead_letter,
+    cancelled,
+    failed_attempts
+FROM jobq_throughput(
+    since => %(since)s::pg_catalog.interval,
+    bucket => %(bucket)s::pg_catalog.interval
+);
+
+-- name: names
+SELECT
+    kind,
+    name
+FROM jobq_names();

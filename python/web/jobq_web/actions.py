@@ -51,15 +51,28 @@ def action(function: str, act: Callable[..., str]) -> Callable[[Request], Awaita
     return endpoint
 
 
+# A job's own Requeue and Cancel buttons are an operator's acts, recorded in the audit log as
+# the selected jobs' are (jobq_act_on_jobs). A producer or worker, which may cancel (from a job's
+# page) but not call jobq_act_on_jobs, cancels through jobq_cancel, unrecorded.
+_ACT = {"jobq_act_on_jobs": "(text, uuid[], text)"}
+
+
 def _requeue(queue: Queue, fields: dict[str, str], job_id: uuid.UUID) -> str:
-    if queue.requeue_dead_letter(job_id):
+    outcome = queue.act_on_jobs("requeue", [job_id], fields.get("reason") or None)[job_id]
+    if outcome == "requeued":
         return f"requeued {job_id}"
-    return f"{job_id} was not requeued (not finished)"
+    return f"{job_id} was not requeued ({outcome})"
 
 
 def _cancel(queue: Queue, fields: dict[str, str], job_id: uuid.UUID) -> str:
-    done = queue.cancel([job_id], fields.get("reason") or "cancelled from jobq web")
-    return f"{job_id}: {done[job_id]}" if job_id in done else f"no job {job_id}"
+    reason = fields.get("reason") or "cancelled from jobq web"
+    if queue.function_privileges(_ACT)[1]["jobq_act_on_jobs"]:
+        outcome = queue.act_on_jobs("cancel", [job_id], reason)[job_id]
+    else:
+        outcome = queue.cancel([job_id], reason).get(job_id, "unknown")
+    if outcome == "unknown":
+        return f"no job {job_id}"
+    return f"{job_id}: {outcome.removeprefix('left alone: ')}"
 
 
 def _requeue_all(queue: Queue, fields: dict[str, str]) -> str:
@@ -154,7 +167,7 @@ def _unschedule(queue: Queue, fields: dict[str, str]) -> str:
 BACK = {"jobq_act_on_jobs": "/jobs", "jobq_schedule": "/schedules", "jobq_unschedule": "/schedules",
         "jobq_pause": "/", "jobq_resume": "/", "jobq_set_limit": "/limits"}
 
-requeue = action("jobq_requeue_dead_letter", _requeue)
+requeue = action("jobq_act_on_jobs", _requeue)
 cancel = action("jobq_cancel", _cancel)
 requeue_all = action("jobq_requeue_dead_letters", _requeue_all)
 pause = action("jobq_pause", _pause)

@@ -175,3 +175,37 @@ def chart(samples: Sequence[Sample], width: int = 600, height: int = 120) -> dic
         for name in ("available", "processing")
     }
     return {"width": width, "height": height, "top": top, "span": int(span), "lines": lines}
+
+
+# The series of the throughput chart: the finished statuses, stacked in this order.
+FINISHED_SERIES = ("succeeded", "failed", "dead_letter", "cancelled")
+
+
+def throughput_chart(
+    rows: Sequence[dict[str, Any]], width: int = 600, height: int = 120
+) -> dict[str, Any]:
+    """Bars of the jobs finished per bucket (``jobq_throughput``), stacked by status, and a
+    polyline of the failed attempts, on one scale; each bar carries its numbers as title text
+    (a tooltip and what a screen reader reads)."""
+    counts = (*FINISHED_SERIES, "failed_attempts")
+    totals = {name: sum(int(r[name]) for r in rows) for name in counts}
+    if not rows:
+        return {"width": width, "height": height, "top": 0, "bars": [], "line": "",
+                "totals": totals, "busy": []}
+    top = max(1, *(max(sum(r[s] for s in FINISHED_SERIES), r["failed_attempts"]) for r in rows))
+    step, scale = width / len(rows), (height - 4) / top
+    bars = []
+    for i, r in enumerate(rows):
+        y, parts = height - 1.0, []
+        for name in FINISHED_SERIES:
+            if r[name]:
+                y -= r[name] * scale
+                parts.append({"series": name, "y": f"{y:.1f}", "height": f"{r[name] * scale:.1f}"})
+        numbers = ", ".join(f"{r[n]} {n.replace('_', ' ')}" for n in counts)
+        bars.append({"x": f"{i * step:.1f}", "width": f"{max(step - 1, 1):.1f}", "parts": parts,
+                     "title": f"{when(r['bucket_start'])}: {numbers}"})
+    line = " ".join(f"{(i + 0.5) * step:.1f},{height - 1 - r['failed_attempts'] * scale:.1f}"
+                    for i, r in enumerate(rows))
+    busy = [r for r in rows if any(r[n] for n in counts)]
+    return {"width": width, "height": height, "top": top, "bars": bars, "line": line,
+            "totals": totals, "busy": busy}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -16,10 +16,17 @@ from pgq_client import FoundJobs, Job, JobsPage
 from pgq_client.errors import error_summary
 from pgq_client.statuses import STATUSES
 
-from .helpers import base, board_of, chart, fail, parse_cursor, parse_when, render, text_filter
-
-if TYPE_CHECKING:
-    from .app import Dashboard, Role
+from .helpers import (
+    base,
+    board_of,
+    chart,
+    fail,
+    parse_cursor,
+    parse_when,
+    render,
+    text_filter,
+    throughput_chart,
+)
 
 PAGE_SIZE = 50
 # How many finished jobs a filtered page examines at most (jobq_jobs_page's scan_limit): a
@@ -27,8 +34,10 @@ PAGE_SIZE = 50
 SCAN_LIMIT = 10_000
 # How far back the overview counts succeeded jobs for its throughput.
 RECENT = timedelta(minutes=5)
-# How far back the overview's errors per job type go.
+# How far back the overview's errors per job type and its throughput chart go, and the chart's
+# bucket.
 ERRORS_SINCE = timedelta(hours=1)
+CHART_BUCKET = timedelta(minutes=1)
 AUDIT_PAGE = 50
 
 
@@ -45,6 +54,8 @@ def overview(request: Request) -> Response:
     errors = (board.queue().error_summary(ERRORS_SINCE, 3)
               if role.can["jobq_error_summary"] and not partial else [])
     findings = [] if partial else board.doctor(role.can["jobq_health"])
+    history = (board.queue().throughput(ERRORS_SINCE, CHART_BUCKET)
+               if role.can["jobq_throughput"] and not partial else [])
     paused: dict[str, Any] = {}
     # Every role sees the marker (the summary's paused); when and why are an admin's to see
     # (jobq_queues), as the buttons are.
@@ -61,6 +72,8 @@ def overview(request: Request) -> Response:
         here=base(request) + "/",
         window_minutes=int(RECENT.total_seconds() // 60),
         chart=chart(list(board.samples)),
+        throughput=throughput_chart(history),
+        throughput_minutes=int(ERRORS_SINCE.total_seconds() // 60),
     )
 
 
@@ -112,6 +125,20 @@ def dead_letters(request: Request) -> Response:
     return jobs(request, dead_letters=True)
 
 
+# The idempotency key a schedule's fire gives its job (jobq_tick, and the Run now button):
+# jobq:schedule:<name>:<fire time, YYYY-MM-DDTHH:MM:SSZ>.
+SCHEDULE_KEY = "jobq:schedule:"
+FIRE_TIME_LENGTH = len("2000-01-01T00:00:00Z")
+
+
+def schedule_of(key: str | None) -> str | None:
+    """The name of the schedule whose fire made a job, read from its idempotency key."""
+    if not key or not key.startswith(SCHEDULE_KEY):
+        return None
+    name = key[len(SCHEDULE_KEY):-FIRE_TIME_LENGTH - 1]
+    return name if name and key[-FIRE_TIME_LENGTH - 1] == ":" else None
+
+
 def job(request: Request) -> Response:
     job_id = request.path_params["job_id"]  # a uuid.UUID: the route takes no other
     board = board_of(request)
@@ -137,6 +164,7 @@ def job(request: Request) -> Response:
         job=found,
         full=full,
         timeline=timeline(found) if full else [],
+        schedule=schedule_of(found.idempotency_key) if full else None,
         here=f"{base(request)}/jobs/{job_id}",
         # its workflow: the jobs it waits for and those that wait for it (jobq_job_graph)
         parents=[n for n in graph if this is not None and n.id in this.depends_on],
@@ -213,8 +241,8 @@ def find(request: Request) -> Response:
         further_url=link(found.stopped_after) if found.stopped_after else None,
         stopped_at=found.stopped_at,
         scan_limit=SCAN_LIMIT,
-        queues=_names(board, role, "queue"),
-        job_types=_names(board, role, "job_type"),
+        # the choices of its queue and job type fields
+        names=board.queue().names() if role.can["jobq_names"] else {},
         here=link(filters["after_id"]) if searched else path,
     )
 
@@ -222,20 +250,6 @@ def find(request: Request) -> Response:
 FIND_FIELDS = ("job_id", "idempotency_key", "job_type", "queue", "created_after",
                "created_before", "finished_after", "finished_before", "payload_contains",
                "after_id")
-
-
-def _names(board: Dashboard, role: Role, kind: str) -> list[str]:
-    """The queues or job types the search form offers: those of the queue summary and of the
-    workers' filters and the schedules, as far as the role may read them."""
-    names: set[str] = set()
-    if kind == "queue" and role.can["jobq_queue_summary"]:
-        names |= {r["queue"] for r in board.queue().queue_summary(RECENT)}
-    if role.can["jobq_workers_summary"]:
-        for w in board.queue().workers_summary():
-            names |= set(w[kind + "s"] or ())
-    if role.can["jobq_schedules"]:
-        names |= {getattr(s, kind) for s in board.queue().schedules()}
-    return sorted(names)
 
 
 def audit(request: Request) -> Response:
