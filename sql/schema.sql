@@ -7490,6 +7490,141 @@ or key may wait that long behind it); a DROP takes its locks at once or is left 
 The locks taken are held until the caller''s transaction ends (commit at once: completions of a
 status whose partition was dropped wait for that commit).';
 
+CREATE FUNCTION public.jobq_maintain_indexes(lock_timeout interval DEFAULT '00:00:00.05'::interval, bloat_ratio real DEFAULT 4) RETURNS TABLE(action text, index_name text, detail text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    SET lock_timeout TO '50'
+    AS $$
+DECLARE
+    v_table CONSTANT regclass := 'jobq_jobs'::regclass;
+    v_heap bigint;
+    v_live double precision;
+    v_name text;
+    v_bytes bigint;
+    v_need bigint;
+    v_after bigint;
+    v_start timestamptz;
+BEGIN
+    IF jobq_maintain_indexes.lock_timeout IS NULL
+        OR jobq_maintain_indexes.lock_timeout <= interval '0'
+        OR jobq_maintain_indexes.lock_timeout > interval '1 minute'
+    THEN
+        RAISE EXCEPTION 'jobq_maintain_indexes: lock_timeout must be more than 0 and at most '
+                        '1 minute, got %', coalesce(jobq_maintain_indexes.lock_timeout::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_maintain_indexes.bloat_ratio IS NULL
+        OR NOT jobq_maintain_indexes.bloat_ratio BETWEEN 2 AND 1000
+    THEN
+        RAISE EXCEPTION 'jobq_maintain_indexes: bloat_ratio must be from 2 to 1000, got %',
+                        coalesce(jobq_maintain_indexes.bloat_ratio::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- One session maintains at a time: a concurrent call (another Worker's tick) returns at
+    -- once. The key is made from the installation's secret lock_seed, as the other advisory
+    -- keys, so no other role can hold it.
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
+        pg_catalog.format('jobq maintain_indexes %L', pg_catalog.current_schema()),
+        (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
+    )) THEN
+        RETURN;
+    END IF;
+
+    v_heap := pg_catalog.pg_relation_size(v_table);
+    v_live := greatest(pg_catalog.pg_stat_get_live_tuples(v_table)::double precision, 0);
+
+    -- The most bloated index not rebuilt in the last 2 minutes.
+    SELECT c.relname::text, pg_catalog.pg_relation_size(c.oid), w.need
+    INTO v_name, v_bytes, v_need
+    FROM pg_catalog.pg_index AS i
+    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid
+    CROSS JOIN LATERAL (
+        SELECT 8192 * (2 + pg_catalog.ceil(
+            c.reltuples::double precision
+            * (4 + 8 * pg_catalog.ceil((8 + pg_catalog.sum(
+                CASE WHEN a.attlen > 0 THEN a.attlen ELSE 32 END
+            )) / 8.0)) / (8192 * 0.9)
+        ))::bigint AS need
+        FROM pg_catalog.pg_attribute AS a
+        WHERE a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attnum > 0
+    ) AS w
+    WHERE i.indrelid OPERATOR(pg_catalog.=) v_table::oid
+      AND i.indisvalid AND i.indisready AND c.reltuples >= 0
+      AND pg_catalog.pg_relation_size(c.oid) >= 1048576
+      AND pg_catalog.pg_relation_size(c.oid) > jobq_maintain_indexes.bloat_ratio * w.need
+      AND NOT EXISTS (
+          SELECT FROM jobq_index_rebuilds AS r
+          WHERE r.index_name = c.relname::text
+            AND r.rebuilt_at > pg_catalog.now() - interval '2 minutes'
+      )
+    ORDER BY pg_catalog.pg_relation_size(c.oid)::double precision / w.need DESC, c.relname
+    LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    index_name := v_name;
+
+    IF v_heap > 268435456 OR v_live > 100000 THEN
+        action := 'deferred';
+        detail := pg_catalog.format(
+            '%s bytes, %s needed; the table (%s bytes, %s live rows) is too large to rebuild '
+            'within a short lock: retried by a later call', v_bytes, v_need, v_heap, v_live
+        );
+        RETURN NEXT;
+        RETURN;
+    END IF;
+
+    -- Local to this call: the SET clause above restores the caller's value on return.
+    PERFORM pg_catalog.set_config(
+        'lock_timeout',
+        pg_catalog.ceil(
+            extract(EPOCH FROM jobq_maintain_indexes.lock_timeout) * 1000
+        )::bigint::text || 'ms',
+        TRUE
+    );
+    BEGIN
+        v_start := pg_catalog.clock_timestamp();
+        EXECUTE pg_catalog.format('REINDEX INDEX %I', v_name);
+    EXCEPTION WHEN lock_not_available THEN
+        action := 'skipped';
+        detail := 'lock not granted within lock_timeout: retried by the next call';
+        RETURN NEXT;
+        RETURN;
+    END;
+    v_after := pg_catalog.pg_relation_size(v_name::regclass);
+    INSERT INTO jobq_index_rebuilds AS r (index_name, rebuilt_at, bytes_before, bytes_after, took)
+    VALUES (v_name, v_start, v_bytes, v_after, pg_catalog.clock_timestamp() - v_start)
+    ON CONFLICT ON CONSTRAINT jobq_index_rebuilds_pkey DO UPDATE
+    SET rebuilt_at = excluded.rebuilt_at, bytes_before = excluded.bytes_before,
+        bytes_after = excluded.bytes_after, took = excluded.took;
+    action := 'rebuilt';
+    detail := pg_catalog.format(
+        '%s -> %s bytes (%s needed) in %s ms', v_bytes, v_after, v_need,
+        pg_catalog.round((extract(EPOCH FROM pg_catalog.clock_timestamp() - v_start) * 1000)::numeric, 1)
+    );
+    RETURN NEXT;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_maintain_indexes(lock_timeout interval, bloat_ratio real) IS 'Admin (and run by every jobq_tick). Rebuilds (REINDEX) the most bloated index of jobq_jobs, if
+any: one at least 1 MB and more than bloat_ratio times what its live entries need, not rebuilt
+in the last 2 minutes (jobq_index_rebuilds). It brings the indexes back to their size after a
+held snapshot made them grow (VACUUM makes their pages reusable, never returns them). A rebuild
+runs only while jobq_jobs is small (heap at most 256 MB, at most 100,000 live jobs), so that it
+holds the writers of jobq_jobs for a short scan.
+Arguments: lock_timeout (how long the rebuild may wait for its locks: more than 0, at most 1
+minute; default 50 ms), bloat_ratio (from 2 to 1000; default 4).
+Result: at most one row: action (rebuilt; skipped when its locks were not granted in time;
+deferred when the table is too large now: a later call retries either), index_name, detail
+(sizes in bytes, and the rebuild''s milliseconds).
+Errors: 22023 lock_timeout NULL, not positive or above 1 minute; 22023 bloat_ratio NULL or
+outside 2..1000.
+Concurrency: one call at a time per installation (a concurrent call returns no row at once).
+Claims, enqueues and completions queue behind its lock request for at most lock_timeout, then
+wait for the rebuild (a scan of the small table) and the caller''s commit: commit at once.
+Readers of jobq_jobs that use the index being rebuilt wait for it too. No row is changed or
+lost.';
+
 CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, value double precision)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -9033,7 +9168,14 @@ BEGIN
     SELECT t.schedule, t.fire_at, t.job_id FROM jobq__tick(pg_catalog.now()) AS t;
     -- Then the history's partitions: last, so that the locks its DDL may take are held for
     -- the shortest time (until the commit that follows); its report is left to a direct call.
-    PERFORM jobq_maintain_history('100 milliseconds'::interval);
+    -- Then, unless a partition was dropped (its locks held until the commit, which a rebuild
+    -- would make the completions wait longer for), at most one index rebuilt.
+    IF NOT EXISTS (
+        SELECT FROM jobq_maintain_history('100 milliseconds'::interval) AS m
+        WHERE m.action = 'dropped'
+    ) THEN
+        PERFORM jobq_maintain_indexes('50 milliseconds'::interval, 4::real);
+    END IF;
 END;
 $$;
 
@@ -9043,7 +9185,9 @@ time and the idempotency key jobq:schedule:<name>:<fire time in UTC, ISO 8601, e
 2026-03-08T07:00:00Z>. Fires nobody ticked in time follow the schedule''s catch_up: skip
 (none; a fire more than a minute old is missed), latest (the most recent), all (each, the
 1,000 most recent at most). Then runs jobq_maintain_history() (partitions of the finished
-jobs made ahead and dropped per jobq_retention, each step waiting at most 100 ms for its lock).
+jobs made ahead and dropped per jobq_retention, each step waiting at most 100 ms for its lock)
+and, unless it dropped a partition, jobq_maintain_indexes() (the most bloated index of jobq_jobs
+rebuilt, its lock waited for at most 50 ms).
 Arguments: none.
 Result: one row per fire enqueued: schedule, fire_at, job_id (the existing job when another
 tick enqueued that fire already).
@@ -9639,6 +9783,29 @@ COMMENT ON COLUMN public.jobq_cancel_requests.reason IS 'The reason given to job
 
 COMMENT ON COLUMN public.jobq_cancel_requests.requested_at IS 'When jobq_cancel() was called (the transaction''s time): becomes the job''s cancel_requested_at.';
 
+CREATE TABLE public.jobq_index_rebuilds (
+    index_name text NOT NULL,
+    rebuilt_at timestamp with time zone NOT NULL,
+    bytes_before bigint NOT NULL,
+    bytes_after bigint NOT NULL,
+    took interval NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_index_rebuilds IS 'jobq: the latest rebuild of each index of jobq_jobs by jobq_maintain_indexes (one row per
+index, replaced by its next rebuild). Read by jobq_maintain_indexes, which rebuilds an index at
+most once per 2 minutes; kept for operators.';
+
+COMMENT ON COLUMN public.jobq_index_rebuilds.index_name IS 'The index of jobq_jobs, by name.';
+
+COMMENT ON COLUMN public.jobq_index_rebuilds.rebuilt_at IS 'When its latest rebuild began.';
+
+COMMENT ON COLUMN public.jobq_index_rebuilds.bytes_before IS 'Its size before that rebuild, in bytes.';
+
+COMMENT ON COLUMN public.jobq_index_rebuilds.bytes_after IS 'Its size after that rebuild, in bytes.';
+
+COMMENT ON COLUMN public.jobq_index_rebuilds.took IS 'How long that rebuild held the writers of jobq_jobs (the REINDEX alone, not the wait for its
+lock).';
+
 CREATE TABLE public.jobq_job_dependencies (
     job_id uuid NOT NULL,
     depends_on uuid NOT NULL,
@@ -10106,6 +10273,11 @@ ALTER TABLE ONLY public.jobq_audit
 
 COMMENT ON CONSTRAINT jobq_audit_pkey ON public.jobq_audit IS 'One row per action.';
 
+ALTER TABLE ONLY public.jobq_index_rebuilds
+    ADD CONSTRAINT jobq_index_rebuilds_pkey PRIMARY KEY (index_name);
+
+COMMENT ON CONSTRAINT jobq_index_rebuilds_pkey ON public.jobq_index_rebuilds IS 'One row per index.';
+
 ALTER TABLE ONLY public.jobq_job_dependencies
     ADD CONSTRAINT jobq_job_dependencies_pkey PRIMARY KEY (job_id, depends_on);
 
@@ -10250,6 +10422,8 @@ CREATE INDEX jobq_awaits_job_idx ON public.jobq_awaits USING btree (job_id);
 
 COMMENT ON INDEX public.jobq_awaits_job_idx IS 'The rows of a job: one probe per ending statement (an empty index when nobody waits). Not
 unique, so that registering never waits for another transaction.';
+
+COMMENT ON INDEX public.jobq_index_rebuilds_pkey IS 'The latest rebuild of an index, by its name.';
 
 CREATE INDEX jobq_job_dependencies_depends_on_idx ON public.jobq_job_dependencies USING btree (depends_on);
 
@@ -10534,6 +10708,8 @@ REVOKE ALL ON FUNCTION public.jobq_limits() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_maintain_history(lock_timeout interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_maintain_indexes(lock_timeout interval, bloat_ratio real) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics() FROM PUBLIC;
 
