@@ -3886,6 +3886,7 @@ Errors: none.';
 CREATE FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer, result jsonb DEFAULT NULL::jsonb) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_error text;
@@ -3985,11 +3986,14 @@ max_payload_bytes (nothing changes).
 A dependent whose last dependency this was becomes pending in the same transaction.
 Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
 first wins, and a taken-over claim can no longer complete. A NOTIFY on the installation''s done
-channel (an empty payload: listeners re-check) when a client awaits the job (jobq_await).';
+channel (an empty payload: listeners re-check) when a client awaits the job (jobq_await).
+Runs with enable_seqscan = off (for this function only; the caller keeps its own settings):
+each job is found by its primary key whatever the statistics say.';
 
 CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], results jsonb[] DEFAULT NULL::jsonb[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_done integer;
@@ -4056,7 +4060,8 @@ BEGIN
         ) AS d (job_id, attempt, result)
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
         -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
-        WHERE j.id = d.job_id
+        WHERE j.id = ANY (jobq_complete_many.job_ids)
+          AND j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
         RETURNING
@@ -4134,7 +4139,9 @@ A job''s dependents that this completion frees are released in the same transact
 Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
 the installation''s done channel (an empty payload, one per transaction) when it completed a
-job a client awaits.';
+job a client awaits.
+Runs with enable_seqscan = off (for this function only; the caller keeps its own settings):
+each job is found by its primary key whatever the statistics say.';
 
 CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean, metrics_label_sets integer DEFAULT NULL::integer) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6754,6 +6761,7 @@ Errors: 22023 a NULL or non-positive interval.';
 CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_renewed integer;
@@ -6799,7 +6807,9 @@ Result: how many claims were renewed; a smaller number than asked means some cla
 or were being acknowledged at that moment.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.
 Concurrency: it cannot deadlock with the same worker''s jobq_complete_many, jobq_fail_many or
-jobq_release on another connection (it skips the rows they hold).';
+jobq_release on another connection (it skips the rows they hold).
+Runs with enable_seqscan = off (for this function only; the caller keeps its own settings):
+each job is found by its primary key whatever the statistics say.';
 
 CREATE FUNCTION public.jobq_job_graph(job_id uuid) RETURNS TABLE(id uuid, job_type text, status text, depends_on uuid[])
     LANGUAGE sql STABLE SECURITY DEFINER

@@ -9,6 +9,14 @@
 -- notified: whether a client awaits a job comes back from the UPDATE itself (RETURNING), one
 -- probe of jobq_awaits_job_idx per completed job, an index that is empty unless someone
 -- waits (jobq_await registers there, never on the jobs' rows).
+--
+-- SET enable_seqscan = off: finished jobs leave jobq_jobs, so statistics gathered on a drained
+-- queue say the table is empty, and a generic plan made on them (kept for the session)
+-- scanned the whole table for the worker's rows on every call once a backlog arrived: the
+-- Worker's completions stalled behind a held snapshot's hundreds of MB and did not catch up
+-- after its release (docs/decisions/0003-planner-settings-of-hot-functions.md). Without
+-- sequential scans, and with the ids as an index condition (j.id = ANY (job_ids)), the primary
+-- key is read for the given ids only, whatever the statistics say.
 --! levels: worker, admin
 --! replaces: jobq_complete_many(uuid[], text, integer[])
 
@@ -22,6 +30,7 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET enable_seqscan = off
 AS $$
 DECLARE
     v_done integer;
@@ -88,7 +97,8 @@ BEGIN
         ) AS d (job_id, attempt, result)
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
         -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
-        WHERE j.id = d.job_id
+        WHERE j.id = ANY (jobq_complete_many.job_ids)
+          AND j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
         RETURNING
@@ -167,6 +177,8 @@ A job''s dependents that this completion frees are released in the same transact
 Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
 the installation''s done channel (an empty payload, one per transaction) when it completed a
-job a client awaits.';
+job a client awaits.
+Runs with enable_seqscan = off (for this function only; the caller keeps its own settings):
+each job is found by its primary key whatever the statistics say.';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete_many(uuid[], text, integer[], jsonb[]) FROM PUBLIC;
