@@ -26,9 +26,10 @@
 -- (SELECT jobq_heartbeat(w, ids), ARRAY(SELECT jobq_cancel_requested(ids))): no extra round
 -- trip, and never later than one heartbeat interval, notification or not.
 --
--- SET enable_seqscan = off: statistics gathered on a drained queue (finished jobs leave
--- jobq_jobs) say the table is empty, and a generic plan made on them (kept for the session)
--- is a sequential scan, which reads the whole table on every call once a backlog arrives
+-- SET enable_seqscan = off (and jit = off, as everywhere sequential scans are off: a plan made
+-- under it may be costed past jit_above_cost): statistics gathered on a drained queue (finished
+-- jobs leave jobq_jobs) say the table is empty, and a generic plan made on them (kept for the
+-- session) is a sequential scan, which reads the whole table on every call once a backlog arrives
 -- (docs/decisions/0003-planner-settings-of-hot-functions.md). Without it, the primary key.
 --! levels: worker, admin
 
@@ -38,6 +39,7 @@ VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
 SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     v_renewed integer;
@@ -85,7 +87,8 @@ or were being acknowledged at that moment.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.
 Concurrency: it cannot deadlock with the same worker''s jobq_complete_many, jobq_fail_many or
 jobq_release on another connection (it skips the rows they hold).
-Runs with enable_seqscan = off (for this function only; the caller keeps its own settings):
+Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
+settings):
 each job is found by its primary key whatever the statistics say.';
 
 REVOKE EXECUTE ON FUNCTION jobq_heartbeat(text, uuid[]) FROM PUBLIC;
