@@ -4213,6 +4213,8 @@ Errors: none.';
 CREATE FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer, result jsonb DEFAULT NULL::jsonb) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 DECLARE
     v_error text;
@@ -4312,11 +4314,16 @@ max_payload_bytes (nothing changes).
 A dependent whose last dependency this was becomes pending in the same transaction.
 Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
 first wins, and a taken-over claim can no longer complete. A NOTIFY on the installation''s done
-channel (an empty payload: listeners re-check) when a client awaits the job (jobq_await).';
+channel (an empty payload: listeners re-check) when a client awaits the job (jobq_await).
+Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
+settings):
+each job is found by its primary key whatever the statistics say.';
 
 CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], results jsonb[] DEFAULT NULL::jsonb[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 DECLARE
     v_done integer;
@@ -4326,6 +4333,7 @@ DECLARE
     v_error text;
     v_limit integer;
     v_big record;
+    v_nestloop text;
     v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0);
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -4370,6 +4378,12 @@ BEGIN
     END IF;
 
     -- Each job leaves jobq_jobs for the history in this one statement (as in jobq_complete).
+    -- Planned without nested loops (this statement only: the setting is restored after it):
+    -- on a drained queue's statistics the jobs' rows look like one, and a nested loop over
+    -- them rescans the elements for each row, K x K comparisons (15 s for 5,000 jobs); hashed,
+    -- the elements are joined to the rows the primary key returns in one pass (34 ms).
+    v_nestloop := pg_catalog.current_setting('enable_nestloop');
+    PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
     WITH moved AS (
         DELETE FROM jobq_jobs AS j
         -- ROWS FROM (unnest, unnest, unnest) is what a three-array unnest() in FROM means; it
@@ -4383,7 +4397,8 @@ BEGIN
         ) AS d (job_id, attempt, result)
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
         -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
-        WHERE j.id = d.job_id
+        WHERE j.id = ANY (jobq_complete_many.job_ids)
+          AND j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
         RETURNING
@@ -4429,6 +4444,7 @@ BEGIN
     INTO v_done, v_ids, v_parents
     FROM done
     LEFT JOIN counted ON TRUE;
+    PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
     IF v_parents IS NOT NULL THEN
         PERFORM jobq__dependents_finished(
             v_parents,
@@ -4461,7 +4477,10 @@ A job''s dependents that this completion frees are released in the same transact
 Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
 the installation''s done channel (an empty payload, one per transaction) when it completed a
-job a client awaits.';
+job a client awaits.
+Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
+settings):
+each job is found by its primary key whatever the statistics say.';
 
 CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean, metrics_label_sets integer DEFAULT NULL::integer) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7081,6 +7100,8 @@ Errors: 22023 a NULL or non-positive interval.';
 CREATE FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 DECLARE
     v_renewed integer;
@@ -7126,7 +7147,10 @@ Result: how many claims were renewed; a smaller number than asked means some cla
 or were being acknowledged at that moment.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.
 Concurrency: it cannot deadlock with the same worker''s jobq_complete_many, jobq_fail_many or
-jobq_release on another connection (it skips the rows they hold).';
+jobq_release on another connection (it skips the rows they hold).
+Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
+settings):
+each job is found by its primary key whatever the statistics say.';
 
 CREATE FUNCTION public.jobq_job_graph(job_id uuid) RETURNS TABLE(id uuid, job_type text, status text, depends_on uuid[])
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -7816,6 +7840,141 @@ are not the ones they write, and each of those steps waits at most lock_timeout 
 or key may wait that long behind it); a DROP takes its locks at once or is left to a later call.
 The locks taken are held until the caller''s transaction ends (commit at once: completions of a
 status whose partition was dropped wait for that commit).';
+
+CREATE FUNCTION public.jobq_maintain_indexes(lock_timeout interval DEFAULT '00:00:00.05'::interval, bloat_ratio real DEFAULT 4) RETURNS TABLE(action text, index_name text, detail text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    SET lock_timeout TO '50'
+    AS $$
+DECLARE
+    v_table CONSTANT regclass := 'jobq_jobs'::regclass;
+    v_heap bigint;
+    v_live double precision;
+    v_name text;
+    v_bytes bigint;
+    v_need bigint;
+    v_after bigint;
+    v_start timestamptz;
+BEGIN
+    IF jobq_maintain_indexes.lock_timeout IS NULL
+        OR jobq_maintain_indexes.lock_timeout <= interval '0'
+        OR jobq_maintain_indexes.lock_timeout > interval '1 minute'
+    THEN
+        RAISE EXCEPTION 'jobq_maintain_indexes: lock_timeout must be more than 0 and at most '
+                        '1 minute, got %', coalesce(jobq_maintain_indexes.lock_timeout::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jobq_maintain_indexes.bloat_ratio IS NULL
+        OR NOT jobq_maintain_indexes.bloat_ratio BETWEEN 2 AND 1000
+    THEN
+        RAISE EXCEPTION 'jobq_maintain_indexes: bloat_ratio must be from 2 to 1000, got %',
+                        coalesce(jobq_maintain_indexes.bloat_ratio::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- One session maintains at a time: a concurrent call (another Worker's tick) returns at
+    -- once. The key is made from the installation's secret lock_seed, as the other advisory
+    -- keys, so no other role can hold it.
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended(
+        pg_catalog.format('jobq maintain_indexes %L', pg_catalog.current_schema()),
+        (SELECT s.lock_seed FROM jobq_settings AS s WHERE s.singleton)
+    )) THEN
+        RETURN;
+    END IF;
+
+    v_heap := pg_catalog.pg_relation_size(v_table);
+    v_live := greatest(pg_catalog.pg_stat_get_live_tuples(v_table)::double precision, 0);
+
+    -- The most bloated index not rebuilt in the last 2 minutes.
+    SELECT c.relname::text, pg_catalog.pg_relation_size(c.oid), w.need
+    INTO v_name, v_bytes, v_need
+    FROM pg_catalog.pg_index AS i
+    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid
+    CROSS JOIN LATERAL (
+        SELECT 8192 * (2 + pg_catalog.ceil(
+            c.reltuples::double precision
+            * (4 + 8 * pg_catalog.ceil((8 + pg_catalog.sum(
+                CASE WHEN a.attlen > 0 THEN a.attlen ELSE 32 END
+            )) / 8.0)) / (8192 * 0.9)
+        ))::bigint AS need
+        FROM pg_catalog.pg_attribute AS a
+        WHERE a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attnum > 0
+    ) AS w
+    WHERE i.indrelid OPERATOR(pg_catalog.=) v_table::oid
+      AND i.indisvalid AND i.indisready AND c.reltuples >= 0
+      AND pg_catalog.pg_relation_size(c.oid) >= 1048576
+      AND pg_catalog.pg_relation_size(c.oid) > jobq_maintain_indexes.bloat_ratio * w.need
+      AND NOT EXISTS (
+          SELECT FROM jobq_index_rebuilds AS r
+          WHERE r.index_name = c.relname::text
+            AND r.rebuilt_at > pg_catalog.now() - interval '2 minutes'
+      )
+    ORDER BY pg_catalog.pg_relation_size(c.oid)::double precision / w.need DESC, c.relname
+    LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    index_name := v_name;
+
+    IF v_heap > 268435456 OR v_live > 100000 THEN
+        action := 'deferred';
+        detail := pg_catalog.format(
+            '%s bytes, %s needed; the table (%s bytes, %s live rows) is too large to rebuild '
+            'within a short lock: retried by a later call', v_bytes, v_need, v_heap, v_live
+        );
+        RETURN NEXT;
+        RETURN;
+    END IF;
+
+    -- Local to this call: the SET clause above restores the caller's value on return.
+    PERFORM pg_catalog.set_config(
+        'lock_timeout',
+        pg_catalog.ceil(
+            extract(EPOCH FROM jobq_maintain_indexes.lock_timeout) * 1000
+        )::bigint::text || 'ms',
+        TRUE
+    );
+    BEGIN
+        v_start := pg_catalog.clock_timestamp();
+        EXECUTE pg_catalog.format('REINDEX INDEX %I', v_name);
+    EXCEPTION WHEN lock_not_available THEN
+        action := 'skipped';
+        detail := 'lock not granted within lock_timeout: retried by the next call';
+        RETURN NEXT;
+        RETURN;
+    END;
+    v_after := pg_catalog.pg_relation_size(v_name::regclass);
+    INSERT INTO jobq_index_rebuilds AS r (index_name, rebuilt_at, bytes_before, bytes_after, took)
+    VALUES (v_name, v_start, v_bytes, v_after, pg_catalog.clock_timestamp() - v_start)
+    ON CONFLICT ON CONSTRAINT jobq_index_rebuilds_pkey DO UPDATE
+    SET rebuilt_at = excluded.rebuilt_at, bytes_before = excluded.bytes_before,
+        bytes_after = excluded.bytes_after, took = excluded.took;
+    action := 'rebuilt';
+    detail := pg_catalog.format(
+        '%s -> %s bytes (%s needed) in %s ms', v_bytes, v_after, v_need,
+        pg_catalog.round((extract(EPOCH FROM pg_catalog.clock_timestamp() - v_start) * 1000)::numeric, 1)
+    );
+    RETURN NEXT;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_maintain_indexes(lock_timeout interval, bloat_ratio real) IS 'Admin (and run by every jobq_tick). Rebuilds (REINDEX) the most bloated index of jobq_jobs, if
+any: one at least 1 MB and more than bloat_ratio times what its live entries need, not rebuilt
+in the last 2 minutes (jobq_index_rebuilds). It brings the indexes back to their size after a
+held snapshot made them grow (VACUUM makes their pages reusable, never returns them). A rebuild
+runs only while jobq_jobs is small (heap at most 256 MB, at most 100,000 live jobs), so that it
+holds the writers of jobq_jobs for a short scan.
+Arguments: lock_timeout (how long the rebuild may wait for its locks: more than 0, at most 1
+minute; default 50 ms), bloat_ratio (from 2 to 1000; default 4).
+Result: at most one row: action (rebuilt; skipped when its locks were not granted in time;
+deferred when the table is too large now: a later call retries either), index_name, detail
+(sizes in bytes, and the rebuild''s milliseconds).
+Errors: 22023 lock_timeout NULL, not positive or above 1 minute; 22023 bloat_ratio NULL or
+outside 2..1000.
+Concurrency: one call at a time per installation (a concurrent call returns no row at once).
+Claims, enqueues and completions queue behind its lock request for at most lock_timeout, then
+wait for the rebuild (a scan of the small table) and the caller''s commit: commit at once.
+Readers of jobq_jobs that use the index being rebuilt wait for it too. No row is changed or
+lost.';
 
 CREATE FUNCTION public.jobq_metrics() RETURNS TABLE(metric text, labels jsonb, value double precision)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -9606,7 +9765,14 @@ BEGIN
     SELECT t.schedule, t.fire_at, t.job_id FROM jobq__tick(pg_catalog.now()) AS t;
     -- Then the history's partitions: last, so that the locks its DDL may take are held for
     -- the shortest time (until the commit that follows); its report is left to a direct call.
-    PERFORM jobq_maintain_history('100 milliseconds'::interval);
+    -- Then, unless a partition was dropped (its locks held until the commit, which a rebuild
+    -- would make the completions wait longer for), at most one index rebuilt.
+    IF NOT EXISTS (
+        SELECT FROM jobq_maintain_history('100 milliseconds'::interval) AS m
+        WHERE m.action = 'dropped'
+    ) THEN
+        PERFORM jobq_maintain_indexes('50 milliseconds'::interval, 4::real);
+    END IF;
 END;
 $$;
 
@@ -9616,7 +9782,9 @@ time and the idempotency key jobq:schedule:<name>:<fire time in UTC, ISO 8601, e
 2026-03-08T07:00:00Z>. Fires nobody ticked in time follow the schedule''s catch_up: skip
 (none; a fire more than a minute old is missed), latest (the most recent), all (each, the
 1,000 most recent at most). Then runs jobq_maintain_history() (partitions of the finished
-jobs made ahead and dropped per jobq_retention, each step waiting at most 100 ms for its lock).
+jobs made ahead and dropped per jobq_retention, each step waiting at most 100 ms for its lock)
+and, unless it dropped a partition, jobq_maintain_indexes() (the most bloated index of jobq_jobs
+rebuilt, its lock waited for at most 50 ms).
 Arguments: none.
 Result: one row per fire enqueued: schedule, fire_at, job_id (the existing job when another
 tick enqueued that fire already).
@@ -10212,6 +10380,29 @@ COMMENT ON COLUMN public.jobq_cancel_requests.reason IS 'The reason given to job
 
 COMMENT ON COLUMN public.jobq_cancel_requests.requested_at IS 'When jobq_cancel() was called (the transaction''s time): becomes the job''s cancel_requested_at.';
 
+CREATE TABLE public.jobq_index_rebuilds (
+    index_name text NOT NULL,
+    rebuilt_at timestamp with time zone NOT NULL,
+    bytes_before bigint NOT NULL,
+    bytes_after bigint NOT NULL,
+    took interval NOT NULL
+);
+
+COMMENT ON TABLE public.jobq_index_rebuilds IS 'jobq: the latest rebuild of each index of jobq_jobs by jobq_maintain_indexes (one row per
+index, replaced by its next rebuild). Read by jobq_maintain_indexes, which rebuilds an index at
+most once per 2 minutes; kept for operators.';
+
+COMMENT ON COLUMN public.jobq_index_rebuilds.index_name IS 'The index of jobq_jobs, by name.';
+
+COMMENT ON COLUMN public.jobq_index_rebuilds.rebuilt_at IS 'When its latest rebuild began.';
+
+COMMENT ON COLUMN public.jobq_index_rebuilds.bytes_before IS 'Its size before that rebuild, in bytes.';
+
+COMMENT ON COLUMN public.jobq_index_rebuilds.bytes_after IS 'Its size after that rebuild, in bytes.';
+
+COMMENT ON COLUMN public.jobq_index_rebuilds.took IS 'How long that rebuild held the writers of jobq_jobs (the REINDEX alone, not the wait for its
+lock).';
+
 CREATE TABLE public.jobq_job_dependencies (
     job_id uuid NOT NULL,
     depends_on uuid NOT NULL,
@@ -10693,6 +10884,11 @@ ALTER TABLE ONLY public.jobq_audit
 
 COMMENT ON CONSTRAINT jobq_audit_pkey ON public.jobq_audit IS 'One row per action.';
 
+ALTER TABLE ONLY public.jobq_index_rebuilds
+    ADD CONSTRAINT jobq_index_rebuilds_pkey PRIMARY KEY (index_name);
+
+COMMENT ON CONSTRAINT jobq_index_rebuilds_pkey ON public.jobq_index_rebuilds IS 'One row per index.';
+
 ALTER TABLE ONLY public.jobq_job_dependencies
     ADD CONSTRAINT jobq_job_dependencies_pkey PRIMARY KEY (job_id, depends_on);
 
@@ -10837,6 +11033,8 @@ CREATE INDEX jobq_awaits_job_idx ON public.jobq_awaits USING btree (job_id);
 
 COMMENT ON INDEX public.jobq_awaits_job_idx IS 'The rows of a job: one probe per ending statement (an empty index when nobody waits). Not
 unique, so that registering never waits for another transaction.';
+
+COMMENT ON INDEX public.jobq_index_rebuilds_pkey IS 'The latest rebuild of an index, by its name.';
 
 CREATE INDEX jobq_job_dependencies_depends_on_idx ON public.jobq_job_dependencies USING btree (depends_on);
 
@@ -11127,6 +11325,8 @@ REVOKE ALL ON FUNCTION public.jobq_limits() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_list_jobs(statuses text[], job_type text, queue text, max_rows integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_maintain_history(lock_timeout interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_maintain_indexes(lock_timeout interval, bloat_ratio real) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_metrics() FROM PUBLIC;
 

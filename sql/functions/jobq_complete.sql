@@ -11,6 +11,12 @@
 -- from that statement: one probe of jobq_awaits_job_idx,
 -- an index that is empty unless someone waits (jobq_await registers there, never on the
 -- job's row), so a job nobody waits for sends no notification and costs no statement more.
+--
+-- SET enable_seqscan = off (and jit = off, as everywhere sequential scans are off: a plan made
+-- under it may be costed past jit_above_cost): statistics gathered on a drained queue (finished
+-- jobs leave jobq_jobs) say the table is empty, and a generic plan made on them (kept for the
+-- session) is a sequential scan, which reads the whole table on every call once a backlog arrives
+-- (docs/decisions/0003-planner-settings-of-hot-functions.md). Without it, the primary key.
 --! levels: worker, admin
 --! replaces: jobq_complete(uuid, text, integer)
 
@@ -24,6 +30,8 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     v_error text;
@@ -124,6 +132,9 @@ max_payload_bytes (nothing changes).
 A dependent whose last dependency this was becomes pending in the same transaction.
 Concurrency: the row lock orders it against a concurrent takeover or cancel; whichever commits
 first wins, and a taken-over claim can no longer complete. A NOTIFY on the installation''s done
-channel (an empty payload: listeners re-check) when a client awaits the job (jobq_await).';
+channel (an empty payload: listeners re-check) when a client awaits the job (jobq_await).
+Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
+settings):
+each job is found by its primary key whatever the statistics say.';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete(uuid, text, integer, jsonb) FROM PUBLIC;

@@ -9,6 +9,15 @@
 -- notified: whether a client awaits a job comes back from the UPDATE itself (RETURNING), one
 -- probe of jobq_awaits_job_idx per completed job, an index that is empty unless someone
 -- waits (jobq_await registers there, never on the jobs' rows).
+--
+-- SET enable_seqscan = off (and jit = off, as everywhere sequential scans are off: a plan made
+-- under it may be costed past jit_above_cost): finished jobs leave jobq_jobs, so statistics
+-- gathered on a drained queue say the table is empty, and a generic plan made on them (kept for
+-- the session) scanned the whole table for the worker's rows on every call once a backlog arrived,
+-- beside a held snapshot hundreds of MB per acknowledgement (docs/decisions/0003-planner-settings-
+-- of-hot-functions.md). Without sequential scans, and with the ids as an index condition (j.id =
+-- ANY (job_ids)), the primary key is read for the given ids only, whatever the statistics say; the
+-- statement's join is hashed (below).
 --! levels: worker, admin
 --! replaces: jobq_complete_many(uuid[], text, integer[])
 
@@ -22,6 +31,8 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     v_done integer;
@@ -31,6 +42,7 @@ DECLARE
     v_error text;
     v_limit integer;
     v_big record;
+    v_nestloop text;
     v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_many.job_ids), 0);
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -75,6 +87,12 @@ BEGIN
     END IF;
 
     -- Each job leaves jobq_jobs for the history in this one statement (as in jobq_complete).
+    -- Planned without nested loops (this statement only: the setting is restored after it):
+    -- on a drained queue's statistics the jobs' rows look like one, and a nested loop over
+    -- them rescans the elements for each row, K x K comparisons (15 s for 5,000 jobs); hashed,
+    -- the elements are joined to the rows the primary key returns in one pass (34 ms).
+    v_nestloop := pg_catalog.current_setting('enable_nestloop');
+    PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
     WITH moved AS (
         DELETE FROM jobq_jobs AS j
         -- ROWS FROM (unnest, unnest, unnest) is what a three-array unnest() in FROM means; it
@@ -88,7 +106,8 @@ BEGIN
         ) AS d (job_id, attempt, result)
         -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
         -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
-        WHERE j.id = d.job_id
+        WHERE j.id = ANY (jobq_complete_many.job_ids)
+          AND j.id = d.job_id
           AND j.locked_by = jobq_complete_many.worker_id
           AND (d.attempt IS NULL OR j.attempts = d.attempt)
         RETURNING
@@ -134,6 +153,7 @@ BEGIN
     INTO v_done, v_ids, v_parents
     FROM done
     LEFT JOIN counted ON TRUE;
+    PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
     IF v_parents IS NOT NULL THEN
         PERFORM jobq__dependents_finished(
             v_parents,
@@ -167,6 +187,9 @@ A job''s dependents that this completion frees are released in the same transact
 Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do not send two
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
 the installation''s done channel (an empty payload, one per transaction) when it completed a
-job a client awaits.';
+job a client awaits.
+Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
+settings):
+each job is found by its primary key whatever the statistics say.';
 
 REVOKE EXECUTE ON FUNCTION jobq_complete_many(uuid[], text, integer[], jsonb[]) FROM PUBLIC;

@@ -25,6 +25,12 @@
 -- jobs it holds by calling jobq_cancel_requested with the same ids in the same statement
 -- (SELECT jobq_heartbeat(w, ids), ARRAY(SELECT jobq_cancel_requested(ids))): no extra round
 -- trip, and never later than one heartbeat interval, notification or not.
+--
+-- SET enable_seqscan = off (and jit = off, as everywhere sequential scans are off: a plan made
+-- under it may be costed past jit_above_cost): statistics gathered on a drained queue (finished
+-- jobs leave jobq_jobs) say the table is empty, and a generic plan made on them (kept for the
+-- session) is a sequential scan, which reads the whole table on every call once a backlog arrives
+-- (docs/decisions/0003-planner-settings-of-hot-functions.md). Without it, the primary key.
 --! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_heartbeat(worker_id text, job_ids uuid[]) RETURNS integer
@@ -32,6 +38,8 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path FROM CURRENT
+SET enable_seqscan = off
+SET jit = off
 AS $$
 DECLARE
     v_renewed integer;
@@ -78,6 +86,9 @@ Result: how many claims were renewed; a smaller number than asked means some cla
 or were being acknowledged at that moment.
 Errors: 22023 worker_id NULL, blank or longer than 200 characters.
 Concurrency: it cannot deadlock with the same worker''s jobq_complete_many, jobq_fail_many or
-jobq_release on another connection (it skips the rows they hold).';
+jobq_release on another connection (it skips the rows they hold).
+Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
+settings):
+each job is found by its primary key whatever the statistics say.';
 
 REVOKE EXECUTE ON FUNCTION jobq_heartbeat(text, uuid[]) FROM PUBLIC;

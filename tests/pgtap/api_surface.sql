@@ -154,6 +154,8 @@ SELECT results_eq(
                        'queue text DEFAULT NULL::text, max_rows integer DEFAULT 100', 'SETOF jobq_jobs'),
     ('jobq_maintain_history', 'lock_timeout interval DEFAULT ''00:00:00.1''::interval',
                               'TABLE(action text, partition_name text, detail text)'),
+    ('jobq_maintain_indexes', 'lock_timeout interval DEFAULT ''00:00:00.05''::interval, '
+                              'bloat_ratio real DEFAULT 4', 'TABLE(action text, index_name text, detail text)'),
     ('jobq_metrics', '', 'TABLE(metric text, labels jsonb, value double precision)'),
     ('jobq_metrics_forget', '', 'bigint'),
     ('jobq_metrics_recount', '', 'bigint'),
@@ -341,7 +343,8 @@ SELECT set_eq(
           'jobq_workers', 'jobq_metric_counters', 'jobq_metric_deltas',
           'jobq_metric_labels', 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
           'jobq_cancel_requests', 'jobq__migrate_lock', 'jobq_awaits', 'jobq_jobs_history',
-          'jobq_retention', 'jobq_paused_queues', 'jobq_job_dependencies', 'jobq_audit'],
+          'jobq_retention', 'jobq_paused_queues', 'jobq_job_dependencies', 'jobq_audit',
+          'jobq_index_rebuilds'],
     'schema public has exactly the jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
