@@ -7850,6 +7850,8 @@ DECLARE
     v_table CONSTANT regclass := 'jobq_jobs'::regclass;
     v_heap bigint;
     v_live double precision;
+    v_index oid;
+    v_schema text;
     v_name text;
     v_bytes bigint;
     v_need bigint;
@@ -7885,10 +7887,11 @@ BEGIN
     v_live := greatest(pg_catalog.pg_stat_get_live_tuples(v_table)::double precision, 0);
 
     -- The most bloated index not rebuilt in the last 2 minutes.
-    SELECT c.relname::text, pg_catalog.pg_relation_size(c.oid), w.need
-    INTO v_name, v_bytes, v_need
+    SELECT c.oid, n.nspname::text, c.relname::text, pg_catalog.pg_relation_size(c.oid), w.need
+    INTO v_index, v_schema, v_name, v_bytes, v_need
     FROM pg_catalog.pg_index AS i
     JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid
+    JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
     CROSS JOIN LATERAL (
         SELECT 8192 * (2 + pg_catalog.ceil(
             c.reltuples::double precision
@@ -7935,14 +7938,15 @@ BEGIN
     );
     BEGIN
         v_start := pg_catalog.clock_timestamp();
-        EXECUTE pg_catalog.format('REINDEX INDEX %I', v_name);
+        -- Named with its schema: no other relation of that name on the search_path is rebuilt.
+        EXECUTE pg_catalog.format('REINDEX INDEX %I.%I', v_schema, v_name);
     EXCEPTION WHEN lock_not_available THEN
         action := 'skipped';
         detail := 'lock not granted within lock_timeout: retried by the next call';
         RETURN NEXT;
         RETURN;
     END;
-    v_after := pg_catalog.pg_relation_size(v_name::regclass);
+    v_after := pg_catalog.pg_relation_size(v_index);
     INSERT INTO jobq_index_rebuilds AS r (index_name, rebuilt_at, bytes_before, bytes_after, took)
     VALUES (v_name, v_start, v_bytes, v_after, pg_catalog.clock_timestamp() - v_start)
     ON CONFLICT ON CONSTRAINT jobq_index_rebuilds_pkey DO UPDATE
