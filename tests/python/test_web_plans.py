@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 from starlette.testclient import TestClient
+from tests.helpers import insert_jobs
 
 from jobq_web import create_app
 
@@ -23,23 +24,21 @@ FINISHED_ROWS = 1_000_000
 @pytest.fixture
 def big_dsn(dsn: str) -> str:
     with psycopg.connect(dsn, autocommit=True) as c:
-        # The finished rows move to jobq_jobs_history in one statement at the end, rather than
-        # one by one by the trigger that moves a row a statement finished.
-        c.execute("ALTER TABLE jobq_jobs DISABLE TRIGGER jobq_jobs_retire")
-        c.execute(
+        insert_jobs(
+            c,
             "INSERT INTO jobq_jobs (job_type, queue, status, attempts, finished_at, created_at, "
             "updated_at, available_at) "
-            "SELECT 't' || (g %% 7), 'q' || (g %% 5), 'succeeded', 1, "
+            "SELECT 't' || (g % 7), 'q' || (g % 5), 'succeeded', 1, "
             "now() - g * interval '1 second', now() - g * interval '1 second', "
             "now() - g * interval '1 second', now() - g * interval '1 second' "
-            "FROM generate_series(1, %s::int) AS g",
-            (FINISHED_ROWS,),
+            f"FROM generate_series(1, {FINISHED_ROWS}) AS g",
         )
-        c.execute(
+        insert_jobs(
+            c,
             "INSERT INTO jobq_jobs (job_type, queue, status, attempts, finished_at, last_error) "
             "SELECT 't' || (g % 7), 'q' || (g % 5), s, 5, now() - g * interval '1 second', 'boom' "
             "FROM generate_series(1, 1000) AS g, "
-            "unnest(ARRAY['failed', 'dead_letter', 'cancelled']) AS s"
+            "unnest(ARRAY['failed', 'dead_letter', 'cancelled']) AS s",
         )
         c.execute(
             "INSERT INTO jobq_jobs (job_type, queue, available_at, scheduled) "
@@ -57,10 +56,6 @@ def big_dsn(dsn: str) -> str:
             "FROM generate_series(1, 50)"
         )
         c.execute("SELECT jobq_schedule('nightly', '0 3 * * *', 't1')")
-        c.execute("ALTER TABLE jobq_jobs ENABLE TRIGGER jobq_jobs_retire")
-        c.execute(
-            "SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL))"
-        )
         c.execute("VACUUM ANALYZE jobq_jobs")
         c.execute("VACUUM ANALYZE jobq_jobs_history")
     return dsn
