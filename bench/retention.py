@@ -17,8 +17,13 @@ Two measurements on a throwaway durable cluster (bench.cluster):
    quiet and churn (``--rounds`` of each). During a churn phase another session keeps creating
    an expired partition of ``--churn-rows`` succeeded jobs (CREATE TABLE, INSERT, ATTACH
    PARTITION under a 100 ms lock_timeout, as the maintenance makes partitions ahead) and
-   calling ``jobq_maintain_history()``, which empties and drops it. It prints the claim and
-   completion p50/p99 per kind of phase and how many partitions were created and dropped.
+   calling ``jobq_maintain_history()``, which empties and drops it, then pausing
+   ``--churn-pause`` seconds. A third kind of phase, "twin", does the same work on tables that
+   are never attached (CREATE TABLE with the partition's indexes, the same INSERT, DROP TABLE):
+   the same CPU taken from the hot path, without its locks or plan invalidations, so that the
+   difference between churn and twin is what the DDL itself costs the hot path. It prints the
+   claim and completion p50/p99 per kind of phase and how many partitions were created and
+   dropped.
 
 The machine is shared during development: ``--rows 1000000`` alone takes a minute or two;
 the default (1 and 10 million) several minutes.
@@ -39,6 +44,7 @@ from . import harness
 from .cluster import Cluster
 
 JOB_TYPE = "bench"
+PHASES = ("quiet", "churn", "twin")
 COLUMNS = (
     "id, queue, job_type, payload, status, priority, attempts, max_attempts, available_at,"
     " errors, created_at, updated_at, finished_at, scheduled, claimed_at"
@@ -132,15 +138,36 @@ def delete_rows(cluster: Cluster, rows: int) -> float:
     return ms
 
 
+def twin_table(conn: psycopg.Connection[Any], rows: int) -> None:
+    """What ``load_partition`` and the maintenance's drop do, on a table that is never
+    attached: the same rows and index builds, none of the hot tables' locks."""
+    name = "bench_twin"
+    conn.execute(
+        f"CREATE TABLE {name} (LIKE jobq__history_succeeded INCLUDING DEFAULTS INCLUDING INDEXES)"
+    )
+    conn.execute(
+        f"INSERT INTO {name} ({COLUMNS})"
+        " SELECT gen_random_uuid(), 'default', %(t)s, jsonb_build_object('n', g), 'succeeded',"
+        "  0, 1, 5, f, '[]', f, f, f, false, f"
+        " FROM generate_series(1, %(n)s) AS g, LATERAL (SELECT now() AS f) AS x",
+        {"t": JOB_TYPE, "n": rows},
+    )
+    conn.execute(f"DROP TABLE {name}")
+
+
 class Churn(threading.Thread):
     """Creates an expired partition of ``rows`` jobs and runs the maintenance, in a loop,
-    while ``on`` is set: partitions created and dropped beside the hot path."""
+    while ``on`` is set: partitions created and dropped beside the hot path. With ``twin``
+    set, it does the same work on a table that is never attached instead."""
 
-    def __init__(self, cluster: Cluster, rows: int, stop: threading.Event) -> None:
+    def __init__(
+        self, cluster: Cluster, rows: int, pause: float, stop: threading.Event
+    ) -> None:
         super().__init__(daemon=True)
-        self.cluster, self.rows, self.stop = cluster, rows, stop
+        self.cluster, self.rows, self.pause, self.stop = cluster, rows, pause, stop
         self.on = threading.Event()
-        self.created = self.dropped = self.skipped = 0
+        self.twin = False
+        self.created = self.dropped = self.skipped = self.twins = 0
         self.day = dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=400)
 
     def run(self) -> None:
@@ -148,6 +175,11 @@ class Churn(threading.Thread):
             conn.execute("SET lock_timeout = '100ms'")
             while not self.stop.is_set():
                 if not self.on.wait(0.1):
+                    continue
+                if self.twin:
+                    twin_table(conn, self.rows)
+                    self.twins += 1
+                    self.stop.wait(self.pause)
                     continue
                 try:
                     load_partition(conn, self.day, self.rows)
@@ -161,7 +193,7 @@ class Churn(threading.Thread):
                 ).fetchall():
                     self.dropped += action == "dropped"
                     self.skipped += action == "skipped"
-                time.sleep(0.2)
+                self.stop.wait(self.pause)
 
 
 def drain(
@@ -190,7 +222,7 @@ def hot_path(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
     stop = threading.Event()
     phase = ["warm-up"]
     out: dict[str, list[tuple[float, float]]] = {}
-    churn = Churn(cluster, args.churn_rows, stop)
+    churn = Churn(cluster, args.churn_rows, args.churn_pause, stop)
     churn.start()
     threads = [
         threading.Thread(target=drain, args=(cluster, f"w{i}", stop, phase, out), daemon=True)
@@ -200,9 +232,10 @@ def hot_path(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
         t.start()
     time.sleep(3)
     for _ in range(args.rounds):
-        for name in ("quiet", "churn"):
+        for name in PHASES:
             phase[0] = name
-            if name == "churn":
+            churn.twin = name == "twin"
+            if name != "quiet":
                 churn.on.set()
             log(f"phase {name}, {args.seconds:.0f} s")
             time.sleep(args.seconds)
@@ -213,8 +246,9 @@ def hot_path(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
     churn.join(60)
     result: dict[str, Any] = {
         "created": churn.created, "dropped": churn.dropped, "skipped": churn.skipped,
+        "twins": churn.twins,
     }
-    for name in ("quiet", "churn"):
+    for name in PHASES:
         samples = out.get(name, [])
         claims = harness.percentiles([c for c, _ in samples])
         completes = harness.percentiles([c for _, c in samples])
@@ -236,7 +270,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="rows of the row-by-row DELETE timed for scale (0: skip; default 100000)")
     p.add_argument("--threads", type=int, default=4, help="claim/complete sessions (default 4)")
     p.add_argument("--seconds", type=float, default=15.0, help="length of a phase (default 15)")
-    p.add_argument("--rounds", type=int, default=2, help="quiet/churn rounds (default 2)")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="rounds of quiet, churn and twin phases (default 2)")
+    p.add_argument("--churn-pause", type=float, default=0.2,
+                   help="seconds between two partitions of the churn (default 0.2)")
     p.add_argument("--churn-rows", type=int, default=1000,
                    help="jobs in each partition the churn creates (default 1000)")
     p.add_argument("--backlog", type=int, default=300_000,
@@ -261,8 +298,9 @@ def main(argv: list[str] | None = None) -> int:
             hot = hot_path(cluster, args)
             print(f"hot path, {args.threads} sessions, {args.rounds} x {args.seconds:.0f} s"
                   f" per kind of phase; churn: {hot['created']} partitions created,"
-                  f" {hot['dropped']} dropped, {hot['skipped']} steps skipped")
-            for name in ("quiet", "churn"):
+                  f" {hot['dropped']} dropped, {hot['skipped']} steps skipped;"
+                  f" twin: {hot['twins']} tables never attached")
+            for name in PHASES:
                 m = hot[name]
                 print(f"  {name:6} {m['jobs_s']:8.0f} jobs/s   claim p50 {m['claim_p50']:6.2f}"
                       f" p99 {m['claim_p99']:6.2f} ms   complete p50 {m['complete_p50']:6.2f}"
