@@ -14,7 +14,7 @@ import click
 from psycopg.conninfo import conninfo_to_dict
 
 from .. import _conn, embedded
-from . import options as opt
+from . import parsing as opt
 from .base import command, fail, settings
 
 WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
