@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import click
 
-from . import insight, install, jobs, operations, produce, queues, serve
+from . import install, jobs, operations, produce, serve
 from .base import connection_options
 from .errors import JobqGroup
 from .parsing import parse_duration, parse_run_at
@@ -53,7 +53,7 @@ def alias(command: click.Command, name: str) -> click.Command:
     return hidden
 
 
-for module in (install, produce, jobs, operations, queues, serve, insight):
+for module in (install, produce, jobs, operations, serve):
     for command in module.COMMANDS:
         cli.add_command(command)
 cli.add_command(alias(install.doctor, "health"))  # the name of the SQL function it reports

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Concatenate, NoReturn, ParamSpec, TypeVar
 
 import click
@@ -53,13 +54,14 @@ def describe(dsn: str) -> str:
 
 
 class Settings:
-    """What ``--dsn``, ``--schema`` and ``--json`` say (wherever given); the DSN is resolved on
-    first use."""
+    """What ``--dsn``, ``--schema``, ``--json`` and ``jobq embedded``'s ``--home`` say (wherever
+    given); the DSN is resolved on first use."""
 
     def __init__(self) -> None:
         self.given_dsn: str | None = None
         self.given_schema: str | None = None
         self.as_json = False
+        self.home: Path | None = None
         self._dsn: str | None = None
         self._warned = False
 
@@ -115,26 +117,26 @@ def fail(message: str) -> NoReturn:
 
 
 def _store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-    """Keep ``--dsn``, ``--schema`` or ``--json`` in the shared settings; given before and after
-    the command name, the innermost (the last one parsed) wins."""
+    """Keep ``--dsn``, ``--schema``, ``--json`` or ``--home`` in the shared settings; given
+    before and after the command name, the innermost (the last one parsed) wins."""
     if value is None or value is False:
         return
     if param.name == "schema" and not value.strip():
         raise click.BadParameter("must not be blank", param_hint="--schema")
     s = ctx.ensure_object(Settings)
-    attribute = {"dsn": "given_dsn", "schema": "given_schema", "json": "as_json"}[str(param.name)]
-    setattr(s, attribute, value)
+    attribute = {"dsn": "given_dsn", "schema": "given_schema", "json": "as_json"}
+    setattr(s, attribute.get(str(param.name), str(param.name)), value)
 
 
-def _kept(*decls: str, **attrs: Any) -> Callable[[F], F]:
+def kept(*decls: str, **attrs: Any) -> Callable[[F], F]:
     return click.option(*decls, expose_value=False, callback=_store, **attrs)
 
 
 def connection_options(schema_default: str | None) -> Callable[[F], F]:
     """``--dsn URL`` and ``--schema NAME``, kept in the shared settings."""
     where = schema_default or "the connection's search_path"
-    schema = _kept("--schema", metavar="NAME", help=f"Schema jobq is in (default: {where}).")
-    dsn = _kept("--dsn", metavar="URL", help=_DSN_HELP)
+    schema = kept("--schema", metavar="NAME", help=f"Schema jobq is in (default: {where}).")
+    dsn = kept("--dsn", metavar="URL", help=_DSN_HELP)
     return lambda f: dsn(schema(f))
 
 
@@ -155,7 +157,7 @@ def command(
 
     def decorate(f: Callable[..., Any]) -> click.Command:
         if json:
-            f = _kept("--json", is_flag=True, help="Print JSON (keys in docs/cli.md).")(f)
+            f = kept("--json", is_flag=True, help="Print JSON (keys in docs/cli.md).")(f)
         f = connection_options(schema_default)(f)
         make = parent.command if parent is not None else click.command
         return make(name, **attrs)(f)

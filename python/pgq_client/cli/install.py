@@ -26,8 +26,8 @@ from ..models import HealthRow
 from ..queue import Queue
 from .base import command, fail, settings
 from .errors import _role_of
-from .options import dry_run
 from .output import columns, emit
+from .parsing import dry_run
 
 level_for = grants.narrowest_level
 

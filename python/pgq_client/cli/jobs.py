@@ -16,10 +16,8 @@ import click
 from .._ops import ACTIONS
 from ..models import STATUSES, JobStatus
 from ..queue import Queue
-from . import audited
-from . import options as opt
+from . import parsing as opt
 from .base import call, command, fail, group, settings
-from .options import F
 from .output import (
     cell,
     columns,
@@ -32,7 +30,7 @@ from .output import (
     show_job,
     yes,
 )
-from .parsing import parse_duration, parse_run_at
+from .parsing import F, parse_duration, parse_run_at
 
 
 @group(
@@ -158,12 +156,27 @@ def jobs_show(job_id: uuid.UUID) -> None:
     emit(job, lambda: show_job(job))
 
 
+_ACT = {"jobq_act_on_jobs": "(text, uuid[], text)"}
+
+
+def _cancel(job_ids: Sequence[uuid.UUID], reason: str | None) -> dict[uuid.UUID, str]:
+    """Each known job's status after the cancel, as ``jobq_cancel`` answers it. A role that
+    may not call ``jobq_act_on_jobs`` (a producer or worker, which cancels its own jobs)
+    calls ``jobq_cancel``, which writes no audit row."""
+    with settings().queue() as q:
+        _, allowed = q.function_privileges(_ACT)
+        if not allowed["jobq_act_on_jobs"]:
+            return q.cancel(job_ids, reason)
+        outcomes = q.act_on_jobs("cancel", job_ids, reason)
+    return {i: o.removeprefix("left alone: ") for i, o in outcomes.items() if o != "unknown"}
+
+
 def _retry(ids: Sequence[uuid.UUID]) -> None:
-    """`jobs retry ID...` and `dead-letter requeue ID...`: one requeue of the jobs, recorded
-    in the audit log."""
-    done = audited.requeue(ids)
-    requeued = [job_id for job_id, ok in done.items() if ok]
-    left = [job_id for job_id, ok in done.items() if not ok]
+    """`jobs retry ID...` and `dead-letter requeue ID...`: one requeue of the jobs through
+    ``jobq_act_on_jobs``, recorded in the audit log as the commands on many jobs are."""
+    outcomes = call(Queue.act_on_jobs, "requeue", ids, None)
+    requeued = [job_id for job_id, outcome in outcomes.items() if outcome == "requeued"]
+    left = [job_id for job_id, outcome in outcomes.items() if outcome != "requeued"]
     emit(
         {"requeued": requeued, "not_requeued": left},
         lambda: "\n".join(f"requeued {job_id}" for job_id in requeued),
@@ -241,7 +254,7 @@ def _cancelled(job_id: uuid.UUID, status: str) -> str:
 )
 def cancel(job_ids: list[uuid.UUID], reason: str | None) -> None:
     """Cancel jobs: pending ones at once, running ones when they stop (exit 1: one unknown)."""
-    statuses = audited.cancel(job_ids, reason)
+    statuses = _cancel(job_ids, reason)
     unknown = [i for i in dict.fromkeys(job_ids) if i not in statuses]
     emit(
         {"jobs": [{"id": i, "status": st} for i, st in statuses.items()], "unknown": unknown},

@@ -1,4 +1,5 @@
-"""Running a queue: stats, workers, metrics, settings, retention, schedules and limits."""
+"""Running a queue: stats, throughput, the names in use, workers, metrics, settings, retention,
+pausing queues, schedules and limits."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import click
 
 from ..models import FINISHED_STATUSES, Limit, LimitUsage
 from ..queue import Queue
-from . import options as opt
+from . import parsing as opt
 from .base import call, command, fail, group, settings
 from .output import cell, columns, counted, emit, fields, listing, table, yes
 from .parsing import parse_payload
@@ -323,4 +324,75 @@ def workers() -> None:
     )
 
 
-COMMANDS = [stats, workers, metrics_command, configure, prune, schedule, tick, limit]
+@group(
+    "queue",
+    examples="""
+        jobq queue pause mail --reason 'smtp relay down'
+        jobq queue list --json
+    """,
+)
+def queue() -> None:
+    """Pause and resume queues: a paused queue's jobs wait, pending, until it is resumed."""
+
+
+@command(queue, "pause", json=True)
+@click.argument("name", metavar="QUEUE")
+@click.option("--reason", help="Why (shown by `jobq queue list`).")
+def pause(name: str, reason: str | None) -> None:
+    """Stop the claims of QUEUE: its jobs stay pending (no attempt spent), running ones finish,
+    enqueues still succeed (admin)."""
+    paused = call(Queue.pause, name, reason)
+    emit({"queue": name, "paused": paused}, f"paused {name}" if paused else f"{name} was paused")
+
+
+@command(queue, "resume", json=True)
+@click.argument("name", metavar="QUEUE")
+def resume(name: str) -> None:
+    """Let QUEUE be claimed again; idle workers wake at once (admin)."""
+    resumed = call(Queue.resume, name)
+    emit(
+        {"queue": name, "resumed": resumed},
+        f"resumed {name}" if resumed else f"{name} was not paused",
+    )
+
+
+@command(queue, "list", json=True)
+def list_queues() -> None:
+    """Each queue with live jobs or a pause: paused, since when and why, pending and processing
+    jobs (admin)."""
+    names = ["queue", "paused", "paused_at", "reason", "pending", "processing"]
+    listing(call(Queue.queues), names, "no queues", paused=lambda r: yes(r["paused"]))
+
+
+COUNTS = ["succeeded", "failed", "dead_letter", "cancelled", "failed_attempts"]
+
+
+@command(json=True, examples="jobq throughput\njobq throughput --since 24h --bucket 1h --json")
+@opt.duration("--since", "1h", "How far back")
+@opt.duration("--bucket", "1m", "The length of one row")
+def throughput(since: timedelta, bucket: timedelta) -> None:
+    """Jobs finished (succeeded, failed, dead_letter, cancelled) and failed attempts per bucket
+    of time, from the jobs kept in the database (monitor)."""
+    rows = call(Queue.throughput, since, bucket)
+
+    def text() -> str:
+        cells = [[r["bucket_start"], *(r[n] for n in COUNTS)] for r in rows]
+        cells.append(["total", *(sum(r[n] for r in rows) for n in COUNTS)])
+        return table(["bucket_start", *COUNTS], cells)
+
+    emit(rows, text)
+
+
+@command(json=True, examples="jobq names\njobq names --json")
+def names() -> None:
+    """The queue names and job types that exist: of the jobs available or running, of every job
+    with an idempotency key, of metrics, schedules, workers and pauses (monitor)."""
+    found = call(Queue.names)
+    emit(found, lambda: "\n".join(f"{kind}  {name}" for kind, all_ in found.items()
+                                   for name in all_))
+
+
+COMMANDS = [
+    stats, throughput, names, workers, metrics_command, configure, prune, queue, schedule, tick,
+    limit,
+]

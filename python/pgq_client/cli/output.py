@@ -80,26 +80,24 @@ def compact(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def jsonable(value: Any) -> Any:
-    """``value`` as JSON types: dataclasses as objects, times as ISO 8601, ids as strings."""
+def _json_value(value: Any) -> Any:
+    """What ``json`` cannot write itself: dataclasses as objects, times as ISO 8601, ids as
+    strings."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, uuid.UUID | timedelta):
         return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def emit(value: Any, text: str | Callable[[], str]) -> None:
     """``value`` as JSON under ``--json``, the one JSON writer of every command (one line, keys
     sorted, UTF-8 as is); else ``text`` (a function: rendered only then), when there is any."""
     if settings().as_json:
-        click.echo(json.dumps(jsonable(value), ensure_ascii=False, sort_keys=True))
+        line = json.dumps(value, default=_json_value, ensure_ascii=False, sort_keys=True)
+        click.echo(line)
         return
     shown = text if isinstance(text, str) else text()
     if shown:

@@ -21,7 +21,7 @@ from .. import _conn
 from .._produce import _in_thread, _job_named
 from ..errors import InvalidArgument
 from ..queue import Queue
-from . import options as opt
+from . import parsing as opt
 from .base import command, settings
 from .output import counted, emit
 from .parsing import kind, parse_payload, parse_run_at

@@ -14,8 +14,8 @@ import click
 from psycopg.conninfo import conninfo_to_dict
 
 from .. import _conn, embedded
-from . import options as opt
-from .base import command, fail, settings
+from . import parsing as opt
+from .base import command, fail, kept, settings
 
 WEB_AUTH_ENV = "JOBQ_WEB_AUTH"
 DASHBOARD_MISSING = "the dashboard is the jobq-web package: pip install jobq-web"
@@ -141,24 +141,12 @@ def web(bind: str, auth: str | None, check: bool, allowed_hosts: tuple[str, ...]
 # `jobq embedded ...` manages the server used when no database is given: it takes --home
 # (where that server lives), on the group or on a subcommand; --dsn or --schema would mean
 # nothing there.
-def _keep_home(ctx: click.Context, _param: click.Parameter, home: Path | None) -> None:
-    if home is not None:
-        ctx.meta["jobq.embedded.home"] = home
-
-
-_HOME = click.option(
+_HOME = kept(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
-    expose_value=False,
-    callback=_keep_home,
     help="Where its data lives (default: $JOBQ_HOME, else a per-user directory).",
 )
-
-
-def _home() -> Path | None:
-    home: Path | None = click.get_current_context().meta.get("jobq.embedded.home")
-    return home
 
 
 @click.group("embedded")
@@ -175,7 +163,7 @@ def _embedded(name: str, **attrs: Any) -> Callable[[Callable[..., Any]], click.C
 @_embedded("status")
 def embedded_status() -> None:
     """Say whether it runs (exit 3 when not, as an init script's status), with its DSN if so."""
-    home = _home()
+    home = settings().home
     st = embedded.embedded_status(home)
     state = "running" if st.running else ("stopped" if st.initialized else "not created")
     pid = f" (pid {st.pid})" if st.pid else ""
@@ -188,7 +176,7 @@ def embedded_status() -> None:
 @_embedded("dsn")
 def embedded_dsn() -> None:
     """Print its connection string, starting it if needed."""
-    click.echo(embedded.get_embedded_dsn(_home()))
+    click.echo(embedded.get_embedded_dsn(settings().home))
 
 
 _PSQL_SETTINGS = {"ignore_unknown_options": True, "help_option_names": ["--help"]}
@@ -199,7 +187,7 @@ _PSQL_SETTINGS = {"ignore_unknown_options": True, "help_option_names": ["--help"
 def embedded_psql(psql_args: tuple[str, ...]) -> None:
     """Run psql on its jobq database, starting it if needed (arguments after the options are
     psql's)."""
-    dsn = embedded.get_embedded_dsn(_home())
+    dsn = embedded.get_embedded_dsn(settings().home)
     psql = embedded.psql_path()
     if psql is None:
         fail(f"psql not found; connect with: {dsn}")
@@ -210,7 +198,7 @@ def embedded_psql(psql_args: tuple[str, ...]) -> None:
 @_embedded("stop")
 def embedded_stop() -> None:
     """Stop the server; the data stays (the next jobq command that needs it starts it)."""
-    home = _home()
+    home = settings().home
     stopped = embedded.stop_embedded(home)
     click.echo(("stopped " if stopped else "not running: ") + embedded.describe_embedded(home))
 
@@ -219,10 +207,10 @@ def embedded_stop() -> None:
 @click.option("--yes", is_flag=True, help="Confirm that every job in it is to be deleted.")
 def embedded_reset(yes: bool) -> None:
     """Stop the server and DELETE its data, every job in it."""
-    pgdata = embedded.embedded_status(_home()).pgdata
+    pgdata = embedded.embedded_status(settings().home).pgdata
     if not yes:
         raise click.UsageError(f"this deletes {pgdata} and every job in it; add --yes to confirm")
-    deleted = embedded.reset_embedded(_home())
+    deleted = embedded.reset_embedded(settings().home)
     click.echo(f"deleted {pgdata}" if deleted else f"nothing to delete: {pgdata} does not exist")
 
 

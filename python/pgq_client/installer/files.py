@@ -39,17 +39,13 @@ class MigrationError(JobqError):
     """A migration cannot be applied (edited after it was applied, unknown, bad file name)."""
 
 
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 class _Checksummed:
     sql: str
 
     @property
     def checksum(self) -> str:
         """The SHA-256 of the file's text, as ``jobq_migrations`` records it."""
-        return sha256(self.sql)
+        return hashlib.sha256(self.sql.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
