@@ -417,10 +417,7 @@ class Worker:
             self._signal = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
             self.stop()
 
-        previous = {
-            signal.SIGTERM: signal.signal(signal.SIGTERM, on_signal),
-            signal.SIGINT: signal.signal(signal.SIGINT, on_signal),
-        }
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
 
         def restore() -> None:
             for signum, handler in previous.items():
