@@ -112,20 +112,10 @@ async def areconnecting(
         return result
 
 
-def reconnecting(
-    call: Callable[[], T],
-    *,
-    doing: str,
-    who: str,
-    give_up: Callable[[], bool],
-    pause: Callable[[float], object],
-    on_lost: Callable[[], object] = lambda: None,
-) -> T:
-    """:func:`areconnecting` of blocking callbacks, on the calling thread (``pause`` an
-    ``Event.wait``): nothing it awaits suspends, so it is stepped without an event loop."""
-    return step(
-        areconnecting(call, doing=doing, who=who, give_up=give_up, pause=pause, on_lost=on_lost)
-    )
+def reconnecting(call: Callable[[], T], **options: Any) -> T:
+    """:func:`areconnecting` with blocking callbacks (``pause`` an ``Event.wait``), on the
+    calling thread: nothing it awaits suspends, so it is stepped without an event loop."""
+    return step(areconnecting(call, **options))
 
 
 def execute(conn: psycopg.Connection[Any], call: Call) -> list[Any]:
