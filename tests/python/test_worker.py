@@ -224,6 +224,10 @@ def test_worker_arguments_in_seconds_or_timedeltas_are_the_same() -> None:
     assert dataclasses.replace(a.config, worker_id="w") == dataclasses.replace(
         b.config, worker_id="w"
     )
+    config = WorkerConfig(
+        handlers={"t": _noop}, lock_timeout=90, retry_backoff=5, poll_interval=2, worker_id="w"
+    )
+    assert config == dataclasses.replace(a.config, worker_id="w")
     with pytest.raises(ValueError, match="lock_timeout must not be negative"):
         Worker("dbname=unused", {"t": _noop}, lock_timeout=-1)
 

@@ -26,7 +26,6 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from .. import _ops, _sql
-from .._opcore import seconds, seconds_or_none
 from .._secrets import is_conninfo_error
 from ..errors import IncompatibleSchema, PermissionDenied, from_psycopg
 from ..installer.citus import node_conninfo, schema_node
@@ -96,23 +95,9 @@ class Worker:
         tick_interval: timedelta | float | None = 5.0,
         lock_wait: timedelta | float = 0.5,
     ) -> None:
-        self.config = WorkerConfig(
-            handlers=handlers or {},
-            concurrency=concurrency,
-            queues=queues,
-            lock_timeout=timedelta(seconds=seconds(lock_timeout, "lock_timeout")),
-            batch_size=batch_size,
-            prefetch=prefetch,
-            poll_interval=seconds(poll_interval, "poll_interval"),
-            heartbeat_interval=seconds_or_none(heartbeat_interval, "heartbeat_interval"),
-            shutdown_grace=seconds(shutdown_grace, "shutdown_grace"),
-            retry_backoff=timedelta(seconds=seconds(retry_backoff, "retry_backoff")),
-            worker_id=worker_id or default_worker_id(),
-            schema=schema,
-            summary_interval=seconds_or_none(summary_interval, "summary_interval"),
-            tick_interval=seconds_or_none(tick_interval, "tick_interval"),
-            lock_wait=seconds(lock_wait, "lock_wait"),
-        )
+        # The keyword arguments are WorkerConfig's settings, by name: checked there, once.
+        settings = {n: v for n, v in locals().items() if n not in ("self", "dsn_or_pool")}
+        self.config = WorkerConfig(**settings)
         self._given_pool: ConnectionPool[Any] | None = None
         self._dsn: str | None = None
         if isinstance(dsn_or_pool, ConnectionPool):
@@ -432,10 +417,7 @@ class Worker:
             self._signal = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
             self.stop()
 
-        previous = {
-            signal.SIGTERM: signal.signal(signal.SIGTERM, on_signal),
-            signal.SIGINT: signal.signal(signal.SIGINT, on_signal),
-        }
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
 
         def restore() -> None:
             for signum, handler in previous.items():
@@ -458,7 +440,7 @@ def _capacity(config: WorkerConfig) -> str:
     """What runs the jobs, for the log line at start."""
     if not config.asynchronous:
         return f"{config.concurrency} handler threads"
-    threads = 1 if set(config.handlers) <= config.asynchronous else config.concurrency
+    threads = config.handler_threads
     return (
         f"{config.concurrency} jobs at once ({threads} handler "
         f"thread{'s' if threads > 1 else ''} and an event loop for async handlers)"

@@ -14,6 +14,7 @@ from typing import Any, Protocol, Union
 
 import psycopg
 
+from .._opcore import seconds
 from ..models import Job
 
 MAX_WORKER_ID = 200  # characters; jobq refuses longer worker ids
@@ -53,11 +54,8 @@ Handler = Union[  # noqa: UP007 (a runtime alias on 3.10)
 
 
 def takes_connection(handler: Callable[..., object]) -> bool:
-    """True for a handler with two positional parameters: ``handler(job, conn)``.
-
-    The parameters tell the two kinds apart, so a plain function needs no marking; this is the
-    one place that looks, once per handler, when the Worker is made.
-    """
+    """True for a handler with two positional parameters: ``handler(job, conn)`` (so a plain
+    function needs no marking)."""
     try:
         params = inspect.signature(handler).parameters.values()
     except (TypeError, ValueError):  # builtins without a signature take the job alone
@@ -95,13 +93,18 @@ _RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
 )
 """What each setting must be: a ValueError naming it otherwise."""
 
+_TIMEDELTAS = ("lock_timeout", "retry_backoff")  # the durations that go to SQL
+_SECONDS = ("poll_interval", "heartbeat_interval", "shutdown_grace", "summary_interval",
+            "tick_interval", "lock_wait")
+
 
 @dataclass(frozen=True)
 class WorkerConfig:
     """Everything a :class:`~pgq_client.Worker` was told, validated when made.
 
-    Durations that go to SQL are timedeltas, the others seconds. ``heartbeat_interval`` None
-    means a third of ``lock_timeout``; ``summary_interval`` None turns the periodic log line off.
+    Durations are given as timedeltas or seconds, and kept as timedeltas where they go to SQL,
+    else as seconds. ``heartbeat_interval`` None means a third of ``lock_timeout``;
+    ``summary_interval`` None turns the periodic log line off; ``worker_id`` None, a new one.
     """
 
     handlers: Mapping[str, Handler]
@@ -136,6 +139,13 @@ class WorkerConfig:
                 raise TypeError(f"handler for {job_type!r} is not callable: {handler!r}")
         if isinstance(self.queues, str) or not all(isinstance(q, str) for q in self.queues or ()):
             raise TypeError("queues must be a list of queue names, not a string")
+        set_ = object.__setattr__  # the dataclass is frozen: normalise once, here
+        for name in (*_TIMEDELTAS, *_SECONDS):  # Worker's arguments: a timedelta or seconds
+            if (value := getattr(self, name)) is not None:
+                value = seconds(value, name)
+                set_(self, name, timedelta(seconds=value) if name in _TIMEDELTAS else value)
+        if not self.worker_id:  # None or "": a new one
+            set_(self, "worker_id", default_worker_id())
         for name, valid, rule in _RULES:
             value = getattr(self, name)
             if not valid(value):
@@ -144,13 +154,17 @@ class WorkerConfig:
         heartbeat = lock_seconds / 3 if self.heartbeat_interval is None else self.heartbeat_interval
         if not 0 < heartbeat < lock_seconds:
             raise ValueError("heartbeat_interval must be positive and shorter than lock_timeout")
-        set_ = object.__setattr__  # the dataclass is frozen: normalise once, here
         set_(self, "handlers", MappingProxyType(dict(self.handlers)))
         set_(self, "queues", None if self.queues is None else tuple(self.queues))
         set_(self, "heartbeat_interval", heartbeat)
         set_(self, "transactional", frozenset(t for t, h in self.handlers.items()
                                               if takes_connection(h)))
         set_(self, "asynchronous", frozenset(t for t, h in self.handlers.items() if is_async(h)))
+
+    @property
+    def handler_threads(self) -> int:
+        """One when every handler is ``async def`` (it hands their jobs to the loop)."""
+        return 1 if set(self.handlers) <= self.asynchronous else self.concurrency
 
     @property
     def job_types(self) -> list[str]:

@@ -4,7 +4,7 @@
 event loop on a thread of its own runs their jobs, and both kinds share a semaphore of
 ``concurrency`` slots: a thread (one alone when every handler is async) takes a slot, then the
 next job, which runs on the thread or on the loop. How a job ends is decided once for both
-kinds (:meth:`HandlerPool._begin`). After the shutdown grace, async jobs are cancelled and not
+kinds (:meth:`HandlerPool._end`). After the shutdown grace, async jobs are cancelled and not
 acknowledged: they stay claimed until their lock expires, as a plain handler that still runs.
 """
 
@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -60,7 +60,7 @@ class HandlerPool:
         config = self._config = shared.config
         self._sql, self._force, self._who = shared.sql, shared.force, shared.who
         self.deadline = math.inf  # set at shutdown: opening a transaction stops retrying then
-        threads = 1 if set(config.handlers) <= config.asynchronous else config.concurrency
+        threads = config.handler_threads
         self._current: list[Job | None] = [None] * threads
         self._exited: list[int] = []
         self._threads = [
@@ -194,7 +194,7 @@ class HandlerPool:
         self._current[index] = job
         started = time.perf_counter()
         try:
-            outcome = cast(Result, self._begin(job))  # a plain job's end, never a coroutine
+            outcome = step(self._end(job))
         except BaseException as exc:  # never let a handler thread die, nor a job be stranded
             outcome = self._worker_error(job, exc)
         self._current[index] = None
@@ -202,8 +202,9 @@ class HandlerPool:
 
     # -- how a job ends, for both kinds ---------------------------------------------------------
 
-    def _begin(self, job: Job) -> Result | Coroutine[Any, Any, Result]:
-        """Start ``job``: how it ended, or for an async handler the coroutine that says so."""
+    async def _end(self, job: Job) -> Result:
+        """Run ``job``'s handler: how the job ended. A plain handler's job is stepped on its
+        thread (nothing it awaits suspends), an async handler's awaited on the loop."""
         handler: Callable[..., Any] | None = self._config.handlers.get(job.job_type)
         if handler is None:  # the claim filters by job type: only a bug gets here
             return self._failure(job, f"no handler for job type {job.job_type!r}")
@@ -214,24 +215,14 @@ class HandlerPool:
         attach_dependency_reader(job, self._dependencies)
         asynchronous = job.job_type in self._config.asynchronous
         if job.job_type in self._config.transactional:
-            transaction = self._in_transaction(job, handler, asynchronous)
-            return transaction if asynchronous else step(transaction)
+            return await self._in_transaction(job, handler, asynchronous)
         try:
-            value = handler(job)  # an async handler's coroutine, awaited below
+            value = handler(job)
+            if asynchronous:
+                value = await value
         except BaseException as exc:
             return self._failure_for(job, exc)
-        return self._awaited(job, value) if asynchronous else self._returned(job, value)
-
-    async def _awaited(self, job: Job, coroutine: Awaitable[object]) -> Result:
-        try:
-            value = await coroutine
-        except BaseException as exc:
-            return self._failure_for(job, exc)
-        return self._returned(job, value)
-
-    def _returned(self, job: Job, value: object) -> Result:
-        """A plain handler returned ``value``: the job's result (None: no result)."""
-        if value is None:
+        if value is None:  # no result
             return Outcome.ACK
         try:
             return Success(job, _ops.dump_result(value) or "null")
@@ -244,16 +235,18 @@ class HandlerPool:
         message = f"the handler returned a value that cannot be stored as the job's result: {exc}"
         return self._failure(job, message, retry=False)
 
-    def _failure(self, job: Job, message: str, retry: bool = True) -> Failure:
-        return Failure(job, message, message, retry, self._config.retry_backoff)
+    def _failure(
+        self, job: Job, error: str, retry: bool = True, summary: str | None = None
+    ) -> Failure:
+        return Failure(job, error, summary or error, retry, self._config.retry_backoff)
 
     def _failure_for(self, job: Job, exc: BaseException) -> Failure:
         """The handler raised ``exc``. An async job cancelled after the grace period is not a
         failure: its cancellation goes on up, and nothing is acknowledged."""
         if self._abandoned and isinstance(exc, asyncio.CancelledError):
             raise exc
-        backoff = self._config.retry_backoff
         if isinstance(exc, Retry):
+            backoff = self._config.retry_backoff
             if exc.after is not None:
                 # jobq_fail waits attempts x backoff: divide, so that the wait is `after`.
                 backoff = exc.after / max(job.attempts, 1)
@@ -261,16 +254,14 @@ class HandlerPool:
         # The job's errors get the exception and the traceback's last frames, which producers
         # and monitors read; the whole traceback goes to the log, at DEBUG.
         job_log(logging.DEBUG, job, "the handler raised", exc=exc)
-        error = error_text(exc)
         if isinstance(exc, PermanentError):
-            return Failure(job, error, str(exc), False, backoff)
-        return Failure(job, error, repr(exc), True, backoff)
+            return self._failure(job, error_text(exc), retry=False, summary=str(exc))
+        return self._failure(job, error_text(exc), summary=repr(exc))
 
     def _worker_error(self, job: Job, exc: BaseException) -> Failure:
         """A bug of the worker while it ran ``job``: the job is retried, never stranded."""
         job_log(logging.ERROR, job, "worker error while running the job", exc=exc)
-        message = f"worker error: {error_text(exc)}"
-        return Failure(job, message, repr(exc), True, self._config.retry_backoff)
+        return self._failure(job, f"worker error: {error_text(exc)}", summary=repr(exc))
 
     # -- transactional completion, for both kinds ----------------------------------------------
 
@@ -285,7 +276,7 @@ class HandlerPool:
                 doing="opening a transaction",
                 who=self._who,
                 give_up=lambda: self._force.is_set() or time.monotonic() > self.deadline,
-                pause=asyncio.sleep if asynchronous else self._pause,
+                pause=asyncio.sleep if asynchronous else self._force.wait,
                 on_lost=lambda: self._check_pool(asynchronous),
             )
         except GaveUp:
@@ -382,9 +373,6 @@ class HandlerPool:
         with psycopg.connect(self._dsn, **{**self._connect_kwargs, "autocommit": True}) as own:
             return drive(op, lambda call: execute(own, call))
 
-    async def _pause(self, seconds: float) -> None:  # on a handler thread: shutdown cuts it short
-        self._force.wait(seconds)
-
     async def _check_pool(self, asynchronous: bool) -> None:
         """After a lost connection the pool's idle ones are likely dead too (a server restart,
         terminated backends): let the pool test them all at once."""
@@ -426,8 +414,7 @@ class HandlerPool:
         started = time.perf_counter()
         outcome: Result
         try:
-            begun = self._begin(job)
-            outcome = begun if isinstance(begun, Outcome | Success | Failure) else await begun
+            outcome = await self._end(job)
         except asyncio.CancelledError:
             outcome = Outcome.DROPPED  # abandoned at shutdown: left claimed, not acknowledged
             job_log(logging.DEBUG, job, "cancelled after the shutdown grace period")
@@ -445,9 +432,7 @@ class HandlerPool:
             self._on_exit()  # the run's thread waits for the last job
 
     def _new_pool(self, kind: type[P], suffix: str = "") -> P:
-        """A pool of transactional handlers' connections to the Worker's database, at most
-        ``concurrency``, opened in the background when opened. They keep the application's
-        search_path: jobq's completion on them is qualified and typed (_sql)."""
+        """A pool of transactional handlers' connections, opened in the background."""
         return kind(
             self._dsn,
             min_size=min(self._config.concurrency, 4),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 PREFETCH_MAX_FACTOR = 16
 """With ``prefetch=None``, at most this many jobs per handler thread wait in the worker."""
 
@@ -9,6 +11,7 @@ MAX_CLAIM = 10_000
 """The largest ``batch_size`` jobq_dequeue accepts."""
 
 
+@dataclass
 class PrefetchPolicy:
     """Sizes claims to the handlers: each claim is a round trip and a commit, so a busy worker
     is fast when each brings many jobs, and fair to other workers when none waits here long.
@@ -21,14 +24,11 @@ class PrefetchPolicy:
     that off. The worker updates the averages and asks, under its lock.
     """
 
-    def __init__(
-        self, concurrency: int, prefetch: int | None = None, batch_size: int | None = None
-    ) -> None:
-        self.concurrency = concurrency
-        self.prefetch = prefetch
-        self.batch_size = batch_size
-        self.job_seconds: float | None = None
-        self.claim_seconds = 0.005
+    concurrency: int
+    prefetch: int | None = None
+    batch_size: int | None = None
+    job_seconds: float | None = None  # moving averages
+    claim_seconds: float = 0.005
 
     def job_took(self, seconds: float) -> None:
         avg = self.job_seconds

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -58,33 +59,35 @@ def describe(exc: BaseException) -> str:
     return f"{first} [{state}]" if state else first
 
 
-async def _nothing() -> None:
-    pass
+async def _settled(value: Any) -> Any:
+    """``value``, awaited if it is awaitable: a callback may be blocking or a coroutine."""
+    return await value if inspect.isawaitable(value) else value
 
 
 async def areconnecting(
-    call: Callable[[], Awaitable[T]],
+    call: Callable[[], Awaitable[T] | T],
     *,
     doing: str,
     who: str,
     give_up: Callable[[], bool],
-    pause: Callable[[float], Awaitable[object]],
-    on_lost: Callable[[], Awaitable[None]] = _nothing,
+    pause: Callable[[float], object],
+    on_lost: Callable[[], object] = lambda: None,
 ) -> T:
-    """``await call()``, tried again after each transient error until it succeeds.
+    """``call()``, tried again after each transient error until it succeeds.
 
     ``on_lost()`` runs after each failure (it drops a broken connection, or lets a pool discard
     its dead ones: after a server restart every idle connection is dead, and trying them one by
     one with a backoff each would stall for minutes), so the first retry comes at once; later
     ones after a capped exponential backoff with jitter, waited by ``pause(seconds)`` (which
-    shutdown can cut short). The first error of a run is logged at WARNING, the rest at DEBUG,
-    the recovery at INFO. Raises :class:`GaveUp` once ``give_up()`` is true after a failure,
-    and a :class:`~pgq_client.JobqError` at once for an error that is not transient.
+    shutdown can cut short). Each callback may be blocking or return an awaitable. The first
+    error of a run is logged at WARNING, the rest at DEBUG, the recovery at INFO. Raises
+    :class:`GaveUp` once ``give_up()`` is true after a failure, and a
+    :class:`~pgq_client.JobqError` at once for an error that is not transient.
     """
     failures = 0  # in a row
     while True:
         try:
-            result = await call()
+            result: T = await _settled(call())
         except psycopg.Error as exc:
             if not transient(exc):
                 raise from_psycopg(exc) from exc
@@ -96,10 +99,10 @@ async def areconnecting(
                 doing,
                 describe(exc),
             )
-            await on_lost()
+            await _settled(on_lost())
             if failures and not give_up():
                 ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (failures - 1))
-                await pause(random.uniform(ceiling / 2, ceiling))
+                await _settled(pause(random.uniform(ceiling / 2, ceiling)))
             failures += 1
             if give_up():
                 raise GaveUp(doing) from exc
@@ -109,30 +112,10 @@ async def areconnecting(
         return result
 
 
-def reconnecting(
-    call: Callable[[], T],
-    *,
-    doing: str,
-    who: str,
-    give_up: Callable[[], bool],
-    pause: Callable[[float], object],
-    on_lost: Callable[[], None] = lambda: None,
-) -> T:
-    """:func:`areconnecting` of a blocking ``call``, on the calling thread (``pause`` an
-    ``Event.wait``): nothing it awaits suspends, so it is stepped without an event loop."""
-
-    async def acall() -> T:
-        return call()
-
-    async def apause(seconds: float) -> None:
-        pause(seconds)
-
-    async def alost() -> None:
-        on_lost()
-
-    return step(
-        areconnecting(acall, doing=doing, who=who, give_up=give_up, pause=apause, on_lost=alost)
-    )
+def reconnecting(call: Callable[[], T], **options: Any) -> T:
+    """:func:`areconnecting` with blocking callbacks (``pause`` an ``Event.wait``), on the
+    calling thread: nothing it awaits suspends, so it is stepped without an event loop."""
+    return step(areconnecting(call, **options))
 
 
 def execute(conn: psycopg.Connection[Any], call: Call) -> list[Any]:

@@ -59,32 +59,26 @@ Ack = Job | Success | Failure | Release
 
 
 class Waker:
-    """A wake-up for a thread in ``select()`` on :meth:`fileno`: :meth:`poke` writes a byte
-    (from any thread, or a signal handler: it takes no lock), :meth:`drain` reads them."""
+    """A wake-up for a thread in :meth:`sleep`: :meth:`poke` writes a byte to a socket (from
+    any thread, or a signal handler: it takes no lock)."""
 
     def __init__(self) -> None:
         self._read, self._write = socket.socketpair()
         self._read.setblocking(False)
         self._write.setblocking(False)
 
-    def fileno(self) -> int:
-        return self._read.fileno()
-
     def poke(self) -> None:
         with contextlib.suppress(OSError):  # a full buffer already holds a wake-up
             self._write.send(b"\0")
-
-    def drain(self) -> None:
-        with contextlib.suppress(BlockingIOError):
-            while self._read.recv(4096):
-                pass
 
     def sleep(self, timeout: float, *others: int) -> list[int]:
         """Until a poke, one of the ``others`` file descriptors is readable, or ``timeout``;
         those of them that are."""
         ready, _, _ = select.select([self._read.fileno(), *others], [], [], max(timeout, 0.0))
         if self._read.fileno() in ready:
-            self.drain()
+            with contextlib.suppress(BlockingIOError):
+                while self._read.recv(4096):  # every poke so far
+                    pass
         return [fd for fd in ready if fd in others]
 
     def close(self) -> None:
@@ -102,10 +96,8 @@ class Shared:
     prefetch policy counts. Jobs waiting for a handler thread are in ``work``, in claim order;
     what the acknowledger is to send is in ``acks``, in the order it came.
 
-    It also carries what the threads are given and never change: the Worker's ``config``,
-    its statements, the name it logs as (``who``), ``force`` (set when a second stop aborts
-    the shutdown: every retry gives up) and how a thread ends the run (``end()``: a burst run
-    is done; :meth:`stop_with`: an error).
+    It also carries what never changes: ``force`` is set when a second stop aborts the shutdown
+    (every retry gives up); ``end()`` ends the run (a burst run is done).
     """
 
     def __init__(
