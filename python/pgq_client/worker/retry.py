@@ -6,7 +6,7 @@ import inspect
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
@@ -15,6 +15,16 @@ from ..errors import from_psycopg
 from .joblog import log
 
 T = TypeVar("T")
+
+if TYPE_CHECKING:  # the keywords of areconnecting, for reconnecting's callers
+    from typing_extensions import NotRequired, TypedDict, Unpack
+
+    class RetryOptions(TypedDict):
+        doing: str
+        who: str
+        give_up: Callable[[], bool]
+        pause: Callable[[float], object]
+        on_lost: NotRequired[Callable[[], object]]
 
 BACKOFF_BASE = 0.05  # seconds before the second retry; doubles each time
 BACKOFF_CAP = 5.0
@@ -112,7 +122,7 @@ async def areconnecting(
         return result
 
 
-def reconnecting(call: Callable[[], T], **options: Any) -> T:
+def reconnecting(call: Callable[[], T], **options: Unpack[RetryOptions]) -> T:
     """:func:`areconnecting` with blocking callbacks (``pause`` an ``Event.wait``), on the
     calling thread: nothing it awaits suspends, so it is stepped without an event loop."""
     return step(areconnecting(call, **options))
