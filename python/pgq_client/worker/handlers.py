@@ -432,7 +432,8 @@ class HandlerPool:
             self._on_exit()  # the run's thread waits for the last job
 
     def _new_pool(self, kind: type[P], suffix: str = "") -> P:
-        """A pool of transactional handlers' connections, opened in the background."""
+        """A pool of transactional handlers' connections, opened in the background. They keep
+        the application's search_path: jobq's completion on them is qualified and typed."""
         return kind(
             self._dsn,
             min_size=min(self._config.concurrency, 4),
