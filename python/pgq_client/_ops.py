@@ -33,7 +33,7 @@ from ._opcore import (
     payload_json,
     seconds_or_none,
 )
-from ._produce import MAX_BATCH, enqueue_call, enqueue_iter, enqueue_many
+from ._produce import enqueue_call, enqueue_iter, enqueue_many
 from ._sql import ROLE_PRIVILEGES, Query, Statements
 from .errors import JobFailed, JobNotFound
 from .models import (
@@ -55,28 +55,10 @@ from .models import (
     job_row,
 )
 
-__all__ = [
-    "MAX_BATCH",
-    "WAIT_POLL_INTERVAL",
-    "Call",
-    "FoundJobs",
-    "Op",
-    "Pause",
-    "adrive",
-    "check_aware",
-    "check_text",
-    "drive",
-    "dump_json",
-    "dump_result",
-    "enqueue_call",
-    "enqueue_iter",
-    "enqueue_many",
-    "find_jobs",
-    "function_privileges",
-    "interval",
+__all__ = [  # what it takes from the modules below it, for a front end to import _ops alone
+    "Call", "FoundJobs", "Op", "Pause", "adrive", "check_aware", "check_text", "drive",
+    "dump_json", "dump_result", "enqueue_call", "enqueue_iter", "enqueue_many", "interval",
     "job_ids_of",
-    "jobs_page",
-    "queue_summary",
 ]
 
 T = TypeVar("T")
@@ -120,16 +102,8 @@ def _each(convert: Callable[[Any], T]) -> Shape[list[T]]:  # each row, by column
     return dict_row, lambda rows: [convert(row) for row in rows]
 
 
-def _optional_text(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
 def _as_list(values: Iterable[Any], name: str) -> list[Any]:  # psycopg adapts lists to arrays
     return list(values)
-
-
-def _result(value: Any, name: str) -> str | None:
-    return dump_result(value)
 
 
 def _text(value: str, name: str) -> str:
@@ -183,11 +157,12 @@ dequeue = _statement(
     job_types=_as_list, lock_timeout=interval, queues=_as_list,
 )
 complete = _statement(
-    "complete", _value(bool), "job_id", "worker_id", "attempt", "result", result=_result
+    "complete", _value(bool), "job_id", "worker_id", "attempt", "result",
+    result=lambda value, _: dump_result(value),
 )
 fail = _statement(
     "fail",
-    _value(_optional_text),
+    _value(lambda status: None if status is None else str(status)),
     "job_id", "worker_id", "error", "retry", "backoff", "attempt",
     backoff=interval,
 )
@@ -202,10 +177,6 @@ def _same_length(values: dict[str, Any]) -> None:
             raise ValueError(f"{name} must have one entry per job id")
 
 
-def _results(values: Sequence[Any], name: str) -> list[str | None]:
-    return [dump_result(value) for value in values]
-
-
 def _intervals(values: Sequence[timedelta | float], name: str) -> list[timedelta]:
     return [interval(value, f"{name}[{i}]") for i, value in enumerate(values)]
 
@@ -214,7 +185,8 @@ complete_many = _statement(
     "complete_many",
     _value(int),
     "job_ids", "worker_id", "attempts", "results",
-    job_ids=_as_list, attempts=_as_list, results=_results, whole=_same_length,
+    job_ids=_as_list, attempts=_as_list, whole=_same_length,
+    results=lambda values, _: [dump_result(value) for value in values],
 )
 fail_many = _statement(
     "fail_many",
@@ -438,20 +410,15 @@ def prune(
 # -- schedules ----------------------------------------------------------------------------------
 
 
-_schedule = _statement(
+schedule = _statement(
     "schedule",
     _value(lambda next_run_at: cast(datetime, next_run_at)),
     "name", "cron", "job_type", "payload", "timezone", "queue", "priority", "max_attempts",
     "catch_up", "paused",
-    name=_text, job_type=_text, queue=_text, payload=lambda payload, _: payload_json(payload),
+    name=_text, job_type=_text, queue=_text,
+    # no payload is an empty one, as for an enqueue
+    whole=lambda values: values.update(payload=payload_json(values["payload"])),
 )
-
-
-def schedule(
-    s: Statements, name: str, cron: str, job_type: str, payload: Any, *rest: Any
-) -> Op[datetime]:
-    """``jobq_schedule``; no payload is an empty one, as for an enqueue."""
-    return _schedule(s, name, cron, job_type, {} if payload is None else payload, *rest)
 
 
 # -- what a dashboard reads ---------------------------------------------------------------------

@@ -380,13 +380,7 @@ class Queue(SyncClient):
         first: times as ``[after, before)``, ``payload_contains`` (admin) as ``payload @>``
         it, ``after_id`` the previous page's ``next_after``. Beyond an id or key look-up, at
         most ``scan_limit`` jobs are examined per page (admin, monitor)."""
-        filters = {
-            "job_id": job_id, "idempotency_key": idempotency_key, "job_type": job_type,
-            "queue": queue, "statuses": statuses, "created_after": created_after,
-            "created_before": created_before, "finished_after": finished_after,
-            "finished_before": finished_before, "payload_contains": payload_contains,
-            "after_id": after_id,
-        }
+        filters = {name: value for name, value in locals().items() if name in _ops.FIND_FILTERS}
         return self._drive(_ops.find_jobs(self._sql, filters, limit, scan_limit))
 
     def act_on_jobs(
