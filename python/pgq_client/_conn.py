@@ -1,10 +1,11 @@
 """The connections of ``Queue`` and ``AsyncQueue``: where the DSN comes from, opening a
 connection, and :class:`Client`, the connection or pool a client uses, its schema and its
 check, and the connections it listens on for a wait. That plumbing is written once, as
-coroutines that await a call's value whether it is blocking or asyncio (:func:`_settled`,
-:func:`_entered`): ``AsyncQueue`` awaits them; :class:`SyncClient`, whose calls all block and
-so never suspend, runs them without an event loop (:func:`~._opcore.step`). Only a Queue's hot
-path (``Queue._run``) is written out as plain blocking code.
+coroutines that await a call's value whether it is blocking or asyncio
+(:func:`~._opcore.settled`, :func:`_entered`): ``AsyncQueue`` awaits them; :class:`SyncClient`,
+whose calls all block and so never suspend, runs them without an event loop
+(:func:`~._opcore.step`). Only a Queue's hot path (``Queue._run``) is written out as plain
+blocking code.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from psycopg.rows import scalar_row, tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from . import _ops, _sql
-from ._opcore import step
+from ._opcore import settled, step
 from .errors import JobqError, from_psycopg
 from .installer.compat import breaking_change_in, incompatibility
 from .models import JobStatus, use_fast_json
@@ -122,14 +123,6 @@ def own_transaction(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
     """Whether a statement on ``conn`` needs a transaction of its own, committed, to leave the
     connection idle again: an idle connection outside autocommit."""
     return not conn.autocommit and idle(conn)
-
-
-async def _settled(value: T | Awaitable[T]) -> T:
-    """The value of a blocking call, or the awaited value of an asyncio one: what lets the
-    plumbing of :class:`Client` be written once for both clients."""
-    if inspect.isawaitable(value):
-        return cast(T, await value)
-    return value
 
 
 @asynccontextmanager
@@ -288,7 +281,7 @@ class Client(Generic[C, P]):
         self._owned, self._listeners = None, []
         return opened
 
-    # The blocking or asyncio forms of what the plumbing calls, awaited through _settled and
+    # The blocking or asyncio forms of what the plumbing calls, awaited through settled and
     # _entered: run a call (execute, aexecute), open a connection (connect, aconnect), sleep,
     # run a blocking function (the DSN's schema: _sql.schema_of_dsn) and the client's lock.
     _executor: Callable[[C, bool, _ops.Call], list[Any] | Awaitable[list[Any]]]
@@ -300,10 +293,10 @@ class Client(Generic[C, P]):
     # -- the plumbing, written once --------------------------------------------------------
 
     async def _execute(self, conn: C, own_tx: bool, call: _ops.Call) -> list[Any]:
-        return await _settled(self._executor(conn, own_tx, call))
+        return await settled(self._executor(conn, own_tx, call))
 
     async def _open(self) -> C:
-        return await _settled(self._connector(self.dsn))
+        return await settled(self._connector(self.dsn))
 
     async def _close(self, conn: C) -> None:
         if isinstance(conn, psycopg.AsyncConnection):
@@ -316,7 +309,7 @@ class Client(Generic[C, P]):
         with translate_errors():
             async with _entered(conn.transaction() if own_transaction(conn) else nullcontext()):
                 executed: object = conn.execute(query)
-                await _settled(executed)
+                await settled(executed)
 
     async def _next_wake(self, conn: C, channel: str, seconds: float) -> None:
         """Wait up to ``seconds`` for a notification on ``channel``; those that came while a
@@ -343,7 +336,7 @@ class Client(Generic[C, P]):
         if self._compatible:
             return
         if self.schema is None and _sql.opened_by_jobq(conn):
-            self.schema = await _settled(self._offload(_sql.schema_of_dsn, self.dsn))
+            self.schema = await settled(self._offload(_sql.schema_of_dsn, self.dsn))
         own = own_transaction(conn)
         found = await _ops.adrive(
             compatibility(self.schema), lambda call: self._execute(conn, own, call)
@@ -378,7 +371,7 @@ class Client(Generic[C, P]):
 
             async def pause(p: _ops.Pause) -> None:
                 if channel is None:
-                    await _settled(self._sleeper(p.seconds))
+                    await settled(self._sleeper(p.seconds))
                 else:
                     await self._next_wake(conn, channel, p.seconds)
 
