@@ -152,17 +152,20 @@ def sends(
     /,
     *,
     whole: Callable[[dict[str, Any]], None] | None = None,
+    renamed: Mapping[str, str] | None = None,
     **checks: Callable[[Any, str], Any],
 ) -> Callable[[Callable[P, T]], Callable[P, T]]:
     """A method of ``Queue`` declared by its signature and docstring alone: it sends statement
     ``name`` with the method's arguments, by their names (``conn`` aside: the caller's
-    connection), checked as :func:`_statement` checks them, and returns the rows read as
-    ``shape`` says. The one description of the operation, for Queue and AsyncQueue."""
+    connection; ``renamed``: the statement's name for an argument, ``{"limit": "max_rows"}``),
+    checked as :func:`_statement` checks them, and returns the rows read as ``shape`` says.
+    The one description of the operation, for Queue and AsyncQueue."""
 
     def declare(method: Callable[P, T]) -> Callable[P, T]:
         signature = inspect.signature(method)
         names = [p for p in signature.parameters if p not in ("self", "conn")]
-        op = _statement(name, shape, *names, whole=whole, **checks)
+        sent = [(renamed or {}).get(p, p) for p in names]
+        op = _statement(name, shape, *sent, whole=whole, **checks)
 
         @functools.wraps(method)
         def send(client: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -176,6 +179,7 @@ def sends(
     return declare
 
 
+MAX_ROWS = {"limit": "max_rows"}  # a listing's limit, as jobq's functions name it
 JOBS: Shape[list[Job]] = (job_row, lambda rows: cast(list[Job], rows))
 JOB_OR_NONE: Shape[Job | None] = (dict_row, lambda rows: Job.from_row(rows[0]) if rows else None)
 NOTHING: Shape[None] = (tuple_row, lambda rows: None)

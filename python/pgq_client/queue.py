@@ -341,7 +341,9 @@ class Queue(SyncClient):
         """Requeue every ``dead_letter``/``failed`` job (of a type, queue), ``cancelled`` ones
         too with ``include_cancelled``; returns how many."""
 
-    @_ops.sends("list_jobs", _ops.each(Job.from_row), statuses=_ops.as_list)
+    @_ops.sends(
+        "list_jobs", _ops.each(Job.from_row), statuses=_ops.as_list, renamed=_ops.MAX_ROWS
+    )
     def dead_letters(
         self,
         job_type: str | None = None,
@@ -352,7 +354,9 @@ class Queue(SyncClient):
     ) -> list[Job]:
         """The jobs waiting for a human: ``dead_letter`` and ``failed`` (latest first)."""
 
-    @_ops.sends("list_jobs", _ops.each(Job.from_row), statuses=_ops.as_list)
+    @_ops.sends(
+        "list_jobs", _ops.each(Job.from_row), statuses=_ops.as_list, renamed=_ops.MAX_ROWS
+    )
     def list_jobs(
         self,
         *,
@@ -402,7 +406,7 @@ class Queue(SyncClient):
         outcome ("requeued", "left alone: pending", "unknown", ...)."""
         return self._drive(_ops.act_on_jobs(self._sql, action, job_ids, reason))
 
-    @_ops.sends("audit_log", _ops.each(dict))
+    @_ops.sends("audit_log", _ops.each(dict), renamed=_ops.MAX_ROWS)
     def audit_log(self, before_id: int | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """The actions recorded by :meth:`act_on_jobs`, newest first (``jobq_audit_log``,
         admin); ``before_id``: the id of the previous page's last row."""

@@ -193,7 +193,7 @@ FROM jobq_list_jobs(
     statuses => %(statuses)s::pg_catalog.text[],
     job_type => %(job_type)s::pg_catalog.text,
     queue => %(queue)s::pg_catalog.text,
-    max_rows => %(limit)s::pg_catalog.int4
+    max_rows => %(max_rows)s::pg_catalog.int4
 );
 
 -- name: get_job
@@ -505,7 +505,7 @@ SELECT
     reason
 FROM jobq_audit_log(
     before_id => %(before_id)s::pg_catalog.int8,
-    max_rows => %(limit)s::pg_catalog.int4
+    max_rows => %(max_rows)s::pg_catalog.int4
 );
 
 -- name: error_summary
