@@ -6,7 +6,6 @@ await AsyncQueue(dsn).enqueue("ocr", {"rev": 1})        # in asyncio code
 Worker(dsn, handlers={"ocr": handle_ocr}).run()         # def or async def handlers
 """
 
-from ._pages import FoundJobs
 from ._sql import connect_kwargs
 from .async_queue import AsyncQueue
 from .errors import (
@@ -29,6 +28,7 @@ from .models import (
     BulkSummary,
     Dependency,
     Fire,
+    FoundJobs,
     GraphNode,
     HealthRow,
     Job,

@@ -1,10 +1,11 @@
 """The connections of ``Queue`` and ``AsyncQueue``: where the DSN comes from, opening a
 connection, and :class:`Client`, the connection or pool a client uses, its schema and its
 check, and the connections it listens on for a wait. That plumbing is written once, as
-coroutines over a few I/O primitives (:meth:`Client._execute` and its siblings): ``AsyncQueue``
-awaits them; :class:`SyncClient` implements them with blocking calls, which never suspend, and
-runs the coroutines without an event loop (:func:`~._opcore.step`). Only a Queue's hot path
-(``Queue._run``) is written out as plain blocking code.
+coroutines that await a call's value whether it is blocking or asyncio
+(:func:`~._opcore.settled`, :func:`_entered`): ``AsyncQueue`` awaits them; :class:`SyncClient`,
+whose calls all block and so never suspend, runs them without an event loop
+(:func:`~._opcore.step`). Only a Queue's hot path (``Queue._run``) is written out as plain
+blocking code.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
@@ -24,7 +31,7 @@ from psycopg.rows import scalar_row, tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from . import _ops, _sql
-from ._opcore import step
+from ._opcore import settled, step
 from .errors import JobqError, from_psycopg
 from .installer.compat import breaking_change_in, incompatibility
 from .models import JobStatus, use_fast_json
@@ -116,6 +123,20 @@ def own_transaction(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
     """Whether a statement on ``conn`` needs a transaction of its own, committed, to leave the
     connection idle again: an idle connection outside autocommit."""
     return not conn.autocommit and idle(conn)
+
+
+@asynccontextmanager
+async def _entered(
+    manager: AbstractContextManager[T] | AbstractAsyncContextManager[T],
+) -> AsyncIterator[T]:
+    """``manager`` entered, as ``with`` enters a blocking one and ``async with`` an asyncio
+    one (a lock, a transaction, a pool's connection)."""
+    if isinstance(manager, AbstractAsyncContextManager):
+        async with manager as value:
+            yield value
+    else:
+        with manager as value:
+            yield value
 
 
 def compatibility(schema: str | None) -> Generator[_ops.Call, list[Any], str]:
@@ -260,22 +281,52 @@ class Client(Generic[C, P]):
         self._owned, self._listeners = None, []
         return opened
 
-    # The I/O primitives, each a coroutine (SyncClient's never suspend): run a call; LISTEN
-    # or UNLISTEN, leaving the connection idle when it was; wait for a notification on a
-    # channel or some seconds; sleep; open and close a connection of the client's own; the
-    # schema the DSN's own settings find (_sql.schema_of_dsn); the client's lock; a pool's
-    # connection.
-    _execute: Callable[[C, bool, _ops.Call], Awaitable[list[Any]]]
-    _command: Callable[[C, psycopg.sql.Composed], Awaitable[None]]
-    _next_wake: Callable[[C, str, float], Awaitable[None]]
-    _sleep: Callable[[float], Awaitable[None]]
-    _open: Callable[[], Awaitable[C]]
-    _close: Callable[[C], Awaitable[None]]
-    _dsn_schema: Callable[[], Awaitable[str]]
-    _locked: Callable[[], AbstractAsyncContextManager[Any]]
-    _pooled: Callable[[], AbstractAsyncContextManager[C]]
+    # The blocking or asyncio forms of what the plumbing calls, awaited through settled and
+    # _entered: run a call (execute, aexecute), open a connection (connect, aconnect), sleep,
+    # run a blocking function (the DSN's schema: _sql.schema_of_dsn) and the client's lock.
+    _executor: Callable[[C, bool, _ops.Call], list[Any] | Awaitable[list[Any]]]
+    _connector: Callable[[str], C | Awaitable[C]]
+    _sleeper: Callable[[float], object]
+    _offload: Callable[[Callable[[str], str], str], str | Awaitable[str]]
+    _lock: Any  # a threading.RLock or an asyncio.Lock
 
     # -- the plumbing, written once --------------------------------------------------------
+
+    async def _execute(self, conn: C, own_tx: bool, call: _ops.Call) -> list[Any]:
+        return await settled(self._executor(conn, own_tx, call))
+
+    async def _open(self) -> C:
+        return await settled(self._connector(self.dsn))
+
+    async def _close(self, conn: C) -> None:
+        if isinstance(conn, psycopg.AsyncConnection):
+            await conn.close()
+        else:
+            conn.close()
+
+    async def _command(self, conn: C, query: psycopg.sql.Composed) -> None:
+        """LISTEN or UNLISTEN, leaving the connection idle when it was."""
+        with translate_errors():
+            async with _entered(conn.transaction() if own_transaction(conn) else nullcontext()):
+                executed: object = conn.execute(query)
+                await settled(executed)
+
+    async def _next_wake(self, conn: C, channel: str, seconds: float) -> None:
+        """Wait up to ``seconds`` for a notification on ``channel``; those that came while a
+        statement ran are kept by psycopg and come first."""
+        with translate_errors():
+            notes = conn.notifies(timeout=max(seconds, 0.0))
+            if isinstance(notes, Generator):
+                for note in notes:
+                    if note.channel == channel:
+                        return
+                return
+            try:
+                async for note in notes:
+                    if note.channel == channel:
+                        return
+            finally:
+                await notes.aclose()
 
     async def _check_compatible(self, conn: C) -> None:
         """Once per client: find the schema, refuse one with a breaking change this client
@@ -285,7 +336,7 @@ class Client(Generic[C, P]):
         if self._compatible:
             return
         if self.schema is None and _sql.opened_by_jobq(conn):
-            self.schema = await self._dsn_schema()
+            self.schema = await settled(self._offload(_sql.schema_of_dsn, self.dsn))
         own = own_transaction(conn)
         found = await _ops.adrive(
             compatibility(self.schema), lambda call: self._execute(conn, own, call)
@@ -320,7 +371,7 @@ class Client(Generic[C, P]):
 
             async def pause(p: _ops.Pause) -> None:
                 if channel is None:
-                    await self._sleep(p.seconds)
+                    await settled(self._sleeper(p.seconds))
                 else:
                     await self._next_wake(conn, channel, p.seconds)
 
@@ -335,11 +386,12 @@ class Client(Generic[C, P]):
         """A connection for one wait, and the done channel it LISTENs on (None: it polls)."""
         self._check_open()
         if self._pool is not None:
-            async with self._pooled() as conn, self._listening(conn) as pair:
+            pool = cast(Any, self._pool)  # ConnectionPool or AsyncConnectionPool, as C is
+            async with _entered(pool.connection()) as conn, self._listening(conn) as pair:
                 yield pair
             return
         if self._conn is not None:
-            async with self._locked():
+            async with _entered(self._lock):
                 if idle(self._conn):
                     async with self._listening(self._conn) as pair:
                         yield pair
@@ -347,7 +399,7 @@ class Client(Generic[C, P]):
                     await self._check_compatible(self._conn)
                     yield self._conn, None  # LISTEN would take effect only at the caller's commit
             return
-        async with self._locked():
+        async with _entered(self._lock):
             kept = self._listeners.pop() if self._listeners else None
         conn = kept if kept and not (kept.closed or kept.broken) else await self._open()
         try:
@@ -356,7 +408,7 @@ class Client(Generic[C, P]):
         except BaseException:
             await self._close(conn)
             raise
-        async with self._locked():
+        async with _entered(self._lock):
             if not self._closed:
                 self._listeners.append(conn)  # for the next wait
                 return
@@ -425,41 +477,10 @@ class SyncClient(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
     ) -> T:
         return step(self._wait_io(ids, deadline, poll, finish))
 
-    async def _execute(
-        self, conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call
-    ) -> list[Any]:
-        return execute(conn, own_tx, call)
+    _executor = staticmethod(execute)
+    _connector = staticmethod(connect)
+    _sleeper = staticmethod(time.sleep)
 
-    async def _command(self, conn: psycopg.Connection[Any], query: psycopg.sql.Composed) -> None:
-        with translate_errors(), conn.transaction() if own_transaction(conn) else nullcontext():
-            conn.execute(query)
-
-    async def _next_wake(self, conn: psycopg.Connection[Any], channel: str, seconds: float) -> None:
-        with translate_errors():
-            # Notifications that came while a statement ran are kept by psycopg and come first.
-            for note in conn.notifies(timeout=max(seconds, 0.0)):
-                if note.channel == channel:
-                    return
-
-    async def _sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-    async def _open(self) -> psycopg.Connection[Any]:
-        return connect(self.dsn)
-
-    async def _close(self, conn: psycopg.Connection[Any]) -> None:
-        conn.close()
-
-    async def _dsn_schema(self) -> str:
-        return _sql.schema_of_dsn(self.dsn)
-
-    @asynccontextmanager
-    async def _locked(self) -> AsyncIterator[None]:
-        with self._lock:
-            yield
-
-    @asynccontextmanager
-    async def _pooled(self) -> AsyncIterator[psycopg.Connection[Any]]:
-        assert self._pool is not None
-        with self._pool.connection() as conn:
-            yield conn
+    @staticmethod
+    def _offload(blocking: Callable[[str], str], arg: str) -> str:
+        return blocking(arg)

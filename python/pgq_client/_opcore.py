@@ -10,13 +10,14 @@ both. ``wait`` also yields :class:`Pause`: wait for a notification (or sleep).
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from psycopg.rows import BaseRowFactory, dict_row
 
@@ -59,21 +60,29 @@ async def _no_pause(pause: Pause) -> None:
     raise AssertionError(f"this operation does not pause: {pause}")  # pragma: no cover
 
 
+async def settled(value: T | Awaitable[T]) -> T:
+    """The value of a blocking call, or the awaited value of an asyncio one: what lets one
+    coroutine serve a blocking and an asyncio caller (:func:`drive`, ``_conn.Client``)."""
+    if inspect.isawaitable(value):
+        return cast(T, await value)
+    return value
+
+
 async def adrive(
     op: Op[T],
-    run: Callable[[Call], Awaitable[list[Any]]],
-    pause: Callable[[Pause], Awaitable[None]] = _no_pause,
+    run: Callable[[Call], list[Any] | Awaitable[list[Any]]],
+    pause: Callable[[Pause], object] = _no_pause,
 ) -> T:
-    """Run ``op`` to its result, each call and pause awaited (the asyncio executor)."""
+    """Run ``op`` to its result, each call and pause awaited when they are coroutines."""
     try:
         step = next(op)
         while True:
             if isinstance(step, Pause):
-                await pause(step)
+                await settled(pause(step))
                 step = op.send([])
                 continue
             try:
-                rows = await run(step)
+                rows = await settled(run(step))
             except JobqError as exc:
                 step = op.throw(exc)
             else:
@@ -87,17 +96,7 @@ def drive(
     op: Op[T], run: Callable[[Call], list[Any]], pause: Callable[[Pause], None] | None = None
 ) -> T:
     """:func:`adrive` with a blocking ``run`` and ``pause``, stepped by :func:`step`."""
-
-    async def arun(call: Call) -> list[Any]:
-        return run(call)
-
-    async def apause(paused: Pause) -> None:
-        if pause is None:
-            await _no_pause(paused)  # pragma: no cover
-        else:
-            pause(paused)
-
-    return step(adrive(op, arun, apause))
+    return step(adrive(op, run, _no_pause if pause is None else pause))
 
 
 def step(coroutine: Coroutine[Any, Any, T]) -> T:

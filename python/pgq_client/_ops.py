@@ -8,11 +8,13 @@ The executors and the argument checks are in :mod:`._opcore`, the producing oper
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from psycopg.rows import BaseRowFactory, dict_row, tuple_row
 
@@ -33,52 +35,29 @@ from ._opcore import (
     payload_json,
     seconds_or_none,
 )
-from ._pages import FoundJobs, find_jobs, function_privileges, jobs_page
-from ._produce import MAX_BATCH, enqueue_call, enqueue_iter, enqueue_many
-from ._sql import Query, Statements
+from ._produce import enqueue_call, enqueue_iter, enqueue_many
+from ._sql import ROLE_PRIVILEGES, Query, Statements
 from .errors import JobFailed, JobNotFound
 from .models import (
     JOB_ACTIONS,
     Dependency,
     Fire,
-    GraphNode,
-    HealthRow,
+    FoundJobs,
     Job,
+    JobsPage,
     JobStatus,
-    Limit,
-    LimitUsage,
-    MetricSample,
-    Schedule,
-    StatsRow,
     UnservedJobType,
     job_row,
 )
 
-__all__ = [
-    "MAX_BATCH",
-    "WAIT_POLL_INTERVAL",
-    "Call",
-    "FoundJobs",
-    "Op",
-    "Pause",
-    "adrive",
-    "check_aware",
-    "check_text",
-    "drive",
-    "dump_json",
-    "dump_result",
-    "enqueue_call",
-    "enqueue_iter",
-    "enqueue_many",
-    "find_jobs",
-    "function_privileges",
-    "interval",
-    "job_ids_of",
-    "jobs_page",
-    "queue_summary",
+__all__ = [  # what it takes from the modules below it, for a front end to import _ops alone
+    "Call", "FoundJobs", "Op", "Pause", "adrive", "check_aware", "check_text", "drive",
+    "dump_json", "dump_result", "enqueue_call", "enqueue_iter", "enqueue_many", "interval",
+    "job_id_of", "job_ids_of",
 ]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 # Queue.wait: seconds between two looks at the jobs when no notification came (a notification
 # lost with a connection, a job pruned meanwhile), unless the caller says otherwise.
@@ -111,38 +90,30 @@ Shape = tuple[BaseRowFactory[Any], Callable[[list[Any]], T]]
 """How an operation reads its statement's rows: their row factory, and its result of them."""
 
 
-def _value(convert: Callable[[Any], T]) -> Shape[T]:  # the one value of the one row
+def one(convert: Callable[[Any], T]) -> Shape[T]:  # the one value of the one row
     return tuple_row, lambda rows: convert(rows[0][0])
 
 
-def _each(convert: Callable[[Any], T]) -> Shape[list[T]]:  # each row, by column name
+def each(convert: Callable[[Any], T]) -> Shape[list[T]]:  # each row, by column name
     return dict_row, lambda rows: [convert(row) for row in rows]
 
 
-def _optional_text(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def _as_list(values: Iterable[Any], name: str) -> list[Any]:  # psycopg adapts lists to arrays
+def as_list(values: Iterable[Any], name: str) -> list[Any]:  # psycopg adapts lists to arrays
     return list(values)
 
 
-def _result(value: Any, name: str) -> str | None:
-    return dump_result(value)
-
-
-def _text(value: str, name: str) -> str:
+def text(value: str, name: str) -> str:
     check_text(value, name)
     return value
 
 
-def _number(value: Any, name: str) -> float:
+def number(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     return float(value)
 
 
-def _flag(value: Any, name: str) -> bool:
+def flag(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True, False or None, got {type(value).__name__}")
     return value
@@ -175,53 +146,77 @@ def _statement(
     return op
 
 
-dequeue = _statement(
-    "dequeue",
-    (job_row, lambda rows: cast(list[Job], rows)),
-    "worker_id", "job_types", "batch_size", "lock_timeout", "queues",
-    job_types=_as_list, lock_timeout=interval, queues=_as_list,
+def sends(
+    name: str,
+    shape: Shape[T],
+    /,
+    *,
+    whole: Callable[[dict[str, Any]], None] | None = None,
+    renamed: Mapping[str, str] | None = None,
+    **checks: Callable[[Any, str], Any],
+) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """A method of ``Queue`` declared by its signature and docstring alone: it sends statement
+    ``name`` with the method's arguments, by their names (``conn`` aside: the caller's
+    connection; ``renamed``: the statement's name for an argument, ``{"limit": "max_rows"}``),
+    checked as :func:`_statement` checks them, and returns the rows read as ``shape`` says.
+    The one description of the operation, for Queue and AsyncQueue."""
+
+    def declare(method: Callable[P, T]) -> Callable[P, T]:
+        signature = inspect.signature(method)
+        names = [p for p in signature.parameters if p not in ("self", "conn")]
+        sent = [(renamed or {}).get(p, p) for p in names]
+        op = _statement(name, shape, *sent, whole=whole, **checks)
+
+        @functools.wraps(method)
+        def send(client: Any, /, *args: Any, **kwargs: Any) -> Any:
+            given = signature.bind(client, *args, **kwargs)
+            given.apply_defaults()
+            values = given.arguments
+            return client._drive(op(client._sql, *map(values.get, names)), values.get("conn"))
+
+        return cast(Callable[P, T], send)
+
+    return declare
+
+
+MAX_ROWS = {"limit": "max_rows"}  # a listing's limit, as jobq's functions name it
+JOBS: Shape[list[Job]] = (job_row, lambda rows: cast(list[Job], rows))
+JOB_OR_NONE: Shape[Job | None] = (dict_row, lambda rows: Job.from_row(rows[0]) if rows else None)
+NOTHING: Shape[None] = (tuple_row, lambda rows: None)
+VALUE: Shape[Any] = (tuple_row, lambda rows: rows[0][0])
+STATUS_OR_NONE = one(lambda status: None if status is None else str(status))
+EACH_STATUS: Shape[list[str | None]] = (tuple_row, lambda rows: [row[2] for row in rows])
+NAMES: Shape[dict[str, list[str]]] = (  # jobq_names' rows, by kind of name
+    tuple_row, lambda rows: {k: [n for c, n in rows if c == k] for k in ("queue", "job_type")}
 )
+
+
+def results(values: Sequence[Any], name: str) -> list[str | None]:
+    return [dump_result(value) for value in values]
+
+
+def with_payload(values: dict[str, Any]) -> None:
+    """No payload is an empty one, as for an enqueue."""
+    values["payload"] = payload_json(values["payload"])
+
+
 complete = _statement(
-    "complete", _value(bool), "job_id", "worker_id", "attempt", "result", result=_result
+    "complete", one(bool), "job_id", "worker_id", "attempt", "result",
+    result=lambda value, _: dump_result(value),
 )
-fail = _statement(
-    "fail",
-    _value(_optional_text),
-    "job_id", "worker_id", "error", "retry", "backoff", "attempt",
-    backoff=interval,
-)
-heartbeat = _statement("heartbeat", _value(int), "worker_id", "job_ids", job_ids=_as_list)
-release = _statement("release", _value(int), "job_ids", "worker_id", job_ids=_as_list)
 
 
-def _same_length(values: dict[str, Any]) -> None:
+def same_length(values: dict[str, Any]) -> None:
     """Every array of a ``*_many`` call has one entry per job id."""
     for name, column in values.items():
         if name != "job_ids" and isinstance(column, list) and len(column) != len(values["job_ids"]):
             raise ValueError(f"{name} must have one entry per job id")
 
 
-def _results(values: Sequence[Any], name: str) -> list[str | None]:
-    return [dump_result(value) for value in values]
-
-
-def _intervals(values: Sequence[timedelta | float], name: str) -> list[timedelta]:
+def intervals(values: Sequence[timedelta | float], name: str) -> list[timedelta]:
     return [interval(value, f"{name}[{i}]") for i, value in enumerate(values)]
 
 
-complete_many = _statement(
-    "complete_many",
-    _value(int),
-    "job_ids", "worker_id", "attempts", "results",
-    job_ids=_as_list, attempts=_as_list, results=_results, whole=_same_length,
-)
-fail_many = _statement(
-    "fail_many",
-    (tuple_row, lambda rows: [row[2] for row in rows]),
-    "job_ids", "worker_id", "errors", "retries", "backoffs", "attempts",
-    job_ids=_as_list, errors=_as_list, retries=_as_list, backoffs=_intervals,
-    attempts=_as_list, whole=_same_length,
-)
 
 
 # -- cancellation, results and waiting ---------------------------------------------------------
@@ -313,81 +308,16 @@ def _in_order(ids: list[uuid.UUID], rows: list[dict[str, Any]]) -> dict[uuid.UUI
     return {job_id: found[job_id] for job_id in ids if job_id in found}
 
 
-# -- workflows ----------------------------------------------------------------------------------
+# -- what the Worker sends too, and administration ---------------------------------------------
 
 
-add_dependencies = _statement(
-    "add_dependencies", _value(int), "job_id", "depends_on",
-    job_id=job_id_of, depends_on=job_ids_of,
-)
 dependencies = _statement(
-    "dependencies", _each(Dependency.from_row), "job_id", job_id=job_id_of
+    "dependencies", each(Dependency.from_row), "job_id", job_id=job_id_of
 )
-job_graph = _statement("job_graph", _each(GraphNode.from_row), "job_id", job_id=job_id_of)
-
-
-# -- administration -----------------------------------------------------------------------------
-
-
-requeue_dead_letter = _statement("requeue_dead_letter", _value(bool), "job_id")
-requeue_dead_letters = _statement(
-    "requeue_dead_letters", _value(int), "job_type", "queue", "include_cancelled",
-    include_cancelled=_flag,
-)
-
-
-list_jobs = _statement(
-    "list_jobs", _each(Job.from_row), "statuses", "job_type", "queue", "max_rows",
-    statuses=_as_list,
-)
-
-
-configure = _statement(
-    "configure", _value(dict), "max_payload_bytes", "metrics", metrics=_flag
-)
-get_job = _statement(
-    "get_job", (dict_row, lambda rows: Job.from_row(rows[0]) if rows else None), "job_id"
-)
-stats = _statement("stats", _each(StatsRow.from_row))
-metrics = _statement("metrics", _each(MetricSample.from_row))
-health = _statement("health", _each(HealthRow.from_row))
-schedules = _statement("schedules", _each(Schedule.from_row))
-limits = _statement("limits", _each(Limit.from_row))
-limit_usage = _statement("limit_usage", _each(LimitUsage.from_row))
 unserved_job_types = _statement(
-    "unserved", _each(UnservedJobType.from_row), "idle", idle=interval
+    "unserved", each(UnservedJobType.from_row), "idle", idle=interval
 )
-tick = _statement("tick", _each(Fire.from_row))
-unschedule = _statement("unschedule", _value(bool), "name")
-set_limit = _statement(
-    "set_limit",
-    (tuple_row, lambda rows: None),
-    "limit_group", "max_running", "max_starts", "per", "share",
-    limit_group=_text, per=interval, share=_text,
-)
-set_weight = _statement(
-    "set_weight",
-    (tuple_row, lambda rows: None),
-    "limit_group", "limit_key", "weight",
-    limit_group=_text, limit_key=_text, weight=_number,
-)
-queues = _statement("queues", _each(dict))
-pause = _statement("pause", _value(bool), "queue", "reason")
-resume = _statement("resume", _value(bool), "queue")
-workers_summary = _statement("workers_summary", _each(dict))
-queue_summary = _statement("queue_summary", _each(dict), "recent", recent=interval)
-audit_log = _statement("audit_log", _each(dict), "before_id", "max_rows")
-error_summary = _statement(
-    "error_summary", _each(dict), "since", "per_type", since=interval
-)
-throughput = _statement(
-    "throughput", _each(dict), "since", "bucket", since=interval, bucket=interval
-)
-# The kinds of name jobq_names lists.
-NAME_KINDS = ("queue", "job_type")
-names = _statement(
-    "names", (tuple_row, lambda rows: {k: [n for c, n in rows if c == k] for k in NAME_KINDS})
-)
+tick = _statement("tick", each(Fire.from_row))
 
 # What jobq_act_on_jobs does, by the name the CLI and the dashboard give it.
 ACTIONS = JOB_ACTIONS
@@ -434,20 +364,90 @@ def prune(
             return total
 
 
-# -- schedules ----------------------------------------------------------------------------------
+# -- what a dashboard reads ---------------------------------------------------------------------
 
 
-_schedule = _statement(
-    "schedule",
-    _value(lambda next_run_at: cast(datetime, next_run_at)),
-    "name", "cron", "job_type", "payload", "timezone", "queue", "priority", "max_attempts",
-    "catch_up", "paused",
-    name=_text, job_type=_text, queue=_text, payload=lambda payload, _: payload_json(payload),
+def jobs_page(
+    s: Statements,
+    status: str,
+    queue: str | None,
+    job_type: str | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    size: int,
+    scan_limit: int,
+) -> Op[JobsPage]:
+    check_text(queue, "queue")
+    check_text(job_type, "job_type")
+    params = {
+        "status": status,
+        "queue": queue,
+        "job_type": job_type,
+        "after_at": after[0] if after else None,
+        "after_id": after[1] if after else None,
+        "max_rows": size + 1,  # one more than shown: whether a next page exists
+        "scan_limit": scan_limit,
+    }
+    rows, last, stopped = _page((yield Call(s.jobs_page, params)), size)
+    return JobsPage(
+        rows,
+        (last["sort_at"], last["id"]) if last else None,
+        (stopped["sort_at"], stopped["id"]) if stopped else None,
+    )
+
+
+Row = dict[str, Any]
+
+
+def _page(rows: list[Row], size: int) -> tuple[list[Row], Row | None, Row | None]:
+    """A page's rows (asked for one more than ``size``: whether a next page exists), the last
+    one when there is a next page, and the row that marks where a filtered search stopped (a
+    last row that does not match)."""
+    stopped = rows.pop() if rows and not rows[-1]["matches"] else None
+    more = len(rows) > size
+    rows = rows[:size]
+    return rows, rows[-1] if more and rows else None, stopped
+
+
+def find_jobs(
+    s: Statements, filters: Mapping[str, Any], size: int, scan_limit: int
+) -> Op[FoundJobs]:
+    """``filters``: arguments of ``jobq_find_jobs`` of :data:`FIND_FILTERS`, by name (those
+    not given NULL); ``payload_contains`` any JSON value."""
+    params = dict.fromkeys(FIND_FILTERS) | dict(filters)
+    for name in ("job_id", "after_id"):
+        value = params[name]
+        if value is not None:
+            params[name] = job_id_of(value, name)
+    for name in ("idempotency_key", "job_type", "queue"):
+        check_text(params[name], name)
+    for name in ("created_after", "created_before", "finished_after", "finished_before"):
+        check_aware(params[name], name)
+    if params["statuses"] is not None:
+        params["statuses"] = list(params["statuses"])
+    if params["payload_contains"] is not None:
+        params["payload_contains"] = dump_json(params["payload_contains"], "payload_contains")
+    params.update(max_rows=size + 1, scan_limit=scan_limit)
+    rows, last, stopped = _page((yield Call(s.find_jobs, params)), size)
+    return FoundJobs(
+        rows,
+        last["id"] if last else None,
+        stopped["id"] if stopped else None,
+        stopped["created_at"] if stopped else None,
+    )
+
+
+FIND_FILTERS = (
+    "job_id", "idempotency_key", "job_type", "queue", "statuses", "created_after",
+    "created_before", "finished_after", "finished_before", "payload_contains", "after_id",
 )
 
 
-def schedule(
-    s: Statements, name: str, cron: str, job_type: str, payload: Any, *rest: Any
-) -> Op[datetime]:
-    """``jobq_schedule``; no payload is an empty one, as for an enqueue."""
-    return _schedule(s, name, cron, job_type, {} if payload is None else payload, *rest)
+def function_privileges(
+    s: Statements, functions: Mapping[str, str]
+) -> Op[tuple[str, dict[str, bool | None]]]:
+    # The schema None (a client that has not found it yet) is put in by the client.
+    params = {
+        "names": list(functions), "signatures": list(functions.values()), "schema": s.schema
+    }
+    rows = yield Call(ROLE_PRIVILEGES, params)
+    return str(rows[0]["role"]), {r["name"]: r["allowed"] for r in rows}

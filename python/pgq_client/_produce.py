@@ -41,36 +41,27 @@ def enqueue_call(
     differ from jobq_enqueue's defaults are sent and checked (_sql.ENQUEUE_ARGUMENTS)."""
     check_text(job_type, "job_type")
     params: dict[str, Any] = {"job_type": job_type, "payload": _payload(payload)}
-    if idempotency_key is not None:
-        check_text(idempotency_key, "idempotency_key")
-        params["idempotency_key"] = idempotency_key
-    if not _is_int(max_attempts, 5):
-        params["max_attempts"] = max_attempts
-    if run_at is not None:
-        check_aware(run_at, "run_at")
-        params["run_at"] = run_at
-    if not _is_int(priority, 0):
-        params["priority"] = priority
-    if queue != "default":
-        check_text(queue, "queue")
-        params["queue"] = queue
-    if limit_group is not None:
-        check_text(limit_group, "limit_group")
-        params["limit_group"] = limit_group
-    if limit_key is not None:
-        check_text(limit_key, "limit_key")
-        params["limit_key"] = limit_key
+    optional: tuple[tuple[str, Any, Any, Callable[[Any, str], None] | None], ...] = (
+        ("idempotency_key", idempotency_key, None, check_text),
+        ("max_attempts", max_attempts, 5, None),
+        ("run_at", run_at, None, check_aware),
+        ("priority", priority, 0, None),
+        ("queue", queue, "default", check_text),
+        ("limit_group", limit_group, None, check_text),
+        ("limit_key", limit_key, None, check_text),
+        ("depends_on", depends_on, None, None),
+        ("on_dependency_failure", on_dependency_failure, "cancel", check_text),
+    )
+    for name, value, default, check in optional:
+        # A default of another type is sent too (priority=False, max_attempts=5.0): the
+        # server's coercion or error is the answer, as for any other value.
+        if value != default or type(value) is not type(default):
+            if check is not None:
+                check(value, name)
+            params[name] = value
     if depends_on is not None:
         params["depends_on"] = job_ids_of(depends_on, "depends_on")
-    if on_dependency_failure != "cancel":
-        check_text(on_dependency_failure, "on_dependency_failure")
-        params["on_dependency_failure"] = on_dependency_failure
     return Call(s.enqueue_with(tuple(params)), params, scalar_row, retry_serialization=True)
-
-
-def _is_int(value: Any, default: int) -> bool:
-    """Whether ``value`` is the int ``default`` itself (not True for 1, not 5.0 for 5)."""
-    return type(value) is int and value == default
 
 
 def enqueue_many(s: Statements, jobs: Sequence[Mapping[str, Any]]) -> Op[list[uuid.UUID]]:

@@ -1,28 +1,25 @@
 """``AsyncQueue``: the :class:`~pgq_client.Queue` API for asyncio. Its public methods are
 Queue's own, awaited (:func:`_awaited`), whose ``self._drive`` here runs the operation on an
-``AsyncConnection``; this module holds only the asyncio I/O primitives of
-:class:`~pgq_client._conn.Client`."""
+``AsyncConnection``; this module holds only the asyncio calls that
+:class:`~pgq_client._conn.Client`'s plumbing awaits."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar, cast
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from . import _ops, _sql
+from . import _ops
 from ._conn import (
     SERIALIZATION_RETRIES,
     Client,
     aconnect,
     aexecute,
-    own_transaction,
     serialization_pause,
-    translate_errors,
 )
 from .errors import SerializationFailure
 from .queue import Queue, TxConnection, log
@@ -118,48 +115,13 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
 
     _waited = Client._wait_io
 
-    # -- the I/O primitives of Client ---------------------------------------------------------
+    _executor = staticmethod(aexecute)
+    _connector = staticmethod(aconnect)
+    _sleeper = staticmethod(asyncio.sleep)
 
-    _execute = staticmethod(aexecute)
-
-    async def _command(
-        self, conn: psycopg.AsyncConnection[Any], query: psycopg.sql.Composed
-    ) -> None:
-        with translate_errors():
-            async with conn.transaction() if own_transaction(conn) else nullcontext():
-                await conn.execute(query)
-
-    async def _next_wake(
-        self, conn: psycopg.AsyncConnection[Any], channel: str, seconds: float
-    ) -> None:
-        with translate_errors():
-            notes = conn.notifies(timeout=max(seconds, 0.0))
-            try:
-                async for note in notes:
-                    if note.channel == channel:
-                        return
-            finally:
-                await notes.aclose()
-
-    _sleep = staticmethod(asyncio.sleep)
-
-    async def _open(self) -> psycopg.AsyncConnection[Any]:
-        return await aconnect(self.dsn)
-
-    async def _close(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        await conn.close()
-
-    async def _dsn_schema(self) -> str:
-        return await asyncio.to_thread(_sql.schema_of_dsn, self.dsn)
-
-    def _locked(self) -> AbstractAsyncContextManager[Any]:
-        return self._lock
-
-    @asynccontextmanager
-    async def _pooled(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        assert self._pool is not None
-        async with self._pool.connection() as conn:
-            yield conn
+    @staticmethod
+    async def _offload(blocking: Callable[[str], str], arg: str) -> str:
+        return await asyncio.to_thread(blocking, arg)
 
     # -- Queue's methods, awaited -------------------------------------------------------------
 

@@ -20,17 +20,14 @@ if TYPE_CHECKING:
     from psycopg._cursor_base import BaseCursor
 
 __all__ = [
-    "CATCH_UP", "FINISHED_STATUSES", "JOB_ACTIONS", "STATUSES", "STATUS_IS_FINISHED", "BulkSummary",
-    "Dependency", "Fire", "GraphNode", "HealthRow", "Job", "JobStatus", "JobsPage", "Limit",
-    "LimitUsage", "MetricSample", "RefusedBatch", "Schedule", "StatsRow", "UnservedJobType",
-    "job_row", "load_json", "use_fast_json",
+    "FINISHED_STATUSES", "JOB_ACTIONS", "STATUSES", "STATUS_IS_FINISHED", "BulkSummary",
+    "Dependency", "Fire", "FoundJobs", "GraphNode", "HealthRow", "Job", "JobStatus", "JobsPage",
+    "Limit", "LimitUsage", "MetricSample", "RefusedBatch", "Schedule", "StatsRow",
+    "UnservedJobType", "job_row", "load_json", "use_fast_json",
 ]
 
 # What jobq_act_on_jobs does to the jobs it is given (its `action` argument).
 JOB_ACTIONS = ("cancel", "requeue", "delete", "run_now")
-
-# What a tick does with fires nobody ticked in time (jobq_schedule's catch_up).
-CATCH_UP = ("skip", "latest", "all")
 
 R = TypeVar("R", bound="_Row")
 
@@ -332,6 +329,17 @@ class JobsPage(NamedTuple):
     rows: list[dict[str, Any]]
     next_after: tuple[datetime, uuid.UUID] | None
     stopped_after: tuple[datetime, uuid.UUID] | None
+
+
+class FoundJobs(NamedTuple):
+    """One page of ``jobq_find_jobs``: its rows (dicts, newest first), the id to pass as
+    ``after_id`` for the next page when there is one, and, when the search stopped at its
+    ``scan_limit``, the id to search on from and the creation time it reached."""
+
+    rows: list[dict[str, Any]]
+    next_after: uuid.UUID | None
+    stopped_after: uuid.UUID | None
+    stopped_at: datetime | None
 
 
 # -- decoding jsonb -------------------------------------------------------------------------------

@@ -1,6 +1,10 @@
 """``Queue``: enqueue jobs and administer a jobq installation, over psycopg's ``Connection``.
 Each method builds the operation of :mod:`._ops` and drives it on this class's connection;
-``AsyncQueue`` reuses these methods unchanged, on its own connection."""
+``AsyncQueue`` reuses these methods unchanged, on its own connection. A method that sends one
+statement is declared by its signature and docstring, the statement and its checks named by
+``@_ops.sends``, which supplies the body."""
+
+# mypy: disable-error-code="empty-body"
 
 from __future__ import annotations
 
@@ -173,6 +177,9 @@ class Queue(SyncClient):
             conn,
         )
 
+    @_ops.sends(
+        "add_dependencies", _ops.one(int), job_id=_ops.job_id_of, depends_on=_ops.job_ids_of
+    )
     def add_dependencies(
         self,
         job_id: uuid.UUID | str,
@@ -182,19 +189,22 @@ class Queue(SyncClient):
     ) -> int:
         """Make a job that is still waiting wait for more jobs too (a handler grafting work in
         front of a continuation); returns how many were added, 0 when it no longer waits."""
-        return self._drive(_ops.add_dependencies(self._sql, job_id, depends_on), conn)
 
     def dependencies(self, job_id: uuid.UUID | str) -> list[Dependency]:
         """The jobs that ``job_id`` depends on, with their status and result."""
         return self._drive(_ops.dependencies(self._sql, job_id))
 
+    @_ops.sends("job_graph", _ops.each(GraphNode.from_row), job_id=_ops.job_id_of)
     def job_graph(self, job_id: uuid.UUID | str) -> list[GraphNode]:
         """The workflow around a job: it, what it depends on and what depends on it,
         transitively, each with the ids of its dependencies (no payload or result)."""
-        return self._drive(_ops.job_graph(self._sql, job_id))
 
     # -- working (the Worker is the usual way to consume) -------------------------------------
 
+    @_ops.sends(
+        "dequeue", _ops.JOBS, job_types=_ops.as_list, lock_timeout=_ops.interval,
+        queues=_ops.as_list,
+    )
     def dequeue(
         self,
         worker_id: str,
@@ -204,9 +214,6 @@ class Queue(SyncClient):
         queues: Sequence[str] | None = None,
     ) -> list[Job]:
         """Claim up to ``batch_size`` jobs for ``worker_id``."""
-        return self._drive(
-            _ops.dequeue(self._sql, worker_id, job_types, batch_size, lock_timeout, queues)
-        )
 
     def complete(
         self,
@@ -220,6 +227,10 @@ class Queue(SyncClient):
         none); False when ``worker_id`` no longer holds the claim."""
         return self._drive(_ops.complete(self._sql, job_id, worker_id, attempt, result))
 
+    @_ops.sends(
+        "complete_many", _ops.one(int), job_ids=_ops.as_list, attempts=_ops.as_list,
+        results=_ops.results, whole=_ops.same_length,
+    )
     def complete_many(
         self,
         job_ids: Sequence[uuid.UUID],
@@ -230,8 +241,8 @@ class Queue(SyncClient):
     ) -> int:
         """Mark many claimed jobs succeeded, each with its result (None for none); returns how
         many were still held."""
-        return self._drive(_ops.complete_many(self._sql, job_ids, worker_id, attempts, results))
 
+    @_ops.sends("fail", _ops.STATUS_OR_NONE, backoff=_ops.interval)
     def fail(
         self,
         job_id: uuid.UUID,
@@ -243,10 +254,12 @@ class Queue(SyncClient):
         attempt: int | None = None,
     ) -> str | None:
         """Record a failed attempt; returns the new status, None when the claim was lost."""
-        return self._drive(
-            _ops.fail(self._sql, job_id, worker_id, error, retry, backoff, attempt)
-        )
 
+    @_ops.sends(
+        "fail_many", _ops.EACH_STATUS, job_ids=_ops.as_list, errors=_ops.as_list,
+        retries=_ops.as_list, backoffs=_ops.intervals, attempts=_ops.as_list,
+        whole=_ops.same_length,
+    )
     def fail_many(
         self,
         job_ids: Sequence[uuid.UUID],
@@ -259,17 +272,14 @@ class Queue(SyncClient):
     ) -> list[str | None]:
         """Record a failed attempt of many claimed jobs in one statement; returns the new
         status of each, in order, None where the claim was lost."""
-        return self._drive(
-            _ops.fail_many(self._sql, job_ids, worker_id, errors, retries, backoffs, attempts)
-        )
 
+    @_ops.sends("heartbeat", _ops.one(int), job_ids=_ops.as_list)
     def heartbeat(self, worker_id: str, job_ids: Sequence[uuid.UUID]) -> int:
         """Renew the claims ``worker_id`` still holds; returns how many."""
-        return self._drive(_ops.heartbeat(self._sql, worker_id, job_ids))
 
+    @_ops.sends("release", _ops.one(int), job_ids=_ops.as_list)
     def release(self, job_ids: Sequence[uuid.UUID], worker_id: str) -> int:
         """Give back claimed, never started jobs; returns how many were released."""
-        return self._drive(_ops.release(self._sql, job_ids, worker_id))
 
     # -- cancellation, results and waiting ---------------------------------------------------
 
@@ -319,20 +329,21 @@ class Queue(SyncClient):
 
     # -- administration -----------------------------------------------------------------------
 
+    @_ops.sends("requeue_dead_letter", _ops.one(bool))
     def requeue_dead_letter(self, job_id: uuid.UUID) -> bool:
         """Make a ``dead_letter``, ``failed`` or ``cancelled`` job pending again; False for any
         other job."""
-        return self._drive(_ops.requeue_dead_letter(self._sql, job_id))
 
+    @_ops.sends("requeue_dead_letters", _ops.one(int), include_cancelled=_ops.flag)
     def requeue_dead_letters(
         self, job_type: str | None = None, queue: str | None = None, include_cancelled: bool = False
     ) -> int:
         """Requeue every ``dead_letter``/``failed`` job (of a type, queue), ``cancelled`` ones
         too with ``include_cancelled``; returns how many."""
-        return self._drive(
-            _ops.requeue_dead_letters(self._sql, job_type, queue, include_cancelled)
-        )
 
+    @_ops.sends(
+        "list_jobs", _ops.each(Job.from_row), statuses=_ops.as_list, renamed=_ops.MAX_ROWS
+    )
     def dead_letters(
         self,
         job_type: str | None = None,
@@ -342,8 +353,10 @@ class Queue(SyncClient):
         limit: int = 100,
     ) -> list[Job]:
         """The jobs waiting for a human: ``dead_letter`` and ``failed`` (latest first)."""
-        return self._drive(_ops.list_jobs(self._sql, statuses, job_type, queue, limit))
 
+    @_ops.sends(
+        "list_jobs", _ops.each(Job.from_row), statuses=_ops.as_list, renamed=_ops.MAX_ROWS
+    )
     def list_jobs(
         self,
         *,
@@ -353,11 +366,10 @@ class Queue(SyncClient):
         limit: int = 100,
     ) -> list[Job]:
         """Jobs in ``statuses`` (None: all), most recently changed first (admin)."""
-        return self._drive(_ops.list_jobs(self._sql, statuses, job_type, queue, limit))
 
+    @_ops.sends("get_job", _ops.JOB_OR_NONE)
     def get_job(self, job_id: uuid.UUID) -> Job | None:
         """The job with this id, or None (admin)."""
-        return self._drive(_ops.get_job(self._sql, job_id))
 
     def find_jobs(
         self,
@@ -380,13 +392,7 @@ class Queue(SyncClient):
         first: times as ``[after, before)``, ``payload_contains`` (admin) as ``payload @>``
         it, ``after_id`` the previous page's ``next_after``. Beyond an id or key look-up, at
         most ``scan_limit`` jobs are examined per page (admin, monitor)."""
-        filters = {
-            "job_id": job_id, "idempotency_key": idempotency_key, "job_type": job_type,
-            "queue": queue, "statuses": statuses, "created_after": created_after,
-            "created_before": created_before, "finished_after": finished_after,
-            "finished_before": finished_before, "payload_contains": payload_contains,
-            "after_id": after_id,
-        }
+        filters = {name: value for name, value in locals().items() if name in _ops.FIND_FILTERS}
         return self._drive(_ops.find_jobs(self._sql, filters, limit, scan_limit))
 
     def act_on_jobs(
@@ -400,22 +406,22 @@ class Queue(SyncClient):
         outcome ("requeued", "left alone: pending", "unknown", ...)."""
         return self._drive(_ops.act_on_jobs(self._sql, action, job_ids, reason))
 
+    @_ops.sends("audit_log", _ops.each(dict), renamed=_ops.MAX_ROWS)
     def audit_log(self, before_id: int | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """The actions recorded by :meth:`act_on_jobs`, newest first (``jobq_audit_log``,
         admin); ``before_id``: the id of the previous page's last row."""
-        return self._drive(_ops.audit_log(self._sql, before_id, limit))
 
+    @_ops.sends("error_summary", _ops.each(dict), since=_ops.interval)
     def error_summary(
         self, since: timedelta | float = timedelta(hours=1), per_type: int = 5
     ) -> list[dict[str, Any]]:
         """The most frequent errors of each job type within ``since``: ``job_type``,
         ``error`` (the exception line), ``failures``, ``jobs``, ``last_seen``
         (``jobq_error_summary``, admin)."""
-        return self._drive(_ops.error_summary(self._sql, since, per_type))
 
+    @_ops.sends("stats", _ops.each(StatsRow.from_row))
     def stats(self) -> list[StatsRow]:
         """Job counts per queue, type and status."""
-        return self._drive(_ops.stats(self._sql))
 
     def prune(
         self,
@@ -428,19 +434,19 @@ class Queue(SyncClient):
         batches of ``batch_size``, each its own transaction (None: one statement)."""
         return self._drive(_ops.prune(self._sql, older_than, statuses, batch_size))
 
+    @_ops.sends("configure", _ops.one(dict), metrics=_ops.flag)
     def configure(
         self, *, max_payload_bytes: int | None = None, metrics: bool | None = None
     ) -> dict[str, Any]:
         """Change this installation's settings (None leaves one as it is); returns them all."""
-        return self._drive(_ops.configure(self._sql, max_payload_bytes, metrics))
 
+    @_ops.sends("metrics", _ops.each(MetricSample.from_row))
     def metrics(self) -> list[MetricSample]:
         """The Prometheus samples of ``jobq_metrics()`` (monitor, admin)."""
-        return self._drive(_ops.metrics(self._sql))
 
+    @_ops.sends("health", _ops.each(HealthRow.from_row))
     def health(self) -> list[HealthRow]:
         """Health findings (stuck jobs, waiting time, dead letters, VACUUM blockers)."""
-        return self._drive(_ops.health(self._sql))
 
     def unserved_job_types(
         self, idle: timedelta | float = timedelta(minutes=15)
@@ -450,6 +456,10 @@ class Queue(SyncClient):
 
     # -- schedules ----------------------------------------------------------------------------
 
+    @_ops.sends(
+        "schedule", _ops.VALUE, name=_ops.text, job_type=_ops.text, queue=_ops.text,
+        whole=_ops.with_payload,
+    )
     def schedule(
         self,
         name: str,
@@ -466,20 +476,14 @@ class Queue(SyncClient):
     ) -> datetime:
         """Create or replace the periodic job ``name`` (five cron fields or ``@daily`` and the
         like, in the IANA ``timezone``) and return its next fire time."""
-        return self._drive(
-            _ops.schedule(
-                self._sql, name, cron, job_type, payload, timezone, queue, priority,
-                max_attempts, catch_up, paused,
-            )
-        )
 
+    @_ops.sends("unschedule", _ops.one(bool))
     def unschedule(self, name: str) -> bool:
         """Delete the schedule ``name``; whether it existed. Jobs it enqueued stay."""
-        return self._drive(_ops.unschedule(self._sql, name))
 
+    @_ops.sends("schedules", _ops.each(Schedule.from_row))
     def schedules(self) -> list[Schedule]:
         """Every schedule, by name, with its next fire (an instant and local wall-clock time)."""
-        return self._drive(_ops.schedules(self._sql))
 
     def tick(self) -> list[Fire]:
         """Fire the due schedules now (a Worker ticks by itself), one row per fire enqueued."""
@@ -487,6 +491,9 @@ class Queue(SyncClient):
 
     # -- limits -------------------------------------------------------------------------------
 
+    @_ops.sends(
+        "set_limit", _ops.NOTHING, limit_group=_ops.text, per=_ops.interval, share=_ops.text
+    )
     def set_limit(
         self,
         limit_group: str,
@@ -498,47 +505,47 @@ class Queue(SyncClient):
         """Set the limits of ``limit_group`` (admin): per limit_key, at most ``max_running`` jobs
         at once and ``max_starts`` started within any ``per``; ``share`` orders the keys at equal
         priority: ``"fifo"`` (None), ``"round_robin"`` or ``"weighted"``. All None removes them."""
-        return self._drive(
-            _ops.set_limit(self._sql, limit_group, max_running, max_starts, per, share)
-        )
 
+    @_ops.sends(
+        "set_weight", _ops.NOTHING, limit_group=_ops.text, limit_key=_ops.text,
+        weight=_ops.number,
+    )
     def set_weight(self, limit_group: str, limit_key: str | None, weight: float = 1.0) -> None:
         """Set the weight of one key of ``limit_group`` (admin; ``limit_key`` None: its jobs
         without a key): under ``share="weighted"`` keys start jobs in proportion to weights."""
-        return self._drive(_ops.set_weight(self._sql, limit_group, limit_key, weight))
 
+    @_ops.sends("limits", _ops.each(Limit.from_row))
     def limits(self) -> list[Limit]:
         """The limits set, one per limited group, by group (admin)."""
-        return self._drive(_ops.limits(self._sql))
 
+    @_ops.sends("limit_usage", _ops.each(LimitUsage.from_row))
     def limit_usage(self) -> list[LimitUsage]:
         """What each key of a limited group uses now (admin)."""
-        return self._drive(_ops.limit_usage(self._sql))
 
+    @_ops.sends("pause", _ops.one(bool))
     def pause(self, queue: str, reason: str | None = None) -> bool:
         """Stop the claims of ``queue`` until :meth:`resume` (``jobq_pause``, admin); False when
         it was paused already."""
-        return self._drive(_ops.pause(self._sql, queue, reason))
 
+    @_ops.sends("resume", _ops.one(bool))
     def resume(self, queue: str) -> bool:
         """Let ``queue`` be claimed again and wake the workers (``jobq_resume``, admin); False
         when it was not paused."""
-        return self._drive(_ops.resume(self._sql, queue))
 
+    @_ops.sends("queues", _ops.each(dict))
     def queues(self) -> list[dict[str, Any]]:
         """Each queue with live jobs or a pause: ``queue``, ``paused``, ``paused_at``,
         ``reason``, ``pending``, ``processing`` (``jobq_queues``, admin)."""
-        return self._drive(_ops.queues(self._sql))
 
     # -- what a dashboard reads ---------------------------------------------------------------
 
+    @_ops.sends("queue_summary", _ops.each(dict), recent=_ops.interval)
     def queue_summary(
         self, recent: timedelta | float = timedelta(minutes=5)
     ) -> list[dict[str, Any]]:
         """Per queue: jobs ``available``, ``scheduled``, ``processing``, ``failed``,
         ``dead_letter``, ``cancelled``, ``oldest_available_at``, how many succeeded within
         ``recent`` (``succeeded_recent``) and ``paused`` (``jobq_queue_summary``, monitor)."""
-        return self._drive(_ops.queue_summary(self._sql, recent))
 
     def jobs_page(
         self,
@@ -558,23 +565,23 @@ class Queue(SyncClient):
             _ops.jobs_page(self._sql, status, queue, job_type, after, size, scan_limit)
         )
 
+    @_ops.sends("workers_summary", _ops.each(dict))
     def workers_summary(self) -> list[dict[str, Any]]:
         """One dict per worker that claimed within a day or holds jobs: its filters, claims,
         jobs held and stale, heartbeat and lock expiry (``jobq_workers_summary``, monitor)."""
-        return self._drive(_ops.workers_summary(self._sql))
 
+    @_ops.sends("throughput", _ops.each(dict), since=_ops.interval, bucket=_ops.interval)
     def throughput(
         self, since: timedelta | float = timedelta(hours=1), bucket: timedelta | float = 60
     ) -> list[dict[str, Any]]:
         """Per ``bucket`` of the last ``since``, oldest first: ``bucket_start``, the jobs that
         finished ``succeeded``, ``failed``, ``dead_letter``, ``cancelled``, and the
         ``failed_attempts`` (``jobq_throughput``, monitor)."""
-        return self._drive(_ops.throughput(self._sql, since, bucket))
 
+    @_ops.sends("names", _ops.NAMES)
     def names(self) -> dict[str, list[str]]:
         """The queue names and job types that exist, ``{"queue": [...], "job_type": [...]}``,
         each sorted (``jobq_names``, monitor)."""
-        return self._drive(_ops.names(self._sql))
 
     def function_privileges(
         self, functions: Mapping[str, str]

@@ -167,17 +167,22 @@ def test_async_queue_has_every_method_of_queue_with_the_same_arguments() -> None
 
 
 def test_each_method_is_an_operation_shared_with_queue_not_a_copy() -> None:
-    """A public method body is one call of the operation of the same name (dead letters are
-    a listing; enqueue, one statement, builds its call with enqueue_call; wait reads its
+    """A public method is declared to send the statement of its name (``@_ops.sends``, whose
+    body drives it), or its body is one call of the operation of the same name (dead letters
+    are a listing; enqueue, one statement, builds its call with enqueue_call; wait reads its
     arguments with wait_args) whose result it returns: the statements and checks live in
     pgq_client._ops only."""
     renamed = {"dead_letters": "list_jobs", "enqueue": "enqueue_call", "wait": "wait_args"}
     for cls in (Queue, AsyncQueue):
         for name, method in _public_methods(cls).items():
             source = inspect.getsource(method)
-            assert f"_ops.{renamed.get(name, name)}(" in source, (cls.__name__, name)
-            # AsyncQueue awaits what the shared body returns: a body must return its drive.
-            assert "return self._" in source, (cls.__name__, name)
+            sent = re.match(r'\s*@_ops\.sends\(\s*"(\w+)"', source)
+            if sent is not None:
+                assert sent.group(1) == renamed.get(name, name), (cls.__name__, name)
+            else:
+                assert f"_ops.{renamed.get(name, name)}(" in source, (cls.__name__, name)
+                # AsyncQueue awaits what the shared body returns: a body must return its drive.
+                assert "return self._" in source, (cls.__name__, name)
             assert ".execute(" not in source and "cursor(" not in source, (cls.__name__, name)
 
 
