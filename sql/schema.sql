@@ -8551,38 +8551,42 @@ CREATE FUNCTION public.jobq_names() RETURNS TABLE(kind text, name text)
         ) AS n
     ),
 
-    keyed AS (
+    later AS (
         (
-            SELECT j.job_type FROM jobq_jobs AS j
-            WHERE j.idempotency_key IS NOT NULL
-            ORDER BY j.job_type
+            SELECT j.job_type, j.queue
+            FROM jobq_jobs AS j
+            WHERE j.status = 'waiting' OR (j.status = 'pending' AND j.scheduled)
+            ORDER BY j.job_type, j.queue
             LIMIT 1
         )
         UNION ALL
-        SELECT n.job_type
-        FROM keyed AS k
+        SELECT n.job_type, n.queue
+        FROM later AS l
         CROSS JOIN LATERAL (
-            SELECT j.job_type FROM jobq_jobs AS j
-            WHERE j.idempotency_key IS NOT NULL AND j.job_type > k.job_type
-            ORDER BY j.job_type
+            SELECT j.job_type, j.queue
+            FROM jobq_jobs AS j
+            WHERE (j.status = 'waiting' OR (j.status = 'pending' AND j.scheduled))
+              AND (j.job_type, j.queue) > (l.job_type, l.queue)
+            ORDER BY j.job_type, j.queue
             LIMIT 1
         ) AS n
     ),
 
-    keyed_finished AS (
+    finished AS (
         (
-            SELECT h.job_type FROM jobq_jobs_history AS h
-            WHERE h.idempotency_key IS NOT NULL
-            ORDER BY h.job_type
+            SELECT h.job_type, h.queue
+            FROM jobq_jobs_history AS h
+            ORDER BY h.job_type, h.queue
             LIMIT 1
         )
         UNION ALL
-        SELECT n.job_type
-        FROM keyed_finished AS k
+        SELECT n.job_type, n.queue
+        FROM finished AS f
         CROSS JOIN LATERAL (
-            SELECT h.job_type FROM jobq_jobs_history AS h
-            WHERE h.idempotency_key IS NOT NULL AND h.job_type > k.job_type
-            ORDER BY h.job_type
+            SELECT h.job_type, h.queue
+            FROM jobq_jobs_history AS h
+            WHERE (h.job_type, h.queue) > (f.job_type, f.queue)
+            ORDER BY h.job_type, h.queue
             LIMIT 1
         ) AS n
     ),
@@ -8594,9 +8598,9 @@ CREATE FUNCTION public.jobq_names() RETURNS TABLE(kind text, name text)
         UNION ALL
         SELECT j.queue, j.job_type FROM jobq_jobs AS j WHERE j.status = 'processing'
         UNION ALL
-        SELECT NULL, k.job_type FROM keyed AS k
+        SELECT l.queue, l.job_type FROM later AS l
         UNION ALL
-        SELECT NULL, k.job_type FROM keyed_finished AS k
+        SELECT f.queue, f.job_type FROM finished AS f
         UNION ALL
         SELECT m.queue, m.job_type FROM jobq_metric_labels AS m
         UNION ALL
@@ -8617,12 +8621,11 @@ CREATE FUNCTION public.jobq_names() RETURNS TABLE(kind text, name text)
 $$;
 
 COMMENT ON FUNCTION public.jobq_names() IS 'Admin and monitor. The queue names and job types that exist, for a search form''s choices:
-those of the jobs available now (with or without a limit) and running, the job types of every
-job with an idempotency key (live or finished), and the names in the label sets metrics
-counts (when metrics are on), the schedules, the workers'' filters and the paused queues. Each
-index of jobs is read one distinct name at a time (a skip scan), so the cost follows the
-number of names, not of jobs; finished jobs without a key and jobs waiting for their run_at or
-dependencies are named only through the other sources.
+those of every job, live or finished (available, waiting for its run_at, a retry or its
+dependencies, running, succeeded, failed, dead_letter, cancelled), and the names in the label
+sets metrics counts (when metrics are on), the schedules, the workers'' filters and the paused
+queues. Each index of jobs is read one distinct name at a time (a skip scan), so the cost
+follows the number of names (and of history partitions), not of jobs.
 Arguments: none.
 Result: rows (kind: queue or job_type, name), the queues first, each by name.
 Errors: none.
@@ -10993,6 +10996,15 @@ CREATE INDEX jobq__history_cancelled_job_type_idempotency_key_idx ON ONLY public
 
 CREATE INDEX jobq__history_cancelled_default_job_type_idempotency_key_idx ON public.jobq__history_cancelled_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
+CREATE INDEX jobq_jobs_history_names_idx ON ONLY public.jobq_jobs_history USING btree (job_type, queue);
+
+COMMENT ON INDEX public.jobq_jobs_history_names_idx IS 'The names of the finished jobs: jobq_names reads it one distinct pair at a time in each
+partition. Deduplicated: few distinct pairs, so it stays small.';
+
+CREATE INDEX jobq__history_cancelled_job_type_queue_idx ON ONLY public.jobq__history_cancelled USING btree (job_type, queue);
+
+CREATE INDEX jobq__history_cancelled_default_job_type_queue_idx ON public.jobq__history_cancelled_default USING btree (job_type, queue);
+
 CREATE INDEX jobq__history_dead_letter_finished_at_id_idx ON ONLY public.jobq__history_dead_letter USING btree (finished_at, id);
 
 CREATE INDEX jobq__history_dead_letter_default_finished_at_id_idx ON public.jobq__history_dead_letter_default USING btree (finished_at, id);
@@ -11004,6 +11016,10 @@ CREATE INDEX jobq__history_dead_letter_default_id_idx ON public.jobq__history_de
 CREATE INDEX jobq__history_dead_letter_job_type_idempotency_key_idx ON ONLY public.jobq__history_dead_letter USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 CREATE INDEX jobq__history_dead_letter_default_job_type_idempotency_key_idx ON public.jobq__history_dead_letter_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX jobq__history_dead_letter_job_type_queue_idx ON ONLY public.jobq__history_dead_letter USING btree (job_type, queue);
+
+CREATE INDEX jobq__history_dead_letter_default_job_type_queue_idx ON public.jobq__history_dead_letter_default USING btree (job_type, queue);
 
 CREATE INDEX jobq__history_failed_finished_at_id_idx ON ONLY public.jobq__history_failed USING btree (finished_at, id);
 
@@ -11017,6 +11033,10 @@ CREATE INDEX jobq__history_failed_job_type_idempotency_key_idx ON ONLY public.jo
 
 CREATE INDEX jobq__history_failed_default_job_type_idempotency_key_idx ON public.jobq__history_failed_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
+CREATE INDEX jobq__history_failed_job_type_queue_idx ON ONLY public.jobq__history_failed USING btree (job_type, queue);
+
+CREATE INDEX jobq__history_failed_default_job_type_queue_idx ON public.jobq__history_failed_default USING btree (job_type, queue);
+
 CREATE INDEX jobq__history_succeeded_finished_at_id_idx ON ONLY public.jobq__history_succeeded USING btree (finished_at, id);
 
 CREATE INDEX jobq__history_succeeded_default_finished_at_id_idx ON public.jobq__history_succeeded_default USING btree (finished_at, id);
@@ -11028,6 +11048,10 @@ CREATE INDEX jobq__history_succeeded_default_id_idx ON public.jobq__history_succ
 CREATE INDEX jobq__history_succeeded_job_type_idempotency_key_idx ON ONLY public.jobq__history_succeeded USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 CREATE INDEX jobq__history_succeeded_default_job_type_idempotency_key_idx ON public.jobq__history_succeeded_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX jobq__history_succeeded_job_type_queue_idx ON ONLY public.jobq__history_succeeded USING btree (job_type, queue);
+
+CREATE INDEX jobq__history_succeeded_default_job_type_queue_idx ON public.jobq__history_succeeded_default USING btree (job_type, queue);
 
 COMMENT ON INDEX public.jobq__migrate_lock_pkey IS 'One row.';
 
@@ -11060,6 +11084,12 @@ CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btre
 COMMENT ON INDEX public.jobq_jobs_idempotency_key_key IS 'One job per (job_type, idempotency_key): the same key under another job type is another job.
 Partial (only non-NULL keys): NULLs never collide, and a job without a key, the common case,
 costs no entry here, when inserted or on any update.';
+
+CREATE INDEX jobq_jobs_later_names_idx ON public.jobq_jobs USING btree (job_type, queue) WHERE ((status = 'waiting'::text) OR ((status = 'pending'::text) AND scheduled));
+
+COMMENT ON INDEX public.jobq_jobs_later_names_idx IS 'The names of the jobs that wait: for their dependencies (waiting) or their run_at or a
+retry''s backoff (scheduled). jobq_names reads it one distinct pair at a time. A job
+available now has no entry.';
 
 CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''::text)) WHERE ((status = 'processing'::text) AND (limit_group IS NOT NULL));
 
@@ -11137,11 +11167,15 @@ ALTER INDEX public.jobq__history_cancelled_id_idx ATTACH PARTITION public.jobq__
 
 ALTER INDEX public.jobq__history_cancelled_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_cancelled_default_job_type_idempotency_key_idx;
 
+ALTER INDEX public.jobq__history_cancelled_job_type_queue_idx ATTACH PARTITION public.jobq__history_cancelled_default_job_type_queue_idx;
+
 ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_cancelled_finished_at_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_cancelled_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_cancelled_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_names_idx ATTACH PARTITION public.jobq__history_cancelled_job_type_queue_idx;
 
 ALTER INDEX public.jobq__history_dead_letter_finished_at_id_idx ATTACH PARTITION public.jobq__history_dead_letter_default_finished_at_id_idx;
 
@@ -11149,11 +11183,15 @@ ALTER INDEX public.jobq__history_dead_letter_id_idx ATTACH PARTITION public.jobq
 
 ALTER INDEX public.jobq__history_dead_letter_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_dead_letter_default_job_type_idempotency_key_idx;
 
+ALTER INDEX public.jobq__history_dead_letter_job_type_queue_idx ATTACH PARTITION public.jobq__history_dead_letter_default_job_type_queue_idx;
+
 ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_dead_letter_finished_at_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_dead_letter_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_dead_letter_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_names_idx ATTACH PARTITION public.jobq__history_dead_letter_job_type_queue_idx;
 
 ALTER INDEX public.jobq__history_failed_finished_at_id_idx ATTACH PARTITION public.jobq__history_failed_default_finished_at_id_idx;
 
@@ -11161,11 +11199,15 @@ ALTER INDEX public.jobq__history_failed_id_idx ATTACH PARTITION public.jobq__his
 
 ALTER INDEX public.jobq__history_failed_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_failed_default_job_type_idempotency_key_idx;
 
+ALTER INDEX public.jobq__history_failed_job_type_queue_idx ATTACH PARTITION public.jobq__history_failed_default_job_type_queue_idx;
+
 ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_failed_finished_at_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_failed_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_failed_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_names_idx ATTACH PARTITION public.jobq__history_failed_job_type_queue_idx;
 
 ALTER INDEX public.jobq__history_succeeded_finished_at_id_idx ATTACH PARTITION public.jobq__history_succeeded_default_finished_at_id_idx;
 
@@ -11173,11 +11215,15 @@ ALTER INDEX public.jobq__history_succeeded_id_idx ATTACH PARTITION public.jobq__
 
 ALTER INDEX public.jobq__history_succeeded_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_succeeded_default_job_type_idempotency_key_idx;
 
+ALTER INDEX public.jobq__history_succeeded_job_type_queue_idx ATTACH PARTITION public.jobq__history_succeeded_default_job_type_queue_idx;
+
 ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_succeeded_finished_at_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_succeeded_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_succeeded_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_names_idx ATTACH PARTITION public.jobq__history_succeeded_job_type_queue_idx;
 
 CREATE CONSTRAINT TRIGGER jobq_cancel_requests_apply AFTER INSERT ON public.jobq_cancel_requests DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.jobq__cancel_apply();
 

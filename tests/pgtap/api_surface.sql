@@ -585,7 +585,7 @@ SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
     'jobq_jobs_scheduled_idx', 'jobq_jobs_limited_idx',
     'jobq_jobs_limit_running_idx', 'jobq_jobs_locked_until_idx', 'jobq_jobs_waiting_idx',
-    'jobq_jobs_limited_turn_idx'
+    'jobq_jobs_limited_turn_idx', 'jobq_jobs_later_names_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
                  ARRAY['hashtextextended(job_type, (0)::bigint)',
@@ -610,6 +610,8 @@ SELECT results_eq(
      'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (hashtextextended(job_type, (0)::bigint), hashtextextended(queue, (0)::bigint), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NULL))'::text),
     ('jobq_jobs_idempotency_key_key',
      'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
+    ('jobq_jobs_later_names_idx',
+     'CREATE INDEX jobq_jobs_later_names_idx ON public.jobq_jobs USING btree (job_type, queue) WHERE ((status = ''waiting''::text) OR ((status = ''pending''::text) AND scheduled))'),
     ('jobq_jobs_limit_running_idx',
      'CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''''::text)) WHERE ((status = ''processing''::text) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_limited_idx',
@@ -623,7 +625,7 @@ SELECT results_eq(
     ('jobq_jobs_waiting_idx',
      'CREATE INDEX jobq_jobs_waiting_idx ON public.jobq_jobs USING btree (created_at, id) WHERE (status = ''waiting''::text)')
     $$,
-    'the partial indexes: the claim order per (job_type, queue) over pending jobs that are not scheduled, scheduled jobs by due time, locks of processing jobs, keys'
+    'the partial indexes: the claim order per (job_type, queue) over pending jobs that are not scheduled, scheduled jobs by due time, locks of processing jobs, keys, the names of waiting jobs'
 );
 
 ------------------------------------------------------------------------------------------

@@ -318,3 +318,22 @@ def test_names_lists_the_queues_and_job_types_that_exist_for_a_monitor(
     assert "queue  mail" in jobq("--dsn", monitor, "names").stdout
     with Queue(monitor) as q:
         assert q.names()["queue"] == ["mail", "maintenance", "reports"]
+
+
+def test_names_lists_the_names_of_jobs_without_a_key_that_wait_or_have_finished(
+    dsn: str, make_role: MakeRole
+) -> None:
+    """`jobq names` (a monitor) names what only a finished job without a key, a job waiting
+    for its run_at or one waiting for its dependency has: no other source names them."""
+    with Queue(dsn) as q:
+        parent = q.enqueue("parent", queue="first")
+        q.enqueue("child", queue="after", depends_on=[parent])
+        q.enqueue("later", queue="tomorrow", run_at=datetime.now(timezone.utc) + timedelta(days=1))
+        q.cancel([q.enqueue("withdrawn", queue="gone")])
+    monitor = psycopg.conninfo.make_conninfo(dsn, user=make_role("monitor", dsn=dsn))
+    ran = jobq("--dsn", monitor, "names", "--json")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {
+        "queue": ["after", "first", "gone", "tomorrow"],
+        "job_type": ["child", "later", "parent", "withdrawn"],
+    }

@@ -348,16 +348,21 @@ def test_each_schedule_links_to_the_job_its_latest_fire_enqueued(
 
 
 def test_the_search_form_offers_the_names_jobq_names_lists(dsn: str, client: TestClient) -> None:
-    """The queue and job type choices come from jobq_names: a queue that is only paused and
-    the job type of a keyed job that has finished are offered too."""
+    """The queue and job type choices come from jobq_names: a queue that is only paused, the
+    names of a finished job with a key and of one without, and of a job that waits for its
+    run_at are offered too."""
     with Queue(dsn) as q:
         done = q.enqueue("archive", idempotency_key="a-1", queue="cold")
+        unkeyed = q.enqueue("purge", queue="bin")
+        q.enqueue("later", queue="tomorrow", run_at=datetime.now(timezone.utc) + timedelta(days=1))
         q.pause("held")
     with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute("SELECT * FROM jobq_act_on_jobs('cancel', ARRAY[%s::uuid])", (done,))
+        c.execute("SELECT * FROM jobq_act_on_jobs('cancel', ARRAY[%s::uuid, %s::uuid])",
+                  (done, unkeyed))
     form = client.get("/find").text
     queues = re.search(r'<datalist id="queues">(.*?)</datalist>', form, re.S)
     types = re.search(r'<datalist id="job-types">(.*?)</datalist>', form, re.S)
     assert queues and types
-    assert re.findall(r'value="([^"]+)"', queues[1]) == ["held"]
-    assert re.findall(r'value="([^"]+)"', types[1]) == ["archive"]
+    assert re.findall(r'value="([^"]+)"', queues[1]) == ["bin", "cold", "held", "tomorrow"]
+    assert re.findall(r'value="([^"]+)"', types[1]) == ["archive", "later", "purge"]
+
