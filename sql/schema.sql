@@ -3953,12 +3953,14 @@ CREATE TABLE public.jobq_audit (
     job_ids uuid[] NOT NULL,
     changed uuid[] NOT NULL,
     reason text,
-    CONSTRAINT jobq_audit_action_check CHECK ((action = ANY (ARRAY['cancel'::text, 'requeue'::text, 'delete'::text, 'run_now'::text])))
+    filters jsonb,
+    CONSTRAINT jobq_audit_action_check CHECK ((action = ANY (ARRAY['cancel'::text, 'requeue'::text, 'delete'::text, 'run_now'::text, 'requeue_dead_letters'::text])))
 );
 
-COMMENT ON TABLE public.jobq_audit IS 'jobq: what operators did to jobs, one row per call of jobq_act_on_jobs, written in the
-transaction of the change (a rolled-back action leaves no row). Read through jobq_audit_log()
-(admin); kept until an administrator deletes rows.';
+COMMENT ON TABLE public.jobq_audit IS 'jobq: what operators did to jobs, one row per call of jobq_act_on_jobs or
+jobq_requeue_dead_letters, written in the transaction of the change (a rolled-back action
+leaves no row). Read through jobq_audit_log() (admin); kept until an administrator deletes
+rows.';
 
 COMMENT ON COLUMN public.jobq_audit.id IS 'The order of the actions: the newest has the highest id.';
 
@@ -3968,16 +3970,21 @@ COMMENT ON COLUMN public.jobq_audit.login_role IS 'Who logged in: session_user.'
 
 COMMENT ON COLUMN public.jobq_audit.acting_role IS 'The role the session acted as: the one set by SET ROLE, else the login role.';
 
-COMMENT ON COLUMN public.jobq_audit.action IS 'cancel, requeue, delete or run_now.';
+COMMENT ON COLUMN public.jobq_audit.action IS 'cancel, requeue, delete or run_now (jobq_act_on_jobs), requeue_dead_letters (the bulk
+requeue).';
 
-COMMENT ON COLUMN public.jobq_audit.job_ids IS 'The jobs asked for, as given (duplicates removed).';
+COMMENT ON COLUMN public.jobq_audit.job_ids IS 'The jobs asked for, as given (duplicates removed); for requeue_dead_letters, the jobs its
+filters matched.';
 
 COMMENT ON COLUMN public.jobq_audit.changed IS 'The jobs the action changed (a subset of job_ids: the others were unknown or in a status the
 action leaves alone).';
 
 COMMENT ON COLUMN public.jobq_audit.reason IS 'Why, as given (NULL: none).';
 
-COMMENT ON CONSTRAINT jobq_audit_action_check ON public.jobq_audit IS 'The actions jobq_act_on_jobs takes.';
+COMMENT ON COLUMN public.jobq_audit.filters IS 'requeue_dead_letters: the filters it was called with (job_type, queue, include_cancelled;
+a NULL filter matches every value). NULL for the actions on jobs picked by id.';
+
+COMMENT ON CONSTRAINT jobq_audit_action_check ON public.jobq_audit IS 'The actions jobq_act_on_jobs and jobq_requeue_dead_letters take.';
 
 CREATE FUNCTION public.jobq_audit_log(before_id bigint DEFAULT NULL::bigint, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_audit
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -3998,10 +4005,12 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_audit_log(before_id bigint, max_rows integer) IS 'Admin only. The actions recorded by jobq_act_on_jobs, newest first.
+COMMENT ON FUNCTION public.jobq_audit_log(before_id bigint, max_rows integer) IS 'Admin only. The actions recorded by jobq_act_on_jobs and jobq_requeue_dead_letters, newest
+first.
 Arguments: before_id (the id of the last row of the previous page; NULL: from the newest),
 max_rows (1 to 1000, default 100).
-Result: rows of jobq_audit (id, acted_at, login_role, acting_role, action, job_ids, changed, reason).
+Result: rows of jobq_audit (id, acted_at, login_role, acting_role, action, job_ids, changed,
+reason, filters).
 Errors: 22023 max_rows out of range.
 Concurrency: a snapshot; it takes no lock.';
 
@@ -9141,13 +9150,15 @@ Arguments: job_id (the job).
 Result: true if it did; false for any other status or an unknown id (nothing changes then).
 Errors: none.';
 
-CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false) RETURNS integer
+CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false, reason text DEFAULT NULL::text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_count integer;
     v_queues text[];
+    v_ids uuid[];
+    v_changed uuid[];
 BEGIN
     IF pg_catalog.length(jobq_requeue_dead_letters.job_type) > 200 THEN
         RAISE EXCEPTION 'jobq_requeue_dead_letters: job_type is % characters long, at most 200 '
@@ -9164,20 +9175,26 @@ BEGIN
             'got NULL'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF pg_catalog.length(jobq_requeue_dead_letters.reason) > 1000 THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: reason is % characters long, at most 1000 '
+            'are allowed', pg_catalog.length(jobq_requeue_dead_letters.reason)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_ids := ARRAY(
+        SELECT h.id
+        FROM jobq_jobs_history AS h
+        WHERE (h.status IN ('dead_letter', 'failed')
+               OR (jobq_requeue_dead_letters.include_cancelled AND h.status = 'cancelled'))
+          AND (jobq_requeue_dead_letters.job_type IS NULL
+               OR h.job_type = jobq_requeue_dead_letters.job_type)
+          AND (jobq_requeue_dead_letters.queue IS NULL
+               OR h.queue = jobq_requeue_dead_letters.queue)
+    );
     -- Back from jobq_jobs_history to jobq_jobs (jobq__requeue), each with the status it
     -- leaves, for jobq_metrics' gauge.
     WITH requeued AS MATERIALIZED (
         SELECT r.queue, r.job_type, r.old_status AS status
-        FROM jobq__requeue(ARRAY(
-            SELECT h.id
-            FROM jobq_jobs_history AS h
-            WHERE (h.status IN ('dead_letter', 'failed')
-                   OR (jobq_requeue_dead_letters.include_cancelled AND h.status = 'cancelled'))
-              AND (jobq_requeue_dead_letters.job_type IS NULL
-                   OR h.job_type = jobq_requeue_dead_letters.job_type)
-              AND (jobq_requeue_dead_letters.queue IS NULL
-                   OR h.queue = jobq_requeue_dead_letters.queue)
-        )) AS r
+        FROM jobq__requeue(v_ids) AS r
     ),
 
     counted AS MATERIALIZED (
@@ -9194,18 +9211,47 @@ BEGIN
     FROM requeued AS r
     LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
+    -- The jobs requeued: all of those matched, unless another session changed some
+    -- meanwhile; then those that this transaction moved back (updated_at is its now()).
+    v_changed := CASE
+        WHEN v_count = pg_catalog.cardinality(v_ids) THEN v_ids
+        ELSE ARRAY(
+            SELECT j.id FROM jobq_jobs AS j
+            WHERE j.id = ANY (v_ids) AND j.updated_at = pg_catalog.now()
+        )
+    END;
+    INSERT INTO jobq_audit (login_role, acting_role, action, job_ids, changed, reason, filters)
+    VALUES (
+        SESSION_USER,
+        CASE
+            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
+            ELSE pg_catalog.current_setting('role')
+        END,
+        'requeue_dead_letters', v_ids, v_changed, jobq_requeue_dead_letters.reason,
+        pg_catalog.jsonb_build_object(
+            'job_type', jobq_requeue_dead_letters.job_type,
+            'queue', jobq_requeue_dead_letters.queue,
+            'include_cancelled', jobq_requeue_dead_letters.include_cancelled
+        )
+    );
     RETURN v_count;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean) IS 'Makes every dead_letter or failed job (and cancelled one, with include_cancelled) pending
-again, as jobq_requeue_dead_letter does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
-back (a single one that wakes every worker when more than 100 queues did).
+COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean, reason text) IS 'Admin only. Makes every dead_letter or failed job (and cancelled one, with
+include_cancelled) pending again, as jobq_requeue_dead_letter does, in one statement, with
+one NOTIFY on the installation''s channel per queue that got jobs back (a single one that
+wakes every worker when more than 100 queues did), and records the act in jobq_audit (action
+requeue_dead_letters: who, when, the filters, the jobs matched and those requeued, the
+reason), in the same transaction.
 Arguments: job_type (NULL = any; at most 200 characters), queue (NULL = any; at most 200
 characters), include_cancelled (false, the default: cancelled jobs stay cancelled; true:
-they are requeued too).
+they are requeued too), reason (why, for the audit; at most 1000 characters; NULL: none).
 Result: how many jobs were requeued.
-Errors: 22023 a job_type or queue longer than 200 characters, include_cancelled NULL.';
+Errors: 22023 a job_type or queue longer than 200 characters, include_cancelled NULL, a
+reason longer than 1000 characters. Nothing changes and nothing is recorded then.
+Concurrency: each job is locked as it moves; a job that another session requeues or
+deletes meanwhile is left to that session (not counted, not in the audit row''s changed).';
 
 CREATE FUNCTION public.jobq_resume(queue text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -11400,7 +11446,7 @@ REVOKE ALL ON FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[
 
 REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean, reason text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_resume(queue text) FROM PUBLIC;
 

@@ -331,7 +331,7 @@ job_graph = _statement("job_graph", _each(GraphNode.from_row), "job_id", job_id=
 
 requeue_dead_letter = _statement("requeue_dead_letter", _value(bool), "job_id")
 requeue_dead_letters = _statement(
-    "requeue_dead_letters", _value(int), "job_type", "queue", "include_cancelled",
+    "requeue_dead_letters", _value(int), "job_type", "queue", "include_cancelled", "reason",
     include_cancelled=_flag,
 )
 

@@ -325,12 +325,17 @@ class Queue(SyncClient):
         return self._drive(_ops.requeue_dead_letter(self._sql, job_id))
 
     def requeue_dead_letters(
-        self, job_type: str | None = None, queue: str | None = None, include_cancelled: bool = False
+        self,
+        job_type: str | None = None,
+        queue: str | None = None,
+        include_cancelled: bool = False,
+        reason: str | None = None,
     ) -> int:
         """Requeue every ``dead_letter``/``failed`` job (of a type, queue), ``cancelled`` ones
-        too with ``include_cancelled``; returns how many."""
+        too with ``include_cancelled``; returns how many. Recorded in the audit log, with
+        ``reason``."""
         return self._drive(
-            _ops.requeue_dead_letters(self._sql, job_type, queue, include_cancelled)
+            _ops.requeue_dead_letters(self._sql, job_type, queue, include_cancelled, reason)
         )
 
     def dead_letters(

@@ -171,7 +171,7 @@ SELECT results_eq(
     ('jobq_release', 'job_ids uuid[], worker_id text', 'integer'),
     ('jobq_release_orphans', 'worker_id text, job_ids uuid[]', 'integer'),
     ('jobq_requeue_dead_letter', 'job_id uuid', 'boolean'),
-    ('jobq_requeue_dead_letters', 'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false', 'integer'),
+    ('jobq_requeue_dead_letters', 'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false, reason text DEFAULT NULL::text', 'integer'),
     ('jobq_resume', 'queue text', 'boolean'),
     ('jobq_schedule', 'name text, cron text, job_type text, payload jsonb DEFAULT ''{}''::jsonb, '
                       'timezone text DEFAULT ''UTC''::text, queue text DEFAULT ''default''::text, '
@@ -220,7 +220,7 @@ SELECT function_returns('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]'], 'in
 SELECT function_returns('public', 'jobq_release', ARRAY['uuid[]', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_release_orphans', ARRAY['text', 'uuid[]'], 'integer');
 SELECT function_returns('public', 'jobq_requeue_dead_letter', ARRAY['uuid'], 'boolean');
-SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text', 'boolean'], 'integer');
+SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text', 'boolean', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_stats', ARRAY[]::text[], 'setof record');
 SELECT function_returns('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer'], 'bigint');
 SELECT function_returns('public', 'jobq_configure', ARRAY['integer', 'boolean', 'integer'], 'jsonb');
@@ -251,7 +251,7 @@ SELECT is_definer('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]']);
 SELECT is_definer('public', 'jobq_release', ARRAY['uuid[]', 'text']);
 SELECT is_definer('public', 'jobq_release_orphans', ARRAY['text', 'uuid[]']);
 SELECT is_definer('public', 'jobq_requeue_dead_letter', ARRAY['uuid']);
-SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text', 'boolean']);
+SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text', 'boolean', 'text']);
 SELECT is_definer('public', 'jobq_stats', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer']);
 SELECT is_definer('public', 'jobq_configure', ARRAY['integer', 'boolean', 'integer']);

@@ -287,7 +287,7 @@ SELECT lives_ok($$
     SELECT jobq_requeue_dead_letter(j.id)
     FROM (SELECT id FROM jobq_jobs WHERE status = 'cancelled' ORDER BY id LIMIT 1) AS j
 $$, 'requeue_dead_letter');
-SELECT lives_ok($$SELECT jobq_requeue_dead_letters('a'::text, NULL::text, FALSE)$$, 'requeue_dead_letters');
+SELECT lives_ok($$SELECT jobq_requeue_dead_letters('a'::text, NULL::text, FALSE, NULL::text)$$, 'requeue_dead_letters');
 
 SELECT lives_ok($$
     SELECT jobq_schedule('s1'::text, '* * * * *'::text, 'c'::text, '{}'::jsonb, 'UTC'::text,

@@ -366,3 +366,30 @@ def test_the_search_form_offers_the_names_jobq_names_lists(dsn: str, client: Tes
     assert re.findall(r'value="([^"]+)"', queues[1]) == ["bin", "cold", "held", "tomorrow"]
     assert re.findall(r'value="([^"]+)"', types[1]) == ["archive", "later", "purge"]
 
+
+def test_requeue_all_records_itself_in_the_audit_log_with_the_reason(
+    dsn: str, client: TestClient
+) -> None:
+    """The dead-letter page's Requeue all (with the page's filters and a reason field) goes
+    through jobq_requeue_dead_letters, which writes one audit row; the audit page shows it
+    with its filters and reason."""
+    mail = [dead_letter(dsn, job_type="send_email", queue="mail") for _ in range(2)]
+    other = dead_letter(dsn, job_type="report", queue="reports")
+    page = client.get("/dead-letters", params={"queue": "mail"}).text
+    form = re.search(r'<form method="post" action="/dead-letters/requeue".*?</form>', page, re.S)
+    assert form and 'id="requeue-all-reason"' in form[0] and 'value="mail"' in form[0]
+    token = _token(client, "/dead-letters")
+    done = client.post("/dead-letters/requeue", data={
+        "csrf": token, "queue": "mail", "job_type": "", "reason": "smtp relay fixed"})
+    assert done.status_code == 200 and "requeued 2 job(s)" in done.text
+    assert [status_of(dsn, j) for j in (*mail, other)] == ["pending", "pending", "dead_letter"]
+    with psycopg.connect(dsn, autocommit=True) as c:
+        rows = c.execute("SELECT action, job_ids, changed, reason, filters FROM jobq_audit"
+                         ).fetchall()
+    assert [(a, sorted(i), sorted(ch), r, f) for a, i, ch, r, f in rows] == [
+        ("requeue_dead_letters", sorted(mail), sorted(mail), "smtp relay fixed",
+         {"job_type": None, "queue": "mail", "include_cancelled": False})]
+    audit = client.get("/audit").text
+    row = re.search(r'<tr data-audit="\d+">(.*?)</tr>', audit, re.S)
+    assert row and "requeue_dead_letters" in row[1] and "queue mail" in row[1]
+    assert "smtp relay fixed" in row[1] and "2 of 2" in row[1]

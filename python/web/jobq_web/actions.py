@@ -1,6 +1,7 @@
 """The POST routes: requeue, cancel, requeue all, pause and resume a queue, act on the
 selected jobs, a schedule's pause, resume, run now and delete, and set and remove a limit,
-each made by :func:`action`."""
+each made by :func:`action`. Every act on jobs is recorded in the audit log by the function
+it calls."""
 
 from __future__ import annotations
 
@@ -76,8 +77,12 @@ def _cancel(queue: Queue, fields: dict[str, str], job_id: uuid.UUID) -> str:
 
 
 def _requeue_all(queue: Queue, fields: dict[str, str]) -> str:
+    """``jobq_requeue_dead_letters``, which records itself in the audit log with the reason."""
     job_type, name = text_filter(fields.get("job_type")), text_filter(fields.get("queue"))
-    return f"requeued {queue.requeue_dead_letters(job_type=job_type, queue=name)} job(s)"
+    count = queue.requeue_dead_letters(
+        job_type=job_type, queue=name, reason=fields.get("reason") or None
+    )
+    return f"requeued {count} job(s)"
 
 
 def _pause(queue: Queue, fields: dict[str, str]) -> str:

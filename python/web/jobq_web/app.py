@@ -35,7 +35,7 @@ FUNCTIONS: dict[str, str] = {
     "jobq_jobs_page": "(text, text, text, timestamptz, uuid, integer, integer)",
     "jobq_get_job": "(uuid)",
     "jobq_job_status": "(uuid[])",
-    "jobq_requeue_dead_letters": "(text, text, boolean)",
+    "jobq_requeue_dead_letters": "(text, text, boolean, text)",
     "jobq_cancel": "(uuid[], text)",
     "jobq_schedules": "()",
     "jobq_limits": "()",
