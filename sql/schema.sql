@@ -9442,6 +9442,71 @@ Errors: 22023 bad name/cron (naming the field)/timezone/catch_up/paused/job_type
 priority/max_attempts, or a cron that never fires; 22004 NULL payload; 54000 payload too large.
 Concurrency: waits for a tick that holds the schedule; a tick running meanwhile passes it over.';
 
+CREATE FUNCTION public.jobq_schedule_run_now(name text) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_row record;
+    v_fire CONSTANT timestamptz := pg_catalog.date_trunc('second', pg_catalog.now());
+    v_id uuid;
+BEGIN
+    IF jobq_schedule_run_now.name IS NULL THEN
+        RAISE EXCEPTION 'jobq_schedule_run_now: name must not be NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_schedule_run_now.name) > 200 THEN
+        RAISE EXCEPTION 'jobq_schedule_run_now: name is % characters long, at most 200 are '
+            'allowed', pg_catalog.length(jobq_schedule_run_now.name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The row lock orders this fire with a tick's (which skips the row meanwhile) and keeps
+    -- last_fired_at from going back in time under two concurrent runs.
+    SELECT s.job_type, s.payload, s.queue, s.priority, s.max_attempts, s.last_fired_at
+    INTO v_row
+    FROM jobq_schedules AS s
+    WHERE s.name = jobq_schedule_run_now.name
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    v_id := jobq_enqueue(
+        job_type => v_row.job_type,
+        payload => v_row.payload,
+        idempotency_key => pg_catalog.concat(
+            'jobq:schedule:', jobq_schedule_run_now.name, ':',
+            pg_catalog.to_char(v_fire AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+        ),
+        max_attempts => v_row.max_attempts,
+        run_at => v_fire,
+        priority => v_row.priority,
+        queue => v_row.queue,
+        limit_group => NULL::text,
+        limit_key => NULL::text,
+        depends_on => NULL::uuid[],
+        on_dependency_failure => 'cancel'::text
+    );
+    UPDATE jobq_schedules AS s
+    SET last_fired_at = v_fire, last_job_id = v_id
+    WHERE s.name = jobq_schedule_run_now.name
+      AND (s.last_fired_at IS NULL OR s.last_fired_at <= v_fire);
+    RETURN v_id;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_schedule_run_now(name text) IS 'Admin only. Fires a schedule now, as jobq_tick fires it: enqueues its job (job type,
+payload, queue, priority, max_attempts of the schedule) available now, with the idempotency
+key jobq:schedule:<name>:<now in UTC to the second, ISO 8601>, and records the fire as the
+schedule''s last_fired_at and last_job_id. next_run_at is unchanged; a paused schedule runs
+too.
+Arguments: name (the schedule''s name, at most 200 characters).
+Result: the job''s id (an existing job''s when a fire of this second was already enqueued);
+NULL when there is no such schedule (nothing changes then).
+Errors: 22023 NULL name, or one longer than 200 characters; those of jobq_enqueue (54000 a
+payload over max_payload_bytes).
+Concurrency: locks the schedule''s row (a tick skips it meanwhile); two runs within one second
+enqueue one job.';
+
 CREATE FUNCTION public.jobq_schedules() RETURNS TABLE(name text, cron text, timezone text, job_type text, payload jsonb, queue text, priority integer, max_attempts integer, catch_up text, paused boolean, next_run_at timestamp with time zone, next_run_local timestamp without time zone, created_at timestamp with time zone, updated_at timestamp with time zone, last_fired_at timestamp with time zone, last_job_id uuid)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -11451,6 +11516,8 @@ REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue tex
 REVOKE ALL ON FUNCTION public.jobq_resume(queue text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_schedule_run_now(name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_schedules() FROM PUBLIC;
 

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(193);
+SELECT plan(194);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -177,6 +177,7 @@ SELECT results_eq(
                       'timezone text DEFAULT ''UTC''::text, queue text DEFAULT ''default''::text, '
                       'priority integer DEFAULT 0, max_attempts integer DEFAULT 5, '
                       'catch_up text DEFAULT ''latest''::text, paused boolean DEFAULT false', 'timestamp with time zone'),
+    ('jobq_schedule_run_now', 'name text', 'uuid'),
     ('jobq_schedules', '', 'TABLE(name text, cron text, timezone text, job_type text, payload jsonb, '
                        'queue text, priority integer, max_attempts integer, catch_up text, paused boolean, '
                        'next_run_at timestamp with time zone, next_run_local timestamp without time zone, '
@@ -276,6 +277,7 @@ SELECT isnt_definer('public', 'jobq__uuid_v7_many', ARRAY['integer']);
 SELECT isnt_definer('public', 'jobq__insert_jobs', ARRAY['text[]', 'jsonb[]', 'text[]', 'integer[]', 'timestamp with time zone[]', 'integer[]', 'text[]', 'text[]', 'text[]']);
 SELECT is_definer('public', 'jobq_schedule', ARRAY['text', 'text', 'text', 'jsonb', 'text', 'text', 'integer', 'integer', 'text', 'boolean']);
 SELECT is_definer('public', 'jobq_unschedule', ARRAY['text']);
+SELECT is_definer('public', 'jobq_schedule_run_now', ARRAY['text']);
 SELECT is_definer('public', 'jobq_schedules', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_tick', ARRAY[]::name[]);
 SELECT isnt_definer('public', 'jobq__cron_parse', ARRAY['text']);

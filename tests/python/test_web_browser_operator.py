@@ -104,6 +104,9 @@ def test_schedules_buttons_and_the_list_pages_refresh(
     expect(page.locator("#notice")).to_have_text("resumed schedule nightly")
     row.get_by_role("button", name="Run now").click()
     expect(page.locator("#notice")).to_contain_text("ran schedule nightly now: job ")
+    ran = (page.locator("#notice").text_content() or "").rsplit(" ", 1)[1]
+    # the run is the schedule's last fire, as a tick's: its cell links to the job
+    expect(row.locator("td.last-fire a")).to_have_attribute("href", re.compile(f"/jobs/{ran}$"))
     row.get_by_role("button", name="Delete").click()
     expect(page.locator("#notice")).to_have_text("deleted schedule nightly")
     with Queue(dsn) as q:

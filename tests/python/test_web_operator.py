@@ -204,15 +204,22 @@ def test_schedules_are_paused_resumed_run_now_and_deleted_from_the_dashboard(
         "Europe/Paris", "reports", 3, {"kind": "daily"})
     assert "Resume</button>" in client.get("/schedules").text
     assert act("resume") == "resumed schedule nightly"
-    ran = act("run_now")
-    job_id = uuid.UUID(ran.rsplit(" ", 1)[1])
+    ran = client.post("/schedules/run", data={"csrf": token, "name": "nightly"})
+    notice = re.search(r'id="notice">([^<]*)<', ran.text)
+    assert ran.status_code == 200 and notice, ran.text
+    job_id = uuid.UUID(notice[1].rsplit(" ", 1)[1])
     with Queue(dsn) as q:
-        assert not q.schedules()[0].paused
+        (s,) = q.schedules()
         job = q.get_job(job_id)
-    assert job
+    assert not s.paused and job
     assert (job.job_type, job.queue, job.payload) == ("report", "reports", {"kind": "daily"})
-    assert job.idempotency_key and job.idempotency_key.startswith("jobq:schedule:nightly:")
+    # a fire as a tick's: its key, and the schedule's last fire is this one
+    assert s.last_job_id == job_id and s.last_fired_at
+    assert job.idempotency_key == "jobq:schedule:nightly:" + s.last_fired_at.astimezone(
+        timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert abs(s.last_fired_at - datetime.now(timezone.utc)) < timedelta(minutes=1)
     its_jobs = client.get("/schedules").text
+    assert f'<a href="/jobs/{job_id}"' in its_jobs
     link = re.search(r'<a href="(/find\?[^"]+)">its jobs</a>', its_jobs)
     assert link and str(job_id) in client.get(link[1].replace("&amp;", "&")).text
     deleted = client.post("/schedules/delete", data={"csrf": token, "name": "nightly"})
@@ -222,6 +229,8 @@ def test_schedules_are_paused_resumed_run_now_and_deleted_from_the_dashboard(
     unknown = client.post("/schedules/act", data={"csrf": token, "name": "nope",
                                                   "action": "pause"})
     assert "no schedule nope" in unknown.text
+    assert "no schedule nope" in client.post("/schedules/run", data={
+        "csrf": token, "name": "nope"}).text
 
 
 def test_the_overview_shows_what_jobq_doctor_warns_of_beyond_health(

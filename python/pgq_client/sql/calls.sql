@@ -271,6 +271,11 @@ SELECT jobq_unschedule(
     name => %(name)s::pg_catalog.text
 ) AS deleted;
 
+-- name: schedule_run_now
+SELECT jobq_schedule_run_now(
+    name => %(name)s::pg_catalog.text
+) AS job_id;
+
 -- name: schedules
 SELECT
     name,

@@ -56,6 +56,7 @@ FUNCTIONS: dict[str, str] = {
     "jobq_health": "(interval, interval, interval)",
     "jobq_schedule": "(text, text, text, jsonb, text, text, integer, integer, text, boolean)",
     "jobq_unschedule": "(text)",
+    "jobq_schedule_run_now": "(text)",
 }
 
 
@@ -188,6 +189,7 @@ def create_app(
             Route("/jobs/act", actions.act, methods=["POST"]),
             Route("/audit", views.audit, name="audit"),
             Route("/schedules/act", actions.schedule, methods=["POST"]),
+            Route("/schedules/run", actions.run_schedule, methods=["POST"]),
             Route("/schedules/delete", actions.unschedule, methods=["POST"]),
             Mount("/static", StaticFiles(packages=[("jobq_web", "static")]), name="static"),
         ],
