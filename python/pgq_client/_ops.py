@@ -359,7 +359,7 @@ unserved_job_types = _statement(
 )
 tick = _statement("tick", _each(Fire.from_row))
 unschedule = _statement("unschedule", _value(bool), "name")
-schedule_run_now = _statement(
+run_schedule = _statement(
     "schedule_run_now", _value(lambda job_id: cast("uuid.UUID | None", job_id)), "name"
 )
 set_limit = _statement(

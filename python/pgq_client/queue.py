@@ -485,7 +485,7 @@ class Queue(SyncClient):
     def run_schedule(self, name: str) -> uuid.UUID | None:
         """Fire the schedule ``name`` now, as a tick fires it (its ``last_job_id`` becomes the
         job); the job's id, or None when there is no such schedule."""
-        return self._drive(_ops.schedule_run_now(self._sql, name))
+        return self._drive(_ops.run_schedule(self._sql, name))
 
     def schedules(self) -> list[Schedule]:
         """Every schedule, by name, with its next fire (an instant and local wall-clock time)."""
