@@ -3953,12 +3953,14 @@ CREATE TABLE public.jobq_audit (
     job_ids uuid[] NOT NULL,
     changed uuid[] NOT NULL,
     reason text,
-    CONSTRAINT jobq_audit_action_check CHECK ((action = ANY (ARRAY['cancel'::text, 'requeue'::text, 'delete'::text, 'run_now'::text])))
+    filters jsonb,
+    CONSTRAINT jobq_audit_action_check CHECK ((action = ANY (ARRAY['cancel'::text, 'requeue'::text, 'delete'::text, 'run_now'::text, 'requeue_dead_letters'::text])))
 );
 
-COMMENT ON TABLE public.jobq_audit IS 'jobq: what operators did to jobs, one row per call of jobq_act_on_jobs, written in the
-transaction of the change (a rolled-back action leaves no row). Read through jobq_audit_log()
-(admin); kept until an administrator deletes rows.';
+COMMENT ON TABLE public.jobq_audit IS 'jobq: what operators did to jobs, one row per call of jobq_act_on_jobs or
+jobq_requeue_dead_letters, written in the transaction of the change (a rolled-back action
+leaves no row). Read through jobq_audit_log() (admin); kept until an administrator deletes
+rows.';
 
 COMMENT ON COLUMN public.jobq_audit.id IS 'The order of the actions: the newest has the highest id.';
 
@@ -3968,16 +3970,21 @@ COMMENT ON COLUMN public.jobq_audit.login_role IS 'Who logged in: session_user.'
 
 COMMENT ON COLUMN public.jobq_audit.acting_role IS 'The role the session acted as: the one set by SET ROLE, else the login role.';
 
-COMMENT ON COLUMN public.jobq_audit.action IS 'cancel, requeue, delete or run_now.';
+COMMENT ON COLUMN public.jobq_audit.action IS 'cancel, requeue, delete or run_now (jobq_act_on_jobs), requeue_dead_letters (the bulk
+requeue).';
 
-COMMENT ON COLUMN public.jobq_audit.job_ids IS 'The jobs asked for, as given (duplicates removed).';
+COMMENT ON COLUMN public.jobq_audit.job_ids IS 'The jobs asked for, as given (duplicates removed); for requeue_dead_letters, the jobs its
+filters matched.';
 
 COMMENT ON COLUMN public.jobq_audit.changed IS 'The jobs the action changed (a subset of job_ids: the others were unknown or in a status the
 action leaves alone).';
 
 COMMENT ON COLUMN public.jobq_audit.reason IS 'Why, as given (NULL: none).';
 
-COMMENT ON CONSTRAINT jobq_audit_action_check ON public.jobq_audit IS 'The actions jobq_act_on_jobs takes.';
+COMMENT ON COLUMN public.jobq_audit.filters IS 'requeue_dead_letters: the filters it was called with (job_type, queue, include_cancelled;
+a NULL filter matches every value). NULL for the actions on jobs picked by id.';
+
+COMMENT ON CONSTRAINT jobq_audit_action_check ON public.jobq_audit IS 'The actions jobq_act_on_jobs and jobq_requeue_dead_letters take.';
 
 CREATE FUNCTION public.jobq_audit_log(before_id bigint DEFAULT NULL::bigint, max_rows integer DEFAULT 100) RETURNS SETOF public.jobq_audit
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -3998,10 +4005,12 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_audit_log(before_id bigint, max_rows integer) IS 'Admin only. The actions recorded by jobq_act_on_jobs, newest first.
+COMMENT ON FUNCTION public.jobq_audit_log(before_id bigint, max_rows integer) IS 'Admin only. The actions recorded by jobq_act_on_jobs and jobq_requeue_dead_letters, newest
+first.
 Arguments: before_id (the id of the last row of the previous page; NULL: from the newest),
 max_rows (1 to 1000, default 100).
-Result: rows of jobq_audit (id, acted_at, login_role, acting_role, action, job_ids, changed, reason).
+Result: rows of jobq_audit (id, acted_at, login_role, acting_role, action, job_ids, changed,
+reason, filters).
 Errors: 22023 max_rows out of range.
 Concurrency: a snapshot; it takes no lock.';
 
@@ -8551,38 +8560,42 @@ CREATE FUNCTION public.jobq_names() RETURNS TABLE(kind text, name text)
         ) AS n
     ),
 
-    keyed AS (
+    later AS (
         (
-            SELECT j.job_type FROM jobq_jobs AS j
-            WHERE j.idempotency_key IS NOT NULL
-            ORDER BY j.job_type
+            SELECT j.job_type, j.queue
+            FROM jobq_jobs AS j
+            WHERE j.status = 'waiting' OR (j.status = 'pending' AND j.scheduled)
+            ORDER BY j.job_type, j.queue
             LIMIT 1
         )
         UNION ALL
-        SELECT n.job_type
-        FROM keyed AS k
+        SELECT n.job_type, n.queue
+        FROM later AS l
         CROSS JOIN LATERAL (
-            SELECT j.job_type FROM jobq_jobs AS j
-            WHERE j.idempotency_key IS NOT NULL AND j.job_type > k.job_type
-            ORDER BY j.job_type
+            SELECT j.job_type, j.queue
+            FROM jobq_jobs AS j
+            WHERE (j.status = 'waiting' OR (j.status = 'pending' AND j.scheduled))
+              AND (j.job_type, j.queue) > (l.job_type, l.queue)
+            ORDER BY j.job_type, j.queue
             LIMIT 1
         ) AS n
     ),
 
-    keyed_finished AS (
+    finished AS (
         (
-            SELECT h.job_type FROM jobq_jobs_history AS h
-            WHERE h.idempotency_key IS NOT NULL
-            ORDER BY h.job_type
+            SELECT h.job_type, h.queue
+            FROM jobq_jobs_history AS h
+            ORDER BY h.job_type, h.queue
             LIMIT 1
         )
         UNION ALL
-        SELECT n.job_type
-        FROM keyed_finished AS k
+        SELECT n.job_type, n.queue
+        FROM finished AS f
         CROSS JOIN LATERAL (
-            SELECT h.job_type FROM jobq_jobs_history AS h
-            WHERE h.idempotency_key IS NOT NULL AND h.job_type > k.job_type
-            ORDER BY h.job_type
+            SELECT h.job_type, h.queue
+            FROM jobq_jobs_history AS h
+            WHERE (h.job_type, h.queue) > (f.job_type, f.queue)
+            ORDER BY h.job_type, h.queue
             LIMIT 1
         ) AS n
     ),
@@ -8594,9 +8607,9 @@ CREATE FUNCTION public.jobq_names() RETURNS TABLE(kind text, name text)
         UNION ALL
         SELECT j.queue, j.job_type FROM jobq_jobs AS j WHERE j.status = 'processing'
         UNION ALL
-        SELECT NULL, k.job_type FROM keyed AS k
+        SELECT l.queue, l.job_type FROM later AS l
         UNION ALL
-        SELECT NULL, k.job_type FROM keyed_finished AS k
+        SELECT f.queue, f.job_type FROM finished AS f
         UNION ALL
         SELECT m.queue, m.job_type FROM jobq_metric_labels AS m
         UNION ALL
@@ -8617,12 +8630,11 @@ CREATE FUNCTION public.jobq_names() RETURNS TABLE(kind text, name text)
 $$;
 
 COMMENT ON FUNCTION public.jobq_names() IS 'Admin and monitor. The queue names and job types that exist, for a search form''s choices:
-those of the jobs available now (with or without a limit) and running, the job types of every
-job with an idempotency key (live or finished), and the names in the label sets metrics
-counts (when metrics are on), the schedules, the workers'' filters and the paused queues. Each
-index of jobs is read one distinct name at a time (a skip scan), so the cost follows the
-number of names, not of jobs; finished jobs without a key and jobs waiting for their run_at or
-dependencies are named only through the other sources.
+those of every job, live or finished (available, waiting for its run_at, a retry or its
+dependencies, running, succeeded, failed, dead_letter, cancelled), and the names in the label
+sets metrics counts (when metrics are on), the schedules, the workers'' filters and the paused
+queues. Each index of jobs is read one distinct name at a time (a skip scan), so the cost
+follows the number of names (and of history partitions), not of jobs.
 Arguments: none.
 Result: rows (kind: queue or job_type, name), the queues first, each by name.
 Errors: none.
@@ -9138,13 +9150,15 @@ Arguments: job_id (the job).
 Result: true if it did; false for any other status or an unknown id (nothing changes then).
 Errors: none.';
 
-CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false) RETURNS integer
+CREATE FUNCTION public.jobq_requeue_dead_letters(job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false, reason text DEFAULT NULL::text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
     v_count integer;
     v_queues text[];
+    v_ids uuid[];
+    v_changed uuid[];
 BEGIN
     IF pg_catalog.length(jobq_requeue_dead_letters.job_type) > 200 THEN
         RAISE EXCEPTION 'jobq_requeue_dead_letters: job_type is % characters long, at most 200 '
@@ -9161,20 +9175,26 @@ BEGIN
             'got NULL'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF pg_catalog.length(jobq_requeue_dead_letters.reason) > 1000 THEN
+        RAISE EXCEPTION 'jobq_requeue_dead_letters: reason is % characters long, at most 1000 '
+            'are allowed', pg_catalog.length(jobq_requeue_dead_letters.reason)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_ids := ARRAY(
+        SELECT h.id
+        FROM jobq_jobs_history AS h
+        WHERE (h.status IN ('dead_letter', 'failed')
+               OR (jobq_requeue_dead_letters.include_cancelled AND h.status = 'cancelled'))
+          AND (jobq_requeue_dead_letters.job_type IS NULL
+               OR h.job_type = jobq_requeue_dead_letters.job_type)
+          AND (jobq_requeue_dead_letters.queue IS NULL
+               OR h.queue = jobq_requeue_dead_letters.queue)
+    );
     -- Back from jobq_jobs_history to jobq_jobs (jobq__requeue), each with the status it
     -- leaves, for jobq_metrics' gauge.
     WITH requeued AS MATERIALIZED (
         SELECT r.queue, r.job_type, r.old_status AS status
-        FROM jobq__requeue(ARRAY(
-            SELECT h.id
-            FROM jobq_jobs_history AS h
-            WHERE (h.status IN ('dead_letter', 'failed')
-                   OR (jobq_requeue_dead_letters.include_cancelled AND h.status = 'cancelled'))
-              AND (jobq_requeue_dead_letters.job_type IS NULL
-                   OR h.job_type = jobq_requeue_dead_letters.job_type)
-              AND (jobq_requeue_dead_letters.queue IS NULL
-                   OR h.queue = jobq_requeue_dead_letters.queue)
-        )) AS r
+        FROM jobq__requeue(v_ids) AS r
     ),
 
     counted AS MATERIALIZED (
@@ -9191,18 +9211,47 @@ BEGIN
     FROM requeued AS r
     LEFT JOIN counted ON TRUE;
     PERFORM jobq__notify(v_queues);
+    -- The jobs requeued: all of those matched, unless another session changed some
+    -- meanwhile; then those that this transaction moved back (updated_at is its now()).
+    v_changed := CASE
+        WHEN v_count = pg_catalog.cardinality(v_ids) THEN v_ids
+        ELSE ARRAY(
+            SELECT j.id FROM jobq_jobs AS j
+            WHERE j.id = ANY (v_ids) AND j.updated_at = pg_catalog.now()
+        )
+    END;
+    INSERT INTO jobq_audit (login_role, acting_role, action, job_ids, changed, reason, filters)
+    VALUES (
+        SESSION_USER,
+        CASE
+            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
+            ELSE pg_catalog.current_setting('role')
+        END,
+        'requeue_dead_letters', v_ids, v_changed, jobq_requeue_dead_letters.reason,
+        pg_catalog.jsonb_build_object(
+            'job_type', jobq_requeue_dead_letters.job_type,
+            'queue', jobq_requeue_dead_letters.queue,
+            'include_cancelled', jobq_requeue_dead_letters.include_cancelled
+        )
+    );
     RETURN v_count;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean) IS 'Makes every dead_letter or failed job (and cancelled one, with include_cancelled) pending
-again, as jobq_requeue_dead_letter does, in one statement, with one NOTIFY on the installation''s channel per queue that got jobs
-back (a single one that wakes every worker when more than 100 queues did).
+COMMENT ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean, reason text) IS 'Admin only. Makes every dead_letter or failed job (and cancelled one, with
+include_cancelled) pending again, as jobq_requeue_dead_letter does, in one statement, with
+one NOTIFY on the installation''s channel per queue that got jobs back (a single one that
+wakes every worker when more than 100 queues did), and records the act in jobq_audit (action
+requeue_dead_letters: who, when, the filters, the jobs matched and those requeued, the
+reason), in the same transaction.
 Arguments: job_type (NULL = any; at most 200 characters), queue (NULL = any; at most 200
 characters), include_cancelled (false, the default: cancelled jobs stay cancelled; true:
-they are requeued too).
+they are requeued too), reason (why, for the audit; at most 1000 characters; NULL: none).
 Result: how many jobs were requeued.
-Errors: 22023 a job_type or queue longer than 200 characters, include_cancelled NULL.';
+Errors: 22023 a job_type or queue longer than 200 characters, include_cancelled NULL, a
+reason longer than 1000 characters. Nothing changes and nothing is recorded then.
+Concurrency: each job is locked as it moves; a job that another session requeues or
+deletes meanwhile is left to that session (not counted, not in the audit row''s changed).';
 
 CREATE FUNCTION public.jobq_resume(queue text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -9392,6 +9441,71 @@ stays active; otherwise (and on resume) it is the next fire after now.
 Errors: 22023 bad name/cron (naming the field)/timezone/catch_up/paused/job_type/queue/
 priority/max_attempts, or a cron that never fires; 22004 NULL payload; 54000 payload too large.
 Concurrency: waits for a tick that holds the schedule; a tick running meanwhile passes it over.';
+
+CREATE FUNCTION public.jobq_schedule_run_now(name text) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_row record;
+    v_fire CONSTANT timestamptz := pg_catalog.date_trunc('second', pg_catalog.now());
+    v_id uuid;
+BEGIN
+    IF jobq_schedule_run_now.name IS NULL THEN
+        RAISE EXCEPTION 'jobq_schedule_run_now: name must not be NULL'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.length(jobq_schedule_run_now.name) > 200 THEN
+        RAISE EXCEPTION 'jobq_schedule_run_now: name is % characters long, at most 200 are '
+            'allowed', pg_catalog.length(jobq_schedule_run_now.name)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- The row lock orders this fire with a tick's (which skips the row meanwhile) and keeps
+    -- last_fired_at from going back in time under two concurrent runs.
+    SELECT s.job_type, s.payload, s.queue, s.priority, s.max_attempts, s.last_fired_at
+    INTO v_row
+    FROM jobq_schedules AS s
+    WHERE s.name = jobq_schedule_run_now.name
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    v_id := jobq_enqueue(
+        job_type => v_row.job_type,
+        payload => v_row.payload,
+        idempotency_key => pg_catalog.concat(
+            'jobq:schedule:', jobq_schedule_run_now.name, ':',
+            pg_catalog.to_char(v_fire AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+        ),
+        max_attempts => v_row.max_attempts,
+        run_at => v_fire,
+        priority => v_row.priority,
+        queue => v_row.queue,
+        limit_group => NULL::text,
+        limit_key => NULL::text,
+        depends_on => NULL::uuid[],
+        on_dependency_failure => 'cancel'::text
+    );
+    UPDATE jobq_schedules AS s
+    SET last_fired_at = v_fire, last_job_id = v_id
+    WHERE s.name = jobq_schedule_run_now.name
+      AND (s.last_fired_at IS NULL OR s.last_fired_at <= v_fire);
+    RETURN v_id;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq_schedule_run_now(name text) IS 'Admin only. Fires a schedule now, as jobq_tick fires it: enqueues its job (job type,
+payload, queue, priority, max_attempts of the schedule) available now, with the idempotency
+key jobq:schedule:<name>:<now in UTC to the second, ISO 8601>, and records the fire as the
+schedule''s last_fired_at and last_job_id. next_run_at is unchanged; a paused schedule runs
+too.
+Arguments: name (the schedule''s name, at most 200 characters).
+Result: the job''s id (an existing job''s when a fire of this second was already enqueued);
+NULL when there is no such schedule (nothing changes then).
+Errors: 22023 NULL name, or one longer than 200 characters; those of jobq_enqueue (54000 a
+payload over max_payload_bytes).
+Concurrency: locks the schedule''s row (a tick skips it meanwhile); two runs within one second
+enqueue one job.';
 
 CREATE FUNCTION public.jobq_schedules() RETURNS TABLE(name text, cron text, timezone text, job_type text, payload jsonb, queue text, priority integer, max_attempts integer, catch_up text, paused boolean, next_run_at timestamp with time zone, next_run_local timestamp without time zone, created_at timestamp with time zone, updated_at timestamp with time zone, last_fired_at timestamp with time zone, last_job_id uuid)
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -10993,6 +11107,15 @@ CREATE INDEX jobq__history_cancelled_job_type_idempotency_key_idx ON ONLY public
 
 CREATE INDEX jobq__history_cancelled_default_job_type_idempotency_key_idx ON public.jobq__history_cancelled_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
+CREATE INDEX jobq_jobs_history_names_idx ON ONLY public.jobq_jobs_history USING btree (job_type, queue);
+
+COMMENT ON INDEX public.jobq_jobs_history_names_idx IS 'The names of the finished jobs: jobq_names reads it one distinct pair at a time in each
+partition. Deduplicated: few distinct pairs, so it stays small.';
+
+CREATE INDEX jobq__history_cancelled_job_type_queue_idx ON ONLY public.jobq__history_cancelled USING btree (job_type, queue);
+
+CREATE INDEX jobq__history_cancelled_default_job_type_queue_idx ON public.jobq__history_cancelled_default USING btree (job_type, queue);
+
 CREATE INDEX jobq__history_dead_letter_finished_at_id_idx ON ONLY public.jobq__history_dead_letter USING btree (finished_at, id);
 
 CREATE INDEX jobq__history_dead_letter_default_finished_at_id_idx ON public.jobq__history_dead_letter_default USING btree (finished_at, id);
@@ -11004,6 +11127,10 @@ CREATE INDEX jobq__history_dead_letter_default_id_idx ON public.jobq__history_de
 CREATE INDEX jobq__history_dead_letter_job_type_idempotency_key_idx ON ONLY public.jobq__history_dead_letter USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 CREATE INDEX jobq__history_dead_letter_default_job_type_idempotency_key_idx ON public.jobq__history_dead_letter_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX jobq__history_dead_letter_job_type_queue_idx ON ONLY public.jobq__history_dead_letter USING btree (job_type, queue);
+
+CREATE INDEX jobq__history_dead_letter_default_job_type_queue_idx ON public.jobq__history_dead_letter_default USING btree (job_type, queue);
 
 CREATE INDEX jobq__history_failed_finished_at_id_idx ON ONLY public.jobq__history_failed USING btree (finished_at, id);
 
@@ -11017,6 +11144,10 @@ CREATE INDEX jobq__history_failed_job_type_idempotency_key_idx ON ONLY public.jo
 
 CREATE INDEX jobq__history_failed_default_job_type_idempotency_key_idx ON public.jobq__history_failed_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
+CREATE INDEX jobq__history_failed_job_type_queue_idx ON ONLY public.jobq__history_failed USING btree (job_type, queue);
+
+CREATE INDEX jobq__history_failed_default_job_type_queue_idx ON public.jobq__history_failed_default USING btree (job_type, queue);
+
 CREATE INDEX jobq__history_succeeded_finished_at_id_idx ON ONLY public.jobq__history_succeeded USING btree (finished_at, id);
 
 CREATE INDEX jobq__history_succeeded_default_finished_at_id_idx ON public.jobq__history_succeeded_default USING btree (finished_at, id);
@@ -11028,6 +11159,10 @@ CREATE INDEX jobq__history_succeeded_default_id_idx ON public.jobq__history_succ
 CREATE INDEX jobq__history_succeeded_job_type_idempotency_key_idx ON ONLY public.jobq__history_succeeded USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 
 CREATE INDEX jobq__history_succeeded_default_job_type_idempotency_key_idx ON public.jobq__history_succeeded_default USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+
+CREATE INDEX jobq__history_succeeded_job_type_queue_idx ON ONLY public.jobq__history_succeeded USING btree (job_type, queue);
+
+CREATE INDEX jobq__history_succeeded_default_job_type_queue_idx ON public.jobq__history_succeeded_default USING btree (job_type, queue);
 
 COMMENT ON INDEX public.jobq__migrate_lock_pkey IS 'One row.';
 
@@ -11060,6 +11195,12 @@ CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btre
 COMMENT ON INDEX public.jobq_jobs_idempotency_key_key IS 'One job per (job_type, idempotency_key): the same key under another job type is another job.
 Partial (only non-NULL keys): NULLs never collide, and a job without a key, the common case,
 costs no entry here, when inserted or on any update.';
+
+CREATE INDEX jobq_jobs_later_names_idx ON public.jobq_jobs USING btree (job_type, queue) WHERE ((status = 'waiting'::text) OR ((status = 'pending'::text) AND scheduled));
+
+COMMENT ON INDEX public.jobq_jobs_later_names_idx IS 'The names of the jobs that wait: for their dependencies (waiting) or their run_at or a
+retry''s backoff (scheduled). jobq_names reads it one distinct pair at a time. A job
+available now has no entry.';
 
 CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''::text)) WHERE ((status = 'processing'::text) AND (limit_group IS NOT NULL));
 
@@ -11137,11 +11278,15 @@ ALTER INDEX public.jobq__history_cancelled_id_idx ATTACH PARTITION public.jobq__
 
 ALTER INDEX public.jobq__history_cancelled_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_cancelled_default_job_type_idempotency_key_idx;
 
+ALTER INDEX public.jobq__history_cancelled_job_type_queue_idx ATTACH PARTITION public.jobq__history_cancelled_default_job_type_queue_idx;
+
 ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_cancelled_finished_at_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_cancelled_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_cancelled_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_names_idx ATTACH PARTITION public.jobq__history_cancelled_job_type_queue_idx;
 
 ALTER INDEX public.jobq__history_dead_letter_finished_at_id_idx ATTACH PARTITION public.jobq__history_dead_letter_default_finished_at_id_idx;
 
@@ -11149,11 +11294,15 @@ ALTER INDEX public.jobq__history_dead_letter_id_idx ATTACH PARTITION public.jobq
 
 ALTER INDEX public.jobq__history_dead_letter_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_dead_letter_default_job_type_idempotency_key_idx;
 
+ALTER INDEX public.jobq__history_dead_letter_job_type_queue_idx ATTACH PARTITION public.jobq__history_dead_letter_default_job_type_queue_idx;
+
 ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_dead_letter_finished_at_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_dead_letter_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_dead_letter_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_names_idx ATTACH PARTITION public.jobq__history_dead_letter_job_type_queue_idx;
 
 ALTER INDEX public.jobq__history_failed_finished_at_id_idx ATTACH PARTITION public.jobq__history_failed_default_finished_at_id_idx;
 
@@ -11161,11 +11310,15 @@ ALTER INDEX public.jobq__history_failed_id_idx ATTACH PARTITION public.jobq__his
 
 ALTER INDEX public.jobq__history_failed_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_failed_default_job_type_idempotency_key_idx;
 
+ALTER INDEX public.jobq__history_failed_job_type_queue_idx ATTACH PARTITION public.jobq__history_failed_default_job_type_queue_idx;
+
 ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_failed_finished_at_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_failed_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_failed_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_names_idx ATTACH PARTITION public.jobq__history_failed_job_type_queue_idx;
 
 ALTER INDEX public.jobq__history_succeeded_finished_at_id_idx ATTACH PARTITION public.jobq__history_succeeded_default_finished_at_id_idx;
 
@@ -11173,11 +11326,15 @@ ALTER INDEX public.jobq__history_succeeded_id_idx ATTACH PARTITION public.jobq__
 
 ALTER INDEX public.jobq__history_succeeded_job_type_idempotency_key_idx ATTACH PARTITION public.jobq__history_succeeded_default_job_type_idempotency_key_idx;
 
+ALTER INDEX public.jobq__history_succeeded_job_type_queue_idx ATTACH PARTITION public.jobq__history_succeeded_default_job_type_queue_idx;
+
 ALTER INDEX public.jobq_jobs_history_finished_idx ATTACH PARTITION public.jobq__history_succeeded_finished_at_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_id_idx ATTACH PARTITION public.jobq__history_succeeded_id_idx;
 
 ALTER INDEX public.jobq_jobs_history_idempotency_key_idx ATTACH PARTITION public.jobq__history_succeeded_job_type_idempotency_key_idx;
+
+ALTER INDEX public.jobq_jobs_history_names_idx ATTACH PARTITION public.jobq__history_succeeded_job_type_queue_idx;
 
 CREATE CONSTRAINT TRIGGER jobq_cancel_requests_apply AFTER INSERT ON public.jobq_cancel_requests DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.jobq__cancel_apply();
 
@@ -11354,11 +11511,13 @@ REVOKE ALL ON FUNCTION public.jobq_release_orphans(worker_id text, job_ids uuid[
 
 REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letter(job_id uuid) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobq_requeue_dead_letters(job_type text, queue text, include_cancelled boolean, reason text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_resume(queue text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_schedule(name text, cron text, job_type text, payload jsonb, timezone text, queue text, priority integer, max_attempts integer, catch_up text, paused boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_schedule_run_now(name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_schedules() FROM PUBLIC;
 

@@ -19,18 +19,13 @@ import psycopg
 
 from . import _ops
 from ._conn import (
-    DSN_SOURCES,
     SERIALIZATION_RETRIES,
-    Connectable,
     Statuses,
     SyncClient,
-    connect,
     execute,
-    resolve_dsn,
     serialization_pause,
-    translate_errors,
 )
-from ._ops import WAIT_POLL_INTERVAL, check_aware, check_text, dump_json, dump_result, job_ids_of
+from ._ops import WAIT_POLL_INTERVAL, job_ids_of
 from .errors import JobqError, SerializationFailure
 from .models import (
     BulkSummary,
@@ -48,11 +43,7 @@ from .models import (
     UnservedJobType,
 )
 
-__all__ = [  # the connection helpers too, where the CLI and the Worker import them from
-    "DSN_SOURCES", "WAIT_POLL_INTERVAL", "Connectable", "Queue", "TxConnection", "check_aware",
-    "check_text", "connect", "dump_json", "dump_result", "job_ids_of", "resolve_dsn",
-    "serialization_pause", "translate_errors",
-]
+__all__ = ["Queue", "TxConnection"]
 
 T = TypeVar("T")
 
@@ -336,10 +327,15 @@ class Queue(SyncClient):
 
     @_ops.sends("requeue_dead_letters", _ops.one(int), include_cancelled=_ops.flag)
     def requeue_dead_letters(
-        self, job_type: str | None = None, queue: str | None = None, include_cancelled: bool = False
+        self,
+        job_type: str | None = None,
+        queue: str | None = None,
+        include_cancelled: bool = False,
+        reason: str | None = None,
     ) -> int:
         """Requeue every ``dead_letter``/``failed`` job (of a type, queue), ``cancelled`` ones
-        too with ``include_cancelled``; returns how many."""
+        too with ``include_cancelled``; returns how many. Recorded in the audit log, with
+        ``reason``."""
 
     @_ops.sends(
         "list_jobs", _ops.each(Job.from_row), statuses=_ops.as_list, renamed=_ops.MAX_ROWS
@@ -480,6 +476,11 @@ class Queue(SyncClient):
     @_ops.sends("unschedule", _ops.one(bool))
     def unschedule(self, name: str) -> bool:
         """Delete the schedule ``name``; whether it existed. Jobs it enqueued stay."""
+
+    @_ops.sends("schedule_run_now", _ops.VALUE)
+    def run_schedule(self, name: str) -> uuid.UUID | None:
+        """Fire the schedule ``name`` now, as a tick fires it (its ``last_job_id`` becomes the
+        job); the job's id, or None when there is no such schedule."""
 
     @_ops.sends("schedules", _ops.each(Schedule.from_row))
     def schedules(self) -> list[Schedule]:

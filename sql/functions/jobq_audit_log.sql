@@ -27,10 +27,12 @@ END;
 $$;
 
 COMMENT ON FUNCTION jobq_audit_log(bigint, integer) IS
-'Admin only. The actions recorded by jobq_act_on_jobs, newest first.
+'Admin only. The actions recorded by jobq_act_on_jobs and jobq_requeue_dead_letters, newest
+first.
 Arguments: before_id (the id of the last row of the previous page; NULL: from the newest),
 max_rows (1 to 1000, default 100).
-Result: rows of jobq_audit (id, acted_at, login_role, acting_role, action, job_ids, changed, reason).
+Result: rows of jobq_audit (id, acted_at, login_role, acting_role, action, job_ids, changed,
+reason, filters).
 Errors: 22023 max_rows out of range.
 Concurrency: a snapshot; it takes no lock.';
 

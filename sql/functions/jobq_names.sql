@@ -1,24 +1,22 @@
 -- jobq_names: the queue names and job types that exist, for the choices of a search form (the
--- dashboard's /find) and for completion in tools. jobq keeps no list of names and no index by
--- name over every job (one would cost every enqueue and completion an entry), so each source
--- is read through an index whose leading columns are the names, one distinct value at a time:
--- a recursive CTE whose each step reads the first index entry after the previous value (a
--- "skip scan"), so the cost follows the number of distinct names, not of jobs.
+-- dashboard's /find) and for completion in tools. jobq keeps no list of names: each kind of
+-- job is read through an index whose leading columns are the names, one distinct value at a
+-- time: a recursive CTE whose each step reads the first index entry after the previous value
+-- (a "skip scan"), so the cost follows the number of distinct names, not of jobs.
 --   - jobs available now without a limit: jobq_jobs_claim_idx, keyed by the 64-bit hashes of
 --     job_type and queue (each step reads one row for the names; two pairs of names whose
 --     hashes both collide would show as one);
 --   - available jobs with a limit: jobq_jobs_limited_idx (job_type, queue);
---   - job types of jobs with an idempotency key, live or finished: the key indexes of
---     jobq_jobs and jobq_jobs_history (job_type first);
+--   - jobs that wait for their dependencies, their run_at or a retry's backoff:
+--     jobq_jobs_later_names_idx (job_type, queue);
 --   - running jobs: the processing jobs through jobq_jobs_locked_until_idx (as many as the
 --     workers hold);
---   - the small tables that name queues and job types: the label sets metrics counts (every
---     pair that finished or failed while metrics were on), the schedules, the workers' filters
---     and the paused queues.
--- Finished jobs without a key, and jobs waiting for their run_at or their dependencies, are
--- named only through these. SET enable_seqscan = off and jit = off as in jobq_queue_summary:
--- with statistics gathered while most rows were of another kind, the planner must not read a
--- whole table for a step.
+--   - finished jobs: jobq_jobs_history_names_idx (job_type, queue), in every partition of the
+--     history (a step reads one entry of each, merged);
+--   - the small tables that name queues and job types with no job: the label sets metrics
+--     counts, the schedules, the workers' filters and the paused queues.
+-- SET enable_seqscan = off and jit = off as in jobq_queue_summary: with statistics gathered
+-- while most rows were of another kind, the planner must not read a whole table for a step.
 --! levels: monitor, admin
 
 CREATE OR REPLACE FUNCTION jobq_names()
@@ -82,38 +80,42 @@ AS $$
         ) AS n
     ),
 
-    keyed AS (
+    later AS (
         (
-            SELECT j.job_type FROM jobq_jobs AS j
-            WHERE j.idempotency_key IS NOT NULL
-            ORDER BY j.job_type
+            SELECT j.job_type, j.queue
+            FROM jobq_jobs AS j
+            WHERE j.status = 'waiting' OR (j.status = 'pending' AND j.scheduled)
+            ORDER BY j.job_type, j.queue
             LIMIT 1
         )
         UNION ALL
-        SELECT n.job_type
-        FROM keyed AS k
+        SELECT n.job_type, n.queue
+        FROM later AS l
         CROSS JOIN LATERAL (
-            SELECT j.job_type FROM jobq_jobs AS j
-            WHERE j.idempotency_key IS NOT NULL AND j.job_type > k.job_type
-            ORDER BY j.job_type
+            SELECT j.job_type, j.queue
+            FROM jobq_jobs AS j
+            WHERE (j.status = 'waiting' OR (j.status = 'pending' AND j.scheduled))
+              AND (j.job_type, j.queue) > (l.job_type, l.queue)
+            ORDER BY j.job_type, j.queue
             LIMIT 1
         ) AS n
     ),
 
-    keyed_finished AS (
+    finished AS (
         (
-            SELECT h.job_type FROM jobq_jobs_history AS h
-            WHERE h.idempotency_key IS NOT NULL
-            ORDER BY h.job_type
+            SELECT h.job_type, h.queue
+            FROM jobq_jobs_history AS h
+            ORDER BY h.job_type, h.queue
             LIMIT 1
         )
         UNION ALL
-        SELECT n.job_type
-        FROM keyed_finished AS k
+        SELECT n.job_type, n.queue
+        FROM finished AS f
         CROSS JOIN LATERAL (
-            SELECT h.job_type FROM jobq_jobs_history AS h
-            WHERE h.idempotency_key IS NOT NULL AND h.job_type > k.job_type
-            ORDER BY h.job_type
+            SELECT h.job_type, h.queue
+            FROM jobq_jobs_history AS h
+            WHERE (h.job_type, h.queue) > (f.job_type, f.queue)
+            ORDER BY h.job_type, h.queue
             LIMIT 1
         ) AS n
     ),
@@ -125,9 +127,9 @@ AS $$
         UNION ALL
         SELECT j.queue, j.job_type FROM jobq_jobs AS j WHERE j.status = 'processing'
         UNION ALL
-        SELECT NULL, k.job_type FROM keyed AS k
+        SELECT l.queue, l.job_type FROM later AS l
         UNION ALL
-        SELECT NULL, k.job_type FROM keyed_finished AS k
+        SELECT f.queue, f.job_type FROM finished AS f
         UNION ALL
         SELECT m.queue, m.job_type FROM jobq_metric_labels AS m
         UNION ALL
@@ -149,12 +151,11 @@ $$;
 
 COMMENT ON FUNCTION jobq_names() IS
 'Admin and monitor. The queue names and job types that exist, for a search form''s choices:
-those of the jobs available now (with or without a limit) and running, the job types of every
-job with an idempotency key (live or finished), and the names in the label sets metrics
-counts (when metrics are on), the schedules, the workers'' filters and the paused queues. Each
-index of jobs is read one distinct name at a time (a skip scan), so the cost follows the
-number of names, not of jobs; finished jobs without a key and jobs waiting for their run_at or
-dependencies are named only through the other sources.
+those of every job, live or finished (available, waiting for its run_at, a retry or its
+dependencies, running, succeeded, failed, dead_letter, cancelled), and the names in the label
+sets metrics counts (when metrics are on), the schedules, the workers'' filters and the paused
+queues. Each index of jobs is read one distinct name at a time (a skip scan), so the cost
+follows the number of names (and of history partitions), not of jobs.
 Arguments: none.
 Result: rows (kind: queue or job_type, name), the queues first, each by name.
 Errors: none.

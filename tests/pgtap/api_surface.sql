@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(193);
+SELECT plan(194);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -171,12 +171,13 @@ SELECT results_eq(
     ('jobq_release', 'job_ids uuid[], worker_id text', 'integer'),
     ('jobq_release_orphans', 'worker_id text, job_ids uuid[]', 'integer'),
     ('jobq_requeue_dead_letter', 'job_id uuid', 'boolean'),
-    ('jobq_requeue_dead_letters', 'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false', 'integer'),
+    ('jobq_requeue_dead_letters', 'job_type text DEFAULT NULL::text, queue text DEFAULT NULL::text, include_cancelled boolean DEFAULT false, reason text DEFAULT NULL::text', 'integer'),
     ('jobq_resume', 'queue text', 'boolean'),
     ('jobq_schedule', 'name text, cron text, job_type text, payload jsonb DEFAULT ''{}''::jsonb, '
                       'timezone text DEFAULT ''UTC''::text, queue text DEFAULT ''default''::text, '
                       'priority integer DEFAULT 0, max_attempts integer DEFAULT 5, '
                       'catch_up text DEFAULT ''latest''::text, paused boolean DEFAULT false', 'timestamp with time zone'),
+    ('jobq_schedule_run_now', 'name text', 'uuid'),
     ('jobq_schedules', '', 'TABLE(name text, cron text, timezone text, job_type text, payload jsonb, '
                        'queue text, priority integer, max_attempts integer, catch_up text, paused boolean, '
                        'next_run_at timestamp with time zone, next_run_local timestamp without time zone, '
@@ -220,7 +221,7 @@ SELECT function_returns('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]'], 'in
 SELECT function_returns('public', 'jobq_release', ARRAY['uuid[]', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_release_orphans', ARRAY['text', 'uuid[]'], 'integer');
 SELECT function_returns('public', 'jobq_requeue_dead_letter', ARRAY['uuid'], 'boolean');
-SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text', 'boolean'], 'integer');
+SELECT function_returns('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text', 'boolean', 'text'], 'integer');
 SELECT function_returns('public', 'jobq_stats', ARRAY[]::text[], 'setof record');
 SELECT function_returns('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer'], 'bigint');
 SELECT function_returns('public', 'jobq_configure', ARRAY['integer', 'boolean', 'integer'], 'jsonb');
@@ -251,7 +252,7 @@ SELECT is_definer('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]']);
 SELECT is_definer('public', 'jobq_release', ARRAY['uuid[]', 'text']);
 SELECT is_definer('public', 'jobq_release_orphans', ARRAY['text', 'uuid[]']);
 SELECT is_definer('public', 'jobq_requeue_dead_letter', ARRAY['uuid']);
-SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text', 'boolean']);
+SELECT is_definer('public', 'jobq_requeue_dead_letters', ARRAY['text', 'text', 'boolean', 'text']);
 SELECT is_definer('public', 'jobq_stats', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_prune', ARRAY['interval', 'text[]', 'integer']);
 SELECT is_definer('public', 'jobq_configure', ARRAY['integer', 'boolean', 'integer']);
@@ -276,6 +277,7 @@ SELECT isnt_definer('public', 'jobq__uuid_v7_many', ARRAY['integer']);
 SELECT isnt_definer('public', 'jobq__insert_jobs', ARRAY['text[]', 'jsonb[]', 'text[]', 'integer[]', 'timestamp with time zone[]', 'integer[]', 'text[]', 'text[]', 'text[]']);
 SELECT is_definer('public', 'jobq_schedule', ARRAY['text', 'text', 'text', 'jsonb', 'text', 'text', 'integer', 'integer', 'text', 'boolean']);
 SELECT is_definer('public', 'jobq_unschedule', ARRAY['text']);
+SELECT is_definer('public', 'jobq_schedule_run_now', ARRAY['text']);
 SELECT is_definer('public', 'jobq_schedules', ARRAY[]::name[]);
 SELECT is_definer('public', 'jobq_tick', ARRAY[]::name[]);
 SELECT isnt_definer('public', 'jobq__cron_parse', ARRAY['text']);
@@ -585,7 +587,7 @@ SELECT indexes_are('public', 'jobq_jobs', ARRAY[
     'jobq_jobs_pkey', 'jobq_jobs_idempotency_key_key', 'jobq_jobs_claim_idx',
     'jobq_jobs_scheduled_idx', 'jobq_jobs_limited_idx',
     'jobq_jobs_limit_running_idx', 'jobq_jobs_locked_until_idx', 'jobq_jobs_waiting_idx',
-    'jobq_jobs_limited_turn_idx'
+    'jobq_jobs_limited_turn_idx', 'jobq_jobs_later_names_idx'
 ]);
 SELECT has_index('public', 'jobq_jobs', 'jobq_jobs_claim_idx',
                  ARRAY['hashtextextended(job_type, (0)::bigint)',
@@ -610,6 +612,8 @@ SELECT results_eq(
      'CREATE INDEX jobq_jobs_claim_idx ON public.jobq_jobs USING btree (hashtextextended(job_type, (0)::bigint), hashtextextended(queue, (0)::bigint), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NULL))'::text),
     ('jobq_jobs_idempotency_key_key',
      'CREATE UNIQUE INDEX jobq_jobs_idempotency_key_key ON public.jobq_jobs USING btree (job_type, idempotency_key) WHERE (idempotency_key IS NOT NULL)'),
+    ('jobq_jobs_later_names_idx',
+     'CREATE INDEX jobq_jobs_later_names_idx ON public.jobq_jobs USING btree (job_type, queue) WHERE ((status = ''waiting''::text) OR ((status = ''pending''::text) AND scheduled))'),
     ('jobq_jobs_limit_running_idx',
      'CREATE INDEX jobq_jobs_limit_running_idx ON public.jobq_jobs USING btree (limit_group, COALESCE(limit_key, ''''::text)) WHERE ((status = ''processing''::text) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_limited_idx',
@@ -623,7 +627,7 @@ SELECT results_eq(
     ('jobq_jobs_waiting_idx',
      'CREATE INDEX jobq_jobs_waiting_idx ON public.jobq_jobs USING btree (created_at, id) WHERE (status = ''waiting''::text)')
     $$,
-    'the partial indexes: the claim order per (job_type, queue) over pending jobs that are not scheduled, scheduled jobs by due time, locks of processing jobs, keys'
+    'the partial indexes: the claim order per (job_type, queue) over pending jobs that are not scheduled, scheduled jobs by due time, locks of processing jobs, keys, the names of waiting jobs'
 );
 
 ------------------------------------------------------------------------------------------

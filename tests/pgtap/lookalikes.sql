@@ -21,7 +21,7 @@
 -- plus a trailing parameter with a DEFAULT makes any call ambiguous. jobq doctor and jobq
 -- migrate refuse a schema in which another role may CREATE (tests/python/test_privileges.py).
 BEGIN;
-SELECT plan(47);
+SELECT plan(48);
 
 DELETE FROM jobq_jobs;
 
@@ -287,7 +287,7 @@ SELECT lives_ok($$
     SELECT jobq_requeue_dead_letter(j.id)
     FROM (SELECT id FROM jobq_jobs WHERE status = 'cancelled' ORDER BY id LIMIT 1) AS j
 $$, 'requeue_dead_letter');
-SELECT lives_ok($$SELECT jobq_requeue_dead_letters('a'::text, NULL::text, FALSE)$$, 'requeue_dead_letters');
+SELECT lives_ok($$SELECT jobq_requeue_dead_letters('a'::text, NULL::text, FALSE, NULL::text)$$, 'requeue_dead_letters');
 
 SELECT lives_ok($$
     SELECT jobq_schedule('s1'::text, '* * * * *'::text, 'c'::text, '{}'::jsonb, 'UTC'::text,
@@ -298,6 +298,7 @@ SELECT lives_ok($$SELECT * FROM jobq_tick()$$, 'tick');
 SELECT is((SELECT pg_catalog.count(*)::integer FROM jobq_jobs WHERE job_type = 'c'), 1,
           'the tick enqueued a job');
 SELECT lives_ok($$SELECT * FROM jobq_schedules()$$, 'schedules');
+SELECT lives_ok($$SELECT jobq_schedule_run_now('s1'::text)$$, 'schedule_run_now');
 SELECT lives_ok($$SELECT jobq_unschedule('s1'::text)$$, 'unschedule');
 
 SELECT lives_ok($$SELECT * FROM jobq_metrics()$$, 'metrics');

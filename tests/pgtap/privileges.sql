@@ -114,7 +114,7 @@ GRANT EXECUTE ON FUNCTION
     jobq_await(uuid[], interval),
     jobq_release_orphans(text, uuid[]),
     jobq_requeue_dead_letter(uuid),
-    jobq_requeue_dead_letters(text, text, boolean),
+    jobq_requeue_dead_letters(text, text, boolean, text),
     jobq_stats(),
     jobq_prune(interval, text[], integer),
     jobq_configure(integer, boolean, integer),

@@ -1,14 +1,14 @@
 -- jobq_requeue_dead_letter(job_id) RETURNS boolean
--- jobq_requeue_dead_letters(job_type, queue, include_cancelled) RETURNS int
+-- jobq_requeue_dead_letters(job_type, queue, include_cancelled, reason) RETURNS int
 --
 -- A dead_letter or failed job becomes pending again, available now,
 -- attempts 0, claim cleared, error history (last_error, errors) kept. Anything else is left
 -- alone (false / not counted). A cancelled job: the single form requeues it, the bulk form
--- only with include_cancelled => true.
+-- only with include_cancelled => true. The bulk form records itself in jobq_audit.
 --
 -- Not covered here: NOTIFY (delivered at commit; see the Python suite).
 BEGIN;
-SELECT plan(34);
+SELECT plan(41);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -139,6 +139,51 @@ SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'pending'), 4,
 SELECT throws_ok($$SELECT jobq_requeue_dead_letters(include_cancelled => NULL)$$, '22023',
     'jobq_requeue_dead_letters: include_cancelled must be true or false, got NULL',
     'include_cancelled NULL is 22023, naming it');
+
+-- the bulk form records itself in jobq_audit (who, the filters, the jobs matched and those
+-- requeued, why), as jobq_act_on_jobs records an act, also as a role set by SET ROLE
+DELETE FROM jobq_audit;
+DELETE FROM jobq_jobs;
+DELETE FROM jobq_jobs_history;
+SELECT jobq_enqueue('m', queue => 'mq'), jobq_enqueue('m', queue => 'mq'), jobq_enqueue('m', queue => 'other');
+UPDATE jobq_jobs SET status = 'dead_letter', finished_at = now();
+SELECT is(jobq_requeue_dead_letters(job_type => 'm', queue => 'mq', reason => 'relay fixed'), 2,
+          'requeue all with a reason: the two dead letters of the filters');
+SELECT results_eq(
+    $$SELECT login_role, acting_role, action, reason, filters,
+             (SELECT array_agg(i ORDER BY i) FROM unnest(job_ids) AS i),
+             (SELECT array_agg(i ORDER BY i) FROM unnest(changed) AS i)
+      FROM jobq_audit_log()$$,
+    $$SELECT session_user::text COLLATE "default", session_user::text COLLATE "default",
+             'requeue_dead_letters'::text, 'relay fixed'::text,
+             '{"job_type": "m", "queue": "mq", "include_cancelled": false}'::jsonb,
+             (SELECT array_agg(id ORDER BY id) FROM jobq_jobs WHERE queue = 'mq'),
+             (SELECT array_agg(id ORDER BY id) FROM jobq_jobs WHERE queue = 'mq')$$,
+    'the bulk requeue is recorded: who, what (filters, jobs matched and requeued), why'
+);
+SELECT throws_ok(format('SELECT jobq_requeue_dead_letters(reason => %L)', repeat('r', 1001)), '22023',
+    'jobq_requeue_dead_letters: reason is 1001 characters long, at most 1000 are allowed',
+    'a reason of 1001 characters is 22023, naming it');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'dead_letter'), 1,
+          '... nothing changes then');
+CREATE ROLE jobq_t_requeue_all;
+GRANT USAGE ON SCHEMA public TO jobq_t_requeue_all;
+GRANT EXECUTE ON FUNCTION jobq_requeue_dead_letters(text, text, boolean, text) TO jobq_t_requeue_all;
+SET ROLE jobq_t_requeue_all;
+SELECT jobq_requeue_dead_letters();
+RESET ROLE;
+SELECT results_eq(
+    $$SELECT acting_role, action, reason, filters, cardinality(job_ids), cardinality(changed)
+      FROM jobq_audit_log()$$,
+    $$VALUES ('jobq_t_requeue_all'::text COLLATE "default", 'requeue_dead_letters'::text, NULL::text,
+              '{"job_type": null, "queue": null, "include_cancelled": false}'::jsonb, 1, 1),
+             (session_user, 'requeue_dead_letters', 'relay fixed',
+              '{"job_type": "m", "queue": "mq", "include_cancelled": false}', 2, 2)$$,
+    '... the refused call recorded nothing; a call under SET ROLE names that role'
+);
+SELECT is(jobq_requeue_dead_letters(job_type => 'nothing'), 0, 'a requeue that matches nothing');
+SELECT is((SELECT (action, job_ids, changed)::text FROM jobq_audit_log() LIMIT 1),
+          '(requeue_dead_letters,{},{})', '... is recorded too (someone tried)');
 
 SELECT * FROM finish();
 ROLLBACK;

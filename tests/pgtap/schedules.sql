@@ -5,7 +5,7 @@
 -- Concurrency (32 ticking sessions, a definition racing a tick) is in
 -- tests/python/test_schedules.py.
 BEGIN;
-SELECT plan(71);
+SELECT plan(78);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_schedules;
@@ -245,6 +245,33 @@ SELECT is(jobq_schedule('latest', '*/30 * * * *', 'report', '{"v": 3}'),
     'a new timing starts from the next fire after now');
 SELECT ok(jobq_unschedule('latest'), 'unschedule: true for a schedule that exists');
 SELECT ok(NOT jobq_unschedule('latest'), 'unschedule: false when it is gone');
+
+-- jobq_schedule_run_now: a fire now, as a tick's (its key, last_fired_at, last_job_id)
+SELECT jobq_schedule('manual', '0 3 * * *', 'report', '{"k": 1}', queue => 'reports', priority => 2,
+                     paused => true) AS manual_next \gset
+SELECT jobq_schedule_run_now('manual') AS ran \gset
+SELECT results_eq(
+    $$SELECT job_type, queue, priority, payload, status, idempotency_key, available_at <= now()
+      FROM jobq_all_jobs WHERE id = (SELECT last_job_id FROM jobq_schedules WHERE name = 'manual')$$,
+    $$SELECT 'report'::text, 'reports'::text, 2, '{"k": 1}'::jsonb, 'pending'::text,
+             'jobq:schedule:manual:' || to_char(date_trunc('second', now()) AT TIME ZONE 'UTC',
+                                                'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+             true$$,
+    'run now: the schedule''s job, available now, with the key of a fire at this second, is its last job'
+);
+SELECT is((SELECT last_job_id FROM jobq_schedules WHERE name = 'manual'), :'ran'::uuid,
+          '... the id returned');
+SELECT is((SELECT (last_fired_at, next_run_at, paused)::text FROM jobq_schedules WHERE name = 'manual'),
+          (SELECT (date_trunc('second', now()), :'manual_next'::timestamptz, true)::text),
+          '... last_fired_at is the fire; next_run_at and paused are unchanged');
+SELECT is(jobq_schedule_run_now('manual'), :'ran'::uuid,
+          'a second run within the same second is the same fire: the same job');
+SELECT is(jobq_schedule_run_now('nope'), NULL, 'no such schedule: NULL');
+SELECT throws_ok($$SELECT jobq_schedule_run_now(NULL)$$, '22023',
+    'jobq_schedule_run_now: name must not be NULL', 'a NULL name is 22023');
+SELECT throws_ok(format('SELECT jobq_schedule_run_now(%L)', repeat('s', 201)), '22023',
+    'jobq_schedule_run_now: name is 201 characters long, at most 200 are allowed',
+    'a name of 201 characters is 22023, naming it');
 
 SELECT * FROM finish();
 ROLLBACK;

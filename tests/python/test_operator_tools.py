@@ -318,3 +318,50 @@ def test_names_lists_the_queues_and_job_types_that_exist_for_a_monitor(
     assert "queue  mail" in jobq("--dsn", monitor, "names").stdout
     with Queue(monitor) as q:
         assert q.names()["queue"] == ["mail", "maintenance", "reports"]
+
+
+def test_dead_letter_requeue_all_is_audited_with_its_filters_and_reason(dsn: str) -> None:
+    """`jobq dead-letter requeue --all` records itself as the single requeue does: who, the
+    filters, the jobs matched and requeued, and the reason (`--reason`), read by `jobq audit`;
+    `--reason` with an ID is refused, changing and recording nothing."""
+    mail = [dead_letter(dsn, job_type="send_email", queue="mail") for _ in range(2)]
+    other = dead_letter(dsn, job_type="report")
+    refused = jobq("--dsn", dsn, "dead-letter", "requeue", str(other), "--reason", "why")
+    assert refused.returncode == 2 and "--reason go with --all" in refused.stderr
+    assert status_of(dsn, other) == "dead_letter" and _audit_rows(dsn) == []
+
+    ran = jobq("--dsn", dsn, "dead-letter", "requeue", "--all", "--job-type", "send_email",
+               "--reason", "smtp relay fixed")
+    assert (ran.returncode, ran.stdout.strip()) == (0, "requeued 2 jobs")
+    assert [status_of(dsn, j) for j in (*mail, other)] == ["pending", "pending", "dead_letter"]
+    ((action, job_ids, changed, reason),) = _audit_rows(dsn)
+    assert (action, sorted(job_ids), sorted(changed), reason) == (
+        "requeue_dead_letters", sorted(mail), sorted(mail), "smtp relay fixed")
+    audit = jobq("--dsn", dsn, "audit", "--json")
+    assert audit.returncode == 0, audit.stderr
+    (row,) = json.loads(audit.stdout)
+    assert row["filters"] == {"job_type": "send_email", "queue": None, "include_cancelled": False}
+    assert (row["action"], row["reason"], len(row["changed"])) == (
+        "requeue_dead_letters", "smtp relay fixed", 2)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        assert c.execute("SELECT login_role = session_user FROM jobq_audit").fetchone() == (True,)
+    assert "requeue_dead_letters" in jobq("--dsn", dsn, "audit").stdout
+
+
+def test_names_lists_the_names_of_jobs_without_a_key_that_wait_or_have_finished(
+    dsn: str, make_role: MakeRole
+) -> None:
+    """`jobq names` (a monitor) names what only a finished job without a key, a job waiting
+    for its run_at or one waiting for its dependency has: no other source names them."""
+    with Queue(dsn) as q:
+        parent = q.enqueue("parent", queue="first")
+        q.enqueue("child", queue="after", depends_on=[parent])
+        q.enqueue("later", queue="tomorrow", run_at=datetime.now(timezone.utc) + timedelta(days=1))
+        q.cancel([q.enqueue("withdrawn", queue="gone")])
+    monitor = psycopg.conninfo.make_conninfo(dsn, user=make_role("monitor", dsn=dsn))
+    ran = jobq("--dsn", monitor, "names", "--json")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {
+        "queue": ["after", "first", "gone", "tomorrow"],
+        "job_type": ["child", "later", "parent", "withdrawn"],
+    }

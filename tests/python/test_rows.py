@@ -175,8 +175,8 @@ def _decodes_with_load_json(conn: psycopg.Connection[Any] | psycopg.AsyncConnect
 def test_the_connections_jobq_opens_decode_jsonb_with_load_json(dsn: str) -> None:
     """The worker's own connections (its claims decode every job), a Queue's and an
     AsyncQueue's; never a connection the caller gave (whose loaders are theirs)."""
+    from pgq_client._conn import connect
     from pgq_client.async_queue import aconnect
-    from pgq_client.queue import connect
 
     worker = Worker(dsn, {"t": lambda job: None})
     with worker._connector(dsn)() as mine, connect(dsn) as queue_conn:
@@ -203,7 +203,7 @@ def test_a_json_loads_the_application_chose_is_kept(dsn: str) -> None:
 
     from psycopg.types.json import set_json_loads
 
-    from pgq_client.queue import connect
+    from pgq_client._conn import connect
 
     decimal_loads = partial(json.loads, parse_float=Decimal)
     set_json_loads(decimal_loads)

@@ -1,7 +1,7 @@
 """The operator's pages in a real browser (Debian's chromium through Playwright, as
 test_web_browser.py): the search form, an action on the selected jobs with the cancel's reason
-asked for, the audit log, the overview's errors, the schedules' buttons and the list pages'
-auto-refresh."""
+asked for, the audit log, Requeue all with its reason, the overview's errors, the schedules'
+buttons and the list pages' auto-refresh."""
 
 from __future__ import annotations
 
@@ -104,6 +104,9 @@ def test_schedules_buttons_and_the_list_pages_refresh(
     expect(page.locator("#notice")).to_have_text("resumed schedule nightly")
     row.get_by_role("button", name="Run now").click()
     expect(page.locator("#notice")).to_contain_text("ran schedule nightly now: job ")
+    ran = (page.locator("#notice").text_content() or "").rsplit(" ", 1)[1]
+    # the run is the schedule's last fire, as a tick's: its cell links to the job
+    expect(row.locator("td.last-fire a")).to_have_attribute("href", re.compile(f"/jobs/{ran}$"))
     row.get_by_role("button", name="Delete").click()
     expect(page.locator("#notice")).to_have_text("deleted schedule nightly")
     with Queue(dsn) as q:
@@ -117,3 +120,22 @@ def test_schedules_buttons_and_the_list_pages_refresh(
         fresh = q.enqueue("fresh")
     expect(page.locator(f'tr[data-id="{fresh}"]')).to_be_visible(timeout=30_000)
     assert re.search(r"refresh every 10 s", page.content())
+
+
+def test_requeue_all_with_a_reason_is_in_the_audit_log(
+    dsn: str, board: str, page: Any  # noqa: F811
+) -> None:
+    mail = [dead_letter(dsn, job_type="send_email", queue="mail") for _ in range(2)]
+    other = dead_letter(dsn, job_type="report")
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto(f"{board}/dead-letters?queue=mail")
+    page.fill("#requeue-all-reason", "smtp relay fixed")
+    page.get_by_role("button", name="Requeue all failed and dead-letter jobs of queue mail").click()
+    expect(page.locator("#notice")).to_have_text("requeued 2 job(s)")
+    assert [status_of(dsn, j) for j in (*mail, other)] == ["pending", "pending", "dead_letter"]
+    page.goto(f"{board}/audit")
+    row = page.locator("#audit tbody tr").first
+    expect(row).to_contain_text("requeue_dead_letters")
+    expect(row).to_contain_text("queue mail")
+    expect(row).to_contain_text("smtp relay fixed")
+    expect(row).to_contain_text("2 of 2")

@@ -204,15 +204,22 @@ def test_schedules_are_paused_resumed_run_now_and_deleted_from_the_dashboard(
         "Europe/Paris", "reports", 3, {"kind": "daily"})
     assert "Resume</button>" in client.get("/schedules").text
     assert act("resume") == "resumed schedule nightly"
-    ran = act("run_now")
-    job_id = uuid.UUID(ran.rsplit(" ", 1)[1])
+    ran = client.post("/schedules/run", data={"csrf": token, "name": "nightly"})
+    notice = re.search(r'id="notice">([^<]*)<', ran.text)
+    assert ran.status_code == 200 and notice, ran.text
+    job_id = uuid.UUID(notice[1].rsplit(" ", 1)[1])
     with Queue(dsn) as q:
-        assert not q.schedules()[0].paused
+        (s,) = q.schedules()
         job = q.get_job(job_id)
-    assert job
+    assert not s.paused and job
     assert (job.job_type, job.queue, job.payload) == ("report", "reports", {"kind": "daily"})
-    assert job.idempotency_key and job.idempotency_key.startswith("jobq:schedule:nightly:")
+    # a fire as a tick's: its key, and the schedule's last fire is this one
+    assert s.last_job_id == job_id and s.last_fired_at
+    assert job.idempotency_key == "jobq:schedule:nightly:" + s.last_fired_at.astimezone(
+        timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert abs(s.last_fired_at - datetime.now(timezone.utc)) < timedelta(minutes=1)
     its_jobs = client.get("/schedules").text
+    assert f'<a href="/jobs/{job_id}"' in its_jobs
     link = re.search(r'<a href="(/find\?[^"]+)">its jobs</a>', its_jobs)
     assert link and str(job_id) in client.get(link[1].replace("&amp;", "&")).text
     deleted = client.post("/schedules/delete", data={"csrf": token, "name": "nightly"})
@@ -222,6 +229,8 @@ def test_schedules_are_paused_resumed_run_now_and_deleted_from_the_dashboard(
     unknown = client.post("/schedules/act", data={"csrf": token, "name": "nope",
                                                   "action": "pause"})
     assert "no schedule nope" in unknown.text
+    assert "no schedule nope" in client.post("/schedules/run", data={
+        "csrf": token, "name": "nope"}).text
 
 
 def test_the_overview_shows_what_jobq_doctor_warns_of_beyond_health(
@@ -348,16 +357,48 @@ def test_each_schedule_links_to_the_job_its_latest_fire_enqueued(
 
 
 def test_the_search_form_offers_the_names_jobq_names_lists(dsn: str, client: TestClient) -> None:
-    """The queue and job type choices come from jobq_names: a queue that is only paused and
-    the job type of a keyed job that has finished are offered too."""
+    """The queue and job type choices come from jobq_names: a queue that is only paused, the
+    names of a finished job with a key and of one without, and of a job that waits for its
+    run_at are offered too."""
     with Queue(dsn) as q:
         done = q.enqueue("archive", idempotency_key="a-1", queue="cold")
+        unkeyed = q.enqueue("purge", queue="bin")
+        q.enqueue("later", queue="tomorrow", run_at=datetime.now(timezone.utc) + timedelta(days=1))
         q.pause("held")
     with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute("SELECT * FROM jobq_act_on_jobs('cancel', ARRAY[%s::uuid])", (done,))
+        c.execute("SELECT * FROM jobq_act_on_jobs('cancel', ARRAY[%s::uuid, %s::uuid])",
+                  (done, unkeyed))
     form = client.get("/find").text
     queues = re.search(r'<datalist id="queues">(.*?)</datalist>', form, re.S)
     types = re.search(r'<datalist id="job-types">(.*?)</datalist>', form, re.S)
     assert queues and types
-    assert re.findall(r'value="([^"]+)"', queues[1]) == ["held"]
-    assert re.findall(r'value="([^"]+)"', types[1]) == ["archive"]
+    assert re.findall(r'value="([^"]+)"', queues[1]) == ["bin", "cold", "held", "tomorrow"]
+    assert re.findall(r'value="([^"]+)"', types[1]) == ["archive", "later", "purge"]
+
+
+def test_requeue_all_records_itself_in_the_audit_log_with_the_reason(
+    dsn: str, client: TestClient
+) -> None:
+    """The dead-letter page's Requeue all (with the page's filters and a reason field) goes
+    through jobq_requeue_dead_letters, which writes one audit row; the audit page shows it
+    with its filters and reason."""
+    mail = [dead_letter(dsn, job_type="send_email", queue="mail") for _ in range(2)]
+    other = dead_letter(dsn, job_type="report", queue="reports")
+    page = client.get("/dead-letters", params={"queue": "mail"}).text
+    form = re.search(r'<form method="post" action="/dead-letters/requeue".*?</form>', page, re.S)
+    assert form and 'id="requeue-all-reason"' in form[0] and 'value="mail"' in form[0]
+    token = _token(client, "/dead-letters")
+    done = client.post("/dead-letters/requeue", data={
+        "csrf": token, "queue": "mail", "job_type": "", "reason": "smtp relay fixed"})
+    assert done.status_code == 200 and "requeued 2 job(s)" in done.text
+    assert [status_of(dsn, j) for j in (*mail, other)] == ["pending", "pending", "dead_letter"]
+    with psycopg.connect(dsn, autocommit=True) as c:
+        rows = c.execute("SELECT action, job_ids, changed, reason, filters FROM jobq_audit"
+                         ).fetchall()
+    assert [(a, sorted(i), sorted(ch), r, f) for a, i, ch, r, f in rows] == [
+        ("requeue_dead_letters", sorted(mail), sorted(mail), "smtp relay fixed",
+         {"job_type": None, "queue": "mail", "include_cancelled": False})]
+    audit = client.get("/audit").text
+    row = re.search(r'<tr data-audit="\d+">(.*?)</tr>', audit, re.S)
+    assert row and "requeue_dead_letters" in row[1] and "queue mail" in row[1]
+    assert "smtp relay fixed" in row[1] and "2 of 2" in row[1]

@@ -14,7 +14,8 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from .. import _secrets
-from ..queue import DSN_SOURCES, Queue, resolve_dsn
+from .._conn import DSN_SOURCES, resolve_dsn
+from ..queue import Queue
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")

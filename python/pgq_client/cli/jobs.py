@@ -359,15 +359,17 @@ def dead_letter_list(**filters: Any) -> None:
 @opt.JOB_TYPE
 @opt.QUEUE
 @click.option("--include-cancelled", is_flag=True, help="With --all: cancelled jobs too.")
+@click.option("--reason", metavar="TEXT", help="With --all: why (kept in the audit log).")
 def dead_letter_requeue(job_ids: list[uuid.UUID], all_: bool, **filters: Any) -> None:
     """Requeue jobs as `jobq jobs retry ID...`, or every dead_letter and failed one (--all;
-    --include-cancelled: cancelled ones too)."""
+    --include-cancelled: cancelled ones too), recorded in the audit log."""
     if bool(job_ids) == all_:
         raise click.UsageError("give either a job ID or --all")
     if job_ids:
         if any(filters.values()):
             raise click.UsageError(
-                "--job-type, --queue and --include-cancelled go with --all, not with an ID"
+                "--job-type, --queue, --include-cancelled and --reason go with --all, not with "
+                "an ID"
             )
         _retry(job_ids)
         return

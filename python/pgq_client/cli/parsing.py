@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from .._opcore import dump_json
-from ..queue import check_aware
+from .._ops import check_aware
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")

@@ -184,7 +184,8 @@ SELECT jobq_requeue_dead_letter(
 SELECT jobq_requeue_dead_letters(
     job_type => %(job_type)s::pg_catalog.text,
     queue => %(queue)s::pg_catalog.text,
-    include_cancelled => %(include_cancelled)s::pg_catalog.bool
+    include_cancelled => %(include_cancelled)s::pg_catalog.bool,
+    reason => %(reason)s::pg_catalog.text
 ) AS requeued;
 
 -- name: list_jobs
@@ -269,6 +270,11 @@ SELECT jobq_schedule(
 SELECT jobq_unschedule(
     name => %(name)s::pg_catalog.text
 ) AS deleted;
+
+-- name: schedule_run_now
+SELECT jobq_schedule_run_now(
+    name => %(name)s::pg_catalog.text
+) AS job_id;
 
 -- name: schedules
 SELECT
@@ -502,7 +508,8 @@ SELECT
     action,
     job_ids,
     changed,
-    reason
+    reason,
+    filters
 FROM jobq_audit_log(
     before_id => %(before_id)s::pg_catalog.int8,
     max_rows => %(max_rows)s::pg_catalog.int4

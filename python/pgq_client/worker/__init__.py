@@ -26,12 +26,12 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from .. import _ops, _sql
+from .._conn import resolve_dsn
 from .._secrets import is_conninfo_error
 from ..errors import IncompatibleSchema, PermissionDenied, from_psycopg
 from ..installer.citus import node_conninfo, schema_node
 from ..installer.compat import check_compatible
 from ..models import Job, use_fast_json
-from ..queue import resolve_dsn
 from .acker import Acknowledger
 from .config import (
     AsyncPlainHandler,

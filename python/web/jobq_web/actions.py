@@ -1,12 +1,12 @@
 """The POST routes: requeue, cancel, requeue all, pause and resume a queue, act on the
 selected jobs, a schedule's pause, resume, run now and delete, and set and remove a limit,
-each made by :func:`action`."""
+each made by :func:`action`. Every act on jobs is recorded in the audit log by the function
+it calls."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
@@ -76,8 +76,12 @@ def _cancel(queue: Queue, fields: dict[str, str], job_id: uuid.UUID) -> str:
 
 
 def _requeue_all(queue: Queue, fields: dict[str, str]) -> str:
+    """``jobq_requeue_dead_letters``, which records itself in the audit log with the reason."""
     job_type, name = text_filter(fields.get("job_type")), text_filter(fields.get("queue"))
-    return f"requeued {queue.requeue_dead_letters(job_type=job_type, queue=name)} job(s)"
+    count = queue.requeue_dead_letters(
+        job_type=job_type, queue=name, reason=fields.get("reason") or None
+    )
+    return f"requeued {count} job(s)"
 
 
 def _pause(queue: Queue, fields: dict[str, str]) -> str:
@@ -136,9 +140,8 @@ def _act(queue: Queue, fields: dict[str, str]) -> str:
 
 
 def _schedule(queue: Queue, fields: dict[str, str]) -> str:
-    """Pause, resume or run now one schedule: the first two set it again with only ``paused``
-    changed (``jobq_schedule``); running now enqueues its job as a fire at this moment, whose
-    idempotency key is the one a tick gives a fire."""
+    """Pause or resume one schedule: set it again with only ``paused`` changed
+    (``jobq_schedule``)."""
     name, what = fields.get("name", ""), fields.get("action", "")
     found = [s for s in queue.schedules() if s.name == name]
     if not found:
@@ -149,13 +152,15 @@ def _schedule(queue: Queue, fields: dict[str, str]) -> str:
                        priority=s.priority, max_attempts=s.max_attempts,
                        catch_up=s.catch_up, paused=what == "pause")  # type: ignore[arg-type]
         return f"{what}d schedule {name}"
-    if what == "run_now":
-        at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        job_id = queue.enqueue(s.job_type, s.payload, queue=s.queue, priority=s.priority,
-                               max_attempts=s.max_attempts,
-                               idempotency_key=f"jobq:schedule:{name}:{at}")
-        return f"ran schedule {name} now: job {job_id}"
-    raise ValueError(f"action must be one of pause, resume, run_now, got {what!r}")
+    raise ValueError(f"action must be one of pause, resume, got {what!r}")
+
+
+def _run_schedule(queue: Queue, fields: dict[str, str]) -> str:
+    """Fire one schedule now, as a tick fires it (``jobq_schedule_run_now``: the schedule's
+    last fire becomes this one)."""
+    name = fields.get("name", "")
+    job_id = queue.run_schedule(name)
+    return f"no schedule {name}" if job_id is None else f"ran schedule {name} now: job {job_id}"
 
 
 def _unschedule(queue: Queue, fields: dict[str, str]) -> str:
@@ -165,7 +170,8 @@ def _unschedule(queue: Queue, fields: dict[str, str]) -> str:
 
 # Where a bulk route returns when its form names no page.
 BACK = {"jobq_act_on_jobs": "/jobs", "jobq_schedule": "/schedules", "jobq_unschedule": "/schedules",
-        "jobq_pause": "/", "jobq_resume": "/", "jobq_set_limit": "/limits"}
+        "jobq_schedule_run_now": "/schedules", "jobq_pause": "/", "jobq_resume": "/",
+        "jobq_set_limit": "/limits"}
 
 requeue = action("jobq_act_on_jobs", _requeue)
 cancel = action("jobq_cancel", _cancel)
@@ -174,6 +180,7 @@ pause = action("jobq_pause", _pause)
 resume = action("jobq_resume", _resume)
 act = action("jobq_act_on_jobs", _act)
 schedule = action("jobq_schedule", _schedule)
+run_schedule = action("jobq_schedule_run_now", _run_schedule)
 unschedule = action("jobq_unschedule", _unschedule)
 set_limit = action("jobq_set_limit", _set_limit)
 remove_limit = action("jobq_set_limit", _remove_limit)

@@ -35,7 +35,7 @@ FUNCTIONS: dict[str, str] = {
     "jobq_jobs_page": "(text, text, text, timestamptz, uuid, integer, integer)",
     "jobq_get_job": "(uuid)",
     "jobq_job_status": "(uuid[])",
-    "jobq_requeue_dead_letters": "(text, text, boolean)",
+    "jobq_requeue_dead_letters": "(text, text, boolean, text)",
     "jobq_cancel": "(uuid[], text)",
     "jobq_schedules": "()",
     "jobq_limits": "()",
@@ -56,6 +56,7 @@ FUNCTIONS: dict[str, str] = {
     "jobq_health": "(interval, interval, interval)",
     "jobq_schedule": "(text, text, text, jsonb, text, text, integer, integer, text, boolean)",
     "jobq_unschedule": "(text)",
+    "jobq_schedule_run_now": "(text)",
 }
 
 
@@ -188,6 +189,7 @@ def create_app(
             Route("/jobs/act", actions.act, methods=["POST"]),
             Route("/audit", views.audit, name="audit"),
             Route("/schedules/act", actions.schedule, methods=["POST"]),
+            Route("/schedules/run", actions.run_schedule, methods=["POST"]),
             Route("/schedules/delete", actions.unschedule, methods=["POST"]),
             Mount("/static", StaticFiles(packages=[("jobq_web", "static")]), name="static"),
         ],

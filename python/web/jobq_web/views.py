@@ -125,7 +125,7 @@ def dead_letters(request: Request) -> Response:
     return jobs(request, dead_letters=True)
 
 
-# The idempotency key a schedule's fire gives its job (jobq_tick, and the Run now button):
+# The idempotency key a schedule's fire gives its job (jobq_tick, jobq_schedule_run_now):
 # jobq:schedule:<name>:<fire time, YYYY-MM-DDTHH:MM:SSZ>.
 SCHEDULE_KEY = "jobq:schedule:"
 FIRE_TIME_LENGTH = len("2000-01-01T00:00:00Z")
