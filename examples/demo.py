@@ -30,10 +30,10 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from pgq_client import Job, PermanentError, Queue, Worker, connect_kwargs
+from pgq_client._conn import resolve_dsn
 from pgq_client.errors import JobqError, error_summary
 from pgq_client.installer.runner import migrate
 from pgq_client.models import STATUS_IS_FINISHED, STATUSES
-from pgq_client.queue import resolve_dsn
 
 __all__ = ["main", "run_demo"]
 
