@@ -477,7 +477,7 @@ class Queue(SyncClient):
     def unschedule(self, name: str) -> bool:
         """Delete the schedule ``name``; whether it existed. Jobs it enqueued stay."""
 
-    @_ops.sends("schedule_run_now", _ops.VALUE)
+    @_ops.sends("run_schedule", _ops.VALUE)
     def run_schedule(self, name: str) -> uuid.UUID | None:
         """Fire the schedule ``name`` now, as a tick fires it (its ``last_job_id`` becomes the
         job); the job's id, or None when there is no such schedule."""

@@ -271,7 +271,7 @@ SELECT jobq_unschedule(
     name => %(name)s::pg_catalog.text
 ) AS deleted;
 
--- name: schedule_run_now
+-- name: run_schedule
 SELECT jobq_schedule_run_now(
     name => %(name)s::pg_catalog.text
 ) AS job_id;
