@@ -345,7 +345,9 @@ def test_dead_letter_requeue_all_is_audited_with_its_filters_and_reason(dsn: str
         "requeue_dead_letters", "smtp relay fixed", 2)
     with psycopg.connect(dsn, autocommit=True) as c:
         assert c.execute("SELECT login_role = session_user FROM jobq_audit").fetchone() == (True,)
-    assert "requeue_dead_letters" in jobq("--dsn", dsn, "audit").stdout
+    table = jobq("--dsn", dsn, "audit").stdout
+    assert "requeue_dead_letters" in table and "job_type=send_email" in table
+    assert "include_cancelled" not in table  # False: not a filter
 
 
 def test_names_lists_the_names_of_jobs_without_a_key_that_wait_or_have_finished(

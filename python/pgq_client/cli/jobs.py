@@ -313,12 +313,14 @@ def audit(before_id: int | None, limit: int) -> None:
     """What operators did to jobs, newest first: who, when, what, which jobs, why (admin)."""
     rows = call(Queue.audit_log, before_id, limit)
     listing(
-        rows, ["id", "acted_at", "acting_role", "action", "jobs", "changed", "reason"],
+        rows, ["id", "acted_at", "acting_role", "action", "jobs", "changed", "filters", "reason"],
         "no actions recorded",
         acting_role=lambda r: r["acting_role"] + (
             "" if r["acting_role"] == r["login_role"] else f" (login {r['login_role']})"),
         jobs=lambda r: len(r["job_ids"]),
         changed=lambda r: len(r["changed"]),
+        filters=lambda r: " ".join(  # a bulk requeue's; a filter that is None matches all
+            f"{k}={v}" for k, v in (r["filters"] or {}).items() if v not in (None, False)),
     )
 
 
