@@ -228,7 +228,9 @@ class Fetcher:
             # A completion waited past lock_wait for a row another session holds (the claim
             # never waits: SKIP LOCKED), or a result is over the size limit: the acknowledger
             # completes those jobs (and fails the one whose result it cannot store), and the
-            # claim goes alone.
+            # claim goes alone. Without completions, the claim itself failed: an error.
+            if not acks:
+                raise
             self._hand_over_key_acks(exc)
             return self._claim() if claim else []
         except psycopg.Error as exc:
