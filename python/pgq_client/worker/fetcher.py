@@ -278,8 +278,8 @@ class Fetcher:
                 raise
             log.warning(
                 "%s: cannot read which limit groups have a cap (jobq_capped_groups: %s); every "
-                "limited job is completed with the next claim. Grant the worker level again "
-                "(`jobq grant ROLE --as worker`) after an upgrade",
+                "limited job is completed with the next claim until this worker restarts. Grant "
+                "the worker level again (`jobq grant ROLE --as worker`) after an upgrade",
                 self._who,
                 from_psycopg(exc),
             )
