@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import pressure, workflows
+from . import pressure, worker_chain, workflows
 from .cluster import ROOT, SETTINGS, Cluster
 from .harness import Measurement, Target
 from .scenarios import Bench, Config
@@ -30,7 +30,7 @@ from .scenarios import Bench, Config
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
 SCENARIOS = (
     "1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14", "15", "16", "17", "18",
-    "19", "20",
+    "19", "20", "21",
 )
 BUSY_LOAD = 0.7  # 1-minute load average per core above which the machine counts as busy
 
@@ -155,6 +155,8 @@ def targets(results: list[Measurement]) -> list[Target]:
                  ratio(f"s18.{key}"), ">=", 0.5)
           for key, shape in (("fan_out", "fan-out"), ("fan_in", "fan-in"),
                              ("layers", "20 layers"), ("chain", "chain"))),
+        Target("chain: the Worker >= 0.5x the bare-SQL chain", ratio("s21.jobq.worker.chain"),
+               ">=", 0.5),
     ]
     return out
 
@@ -242,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
             "18": lambda: bench.results.extend(workflows.scenario(cluster, config.quick, log)),
             "19": bench.scenario_fair_wide,
             "20": bench.scenario_pause,
+            "21": lambda: bench.results.extend(
+                worker_chain.scenario(cluster, config.quick, config.concurrency, log)
+            ),
         }
         for s in SCENARIOS:
             if s in only:

@@ -4219,6 +4219,26 @@ Result: the ids of those with a request, in id order; unknown ids and jobs witho
 are left out.
 Errors: none.';
 
+CREATE FUNCTION public.jobq_capped_groups() RETURNS TABLE(limit_group text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT l.limit_group
+    FROM jobq_limits AS l
+    WHERE l.max_running IS NOT NULL
+    ORDER BY l.limit_group
+$$;
+
+COMMENT ON FUNCTION public.jobq_capped_groups() IS 'Worker and admin. The limit groups that have a max_running cap (jobq_set_limit), by name: a
+completion of one of their jobs frees a slot that a claim can take, so a worker completes such a
+job in the transaction of its next claim. Any other group (unlimited, a rate limit alone, a
+share alone) frees nothing on completion. Workers keep the answer for a few seconds; caps are
+enforced by the claim whatever they do with it.
+Arguments: none.
+Result: limit_group, one row per capped group, by name.
+Errors: none.
+Concurrency: a plain read; it takes no lock.';
+
 CREATE FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer, result jsonb DEFAULT NULL::jsonb) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -11442,6 +11462,8 @@ REVOKE ALL ON FUNCTION public.jobq_await(job_ids uuid[], timeout interval) FROM 
 REVOKE ALL ON FUNCTION public.jobq_cancel(job_ids uuid[], reason text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_cancel_requested(job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_capped_groups() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_complete(job_id uuid, worker_id text, attempt integer, result jsonb) FROM PUBLIC;
 

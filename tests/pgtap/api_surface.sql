@@ -96,6 +96,7 @@ SELECT results_eq(
                    'finished_at timestamp with time zone, cancel_requested boolean)'),
     ('jobq_cancel', 'job_ids uuid[], reason text DEFAULT NULL::text', 'TABLE(job_id uuid, status text)'),
     ('jobq_cancel_requested', 'job_ids uuid[]', 'SETOF uuid'),
+    ('jobq_capped_groups', '', 'TABLE(limit_group text)'),
     ('jobq_complete', 'job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer, '
                       'result jsonb DEFAULT NULL::jsonb', 'boolean'),
     ('jobq_complete_many', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], '

@@ -175,6 +175,11 @@ SELECT jobq_release_orphans(
     job_ids => %(job_ids)s::pg_catalog.uuid[]
 ) AS released;
 
+-- name: capped_groups
+-- The Worker completes a job of these groups in its next claim's transaction (a freed slot).
+SELECT limit_group
+FROM jobq_capped_groups();
+
 -- name: requeue_dead_letter
 SELECT jobq_requeue_dead_letter(
     job_id => %(job_id)s::pg_catalog.uuid

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -17,7 +18,10 @@ from ..models import Job, job_row
 from .acker import complete_many_call, look_for_unserved
 from .joblog import log, log_completed
 from .retry import GaveUp, Link, connection_lost, execute, reconnecting, transient
-from .state import Shared, Waker
+from .state import Shared, Success, Waker
+
+if TYPE_CHECKING:
+    from psycopg._cursor_base import BaseCursor
 
 T = TypeVar("T")
 
@@ -28,6 +32,11 @@ EMPTY_CLAIM_PAUSE = 0.05
 claims when they have passed): anyone may NOTIFY on a worker's channel, and a flood of
 notifications must not turn into as many claims. An enqueue in that window waits at most this
 long; one after it is claimed at once."""
+
+CAPS_TTL = 5.0
+"""Seconds a fetcher keeps the list of capped groups (jobq_capped_groups) before reading it
+again. A stale list only routes a completion the slower way (see Fetcher): the claim enforces
+the caps whatever path a completion takes."""
 
 # Whether the libpq in use has pipeline mode (14 and later; psycopg's binary package has it).
 PIPELINE = psycopg.Pipeline.is_supported()
@@ -45,11 +54,18 @@ class Fetcher:
     notification lost while disconnected). A notification that comes during a claim is kept
     by psycopg and read right after it.
 
-    Limited jobs whose handler returned None are completed in the transaction and round trip
-    of the next claim, so that it counts each key's running jobs without them and takes a
-    freed slot again at once (for ``max_running = 1``, the key's whole turnover); when no
-    claim is worth its round trip they go alone. The jobs stay held (heartbeats) until that
-    has committed.
+    A job whose completion frees something a claim can take at once is completed, when its
+    handler succeeds, in the transaction and round trip of the next claim: a job of a group
+    with a ``max_running`` cap (the claim counts its key's running jobs without it and takes
+    the freed slot: for ``max_running = 1``, the key's whole turnover), and a job that others
+    depend on (its row's ``has_dependents``: the claim takes a dependent its completion
+    released, a chain's next step, without waiting for a commit, a notification and another
+    claim). When no claim is worth its round trip they go alone. The jobs stay held
+    (heartbeats) until that has committed. Every other job is completed by the acknowledger,
+    on its own connection, in parallel with the claims: a group without a cap has no slot to
+    hand on. Which groups have one, the fetcher reads with ``jobq_capped_groups`` (a worker
+    cannot read ``jobq_limits``) every ``CAPS_TTL`` seconds; until it knows, or when it may
+    not call it, every limited job is taken to have a cap.
     """
 
     def __init__(self, shared: Shared, link: Link) -> None:
@@ -62,9 +78,14 @@ class Fetcher:
         # worker's id and unknown to it. Before the next claim, jobq_release_orphans gives back
         # every job locked by this id that the worker does not hold (see _release_orphans).
         self._orphans_unknown = False
-        # Limited jobs to complete in the round trip of the next claim (see the class).
-        self._key_acks: list[Job] = []
+        # Jobs to complete in the round trip of the next claim (see the class).
+        self._key_acks: list[Job | Success] = []
         self._acks_retried = False  # they were sent before, and the reply was lost
+        # Of the jobs of the last claim, those whose completion goes with a claim.
+        self._hand_on: list[uuid.UUID] = []
+        # The capped groups, read again at _caps_due; None: unknown (every group is capped).
+        self._caps: frozenset[str] | None = None
+        self._caps_due = 0.0
         # Built once: only batch_size changes, set before each claim.
         self._claim_query = self._sql.dequeue
         self._params = {
@@ -135,7 +156,7 @@ class Fetcher:
             self._params["batch_size"] = wanted
             self._key_acks += shared.take_key_acks()
             jobs = self._reconnecting(self._claim, "claiming jobs")
-            shared.claimed(jobs, time.perf_counter() - started)
+            shared.claimed(jobs, time.perf_counter() - started, self._hand_on)
             if jobs and log.isEnabledFor(logging.DEBUG):
                 log.debug("%s claimed %d jobs", self._who, len(jobs))
             more = len(jobs) == wanted
@@ -180,10 +201,13 @@ class Fetcher:
         conn = self._link.get()
         if claim and self._orphans_unknown:
             self._release_orphans(conn)
+        if claim and time.monotonic() >= self._caps_due:
+            self._read_caps(conn)
         acks = self._key_acks
+        self._hand_on = []
         try:
             if claim and not acks:
-                with conn.cursor(row_factory=job_row) as cur:
+                with conn.cursor(row_factory=self._claim_row) as cur:
                     cur.execute(self._claim_query, self._params)
                     return cur.fetchall()
             # The completions, then the claim, in one transaction, so that the claim counts
@@ -192,19 +216,22 @@ class Fetcher:
             # pipelines (before 14), an explicit transaction.
             with conn.pipeline() if PIPELINE else conn.transaction():
                 done_cur = conn.cursor(row_factory=tuple_row)
-                acks.sort(key=lambda job: job.id)  # id order, as the acknowledger's
+                acks.sort(key=_ack_id)  # id order, as the acknowledger's
                 done = complete_many_call(self._sql, acks, self._config.worker_id)
                 done_cur.execute(done.query, done.params)
                 if claim:
-                    cur = conn.cursor(row_factory=job_row)
+                    cur = conn.cursor(row_factory=self._claim_row)
                     cur.execute(self._claim_query, self._params)
             row = done_cur.fetchone()
             jobs = cur.fetchall() if claim else []
-        except psycopg.errors.LockNotAvailable:
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.ProgramLimitExceeded) as exc:
             # A completion waited past lock_wait for a row another session holds (the claim
-            # never waits: SKIP LOCKED): the acknowledger completes those jobs, and the claim
-            # goes alone.
-            self._hand_over_key_acks()
+            # never waits: SKIP LOCKED), or a result is over the size limit: the acknowledger
+            # completes those jobs (and fails the one whose result it cannot store), and the
+            # claim goes alone. Without completions, the claim itself failed: an error.
+            if not acks:
+                raise
+            self._hand_over_key_acks(exc)
             return self._claim() if claim else []
         except psycopg.Error as exc:
             if connection_lost(exc):
@@ -212,19 +239,61 @@ class Fetcher:
                 self._acks_retried = True
             raise
         done_count = int(row[0]) if row is not None and row[0] is not None else 0
-        log_completed(self._who, acks, done_count, self._acks_retried)
+        done_jobs = [ack if isinstance(ack, Job) else ack.job for ack in acks]
+        log_completed(self._who, done_jobs, done_count, self._acks_retried)
         self._key_acks, self._acks_retried = [], False
         # A claim in the same transaction had the slots they freed: no wake-up for them.
         # Without one, the slots make a claim due, as the acknowledger's completions do.
-        self._shared.settled(acks, done=done_count, wake=not claim)
+        self._shared.settled(done_jobs, done=done_count, wake=not claim)
         return jobs
 
-    def _hand_over_key_acks(self) -> None:
+    def _claim_row(self, cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
+        """The claim's row factory: each row a :class:`Job`, whose id goes to ``_hand_on``
+        when its completion frees something a claim can take (see the class)."""
+        make = job_row(cursor)
+        names = [c.name for c in cursor.description or ()]
+        deps = names.index("has_dependents") if "has_dependents" in names else None
+        caps, hand_on = self._caps, self._hand_on
+
+        def row(values: Sequence[Any]) -> Job:
+            job = make(values)
+            group = job.limit_group
+            if (deps is not None and values[deps]) or (
+                group is not None and (caps is None or group in caps)
+            ):
+                hand_on.append(job.id)
+            return job
+
+        return row
+
+    def _read_caps(self, conn: psycopg.Connection[Any]) -> None:
+        """Read which groups have a cap, for the next ``CAPS_TTL`` seconds. Without EXECUTE
+        on jobq_capped_groups (a role granted the worker level before it existed) every limited
+        job keeps going with a claim, as if its group had one. A transient error propagates:
+        the claim's retry retries this too."""
+        try:
+            rows = execute(conn, _ops.call(self._sql.capped_groups))
+        except psycopg.Error as exc:
+            if transient(exc):
+                raise
+            log.warning(
+                "%s: cannot read which limit groups have a cap (jobq_capped_groups: %s); every "
+                "limited job is completed with the next claim until this worker restarts. Grant "
+                "the worker level again (`jobq grant ROLE --as worker`) after an upgrade",
+                self._who,
+                from_psycopg(exc),
+            )
+            self._caps, self._caps_due = None, float("inf")
+            return
+        self._caps = frozenset(row[0] for row in rows)
+        self._caps_due = time.monotonic() + CAPS_TTL
+
+    def _hand_over_key_acks(self, why: psycopg.Error) -> None:
         log.warning(
-            "%s: completing %d limited jobs waited for a row lock another session holds; the "
-            "acknowledger completes them",
+            "%s: completing %d jobs with the claim failed (%s); the acknowledger completes them",
             self._who,
             len(self._key_acks),
+            from_psycopg(why),
         )
         self._shared.hand_over_key_acks(self._key_acks)
         self._key_acks, self._acks_retried = [], False
@@ -309,3 +378,5 @@ class Fetcher:
                 self._shared.woken = True
 
 
+def _ack_id(ack: Job | Success) -> uuid.UUID:
+    return ack.id if isinstance(ack, Job) else ack.job.id

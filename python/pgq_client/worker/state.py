@@ -118,11 +118,14 @@ class Shared:
         self.unfinished = 0
         self.acks: list[Ack] = []
         self.acks_closed = False
-        # Limited jobs whose handler returned None, while the fetcher runs: it completes them
-        # in the round trip of its next claim, whose count of the key's running jobs then no
-        # longer includes them (see Fetcher). key_completing: their ids, and those of such
-        # completions under way (heartbeats skip them when counting lost claims).
-        self.key_acks: list[Job] = []
+        # hand_on: the claimed jobs whose completion frees something a claim can take at once
+        # (a slot of a capped group, dependents it releases). While the fetcher runs, it
+        # completes those that succeed in the round trip of its next claim, which then counts
+        # the key's running jobs without them and can take what they release (see Fetcher).
+        # key_completing: their ids, and those of such completions under way (heartbeats
+        # skip them when counting lost claims).
+        self.hand_on: set[uuid.UUID] = set()
+        self.key_acks: list[Job | Success] = []
         self.key_acks_open = True
         self.key_completing: set[uuid.UUID] = set()
         # A notification said that a job of this worker got a cancel request: the acknowledger
@@ -158,11 +161,14 @@ class Shared:
 
     # -- called without it --------------------------------------------------------------------
 
-    def claimed(self, jobs: Sequence[Job], claim_seconds: float) -> None:
+    def claimed(
+        self, jobs: Sequence[Job], claim_seconds: float, hand_on: Sequence[uuid.UUID] = ()
+    ) -> None:
         """A claim brought ``jobs``: they wait for a handler thread, in claim order."""
         with self.lock:
             self.policy.claim_took(claim_seconds)
             self.unfinished += len(jobs)
+            self.hand_on.update(hand_on)
             for job in jobs:
                 self.held[job.id] = job
                 self.work.put(job)
@@ -172,8 +178,12 @@ class Shared:
         with self.lock:
             self.policy.job_took(run_seconds)
             self.unfinished -= 1
-            if outcome is Outcome.ACK and job.limit_group is not None and self.key_acks_open:
-                self.key_acks.append(job)
+            if (
+                (outcome is Outcome.ACK or isinstance(outcome, Success))
+                and job.id in self.hand_on
+                and self.key_acks_open
+            ):
+                self.key_acks.append(job if outcome is Outcome.ACK else outcome)
                 self.key_completing.add(job.id)
                 self.wake_fetcher()
             elif outcome is Outcome.ACK:
@@ -215,6 +225,7 @@ class Shared:
         limited = False
         for job in jobs:
             self.held.pop(job.id, None)
+            self.hand_on.discard(job.id)
             self.key_completing.discard(job.id)
             limited = limited or job.limit_group is not None
         # A failure may have made a job claimable again (claim before a burst run ends); the
@@ -226,22 +237,23 @@ class Shared:
             self.woken = True
             self.wake_fetcher()
 
-    def take_key_acks(self) -> list[Job]:  # the fetcher completes them with its next claim
+    def take_key_acks(self) -> list[Job | Success]:  # the fetcher sends them with its next claim
         with self.lock:
             jobs, self.key_acks = self.key_acks, []
             return jobs
 
-    def hand_over_key_acks(self, jobs: Sequence[Job], close: bool = False) -> None:
-        """The acknowledger completes these limited jobs instead of the fetcher: a row lock
-        held elsewhere stopped it, or (``close``) it ends, and so do those finished later."""
+    def hand_over_key_acks(self, acks: Sequence[Job | Success], close: bool = False) -> None:
+        """The acknowledger completes these jobs instead of the fetcher: a row lock held
+        elsewhere or a result too large stopped it, or (``close``) it ends, and so do those
+        finished later."""
         with self.lock:
             if close:
                 self.key_acks_open = False
-                jobs, self.key_acks = [*jobs, *self.key_acks], []
-            for job in jobs:
-                self.key_completing.discard(job.id)
-            if jobs:
-                self._add_acks(jobs)
+                acks, self.key_acks = [*acks, *self.key_acks], []
+            for ack in acks:
+                self.key_completing.discard(ack.id if isinstance(ack, Job) else ack.job.id)
+            if acks:
+                self._add_acks(acks)
 
     def stop_with(self, exc: BaseException) -> None:
         """End the run on an error no retry gets past; ``run()`` raises the first such error."""

@@ -1,0 +1,153 @@
+"""Which path the Worker completes a job by: with its fetcher's next claim, in one transaction,
+when the completion frees something that claim can take at once (a slot of a group with a
+``max_running`` cap, a dependent it releases), else by the acknowledger on its own connection.
+
+A job completed with a claim has ``finished_at`` equal to the ``claimed_at`` of the jobs that
+claim took (one transaction, one ``now()``); one the acknowledger completes shares its
+``finished_at`` with no claim. The serial-key case (a capped group) is in test_limits.py
+(``test_a_serial_keys_next_job_is_claimed_by_the_completion_of_the_one_before``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+from tests.helpers import MakeRole
+
+from pgq_client import Job, Queue, Worker
+
+Conn = psycopg.Connection[Any]
+
+
+def _claim_times(conn: Conn) -> set[object]:
+    return {r[0] for r in conn.execute("SELECT claimed_at FROM jobq_all_jobs").fetchall()}
+
+
+@pytest.mark.parametrize(
+    "limit",
+    [{"share": "round_robin"}, {"max_starts": 1000, "per": 60}],
+    ids=["share-alone", "rate-alone"],
+)
+def test_a_group_without_a_cap_is_completed_by_the_acknowledger_not_with_a_claim(
+    dsn: str, conn: Conn, limit: dict[str, Any]
+) -> None:
+    """A group with no max_running has no slot to hand on: its jobs' completions go through
+    the acknowledger, in parallel with the claims, and none shares a claim's transaction. A
+    capped group's beside it still goes with the claims."""
+    with Queue(dsn) as q:
+        q.set_limit("open", **limit)
+        q.set_limit("capped", max_running=1)
+        q.enqueue_many([
+            {"job_type": "t", "limit_group": "open", "limit_key": f"k{i % 5}", "priority": 1}
+            for i in range(30)
+        ])
+        q.enqueue_many([
+            {"job_type": "t", "limit_group": "capped", "limit_key": "a"} for _ in range(5)
+        ])
+    worker = Worker(dsn, handlers={"t": lambda job: None}, concurrency=2, poll_interval=3600)
+    worker.run(burst=True)
+    claims = _claim_times(conn)
+    rows = conn.execute(
+        "SELECT limit_group, status, finished_at FROM jobq_all_jobs ORDER BY finished_at"
+    ).fetchall()
+    assert {r[1] for r in rows} == {"succeeded"}
+    with_a_claim = [r[0] for r in rows if r[2] in claims]
+    assert "open" not in with_a_claim
+    assert with_a_claim.count("capped") >= 4  # each but the last hands its slot to the next
+
+
+@pytest.mark.parametrize("result", [None, {"step": "done"}], ids=["none", "a-result"])
+def test_a_chains_next_step_is_claimed_in_the_transaction_that_completes_the_one_before(
+    dsn: str, conn: Conn, result: dict[str, str] | None
+) -> None:
+    """A job that others depend on is completed with the fetcher's next claim: the dependent
+    its completion releases is claimed in the same transaction (no commit, notification and
+    new claim in between), whether the handler returned a result or not."""
+    with Queue(dsn) as q:
+        q.enqueue_many([
+            {"job_type": "step", "payload": {"n": i}, **({"after": [i]} if i else {})}
+            for i in range(10)
+        ])
+    worker = Worker(
+        dsn, handlers={"step": lambda job: result}, concurrency=2, poll_interval=3600
+    )
+    worker.run(burst=True)
+    rows = conn.execute(
+        "SELECT status, claimed_at, finished_at, result FROM jobq_all_jobs"
+        " ORDER BY (payload ->> 'n')::int"
+    ).fetchall()
+    assert [r[0] for r in rows] == ["succeeded"] * 10
+    assert [r[3] for r in rows] == [result] * 10
+    assert [r[1] for r in rows[1:]] == [r[2] for r in rows[:-1]]
+
+
+def test_a_result_too_large_for_the_claims_transaction_fails_its_job_and_the_worker_goes_on(
+    dsn: str, conn: Conn
+) -> None:
+    """A result over max_payload_bytes, sent with a claim, would fail that claim's whole
+    transaction: the fetcher hands those completions to the acknowledger, which fails the
+    job whose result it cannot store, and the claim goes alone."""
+    conn.execute("SELECT jobq_configure(max_payload_bytes => 100)")
+    with Queue(dsn) as q:
+        q.enqueue_many([
+            {"job_type": "big", "payload": {"n": 0}},
+            {"job_type": "big", "payload": {"n": 1}, "after": [1],
+             "on_dependency_failure": "run"},
+        ])
+
+    def handle(job: Job) -> dict[str, str]:
+        return {"text": "x" * 200} if job.payload["n"] == 0 else {}
+
+    worker = Worker(dsn, handlers={"big": handle}, concurrency=2, poll_interval=3600)
+    worker.run(burst=True)
+    rows = conn.execute(
+        "SELECT status, last_error FROM jobq_all_jobs ORDER BY (payload ->> 'n')::int"
+    ).fetchall()
+    assert rows[0][0] == "failed" and "cannot be stored" in rows[0][1]
+    assert rows[1] == ("succeeded", None)
+
+
+def test_a_worker_that_cannot_read_the_capped_groups_hands_every_limited_slot_on(
+    make_role: MakeRole, dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A role granted the worker level before jobq_capped_groups existed cannot call it: the
+    worker says so once and completes every limited job with its next claim, as if each group
+    had a cap (the claim enforces the caps either way)."""
+    role = make_role("worker", dsn=dsn, prefix="jobq_nocaps")
+    conn.execute(
+        sql.SQL("REVOKE EXECUTE ON FUNCTION jobq_capped_groups() FROM {}").format(
+            sql.Identifier(role)
+        )
+    )
+    with Queue(dsn) as q:
+        q.set_limit("open", share="round_robin")
+        q.enqueue_many([
+            {"job_type": "t", "limit_group": "open", "payload": {"n": i}, "priority": 10 - i}
+            for i in range(6)
+        ])
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def handle(job: Job) -> None:
+        with lock:
+            seen.append(job.payload["n"])
+
+    worker = Worker(
+        make_conninfo(dsn, user=role), handlers={"t": handle}, concurrency=1, prefetch=0,
+        poll_interval=3600,
+    )
+    with caplog.at_level(logging.WARNING, logger="pgq_client"):
+        worker.run(burst=True)
+    assert sorted(seen) == list(range(6))
+    assert sum("jobq_capped_groups" in r.getMessage() for r in caplog.records) == 1
+    claims = _claim_times(conn)
+    finished = [r[0] for r in conn.execute(
+        "SELECT finished_at FROM jobq_all_jobs WHERE status = 'succeeded'"
+    ).fetchall()]
+    assert len(finished) == 6
+    assert sum(f in claims for f in finished) >= 4
