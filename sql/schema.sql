@@ -707,13 +707,20 @@ BEGIN
         )
 
         SELECT
-            pg_catalog.array_agg(r.job_type) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.queue) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.limit_group) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.lk) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.priority) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.available_at) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.id) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.limit_group ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
             pg_catalog.array_agg(DISTINCT r.limit_group) FILTER (WHERE r.turn)
         INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids, f_groups
         FROM ranges AS r
@@ -791,13 +798,20 @@ BEGIN
         )
 
         SELECT
-            pg_catalog.array_agg(r.job_type) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.queue) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.limit_group) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.lk) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.priority) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.available_at) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.id) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.limit_group ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
             pg_catalog.array_agg(DISTINCT r.limit_group) FILTER (WHERE r.turn)
         INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids, f_groups
         FROM ranges AS r
@@ -911,9 +925,10 @@ BEGIN
         ) AS tu ON TRUE;
     END IF;
 
-    -- The ranges in the claim order of their first job, each with the index of its key in
-    -- the k_ arrays (a key may have ranges in several job types and queues).
-    IF l_ids IS NOT NULL THEN
+    -- The ranges in the claim order of their first job (the skip scan returns them so; a
+    -- sharing group's ranges have taken other places since), each with the index of its key
+    -- in the k_ arrays (a key may have ranges in several job types and queues).
+    IF v_sharing THEN
         SELECT
             pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id),
             pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id),
@@ -1310,6 +1325,10 @@ BEGIN
             END IF;
 
             -- The chunk's candidates: each range's first jobs, as many as its key may start.
+            -- A key that may start one has it already: the first job the skip scan read (in
+            -- the first round, whose reads pass over no row, when it is due and keeps its own
+            -- place); the lock below checks that it is still pending, and one claimed since
+            -- was passed over (another round reads past it).
             SELECT
                 pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
                 pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
@@ -1318,20 +1337,35 @@ BEGIN
             INTO c_ids, c_prio, c_avail, c_key
             FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
             CROSS JOIN LATERAL (
-                SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
-                FROM jobq_jobs AS j
-                WHERE least(k_room[l_key[r.i]], k_quota[l_key[r.i]]) > 0
-                  AND j.job_type = l_types[r.i]
-                  AND j.queue = l_queues[r.i]
-                  AND j.limit_group = l_groups[r.i]
-                  AND coalesce(j.limit_key, '') = l_keys[r.i]
-                  AND j.status = 'pending'
-                  AND NOT j.scheduled
-                  AND j.limit_group IS NOT NULL
-                  AND j.available_at <= v_now
-                  AND j.id <> ALL (v_exclude)
-                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-                LIMIT greatest(0, least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want))
+                SELECT l_ids[r.i] AS id, l_prio[r.i] AS priority, l_avail[r.i] AS available_at,
+                       l_key[r.i] AS k
+                WHERE least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want) = 1
+                  AND pg_catalog.cardinality(v_exclude) = 0
+                  AND l_vp[r.i] IS NULL
+                  AND l_avail[r.i] <= v_now
+
+                UNION ALL
+
+                (
+                    SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
+                    FROM jobq_jobs AS j
+                    WHERE least(k_room[l_key[r.i]], k_quota[l_key[r.i]]) > 0
+                      AND NOT (least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want) = 1
+                               AND pg_catalog.cardinality(v_exclude) = 0
+                               AND l_vp[r.i] IS NULL
+                               AND l_avail[r.i] <= v_now)
+                      AND j.job_type = l_types[r.i]
+                      AND j.queue = l_queues[r.i]
+                      AND j.limit_group = l_groups[r.i]
+                      AND coalesce(j.limit_key, '') = l_keys[r.i]
+                      AND j.status = 'pending'
+                      AND NOT j.scheduled
+                      AND j.limit_group IS NOT NULL
+                      AND j.available_at <= v_now
+                      AND j.id <> ALL (v_exclude)
+                    ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                    LIMIT greatest(0, least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want))
+                )
             ) AS f;
             c_ids := coalesce(c_ids, '{}'::uuid[]);
             c_prio := coalesce(c_prio, '{}'::integer[]);
