@@ -35,7 +35,9 @@
 -- in claim order). The ranges are then visited in claim order a chunk at a time (as many as
 -- candidates are missing), each chunk in three statements whatever its number of keys: the
 -- locks, the counts of processing jobs (at most max_running index entries per key) and the
--- candidates; a rate-limited key adds two or three probes of jobq_limit_starts. Then one
+-- candidates, which probe again only the ranges whose key may start more than one job (a key
+-- that may start one has its range's first job already); a rate-limited key adds two or three
+-- probes of jobq_limit_starts. Then one
 -- statement locks the candidates, one claims them, and one (three for rate limits) records the
 -- starts. A key that is full costs its probe, never the jobs it holds back.
 --
