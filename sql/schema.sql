@@ -1446,7 +1446,8 @@ BEGIN
         -- they were read. Another round reads past them, and past the rows this claim has
         -- locked; the claim is over when no candidate was passed over.
         v_passed := '{}'::uuid[];
-        IF v_want > 0 THEN
+        -- (every candidate locked: none was passed over)
+        IF v_want > 0 AND pg_catalog.cardinality(v_round) < pg_catalog.cardinality(c_ids) THEN
             v_passed := ARRAY(
                 SELECT a.id
                 FROM (
@@ -1503,7 +1504,8 @@ BEGIN
             -- used its turn up (or had no start in it) and may start more, the next turn
             -- begins: the keys that did so, from their passes now; the others are out of work
             -- or of room, and out of the claim (quota -1).
-            EXIT WHEN NOT v_sharing OR NOT EXISTS (
+            EXIT WHEN NOT v_sharing;  -- a simple expression: no query when no group shares
+            EXIT WHEN NOT EXISTS (
                 SELECT
                 FROM pg_catalog.generate_subscripts(k_share, 1) AS u (k)
                 WHERE k_share[u.k] AND k_quota[u.k] = 0 AND k_room[u.k] > 0
