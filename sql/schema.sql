@@ -592,6 +592,7 @@ DECLARE
     v_drop_below bigint;
     v_ids uuid[] := '{}'::uuid[];  -- locked so far, to claim
     v_round uuid[];  -- locked by this round
+    v_round_keys integer[];  -- and the key of each (0: no limit)
     v_passed uuid[];  -- candidates of this round it could not lock
     v_exclude uuid[] := '{}'::uuid[];  -- left out of later rounds' reads
     v_want integer;  -- still to lock
@@ -1413,9 +1414,9 @@ BEGIN
         -- 4. Lock the candidates in claim order, SKIP LOCKED, until v_want are. A key's
         --    candidates beyond its room (it may have several ranges) are left out first, so that
         --    whichever rows concurrent claims hold, no key gets more than its room.
-        SELECT pg_catalog.array_agg(l.id) INTO v_round
+        SELECT pg_catalog.array_agg(l.id), pg_catalog.array_agg(l.k) INTO v_round, v_round_keys
         FROM (
-            SELECT j.id
+            SELECT j.id, a.k
             FROM (
                 SELECT
                     a.id, a.k, a.sa, a.sid,
@@ -1438,6 +1439,7 @@ BEGIN
             FOR UPDATE OF j SKIP LOCKED
         ) AS l;
         v_round := coalesce(v_round, '{}'::uuid[]);
+        v_round_keys := coalesce(v_round_keys, '{}'::integer[]);
         v_ids := pg_catalog.array_cat(v_ids, v_round);
         v_want := v_want - pg_catalog.cardinality(v_round);
 
@@ -1486,18 +1488,12 @@ BEGIN
         END IF;
 
         -- What each key has taken: its room shrinks for the next round, its starts are recorded.
-        IF pg_catalog.cardinality(k_group) > 0 THEN
-            FOR t IN
-                SELECT a.k, pg_catalog.count(*)::integer AS n
-                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
-                WHERE a.k > 0 AND a.id = ANY (v_round)
-                GROUP BY a.k
-            LOOP
-                k_n[t.k] := k_n[t.k] + t.n;
-                k_room[t.k] := k_room[t.k] - t.n;
-                k_quota[t.k] := k_quota[t.k] - t.n;
-            END LOOP;
-        END IF;
+        FOREACH v_ki IN ARRAY v_round_keys LOOP
+            CONTINUE WHEN v_ki = 0;
+            k_n[v_ki] := k_n[v_ki] + 1;
+            k_room[v_ki] := k_room[v_ki] - 1;
+            k_quota[v_ki] := k_quota[v_ki] - 1;
+        END LOOP;
         EXIT WHEN v_want = 0;
         IF pg_catalog.cardinality(v_passed) = 0 THEN
             -- Nothing passed over, yet short: every range was visited. When a sharing key
