@@ -133,6 +133,8 @@ DECLARE
     l_w double precision[];
     v_sharing boolean;
     l_key integer[];  -- each range's key (index in the k_ arrays)
+    l_direct boolean[] := '{}'::boolean[];  -- each range's candidate is its first job
+    v_direct boolean;  -- so are all of the chunk's (or their keys are full)
     k_id text[] := '{}'::text[];  -- each key as one text (length of the group, group, key)
     k_gi integer[] := '{}'::integer[];  -- each key's group (index in the g_ arrays)
     -- A sharing key's weight, its pass before this claim and at the start of this turn, and
@@ -898,48 +900,65 @@ BEGIN
             END IF;
 
             -- The chunk's candidates: each range's first jobs, as many as its key may start.
-            -- A key that may start one has it already: the first job the skip scan read (in
-            -- the first round, whose reads pass over no row, when it is due and keeps its own
-            -- place); the lock below checks that it is still pending, and one claimed since
-            -- was passed over (another round reads past it).
-            SELECT
-                pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
-                pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
-                pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
-                pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
-            INTO c_ids, c_prio, c_avail, c_key
-            FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
-            CROSS JOIN LATERAL (
-                SELECT l_ids[r.i] AS id, l_prio[r.i] AS priority, l_avail[r.i] AS available_at,
-                       l_key[r.i] AS k
-                WHERE least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want) = 1
-                  AND pg_catalog.cardinality(v_exclude) = 0
-                  AND l_vp[r.i] IS NULL
-                  AND l_avail[r.i] <= v_now
+            -- A key that may start one has it already (l_direct): the first job the skip scan
+            -- read, in the first round (whose reads pass over no row), when it is due and keeps
+            -- its own place; the lock below checks that it is still pending, and one claimed
+            -- since is passed over (another round reads past it). When every range of the
+            -- chunk is so, or full, no query is needed.
+            v_direct := true;
+            FOR i IN v_pos .. v_end LOOP
+                v_room := least(k_room[l_key[i]], k_quota[l_key[i]], v_want);
+                l_direct[i] := v_room = 1
+                    AND pg_catalog.cardinality(v_exclude) = 0
+                    AND l_vp[i] IS NULL
+                    AND l_avail[i] <= v_now;
+                v_direct := v_direct AND (l_direct[i] OR v_room <= 0);
+            END LOOP;
+            IF v_direct THEN
+                FOR i IN v_pos .. v_end LOOP
+                    CONTINUE WHEN NOT l_direct[i];
+                    c_ids := pg_catalog.array_append(c_ids, l_ids[i]);
+                    c_prio := pg_catalog.array_append(c_prio, l_prio[i]);
+                    c_avail := pg_catalog.array_append(c_avail, l_avail[i]);
+                    c_key := pg_catalog.array_append(c_key, l_key[i]);
+                END LOOP;
+            ELSE
+                SELECT
+                    pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
+                    pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
+                    pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
+                    pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
+                INTO c_ids, c_prio, c_avail, c_key
+                FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
+                CROSS JOIN LATERAL (
+                    SELECT
+                        l_ids[r.i] AS id, l_prio[r.i] AS priority,
+                        l_avail[r.i] AS available_at, l_key[r.i] AS k
+                    WHERE l_direct[r.i]
 
-                UNION ALL
+                    UNION ALL
 
-                (
-                    SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
-                    FROM jobq_jobs AS j
-                    WHERE least(k_room[l_key[r.i]], k_quota[l_key[r.i]]) > 0
-                      AND NOT (least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want) = 1
-                               AND pg_catalog.cardinality(v_exclude) = 0
-                               AND l_vp[r.i] IS NULL
-                               AND l_avail[r.i] <= v_now)
-                      AND j.job_type = l_types[r.i]
-                      AND j.queue = l_queues[r.i]
-                      AND j.limit_group = l_groups[r.i]
-                      AND coalesce(j.limit_key, '') = l_keys[r.i]
-                      AND j.status = 'pending'
-                      AND NOT j.scheduled
-                      AND j.limit_group IS NOT NULL
-                      AND j.available_at <= v_now
-                      AND j.id <> ALL (v_exclude)
-                    ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-                    LIMIT greatest(0, least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want))
-                )
-            ) AS f;
+                    (
+                        SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
+                        FROM jobq_jobs AS j
+                        WHERE least(k_room[l_key[r.i]], k_quota[l_key[r.i]]) > 0
+                          AND NOT l_direct[r.i]
+                          AND j.job_type = l_types[r.i]
+                          AND j.queue = l_queues[r.i]
+                          AND j.limit_group = l_groups[r.i]
+                          AND coalesce(j.limit_key, '') = l_keys[r.i]
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NOT NULL
+                          AND j.available_at <= v_now
+                          AND j.id <> ALL (v_exclude)
+                        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                        LIMIT greatest(
+                            0, least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want)
+                        )
+                    )
+                ) AS f;
+            END IF;
             c_ids := coalesce(c_ids, '{}'::uuid[]);
             c_prio := coalesce(c_prio, '{}'::integer[]);
             c_avail := coalesce(c_avail, '{}'::timestamptz[]);
