@@ -33,13 +33,13 @@
 -- jobq_jobs_limited_idx per (job_type, queue, limit_group, limit_key) with pending jobs, in
 -- the claimed job types, which also gives each range's first job (the index holds each range
 -- in claim order). The ranges are then visited in claim order a chunk at a time (as many as
--- candidates are missing), each chunk in three statements whatever its number of keys: the
--- locks, the counts of processing jobs (at most max_running index entries per key) and the
--- candidates, which probe again only the ranges whose key may start more than one job (a key
--- that may start one has its range's first job already); a rate-limited key adds two or three
--- probes of jobq_limit_starts. Then one
--- statement locks the candidates, one claims them, and one (three for rate limits) records the
--- starts. A key that is full costs its probe, never the jobs it holds back.
+-- candidates are missing), each chunk in at most three statements whatever its number of
+-- keys: the locks, the counts of processing jobs (at most max_running index entries per key)
+-- and the candidates, which probe again only the ranges whose key may start more than one job
+-- (a key that may start one has its range's first job already: no statement when all do); a
+-- rate-limited key adds two or three probes of jobq_limit_starts. Then one statement locks the
+-- candidates, one claims them, and one (three for rate limits) records the starts. A key that
+-- is full costs its probe, never the jobs it holds back.
 --
 -- Rows another transaction holds: the candidates are read without locks and then locked with
 -- SKIP LOCKED, so some may be passed over. Only candidates the claim can take count towards
