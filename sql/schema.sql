@@ -561,6 +561,8 @@ DECLARE
     l_w double precision[];
     v_sharing boolean;
     l_key integer[];  -- each range's key (index in the k_ arrays)
+    l_direct boolean[] := '{}'::boolean[];  -- each range's candidate is its first job
+    v_direct boolean;  -- so are all of the chunk's (or their keys are full)
     k_id text[] := '{}'::text[];  -- each key as one text (length of the group, group, key)
     k_gi integer[] := '{}'::integer[];  -- each key's group (index in the g_ arrays)
     -- A sharing key's weight, its pass before this claim and at the start of this turn, and
@@ -592,6 +594,7 @@ DECLARE
     v_drop_below bigint;
     v_ids uuid[] := '{}'::uuid[];  -- locked so far, to claim
     v_round uuid[];  -- locked by this round
+    v_round_keys integer[];  -- and the key of each (0: no limit)
     v_passed uuid[];  -- candidates of this round it could not lock
     v_exclude uuid[] := '{}'::uuid[];  -- left out of later rounds' reads
     v_want integer;  -- still to lock
@@ -707,13 +710,20 @@ BEGIN
         )
 
         SELECT
-            pg_catalog.array_agg(r.job_type) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.queue) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.limit_group) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.lk) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.priority) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.available_at) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.id) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.limit_group ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
             pg_catalog.array_agg(DISTINCT r.limit_group) FILTER (WHERE r.turn)
         INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids, f_groups
         FROM ranges AS r
@@ -791,13 +801,20 @@ BEGIN
         )
 
         SELECT
-            pg_catalog.array_agg(r.job_type) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.queue) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.limit_group) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.lk) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.priority) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.available_at) FILTER (WHERE NOT r.turn),
-            pg_catalog.array_agg(r.id) FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.limit_group ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.lk ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.priority ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.available_at ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
+            pg_catalog.array_agg(r.id ORDER BY r.priority DESC, r.available_at, r.id)
+                FILTER (WHERE NOT r.turn),
             pg_catalog.array_agg(DISTINCT r.limit_group) FILTER (WHERE r.turn)
         INTO l_types, l_queues, l_groups, l_keys, l_prio, l_avail, l_ids, f_groups
         FROM ranges AS r
@@ -911,9 +928,10 @@ BEGIN
         ) AS tu ON TRUE;
     END IF;
 
-    -- The ranges in the claim order of their first job, each with the index of its key in
-    -- the k_ arrays (a key may have ranges in several job types and queues).
-    IF l_ids IS NOT NULL THEN
+    -- The ranges in the claim order of their first job (the skip scan returns them so; a
+    -- sharing group's ranges have taken other places since), each with the index of its key
+    -- in the k_ arrays (a key may have ranges in several job types and queues).
+    IF v_sharing THEN
         SELECT
             pg_catalog.array_agg(r.job_type ORDER BY r.priority DESC, r.available_at, r.id),
             pg_catalog.array_agg(r.queue ORDER BY r.priority DESC, r.available_at, r.id),
@@ -1310,29 +1328,65 @@ BEGIN
             END IF;
 
             -- The chunk's candidates: each range's first jobs, as many as its key may start.
-            SELECT
-                pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
-                pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
-                pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
-                pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
-            INTO c_ids, c_prio, c_avail, c_key
-            FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
-            CROSS JOIN LATERAL (
-                SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
-                FROM jobq_jobs AS j
-                WHERE least(k_room[l_key[r.i]], k_quota[l_key[r.i]]) > 0
-                  AND j.job_type = l_types[r.i]
-                  AND j.queue = l_queues[r.i]
-                  AND j.limit_group = l_groups[r.i]
-                  AND coalesce(j.limit_key, '') = l_keys[r.i]
-                  AND j.status = 'pending'
-                  AND NOT j.scheduled
-                  AND j.limit_group IS NOT NULL
-                  AND j.available_at <= v_now
-                  AND j.id <> ALL (v_exclude)
-                ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-                LIMIT greatest(0, least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want))
-            ) AS f;
+            -- A key that may start one has it already (l_direct): the first job the skip scan
+            -- read, in the first round (whose reads pass over no row), when it is due and keeps
+            -- its own place; the lock below checks that it is still pending, and one claimed
+            -- since is passed over (another round reads past it). When every range of the
+            -- chunk is so, or full, no query is needed.
+            v_direct := true;
+            FOR i IN v_pos .. v_end LOOP
+                v_room := least(k_room[l_key[i]], k_quota[l_key[i]], v_want);
+                l_direct[i] := v_room = 1
+                    AND pg_catalog.cardinality(v_exclude) = 0
+                    AND l_vp[i] IS NULL
+                    AND l_avail[i] <= v_now;
+                v_direct := v_direct AND (l_direct[i] OR v_room <= 0);
+            END LOOP;
+            IF v_direct THEN
+                FOR i IN v_pos .. v_end LOOP
+                    CONTINUE WHEN NOT l_direct[i];
+                    c_ids := pg_catalog.array_append(c_ids, l_ids[i]);
+                    c_prio := pg_catalog.array_append(c_prio, l_prio[i]);
+                    c_avail := pg_catalog.array_append(c_avail, l_avail[i]);
+                    c_key := pg_catalog.array_append(c_key, l_key[i]);
+                END LOOP;
+            ELSE
+                SELECT
+                    pg_catalog.array_cat(c_ids, pg_catalog.array_agg(f.id)),
+                    pg_catalog.array_cat(c_prio, pg_catalog.array_agg(f.priority)),
+                    pg_catalog.array_cat(c_avail, pg_catalog.array_agg(f.available_at)),
+                    pg_catalog.array_cat(c_key, pg_catalog.array_agg(f.k))
+                INTO c_ids, c_prio, c_avail, c_key
+                FROM pg_catalog.generate_series(v_pos, v_end) AS r (i)
+                CROSS JOIN LATERAL (
+                    SELECT
+                        l_ids[r.i] AS id, l_prio[r.i] AS priority,
+                        l_avail[r.i] AS available_at, l_key[r.i] AS k
+                    WHERE l_direct[r.i]
+
+                    UNION ALL
+
+                    (
+                        SELECT j.id, j.priority, j.available_at, l_key[r.i] AS k
+                        FROM jobq_jobs AS j
+                        WHERE least(k_room[l_key[r.i]], k_quota[l_key[r.i]]) > 0
+                          AND NOT l_direct[r.i]
+                          AND j.job_type = l_types[r.i]
+                          AND j.queue = l_queues[r.i]
+                          AND j.limit_group = l_groups[r.i]
+                          AND coalesce(j.limit_key, '') = l_keys[r.i]
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NOT NULL
+                          AND j.available_at <= v_now
+                          AND j.id <> ALL (v_exclude)
+                        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+                        LIMIT greatest(
+                            0, least(k_room[l_key[r.i]], k_quota[l_key[r.i]], v_want)
+                        )
+                    )
+                ) AS f;
+            END IF;
             c_ids := coalesce(c_ids, '{}'::uuid[]);
             c_prio := coalesce(c_prio, '{}'::integer[]);
             c_avail := coalesce(c_avail, '{}'::timestamptz[]);
@@ -1379,9 +1433,9 @@ BEGIN
         -- 4. Lock the candidates in claim order, SKIP LOCKED, until v_want are. A key's
         --    candidates beyond its room (it may have several ranges) are left out first, so that
         --    whichever rows concurrent claims hold, no key gets more than its room.
-        SELECT pg_catalog.array_agg(l.id) INTO v_round
+        SELECT pg_catalog.array_agg(l.id), pg_catalog.array_agg(l.k) INTO v_round, v_round_keys
         FROM (
-            SELECT j.id
+            SELECT j.id, a.k
             FROM (
                 SELECT
                     a.id, a.k, a.sa, a.sid,
@@ -1404,6 +1458,7 @@ BEGIN
             FOR UPDATE OF j SKIP LOCKED
         ) AS l;
         v_round := coalesce(v_round, '{}'::uuid[]);
+        v_round_keys := coalesce(v_round_keys, '{}'::integer[]);
         v_ids := pg_catalog.array_cat(v_ids, v_round);
         v_want := v_want - pg_catalog.cardinality(v_round);
 
@@ -1412,7 +1467,8 @@ BEGIN
         -- they were read. Another round reads past them, and past the rows this claim has
         -- locked; the claim is over when no candidate was passed over.
         v_passed := '{}'::uuid[];
-        IF v_want > 0 THEN
+        -- (every candidate locked: none was passed over)
+        IF v_want > 0 AND pg_catalog.cardinality(v_round) < pg_catalog.cardinality(c_ids) THEN
             v_passed := ARRAY(
                 SELECT a.id
                 FROM (
@@ -1451,25 +1507,20 @@ BEGIN
         END IF;
 
         -- What each key has taken: its room shrinks for the next round, its starts are recorded.
-        IF pg_catalog.cardinality(k_group) > 0 THEN
-            FOR t IN
-                SELECT a.k, pg_catalog.count(*)::integer AS n
-                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_key)) AS a (id, k)
-                WHERE a.k > 0 AND a.id = ANY (v_round)
-                GROUP BY a.k
-            LOOP
-                k_n[t.k] := k_n[t.k] + t.n;
-                k_room[t.k] := k_room[t.k] - t.n;
-                k_quota[t.k] := k_quota[t.k] - t.n;
-            END LOOP;
-        END IF;
+        FOREACH v_ki IN ARRAY v_round_keys LOOP
+            CONTINUE WHEN v_ki = 0;
+            k_n[v_ki] := k_n[v_ki] + 1;
+            k_room[v_ki] := k_room[v_ki] - 1;
+            k_quota[v_ki] := k_quota[v_ki] - 1;
+        END LOOP;
         EXIT WHEN v_want = 0;
         IF pg_catalog.cardinality(v_passed) = 0 THEN
             -- Nothing passed over, yet short: every range was visited. When a sharing key
             -- used its turn up (or had no start in it) and may start more, the next turn
             -- begins: the keys that did so, from their passes now; the others are out of work
             -- or of room, and out of the claim (quota -1).
-            EXIT WHEN NOT v_sharing OR NOT EXISTS (
+            EXIT WHEN NOT v_sharing;  -- a simple expression: no query when no group shares
+            EXIT WHEN NOT EXISTS (
                 SELECT
                 FROM pg_catalog.generate_subscripts(k_share, 1) AS u (k)
                 WHERE k_share[u.k] AND k_quota[u.k] = 0 AND k_room[u.k] > 0

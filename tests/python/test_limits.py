@@ -63,6 +63,23 @@ def test_queue_enqueues_with_limits_and_the_claim_returns_them(dsn: str, conn: C
         assert [j.id for j in q.dequeue("w", batch_size=10)] == [b]
 
 
+def test_a_keys_first_job_held_elsewhere_gives_way_to_its_next(dsn: str, conn: Conn) -> None:
+    """A key that may start one job is given the first job its skip scan read, without another
+    read; when another session holds that row, the claim passes it over and takes the key's
+    next job in the same call, and leaves the held one pending."""
+    with Queue(make_conninfo(dsn, options="-c statement_timeout=20000")) as q:
+        q.set_limit("one", max_running=1)
+        a1 = q.enqueue("t", {}, limit_group="one", limit_key="a", priority=2)
+        a2 = q.enqueue("t", {}, limit_group="one", limit_key="a", priority=1)
+        b1 = q.enqueue("t", {}, limit_group="one", limit_key="b", priority=1)
+        with psycopg.connect(dsn) as holder:
+            holder.execute("SELECT 1 FROM jobq_jobs WHERE id = %s FOR UPDATE", (a1,))
+            claimed = q.dequeue("w", batch_size=5)
+        assert [j.id for j in claimed] == [a2, b1]
+    assert conn.execute("SELECT status, attempts FROM jobq_all_jobs WHERE id = %s",
+                        (a1,)).fetchone() == ("pending", 0)
+
+
 def test_set_limit_takes_per_as_seconds_or_timedelta(dsn: str) -> None:
     with Queue(dsn) as q:
         q.set_limit("a", max_starts=10, per=1.5)
