@@ -1965,7 +1965,6 @@ CREATE FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]
 DECLARE
     v_cancelled uuid[];
     v_released integer;
-    v_queues text[];
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -2090,20 +2089,12 @@ BEGIN
         JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) locked.id
         WHERE j.id OPERATOR(pg_catalog.=) locked.id
           AND j.waiting_on OPERATOR(pg_catalog.>) 0
-        RETURNING j.status, j.queue, j.available_at
+        RETURNING j.status
     )
 
-    SELECT
-        (pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'pending'))::integer,
-        pg_catalog.array_agg(DISTINCT r.queue) FILTER (
-            WHERE r.status OPERATOR(pg_catalog.=) 'pending'
-              AND r.available_at OPERATOR(pg_catalog.<=) v_now
-        )
-    INTO v_released, v_queues
+    SELECT (pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'pending'))::integer
+    INTO v_released
     FROM released AS r;
-    IF v_queues IS NOT NULL THEN
-        PERFORM jobq__notify(v_queues);
-    END IF;
     RETURN v_released OPERATOR(pg_catalog.+) coalesce(pg_catalog.cardinality(v_cancelled), 0);
 END;
 $$;
@@ -3291,6 +3282,30 @@ COMMENT ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) IS 'P
 notification with an empty payload when payloads has a non-NULL element (no id is sent:
 listeners re-check with the functions they are granted). Result: how many notifications were
 sent (0 or 1).';
+
+CREATE FUNCTION public.jobq__notify_released() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    IF EXISTS (
+        SELECT FROM jobq_jobs AS j
+        WHERE j.id OPERATOR(pg_catalog.=) new.id
+          AND j.status OPERATOR(pg_catalog.=) 'pending'
+          AND j.available_at OPERATOR(pg_catalog.<=) v_now
+    ) THEN
+        PERFORM pg_catalog.pg_notify(jobq__channel(), new.queue);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__notify_released() IS 'Private. Trigger of jobq_jobs (jobq_jobs_released, deferred to the commit, for each job that a
+completion released): notifies the job''s queue on this installation''s channel when the job is
+still pending and available, i.e. when the releasing transaction did not claim it itself.';
 
 CREATE FUNCTION public.jobq__requeue(job_ids uuid[]) RETURNS TABLE(queue text, job_type text, old_status text)
     LANGUAGE plpgsql
@@ -11184,6 +11199,11 @@ CREATE CONSTRAINT TRIGGER jobq_cancel_requests_apply AFTER INSERT ON public.jobq
 COMMENT ON TRIGGER jobq_cancel_requests_apply ON public.jobq_cancel_requests IS 'Applies a staged cancel request to its job while the cancelling transaction commits
 (jobq__cancel_apply).';
 
+CREATE CONSTRAINT TRIGGER jobq_jobs_released AFTER UPDATE OF waiting_on ON public.jobq_jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.waiting_on > 0) AND (new.waiting_on = 0) AND (new.status = 'pending'::text))) EXECUTE FUNCTION public.jobq__notify_released();
+
+COMMENT ON TRIGGER jobq_jobs_released ON public.jobq_jobs IS 'Wakes the workers of the queue of a job that its last dependency released, at the commit
+(jobq__notify_released), unless the releasing transaction claimed the job itself.';
+
 CREATE TRIGGER jobq_jobs_retire AFTER INSERT OR UPDATE ON public.jobq_jobs FOR EACH ROW WHEN ((new.finished_at IS NOT NULL)) EXECUTE FUNCTION public.jobq__retire_row();
 
 COMMENT ON TRIGGER jobq_jobs_retire ON public.jobq_jobs IS 'Moves a job that a statement finished (failure, cancel, release, takeover, or any other write)
@@ -11253,6 +11273,8 @@ REVOKE ALL ON FUNCTION public.jobq__metrics_fold() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__notify_released() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__requeue(job_ids uuid[]) FROM PUBLIC;
 

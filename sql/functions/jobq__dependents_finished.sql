@@ -13,7 +13,9 @@
 --   * release: each waiting dependent's waiting_on drops by the number of its edges that stop
 --     holding it back (from a succeeded job, or with rule run from any finished one); the
 --     one that reaches 0 becomes pending, available at its run_at or now. The row lock of the
---     dependent orders concurrent parents: whichever decrements last releases it, once.
+--     dependent orders concurrent parents: whichever decrements last releases it, once. The
+--     workers of its queue are woken at the commit, unless this transaction claims it first
+--     (the deferred trigger jobq_jobs_released, jobq__notify_released).
 -- The status 'pruned' (jobq_prune) stands for a dependency that no longer exists: it can never
 -- succeed, so its waiting dependents under rule wait are cancelled too; those under rule run
 -- were freed when it finished.
@@ -50,7 +52,6 @@ AS $$
 DECLARE
     v_cancelled uuid[];
     v_released integer;
-    v_queues text[];
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -175,20 +176,12 @@ BEGIN
         JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) locked.id
         WHERE j.id OPERATOR(pg_catalog.=) locked.id
           AND j.waiting_on OPERATOR(pg_catalog.>) 0
-        RETURNING j.status, j.queue, j.available_at
+        RETURNING j.status
     )
 
-    SELECT
-        (pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'pending'))::integer,
-        pg_catalog.array_agg(DISTINCT r.queue) FILTER (
-            WHERE r.status OPERATOR(pg_catalog.=) 'pending'
-              AND r.available_at OPERATOR(pg_catalog.<=) v_now
-        )
-    INTO v_released, v_queues
+    SELECT (pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'pending'))::integer
+    INTO v_released
     FROM released AS r;
-    IF v_queues IS NOT NULL THEN
-        PERFORM jobq__notify(v_queues);
-    END IF;
     RETURN v_released OPERATOR(pg_catalog.+) coalesce(pg_catalog.cardinality(v_cancelled), 0);
 END;
 $$;

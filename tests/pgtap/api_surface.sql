@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(193);
+SELECT plan(194);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -77,6 +77,7 @@ SELECT results_eq(
     ('jobq__metrics_fold', '', 'bigint'),
     ('jobq__notify', 'queues text[]', 'integer'),
     ('jobq__notify_events', 'kind text, payloads text[]', 'integer'),
+    ('jobq__notify_released', '', 'trigger'),
     ('jobq__requeue', 'job_ids uuid[]', 'TABLE(queue text, job_type text, old_status text)'),
     ('jobq__retire', 'job_ids uuid[]', 'integer'),
     ('jobq__retire_row', '', 'trigger'),
@@ -245,6 +246,7 @@ SELECT isnt_definer('public', 'jobq__event_channel', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__notify_events', ARRAY['text', 'text[]']);
 -- A trigger function runs as whoever commits: it must be the owner to write the jobs.
 SELECT is_definer('public', 'jobq__cancel_apply', ARRAY[]::text[]);
+SELECT is_definer('public', 'jobq__notify_released', ARRAY[]::text[]);
 SELECT is_definer('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer']);
 SELECT is_definer('public', 'jobq_fail_many', ARRAY['uuid[]', 'text', 'text[]', 'boolean[]', 'interval[]', 'integer[]']);
 SELECT is_definer('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]']);
@@ -495,6 +497,7 @@ SELECT set_eq(
              ('jobq_jobs', 'jobq_jobs_attempts_check'), ('jobq_jobs', 'jobq_jobs_claim_check'),
              ('jobq_jobs', 'jobq_jobs_finished_check'), ('jobq_jobs', 'jobq_jobs_cancel_check'),
              ('jobq_jobs', 'jobq_jobs_limit_key_needs_group'), ('jobq_jobs', 'jobq_jobs_waiting_check'),
+             ('jobq_jobs', 'jobq_jobs_released'),
              ('jobq_settings', 'jobq_settings_pkey'), ('jobq_settings', 'jobq_settings_singleton_check'),
              ('jobq_settings', 'jobq_settings_max_payload_bytes_check'),
              ('jobq_settings', 'jobq_settings_metrics_label_sets_check'),

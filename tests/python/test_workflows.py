@@ -149,6 +149,97 @@ def test_the_completing_transaction_claims_the_dependent_it_released(dsn: str, c
     ).fetchone() == ("w", 1)
 
 
+def _wait_until_the_worker_sleeps(dsn: str) -> None:
+    """Its fetcher LISTENs, claims on the same connection and then sleeps on it (idle); with
+    a poll_interval of 60 s only a notification wakes it from then on."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        for _ in range(200):
+            row = c.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state = 'idle' "
+                "AND (query LIKE 'LISTEN %%' OR query LIKE '%%jobq_dequeue(%%')"
+            ).fetchone()
+            if row == (1,):
+                break
+            threading.Event().wait(0.05)
+        else:
+            pytest.fail("the worker did not LISTEN within 10 s")
+    threading.Event().wait(0.3)
+
+
+@pytest.mark.parametrize("claimed_by_the_completion", [0, 1])
+def test_an_idle_worker_claims_released_dependents_at_once(
+    dsn: str, claimed_by_the_completion: int
+) -> None:
+    """A worker asleep with a poll_interval of 60 s runs the dependents that another session's
+    completion released within seconds: that commit notifies their queue, also when the
+    completing transaction claims one of the two itself (the other is still pending)."""
+    ran: list[uuid.UUID] = []
+    both = threading.Event()
+
+    def child(job: Job) -> None:
+        ran.append(job.id)
+        if len(ran) == 2 - claimed_by_the_completion:
+            both.set()
+
+    q = Queue(dsn)
+    parent = q.enqueue("parent")
+    children = [q.enqueue("child", depends_on=[parent]) for _ in range(2)]
+    worker = Worker(dsn, {"child": child}, poll_interval=60)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        _wait_until_the_worker_sleeps(dsn)
+        with psycopg.connect(dsn) as tx:
+            claim = "SELECT id FROM jobq_dequeue('w', ARRAY[%s])"
+            assert tx.execute(claim, ("parent",)).fetchall() == [(parent,)]
+            tx.commit()
+            assert tx.execute("SELECT jobq_complete(%s, 'w')", (parent,)).fetchone() == (True,)
+            claimed = tx.execute(claim, ("child",)).fetchall() if claimed_by_the_completion else []
+            tx.commit()
+        assert both.wait(10), "the released dependents waited for the worker's poll_interval"
+        assert sorted(ran + [r[0] for r in claimed]) == sorted(children)
+    finally:
+        worker.stop()
+        thread.join(30)
+
+
+def test_a_release_claimed_by_the_completing_transaction_notifies_nobody(
+    dsn: str, conn: Conn
+) -> None:
+    """A transaction that completes a job and claims the dependent it released commits without
+    a notification (nobody else has to wake for that job); a release that no claim of its
+    transaction took notifies the dependent's queue, once per queue."""
+    q = Queue(dsn)
+    parent = q.enqueue("p", queue="flow")
+    child = q.enqueue("c", depends_on=[parent], queue="flow")
+    later = [q.enqueue("c", depends_on=[child], queue="flow") for _ in range(3)]
+    listener = psycopg.connect(dsn, autocommit=True)
+    try:
+        listener.execute("LISTEN jobq")
+        with psycopg.connect(dsn) as tx:
+            complete = "SELECT jobq_complete(%s, 'w')"
+            assert tx.execute("SELECT id FROM jobq_dequeue('w', ARRAY['p'])").fetchall() == [
+                (parent,)
+            ]
+            tx.commit()
+            assert tx.execute(complete, (parent,)).fetchone() == (True,)
+            claimed = tx.execute("SELECT id FROM jobq_dequeue('w', ARRAY['c'])").fetchall()
+            assert claimed == [(child,)]
+            tx.commit()
+            listener.execute("SELECT 1")
+            assert list(listener.notifies(timeout=0.5)) == [], "the chain notified"
+            # The three dependents of the claimed job are released and stay pending.
+            assert tx.execute(complete, (child,)).fetchone() == (True,)
+            tx.commit()
+        listener.execute("SELECT 1")
+        got = [(n.channel, n.payload) for n in listener.notifies(timeout=0.5)]
+        assert got == [("jobq", "flow")]
+        assert {_status(conn, j) for j in later} == {"pending"}
+    finally:
+        listener.close()
+
+
 def test_a_dependent_enqueued_while_its_dependency_completes_is_released(
     dsn: str, conn: Conn
 ) -> None:
