@@ -346,7 +346,7 @@ SELECT set_eq(
           'jobq_metric_labels', 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
           'jobq_cancel_requests', 'jobq__migrate_lock', 'jobq_awaits', 'jobq_jobs_history',
           'jobq_retention', 'jobq_paused_queues', 'jobq_job_dependencies', 'jobq_audit',
-          'jobq_index_rebuilds'],
+          'jobq_index_rebuilds', 'jobq_dependency_pools'],
     'schema public has exactly the jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');

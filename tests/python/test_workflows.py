@@ -113,6 +113,95 @@ def test_a_fan_in_is_released_once_when_concurrent_workers_complete_its_dependen
     assert claimed == [(child,)]
 
 
+def test_a_pooled_fan_in_is_released_once_by_64_concurrent_completers(
+    dsn: str, conn: Conn
+) -> None:
+    """A job waiting for 3,000 dependencies counts them in 16 counters; 64 sessions claim
+    batches of 1 to 12 of them and complete each batch in the claim's transaction, which writes
+    a ledger row per dependency saying whether that transaction released the job (the job's
+    row version is its own). Exactly one transaction releases it, once every dependency is in
+    the ledger, and a watcher never sees it pending while one has not succeeded."""
+    n = 3000
+    q = Queue(dsn)
+    parents = q.enqueue_many([{"job_type": "part"}] * n)
+    child = q.enqueue("sum", depends_on=parents)
+    assert conn.execute(
+        "SELECT count(*)::int, sum(remaining)::int, (SELECT waiting_on FROM jobq_jobs"
+        " WHERE id = %s) FROM jobq_dependency_pools WHERE job_id = %s", (child, child)
+    ).fetchone() == (16, n, 16)
+    conn.execute(
+        "CREATE TABLE ledger"
+        " (parent uuid PRIMARY KEY, tx bigint NOT NULL, released boolean NOT NULL)"
+    )
+    seen: list[tuple[str, int]] = []
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def watch() -> None:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            while not done.is_set():
+                row = c.execute(
+                    "SELECT (SELECT status FROM jobq_all_jobs WHERE id = %s),"
+                    " (SELECT count(*)::int FROM jobq_all_jobs"
+                    "  WHERE id = ANY(%s) AND status = 'succeeded')",
+                    (child, parents),
+                ).fetchone()
+                assert row is not None
+                seen.append((row[0], row[1]))
+
+    def complete(n: int, barrier: threading.Barrier) -> None:
+        size = 1 + n % 12
+        try:
+            with psycopg.connect(dsn) as c:
+                barrier.wait()
+                while True:
+                    ids = [r[0] for r in c.execute(
+                        "SELECT id FROM jobq_dequeue(%s, ARRAY['part'], %s)", (f"w{n}", size)
+                    ).fetchall()]
+                    if not ids:
+                        c.commit()
+                        return
+                    assert c.execute(
+                        "SELECT jobq_complete_many(%s, %s)", (ids, f"w{n}")
+                    ).fetchone() == (len(ids),)
+                    c.execute(
+                        "INSERT INTO ledger SELECT p, txid_current(),"
+                        " EXISTS (SELECT FROM jobq_jobs AS j"
+                        " WHERE j.id = %s AND j.status = 'pending'"
+                        " AND j.xmin::text::bigint = txid_current() %% 4294967296)"
+                        " FROM unnest(%s::uuid[]) AS p",
+                        (child, ids),
+                    )
+                    c.commit()
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    barrier = threading.Barrier(64)
+    watcher = threading.Thread(target=watch)
+    threads = [threading.Thread(target=complete, args=(i, barrier)) for i in range(64)]
+    watcher.start()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        done.set()
+        watcher.join()
+    assert errors == []
+    assert [s for s in seen if s[0] != "waiting" and s[1] < n] == [], "released early"
+    assert conn.execute(
+        "SELECT count(*)::int, count(DISTINCT parent)::int,"
+        " count(DISTINCT tx) FILTER (WHERE released)::int FROM ledger"
+    ).fetchone() == (n, n, 1)
+    assert conn.execute(
+        "SELECT status, waiting_on FROM jobq_jobs WHERE id = %s", (child,)
+    ).fetchone() == ("pending", 0)
+    assert conn.execute(
+        "SELECT sum(remaining)::int FROM jobq_dependency_pools WHERE job_id = %s", (child,)
+    ).fetchone() == (0,)
+
+
 def test_the_completing_transaction_claims_the_dependent_it_released(dsn: str, conn: Conn) -> None:
     """``jobq_complete`` then ``jobq_dequeue`` in one transaction: the dependent that the
     completion released is claimed by that transaction, and no other session sees it (nor
