@@ -30,7 +30,7 @@ from .scenarios import Bench, Config
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
 SCENARIOS = (
     "1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14", "15", "16", "17", "18",
-    "19", "20",
+    "19", "20", "22",
 )
 BUSY_LOAD = 0.7  # 1-minute load average per core above which the machine counts as busy
 
@@ -242,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
             "18": lambda: bench.results.extend(workflows.scenario(cluster, config.quick, log)),
             "19": bench.scenario_fair_wide,
             "20": bench.scenario_pause,
+            "22": lambda: bench.results.extend(
+                workflows.parallel_chains(cluster, config.quick, log)
+            ),
         }
         for s in SCENARIOS:
             if s in only:
