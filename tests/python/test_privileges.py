@@ -277,8 +277,8 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     assert online.exit_code == 0, online.output
     tables = ('"public"."jobq_all_jobs", "public"."jobq_audit", "public"."jobq_audit_id_seq", '
               '"public"."jobq_awaits", '
-              '"public"."jobq_cancel_requests", "public"."jobq_index_rebuilds", '
-              '"public"."jobq_job_dependencies", '
+              '"public"."jobq_cancel_requests", "public"."jobq_dependency_pools", '
+              '"public"."jobq_index_rebuilds", "public"."jobq_job_dependencies", '
               '"public"."jobq_jobs", "public"."jobq_jobs_history", "public"."jobq_limit_keys", '
               '"public"."jobq_limit_starts", "public"."jobq_limits", '
               '"public"."jobq_metric_counters", "public"."jobq_metric_deltas", '
