@@ -193,7 +193,8 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
         "AND c.relkind = 'r' AND has_table_privilege(%s, c.oid, 'SELECT') ORDER BY 1", (role,)
     ).fetchall()
     every_table = [("jobq_audit",), ("jobq_awaits",), ("jobq_cancel_requests",),
-                   ("jobq_dependency_pools",), ("jobq_index_rebuilds",), ("jobq_job_dependencies",), ("jobq_jobs",),
+                   ("jobq_dependency_pools",), ("jobq_index_rebuilds",),
+                   ("jobq_job_dependencies",), ("jobq_jobs",),
                    ("jobq_limit_keys",), ("jobq_limit_starts",), ("jobq_limits",),
                    ("jobq_metric_counters",), ("jobq_metric_deltas",), ("jobq_metric_labels",),
                    ("jobq_migrations",), ("jobq_paused_queues",), ("jobq_retention",),
