@@ -30,7 +30,7 @@ from .scenarios import Bench, Config
 DEFAULT_JSON = ROOT / "bench" / "results" / "latest.json"
 SCENARIOS = (
     "1", "2", "3", "4", "5", "6", "7", "8", "9", "11", "12", "13", "14", "15", "16", "17", "18",
-    "19", "20", "21", "22",
+    "19", "20", "21",
 )
 BUSY_LOAD = 0.7  # 1-minute load average per core above which the machine counts as busy
 
@@ -246,9 +246,6 @@ def main(argv: list[str] | None = None) -> int:
             "20": bench.scenario_pause,
             "21": lambda: bench.results.extend(
                 worker_chain.scenario(cluster, config.quick, config.concurrency, log)
-            ),
-            "22": lambda: bench.results.extend(
-                workflows.parallel_chains(cluster, config.quick, log)
             ),
         }
         for s in SCENARIOS:

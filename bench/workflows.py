@@ -92,27 +92,25 @@ def _drain_jobq(cluster: Cluster, sessions: int, total: int) -> Run:
     return harness.run_threads(cluster, sessions, body)
 
 
-def _chain_jobq(cluster: Cluster, total: int, sessions: int = 1) -> Run:
-    """Each session: each transaction completes the job it ran and claims the next, which that
-    completion released (with several sessions, each follows one of as many chains)."""
+def _chain_jobq(cluster: Cluster, total: int) -> Run:
+    """One session: each transaction completes the job it ran and claims the next, which that
+    completion released."""
 
-    def body(conn: psycopg.Connection[Any], i: int) -> int:
-        worker = f"w{i}"
-        ids = [r[0] for r in conn.execute("SELECT id FROM jobq_dequeue(%s)", (worker,)).fetchall()]
+    def body(conn: psycopg.Connection[Any], _: int) -> int:
+        ids = [r[0] for r in conn.execute("SELECT id FROM jobq_dequeue('w0')").fetchall()]
         n = 0
         while ids:
             # One round trip (pipeline mode) per transaction, as the ceiling's one statement.
             with conn.pipeline(), conn.transaction():
-                conn.execute("SELECT jobq_complete_many(%s, %s)", (ids, worker))
-                claimed = conn.execute("SELECT id FROM jobq_dequeue(%s)", (worker,))
+                conn.execute("SELECT jobq_complete_many(%s, 'w0')", (ids,))
+                claimed = conn.execute("SELECT id FROM jobq_dequeue('w0')")
             ids = [r[0] for r in claimed.fetchall()]
             n += 1
+        if n != total:
+            raise RuntimeError(f"the chain stopped after {n} of {total} jobs")
         return n
 
-    run = harness.run_threads(cluster, sessions, body)
-    if run.jobs != total:
-        raise RuntimeError(f"the chains stopped after {run.jobs} of {total} jobs")
-    return run
+    return harness.run_threads(cluster, 1, body)
 
 
 def _drain_raw(cluster: Cluster, sessions: int) -> Run:
@@ -147,24 +145,23 @@ def _drain_raw_delete(cluster: Cluster, sessions: int) -> Run:
     return harness.run_threads(cluster, sessions, body)
 
 
-def _chain_raw(cluster: Cluster, sessions: int = 1) -> Run:
-    """Each session: each transaction deletes the job it ran and claims the next of its chain
-    (session i runs the jobs i + 1, i + 1 + sessions, ...)."""
+def _chain_raw(cluster: Cluster) -> Run:
+    """One session: each transaction deletes the job it ran and claims the next."""
 
-    def body(conn: psycopg.Connection[Any], i: int) -> int:
-        row = conn.execute("UPDATE raw_jobs SET status = 'processing' WHERE id = %s RETURNING id",
-                           (i + 1,)).fetchone()
+    def body(conn: psycopg.Connection[Any], _: int) -> int:
+        row = conn.execute("UPDATE raw_jobs SET status = 'processing' WHERE id = "
+                           "(SELECT min(id) FROM raw_jobs) RETURNING id").fetchone()
         n = 0
         while row is not None:
             row = conn.execute(
                 "WITH gone AS (DELETE FROM raw_jobs WHERE id = %s)"
-                " UPDATE raw_jobs SET status = 'processing' WHERE id = %s RETURNING id",
-                (row[0], row[0] + sessions),
+                " UPDATE raw_jobs SET status = 'processing' WHERE id = %s + 1 RETURNING id",
+                (row[0], row[0]),
             ).fetchone()
             n += 1
         return n
 
-    return harness.run_threads(cluster, sessions, body)
+    return harness.run_threads(cluster, 1, body)
 
 
 def _latencies(conn: psycopg.Connection[Any]) -> dict[str, float]:
@@ -227,31 +224,3 @@ def scenario(cluster: Cluster, quick: bool, log: Callable[[str], None]) -> list[
                                    ceiling=key + ".raw",
                                    extra={"release_to_claim_ms": lat}))
     return results
-
-
-def parallel_chains(cluster: Cluster, quick: bool, log: Callable[[str], None]) -> list[Measurement]:
-    """Scenario 22: 8 chains side by side, one session each completing a job and claiming the
-    next in one transaction (as a Worker that claims with its completions does), beside 8
-    sessions of the raw chain. Their commits share WAL flushes unless something serialises
-    them: a release's NOTIFY did (docs/workflows.md, Waking workers)."""
-    sessions, n = 8, (1_000 if quick else 10_000)
-    harness.reset(cluster)
-    with cluster.connect() as conn:
-        conn.execute("TRUNCATE jobq_job_dependencies")
-    _fill_raw(cluster, n)
-    ceiling = _chain_raw(cluster, sessions)
-    with cluster.connect() as conn:
-        _enqueue(conn, n, lambda i: [i + 1 - sessions] if i >= sessions else [])
-    harness.settle(cluster)
-    run = _chain_jobq(cluster, n, sessions)
-    name = f"{sessions} chains of {n // sessions:,}"
-    log(f"  {name}: bare SQL {ceiling.rate:,.0f} jobs/s, jobq {run.rate:,.0f} jobs/s "
-        f"({run.rate / ceiling.rate:.2f}x)")
-    return [
-        Measurement("22", "s22.chains.raw", f"{name}: bare SQL, delete one, claim the next "
-                    f"({sessions})", "ceiling", "jobs/s", ceiling.rate, [ceiling.rate],
-                    ceiling.jobs, ceiling.seconds),
-        Measurement("22", "s22.chains", f"{name}: jobq_complete_many + jobq_dequeue in one "
-                    f"transaction ({sessions})", "jobq", "jobs/s", run.rate, [run.rate],
-                    run.jobs, run.seconds, ceiling="s22.chains.raw"),
-    ]

@@ -40,11 +40,6 @@ DECLARE
     v_children uuid[];
     v_added integer;
     v_cycle boolean;
-    -- A child with this many pooled edges gets a pool (jobq_dependency_pools) of this many
-    -- counters at most: 16 counters let 16 completions take from the pool at once, and the
-    -- child's row is locked 16 times in all instead of once per completion.
-    v_pool_min CONSTANT integer := 64;
-    v_pool_shards CONSTANT integer := 16;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -124,15 +119,10 @@ BEGIN
         v_children := children;
     END IF;
 
-    -- The new edges, and what they do to each child. A child enqueued with at least 64
-    -- unfinished parents under rule cancel or wait counts those in its pool of up to 16
-    -- counters (pooled edges; each counter not yet empty is one in waiting_on); its other
-    -- edges, and every edge of a graft, count in waiting_on one by one.
-    WITH candidate AS (
-        SELECT DISTINCT ON (x.child, x.parent)
-            x.child,
-            x.parent,
-            coalesce(x.rule, 'cancel') AS rule
+    -- The new edges, and what they do to each child.
+    WITH added AS (
+        INSERT INTO jobq_job_dependencies AS e (job_id, depends_on, on_failure)
+        SELECT DISTINCT ON (x.child, x.parent) x.child, x.parent, coalesce(x.rule, 'cancel')
         FROM ROWS FROM (
             pg_catalog.unnest(jobq__add_edges.children),
             pg_catalog.unnest(jobq__add_edges.parents),
@@ -140,47 +130,18 @@ BEGIN
         ) AS x (child, parent, rule)
         WHERE x.child = ANY (v_children)
         ORDER BY x.child, x.parent
-    ),
-
-    sized AS (
-        SELECT
-            c.child,
-            c.parent,
-            c.rule,
-            p.status OPERATOR(pg_catalog.=) 'live'
-            AND c.rule OPERATOR(pg_catalog.<>) 'run' AS poolable,
-            pg_catalog.count(*) FILTER (
-                WHERE p.status OPERATOR(pg_catalog.=) 'live'
-                  AND c.rule OPERATOR(pg_catalog.<>) 'run'
-            ) OVER (PARTITION BY c.child) AS poolable_n
-        FROM candidate AS c
-        JOIN ROWS FROM (pg_catalog.unnest(v_known), pg_catalog.unnest(v_statuses)) AS p (id, status)
-            ON p.id OPERATOR(pg_catalog.=) c.parent
-    ),
-
-    added AS (
-        INSERT INTO jobq_job_dependencies AS e (job_id, depends_on, on_failure, pooled)
-        SELECT
-            z.child,
-            z.parent,
-            z.rule,
-            NOT graft AND z.poolable AND z.poolable_n OPERATOR(pg_catalog.>=) v_pool_min
-        FROM sized AS z
-        ORDER BY z.child, z.parent
         ON CONFLICT (job_id, depends_on) DO NOTHING
-        RETURNING e.job_id, e.depends_on, e.on_failure, e.pooled
+        RETURNING e.job_id, e.depends_on, e.on_failure
     ),
 
     effect AS (
         SELECT
             a.job_id,
             pg_catalog.count(*) FILTER (
-                WHERE NOT a.pooled
-                  AND (p.status OPERATOR(pg_catalog.=) 'live'
-                       OR (p.status OPERATOR(pg_catalog.<>) 'succeeded'
-                           AND a.on_failure OPERATOR(pg_catalog.=) 'wait'))
+                WHERE p.status OPERATOR(pg_catalog.=) 'live'
+                   OR (p.status OPERATOR(pg_catalog.<>) 'succeeded'
+                       AND a.on_failure OPERATOR(pg_catalog.=) 'wait')
             )::integer AS holding,
-            pg_catalog.count(*) FILTER (WHERE a.pooled)::integer AS pooled,
             pg_catalog.min(pg_catalog.format('dependency %s ended %s', a.depends_on, p.status))
                 FILTER (
                     WHERE p.status IN ('failed', 'dead_letter', 'cancelled')
@@ -193,53 +154,25 @@ BEGIN
         GROUP BY a.job_id
     ),
 
-    -- The counters: the pooled edges spread evenly (a requeued job's replace its old ones).
-    shards AS (
-        SELECT
-            f.job_id,
-            f.pooled,
-            LEAST(f.pooled, v_pool_shards) AS counters
-        FROM effect AS f
-        WHERE f.pooled OPERATOR(pg_catalog.>) 0 AND f.cancel_reason IS NULL
-    ),
-
-    counters AS (
-        INSERT INTO jobq_dependency_pools AS d (job_id, shard, remaining)
-        SELECT
-            h.job_id,
-            k.shard::smallint,
-            h.pooled OPERATOR(pg_catalog./) h.counters
-            OPERATOR(pg_catalog.+) (
-                k.shard OPERATOR(pg_catalog.<) (h.pooled OPERATOR(pg_catalog.%) h.counters)
-            )::integer
-        FROM shards AS h
-        CROSS JOIN LATERAL pg_catalog.generate_series(0, h.counters OPERATOR(pg_catalog.-) 1) AS k (shard)
-        ON CONFLICT (job_id, shard) DO UPDATE SET remaining = excluded.remaining
-    ),
-
     changed AS (
         UPDATE jobq_jobs AS j
         SET
             status = CASE
                 WHEN f.cancel_reason IS NOT NULL THEN 'cancelled'
-                WHEN j.waiting_on OPERATOR(pg_catalog.+) f.holding
-                    OPERATOR(pg_catalog.+) coalesce(h.counters, 0) OPERATOR(pg_catalog.>) 0
+                WHEN j.waiting_on OPERATOR(pg_catalog.+) f.holding OPERATOR(pg_catalog.>) 0
                     THEN 'waiting'
                 ELSE j.status
             END,
             waiting_on = CASE
                 WHEN f.cancel_reason IS NOT NULL THEN 0
                 ELSE j.waiting_on OPERATOR(pg_catalog.+) f.holding
-                    OPERATOR(pg_catalog.+) coalesce(h.counters, 0)
             END,
             finished_at = CASE WHEN f.cancel_reason IS NOT NULL THEN v_now END,
             last_error = coalesce(f.cancel_reason, j.last_error),
             updated_at = v_now
         FROM effect AS f
-        LEFT JOIN shards AS h ON h.job_id OPERATOR(pg_catalog.=) f.job_id
         WHERE j.id OPERATOR(pg_catalog.=) f.job_id
-          AND (f.cancel_reason IS NOT NULL OR f.holding OPERATOR(pg_catalog.>) 0
-               OR f.pooled OPERATOR(pg_catalog.>) 0)
+          AND (f.cancel_reason IS NOT NULL OR f.holding OPERATOR(pg_catalog.>) 0)
     )
 
     SELECT coalesce(pg_catalog.sum(f.n), 0)::integer INTO v_added FROM effect AS f;
@@ -2083,16 +2016,7 @@ CREATE FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]
 DECLARE
     v_cancelled uuid[];
     v_released integer;
-    v_dependents uuid[];
-    v_freed integer[];
-    v_pooled integer[];
-    v_owed integer;
-    v_take integer;
-    v_have integer;
-    v_shard smallint;
-    v_last smallint;
-    v_release uuid[];
-    v_nestloop text;
+    v_queues text[];
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -2176,17 +2100,8 @@ BEGIN
         END IF;
     END IF;
 
-    -- What the ends free, per waiting dependent: edges counted on its row, and pooled ones.
-    SELECT
-        pg_catalog.array_agg(g.job_id ORDER BY g.job_id),
-        pg_catalog.array_agg(g.direct ORDER BY g.job_id),
-        pg_catalog.array_agg(g.pooled ORDER BY g.job_id)
-    INTO v_dependents, v_freed, v_pooled
-    FROM (
-        SELECT
-            e.job_id,
-            (pg_catalog.count(*) FILTER (WHERE NOT e.pooled))::integer AS direct,
-            (pg_catalog.count(*) FILTER (WHERE e.pooled))::integer AS pooled
+    WITH freed AS MATERIALIZED (
+        SELECT e.job_id, pg_catalog.count(*)::integer AS n
         FROM jobq_job_dependencies AS e
         JOIN ROWS FROM (
             pg_catalog.unnest(jobq__dependents_finished.job_ids),
@@ -2197,84 +2112,12 @@ BEGIN
                OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
                    AND f.status OPERATOR(pg_catalog.<>) 'pruned'))
         GROUP BY e.job_id
-    ) AS g;
-    IF v_dependents IS NULL THEN
-        RETURN coalesce(pg_catalog.cardinality(v_cancelled), 0);
-    END IF;
-
-    -- Pooled edges are taken off the dependent's counters, dependent by dependent in id order;
-    -- only a counter that this takes to 0 counts off its waiting_on. First one counter that
-    -- holds them all and that no concurrent completion holds (SKIP LOCKED: concurrent
-    -- completions take different counters and never wait for each other); else the counters
-    -- in their order, waiting for each (holding only lower ones meanwhile, so two such never
-    -- deadlock).
-    FOR v_i IN 1 .. pg_catalog.cardinality(v_dependents) LOOP
-        CONTINUE WHEN v_pooled[v_i] OPERATOR(pg_catalog.=) 0;
-        CONTINUE WHEN NOT EXISTS (
-            SELECT FROM jobq_jobs AS j
-            WHERE j.id OPERATOR(pg_catalog.=) v_dependents[v_i]
-              AND j.waiting_on OPERATOR(pg_catalog.>) 0
-        );
-        v_owed := v_pooled[v_i];
-        v_last := -1;
-        SELECT d.shard, d.remaining INTO v_shard, v_have
-        FROM jobq_dependency_pools AS d
-        WHERE d.job_id OPERATOR(pg_catalog.=) v_dependents[v_i]
-          AND d.remaining OPERATOR(pg_catalog.>=) v_owed
-        ORDER BY d.shard
-        LIMIT 1
-        FOR UPDATE SKIP LOCKED;
-        WHILE v_owed OPERATOR(pg_catalog.>) 0 LOOP
-            IF v_shard IS NULL THEN
-                SELECT d.shard, d.remaining INTO v_shard, v_have
-                FROM jobq_dependency_pools AS d
-                WHERE d.job_id OPERATOR(pg_catalog.=) v_dependents[v_i]
-                  AND d.shard OPERATOR(pg_catalog.>) v_last
-                  AND d.remaining OPERATOR(pg_catalog.>) 0
-                ORDER BY d.shard
-                LIMIT 1
-                FOR UPDATE;
-                IF v_shard IS NULL THEN
-                    RAISE EXCEPTION 'jobq: the dependency counters of job % are short by %',
-                        v_dependents[v_i], v_owed
-                        USING ERRCODE = 'internal_error';
-                END IF;
-            END IF;
-            v_take := LEAST(v_have, v_owed);
-            UPDATE jobq_dependency_pools AS d
-            SET remaining = d.remaining OPERATOR(pg_catalog.-) v_take
-            WHERE d.job_id OPERATOR(pg_catalog.=) v_dependents[v_i]
-              AND d.shard OPERATOR(pg_catalog.=) v_shard;
-            IF v_take OPERATOR(pg_catalog.=) v_have THEN
-                v_freed[v_i] := v_freed[v_i] OPERATOR(pg_catalog.+) 1;
-            END IF;
-            v_owed := v_owed OPERATOR(pg_catalog.-) v_take;
-            v_last := v_shard;
-            v_shard := NULL;
-        END LOOP;
-    END LOOP;
-
-    -- The dependents to decrement, found by their primary key (an index condition), and joined
-    -- to their counts by a hash: planned on no statistics (a graph run before any ANALYZE), a
-    -- nested loop compared each of a fan-out's dependents with every count (10,000 x 10,000).
-    -- Nested loops are off for this statement only: the walk above needs them.
-    v_release := ARRAY(
-        SELECT r.job_id
-        FROM ROWS FROM (pg_catalog.unnest(v_dependents), pg_catalog.unnest(v_freed)) AS r (job_id, n)
-        WHERE r.n OPERATOR(pg_catalog.>) 0
-    );
-    v_nestloop := pg_catalog.current_setting('enable_nestloop');
-    PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
-    WITH freed AS MATERIALIZED (
-        SELECT r.job_id, r.n
-        FROM ROWS FROM (pg_catalog.unnest(v_dependents), pg_catalog.unnest(v_freed)) AS r (job_id, n)
-        WHERE r.n OPERATOR(pg_catalog.>) 0
     ),
 
     locked AS MATERIALIZED (
         SELECT j.id
         FROM jobq_jobs AS j
-        WHERE j.id OPERATOR(pg_catalog.=) ANY (v_release)
+        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT freed.job_id FROM freed))
           AND j.waiting_on OPERATOR(pg_catalog.>) 0
         ORDER BY j.id
         FOR UPDATE
@@ -2296,16 +2139,22 @@ BEGIN
             updated_at = v_now
         FROM locked
         JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) locked.id
-        WHERE j.id OPERATOR(pg_catalog.=) ANY (v_release)
-          AND j.id OPERATOR(pg_catalog.=) locked.id
+        WHERE j.id OPERATOR(pg_catalog.=) locked.id
           AND j.waiting_on OPERATOR(pg_catalog.>) 0
-        RETURNING j.status
+        RETURNING j.status, j.queue, j.available_at
     )
 
-    SELECT (pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'pending'))::integer
-    INTO v_released
+    SELECT
+        (pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'pending'))::integer,
+        pg_catalog.array_agg(DISTINCT r.queue) FILTER (
+            WHERE r.status OPERATOR(pg_catalog.=) 'pending'
+              AND r.available_at OPERATOR(pg_catalog.<=) v_now
+        )
+    INTO v_released, v_queues
     FROM released AS r;
-    PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
+    IF v_queues IS NOT NULL THEN
+        PERFORM jobq__notify(v_queues);
+    END IF;
     RETURN v_released OPERATOR(pg_catalog.+) coalesce(pg_catalog.cardinality(v_cancelled), 0);
 END;
 $$;
@@ -2313,8 +2162,7 @@ $$;
 COMMENT ON FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) IS 'Private. Applies the end of job_ids (each with its final status in statuses) to their
 waiting dependents: cancels those with rule cancel of a job that did not succeed (and with rule
 wait of a job that is gone, status pruned), transitively;
-decrements waiting_on of the others that the end frees (pooled edges through the job''s
-counters in jobq_dependency_pools) and makes pending those left with none.
+decrements waiting_on of the others that the end frees and makes pending those left with none.
 Returns how many dependents were released or cancelled.';
 
 CREATE FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text) RETURNS jsonb
@@ -3494,30 +3342,6 @@ COMMENT ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) IS 'P
 notification with an empty payload when payloads has a non-NULL element (no id is sent:
 listeners re-check with the functions they are granted). Result: how many notifications were
 sent (0 or 1).';
-
-CREATE FUNCTION public.jobq__notify_released() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-DECLARE
-    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
-    v_now CONSTANT timestamptz := pg_catalog.now();
-BEGIN
-    IF EXISTS (
-        SELECT FROM jobq_jobs AS j
-        WHERE j.id OPERATOR(pg_catalog.=) new.id
-          AND j.status OPERATOR(pg_catalog.=) 'pending'
-          AND j.available_at OPERATOR(pg_catalog.<=) v_now
-    ) THEN
-        PERFORM pg_catalog.pg_notify(jobq__channel(), new.queue);
-    END IF;
-    RETURN NULL;
-END;
-$$;
-
-COMMENT ON FUNCTION public.jobq__notify_released() IS 'Private. Trigger of jobq_jobs (jobq_jobs_released, deferred to the commit, for each job that a
-completion released): notifies the job''s queue on this installation''s channel when the job is
-still pending and available, i.e. when the releasing transaction did not claim it itself.';
 
 CREATE FUNCTION public.jobq__requeue(job_ids uuid[]) RETURNS TABLE(queue text, job_type text, old_status text)
     LANGUAGE plpgsql
@@ -10745,30 +10569,6 @@ COMMENT ON COLUMN public.jobq_cancel_requests.reason IS 'The reason given to job
 
 COMMENT ON COLUMN public.jobq_cancel_requests.requested_at IS 'When jobq_cancel() was called (the transaction''s time): becomes the job''s cancel_requested_at.';
 
-CREATE TABLE public.jobq_dependency_pools (
-    job_id uuid NOT NULL,
-    shard smallint NOT NULL,
-    remaining integer NOT NULL,
-    CONSTRAINT jobq_dependency_pools_remaining_check CHECK ((remaining >= 0))
-);
-
-COMMENT ON TABLE public.jobq_dependency_pools IS 'The pooled dependencies of a job that waits for many (jobq_job_dependencies.pooled), split
-in up to 16 counters: a dependency''s success takes one from a counter that no concurrent
-completion holds, and only the completion that empties a counter decrements the job''s
-waiting_on (which counts each counter not yet empty as one), under the job''s row lock. So a
-fan-in''s completions lock its row 16 times in all, not once each. Written by jobq__add_edges,
-read and written by jobq__dependents_finished; rows of a job that no longer waits are
-leftovers that nothing reads (replaced if it is requeued).';
-
-COMMENT ON COLUMN public.jobq_dependency_pools.job_id IS 'The dependent job.';
-
-COMMENT ON COLUMN public.jobq_dependency_pools.shard IS 'The counter''s number, from 0.';
-
-COMMENT ON COLUMN public.jobq_dependency_pools.remaining IS 'How many of the job''s pooled dependencies this counter still holds for (0: empty, counted
-off the job''s waiting_on).';
-
-COMMENT ON CONSTRAINT jobq_dependency_pools_remaining_check ON public.jobq_dependency_pools IS 'A counter never goes below empty: each dependency is taken off once.';
-
 CREATE TABLE public.jobq_index_rebuilds (
     index_name text NOT NULL,
     rebuilt_at timestamp with time zone NOT NULL,
@@ -10796,7 +10596,6 @@ CREATE TABLE public.jobq_job_dependencies (
     job_id uuid NOT NULL,
     depends_on uuid NOT NULL,
     on_failure text DEFAULT 'cancel'::text NOT NULL,
-    pooled boolean DEFAULT false NOT NULL,
     CONSTRAINT jobq_job_dependencies_on_failure_check CHECK ((on_failure = ANY (ARRAY['cancel'::text, 'run'::text, 'wait'::text]))),
     CONSTRAINT jobq_job_dependencies_self_check CHECK ((job_id <> depends_on))
 );
@@ -10813,10 +10612,6 @@ COMMENT ON COLUMN public.jobq_job_dependencies.depends_on IS 'The job it waits f
 COMMENT ON COLUMN public.jobq_job_dependencies.on_failure IS 'The dependent''s on_dependency_failure: cancel (it is cancelled when this parent ends failed,
 dead_letter or cancelled), run (it runs once every parent has finished, whatever the outcome)
 or wait (it keeps waiting until this parent, requeued, succeeds).';
-
-COMMENT ON COLUMN public.jobq_job_dependencies.pooled IS 'Whether the dependent counts this edge in its pool (jobq_dependency_pools) rather than in its
-waiting_on: set when one enqueue gives a job at least 64 unfinished dependencies under rule
-cancel or wait (the edges of rule run, and those a graft adds, are counted on the row).';
 
 COMMENT ON CONSTRAINT jobq_job_dependencies_on_failure_check ON public.jobq_job_dependencies IS 'The three rules of on_dependency_failure.';
 
@@ -11278,11 +11073,6 @@ ALTER TABLE ONLY public.jobq_audit
 
 COMMENT ON CONSTRAINT jobq_audit_pkey ON public.jobq_audit IS 'One row per action.';
 
-ALTER TABLE ONLY public.jobq_dependency_pools
-    ADD CONSTRAINT jobq_dependency_pools_pkey PRIMARY KEY (job_id, shard);
-
-COMMENT ON CONSTRAINT jobq_dependency_pools_pkey ON public.jobq_dependency_pools IS 'A job''s counters are a range of this index, in the order completions lock them.';
-
 ALTER TABLE ONLY public.jobq_index_rebuilds
     ADD CONSTRAINT jobq_index_rebuilds_pkey PRIMARY KEY (index_name);
 
@@ -11454,8 +11244,6 @@ CREATE INDEX jobq_awaits_job_idx ON public.jobq_awaits USING btree (job_id);
 COMMENT ON INDEX public.jobq_awaits_job_idx IS 'The rows of a job: one probe per ending statement (an empty index when nobody waits). Not
 unique, so that registering never waits for another transaction.';
 
-COMMENT ON INDEX public.jobq_dependency_pools_pkey IS 'The index of jobq_dependency_pools_pkey.';
-
 COMMENT ON INDEX public.jobq_index_rebuilds_pkey IS 'The latest rebuild of an index, by its name.';
 
 CREATE INDEX jobq_job_dependencies_depends_on_idx ON public.jobq_job_dependencies USING btree (depends_on);
@@ -11624,11 +11412,6 @@ CREATE CONSTRAINT TRIGGER jobq_cancel_requests_apply AFTER INSERT ON public.jobq
 COMMENT ON TRIGGER jobq_cancel_requests_apply ON public.jobq_cancel_requests IS 'Applies a staged cancel request to its job while the cancelling transaction commits
 (jobq__cancel_apply).';
 
-CREATE CONSTRAINT TRIGGER jobq_jobs_released AFTER UPDATE OF waiting_on ON public.jobq_jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.waiting_on > 0) AND (new.waiting_on = 0) AND (new.status = 'pending'::text))) EXECUTE FUNCTION public.jobq__notify_released();
-
-COMMENT ON TRIGGER jobq_jobs_released ON public.jobq_jobs IS 'Wakes the workers of the queue of a job that its last dependency released, at the commit
-(jobq__notify_released), unless the releasing transaction claimed the job itself.';
-
 CREATE TRIGGER jobq_jobs_retire AFTER INSERT OR UPDATE ON public.jobq_jobs FOR EACH ROW WHEN ((new.finished_at IS NOT NULL)) EXECUTE FUNCTION public.jobq__retire_row();
 
 COMMENT ON TRIGGER jobq_jobs_retire ON public.jobq_jobs IS 'Moves a job that a statement finished (failure, cancel, release, takeover, or any other write)
@@ -11698,8 +11481,6 @@ REVOKE ALL ON FUNCTION public.jobq__metrics_fold() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq__notify(queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__notify_events(kind text, payloads text[]) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION public.jobq__notify_released() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__requeue(job_ids uuid[]) FROM PUBLIC;
 

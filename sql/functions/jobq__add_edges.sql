@@ -17,11 +17,6 @@
 -- and an edge that would close a cycle is refused. Otherwise the children are jobs the caller
 -- has just inserted (pending): nothing can depend on them yet, so no cycle can pass through
 -- an existing job.
--- A child enqueued with at least 64 unfinished parents under rule cancel or wait counts them
--- in a pool of counters (jobq_dependency_pools, jobq_job_dependencies.pooled), each counter
--- one in its waiting_on, so that their completions need not lock its row one after the other
--- (jobq__dependents_finished). A graft's edges are never pooled: a graft may come while the
--- pool is being emptied, and waiting_on counts its edges one by one.
 -- An unknown parent, or a cycle, is 22023 naming argument; nothing is written then.
 --
 -- Not SECURITY DEFINER and no SET clause: it runs inside its callers, with their search_path,
@@ -45,11 +40,6 @@ DECLARE
     v_children uuid[];
     v_added integer;
     v_cycle boolean;
-    -- A child with this many pooled edges gets a pool (jobq_dependency_pools) of this many
-    -- counters at most: 16 counters let 16 completions take from the pool at once, and the
-    -- child's row is locked 16 times in all instead of once per completion.
-    v_pool_min CONSTANT integer := 64;
-    v_pool_shards CONSTANT integer := 16;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -129,15 +119,10 @@ BEGIN
         v_children := children;
     END IF;
 
-    -- The new edges, and what they do to each child. A child enqueued with at least 64
-    -- unfinished parents under rule cancel or wait counts those in its pool of up to 16
-    -- counters (pooled edges; each counter not yet empty is one in waiting_on); its other
-    -- edges, and every edge of a graft, count in waiting_on one by one.
-    WITH candidate AS (
-        SELECT DISTINCT ON (x.child, x.parent)
-            x.child,
-            x.parent,
-            coalesce(x.rule, 'cancel') AS rule
+    -- The new edges, and what they do to each child.
+    WITH added AS (
+        INSERT INTO jobq_job_dependencies AS e (job_id, depends_on, on_failure)
+        SELECT DISTINCT ON (x.child, x.parent) x.child, x.parent, coalesce(x.rule, 'cancel')
         FROM ROWS FROM (
             pg_catalog.unnest(jobq__add_edges.children),
             pg_catalog.unnest(jobq__add_edges.parents),
@@ -145,47 +130,18 @@ BEGIN
         ) AS x (child, parent, rule)
         WHERE x.child = ANY (v_children)
         ORDER BY x.child, x.parent
-    ),
-
-    sized AS (
-        SELECT
-            c.child,
-            c.parent,
-            c.rule,
-            p.status OPERATOR(pg_catalog.=) 'live'
-            AND c.rule OPERATOR(pg_catalog.<>) 'run' AS poolable,
-            pg_catalog.count(*) FILTER (
-                WHERE p.status OPERATOR(pg_catalog.=) 'live'
-                  AND c.rule OPERATOR(pg_catalog.<>) 'run'
-            ) OVER (PARTITION BY c.child) AS poolable_n
-        FROM candidate AS c
-        JOIN ROWS FROM (pg_catalog.unnest(v_known), pg_catalog.unnest(v_statuses)) AS p (id, status)
-            ON p.id OPERATOR(pg_catalog.=) c.parent
-    ),
-
-    added AS (
-        INSERT INTO jobq_job_dependencies AS e (job_id, depends_on, on_failure, pooled)
-        SELECT
-            z.child,
-            z.parent,
-            z.rule,
-            NOT graft AND z.poolable AND z.poolable_n OPERATOR(pg_catalog.>=) v_pool_min
-        FROM sized AS z
-        ORDER BY z.child, z.parent
         ON CONFLICT (job_id, depends_on) DO NOTHING
-        RETURNING e.job_id, e.depends_on, e.on_failure, e.pooled
+        RETURNING e.job_id, e.depends_on, e.on_failure
     ),
 
     effect AS (
         SELECT
             a.job_id,
             pg_catalog.count(*) FILTER (
-                WHERE NOT a.pooled
-                  AND (p.status OPERATOR(pg_catalog.=) 'live'
-                       OR (p.status OPERATOR(pg_catalog.<>) 'succeeded'
-                           AND a.on_failure OPERATOR(pg_catalog.=) 'wait'))
+                WHERE p.status OPERATOR(pg_catalog.=) 'live'
+                   OR (p.status OPERATOR(pg_catalog.<>) 'succeeded'
+                       AND a.on_failure OPERATOR(pg_catalog.=) 'wait')
             )::integer AS holding,
-            pg_catalog.count(*) FILTER (WHERE a.pooled)::integer AS pooled,
             pg_catalog.min(pg_catalog.format('dependency %s ended %s', a.depends_on, p.status))
                 FILTER (
                     WHERE p.status IN ('failed', 'dead_letter', 'cancelled')
@@ -198,53 +154,25 @@ BEGIN
         GROUP BY a.job_id
     ),
 
-    -- The counters: the pooled edges spread evenly (a requeued job's replace its old ones).
-    shards AS (
-        SELECT
-            f.job_id,
-            f.pooled,
-            LEAST(f.pooled, v_pool_shards) AS counters
-        FROM effect AS f
-        WHERE f.pooled OPERATOR(pg_catalog.>) 0 AND f.cancel_reason IS NULL
-    ),
-
-    counters AS (
-        INSERT INTO jobq_dependency_pools AS d (job_id, shard, remaining)
-        SELECT
-            h.job_id,
-            k.shard::smallint,
-            h.pooled OPERATOR(pg_catalog./) h.counters
-            OPERATOR(pg_catalog.+) (
-                k.shard OPERATOR(pg_catalog.<) (h.pooled OPERATOR(pg_catalog.%) h.counters)
-            )::integer
-        FROM shards AS h
-        CROSS JOIN LATERAL pg_catalog.generate_series(0, h.counters OPERATOR(pg_catalog.-) 1) AS k (shard)
-        ON CONFLICT (job_id, shard) DO UPDATE SET remaining = excluded.remaining
-    ),
-
     changed AS (
         UPDATE jobq_jobs AS j
         SET
             status = CASE
                 WHEN f.cancel_reason IS NOT NULL THEN 'cancelled'
-                WHEN j.waiting_on OPERATOR(pg_catalog.+) f.holding
-                    OPERATOR(pg_catalog.+) coalesce(h.counters, 0) OPERATOR(pg_catalog.>) 0
+                WHEN j.waiting_on OPERATOR(pg_catalog.+) f.holding OPERATOR(pg_catalog.>) 0
                     THEN 'waiting'
                 ELSE j.status
             END,
             waiting_on = CASE
                 WHEN f.cancel_reason IS NOT NULL THEN 0
                 ELSE j.waiting_on OPERATOR(pg_catalog.+) f.holding
-                    OPERATOR(pg_catalog.+) coalesce(h.counters, 0)
             END,
             finished_at = CASE WHEN f.cancel_reason IS NOT NULL THEN v_now END,
             last_error = coalesce(f.cancel_reason, j.last_error),
             updated_at = v_now
         FROM effect AS f
-        LEFT JOIN shards AS h ON h.job_id OPERATOR(pg_catalog.=) f.job_id
         WHERE j.id OPERATOR(pg_catalog.=) f.job_id
-          AND (f.cancel_reason IS NOT NULL OR f.holding OPERATOR(pg_catalog.>) 0
-               OR f.pooled OPERATOR(pg_catalog.>) 0)
+          AND (f.cancel_reason IS NOT NULL OR f.holding OPERATOR(pg_catalog.>) 0)
     )
 
     SELECT coalesce(pg_catalog.sum(f.n), 0)::integer INTO v_added FROM effect AS f;

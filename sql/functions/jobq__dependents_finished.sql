@@ -14,15 +14,6 @@
 --     holding it back (from a succeeded job, or with rule run from any finished one); the
 --     one that reaches 0 becomes pending, available at its run_at or now. The row lock of the
 --     dependent orders concurrent parents: whichever decrements last releases it, once.
---     Pooled edges (a job enqueued with at least 64 dependencies, jobq__add_edges) are first
---     taken off the dependent's counters in jobq_dependency_pools, and only a counter emptied
---     here counts off waiting_on (one per counter): concurrent completions of a fan-in's
---     dependencies take from different counters without waiting, and 16 of them in all lock
---     the dependent's row. Exactly once still: a counter's remaining only drops, under its
---     row lock, so exactly one transaction empties it; waiting_on counts the counters not yet
---     empty, and is decremented under the dependent's row lock as above. The
---     workers of its queue are woken at the commit, unless this transaction claims it first
---     (the deferred trigger jobq_jobs_released, jobq__notify_released).
 -- The status 'pruned' (jobq_prune) stands for a dependency that no longer exists: it can never
 -- succeed, so its waiting dependents under rule wait are cancelled too; those under rule run
 -- were freed when it finished.
@@ -59,16 +50,7 @@ AS $$
 DECLARE
     v_cancelled uuid[];
     v_released integer;
-    v_dependents uuid[];
-    v_freed integer[];
-    v_pooled integer[];
-    v_owed integer;
-    v_take integer;
-    v_have integer;
-    v_shard smallint;
-    v_last smallint;
-    v_release uuid[];
-    v_nestloop text;
+    v_queues text[];
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -152,17 +134,8 @@ BEGIN
         END IF;
     END IF;
 
-    -- What the ends free, per waiting dependent: edges counted on its row, and pooled ones.
-    SELECT
-        pg_catalog.array_agg(g.job_id ORDER BY g.job_id),
-        pg_catalog.array_agg(g.direct ORDER BY g.job_id),
-        pg_catalog.array_agg(g.pooled ORDER BY g.job_id)
-    INTO v_dependents, v_freed, v_pooled
-    FROM (
-        SELECT
-            e.job_id,
-            (pg_catalog.count(*) FILTER (WHERE NOT e.pooled))::integer AS direct,
-            (pg_catalog.count(*) FILTER (WHERE e.pooled))::integer AS pooled
+    WITH freed AS MATERIALIZED (
+        SELECT e.job_id, pg_catalog.count(*)::integer AS n
         FROM jobq_job_dependencies AS e
         JOIN ROWS FROM (
             pg_catalog.unnest(jobq__dependents_finished.job_ids),
@@ -173,84 +146,12 @@ BEGIN
                OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
                    AND f.status OPERATOR(pg_catalog.<>) 'pruned'))
         GROUP BY e.job_id
-    ) AS g;
-    IF v_dependents IS NULL THEN
-        RETURN coalesce(pg_catalog.cardinality(v_cancelled), 0);
-    END IF;
-
-    -- Pooled edges are taken off the dependent's counters, dependent by dependent in id order;
-    -- only a counter that this takes to 0 counts off its waiting_on. First one counter that
-    -- holds them all and that no concurrent completion holds (SKIP LOCKED: concurrent
-    -- completions take different counters and never wait for each other); else the counters
-    -- in their order, waiting for each (holding only lower ones meanwhile, so two such never
-    -- deadlock).
-    FOR v_i IN 1 .. pg_catalog.cardinality(v_dependents) LOOP
-        CONTINUE WHEN v_pooled[v_i] OPERATOR(pg_catalog.=) 0;
-        CONTINUE WHEN NOT EXISTS (
-            SELECT FROM jobq_jobs AS j
-            WHERE j.id OPERATOR(pg_catalog.=) v_dependents[v_i]
-              AND j.waiting_on OPERATOR(pg_catalog.>) 0
-        );
-        v_owed := v_pooled[v_i];
-        v_last := -1;
-        SELECT d.shard, d.remaining INTO v_shard, v_have
-        FROM jobq_dependency_pools AS d
-        WHERE d.job_id OPERATOR(pg_catalog.=) v_dependents[v_i]
-          AND d.remaining OPERATOR(pg_catalog.>=) v_owed
-        ORDER BY d.shard
-        LIMIT 1
-        FOR UPDATE SKIP LOCKED;
-        WHILE v_owed OPERATOR(pg_catalog.>) 0 LOOP
-            IF v_shard IS NULL THEN
-                SELECT d.shard, d.remaining INTO v_shard, v_have
-                FROM jobq_dependency_pools AS d
-                WHERE d.job_id OPERATOR(pg_catalog.=) v_dependents[v_i]
-                  AND d.shard OPERATOR(pg_catalog.>) v_last
-                  AND d.remaining OPERATOR(pg_catalog.>) 0
-                ORDER BY d.shard
-                LIMIT 1
-                FOR UPDATE;
-                IF v_shard IS NULL THEN
-                    RAISE EXCEPTION 'jobq: the dependency counters of job % are short by %',
-                        v_dependents[v_i], v_owed
-                        USING ERRCODE = 'internal_error';
-                END IF;
-            END IF;
-            v_take := LEAST(v_have, v_owed);
-            UPDATE jobq_dependency_pools AS d
-            SET remaining = d.remaining OPERATOR(pg_catalog.-) v_take
-            WHERE d.job_id OPERATOR(pg_catalog.=) v_dependents[v_i]
-              AND d.shard OPERATOR(pg_catalog.=) v_shard;
-            IF v_take OPERATOR(pg_catalog.=) v_have THEN
-                v_freed[v_i] := v_freed[v_i] OPERATOR(pg_catalog.+) 1;
-            END IF;
-            v_owed := v_owed OPERATOR(pg_catalog.-) v_take;
-            v_last := v_shard;
-            v_shard := NULL;
-        END LOOP;
-    END LOOP;
-
-    -- The dependents to decrement, found by their primary key (an index condition), and joined
-    -- to their counts by a hash: planned on no statistics (a graph run before any ANALYZE), a
-    -- nested loop compared each of a fan-out's dependents with every count (10,000 x 10,000).
-    -- Nested loops are off for this statement only: the walk above needs them.
-    v_release := ARRAY(
-        SELECT r.job_id
-        FROM ROWS FROM (pg_catalog.unnest(v_dependents), pg_catalog.unnest(v_freed)) AS r (job_id, n)
-        WHERE r.n OPERATOR(pg_catalog.>) 0
-    );
-    v_nestloop := pg_catalog.current_setting('enable_nestloop');
-    PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
-    WITH freed AS MATERIALIZED (
-        SELECT r.job_id, r.n
-        FROM ROWS FROM (pg_catalog.unnest(v_dependents), pg_catalog.unnest(v_freed)) AS r (job_id, n)
-        WHERE r.n OPERATOR(pg_catalog.>) 0
     ),
 
     locked AS MATERIALIZED (
         SELECT j.id
         FROM jobq_jobs AS j
-        WHERE j.id OPERATOR(pg_catalog.=) ANY (v_release)
+        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT freed.job_id FROM freed))
           AND j.waiting_on OPERATOR(pg_catalog.>) 0
         ORDER BY j.id
         FOR UPDATE
@@ -272,16 +173,22 @@ BEGIN
             updated_at = v_now
         FROM locked
         JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) locked.id
-        WHERE j.id OPERATOR(pg_catalog.=) ANY (v_release)
-          AND j.id OPERATOR(pg_catalog.=) locked.id
+        WHERE j.id OPERATOR(pg_catalog.=) locked.id
           AND j.waiting_on OPERATOR(pg_catalog.>) 0
-        RETURNING j.status
+        RETURNING j.status, j.queue, j.available_at
     )
 
-    SELECT (pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'pending'))::integer
-    INTO v_released
+    SELECT
+        (pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'pending'))::integer,
+        pg_catalog.array_agg(DISTINCT r.queue) FILTER (
+            WHERE r.status OPERATOR(pg_catalog.=) 'pending'
+              AND r.available_at OPERATOR(pg_catalog.<=) v_now
+        )
+    INTO v_released, v_queues
     FROM released AS r;
-    PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
+    IF v_queues IS NOT NULL THEN
+        PERFORM jobq__notify(v_queues);
+    END IF;
     RETURN v_released OPERATOR(pg_catalog.+) coalesce(pg_catalog.cardinality(v_cancelled), 0);
 END;
 $$;
@@ -290,8 +197,7 @@ COMMENT ON FUNCTION jobq__dependents_finished(uuid[], text[]) IS
 'Private. Applies the end of job_ids (each with its final status in statuses) to their
 waiting dependents: cancels those with rule cancel of a job that did not succeed (and with rule
 wait of a job that is gone, status pruned), transitively;
-decrements waiting_on of the others that the end frees (pooled edges through the job''s
-counters in jobq_dependency_pools) and makes pending those left with none.
+decrements waiting_on of the others that the end frees and makes pending those left with none.
 Returns how many dependents were released or cancelled.';
 
 REVOKE EXECUTE ON FUNCTION jobq__dependents_finished(uuid[], text[]) FROM PUBLIC;

@@ -77,7 +77,6 @@ SELECT results_eq(
     ('jobq__metrics_fold', '', 'bigint'),
     ('jobq__notify', 'queues text[]', 'integer'),
     ('jobq__notify_events', 'kind text, payloads text[]', 'integer'),
-    ('jobq__notify_released', '', 'trigger'),
     ('jobq__requeue', 'job_ids uuid[]', 'TABLE(queue text, job_type text, old_status text)'),
     ('jobq__retire', 'job_ids uuid[]', 'integer'),
     ('jobq__retire_row', '', 'trigger'),
@@ -248,7 +247,6 @@ SELECT isnt_definer('public', 'jobq__event_channel', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__notify_events', ARRAY['text', 'text[]']);
 -- A trigger function runs as whoever commits: it must be the owner to write the jobs.
 SELECT is_definer('public', 'jobq__cancel_apply', ARRAY[]::text[]);
-SELECT is_definer('public', 'jobq__notify_released', ARRAY[]::text[]);
 SELECT is_definer('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer']);
 SELECT is_definer('public', 'jobq_fail_many', ARRAY['uuid[]', 'text', 'text[]', 'boolean[]', 'interval[]', 'integer[]']);
 SELECT is_definer('public', 'jobq_heartbeat', ARRAY['text', 'uuid[]']);
@@ -349,7 +347,7 @@ SELECT set_eq(
           'jobq_metric_labels', 'jobq_limits', 'jobq_limit_keys', 'jobq_limit_starts',
           'jobq_cancel_requests', 'jobq__migrate_lock', 'jobq_awaits', 'jobq_jobs_history',
           'jobq_retention', 'jobq_paused_queues', 'jobq_job_dependencies', 'jobq_audit',
-          'jobq_index_rebuilds', 'jobq_dependency_pools'],
+          'jobq_index_rebuilds'],
     'schema public has exactly the jobq tables');
 SELECT col_is_pk('public', 'jobq_metric_counters', ARRAY['queue', 'job_type', 'shard'],
                  'jobq_metric_counters: one row per (queue, job_type, shard)');
@@ -500,7 +498,6 @@ SELECT set_eq(
              ('jobq_jobs', 'jobq_jobs_attempts_check'), ('jobq_jobs', 'jobq_jobs_claim_check'),
              ('jobq_jobs', 'jobq_jobs_finished_check'), ('jobq_jobs', 'jobq_jobs_cancel_check'),
              ('jobq_jobs', 'jobq_jobs_limit_key_needs_group'), ('jobq_jobs', 'jobq_jobs_waiting_check'),
-             ('jobq_jobs', 'jobq_jobs_released'),
              ('jobq_settings', 'jobq_settings_pkey'), ('jobq_settings', 'jobq_settings_singleton_check'),
              ('jobq_settings', 'jobq_settings_max_payload_bytes_check'),
              ('jobq_settings', 'jobq_settings_metrics_label_sets_check'),

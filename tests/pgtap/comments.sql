@@ -82,8 +82,7 @@ SELECT set_eq('SELECT relname::text FROM jobq_tables',
                        ('jobq_limits'), ('jobq_limit_keys'), ('jobq_limit_starts'),
                        ('jobq_cancel_requests'), ('jobq__migrate_lock'), ('jobq_metric_labels'),
                        ('jobq_awaits'), ('jobq_jobs_history'), ('jobq_retention'), ('jobq_paused_queues'),
-                       ('jobq_job_dependencies'), ('jobq_audit'), ('jobq_index_rebuilds'),
-                       ('jobq_dependency_pools')$$,
+                       ('jobq_job_dependencies'), ('jobq_audit'), ('jobq_index_rebuilds')$$,
               'the jobq tables (so that the checks below see them all)');
 
 SELECT is_empty(

@@ -9,7 +9,7 @@
 -- keeps it waiting until the dependency is requeued and succeeds. Bad input is 22023 and
 -- changes nothing.
 BEGIN;
-SELECT plan(104);
+SELECT plan(80);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -218,49 +218,6 @@ SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'ixc' AND status
 SELECT is(pg_stat_get_xact_numscans('jobq_job_dependencies'::regclass), :'edge_seqscans'::bigint, 'the release did not scan the edge table');
 SELECT is(pg_stat_get_xact_tuples_returned('jobq_jobs_waiting_idx'::regclass), :'waiting_reads'::bigint,
           'nor read the waiting jobs beside its dependents');
-
-------------------------------------------------------------------------------------------
--- a job that waits for 64 or more counts them in 16 counters: the rules, grafts and requeues
--- mean what they mean for any job
-------------------------------------------------------------------------------------------
-
-SELECT array_agg(id ORDER BY ord) AS pw FROM jobq_enqueue_many(
-    (SELECT jsonb_agg(jsonb_build_object('job_type', 'pw')) FROM generate_series(1, 70))) \gset
-SELECT jobq_enqueue('cw', depends_on => :'pw'::uuid[], on_dependency_failure => 'wait') AS cw \gset
-SELECT is((SELECT waiting_on FROM jobq_jobs WHERE id = :'cw'), 16, 'a job with 70 dependencies waits on 16 counters');
-SELECT results_eq(
-    format($$SELECT count(*)::int, sum(remaining)::int, min(remaining), max(remaining)
-             FROM jobq_dependency_pools WHERE job_id = %L$$, :'cw'),
-    $$VALUES (16, 70, 4, 5)$$,
-    'which hold its 70 dependencies evenly'
-);
-SELECT jobq_enqueue('pg') AS pgr \gset
-SELECT is(jobq_add_dependencies(:'cw', ARRAY[:'pgr']::uuid[]), 1, 'a graft adds a dependency');
-SELECT is((SELECT waiting_on FROM jobq_jobs WHERE id = :'cw'), 17, 'counted on the job itself');
-SELECT is(pg_temp.run((:'pw'::uuid[])[1], 'fail'), 'failed', 'a pooled dependency fails');
-SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', ARRAY['pw'], 100)), 69, 'the 69 others are claimed');
-SELECT is(jobq_complete_many((:'pw'::uuid[])[2:70], 'w'), 69, 'and completed in one call');
-SELECT is(pg_temp.st(:'cw'), 'waiting', 'rule wait: the failed one still holds the job, and so does the graft');
-SELECT is((SELECT waiting_on FROM jobq_jobs WHERE id = :'cw'), 2, 'one counter not empty, and the graft');
-SELECT is(jobq_requeue_dead_letter((:'pw'::uuid[])[1]), true, 'the failed dependency is requeued');
-SELECT is(pg_temp.run((:'pw'::uuid[])[1]), 'succeeded', 'and succeeds');
-SELECT is(pg_temp.st(:'cw'), 'waiting', 'the graft still holds the job');
-SELECT is(pg_temp.run(:'pgr'), 'succeeded', 'the graft succeeds');
-SELECT is(pg_temp.st(:'cw'), 'pending', 'released by the last of its 71 dependencies');
-SELECT is((SELECT sum(remaining)::int FROM jobq_dependency_pools WHERE job_id = :'cw'), 0, 'every counter empty');
-
-SELECT array_agg(id ORDER BY ord) AS pc FROM jobq_enqueue_many(
-    (SELECT jsonb_agg(jsonb_build_object('job_type', 'pc')) FROM generate_series(1, 64))) \gset
-SELECT jobq_enqueue('cc', depends_on => :'pc'::uuid[]) AS cc \gset
-SELECT is(pg_temp.run((:'pc'::uuid[])[1], 'fail'), 'failed', 'a pooled dependency of rule cancel fails');
-SELECT is(pg_temp.st(:'cc'), 'cancelled', 'the job is cancelled');
-SELECT is((SELECT count(*)::int FROM jobq_dequeue('w', ARRAY['pc'], 100)), 63, 'its other dependencies run');
-SELECT is(jobq_complete_many((:'pc'::uuid[])[2:64], 'w'), 63, 'and succeed, the job cancelled');
-SELECT is(jobq_requeue_dead_letter((:'pc'::uuid[])[1]), true, 'the failed dependency is requeued');
-SELECT is(jobq_requeue_dead_letter(:'cc'), true, 'then the job');
-SELECT is((SELECT waiting_on FROM jobq_jobs WHERE id = :'cc'), 1, 'it waits for the one that has not succeeded');
-SELECT is(pg_temp.run((:'pc'::uuid[])[1]), 'succeeded', 'which succeeds');
-SELECT is(pg_temp.st(:'cc'), 'pending', 'and releases it');
 
 ------------------------------------------------------------------------------------------
 -- bad input: 22023, nothing changes

@@ -193,8 +193,7 @@ def test_each_level_gets_exactly_its_functions_and_revoke_takes_all_back(
         "AND c.relkind = 'r' AND has_table_privilege(%s, c.oid, 'SELECT') ORDER BY 1", (role,)
     ).fetchall()
     every_table = [("jobq_audit",), ("jobq_awaits",), ("jobq_cancel_requests",),
-                   ("jobq_dependency_pools",), ("jobq_index_rebuilds",),
-                   ("jobq_job_dependencies",), ("jobq_jobs",),
+                   ("jobq_index_rebuilds",), ("jobq_job_dependencies",), ("jobq_jobs",),
                    ("jobq_limit_keys",), ("jobq_limit_starts",), ("jobq_limits",),
                    ("jobq_metric_counters",), ("jobq_metric_deltas",), ("jobq_metric_labels",),
                    ("jobq_migrations",), ("jobq_paused_queues",), ("jobq_retention",),
@@ -278,8 +277,8 @@ def test_revoke_dry_run_prints_the_statements(dsn: str, role: str) -> None:
     assert online.exit_code == 0, online.output
     tables = ('"public"."jobq_all_jobs", "public"."jobq_audit", "public"."jobq_audit_id_seq", '
               '"public"."jobq_awaits", '
-              '"public"."jobq_cancel_requests", "public"."jobq_dependency_pools", '
-              '"public"."jobq_index_rebuilds", "public"."jobq_job_dependencies", '
+              '"public"."jobq_cancel_requests", "public"."jobq_index_rebuilds", '
+              '"public"."jobq_job_dependencies", '
               '"public"."jobq_jobs", "public"."jobq_jobs_history", "public"."jobq_limit_keys", '
               '"public"."jobq_limit_starts", "public"."jobq_limits", '
               '"public"."jobq_metric_counters", "public"."jobq_metric_deltas", '

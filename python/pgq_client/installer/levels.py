@@ -27,7 +27,7 @@ ADMIN_TABLES = (
     "jobq_migrations", "jobq_schedules", "jobq_workers", "jobq_limits", "jobq_limit_keys",
     "jobq_limit_starts", "jobq_metric_counters", "jobq_metric_deltas", "jobq_awaits",
     "jobq_cancel_requests", "jobq_metric_labels", "jobq_paused_queues", "jobq_job_dependencies",
-    "jobq_audit", "jobq_index_rebuilds", "jobq_dependency_pools",
+    "jobq_audit", "jobq_index_rebuilds",
 )
 
 
