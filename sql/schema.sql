@@ -2017,6 +2017,7 @@ DECLARE
     v_cancelled uuid[];
     v_released integer;
     v_queues text[];
+    v_nestloop text;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -2100,6 +2101,13 @@ BEGIN
         END IF;
     END IF;
 
+    -- The dependents are found by their ids (an index condition) and joined to their counts by
+    -- a hash, in one pass, with nested loops off for this statement only (the cancel walk
+    -- above probes the edges per ended job and needs them): planned on no statistics (a graph
+    -- enqueued and run before any ANALYZE), a nested loop compared each dependent with every
+    -- count, K x K for a fan-out of K.
+    v_nestloop := pg_catalog.current_setting('enable_nestloop');
+    PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
     WITH freed AS MATERIALIZED (
         SELECT e.job_id, pg_catalog.count(*)::integer AS n
         FROM jobq_job_dependencies AS e
@@ -2139,7 +2147,8 @@ BEGIN
             updated_at = v_now
         FROM locked
         JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) locked.id
-        WHERE j.id OPERATOR(pg_catalog.=) locked.id
+        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT locked.id FROM locked))
+          AND j.id OPERATOR(pg_catalog.=) locked.id
           AND j.waiting_on OPERATOR(pg_catalog.>) 0
         RETURNING j.status, j.queue, j.available_at
     )
@@ -2152,6 +2161,7 @@ BEGIN
         )
     INTO v_released, v_queues
     FROM released AS r;
+    PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
     IF v_queues IS NOT NULL THEN
         PERFORM jobq__notify(v_queues);
     END IF;
