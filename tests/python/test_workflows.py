@@ -25,9 +25,9 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from tests.plans import log_plans
 
 from pgq_client import InvalidArgument, Job, Queue, Worker
-from tests.plans import log_plans
 
 Conn = psycopg.Connection[Any]
 
