@@ -197,6 +197,25 @@ $_$;
 
 COMMENT ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) IS 'Private. errors (a JSON array) with entry appended, keeping the 50 most recent entries.';
 
+CREATE FUNCTION public.jobq__audit(action text, job_ids uuid[], changed uuid[], reason text, filters jsonb DEFAULT NULL::jsonb) RETURNS void
+    LANGUAGE sql
+    AS $$
+    INSERT INTO jobq_audit (login_role, acting_role, action, job_ids, changed, reason, filters)
+    VALUES (
+        SESSION_USER,
+        CASE
+            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
+            ELSE pg_catalog.current_setting('role')
+        END,
+        jobq__audit.action, jobq__audit.job_ids, jobq__audit.changed, jobq__audit.reason,
+        jobq__audit.filters
+    )
+$$;
+
+COMMENT ON FUNCTION public.jobq__audit(action text, job_ids uuid[], changed uuid[], reason text, filters jsonb) IS 'Private. Inserts one row of jobq_audit: the session''s user, the role it acts as, action,
+the jobs asked for (job_ids), those changed, reason and filters (a bulk action''s, else
+NULL). Used by jobq_act_on_jobs and jobq_requeue_dead_letters.';
+
 CREATE FUNCTION public.jobq__available(limited boolean DEFAULT NULL::boolean) RETURNS TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)
     LANGUAGE sql STABLE
     SET search_path TO 'public', 'pg_temp'
@@ -3548,6 +3567,37 @@ $$;
 COMMENT ON FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) IS 'Private. failed_at + attempts × backoff (a number of seconds; a month is 30 days), capped at
 365 days: when a failed attempt may run again. Never overflows.';
 
+CREATE FUNCTION public.jobq__schedule_fire(name text, job_type text, payload jsonb, queue text, priority integer, max_attempts integer, fire_at timestamp with time zone) RETURNS uuid
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RETURN jobq_enqueue(
+        job_type => jobq__schedule_fire.job_type,
+        payload => jobq__schedule_fire.payload,
+        idempotency_key => pg_catalog.concat(
+            'jobq:schedule:', jobq__schedule_fire.name, ':',
+            pg_catalog.to_char(
+                jobq__schedule_fire.fire_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'
+            )
+        ),
+        max_attempts => jobq__schedule_fire.max_attempts,
+        run_at => jobq__schedule_fire.fire_at,
+        priority => jobq__schedule_fire.priority,
+        queue => jobq__schedule_fire.queue,
+        limit_group => NULL::text,
+        limit_key => NULL::text,
+        depends_on => NULL::uuid[],
+        on_dependency_failure => 'cancel'::text
+    );
+END;
+$$;
+
+COMMENT ON FUNCTION public.jobq__schedule_fire(name text, job_type text, payload jsonb, queue text, priority integer, max_attempts integer, fire_at timestamp with time zone) IS 'Private. Enqueues one fire of the schedule name (its job type, payload, queue, priority and
+max_attempts), available at fire_at, with the idempotency key
+jobq:schedule:<name>:<fire_at in UTC to the second, ISO 8601>; returns the job''s id (the
+existing job''s when that fire was already enqueued). Used by jobq__tick and
+jobq_schedule_run_now.';
+
 CREATE FUNCTION public.jobq__statuses(finished boolean DEFAULT NULL::boolean) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -3607,21 +3657,9 @@ BEGIN
             END IF;
             v_ids := '{}';
             FOREACH v_fire IN ARRAY v_fires LOOP
-                v_id := jobq_enqueue(
-                    job_type => v_row.job_type,
-                    payload => v_row.payload,
-                    idempotency_key => pg_catalog.concat(
-                        'jobq:schedule:', v_row.name, ':',
-                        pg_catalog.to_char(v_fire AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                    ),
-                    max_attempts => v_row.max_attempts,
-                    run_at => v_fire,
-                    priority => v_row.priority,
-                    queue => v_row.queue,
-                    limit_group => NULL::text,
-                    limit_key => NULL::text,
-                    depends_on => NULL::uuid[],
-                    on_dependency_failure => 'cancel'::text
+                v_id := jobq__schedule_fire(
+                    v_row.name, v_row.job_type, v_row.payload, v_row.queue, v_row.priority,
+                    v_row.max_attempts, v_fire
                 );
                 v_ids := pg_catalog.array_append(v_ids, v_id);
             END LOOP;
@@ -3915,15 +3953,7 @@ BEGIN
         WHERE u.o NOT LIKE 'left alone%' AND u.o <> 'unknown'
         ORDER BY u.n
     );
-    INSERT INTO jobq_audit (login_role, acting_role, action, job_ids, changed, reason)
-    VALUES (
-        SESSION_USER,
-        CASE
-            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
-            ELSE pg_catalog.current_setting('role')
-        END,
-        jobq_act_on_jobs.action, v_ids, v_changed, jobq_act_on_jobs.reason
-    );
+    PERFORM jobq__audit(jobq_act_on_jobs.action, v_ids, v_changed, jobq_act_on_jobs.reason);
     RETURN QUERY
     SELECT u.id, u.o
     FROM ROWS FROM (pg_catalog.unnest(v_ids), pg_catalog.unnest(v_outcomes)) WITH ORDINALITY AS u (id, o, n)
@@ -9301,13 +9331,7 @@ BEGIN
             WHERE j.id = ANY (v_ids) AND j.updated_at = pg_catalog.now()
         )
     END;
-    INSERT INTO jobq_audit (login_role, acting_role, action, job_ids, changed, reason, filters)
-    VALUES (
-        SESSION_USER,
-        CASE
-            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
-            ELSE pg_catalog.current_setting('role')
-        END,
+    PERFORM jobq__audit(
         'requeue_dead_letters', v_ids, v_changed, jobq_requeue_dead_letters.reason,
         pg_catalog.jsonb_build_object(
             'job_type', jobq_requeue_dead_letters.job_type,
@@ -9551,21 +9575,9 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
-    v_id := jobq_enqueue(
-        job_type => v_row.job_type,
-        payload => v_row.payload,
-        idempotency_key => pg_catalog.concat(
-            'jobq:schedule:', jobq_schedule_run_now.name, ':',
-            pg_catalog.to_char(v_fire AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-        ),
-        max_attempts => v_row.max_attempts,
-        run_at => v_fire,
-        priority => v_row.priority,
-        queue => v_row.queue,
-        limit_group => NULL::text,
-        limit_key => NULL::text,
-        depends_on => NULL::uuid[],
-        on_dependency_failure => 'cancel'::text
+    v_id := jobq__schedule_fire(
+        jobq_schedule_run_now.name, v_row.job_type, v_row.payload, v_row.queue, v_row.priority,
+        v_row.max_attempts, v_fire
     );
     UPDATE jobq_schedules AS s
     SET last_fired_at = v_fire, last_job_id = v_id
@@ -11432,6 +11444,8 @@ REVOKE ALL ON FUNCTION public.jobq__add_edges(children uuid[], parents uuid[], r
 
 REVOKE ALL ON FUNCTION public.jobq__append_error(errors jsonb, entry jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.jobq__audit(action text, job_ids uuid[], changed uuid[], reason text, filters jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.jobq__available(limited boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__awaits_end(job_ids uuid[]) FROM PUBLIC;
@@ -11499,6 +11513,8 @@ REVOKE ALL ON FUNCTION public.jobq__retire(job_ids uuid[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq__retire_row() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__retry_at(failed_at timestamp with time zone, attempts integer, backoff interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__schedule_fire(name text, job_type text, payload jsonb, queue text, priority integer, max_attempts integer, fire_at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__statuses(finished boolean) FROM PUBLIC;
 

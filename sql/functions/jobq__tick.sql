@@ -4,8 +4,8 @@
 -- Due schedules (active, next_run_at <= at) are locked FOR UPDATE SKIP LOCKED, so concurrent
 -- ticks share them out without a leader and never wait for each other; a row that another
 -- tick has just advanced is read again after its lock (READ COMMITTED) and no longer matches.
--- Each due fire is enqueued through jobq_enqueue with run_at = the fire time and the
--- idempotency key jobq:schedule:<name>:<fire time in UTC, ISO 8601>, so a fire that a
+-- Each due fire is enqueued by jobq__schedule_fire (jobq_enqueue with run_at = the fire time, the
+-- idempotency key jobq:schedule:<name>:<fire time in UTC, ISO 8601>), so a fire that a
 -- concurrent or repeated tick (in any isolation level, or from a tick whose advance was lost)
 -- has enqueued already is not enqueued again. Then next_run_at becomes the first fire after
 -- `at`, and last_fired_at and last_job_id name the latest fire and its job.
@@ -59,21 +59,9 @@ BEGIN
             END IF;
             v_ids := '{}';
             FOREACH v_fire IN ARRAY v_fires LOOP
-                v_id := jobq_enqueue(
-                    job_type => v_row.job_type,
-                    payload => v_row.payload,
-                    idempotency_key => pg_catalog.concat(
-                        'jobq:schedule:', v_row.name, ':',
-                        pg_catalog.to_char(v_fire AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                    ),
-                    max_attempts => v_row.max_attempts,
-                    run_at => v_fire,
-                    priority => v_row.priority,
-                    queue => v_row.queue,
-                    limit_group => NULL::text,
-                    limit_key => NULL::text,
-                    depends_on => NULL::uuid[],
-                    on_dependency_failure => 'cancel'::text
+                v_id := jobq__schedule_fire(
+                    v_row.name, v_row.job_type, v_row.payload, v_row.queue, v_row.priority,
+                    v_row.max_attempts, v_fire
                 );
                 v_ids := pg_catalog.array_append(v_ids, v_id);
             END LOOP;

@@ -161,15 +161,7 @@ BEGIN
         WHERE u.o NOT LIKE 'left alone%' AND u.o <> 'unknown'
         ORDER BY u.n
     );
-    INSERT INTO jobq_audit (login_role, acting_role, action, job_ids, changed, reason)
-    VALUES (
-        SESSION_USER,
-        CASE
-            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
-            ELSE pg_catalog.current_setting('role')
-        END,
-        jobq_act_on_jobs.action, v_ids, v_changed, jobq_act_on_jobs.reason
-    );
+    PERFORM jobq__audit(jobq_act_on_jobs.action, v_ids, v_changed, jobq_act_on_jobs.reason);
     RETURN QUERY
     SELECT u.id, u.o
     FROM ROWS FROM (pg_catalog.unnest(v_ids), pg_catalog.unnest(v_outcomes)) WITH ORDINALITY AS u (id, o, n)

@@ -87,13 +87,7 @@ BEGIN
             WHERE j.id = ANY (v_ids) AND j.updated_at = pg_catalog.now()
         )
     END;
-    INSERT INTO jobq_audit (login_role, acting_role, action, job_ids, changed, reason, filters)
-    VALUES (
-        SESSION_USER,
-        CASE
-            WHEN pg_catalog.current_setting('role') = 'none' THEN SESSION_USER
-            ELSE pg_catalog.current_setting('role')
-        END,
+    PERFORM jobq__audit(
         'requeue_dead_letters', v_ids, v_changed, jobq_requeue_dead_letters.reason,
         pg_catalog.jsonb_build_object(
             'job_type', jobq_requeue_dead_letters.job_type,

@@ -37,21 +37,9 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
-    v_id := jobq_enqueue(
-        job_type => v_row.job_type,
-        payload => v_row.payload,
-        idempotency_key => pg_catalog.concat(
-            'jobq:schedule:', jobq_schedule_run_now.name, ':',
-            pg_catalog.to_char(v_fire AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-        ),
-        max_attempts => v_row.max_attempts,
-        run_at => v_fire,
-        priority => v_row.priority,
-        queue => v_row.queue,
-        limit_group => NULL::text,
-        limit_key => NULL::text,
-        depends_on => NULL::uuid[],
-        on_dependency_failure => 'cancel'::text
+    v_id := jobq__schedule_fire(
+        jobq_schedule_run_now.name, v_row.job_type, v_row.payload, v_row.queue, v_row.priority,
+        v_row.max_attempts, v_fire
     );
     UPDATE jobq_schedules AS s
     SET last_fired_at = v_fire, last_job_id = v_id

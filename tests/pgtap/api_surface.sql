@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(194);
+SELECT plan(196);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -38,6 +38,7 @@ SELECT results_eq(
     ('jobq__add_edges'::text, 'children uuid[], parents uuid[], rules text[], argument text, '
                          'graft boolean DEFAULT false'::text, 'integer'::text),
     ('jobq__append_error', 'errors jsonb, entry jsonb', 'jsonb'),
+    ('jobq__audit', 'action text, job_ids uuid[], changed uuid[], reason text, filters jsonb DEFAULT NULL::jsonb', 'void'),
     ('jobq__available', 'limited boolean DEFAULT NULL::boolean',
                         'TABLE(queue text, job_type text, jobs bigint, oldest_available_at timestamp with time zone)'),
     ('jobq__awaits_end', 'job_ids uuid[]', 'text[]'),
@@ -81,6 +82,8 @@ SELECT results_eq(
     ('jobq__retire', 'job_ids uuid[]', 'integer'),
     ('jobq__retire_row', '', 'trigger'),
     ('jobq__retry_at', 'failed_at timestamp with time zone, attempts integer, backoff interval', 'timestamp with time zone'),
+    ('jobq__schedule_fire', 'name text, job_type text, payload jsonb, queue text, priority integer, '
+                            'max_attempts integer, fire_at timestamp with time zone', 'uuid'),
     ('jobq__statuses', 'finished boolean DEFAULT NULL::boolean', 'text[]'),
     ('jobq__tick', 'at timestamp with time zone', 'TABLE(schedule text, fire_at timestamp with time zone, job_id uuid)'),
     ('jobq__uuid_v7', '', 'uuid'),
@@ -267,6 +270,8 @@ SELECT is_definer('public', 'jobq_jobs_page', ARRAY['text', 'text', 'text', 'tim
 SELECT isnt_definer('public', 'jobq__job_argument_problem', ARRAY['text', 'text', 'text', 'integer', 'integer']);
 SELECT isnt_definer('public', 'jobq__statuses', ARRAY['boolean']);
 SELECT isnt_definer('public', 'jobq__retry_at', ARRAY['timestamp with time zone', 'integer', 'interval']);
+SELECT isnt_definer('public', 'jobq__schedule_fire', ARRAY['text', 'text', 'jsonb', 'text', 'integer', 'integer', 'timestamp with time zone']);
+SELECT isnt_definer('public', 'jobq__audit', ARRAY['text', 'uuid[]', 'uuid[]', 'text', 'jsonb']);
 SELECT isnt_definer('public', 'jobq__blank', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__worker_id_error', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__append_error', ARRAY['jsonb', 'jsonb']);
