@@ -16,7 +16,7 @@ from .. import _ops, _sql
 from ..errors import JobqError, PayloadTooLarge, PermissionDenied
 from ..models import Job, mark_cancel_requested
 from .joblog import UNSERVED_IDLE, duration, job_log, log, log_completed, report_unserved
-from .retry import GaveUp, Link, execute, reconnecting
+from .retry import GaveUp, Link, Reconnecting, execute
 from .state import Ack, Failure, Release, Shared, Success
 
 ACK_LINGER = 0.005
@@ -84,6 +84,8 @@ class Acknowledger:
         self._stuck: list[Ack] = []
         self._stuck_at = math.inf
         self._stuck_delay = LOCKED_RETRY_FIRST
+        self._retry = Reconnecting(self._who, self._giving_up, self._force.wait, self._lost)
+        self._retried = False  # the statement under way was sent again after a lost connection
 
     def close(self, deadline: float) -> None:
         """Send what is left, retrying through connection losses until ``deadline``; then end."""
@@ -210,12 +212,6 @@ class Acknowledger:
     def _send(self, statement: _ops.Call, doing: str) -> tuple[list[Any], bool]:
         """The rows of ``statement``, sent through lost connections, and whether it was
         retried (then an earlier try may have been applied, its reply lost)."""
-        retried = False
-
-        def on_lost() -> None:
-            nonlocal retried
-            retried = True
-            self._link.drop_if_broken()
 
         def call() -> list[Any]:
             try:
@@ -224,15 +220,12 @@ class Acknowledger:
                 # Not retried here: waiting for that row would hold up every other job.
                 raise Locked(doing) from exc
 
-        rows = reconnecting(
-            call,
-            doing=doing,
-            who=self._who,
-            give_up=self._giving_up,
-            pause=self._force.wait,
-            on_lost=on_lost,
-        )
-        return rows, retried
+        self._retried = False
+        return self._retry(call, doing), self._retried
+
+    def _lost(self) -> None:
+        self._retried = True
+        self._link.drop_if_broken()
 
     # -- what each path sends, and what its rows say ---------------------------------------------
 

@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -17,13 +17,11 @@ from ..errors import JobqError, from_psycopg
 from ..models import Job, job_row
 from .acker import complete_many_call, look_for_unserved
 from .joblog import log, log_completed
-from .retry import GaveUp, Link, connection_lost, execute, reconnecting, transient
+from .retry import GaveUp, Link, Reconnecting, connection_lost, execute, transient
 from .state import Shared, Success, Waker
 
 if TYPE_CHECKING:
     from psycopg._cursor_base import BaseCursor
-
-T = TypeVar("T")
 
 MAX_SLEEP = 1.0  # seconds: a fetcher looks again at least this often, whatever woke it
 
@@ -74,6 +72,8 @@ class Fetcher:
         self._sql, self._who = shared.sql, shared.who
         self._stopping = threading.Event()
         self._wake = Waker()
+        stopping = self._stopping
+        self._retry = Reconnecting(self._who, stopping.is_set, stopping.wait, link.close)
         # A claim failed with the connection: it may have committed, its jobs locked by this
         # worker's id and unknown to it. Before the next claim, jobq_release_orphans gives back
         # every job locked by this id that the worker does not hold (see _release_orphans).
@@ -141,7 +141,7 @@ class Fetcher:
             if acks and not go:
                 # No room for a claim: the completions go alone.
                 self._key_acks += shared.take_key_acks()
-                self._reconnecting(
+                self._retry(
                     lambda: self._claim(claim=False), f"acknowledging {len(self._key_acks)} jobs"
                 )
                 continue
@@ -155,7 +155,7 @@ class Fetcher:
             started = time.perf_counter()
             self._params["batch_size"] = wanted
             self._key_acks += shared.take_key_acks()
-            jobs = self._reconnecting(self._claim, "claiming jobs")
+            jobs = self._retry(self._claim, "claiming jobs")
             shared.claimed(jobs, time.perf_counter() - started, self._hand_on)
             if jobs and log.isEnabledFor(logging.DEBUG):
                 log.debug("%s claimed %d jobs", self._who, len(jobs))
@@ -172,16 +172,6 @@ class Fetcher:
                     self._report_unserved()
                     shared.end()
                     return
-
-    def _reconnecting(self, call: Callable[[], T], doing: str) -> T:  # until it stops
-        return reconnecting(
-            call,
-            doing=doing,
-            who=self._who,
-            give_up=self._stopping.is_set,
-            pause=self._stopping.wait,
-            on_lost=self._link.close,
-        )
 
     def _report_unserved(self) -> None:
         """At the end of a burst run "no job available" is true only of this worker's job

@@ -30,7 +30,7 @@ from ..errors import PermanentError, Retry
 from ..models import Dependency, Job, attach_dependency_reader
 from .errortext import error_text
 from .joblog import job_log, log
-from .retry import GaveUp, areconnecting, connection_lost, execute
+from .retry import GaveUp, Reconnecting, connection_lost, execute
 from .state import Failure, Outcome, Shared, Success
 
 LOOP = "jobq-asyncio"  # the event loop's thread
@@ -270,18 +270,20 @@ class HandlerPool:
     ) -> Result:
         """``handler(job, conn)`` and ``jobq_complete`` in one transaction, tried again while
         the transaction cannot be opened (and the handler has not run)."""
+        pause = asyncio.sleep if asynchronous else self._force.wait
+        retry = Reconnecting(
+            self._who, self._giving_up, pause, lambda: self._check_pool(asynchronous)
+        )
         try:
-            return await areconnecting(
-                lambda: self._transaction(job, handler, asynchronous),
-                doing="opening a transaction",
-                who=self._who,
-                give_up=lambda: self._force.is_set() or time.monotonic() > self.deadline,
-                pause=asyncio.sleep if asynchronous else self._force.wait,
-                on_lost=lambda: self._check_pool(asynchronous),
+            return await retry.acall(
+                lambda: self._transaction(job, handler, asynchronous), "opening a transaction"
             )
         except GaveUp:
             job_log(logging.WARNING, job, "not run: database unavailable at shutdown")
             return Outcome.DROPPED
+
+    def _giving_up(self) -> bool:  # aborting, or past the grace period: stop opening
+        return self._force.is_set() or time.monotonic() > self.deadline
 
     async def _transaction(
         self, job: Job, handler: Callable[..., Any], asynchronous: bool
