@@ -285,29 +285,34 @@ class Acknowledger:
             self._shared.cancel_check = False  # this statement asks
         if not ids or not (renew or self._cancels_allowed):
             return
-        rows: list[Any] = []
         doing = "renewing claims" if renew else "asking for cancel requests"
         s, worker_id = self._sql, self._config.worker_id
+        if not renew:
+            call = _ops.call(s.cancel_requested, job_ids=ids)
+        else:
+            beat = s.heartbeat_cancels if self._cancels_allowed else s.heartbeat
+            call = _ops.call(beat, worker_id=worker_id, job_ids=ids)
         try:
-            if self._cancels_allowed:
-                try:
-                    rows, _ = self._send(
-                        _ops.call(s.heartbeat_cancels, worker_id=worker_id, job_ids=ids)
-                        if renew
-                        else _ops.call(s.cancel_requested, job_ids=ids),
-                        doing,
-                    )
-                except PermissionDenied as exc:
-                    self._cancels_denied(exc)
-            if not renew:
-                self._mark_cancelled([row[0] for row in rows])
-                return
-            if not rows:  # cancels not allowed
-                beat = _ops.call(s.heartbeat, worker_id=worker_id, job_ids=ids)
-                rows, _ = self._send(beat, doing)
+            rows, _ = self._send(call, doing)
+        except PermissionDenied as exc:
+            if not self._cancels_allowed:
+                raise
+            log.warning(
+                "%s: cannot ask for cancel requests (jobq_cancel_requested: %s); running jobs "
+                "are not told of cancels. Grant the worker level again (`jobq grant ROLE --as "
+                "worker`) after an upgrade",
+                self._who,
+                exc,
+            )
+            self._cancels_allowed = False
+            self._heartbeat(renew)  # a heartbeat alone
+            return
         except Locked:  # a table lock (DDL): the claims' locks run out meanwhile, so retry soon
             log.warning("%s: %s waited for a lock past lock_wait; retried", self._who, doing)
             self._next_beat = time.monotonic() + LOCKED_RETRY_FIRST
+            return
+        if not renew:
+            self._mark_cancelled([row[0] for row in rows])
             return
         renewed = int(rows[0][0])
         if len(rows[0]) > 1:
@@ -335,16 +340,6 @@ class Acknowledger:
         for job in jobs:
             if mark_cancel_requested(job):
                 job_log(logging.INFO, job, "cancel requested; job.cancel_requested() is now true")
-
-    def _cancels_denied(self, exc: JobqError) -> None:
-        log.warning(
-            "%s: cannot ask for cancel requests (jobq_cancel_requested: %s); running jobs are "
-            "not told of cancels. Grant the worker level again (`jobq grant ROLE --as worker`) "
-            "after an upgrade",
-            self._who,
-            exc,
-        )
-        self._cancels_allowed = False
 
     def _tick(self) -> None:
         """Fire the due schedules (``jobq_tick``). Every worker ticks, no leader is needed: due
