@@ -17,7 +17,7 @@ from ..errors import JobqError, PayloadTooLarge, PermissionDenied
 from ..models import Job, mark_cancel_requested
 from .joblog import UNSERVED_IDLE, duration, job_log, log, log_completed, report_unserved
 from .retry import GaveUp, Link, Reconnecting, execute
-from .state import Ack, Failure, Release, Shared, Success
+from .state import Ack, Failure, Release, Shared, Success, job_id, job_of
 
 ACK_LINGER = 0.005
 """Seconds a result may wait for others to share its round trip (and its commit)."""
@@ -182,7 +182,7 @@ class Acknowledger:
         for path, acks in groups.items():
             try:
                 if acks:
-                    groups[FAIL] += self._send_apart(path, sorted(acks, key=_job_id))
+                    groups[FAIL] += self._send_apart(path, sorted(acks, key=job_id))
             except (GaveUp, JobqError) as exc:
                 self._abandon([ack for group in groups.values() for ack in group], exc)
                 return False
@@ -252,7 +252,7 @@ class Acknowledger:
         return complete_many_call(self._sql, acks, self._config.worker_id)
 
     def _completed(self, acks: list[Job | Success], rows: list[Any], retried: bool) -> None:
-        jobs, done = [_job(a) for a in acks], int(rows[0][0])  # a count, or jobq_complete's bool
+        jobs, done = [job_of(a) for a in acks], int(rows[0][0])  # a count, or jobq_complete's bool
         log_completed(self._who, jobs, done, retried)
         self._shared.settled(jobs, done=done)
 
@@ -392,7 +392,7 @@ class Acknowledger:
         for ack in acks:
             job_log(
                 logging.WARNING,
-                _job(ack),
+                job_of(ack),
                 "acknowledgement waits for a row lock another session holds; tried again in %s",
                 duration(timedelta(seconds=self._stuck_delay)),
             )
@@ -418,7 +418,7 @@ class Acknowledger:
             if not isinstance(ack, Release):
                 job_log(
                     logging.ERROR,
-                    _job(ack),
+                    job_of(ack),
                     "result not recorded (%s); the job runs again after its lock expires",
                     "database unavailable at shutdown" if isinstance(why, GaveUp) else why,
                 )
@@ -448,20 +448,12 @@ FAIL = _Path("reporting %d failed jobs", Acknowledger._fail_call, Acknowledger._
 _PATHS: dict[type, _Path] = {Release: RELEASE, Failure: FAIL}  # jobs and Successes: COMPLETE
 
 
-def _job(ack: Ack) -> Job:
-    return ack if isinstance(ack, Job) else ack.job
-
-
-def _job_id(ack: Ack) -> uuid.UUID:
-    return _job(ack).id
-
-
 def complete_many_call(
     s: _sql.Statements, acks: Sequence[Job | Success], worker_id: str
 ) -> _ops.Call:
     """``jobq_complete_many`` of these jobs, each fenced by its claim's attempt, with the
     results of those that have one."""
-    jobs = [_job(a) for a in acks]
+    jobs = [job_of(a) for a in acks]
     results = [a.result if isinstance(a, Success) else None for a in acks]
     return _ops.call(
         s.complete_many,

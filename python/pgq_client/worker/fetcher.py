@@ -18,7 +18,7 @@ from ..models import Job, job_row
 from .acker import complete_many_call, look_for_unserved
 from .joblog import log, log_completed
 from .retry import GaveUp, Link, Reconnecting, connection_lost, execute, transient
-from .state import Shared, Success, Waker
+from .state import Shared, Success, Waker, job_id, job_of
 
 if TYPE_CHECKING:
     from psycopg._cursor_base import BaseCursor
@@ -206,7 +206,7 @@ class Fetcher:
             # pipelines (before 14), an explicit transaction.
             with conn.pipeline() if PIPELINE else conn.transaction():
                 done_cur = conn.cursor(row_factory=tuple_row)
-                acks.sort(key=_ack_id)  # id order, as the acknowledger's
+                acks.sort(key=job_id)  # id order, as the acknowledger's
                 done = complete_many_call(self._sql, acks, self._config.worker_id)
                 done_cur.execute(done.query, done.params)
                 if claim:
@@ -229,7 +229,7 @@ class Fetcher:
                 self._acks_retried = True
             raise
         done_count = int(row[0]) if row is not None and row[0] is not None else 0
-        done_jobs = [ack if isinstance(ack, Job) else ack.job for ack in acks]
+        done_jobs = [job_of(ack) for ack in acks]
         log_completed(self._who, done_jobs, done_count, self._acks_retried)
         self._key_acks, self._acks_retried = [], False
         # A claim in the same transaction had the slots they freed: no wake-up for them.
@@ -238,8 +238,8 @@ class Fetcher:
         return jobs
 
     def _claim_row(self, cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
-        """The claim's row factory: each row a :class:`Job`, whose id goes to ``_hand_on``
-        when its completion frees something a claim can take (see the class)."""
+        """The claim's row factory: each row a :class:`Job`, its id put in ``_hand_on`` when
+        it is completed with a claim (see the class)."""
         make = job_row(cursor)
         names = [c.name for c in cursor.description or ()]
         deps = names.index("has_dependents") if "has_dependents" in names else None
@@ -366,7 +366,3 @@ class Fetcher:
         if relevant:
             with self._shared.lock:
                 self._shared.woken = True
-
-
-def _ack_id(ack: Job | Success) -> uuid.UUID:
-    return ack.id if isinstance(ack, Job) else ack.job.id

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import queue
@@ -368,12 +369,12 @@ class HandlerPool:
     def _dependencies(self, job_id: uuid.UUID) -> list[Dependency]:
         """``job.dependencies()``: on a connection of the handlers' pool when there is one, else
         on one opened for the call (a handler reads its dependencies once, at its start)."""
-        op = _ops.dependencies(self._sql, job_id)
-        if self._pool is not None:
-            with self._pool.connection() as conn:
-                return drive(op, lambda call: execute(conn, call))
-        with psycopg.connect(self._dsn, **{**self._connect_kwargs, "autocommit": True}) as own:
-            return drive(op, lambda call: execute(own, call))
+        with (
+            self._pool.connection()
+            if self._pool is not None
+            else psycopg.connect(self._dsn, **{**self._connect_kwargs, "autocommit": True})
+        ) as conn:
+            return drive(_ops.dependencies(self._sql, job_id), functools.partial(execute, conn))
 
     async def _check_pool(self, asynchronous: bool) -> None:
         """After a lost connection the pool's idle ones are likely dead too (a server restart,
