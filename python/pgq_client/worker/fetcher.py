@@ -259,24 +259,16 @@ class Fetcher:
     def _read_caps(self, conn: psycopg.Connection[Any]) -> None:
         """Read which groups have a cap, for the next ``CAPS_TTL`` seconds. Without EXECUTE
         on jobq_capped_groups (a role granted the worker level before it existed) every limited
-        job keeps going with a claim, as if its group had one. A transient error propagates:
-        the claim's retry retries this too."""
-        try:
-            rows = execute(conn, _ops.call(self._sql.capped_groups))
-        except psycopg.Error as exc:
-            if transient(exc):
-                raise
-            log.warning(
-                "%s: cannot read which limit groups have a cap (jobq_capped_groups: %s); every "
-                "limited job is completed with the next claim until this worker restarts. Grant "
-                "the worker level again (`jobq grant ROLE --as worker`) after an upgrade",
-                self._who,
-                from_psycopg(exc),
-            )
-            self._caps, self._caps_due = None, float("inf")
-            return
-        self._caps = frozenset(row[0] for row in rows)
-        self._caps_due = time.monotonic() + CAPS_TTL
+        job keeps going with a claim, as if its group had one, until the worker restarts."""
+        rows = self._optional(
+            conn,
+            _ops.call(self._sql.capped_groups),
+            "cannot read which limit groups have a cap (jobq_capped_groups)",
+            "every limited job is completed with the next claim until this worker restarts. "
+            "Grant the worker level again (`jobq grant ROLE --as worker`) after an upgrade",
+        )
+        self._caps = None if rows is None else frozenset(row[0] for row in rows)
+        self._caps_due = float("inf") if rows is None else time.monotonic() + CAPS_TTL
 
     def _hand_over_key_acks(self, why: psycopg.Error) -> None:
         log.warning(
@@ -293,36 +285,39 @@ class Fetcher:
         worker's id that it does not hold (a claim that committed, its reply lost), so that
         they run now, as the same attempt, rather than after ``lock_timeout``. Claims are made
         by this thread alone, one at a time, so every job of a claim that came back is
-        ``held``; worker ids are unique per process. A transient error propagates: the claim's
-        retry retries this too."""
+        ``held``; worker ids are unique per process. Not installed (jobq migrate not run) or
+        not granted (a role granted only part of the worker level, which jobq migrate does not
+        extend), those jobs wait for lock_timeout."""
         with self._shared.lock:
             held = list(self._shared.held)
         call = _ops.call(self._sql.release_orphans, worker_id=self._config.worker_id, job_ids=held)
-        try:
-            [row] = execute(conn, call)
-        except psycopg.Error as exc:
-            if transient(exc):
-                raise
-            # Not installed (jobq migrate not run) or not granted (a role granted only part of
-            # the worker level, which jobq migrate does not extend): those jobs wait for
-            # lock_timeout.
-            log.warning(
-                "%s could not release the jobs of a claim whose reply may have been lost (%s); "
-                "if it had claimed any, they run again after lock_timeout",
-                self._who,
-                from_psycopg(exc),
-            )
-            released = 0
-        else:
-            released = int(row[0] or 0)
+        rows = self._optional(
+            conn,
+            call,
+            "could not release the jobs of a claim whose reply may have been lost",
+            "if it had claimed any, they run again after lock_timeout",
+        )
         self._orphans_unknown = False
-        if released:
+        if rows and rows[0][0]:
             log.warning(
                 "%s released %d jobs claimed by a claim whose reply was lost; they run again "
                 "now (the lost claim is not counted as an attempt)",
                 self._who,
-                released,
+                rows[0][0],
             )
+
+    def _optional(
+        self, conn: psycopg.Connection[Any], call: _ops.Call, failing: str, so: str
+    ) -> list[Any] | None:
+        """The rows of a call the claim can do without; None, and a warning, after an error no
+        retry gets past. A transient error propagates: the claim's retry retries this too."""
+        try:
+            return execute(conn, call)
+        except psycopg.Error as exc:
+            if transient(exc):
+                raise
+            log.warning("%s: %s (%s); %s", self._who, failing, from_psycopg(exc), so)
+            return None
 
     def _sleep(self, timeout: float) -> None:
         conn = self._link.conn
