@@ -26,12 +26,12 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from .. import _ops
-from .._opcore import drive, step
+from .._opcore import drive, settled, step
 from ..errors import PermanentError, Retry
 from ..models import Dependency, Job, attach_dependency_reader
 from .errortext import error_text
 from .joblog import job_log, log
-from .retry import GaveUp, Reconnecting, connection_lost, execute
+from .retry import GaveUp, Reconnecting, aexecute, connection_lost, execute
 from .state import Failure, Outcome, Shared, Success
 
 LOOP = "jobq-asyncio"  # the event loop's thread
@@ -39,7 +39,7 @@ CLOSE_SECONDS = 5.0  # at the end of a run, how long cancelled jobs and the asyn
 
 P = TypeVar("P", ConnectionPool[Any], AsyncConnectionPool[Any])
 Result = Outcome | Success | Failure
-Run = Callable[[_ops.Call], Awaitable[list[Any]]]  # runs a statement in the open transaction
+Run = Callable[[_ops.Call], list[Any] | Awaitable[list[Any]]]  # a statement in the transaction
 
 
 class HandlerPool:
@@ -346,25 +346,14 @@ class HandlerPool:
         """A connection in a transaction, and how to run a statement in it: of the async pool
         for an async handler, else of the worker's pool (each keeps the application's
         search_path; jobq's completion on it is qualified and typed, see _sql)."""
-        if not asynchronous:
+        if asynchronous:
+            assert self._async_pool is not None
+            async with self._async_pool.connection() as aconn, aconn.transaction():
+                yield aconn, functools.partial(aexecute, aconn)
+        else:
             assert self._pool is not None
             with self._pool.connection() as conn, conn.transaction():
-
-                async def run(call: _ops.Call) -> list[Any]:
-                    return execute(conn, call)
-
-                yield conn, run
-            return
-        assert self._async_pool is not None
-        async with self._async_pool.connection() as aconn, aconn.transaction():
-
-            async def arun(call: _ops.Call) -> list[Any]:
-                async with aconn.cursor(row_factory=call.row_factory) as cur:
-                    await cur.execute(call.query, call.params)
-                    rows: list[Any] = await cur.fetchall()
-                    return rows
-
-            yield aconn, arun
+                yield conn, functools.partial(execute, conn)
 
     def _dependencies(self, job_id: uuid.UUID) -> list[Dependency]:
         """``job.dependencies()``: on a connection of the handlers' pool when there is one, else
@@ -379,11 +368,9 @@ class HandlerPool:
     async def _check_pool(self, asynchronous: bool) -> None:
         """After a lost connection the pool's idle ones are likely dead too (a server restart,
         terminated backends): let the pool test them all at once."""
+        pool = self._async_pool if asynchronous else self._pool
         try:
-            if asynchronous and self._async_pool is not None:
-                await self._async_pool.check()
-            elif self._pool is not None:
-                self._pool.check()
+            await settled(pool.check() if pool is not None else None)
         except Exception as exc:  # the pool keeps trying on its own
             log.debug("%s: pool check failed: %s", self._who, exc)
 

@@ -120,6 +120,14 @@ def execute(conn: psycopg.Connection[Any], call: Call) -> list[Any]:
         return rows
 
 
+async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> list[Any]:
+    """:func:`execute` on an AsyncConnection."""
+    async with conn.cursor(row_factory=call.row_factory) as cur:
+        await cur.execute(call.query, call.params)
+        rows: list[Any] = await cur.fetchall()
+        return rows
+
+
 class Link:
     """A connection of the worker's own (not pooled): opened when first needed, with ``setup``
     run on it (e.g. its LISTEN), and opened again after it broke."""
