@@ -263,7 +263,7 @@ class Fetcher:
         rows = self._optional(
             conn,
             _ops.call(self._sql.capped_groups),
-            "cannot read which limit groups have a cap (jobq_capped_groups)",
+            "cannot read which limit groups have a cap",
             "every limited job is completed with the next claim until this worker restarts. "
             "Grant the worker level again (`jobq grant ROLE --as worker`) after an upgrade",
         )
