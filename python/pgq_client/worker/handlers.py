@@ -217,24 +217,46 @@ class HandlerPool:
         asynchronous = job.job_type in self._config.asynchronous
         if job.job_type in self._config.transactional:
             return await self._in_transaction(job, handler, asynchronous)
+        return await self._ran(job, handler, asynchronous)
+
+    async def _ran(
+        self,
+        job: Job,
+        handler: Callable[..., Any],
+        asynchronous: bool,
+        conn: Any = None,
+        run: Run | None = None,
+    ) -> Result:
+        """Run the handler (``handler(job, conn)`` with a connection) and say how the job ended:
+        with ``run``, its completion is run in the handler's transaction. A result jobq cannot
+        store (not JSON, over the size limit) is a bug of the handler that another attempt
+        would repeat: it fails the job, with no retry."""
         try:
-            value = handler(job)
+            value = handler(job) if conn is None else handler(job, conn)
             if asynchronous:
                 value = await value
         except BaseException as exc:
             return self._failure_for(job, exc)
-        if value is None:  # no result
-            return Outcome.ACK
         try:
-            return Success(job, _ops.dump_result(value) or "null")
-        except (TypeError, ValueError) as exc:
-            return self._unstorable(job, exc)
-
-    def _unstorable(self, job: Job, exc: BaseException) -> Failure:
-        """A result jobq cannot store (not JSON, over the size limit): a bug of the handler that
-        another attempt would repeat, so no retry."""
-        message = f"the handler returned a value that cannot be stored as the job's result: {exc}"
-        return self._failure(job, message, retry=False)
+            if run is None and value is None:
+                return Outcome.ACK
+            if run is None:
+                return Success(job, _ops.dump_result(value) or "null")
+            completion = _ops.complete(
+                self._sql, job.id, self._config.worker_id, job.attempts, value
+            )
+            if await _ops.adrive(completion, run):
+                return Outcome.COMMITTED
+        except (TypeError, ValueError, psycopg.errors.ProgramLimitExceeded) as exc:
+            why = "the handler returned a value that cannot be stored as the job's result"
+            return self._failure(job, f"{why}: {exc}", retry=False)
+        job_log(
+            logging.WARNING,
+            job,
+            "claim lost before completion (lock expired and taken over); the handler's "
+            "transaction was rolled back",
+        )
+        return Outcome.DROPPED
 
     def _failure(
         self, job: Job, error: str, retry: bool = True, summary: str | None = None
@@ -295,7 +317,7 @@ class HandlerPool:
         try:
             async with self._connection(asynchronous) as (conn, run):
                 opened = True
-                outcome = await self._attempt(job, handler, conn, run, asynchronous)
+                outcome = await self._ran(job, handler, asynchronous, conn, run)
                 if outcome is not Outcome.COMMITTED:
                     raise psycopg.Rollback()
         except psycopg.Rollback:
@@ -309,29 +331,6 @@ class HandlerPool:
         if outcome is Outcome.COMMITTED:
             job_log(logging.DEBUG, job, "succeeded (transactional)")
         return outcome
-
-    async def _attempt(
-        self, job: Job, handler: Callable[..., Any], conn: Any, run: Run, asynchronous: bool
-    ) -> Result:
-        try:
-            value = handler(job, conn)
-            if asynchronous:
-                value = await value
-        except BaseException as exc:
-            return self._failure_for(job, exc)
-        completion = _ops.complete(self._sql, job.id, self._config.worker_id, job.attempts, value)
-        try:
-            if await _ops.adrive(completion, run):
-                return Outcome.COMMITTED
-        except (TypeError, ValueError, psycopg.errors.ProgramLimitExceeded) as exc:
-            return self._unstorable(job, exc)
-        job_log(
-            logging.WARNING,
-            job,
-            "claim lost before completion (lock expired and taken over); the handler's "
-            "transaction was rolled back",
-        )
-        return Outcome.DROPPED
 
     def _broken(self, job: Job, exc: psycopg.Error) -> Failure:
         """The transaction of a handler that ran ended with ``exc``."""
