@@ -285,9 +285,9 @@ class Fetcher:
         worker's id that it does not hold (a claim that committed, its reply lost), so that
         they run now, as the same attempt, rather than after ``lock_timeout``. Claims are made
         by this thread alone, one at a time, so every job of a claim that came back is
-        ``held``; worker ids are unique per process. Not installed (jobq migrate not run) or
-        not granted (a role granted only part of the worker level, which jobq migrate does not
-        extend), those jobs wait for lock_timeout."""
+        ``held``; worker ids are unique per process. When the function is not installed (jobq
+        migrate not run) or not granted (a role granted only part of the worker level, which
+        jobq migrate does not extend), those jobs wait for lock_timeout."""
         with self._shared.lock:
             held = list(self._shared.held)
         call = _ops.call(self._sql.release_orphans, worker_id=self._config.worker_id, job_ids=held)
