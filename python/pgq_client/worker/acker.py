@@ -16,8 +16,8 @@ from .. import _ops, _sql
 from ..errors import JobqError, PayloadTooLarge, PermissionDenied
 from ..models import Job, mark_cancel_requested
 from .joblog import UNSERVED_IDLE, duration, job_log, log, log_completed, report_unserved
-from .retry import GaveUp, Link, execute, reconnecting
-from .state import Ack, Failure, Release, Shared, Success
+from .retry import GaveUp, Link, Reconnecting, execute
+from .state import Ack, Failure, Release, Shared, Success, job_id, job_of
 
 ACK_LINGER = 0.005
 """Seconds a result may wait for others to share its round trip (and its commit)."""
@@ -84,6 +84,8 @@ class Acknowledger:
         self._stuck: list[Ack] = []
         self._stuck_at = math.inf
         self._stuck_delay = LOCKED_RETRY_FIRST
+        self._retry = Reconnecting(self._who, self._giving_up, self._force.wait, self._lost)
+        self._retried = False  # the statement under way was sent again after a lost connection
 
     def close(self, deadline: float) -> None:
         """Send what is left, retrying through connection losses until ``deadline``; then end."""
@@ -180,7 +182,7 @@ class Acknowledger:
         for path, acks in groups.items():
             try:
                 if acks:
-                    groups[FAIL] += self._send_apart(path, sorted(acks, key=_job_id))
+                    groups[FAIL] += self._send_apart(path, sorted(acks, key=job_id))
             except (GaveUp, JobqError) as exc:
                 self._abandon([ack for group in groups.values() for ack in group], exc)
                 return False
@@ -210,12 +212,6 @@ class Acknowledger:
     def _send(self, statement: _ops.Call, doing: str) -> tuple[list[Any], bool]:
         """The rows of ``statement``, sent through lost connections, and whether it was
         retried (then an earlier try may have been applied, its reply lost)."""
-        retried = False
-
-        def on_lost() -> None:
-            nonlocal retried
-            retried = True
-            self._link.drop_if_broken()
 
         def call() -> list[Any]:
             try:
@@ -224,15 +220,12 @@ class Acknowledger:
                 # Not retried here: waiting for that row would hold up every other job.
                 raise Locked(doing) from exc
 
-        rows = reconnecting(
-            call,
-            doing=doing,
-            who=self._who,
-            give_up=self._giving_up,
-            pause=self._force.wait,
-            on_lost=on_lost,
-        )
-        return rows, retried
+        self._retried = False
+        return self._retry(call, doing), self._retried
+
+    def _lost(self) -> None:
+        self._retried = True
+        self._link.drop_if_broken()
 
     # -- what each path sends, and what its rows say ---------------------------------------------
 
@@ -259,7 +252,7 @@ class Acknowledger:
         return complete_many_call(self._sql, acks, self._config.worker_id)
 
     def _completed(self, acks: list[Job | Success], rows: list[Any], retried: bool) -> None:
-        jobs, done = [_job(a) for a in acks], int(rows[0][0])  # a count, or jobq_complete's bool
+        jobs, done = [job_of(a) for a in acks], int(rows[0][0])  # a count, or jobq_complete's bool
         log_completed(self._who, jobs, done, retried)
         self._shared.settled(jobs, done=done)
 
@@ -292,29 +285,34 @@ class Acknowledger:
             self._shared.cancel_check = False  # this statement asks
         if not ids or not (renew or self._cancels_allowed):
             return
-        rows: list[Any] = []
         doing = "renewing claims" if renew else "asking for cancel requests"
         s, worker_id = self._sql, self._config.worker_id
+        if not renew:
+            call = _ops.call(s.cancel_requested, job_ids=ids)
+        else:
+            beat = s.heartbeat_cancels if self._cancels_allowed else s.heartbeat
+            call = _ops.call(beat, worker_id=worker_id, job_ids=ids)
         try:
-            if self._cancels_allowed:
-                try:
-                    rows, _ = self._send(
-                        _ops.call(s.heartbeat_cancels, worker_id=worker_id, job_ids=ids)
-                        if renew
-                        else _ops.call(s.cancel_requested, job_ids=ids),
-                        doing,
-                    )
-                except PermissionDenied as exc:
-                    self._cancels_denied(exc)
-            if not renew:
-                self._mark_cancelled([row[0] for row in rows])
-                return
-            if not rows:  # cancels not allowed
-                beat = _ops.call(s.heartbeat, worker_id=worker_id, job_ids=ids)
-                rows, _ = self._send(beat, doing)
+            rows, _ = self._send(call, doing)
+        except PermissionDenied as exc:
+            if not self._cancels_allowed:
+                raise
+            log.warning(
+                "%s: cannot ask for cancel requests (jobq_cancel_requested: %s); running jobs "
+                "are not told of cancels. Grant the worker level again (`jobq grant ROLE --as "
+                "worker`) after an upgrade",
+                self._who,
+                exc,
+            )
+            self._cancels_allowed = False
+            self._heartbeat(renew)  # a heartbeat alone
+            return
         except Locked:  # a table lock (DDL): the claims' locks run out meanwhile, so retry soon
             log.warning("%s: %s waited for a lock past lock_wait; retried", self._who, doing)
             self._next_beat = time.monotonic() + LOCKED_RETRY_FIRST
+            return
+        if not renew:
+            self._mark_cancelled([row[0] for row in rows])
             return
         renewed = int(rows[0][0])
         if len(rows[0]) > 1:
@@ -342,16 +340,6 @@ class Acknowledger:
         for job in jobs:
             if mark_cancel_requested(job):
                 job_log(logging.INFO, job, "cancel requested; job.cancel_requested() is now true")
-
-    def _cancels_denied(self, exc: JobqError) -> None:
-        log.warning(
-            "%s: cannot ask for cancel requests (jobq_cancel_requested: %s); running jobs are "
-            "not told of cancels. Grant the worker level again (`jobq grant ROLE --as worker`) "
-            "after an upgrade",
-            self._who,
-            exc,
-        )
-        self._cancels_allowed = False
 
     def _tick(self) -> None:
         """Fire the due schedules (``jobq_tick``). Every worker ticks, no leader is needed: due
@@ -404,7 +392,7 @@ class Acknowledger:
         for ack in acks:
             job_log(
                 logging.WARNING,
-                _job(ack),
+                job_of(ack),
                 "acknowledgement waits for a row lock another session holds; tried again in %s",
                 duration(timedelta(seconds=self._stuck_delay)),
             )
@@ -430,7 +418,7 @@ class Acknowledger:
             if not isinstance(ack, Release):
                 job_log(
                     logging.ERROR,
-                    _job(ack),
+                    job_of(ack),
                     "result not recorded (%s); the job runs again after its lock expires",
                     "database unavailable at shutdown" if isinstance(why, GaveUp) else why,
                 )
@@ -460,20 +448,12 @@ FAIL = _Path("reporting %d failed jobs", Acknowledger._fail_call, Acknowledger._
 _PATHS: dict[type, _Path] = {Release: RELEASE, Failure: FAIL}  # jobs and Successes: COMPLETE
 
 
-def _job(ack: Ack) -> Job:
-    return ack if isinstance(ack, Job) else ack.job
-
-
-def _job_id(ack: Ack) -> uuid.UUID:
-    return _job(ack).id
-
-
 def complete_many_call(
     s: _sql.Statements, acks: Sequence[Job | Success], worker_id: str
 ) -> _ops.Call:
     """``jobq_complete_many`` of these jobs, each fenced by its claim's attempt, with the
     results of those that have one."""
-    jobs = [_job(a) for a in acks]
+    jobs = [job_of(a) for a in acks]
     results = [a.result if isinstance(a, Success) else None for a in acks]
     return _ops.call(
         s.complete_many,

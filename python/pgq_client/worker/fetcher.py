@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -17,13 +17,11 @@ from ..errors import JobqError, from_psycopg
 from ..models import Job, job_row
 from .acker import complete_many_call, look_for_unserved
 from .joblog import log, log_completed
-from .retry import GaveUp, Link, connection_lost, execute, reconnecting, transient
-from .state import Shared, Success, Waker
+from .retry import GaveUp, Link, Reconnecting, connection_lost, execute, transient
+from .state import Shared, Success, Waker, job_id, job_of
 
 if TYPE_CHECKING:
     from psycopg._cursor_base import BaseCursor
-
-T = TypeVar("T")
 
 MAX_SLEEP = 1.0  # seconds: a fetcher looks again at least this often, whatever woke it
 
@@ -74,6 +72,8 @@ class Fetcher:
         self._sql, self._who = shared.sql, shared.who
         self._stopping = threading.Event()
         self._wake = Waker()
+        stopping = self._stopping
+        self._retry = Reconnecting(self._who, stopping.is_set, stopping.wait, link.close)
         # A claim failed with the connection: it may have committed, its jobs locked by this
         # worker's id and unknown to it. Before the next claim, jobq_release_orphans gives back
         # every job locked by this id that the worker does not hold (see _release_orphans).
@@ -141,7 +141,7 @@ class Fetcher:
             if acks and not go:
                 # No room for a claim: the completions go alone.
                 self._key_acks += shared.take_key_acks()
-                self._reconnecting(
+                self._retry(
                     lambda: self._claim(claim=False), f"acknowledging {len(self._key_acks)} jobs"
                 )
                 continue
@@ -155,7 +155,7 @@ class Fetcher:
             started = time.perf_counter()
             self._params["batch_size"] = wanted
             self._key_acks += shared.take_key_acks()
-            jobs = self._reconnecting(self._claim, "claiming jobs")
+            jobs = self._retry(self._claim, "claiming jobs")
             shared.claimed(jobs, time.perf_counter() - started, self._hand_on)
             if jobs and log.isEnabledFor(logging.DEBUG):
                 log.debug("%s claimed %d jobs", self._who, len(jobs))
@@ -172,16 +172,6 @@ class Fetcher:
                     self._report_unserved()
                     shared.end()
                     return
-
-    def _reconnecting(self, call: Callable[[], T], doing: str) -> T:  # until it stops
-        return reconnecting(
-            call,
-            doing=doing,
-            who=self._who,
-            give_up=self._stopping.is_set,
-            pause=self._stopping.wait,
-            on_lost=self._link.close,
-        )
 
     def _report_unserved(self) -> None:
         """At the end of a burst run "no job available" is true only of this worker's job
@@ -216,7 +206,7 @@ class Fetcher:
             # pipelines (before 14), an explicit transaction.
             with conn.pipeline() if PIPELINE else conn.transaction():
                 done_cur = conn.cursor(row_factory=tuple_row)
-                acks.sort(key=_ack_id)  # id order, as the acknowledger's
+                acks.sort(key=job_id)  # id order, as the acknowledger's
                 done = complete_many_call(self._sql, acks, self._config.worker_id)
                 done_cur.execute(done.query, done.params)
                 if claim:
@@ -239,7 +229,7 @@ class Fetcher:
                 self._acks_retried = True
             raise
         done_count = int(row[0]) if row is not None and row[0] is not None else 0
-        done_jobs = [ack if isinstance(ack, Job) else ack.job for ack in acks]
+        done_jobs = [job_of(ack) for ack in acks]
         log_completed(self._who, done_jobs, done_count, self._acks_retried)
         self._key_acks, self._acks_retried = [], False
         # A claim in the same transaction had the slots they freed: no wake-up for them.
@@ -248,8 +238,8 @@ class Fetcher:
         return jobs
 
     def _claim_row(self, cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
-        """The claim's row factory: each row a :class:`Job`, whose id goes to ``_hand_on``
-        when its completion frees something a claim can take (see the class)."""
+        """The claim's row factory: each row a :class:`Job`, its id put in ``_hand_on`` when
+        it is completed with a claim (see the class)."""
         make = job_row(cursor)
         names = [c.name for c in cursor.description or ()]
         deps = names.index("has_dependents") if "has_dependents" in names else None
@@ -269,24 +259,16 @@ class Fetcher:
     def _read_caps(self, conn: psycopg.Connection[Any]) -> None:
         """Read which groups have a cap, for the next ``CAPS_TTL`` seconds. Without EXECUTE
         on jobq_capped_groups (a role granted the worker level before it existed) every limited
-        job keeps going with a claim, as if its group had one. A transient error propagates:
-        the claim's retry retries this too."""
-        try:
-            rows = execute(conn, _ops.call(self._sql.capped_groups))
-        except psycopg.Error as exc:
-            if transient(exc):
-                raise
-            log.warning(
-                "%s: cannot read which limit groups have a cap (jobq_capped_groups: %s); every "
-                "limited job is completed with the next claim until this worker restarts. Grant "
-                "the worker level again (`jobq grant ROLE --as worker`) after an upgrade",
-                self._who,
-                from_psycopg(exc),
-            )
-            self._caps, self._caps_due = None, float("inf")
-            return
-        self._caps = frozenset(row[0] for row in rows)
-        self._caps_due = time.monotonic() + CAPS_TTL
+        job keeps going with a claim, as if its group had one, until the worker restarts."""
+        rows = self._optional(
+            conn,
+            _ops.call(self._sql.capped_groups),
+            "cannot read which limit groups have a cap",
+            "every limited job is completed with the next claim until this worker restarts. "
+            "Grant the worker level again (`jobq grant ROLE --as worker`) after an upgrade",
+        )
+        self._caps = None if rows is None else frozenset(row[0] for row in rows)
+        self._caps_due = float("inf") if rows is None else time.monotonic() + CAPS_TTL
 
     def _hand_over_key_acks(self, why: psycopg.Error) -> None:
         log.warning(
@@ -303,36 +285,39 @@ class Fetcher:
         worker's id that it does not hold (a claim that committed, its reply lost), so that
         they run now, as the same attempt, rather than after ``lock_timeout``. Claims are made
         by this thread alone, one at a time, so every job of a claim that came back is
-        ``held``; worker ids are unique per process. A transient error propagates: the claim's
-        retry retries this too."""
+        ``held``; worker ids are unique per process. When the function is not installed (jobq
+        migrate not run) or not granted (a role granted only part of the worker level, which
+        jobq migrate does not extend), those jobs wait for lock_timeout."""
         with self._shared.lock:
             held = list(self._shared.held)
         call = _ops.call(self._sql.release_orphans, worker_id=self._config.worker_id, job_ids=held)
-        try:
-            [row] = execute(conn, call)
-        except psycopg.Error as exc:
-            if transient(exc):
-                raise
-            # Not installed (jobq migrate not run) or not granted (a role granted only part of
-            # the worker level, which jobq migrate does not extend): those jobs wait for
-            # lock_timeout.
-            log.warning(
-                "%s could not release the jobs of a claim whose reply may have been lost (%s); "
-                "if it had claimed any, they run again after lock_timeout",
-                self._who,
-                from_psycopg(exc),
-            )
-            released = 0
-        else:
-            released = int(row[0] or 0)
+        rows = self._optional(
+            conn,
+            call,
+            "could not release the jobs of a claim whose reply may have been lost",
+            "if it had claimed any, they run again after lock_timeout",
+        )
         self._orphans_unknown = False
-        if released:
+        if rows and rows[0][0]:
             log.warning(
                 "%s released %d jobs claimed by a claim whose reply was lost; they run again "
                 "now (the lost claim is not counted as an attempt)",
                 self._who,
-                released,
+                rows[0][0],
             )
+
+    def _optional(
+        self, conn: psycopg.Connection[Any], call: _ops.Call, failing: str, so: str
+    ) -> list[Any] | None:
+        """The rows of a call the claim can do without; None, and a warning, after an error no
+        retry gets past. A transient error propagates: the claim's retry retries this too."""
+        try:
+            return execute(conn, call)
+        except psycopg.Error as exc:
+            if transient(exc):
+                raise
+            log.warning("%s: %s (%s); %s", self._who, failing, from_psycopg(exc), so)
+            return None
 
     def _sleep(self, timeout: float) -> None:
         conn = self._link.conn
@@ -376,7 +361,3 @@ class Fetcher:
         if relevant:
             with self._shared.lock:
                 self._shared.woken = True
-
-
-def _ack_id(ack: Job | Success) -> uuid.UUID:
-    return ack.id if isinstance(ack, Job) else ack.job.id

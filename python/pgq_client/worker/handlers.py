@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import queue
@@ -25,12 +26,12 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from .. import _ops
-from .._opcore import drive, step
+from .._opcore import drive, settled, step
 from ..errors import PermanentError, Retry
 from ..models import Dependency, Job, attach_dependency_reader
 from .errortext import error_text
 from .joblog import job_log, log
-from .retry import GaveUp, areconnecting, connection_lost, execute
+from .retry import GaveUp, Reconnecting, aexecute, connection_lost, execute
 from .state import Failure, Outcome, Shared, Success
 
 LOOP = "jobq-asyncio"  # the event loop's thread
@@ -38,7 +39,7 @@ CLOSE_SECONDS = 5.0  # at the end of a run, how long cancelled jobs and the asyn
 
 P = TypeVar("P", ConnectionPool[Any], AsyncConnectionPool[Any])
 Result = Outcome | Success | Failure
-Run = Callable[[_ops.Call], Awaitable[list[Any]]]  # runs a statement in the open transaction
+Run = Callable[[_ops.Call], list[Any] | Awaitable[list[Any]]]  # a statement in the transaction
 
 
 class HandlerPool:
@@ -216,24 +217,46 @@ class HandlerPool:
         asynchronous = job.job_type in self._config.asynchronous
         if job.job_type in self._config.transactional:
             return await self._in_transaction(job, handler, asynchronous)
+        return await self._ran(job, handler, asynchronous)
+
+    async def _ran(
+        self,
+        job: Job,
+        handler: Callable[..., Any],
+        asynchronous: bool,
+        conn: Any = None,
+        run: Run | None = None,
+    ) -> Result:
+        """Run the handler (``handler(job, conn)`` with a connection) and say how the job ended:
+        with ``run``, its completion is run in the handler's transaction. A result jobq cannot
+        store (not JSON, over the size limit) is a bug of the handler that another attempt
+        would repeat: it fails the job, with no retry."""
         try:
-            value = handler(job)
+            value = handler(job) if conn is None else handler(job, conn)
             if asynchronous:
                 value = await value
         except BaseException as exc:
             return self._failure_for(job, exc)
-        if value is None:  # no result
-            return Outcome.ACK
         try:
-            return Success(job, _ops.dump_result(value) or "null")
-        except (TypeError, ValueError) as exc:
-            return self._unstorable(job, exc)
-
-    def _unstorable(self, job: Job, exc: BaseException) -> Failure:
-        """A result jobq cannot store (not JSON, over the size limit): a bug of the handler that
-        another attempt would repeat, so no retry."""
-        message = f"the handler returned a value that cannot be stored as the job's result: {exc}"
-        return self._failure(job, message, retry=False)
+            if run is None and value is None:
+                return Outcome.ACK
+            if run is None:
+                return Success(job, _ops.dump_result(value) or "null")
+            completion = _ops.complete(
+                self._sql, job.id, self._config.worker_id, job.attempts, value
+            )
+            if await _ops.adrive(completion, run):
+                return Outcome.COMMITTED
+        except (TypeError, ValueError, psycopg.errors.ProgramLimitExceeded) as exc:
+            why = "the handler returned a value that cannot be stored as the job's result"
+            return self._failure(job, f"{why}: {exc}", retry=False)
+        job_log(
+            logging.WARNING,
+            job,
+            "claim lost before completion (lock expired and taken over); the handler's "
+            "transaction was rolled back",
+        )
+        return Outcome.DROPPED
 
     def _failure(
         self, job: Job, error: str, retry: bool = True, summary: str | None = None
@@ -270,18 +293,20 @@ class HandlerPool:
     ) -> Result:
         """``handler(job, conn)`` and ``jobq_complete`` in one transaction, tried again while
         the transaction cannot be opened (and the handler has not run)."""
+        pause = asyncio.sleep if asynchronous else self._force.wait
+        retry = Reconnecting(
+            self._who, self._giving_up, pause, lambda: self._check_pool(asynchronous)
+        )
         try:
-            return await areconnecting(
-                lambda: self._transaction(job, handler, asynchronous),
-                doing="opening a transaction",
-                who=self._who,
-                give_up=lambda: self._force.is_set() or time.monotonic() > self.deadline,
-                pause=asyncio.sleep if asynchronous else self._force.wait,
-                on_lost=lambda: self._check_pool(asynchronous),
+            return await retry.acall(
+                lambda: self._transaction(job, handler, asynchronous), "opening a transaction"
             )
         except GaveUp:
             job_log(logging.WARNING, job, "not run: database unavailable at shutdown")
             return Outcome.DROPPED
+
+    def _giving_up(self) -> bool:  # aborting, or past the grace period: stop opening
+        return self._force.is_set() or time.monotonic() > self.deadline
 
     async def _transaction(
         self, job: Job, handler: Callable[..., Any], asynchronous: bool
@@ -292,7 +317,7 @@ class HandlerPool:
         try:
             async with self._connection(asynchronous) as (conn, run):
                 opened = True
-                outcome = await self._attempt(job, handler, conn, run, asynchronous)
+                outcome = await self._ran(job, handler, asynchronous, conn, run)
                 if outcome is not Outcome.COMMITTED:
                     raise psycopg.Rollback()
         except psycopg.Rollback:
@@ -307,29 +332,6 @@ class HandlerPool:
             job_log(logging.DEBUG, job, "succeeded (transactional)")
         return outcome
 
-    async def _attempt(
-        self, job: Job, handler: Callable[..., Any], conn: Any, run: Run, asynchronous: bool
-    ) -> Result:
-        try:
-            value = handler(job, conn)
-            if asynchronous:
-                value = await value
-        except BaseException as exc:
-            return self._failure_for(job, exc)
-        completion = _ops.complete(self._sql, job.id, self._config.worker_id, job.attempts, value)
-        try:
-            if await _ops.adrive(completion, run):
-                return Outcome.COMMITTED
-        except (TypeError, ValueError, psycopg.errors.ProgramLimitExceeded) as exc:
-            return self._unstorable(job, exc)
-        job_log(
-            logging.WARNING,
-            job,
-            "claim lost before completion (lock expired and taken over); the handler's "
-            "transaction was rolled back",
-        )
-        return Outcome.DROPPED
-
     def _broken(self, job: Job, exc: psycopg.Error) -> Failure:
         """The transaction of a handler that ran ended with ``exc``."""
         if connection_lost(exc):
@@ -343,44 +345,31 @@ class HandlerPool:
         """A connection in a transaction, and how to run a statement in it: of the async pool
         for an async handler, else of the worker's pool (each keeps the application's
         search_path; jobq's completion on it is qualified and typed, see _sql)."""
-        if not asynchronous:
+        if asynchronous:
+            assert self._async_pool is not None
+            async with self._async_pool.connection() as aconn, aconn.transaction():
+                yield aconn, functools.partial(aexecute, aconn)
+        else:
             assert self._pool is not None
             with self._pool.connection() as conn, conn.transaction():
-
-                async def run(call: _ops.Call) -> list[Any]:
-                    return execute(conn, call)
-
-                yield conn, run
-            return
-        assert self._async_pool is not None
-        async with self._async_pool.connection() as aconn, aconn.transaction():
-
-            async def arun(call: _ops.Call) -> list[Any]:
-                async with aconn.cursor(row_factory=call.row_factory) as cur:
-                    await cur.execute(call.query, call.params)
-                    rows: list[Any] = await cur.fetchall()
-                    return rows
-
-            yield aconn, arun
+                yield conn, functools.partial(execute, conn)
 
     def _dependencies(self, job_id: uuid.UUID) -> list[Dependency]:
         """``job.dependencies()``: on a connection of the handlers' pool when there is one, else
         on one opened for the call (a handler reads its dependencies once, at its start)."""
-        op = _ops.dependencies(self._sql, job_id)
-        if self._pool is not None:
-            with self._pool.connection() as conn:
-                return drive(op, lambda call: execute(conn, call))
-        with psycopg.connect(self._dsn, **{**self._connect_kwargs, "autocommit": True}) as own:
-            return drive(op, lambda call: execute(own, call))
+        with (
+            self._pool.connection()
+            if self._pool is not None
+            else psycopg.connect(self._dsn, **{**self._connect_kwargs, "autocommit": True})
+        ) as conn:
+            return drive(_ops.dependencies(self._sql, job_id), functools.partial(execute, conn))
 
     async def _check_pool(self, asynchronous: bool) -> None:
         """After a lost connection the pool's idle ones are likely dead too (a server restart,
         terminated backends): let the pool test them all at once."""
+        pool = self._async_pool if asynchronous else self._pool
         try:
-            if asynchronous and self._async_pool is not None:
-                await self._async_pool.check()
-            elif self._pool is not None:
-                self._pool.check()
+            await settled(pool.check() if pool is not None else None)
         except Exception as exc:  # the pool keeps trying on its own
             log.debug("%s: pool check failed: %s", self._who, exc)
 

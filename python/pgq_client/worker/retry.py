@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import psycopg
 
-from .._opcore import Call, step
+from .._opcore import Call, settled, step
 from ..errors import from_psycopg
 from .joblog import log
 
 T = TypeVar("T")
-
-if TYPE_CHECKING:  # the keywords of areconnecting, for reconnecting's callers
-    from typing_extensions import NotRequired, TypedDict, Unpack
-
-    class RetryOptions(TypedDict):
-        doing: str
-        who: str
-        give_up: Callable[[], bool]
-        pause: Callable[[float], object]
-        on_lost: NotRequired[Callable[[], object]]
 
 BACKOFF_BASE = 0.05  # seconds before the second retry; doubles each time
 BACKOFF_CAP = 5.0
@@ -69,69 +59,72 @@ def describe(exc: BaseException) -> str:
     return f"{first} [{state}]" if state else first
 
 
-async def _settled(value: Any) -> Any:
-    """``value``, awaited if it is awaitable: a callback may be blocking or a coroutine."""
-    return await value if inspect.isawaitable(value) else value
-
-
-async def areconnecting(
-    call: Callable[[], Awaitable[T] | T],
-    *,
-    doing: str,
-    who: str,
-    give_up: Callable[[], bool],
-    pause: Callable[[float], object],
-    on_lost: Callable[[], object] = lambda: None,
-) -> T:
-    """``call()``, tried again after each transient error until it succeeds.
+@dataclass(frozen=True)
+class Reconnecting:
+    """Runs calls again after each transient error until they succeed.
 
     ``on_lost()`` runs after each failure (it drops a broken connection, or lets a pool discard
     its dead ones: after a server restart every idle connection is dead, and trying them one by
     one with a backoff each would stall for minutes), so the first retry comes at once; later
     ones after a capped exponential backoff with jitter, waited by ``pause(seconds)`` (which
     shutdown can cut short). Each callback may be blocking or return an awaitable. The first
-    error of a run is logged at WARNING, the rest at DEBUG, the recovery at INFO. Raises
-    :class:`GaveUp` once ``give_up()`` is true after a failure, and a
-    :class:`~pgq_client.JobqError` at once for an error that is not transient.
+    error of a run is logged at WARNING, the rest at DEBUG, the recovery at INFO.
     """
-    failures = 0  # in a row
-    while True:
-        try:
-            result: T = await _settled(call())
-        except psycopg.Error as exc:
-            if not transient(exc):
-                raise from_psycopg(exc) from exc
-            log.log(
-                logging.WARNING if failures == 0 else logging.DEBUG,
-                "%s: %s while %s (%s); retrying",
-                who,
-                "database unavailable" if connection_lost(exc) else "transient error",
-                doing,
-                describe(exc),
-            )
-            await _settled(on_lost())
-            if failures and not give_up():
-                ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (failures - 1))
-                await _settled(pause(random.uniform(ceiling / 2, ceiling)))
-            failures += 1
-            if give_up():
-                raise GaveUp(doing) from exc
-            continue
-        if failures:
-            log.info("%s: database reachable again (%s)", who, doing)
-        return result
 
+    who: str
+    give_up: Callable[[], bool]
+    pause: Callable[[float], object]
+    on_lost: Callable[[], object] = lambda: None
 
-def reconnecting(call: Callable[[], T], **options: Unpack[RetryOptions]) -> T:
-    """:func:`areconnecting` with blocking callbacks (``pause`` an ``Event.wait``), on the
-    calling thread: nothing it awaits suspends, so it is stepped without an event loop."""
-    return step(areconnecting(call, **options))
+    async def acall(self, call: Callable[[], Awaitable[T] | T], doing: str) -> T:
+        """``call()``, retried. Raises :class:`GaveUp` once ``give_up()`` is true after a
+        failure, and a :class:`~pgq_client.JobqError` at once for an error that is not
+        transient."""
+        failures = 0  # in a row
+        while True:
+            try:
+                result: T = await settled(call())
+            except psycopg.Error as exc:
+                if not transient(exc):
+                    raise from_psycopg(exc) from exc
+                log.log(
+                    logging.WARNING if failures == 0 else logging.DEBUG,
+                    "%s: %s while %s (%s); retrying",
+                    self.who,
+                    "database unavailable" if connection_lost(exc) else "transient error",
+                    doing,
+                    describe(exc),
+                )
+                await settled(self.on_lost())
+                if failures and not self.give_up():
+                    ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (failures - 1))
+                    await settled(self.pause(random.uniform(ceiling / 2, ceiling)))
+                failures += 1
+                if self.give_up():
+                    raise GaveUp(doing) from exc
+                continue
+            if failures:
+                log.info("%s: database reachable again (%s)", self.who, doing)
+            return result
+
+    def __call__(self, call: Callable[[], T], doing: str) -> T:
+        """:meth:`acall` with blocking callbacks (``pause`` an ``Event.wait``), on the calling
+        thread: nothing it awaits suspends, so it is stepped without an event loop."""
+        return step(self.acall(call, doing))
 
 
 def execute(conn: psycopg.Connection[Any], call: Call) -> list[Any]:
     """The rows of ``call`` run on ``conn`` (autocommit: its own transaction)."""
     with conn.cursor(row_factory=call.row_factory) as cur:
         rows: list[Any] = cur.execute(call.query, call.params).fetchall()
+        return rows
+
+
+async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> list[Any]:
+    """:func:`execute` on an AsyncConnection."""
+    async with conn.cursor(row_factory=call.row_factory) as cur:
+        await cur.execute(call.query, call.params)
+        rows: list[Any] = await cur.fetchall()
         return rows
 
 

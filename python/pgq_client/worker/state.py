@@ -58,6 +58,14 @@ Ack = Job | Success | Failure | Release
 """What the acknowledger sends about a job: a bare job is completed without a result."""
 
 
+def job_of(ack: Ack) -> Job:
+    return ack if isinstance(ack, Job) else ack.job
+
+
+def job_id(ack: Ack) -> uuid.UUID:
+    return job_of(ack).id
+
+
 class Waker:
     """A wake-up for a thread in :meth:`sleep`: :meth:`poke` writes a byte to a socket (from
     any thread, or a signal handler: it takes no lock)."""
@@ -118,12 +126,9 @@ class Shared:
         self.unfinished = 0
         self.acks: list[Ack] = []
         self.acks_closed = False
-        # hand_on: the claimed jobs whose completion frees something a claim can take at once
-        # (a slot of a capped group, dependents it releases). While the fetcher runs, it
-        # completes those that succeed in the round trip of its next claim, which then counts
-        # the key's running jobs without them and can take what they release (see Fetcher).
-        # key_completing: their ids, and those of such completions under way (heartbeats
-        # skip them when counting lost claims).
+        # hand_on: the claimed jobs the fetcher completes with its next claim (see Fetcher);
+        # key_acks: those of them that succeeded; key_completing: their ids and those of such
+        # completions under way (heartbeats skip them when counting lost claims).
         self.hand_on: set[uuid.UUID] = set()
         self.key_acks: list[Job | Success] = []
         self.key_acks_open = True
@@ -251,7 +256,7 @@ class Shared:
                 self.key_acks_open = False
                 acks, self.key_acks = [*acks, *self.key_acks], []
             for ack in acks:
-                self.key_completing.discard(ack.id if isinstance(ack, Job) else ack.job.id)
+                self.key_completing.discard(job_id(ack))
             if acks:
                 self._add_acks(acks)
 
