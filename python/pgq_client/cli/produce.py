@@ -10,6 +10,7 @@ import shlex
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -130,77 +131,56 @@ def _job(raw: bytes) -> dict[str, Any] | str:
 
 
 _Batch = list[tuple[int, dict[str, Any]]]
+_Lines = list[tuple[int, str]]  # line numbers, each with what is wrong with it
 
 
-class _Lines:
-    """The jobs of an NDJSON stream with their line numbers, in batches read and parsed in a
-    thread while the database inserts the batch before (parsing takes about as long as
-    inserting); bad lines are collected."""
-
-    def __init__(self, stream: Iterable[bytes], defaults: Mapping[str, Any]) -> None:
-        self.bad: list[tuple[int, str]] = []
-        self.bytes_read = 0
-        self._jobs = self._parse(stream, defaults)
-
-    def _parse(
-        self, stream: Iterable[bytes], defaults: Mapping[str, Any]
-    ) -> Iterator[tuple[int, dict[str, Any]]]:
-        for number, raw in enumerate(stream, 1):
-            self.bytes_read += len(raw)
-            job = _job(raw) if raw.strip() else None
-            if isinstance(job, str):
-                self.bad.append((number, job))
-            elif job is not None:
-                yield number, {**defaults, **job}
-
-    def batches(self, size: int) -> Iterator[_Batch]:
-        read = lambda _: list(itertools.islice(self._jobs, size))  # noqa: E731
-        upcoming = _in_thread(read, 0)
-        while batch := upcoming():
-            upcoming = _in_thread(read, 0)
-            yield batch
+def _jobs(
+    stream: Iterable[bytes], defaults: Mapping[str, Any], bad: _Lines
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The jobs of an NDJSON stream with their line numbers; a bad line goes to ``bad``."""
+    for number, raw in enumerate(stream, 1):
+        job = _job(raw) if raw.strip() else None
+        if isinstance(job, str):
+            bad.append((number, job))
+        elif job is not None:
+            yield number, {**defaults, **job}
 
 
-class _Load:
-    """Batches into the database, each one transaction on a connection of its own. A job whose
-    idempotency key is new is not visible yet to the Queue's own connection when the batch's
-    transaction is about to commit, one whose key was there is: that tells what was added. A
-    refused batch goes again without the job its error names (halved when it names none), so
-    that a bad line costs only itself."""
+def _insert(
+    q: Queue, conn: psycopg.Connection[Any], jobs: list[dict[str, Any]]
+) -> tuple[list[uuid.UUID], set[uuid.UUID]]:
+    """The ids of ``jobs``, once committed, and those of them that were there before: a job
+    whose idempotency key is new is not visible yet to the Queue's own connection while the
+    transaction on ``conn`` is about to commit, one whose key was there is."""
+    if not any("idempotency_key" in job for job in jobs):
+        return q.enqueue_many(jobs), set()  # each one new: one statement, no look
+    with conn.transaction():
+        ids = q.enqueue_many(jobs, conn=conn)
+        keyed = {i for i, job in zip(ids, jobs, strict=True) if "idempotency_key" in job}
+        return ids, set(q.status(keyed))
 
-    def __init__(self, q: Queue, conn: psycopg.Connection[Any]) -> None:
-        self._q, self._conn = q, conn
-        self.added = self.existing = self.batches = 0
-        self.refused: list[tuple[int, str]] = []
 
-    def _insert(self, jobs: list[dict[str, Any]]) -> tuple[list[uuid.UUID], set[uuid.UUID]]:
-        """The ids of ``jobs``, once committed, and those of them that were there before."""
-        if not any("idempotency_key" in job for job in jobs):
-            return self._q.enqueue_many(jobs), set()  # each one new: one statement, no look
-        with self._conn.transaction():
-            ids = self._q.enqueue_many(jobs, conn=self._conn)
-            keyed = {i for i, job in zip(ids, jobs, strict=True) if "idempotency_key" in job}
-            return ids, set(self._q.status(keyed))
-
-    def put(self, batch: _Batch) -> None:
-        parts = [batch]
-        while parts:
-            part = parts.pop()
-            try:
-                ids, there = self._insert([job for _, job in part])
-            except (InvalidArgument, TypeError, ValueError) as exc:
-                at = _job_named(exc, 0)
-                if at is None and len(part) > 1:
-                    parts += [part[len(part) // 2 :], part[: len(part) // 2]]
-                    continue
-                at = at or 0
-                self.refused.append((part[at][0], _JOB.sub("the job", _ELEMENT.sub("", str(exc)))))
-                parts += [part[:at] + part[at + 1 :]] if len(part) > 1 else []
+def _put(
+    q: Queue, conn: psycopg.Connection[Any], batch: _Batch, load: Counter[str], refused: _Lines
+) -> None:
+    """Insert ``batch``, counting in ``load``. A refused part goes again without the job its
+    error names (halved when it names none), so that a bad line costs only itself."""
+    parts = [batch]
+    while parts:
+        part = parts.pop()
+        try:
+            ids, there = _insert(q, conn, [job for _, job in part])
+        except (InvalidArgument, TypeError, ValueError) as exc:
+            at = _job_named(exc, 0)
+            if at is None and len(part) > 1:
+                parts += [part[len(part) // 2 :], part[: len(part) // 2]]
                 continue
-            added = len(set(ids) - there)
-            self.added += added
-            self.existing += len(ids) - added
-            self.batches += 1
+            at = at or 0
+            refused.append((part[at][0], _JOB.sub("the job", _ELEMENT.sub("", str(exc)))))
+            parts += [part[:at] + part[at + 1 :]] if len(part) > 1 else []
+            continue
+        added = len(set(ids) - there)
+        load.update(added=added, existing=len(ids) - added, batches=1)
 
 
 # How an error names the job at fault within the batch: said by its line instead.
@@ -209,17 +189,17 @@ _JOB = re.compile(r"jobs\[\d+\]")
 
 
 @contextmanager
-def _progress(lines: _Lines, total_bytes: int | None) -> Iterator[Callable[[int], None]]:
+def _progress(stream: Any, source: str) -> Iterator[Callable[[int], None]]:
     """A progress bar on stderr while it is a terminal (bytes of a file, else a job count);
     nothing otherwise, so that logs and pipes stay clean."""
     if not sys.stderr.isatty():
         yield lambda jobs: None
-    elif total_bytes:
-        bar = click.progressbar(
-            length=total_bytes, label="enqueueing", file=sys.stderr, show_pos=False
-        )
-        with bar:
-            yield lambda jobs: bar.update(lines.bytes_read - bar.pos)
+    elif source != "-":
+        size = os.fstat(stream.fileno()).st_size
+        with click.progressbar(
+            length=size, label="enqueueing", file=sys.stderr, show_pos=False
+        ) as bar:
+            yield lambda jobs: bar.update(stream.tell() - bar.pos)
     else:
         try:
             yield lambda jobs: click.echo(f"\renqueued {jobs:,} jobs", file=sys.stderr, nl=False)
@@ -245,20 +225,27 @@ def _open(source: str) -> Any:
 
 def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> int:
     stream = _open(source)
-    lines = _Lines(stream, defaults)
+    bad_lines: _Lines = []
+    refused: _Lines = []
+    load: Counter[str] = Counter()
+    jobs = _jobs(stream, defaults, bad_lines)
+    # Each batch is read and parsed in a thread while the one before goes in (parsing takes
+    # about as long as inserting).
+    read = lambda _: list(itertools.islice(jobs, batch_size))  # noqa: E731
     started = time.monotonic()
     done_through = 0  # every line up to this one is committed, or reported as not enqueued
     try:
         with (
-            _progress(lines, None if source == "-" else os.fstat(stream.fileno()).st_size) as bar,
+            _progress(stream, source) as bar,
             settings().queue() as q,
             _conn.connect(settings().dsn()) as conn,
         ):
-            load = _Load(q, conn)
-            for batch in lines.batches(batch_size):
-                load.put(batch)
+            upcoming = _in_thread(read, 0)
+            while batch := upcoming():
+                upcoming = _in_thread(read, 0)
+                _put(q, conn, batch, load, refused)
                 done_through = batch[-1][0]
-                bar(load.added + load.existing)
+                bar(load["added"] + load["existing"])
     except BaseException as exc:  # a load that stopped (Ctrl-C, a lost connection)
         if done_through or isinstance(exc, KeyboardInterrupt):
             again = done_through + 1
@@ -274,25 +261,25 @@ def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> 
         if source != "-":
             stream.close()
     seconds = time.monotonic() - started
-    bad = sorted([*lines.bad, *load.refused])
+    bad = sorted([*bad_lines, *refused])
     if not settings().as_json:
         for number, error in bad:
             click.echo(f"line {number}: {error}; skipped", err=True)
-    jobs = load.added + load.existing
-    rate = jobs / seconds if seconds > 0 else 0.0
-    text = f"enqueued {counted(jobs, 'job')} in {counted(load.batches, 'batch', 'batches')}, "
-    text += f"{seconds:.1f} s ({rate:,.0f} jobs/s): {load.added:,} added"
-    if load.existing:
+    added, existing, batches = load["added"], load["existing"], load["batches"]
+    rate = (added + existing) / seconds if seconds > 0 else 0.0
+    text = f"enqueued {counted(added + existing, 'job')} in {counted(batches, 'batch', 'batches')}"
+    text += f", {seconds:.1f} s ({rate:,.0f} jobs/s): {added:,} added"
+    if existing:
         text += (
-            f", {load.existing:,} already there (a job of the same job type and idempotency "
+            f", {existing:,} already there (a job of the same job type and idempotency "
             "key, from before or from an earlier line, is left as it is, in its own queue)"
         )
     text += f"; {counted(len(bad), 'line')} not enqueued" if bad else ""
-    summary: dict[str, Any] = {"jobs": jobs, "batches": load.batches, "seconds": round(seconds, 3)}
-    summary |= {"added": load.added, "existing": load.existing}
-    summary["bad_lines"] = [{"line": n, "error": e} for n, e in lines.bad]
+    summary: dict[str, Any] = {"jobs": added + existing, "added": added, "existing": existing}
+    summary |= {"batches": batches, "seconds": round(seconds, 3)}
+    summary["bad_lines"] = [{"line": n, "error": e} for n, e in bad_lines]
     summary["refused"] = [
-        {"lines": [n, n], "line": n, "jobs": 1, "error": e} for n, e in sorted(load.refused)
+        {"lines": [n, n], "line": n, "jobs": 1, "error": e} for n, e in sorted(refused)
     ]
     emit(summary, text)
     return 1 if bad else 0

@@ -23,7 +23,7 @@ from . import citus
 from .drift import audit_findings, control_findings
 from .files import MigrationError, statement
 from .plan import applied, check, load
-from .script import bootstrap, transactions
+from .script import bootstrap, creating, transactions
 
 logger = logging.getLogger("pgq_client.installer")
 # The grants that carry a level over to the functions an upgrade adds, one INFO line each.
@@ -75,12 +75,7 @@ def _lock(conn: psycopg.Connection[Any], schema: str) -> None:
             break
         try:
             with conn.transaction():
-                run_script(conn, sql.Composed([
-                    statement("note_existing", schema),
-                    statement("create_schema", schema),
-                    statement("lock_table", schema),
-                    statement("exact_privileges", schema),
-                ]))
+                run_script(conn, creating(schema, statement("lock_table", schema)))
         except (psycopg.errors.UniqueViolation, psycopg.errors.InternalError_) as exc:
             # a concurrent first run made the same object, or changed its ACL or comment
             # ("tuple concurrently updated"): the next try finds it made

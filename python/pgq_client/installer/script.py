@@ -25,19 +25,26 @@ def _setup(schema: str) -> sql.Composed:
     return statement("search_path", schema) + statement("note_existing", schema)
 
 
+def creating(schema: str, *steps: sql.Composable) -> sql.Composed:
+    """``steps`` in ``schema``, created if missing, then what they made given exactly jobq's
+    privileges."""
+    return sql.Composed([
+        statement("note_existing", schema),
+        statement("create_schema", schema),
+        *steps,
+        statement("exact_privileges", schema),
+    ])
+
+
 def bootstrap(schema: str, *, with_lock_table: bool = False) -> sql.Composed:
     """jobq_migrations and its comment. The runner makes the lock table before it takes the
     lock (a concurrent run may still be writing its ACL here); only the dry-run script, which
     takes no lock, makes it here."""
-    return sql.Composed([
-        statement("note_existing", schema),
-        statement("create_schema", schema),
-        statement("bootstrap", schema),
-        statement("lock_table", schema) if with_lock_table else sql.SQL(""),
-        statement("search_path", schema),
+    lock_table = [statement("lock_table", schema)] if with_lock_table else []
+    return creating(
+        schema, statement("bootstrap", schema), *lock_table, statement("search_path", schema),
         statement("describe"),
-        statement("exact_privileges", schema),
-    ])
+    )
 
 
 def _record(schema: str, version: str, checksum: str, breaking: bool = False) -> sql.Composed:
