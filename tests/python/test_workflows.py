@@ -179,8 +179,8 @@ def test_a_chain_step_plans_its_completion_once_per_session(dsn: str) -> None:
     """Each step of a chain completes one job then claims the next in one transaction: after
     the first calls the completion's statement runs a generic plan (its arrays as parameters,
     ``$n``), not a plan made again for the values of every call. A chain of 3,000 analyzed, as
-    a bench's: on its statistics a custom plan for one id always looked cheaper than the
-    generic one (ten ids), so each call planned anew."""
+    a bench's: on its statistics a custom plan for one id looks cheaper than the generic one
+    (ten ids), so that without a forced generic plan each call plans anew."""
     q = Queue(dsn)
     q.enqueue_many([{"job_type": "link", **({"after": [i]} if i else {})} for i in range(3000)])
     with psycopg.connect(dsn, autocommit=True) as c:
