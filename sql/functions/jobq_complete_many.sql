@@ -19,12 +19,12 @@
 -- ANY (job_ids)), the primary key is read for the given ids only, whatever the statistics say; the
 -- statement's join is hashed (below).
 --
--- SET plan_cache_mode = force_generic_plan: its statements take arrays, whose custom plans
--- look cheaper than any generic one, so under the default every call would plan the
--- completion again, which costs more than running it for one job (a chain's step completes
--- one job per transaction). The generic plan is the one a custom plan would be (the primary
--- key for the ids, the elements hashed), whatever the statistics, as the settings above make
--- it.
+-- SET plan_cache_mode = force_generic_plan: its statements take arrays, and on a backlog's
+-- statistics a custom plan for the few ids of a call looks cheaper than the generic plan
+-- (estimated for ten), so under the default every call would plan the completion again,
+-- which costs more than running it for one job (a chain's step completes one job per
+-- transaction). The generic plan reads the same way (the primary key for the ids, the
+-- elements hashed) whatever the statistics, as the settings above make it.
 --! levels: worker, admin
 --! replaces: jobq_complete_many(uuid[], text, integer[])
 
