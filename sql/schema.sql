@@ -4443,6 +4443,7 @@ CREATE FUNCTION public.jobq_complete_many(job_ids uuid[], worker_id text, attemp
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     SET jit TO 'off'
     AS $$
 DECLARE
@@ -4598,9 +4599,9 @@ Concurrency: as jobq_complete, job by job. It waits for the rows it changes: do 
 calls over the same jobs at once; send them in id order, as jobq_cancel locks them. A NOTIFY on
 the installation''s done channel (an empty payload, one per transaction) when it completed a
 job a client awaits.
-Runs with enable_seqscan = off and jit = off (for this function only; the caller keeps its own
-settings):
-each job is found by its primary key whatever the statistics say.';
+Runs with enable_seqscan = off, plan_cache_mode = force_generic_plan and jit = off (for this
+function only; the caller keeps its own settings): each job is found by its primary key
+whatever the statistics say, with plans made once per session.';
 
 CREATE FUNCTION public.jobq_configure(max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean, metrics_label_sets integer DEFAULT NULL::integer) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
