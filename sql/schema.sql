@@ -1066,7 +1066,7 @@ BEGIN
                 v_turn_start := v_got;
                 -- The turn's keys below the cursor, in descending key order (a NULL cursor:
                 -- from the last key), then, wrapping round, those from the last key down to
-                -- the one above the cursor. Downwards: the dead index entries of the jobs
+                -- the cursor's. Downwards: the dead index entries of the jobs
                 -- started lie above the cursor, out of the way of the probes that read the
                 -- group upwards from its lowest key (the top priority above, the skip scan,
                 -- jobq_dequeue's look for limited jobs). A backward scan of
@@ -1132,7 +1132,7 @@ BEGIN
                                 LIMIT 1
                             )
                         ) AS f
-                        WHERE v_lo IS NULL OR f.lk > v_lo
+                        WHERE v_lo IS NULL OR f.lk >= v_lo
 
                         UNION ALL
 
@@ -1159,7 +1159,7 @@ BEGIN
                             ORDER BY coalesce(j.limit_key, '') DESC, j.available_at, j.id
                             LIMIT 1
                         ) AS x
-                        WHERE r.n < v_want - v_got AND (v_lo IS NULL OR x.lk > v_lo)
+                        WHERE r.n < v_want - v_got AND (v_lo IS NULL OR x.lk >= v_lo)
                     )
 
                     SELECT
