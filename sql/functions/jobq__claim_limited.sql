@@ -581,8 +581,8 @@ BEGIN
         --     per side of the cursor: the keys below it, then (wrapping round) those above,
         --     each with its first job the claim may take (one probe of
         --     jobq_jobs_limited_turn_idx per key); the next turn begins below the last key of
-        --     this one. No key is locked or
-        --     counted: without a cap, a concurrent claim of the same key can do no harm.
+        --     this one. No key is locked or counted: without a cap, a concurrent claim of the
+        --     same key can do no harm.
         f_ids := '{}'::uuid[];
         f_prio := '{}'::integer[];
         f_avail := '{}'::timestamptz[];
@@ -620,11 +620,11 @@ BEGIN
                 v_turn_start := v_got;
                 -- The turn's keys below the cursor, in descending key order (a NULL cursor:
                 -- from the last key), then, wrapping round, those from the last key down to
-                -- the cursor's. Downwards: the dead index entries of the jobs
-                -- started lie above the cursor, out of the way of the probes that read the
-                -- group upwards from its lowest key (the top priority above, the skip scan,
-                -- jobq_dequeue's look for limited jobs). A backward scan of
-                -- jobq_jobs_limited_turn_idx meets each key's first job first.
+                -- the cursor's. Downwards: the dead index entries of the jobs started lie
+                -- above the cursor, out of the way of the probes that read the group upwards
+                -- from its lowest key (the top priority above, the skip scan, jobq_dequeue's
+                -- look for limited jobs). A backward scan of jobq_jobs_limited_turn_idx meets
+                -- each key's first job first.
                 FOR part IN 1 .. 2 LOOP
                     IF part = 1 THEN
                         v_hi := v_cur;
@@ -640,7 +640,8 @@ BEGIN
                         SELECT f.lk, f.id, f.available_at, 1
                         FROM (
                             -- the first key below v_hi, or the last key (v_hi NULL): two
-                            -- branches, so that each plan has its own index condition
+                            -- branches, so that the generic plan (plan_cache_mode of
+                            -- jobq_dequeue) has the bound as an index condition
                             (
                                 SELECT coalesce(j.limit_key, '') AS lk, j.id, j.available_at
                                 FROM jobq_jobs AS j
