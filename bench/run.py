@@ -78,6 +78,10 @@ def targets(results: list[Measurement]) -> list[Target]:
         m = by_key.get(key)
         return None if m is None else m.value
 
+    def versus(key: str, base: str) -> float | None:  # against another than its ceiling
+        m, b = by_key.get(key), by_key.get(base)
+        return None if m is None or b is None or not b.value else m.value / b.value
+
     def extra(key: str, name: str) -> float | None:
         m = by_key.get(key)
         return None if m is None or name not in m.extra else float(m.extra[name])
@@ -129,10 +133,12 @@ def targets(results: list[Measurement]) -> list[Target]:
                ratio("s11.jobq.aqueue"), ">=", 0.9),
         Target("async def handlers: Worker drain >= 0.8x def handlers",
                ratio("s11.jobq.worker.async"), ">=", 0.8),
-        Target("50 keys x max_running 2: Worker drain >= 0.8x unlimited",
-               ratio("s12.jobq.worker.k50r2"), ">=", 0.8),
-        Target("8 keys x max_running 1: Worker drain >= 0.5x unlimited",
-               ratio("s13.jobq.worker.k8r1"), ">=", 0.5),
+        # Against what the keys' turnover can reach in bare SQL, not the unlimited drain: a
+        # serial key needs a durable commit per job, whoever enforces the limit.
+        Target("50 keys x max_running 2: Worker drain >= 0.75x s12.raw.chain.k50r2",
+               versus("s12.jobq.worker.k50r2", "s12.raw.chain.k50r2"), ">=", 0.75),
+        Target("8 keys x max_running 1: Worker drain >= 0.7x s13.raw.chain.k8r1",
+               versus("s13.jobq.worker.k8r1", "s13.raw.chain.k8r1"), ">=", 0.7),
         Target("100,000 keys round_robin, no cap: Worker drain >= 0.8x unlimited",
                ratio("s19.jobq.worker.rr100000"), ">=", 0.8),
         Target("1 key x 1,000 starts/s: Worker drain >= 0.95x the limit",
