@@ -17,13 +17,25 @@ Two measurements on a throwaway durable cluster (bench.cluster):
    quiet and churn (``--rounds`` of each). During a churn phase another session keeps creating
    an expired partition of ``--churn-rows`` succeeded jobs (CREATE TABLE, INSERT, ATTACH
    PARTITION under a 100 ms lock_timeout, as the maintenance makes partitions ahead) and
-   calling ``jobq_maintain_history()``, which empties and drops it, then pausing
-   ``--churn-pause`` seconds. A third kind of phase, "twin", does the same work on tables that
-   are never attached (CREATE TABLE with the partition's indexes, the same INSERT, DROP TABLE):
-   the same CPU taken from the hot path, without its locks or plan invalidations, so that the
-   difference between churn and twin is what the DDL itself costs the hot path. It prints the
-   claim and completion p50/p99 per kind of phase and how many partitions were created and
-   dropped.
+   calling ``jobq_maintain_history()``, which empties it and drops the emptied ones eight at a
+   time, then pausing ``--churn-pause`` seconds. A third kind of phase, "twin", does the same
+   DDL on a copy of the status's partitioned table that the hot path never touches
+   (``bench_twin``, with the same indexes and a DEFAULT partition): the same partition made,
+   filled and attached, the same maintenance call, the same TRUNCATE and DROP of eight, in
+   as many transactions, so that the difference between churn and twin is what the DDL's
+   locks and cache invalidations on the hot tables cost the hot path. It prints the claim and
+   completion p50/p99 per kind of phase, how many partitions were created, emptied and
+   dropped, and, as evidence that does not depend on the machine's load, how often a sampler
+   (every few milliseconds) found a hot session waiting for a lock on a relation of the
+   history, against all its samples of them.
+
+3. What one DDL costs the next completion of a session (``--invalidation-rounds``): a cached
+   plan of the completion does not name the partitions, but each DDL on the history
+   invalidates the partitioned table's descriptor, which a session rebuilds at its next
+   completion. One session completes two jobs after each kind of DDL (an ATTACH of a new
+   partition, its TRUNCATE, a DROP of eight, an ATTACH to the twin, none), each completion's
+   statement timed inside its transaction (the commit's flush left out); it prints the median
+   of the first minus the second.
 
 The machine is shared during development: ``--rows 1000000`` alone takes a minute or two;
 the default (1 and 10 million) several minutes.
@@ -33,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import statistics
 import sys
 import threading
 import time
@@ -44,6 +57,8 @@ from . import harness
 from .cluster import Cluster
 
 JOB_TYPE = "bench"
+TWIN = "bench_twin"
+BATCH = 8  # empty partitions jobq_maintain_history drops together
 PHASES = ("quiet", "churn", "twin")
 COLUMNS = (
     "id, queue, job_type, payload, status, priority, attempts, max_attempts, available_at,"
@@ -55,9 +70,12 @@ def log(message: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
 
 
-def load_partition(conn: psycopg.Connection[Any], day: dt.date, rows: int) -> str:
-    """An expired partition of succeeded jobs for ``day`` holding ``rows`` jobs, attached."""
-    name = f"jobq__history_succeeded_{day:%Y%m%d}"
+def load_partition(
+    conn: psycopg.Connection[Any], day: dt.date, rows: int, parent: str = "jobq__history_succeeded"
+) -> str:
+    """An expired partition of succeeded jobs for ``day`` holding ``rows`` jobs, attached to
+    ``parent`` (the status's partitioned table, or the twin)."""
+    name = f"{parent}_{day:%Y%m%d}"
     lower = dt.datetime.combine(day, dt.time(), dt.timezone.utc)
     conn.execute(f"CREATE TABLE {name} (LIKE jobq__history_succeeded INCLUDING DEFAULTS)")
     conn.execute(
@@ -71,7 +89,7 @@ def load_partition(conn: psycopg.Connection[Any], day: dt.date, rows: int) -> st
     )
     upper = lower + dt.timedelta(days=1)
     conn.execute(
-        f"ALTER TABLE jobq__history_succeeded ATTACH PARTITION {name}"
+        f"ALTER TABLE {parent} ATTACH PARTITION {name}"
         f" FOR VALUES FROM ('{lower.isoformat()}') TO ('{upper.isoformat()}')"
     )
     return name
@@ -138,27 +156,21 @@ def delete_rows(cluster: Cluster, rows: int) -> float:
     return ms
 
 
-def twin_table(conn: psycopg.Connection[Any], rows: int) -> None:
-    """What ``load_partition`` and the maintenance's drop do, on a table that is never
-    attached: the same rows and index builds, none of the hot tables' locks."""
-    name = "bench_twin"
+def make_twin(conn: psycopg.Connection[Any]) -> None:
+    """``bench_twin``: a partitioned table like the succeeded status's, with its indexes and a
+    DEFAULT partition, that no claim or completion touches."""
     conn.execute(
-        f"CREATE TABLE {name} (LIKE jobq__history_succeeded INCLUDING DEFAULTS INCLUDING INDEXES)"
+        f"CREATE TABLE IF NOT EXISTS {TWIN} (LIKE jobq__history_succeeded INCLUDING DEFAULTS"
+        " INCLUDING INDEXES) PARTITION BY RANGE (finished_at)"
     )
-    conn.execute(
-        f"INSERT INTO {name} ({COLUMNS})"
-        " SELECT gen_random_uuid(), 'default', %(t)s, jsonb_build_object('n', g), 'succeeded',"
-        "  0, 1, 5, f, '[]', f, f, f, false, f"
-        " FROM generate_series(1, %(n)s) AS g, LATERAL (SELECT now() AS f) AS x",
-        {"t": JOB_TYPE, "n": rows},
-    )
-    conn.execute(f"DROP TABLE {name}")
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {TWIN}_default PARTITION OF {TWIN} DEFAULT")
 
 
 class Churn(threading.Thread):
     """Creates an expired partition of ``rows`` jobs and runs the maintenance, in a loop,
-    while ``on`` is set: partitions created and dropped beside the hot path. With ``twin``
-    set, it does the same work on a table that is never attached instead."""
+    while ``on`` is set: partitions created, emptied and dropped beside the hot path. With
+    ``twin`` set, the partitions go to the twin, whose retention it does itself as the
+    maintenance would (TRUNCATE, then a DROP of eight together), in the same transaction."""
 
     def __init__(
         self, cluster: Cluster, rows: int, pause: float, stop: threading.Event
@@ -167,8 +179,22 @@ class Churn(threading.Thread):
         self.cluster, self.rows, self.pause, self.stop = cluster, rows, pause, stop
         self.on = threading.Event()
         self.twin = False
-        self.created = self.dropped = self.skipped = self.twins = 0
+        self.created = self.truncated = self.dropped = self.skipped = self.twins = 0
+        self.twin_empty: list[str] = []
         self.day = dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=400)
+
+    def twin_retention(self, conn: psycopg.Connection[Any], name: str) -> None:
+        with conn.transaction():
+            conn.execute(f"TRUNCATE TABLE {name}")
+            self.twin_empty.append(name)
+            if len(self.twin_empty) >= BATCH:
+                names = ", ".join(self.twin_empty)
+                conn.execute(
+                    f"LOCK TABLE ONLY {TWIN}, {TWIN}_default, {names}"
+                    " IN ACCESS EXCLUSIVE MODE NOWAIT"
+                )
+                conn.execute(f"DROP TABLE {names}")
+                self.twin_empty.clear()
 
     def run(self) -> None:
         with self.cluster.connect() as conn:
@@ -176,23 +202,25 @@ class Churn(threading.Thread):
             while not self.stop.is_set():
                 if not self.on.wait(0.1):
                     continue
-                if self.twin:
-                    twin_table(conn, self.rows)
-                    self.twins += 1
-                    self.stop.wait(self.pause)
-                    continue
+                twin = self.twin
+                parent = TWIN if twin else "jobq__history_succeeded"
                 try:
-                    load_partition(conn, self.day, self.rows)
-                    self.created += 1
-                    self.day += dt.timedelta(days=1)
+                    name = load_partition(conn, self.day, self.rows, parent)
+                    self.created += not twin
+                    self.twins += twin
                 except psycopg.errors.LockNotAvailable:
-                    conn.execute(f"DROP TABLE IF EXISTS jobq__history_succeeded_{self.day:%Y%m%d}")
+                    conn.execute(f"DROP TABLE IF EXISTS {parent}_{self.day:%Y%m%d}")
+                    name = ""
                     self.skipped += 1
+                self.day += dt.timedelta(days=1)
                 for (action,) in conn.execute(
                     "SELECT action FROM jobq_maintain_history()"
                 ).fetchall():
+                    self.truncated += action == "truncated"
                     self.dropped += action == "dropped"
                     self.skipped += action == "skipped"
+                if twin and name:
+                    self.twin_retention(conn, name)
                 self.stop.wait(self.pause)
 
 
@@ -216,18 +244,45 @@ def drain(
             out.setdefault(phase[0], []).append(((t1 - t0) * 1000, (t2 - t1) * 1000))
 
 
+def sample_lock_waits(
+    cluster: Cluster, stop: threading.Event, phase: list[str], waits: dict[str, list[int]]
+) -> None:
+    """Every few milliseconds, the hot sessions (by their statements) and those of them that
+    wait for a lock on a relation of the history: ``waits[phase] = [waiting, sampled]``."""
+    query = (
+        "SELECT count(*), count(*) FILTER (WHERE EXISTS (SELECT FROM pg_locks AS l"
+        " WHERE l.pid = a.pid AND NOT l.granted AND l.relation::regclass::text LIKE '%history%'))"
+        " FROM pg_stat_activity AS a WHERE a.state = 'active'"
+        " AND (a.query LIKE 'SELECT id FROM jobq_dequeue%' OR a.query LIKE 'SELECT jobq_complete%')"
+    )
+    with cluster.connect() as conn:
+        while not stop.is_set():
+            row = conn.execute(query).fetchone()
+            assert row is not None
+            counts = waits.setdefault(phase[0], [0, 0])
+            counts[0] += row[1]
+            counts[1] += row[0]
+            time.sleep(0.005)
+
+
 def hot_path(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
     harness.fill_jobq(cluster, args.backlog, job_type=JOB_TYPE)
     harness.settle(cluster)
     stop = threading.Event()
     phase = ["warm-up"]
     out: dict[str, list[tuple[float, float]]] = {}
+    with cluster.connect() as conn:
+        make_twin(conn)
     churn = Churn(cluster, args.churn_rows, args.churn_pause, stop)
     churn.start()
     threads = [
         threading.Thread(target=drain, args=(cluster, f"w{i}", stop, phase, out), daemon=True)
         for i in range(args.threads)
     ]
+    waits: dict[str, list[int]] = {}
+    threads.append(threading.Thread(
+        target=sample_lock_waits, args=(cluster, stop, phase, waits), daemon=True
+    ))
     for t in threads:
         t.start()
     time.sleep(3)
@@ -245,8 +300,8 @@ def hot_path(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
         t.join(60)
     churn.join(60)
     result: dict[str, Any] = {
-        "created": churn.created, "dropped": churn.dropped, "skipped": churn.skipped,
-        "twins": churn.twins,
+        "created": churn.created, "truncated": churn.truncated, "dropped": churn.dropped,
+        "skipped": churn.skipped, "twins": churn.twins,
     }
     for name in PHASES:
         samples = out.get(name, [])
@@ -256,8 +311,47 @@ def hot_path(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
             "jobs_s": len(samples) / (args.seconds * args.rounds),
             "claim_p50": claims["p50"], "claim_p99": claims["p99"],
             "complete_p50": completes["p50"], "complete_p99": completes["p99"],
+            "lock_waits": waits.get(name, [0, 0]),
         }
     return result
+
+
+def invalidation_cost(cluster: Cluster, args: argparse.Namespace) -> dict[str, list[float]]:
+    """Per kind of DDL, the first completion's time after it minus the next one's (ms)."""
+    harness.fill_jobq(cluster, 2 * 5 * args.invalidation_rounds, job_type=JOB_TYPE)
+    out: dict[str, list[float]] = {}
+    day = dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=800)
+    with cluster.connect() as hot, cluster.connect() as ddl:
+        make_twin(ddl)
+
+        def complete() -> float:
+            row = hot.execute("SELECT id FROM jobq_dequeue('h', ARRAY[%s])", (JOB_TYPE,)).fetchone()
+            assert row is not None
+            hot.execute("BEGIN")
+            started = time.perf_counter()
+            hot.execute("SELECT jobq_complete(%s, 'h')", (row[0],))
+            ms = (time.perf_counter() - started) * 1000
+            hot.execute("COMMIT")
+            return ms
+
+        name = ""
+        for i in range(args.invalidation_rounds):
+            for kind in ("none", "attach", "truncate", "drop of 8", "twin attach"):
+                if kind == "attach":
+                    name = load_partition(ddl, day, 10)
+                    day += dt.timedelta(days=1)
+                elif kind == "truncate":
+                    ddl.execute(f"TRUNCATE {name}")
+                elif kind == "drop of 8":
+                    if i % 8 != 7:
+                        continue
+                    ddl.execute("SELECT * FROM jobq_maintain_history()")
+                elif kind == "twin attach":
+                    load_partition(ddl, day, 10, TWIN)
+                    day += dt.timedelta(days=1)
+                first = complete()
+                out.setdefault(kind, []).append(first - complete())
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -278,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="jobs in each partition the churn creates (default 1000)")
     p.add_argument("--backlog", type=int, default=300_000,
                    help="pending jobs the hot path drains (default 300000)")
+    p.add_argument("--invalidation-rounds", type=int, default=64,
+                   help="DDLs of each kind before a timed completion (0: skip; default 64)")
     p.add_argument("--skip-hot-path", action="store_true", help="only the retention step")
     args = p.parse_args(argv)
 
@@ -298,13 +394,21 @@ def main(argv: list[str] | None = None) -> int:
             hot = hot_path(cluster, args)
             print(f"hot path, {args.threads} sessions, {args.rounds} x {args.seconds:.0f} s"
                   f" per kind of phase; churn: {hot['created']} partitions created,"
-                  f" {hot['dropped']} dropped, {hot['skipped']} steps skipped;"
-                  f" twin: {hot['twins']} tables never attached")
+                  f" {hot['truncated']} emptied, {hot['dropped']} dropped,"
+                  f" {hot['skipped']} steps skipped;"
+                  f" twin: {hot['twins']} partitions of {TWIN} created")
             for name in PHASES:
                 m = hot[name]
                 print(f"  {name:6} {m['jobs_s']:8.0f} jobs/s   claim p50 {m['claim_p50']:6.2f}"
                       f" p99 {m['claim_p99']:6.2f} ms   complete p50 {m['complete_p50']:6.2f}"
-                      f" p99 {m['complete_p99']:6.2f} ms")
+                      f" p99 {m['complete_p99']:6.2f} ms   waiting on a lock of the history"
+                      f" {m['lock_waits'][0]} of {m['lock_waits'][1]} samples")
+        if args.invalidation_rounds:
+            cost = invalidation_cost(cluster, args)
+            print("the next completion of a session after a DDL, its statement minus the one"
+                  " after it, median ms:")
+            for kind, deltas in cost.items():
+                print(f"  {kind:10} {statistics.median(deltas):6.3f} ({len(deltas)} DDLs)")
     return 0
 
 

@@ -1,15 +1,16 @@
 -- jobq_maintain_history: the upkeep of jobq_jobs_history, run by every jobq_tick and callable
 -- alone (pg_cron, `jobq tick`). For each finished status (jobq_retention) it makes the
--- partitions of today and of the next two days ahead of need, and drops each partition whose
--- every row finished more than the status's keep ago, and the empty partitions of the past:
--- retention in constant time, whatever the rows (DROP TABLE, or TRUNCATE while the DROP's locks
--- are taken; never a DELETE of rows, but for the DEFAULT partition's stragglers below).
+-- partitions of today and of the next two days ahead of need, empties each partition whose
+-- every row finished more than the status's keep ago, and drops the empty partitions of the
+-- past, eight or more of a status at once: retention in constant time, whatever the rows
+-- (TRUNCATE, DROP TABLE; never a DELETE of rows, but for the DEFAULT partition's stragglers
+-- below).
 --
 -- Nothing live is ever dropped: jobq_jobs_history holds finished jobs only (its partitions
--- are by finished status, with no DEFAULT at the top), and a partition is dropped or emptied
--- only once its upper bound is older than keep. A requeue of one of its jobs that runs
--- meanwhile holds the partition: the DROP gives way and the TRUNCATE waits for the requeue's
--- commit (the job is then live, in jobq_jobs) or gives up.
+-- are by finished status, with no DEFAULT at the top), a partition is emptied only once its
+-- upper bound is older than keep, and dropped only once empty. A requeue of one of its jobs
+-- that runs meanwhile holds the partition: the TRUNCATE waits for the requeue's commit (the
+-- job is then live, in jobq_jobs) or gives up.
 --
 -- The DDL never queues the hot path behind it. A new partition is made as a table of its own
 -- and then attached (ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on the parent, which
@@ -19,8 +20,9 @@
 -- partition (a look-up by id or key) may queue behind it meanwhile: when the lock is not
 -- granted in time, the step is skipped, reported ('skipped'), and retried by the next call.
 -- The DROP, which locks the status's partitioned table that completions write through, never
--- waits (NOWAIT). The locks taken are held until the caller's transaction ends: jobq_tick
--- calls this last, and a caller of its own should commit at once.
+-- waits (NOWAIT), and comes seldom: completions of the status wait from the moment it holds
+-- that table until the commit. The locks taken are held until the caller's transaction
+-- ends: jobq_tick calls this last, and a caller of its own should commit at once.
 --
 -- Rows whose finished_at no partition covered (the ticks stopped for days) wait in the
 -- status's DEFAULT partition: the partition made for their days takes them over first, so
@@ -51,9 +53,9 @@ DECLARE
     v_name text;
     v_grantee text;
     v_rows bigint;
-    v_filled boolean;
-    v_metrics boolean;
-    v_holding boolean;
+    v_names text[];
+    -- Empty partitions of a status dropped together (see the last step).
+    v_drop_batch CONSTANT integer := 8;
 BEGIN
     IF jobq_maintain_history.lock_timeout IS NULL
         OR jobq_maintain_history.lock_timeout <= interval '0'
@@ -194,70 +196,88 @@ BEGIN
         END;
     END LOOP;
 
-    -- Last, the expired partitions (every row finished more than keep ago) and the empty ones
-    -- of the past (of a status kept until pruned, emptied by jobq_prune), each dropped whole.
-    -- A DROP locks the status's partitioned table, which every completion of that status
-    -- writes through (and its DEFAULT partition, whose bounds it changes), so it never waits:
-    -- NOWAIT takes the locks at once or not at all, and no completion ever queues behind a
-    -- waiting DROP. When they are not free, an expired partition is emptied instead
-    -- (TRUNCATE locks that partition alone, which no completion or claim writes) and dropped
-    -- by a later call. Once a DROP holds a partitioned table, until the caller commits,
-    -- nothing here waits any more; succeeded, whose completions are the hot path, comes last.
-    -- With metrics on, the rows are first counted as they are emptied (jobq__history_truncate),
-    -- not while a DROP holds the partitioned table.
-    v_metrics := (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton);
-    v_holding := FALSE;
-    FOR v_status, v_keep, v_name, v_upper IN
-        SELECT r.status, r.keep, p.name, p.upper_at
+    -- Then the expired partitions (every row finished more than keep ago), each emptied whole
+    -- (TRUNCATE locks that partition alone, which no completion or claim writes; it waits at
+    -- most lock_timeout). Emptied, not dropped: a DROP must lock the status's partitioned
+    -- table, which every completion of that status writes through, until the commit. With
+    -- metrics on, the rows are counted as they are emptied (jobq__history_truncate).
+    FOR v_status, v_name, v_upper IN
+        SELECT r.status, p.name, p.upper_at
+        FROM jobq_retention AS r
+        CROSS JOIN LATERAL jobq__history_partitions(r.status) AS p
+        WHERE p.upper_at <= v_now - r.keep
+        ORDER BY r.status = 'succeeded', r.status, p.lower_at
+    LOOP
+        CONTINUE WHEN NOT jobq__history_filled(v_name);
+        partition_name := v_name;
+        detail := pg_catalog.format('finished_at before %s', v_upper);
+        BEGIN
+            v_rows := jobq__history_truncate(v_name, FALSE);
+            action := 'truncated';
+            IF v_rows IS NOT NULL THEN
+                detail := detail || pg_catalog.format(': %s row(s)', v_rows);
+            END IF;
+        EXCEPTION WHEN lock_not_available THEN
+            action := 'skipped';
+            detail := 'lock not granted within lock_timeout: retried by the next call';
+        END;
+        RETURN NEXT;
+    END LOOP;
+
+    -- Last, the empty partitions of the past (expired and emptied above, or emptied by
+    -- jobq_prune) are dropped, all of a status's at once, and only once there are
+    -- v_drop_batch of them: each DROP makes completions of that status wait from the moment it
+    -- holds the status's partitioned table (and its DEFAULT partition, whose bounds it
+    -- changes) until the commit, however few tables it drops, so the drops come in batches,
+    -- a few a month at one partition a day. The locks are asked with NOWAIT: at once or not
+    -- at all, and no completion ever queues behind a waiting DROP. Once one is held, nothing
+    -- here waits any more; succeeded, whose completions are the hot path, comes last.
+    FOR v_status, v_names IN
+        SELECT r.status, pg_catalog.array_agg(p.name ORDER BY p.lower_at)
         FROM jobq_retention AS r
         CROSS JOIN LATERAL jobq__history_partitions(r.status) AS p
         WHERE p.upper_at <= v_now - coalesce(r.keep, interval '0')
-        ORDER BY r.status = 'succeeded', r.status, p.lower_at
+          AND NOT jobq__history_filled(p.name)
+        GROUP BY r.status
+        HAVING pg_catalog.count(*) >= v_drop_batch
+        ORDER BY r.status = 'succeeded', r.status
     LOOP
-        v_filled := jobq__history_filled(v_name);
-        CONTINUE WHEN v_filled AND v_keep IS NULL;
-        partition_name := v_name;
-        detail := pg_catalog.format('finished_at before %s', v_upper);
-        action := 'skipped';
-        IF NOT (v_filled AND v_metrics) THEN
-            BEGIN
-                EXECUTE pg_catalog.format(
-                    'LOCK TABLE ONLY %I, %I, %I IN ACCESS EXCLUSIVE MODE NOWAIT',
-                    'jobq__history_' || v_status, 'jobq__history_' || v_status || '_default',
-                    v_name
-                );
-                EXECUTE pg_catalog.format('DROP TABLE %I', v_name);
-                action := 'dropped';
-                v_holding := TRUE;
-            EXCEPTION WHEN lock_not_available THEN
-                NULL;
+        BEGIN
+            EXECUTE pg_catalog.format(
+                'LOCK TABLE ONLY %I, %I, %s IN ACCESS EXCLUSIVE MODE NOWAIT',
+                'jobq__history_' || v_status, 'jobq__history_' || v_status || '_default',
+                (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(n), ', ')
+                 FROM pg_catalog.unnest(v_names) AS n)
+            );
+            EXECUTE pg_catalog.format(
+                'DROP TABLE %s',
+                (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(n), ', ')
+                 FROM pg_catalog.unnest(v_names) AS n)
+            );
+            action := 'dropped';
+        EXCEPTION WHEN lock_not_available THEN
+            action := 'skipped';
+        END;
+        FOREACH v_name IN ARRAY v_names LOOP
+            partition_name := v_name;
+            detail := CASE action
+                WHEN 'dropped' THEN pg_catalog.format(
+                    'empty, one of %s dropped together', pg_catalog.cardinality(v_names)
+                )
+                ELSE 'empty; its DROP''s locks were not free at once: retried by the next call'
             END;
-        END IF;
-        IF action = 'skipped' AND v_filled AND NOT v_holding THEN
-            BEGIN
-                v_rows := jobq__history_truncate(v_name, FALSE);
-                action := 'truncated';
-                IF v_rows IS NOT NULL THEN
-                    detail := detail || pg_catalog.format(': %s row(s)', v_rows);
-                END IF;
-            EXCEPTION WHEN lock_not_available THEN
-                NULL;
-            END;
-        END IF;
-        IF action = 'skipped' THEN
-            detail := 'lock not granted: retried by the next call';
-        END IF;
-        RETURN NEXT;
+            RETURN NEXT;
+        END LOOP;
     END LOOP;
 END;
 $$;
 
 COMMENT ON FUNCTION jobq_maintain_history(interval) IS
 'Admin (and run by every jobq_tick). Keeps jobq_jobs_history: makes the partitions of today and
-the next two days (UTC) for each finished status, and drops each partition whose jobs all
-finished more than the status''s keep ago (jobq_retention, jobq_set_retention), and the empty
-partitions of the past: constant time whatever the rows (DROP TABLE; TRUNCATE when the DROP''s
-locks are not free at once, the DROP then left to a later call). Jobs in a status''s DEFAULT
+the next two days (UTC) for each finished status, empties each partition whose jobs all
+finished more than the status''s keep ago (jobq_retention, jobq_set_retention), and drops the
+empty partitions of the past once a status has eight or more of them, all together: constant
+time whatever the rows (TRUNCATE, DROP TABLE). Jobs in a status''s DEFAULT
 partition (finished when no partition covered their time) move to the partition made for their
 days; the DEFAULT partition is emptied once its newest job is older than keep, and its older
 jobs deleted until then. Nothing live is ever dropped: the history holds finished jobs only.
@@ -271,6 +291,6 @@ Claims and completions never queue behind it: the partitions it creates, attache
 are not the ones they write, and each of those steps waits at most lock_timeout (look-ups by id
 or key may wait that long behind it); a DROP takes its locks at once or is left to a later call.
 The locks taken are held until the caller''s transaction ends (commit at once: completions of a
-status whose partition was dropped wait for that commit).';
+status whose partitions were dropped wait for that commit, which is why drops come in batches).';
 
 REVOKE EXECUTE ON FUNCTION jobq_maintain_history(interval) FROM PUBLIC;

@@ -11,7 +11,7 @@
 --     partition made for them; jobq_prune empties a partition wholly in its range at once.
 -- A lock held by another session (lock_timeout) is in tests/python/test_history.py.
 BEGIN;
-SELECT plan(53);
+SELECT plan(58);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -140,7 +140,8 @@ SELECT lives_ok('SELECT * FROM jobq_tick()', 'jobq_tick runs the maintenance');
 SELECT is((SELECT tableoid::regclass::text FROM jobq_jobs_history WHERE id = :'m2'), :'last_partition',
           '... which made the partition again and moved the job into it');
 
--- An expired partition is dropped whole; live jobs and recent partitions stay.
+-- An expired partition is emptied whole (its DROP waits for seven more empty ones); live jobs
+-- and recent partitions stay.
 CREATE TABLE jobq__history_succeeded_20000101 PARTITION OF jobq__history_succeeded
 FOR VALUES FROM ('2000-01-01 00:00+00') TO ('2000-01-02 00:00+00');
 UPDATE jobq_jobs_history SET finished_at = '2000-01-01 12:00+00' WHERE id = :'c';
@@ -148,8 +149,10 @@ SELECT jobq_enqueue('live') AS live \gset
 SELECT results_eq($$SELECT r.keep, r.partition_days FROM jobq_set_retention('succeeded', '1 day') AS r WHERE r.status = 'succeeded'$$,
                   $$VALUES ('1 day'::interval, 1)$$, 'jobq_set_retention: succeeded jobs are kept 1 day');
 SELECT results_eq($$SELECT action, partition_name FROM jobq_maintain_history()$$,
-                  $$VALUES ('dropped', 'jobq__history_succeeded_20000101')$$,
-                  'jobq_maintain_history drops the expired partition whole, and only it');
+                  $$VALUES ('truncated', 'jobq__history_succeeded_20000101')$$,
+                  'jobq_maintain_history empties the expired partition whole, and only it');
+SELECT is((SELECT count(*)::int FROM jobq__history_partitions('succeeded') WHERE name = 'jobq__history_succeeded_20000101'), 1,
+          '... and leaves it attached, empty, for a later batch of drops');
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE id = :'c'), 0, '... its job is gone with it');
 SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE id IN (:'live', :'r')), 2, 'live jobs are never dropped');
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE id = :'m2'), 1, 'a recent finished job stays');
@@ -195,10 +198,28 @@ SELECT is(jobq_prune(now() - '2000-03-02 12:00+00'::timestamptz, batch_size => 5
 SELECT results_eq($$SELECT tableoid::regclass::text, count(*)::int FROM jobq_jobs_history WHERE job_type = 'old' GROUP BY 1$$,
                   $$VALUES ('jobq__history_succeeded_20000302', 19)$$,
                   '... the partition in range is empty, the other lost its 5 oldest jobs');
-SELECT results_eq($$SELECT action, partition_name FROM jobq_maintain_history() WHERE partition_name LIKE '%200003%'$$,
-                  $$VALUES ('dropped', 'jobq__history_succeeded_20000301'),
-                           ('dropped', 'jobq__history_succeeded_20000302')$$,
-                  'the maintenance drops the partition jobq_prune emptied, with the expired one');
+SELECT results_eq($$SELECT action, partition_name FROM jobq_maintain_history()$$,
+                  $$VALUES ('truncated', 'jobq__history_succeeded_20000302')$$,
+                  'the maintenance empties the expired partition jobq_prune left filled, and drops none of 3 empty ones');
+
+-- Eight empty partitions of the past (3 above, 5 more): all dropped by one call, in one
+-- statement; the partitions of the present stay.
+SELECT format('CREATE TABLE jobq__history_succeeded_200004%s PARTITION OF jobq__history_succeeded'
+              ' FOR VALUES FROM (%L) TO (%L)', to_char(d, 'FM00'),
+              ('2000-04-' || d || ' 00:00+00')::timestamptz, ('2000-04-' || d + 1 || ' 00:00+00')::timestamptz)
+FROM generate_series(1, 5) AS d \gexec
+SELECT results_eq($$SELECT action, partition_name FROM jobq_maintain_history()$$,
+                  $$VALUES ('dropped', 'jobq__history_succeeded_20000101'), ('dropped', 'jobq__history_succeeded_20000301'),
+                           ('dropped', 'jobq__history_succeeded_20000302'), ('dropped', 'jobq__history_succeeded_20000401'),
+                           ('dropped', 'jobq__history_succeeded_20000402'), ('dropped', 'jobq__history_succeeded_20000403'),
+                           ('dropped', 'jobq__history_succeeded_20000404'), ('dropped', 'jobq__history_succeeded_20000405')$$,
+                  'eight empty partitions of the past are dropped together');
+SELECT is((SELECT count(*)::int FROM pg_class WHERE relname LIKE 'jobq\_\_history\_succeeded\_2000%'), 0,
+          '... and are gone from the catalogue');
+SELECT is((SELECT count(*)::int FROM jobq__history_partitions('succeeded')
+           WHERE upper_at > (now() AT TIME ZONE 'UTC')::date::timestamp AT TIME ZONE 'UTC'), 3,
+          '... the partitions of today and the next two days stay');
+SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE id = :'m2'), 1, '... with their jobs');
 
 SELECT throws_ok($$SELECT * FROM jobq_maintain_history(lock_timeout => '0')$$, '22023', NULL,
                  'lock_timeout 0 (which would mean wait for ever) is refused');

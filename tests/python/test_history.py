@@ -156,7 +156,7 @@ def test_maintenance_gives_up_on_a_held_lock_and_never_blocks_the_hot_path(
     """An expired partition that another session reads in an open transaction: the
     maintenance waits at most its lock_timeout for it (2 s here) and reports the step skipped;
     meanwhile an enqueue, a claim and a completion in a third session go through at once,
-    not after the maintenance; once the reader commits, the next call empties and drops it."""
+    not after the maintenance; once the reader commits, the next call empties it."""
     old = old_partition(conn)
     finish_in(conn, "gone")
     with psycopg.connect(dsn) as reader, psycopg.connect(dsn, autocommit=True) as admin:
@@ -185,29 +185,75 @@ def test_maintenance_gives_up_on_a_held_lock_and_never_blocks_the_hot_path(
         assert out[1] < 10, "the maintenance waits about lock_timeout, not for the reader"
         assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'gone'") == 1
         reader.commit()
-    assert maintain(conn) == [("dropped", old)]
+    assert maintain(conn) == [("truncated", old)]
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'gone'") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'hot'") == 1
+
+
+def empty_partitions(conn: Conn, days: range) -> list[str]:
+    """Empty partitions of succeeded jobs for the given days of March 2000."""
+    names = []
+    for day in days:
+        names.append(f"jobq__history_succeeded_200003{day:02d}")
+        conn.execute(
+            f"CREATE TABLE {names[-1]} PARTITION OF jobq__history_succeeded FOR VALUES"
+            f" FROM ('2000-03-{day:02d} 00:00+00') TO ('2000-03-{day + 1:02d} 00:00+00')"
+        )
+    return names
+
+
+def test_a_completion_never_waits_for_the_retention_of_its_status(dsn: str, conn: Conn) -> None:
+    """A maintenance whose transaction is still open has emptied an expired partition of
+    succeeded jobs: a completion of a succeeded job in another session goes through at once
+    (the TRUNCATE locks the expired partition alone, and no DROP holds the status's table
+    while fewer than eight empty partitions wait)."""
+    old = old_partition(conn)
+    finish_in(conn, "gone")
+    job = conn.execute("SELECT jobq_enqueue('hot')").fetchone()
+    assert job is not None
+    claim_one(conn, "hot")
+    with psycopg.connect(dsn) as admin, psycopg.connect(dsn, autocommit=True) as worker:
+        steps = maintain(admin)  # not committed yet
+        worker.execute("SET lock_timeout = '3s'")
+        started = time.monotonic()
+        done = worker.execute("SELECT jobq_complete(%s, 'w1')", (job[0],)).fetchone()
+        assert time.monotonic() - started < 1.5, "the completion waited for the maintenance"
+        assert done == (True,)
+        assert steps == [("truncated", old)]
+        admin.commit()
     assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'gone'") == 0
     assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'hot'") == 1
 
 
 def test_the_drop_never_waits_for_a_completion(dsn: str, conn: Conn) -> None:
-    """A completion of a succeeded job in an open transaction holds the status's partitioned
-    table: the maintenance empties the expired partition (which the completion does not
-    touch) and leaves its DROP at once, without waiting its lock_timeout; after the commit,
-    the next call drops it."""
-    old = old_partition(conn)
-    finish_in(conn, "gone")
+    """Eight empty partitions of the past are dropped together, but a completion of a
+    succeeded job in an open transaction holds the status's partitioned table: the maintenance
+    leaves the DROP at once, without waiting its lock_timeout, and reports each partition
+    skipped; after the commit, the next call drops them all."""
+    names = empty_partitions(conn, range(1, 9))
+    conn.execute("SELECT * FROM jobq_set_retention('succeeded', interval '1 day')")
     job = conn.execute("SELECT jobq_enqueue('hot')").fetchone()
     assert job is not None
     claim_one(conn, "hot")
     with psycopg.connect(dsn) as completer:
         completer.execute("SELECT jobq_complete(%s, 'w1')", (job[0],))  # not committed yet
         started = time.monotonic()
-        assert maintain(conn, "5 s") == [("truncated", old)]
+        assert maintain(conn, "5 s") == [("skipped", name) for name in names]
         assert time.monotonic() - started < 2.5, "the DROP waited for the completion"
         completer.commit()
-    assert maintain(conn) == [("dropped", old)]
+    assert maintain(conn) == [("dropped", name) for name in names]
+    assert count(conn, "SELECT count(*) FROM pg_class WHERE relname LIKE '%%\\_200003%%'") == 0
     assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'hot'") == 1
+
+
+def test_seven_empty_partitions_wait_for_an_eighth(conn: Conn) -> None:
+    """Each DROP holds the status's partitioned table until the commit, so the empty
+    partitions of the past are dropped only eight or more at a time, all in one statement."""
+    names = empty_partitions(conn, range(1, 8))
+    conn.execute("SELECT * FROM jobq_set_retention('succeeded', interval '1 day')")
+    assert maintain(conn) == []
+    names += empty_partitions(conn, range(8, 10))
+    assert maintain(conn) == [("dropped", name) for name in names]
 
 
 def test_a_dead_letter_requeued_from_an_expiring_partition_is_never_lost(
@@ -215,9 +261,9 @@ def test_a_dead_letter_requeued_from_an_expiring_partition_is_never_lost(
 ) -> None:
     """A requeue of a dead letter whose partition has expired, in a transaction still open:
     the maintenance cannot empty that partition meanwhile (skipped, no error), and after the
-    commit the job is live; the next call empties and drops the partition and the job stays.
+    commit the job is live; the next call empties the partition and the job stays.
     The other order: a maintenance not yet committed makes the requeue wait, which then finds
-    the job gone with its partition and returns false, without an error."""
+    the job gone and returns false, without an error."""
     old = old_partition(conn, "dead_letter", days=7)
     kept = finish_in(conn, "kept", "dead_letter")
     lost = finish_in(conn, "lost", "dead_letter")
@@ -230,7 +276,7 @@ def test_a_dead_letter_requeued_from_an_expiring_partition_is_never_lost(
     assert count(conn, "SELECT count(*) FROM jobq_jobs WHERE id = %s AND status = 'pending'", kept)
     with psycopg.connect(dsn) as admin, psycopg.connect(dsn, autocommit=True) as operator:
         rows = admin.execute("SELECT action, partition_name FROM jobq_maintain_history()")
-        assert rows.fetchall() == [("dropped", old)]
+        assert rows.fetchall() == [("truncated", old)]
         pid = operator.info.backend_pid
         out: list[Any] = []
 
