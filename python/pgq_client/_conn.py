@@ -11,11 +11,12 @@ blocking code.
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -32,11 +33,13 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from . import _ops, _sql
 from ._opcore import settled, step
-from .errors import JobqError, from_psycopg
+from .errors import JobqError, SerializationFailure, from_psycopg
 from .installer.compat import breaking_change_in, incompatibility
 from .models import JobStatus, use_fast_json
 
 DSN_SOURCES = ("JOBQ_DSN", "DATABASE_URL")
+
+log = logging.getLogger("pgq_client.queue")
 
 # How often a statement of a transaction the client owns is retried on a serialization failure.
 SERIALIZATION_RETRIES = 5
@@ -290,7 +293,54 @@ class Client(Generic[C, P]):
     _offload: Callable[[Callable[[str], str], str], str | Awaitable[str]]
     _lock: Any  # a threading.RLock or an asyncio.Lock
 
+    # The result of a coroutine of the plumbing: stepped to its value by a blocking client
+    # (:func:`~._opcore.step`), the coroutine itself, for its caller to await, by AsyncQueue.
+    _finish: Callable[[Coroutine[Any, Any, Any]], Any]
+    _run: Callable[[_ops.Call, Any], list[Any] | Awaitable[list[Any]]]  # one call, its rows
+
     # -- the plumbing, written once --------------------------------------------------------
+
+    def _drive(self, op: _ops.Op[T], conn: Any = None) -> T:
+        """Run ``op`` (the caller's connection ``conn`` for its transaction, if given)."""
+        self._check_conn(conn)
+        return cast(T, self._finish(_ops.adrive(op, lambda call: self._run(call, conn))))
+
+    def _waited(
+        self, ids: list[uuid.UUID], deadline: float | None, poll: float,
+        finish: Callable[[Statuses], T],
+    ) -> T:
+        return cast(T, self._finish(self._wait_io(ids, deadline, poll, finish)))
+
+    async def _arun(self, call: _ops.Call, conn: C | None, first: int = 1) -> list[Any]:
+        """Run ``call`` in the caller's transaction (``conn``), else on a connection of the
+        pool or the client's, in a transaction of its own (unless a given connection is in
+        one), tried again on a serialization failure when ``call`` allows it; ``first``: the
+        attempt this is."""
+        if conn is not None:
+            # The caller's transaction: no commit, and a serialization failure is theirs to retry.
+            await self._check_compatible(conn)
+            return await self._execute(conn, False, self._bound(call))
+        tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
+        for attempt in range(first, tries + 1):
+            owns_tx = True
+            try:
+                self._check_open()
+                if self._pool is not None:
+                    async with _entered(cast(Any, self._pool).connection()) as c:
+                        await self._check_compatible(c)
+                        return await self._execute(c, True, self._bound(call))
+                async with _entered(self._lock):
+                    c, owns_tx = await self._held()
+                    return await self._execute(c, owns_tx, self._bound(call))
+            except SerializationFailure:
+                if attempt >= tries or not owns_tx:
+                    raise
+                await self._retry_pause(attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _retry_pause(self, attempt: int) -> None:
+        log.debug("serialization failure, retrying (%d/%d)", attempt, SERIALIZATION_RETRIES)
+        await settled(self._sleeper(serialization_pause(attempt)))
 
     async def _execute(self, conn: C, own_tx: bool, call: _ops.Call) -> list[Any]:
         return await settled(self._executor(conn, own_tx, call))
@@ -467,16 +517,7 @@ class SyncClient(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
                 return owned, True
         return step(self._held())
 
-    def _check_now(self, conn: psycopg.Connection[Any]) -> None:
-        if not self._compatible:
-            step(self._check_compatible(conn))
-
-    def _waited(
-        self, ids: list[uuid.UUID], deadline: float | None, poll: float,
-        finish: Callable[[Statuses], T],
-    ) -> T:
-        return step(self._wait_io(ids, deadline, poll, finish))
-
+    _finish = staticmethod(step)
     _executor = staticmethod(execute)
     _connector = staticmethod(connect)
     _sleeper = staticmethod(time.sleep)

@@ -8,25 +8,18 @@ statement is declared by its signature and docstring, the statement and its chec
 
 from __future__ import annotations
 
-import logging
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal
 
 import psycopg
 
 from . import _ops
-from ._conn import (
-    SERIALIZATION_RETRIES,
-    Statuses,
-    SyncClient,
-    execute,
-    serialization_pause,
-)
+from ._conn import Statuses, SyncClient, execute
+from ._opcore import step
 from ._ops import WAIT_POLL_INTERVAL, job_ids_of
-from .errors import JobqError, SerializationFailure
+from .errors import SerializationFailure
 from .models import (
     BulkSummary,
     Dependency,
@@ -45,9 +38,6 @@ from .models import (
 
 __all__ = ["Queue", "TxConnection"]
 
-T = TypeVar("T")
-
-log = logging.getLogger("pgq_client.queue")
 
 # ``conn=``: the caller's connection, a Connection for Queue, an AsyncConnection for AsyncQueue.
 TxConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
@@ -66,40 +56,25 @@ class Queue(SyncClient):
 
     _read_ahead: ClassVar[bool] = True  # enqueue_iter reads the next batch in a thread
 
-    def _drive(self, op: _ops.Op[T], conn: TxConnection | None = None) -> T:
-        self._check_conn(conn)
-        return _ops.drive(op, lambda call: self._run(call, conn))  # type: ignore[arg-type]
-
     def _first(self, call: _ops.Call, conn: psycopg.Connection[Any] | None) -> Any:
         # One statement, run without _drive: every single enqueue's path.
         return self._run(call, conn)[0]
 
     def _run(self, call: _ops.Call, conn: psycopg.Connection[Any] | None) -> list[Any]:
-        if conn is not None:
-            # The caller's transaction: no commit, and a serialization failure is theirs to retry.
-            self._check_now(conn)
-            return execute(conn, False, self._bound(call))
-        tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
-        for attempt in range(1, tries + 1):
-            owns_tx = True
-            # Written out, not a context manager yielding the connection: this is every
-            # enqueue's path, where each layer of Python shows in the latency.
+        # A call on the client's own or given connection is written out here, not stepped
+        # through Client._arun's coroutine: this is every enqueue's path, where each layer of
+        # Python shows in the latency.
+        if conn is not None or self._pool is not None or self._closed:
+            return step(self._arun(call, conn))
+        with self._lock:
+            c, owns_tx = self._held_now()
             try:
-                if self._closed:
-                    raise JobqError("this Queue is closed")
-                if self._pool is not None:
-                    with self._pool.connection() as c:
-                        self._check_now(c)
-                        return execute(c, True, self._bound(call) if self._late else call)
-                with self._lock:
-                    c, owns_tx = self._held_now()
-                    return execute(c, owns_tx, self._bound(call) if self._late else call)
+                return execute(c, owns_tx, self._bound(call) if self._late else call)
             except SerializationFailure:
-                if attempt == tries or not owns_tx:
+                if not (call.retry_serialization and owns_tx):
                     raise
-                log.debug("serialization failure, retrying (%d/%d)", attempt, tries)
-                time.sleep(serialization_pause(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+        step(self._retry_pause(1))
+        return step(self._arun(call, None, first=2))
 
     # -- producing ----------------------------------------------------------------------------
 
