@@ -125,11 +125,14 @@ def _statement(
     /,
     *params: str,
     whole: Callable[[dict[str, Any]], None] | None = None,
+    retry: bool = False,
     **checks: Callable[[Any, str], Any],
 ) -> Callable[..., Op[T]]:
     """The operation that sends statement ``name`` with its arguments, given in ``params``'
     order: each one named in ``checks`` is first checked (or converted) by it unless it is
-    None, then ``whole`` checks them together; the result is the rows read as ``shape`` says."""
+    None, then ``whole`` checks them together; the result is the rows read as ``shape`` says
+    (a :func:`by_id` shape: in the order of the ids sent). ``retry``: as
+    :attr:`Call.retry_serialization`."""
     row_factory, read = shape
 
     def op(s: Statements, *args: Any) -> Op[T]:
@@ -139,7 +142,9 @@ def _statement(
                 values[key] = check(values[key], key)
         if whole is not None:
             whole(values)
-        rows = yield Call(getattr(s, name), values, row_factory)
+        rows = yield Call(getattr(s, name), values, row_factory, retry)
+        if read is by_id:
+            return cast(T, _in_order(values["job_ids"], rows))
         return read(rows)
 
     op.__name__ = op.__qualname__ = name
@@ -153,6 +158,7 @@ def sends(
     *,
     whole: Callable[[dict[str, Any]], None] | None = None,
     renamed: Mapping[str, str] | None = None,
+    retry: bool = False,
     **checks: Callable[[Any, str], Any],
 ) -> Callable[[Callable[P, T]], Callable[P, T]]:
     """A method of ``Queue`` declared by its signature and docstring alone: it sends statement
@@ -165,7 +171,7 @@ def sends(
         signature = inspect.signature(method)
         names = [p for p in signature.parameters if p not in ("self", "conn")]
         sent = [(renamed or {}).get(p, p) for p in names]
-        op = _statement(name, shape, *sent, whole=whole, **checks)
+        op = _statement(name, shape, *sent, whole=whole, retry=retry, **checks)
 
         @functools.wraps(method)
         def send(client: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -180,6 +186,17 @@ def sends(
 
 
 MAX_ROWS = {"limit": "max_rows"}  # a listing's limit, as jobq's functions name it
+
+
+def by_id(rows: list[Any]) -> Any:
+    """The reader of a shape whose rows are jobs keyed by id, returned in the order of the
+    ``job_ids`` sent (by :func:`_statement`)."""
+    return rows
+
+
+JOB_STATUSES: Shape[dict[uuid.UUID, JobStatus]] = (dict_row, by_id)
+STATUSES: Shape[dict[uuid.UUID, str]] = (tuple_row, by_id)
+OUTCOMES: Shape[dict[uuid.UUID, str]] = (tuple_row, dict)  # jobq_act_on_jobs': by id
 JOBS: Shape[list[Job]] = (job_row, lambda rows: cast(list[Job], rows))
 JOB_OR_NONE: Shape[Job | None] = (dict_row, lambda rows: Job.from_row(rows[0]) if rows else None)
 NOTHING: Shape[None] = (tuple_row, lambda rows: None)
@@ -222,29 +239,6 @@ def intervals(values: Sequence[timedelta | float], name: str) -> list[timedelta]
 # -- cancellation, results and waiting ---------------------------------------------------------
 
 
-def cancel(
-    s: Statements, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str], reason: str | None
-) -> Op[dict[uuid.UUID, str]]:
-    ids = job_ids_of(job_ids, "job_ids")
-    check_text(reason, "reason")
-    rows = yield Call(
-        s.cancel,
-        {"job_ids": ids, "reason": reason},
-        tuple_row,
-        retry_serialization=True,  # a deadlock with a concurrent completion is retried
-    )
-    found = dict(rows)
-    return {job_id: found[job_id] for job_id in ids if job_id in found}
-
-
-def status(
-    s: Statements, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
-) -> Op[dict[uuid.UUID, JobStatus]]:
-    ids = job_ids_of(job_ids, "job_ids")
-    rows = yield Call(s.job_status, {"job_ids": ids})
-    return _in_order(ids, rows)
-
-
 def wait_args(
     job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
     timeout: timedelta | float | None,
@@ -276,7 +270,7 @@ def wait(
     if listening:
         rows = yield Call(s.await_, {"job_ids": ids, "timeout": timedelta(0)})
     else:
-        rows = yield Call(s.job_status, {"job_ids": ids})
+        rows = yield Call(s.status, {"job_ids": ids})
     statuses = _in_order(ids, rows)
     while True:
         unfinished = frozenset(str(i) for i, st in statuses.items() if not st.finished)
@@ -286,7 +280,7 @@ def wait(
         if deadline is not None and now >= deadline:
             return statuses
         yield Pause(poll if deadline is None else min(poll, deadline - now), unfinished)
-        rows = yield Call(s.job_status, {"job_ids": ids})
+        rows = yield Call(s.status, {"job_ids": ids})
         statuses = _in_order(ids, rows)
 
 
@@ -303,8 +297,12 @@ def result(job_id: uuid.UUID, found: JobStatus | None, timeout: object) -> Any:
     )
 
 
-def _in_order(ids: list[uuid.UUID], rows: list[dict[str, Any]]) -> dict[uuid.UUID, JobStatus]:
-    found = {row["id"]: JobStatus.from_row(row) for row in rows}
+def _in_order(ids: list[uuid.UUID], rows: list[Any]) -> dict[uuid.UUID, Any]:
+    """The jobs' rows by id, in the order of ``ids``: a JobStatus of each dict row, the status
+    of each (id, status) row."""
+    found = dict(
+        (row["id"], JobStatus.from_row(row)) if isinstance(row, dict) else row for row in rows
+    )
     return {job_id: found[job_id] for job_id in ids if job_id in found}
 
 
@@ -323,23 +321,10 @@ tick = _statement("tick", each(Fire.from_row))
 ACTIONS = JOB_ACTIONS
 
 
-def act_on_jobs(
-    s: Statements,
-    action: str,
-    job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
-    reason: str | None,
-) -> Op[dict[uuid.UUID, str]]:
-    if action not in ACTIONS:
-        raise ValueError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
-    ids = job_ids_of(job_ids, "job_ids")
-    check_text(reason, "reason")
-    rows = yield Call(
-        s.act_on_jobs,
-        {"action": action, "job_ids": ids, "reason": reason},
-        tuple_row,
-        retry_serialization=True,  # a cancel's deadlock with a concurrent completion
-    )
-    return dict(rows)
+def action(value: str, name: str) -> str:
+    if value not in ACTIONS:
+        raise ValueError(f"{name} must be one of {', '.join(ACTIONS)}, got {value!r}")
+    return value
 
 
 def prune(

@@ -249,6 +249,10 @@ class Queue(SyncClient):
 
     # -- cancellation, results and waiting ---------------------------------------------------
 
+    @_ops.sends(
+        "cancel", _ops.STATUSES, job_ids=_ops.job_ids_of, reason=_ops.text,
+        retry=True,  # a deadlock with a concurrent completion is retried
+    )
     def cancel(
         self,
         job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
@@ -258,13 +262,12 @@ class Queue(SyncClient):
     ) -> dict[uuid.UUID, str]:
         """Cancel jobs: a pending one at once, a running one is asked to stop; returns the status
         of each known job after the call. With ``conn``, in the caller's transaction."""
-        return self._drive(_ops.cancel(self._sql, job_ids, reason), conn)
 
+    @_ops.sends("status", _ops.JOB_STATUSES, job_ids=_ops.job_ids_of)
     def status(
         self, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
     ) -> Statuses:
         """How each known job stands now, in the order given; unknown ids are left out."""
-        return self._drive(_ops.status(self._sql, job_ids))
 
     def wait(
         self,
@@ -366,6 +369,10 @@ class Queue(SyncClient):
         filters = {name: value for name, value in locals().items() if name in _ops.FIND_FILTERS}
         return self._drive(_ops.find_jobs(self._sql, filters, limit, scan_limit))
 
+    @_ops.sends(
+        "act_on_jobs", _ops.OUTCOMES, action=_ops.action, job_ids=_ops.job_ids_of,
+        reason=_ops.text, retry=True,  # a cancel's deadlock with a concurrent completion
+    )
     def act_on_jobs(
         self,
         action: Literal["cancel", "requeue", "delete", "run_now"],
@@ -375,7 +382,6 @@ class Queue(SyncClient):
         """Cancel, requeue, delete (finished jobs) or run now (pending ones) the given jobs,
         recorded in the audit log with ``reason`` (``jobq_act_on_jobs``, admin); each id's
         outcome ("requeued", "left alone: pending", "unknown", ...)."""
-        return self._drive(_ops.act_on_jobs(self._sql, action, job_ids, reason))
 
     @_ops.sends("audit_log", _ops.each(dict), renamed=_ops.MAX_ROWS)
     def audit_log(self, before_id: int | None = None, limit: int = 100) -> list[dict[str, Any]]:

@@ -136,7 +136,7 @@ FROM jobq_cancel(
     reason => %(reason)s::pg_catalog.text
 );
 
--- name: job_status
+-- name: status
 SELECT
     id,
     status,
