@@ -53,19 +53,10 @@ _CALLS = {
 for _bulk in ("enqueue_many", "enqueue_arrays"):
     _CALLS[f"{_bulk}_count"] = _CALLS[_bulk].replace(_IDS, "SELECT pg_catalog.count(*)", 1)
 
-# jobq_enqueue's arguments, each as the client passes it. A single enqueue sends only the
-# arguments that differ from the function's defaults (Statements.enqueue_with): every parameter
-# costs a bind and a coercion in the server and a field in libpq's message, and the usual call
-# (a job type and a payload) is then the same two-parameter statement a hand-written client
-# would prepare.
+# jobq_enqueue's arguments by name, each as calls.sql's enqueue passes it.
 ENQUEUE_ARGUMENTS = {
-    name: f"{name} => %({name})s::pg_catalog.{kind}"
-    for name, kind in (
-        ("job_type", "text"), ("payload", "jsonb"), ("idempotency_key", "text"),
-        ("max_attempts", "int4"), ("run_at", "timestamptz"), ("priority", "int4"),
-        ("queue", "text"), ("limit_group", "text"), ("limit_key", "text"),
-        ("depends_on", "uuid[]"), ("on_dependency_failure", "text"),
-    )
+    name: argument
+    for argument, name in re.findall(r"^ +((\w+) => [^,\n]+)", _CALLS["enqueue"], re.MULTILINE)
 }
 
 # Where a client given no schema renders the schema's prefix (a comment, so that a statement
