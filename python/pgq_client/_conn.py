@@ -176,21 +176,6 @@ def execute(conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call) -> lis
         raise from_psycopg(exc) from exc
 
 
-async def aexecute(
-    conn: psycopg.AsyncConnection[Any], own_tx: bool, call: _ops.Call
-) -> list[Any]:
-    """As :func:`execute`, on an AsyncConnection."""
-    try:
-        async with (
-            conn.transaction() if own_tx and not conn.autocommit else nullcontext(),
-            conn.cursor(row_factory=call.row_factory) as cur,
-        ):
-            await cur.execute(call.query, call.params, binary=call.binary)
-            return await cur.fetchall()
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
-
-
 class Client(Generic[C, P]):
     """The state of a Queue (``C``: its connection type, ``P``: its pool type) or AsyncQueue,
     and the plumbing both share.
@@ -285,9 +270,8 @@ class Client(Generic[C, P]):
         return opened
 
     # The blocking or asyncio forms of what the plumbing calls, awaited through settled and
-    # _entered: run a call (execute, aexecute), open a connection (connect, aconnect), sleep,
-    # run a blocking function (the DSN's schema: _sql.schema_of_dsn) and the client's lock.
-    _executor: Callable[[C, bool, _ops.Call], list[Any] | Awaitable[list[Any]]]
+    # _entered: open a connection (connect, aconnect), sleep, run a blocking function (the
+    # DSN's schema: _sql.schema_of_dsn) and the client's lock.
     _connector: Callable[[str], C | Awaitable[C]]
     _sleeper: Callable[[float], object]
     _offload: Callable[[Callable[[str], str], str], str | Awaitable[str]]
@@ -343,7 +327,13 @@ class Client(Generic[C, P]):
         await settled(self._sleeper(serialization_pause(attempt)))
 
     async def _execute(self, conn: C, own_tx: bool, call: _ops.Call) -> list[Any]:
-        return await settled(self._executor(conn, own_tx, call))
+        """As :func:`execute`, on either kind of connection."""
+        own = own_tx and not conn.autocommit
+        with translate_errors():
+            async with _entered(conn.transaction() if own else nullcontext()):
+                cur: Any = conn.cursor(row_factory=call.row_factory)
+                await settled(cur.execute(call.query, call.params, binary=call.binary))
+                return cast(list[Any], await settled(cur.fetchall()))
 
     async def _open(self) -> C:
         return await settled(self._connector(self.dsn))
@@ -518,7 +508,6 @@ class SyncClient(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
         return step(self._held())
 
     _finish = staticmethod(step)
-    _executor = staticmethod(execute)
     _connector = staticmethod(connect)
     _sleeper = staticmethod(time.sleep)
 

@@ -14,7 +14,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from . import _ops
-from ._conn import Client, aconnect, aexecute
+from ._conn import Client, aconnect
 from .queue import Queue
 
 __all__ = ["AsyncConnectable", "AsyncQueue", "aconnect"]
@@ -79,7 +79,6 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
 
     _run = Client._arun
     _finish = staticmethod(lambda coroutine: coroutine)
-    _executor = staticmethod(aexecute)
     _connector = staticmethod(aconnect)
     _sleeper = staticmethod(asyncio.sleep)
 
