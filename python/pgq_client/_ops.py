@@ -234,8 +234,6 @@ def intervals(values: Sequence[timedelta | float], name: str) -> list[timedelta]
     return [interval(value, f"{name}[{i}]") for i, value in enumerate(values)]
 
 
-
-
 # -- cancellation, results and waiting ---------------------------------------------------------
 
 
