@@ -86,16 +86,17 @@ def channel_call(schema: str | None, kind: str | None = None) -> Call:
 
 _CHANNEL, _EVENT_CHANNEL = _sql.CHANNEL.encode(), _sql.EVENT_CHANNEL.encode()
 
-Shape = tuple[BaseRowFactory[Any], Callable[[list[Any]], T]]
-"""How an operation reads its statement's rows: their row factory, and its result of them."""
+Shape = tuple[BaseRowFactory[Any], Callable[[list[Any], dict[str, Any]], T]]
+"""How an operation reads its statement's rows: their row factory, and its result of them and
+of the arguments sent."""
 
 
 def one(convert: Callable[[Any], T]) -> Shape[T]:  # the one value of the one row
-    return tuple_row, lambda rows: convert(rows[0][0])
+    return tuple_row, lambda rows, _: convert(rows[0][0])
 
 
 def each(convert: Callable[[Any], T]) -> Shape[list[T]]:  # each row, by column name
-    return dict_row, lambda rows: [convert(row) for row in rows]
+    return dict_row, lambda rows, _: [convert(row) for row in rows]
 
 
 def as_list(values: Iterable[Any], name: str) -> list[Any]:  # psycopg adapts lists to arrays
@@ -130,9 +131,8 @@ def _statement(
 ) -> Callable[..., Op[T]]:
     """The operation that sends statement ``name`` with its arguments, given in ``params``'
     order: each one named in ``checks`` is first checked (or converted) by it unless it is
-    None, then ``whole`` checks them together; the result is the rows read as ``shape`` says
-    (a :func:`by_id` shape: in the order of the ids sent). ``retry``: as
-    :attr:`Call.retry_serialization`."""
+    None, then ``whole`` checks them together; the result is the rows read as ``shape`` says.
+    ``retry``: as :attr:`Call.retry_serialization`."""
     row_factory, read = shape
 
     def op(s: Statements, *args: Any) -> Op[T]:
@@ -143,9 +143,7 @@ def _statement(
         if whole is not None:
             whole(values)
         rows = yield Call(getattr(s, name), values, row_factory, retry)
-        if read is by_id:
-            return cast(T, _in_order(values["job_ids"], rows))
-        return read(rows)
+        return read(rows, values)
 
     op.__name__ = op.__qualname__ = name
     return op
@@ -188,23 +186,21 @@ def sends(
 MAX_ROWS = {"limit": "max_rows"}  # a listing's limit, as jobq's functions name it
 
 
-def by_id(rows: list[Any]) -> Any:
-    """The reader of a shape whose rows are jobs keyed by id, returned in the order of the
-    ``job_ids`` sent (by :func:`_statement`)."""
-    return rows
+def _by_id(rows: list[Any], values: dict[str, Any]) -> Any:  # in the order of the ids sent
+    return _in_order(values["job_ids"], rows)
 
 
-JOB_STATUSES: Shape[dict[uuid.UUID, JobStatus]] = (dict_row, by_id)
-STATUSES: Shape[dict[uuid.UUID, str]] = (tuple_row, by_id)
-OUTCOMES: Shape[dict[uuid.UUID, str]] = (tuple_row, dict)  # jobq_act_on_jobs': by id
-JOBS: Shape[list[Job]] = (job_row, lambda rows: cast(list[Job], rows))
-JOB_OR_NONE: Shape[Job | None] = (dict_row, lambda rows: Job.from_row(rows[0]) if rows else None)
-NOTHING: Shape[None] = (tuple_row, lambda rows: None)
-VALUE: Shape[Any] = (tuple_row, lambda rows: rows[0][0])
+JOB_STATUSES: Shape[dict[uuid.UUID, JobStatus]] = (dict_row, _by_id)
+STATUSES: Shape[dict[uuid.UUID, str]] = (tuple_row, _by_id)
+OUTCOMES: Shape[dict[uuid.UUID, str]] = (tuple_row, lambda rows, _: dict(rows))
+JOBS: Shape[list[Job]] = (job_row, lambda rows, _: cast(list[Job], rows))
+JOB_OR_NONE: Shape[Job | None] = (dict_row, lambda rows, _: Job.from_row(rows[0]) if rows else None)
+NOTHING: Shape[None] = (tuple_row, lambda rows, _: None)
+VALUE: Shape[Any] = (tuple_row, lambda rows, _: rows[0][0])
 STATUS_OR_NONE = one(lambda status: None if status is None else str(status))
-EACH_STATUS: Shape[list[str | None]] = (tuple_row, lambda rows: [row[2] for row in rows])
+EACH_STATUS: Shape[list[str | None]] = (tuple_row, lambda rows, _: [row[2] for row in rows])
 NAMES: Shape[dict[str, list[str]]] = (  # jobq_names' rows, by kind of name
-    tuple_row, lambda rows: {k: [n for c, n in rows if c == k] for k in ("queue", "job_type")}
+    tuple_row, lambda rows, _: {k: [n for c, n in rows if c == k] for k in ("queue", "job_type")}
 )
 
 
@@ -350,27 +346,38 @@ def prune(
 # -- what a dashboard reads ---------------------------------------------------------------------
 
 
-def jobs_page(
-    s: Statements,
-    status: str,
-    queue: str | None,
-    job_type: str | None,
-    after: tuple[datetime, uuid.UUID] | None,
-    size: int,
-    scan_limit: int,
-) -> Op[JobsPage]:
-    check_text(queue, "queue")
-    check_text(job_type, "job_type")
-    params = {
-        "status": status,
-        "queue": queue,
-        "job_type": job_type,
-        "after_at": after[0] if after else None,
-        "after_id": after[1] if after else None,
-        "max_rows": size + 1,  # one more than shown: whether a next page exists
-        "scan_limit": scan_limit,
-    }
-    rows, last, stopped = _page((yield Call(s.jobs_page, params)), size)
+def one_more(size: int, name: str) -> int:
+    """A page's size as sent: one more row than shown, whether a next page exists."""
+    return size + 1
+
+
+def aware(value: datetime, name: str) -> datetime:
+    check_aware(value, name)
+    return value
+
+
+def split_after(values: dict[str, Any]) -> None:
+    """A jobs page's cursor (``after``) as jobq_jobs_page takes it: a time and an id."""
+    after = values.pop("after")
+    values["after_at"], values["after_id"] = after if after else (None, None)
+
+
+Row = dict[str, Any]
+
+
+def _page(rows: list[Row], values: dict[str, Any]) -> tuple[list[Row], Row | None, Row | None]:
+    """A page's rows (asked for one more than its size: whether a next page exists), the last
+    one when there is a next page, and the row that marks where a filtered search stopped (a
+    last row that does not match)."""
+    size = values["max_rows"] - 1
+    stopped = rows.pop() if rows and not rows[-1]["matches"] else None
+    more = len(rows) > size
+    rows = rows[:size]
+    return rows, rows[-1] if more and rows else None, stopped
+
+
+def _jobs_page(rows: list[Row], values: dict[str, Any]) -> JobsPage:
+    rows, last, stopped = _page(rows, values)
     return JobsPage(
         rows,
         (last["sort_at"], last["id"]) if last else None,
@@ -378,39 +385,8 @@ def jobs_page(
     )
 
 
-Row = dict[str, Any]
-
-
-def _page(rows: list[Row], size: int) -> tuple[list[Row], Row | None, Row | None]:
-    """A page's rows (asked for one more than ``size``: whether a next page exists), the last
-    one when there is a next page, and the row that marks where a filtered search stopped (a
-    last row that does not match)."""
-    stopped = rows.pop() if rows and not rows[-1]["matches"] else None
-    more = len(rows) > size
-    rows = rows[:size]
-    return rows, rows[-1] if more and rows else None, stopped
-
-
-def find_jobs(
-    s: Statements, filters: Mapping[str, Any], size: int, scan_limit: int
-) -> Op[FoundJobs]:
-    """``filters``: arguments of ``jobq_find_jobs`` of :data:`FIND_FILTERS`, by name (those
-    not given NULL); ``payload_contains`` any JSON value."""
-    params = dict.fromkeys(FIND_FILTERS) | dict(filters)
-    for name in ("job_id", "after_id"):
-        value = params[name]
-        if value is not None:
-            params[name] = job_id_of(value, name)
-    for name in ("idempotency_key", "job_type", "queue"):
-        check_text(params[name], name)
-    for name in ("created_after", "created_before", "finished_after", "finished_before"):
-        check_aware(params[name], name)
-    if params["statuses"] is not None:
-        params["statuses"] = list(params["statuses"])
-    if params["payload_contains"] is not None:
-        params["payload_contains"] = dump_json(params["payload_contains"], "payload_contains")
-    params.update(max_rows=size + 1, scan_limit=scan_limit)
-    rows, last, stopped = _page((yield Call(s.find_jobs, params)), size)
+def _found_jobs(rows: list[Row], values: dict[str, Any]) -> FoundJobs:
+    rows, last, stopped = _page(rows, values)
     return FoundJobs(
         rows,
         last["id"] if last else None,
@@ -419,10 +395,8 @@ def find_jobs(
     )
 
 
-FIND_FILTERS = (
-    "job_id", "idempotency_key", "job_type", "queue", "statuses", "created_after",
-    "created_before", "finished_after", "finished_before", "payload_contains", "after_id",
-)
+JOBS_PAGE: Shape[JobsPage] = (dict_row, _jobs_page)
+FOUND_JOBS: Shape[FoundJobs] = (dict_row, _found_jobs)
 
 
 def function_privileges(

@@ -345,6 +345,13 @@ class Queue(SyncClient):
     def get_job(self, job_id: uuid.UUID) -> Job | None:
         """The job with this id, or None (admin)."""
 
+    @_ops.sends(
+        "find_jobs", _ops.FOUND_JOBS, job_id=_ops.job_id_of, after_id=_ops.job_id_of,
+        idempotency_key=_ops.text, job_type=_ops.text, queue=_ops.text,
+        created_after=_ops.aware, created_before=_ops.aware, finished_after=_ops.aware,
+        finished_before=_ops.aware, statuses=_ops.as_list, payload_contains=_ops.dump_json,
+        max_rows=_ops.one_more, renamed=_ops.MAX_ROWS,
+    )
     def find_jobs(
         self,
         *,
@@ -366,8 +373,6 @@ class Queue(SyncClient):
         first: times as ``[after, before)``, ``payload_contains`` (admin) as ``payload @>``
         it, ``after_id`` the previous page's ``next_after``. Beyond an id or key look-up, at
         most ``scan_limit`` jobs are examined per page (admin, monitor)."""
-        filters = {name: value for name, value in locals().items() if name in _ops.FIND_FILTERS}
-        return self._drive(_ops.find_jobs(self._sql, filters, limit, scan_limit))
 
     @_ops.sends(
         "act_on_jobs", _ops.OUTCOMES, action=_ops.action, job_ids=_ops.job_ids_of,
@@ -529,6 +534,10 @@ class Queue(SyncClient):
         ``dead_letter``, ``cancelled``, ``oldest_available_at``, how many succeeded within
         ``recent`` (``succeeded_recent``) and ``paused`` (``jobq_queue_summary``, monitor)."""
 
+    @_ops.sends(
+        "jobs_page", _ops.JOBS_PAGE, queue=_ops.text, job_type=_ops.text,
+        max_rows=_ops.one_more, renamed={"size": "max_rows"}, whole=_ops.split_after,
+    )
     def jobs_page(
         self,
         status: str,
@@ -543,9 +552,6 @@ class Queue(SyncClient):
         payload, result or error text for a monitor), after the cursor ``after`` (the
         ``next_after`` of the page before). A filtered search of finished jobs examines at most
         ``scan_limit`` of them and says where it stopped."""
-        return self._drive(
-            _ops.jobs_page(self._sql, status, queue, job_type, after, size, scan_limit)
-        )
 
     @_ops.sends("workers_summary", _ops.each(dict))
     def workers_summary(self) -> list[dict[str, Any]]:
