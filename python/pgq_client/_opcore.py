@@ -206,10 +206,6 @@ def job_id_of(value: uuid.UUID | str, name: str) -> uuid.UUID:
     return job_ids_of(value if isinstance(value, uuid.UUID) else str(value), name)[0]
 
 
-def seconds_or_none(value: timedelta | float | None, name: str) -> float | None:
-    return None if value is None else seconds(value, name)
-
-
 def seconds(value: timedelta | float, name: str) -> float:
     """A duration, a timedelta or a number of seconds, in seconds; a negative one is refused."""
     result = value.total_seconds() if isinstance(value, timedelta) else _number(value, name)

@@ -33,7 +33,7 @@ from ._opcore import (
     job_id_of,
     job_ids_of,
     payload_json,
-    seconds_or_none,
+    seconds,
 )
 from ._produce import enqueue_call, enqueue_iter, enqueue_many
 from ._sql import ROLE_PRIVILEGES, Query, Statements
@@ -241,8 +241,8 @@ def wait_args(
     """The checked arguments of a wait, before any connection is taken: the ids, the deadline
     (``time.monotonic()``; None: none) and the poll interval in seconds."""
     ids = job_ids_of(job_ids, "job_ids")
-    limit = seconds_or_none(timeout, "timeout")
-    poll = seconds_or_none(poll_interval, "poll_interval")
+    limit = None if timeout is None else seconds(timeout, "timeout")
+    poll = None if poll_interval is None else seconds(poll_interval, "poll_interval")
     if not poll:
         raise ValueError(f"poll_interval must be positive, got {poll_interval!r}")
     return ids, None if limit is None else time.monotonic() + limit, poll

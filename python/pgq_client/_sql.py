@@ -169,9 +169,13 @@ def opened_by_jobq(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any])
 def find_schema(conn: psycopg.Connection[Any]) -> str:
     """The schema of the installation that ``conn``'s search_path finds (``public`` when it
     finds none: the statements then say that jobq is not installed there)."""
+    return _schema_found(conn) or "public"
+
+
+def _schema_found(conn: psycopg.Connection[Any]) -> str | None:
     with conn.cursor(row_factory=tuple_row) as cur:  # whatever row factory it was given
         row = cur.execute(FIND_SCHEMA).fetchone()
-    return str(row[0]) if row and row[0] else "public"
+    return str(row[0]) if row and row[0] else None
 
 
 def schema_of_dsn(dsn: str) -> str:
@@ -182,14 +186,10 @@ def schema_of_dsn(dsn: str) -> str:
     with _found_lock:
         found = _found.get(dsn)
     if found is None:
-        with (
-            psycopg.connect(dsn, autocommit=True, connect_timeout=10, **CLIENT_ENCODING) as c,
-            c.cursor(row_factory=tuple_row) as cur,
-        ):
-            row = cur.execute(FIND_SCHEMA).fetchone()
-        if not row or not row[0]:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10, **CLIENT_ENCODING) as c:
+            found = _schema_found(c)
+        if found is None:
             return "public"  # not installed (yet): asked again next time
-        found = str(row[0])
         with _found_lock:
             _found[dsn] = found
     return found
