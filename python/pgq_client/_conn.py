@@ -1,12 +1,8 @@
-"""The connections of ``Queue`` and ``AsyncQueue``: where the DSN comes from, opening a
-connection, and :class:`Client`, the connection or pool a client uses, its schema and its
-check, and the connections it listens on for a wait. That plumbing is written once, as
+"""The connections of ``Queue`` and ``AsyncQueue`` (:class:`Client`), written once as
 coroutines that await a call's value whether it is blocking or asyncio
-(:func:`~._opcore.settled`, :func:`_entered`): ``AsyncQueue`` awaits them; :class:`SyncClient`,
-whose calls all block and so never suspend, runs them without an event loop
-(:func:`~._opcore.step`). Only a Queue's hot path (``Queue._run``) is written out as plain
-blocking code.
-"""
+(:func:`~._opcore.settled`): ``AsyncQueue`` awaits them, :class:`SyncClient` steps them without
+an event loop (:func:`~._opcore.step`). Only ``Queue._run``, every enqueue's path, is written
+out as plain blocking code."""
 
 from __future__ import annotations
 
@@ -296,10 +292,8 @@ class Client(Generic[C, P]):
         return cast(T, self._finish(self._wait_io(ids, deadline, poll, finish)))
 
     async def _arun(self, call: _ops.Call, conn: C | None, first: int = 1) -> list[Any]:
-        """Run ``call`` in the caller's transaction (``conn``), else on a connection of the
-        pool or the client's, in a transaction of its own (unless a given connection is in
-        one), tried again on a serialization failure when ``call`` allows it; ``first``: the
-        attempt this is."""
+        """Run ``call`` and return its rows; ``first``: the attempt this is (a transaction
+        the client owns is tried again on a serialization failure when ``call`` allows it)."""
         if conn is not None:
             # The caller's transaction: no commit, and a serialization failure is theirs to retry.
             await self._check_compatible(conn)
