@@ -172,6 +172,15 @@ def execute(conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call) -> lis
         raise from_psycopg(exc) from exc
 
 
+async def _fetched(
+    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], call: _ops.Call
+) -> list[Any]:
+    cur: Any = conn.cursor(row_factory=call.row_factory)  # not closed: see execute
+    await settled(cur.execute(call.query, call.params, binary=call.binary))
+    rows: list[Any] = await settled(cur.fetchall())
+    return rows
+
+
 class Client(Generic[C, P]):
     """The state of a Queue (``C``: its connection type, ``P``: its pool type) or AsyncQueue,
     and the plumbing both share.
@@ -307,9 +316,12 @@ class Client(Generic[C, P]):
                     async with _entered(cast(Any, self._pool).connection()) as c:
                         await self._check_compatible(c)
                         return await self._execute(c, True, self._bound(call))
-                async with _entered(self._lock):
+                await settled(self._lock.acquire())  # (no _entered: every enqueue's path)
+                try:
                     c, owns_tx = await self._held()
                     return await self._execute(c, owns_tx, self._bound(call))
+                finally:
+                    self._lock.release()
             except SerializationFailure:
                 if attempt >= tries or not owns_tx:
                     raise
@@ -322,12 +334,13 @@ class Client(Generic[C, P]):
 
     async def _execute(self, conn: C, own_tx: bool, call: _ops.Call) -> list[Any]:
         """As :func:`execute`, on either kind of connection."""
-        own = own_tx and not conn.autocommit
-        with translate_errors():
-            async with _entered(conn.transaction() if own else nullcontext()):
-                cur: Any = conn.cursor(row_factory=call.row_factory)
-                await settled(cur.execute(call.query, call.params, binary=call.binary))
-                return cast(list[Any], await settled(cur.fetchall()))
+        try:
+            if own_tx and not conn.autocommit:
+                async with _entered(conn.transaction()):
+                    return await _fetched(conn, call)
+            return await _fetched(conn, call)
+        except psycopg.Error as exc:
+            raise from_psycopg(exc) from exc
 
     async def _open(self) -> C:
         return await settled(self._connector(self.dsn))
