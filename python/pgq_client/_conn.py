@@ -438,13 +438,8 @@ class Client(Generic[C, P]):
                 yield pair
             return
         if self._conn is not None:
-            async with _entered(self._lock):
-                if idle(self._conn):
-                    async with self._listening(self._conn) as pair:
-                        yield pair
-                else:
-                    await self._check_compatible(self._conn)
-                    yield self._conn, None  # LISTEN would take effect only at the caller's commit
+            async with _entered(self._lock), self._listening(self._conn) as pair:
+                yield pair
             return
         async with _entered(self._lock):
             kept = self._listeners.pop() if self._listeners else None
@@ -464,6 +459,9 @@ class Client(Generic[C, P]):
     @asynccontextmanager
     async def _listening(self, conn: C) -> AsyncIterator[tuple[C, str | None]]:
         await self._check_compatible(conn)
+        if not idle(conn):
+            yield conn, None  # LISTEN would take effect only at the caller's commit
+            return
         if self._done_channel is None:
             done = _ops.channel_call(self.schema, _sql.DONE)
             rows = await self._execute(conn, own_transaction(conn), done)
