@@ -1,21 +1,18 @@
-"""The connections of ``Queue`` and ``AsyncQueue``: where the DSN comes from, opening a
-connection, and :class:`Client`, the connection or pool a client uses, its schema and its
-check, and the connections it listens on for a wait. That plumbing is written once, as
+"""The connections of ``Queue`` and ``AsyncQueue`` (:class:`Client`), written once as
 coroutines that await a call's value whether it is blocking or asyncio
-(:func:`~._opcore.settled`, :func:`_entered`): ``AsyncQueue`` awaits them; :class:`SyncClient`,
-whose calls all block and so never suspend, runs them without an event loop
-(:func:`~._opcore.step`). Only a Queue's hot path (``Queue._run``) is written out as plain
-blocking code.
-"""
+(:func:`~._opcore.settled`): ``AsyncQueue`` awaits them, :class:`SyncClient` steps them without
+an event loop (:func:`~._opcore.step`). Only ``Queue._run``, every enqueue's path, is written
+out as plain blocking code."""
 
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -32,11 +29,13 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from . import _ops, _sql
 from ._opcore import settled, step
-from .errors import JobqError, from_psycopg
+from .errors import JobqError, SerializationFailure, from_psycopg
 from .installer.compat import breaking_change_in, incompatibility
 from .models import JobStatus, use_fast_json
 
 DSN_SOURCES = ("JOBQ_DSN", "DATABASE_URL")
+
+log = logging.getLogger("pgq_client.queue")
 
 # How often a statement of a transaction the client owns is retried on a serialization failure.
 SERIALIZATION_RETRIES = 5
@@ -173,19 +172,13 @@ def execute(conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call) -> lis
         raise from_psycopg(exc) from exc
 
 
-async def aexecute(
-    conn: psycopg.AsyncConnection[Any], own_tx: bool, call: _ops.Call
+async def _fetched(
+    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], call: _ops.Call
 ) -> list[Any]:
-    """As :func:`execute`, on an AsyncConnection."""
-    try:
-        async with (
-            conn.transaction() if own_tx and not conn.autocommit else nullcontext(),
-            conn.cursor(row_factory=call.row_factory) as cur,
-        ):
-            await cur.execute(call.query, call.params, binary=call.binary)
-            return await cur.fetchall()
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
+    cur: Any = conn.cursor(row_factory=call.row_factory)  # not closed: see execute
+    await settled(cur.execute(call.query, call.params, binary=call.binary))
+    rows: list[Any] = await settled(cur.fetchall())
+    return rows
 
 
 class Client(Generic[C, P]):
@@ -282,18 +275,72 @@ class Client(Generic[C, P]):
         return opened
 
     # The blocking or asyncio forms of what the plumbing calls, awaited through settled and
-    # _entered: run a call (execute, aexecute), open a connection (connect, aconnect), sleep,
-    # run a blocking function (the DSN's schema: _sql.schema_of_dsn) and the client's lock.
-    _executor: Callable[[C, bool, _ops.Call], list[Any] | Awaitable[list[Any]]]
+    # _entered: open a connection (connect, aconnect), sleep, run a blocking function (the
+    # DSN's schema: _sql.schema_of_dsn) and the client's lock.
     _connector: Callable[[str], C | Awaitable[C]]
     _sleeper: Callable[[float], object]
     _offload: Callable[[Callable[[str], str], str], str | Awaitable[str]]
     _lock: Any  # a threading.RLock or an asyncio.Lock
 
+    # The result of a coroutine of the plumbing: stepped to its value by a blocking client
+    # (:func:`~._opcore.step`), the coroutine itself, for its caller to await, by AsyncQueue.
+    _finish: Callable[[Coroutine[Any, Any, Any]], Any]
+    _run: Callable[[_ops.Call, Any], list[Any] | Awaitable[list[Any]]]  # one call, its rows
+
     # -- the plumbing, written once --------------------------------------------------------
 
+    def _drive(self, op: _ops.Op[T], conn: Any = None) -> T:
+        """Run ``op`` (the caller's connection ``conn`` for its transaction, if given)."""
+        self._check_conn(conn)
+        return cast(T, self._finish(_ops.adrive(op, lambda call: self._run(call, conn))))
+
+    def _waited(
+        self, ids: list[uuid.UUID], deadline: float | None, poll: float,
+        finish: Callable[[Statuses], T],
+    ) -> T:
+        return cast(T, self._finish(self._wait_io(ids, deadline, poll, finish)))
+
+    async def _arun(self, call: _ops.Call, conn: C | None, first: int = 1) -> list[Any]:
+        """Run ``call`` and return its rows; ``first``: the attempt this is (a transaction
+        the client owns is tried again on a serialization failure when ``call`` allows it)."""
+        if conn is not None:
+            # The caller's transaction: no commit, and a serialization failure is theirs to retry.
+            await self._check_compatible(conn)
+            return await self._execute(conn, False, self._bound(call))
+        tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
+        for attempt in range(first, tries + 1):
+            owns_tx = True
+            try:
+                self._check_open()
+                if self._pool is not None:
+                    async with _entered(cast(Any, self._pool).connection()) as c:
+                        await self._check_compatible(c)
+                        return await self._execute(c, True, self._bound(call))
+                await settled(self._lock.acquire())  # (no _entered: every enqueue's path)
+                try:
+                    c, owns_tx = await self._held()
+                    return await self._execute(c, owns_tx, self._bound(call))
+                finally:
+                    self._lock.release()
+            except SerializationFailure:
+                if attempt >= tries or not owns_tx:
+                    raise
+                await self._retry_pause(attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _retry_pause(self, attempt: int) -> None:
+        log.debug("serialization failure, retrying (%d/%d)", attempt, SERIALIZATION_RETRIES)
+        await settled(self._sleeper(serialization_pause(attempt)))
+
     async def _execute(self, conn: C, own_tx: bool, call: _ops.Call) -> list[Any]:
-        return await settled(self._executor(conn, own_tx, call))
+        """As :func:`execute`, on either kind of connection."""
+        try:
+            if own_tx and not conn.autocommit:
+                async with _entered(conn.transaction()):
+                    return await _fetched(conn, call)
+            return await _fetched(conn, call)
+        except psycopg.Error as exc:
+            raise from_psycopg(exc) from exc
 
     async def _open(self) -> C:
         return await settled(self._connector(self.dsn))
@@ -391,13 +438,8 @@ class Client(Generic[C, P]):
                 yield pair
             return
         if self._conn is not None:
-            async with _entered(self._lock):
-                if idle(self._conn):
-                    async with self._listening(self._conn) as pair:
-                        yield pair
-                else:
-                    await self._check_compatible(self._conn)
-                    yield self._conn, None  # LISTEN would take effect only at the caller's commit
+            async with _entered(self._lock), self._listening(self._conn) as pair:
+                yield pair
             return
         async with _entered(self._lock):
             kept = self._listeners.pop() if self._listeners else None
@@ -417,6 +459,9 @@ class Client(Generic[C, P]):
     @asynccontextmanager
     async def _listening(self, conn: C) -> AsyncIterator[tuple[C, str | None]]:
         await self._check_compatible(conn)
+        if not idle(conn):
+            yield conn, None  # LISTEN would take effect only at the caller's commit
+            return
         if self._done_channel is None:
             done = _ops.channel_call(self.schema, _sql.DONE)
             rows = await self._execute(conn, own_transaction(conn), done)
@@ -467,17 +512,7 @@ class SyncClient(Client[psycopg.Connection[Any], ConnectionPool[Any]]):
                 return owned, True
         return step(self._held())
 
-    def _check_now(self, conn: psycopg.Connection[Any]) -> None:
-        if not self._compatible:
-            step(self._check_compatible(conn))
-
-    def _waited(
-        self, ids: list[uuid.UUID], deadline: float | None, poll: float,
-        finish: Callable[[Statuses], T],
-    ) -> T:
-        return step(self._wait_io(ids, deadline, poll, finish))
-
-    _executor = staticmethod(execute)
+    _finish = staticmethod(step)
     _connector = staticmethod(connect)
     _sleeper = staticmethod(time.sleep)
 

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar
 
 from psycopg.rows import BaseRowFactory, dict_row
 
@@ -64,7 +64,8 @@ async def settled(value: T | Awaitable[T]) -> T:
     """The value of a blocking call, or the awaited value of an asyncio one: what lets one
     coroutine serve a blocking and an asyncio caller (:func:`drive`, ``_conn.Client``)."""
     if inspect.isawaitable(value):
-        return cast(T, await value)
+        awaited: T = await value  # (not typing.cast: a call on every enqueue's path)
+        return awaited
     return value
 
 
@@ -204,10 +205,6 @@ def job_ids_of(value: uuid.UUID | str | Iterable[uuid.UUID | str], name: str) ->
 def job_id_of(value: uuid.UUID | str, name: str) -> uuid.UUID:
     """One job id, as :func:`job_ids_of` reads it."""
     return job_ids_of(value if isinstance(value, uuid.UUID) else str(value), name)[0]
-
-
-def seconds_or_none(value: timedelta | float | None, name: str) -> float | None:
-    return None if value is None else seconds(value, name)
 
 
 def seconds(value: timedelta | float, name: str) -> float:

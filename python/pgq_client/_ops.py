@@ -33,7 +33,7 @@ from ._opcore import (
     job_id_of,
     job_ids_of,
     payload_json,
-    seconds_or_none,
+    seconds,
 )
 from ._produce import enqueue_call, enqueue_iter, enqueue_many
 from ._sql import ROLE_PRIVILEGES, Query, Statements
@@ -86,16 +86,17 @@ def channel_call(schema: str | None, kind: str | None = None) -> Call:
 
 _CHANNEL, _EVENT_CHANNEL = _sql.CHANNEL.encode(), _sql.EVENT_CHANNEL.encode()
 
-Shape = tuple[BaseRowFactory[Any], Callable[[list[Any]], T]]
-"""How an operation reads its statement's rows: their row factory, and its result of them."""
+Shape = tuple[BaseRowFactory[Any], Callable[[list[Any], dict[str, Any]], T]]
+"""How an operation reads its statement's rows: their row factory, and its result of them and
+of the arguments sent."""
 
 
 def one(convert: Callable[[Any], T]) -> Shape[T]:  # the one value of the one row
-    return tuple_row, lambda rows: convert(rows[0][0])
+    return tuple_row, lambda rows, _: convert(rows[0][0])
 
 
 def each(convert: Callable[[Any], T]) -> Shape[list[T]]:  # each row, by column name
-    return dict_row, lambda rows: [convert(row) for row in rows]
+    return dict_row, lambda rows, _: [convert(row) for row in rows]
 
 
 def as_list(values: Iterable[Any], name: str) -> list[Any]:  # psycopg adapts lists to arrays
@@ -125,11 +126,13 @@ def _statement(
     /,
     *params: str,
     whole: Callable[[dict[str, Any]], None] | None = None,
+    retry: bool = False,
     **checks: Callable[[Any, str], Any],
 ) -> Callable[..., Op[T]]:
     """The operation that sends statement ``name`` with its arguments, given in ``params``'
     order: each one named in ``checks`` is first checked (or converted) by it unless it is
-    None, then ``whole`` checks them together; the result is the rows read as ``shape`` says."""
+    None, then ``whole`` checks them together; the result is the rows read as ``shape`` says.
+    ``retry``: as :attr:`Call.retry_serialization`."""
     row_factory, read = shape
 
     def op(s: Statements, *args: Any) -> Op[T]:
@@ -139,8 +142,8 @@ def _statement(
                 values[key] = check(values[key], key)
         if whole is not None:
             whole(values)
-        rows = yield Call(getattr(s, name), values, row_factory)
-        return read(rows)
+        rows = yield Call(getattr(s, name), values, row_factory, retry)
+        return read(rows, values)
 
     op.__name__ = op.__qualname__ = name
     return op
@@ -153,6 +156,7 @@ def sends(
     *,
     whole: Callable[[dict[str, Any]], None] | None = None,
     renamed: Mapping[str, str] | None = None,
+    retry: bool = False,
     **checks: Callable[[Any, str], Any],
 ) -> Callable[[Callable[P, T]], Callable[P, T]]:
     """A method of ``Queue`` declared by its signature and docstring alone: it sends statement
@@ -165,7 +169,7 @@ def sends(
         signature = inspect.signature(method)
         names = [p for p in signature.parameters if p not in ("self", "conn")]
         sent = [(renamed or {}).get(p, p) for p in names]
-        op = _statement(name, shape, *sent, whole=whole, **checks)
+        op = _statement(name, shape, *sent, whole=whole, retry=retry, **checks)
 
         @functools.wraps(method)
         def send(client: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -180,14 +184,23 @@ def sends(
 
 
 MAX_ROWS = {"limit": "max_rows"}  # a listing's limit, as jobq's functions name it
-JOBS: Shape[list[Job]] = (job_row, lambda rows: cast(list[Job], rows))
-JOB_OR_NONE: Shape[Job | None] = (dict_row, lambda rows: Job.from_row(rows[0]) if rows else None)
-NOTHING: Shape[None] = (tuple_row, lambda rows: None)
-VALUE: Shape[Any] = (tuple_row, lambda rows: rows[0][0])
+
+
+def _by_id(rows: list[Any], values: dict[str, Any]) -> Any:  # in the order of the ids sent
+    return _in_order(values["job_ids"], rows)
+
+
+JOB_STATUSES: Shape[dict[uuid.UUID, JobStatus]] = (dict_row, _by_id)
+STATUSES: Shape[dict[uuid.UUID, str]] = (tuple_row, _by_id)
+OUTCOMES: Shape[dict[uuid.UUID, str]] = (tuple_row, lambda rows, _: dict(rows))
+JOBS: Shape[list[Job]] = (job_row, lambda rows, _: cast(list[Job], rows))
+JOB_OR_NONE: Shape[Job | None] = (dict_row, lambda rows, _: Job.from_row(rows[0]) if rows else None)
+NOTHING: Shape[None] = (tuple_row, lambda rows, _: None)
+VALUE: Shape[Any] = (tuple_row, lambda rows, _: rows[0][0])
 STATUS_OR_NONE = one(lambda status: None if status is None else str(status))
-EACH_STATUS: Shape[list[str | None]] = (tuple_row, lambda rows: [row[2] for row in rows])
+EACH_STATUS: Shape[list[str | None]] = (tuple_row, lambda rows, _: [row[2] for row in rows])
 NAMES: Shape[dict[str, list[str]]] = (  # jobq_names' rows, by kind of name
-    tuple_row, lambda rows: {k: [n for c, n in rows if c == k] for k in ("queue", "job_type")}
+    tuple_row, lambda rows, _: {k: [n for c, n in rows if c == k] for k in ("queue", "job_type")}
 )
 
 
@@ -217,32 +230,7 @@ def intervals(values: Sequence[timedelta | float], name: str) -> list[timedelta]
     return [interval(value, f"{name}[{i}]") for i, value in enumerate(values)]
 
 
-
-
 # -- cancellation, results and waiting ---------------------------------------------------------
-
-
-def cancel(
-    s: Statements, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str], reason: str | None
-) -> Op[dict[uuid.UUID, str]]:
-    ids = job_ids_of(job_ids, "job_ids")
-    check_text(reason, "reason")
-    rows = yield Call(
-        s.cancel,
-        {"job_ids": ids, "reason": reason},
-        tuple_row,
-        retry_serialization=True,  # a deadlock with a concurrent completion is retried
-    )
-    found = dict(rows)
-    return {job_id: found[job_id] for job_id in ids if job_id in found}
-
-
-def status(
-    s: Statements, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
-) -> Op[dict[uuid.UUID, JobStatus]]:
-    ids = job_ids_of(job_ids, "job_ids")
-    rows = yield Call(s.job_status, {"job_ids": ids})
-    return _in_order(ids, rows)
 
 
 def wait_args(
@@ -253,8 +241,8 @@ def wait_args(
     """The checked arguments of a wait, before any connection is taken: the ids, the deadline
     (``time.monotonic()``; None: none) and the poll interval in seconds."""
     ids = job_ids_of(job_ids, "job_ids")
-    limit = seconds_or_none(timeout, "timeout")
-    poll = seconds_or_none(poll_interval, "poll_interval")
+    limit = None if timeout is None else seconds(timeout, "timeout")
+    poll = None if poll_interval is None else seconds(poll_interval, "poll_interval")
     if not poll:
         raise ValueError(f"poll_interval must be positive, got {poll_interval!r}")
     return ids, None if limit is None else time.monotonic() + limit, poll
@@ -276,7 +264,7 @@ def wait(
     if listening:
         rows = yield Call(s.await_, {"job_ids": ids, "timeout": timedelta(0)})
     else:
-        rows = yield Call(s.job_status, {"job_ids": ids})
+        rows = yield Call(s.status, {"job_ids": ids})
     statuses = _in_order(ids, rows)
     while True:
         unfinished = frozenset(str(i) for i, st in statuses.items() if not st.finished)
@@ -286,7 +274,7 @@ def wait(
         if deadline is not None and now >= deadline:
             return statuses
         yield Pause(poll if deadline is None else min(poll, deadline - now), unfinished)
-        rows = yield Call(s.job_status, {"job_ids": ids})
+        rows = yield Call(s.status, {"job_ids": ids})
         statuses = _in_order(ids, rows)
 
 
@@ -303,8 +291,12 @@ def result(job_id: uuid.UUID, found: JobStatus | None, timeout: object) -> Any:
     )
 
 
-def _in_order(ids: list[uuid.UUID], rows: list[dict[str, Any]]) -> dict[uuid.UUID, JobStatus]:
-    found = {row["id"]: JobStatus.from_row(row) for row in rows}
+def _in_order(ids: list[uuid.UUID], rows: list[Any]) -> dict[uuid.UUID, Any]:
+    """The jobs' rows by id, in the order of ``ids``: a JobStatus of each dict row, the status
+    of each (id, status) row."""
+    found = dict(
+        (row["id"], JobStatus.from_row(row)) if isinstance(row, dict) else row for row in rows
+    )
     return {job_id: found[job_id] for job_id in ids if job_id in found}
 
 
@@ -323,23 +315,10 @@ tick = _statement("tick", each(Fire.from_row))
 ACTIONS = JOB_ACTIONS
 
 
-def act_on_jobs(
-    s: Statements,
-    action: str,
-    job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
-    reason: str | None,
-) -> Op[dict[uuid.UUID, str]]:
-    if action not in ACTIONS:
-        raise ValueError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
-    ids = job_ids_of(job_ids, "job_ids")
-    check_text(reason, "reason")
-    rows = yield Call(
-        s.act_on_jobs,
-        {"action": action, "job_ids": ids, "reason": reason},
-        tuple_row,
-        retry_serialization=True,  # a cancel's deadlock with a concurrent completion
-    )
-    return dict(rows)
+def action(value: str, name: str) -> str:
+    if value not in ACTIONS:
+        raise ValueError(f"{name} must be one of {', '.join(ACTIONS)}, got {value!r}")
+    return value
 
 
 def prune(
@@ -367,27 +346,38 @@ def prune(
 # -- what a dashboard reads ---------------------------------------------------------------------
 
 
-def jobs_page(
-    s: Statements,
-    status: str,
-    queue: str | None,
-    job_type: str | None,
-    after: tuple[datetime, uuid.UUID] | None,
-    size: int,
-    scan_limit: int,
-) -> Op[JobsPage]:
-    check_text(queue, "queue")
-    check_text(job_type, "job_type")
-    params = {
-        "status": status,
-        "queue": queue,
-        "job_type": job_type,
-        "after_at": after[0] if after else None,
-        "after_id": after[1] if after else None,
-        "max_rows": size + 1,  # one more than shown: whether a next page exists
-        "scan_limit": scan_limit,
-    }
-    rows, last, stopped = _page((yield Call(s.jobs_page, params)), size)
+def one_more(size: int, name: str) -> int:
+    """A page's size as sent: one more row than shown, whether a next page exists."""
+    return size + 1
+
+
+def aware(value: datetime, name: str) -> datetime:
+    check_aware(value, name)
+    return value
+
+
+def split_after(values: dict[str, Any]) -> None:
+    """A jobs page's cursor (``after``) as jobq_jobs_page takes it: a time and an id."""
+    after = values.pop("after")
+    values["after_at"], values["after_id"] = after if after else (None, None)
+
+
+Row = dict[str, Any]
+
+
+def _page(rows: list[Row], values: dict[str, Any]) -> tuple[list[Row], Row | None, Row | None]:
+    """A page's rows (asked for one more than its size: whether a next page exists), the last
+    one when there is a next page, and the row that marks where a filtered search stopped (a
+    last row that does not match)."""
+    size = values["max_rows"] - 1
+    stopped = rows.pop() if rows and not rows[-1]["matches"] else None
+    more = len(rows) > size
+    rows = rows[:size]
+    return rows, rows[-1] if more and rows else None, stopped
+
+
+def _jobs_page(rows: list[Row], values: dict[str, Any]) -> JobsPage:
+    rows, last, stopped = _page(rows, values)
     return JobsPage(
         rows,
         (last["sort_at"], last["id"]) if last else None,
@@ -395,39 +385,8 @@ def jobs_page(
     )
 
 
-Row = dict[str, Any]
-
-
-def _page(rows: list[Row], size: int) -> tuple[list[Row], Row | None, Row | None]:
-    """A page's rows (asked for one more than ``size``: whether a next page exists), the last
-    one when there is a next page, and the row that marks where a filtered search stopped (a
-    last row that does not match)."""
-    stopped = rows.pop() if rows and not rows[-1]["matches"] else None
-    more = len(rows) > size
-    rows = rows[:size]
-    return rows, rows[-1] if more and rows else None, stopped
-
-
-def find_jobs(
-    s: Statements, filters: Mapping[str, Any], size: int, scan_limit: int
-) -> Op[FoundJobs]:
-    """``filters``: arguments of ``jobq_find_jobs`` of :data:`FIND_FILTERS`, by name (those
-    not given NULL); ``payload_contains`` any JSON value."""
-    params = dict.fromkeys(FIND_FILTERS) | dict(filters)
-    for name in ("job_id", "after_id"):
-        value = params[name]
-        if value is not None:
-            params[name] = job_id_of(value, name)
-    for name in ("idempotency_key", "job_type", "queue"):
-        check_text(params[name], name)
-    for name in ("created_after", "created_before", "finished_after", "finished_before"):
-        check_aware(params[name], name)
-    if params["statuses"] is not None:
-        params["statuses"] = list(params["statuses"])
-    if params["payload_contains"] is not None:
-        params["payload_contains"] = dump_json(params["payload_contains"], "payload_contains")
-    params.update(max_rows=size + 1, scan_limit=scan_limit)
-    rows, last, stopped = _page((yield Call(s.find_jobs, params)), size)
+def _found_jobs(rows: list[Row], values: dict[str, Any]) -> FoundJobs:
+    rows, last, stopped = _page(rows, values)
     return FoundJobs(
         rows,
         last["id"] if last else None,
@@ -436,10 +395,8 @@ def find_jobs(
     )
 
 
-FIND_FILTERS = (
-    "job_id", "idempotency_key", "job_type", "queue", "statuses", "created_after",
-    "created_before", "finished_after", "finished_before", "payload_contains", "after_id",
-)
+JOBS_PAGE: Shape[JobsPage] = (dict_row, _jobs_page)
+FOUND_JOBS: Shape[FoundJobs] = (dict_row, _found_jobs)
 
 
 def function_privileges(

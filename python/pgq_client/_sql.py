@@ -53,19 +53,10 @@ _CALLS = {
 for _bulk in ("enqueue_many", "enqueue_arrays"):
     _CALLS[f"{_bulk}_count"] = _CALLS[_bulk].replace(_IDS, "SELECT pg_catalog.count(*)", 1)
 
-# jobq_enqueue's arguments, each as the client passes it. A single enqueue sends only the
-# arguments that differ from the function's defaults (Statements.enqueue_with): every parameter
-# costs a bind and a coercion in the server and a field in libpq's message, and the usual call
-# (a job type and a payload) is then the same two-parameter statement a hand-written client
-# would prepare.
+# jobq_enqueue's arguments by name, each as calls.sql's enqueue passes it.
 ENQUEUE_ARGUMENTS = {
-    name: f"{name} => %({name})s::pg_catalog.{kind}"
-    for name, kind in (
-        ("job_type", "text"), ("payload", "jsonb"), ("idempotency_key", "text"),
-        ("max_attempts", "int4"), ("run_at", "timestamptz"), ("priority", "int4"),
-        ("queue", "text"), ("limit_group", "text"), ("limit_key", "text"),
-        ("depends_on", "uuid[]"), ("on_dependency_failure", "text"),
-    )
+    name: argument
+    for argument, name in re.findall(r"^ +((\w+) => [^,\n]+)", _CALLS["enqueue"], re.MULTILINE)
 }
 
 # Where a client given no schema renders the schema's prefix (a comment, so that a statement
@@ -178,9 +169,13 @@ def opened_by_jobq(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any])
 def find_schema(conn: psycopg.Connection[Any]) -> str:
     """The schema of the installation that ``conn``'s search_path finds (``public`` when it
     finds none: the statements then say that jobq is not installed there)."""
+    return _schema_found(conn) or "public"
+
+
+def _schema_found(conn: psycopg.Connection[Any]) -> str | None:
     with conn.cursor(row_factory=tuple_row) as cur:  # whatever row factory it was given
         row = cur.execute(FIND_SCHEMA).fetchone()
-    return str(row[0]) if row and row[0] else "public"
+    return str(row[0]) if row and row[0] else None
 
 
 def schema_of_dsn(dsn: str) -> str:
@@ -191,14 +186,10 @@ def schema_of_dsn(dsn: str) -> str:
     with _found_lock:
         found = _found.get(dsn)
     if found is None:
-        with (
-            psycopg.connect(dsn, autocommit=True, connect_timeout=10, **CLIENT_ENCODING) as c,
-            c.cursor(row_factory=tuple_row) as cur,
-        ):
-            row = cur.execute(FIND_SCHEMA).fetchone()
-        if not row or not row[0]:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10, **CLIENT_ENCODING) as c:
+            found = _schema_found(c)
+        if found is None:
             return "public"  # not installed (yet): asked again next time
-        found = str(row[0])
         with _found_lock:
             _found[dsn] = found
     return found

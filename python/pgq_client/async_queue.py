@@ -14,15 +14,8 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from . import _ops
-from ._conn import (
-    SERIALIZATION_RETRIES,
-    Client,
-    aconnect,
-    aexecute,
-    serialization_pause,
-)
-from .errors import SerializationFailure
-from .queue import Queue, TxConnection, log
+from ._conn import Client, aconnect
+from .queue import Queue
 
 __all__ = ["AsyncConnectable", "AsyncQueue", "aconnect"]
 
@@ -81,41 +74,11 @@ class AsyncQueue(Client[psycopg.AsyncConnection[Any], AsyncConnectionPool[Any]])
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _drive(self, op: _ops.Op[T], conn: TxConnection | None = None) -> T:
-        self._check_conn(conn)
-        return await _ops.adrive(op, lambda call: self._run(call, conn))  # type: ignore[arg-type]
-
     async def _first(self, call: _ops.Call, conn: psycopg.AsyncConnection[Any] | None) -> Any:
-        return (await self._run(call, conn))[0]
+        return (await self._arun(call, conn))[0]
 
-    async def _run(
-        self, call: _ops.Call, conn: psycopg.AsyncConnection[Any] | None
-    ) -> list[Any]:
-        if conn is not None:
-            await self._check_compatible(conn)  # the caller's transaction, as in Queue._run
-            return await aexecute(conn, False, self._bound(call))
-        tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
-        for attempt in range(1, tries + 1):
-            owns_tx = True
-            try:
-                self._check_open()
-                if self._pool is not None:
-                    async with self._pool.connection() as c:
-                        await self._check_compatible(c)
-                        return await aexecute(c, True, self._bound(call))
-                async with self._lock:
-                    c, owns_tx = await self._held()
-                    return await aexecute(c, owns_tx, self._bound(call))
-            except SerializationFailure:
-                if attempt == tries or not owns_tx:
-                    raise
-                log.debug("serialization failure, retrying (%d/%d)", attempt, tries)
-                await asyncio.sleep(serialization_pause(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    _waited = Client._wait_io
-
-    _executor = staticmethod(aexecute)
+    _run = Client._arun
+    _finish = staticmethod(lambda coroutine: coroutine)
     _connector = staticmethod(aconnect)
     _sleeper = staticmethod(asyncio.sleep)
 

@@ -204,14 +204,6 @@ class MetricSample(_Row):
     labels: dict[str, str]
     value: float
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> MetricSample:
-        return cls(
-            metric=str(row["metric"]),
-            labels={str(k): str(v) for k, v in (row["labels"] or {}).items()},
-            value=float(row["value"]),
-        )
-
 
 @dataclass(frozen=True)
 class HealthRow(_Row):

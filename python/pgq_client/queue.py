@@ -8,25 +8,18 @@ statement is declared by its signature and docstring, the statement and its chec
 
 from __future__ import annotations
 
-import logging
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal
 
 import psycopg
 
 from . import _ops
-from ._conn import (
-    SERIALIZATION_RETRIES,
-    Statuses,
-    SyncClient,
-    execute,
-    serialization_pause,
-)
+from ._conn import Statuses, SyncClient, execute
+from ._opcore import step
 from ._ops import WAIT_POLL_INTERVAL, job_ids_of
-from .errors import JobqError, SerializationFailure
+from .errors import SerializationFailure
 from .models import (
     BulkSummary,
     Dependency,
@@ -45,9 +38,6 @@ from .models import (
 
 __all__ = ["Queue", "TxConnection"]
 
-T = TypeVar("T")
-
-log = logging.getLogger("pgq_client.queue")
 
 # ``conn=``: the caller's connection, a Connection for Queue, an AsyncConnection for AsyncQueue.
 TxConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
@@ -66,40 +56,25 @@ class Queue(SyncClient):
 
     _read_ahead: ClassVar[bool] = True  # enqueue_iter reads the next batch in a thread
 
-    def _drive(self, op: _ops.Op[T], conn: TxConnection | None = None) -> T:
-        self._check_conn(conn)
-        return _ops.drive(op, lambda call: self._run(call, conn))  # type: ignore[arg-type]
-
     def _first(self, call: _ops.Call, conn: psycopg.Connection[Any] | None) -> Any:
         # One statement, run without _drive: every single enqueue's path.
         return self._run(call, conn)[0]
 
     def _run(self, call: _ops.Call, conn: psycopg.Connection[Any] | None) -> list[Any]:
-        if conn is not None:
-            # The caller's transaction: no commit, and a serialization failure is theirs to retry.
-            self._check_now(conn)
-            return execute(conn, False, self._bound(call))
-        tries = SERIALIZATION_RETRIES if call.retry_serialization else 1
-        for attempt in range(1, tries + 1):
-            owns_tx = True
-            # Written out, not a context manager yielding the connection: this is every
-            # enqueue's path, where each layer of Python shows in the latency.
+        # A call on the client's own or given connection is written out here, not stepped
+        # through Client._arun's coroutine: this is every enqueue's path, where each layer of
+        # Python shows in the latency.
+        if conn is not None or self._pool is not None or self._closed:
+            return step(self._arun(call, conn))
+        with self._lock:
+            c, owns_tx = self._held_now()
             try:
-                if self._closed:
-                    raise JobqError("this Queue is closed")
-                if self._pool is not None:
-                    with self._pool.connection() as c:
-                        self._check_now(c)
-                        return execute(c, True, self._bound(call) if self._late else call)
-                with self._lock:
-                    c, owns_tx = self._held_now()
-                    return execute(c, owns_tx, self._bound(call) if self._late else call)
+                return execute(c, owns_tx, self._bound(call) if self._late else call)
             except SerializationFailure:
-                if attempt == tries or not owns_tx:
+                if not (call.retry_serialization and owns_tx):
                     raise
-                log.debug("serialization failure, retrying (%d/%d)", attempt, tries)
-                time.sleep(serialization_pause(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+        step(self._retry_pause(1))
+        return step(self._arun(call, None, first=2))
 
     # -- producing ----------------------------------------------------------------------------
 
@@ -274,6 +249,10 @@ class Queue(SyncClient):
 
     # -- cancellation, results and waiting ---------------------------------------------------
 
+    @_ops.sends(
+        "cancel", _ops.STATUSES, job_ids=_ops.job_ids_of, reason=_ops.text,
+        retry=True,  # a deadlock with a concurrent completion is retried
+    )
     def cancel(
         self,
         job_ids: uuid.UUID | str | Iterable[uuid.UUID | str],
@@ -283,13 +262,12 @@ class Queue(SyncClient):
     ) -> dict[uuid.UUID, str]:
         """Cancel jobs: a pending one at once, a running one is asked to stop; returns the status
         of each known job after the call. With ``conn``, in the caller's transaction."""
-        return self._drive(_ops.cancel(self._sql, job_ids, reason), conn)
 
+    @_ops.sends("status", _ops.JOB_STATUSES, job_ids=_ops.job_ids_of)
     def status(
         self, job_ids: uuid.UUID | str | Iterable[uuid.UUID | str]
     ) -> Statuses:
         """How each known job stands now, in the order given; unknown ids are left out."""
-        return self._drive(_ops.status(self._sql, job_ids))
 
     def wait(
         self,
@@ -367,6 +345,13 @@ class Queue(SyncClient):
     def get_job(self, job_id: uuid.UUID) -> Job | None:
         """The job with this id, or None (admin)."""
 
+    @_ops.sends(
+        "find_jobs", _ops.FOUND_JOBS, job_id=_ops.job_id_of, after_id=_ops.job_id_of,
+        idempotency_key=_ops.text, job_type=_ops.text, queue=_ops.text,
+        created_after=_ops.aware, created_before=_ops.aware, finished_after=_ops.aware,
+        finished_before=_ops.aware, statuses=_ops.as_list, payload_contains=_ops.dump_json,
+        max_rows=_ops.one_more, renamed=_ops.MAX_ROWS,
+    )
     def find_jobs(
         self,
         *,
@@ -388,9 +373,11 @@ class Queue(SyncClient):
         first: times as ``[after, before)``, ``payload_contains`` (admin) as ``payload @>``
         it, ``after_id`` the previous page's ``next_after``. Beyond an id or key look-up, at
         most ``scan_limit`` jobs are examined per page (admin, monitor)."""
-        filters = {name: value for name, value in locals().items() if name in _ops.FIND_FILTERS}
-        return self._drive(_ops.find_jobs(self._sql, filters, limit, scan_limit))
 
+    @_ops.sends(
+        "act_on_jobs", _ops.OUTCOMES, action=_ops.action, job_ids=_ops.job_ids_of,
+        reason=_ops.text, retry=True,  # a cancel's deadlock with a concurrent completion
+    )
     def act_on_jobs(
         self,
         action: Literal["cancel", "requeue", "delete", "run_now"],
@@ -400,7 +387,6 @@ class Queue(SyncClient):
         """Cancel, requeue, delete (finished jobs) or run now (pending ones) the given jobs,
         recorded in the audit log with ``reason`` (``jobq_act_on_jobs``, admin); each id's
         outcome ("requeued", "left alone: pending", "unknown", ...)."""
-        return self._drive(_ops.act_on_jobs(self._sql, action, job_ids, reason))
 
     @_ops.sends("audit_log", _ops.each(dict), renamed=_ops.MAX_ROWS)
     def audit_log(self, before_id: int | None = None, limit: int = 100) -> list[dict[str, Any]]:
@@ -548,6 +534,10 @@ class Queue(SyncClient):
         ``dead_letter``, ``cancelled``, ``oldest_available_at``, how many succeeded within
         ``recent`` (``succeeded_recent``) and ``paused`` (``jobq_queue_summary``, monitor)."""
 
+    @_ops.sends(
+        "jobs_page", _ops.JOBS_PAGE, queue=_ops.text, job_type=_ops.text,
+        max_rows=_ops.one_more, renamed={"size": "max_rows"}, whole=_ops.split_after,
+    )
     def jobs_page(
         self,
         status: str,
@@ -562,9 +552,6 @@ class Queue(SyncClient):
         payload, result or error text for a monitor), after the cursor ``after`` (the
         ``next_after`` of the page before). A filtered search of finished jobs examines at most
         ``scan_limit`` of them and says where it stopped."""
-        return self._drive(
-            _ops.jobs_page(self._sql, status, queue, job_type, after, size, scan_limit)
-        )
 
     @_ops.sends("workers_summary", _ops.each(dict))
     def workers_summary(self) -> list[dict[str, Any]]:

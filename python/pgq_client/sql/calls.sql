@@ -3,6 +3,26 @@
 -- every parameter cast to its pg_catalog type, so that another language can do the same. The
 -- client puts the installation's schema before each jobq_* function it calls.
 
+-- name: enqueue
+-- Every argument of jobq_enqueue, as the client passes it. A single enqueue sends only the lines
+-- of the arguments that differ from the function's defaults (Statements.enqueue_with): every
+-- parameter costs a bind and a coercion in the server and a field in libpq's message, and the
+-- usual call (a job type and a payload) is then the same two-parameter statement a hand-written
+-- client would prepare.
+SELECT jobq_enqueue(
+    job_type => %(job_type)s::pg_catalog.text,
+    payload => %(payload)s::pg_catalog.jsonb,
+    idempotency_key => %(idempotency_key)s::pg_catalog.text,
+    max_attempts => %(max_attempts)s::pg_catalog.int4,
+    run_at => %(run_at)s::pg_catalog.timestamptz,
+    priority => %(priority)s::pg_catalog.int4,
+    queue => %(queue)s::pg_catalog.text,
+    limit_group => %(limit_group)s::pg_catalog.text,
+    limit_key => %(limit_key)s::pg_catalog.text,
+    depends_on => %(depends_on)s::pg_catalog.uuid[],
+    on_dependency_failure => %(on_dependency_failure)s::pg_catalog.text
+) AS id;
+
 -- name: enqueue_many
 -- A batch's ids come back as one uuid[] in input order, read in binary (Call.binary): parsing
 -- a thousand UUIDs from text, a row each, costs more than the array's binary elements. A bulk
@@ -136,7 +156,7 @@ FROM jobq_cancel(
     reason => %(reason)s::pg_catalog.text
 );
 
--- name: job_status
+-- name: status
 SELECT
     id,
     status,
