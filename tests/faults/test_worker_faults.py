@@ -33,7 +33,7 @@ SCALE_JOBS = 20_000
 SCALE_CHUNK = 1_000
 
 
-@pytest.mark.long
+@pytest.mark.long(35)
 def test_four_processes_of_four_threads_run_20000_jobs_enqueued_while_running(fx: Fx) -> None:
     """4 worker processes x 4 handler threads, 4 queues served by overlapping worker subsets,
     3 priorities, transactional and plain handlers, jobs enqueued while being processed."""
@@ -391,7 +391,7 @@ def test_sigterm_releases_unstarted_jobs_at_once_and_finishes_in_flight_ones(fx:
 
 
 
-@pytest.mark.long
+@pytest.mark.long(30)
 def test_serial_keys_under_connection_kills_lose_no_completion_and_never_overlap(
     fx: Fx,
 ) -> None:
