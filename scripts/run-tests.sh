@@ -118,7 +118,8 @@ if [ "$mode" = check ]; then
     step "pytest, not slow (${WORKERS} workers)" "$PY" -m pytest "${xdist[@]}" -m "not slow and not serial" "$@"
     bg_wait
 else
-    step "pytest (${WORKERS} workers)" "$PY" -m pytest "${xdist[@]}" -m "not serial" "$@"
+    # The slowest tests, each run's critical path: one that outgrows the others shows here.
+    step "pytest (${WORKERS} workers)" "$PY" -m pytest "${xdist[@]}" --durations=15 -m "not serial" "$@"
     bg_wait  # a restart would break pgTAP's sessions
     # exit status 5: no test selected (arguments that name no serial test)
     step "pytest, serial" bash -c '"$0" -m pytest -p no:xdist -m serial "$@"; rc=$?; [ $rc = 5 ] && rc=0; exit $rc' "$PY" "$@"

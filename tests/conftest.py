@@ -40,16 +40,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "long: runs for many seconds alone; started first (tests/conftest.py)"
+        "markers",
+        "long(seconds): runs for many seconds alone (about `seconds` in a `make test` run);"
+        " started first, the longest first (tests/conftest.py)",
     )
     config.pluginmanager.register(_StartLongTestsFirst(config), "jobq-start-long-tests-first")
 
 
+LONG_SECONDS = 30.0  # a test marked ``long`` without its seconds
+
+
+def _long_seconds(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("long")
+    return float(marker.args[0]) if marker and marker.args else LONG_SECONDS
+
+
 class _StartLongTestsFirst:
-    """A test marked ``long`` starts a worker's run, so that no worker is left running it
+    """Tests marked ``long`` start the workers' runs, so that no worker is left running one
     alone at the end. pytest-xdist (``--dist worksteal``) hands the workers contiguous shares
-    of the collection, each run in order: the long tests are dealt to the heads of the shares,
-    the rest keep their order (and their modules' fixtures their sharing)."""
+    of the collection, each run in order (an idle worker takes the tail of the longest queue):
+    the long tests go to the heads of the shares, the longest first, each to the share whose
+    long tests add up to the fewest seconds so far; the rest keep their order (and their
+    modules' fixtures their sharing)."""
 
     def __init__(self, config: pytest.Config) -> None:
         workerinput = getattr(config, "workerinput", None)
@@ -57,16 +69,23 @@ class _StartLongTestsFirst:
 
     @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        long = [i for i in items if i.get_closest_marker("long")]
+        long = sorted(
+            (i for i in items if i.get_closest_marker("long")), key=lambda i: -_long_seconds(i)
+        )
         rest = [i for i in items if not i.get_closest_marker("long")]
+        heads: list[list[pytest.Item]] = [[] for _ in range(self.workers)]
+        seconds = [0.0] * self.workers
+        for item in long:
+            share = seconds.index(min(seconds))
+            heads[share].append(item)
+            seconds[share] += _long_seconds(item)
         ordered: list[pytest.Item] = []
         left = len(items)
         for share in range(self.workers):  # the sizes pytest-xdist's first hand-out has
             size = left // (self.workers - share)
             left -= size
-            head = long[share :: self.workers]
-            taken = max(0, size - len(head))
-            ordered += head + rest[:taken]
+            taken = max(0, size - len(heads[share]))
+            ordered += heads[share] + rest[:taken]
             rest = rest[taken:]
         items[:] = ordered + rest
 

@@ -232,11 +232,18 @@ class Fx:
 
     def terminate(self, where: str = "application_name IN ('fx-worker', 'fx-ledger')") -> int:
         """pg_terminate_backend of this database's matching connections; returns how many."""
+        return len(self.terminated(where))
+
+    def terminated(self, where: str) -> list[str | None]:
+        """:meth:`terminate`, returning the state of each connection it terminated (``active``:
+        a statement was in flight). The connections are chosen before any is terminated, so
+        that each state is the one its termination cut."""
         rows = self.sql(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            f" WHERE datname = current_database() AND pid <> pg_backend_pid() AND ({where})"
+            "WITH victim AS MATERIALIZED (SELECT pid, state FROM pg_stat_activity"
+            f" WHERE datname = current_database() AND pid <> pg_backend_pid() AND ({where}))"
+            " SELECT state FROM victim WHERE pg_terminate_backend(pid)"
         )
-        return sum(1 for r in rows if r[0])
+        return [r[0] for r in rows]
 
     # -- worker processes -----------------------------------------------------------------------
 

@@ -13,6 +13,8 @@ import threading
 import time
 import uuid
 
+import pytest
+
 from tests.faults.harness import Fx
 
 LONG_LOCK = "120"
@@ -51,6 +53,7 @@ def test_killed_async_handler_transaction_rolls_back_its_effect_and_the_job_runs
     fx.check_invariants([job_id])
 
 
+@pytest.mark.long(12)
 def test_terminating_every_connection_with_async_jobs_loses_and_repeats_no_effect(fx: Fx) -> None:
     """Every worker connection (listener, acknowledger, both pools, ledgers) is terminated
     every 2 s for 10 s while jobs of the four kinds, sync and async, run and are enqueued: the

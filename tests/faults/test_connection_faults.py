@@ -166,6 +166,7 @@ KILL_EVERY = 2.0
 KILL_FOR = 15.0
 
 
+@pytest.mark.long(18)
 def test_terminating_every_worker_connection_every_2s_loses_and_repeats_no_effect(fx: Fx) -> None:
     """pg_terminate_backend of every worker connection (pool, listener, handler transactions,
     ledger) every 2 s for 15 s while producers keep enqueuing: the worker processes stay up,

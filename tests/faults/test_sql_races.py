@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg.conninfo import make_conninfo
 
 from pgq_client import Queue, SerializationFailure
@@ -52,6 +53,7 @@ FROM jobq_jobs AS j, me
 """
 
 
+@pytest.mark.long(13)
 def test_claim_never_locks_or_returns_more_than_batch_size_under_skewed_stats(fx: Fx) -> None:
     """Statistics gathered on a table whose pending part is empty (ANALYZE after 5,000 finished
     jobs), then 6,000 pending jobs the planner does not know about, every enable_* that could

@@ -104,11 +104,32 @@ class _Item(SimpleNamespace):
         return self.long if name == "long" else None
 
 
-def test_long_tests_head_the_shares_that_pytest_xdist_hands_out() -> None:
-    """Ten tests on three workers are handed out as shares of 3, 3 and 4 in collection order:
-    the two long ones start the first two shares, the others keep their order."""
+def _items(n: int, long: dict[int, tuple[float, ...]]) -> list[Any]:
+    """``n`` tests, those in ``long`` marked ``long`` with those arguments."""
+    return [
+        _Item(name=f"t{i}", long=SimpleNamespace(args=long[i]) if i in long else None)
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("n", "long", "order"),
+    [
+        # Shares of 3, 3 and 4 in collection order: the two long ones (no seconds: alike)
+        # start the first two shares, the others keep their order.
+        (10, {5: (), 9: ()}, [5, 0, 1, 9, 2, 3, 4, 6, 7, 8]),
+        # Longest first, each to the share with the fewest seconds so far: 40, 25, 20 start
+        # the three shares, 10 goes after 20.
+        (12, {2: (10,), 4: (40,), 7: (25,), 9: (20,)}, [4, 0, 1, 3, 7, 5, 6, 8, 9, 2, 10, 11]),
+    ],
+    ids=["alike", "by-seconds"],
+)
+def test_long_tests_head_the_shares_that_pytest_xdist_hands_out(
+    n: int, long: dict[int, tuple[float, ...]], order: list[int]
+) -> None:
+    """The long tests start the shares that pytest-xdist hands three workers, the longest
+    first and spread by their seconds; the others keep their order."""
     config = SimpleNamespace(workerinput={"workercount": 3})
-    items: list[Any] = [_Item(name=f"t{i}", long=i in (5, 9)) for i in range(10)]
+    items = _items(n, long)
     _StartLongTestsFirst(cast(pytest.Config, config)).pytest_collection_modifyitems(items)
-    assert [i.name for i in items] == ["t5", "t0", "t1", "t9", "t2", "t3",
-                                       "t4", "t6", "t7", "t8"]
+    assert [i.name for i in items] == [f"t{k}" for k in order]
