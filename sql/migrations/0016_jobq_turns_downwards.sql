@@ -28,4 +28,5 @@ the group''s cursor and its first job.';
 COMMENT ON COLUMN jobq_limits.turn_key IS
 'In a round_robin group without caps: the key that the last claim of the group started last
 (the empty string for a NULL limit_key). The next claim starts with the key below it, in
-descending key order, and wraps round to the last key. NULL: from the last key.';
+descending key order, and wraps round to the last key. NULL (the group''s first claim): from
+the lowest key, then from the last key down.';

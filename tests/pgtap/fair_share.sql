@@ -85,13 +85,13 @@ DELETE FROM jobq_limit_keys;
 ------------------------------------------------------------------------------------------
 
 -- Tenant A enqueues 3 jobs, then tenant B 3: one slot takes them in turn (without caps,
--- downwards in key order: B's jobs, enqueued last, do not wait behind A's).
+-- downwards in key order from a first claim at the lowest key).
 SELECT jobq_set_limit('t', share => 'round_robin');
 SELECT jobq_enqueue('j', limit_group => 't', limit_key => 'A', run_at => now() - interval '2 s')
 FROM generate_series(1, 3);
 SELECT jobq_enqueue('j', limit_group => 't', limit_key => 'B', run_at => now() - interval '1 s')
 FROM generate_series(1, 3);
-SELECT is(pg_temp.keys_started(6), 'BABABA', 'round_robin: B, A, B, A, B, A');
+SELECT is(pg_temp.keys_started(6), 'ABABAB', 'round_robin: A, B, A, B, A, B');
 
 -- The same under fifo: claim order.
 SELECT jobq_set_limit('t', max_running => 5);
