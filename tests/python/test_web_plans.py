@@ -98,7 +98,7 @@ def explained(
         yield client, plans, plan_generically
 
 
-@pytest.mark.long  # a million rows to write and analyze
+@pytest.mark.long(60)  # a million rows to write and analyze
 def test_no_page_scans_jobq_jobs_with_a_million_finished_jobs(
     explained: tuple[TestClient, list[str], Callable[[], None]],
 ) -> None:
