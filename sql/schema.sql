@@ -1066,11 +1066,11 @@ BEGIN
                 v_turn_start := v_got;
                 -- The turn's keys below the cursor, in descending key order (a NULL cursor,
                 -- on a group's first claim: its lowest key), then, wrapping round, those from
-                -- the last key down to the cursor's. Downwards: the dead index entries of the jobs started lie
-                -- above the cursor, out of the way of the probes that read the group upwards
-                -- from its lowest key (the top priority above, the skip scan, jobq_dequeue's
-                -- look for limited jobs). A backward scan of jobq_jobs_limited_turn_idx meets
-                -- each key's first job first.
+                -- the last key down to the cursor's. Downwards: the dead index entries of the
+                -- jobs started lie above the cursor, out of the way of the probes that read
+                -- the group upwards from its lowest key (the top priority above, the skip
+                -- scan, jobq_dequeue's look for limited jobs). A backward scan of
+                -- jobq_jobs_limited_turn_idx meets each key's first job first.
                 FOR part IN 1 .. 2 LOOP
                     IF part = 1 THEN
                         v_hi := v_cur;
