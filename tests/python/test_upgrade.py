@@ -27,8 +27,9 @@ from pgq_client.migrate import MigrationError, migrate, render_dry_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Every release from the first on, oldest first: a new release adds its line.
-RELEASES = ["0.1.0"]
+# Every release from the first on, oldest first, with the commit its tag names: a new release
+# adds its line. The commit is recorded because a clone of main need not carry the tags.
+RELEASES = {"0.1.0": "fa24289c41762921dac473553e2484d2d79ca7d3"}
 
 # Function files that the synthetic older jobq lacks: one that only its levels grant
 # (jobq_release_orphans), and two granted as a function a role already holds (jobq_fail_many
@@ -117,18 +118,26 @@ def claim_and_complete(dsn: str, role: str) -> str:
 
 
 def release_tree(release: str, tmp_path: Path) -> Path:
-    """The python and sql directories of release ``release`` (its git tag), or a skip."""
-    tag = f"v{release}"
+    """The python and sql directories of release ``release``: its git tag where the clone has
+    it (which must name the recorded commit), else the recorded commit; a skip only where this
+    tree is not a git clone holding that commit."""
+    commit = RELEASES[release]
+    tag = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "-q", "--verify", f"refs/tags/v{release}^{{commit}}"],
+        capture_output=True, text=True, check=False,
+    )
+    if tag.returncode == 0:
+        assert tag.stdout.strip() == commit, f"tag v{release} must name {commit}"
     found = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "-q", "--verify", f"refs/tags/{tag}"],
+        ["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"],
         capture_output=True, text=True, check=False,
     )
     if found.returncode != 0:
-        pytest.skip(f"no git tag {tag} in {ROOT}: the release {release} is not tagged here")
-    tree = tmp_path / tag
+        pytest.skip(f"{ROOT} holds no commit {commit} (release {release}): not a full git clone")
+    tree = tmp_path / f"v{release}"
     tree.mkdir()
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", tag, "python", "sql"],
+        ["git", "-C", str(ROOT), "archive", commit, "python", "sql"],
         capture_output=True, check=True,
     )
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
