@@ -644,7 +644,6 @@ DECLARE
     v_p integer;
     v_ceil integer;
     v_lo text;
-    v_lo_at timestamptz;
     v_hi text;
     v_got integer;
     v_turn_start integer;
@@ -1024,11 +1023,12 @@ BEGIN
         c_sid := c_ids;
 
         -- 2b. Round robin without caps: each such group gives up to v_want candidates, its
-        --     keys in turn from its cursor, highest priority first. A turn is one statement:
-        --     the keys after the cursor, then (wrapping round) those up to it, each with its
-        --     first job the claim may take (one probe of jobq_jobs_limited_turn_idx per key);
-        --     the next turn begins after the last key of this one. No key is locked or
-        --     counted: without a cap, a concurrent claim of the same key can do no harm.
+        --     keys in turn from its cursor, highest priority first. A turn is one statement
+        --     per side of the cursor: the keys below it (a NULL cursor: the lowest key), then
+        --     (wrapping round) those above, each with its first job the claim may take (one
+        --     probe of jobq_jobs_limited_turn_idx per key); the next turn begins below the
+        --     last key of this one. No key is locked or counted: without a cap, a concurrent claim of the
+        --     same key can do no harm.
         f_ids := '{}'::uuid[];
         f_prio := '{}'::integer[];
         f_avail := '{}'::timestamptz[];
@@ -1064,83 +1064,155 @@ BEGIN
                     EXIT WHEN v_p IS NULL;
                 END IF;
                 v_turn_start := v_got;
-                -- The turn's keys after the cursor (a NULL cursor: from the first key), then
-                -- from the first key up to the cursor. A key's jobs all fall between
-                -- (key, -infinity) and (key, infinity) in (key, available_at).
+                -- The turn's keys below the cursor, in descending key order (a NULL cursor,
+                -- on a group's first claim: its lowest key), then, wrapping round, those from
+                -- the last key down to the cursor's. Downwards: the dead index entries of the
+                -- jobs started lie above the cursor, out of the way of the probes that read
+                -- the group upwards from its lowest key (the top priority above, the skip
+                -- scan, jobq_dequeue's look for limited jobs). A backward scan of
+                -- jobq_jobs_limited_turn_idx meets each key's first job first.
                 FOR part IN 1 .. 2 LOOP
                     IF part = 1 THEN
-                        v_lo := coalesce(v_cur, '');
-                        v_lo_at := CASE
-                            WHEN v_cur IS NULL THEN '-infinity'::timestamptz
-                            ELSE 'infinity'::timestamptz
-                        END;
-                        v_hi := NULL;
-                    ELSE
-                        EXIT WHEN v_cur IS NULL OR v_got >= v_want;
-                        v_lo := '';
-                        v_lo_at := '-infinity'::timestamptz;
                         v_hi := v_cur;
+                        v_lo := NULL;
+                    ELSE
+                        EXIT WHEN v_got >= v_want;
+                        v_hi := NULL;
+                        v_lo := v_cur;
                     END IF;
                     v_skip := pg_catalog.array_cat(v_exclude, f_ids);
-                    WITH RECURSIVE turn (lk, id, available_at, n) AS (
-                        SELECT f.*
-                        FROM (
-                            SELECT coalesce(j.limit_key, '') AS lk, j.id, j.available_at, 1
-                            FROM jobq_jobs AS j
-                            WHERE j.limit_group = f_groups[gi]
-                              AND j.priority = v_p
-                              AND (coalesce(j.limit_key, ''), j.available_at) > (v_lo, v_lo_at)
-                              AND j.status = 'pending'
-                              AND NOT j.scheduled
-                              AND j.limit_group IS NOT NULL
-                              AND j.available_at <= v_now
-                              AND (jobq__claim_limited.job_types IS NULL
-                                   OR j.job_type = ANY (jobq__claim_limited.job_types))
-                              AND (jobq__claim_limited.queues IS NULL
-                                   OR j.queue = ANY (jobq__claim_limited.queues))
-                              AND (jobq__claim_limited.paused_queues IS NULL
-                                   OR j.queue <> ALL (jobq__claim_limited.paused_queues))
-                              AND j.id <> ALL (v_skip)
-                            ORDER BY coalesce(j.limit_key, ''), j.available_at, j.id
-                            LIMIT 1
-                        ) AS f
-                        WHERE v_hi IS NULL OR f.lk <= v_hi
+                    IF part = 1 AND v_cur IS NULL THEN
+                        -- The lowest key with a job the claim may take (one probe upwards:
+                        -- nothing has been served yet, so no trail lies there), so that the
+                        -- keys start in key order from the first, and its first job (a
+                        -- backward probe, as below).
+                        SELECT
+                            ARRAY[coalesce(j.limit_key, '')], ARRAY[j.id], ARRAY[j.available_at]
+                        INTO v_t_lks, v_t_ids, v_t_avail
+                        FROM jobq_jobs AS j
+                        WHERE j.limit_group = f_groups[gi]
+                          AND j.priority = v_p
+                          AND coalesce(j.limit_key, '') = (
+                              SELECT coalesce(k.limit_key, '')
+                              FROM jobq_jobs AS k
+                              WHERE k.limit_group = f_groups[gi]
+                                AND k.priority = v_p
+                                AND k.status = 'pending'
+                                AND NOT k.scheduled
+                                AND k.limit_group IS NOT NULL
+                                AND k.available_at <= v_now
+                                AND (jobq__claim_limited.job_types IS NULL
+                                     OR k.job_type = ANY (jobq__claim_limited.job_types))
+                                AND (jobq__claim_limited.queues IS NULL
+                                     OR k.queue = ANY (jobq__claim_limited.queues))
+                                AND (jobq__claim_limited.paused_queues IS NULL
+                                     OR k.queue <> ALL (jobq__claim_limited.paused_queues))
+                                AND k.id <> ALL (v_skip)
+                              ORDER BY coalesce(k.limit_key, '')
+                              LIMIT 1
+                          )
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NOT NULL
+                          AND j.available_at <= v_now
+                          AND (jobq__claim_limited.job_types IS NULL
+                               OR j.job_type = ANY (jobq__claim_limited.job_types))
+                          AND (jobq__claim_limited.queues IS NULL
+                               OR j.queue = ANY (jobq__claim_limited.queues))
+                          AND (jobq__claim_limited.paused_queues IS NULL
+                               OR j.queue <> ALL (jobq__claim_limited.paused_queues))
+                          AND j.id <> ALL (v_skip)
+                        ORDER BY coalesce(j.limit_key, '') DESC, j.available_at, j.id
+                        LIMIT 1;
+                    ELSE
+                        WITH RECURSIVE turn (lk, id, available_at, n) AS (
+                            SELECT f.lk, f.id, f.available_at, 1
+                            FROM (
+                                -- the first key below v_hi, or the last key (v_hi NULL): two
+                                -- branches, so that the generic plan (plan_cache_mode of
+                                -- jobq_dequeue) has the bound as an index condition
+                                (
+                                    SELECT coalesce(j.limit_key, '') AS lk, j.id, j.available_at
+                                    FROM jobq_jobs AS j
+                                    WHERE v_hi IS NOT NULL
+                                      AND j.limit_group = f_groups[gi]
+                                      AND j.priority = v_p
+                                      AND coalesce(j.limit_key, '') < v_hi
+                                      AND j.status = 'pending'
+                                      AND NOT j.scheduled
+                                      AND j.limit_group IS NOT NULL
+                                      AND j.available_at <= v_now
+                                      AND (jobq__claim_limited.job_types IS NULL
+                                           OR j.job_type = ANY (jobq__claim_limited.job_types))
+                                      AND (jobq__claim_limited.queues IS NULL
+                                           OR j.queue = ANY (jobq__claim_limited.queues))
+                                      AND (jobq__claim_limited.paused_queues IS NULL
+                                           OR j.queue <> ALL (jobq__claim_limited.paused_queues))
+                                      AND j.id <> ALL (v_skip)
+                                    ORDER BY coalesce(j.limit_key, '') DESC, j.available_at, j.id
+                                    LIMIT 1
+                                )
 
-                        UNION ALL
+                                UNION ALL
 
-                        SELECT x.*
-                        FROM turn AS r
-                        CROSS JOIN LATERAL (
-                            SELECT
-                                coalesce(j.limit_key, '') AS lk, j.id, j.available_at, r.n + 1
-                            FROM jobq_jobs AS j
-                            WHERE j.limit_group = f_groups[gi]
-                              AND j.priority = v_p
-                              AND (coalesce(j.limit_key, ''), j.available_at)
-                                  > (r.lk, 'infinity'::timestamptz)
-                              AND j.status = 'pending'
-                              AND NOT j.scheduled
-                              AND j.limit_group IS NOT NULL
-                              AND j.available_at <= v_now
-                              AND (jobq__claim_limited.job_types IS NULL
-                                   OR j.job_type = ANY (jobq__claim_limited.job_types))
-                              AND (jobq__claim_limited.queues IS NULL
-                                   OR j.queue = ANY (jobq__claim_limited.queues))
-                              AND (jobq__claim_limited.paused_queues IS NULL
-                                   OR j.queue <> ALL (jobq__claim_limited.paused_queues))
-                              AND j.id <> ALL (v_skip)
-                            ORDER BY coalesce(j.limit_key, ''), j.available_at, j.id
-                            LIMIT 1
-                        ) AS x
-                        WHERE r.n < v_want - v_got AND (v_hi IS NULL OR x.lk <= v_hi)
-                    )
+                                (
+                                    SELECT coalesce(j.limit_key, '') AS lk, j.id, j.available_at
+                                    FROM jobq_jobs AS j
+                                    WHERE v_hi IS NULL
+                                      AND j.limit_group = f_groups[gi]
+                                      AND j.priority = v_p
+                                      AND j.status = 'pending'
+                                      AND NOT j.scheduled
+                                      AND j.limit_group IS NOT NULL
+                                      AND j.available_at <= v_now
+                                      AND (jobq__claim_limited.job_types IS NULL
+                                           OR j.job_type = ANY (jobq__claim_limited.job_types))
+                                      AND (jobq__claim_limited.queues IS NULL
+                                           OR j.queue = ANY (jobq__claim_limited.queues))
+                                      AND (jobq__claim_limited.paused_queues IS NULL
+                                           OR j.queue <> ALL (jobq__claim_limited.paused_queues))
+                                      AND j.id <> ALL (v_skip)
+                                    ORDER BY coalesce(j.limit_key, '') DESC, j.available_at, j.id
+                                    LIMIT 1
+                                )
+                            ) AS f
+                            WHERE v_lo IS NULL OR f.lk >= v_lo
 
-                    SELECT
-                        pg_catalog.array_agg(tu.id ORDER BY tu.n),
-                        pg_catalog.array_agg(tu.lk ORDER BY tu.n),
-                        pg_catalog.array_agg(tu.available_at ORDER BY tu.n)
-                    INTO v_t_ids, v_t_lks, v_t_avail
-                    FROM turn AS tu;
+                            UNION ALL
+
+                            SELECT x.*
+                            FROM turn AS r
+                            CROSS JOIN LATERAL (
+                                SELECT
+                                    coalesce(j.limit_key, '') AS lk, j.id, j.available_at, r.n + 1
+                                FROM jobq_jobs AS j
+                                WHERE j.limit_group = f_groups[gi]
+                                  AND j.priority = v_p
+                                  AND coalesce(j.limit_key, '') < r.lk
+                                  AND j.status = 'pending'
+                                  AND NOT j.scheduled
+                                  AND j.limit_group IS NOT NULL
+                                  AND j.available_at <= v_now
+                                  AND (jobq__claim_limited.job_types IS NULL
+                                       OR j.job_type = ANY (jobq__claim_limited.job_types))
+                                  AND (jobq__claim_limited.queues IS NULL
+                                       OR j.queue = ANY (jobq__claim_limited.queues))
+                                  AND (jobq__claim_limited.paused_queues IS NULL
+                                       OR j.queue <> ALL (jobq__claim_limited.paused_queues))
+                                  AND j.id <> ALL (v_skip)
+                                ORDER BY coalesce(j.limit_key, '') DESC, j.available_at, j.id
+                                LIMIT 1
+                            ) AS x
+                            WHERE r.n < v_want - v_got AND (v_lo IS NULL OR x.lk >= v_lo)
+                        )
+
+                        SELECT
+                            pg_catalog.array_agg(tu.id ORDER BY tu.n),
+                            pg_catalog.array_agg(tu.lk ORDER BY tu.n),
+                            pg_catalog.array_agg(tu.available_at ORDER BY tu.n)
+                        INTO v_t_ids, v_t_lks, v_t_avail
+                        FROM turn AS tu;
+                    END IF;
                     CONTINUE WHEN v_t_ids IS NULL;
                     f_ids := pg_catalog.array_cat(f_ids, v_t_ids);
                     f_lk := pg_catalog.array_cat(f_lk, v_t_lks);
@@ -10750,8 +10822,9 @@ COMMENT ON COLUMN public.jobq_limits.share IS 'How claims share the group among 
 (one start per key in turn) or weighted (starts in proportion to the keys'' weights).';
 
 COMMENT ON COLUMN public.jobq_limits.turn_key IS 'In a round_robin group without caps: the key that the last claim of the group started last
-(the empty string for a NULL limit_key). The next claim starts with the key after it, in the
-order of jobq_jobs_limited_turn_idx, and wraps round. NULL: from the first key.';
+(the empty string for a NULL limit_key). The next claim starts with the key below it, in
+descending key order, and wraps round to the last key. NULL (the group''s first claim): from
+the lowest key, then from the last key down.';
 
 COMMENT ON CONSTRAINT jobq_limits_max_running_positive ON public.jobq_limits IS 'max_running is at least 1 (a group that must not run is paused another way).';
 
@@ -11327,11 +11400,12 @@ it once to learn whether its filters hold limited jobs, and then reads the head 
 key''s range (a key that is full is skipped whole, whatever it holds back). An empty
 limit_key cannot be enqueued, so the empty string stands for NULL.';
 
-CREATE INDEX jobq_jobs_limited_turn_idx ON public.jobq_jobs USING btree (limit_group, priority DESC, COALESCE(limit_key, ''::text), available_at, id) WITH (deduplicate_items=off) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NOT NULL));
+CREATE INDEX jobq_jobs_limited_turn_idx ON public.jobq_jobs USING btree (limit_group, priority DESC, COALESCE(limit_key, ''::text), available_at DESC, id DESC) WITH (deduplicate_items=off) WHERE ((status = 'pending'::text) AND (NOT scheduled) AND (limit_group IS NOT NULL));
 
 COMMENT ON INDEX public.jobq_jobs_limited_turn_idx IS 'The claim of a round_robin group without caps: the group''s pending limited jobs by priority,
-each priority''s keys in order, each key''s jobs in claim order. One probe gives the group''s
-top priority, one probe per key the next key after the group''s cursor and its first job.';
+each priority''s keys in order, each key''s jobs in reverse claim order. One probe gives the
+group''s top priority (its lowest key first), one backward probe per key the next key below
+the group''s cursor and its first job.';
 
 CREATE INDEX jobq_jobs_locked_until_idx ON public.jobq_jobs USING btree (locked_until) WHERE (status = 'processing'::text);
 

@@ -625,7 +625,7 @@ SELECT results_eq(
     ('jobq_jobs_limited_idx',
      'CREATE INDEX jobq_jobs_limited_idx ON public.jobq_jobs USING btree (job_type, queue, limit_group, COALESCE(limit_key, ''''::text), priority DESC, available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_limited_turn_idx',
-     'CREATE INDEX jobq_jobs_limited_turn_idx ON public.jobq_jobs USING btree (limit_group, priority DESC, COALESCE(limit_key, ''''::text), available_at, id) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
+     'CREATE INDEX jobq_jobs_limited_turn_idx ON public.jobq_jobs USING btree (limit_group, priority DESC, COALESCE(limit_key, ''''::text), available_at DESC, id DESC) WITH (deduplicate_items=off) WHERE ((status = ''pending''::text) AND (NOT scheduled) AND (limit_group IS NOT NULL))'),
     ('jobq_jobs_locked_until_idx',
      'CREATE INDEX jobq_jobs_locked_until_idx ON public.jobq_jobs USING btree (locked_until) WHERE (status = ''processing''::text)'),
     ('jobq_jobs_scheduled_idx',

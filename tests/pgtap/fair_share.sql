@@ -84,7 +84,8 @@ DELETE FROM jobq_limit_keys;
 -- The claim's order
 ------------------------------------------------------------------------------------------
 
--- Tenant A enqueues 3 jobs, then tenant B 3: one slot takes them in turn.
+-- Tenant A enqueues 3 jobs, then tenant B 3: one slot takes them in turn (without caps,
+-- downwards in key order from a first claim at the lowest key).
 SELECT jobq_set_limit('t', share => 'round_robin');
 SELECT jobq_enqueue('j', limit_group => 't', limit_key => 'A', run_at => now() - interval '2 s')
 FROM generate_series(1, 3);

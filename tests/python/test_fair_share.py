@@ -80,6 +80,27 @@ def test_round_robin_alternates_tenants_with_one_slot(fair: Conn) -> None:
     enqueue(fair, "A", 3)
     enqueue(fair, "B", 3)
     assert starts(fair, 6) == ["A", "B", "A", "B", "A", "B"]
+    enqueue(fair, "A", 3)
+    enqueue(fair, "B", 3)
+    assert starts(fair, 6) == ["A", "B", "A", "B", "A", "B"], "the turns go on from the cursor"
+
+
+def test_a_round_robin_groups_first_lap_starts_at_its_lowest_key_then_turns_downwards(
+    fair: Conn,
+) -> None:
+    # Without caps the keys take turns in descending key order, and a group's first claim
+    # starts at its lowest key: A, then E, D, C, B, wrapping round.
+    fair.execute("SELECT jobq_set_limit('g', share => 'round_robin')")
+    for _ in range(2):
+        enqueue_keys(fair, ["C", "E", "A", "D", "B"])
+    order = starts(fair, 10)
+    assert order == ["A", "E", "D", "C", "B"] * 2
+    assert sorted(order[:5]) == ["A", "B", "C", "D", "E"], "each key once before any twice"
+    # The same within one claim: a batch of 3 from a fresh cursor takes the lowest key and
+    # the two last ones.
+    fair.execute("UPDATE jobq_limits SET turn_key = NULL")
+    enqueue_keys(fair, ["C", "E", "A", "D", "B"])
+    assert sorted(starts(fair, 1, batch=3)) == ["A", "D", "E"]
 
 
 def test_fifo_is_the_default_and_keeps_claim_order(fair: Conn) -> None:
@@ -161,22 +182,67 @@ def enqueue_keys(conn: Conn, keys: list[str], priority: int = 0) -> None:
     )
 
 
+# What the statements of the current transaction have read so far: pages (buffer accesses) of
+# the two indexes of pending limited jobs, and index entries of jobq_jobs.
+READS = (
+    "SELECT coalesce(sum(pg_stat_get_xact_blocks_fetched(indexrelid)) FILTER (WHERE indexrelid"
+    " IN ('jobq_jobs_limited_idx'::regclass, 'jobq_jobs_limited_turn_idx'::regclass)), 0),"
+    " coalesce(sum(pg_stat_get_xact_tuples_returned(indexrelid)), 0)"
+    " FROM pg_index WHERE indrelid = 'jobq_jobs'::regclass"
+)
+
+
+def claim_reads(conn: Conn, batch: int) -> tuple[list[str], int, int]:
+    """Claims `batch` jobs in a transaction of its own; returns their keys, the pages of the two
+    limited indexes and the index entries of jobq_jobs that the claim read.
+
+    pg_stat_get_xact_* return the counts the backend has not yet reported, and it reports them
+    when idle outside a transaction, at most once a second: at a transaction's start they may
+    still hold the reads of the statements before it (101,208 pages after 10,000 starts made
+    within that second). Nothing is reported inside a transaction, so the counts are read
+    before the claim and after it, in the claim's transaction.
+    """
+    with conn.transaction():
+        before = conn.execute(READS).fetchone()
+        got = conn.execute("SELECT limit_key FROM jobq_dequeue('w', NULL, %s)", (batch,))
+        keys = [k for (k,) in got.fetchall()]
+        after = conn.execute(READS).fetchone()
+    assert before is not None and after is not None
+    return keys, int(after[0] - before[0]), int(after[1] - before[1])
+
+
 def test_a_round_robin_claim_without_caps_reads_its_batch_of_keys_not_every_key(
     conn: Conn,
 ) -> None:
     conn.execute("SELECT jobq_set_limit('g', share => 'round_robin')")
     enqueue_keys(conn, [f"k{i:05d}" for i in range(20_000)])
     conn.execute("ANALYZE jobq_jobs")
-    for claim in range(3):
-        with conn.transaction():
-            got = conn.execute("SELECT limit_key FROM jobq_dequeue('w', NULL, 10)").fetchall()
-            row = conn.execute(  # index entries read in this transaction
-                "SELECT sum(pg_stat_get_xact_tuples_returned(indexrelid)) FROM pg_index"
-                " WHERE indrelid = 'jobq_jobs'::regclass"
-            ).fetchone()
-        first = claim * 10
-        assert sorted(k for (k,) in got) == [f"k{i:05d}" for i in range(first, first + 10)]
-        assert row is not None and row[0] < 200, f"claim {claim} read {row[0]} index entries"
+    # The lowest key first, then downwards from the last.
+    batches = [[0, *range(19_991, 20_000)], range(19_981, 19_991), range(19_971, 19_981)]
+    for claim, keys in enumerate(batches):
+        got, _, entries = claim_reads(conn, 10)
+        assert sorted(got) == [f"k{i:05d}" for i in keys]
+        assert entries < 200, f"claim {claim} read {entries} index entries"
+
+
+def test_a_round_robin_claim_without_caps_reads_no_more_as_more_keys_are_served(
+    fair: Conn,
+) -> None:
+    # The jobs a claim started leave dead index entries at their keys until VACUUM; the probes
+    # that read the group upwards from its lowest key (whether limited jobs wait, the skip
+    # scan, the top priority) must not step over those of the keys the cursor has passed, so
+    # a claim reads as many pages after 10,000 keys were served as after 1,000.
+    fair.execute("SELECT jobq_set_limit('g', share => 'round_robin')")
+    enqueue_keys(fair, [f"k{i:05d}" for i in range(20_000)])
+    fair.execute("ANALYZE jobq_jobs")
+    assert len(starts(fair, 10, batch=100)) == 1_000
+    got, early, _ = claim_reads(fair, 10)
+    assert len(got) == 10
+    assert len(starts(fair, 90, batch=100)) == 9_000
+    got, late, _ = claim_reads(fair, 10)
+    assert len(got) == 10
+    assert late < 100, f"the claim read {late} pages of the two indexes"
+    assert late <= early + 10, f"{late} pages after 10,010 keys served, {early} after 1,000"
 
 
 def test_round_robin_over_more_keys_than_a_batch_starts_every_key_before_any_twice(
