@@ -7280,13 +7280,13 @@ CREATE FUNCTION public.jobq_inserted(job_ids uuid[]) RETURNS TABLE(ord integer, 
     SELECT
         u.ord::integer,
         u.id,
-        coalesce(
-            pg_catalog.row_number() OVER (PARTITION BY u.id ORDER BY u.ord) = 1
-            AND EXISTS (
-                SELECT FROM jobq_all_jobs AS j
-                WHERE j.id = u.id AND j.created_at = pg_catalog.now()
-            ),
-            FALSE
+        -- Never NULL: a NULL id is false before the rest is asked. now() only in a plain
+        -- comparison, as jobq_enqueue_many's edges read it (docs/decisions/0002).
+        u.id IS NOT NULL
+        AND pg_catalog.row_number() OVER (PARTITION BY u.id ORDER BY u.ord) = 1
+        AND EXISTS (
+            SELECT FROM jobq_all_jobs AS j
+            WHERE j.id = u.id AND j.created_at = pg_catalog.now()
         )
     FROM pg_catalog.unnest(jobq_inserted.job_ids) WITH ORDINALITY AS u (id, ord)
     ORDER BY u.ord

@@ -197,8 +197,8 @@ def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> 
                 settled += 1
                 bar(jobs)
 
-            jobs = _jobs(stream, defaults, bad_lines, numbers)
-            load = _ops.enqueue_iter(q._sql, jobs, batch_size, True, progress, True, alone=True)
+            lines = _jobs(stream, defaults, bad_lines, numbers)
+            load = _ops.enqueue_iter(q._sql, lines, batch_size, True, progress, True, alone=True)
             summary = q._drive(load)
     except BaseException as exc:  # a load that stopped (Ctrl-C, a lost connection)
         done_through = numbers[min(settled * batch_size, len(numbers)) - 1] if settled else 0
@@ -224,11 +224,10 @@ def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> 
     if not settings().as_json:
         for number, error in bad:
             click.echo(f"line {number}: {error}; skipped", err=True)
-    existing = summary.existing
-    added = summary.jobs - existing
-    rate = summary.jobs / seconds if seconds > 0 else 0.0
-    text = f"enqueued {counted(summary.jobs, 'job')} in "
-    text += f"{counted(summary.batches, 'batch', 'batches')}"
+    jobs, batches, existing = summary.jobs, summary.batches, summary.existing
+    added = jobs - existing
+    rate = jobs / seconds if seconds > 0 else 0.0
+    text = f"enqueued {counted(jobs, 'job')} in {counted(batches, 'batch', 'batches')}"
     text += f", {seconds:.1f} s ({rate:,.0f} jobs/s): {added:,} added"
     if existing:
         text += (
@@ -236,8 +235,8 @@ def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> 
             "key, from before or from an earlier line, is left as it is, in its own queue)"
         )
     text += f"; {counted(len(bad), 'line')} not enqueued" if bad else ""
-    result: dict[str, Any] = {"jobs": summary.jobs, "added": added, "existing": existing}
-    result |= {"batches": summary.batches, "seconds": round(seconds, 3)}
+    result: dict[str, Any] = {"jobs": jobs, "added": added, "existing": existing}
+    result |= {"batches": batches, "seconds": round(seconds, 3)}
     result["bad_lines"] = [{"line": n, "error": e} for n, e in bad_lines]
     result["refused"] = [
         {"lines": [n, n], "line": n, "jobs": 1, "error": e} for n, e in sorted(refused)
