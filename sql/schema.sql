@@ -7345,6 +7345,35 @@ Runs with enable_seqscan = off and jit = off (for this function only; the caller
 settings):
 each job is found by its primary key whatever the statistics say.';
 
+CREATE FUNCTION public.jobq_inserted(job_ids uuid[]) RETURNS TABLE(ord integer, id uuid, inserted boolean)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT
+        u.ord::integer,
+        u.id,
+        -- Never NULL: a NULL id is false before the rest is asked. now() only in a plain
+        -- comparison, as jobq_enqueue_many's edges read it (docs/decisions/0002).
+        u.id IS NOT NULL
+        AND pg_catalog.row_number() OVER (PARTITION BY u.id ORDER BY u.ord) = 1
+        AND EXISTS (
+            SELECT FROM jobq_all_jobs AS j
+            WHERE j.id = u.id AND j.created_at = pg_catalog.now()
+        )
+    FROM pg_catalog.unnest(jobq_inserted.job_ids) WITH ORDINALITY AS u (id, ord)
+    ORDER BY u.ord
+$$;
+
+COMMENT ON FUNCTION public.jobq_inserted(job_ids uuid[]) IS 'Which of the given jobs the current transaction created: for a loader to tell the jobs an
+enqueue added from those whose idempotency key had a job already. Pass the ids that
+jobq_enqueue, jobq_enqueue_many or jobq_enqueue_arrays returned, in the same transaction (in
+the same statement too: it sees what that statement inserted).
+Arguments: job_ids (in any order; NULL = none).
+Result: one row per element, (ord, id, inserted), ord counting from 1 in array order;
+inserted is true for the first element of each job that this transaction created, false for a
+repeated id, a job created before this transaction began, an unknown id or NULL.
+Errors: none.';
+
 CREATE FUNCTION public.jobq_job_graph(job_id uuid) RETURNS TABLE(id uuid, job_type text, status text, depends_on uuid[])
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
@@ -11664,6 +11693,8 @@ REVOKE ALL ON FUNCTION public.jobq_get_job(job_id uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq_health(stuck_after interval, max_pending_age interval, max_transaction_age interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_heartbeat(worker_id text, job_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq_inserted(job_ids uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq_job_graph(job_id uuid) FROM PUBLIC;
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from psycopg.rows import scalar_row
+from psycopg.rows import scalar_row, tuple_row
 
 from ._opcore import Call, Op, check_aware, check_text, dump_json, job_ids_of
 from ._opcore import payload_json as _payload
@@ -85,29 +85,37 @@ def enqueue_iter(
     skip_refused: bool,
     progress: Callable[[int], None] | None,
     read_ahead: bool = False,
+    alone: bool = False,
 ) -> Op[BulkSummary]:
     """Queue.enqueue_iter. With ``read_ahead`` (the sync client), the next batch is read and
     its statement built in a thread while the server inserts the current one (a batch takes the
     client about as long to build as the server to insert); batches still go in input order,
-    each error raised (or recorded) at its batch's turn."""
+    each error raised (or recorded) at its batch's turn.
+
+    With ``alone`` (``jobq enqueue --from``; implies skipping), a refused batch goes again
+    without the job its error names (halved when it names none), so that a bad job costs only
+    itself: each is a RefusedBatch of one job, and ``progress`` is called once per batch read,
+    whatever became of it."""
     if isinstance(jobs, Mapping | str | bytes):
         raise TypeError("enqueue_iter() takes an iterable of job dicts")
     if type(batch_size) is not int or not 1 <= batch_size <= MAX_BATCH:
         raise ValueError(f"batch_size must be an int from 1 to {MAX_BATCH}, got {batch_size!r}")
     source = iter(jobs)
 
-    def read(offset: int) -> tuple[list[Mapping[str, Any]], Call | Exception | None]:
+    def read(offset: int) -> tuple[list[Mapping[str, Any]], Call | Exception]:
         """The next batch, and its statement or why it is refused."""
         batch = list(itertools.islice(source, batch_size))
-        try:
-            bad = _not_a_mapping(batch)
-            if bad is not None:
-                raise TypeError(f"jobs[{offset + bad}] is not a dict: {batch[bad]!r}")
-            return batch, _batch_call(s, batch, offset, False)
-        except (InvalidArgument, TypeError, ValueError) as exc:
-            return batch, exc
+        bad = _not_a_mapping(batch)
+        if bad is not None:
+            return batch, TypeError(f"jobs[{offset + bad}] is not a dict: {batch[bad]!r}")
+        return batch, _built(s, batch, offset)
 
-    enqueued = batches = offset = 0
+    def again(batch: list[Mapping[str, Any]], offset: int, where: Sequence[int]) -> _Part:
+        """The jobs ``where`` of ``batch`` as a part of their own, named from 0 by the checks:
+        they are no longer consecutive in the input."""
+        return where, _built(s, [batch[i - offset] for i in where], 0), 0
+
+    enqueued = existing = batches = offset = 0
     refused: list[RefusedBatch] = []
     upcoming = _in_thread(read, 0) if read_ahead else None
     try:
@@ -117,21 +125,42 @@ def enqueue_iter(
                 break
             if read_ahead:
                 upcoming = _in_thread(read, offset + len(batch))
-            try:
-                if isinstance(call, Exception):
-                    raise call
-                assert call is not None
-                rows = yield call
-            except (InvalidArgument, TypeError, ValueError) as exc:
-                named = _job_named(exc, offset)
-                if not skip_refused:
-                    raise _in_batch(exc, offset, len(batch), named) from exc
-                refused.append(RefusedBatch(offset, len(batch), exc, named))
-            else:
-                enqueued += int(rows[0])
+            before = batches
+            # What of the batch is still to go: each part's jobs by their input index, their
+            # statement (or why it is refused) and the index its checks name jobs from.
+            parts: list[_Part] = [(range(offset, offset + len(batch)), call, offset)]
+            while parts:
+                where, call, base = parts.pop()
+                try:
+                    if isinstance(call, Exception):
+                        raise call
+                    rows = yield call
+                except (InvalidArgument, TypeError, ValueError) as exc:
+                    named = _job_named(exc, base)
+                    if not (alone or skip_refused):
+                        raise _in_batch(exc, offset, len(batch), named) from exc
+                    if not alone:
+                        refused.append(RefusedBatch(offset, len(batch), exc, named))
+                        continue
+                    # Again without the job the error names, or in halves when it names none.
+                    at = None if named is None else named - base
+                    if at is None or not 0 <= at < len(where):
+                        if len(where) > 1:
+                            half = len(where) // 2
+                            parts.append(again(batch, offset, where[half:]))
+                            parts.append(again(batch, offset, where[:half]))  # goes first
+                            continue
+                        at = 0
+                    refused.append(RefusedBatch(where[at], 1, exc, where[at]))
+                    rest = [*where[:at], *where[at + 1 :]]
+                    parts += [again(batch, offset, rest)] if rest else []
+                    continue
+                count, added = rows[0]
+                enqueued += count
+                existing += count - added
                 batches += 1
-                if progress is not None:
-                    progress(enqueued)
+            if progress is not None and (alone or batches > before):
+                progress(enqueued)
             offset += len(batch)
     except Exception:
         # Whatever ended the load, the read ahead ends before the caller gets control back:
@@ -140,7 +169,20 @@ def enqueue_iter(
             with contextlib.suppress(Exception):  # its own error is not this one's
                 upcoming()
         raise
-    return BulkSummary(enqueued, batches, tuple(refused))
+    return BulkSummary(enqueued, batches, tuple(refused), existing)
+
+
+# A part of a batch: its jobs by their input index, their statement or why it is refused, and
+# the index the checks name the first job by.
+_Part = tuple[Sequence[int], Call | Exception, int]
+
+
+def _built(s: Statements, jobs: list[Mapping[str, Any]], offset: int) -> Call | Exception:
+    """The counting statement of ``jobs``, or why the client refuses them."""
+    try:
+        return _batch_call(s, jobs, offset, False)
+    except (InvalidArgument, TypeError, ValueError) as exc:
+        return exc
 
 
 _R = TypeVar("_R")
@@ -226,12 +268,17 @@ def _not_a_mapping(values: list[Any]) -> int | None:
 def _batch_call(
     s: Statements, elements: list[Mapping[str, Any]], offset: int, with_ids: bool
 ) -> Call:
-    """The statement of one batch (one row: its ids, or without ``with_ids`` how many jobs),
-    after the client's checks, which name jobs by their index in the whole input."""
+    """The statement of one batch (one row: its ids, or without ``with_ids`` how many jobs and
+    how many of them it added), after the client's checks, which name jobs by their index from
+    ``offset``. Only a batch with idempotency keys asks which jobs it added."""
     params = _array_params(elements, offset)
     if params is not None:
-        query = s.enqueue_arrays if with_ids else s.enqueue_arrays_count
-        return Call(query, params, scalar_row, retry_serialization=True, binary=with_ids)
+        if with_ids:
+            return Call(s.enqueue_arrays, params, scalar_row, True, binary=True)
+        keyed = params["idempotency_keys"] is not None
+        query = s.enqueue_arrays_added if keyed else s.enqueue_arrays_count
+        return Call(query, params, tuple_row, retry_serialization=True)
+    keyed = False
     json_elements: list[Mapping[str, Any]] = []
     for i, element in enumerate(elements, offset):
         run_at = element.get("run_at")
@@ -243,6 +290,7 @@ def _batch_call(
         if element.get("depends_on") is not None:  # ids as their text, for the JSON document
             ids = job_ids_of(element["depends_on"], f"jobs[{i}].depends_on")
             element = {**element, "depends_on": [str(d) for d in ids]}
+        keyed = keyed or element.get("idempotency_key") is not None
         json_elements.append(element)
     try:
         jobs_json = dump_json(json_elements, "jobs")  # one encoder pass for the whole batch
@@ -251,8 +299,10 @@ def _batch_call(
             dump_json(element, f"jobs[{i}]")
         raise
     # The ids alone, in input order (no dict per row: a batch is often thousands of jobs).
-    query = s.enqueue_many if with_ids else s.enqueue_many_count
-    return Call(query, {"jobs": jobs_json}, scalar_row, retry_serialization=True, binary=with_ids)
+    if with_ids:
+        return Call(s.enqueue_many, {"jobs": jobs_json}, scalar_row, True, binary=True)
+    query = s.enqueue_many_added if keyed else s.enqueue_many_count
+    return Call(query, {"jobs": jobs_json}, tuple_row, retry_serialization=True)
 
 
 def _array_params(elements: list[Mapping[str, Any]], offset: int) -> dict[str, Any] | None:

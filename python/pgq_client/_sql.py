@@ -43,15 +43,22 @@ def _load(name: str, **parts: str) -> str:
 
 
 # The statements of calls.sql by name (a statement ends with a line that ends with ";"), and
-# the *_count forms of a bulk load that keeps no ids: the same call returning how many jobs.
+# the forms of a bulk load that keeps no ids, each one row (jobs, added): *_count, for a batch
+# without idempotency keys, where every job is added; *_added, which asks jobq_inserted, in the
+# same statement, which of the ids the batch inserted.
 _IDS = "SELECT pg_catalog.array_agg(id ORDER BY ord)"
 _STATEMENT = re.compile(r"^-- name: (\w+)\n(.*?);[ \t]*(?:--[^\n]*)?$", re.MULTILINE | re.DOTALL)
 _CALLS = {
     name: re.sub(r"\A(--.*\n)+", "", body)  # (its comment says why, and may hold a %)
     for name, body in _STATEMENT.findall(_load("calls"))
 }
+_COUNT = "pg_catalog.count(*)::pg_catalog.int4"
 for _bulk in ("enqueue_many", "enqueue_arrays"):
-    _CALLS[f"{_bulk}_count"] = _CALLS[_bulk].replace(_IDS, "SELECT pg_catalog.count(*)", 1)
+    _CALLS[f"{_bulk}_count"] = _CALLS[_bulk].replace(_IDS, f"SELECT {_COUNT}, {_COUNT}", 1)
+    _CALLS[f"{_bulk}_added"] = (
+        f"SELECT {_COUNT}, pg_catalog.count(*) FILTER (WHERE n.inserted)::pg_catalog.int4\n"
+        f"FROM jobq_inserted(({_CALLS[_bulk]})) AS n"
+    )
 
 # jobq_enqueue's arguments by name, each as calls.sql's enqueue passes it.
 ENQUEUE_ARGUMENTS = {

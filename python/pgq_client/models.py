@@ -305,11 +305,15 @@ class RefusedBatch:
 @dataclass(frozen=True)
 class BulkSummary:
     """What :meth:`Queue.enqueue_iter` did: ``jobs`` enqueued in ``batches`` committed batches,
-    and the batches ``refused`` (with ``skip_refused=True``)."""
+    the batches ``refused`` (with ``skip_refused=True``), and of ``jobs``, those ``existing``
+    already: a job of the same job type and idempotency key, left as it is, was there when the
+    batch's transaction began (with ``conn=``, the caller's), or an earlier job of the batch
+    has the same."""
 
     jobs: int
     batches: int
     refused: tuple[RefusedBatch, ...] = ()
+    existing: int = 0
 
 
 class JobsPage(NamedTuple):

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(196);
+SELECT plan(198);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -144,6 +144,7 @@ SELECT results_eq(
                     '''00:15:00''::interval, max_transaction_age interval DEFAULT ''00:05:00''::interval',
                     'TABLE(check_name text, queue text, severity text, value double precision, detail text)'),
     ('jobq_heartbeat', 'worker_id text, job_ids uuid[]', 'integer'),
+    ('jobq_inserted', 'job_ids uuid[]', 'TABLE(ord integer, id uuid, inserted boolean)'),
     ('jobq_job_graph', 'job_id uuid', 'TABLE(id uuid, job_type text, status text, depends_on uuid[])'),
     ('jobq_job_status', 'job_ids uuid[]', 'TABLE(id uuid, status text, attempts integer, result jsonb, '
                         'last_error text, finished_at timestamp with time zone, cancel_requested boolean)'),
@@ -218,6 +219,7 @@ SELECT function_returns('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 
 SELECT function_returns('public', 'jobq_cancel', ARRAY['uuid[]', 'text'], 'setof record');
 SELECT function_returns('public', 'jobq_cancel_requested', ARRAY['uuid[]'], 'setof uuid');
 SELECT function_returns('public', 'jobq_job_status', ARRAY['uuid[]'], 'setof record');
+SELECT function_returns('public', 'jobq_inserted', ARRAY['uuid[]'], 'setof record');
 SELECT function_returns('public', 'jobq_await', ARRAY['uuid[]', 'interval'], 'setof record');
 SELECT function_returns('public', 'jobq_fail', ARRAY['uuid', 'text', 'text', 'boolean', 'interval', 'integer'], 'text');
 SELECT function_returns('public', 'jobq_fail_many', ARRAY['uuid[]', 'text', 'text[]', 'boolean[]', 'interval[]', 'integer[]'], 'setof record');
@@ -245,6 +247,7 @@ SELECT is_definer('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integ
 SELECT is_definer('public', 'jobq_cancel', ARRAY['uuid[]', 'text']);
 SELECT is_definer('public', 'jobq_cancel_requested', ARRAY['uuid[]']);
 SELECT is_definer('public', 'jobq_job_status', ARRAY['uuid[]']);
+SELECT is_definer('public', 'jobq_inserted', ARRAY['uuid[]']);
 SELECT is_definer('public', 'jobq_await', ARRAY['uuid[]', 'interval']);
 SELECT isnt_definer('public', 'jobq__event_channel', ARRAY['text']);
 SELECT isnt_definer('public', 'jobq__notify_events', ARRAY['text', 'text[]']);

@@ -491,7 +491,8 @@ def test_grant_dry_run_without_a_database_prints_the_statements() -> None:
         *(f'GRANT EXECUTE ON FUNCTION "public".{signatures[name]} TO "app";'
           for name in ("jobq_add_dependencies", "jobq_await", "jobq_cancel",
                        "jobq_dependencies", "jobq_enqueue", "jobq_enqueue_arrays",
-                       "jobq_enqueue_many", "jobq_job_graph", "jobq_job_status")),
+                       "jobq_enqueue_many", "jobq_inserted", "jobq_job_graph",
+                       "jobq_job_status")),
     ]
     assert "embedded" not in result.stderr
 

@@ -334,11 +334,17 @@ def test_enqueue_iter_honours_idempotency_keys_across_batches(dsn: str, conn: Co
     with Queue(dsn) as q:
         summary = q.enqueue_iter(jobs, batch_size=300)
         assert summary.jobs == 2000 and summary.batches == 7
+        assert summary.existing == 1300, "each key added once, by its first job"
         again = q.enqueue_iter(jobs, batch_size=1000)
-        assert again.jobs == 2000
+        assert (again.jobs, again.existing) == (2000, 2000)
+        graph = [{"job_type": "k", "idempotency_key": "k1", "after": [2]}, {"job_type": "g"}]
+        assert q.enqueue_iter(graph).existing == 1, "the JSON path counts the same"
+        with conn.transaction():
+            in_caller = q.enqueue_iter([{"job_type": "k", "idempotency_key": "n"}] * 3, conn=conn)
+        assert (in_caller.jobs, in_caller.existing) == (3, 2)
     rows = conn.execute("SELECT count(*), min((payload ->> 'n')::int), max((payload ->> 'n')::int) "
                         "FROM jobq_all_jobs").fetchone()
-    assert rows == (700, 0, 699), "the first job of each key is the one stored"
+    assert rows == (702, 0, 699), "the first job of each key is the one stored"
 
 
 def test_a_refused_batch_raises_naming_the_job_and_keeps_the_batches_before(

@@ -153,8 +153,9 @@ def _executable(conn: Conn, role: str, schema: str = "public") -> set[str]:
 EXPECTED = {
     "producer": {"jobq_enqueue", "jobq_enqueue_many", "jobq_enqueue_arrays", "jobq_job_status",
                  "jobq_await", "jobq_cancel", "jobq_add_dependencies", "jobq_dependencies",
-                 "jobq_job_graph"},
-    "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_enqueue_arrays", "jobq_dequeue",
+                 "jobq_job_graph", "jobq_inserted"},
+    "worker": {"jobq_enqueue", "jobq_enqueue_many", "jobq_enqueue_arrays", "jobq_inserted",
+               "jobq_dequeue",
                "jobq_complete",
                "jobq_complete_many", "jobq_fail", "jobq_fail_many", "jobq_heartbeat",
                "jobq_release", "jobq_release_orphans", "jobq_tick", "jobq_job_status",

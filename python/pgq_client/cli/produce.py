@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
 import shlex
 import sys
 import time
-import uuid
-from collections import Counter
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import click
-import psycopg
 
-from .. import _conn
-from .._produce import _in_thread, _job_named
-from ..errors import InvalidArgument
-from ..queue import Queue
+from .. import _ops
 from . import parsing as opt
 from .base import command, settings
 from .output import counted, emit
@@ -130,57 +124,21 @@ def _job(raw: bytes) -> dict[str, Any] | str:
     return job
 
 
-_Batch = list[tuple[int, dict[str, Any]]]
 _Lines = list[tuple[int, str]]  # line numbers, each with what is wrong with it
 
 
 def _jobs(
-    stream: Iterable[bytes], defaults: Mapping[str, Any], bad: _Lines
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The jobs of an NDJSON stream with their line numbers; a bad line goes to ``bad``."""
+    stream: Iterable[bytes], defaults: Mapping[str, Any], bad: _Lines, numbers: array[int]
+) -> Iterator[dict[str, Any]]:
+    """The jobs of an NDJSON stream, the line number of each put in ``numbers``; a bad line
+    goes to ``bad``."""
     for number, raw in enumerate(stream, 1):
         job = _job(raw) if raw.strip() else None
         if isinstance(job, str):
             bad.append((number, job))
         elif job is not None:
-            yield number, {**defaults, **job}
-
-
-def _insert(
-    q: Queue, conn: psycopg.Connection[Any], jobs: list[dict[str, Any]]
-) -> tuple[list[uuid.UUID], set[uuid.UUID]]:
-    """The ids of ``jobs``, once committed, and those of them that were there before: a job
-    whose idempotency key is new is not visible yet to the Queue's own connection while the
-    transaction on ``conn`` is about to commit, one whose key was there is."""
-    if not any("idempotency_key" in job for job in jobs):
-        return q.enqueue_many(jobs), set()  # each one new: one statement, no look
-    with conn.transaction():
-        ids = q.enqueue_many(jobs, conn=conn)
-        keyed = {i for i, job in zip(ids, jobs, strict=True) if "idempotency_key" in job}
-        return ids, set(q.status(keyed))
-
-
-def _put(
-    q: Queue, conn: psycopg.Connection[Any], batch: _Batch, load: Counter[str], refused: _Lines
-) -> None:
-    """Insert ``batch``, counting in ``load``. A refused part goes again without the job its
-    error names (halved when it names none), so that a bad line costs only itself."""
-    parts = [batch]
-    while parts:
-        part = parts.pop()
-        try:
-            ids, there = _insert(q, conn, [job for _, job in part])
-        except (InvalidArgument, TypeError, ValueError) as exc:
-            at = _job_named(exc, 0)
-            if at is None and len(part) > 1:
-                parts += [part[len(part) // 2 :], part[: len(part) // 2]]
-                continue
-            at = at or 0
-            refused.append((part[at][0], _JOB.sub("the job", _ELEMENT.sub("", str(exc)))))
-            parts += [part[:at] + part[at + 1 :]] if len(part) > 1 else []
-            continue
-        added = len(set(ids) - there)
-        load.update(added=added, existing=len(ids) - added, batches=1)
+            numbers.append(number)
+            yield {**defaults, **job}
 
 
 # How an error names the job at fault within the batch: said by its line instead.
@@ -224,29 +182,26 @@ def _open(source: str) -> Any:
 
 
 def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> int:
+    """Queue.enqueue_iter's operation over the lines, each refused job skipped alone; the
+    summary says jobs by their line numbers."""
     stream = _open(source)
     bad_lines: _Lines = []
-    refused: _Lines = []
-    load: Counter[str] = Counter()
-    jobs = _jobs(stream, defaults, bad_lines)
-    # Each batch is read and parsed in a thread while the one before goes in (parsing takes
-    # about as long as inserting).
-    read = lambda _: list(itertools.islice(jobs, batch_size))  # noqa: E731
+    numbers = array("q")  # the line of each job, by its index in the load
+    settled = 0  # batches read and committed (or reported as not enqueued)
     started = time.monotonic()
-    done_through = 0  # every line up to this one is committed, or reported as not enqueued
     try:
-        with (
-            _progress(stream, source) as bar,
-            settings().queue() as q,
-            _conn.connect(settings().dsn()) as conn,
-        ):
-            upcoming = _in_thread(read, 0)
-            while batch := upcoming():
-                upcoming = _in_thread(read, 0)
-                _put(q, conn, batch, load, refused)
-                done_through = batch[-1][0]
-                bar(load["added"] + load["existing"])
+        with _progress(stream, source) as bar, settings().queue() as q:
+
+            def progress(jobs: int) -> None:
+                nonlocal settled
+                settled += 1
+                bar(jobs)
+
+            lines = _jobs(stream, defaults, bad_lines, numbers)
+            load = _ops.enqueue_iter(q._sql, lines, batch_size, True, progress, True, alone=True)
+            summary = q._drive(load)
     except BaseException as exc:  # a load that stopped (Ctrl-C, a lost connection)
+        done_through = numbers[min(settled * batch_size, len(numbers)) - 1] if settled else 0
         if done_through or isinstance(exc, KeyboardInterrupt):
             again = done_through + 1
             how = f" (tail -n +{again} {shlex.quote(source)} | jobq enqueue --from - ...)"
@@ -261,13 +216,18 @@ def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> 
         if source != "-":
             stream.close()
     seconds = time.monotonic() - started
+    refused = [
+        (numbers[r.first], _JOB.sub("the job", _ELEMENT.sub("", str(r.error))))
+        for r in summary.refused
+    ]
     bad = sorted([*bad_lines, *refused])
     if not settings().as_json:
         for number, error in bad:
             click.echo(f"line {number}: {error}; skipped", err=True)
-    added, existing, batches = load["added"], load["existing"], load["batches"]
-    rate = (added + existing) / seconds if seconds > 0 else 0.0
-    text = f"enqueued {counted(added + existing, 'job')} in {counted(batches, 'batch', 'batches')}"
+    jobs, batches, existing = summary.jobs, summary.batches, summary.existing
+    added = jobs - existing
+    rate = jobs / seconds if seconds > 0 else 0.0
+    text = f"enqueued {counted(jobs, 'job')} in {counted(batches, 'batch', 'batches')}"
     text += f", {seconds:.1f} s ({rate:,.0f} jobs/s): {added:,} added"
     if existing:
         text += (
@@ -275,13 +235,13 @@ def _bulk_enqueue(source: str, batch_size: int, defaults: Mapping[str, Any]) -> 
             "key, from before or from an earlier line, is left as it is, in its own queue)"
         )
     text += f"; {counted(len(bad), 'line')} not enqueued" if bad else ""
-    summary: dict[str, Any] = {"jobs": added + existing, "added": added, "existing": existing}
-    summary |= {"batches": batches, "seconds": round(seconds, 3)}
-    summary["bad_lines"] = [{"line": n, "error": e} for n, e in bad_lines]
-    summary["refused"] = [
+    result: dict[str, Any] = {"jobs": jobs, "added": added, "existing": existing}
+    result |= {"batches": batches, "seconds": round(seconds, 3)}
+    result["bad_lines"] = [{"line": n, "error": e} for n, e in bad_lines]
+    result["refused"] = [
         {"lines": [n, n], "line": n, "jobs": 1, "error": e} for n, e in sorted(refused)
     ]
-    emit(summary, text)
+    emit(result, text)
     return 1 if bad else 0
 
 
