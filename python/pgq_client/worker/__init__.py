@@ -366,14 +366,11 @@ class Worker:
         """The arguments of the connections the worker opens itself: for its own statements
         (``own``), :func:`pgq_client._sql.connect_kwargs` (``search_path = pg_catalog,
         pg_temp`` after the DSN's or the given pool's ``options``); for handlers, UTF-8 only."""
-        kwargs: dict[str, Any] = {"connect_timeout": 10}
-        if self._given_pool is not None:
-            given = self._given_pool.kwargs
-            kwargs.update((given() if callable(given) else given) or {})
+        given = {} if self._given_pool is None else self._given_pool.kwargs
+        kwargs = {"connect_timeout": 10, **((given() if callable(given) else given) or {})}
         kwargs["autocommit"] = True
         if not own:
-            kwargs.update(_sql.CLIENT_ENCODING)
-            return kwargs
+            return {**kwargs, **_sql.CLIENT_ENCODING}
         ours = _sql.connect_kwargs(dsn)
         if kwargs.get("options"):
             ours["options"] = f"{kwargs['options']} {_sql.SEARCH_PATH_OPTION}"
@@ -383,9 +380,7 @@ class Worker:
         # instead of holding up the worker. A startup option: no round trip of its own. The
         # handlers' connections (own=False) keep the application's settings.
         wait = f"-c lock_timeout={max(1, round(self.config.lock_wait * 1000))}"
-        ours["options"] = f"{ours['options']} {wait}"
-        kwargs.update(ours)
-        return kwargs
+        return {**kwargs, **ours, "options": f"{ours['options']} {wait}"}
 
     def _check_database(self, link: Link) -> None:
         """Fail fast when the database is unreachable, not migrated, not ours to work, or has a
