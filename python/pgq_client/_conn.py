@@ -87,17 +87,23 @@ def translate_errors() -> Iterator[None]:
         raise from_psycopg(exc) from exc
 
 
-def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
+def opened(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
     """``psycopg.connect(dsn, autocommit=True)`` with jobq's connection arguments
-    (:func:`~pgq_client._sql.connect_kwargs`), raising the typed jobq errors, decoding jsonb
-    with :func:`~pgq_client.models.load_json`."""
+    (:func:`~pgq_client._sql.connect_kwargs`, then ``kwargs``), decoding jsonb with
+    :func:`~pgq_client.models.load_json`; psycopg's errors as they are, which the Worker
+    tells apart to retry (:func:`connect` raises the typed jobq errors)."""
+    conn = psycopg.connect(dsn, **{"autocommit": True, **_sql.connect_kwargs(dsn), **kwargs})
+    use_fast_json(conn)
+    return conn
+
+
+def connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
+    """:func:`opened`, raising the typed jobq errors."""
     try:
-        conn = psycopg.connect(dsn, autocommit=True, **{**_sql.connect_kwargs(dsn), **kwargs})
+        return opened(dsn, **kwargs)
     except psycopg.Error as exc:
         # Not chained: libpq's message for a DSN it cannot parse may quote the password.
         raise from_psycopg(exc) from None
-    use_fast_json(conn)
-    return conn
 
 
 async def aconnect(dsn: str, **kwargs: Any) -> psycopg.AsyncConnection[Any]:
@@ -172,9 +178,19 @@ def execute(conn: psycopg.Connection[Any], own_tx: bool, call: _ops.Call) -> lis
         raise from_psycopg(exc) from exc
 
 
-async def _fetched(
+def fetch(conn: psycopg.Connection[Any], call: _ops.Call) -> list[Any]:
+    """The rows of ``call`` on ``conn``, in the statement's own transaction (an autocommit
+    connection's) or the one open; psycopg's errors as they are (the Worker retries the
+    transient ones)."""
+    cur = conn.cursor(row_factory=call.row_factory)  # not closed: see execute
+    cur.execute(call.query, call.params, binary=call.binary)
+    return cur.fetchall()
+
+
+async def fetched(
     conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], call: _ops.Call
 ) -> list[Any]:
+    """:func:`fetch` on either kind of connection, awaited."""
     cur: Any = conn.cursor(row_factory=call.row_factory)  # not closed: see execute
     await settled(cur.execute(call.query, call.params, binary=call.binary))
     rows: list[Any] = await settled(cur.fetchall())
@@ -337,8 +353,8 @@ class Client(Generic[C, P]):
         try:
             if own_tx and not conn.autocommit:
                 async with _entered(conn.transaction()):
-                    return await _fetched(conn, call)
-            return await _fetched(conn, call)
+                    return await fetched(conn, call)
+            return await fetched(conn, call)
         except psycopg.Error as exc:
             raise from_psycopg(exc) from exc
 

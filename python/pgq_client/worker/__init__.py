@@ -10,6 +10,7 @@ wait.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import queue
@@ -26,12 +27,12 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from .. import _ops, _sql
-from .._conn import resolve_dsn
+from .._conn import fetch, opened, resolve_dsn
 from .._secrets import is_conninfo_error
 from ..errors import IncompatibleSchema, PermissionDenied, from_psycopg
 from ..installer.citus import node_conninfo, schema_node
 from ..installer.compat import check_compatible
-from ..models import Job, use_fast_json
+from ..models import Job
 from .acker import Acknowledger
 from .config import (
     AsyncPlainHandler,
@@ -45,7 +46,7 @@ from .config import (
 from .fetcher import Fetcher
 from .handlers import HandlerPool
 from .joblog import database_name, job_log, log
-from .retry import Link, describe, execute
+from .retry import Link, describe
 from .state import Shared, Waker
 
 __all__ = [
@@ -167,7 +168,7 @@ class Worker:
         """LISTEN on the wake-up and cancel channels of this worker's installation, named by
         the server as jobq's functions name them (the wake-up channel last)."""
         names = [
-            execute(conn, _ops.channel_call(self.config.schema, kind))[0][0]
+            fetch(conn, _ops.channel_call(self.config.schema, kind))[0][0]
             for kind in (_sql.CANCEL_EVENT, None)
         ]
         conn.execute(_sql.listen(*names))
@@ -357,29 +358,19 @@ class Worker:
 
     def _connector(self, dsn: str) -> Callable[[], psycopg.Connection[Any]]:
         """How the fetcher and the acknowledger open their own connections (a given pool's
-        ``kwargs`` apply to them too), each decoding jsonb with ``load_json``: the fetcher's
-        claims decode every job's payload and errors."""
-        kwargs = self._connect_kwargs(dsn)
-
-        def connect() -> psycopg.Connection[Any]:
-            conn = psycopg.connect(dsn, **kwargs)
-            use_fast_json(conn)
-            return conn
-
-        return connect
+        ``kwargs`` apply to them too): :func:`~pgq_client._conn.opened`, which decodes jsonb
+        with ``load_json`` (the fetcher's claims decode every job's payload and errors)."""
+        return functools.partial(opened, dsn, **self._connect_kwargs(dsn))
 
     def _connect_kwargs(self, dsn: str, *, own: bool = True) -> dict[str, Any]:
         """The arguments of the connections the worker opens itself: for its own statements
         (``own``), :func:`pgq_client._sql.connect_kwargs` (``search_path = pg_catalog,
         pg_temp`` after the DSN's or the given pool's ``options``); for handlers, UTF-8 only."""
-        kwargs: dict[str, Any] = {"connect_timeout": 10}
-        if self._given_pool is not None:
-            given = self._given_pool.kwargs
-            kwargs.update((given() if callable(given) else given) or {})
+        given = {} if self._given_pool is None else self._given_pool.kwargs
+        kwargs = {"connect_timeout": 10, **((given() if callable(given) else given) or {})}
         kwargs["autocommit"] = True
         if not own:
-            kwargs.update(_sql.CLIENT_ENCODING)
-            return kwargs
+            return {**kwargs, **_sql.CLIENT_ENCODING}
         ours = _sql.connect_kwargs(dsn)
         if kwargs.get("options"):
             ours["options"] = f"{kwargs['options']} {_sql.SEARCH_PATH_OPTION}"
@@ -389,9 +380,7 @@ class Worker:
         # instead of holding up the worker. A startup option: no round trip of its own. The
         # handlers' connections (own=False) keep the application's settings.
         wait = f"-c lock_timeout={max(1, round(self.config.lock_wait * 1000))}"
-        ours["options"] = f"{ours['options']} {wait}"
-        kwargs.update(ours)
-        return kwargs
+        return {**kwargs, **ours, "options": f"{ours['options']} {wait}"}
 
     def _check_database(self, link: Link) -> None:
         """Fail fast when the database is unreachable, not migrated, not ours to work, or has a
@@ -400,7 +389,7 @@ class Worker:
         try:
             conn = link.get()
             check_compatible(conn, self.config.schema)
-            execute(conn, _ops.call(beat, worker_id=self.worker_id, job_ids=[]))
+            fetch(conn, _ops.call(beat, worker_id=self.worker_id, job_ids=[]))
         except IncompatibleSchema:
             link.close()
             raise

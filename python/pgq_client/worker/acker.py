@@ -13,10 +13,11 @@ from typing import Any, NamedTuple
 import psycopg
 
 from .. import _ops, _sql
+from .._conn import fetch
 from ..errors import JobqError, PayloadTooLarge, PermissionDenied
 from ..models import Job, mark_cancel_requested
 from .joblog import UNSERVED_IDLE, duration, job_log, log, log_completed, report_unserved
-from .retry import GaveUp, Link, Reconnecting, execute
+from .retry import GaveUp, Link, Reconnecting
 from .state import Ack, Failure, Release, Shared, Success, job_id, job_of
 
 ACK_LINGER = 0.005
@@ -215,7 +216,7 @@ class Acknowledger:
 
         def call() -> list[Any]:
             try:
-                return execute(self._link.get(), statement)
+                return fetch(self._link.get(), statement)
             except psycopg.errors.LockNotAvailable as exc:
                 # Not retried here: waiting for that row would hold up every other job.
                 raise Locked(doing) from exc
@@ -223,9 +224,8 @@ class Acknowledger:
         self._retried = False
         return self._retry(call, doing), self._retried
 
-    def _lost(self) -> None:
+    def _lost(self) -> None:  # (a broken connection is replaced by the next Link.get)
         self._retried = True
-        self._link.drop_if_broken()
 
     # -- what each path sends, and what its rows say ---------------------------------------------
 

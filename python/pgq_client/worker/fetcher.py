@@ -13,11 +13,12 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from .. import _ops, _sql
+from .._conn import fetch
 from ..errors import JobqError, from_psycopg
 from ..models import Job, job_row
 from .acker import complete_many_call, look_for_unserved
 from .joblog import log, log_completed
-from .retry import GaveUp, Link, Reconnecting, connection_lost, execute, transient
+from .retry import GaveUp, Link, Reconnecting, connection_lost, transient
 from .state import Shared, Success, Waker, job_id, job_of
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ class Fetcher:
     def _report_unserved(self) -> None:
         """At the end of a burst run "no job available" is true only of this worker's job
         types and queues: name the available jobs that no worker serves."""
-        look_for_unserved(self._sql, self._who, lambda call: execute(self._link.get(), call))
+        look_for_unserved(self._sql, self._who, lambda call: fetch(self._link.get(), call))
 
     def _burst_done(self) -> bool:
         """Nothing claimable now, and nothing held that could make a job claimable again: no
@@ -312,7 +313,7 @@ class Fetcher:
         """The rows of a call the claim can do without; None, and a warning, after an error no
         retry gets past. A transient error propagates: the claim's retry retries this too."""
         try:
-            return execute(conn, call)
+            return fetch(conn, call)
         except psycopg.Error as exc:
             if transient(exc):
                 raise

@@ -26,12 +26,13 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from .. import _ops
+from .._conn import fetch, fetched
 from .._opcore import drive, settled, step
 from ..errors import PermanentError, Retry
 from ..models import Dependency, Job, attach_dependency_reader
 from .errortext import error_text
 from .joblog import job_log, log
-from .retry import GaveUp, Reconnecting, aexecute, connection_lost, execute
+from .retry import GaveUp, Reconnecting, connection_lost
 from .state import Failure, Outcome, Shared, Success
 
 LOOP = "jobq-asyncio"  # the event loop's thread
@@ -348,11 +349,11 @@ class HandlerPool:
         if asynchronous:
             assert self._async_pool is not None
             async with self._async_pool.connection() as aconn, aconn.transaction():
-                yield aconn, functools.partial(aexecute, aconn)
+                yield aconn, functools.partial(fetched, aconn)
         else:
             assert self._pool is not None
             with self._pool.connection() as conn, conn.transaction():
-                yield conn, functools.partial(execute, conn)
+                yield conn, functools.partial(fetch, conn)
 
     def _dependencies(self, job_id: uuid.UUID) -> list[Dependency]:
         """``job.dependencies()``: on a connection of the handlers' pool when there is one, else
@@ -360,9 +361,9 @@ class HandlerPool:
         with (
             self._pool.connection()
             if self._pool is not None
-            else psycopg.connect(self._dsn, **{**self._connect_kwargs, "autocommit": True})
+            else psycopg.connect(self._dsn, **self._connect_kwargs)
         ) as conn:
-            return drive(_ops.dependencies(self._sql, job_id), functools.partial(execute, conn))
+            return drive(_ops.dependencies(self._sql, job_id), functools.partial(fetch, conn))
 
     async def _check_pool(self, asynchronous: bool) -> None:
         """After a lost connection the pool's idle ones are likely dead too (a server restart,

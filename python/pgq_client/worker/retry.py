@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from .._opcore import Call, settled, step
+from .._opcore import settled, step
 from ..errors import from_psycopg
 from .joblog import log
 
@@ -113,24 +113,10 @@ class Reconnecting:
         return step(self.acall(call, doing))
 
 
-def execute(conn: psycopg.Connection[Any], call: Call) -> list[Any]:
-    """The rows of ``call`` run on ``conn`` (autocommit: its own transaction)."""
-    with conn.cursor(row_factory=call.row_factory) as cur:
-        rows: list[Any] = cur.execute(call.query, call.params).fetchall()
-        return rows
-
-
-async def aexecute(conn: psycopg.AsyncConnection[Any], call: Call) -> list[Any]:
-    """:func:`execute` on an AsyncConnection."""
-    async with conn.cursor(row_factory=call.row_factory) as cur:
-        await cur.execute(call.query, call.params)
-        rows: list[Any] = await cur.fetchall()
-        return rows
-
-
 class Link:
     """A connection of the worker's own (not pooled): opened when first needed, with ``setup``
-    run on it (e.g. its LISTEN), and opened again after it broke."""
+    run on it (e.g. its LISTEN), and opened again once it is closed or broken (after an
+    error, the next :meth:`get` finds out)."""
 
     def __init__(
         self,
@@ -143,7 +129,8 @@ class Link:
 
     def get(self) -> psycopg.Connection[Any]:
         conn = self.conn
-        if conn is None or conn.closed:
+        if conn is None or conn.closed or conn.broken:
+            self.close()
             conn = self._connect()
             try:
                 if self._setup is not None:
@@ -153,12 +140,6 @@ class Link:
                 raise
             self.conn = conn
         return conn
-
-    def drop_if_broken(self) -> None:
-        """After an error: forget the connection if it cannot be used any more."""
-        conn = self.conn
-        if conn is not None and (conn.closed or conn.broken):
-            self.close()
 
     def close(self) -> None:
         conn, self.conn = self.conn, None
