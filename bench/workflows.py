@@ -9,9 +9,10 @@ beside a bare-SQL ceiling that does the same work on ``raw_jobs`` without the gr
   cheaper reference is printed beside it (``.raw.delete``: each batch deleted in one
   transaction), which compares with no ratio;
 * the chain, one session (its jobs run one after the other anyway): jobq completes a job and
-  claims the next in one transaction (``jobq_complete_many`` then ``jobq_dequeue``, sent in
-  one round trip in pipeline mode: the released job is claimable in the completing
-  transaction); the ceiling deletes a job and claims the next in one statement.
+  claims the next in one call (``jobq_complete_and_claim``: the completion hands the job it
+  releases to the session); the ceiling deletes a job and claims the next in one statement.
+  A reference beside it (``.two_calls``, no ratio): ``jobq_complete_many`` then
+  ``jobq_dequeue`` in one transaction, sent in one round trip in pipeline mode.
 
 Each prints its jobs/s and the time from the completion of a job's last dependency to the
 job's claim (``finished_at`` of the dependency to ``claimed_at`` of the job, p50/p99).
@@ -92,19 +93,25 @@ def _drain_jobq(cluster: Cluster, sessions: int, total: int) -> Run:
     return harness.run_threads(cluster, sessions, body)
 
 
-def _chain_jobq(cluster: Cluster, total: int) -> Run:
-    """One session: each transaction completes the job it ran and claims the next, which that
-    completion released."""
+def _chain_jobq(cluster: Cluster, total: int, two_calls: bool = False) -> Run:
+    """One session: each call completes the job it ran and claims the next, which that
+    completion released and hands to it (``jobq_complete_and_claim``); with ``two_calls``,
+    ``jobq_complete_many`` then ``jobq_dequeue`` in one transaction (one round trip)."""
 
     def body(conn: psycopg.Connection[Any], _: int) -> int:
         ids = [r[0] for r in conn.execute("SELECT id FROM jobq_dequeue('w0')").fetchall()]
         n = 0
         while ids:
-            # One round trip (pipeline mode) per transaction, as the ceiling's one statement.
-            with conn.pipeline(), conn.transaction():
-                conn.execute("SELECT jobq_complete_many(%s, 'w0')", (ids,))
-                claimed = conn.execute("SELECT id FROM jobq_dequeue('w0')")
-            ids = [r[0] for r in claimed.fetchall()]
+            if two_calls:
+                # One round trip (pipeline mode) per transaction, as the ceiling's statement.
+                with conn.pipeline(), conn.transaction():
+                    conn.execute("SELECT jobq_complete_many(%s, 'w0')", (ids,))
+                    claimed = conn.execute("SELECT id FROM jobq_dequeue('w0')")
+                ids = [r[0] for r in claimed.fetchall()]
+            else:
+                ids = [r[0] for r in conn.execute(
+                    "SELECT id, status FROM jobq_complete_and_claim(%s, 'w0')", (ids,)
+                ).fetchall() if r[1] == "processing"]
             n += 1
         if n != total:
             raise RuntimeError(f"the chain stopped after {n} of {total} jobs")
@@ -217,10 +224,25 @@ def scenario(cluster: Cluster, quick: bool, log: Callable[[str], None]) -> list[
             lat = _latencies(conn)
         log(f"{line}, jobq {run.rate:,.0f} jobs/s ({run.rate / ceiling.rate:.2f}x); "
             f"last dependency to claim p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms")
-        jobq_how = ("jobq_complete_many + jobq_dequeue in one transaction" if chain
+        jobq_how = ("jobq_complete_and_claim" if chain
                     else "jobq_dequeue, then jobq_complete_many")
         results.append(Measurement("18", key, f"{name}: {jobq_how} ({sessions})",
                                    "jobq", "jobs/s", run.rate, [run.rate], run.jobs, run.seconds,
                                    ceiling=key + ".raw",
                                    extra={"release_to_claim_ms": lat}))
+        if chain:
+            # The same chain in two calls a step, as before jobq_complete_and_claim: a
+            # reference, with no ratio.
+            harness.reset(cluster)
+            with cluster.connect() as conn:
+                conn.execute("TRUNCATE jobq_job_dependencies")
+                _enqueue(conn, jobs, after)
+            harness.settle(cluster)
+            two = _chain_jobq(cluster, jobs, two_calls=True)
+            log(f"  {name}: jobq_complete_many + jobq_dequeue in one transaction "
+                f"{two.rate:,.0f} jobs/s ({two.rate / ceiling.rate:.2f}x)")
+            results.append(Measurement(
+                "18", key + ".two_calls",
+                f"{name}: jobq_complete_many + jobq_dequeue in one transaction ({sessions})",
+                "jobq", "jobs/s", two.rate, [two.rate], two.jobs, two.seconds))
     return results
