@@ -353,6 +353,29 @@ def test_a_hand_off_never_passes_a_pending_job_the_worker_could_take(
     assert _status(conn, b) == "pending"
 
 
+@pytest.mark.parametrize("ahead", ["due-scheduled", "expired-claim"])
+def test_a_hand_off_waits_for_what_the_claim_would_promote_or_take_back(
+    dsn: str, conn: Conn, ahead: str
+) -> None:
+    """A scheduled job come due (the claim promotes it) or an expired claim (the claim takes
+    it back) is ahead of the released job in claim order: no hand-off, the claim takes it."""
+    q = Queue(dsn)
+    a = q.enqueue("chain")
+    b = q.enqueue("chain", depends_on=[a])
+    assert _claim_one(conn, "chain") == a
+    if ahead == "due-scheduled":
+        first = q.enqueue("chain", run_at=conn.execute(
+            "SELECT clock_timestamp() + interval '20 milliseconds'").fetchone()[0])  # type: ignore[index]
+    else:
+        first = q.enqueue("chain")
+        assert conn.execute(
+            "SELECT id FROM jobq_dequeue('gone', ARRAY['chain'], lock_timeout => '1 ms')"
+        ).fetchall() == [(first,)]
+    conn.execute("SELECT pg_sleep(0.05)")  # due, or expired
+    assert _hand(conn, [a], job_types=["chain"]) == [(a, "succeeded"), (first, "processing")]
+    assert _status(conn, b) == "pending"
+
+
 def test_a_handed_off_job_is_fenced_like_a_claimed_one(dsn: str, conn: Conn) -> None:
     """Another worker, or the same worker with another attempt, cannot complete a job handed
     off to it; its lock expires and is taken back like any claim's."""
