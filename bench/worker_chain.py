@@ -1,8 +1,9 @@
 """Scenario 21: the Worker on a chain (each job depends on the one before), beside scenario 18's
 two chain figures: the bare-SQL ceiling (one session deletes a job and claims the next in one
-statement) and jobq's SQL chain (one session completes a job and claims the next in one
-transaction, one round trip in pipeline mode). The Worker completes a job that others depend on
-with its next claim, so each step's dependent is claimed in the transaction that releases it.
+statement) and jobq's SQL chain (one session completes a job and claims the next, which that
+completion hands to it, in one call of ``jobq_complete_and_claim``). The Worker completes a job
+that others depend on with its next claim, in the same call, so each step's dependent is
+claimed in the transaction that releases it.
 
 Printed: jobs/s, its ratio to the ceiling and to jobq's SQL chain, and the time from a job's
 completion to its dependent's claim (p50/p99; 0 when they share a transaction).
@@ -66,7 +67,7 @@ def scenario(cluster: Cluster, quick: bool, concurrency: int,
                     "ceiling", "jobs/s", ceiling.rate, [ceiling.rate], ceiling.jobs,
                     ceiling.seconds),
         Measurement("21", "s21.jobq.sql.chain",
-                    f"chain of {n:,}: jobq_complete_many + jobq_dequeue, one transaction",
+                    f"chain of {n:,}: jobq_complete_and_claim, one call a step",
                     "jobq", "jobs/s", sql_chain.rate, [sql_chain.rate], sql_chain.jobs,
                     sql_chain.seconds, ceiling="s21.raw.chain"),
         Measurement("21", "s21.jobq.worker.chain",

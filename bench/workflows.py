@@ -9,9 +9,10 @@ beside a bare-SQL ceiling that does the same work on ``raw_jobs`` without the gr
   cheaper reference is printed beside it (``.raw.delete``: each batch deleted in one
   transaction), which compares with no ratio;
 * the chain, one session (its jobs run one after the other anyway): jobq completes a job and
-  claims the next in one transaction (``jobq_complete_many`` then ``jobq_dequeue``, sent in
-  one round trip in pipeline mode: the released job is claimable in the completing
-  transaction); the ceiling deletes a job and claims the next in one statement.
+  claims the next in one call (``jobq_complete_and_claim``: the completion hands the job it
+  releases to the session); the ceiling deletes a job and claims the next in one statement.
+  A reference beside it (``.two_calls``, its ratio printed, no target): ``jobq_complete_many`` then
+  ``jobq_dequeue`` in one transaction, sent in one round trip in pipeline mode.
 
 Each prints its jobs/s and the time from the completion of a job's last dependency to the
 job's claim (``finished_at`` of the dependency to ``claimed_at`` of the job, p50/p99).
@@ -92,19 +93,25 @@ def _drain_jobq(cluster: Cluster, sessions: int, total: int) -> Run:
     return harness.run_threads(cluster, sessions, body)
 
 
-def _chain_jobq(cluster: Cluster, total: int) -> Run:
-    """One session: each transaction completes the job it ran and claims the next, which that
-    completion released."""
+def _chain_jobq(cluster: Cluster, total: int, two_calls: bool = False) -> Run:
+    """One session: each call completes the job it ran and claims the next, which that
+    completion released and hands to it (``jobq_complete_and_claim``); with ``two_calls``,
+    ``jobq_complete_many`` then ``jobq_dequeue`` in one transaction (one round trip)."""
 
     def body(conn: psycopg.Connection[Any], _: int) -> int:
         ids = [r[0] for r in conn.execute("SELECT id FROM jobq_dequeue('w0')").fetchall()]
         n = 0
         while ids:
-            # One round trip (pipeline mode) per transaction, as the ceiling's one statement.
-            with conn.pipeline(), conn.transaction():
-                conn.execute("SELECT jobq_complete_many(%s, 'w0')", (ids,))
-                claimed = conn.execute("SELECT id FROM jobq_dequeue('w0')")
-            ids = [r[0] for r in claimed.fetchall()]
+            if two_calls:
+                # One round trip (pipeline mode) per transaction, as the ceiling's statement.
+                with conn.pipeline(), conn.transaction():
+                    conn.execute("SELECT jobq_complete_many(%s, 'w0')", (ids,))
+                    claimed = conn.execute("SELECT id FROM jobq_dequeue('w0')")
+                ids = [r[0] for r in claimed.fetchall()]
+            else:
+                ids = [r[0] for r in conn.execute(
+                    "SELECT id, status FROM jobq_complete_and_claim(%s, 'w0')", (ids,)
+                ).fetchall() if r[1] == "processing"]
             n += 1
         if n != total:
             raise RuntimeError(f"the chain stopped after {n} of {total} jobs")
@@ -217,10 +224,87 @@ def scenario(cluster: Cluster, quick: bool, log: Callable[[str], None]) -> list[
             lat = _latencies(conn)
         log(f"{line}, jobq {run.rate:,.0f} jobs/s ({run.rate / ceiling.rate:.2f}x); "
             f"last dependency to claim p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms")
-        jobq_how = ("jobq_complete_many + jobq_dequeue in one transaction" if chain
+        jobq_how = ("jobq_complete_and_claim" if chain
                     else "jobq_dequeue, then jobq_complete_many")
         results.append(Measurement("18", key, f"{name}: {jobq_how} ({sessions})",
                                    "jobq", "jobs/s", run.rate, [run.rate], run.jobs, run.seconds,
                                    ceiling=key + ".raw",
                                    extra={"release_to_claim_ms": lat}))
+        if chain:
+            # The same chain in two calls a step, as before jobq_complete_and_claim: a
+            # reference beside it, with its ratio but no target.
+            harness.reset(cluster)
+            with cluster.connect() as conn:
+                conn.execute("TRUNCATE jobq_job_dependencies")
+                _enqueue(conn, jobs, after)
+            harness.settle(cluster)
+            two = _chain_jobq(cluster, jobs, two_calls=True)
+            log(f"  {name}: jobq_complete_many + jobq_dequeue in one transaction "
+                f"{two.rate:,.0f} jobs/s ({two.rate / ceiling.rate:.2f}x)")
+            results.append(Measurement(
+                "18", key + ".two_calls",
+                f"{name}: jobq_complete_many + jobq_dequeue in one transaction ({sessions})",
+                "jobq", "jobs/s", two.rate, [two.rate], two.jobs, two.seconds,
+                ceiling=key + ".raw"))
     return results
+
+
+def profile_chain_step(dsn: str, steps: int = 2000, two_calls: bool = False) -> str:
+    """Statements, shared buffers and server time per step of a chain, from
+    ``pg_stat_statements`` (``track = all``: the statements inside the functions too) on the
+    database ``dsn`` (a throwaway one, jobq installed: its jobs are deleted). The chain is
+    enqueued, vacuumed and analyzed, run for 50 steps, then the counters are reset and read
+    after ``steps`` more. Statement counts and buffers do not depend on the machine's load;
+    server time does (docs/workflows.md, "Where a chain's step goes")."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        conn.execute("DELETE FROM jobq_jobs")
+        conn.execute("TRUNCATE jobq_job_dependencies")
+        _enqueue(conn, steps + 60, lambda i: [i] if i else [])
+        conn.execute("VACUUM ANALYZE jobq_jobs")
+        ids = [r[0] for r in conn.execute("SELECT id FROM jobq_dequeue('w0')").fetchall()]
+
+        def step(ids: list[Any]) -> list[Any]:
+            if two_calls:
+                with conn.pipeline(), conn.transaction():
+                    conn.execute("SELECT jobq_complete_many(%s, 'w0')", (ids,))
+                    claimed = conn.execute("SELECT id FROM jobq_dequeue('w0')")
+                return [r[0] for r in claimed.fetchall()]
+            return [r[0] for r in conn.execute(
+                "SELECT id, status FROM jobq_complete_and_claim(%s, 'w0')", (ids,)
+            ).fetchall() if r[1] == "processing"]
+
+        for _ in range(50):
+            ids = step(ids)
+        conn.execute("SELECT pg_stat_statements_reset()")
+        for _ in range(steps):
+            ids = step(ids)
+        rows = conn.execute(
+            "SELECT calls, total_exec_time, shared_blks_hit + shared_blks_read, toplevel,"
+            " regexp_replace(left(query, 60), '\\s+', ' ', 'g') FROM pg_stat_statements"
+            " WHERE query NOT LIKE '%%pg_stat_statements%%'"
+            " ORDER BY toplevel DESC, total_exec_time DESC"
+        ).fetchall()
+    top = [r for r in rows if r[3]]
+    lines = [
+        f"{'two calls' if two_calls else 'jobq_complete_and_claim'}: {steps} steps; per step "
+        f"{sum(r[0] for r in rows if not r[3]) / steps:.1f} nested + "
+        f"{sum(r[0] for r in top) / steps:.1f} top-level statements, "
+        f"{sum(r[2] for r in top) / steps:.1f} shared buffers, "
+        f"{sum(r[1] for r in top) * 1000 / steps:.0f} µs of server time"
+    ]
+    lines += [f"  {'top ' if r[3] else '    '}{r[0] / steps:5.2f}/step {r[1] * 1000 / r[0]:7.1f} µs"
+              f" {r[2] / r[0]:6.1f} buffers  {r[4]}" for r in rows[:25]]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=profile_chain_step.__doc__)
+    parser.add_argument("dsn")
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--two-calls", action="store_true",
+                        help="jobq_complete_many + jobq_dequeue, as before the hand-off")
+    args = parser.parse_args()
+    print(profile_chain_step(args.dsn, args.steps, args.two_calls))

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(198);
+SELECT plan(199);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -102,6 +102,10 @@ SELECT results_eq(
     ('jobq_capped_groups', '', 'TABLE(limit_group text)'),
     ('jobq_complete', 'job_id uuid, worker_id text, attempt integer DEFAULT NULL::integer, '
                       'result jsonb DEFAULT NULL::jsonb', 'boolean'),
+    ('jobq_complete_and_claim', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], '
+                                'results jsonb[] DEFAULT NULL::jsonb[], job_types text[] DEFAULT NULL::text[], '
+                                'batch_size integer DEFAULT 1, lock_timeout interval DEFAULT ''00:05:00''::interval, '
+                                'queues text[] DEFAULT NULL::text[]', 'SETOF jobq_jobs'),
     ('jobq_complete_many', 'job_ids uuid[], worker_id text, attempts integer[] DEFAULT NULL::integer[], '
                            'results jsonb[] DEFAULT NULL::jsonb[]', 'integer'),
     ('jobq_configure', 'max_payload_bytes integer DEFAULT NULL::integer, metrics boolean DEFAULT NULL::boolean, '
@@ -244,6 +248,7 @@ SELECT is_definer('public', 'jobq_enqueue_arrays', ARRAY['text[]', 'jsonb[]', 't
 SELECT is_definer('public', 'jobq_dequeue', ARRAY['text', 'text[]', 'integer', 'interval', 'text[]']);
 SELECT is_definer('public', 'jobq_complete', ARRAY['uuid', 'text', 'integer', 'jsonb']);
 SELECT is_definer('public', 'jobq_complete_many', ARRAY['uuid[]', 'text', 'integer[]', 'jsonb[]']);
+SELECT is_definer('public', 'jobq_complete_and_claim', ARRAY['uuid[]', 'text', 'integer[]', 'jsonb[]', 'text[]', 'integer', 'interval', 'text[]']);
 SELECT is_definer('public', 'jobq_cancel', ARRAY['uuid[]', 'text']);
 SELECT is_definer('public', 'jobq_cancel_requested', ARRAY['uuid[]']);
 SELECT is_definer('public', 'jobq_job_status', ARRAY['uuid[]']);

@@ -9,7 +9,7 @@
 -- keeps it waiting until the dependency is requeued and succeeds. Bad input is 22023 and
 -- changes nothing.
 BEGIN;
-SELECT plan(80);
+SELECT plan(90);
 
 DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
@@ -216,6 +216,45 @@ SELECT is(jobq_complete_many(ARRAY(SELECT id FROM ixp), 'ixw'), 10, 'they succee
 SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'ixc' AND status = 'pending'), 200,
           'their 200 dependents are released');
 SELECT is(pg_stat_get_xact_numscans('jobq_job_dependencies'::regclass), :'edge_seqscans'::bigint, 'the release did not scan the edge table');
+SELECT is(pg_stat_get_xact_tuples_returned('jobq_jobs_waiting_idx'::regclass), :'waiting_reads'::bigint,
+          'nor read the waiting jobs beside its dependents');
+
+------------------------------------------------------------------------------------------
+-- jobq_complete_and_claim: the dependents its completion releases go to the worker, up to
+-- batch_size, highest priority first (the others pending), read by index as above
+------------------------------------------------------------------------------------------
+
+SELECT jobq_enqueue('hp') AS hp1, jobq_enqueue('hp') AS hp2 \gset
+CREATE TEMP TABLE hc AS
+SELECT jobq_enqueue('hc', priority => g % 3, depends_on => ARRAY[:'hp1', :'hp2']::uuid[]) AS id
+FROM generate_series(1, 30) AS g;
+SELECT is((SELECT count(*)::int FROM jobq_dequeue('hw', ARRAY['hp'], 2)), 2, 'both dependencies are claimed');
+SELECT results_eq(
+    format($$SELECT id, status FROM jobq_complete_and_claim(ARRAY[%L]::uuid[], 'hw',
+             job_types => ARRAY['hp', 'hc'], batch_size => 5)$$, :'hp1'),
+    format($$VALUES (%L::uuid, 'succeeded'::text)$$, :'hp1'),
+    'a completion that releases nothing returns its job alone (nothing to claim)'
+);
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'hc' AND status = 'waiting'), 30,
+          'no early release');
+SELECT pg_stat_get_xact_numscans('jobq_job_dependencies'::regclass) AS edge_seqscans,
+       pg_stat_get_xact_tuples_returned('jobq_jobs_waiting_idx'::regclass) AS waiting_reads \gset
+CREATE TEMP TABLE got AS
+SELECT * FROM jobq_complete_and_claim(ARRAY[:'hp2']::uuid[], 'hw', job_types => ARRAY['hp', 'hc'],
+                                      batch_size => 5);
+SELECT results_eq($$SELECT id, status FROM got WHERE status = 'succeeded'$$,
+                  format($$VALUES (%L::uuid, 'succeeded'::text)$$, :'hp2'), 'the last completion');
+SELECT is((SELECT count(*)::int FROM got WHERE status = 'processing'), 5, 'hands off five dependents');
+SELECT is((SELECT pg_catalog.array_agg(DISTINCT priority) FROM got WHERE status = 'processing'), ARRAY[2],
+          'of the highest priority');
+SELECT is((SELECT count(*)::int FROM jobq_jobs AS j JOIN got USING (id)
+           WHERE j.status = 'processing' AND j.locked_by = 'hw' AND j.attempts = 1
+             AND j.claimed_at = now() AND j.waiting_on = 0), 5,
+          'claimed for the worker as a claim claims them');
+SELECT is((SELECT count(*)::int FROM jobq_jobs WHERE job_type = 'hc' AND status = 'pending'), 25,
+          'the others are released pending');
+SELECT is(pg_stat_get_xact_numscans('jobq_job_dependencies'::regclass), :'edge_seqscans'::bigint,
+          'the hand-off did not scan the edge table');
 SELECT is(pg_stat_get_xact_tuples_returned('jobq_jobs_waiting_idx'::regclass), :'waiting_reads'::bigint,
           'nor read the waiting jobs beside its dependents');
 

@@ -319,10 +319,12 @@ def test_a_limited_completion_survives_a_claim_that_fails_for_good(
         q.enqueue("t", {"n": 1}, limit_group="g", limit_key="a")
 
     def handle(job: Job) -> None:
+        # (jobq_complete_and_claim too: it claims as jobq_dequeue does, as its owner)
         conn.execute(
             sql.SQL(
                 "REVOKE EXECUTE ON FUNCTION jobq_dequeue(text, text[], integer, interval,"
-                " text[]) FROM {}"
+                " text[]), jobq_complete_and_claim(uuid[], text, integer[], jsonb[], text[],"
+                " integer, interval, text[]) FROM {}"
             ).format(sql.Identifier(role))
         )
 

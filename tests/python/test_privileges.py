@@ -160,7 +160,8 @@ EXPECTED = {
                "jobq_complete_many", "jobq_fail", "jobq_fail_many", "jobq_heartbeat",
                "jobq_release", "jobq_release_orphans", "jobq_tick", "jobq_job_status",
                "jobq_await", "jobq_cancel", "jobq_cancel_requested", "jobq_add_dependencies",
-               "jobq_dependencies", "jobq_job_graph", "jobq_capped_groups"},
+               "jobq_dependencies", "jobq_job_graph", "jobq_capped_groups",
+               "jobq_complete_and_claim"},
     "monitor": {
         "jobq_stats", "jobq_health", "jobq_metrics", "jobq_queue_summary", "jobq_jobs_page",
         "jobq_workers_summary", "jobq_job_graph", "jobq_find_jobs", "jobq_limits",

@@ -6,15 +6,19 @@ rolled-back graph, the Python API). The rules themselves are in tests/pgtap/work
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
 import psycopg
+import psycopg.sql
+import psycopg.types.json
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -25,6 +29,8 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from psycopg.conninfo import make_conninfo
+from tests.helpers import MakeRole
 from tests.plans import log_plans
 
 from pgq_client import InvalidArgument, Job, Queue, Worker
@@ -195,6 +201,303 @@ def test_a_chain_step_plans_its_completion_once_per_session(dsn: str) -> None:
     moved = [p for p in plans if "Delete on jobq_jobs" in p]
     assert moved, "no plan of the completion's DELETE was logged"
     assert "= ANY ($" in moved[0], moved[0]
+
+
+# -- jobq_complete_and_claim: the hand-off ----------------------------------------------------
+
+
+def _hand(c: Conn, ids: list[uuid.UUID], worker: str = "w", **claim: Any) -> list[tuple[Any, ...]]:
+    """``jobq_complete_and_claim`` of ``ids``: its rows as (id, status)."""
+    named = "".join(f", {name} => %({name})s" for name in claim)
+    return c.execute(
+        f"SELECT id, status FROM jobq_complete_and_claim(%(ids)s::uuid[], %(worker)s{named})",
+        {"ids": ids, "worker": worker, **claim},
+    ).fetchall()
+
+
+def _claim_one(c: Conn, job_type: str, worker: str = "w") -> uuid.UUID:
+    row = c.execute("SELECT id FROM jobq_dequeue(%s, ARRAY[%s])", (worker, job_type)).fetchone()
+    assert row is not None
+    return uuid.UUID(str(row[0]))
+
+
+def _announced(listener: Conn, conn: Conn, channel: str) -> list[str]:
+    """The payloads notified on ``channel`` so far: a marker notified now comes after every
+    notification of a transaction that committed before (notifications are delivered in
+    commit order), so no wait can end too early."""
+    conn.execute("SELECT pg_notify(%s, 'marker')", (channel,))
+    payloads: list[str] = []
+    for note in listener.notifies():
+        if note.payload == "marker":
+            return payloads
+        payloads.append(note.payload)
+    return payloads
+
+
+@pytest.fixture
+def listener(dsn: str, conn: Conn) -> Any:
+    row = conn.execute("SELECT jobq__channel()").fetchone()
+    assert row is not None
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(row[0])))
+        yield c, str(row[0])
+
+
+def test_a_completion_hands_the_dependent_it_releases_to_its_worker(
+    dsn: str, conn: Conn, listener: tuple[Conn, str]
+) -> None:
+    """The dependent goes from waiting to processing for the completing worker in the
+    completing call, claimed as jobq_dequeue claims (attempt 1, its lock, claimed at the
+    completion's instant), with no notification (no one else needs waking); the completed job
+    comes back first, as a row with its id and status succeeded."""
+    q = Queue(dsn)
+    a = q.enqueue("chain")
+    b = q.enqueue("chain", depends_on=[a])
+    assert _claim_one(conn, "chain") == a
+    _announced(listener[0], conn, listener[1])  # the enqueues'
+    assert _hand(conn, [a], job_types=["chain"], lock_timeout="1 minute") == [
+        (a, "succeeded"), (b, "processing")
+    ]
+    assert conn.execute(
+        "SELECT status, locked_by, attempts, waiting_on, claimed_at = locked_at,"
+        " locked_until - locked_at FROM jobq_jobs WHERE id = %s", (b,)
+    ).fetchone() == ("processing", "w", 1, 0, True, timedelta(minutes=1))
+    assert conn.execute(
+        "SELECT status, finished_at FROM jobq_all_jobs WHERE id = %s", (a,)
+    ).fetchone() == ("succeeded", conn.execute(
+        "SELECT claimed_at FROM jobq_jobs WHERE id = %s", (b,)).fetchone()[0])  # type: ignore[index]
+    assert _announced(listener[0], conn, listener[1]) == []
+    # the worker's record and the metrics, as a claim keeps them
+    assert conn.execute(
+        "SELECT job_types FROM jobq_workers WHERE worker_id = 'w'"
+    ).fetchone() == (["chain"],)
+    assert _hand(conn, [b], job_types=["chain"]) == [(b, "succeeded")]
+    assert _status(conn, b) == "succeeded"
+
+
+@pytest.mark.parametrize(
+    ("child", "claim"),
+    [
+        ({"job_type": "other"}, {"job_types": ["chain"]}),
+        ({"queue": "elsewhere"}, {"job_types": ["chain"], "queues": ["default"]}),
+        ({"queue": "elsewhere"}, {"queues": ["default", "elsewhere"]}),  # no job type filter
+    ],
+    ids=["another-job-type", "another-queue", "queue-filter-alone"],
+)
+def test_a_dependent_the_worker_does_not_take_is_released_pending_and_announced(
+    dsn: str, conn: Conn, listener: tuple[Conn, str], child: dict[str, Any],
+    claim: dict[str, Any],
+) -> None:
+    """Outside the worker's filters (or with a queue filter alone, where nothing is handed
+    off) the dependent is released as jobq_complete_many releases it: pending, its queue
+    notified, claimed only by a claim whose filters take it."""
+    q = Queue(dsn)
+    a = q.enqueue("chain")
+    b = q.enqueue(
+        child.get("job_type", "chain"), depends_on=[a], queue=child.get("queue", "default")
+    )
+    assert _claim_one(conn, "chain") == a
+    _announced(listener[0], conn, listener[1])  # the enqueues'
+    rows = _hand(conn, [a], **claim)
+    assert rows[0] == (a, "succeeded")
+    if "elsewhere" in claim.get("queues", []) and "job_types" not in claim:
+        assert rows[1:] == [(b, "processing")]  # the claim took it, from pending
+    else:
+        assert rows[1:] == []
+        assert _status(conn, b) == "pending"
+    assert _announced(listener[0], conn, listener[1]) == [child.get("queue", "default")]
+
+
+def test_a_limited_dependent_is_claimed_under_its_limit(dsn: str, conn: Conn) -> None:
+    """A dependent with a limit group is never handed off: released pending, the claim that
+    follows takes it only while its key has room."""
+    q = Queue(dsn)
+    q.set_limit("g", max_running=1)
+    a1, a2 = q.enqueue("p"), q.enqueue("p")
+    busy = q.enqueue("c", limit_group="g", limit_key="k")
+    b1 = q.enqueue("c", depends_on=[a1], limit_group="g", limit_key="k")
+    b2 = q.enqueue("c", depends_on=[a2], limit_group="g", limit_key="other")
+    assert _claim_one(conn, "c") == busy
+    assert {_claim_one(conn, "p"), _claim_one(conn, "p")} == {a1, a2}
+    assert _hand(conn, [a1], job_types=["p", "c"]) == [(a1, "succeeded")]
+    assert _status(conn, b1) == "pending"  # its key runs one already
+    assert _hand(conn, [a2], job_types=["p", "c"]) == [(a2, "succeeded"), (b2, "processing")]
+
+
+def test_a_dependent_in_a_paused_queue_waits_for_the_resume(dsn: str, conn: Conn) -> None:
+    q = Queue(dsn)
+    a = q.enqueue("chain")
+    b = q.enqueue("chain", depends_on=[a], queue="held")
+    assert _claim_one(conn, "chain") == a
+    assert q.pause("held")
+    assert _hand(conn, [a], job_types=["chain"]) == [(a, "succeeded")]
+    assert _status(conn, b) == "pending"
+    assert q.resume("held")
+    assert conn.execute(
+        "SELECT id FROM jobq_dequeue('w', ARRAY['chain'])").fetchall() == [(b,)]
+
+
+def test_a_hand_off_never_passes_a_pending_job_the_worker_could_take(
+    dsn: str, conn: Conn
+) -> None:
+    """While a job the worker could claim is pending (here of higher priority), nothing is
+    handed off: the dependent is released pending and the claim takes jobs in claim order."""
+    q = Queue(dsn)
+    a = q.enqueue("chain")
+    b = q.enqueue("chain", depends_on=[a])
+    assert _claim_one(conn, "chain") == a
+    urgent = q.enqueue("other", priority=5)
+    assert _hand(conn, [a], job_types=["chain", "other"]) == [
+        (a, "succeeded"), (urgent, "processing")
+    ]
+    assert _status(conn, b) == "pending"
+
+
+@pytest.mark.parametrize("ahead", ["due-scheduled", "expired-claim"])
+def test_a_hand_off_waits_for_what_the_claim_would_promote_or_take_back(
+    dsn: str, conn: Conn, ahead: str
+) -> None:
+    """A scheduled job come due (the claim promotes it) or an expired claim (the claim takes
+    it back) is ahead of the released job in claim order: no hand-off, the claim takes it."""
+    q = Queue(dsn)
+    a = q.enqueue("chain")
+    b = q.enqueue("chain", depends_on=[a])
+    assert _claim_one(conn, "chain") == a
+    if ahead == "due-scheduled":
+        first = q.enqueue("chain", run_at=conn.execute(
+            "SELECT clock_timestamp() + interval '20 milliseconds'").fetchone()[0])  # type: ignore[index]
+    else:
+        first = q.enqueue("chain")
+        assert conn.execute(
+            "SELECT id FROM jobq_dequeue('gone', ARRAY['chain'], lock_timeout => '1 ms')"
+        ).fetchall() == [(first,)]
+    conn.execute("SELECT pg_sleep(0.05)")  # due, or expired
+    assert _hand(conn, [a], job_types=["chain"]) == [(a, "succeeded"), (first, "processing")]
+    assert _status(conn, b) == "pending"
+
+
+def test_a_handed_off_job_is_fenced_like_a_claimed_one(dsn: str, conn: Conn) -> None:
+    """Another worker, or the same worker with another attempt, cannot complete a job handed
+    off to it; its lock expires and is taken back like any claim's."""
+    q = Queue(dsn)
+    a = q.enqueue("chain")
+    b = q.enqueue("chain", depends_on=[a])
+    assert _claim_one(conn, "chain") == a
+    assert _hand(conn, [a], job_types=["chain"], lock_timeout="1 millisecond")[1:] == [
+        (b, "processing")
+    ]
+    assert conn.execute("SELECT jobq_complete(%s, 'x')", (b,)).fetchone() == (False,)
+    assert _hand(conn, [b], attempts=[2], job_types=["nothing"]) == []
+    assert conn.execute("SELECT pg_sleep(0.01)").fetchone()  # past its lock
+    # the stale claim is taken back by the next claim, attempt 2 for worker x
+    assert conn.execute(
+        "SELECT id, attempts FROM jobq_dequeue('x', ARRAY['chain'])").fetchall() == [(b, 2)]
+    assert _hand(conn, [b], attempts=[1]) == []  # the first claim's completion counts no more
+    assert _hand(conn, [b], "x", attempts=[2]) == [(b, "succeeded")]
+
+
+@pytest.mark.parametrize(
+    ("args", "sqlstate", "named"),
+    [
+        ({"worker": ""}, "22023", "worker_id"),
+        ({"attempts": [1, 1]}, "22023", "attempts"),
+        ({"results": [None, None]}, "22023", "results"),
+        ({"batch_size": 0}, "22023", "batch_size"),
+        ({"lock_timeout": "0 seconds"}, "22023", "lock_timeout"),
+        ({"job_types": [f"t{i}" for i in range(1001)]}, "22023", "job_types"),
+        ({"queues": ["q" * 201]}, "22023", "queues"),
+        ({"results": [psycopg.types.json.Jsonb({"x": "y" * 200})]}, "54000", "results"),
+    ],
+    ids=["worker_id", "attempts", "results", "batch_size", "lock_timeout", "job_types",
+         "queues", "result-size"],
+)
+def test_bad_arguments_of_complete_and_claim_change_nothing(
+    dsn: str, conn: Conn, args: dict[str, Any], sqlstate: str, named: str
+) -> None:
+    conn.execute("SELECT jobq_configure(max_payload_bytes => 100)")
+    q = Queue(dsn)
+    a = q.enqueue("chain")
+    b = q.enqueue("chain", depends_on=[a])
+    assert _claim_one(conn, "chain") == a
+    worker = args.pop("worker", "w")
+    with pytest.raises(psycopg.Error) as caught:
+        _hand(conn, [a], worker, **args)
+    assert caught.value.sqlstate == sqlstate
+    assert named in str(caught.value)
+    assert (_status(conn, a), _status(conn, b)) == ("processing", "waiting")
+
+
+def test_a_fan_in_completed_with_claims_by_concurrent_workers_is_released_once(
+    dsn: str, conn: Conn
+) -> None:
+    """16 sessions complete the 400 dependencies of one job with jobq_complete_and_claim,
+    each claiming what it may next: the job is claimed exactly once, by one of them, and by
+    then every dependency has succeeded."""
+    q = Queue(dsn)
+    ids = q.enqueue_many(
+        [{"job_type": "p"}] * 400 + [{"job_type": "c", "after": list(range(1, 401))}]
+    )
+    child = ids[-1]
+    seen: list[uuid.UUID] = []
+    left: list[Any] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(16)
+
+    def work(n: int) -> None:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                barrier.wait()
+                held = [_claim_one(c, "p", f"w{n}")] if _status(c, child) == "waiting" else []
+                while held:
+                    rows = _hand(c, held, f"w{n}", job_types=["p", "c"], batch_size=2)
+                    taken = [uuid.UUID(str(r[0])) for r in rows if r[1] == "processing"]
+                    if child in taken:  # committed: every dependency's completion is too
+                        seen.append(child)
+                        left.append(c.execute(
+                            "SELECT count(*)::int FROM jobq_all_jobs"
+                            " WHERE job_type = 'p' AND status <> 'succeeded'"
+                        ).fetchone())
+                    held = taken
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert seen == [child]
+    assert left == [(0,)]
+    assert _status(conn, child) == "succeeded"
+
+
+def test_a_worker_without_the_right_to_hand_off_completes_and_claims_in_two_calls(
+    make_role: MakeRole, dsn: str, conn: Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A role granted the worker level before jobq_complete_and_claim existed cannot call
+    it: the worker says so once and completes a chain's steps with jobq_complete_many then
+    jobq_dequeue, each step still claimed in the transaction that completes the one before."""
+    role = make_role("worker", dsn=dsn, prefix="jobq_nohand")
+    conn.execute(psycopg.sql.SQL(
+        "REVOKE EXECUTE ON FUNCTION jobq_complete_and_claim(uuid[], text, integer[], jsonb[],"
+        " text[], integer, interval, text[]) FROM {}").format(psycopg.sql.Identifier(role)))
+    with Queue(dsn) as q:
+        q.enqueue_many([
+            {"job_type": "step", "payload": {"n": i}, **({"after": [i]} if i else {})}
+            for i in range(6)
+        ])
+    worker = Worker(make_conninfo(dsn, user=role), handlers={"step": lambda job: None},
+                    concurrency=1, poll_interval=3600)
+    with caplog.at_level(logging.WARNING, logger="pgq_client"):
+        worker.run(burst=True)
+    assert sum("complete and claim" in r.getMessage() for r in caplog.records) == 1
+    rows = conn.execute(
+        "SELECT status, claimed_at, finished_at FROM jobq_all_jobs"
+        " ORDER BY (payload ->> 'n')::int"
+    ).fetchall()
+    assert [r[0] for r in rows] == ["succeeded"] * 6
+    assert [r[1] for r in rows[1:]] == [r[2] for r in rows[:-1]]
 
 
 def test_a_dependent_enqueued_while_its_dependency_completes_is_released(
@@ -447,7 +750,8 @@ class WorkflowModel(RuleBasedStateMachine):
         node.status = self._start(node)
 
     @precondition(lambda self: self._ids(("pending",)))
-    @rule(data=st.data(), outcome=st.sampled_from(["succeeded", "failed", "retry", "dead"]))
+    @rule(data=st.data(),
+          outcome=st.sampled_from(["succeeded", "handed", "failed", "retry", "dead"]))
     def run(self, data: st.DataObject, outcome: str) -> None:
         job = data.draw(st.sampled_from(self._ids(("pending",))))
         c = self.conn
@@ -457,15 +761,30 @@ class WorkflowModel(RuleBasedStateMachine):
         )
         claimed = c.execute("SELECT id, attempts FROM jobq_dequeue('w')").fetchone()
         assert claimed is not None and claimed[0] == job
+        taken: list[uuid.UUID] = []
         if outcome == "succeeded":
             c.execute("SELECT jobq_complete(%s, 'w')", (job,))
+        elif outcome == "handed":
+            # completed with a claim: what it hands off (or claims) goes back to pending
+            rows = c.execute(
+                "SELECT id, status FROM jobq_complete_and_claim(ARRAY[%s]::uuid[], 'w',"
+                " batch_size => 10)", (job,)
+            ).fetchall()
+            assert rows[0] == (job, "succeeded")
+            taken = [r[0] for r in rows[1:]]
+            assert all(r[1] == "processing" for r in rows[1:])
+            c.execute("SELECT jobq_release(%s::uuid[], 'w')", (taken,))
         elif outcome == "dead":
             c.execute("UPDATE jobq_jobs SET max_attempts = attempts WHERE id = %s", (job,))
             c.execute("SELECT jobq_fail(%s, 'w', 'x')", (job,))
         else:
             c.execute("SELECT jobq_fail(%s, 'w', 'x', retry => %s)", (job, outcome == "retry"))
-        self.jobs[job].status = {"dead": "dead_letter", "retry": "pending"}.get(outcome, outcome)
+        self.jobs[job].status = {
+            "dead": "dead_letter", "retry": "pending", "handed": "succeeded"
+        }.get(outcome, outcome)
         self._settle()
+        # what the completion claimed was pending by the model's rules (none released early)
+        assert all(self.jobs[t].status == "pending" for t in taken)
 
     @precondition(lambda self: self._ids(("pending", "waiting")))
     @rule(data=st.data())

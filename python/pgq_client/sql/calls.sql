@@ -81,6 +81,19 @@ FROM jobq_dequeue(
     queues => %(queues)s::pg_catalog.text[]
 );
 
+-- name: complete_and_claim
+SELECT *  -- noqa: AM04
+FROM jobq_complete_and_claim(
+    job_ids => %(job_ids)s::pg_catalog.uuid[],
+    worker_id => %(worker_id)s::pg_catalog.text,
+    attempts => %(attempts)s::pg_catalog.int4[],
+    results => %(results)s::pg_catalog.jsonb[],
+    job_types => %(job_types)s::pg_catalog.text[],
+    batch_size => %(batch_size)s::pg_catalog.int4,
+    lock_timeout => %(lock_timeout)s::pg_catalog.interval,
+    queues => %(queues)s::pg_catalog.text[]
+);
+
 -- name: complete
 SELECT jobq_complete(
     job_id => %(job_id)s::pg_catalog.uuid,

@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -59,7 +59,9 @@ class Fetcher:
     the freed slot: for ``max_running = 1``, the key's whole turnover), and a job that others
     depend on (its row's ``has_dependents``: the claim takes a dependent its completion
     released, a chain's next step, without waiting for a commit, a notification and another
-    claim). When no claim is worth its round trip they go alone. The jobs stay held
+    claim). Both go in one call of ``jobq_complete_and_claim``, which claims the dependents
+    the completion releases for this worker directly (docs/workflows.md, "Hand-off").
+    When no claim is worth its round trip they go alone. The jobs stay held
     (heartbeats) until that has committed. Every other job is completed by the acknowledger,
     on its own connection, in parallel with the claims: a group without a cap has no slot to
     hand on. Which groups have one, the fetcher reads with ``jobq_capped_groups`` (a worker
@@ -87,6 +89,8 @@ class Fetcher:
         # The capped groups, read again at _caps_due; None: unknown (every group is capped).
         self._caps: frozenset[str] | None = None
         self._caps_due = 0.0
+        # Completions go with the claim in one jobq_complete_and_claim (until it is refused).
+        self._hand_off = True
         # Built once: only batch_size changes, set before each claim.
         self._claim_query = self._sql.dequeue
         self._params = {
@@ -201,20 +205,26 @@ class Fetcher:
                 with conn.cursor(row_factory=self._claim_row) as cur:
                     cur.execute(self._claim_query, self._params)
                     return cur.fetchall()
-            # The completions, then the claim, in one transaction, so that the claim counts
-            # the keys' running jobs without those it completes: in a pipeline, one implicit
-            # transaction (no Sync between them) and one round trip; with a libpq too old for
-            # pipelines (before 14), an explicit transaction.
-            with conn.pipeline() if PIPELINE else conn.transaction():
-                done_cur = conn.cursor(row_factory=tuple_row)
-                acks.sort(key=job_id)  # id order, as the acknowledger's
-                done = complete_many_call(self._sql, acks, self._config.worker_id)
-                done_cur.execute(done.query, done.params)
-                if claim:
-                    cur = conn.cursor(row_factory=self._claim_row)
-                    cur.execute(self._claim_query, self._params)
-            row = done_cur.fetchone()
-            jobs = cur.fetchall() if claim else []
+            acks.sort(key=job_id)  # id order, as the acknowledger's
+            done = complete_many_call(self._sql, acks, self._config.worker_id)
+            handed = self._complete_and_claim(conn, done.params) if claim else None
+            row: Sequence[Any] | None
+            if handed is not None:
+                jobs = [job for job in handed if job.status != "succeeded"]
+                row = (len(handed) - len(jobs),)
+            else:
+                # The completions, then the claim, in one transaction, so that the claim
+                # counts the keys' running jobs without those it completes: in a pipeline,
+                # one implicit transaction (no Sync between them) and one round trip; with a
+                # libpq too old for pipelines (before 14), an explicit transaction.
+                with conn.pipeline() if PIPELINE else conn.transaction():
+                    done_cur = conn.cursor(row_factory=tuple_row)
+                    done_cur.execute(done.query, done.params)
+                    if claim:
+                        cur = conn.cursor(row_factory=self._claim_row)
+                        cur.execute(self._claim_query, self._params)
+                row = done_cur.fetchone()
+                jobs = cur.fetchall() if claim else []
         except (psycopg.errors.LockNotAvailable, psycopg.errors.ProgramLimitExceeded) as exc:
             # A completion waited past lock_wait for a row another session holds (the claim
             # never waits: SKIP LOCKED), or a result is over the size limit: the acknowledger
@@ -237,6 +247,31 @@ class Fetcher:
         # Without one, the slots make a claim due, as the acknowledger's completions do.
         self._shared.settled(done_jobs, done=done_count, wake=not claim)
         return jobs
+
+    def _complete_and_claim(
+        self, conn: psycopg.Connection[Any], completion: Mapping[str, Any]
+    ) -> list[Job] | None:
+        """The completions and the claim in one call of ``jobq_complete_and_claim``, which
+        claims the dependents they release for this worker directly: its rows, the completed
+        jobs (status succeeded) then the claimed ones. None when this worker cannot call it
+        (a role granted the worker level before it existed, a schema not migrated yet): the
+        two calls then go as before, until the worker restarts."""
+        if not self._hand_off:
+            return None
+        try:
+            with conn.cursor(row_factory=self._claim_row) as cur:
+                cur.execute(self._sql.complete_and_claim, {**completion, **self._params})
+                return cur.fetchall()
+        except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedFunction) as exc:
+            log.warning(
+                "%s: cannot complete and claim in one call (%s); completing and claiming in "
+                "two until this worker restarts. Grant the worker level again (`jobq grant "
+                "ROLE --as worker`) after an upgrade",
+                self._who,
+                from_psycopg(exc),
+            )
+            self._hand_off = False
+            return None
 
     def _claim_row(self, cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
         """The claim's row factory: each row a :class:`Job`, its id put in ``_hand_on`` when
