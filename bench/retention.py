@@ -44,7 +44,8 @@ Two measurements on a throwaway durable cluster (bench.cluster):
    statement: the window is from the ``LOCK`` to that lock granted (what a completion waits
    for at most), printed beside the time to the end of the commit (which includes removing
    the dropped files after the locks are released). Once, the locks each kind holds before
-   its commit (``pg_locks``), and those of the later ``DROP`` of detached tables.
+   its commit (``pg_locks``), and those of the later ``DROP`` of detached tables, and the WAL
+   each writes between its ``LOCK`` and its commit (its catalogue work, whatever the load).
 
 4. What one DDL costs the next completion of a session (``--invalidation-rounds``): a cached
    plan of the completion does not name the partitions, but each DDL on the history
@@ -391,8 +392,13 @@ def lock_window(cluster: Cluster, rounds: int) -> dict[str, list[Any]]:
                 ]
                 block = "DO $do$ BEGIN " + " ".join(f"EXECUTE '{b}';" for b in body) + " END $do$"
                 conn.execute("BEGIN")
-                if i == 0:  # the locks, once, untimed
+                if i == 0:  # the locks and the WAL written in the window, once, untimed
+                    lsn = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()
                     conn.execute(block)
+                    wal = conn.execute(
+                        "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s)", lsn
+                    ).fetchone()
+                    out[kind + " wal"] = [int(wal[0]) if wal else 0]
                     out[kind + " locks"] = held_locks(conn)
                     conn.execute("COMMIT")
                     if kind == "detach":
@@ -522,7 +528,9 @@ def main(argv: list[str] | None = None) -> int:
             for kind in ("drop", "detach"):
                 w, c = win[kind + " window"], win[kind + " commit"]
                 print(f"  {kind:6} {statistics.median(w):6.1f} ({min(w):.1f}-{max(w):.1f})"
-                      f" / {statistics.median(c):6.1f} ({min(c):.1f}-{max(c):.1f})")
+                      f" / {statistics.median(c):6.1f} ({min(c):.1f}-{max(c):.1f});"
+                      f" WAL written in the window before the commit, once:"
+                      f" {win[kind + ' wal'][0]:,} bytes")
             for kind in ("drop", "detach", "drop detached"):
                 print(f"  locks held by the {kind} of {BATCH} before its commit: "
                       + "; ".join(win[kind + " locks"]))
