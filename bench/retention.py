@@ -186,8 +186,9 @@ def make_twin(conn: psycopg.Connection[Any]) -> None:
 
 class Churn(threading.Thread):
     """Creates an expired partition of ``rows`` jobs and runs the maintenance, in a loop,
-    while ``on`` is set: partitions created, emptied and dropped beside the hot path. With
-    ``twin`` set, the partitions go to the twin, whose retention it does itself as the
+    while ``on`` is set, pausing as long as ``pauses`` says for the phase of the moment:
+    partitions created, emptied and dropped beside the hot path. In a twin phase the
+    partitions go to the twin, whose retention it does itself as the
     maintenance would (TRUNCATE, then a DROP of eight together), in the same transaction."""
 
     def __init__(
@@ -244,7 +245,11 @@ class Churn(threading.Thread):
                         counts[action] += 1
                 if twin and name:
                     self.twin_retention(conn, name)
-                self.stop.wait(self.pauses.get(kind, 0.2))
+                # The pause of this phase, cut short when the next phase begins.
+                until = time.monotonic() + self.pauses.get(kind, 0.2)
+                while self.phase[0] == kind and time.monotonic() < until:
+                    if self.stop.wait(min(0.05, max(0.0, until - time.monotonic()))):
+                        break
 
 
 def drain(
