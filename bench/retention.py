@@ -498,14 +498,22 @@ def main(argv: list[str] | None = None) -> int:
 
     with Cluster() as cluster:
         log(f"cluster: {', '.join(f'{k}={v}' for k, v in sorted(cluster.settings.items()))}")
+        steps = []
         for total in args.rows:
             r = retention_step(cluster, total, args.days)
+            steps.append(r)
             log(f"loaded {total:,} jobs in {args.days} partitions in {r['load_s']:.0f} s")
             print(f"retention of {total:,} jobs over {args.days} day partitions"
                   f" ({r['truncated']} truncated, {r['dropped']} dropped):"
                   f" {r['in_tx_ms']:.1f} ms in the call, then commit {r['commit_ms']:.1f} ms,"
                   f" of which a completion waiting on the locks waited {r['waited_ms']:.1f} ms"
                   " (the files are removed after the locks are released)")
+        if len(steps) > 1:
+            small, large = min(steps, key=lambda r: r["rows"]), max(steps, key=lambda r: r["rows"])
+            print(f"constant time: {large['rows'] / small['rows']:.0f} times the rows,"
+                  f" the call {large['in_tx_ms'] / small['in_tx_ms']:.2f} times as long, a"
+                  f" completion's wait {large['waited_ms'] / max(small['waited_ms'], 0.1):.2f}"
+                  " times (the commit's removal of the files follows the rows, after the locks)")
         if args.delete_rows:
             ms = delete_rows(cluster, args.delete_rows)
             print(f"for scale, a row-by-row DELETE of {args.delete_rows:,} jobs: {ms:.0f} ms")
