@@ -232,6 +232,10 @@ BEGIN
     -- a few a month at one partition a day. The locks are asked with NOWAIT: at once or not
     -- at all, and no completion ever queues behind a waiting DROP. Once one is held, nothing
     -- here waits any more; succeeded, whose completions are the hot path, comes last.
+    -- The window ends when the commit is flushed: the files are removed after the locks go.
+    -- A DETACH PARTITION of the batch, its tables dropped by a later call, would hold the
+    -- status's table as long (eight statements instead of one, and a commit that flushes the
+    -- WAL as well), so the batch is dropped here, in one statement.
     FOR v_status, v_names IN
         SELECT r.status, pg_catalog.array_agg(p.name ORDER BY p.lower_at)
         FROM jobq_retention AS r

@@ -190,13 +190,13 @@ def test_maintenance_gives_up_on_a_held_lock_and_never_blocks_the_hot_path(
     assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'hot'") == 1
 
 
-def empty_partitions(conn: Conn, days: range) -> list[str]:
-    """Empty partitions of succeeded jobs for the given days of March 2000."""
+def empty_partitions(conn: Conn, days: range, status: str = "succeeded") -> list[str]:
+    """Empty partitions of ``status`` jobs for the given days of March 2000."""
     names = []
     for day in days:
-        names.append(f"jobq__history_succeeded_200003{day:02d}")
+        names.append(f"jobq__history_{status}_200003{day:02d}")
         conn.execute(
-            f"CREATE TABLE {names[-1]} PARTITION OF jobq__history_succeeded FOR VALUES"
+            f"CREATE TABLE {names[-1]} PARTITION OF jobq__history_{status} FOR VALUES"
             f" FROM ('2000-03-{day:02d} 00:00+00') TO ('2000-03-{day + 1:02d} 00:00+00')"
         )
     return names
@@ -244,6 +244,38 @@ def test_the_drop_never_waits_for_a_completion(dsn: str, conn: Conn) -> None:
     assert maintain(conn) == [("dropped", name) for name in names]
     assert count(conn, "SELECT count(*) FROM pg_class WHERE relname LIKE '%%\\_200003%%'") == 0
     assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE job_type = 'hot'") == 1
+
+
+def test_a_drop_holds_the_tables_of_its_own_status_alone(dsn: str, conn: Conn) -> None:
+    """A batch of eight empty dead-letter partitions dropped by a maintenance whose
+    transaction is still open: of the history, it holds ACCESS EXCLUSIVE on
+    jobq__history_dead_letter and its DEFAULT partition only (and on the dropped tables, gone
+    from the catalogue). A completion of a succeeded job goes through without waiting; the
+    move of a job into the dead letters is the one that waits, until the maintenance commits."""
+    names = empty_partitions(conn, range(1, 9), "dead_letter")
+    done = conn.execute("SELECT jobq_enqueue('hot')").fetchone()
+    dead = conn.execute("SELECT jobq_enqueue('doomed', max_attempts => 1)").fetchone()
+    assert done is not None and dead is not None
+    claim_one(conn, "hot")
+    claim_one(conn, "doomed")
+    with psycopg.connect(dsn) as admin, psycopg.connect(dsn, autocommit=True) as worker:
+        assert maintain(admin) == [("dropped", name) for name in names]  # not committed yet
+        held = admin.execute(
+            "SELECT c.relname::text FROM pg_locks AS l JOIN pg_class AS c ON c.oid = l.relation"
+            " WHERE l.pid = pg_backend_pid() AND l.mode = 'AccessExclusiveLock'"
+            " AND c.relname LIKE 'jobq%%history%%' ORDER BY 1"
+        ).fetchall()
+        assert held == [("jobq__history_dead_letter",), ("jobq__history_dead_letter_default",)]
+        worker.execute("SET lock_timeout = '5s'")  # a completion that waited would fail
+        assert worker.execute("SELECT jobq_complete(%s, 'w1')", (done[0],)).fetchone() == (True,)
+        worker.execute("SET lock_timeout = '50ms'")
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            worker.execute("SELECT jobq_fail(%s, 'w1', 'last')", (dead[0],))
+        admin.commit()
+        row = worker.execute("SELECT jobq_fail(%s, 'w1', 'last')", (dead[0],)).fetchone()
+        assert row == ("dead_letter",)
+    assert count(conn, "SELECT count(*) FROM pg_class WHERE relname LIKE '%%\\_200003%%'") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_jobs_history WHERE job_type = 'hot'") == 1
 
 
 def test_seven_empty_partitions_wait_for_an_eighth(conn: Conn) -> None:
