@@ -64,9 +64,6 @@ DECLARE
     v_awaited text[];
     v_ids uuid[];
     v_parents uuid[];
-    v_error text;
-    v_limit integer;
-    v_big record;
     v_longest integer;
     v_nestloop text;
     v_hand integer := 0;
@@ -75,25 +72,12 @@ DECLARE
     v_paused text[];
     v_row jobq_jobs;
     v_id uuid;
-    v_count integer := coalesce(pg_catalog.cardinality(jobq_complete_and_claim.job_ids), 0);
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_lock_until timestamptz;
 BEGIN
     -- Every argument is checked before anything changes, with jobq_complete_many's and
     -- jobq_dequeue's messages and bounds.
-    v_error := jobq__worker_id_error(jobq_complete_and_claim.worker_id);
-    IF v_error IS NOT NULL THEN
-        RAISE EXCEPTION 'jobq_complete_and_claim: %', v_error
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF jobq_complete_and_claim.attempts IS NOT NULL
-       AND pg_catalog.cardinality(jobq_complete_and_claim.attempts) IS DISTINCT FROM v_count THEN
-        RAISE EXCEPTION 'jobq_complete_and_claim: attempts has % elements, job_ids has %',
-            pg_catalog.cardinality(jobq_complete_and_claim.attempts), v_count
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Pass one attempt per job id, in the same order, or NULL.';
-    END IF;
     IF jobq_complete_and_claim.batch_size IS NULL OR jobq_complete_and_claim.batch_size < 1
        OR jobq_complete_and_claim.batch_size > 10000 THEN
         RAISE EXCEPTION 'jobq_complete_and_claim: batch_size must be between 1 and 10000, got %',
@@ -136,91 +120,15 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END IF;
-    IF jobq_complete_and_claim.results IS NOT NULL THEN
-        IF pg_catalog.cardinality(jobq_complete_and_claim.results) IS DISTINCT FROM v_count THEN
-            RAISE EXCEPTION 'jobq_complete_and_claim: results has % elements, job_ids has %',
-                pg_catalog.cardinality(jobq_complete_and_claim.results), v_count
-                USING ERRCODE = 'invalid_parameter_value',
-                      HINT = 'Pass one result (or NULL) per job id, in the same order, or NULL.';
-        END IF;
-        SELECT s.max_payload_bytes INTO v_limit FROM jobq_settings AS s;
-        SELECT r.ord, r.size INTO v_big
-        FROM (
-            SELECT
-                e.ord,
-                pg_catalog.octet_length(e.result::text) AS size
-            FROM pg_catalog.unnest(jobq_complete_and_claim.results) WITH ORDINALITY AS e (result, ord)
-        ) AS r
-        WHERE r.size > v_limit
-        ORDER BY r.ord
-        LIMIT 1;
-        IF FOUND THEN
-            RAISE EXCEPTION 'jobq_complete_and_claim: results[%] is % bytes, the limit is % bytes',
-                v_big.ord, v_big.size, v_limit
-                USING ERRCODE = 'program_limit_exceeded',
-                      HINT = 'Store large results elsewhere and return a reference; an admin '
-                             'can change the limit with jobq_configure(max_payload_bytes => ...).';
-        END IF;
-    END IF;
-
-    v_nestloop := pg_catalog.current_setting('enable_nestloop');
-    PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
-
-    -- The completion: jobq_complete_many's statement (see its comments), which also returns
-    -- the ids completed.
-    WITH moved AS (
-        DELETE FROM jobq_jobs AS j
-        USING ROWS FROM (
-            pg_catalog.unnest(jobq_complete_and_claim.job_ids),
-            pg_catalog.unnest(jobq_complete_and_claim.attempts),
-            pg_catalog.unnest(jobq_complete_and_claim.results)
-        ) AS d (job_id, attempt, result)
-        WHERE j.id = ANY (jobq_complete_and_claim.job_ids)
-          AND j.id = d.job_id
-          AND j.locked_by = jobq_complete_and_claim.worker_id
-          AND (d.attempt IS NULL OR j.attempts = d.attempt)
-        RETURNING
-            j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.priority, j.attempts,
-            j.max_attempts, j.available_at, j.last_error, j.errors, j.created_at, j.scheduled,
-            j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at,
-            j.has_dependents, d.result
-    ),
-
-    done AS (
-        INSERT INTO jobq_jobs_history AS h (
-            id, queue, job_type, payload, idempotency_key, status, priority, attempts,
-            max_attempts, available_at, locked_at, locked_by, last_error, errors, created_at,
-            updated_at, finished_at, scheduled, result, cancel_requested_at, cancel_reason,
-            limit_group, limit_key, claimed_at
-        )
-        SELECT
-            m.id, m.queue, m.job_type, m.payload, m.idempotency_key, 'succeeded', m.priority,
-            m.attempts, m.max_attempts, m.available_at, NULL, NULL, m.last_error, m.errors,
-            m.created_at, v_now, v_now, m.scheduled, m.result,
-            m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
-        FROM moved AS m
-        RETURNING
-            h.id, h.queue, h.job_type, h.claimed_at,
-            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = h.id) AS awaited
-    ),
-
-    counted AS MATERIALIZED (
-        SELECT jobq__metrics_count(
-            'succeeded'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            NULL::text[],
-            pg_catalog.array_agg(extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision)
-        ) AS n
-        FROM done AS c
-        HAVING pg_catalog.count(*) > 0
-    )
-
-    SELECT
-        pg_catalog.array_agg(done.id ORDER BY done.id),
-        pg_catalog.array_agg(done.id) FILTER (WHERE done.awaited),
-        (SELECT pg_catalog.array_agg(m.id) FROM moved AS m WHERE m.has_dependents)
+    -- The completion, as jobq_complete_many's (with its checks of job_ids, worker_id,
+    -- attempts and results, raised before anything changes).
+    SELECT c.done, c.awaited, c.parents
     INTO v_done, v_ids, v_parents
-    FROM done
-    LEFT JOIN counted ON TRUE;
+    FROM jobq__complete_rows(
+        'jobq_complete_and_claim', jobq_complete_and_claim.job_ids,
+        jobq_complete_and_claim.worker_id, jobq_complete_and_claim.attempts,
+        jobq_complete_and_claim.results
+    ) AS c;
 
     IF v_parents IS NOT NULL THEN
         -- May this claim take released jobs directly? Only when it would find nothing to
@@ -329,6 +237,8 @@ BEGIN
             SELECT pg_catalog.array_agg(p.queue) INTO v_paused FROM jobq_paused_queues AS p;
         END IF;
 
+        v_nestloop := pg_catalog.current_setting('enable_nestloop');
+        PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
         -- The release, as jobq__dependents_finished's for succeeded jobs (see its comments:
         -- the same locks in id order, the same counts), in which up to v_hand of the jobs it
         -- makes available now, that the worker may take, are claimed for it instead
@@ -435,11 +345,11 @@ BEGIN
         FROM released AS r
         LEFT JOIN counted ON TRUE;
         -- Only the jobs released pending are announced: a handed-off job has its worker.
+        PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
         IF v_queues IS NOT NULL THEN
             PERFORM jobq__notify(v_queues);
         END IF;
     END IF;
-    PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
     IF v_ids IS NOT NULL THEN
         v_awaited := jobq__awaits_end(v_ids);
     END IF;

@@ -4,7 +4,7 @@
 -- indexes, and the security properties of every public function (SECURITY DEFINER, a fixed
 -- search_path). pgTAP itself lives in schema tap, so schema public holds only jobq.
 BEGIN;
-SELECT plan(199);
+SELECT plan(200);
 
 ------------------------------------------------------------------------------------------
 -- Functions
@@ -48,6 +48,9 @@ SELECT results_eq(
     ('jobq__claim_limited', 'worker_id text, job_types text[], queues text[], batch_size integer, '
                             'range_type_hashes bigint[], range_queue_hashes bigint[], '
                             'lock_until timestamp with time zone, paused_queues text[]', 'SETOF jobq_jobs'),
+    ('jobq__complete_rows', 'caller text, job_ids uuid[], worker_id text, attempts integer[], '
+                            'results jsonb[], OUT done uuid[], OUT awaited uuid[], OUT parents uuid[]',
+                            'record'),
     ('jobq__cron_fires', 'masks bigint[], timezone text, first timestamp with time zone, '
                          'until timestamp with time zone, max_fires integer', 'timestamp with time zone[]'),
     ('jobq__cron_next', 'masks bigint[], timezone text, after timestamp with time zone', 'timestamp with time zone'),
@@ -255,6 +258,7 @@ SELECT is_definer('public', 'jobq_job_status', ARRAY['uuid[]']);
 SELECT is_definer('public', 'jobq_inserted', ARRAY['uuid[]']);
 SELECT is_definer('public', 'jobq_await', ARRAY['uuid[]', 'interval']);
 SELECT isnt_definer('public', 'jobq__event_channel', ARRAY['text']);
+SELECT isnt_definer('public', 'jobq__complete_rows', ARRAY['text', 'uuid[]', 'text', 'integer[]', 'jsonb[]']);
 SELECT isnt_definer('public', 'jobq__notify_events', ARRAY['text', 'text[]']);
 -- A trigger function runs as whoever commits: it must be the owner to write the jobs.
 SELECT is_definer('public', 'jobq__cancel_apply', ARRAY[]::text[]);
