@@ -211,7 +211,7 @@ DECLARE
     v_t_avail timestamptz[];
     v_t_tids tid[];
     v_lim integer;
-    v_read integer;
+    v_read bigint;
     v_more boolean;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
