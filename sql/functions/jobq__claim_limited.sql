@@ -168,6 +168,8 @@ DECLARE
     v_before bigint;
     v_drop_below bigint;
     v_ids uuid[] := '{}'::uuid[];  -- locked so far, to claim
+    v_tids tid[] := '{}'::tid[];  -- and where their rows are (a locked row does not move)
+    v_round_tids tid[];
     v_round uuid[];  -- locked by this round
     v_round_keys integer[];  -- and the key of each (0: no limit)
     v_passed uuid[];  -- candidates of this round it could not lock
@@ -192,6 +194,7 @@ DECLARE
     f_avail timestamptz[];
     f_gi integer[];
     f_lk text[];
+    f_tid tid[];  -- where each candidate's row was read (see step 4)
     f_pa timestamptz[];
     f_pid uuid[];
     f_base integer;
@@ -206,6 +209,10 @@ DECLARE
     v_t_ids uuid[];
     v_t_lks text[];
     v_t_avail timestamptz[];
+    v_t_tids tid[];
+    v_lim integer;
+    v_read bigint;
+    v_more boolean;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
@@ -579,13 +586,18 @@ BEGIN
         c_sid := c_ids;
 
         -- 2b. Round robin without caps: each such group gives up to v_want candidates, its
-        --     keys in turn from its cursor, highest priority first. A turn is one statement
-        --     per side of the cursor: the keys below it (a NULL cursor: the lowest key), then
-        --     (wrapping round) those above, each with its first job the claim may take (one
-        --     probe of jobq_jobs_limited_turn_idx per key); the next turn begins below the
-        --     last key of this one. No key is locked or counted: without a cap, a concurrent claim of the
-        --     same key can do no harm.
+        --     keys in turn from its cursor, highest priority first. A turn takes each side of
+        --     the cursor in turn: the keys below it (a NULL cursor: the lowest key), then
+        --     (wrapping round) those above, each with its first job the claim may take; the
+        --     next turn begins below the last key of this one. A side is first read in the
+        --     order of jobq_jobs_limited_turn_idx, as many entries as candidates are missing
+        --     (one descent of the index: keys with one job each, the common case, cost an
+        --     entry each); when that read met a key twice (a key with a backlog) and stopped
+        --     at its LIMIT, the keys below the last one it met are found by one probe per key,
+        --     which steps over backlogs. No key is locked or counted: without a cap, a
+        --     concurrent claim of the same key can do no harm.
         f_ids := '{}'::uuid[];
+        f_tid := '{}'::tid[];
         f_prio := '{}'::integer[];
         f_avail := '{}'::timestamptz[];
         f_gi := '{}'::integer[];
@@ -637,14 +649,16 @@ BEGIN
                         v_lo := v_cur;
                     END IF;
                     v_skip := pg_catalog.array_cat(v_exclude, f_ids);
+                    v_more := false;
                     IF part = 1 AND v_cur IS NULL THEN
                         -- The lowest key with a job the claim may take (one probe upwards:
                         -- nothing has been served yet, so no trail lies there), so that the
                         -- keys start in key order from the first, and its first job (a
                         -- backward probe, as below).
                         SELECT
-                            ARRAY[coalesce(j.limit_key, '')], ARRAY[j.id], ARRAY[j.available_at]
-                        INTO v_t_lks, v_t_ids, v_t_avail
+                            ARRAY[coalesce(j.limit_key, '')], ARRAY[j.id], ARRAY[j.available_at],
+                            ARRAY[j.ctid]
+                        INTO v_t_lks, v_t_ids, v_t_avail, v_t_tids
                         FROM jobq_jobs AS j
                         WHERE j.limit_group = f_groups[gi]
                           AND j.priority = v_p
@@ -681,14 +695,30 @@ BEGIN
                         ORDER BY coalesce(j.limit_key, '') DESC, j.available_at, j.id
                         LIMIT 1;
                     ELSE
-                        WITH RECURSIVE turn (lk, id, available_at, n) AS (
-                            SELECT f.lk, f.id, f.available_at, 1
+                        -- The side read in index order (backwards: each key's first job
+                        -- first), v_lim entries at most: below v_hi, or from the last key
+                        -- down to v_lo (two branches, each bound an index condition); the
+                        -- first job of each key met.
+                        v_lim := v_want - v_got;
+                        SELECT
+                            pg_catalog.array_agg(d.id ORDER BY d.lk DESC) FILTER (WHERE d.first),
+                            pg_catalog.array_agg(d.lk ORDER BY d.lk DESC) FILTER (WHERE d.first),
+                            pg_catalog.array_agg(d.available_at ORDER BY d.lk DESC)
+                                FILTER (WHERE d.first),
+                            pg_catalog.array_agg(d.tid ORDER BY d.lk DESC) FILTER (WHERE d.first),
+                            pg_catalog.count(*)
+                        INTO v_t_ids, v_t_lks, v_t_avail, v_t_tids, v_read
+                        FROM (
+                            SELECT
+                                s.lk, s.id, s.available_at, s.tid,
+                                s.lk IS DISTINCT FROM pg_catalog.lag(s.lk) OVER (
+                                    ORDER BY s.lk DESC, s.available_at, s.id
+                                ) AS first
                             FROM (
-                                -- the first key below v_hi, or the last key (v_hi NULL): two
-                                -- branches, so that the generic plan (plan_cache_mode of
-                                -- jobq_dequeue) has the bound as an index condition
                                 (
-                                    SELECT coalesce(j.limit_key, '') AS lk, j.id, j.available_at
+                                    SELECT
+                                        coalesce(j.limit_key, '') AS lk, j.id, j.available_at,
+                                        j.ctid AS tid
                                     FROM jobq_jobs AS j
                                     WHERE v_hi IS NOT NULL
                                       AND j.limit_group = f_groups[gi]
@@ -706,17 +736,57 @@ BEGIN
                                            OR j.queue <> ALL (jobq__claim_limited.paused_queues))
                                       AND j.id <> ALL (v_skip)
                                     ORDER BY coalesce(j.limit_key, '') DESC, j.available_at, j.id
-                                    LIMIT 1
+                                    LIMIT v_lim
                                 )
 
                                 UNION ALL
 
                                 (
-                                    SELECT coalesce(j.limit_key, '') AS lk, j.id, j.available_at
+                                    SELECT
+                                        coalesce(j.limit_key, '') AS lk, j.id, j.available_at,
+                                        j.ctid AS tid
                                     FROM jobq_jobs AS j
                                     WHERE v_hi IS NULL
                                       AND j.limit_group = f_groups[gi]
                                       AND j.priority = v_p
+                                      AND coalesce(j.limit_key, '') >= coalesce(v_lo, '')
+                                      AND j.status = 'pending'
+                                      AND NOT j.scheduled
+                                      AND j.limit_group IS NOT NULL
+                                      AND j.available_at <= v_now
+                                      AND (jobq__claim_limited.job_types IS NULL
+                                           OR j.job_type = ANY (jobq__claim_limited.job_types))
+                                      AND (jobq__claim_limited.queues IS NULL
+                                           OR j.queue = ANY (jobq__claim_limited.queues))
+                                      AND (jobq__claim_limited.paused_queues IS NULL
+                                           OR j.queue <> ALL (jobq__claim_limited.paused_queues))
+                                      AND j.id <> ALL (v_skip)
+                                    ORDER BY coalesce(j.limit_key, '') DESC, j.available_at, j.id
+                                    LIMIT v_lim
+                                )
+                            ) AS s
+                        ) AS d;
+                        -- It stopped at its LIMIT having met a key twice: keys may lie below
+                        -- the last one it met, behind backlogs (probed below, stage 2).
+                        v_more := v_read = v_lim AND pg_catalog.cardinality(v_t_ids) < v_read;
+                    END IF;
+                    CONTINUE WHEN v_t_ids IS NULL;
+                    FOR stage IN 1 .. 2 LOOP
+                        IF stage = 2 THEN
+                            EXIT WHEN NOT v_more;
+                            v_hi := v_cur;
+                            v_skip := pg_catalog.array_cat(v_exclude, f_ids);
+                            WITH RECURSIVE turn (lk, id, available_at, tid, n) AS (
+                                SELECT f.lk, f.id, f.available_at, f.tid, 1
+                                FROM (
+                                    -- the first key below v_hi
+                                    SELECT
+                                        coalesce(j.limit_key, '') AS lk, j.id, j.available_at,
+                                        j.ctid AS tid
+                                    FROM jobq_jobs AS j
+                                    WHERE j.limit_group = f_groups[gi]
+                                      AND j.priority = v_p
+                                      AND coalesce(j.limit_key, '') < v_hi
                                       AND j.status = 'pending'
                                       AND NOT j.scheduled
                                       AND j.limit_group IS NOT NULL
@@ -730,57 +800,61 @@ BEGIN
                                       AND j.id <> ALL (v_skip)
                                     ORDER BY coalesce(j.limit_key, '') DESC, j.available_at, j.id
                                     LIMIT 1
-                                )
-                            ) AS f
-                            WHERE v_lo IS NULL OR f.lk >= v_lo
+                                ) AS f
+                                WHERE v_lo IS NULL OR f.lk >= v_lo
 
-                            UNION ALL
+                                UNION ALL
 
-                            SELECT x.*
-                            FROM turn AS r
-                            CROSS JOIN LATERAL (
-                                SELECT
-                                    coalesce(j.limit_key, '') AS lk, j.id, j.available_at, r.n + 1
-                                FROM jobq_jobs AS j
-                                WHERE j.limit_group = f_groups[gi]
-                                  AND j.priority = v_p
-                                  AND coalesce(j.limit_key, '') < r.lk
-                                  AND j.status = 'pending'
-                                  AND NOT j.scheduled
-                                  AND j.limit_group IS NOT NULL
-                                  AND j.available_at <= v_now
-                                  AND (jobq__claim_limited.job_types IS NULL
-                                       OR j.job_type = ANY (jobq__claim_limited.job_types))
-                                  AND (jobq__claim_limited.queues IS NULL
-                                       OR j.queue = ANY (jobq__claim_limited.queues))
-                                  AND (jobq__claim_limited.paused_queues IS NULL
-                                       OR j.queue <> ALL (jobq__claim_limited.paused_queues))
-                                  AND j.id <> ALL (v_skip)
-                                ORDER BY coalesce(j.limit_key, '') DESC, j.available_at, j.id
-                                LIMIT 1
-                            ) AS x
-                            WHERE r.n < v_want - v_got AND (v_lo IS NULL OR x.lk >= v_lo)
-                        )
+                                SELECT x.*
+                                FROM turn AS r
+                                CROSS JOIN LATERAL (
+                                    SELECT
+                                        coalesce(j.limit_key, '') AS lk, j.id, j.available_at,
+                                        j.ctid AS tid, r.n + 1
+                                    FROM jobq_jobs AS j
+                                    WHERE j.limit_group = f_groups[gi]
+                                      AND j.priority = v_p
+                                      AND coalesce(j.limit_key, '') < r.lk
+                                      AND j.status = 'pending'
+                                      AND NOT j.scheduled
+                                      AND j.limit_group IS NOT NULL
+                                      AND j.available_at <= v_now
+                                      AND (jobq__claim_limited.job_types IS NULL
+                                           OR j.job_type = ANY (jobq__claim_limited.job_types))
+                                      AND (jobq__claim_limited.queues IS NULL
+                                           OR j.queue = ANY (jobq__claim_limited.queues))
+                                      AND (jobq__claim_limited.paused_queues IS NULL
+                                           OR j.queue <> ALL (jobq__claim_limited.paused_queues))
+                                      AND j.id <> ALL (v_skip)
+                                    ORDER BY coalesce(j.limit_key, '') DESC, j.available_at, j.id
+                                    LIMIT 1
+                                ) AS x
+                                WHERE r.n < v_want - v_got AND (v_lo IS NULL OR x.lk >= v_lo)
+                            )
 
-                        SELECT
-                            pg_catalog.array_agg(tu.id ORDER BY tu.n),
-                            pg_catalog.array_agg(tu.lk ORDER BY tu.n),
-                            pg_catalog.array_agg(tu.available_at ORDER BY tu.n)
-                        INTO v_t_ids, v_t_lks, v_t_avail
-                        FROM turn AS tu;
-                    END IF;
-                    CONTINUE WHEN v_t_ids IS NULL;
-                    f_ids := pg_catalog.array_cat(f_ids, v_t_ids);
-                    f_lk := pg_catalog.array_cat(f_lk, v_t_lks);
-                    f_avail := pg_catalog.array_cat(f_avail, v_t_avail);
-                    f_prio := pg_catalog.array_cat(
-                        f_prio, pg_catalog.array_fill(v_p, ARRAY[pg_catalog.cardinality(v_t_ids)])
-                    );
-                    f_gi := pg_catalog.array_cat(
-                        f_gi, pg_catalog.array_fill(gi, ARRAY[pg_catalog.cardinality(v_t_ids)])
-                    );
-                    v_got := v_got + pg_catalog.cardinality(v_t_ids);
-                    v_cur := v_t_lks[pg_catalog.cardinality(v_t_lks)];
+                            SELECT
+                                pg_catalog.array_agg(tu.id ORDER BY tu.n),
+                                pg_catalog.array_agg(tu.lk ORDER BY tu.n),
+                                pg_catalog.array_agg(tu.available_at ORDER BY tu.n),
+                                pg_catalog.array_agg(tu.tid ORDER BY tu.n)
+                            INTO v_t_ids, v_t_lks, v_t_avail, v_t_tids
+                            FROM turn AS tu;
+                            EXIT WHEN v_t_ids IS NULL;
+                        END IF;
+                        f_ids := pg_catalog.array_cat(f_ids, v_t_ids);
+                        f_lk := pg_catalog.array_cat(f_lk, v_t_lks);
+                        f_tid := pg_catalog.array_cat(f_tid, v_t_tids);
+                        f_avail := pg_catalog.array_cat(f_avail, v_t_avail);
+                        f_prio := pg_catalog.array_cat(
+                            f_prio,
+                            pg_catalog.array_fill(v_p, ARRAY[pg_catalog.cardinality(v_t_ids)])
+                        );
+                        f_gi := pg_catalog.array_cat(
+                            f_gi, pg_catalog.array_fill(gi, ARRAY[pg_catalog.cardinality(v_t_ids)])
+                        );
+                        v_got := v_got + pg_catalog.cardinality(v_t_ids);
+                        v_cur := v_t_lks[pg_catalog.cardinality(v_t_lks)];
+                    END LOOP;
                 END LOOP;
                 IF v_got = v_turn_start THEN
                     -- no job of this priority left to take: the next priority down
@@ -1080,33 +1154,70 @@ BEGIN
         -- 4. Lock the candidates in claim order, SKIP LOCKED, until v_want are. A key's
         --    candidates beyond its room (it may have several ranges) are left out first, so that
         --    whichever rows concurrent claims hold, no key gets more than its room.
-        SELECT pg_catalog.array_agg(l.id), pg_catalog.array_agg(l.k) INTO v_round, v_round_keys
-        FROM (
-            SELECT j.id, a.k
+        v_round := '{}'::uuid[];
+        v_round_keys := '{}'::integer[];
+        v_round_tids := '{}'::tid[];
+        IF pg_catalog.cardinality(c_ids) = pg_catalog.cardinality(f_ids) THEN
+            -- Candidates of groups claimed by their cursor alone (c_ids is f_ids, no key has a
+            -- room to keep): each row is reached where 2b read it, by a TID scan, rather than
+            -- by a probe of the primary key.
+            SELECT
+                coalesce(pg_catalog.array_agg(l.id), '{}'::uuid[]),
+                coalesce(pg_catalog.array_agg(0), '{}'::integer[]),
+                coalesce(pg_catalog.array_agg(l.tid), '{}'::tid[])
+            INTO v_round, v_round_keys, v_round_tids
             FROM (
-                SELECT
-                    a.id, a.k, a.sa, a.sid,
-                    -- the place of each in its key's claim order (ids are unique: no peers)
-                    pg_catalog.count(*) OVER (
-                        PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
-                    ) AS nth
-                FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
-                                pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key),
+                SELECT j.id, j.ctid AS tid
+                FROM ROWS FROM (pg_catalog.unnest(f_tid), pg_catalog.unnest(f_ids),
                                 pg_catalog.unnest(c_sa), pg_catalog.unnest(c_sid))
-                    AS a (id, priority, available_at, k, sa, sid)
-            ) AS a
-            INNER JOIN jobq_jobs AS j ON j.id = a.id
-            WHERE (a.k = 0 OR a.nth <= least(k_room[a.k], k_quota[a.k]))
-              AND j.status = 'pending'
-              AND NOT j.scheduled
-              AND j.available_at <= v_now
-            ORDER BY j.priority DESC, a.sa ASC, a.sid ASC
-            LIMIT v_want
-            FOR UPDATE OF j SKIP LOCKED
-        ) AS l;
-        v_round := coalesce(v_round, '{}'::uuid[]);
-        v_round_keys := coalesce(v_round_keys, '{}'::integer[]);
+                    AS a (tid, id, sa, sid)
+                INNER JOIN jobq_jobs AS j ON j.ctid = a.tid
+                WHERE j.id = a.id
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.available_at <= v_now
+                ORDER BY j.priority DESC, a.sa ASC, a.sid ASC
+                LIMIT v_want
+                FOR UPDATE OF j SKIP LOCKED
+            ) AS l;
+        END IF;
+        -- Every other claim's candidates; and those of a claim by cursor alone that the TID scan
+        -- did not all lock, by their ids: a job updated since 2b read it (still pending) has
+        -- moved to another place, where its id finds it.
+        IF pg_catalog.cardinality(v_round)
+           < least(v_want, pg_catalog.cardinality(c_ids)) THEN
+            SELECT
+                pg_catalog.array_cat(v_round, pg_catalog.array_agg(l.id)),
+                pg_catalog.array_cat(v_round_keys, pg_catalog.array_agg(l.k)),
+                pg_catalog.array_cat(v_round_tids, pg_catalog.array_agg(l.tid))
+            INTO v_round, v_round_keys, v_round_tids
+            FROM (
+                SELECT j.id, a.k, j.ctid AS tid
+                FROM (
+                    SELECT
+                        a.id, a.k, a.sa, a.sid,
+                        -- the place of each in its key's claim order (ids are unique: no peers)
+                        pg_catalog.count(*) OVER (
+                            PARTITION BY a.k ORDER BY a.priority DESC, a.available_at, a.id
+                        ) AS nth
+                    FROM ROWS FROM (pg_catalog.unnest(c_ids), pg_catalog.unnest(c_prio),
+                                    pg_catalog.unnest(c_avail), pg_catalog.unnest(c_key),
+                                    pg_catalog.unnest(c_sa), pg_catalog.unnest(c_sid))
+                        AS a (id, priority, available_at, k, sa, sid)
+                ) AS a
+                INNER JOIN jobq_jobs AS j ON j.id = a.id
+                WHERE (a.k = 0 OR a.nth <= least(k_room[a.k], k_quota[a.k]))
+                  AND a.id <> ALL (v_round)
+                  AND j.status = 'pending'
+                  AND NOT j.scheduled
+                  AND j.available_at <= v_now
+                ORDER BY j.priority DESC, a.sa ASC, a.sid ASC
+                LIMIT v_want - pg_catalog.cardinality(v_round)
+                FOR UPDATE OF j SKIP LOCKED
+            ) AS l;
+        END IF;
         v_ids := pg_catalog.array_cat(v_ids, v_round);
+        v_tids := pg_catalog.array_cat(v_tids, v_round_tids);
         v_want := v_want - pg_catalog.cardinality(v_round);
 
         -- Short: every candidate the claim could take was tried (the LIMIT was not reached), so
@@ -1219,7 +1330,11 @@ BEGIN
             locked_until = jobq__claim_limited.lock_until,
             claimed_at = v_now,
             updated_at = v_now
-        WHERE j.id = ANY (v_ids)
+        -- The rows locked above, reached where they are (a TID scan) rather than by a probe
+        -- of the primary key each: the lock returned the place of the version it locked, and
+        -- a row this transaction has locked stays there (no other can update or delete it,
+        -- and VACUUM moves no row).
+        WHERE j.ctid = ANY (v_tids)
         RETURNING j.*
     ),
 

@@ -245,6 +245,73 @@ def test_a_round_robin_claim_without_caps_reads_no_more_as_more_keys_are_served(
     assert late <= early + 10, f"{late} pages after 10,010 keys served, {early} after 1,000"
 
 
+# Index scans begun so far by the statements of the current transaction, per index of jobq_jobs
+# (a probe of a nested loop is a scan of its own).
+SCANS = (
+    "SELECT c.relname::text, pg_stat_get_xact_numscans(i.indexrelid) FROM pg_index AS i"
+    " JOIN pg_class AS c ON c.oid = i.indexrelid WHERE i.indrelid = 'jobq_jobs'::regclass"
+)
+
+
+def claim_scans(conn: Conn, batch: int) -> tuple[list[str], dict[str, int]]:
+    """Claims `batch` jobs in a transaction of its own; returns their keys and the index scans
+    of jobq_jobs the claim began, per index (read before and after it, as claim_reads does)."""
+    with conn.transaction():
+        before = dict(conn.execute(SCANS).fetchall())
+        got = conn.execute("SELECT limit_key FROM jobq_dequeue('w', NULL, %s)", (batch,))
+        keys = [k for (k,) in got.fetchall()]
+        after = dict(conn.execute(SCANS).fetchall())
+    return keys, {name: int(after[name] - before[name]) for name in after}
+
+
+def test_a_round_robin_claim_without_caps_reads_its_keys_in_one_pass_and_no_row_by_id(
+    fair: Conn,
+) -> None:
+    # Scenario 19 of the benchmark: one job per key. The claim reads the keys below its cursor
+    # in one ordered pass of the turn index (not a probe per key), and locks and claims each
+    # row where that pass found it (not by a probe of the primary key per row, twice).
+    fair.execute("SELECT jobq_set_limit('g', share => 'round_robin')")
+    enqueue_keys(fair, [f"k{i:04d}" for i in range(1_000)])
+    fair.execute("ANALYZE jobq_jobs")
+    assert len(starts(fair, 1, batch=10)) == 10  # the cursor is set: k0000, k0999 ... k0991
+    got, scans = claim_scans(fair, 100)
+    assert sorted(got) == [f"k{i:04d}" for i in range(891, 991)]
+    # the group's top priority, then one pass (before: 101 scans, one per key)
+    assert scans["jobq_jobs_limited_turn_idx"] <= 2, scans
+    assert scans["jobq_jobs_pkey"] == 0, scans  # before: 200, to lock and to claim each row
+
+
+def test_a_round_robin_claim_passes_over_a_row_held_elsewhere_and_still_fills_its_batch(
+    dsn: str, fair: Conn
+) -> None:
+    # The rows a claim by cursor reaches by their place: one that another transaction holds
+    # is tried again by its id, passed over, and the claim takes the next key's job instead.
+    fair.execute("SELECT jobq_set_limit('g', share => 'round_robin')")
+    enqueue_keys(fair, [f"k{i}" for i in range(6)])
+    with psycopg.connect(dsn) as other:
+        other.execute("SELECT id FROM jobq_jobs WHERE limit_key = 'k3' FOR UPDATE")
+        assert sorted(starts(fair, 1, batch=5)) == ["k0", "k1", "k2", "k4", "k5"]
+    assert starts(fair, 1, batch=5) == ["k3"]
+
+
+def test_a_round_robin_claim_steps_over_backlogs_and_takes_each_key_once_per_turn(
+    fair: Conn,
+) -> None:
+    # The ordered pass meets a key with a backlog: it stops at its LIMIT with fewer keys than
+    # it needs, and the keys below are found one probe each, past the backlog.
+    fair.execute("SELECT jobq_set_limit('g', share => 'round_robin')")
+    keys = [f"k{i:02d}" for i in range(20)]
+    enqueue_keys(fair, keys)
+    enqueue(fair, "k15", 50)
+    enqueue(fair, "k07", 50)
+    enqueue(fair, "k03", 5)
+    fair.execute("ANALYZE jobq_jobs")
+    assert sorted(starts(fair, 1, batch=20)) == keys, "one turn: each key once"
+    # Three keys left with work: five turns, each reading past k15's backlog.
+    assert sorted(starts(fair, 1, batch=15)) == ["k03"] * 5 + ["k07"] * 5 + ["k15"] * 5
+    assert sorted(starts(fair, 1, batch=100)) == ["k07"] * 45 + ["k15"] * 45
+
+
 def test_round_robin_over_more_keys_than_a_batch_starts_every_key_before_any_twice(
     fair: Conn,
 ) -> None:
