@@ -9,19 +9,33 @@ claim took (one transaction, one ``now()``); one the acknowledger completes shar
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from tests.helpers import MakeRole
+from tests.helpers import MakeRole, count, wait_for
 
 from pgq_client import Job, Queue, Worker
 
 Conn = psycopg.Connection[Any]
+
+
+@contextlib.contextmanager
+def _running(worker: Worker) -> Iterator[Worker]:
+    thread = threading.Thread(target=worker.run, name="test-routing-worker")
+    thread.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        thread.join(60)
+    assert not thread.is_alive(), "worker did not stop"
 
 
 def _claim_times(conn: Conn) -> set[object]:
@@ -84,6 +98,79 @@ def test_a_chains_next_step_is_claimed_in_the_transaction_that_completes_the_one
     assert [r[0] for r in rows] == ["succeeded"] * 10
     assert [r[3] for r in rows] == [result] * 10
     assert [r[1] for r in rows[1:]] == [r[2] for r in rows[:-1]]
+
+
+def _function_calls(conn: Conn, *names: str) -> list[int]:
+    """Calls of these functions by every session so far, nested ones included (the database
+    has track_functions = 'pl'), once the Worker's sessions have ended and flushed them."""
+    wait_for("the worker's sessions to end",
+             lambda: count(conn, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                           "current_database() AND pid <> pg_backend_pid()") == 0, 30)
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    return [count(conn, "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions"
+                        " WHERE funcname = %s", name) for name in names]
+
+
+@contextlib.contextmanager
+def _tracking_functions(admin_dsn: str, conn: Conn) -> Iterator[None]:
+    name = sql.Identifier(conn.info.dbname)
+    with psycopg.connect(admin_dsn, autocommit=True) as c:
+        c.execute(sql.SQL("ALTER DATABASE {} SET track_functions = 'pl'").format(name))
+    try:
+        yield
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as c:
+            c.execute(sql.SQL("ALTER DATABASE {} RESET track_functions").format(name))
+
+
+def test_a_chains_steps_are_handed_off_without_a_claim_that_searches_for_more(
+    admin_dsn: str, dsn: str, conn: Conn
+) -> None:
+    """When the worker's last claim found fewer jobs than it asked for, a completion of a job
+    with dependents goes with a claim of as many jobs as it completes: the dependent it
+    releases fills it, and jobq_complete_and_claim runs no jobq_dequeue to top it up (which
+    finds nothing in a chain). The server counts the calls: the first claim and the burst
+    run's last, empty one are the only jobq_dequeue calls for a chain of 20."""
+    with _tracking_functions(admin_dsn, conn):
+        with Queue(dsn) as q:
+            q.enqueue_many([
+                {"job_type": "step", "payload": {"n": i}, **({"after": [i]} if i else {})}
+                for i in range(20)
+            ])
+        Worker(dsn, handlers={"step": lambda job: None}, concurrency=4,
+               poll_interval=3600).run(burst=True)
+        handed, dequeued = _function_calls(conn, "jobq_complete_and_claim", "jobq_dequeue")
+    rows = conn.execute(
+        "SELECT status, claimed_at, finished_at FROM jobq_all_jobs"
+        " ORDER BY (payload ->> 'n')::int"
+    ).fetchall()
+    assert [r[0] for r in rows] == ["succeeded"] * 20
+    assert [r[1] for r in rows[1:]] == [r[2] for r in rows[:-1]]
+    assert handed == 19  # every job but the last has a dependent
+    assert dequeued <= 3, f"{dequeued} calls of jobq_dequeue for a chain of 20"
+
+
+def test_what_a_completion_releases_beyond_its_hand_off_is_claimed_as_announced(
+    admin_dsn: str, dsn: str, conn: Conn
+) -> None:
+    """A job with 12 dependents, completed with a claim of one job: one dependent is handed
+    off in the completing call, the other 11 are released pending and announced, and the
+    worker claims them on that notification (its poll is an hour away; a Worker that is not
+    in a burst run is woken by nothing else)."""
+    with Queue(dsn) as q:
+        parent = q.enqueue("fan", payload={"n": 0})
+        for i in range(1, 13):
+            q.enqueue("fan", payload={"n": i}, depends_on=[parent])
+    with _running(Worker(dsn, handlers={"fan": lambda job: None}, concurrency=4,
+                         poll_interval=3600)):
+        wait_for("every dependent to be done", lambda: count(
+            conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") == 13, 60)
+    finished = conn.execute(
+        "SELECT finished_at FROM jobq_all_jobs WHERE id = %s", (parent,)
+    ).fetchone()
+    assert finished is not None
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs WHERE claimed_at = %s",
+                 finished[0]) == 1
 
 
 def test_a_result_too_large_for_the_claims_transaction_fails_its_job_and_the_worker_goes_on(

@@ -61,8 +61,10 @@ class Fetcher:
     released, a chain's next step, without waiting for a commit, a notification and another
     claim). Both go in one call of ``jobq_complete_and_claim``, which claims the dependents
     the completion releases for this worker directly (docs/workflows.md, "Hand-off").
-    When no claim is worth its round trip they go alone. The jobs stay held
-    (heartbeats) until that has committed. Every other job is completed by the acknowledger,
+    When no claim is worth its round trip they go alone; when they are all jobs with
+    dependents and the worker has seen nothing else to claim since its last claim, the claim
+    asks for one job per completion (see ``_batch``). The jobs stay held (heartbeats) until
+    that has committed. Every other job is completed by the acknowledger,
     on its own connection, in parallel with the claims: a group without a cap has no slot to
     hand on. Which groups have one, the fetcher reads with ``jobq_capped_groups`` (a worker
     cannot read ``jobq_limits``) every ``CAPS_TTL`` seconds; until it knows, or when it may
@@ -134,7 +136,8 @@ class Fetcher:
                 wanted = shared.policy.claim_size(shared.unfinished, shared.work.qsize())
                 # A limited job's completion frees a slot of its key: a claim is due with it.
                 acks = bool(shared.key_acks)
-                woken = shared.woken and now >= quiet_until
+                notified = shared.woken
+                woken = notified and now >= quiet_until
                 due = more or woken or acks or now >= next_poll
                 held_back = shared.woken and not due
                 go = due and wanted > 0
@@ -158,8 +161,9 @@ class Fetcher:
                 continue
 
             started = time.perf_counter()
-            self._params["batch_size"] = wanted
             self._key_acks += shared.take_key_acks()
+            quiet = not (more or notified or now >= next_poll)
+            self._params["batch_size"] = self._batch(wanted, quiet)
             jobs = self._retry(self._claim, "claiming jobs")
             shared.claimed(jobs, time.perf_counter() - started, self._hand_on)
             if jobs and log.isEnabledFor(logging.DEBUG):
@@ -177,6 +181,21 @@ class Fetcher:
                     self._report_unserved()
                     shared.end()
                     return
+
+    def _batch(self, wanted: int, quiet: bool) -> int:
+        """The claim's size: ``wanted``, or, when the last claim found fewer jobs than it asked
+        for and nothing has been announced or come due since (``quiet``), and every completion
+        going with it is of a job with dependents and no limit group, one job per completion.
+        Such a claim is there for the dependents those completions release, which
+        ``jobq_complete_and_claim`` hands to this worker only when its ranges hold no pending
+        job; a hand-off then fills the claim and no ``jobq_dequeue`` runs after it to top it
+        up, a search that would find nothing (a chain's step is that one hand-off). What the
+        completions release beyond it is released pending and announced on this connection,
+        and claimed right after, as after any claim that came back short."""
+        acks = self._key_acks
+        if quiet and acks and all(job_of(ack).limit_group is None for ack in acks):
+            return min(wanted, len(acks))
+        return wanted
 
     def _report_unserved(self) -> None:
         """At the end of a burst run "no job available" is true only of this worker's job
