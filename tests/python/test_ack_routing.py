@@ -238,3 +238,38 @@ def test_a_worker_that_cannot_read_the_capped_groups_hands_every_limited_slot_on
     ).fetchall()]
     assert len(finished) == 6
     assert sum(f in claims for f in finished) >= 4
+
+
+def test_the_claims_rows_are_read_by_their_columns_names_whatever_their_order(
+    dsn: str, conn: Conn
+) -> None:
+    """The fetcher works out how a claim's rows become Jobs once, and again when the names of
+    the columns change (a migration that adds one while the worker runs): rows of the same
+    jobs with their columns in another order give the same Jobs, and those with dependents
+    are still the ones completed with a claim."""
+    from pgq_client.worker.fetcher import Fetcher
+    from pgq_client.worker.retry import Link
+    from pgq_client.worker.state import Shared
+
+    with Queue(dsn) as q:
+        first = q.enqueue("t", payload={"n": 1})
+        q.enqueue("t", payload={"n": 2}, depends_on=[first])
+        alone = q.enqueue("t", payload={"n": 3})
+    worker = Worker(dsn, handlers={"t": lambda job: None})
+    fetcher = Fetcher(
+        Shared(worker.config, False, "test", threading.Event(), lambda: None),
+        Link(lambda: psycopg.connect(dsn, autocommit=True)),
+    )
+    names = [c.name for c in conn.execute("SELECT * FROM jobq_jobs LIMIT 0").description or ()]
+    reordered = sql.SQL("SELECT {} FROM jobq_jobs WHERE id = ANY(%s) ORDER BY id").format(
+        sql.SQL(", ").join(map(sql.Identifier, reversed(names))))
+    read: list[list[Job]] = []
+    for query in (
+        sql.SQL("SELECT * FROM jobq_jobs WHERE id = ANY(%s) ORDER BY id"), reordered, reordered
+    ):
+        hand_on = fetcher._hand_on = []
+        with conn.cursor(row_factory=fetcher._claim_row) as cur:
+            read.append(cur.execute(query, ([first, alone],)).fetchall())
+        assert hand_on == [first]
+    assert read[0] == read[1] == read[2]
+    assert [job.payload for job in read[0]] == [{"n": 1}, {"n": 3}]

@@ -37,6 +37,8 @@ CAPS_TTL = 5.0
 again. A stale list only routes a completion the slower way (see Fetcher): the claim enforces
 the caps whatever path a completion takes."""
 
+RowMaker = Callable[[Sequence[Any]], Job]
+
 # Whether the libpq in use has pipeline mode (14 and later; psycopg's binary package has it).
 PIPELINE = psycopg.Pipeline.is_supported()
 
@@ -93,6 +95,9 @@ class Fetcher:
         self._caps_due = 0.0
         # Completions go with the claim in one jobq_complete_and_claim (until it is refused).
         self._hand_off = True
+        # The claim's columns (their names, as the server sends them) and how such rows are
+        # read, with the position of has_dependents (see _claim_row).
+        self._rows: tuple[tuple[bytes | None, ...], RowMaker, int | None] | None = None
         # Built once: only batch_size changes, set before each claim.
         self._claim_query = self._sql.dequeue
         self._params = {
@@ -292,12 +297,19 @@ class Fetcher:
             self._hand_off = False
             return None
 
-    def _claim_row(self, cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
+    def _claim_row(self, cursor: BaseCursor[Any, Any]) -> RowMaker:
         """The claim's row factory: each row a :class:`Job`, its id put in ``_hand_on`` when
         it is completed with a claim (see the class)."""
-        make = job_row(cursor)
-        names = [c.name for c in cursor.description or ()]
-        deps = names.index("has_dependents") if "has_dependents" in names else None
+        # The columns of a claim are the same from one claim to the next (until a migration
+        # adds one): how a row becomes a Job is worked out again only when their names change.
+        # cursor.description would make a Column object per column and per claim, more Python
+        # calls than the rest of a claim of one job (a chain's step).
+        res = cursor.pgresult
+        key = tuple(map(res.fname, range(res.nfields))) if res is not None else ()
+        if self._rows is None or self._rows[0] != key:
+            deps = key.index(b"has_dependents") if b"has_dependents" in key else None
+            self._rows = (key, job_row(cursor), deps)
+        _, make, deps = self._rows
         caps, hand_on = self._caps, self._hand_on
 
         def row(values: Sequence[Any]) -> Job:
