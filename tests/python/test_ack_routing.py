@@ -22,6 +22,7 @@ from psycopg.conninfo import make_conninfo
 from tests.helpers import MakeRole, count, wait_for
 
 from pgq_client import Job, Queue, Worker
+from pgq_client.models import job_row as models_job_row
 
 Conn = psycopg.Connection[Any]
 
@@ -36,6 +37,18 @@ def _running(worker: Worker) -> Iterator[Worker]:
         worker.stop()
         thread.join(60)
     assert not thread.is_alive(), "worker did not stop"
+
+
+def _fetcher(dsn: str) -> Any:
+    from pgq_client.worker.fetcher import Fetcher
+    from pgq_client.worker.retry import Link
+    from pgq_client.worker.state import Shared
+
+    worker = Worker(dsn, handlers={"t": lambda job: None})
+    return Fetcher(
+        Shared(worker.config, False, "test", threading.Event(), lambda: None),
+        Link(lambda: psycopg.connect(dsn, autocommit=True)),
+    )
 
 
 def _claim_times(conn: Conn) -> set[object]:
@@ -247,19 +260,11 @@ def test_the_claims_rows_are_read_by_their_columns_names_whatever_their_order(
     the columns change (a migration that adds one while the worker runs): rows of the same
     jobs with their columns in another order give the same Jobs, and those with dependents
     are still the ones completed with a claim."""
-    from pgq_client.worker.fetcher import Fetcher
-    from pgq_client.worker.retry import Link
-    from pgq_client.worker.state import Shared
-
     with Queue(dsn) as q:
         first = q.enqueue("t", payload={"n": 1})
         q.enqueue("t", payload={"n": 2}, depends_on=[first])
         alone = q.enqueue("t", payload={"n": 3})
-    worker = Worker(dsn, handlers={"t": lambda job: None})
-    fetcher = Fetcher(
-        Shared(worker.config, False, "test", threading.Event(), lambda: None),
-        Link(lambda: psycopg.connect(dsn, autocommit=True)),
-    )
+    fetcher = _fetcher(dsn)
     names = [c.name for c in conn.execute("SELECT * FROM jobq_jobs LIMIT 0").description or ()]
     reordered = sql.SQL("SELECT {} FROM jobq_jobs WHERE id = ANY(%s) ORDER BY id").format(
         sql.SQL(", ").join(map(sql.Identifier, reversed(names))))
@@ -273,3 +278,53 @@ def test_the_claims_rows_are_read_by_their_columns_names_whatever_their_order(
         assert hand_on == [first]
     assert read[0] == read[1] == read[2]
     assert [job.payload for job in read[0]] == [{"n": 1}, {"n": 3}]
+
+
+def test_a_claim_sized_for_hand_offs_widens_when_completions_release_more(
+    dsn: str, conn: Conn
+) -> None:
+    """How many jobs a claim that carries completions of jobs with dependents asks for: one
+    per completion at first; twice as many after such a claim was filled and more was
+    announced (the completions released more than it took); one again after one the hand-off
+    did not fill. The whole claim when the worker may have other jobs to take (not quiet) or
+    a completion is of a limited job."""
+    with Queue(dsn) as q:
+        q.set_limit("capped", max_running=1)
+        ids = [q.enqueue("t"), q.enqueue("t"), q.enqueue("t", limit_group="capped")]
+    with conn.cursor(row_factory=models_job_row) as cur:
+        plain, other, limited = cur.execute(
+            "SELECT * FROM jobq_jobs WHERE id = ANY(%s) ORDER BY id", (ids,)).fetchall()
+    fetcher = _fetcher(dsn)
+    fetcher._key_acks = [plain, other]
+    sizes = [fetcher._batch(40, True)]
+    for filled, announced in [(True, True), (True, False), (True, True), (False, True)]:
+        fetcher._learn_width(filled, announced)
+        sizes.append(fetcher._batch(40, True))
+    assert sizes == [2, 4, 4, 8, 2]
+    fetcher._learn_width(True, True)
+    assert fetcher._batch(3, True) == 3  # never more than the policy wants
+    assert fetcher._batch(40, False) == 40
+    fetcher._key_acks = [plain, limited]
+    assert fetcher._batch(40, True) == 40
+
+
+def test_a_tree_drained_by_a_worker_is_done_by_hand_offs_and_announcements(
+    dsn: str, conn: Conn
+) -> None:
+    """A tree (each job releases 4, three levels) drained by a Worker whose poll is an hour
+    away: every job runs once its parent succeeded, whether a completion's call handed it off
+    or its announcement made the next claim take it."""
+    with Queue(dsn) as q:
+        level = [q.enqueue("t", payload={"depth": 0})]
+        for depth in (1, 2):
+            level = [q.enqueue("t", payload={"depth": depth}, depends_on=[parent])
+                     for parent in level for _ in range(4)]
+    with _running(Worker(dsn, handlers={"t": lambda job: None}, concurrency=8,
+                         poll_interval=3600)):
+        wait_for("the whole tree to be done", lambda: count(
+            conn, "SELECT count(*) FROM jobq_all_jobs WHERE status = 'succeeded'") == 21, 60)
+    assert count(conn, "SELECT count(*) FROM jobq_all_jobs c"
+                       " JOIN jobq_job_dependencies e ON e.job_id = c.id"
+                       " JOIN jobq_all_jobs p ON p.id = e.depends_on"
+                       " WHERE c.claimed_at < p.finished_at") == 0
+    assert count(conn, "SELECT count(*) FROM jobq_job_dependencies") == 20  # edges kept

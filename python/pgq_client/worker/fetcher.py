@@ -18,6 +18,7 @@ from ..errors import JobqError, from_psycopg
 from ..models import Job, job_row
 from .acker import complete_many_call, look_for_unserved
 from .joblog import log, log_completed
+from .policy import MAX_CLAIM
 from .retry import GaveUp, Link, Reconnecting, connection_lost, transient
 from .state import Shared, Success, Waker, job_id, job_of
 
@@ -93,6 +94,8 @@ class Fetcher:
         # The capped groups, read again at _caps_due; None: unknown (every group is capped).
         self._caps: frozenset[str] | None = None
         self._caps_due = 0.0
+        # Jobs per completion a claim sized by _batch asks for (see _learn_width).
+        self._width = 1
         # Completions go with the claim in one jobq_complete_and_claim (until it is refused).
         self._hand_off = True
         # The claim's columns (their names, as the server sends them) and how such rows are
@@ -168,7 +171,7 @@ class Fetcher:
             started = time.perf_counter()
             self._key_acks += shared.take_key_acks()
             quiet = not (more or notified or now >= next_poll)
-            self._params["batch_size"] = self._batch(wanted, quiet)
+            batch = self._params["batch_size"] = self._batch(wanted, quiet)
             jobs = self._retry(self._claim, "claiming jobs")
             shared.claimed(jobs, time.perf_counter() - started, self._hand_on)
             if jobs and log.isEnabledFor(logging.DEBUG):
@@ -180,7 +183,9 @@ class Fetcher:
                 next_poll = time.monotonic() + self._config.poll_interval
                 # After a full claim the next one is due anyway; after a short one, a
                 # notification that came during it makes the next one due.
-                self._read_notifications()
+                announced = self._read_notifications()
+                if batch < wanted:
+                    self._learn_width(len(jobs) == batch, announced)
                 if shared.burst and not jobs and self._burst_done():
                     log.info("%s: no job available, burst run done", self._who)
                     self._report_unserved()
@@ -190,8 +195,8 @@ class Fetcher:
     def _batch(self, wanted: int, quiet: bool) -> int:
         """The claim's size: ``wanted``, or, when the last claim found fewer jobs than it asked
         for and nothing has been announced or come due since (``quiet``), and every completion
-        going with it is of a job with dependents and no limit group, one job per completion.
-        Such a claim is there for the dependents those completions release, which
+        going with it is of a job with dependents and no limit group, ``_width`` jobs per
+        completion. Such a claim is there for the dependents those completions release, which
         ``jobq_complete_and_claim`` hands to this worker only when its ranges hold no pending
         job; a hand-off then fills the claim and no ``jobq_dequeue`` runs after it to top it
         up, a search that would find nothing (a chain's step is that one hand-off). What the
@@ -199,8 +204,20 @@ class Fetcher:
         and claimed right after, as after any claim that came back short."""
         acks = self._key_acks
         if quiet and acks and all(job_of(ack).limit_group is None for ack in acks):
-            return min(wanted, len(acks))
+            return min(wanted, len(acks) * self._width)
         return wanted
+
+    def _learn_width(self, filled: bool, announced: bool) -> None:
+        """After a claim sized by ``_batch``: how many dependents a completion releases is
+        known only once it has run. A claim the hand-off filled, after which the completions
+        announced more (they released more than it took), makes the next one twice as wide;
+        one the hand-off did not fill (a ``jobq_dequeue`` searched for the rest) makes it one
+        job per completion again. A chain stays at one; a fan-out or a tree drained by this
+        worker widens until its dependents are handed off in the completing call."""
+        if not filled:
+            self._width = 1
+        elif announced:
+            self._width = min(self._width * 2, MAX_CLAIM)
 
     def _report_unserved(self) -> None:
         """At the end of a burst run "no job available" is true only of this worker's job
@@ -397,15 +414,15 @@ class Fetcher:
         if notified:
             self._read_notifications()
 
-    def _read_notifications(self) -> None:
+    def _read_notifications(self) -> bool:
         """Read the notifications that arrived; one for a queue of this worker makes a claim
         due, and a cancel request has the acknowledger ask which of its jobs must stop. A
         connection found broken here is dropped: the next claim opens a new one (and, as a
         notification may have been missed meanwhile, is due; a missed cancel is learnt of with
-        the next heartbeat)."""
+        the next heartbeat). Whether a claim was made due."""
         conn = self._link.conn
         if conn is None:
-            return
+            return False
         queues = self._config.queues
         relevant = cancels = False
         try:
@@ -428,3 +445,4 @@ class Fetcher:
         if relevant:
             with self._shared.lock:
                 self._shared.woken = True
+        return relevant
