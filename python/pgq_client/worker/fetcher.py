@@ -66,12 +66,12 @@ class Fetcher:
     the completion releases for this worker directly (docs/workflows.md, "Hand-off").
     When no claim is worth its round trip they go alone; when they are all jobs with
     dependents and the worker has seen nothing else to claim since its last claim, the claim
-    asks for one job per completion (see ``_batch``). The jobs stay held (heartbeats) until
-    that has committed. Every other job is completed by the acknowledger,
-    on its own connection, in parallel with the claims: a group without a cap has no slot to
-    hand on. Which groups have one, the fetcher reads with ``jobq_capped_groups`` (a worker
-    cannot read ``jobq_limits``) every ``CAPS_TTL`` seconds; until it knows, or when it may
-    not call it, every limited job is taken to have a cap.
+    asks for as many jobs as their completions are likely to release (see ``_batch``). The
+    jobs stay held (heartbeats) until that has committed. Every other job is completed by the
+    acknowledger, on its own connection, in parallel with the claims: a group without a cap
+    has no slot to hand on. Which groups have one, the fetcher reads with
+    ``jobq_capped_groups`` (a worker cannot read ``jobq_limits``) every ``CAPS_TTL`` seconds;
+    until it knows, or when it may not call it, every limited job is taken to have a cap.
     """
 
     def __init__(self, shared: Shared, link: Link) -> None:
