@@ -143,7 +143,8 @@ def test_a_chains_steps_are_handed_off_without_a_claim_that_searches_for_more(
     with dependents goes with a claim of as many jobs as it completes: the dependent it
     releases fills it, and jobq_complete_and_claim runs no jobq_dequeue to top it up (which
     finds nothing in a chain). The server counts the calls: the first claim and the burst
-    run's last, empty one are the only jobq_dequeue calls for a chain of 20."""
+    run's last, empty ones (one more when the last job is still being acknowledged) are the
+    only jobq_dequeue calls for a chain of 20, against one a step before."""
     with _tracking_functions(admin_dsn, conn):
         with Queue(dsn) as q:
             q.enqueue_many([
@@ -160,7 +161,7 @@ def test_a_chains_steps_are_handed_off_without_a_claim_that_searches_for_more(
     assert [r[0] for r in rows] == ["succeeded"] * 20
     assert [r[1] for r in rows[1:]] == [r[2] for r in rows[:-1]]
     assert handed == 19  # every job but the last has a dependent
-    assert dequeued <= 3, f"{dequeued} calls of jobq_dequeue for a chain of 20"
+    assert dequeued <= 5, f"{dequeued} calls of jobq_dequeue for a chain of 20"
 
 
 def test_what_a_completion_releases_beyond_its_hand_off_is_claimed_as_announced(
