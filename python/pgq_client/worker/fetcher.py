@@ -18,6 +18,7 @@ from ..errors import JobqError, from_psycopg
 from ..models import Job, job_row
 from .acker import complete_many_call, look_for_unserved
 from .joblog import log, log_completed
+from .policy import MAX_CLAIM
 from .retry import GaveUp, Link, Reconnecting, connection_lost, transient
 from .state import Shared, Success, Waker, job_id, job_of
 
@@ -36,6 +37,8 @@ CAPS_TTL = 5.0
 """Seconds a fetcher keeps the list of capped groups (jobq_capped_groups) before reading it
 again. A stale list only routes a completion the slower way (see Fetcher): the claim enforces
 the caps whatever path a completion takes."""
+
+RowMaker = Callable[[Sequence[Any]], Job]
 
 # Whether the libpq in use has pipeline mode (14 and later; psycopg's binary package has it).
 PIPELINE = psycopg.Pipeline.is_supported()
@@ -61,12 +64,14 @@ class Fetcher:
     released, a chain's next step, without waiting for a commit, a notification and another
     claim). Both go in one call of ``jobq_complete_and_claim``, which claims the dependents
     the completion releases for this worker directly (docs/workflows.md, "Hand-off").
-    When no claim is worth its round trip they go alone. The jobs stay held
-    (heartbeats) until that has committed. Every other job is completed by the acknowledger,
-    on its own connection, in parallel with the claims: a group without a cap has no slot to
-    hand on. Which groups have one, the fetcher reads with ``jobq_capped_groups`` (a worker
-    cannot read ``jobq_limits``) every ``CAPS_TTL`` seconds; until it knows, or when it may
-    not call it, every limited job is taken to have a cap.
+    When no claim is worth its round trip they go alone; when they are all jobs with
+    dependents and the worker has seen nothing else to claim since its last claim, the claim
+    asks for as many jobs as their completions are likely to release (see ``_batch``). The
+    jobs stay held (heartbeats) until that has committed. Every other job is completed by the
+    acknowledger, on its own connection, in parallel with the claims: a group without a cap
+    has no slot to hand on. Which groups have one, the fetcher reads with
+    ``jobq_capped_groups`` (a worker cannot read ``jobq_limits``) every ``CAPS_TTL`` seconds;
+    until it knows, or when it may not call it, every limited job is taken to have a cap.
     """
 
     def __init__(self, shared: Shared, link: Link) -> None:
@@ -89,8 +94,13 @@ class Fetcher:
         # The capped groups, read again at _caps_due; None: unknown (every group is capped).
         self._caps: frozenset[str] | None = None
         self._caps_due = 0.0
+        # Jobs per completion a claim sized by _batch asks for (see _learn_width).
+        self._width = 1
         # Completions go with the claim in one jobq_complete_and_claim (until it is refused).
         self._hand_off = True
+        # The claim's columns (their names, as the server sends them) and how such rows are
+        # read, with the position of has_dependents (see _claim_row).
+        self._rows: tuple[tuple[bytes | None, ...], RowMaker, int | None] | None = None
         # Built once: only batch_size changes, set before each claim.
         self._claim_query = self._sql.dequeue
         self._params = {
@@ -134,7 +144,8 @@ class Fetcher:
                 wanted = shared.policy.claim_size(shared.unfinished, shared.work.qsize())
                 # A limited job's completion frees a slot of its key: a claim is due with it.
                 acks = bool(shared.key_acks)
-                woken = shared.woken and now >= quiet_until
+                notified = shared.woken
+                woken = notified and now >= quiet_until
                 due = more or woken or acks or now >= next_poll
                 held_back = shared.woken and not due
                 go = due and wanted > 0
@@ -158,8 +169,9 @@ class Fetcher:
                 continue
 
             started = time.perf_counter()
-            self._params["batch_size"] = wanted
             self._key_acks += shared.take_key_acks()
+            quiet = not (more or notified or now >= next_poll)
+            batch = self._params["batch_size"] = self._batch(wanted, quiet)
             jobs = self._retry(self._claim, "claiming jobs")
             shared.claimed(jobs, time.perf_counter() - started, self._hand_on)
             if jobs and log.isEnabledFor(logging.DEBUG):
@@ -171,12 +183,41 @@ class Fetcher:
                 next_poll = time.monotonic() + self._config.poll_interval
                 # After a full claim the next one is due anyway; after a short one, a
                 # notification that came during it makes the next one due.
-                self._read_notifications()
+                announced = self._read_notifications()
+                if batch < wanted:
+                    self._learn_width(len(jobs) == batch, announced)
                 if shared.burst and not jobs and self._burst_done():
                     log.info("%s: no job available, burst run done", self._who)
                     self._report_unserved()
                     shared.end()
                     return
+
+    def _batch(self, wanted: int, quiet: bool) -> int:
+        """The claim's size: ``wanted``, or, when the last claim found fewer jobs than it asked
+        for and nothing has been announced or come due since (``quiet``), and every completion
+        going with it is of a job with dependents and no limit group, ``_width`` jobs per
+        completion. Such a claim is there for the dependents those completions release, which
+        ``jobq_complete_and_claim`` hands to this worker only when its ranges hold no pending
+        job; a hand-off then fills the claim and no ``jobq_dequeue`` runs after it to top it
+        up, a search that would find nothing (a chain's step is that one hand-off). What the
+        completions release beyond it is released pending and announced on this connection,
+        and claimed right after, as after any claim that came back short."""
+        acks = self._key_acks
+        if quiet and acks and all(job_of(ack).limit_group is None for ack in acks):
+            return min(wanted, len(acks) * self._width)
+        return wanted
+
+    def _learn_width(self, filled: bool, announced: bool) -> None:
+        """After a claim sized by ``_batch``: how many dependents a completion releases is
+        known only once it has run. A claim the hand-off filled, after which the completions
+        announced more (they released more than it took), makes the next one twice as wide;
+        one the hand-off did not fill (a ``jobq_dequeue`` searched for the rest) makes it one
+        job per completion again. A chain stays at one; a fan-out or a tree drained by this
+        worker widens until its dependents are handed off in the completing call."""
+        if not filled:
+            self._width = 1
+        elif announced:
+            self._width = min(self._width * 2, MAX_CLAIM)
 
     def _report_unserved(self) -> None:
         """At the end of a burst run "no job available" is true only of this worker's job
@@ -273,12 +314,19 @@ class Fetcher:
             self._hand_off = False
             return None
 
-    def _claim_row(self, cursor: BaseCursor[Any, Any]) -> Callable[[Sequence[Any]], Job]:
+    def _claim_row(self, cursor: BaseCursor[Any, Any]) -> RowMaker:
         """The claim's row factory: each row a :class:`Job`, its id put in ``_hand_on`` when
         it is completed with a claim (see the class)."""
-        make = job_row(cursor)
-        names = [c.name for c in cursor.description or ()]
-        deps = names.index("has_dependents") if "has_dependents" in names else None
+        # The columns of a claim are the same from one claim to the next (until a migration
+        # adds one): how a row becomes a Job is worked out again only when their names change.
+        # cursor.description would make a Column object per column and per claim, more Python
+        # calls than the rest of a claim of one job (a chain's step).
+        res = cursor.pgresult
+        key = tuple(map(res.fname, range(res.nfields))) if res is not None else ()
+        if self._rows is None or self._rows[0] != key:
+            deps = key.index(b"has_dependents") if b"has_dependents" in key else None
+            self._rows = (key, job_row(cursor), deps)
+        _, make, deps = self._rows
         caps, hand_on = self._caps, self._hand_on
 
         def row(values: Sequence[Any]) -> Job:
@@ -366,15 +414,15 @@ class Fetcher:
         if notified:
             self._read_notifications()
 
-    def _read_notifications(self) -> None:
+    def _read_notifications(self) -> bool:
         """Read the notifications that arrived; one for a queue of this worker makes a claim
         due, and a cancel request has the acknowledger ask which of its jobs must stop. A
         connection found broken here is dropped: the next claim opens a new one (and, as a
         notification may have been missed meanwhile, is due; a missed cancel is learnt of with
-        the next heartbeat)."""
+        the next heartbeat). Whether a claim was made due."""
         conn = self._link.conn
         if conn is None:
-            return
+            return False
         queues = self._config.queues
         relevant = cancels = False
         try:
@@ -397,3 +445,4 @@ class Fetcher:
         if relevant:
             with self._shared.lock:
                 self._shared.woken = True
+        return relevant
