@@ -255,7 +255,8 @@ def profile_chain_step(dsn: str, steps: int = 2000, two_calls: bool = False) -> 
     database ``dsn`` (a throwaway one, jobq installed: its jobs are deleted). The chain is
     enqueued, vacuumed and analyzed, run for 50 steps, then the counters are reset and read
     after ``steps`` more. Statement counts and buffers do not depend on the machine's load;
-    server time does (docs/workflows.md, "Where a chain's step goes")."""
+    server time does (docs/workflows.md, "Where a chain's step goes"). With ``track_functions
+    = all``, each function's time in all and its own follow."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         conn.execute("DELETE FROM jobq_jobs")
@@ -277,12 +278,22 @@ def profile_chain_step(dsn: str, steps: int = 2000, two_calls: bool = False) -> 
         for _ in range(50):
             ids = step(ids)
         conn.execute("SELECT pg_stat_statements_reset()")
+        conn.execute("SELECT pg_stat_reset()")
         for _ in range(steps):
             ids = step(ids)
+        # Each function's own time (with track_functions = all; none without): what its
+        # statements' times leave out, the set-up and end of their plans, the entry and SET
+        # clauses, PL/pgSQL's expressions. (Counts of the session's calls before the reset may
+        # reach the counters after it: only functions called every tenth step or more show.)
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        functions = conn.execute(
+            "SELECT funcname, calls, total_time, self_time FROM pg_stat_user_functions"
+            " WHERE calls >= %s ORDER BY total_time DESC", (steps // 10,)
+        ).fetchall()
         rows = conn.execute(
             "SELECT calls, total_exec_time, shared_blks_hit + shared_blks_read, toplevel,"
             " regexp_replace(left(query, 60), '\\s+', ' ', 'g') FROM pg_stat_statements"
-            " WHERE query NOT LIKE '%%pg_stat_statements%%'"
+            " WHERE query NOT LIKE '%%pg_stat%%'"
             " ORDER BY toplevel DESC, total_exec_time DESC"
         ).fetchall()
     top = [r for r in rows if r[3]]
@@ -295,6 +306,8 @@ def profile_chain_step(dsn: str, steps: int = 2000, two_calls: bool = False) -> 
     ]
     lines += [f"  {'top ' if r[3] else '    '}{r[0] / steps:5.2f}/step {r[1] * 1000 / r[0]:7.1f} µs"
               f" {r[2] / r[0]:6.1f} buffers  {r[4]}" for r in rows[:25]]
+    lines += [f"  fn   {r[1] / steps:5.2f}/step {r[2] * 1000 / r[1]:7.1f} µs in all,"
+              f" {r[3] * 1000 / r[1]:7.1f} µs its own  {r[0]}" for r in functions]
     return "\n".join(lines)
 
 
