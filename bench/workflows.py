@@ -249,24 +249,27 @@ def scenario(cluster: Cluster, quick: bool, log: Callable[[str], None]) -> list[
     return results
 
 
-def profile_chain_step(dsn: str, steps: int = 2000, two_calls: bool = False) -> str:
+def profile_chain_step(
+    dsn: str, steps: int = 2000, two_calls: bool = False, plain: bool = False
+) -> str:
     """Statements, shared buffers and server time per step of a chain, from
     ``pg_stat_statements`` (``track = all``: the statements inside the functions too) on the
     database ``dsn`` (a throwaway one, jobq installed: its jobs are deleted). The chain is
     enqueued, vacuumed and analyzed, run for 50 steps, then the counters are reset and read
     after ``steps`` more. Statement counts and buffers do not depend on the machine's load;
     server time does (docs/workflows.md, "Where a chain's step goes"). With ``track_functions
-    = all``, each function's time in all and its own follow."""
+    = all``, each function's time in all and its own follow. ``plain``: the same steps (two
+    calls) over jobs without dependencies, what a job outside any workflow pays."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         conn.execute("DELETE FROM jobq_jobs")
         conn.execute("TRUNCATE jobq_job_dependencies")
-        _enqueue(conn, steps + 60, lambda i: [i] if i else [])
+        _enqueue(conn, steps + 60, (lambda i: []) if plain else (lambda i: [i] if i else []))
         conn.execute("VACUUM ANALYZE jobq_jobs")
         ids = [r[0] for r in conn.execute("SELECT id FROM jobq_dequeue('w0')").fetchall()]
 
         def step(ids: list[Any]) -> list[Any]:
-            if two_calls:
+            if two_calls or plain:
                 with conn.pipeline(), conn.transaction():
                     conn.execute("SELECT jobq_complete_many(%s, 'w0')", (ids,))
                     claimed = conn.execute("SELECT id FROM jobq_dequeue('w0')")
@@ -298,7 +301,8 @@ def profile_chain_step(dsn: str, steps: int = 2000, two_calls: bool = False) -> 
         ).fetchall()
     top = [r for r in rows if r[3]]
     lines = [
-        f"{'two calls' if two_calls else 'jobq_complete_and_claim'}: {steps} steps; per step "
+        f"{'plain jobs, two calls' if plain else 'two calls' if two_calls else 'jobq_complete_and_claim'}:"
+        f" {steps} steps; per step "
         f"{sum(r[0] for r in rows if not r[3]) / steps:.1f} nested + "
         f"{sum(r[0] for r in top) / steps:.1f} top-level statements, "
         f"{sum(r[2] for r in top) / steps:.1f} shared buffers, "
@@ -319,5 +323,7 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--two-calls", action="store_true",
                         help="jobq_complete_many + jobq_dequeue, as before the hand-off")
+    parser.add_argument("--plain", action="store_true",
+                        help="the two calls over jobs without dependencies")
     args = parser.parse_args()
-    print(profile_chain_step(args.dsn, args.steps, args.two_calls))
+    print(profile_chain_step(args.dsn, args.steps, args.two_calls, args.plain))
