@@ -4797,7 +4797,7 @@ BEGIN
     v_parents := v_completed.parents;
 
     -- The dependents of the completed jobs, each with the number of its dependencies that this
-    -- completion ends (in id order: the order their rows are locked in), are read after the
+    -- completion ends (two arrays that one aggregate fills in the same order), are read after the
     -- completion's statement: a dependent enqueued while the completion waited for its
     -- parent's row is committed by then, and seen. With them, when a hand-off may happen,
     -- the same statement asks whether it may: only when the claim would find nothing to take
@@ -4814,8 +4814,8 @@ BEGIN
        ) THEN
         -- Nothing is handed off (see the header): the dependents alone.
         SELECT
-            pg_catalog.array_agg(f.job_id ORDER BY f.job_id),
-            pg_catalog.array_agg(f.n ORDER BY f.job_id)
+            pg_catalog.array_agg(f.job_id),
+            pg_catalog.array_agg(f.n)
         INTO v_freed, v_counts
         FROM (
             SELECT e.job_id, pg_catalog.count(*)::integer AS n
@@ -4880,8 +4880,8 @@ BEGIN
             )
             FROM (
                 SELECT
-                    pg_catalog.array_agg(f.job_id ORDER BY f.job_id) AS ids,
-                    pg_catalog.array_agg(f.n ORDER BY f.job_id) AS ns
+                    pg_catalog.array_agg(f.job_id) AS ids,
+                    pg_catalog.array_agg(f.n) AS ns
                 FROM (
                     SELECT e.job_id, pg_catalog.count(*)::integer AS n
                     FROM jobq_job_dependencies AS e
@@ -4956,8 +4956,8 @@ BEGIN
             )
             FROM (
                 SELECT
-                    pg_catalog.array_agg(f.job_id ORDER BY f.job_id) AS ids,
-                    pg_catalog.array_agg(f.n ORDER BY f.job_id) AS ns
+                    pg_catalog.array_agg(f.job_id) AS ids,
+                    pg_catalog.array_agg(f.n) AS ns
                 FROM (
                     SELECT e.job_id, pg_catalog.count(*)::integer AS n
                     FROM jobq_job_dependencies AS e
@@ -5035,8 +5035,8 @@ BEGIN
             )
             FROM (
                 SELECT
-                    pg_catalog.array_agg(f.job_id ORDER BY f.job_id) AS ids,
-                    pg_catalog.array_agg(f.n ORDER BY f.job_id) AS ns
+                    pg_catalog.array_agg(f.job_id) AS ids,
+                    pg_catalog.array_agg(f.n) AS ns
                 FROM (
                     SELECT e.job_id, pg_catalog.count(*)::integer AS n
                     FROM jobq_job_dependencies AS e
