@@ -295,7 +295,8 @@ def profile_chain_step(
         ).fetchall()
         rows = conn.execute(
             "SELECT calls, total_exec_time, shared_blks_hit + shared_blks_read, toplevel,"
-            " regexp_replace(left(query, 60), '\\s+', ' ', 'g') FROM pg_stat_statements"
+            " regexp_replace(left(query, 60), '\\s+', ' ', 'g'), wal_records, wal_bytes,"
+            " wal_fpi FROM pg_stat_statements"
             " WHERE query NOT LIKE '%%pg_stat%%'"
             " ORDER BY toplevel DESC, total_exec_time DESC"
         ).fetchall()
@@ -306,6 +307,8 @@ def profile_chain_step(
         f"{sum(r[0] for r in rows if not r[3]) / steps:.1f} nested + "
         f"{sum(r[0] for r in top) / steps:.1f} top-level statements, "
         f"{sum(r[2] for r in top) / steps:.1f} shared buffers, "
+        f"{sum(r[5] for r in top) / steps:.1f} WAL records ({sum(r[6] for r in top) / steps:,.0f}"
+        f" bytes, {sum(r[7] for r in top) / steps:.2f} full pages), "
         f"{sum(r[1] for r in top) * 1000 / steps:.0f} µs of server time"
     ]
     lines += [f"  {'top ' if r[3] else '    '}{r[0] / steps:5.2f}/step {r[1] * 1000 / r[0]:7.1f} µs"
