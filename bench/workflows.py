@@ -301,9 +301,10 @@ def profile_chain_step(
             " ORDER BY toplevel DESC, total_exec_time DESC"
         ).fetchall()
     top = [r for r in rows if r[3]]
+    what = ("plain jobs, two calls" if plain else "two calls" if two_calls
+            else "jobq_complete_and_claim")
     lines = [
-        f"{'plain jobs, two calls' if plain else 'two calls' if two_calls else 'jobq_complete_and_claim'}:"
-        f" {steps} steps; per step "
+        f"{what}: {steps} steps; per step "
         f"{sum(r[0] for r in rows if not r[3]) / steps:.1f} nested + "
         f"{sum(r[0] for r in top) / steps:.1f} top-level statements, "
         f"{sum(r[2] for r in top) / steps:.1f} shared buffers, "
