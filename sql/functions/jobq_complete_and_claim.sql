@@ -32,12 +32,15 @@
 --   * metrics: counted as started, with a wait of 0 (it was available from the same instant);
 --     the worker's record (jobq__worker_seen) is kept as by every claim.
 -- The rows of dependents are locked in id order, as jobq__dependents_finished locks them, and
--- their counts decremented under that lock: a release is exactly once whatever the path.
+-- their counts decremented under that lock: a release is exactly once whatever the path. One
+-- freed dependent (a chain's step) is locked, released and handed off by one UPDATE by key:
+-- a step's cost is the number and set-up of its statements more than its rows, so it runs
+-- four (docs/decisions/0023-chain-step-in-four-statements.md).
 --
 -- The SET clauses are jobq_complete_many's and jobq_dequeue's, for the same reasons
 -- (docs/decisions/0003-planner-settings-of-hot-functions.md); nested loops are turned off for
--- the completion and the release statements only, as those functions do, and are back on for
--- the jobq_dequeue that tops up the batch, whose plans are kept for the session.
+-- the statements that join many jobs or dependents only, as those functions do, and are back
+-- on for the jobq_dequeue that tops up the batch, whose plans are kept for the session.
 --! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_complete_and_claim(
