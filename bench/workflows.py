@@ -249,23 +249,27 @@ def scenario(cluster: Cluster, quick: bool, log: Callable[[str], None]) -> list[
     return results
 
 
-def profile_chain_step(dsn: str, steps: int = 2000, two_calls: bool = False) -> str:
+def profile_chain_step(
+    dsn: str, steps: int = 2000, two_calls: bool = False, plain: bool = False
+) -> str:
     """Statements, shared buffers and server time per step of a chain, from
     ``pg_stat_statements`` (``track = all``: the statements inside the functions too) on the
     database ``dsn`` (a throwaway one, jobq installed: its jobs are deleted). The chain is
     enqueued, vacuumed and analyzed, run for 50 steps, then the counters are reset and read
     after ``steps`` more. Statement counts and buffers do not depend on the machine's load;
-    server time does (docs/workflows.md, "Where a chain's step goes")."""
+    server time does (docs/workflows.md, "Where a chain's step goes"). With ``track_functions
+    = all``, each function's time in all and its own follow. ``plain``: the same steps (two
+    calls) over jobs without dependencies, what a job outside any workflow pays."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         conn.execute("DELETE FROM jobq_jobs")
         conn.execute("TRUNCATE jobq_job_dependencies")
-        _enqueue(conn, steps + 60, lambda i: [i] if i else [])
+        _enqueue(conn, steps + 60, (lambda i: []) if plain else (lambda i: [i] if i else []))
         conn.execute("VACUUM ANALYZE jobq_jobs")
         ids = [r[0] for r in conn.execute("SELECT id FROM jobq_dequeue('w0')").fetchall()]
 
         def step(ids: list[Any]) -> list[Any]:
-            if two_calls:
+            if two_calls or plain:
                 with conn.pipeline(), conn.transaction():
                     conn.execute("SELECT jobq_complete_many(%s, 'w0')", (ids,))
                     claimed = conn.execute("SELECT id FROM jobq_dequeue('w0')")
@@ -277,24 +281,41 @@ def profile_chain_step(dsn: str, steps: int = 2000, two_calls: bool = False) -> 
         for _ in range(50):
             ids = step(ids)
         conn.execute("SELECT pg_stat_statements_reset()")
+        conn.execute("SELECT pg_stat_reset()")
         for _ in range(steps):
             ids = step(ids)
+        # Each function's own time (with track_functions = all; none without): what its
+        # statements' times leave out, the set-up and end of their plans, the entry and SET
+        # clauses, PL/pgSQL's expressions. (Counts of the session's calls before the reset may
+        # reach the counters after it: only functions called every tenth step or more show.)
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        functions = conn.execute(
+            "SELECT funcname, calls, total_time, self_time FROM pg_stat_user_functions"
+            " WHERE calls >= %s ORDER BY total_time DESC", (steps // 10,)
+        ).fetchall()
         rows = conn.execute(
             "SELECT calls, total_exec_time, shared_blks_hit + shared_blks_read, toplevel,"
-            " regexp_replace(left(query, 60), '\\s+', ' ', 'g') FROM pg_stat_statements"
-            " WHERE query NOT LIKE '%%pg_stat_statements%%'"
+            " regexp_replace(left(query, 60), '\\s+', ' ', 'g'), wal_records, wal_bytes,"
+            " wal_fpi FROM pg_stat_statements"
+            " WHERE query NOT LIKE '%%pg_stat%%'"
             " ORDER BY toplevel DESC, total_exec_time DESC"
         ).fetchall()
     top = [r for r in rows if r[3]]
+    what = ("plain jobs, two calls" if plain else "two calls" if two_calls
+            else "jobq_complete_and_claim")
     lines = [
-        f"{'two calls' if two_calls else 'jobq_complete_and_claim'}: {steps} steps; per step "
+        f"{what}: {steps} steps; per step "
         f"{sum(r[0] for r in rows if not r[3]) / steps:.1f} nested + "
         f"{sum(r[0] for r in top) / steps:.1f} top-level statements, "
         f"{sum(r[2] for r in top) / steps:.1f} shared buffers, "
+        f"{sum(r[5] for r in top) / steps:.1f} WAL records ({sum(r[6] for r in top) / steps:,.0f}"
+        f" bytes, {sum(r[7] for r in top) / steps:.2f} full pages), "
         f"{sum(r[1] for r in top) * 1000 / steps:.0f} µs of server time"
     ]
     lines += [f"  {'top ' if r[3] else '    '}{r[0] / steps:5.2f}/step {r[1] * 1000 / r[0]:7.1f} µs"
               f" {r[2] / r[0]:6.1f} buffers  {r[4]}" for r in rows[:25]]
+    lines += [f"  fn   {r[1] / steps:5.2f}/step {r[2] * 1000 / r[1]:7.1f} µs in all,"
+              f" {r[3] * 1000 / r[1]:7.1f} µs its own  {r[0]}" for r in functions]
     return "\n".join(lines)
 
 
@@ -306,5 +327,7 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--two-calls", action="store_true",
                         help="jobq_complete_many + jobq_dequeue, as before the hand-off")
+    parser.add_argument("--plain", action="store_true",
+                        help="the two calls over jobs without dependencies")
     args = parser.parse_args()
-    print(profile_chain_step(args.dsn, args.steps, args.two_calls))
+    print(profile_chain_step(args.dsn, args.steps, args.two_calls, args.plain))

@@ -1874,6 +1874,9 @@ DECLARE
     v_limit integer;
     v_big record;
     v_nestloop text;
+    v_id uuid;
+    v_awaited boolean;
+    v_has_dependents boolean;
     v_count integer := coalesce(pg_catalog.cardinality(jobq__complete_rows.job_ids), 0);
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -1917,7 +1920,74 @@ BEGIN
         END IF;
     END IF;
 
-    -- Each job leaves jobq_jobs for the history in this one statement (as in jobq_complete).
+    -- Each job leaves jobq_jobs for the history in one statement (as in jobq_complete).
+    -- One job (a chain's step, an acknowledgement of one) is found by its key alone: no join
+    -- of the elements to the rows, so no hash table to build and no planner setting to
+    -- change and restore, which cost more than the job's move. Both statements are the same
+    -- move otherwise (the same columns, the same history row, the same RETURNING): keep them
+    -- in step.
+    IF v_count = 1 THEN
+        WITH moved AS (
+            DELETE FROM jobq_jobs AS j
+            -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+            -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
+            WHERE j.id = jobq__complete_rows.job_ids[1]
+              AND j.locked_by = jobq__complete_rows.worker_id
+              AND (jobq__complete_rows.attempts[1] IS NULL
+                   OR j.attempts = jobq__complete_rows.attempts[1])
+            RETURNING
+                j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.priority, j.attempts,
+                j.max_attempts, j.available_at, j.last_error, j.errors, j.created_at, j.scheduled,
+                j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at,
+                j.has_dependents, jobq__complete_rows.results[1] AS result
+        ),
+
+        done AS (
+            INSERT INTO jobq_jobs_history AS h (
+                id, queue, job_type, payload, idempotency_key, status, priority, attempts,
+                max_attempts, available_at, locked_at, locked_by, last_error, errors, created_at,
+                updated_at, finished_at, scheduled, result, cancel_requested_at, cancel_reason,
+                limit_group, limit_key, claimed_at
+            )
+            SELECT
+                m.id, m.queue, m.job_type, m.payload, m.idempotency_key, 'succeeded', m.priority,
+                m.attempts, m.max_attempts, m.available_at, NULL, NULL, m.last_error, m.errors,
+                m.created_at, v_now, v_now, m.scheduled, m.result,
+                m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
+            FROM moved AS m
+            RETURNING
+                h.id, h.queue, h.job_type, h.claimed_at,
+                EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = h.id) AS awaited
+        ),
+
+        -- At most one row: no aggregate (the arrays are made below).
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'succeeded'::text, ARRAY[c.queue], ARRAY[c.job_type], NULL::text[],
+                ARRAY[extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision]
+            ) AS n
+            FROM done AS c
+        )
+
+        SELECT
+            done.id,
+            done.awaited,
+            -- whether it has dependents (read with its row: nothing more for the others)
+            (SELECT m.has_dependents FROM moved AS m)
+        INTO v_id, v_awaited, v_has_dependents
+        FROM done
+        LEFT JOIN counted ON TRUE;
+        IF v_id IS NOT NULL THEN
+            jobq__complete_rows.done := ARRAY[v_id];
+            IF v_awaited THEN
+                jobq__complete_rows.awaited := ARRAY[v_id];
+            END IF;
+            IF v_has_dependents THEN
+                jobq__complete_rows.parents := ARRAY[v_id];
+            END IF;
+        END IF;
+        RETURN;
+    END IF;
     -- Planned without nested loops (this statement only: the setting is restored after it):
     -- on a drained queue's statistics the jobs' rows look like one, and a nested loop over
     -- them rescans the elements for each row, K x K comparisons (15 s for 5,000 jobs); hashed,
@@ -4766,6 +4836,7 @@ DECLARE
     v_awaited text[];
     v_ids uuid[];
     v_parents uuid[];
+    v_completed record;
     v_longest integer;
     v_nestloop text;
     v_hand integer := 0;
@@ -4773,7 +4844,12 @@ DECLARE
     v_queues text[];
     v_paused text[];
     v_row jobq_jobs;
+    v_next jobq_jobs;
     v_id uuid;
+    v_freed uuid[];
+    v_counts integer[];
+    v_seen boolean;
+    v_metrics boolean;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_lock_until timestamptz;
@@ -4824,97 +4900,70 @@ BEGIN
     END IF;
     -- The completion, as jobq_complete_many's (with its checks of job_ids, worker_id,
     -- attempts and results, raised before anything changes).
-    SELECT c.done, c.awaited, c.parents
-    INTO v_done, v_ids, v_parents
-    FROM jobq__complete_rows(
+    -- Called as an expression, not from a query: no plan, portal or tuple store for its
+    -- one row.
+    v_completed := jobq__complete_rows(
         'jobq_complete_and_claim', jobq_complete_and_claim.job_ids,
         jobq_complete_and_claim.worker_id, jobq_complete_and_claim.attempts,
         jobq_complete_and_claim.results
-    ) AS c;
+    );
+    v_done := v_completed.done;
+    v_ids := v_completed.awaited;
+    v_parents := v_completed.parents;
 
-    IF v_parents IS NOT NULL THEN
-        -- May this claim take released jobs directly? Only when it would find nothing to
-        -- take before them (see the header): one statement of index probes, each LIMIT 1 in
-        -- its index's order, so that no plan reads a table.
-        IF jobq_complete_and_claim.queues IS NULL
+    -- The dependents of the completed jobs, each with the number of its dependencies that this
+    -- completion ends (two arrays that one aggregate fills in the same order), are read after the
+    -- completion's statement: a dependent enqueued while the completion waited for its
+    -- parent's row is committed by then, and seen. With them, when a hand-off may happen,
+    -- the same statement asks whether it may: only when the claim would find nothing to take
+    -- before them (see the header), by index probes, each LIMIT 1 in its index's order, so
+    -- that no plan reads a table. It also reads the paused queues (never handed off), whether
+    -- metrics are counted, and whether the worker's record is fresh, which spares the call
+    -- of jobq__worker_seen below (its test, as it makes it).
+    IF v_parents IS NOT NULL
+       AND NOT (
+           jobq_complete_and_claim.queues IS NULL
            OR (jobq_complete_and_claim.job_types IS NOT NULL
                AND pg_catalog.cardinality(jobq_complete_and_claim.job_types)
-                   * pg_catalog.cardinality(jobq_complete_and_claim.queues) <= 64) THEN
-            SELECT CASE WHEN
+                   * pg_catalog.cardinality(jobq_complete_and_claim.queues) <= 64)
+       ) THEN
+        -- Nothing is handed off (see the header): the dependents alone.
+        SELECT
+            pg_catalog.array_agg(f.job_id),
+            pg_catalog.array_agg(f.n)
+        INTO v_freed, v_counts
+        FROM (
+            SELECT e.job_id, pg_catalog.count(*)::integer AS n
+            FROM jobq_job_dependencies AS e
+            WHERE e.depends_on = ANY (v_parents)
+            GROUP BY e.job_id
+        ) AS f;
+    ELSIF v_parents IS NOT NULL THEN
+        -- One statement per shape of the filters, so that each plan holds only the
+        -- probes it runs (a plan's set-up costs as much as its probes).
+        IF jobq_complete_and_claim.job_types IS NULL THEN
+            SELECT fr.ids, fr.ns, CASE WHEN
                 -- pending jobs without a limit in the worker's ranges
-                (CASE
-                    WHEN jobq_complete_and_claim.job_types IS NULL THEN (
-                        SELECT TRUE
-                        FROM jobq_jobs AS j
-                        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
-                        ORDER BY
-                            pg_catalog.hashtextextended(j.job_type, 0),
-                            pg_catalog.hashtextextended(j.queue, 0)
-                        LIMIT 1
-                    )
-                    WHEN jobq_complete_and_claim.queues IS NULL THEN EXISTS (
-                        SELECT
-                        FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
-                        CROSS JOIN LATERAL (
-                            SELECT j.id
-                            FROM jobq_jobs AS j
-                            WHERE pg_catalog.hashtextextended(j.job_type, 0)
-                                  = pg_catalog.hashtextextended(t.job_type, 0)
-                              AND j.status = 'pending'
-                              AND NOT j.scheduled
-                              AND j.limit_group IS NULL
-                            ORDER BY pg_catalog.hashtextextended(j.queue, 0)
-                            LIMIT 1
-                        ) AS f
-                    )
-                    ELSE EXISTS (
-                        SELECT
-                        FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
-                        CROSS JOIN pg_catalog.unnest(jobq_complete_and_claim.queues) AS q (queue)
-                        CROSS JOIN LATERAL (
-                            SELECT j.id
-                            FROM jobq_jobs AS j
-                            WHERE pg_catalog.hashtextextended(j.job_type, 0)
-                                  = pg_catalog.hashtextextended(t.job_type, 0)
-                              AND pg_catalog.hashtextextended(j.queue, 0)
-                                  = pg_catalog.hashtextextended(q.queue, 0)
-                              AND j.status = 'pending'
-                              AND NOT j.scheduled
-                              AND j.limit_group IS NULL
-                            ORDER BY j.priority DESC, j.available_at, j.id
-                            LIMIT 1
-                        ) AS f
-                    )
-                END)
-                -- pending limited jobs of its job types (of any, without a job type filter)
-                OR (CASE
-                    WHEN jobq_complete_and_claim.job_types IS NULL THEN (
-                        SELECT TRUE
-                        FROM jobq_jobs AS j
-                        WHERE j.status = 'pending' AND NOT j.scheduled
-                          AND j.limit_group IS NOT NULL
-                        ORDER BY
-                            j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
-                            j.priority DESC, j.available_at, j.id
-                        LIMIT 1
-                    )
-                    ELSE EXISTS (
-                        SELECT
-                        FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
-                        CROSS JOIN LATERAL (
-                            SELECT j.id
-                            FROM jobq_jobs AS j
-                            WHERE j.job_type = t.job_type
-                              AND j.status = 'pending'
-                              AND NOT j.scheduled
-                              AND j.limit_group IS NOT NULL
-                            ORDER BY
-                                j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
-                                j.priority DESC, j.available_at, j.id
-                            LIMIT 1
-                        ) AS f
-                    )
-                END)
+                (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+                    ORDER BY
+                        pg_catalog.hashtextextended(j.job_type, 0),
+                        pg_catalog.hashtextextended(j.queue, 0)
+                    LIMIT 1
+                )
+                -- pending limited jobs of any job type
+                OR (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'pending' AND NOT j.scheduled
+                      AND j.limit_group IS NOT NULL
+                    ORDER BY
+                        j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                        j.priority DESC, j.available_at, j.id
+                    LIMIT 1
+                )
                 -- a scheduled job come due, which the claim would promote
                 OR (
                     SELECT TRUE
@@ -4931,14 +4980,245 @@ BEGIN
                     ORDER BY j.locked_until
                     LIMIT 1
                 )
-            THEN 0 ELSE jobq_complete_and_claim.batch_size END
-            INTO v_hand;
-            v_hand := coalesce(v_hand, jobq_complete_and_claim.batch_size);
+            THEN 0 ELSE jobq_complete_and_claim.batch_size END,
+            (SELECT pg_catalog.array_agg(p.queue) FROM jobq_paused_queues AS p),
+            (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton),
+            EXISTS (
+                SELECT
+                FROM jobq_workers AS w
+                WHERE w.worker_id = jobq_complete_and_claim.worker_id
+                  AND w.last_claim_at > v_now - interval '5 seconds'
+                  AND (w.job_types OPERATOR(pg_catalog.=) jobq_complete_and_claim.job_types
+                       OR (w.job_types IS NULL AND jobq_complete_and_claim.job_types IS NULL))
+                  AND (w.queues OPERATOR(pg_catalog.=) jobq_complete_and_claim.queues
+                       OR (w.queues IS NULL AND jobq_complete_and_claim.queues IS NULL))
+            )
+            FROM (
+                SELECT
+                    pg_catalog.array_agg(f.job_id) AS ids,
+                    pg_catalog.array_agg(f.n) AS ns
+                FROM (
+                    SELECT e.job_id, pg_catalog.count(*)::integer AS n
+                    FROM jobq_job_dependencies AS e
+                    WHERE e.depends_on = ANY (v_parents)
+                    GROUP BY e.job_id
+                ) AS f
+            ) AS fr
+            INTO v_freed, v_counts, v_hand, v_paused, v_metrics, v_seen;
+        ELSIF jobq_complete_and_claim.queues IS NULL THEN
+            SELECT fr.ids, fr.ns, CASE WHEN
+                -- pending jobs without a limit in the worker's ranges
+                EXISTS (
+                    SELECT
+                    FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
+                    CROSS JOIN LATERAL (
+                        SELECT j.id
+                        FROM jobq_jobs AS j
+                        WHERE pg_catalog.hashtextextended(j.job_type, 0)
+                              = pg_catalog.hashtextextended(t.job_type, 0)
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NULL
+                        ORDER BY pg_catalog.hashtextextended(j.queue, 0)
+                        LIMIT 1
+                    ) AS f
+                )
+                -- pending limited jobs of its job types
+                OR EXISTS (
+                    SELECT
+                    FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
+                    CROSS JOIN LATERAL (
+                        SELECT j.id
+                        FROM jobq_jobs AS j
+                        WHERE j.job_type = t.job_type
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NOT NULL
+                        ORDER BY
+                            j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                            j.priority DESC, j.available_at, j.id
+                        LIMIT 1
+                    ) AS f
+                )
+                -- a scheduled job come due, which the claim would promote
+                OR (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'pending' AND j.scheduled AND j.available_at <= v_now
+                    ORDER BY j.available_at
+                    LIMIT 1
+                )
+                -- an expired claim, which the claim would take back or end
+                OR (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'processing' AND j.locked_until < v_now
+                    ORDER BY j.locked_until
+                    LIMIT 1
+                )
+            THEN 0 ELSE jobq_complete_and_claim.batch_size END,
+            (SELECT pg_catalog.array_agg(p.queue) FROM jobq_paused_queues AS p),
+            (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton),
+            EXISTS (
+                SELECT
+                FROM jobq_workers AS w
+                WHERE w.worker_id = jobq_complete_and_claim.worker_id
+                  AND w.last_claim_at > v_now - interval '5 seconds'
+                  AND (w.job_types OPERATOR(pg_catalog.=) jobq_complete_and_claim.job_types
+                       OR (w.job_types IS NULL AND jobq_complete_and_claim.job_types IS NULL))
+                  AND (w.queues OPERATOR(pg_catalog.=) jobq_complete_and_claim.queues
+                       OR (w.queues IS NULL AND jobq_complete_and_claim.queues IS NULL))
+            )
+            FROM (
+                SELECT
+                    pg_catalog.array_agg(f.job_id) AS ids,
+                    pg_catalog.array_agg(f.n) AS ns
+                FROM (
+                    SELECT e.job_id, pg_catalog.count(*)::integer AS n
+                    FROM jobq_job_dependencies AS e
+                    WHERE e.depends_on = ANY (v_parents)
+                    GROUP BY e.job_id
+                ) AS f
+            ) AS fr
+            INTO v_freed, v_counts, v_hand, v_paused, v_metrics, v_seen;
+        ELSE
+            SELECT fr.ids, fr.ns, CASE WHEN
+                -- pending jobs without a limit in the worker's ranges
+                EXISTS (
+                    SELECT
+                    FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
+                    CROSS JOIN pg_catalog.unnest(jobq_complete_and_claim.queues) AS q (queue)
+                    CROSS JOIN LATERAL (
+                        SELECT j.id
+                        FROM jobq_jobs AS j
+                        WHERE pg_catalog.hashtextextended(j.job_type, 0)
+                              = pg_catalog.hashtextextended(t.job_type, 0)
+                          AND pg_catalog.hashtextextended(j.queue, 0)
+                              = pg_catalog.hashtextextended(q.queue, 0)
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NULL
+                        ORDER BY j.priority DESC, j.available_at, j.id
+                        LIMIT 1
+                    ) AS f
+                )
+                -- pending limited jobs of its job types
+                OR EXISTS (
+                    SELECT
+                    FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
+                    CROSS JOIN LATERAL (
+                        SELECT j.id
+                        FROM jobq_jobs AS j
+                        WHERE j.job_type = t.job_type
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NOT NULL
+                        ORDER BY
+                            j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                            j.priority DESC, j.available_at, j.id
+                        LIMIT 1
+                    ) AS f
+                )
+                -- a scheduled job come due, which the claim would promote
+                OR (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'pending' AND j.scheduled AND j.available_at <= v_now
+                    ORDER BY j.available_at
+                    LIMIT 1
+                )
+                -- an expired claim, which the claim would take back or end
+                OR (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'processing' AND j.locked_until < v_now
+                    ORDER BY j.locked_until
+                    LIMIT 1
+                )
+            THEN 0 ELSE jobq_complete_and_claim.batch_size END,
+            (SELECT pg_catalog.array_agg(p.queue) FROM jobq_paused_queues AS p),
+            (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton),
+            EXISTS (
+                SELECT
+                FROM jobq_workers AS w
+                WHERE w.worker_id = jobq_complete_and_claim.worker_id
+                  AND w.last_claim_at > v_now - interval '5 seconds'
+                  AND (w.job_types OPERATOR(pg_catalog.=) jobq_complete_and_claim.job_types
+                       OR (w.job_types IS NULL AND jobq_complete_and_claim.job_types IS NULL))
+                  AND (w.queues OPERATOR(pg_catalog.=) jobq_complete_and_claim.queues
+                       OR (w.queues IS NULL AND jobq_complete_and_claim.queues IS NULL))
+            )
+            FROM (
+                SELECT
+                    pg_catalog.array_agg(f.job_id) AS ids,
+                    pg_catalog.array_agg(f.n) AS ns
+                FROM (
+                    SELECT e.job_id, pg_catalog.count(*)::integer AS n
+                    FROM jobq_job_dependencies AS e
+                    WHERE e.depends_on = ANY (v_parents)
+                    GROUP BY e.job_id
+                ) AS f
+            ) AS fr
+            INTO v_freed, v_counts, v_hand, v_paused, v_metrics, v_seen;
         END IF;
-        IF v_hand > 0 THEN
-            SELECT pg_catalog.array_agg(p.queue) INTO v_paused FROM jobq_paused_queues AS p;
-        END IF;
+        v_hand := coalesce(v_hand, jobq_complete_and_claim.batch_size);
+    END IF;
 
+    IF pg_catalog.cardinality(v_freed) = 1 THEN
+        -- One dependent (a chain's step, a pipeline's): the release, as below, of one row by
+        -- its key, in one UPDATE without a join (no hash table to build, no planner setting to
+        -- change). The row is locked by the UPDATE itself, which computes its new values from
+        -- the row as locked (the latest version): the count is tested there, and so are the
+        -- columns a hand-off depends on.
+        UPDATE jobq_jobs AS j
+        SET (
+            waiting_on, status, available_at, attempts, locked_at, locked_by, locked_until,
+            claimed_at, updated_at
+        ) = (
+            SELECT
+                j.waiting_on - v_counts[1],
+                CASE WHEN s.hand THEN 'processing' WHEN s.free THEN 'pending' ELSE 'waiting' END,
+                CASE WHEN s.free AND NOT j.scheduled THEN v_now ELSE j.available_at END,
+                CASE WHEN s.hand THEN j.attempts + 1 ELSE j.attempts END,
+                CASE WHEN s.hand THEN v_now ELSE j.locked_at END,
+                CASE WHEN s.hand THEN jobq_complete_and_claim.worker_id ELSE j.locked_by END,
+                CASE WHEN s.hand THEN v_lock_until ELSE j.locked_until END,
+                CASE WHEN s.hand THEN v_now ELSE j.claimed_at END,
+                v_now
+            FROM (
+                SELECT
+                    j.waiting_on <= v_counts[1] AS free,
+                    j.waiting_on <= v_counts[1]
+                    AND v_hand > 0
+                    AND NOT j.scheduled
+                    AND j.limit_group IS NULL
+                    AND j.cancel_requested_at IS NULL
+                    AND (jobq_complete_and_claim.job_types IS NULL
+                         OR j.job_type = ANY (jobq_complete_and_claim.job_types))
+                    AND (jobq_complete_and_claim.queues IS NULL
+                         OR j.queue = ANY (jobq_complete_and_claim.queues))
+                    AND (v_paused IS NULL OR j.queue <> ALL (v_paused)) AS hand
+            ) AS s
+        )
+        WHERE j.id = v_freed[1]
+          AND j.waiting_on > 0
+        RETURNING j.*
+        INTO v_next;
+        IF v_next.status = 'processing' THEN
+            v_handed := ARRAY[v_next.id];
+            -- Counted as started when jobq_configure(metrics) is on (the setting is read
+            -- with the probes, which a hand-off follows), as jobq__metrics_count counts it.
+            IF v_metrics THEN
+                PERFORM jobq__metrics_count(
+                    'started'::text, ARRAY[v_next.queue], ARRAY[v_next.job_type], NULL::text[],
+                    ARRAY[0::double precision]
+                );
+            END IF;
+        ELSIF v_next.status = 'pending' AND v_next.available_at <= v_now THEN
+            -- Released pending: announced, as jobq__dependents_finished announces it.
+            PERFORM jobq__notify(ARRAY[v_next.queue]);
+        END IF;
+    ELSIF v_freed IS NOT NULL THEN
         v_nestloop := pg_catalog.current_setting('enable_nestloop');
         PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
         -- The release, as jobq__dependents_finished's for succeeded jobs (see its comments:
@@ -4949,10 +5229,10 @@ BEGIN
         -- and the UPDATE tests the count again, so that a hand-off never makes a job
         -- processing that still waits.
         WITH freed AS MATERIALIZED (
-            SELECT e.job_id, pg_catalog.count(*)::integer AS n
-            FROM jobq_job_dependencies AS e
-            WHERE e.depends_on = ANY (v_parents)
-            GROUP BY e.job_id
+            SELECT f.job_id, f.n
+            FROM ROWS FROM (
+                pg_catalog.unnest(v_freed), pg_catalog.unnest(v_counts)
+            ) AS f (job_id, n)
         ),
 
         locked AS MATERIALIZED (
@@ -5070,7 +5350,9 @@ BEGIN
         END LOOP;
     END IF;
 
-    IF v_handed IS NOT NULL THEN
+    IF v_next.status = 'processing' THEN
+        RETURN NEXT v_next;
+    ELSIF v_handed IS NOT NULL THEN
         RETURN QUERY
         SELECT j.*
         FROM jobq_jobs AS j
@@ -5084,8 +5366,9 @@ BEGIN
             jobq_complete_and_claim.batch_size - coalesce(pg_catalog.cardinality(v_handed), 0),
             jobq_complete_and_claim.lock_timeout, jobq_complete_and_claim.queues
         );
-    ELSE
-        -- jobq_dequeue records the worker when it runs; a full hand-off does so here.
+    ELSIF v_seen IS NOT TRUE THEN
+        -- jobq_dequeue records the worker when it runs; a full hand-off does so here, unless
+        -- the probes found its record fresh (then jobq__worker_seen would not write).
         PERFORM jobq__worker_seen(
             jobq_complete_and_claim.worker_id, jobq_complete_and_claim.job_types,
             jobq_complete_and_claim.queues
@@ -5127,13 +5410,17 @@ DECLARE
     v_awaited text[];
     v_ids uuid[];
     v_parents uuid[];
+    v_completed record;
 BEGIN
-    SELECT c.done, c.awaited, c.parents
-    INTO v_done, v_ids, v_parents
-    FROM jobq__complete_rows(
+    -- Called as an expression, not from a query: no plan, portal or tuple store for its
+    -- one row.
+    v_completed := jobq__complete_rows(
         'jobq_complete_many', jobq_complete_many.job_ids, jobq_complete_many.worker_id,
         jobq_complete_many.attempts, jobq_complete_many.results
-    ) AS c;
+    );
+    v_done := v_completed.done;
+    v_ids := v_completed.awaited;
+    v_parents := v_completed.parents;
     IF v_parents IS NOT NULL THEN
         PERFORM jobq__dependents_finished(
             v_parents,

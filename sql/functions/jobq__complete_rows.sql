@@ -32,6 +32,9 @@ DECLARE
     v_limit integer;
     v_big record;
     v_nestloop text;
+    v_id uuid;
+    v_awaited boolean;
+    v_has_dependents boolean;
     v_count integer := coalesce(pg_catalog.cardinality(jobq__complete_rows.job_ids), 0);
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
@@ -75,7 +78,74 @@ BEGIN
         END IF;
     END IF;
 
-    -- Each job leaves jobq_jobs for the history in this one statement (as in jobq_complete).
+    -- Each job leaves jobq_jobs for the history in one statement (as in jobq_complete).
+    -- One job (a chain's step, an acknowledgement of one) is found by its key alone: no join
+    -- of the elements to the rows, so no hash table to build and no planner setting to
+    -- change and restore, which cost more than the job's move. Both statements are the same
+    -- move otherwise (the same columns, the same history row, the same RETURNING): keep them
+    -- in step.
+    IF v_count = 1 THEN
+        WITH moved AS (
+            DELETE FROM jobq_jobs AS j
+            -- No status test: locked_by implies processing (jobq_jobs_claim_check), and a status
+            -- test would let the planner scan jobq_jobs_locked_until_idx instead of the primary key.
+            WHERE j.id = jobq__complete_rows.job_ids[1]
+              AND j.locked_by = jobq__complete_rows.worker_id
+              AND (jobq__complete_rows.attempts[1] IS NULL
+                   OR j.attempts = jobq__complete_rows.attempts[1])
+            RETURNING
+                j.id, j.queue, j.job_type, j.payload, j.idempotency_key, j.priority, j.attempts,
+                j.max_attempts, j.available_at, j.last_error, j.errors, j.created_at, j.scheduled,
+                j.cancel_requested_at, j.cancel_reason, j.limit_group, j.limit_key, j.claimed_at,
+                j.has_dependents, jobq__complete_rows.results[1] AS result
+        ),
+
+        done AS (
+            INSERT INTO jobq_jobs_history AS h (
+                id, queue, job_type, payload, idempotency_key, status, priority, attempts,
+                max_attempts, available_at, locked_at, locked_by, last_error, errors, created_at,
+                updated_at, finished_at, scheduled, result, cancel_requested_at, cancel_reason,
+                limit_group, limit_key, claimed_at
+            )
+            SELECT
+                m.id, m.queue, m.job_type, m.payload, m.idempotency_key, 'succeeded', m.priority,
+                m.attempts, m.max_attempts, m.available_at, NULL, NULL, m.last_error, m.errors,
+                m.created_at, v_now, v_now, m.scheduled, m.result,
+                m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
+            FROM moved AS m
+            RETURNING
+                h.id, h.queue, h.job_type, h.claimed_at,
+                EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = h.id) AS awaited
+        ),
+
+        -- At most one row: no aggregate (the arrays are made below).
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'succeeded'::text, ARRAY[c.queue], ARRAY[c.job_type], NULL::text[],
+                ARRAY[extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision]
+            ) AS n
+            FROM done AS c
+        )
+
+        SELECT
+            done.id,
+            done.awaited,
+            -- whether it has dependents (read with its row: nothing more for the others)
+            (SELECT m.has_dependents FROM moved AS m)
+        INTO v_id, v_awaited, v_has_dependents
+        FROM done
+        LEFT JOIN counted ON TRUE;
+        IF v_id IS NOT NULL THEN
+            jobq__complete_rows.done := ARRAY[v_id];
+            IF v_awaited THEN
+                jobq__complete_rows.awaited := ARRAY[v_id];
+            END IF;
+            IF v_has_dependents THEN
+                jobq__complete_rows.parents := ARRAY[v_id];
+            END IF;
+        END IF;
+        RETURN;
+    END IF;
     -- Planned without nested loops (this statement only: the setting is restored after it):
     -- on a drained queue's statistics the jobs' rows look like one, and a nested loop over
     -- them rescans the elements for each row, K x K comparisons (15 s for 5,000 jobs); hashed,

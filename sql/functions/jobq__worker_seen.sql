@@ -4,6 +4,8 @@
 -- (a worker that claims thousands of times a second writes it once every 5 seconds). When it
 -- writes, it also deletes the rows of workers that have not claimed for a day (a small table:
 -- one row per worker). Runs as its caller, jobq_dequeue (SECURITY DEFINER, fixed search_path).
+-- jobq_complete_and_claim reads the same test (the row, its age, its filters) with its probes
+-- and calls this only when it would write: a change to the test here is one there too.
 
 CREATE OR REPLACE FUNCTION jobq__worker_seen(
     worker_id text,

@@ -32,12 +32,15 @@
 --   * metrics: counted as started, with a wait of 0 (it was available from the same instant);
 --     the worker's record (jobq__worker_seen) is kept as by every claim.
 -- The rows of dependents are locked in id order, as jobq__dependents_finished locks them, and
--- their counts decremented under that lock: a release is exactly once whatever the path.
+-- their counts decremented under that lock: a release is exactly once whatever the path. One
+-- freed dependent (a chain's step) is locked, released and handed off by one UPDATE by key:
+-- a step's cost is the number and set-up of its statements more than its rows, so it runs
+-- four (docs/decisions/0023-chain-step-in-four-statements.md).
 --
 -- The SET clauses are jobq_complete_many's and jobq_dequeue's, for the same reasons
 -- (docs/decisions/0003-planner-settings-of-hot-functions.md); nested loops are turned off for
--- the completion and the release statements only, as those functions do, and are back on for
--- the jobq_dequeue that tops up the batch, whose plans are kept for the session.
+-- the statements that join many jobs or dependents only, as those functions do, and are back
+-- on for the jobq_dequeue that tops up the batch, whose plans are kept for the session.
 --! levels: worker, admin
 
 CREATE OR REPLACE FUNCTION jobq_complete_and_claim(
@@ -64,6 +67,7 @@ DECLARE
     v_awaited text[];
     v_ids uuid[];
     v_parents uuid[];
+    v_completed record;
     v_longest integer;
     v_nestloop text;
     v_hand integer := 0;
@@ -71,7 +75,12 @@ DECLARE
     v_queues text[];
     v_paused text[];
     v_row jobq_jobs;
+    v_next jobq_jobs;
     v_id uuid;
+    v_freed uuid[];
+    v_counts integer[];
+    v_seen boolean;
+    v_metrics boolean;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
     v_lock_until timestamptz;
@@ -122,97 +131,70 @@ BEGIN
     END IF;
     -- The completion, as jobq_complete_many's (with its checks of job_ids, worker_id,
     -- attempts and results, raised before anything changes).
-    SELECT c.done, c.awaited, c.parents
-    INTO v_done, v_ids, v_parents
-    FROM jobq__complete_rows(
+    -- Called as an expression, not from a query: no plan, portal or tuple store for its
+    -- one row.
+    v_completed := jobq__complete_rows(
         'jobq_complete_and_claim', jobq_complete_and_claim.job_ids,
         jobq_complete_and_claim.worker_id, jobq_complete_and_claim.attempts,
         jobq_complete_and_claim.results
-    ) AS c;
+    );
+    v_done := v_completed.done;
+    v_ids := v_completed.awaited;
+    v_parents := v_completed.parents;
 
-    IF v_parents IS NOT NULL THEN
-        -- May this claim take released jobs directly? Only when it would find nothing to
-        -- take before them (see the header): one statement of index probes, each LIMIT 1 in
-        -- its index's order, so that no plan reads a table.
-        IF jobq_complete_and_claim.queues IS NULL
+    -- The dependents of the completed jobs, each with the number of its dependencies that this
+    -- completion ends (two arrays that one aggregate fills in the same order), are read after the
+    -- completion's statement: a dependent enqueued while the completion waited for its
+    -- parent's row is committed by then, and seen. With them, when a hand-off may happen,
+    -- the same statement asks whether it may: only when the claim would find nothing to take
+    -- before them (see the header), by index probes, each LIMIT 1 in its index's order, so
+    -- that no plan reads a table. It also reads the paused queues (never handed off), whether
+    -- metrics are counted, and whether the worker's record is fresh, which spares the call
+    -- of jobq__worker_seen below (its test, as it makes it).
+    IF v_parents IS NOT NULL
+       AND NOT (
+           jobq_complete_and_claim.queues IS NULL
            OR (jobq_complete_and_claim.job_types IS NOT NULL
                AND pg_catalog.cardinality(jobq_complete_and_claim.job_types)
-                   * pg_catalog.cardinality(jobq_complete_and_claim.queues) <= 64) THEN
-            SELECT CASE WHEN
+                   * pg_catalog.cardinality(jobq_complete_and_claim.queues) <= 64)
+       ) THEN
+        -- Nothing is handed off (see the header): the dependents alone.
+        SELECT
+            pg_catalog.array_agg(f.job_id),
+            pg_catalog.array_agg(f.n)
+        INTO v_freed, v_counts
+        FROM (
+            SELECT e.job_id, pg_catalog.count(*)::integer AS n
+            FROM jobq_job_dependencies AS e
+            WHERE e.depends_on = ANY (v_parents)
+            GROUP BY e.job_id
+        ) AS f;
+    ELSIF v_parents IS NOT NULL THEN
+        -- One statement per shape of the filters, so that each plan holds only the
+        -- probes it runs (a plan's set-up costs as much as its probes).
+        IF jobq_complete_and_claim.job_types IS NULL THEN
+            SELECT fr.ids, fr.ns, CASE WHEN
                 -- pending jobs without a limit in the worker's ranges
-                (CASE
-                    WHEN jobq_complete_and_claim.job_types IS NULL THEN (
-                        SELECT TRUE
-                        FROM jobq_jobs AS j
-                        WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
-                        ORDER BY
-                            pg_catalog.hashtextextended(j.job_type, 0),
-                            pg_catalog.hashtextextended(j.queue, 0)
-                        LIMIT 1
-                    )
-                    WHEN jobq_complete_and_claim.queues IS NULL THEN EXISTS (
-                        SELECT
-                        FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
-                        CROSS JOIN LATERAL (
-                            SELECT j.id
-                            FROM jobq_jobs AS j
-                            WHERE pg_catalog.hashtextextended(j.job_type, 0)
-                                  = pg_catalog.hashtextextended(t.job_type, 0)
-                              AND j.status = 'pending'
-                              AND NOT j.scheduled
-                              AND j.limit_group IS NULL
-                            ORDER BY pg_catalog.hashtextextended(j.queue, 0)
-                            LIMIT 1
-                        ) AS f
-                    )
-                    ELSE EXISTS (
-                        SELECT
-                        FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
-                        CROSS JOIN pg_catalog.unnest(jobq_complete_and_claim.queues) AS q (queue)
-                        CROSS JOIN LATERAL (
-                            SELECT j.id
-                            FROM jobq_jobs AS j
-                            WHERE pg_catalog.hashtextextended(j.job_type, 0)
-                                  = pg_catalog.hashtextextended(t.job_type, 0)
-                              AND pg_catalog.hashtextextended(j.queue, 0)
-                                  = pg_catalog.hashtextextended(q.queue, 0)
-                              AND j.status = 'pending'
-                              AND NOT j.scheduled
-                              AND j.limit_group IS NULL
-                            ORDER BY j.priority DESC, j.available_at, j.id
-                            LIMIT 1
-                        ) AS f
-                    )
-                END)
-                -- pending limited jobs of its job types (of any, without a job type filter)
-                OR (CASE
-                    WHEN jobq_complete_and_claim.job_types IS NULL THEN (
-                        SELECT TRUE
-                        FROM jobq_jobs AS j
-                        WHERE j.status = 'pending' AND NOT j.scheduled
-                          AND j.limit_group IS NOT NULL
-                        ORDER BY
-                            j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
-                            j.priority DESC, j.available_at, j.id
-                        LIMIT 1
-                    )
-                    ELSE EXISTS (
-                        SELECT
-                        FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
-                        CROSS JOIN LATERAL (
-                            SELECT j.id
-                            FROM jobq_jobs AS j
-                            WHERE j.job_type = t.job_type
-                              AND j.status = 'pending'
-                              AND NOT j.scheduled
-                              AND j.limit_group IS NOT NULL
-                            ORDER BY
-                                j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
-                                j.priority DESC, j.available_at, j.id
-                            LIMIT 1
-                        ) AS f
-                    )
-                END)
+                (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'pending' AND NOT j.scheduled AND j.limit_group IS NULL
+                    ORDER BY
+                        pg_catalog.hashtextextended(j.job_type, 0),
+                        pg_catalog.hashtextextended(j.queue, 0)
+                    LIMIT 1
+                )
+                -- pending limited jobs of any job type
+                OR (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'pending' AND NOT j.scheduled
+                      AND j.limit_group IS NOT NULL
+                    ORDER BY
+                        j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                        j.priority DESC, j.available_at, j.id
+                    LIMIT 1
+                )
                 -- a scheduled job come due, which the claim would promote
                 OR (
                     SELECT TRUE
@@ -229,14 +211,245 @@ BEGIN
                     ORDER BY j.locked_until
                     LIMIT 1
                 )
-            THEN 0 ELSE jobq_complete_and_claim.batch_size END
-            INTO v_hand;
-            v_hand := coalesce(v_hand, jobq_complete_and_claim.batch_size);
+            THEN 0 ELSE jobq_complete_and_claim.batch_size END,
+            (SELECT pg_catalog.array_agg(p.queue) FROM jobq_paused_queues AS p),
+            (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton),
+            EXISTS (
+                SELECT
+                FROM jobq_workers AS w
+                WHERE w.worker_id = jobq_complete_and_claim.worker_id
+                  AND w.last_claim_at > v_now - interval '5 seconds'
+                  AND (w.job_types OPERATOR(pg_catalog.=) jobq_complete_and_claim.job_types
+                       OR (w.job_types IS NULL AND jobq_complete_and_claim.job_types IS NULL))
+                  AND (w.queues OPERATOR(pg_catalog.=) jobq_complete_and_claim.queues
+                       OR (w.queues IS NULL AND jobq_complete_and_claim.queues IS NULL))
+            )
+            FROM (
+                SELECT
+                    pg_catalog.array_agg(f.job_id) AS ids,
+                    pg_catalog.array_agg(f.n) AS ns
+                FROM (
+                    SELECT e.job_id, pg_catalog.count(*)::integer AS n
+                    FROM jobq_job_dependencies AS e
+                    WHERE e.depends_on = ANY (v_parents)
+                    GROUP BY e.job_id
+                ) AS f
+            ) AS fr
+            INTO v_freed, v_counts, v_hand, v_paused, v_metrics, v_seen;
+        ELSIF jobq_complete_and_claim.queues IS NULL THEN
+            SELECT fr.ids, fr.ns, CASE WHEN
+                -- pending jobs without a limit in the worker's ranges
+                EXISTS (
+                    SELECT
+                    FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
+                    CROSS JOIN LATERAL (
+                        SELECT j.id
+                        FROM jobq_jobs AS j
+                        WHERE pg_catalog.hashtextextended(j.job_type, 0)
+                              = pg_catalog.hashtextextended(t.job_type, 0)
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NULL
+                        ORDER BY pg_catalog.hashtextextended(j.queue, 0)
+                        LIMIT 1
+                    ) AS f
+                )
+                -- pending limited jobs of its job types
+                OR EXISTS (
+                    SELECT
+                    FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
+                    CROSS JOIN LATERAL (
+                        SELECT j.id
+                        FROM jobq_jobs AS j
+                        WHERE j.job_type = t.job_type
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NOT NULL
+                        ORDER BY
+                            j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                            j.priority DESC, j.available_at, j.id
+                        LIMIT 1
+                    ) AS f
+                )
+                -- a scheduled job come due, which the claim would promote
+                OR (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'pending' AND j.scheduled AND j.available_at <= v_now
+                    ORDER BY j.available_at
+                    LIMIT 1
+                )
+                -- an expired claim, which the claim would take back or end
+                OR (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'processing' AND j.locked_until < v_now
+                    ORDER BY j.locked_until
+                    LIMIT 1
+                )
+            THEN 0 ELSE jobq_complete_and_claim.batch_size END,
+            (SELECT pg_catalog.array_agg(p.queue) FROM jobq_paused_queues AS p),
+            (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton),
+            EXISTS (
+                SELECT
+                FROM jobq_workers AS w
+                WHERE w.worker_id = jobq_complete_and_claim.worker_id
+                  AND w.last_claim_at > v_now - interval '5 seconds'
+                  AND (w.job_types OPERATOR(pg_catalog.=) jobq_complete_and_claim.job_types
+                       OR (w.job_types IS NULL AND jobq_complete_and_claim.job_types IS NULL))
+                  AND (w.queues OPERATOR(pg_catalog.=) jobq_complete_and_claim.queues
+                       OR (w.queues IS NULL AND jobq_complete_and_claim.queues IS NULL))
+            )
+            FROM (
+                SELECT
+                    pg_catalog.array_agg(f.job_id) AS ids,
+                    pg_catalog.array_agg(f.n) AS ns
+                FROM (
+                    SELECT e.job_id, pg_catalog.count(*)::integer AS n
+                    FROM jobq_job_dependencies AS e
+                    WHERE e.depends_on = ANY (v_parents)
+                    GROUP BY e.job_id
+                ) AS f
+            ) AS fr
+            INTO v_freed, v_counts, v_hand, v_paused, v_metrics, v_seen;
+        ELSE
+            SELECT fr.ids, fr.ns, CASE WHEN
+                -- pending jobs without a limit in the worker's ranges
+                EXISTS (
+                    SELECT
+                    FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
+                    CROSS JOIN pg_catalog.unnest(jobq_complete_and_claim.queues) AS q (queue)
+                    CROSS JOIN LATERAL (
+                        SELECT j.id
+                        FROM jobq_jobs AS j
+                        WHERE pg_catalog.hashtextextended(j.job_type, 0)
+                              = pg_catalog.hashtextextended(t.job_type, 0)
+                          AND pg_catalog.hashtextextended(j.queue, 0)
+                              = pg_catalog.hashtextextended(q.queue, 0)
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NULL
+                        ORDER BY j.priority DESC, j.available_at, j.id
+                        LIMIT 1
+                    ) AS f
+                )
+                -- pending limited jobs of its job types
+                OR EXISTS (
+                    SELECT
+                    FROM pg_catalog.unnest(jobq_complete_and_claim.job_types) AS t (job_type)
+                    CROSS JOIN LATERAL (
+                        SELECT j.id
+                        FROM jobq_jobs AS j
+                        WHERE j.job_type = t.job_type
+                          AND j.status = 'pending'
+                          AND NOT j.scheduled
+                          AND j.limit_group IS NOT NULL
+                        ORDER BY
+                            j.job_type, j.queue, j.limit_group, coalesce(j.limit_key, ''),
+                            j.priority DESC, j.available_at, j.id
+                        LIMIT 1
+                    ) AS f
+                )
+                -- a scheduled job come due, which the claim would promote
+                OR (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'pending' AND j.scheduled AND j.available_at <= v_now
+                    ORDER BY j.available_at
+                    LIMIT 1
+                )
+                -- an expired claim, which the claim would take back or end
+                OR (
+                    SELECT TRUE
+                    FROM jobq_jobs AS j
+                    WHERE j.status = 'processing' AND j.locked_until < v_now
+                    ORDER BY j.locked_until
+                    LIMIT 1
+                )
+            THEN 0 ELSE jobq_complete_and_claim.batch_size END,
+            (SELECT pg_catalog.array_agg(p.queue) FROM jobq_paused_queues AS p),
+            (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton),
+            EXISTS (
+                SELECT
+                FROM jobq_workers AS w
+                WHERE w.worker_id = jobq_complete_and_claim.worker_id
+                  AND w.last_claim_at > v_now - interval '5 seconds'
+                  AND (w.job_types OPERATOR(pg_catalog.=) jobq_complete_and_claim.job_types
+                       OR (w.job_types IS NULL AND jobq_complete_and_claim.job_types IS NULL))
+                  AND (w.queues OPERATOR(pg_catalog.=) jobq_complete_and_claim.queues
+                       OR (w.queues IS NULL AND jobq_complete_and_claim.queues IS NULL))
+            )
+            FROM (
+                SELECT
+                    pg_catalog.array_agg(f.job_id) AS ids,
+                    pg_catalog.array_agg(f.n) AS ns
+                FROM (
+                    SELECT e.job_id, pg_catalog.count(*)::integer AS n
+                    FROM jobq_job_dependencies AS e
+                    WHERE e.depends_on = ANY (v_parents)
+                    GROUP BY e.job_id
+                ) AS f
+            ) AS fr
+            INTO v_freed, v_counts, v_hand, v_paused, v_metrics, v_seen;
         END IF;
-        IF v_hand > 0 THEN
-            SELECT pg_catalog.array_agg(p.queue) INTO v_paused FROM jobq_paused_queues AS p;
-        END IF;
+        v_hand := coalesce(v_hand, jobq_complete_and_claim.batch_size);
+    END IF;
 
+    IF pg_catalog.cardinality(v_freed) = 1 THEN
+        -- One dependent (a chain's step, a pipeline's): the release, as below, of one row by
+        -- its key, in one UPDATE without a join (no hash table to build, no planner setting to
+        -- change). The row is locked by the UPDATE itself, which computes its new values from
+        -- the row as locked (the latest version): the count is tested there, and so are the
+        -- columns a hand-off depends on.
+        UPDATE jobq_jobs AS j
+        SET (
+            waiting_on, status, available_at, attempts, locked_at, locked_by, locked_until,
+            claimed_at, updated_at
+        ) = (
+            SELECT
+                j.waiting_on - v_counts[1],
+                CASE WHEN s.hand THEN 'processing' WHEN s.free THEN 'pending' ELSE 'waiting' END,
+                CASE WHEN s.free AND NOT j.scheduled THEN v_now ELSE j.available_at END,
+                CASE WHEN s.hand THEN j.attempts + 1 ELSE j.attempts END,
+                CASE WHEN s.hand THEN v_now ELSE j.locked_at END,
+                CASE WHEN s.hand THEN jobq_complete_and_claim.worker_id ELSE j.locked_by END,
+                CASE WHEN s.hand THEN v_lock_until ELSE j.locked_until END,
+                CASE WHEN s.hand THEN v_now ELSE j.claimed_at END,
+                v_now
+            FROM (
+                SELECT
+                    j.waiting_on <= v_counts[1] AS free,
+                    j.waiting_on <= v_counts[1]
+                    AND v_hand > 0
+                    AND NOT j.scheduled
+                    AND j.limit_group IS NULL
+                    AND j.cancel_requested_at IS NULL
+                    AND (jobq_complete_and_claim.job_types IS NULL
+                         OR j.job_type = ANY (jobq_complete_and_claim.job_types))
+                    AND (jobq_complete_and_claim.queues IS NULL
+                         OR j.queue = ANY (jobq_complete_and_claim.queues))
+                    AND (v_paused IS NULL OR j.queue <> ALL (v_paused)) AS hand
+            ) AS s
+        )
+        WHERE j.id = v_freed[1]
+          AND j.waiting_on > 0
+        RETURNING j.*
+        INTO v_next;
+        IF v_next.status = 'processing' THEN
+            v_handed := ARRAY[v_next.id];
+            -- Counted as started when jobq_configure(metrics) is on (the setting is read
+            -- with the probes, which a hand-off follows), as jobq__metrics_count counts it.
+            IF v_metrics THEN
+                PERFORM jobq__metrics_count(
+                    'started'::text, ARRAY[v_next.queue], ARRAY[v_next.job_type], NULL::text[],
+                    ARRAY[0::double precision]
+                );
+            END IF;
+        ELSIF v_next.status = 'pending' AND v_next.available_at <= v_now THEN
+            -- Released pending: announced, as jobq__dependents_finished announces it.
+            PERFORM jobq__notify(ARRAY[v_next.queue]);
+        END IF;
+    ELSIF v_freed IS NOT NULL THEN
         v_nestloop := pg_catalog.current_setting('enable_nestloop');
         PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
         -- The release, as jobq__dependents_finished's for succeeded jobs (see its comments:
@@ -247,10 +460,10 @@ BEGIN
         -- and the UPDATE tests the count again, so that a hand-off never makes a job
         -- processing that still waits.
         WITH freed AS MATERIALIZED (
-            SELECT e.job_id, pg_catalog.count(*)::integer AS n
-            FROM jobq_job_dependencies AS e
-            WHERE e.depends_on = ANY (v_parents)
-            GROUP BY e.job_id
+            SELECT f.job_id, f.n
+            FROM ROWS FROM (
+                pg_catalog.unnest(v_freed), pg_catalog.unnest(v_counts)
+            ) AS f (job_id, n)
         ),
 
         locked AS MATERIALIZED (
@@ -368,7 +581,9 @@ BEGIN
         END LOOP;
     END IF;
 
-    IF v_handed IS NOT NULL THEN
+    IF v_next.status = 'processing' THEN
+        RETURN NEXT v_next;
+    ELSIF v_handed IS NOT NULL THEN
         RETURN QUERY
         SELECT j.*
         FROM jobq_jobs AS j
@@ -382,8 +597,9 @@ BEGIN
             jobq_complete_and_claim.batch_size - coalesce(pg_catalog.cardinality(v_handed), 0),
             jobq_complete_and_claim.lock_timeout, jobq_complete_and_claim.queues
         );
-    ELSE
-        -- jobq_dequeue records the worker when it runs; a full hand-off does so here.
+    ELSIF v_seen IS NOT TRUE THEN
+        -- jobq_dequeue records the worker when it runs; a full hand-off does so here, unless
+        -- the probes found its record fresh (then jobq__worker_seen would not write).
         PERFORM jobq__worker_seen(
             jobq_complete_and_claim.worker_id, jobq_complete_and_claim.job_types,
             jobq_complete_and_claim.queues

@@ -43,13 +43,17 @@ DECLARE
     v_awaited text[];
     v_ids uuid[];
     v_parents uuid[];
+    v_completed record;
 BEGIN
-    SELECT c.done, c.awaited, c.parents
-    INTO v_done, v_ids, v_parents
-    FROM jobq__complete_rows(
+    -- Called as an expression, not from a query: no plan, portal or tuple store for its
+    -- one row.
+    v_completed := jobq__complete_rows(
         'jobq_complete_many', jobq_complete_many.job_ids, jobq_complete_many.worker_id,
         jobq_complete_many.attempts, jobq_complete_many.results
-    ) AS c;
+    );
+    v_done := v_completed.done;
+    v_ids := v_completed.awaited;
+    v_parents := v_completed.parents;
     IF v_parents IS NOT NULL THEN
         PERFORM jobq__dependents_finished(
             v_parents,
