@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from .files import statement
+from .files import MigrationError, statement
 
 if TYPE_CHECKING:
     from .files import FunctionFile
@@ -24,9 +24,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger("pgq_client.installer")
 
 # The setting a distributed function loses, and the functions that may run nested distributed
-# statements (why: sql/citus_distribute.sql).
+# statements (why: sql/citus_distribute.sql). jobq__complete_rows is called as an expression
+# (an assignment) by jobq_complete_many and jobq_complete_and_claim: a distributed function
+# called so on the schema's node runs as a task on its shard, where its own statements would
+# be nested distributed queries.
 RESET = "plan_cache_mode"
-NESTED = ("jobq__metrics_count",)
+NESTED = ("jobq__complete_rows", "jobq__metrics_count")
 NESTED_SETTING = "citus.allow_nested_distributed_execution"
 
 
@@ -61,6 +64,11 @@ def schema_sharding(conn: psycopg.Connection[Any]) -> bool:
     if setting is None or setting[0] != "on":
         return False
     conn.execute("SET citus.enable_schema_based_sharding = off")
+    # jobq_jobs and jobq_cancel_requests have triggers, which Citus distributes only with this
+    # on (and it refuses a migration's CREATE TRIGGER on a distributed table without it). The
+    # schema's tables are colocated on one node: a trigger fires on its shard there and writes
+    # the colocated shards in the same transaction (Citus refuses it any remote task).
+    conn.execute("SET citus.enable_unsafe_triggers = on")
     return True
 
 
@@ -73,6 +81,7 @@ def distribute(conn: psycopg.Connection[Any], schema: str, functions: list[Funct
                        "the coordinator (install it with --schema NAME to distribute it)")
         return
     if not distributed(conn, schema):
+        _refuse_multilevel(conn, schema)
         logger.info("schema %r: distributing it over the Citus cluster", schema)
         conn.execute(statement("citus_schema", schema))
     commands = statement(
@@ -90,6 +99,21 @@ def distribute(conn: psycopg.Connection[Any], schema: str, functions: list[Funct
         conn.execute("SET LOCAL check_function_bodies TO off")
         for (command,) in conn.execute(commands).fetchall():
             conn.execute(command.encode())
+
+
+def _refuse_multilevel(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Refuse, before Citus does, a schema with a second level of partitioning: Citus
+    distributes no such table, and its own error names a different cause (it takes the
+    partitioned indexes of the middle level for inherited tables: "tables in a distributed
+    schema cannot inherit or be inherited"). The schema stays as migrated, on the coordinator."""
+    names = [str(row[0]) for row in conn.execute(statement("citus_multilevel", schema))]
+    if names:
+        raise MigrationError(
+            f"schema {schema!r} cannot be a Citus distributed schema: Citus does not distribute "
+            f"multi-level partitioned tables, and {', '.join(names)} are partitions that are "
+            "partitioned themselves (jobq_jobs_history: by status, then by day). The migrations "
+            "are applied; the schema stays on the coordinator (docs/scaling.md)"
+        )
 
 
 def schema_node(conn: psycopg.Connection[Any], schema: str | None) -> tuple[str, int] | None:

@@ -129,9 +129,11 @@ def migrate(
             )
         for finding in findings:
             logger.warning("%s (migrating anyway: --force)", finding)
+        # Before the lock: its table is the schema's first object, and a schema created while
+        # schema-based sharding is on is distributed at once, where Citus refuses some DDL.
+        distribute = citus.schema_sharding(conn)
         _lock(conn, schema)
         try:
-            distribute = citus.schema_sharding(conn)
             # Again under the lock (a concurrent run may have applied some), before the
             # bootstrap rewrites the table's comment; the bootstrap records nothing.
             todo = check(applied(conn, schema), files, schema)
