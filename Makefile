@@ -12,21 +12,24 @@ DEMO_STAMP := $(VENV)/.installed-demo
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-# The dashboard is its own distribution (python/web), installed editable beside the client.
-$(STAMP): pyproject.toml python/web/pyproject.toml
+# The command line (python/cli) and the dashboard (python/web) are distributions of their own,
+# installed editable beside the client.
+DISTS := -e python/cli -e python/web
+$(STAMP): pyproject.toml python/cli/pyproject.toml python/web/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev,examples]' -e python/web
+	$(PY) -m pip install --quiet -e '.[dev,examples]' $(DISTS)
 	touch $(STAMP)
 
-# What the demo runs and nothing more (jobq, psycopg's bundled libpq, the embedded PostgreSQL,
-# the dashboard for `jobq web`),
+# What the demo runs and nothing more (the client and the jobq command, psycopg's bundled libpq,
+# the embedded PostgreSQL, the dashboard for `jobq web`),
 # so that a first `make demo` does not wait for the linters and test tools. A venv made by
 # `make venv` has all of it already.
-$(DEMO_STAMP): pyproject.toml python/web/pyproject.toml
-	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ] && [ $(STAMP) -nt python/web/pyproject.toml ]; then touch $@; else \
+$(DEMO_STAMP): pyproject.toml python/cli/pyproject.toml python/web/pyproject.toml
+	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ] && [ $(STAMP) -nt python/cli/pyproject.toml ] \
+	    && [ $(STAMP) -nt python/web/pyproject.toml ]; then touch $@; else \
 	    set -e; test -x $(PY) || $(PYTHON) -m venv $(VENV); \
 	    echo "installing jobq and the embedded PostgreSQL into $(VENV) (once)"; \
-	    $(PY) -m pip install --quiet -e '.[binary,embedded]' -e python/web; touch $@; fi
+	    $(PY) -m pip install --quiet -e '.[binary,embedded]' $(DISTS); touch $@; fi
 
 venv: $(STAMP) ## Create .venv with jobq, its development tools and what examples/ uses
 

@@ -182,7 +182,7 @@ def jobq(*args: str, input: str | None = None) -> Ran:
     not turn into a message fails the test (no traceback is ever the user's answer)."""
     from click.testing import CliRunner
 
-    from pgq_client.cli import cli
+    from jobq_cli import cli
 
     result = CliRunner().invoke(
         cli, list(args), input=input, prog_name="jobq", catch_exceptions=False

@@ -376,6 +376,6 @@ def psql_path() -> str | None:
 
 if __name__ == "__main__":
     # `python -m pgq_client.embedded ARGS` is `jobq embedded ARGS`.
-    from pgq_client.cli import main
+    from pgq_client.__main__ import run
 
-    main(["embedded", *sys.argv[1:]])
+    run(["embedded", *sys.argv[1:]])

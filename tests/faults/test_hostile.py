@@ -39,9 +39,9 @@ from psycopg.conninfo import make_conninfo
 from starlette.testclient import TestClient
 
 import pgq_client
+from jobq_cli import cli
 from jobq_web import create_app
 from pgq_client import Queue, Worker
-from pgq_client.cli import cli
 from pgq_client.migrate import migrate
 from tests.helpers import MakeRole
 

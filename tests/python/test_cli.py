@@ -27,8 +27,8 @@ from psycopg.conninfo import make_conninfo
 from tests.conftest import _create_db, _drop_db, _Recycler
 from tests.helpers import count, unique_name, wait_for
 
+from jobq_cli import cli
 from pgq_client import PermissionDenied, Queue
-from pgq_client.cli import cli
 
 Conn = psycopg.Connection[Any]
 Ran = subprocess.CompletedProcess[str]
@@ -150,14 +150,14 @@ def test_the_embedded_server_is_resolved_once_and_passed_to_every_client(
 ) -> None:
     """With no database configured, the CLI resolves the embedded server itself and hands its
     DSN to Queue and Worker: no library constructor is left to start a server."""
+    import jobq_cli.base
     import pgq_client._conn
-    import pgq_client.cli.base
     import pgq_client.worker
 
     def refuse(given: str | None = None, **_: object) -> tuple[str, str]:
         raise AssertionError(f"a client resolved the DSN itself (given {given!r})")
 
-    monkeypatch.setattr(pgq_client.cli.base, "resolve_dsn", lambda _: (dsn, "embedded"))
+    monkeypatch.setattr(jobq_cli.base, "resolve_dsn", lambda _: (dsn, "embedded"))
     monkeypatch.setattr(pgq_client._conn, "resolve_dsn", refuse)
     monkeypatch.setattr(pgq_client.worker, "resolve_dsn", refuse)
     (tmp_path / "embedded_jobs.py").write_text("HANDLERS = {'t': lambda job: None}\n")
@@ -762,7 +762,7 @@ def test_run_at_without_offset_is_refused_with_examples_that_work(
     ],
 )
 def test_run_at_takes_iso_8601_with_an_offset_or_z(value: str, utc: datetime) -> None:
-    from pgq_client.cli import parse_run_at
+    from jobq_cli import parse_run_at
 
     assert parse_run_at(value) == utc
 
@@ -849,7 +849,7 @@ def test_version_names_the_installed_distribution() -> None:
      ("1h30m", 5400), ("1.5h", 5400), ("0", 0), ("2D", 172800)],
 )  # fmt: skip
 def test_prune_durations(text: str, seconds: float) -> None:
-    from pgq_client.cli import parse_duration
+    from jobq_cli import parse_duration
 
     assert parse_duration(text).total_seconds() == seconds
 

@@ -17,8 +17,8 @@ from click.testing import CliRunner, Result
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from jobq_cli import cli
 from pgq_client import JobqError, Queue, grants
-from pgq_client.cli import cli
 from pgq_client.migrate import MigrationError, migrate, render_dry_run
 
 Conn = psycopg.Connection[Any]

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
+from jobq_cli import cli
 from pgq_client import AsyncQueue, InvalidArgument, JobsPage, Queue, connect_kwargs
-from pgq_client.cli import cli
 
 DASHBOARD = "jobq_web"
 

@@ -41,8 +41,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from tests.helpers import unique_name
 
+from jobq_cli import cli
 from pgq_client import Queue
-from pgq_client.cli import cli
 from pgq_client.embedded import stop_embedded
 from pgq_client.migrate import migrate
 

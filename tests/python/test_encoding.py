@@ -19,8 +19,8 @@ import psycopg
 from click.testing import CliRunner
 from psycopg.conninfo import make_conninfo
 
+from jobq_cli import cli
 from pgq_client import AsyncQueue, Job, Queue, Worker
-from pgq_client.cli import cli
 from pgq_client.migrate import migrate
 
 # An accented letter (in LATIN1), a euro sign and an emoji (in neither LATIN1 nor the BMP).

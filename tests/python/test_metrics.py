@@ -32,8 +32,8 @@ from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 from tests.helpers import insert_jobs
 
+from jobq_cli import cli
 from pgq_client import AsyncQueue, MetricSample, PermissionDenied, Queue, grants
-from pgq_client.cli import cli
 from pgq_client.metrics import HELP, families
 from pgq_client.migrate import migrate
 

@@ -14,7 +14,7 @@ from psycopg import sql
 from tests.function_history import missing as function_history_missing
 from tests.function_history import update as function_history_update
 
-from pgq_client.cli import cli
+from jobq_cli import cli
 from pgq_client.installer import privileges
 from pgq_client.installer.files import (
     HISTORY_FILE,

@@ -16,8 +16,8 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from tests.helpers import MakeRole
 
+from jobq_cli import cli
 from pgq_client import InvalidArgument, PermissionDenied, Queue
-from pgq_client.cli import cli
 from pgq_client.installer import privileges
 from pgq_client.installer.drift import audit
 from pgq_client.installer.files import function_files

@@ -26,6 +26,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from tests.helpers import job_row
 
+from jobq_cli import operations as cli_operations
 from pgq_client import (
     AsyncQueue,
     IncompatibleSchema,
@@ -43,7 +44,6 @@ from pgq_client import (
     Worker,
     _sql,
 )
-from pgq_client.cli import operations as cli_operations
 from pgq_client.errors import ConnectionFailed, from_psycopg
 from pgq_client.migrate import migrate
 from pgq_client.models import FINISHED_STATUSES, STATUSES

@@ -17,9 +17,9 @@ from starlette.routing import Mount
 from starlette.testclient import TestClient
 from webtools import dead_letter, login_role, status_of
 
+from jobq_cli import cli
 from jobq_web import Credentials, create_app, is_loopback, parse_bind
 from pgq_client import Queue
-from pgq_client.cli import cli
 
 _HIDDEN_CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 

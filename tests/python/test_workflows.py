@@ -768,7 +768,7 @@ def test_bad_dependencies_are_refused_with_22023(
 def test_the_cli_enqueues_after_a_job_and_shows_the_graph(dsn: str, conn: Conn) -> None:
     from click.testing import CliRunner
 
-    from pgq_client.cli import cli
+    from jobq_cli import cli
 
     first = Queue(dsn).enqueue("a")
     made = CliRunner().invoke(

@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from pgq_client.cli.parsing import parse_duration
+from pgq_client.durations import parse_duration
 from pgq_client.errors import JobqError, error_summary, from_psycopg
 from pgq_client.statuses import FINISHED_STATUSES, STATUSES
 

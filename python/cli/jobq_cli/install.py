@@ -15,15 +15,16 @@ from typing import Any
 import click
 import psycopg
 
-from .. import _sql
-from ..errors import JobqError, PermissionDenied
-from ..installer import drift as checks
-from ..installer import levels, runner
-from ..installer import privileges as grants
-from ..installer.files import statement
-from ..installer.script import render_dry_run
-from ..models import HealthRow
-from ..queue import Queue
+from pgq_client import _sql
+from pgq_client.errors import JobqError, PermissionDenied
+from pgq_client.installer import drift as checks
+from pgq_client.installer import levels, runner
+from pgq_client.installer import privileges as grants
+from pgq_client.installer.files import statement
+from pgq_client.installer.script import render_dry_run
+from pgq_client.models import HealthRow
+from pgq_client.queue import Queue
+
 from .base import command, fail, settings
 from .errors import _role_of
 from .output import columns, emit

@@ -13,7 +13,8 @@ from typing import Any
 import click
 from psycopg.conninfo import conninfo_to_dict
 
-from .. import _conn, embedded
+from pgq_client import _conn, embedded
+
 from . import parsing as opt
 from .base import command, fail, kept, settings
 
@@ -74,7 +75,7 @@ def worker(
     handlers_spec: str, queues: tuple[str, ...], burst: bool, log_level: str, **options: Any
 ) -> int:
     """Run the handlers of MODULE:HANDLERS (a dict job type -> function) until SIGTERM."""
-    from ..worker import Worker
+    from pgq_client.worker import Worker
 
     handlers = _load_handlers(handlers_spec)
     logging.basicConfig(

@@ -15,7 +15,8 @@ from typing import Any
 
 import click
 
-from .. import _ops
+from pgq_client import _ops
+
 from . import parsing as opt
 from .base import command, settings
 from .output import counted, emit

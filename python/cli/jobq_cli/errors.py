@@ -15,8 +15,9 @@ import click
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from .. import _secrets
-from ..errors import JobqError, NotMigrated, PermissionDenied, from_psycopg
+from pgq_client import _secrets
+from pgq_client.errors import JobqError, NotMigrated, PermissionDenied, from_psycopg
+
 from .base import Settings
 
 _DENIED_FUNCTION = re.compile(r"permission denied for function (?:\S+\.)?\"?(\w+)\"?")

@@ -4,8 +4,6 @@ options and arguments that more than one command takes, each declared once."""
 from __future__ import annotations
 
 import json
-import math
-import re
 import sys
 import uuid
 from collections.abc import Callable, Iterable
@@ -14,8 +12,9 @@ from typing import Any, TypeVar
 
 import click
 
-from .._opcore import dump_json
-from .._ops import check_aware
+from pgq_client._opcore import dump_json
+from pgq_client._ops import check_aware
+from pgq_client.durations import parse_duration
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -86,29 +85,6 @@ def parse_run_at(value: str | None) -> datetime | None:
             param_hint="--run-at",
         ) from None
     return when
-
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
-_DURATION = re.compile(rf"(?:{_DURATION_PART.pattern})+\s*", re.IGNORECASE)
-
-
-def parse_duration(text: str) -> timedelta:
-    """``90``, ``90s``, ``30m``, ``12h``, ``7d``, ``1w``, or a sum such as ``1h30m``."""
-    value = text.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        if not _DURATION.fullmatch(value):
-            example = "e.g. 90, 90s, 30m, 12h, 7d, 1w, 1h30m"
-            raise ValueError(f"{text!r} is not a duration ({example})") from None
-        seconds = sum(float(n) * _UNITS[u.lower()] for n, u in _DURATION_PART.findall(value))
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"{text!r} is not a duration: it must be a finite, non-negative time")
-    try:
-        return timedelta(seconds=seconds)
-    except OverflowError:
-        raise ValueError(f"{text!r} is too long a duration") from None
 
 
 class Duration(click.ParamType):  # type: ignore[type-arg]

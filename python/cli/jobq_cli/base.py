@@ -13,9 +13,9 @@ import click
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from .. import _secrets
-from .._conn import DSN_SOURCES, resolve_dsn
-from ..queue import Queue
+from pgq_client import _secrets
+from pgq_client._conn import DSN_SOURCES, resolve_dsn
+from pgq_client.queue import Queue
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")

@@ -12,15 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..models import FINISHED_STATUSES, Limit, LimitUsage
-from ..queue import Queue
+from pgq_client.models import FINISHED_STATUSES, Limit, LimitUsage
+from pgq_client.queue import Queue
+
 from . import parsing as opt
 from .base import call, command, fail, group, settings
 from .output import cell, columns, counted, emit, fields, listing, table, yes
 from .parsing import parse_payload
 
 if TYPE_CHECKING:
-    from ..metrics import ListenAddress
+    from pgq_client.metrics import ListenAddress
 
 _UTC = timezone.utc
 
@@ -54,7 +55,7 @@ def stats() -> None:
 )
 def metrics_command(serve: str | None) -> None:
     """Prometheus metrics kept by the database (monitor or admin; docs/metrics.md)."""
-    from .. import metrics as exporter
+    from pgq_client import metrics as exporter
 
     address = None if serve is None else opt.parsed(exporter.parse_listen_address, serve, "--serve")
     with settings().queue() as q:
@@ -77,7 +78,7 @@ def _serve_metrics(q: Queue, address: ListenAddress) -> None:
     """Serve /metrics, read through ``q`` at each scrape, until SIGTERM or SIGINT."""
     from prometheus_client import CollectorRegistry, start_http_server
 
-    from .. import metrics as exporter
+    from pgq_client import metrics as exporter
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(exporter.JobqCollector(q.metrics))

@@ -1,5 +1,6 @@
-"""The ``jobq`` command line (also ``python -m pgq_client``), one module per concern: where
-the database is in :mod:`.base`, how a command fails in :mod:`.errors`."""
+"""The ``jobq`` command line (also ``python -m jobq_cli`` and ``python -m pgq_client``), one
+module per concern: where the database is in :mod:`.base`, how a command fails in
+:mod:`.errors`."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ from collections.abc import Sequence
 
 import click
 
+from pgq_client.durations import parse_duration
+
 from . import install, jobs, operations, produce, serve
 from .base import connection_options
 from .errors import JobqGroup
-from .parsing import parse_duration, parse_run_at
+from .parsing import parse_run_at
 
 __all__ = ["cli", "main", "parse_duration", "parse_run_at"]
 
+# `jobq --version` names the client: jobq-cli is released with it, at the same version (its
+# pyproject.toml pins it), and the client is what the version tells an operator about.
 DIST_NAME = "pgq-client"
 
 MAIN_HELP = """jobq: a PostgreSQL job queue whose logic lives in SQL.

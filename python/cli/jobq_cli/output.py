@@ -12,8 +12,9 @@ from typing import Any
 
 import click
 
-from ..errors import error_summary
-from ..models import Job
+from pgq_client.errors import error_summary
+from pgq_client.models import Job
+
 from .base import settings
 
 

@@ -13,9 +13,11 @@ from typing import Any
 
 import click
 
-from .._ops import ACTIONS
-from ..models import STATUSES, JobStatus
-from ..queue import Queue
+from pgq_client._ops import ACTIONS
+from pgq_client.durations import parse_duration
+from pgq_client.models import STATUSES, JobStatus
+from pgq_client.queue import Queue
+
 from . import parsing as opt
 from .base import call, command, fail, group, settings
 from .output import (
@@ -30,7 +32,7 @@ from .output import (
     show_job,
     yes,
 )
-from .parsing import F, parse_duration, parse_run_at
+from .parsing import F, parse_run_at
 
 
 @group(
