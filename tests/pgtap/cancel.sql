@@ -157,7 +157,9 @@ SELECT jobq_enqueue('c') AS stale \gset
 SELECT id AS claimed6 FROM jobq_dequeue('w1') \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'stale']::uuid[]) \gset
 SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
-UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE id = :'stale';
+-- Times are moved back in seconds since the epoch, IMMUTABLE operations: Citus refuses
+-- timestamptz - interval over a column in an UPDATE, and make test-citus runs this file.
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3600) WHERE id = :'stale';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w2', lock_timeout => '5 minutes')$$,
                 'a stale claim with a request is not taken over to run again');

@@ -76,7 +76,9 @@ SELECT results_eq(format('SELECT place, status FROM place WHERE id = %L', :'y'),
 -- a stale claim with no attempt left: the takeover dead-letters it
 SELECT jobq_enqueue('s', max_attempts => 1) AS s \gset
 SELECT is((SELECT id FROM jobq_dequeue('w-old', '{s}')), :'s'::uuid, 's claimed');
-UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE id = :'s';
+-- Times are moved back in seconds since the epoch, IMMUTABLE operations: Citus refuses
+-- timestamptz - interval over a column in an UPDATE, and make test-citus runs this file.
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3600) WHERE id = :'s';
 SELECT is((SELECT count(*)::int FROM jobq_dequeue('w-new', '{s}')), 0, 'the takeover claims nothing');
 SELECT results_eq(format('SELECT place, status FROM place WHERE id = %L', :'s'),
                   $$VALUES ('history', 'dead_letter')$$, 'a stale job without attempts is dead-lettered into the history');
