@@ -194,15 +194,17 @@ def enqueue(dsn: str, schema: str, n: int, job_type: str = "t") -> list[str]:
 
 
 def counts(dsn: str, schema: str) -> dict[str, int]:
+    """Jobs per status, live and finished (finished ones are in the history)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         return dict(conn.execute(
-            f"SELECT status, count(*)::int FROM {schema}.jobq_jobs GROUP BY status"
+            f"SELECT status, count(*)::int FROM {schema}.jobq_all_jobs GROUP BY status"
         ).fetchall())
 
 
 def reset(dsn: str, schema: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f"DELETE FROM {schema}.jobq_jobs")
+        conn.execute(f"DELETE FROM {schema}.jobq_jobs_history")
 
 
 def test_a_worker_per_tenant_drains_20000_jobs_each_once(

@@ -115,7 +115,8 @@ SELECT results_eq('SELECT * FROM jobq_paused_queues ORDER BY queue', 'SELECT * F
 ------------------------------------------------------------------------------------------
 
 CREATE ROLE t_pause_worker;
-GRANT USAGE ON SCHEMA public, tap TO t_pause_worker;
+-- The schema jobq is installed in (public here, a tenant's schema on Citus).
+SELECT format('GRANT USAGE ON SCHEMA %I, tap TO t_pause_worker', current_schema()) \gexec
 GRANT EXECUTE ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) TO t_pause_worker;
 SET ROLE t_pause_worker;
 SELECT throws_ok($$SELECT jobq_pause('mail')$$, '42501', 'permission denied for function jobq_pause',
