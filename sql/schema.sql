@@ -1955,9 +1955,7 @@ BEGIN
                 m.created_at, v_now, v_now, m.scheduled, m.result,
                 m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
             FROM moved AS m
-            RETURNING
-                h.id, h.queue, h.job_type, h.claimed_at,
-                EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = h.id) AS awaited
+            RETURNING h.id, h.queue, h.job_type, h.claimed_at
         ),
 
         -- At most one row: no aggregate (the arrays are made below).
@@ -1971,7 +1969,7 @@ BEGIN
 
         SELECT
             done.id,
-            done.awaited,
+            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = done.id),
             -- whether it has dependents (read with its row: nothing more for the others)
             (SELECT m.has_dependents FROM moved AS m)
         INTO v_id, v_awaited, v_has_dependents
@@ -2031,9 +2029,7 @@ BEGIN
             m.created_at, v_now, v_now, m.scheduled, m.result,
             m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
         FROM moved AS m
-        RETURNING
-            h.id, h.queue, h.job_type, h.claimed_at,
-            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = h.id) AS awaited
+        RETURNING h.id, h.queue, h.job_type, h.claimed_at
     ),
 
     counted AS MATERIALIZED (
@@ -2048,7 +2044,9 @@ BEGIN
 
     SELECT
         pg_catalog.array_agg(done.id),
-        pg_catalog.array_agg(done.id) FILTER (WHERE done.awaited),
+        pg_catalog.array_agg(done.id) FILTER (
+            WHERE EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = done.id)
+        ),
         -- jobs with dependents (read with their rows: nothing more for the others)
         (SELECT pg_catalog.array_agg(m.id) FROM moved AS m WHERE m.has_dependents)
     INTO jobq__complete_rows.done, jobq__complete_rows.awaited, jobq__complete_rows.parents
@@ -4521,12 +4519,20 @@ BEGIN
 
     IF jobq_await.timeout = interval '0' THEN
         -- Only unfinished jobs not registered yet are written: a repeated call writes nothing.
+        -- They are read in a step of their own, not in the INSERT's SELECT: Citus sends an
+        -- INSERT whose SELECT reads a table to the shard as one statement, and its text for a
+        -- table without a distribution column ends in `AND ( IS NOT NULL)`
+        -- (docs/decisions/0002-sql-that-citus-can-run.md).
+        WITH waited AS MATERIALIZED (
+            SELECT j.id
+            FROM jobq_jobs AS j
+            WHERE j.id = ANY (jobq_await.job_ids)
+              AND j.finished_at IS NULL
+              AND NOT EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id)
+        )
+
         INSERT INTO jobq_awaits (job_id)
-        SELECT j.id
-        FROM jobq_jobs AS j
-        WHERE j.id = ANY (jobq_await.job_ids)
-          AND j.finished_at IS NULL
-          AND NOT EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id);
+        SELECT w.id FROM waited AS w;
     ELSIF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'jobq_await: cannot wait in a % transaction: it would see no commit made '
                         'while it waits',
