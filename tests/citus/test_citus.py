@@ -36,8 +36,8 @@ DRAIN_JOBS = int(os.environ.get("JOBQ_CITUS_DRAIN_JOBS", "20000"))
 
 # pgTAP files that check the install in schema public itself (lookalikes.sql plants its
 # look-alikes there), create roles or functions (which Citus allows only on the coordinator),
-# or run plpgsql_check over public: they run in `make test`. Every other file tests the functions' documented behaviour and runs for every
-# tenant.
+# or run plpgsql_check over public: they run in `make test`. Every other file tests the
+# functions' documented behaviour and runs for every tenant.
 INSTALL_ONLY = {"api_surface.sql", "comments.sql", "privileges.sql", "shadowing.sql",
                 "plpgsql_check.sql", "lookalikes.sql"}
 # Files whose subject Citus does not have as PostgreSQL has it (docs/scaling.md, "Limits on

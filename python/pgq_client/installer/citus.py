@@ -73,9 +73,10 @@ def schema_sharding(conn: psycopg.Connection[Any]) -> bool:
 
 
 def distribute(conn: psycopg.Connection[Any], schema: str, functions: list[FunctionFile]) -> None:
-    """Make ``schema`` a distributed schema (its tables, whole, on one node) and each function
-    a distributed function colocated with ``jobq_jobs``, so that a call from the coordinator
-    outside a transaction block runs on that node. What is distributed is left alone."""
+    """Make ``schema`` a distributed schema (its tables, whole, on one node, its history one
+    table per status first) and each function a distributed function colocated with
+    ``jobq_jobs``, so that a call from the coordinator outside a transaction block runs on that
+    node. What is distributed is left alone."""
     if schema == "public":
         logger.warning("schema 'public' cannot be a Citus distributed schema: jobq stays on "
                        "the coordinator (install it with --schema NAME to distribute it)")
