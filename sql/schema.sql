@@ -1955,9 +1955,7 @@ BEGIN
                 m.created_at, v_now, v_now, m.scheduled, m.result,
                 m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
             FROM moved AS m
-            RETURNING
-                h.id, h.queue, h.job_type, h.claimed_at,
-                EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = h.id) AS awaited
+            RETURNING h.id, h.queue, h.job_type, h.claimed_at
         ),
 
         -- At most one row: no aggregate (the arrays are made below).
@@ -1971,7 +1969,7 @@ BEGIN
 
         SELECT
             done.id,
-            done.awaited,
+            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = done.id),
             -- whether it has dependents (read with its row: nothing more for the others)
             (SELECT m.has_dependents FROM moved AS m)
         INTO v_id, v_awaited, v_has_dependents
@@ -2031,9 +2029,7 @@ BEGIN
             m.created_at, v_now, v_now, m.scheduled, m.result,
             m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
         FROM moved AS m
-        RETURNING
-            h.id, h.queue, h.job_type, h.claimed_at,
-            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = h.id) AS awaited
+        RETURNING h.id, h.queue, h.job_type, h.claimed_at
     ),
 
     counted AS MATERIALIZED (
@@ -2048,7 +2044,9 @@ BEGIN
 
     SELECT
         pg_catalog.array_agg(done.id),
-        pg_catalog.array_agg(done.id) FILTER (WHERE done.awaited),
+        pg_catalog.array_agg(done.id) FILTER (
+            WHERE EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = done.id)
+        ),
         -- jobs with dependents (read with their rows: nothing more for the others)
         (SELECT pg_catalog.array_agg(m.id) FROM moved AS m WHERE m.has_dependents)
     INTO jobq__complete_rows.done, jobq__complete_rows.awaited, jobq__complete_rows.parents
@@ -2680,7 +2678,7 @@ $_$;
 
 COMMENT ON FUNCTION public.jobq__history_partitions(status text) IS 'Private. The range partitions of jobq_jobs_history for one finished status: name, lower_at
 (inclusive) and upper_at (exclusive) bounds of finished_at, oldest first; the DEFAULT
-partition is not listed.';
+partition is not listed. None for a status whose history is one table (Citus).';
 
 CREATE FUNCTION public.jobq__history_truncate(partition_name text, count_rows boolean) RETURNS bigint
     LANGUAGE plpgsql
@@ -2832,6 +2830,20 @@ BEGIN
         )
     ),
 
+    -- The jobs to insert: the first of each key, whose key no finished job holds. Read in a
+    -- step of its own, not in the INSERT's SELECT: Citus sends an INSERT whose SELECT reads a
+    -- table to the shard as one statement, and its text for a table without a distribution
+    -- column ends in `AND ( IS NOT NULL)` (docs/decisions/0002-sql-that-citus-can-run.md).
+    fresh AS MATERIALIZED (
+        SELECT i.*
+        FROM input AS i
+        WHERE i.new_id = i.first_id
+          AND NOT EXISTS (
+              SELECT FROM jobq_jobs_history AS h
+              WHERE h.job_type = i.job_type AND h.idempotency_key = i.idempotency_key
+          )
+    ),
+
     inserted AS (
         INSERT INTO jobq_jobs AS j (
             id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
@@ -2840,12 +2852,7 @@ BEGIN
         SELECT
             i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
             i.available_at, i.priority, i.available_at > v_now, i.limit_group, i.limit_key
-        FROM input AS i
-        WHERE i.new_id = i.first_id
-          AND NOT EXISTS (
-              SELECT FROM jobq_jobs_history AS h
-              WHERE h.job_type = i.job_type AND h.idempotency_key = i.idempotency_key
-          )
+        FROM fresh AS i
         ORDER BY i.ord
         ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.job_type, j.available_at
@@ -4512,12 +4519,20 @@ BEGIN
 
     IF jobq_await.timeout = interval '0' THEN
         -- Only unfinished jobs not registered yet are written: a repeated call writes nothing.
+        -- They are read in a step of their own, not in the INSERT's SELECT: Citus sends an
+        -- INSERT whose SELECT reads a table to the shard as one statement, and its text for a
+        -- table without a distribution column ends in `AND ( IS NOT NULL)`
+        -- (docs/decisions/0002-sql-that-citus-can-run.md).
+        WITH waited AS MATERIALIZED (
+            SELECT j.id
+            FROM jobq_jobs AS j
+            WHERE j.id = ANY (jobq_await.job_ids)
+              AND j.finished_at IS NULL
+              AND NOT EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id)
+        )
+
         INSERT INTO jobq_awaits (job_id)
-        SELECT j.id
-        FROM jobq_jobs AS j
-        WHERE j.id = ANY (jobq_await.job_ids)
-          AND j.finished_at IS NULL
-          AND NOT EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id);
+        SELECT w.id FROM waited AS w;
     ELSIF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'jobq_await: cannot wait in a % transaction: it would see no commit made '
                         'while it waits',
@@ -8622,12 +8637,20 @@ DECLARE
     v_day date;
     v_lower timestamptz;
     v_upper timestamptz;
+    v_before timestamptz;
     v_name text;
     v_grantee text;
     v_rows bigint;
     v_names text[];
+    -- The statuses whose history has day partitions, and their keep, for the last two steps
+    -- (read from these rather than jobq_retention: Citus cannot join a distributed table with
+    -- the catalogue's partitions).
+    v_statuses text[] := '{}'::text[];
+    v_keeps interval[] := '{}'::interval[];
     -- Empty partitions of a status dropped together (see the last step).
     v_drop_batch CONSTANT integer := 8;
+    -- Expired rows deleted per status and call where a status's history is one table.
+    v_delete_batch CONSTANT integer := 10000;
 BEGIN
     IF jobq_maintain_history.lock_timeout IS NULL
         OR jobq_maintain_history.lock_timeout <= interval '0'
@@ -8659,6 +8682,59 @@ BEGIN
         SELECT r.status, r.keep, r.partition_days FROM jobq_retention AS r ORDER BY r.status
     LOOP
         v_parent := 'jobq__history_' || v_status;
+
+        -- One table, no partitions (a Citus distributed schema): its expired rows, a batch.
+        IF EXISTS (
+            SELECT FROM pg_catalog.pg_class AS c
+            WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(v_parent)::oid
+              AND c.relkind OPERATOR(pg_catalog.=) 'r'::"char"
+        ) THEN
+            CONTINUE WHEN v_keep IS NULL;
+            v_before := v_now - v_keep;
+            WITH doomed AS MATERIALIZED (
+                SELECT h.id
+                FROM jobq_jobs_history AS h
+                WHERE h.status = v_status
+                  AND h.finished_at < v_before
+                ORDER BY h.finished_at, h.id
+                LIMIT v_delete_batch
+                FOR UPDATE SKIP LOCKED
+            ),
+
+            gone AS (
+                DELETE FROM jobq_jobs_history AS h
+                WHERE h.status = v_status
+                  AND h.finished_at < v_before
+                  AND h.id = ANY (ARRAY(SELECT d.id FROM doomed AS d))
+                RETURNING h.queue, h.job_type, h.status
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'pruned'::text, pg_catalog.array_agg(c.queue),
+                    pg_catalog.array_agg(c.job_type), pg_catalog.array_agg(c.status),
+                    NULL::double precision[]
+                ) AS n
+                FROM gone AS c
+                HAVING pg_catalog.count(*) > 0
+            )
+
+            SELECT pg_catalog.count(*) INTO v_rows
+            FROM gone AS g
+            LEFT JOIN counted ON TRUE;
+            IF v_rows > 0 THEN
+                action := 'deleted';
+                partition_name := v_parent;
+                detail := pg_catalog.format(
+                    '%s row(s) finished before %s', v_rows, v_before
+                ) || CASE WHEN v_rows >= v_delete_batch
+                    THEN ': more are left to the next call' ELSE '' END;
+                RETURN NEXT;
+            END IF;
+            CONTINUE;
+        END IF;
+        v_statuses := v_statuses || v_status;
+        v_keeps := v_keeps || v_keep;
 
         -- Ahead: a partition covering each of today and the next two days (UTC). A new one
         -- starts at its period (partition_days since 1970-01-01) and is cut short where a
@@ -8775,7 +8851,9 @@ BEGIN
     -- metrics on, the rows are counted as they are emptied (jobq__history_truncate).
     FOR v_status, v_name, v_upper IN
         SELECT r.status, p.name, p.upper_at
-        FROM jobq_retention AS r
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_statuses), pg_catalog.unnest(v_keeps)
+        ) AS r (status, keep)
         CROSS JOIN LATERAL jobq__history_partitions(r.status) AS p
         WHERE p.upper_at <= v_now - r.keep
         ORDER BY r.status = 'succeeded', r.status, p.lower_at
@@ -8810,7 +8888,9 @@ BEGIN
     -- WAL as well), so the batch is dropped here, in one statement.
     FOR v_status, v_names IN
         SELECT r.status, pg_catalog.array_agg(p.name ORDER BY p.lower_at)
-        FROM jobq_retention AS r
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_statuses), pg_catalog.unnest(v_keeps)
+        ) AS r (status, keep)
         CROSS JOIN LATERAL jobq__history_partitions(r.status) AS p
         WHERE p.upper_at <= v_now - coalesce(r.keep, interval '0')
           AND NOT jobq__history_filled(p.name)
@@ -8860,6 +8940,10 @@ Arguments: lock_timeout (how long each step may wait for its lock: more than 0, 
 minute; default 100 ms).
 Result: one row per step: action (created, dropped, truncated, deleted, or skipped when its lock
 was not granted: the next call retries it), partition_name, detail.
+On a Citus distributed schema, where each status''s history is one table with no partitions,
+it deletes instead the jobs of each status that finished more than keep ago, at most 10,000 per
+status and call, the oldest first (action deleted, partition_name the status''s table; detail
+says when more are left to the next call).
 Errors: 22023 lock_timeout NULL, not positive or above 1 minute.
 Concurrency: one call at a time per installation (a concurrent call returns no row at once).
 Claims and completions never queue behind it: the partitions it creates, attaches and empties
@@ -8884,6 +8968,9 @@ DECLARE
     v_need bigint;
     v_after bigint;
     v_start timestamptz;
+    -- The indexes rebuilt in the last 2 minutes, read before the look-up of the catalogue:
+    -- Citus cannot join its distributed jobq_index_rebuilds with catalogue tables.
+    v_recent text[];
 BEGIN
     IF jobq_maintain_indexes.lock_timeout IS NULL
         OR jobq_maintain_indexes.lock_timeout <= interval '0'
@@ -8913,6 +9000,10 @@ BEGIN
     v_heap := pg_catalog.pg_relation_size(v_table);
     v_live := greatest(pg_catalog.pg_stat_get_live_tuples(v_table)::double precision, 0);
 
+    v_recent := ARRAY(
+        SELECT r.index_name FROM jobq_index_rebuilds AS r
+        WHERE r.rebuilt_at > pg_catalog.now() - interval '2 minutes'
+    );
     -- The most bloated index not rebuilt in the last 2 minutes.
     SELECT c.oid, n.nspname::text, c.relname::text, pg_catalog.pg_relation_size(c.oid), w.need
     INTO v_index, v_schema, v_name, v_bytes, v_need
@@ -8933,11 +9024,7 @@ BEGIN
       AND i.indisvalid AND i.indisready AND c.reltuples >= 0
       AND pg_catalog.pg_relation_size(c.oid) >= 1048576
       AND pg_catalog.pg_relation_size(c.oid) > jobq_maintain_indexes.bloat_ratio * w.need
-      AND NOT EXISTS (
-          SELECT FROM jobq_index_rebuilds AS r
-          WHERE r.index_name = c.relname::text
-            AND r.rebuilt_at > pg_catalog.now() - interval '2 minutes'
-      )
+      AND c.relname::text <> ALL (v_recent)
     ORDER BY pg_catalog.pg_relation_size(c.oid)::double precision / w.need DESC, c.relname
     LIMIT 1;
     IF NOT FOUND THEN
@@ -10699,6 +10786,8 @@ a new partition of this status spans; NULL leaves it; existing partitions keep t
 Result: the rows of jobq_retention (status, keep, partition_days), after the change.
 Errors: 22023 for a status that is not a finished one, a keep that is not positive, a
 partition_days outside 1-31; nothing changes then.
+On a Citus distributed schema (each status''s history one table) jobq_maintain_history deletes
+the jobs older than keep in batches instead, and partition_days is recorded but unused.
 Concurrency: a row update of jobq_retention; takes no lock on jobs.';
 
 CREATE FUNCTION public.jobq_set_weight(limit_group text, limit_key text, weight real DEFAULT 1) RETURNS void

@@ -6,9 +6,12 @@
 -- dependents; releasing the dependents and ending the awaits are the caller's, which differ.
 --
 -- The WHERE clause finds the jobs by their primary key and tests no status: see the note on
--- jobq_jobs_claim_check in sql/migrations/. Whether a client awaits a job comes back from the
--- INSERT itself (RETURNING), one probe of jobq_awaits_job_idx per completed job, an index that
--- is empty unless someone waits (jobq_await registers there, never on the jobs' rows).
+-- jobq_jobs_claim_check in sql/migrations/. Whether a client awaits a job is read with the
+-- completed rows, one probe of jobq_awaits_job_idx per completed job, an index that is empty
+-- unless someone waits (jobq_await registers there, never on the jobs' rows). Not in the
+-- INSERT's RETURNING: where Citus sends that INSERT to the node as a statement of its own (a
+-- call inside a transaction block on the coordinator), it names jobq_awaits there, not its
+-- shard, and the node refuses the nested distributed query.
 --
 -- Not SECURITY DEFINER, and no SET clause: it runs inside its callers, with their search_path
 -- and their enable_seqscan = off, plan_cache_mode = force_generic_plan and jit = off (see
@@ -113,9 +116,7 @@ BEGIN
                 m.created_at, v_now, v_now, m.scheduled, m.result,
                 m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
             FROM moved AS m
-            RETURNING
-                h.id, h.queue, h.job_type, h.claimed_at,
-                EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = h.id) AS awaited
+            RETURNING h.id, h.queue, h.job_type, h.claimed_at
         ),
 
         -- At most one row: no aggregate (the arrays are made below).
@@ -129,7 +130,7 @@ BEGIN
 
         SELECT
             done.id,
-            done.awaited,
+            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = done.id),
             -- whether it has dependents (read with its row: nothing more for the others)
             (SELECT m.has_dependents FROM moved AS m)
         INTO v_id, v_awaited, v_has_dependents
@@ -189,9 +190,7 @@ BEGIN
             m.created_at, v_now, v_now, m.scheduled, m.result,
             m.cancel_requested_at, m.cancel_reason, m.limit_group, m.limit_key, m.claimed_at
         FROM moved AS m
-        RETURNING
-            h.id, h.queue, h.job_type, h.claimed_at,
-            EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = h.id) AS awaited
+        RETURNING h.id, h.queue, h.job_type, h.claimed_at
     ),
 
     counted AS MATERIALIZED (
@@ -206,7 +205,9 @@ BEGIN
 
     SELECT
         pg_catalog.array_agg(done.id),
-        pg_catalog.array_agg(done.id) FILTER (WHERE done.awaited),
+        pg_catalog.array_agg(done.id) FILTER (
+            WHERE EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = done.id)
+        ),
         -- jobs with dependents (read with their rows: nothing more for the others)
         (SELECT pg_catalog.array_agg(m.id) FROM moved AS m WHERE m.has_dependents)
     INTO jobq__complete_rows.done, jobq__complete_rows.awaited, jobq__complete_rows.parents

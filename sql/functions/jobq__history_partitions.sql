@@ -2,6 +2,8 @@
 -- (jobq__history_<status>), with their bounds read from the catalogue, oldest first; the
 -- DEFAULT partition is left out. The bounds are those of the partitions themselves, whatever
 -- their names say, so that jobq_maintain_history never makes a partition that overlaps one.
+-- A status whose history is one plain table (a Citus distributed schema, docs/scaling.md) has
+-- none: the catalogue lists no partition of it, and its callers then make, empty and drop none.
 -- No SET clause: it runs inside its callers, with their search_path.
 
 CREATE OR REPLACE FUNCTION jobq__history_partitions(status text)
@@ -31,6 +33,6 @@ $$;
 COMMENT ON FUNCTION jobq__history_partitions(text) IS
 'Private. The range partitions of jobq_jobs_history for one finished status: name, lower_at
 (inclusive) and upper_at (exclusive) bounds of finished_at, oldest first; the DEFAULT
-partition is not listed.';
+partition is not listed. None for a status whose history is one table (Citus).';
 
 REVOKE EXECUTE ON FUNCTION jobq__history_partitions(text) FROM PUBLIC;

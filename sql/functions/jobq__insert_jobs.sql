@@ -146,6 +146,20 @@ BEGIN
         )
     ),
 
+    -- The jobs to insert: the first of each key, whose key no finished job holds. Read in a
+    -- step of its own, not in the INSERT's SELECT: Citus sends an INSERT whose SELECT reads a
+    -- table to the shard as one statement, and its text for a table without a distribution
+    -- column ends in `AND ( IS NOT NULL)` (docs/decisions/0002-sql-that-citus-can-run.md).
+    fresh AS MATERIALIZED (
+        SELECT i.*
+        FROM input AS i
+        WHERE i.new_id = i.first_id
+          AND NOT EXISTS (
+              SELECT FROM jobq_jobs_history AS h
+              WHERE h.job_type = i.job_type AND h.idempotency_key = i.idempotency_key
+          )
+    ),
+
     inserted AS (
         INSERT INTO jobq_jobs AS j (
             id, queue, job_type, payload, idempotency_key, max_attempts, available_at,
@@ -154,12 +168,7 @@ BEGIN
         SELECT
             i.new_id, i.queue, i.job_type, i.payload, i.idempotency_key, i.max_attempts,
             i.available_at, i.priority, i.available_at > v_now, i.limit_group, i.limit_key
-        FROM input AS i
-        WHERE i.new_id = i.first_id
-          AND NOT EXISTS (
-              SELECT FROM jobq_jobs_history AS h
-              WHERE h.job_type = i.job_type AND h.idempotency_key = i.idempotency_key
-          )
+        FROM fresh AS i
         ORDER BY i.ord
         ON CONFLICT (job_type, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.queue, j.job_type, j.available_at

@@ -78,12 +78,20 @@ BEGIN
 
     IF jobq_await.timeout = interval '0' THEN
         -- Only unfinished jobs not registered yet are written: a repeated call writes nothing.
+        -- They are read in a step of their own, not in the INSERT's SELECT: Citus sends an
+        -- INSERT whose SELECT reads a table to the shard as one statement, and its text for a
+        -- table without a distribution column ends in `AND ( IS NOT NULL)`
+        -- (docs/decisions/0002-sql-that-citus-can-run.md).
+        WITH waited AS MATERIALIZED (
+            SELECT j.id
+            FROM jobq_jobs AS j
+            WHERE j.id = ANY (jobq_await.job_ids)
+              AND j.finished_at IS NULL
+              AND NOT EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id)
+        )
+
         INSERT INTO jobq_awaits (job_id)
-        SELECT j.id
-        FROM jobq_jobs AS j
-        WHERE j.id = ANY (jobq_await.job_ids)
-          AND j.finished_at IS NULL
-          AND NOT EXISTS (SELECT FROM jobq_awaits AS a WHERE a.job_id = j.id);
+        SELECT w.id FROM waited AS w;
     ELSIF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'jobq_await: cannot wait in a % transaction: it would see no commit made '
                         'while it waits',

@@ -29,6 +29,14 @@
 -- that ATTACH finds none left there; the DEFAULT partition is emptied whole once its newest
 -- row has expired, and until then its expired rows are deleted (row by row: the only O(rows)
 -- step, and only for such rows).
+--
+-- On a Citus distributed schema each status's history is one plain table (Citus distributes
+-- one level of partitioning only: the installer makes this layout before it distributes the
+-- schema, docs/scaling.md). The layout of each status is read from the catalogue: for a plain
+-- jobq__history_<status> there are no partitions to make, empty or drop, and the expired rows
+-- are deleted instead, at most v_delete_batch per status and call (a tick stays short; the
+-- next ones go on), the oldest first through the index on finished_at, skipping rows that
+-- another transaction holds (a requeue).
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_maintain_history(
@@ -50,12 +58,20 @@ DECLARE
     v_day date;
     v_lower timestamptz;
     v_upper timestamptz;
+    v_before timestamptz;
     v_name text;
     v_grantee text;
     v_rows bigint;
     v_names text[];
+    -- The statuses whose history has day partitions, and their keep, for the last two steps
+    -- (read from these rather than jobq_retention: Citus cannot join a distributed table with
+    -- the catalogue's partitions).
+    v_statuses text[] := '{}'::text[];
+    v_keeps interval[] := '{}'::interval[];
     -- Empty partitions of a status dropped together (see the last step).
     v_drop_batch CONSTANT integer := 8;
+    -- Expired rows deleted per status and call where a status's history is one table.
+    v_delete_batch CONSTANT integer := 10000;
 BEGIN
     IF jobq_maintain_history.lock_timeout IS NULL
         OR jobq_maintain_history.lock_timeout <= interval '0'
@@ -87,6 +103,59 @@ BEGIN
         SELECT r.status, r.keep, r.partition_days FROM jobq_retention AS r ORDER BY r.status
     LOOP
         v_parent := 'jobq__history_' || v_status;
+
+        -- One table, no partitions (a Citus distributed schema): its expired rows, a batch.
+        IF EXISTS (
+            SELECT FROM pg_catalog.pg_class AS c
+            WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(v_parent)::oid
+              AND c.relkind OPERATOR(pg_catalog.=) 'r'::"char"
+        ) THEN
+            CONTINUE WHEN v_keep IS NULL;
+            v_before := v_now - v_keep;
+            WITH doomed AS MATERIALIZED (
+                SELECT h.id
+                FROM jobq_jobs_history AS h
+                WHERE h.status = v_status
+                  AND h.finished_at < v_before
+                ORDER BY h.finished_at, h.id
+                LIMIT v_delete_batch
+                FOR UPDATE SKIP LOCKED
+            ),
+
+            gone AS (
+                DELETE FROM jobq_jobs_history AS h
+                WHERE h.status = v_status
+                  AND h.finished_at < v_before
+                  AND h.id = ANY (ARRAY(SELECT d.id FROM doomed AS d))
+                RETURNING h.queue, h.job_type, h.status
+            ),
+
+            counted AS MATERIALIZED (
+                SELECT jobq__metrics_count(
+                    'pruned'::text, pg_catalog.array_agg(c.queue),
+                    pg_catalog.array_agg(c.job_type), pg_catalog.array_agg(c.status),
+                    NULL::double precision[]
+                ) AS n
+                FROM gone AS c
+                HAVING pg_catalog.count(*) > 0
+            )
+
+            SELECT pg_catalog.count(*) INTO v_rows
+            FROM gone AS g
+            LEFT JOIN counted ON TRUE;
+            IF v_rows > 0 THEN
+                action := 'deleted';
+                partition_name := v_parent;
+                detail := pg_catalog.format(
+                    '%s row(s) finished before %s', v_rows, v_before
+                ) || CASE WHEN v_rows >= v_delete_batch
+                    THEN ': more are left to the next call' ELSE '' END;
+                RETURN NEXT;
+            END IF;
+            CONTINUE;
+        END IF;
+        v_statuses := v_statuses || v_status;
+        v_keeps := v_keeps || v_keep;
 
         -- Ahead: a partition covering each of today and the next two days (UTC). A new one
         -- starts at its period (partition_days since 1970-01-01) and is cut short where a
@@ -203,7 +272,9 @@ BEGIN
     -- metrics on, the rows are counted as they are emptied (jobq__history_truncate).
     FOR v_status, v_name, v_upper IN
         SELECT r.status, p.name, p.upper_at
-        FROM jobq_retention AS r
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_statuses), pg_catalog.unnest(v_keeps)
+        ) AS r (status, keep)
         CROSS JOIN LATERAL jobq__history_partitions(r.status) AS p
         WHERE p.upper_at <= v_now - r.keep
         ORDER BY r.status = 'succeeded', r.status, p.lower_at
@@ -238,7 +309,9 @@ BEGIN
     -- WAL as well), so the batch is dropped here, in one statement.
     FOR v_status, v_names IN
         SELECT r.status, pg_catalog.array_agg(p.name ORDER BY p.lower_at)
-        FROM jobq_retention AS r
+        FROM ROWS FROM (
+            pg_catalog.unnest(v_statuses), pg_catalog.unnest(v_keeps)
+        ) AS r (status, keep)
         CROSS JOIN LATERAL jobq__history_partitions(r.status) AS p
         WHERE p.upper_at <= v_now - coalesce(r.keep, interval '0')
           AND NOT jobq__history_filled(p.name)
@@ -289,6 +362,10 @@ Arguments: lock_timeout (how long each step may wait for its lock: more than 0, 
 minute; default 100 ms).
 Result: one row per step: action (created, dropped, truncated, deleted, or skipped when its lock
 was not granted: the next call retries it), partition_name, detail.
+On a Citus distributed schema, where each status''s history is one table with no partitions,
+it deletes instead the jobs of each status that finished more than keep ago, at most 10,000 per
+status and call, the oldest first (action deleted, partition_name the status''s table; detail
+says when more are left to the next call).
 Errors: 22023 lock_timeout NULL, not positive or above 1 minute.
 Concurrency: one call at a time per installation (a concurrent call returns no row at once).
 Claims and completions never queue behind it: the partitions it creates, attaches and empties

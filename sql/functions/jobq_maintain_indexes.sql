@@ -54,6 +54,9 @@ DECLARE
     v_need bigint;
     v_after bigint;
     v_start timestamptz;
+    -- The indexes rebuilt in the last 2 minutes, read before the look-up of the catalogue:
+    -- Citus cannot join its distributed jobq_index_rebuilds with catalogue tables.
+    v_recent text[];
 BEGIN
     IF jobq_maintain_indexes.lock_timeout IS NULL
         OR jobq_maintain_indexes.lock_timeout <= interval '0'
@@ -83,6 +86,10 @@ BEGIN
     v_heap := pg_catalog.pg_relation_size(v_table);
     v_live := greatest(pg_catalog.pg_stat_get_live_tuples(v_table)::double precision, 0);
 
+    v_recent := ARRAY(
+        SELECT r.index_name FROM jobq_index_rebuilds AS r
+        WHERE r.rebuilt_at > pg_catalog.now() - interval '2 minutes'
+    );
     -- The most bloated index not rebuilt in the last 2 minutes.
     SELECT c.oid, n.nspname::text, c.relname::text, pg_catalog.pg_relation_size(c.oid), w.need
     INTO v_index, v_schema, v_name, v_bytes, v_need
@@ -103,11 +110,7 @@ BEGIN
       AND i.indisvalid AND i.indisready AND c.reltuples >= 0
       AND pg_catalog.pg_relation_size(c.oid) >= 1048576
       AND pg_catalog.pg_relation_size(c.oid) > jobq_maintain_indexes.bloat_ratio * w.need
-      AND NOT EXISTS (
-          SELECT FROM jobq_index_rebuilds AS r
-          WHERE r.index_name = c.relname::text
-            AND r.rebuilt_at > pg_catalog.now() - interval '2 minutes'
-      )
+      AND c.relname::text <> ALL (v_recent)
     ORDER BY pg_catalog.pg_relation_size(c.oid)::double precision / w.need DESC, c.relname
     LIMIT 1;
     IF NOT FOUND THEN

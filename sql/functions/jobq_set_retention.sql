@@ -1,7 +1,9 @@
 -- jobq_set_retention: how long the jobs of one finished status are kept in jobq_jobs_history,
 -- and how many days one of its partitions spans (the granularity of that retention). The
 -- partitions are dropped by jobq_maintain_history (every jobq_tick), not here: this only
--- records the setting, so it never waits for a lock of the hot path.
+-- records the setting, so it never waits for a lock of the hot path. On a Citus distributed
+-- schema, where each status's history is one table, keep applies row by row and
+-- partition_days is recorded but unused (docs/scaling.md).
 --! levels: admin
 
 CREATE OR REPLACE FUNCTION jobq_set_retention(
@@ -55,6 +57,8 @@ a new partition of this status spans; NULL leaves it; existing partitions keep t
 Result: the rows of jobq_retention (status, keep, partition_days), after the change.
 Errors: 22023 for a status that is not a finished one, a keep that is not positive, a
 partition_days outside 1-31; nothing changes then.
+On a Citus distributed schema (each status''s history one table) jobq_maintain_history deletes
+the jobs older than keep in batches instead, and partition_days is recorded but unused.
 Concurrency: a row update of jobq_retention; takes no lock on jobs.';
 
 REVOKE EXECUTE ON FUNCTION jobq_set_retention(text, interval, integer) FROM PUBLIC;

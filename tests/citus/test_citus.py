@@ -34,12 +34,18 @@ ROOT = Path(__file__).resolve().parents[2]
 TENANTS = [f"tenant_{i}" for i in range(1, 9)]
 DRAIN_JOBS = int(os.environ.get("JOBQ_CITUS_DRAIN_JOBS", "20000"))
 
-# pgTAP files that check the install in schema public itself, create roles or functions
-# (which Citus allows only on the coordinator), or run plpgsql_check over public: they run in
-# `make test`. Every other file tests the functions' documented behaviour and runs for every
-# tenant.
+# pgTAP files that check the install in schema public itself (lookalikes.sql plants its
+# look-alikes there), create roles or functions (which Citus allows only on the coordinator),
+# or run plpgsql_check over public: they run in `make test`. Every other file tests the
+# functions' documented behaviour and runs for every tenant.
 INSTALL_ONLY = {"api_surface.sql", "comments.sql", "privileges.sql", "shadowing.sql",
-                "plpgsql_check.sql"}
+                "plpgsql_check.sql", "lookalikes.sql"}
+# Files whose subject Citus does not have as PostgreSQL has it (docs/scaling.md, "Limits on
+# Citus"): the claim's marks under a held horizon count the entries a scan passed in the
+# statistics of jobq_jobs_claim_idx, which on a node are the shard index's, never the one the
+# function names (the marks stay off: claims stay right, not that optimisation); and Citus
+# makes the NOT VALID CHECK constraints of jobq_jobs valid on the node's tables.
+NOT_ON_CITUS = {"dequeue_marks.sql", "statuses.sql"}
 
 
 @dataclass(frozen=True)
@@ -136,7 +142,7 @@ def test_every_tenant_is_a_distributed_schema_on_one_node_spread_over_both_nodes
 
 def pgtap_files() -> list[Path]:
     return sorted(p for p in (ROOT / "tests" / "pgtap").glob("*.sql")
-                  if p.name not in INSTALL_ONLY)
+                  if p.name not in INSTALL_ONLY | NOT_ON_CITUS)
 
 
 @pytest.mark.parametrize("schema", TENANTS)
@@ -194,15 +200,17 @@ def enqueue(dsn: str, schema: str, n: int, job_type: str = "t") -> list[str]:
 
 
 def counts(dsn: str, schema: str) -> dict[str, int]:
+    """Jobs per status, live and finished (finished ones are in the history)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         return dict(conn.execute(
-            f"SELECT status, count(*)::int FROM {schema}.jobq_jobs GROUP BY status"
+            f"SELECT status, count(*)::int FROM {schema}.jobq_all_jobs GROUP BY status"
         ).fetchall())
 
 
 def reset(dsn: str, schema: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f"DELETE FROM {schema}.jobq_jobs")
+        conn.execute(f"DELETE FROM {schema}.jobq_jobs_history")
 
 
 def test_a_worker_per_tenant_drains_20000_jobs_each_once(

@@ -233,7 +233,9 @@ SELECT is((SELECT format('%s entries, attempts %s to %s, the newest: %s',
 -- recorded before worker_id was bounded (locked_by of a million characters here) is cut to
 -- the 200 characters of a worker_id.
 SELECT id AS claimed2 FROM jobq_dequeue('w1') \gset
-UPDATE jobq_jobs SET locked_by = repeat('x', 1000000), locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour'
+-- Times are moved back in seconds since the epoch, IMMUTABLE operations: Citus refuses
+-- timestamptz - interval over a column in an UPDATE, and make test-citus runs this file.
+UPDATE jobq_jobs SET locked_by = repeat('x', 1000000), locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3600)
 WHERE id = :'claimed2';
 SELECT is((SELECT locked_by FROM jobq_dequeue('w3', lock_timeout => '1 minute')), 'w3',
           'a stale claim with a huge worker id is taken over');

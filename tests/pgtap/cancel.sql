@@ -30,7 +30,9 @@ SELECT results_eq(
            :'running', :'pending', :'done'),
     'one row per known id: cancelled (was pending), cancel_requested (processing), the finished status as it was'
 );
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+-- The cancel requests are applied with SET CONSTRAINTS ALL, not by the constraint's name: on
+-- a Citus node the name is the shell table's, and the shard's trigger has its own.
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT results_eq(
     format($$SELECT status, finished_at, last_error, cancel_requested_at, cancel_reason, updated_at
              FROM jobq_all_jobs WHERE id = %L$$, :'pending'),
@@ -57,7 +59,7 @@ SELECT results_eq(
     format($$VALUES (%L::uuid, 'cancel_requested'::text), (%L::uuid, 'cancelled')$$, :'running', :'pending'),
     'a repeated cancel (named arguments): the same statuses'
 );
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap ORDER BY id',
                   'a repeated cancel changes nothing (the first request and its reason stay)');
 SELECT is_empty($$SELECT * FROM jobq_cancel(NULL)$$, 'job_ids NULL: no rows');
@@ -74,12 +76,12 @@ SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap
 -- without a reason
 SELECT jobq_enqueue('c') AS quiet \gset
 SELECT is((SELECT status FROM jobq_cancel(ARRAY[:'quiet']::uuid[])), 'cancelled', 'no reason: cancelled');
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT is((SELECT last_error FROM jobq_all_jobs WHERE id = :'quiet'), 'cancelled',
           'no reason: last_error says cancelled');
 SELECT jobq_enqueue('c') AS long_reason \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'long_reason']::uuid[], repeat('r', 20000)) \gset
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT is((SELECT length(last_error) FROM jobq_all_jobs WHERE id = :'long_reason'), 10000,
           'a reason is cut to its first 10,000 characters');
 
@@ -108,19 +110,19 @@ SELECT results_eq(
 SELECT jobq_enqueue('c') AS no_retry \gset
 SELECT id AS claimed2 FROM jobq_dequeue('w1') \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'no_retry']::uuid[]) \gset
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT is(jobq_fail(:'no_retry', 'w1', 'e', retry => false), 'cancelled', 'retry => false: cancelled too');
 SELECT jobq_enqueue('c', max_attempts => 1) AS last_attempt \gset
 SELECT id AS claimed3 FROM jobq_dequeue('w1') \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'last_attempt']::uuid[]) \gset
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT is(jobq_fail(:'last_attempt', 'w1', 'e'), 'cancelled', 'on its last attempt: cancelled, not dead_letter');
 
 -- complete: succeeded, the request stays visible
 SELECT jobq_enqueue('c') AS finishes \gset
 SELECT id AS claimed4 FROM jobq_dequeue('w1') \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'finishes']::uuid[]) \gset
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT is(jobq_complete(:'finishes', 'w1', result => '"done anyway"'), true, 'a job asked to stop may still complete');
 SELECT results_eq(
     format($$SELECT status, result, cancel_requested_at IS NOT NULL FROM jobq_all_jobs WHERE id = %L$$, :'finishes'),
@@ -132,7 +134,7 @@ SELECT results_eq(
 SELECT jobq_enqueue('c') AS released \gset
 SELECT id AS claimed5 FROM jobq_dequeue('w1') \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'released']::uuid[]) \gset
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT is(jobq_release(ARRAY[:'released']::uuid[], 'w1'), 1, 'jobq_release counts it');
 SELECT results_eq(
     format($$SELECT status, attempts, finished_at, locked_by FROM jobq_all_jobs WHERE id = %L$$, :'released'),
@@ -144,7 +146,7 @@ SELECT results_eq(
 SELECT jobq_enqueue('c') AS orphan \gset
 SELECT id AS claimed_o FROM jobq_dequeue('w9') \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'orphan']::uuid[]) \gset
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT is(jobq_release_orphans('w9', '{}'), 1, 'jobq_release_orphans counts it');
 SELECT results_eq(
     format($$SELECT status, attempts, finished_at, locked_by FROM jobq_all_jobs WHERE id = %L$$, :'orphan'),
@@ -156,8 +158,10 @@ SELECT results_eq(
 SELECT jobq_enqueue('c') AS stale \gset
 SELECT id AS claimed6 FROM jobq_dequeue('w1') \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'stale']::uuid[]) \gset
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
-UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE id = :'stale';
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
+-- Times are moved back in seconds since the epoch, IMMUTABLE operations: Citus refuses
+-- timestamptz - interval over a column in an UPDATE, and make test-citus runs this file.
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3600) WHERE id = :'stale';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w2', lock_timeout => '5 minutes')$$,
                 'a stale claim with a request is not taken over to run again');
@@ -192,7 +196,7 @@ SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'pending' AND 
 
 SELECT jobq_enqueue('old') AS old \gset
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'old']::uuid[]) \gset
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 UPDATE jobq_jobs_history SET finished_at = now() - interval '8 days' WHERE id = :'old';
 SELECT is(jobq_prune(statuses => '{cancelled}'), 1::bigint, 'jobq_prune deletes cancelled jobs older than 7 days');
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE id = :'old'), 0, '... that one is gone');
@@ -207,7 +211,7 @@ SELECT jobq_enqueue('r') AS raced \gset
 SELECT id AS claimed7 FROM jobq_dequeue('w3') \gset
 SELECT is((SELECT status FROM jobq_cancel(ARRAY[:'raced']::uuid[])), 'cancel_requested',
           'a cancel after the claim: a request, the job keeps its claim');
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT is((SELECT count(*)::int FROM jobq_cancel_requested(ARRAY[:'raced']::uuid[])), 1,
           'the worker sees the request');
 SELECT is(jobq_heartbeat('w3', ARRAY[:'raced']::uuid[]), 1, 'the claim is still renewed (it is still running)');
@@ -239,7 +243,7 @@ SELECT is((SELECT count(*)::int FROM jobq_cancel_requests), 3, '... the requests
 -- the attempts of two of them end before the commit: one released, one completed
 SELECT is(jobq_release(ARRAY[:'s_released']::uuid[], 'w5'), 1, 'a release before the commit is not held up');
 SELECT is(jobq_complete(:'s_done', 'w5'), true, 'a completion before the commit is not held up');
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;
 SELECT results_eq(
     format($$SELECT id, status, cancel_requested_at, cancel_reason, last_error, finished_at
              FROM jobq_all_jobs ORDER BY status$$),

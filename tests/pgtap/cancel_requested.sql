@@ -14,7 +14,9 @@ UPDATE jobq_jobs SET status = 'pending', locked_at = NULL, locked_by = NULL, att
 SELECT is_empty(format($$SELECT * FROM jobq_cancel_requested(ARRAY[%L, %L]::uuid[])$$, :'a', :'b'),
                 'no request yet: nothing');
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'a']::uuid[]) \gset
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+-- The cancel requests are applied with SET CONSTRAINTS ALL, not by the constraint's name: on
+-- a Citus node the name is the shell table's, and the shard's trigger has its own.
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT results_eq(
     format($$SELECT * FROM jobq_cancel_requested(ARRAY[%L, %L, %L, gen_random_uuid()]::uuid[])$$, :'a', :'b', :'p'),
     format($$VALUES (%L::uuid)$$, :'a'),
@@ -26,14 +28,14 @@ SELECT results_eq(
     'named argument; an id given twice comes back once'
 );
 SELECT status AS ignored FROM jobq_cancel(ARRAY[:'b']::uuid[]) \gset
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT set_eq(
     format($$SELECT * FROM jobq_cancel_requested(ARRAY[%L, %L]::uuid[])$$, :'a', :'b'),
     format($$VALUES (%L::uuid), (%L::uuid)$$, :'a', :'b'),
     'both requests'
 );
 SELECT is((SELECT status FROM jobq_cancel(ARRAY[:'p']::uuid[])), 'cancelled', 'a pending job is cancelled at once');
-SET CONSTRAINTS jobq_cancel_requests_apply IMMEDIATE;  -- applies the requests now, as COMMIT would
+SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED;  -- applies the requests now, as COMMIT would
 SELECT is_empty(format($$SELECT * FROM jobq_cancel_requested(ARRAY[%L]::uuid[])$$, :'p'),
                 '... and carries no request: nothing for a worker to stop');
 SELECT is_empty($$SELECT * FROM jobq_cancel_requested(NULL)$$, 'job_ids NULL: nothing');

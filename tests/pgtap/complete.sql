@@ -60,7 +60,9 @@ SELECT results_eq('SELECT * FROM jobq_all_jobs ORDER BY id', 'SELECT * FROM snap
 -- Fencing: a claim taken over can no longer complete
 ------------------------------------------------------------------------------------------
 
-UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE id = :'held';
+-- Times are moved back in seconds since the epoch, IMMUTABLE operations: Citus refuses
+-- timestamptz - interval over a column in an UPDATE, and make test-citus runs this file.
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3600) WHERE id = :'held';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is(jobq_complete(:'held', 'w1'), true,
           'a lock that expired but was not taken over is still held: true');
@@ -69,7 +71,7 @@ DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('c') AS f \gset
 SELECT id AS claimed_f FROM jobq_dequeue('w1') \gset
-UPDATE jobq_jobs SET locked_at = locked_at - interval '6 minutes', locked_until = locked_until - interval '6 minutes' WHERE id = :'f';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 360), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 360) WHERE id = :'f';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is((SELECT locked_by FROM jobq_dequeue('w2')), 'w2', 'w2 takes over the stale claim of w1');
 DROP TABLE snap;
@@ -88,7 +90,7 @@ DELETE FROM jobq_jobs;
 DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('c') AS g \gset
 SELECT id AS claimed_g FROM jobq_dequeue('w1') \gset
-UPDATE jobq_jobs SET locked_at = locked_at - interval '6 minutes', locked_until = locked_until - interval '6 minutes' WHERE id = :'g';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 360), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 360) WHERE id = :'g';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is((SELECT attempts FROM jobq_dequeue('w1')), 2, 'w1 takes its own stale job again: attempt 2');
 SELECT is(jobq_complete(:'g', 'w1', attempt => 1), false,
@@ -194,7 +196,7 @@ SELECT is(jobq_complete(:'r3', 'w1', result => jsonb_build_object('s', repeat('x
 -- a fenced-off completion stores no result
 SELECT jobq_enqueue('r') AS r4 \gset
 SELECT id AS claimed_r4 FROM jobq_dequeue('w1') \gset
-UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE id = :'r4';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3600) WHERE id = :'r4';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is((SELECT locked_by FROM jobq_dequeue('w2')), 'w2', 'w2 takes over the stale claim of w1');
 SELECT is(jobq_complete(:'r4', 'w1', result => '{"stale": true}'), false, 'the old worker''s completion is fenced off');

@@ -157,14 +157,16 @@ DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('s', max_attempts => 3) AS stale \gset
 SELECT is((SELECT id FROM jobq_dequeue('w-old')), :'stale'::uuid, 'w-old claims the job');
 
-UPDATE jobq_jobs SET locked_at = locked_at - interval '4 minutes 59 seconds', locked_until = locked_until - interval '4 minutes 59 seconds' WHERE id = :'stale';
+-- Times are moved back in seconds since the epoch, IMMUTABLE operations: Citus refuses
+-- timestamptz - interval over a column in an UPDATE, and make test-citus runs this file.
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 299), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 299) WHERE id = :'stale';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w-new')$$,
                 'a lock younger than lock_timeout (default 5 minutes) is not taken over');
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w-new', lock_timeout => '5 minutes')$$,
                 '... nor with lock_timeout given explicitly');
 
-UPDATE jobq_jobs SET locked_at = locked_at - interval '6 minutes', locked_until = locked_until - interval '6 minutes' WHERE id = :'stale';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 360), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 360) WHERE id = :'stale';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w-new', job_types => '{other}')$$,
                 'a stale job outside the filters is left alone');
@@ -190,7 +192,7 @@ SELECT matches((SELECT last_error FROM jobq_all_jobs WHERE id = :'stale'),
                'last_error says the lock expired and whose it was');
 
 -- a custom lock_timeout
-UPDATE jobq_jobs SET locked_at = locked_at - interval '6 minutes', locked_until = locked_until - interval '6 minutes' WHERE id = :'stale';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 360), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 360) WHERE id = :'stale';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is((SELECT locked_by FROM jobq_dequeue('w-fast', lock_timeout => '1 minute')), 'w-fast',
           'lock_timeout => 1 minute takes over an expired lock');
@@ -201,7 +203,7 @@ SELECT lives_ok($$SELECT * FROM jobq_dequeue('w-patient', lock_timeout => '10000
 
 -- attempts used up: dead_letter, not returned
 SELECT is((SELECT attempts FROM jobq_all_jobs WHERE id = :'stale'), 3, 'the job is at its last attempt');
-UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE id = :'stale';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3600) WHERE id = :'stale';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w-late', batch_size => 10)$$,
                 'a stale job with attempts = max_attempts is not returned');
@@ -221,7 +223,7 @@ DELETE FROM jobq_jobs_history;
 SELECT jobq_enqueue('m', run_at => now() - interval '1 hour') AS old_job,
        jobq_enqueue('m', run_at => now() - interval '1 minute') AS new_job \gset
 SELECT is((SELECT id FROM jobq_dequeue('w-dead')), :'old_job'::uuid, 'the older job is claimed first');
-UPDATE jobq_jobs SET locked_at = locked_at - interval '10 minutes', locked_until = locked_until - interval '10 minutes' WHERE id = :'old_job';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 600) WHERE id = :'old_job';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SELECT results_eq($$SELECT id FROM jobq_dequeue('w', batch_size => 2)$$,
                   format('VALUES (%L::uuid), (%L::uuid)', :'old_job', :'new_job'),
@@ -235,14 +237,14 @@ SELECT is((SELECT locked_until FROM jobq_dequeue('w-short', '{lk}', lock_timeout
           now() + interval '20 seconds', 'a claim sets locked_until to now() + its lock_timeout');
 SELECT is((SELECT locked_until FROM jobq_dequeue('w-long', '{lk2}', lock_timeout => '1 hour')),
           now() + interval '1 hour', '... each claim its own');
-UPDATE jobq_jobs SET locked_at = locked_at - interval '30 seconds', locked_until = locked_until - interval '30 seconds';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 30), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 30);
 SELECT results_eq($$SELECT id, locked_by, locked_until FROM jobq_dequeue('w-default', batch_size => 10)$$,
                   format($$VALUES (%L::uuid, 'w-default'::text, now() + interval '5 minutes')$$, :'short_lock'),
                   'a 20-second lock 30 seconds old is taken over by a claim of the default 5 minutes; the 1-hour lock is not');
 SELECT matches((SELECT last_error FROM jobq_jobs WHERE id = :'short_lock'),
                '^lock expired: worker w-short held attempt 1 since .* \(lock_timeout 00:00:20\)$',
                'the record names the lost claim''s own lock length');
-UPDATE jobq_jobs SET locked_at = locked_at - interval '10 minutes', locked_until = locked_until - interval '10 minutes'
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 600)
 WHERE id = :'long_lock';
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w-quick', '{lk2}', lock_timeout => '1 second')$$,
                 'a 1-hour lock 10 minutes old is not taken over, even by a claim with lock_timeout => 1 second');
@@ -424,9 +426,9 @@ SELECT jobq_enqueue('exp', priority => 0) AS a \gset exp_
 SELECT id FROM jobq_dequeue('w1');
 SELECT jobq_enqueue('exp', priority => 9) AS b \gset exp_
 SELECT id FROM jobq_dequeue('w1');
-UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE id = :'exp_a';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3600) WHERE id = :'exp_a';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
-UPDATE jobq_jobs SET locked_at = locked_at - interval '59 minutes', locked_until = locked_until - interval '59 minutes' WHERE id = :'exp_b';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3540), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3540) WHERE id = :'exp_b';
 SELECT jobq__retire(ARRAY(SELECT id FROM jobq_jobs WHERE finished_at IS NOT NULL));  -- finished rows live in the history
 SAVEPOINT expired;
 SELECT results_eq(

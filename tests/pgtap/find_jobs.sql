@@ -105,7 +105,8 @@ SELECT throws_ok(format('SELECT * FROM jobq_find_jobs(queue => %L)', repeat('q',
 
 -- a monitor: metadata only
 CREATE ROLE t_find_monitor;
-GRANT USAGE ON SCHEMA public, tap TO t_find_monitor;
+-- The schema jobq is installed in (public here, a tenant's schema on Citus).
+SELECT format('GRANT USAGE ON SCHEMA %I, tap TO t_find_monitor', current_schema()) \gexec
 GRANT EXECUTE ON FUNCTION jobq_find_jobs(uuid, text, text, text, text[], timestamptz, timestamptz,
                                          timestamptz, timestamptz, jsonb, uuid, integer, integer)
     TO t_find_monitor;

@@ -22,7 +22,9 @@ SELECT results_eq('SELECT id, locked_by FROM jobq_jobs WHERE status = ''processi
                   format($$VALUES (%L::uuid, 'w1'::text), (%L::uuid, 'w1'), (%L::uuid, 'w2')$$, :'a', :'b', :'c'),
                   'w1 holds a and b, w2 holds c');
 
-UPDATE jobq_jobs SET locked_at = locked_at - interval '4 minutes', locked_until = locked_until - interval '4 minutes' WHERE status = 'processing';
+-- Times are moved back in seconds since the epoch, IMMUTABLE operations: Citus refuses
+-- timestamptz - interval over a column in an UPDATE, and make test-citus runs this file.
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 240), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 240) WHERE status = 'processing';
 CREATE TEMP TABLE snap AS SELECT * FROM jobq_jobs;
 
 SELECT is(
@@ -60,17 +62,17 @@ SELECT throws_ok(format($$SELECT jobq_heartbeat(NULL, ARRAY[%L]::uuid[])$$, :'a'
 SELECT is(jobq_heartbeat('w1', ARRAY[:'a', :'a']::uuid[]), 1, 'an id given twice counts once');
 
 -- A live worker is never taken over: its heartbeats keep the lock younger than lock_timeout.
-UPDATE jobq_jobs SET locked_at = locked_at - interval '4 minutes 30 seconds', locked_until = locked_until - interval '4 minutes 30 seconds' WHERE locked_by = 'w1';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 270), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 270) WHERE locked_by = 'w1';
 SELECT is(jobq_heartbeat('w1', ARRAY[:'a', :'b']::uuid[]), 2, 'w1 heartbeats before its locks expire');
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w9', lock_timeout => '5 minutes', batch_size => 10)$$,
                 'so no other worker takes its jobs');
 
 -- A lock that has expired but was not yet taken over can still be renewed: the claim is held.
-UPDATE jobq_jobs SET locked_at = locked_at - interval '10 minutes', locked_until = locked_until - interval '10 minutes' WHERE id = :'a';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 600) WHERE id = :'a';
 SELECT is(jobq_heartbeat('w1', ARRAY[:'a']::uuid[]), 1, 'an expired but still held claim is renewed');
 
 -- After a takeover the old worker's heartbeat renews nothing, and tells it so.
-UPDATE jobq_jobs SET locked_at = locked_at - interval '10 minutes', locked_until = locked_until - interval '10 minutes' WHERE id = :'b';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 600) WHERE id = :'b';
 SELECT is((SELECT id FROM jobq_dequeue('w9', batch_size => 10)), :'b'::uuid, 'w9 takes over b');
 SELECT is(jobq_heartbeat('w1', ARRAY[:'a', :'b']::uuid[]), 1,
           'the old holder renews only a: the smaller count tells it that b is lost');
@@ -79,7 +81,7 @@ SELECT is((SELECT locked_by FROM jobq_jobs WHERE id = :'b'), 'w9', 'b stays with
 -- A claim keeps the lock length it was made with: a 20-second claim is renewed by 20 seconds.
 SELECT jobq_enqueue('short') AS short \gset
 SELECT count(*) AS n4 FROM jobq_dequeue('w4', '{short}', lock_timeout => '20 seconds') \gset
-UPDATE jobq_jobs SET locked_at = locked_at - interval '15 seconds', locked_until = locked_until - interval '15 seconds'
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 15), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 15)
 WHERE id = :'short';
 SELECT jobq_heartbeat('w4', ARRAY[:'short']::uuid[]) AS renewed \gset
 SELECT is((SELECT locked_until FROM jobq_jobs WHERE id = :'short'), now() + interval '20 seconds',

@@ -151,7 +151,7 @@ SELECT results_eq($$SELECT id, attempts FROM jobq_dequeue('w1', batch_size => 10
                   format($$VALUES (%L::uuid, 2)$$, :'a9'), '... which the released job takes again (its attempt given back)');
 
 -- takeover: a8 and a9 are processing; backdate a8's lock so that it is stale
-UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE id = :'a8';
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3600) WHERE id = :'a8';
 SELECT results_eq($$SELECT id, attempts FROM jobq_dequeue('w2', batch_size => 10, lock_timeout => '10 minutes')$$,
                   format($$VALUES (%L::uuid, 2)$$, :'a8'),
                   'a takeover frees the stale job''s slot, and claims one job in it, not one more');

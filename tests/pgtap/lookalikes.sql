@@ -270,7 +270,9 @@ $$, 'release');
 SELECT lives_ok($$
     SELECT * FROM jobq_dequeue('w2'::text, NULL::text[], 10, '5 minutes'::interval, NULL::text[])
 $$, 'dequeue again');
-UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE locked_by = 'w2';
+-- Times are moved back in seconds since the epoch, IMMUTABLE operations: Citus refuses
+-- timestamptz - interval over a column in an UPDATE, and make test-citus runs this file.
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3600) WHERE locked_by = 'w2';
 SELECT lives_ok($$
     SELECT * FROM jobq_dequeue('w3'::text, NULL::text[], 10, '1 minute'::interval, NULL::text[])
 $$, 'dequeue: stale takeover');

@@ -68,7 +68,9 @@ SELECT results_eq($$SELECT id FROM jobq_dequeue('w2', batch_size => 10)$$,
 SELECT jobq_resume('mail') AS r \gset
 SELECT is((SELECT id FROM jobq_dequeue('w3', queues => '{mail}')), :'m1'::uuid, 'resumed: the head of the queue is claimed');
 SELECT is(jobq_pause('mail'), true, 'paused again');
-UPDATE jobq_jobs SET locked_at = locked_at - interval '1 hour', locked_until = locked_until - interval '1 hour' WHERE id = :'m1';
+-- Times are moved back in seconds since the epoch, IMMUTABLE operations: Citus refuses
+-- timestamptz - interval over a column in an UPDATE, and make test-citus runs this file.
+UPDATE jobq_jobs SET locked_at = to_timestamp(extract(epoch FROM locked_at - timestamptz 'epoch') - 3600), locked_until = to_timestamp(extract(epoch FROM locked_until - timestamptz 'epoch') - 3600) WHERE id = :'m1';
 SELECT is_empty($$SELECT * FROM jobq_dequeue('w4', batch_size => 10)$$, 'an expired claim of a paused queue is not claimed again');
 SELECT results_eq(format('SELECT status, attempts, locked_by FROM jobq_jobs WHERE id = %L', :'m1'),
                   $$VALUES ('pending'::text, 1, NULL::text)$$, '... it waits pending, its expired attempt counted');
@@ -113,7 +115,8 @@ SELECT results_eq('SELECT * FROM jobq_paused_queues ORDER BY queue', 'SELECT * F
 ------------------------------------------------------------------------------------------
 
 CREATE ROLE t_pause_worker;
-GRANT USAGE ON SCHEMA public, tap TO t_pause_worker;
+-- The schema jobq is installed in (public here, a tenant's schema on Citus).
+SELECT format('GRANT USAGE ON SCHEMA %I, tap TO t_pause_worker', current_schema()) \gexec
 GRANT EXECUTE ON FUNCTION jobq_dequeue(text, text[], integer, interval, text[]) TO t_pause_worker;
 SET ROLE t_pause_worker;
 SELECT throws_ok($$SELECT jobq_pause('mail')$$, '42501', 'permission denied for function jobq_pause',

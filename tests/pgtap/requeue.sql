@@ -167,7 +167,8 @@ SELECT throws_ok(format('SELECT jobq_requeue_dead_letters(reason => %L)', repeat
 SELECT is((SELECT count(*)::int FROM jobq_all_jobs WHERE status = 'dead_letter'), 1,
           '... nothing changes then');
 CREATE ROLE jobq_t_requeue_all;
-GRANT USAGE ON SCHEMA public TO jobq_t_requeue_all;
+-- The schema jobq is installed in (public here, a tenant's schema on Citus).
+SELECT format('GRANT USAGE ON SCHEMA %I TO jobq_t_requeue_all', current_schema()) \gexec
 GRANT EXECUTE ON FUNCTION jobq_requeue_dead_letters(text, text, boolean, text) TO jobq_t_requeue_all;
 SET ROLE jobq_t_requeue_all;
 SELECT jobq_requeue_dead_letters();

@@ -47,7 +47,8 @@ SELECT results_eq(
 
 CREATE ROLE tws_monitor;
 CREATE ROLE tws_producer;
-GRANT USAGE ON SCHEMA public, tap TO tws_monitor, tws_producer;
+-- The schema jobq is installed in (public here, a tenant's schema on Citus).
+SELECT format('GRANT USAGE ON SCHEMA %I, tap TO tws_monitor, tws_producer', current_schema()) \gexec
 GRANT ALL ON TABLE __tcache__ TO tws_monitor, tws_producer;
 GRANT ALL ON SEQUENCE __tcache___id_seq, __tresults___numb_seq TO tws_monitor, tws_producer;
 -- as `jobq grant --as monitor` grants it (the file's levels line); a producer gets it not

@@ -411,3 +411,44 @@ def test_no_read_of_finished_jobs_would_use_the_dropped_finished_indexes(conn: C
     assert text.count("Query Text:") >= 10 and "jobq_jobs_history" in text
     assert "jobq_jobs_succeeded_idx" not in text
     assert "jobq_jobs_failed_idx" not in text
+
+
+def test_the_citus_layout_keeps_every_finished_job_and_retention_deletes_in_batches(
+    conn: Conn,
+) -> None:
+    """What `jobq migrate` does to a schema before Citus distributes it (installer/citus.py),
+    here on PostgreSQL and rolled back: each status's history becomes one plain table with
+    every finished job kept; a second run finds nothing to do; the functions then see no
+    partition, retention deletes expired jobs and a completion lands in the table."""
+    from pgq_client.installer import citus
+
+    expired = finish_in(conn, "s")
+    dead = finish_in(conn, "d", "dead_letter")
+    recent = conn.execute("SELECT jobq_enqueue('r')").fetchone()
+    assert recent is not None
+    claim_one(conn, "r")
+    conn.execute("SELECT jobq_complete(%s, 'w1')", (recent[0],))
+    before = conn.execute(
+        "SELECT id, status, finished_at FROM jobq_jobs_history ORDER BY id"
+    ).fetchall()
+    with conn.transaction(force_rollback=True):
+        citus._one_level_history(conn, "public")
+        kinds = conn.execute(
+            "SELECT c.relname, c.relkind::text FROM pg_inherits AS i"
+            " JOIN pg_class AS c ON c.oid = i.inhrelid"
+            " WHERE i.inhparent = 'jobq_jobs_history'::regclass ORDER BY 1"
+        ).fetchall()
+        assert kinds == [(f"jobq__history_{s}", "r")
+                         for s in ("cancelled", "dead_letter", "failed", "succeeded")]
+        assert conn.execute(
+            "SELECT id, status, finished_at FROM jobq_jobs_history ORDER BY id"
+        ).fetchall() == before, "every finished job kept, as it was"
+        assert count(conn, "SELECT count(*) FROM pg_class WHERE relname LIKE"
+                           " 'jobq\\_\\_history\\_%%\\_default'") == 0, "no partition left"
+        citus._one_level_history(conn, "public")  # nothing to do a second time
+        assert count(conn, "SELECT count(*) FROM jobq__history_partitions('succeeded')") == 0
+        conn.execute("SELECT * FROM jobq_set_retention('succeeded', interval '1 day')")
+        assert maintain(conn) == [("deleted", "jobq__history_succeeded")]
+        left = {r[0] for r in conn.execute("SELECT id FROM jobq_jobs_history")}
+        assert expired not in left, "the expired succeeded job is deleted"
+        assert left == {dead, recent[0]}, "the recent one and the dead letter (kept) stay"

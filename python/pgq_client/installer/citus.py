@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from .files import MigrationError, statement
+from .files import statement
 
 if TYPE_CHECKING:
     from .files import FunctionFile
@@ -73,15 +73,16 @@ def schema_sharding(conn: psycopg.Connection[Any]) -> bool:
 
 
 def distribute(conn: psycopg.Connection[Any], schema: str, functions: list[FunctionFile]) -> None:
-    """Make ``schema`` a distributed schema (its tables, whole, on one node) and each function
-    a distributed function colocated with ``jobq_jobs``, so that a call from the coordinator
-    outside a transaction block runs on that node. What is distributed is left alone."""
+    """Make ``schema`` a distributed schema (its tables, whole, on one node, its history one
+    table per status first) and each function a distributed function colocated with
+    ``jobq_jobs``, so that a call from the coordinator outside a transaction block runs on that
+    node. What is distributed is left alone."""
     if schema == "public":
         logger.warning("schema 'public' cannot be a Citus distributed schema: jobq stays on "
                        "the coordinator (install it with --schema NAME to distribute it)")
         return
     if not distributed(conn, schema):
-        _refuse_multilevel(conn, schema)
+        _one_level_history(conn, schema)
         logger.info("schema %r: distributing it over the Citus cluster", schema)
         conn.execute(statement("citus_schema", schema))
     commands = statement(
@@ -101,19 +102,19 @@ def distribute(conn: psycopg.Connection[Any], schema: str, functions: list[Funct
             conn.execute(command.encode())
 
 
-def _refuse_multilevel(conn: psycopg.Connection[Any], schema: str) -> None:
-    """Refuse, before Citus does, a schema with a second level of partitioning: Citus
-    distributes no such table, and its own error names a different cause (it takes the
-    partitioned indexes of the middle level for inherited tables: "tables in a distributed
-    schema cannot inherit or be inherited"). The schema stays as migrated, on the coordinator."""
-    names = [str(row[0]) for row in conn.execute(statement("citus_multilevel", schema))]
-    if names:
-        raise MigrationError(
-            f"schema {schema!r} cannot be a Citus distributed schema: Citus does not distribute "
-            f"multi-level partitioned tables, and {', '.join(names)} are partitions that are "
-            "partitioned themselves (jobq_jobs_history: by status, then by day). The migrations "
-            "are applied; the schema stays on the coordinator (docs/scaling.md)"
-        )
+def _one_level_history(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Make each status's history one plain table, its rows kept (sql/citus_history.sql):
+    Citus distributes no partitioned table that is a partition itself, and on PostgreSQL
+    ``jobq_jobs_history`` is partitioned by status and each status by day. The functions read
+    the layout from the catalogue; retention then deletes expired rows in batches
+    (docs/retention.md). In one transaction: the schema is either as migrated or one level."""
+    with conn.transaction():
+        commands = [str(row[0]) for row in conn.execute(statement("citus_history", schema))]
+        if commands:
+            logger.info("schema %r: each status's history becomes one table (no day "
+                        "partitions), which Citus can distribute", schema)
+        for command in commands:
+            conn.execute(command.encode())
 
 
 def schema_node(conn: psycopg.Connection[Any], schema: str | None) -> tuple[str, int] | None:

@@ -10,7 +10,11 @@
 -- 4. where such a call is not delegated, the node runs it in a session of its own: it gets
 --    the schema's search_path;
 -- 5. citus_schema_move copies the schema by logical replication, which needs every table's
---    rows identified: a table without a primary key gets REPLICA IDENTITY FULL.
+--    rows identified: a table without a primary key gets REPLICA IDENTITY FULL;
+-- 6. a function distributed by step 1 may arrive on the nodes with PostgreSQL's default
+--    EXECUTE for PUBLIC (seen for those whose result is a table's row type, such as
+--    jobq_dequeue and jobq_get_job), which the file had revoked: the REVOKE is repeated, and
+--    Citus sends it to every node.
 WITH f AS (
     SELECT
         p.oid,
@@ -19,7 +23,18 @@ WITH f AS (
         pg_catalog.array_to_string(p.proconfig, ',') AS config,
         pg_catalog.array_position(
             ARRAY[{names}]::pg_catalog.text[], p.proname::pg_catalog.text
-        ) AS file_order
+        ) AS file_order,
+        NOT EXISTS (
+            SELECT FROM pg_catalog.pg_dist_object AS o
+            WHERE
+                o.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                AND o.objid = p.oid
+                AND o.colocationid IS NOT NULL
+        ) AS undistributed,
+        p.proacl IS NOT NULL AND NOT EXISTS (
+            SELECT FROM pg_catalog.aclexplode(p.proacl) AS a
+            WHERE a.grantee = 0
+        ) AS public_revoked
     FROM pg_catalog.pg_proc AS p
     WHERE p.pronamespace = pg_catalog.to_regnamespace({schema_ident}::text)
 )
@@ -36,15 +51,7 @@ FROM (
             pg_catalog.format('%s.jobq_jobs', {schema_ident}::text)
         ) AS command
     FROM f
-    WHERE
-        f.file_order IS NOT NULL
-        AND NOT EXISTS (
-            SELECT FROM pg_catalog.pg_dist_object AS o
-            WHERE
-                o.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-                AND o.objid = f.oid
-                AND o.colocationid IS NOT NULL
-        )
+    WHERE f.file_order IS NOT NULL AND f.undistributed
     UNION ALL
     SELECT
         2 AS step,
@@ -86,5 +93,12 @@ FROM (
             SELECT FROM pg_catalog.pg_index AS i
             WHERE i.indrelid = c.oid AND i.indisprimary
         )
+    UNION ALL
+    SELECT
+        6 AS step,
+        f.file_order,
+        pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.signature) AS command
+    FROM f
+    WHERE f.file_order IS NOT NULL AND f.undistributed AND f.public_revoked
 ) AS s
 ORDER BY s.step, s.file_order, s.command
