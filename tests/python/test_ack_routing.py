@@ -293,8 +293,11 @@ def test_a_claim_sized_for_hand_offs_widens_when_completions_release_more(
         q.set_limit("capped", max_running=1)
         ids = [q.enqueue("t"), q.enqueue("t"), q.enqueue("t", limit_group="capped")]
     with conn.cursor(row_factory=models_job_row) as cur:
-        plain, other, limited = cur.execute(
-            "SELECT * FROM jobq_jobs WHERE id = ANY(%s) ORDER BY id", (ids,)).fetchall()
+        # By id, not by ORDER BY id: ids made in one millisecond need not sort in the order
+        # they were made.
+        rows = {job.id: job for job in cur.execute(
+            "SELECT * FROM jobq_jobs WHERE id = ANY(%s)", (ids,)).fetchall()}
+    plain, other, limited = (rows[i] for i in ids)
     fetcher = _fetcher(dsn)
     fetcher._key_acks = [plain, other]
     sizes = [fetcher._batch(40, True)]
