@@ -2421,9 +2421,106 @@ DECLARE
     v_released integer;
     v_queues text[];
     v_nestloop text;
+    v_rest uuid[];
+    v_rest_counts integer[];
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
+    -- The release comes before the cancel walk: a dependent that jobq__dependents_probe
+    -- recounts sees every dependency this transaction has finished as gone, so each of them
+    -- must have had its own release by then (the walk's cancels release in a nested call).
+    -- The dependents are found by their ids (an index condition) and joined to their counts by
+    -- a hash, in one pass, with nested loops off for this statement only (the cancel walk
+    -- below probes the edges per ended job and needs them): planned on no statistics (a graph
+    -- enqueued and run before any ANALYZE), a nested loop compared each dependent with every
+    -- count, K x K for a fan-out of K.
+    v_nestloop := pg_catalog.current_setting('enable_nestloop');
+    PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
+    WITH freed AS MATERIALIZED (
+        SELECT e.job_id, pg_catalog.count(*)::integer AS n
+        FROM jobq_job_dependencies AS e
+        JOIN ROWS FROM (
+            pg_catalog.unnest(jobq__dependents_finished.job_ids),
+            pg_catalog.unnest(jobq__dependents_finished.statuses)
+        ) AS f (id, status) ON f.id OPERATOR(pg_catalog.=) e.depends_on
+        WHERE e.depends_on OPERATOR(pg_catalog.=) ANY (jobq__dependents_finished.job_ids)
+          AND (f.status OPERATOR(pg_catalog.=) 'succeeded'
+               OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
+                   AND f.status OPERATOR(pg_catalog.<>) 'pruned'))
+        GROUP BY e.job_id
+    ),
+
+    locked AS MATERIALIZED (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) j.id
+        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT freed.job_id FROM freed))
+          AND j.waiting_on OPERATOR(pg_catalog.>) 0
+          AND j.waiting_on OPERATOR(pg_catalog.<=) freed.n
+        ORDER BY j.id
+        FOR UPDATE OF j
+    ),
+
+    released AS (
+        UPDATE jobq_jobs AS j
+        SET
+            waiting_on = j.waiting_on OPERATOR(pg_catalog.-) freed.n,
+            status = CASE
+                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n THEN 'pending'
+                ELSE 'waiting'
+            END,
+            available_at = CASE
+                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n AND NOT j.scheduled
+                    THEN v_now
+                ELSE j.available_at
+            END,
+            updated_at = v_now
+        FROM locked
+        JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) locked.id
+        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT locked.id FROM locked))
+          AND j.id OPERATOR(pg_catalog.=) locked.id
+          AND j.waiting_on OPERATOR(pg_catalog.>) 0
+        RETURNING j.id, j.status, j.queue, j.available_at
+    )
+
+    -- The dependents left unlocked (read with others still holding them back, or no longer
+    -- waiting) come out with the count, for jobq__dependents_probe below.
+    SELECT
+        (
+            SELECT (pg_catalog.count(*) FILTER (
+                WHERE r.status OPERATOR(pg_catalog.=) 'pending'
+            ))::integer
+            FROM released AS r
+        ),
+        (
+            SELECT pg_catalog.array_agg(DISTINCT r.queue) FILTER (
+                WHERE r.status OPERATOR(pg_catalog.=) 'pending'
+                  AND r.available_at OPERATOR(pg_catalog.<=) v_now
+            )
+            FROM released AS r
+        ),
+        rest.ids,
+        rest.ns
+    INTO v_released, v_queues, v_rest, v_rest_counts
+    FROM (
+        SELECT pg_catalog.array_agg(f.job_id) AS ids, pg_catalog.array_agg(f.n) AS ns
+        FROM freed AS f
+        WHERE NOT EXISTS (
+            SELECT FROM released AS d WHERE d.id OPERATOR(pg_catalog.=) f.job_id
+        )
+    ) AS rest;
+    PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
+    IF v_queues IS NOT NULL THEN
+        PERFORM jobq__notify(v_queues);
+    END IF;
+    -- The dependents that others still held back when this statement read them, without
+    -- waiting for those others (and the ones no longer waiting, which it skips).
+    IF v_rest IS NOT NULL THEN
+        v_released := v_released OPERATOR(pg_catalog.+) jobq__dependents_probe(
+            v_rest, v_rest_counts, jobq__dependents_finished.job_ids
+        );
+    END IF;
+
     -- Only ends other than success cancel anything: a completion skips this statement.
     IF pg_catalog.array_remove(jobq__dependents_finished.statuses, 'succeeded'::text)
         OPERATOR(pg_catalog.<>) '{}'::text[]
@@ -2504,55 +2601,135 @@ BEGIN
         END IF;
     END IF;
 
-    -- The dependents are found by their ids (an index condition) and joined to their counts by
-    -- a hash, in one pass, with nested loops off for this statement only (the cancel walk
-    -- above probes the edges per ended job and needs them): planned on no statistics (a graph
-    -- enqueued and run before any ANALYZE), a nested loop compared each dependent with every
-    -- count, K x K for a fan-out of K.
-    v_nestloop := pg_catalog.current_setting('enable_nestloop');
-    PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
-    WITH freed AS MATERIALIZED (
-        SELECT e.job_id, pg_catalog.count(*)::integer AS n
-        FROM jobq_job_dependencies AS e
-        JOIN ROWS FROM (
-            pg_catalog.unnest(jobq__dependents_finished.job_ids),
-            pg_catalog.unnest(jobq__dependents_finished.statuses)
-        ) AS f (id, status) ON f.id OPERATOR(pg_catalog.=) e.depends_on
-        WHERE e.depends_on OPERATOR(pg_catalog.=) ANY (jobq__dependents_finished.job_ids)
-          AND (f.status OPERATOR(pg_catalog.=) 'succeeded'
-               OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
-                   AND f.status OPERATOR(pg_catalog.<>) 'pruned'))
-        GROUP BY e.job_id
-    ),
+    RETURN v_released OPERATOR(pg_catalog.+) coalesce(pg_catalog.cardinality(v_cancelled), 0);
+END;
+$$;
 
-    locked AS MATERIALIZED (
-        SELECT j.id
+COMMENT ON FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) IS 'Private. Applies the end of job_ids (each with its final status in statuses) to their
+waiting dependents: cancels those with rule cancel of a job that did not succeed (and with rule
+wait of a job that is gone, status pruned), transitively;
+decrements waiting_on of the others that the end frees and makes pending those left with none
+(those that other dependencies still hold back through jobq__dependents_probe, without waiting
+for them). Returns how many dependents were released or cancelled.';
+
+CREATE FUNCTION public.jobq__dependents_probe(children uuid[], counts integer[], finished uuid[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET enable_seqscan TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET jit TO 'off'
+    AS $$
+DECLARE
+    v_found uuid[];
+    v_end uuid[];
+    v_released integer;
+    v_queues text[];
+    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
+    v_now CONSTANT timestamptz := pg_catalog.now();
+BEGIN
+    -- The probes: no lock on the dependents, none waited for.
+    SELECT
+        pg_catalog.array_agg(c.id) FILTER (WHERE q.id IS NOT NULL),
+        pg_catalog.array_agg(c.id) FILTER (WHERE q.id IS NULL)
+    INTO v_found, v_end
+    FROM jobq_jobs AS c
+    LEFT JOIN LATERAL (
+        SELECT p.id
+        FROM (
+            SELECT e.depends_on
+            FROM jobq_job_dependencies AS e
+            WHERE e.job_id OPERATOR(pg_catalog.=) c.id
+              AND e.depends_on OPERATOR(pg_catalog.<>) ALL (jobq__dependents_probe.finished)
+            ORDER BY e.depends_on DESC
+            LIMIT 64
+        ) AS e
+        JOIN jobq_jobs AS p ON p.id OPERATOR(pg_catalog.=) e.depends_on
+        WHERE p.waiting_on OPERATOR(pg_catalog.=) 0
+        LIMIT 1
+        FOR SHARE OF p SKIP LOCKED
+    ) AS q ON TRUE
+    WHERE c.id OPERATOR(pg_catalog.=) ANY (jobq__dependents_probe.children)
+      AND c.waiting_on OPERATOR(pg_catalog.>) 0;
+
+    IF v_found IS NULL AND v_end IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- The end game's rows, in id order, waiting for their holders; then, in a new statement
+    -- (a snapshot taken after the locks), the recount, and the decrements of the probed
+    -- dependents whose row is free.
+    IF v_end IS NOT NULL THEN
+        PERFORM
         FROM jobq_jobs AS j
-        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT freed.job_id FROM freed))
+        WHERE j.id OPERATOR(pg_catalog.=) ANY (v_end)
           AND j.waiting_on OPERATOR(pg_catalog.>) 0
         ORDER BY j.id
-        FOR UPDATE
+        FOR UPDATE;
+    END IF;
+
+    WITH tried AS MATERIALIZED (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.id OPERATOR(pg_catalog.=) ANY (v_found)
+          AND j.waiting_on OPERATOR(pg_catalog.>) 0
+        ORDER BY j.id
+        FOR UPDATE SKIP LOCKED
+    ),
+
+    target AS MATERIALIZED (
+        SELECT t.id, f.n, NULL::integer AS held
+        FROM tried AS t
+        JOIN ROWS FROM (
+            pg_catalog.unnest(jobq__dependents_probe.children),
+            pg_catalog.unnest(jobq__dependents_probe.counts)
+        ) AS f (id, n) ON f.id OPERATOR(pg_catalog.=) t.id
+        UNION ALL
+        SELECT
+            g.id, 0,
+            (
+                SELECT pg_catalog.count(*)::integer
+                FROM jobq_job_dependencies AS e
+                WHERE e.job_id OPERATOR(pg_catalog.=) g.id
+                  AND (
+                      EXISTS (
+                          SELECT FROM jobq_jobs AS p
+                          WHERE p.id OPERATOR(pg_catalog.=) e.depends_on
+                      )
+                      -- rule wait: held unless it succeeded (gone from both tables, it is
+                      -- left to jobq_prune, which cancels the job)
+                      OR (
+                          e.on_failure OPERATOR(pg_catalog.=) 'wait'
+                          AND NOT EXISTS (
+                              SELECT FROM jobq_jobs_history AS h
+                              WHERE h.id OPERATOR(pg_catalog.=) e.depends_on
+                                AND h.status OPERATOR(pg_catalog.=) 'succeeded'
+                          )
+                      )
+                  )
+            )
+        FROM pg_catalog.unnest(v_end) AS g (id)
     ),
 
     released AS (
         UPDATE jobq_jobs AS j
         SET
-            waiting_on = j.waiting_on OPERATOR(pg_catalog.-) freed.n,
+            waiting_on = greatest(
+                coalesce(t.held, j.waiting_on OPERATOR(pg_catalog.-) t.n), 0
+            ),
             status = CASE
-                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n THEN 'pending'
+                WHEN coalesce(t.held, j.waiting_on OPERATOR(pg_catalog.-) t.n)
+                    OPERATOR(pg_catalog.<=) 0 THEN 'pending'
                 ELSE 'waiting'
             END,
             available_at = CASE
-                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n AND NOT j.scheduled
+                WHEN coalesce(t.held, j.waiting_on OPERATOR(pg_catalog.-) t.n)
+                    OPERATOR(pg_catalog.<=) 0 AND NOT j.scheduled
                     THEN v_now
                 ELSE j.available_at
             END,
             updated_at = v_now
-        FROM locked
-        JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) locked.id
-        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT locked.id FROM locked))
-          AND j.id OPERATOR(pg_catalog.=) locked.id
+        FROM target AS t
+        WHERE j.id OPERATOR(pg_catalog.=) t.id
           AND j.waiting_on OPERATOR(pg_catalog.>) 0
+          AND (t.held IS NULL OR t.held OPERATOR(pg_catalog.<>) j.waiting_on)
         RETURNING j.status, j.queue, j.available_at
     )
 
@@ -2564,19 +2741,20 @@ BEGIN
         )
     INTO v_released, v_queues
     FROM released AS r;
-    PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
     IF v_queues IS NOT NULL THEN
         PERFORM jobq__notify(v_queues);
     END IF;
-    RETURN v_released OPERATOR(pg_catalog.+) coalesce(pg_catalog.cardinality(v_cancelled), 0);
+    RETURN v_released;
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) IS 'Private. Applies the end of job_ids (each with its final status in statuses) to their
-waiting dependents: cancels those with rule cancel of a job that did not succeed (and with rule
-wait of a job that is gone, status pruned), transitively;
-decrements waiting_on of the others that the end frees and makes pending those left with none.
-Returns how many dependents were released or cancelled.';
+COMMENT ON FUNCTION public.jobq__dependents_probe(children uuid[], counts integer[], finished uuid[]) IS 'Private. Releases, without waiting for the other completions of their dependencies, the
+waiting children that a statement which finished the jobs finished frees (counts[i] of the
+edges of children[i]) while their waiting_on says others remain: a child with another
+dependency still unfinished and not being finished keeps waiting (that dependency locked FOR
+SHARE until this transaction ends, the child''s count decremented when its row is free); the
+others are locked and their count is recounted, 0 releasing them. Returns how many were
+released.';
 
 CREATE FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -4848,6 +5026,8 @@ DECLARE
     v_id uuid;
     v_freed uuid[];
     v_counts integer[];
+    v_rest uuid[];
+    v_rest_counts integer[];
     v_seen boolean;
     v_metrics boolean;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
@@ -5202,9 +5382,14 @@ BEGIN
         )
         WHERE j.id = v_freed[1]
           AND j.waiting_on > 0
+          -- others still hold it back (as read before the lock): not locked here, the
+          -- shared path below releases it without waiting for them
+          AND j.waiting_on <= v_counts[1]
         RETURNING j.*
         INTO v_next;
-        IF v_next.status = 'processing' THEN
+        IF NOT FOUND THEN
+            PERFORM jobq__dependents_probe(v_freed, v_counts, v_parents);
+        ELSIF v_next.status = 'processing' THEN
             v_handed := ARRAY[v_next.id];
             -- Counted as started when jobq_configure(metrics) is on (the setting is read
             -- with the probes, which a hand-off follows), as jobq__metrics_count counts it.
@@ -5240,10 +5425,12 @@ BEGIN
                 j.id, j.waiting_on, j.scheduled, j.limit_group, j.cancel_requested_at,
                 j.job_type, j.queue, j.priority
             FROM jobq_jobs AS j
+            JOIN freed ON freed.job_id = j.id
             WHERE j.id = ANY (ARRAY(SELECT freed.job_id FROM freed))
               AND j.waiting_on > 0
+              AND j.waiting_on <= freed.n
             ORDER BY j.id
-            FOR UPDATE
+            FOR UPDATE OF j
         ),
 
         handed AS MATERIALIZED (
@@ -5319,17 +5506,33 @@ BEGIN
         )
 
         SELECT
-            pg_catalog.array_agg(r.id) FILTER (WHERE r.status = 'processing'),
-            pg_catalog.array_agg(DISTINCT r.queue) FILTER (
-                WHERE r.status = 'pending' AND r.available_at <= v_now
-            )
-        INTO v_handed, v_queues
-        FROM released AS r
-        LEFT JOIN counted ON TRUE;
+            (
+                SELECT pg_catalog.array_agg(r.id) FILTER (WHERE r.status = 'processing')
+                FROM released AS r
+                LEFT JOIN counted ON TRUE
+            ),
+            (
+                SELECT pg_catalog.array_agg(DISTINCT r.queue) FILTER (
+                    WHERE r.status = 'pending' AND r.available_at <= v_now
+                )
+                FROM released AS r
+            ),
+            rest.ids,
+            rest.ns
+        INTO v_handed, v_queues, v_rest, v_rest_counts
+        FROM (
+            SELECT pg_catalog.array_agg(f.job_id) AS ids, pg_catalog.array_agg(f.n) AS ns
+            FROM freed AS f
+            WHERE NOT EXISTS (SELECT FROM released AS d WHERE d.id = f.job_id)
+        ) AS rest;
         -- Only the jobs released pending are announced: a handed-off job has its worker.
         PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
         IF v_queues IS NOT NULL THEN
             PERFORM jobq__notify(v_queues);
+        END IF;
+        -- Those that others still held back, released (pending) without waiting for them.
+        IF v_rest IS NOT NULL THEN
+            PERFORM jobq__dependents_probe(v_rest, v_rest_counts, v_parents);
         END IF;
     END IF;
     IF v_ids IS NOT NULL THEN
@@ -12380,6 +12583,8 @@ REVOKE ALL ON FUNCTION public.jobq__dependencies_gone() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq__dependency_argument_problem(depends_on uuid[], on_dependency_failure text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.jobq__dependents_probe(children uuid[], counts integer[], finished uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text) FROM PUBLIC;
 
