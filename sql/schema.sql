@@ -1622,7 +1622,7 @@ BEGIN
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, a.sa ASC, a.sid ASC
                 LIMIT v_want
-                FOR UPDATE OF j SKIP LOCKED
+                FOR NO KEY UPDATE OF j SKIP LOCKED
             ) AS l;
         END IF;
         -- Every other claim's candidates; and those of a claim by cursor alone that the TID scan
@@ -1657,7 +1657,7 @@ BEGIN
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, a.sa ASC, a.sid ASC
                 LIMIT v_want - pg_catalog.cardinality(v_round)
-                FOR UPDATE OF j SKIP LOCKED
+                FOR NO KEY UPDATE OF j SKIP LOCKED
             ) AS l;
         END IF;
         v_ids := pg_catalog.array_cat(v_ids, v_round);
@@ -2615,6 +2615,7 @@ for them). Returns how many dependents were released or cancelled.';
 CREATE FUNCTION public.jobq__dependents_probe(children uuid[], counts integer[], finished uuid[]) RETURNS integer
     LANGUAGE plpgsql
     SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
     SET plan_cache_mode TO 'force_generic_plan'
     SET jit TO 'off'
     AS $$
@@ -2637,15 +2638,20 @@ BEGIN
         FROM (
             SELECT e.depends_on
             FROM jobq_job_dependencies AS e
-            WHERE e.job_id OPERATOR(pg_catalog.=) c.id
+            -- The job's edges as a range of jobq_job_dependencies_pkey, read backwards in its
+            -- order: with job_id = c.id the order would be depends_on's alone, which
+            -- jobq_job_dependencies_depends_on_idx also gives, and a plan made on few
+            -- statistics reads that one, every job's edges, filtering them.
+            WHERE e.job_id OPERATOR(pg_catalog.>=) c.id
+              AND e.job_id OPERATOR(pg_catalog.<=) c.id
               AND e.depends_on OPERATOR(pg_catalog.<>) ALL (jobq__dependents_probe.finished)
-            ORDER BY e.depends_on DESC
+            ORDER BY e.job_id DESC, e.depends_on DESC
             LIMIT 64
         ) AS e
         JOIN jobq_jobs AS p ON p.id OPERATOR(pg_catalog.=) e.depends_on
         WHERE p.waiting_on OPERATOR(pg_catalog.=) 0
         LIMIT 1
-        FOR SHARE OF p SKIP LOCKED
+        FOR KEY SHARE OF p SKIP LOCKED
     ) AS q ON TRUE
     WHERE c.id OPERATOR(pg_catalog.=) ANY (jobq__dependents_probe.children)
       AND c.waiting_on OPERATOR(pg_catalog.>) 0;
@@ -2689,9 +2695,12 @@ BEGIN
                 FROM jobq_job_dependencies AS e
                 WHERE e.job_id OPERATOR(pg_catalog.=) g.id
                   AND (
+                      -- OFFSET 0: probed per edge by key (as an alternative, the planner
+                      -- would hash the whole of jobq_jobs for the EXISTS)
                       EXISTS (
                           SELECT FROM jobq_jobs AS p
                           WHERE p.id OPERATOR(pg_catalog.=) e.depends_on
+                          OFFSET 0
                       )
                       -- rule wait: held unless it succeeded (gone from both tables, it is
                       -- left to jobq_prune, which cancels the job)
@@ -2701,6 +2710,7 @@ BEGIN
                               SELECT FROM jobq_jobs_history AS h
                               WHERE h.id OPERATOR(pg_catalog.=) e.depends_on
                                 AND h.status OPERATOR(pg_catalog.=) 'succeeded'
+                              OFFSET 0
                           )
                       )
                   )
@@ -2752,7 +2762,7 @@ COMMENT ON FUNCTION public.jobq__dependents_probe(children uuid[], counts intege
 waiting children that a statement which finished the jobs finished frees (counts[i] of the
 edges of children[i]) while their waiting_on says others remain: a child with another
 dependency still unfinished and not being finished keeps waiting (that dependency locked FOR
-SHARE until this transaction ends, the child''s count decremented when its row is free); the
+KEY SHARE until this transaction ends, the child''s count decremented when its row is free); the
 others are locked and their count is recounted, 0 releasing them. Returns how many were
 released.';
 
@@ -5893,7 +5903,7 @@ BEGIN
           AND j.available_at <= v_now
         ORDER BY j.available_at
         LIMIT 1000
-        FOR UPDATE SKIP LOCKED
+        FOR NO KEY UPDATE SKIP LOCKED
     )
 
     , promoted AS (
@@ -5946,7 +5956,7 @@ BEGIN
           AND (j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts)
         ORDER BY j.locked_until
         LIMIT 1000
-        FOR UPDATE SKIP LOCKED
+        FOR NO KEY UPDATE SKIP LOCKED
     ),
 
     rerun AS MATERIALIZED (
@@ -5968,7 +5978,7 @@ BEGIN
           AND j.attempts < j.max_attempts
         ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
         LIMIT jobq_dequeue.batch_size
-        FOR UPDATE SKIP LOCKED
+        FOR NO KEY UPDATE SKIP LOCKED
     ),
 
     taken_back AS (
@@ -6290,7 +6300,7 @@ BEGIN
               AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT jobq_dequeue.batch_size
-            FOR UPDATE SKIP LOCKED
+            FOR NO KEY UPDATE SKIP LOCKED
         ),
 
         claimed AS (
@@ -6465,7 +6475,7 @@ BEGIN
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT v_want
-                FOR UPDATE SKIP LOCKED
+                FOR NO KEY UPDATE SKIP LOCKED
             ),
 
             claimed AS (
@@ -6631,7 +6641,7 @@ Result: the claimed rows of jobq_jobs, highest priority first, then available_at
 Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
 lock_timeout <= 0, job_types or queues of more than 1000 names or with a name longer than 200
 characters.
-Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
+Concurrency: FOR NO KEY UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
 same job, one call never locks or claims more than batch_size pending rows, and it never comes
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
 awaits sends a NOTIFY on the done channel (an empty payload).';

@@ -11,13 +11,16 @@
 -- history), and above 0 exactly while the job waits. Each dependent here ends one of three
 -- ways, none of which waits for the other completions of its dependencies:
 --   * probe: a dependency other than the finished ones, still in jobq_jobs, not waiting itself
---     and not locked (nobody is finishing it), is locked FOR SHARE until this transaction
---     ends (SKIP LOCKED: the probe never waits; highest id first, the dependency claimed last
---     in a fan-in). Its own end (the DELETE that finishes it, or the failure's UPDATE) then
---     waits for this commit, and reads the count after it. The dependent's row is also
---     locked if it is free (SKIP LOCKED) and its count decremented then, so that the count is
---     exact whenever the completions of a job's dependencies do not overlap; when another
---     transaction holds the row, the count is left as it is (an upper bound);
+--     and not locked by a DELETE (nobody is finishing it), is locked FOR KEY SHARE until this
+--     transaction ends (SKIP LOCKED: the probe never waits; highest id first, the dependency
+--     claimed last in a fan-in). The DELETE that finishes it (a completion's, or the retire
+--     trigger's after a failure or a cancel) then waits for this commit, and its release reads
+--     the count after it. KEY SHARE conflicts with nothing else a worker does to that row:
+--     its claim (FOR NO KEY UPDATE), heartbeat, failure or release UPDATE goes on. The
+--     dependent's row is also locked if it is free (SKIP LOCKED) and its count decremented
+--     then, so that the count is exact whenever the completions of a job's dependencies do
+--     not overlap; when another transaction holds the row, the count is left as it is (an
+--     upper bound);
 --   * end game: no such dependency. The dependent's row is locked (id order, waiting), and
 --     the next statement, whose snapshot is taken after the lock, recounts the edges that
 --     still hold it (the dependencies finished in this transaction are gone for it) and sets
@@ -29,9 +32,11 @@
 -- not cost a long scan per completion.
 --
 -- Plans: the dependents by primary key, their edges through jobq_job_dependencies_pkey
--- (job_id, depends_on), the dependencies by primary key; enable_seqscan off and generic
--- plans, as jobq__dependents_finished. Not SECURITY DEFINER, and no search_path in its SET
--- clauses: it runs inside its callers, with their search_path, and is granted to nobody.
+-- (job_id, depends_on) read backwards (a bitmap scan would read all of a job's edges and
+-- sort them: bitmap scans off), the dependencies by primary key, one edge at a time;
+-- enable_seqscan off and generic plans, as jobq__dependents_finished. Not SECURITY DEFINER,
+-- and no search_path in its SET clauses: it runs inside its callers, with their search_path,
+-- and is granted to nobody.
 
 CREATE OR REPLACE FUNCTION jobq__dependents_probe(
     children uuid[],
@@ -41,6 +46,7 @@ CREATE OR REPLACE FUNCTION jobq__dependents_probe(
 LANGUAGE plpgsql
 VOLATILE
 SET enable_seqscan = off
+SET enable_bitmapscan = off
 SET plan_cache_mode = force_generic_plan
 SET jit = off
 AS $$
@@ -63,15 +69,20 @@ BEGIN
         FROM (
             SELECT e.depends_on
             FROM jobq_job_dependencies AS e
-            WHERE e.job_id OPERATOR(pg_catalog.=) c.id
+            -- The job's edges as a range of jobq_job_dependencies_pkey, read backwards in its
+            -- order: with job_id = c.id the order would be depends_on's alone, which
+            -- jobq_job_dependencies_depends_on_idx also gives, and a plan made on few
+            -- statistics reads that one, every job's edges, filtering them.
+            WHERE e.job_id OPERATOR(pg_catalog.>=) c.id
+              AND e.job_id OPERATOR(pg_catalog.<=) c.id
               AND e.depends_on OPERATOR(pg_catalog.<>) ALL (jobq__dependents_probe.finished)
-            ORDER BY e.depends_on DESC
+            ORDER BY e.job_id DESC, e.depends_on DESC
             LIMIT 64
         ) AS e
         JOIN jobq_jobs AS p ON p.id OPERATOR(pg_catalog.=) e.depends_on
         WHERE p.waiting_on OPERATOR(pg_catalog.=) 0
         LIMIT 1
-        FOR SHARE OF p SKIP LOCKED
+        FOR KEY SHARE OF p SKIP LOCKED
     ) AS q ON TRUE
     WHERE c.id OPERATOR(pg_catalog.=) ANY (jobq__dependents_probe.children)
       AND c.waiting_on OPERATOR(pg_catalog.>) 0;
@@ -115,9 +126,12 @@ BEGIN
                 FROM jobq_job_dependencies AS e
                 WHERE e.job_id OPERATOR(pg_catalog.=) g.id
                   AND (
+                      -- OFFSET 0: probed per edge by key (as an alternative, the planner
+                      -- would hash the whole of jobq_jobs for the EXISTS)
                       EXISTS (
                           SELECT FROM jobq_jobs AS p
                           WHERE p.id OPERATOR(pg_catalog.=) e.depends_on
+                          OFFSET 0
                       )
                       -- rule wait: held unless it succeeded (gone from both tables, it is
                       -- left to jobq_prune, which cancels the job)
@@ -127,6 +141,7 @@ BEGIN
                               SELECT FROM jobq_jobs_history AS h
                               WHERE h.id OPERATOR(pg_catalog.=) e.depends_on
                                 AND h.status OPERATOR(pg_catalog.=) 'succeeded'
+                              OFFSET 0
                           )
                       )
                   )
@@ -179,7 +194,7 @@ COMMENT ON FUNCTION jobq__dependents_probe(uuid[], integer[], uuid[]) IS
 waiting children that a statement which finished the jobs finished frees (counts[i] of the
 edges of children[i]) while their waiting_on says others remain: a child with another
 dependency still unfinished and not being finished keeps waiting (that dependency locked FOR
-SHARE until this transaction ends, the child''s count decremented when its row is free); the
+KEY SHARE until this transaction ends, the child''s count decremented when its row is free); the
 others are locked and their count is recounted, 0 releasing them. Returns how many were
 released.';
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests.plans import log_plans
 
 from pgq_client import Queue
 
@@ -43,21 +44,28 @@ def _row(conn: Conn, job_id: uuid.UUID) -> tuple[Any, ...]:
     return tuple(row)
 
 
-def test_a_share_lock_skips_a_row_being_finished_and_drops_one_finished_meanwhile(
+def test_a_key_share_skips_a_row_being_deleted_and_drops_one_deleted_meanwhile(
     dsn: str, conn: Conn
 ) -> None:
-    """What the probe relies on, under READ COMMITTED: FOR SHARE SKIP LOCKED passes over a
-    row that an open transaction deletes (or updates); a row whose DELETE commits while the
-    lock waits is dropped, not returned; one updated meanwhile is locked in its new version
-    and returned."""
+    """What the probe relies on, under READ COMMITTED: FOR KEY SHARE SKIP LOCKED passes over
+    a row that an open transaction deletes, and locks one that it updates (a claim's lock
+    included) without waiting; a row whose DELETE commits while the lock waits is dropped,
+    not returned; one updated meanwhile is locked in its new version and returned."""
     q = Queue(dsn)
-    a, b = q.enqueue("x"), q.enqueue("x")
-    probe = "SELECT id FROM jobq_jobs WHERE id = ANY(%s) ORDER BY id FOR SHARE"
+    a, b, c = q.enqueue("x"), q.enqueue("x"), q.enqueue("x")
+    probe = "SELECT id FROM jobq_jobs WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE"
     with psycopg.connect(dsn) as x, psycopg.connect(dsn) as y:
         x.execute("DELETE FROM jobq_jobs WHERE id = %s", (a,))
         x.execute("UPDATE jobq_jobs SET priority = 7 WHERE id = %s", (b,))
-        assert y.execute(probe + " SKIP LOCKED", ([a, b],)).fetchall() == []
+        x.execute("SELECT FROM jobq_jobs WHERE id = %s FOR NO KEY UPDATE", (c,))
+        y.execute("SET lock_timeout = '1ms'")  # a wait would be an error
+        assert y.execute(probe + " SKIP LOCKED", ([a, b, c],)).fetchall() == [(b,), (c,)]
         y.rollback()
+        x.rollback()
+        # now the lock waits: for a's DELETE, then for b (held FOR UPDATE as it is updated)
+        x.execute("DELETE FROM jobq_jobs WHERE id = %s", (a,))
+        x.execute("UPDATE jobq_jobs SET priority = 7 WHERE id = %s", (b,))
+        x.execute("SELECT FROM jobq_jobs WHERE id = %s FOR UPDATE", (b,))
         got: list[Any] = []
         pid = y.info.backend_pid
         waiter = threading.Thread(target=lambda: got.extend(y.execute(probe, ([a, b],)).fetchall()))
@@ -84,7 +92,7 @@ def test_a_fan_in_completion_does_not_wait_for_another_open_one(dsn: str, conn: 
         assert a.execute("SELECT jobq_complete(%s, 'w')", (p1,)).fetchone() == (True,)
         b.execute("SET lock_timeout = '1ms'")
         assert b.execute("SELECT jobq_complete(%s, 'w')", (p2,)).fetchone() == (True,)
-        # p3, the one left, is held FOR SHARE by both: its completion waits for them
+        # p3, the one left, is held FOR KEY SHARE by both: its completion waits for them
         assert conn.execute(
             "SELECT count(*)::int FROM pg_locks WHERE locktype = 'transactionid'"
             " AND NOT granted"
@@ -158,6 +166,41 @@ def test_the_last_two_completing_at_once_release_the_job_once(dsn: str, conn: Co
     assert conn.execute(
         "SELECT array_agg(id) FROM jobq_dequeue('w2', ARRAY['c'], 10)"
     ).fetchone() == ([child],)
+
+
+def test_a_probe_reads_its_jobs_edges_by_key_beside_a_larger_graph(conn: Conn) -> None:
+    """Before any ANALYZE, a fan-in of 50 beside a fan-in of 2,000 enqueued after it (whose
+    edges come later in jobq_job_dependencies_depends_on_idx): the completions of the small
+    one's dependencies probe its edges through the primary key, a range of its own edges,
+    and its end game probes the dependencies one by one; no plan reads the depends_on index
+    backwards or hashes the jobs."""
+    small = conn.execute(
+        "SELECT array_agg(id ORDER BY ord) FROM jobq_enqueue_many((SELECT jsonb_agg("
+        "CASE WHEN i <= 50 THEN '{\"job_type\": \"s\"}'::jsonb ELSE jsonb_build_object("
+        "'job_type', 'c', 'after', (SELECT jsonb_agg(k) FROM generate_series(1, 50) AS k)) END)"
+        " FROM generate_series(1, 51) AS i))"
+    ).fetchone()
+    conn.execute(
+        "SELECT count(*) FROM jobq_enqueue_many((SELECT jsonb_agg("
+        "CASE WHEN i <= 2000 THEN '{\"job_type\": \"b\"}'::jsonb ELSE jsonb_build_object("
+        "'job_type', 'c', 'after', (SELECT jsonb_agg(k) FROM generate_series(1, 2000) AS k)) END)"
+        " FROM generate_series(1, 2001) AS i))"
+    )
+    assert small is not None
+    child = small[0][-1]
+    plans = log_plans(conn, "auto_explain.log_analyze = on")
+    while claimed := _claim(conn, "w", "s", 10):
+        conn.execute("SELECT jobq_complete_many(%s::uuid[], 'w')", (claimed,))
+    probes = [p for p in plans if "FOR KEY SHARE OF p SKIP LOCKED" in p]
+    assert probes, "no plan of the probe was logged"
+    for p in probes:
+        assert "Scan Backward using jobq_job_dependencies_pkey" in p, p
+        assert "using jobq_job_dependencies_depends_on_idx" not in p, p
+        assert "Bitmap" not in p, p
+    recounts = [p for p in plans if "unnest(v_end) AS g" in p]
+    assert recounts, "no plan of the end game's recount was logged"
+    assert not any("hashed SubPlan" in p for p in recounts), recounts[0]
+    assert _row(conn, child) == ("pending", 0)
 
 
 LEDGER = """
