@@ -12,11 +12,11 @@
 -- ways, none of which waits for the other completions of its dependencies:
 --   * probe: a dependency other than the finished ones, still in jobq_jobs, not waiting itself
 --     and not locked by a DELETE (nobody is finishing it), is locked FOR KEY SHARE until this
---     transaction ends (SKIP LOCKED: the probe never waits; highest id first, the dependency
---     claimed last in a fan-in). The DELETE that finishes it (a completion's, or the retire
---     trigger's after a failure or a cancel) then waits for this commit, and its release reads
---     the count after it. KEY SHARE conflicts with nothing else a worker does to that row:
---     its claim (FOR NO KEY UPDATE), heartbeat, failure or release UPDATE goes on. The
+--     transaction ends (SKIP LOCKED, and at most 1 ms of wait, below; highest id first, the
+--     dependency claimed last in a fan-in). The DELETE that finishes it (a completion's, or
+--     the retire trigger's after a failure or a cancel) then waits for this commit, and its
+--     release reads the count after it. KEY SHARE conflicts with nothing else a worker does
+--     to that row: its claim (FOR NO KEY UPDATE), failure or release UPDATE goes on. The
 --     dependent's row is also locked if it is free (SKIP LOCKED) and its count decremented
 --     then, so that the count is exact whenever the completions of a job's dependencies do
 --     not overlap; when another transaction holds the row, the count is left as it is (an
@@ -55,37 +55,59 @@ DECLARE
     v_end uuid[];
     v_released integer;
     v_queues text[];
+    v_timeout text;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
-    -- The probes: no lock on the dependents, none waited for.
-    SELECT
-        pg_catalog.array_agg(c.id) FILTER (WHERE q.id IS NOT NULL),
-        pg_catalog.array_agg(c.id) FILTER (WHERE q.id IS NULL)
-    INTO v_found, v_end
-    FROM jobq_jobs AS c
-    LEFT JOIN LATERAL (
-        SELECT p.id
-        FROM (
-            SELECT e.depends_on
-            FROM jobq_job_dependencies AS e
-            -- The job's edges as a range of jobq_job_dependencies_pkey, read backwards in its
-            -- order: with job_id = c.id the order would be depends_on's alone, which
-            -- jobq_job_dependencies_depends_on_idx also gives, and a plan made on few
-            -- statistics reads that one, every job's edges, filtering them.
-            WHERE e.job_id OPERATOR(pg_catalog.>=) c.id
-              AND e.job_id OPERATOR(pg_catalog.<=) c.id
-              AND e.depends_on OPERATOR(pg_catalog.<>) ALL (jobq__dependents_probe.finished)
-            ORDER BY e.job_id DESC, e.depends_on DESC
-            LIMIT 64
-        ) AS e
-        JOIN jobq_jobs AS p ON p.id OPERATOR(pg_catalog.=) e.depends_on
-        WHERE p.waiting_on OPERATOR(pg_catalog.=) 0
-        LIMIT 1
-        FOR KEY SHARE OF p SKIP LOCKED
-    ) AS q ON TRUE
-    WHERE c.id OPERATOR(pg_catalog.=) ANY (jobq__dependents_probe.children)
-      AND c.waiting_on OPERATOR(pg_catalog.>) 0;
+    -- The probes: no lock on the dependents. A key-share lock never waits for a row's
+    -- holder (SKIP LOCKED), but PostgreSQL also locks the newer versions of a row that an
+    -- open transaction has updated, and waits for that transaction there whatever the
+    -- SKIP LOCKED (heap_lock_updated_tuple): such a wait, which can close a cycle with that
+    -- transaction, is cut to 1 ms and ends the probes of this call (a subtransaction rolled
+    -- back: the end game for every dependent, which is always right).
+    v_timeout := pg_catalog.current_setting('lock_timeout');
+    BEGIN
+        PERFORM pg_catalog.set_config('lock_timeout', '1ms', TRUE);
+        SELECT
+            pg_catalog.array_agg(c.id) FILTER (WHERE q.id IS NOT NULL),
+            pg_catalog.array_agg(c.id) FILTER (WHERE q.id IS NULL)
+        INTO v_found, v_end
+        FROM jobq_jobs AS c
+        LEFT JOIN LATERAL (
+            SELECT p.id
+            FROM (
+                SELECT e.depends_on
+                FROM jobq_job_dependencies AS e
+                -- The job's edges as a range of jobq_job_dependencies_pkey, read backwards
+                -- in its order: with job_id = c.id the order would be depends_on's alone,
+                -- which jobq_job_dependencies_depends_on_idx also gives, and a plan made on
+                -- few statistics reads that one, every job's edges, filtering them.
+                WHERE e.job_id OPERATOR(pg_catalog.>=) c.id
+                  AND e.job_id OPERATOR(pg_catalog.<=) c.id
+                  AND e.depends_on OPERATOR(pg_catalog.<>) ALL (jobq__dependents_probe.finished)
+                ORDER BY e.job_id DESC, e.depends_on DESC
+                LIMIT 64
+            ) AS e
+            JOIN jobq_jobs AS p ON p.id OPERATOR(pg_catalog.=) e.depends_on
+            WHERE p.waiting_on OPERATOR(pg_catalog.=) 0
+            LIMIT 1
+            FOR KEY SHARE OF p SKIP LOCKED
+        ) AS q ON TRUE
+        WHERE c.id OPERATOR(pg_catalog.=) ANY (jobq__dependents_probe.children)
+          AND c.waiting_on OPERATOR(pg_catalog.>) 0;
+        PERFORM pg_catalog.set_config('lock_timeout', v_timeout, TRUE);
+    EXCEPTION WHEN lock_not_available THEN
+        v_found := NULL;
+        v_end := ARRAY(
+            SELECT c.id
+            FROM jobq_jobs AS c
+            WHERE c.id OPERATOR(pg_catalog.=) ANY (jobq__dependents_probe.children)
+              AND c.waiting_on OPERATOR(pg_catalog.>) 0
+        );
+        IF pg_catalog.cardinality(v_end) OPERATOR(pg_catalog.=) 0 THEN
+            v_end := NULL;
+        END IF;
+    END;
 
     IF v_found IS NULL AND v_end IS NULL THEN
         RETURN 0;

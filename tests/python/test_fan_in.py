@@ -77,6 +77,31 @@ def test_a_key_share_skips_a_row_being_deleted_and_drops_one_deleted_meanwhile(
     assert got == [(b,)]
 
 
+def test_a_probe_that_would_wait_on_a_newer_version_ends_in_the_end_game(
+    dsn: str, conn: Conn
+) -> None:
+    """FOR KEY SHARE SKIP LOCKED still waits when the row has a newer version, made by an
+    open transaction, that this transaction then locks (PostgreSQL locks the newer versions
+    too): the probe gives up after 1 ms instead, and the completion ends in the end game (the
+    job locked and recounted: the other dependency still holds it), without an error."""
+    q = Queue(dsn)
+    p1, p2 = q.enqueue_many([{"job_type": "p"}] * 2)
+    child = q.enqueue("c", depends_on=[p1, p2])
+    with psycopg.connect(dsn, autocommit=True) as w:
+        _claim(w, "w", "p", 2)
+    with psycopg.connect(dsn) as x, psycopg.connect(dsn, autocommit=True) as a:
+        x.execute("UPDATE jobq_jobs SET priority = priority WHERE id = %s", (p2,))
+        x.execute("SELECT FROM jobq_jobs WHERE id = %s FOR UPDATE", (p2,))
+        a.execute("SET lock_timeout = '30s'")
+        assert a.execute("SELECT jobq_complete(%s, 'w')", (p1,)).fetchone() == (True,)
+        assert a.execute("SHOW lock_timeout").fetchone() == ("30s",)
+        assert _row(conn, child) == ("waiting", 1)
+        x.rollback()
+    with psycopg.connect(dsn, autocommit=True) as b:
+        assert b.execute("SELECT jobq_complete(%s, 'w')", (p2,)).fetchone() == (True,)
+    assert _row(conn, child) == ("pending", 0)
+
+
 def test_a_fan_in_completion_does_not_wait_for_another_open_one(dsn: str, conn: Conn) -> None:
     """Two sessions each complete one of the three dependencies of a job, in transactions left
     open: the second completes at once (lock_timeout turns a wait into an error), leaving a
