@@ -1622,7 +1622,7 @@ BEGIN
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, a.sa ASC, a.sid ASC
                 LIMIT v_want
-                FOR NO KEY UPDATE OF j SKIP LOCKED
+                FOR UPDATE OF j SKIP LOCKED
             ) AS l;
         END IF;
         -- Every other claim's candidates; and those of a claim by cursor alone that the TID scan
@@ -1657,7 +1657,7 @@ BEGIN
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, a.sa ASC, a.sid ASC
                 LIMIT v_want - pg_catalog.cardinality(v_round)
-                FOR NO KEY UPDATE OF j SKIP LOCKED
+                FOR UPDATE OF j SKIP LOCKED
             ) AS l;
         END IF;
         v_ids := pg_catalog.array_cat(v_ids, v_round);
@@ -2421,106 +2421,9 @@ DECLARE
     v_released integer;
     v_queues text[];
     v_nestloop text;
-    v_rest uuid[];
-    v_rest_counts integer[];
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
     v_now CONSTANT timestamptz := pg_catalog.now();
 BEGIN
-    -- The release comes before the cancel walk: a dependent that jobq__dependents_probe
-    -- recounts sees every dependency this transaction has finished as gone, so each of them
-    -- must have had its own release by then (the walk's cancels release in a nested call).
-    -- The dependents are found by their ids (an index condition) and joined to their counts by
-    -- a hash, in one pass, with nested loops off for this statement only (the cancel walk
-    -- below probes the edges per ended job and needs them): planned on no statistics (a graph
-    -- enqueued and run before any ANALYZE), a nested loop compared each dependent with every
-    -- count, K x K for a fan-out of K.
-    v_nestloop := pg_catalog.current_setting('enable_nestloop');
-    PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
-    WITH freed AS MATERIALIZED (
-        SELECT e.job_id, pg_catalog.count(*)::integer AS n
-        FROM jobq_job_dependencies AS e
-        JOIN ROWS FROM (
-            pg_catalog.unnest(jobq__dependents_finished.job_ids),
-            pg_catalog.unnest(jobq__dependents_finished.statuses)
-        ) AS f (id, status) ON f.id OPERATOR(pg_catalog.=) e.depends_on
-        WHERE e.depends_on OPERATOR(pg_catalog.=) ANY (jobq__dependents_finished.job_ids)
-          AND (f.status OPERATOR(pg_catalog.=) 'succeeded'
-               OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
-                   AND f.status OPERATOR(pg_catalog.<>) 'pruned'))
-        GROUP BY e.job_id
-    ),
-
-    locked AS MATERIALIZED (
-        SELECT j.id
-        FROM jobq_jobs AS j
-        JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) j.id
-        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT freed.job_id FROM freed))
-          AND j.waiting_on OPERATOR(pg_catalog.>) 0
-          AND j.waiting_on OPERATOR(pg_catalog.<=) freed.n
-        ORDER BY j.id
-        FOR UPDATE OF j
-    ),
-
-    released AS (
-        UPDATE jobq_jobs AS j
-        SET
-            waiting_on = j.waiting_on OPERATOR(pg_catalog.-) freed.n,
-            status = CASE
-                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n THEN 'pending'
-                ELSE 'waiting'
-            END,
-            available_at = CASE
-                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n AND NOT j.scheduled
-                    THEN v_now
-                ELSE j.available_at
-            END,
-            updated_at = v_now
-        FROM locked
-        JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) locked.id
-        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT locked.id FROM locked))
-          AND j.id OPERATOR(pg_catalog.=) locked.id
-          AND j.waiting_on OPERATOR(pg_catalog.>) 0
-        RETURNING j.id, j.status, j.queue, j.available_at
-    )
-
-    -- The dependents left unlocked (read with others still holding them back, or no longer
-    -- waiting) come out with the count, for jobq__dependents_probe below.
-    SELECT
-        (
-            SELECT (pg_catalog.count(*) FILTER (
-                WHERE r.status OPERATOR(pg_catalog.=) 'pending'
-            ))::integer
-            FROM released AS r
-        ),
-        (
-            SELECT pg_catalog.array_agg(DISTINCT r.queue) FILTER (
-                WHERE r.status OPERATOR(pg_catalog.=) 'pending'
-                  AND r.available_at OPERATOR(pg_catalog.<=) v_now
-            )
-            FROM released AS r
-        ),
-        rest.ids,
-        rest.ns
-    INTO v_released, v_queues, v_rest, v_rest_counts
-    FROM (
-        SELECT pg_catalog.array_agg(f.job_id) AS ids, pg_catalog.array_agg(f.n) AS ns
-        FROM freed AS f
-        WHERE NOT EXISTS (
-            SELECT FROM released AS d WHERE d.id OPERATOR(pg_catalog.=) f.job_id
-        )
-    ) AS rest;
-    PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
-    IF v_queues IS NOT NULL THEN
-        PERFORM jobq__notify(v_queues);
-    END IF;
-    -- The dependents that others still held back when this statement read them, without
-    -- waiting for those others (and the ones no longer waiting, which it skips).
-    IF v_rest IS NOT NULL THEN
-        v_released := v_released OPERATOR(pg_catalog.+) jobq__dependents_probe(
-            v_rest, v_rest_counts, jobq__dependents_finished.job_ids
-        );
-    END IF;
-
     -- Only ends other than success cancel anything: a completion skips this statement.
     IF pg_catalog.array_remove(jobq__dependents_finished.statuses, 'succeeded'::text)
         OPERATOR(pg_catalog.<>) '{}'::text[]
@@ -2601,167 +2504,55 @@ BEGIN
         END IF;
     END IF;
 
-    RETURN v_released OPERATOR(pg_catalog.+) coalesce(pg_catalog.cardinality(v_cancelled), 0);
-END;
-$$;
-
-COMMENT ON FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) IS 'Private. Applies the end of job_ids (each with its final status in statuses) to their
-waiting dependents: cancels those with rule cancel of a job that did not succeed (and with rule
-wait of a job that is gone, status pruned), transitively;
-decrements waiting_on of the others that the end frees and makes pending those left with none
-(those that other dependencies still hold back through jobq__dependents_probe, without waiting
-for them). Returns how many dependents were released or cancelled.';
-
-CREATE FUNCTION public.jobq__dependents_probe(children uuid[], counts integer[], finished uuid[]) RETURNS integer
-    LANGUAGE plpgsql
-    SET enable_seqscan TO 'off'
-    SET enable_bitmapscan TO 'off'
-    SET plan_cache_mode TO 'force_generic_plan'
-    SET jit TO 'off'
-    AS $$
-DECLARE
-    v_found uuid[];
-    v_end uuid[];
-    v_released integer;
-    v_queues text[];
-    v_timeout text;
-    -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
-    v_now CONSTANT timestamptz := pg_catalog.now();
-BEGIN
-    -- The probes: no lock on the dependents. A key-share lock never waits for a row's
-    -- holder (SKIP LOCKED), but PostgreSQL also locks the newer versions of a row that an
-    -- open transaction has updated, and waits for that transaction there whatever the
-    -- SKIP LOCKED (heap_lock_updated_tuple): such a wait, which can close a cycle with that
-    -- transaction, is cut to 1 ms and ends the probes of this call (a subtransaction rolled
-    -- back: the end game for every dependent, which is always right).
-    v_timeout := pg_catalog.current_setting('lock_timeout');
-    BEGIN
-        PERFORM pg_catalog.set_config('lock_timeout', '1ms', TRUE);
-        SELECT
-            pg_catalog.array_agg(c.id) FILTER (WHERE q.id IS NOT NULL),
-            pg_catalog.array_agg(c.id) FILTER (WHERE q.id IS NULL)
-        INTO v_found, v_end
-        FROM jobq_jobs AS c
-        LEFT JOIN LATERAL (
-            SELECT p.id
-            FROM (
-                SELECT e.depends_on
-                FROM jobq_job_dependencies AS e
-                -- The job's edges as a range of jobq_job_dependencies_pkey, read backwards
-                -- in its order: with job_id = c.id the order would be depends_on's alone,
-                -- which jobq_job_dependencies_depends_on_idx also gives, and a plan made on
-                -- few statistics reads that one, every job's edges, filtering them.
-                WHERE e.job_id OPERATOR(pg_catalog.>=) c.id
-                  AND e.job_id OPERATOR(pg_catalog.<=) c.id
-                  AND e.depends_on OPERATOR(pg_catalog.<>) ALL (jobq__dependents_probe.finished)
-                ORDER BY e.job_id DESC, e.depends_on DESC
-                LIMIT 64
-            ) AS e
-            JOIN jobq_jobs AS p ON p.id OPERATOR(pg_catalog.=) e.depends_on
-            WHERE p.waiting_on OPERATOR(pg_catalog.=) 0
-            LIMIT 1
-            FOR KEY SHARE OF p SKIP LOCKED
-        ) AS q ON TRUE
-        WHERE c.id OPERATOR(pg_catalog.=) ANY (jobq__dependents_probe.children)
-          AND c.waiting_on OPERATOR(pg_catalog.>) 0;
-        PERFORM pg_catalog.set_config('lock_timeout', v_timeout, TRUE);
-    EXCEPTION WHEN lock_not_available THEN
-        v_found := NULL;
-        v_end := ARRAY(
-            SELECT c.id
-            FROM jobq_jobs AS c
-            WHERE c.id OPERATOR(pg_catalog.=) ANY (jobq__dependents_probe.children)
-              AND c.waiting_on OPERATOR(pg_catalog.>) 0
-        );
-        IF pg_catalog.cardinality(v_end) OPERATOR(pg_catalog.=) 0 THEN
-            v_end := NULL;
-        END IF;
-    END;
-
-    IF v_found IS NULL AND v_end IS NULL THEN
-        RETURN 0;
-    END IF;
-    -- The end game's rows, in id order, waiting for their holders; then, in a new statement
-    -- (a snapshot taken after the locks), the recount, and the decrements of the probed
-    -- dependents whose row is free.
-    IF v_end IS NOT NULL THEN
-        PERFORM
-        FROM jobq_jobs AS j
-        WHERE j.id OPERATOR(pg_catalog.=) ANY (v_end)
-          AND j.waiting_on OPERATOR(pg_catalog.>) 0
-        ORDER BY j.id
-        FOR UPDATE;
-    END IF;
-
-    WITH tried AS MATERIALIZED (
-        SELECT j.id
-        FROM jobq_jobs AS j
-        WHERE j.id OPERATOR(pg_catalog.=) ANY (v_found)
-          AND j.waiting_on OPERATOR(pg_catalog.>) 0
-        ORDER BY j.id
-        FOR UPDATE SKIP LOCKED
+    -- The dependents are found by their ids (an index condition) and joined to their counts by
+    -- a hash, in one pass, with nested loops off for this statement only (the cancel walk
+    -- above probes the edges per ended job and needs them): planned on no statistics (a graph
+    -- enqueued and run before any ANALYZE), a nested loop compared each dependent with every
+    -- count, K x K for a fan-out of K.
+    v_nestloop := pg_catalog.current_setting('enable_nestloop');
+    PERFORM pg_catalog.set_config('enable_nestloop', 'off', TRUE);
+    WITH freed AS MATERIALIZED (
+        SELECT e.job_id, pg_catalog.count(*)::integer AS n
+        FROM jobq_job_dependencies AS e
+        JOIN ROWS FROM (
+            pg_catalog.unnest(jobq__dependents_finished.job_ids),
+            pg_catalog.unnest(jobq__dependents_finished.statuses)
+        ) AS f (id, status) ON f.id OPERATOR(pg_catalog.=) e.depends_on
+        WHERE e.depends_on OPERATOR(pg_catalog.=) ANY (jobq__dependents_finished.job_ids)
+          AND (f.status OPERATOR(pg_catalog.=) 'succeeded'
+               OR (e.on_failure OPERATOR(pg_catalog.=) 'run'
+                   AND f.status OPERATOR(pg_catalog.<>) 'pruned'))
+        GROUP BY e.job_id
     ),
 
-    target AS MATERIALIZED (
-        SELECT t.id, f.n, NULL::integer AS held
-        FROM tried AS t
-        JOIN ROWS FROM (
-            pg_catalog.unnest(jobq__dependents_probe.children),
-            pg_catalog.unnest(jobq__dependents_probe.counts)
-        ) AS f (id, n) ON f.id OPERATOR(pg_catalog.=) t.id
-        UNION ALL
-        SELECT
-            g.id, 0,
-            (
-                SELECT pg_catalog.count(*)::integer
-                FROM jobq_job_dependencies AS e
-                WHERE e.job_id OPERATOR(pg_catalog.=) g.id
-                  AND (
-                      -- OFFSET 0: probed per edge by key (as an alternative, the planner
-                      -- would hash the whole of jobq_jobs for the EXISTS)
-                      EXISTS (
-                          SELECT FROM jobq_jobs AS p
-                          WHERE p.id OPERATOR(pg_catalog.=) e.depends_on
-                          OFFSET 0
-                      )
-                      -- rule wait: held unless it succeeded (gone from both tables, it is
-                      -- left to jobq_prune, which cancels the job)
-                      OR (
-                          e.on_failure OPERATOR(pg_catalog.=) 'wait'
-                          AND NOT EXISTS (
-                              SELECT FROM jobq_jobs_history AS h
-                              WHERE h.id OPERATOR(pg_catalog.=) e.depends_on
-                                AND h.status OPERATOR(pg_catalog.=) 'succeeded'
-                              OFFSET 0
-                          )
-                      )
-                  )
-            )
-        FROM pg_catalog.unnest(v_end) AS g (id)
+    locked AS MATERIALIZED (
+        SELECT j.id
+        FROM jobq_jobs AS j
+        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT freed.job_id FROM freed))
+          AND j.waiting_on OPERATOR(pg_catalog.>) 0
+        ORDER BY j.id
+        FOR UPDATE
     ),
 
     released AS (
         UPDATE jobq_jobs AS j
         SET
-            waiting_on = greatest(
-                coalesce(t.held, j.waiting_on OPERATOR(pg_catalog.-) t.n), 0
-            ),
+            waiting_on = j.waiting_on OPERATOR(pg_catalog.-) freed.n,
             status = CASE
-                WHEN coalesce(t.held, j.waiting_on OPERATOR(pg_catalog.-) t.n)
-                    OPERATOR(pg_catalog.<=) 0 THEN 'pending'
+                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n THEN 'pending'
                 ELSE 'waiting'
             END,
             available_at = CASE
-                WHEN coalesce(t.held, j.waiting_on OPERATOR(pg_catalog.-) t.n)
-                    OPERATOR(pg_catalog.<=) 0 AND NOT j.scheduled
+                WHEN j.waiting_on OPERATOR(pg_catalog.<=) freed.n AND NOT j.scheduled
                     THEN v_now
                 ELSE j.available_at
             END,
             updated_at = v_now
-        FROM target AS t
-        WHERE j.id OPERATOR(pg_catalog.=) t.id
+        FROM locked
+        JOIN freed ON freed.job_id OPERATOR(pg_catalog.=) locked.id
+        WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT locked.id FROM locked))
+          AND j.id OPERATOR(pg_catalog.=) locked.id
           AND j.waiting_on OPERATOR(pg_catalog.>) 0
-          AND (t.held IS NULL OR t.held OPERATOR(pg_catalog.<>) j.waiting_on)
         RETURNING j.status, j.queue, j.available_at
     )
 
@@ -2773,20 +2564,19 @@ BEGIN
         )
     INTO v_released, v_queues
     FROM released AS r;
+    PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
     IF v_queues IS NOT NULL THEN
         PERFORM jobq__notify(v_queues);
     END IF;
-    RETURN v_released;
+    RETURN v_released OPERATOR(pg_catalog.+) coalesce(pg_catalog.cardinality(v_cancelled), 0);
 END;
 $$;
 
-COMMENT ON FUNCTION public.jobq__dependents_probe(children uuid[], counts integer[], finished uuid[]) IS 'Private. Releases, without waiting for the other completions of their dependencies, the
-waiting children that a statement which finished the jobs finished frees (counts[i] of the
-edges of children[i]) while their waiting_on says others remain: a child with another
-dependency still unfinished and not being finished keeps waiting (that dependency locked FOR
-KEY SHARE until this transaction ends, the child''s count decremented when its row is free); the
-others are locked and their count is recounted, 0 releasing them. Returns how many were
-released.';
+COMMENT ON FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) IS 'Private. Applies the end of job_ids (each with its final status in statuses) to their
+waiting dependents: cancels those with rule cancel of a job that did not succeed (and with rule
+wait of a job that is gone, status pruned), transitively;
+decrements waiting_on of the others that the end frees and makes pending those left with none.
+Returns how many dependents were released or cancelled.';
 
 CREATE FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -5058,8 +4848,6 @@ DECLARE
     v_id uuid;
     v_freed uuid[];
     v_counts integer[];
-    v_rest uuid[];
-    v_rest_counts integer[];
     v_seen boolean;
     v_metrics boolean;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
@@ -5414,14 +5202,9 @@ BEGIN
         )
         WHERE j.id = v_freed[1]
           AND j.waiting_on > 0
-          -- others still hold it back (as read before the lock): not locked here, the
-          -- shared path below releases it without waiting for them
-          AND j.waiting_on <= v_counts[1]
         RETURNING j.*
         INTO v_next;
-        IF NOT FOUND THEN
-            PERFORM jobq__dependents_probe(v_freed, v_counts, v_parents);
-        ELSIF v_next.status = 'processing' THEN
+        IF v_next.status = 'processing' THEN
             v_handed := ARRAY[v_next.id];
             -- Counted as started when jobq_configure(metrics) is on (the setting is read
             -- with the probes, which a hand-off follows), as jobq__metrics_count counts it.
@@ -5457,12 +5240,10 @@ BEGIN
                 j.id, j.waiting_on, j.scheduled, j.limit_group, j.cancel_requested_at,
                 j.job_type, j.queue, j.priority
             FROM jobq_jobs AS j
-            JOIN freed ON freed.job_id = j.id
             WHERE j.id = ANY (ARRAY(SELECT freed.job_id FROM freed))
               AND j.waiting_on > 0
-              AND j.waiting_on <= freed.n
             ORDER BY j.id
-            FOR UPDATE OF j
+            FOR UPDATE
         ),
 
         handed AS MATERIALIZED (
@@ -5538,33 +5319,17 @@ BEGIN
         )
 
         SELECT
-            (
-                SELECT pg_catalog.array_agg(r.id) FILTER (WHERE r.status = 'processing')
-                FROM released AS r
-                LEFT JOIN counted ON TRUE
-            ),
-            (
-                SELECT pg_catalog.array_agg(DISTINCT r.queue) FILTER (
-                    WHERE r.status = 'pending' AND r.available_at <= v_now
-                )
-                FROM released AS r
-            ),
-            rest.ids,
-            rest.ns
-        INTO v_handed, v_queues, v_rest, v_rest_counts
-        FROM (
-            SELECT pg_catalog.array_agg(f.job_id) AS ids, pg_catalog.array_agg(f.n) AS ns
-            FROM freed AS f
-            WHERE NOT EXISTS (SELECT FROM released AS d WHERE d.id = f.job_id)
-        ) AS rest;
+            pg_catalog.array_agg(r.id) FILTER (WHERE r.status = 'processing'),
+            pg_catalog.array_agg(DISTINCT r.queue) FILTER (
+                WHERE r.status = 'pending' AND r.available_at <= v_now
+            )
+        INTO v_handed, v_queues
+        FROM released AS r
+        LEFT JOIN counted ON TRUE;
         -- Only the jobs released pending are announced: a handed-off job has its worker.
         PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
         IF v_queues IS NOT NULL THEN
             PERFORM jobq__notify(v_queues);
-        END IF;
-        -- Those that others still held back, released (pending) without waiting for them.
-        IF v_rest IS NOT NULL THEN
-            PERFORM jobq__dependents_probe(v_rest, v_rest_counts, v_parents);
         END IF;
     END IF;
     IF v_ids IS NOT NULL THEN
@@ -5925,7 +5690,7 @@ BEGIN
           AND j.available_at <= v_now
         ORDER BY j.available_at
         LIMIT 1000
-        FOR NO KEY UPDATE SKIP LOCKED
+        FOR UPDATE SKIP LOCKED
     )
 
     , promoted AS (
@@ -5978,7 +5743,7 @@ BEGIN
           AND (j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts)
         ORDER BY j.locked_until
         LIMIT 1000
-        FOR NO KEY UPDATE SKIP LOCKED
+        FOR UPDATE SKIP LOCKED
     ),
 
     rerun AS MATERIALIZED (
@@ -6000,7 +5765,7 @@ BEGIN
           AND j.attempts < j.max_attempts
         ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
         LIMIT jobq_dequeue.batch_size
-        FOR NO KEY UPDATE SKIP LOCKED
+        FOR UPDATE SKIP LOCKED
     ),
 
     taken_back AS (
@@ -6322,7 +6087,7 @@ BEGIN
               AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT jobq_dequeue.batch_size
-            FOR NO KEY UPDATE SKIP LOCKED
+            FOR UPDATE SKIP LOCKED
         ),
 
         claimed AS (
@@ -6497,7 +6262,7 @@ BEGIN
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT v_want
-                FOR NO KEY UPDATE SKIP LOCKED
+                FOR UPDATE SKIP LOCKED
             ),
 
             claimed AS (
@@ -6663,7 +6428,7 @@ Result: the claimed rows of jobq_jobs, highest priority first, then available_at
 Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
 lock_timeout <= 0, job_types or queues of more than 1000 names or with a name longer than 200
 characters.
-Concurrency: FOR NO KEY UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
+Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
 same job, one call never locks or claims more than batch_size pending rows, and it never comes
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
 awaits sends a NOTIFY on the done channel (an empty payload).';
@@ -12615,8 +12380,6 @@ REVOKE ALL ON FUNCTION public.jobq__dependencies_gone() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.jobq__dependency_argument_problem(depends_on uuid[], on_dependency_failure text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__dependents_finished(job_ids uuid[], statuses text[]) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION public.jobq__dependents_probe(children uuid[], counts integer[], finished uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.jobq__error_entry(attempt integer, at jsonb, worker text, error text, kind text) FROM PUBLIC;
 

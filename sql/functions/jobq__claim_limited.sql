@@ -1178,7 +1178,7 @@ BEGIN
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, a.sa ASC, a.sid ASC
                 LIMIT v_want
-                FOR NO KEY UPDATE OF j SKIP LOCKED
+                FOR UPDATE OF j SKIP LOCKED
             ) AS l;
         END IF;
         -- Every other claim's candidates; and those of a claim by cursor alone that the TID scan
@@ -1213,7 +1213,7 @@ BEGIN
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, a.sa ASC, a.sid ASC
                 LIMIT v_want - pg_catalog.cardinality(v_round)
-                FOR NO KEY UPDATE OF j SKIP LOCKED
+                FOR UPDATE OF j SKIP LOCKED
             ) AS l;
         END IF;
         v_ids := pg_catalog.array_cat(v_ids, v_round);

@@ -32,11 +32,7 @@
 --   * metrics: counted as started, with a wait of 0 (it was available from the same instant);
 --     the worker's record (jobq__worker_seen) is kept as by every claim.
 -- The rows of dependents are locked in id order, as jobq__dependents_finished locks them, and
--- their counts decremented under that lock: a release is exactly once whatever the path. As
--- there, only the dependents whose count this completion covers (waiting_on <= n, read before
--- the lock) are locked here and may be handed off; those that other dependencies still hold
--- back (a fan-in's child) go to jobq__dependents_probe, which releases them pending without
--- waiting for those others' completions. One
+-- their counts decremented under that lock: a release is exactly once whatever the path. One
 -- freed dependent (a chain's step) is locked, released and handed off by one UPDATE by key:
 -- a step's cost is the number and set-up of its statements more than its rows, so it runs
 -- four (docs/decisions/0023-chain-step-in-four-statements.md).
@@ -83,8 +79,6 @@ DECLARE
     v_id uuid;
     v_freed uuid[];
     v_counts integer[];
-    v_rest uuid[];
-    v_rest_counts integer[];
     v_seen boolean;
     v_metrics boolean;
     -- A value, not now() in statements: Citus (docs/decisions/0002-sql-that-citus-can-run.md).
@@ -439,14 +433,9 @@ BEGIN
         )
         WHERE j.id = v_freed[1]
           AND j.waiting_on > 0
-          -- others still hold it back (as read before the lock): not locked here, the
-          -- shared path below releases it without waiting for them
-          AND j.waiting_on <= v_counts[1]
         RETURNING j.*
         INTO v_next;
-        IF NOT FOUND THEN
-            PERFORM jobq__dependents_probe(v_freed, v_counts, v_parents);
-        ELSIF v_next.status = 'processing' THEN
+        IF v_next.status = 'processing' THEN
             v_handed := ARRAY[v_next.id];
             -- Counted as started when jobq_configure(metrics) is on (the setting is read
             -- with the probes, which a hand-off follows), as jobq__metrics_count counts it.
@@ -482,12 +471,10 @@ BEGIN
                 j.id, j.waiting_on, j.scheduled, j.limit_group, j.cancel_requested_at,
                 j.job_type, j.queue, j.priority
             FROM jobq_jobs AS j
-            JOIN freed ON freed.job_id = j.id
             WHERE j.id = ANY (ARRAY(SELECT freed.job_id FROM freed))
               AND j.waiting_on > 0
-              AND j.waiting_on <= freed.n
             ORDER BY j.id
-            FOR UPDATE OF j
+            FOR UPDATE
         ),
 
         handed AS MATERIALIZED (
@@ -563,33 +550,17 @@ BEGIN
         )
 
         SELECT
-            (
-                SELECT pg_catalog.array_agg(r.id) FILTER (WHERE r.status = 'processing')
-                FROM released AS r
-                LEFT JOIN counted ON TRUE
-            ),
-            (
-                SELECT pg_catalog.array_agg(DISTINCT r.queue) FILTER (
-                    WHERE r.status = 'pending' AND r.available_at <= v_now
-                )
-                FROM released AS r
-            ),
-            rest.ids,
-            rest.ns
-        INTO v_handed, v_queues, v_rest, v_rest_counts
-        FROM (
-            SELECT pg_catalog.array_agg(f.job_id) AS ids, pg_catalog.array_agg(f.n) AS ns
-            FROM freed AS f
-            WHERE NOT EXISTS (SELECT FROM released AS d WHERE d.id = f.job_id)
-        ) AS rest;
+            pg_catalog.array_agg(r.id) FILTER (WHERE r.status = 'processing'),
+            pg_catalog.array_agg(DISTINCT r.queue) FILTER (
+                WHERE r.status = 'pending' AND r.available_at <= v_now
+            )
+        INTO v_handed, v_queues
+        FROM released AS r
+        LEFT JOIN counted ON TRUE;
         -- Only the jobs released pending are announced: a handed-off job has its worker.
         PERFORM pg_catalog.set_config('enable_nestloop', v_nestloop, TRUE);
         IF v_queues IS NOT NULL THEN
             PERFORM jobq__notify(v_queues);
-        END IF;
-        -- Those that others still held back, released (pending) without waiting for them.
-        IF v_rest IS NOT NULL THEN
-            PERFORM jobq__dependents_probe(v_rest, v_rest_counts, v_parents);
         END IF;
     END IF;
     IF v_ids IS NOT NULL THEN

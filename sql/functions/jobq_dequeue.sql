@@ -16,8 +16,8 @@
 -- Several ranges are merged without locking: the first v_k rows of each are read, the first
 -- v_k of those are locked in claim order with SKIP LOCKED until batch_size are, and the round
 -- is repeated with a larger v_k only when concurrent claims held some and more may wait beyond.
--- Locking while merging (a cursor per range, FOR NO KEY UPDATE SKIP LOCKED) would leave the
--- head row of every other range locked until the claim commits, hidden from every other worker.
+-- Locking while merging (a cursor per range, FOR UPDATE SKIP LOCKED) would leave the head row
+-- of every other range locked until the claim commits, hidden from every other worker.
 --
 -- Under a held horizon: while a snapshot older than the claims (a REPEATABLE READ transaction,
 -- a long query, a standby's feedback) holds the xmin horizon back, no scan can mark the
@@ -230,7 +230,7 @@ BEGIN
           AND j.available_at <= v_now
         ORDER BY j.available_at
         LIMIT 1000
-        FOR NO KEY UPDATE SKIP LOCKED
+        FOR UPDATE SKIP LOCKED
     )
 
     , promoted AS (
@@ -283,7 +283,7 @@ BEGIN
           AND (j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts)
         ORDER BY j.locked_until
         LIMIT 1000
-        FOR NO KEY UPDATE SKIP LOCKED
+        FOR UPDATE SKIP LOCKED
     ),
 
     rerun AS MATERIALIZED (
@@ -305,7 +305,7 @@ BEGIN
           AND j.attempts < j.max_attempts
         ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
         LIMIT jobq_dequeue.batch_size
-        FOR NO KEY UPDATE SKIP LOCKED
+        FOR UPDATE SKIP LOCKED
     ),
 
     taken_back AS (
@@ -627,7 +627,7 @@ BEGIN
               AND j.available_at <= v_now
             ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
             LIMIT jobq_dequeue.batch_size
-            FOR NO KEY UPDATE SKIP LOCKED
+            FOR UPDATE SKIP LOCKED
         ),
 
         claimed AS (
@@ -802,7 +802,7 @@ BEGIN
                   AND j.available_at <= v_now
                 ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
                 LIMIT v_want
-                FOR NO KEY UPDATE SKIP LOCKED
+                FOR UPDATE SKIP LOCKED
             ),
 
             claimed AS (
@@ -969,7 +969,7 @@ Result: the claimed rows of jobq_jobs, highest priority first, then available_at
 Errors: 22023 worker_id NULL, blank or longer than 200 characters, batch_size outside 1-10000,
 lock_timeout <= 0, job_types or queues of more than 1000 names or with a name longer than 200
 characters.
-Concurrency: FOR NO KEY UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
+Concurrency: FOR UPDATE SKIP LOCKED: it never waits, concurrent callers never receive the
 same job, one call never locks or claims more than batch_size pending rows, and it never comes
 back short while jobs it could claim are waiting unlocked. A takeover that ends a job a client
 awaits sends a NOTIFY on the done channel (an empty payload).';

@@ -58,7 +58,6 @@ SELECT results_eq(
     ('jobq__dependencies_gone', '', 'integer'),
     ('jobq__dependency_argument_problem', 'depends_on uuid[], on_dependency_failure text', 'text'),
     ('jobq__dependents_finished', 'job_ids uuid[], statuses text[]', 'integer'),
-    ('jobq__dependents_probe', 'children uuid[], counts integer[], finished uuid[]', 'integer'),
     ('jobq__error_entry', 'attempt integer, at jsonb, worker text, error text, kind text DEFAULT NULL::text', 'jsonb'),
     ('jobq__error_line', 'error text', 'text'),
     ('jobq__event_channel', 'kind text', 'text'),
