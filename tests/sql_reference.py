@@ -45,6 +45,8 @@ SELECT c.oid::integer, c.relname::text, coalesce(pg_catalog.obj_description(c.oi
        coalesce(c.reloptions, '{}')
 FROM pg_catalog.pg_class AS c
 WHERE c.relnamespace = pg_catalog.to_regnamespace(%(schema)s::text) AND c.relkind = 'r'
+  -- a day's partition of the history is named after its day: made by maintenance, not listed
+  AND c.relname !~ '^jobq__history_[a-z_]+_[0-9]{8}$'
 ORDER BY array_position(
              ARRAY['jobq_jobs', 'jobq_settings', 'jobq_schedules', 'jobq_workers',
                    'jobq_migrations'],

@@ -1347,6 +1347,7 @@ BEGIN
         ) AS n
         FROM claimed AS c
         HAVING pg_catalog.count(*) > 0
+           AND (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton)
     )
 
     SELECT cl.*

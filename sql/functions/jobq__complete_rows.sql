@@ -119,13 +119,15 @@ BEGIN
             RETURNING h.id, h.queue, h.job_type, h.claimed_at
         ),
 
-        -- At most one row: no aggregate (the arrays are made below).
+        -- At most one row: no aggregate (the arrays are made below). Counted only while
+        -- jobq_configure(metrics) is on: the call alone costs more than the test of the setting.
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
                 'succeeded'::text, ARRAY[c.queue], ARRAY[c.job_type], NULL::text[],
                 ARRAY[extract(epoch FROM pg_catalog.now() - c.claimed_at)::double precision]
             ) AS n
             FROM done AS c
+            WHERE (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton)
         )
 
         SELECT
@@ -201,6 +203,7 @@ BEGIN
         ) AS n
         FROM done AS c
         HAVING pg_catalog.count(*) > 0
+           AND (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton)
     )
 
     SELECT

@@ -186,6 +186,7 @@ BEGIN
             NULL::text[], NULL::double precision[]
         ) AS n
         FROM inserted AS c
+        WHERE (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton)
     )
 
     SELECT

@@ -547,6 +547,7 @@ BEGIN
             FROM released AS c
             WHERE c.status = 'processing'
             HAVING pg_catalog.count(*) > 0
+               AND (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton)
         )
 
         SELECT

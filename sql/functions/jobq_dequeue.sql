@@ -222,32 +222,40 @@ BEGIN
     --    jobq_jobs_claim_idx, and this claim can take them. One probe of
     --    jobq_jobs_scheduled_idx when none has. SKIP LOCKED: a concurrent claim promotes
     --    the others.
-    WITH due AS MATERIALIZED (
-        SELECT j.id
-        FROM jobq_jobs AS j
-        WHERE j.status = 'pending'
-          AND j.scheduled
-          AND j.available_at <= v_now
-        ORDER BY j.available_at
-        LIMIT 1000
-        FOR UPDATE SKIP LOCKED
-    )
+    -- The probe first: a statement that can update jobq_jobs opens all its indexes and
+    -- prepares its checks before it reads a row, which costs more than the probe when no job
+    -- has come due (the common case).
+    IF EXISTS (
+        SELECT FROM jobq_jobs AS j
+        WHERE j.status = 'pending' AND j.scheduled AND j.available_at <= v_now
+    ) THEN
+        WITH due AS MATERIALIZED (
+            SELECT j.id
+            FROM jobq_jobs AS j
+            WHERE j.status = 'pending'
+              AND j.scheduled
+              AND j.available_at <= v_now
+            ORDER BY j.available_at
+            LIMIT 1000
+            FOR UPDATE SKIP LOCKED
+        )
 
-    , promoted AS (
-        UPDATE jobq_jobs AS j
-        SET scheduled = FALSE
-        WHERE j.id = ANY (ARRAY(SELECT due.id FROM due))
-        RETURNING j.id, j.job_type, j.queue, j.priority, j.available_at, j.limit_group
-    )
+        , promoted AS (
+            UPDATE jobq_jobs AS j
+            SET scheduled = FALSE
+            WHERE j.id = ANY (ARRAY(SELECT due.id FROM due))
+            RETURNING j.id, j.job_type, j.queue, j.priority, j.available_at, j.limit_group
+        )
 
-    SELECT
-        pg_catalog.array_agg(pg_catalog.hashtextextended(c.job_type, 0)),
-        pg_catalog.array_agg(pg_catalog.hashtextextended(c.queue, 0)),
-        pg_catalog.array_agg(c.priority), pg_catalog.array_agg(c.available_at),
-        pg_catalog.array_agg(c.id)
-    INTO p_ht, p_hq, p_prio, p_avail, p_ids
-    FROM promoted AS c
-    WHERE v_marked AND c.limit_group IS NULL;
+        SELECT
+            pg_catalog.array_agg(pg_catalog.hashtextextended(c.job_type, 0)),
+            pg_catalog.array_agg(pg_catalog.hashtextextended(c.queue, 0)),
+            pg_catalog.array_agg(c.priority), pg_catalog.array_agg(c.available_at),
+            pg_catalog.array_agg(c.id)
+        INTO p_ht, p_hq, p_prio, p_avail, p_ids
+        FROM promoted AS c
+        WHERE v_marked AND c.limit_group IS NULL;
+    END IF;
 
     -- 1. Take back stale claims within the caller's filters: their lock expired (locked_until,
     --    set by the claim that made it from its own lock_timeout, whatever this claim's), so
@@ -265,117 +273,125 @@ BEGIN
     --    The texts of the record are made in the SELECT: Citus refuses a STABLE function
     --    (format, jsonb_build_object) over columns in the SET list of an UPDATE.
     -- stale: the stale claims that end here; rerun: those that go back to pending.
-    WITH stale AS MATERIALIZED (
+    -- Probed first, as step 0 is: one probe of jobq_jobs_locked_until_idx when no claim has
+    -- expired, whatever the filters (an expired claim outside them only costs the statement).
+    IF EXISTS (
+        SELECT FROM jobq_jobs AS j
+        WHERE j.status = 'processing' AND j.locked_until < v_now
+    ) THEN
+        WITH stale AS MATERIALIZED (
+            SELECT
+                j.id,
+                pg_catalog.format(
+                    'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                    pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                    j.locked_until - j.locked_at
+                ) AS message,
+                pg_catalog.substr(j.locked_by, 1, 200) AS worker,
+                j.attempts
+            FROM jobq_jobs AS j
+            WHERE j.status = 'processing'
+              AND j.locked_until < v_now
+              AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
+              AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+              AND (j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts)
+            ORDER BY j.locked_until
+            LIMIT 1000
+            FOR UPDATE SKIP LOCKED
+        ),
+
+        rerun AS MATERIALIZED (
+            SELECT
+                j.id,
+                pg_catalog.format(
+                    'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
+                    pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
+                    j.locked_until - j.locked_at
+                ) AS message,
+                pg_catalog.substr(j.locked_by, 1, 200) AS worker,
+                j.attempts
+            FROM jobq_jobs AS j
+            WHERE j.status = 'processing'
+              AND j.locked_until < v_now
+              AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
+              AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
+              AND j.cancel_requested_at IS NULL
+              AND j.attempts < j.max_attempts
+            ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
+            LIMIT jobq_dequeue.batch_size
+            FOR UPDATE SKIP LOCKED
+        ),
+
+        taken_back AS (
+            SELECT * FROM stale
+            UNION ALL
+            SELECT * FROM rerun
+        ),
+
+        record AS (
+            SELECT
+                stale.id,
+                stale.message,
+                pg_catalog.jsonb_build_object(
+                    'attempt', stale.attempts,
+                    'at', v_now,
+                    'worker', stale.worker,
+                    'error', stale.message,
+                    'kind', 'lock_expired'
+                ) AS entry
+            FROM taken_back AS stale
+        ),
+
+        taken AS (
+            UPDATE jobq_jobs AS j
+            SET
+                status = CASE
+                    WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                    WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
+                    ELSE 'pending'
+                END,
+                -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
+                -- before that bound existed must not make its takeover fail for its size.
+                last_error = r.message,
+                errors = jobq__append_error(j.errors, r.entry),
+                finished_at = CASE
+                    WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts
+                        THEN v_now
+                END,
+                scheduled = FALSE,
+                locked_at = NULL,
+                locked_by = NULL,
+                locked_until = NULL,
+                updated_at = v_now
+            FROM record AS r
+            -- The rows are found by primary key, as an array, whatever the join's method: joined
+            -- by id alone, the generic plan made with statistics that counted many processing
+            -- jobs (a burst claimed on a small table, then analyzed) hashed the whole of jobq_jobs
+            -- on every claim that took a stale job back.
+            WHERE j.id = ANY (ARRAY(SELECT s.id FROM taken_back AS s))
+              AND j.id = r.id
+            RETURNING j.id, j.status, j.queue, j.job_type
+        ),
+
+        counted AS MATERIALIZED (
+            SELECT jobq__metrics_count(
+                'lock_expired'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                pg_catalog.array_agg(c.status), NULL::double precision[]
+            ) AS n
+            FROM taken AS c
+            HAVING pg_catalog.count(*) > 0
+               AND (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton)
+        )
+
         SELECT
-            j.id,
-            pg_catalog.format(
-                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                j.locked_until - j.locked_at
-            ) AS message,
-            pg_catalog.substr(j.locked_by, 1, 200) AS worker,
-            j.attempts
-        FROM jobq_jobs AS j
-        WHERE j.status = 'processing'
-          AND j.locked_until < v_now
-          AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
-          AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
-          AND (j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts)
-        ORDER BY j.locked_until
-        LIMIT 1000
-        FOR UPDATE SKIP LOCKED
-    ),
-
-    rerun AS MATERIALIZED (
-        SELECT
-            j.id,
-            pg_catalog.format(
-                'lock expired: worker %s held attempt %s since %s (lock_timeout %s)',
-                pg_catalog.substr(j.locked_by, 1, 200), j.attempts, j.locked_at,
-                j.locked_until - j.locked_at
-            ) AS message,
-            pg_catalog.substr(j.locked_by, 1, 200) AS worker,
-            j.attempts
-        FROM jobq_jobs AS j
-        WHERE j.status = 'processing'
-          AND j.locked_until < v_now
-          AND (jobq_dequeue.job_types IS NULL OR j.job_type = ANY (jobq_dequeue.job_types))
-          AND (jobq_dequeue.queues IS NULL OR j.queue = ANY (jobq_dequeue.queues))
-          AND j.cancel_requested_at IS NULL
-          AND j.attempts < j.max_attempts
-        ORDER BY j.priority DESC, j.available_at ASC, j.id ASC
-        LIMIT jobq_dequeue.batch_size
-        FOR UPDATE SKIP LOCKED
-    ),
-
-    taken_back AS (
-        SELECT * FROM stale
-        UNION ALL
-        SELECT * FROM rerun
-    ),
-
-    record AS (
-        SELECT
-            stale.id,
-            stale.message,
-            pg_catalog.jsonb_build_object(
-                'attempt', stale.attempts,
-                'at', v_now,
-                'worker', stale.worker,
-                'error', stale.message,
-                'kind', 'lock_expired'
-            ) AS entry
-        FROM taken_back AS stale
-    ),
-
-    taken AS (
-        UPDATE jobq_jobs AS j
-        SET
-            status = CASE
-                WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
-                WHEN j.attempts >= j.max_attempts THEN 'dead_letter'
-                ELSE 'pending'
-            END,
-            -- locked_by is cut to the 200 characters a worker_id may have: a claim recorded
-            -- before that bound existed must not make its takeover fail for its size.
-            last_error = r.message,
-            errors = jobq__append_error(j.errors, r.entry),
-            finished_at = CASE
-                WHEN j.cancel_requested_at IS NOT NULL OR j.attempts >= j.max_attempts
-                    THEN v_now
-            END,
-            scheduled = FALSE,
-            locked_at = NULL,
-            locked_by = NULL,
-            locked_until = NULL,
-            updated_at = v_now
-        FROM record AS r
-        -- The rows are found by primary key, as an array, whatever the join's method: joined
-        -- by id alone, the generic plan made with statistics that counted many processing
-        -- jobs (a burst claimed on a small table, then analyzed) hashed the whole of jobq_jobs
-        -- on every claim that took a stale job back.
-        WHERE j.id = ANY (ARRAY(SELECT s.id FROM taken_back AS s))
-          AND j.id = r.id
-        RETURNING j.id, j.status, j.queue, j.job_type
-    ),
-
-    counted AS MATERIALIZED (
-        SELECT jobq__metrics_count(
-            'lock_expired'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            pg_catalog.array_agg(c.status), NULL::double precision[]
-        ) AS n
-        FROM taken AS c
-        HAVING pg_catalog.count(*) > 0
-    )
-
-    SELECT
-        pg_catalog.array_agg(t.id::text) FILTER (WHERE t.status <> 'pending'),
-        (pg_catalog.count(*) FILTER (WHERE t.status = 'pending'))::integer
-    INTO v_ended, v_round
-    FROM taken AS t
-    LEFT JOIN counted ON TRUE;
-    IF v_ended IS NOT NULL THEN
-        PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
+            pg_catalog.array_agg(t.id::text) FILTER (WHERE t.status <> 'pending'),
+            (pg_catalog.count(*) FILTER (WHERE t.status = 'pending'))::integer
+        INTO v_ended, v_round
+        FROM taken AS t
+        LEFT JOIN counted ON TRUE;
+        IF v_ended IS NOT NULL THEN
+            PERFORM jobq__notify_events('done'::text, jobq__awaits_end(v_ended::uuid[]));
+        END IF;
     END IF;
     -- A job taken back keeps its available_at, ahead of the marks: this claim scans in full.
     IF v_round > 0 THEN
@@ -644,6 +660,8 @@ BEGIN
             RETURNING j.*
         ),
 
+        -- Counted only while jobq_configure(metrics) is on: the call alone costs more than
+        -- the test of the setting.
         counted AS MATERIALIZED (
             SELECT jobq__metrics_count(
                 'started'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
@@ -652,6 +670,7 @@ BEGIN
             ) AS n
             FROM claimed AS c
             HAVING pg_catalog.count(*) > 0
+               AND (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton)
         )
 
         SELECT c.*
@@ -829,6 +848,7 @@ BEGIN
                 ) AS n
                 FROM claimed AS c
                 HAVING pg_catalog.count(*) > 0
+                   AND (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton)
             )
 
             -- Each round's jobs are returned as they are claimed, in claim order (a later

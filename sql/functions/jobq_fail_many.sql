@@ -199,6 +199,7 @@ BEGIN
         ) AS n
         FROM failed AS c
         HAVING pg_catalog.count(*) > 0
+           AND (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton)
     )
 
     SELECT

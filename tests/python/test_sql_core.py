@@ -348,7 +348,8 @@ def test_the_claim_reads_its_indexes_in_order_when_statistics_say_the_queue_is_e
     index entries dead, not yet vacuumed), a generic plan. The claim must be an index scan of
     jobq_jobs_claim_idx in its order, stopping at batch_size: the bitmap scan + sort chosen
     before 0005 visited every dead entry and its heap row on every call (28 ms per claim with
-    500,000 of them). The stale-claim step likewise reads jobq_jobs_locked_until_idx in order."""
+    500,000 of them). The probe of expired claims, and the takeover it lets run, likewise read
+    jobq_jobs_locked_until_idx."""
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("ALTER TABLE jobq_jobs SET (autovacuum_enabled = off)")
         c.execute("VACUUM ANALYZE jobq_jobs")  # the statistics of an empty queue
@@ -363,15 +364,22 @@ def test_the_claim_reads_its_indexes_in_order_when_statistics_say_the_queue_is_e
                 r[0] for r in c.execute("SELECT id FROM jobq_dequeue('w', batch_size => 10)")
             ]
         assert len(set(claimed)) == 30
+        # One claim's lock expires: the next claim takes it back, in the statement that the
+        # probe of expired claims lets run (each claim probes; none of the first three ran it).
+        c.execute("UPDATE jobq_jobs SET locked_until = now() - interval '1 second'"
+                  " WHERE id = %s", (claimed[0],))
+        again = [r[0] for r in c.execute("SELECT id FROM jobq_dequeue('w', batch_size => 1)")]
+        assert again == [claimed[0]]
         claims = [p for p in plans if "WITH candidates AS MATERIALIZED" in p]
+        probes = [p for p in plans if "j.locked_until < v_now" in p and "WITH stale" not in p]
         stale = [p for p in plans if "WITH stale AS MATERIALIZED" in p]
-        assert len(claims) == 3 and len(stale) == 3, plans
+        assert len(claims) == 4 and len(probes) == 4 and len(stale) == 1, plans
         for plan in claims:
             assert "Index Scan using jobq_jobs_claim_idx" in plan, plan
             assert "Bitmap" not in plan and "Sort Key: j.priority" not in plan, plan
-        for plan in stale:
-            assert "Index Scan using jobq_jobs_locked_until_idx" in plan, plan
-            assert "Bitmap" not in plan, plan
+        for plan in probes + stale:
+            assert "Scan using jobq_jobs_locked_until_idx" in plan, plan
+            assert "Bitmap" not in plan and "Seq Scan" not in plan, plan
         setting = c.execute("SELECT current_setting('enable_bitmapscan')").fetchone()
         assert setting == ("on",), "the function's setting leaked into the session"
 
