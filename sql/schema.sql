@@ -2868,13 +2868,16 @@ BEGIN
         WHERE w.available_at <= v_now
     ),
 
+    -- One row whatever was inserted (the statement below joins it); the call only while
+    -- jobq_configure(metrics) is on, as the path without keys above.
     counted AS MATERIALIZED (
-        SELECT jobq__metrics_count(
-            'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
-            NULL::text[], NULL::double precision[]
-        ) AS n
+        SELECT CASE WHEN (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton) THEN
+            jobq__metrics_count(
+                'enqueued'::text, pg_catalog.array_agg(c.queue), pg_catalog.array_agg(c.job_type),
+                NULL::text[], NULL::double precision[]
+            )
+        END AS n
         FROM inserted AS c
-        WHERE (SELECT s.metrics FROM jobq_settings AS s WHERE s.singleton)
     )
 
     SELECT
