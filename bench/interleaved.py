@@ -54,8 +54,10 @@ def prepare(admin: str, base: str) -> dict[str, str]:
     """The two databases, built afresh; their DSNs by name."""
     if _git("diff", "--name-only", base, "--", "sql/migrations").strip():
         raise SystemExit(f"the migrations differ at {base}: its functions would not compare")
-    changed = [f for f in _git("diff", "--name-only", base, "--", "sql/functions").split()
-               if f.endswith(".sql")]
+    # Files changed on both sides; one added since keeps this checkout's body on both (the
+    # base's functions do not call it), one removed since is not put back.
+    changed = [f for f in _git("diff", "--name-only", "--diff-filter=M", base, "--",
+                               "sql/functions").split() if f.endswith(".sql")]
     dsns = {}
     with psycopg.connect(admin, autocommit=True) as conn:
         for name in SIDES:
