@@ -37,9 +37,10 @@ from typing import Any
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from psycopg.types.json import Jsonb
 
 from pgq_client.migrate import migrate
+
+from . import workflows
 
 ROOT = Path(__file__).resolve().parent.parent
 SIDES = ("jobq_ab_base", "jobq_ab_head")
@@ -52,6 +53,10 @@ def _git(*args: str) -> str:
 
 def prepare(admin: str, base: str) -> dict[str, str]:
     """The two databases, built afresh; their DSNs by name."""
+    try:
+        _git("rev-parse", "--verify", "--quiet", f"{base}^{{commit}}")
+    except subprocess.CalledProcessError:
+        raise SystemExit(f"--base {base!r} names no commit of this repository") from None
     if _git("diff", "--name-only", base, "--", "sql/migrations").strip():
         raise SystemExit(f"the migrations differ at {base}: its functions would not compare")
     # Files changed on both sides; one added since keeps this checkout's body on both (the
@@ -81,12 +86,9 @@ def prepare(admin: str, base: str) -> dict[str, str]:
 def _fill(conn: psycopg.Connection[Any], mode: str, jobs: int) -> None:
     conn.execute("DELETE FROM jobq_jobs")
     conn.execute("TRUNCATE jobq_job_dependencies")
-    if mode == "chain":
-        elements = [{"job_type": "step", **({"after": [i]} if i else {})} for i in range(jobs)]
-    else:
-        elements = [{"job_type": "step"}] * (jobs if mode != "empty" else 0)
-    if elements:
-        conn.execute("SELECT count(*) FROM jobq_enqueue_many(%s::jsonb)", (Jsonb(elements),))
+    if mode != "empty":
+        workflows._enqueue(conn, jobs, (lambda i: [i] if i else []) if mode == "chain"
+                           else (lambda i: []))
     conn.execute("VACUUM ANALYZE jobq_jobs")
 
 
